@@ -1,0 +1,406 @@
+/*
+ * tformer — a Transformer toolkit in C11.
+ *
+ * A runnable example: one post-LN encoder layer on a random batch, then the
+ * gradient of sum(output) with respect to every weight.
+ *
+ *     #include <stdio.h>
+ *     #include "tformer.h"
+ *
+ *     int main(void) {
+ *         tf_layer_config cfg = tf_layer_config_default(16, 4);   // d_model 16, 4 heads
+ *         cfg.dim_feedforward = 32;
+ *         tf_params *ps = tf_params_new();
+ *         tf_encoder_layer layer;
+ *         tf_encoder_layer_register(ps, "layer.", &layer, &cfg);
+ *         if (tf_params_init(ps, 42) != 0) { fprintf(stderr, "%s\n", tf_error()); return 1; }
+ *
+ *         tf_ctx *ctx = tf_ctx_new(7);
+ *         int64_t shape[3] = {2, 5, 16};                          // x: (B,T,C)
+ *         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 3, shape, 0);
+ *         tf_tensor_fill_normal(x, 1, 1.0f);
+ *         tf_attn_mask self = {0};
+ *         self.causal = 1;
+ *         tf_tensor *y = tf_encoder_layer_forward(ctx, &layer, &cfg, x, &self);
+ *         if (!y || tf_backward(ctx, y, NULL) != 0) { fprintf(stderr, "%s\n", tf_error()); return 1; }
+ *         printf("y[0] = %f, dL/dW[0] = %f\n", tf_f32(y)[0],
+ *                tf_params_get(ps, "layer.linear1.weight")->grad[0]);
+ *         tf_ctx_free(ctx);
+ *         tf_params_free(ps);
+ *         return 0;
+ *     }
+ *
+ * Conventions: every tensor is row-major with explicit strides; views
+ * (reshape, transpose, narrow) share both data and gradient memory with their
+ * base, so a view needs no backward of its own. Operations record themselves on
+ * the context's tape; tf_backward() walks it in reverse. An operation that fails
+ * returns NULL and leaves a message in tf_error(); an operation given a NULL
+ * input returns NULL silently, so a whole forward pass can be checked once at the end.
+ */
+#ifndef TFORMER_H
+#define TFORMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TF_MAX_DIMS 6
+#define TF_DIM_ALL 127 /* reduce over every dimension */
+
+/* ---------------------------------------------------------------- errors */
+
+/* The message of the last error on this thread ("" when none). */
+const char *tf_error(void);
+/* Set the thread's error message (printf-style); always returns -1. */
+int tf_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------- arenas */
+
+/* Bump allocator: 64-byte aligned, zeroed memory, freed all at once. */
+typedef struct tf_arena tf_arena;
+tf_arena *tf_arena_new(size_t block_bytes);
+void tf_arena_free(tf_arena *a);
+void *tf_arena_alloc(tf_arena *a, size_t bytes); /* NULL + tf_error() on failure */
+void tf_arena_reset(tf_arena *a);                 /* keeps the first block */
+size_t tf_arena_used(const tf_arena *a);
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef enum {
+    TF_DTYPE_F32, /* activations and parameters: the only dtype with gradients */
+    TF_DTYPE_I32, /* token ids, targets */
+    TF_DTYPE_U8   /* boolean masks: nonzero = masked out */
+} tf_dtype;
+
+typedef struct tf_tensor {
+    tf_dtype dtype;
+    int ndim;
+    int64_t shape[TF_MAX_DIMS];
+    int64_t stride[TF_MAX_DIMS]; /* in elements */
+    void *data;                  /* first element */
+    float *grad;                 /* same layout as data; NULL if no gradient is tracked */
+} tf_tensor;
+
+size_t tf_dtype_size(tf_dtype dt);
+int64_t tf_numel(const tf_tensor *t);
+int tf_is_contiguous(const tf_tensor *t);
+static inline float *tf_f32(const tf_tensor *t) { return (float *)t->data; }
+static inline int32_t *tf_i32(const tf_tensor *t) { return (int32_t *)t->data; }
+static inline uint8_t *tf_u8(const tf_tensor *t) { return (uint8_t *)t->data; }
+
+/* A contiguous tensor in an arena, zero-filled (gradient too when requires_grad). */
+tf_tensor *tf_tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *shape,
+                           int requires_grad);
+/* Fill with N(0, std^2) (Box-Muller on splitmix64) / uniform(lo, hi). Contiguous F32 only. */
+void tf_tensor_fill_normal(tf_tensor *t, uint64_t seed, float std);
+void tf_tensor_fill_uniform(tf_tensor *t, uint64_t seed, float lo, float hi);
+void tf_tensor_zero_grad(tf_tensor *t);
+/* Write "(2,3,4)" into buf. */
+const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- context and tape */
+
+typedef struct tf_ctx tf_ctx;
+tf_ctx *tf_ctx_new(uint64_t seed);
+void tf_ctx_free(tf_ctx *ctx);
+/* Drop the tape and every activation; parameters (in their own arenas) stay. */
+void tf_ctx_reset(tf_ctx *ctx);
+void tf_ctx_set_grad(tf_ctx *ctx, int enabled);       /* default on */
+void tf_ctx_set_training(tf_ctx *ctx, int training);  /* dropout active; default off */
+tf_arena *tf_ctx_arena(tf_ctx *ctx);
+/* A tensor in the context's arena (lives until tf_ctx_reset). */
+tf_tensor *tf_tensor_new(tf_ctx *ctx, tf_dtype dt, int ndim, const int64_t *shape,
+                         int requires_grad);
+/* Seed the gradient of `out` with grad_out (same shape; NULL means ones) and
+ * accumulate gradients into every tensor that tracks one. */
+int tf_backward(tf_ctx *ctx, tf_tensor *out, const tf_tensor *grad_out);
+/* Run every recorded op's forward again, in order (used by gradient checks). */
+void tf_tape_replay(tf_ctx *ctx);
+
+/* ---------------------------------------------------------------- the op table */
+
+typedef enum {
+    TF_OP_COPY,          /* strided view -> contiguous copy */
+    TF_OP_MATMUL,        /* batched, either side transposed */
+    TF_OP_ADD,           /* broadcasting */
+    TF_OP_MUL,           /* broadcasting */
+    TF_OP_SCALE,         /* times a constant */
+    TF_OP_BIAS_ADD,      /* (...,N) + (N) */
+    TF_OP_SOFTMAX,       /* last dim, optional additive or boolean mask */
+    TF_OP_LAYERNORM,     /* last dim */
+    TF_OP_RELU,
+    TF_OP_GELU,          /* exact erf or tanh approximation */
+    TF_OP_DROPOUT,       /* seeded, inverted scaling */
+    TF_OP_EMBEDDING,     /* rows of a table */
+    TF_OP_CONCAT,
+    TF_OP_SUM,           /* over one dim or all; mean is a scaled sum */
+    TF_OP_CROSS_ENTROPY, /* logits, ignore index, label smoothing */
+    TF_OP_SDPA,          /* fused scaled dot-product attention */
+    TF_OP_COUNT
+} tf_op;
+
+const char *tf_op_name(tf_op op);
+
+typedef enum { TF_GELU_ERF, TF_GELU_TANH } tf_gelu_kind;
+
+/* Views: no copy, no tape entry; data and gradient alias the base. */
+tf_tensor *tf_reshape(tf_ctx *ctx, tf_tensor *x, int ndim, const int64_t *shape); /* -1 = infer */
+tf_tensor *tf_transpose(tf_ctx *ctx, tf_tensor *x, int d0, int d1);
+tf_tensor *tf_narrow(tf_ctx *ctx, tf_tensor *x, int dim, int64_t start, int64_t len);
+tf_tensor *tf_unsqueeze(tf_ctx *ctx, tf_tensor *x, int dim);
+
+/* Ops (recorded on the tape when gradients are on). Negative dims count from the end. */
+tf_tensor *tf_contiguous(tf_ctx *ctx, tf_tensor *x); /* x itself if already contiguous */
+tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int trans_b);
+tf_tensor *tf_add(tf_ctx *ctx, tf_tensor *a, tf_tensor *b);
+tf_tensor *tf_mul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b);
+tf_tensor *tf_scale(tf_ctx *ctx, tf_tensor *x, float s);
+tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias);
+/* mask: F32 (added to x) or U8 (nonzero = excluded), broadcastable to x. A row
+ * with every entry excluded gives all zeros (PyTorch gives NaN). */
+tf_tensor *tf_softmax(tf_ctx *ctx, tf_tensor *x, tf_tensor *mask);
+tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, float eps);
+tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x);
+tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind);
+tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p); /* identity unless training */
+tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids);
+tf_tensor *tf_concat(tf_ctx *ctx, int n, tf_tensor *const *xs, int dim);
+/* Split along dim into n contiguous pieces of the given sizes. Returns 0 or -1. */
+int tf_split(tf_ctx *ctx, tf_tensor *x, int dim, int n, const int64_t *sizes, tf_tensor **outs);
+tf_tensor *tf_sum(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);  /* dim may be TF_DIM_ALL */
+tf_tensor *tf_mean(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);
+/* logits (...,C), targets I32 (...): mean loss over targets != ignore_index. */
+tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets,
+                            int ignore_index, float label_smoothing);
+/* q (B,H,Tq,D), k (B,H,Tk,D), v (B,H,Tk,Dv) -> (B,H,Tq,Dv). mask: F32 (added) or
+ * U8 (nonzero = excluded), broadcastable to (B,H,Tq,Tk). causal excludes key j
+ * for query i when j > i + Tk - Tq (PyTorch's rule when Tq == Tk). */
+tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
+                   int causal, float scale);
+
+/* ---------------------------------------------------------------- parameters */
+
+/* A registry of named parameters (PyTorch state-dict names). Modules register
+ * their slots; the registry then allocates, initialises, loads or lists them. */
+typedef struct tf_params tf_params;
+tf_params *tf_params_new(void);
+void tf_params_free(tf_params *ps);
+/* Register a slot; the tensor is created by tf_params_init / tf_params_load. */
+int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
+                  const int64_t *shape, float init_std);
+int tf_params_count(const tf_params *ps);
+const char *tf_params_name(const tf_params *ps, int i);
+tf_tensor *tf_params_tensor(const tf_params *ps, int i);
+tf_tensor *tf_params_get(const tf_params *ps, const char *name);
+/* Allocate every slot; weights N(0, std^2) (std 0: ones for norm weights, zeros for biases). */
+int tf_params_init(tf_params *ps, uint64_t seed);
+void tf_params_zero_grad(tf_params *ps);
+
+/* ---------------------------------------------------------------- layers */
+
+typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH } tf_activation;
+
+typedef struct {
+    tf_tensor *weight; /* (out,in), PyTorch's layout */
+    tf_tensor *bias;   /* (out) or NULL */
+} tf_linear;
+
+typedef struct {
+    tf_tensor *weight, *bias; /* (C) each, either may be NULL */
+    float eps;
+} tf_layer_norm;
+
+typedef struct {
+    int embed_dim, num_heads;
+    int kdim, vdim; /* input widths of key and value; embed_dim when equal */
+    int bias;       /* projections have biases */
+    float dropout;  /* on the attention weights, training only */
+    int rel_max_offset; /* > 0: learned relative-position bias, offsets clipped to +-this */
+} tf_mha_config;
+
+typedef struct {
+    tf_mha_config cfg;
+    tf_tensor *in_proj_weight;  /* (3E,E) when kdim == vdim == E, else NULL */
+    tf_tensor *q_proj_weight;   /* (E,E)    when the widths differ */
+    tf_tensor *k_proj_weight;   /* (E,kdim) */
+    tf_tensor *v_proj_weight;   /* (E,vdim) */
+    tf_tensor *in_proj_bias;    /* (3E) or NULL */
+    tf_linear out_proj;         /* (E,E) */
+    tf_tensor *rel_bias;        /* (2*rel_max_offset+1, H) or NULL */
+} tf_mha;
+
+/* The masks of one attention, in PyTorch's conventions. */
+typedef struct {
+    tf_tensor *mask;             /* (Tq,Tk) or (B*H,Tq,Tk); U8 true = masked, or F32 added */
+    tf_tensor *key_padding_mask; /* (B,Tk); U8 true = padding, or F32 added */
+    int causal;
+} tf_attn_mask;
+
+tf_mha_config tf_mha_config_default(int embed_dim, int num_heads);
+int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_config *cfg);
+/* query (B,Tq,E), key (B,Tk,kdim), value (B,Tk,vdim) -> (B,Tq,E). When weights
+ * is non-NULL it receives the attention weights averaged over heads, (B,Tq,Tk). */
+tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key,
+                          tf_tensor *value, const tf_attn_mask *mask, tf_tensor **weights);
+
+tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x);
+tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x);
+
+/* Positional encodings. */
+/* out (T,d): PE(pos,2i) = sin(pos / 10000^(2i/d)), PE(pos,2i+1) = cos(same). */
+void tf_posenc_sinusoidal(float *out, int64_t T, int64_t d);
+tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t T, int64_t d);
+/* Learned absolute: rows [start, start+T) of table (max_len,d), a view sharing its gradient. */
+tf_tensor *tf_posenc_learned(tf_ctx *ctx, tf_tensor *table, int64_t start, int64_t T);
+/* Learned relative: table (2K+1,H) -> bias (1,H,Tq,Tk) with
+ * bias[h,i,j] = table[clip(j - (i + Tk - Tq), -K, K) + K, h]. */
+tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, int64_t Tk);
+
+/* ---------------------------------------------------------------- Transformer layers */
+
+typedef struct {
+    int d_model, nhead, dim_feedforward;
+    tf_activation activation;
+    float layer_norm_eps;
+    float dropout;
+    int norm_first; /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
+    int bias;       /* linear and LayerNorm biases */
+} tf_layer_config;
+
+typedef struct {
+    tf_mha self_attn;
+    tf_linear linear1, linear2;
+    tf_layer_norm norm1, norm2;
+} tf_encoder_layer;
+
+typedef struct {
+    tf_mha self_attn, multihead_attn;
+    tf_linear linear1, linear2;
+    tf_layer_norm norm1, norm2, norm3;
+} tf_decoder_layer;
+
+typedef struct {
+    int num_layers;
+    tf_encoder_layer *layers;
+    tf_layer_norm norm; /* final LayerNorm; norm.weight NULL when absent */
+    int has_norm;
+} tf_encoder;
+
+typedef struct {
+    int num_layers;
+    tf_decoder_layer *layers;
+    tf_layer_norm norm;
+    int has_norm;
+} tf_decoder;
+
+typedef struct {
+    tf_encoder encoder;
+    tf_decoder decoder;
+} tf_transformer;
+
+/* PyTorch's defaults: dim_feedforward 2048, relu, eps 1e-5, post-LN, biases, dropout 0. */
+tf_layer_config tf_layer_config_default(int d_model, int nhead);
+
+/* Parameters get PyTorch's names under prefix ("" or "layers.0." ...). */
+int tf_encoder_layer_register(tf_params *ps, const char *prefix, tf_encoder_layer *l,
+                              const tf_layer_config *cfg);
+int tf_decoder_layer_register(tf_params *ps, const char *prefix, tf_decoder_layer *l,
+                              const tf_layer_config *cfg);
+/* The stacks allocate their layer arrays; free them with tf_encoder_free / tf_decoder_free. */
+int tf_encoder_register(tf_params *ps, const char *prefix, tf_encoder *e,
+                        const tf_layer_config *cfg, int num_layers, int final_norm);
+int tf_decoder_register(tf_params *ps, const char *prefix, tf_decoder *d,
+                        const tf_layer_config *cfg, int num_layers, int final_norm);
+int tf_transformer_register(tf_params *ps, const char *prefix, tf_transformer *t,
+                            const tf_layer_config *cfg, int num_encoder_layers,
+                            int num_decoder_layers);
+void tf_encoder_free(tf_encoder *e);
+void tf_decoder_free(tf_decoder *d);
+void tf_transformer_free(tf_transformer *t);
+
+/* All activations are batch-first: x (B,T,d_model). */
+tf_tensor *tf_encoder_layer_forward(tf_ctx *ctx, const tf_encoder_layer *l,
+                                    const tf_layer_config *cfg, tf_tensor *x,
+                                    const tf_attn_mask *self_mask);
+tf_tensor *tf_decoder_layer_forward(tf_ctx *ctx, const tf_decoder_layer *l,
+                                    const tf_layer_config *cfg, tf_tensor *x, tf_tensor *memory,
+                                    const tf_attn_mask *self_mask, const tf_attn_mask *cross_mask);
+tf_tensor *tf_encoder_forward(tf_ctx *ctx, const tf_encoder *e, const tf_layer_config *cfg,
+                              tf_tensor *x, const tf_attn_mask *self_mask);
+tf_tensor *tf_decoder_forward(tf_ctx *ctx, const tf_decoder *d, const tf_layer_config *cfg,
+                              tf_tensor *x, tf_tensor *memory, const tf_attn_mask *self_mask,
+                              const tf_attn_mask *cross_mask);
+/* src (B,S,d), tgt (B,T,d) -> (B,T,d). */
+tf_tensor *tf_transformer_forward(tf_ctx *ctx, const tf_transformer *t, const tf_layer_config *cfg,
+                                  tf_tensor *src, tf_tensor *tgt, const tf_attn_mask *src_mask,
+                                  const tf_attn_mask *tgt_mask, const tf_attn_mask *memory_mask);
+
+/* ---------------------------------------------------------------- safetensors */
+
+typedef enum {
+    TF_ST_F32, TF_ST_F16, TF_ST_BF16, TF_ST_I64, TF_ST_I32, TF_ST_U8, TF_ST_BOOL, TF_ST_COUNT
+} tf_st_dtype;
+
+typedef struct {
+    const char *name;
+    tf_st_dtype dtype;
+    int ndim;
+    int64_t shape[TF_MAX_DIMS];
+    const void *data; /* inside the mapped file; may be unaligned */
+    size_t nbytes;
+} tf_st_entry;
+
+typedef struct tf_st_file tf_st_file;
+
+/* Parse a safetensors file (mmap) or buffer (borrowed, must outlive the handle).
+ * Every malformed header gives NULL and a message naming the problem. */
+tf_st_file *tf_st_open(const char *path);
+tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label);
+void tf_st_close(tf_st_file *f);
+int tf_st_count(const tf_st_file *f);
+const tf_st_entry *tf_st_entry_at(const tf_st_file *f, int i);
+const tf_st_entry *tf_st_find(const tf_st_file *f, const char *name);
+const char *tf_st_dtype_name(tf_st_dtype dt);
+/* Convert an entry into a new contiguous tensor: float types -> F32, integer
+ * types -> I32 (range-checked), U8/BOOL -> U8. */
+tf_tensor *tf_st_to_tensor(const tf_st_file *f, const tf_st_entry *e, tf_arena *a);
+/* Copy an F32/F16/BF16 entry into dst (same shape, contiguous F32). */
+int tf_st_read_f32(const tf_st_file *f, const tf_st_entry *e, tf_tensor *dst);
+
+/* Writer: collect named tensors, then write atomically (temporary file + rename). */
+typedef struct tf_st_writer tf_st_writer;
+tf_st_writer *tf_st_writer_new(void);
+void tf_st_writer_free(tf_st_writer *w);
+/* Copies the tensor's data (any layout) now. F32 is written as F32, U8 as BOOL,
+ * I32 as I32. */
+int tf_st_writer_add(tf_st_writer *w, const char *name, const tf_tensor *t);
+/* Write gradient of t (F32). */
+int tf_st_writer_add_grad(tf_st_writer *w, const char *name, const tf_tensor *t);
+int tf_st_writer_save(tf_st_writer *w, const char *path);
+
+/* Load every registered parameter from a safetensors file: a missing tensor, a
+ * wrong shape or (when strict) an unexpected tensor is an error naming it. */
+int tf_params_load(tf_params *ps, const tf_st_file *f, int strict);
+int tf_params_save(const tf_params *ps, const char *path);
+
+/* ---------------------------------------------------------------- PyTorch modules */
+
+/* Run a torch.nn module (MultiheadAttention, TransformerEncoderLayer, ...)
+ * described by a JSON config, with its state_dict weights, on named inputs;
+ * write `output` (and gradients when the inputs hold `grad_output`). Warnings
+ * (unknown config keys) go to `log` when non-NULL. See docs/torch-run.md. */
+int tf_torch_run(const char *config_path, const char *weights_path, const char *input_path,
+                 const char *output_path, FILE *log);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_H */

@@ -1,0 +1,134 @@
+/* Errors, checked sizes, random numbers and the arena allocator. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local char g_error[1024];
+
+const char *tf_error(void) { return g_error; }
+
+int tf_set_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_error, sizeof g_error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int tf_mul_size(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+uint64_t tf_splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float tf_hash_uniform(uint64_t seed, uint64_t i) {
+    uint64_t s = seed ^ (i * 0xD1B54A32D192ED03ull);
+    uint64_t r = tf_splitmix64(&s);
+    return (float)(r >> 40) * (1.0f / 16777216.0f); /* 24 random bits */
+}
+
+/* ---------------------------------------------------------------- arena */
+
+typedef struct tf_block {
+    struct tf_block *next;
+    size_t size, used;
+    unsigned char *mem; /* 64-byte aligned */
+} tf_block;
+
+struct tf_arena {
+    tf_block *head; /* current block; older blocks follow */
+    size_t block_bytes;
+};
+
+static tf_block *block_new(size_t bytes) {
+    tf_block *b = malloc(sizeof *b);
+    if (!b) return NULL;
+    b->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!b->mem) {
+        free(b);
+        return NULL;
+    }
+    b->size = (bytes + 63) & ~(size_t)63;
+    b->used = 0;
+    b->next = NULL;
+    return b;
+}
+
+tf_arena *tf_arena_new(size_t block_bytes) {
+    tf_arena *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->block_bytes = block_bytes ? block_bytes : ((size_t)1 << 20);
+    return a;
+}
+
+void tf_arena_free(tf_arena *a) {
+    if (!a) return;
+    tf_block *b = a->head;
+    while (b) {
+        tf_block *n = b->next;
+        free(b->mem);
+        free(b);
+        b = n;
+    }
+    free(a);
+}
+
+void *tf_arena_alloc(tf_arena *a, size_t bytes) {
+    if (bytes > SIZE_MAX - 64) {
+        tf_set_error("arena: allocation of %zu bytes overflows", bytes);
+        return NULL;
+    }
+    size_t need = (bytes + 63) & ~(size_t)63;
+    if (need == 0) need = 64;
+    tf_block *b = a->head;
+    if (!b || b->size - b->used < need) {
+        size_t sz = need > a->block_bytes ? need : a->block_bytes;
+        tf_block *nb = block_new(sz);
+        if (!nb) {
+            tf_set_error("arena: out of memory allocating %zu bytes", sz);
+            return NULL;
+        }
+        nb->next = a->head;
+        a->head = nb;
+        b = nb;
+    }
+    void *p = b->mem + b->used;
+    b->used += need;
+    memset(p, 0, need);
+    return p;
+}
+
+void tf_arena_reset(tf_arena *a) {
+    if (!a || !a->head) return;
+    if (a->head->next) {
+        /* Several blocks: merge them into one block of their total size, so
+         * that the next step of the same shape allocates nothing. */
+        size_t total = 0;
+        tf_block *b = a->head;
+        while (b) {
+            tf_block *n = b->next;
+            total += b->size;
+            free(b->mem);
+            free(b);
+            b = n;
+        }
+        a->head = block_new(total); /* NULL is fine: the next alloc retries */
+        return;
+    }
+    a->head->used = 0;
+}
+
+size_t tf_arena_used(const tf_arena *a) {
+    size_t n = 0;
+    for (tf_block *b = a ? a->head : NULL; b; b = b->next) n += b->used;
+    return n;
+}

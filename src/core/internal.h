@@ -1,0 +1,86 @@
+/* Private declarations shared by the library's source files. */
+#ifndef TF_INTERNAL_H
+#define TF_INTERNAL_H
+
+#include "tformer.h"
+
+#define TF_PRIVATE __attribute__((visibility("hidden")))
+
+/* One recorded operation. Forward reads `in` and `params`, writes `out` and
+ * `saved`; it may be run again (tape replay) and must then give the same result. */
+typedef struct tf_node {
+    tf_op op;
+    tf_tensor *out;
+    int n_in;
+    tf_tensor **in;
+    void *params;        /* op-specific struct, arena-allocated */
+    float *saved[2];     /* op-specific buffers, arena-allocated */
+    struct tf_node *prev;
+} tf_node;
+
+/* The one op table: name, forward and backward of every op in one place. */
+typedef struct {
+    const char *name;
+    void (*forward)(tf_node *n);
+    void (*backward)(tf_node *n); /* accumulates into the inputs' grad buffers */
+} tf_op_def;
+
+extern const tf_op_def tf_op_table[TF_OP_COUNT] TF_PRIVATE;
+
+struct tf_ctx {
+    tf_arena *arena;
+    tf_node *tape;     /* last recorded node; ->prev walks back */
+    int grad_enabled;
+    int training;
+    uint64_t rng;      /* splitmix64 state, draws dropout seeds */
+};
+
+/* Checked size arithmetic: return 0 on overflow. */
+int tf_mul_size(size_t a, size_t b, size_t *out) TF_PRIVATE;
+uint64_t tf_splitmix64(uint64_t *state) TF_PRIVATE;
+/* Uniform float in [0,1) from a counter-based hash (seed, i). */
+float tf_hash_uniform(uint64_t seed, uint64_t i) TF_PRIVATE;
+
+/* Normalise a possibly negative dim; -1 and an error when out of range. */
+int tf_dim_index(const tf_tensor *x, int dim, const char *op) TF_PRIVATE;
+void tf_contig_strides(int ndim, const int64_t *shape, int64_t *stride) TF_PRIVATE;
+/* Strides of t broadcast (right-aligned) to shape[ndim], 0 where t has size 1
+ * or lacks the dim. Returns -1 if t does not broadcast. */
+int tf_bcast_strides(const tf_tensor *t, int ndim, const int64_t *shape, int64_t *stride) TF_PRIVATE;
+
+/* Create a node: allocate out (with a gradient when any input tracks one and
+ * gradients are on), record it and run its forward. NULL if an input is NULL. */
+tf_node *tf_node_new(tf_ctx *ctx, tf_op op, int n_in, tf_tensor *const *in, tf_dtype out_dt,
+                     int out_ndim, const int64_t *out_shape, void *params) TF_PRIVATE;
+/* Record and run: call after filling saved[] buffers. */
+tf_tensor *tf_node_run(tf_ctx *ctx, tf_node *n) TF_PRIVATE;
+void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes) TF_PRIVATE;
+float *tf_ctx_floats(tf_ctx *ctx, int64_t n) TF_PRIVATE;
+tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x) TF_PRIVATE;
+
+/* Iterate a multi-index over shape[ndim-1] (all but the last dim), in row-major order. */
+int tf_index_next(int64_t *idx, int ndim, const int64_t *shape) TF_PRIVATE;
+
+/* Per-op forward/backward, defined next to each op's constructor. */
+#define TF_OP_FUNCS(name)                                  \
+    void tf_op_##name##_forward(tf_node *n) TF_PRIVATE;    \
+    void tf_op_##name##_backward(tf_node *n) TF_PRIVATE;
+TF_OP_FUNCS(copy)
+TF_OP_FUNCS(matmul)
+TF_OP_FUNCS(add)
+TF_OP_FUNCS(mul)
+TF_OP_FUNCS(scale)
+TF_OP_FUNCS(bias_add)
+TF_OP_FUNCS(softmax)
+TF_OP_FUNCS(layernorm)
+TF_OP_FUNCS(relu)
+TF_OP_FUNCS(gelu)
+TF_OP_FUNCS(dropout)
+TF_OP_FUNCS(embedding)
+TF_OP_FUNCS(concat)
+TF_OP_FUNCS(sum)
+TF_OP_FUNCS(cross_entropy)
+TF_OP_FUNCS(sdpa)
+#undef TF_OP_FUNCS
+
+#endif

@@ -1,0 +1,315 @@
+/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, dropout. */
+#include <math.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+/* Offsets of a strided tensor walked in row-major order of `shape`: calls
+ * body(i, off) for every element i of a contiguous tensor of that shape. */
+typedef struct {
+    int ndim;
+    int64_t shape[TF_MAX_DIMS];
+    int64_t sa[TF_MAX_DIMS], sb[TF_MAX_DIMS]; /* strides of the two inputs */
+} tf_bcast;
+
+/* Shape with at least one dim so that 0-d tensors walk as (1). */
+static void bcast_shape1(tf_bcast *p) {
+    if (p->ndim == 0) {
+        p->ndim = 1;
+        p->shape[0] = 1;
+        p->sa[0] = p->sb[0] = 0;
+    }
+}
+
+/* ---------------------------------------------------------------- copy */
+
+void tf_op_copy_forward(tf_node *n) {
+    const tf_tensor *x = n->in[0];
+    const tf_bcast *p = n->params;
+    float *out = tf_f32(n->out);  // out: contiguous, x's shape
+    const float *in = tf_f32(x);
+    int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
+    do {
+        int64_t off = 0;
+        for (int d = 0; d < p->ndim - 1; d++) off += idx[d] * p->sa[d];
+        for (int64_t j = 0; j < W; j++) out[i++] = in[off + j * p->sa[p->ndim - 1]];
+    } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+void tf_op_copy_backward(tf_node *n) {
+    tf_tensor *x = n->in[0];
+    const tf_bcast *p = n->params;
+    if (!x->grad) return;
+    const float *g = n->out->grad;
+    int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
+    do {
+        int64_t off = 0;
+        for (int d = 0; d < p->ndim - 1; d++) off += idx[d] * p->sa[d];
+        for (int64_t j = 0; j < W; j++) x->grad[off + j * p->sa[p->ndim - 1]] += g[i++];
+    } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+tf_tensor *tf_contiguous(tf_ctx *ctx, tf_tensor *x) {
+    if (!x || tf_is_contiguous(x)) return x;
+    if (x->dtype != TF_DTYPE_F32) {
+        /* masks and ids: a plain copy, no gradient */
+        tf_tensor *o = tf_tensor_new(ctx, x->dtype, x->ndim, x->shape, 0);
+        if (!o) return NULL;
+        int64_t idx[TF_MAX_DIMS] = {0}, n = tf_numel(x), es = (int64_t)tf_dtype_size(x->dtype);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t off = 0, r = i;
+            for (int d = x->ndim - 1; d >= 0; d--) {
+                idx[d] = r % x->shape[d];
+                r /= x->shape[d];
+                off += idx[d] * x->stride[d];
+            }
+            memcpy((char *)o->data + i * es, (char *)x->data + off * es, (size_t)es);
+        }
+        return o;
+    }
+    tf_bcast *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->ndim = x->ndim;
+    memcpy(p->shape, x->shape, sizeof p->shape);
+    memcpy(p->sa, x->stride, sizeof p->sa);
+    bcast_shape1(p);
+    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_COPY, 1, &x, TF_DTYPE_F32, x->ndim, x->shape, p));
+}
+
+/* ---------------------------------------------------------------- add, mul */
+
+static void binary_forward(tf_node *n, int is_mul) {
+    const tf_bcast *p = n->params;
+    const float *a = tf_f32(n->in[0]), *b = tf_f32(n->in[1]);
+    float *out = tf_f32(n->out);  // out: broadcast shape, contiguous
+    int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
+    int64_t la = p->sa[p->ndim - 1], lb = p->sb[p->ndim - 1];
+    do {
+        int64_t oa = 0, ob = 0;
+        for (int d = 0; d < p->ndim - 1; d++) oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d];
+        if (is_mul)
+            for (int64_t j = 0; j < W; j++) out[i++] = a[oa + j * la] * b[ob + j * lb];
+        else
+            for (int64_t j = 0; j < W; j++) out[i++] = a[oa + j * la] + b[ob + j * lb];
+    } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+static void binary_backward(tf_node *n, int is_mul) {
+    const tf_bcast *p = n->params;
+    tf_tensor *A = n->in[0], *B = n->in[1];
+    const float *a = tf_f32(A), *b = tf_f32(B), *g = n->out->grad;
+    int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
+    int64_t la = p->sa[p->ndim - 1], lb = p->sb[p->ndim - 1];
+    do {
+        int64_t oa = 0, ob = 0;
+        for (int d = 0; d < p->ndim - 1; d++) oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d];
+        for (int64_t j = 0; j < W; j++, i++) {
+            int64_t ia = oa + j * la, ib = ob + j * lb;
+            if (A->grad) A->grad[ia] += is_mul ? g[i] * b[ib] : g[i];
+            if (B->grad) B->grad[ib] += is_mul ? g[i] * a[ia] : g[i];
+        }
+    } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+void tf_op_add_forward(tf_node *n) { binary_forward(n, 0); }
+void tf_op_add_backward(tf_node *n) { binary_backward(n, 0); }
+void tf_op_mul_forward(tf_node *n) { binary_forward(n, 1); }
+void tf_op_mul_backward(tf_node *n) { binary_backward(n, 1); }
+
+static tf_tensor *binary(tf_ctx *ctx, tf_op op, tf_tensor *a, tf_tensor *b) {
+    if (!a || !b) return NULL;
+    const char *name = tf_op_name(op);
+    if (a->dtype != TF_DTYPE_F32 || b->dtype != TF_DTYPE_F32)
+        return tf_set_error("%s: inputs must be F32", name), NULL;
+    tf_bcast *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int d = 0; d < p->ndim; d++) {
+        int ia = d - (p->ndim - a->ndim), ib = d - (p->ndim - b->ndim);
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        if (sa != sb && sa != 1 && sb != 1) {
+            char x[64], y[64];
+            tf_set_error("%s: shapes %s and %s do not broadcast", name, tf_shape_str(a, x, sizeof x),
+                         tf_shape_str(b, y, sizeof y));
+            return NULL;
+        }
+        p->shape[d] = sa == 1 ? sb : sa;
+    }
+    tf_bcast_strides(a, p->ndim, p->shape, p->sa);
+    tf_bcast_strides(b, p->ndim, p->shape, p->sb);
+    int ndim = p->ndim;
+    int64_t shape[TF_MAX_DIMS];
+    memcpy(shape, p->shape, sizeof shape);
+    bcast_shape1(p);
+    tf_tensor *in[2] = {a, b};
+    return tf_node_run(ctx, tf_node_new(ctx, op, 2, in, TF_DTYPE_F32, ndim, shape, p));
+}
+
+tf_tensor *tf_add(tf_ctx *ctx, tf_tensor *a, tf_tensor *b) { return binary(ctx, TF_OP_ADD, a, b); }
+tf_tensor *tf_mul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b) { return binary(ctx, TF_OP_MUL, a, b); }
+
+/* ---------------------------------------------------------------- unary ops */
+
+typedef struct {
+    float s;            /* scale; dropout probability */
+    tf_gelu_kind gelu;
+    uint64_t seed;      /* dropout */
+} tf_unary_params;
+
+/* A contiguous F32 input and a same-shaped output. */
+static tf_node *unary_node(tf_ctx *ctx, tf_op op, tf_tensor *x, tf_unary_params *p) {
+    if (!x) return NULL;
+    if (x->dtype != TF_DTYPE_F32) return tf_set_error("%s: input must be F32", tf_op_name(op)), NULL;
+    x = tf_contiguous(ctx, x);
+    if (!x) return NULL;
+    return tf_node_new(ctx, op, 1, &x, TF_DTYPE_F32, x->ndim, x->shape, p);
+}
+
+void tf_op_scale_forward(tf_node *n) {
+    const tf_unary_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);
+    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) y[i] = x[i] * p->s;
+}
+
+void tf_op_scale_backward(tf_node *n) {
+    const tf_unary_params *p = n->params;
+    float *gx = n->in[0]->grad;
+    const float *g = n->out->grad;
+    if (gx)
+        for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) gx[i] += g[i] * p->s;
+}
+
+tf_tensor *tf_scale(tf_ctx *ctx, tf_tensor *x, float s) {
+    tf_unary_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->s = s;
+    return tf_node_run(ctx, unary_node(ctx, TF_OP_SCALE, x, p));
+}
+
+void tf_op_relu_forward(tf_node *n) {
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);
+    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) y[i] = x[i] > 0 ? x[i] : 0;
+}
+
+void tf_op_relu_backward(tf_node *n) {
+    const float *x = tf_f32(n->in[0]), *g = n->out->grad;
+    float *gx = n->in[0]->grad;
+    if (gx)
+        for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) gx[i] += x[i] > 0 ? g[i] : 0;
+}
+
+tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
+    return tf_node_run(ctx, unary_node(ctx, TF_OP_RELU, x, NULL));
+}
+
+#define TF_SQRT1_2 0.70710678118654752440
+#define TF_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define TF_INV_SQRT_2PI 0.39894228040143267794
+
+/* gelu(x) and its derivative, exact (erf) or the tanh approximation. */
+static float gelu_f(float x, tf_gelu_kind k, float *deriv) {
+    double xd = x;
+    if (k == TF_GELU_ERF) {
+        double cdf = 0.5 * (1.0 + erf(xd * TF_SQRT1_2));
+        if (deriv) *deriv = (float)(cdf + xd * TF_INV_SQRT_2PI * exp(-0.5 * xd * xd));
+        return (float)(xd * cdf);
+    }
+    double u = TF_SQRT2_PI * (xd + 0.044715 * xd * xd * xd), t = tanh(u);
+    if (deriv) {
+        double du = TF_SQRT2_PI * (1.0 + 3.0 * 0.044715 * xd * xd);
+        *deriv = (float)(0.5 * (1.0 + t) + 0.5 * xd * (1.0 - t * t) * du);
+    }
+    return (float)(0.5 * xd * (1.0 + t));
+}
+
+void tf_op_gelu_forward(tf_node *n) {
+    const tf_unary_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);
+    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) y[i] = gelu_f(x[i], p->gelu, NULL);
+}
+
+void tf_op_gelu_backward(tf_node *n) {
+    const tf_unary_params *p = n->params;
+    const float *x = tf_f32(n->in[0]), *g = n->out->grad;
+    float *gx = n->in[0]->grad, d;
+    if (!gx) return;
+    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) {
+        gelu_f(x[i], p->gelu, &d);
+        gx[i] += g[i] * d;
+    }
+}
+
+tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind) {
+    tf_unary_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->gelu = kind;
+    return tf_node_run(ctx, unary_node(ctx, TF_OP_GELU, x, p));
+}
+
+/* Dropout keeps element i when hash(seed, i) >= p and scales it by 1/(1-p):
+ * the mask depends only on the node's seed, never on threads or replay. */
+void tf_op_dropout_forward(tf_node *n) {
+    const tf_unary_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out), keep = 1.0f / (1.0f - p->s);
+    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++)
+        y[i] = tf_hash_uniform(p->seed, (uint64_t)i) >= p->s ? x[i] * keep : 0.0f;
+}
+
+void tf_op_dropout_backward(tf_node *n) {
+    const tf_unary_params *p = n->params;
+    const float *g = n->out->grad;
+    float *gx = n->in[0]->grad, keep = 1.0f / (1.0f - p->s);
+    if (!gx) return;
+    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++)
+        if (tf_hash_uniform(p->seed, (uint64_t)i) >= p->s) gx[i] += g[i] * keep;
+}
+
+tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p) {
+    if (!x) return NULL;
+    if (!(p >= 0.0f && p < 1.0f)) return tf_set_error("dropout: p = %g outside [0,1)", p), NULL;
+    if (!ctx->training || p == 0.0f) return x;
+    tf_unary_params *pp = tf_ctx_alloc(ctx, sizeof *pp);
+    if (!pp) return NULL;
+    pp->s = p;
+    pp->seed = tf_splitmix64(&ctx->rng);
+    return tf_node_run(ctx, unary_node(ctx, TF_OP_DROPOUT, x, pp));
+}
+
+/* ---------------------------------------------------------------- bias add */
+
+void tf_op_bias_add_forward(tf_node *n) {
+    const float *x = tf_f32(n->in[0]), *b = tf_f32(n->in[1]);
+    float *y = tf_f32(n->out);  // y: (R,N) = x (R,N) + b (N)
+    int64_t N = n->in[1]->shape[0], R = N ? tf_numel(n->out) / N : 0;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < N; j++) y[r * N + j] = x[r * N + j] + b[j];
+}
+
+void tf_op_bias_add_backward(tf_node *n) {
+    tf_tensor *X = n->in[0], *B = n->in[1];
+    const float *g = n->out->grad;
+    int64_t N = B->shape[0], R = N ? tf_numel(n->out) / N : 0;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < N; j++) {
+            if (X->grad) X->grad[r * N + j] += g[r * N + j];
+            if (B->grad) B->grad[j] += g[r * N + j];
+        }
+}
+
+tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias) {
+    if (!x || !bias) return NULL;
+    if (x->dtype != TF_DTYPE_F32 || bias->dtype != TF_DTYPE_F32 || bias->ndim != 1 ||
+        x->ndim < 1 || x->shape[x->ndim - 1] != bias->shape[0]) {
+        char a[64], b[64];
+        tf_set_error("bias_add: bias %s does not match the last dim of %s",
+                     tf_shape_str(bias, b, sizeof b), tf_shape_str(x, a, sizeof a));
+        return NULL;
+    }
+    tf_tensor *in[2] = {tf_contiguous(ctx, x), tf_contiguous(ctx, bias)};
+    if (!in[0] || !in[1]) return NULL;
+    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_BIAS_ADD, 2, in, TF_DTYPE_F32, x->ndim, x->shape, NULL));
+}

@@ -1,0 +1,113 @@
+/* Batched matrix product with either operand transposed. */
+#include <string.h>
+
+#include "../core/internal.h"
+
+typedef struct {
+    int64_t batch, M, N, K;
+    int a_batched, b_batched; /* 0: the operand is one matrix shared by every batch */
+    int ta, tb;
+} tf_matmul_params;
+
+/* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
+ * (K,N), or (N,K) when tb. Loop orders keep the innermost loop contiguous. */
+static void gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K,
+                     int ta, int tb) {
+    if (!ta && !tb) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) {
+                float a = A[i * K + k];
+                const float *b = B + k * N;
+                float *c = C + i * N;
+                for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
+            }
+    } else if (!ta && tb) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                const float *a = A + i * K, *b = B + j * K;
+                float s = 0.0f;
+                for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
+                C[i * N + j] += s;
+            }
+    } else if (ta && !tb) {
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t i = 0; i < M; i++) {
+                float a = A[k * M + i];
+                const float *b = B + k * N;
+                float *c = C + i * N;
+                for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
+            }
+    } else {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                float s = 0.0f;
+                for (int64_t k = 0; k < K; k++) s += A[k * M + i] * B[j * K + k];
+                C[i * N + j] += s;
+            }
+    }
+}
+
+void tf_op_matmul_forward(tf_node *n) {
+    const tf_matmul_params *p = n->params;
+    const float *A = tf_f32(n->in[0]), *B = tf_f32(n->in[1]);
+    float *C = tf_f32(n->out);  // C: (batch, M, N)
+    memset(C, 0, (size_t)tf_numel(n->out) * sizeof *C);
+    for (int64_t b = 0; b < p->batch; b++)
+        gemm_acc(C + b * p->M * p->N, A + (p->a_batched ? b * p->M * p->K : 0),
+                 B + (p->b_batched ? b * p->K * p->N : 0), p->M, p->N, p->K, p->ta, p->tb);
+}
+
+void tf_op_matmul_backward(tf_node *n) {
+    const tf_matmul_params *p = n->params;
+    tf_tensor *TA = n->in[0], *TB = n->in[1];
+    const float *A = tf_f32(TA), *B = tf_f32(TB), *dC = n->out->grad;
+    int64_t M = p->M, N = p->N, K = p->K;
+    for (int64_t b = 0; b < p->batch; b++) {
+        const float *a = A + (p->a_batched ? b * M * K : 0), *bb = B + (p->b_batched ? b * K * N : 0);
+        const float *dc = dC + b * M * N;
+        if (TA->grad) {
+            float *da = TA->grad + (p->a_batched ? b * M * K : 0);
+            if (!p->ta) gemm_acc(da, dc, bb, M, K, N, 0, !p->tb);  // dA (M,K) = dC op(B)^T
+            else gemm_acc(da, bb, dc, K, M, N, p->tb, 1);          // dA (K,M) = op(B) dC^T
+        }
+        if (TB->grad) {
+            float *db = TB->grad + (p->b_batched ? b * K * N : 0);
+            if (!p->tb) gemm_acc(db, a, dc, K, N, M, !p->ta, 0);   // dB (K,N) = op(A)^T dC
+            else gemm_acc(db, dc, a, N, K, M, 1, p->ta);           // dB (N,K) = dC^T op(A)
+        }
+    }
+}
+
+tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int trans_b) {
+    if (!a || !b) return NULL;
+    char sa[64], sb[64];
+    if (a->dtype != TF_DTYPE_F32 || b->dtype != TF_DTYPE_F32 || a->ndim < 2 || b->ndim < 2)
+        return tf_set_error("matmul: inputs must be F32 with at least 2 dims, got %s and %s",
+                            tf_shape_str(a, sa, sizeof sa), tf_shape_str(b, sb, sizeof sb)), NULL;
+    tf_matmul_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    int ra = a->ndim, rb = b->ndim;
+    p->ta = trans_a != 0;
+    p->tb = trans_b != 0;
+    p->M = a->shape[ra - 2 + p->ta];
+    p->K = a->shape[ra - 1 - p->ta];
+    int64_t kb = b->shape[rb - 2 + p->tb];
+    p->N = b->shape[rb - 1 - p->tb];
+    p->a_batched = ra > 2;
+    p->b_batched = rb > 2;
+    int batch_ok = !p->a_batched || !p->b_batched ||
+                   (ra == rb && !memcmp(a->shape, b->shape, (size_t)(ra - 2) * sizeof(int64_t)));
+    if (kb != p->K || !batch_ok)
+        return tf_set_error("matmul: shapes %s%s and %s%s do not multiply",
+                            tf_shape_str(a, sa, sizeof sa), p->ta ? "^T" : "",
+                            tf_shape_str(b, sb, sizeof sb), p->tb ? "^T" : ""), NULL;
+    const tf_tensor *lead = p->a_batched ? a : b;
+    int64_t shape[TF_MAX_DIMS];
+    p->batch = 1;
+    for (int d = 0; d < lead->ndim - 2; d++) p->batch *= (shape[d] = lead->shape[d]);
+    int nd = lead->ndim;
+    shape[nd - 2] = p->M;
+    shape[nd - 1] = p->N;
+    tf_tensor *in[2] = {tf_contiguous(ctx, a), tf_contiguous(ctx, b)};
+    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_MATMUL, 2, in, TF_DTYPE_F32, nd, shape, p));
+}

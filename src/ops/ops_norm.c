@@ -1,0 +1,263 @@
+/* Row-wise ops over the last dim: masked softmax, layernorm, cross-entropy. */
+#include <math.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+/* ---------------------------------------------------------------- softmax */
+
+typedef struct {
+    int ndim;                      /* of x */
+    int64_t shape[TF_MAX_DIMS];
+    int64_t mstride[TF_MAX_DIMS];  /* mask strides broadcast to x's shape */
+    tf_dtype mask_dtype;           /* valid when n_in == 2 */
+} tf_softmax_params;
+
+/* Offset of the mask at the start of row r (idx is the row's multi-index). */
+static int64_t row_mask_offset(const tf_softmax_params *p, const int64_t *idx) {
+    int64_t off = 0;
+    for (int d = 0; d < p->ndim - 1; d++) off += idx[d] * p->mstride[d];
+    return off;
+}
+
+/* y (W) = softmax(x + mask) of one row; an all-excluded row gives zeros. */
+static void softmax_row(float *y, const float *x, const void *mask, tf_dtype mdt, int64_t ms,
+                        int64_t W) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < W; j++) {
+        float z = x[j];
+        if (mask && mdt == TF_DTYPE_F32) z += ((const float *)mask)[j * ms];
+        else if (mask && ((const uint8_t *)mask)[j * ms]) z = -INFINITY;
+        y[j] = z;
+        if (z > mx) mx = z;
+    }
+    if (mx == -INFINITY) {
+        memset(y, 0, (size_t)W * sizeof *y);
+        return;
+    }
+    double s = 0.0;
+    for (int64_t j = 0; j < W; j++) s += (y[j] = expf(y[j] - mx));
+    float inv = (float)(1.0 / s);
+    for (int64_t j = 0; j < W; j++) y[j] *= inv;
+}
+
+void tf_op_softmax_forward(tf_node *n) {
+    const tf_softmax_params *p = n->params;
+    const tf_tensor *m = n->n_in > 1 ? n->in[1] : NULL;
+    int64_t W = p->shape[p->ndim - 1], idx[TF_MAX_DIMS] = {0}, r = 0;
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);  // y: x's shape, rows of W
+    if (tf_numel(n->out) == 0) return;
+    do {
+        const void *mrow = m ? (const char *)m->data + row_mask_offset(p, idx) *
+                                                           (int64_t)tf_dtype_size(p->mask_dtype)
+                             : NULL;
+        softmax_row(y + r * W, x + r * W, mrow, p->mask_dtype, p->mstride[p->ndim - 1], W);
+        r++;
+    } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+void tf_op_softmax_backward(tf_node *n) {
+    const tf_softmax_params *p = n->params;
+    tf_tensor *X = n->in[0], *M = n->n_in > 1 ? n->in[1] : NULL;
+    float *gm = M && M->dtype == TF_DTYPE_F32 ? M->grad : NULL;
+    int64_t W = p->shape[p->ndim - 1], ms = p->mstride[p->ndim - 1], idx[TF_MAX_DIMS] = {0}, r = 0;
+    const float *y = tf_f32(n->out), *g = n->out->grad;
+    if (tf_numel(n->out) == 0) return;
+    do {
+        const float *yr = y + r * W, *gr = g + r * W;
+        double dot = 0.0;
+        for (int64_t j = 0; j < W; j++) dot += (double)yr[j] * gr[j];
+        int64_t mo = row_mask_offset(p, idx);
+        for (int64_t j = 0; j < W; j++) {
+            float dz = yr[j] * (gr[j] - (float)dot);
+            if (X->grad) X->grad[r * W + j] += dz;
+            if (gm) gm[mo + j * ms] += dz;
+        }
+        r++;
+    } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+tf_tensor *tf_softmax(tf_ctx *ctx, tf_tensor *x, tf_tensor *mask) {
+    if (!x) return NULL;
+    if (x->dtype != TF_DTYPE_F32 || x->ndim < 1)
+        return tf_set_error("softmax: input must be F32 with at least one dim"), NULL;
+    tf_softmax_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->ndim = x->ndim;
+    memcpy(p->shape, x->shape, sizeof p->shape);
+    if (mask) {
+        char a[64], b[64];
+        if (mask->dtype == TF_DTYPE_I32 || tf_bcast_strides(mask, x->ndim, x->shape, p->mstride))
+            return tf_set_error("softmax: mask %s does not broadcast to %s (or is not F32/U8)",
+                                tf_shape_str(mask, a, sizeof a), tf_shape_str(x, b, sizeof b)), NULL;
+        p->mask_dtype = mask->dtype;
+    }
+    tf_tensor *in[2] = {tf_contiguous(ctx, x), mask};
+    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_SOFTMAX, mask ? 2 : 1, in, TF_DTYPE_F32,
+                                        x->ndim, x->shape, p));
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+typedef struct {
+    float eps;
+    int64_t rows, C;
+} tf_layernorm_params;
+
+void tf_op_layernorm_forward(tf_node *n) {
+    const tf_layernorm_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);  // x: (rows, C)
+    const float *w = n->in[1] ? tf_f32(n->in[1]) : NULL, *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
+    float *y = tf_f32(n->out), *mean = n->saved[0], *rstd = n->saved[1];  // (rows) each
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *xr = x + r * p->C;
+        double s = 0.0, v = 0.0;
+        for (int64_t j = 0; j < p->C; j++) s += xr[j];
+        double mu = s / (double)p->C;
+        for (int64_t j = 0; j < p->C; j++) v += (xr[j] - mu) * (xr[j] - mu);
+        double rs = 1.0 / sqrt(v / (double)p->C + p->eps);
+        mean[r] = (float)mu;
+        rstd[r] = (float)rs;
+        for (int64_t j = 0; j < p->C; j++) {
+            float xh = (float)((xr[j] - mu) * rs);
+            y[r * p->C + j] = xh * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+        }
+    }
+}
+
+void tf_op_layernorm_backward(tf_node *n) {
+    const tf_layernorm_params *p = n->params;
+    tf_tensor *X = n->in[0], *Wt = n->in[1], *Bt = n->in[2];
+    const float *x = tf_f32(X), *w = Wt ? tf_f32(Wt) : NULL, *g = n->out->grad;
+    const float *mean = n->saved[0], *rstd = n->saved[1];
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *xr = x + r * p->C, *gr = g + r * p->C;
+        double m1 = 0.0, m2 = 0.0; /* means of dxhat and dxhat * xhat */
+        for (int64_t j = 0; j < p->C; j++) {
+            float xh = (xr[j] - mean[r]) * rstd[r], dxh = gr[j] * (w ? w[j] : 1.0f);
+            m1 += dxh;
+            m2 += (double)dxh * xh;
+            if (Wt && Wt->grad) Wt->grad[j] += gr[j] * xh;
+            if (Bt && Bt->grad) Bt->grad[j] += gr[j];
+        }
+        m1 /= (double)p->C;
+        m2 /= (double)p->C;
+        if (!X->grad) continue;
+        for (int64_t j = 0; j < p->C; j++) {
+            float xh = (xr[j] - mean[r]) * rstd[r], dxh = gr[j] * (w ? w[j] : 1.0f);
+            X->grad[r * p->C + j] += rstd[r] * (float)(dxh - m1 - xh * m2);
+        }
+    }
+}
+
+tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, float eps) {
+    if (!x) return NULL;
+    if (x->dtype != TF_DTYPE_F32 || x->ndim < 1)
+        return tf_set_error("layernorm: input must be F32 with at least one dim"), NULL;
+    int64_t C = x->shape[x->ndim - 1];
+    const tf_tensor *wb[2] = {w, b};
+    for (int i = 0; i < 2; i++)
+        if (wb[i] && (wb[i]->dtype != TF_DTYPE_F32 || wb[i]->ndim != 1 || wb[i]->shape[0] != C))
+            return tf_set_error("layernorm: %s must be F32 of shape (%lld)", i ? "bias" : "weight",
+                                (long long)C), NULL;
+    if (!(eps >= 0.0f)) return tf_set_error("layernorm: eps = %g must be >= 0", eps), NULL;
+    tf_layernorm_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->eps = eps;
+    p->C = C;
+    p->rows = C ? tf_numel(x) / C : 0;
+    tf_tensor *in[3] = {tf_contiguous(ctx, x), w ? tf_contiguous(ctx, w) : NULL,
+                        b ? tf_contiguous(ctx, b) : NULL};
+    if (!in[0] || (w && !in[1]) || (b && !in[2])) return NULL;
+    /* tf_node_new rejects NULL inputs, so pass x three times and patch the absent ones. */
+    tf_tensor *nn_in[3] = {in[0], in[1] ? in[1] : in[0], in[2] ? in[2] : in[0]};
+    tf_node *n = tf_node_new(ctx, TF_OP_LAYERNORM, 3, nn_in, TF_DTYPE_F32, x->ndim, x->shape, p);
+    if (!n) return NULL;
+    n->in[1] = in[1];
+    n->in[2] = in[2];
+    if (!(n->saved[0] = tf_ctx_floats(ctx, p->rows)) || !(n->saved[1] = tf_ctx_floats(ctx, p->rows)))
+        return NULL;
+    return tf_node_run(ctx, n);
+}
+
+/* ---------------------------------------------------------------- cross-entropy */
+
+typedef struct {
+    int64_t rows, C;
+    int ignore_index;
+    float smoothing;
+    int64_t n_valid;
+} tf_ce_params;
+
+void tf_op_cross_entropy_forward(tf_node *n) {
+    tf_ce_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);   // logits: (rows, C)
+    const int32_t *t = tf_i32(n->in[1]); // targets: (rows)
+    float *prob = n->saved[0];           // prob: (rows, C)
+    double loss = 0.0;
+    p->n_valid = 0;
+    for (int64_t r = 0; r < p->rows; r++) {
+        if (t[r] == p->ignore_index) continue;
+        const float *xr = x + r * p->C;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < p->C; j++) mx = xr[j] > mx ? xr[j] : mx;
+        double s = 0.0, sum_logp = 0.0;
+        for (int64_t j = 0; j < p->C; j++) s += exp((double)xr[j] - mx);
+        double lse = mx + log(s);
+        for (int64_t j = 0; j < p->C; j++) {
+            prob[r * p->C + j] = (float)exp((double)xr[j] - lse);
+            sum_logp += (double)xr[j] - lse;
+        }
+        double nll = lse - xr[t[r]];
+        loss += (1.0 - p->smoothing) * nll - p->smoothing * sum_logp / (double)p->C;
+        p->n_valid++;
+    }
+    tf_f32(n->out)[0] = p->n_valid ? (float)(loss / (double)p->n_valid) : 0.0f;
+}
+
+void tf_op_cross_entropy_backward(tf_node *n) {
+    const tf_ce_params *p = n->params;
+    tf_tensor *X = n->in[0];
+    const int32_t *t = tf_i32(n->in[1]);
+    const float *prob = n->saved[0];
+    if (!X->grad || !p->n_valid) return;
+    float g = n->out->grad[0] / (float)p->n_valid, eps_c = p->smoothing / (float)p->C;
+    for (int64_t r = 0; r < p->rows; r++) {
+        if (t[r] == p->ignore_index) continue;
+        for (int64_t j = 0; j < p->C; j++) {
+            float target = eps_c + (j == t[r] ? 1.0f - p->smoothing : 0.0f);
+            X->grad[r * p->C + j] += g * (prob[r * p->C + j] - target);
+        }
+    }
+}
+
+tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets, int ignore_index,
+                            float label_smoothing) {
+    if (!logits || !targets) return NULL;
+    char a[64], b[64];
+    int64_t C = logits->ndim ? logits->shape[logits->ndim - 1] : 0;
+    if (logits->dtype != TF_DTYPE_F32 || targets->dtype != TF_DTYPE_I32 || C == 0 ||
+        targets->ndim != logits->ndim - 1 ||
+        memcmp(targets->shape, logits->shape, (size_t)targets->ndim * sizeof(int64_t)))
+        return tf_set_error("cross_entropy: logits %s (F32) and targets %s (I32) do not match",
+                            tf_shape_str(logits, a, sizeof a), tf_shape_str(targets, b, sizeof b)), NULL;
+    if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
+        return tf_set_error("cross_entropy: label_smoothing %g outside [0,1]", label_smoothing), NULL;
+    tf_ce_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    tf_tensor *in[2] = {tf_contiguous(ctx, logits), tf_contiguous(ctx, targets)};
+    if (!p || !in[0] || !in[1]) return NULL;
+    p->C = C;
+    p->rows = tf_numel(logits) / C;
+    p->ignore_index = ignore_index;
+    p->smoothing = label_smoothing;
+    for (int64_t r = 0; r < p->rows; r++) {
+        int32_t t = tf_i32(in[1])[r];
+        if (t != ignore_index && (t < 0 || t >= C))
+            return tf_set_error("cross_entropy: target %d at position %lld outside [0,%lld)", t,
+                                (long long)r, (long long)C), NULL;
+    }
+    tf_node *n = tf_node_new(ctx, TF_OP_CROSS_ENTROPY, 2, in, TF_DTYPE_F32, 0, NULL, p);
+    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->rows * C))) return NULL;
+    return tf_node_run(ctx, n);
+}

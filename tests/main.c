@@ -1,0 +1,74 @@
+/* Test runner: runs every registered test (or those whose names start with
+ * the arguments) and ends with the line "N passed, N failed". */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+#define MAX_TESTS 512
+
+typedef struct {
+    const char *name;
+    tf_test_fn fn;
+} test_entry;
+
+static test_entry g_tests[MAX_TESTS];
+static int g_n, g_failed;
+static const char *g_fixtures = "tests/fixtures";
+
+void test_register(const char *name, tf_test_fn fn) {
+    if (g_n < MAX_TESTS) g_tests[g_n++] = (test_entry){name, fn};
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "    %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    g_failed = 1;
+}
+
+int test_failed(void) { return g_failed; }
+const char *test_fixture_dir(void) { return g_fixtures; }
+
+double test_rel_err(const float *a, const float *b, long n) {
+    double d = 0.0, r = 0.0;
+    for (long i = 0; i < n; i++) {
+        double e = (double)a[i] - b[i];
+        d += e * e;
+        r += (double)b[i] * b[i];
+    }
+    if (d != d) return INFINITY; /* NaN */
+    return r > 0 ? sqrt(d / r) : sqrt(d);
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const test_entry *)a)->name, ((const test_entry *)b)->name);
+}
+
+int main(int argc, char **argv) {
+    int first = 1;
+    if (argc > 2 && !strcmp(argv[1], "--fixtures")) {
+        g_fixtures = argv[2];
+        first = 3;
+    }
+    qsort(g_tests, (size_t)g_n, sizeof g_tests[0], by_name);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < g_n; i++) {
+        int selected = first >= argc;
+        for (int a = first; a < argc; a++)
+            if (!strncmp(g_tests[i].name, argv[a], strlen(argv[a]))) selected = 1;
+        if (!selected) continue;
+        g_failed = 0;
+        g_tests[i].fn();
+        printf("%s %s\n", g_failed ? "FAIL" : "ok  ", g_tests[i].name);
+        fflush(stdout);
+        if (g_failed) failed++;
+        else passed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,43 @@
+/* A tiny test harness: TEST(name) registers a test; CHECK fails it. */
+#ifndef TF_TEST_H
+#define TF_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+
+#include "tformer.h"
+
+typedef void (*tf_test_fn)(void);
+void test_register(const char *name, tf_test_fn fn);
+void test_fail(const char *file, int line, const char *fmt, ...);
+int test_failed(void);
+/* Directory holding the committed PyTorch fixtures (or fresh ones, --fixtures). */
+const char *test_fixture_dir(void);
+
+#define TEST(name)                                                              \
+    static void name(void);                                                     \
+    __attribute__((constructor)) static void register_##name(void) {           \
+        test_register(#name, name);                                             \
+    }                                                                           \
+    static void name(void)
+
+#define CHECK(cond)                                                             \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            test_fail(__FILE__, __LINE__, "%s  [tf_error: %s]", #cond, tf_error()); \
+            return;                                                             \
+        }                                                                       \
+    } while (0)
+
+#define CHECKF(cond, ...)                                                       \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                         \
+            return;                                                             \
+        }                                                                       \
+    } while (0)
+
+/* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
+double test_rel_err(const float *a, const float *b, long n);
+
+#endif

@@ -1,0 +1,253 @@
+/* Every op of the op table, gradient-checked by central differences: the
+ * analytic gradient of L = sum(out * R) (R random) against (L(x+e) - L(x-e)) / 2e,
+ * with L accumulated in double and the forward re-run by replaying the tape. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "test.h"
+
+#define MAX_LEAVES 8
+
+typedef struct {
+    tf_tensor *leaf[MAX_LEAVES];
+    int n;
+    uint64_t seed;
+} gc_state;
+
+static gc_state G;
+
+static tf_tensor *leaf(tf_ctx *ctx, int ndim, const int64_t *shape) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_F32, ndim, shape, 1);
+    tf_tensor_fill_normal(t, ++G.seed * 7919, 1.0f);
+    G.leaf[G.n++] = t;
+    return t;
+}
+#define LEAF(ctx, ...) leaf(ctx, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+
+static tf_tensor *const_u8(tf_ctx *ctx, int ndim, const int64_t *shape, int every) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_U8, ndim, shape, 0);
+    for (int64_t i = 0; i < tf_numel(t); i++) tf_u8(t)[i] = (uint8_t)(i % every == 1);
+    return t;
+}
+
+static tf_tensor *ids(tf_ctx *ctx, int ndim, const int64_t *shape, int mod, int ignore) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, ndim, shape, 0);
+    for (int64_t i = 0; i < tf_numel(t); i++) tf_i32(t)[i] = (int32_t)((i * 7 + 3) % mod);
+    if (ignore) tf_i32(t)[1] = -100;
+    return t;
+}
+
+/* Each case builds one graph from leaves and returns its output. */
+typedef tf_tensor *(*gc_case)(tf_ctx *ctx, int variant);
+
+static tf_tensor *case_copy(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 3, 4, 5);
+    x = tf_narrow(c, tf_transpose(c, x, 0, 2), 1, 1, 2 + v); /* (5,2+v,3), strided */
+    return tf_contiguous(c, x);
+}
+
+static tf_tensor *case_matmul(tf_ctx *c, int v) {
+    int ta = v & 1, tb = (v >> 1) & 1, shared_b = v >= 4;
+    tf_tensor *a = ta ? LEAF(c, 2, 5, 3) : LEAF(c, 2, 3, 5);       /* op(a): (2,3,5) */
+    tf_tensor *b = shared_b ? (tb ? LEAF(c, 7, 5) : LEAF(c, 5, 7))   /* op(b): (5,7) */
+                            : (tb ? LEAF(c, 2, 7, 5) : LEAF(c, 2, 5, 7));
+    return tf_matmul(c, a, b, ta, tb);
+}
+
+static tf_tensor *case_add(tf_ctx *c, int v) {
+    if (v == 0) return tf_add(c, LEAF(c, 2, 1, 4), LEAF(c, 3, 1));
+    tf_tensor *x = LEAF(c, 4, 3);
+    return tf_add(c, tf_transpose(c, x, 0, 1), LEAF(c, 2, 3, 4)); /* strided operand */
+}
+
+static tf_tensor *case_mul(tf_ctx *c, int v) {
+    if (v == 0) return tf_mul(c, LEAF(c, 2, 3, 4), LEAF(c, 4));
+    tf_tensor *x = LEAF(c, 3, 5);
+    return tf_mul(c, x, x); /* the same tensor on both sides */
+}
+
+static tf_tensor *case_scale(tf_ctx *c, int v) { return tf_scale(c, LEAF(c, 3, 4), v ? -0.5f : 2.5f); }
+static tf_tensor *case_bias_add(tf_ctx *c, int v) { return tf_bias_add(c, LEAF(c, 2, 3, 5), LEAF(c, 5)); }
+
+static tf_tensor *case_softmax(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 2, 3, 6);
+    if (v == 0) return tf_softmax(c, x, NULL);
+    if (v == 1) return tf_softmax(c, x, LEAF(c, 3, 6));   /* additive mask with a gradient */
+    return tf_softmax(c, x, const_u8(c, 2, (int64_t[]){3, 6}, 3)); /* boolean, broadcast */
+}
+
+static tf_tensor *case_layernorm(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 4, 7);
+    if (v == 0) return tf_layernorm(c, x, LEAF(c, 7), LEAF(c, 7), 1e-5f);
+    return tf_layernorm(c, x, NULL, NULL, 1e-3f);
+}
+
+static tf_tensor *case_relu(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 5, 6);
+    for (int i = 0; i < 30; i++) /* keep inputs away from the kink */
+        if (fabsf(tf_f32(x)[i]) < 0.05f) tf_f32(x)[i] = 0.1f;
+    return tf_relu(c, x);
+}
+
+static tf_tensor *case_gelu(tf_ctx *c, int v) { return tf_gelu(c, LEAF(c, 5, 6), v ? TF_GELU_TANH : TF_GELU_ERF); }
+static tf_tensor *case_dropout(tf_ctx *c, int v) { return tf_dropout(c, LEAF(c, 6, 7), 0.3f); }
+
+static tf_tensor *case_embedding(tf_ctx *c, int v) {
+    return tf_embedding(c, LEAF(c, 5, 4), ids(c, 2, (int64_t[]){3, 4}, 5, 0)); /* repeated ids */
+}
+
+static tf_tensor *case_concat(tf_ctx *c, int v) {
+    tf_tensor *xs[3] = {LEAF(c, 2, 1, 3), LEAF(c, 2, 4, 3), LEAF(c, 2, 2, 3)};
+    if (v == 1) return tf_concat(c, 2, (tf_tensor *[]){LEAF(c, 3, 2), LEAF(c, 3, 5)}, -1);
+    return tf_concat(c, 3, xs, 1);
+}
+
+static tf_tensor *case_sum(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 3, 4, 5);
+    if (v == 0) return tf_sum(c, x, 1, 1);
+    if (v == 1) return tf_mean(c, x, -1, 0);
+    return tf_sum(c, x, TF_DIM_ALL, 0);
+}
+
+static tf_tensor *case_cross_entropy(tf_ctx *c, int v) {
+    tf_tensor *logits = LEAF(c, 2, 3, 7);
+    return tf_cross_entropy(c, logits, ids(c, 2, (int64_t[]){2, 3}, 7, v), -100, v ? 0.1f : 0.0f);
+}
+
+static tf_tensor *case_sdpa(tf_ctx *c, int v) {
+    tf_tensor *q = LEAF(c, 2, 3, 4, 5), *k = LEAF(c, 2, 3, 6, 5), *vv = LEAF(c, 2, 3, 6, 7);
+    float s = 1.0f / sqrtf(5.0f);
+    if (v == 0) return tf_sdpa(c, q, k, vv, NULL, 1, s);
+    if (v == 1) return tf_sdpa(c, q, k, vv, LEAF(c, 2, 1, 4, 6), 0, s); /* additive, per batch */
+    return tf_sdpa(c, q, k, vv, const_u8(c, 2, (int64_t[]){4, 6}, 4), 1, s);
+}
+
+/* Composite graphs: views, split and the attention layer, through the same check. */
+static tf_tensor *case_split(tf_ctx *c, int v) {
+    tf_tensor *outs[3], *x = LEAF(c, 3, 9);
+    if (tf_split(c, x, 1, 3, (int64_t[]){2, 3, 4}, outs)) return NULL;
+    return tf_mul(c, outs[1], tf_sum(c, outs[2], 1, 1));
+}
+
+typedef struct {
+    tf_op op;
+    int variants;
+    gc_case fn;
+} gc_entry;
+
+static const gc_entry CASES[TF_OP_COUNT] = {
+    [TF_OP_COPY] = {TF_OP_COPY, 2, case_copy},
+    [TF_OP_MATMUL] = {TF_OP_MATMUL, 8, case_matmul},
+    [TF_OP_ADD] = {TF_OP_ADD, 2, case_add},
+    [TF_OP_MUL] = {TF_OP_MUL, 2, case_mul},
+    [TF_OP_SCALE] = {TF_OP_SCALE, 2, case_scale},
+    [TF_OP_BIAS_ADD] = {TF_OP_BIAS_ADD, 1, case_bias_add},
+    [TF_OP_SOFTMAX] = {TF_OP_SOFTMAX, 3, case_softmax},
+    [TF_OP_LAYERNORM] = {TF_OP_LAYERNORM, 2, case_layernorm},
+    [TF_OP_RELU] = {TF_OP_RELU, 1, case_relu},
+    [TF_OP_GELU] = {TF_OP_GELU, 2, case_gelu},
+    [TF_OP_DROPOUT] = {TF_OP_DROPOUT, 1, case_dropout},
+    [TF_OP_EMBEDDING] = {TF_OP_EMBEDDING, 1, case_embedding},
+    [TF_OP_CONCAT] = {TF_OP_CONCAT, 2, case_concat},
+    [TF_OP_SUM] = {TF_OP_SUM, 3, case_sum},
+    [TF_OP_CROSS_ENTROPY] = {TF_OP_CROSS_ENTROPY, 2, case_cross_entropy},
+    [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
+};
+
+static double weighted_sum(const tf_tensor *out, const float *R) {
+    double L = 0.0;
+    for (int64_t i = 0; i < tf_numel(out); i++) L += (double)tf_f32(out)[i] * R[i];
+    return L;
+}
+
+/* Returns the worst relative L2 error over the leaves, or -1 on failure. */
+static double gradcheck(gc_case fn, int variant, tf_op expect_op) {
+    memset(&G, 0, sizeof G);
+    G.seed = (uint64_t)variant * 101 + 1;
+    tf_ctx *c = tf_ctx_new(99);
+    tf_ctx_set_training(c, 1);
+    tf_tensor *out = fn(c, variant);
+    double worst = -1;
+    if (!out) goto done;
+    int found = (int)expect_op < 0;
+    for (tf_node *n = c->tape; n; n = n->prev) found |= n->op == expect_op;
+    if (!found) {
+        tf_set_error("the case never records op %s", tf_op_name(expect_op));
+        goto done;
+    }
+    tf_tensor *R = tf_tensor_new(c, TF_DTYPE_F32, out->ndim, out->shape, 0);
+    tf_tensor_fill_normal(R, 12345, 1.0f);
+    if (tf_backward(c, out, R)) goto done;
+    worst = 0;
+    const float eps = 4e-3f;
+    for (int l = 0; l < G.n; l++) {
+        tf_tensor *x = G.leaf[l];
+        int64_t n = tf_numel(x);
+        float *num = calloc((size_t)n, sizeof *num);
+        for (int64_t i = 0; i < n; i++) {
+            float keep = tf_f32(x)[i];
+            tf_f32(x)[i] = keep + eps;
+            tf_tape_replay(c);
+            double lp = weighted_sum(out, tf_f32(R));
+            tf_f32(x)[i] = keep - eps;
+            tf_tape_replay(c);
+            double lm = weighted_sum(out, tf_f32(R));
+            tf_f32(x)[i] = keep;
+            num[i] = (float)((lp - lm) / (2.0 * eps));
+        }
+        double e = test_rel_err(x->grad, num, (long)n);
+        free(num);
+        if (e > worst) worst = e;
+    }
+done:
+    tf_ctx_free(c);
+    return worst;
+}
+
+/* Float32 forward, double loss, eps 4e-3: the worst case measured is 2.1e-4
+ * (cross_entropy); a wrong gradient gives errors of order 1. GC_VERBOSE=1
+ * prints every error. */
+#define GC_TOL 1e-3
+
+TEST(gradcheck_every_op) {
+    for (int op = 0; op < TF_OP_COUNT; op++) {
+        const gc_entry *e = &CASES[op];
+        CHECKF(e->fn != NULL, "op %s has no gradient-check case", tf_op_name((tf_op)op));
+        for (int v = 0; v < e->variants; v++) {
+            double err = gradcheck(e->fn, v, (tf_op)op);
+            if (getenv("GC_VERBOSE")) fprintf(stderr, "    %s/%d: %.3g\n", tf_op_name((tf_op)op), v, err);
+            CHECKF(err >= 0 && err <= GC_TOL, "op %s variant %d: relative gradient error %g (%s)",
+                   tf_op_name((tf_op)op), v, err, tf_error());
+        }
+    }
+}
+
+TEST(gradcheck_split) {
+    double err = gradcheck(case_split, 0, TF_OP_COPY);
+    CHECKF(err >= 0 && err <= GC_TOL, "split: relative gradient error %g (%s)", err, tf_error());
+}
+
+TEST(gradcheck_catches_a_wrong_gradient) {
+    /* The check itself must be able to fail: corrupt one gradient element. */
+    memset(&G, 0, sizeof G);
+    tf_ctx *c = tf_ctx_new(1);
+    tf_tensor *x = LEAF(c, 3, 4);
+    tf_tensor *y = tf_gelu(c, x, TF_GELU_ERF);
+    CHECK(tf_backward(c, y, NULL) == 0);
+    float analytic = x->grad[5];
+    x->grad[5] += 0.5f;
+    float keep = tf_f32(x)[5];
+    tf_f32(x)[5] = keep + 1e-3f;
+    tf_tape_replay(c);
+    double lp = 0;
+    for (int i = 0; i < 12; i++) lp += tf_f32(y)[i];
+    tf_f32(x)[5] = keep - 1e-3f;
+    tf_tape_replay(c);
+    double lm = 0;
+    for (int i = 0; i < 12; i++) lm += tf_f32(y)[i];
+    double num = (lp - lm) / 2e-3;
+    CHECKF(fabs(num - analytic) < 1e-3, "numeric %g vs analytic %g", num, analytic);
+    CHECK(fabs(num - x->grad[5]) > 0.4);
+    tf_ctx_free(c);
+}
