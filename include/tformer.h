@@ -193,14 +193,17 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
 typedef struct tf_params tf_params;
 tf_params *tf_params_new(void);
 void tf_params_free(tf_params *ps);
-/* Register a slot; the tensor is created by tf_params_init / tf_params_load. */
+/* Register a slot; the tensor is created by tf_params_init / tf_params_load.
+ * init: > 0 normal with that std, TF_INIT_ZEROS or TF_INIT_ONES. */
+#define TF_INIT_ZEROS 0.0f
+#define TF_INIT_ONES (-1.0f)
 int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
-                  const int64_t *shape, float init_std);
+                  const int64_t *shape, float init);
 int tf_params_count(const tf_params *ps);
 const char *tf_params_name(const tf_params *ps, int i);
 tf_tensor *tf_params_tensor(const tf_params *ps, int i);
 tf_tensor *tf_params_get(const tf_params *ps, const char *name);
-/* Allocate every slot; weights N(0, std^2) (std 0: ones for norm weights, zeros for biases). */
+/* Allocate every slot and fill it as registered; seeds differ per parameter. */
 int tf_params_init(tf_params *ps, uint64_t seed);
 void tf_params_zero_grad(tf_params *ps);
 

@@ -288,7 +288,7 @@ tf_tensor *tf_node_run(tf_ctx *ctx, tf_node *n) {
 }
 
 int tf_backward(tf_ctx *ctx, tf_tensor *out, const tf_tensor *grad_out) {
-    if (!out) return tf_set_error("backward: output is NULL (an earlier op failed: %s)", tf_error());
+    if (!out) return -1; /* an earlier op failed and set the error */
     if (!out->grad) return tf_set_error("backward: the output does not track a gradient");
     int64_t n = tf_numel(out);
     if (grad_out) {

@@ -1,0 +1,296 @@
+/* safetensors: an 8-byte little-endian header length, a JSON header, then the
+ * raw little-endian tensor bytes. The reader maps the file and checks every
+ * header field before any data is touched. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../core/internal.h"
+
+#define ST_MAX_HEADER (100u << 20) /* the format's own limit: 100 MB */
+
+static const struct {
+    const char *name;
+    size_t size;
+} ST_DTYPES[TF_ST_COUNT] = {
+    [TF_ST_F32] = {"F32", 4}, [TF_ST_F16] = {"F16", 2}, [TF_ST_BF16] = {"BF16", 2},
+    [TF_ST_I64] = {"I64", 8}, [TF_ST_I32] = {"I32", 4}, [TF_ST_U8] = {"U8", 1},
+    [TF_ST_BOOL] = {"BOOL", 1},
+};
+
+struct tf_st_file {
+    char label[256];
+    const unsigned char *base; /* whole file */
+    size_t len;
+    int mapped;
+    const unsigned char *data; /* byte buffer after the header */
+    size_t data_len;
+    tf_st_entry *e;
+    int n;
+    char *names; /* all names, NUL-separated */
+};
+
+const char *tf_st_dtype_name(tf_st_dtype dt) {
+    return (unsigned)dt < TF_ST_COUNT ? ST_DTYPES[dt].name : "?";
+}
+
+static int st_err(const tf_st_file *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int st_err(const tf_st_file *f, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tf_set_error("%s: %s", f->label, msg);
+}
+
+/* A JSON number that is a non-negative integer below 2^53. */
+static int json_uint(const cJSON *j, uint64_t *out) {
+    if (!cJSON_IsNumber(j)) return 0;
+    double v = j->valuedouble;
+    if (!(v >= 0 && v <= 9007199254740992.0) || floor(v) != v) return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* Fill one entry from its header object; checks dtype, shape and offsets. */
+static int parse_entry(tf_st_file *f, const cJSON *obj, tf_st_entry *e) {
+    const char *nm = e->name;
+    if (!cJSON_IsObject(obj)) return st_err(f, "tensor '%s': header entry is not an object", nm);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(obj, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(obj, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(obj, "data_offsets");
+    if (!cJSON_IsString(dt)) return st_err(f, "tensor '%s': missing or non-string dtype", nm);
+    int k;
+    for (k = 0; k < TF_ST_COUNT && strcmp(dt->valuestring, ST_DTYPES[k].name); k++) {}
+    if (k == TF_ST_COUNT) return st_err(f, "tensor '%s': unsupported dtype '%s'", nm, dt->valuestring);
+    e->dtype = (tf_st_dtype)k;
+    if (!cJSON_IsArray(sh)) return st_err(f, "tensor '%s': missing shape", nm);
+    int nd = cJSON_GetArraySize(sh);
+    if (nd > TF_MAX_DIMS) return st_err(f, "tensor '%s': more dimensions than supported (6)", nm);
+    e->ndim = nd;
+    size_t numel = 1;
+    for (int d = 0; d < nd; d++) {
+        uint64_t v;
+        if (!json_uint(cJSON_GetArrayItem(sh, d), &v) || !tf_mul_size(numel, (size_t)v, &numel))
+            return st_err(f, "tensor '%s': invalid shape entry", nm);
+        e->shape[d] = (int64_t)v;
+    }
+    uint64_t b, end;
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !json_uint(cJSON_GetArrayItem(off, 0), &b) ||
+        !json_uint(cJSON_GetArrayItem(off, 1), &end) || end < b)
+        return st_err(f, "tensor '%s': data_offsets must be [begin, end] with begin <= end", nm);
+    if (end > f->data_len) return st_err(f, "tensor '%s': data_offsets run past the end of the file", nm);
+    size_t bytes;
+    if (!tf_mul_size(numel, ST_DTYPES[k].size, &bytes) || bytes != end - b)
+        return st_err(f, "tensor '%s': shape x dtype size differs from the data_offsets span", nm);
+    e->data = f->data + b;
+    e->nbytes = (size_t)(end - b);
+    return 0;
+}
+
+static int by_offset(const void *a, const void *b) {
+    const tf_st_entry *x = a, *y = b;
+    return (x->data > y->data) - (x->data < y->data);
+}
+
+/* Names are copied so that the cJSON tree can be dropped. */
+static int parse_header(tf_st_file *f, const cJSON *root) {
+    int n = 0;
+    size_t names_len = 0;
+    for (const cJSON *c = root->child; c; c = c->next)
+        if (strcmp(c->string, "__metadata__")) n++, names_len += strlen(c->string) + 1;
+    f->e = calloc(n ? (size_t)n : 1, sizeof *f->e);
+    f->names = malloc(names_len ? names_len : 1);
+    if (!f->e || !f->names) return tf_set_error("%s: out of memory", f->label);
+    char *np = f->names;
+    for (const cJSON *c = root->child; c; c = c->next) {
+        if (!strcmp(c->string, "__metadata__")) {
+            if (!cJSON_IsObject(c)) return st_err(f, "__metadata__ is not an object");
+            continue;
+        }
+        for (int i = 0; i < f->n; i++)
+            if (!strcmp(f->e[i].name, c->string)) return st_err(f, "tensor '%s' appears twice", c->string);
+        tf_st_entry *e = &f->e[f->n];
+        size_t l = strlen(c->string) + 1;
+        memcpy(np, c->string, l);
+        e->name = np;
+        np += l;
+        if (parse_entry(f, c, e)) return -1;
+        f->n++;
+    }
+    /* No two tensors may share bytes: check neighbours in offset order. */
+    tf_st_entry *sorted = malloc((size_t)(n ? n : 1) * sizeof *sorted);
+    if (!sorted) return tf_set_error("%s: out of memory", f->label);
+    memcpy(sorted, f->e, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_offset);
+    for (int i = 1; i < n; i++)
+        if ((const unsigned char *)sorted[i - 1].data + sorted[i - 1].nbytes > (const unsigned char *)sorted[i].data) {
+            int rc = st_err(f, "tensors '%s' and '%s' overlap", sorted[i - 1].name, sorted[i].name);
+            free(sorted);
+            return rc;
+        }
+    free(sorted);
+    return 0;
+}
+
+static tf_st_file *parse(tf_st_file *f) {
+    if (f->len < 8) {
+        st_err(f, "file is shorter than the 8-byte header length");
+        goto fail;
+    }
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = (hl << 8) | f->base[i];
+    if (hl > ST_MAX_HEADER || hl > f->len - 8) {
+        tf_set_error("%s: header length %llu exceeds the %s", f->label, (unsigned long long)hl,
+                     hl > ST_MAX_HEADER ? "100 MB limit" : "file size");
+        goto fail;
+    }
+    f->data = f->base + 8 + hl;
+    f->data_len = f->len - 8 - (size_t)hl;
+    cJSON *root = cJSON_ParseWithLength((const char *)f->base + 8, (size_t)hl);
+    if (!cJSON_IsObject(root)) {
+        st_err(f, "header is not a JSON object");
+        cJSON_Delete(root);
+        goto fail;
+    }
+    int rc = parse_header(f, root);
+    cJSON_Delete(root);
+    if (rc) goto fail;
+    return f;
+fail:
+    tf_st_close(f);
+    return NULL;
+}
+
+tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label) {
+    tf_st_file *f = calloc(1, sizeof *f);
+    if (!f) return tf_set_error("safetensors: out of memory"), NULL;
+    snprintf(f->label, sizeof f->label, "%s", label ? label : "<memory>");
+    f->base = buf;
+    f->len = len;
+    return parse(f);
+}
+
+tf_st_file *tf_st_open(const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return tf_set_error("%s: cannot open: %s", path, strerror(errno)), NULL;
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return tf_set_error("%s: not a regular file", path), NULL;
+    }
+    tf_st_file *f = calloc(1, sizeof *f);
+    if (!f) {
+        close(fd);
+        return tf_set_error("safetensors: out of memory"), NULL;
+    }
+    snprintf(f->label, sizeof f->label, "%s", path);
+    f->len = (size_t)st.st_size;
+    if (f->len > 0) {
+        void *m = mmap(NULL, f->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            close(fd);
+            free(f);
+            return tf_set_error("%s: mmap failed: %s", path, strerror(errno)), NULL;
+        }
+        f->base = m;
+        f->mapped = 1;
+    }
+    close(fd);
+    return parse(f);
+}
+
+void tf_st_close(tf_st_file *f) {
+    if (!f) return;
+    if (f->mapped) munmap((void *)f->base, f->len);
+    free(f->e);
+    free(f->names);
+    free(f);
+}
+
+int tf_st_count(const tf_st_file *f) { return f->n; }
+const tf_st_entry *tf_st_entry_at(const tf_st_file *f, int i) { return i >= 0 && i < f->n ? &f->e[i] : NULL; }
+
+const tf_st_entry *tf_st_find(const tf_st_file *f, const char *name) {
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->e[i].name, name)) return &f->e[i];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- conversion */
+
+static float half_to_float(uint16_t h) {
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023u, bits;
+    if (e == 31) bits = s | 0x7F800000u | (m << 13);         /* inf, nan */
+    else if (e) bits = s | ((e + 112) << 23) | (m << 13);     /* normal */
+    else if (!m) bits = s;                                    /* zero */
+    else {                                                    /* subnormal */
+        float v = (float)m * (1.0f / 16777216.0f);            /* m * 2^-24 */
+        return s ? -v : v;
+    }
+    float out;
+    memcpy(&out, &bits, 4);
+    return out;
+}
+
+int tf_st_read_f32(const tf_st_file *f, const tf_st_entry *e, tf_tensor *dst) {
+    int64_t n = tf_numel(dst);
+    size_t esz = ST_DTYPES[e->dtype].size;
+    if (dst->dtype != TF_DTYPE_F32 || !tf_is_contiguous(dst) || (size_t)n * esz != e->nbytes ||
+        (e->dtype != TF_ST_F32 && e->dtype != TF_ST_F16 && e->dtype != TF_ST_BF16))
+        return tf_set_error("%s: tensor '%s' (%s) cannot be read as %lld F32 values", f->label, e->name,
+                            tf_st_dtype_name(e->dtype), (long long)n);
+    const unsigned char *p = e->data;
+    float *out = tf_f32(dst);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits = 0;
+        uint16_t h;
+        if (e->dtype == TF_ST_F32) {
+            memcpy(&out[i], p + 4 * i, 4);
+            continue;
+        }
+        memcpy(&h, p + 2 * i, 2);
+        if (e->dtype == TF_ST_F16) {
+            out[i] = half_to_float(h);
+        } else {
+            bits = (uint32_t)h << 16;
+            memcpy(&out[i], &bits, 4);
+        }
+    }
+    return 0;
+}
+
+tf_tensor *tf_st_to_tensor(const tf_st_file *f, const tf_st_entry *e, tf_arena *a) {
+    int is_float = e->dtype == TF_ST_F32 || e->dtype == TF_ST_F16 || e->dtype == TF_ST_BF16;
+    int is_int = e->dtype == TF_ST_I64 || e->dtype == TF_ST_I32;
+    tf_tensor *t = tf_tensor_alloc(a, is_float ? TF_DTYPE_F32 : is_int ? TF_DTYPE_I32 : TF_DTYPE_U8,
+                                   e->ndim, e->shape, 0);
+    if (!t) return NULL;
+    if (is_float) return tf_st_read_f32(f, e, t) ? NULL : t;
+    int64_t n = tf_numel(t);
+    const unsigned char *p = e->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (e->dtype == TF_ST_I64) {
+            int64_t v;
+            memcpy(&v, p + 8 * i, 8);
+            if (v < INT32_MIN || v > INT32_MAX)
+                return tf_set_error("%s: tensor '%s' holds %lld, outside the 32-bit range", f->label,
+                                    e->name, (long long)v), NULL;
+            tf_i32(t)[i] = (int32_t)v;
+        } else if (e->dtype == TF_ST_I32) {
+            memcpy(&tf_i32(t)[i], p + 4 * i, 4);
+        } else {
+            tf_u8(t)[i] = e->dtype == TF_ST_BOOL ? p[i] != 0 : p[i];
+        }
+    }
+    return t;
+}

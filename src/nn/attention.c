@@ -1,0 +1,197 @@
+/* Linear, LayerNorm, multi-head attention and positional encodings. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x) {
+    tf_tensor *y = tf_matmul(ctx, x, l->weight, 0, 1);  // y: (..., out) = x (..., in) W^T
+    return l->bias ? tf_bias_add(ctx, y, l->bias) : y;
+}
+
+tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x) {
+    return tf_layernorm(ctx, x, n->weight, n->bias, n->eps);
+}
+
+/* ---------------------------------------------------------------- positions */
+
+void tf_posenc_sinusoidal(float *out, int64_t T, int64_t d) {
+    for (int64_t pos = 0; pos < T; pos++)
+        for (int64_t c = 0; c < d; c++) {
+            int64_t i2 = c - (c & 1); /* 2i */
+            double angle = (double)pos / pow(10000.0, (double)i2 / (double)d);
+            out[pos * d + c] = (float)((c & 1) ? cos(angle) : sin(angle));
+        }
+}
+
+tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t T, int64_t d) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){T, d}, 0);
+    if (t) tf_posenc_sinusoidal(tf_f32(t), T, d);
+    return t;
+}
+
+tf_tensor *tf_posenc_learned(tf_ctx *ctx, tf_tensor *table, int64_t start, int64_t T) {
+    if (!table) return NULL;
+    if (table->ndim != 2) return tf_set_error("posenc_learned: table must be (max_len, d)"), NULL;
+    if (start < 0 || T < 0 || start > table->shape[0] - T)
+        return tf_set_error("posenc_learned: positions [%lld, %lld) exceed the table's %lld",
+                            (long long)start, (long long)(start + T), (long long)table->shape[0]), NULL;
+    return tf_narrow(ctx, table, 0, start, T);
+}
+
+tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, int64_t Tk) {
+    if (!table) return NULL;
+    if (table->ndim != 2 || table->shape[0] % 2 != 1)
+        return tf_set_error("posenc_relative: table must be (2K+1, H)"), NULL;
+    int64_t K = table->shape[0] / 2;
+    tf_tensor *off = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){Tq, Tk}, 0);
+    if (!off) return NULL;
+    for (int64_t i = 0; i < Tq; i++)
+        for (int64_t j = 0; j < Tk; j++) {
+            int64_t rel = j - (i + Tk - Tq);
+            rel = rel < -K ? -K : rel > K ? K : rel;
+            tf_i32(off)[i * Tk + j] = (int32_t)(rel + K);
+        }
+    tf_tensor *b = tf_embedding(ctx, table, off);              // b: (Tq,Tk,H)
+    b = tf_transpose(ctx, tf_transpose(ctx, b, 0, 2), 1, 2);   // b: (H,Tq,Tk), strided
+    return tf_unsqueeze(ctx, b, 0);                            // (1,H,Tq,Tk)
+}
+
+/* ---------------------------------------------------------------- attention */
+
+tf_mha_config tf_mha_config_default(int embed_dim, int num_heads) {
+    tf_mha_config c = {embed_dim, num_heads, embed_dim, embed_dim, 1, 0.0f, 0};
+    return c;
+}
+
+int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_config *cfg) {
+    int E = cfg->embed_dim, H = cfg->num_heads;
+    if (E <= 0 || H <= 0 || E % H || cfg->kdim <= 0 || cfg->vdim <= 0)
+        return tf_set_error("attention: embed_dim %d must be a positive multiple of num_heads %d "
+                            "(kdim %d, vdim %d)", E, H, cfg->kdim, cfg->vdim);
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    char name[256];
+    float std = 1.0f / sqrtf((float)E);
+#define ADD(field, nd, init, ...) \
+    (snprintf(name, sizeof name, "%s" #field, prefix), \
+     tf_params_add(ps, name, &m->field, nd, (int64_t[]){__VA_ARGS__}, init))
+    int rc = 0;
+    if (cfg->kdim == E && cfg->vdim == E) {
+        rc |= ADD(in_proj_weight, 2, std, 3 * E, E);
+    } else {
+        rc |= ADD(q_proj_weight, 2, std, E, E);
+        rc |= ADD(k_proj_weight, 2, 1.0f / sqrtf((float)cfg->kdim), E, cfg->kdim);
+        rc |= ADD(v_proj_weight, 2, 1.0f / sqrtf((float)cfg->vdim), E, cfg->vdim);
+    }
+    if (cfg->bias) rc |= ADD(in_proj_bias, 1, TF_INIT_ZEROS, 3 * E);
+    rc |= ADD(out_proj.weight, 2, std, E, E);
+    if (cfg->bias) rc |= ADD(out_proj.bias, 1, TF_INIT_ZEROS, E);
+    if (cfg->rel_max_offset > 0) rc |= ADD(rel_bias, 2, 0.02f, 2 * cfg->rel_max_offset + 1, H);
+#undef ADD
+    return rc ? -1 : 0;
+}
+
+/* Projection i (0 q, 1 k, 2 v) of x (B,T,in) -> (B,H,T,D). */
+static tf_tensor *project_heads(tf_ctx *ctx, const tf_mha *m, int i, tf_tensor *x) {
+    int64_t E = m->cfg.embed_dim, H = m->cfg.num_heads;
+    tf_tensor *w = m->in_proj_weight ? tf_narrow(ctx, m->in_proj_weight, 0, i * E, E)
+                                     : (i == 0 ? m->q_proj_weight : i == 1 ? m->k_proj_weight
+                                                                           : m->v_proj_weight);
+    tf_linear l = {w, m->in_proj_bias ? tf_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL};
+    tf_tensor *y = tf_linear_forward(ctx, &l, x);                       // y: (B,T,E)
+    if (!y) return NULL;
+    y = tf_reshape(ctx, y, 4, (int64_t[]){y->shape[0], y->shape[1], H, E / H});
+    return tf_transpose(ctx, y, 1, 2);                                  // (B,H,T,D)
+}
+
+/* A mask as an additive F32 tensor: U8 true becomes -inf; F32 passes through. */
+static tf_tensor *additive(tf_ctx *ctx, tf_tensor *m) {
+    if (!m || m->dtype == TF_DTYPE_F32) return m;
+    if (m->dtype != TF_DTYPE_U8) return tf_set_error("attention: masks must be BOOL/U8 or F32"), NULL;
+    tf_tensor *c = tf_contiguous(ctx, m);
+    tf_tensor *a = c ? tf_tensor_new(ctx, TF_DTYPE_F32, m->ndim, m->shape, 0) : NULL;
+    if (!a) return NULL;
+    for (int64_t i = 0; i < tf_numel(a); i++) tf_f32(a)[i] = tf_u8(c)[i] ? -INFINITY : 0.0f;
+    return a;
+}
+
+static tf_tensor *add_opt(tf_ctx *ctx, tf_tensor *acc, tf_tensor *t) {
+    return acc ? tf_add(ctx, acc, t) : t;
+}
+
+/* All masks of one attention combined into one additive bias broadcastable
+ * to (B,H,Tq,Tk); NULL with no error when there is none. */
+static tf_tensor *attention_bias(tf_ctx *ctx, const tf_mha *m, const tf_attn_mask *am, int64_t B,
+                                 int64_t Tq, int64_t Tk, int causal_needed, int *failed) {
+    int64_t H = m->cfg.num_heads;
+    tf_tensor *acc = NULL;
+    *failed = 1;
+    if (am && am->mask) {
+        tf_tensor *t = am->mask;
+        char s[64];
+        int is2 = t->ndim == 2 && t->shape[0] == Tq && t->shape[1] == Tk;
+        int is3 = t->ndim == 3 && t->shape[0] == B * H && t->shape[1] == Tq && t->shape[2] == Tk;
+        if (!is2 && !is3)
+            return tf_set_error("attention: attn_mask %s should be (%lld,%lld) or (%lld,%lld,%lld)",
+                                tf_shape_str(t, s, sizeof s), (long long)Tq, (long long)Tk,
+                                (long long)(B * H), (long long)Tq, (long long)Tk), NULL;
+        t = additive(ctx, t);
+        acc = tf_reshape(ctx, t, 4, is2 ? (int64_t[]){1, 1, Tq, Tk} : (int64_t[]){B, H, Tq, Tk});
+        if (!acc) return NULL;
+    }
+    if (am && am->key_padding_mask) {
+        tf_tensor *t = am->key_padding_mask;
+        char s[64];
+        if (t->ndim != 2 || t->shape[0] != B || t->shape[1] != Tk)
+            return tf_set_error("attention: key_padding_mask %s should be (%lld,%lld)",
+                                tf_shape_str(t, s, sizeof s), (long long)B, (long long)Tk), NULL;
+        t = tf_reshape(ctx, additive(ctx, t), 4, (int64_t[]){B, 1, 1, Tk});
+        if (!(acc = add_opt(ctx, acc, t))) return NULL;
+    }
+    if (m->rel_bias && !(acc = add_opt(ctx, acc, tf_posenc_relative_bias(ctx, m->rel_bias, Tq, Tk))))
+        return NULL;
+    if (causal_needed) { /* the unfused path spells the causal rule out as a mask */
+        tf_tensor *c = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){Tq, Tk}, 0);
+        if (!c) return NULL;
+        for (int64_t i = 0; i < Tq; i++)
+            for (int64_t j = 0; j < Tk; j++) tf_f32(c)[i * Tk + j] = j > i + Tk - Tq ? -INFINITY : 0.0f;
+        if (!(acc = add_opt(ctx, acc, c))) return NULL;
+    }
+    *failed = 0;
+    return acc;
+}
+
+tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key,
+                          tf_tensor *value, const tf_attn_mask *mask, tf_tensor **weights) {
+    if (!query || !key || !value) return NULL;
+    const tf_mha_config *c = &m->cfg;
+    char a[64], b[64], d[64];
+    if (query->ndim != 3 || key->ndim != 3 || value->ndim != 3 || query->shape[2] != c->embed_dim ||
+        key->shape[2] != c->kdim || value->shape[2] != c->vdim || key->shape[0] != query->shape[0] ||
+        value->shape[0] != query->shape[0] || key->shape[1] != value->shape[1])
+        return tf_set_error("attention: query %s, key %s, value %s do not fit (B,Tq,%d), (B,Tk,%d), (B,Tk,%d)",
+                            tf_shape_str(query, a, sizeof a), tf_shape_str(key, b, sizeof b),
+                            tf_shape_str(value, d, sizeof d), c->embed_dim, c->kdim, c->vdim), NULL;
+    int64_t B = query->shape[0], Tq = query->shape[1], Tk = key->shape[1], E = c->embed_dim;
+    float scale = 1.0f / sqrtf((float)(E / c->num_heads));
+    int causal = mask && mask->causal;
+    /* The fused op returns no probabilities and applies no dropout to them. */
+    int unfused = weights || (ctx->training && c->dropout > 0.0f);
+    int failed;
+    tf_tensor *bias = attention_bias(ctx, m, mask, B, Tq, Tk, unfused && causal, &failed);
+    if (failed) return NULL;
+    tf_tensor *q = project_heads(ctx, m, 0, query), *k = project_heads(ctx, m, 1, key);
+    tf_tensor *v = project_heads(ctx, m, 2, value), *o;
+    if (unfused) {
+        tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, q, k, 0, 1), scale);  // s: (B,H,Tq,Tk)
+        tf_tensor *p = tf_dropout(ctx, tf_softmax(ctx, s, bias), c->dropout);
+        if (weights) *weights = tf_mean(ctx, p, 1, 0);                  // (B,Tq,Tk)
+        o = tf_matmul(ctx, p, v, 0, 0);                                  // o: (B,H,Tq,D)
+    } else {
+        o = tf_sdpa(ctx, q, k, v, bias, causal, scale);
+    }
+    o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});  // (B,Tq,E)
+    return tf_linear_forward(ctx, &m->out_proj, o);
+}

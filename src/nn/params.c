@@ -1,0 +1,131 @@
+/* The parameter registry: named slots that modules register, filled by
+ * initialisation or from a safetensors file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+typedef struct {
+    char *name;
+    tf_tensor **slot;
+    int ndim;
+    int64_t shape[TF_MAX_DIMS];
+    float init;
+} tf_param_entry;
+
+struct tf_params {
+    tf_param_entry *e;
+    int n, cap;
+    tf_arena *arena; /* the tensors' storage */
+};
+
+tf_params *tf_params_new(void) {
+    tf_params *ps = calloc(1, sizeof *ps);
+    if (ps && !(ps->arena = tf_arena_new(0))) {
+        free(ps);
+        return NULL;
+    }
+    return ps;
+}
+
+void tf_params_free(tf_params *ps) {
+    if (!ps) return;
+    for (int i = 0; i < ps->n; i++) free(ps->e[i].name);
+    free(ps->e);
+    tf_arena_free(ps->arena);
+    free(ps);
+}
+
+int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
+                  const int64_t *shape, float init) {
+    if (ndim < 0 || ndim > TF_MAX_DIMS) return tf_set_error("params: %s has %d dims", name, ndim);
+    if (tf_params_get(ps, name)) return tf_set_error("params: %s registered twice", name);
+    if (ps->n == ps->cap) {
+        int cap = ps->cap ? 2 * ps->cap : 32;
+        tf_param_entry *e = realloc(ps->e, (size_t)cap * sizeof *e);
+        if (!e) return tf_set_error("params: out of memory");
+        ps->e = e;
+        ps->cap = cap;
+    }
+    tf_param_entry *e = &ps->e[ps->n];
+    size_t len = strlen(name) + 1;
+    if (!(e->name = malloc(len))) return tf_set_error("params: out of memory");
+    memcpy(e->name, name, len);
+    e->slot = slot;
+    e->ndim = ndim;
+    memcpy(e->shape, shape, (size_t)ndim * sizeof *shape);
+    e->init = init;
+    *slot = NULL;
+    ps->n++;
+    return 0;
+}
+
+int tf_params_count(const tf_params *ps) { return ps->n; }
+const char *tf_params_name(const tf_params *ps, int i) { return ps->e[i].name; }
+tf_tensor *tf_params_tensor(const tf_params *ps, int i) { return *ps->e[i].slot; }
+
+tf_tensor *tf_params_get(const tf_params *ps, const char *name) {
+    for (int i = 0; i < ps->n; i++)
+        if (!strcmp(ps->e[i].name, name)) return *ps->e[i].slot;
+    return NULL;
+}
+
+static int entry_alloc(tf_params *ps, tf_param_entry *e) {
+    *e->slot = tf_tensor_alloc(ps->arena, TF_DTYPE_F32, e->ndim, e->shape, 1);
+    return *e->slot ? 0 : tf_set_error("params: cannot allocate %s: %s", e->name, tf_error());
+}
+
+int tf_params_init(tf_params *ps, uint64_t seed) {
+    for (int i = 0; i < ps->n; i++) {
+        tf_param_entry *e = &ps->e[i];
+        if (entry_alloc(ps, e)) return -1;
+        if (e->init > 0) {
+            tf_tensor_fill_normal(*e->slot, seed * 1000003u + (uint64_t)i, e->init);
+        } else if (e->init < 0) {
+            for (int64_t j = 0; j < tf_numel(*e->slot); j++) tf_f32(*e->slot)[j] = 1.0f;
+        }
+    }
+    return 0;
+}
+
+void tf_params_zero_grad(tf_params *ps) {
+    for (int i = 0; i < ps->n; i++) tf_tensor_zero_grad(*ps->e[i].slot);
+}
+
+int tf_params_load(tf_params *ps, const tf_st_file *f, int strict) {
+    for (int i = 0; i < ps->n; i++) {
+        tf_param_entry *e = &ps->e[i];
+        const tf_st_entry *se = tf_st_find(f, e->name);
+        if (!se) return tf_set_error("weights: missing tensor '%s'", e->name);
+        int same = se->ndim == e->ndim;
+        for (int d = 0; same && d < e->ndim; d++) same = se->shape[d] == e->shape[d];
+        if (!same) {
+            tf_tensor want = {.ndim = e->ndim};
+            tf_tensor got = {.ndim = se->ndim};
+            memcpy(want.shape, e->shape, sizeof want.shape);
+            memcpy(got.shape, se->shape, sizeof got.shape);
+            char a[96], b[96];
+            return tf_set_error("weights: tensor '%s' has shape %s, expected %s", e->name,
+                                tf_shape_str(&got, a, sizeof a), tf_shape_str(&want, b, sizeof b));
+        }
+        if (entry_alloc(ps, e) || tf_st_read_f32(f, se, *e->slot)) return -1;
+    }
+    if (strict)
+        for (int i = 0; i < tf_st_count(f); i++) {
+            const char *name = tf_st_entry_at(f, i)->name;
+            if (!tf_params_get(ps, name))
+                return tf_set_error("weights: unexpected tensor '%s'", name);
+        }
+    return 0;
+}
+
+int tf_params_save(const tf_params *ps, const char *path) {
+    tf_st_writer *w = tf_st_writer_new();
+    if (!w) return tf_set_error("params: out of memory");
+    int rc = 0;
+    for (int i = 0; i < ps->n && !rc; i++)
+        if (*ps->e[i].slot) rc = tf_st_writer_add(w, ps->e[i].name, *ps->e[i].slot);
+    if (!rc) rc = tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc;
+}
