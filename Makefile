@@ -32,10 +32,17 @@ $(BUILD)/tformer: $(CLI_SRC) $(BUILD)/libtformer.a
 $(BUILD)/run_tests: $(TEST_SRC) tests/test.h $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS)
 
+# The main job for now: PyTorch's nn.Transformer, weights and inputs saved by
+# tests/ref/gen_torch_fixtures.py, run in C and compared with PyTorch's answer.
+EXAMPLE := tests/fixtures/transformer_post_bf1
+example: all
+	$(BUILD)/tformer torch-run --config $(EXAMPLE)/config.json --weights $(EXAMPLE)/weights.safetensors \
+	    --input $(EXAMPLE)/input.safetensors --output $(BUILD)/example_output.safetensors
+	$(BUILD)/tformer compare $(EXAMPLE)/expected.safetensors $(BUILD)/example_output.safetensors
+
 # Every test; the runner's last line is "N passed, N failed".
 test: all $(BUILD)/run_tests
-	$(BUILD)/run_tests
-	sh tests/cli_test.sh $(BUILD)/tformer
+	TFORMER_BIN=$(BUILD)/tformer $(BUILD)/run_tests
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:
@@ -43,21 +50,22 @@ test-sanitize:
 
 # Compare against PyTorch on cases generated now with a fresh seed (needs python3-torch).
 SEED ?= $(shell date +%s)
+PYTHON ?= /usr/bin/python3
 conformance: $(BUILD)/run_tests
-	rm -rf $(BUILD)/fresh && python3 tests/ref/gen_torch_fixtures.py --seed $(SEED) --random-sizes --out $(BUILD)/fresh
+	rm -rf $(BUILD)/fresh && $(PYTHON) tests/ref/gen_torch_fixtures.py --seed $(SEED) --random-sizes --out $(BUILD)/fresh
 	$(BUILD)/run_tests --fixtures $(BUILD)/fresh torch_
 
 # A bounded libFuzzer run of the safetensors reader (clang).
 FUZZ_TIME ?= 60
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -o $(BUILD)/fuzz/fuzz_safetensors \
-	    tests/fuzz/fuzz_safetensors.c src/io/safetensors.c src/core/arena.c src/core/tensor.c \
-	    src/ops/*.c $(LDLIBS)
-	mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
-	$(BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 $(BUILD)/fuzz/corpus
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    -o $(BUILD)/fuzz/fuzz_safetensors tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(LDLIBS)
+	rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
+	$(BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 \
+	    -dict=tests/fuzz/safetensors.dict $(BUILD)/fuzz/corpus
 
 clean:
 	rm -rf build build-san
 
-.PHONY: all test test-sanitize conformance fuzz clean
+.PHONY: all example test test-sanitize conformance fuzz clean

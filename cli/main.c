@@ -1,4 +1,5 @@
 /* tformer: the command-line tool. The only place that exits. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,10 @@ static void usage(FILE *f) {
             "            run a torch.nn module (MultiheadAttention, TransformerEncoderLayer,\n"
             "            TransformerDecoderLayer, TransformerEncoder, TransformerDecoder,\n"
             "            Transformer) from its state_dict; see docs/torch-run.md\n"
+            "  inspect FILE.safetensors\n"
+            "            list the tensors of a safetensors file\n"
+            "  compare A.safetensors B.safetensors\n"
+            "            relative L2 error of every tensor of B against the same name in A\n"
             "  version   print the version\n"
             "  help      this text\n");
 }
@@ -54,6 +59,74 @@ static int cmd_torch_run(int argc, char **argv) {
     return 0;
 }
 
+static int cmd_inspect(int argc, char **argv) {
+    if (argc != 1) {
+        fprintf(stderr, "usage: tformer inspect FILE.safetensors\n");
+        return 2;
+    }
+    tf_st_file *f = tf_st_open(argv[0]);
+    if (!f) {
+        fprintf(stderr, "tformer inspect: %s\n", tf_error());
+        return 1;
+    }
+    for (int i = 0; i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        printf("%-50s %-5s (", e->name, tf_st_dtype_name(e->dtype));
+        for (int d = 0; d < e->ndim; d++) printf(d ? ",%lld" : "%lld", (long long)e->shape[d]);
+        printf(")\n");
+    }
+    tf_st_close(f);
+    return 0;
+}
+
+/* Relative L2 error of b against a, in double. */
+static double rel_err(const tf_tensor *a, const tf_tensor *b) {
+    double d = 0, r = 0;
+    for (int64_t i = 0; i < tf_numel(a); i++) {
+        double x = a->dtype == TF_DTYPE_F32 ? tf_f32(a)[i] : a->dtype == TF_DTYPE_I32 ? tf_i32(a)[i] : tf_u8(a)[i];
+        double y = b->dtype == TF_DTYPE_F32 ? tf_f32(b)[i] : b->dtype == TF_DTYPE_I32 ? tf_i32(b)[i] : tf_u8(b)[i];
+        d += (x - y) * (x - y);
+        r += x * x;
+    }
+    return r > 0 ? sqrt(d / r) : sqrt(d);
+}
+
+static int cmd_compare(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: tformer compare REFERENCE.safetensors OTHER.safetensors\n");
+        return 2;
+    }
+    tf_st_file *a = tf_st_open(argv[0]), *b = a ? tf_st_open(argv[1]) : NULL;
+    tf_arena *ar = tf_arena_new(0);
+    int rc = 0;
+    if (!a || !b || !ar) {
+        fprintf(stderr, "tformer compare: %s\n", tf_error());
+        rc = 1;
+    }
+    double worst = 0;
+    for (int i = 0; !rc && i < tf_st_count(b); i++) {
+        const tf_st_entry *eb = tf_st_entry_at(b, i), *ea = tf_st_find(a, eb->name);
+        if (!ea) {
+            printf("%-50s only in %s\n", eb->name, argv[1]);
+            continue;
+        }
+        tf_tensor *ta = tf_st_to_tensor(a, ea, ar), *tb = tf_st_to_tensor(b, eb, ar);
+        if (!ta || !tb || tf_numel(ta) != tf_numel(tb)) {
+            printf("%-50s %s\n", eb->name, !ta || !tb ? tf_error() : "different sizes");
+            rc = 1;
+            continue;
+        }
+        double e = rel_err(ta, tb);
+        worst = e > worst ? e : worst;
+        printf("%-50s relative error %.3e\n", eb->name, e);
+    }
+    if (a && b) printf("worst relative error %.3e over %d tensors\n", worst, tf_st_count(b));
+    tf_arena_free(ar);
+    tf_st_close(a);
+    tf_st_close(b);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
@@ -64,6 +137,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "torch-run")) return cmd_torch_run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "inspect")) return cmd_inspect(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     fprintf(stderr, "tformer: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

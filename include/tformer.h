@@ -71,6 +71,8 @@ void tf_arena_free(tf_arena *a);
 void *tf_arena_alloc(tf_arena *a, size_t bytes); /* NULL + tf_error() on failure */
 void tf_arena_reset(tf_arena *a);                 /* keeps the first block */
 size_t tf_arena_used(const tf_arena *a);
+/* Bytes held in blocks, and (when blocks != NULL) how many blocks. */
+size_t tf_arena_reserved(const tf_arena *a, int *blocks);
 
 /* ---------------------------------------------------------------- tensors */
 

@@ -7,7 +7,7 @@
 #include "core/internal.h"
 #include "test.h"
 
-#define MAX_LEAVES 8
+#define MAX_LEAVES 32
 
 typedef struct {
     tf_tensor *leaf[MAX_LEAVES];
@@ -130,6 +130,55 @@ static tf_tensor *case_split(tf_ctx *c, int v) {
     return tf_mul(c, outs[1], tf_sum(c, outs[2], 1, 1));
 }
 
+/* Layers: every parameter of the registry becomes a checked leaf. */
+static tf_params *G_params;
+
+static void params_as_leaves(tf_params *ps) {
+    tf_params_init(ps, 5);
+    for (int i = 0; i < tf_params_count(ps) && G.n < MAX_LEAVES; i++) {
+        tf_tensor *t = tf_params_tensor(ps, i);
+        tf_tensor_fill_normal(t, 77 + (uint64_t)i, 0.5f); /* biases and norms too */
+        G.leaf[G.n++] = t;
+    }
+}
+
+static tf_tensor *case_mha(tf_ctx *c, int v) {
+    tf_mha_config cfg = tf_mha_config_default(6, 2);
+    if (v == 1) cfg.kdim = 4, cfg.vdim = 5;
+    cfg.rel_max_offset = v == 2 ? 2 : 0;
+    static tf_mha m;
+    G_params = tf_params_new();
+    tf_mha_register(G_params, "", &m, &cfg);
+    tf_tensor *q = LEAF(c, 2, 3, 6), *k = LEAF(c, 2, 4, cfg.kdim), *val = LEAF(c, 2, 4, cfg.vdim);
+    params_as_leaves(G_params);
+    tf_attn_mask am = {0};
+    am.causal = v != 1;
+    tf_tensor *w = NULL;
+    tf_tensor *kpm = tf_tensor_new(c, TF_DTYPE_U8, 2, (int64_t[]){2, 4}, 0);
+    tf_u8(kpm)[3] = 1;
+    am.key_padding_mask = kpm;
+    tf_tensor *y = tf_mha_forward(c, &m, q, k, val, &am, v == 1 ? &w : NULL);
+    return v == 1 ? tf_add(c, y, tf_sum(c, w, 2, 1)) : y;
+}
+
+static tf_tensor *case_layer(tf_ctx *c, int v) {
+    tf_layer_config cfg = tf_layer_config_default(6, 3);
+    cfg.dim_feedforward = 7;
+    cfg.norm_first = v & 1;
+    cfg.activation = v & 1 ? TF_ACT_GELU : TF_ACT_RELU;
+    cfg.dropout = 0.2f; /* the context trains: dropout masks are replayed exactly */
+    static tf_encoder_layer el;
+    static tf_decoder_layer dl;
+    G_params = tf_params_new();
+    tf_tensor *x = LEAF(c, 2, 3, 6), *mem = v >= 2 ? LEAF(c, 2, 4, 6) : NULL;
+    if (v < 2) tf_encoder_layer_register(G_params, "", &el, &cfg);
+    else tf_decoder_layer_register(G_params, "", &dl, &cfg);
+    params_as_leaves(G_params);
+    tf_attn_mask self = {.causal = 1}, cross = {0};
+    return v < 2 ? tf_encoder_layer_forward(c, &el, &cfg, x, &self)
+                 : tf_decoder_layer_forward(c, &dl, &cfg, x, mem, &self, &cross);
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -250,4 +299,19 @@ TEST(gradcheck_catches_a_wrong_gradient) {
     CHECKF(fabs(num - analytic) < 1e-3, "numeric %g vs analytic %g", num, analytic);
     CHECK(fabs(num - x->grad[5]) > 0.4);
     tf_ctx_free(c);
+}
+
+TEST(gradcheck_layers) {
+    for (int v = 0; v < 3; v++) {
+        double err = gradcheck(case_mha, v, TF_OP_MATMUL);
+        if (getenv("GC_VERBOSE")) fprintf(stderr, "    attention/%d: %.3g over %d leaves\n", v, err, G.n);
+        tf_params_free(G_params);
+        CHECKF(err >= 0 && err <= GC_TOL, "attention variant %d: relative gradient error %g (%s)", v, err, tf_error());
+    }
+    for (int v = 0; v < 4; v++) {
+        double err = gradcheck(case_layer, v, TF_OP_DROPOUT);
+        if (getenv("GC_VERBOSE")) fprintf(stderr, "    layer/%d: %.3g over %d leaves\n", v, err, G.n);
+        tf_params_free(G_params);
+        CHECKF(err >= 0 && err <= GC_TOL, "layer variant %d: relative gradient error %g (%s)", v, err, tf_error());
+    }
 }

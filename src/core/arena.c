@@ -132,3 +132,11 @@ size_t tf_arena_used(const tf_arena *a) {
     for (tf_block *b = a ? a->head : NULL; b; b = b->next) n += b->used;
     return n;
 }
+
+size_t tf_arena_reserved(const tf_arena *a, int *blocks) {
+    size_t n = 0;
+    int k = 0;
+    for (tf_block *b = a ? a->head : NULL; b; b = b->next) n += b->size, k++;
+    if (blocks) *blocks = k;
+    return n;
+}

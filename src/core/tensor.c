@@ -61,7 +61,7 @@ tf_tensor *tf_tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *sh
     if (!t) return NULL;
     t->dtype = dt;
     t->ndim = ndim;
-    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     tf_contig_strides(ndim, shape, t->stride);
     if (!(t->data = tf_arena_alloc(a, bytes))) return NULL;
     if (requires_grad && dt == TF_DTYPE_F32 && !(t->grad = tf_arena_alloc(a, bytes))) return NULL;

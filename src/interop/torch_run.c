@@ -149,10 +149,11 @@ static tf_tensor *forward(tr_inputs *in, const tr_weights *w, tf_tensor **weight
     if (!first) return tf_set_error("%s: missing input tensor '%s'", in->path, S[0]), NULL;
     in->unbatched = first->ndim == 2;
     if (c->kind == TR_MHA) {
-        tf_tensor *q = sequence(in, "query", c->mha.embed_dim), *k = sequence(in, "key", c->mha.kdim);
-        tf_tensor *v = sequence(in, "value", c->mha.vdim);
+        tf_tensor *q, *k, *v; /* in order, so that the first bad one is reported */
         tf_attn_mask am;
-        if (!q || !k || !v) return NULL;
+        if (!(q = sequence(in, "query", c->mha.embed_dim)) || !(k = sequence(in, "key", c->mha.kdim)) ||
+            !(v = sequence(in, "value", c->mha.vdim)))
+            return NULL;
         if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || v->shape[1] != k->shape[1])
             return tf_set_error("%s: query, key and value disagree on batch size or key length", in->path), NULL;
         if (attn_mask(in, "attn_mask", "key_padding_mask", q->shape[0], c->mha.num_heads,
@@ -161,8 +162,8 @@ static tf_tensor *forward(tr_inputs *in, const tr_weights *w, tf_tensor **weight
         return tf_mha_forward(ctx, &w->mha, q, k, v, &am, weights);
     }
     int64_t d = c->layer.d_model, H = c->layer.nhead;
-    tf_tensor *a = sequence(in, S[0], d), *b = S[1] ? sequence(in, S[1], d) : NULL;
-    if (!a || (S[1] && !b)) return NULL;
+    tf_tensor *a = sequence(in, S[0], d), *b = NULL;
+    if (!a || (S[1] && !(b = sequence(in, S[1], d)))) return NULL;
     if (b && a->shape[0] != b->shape[0])
         return tf_set_error("%s: '%s' and '%s' have different batch sizes", in->path, S[0], S[1]), NULL;
     int64_t B = a->shape[0];

@@ -1,0 +1,112 @@
+/* The CLI as a user meets it: `tformer torch-run` on good and bad input. Every
+ * failure must exit non-zero, name the problem, and leave no output file. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define FX "tests/fixtures/"
+
+static const char *bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
+/* Run the CLI; returns its exit status and fills err with its stderr. */
+static int run(const char *args, char *err, size_t n) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>/tmp/tformer_cli_err >/dev/null", bin(), args);
+    int st = system(cmd);
+    FILE *f = fopen("/tmp/tformer_cli_err", "r");
+    size_t k = f ? fread(err, 1, n - 1, f) : 0;
+    err[k] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* The inputs of mha_self_nomask_bf0 plus an attn_mask of shape (4,4). */
+static int bad_mask_input(const char *path) {
+    tf_st_file *f = tf_st_open(FX "mha_self_nomask_bf0/input.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    tf_st_writer *w = tf_st_writer_new();
+    int rc = f && a && w ? 0 : -1;
+    for (int i = 0; !rc && i < tf_st_count(f); i++)
+        rc = tf_st_writer_add(w, tf_st_entry_at(f, i)->name, tf_st_to_tensor(f, tf_st_entry_at(f, i), a));
+    tf_tensor *m = rc ? NULL : tf_tensor_alloc(a, TF_DTYPE_U8, 2, (int64_t[]){4, 4}, 0);
+    rc = rc || !m || tf_st_writer_add(w, "attn_mask", m) || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return rc;
+}
+
+#define CASE(c) "--config " FX c "/config.json --weights " FX c "/weights.safetensors --input " FX c "/input.safetensors"
+
+TEST(cli_torch_run_good_and_bad_input) {
+    char err[4096];
+    const char *out = "/tmp/tformer_cli_out.safetensors";
+    unlink(out);
+    CHECKF(run("torch-run " CASE("mha_self_nomask_bf0") " --output /tmp/tformer_cli_out.safetensors", err, sizeof err) == 0,
+           "good run failed: %s", err);
+    tf_st_file *f = tf_st_open(out);
+    CHECK(f && tf_st_find(f, "output") && tf_st_find(f, "attn_output_weights") && tf_st_find(f, "grad.query"));
+    tf_st_close(f);
+    unlink(out);
+
+    static const struct {
+        const char *args, *expect;
+    } bad[] = {
+        /* a missing input tensor: the weights file holds no 'query' */
+        {"--config " FX "mha_self_nomask_bf0/config.json --weights " FX "mha_self_nomask_bf0/weights.safetensors"
+         " --input " FX "mha_self_nomask_bf0/weights.safetensors", "missing input tensor 'query'"},
+        /* a wrong shape: key of width kdim=7 where embed_dim 15 is expected */
+        {"--config " FX "mha_self_nomask_bf0/config.json --weights " FX "mha_self_nomask_bf0/weights.safetensors"
+         " --input " FX "mha_kvdim_boolkpm_bf0/input.safetensors", "input 'key' has shape"},
+        /* weights of another module */
+        {"--config " FX "enclayer_post_relu_v0_bf0/config.json --weights " FX "mha_self_nomask_bf0/weights.safetensors"
+         " --input " FX "enclayer_post_relu_v0_bf0/input.safetensors", "missing tensor 'self_attn.in_proj_weight'"},
+        /* a mask of the wrong shape (written by bad_mask_input below) */
+        {"--config " FX "mha_self_nomask_bf0/config.json --weights " FX "mha_self_nomask_bf0/weights.safetensors"
+         " --input /tmp/tformer_cli_badmask.safetensors", "'attn_mask' has shape (4,4)"},
+        {"--config /nonexistent.json --weights x --input y", "/nonexistent.json: cannot open"},
+        {"--config tests/data/unknown_module.json --weights " FX "mha_self_nomask_bf0/weights.safetensors"
+         " --input " FX "mha_self_nomask_bf0/input.safetensors", "unknown module \"Conv2d\""},
+        {"--config tests/data/all_dtypes.json --weights x --input y", "missing \"module\""},
+        {"--config " FX "mha_self_nomask_bf0/config.json --weights tests/data/all_dtypes.json"
+         " --input y", "header length"},
+    };
+    char args[2048];
+    CHECK(bad_mask_input("/tmp/tformer_cli_badmask.safetensors") == 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "torch-run %s --output %s", bad[i].args, out);
+        int rc = run(args, err, sizeof err);
+        CHECKF(rc == 1, "case %zu: exit status %d (want 1); stderr: %s", i, rc, err);
+        CHECKF(strstr(err, bad[i].expect) != NULL, "case %zu: stderr '%s' lacks '%s'", i, err, bad[i].expect);
+        CHECKF(!exists(out), "case %zu left an output file", i);
+    }
+    unlink("/tmp/tformer_cli_badmask.safetensors");
+    CHECK(run("torch-run --config a --weights b", err, sizeof err) == 2 && strstr(err, "missing --input"));
+    CHECK(run("frobnicate", err, sizeof err) == 2 && strstr(err, "unknown command"));
+}
+
+TEST(cli_warns_on_unknown_config_keys) {
+    char err[4096];
+    FILE *f = fopen("/tmp/tformer_cli_cfg.json", "w");
+    CHECK(f != NULL);
+    fputs("{\"module\": \"MultiheadAttention\", \"embed_dim\": 15, \"num_heads\": 3, \"frobnicate\": 1}", f);
+    fclose(f);
+    CHECK(run("torch-run --config /tmp/tformer_cli_cfg.json --weights " FX "mha_self_nomask_bf0/weights.safetensors"
+              " --input " FX "mha_self_nomask_bf0/input.safetensors --output /tmp/tformer_cli_out2.safetensors",
+              err, sizeof err) == 0);
+    CHECK(strstr(err, "unknown key \"frobnicate\"") != NULL);
+    unlink("/tmp/tformer_cli_out2.safetensors");
+    unlink("/tmp/tformer_cli_cfg.json");
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Install the Debian packages tformer needs: the build and tests by default;
+# with --reference also PyTorch (Debian's python3-torch) for the fixture
+# scripts in tests/ref/ and `make conformance`.
+set -eu
+pkgs="build-essential make clang libcjson-dev libclang-rt-14-dev libfuzzer-14-dev"
+[ "${1:-}" = "--reference" ] && pkgs="$pkgs python3 python3-torch python3-numpy"
+if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+echo "install-deps: installing$missing"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
