@@ -389,6 +389,9 @@ void tf_st_writer_free(tf_st_writer *w);
 int tf_st_writer_add(tf_st_writer *w, const char *name, const tf_tensor *t);
 /* Write gradient of t (F32). */
 int tf_st_writer_add_grad(tf_st_writer *w, const char *name, const tf_tensor *t);
+/* Store t converted to dtype: F32 tensors as F32, F16 or BF16 (round to nearest
+ * even); I32 tensors as I32 or I64; U8 tensors as U8 or BOOL. */
+int tf_st_writer_add_as(tf_st_writer *w, const char *name, const tf_tensor *t, tf_st_dtype dtype);
 int tf_st_writer_save(tf_st_writer *w, const char *path);
 
 /* Load every registered parameter from a safetensors file: a missing tensor, a

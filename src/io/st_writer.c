@@ -34,16 +34,65 @@ void tf_st_writer_free(tf_st_writer *w) {
     free(w);
 }
 
-/* Copy src (any strides) into contiguous bytes. */
-static void gather(unsigned char *dst, const tf_tensor *t, const void *src, size_t es) {
-    int64_t n = tf_numel(t);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = 0, r = i;
-        for (int d = t->ndim - 1; d >= 0; d--) {
-            off += (r % t->shape[d]) * t->stride[d];
-            r /= t->shape[d];
+static uint16_t float_to_bf16(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((b >> 16) | 0x40); /* quiet NaN */
+    b += 0x7FFFu + ((b >> 16) & 1u);                                           /* nearest even */
+    return (uint16_t)(b >> 16);
+}
+
+static uint16_t float_to_half(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint32_t sign = (b >> 16) & 0x8000u, e = (b >> 23) & 0xFFu, m = b & 0x7FFFFFu;
+    if (e == 0xFF) return (uint16_t)(sign | 0x7C00u | (m ? 0x200u : 0));    /* inf, nan */
+    int32_t he = (int32_t)e - 127 + 15;
+    if (he >= 31) return (uint16_t)(sign | 0x7C00u);                          /* overflow */
+    if (he <= 0) {                                                            /* subnormal or 0 */
+        if (he < -10) return (uint16_t)sign;
+        m |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - he), half = m >> shift, rem = m & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)he << 10) | (m >> 13), rem = m & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) half++;              /* may carry into e */
+    return (uint16_t)half;
+}
+
+/* Element i of a strided tensor (data or, when src is the grad, gradient). */
+static const unsigned char *element(const tf_tensor *t, const void *src, int64_t i, size_t es) {
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        off += (i % t->shape[d]) * t->stride[d];
+        i /= t->shape[d];
+    }
+    return (const unsigned char *)src + off * (int64_t)es;
+}
+
+/* Copy src (any strides, dtype of t) into contiguous bytes of dtype dt. */
+static void gather(unsigned char *dst, const tf_tensor *t, const void *src, tf_st_dtype dt, size_t es) {
+    size_t in_es = src == (const void *)t->grad ? sizeof(float) : tf_dtype_size(t->dtype);
+    for (int64_t i = 0, n = tf_numel(t); i < n; i++) {
+        const unsigned char *p = element(t, src, i, in_es);
+        unsigned char *q = dst + (size_t)i * es;
+        float f;
+        int32_t v;
+        if (dt == TF_ST_F16 || dt == TF_ST_BF16) {
+            memcpy(&f, p, 4);
+            uint16_t h = dt == TF_ST_F16 ? float_to_half(f) : float_to_bf16(f);
+            memcpy(q, &h, 2);
+        } else if (dt == TF_ST_I64) {
+            memcpy(&v, p, 4);
+            int64_t w64 = v;
+            memcpy(q, &w64, 8);
+        } else if (dt == TF_ST_BOOL) {
+            *q = *p != 0;
+        } else {
+            memcpy(q, p, es);
         }
-        memcpy(dst + (size_t)i * es, (const unsigned char *)src + off * (int64_t)es, es);
     }
 }
 
@@ -59,7 +108,9 @@ static int add_item(tf_st_writer *w, const char *name, const tf_tensor *t, const
         w->items = it;
         w->cap = cap;
     }
-    size_t es = dt == TF_ST_BOOL ? 1 : 4, n = (size_t)tf_numel(t), len = strlen(name) + 1;
+    static const size_t ES[TF_ST_COUNT] = {[TF_ST_F32] = 4, [TF_ST_F16] = 2, [TF_ST_BF16] = 2,
+                                           [TF_ST_I64] = 8, [TF_ST_I32] = 4, [TF_ST_U8] = 1, [TF_ST_BOOL] = 1};
+    size_t es = ES[dt], n = (size_t)tf_numel(t), len = strlen(name) + 1;
     st_item *it = &w->items[w->n];
     it->name = malloc(len);
     it->bytes = malloc(n * es > 0 ? n * es : 1);
@@ -69,7 +120,7 @@ static int add_item(tf_st_writer *w, const char *name, const tf_tensor *t, const
         return tf_set_error("safetensors writer: out of memory for '%s'", name);
     }
     memcpy(it->name, name, len);
-    gather(it->bytes, t, src, es);
+    gather(it->bytes, t, src, dt, es);
     it->dtype = dt;
     it->ndim = t->ndim;
     memcpy(it->shape, t->shape, sizeof it->shape);
@@ -85,6 +136,15 @@ int tf_st_writer_add(tf_st_writer *w, const char *name, const tf_tensor *t) {
 
 int tf_st_writer_add_grad(tf_st_writer *w, const char *name, const tf_tensor *t) {
     return add_item(w, name, t, t ? t->grad : NULL, TF_ST_F32);
+}
+
+int tf_st_writer_add_as(tf_st_writer *w, const char *name, const tf_tensor *t, tf_st_dtype dtype) {
+    if (!t) return tf_set_error("safetensors writer: tensor '%s' is missing", name);
+    int ok = t->dtype == TF_DTYPE_F32 ? dtype == TF_ST_F32 || dtype == TF_ST_F16 || dtype == TF_ST_BF16
+           : t->dtype == TF_DTYPE_I32 ? dtype == TF_ST_I32 || dtype == TF_ST_I64
+                                      : dtype == TF_ST_U8 || dtype == TF_ST_BOOL;
+    if (!ok) return tf_set_error("safetensors writer: '%s' cannot be stored as %s", name, tf_st_dtype_name(dtype));
+    return add_item(w, name, t, t->data, dtype);
 }
 
 /* The JSON header, padded with spaces to a multiple of 8 bytes. */
