@@ -147,3 +147,16 @@ TEST(arena_reset_reuses_memory) {
     CHECK(blocks[1] == 1 && blocks[2] == 1 && reserved[1] == reserved[2] && used[1] == used[2]);
     tf_ctx_free(c);
 }
+
+TEST(empty_tensors_flow_through) {
+    /* Zero-sized dims anywhere: every op gives an empty result, no stray reads. */
+    tf_ctx *c = tf_ctx_new(0);
+    tf_tensor *x = tf_tensor_new(c, TF_DTYPE_F32, 3, (int64_t[]){2, 0, 3}, 1);
+    tf_tensor *b = tf_tensor_new(c, TF_DTYPE_F32, 1, (int64_t[]){3}, 1);
+    tf_tensor *y = tf_add(c, tf_contiguous(c, tf_transpose(c, x, 0, 1)), b);
+    y = tf_softmax(c, tf_layernorm(c, tf_mul(c, y, b), b, b, 1e-5f), NULL);
+    CHECK(y && tf_numel(y) == 0 && y->shape[0] == 0);
+    tf_tensor *s = tf_sum(c, y, TF_DIM_ALL, 0);
+    CHECK(s && tf_f32(s)[0] == 0.0f && tf_backward(c, s, NULL) == 0 && b->grad[0] == 0.0f);
+    tf_ctx_free(c);
+}

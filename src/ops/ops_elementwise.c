@@ -29,6 +29,7 @@ void tf_op_copy_forward(tf_node *n) {
     float *out = tf_f32(n->out);  // out: contiguous, x's shape
     const float *in = tf_f32(x);
     int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
+    if (tf_numel(n->out) == 0) return;
     do {
         int64_t off = 0;
         for (int d = 0; d < p->ndim - 1; d++) off += idx[d] * p->sa[d];
@@ -39,7 +40,7 @@ void tf_op_copy_forward(tf_node *n) {
 void tf_op_copy_backward(tf_node *n) {
     tf_tensor *x = n->in[0];
     const tf_bcast *p = n->params;
-    if (!x->grad) return;
+    if (!x->grad || tf_numel(n->out) == 0) return;
     const float *g = n->out->grad;
     int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
     do {
@@ -84,6 +85,7 @@ static void binary_forward(tf_node *n, int is_mul) {
     float *out = tf_f32(n->out);  // out: broadcast shape, contiguous
     int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
     int64_t la = p->sa[p->ndim - 1], lb = p->sb[p->ndim - 1];
+    if (tf_numel(n->out) == 0) return;
     do {
         int64_t oa = 0, ob = 0;
         for (int d = 0; d < p->ndim - 1; d++) oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d];
@@ -100,6 +102,7 @@ static void binary_backward(tf_node *n, int is_mul) {
     const float *a = tf_f32(A), *b = tf_f32(B), *g = n->out->grad;
     int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
     int64_t la = p->sa[p->ndim - 1], lb = p->sb[p->ndim - 1];
+    if (tf_numel(n->out) == 0) return;
     do {
         int64_t oa = 0, ob = 0;
         for (int d = 0; d < p->ndim - 1; d++) oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d];
