@@ -5,7 +5,7 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
-LDLIBS  := -lcjson -lm
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm
 SAN     ?=
 
 LIB_SRC := $(wildcard src/*/*.c)

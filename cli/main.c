@@ -1,4 +1,5 @@
 /* tformer: the command-line tool. The only place that exits. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@ static void usage(FILE *f) {
             "            run a torch.nn module (MultiheadAttention, TransformerEncoderLayer,\n"
             "            TransformerDecoderLayer, TransformerEncoder, TransformerDecoder,\n"
             "            Transformer) from its state_dict; see docs/torch-run.md\n"
+            "  encode --tokenizer DIR|char          text on stdin -> ids on stdout\n"
+            "  decode --tokenizer DIR|char          ids on stdin -> text on stdout\n"
+            "  tokenizer-train --type bpe|byte-bpe|wordpiece|char --vocab-size N --out DIR\n"
+            "            [--min-frequency N] FILE...  learn a vocabulary\n"
             "  inspect FILE.safetensors\n"
             "            list the tensors of a safetensors file\n"
             "  compare A.safetensors B.safetensors\n"
@@ -127,6 +132,111 @@ static int cmd_compare(int argc, char **argv) {
     return rc;
 }
 
+/* All of stdin; exits on a read error. */
+static char *read_stdin(size_t *len) {
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, stdin)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    if (!buf || ferror(stdin)) {
+        fprintf(stderr, "tformer: cannot read standard input\n");
+        exit(1);
+    }
+    *len = n;
+    return buf;
+}
+
+static tf_tokenizer *open_tokenizer(int argc, char **argv, const char *cmd) {
+    static const char *const keys[] = {"--tokenizer"};
+    const char *v[1] = {0};
+    if (parse_flags(argc, argv, keys, v, 1) || !v[0]) {
+        fprintf(stderr, "usage: tformer %s --tokenizer DIR|char\n", cmd);
+        exit(2);
+    }
+    tf_tokenizer *t = tf_tokenizer_load(v[0]);
+    if (!t) {
+        fprintf(stderr, "tformer %s: %s\n", cmd, tf_error());
+        exit(1);
+    }
+    return t;
+}
+
+static int cmd_encode(int argc, char **argv) {
+    tf_tokenizer *t = open_tokenizer(argc, argv, "encode");
+    size_t len;
+    char *text = read_stdin(&len);
+    tf_ids ids = {0};
+    int rc = tf_tokenizer_encode(t, text, len, &ids);
+    if (rc) fprintf(stderr, "tformer encode: %s\n", tf_error());
+    for (size_t i = 0; !rc && i < ids.n; i++) printf(i ? " %d" : "%d", ids.v[i]);
+    if (!rc) printf("\n");
+    tf_ids_free(&ids);
+    free(text);
+    tf_tokenizer_free(t);
+    return rc ? 1 : 0;
+}
+
+static int cmd_decode(int argc, char **argv) {
+    tf_tokenizer *t = open_tokenizer(argc, argv, "decode");
+    size_t len;
+    char *text = read_stdin(&len), *end, *out = NULL;
+    text = realloc(text, len + 1);
+    if (!text) return 1;
+    text[len] = 0;
+    tf_ids ids = {0};
+    int rc = 0;
+    for (char *p = text; !rc;) {
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r' || *p == ',') p++;
+        if (!*p) break;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < INT32_MIN || v > INT32_MAX) {
+            fprintf(stderr, "tformer decode: '%.20s' is not an id\n", p);
+            rc = 1;
+        } else {
+            rc = tf_ids_push(&ids, (int32_t)v);
+            p = end;
+        }
+    }
+    if (!rc && tf_tokenizer_decode(t, ids.v, ids.n, &out, &len)) {
+        fprintf(stderr, "tformer decode: %s\n", tf_error());
+        rc = 1;
+    }
+    if (!rc) fwrite(out, 1, len, stdout);
+    free(out);
+    free(text);
+    tf_ids_free(&ids);
+    tf_tokenizer_free(t);
+    return rc;
+}
+
+static int cmd_tokenizer_train(int argc, char **argv) {
+    static const char *const keys[] = {"--type", "--vocab-size", "--out", "--min-frequency"};
+    static const char *const kinds[] = {"char", "bpe", "byte-bpe", "wordpiece"};
+    const char *v[4] = {0};
+    int first_file = 0;
+    while (first_file < argc && !strncmp(argv[first_file], "--", 2)) first_file += 2;
+    if (first_file > argc || parse_flags(first_file, argv, keys, v, 4)) return 2;
+    int k = 0;
+    while (k < 4 && (!v[0] || strcmp(v[0], kinds[k]))) k++;
+    tf_tokenizer_train_opts o = {(tf_tokenizer_kind)k, v[1] ? atoi(v[1]) : 0, v[3] ? atoll(v[3]) : 0};
+    if (k == 4 || !v[2] || first_file >= argc || (k != 0 && o.vocab_size <= 0)) {
+        fprintf(stderr, "usage: tformer tokenizer-train --type bpe|byte-bpe|wordpiece|char --vocab-size N "
+                        "--out DIR [--min-frequency N] FILE...\n");
+        return 2;
+    }
+    if (tf_tokenizer_train(&o, (const char *const *)argv + first_file, argc - first_file, v[2])) {
+        fprintf(stderr, "tformer tokenizer-train: %s\n", tf_error());
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
@@ -138,6 +248,9 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "torch-run")) return cmd_torch_run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "inspect")) return cmd_inspect(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "encode")) return cmd_encode(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "decode")) return cmd_decode(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "tokenizer-train")) return cmd_tokenizer_train(argc - 2, argv + 2);
     if (!strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     fprintf(stderr, "tformer: unknown command '%s'\n", argv[1]);
     usage(stderr);

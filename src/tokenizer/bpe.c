@@ -1,0 +1,167 @@
+/* Sub-word BPE of the lecture decks: words are split on whitespace, each
+ * becomes its characters with a word-end marker on the last one ("e</w>"),
+ * and learned merges are applied by rank. Characters never seen in training
+ * become <unk>. Decoding writes each word end as one space. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+#define EOW "</w>"
+#define EOW_LEN 4
+
+typedef struct {
+    tf_strmap vocab;
+    const char **tok;
+    uint32_t *tok_len;
+    int32_t n, unk;
+    tf_pairmap merges;
+    tf_bpe_scratch scratch;
+} bpe;
+
+static void bpe_free(void *impl) {
+    bpe *b = impl;
+    if (!b) return;
+    tf_strmap_free(&b->vocab);
+    tf_pairmap_free(&b->merges);
+    tf_bpe_scratch_free(&b->scratch);
+    free(b->tok), free(b->tok_len), free(b);
+}
+
+static int load_vocab(bpe *b, const char *path) {
+    size_t len;
+    char *text = tf_read_file(path, &len);
+    if (!text) return -1;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    int n = cJSON_GetArraySize(root), rc = -1;
+    if (!cJSON_IsObject(root) || n == 0 || tf_strmap_init(&b->vocab, (size_t)n) ||
+        !(b->tok = calloc((size_t)n, sizeof *b->tok)) || !(b->tok_len = calloc((size_t)n, sizeof *b->tok_len))) {
+        tf_set_error("%s: not a JSON object of token -> id", path);
+        goto out;
+    }
+    b->n = n;
+    for (cJSON *e = root->child; e; e = e->next) {
+        double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (v < 0 || v >= n || (int32_t)v != v || b->tok[(int32_t)v]) {
+            tf_set_error("%s: token \"%.40s\" has id %g (ids must be 0..%d, each once)", path, e->string, v, n - 1);
+            goto out;
+        }
+        size_t l = strlen(e->string);
+        if (tf_strmap_put(&b->vocab, e->string, l, (int32_t)v)) goto out;
+        b->tok[(int32_t)v] = e->string; /* replaced by the map's copy below */
+        b->tok_len[(int32_t)v] = (uint32_t)l;
+    }
+    for (size_t i = 0; i < b->vocab.cap; i++)
+        if (b->vocab.keys[i]) b->tok[b->vocab.vals[i]] = b->vocab.keys[i];
+    b->unk = tf_strmap_get(&b->vocab, "<unk>", 5);
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int load_merges(bpe *b, const char *path) {
+    size_t len;
+    char *text = tf_read_file(path, &len);
+    if (!text) return -1;
+    int rc = tf_pairmap_init(&b->merges, 4096), line_no = 0;
+    int32_t rank = 0;
+    tf_buf both = {0};
+    for (char *line = text, *end; !rc && line < text + len; line = end + 1) {
+        end = memchr(line, '\n', (size_t)(text + len - line));
+        if (!end) end = text + len;
+        *end = 0;
+        line_no++;
+        if (!*line || (line_no == 1 && !strncmp(line, "#version", 8))) continue;
+        char *sp = strchr(line, ' ');
+        int32_t x = -1, y = -1, m = -1;
+        if (sp) {
+            *sp = 0;
+            both.n = 0;
+            x = tf_strmap_get(&b->vocab, line, strlen(line));
+            y = tf_strmap_get(&b->vocab, sp + 1, strlen(sp + 1));
+            if (!tf_buf_put(&both, line, strlen(line)) && !tf_buf_put(&both, sp + 1, strlen(sp + 1)))
+                m = tf_strmap_get(&b->vocab, both.p, both.n);
+        }
+        if (x < 0 || y < 0 || m < 0)
+            rc = tf_set_error("%s line %d: not two vocabulary tokens whose concatenation is one", path, line_no);
+        else if (tf_pairmap_get(&b->merges, x, y, NULL) < 0)
+            rc = tf_pairmap_put(&b->merges, x, y, rank++, m);
+    }
+    free(both.p);
+    free(text);
+    return rc;
+}
+
+void *tf_bpe_load(const char *vocab_path, const char *merges_path) {
+    bpe *b = calloc(1, sizeof *b);
+    if (!b) return tf_set_error("tokenizer: out of memory"), NULL;
+    if (load_vocab(b, vocab_path) || load_merges(b, merges_path)) {
+        bpe_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static int is_space(int32_t c) {
+    return c == ' ' || (c >= 9 && c <= 13) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* One word (valid UTF-8, no whitespace): characters, the last with </w>. */
+static int encode_word(bpe *b, const char *w, size_t n, tf_ids *out) {
+    if (tf_bpe_scratch_reserve(&b->scratch, n)) return -1;
+    int32_t k = 0;
+    char sym[4 + EOW_LEN];
+    for (size_t i = 0; i < n;) {
+        int used;
+        tf_utf8_decode((const unsigned char *)w + i, n - i, &used);
+        memcpy(sym, w + i, (size_t)used);
+        i += (size_t)used;
+        size_t l = (size_t)used;
+        if (i == n) memcpy(sym + l, EOW, EOW_LEN), l += EOW_LEN;
+        int32_t id = tf_strmap_get(&b->vocab, sym, l);
+        if (id < 0 && (id = b->unk) < 0)
+            return tf_set_error("encode: '%.*s' is not in the vocabulary, which has no <unk>", (int)l, sym);
+        b->scratch.ids[k++] = id;
+    }
+    return tf_bpe_merge(&b->merges, &b->scratch, k, out);
+}
+
+static int bpe_encode(void *impl, const char *text, size_t len, tf_ids *out) {
+    size_t start = 0;
+    for (size_t i = 0; i <= len;) {
+        int used = 1;
+        int32_t c = i < len ? tf_utf8_decode((const unsigned char *)text + i, len - i, &used) : ' ';
+        if (c < 0) return tf_set_error("encode: invalid UTF-8 at byte %zu", i);
+        if (is_space(c)) {
+            if (i > start && encode_word(impl, text + start, i - start, out)) return -1;
+            start = i + (size_t)used;
+        }
+        i += (size_t)used;
+    }
+    return 0;
+}
+
+static int bpe_decode(const void *impl, const int32_t *ids, size_t n, tf_buf *out) {
+    const bpe *b = impl;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= b->n)
+            return tf_set_error("decode: id %d at position %zu outside the vocabulary [0,%d)", ids[i], i, b->n);
+        const char *t = b->tok[ids[i]];
+        size_t l = b->tok_len[ids[i]];
+        int eow = l >= EOW_LEN && !memcmp(t + l - EOW_LEN, EOW, EOW_LEN);
+        if (tf_buf_put(out, t, eow ? l - EOW_LEN : l) || (eow && tf_buf_put(out, " ", 1))) return -1;
+    }
+    return 0;
+}
+
+static int32_t bpe_token_id(const void *impl, const char *token) {
+    return tf_strmap_get(&((const bpe *)impl)->vocab, token, strlen(token));
+}
+
+static int32_t bpe_vocab_size(const void *impl) { return ((const bpe *)impl)->n; }
+
+const tf_tok_vtable tf_bpe_vt = {bpe_encode, bpe_decode, bpe_token_id, bpe_vocab_size, bpe_free};

@@ -1,0 +1,104 @@
+/* Private: hash maps and helpers shared by the tokenizers. */
+#ifndef TF_TOK_INTERNAL_H
+#define TF_TOK_INTERNAL_H
+
+#include "../core/internal.h"
+
+/* Byte string -> int32, open addressing; keys are copied into an arena. */
+typedef struct {
+    const char **keys;
+    uint32_t *lens;
+    int32_t *vals;
+    size_t cap, n;
+    tf_arena *arena;
+} tf_strmap;
+
+int tf_strmap_init(tf_strmap *m, size_t expect);
+void tf_strmap_free(tf_strmap *m);
+void tf_strmap_clear(tf_strmap *m);
+/* Insert or overwrite; -1 (and tf_error) when out of memory. */
+int tf_strmap_put(tf_strmap *m, const char *k, size_t len, int32_t v);
+/* The value, or -1 when absent. */
+int32_t tf_strmap_get(const tf_strmap *m, const char *k, size_t len);
+
+/* (a,b) token pair -> (rank, merged id). */
+typedef struct {
+    uint64_t *keys; /* (a << 32 | b) + 1, 0 = empty */
+    int32_t *rank, *merged;
+    size_t cap, n;
+} tf_pairmap;
+
+int tf_pairmap_init(tf_pairmap *m, size_t expect);
+void tf_pairmap_free(tf_pairmap *m);
+int tf_pairmap_put(tf_pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t merged);
+/* The rank (and *merged), or -1 when the pair has no merge. */
+int32_t tf_pairmap_get(const tf_pairmap *m, int32_t a, int32_t b, int32_t *merged);
+
+/* A growable byte buffer. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} tf_buf;
+int tf_buf_put(tf_buf *b, const void *data, size_t n);
+
+/* First occurrence of needle in hay, or NULL. */
+const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
+/* Read a whole file (NUL-terminated); NULL + tf_error naming it on failure. */
+char *tf_read_file(const char *path, size_t *len);
+/* UTF-8: decode one code point at s (n bytes left); -1 for an invalid sequence. */
+int32_t tf_utf8_decode(const unsigned char *s, size_t n, int *used);
+int tf_utf8_encode(uint32_t cp, char *out);
+
+/* GPT-2's reversible byte <-> printable code point table. */
+void tf_bytes_to_unicode(uint32_t table[256]);
+
+/* Merging by rank (bpe_merge.c): ids[0..n) in, merged ids appended to out. */
+typedef struct {
+    int32_t *ids, *prev, *next;
+    struct tf_heap_ent *heap;
+    size_t cap;
+} tf_bpe_scratch;
+int tf_bpe_scratch_reserve(tf_bpe_scratch *s, size_t n);
+void tf_bpe_scratch_free(tf_bpe_scratch *s);
+int tf_bpe_merge(const tf_pairmap *merges, tf_bpe_scratch *s, int32_t n, tf_ids *out);
+
+/* GPT-2's pre-tokenizer pattern, compiled with PCRE2 (UTF, UCP, invalid UTF-8
+ * allowed: such bytes are never part of a match). */
+typedef struct {
+    void *code, *md;
+} tf_gpt2_re;
+int tf_gpt2_re_init(tf_gpt2_re *r);
+void tf_gpt2_re_free(tf_gpt2_re *r);
+/* The next match at or after off: [*ms, *me); *ms = *me = n when none. */
+int tf_gpt2_re_next(tf_gpt2_re *r, const char *s, size_t n, size_t off, size_t *ms, size_t *me);
+
+/* Each tokenizer kind fills this table; tokenizer.c dispatches through it. */
+typedef struct {
+    int (*encode)(void *impl, const char *text, size_t len, tf_ids *out);
+    int (*decode)(const void *impl, const int32_t *ids, size_t n, tf_buf *out);
+    int32_t (*token_id)(const void *impl, const char *token);
+    int32_t (*vocab_size)(const void *impl);
+    void (*free)(void *impl);
+} tf_tok_vtable;
+
+struct tf_tokenizer {
+    tf_tokenizer_kind kind;
+    const tf_tok_vtable *vt;
+    void *impl;
+};
+
+/* Loaders: NULL + tf_error on failure. */
+void *tf_bytebpe_load(const char *vocab_path, const char *merges_path, int openai_layout) TF_PRIVATE;
+extern const tf_tok_vtable tf_bytebpe_vt TF_PRIVATE;
+void *tf_wordpiece_load(const char *vocab_path) TF_PRIVATE;
+extern const tf_tok_vtable tf_wordpiece_vt TF_PRIVATE;
+int tf_wordpiece_special(const void *impl, int32_t *cls, int32_t *sep) TF_PRIVATE;
+/* BERT normalisation and pre-tokenization: fn gets each word's code points. */
+typedef int (*tf_word_fn)(void *ctx, const int32_t *cp, size_t n);
+int tf_wordpiece_split(int lower, const char *s, size_t n, tf_word_fn fn, void *ctx) TF_PRIVATE;
+void *tf_bpe_load(const char *vocab_path, const char *merges_path) TF_PRIVATE;
+extern const tf_tok_vtable tf_bpe_vt TF_PRIVATE;
+void *tf_chartok_load(const char *chars_path) TF_PRIVATE; /* NULL path: the 256 bytes */
+extern const tf_tok_vtable tf_chartok_vt TF_PRIVATE;
+
+#endif

@@ -1,0 +1,234 @@
+/* The tokenizer front: id lists, loading a folder by the files it holds,
+ * dispatch to each kind, and the character tokenizer. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tok_internal.h"
+
+int tf_ids_push(tf_ids *ids, int32_t id) {
+    if (ids->n == ids->cap) {
+        size_t cap = ids->cap ? ids->cap * 2 : 256;
+        int32_t *v = realloc(ids->v, cap * sizeof *v);
+        if (!v) return tf_set_error("tokenizer: out of memory");
+        ids->v = v;
+        ids->cap = cap;
+    }
+    ids->v[ids->n++] = id;
+    return 0;
+}
+
+void tf_ids_free(tf_ids *ids) {
+    free(ids->v);
+    memset(ids, 0, sizeof *ids);
+}
+
+static int file_exists(const char *dir, const char *name, char *path, size_t n) {
+    struct stat st;
+    snprintf(path, n, "%s/%s", dir, name);
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* tokenizer.tformer.json: {"type": "bpe" | "char" | ...} written by tf_tokenizer_train. */
+static int declared_kind(const char *path, tf_tokenizer_kind *kind) {
+    size_t len;
+    char *text = tf_read_file(path, &len);
+    if (!text) return -1;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "type");
+    static const char *const names[] = {"char", "bpe", "byte-bpe", "wordpiece"};
+    int k = 0;
+    while (k < 4 && !(cJSON_IsString(t) && !strcmp(t->valuestring, names[k]))) k++;
+    cJSON_Delete(root);
+    if (k == 4) return tf_set_error("%s: \"type\" must be one of char, bpe, byte-bpe, wordpiece", path);
+    *kind = (tf_tokenizer_kind)k;
+    return 0;
+}
+
+tf_tokenizer *tf_tokenizer_load(const char *dir) {
+    tf_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return tf_set_error("tokenizer: out of memory"), NULL;
+    char a[4096], b[4096], d[4096];
+    tf_tokenizer_kind declared = TF_TOKENIZER_BYTE_BPE;
+    struct stat st;
+    size_t dl = strlen(dir);
+    if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) { /* a vocabulary file named directly */
+        if (dl >= 9 && !strcmp(dir + dl - 9, "vocab.txt")) {
+            t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(dir);
+            if (t->impl) return t;
+        } else {
+            tf_set_error("%s: a file; give the tokenizer's folder (or a WordPiece *vocab.txt)", dir);
+        }
+        goto fail;
+    }
+    int has_decl = strcmp(dir, "char") && file_exists(dir, "tokenizer.tformer.json", d, sizeof d);
+    if (has_decl && declared_kind(d, &declared)) goto fail;
+    if (!strcmp(dir, "char") || (has_decl && declared == TF_TOKENIZER_CHAR)) {
+        t->kind = TF_TOKENIZER_CHAR, t->vt = &tf_chartok_vt;
+        t->impl = tf_chartok_load(strcmp(dir, "char") && file_exists(dir, "chars.txt", a, sizeof a) ? a : NULL);
+    } else if (has_decl && declared == TF_TOKENIZER_BPE && file_exists(dir, "vocab.json", a, sizeof a) &&
+               file_exists(dir, "merges.txt", b, sizeof b)) {
+        t->kind = TF_TOKENIZER_BPE, t->vt = &tf_bpe_vt, t->impl = tf_bpe_load(a, b);
+    } else if (file_exists(dir, "encoder.json", a, sizeof a) && file_exists(dir, "vocab.bpe", b, sizeof b)) {
+        t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 1);
+    } else if (file_exists(dir, "vocab.json", a, sizeof a) && file_exists(dir, "merges.txt", b, sizeof b)) {
+        t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 0);
+    } else if (file_exists(dir, "vocab.txt", a, sizeof a)) {
+        t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(a);
+    } else {
+        tf_set_error("%s: no tokenizer files (encoder.json + vocab.bpe, vocab.json + merges.txt, "
+                     "vocab.txt, or tokenizer.tformer.json)", dir);
+        goto fail;
+    }
+    if (t->impl) return t;
+fail:
+    free(t);
+    return NULL;
+}
+
+void tf_tokenizer_free(tf_tokenizer *t) {
+    if (!t) return;
+    t->vt->free(t->impl);
+    free(t);
+}
+
+tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t) { return t->kind; }
+int32_t tf_tokenizer_vocab_size(const tf_tokenizer *t) { return t->vt->vocab_size(t->impl); }
+int32_t tf_tokenizer_token_id(const tf_tokenizer *t, const char *token) { return t->vt->token_id(t->impl, token); }
+
+int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out) {
+    return t->vt->encode(t->impl, text, len, out);
+}
+
+int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
+    tf_buf b = {0};
+    if (t->vt->decode(t->impl, ids, n, &b) || tf_buf_put(&b, "", 0)) {
+        free(b.p);
+        return -1;
+    }
+    *text = b.p;
+    if (len) *len = b.n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- characters */
+
+/* Either the 256 bytes (id = byte), or the characters (UTF-8) of chars.txt, one
+ * per id in file order; text outside that alphabet is an error naming it. */
+typedef struct {
+    tf_strmap map; /* character bytes -> id */
+    char (*ch)[4];
+    uint8_t *ch_len;
+    int32_t n;
+    int bytes;
+} chartok;
+
+static void chartok_free(void *impl) {
+    chartok *c = impl;
+    if (!c) return;
+    tf_strmap_free(&c->map);
+    free(c->ch), free(c->ch_len), free(c);
+}
+
+void *tf_chartok_load(const char *chars_path) {
+    chartok *c = calloc(1, sizeof *c);
+    if (!c) return tf_set_error("tokenizer: out of memory"), NULL;
+    if (!chars_path) {
+        c->bytes = 1, c->n = 256;
+        return c;
+    }
+    size_t len;
+    char *text = tf_read_file(chars_path, &len);
+    if (!text || tf_strmap_init(&c->map, 256) || !(c->ch = calloc(len + 1, sizeof *c->ch)) ||
+        !(c->ch_len = calloc(len + 1, 1)))
+        goto fail;
+    for (size_t i = 0; i < len;) {
+        int used;
+        if (tf_utf8_decode((const unsigned char *)text + i, len - i, &used) < 0) {
+            tf_set_error("%s: invalid UTF-8 at byte %zu", chars_path, i);
+            goto fail;
+        }
+        if (tf_strmap_get(&c->map, text + i, (size_t)used) >= 0) {
+            tf_set_error("%s: character at byte %zu repeats", chars_path, i);
+            goto fail;
+        }
+        memcpy(c->ch[c->n], text + i, (size_t)used);
+        c->ch_len[c->n] = (uint8_t)used;
+        if (tf_strmap_put(&c->map, text + i, (size_t)used, c->n++)) goto fail;
+        i += (size_t)used;
+    }
+    free(text);
+    return c;
+fail:
+    free(text);
+    chartok_free(c);
+    return NULL;
+}
+
+static int chartok_encode(void *impl, const char *text, size_t len, tf_ids *out) {
+    chartok *c = impl;
+    for (size_t i = 0; i < len;) {
+        int used = 1;
+        int32_t id = (unsigned char)text[i];
+        if (!c->bytes) {
+            if (tf_utf8_decode((const unsigned char *)text + i, len - i, &used) < 0)
+                return tf_set_error("encode: invalid UTF-8 at byte %zu", i);
+            if ((id = tf_strmap_get(&c->map, text + i, (size_t)used)) < 0)
+                return tf_set_error("encode: character '%.*s' at byte %zu is not in the alphabet", used, text + i, i);
+        }
+        if (tf_ids_push(out, id)) return -1;
+        i += (size_t)used;
+    }
+    return 0;
+}
+
+static int chartok_decode(const void *impl, const int32_t *ids, size_t n, tf_buf *out) {
+    const chartok *c = impl;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->n)
+            return tf_set_error("decode: id %d at position %zu outside the vocabulary [0,%d)", ids[i], i, c->n);
+        char byte = (char)ids[i];
+        if (tf_buf_put(out, c->bytes ? &byte : c->ch[ids[i]], c->bytes ? 1 : c->ch_len[ids[i]])) return -1;
+    }
+    return 0;
+}
+
+static int32_t chartok_token_id(const void *impl, const char *token) {
+    const chartok *c = impl;
+    size_t n = strlen(token);
+    if (c->bytes) return n == 1 ? (unsigned char)token[0] : -1;
+    return tf_strmap_get(&c->map, token, n);
+}
+
+static int32_t chartok_vocab_size(const void *impl) { return ((const chartok *)impl)->n; }
+
+const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_token_id, chartok_vocab_size, chartok_free};
+
+/* ---------------------------------------------------------------- BERT pairs */
+
+int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
+                             size_t max_len, tf_ids *ids, tf_ids *type_ids) {
+    if (t->kind != TF_TOKENIZER_WORDPIECE) return tf_set_error("encode_pair: WordPiece tokenizers only");
+    int32_t cls, sep;
+    if (tf_wordpiece_special(t->impl, &cls, &sep)) return -1;
+    tf_ids x = {0}, y = {0};
+    int rc = tf_tokenizer_encode(t, a, la, &x) || (b && tf_tokenizer_encode(t, b, lb, &y));
+    size_t extra = b ? 3 : 2;
+    if (!rc && max_len && max_len < extra) rc = tf_set_error("encode_pair: max_len %zu leaves no room", max_len);
+    /* truncate the longer sequence one id at a time (Hugging Face's longest_first) */
+    while (!rc && max_len && x.n + y.n + extra > max_len) {
+        if (x.n >= y.n) x.n--;
+        else y.n--;
+    }
+    for (int part = 0; !rc && part < (b ? 2 : 1); part++) {
+        const tf_ids *s = part ? &y : &x;
+        if (!part) rc = tf_ids_push(ids, cls) || tf_ids_push(type_ids, 0);
+        for (size_t i = 0; !rc && i < s->n; i++) rc = tf_ids_push(ids, s->v[i]) || tf_ids_push(type_ids, part);
+        if (!rc) rc = tf_ids_push(ids, sep) || tf_ids_push(type_ids, part);
+    }
+    tf_ids_free(&x);
+    tf_ids_free(&y);
+    return rc ? -1 : 0;
+}
