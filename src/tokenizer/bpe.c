@@ -1,6 +1,6 @@
 /* Sub-word BPE of the lecture decks: words are split on whitespace, each
- * becomes its characters with a word-end marker on the last one ("e</w>"),
- * and learned merges are applied by rank. Characters never seen in training
+ * becomes its characters followed by a word-end symbol "</w>" (the decks'
+ * underscore), and learned merges are applied by rank. Characters never seen in training
  * become <unk>. Decoding writes each word end as one space. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -110,18 +110,19 @@ static int is_space(int32_t c) {
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-/* One word (valid UTF-8, no whitespace): characters, the last with </w>. */
+/* One word (valid UTF-8, no whitespace): its characters, then </w>. */
 static int encode_word(bpe *b, const char *w, size_t n, tf_ids *out) {
-    if (tf_bpe_scratch_reserve(&b->scratch, n)) return -1;
+    if (tf_bpe_scratch_reserve(&b->scratch, n + 1)) return -1;
     int32_t k = 0;
-    char sym[4 + EOW_LEN];
-    for (size_t i = 0; i < n;) {
-        int used;
-        tf_utf8_decode((const unsigned char *)w + i, n - i, &used);
-        memcpy(sym, w + i, (size_t)used);
-        i += (size_t)used;
+    for (size_t i = 0; i <= n;) {
+        int used = EOW_LEN;
+        const char *sym = EOW;
+        if (i < n) {
+            tf_utf8_decode((const unsigned char *)w + i, n - i, &used);
+            sym = w + i;
+        }
+        i += i < n ? (size_t)used : 1;
         size_t l = (size_t)used;
-        if (i == n) memcpy(sym + l, EOW, EOW_LEN), l += EOW_LEN;
         int32_t id = tf_strmap_get(&b->vocab, sym, l);
         if (id < 0 && (id = b->unk) < 0)
             return tf_set_error("encode: '%.*s' is not in the vocabulary, which has no <unk>", (int)l, sym);

@@ -74,8 +74,9 @@ static int add_sorted(tf_trainer *t, const tf_strmap *set) {
     return rc ? -1 : 0;
 }
 
-/* The symbols of word text w under the trainer's mode: UTF-8 characters,
- * "</w>" on the last (sub-word BPE) or "##" on all but the first (WordPiece). */
+/* The symbols of word text w under the trainer's mode: UTF-8 characters then
+ * a "</w>" word-end symbol (sub-word BPE), or "##" on all characters but the
+ * first (WordPiece). */
 typedef enum { MODE_BPE, MODE_WORDPIECE } char_mode;
 
 static int word_symbols(const char *w, size_t n, char_mode mode, int (*fn)(void *, const char *, size_t), void *ctx) {
@@ -87,10 +88,9 @@ static int word_symbols(const char *w, size_t n, char_mode mode, int (*fn)(void 
         if (mode == MODE_WORDPIECE && i > 0) memcpy(sym, "##", 2), l = 2;
         memcpy(sym + l, w + i, (size_t)used), l += (size_t)used;
         i += (size_t)used;
-        if (mode == MODE_BPE && i == n) memcpy(sym + l, "</w>", 4), l += 4;
         if (fn(ctx, sym, l)) return -1;
     }
-    return 0;
+    return mode == MODE_BPE ? fn(ctx, "</w>", 4) : 0;
 }
 
 static int collect_symbol(void *ctx, const char *s, size_t n) {
@@ -130,7 +130,7 @@ static int symbolise_chars(tf_trainer *t, char_mode mode) {
     for (size_t i = 0; i < t->word_map.cap && !rc; i++) {
         if (!t->word_map.keys[i]) continue;
         tr_word *w = &t->words[t->word_map.vals[i]];
-        if (!(w->sym = malloc((t->word_map.lens[i] + 1) * sizeof *w->sym))) return tf_set_error("train: out of memory");
+        if (!(w->sym = malloc((t->word_map.lens[i] + 2) * sizeof *w->sym))) return tf_set_error("train: out of memory");
         sym_ctx c = {t, w};
         rc = word_symbols(t->word_map.keys[i], t->word_map.lens[i], mode, append_symbol, &c);
     }
