@@ -64,8 +64,25 @@ fuzz:
 	rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
 	$(BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 \
 	    -dict=tests/fuzz/safetensors.dict $(BUILD)/fuzz/corpus
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    -o $(BUILD)/fuzz/fuzz_tokenizer tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(LDLIBS)
+	rm -rf $(BUILD)/fuzz/corpus_tokenizer && cp -r tests/fuzz/corpus_tokenizer $(BUILD)/fuzz/
+	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer
+
+# Benchmarks: tformer against its peers in the same run (figures, never tests).
+$(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+bench: $(BUILD)/bench_tokenizer
+	python3 bench/tokenizer_bench.py $(BUILD)/bench_tokenizer
+
+# Tokenizers against tiktoken / Hugging Face on whole corpora (pip: tiktoken tokenizers transformers).
+tokenizer-conformance: all
+	python3 tests/ref/tokenizer_ref.py check $(BUILD)/tformer
+	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 2000 2
+	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 8000 0
 
 clean:
 	rm -rf build build-san
 
-.PHONY: all example test test-sanitize conformance fuzz clean
+.PHONY: all example bench tokenizer-conformance test test-sanitize conformance fuzz clean

@@ -196,7 +196,9 @@ static int cmd_decode(int argc, char **argv) {
         if (!*p) break;
         long v = strtol(p, &end, 10);
         if (end == p || v < INT32_MIN || v > INT32_MAX) {
-            fprintf(stderr, "tformer decode: '%.20s' is not an id\n", p);
+            int w = 0;
+            while (w < 20 && p[w] && !strchr(" \n\t\r,", p[w])) w++;
+            fprintf(stderr, "tformer decode: '%.*s' is not an id\n", w, p);
             rc = 1;
         } else {
             rc = tf_ids_push(&ids, (int32_t)v);

@@ -110,3 +110,37 @@ TEST(cli_warns_on_unknown_config_keys) {
     unlink("/tmp/tformer_cli_out2.safetensors");
     unlink("/tmp/tformer_cli_cfg.json");
 }
+
+/* Run a shell pipeline; returns its exit status and fills out with stdout. */
+static int pipe_run(const char *cmd, char *out, size_t n) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+TEST(cli_encode_decode_train) {
+    char out[4096], cmd[1024];
+    snprintf(cmd, sizeof cmd, "printf 'hello world' | %s encode --tokenizer ../shared/data/gpt2", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "31373 995\n"));
+    snprintf(cmd, sizeof cmd, "echo '31373 995' | %s decode --tokenizer ../shared/data/gpt2", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "hello world"));
+    snprintf(cmd, sizeof cmd, "printf 'Hello, my dog is cute' | %s encode --tokenizer ../shared/data/bert/bert-base-uncased-vocab.txt", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "7592 1010 2026 3899 2003 10140\n"));
+    snprintf(cmd, sizeof cmd, "printf 'hi' | %s encode --tokenizer char && echo '104 105' | %s decode --tokenizer char", bin(), bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "104 105\nhi"));
+    snprintf(cmd, sizeof cmd, "echo '1 99999' | %s decode --tokenizer ../shared/data/gpt2 2>&1", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "id 99999 at position 1"));
+    snprintf(cmd, sizeof cmd, "echo '1 x2' | %s decode --tokenizer char 2>&1", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "'x2' is not an id"));
+    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_tok_%d tests/data/seed_bpe.txt"
+             " && printf 'see the sea' | %s encode --tokenizer /tmp/tformer_cli_tok_%d | %s decode --tokenizer /tmp/tformer_cli_tok_%d"
+             " && rm -r /tmp/tformer_cli_tok_%d", bin(), (int)getpid(), bin(), (int)getpid(), bin(), (int)getpid(), (int)getpid());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "see the sea "));
+    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type lstm --vocab-size 30 --out /tmp/x f 2>&1", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "usage"));
+    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_x /nonexistent 2>&1", bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "/nonexistent: cannot open"));
+}
