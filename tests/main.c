@@ -45,6 +45,20 @@ double test_rel_err(const float *a, const float *b, long n) {
     return r > 0 ? sqrt(d / r) : sqrt(d);
 }
 
+char *test_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    if (b) b[n] = 0;
+    *len = n > 0 ? (size_t)n : 0;
+    return b;
+}
+
 static int by_name(const void *a, const void *b) {
     return strcmp(((const test_entry *)a)->name, ((const test_entry *)b)->name);
 }

@@ -37,6 +37,9 @@ const char *test_fixture_dir(void);
         }                                                                       \
     } while (0)
 
+/* A whole file, NUL-terminated (NULL if unreadable); free() it. */
+char *test_slurp(const char *path, size_t *len);
+
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
 

@@ -7,23 +7,9 @@
 
 #include "test.h"
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    if (b) b[n] = 0;
-    *len = (size_t)n;
-    return b;
-}
-
 TEST(safetensors_reads_reference_file) {
     size_t len;
-    char *json = slurp("tests/data/all_dtypes.json", &len);
+    char *json = test_slurp("tests/data/all_dtypes.json", &len);
     CHECK(json != NULL);
     cJSON *root = cJSON_Parse(json);
     tf_st_file *f = tf_st_open("tests/data/all_dtypes.safetensors");

@@ -12,23 +12,9 @@
 #define GPT2_DIR "../shared/data/gpt2"
 #define BERT_VOCAB "../shared/data/bert/bert-base-uncased-vocab.txt"
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    if (b) b[n] = 0;
-    *len = (size_t)n;
-    return b;
-}
-
 static int read_ids(const char *path, tf_ids *ids) {
     size_t len;
-    char *text = slurp(path, &len), *p = text, *end;
+    char *text = test_slurp(path, &len), *p = text, *end;
     if (!text) return -1;
     for (long v; (v = strtol(p, &end, 10)), end != p; p = end) tf_ids_push(ids, (int32_t)v);
     free(text);
@@ -53,7 +39,7 @@ TEST(tokenizer_gpt2_reference_figures) {
 /* Encode a file, compare with reference ids, and decode back byte for byte. */
 static void check_file(tf_tokenizer *t, const char *text_path, const char *ids_path, int roundtrip) {
     size_t len;
-    char *text = slurp(text_path, &len), *back = NULL;
+    char *text = test_slurp(text_path, &len), *back = NULL;
     tf_ids ids = {0}, ref = {0};
     CHECK(text && read_ids(ids_path, &ref) == 0 && ref.n > 100);
     CHECK(tf_tokenizer_encode(t, text, len, &ids) == 0);
@@ -147,7 +133,7 @@ TEST(tokenizer_bert_reference) {
     check_file(t, "tests/data/unicode_stress.txt", "tests/data/stress_bert_ids.txt", 0);
     /* sentence pairs with truncation, against Hugging Face */
     size_t len;
-    char *json = slurp("tests/data/bert_pairs.json", &len);
+    char *json = test_slurp("tests/data/bert_pairs.json", &len);
     cJSON *root = cJSON_Parse(json);
     CHECK(cJSON_GetArraySize(root) == 4);
     for (cJSON *c = root->child; c; c = c->next) {
@@ -179,7 +165,7 @@ static int seed_counts(int merges, char *out, size_t n) {
     if (tf_tokenizer_train(&o, files, 1, dir)) return -1;
     tf_tokenizer *t = tf_tokenizer_load(dir);
     size_t len;
-    char *text = slurp(files[0], &len);
+    char *text = test_slurp(files[0], &len);
     tf_ids ids = {0};
     if (!t || tf_tokenizer_encode(t, text, len, &ids)) return -1;
     int32_t V = tf_tokenizer_vocab_size(t), *count = calloc((size_t)V, sizeof *count);
@@ -256,7 +242,7 @@ TEST(tokenizer_bad_files) {
     char dir[] = "/tmp/tformer_bad_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     size_t len;
-    char *enc = slurp(GPT2_DIR "/encoder.json", &len);
+    char *enc = test_slurp(GPT2_DIR "/encoder.json", &len);
     CHECK(enc != NULL);
     static const struct {
         const char *vocab, *merges, *expect;

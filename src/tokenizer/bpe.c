@@ -105,11 +105,6 @@ void *tf_bpe_load(const char *vocab_path, const char *merges_path) {
     return b;
 }
 
-static int is_space(int32_t c) {
-    return c == ' ' || (c >= 9 && c <= 13) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
 /* One word (valid UTF-8, no whitespace): its characters, then </w>. */
 static int encode_word(bpe *b, const char *w, size_t n, tf_ids *out) {
     if (tf_bpe_scratch_reserve(&b->scratch, n + 1)) return -1;
@@ -131,19 +126,19 @@ static int encode_word(bpe *b, const char *w, size_t n, tf_ids *out) {
     return tf_bpe_merge(&b->merges, &b->scratch, k, out);
 }
 
+typedef struct {
+    bpe *b;
+    tf_ids *out;
+} word_ctx;
+
+static int on_word(void *ctx, const char *w, size_t n) {
+    word_ctx *c = ctx;
+    return encode_word(c->b, w, n, c->out);
+}
+
 static int bpe_encode(void *impl, const char *text, size_t len, tf_ids *out) {
-    size_t start = 0;
-    for (size_t i = 0; i <= len;) {
-        int used = 1;
-        int32_t c = i < len ? tf_utf8_decode((const unsigned char *)text + i, len - i, &used) : ' ';
-        if (c < 0) return tf_set_error("encode: invalid UTF-8 at byte %zu", i);
-        if (is_space(c)) {
-            if (i > start && encode_word(impl, text + start, i - start, out)) return -1;
-            start = i + (size_t)used;
-        }
-        i += (size_t)used;
-    }
-    return 0;
+    word_ctx c = {impl, out};
+    return tf_split_whitespace(text, len, on_word, &c);
 }
 
 static int bpe_decode(const void *impl, const int32_t *ids, size_t n, tf_buf *out) {

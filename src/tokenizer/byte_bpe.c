@@ -245,23 +245,12 @@ static int encode_plain(bytebpe *b, const char *s, size_t n, tf_ids *out) {
     return 0;
 }
 
+static int encode_plain_fn(void *impl, const char *s, size_t n, tf_ids *out) { return encode_plain(impl, s, n, out); }
+
 static int bytebpe_encode(void *impl, const char *text, size_t len, tf_ids *out) {
     bytebpe *b = impl;
-    size_t pos = 0;
-    while (pos < len) {
-        /* the earliest special token at or after pos (longest on ties) */
-        size_t best = len;
-        int32_t best_id = -1;
-        for (int k = 0; k < b->n_special; k++) {
-            int32_t id = b->special[k];
-            const char *p = pos < len ? tf_memfind(text + pos, len - pos, b->tok[id], b->tok_len[id]) : NULL;
-            if (p && (size_t)(p - text) < best) best = (size_t)(p - text), best_id = id;
-        }
-        if (encode_plain(b, text + pos, best - pos, out)) return -1;
-        if (best_id < 0) break;
-        if (tf_ids_push(out, best_id)) return -1;
-        pos = best + b->tok_len[best_id];
-    }
+    tf_specials sp = {b->special, b->n_special, b->tok, b->tok_len};
+    if (tf_encode_with_specials(text, len, &sp, encode_plain_fn, b, out)) return -1;
     if (b->cache_n > CACHE_MAX_IDS / 2 && b->cache.n > 1000000) {
         tf_strmap_clear(&b->cache);
         b->cache_n = b->cache_ents = 0;

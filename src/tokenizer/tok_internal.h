@@ -49,6 +49,22 @@ char *tf_read_file(const char *path, size_t *len);
 int32_t tf_utf8_decode(const unsigned char *s, size_t n, int *used);
 int tf_utf8_encode(uint32_t cp, char *out);
 
+int tf_unicode_is_space(int32_t c);
+/* Call fn on each run of non-whitespace; invalid UTF-8 is an error. */
+typedef int (*tf_span_fn)(void *ctx, const char *s, size_t n);
+int tf_split_whitespace(const char *s, size_t n, tf_span_fn fn, void *ctx);
+/* Special tokens matched whole in the text (ids into a token table, longest first). */
+typedef struct {
+    const int32_t *ids;
+    int n;
+    const char *const *tok;
+    const uint32_t *tok_len;
+} tf_specials;
+typedef int (*tf_encode_fn)(void *impl, const char *s, size_t n, tf_ids *out);
+/* Encode text: special tokens as their ids, the spans between them with plain. */
+int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp, tf_encode_fn plain, void *impl,
+                            tf_ids *out);
+
 /* GPT-2's reversible byte <-> printable code point table. */
 void tf_bytes_to_unicode(uint32_t table[256]);
 

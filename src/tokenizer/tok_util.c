@@ -246,3 +246,44 @@ void tf_bytes_to_unicode(uint32_t table[256]) {
         table[b] = printable ? (uint32_t)b : next++;
     }
 }
+
+/* ---------------------------------------------------------------- splitting */
+
+int tf_unicode_is_space(int32_t c) { /* Unicode White_Space */
+    return c == ' ' || (c >= 9 && c <= 13) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+int tf_split_whitespace(const char *s, size_t n, tf_span_fn fn, void *ctx) {
+    size_t start = 0;
+    for (size_t i = 0; i <= n;) {
+        int used = 1;
+        int32_t c = i < n ? tf_utf8_decode((const unsigned char *)s + i, n - i, &used) : ' ';
+        if (c < 0) return tf_set_error("invalid UTF-8 at byte %zu", i);
+        if (tf_unicode_is_space(c)) {
+            if (i > start && fn(ctx, s + start, i - start)) return -1;
+            start = i + (size_t)used;
+        }
+        i += (size_t)used;
+    }
+    return 0;
+}
+
+int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp, tf_encode_fn plain, void *impl,
+                            tf_ids *out) {
+    size_t pos = 0;
+    while (pos < len) {
+        size_t best = len; /* the earliest special token at or after pos; longest first on ties */
+        int32_t best_id = -1;
+        for (int k = 0; k < sp->n; k++) {
+            int32_t id = sp->ids[k];
+            const char *p = tf_memfind(text + pos, len - pos, sp->tok[id], sp->tok_len[id]);
+            if (p && (size_t)(p - text) < best) best = (size_t)(p - text), best_id = id;
+        }
+        if (plain(impl, text + pos, best - pos, out)) return -1;
+        if (best_id < 0) break;
+        if (tf_ids_push(out, best_id)) return -1;
+        pos = best + sp->tok_len[best_id];
+    }
+    return 0;
+}

@@ -141,26 +141,10 @@ static int symbolise_chars(tf_trainer *t, char_mode mode) {
 
 typedef int (*text_fn)(tf_trainer *t, const char *s, size_t n);
 
-static int is_space(int32_t c) {
-    return c == ' ' || (c >= 9 && c <= 13) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
+static int count_word(void *t, const char *w, size_t n) { return tr_count_word(t, w, n); }
 
 /* Sub-word BPE words: whitespace-separated, valid UTF-8. */
-static int words_by_space(tf_trainer *t, const char *s, size_t n) {
-    size_t start = 0;
-    for (size_t i = 0; i <= n;) {
-        int used = 1;
-        int32_t c = i < n ? tf_utf8_decode((const unsigned char *)s + i, n - i, &used) : ' ';
-        if (c < 0) return tf_set_error("invalid UTF-8 at byte %zu", i);
-        if (is_space(c)) {
-            if (i > start && tr_count_word(t, s + start, i - start)) return -1;
-            start = i + (size_t)used;
-        }
-        i += (size_t)used;
-    }
-    return 0;
-}
+static int words_by_space(tf_trainer *t, const char *s, size_t n) { return tf_split_whitespace(s, n, count_word, t); }
 
 static int count_cp_word(void *ctx, const int32_t *cp, size_t n) {
     tf_buf b = {0};

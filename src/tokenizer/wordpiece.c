@@ -75,12 +75,6 @@ fail:
 
 /* ---------------------------------------------------------------- normaliser */
 
-static int is_ws(int32_t c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x85 ||
-           c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
 static int is_other(int32_t c) { /* Cc Cf Cs Co Cn, as the Hugging Face normaliser */
     utf8proc_category_t k = utf8proc_category(c);
     return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CS ||
@@ -110,8 +104,8 @@ static int normalise(int lower, const char *s, size_t n, int32_t **out, size_t *
         int used;
         int32_t c = tf_utf8_decode((const unsigned char *)s + i, n - i, &used);
         i += (size_t)used;
-        if (c < 0 || c == 0 || c == 0xFFFD || (!is_ws(c) && is_other(c))) continue;
-        if (is_ws(c)) c = ' ';
+        if (c < 0 || c == 0 || c == 0xFFFD || (!tf_unicode_is_space(c) && is_other(c))) continue;
+        if (tf_unicode_is_space(c)) c = ' ';
         int32_t buf[8];
         utf8proc_ssize_t m = 1;
         buf[0] = c;
@@ -209,23 +203,12 @@ static int encode_plain(const wordpiece *w, const char *s, size_t n, tf_ids *out
     return tf_wordpiece_split(w->lower, s, n, on_word, &c);
 }
 
+static int encode_plain_fn(void *impl, const char *s, size_t n, tf_ids *out) { return encode_plain(impl, s, n, out); }
+
 static int wordpiece_encode(void *impl, const char *text, size_t len, tf_ids *out) {
     const wordpiece *w = impl;
-    size_t pos = 0;
-    while (pos < len) {
-        size_t best = len;
-        int32_t best_id = -1;
-        for (int k = 0; k < w->n_special; k++) {
-            int32_t id = w->special[k];
-            const char *p = tf_memfind(text + pos, len - pos, w->tok[id], w->tok_len[id]);
-            if (p && (size_t)(p - text) < best) best = (size_t)(p - text), best_id = id;
-        }
-        if (encode_plain(w, text + pos, best - pos, out)) return -1;
-        if (best_id < 0) break;
-        if (tf_ids_push(out, best_id)) return -1;
-        pos = best + w->tok_len[best_id];
-    }
-    return 0;
+    tf_specials sp = {w->special, w->n_special, w->tok, w->tok_len};
+    return tf_encode_with_specials(text, len, &sp, encode_plain_fn, impl, out);
 }
 
 /* Tokens joined by spaces, "##" pieces glued to the one before. */
