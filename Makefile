@@ -5,7 +5,14 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lm
+# Large matrix products go to OpenBLAS when it is installed (BLAS=0 forces the
+# built-in kernel, which is always compiled and tested).
+BLAS ?= $(shell [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] && echo 1 || echo 0)
+ifeq ($(BLAS),1)
+CPPFLAGS += -DTF_BLAS
+LDLIBS += -lopenblas
+endif
 SAN     ?=
 
 LIB_SRC := $(wildcard src/*/*.c)

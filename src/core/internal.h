@@ -61,6 +61,12 @@ tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x) TF_PRIVATE;
 /* Iterate a multi-index over shape[ndim-1] (all but the last dim), in row-major order. */
 int tf_index_next(int64_t *idx, int ndim, const int64_t *shape) TF_PRIVATE;
 
+/* C (M,N) += op(A) op(B) with A stored (M,K) or (K,M) when ta, B (K,N) or
+ * (N,K) when tb. AUTO sends large products to the BLAS when built with one. */
+enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
+void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
+                 int kernel) TF_PRIVATE;
+
 /* Per-op forward/backward, defined next to each op's constructor. */
 #define TF_OP_FUNCS(name)                                  \
     void tf_op_##name##_forward(tf_node *n) TF_PRIVATE;    \

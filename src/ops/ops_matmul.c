@@ -3,16 +3,19 @@
 
 #include "../core/internal.h"
 
+#ifdef TF_BLAS
+#include <cblas.h>
+#endif
+
 typedef struct {
     int64_t batch, M, N, K;
     int a_batched, b_batched; /* 0: the operand is one matrix shared by every batch */
     int ta, tb;
 } tf_matmul_params;
 
-/* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
- * (K,N), or (N,K) when tb. Loop orders keep the innermost loop contiguous. */
-static void gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K,
-                     int ta, int tb) {
+/* The portable kernel of gemm_acc: loop orders keep the innermost loop contiguous. */
+static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K,
+                       int ta, int tb) {
     if (!ta && !tb) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t k = 0; k < K; k++) {
@@ -45,6 +48,27 @@ static void gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_
                 C[i * N + j] += s;
             }
     }
+}
+
+/* Below this many multiply-adds the call overhead of a BLAS outweighs it. */
+#define TF_BLAS_MIN_WORK (32 * 32 * 32)
+
+/* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
+ * (K,N), or (N,K) when tb. */
+void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
+                 int kernel) {
+#ifdef TF_BLAS
+    if (kernel != TF_GEMM_PORTABLE && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX) {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
+                    (int)N, (int)K, 1.0f, A, (int)(ta ? M : K), B, (int)(tb ? K : N), 1.0f, C, (int)N);
+        return;
+    }
+#endif
+    gemm_acc_c(C, A, B, M, N, K, ta, tb);
+}
+
+static void gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb) {
+    tf_gemm_acc(C, A, B, M, N, K, ta, tb, TF_GEMM_AUTO);
 }
 
 void tf_op_matmul_forward(tf_node *n) {
