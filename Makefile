@@ -33,7 +33,7 @@ $(BUILD)/libtformer.a: $(LIB_OBJ)
 $(BUILD)/libtformer.so: $(LIB_OBJ)
 	$(CC) -shared $(SAN) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tformer: $(CLI_SRC) $(BUILD)/libtformer.a
+$(BUILD)/tformer: $(CLI_SRC) cli/cli.h $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS)
 
 $(BUILD)/run_tests: $(TEST_SRC) tests/test.h $(BUILD)/libtformer.a

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tformer.h"
+#include "cli.h"
 
 #define TF_VERSION "0.1.0"
+
+static int parse_flags(int argc, char **argv, const char *const *keys, const char **vals, int n);
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -18,6 +20,12 @@ static void usage(FILE *f) {
             "            run a torch.nn module (MultiheadAttention, TransformerEncoderLayer,\n"
             "            TransformerDecoderLayer, TransformerEncoder, TransformerDecoder,\n"
             "            Transformer) from its state_dict; see docs/torch-run.md\n"
+            "  train --data FILE... --out RUN_DIR [--tokenizer DIR|char] [--config CFG.json] [--resume]\n"
+            "            [--steps N --batch N --context N --layers N --heads N --width N --lr X\n"
+            "             --eval-every N --seed N --threads N ...]   train a GPT (see docs/gpt.md)\n"
+            "  generate --model DIR --prompt TEXT [--max-tokens N --temperature T --top-k K --top-p P\n"
+            "            --repetition-penalty R --seed S --stop TEXT --beam N --length-penalty A]\n"
+            "  eval --model DIR --data FILE...      loss and perplexity\n"
             "  encode --tokenizer DIR|char          text on stdin -> ids on stdout\n"
             "  decode --tokenizer DIR|char          ids on stdin -> text on stdout\n"
             "  tokenizer-train --type bpe|byte-bpe|wordpiece|char --vocab-size N --out DIR\n"
@@ -29,6 +37,23 @@ static void usage(FILE *f) {
             "  version   print the version\n"
             "  help      this text\n");
 }
+
+_Noreturn void cli_die(const char *cmd, const char *msg) {
+    fprintf(stderr, "%s: %s\n", cmd, msg);
+    exit(1);
+}
+
+_Noreturn void cli_usage_die(const char *cmd, const char *flag) {
+    fprintf(stderr, "%s: unknown or incomplete option '%s' (see tformer help)\n", cmd, flag);
+    exit(2);
+}
+
+int cli_threads_default(void) {
+    const char *t = getenv("TFORMER_THREADS");
+    return t ? atoi(t) : 0;
+}
+
+int cli_parse_flags(int argc, char **argv, const char *const *keys, const char **vals, int n) { return parse_flags(argc, argv, keys, vals, n); }
 
 /* --name VALUE pairs into the slots named in keys; 0 on success. */
 static int parse_flags(int argc, char **argv, const char *const *keys, const char **vals, int n) {
@@ -249,6 +274,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "torch-run")) return cmd_torch_run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "generate")) return cmd_generate(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(argv[1], "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(argv[1], "encode")) return cmd_encode(argc - 2, argv + 2);
     if (!strcmp(argv[1], "decode")) return cmd_decode(argc - 2, argv + 2);

@@ -108,6 +108,9 @@ void tf_tensor_zero_grad(tf_tensor *t);
 /* Write "(2,3,4)" into buf. */
 const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n);
 
+/* Threads for the kernels that use them (OpenBLAS today); 0 means all cores. */
+void tf_set_threads(int n);
+
 /* ---------------------------------------------------------------- context and tape */
 
 typedef struct tf_ctx tf_ctx;
@@ -117,6 +120,7 @@ void tf_ctx_free(tf_ctx *ctx);
 void tf_ctx_reset(tf_ctx *ctx);
 void tf_ctx_set_grad(tf_ctx *ctx, int enabled);       /* default on */
 void tf_ctx_set_training(tf_ctx *ctx, int training);  /* dropout active; default off */
+void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed);      /* dropout masks derive from it */
 tf_arena *tf_ctx_arena(tf_ctx *ctx);
 /* A tensor in the context's arena (lives until tf_ctx_reset). */
 tf_tensor *tf_tensor_new(tf_ctx *ctx, tf_dtype dt, int ndim, const int64_t *shape,
@@ -392,7 +396,11 @@ int tf_st_writer_add_grad(tf_st_writer *w, const char *name, const tf_tensor *t)
 /* Store t converted to dtype: F32 tensors as F32, F16 or BF16 (round to nearest
  * even); I32 tensors as I32 or I64; U8 tensors as U8 or BOOL. */
 int tf_st_writer_add_as(tf_st_writer *w, const char *name, const tf_tensor *t, tf_st_dtype dtype);
+/* A __metadata__ string entry (key and value copied). */
+int tf_st_writer_set_metadata(tf_st_writer *w, const char *key, const char *value);
 int tf_st_writer_save(tf_st_writer *w, const char *path);
+/* A __metadata__ string of an open file, or NULL. */
+const char *tf_st_metadata(const tf_st_file *f, const char *key);
 
 /* Load every registered parameter from a safetensors file: a missing tensor, a
  * wrong shape or (when strict) an unexpected tensor is an error naming it. */
@@ -448,6 +456,168 @@ typedef struct {
  * missing) in the format tf_tokenizer_load reads back. */
 int tf_tokenizer_train(const tf_tokenizer_train_opts *o, const char *const *files, int n_files,
                        const char *out_dir);
+
+/* ---------------------------------------------------------------- GPT: decoder language model */
+
+typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL } tf_pos_kind;
+
+typedef struct {
+    int vocab_size, context; /* context: the longest sequence (positions) */
+    int n_layer, n_head, n_embd;
+    int n_inner;             /* MLP width; 0 means 4 * n_embd */
+    float dropout;
+    tf_pos_kind pos;
+    int norm_first;          /* 1: pre-LN with a final LayerNorm (GPT-2); 0: post-LN (the original paper) */
+    tf_activation activation;/* GPT-2: TF_ACT_GELU_TANH */
+    int tied;                /* output projection = token embedding (GPT-2) */
+    float layer_norm_eps;
+} tf_gpt_config;
+
+/* GPT-2 small's shape scaled to the given sizes: pre-LN, learned positions,
+ * tanh GELU, tied embeddings, eps 1e-5, dropout 0. */
+tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int n_embd);
+
+/* Weights of one block, named as Hugging Face's GPT-2 (Conv1D layout: (in, out)). */
+typedef struct {
+    tf_tensor *ln_1_w, *ln_1_b;
+    tf_tensor *c_attn_w, *c_attn_b; /* (C,3C), (3C) */
+    tf_tensor *attn_proj_w, *attn_proj_b; /* (C,C), (C) */
+    tf_tensor *ln_2_w, *ln_2_b;
+    tf_tensor *c_fc_w, *c_fc_b;     /* (C,F), (F) */
+    tf_tensor *mlp_proj_w, *mlp_proj_b; /* (F,C), (C) */
+} tf_gpt_block;
+
+typedef struct {
+    tf_gpt_config cfg;
+    tf_params *params;  /* every tensor below, by Hugging Face name */
+    tf_tensor *wte;     /* (V,C) */
+    tf_tensor *wpe;     /* (context,C), NULL with sinusoidal positions */
+    tf_gpt_block *h;    /* n_layer blocks */
+    tf_tensor *ln_f_w, *ln_f_b; /* pre-LN only */
+    tf_tensor *lm_head; /* (V,C), NULL when tied */
+} tf_gpt;
+
+/* Check a configuration; 0 or -1 with a message naming the field. */
+int tf_gpt_config_check(const tf_gpt_config *c);
+/* A model with GPT-2's initialisation (N(0,0.02), residual projections scaled
+ * by 1/sqrt(2 n_layer)), or with its tensors left for tf_params_load when seed == 0. */
+tf_gpt *tf_gpt_new(const tf_gpt_config *cfg, uint64_t seed);
+void tf_gpt_free(tf_gpt *m);
+/* ids (B,T) I32 -> logits (B,T,V); with targets (B,T) I32 (-1 = ignore) the
+ * return value is the mean cross-entropy and *logits (if asked) the logits. */
+tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tensor *targets, tf_tensor **logits);
+
+/* ---------------------------------------------------------------- generation */
+
+typedef struct {
+    int max_tokens;
+    float temperature;        /* 0: greedy */
+    int top_k;                /* 0: off */
+    float top_p;              /* 1: off */
+    float repetition_penalty; /* 1: off; >1 discourages tokens already in the context (CTRL's rule) */
+    uint64_t seed;
+    int beam;                 /* >= 1: beam search of that width (deterministic; sampling options ignored); 0: sampling */
+    float length_penalty;     /* beam scores are sum(log p) / length^length_penalty */
+    int32_t eos_id;           /* ends a sequence (-1: none) */
+} tf_generate_opts;
+
+tf_generate_opts tf_generate_opts_default(void);
+/* Called with each new token as it is chosen (beam search: the best sequence
+ * at the end); a non-zero return stops generation. */
+typedef int (*tf_token_fn)(void *user, int32_t id);
+
+/* Continue the prompt (at least one id). The generated ids are appended to
+ * out; *score (if asked) gets the sequence's log-probability (beam: the
+ * length-penalised score). Decoding is incremental with a KV cache; beam
+ * search keeps the prompt's cache once, shared by every beam. */
+int tf_gpt_generate(const tf_gpt *m, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
+                    tf_token_fn on_token, void *user, tf_ids *out, double *score);
+
+/* Incremental decoding, one position at a time: logits (V) of the next token
+ * after feeding `token` at the cache's next position. */
+typedef struct tf_kv_cache tf_kv_cache;
+tf_kv_cache *tf_kv_cache_new(const tf_gpt *m, int capacity, const tf_kv_cache *shared_prefix);
+void tf_kv_cache_free(tf_kv_cache *c);
+int tf_kv_cache_len(const tf_kv_cache *c); /* positions held, the prefix included */
+int tf_gpt_decode_step(const tf_gpt *m, tf_kv_cache *c, int32_t token, float *logits);
+
+/* ---------------------------------------------------------------- optimisation */
+
+/* AdamW with decoupled weight decay, applied to parameters of 2+ dims only
+ * (no decay on biases and norms). State tensors are named "adam.m.<param>",
+ * "adam.v.<param>" in checkpoints. */
+typedef struct {
+    float beta1, beta2, eps, weight_decay;
+} tf_adamw_config;
+
+typedef struct tf_adamw tf_adamw;
+tf_adamw *tf_adamw_new(tf_params *ps, tf_adamw_config cfg);
+void tf_adamw_free(tf_adamw *o);
+/* One update with learning rate lr from the parameters' gradients. */
+void tf_adamw_step(tf_adamw *o, float lr);
+int64_t tf_adamw_steps(const tf_adamw *o);
+int tf_adamw_save(const tf_adamw *o, tf_st_writer *w);
+int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps);
+
+/* Linear warmup over `warmup` steps, then cosine decay to min_lr at max_steps. */
+float tf_lr_schedule(int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr);
+/* Scale every gradient so that their global L2 norm is at most max_norm (no
+ * clipping when max_norm <= 0); returns the norm before clipping. */
+double tf_clip_grad_norm(tf_params *ps, double max_norm);
+
+/* Hugging Face GPT-2 folders: config.json + model.safetensors. */
+tf_gpt *tf_gpt_load_hf(const char *dir);
+int tf_gpt_save_hf(const tf_gpt *m, const char *dir);
+
+/* ---------------------------------------------------------------- training a GPT */
+
+typedef struct {
+    tf_gpt_config model;     /* vocab_size is taken from the tokenizer */
+    int64_t steps;           /* optimizer steps */
+    int batch, accum;        /* sequences per micro-batch; micro-batches per step */
+    float lr, min_lr;
+    int64_t warmup;          /* linear warmup steps, then cosine decay to min_lr at `steps` */
+    float weight_decay, beta1, beta2, grad_clip;
+    int64_t eval_every;      /* validation loss every N steps (and at the end) */
+    int eval_batches;
+    float val_fraction;      /* the last part of the tokens is held out */
+    int64_t checkpoint_every;
+    uint64_t seed;
+} tf_train_config;
+
+/* nanoGPT's character-level Shakespeare settings (4 layers, 4 heads, width 128,
+ * context 64, batch 12, 2000 steps, lr 1e-3, warmup 100, dropout 0). */
+tf_train_config tf_train_config_default(void);
+/* Overlay the keys of a JSON config file (the field names above; model keys
+ * n_layer, n_head, n_embd, context, dropout, pos "learned"|"sinusoidal",
+ * norm_first, activation "relu"|"gelu"|"gelu_tanh", tied, n_inner). Unknown
+ * keys are an error naming them. */
+int tf_train_config_load(tf_train_config *c, const char *path);
+int tf_train_config_check(const tf_train_config *c);
+
+typedef struct {
+    int64_t step, steps;     /* step just done (1-based), total */
+    float loss, lr;
+    double grad_norm;
+    double val_loss;         /* NaN unless evaluated at this step */
+    double tokens_per_s, elapsed_s, eta_s;
+} tf_train_report;
+
+typedef void (*tf_train_report_fn)(void *user, const tf_train_report *r);
+
+/* Train a GPT on the text files and write run_dir: config.json + model.safetensors
+ * (a Hugging Face GPT-2 folder), checkpoint.safetensors (weights, AdamW state,
+ * step, seed, config), the tokenizer's files, losses.csv and loss.png. The
+ * tokenizer is a folder or "char" (the data's characters). With resume, the
+ * run continues from run_dir's checkpoint bit for bit. When *stop becomes
+ * non-zero the step in progress finishes, a checkpoint is written and the call
+ * returns 1. Returns 0 when done, -1 on error. */
+int tf_gpt_train(const tf_train_config *cfg, const char *const *data, int n_data, const char *tokenizer,
+                 const char *run_dir, int resume, volatile int *stop, tf_train_report_fn report, void *user);
+
+/* Mean next-token loss of a model on the text of files (windows of the context). */
+int tf_gpt_evaluate(const tf_gpt *m, tf_tokenizer *tok, const char *const *data, int n_data, double *loss,
+                    int64_t *tokens);
 
 /* ---------------------------------------------------------------- PyTorch modules */
 

@@ -67,6 +67,14 @@ enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel) TF_PRIVATE;
 
+/* A line plot as PNG (libpng): series a (blue) and b (red, may be empty)
+ * against their x values, with the axis ranges written as numbers. */
+int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
+                int nb) TF_PRIVATE;
+
+/* A beam taking its parent's own positions (both on the same prefix). */
+int tf_kv_cache_copy(tf_kv_cache *dst, const tf_kv_cache *src) TF_PRIVATE;
+
 /* Per-op forward/backward, defined next to each op's constructor. */
 #define TF_OP_FUNCS(name)                                  \
     void tf_op_##name##_forward(tf_node *n) TF_PRIVATE;    \

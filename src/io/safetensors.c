@@ -35,6 +35,8 @@ struct tf_st_file {
     tf_st_entry *e;
     int n;
     char *names; /* all names, NUL-separated */
+    char **meta; /* __metadata__ strings: key, value, ... */
+    int n_meta, meta_cap;
 };
 
 const char *tf_st_dtype_name(tf_st_dtype dt) {
@@ -102,6 +104,34 @@ static int by_offset(const void *a, const void *b) {
     return (x->data > y->data) - (x->data < y->data);
 }
 
+static char *st_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* String entries of __metadata__ (others are ignored). */
+static int keep_metadata(tf_st_file *f, const cJSON *meta) {
+    int n = cJSON_GetArraySize(meta);
+    if (f->meta) return st_err(f, "__metadata__ appears twice");
+    f->meta_cap = 2 * n + 2;
+    if (!(f->meta = calloc((size_t)f->meta_cap, sizeof *f->meta))) return tf_set_error("%s: out of memory", f->label);
+    for (const cJSON *m = meta->child; m; m = m->next) {
+        if (!cJSON_IsString(m)) continue;
+        if (!(f->meta[2 * f->n_meta] = st_strdup(m->string)) || !(f->meta[2 * f->n_meta + 1] = st_strdup(m->valuestring)))
+            return tf_set_error("%s: out of memory", f->label);
+        f->n_meta++;
+    }
+    return 0;
+}
+
+const char *tf_st_metadata(const tf_st_file *f, const char *key) {
+    for (int i = 0; i < f->n_meta; i++)
+        if (!strcmp(f->meta[2 * i], key)) return f->meta[2 * i + 1];
+    return NULL;
+}
+
 /* Names are copied so that the cJSON tree can be dropped. */
 static int parse_header(tf_st_file *f, const cJSON *root) {
     int n = 0;
@@ -115,6 +145,7 @@ static int parse_header(tf_st_file *f, const cJSON *root) {
     for (const cJSON *c = root->child; c; c = c->next) {
         if (!strcmp(c->string, "__metadata__")) {
             if (!cJSON_IsObject(c)) return st_err(f, "__metadata__ is not an object");
+            if (keep_metadata(f, c)) return -1;
             continue;
         }
         for (int i = 0; i < f->n; i++)
@@ -212,6 +243,8 @@ tf_st_file *tf_st_open(const char *path) {
 void tf_st_close(tf_st_file *f) {
     if (!f) return;
     if (f->mapped) munmap((void *)f->base, f->len);
+    for (int i = 0; i < f->meta_cap; i++) free(f->meta[i]);
+    free(f->meta);
     free(f->e);
     free(f->names);
     free(f);

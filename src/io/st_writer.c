@@ -20,6 +20,8 @@ typedef struct {
 struct tf_st_writer {
     st_item *items;
     int n, cap;
+    char **meta; /* key, value, key, value, ... */
+    int n_meta;
 };
 
 tf_st_writer *tf_st_writer_new(void) { return calloc(1, sizeof(tf_st_writer)); }
@@ -30,8 +32,31 @@ void tf_st_writer_free(tf_st_writer *w) {
         free(w->items[i].name);
         free(w->items[i].bytes);
     }
+    for (int i = 0; i < 2 * w->n_meta; i++) free(w->meta[i]);
+    free(w->meta);
     free(w->items);
     free(w);
+}
+
+static char *st_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+int tf_st_writer_set_metadata(tf_st_writer *w, const char *key, const char *value) {
+    char **m = realloc(w->meta, (size_t)(2 * w->n_meta + 2) * sizeof *m);
+    if (!m) return tf_set_error("safetensors writer: out of memory");
+    w->meta = m;
+    m[2 * w->n_meta] = st_strdup(key);
+    m[2 * w->n_meta + 1] = st_strdup(value);
+    if (!m[2 * w->n_meta] || !m[2 * w->n_meta + 1]) {
+        free(m[2 * w->n_meta]), free(m[2 * w->n_meta + 1]);
+        return tf_set_error("safetensors writer: out of memory");
+    }
+    w->n_meta++;
+    return 0;
 }
 
 static uint16_t float_to_bf16(float f) {
@@ -151,6 +176,7 @@ int tf_st_writer_add_as(tf_st_writer *w, const char *name, const tf_tensor *t, t
 static char *header_json(const tf_st_writer *w, size_t *len) {
     cJSON *root = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(root, "__metadata__");
     cJSON_AddStringToObject(meta, "format", "pt");
+    for (int i = 0; i < w->n_meta; i++) cJSON_AddStringToObject(meta, w->meta[2 * i], w->meta[2 * i + 1]);
     size_t off = 0;
     for (int i = 0; i < w->n; i++) {
         const st_item *it = &w->items[i];

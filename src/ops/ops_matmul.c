@@ -135,3 +135,11 @@ tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int t
     tf_tensor *in[2] = {tf_contiguous(ctx, a), tf_contiguous(ctx, b)};
     return tf_node_run(ctx, tf_node_new(ctx, TF_OP_MATMUL, 2, in, TF_DTYPE_F32, nd, shape, p));
 }
+
+void tf_set_threads(int n) {
+#ifdef TF_BLAS
+    if (n > 0) openblas_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
