@@ -39,7 +39,14 @@ $(BUILD)/tformer: $(CLI_SRC) cli/cli.h $(BUILD)/libtformer.a
 $(BUILD)/run_tests: $(TEST_SRC) tests/test.h $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS)
 
-# The main job for now: PyTorch's nn.Transformer, weights and inputs saved by
+# The main job: train a character-level GPT on the fortunes package's text
+# (or DATA="files"), print samples and the validation loss (~5 minutes, 2 cores).
+STEPS ?= 1500
+DATA ?=
+demo: all
+	STEPS=$(STEPS) DATA="$(DATA)" TFORMER=$(BUILD)/tformer sh tools/demo.sh
+
+# PyTorch's nn.Transformer, weights and inputs saved by
 # tests/ref/gen_torch_fixtures.py, run in C and compared with PyTorch's answer.
 EXAMPLE := tests/fixtures/transformer_post_bf1
 example: all
@@ -80,8 +87,15 @@ fuzz:
 $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
-bench: $(BUILD)/bench_tokenizer
+$(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# GPT against PyTorch needs torch (and transformers for generation): BENCH_PYTHON
+# defaults to Debian's python3 with python3-torch.
+BENCH_PYTHON ?= /usr/bin/python3
+bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt
 	python3 bench/tokenizer_bench.py $(BUILD)/bench_tokenizer
+	$(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt 2
 
 # Tokenizers against tiktoken / Hugging Face on whole corpora (pip: tiktoken tokenizers transformers).
 tokenizer-conformance: all
@@ -89,7 +103,17 @@ tokenizer-conformance: all
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 2000 2
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 8000 0
 
+# Models exported by tformer, loaded by Hugging Face transformers (GPT2LMHeadModel)
+# and compared: a venv over Debian's python3-torch with transformers 4.36 from pip.
+HF_PYTHON ?= build/hfvenv/bin/python
+gpt2-conformance: $(BUILD)/run_tests
+	[ -x $(HF_PYTHON) ] || { /usr/bin/python3 -m venv --system-site-packages build/hfvenv && \
+	    build/hfvenv/bin/pip install -q --disable-pip-version-check "transformers==4.36.2" "tokenizers<0.16" safetensors; }
+	rm -rf $(BUILD)/export && mkdir -p $(BUILD)/export
+	TFORMER_EXPORT_DIR=$(BUILD)/export $(BUILD)/run_tests gpt_hugging_face_logits
+	for d in $(BUILD)/export/*/; do $(HF_PYTHON) tests/ref/gen_gpt2_fixtures.py --check-export $$d || exit 1; done
+
 clean:
 	rm -rf build build-san
 
-.PHONY: all example bench tokenizer-conformance test test-sanitize conformance fuzz clean
+.PHONY: all demo example bench tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean

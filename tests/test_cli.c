@@ -144,3 +144,45 @@ TEST(cli_encode_decode_train) {
     snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_x /nonexistent 2>&1", bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "/nonexistent: cannot open"));
 }
+
+TEST(cli_train_generate_eval) {
+    char out[8192], cmd[2048], dir[64];
+    snprintf(dir, sizeof dir, "/tmp/tformer_cli_run_%d", (int)getpid());
+    const char *tiny = "--steps 6 --layers 1 --heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2 --log-every 1";
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --tokenizer char --out %s %s 2>&1", bin(), dir, tiny);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "step 6/6 | loss") && strstr(out, "val") && strstr(out, "tok/s | ETA"),
+           "train: %s", out);
+    const char *files[] = {"config.json", "model.safetensors", "checkpoint.safetensors", "losses.csv", "loss.png", "chars.txt"};
+    for (int i = 0; i < 6; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        CHECKF(exists(p), "train did not write %s", files[i]);
+    }
+    char first[256];
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0", bin(), dir);
+    CHECK(pipe_run(cmd, first, sizeof first) == 0 && !strncmp(first, "ab", 2) && strlen(first) >= 12);
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first)); /* greedy is deterministic */
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --beam 3 --length-penalty 0.5 &&"
+             " %s generate --model %s --prompt 'ab' --max-tokens 8 --temperature 0.9 --top-k 5 --top-p 0.9"
+             " --repetition-penalty 1.3 --seed 4", bin(), dir, bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 0);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "more than the context of 16"));
+    snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
+    snprintf(cmd, sizeof cmd, "%s train --data /dev/null --out %s.x %s 2>&1", bin(), dir, tiny);
+    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "no words"));
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/seed_bpe.txt --out %s --steps x 2>&1", bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "--steps expects"));
+    /* Ctrl-C: the step finishes, a checkpoint is written, exit status 130 */
+    snprintf(cmd, sizeof cmd, "rm -r %s; %s train --data tests/data/unicode_stress.txt --tokenizer char --out %s "
+             "--steps 1000000 --layers 1 --heads 2 --width 16 --context 16 --batch 4 --log-every 1000000 > %s.log 2>&1 &"
+             " pid=$!; sleep 2; kill -INT $pid; wait $pid; echo rc=$?; cat %s.log; rm -f %s.log",
+             dir, bin(), dir, dir, dir, dir);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "rc=130") && strstr(out, "interrupted"), "SIGINT: %s", out);
+    char ck[256];
+    snprintf(ck, sizeof ck, "%s/checkpoint.safetensors", dir);
+    CHECK(exists(ck));
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s.x", dir, dir);
+    CHECK(system(cmd) == 0);
+}

@@ -33,15 +33,23 @@ TEST(gpt_hugging_face_logits) {
         CHECK(got && tf_numel(got) == tf_numel(want));
         double err = test_rel_err(tf_f32(got), tf_f32(want), (long)tf_numel(want));
         CHECKF(err <= 1e-5, "%s: logits relative error %.3g", cases[i], err);
-        /* export and reload: the same model */
-        char out[] = "/tmp/tformer_gpt_XXXXXX";
-        CHECK(mkdtemp(out) && tf_gpt_save_hf(m, out) == 0);
+        /* export and reload: the same model. With TFORMER_EXPORT_DIR set the export
+         * is kept (with the expected logits) for `make gpt2-conformance`. */
+        char out[512] = "/tmp/tformer_gpt_XXXXXX";
+        const char *keep = getenv("TFORMER_EXPORT_DIR");
+        if (keep) snprintf(out, sizeof out, "%s/%s", keep, cases[i]);
+        CHECK((keep || mkdtemp(out)) && tf_gpt_save_hf(m, out) == 0);
+        if (keep) {
+            char cp[1200];
+            snprintf(cp, sizeof cp, "cp %s %s/expected.safetensors", path, out);
+            CHECK(system(cp) == 0);
+        }
         tf_gpt *back = tf_gpt_load_hf(out);
         tf_tensor *again = back ? full_logits(ctx, back, tf_i32(ids), ids->shape[0], ids->shape[1]) : NULL;
         CHECK(again && !memcmp(again->data, got->data, (size_t)tf_numel(got) * 4));
-        char cmd[300];
+        char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -r %s", out);
-        CHECK(system(cmd) == 0);
+        CHECK(keep || system(cmd) == 0);
         tf_gpt_free(back), tf_gpt_free(m);
         tf_ctx_free(ctx), tf_arena_free(a), tf_st_close(f);
     }

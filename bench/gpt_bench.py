@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""GPT training and generation throughput: tformer against PyTorch on the same
+cores with the same thread count, measured in one run. Prints tokens/s and the
+ratio tformer / PyTorch (only ratios mean anything on a noisy machine).
+
+    python3 bench/gpt_bench.py build/bench_gpt [THREADS]
+
+Training: nanoGPT's character-level configuration (4 layers, 4 heads, width
+128, context 64, batch 12, vocabulary 65) and a GPT-2-small-shaped stack
+(12 layers, 12 heads, width 768, context 128, batch 4, vocabulary 50257),
+forward + backward + AdamW. PyTorch runs an equivalent GPT written here
+(pre-LN, tanh GELU, tied embeddings, scaled_dot_product_attention when present).
+Generation: greedy decoding of 200 tokens with a KV cache, against Hugging Face
+transformers' generate() when transformers is importable.
+"""
+import math
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, C, H):
+        super().__init__()
+        self.H = H
+        self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.c_attn, self.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        self.c_fc, self.mlp_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.H, C // self.H).transpose(1, 2) for t in (q, k, v))
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+            att = att.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf")).softmax(-1)
+            y = att @ v
+        x = x + self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, V, T, L, H, C):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        self.h = nn.ModuleList(Block(C, H) for _ in range(L))
+        self.ln_f = nn.LayerNorm(C)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for b in self.h:
+            x = b(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def torch_train(L, H, C, T, B, V, steps):
+    model = GPT(V, T, L, H, C)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    times = []
+    for s in range(steps + 3):
+        x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        model(x, y).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if s >= 3:
+            times.append(time.perf_counter() - t0)
+    return B * T / statistics.median(times)
+
+
+def hf_generate(L, H, C, T, V, new):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=T, n_embd=C, n_layer=L, n_head=H)).eval()
+    ids = torch.tensor([[1]])
+    times = []
+    with torch.no_grad():
+        for _ in range(5):
+            t0 = time.perf_counter()
+            m.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
+            times.append(time.perf_counter() - t0)
+    return new / statistics.median(times)
+
+
+def main():
+    binary = sys.argv[1]
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    torch.set_num_threads(threads)
+    env = {"TFORMER_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
+    run = lambda *a: float(subprocess.run([binary, *map(str, a)], capture_output=True, text=True, check=True,
+                                          env=env).stdout)
+    print(f"GPT throughput, {threads} threads, PyTorch {torch.__version__}")
+    print(f"{'workload':<52}{'tformer':>11}{'PyTorch':>11}{'ratio':>8}")
+    for name, cfg, steps in [("train nanoGPT char (4L 4H 128C T64 B12 V65)", (4, 4, 128, 64, 12, 65), 20),
+                             ("train GPT-2-small stack (12L 12H 768C T128 B4)", (12, 12, 768, 128, 4, 50257), 5)]:
+        ours = run("train", *cfg, steps)
+        theirs = torch_train(*cfg, steps)
+        print(f"{name:<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}")
+    try:
+        gen_cfg = (4, 4, 128, 256, 65)
+        ours = run("generate", *gen_cfg, 200)
+        theirs = hf_generate(*gen_cfg, 200)
+        print(f"{'generate 200 tokens greedy (4L 4H 128C V65)':<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}")
+    except ImportError:
+        print("generation: transformers not importable here; skipped")
+
+
+if __name__ == "__main__":
+    main()
