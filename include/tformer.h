@@ -1,8 +1,9 @@
 /*
  * tformer — a Transformer toolkit in C11.
  *
- * A runnable example: one post-LN encoder layer on a random batch, then the
- * gradient of sum(output) with respect to every weight.
+ * A runnable example: one pre-LN encoder layer on a random batch, then the
+ * gradient of sum(output) with respect to every weight. (Train and sample a
+ * whole GPT with tf_gpt_train / tf_gpt_generate, further down.)
  *
  *     #include <stdio.h>
  *     #include "tformer.h"
@@ -10,6 +11,7 @@
  *     int main(void) {
  *         tf_layer_config cfg = tf_layer_config_default(16, 4);   // d_model 16, 4 heads
  *         cfg.dim_feedforward = 32;
+ *         cfg.norm_first = 1;
  *         tf_params *ps = tf_params_new();
  *         tf_encoder_layer layer;
  *         tf_encoder_layer_register(ps, "layer.", &layer, &cfg);

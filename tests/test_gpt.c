@@ -99,7 +99,11 @@ TEST(gpt_beam_width_one_is_greedy) {
     o.beam = 1;
     CHECK(tf_gpt_generate(m, prompt, 3, &o, NULL, NULL, &beam, NULL) == 0);
     CHECK(greedy.n == 12 && beam.n == 12 && !memcmp(greedy.v, beam.v, 12 * 4));
-    tf_ids_free(&greedy), tf_ids_free(&beam);
+    /* sampling past the context (24): the window slides */
+    tf_ids longer = {0};
+    o.beam = 0, o.temperature = 0.7f, o.max_tokens = 60;
+    CHECK(tf_gpt_generate(m, prompt, 3, &o, NULL, NULL, &longer, NULL) == 0 && longer.n == 60);
+    tf_ids_free(&greedy), tf_ids_free(&beam), tf_ids_free(&longer);
     tf_gpt_free(m);
 }
 

@@ -88,7 +88,8 @@ static int generate_sampled(const tf_gpt *m, const int32_t *prompt, int n_prompt
     float *logits = malloc((size_t)V * sizeof *logits);
     int32_t *order = malloc((size_t)V * sizeof *order);
     tf_ids history = {0};
-    tf_kv_cache *c = logits && order ? prefill(m, prompt, n_prompt, o->max_tokens, logits) : NULL;
+    int cap = m->cfg.context; /* the cache never holds more than the context */
+    tf_kv_cache *c = logits && order ? prefill(m, prompt, n_prompt, cap - n_prompt, logits) : NULL;
     int rc = c ? 0 : -1;
     double total = 0;
     for (int i = 0; !rc && i < n_prompt; i++) rc = tf_ids_push(&history, prompt[i]);
@@ -101,9 +102,14 @@ static int generate_sampled(const tf_gpt *m, const int32_t *prompt, int n_prompt
         total += lp[id];
         free(lp);
         if ((rc = tf_ids_push(out, id) || tf_ids_push(&history, id))) break;
-        if ((on_token && on_token(user, id)) || id == o->eos_id) break;
-        if (step + 1 < o->max_tokens && tf_kv_cache_len(c) >= m->cfg.context) break; /* the context is full */
-        if (step + 1 < o->max_tokens) rc = tf_gpt_decode_step(m, c, id, logits);
+        if ((on_token && on_token(user, id)) || id == o->eos_id || step + 1 == o->max_tokens) break;
+        if (tf_kv_cache_len(c) >= m->cfg.context) { /* full: slide, keeping the last 3/4 of the context */
+            int keep = m->cfg.context * 3 / 4 > 0 ? m->cfg.context * 3 / 4 : 1;
+            tf_kv_cache_free(c);
+            c = prefill(m, history.v + history.n - keep, keep - 1, m->cfg.context - keep + 1, logits);
+            if (!c) { rc = -1; break; }
+        }
+        rc = tf_gpt_decode_step(m, c, id, logits);
     }
     if (score) *score = total;
     tf_kv_cache_free(c);
