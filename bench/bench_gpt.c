@@ -31,7 +31,7 @@ static double train(tf_gpt *m, int B, int T, int V, int steps) {
         tf_ctx_reset(ctx);
         int64_t sh[2] = {B, T};
         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, sh, 0), *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, sh, 0);
-        for (int i = 0; i < B * T; i++) tf_i32(x)[i] = (i * 31 + s * 7 + 1) % V, tf_i32(y)[i] = (i * 17 + s) % V;
+        for (int i = 0; i < B * T; i++) tf_i32(x)[i] = (i * 31 + (s + 3) * 7 + 1) % V, tf_i32(y)[i] = (i * 17 + s + 3) % V;
         double t0 = now();
         tf_params_zero_grad(m->params);
         tf_tensor *loss = tf_gpt_forward(ctx, m, x, y, NULL);

@@ -79,13 +79,14 @@ def torch_train(L, H, C, T, B, V, steps):
 
 def hf_generate(L, H, C, T, V, new):
     from transformers import GPT2Config, GPT2LMHeadModel
-    m = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=T, n_embd=C, n_layer=L, n_head=H)).eval()
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=T, n_embd=C, n_layer=L, n_head=H, bos_token_id=0,
+                                   eos_token_id=None)).eval()
     ids = torch.tensor([[1]])
     times = []
     with torch.no_grad():
         for _ in range(5):
             t0 = time.perf_counter()
-            m.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
+            m.generate(ids, max_new_tokens=new, do_sample=False, pad_token_id=0, eos_token_id=None)
             times.append(time.perf_counter() - t0)
     return new / statistics.median(times)
 

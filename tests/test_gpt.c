@@ -220,6 +220,13 @@ TEST(gpt_bad_input_is_a_clear_error) {
     CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 0, NULL, NULL, NULL) == 0);
     cfg.model.n_layer = 2; /* resume with another model */
     CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "another model"));
+    /* ids outside the vocabulary: an error, not a crash */
+    tf_gpt *mm = tf_gpt_load_hf(dir);
+    tf_ctx *ctx = tf_ctx_new(0);
+    int32_t bad[3] = {1, -5, 2};
+    CHECK(mm && !full_logits(ctx, mm, bad, 1, 3) && strstr(tf_error(), "id -5"));
+    tf_ctx_free(ctx);
+    tf_gpt_free(mm);
     /* a prompt longer than the context */
     tf_gpt *m = tf_gpt_load_hf(dir);
     CHECK(m != NULL);

@@ -87,6 +87,7 @@ static tf_tensor *conv1d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b) 
 
 /* Causal self-attention of x (B,T,C) -> (B,T,C). */
 static tf_tensor *attention(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
+    if (!x) return NULL; /* an earlier op failed */
     const tf_gpt_config *c = &m->cfg;
     int64_t B = x->shape[0], T = x->shape[1], C = c->n_embd, H = c->n_head, D = C / H;
     tf_tensor *qkv = conv1d(ctx, x, b->c_attn_w, b->c_attn_b);  // qkv: (B,T,3C)
