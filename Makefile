@@ -41,7 +41,7 @@ $(BUILD)/run_tests: $(TEST_SRC) tests/test.h $(BUILD)/libtformer.a
 
 # The main job: train a character-level GPT on the fortunes package's text
 # (or DATA="files"), print samples and the validation loss (~5 minutes, 2 cores).
-STEPS ?= 1500
+STEPS ?= 2000
 DATA ?=
 demo: all
 	STEPS=$(STEPS) DATA="$(DATA)" TFORMER=$(BUILD)/tformer sh tools/demo.sh

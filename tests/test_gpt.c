@@ -205,7 +205,7 @@ TEST(gpt_training_is_reproducible_and_resumes_exactly) {
 }
 
 TEST(gpt_bad_input_is_a_clear_error) {
-    char dir[64], empty[80], cmd[256];
+    char dir[64], empty[80], cmd[1024];
     snprintf(dir, sizeof dir, "/tmp/tformer_bad_run_%d", (int)getpid());
     snprintf(empty, sizeof empty, "%s.empty.txt", dir);
     FILE *f = fopen(empty, "w");
@@ -220,6 +220,13 @@ TEST(gpt_bad_input_is_a_clear_error) {
     CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 0, NULL, NULL, NULL) == 0);
     cfg.model.n_layer = 2; /* resume with another model */
     CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "another model"));
+    cfg.model.n_layer = 1; /* or with another tokenizer (same size, other order) */
+    snprintf(cmd, sizeof cmd, "cp %s/chars.txt %s.chars && (dd if=%s.chars bs=1 skip=1 count=1; dd if=%s.chars bs=1 count=1;"
+             " tail -c +3 %s.chars) > %s/chars.txt 2>/dev/null", dir, dir, dir, dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "differs from the tokenizer"));
+    snprintf(cmd, sizeof cmd, "mv %s.chars %s/chars.txt", dir, dir);
+    CHECK(system(cmd) == 0);
     /* ids outside the vocabulary: an error, not a crash */
     tf_gpt *mm = tf_gpt_load_hf(dir);
     tf_ctx *ctx = tf_ctx_new(0);

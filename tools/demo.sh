@@ -5,7 +5,7 @@
 set -eu
 tformer=${TFORMER:-build/tformer}
 out=${OUT:-build/demo}
-steps=${STEPS:-1500}
+steps=${STEPS:-2000}
 if [ -n "${DATA:-}" ]; then
     files=$DATA
 else

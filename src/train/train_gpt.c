@@ -234,6 +234,65 @@ static int read_history(run *r, int64_t upto) {
     return rc;
 }
 
+static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
+                                              "tokenizer.tformer.json"};
+
+/* The training configuration as JSON (the keys tf_train_config_load reads). */
+static char *config_json(const tf_train_config *c) {
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "{\"steps\":%lld,\"batch\":%d,\"accum\":%d,\"lr\":%.9g,\"min_lr\":%.9g,\"warmup\":%lld,"
+             "\"weight_decay\":%.9g,\"beta1\":%.9g,\"beta2\":%.9g,\"grad_clip\":%.9g,\"eval_every\":%lld,"
+             "\"eval_batches\":%d,\"val_fraction\":%.9g,\"checkpoint_every\":%lld,\"seed\":%llu,"
+             "\"n_layer\":%d,\"n_head\":%d,\"n_embd\":%d,\"n_inner\":%d,\"context\":%d,\"dropout\":%.9g,"
+             "\"norm_first\":%s,\"tied\":%s,\"layer_norm_eps\":%.9g,\"pos\":\"%s\",\"activation\":\"%s\"}",
+             (long long)c->steps, c->batch, c->accum, c->lr, c->min_lr, (long long)c->warmup, c->weight_decay,
+             c->beta1, c->beta2, c->grad_clip, (long long)c->eval_every, c->eval_batches, c->val_fraction,
+             (long long)c->checkpoint_every, (unsigned long long)c->seed, c->model.n_layer, c->model.n_head,
+             c->model.n_embd, c->model.n_inner, c->model.context, c->model.dropout,
+             c->model.norm_first ? "true" : "false", c->model.tied ? "true" : "false", c->model.layer_norm_eps,
+             c->model.pos == TF_POS_LEARNED ? "learned" : "sinusoidal",
+             c->model.activation == TF_ACT_RELU ? "relu" : c->model.activation == TF_ACT_GELU ? "gelu" : "gelu_tanh");
+    size_t n = strlen(buf) + 1;
+    char *out = malloc(n);
+    if (out) memcpy(out, buf, n);
+    return out;
+}
+
+/* The tokenizer's files go into the checkpoint's metadata too: it is complete by itself. */
+static int add_tokenizer_metadata(tf_st_writer *w, const char *dir) {
+    for (size_t i = 0; i < sizeof TOKENIZER_FILES / sizeof TOKENIZER_FILES[0]; i++) {
+        char path[4096], key[128];
+        snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_FILES[i]);
+        struct stat st;
+        if (stat(path, &st)) continue;
+        size_t n;
+        char *text = tf_read_file(path, &n);
+        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
+        int rc = !text || tf_st_writer_set_metadata(w, key, text);
+        free(text);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* On resume the run folder's tokenizer must be the one the checkpoint was trained with. */
+static int check_tokenizer(const tf_st_file *f, const char *dir, const char *ck) {
+    for (size_t i = 0; i < sizeof TOKENIZER_FILES / sizeof TOKENIZER_FILES[0]; i++) {
+        char path[4096], key[128];
+        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
+        const char *want = tf_st_metadata(f, key);
+        if (!want) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_FILES[i]);
+        size_t n;
+        char *have = tf_read_file(path, &n);
+        int same = have && n == strlen(want) && !memcmp(have, want, n);
+        free(have);
+        if (!same) return tf_set_error("%s: %s differs from the tokenizer the checkpoint was trained with", ck, path);
+    }
+    return 0;
+}
+
 static int save_checkpoint(const run *r, int64_t step) {
     char path[4096], sig[512], num[32];
     tf_st_writer *w = tf_st_writer_new();
@@ -243,6 +302,9 @@ static int save_checkpoint(const run *r, int64_t step) {
     int rc = tf_st_writer_set_metadata(w, "tformer_step", num) || tf_st_writer_set_metadata(w, "tformer_model", sig);
     snprintf(num, sizeof num, "%llu", (unsigned long long)r->cfg->seed);
     rc = rc || tf_st_writer_set_metadata(w, "tformer_seed", num);
+    char *cj = config_json(r->cfg);
+    rc = rc || !cj || tf_st_writer_set_metadata(w, "tformer_config", cj) || add_tokenizer_metadata(w, r->dir);
+    free(cj);
     for (int i = 0; !rc && i < tf_params_count(r->m->params); i++)
         rc = tf_st_writer_add(w, tf_params_name(r->m->params, i), tf_params_tensor(r->m->params, i));
     rc = rc || tf_adamw_save(r->opt, w);
@@ -269,7 +331,7 @@ static int load_checkpoint(run *r, int64_t *step) {
     else if (strcmp(seed, want_seed)) rc = tf_set_error("%s: checkpoint trained with seed %s, not %s", path, seed, want_seed);
     else if ((*step = atoll(s)) < 0 || *step > r->cfg->steps)
         rc = tf_set_error("%s: step %s is outside the run's %lld steps", path, s, (long long)r->cfg->steps);
-    else rc = tf_params_load(r->m->params, f, 0) || tf_adamw_load(r->opt, f, *step);
+    else rc = check_tokenizer(f, r->dir, path) || tf_params_load(r->m->params, f, 0) || tf_adamw_load(r->opt, f, *step);
     if (rc && s && msig && !strstr(tf_error(), path)) {
         char msg[600];
         snprintf(msg, sizeof msg, "%s", tf_error());
