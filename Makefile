@@ -1,14 +1,20 @@
 # tformer: `make` builds the library and the CLI, `make test` runs every test.
 CC      ?= cc
 BUILD   ?= build
-OPT     ?= -O2
+OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
-WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter -Wno-unknown-pragmas
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lm
 # Large matrix products go to OpenBLAS when it is installed (BLAS=0 forces the
 # built-in kernel, which is always compiled and tested).
 BLAS ?= $(shell [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] && echo 1 || echo 0)
+# Threads over rows, heads and batches with OpenMP (OPENMP=0: serial; results are the same).
+OPENMP ?= 1
+ifeq ($(OPENMP),1)
+CFLAGS += -fopenmp
+LDLIBS += -fopenmp
+endif
 ifeq ($(BLAS),1)
 CPPFLAGS += -DTF_BLAS
 LDLIBS += -lopenblas
@@ -73,12 +79,12 @@ conformance: $(BUILD)/run_tests
 FUZZ_TIME ?= 60
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
 	    -o $(BUILD)/fuzz/fuzz_safetensors tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(LDLIBS)
 	rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
 	$(BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 \
 	    -dict=tests/fuzz/safetensors.dict $(BUILD)/fuzz/corpus
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
 	    -o $(BUILD)/fuzz/fuzz_tokenizer tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(LDLIBS)
 	rm -rf $(BUILD)/fuzz/corpus_tokenizer && cp -r tests/fuzz/corpus_tokenizer $(BUILD)/fuzz/
 	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer

@@ -28,3 +28,45 @@ TEST(kernel_gemm_variants_match_portable) {
                        (long long)N, (long long)K, ta, tb, err);
             }
 }
+
+/* Loss and every gradient of one GPT step (sizes above every threading threshold). */
+static int gpt_step(tf_gpt *m, int threads, float *loss) {
+    tf_set_threads(threads);
+    tf_ctx *ctx = tf_ctx_new(3);
+    tf_ctx_set_training(ctx, 1);
+    int64_t sh[2] = {8, 64};
+    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, sh, 0), *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, sh, 0);
+    for (int i = 0; i < 8 * 64; i++) tf_i32(x)[i] = (i * 13 + 5) % 65, tf_i32(y)[i] = (i * 7 + 1) % 65;
+    tf_params_zero_grad(m->params);
+    tf_tensor *l = tf_gpt_forward(ctx, m, x, y, NULL);
+    int rc = !l || tf_backward(ctx, l, NULL);
+    if (!rc) *loss = tf_f32(l)[0];
+    tf_ctx_free(ctx);
+    tf_set_threads(0);
+    return rc;
+}
+
+TEST(kernel_results_do_not_depend_on_threads) {
+    tf_gpt_config c = tf_gpt_config_default(65, 64, 2, 4, 128);
+    c.dropout = 0.1f;
+    tf_gpt *m = tf_gpt_new(&c, 11);
+    CHECK(m != NULL);
+    int n = tf_params_count(m->params);
+    float **g1 = calloc((size_t)n, sizeof *g1), l1, l2;
+    CHECK(gpt_step(m, 1, &l1) == 0);
+    for (int i = 0; i < n; i++) {
+        tf_tensor *p = tf_params_tensor(m->params, i);
+        g1[i] = malloc((size_t)tf_numel(p) * sizeof(float));
+        memcpy(g1[i], p->grad, (size_t)tf_numel(p) * sizeof(float));
+    }
+    CHECK(gpt_step(m, 2, &l2) == 0);
+    CHECKF(l1 == l2, "loss %.9g on one thread, %.9g on two", l1, l2);
+    for (int i = 0; i < n; i++) {
+        tf_tensor *p = tf_params_tensor(m->params, i);
+        CHECKF(!memcmp(g1[i], p->grad, (size_t)tf_numel(p) * sizeof(float)), "gradient of %s differs on two threads",
+               tf_params_name(m->params, i));
+        free(g1[i]);
+    }
+    free(g1);
+    tf_gpt_free(m);
+}

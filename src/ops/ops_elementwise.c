@@ -172,7 +172,8 @@ void tf_op_scale_forward(tf_node *n) {
     const tf_unary_params *p = n->params;
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);
-    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) y[i] = x[i] * p->s;
+    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = x[i] * p->s;
 }
 
 void tf_op_scale_backward(tf_node *n) {
@@ -180,7 +181,8 @@ void tf_op_scale_backward(tf_node *n) {
     float *gx = n->in[0]->grad;
     const float *g = n->out->grad;
     if (gx)
-        for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) gx[i] += g[i] * p->s;
+        #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+        for (int64_t i = 0; i < tf_numel(n->out); i++) gx[i] += g[i] * p->s;
 }
 
 tf_tensor *tf_scale(tf_ctx *ctx, tf_tensor *x, float s) {
@@ -193,14 +195,16 @@ tf_tensor *tf_scale(tf_ctx *ctx, tf_tensor *x, float s) {
 void tf_op_relu_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);
-    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) y[i] = x[i] > 0 ? x[i] : 0;
+    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = x[i] > 0 ? x[i] : 0;
 }
 
 void tf_op_relu_backward(tf_node *n) {
     const float *x = tf_f32(n->in[0]), *g = n->out->grad;
     float *gx = n->in[0]->grad;
     if (gx)
-        for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) gx[i] += x[i] > 0 ? g[i] : 0;
+        #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+        for (int64_t i = 0; i < tf_numel(n->out); i++) gx[i] += x[i] > 0 ? g[i] : 0;
 }
 
 tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
@@ -211,35 +215,39 @@ tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
 #define TF_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
 #define TF_INV_SQRT_2PI 0.39894228040143267794
 
-/* gelu(x) and its derivative, exact (erf) or the tanh approximation. */
+/* gelu(x) and its derivative, exact (erf) or the tanh approximation, in
+ * float as PyTorch computes them. */
 static float gelu_f(float x, tf_gelu_kind k, float *deriv) {
-    double xd = x;
     if (k == TF_GELU_ERF) {
-        double cdf = 0.5 * (1.0 + erf(xd * TF_SQRT1_2));
-        if (deriv) *deriv = (float)(cdf + xd * TF_INV_SQRT_2PI * exp(-0.5 * xd * xd));
-        return (float)(xd * cdf);
+        float cdf = 0.5f * (1.0f + erff(x * (float)TF_SQRT1_2));
+        if (deriv) *deriv = cdf + x * (float)TF_INV_SQRT_2PI * expf(-0.5f * x * x);
+        return x * cdf;
     }
-    double u = TF_SQRT2_PI * (xd + 0.044715 * xd * xd * xd), t = tanh(u);
+    /* tanh(u) = 1 - 2 / (e^(2u) + 1): one expf, saturating cleanly at +-1 */
+    float u = (float)TF_SQRT2_PI * (x + 0.044715f * x * x * x), t = 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
     if (deriv) {
-        double du = TF_SQRT2_PI * (1.0 + 3.0 * 0.044715 * xd * xd);
-        *deriv = (float)(0.5 * (1.0 + t) + 0.5 * xd * (1.0 - t * t) * du);
+        float du = (float)TF_SQRT2_PI * (1.0f + 3.0f * 0.044715f * x * x);
+        *deriv = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
     }
-    return (float)(0.5 * xd * (1.0 + t));
+    return 0.5f * x * (1.0f + t);
 }
 
 void tf_op_gelu_forward(tf_node *n) {
     const tf_unary_params *p = n->params;
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);
-    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) y[i] = gelu_f(x[i], p->gelu, NULL);
+    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = gelu_f(x[i], p->gelu, NULL);
 }
 
 void tf_op_gelu_backward(tf_node *n) {
     const tf_unary_params *p = n->params;
     const float *x = tf_f32(n->in[0]), *g = n->out->grad;
-    float *gx = n->in[0]->grad, d;
+    float *gx = n->in[0]->grad;
     if (!gx) return;
-    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++) {
+#pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    for (int64_t i = 0; i < tf_numel(n->out); i++) {
+        float d;
         gelu_f(x[i], p->gelu, &d);
         gx[i] += g[i] * d;
     }
@@ -288,6 +296,7 @@ void tf_op_bias_add_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]), *b = tf_f32(n->in[1]);
     float *y = tf_f32(n->out);  // y: (R,N) = x (R,N) + b (N)
     int64_t N = n->in[1]->shape[0], R = N ? tf_numel(n->out) / N : 0;
+#pragma omp parallel for schedule(static) if (R * N > 16384)
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < N; j++) y[r * N + j] = x[r * N + j] + b[j];
 }
@@ -296,10 +305,16 @@ void tf_op_bias_add_backward(tf_node *n) {
     tf_tensor *X = n->in[0], *B = n->in[1];
     const float *g = n->out->grad;
     int64_t N = B->shape[0], R = N ? tf_numel(n->out) / N : 0;
-    for (int64_t r = 0; r < R; r++)
+    if (X->grad)
+#pragma omp parallel for schedule(static) if (R * N > 16384)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < N; j++) X->grad[r * N + j] += g[r * N + j];
+    if (B->grad) /* each column sums its rows in order: the same on any thread count */
+#pragma omp parallel for schedule(static) if (R * N > 16384)
         for (int64_t j = 0; j < N; j++) {
-            if (X->grad) X->grad[r * N + j] += g[r * N + j];
-            if (B->grad) B->grad[j] += g[r * N + j];
+            float s = 0.0f;
+            for (int64_t r = 0; r < R; r++) s += g[r * N + j];
+            B->grad[j] += s;
         }
 }
 

@@ -6,6 +6,9 @@
 #ifdef TF_BLAS
 #include <cblas.h>
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 typedef struct {
     int64_t batch, M, N, K;
@@ -58,9 +61,22 @@ static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int6
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel) {
 #ifdef TF_BLAS
-    if (kernel != TF_GEMM_PORTABLE && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX) {
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
-                    (int)N, (int)K, 1.0f, A, (int)(ta ? M : K), B, (int)(tb ? K : N), 1.0f, C, (int)N);
+    if (kernel != TF_GEMM_PORTABLE && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) &&
+        M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX) {
+        /* Our threads share out fixed blocks of 64 rows of C (the blocks depend
+         * on M alone, so every element is summed the same way on any thread
+         * count); OpenBLAS runs single-threaded inside a block, so one thread
+         * pool serves every kernel and no pool spins while another works. */
+        static int single;
+        if (!single) openblas_set_num_threads(1), single = 1;
+        int64_t rows = M >= 128 && M * N * K >= (1 << 18) ? 64 : M, blocks = (M + rows - 1) / rows;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+        for (int64_t t = 0; t < blocks; t++) {
+            int64_t i0 = t * rows, i1 = i0 + rows < M ? i0 + rows : M;
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)(i1 - i0),
+                        (int)N, (int)K, 1.0f, A + (ta ? i0 : i0 * K), (int)(ta ? M : K), B, (int)(tb ? K : N), 1.0f,
+                        C + i0 * N, (int)N);
+        }
         return;
     }
 #endif
@@ -137,8 +153,8 @@ tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int t
 }
 
 void tf_set_threads(int n) {
-#ifdef TF_BLAS
-    if (n > 0) openblas_set_num_threads(n);
+#ifdef _OPENMP
+    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
 #else
     (void)n;
 #endif

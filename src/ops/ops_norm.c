@@ -110,6 +110,7 @@ void tf_op_layernorm_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);  // x: (rows, C)
     const float *w = n->in[1] ? tf_f32(n->in[1]) : NULL, *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
     float *y = tf_f32(n->out), *mean = n->saved[0], *rstd = n->saved[1];  // (rows) each
+#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
     for (int64_t r = 0; r < p->rows; r++) {
         const float *xr = x + r * p->C;
         double s = 0.0, v = 0.0;
@@ -131,6 +132,20 @@ void tf_op_layernorm_backward(tf_node *n) {
     tf_tensor *X = n->in[0], *Wt = n->in[1], *Bt = n->in[2];
     const float *x = tf_f32(X), *w = Wt ? tf_f32(Wt) : NULL, *g = n->out->grad;
     const float *mean = n->saved[0], *rstd = n->saved[1];
+    int big = p->rows * p->C > 16384;
+    /* weight and bias gradients: each column sums its rows in order (any thread count) */
+#pragma omp parallel for schedule(static) if (big)
+    for (int64_t j = 0; j < p->C; j++) {
+        float dw = 0.0f, db = 0.0f;
+        for (int64_t r = 0; r < p->rows; r++) {
+            float gr = g[r * p->C + j];
+            dw += gr * (x[r * p->C + j] - mean[r]) * rstd[r];
+            db += gr;
+        }
+        if (Wt && Wt->grad) Wt->grad[j] += dw;
+        if (Bt && Bt->grad) Bt->grad[j] += db;
+    }
+#pragma omp parallel for schedule(static) if (big)
     for (int64_t r = 0; r < p->rows; r++) {
         const float *xr = x + r * p->C, *gr = g + r * p->C;
         double m1 = 0.0, m2 = 0.0; /* means of dxhat and dxhat * xhat */
@@ -138,12 +153,10 @@ void tf_op_layernorm_backward(tf_node *n) {
             float xh = (xr[j] - mean[r]) * rstd[r], dxh = gr[j] * (w ? w[j] : 1.0f);
             m1 += dxh;
             m2 += (double)dxh * xh;
-            if (Wt && Wt->grad) Wt->grad[j] += gr[j] * xh;
-            if (Bt && Bt->grad) Bt->grad[j] += gr[j];
         }
         m1 /= (double)p->C;
         m2 /= (double)p->C;
-        if (!X->grad) continue;
+        if (!X->grad) continue; /* (a continue, not a break: the loop may run in parallel) */
         for (int64_t j = 0; j < p->C; j++) {
             float xh = (xr[j] - mean[r]) * rstd[r], dxh = gr[j] * (w ? w[j] : 1.0f);
             X->grad[r * p->C + j] += rstd[r] * (float)(dxh - m1 - xh * m2);
