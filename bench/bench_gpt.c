@@ -67,6 +67,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_gpt train L H C T B V STEPS | generate L H C T V NEW\n");
         return 2;
     }
+    const char *threads = getenv("TFORMER_THREADS");
+    tf_set_threads(threads ? atoi(threads) : 0);
     int L = atoi(argv[2]), H = atoi(argv[3]), C = atoi(argv[4]), T = atoi(argv[5]);
     int is_train = !strcmp(argv[1], "train");
     int V = atoi(argv[is_train ? 7 : 6]);
