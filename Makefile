@@ -96,12 +96,16 @@ $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
 $(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/bench_attention: bench/bench_attention.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
 # GPT against PyTorch needs torch (and transformers for generation): BENCH_PYTHON
 # defaults to Debian's python3 with python3-torch.
 BENCH_PYTHON ?= /usr/bin/python3
-bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt
+bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention
 	python3 bench/tokenizer_bench.py $(BUILD)/bench_tokenizer
 	$(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt 2
+	$(BENCH_PYTHON) bench/attention_bench.py $(BUILD)/bench_attention 2
 
 # Tokenizers against tiktoken / Hugging Face on whole corpora (pip: tiktoken tokenizers transformers).
 tokenizer-conformance: all

@@ -1,9 +1,15 @@
-/* Fused scaled dot-product attention: softmax(scale * Q K^T + mask) V.
- * This is the plain version that keeps the probabilities P for backward. */
+/* Fused scaled dot-product attention: softmax(scale * Q K^T + mask) V, in the
+ * flash-attention manner: for each query row the keys are visited in tiles
+ * with an online softmax (running max and sum), so no Tq x Tk matrix is ever
+ * stored; the forward keeps only the output and each row's log-sum-exp, and
+ * the backward recomputes the probabilities tile by tile. Memory grows
+ * linearly with the sequence; tiles past the causal limit are skipped. */
 #include <math.h>
 #include <string.h>
 
 #include "../core/internal.h"
+
+#define TILE 64
 
 typedef struct {
     int64_t B, H, Tq, Tk, D, Dv;
@@ -13,12 +19,11 @@ typedef struct {
     int64_t ms[4]; /* mask strides broadcast to (B,H,Tq,Tk) */
 } tf_sdpa_params;
 
-/* Scores of query row i into s (Tk), masked; returns the row max. */
-static float sdpa_scores(float *s, const tf_sdpa_params *p, const float *qi, const float *k,
-                         const tf_tensor *mask, int64_t moff, int64_t i) {
+/* Scores of query qi against keys [j0, j1) into s; returns their max. */
+static float tile_scores(float *s, const tf_sdpa_params *p, const float *qi, const float *k, const tf_tensor *mask,
+                         int64_t moff, int64_t j0, int64_t j1, int64_t last) {
     float mx = -INFINITY;
-    int64_t last = i + p->Tk - p->Tq; /* causal: keys j <= last are visible */
-    for (int64_t j = 0; j < p->Tk; j++) {
+    for (int64_t j = j0; j < j1; j++) {
         float z;
         if (p->causal && j > last) {
             z = -INFINITY;
@@ -30,38 +35,99 @@ static float sdpa_scores(float *s, const tf_sdpa_params *p, const float *qi, con
             if (mask && p->mask_dtype == TF_DTYPE_F32) z += tf_f32(mask)[moff + j * p->ms[3]];
             else if (mask && tf_u8(mask)[moff + j * p->ms[3]]) z = -INFINITY;
         }
-        s[j] = z;
+        s[j - j0] = z;
         if (z > mx) mx = z;
     }
     return mx;
+}
+
+/* The keys a query row can see: [0, end). */
+static int64_t visible_end(const tf_sdpa_params *p, int64_t i, int64_t *last) {
+    *last = i + p->Tk - p->Tq;
+    if (!p->causal) return p->Tk;
+    return *last + 1 < 0 ? 0 : *last + 1 < p->Tk ? *last + 1 : p->Tk;
+}
+
+/* One query row: out row o (Dv) and its log-sum-exp (-inf when every key is excluded). */
+static float forward_row(float *o, const tf_sdpa_params *p, const float *qi, const float *kb, const float *vb,
+                         const tf_tensor *mask, int64_t moff, int64_t i) {
+    float s[TILE], m = -INFINITY;
+    double l = 0.0;
+    int64_t last, end = visible_end(p, i, &last);
+    memset(o, 0, (size_t)p->Dv * sizeof *o);
+    for (int64_t j0 = 0; j0 < end; j0 += TILE) {
+        int64_t j1 = j0 + TILE < end ? j0 + TILE : end;
+        float tm = tile_scores(s, p, qi, kb, mask, moff, j0, j1, last);
+        if (tm == -INFINITY) continue;
+        if (tm > m) { /* a new running max: rescale what was summed so far */
+            float r = m == -INFINITY ? 0.0f : expf(m - tm);
+            l *= r;
+            for (int64_t c = 0; c < p->Dv; c++) o[c] *= r;
+            m = tm;
+        }
+        for (int64_t j = j0; j < j1; j++) {
+            float e = expf(s[j - j0] - m);
+            l += e;
+            const float *vj = vb + j * p->Dv;
+            for (int64_t c = 0; c < p->Dv; c++) o[c] += e * vj[c];
+        }
+    }
+    if (l == 0.0) return -INFINITY; /* every key excluded: zeros, as in tf_softmax */
+    float inv = (float)(1.0 / l);
+    for (int64_t c = 0; c < p->Dv; c++) o[c] *= inv;
+    return m + (float)log(l);
 }
 
 void tf_op_sdpa_forward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
     const tf_tensor *mask = n->n_in > 3 ? n->in[3] : NULL;
     const float *q = tf_f32(n->in[0]), *k = tf_f32(n->in[1]), *v = tf_f32(n->in[2]);
-    float *out = tf_f32(n->out), *P = n->saved[0];  // out: (B,H,Tq,Dv), P: (B,H,Tq,Tk)
+    float *out = tf_f32(n->out), *lse = n->saved[0];  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
     /* one (batch, head) per iteration: every output row is written by one thread */
 #pragma omp parallel for schedule(static) if (p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
     for (int64_t bh = 0; bh < p->B * p->H; bh++) {
         int64_t b = bh / p->H, h = bh % p->H;
         const float *kb = k + bh * p->Tk * p->D, *vb = v + bh * p->Tk * p->Dv;
         for (int64_t i = 0; i < p->Tq; i++) {
-            float *s = P + (bh * p->Tq + i) * p->Tk, *o = out + (bh * p->Tq + i) * p->Dv;
-            int64_t moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
-            float mx = sdpa_scores(s, p, q + (bh * p->Tq + i) * p->D, kb, mask, moff, i);
-            memset(o, 0, (size_t)p->Dv * sizeof *o);
-            if (mx == -INFINITY) { /* every key excluded: zeros, as in tf_softmax */
-                memset(s, 0, (size_t)p->Tk * sizeof *s);
-                continue;
+            int64_t row = bh * p->Tq + i, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
+            lse[row] = forward_row(out + row * p->Dv, p, q + row * p->D, kb, vb, mask, moff, i);
+        }
+    }
+}
+
+/* One query row of the backward pass; delta = dout . out of the row. */
+static void backward_row(const tf_node *n, int64_t bh, int64_t i, float lse, float *gm) {
+    const tf_sdpa_params *p = n->params;
+    tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
+    const tf_tensor *mask = n->n_in > 3 ? n->in[3] : NULL;
+    int64_t row = bh * p->Tq + i, b = bh / p->H, h = bh % p->H, last, end = visible_end(p, i, &last);
+    int64_t moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
+    const float *qi = tf_f32(Q) + row * p->D, *kb = tf_f32(K) + bh * p->Tk * p->D;
+    const float *vb = tf_f32(V) + bh * p->Tk * p->Dv, *go = n->out->grad + row * p->Dv, *oi = tf_f32(n->out) + row * p->Dv;
+    float s[TILE], delta = 0.0f;
+    for (int64_t c = 0; c < p->Dv; c++) delta += go[c] * oi[c];
+    for (int64_t j0 = 0; j0 < end; j0 += TILE) {
+        int64_t j1 = j0 + TILE < end ? j0 + TILE : end;
+        tile_scores(s, p, qi, kb, mask, moff, j0, j1, last);
+        for (int64_t j = j0; j < j1; j++) {
+            float pj = expf(s[j - j0] - lse);
+            if (pj == 0.0f) continue;
+            const float *vj = vb + j * p->Dv, *kj = kb + j * p->D;
+            float dp = 0.0f;
+            for (int64_t c = 0; c < p->Dv; c++) dp += go[c] * vj[c];
+            if (V->grad) {
+                float *gv = V->grad + (bh * p->Tk + j) * p->Dv;
+                for (int64_t c = 0; c < p->Dv; c++) gv[c] += pj * go[c];
             }
-            double sum = 0.0;
-            for (int64_t j = 0; j < p->Tk; j++) sum += (s[j] = expf(s[j] - mx));
-            float inv = (float)(1.0 / sum);
-            for (int64_t j = 0; j < p->Tk; j++) {
-                float pj = (s[j] *= inv);
-                const float *vj = vb + j * p->Dv;
-                for (int64_t c = 0; c < p->Dv; c++) o[c] += pj * vj[c];
+            float ds = pj * (dp - delta);
+            if (gm) gm[moff + j * p->ms[3]] += ds;
+            if (Q->grad) {
+                float *gq = Q->grad + row * p->D;
+                for (int64_t c = 0; c < p->D; c++) gq[c] += p->scale * ds * kj[c];
+            }
+            if (K->grad) {
+                float *gk = K->grad + (bh * p->Tk + j) * p->D;
+                for (int64_t c = 0; c < p->D; c++) gk[c] += p->scale * ds * qi[c];
             }
         }
     }
@@ -69,49 +135,15 @@ void tf_op_sdpa_forward(tf_node *n) {
 
 void tf_op_sdpa_backward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
-    tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2], *M = n->n_in > 3 ? n->in[3] : NULL;
+    tf_tensor *M = n->n_in > 3 ? n->in[3] : NULL;
     float *gm = M && M->dtype == TF_DTYPE_F32 ? M->grad : NULL;
-    const float *q = tf_f32(Q), *k = tf_f32(K), *v = tf_f32(V), *P = n->saved[0];
-    const float *gout = n->out->grad;
+    const float *lse = n->saved[0];
     /* (batch, head) pairs in parallel: their dq, dk, dv rows are disjoint; a mask
      * gradient sums over broadcast dims, so then the loop runs in order on one thread. */
 #pragma omp parallel for schedule(static) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
-    for (int64_t bh = 0; bh < p->B * p->H; bh++) {
-        int64_t b = bh / p->H, h = bh % p->H;
-        float *dS = n->saved[1] + bh * p->Tk;  // dS: (Tk) scratch of this (b,h)
-        const float *kb = k + bh * p->Tk * p->D, *vb = v + bh * p->Tk * p->Dv;
-        for (int64_t i = 0; i < p->Tq; i++) {
-            const float *Pi = P + (bh * p->Tq + i) * p->Tk, *go = gout + (bh * p->Tq + i) * p->Dv;
-            const float *qi = q + (bh * p->Tq + i) * p->D;
-            double dot = 0.0;
-            for (int64_t j = 0; j < p->Tk; j++) {
-                const float *vj = vb + j * p->Dv;
-                float dp = 0.0f;
-                for (int64_t c = 0; c < p->Dv; c++) dp += go[c] * vj[c];
-                dS[j] = dp;
-                dot += (double)Pi[j] * dp;
-                if (V->grad) {
-                    float *gv = V->grad + (bh * p->Tk + j) * p->Dv;
-                    for (int64_t c = 0; c < p->Dv; c++) gv[c] += Pi[j] * go[c];
-                }
-            }
-            int64_t moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
-            for (int64_t j = 0; j < p->Tk; j++) {
-                float ds = Pi[j] * (dS[j] - (float)dot);
-                if (ds == 0.0f) continue;
-                if (gm) gm[moff + j * p->ms[3]] += ds;
-                const float *kj = kb + j * p->D;
-                if (Q->grad) {
-                    float *gq = Q->grad + (bh * p->Tq + i) * p->D;
-                    for (int64_t c = 0; c < p->D; c++) gq[c] += p->scale * ds * kj[c];
-                }
-                if (K->grad) {
-                    float *gk = K->grad + (bh * p->Tk + j) * p->D;
-                    for (int64_t c = 0; c < p->D; c++) gk[c] += p->scale * ds * qi[c];
-                }
-            }
-        }
-    }
+    for (int64_t bh = 0; bh < p->B * p->H; bh++)
+        for (int64_t i = 0; i < p->Tq; i++)
+            if (lse[bh * p->Tq + i] != -INFINITY) backward_row(n, bh, i, lse[bh * p->Tq + i], gm);
 }
 
 tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
@@ -146,8 +178,6 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     tf_tensor *in[4] = {tf_contiguous(ctx, q), tf_contiguous(ctx, k), tf_contiguous(ctx, v), mask};
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SDPA, mask ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
-    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq * p->Tk)) ||
-        !(n->saved[1] = tf_ctx_floats(ctx, p->B * p->H * (p->Tk > 0 ? p->Tk : 1))))
-        return NULL;
+    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq))) return NULL;  // lse: (B,H,Tq)
     return tf_node_run(ctx, n);
 }
