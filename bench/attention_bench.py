@@ -8,7 +8,6 @@ memory for N up to 16384 (B=1 H=1), which must grow linearly.
 """
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -50,10 +49,10 @@ def main():
         flops = 4 * 8 * (N * N / 2) * 64 * 2 * 5  # causal half; QK, PV forward, three products + QK again backward
         p = torch_attention(4, 8, 64, N, runs) if N <= 2048 else float("nan")
         print(f"{N:>6}{t:>12.4f}{p:>12.4f}{p / t:>8.2f}{flops / t / 1e9:>10.1f}")
-    print("tformer peak memory (B=1 H=1 d=64, fwd+bwd):")
+    print("tformer peak memory (B=1 H=1 d=64, fwd+bwd; q, k, v, output, gradients: 7 x N x 64 floats):")
     for N in (2048, 4096, 8192, 16384):
         t, kib = ours(1, 1, 64, N, 1, 1)
-        print(f"  N={N:>6}: {kib / 1024:8.1f} MiB peak, {t:.3f} s")
+        print(f"  N={N:>6}: {kib / 1024:8.1f} MiB peak ({7 * N * 64 * 4 / 2**20:.1f} MiB of tensors), {t:.3f} s")
 
 
 if __name__ == "__main__":
