@@ -61,6 +61,19 @@ tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x) TF_PRIVATE;
 /* Iterate a multi-index over shape[ndim-1] (all but the last dim), in row-major order. */
 int tf_index_next(int64_t *idx, int ndim, const int64_t *shape) TF_PRIVATE;
 
+/* Dot product with 8 fixed partial sums: the compiler vectorises it (no
+ * reassociation is needed, the order is written out), and the result is the
+ * same on every machine and thread count. */
+static inline float tf_dot(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int l = 0; l < 8; l++) acc[l] += a[c + l] * b[c + l];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; c < n; c++) s += a[c] * b[c];
+    return s;
+}
+
 /* C (M,N) += op(A) op(B) with A stored (M,K) or (K,M) when ta, B (K,N) or
  * (N,K) when tb. AUTO sends large products to the BLAS when built with one. */
 enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };

@@ -101,10 +101,7 @@ static void attend(tf_kv_cache *c, const tf_gpt_config *g, int l, int total) {
         const float *q = c->qkv + h * D;
         float mx = -INFINITY;
         for (int t = 0; t < total; t++) {
-            const float *k = kv_at(c, l, t, 0) + h * D;
-            float d = 0;
-            for (int i = 0; i < D; i++) d += q[i] * k[i];
-            s[t] = d * scale;
+            s[t] = tf_dot(q, kv_at(c, l, t, 0) + h * D, D) * scale;
             if (s[t] > mx) mx = s[t];
         }
         double sum = 0;
@@ -155,10 +152,7 @@ int tf_gpt_decode_step(const tf_gpt *m, tf_kv_cache *c, int32_t token, float *lo
     if (g->norm_first) layernorm(x, x, m->ln_f_w, m->ln_f_b, C, eps);
     const float *W = tf_f32(g->tied ? m->wte : m->lm_head);
     for (int v = 0; v < g->vocab_size; v++) {
-        const float *row = W + (size_t)v * (size_t)C;
-        float s = 0;
-        for (int i = 0; i < C; i++) s += row[i] * x[i];
-        logits[v] = s;
+        logits[v] = tf_dot(W + (size_t)v * (size_t)C, x, C);
     }
     c->len++;
     return 0;

@@ -28,10 +28,7 @@ static float tile_scores(float *s, const tf_sdpa_params *p, const float *qi, con
         if (p->causal && j > last) {
             z = -INFINITY;
         } else {
-            const float *kj = k + j * p->D;
-            float d = 0.0f;
-            for (int64_t c = 0; c < p->D; c++) d += qi[c] * kj[c];
-            z = d * p->scale;
+            z = tf_dot(qi, k + j * p->D, p->D) * p->scale;
             if (mask && p->mask_dtype == TF_DTYPE_F32) z += tf_f32(mask)[moff + j * p->ms[3]];
             else if (mask && tf_u8(mask)[moff + j * p->ms[3]]) z = -INFINITY;
         }
@@ -104,8 +101,7 @@ static void backward_row(const tf_node *n, int64_t bh, int64_t i, float lse, flo
     int64_t moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
     const float *qi = tf_f32(Q) + row * p->D, *kb = tf_f32(K) + bh * p->Tk * p->D;
     const float *vb = tf_f32(V) + bh * p->Tk * p->Dv, *go = n->out->grad + row * p->Dv, *oi = tf_f32(n->out) + row * p->Dv;
-    float s[TILE], delta = 0.0f;
-    for (int64_t c = 0; c < p->Dv; c++) delta += go[c] * oi[c];
+    float s[TILE], delta = tf_dot(go, oi, p->Dv);
     for (int64_t j0 = 0; j0 < end; j0 += TILE) {
         int64_t j1 = j0 + TILE < end ? j0 + TILE : end;
         tile_scores(s, p, qi, kb, mask, moff, j0, j1, last);
@@ -113,8 +109,7 @@ static void backward_row(const tf_node *n, int64_t bh, int64_t i, float lse, flo
             float pj = expf(s[j - j0] - lse);
             if (pj == 0.0f) continue;
             const float *vj = vb + j * p->Dv, *kj = kb + j * p->D;
-            float dp = 0.0f;
-            for (int64_t c = 0; c < p->Dv; c++) dp += go[c] * vj[c];
+            float dp = tf_dot(go, vj, p->Dv);
             if (V->grad) {
                 float *gv = V->grad + (bh * p->Tk + j) * p->Dv;
                 for (int64_t c = 0; c < p->Dv; c++) gv[c] += pj * go[c];

@@ -29,12 +29,7 @@ static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int6
             }
     } else if (!ta && tb) {
         for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                const float *a = A + i * K, *b = B + j * K;
-                float s = 0.0f;
-                for (int64_t k = 0; k < K; k++) s += a[k] * b[k];
-                C[i * N + j] += s;
-            }
+            for (int64_t j = 0; j < N; j++) C[i * N + j] += tf_dot(A + i * K, B + j * K, K);
     } else if (ta && !tb) {
         for (int64_t k = 0; k < K; k++)
             for (int64_t i = 0; i < M; i++) {
