@@ -132,9 +132,8 @@ void tf_op_layernorm_backward(tf_node *n) {
     tf_tensor *X = n->in[0], *Wt = n->in[1], *Bt = n->in[2];
     const float *x = tf_f32(X), *w = Wt ? tf_f32(Wt) : NULL, *g = n->out->grad;
     const float *mean = n->saved[0], *rstd = n->saved[1];
-    int big = p->rows * p->C > 16384;
     /* weight and bias gradients: each column sums its rows in order (any thread count) */
-#pragma omp parallel for schedule(static) if (big)
+#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
     for (int64_t j = 0; j < p->C; j++) {
         float dw = 0.0f, db = 0.0f;
         for (int64_t r = 0; r < p->rows; r++) {
@@ -145,7 +144,7 @@ void tf_op_layernorm_backward(tf_node *n) {
         if (Wt && Wt->grad) Wt->grad[j] += dw;
         if (Bt && Bt->grad) Bt->grad[j] += db;
     }
-#pragma omp parallel for schedule(static) if (big)
+#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
     for (int64_t r = 0; r < p->rows; r++) {
         const float *xr = x + r * p->C, *gr = g + r * p->C;
         double m1 = 0.0, m2 = 0.0; /* means of dxhat and dxhat * xhat */
