@@ -2,9 +2,11 @@
  * flash-attention manner: for each query row the keys are visited in tiles
  * with an online softmax (running max and sum), so no Tq x Tk matrix is ever
  * stored; the forward keeps only the output and each row's log-sum-exp, and
- * the backward recomputes the probabilities tile by tile. Memory grows
- * linearly with the sequence; tiles past the causal limit are skipped. */
+ * the backward recomputes the probabilities tile by tile into a row of Tk
+ * floats. Memory grows linearly with the sequence; tiles past the causal
+ * limit are skipped. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
@@ -92,38 +94,47 @@ void tf_op_sdpa_forward(tf_node *n) {
     }
 }
 
-/* One query row of the backward pass; delta = dout . out of the row. */
-static void backward_row(const tf_node *n, int64_t bh, int64_t i, float lse, float *gm) {
+/* One query row of the backward pass. The row's probabilities and dP are
+ * recomputed tile by tile into a scratch of Tk floats each (linear memory);
+ * their dot product, in double, keeps the row's dS summing to zero —
+ * rowsum(dO * O), flash-attention's shortcut, lost digits when dS is small
+ * (mask gradients, summed over heads and batch, showed 7e-4 errors). */
+static void backward_row(const tf_node *n, int64_t bh, int64_t i, float lse, double *gmask, float *pr, float *dpr) {
     const tf_sdpa_params *p = n->params;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
     const tf_tensor *mask = n->n_in > 3 ? n->in[3] : NULL;
     int64_t row = bh * p->Tq + i, b = bh / p->H, h = bh % p->H, last, end = visible_end(p, i, &last);
     int64_t moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
     const float *qi = tf_f32(Q) + row * p->D, *kb = tf_f32(K) + bh * p->Tk * p->D;
-    const float *vb = tf_f32(V) + bh * p->Tk * p->Dv, *go = n->out->grad + row * p->Dv, *oi = tf_f32(n->out) + row * p->Dv;
-    float s[TILE], delta = tf_dot(go, oi, p->Dv);
+    const float *vb = tf_f32(V) + bh * p->Tk * p->Dv, *go = n->out->grad + row * p->Dv;
+    double delta = 0.0;
     for (int64_t j0 = 0; j0 < end; j0 += TILE) {
         int64_t j1 = j0 + TILE < end ? j0 + TILE : end;
-        tile_scores(s, p, qi, kb, mask, moff, j0, j1, last);
+        tile_scores(pr + j0, p, qi, kb, mask, moff, j0, j1, last);
         for (int64_t j = j0; j < j1; j++) {
-            float pj = expf(s[j - j0] - lse);
-            if (pj == 0.0f) continue;
-            const float *vj = vb + j * p->Dv, *kj = kb + j * p->D;
-            float dp = tf_dot(go, vj, p->Dv);
-            if (V->grad) {
-                float *gv = V->grad + (bh * p->Tk + j) * p->Dv;
-                for (int64_t c = 0; c < p->Dv; c++) gv[c] += pj * go[c];
-            }
-            float ds = pj * (dp - delta);
-            if (gm) gm[moff + j * p->ms[3]] += ds;
-            if (Q->grad) {
-                float *gq = Q->grad + row * p->D;
-                for (int64_t c = 0; c < p->D; c++) gq[c] += p->scale * ds * kj[c];
-            }
-            if (K->grad) {
-                float *gk = K->grad + (bh * p->Tk + j) * p->D;
-                for (int64_t c = 0; c < p->D; c++) gk[c] += p->scale * ds * qi[c];
-            }
+            pr[j] = expf(pr[j] - lse);
+            dpr[j] = pr[j] != 0.0f ? tf_dot(go, vb + j * p->Dv, p->Dv) : 0.0f;
+            delta += (double)pr[j] * dpr[j];
+        }
+    }
+    for (int64_t j = 0; j < end; j++) {
+        float pj = pr[j];
+        if (pj == 0.0f) continue;
+        const float *kj = kb + j * p->D;
+        if (V->grad) {
+            float *gv = V->grad + (bh * p->Tk + j) * p->Dv;
+            for (int64_t c = 0; c < p->Dv; c++) gv[c] += pj * go[c];
+        }
+        double dsd = (double)pj * ((double)dpr[j] - delta);
+        float ds = (float)dsd;
+        if (gmask) gmask[moff + j * p->ms[3]] += dsd;
+        if (Q->grad) {
+            float *gq = Q->grad + row * p->D;
+            for (int64_t c = 0; c < p->D; c++) gq[c] += p->scale * ds * kj[c];
+        }
+        if (K->grad) {
+            float *gk = K->grad + (bh * p->Tk + j) * p->D;
+            for (int64_t c = 0; c < p->D; c++) gk[c] += p->scale * ds * qi[c];
         }
     }
 }
@@ -133,12 +144,21 @@ void tf_op_sdpa_backward(tf_node *n) {
     tf_tensor *M = n->n_in > 3 ? n->in[3] : NULL;
     float *gm = M && M->dtype == TF_DTYPE_F32 ? M->grad : NULL;
     const float *lse = n->saved[0];
-    /* (batch, head) pairs in parallel: their dq, dk, dv rows are disjoint; a mask
-     * gradient sums over broadcast dims, so then the loop runs in order on one thread. */
+    /* A mask gradient sums dS over the broadcast dims (heads, batch): in double,
+     * over the mask's storage extent, in order on one thread, then added once. */
+    int64_t extent = 1;
+    for (int d = 0; gm && d < M->ndim; d++) extent += (M->shape[d] - 1) * M->stride[d];
+    double *gacc = gm ? calloc((size_t)extent, sizeof *gacc) : NULL;
+    if (gm && !gacc) return; /* out of memory: the mask gradient is skipped (inputs' still run) */
+    /* (batch, head) pairs in parallel: their dq, dk, dv rows are disjoint. */
 #pragma omp parallel for schedule(static) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
-    for (int64_t bh = 0; bh < p->B * p->H; bh++)
+    for (int64_t bh = 0; bh < p->B * p->H; bh++) {
+        float *pr = n->saved[1] + bh * 2 * p->Tk, *dpr = pr + p->Tk;  // (Tk) each, this (b,h)'s rows
         for (int64_t i = 0; i < p->Tq; i++)
-            if (lse[bh * p->Tq + i] != -INFINITY) backward_row(n, bh, i, lse[bh * p->Tq + i], gm);
+            if (lse[bh * p->Tq + i] != -INFINITY) backward_row(n, bh, i, lse[bh * p->Tq + i], gacc, pr, dpr);
+    }
+    for (int64_t o = 0; gacc && o < extent; o++) gm[o] += (float)gacc[o];
+    free(gacc);
 }
 
 tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
@@ -173,6 +193,8 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     tf_tensor *in[4] = {tf_contiguous(ctx, q), tf_contiguous(ctx, k), tf_contiguous(ctx, v), mask};
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SDPA, mask ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
-    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq))) return NULL;  // lse: (B,H,Tq)
+    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq)) ||    // lse: (B,H,Tq)
+        !(n->saved[1] = tf_ctx_floats(ctx, p->B * p->H * 2 * (p->Tk > 0 ? p->Tk : 1))))  // row scratch
+        return NULL;
     return tf_node_run(ctx, n);
 }
