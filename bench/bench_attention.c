@@ -3,20 +3,9 @@
  * prints "seconds peak_kib". */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "tformer.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     if (argc < 7) return fprintf(stderr, "usage: bench_attention B H D N RUNS CAUSAL\n"), 2;
@@ -34,12 +23,12 @@ int main(int argc, char **argv) {
         if (!q || !k || !v || !g) return fprintf(stderr, "%s\n", tf_error()), 1;
         tf_tensor_fill_normal(q, 1, 1.0f), tf_tensor_fill_normal(k, 2, 1.0f), tf_tensor_fill_normal(v, 3, 1.0f);
         tf_tensor_fill_normal(g, 4, 1.0f);
-        double t0 = now();
+        double t0 = bench_now();
         tf_tensor *y = tf_sdpa(ctx, q, k, v, NULL, causal, 0.125f);
         if (!y || tf_backward(ctx, y, g)) return fprintf(stderr, "%s\n", tf_error()), 1;
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp);
+    double median = bench_median(t, runs);
     /* VmHWM: this process' peak resident set (ru_maxrss would carry a parent's over exec) */
     long kib = 0;
     char line[256];
@@ -47,7 +36,7 @@ int main(int argc, char **argv) {
     while (st && fgets(line, sizeof line, st))
         if (sscanf(line, "VmHWM: %ld", &kib) == 1) break;
     if (st) fclose(st);
-    printf("%.6f %ld\n", t[runs / 2], kib);
+    printf("%.6f %ld\n", median, kib);
     tf_ctx_free(ctx);
     return 0;
 }

@@ -6,20 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "tformer.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double train(tf_gpt *m, int B, int T, int V, int steps) {
     tf_adamw *o = tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.99f, 1e-8f, 0.1f});
@@ -32,18 +21,18 @@ static double train(tf_gpt *m, int B, int T, int V, int steps) {
         int64_t sh[2] = {B, T};
         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, sh, 0), *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, sh, 0);
         for (int i = 0; i < B * T; i++) tf_i32(x)[i] = (i * 31 + (s + 3) * 7 + 1) % V, tf_i32(y)[i] = (i * 17 + s + 3) % V;
-        double t0 = now();
+        double t0 = bench_now();
         tf_params_zero_grad(m->params);
         tf_tensor *loss = tf_gpt_forward(ctx, m, x, y, NULL);
         tf_backward(ctx, loss, NULL);
         tf_clip_grad_norm(m->params, 1.0);
         tf_adamw_step(o, 1e-3f);
-        if (s >= 0) times[s] = now() - t0;
+        if (s >= 0) times[s] = bench_now() - t0;
     }
-    qsort(times, (size_t)n, sizeof *times, cmp);
+    double median = bench_median(times, n);
     tf_ctx_free(ctx);
     tf_adamw_free(o);
-    return (double)B * T / times[n / 2];
+    return (double)B * T / median;
 }
 
 static double generate(tf_gpt *m, int V, int new_tokens) {
@@ -53,13 +42,12 @@ static double generate(tf_gpt *m, int V, int new_tokens) {
     double times[5];
     for (int r = 0; r < 5; r++) {
         tf_ids out = {0};
-        double t0 = now();
+        double t0 = bench_now();
         tf_gpt_generate(m, prompt, 1, &o, NULL, NULL, &out, NULL);
-        times[r] = now() - t0;
+        times[r] = bench_now() - t0;
         tf_ids_free(&out);
     }
-    qsort(times, 5, sizeof *times, cmp);
-    return new_tokens / times[2];
+    return new_tokens / bench_median(times, 5);
 }
 
 int main(int argc, char **argv) {

@@ -4,20 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "tformer.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -40,20 +29,19 @@ int main(int argc, char **argv) {
     for (int r = 0; r < runs && r < 64; r++) {
         tf_tokenizer *t = tf_tokenizer_load(argv[1]);
         tf_ids ids = {0};
-        double t0 = now();
+        double t0 = bench_now();
         tf_tokenizer_encode(t, text, n, &ids);
-        cold[r] = now() - t0;
+        cold[r] = bench_now() - t0;
         count = ids.n;
         ids.n = 0;
-        t0 = now();
+        t0 = bench_now();
         tf_tokenizer_encode(reused, text, n, &ids);
-        warm[r] = now() - t0;
+        warm[r] = bench_now() - t0;
         tf_ids_free(&ids);
         tf_tokenizer_free(t);
     }
-    qsort(cold, (size_t)runs, sizeof *cold, cmp);
-    qsort(warm, (size_t)runs, sizeof *warm, cmp);
-    printf("%.2f %.2f %zu\n", n / cold[runs / 2] / 1e6, n / warm[runs / 2] / 1e6, count);
+    double cold_s = bench_median(cold, runs), warm_s = bench_median(warm, runs);
+    printf("%.2f %.2f %zu\n", n / cold_s / 1e6, n / warm_s / 1e6, count);
     tf_tokenizer_free(reused);
     free(text);
     return 0;

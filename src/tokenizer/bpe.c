@@ -62,37 +62,25 @@ out:
     return rc;
 }
 
-static int load_merges(bpe *b, const char *path) {
-    size_t len;
-    char *text = tf_read_file(path, &len);
-    if (!text) return -1;
-    int rc = tf_pairmap_init(&b->merges, 4096), line_no = 0;
-    int32_t rank = 0;
+typedef struct {
+    bpe *b;
+    int32_t rank;
+} merge_ctx;
+
+static int load_merge(void *vctx, const char *x, const char *y) {
+    merge_ctx *c = vctx;
     tf_buf both = {0};
-    for (char *line = text, *end; !rc && line < text + len; line = end + 1) {
-        end = memchr(line, '\n', (size_t)(text + len - line));
-        if (!end) end = text + len;
-        *end = 0;
-        line_no++;
-        if (!*line || (line_no == 1 && !strncmp(line, "#version", 8))) continue;
-        char *sp = strchr(line, ' ');
-        int32_t x = -1, y = -1, m = -1;
-        if (sp) {
-            *sp = 0;
-            both.n = 0;
-            x = tf_strmap_get(&b->vocab, line, strlen(line));
-            y = tf_strmap_get(&b->vocab, sp + 1, strlen(sp + 1));
-            if (!tf_buf_put(&both, line, strlen(line)) && !tf_buf_put(&both, sp + 1, strlen(sp + 1)))
-                m = tf_strmap_get(&b->vocab, both.p, both.n);
-        }
-        if (x < 0 || y < 0 || m < 0)
-            rc = tf_set_error("%s line %d: not two vocabulary tokens whose concatenation is one", path, line_no);
-        else if (tf_pairmap_get(&b->merges, x, y, NULL) < 0)
-            rc = tf_pairmap_put(&b->merges, x, y, rank++, m);
-    }
+    int32_t a = tf_strmap_get(&c->b->vocab, x, strlen(x)), b = tf_strmap_get(&c->b->vocab, y, strlen(y)), m = -1;
+    if (!tf_buf_put(&both, x, strlen(x)) && !tf_buf_put(&both, y, strlen(y))) m = tf_strmap_get(&c->b->vocab, both.p, both.n);
     free(both.p);
-    free(text);
-    return rc;
+    if (a < 0 || b < 0 || m < 0) return tf_set_error("not two vocabulary tokens whose concatenation is one");
+    int32_t rank = c->rank++;
+    return tf_pairmap_get(&c->b->merges, a, b, NULL) >= 0 ? 0 : tf_pairmap_put(&c->b->merges, a, b, rank, m);
+}
+
+static int load_merges(bpe *b, const char *path) {
+    merge_ctx c = {b, 0};
+    return tf_pairmap_init(&b->merges, 4096) || tf_for_each_merge(path, load_merge, &c) ? -1 : 0;
 }
 
 void *tf_bpe_load(const char *vocab_path, const char *merges_path) {

@@ -102,51 +102,39 @@ out:
     return rc;
 }
 
-/* One merges line "A B": both sides and their concatenation must be in the vocabulary. */
-static int load_merge(bytebpe *b, const uint32_t inv[512], char *line, int32_t rank, tf_buf *raw) {
-    char *sp = strchr(line, ' ');
-    if (!sp || strchr(sp + 1, ' ')) return tf_set_error("expected two tokens separated by one space");
-    *sp = 0;
+typedef struct {
+    bytebpe *b;
+    const uint32_t *inv;
+    int32_t rank;
+    tf_buf raw;
+} merge_ctx;
+
+/* One merge "A B": both sides and their concatenation must be in the vocabulary. */
+static int load_merge(void *vctx, const char *a, const char *bside) {
+    merge_ctx *c = vctx;
     int32_t ids[2];
-    const char *side[2] = {line, sp + 1};
+    const char *side[2] = {a, bside};
     tf_buf both = {0};
     for (int k = 0; k < 2; k++) {
-        if (unicode_to_bytes(inv, side[k], raw) || (ids[k] = tf_strmap_get(&b->vocab, raw->p, raw->n)) < 0) {
+        if (unicode_to_bytes(c->inv, side[k], &c->raw) || (ids[k] = tf_strmap_get(&c->b->vocab, c->raw.p, c->raw.n)) < 0) {
             free(both.p);
             return tf_set_error("token '%s' is not in the vocabulary", side[k]);
         }
-        if (tf_buf_put(&both, raw->p, raw->n)) return -1;
+        if (tf_buf_put(&both, c->raw.p, c->raw.n)) return free(both.p), -1;
     }
-    int32_t merged = tf_strmap_get(&b->vocab, both.p, both.n);
+    int32_t merged = tf_strmap_get(&c->b->vocab, both.p, both.n);
     free(both.p);
     if (merged < 0) return tf_set_error("the merge '%s%s' is not in the vocabulary", side[0], side[1]);
-    if (tf_pairmap_get(&b->merges, ids[0], ids[1], NULL) >= 0) return 0; /* a repeat keeps its first rank */
-    return tf_pairmap_put(&b->merges, ids[0], ids[1], rank, merged);
+    int32_t rank = c->rank++;
+    if (tf_pairmap_get(&c->b->merges, ids[0], ids[1], NULL) >= 0) return 0; /* a repeat keeps its first rank */
+    return tf_pairmap_put(&c->b->merges, ids[0], ids[1], rank, merged);
 }
 
 static int load_merges(bytebpe *b, const char *path, const uint32_t inv[512]) {
-    size_t len;
-    char *text = tf_read_file(path, &len);
-    if (!text) return -1;
-    int rc = tf_pairmap_init(&b->merges, 65536), line_no = 0;
-    int32_t rank = 0;
-    tf_buf raw = {0};
-    for (char *line = text, *end; !rc && line < text + len; line = end + 1) {
-        end = memchr(line, '\n', (size_t)(text + len - line));
-        if (!end) end = text + len;
-        *end = 0;
-        line_no++;
-        if (end > line && end[-1] == '\r') end[-1] = 0;
-        if (!*line || (line_no == 1 && !strncmp(line, "#version", 8))) continue;
-        if (load_merge(b, inv, line, rank++, &raw)) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", tf_error());
-            rc = tf_set_error("%s line %d: %s", path, line_no, msg);
-        }
-    }
-    free(raw.p);
-    free(text);
-    return rc;
+    merge_ctx c = {b, inv, 0, {0}};
+    int rc = tf_pairmap_init(&b->merges, 65536) || tf_for_each_merge(path, load_merge, &c);
+    free(c.raw.p);
+    return rc ? -1 : 0;
 }
 
 static void bytebpe_free(void *impl) {

@@ -65,6 +65,11 @@ typedef int (*tf_encode_fn)(void *impl, const char *s, size_t n, tf_ids *out);
 int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp, tf_encode_fn plain, void *impl,
                             tf_ids *out);
 
+/* Each "A B" line of a merges file (a leading "#version" line and empty lines
+ * skipped, CR stripped) in order; errors get the file and line number. */
+typedef int (*tf_merge_fn)(void *ctx, const char *a, const char *b);
+int tf_for_each_merge(const char *path, tf_merge_fn fn, void *ctx);
+
 /* GPT-2's reversible byte <-> printable code point table. */
 void tf_bytes_to_unicode(uint32_t table[256]);
 

@@ -287,3 +287,28 @@ int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp,
     }
     return 0;
 }
+
+int tf_for_each_merge(const char *path, tf_merge_fn fn, void *ctx) {
+    size_t len;
+    char *text = tf_read_file(path, &len);
+    if (!text) return -1;
+    int rc = 0, line_no = 0;
+    for (char *line = text, *end; !rc && line < text + len; line = end + 1) {
+        end = memchr(line, '\n', (size_t)(text + len - line));
+        if (!end) end = text + len;
+        *end = 0;
+        line_no++;
+        if (end > line && end[-1] == '\r') end[-1] = 0;
+        if (!*line || (line_no == 1 && !strncmp(line, "#version", 8))) continue;
+        char *sp = strchr(line, ' ');
+        if (!sp || strchr(sp + 1, ' ')) rc = tf_set_error("expected two tokens separated by one space");
+        else *sp = 0, rc = fn(ctx, line, sp + 1);
+        if (rc) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", tf_error());
+            rc = tf_set_error("%s line %d: %s", path, line_no, msg);
+        }
+    }
+    free(text);
+    return rc;
+}
