@@ -6,9 +6,9 @@ CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter -Wno-unknown-pragmas
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lm
-# Large matrix products go to OpenBLAS when it is installed (BLAS=0 forces the
+# Large matrix products go to OpenBLAS, loaded at run time when installed (BLAS=0 forces the
 # built-in kernel, which is always compiled and tested).
-BLAS ?= $(shell [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ] && echo 1 || echo 0)
+BLAS ?= 1
 # Threads over rows, heads and batches with OpenMP (OPENMP=0: serial; results are the same).
 OPENMP ?= 1
 ifeq ($(OPENMP),1)
@@ -17,7 +17,7 @@ LDLIBS += -fopenmp
 endif
 ifeq ($(BLAS),1)
 CPPFLAGS += -DTF_BLAS
-LDLIBS += -lopenblas
+LDLIBS += -ldl
 endif
 SAN     ?=
 
@@ -28,7 +28,7 @@ TEST_SRC := $(wildcard tests/*.c)
 
 all: $(BUILD)/libtformer.a $(BUILD)/libtformer.so $(BUILD)/tformer
 
-$(BUILD)/%.o: %.c include/tformer.h src/core/internal.h
+$(BUILD)/%.o: %.c include/tformer.h src/core/internal.h src/ops/kernels.h src/ops/kern_simd.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -fPIC -fvisibility=default -c $< -o $@
 
@@ -98,6 +98,15 @@ $(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
 
 $(BUILD)/bench_attention: bench/bench_attention.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+$(BUILD)/bench_matmul: bench/bench_matmul.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# The same sgemm timing against BLIS (Debian's serial build), when installed.
+BLIS_DIR := /usr/include/x86_64-linux-gnu/blis-serial
+$(BUILD)/bench_sgemm_blis: bench/bench_matmul.c
+	$(CC) -I$(BLIS_DIR) -D_GNU_SOURCE -DBENCH_BLIS $(CFLAGS) -o $@ $< \
+	    -L/usr/lib/x86_64-linux-gnu/blis-serial -Wl,-rpath,/usr/lib/x86_64-linux-gnu/blis-serial -lblis -lm
 
 # GPT against PyTorch needs torch (and transformers for generation): BENCH_PYTHON
 # defaults to Debian's python3 with python3-torch.

@@ -110,8 +110,12 @@ void tf_tensor_zero_grad(tf_tensor *t);
 /* Write "(2,3,4)" into buf. */
 const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n);
 
-/* Threads for the kernels that use them (OpenBLAS today); 0 means all cores. */
+/* Threads for the kernels that use them; 0 means all cores. Results do not
+ * depend on the thread count. */
 void tf_set_threads(int n);
+/* Which BLAS serves large matrix products: OpenBLAS is loaded at first use
+ * (TFORMER_BLAS=0 keeps the portable kernel); see docs/performance.md. */
+const char *tf_blas_info(void);
 
 /* ---------------------------------------------------------------- context and tape */
 

@@ -74,6 +74,12 @@ static inline float tf_dot(const float *a, const float *b, int64_t n) {
     return s;
 }
 
+/* cblas_sgemm's signature (row/column order and transposes as CBLAS's enum
+ * values); NULL when no BLAS could be loaded (src/ops/blas.c). */
+typedef void (*tf_sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                            const float *B, int ldb, float beta, float *C, int ldc);
+tf_sgemm_fn tf_blas_sgemm(void) TF_PRIVATE;
+
 /* C (M,N) += op(A) op(B) with A stored (M,K) or (K,M) when ta, B (K,N) or
  * (N,K) when tb. AUTO sends large products to the BLAS when built with one. */
 enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "kernels.h"
 
 /* Offsets of a strided tensor walked in row-major order of `shape`: calls
  * body(i, off) for every element i of a contiguous tensor of that shape. */
@@ -211,9 +211,6 @@ tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
     return tf_node_run(ctx, unary_node(ctx, TF_OP_RELU, x, NULL));
 }
 
-#define TF_SQRT1_2 0.70710678118654752440
-#define TF_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
-#define TF_INV_SQRT_2PI 0.39894228040143267794
 
 /* gelu(x) and its derivative, exact (erf) or the tanh approximation, in
  * float as PyTorch computes them. */
@@ -236,6 +233,11 @@ void tf_op_gelu_forward(tf_node *n) {
     const tf_unary_params *p = n->params;
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);
+    if (p->gelu == TF_GELU_TANH) {
+        const tf_kernels *k = tf_kern();
+        TF_FOR_CHUNKS(tf_numel(n->out), i0, len, k->gelu_tanh(y + i0, x + i0, len));
+        return;
+    }
     #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
     for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = gelu_f(x[i], p->gelu, NULL);
 }
@@ -245,6 +247,11 @@ void tf_op_gelu_backward(tf_node *n) {
     const float *x = tf_f32(n->in[0]), *g = n->out->grad;
     float *gx = n->in[0]->grad;
     if (!gx) return;
+    if (p->gelu == TF_GELU_TANH) {
+        const tf_kernels *k = tf_kern();
+        TF_FOR_CHUNKS(tf_numel(n->out), i0, len, k->gelu_tanh_grad(gx + i0, g + i0, x + i0, len, 1));
+        return;
+    }
 #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
     for (int64_t i = 0; i < tf_numel(n->out); i++) {
         float d;
@@ -309,13 +316,7 @@ void tf_op_bias_add_backward(tf_node *n) {
 #pragma omp parallel for schedule(static) if (R * N > 16384)
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < N; j++) X->grad[r * N + j] += g[r * N + j];
-    if (B->grad) /* each column sums its rows in order: the same on any thread count */
-#pragma omp parallel for schedule(static) if (R * N > 16384)
-        for (int64_t j = 0; j < N; j++) {
-            float s = 0.0f;
-            for (int64_t r = 0; r < R; r++) s += g[r * N + j];
-            B->grad[j] += s;
-        }
+    if (B->grad) tf_col_sums(B->grad, g, R, N);
 }
 
 tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias) {

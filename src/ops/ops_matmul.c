@@ -3,9 +3,6 @@
 
 #include "../core/internal.h"
 
-#ifdef TF_BLAS
-#include <cblas.h>
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -51,30 +48,44 @@ static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int6
 /* Below this many multiply-adds the call overhead of a BLAS outweighs it. */
 #define TF_BLAS_MIN_WORK (32 * 32 * 32)
 
+static int64_t round16(int64_t x) { return (x + 15) / 16 * 16; }
+
+/* Tiles of C for the threads: halve the longer side (to multiples of 16, the
+ * BLAS's register blocking) while a tile holds at least 4M multiply-adds and
+ * fewer than 64 tiles exist. The tiles depend on the shape alone, so every
+ * element is summed the same way on any thread count; large tiles keep the
+ * BLAS's repacking of A and B small. */
+static void gemm_tiles(int64_t M, int64_t N, int64_t K, int64_t *rb, int64_t *cb) {
+    int64_t r = M, c = N;
+    while (r * c * K >= (1 << 22) && (r > 64 || c > 64) && ((M + r - 1) / r) * ((N + c - 1) / c) < 64) {
+        if (r <= 64 || c >= 2 * r) c = round16((c + 1) / 2);
+        else r = round16((r + 1) / 2);
+    }
+    *rb = r, *cb = c;
+}
+
 /* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
  * (K,N), or (N,K) when tb. */
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel) {
-#ifdef TF_BLAS
-    if (kernel != TF_GEMM_PORTABLE && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) &&
-        M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX) {
-        /* Our threads share out fixed blocks of 64 rows of C (the blocks depend
-         * on M alone, so every element is summed the same way on any thread
-         * count); OpenBLAS runs single-threaded inside a block, so one thread
-         * pool serves every kernel and no pool spins while another works. */
-        static int single;
-        if (!single) openblas_set_num_threads(1), single = 1;
-        int64_t rows = M >= 128 && M * N * K >= (1 << 18) ? 64 : M, blocks = (M + rows - 1) / rows;
-#pragma omp parallel for schedule(static) if (blocks > 1)
-        for (int64_t t = 0; t < blocks; t++) {
-            int64_t i0 = t * rows, i1 = i0 + rows < M ? i0 + rows : M;
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)(i1 - i0),
-                        (int)N, (int)K, 1.0f, A + (ta ? i0 : i0 * K), (int)(ta ? M : K), B, (int)(tb ? K : N), 1.0f,
-                        C + i0 * N, (int)N);
+    tf_sgemm_fn sgemm = kernel == TF_GEMM_PORTABLE ? NULL : tf_blas_sgemm();
+    if (sgemm && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX &&
+        K <= INT32_MAX) {
+        enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 }; /* CBLAS's values */
+        int64_t rb, cb;
+        gemm_tiles(M, N, K, &rb, &cb);
+        int64_t tr = (M + rb - 1) / rb, tiles = tr * ((N + cb - 1) / cb);
+        /* OpenBLAS runs single-threaded inside a tile: one pool serves every kernel */
+#pragma omp parallel for schedule(dynamic) if (tiles > 1)
+        for (int64_t t = 0; t < tiles; t++) {
+            int64_t i0 = t % tr * rb, j0 = t / tr * cb;
+            int64_t m = M - i0 < rb ? M - i0 : rb, n = N - j0 < cb ? N - j0 : cb;
+            sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n, (int)K, 1.0f,
+                  A + (ta ? i0 : i0 * K), (int)(ta ? M : K), B + (tb ? j0 * K : j0), (int)(tb ? K : N), 1.0f,
+                  C + i0 * N + j0, (int)N);
         }
         return;
     }
-#endif
     gemm_acc_c(C, A, B, M, N, K, ta, tb);
 }
 

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "kernels.h"
 
 /* ---------------------------------------------------------------- softmax */
 
@@ -21,24 +21,19 @@ static int64_t row_mask_offset(const tf_softmax_params *p, const int64_t *idx) {
 }
 
 /* y (W) = softmax(x + mask) of one row; an all-excluded row gives zeros. */
-static void softmax_row(float *y, const float *x, const void *mask, tf_dtype mdt, int64_t ms,
+static void softmax_row(const tf_kernels *k, float *y, const float *x, const void *mask, tf_dtype mdt, int64_t ms,
                         int64_t W) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < W; j++) {
-        float z = x[j];
-        if (mask && mdt == TF_DTYPE_F32) z += ((const float *)mask)[j * ms];
-        else if (mask && ((const uint8_t *)mask)[j * ms]) z = -INFINITY;
-        y[j] = z;
-        if (z > mx) mx = z;
-    }
-    if (mx == -INFINITY) {
-        memset(y, 0, (size_t)W * sizeof *y);
+    if (!mask) {
+        k->softmax(y, x, W);
         return;
     }
-    double s = 0.0;
-    for (int64_t j = 0; j < W; j++) s += (y[j] = expf(y[j] - mx));
-    float inv = (float)(1.0 / s);
-    for (int64_t j = 0; j < W; j++) y[j] *= inv;
+    for (int64_t j = 0; j < W; j++) {
+        float z = x[j];
+        if (mdt == TF_DTYPE_F32) z += ((const float *)mask)[j * ms];
+        else if (((const uint8_t *)mask)[j * ms]) z = -INFINITY;
+        y[j] = z;
+    }
+    k->softmax(y, y, W);
 }
 
 void tf_op_softmax_forward(tf_node *n) {
@@ -48,11 +43,12 @@ void tf_op_softmax_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);  // y: x's shape, rows of W
     if (tf_numel(n->out) == 0) return;
+    const tf_kernels *k = tf_kern();
     do {
         const void *mrow = m ? (const char *)m->data + row_mask_offset(p, idx) *
                                                            (int64_t)tf_dtype_size(p->mask_dtype)
                              : NULL;
-        softmax_row(y + r * W, x + r * W, mrow, p->mask_dtype, p->mstride[p->ndim - 1], W);
+        softmax_row(k, y + r * W, x + r * W, mrow, p->mask_dtype, p->mstride[p->ndim - 1], W);
         r++;
     } while (tf_index_next(idx, p->ndim, p->shape));
 }
@@ -110,19 +106,29 @@ void tf_op_layernorm_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);  // x: (rows, C)
     const float *w = n->in[1] ? tf_f32(n->in[1]) : NULL, *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
     float *y = tf_f32(n->out), *mean = n->saved[0], *rstd = n->saved[1];  // (rows) each
+    const tf_kernels *k = tf_kern();
 #pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
-    for (int64_t r = 0; r < p->rows; r++) {
-        const float *xr = x + r * p->C;
-        double s = 0.0, v = 0.0;
-        for (int64_t j = 0; j < p->C; j++) s += xr[j];
-        double mu = s / (double)p->C;
-        for (int64_t j = 0; j < p->C; j++) v += (xr[j] - mu) * (xr[j] - mu);
-        double rs = 1.0 / sqrt(v / (double)p->C + p->eps);
-        mean[r] = (float)mu;
-        rstd[r] = (float)rs;
-        for (int64_t j = 0; j < p->C; j++) {
-            float xh = (float)((xr[j] - mu) * rs);
-            y[r * p->C + j] = xh * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+    for (int64_t r = 0; r < p->rows; r++)
+        k->layernorm(y + r * p->C, mean + r, rstd + r, x + r * p->C, w, b, p->C, p->eps);
+}
+
+/* dw (C) += sum over rows of g * xhat, db (C) += sum of g: blocks of columns
+ * in parallel, each column summing its rows in order. */
+static void layernorm_param_grads(float *dw, float *db, const float *g, const float *x, const float *mean,
+                                  const float *rstd, int64_t rows, int64_t C) {
+    enum { CB = 64 };
+    int64_t blocks = (C + CB - 1) / CB;
+#pragma omp parallel for schedule(static) if (rows * C > 16384 && blocks > 1)
+    for (int64_t bk = 0; bk < blocks; bk++) {
+        int64_t j0 = bk * CB, wd = C - j0 < CB ? C - j0 : CB;
+        float sw[CB] = {0}, sb[CB] = {0};
+        for (int64_t r = 0; r < rows; r++) {
+            const float *gr = g + r * C + j0, *xr = x + r * C + j0;
+            for (int64_t j = 0; j < wd; j++) sw[j] += gr[j] * (xr[j] - mean[r]) * rstd[r], sb[j] += gr[j];
+        }
+        for (int64_t j = 0; j < wd; j++) {
+            if (dw) dw[j0 + j] += sw[j];
+            if (db) db[j0 + j] += sb[j];
         }
     }
 }
@@ -132,35 +138,13 @@ void tf_op_layernorm_backward(tf_node *n) {
     tf_tensor *X = n->in[0], *Wt = n->in[1], *Bt = n->in[2];
     const float *x = tf_f32(X), *w = Wt ? tf_f32(Wt) : NULL, *g = n->out->grad;
     const float *mean = n->saved[0], *rstd = n->saved[1];
-    /* weight and bias gradients: each column sums its rows in order (any thread count) */
+    float *dw = Wt ? Wt->grad : NULL, *db = Bt ? Bt->grad : NULL;
+    if (dw || db) layernorm_param_grads(dw, db, g, x, mean, rstd, p->rows, p->C);
+    if (!X->grad) return;
+    const tf_kernels *k = tf_kern();
 #pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
-    for (int64_t j = 0; j < p->C; j++) {
-        float dw = 0.0f, db = 0.0f;
-        for (int64_t r = 0; r < p->rows; r++) {
-            float gr = g[r * p->C + j];
-            dw += gr * (x[r * p->C + j] - mean[r]) * rstd[r];
-            db += gr;
-        }
-        if (Wt && Wt->grad) Wt->grad[j] += dw;
-        if (Bt && Bt->grad) Bt->grad[j] += db;
-    }
-#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
-    for (int64_t r = 0; r < p->rows; r++) {
-        const float *xr = x + r * p->C, *gr = g + r * p->C;
-        double m1 = 0.0, m2 = 0.0; /* means of dxhat and dxhat * xhat */
-        for (int64_t j = 0; j < p->C; j++) {
-            float xh = (xr[j] - mean[r]) * rstd[r], dxh = gr[j] * (w ? w[j] : 1.0f);
-            m1 += dxh;
-            m2 += (double)dxh * xh;
-        }
-        m1 /= (double)p->C;
-        m2 /= (double)p->C;
-        if (!X->grad) continue; /* (a continue, not a break: the loop may run in parallel) */
-        for (int64_t j = 0; j < p->C; j++) {
-            float xh = (xr[j] - mean[r]) * rstd[r], dxh = gr[j] * (w ? w[j] : 1.0f);
-            X->grad[r * p->C + j] += rstd[r] * (float)(dxh - m1 - xh * m2);
-        }
-    }
+    for (int64_t r = 0; r < p->rows; r++)
+        k->layernorm_grad(X->grad + r * p->C, g + r * p->C, x + r * p->C, w, mean[r], rstd[r], p->C);
 }
 
 tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, float eps) {
@@ -204,27 +188,24 @@ typedef struct {
 
 void tf_op_cross_entropy_forward(tf_node *n) {
     tf_ce_params *p = n->params;
-    const float *x = tf_f32(n->in[0]);   // logits: (rows, C)
+    const float *x = tf_f32(n->in[0]); // logits: (rows, C)
     const int32_t *t = tf_i32(n->in[1]); // targets: (rows)
-    float *prob = n->saved[0];           // prob: (rows, C)
-    double loss = 0.0;
-    p->n_valid = 0;
+    float *prob = n->saved[0], *row_loss = n->saved[1]; // prob: (rows, C), row_loss: (rows)
+    const tf_kernels *k = tf_kern();
+#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
     for (int64_t r = 0; r < p->rows; r++) {
         if (t[r] == p->ignore_index) continue;
         const float *xr = x + r * p->C;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < p->C; j++) mx = xr[j] > mx ? xr[j] : mx;
-        double s = 0.0, sum_logp = 0.0;
-        for (int64_t j = 0; j < p->C; j++) s += exp((double)xr[j] - mx);
-        double lse = mx + log(s);
-        for (int64_t j = 0; j < p->C; j++) {
-            prob[r * p->C + j] = (float)exp((double)xr[j] - lse);
-            sum_logp += (double)xr[j] - lse;
-        }
-        double nll = lse - xr[t[r]];
-        loss += (1.0 - p->smoothing) * nll - p->smoothing * sum_logp / (double)p->C;
-        p->n_valid++;
+        double sum_x;
+        float lse = k->softmax_lse(prob + r * p->C, xr, p->C, &sum_x);
+        /* label smoothing's term: the mean over classes of -log p = lse - mean(x) */
+        double nll = (double)lse - xr[t[r]], smooth = (double)lse - sum_x / (double)p->C;
+        row_loss[r] = (float)((1.0 - p->smoothing) * nll + p->smoothing * smooth);
     }
+    double loss = 0.0; /* summed in row order: the same on any thread count */
+    p->n_valid = 0;
+    for (int64_t r = 0; r < p->rows; r++)
+        if (t[r] != p->ignore_index) loss += row_loss[r], p->n_valid++;
     tf_f32(n->out)[0] = p->n_valid ? (float)(loss / (double)p->n_valid) : 0.0f;
 }
 
@@ -235,6 +216,7 @@ void tf_op_cross_entropy_backward(tf_node *n) {
     const float *prob = n->saved[0];
     if (!X->grad || !p->n_valid) return;
     float g = n->out->grad[0] / (float)p->n_valid, eps_c = p->smoothing / (float)p->C;
+#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
     for (int64_t r = 0; r < p->rows; r++) {
         if (t[r] == p->ignore_index) continue;
         for (int64_t j = 0; j < p->C; j++) {
@@ -270,6 +252,7 @@ tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets, 
                                 (long long)r, (long long)C), NULL;
     }
     tf_node *n = tf_node_new(ctx, TF_OP_CROSS_ENTROPY, 2, in, TF_DTYPE_F32, 0, NULL, p);
-    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->rows * C))) return NULL;
+    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->rows * C)) || !(n->saved[1] = tf_ctx_floats(ctx, p->rows)))
+        return NULL;
     return tf_node_run(ctx, n);
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../ops/kernels.h"
 
 struct tf_adamw {
     tf_params *ps;
@@ -47,16 +47,14 @@ void tf_adamw_step(tf_adamw *o, float lr) {
     o->t++;
     const tf_adamw_config *c = &o->cfg;
     double bc1 = 1.0 - pow(c->beta1, (double)o->t), bc2 = 1.0 - pow(c->beta2, (double)o->t);
+    const tf_kernels *k = tf_kern();
     for (int i = 0; i < o->n; i++) {
         tf_tensor *p = tf_params_tensor(o->ps, i);
         float *w = tf_f32(p), *g = p->grad, *m = o->m[i], *v = o->v[i];
-        float decay = p->ndim >= 2 ? lr * c->weight_decay : 0.0f;
-        for (int64_t k = 0, n = tf_numel(p); k < n; k++) {
-            m[k] = c->beta1 * m[k] + (1.0f - c->beta1) * g[k];
-            v[k] = c->beta2 * v[k] + (1.0f - c->beta2) * g[k] * g[k];
-            float mh = (float)(m[k] / bc1), vh = (float)(v[k] / bc2);
-            w[k] -= decay * w[k] + lr * mh / (sqrtf(vh) + c->eps);
-        }
+        /* weight decay on matrices only (not biases, LayerNorm or other vectors) */
+        tf_adamw_coef co = {c->beta1, c->beta2, (float)(1.0 / bc1), (float)(1.0 / bc2), lr, c->eps,
+                            p->ndim >= 2 ? lr * c->weight_decay : 0.0f};
+        TF_FOR_CHUNKS(tf_numel(p), i0, len, k->adamw(w + i0, g + i0, m + i0, v + i0, len, &co));
     }
 }
 

@@ -1,0 +1,55 @@
+/* The AVX2 + FMA kernels: kern_simd.h over 8-lane vectors. */
+#include "kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define KT static inline __attribute__((target("avx2,fma")))
+#define V __m256
+#define VW 8
+/* lanes [0, n) on: a window into eight -1s followed by eight 0s */
+static const int32_t tail_bits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+KT __m256i tail_mask(int64_t n) { return _mm256_loadu_si256((const __m256i *)(tail_bits + 8 - n)); }
+KT V v_ld(const float *p) { return _mm256_loadu_ps(p); }
+KT void v_st(float *p, V v) { _mm256_storeu_ps(p, v); }
+KT V v_ldt(const float *p, int64_t n, float fill) {
+    __m256i m = tail_mask(n);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+KT void v_stt(float *p, V v, int64_t n) { _mm256_maskstore_ps(p, tail_mask(n), v); }
+KT V v_set(float x) { return _mm256_set1_ps(x); }
+KT V v_add(V a, V b) { return _mm256_add_ps(a, b); }
+KT V v_sub(V a, V b) { return _mm256_sub_ps(a, b); }
+KT V v_mul(V a, V b) { return _mm256_mul_ps(a, b); }
+KT V v_div(V a, V b) { return _mm256_div_ps(a, b); }
+KT V v_max(V a, V b) { return _mm256_max_ps(a, b); }
+KT V v_min(V a, V b) { return _mm256_min_ps(a, b); }
+KT V v_fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+KT V v_sqrt(V a) { return _mm256_sqrt_ps(a); }
+KT float v_hsum(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+KT float v_hmax(V a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+KT V v_round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+KT V v_pow2i(V t) {
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(127)), 23);
+    return _mm256_castsi256_ps(e);
+}
+KT V v_zero_below(V r, V x, V lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), r); }
+
+#include "kern_simd.h"
+
+static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_softmax, k_softmax_lse,
+                                k_layernorm, k_layernorm_grad, k_adamw, k_acc};
+const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
+#else
+const tf_kernels *tf_kern_avx2_table(void) { return NULL; }
+#endif

@@ -1,0 +1,42 @@
+/* The AVX-512 kernels: kern_simd.h over 16-lane vectors. */
+#include "kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define KT static inline __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+#define V __m512
+#define VW 16
+KT __mmask16 tail_mask(int64_t n) { return (__mmask16)((1u << n) - 1u); }
+KT V v_ld(const float *p) { return _mm512_loadu_ps(p); }
+KT void v_st(float *p, V v) { _mm512_storeu_ps(p, v); }
+KT V v_ldt(const float *p, int64_t n, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), tail_mask(n), p); }
+KT void v_stt(float *p, V v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
+KT V v_set(float x) { return _mm512_set1_ps(x); }
+KT V v_add(V a, V b) { return _mm512_add_ps(a, b); }
+KT V v_sub(V a, V b) { return _mm512_sub_ps(a, b); }
+KT V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
+KT V v_div(V a, V b) { return _mm512_div_ps(a, b); }
+KT V v_max(V a, V b) { return _mm512_max_ps(a, b); }
+KT V v_min(V a, V b) { return _mm512_min_ps(a, b); }
+KT V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+KT V v_sqrt(V a) { return _mm512_sqrt_ps(a); }
+KT float v_hsum(V a) { return _mm512_reduce_add_ps(a); }
+KT float v_hmax(V a) { return _mm512_reduce_max_ps(a); }
+KT V v_round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+KT V v_pow2i(V t) {
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(t), _mm512_set1_epi32(127)), 23);
+    return _mm512_castsi512_ps(e);
+}
+KT V v_zero_below(V r, V x, V lo) { return _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), r); }
+
+#include "kern_simd.h"
+
+static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_softmax, k_softmax_lse,
+                                  k_layernorm, k_layernorm_grad, k_adamw, k_acc};
+const tf_kernels *tf_kern_avx512_table(void) { return &avx512; }
+#else
+const tf_kernels *tf_kern_avx512_table(void) { return NULL; }
+#endif

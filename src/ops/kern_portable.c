@@ -1,0 +1,143 @@
+/* The portable kernels (the reference every variant is tested against) and
+ * the run-time choice of a variant. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+static void gelu_tanh(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        /* tanh(u) = 1 - 2 / (e^(2u) + 1): one expf, saturating cleanly at +-1 */
+        float xi = x[i], u = (float)TF_SQRT2_PI * (xi + 0.044715f * xi * xi * xi);
+        float t = 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
+        y[i] = 0.5f * xi * (1.0f + t);
+    }
+}
+
+static void gelu_tanh_grad(float *dx, const float *dy, const float *x, int64_t n, int acc) {
+    for (int64_t i = 0; i < n; i++) {
+        float xi = x[i], u = (float)TF_SQRT2_PI * (xi + 0.044715f * xi * xi * xi);
+        float t = 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
+        float du = (float)TF_SQRT2_PI * (1.0f + 3.0f * 0.044715f * xi * xi);
+        float d = dy[i] * (0.5f * (1.0f + t) + 0.5f * xi * (1.0f - t * t) * du);
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
+static void softmax(float *y, const float *x, int64_t n) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+    if (mx == -INFINITY) {
+        memset(y, 0, (size_t)n * sizeof *y);
+        return;
+    }
+    double s = 0.0;
+    for (int64_t j = 0; j < n; j++) s += (y[j] = expf(x[j] - mx));
+    float inv = (float)(1.0 / s);
+    for (int64_t j = 0; j < n; j++) y[j] *= inv;
+}
+
+static float softmax_lse(float *prob, const float *x, int64_t n, double *sum_x) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+    double s = 0.0, sx = 0.0;
+    for (int64_t j = 0; j < n; j++) s += (prob[j] = expf(x[j] - mx)), sx += x[j];
+    float inv = (float)(1.0 / s);
+    for (int64_t j = 0; j < n; j++) prob[j] *= inv;
+    *sum_x = sx;
+    return mx + (float)log(s);
+}
+
+static void layernorm(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b, int64_t n,
+                      float eps) {
+    double s = 0.0, v = 0.0;
+    for (int64_t j = 0; j < n; j++) s += x[j];
+    double mu = s / (double)n;
+    for (int64_t j = 0; j < n; j++) v += (x[j] - mu) * (x[j] - mu);
+    double rs = 1.0 / sqrt(v / (double)n + eps);
+    *mean = (float)mu, *rstd = (float)rs;
+    for (int64_t j = 0; j < n; j++) {
+        float xh = (float)((x[j] - mu) * rs);
+        y[j] = xh * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+    }
+}
+
+static void layernorm_grad(float *dx, const float *g, const float *x, const float *w, float mean, float rstd,
+                           int64_t n) {
+    double m1 = 0.0, m2 = 0.0; /* means of dxhat and dxhat * xhat */
+    for (int64_t j = 0; j < n; j++) {
+        float xh = (x[j] - mean) * rstd, dxh = g[j] * (w ? w[j] : 1.0f);
+        m1 += dxh;
+        m2 += (double)dxh * xh;
+    }
+    float a = (float)(m1 / (double)n), c = (float)(m2 / (double)n);
+    for (int64_t j = 0; j < n; j++) {
+        float xh = (x[j] - mean) * rstd, dxh = g[j] * (w ? w[j] : 1.0f);
+        dx[j] += rstd * (dxh - a - xh * c);
+    }
+}
+
+static void adamw(float *w, const float *g, float *m, float *v, int64_t n, const tf_adamw_coef *c) {
+    for (int64_t k = 0; k < n; k++) {
+        m[k] = c->beta1 * m[k] + (1.0f - c->beta1) * g[k];
+        v[k] = c->beta2 * v[k] + (1.0f - c->beta2) * g[k] * g[k];
+        float mh = m[k] * c->inv_bc1, vh = v[k] * c->inv_bc2;
+        w[k] -= c->decay * w[k] + c->lr * mh / (sqrtf(vh) + c->eps);
+    }
+}
+
+static void acc(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
+    enum { CB = 64 };
+    int64_t blocks = (N + CB - 1) / CB;
+#pragma omp parallel for schedule(static) if (R * N > 16384 && blocks > 1)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t j0 = b * CB, w = N - j0 < CB ? N - j0 : CB;
+        float s[CB] = {0};
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < w; j++) s[j] += g[r * N + j0 + j];
+        for (int64_t j = 0; j < w; j++) out[j0 + j] += s[j];
+    }
+}
+
+static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softmax, softmax_lse,
+                                    layernorm, layernorm_grad, adamw, acc};
+
+/* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
+const tf_kernels *tf_kern_avx2_table(void) TF_PRIVATE;
+const tf_kernels *tf_kern_avx512_table(void) TF_PRIVATE;
+
+const tf_kernels *tf_kern_get(tf_isa isa) {
+    if (isa == TF_ISA_PORTABLE) return &portable;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (isa == TF_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return tf_kern_avx2_table();
+    if (isa == TF_ISA_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+        return tf_kern_avx512_table();
+#endif
+    return NULL;
+}
+
+static const tf_kernels *chosen;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void choose(void) {
+    static const char *names[TF_ISA_COUNT] = {"portable", "avx2", "avx512"};
+    const char *want = getenv("TFORMER_ISA");
+    for (int i = 0; want && i < TF_ISA_COUNT; i++)
+        if (!strcmp(want, names[i]) && (chosen = tf_kern_get((tf_isa)i))) return;
+    for (int i = TF_ISA_COUNT - 1; i >= 0 && !chosen; i--) chosen = tf_kern_get((tf_isa)i);
+}
+
+const tf_kernels *tf_kern(void) {
+    pthread_once(&once, choose);
+    return chosen;
+}
+
+const char *tf_kernels_info(void) { return tf_kern()->name; }

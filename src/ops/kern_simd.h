@@ -1,0 +1,191 @@
+/* The SIMD kernels, written once over a small vector vocabulary that
+ * kern_avx2.c and kern_avx512.c define before including this file:
+ *   V, VW (lanes), KT (function attributes), v_ld, v_st, v_ldt(p, n, fill)
+ *   and v_stt(p, v, n) (the first n < VW lanes), v_set, v_add, v_sub, v_mul,
+ *   v_div, v_max, v_min, v_fma(a, b, c) = a*b + c, v_sqrt, v_hsum, v_hmax,
+ *   v_round, v_pow2i(t) = 2^t for integral t, v_zero_below(r, x, lo).
+ * Every loop walks whole vectors and then one masked tail, so an element's
+ * value never depends on where a row starts. */
+
+/* e^x as Cephes' expf: x = t ln2 + r with |r| <= ln2/2, a degree-6
+ * polynomial for e^r, then 2^t; within 2 ulp of expf over the normal range,
+ * 0 below -87.3 (so -inf gives 0) and NaN stays NaN. */
+KT V v_exp(V x) {
+    V lo = v_set(-87.3365447f);
+    V xc = v_min(v_set(88.0f), x); /* min(c, NaN) is NaN: it propagates */
+    V t = v_round(v_mul(xc, v_set(1.44269504088896341f)));
+    V r = v_fma(t, v_set(-0.693359375f), xc);
+    r = v_fma(t, v_set(2.12194440e-4f), r);
+    V p = v_set(1.9875691500e-4f);
+    p = v_fma(p, r, v_set(1.3981999507e-3f));
+    p = v_fma(p, r, v_set(8.3334519073e-3f));
+    p = v_fma(p, r, v_set(4.1665795894e-2f));
+    p = v_fma(p, r, v_set(1.6666665459e-1f));
+    p = v_fma(p, r, v_set(5.0000001201e-1f));
+    p = v_fma(v_mul(p, r), r, v_add(r, v_set(1.0f)));
+    return v_zero_below(v_mul(p, v_pow2i(t)), x, lo);
+}
+
+/* tanh(u) = 1 - 2/(e^(2u)+1) of gelu's u = sqrt(2/pi) (x + 0.044715 x^3) */
+KT V v_gelu_t(V x) {
+    V u = v_mul(v_set((float)TF_SQRT2_PI), v_fma(v_mul(v_set(0.044715f), v_mul(x, x)), x, x));
+    V e = v_exp(v_add(u, u));
+    return v_sub(v_set(1.0f), v_div(v_set(2.0f), v_add(e, v_set(1.0f))));
+}
+
+KT V v_gelu(V x) { return v_mul(v_mul(v_set(0.5f), x), v_add(v_set(1.0f), v_gelu_t(x))); }
+
+KT V v_gelu_grad(V x, V dy) {
+    V t = v_gelu_t(x);
+    V du = v_mul(v_set((float)TF_SQRT2_PI), v_fma(v_set(3.0f * 0.044715f), v_mul(x, x), v_set(1.0f)));
+    V a = v_mul(v_set(0.5f), v_add(v_set(1.0f), t));
+    V b = v_mul(v_mul(v_mul(v_set(0.5f), x), v_sub(v_set(1.0f), v_mul(t, t))), du);
+    return v_mul(dy, v_add(a, b));
+}
+
+KT void k_gelu_tanh(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) v_st(y + i, v_gelu(v_ld(x + i)));
+    if (i < n) v_stt(y + i, v_gelu(v_ldt(x + i, n - i, 0.0f)), n - i);
+}
+
+KT void k_gelu_tanh_grad(float *dx, const float *dy, const float *x, int64_t n, int acc) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V d = v_gelu_grad(v_ld(x + i), v_ld(dy + i));
+        v_st(dx + i, acc ? v_add(v_ld(dx + i), d) : d);
+    }
+    if (i < n) {
+        int64_t k = n - i;
+        V d = v_gelu_grad(v_ldt(x + i, k, 0.0f), v_ldt(dy + i, k, 0.0f));
+        v_stt(dx + i, acc ? v_add(v_ldt(dx + i, k, 0.0f), d) : d, k);
+    }
+}
+
+KT float row_max(const float *x, int64_t n) {
+    V m = v_set(-INFINITY);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) m = v_max(m, v_ld(x + i));
+    if (i < n) m = v_max(m, v_ldt(x + i, n - i, -INFINITY));
+    return v_hmax(m);
+}
+
+/* y = e^(x - mx); returns the sum */
+KT float row_exp(float *y, const float *x, float mx, int64_t n) {
+    V s = v_set(0.0f), vm = v_set(mx);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V e = v_exp(v_sub(v_ld(x + i), vm));
+        v_st(y + i, e);
+        s = v_add(s, e);
+    }
+    if (i < n) {
+        V e = v_exp(v_sub(v_ldt(x + i, n - i, -INFINITY), vm));
+        v_stt(y + i, e, n - i);
+        s = v_add(s, e);
+    }
+    return v_hsum(s);
+}
+
+KT void row_scale(float *y, float a, int64_t n) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) v_st(y + i, v_mul(v_ld(y + i), v_set(a)));
+    if (i < n) v_stt(y + i, v_mul(v_ldt(y + i, n - i, 0.0f), v_set(a)), n - i);
+}
+
+KT float row_sum(const float *x, int64_t n) {
+    V s = v_set(0.0f);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) s = v_add(s, v_ld(x + i));
+    if (i < n) s = v_add(s, v_ldt(x + i, n - i, 0.0f));
+    return v_hsum(s);
+}
+
+KT void k_softmax(float *y, const float *x, int64_t n) {
+    float mx = row_max(x, n);
+    if (mx == -INFINITY) {
+        memset(y, 0, (size_t)n * sizeof *y);
+        return;
+    }
+    row_scale(y, 1.0f / row_exp(y, x, mx, n), n);
+}
+
+KT float k_softmax_lse(float *prob, const float *x, int64_t n, double *sum_x) {
+    float mx = row_max(x, n);
+    *sum_x = row_sum(x, n);
+    float s = row_exp(prob, x, mx, n);
+    row_scale(prob, 1.0f / s, n);
+    return mx + logf(s);
+}
+
+KT void k_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b, int64_t n,
+                    float eps) {
+    float mu = row_sum(x, n) / (float)n;
+    V vm = v_set(mu), s = v_set(0.0f);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V d = v_sub(v_ld(x + i), vm);
+        s = v_fma(d, d, s);
+    }
+    if (i < n) { /* the tail is filled with the mean: it adds nothing */
+        V d = v_sub(v_ldt(x + i, n - i, mu), vm);
+        s = v_fma(d, d, s);
+    }
+    float rs = 1.0f / sqrtf(v_hsum(s) / (float)n + eps);
+    *mean = mu, *rstd = rs;
+    V vr = v_set(rs);
+    for (i = 0; i < n; i += VW) {
+        int64_t k = n - i < VW ? n - i : VW;
+        V xh = v_mul(v_sub(k == VW ? v_ld(x + i) : v_ldt(x + i, k, 0.0f), vm), vr);
+        V wv = w ? (k == VW ? v_ld(w + i) : v_ldt(w + i, k, 0.0f)) : v_set(1.0f);
+        V bv = b ? (k == VW ? v_ld(b + i) : v_ldt(b + i, k, 0.0f)) : v_set(0.0f);
+        V out = v_fma(xh, wv, bv);
+        if (k == VW) v_st(y + i, out);
+        else v_stt(y + i, out, k);
+    }
+}
+
+KT void k_layernorm_grad(float *dx, const float *g, const float *x, const float *w, float mean, float rstd,
+                         int64_t n) {
+    V vm = v_set(mean), vr = v_set(rstd), s1 = v_set(0.0f), s2 = v_set(0.0f);
+    for (int64_t i = 0; i < n; i += VW) {
+        int64_t k = n - i < VW ? n - i : VW;
+        V xh = v_mul(v_sub(k == VW ? v_ld(x + i) : v_ldt(x + i, k, mean), vm), vr);
+        V dxh = v_mul(k == VW ? v_ld(g + i) : v_ldt(g + i, k, 0.0f),
+                      w ? (k == VW ? v_ld(w + i) : v_ldt(w + i, k, 0.0f)) : v_set(1.0f));
+        s1 = v_add(s1, dxh);
+        s2 = v_fma(dxh, xh, s2);
+    }
+    V a = v_set(v_hsum(s1) / (float)n), c = v_set(v_hsum(s2) / (float)n);
+    for (int64_t i = 0; i < n; i += VW) {
+        int64_t k = n - i < VW ? n - i : VW;
+        V xh = v_mul(v_sub(k == VW ? v_ld(x + i) : v_ldt(x + i, k, mean), vm), vr);
+        V dxh = v_mul(k == VW ? v_ld(g + i) : v_ldt(g + i, k, 0.0f),
+                      w ? (k == VW ? v_ld(w + i) : v_ldt(w + i, k, 0.0f)) : v_set(1.0f));
+        V d = v_mul(vr, v_sub(v_sub(dxh, a), v_mul(xh, c)));
+        if (k == VW) v_st(dx + i, v_add(v_ld(dx + i), d));
+        else v_stt(dx + i, v_add(v_ldt(dx + i, k, 0.0f), d), k);
+    }
+}
+
+KT void k_adamw(float *w, const float *g, float *m, float *v, int64_t n, const tf_adamw_coef *c) {
+    V b1 = v_set(c->beta1), b2 = v_set(c->beta2), a1 = v_set(1.0f - c->beta1), a2 = v_set(1.0f - c->beta2);
+    V i1 = v_set(c->inv_bc1), i2 = v_set(c->inv_bc2), lr = v_set(c->lr), eps = v_set(c->eps), dec = v_set(c->decay);
+    for (int64_t i = 0; i < n; i += VW) {
+        int64_t k = n - i < VW ? n - i : VW;
+        V gv = k == VW ? v_ld(g + i) : v_ldt(g + i, k, 0.0f);
+        V mv = v_fma(b1, k == VW ? v_ld(m + i) : v_ldt(m + i, k, 0.0f), v_mul(a1, gv));
+        V vv = v_fma(b2, k == VW ? v_ld(v + i) : v_ldt(v + i, k, 0.0f), v_mul(v_mul(a2, gv), gv));
+        V wv = k == VW ? v_ld(w + i) : v_ldt(w + i, k, 0.0f);
+        V step = v_div(v_mul(lr, v_mul(mv, i1)), v_add(v_sqrt(v_mul(vv, i2)), eps));
+        wv = v_sub(wv, v_fma(dec, wv, step));
+        if (k == VW) v_st(m + i, mv), v_st(v + i, vv), v_st(w + i, wv);
+        else v_stt(m + i, mv, k), v_stt(v + i, vv, k), v_stt(w + i, wv, k);
+    }
+}
+
+KT void k_acc(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) v_st(y + i, v_add(v_ld(y + i), v_ld(x + i)));
+    if (i < n) v_stt(y + i, v_add(v_ldt(y + i, n - i, 0.0f), v_ldt(x + i, n - i, 0.0f)), n - i);
+}

@@ -1,0 +1,67 @@
+/* Row and element kernels with one portable C version (the reference, always
+ * built and tested) and AVX2 / AVX-512 versions chosen at run time by CPU
+ * detection. A variant may differ from the reference only by float
+ * reassociation and by its exp (a polynomial within 2 ulp of expf); each works
+ * on whole rows, so results do not depend on the thread count. */
+#ifndef TF_KERNELS_H
+#define TF_KERNELS_H
+
+#include "../core/internal.h"
+
+#define TF_SQRT1_2 0.70710678118654752440
+#define TF_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define TF_INV_SQRT_2PI 0.39894228040143267794
+
+typedef enum { TF_ISA_PORTABLE, TF_ISA_AVX2, TF_ISA_AVX512, TF_ISA_COUNT } tf_isa;
+
+/* AdamW's per-step constants: m, v moments; w -= decay*w + lr*mh/(sqrt(vh)+eps). */
+typedef struct {
+    float beta1, beta2, inv_bc1, inv_bc2, lr, eps, decay;
+} tf_adamw_coef;
+
+typedef struct {
+    const char *name;
+    /* y (n) = gelu(x), tanh form; y may be x */
+    void (*gelu_tanh)(float *y, const float *x, int64_t n);
+    /* dx (n) = dy * gelu'(x), or += when acc */
+    void (*gelu_tanh_grad)(float *dx, const float *dy, const float *x, int64_t n, int acc);
+    /* y (n) = softmax(x); -inf entries give 0, an all -inf row gives zeros; y may be x */
+    void (*softmax)(float *y, const float *x, int64_t n);
+    /* prob (n) = softmax(x); returns log-sum-exp(x) and *sum_x = sum of x */
+    float (*softmax_lse)(float *prob, const float *x, int64_t n, double *sum_x);
+    /* y (n) = (x - mean) * rstd * w + b (w, b may be NULL); writes *mean, *rstd */
+    void (*layernorm)(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                      int64_t n, float eps);
+    /* dx (n) += LayerNorm's input gradient for output gradient g */
+    void (*layernorm_grad)(float *dx, const float *g, const float *x, const float *w, float mean, float rstd,
+                           int64_t n);
+    /* one AdamW update of n parameters */
+    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, const tf_adamw_coef *c);
+    /* y (n) += x */
+    void (*acc)(float *y, const float *x, int64_t n);
+} tf_kernels;
+
+/* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
+ * has it), else the widest the CPU has. */
+const tf_kernels *tf_kern(void) TF_PRIVATE;
+/* One variant, or NULL when not built or not supported by this CPU (tests). */
+const tf_kernels *tf_kern_get(tf_isa isa) TF_PRIVATE;
+
+/* Run BODY over [0, n) in chunks of 4096 (i0, len), in parallel when there
+ * are several; element-wise kernels give the same result however split. */
+#define TF_CHUNK 4096
+#define TF_FOR_CHUNKS(n, i0, len, BODY)                                                  \
+    do {                                                                                 \
+        int64_t n_ = (n), chunks_ = (n_ + TF_CHUNK - 1) / TF_CHUNK;                      \
+        _Pragma("omp parallel for schedule(static) if (chunks_ > 4)")                    \
+        for (int64_t c_ = 0; c_ < chunks_; c_++) {                                       \
+            int64_t i0 = c_ * TF_CHUNK, len = n_ - i0 < TF_CHUNK ? n_ - i0 : TF_CHUNK;   \
+            BODY;                                                                        \
+        }                                                                                \
+    } while (0)
+
+/* out (N) += column sums of g (R,N): blocks of columns in parallel, each
+ * column summing its rows in order (the same on any thread count). */
+void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) TF_PRIVATE;
+
+#endif

@@ -1,0 +1,122 @@
+/* The AVX2 and AVX-512 kernels against the portable ones, on sizes that are
+ * not multiples of the vector width, and their edge cases. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/kernels.h"
+#include "test.h"
+
+static const int64_t sizes[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 100, 257, 1000, 4099};
+#define NSIZES (int)(sizeof sizes / sizeof sizes[0])
+#define MAXN 4099
+
+/* Largest |a - b| over the largest |b|: measured worst 2.7e-7 (gelu's
+ * gradient), bound 1e-6; a 4e-5 change to one exp coefficient fails it. */
+static double max_err(const float *a, const float *b, int64_t n) {
+    double d = 0.0, m = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (!(e <= d)) d = e; /* NaN wins */
+        if (fabs(b[i]) > m) m = fabs(b[i]);
+    }
+    return d / m;
+}
+
+static void fill(float *x, int64_t n, uint64_t seed, float scale) {
+    for (int64_t i = 0; i < n; i++) x[i] = scale * (2.0f * tf_hash_uniform(seed, (uint64_t)i) - 1.0f);
+}
+
+typedef struct {
+    float x[MAXN], y[MAXN], g[MAXN], w[MAXN], b[MAXN], out0[MAXN], out1[MAXN];
+} bufs;
+
+/* One variant's row kernels against the portable ones; returns the worst error. */
+static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64_t n, const char **worst) {
+    double e, w = 0.0;
+#define TRACK(name, err) (e = (err), e > w || e != e ? (w = e, *worst = name) : 0)
+    fill(s->x, n, 1, 6.0f), fill(s->g, n, 2, 1.0f), fill(s->w, n, 3, 1.0f), fill(s->b, n, 4, 1.0f);
+    ref->gelu_tanh(s->out0, s->x, n), k->gelu_tanh(s->out1, s->x, n);
+    TRACK("gelu_tanh", max_err(s->out1, s->out0, n));
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(s->out0, s->w, (size_t)n * 4), memcpy(s->out1, s->w, (size_t)n * 4);
+        ref->gelu_tanh_grad(s->out0, s->g, s->x, n, acc), k->gelu_tanh_grad(s->out1, s->g, s->x, n, acc);
+        TRACK("gelu_tanh_grad", max_err(s->out1, s->out0, n));
+    }
+    memcpy(s->y, s->x, (size_t)n * 4);
+    for (int64_t i = 3; i < n; i += 5) s->y[i] = -INFINITY; /* masked entries */
+    ref->softmax(s->out0, s->y, n), k->softmax(s->out1, s->y, n);
+    TRACK("softmax", max_err(s->out1, s->out0, n));
+    double sx0, sx1;
+    float l0 = ref->softmax_lse(s->out0, s->x, n, &sx0), l1 = k->softmax_lse(s->out1, s->x, n, &sx1);
+    TRACK("softmax_lse prob", max_err(s->out1, s->out0, n));
+    TRACK("softmax_lse lse", fabs(l1 - l0) / (fabs(l0) + 1.0));
+    TRACK("softmax_lse sum", fabs(sx1 - sx0) / (fabs(sx0) + (double)n));
+    for (int affine = 0; affine < 2; affine++) {
+        float m0, r0, m1, r1;
+        const float *wt = affine ? s->w : NULL, *bt = affine ? s->b : NULL;
+        ref->layernorm(s->out0, &m0, &r0, s->x, wt, bt, n, 1e-5f);
+        k->layernorm(s->out1, &m1, &r1, s->x, wt, bt, n, 1e-5f);
+        TRACK("layernorm", max_err(s->out1, s->out0, n));
+        TRACK("layernorm mean/rstd", fabs(m1 - m0) / 6.0 + fabs(r1 - r0) / r0);
+        memcpy(s->out0, s->b, (size_t)n * 4), memcpy(s->out1, s->b, (size_t)n * 4);
+        ref->layernorm_grad(s->out0, s->g, s->x, wt, m0, r0, n);
+        k->layernorm_grad(s->out1, s->g, s->x, wt, m0, r0, n);
+        TRACK("layernorm_grad", n > 1 ? max_err(s->out1, s->out0, n) : 0.0);
+    }
+    tf_adamw_coef co = {0.9f, 0.95f, 1.0f / 0.1f, 1.0f / 0.05f, 1e-3f, 1e-8f, 1e-4f};
+    float *m[2] = {s->y, s->w}, *v[2] = {s->b, s->g}; /* moments, reused buffers */
+    memcpy(s->out0, s->x, (size_t)n * 4), memcpy(s->out1, s->x, (size_t)n * 4);
+    fill(s->y, n, 5, 0.1f), fill(s->w, n, 5, 0.1f), fill(s->b, n, 6, 0.01f), fill(s->g, n, 6, 0.01f);
+    for (int64_t i = 0; i < n; i++) s->b[i] = s->g[i] = fabsf(s->b[i]);
+    float grad[MAXN];
+    fill(grad, n, 7, 1.0f);
+    ref->adamw(s->out0, grad, m[0], v[0], n, &co), k->adamw(s->out1, grad, m[1], v[1], n, &co);
+    TRACK("adamw", max_err(s->out1, s->out0, n));
+    TRACK("adamw moments", max_err(m[1], m[0], n) + max_err(v[1], v[0], n));
+    memcpy(s->out0, s->x, (size_t)n * 4), memcpy(s->out1, s->x, (size_t)n * 4);
+    ref->acc(s->out0, grad, n), k->acc(s->out1, grad, n);
+    TRACK("acc", max_err(s->out1, s->out0, n));
+#undef TRACK
+    return w;
+}
+
+TEST(simd_variants_match_portable) {
+    const tf_kernels *ref = tf_kern_get(TF_ISA_PORTABLE);
+    bufs *s = malloc(sizeof *s);
+    CHECK(ref && s);
+    int tested = 0, bad_n = -1;
+    const char *worst = "", *bad_isa = "";
+    double bad = 0.0;
+    for (int isa = TF_ISA_AVX2; isa < TF_ISA_COUNT && bad_n < 0; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue; /* this CPU lacks it */
+        tested++;
+        for (int i = 0; i < NSIZES && bad_n < 0; i++)
+            if (!((bad = compare(k, ref, s, sizes[i], &worst)) < 1e-6)) bad_n = (int)sizes[i], bad_isa = k->name;
+    }
+    free(s);
+    CHECKF(bad_n < 0, "%s %s at n=%d: error %g", bad_isa, worst, bad_n, bad);
+#if defined(__x86_64__)
+    CHECKF(tested > 0, "no SIMD variant ran on this x86-64 CPU");
+#endif
+}
+
+TEST(simd_edge_cases) {
+    for (int isa = 0; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue;
+        float x[19], y[19];
+        for (int i = 0; i < 19; i++) x[i] = -INFINITY;
+        k->softmax(y, x, 19); /* a fully masked row: zeros, not NaN */
+        for (int i = 0; i < 19; i++) CHECKF(y[i] == 0.0f, "%s: masked row gave %g", k->name, y[i]);
+        x[4] = 1.0f, x[17] = 1.0f;
+        k->softmax(y, x, 19);
+        for (int i = 0; i < 19; i++)
+            CHECKF(y[i] == (i == 4 || i == 17 ? 0.5f : 0.0f), "%s: softmax[%d] = %g", k->name, i, y[i]);
+        float big[5] = {-100.0f, -20.0f, 20.0f, 100.0f, NAN}, g[5];
+        k->gelu_tanh(g, big, 5);
+        CHECKF(g[0] == 0.0f && fabsf(g[1]) < 1e-30f && g[2] == 20.0f && g[3] == 100.0f && isnan(g[4]),
+               "%s: gelu of -100 -20 20 100 NaN = %g %g %g %g %g", k->name, g[0], g[1], g[2], g[3], g[4]);
+    }
+}
