@@ -156,6 +156,7 @@ typedef enum {
     TF_OP_SUM,           /* over one dim or all; mean is a scaled sum */
     TF_OP_CROSS_ENTROPY, /* logits, ignore index, label smoothing */
     TF_OP_SDPA,          /* fused scaled dot-product attention */
+    TF_OP_DENSE,         /* x W^T + b, then an optional activation, fused */
     TF_OP_COUNT
 } tf_op;
 
@@ -197,6 +198,11 @@ tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets,
  * for query i when j > i + Tk - Tq (PyTorch's rule when Tq == Tk). */
 tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
                    int causal, float scale);
+/* act(x W^T + b) in one op: x (..., K), w (N,K), or (K,N) when w_in_out
+ * (Hugging Face's Conv1D: act(x W + b)), b (N) or NULL, act a tf_activation
+ * or TF_ACT_NONE. Saves the bias pass and, with an activation, one (..., N)
+ * tensor and its gradient over matmul + bias_add + activation. */
+tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_tensor *b, int act);
 
 /* ---------------------------------------------------------------- parameters */
 
@@ -221,7 +227,7 @@ void tf_params_zero_grad(tf_params *ps);
 
 /* ---------------------------------------------------------------- layers */
 
-typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH } tf_activation;
+typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_NONE } tf_activation;
 
 typedef struct {
     tf_tensor *weight; /* (out,in), PyTorch's layout */
@@ -267,6 +273,8 @@ tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_ten
                           tf_tensor *value, const tf_attn_mask *mask, tf_tensor **weights);
 
 tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x);
+/* act(linear(x)) fused (tf_dense); act a tf_activation or TF_ACT_NONE */
+tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x, int act);
 tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x);
 
 /* Positional encodings. */

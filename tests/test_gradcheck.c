@@ -179,6 +179,16 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
                  : tf_decoder_layer_forward(c, &dl, &cfg, x, mem, &self, &cross);
 }
 
+/* act(x W^T + b): no activation with and without bias, each activation, and
+ * Hugging Face's (in,out) weight layout. */
+static tf_tensor *case_dense(tf_ctx *c, int v) {
+    static const int acts[6] = {TF_ACT_NONE, TF_ACT_NONE, TF_ACT_GELU_TANH, TF_ACT_GELU, TF_ACT_RELU, TF_ACT_GELU_TANH};
+    tf_tensor *x = LEAF(c, 2, 3, 5), *w = v == 5 ? LEAF(c, 5, 7) : LEAF(c, 7, 5), *b = v == 1 ? NULL : LEAF(c, 7);
+    if (v == 4) /* keep relu's inputs away from the kink: a bias far from zero */
+        for (int i = 0; i < 7; i++) tf_f32(b)[i] = i % 2 ? 4.0f : -4.0f;
+    return tf_dense(c, x, w, v == 5, b, acts[v]);
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -202,6 +212,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_SUM] = {TF_OP_SUM, 3, case_sum},
     [TF_OP_CROSS_ENTROPY] = {TF_OP_CROSS_ENTROPY, 2, case_cross_entropy},
     [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
+    [TF_OP_DENSE] = {TF_OP_DENSE, 6, case_dense},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {
@@ -303,7 +314,7 @@ TEST(gradcheck_catches_a_wrong_gradient) {
 
 TEST(gradcheck_layers) {
     for (int v = 0; v < 3; v++) {
-        double err = gradcheck(case_mha, v, TF_OP_MATMUL);
+        double err = gradcheck(case_mha, v, TF_OP_DENSE);
         if (getenv("GC_VERBOSE")) fprintf(stderr, "    attention/%d: %.3g over %d leaves\n", v, err, G.n);
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "attention variant %d: relative gradient error %g (%s)", v, err, tf_error());

@@ -86,6 +86,10 @@ enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel) TF_PRIVATE;
 
+/* gelu(x), exact (erf) or tanh form, in float as PyTorch computes it; the
+ * derivative into *deriv when not NULL. */
+float tf_gelu_scalar(float x, int tanh_form, float *deriv) TF_PRIVATE;
+
 /* A line plot as PNG (libpng): series a (blue) and b (red, may be empty)
  * against their x values, with the axis ranges written as numbers. */
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
@@ -114,6 +118,7 @@ TF_OP_FUNCS(concat)
 TF_OP_FUNCS(sum)
 TF_OP_FUNCS(cross_entropy)
 TF_OP_FUNCS(sdpa)
+TF_OP_FUNCS(dense)
 #undef TF_OP_FUNCS
 
 #endif

@@ -80,9 +80,9 @@ void tf_gpt_free(tf_gpt *m) {
 }
 
 /* x (..., in) W (in, out) + b: Hugging Face's Conv1D. */
-static tf_tensor *conv1d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b) {
-    tf_tensor *y = tf_matmul(ctx, x, w, 0, 0);
-    return b ? tf_bias_add(ctx, y, b) : y;
+/* Hugging Face's Conv1D: x W + b with W stored (in,out), then act (or TF_ACT_NONE) */
+static tf_tensor *conv1d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, int act) {
+    return tf_dense(ctx, x, w, 1, b, act);
 }
 
 /* Causal self-attention of x (B,T,C) -> (B,T,C). */
@@ -90,7 +90,7 @@ static tf_tensor *attention(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b,
     if (!x) return NULL; /* an earlier op failed */
     const tf_gpt_config *c = &m->cfg;
     int64_t B = x->shape[0], T = x->shape[1], C = c->n_embd, H = c->n_head, D = C / H;
-    tf_tensor *qkv = conv1d(ctx, x, b->c_attn_w, b->c_attn_b);  // qkv: (B,T,3C)
+    tf_tensor *qkv = conv1d(ctx, x, b->c_attn_w, b->c_attn_b, TF_ACT_NONE);  // qkv: (B,T,3C)
     tf_tensor *hd[3];
     for (int i = 0; i < 3; i++) {  // (B,T,C) slice -> (B,H,T,D)
         tf_tensor *part = tf_reshape(ctx, tf_narrow(ctx, qkv, 2, i * C, C), 4, (int64_t[]){B, T, H, D});
@@ -109,14 +109,13 @@ static tf_tensor *attention(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b,
         y = tf_sdpa(ctx, hd[0], hd[1], hd[2], NULL, 1, scale);  // y: (B,H,T,D)
     }
     y = tf_reshape(ctx, tf_transpose(ctx, y, 1, 2), 3, (int64_t[]){B, T, C});
-    return tf_dropout(ctx, conv1d(ctx, y, b->attn_proj_w, b->attn_proj_b), c->dropout);
+    return tf_dropout(ctx, conv1d(ctx, y, b->attn_proj_w, b->attn_proj_b, TF_ACT_NONE), c->dropout);
 }
 
 static tf_tensor *mlp(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
     const tf_gpt_config *c = &m->cfg;
-    tf_tensor *h = conv1d(ctx, x, b->c_fc_w, b->c_fc_b);
-    h = c->activation == TF_ACT_RELU ? tf_relu(ctx, h) : tf_gelu(ctx, h, c->activation == TF_ACT_GELU ? TF_GELU_ERF : TF_GELU_TANH);
-    return tf_dropout(ctx, conv1d(ctx, h, b->mlp_proj_w, b->mlp_proj_b), c->dropout);
+    tf_tensor *h = conv1d(ctx, x, b->c_fc_w, b->c_fc_b, c->activation);  // h: (B,T,4C)
+    return tf_dropout(ctx, conv1d(ctx, h, b->mlp_proj_w, b->mlp_proj_b, TF_ACT_NONE), c->dropout);
 }
 
 static tf_tensor *block(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {

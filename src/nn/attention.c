@@ -6,8 +6,11 @@
 #include "../core/internal.h"
 
 tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x) {
-    tf_tensor *y = tf_matmul(ctx, x, l->weight, 0, 1);  // y: (..., out) = x (..., in) W^T
-    return l->bias ? tf_bias_add(ctx, y, l->bias) : y;
+    return tf_dense(ctx, x, l->weight, 0, l->bias, TF_ACT_NONE);  // (..., out) = x (..., in) W^T + b
+}
+
+tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x, int act) {
+    return tf_dense(ctx, x, l->weight, 0, l->bias, act);
 }
 
 tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x) {

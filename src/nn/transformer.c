@@ -128,14 +128,10 @@ void tf_transformer_free(tf_transformer *t) {
 
 /* ---------------------------------------------------------------- forward */
 
-static tf_tensor *activation(tf_ctx *ctx, tf_activation a, tf_tensor *x) {
-    return a == TF_ACT_RELU ? tf_relu(ctx, x) : tf_gelu(ctx, x, a == TF_ACT_GELU ? TF_GELU_ERF : TF_GELU_TANH);
-}
-
 /* MLP(x) = dropout(linear2(dropout(act(linear1(x))))) */
 static tf_tensor *mlp(tf_ctx *ctx, const tf_linear *l1, const tf_linear *l2,
                       const tf_layer_config *cfg, tf_tensor *x) {
-    tf_tensor *h = tf_dropout(ctx, activation(ctx, cfg->activation, tf_linear_forward(ctx, l1, x)), cfg->dropout);
+    tf_tensor *h = tf_dropout(ctx, tf_linear_act_forward(ctx, l1, x, cfg->activation), cfg->dropout);
     return tf_dropout(ctx, tf_linear_forward(ctx, l2, h), cfg->dropout);
 }
 

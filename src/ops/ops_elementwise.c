@@ -214,8 +214,8 @@ tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
 
 /* gelu(x) and its derivative, exact (erf) or the tanh approximation, in
  * float as PyTorch computes them. */
-static float gelu_f(float x, tf_gelu_kind k, float *deriv) {
-    if (k == TF_GELU_ERF) {
+float tf_gelu_scalar(float x, int tanh_form, float *deriv) {
+    if (!tanh_form) {
         float cdf = 0.5f * (1.0f + erff(x * (float)TF_SQRT1_2));
         if (deriv) *deriv = cdf + x * (float)TF_INV_SQRT_2PI * expf(-0.5f * x * x);
         return x * cdf;
@@ -239,7 +239,7 @@ void tf_op_gelu_forward(tf_node *n) {
         return;
     }
     #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
-    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = gelu_f(x[i], p->gelu, NULL);
+    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = tf_gelu_scalar(x[i], p->gelu == TF_GELU_TANH, NULL);
 }
 
 void tf_op_gelu_backward(tf_node *n) {
@@ -255,7 +255,7 @@ void tf_op_gelu_backward(tf_node *n) {
 #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
     for (int64_t i = 0; i < tf_numel(n->out); i++) {
         float d;
-        gelu_f(x[i], p->gelu, &d);
+        tf_gelu_scalar(x[i], p->gelu == TF_GELU_TANH, &d);
         gx[i] += g[i] * d;
     }
 }

@@ -1,0 +1,101 @@
+/* The fused dense layer: out = act(x W^T + b). The bias is the product's
+ * starting value (no separate pass), the activation runs on the product in
+ * place of its own op, and the backward turns the output gradient into the
+ * pre-activation gradient once for the three products it feeds. */
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    int64_t M, N, K; /* x (M,K), w (N,K) or (K,N) when w_in_out, out (M,N) */
+    int w_in_out;
+    int act;         /* tf_activation or TF_ACT_NONE */
+} tf_dense_params;
+
+/* out (n) = act(pre) */
+static void act_forward(float *out, const float *pre, int64_t n, int act) {
+    const tf_kernels *k = tf_kern();
+    if (act == TF_ACT_GELU_TANH) {
+        TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
+        return;
+    }
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = act == TF_ACT_RELU ? (pre[i] > 0 ? pre[i] : 0.0f) : tf_gelu_scalar(pre[i], 0, NULL);
+}
+
+/* dpre (n) = g * act'(pre) */
+static void act_backward(float *dpre, const float *g, const float *pre, int64_t n, int act) {
+    const tf_kernels *k = tf_kern();
+    if (act == TF_ACT_GELU_TANH) {
+        TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh_grad(dpre + i0, g + i0, pre + i0, len, 0));
+        return;
+    }
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) {
+        float d = pre[i] > 0 ? 1.0f : 0.0f;
+        if (act == TF_ACT_GELU) tf_gelu_scalar(pre[i], 0, &d);
+        dpre[i] = g[i] * d;
+    }
+}
+
+void tf_op_dense_forward(tf_node *n) {
+    const tf_dense_params *p = n->params;
+    const float *x = tf_f32(n->in[0]), *w = tf_f32(n->in[1]), *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
+    float *out = tf_f32(n->out), *pre = p->act == TF_ACT_NONE ? out : n->saved[0];  // (M,N) each
+    if (b) {
+#pragma omp parallel for schedule(static) if (p->M * p->N > 16384)
+        for (int64_t r = 0; r < p->M; r++) memcpy(pre + r * p->N, b, (size_t)p->N * sizeof *b);
+    } else {
+        memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
+    }
+    tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, TF_GEMM_AUTO);
+    if (p->act != TF_ACT_NONE) act_forward(out, pre, p->M * p->N, p->act);
+}
+
+void tf_op_dense_backward(tf_node *n) {
+    const tf_dense_params *p = n->params;
+    tf_tensor *X = n->in[0], *W = n->in[1], *B = n->in[2];
+    const float *g = n->out->grad, *dpre = g;  // (M,N)
+    if (p->act != TF_ACT_NONE) {
+        act_backward(n->saved[1], g, n->saved[0], p->M * p->N, p->act);
+        dpre = n->saved[1];
+    }
+    int64_t M = p->M, N = p->N, K = p->K;
+    if (X->grad) tf_gemm_acc(X->grad, dpre, tf_f32(W), M, K, N, 0, p->w_in_out, TF_GEMM_AUTO);  // dx = dpre op(W)^T
+    if (W->grad && p->w_in_out) tf_gemm_acc(W->grad, tf_f32(X), dpre, K, N, M, 1, 0, TF_GEMM_AUTO); // x^T dpre
+    else if (W->grad) tf_gemm_acc(W->grad, dpre, tf_f32(X), N, K, M, 1, 0, TF_GEMM_AUTO);            // dpre^T x
+    if (B && B->grad) tf_col_sums(B->grad, dpre, p->M, p->N);
+}
+
+tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_tensor *b, int act) {
+    if (!x || !w) return NULL;
+    char sx[64], sw[64];
+    int io = w_in_out != 0;
+    int64_t K = x->ndim ? x->shape[x->ndim - 1] : 0, N = w->ndim == 2 ? w->shape[io ? 1 : 0] : -1;
+    if (x->dtype != TF_DTYPE_F32 || w->dtype != TF_DTYPE_F32 || x->ndim < 1 || w->ndim != 2 || w->shape[io ? 0 : 1] != K)
+        return tf_set_error("dense: input %s and weight %s %s do not match", tf_shape_str(x, sx, sizeof sx),
+                            tf_shape_str(w, sw, sizeof sw), io ? "(in,out)" : "(out,in)"), NULL;
+    if (b && (b->dtype != TF_DTYPE_F32 || b->ndim != 1 || b->shape[0] != N))
+        return tf_set_error("dense: bias %s must be F32 of shape (%lld)", tf_shape_str(b, sx, sizeof sx),
+                            (long long)N), NULL;
+    if (act < TF_ACT_RELU || act > TF_ACT_NONE) return tf_set_error("dense: unknown activation %d", act), NULL;
+    tf_dense_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->K = K, p->N = N, p->M = K ? tf_numel(x) / K : 0, p->act = act, p->w_in_out = io;
+    int64_t shape[TF_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = p->N;
+    tf_tensor *in[3] = {tf_contiguous(ctx, x), tf_contiguous(ctx, w), b ? tf_contiguous(ctx, b) : NULL};
+    if (!in[0] || !in[1] || (b && !in[2])) return NULL;
+    /* tf_node_new rejects NULL inputs: pass x for an absent bias and patch it */
+    tf_tensor *nn_in[3] = {in[0], in[1], in[2] ? in[2] : in[0]};
+    tf_node *n = tf_node_new(ctx, TF_OP_DENSE, 3, nn_in, TF_DTYPE_F32, x->ndim, shape, p);
+    if (!n) return NULL;
+    n->in[2] = in[2];
+    if (act != TF_ACT_NONE) {
+        if (!(n->saved[0] = tf_ctx_floats(ctx, p->M * p->N))) return NULL;
+        if (n->out->grad && !(n->saved[1] = tf_ctx_floats(ctx, p->M * p->N))) return NULL;
+    }
+    return tf_node_run(ctx, n);
+}
