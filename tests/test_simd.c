@@ -47,6 +47,9 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     for (int64_t i = 3; i < n; i += 5) s->y[i] = -INFINITY; /* masked entries */
     ref->softmax(s->out0, s->y, n), k->softmax(s->out1, s->y, n);
     TRACK("softmax", max_err(s->out1, s->out0, n));
+    float e0 = ref->exp_shift(s->out0, s->y, 2.5f, n), e1 = k->exp_shift(s->out1, s->y, 2.5f, n);
+    TRACK("exp_shift", max_err(s->out1, s->out0, n));
+    TRACK("exp_shift sum", fabs(e1 - e0) / fabs(e0));
     double sx0, sx1;
     float l0 = ref->softmax_lse(s->out0, s->x, n, &sx0), l1 = k->softmax_lse(s->out1, s->x, n, &sx1);
     TRACK("softmax_lse prob", max_err(s->out1, s->out0, n));

@@ -39,6 +39,12 @@ static void softmax(float *y, const float *x, int64_t n) {
     for (int64_t j = 0; j < n; j++) y[j] *= inv;
 }
 
+static float exp_shift(float *y, const float *x, float shift, int64_t n) {
+    double s = 0.0;
+    for (int64_t j = 0; j < n; j++) s += (y[j] = expf(x[j] - shift));
+    return (float)s;
+}
+
 static float softmax_lse(float *prob, const float *x, int64_t n, double *sum_x) {
     float mx = -INFINITY;
     for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
@@ -105,7 +111,7 @@ void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
     }
 }
 
-static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softmax, softmax_lse,
+static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */

@@ -27,6 +27,8 @@ typedef struct {
     void (*gelu_tanh_grad)(float *dx, const float *dy, const float *x, int64_t n, int acc);
     /* y (n) = softmax(x); -inf entries give 0, an all -inf row gives zeros; y may be x */
     void (*softmax)(float *y, const float *x, int64_t n);
+    /* y (n) = e^(x - shift) (0 where x is -inf); returns the sum; y may be x */
+    float (*exp_shift)(float *y, const float *x, float shift, int64_t n);
     /* prob (n) = softmax(x); returns log-sum-exp(x) and *sum_x = sum of x */
     float (*softmax_lse)(float *prob, const float *x, int64_t n, double *sum_x);
     /* y (n) = (x - mean) * rstd * w + b (w, b may be NULL); writes *mean, *rstd */

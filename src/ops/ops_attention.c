@@ -1,17 +1,18 @@
 /* Fused scaled dot-product attention: softmax(scale * Q K^T + mask) V, in the
- * flash-attention manner: for each query row the keys are visited in tiles
- * with an online softmax (running max and sum), so no Tq x Tk matrix is ever
- * stored; the forward keeps only the output and each row's log-sum-exp, and
- * the backward recomputes the probabilities tile by tile into a row of Tk
- * floats. Memory grows linearly with the sequence; tiles past the causal
- * limit are skipped. */
+ * flash-attention manner. Blocks of BQ query rows visit the keys in tiles of
+ * BK with an online softmax (running max and sum per row); each tile's scores
+ * Q K^T and its contribution P V are small matrix products (the BLAS on the
+ * calling thread). No Tq x Tk matrix is stored: the forward keeps the output
+ * and each row's log-sum-exp, the backward recomputes the tiles. Memory grows
+ * linearly with the sequence; tiles past the causal limit are skipped. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "kernels.h"
 
-#define TILE 64
+#define BQ 64 /* query rows per block */
+#define BK 64 /* keys per tile */
 
 typedef struct {
     int64_t B, H, Tq, Tk, D, Dv;
@@ -21,121 +22,150 @@ typedef struct {
     int64_t ms[4]; /* mask strides broadcast to (B,H,Tq,Tk) */
 } tf_sdpa_params;
 
-/* Scores of query qi against keys [j0, j1) into s; returns their max. */
-static float tile_scores(float *s, const tf_sdpa_params *p, const float *qi, const float *k, const tf_tensor *mask,
-                         int64_t moff, int64_t j0, int64_t j1, int64_t last) {
-    float mx = -INFINITY;
-    for (int64_t j = j0; j < j1; j++) {
-        float z;
-        if (p->causal && j > last) {
-            z = -INFINITY;
-        } else {
-            z = tf_dot(qi, k + j * p->D, p->D) * p->scale;
-            if (mask && p->mask_dtype == TF_DTYPE_F32) z += tf_f32(mask)[moff + j * p->ms[3]];
-            else if (mask && tf_u8(mask)[moff + j * p->ms[3]]) z = -INFINITY;
-        }
-        s[j - j0] = z;
-        if (z > mx) mx = z;
-    }
-    return mx;
-}
+/* One block of query rows [i0, i1) of one (batch, head). */
+typedef struct {
+    const tf_sdpa_params *p;
+    const tf_tensor *mask;
+    int64_t bh, i0, i1;
+    const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (Tk,D), V (Tk,Dv) */
+} sdpa_block;
 
-/* The keys a query row can see: [0, end). */
+/* The keys query row i can see: [0, end); *last is the last one (causal). */
 static int64_t visible_end(const tf_sdpa_params *p, int64_t i, int64_t *last) {
     *last = i + p->Tk - p->Tq;
     if (!p->causal) return p->Tk;
     return *last + 1 < 0 ? 0 : *last + 1 < p->Tk ? *last + 1 : p->Tk;
 }
 
-/* One query row: out row o (Dv) and its log-sum-exp (-inf when every key is excluded). */
-static float forward_row(float *o, const tf_sdpa_params *p, const float *qi, const float *kb, const float *vb,
-                         const tf_tensor *mask, int64_t moff, int64_t i) {
-    float s[TILE], m = -INFINITY;
-    double l = 0.0;
-    int64_t last, end = visible_end(p, i, &last);
-    memset(o, 0, (size_t)p->Dv * sizeof *o);
-    for (int64_t j0 = 0; j0 < end; j0 += TILE) {
-        int64_t j1 = j0 + TILE < end ? j0 + TILE : end;
-        float tm = tile_scores(s, p, qi, kb, mask, moff, j0, j1, last);
-        if (tm == -INFINITY) continue;
-        if (tm > m) { /* a new running max: rescale what was summed so far */
-            float r = m == -INFINITY ? 0.0f : expf(m - tm);
-            l *= r;
-            for (int64_t c = 0; c < p->Dv; c++) o[c] *= r;
-            m = tm;
-        }
-        for (int64_t j = j0; j < j1; j++) {
-            float e = expf(s[j - j0] - m);
-            l += e;
-            const float *vj = vb + j * p->Dv;
-            for (int64_t c = 0; c < p->Dv; c++) o[c] += e * vj[c];
+/* S (rows, w) = scale * Q_rows K_[j0,j0+w)^T + mask, -inf where excluded. */
+static void block_scores(float *S, const sdpa_block *k, int64_t j0, int64_t w) {
+    const tf_sdpa_params *p = k->p;
+    int64_t rows = k->i1 - k->i0, b = k->bh / p->H, h = k->bh % p->H;
+    tf_gemm_small(S, k->q + k->i0 * p->D, k->k + j0 * p->D, rows, w, p->D, 0, 1, 0.0f);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = k->i0 + r, last, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
+        visible_end(p, i, &last);
+        float *s = S + r * w;
+        for (int64_t c = 0; c < w; c++) {
+            int64_t j = j0 + c;
+            float z = s[c] * p->scale;
+            if (p->causal && j > last) z = -INFINITY;
+            else if (k->mask && p->mask_dtype == TF_DTYPE_F32) z += tf_f32(k->mask)[moff + j * p->ms[3]];
+            else if (k->mask && tf_u8(k->mask)[moff + j * p->ms[3]]) z = -INFINITY;
+            s[c] = z;
         }
     }
-    if (l == 0.0) return -INFINITY; /* every key excluded: zeros, as in tf_softmax */
-    float inv = (float)(1.0 / l);
-    for (int64_t c = 0; c < p->Dv; c++) o[c] *= inv;
-    return m + (float)log(l);
+}
+
+/* Keys [0, end) that some row of the block can see. */
+static int64_t block_end(const sdpa_block *k) {
+    int64_t last;
+    return visible_end(k->p, k->i1 - 1, &last);
+}
+
+static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv), lse: (rows)
+    const tf_sdpa_params *p = k->p;
+    const tf_kernels *kern = tf_kern();
+    int64_t rows = k->i1 - k->i0, end = block_end(k);
+    float S[BQ * BK], m[BQ];
+    double l[BQ];
+    memset(o, 0, (size_t)(rows * p->Dv) * sizeof *o);
+    for (int64_t r = 0; r < rows; r++) m[r] = -INFINITY, l[r] = 0.0;
+    for (int64_t j0 = 0; j0 < end; j0 += BK) {
+        int64_t w = end - j0 < BK ? end - j0 : BK;
+        block_scores(S, k, j0, w);
+        for (int64_t r = 0; r < rows; r++) {
+            float *s = S + r * w, tm = -INFINITY;
+            for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
+            if (tm == -INFINITY) { /* nothing visible in this tile */
+                memset(s, 0, (size_t)w * sizeof *s);
+                continue;
+            }
+            if (tm > m[r]) { /* a new running max: rescale what was summed so far */
+                float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
+                l[r] *= f;
+                for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= f;
+                m[r] = tm;
+            }
+            l[r] += kern->exp_shift(s, s, m[r], w);
+        }
+        tf_gemm_small(o, S, k->v + j0 * p->Dv, rows, p->Dv, w, 0, 0, 1.0f);  // o += P V_tile
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        if (l[r] == 0.0) { /* every key excluded: zeros, as in tf_softmax */
+            lse[r] = -INFINITY;
+            continue;
+        }
+        float inv = (float)(1.0 / l[r]);
+        for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= inv;
+        lse[r] = m[r] + (float)log(l[r]);
+    }
 }
 
 void tf_op_sdpa_forward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
-    const tf_tensor *mask = n->n_in > 3 ? n->in[3] : NULL;
-    const float *q = tf_f32(n->in[0]), *k = tf_f32(n->in[1]), *v = tf_f32(n->in[2]);
     float *out = tf_f32(n->out), *lse = n->saved[0];  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
-    /* one (batch, head) per iteration: every output row is written by one thread */
-#pragma omp parallel for schedule(static) if (p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
-    for (int64_t bh = 0; bh < p->B * p->H; bh++) {
-        int64_t b = bh / p->H, h = bh % p->H;
-        const float *kb = k + bh * p->Tk * p->D, *vb = v + bh * p->Tk * p->Dv;
-        for (int64_t i = 0; i < p->Tq; i++) {
-            int64_t row = bh * p->Tq + i, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
-            lse[row] = forward_row(out + row * p->Dv, p, q + row * p->D, kb, vb, mask, moff, i);
-        }
+    int64_t nb = (p->Tq + BQ - 1) / BQ;
+    /* (batch, head, query block) per iteration: every output row is written by one thread */
+#pragma omp parallel for schedule(dynamic) if (p->B * p->H * nb > 1 && p->Tq * p->Tk * p->D > 4096)
+    for (int64_t t = 0; t < p->B * p->H * nb; t++) {
+        int64_t bh = t / nb, i0 = t % nb * BQ;
+        sdpa_block k = {p, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
+                        tf_f32(n->in[0]) + bh * p->Tq * p->D, tf_f32(n->in[1]) + bh * p->Tk * p->D,
+                        tf_f32(n->in[2]) + bh * p->Tk * p->Dv};
+        forward_block(&k, out + (bh * p->Tq + i0) * p->Dv, lse + bh * p->Tq + i0);
     }
 }
 
-/* One query row of the backward pass. The row's probabilities and dP are
- * recomputed tile by tile into a scratch of Tk floats each (linear memory);
- * their dot product, in double, keeps the row's dS summing to zero —
- * rowsum(dO * O), flash-attention's shortcut, lost digits when dS is small
- * (mask gradients, summed over heads and batch, showed 7e-4 errors). */
-static void backward_row(const tf_node *n, int64_t bh, int64_t i, float lse, double *gmask, float *pr, float *dpr) {
-    const tf_sdpa_params *p = n->params;
-    tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
-    const tf_tensor *mask = n->n_in > 3 ? n->in[3] : NULL;
-    int64_t row = bh * p->Tq + i, b = bh / p->H, h = bh % p->H, last, end = visible_end(p, i, &last);
-    int64_t moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
-    const float *qi = tf_f32(Q) + row * p->D, *kb = tf_f32(K) + bh * p->Tk * p->D;
-    const float *vb = tf_f32(V) + bh * p->Tk * p->Dv, *go = n->out->grad + row * p->Dv;
-    double delta = 0.0;
-    for (int64_t j0 = 0; j0 < end; j0 += TILE) {
-        int64_t j1 = j0 + TILE < end ? j0 + TILE : end;
-        tile_scores(pr + j0, p, qi, kb, mask, moff, j0, j1, last);
-        for (int64_t j = j0; j < j1; j++) {
-            pr[j] = expf(pr[j] - lse);
-            dpr[j] = pr[j] != 0.0f ? tf_dot(go, vb + j * p->Dv, p->Dv) : 0.0f;
-            delta += (double)pr[j] * dpr[j];
-        }
+/* P (rows, w) = e^(S - lse) of a recomputed tile, and dP = dO V_tile^T. */
+static void backward_tile(float *P, float *dP, const sdpa_block *k, const float *go, const float *lse, int64_t j0,
+                          int64_t w) {
+    const tf_sdpa_params *p = k->p;
+    const tf_kernels *kern = tf_kern();
+    int64_t rows = k->i1 - k->i0;
+    block_scores(P, k, j0, w);
+    for (int64_t r = 0; r < rows; r++) {
+        if (lse[r] == -INFINITY) memset(P + r * w, 0, (size_t)w * sizeof *P);
+        else kern->exp_shift(P + r * w, P + r * w, lse[r], w);
     }
-    for (int64_t j = 0; j < end; j++) {
-        float pj = pr[j];
-        if (pj == 0.0f) continue;
-        const float *kj = kb + j * p->D;
-        if (V->grad) {
-            float *gv = V->grad + (bh * p->Tk + j) * p->Dv;
-            for (int64_t c = 0; c < p->Dv; c++) gv[c] += pj * go[c];
+    tf_gemm_small(dP, go, k->v + j0 * p->Dv, rows, w, p->Dv, 0, 1, 0.0f);
+}
+
+/* One query block of the backward pass, in two sweeps over the key tiles:
+ * the first sums delta = rowsum(P * dP) in double — it keeps each row's dS
+ * summing to zero (flash-attention's shortcut rowsum(dO * O) lost digits
+ * when dS is small: mask gradients, summed over heads and batch, showed
+ * 7e-4 errors) — the second forms dS = P (dP - delta) and the gradients. */
+static void backward_block(const tf_node *n, const sdpa_block *k, const float *lse, double *gmask) {
+    const tf_sdpa_params *p = k->p;
+    tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
+    int64_t rows = k->i1 - k->i0, end = block_end(k), b = k->bh / p->H, h = k->bh % p->H;
+    const float *go = n->out->grad + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
+    float P[BQ * BK], dP[BQ * BK];
+    double delta[BQ] = {0};
+    for (int64_t j0 = 0; j0 < end; j0 += BK) {
+        int64_t w = end - j0 < BK ? end - j0 : BK;
+        backward_tile(P, dP, k, go, lse, j0, w);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < w; c++) delta[r] += (double)P[r * w + c] * dP[r * w + c];
+    }
+    for (int64_t j0 = 0; j0 < end; j0 += BK) {
+        int64_t w = end - j0 < BK ? end - j0 : BK;
+        backward_tile(P, dP, k, go, lse, j0, w);
+        if (V->grad)  // dV_tile += P^T dO
+            tf_gemm_small(V->grad + (k->bh * p->Tk + j0) * p->Dv, P, go, w, p->Dv, rows, 1, 0, 1.0f);
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
+            for (int64_t c = 0; c < w; c++) {  // dP becomes scale * dS
+                double ds = (double)P[r * w + c] * ((double)dP[r * w + c] - delta[r]);
+                if (gmask && P[r * w + c] != 0.0f) gmask[moff + (j0 + c) * p->ms[3]] += ds;
+                dP[r * w + c] = p->scale * (float)ds;
+            }
         }
-        double dsd = (double)pj * ((double)dpr[j] - delta);
-        float ds = (float)dsd;
-        if (gmask) gmask[moff + j * p->ms[3]] += dsd;
-        if (Q->grad) {
-            float *gq = Q->grad + row * p->D;
-            for (int64_t c = 0; c < p->D; c++) gq[c] += p->scale * ds * kj[c];
-        }
-        if (K->grad) {
-            float *gk = K->grad + (bh * p->Tk + j) * p->D;
-            for (int64_t c = 0; c < p->D; c++) gk[c] += p->scale * ds * qi[c];
-        }
+        if (Q->grad)  // dQ += scale dS K_tile
+            tf_gemm_small(Q->grad + (k->bh * p->Tq + k->i0) * p->D, dP, k->k + j0 * p->D, rows, p->D, w, 0, 0, 1.0f);
+        if (K->grad)  // dK_tile += scale dS^T Q
+            tf_gemm_small(K->grad + (k->bh * p->Tk + j0) * p->D, dP, k->q + k->i0 * p->D, w, p->D, rows, 1, 0, 1.0f);
     }
 }
 
@@ -143,20 +173,21 @@ void tf_op_sdpa_backward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
     tf_tensor *M = n->n_in > 3 ? n->in[3] : NULL;
     float *gm = M && M->dtype == TF_DTYPE_F32 ? M->grad : NULL;
-    const float *lse = n->saved[0];
     /* A mask gradient sums dS over the broadcast dims (heads, batch): in double,
      * over the mask's storage extent, in order on one thread, then added once. */
     int64_t extent = 1;
     for (int d = 0; gm && d < M->ndim; d++) extent += (M->shape[d] - 1) * M->stride[d];
     double *gacc = gm ? calloc((size_t)extent, sizeof *gacc) : NULL;
     if (gm && !gacc) return; /* out of memory: the mask gradient is skipped (inputs' still run) */
-    /* (batch, head) pairs in parallel: their dq, dk, dv rows are disjoint. */
-#pragma omp parallel for schedule(static) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
-    for (int64_t bh = 0; bh < p->B * p->H; bh++) {
-        float *pr = n->saved[1] + bh * 2 * p->Tk, *dpr = pr + p->Tk;  // (Tk) each, this (b,h)'s rows
-        for (int64_t i = 0; i < p->Tq; i++)
-            if (lse[bh * p->Tq + i] != -INFINITY) backward_row(n, bh, i, lse[bh * p->Tq + i], gacc, pr, dpr);
-    }
+    /* (batch, head) pairs in parallel: their dq, dk, dv rows are disjoint; the
+     * query blocks of one pair run in order (they add into the same dK, dV). */
+#pragma omp parallel for schedule(dynamic) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
+    for (int64_t bh = 0; bh < p->B * p->H; bh++)
+        for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
+            sdpa_block k = {p, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + bh * p->Tq * p->D,
+                            tf_f32(n->in[1]) + bh * p->Tk * p->D, tf_f32(n->in[2]) + bh * p->Tk * p->Dv};
+            backward_block(n, &k, n->saved[0] + bh * p->Tq + i0, gacc);
+        }
     for (int64_t o = 0; gacc && o < extent; o++) gm[o] += (float)gacc[o];
     free(gacc);
 }
@@ -193,8 +224,7 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     tf_tensor *in[4] = {tf_contiguous(ctx, q), tf_contiguous(ctx, k), tf_contiguous(ctx, v), mask};
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SDPA, mask ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
-    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq)) ||    // lse: (B,H,Tq)
-        !(n->saved[1] = tf_ctx_floats(ctx, p->B * p->H * 2 * (p->Tk > 0 ? p->Tk : 1))))  // row scratch
+    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq)))  // lse: (B,H,Tq)
         return NULL;
     return tf_node_run(ctx, n);
 }
