@@ -111,10 +111,23 @@ $(BUILD)/bench_sgemm_blis: bench/bench_matmul.c
 # GPT against PyTorch needs torch (and transformers for generation): BENCH_PYTHON
 # defaults to Debian's python3 with python3-torch.
 BENCH_PYTHON ?= /usr/bin/python3
-bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention
+# Both sides use OpenBLAS's AVX-512 (SkylakeX) kernels on a CPU that has
+# AVX-512 (Debian's OpenBLAS does not recognise Zen 4/5; docs/performance.md).
+BENCH_CORETYPE ?= $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo SkylakeX)
+BENCH_ENV := $(if $(BENCH_CORETYPE),OPENBLAS_CORETYPE=$(BENCH_CORETYPE))
+BENCH_THREADS ?= 2
+BENCH_BLIS := $(if $(wildcard $(BLIS_DIR)/cblas.h),$(BUILD)/bench_sgemm_blis)
+bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BUILD)/bench_matmul $(BENCH_BLIS)
 	python3 bench/tokenizer_bench.py $(BUILD)/bench_tokenizer
-	$(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt 2
-	$(BENCH_PYTHON) bench/attention_bench.py $(BUILD)/bench_attention 2
+	$(BENCH_ENV) python3 bench/matmul_bench.py $(BUILD)/bench_matmul $(BUILD)/bench_sgemm_blis $(BENCH_THREADS)
+	$(BENCH_ENV) $(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt $(BENCH_THREADS)
+	$(BENCH_ENV) TFORMER_THREADS=1 $(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt 1
+	$(BENCH_ENV) $(BENCH_PYTHON) bench/attention_bench.py $(BUILD)/bench_attention $(BENCH_THREADS)
+
+# Instruction counts of a fixed small training run against bench/callgrind.txt
+# (CALLGRIND_RECORD=--record to update it).
+callgrind: $(BUILD)/bench_gpt
+	sh bench/callgrind.sh $(BUILD)/bench_gpt $(CALLGRIND_RECORD)
 
 # Tokenizers against tiktoken / Hugging Face on whole corpora (pip: tiktoken tokenizers transformers).
 tokenizer-conformance: all
@@ -135,4 +148,4 @@ gpt2-conformance: $(BUILD)/run_tests
 clean:
 	rm -rf build build-san
 
-.PHONY: all demo example bench tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+.PHONY: all demo example bench callgrind tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean

@@ -41,14 +41,18 @@ def main():
     ours = lambda *a: [float(x) for x in subprocess.run([binary, *map(str, a)], capture_output=True, text=True,
                                                           check=True, env=env).stdout.split()]
     sdpa = "scaled_dot_product_attention" if hasattr(F, "scaled_dot_product_attention") else "softmax(QK^T)V"
-    print(f"causal attention fwd+bwd, B=4 H=8 d=64, {threads} threads, PyTorch {torch.__version__} ({sdpa})")
-    print(f"{'N':>6}{'tformer s':>12}{'PyTorch s':>12}{'ratio':>8}{'GFLOP/s':>10}")
+    peak_bin = os.path.join(os.path.dirname(binary), "bench_matmul")
+    peak = float(subprocess.run([peak_bin, "peak"], capture_output=True, text=True, check=True, env=env).stdout) \
+        if os.path.exists(peak_bin) else float("nan")
+    print(f"causal attention fwd+bwd, B=4 H=8 d=64, {threads} threads, PyTorch {torch.__version__} ({sdpa}), "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(default)')}, peak {peak:.0f} GFLOP/s")
+    print(f"{'N':>6}{'tformer s':>12}{'PyTorch s':>12}{'ratio':>8}{'GFLOP/s':>10}{'of peak':>9}")
     for N in (256, 512, 1024, 2048, 4096):
         runs = 3 if N <= 1024 else 1
         t, _ = ours(4, 8, 64, N, runs, 1)
         flops = 4 * 8 * (N * N / 2) * 64 * 2 * 5  # causal half; QK, PV forward, three products + QK again backward
         p = torch_attention(4, 8, 64, N, runs) if N <= 2048 else float("nan")
-        print(f"{N:>6}{t:>12.4f}{p:>12.4f}{p / t:>8.2f}{flops / t / 1e9:>10.1f}")
+        print(f"{N:>6}{t:>12.4f}{p:>12.4f}{p / t:>8.2f}{flops / t / 1e9:>10.1f}{flops / t / 1e9 / peak:>9.2f}")
     print("tformer peak memory (B=1 H=1 d=64, fwd+bwd; q, k, v, output, gradients: 7 x N x 64 floats):")
     for N in (2048, 4096, 8192, 16384):
         t, kib = ours(1, 1, 64, N, 1, 1)

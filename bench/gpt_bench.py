@@ -14,6 +14,7 @@ Generation: greedy decoding of 200 tokens with a KV cache, against Hugging Face
 transformers' generate() when transformers is importable.
 """
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -91,20 +92,33 @@ def hf_generate(L, H, C, T, V, new):
     return new / statistics.median(times)
 
 
+def train_flops_per_token(L, H, C, T, B, V):
+    """Forward + backward (3x the forward) of the matrix products: 12 L C^2
+    weights and the V x C head, plus causal attention's QK^T and PV (half of
+    2 T C multiply-adds per layer)."""
+    return 6 * (12 * L * C * C + V * C) + 6 * L * T * C
+
+
 def main():
     binary = sys.argv[1]
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     torch.set_num_threads(threads)
     env = {"TFORMER_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
-    run = lambda *a: float(subprocess.run([binary, *map(str, a)], capture_output=True, text=True, check=True,
-                                          env=env).stdout)
-    print(f"GPT throughput, {threads} threads, PyTorch {torch.__version__}")
-    print(f"{'workload':<52}{'tformer':>11}{'PyTorch':>11}{'ratio':>8}")
+    if "OPENBLAS_CORETYPE" in os.environ:  # the same OpenBLAS kernels as PyTorch's in this process
+        env["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+    run = lambda *a, b=binary: float(subprocess.run([b, *map(str, a)], capture_output=True, text=True, check=True,
+                                                    env=env).stdout)
+    peak_bin = os.path.join(os.path.dirname(binary), "bench_matmul")
+    peak = run("peak", b=peak_bin) if os.path.exists(peak_bin) else float("nan")
+    print(f"GPT throughput, {threads} threads, PyTorch {torch.__version__}, "
+          f"OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', '(default)')}, peak {peak:.0f} GFLOP/s")
+    print(f"{'workload':<52}{'tformer':>11}{'PyTorch':>11}{'ratio':>8}{'GFLOP/s':>9}{'of peak':>9}")
     for name, cfg, steps in [("train nanoGPT char (4L 4H 128C T64 B12 V65)", (4, 4, 128, 64, 12, 65), 20),
                              ("train GPT-2-small stack (12L 12H 768C T128 B4)", (12, 12, 768, 128, 4, 50257), 5)]:
         ours = run("train", *cfg, steps)
         theirs = torch_train(*cfg, steps)
-        print(f"{name:<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}")
+        gf = ours * train_flops_per_token(*cfg) / 1e9
+        print(f"{name:<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}{gf:>9.1f}{gf / peak:>9.2f}")
     try:
         gen_cfg = (4, 4, 128, 256, 65)
         ours = run("generate", *gen_cfg, 200)

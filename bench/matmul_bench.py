@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Matrix-heavy layers against the bare BLAS, and this CPU's peak, in one run.
+
+    python3 bench/matmul_bench.py build/bench_matmul [build/bench_sgemm_blis] [THREADS]
+
+Peak: an FMA-bound loop (16 independent AVX-512 accumulators, or AVX2) on every
+thread. For each shape M x K -> N (M tokens), the three products of a linear
+layer (forward, input gradient, weight gradient: 6 M K N flops) as bare sgemm
+calls — OpenBLAS (the library tformer loaded, its own threads) and BLIS (Debian's
+serial build, one thread only) — against tformer's Linear forward + backward
+(bias included, through the autodiff tape).
+"""
+import os
+import subprocess
+import sys
+
+
+def run(binary, *args, threads):
+    env = dict(os.environ, TFORMER_THREADS=str(threads))
+    out = subprocess.run([binary, *map(str, args)], capture_output=True, text=True, check=True, env=env)
+    return float(out.stdout)
+
+
+def main():
+    binary = sys.argv[1]
+    blis = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
+    threads = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 2
+    core = os.environ.get("OPENBLAS_CORETYPE", "(OpenBLAS's own choice)")
+    for t in sorted({1, threads}):
+        peak = run(binary, "peak", threads=t)
+        print(f"matrix products, {t} thread(s): peak {peak:.0f} GFLOP/s (FMA loop); OPENBLAS_CORETYPE={core}")
+        print(f"{'M x K -> N':<22}{'OpenBLAS':>10}{'BLIS':>8}{'tformer':>9}{'vs OpenBLAS':>13}{'of peak':>9}")
+        for M, K, N in [(512, 768, 3072), (512, 3072, 768), (512, 768, 768), (768, 128, 512)]:
+            ob = run(binary, "sgemm", M, K, N, threads=t)
+            bl = run(blis, "sgemm", M, K, N, threads=1) if blis and t == 1 else float("nan")
+            ours = run(binary, "linear", M, K, N, threads=t)
+            print(f"{f'{M} x {K} -> {N}':<22}{ob:>10.1f}{bl:>8.1f}{ours:>9.1f}{ours / ob:>13.2f}{ours / peak:>9.2f}")
+        print("(GFLOP/s; Linear = forward + backward, bias included)")
+
+
+if __name__ == "__main__":
+    main()
