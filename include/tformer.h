@@ -132,7 +132,9 @@ tf_arena *tf_ctx_arena(tf_ctx *ctx);
 tf_tensor *tf_tensor_new(tf_ctx *ctx, tf_dtype dt, int ndim, const int64_t *shape,
                          int requires_grad);
 /* Seed the gradient of `out` with grad_out (same shape; NULL means ones) and
- * accumulate gradients into every tensor that tracks one. */
+ * accumulate gradients into every tensor that tracks one. It walks the whole
+ * tape: once per tape (a second call would propagate the first's gradients
+ * again), so two graphs that need separate backward passes take two contexts. */
 int tf_backward(tf_ctx *ctx, tf_tensor *out, const tf_tensor *grad_out);
 /* Run every recorded op's forward again, in order (used by gradient checks). */
 void tf_tape_replay(tf_ctx *ctx);

@@ -23,31 +23,39 @@ static void bcast_shape1(tf_bcast *p) {
 
 /* ---------------------------------------------------------------- copy */
 
+/* Offset in x of the start of output row r (rows: every dim but the last). */
+static int64_t copy_row_offset(const tf_bcast *p, int64_t r) {
+    int64_t off = 0;
+    for (int d = p->ndim - 2; d >= 0; d--) off += r % p->shape[d] * p->sa[d], r /= p->shape[d];
+    return off;
+}
+
 void tf_op_copy_forward(tf_node *n) {
-    const tf_tensor *x = n->in[0];
     const tf_bcast *p = n->params;
     float *out = tf_f32(n->out);  // out: contiguous, x's shape
-    const float *in = tf_f32(x);
-    int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
-    if (tf_numel(n->out) == 0) return;
-    do {
-        int64_t off = 0;
-        for (int d = 0; d < p->ndim - 1; d++) off += idx[d] * p->sa[d];
-        for (int64_t j = 0; j < W; j++) out[i++] = in[off + j * p->sa[p->ndim - 1]];
-    } while (tf_index_next(idx, p->ndim, p->shape));
+    const float *in = tf_f32(n->in[0]);
+    int64_t W = p->shape[p->ndim - 1], ws = p->sa[p->ndim - 1], rows = W ? tf_numel(n->out) / W : 0;
+#pragma omp parallel for schedule(static) if (rows * W > 16384)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = in + copy_row_offset(p, r);
+        for (int64_t j = 0; j < W; j++) out[r * W + j] = src[j * ws];
+    }
 }
 
 void tf_op_copy_backward(tf_node *n) {
     tf_tensor *x = n->in[0];
     const tf_bcast *p = n->params;
-    if (!x->grad || tf_numel(n->out) == 0) return;
+    if (!x->grad) return;
     const float *g = n->out->grad;
-    int64_t idx[TF_MAX_DIMS] = {0}, W = p->shape[p->ndim - 1], i = 0;
-    do {
-        int64_t off = 0;
-        for (int d = 0; d < p->ndim - 1; d++) off += idx[d] * p->sa[d];
-        for (int64_t j = 0; j < W; j++) x->grad[off + j * p->sa[p->ndim - 1]] += g[i++];
-    } while (tf_index_next(idx, p->ndim, p->shape));
+    int64_t W = p->shape[p->ndim - 1], ws = p->sa[p->ndim - 1], rows = W ? tf_numel(n->out) / W : 0;
+    /* rows write disjoint elements of x's gradient unless a stride is 0 (a broadcast view) */
+    int disjoint = 1;
+    for (int d = 0; d < p->ndim; d++) disjoint &= p->shape[d] <= 1 || p->sa[d] != 0;
+#pragma omp parallel for schedule(static) if (disjoint && rows * W > 16384)
+    for (int64_t r = 0; r < rows; r++) {
+        float *dst = x->grad + copy_row_offset(p, r);
+        for (int64_t j = 0; j < W; j++) dst[j * ws] += g[r * W + j];
+    }
 }
 
 tf_tensor *tf_contiguous(tf_ctx *ctx, tf_tensor *x) {

@@ -51,15 +51,16 @@ static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int6
 static int64_t round16(int64_t x) { return (x + 15) / 16 * 16; }
 
 /* Tiles of C for the threads: halve the longer side (to multiples of 16, the
- * BLAS's register blocking; not below 256) while a tile holds at least 16M
+ * BLAS's register blocking; not below 256) while a tile holds at least 8M
  * multiply-adds and there are fewer than 16 tiles. The tiles depend on the
  * shape alone, so every element is summed the same way on any thread count;
  * large tiles keep the BLAS's repacking of A and B small (bench_matmul,
  * Linear 768->3072 forward+backward on one core: 0.79 of bare sgemm with
- * 64-row blocks, 0.89 with 128-wide tiles, 0.94 with 256-wide ones). */
+ * 64-row blocks, 0.89 with 128-wide tiles, 0.94 with 256-wide ones; 8M
+ * rather than 16M lets nanoGPT's 768x128x128 products use two threads). */
 static void gemm_tiles(int64_t M, int64_t N, int64_t K, int64_t *rb, int64_t *cb) {
     int64_t r = M, c = N;
-    while (r * c * K >= (1 << 24) && (r > 256 || c > 256) && ((M + r - 1) / r) * ((N + c - 1) / c) < 16) {
+    while (r * c * K >= (1 << 23) && (r > 256 || c > 256) && ((M + r - 1) / r) * ((N + c - 1) / c) < 16) {
         if (r <= 256 || c >= 2 * r) c = round16((c + 1) / 2);
         else r = round16((r + 1) / 2);
     }

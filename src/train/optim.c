@@ -95,18 +95,37 @@ float tf_lr_schedule(int64_t step, int64_t warmup, int64_t max_steps, float lr, 
     return min_lr + (float)(0.5 * (1.0 + cos(3.14159265358979323846 * ratio))) * (lr - min_lr);
 }
 
+/* Sum of squares of x (n) in double, over at most 1024 fixed chunks summed
+ * in parallel and then in order: the same on any thread count. */
+static double sum_squares(const float *x, int64_t n) {
+    enum { MAX_CHUNKS = 1024 };
+    int64_t size = n / MAX_CHUNKS + 1 > 65536 ? n / MAX_CHUNKS + 1 : 65536, chunks = (n + size - 1) / size;
+    double part[MAX_CHUNKS];
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        double s = 0.0;
+        for (int64_t k = c * size; k < n && k < (c + 1) * size; k++) s += (double)x[k] * x[k];
+        part[c] = s;
+    }
+    double ss = 0.0;
+    for (int64_t c = 0; c < chunks; c++) ss += part[c];
+    return ss;
+}
+
 double tf_clip_grad_norm(tf_params *ps, double max_norm) {
     double ss = 0.0;
     for (int i = 0; i < tf_params_count(ps); i++) {
         tf_tensor *p = tf_params_tensor(ps, i);
-        for (int64_t k = 0, n = tf_numel(p); k < n; k++) ss += (double)p->grad[k] * p->grad[k];
+        ss += sum_squares(p->grad, tf_numel(p));
     }
     double norm = sqrt(ss);
     if (max_norm > 0 && norm > max_norm) {
         float s = (float)(max_norm / (norm + 1e-6));
         for (int i = 0; i < tf_params_count(ps); i++) {
             tf_tensor *p = tf_params_tensor(ps, i);
-            for (int64_t k = 0, n = tf_numel(p); k < n; k++) p->grad[k] *= s;
+            float *g = p->grad;
+#pragma omp parallel for schedule(static) if (tf_numel(p) > 65536)
+            for (int64_t k = 0; k < tf_numel(p); k++) g[k] *= s;
         }
     }
     return norm;
