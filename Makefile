@@ -64,6 +64,16 @@ example: all
 test: all $(BUILD)/run_tests
 	TFORMER_BIN=$(BUILD)/tformer $(BUILD)/run_tests
 
+# The suite once per kernel set: portable, AVX2, AVX-512 row kernels (a set
+# the CPU lacks falls back to the widest it has), without the BLAS, and with
+# OpenBLAS's AVX-512 kernels on a CPU that has AVX-512.
+AVX512_CPU := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo 1)
+VARIANTS := TFORMER_ISA=portable TFORMER_ISA=avx2 TFORMER_ISA=avx512 TFORMER_BLAS=0 \
+            $(if $(AVX512_CPU),OPENBLAS_CORETYPE=SkylakeX)
+test-variants: all $(BUILD)/run_tests
+	@for v in $(VARIANTS); do echo "== $$v"; env $$v TFORMER_BIN=$(BUILD)/tformer $(BUILD)/run_tests > $(BUILD)/variant.log \
+	    || { cat $(BUILD)/variant.log; exit 1; }; head -1 $(BUILD)/variant.log; tail -1 $(BUILD)/variant.log; done
+
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
@@ -73,7 +83,7 @@ SEED ?= $(shell date +%s)
 PYTHON ?= /usr/bin/python3
 conformance: $(BUILD)/run_tests
 	rm -rf $(BUILD)/fresh && $(PYTHON) tests/ref/gen_torch_fixtures.py --seed $(SEED) --random-sizes --out $(BUILD)/fresh
-	$(BUILD)/run_tests --fixtures $(BUILD)/fresh torch_
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/fresh torch_ || exit 1; done
 
 # A bounded libFuzzer run of the safetensors reader (clang).
 FUZZ_TIME ?= 60
@@ -113,7 +123,7 @@ $(BUILD)/bench_sgemm_blis: bench/bench_matmul.c
 BENCH_PYTHON ?= /usr/bin/python3
 # Both sides use OpenBLAS's AVX-512 (SkylakeX) kernels on a CPU that has
 # AVX-512 (Debian's OpenBLAS does not recognise Zen 4/5; docs/performance.md).
-BENCH_CORETYPE ?= $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo SkylakeX)
+BENCH_CORETYPE ?= $(if $(AVX512_CPU),SkylakeX)
 BENCH_ENV := $(if $(BENCH_CORETYPE),OPENBLAS_CORETYPE=$(BENCH_CORETYPE))
 BENCH_THREADS ?= 2
 BENCH_BLIS := $(if $(wildcard $(BLIS_DIR)/cblas.h),$(BUILD)/bench_sgemm_blis)
@@ -148,4 +158,4 @@ gpt2-conformance: $(BUILD)/run_tests
 clean:
 	rm -rf build build-san
 
-.PHONY: all demo example bench callgrind tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+.PHONY: all demo example bench callgrind test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean

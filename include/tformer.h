@@ -116,6 +116,9 @@ void tf_set_threads(int n);
 /* Which BLAS serves large matrix products: OpenBLAS is loaded at first use
  * (TFORMER_BLAS=0 keeps the portable kernel); see docs/performance.md. */
 const char *tf_blas_info(void);
+/* Which row kernels run: "avx512", "avx2" or "portable" — the widest this CPU
+ * has, or TFORMER_ISA=portable|avx2|avx512 (when the CPU has it). */
+const char *tf_kernels_info(void);
 
 /* ---------------------------------------------------------------- context and tape */
 

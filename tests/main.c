@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
         first = 3;
     }
     qsort(g_tests, (size_t)g_n, sizeof g_tests[0], by_name);
+    printf("kernels: %s; matrix products: %s\n", tf_kernels_info(), tf_blas_info());
     int passed = 0, failed = 0;
     for (int i = 0; i < g_n; i++) {
         int selected = first >= argc;
