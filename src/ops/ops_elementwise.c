@@ -122,8 +122,36 @@ static void binary_backward(tf_node *n, int is_mul) {
     } while (tf_index_next(idx, p->ndim, p->shape));
 }
 
-void tf_op_add_forward(tf_node *n) { binary_forward(n, 0); }
-void tf_op_add_backward(tf_node *n) { binary_backward(n, 0); }
+/* Both inputs contiguous in the output's own shape (residual connections):
+ * vector kernels over chunks. (Broadcast-compatible with the output's size
+ * means the same shape; strided views take the general path.) */
+static int same_shape(const tf_node *n) {
+    for (int i = 0; i < 2; i++)
+        if (tf_numel(n->in[i]) != tf_numel(n->out) || !tf_is_contiguous(n->in[i])) return 0;
+    return 1;
+}
+
+void tf_op_add_forward(tf_node *n) {
+    if (!same_shape(n)) {
+        binary_forward(n, 0);
+        return;
+    }
+    const tf_kernels *k = tf_kern();
+    const float *a = tf_f32(n->in[0]), *b = tf_f32(n->in[1]);
+    float *out = tf_f32(n->out);
+    TF_FOR_CHUNKS(tf_numel(n->out), i0, len, (memcpy(out + i0, a + i0, (size_t)len * sizeof *out), k->acc(out + i0, b + i0, len)));
+}
+
+void tf_op_add_backward(tf_node *n) {
+    if (!same_shape(n)) {
+        binary_backward(n, 0);
+        return;
+    }
+    const tf_kernels *k = tf_kern();
+    float *ga = n->in[0]->grad, *gb = n->in[1]->grad;
+    const float *g = n->out->grad;
+    TF_FOR_CHUNKS(tf_numel(n->out), i0, len, (ga ? k->acc(ga + i0, g + i0, len) : (void)0, gb ? k->acc(gb + i0, g + i0, len) : (void)0));
+}
 void tf_op_mul_forward(tf_node *n) { binary_forward(n, 1); }
 void tf_op_mul_backward(tf_node *n) { binary_backward(n, 1); }
 
