@@ -43,16 +43,19 @@ static void block_scores(float *S, const sdpa_block *k, int64_t j0, int64_t w) {
     int64_t rows = k->i1 - k->i0, b = k->bh / p->H, h = k->bh % p->H;
     tf_gemm_small(S, k->q + k->i0 * p->D, k->k + j0 * p->D, rows, w, p->D, 0, 1, 0.0f);
     for (int64_t r = 0; r < rows; r++) {
-        int64_t i = k->i0 + r, last, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2];
+        int64_t i = k->i0 + r, last, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2], ms = p->ms[3];
         visible_end(p, i, &last);
-        float *s = S + r * w;
-        for (int64_t c = 0; c < w; c++) {
-            int64_t j = j0 + c;
-            float z = s[c] * p->scale;
-            if (p->causal && j > last) z = -INFINITY;
-            else if (k->mask && p->mask_dtype == TF_DTYPE_F32) z += tf_f32(k->mask)[moff + j * p->ms[3]];
-            else if (k->mask && tf_u8(k->mask)[moff + j * p->ms[3]]) z = -INFINITY;
-            s[c] = z;
+        /* keys [j0, j0 + vis) are visible to this row; the rest of the tile is causally hidden */
+        int64_t vis = !p->causal ? w : last < j0 ? 0 : last - j0 + 1 < w ? last - j0 + 1 : w;
+        float *s = S + r * w, sc = p->scale;
+        for (int64_t c = 0; c < vis; c++) s[c] *= sc;
+        for (int64_t c = vis; c < w; c++) s[c] = -INFINITY;
+        if (k->mask && p->mask_dtype == TF_DTYPE_F32) {
+            const float *m = tf_f32(k->mask) + moff + j0 * ms;
+            for (int64_t c = 0; c < vis; c++) s[c] += m[c * ms];
+        } else if (k->mask) {
+            const uint8_t *m = tf_u8(k->mask) + moff + j0 * ms;
+            for (int64_t c = 0; c < vis; c++) s[c] = m[c * ms] ? -INFINITY : s[c];
         }
     }
 }
@@ -131,11 +134,12 @@ static void backward_tile(float *P, float *dP, const sdpa_block *k, const float 
     tf_gemm_small(dP, go, k->v + j0 * p->Dv, rows, w, p->Dv, 0, 1, 0.0f);
 }
 
-/* One query block of the backward pass, in two sweeps over the key tiles:
- * the first sums delta = rowsum(P * dP) in double — it keeps each row's dS
- * summing to zero (flash-attention's shortcut rowsum(dO * O) lost digits
- * when dS is small: mask gradients, summed over heads and batch, showed
- * 7e-4 errors) — the second forms dS = P (dP - delta) and the gradients. */
+/* One query block of the backward pass. delta = rowsum(P * dP) per row; dS =
+ * P (dP - delta). Without a mask gradient delta is flash-attention's
+ * rowsum(dO * O) (in double); with one, a first sweep over the key tiles sums
+ * rowsum(P * dP) itself in double, which keeps each row's dS summing to zero
+ * (the shortcut lost digits there: mask gradients, summed over heads and
+ * batch, showed 7e-4 errors). The last sweep forms dS and the gradients. */
 static void backward_block(const tf_node *n, const sdpa_block *k, const float *lse, double *gmask) {
     const tf_sdpa_params *p = k->p;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
@@ -143,7 +147,12 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
     const float *go = n->out->grad + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
     float P[BQ * BK], dP[BQ * BK];
     double delta[BQ] = {0};
-    for (int64_t j0 = 0; j0 < end; j0 += BK) {
+    if (!gmask) {
+        const float *o = tf_f32(n->out) + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < p->Dv; c++) delta[r] += (double)go[r * p->Dv + c] * o[r * p->Dv + c];
+    }
+    for (int64_t j0 = 0; gmask && j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
         backward_tile(P, dP, k, go, lse, j0, w);
         for (int64_t r = 0; r < rows; r++)
