@@ -130,6 +130,22 @@ TEST(kernel_fused_attention_matches_reference) {
             }
 }
 
+/* Fused attention over several query blocks and key tiles (masked, causal):
+ * output and gradients bit for bit the same on one and two threads. */
+TEST(kernel_attention_does_not_depend_on_threads) {
+    float *a[4], *b[4];
+    tf_set_threads(1);
+    double n1 = attention_variant(1, 1, 1, 150, 150, a);
+    tf_set_threads(2);
+    double n2 = attention_variant(1, 1, 1, 150, 150, b);
+    tf_set_threads(0);
+    CHECK(n1 > 0 && n2 > 0);
+    long n[4] = {2 * 3 * 150 * 5, 2 * 3 * 150 * 7, 2 * 3 * 150 * 7, 2 * 3 * 150 * 5};
+    int same = 1;
+    for (int i = 0; i < 4; i++) same &= !memcmp(a[i], b[i], (size_t)n[i] * sizeof(float)), free(a[i]), free(b[i]);
+    CHECKF(same, "attention differs between one and two threads");
+}
+
 /* The fused dense op against matmul + bias_add + activation, forward and every
  * gradient, on odd sizes, each activation and both weight layouts. */
 static double dense_vs_unfused(int64_t M, int64_t K, int64_t N, int act, int io, int bias) {
