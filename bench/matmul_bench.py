@@ -8,9 +8,11 @@ thread. For each shape M x K -> N (M tokens), the three products of a linear
 layer (forward, input gradient, weight gradient: 6 M K N flops) as bare sgemm
 calls — OpenBLAS (the library tformer loaded, its own threads) and BLIS (Debian's
 serial build, one thread only) — against tformer's Linear forward + backward
-(bias included, through the autodiff tape).
+(bias included, through the autodiff tape). The two alternate over three rounds
+and each reports its median, so a noisy moment hits both alike.
 """
 import os
+import statistics
 import subprocess
 import sys
 
@@ -31,9 +33,10 @@ def main():
         print(f"matrix products, {t} thread(s): peak {peak:.0f} GFLOP/s (FMA loop); OPENBLAS_CORETYPE={core}")
         print(f"{'M x K -> N':<22}{'OpenBLAS':>10}{'BLIS':>8}{'tformer':>9}{'vs OpenBLAS':>13}{'of peak':>9}")
         for M, K, N in [(512, 768, 3072), (512, 3072, 768), (512, 768, 768), (768, 128, 512)]:
-            ob = run(binary, "sgemm", M, K, N, threads=t)
+            pairs = [(run(binary, "sgemm", M, K, N, threads=t), run(binary, "linear", M, K, N, threads=t))
+                     for _ in range(3)]
+            ob, ours = (statistics.median(x) for x in zip(*pairs))
             bl = run(blis, "sgemm", M, K, N, threads=1) if blis and t == 1 else float("nan")
-            ours = run(binary, "linear", M, K, N, threads=t)
             print(f"{f'{M} x {K} -> {N}':<22}{ob:>10.1f}{bl:>8.1f}{ours:>9.1f}{ours / ob:>13.2f}{ours / peak:>9.2f}")
         print("(GFLOP/s; Linear = forward + backward, bias included)")
 
