@@ -82,6 +82,18 @@ void tf_arena_free(tf_arena *a) {
     free(a);
 }
 
+/* Zero n bytes (a multiple of 64); large buffers (a step's activations and
+ * gradients) in 64 KiB pieces on every thread. */
+static void zero(unsigned char *p, size_t n) {
+    enum { PIECE = 1 << 16 };
+    int64_t pieces = (int64_t)((n + PIECE - 1) / PIECE);
+#pragma omp parallel for schedule(static) if (pieces >= 8)
+    for (int64_t i = 0; i < pieces; i++) {
+        size_t off = (size_t)i * PIECE;
+        memset(p + off, 0, n - off < PIECE ? n - off : PIECE);
+    }
+}
+
 void *tf_arena_alloc(tf_arena *a, size_t bytes) {
     if (bytes > SIZE_MAX - 64) {
         tf_set_error("arena: allocation of %zu bytes overflows", bytes);
@@ -103,7 +115,7 @@ void *tf_arena_alloc(tf_arena *a, size_t bytes) {
     }
     void *p = b->mem + b->used;
     b->used += need;
-    memset(p, 0, need);
+    zero(p, need);
     return p;
 }
 
