@@ -80,6 +80,17 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     memcpy(s->out0, s->x, (size_t)n * 4), memcpy(s->out1, s->x, (size_t)n * 4);
     ref->acc(s->out0, grad, n), k->acc(s->out1, grad, n);
     TRACK("acc", max_err(s->out1, s->out0, n));
+    /* tile products: m rows, c columns (odd, past one register block), k steps, A either layout */
+    int64_t tm = n < 31 ? n : 31, tc = n % 131 + 1, tk = n % 13 + 1;
+    fill(s->w, tm * tk, 8, 1.0f), fill(s->b, tk * (tc + 3), 9, 1.0f), fill(s->out0, tm * tc, 10, 1.0f);
+    for (int layout = 0; layout < 2; layout++)
+        for (int beta = 0; beta < 2; beta++) {
+            int64_t rs = layout ? 1 : tk, cs = layout ? tm : 1;
+            memcpy(s->out1, s->out0, (size_t)(tm * tc) * 4), memcpy(s->y, s->out0, (size_t)(tm * tc) * 4);
+            ref->tile_gemm(s->y, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
+            k->tile_gemm(s->out1, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
+            TRACK("tile_gemm", max_err(s->out1, s->y, tm * tc));
+        }
 #undef TRACK
     return w;
 }

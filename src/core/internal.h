@@ -90,11 +90,6 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
  * derivative into *deriv when not NULL. */
 float tf_gelu_scalar(float x, int tanh_form, float *deriv) TF_PRIVATE;
 
-/* C (M,N) = op(A) op(B) + beta C (beta 0 or 1), contiguous operands, on the
- * calling thread: the tiles of kernels that are parallel already. */
-void tf_gemm_small(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
-                   float beta) TF_PRIVATE;
-
 /* A line plot as PNG (libpng): series a (blue) and b (red, may be empty)
  * against their x values, with the axis ranges written as numbers. */
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,

@@ -111,8 +111,21 @@ void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
     }
 }
 
+static void tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb, int64_t m,
+                      int64_t n, int64_t k, float beta) {
+    for (int64_t r = 0; r < m; r++) {
+        float *c = C + r * n;
+        if (beta == 0.0f) memset(c, 0, (size_t)n * sizeof *c);
+        for (int64_t kk = 0; kk < k; kk++) {
+            float a = A[r * rs + kk * cs];
+            const float *b = B + kk * ldb;
+            for (int64_t j = 0; j < n; j++) c[j] += a * b[j];
+        }
+    }
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softmax, exp_shift, softmax_lse,
-                                    layernorm, layernorm_grad, adamw, acc};
+                                    layernorm, layernorm_grad, adamw, acc, tile_gemm};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void) TF_PRIVATE;

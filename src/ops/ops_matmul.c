@@ -92,18 +92,6 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
     gemm_acc_c(C, A, B, M, N, K, ta, tb);
 }
 
-void tf_gemm_small(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
-                   float beta) {
-    tf_sgemm_fn sgemm = tf_blas_sgemm();
-    if (sgemm && M * N * K >= 4096) {
-        sgemm(101, ta ? 112 : 111, tb ? 112 : 111, (int)M, (int)N, (int)K, 1.0f, A, (int)(ta ? M : K), B,
-              (int)(tb ? K : N), beta, C, (int)N);
-        return;
-    }
-    if (beta == 0.0f) memset(C, 0, (size_t)(M * N) * sizeof *C);
-    gemm_acc_c(C, A, B, M, N, K, ta, tb);
-}
-
 static void gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb) {
     tf_gemm_acc(C, A, B, M, N, K, ta, tb, TF_GEMM_AUTO);
 }
