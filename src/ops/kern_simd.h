@@ -193,8 +193,10 @@ KT void k_acc(float *y, const float *x, int64_t n) {
 /* C (m,n) = A B + beta C for the small tiles of fused attention: A (m,k) at
  * A[r*rs + kk*cs] (either layout, so A^T costs nothing), B (k,n) with rows
  * ldb apart, C (m,n) contiguous. Register blocks of KR rows x KNV
- * vectors: per step of k, KNV loads of B, KR broadcasts of A, KR*KNV FMAs. */
-KT void tile_block(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb,
+ * vectors: per step of k, KNV loads of B, KR broadcasts of A, KR*KNV FMAs.
+ * Always inlined: called with constant rows / nv / tail for whole blocks, the
+ * compiler drops the bounds checks and keeps the accumulators in registers. */
+KT __attribute__((always_inline)) void tile_block(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb,
                    int64_t rows, int64_t j0, int64_t nv, int64_t tail, int64_t k, float beta) {
     V acc[KR][KNV];
     for (int r = 0; r < KR; r++)
@@ -220,28 +222,6 @@ KT void tile_block(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs
         }
 }
 
-/* The whole-block case with constant bounds, so the accumulators stay in registers. */
-KT void tile_block_full(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb,
-                        int64_t j0, int64_t k, float beta) {
-    V acc[KR][KNV];
-    for (int r = 0; r < KR; r++)
-        for (int v = 0; v < KNV; v++) acc[r][v] = v_set(0.0f);
-    for (int64_t kk = 0; kk < k; kk++) {
-        const float *b = B + kk * ldb + j0;
-        V bv[KNV];
-        for (int v = 0; v < KNV; v++) bv[v] = v_ld(b + v * VW);
-        for (int r = 0; r < KR; r++) {
-            V a = v_set(A[r * rs + kk * cs]);
-            for (int v = 0; v < KNV; v++) acc[r][v] = v_fma(a, bv[v], acc[r][v]);
-        }
-    }
-    for (int r = 0; r < KR; r++)
-        for (int v = 0; v < KNV; v++) {
-            float *c = C + r * ldc + j0 + v * VW;
-            v_st(c, beta == 0.0f ? acc[r][v] : v_add(v_ld(c), acc[r][v]));
-        }
-}
-
 KT void k_tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb, int64_t m,
                     int64_t n, int64_t k, float beta) {
     for (int64_t j0 = 0; j0 < n; j0 += KNV * VW) {
@@ -249,7 +229,7 @@ KT void k_tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const floa
         int64_t nv = (cols + VW - 1) / VW, tail = cols % VW;
         for (int64_t i0 = 0; i0 < m; i0 += KR) {
             if (m - i0 >= KR && cols == KNV * VW)
-                tile_block_full(C + i0 * n, n, A + i0 * rs, rs, cs, B, ldb, j0, k, beta);
+                tile_block(C + i0 * n, n, A + i0 * rs, rs, cs, B, ldb, KR, j0, KNV, 0, k, beta);
             else
                 tile_block(C + i0 * n, n, A + i0 * rs, rs, cs, B, ldb, m - i0 < KR ? m - i0 : KR, j0, nv, tail, k, beta);
         }
