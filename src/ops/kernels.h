@@ -71,4 +71,9 @@ const tf_kernels *tf_kern_get(tf_isa isa) TF_PRIVATE;
  * column summing its rows in order (the same on any thread count). */
 void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) TF_PRIVATE;
 
+/* out (n) = act(pre) and dx (n) = g * act'(pre) (+= when acc), for a
+ * tf_activation other than TF_ACT_NONE: the GELU op and the dense op. */
+void tf_act_forward(float *out, const float *pre, int64_t n, int act) TF_PRIVATE;
+void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int act, int acc) TF_PRIVATE;
+
 #endif

@@ -27,6 +27,7 @@ typedef struct {
 /* One block of query rows [i0, i1) of one (batch, head). */
 typedef struct {
     const tf_sdpa_params *p;
+    const tf_kernels *kern; /* looked up once per op, not per tile */
     const tf_tensor *mask;
     int64_t bh, i0, i1;
     const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (Tk,D), V (Tk,Dv) */
@@ -56,7 +57,7 @@ static int64_t visible_end(const tf_sdpa_params *p, int64_t i, int64_t *last) {
 static void block_scores(float *S, const sdpa_block *k, int64_t j0, int64_t w) {
     const tf_sdpa_params *p = k->p;
     int64_t rows = k->i1 - k->i0, b = k->bh / p->H, h = k->bh % p->H;
-    tf_kern()->tile_gemm(S, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+    k->kern->tile_gemm(S, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = k->i0 + r, last, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2], ms = p->ms[3];
         visible_end(p, i, &last);
@@ -83,7 +84,7 @@ static int64_t block_end(const sdpa_block *k) {
 
 static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv), lse: (rows)
     const tf_sdpa_params *p = k->p;
-    const tf_kernels *kern = tf_kern();
+    const tf_kernels *kern = k->kern;
     int64_t rows = k->i1 - k->i0, end = block_end(k);
     float S[BQ * BK], m[BQ];
     double l[BQ];
@@ -124,15 +125,16 @@ void tf_op_sdpa_forward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
     float *out = tf_f32(n->out), *lse = n->saved[0], *kt = n->saved[1];  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
     const float *kk = tf_f32(n->in[1]);
-    int64_t nb = (p->Tq + BQ - 1) / BQ, par = p->Tq * p->Tk * p->D > 4096;
-#pragma omp parallel for schedule(static) if (par && p->B * p->H > 1)
+    const tf_kernels *kern = tf_kern();
+    int64_t nb = (p->Tq + BQ - 1) / BQ;
+#pragma omp parallel for schedule(static) if (p->Tq * p->Tk * p->D > 4096 && p->B * p->H > 1)
     for (int64_t bh = 0; bh < p->B * p->H; bh++)  // kt: (B,H, key tiles of (D,w))
         tiles_t(kt + bh * p->D * p->Tk, kk + bh * p->Tk * p->D, p->Tk, p->D);
     /* (batch, head, query block) per iteration: every output row is written by one thread */
-#pragma omp parallel for schedule(dynamic) if (par && p->B * p->H * nb > 1)
+#pragma omp parallel for schedule(dynamic) if (p->Tq * p->Tk * p->D > 4096 && p->B * p->H * nb > 1)
     for (int64_t t = 0; t < p->B * p->H * nb; t++) {
         int64_t bh = t / nb, i0 = t % nb * BQ;
-        sdpa_block k = {p, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
+        sdpa_block k = {p, kern, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
                         tf_f32(n->in[0]) + bh * p->Tq * p->D, kk + bh * p->Tk * p->D,
                         tf_f32(n->in[2]) + bh * p->Tk * p->Dv, kt + bh * p->D * p->Tk, NULL};
         forward_block(&k, out + (bh * p->Tq + i0) * p->Dv, lse + bh * p->Tq + i0);
@@ -143,7 +145,7 @@ void tf_op_sdpa_forward(tf_node *n) {
 static void backward_tile(float *P, float *dP, const sdpa_block *k, const float *go, const float *lse, int64_t j0,
                           int64_t w) {
     const tf_sdpa_params *p = k->p;
-    const tf_kernels *kern = tf_kern();
+    const tf_kernels *kern = k->kern;
     int64_t rows = k->i1 - k->i0;
     block_scores(P, k, j0, w);
     for (int64_t r = 0; r < rows; r++) {
@@ -164,7 +166,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
     int64_t rows = k->i1 - k->i0, end = block_end(k), b = k->bh / p->H, h = k->bh % p->H;
     const float *go = n->out->grad + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
-    const tf_kernels *kern = tf_kern();
+    const tf_kernels *kern = k->kern;
     float P[BQ * BK], dP[BQ * BK];
     double delta[BQ] = {0};
     if (!gmask) {
@@ -204,6 +206,7 @@ void tf_op_sdpa_backward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
     tf_tensor *M = n->n_in > 3 ? n->in[3] : NULL;
     float *gm = M && M->dtype == TF_DTYPE_F32 ? M->grad : NULL;
+    const tf_kernels *kern = tf_kern();
     /* A mask gradient sums dS over the broadcast dims (heads, batch): in double,
      * over the mask's storage extent, in order on one thread, then added once. */
     int64_t extent = 1;
@@ -218,7 +221,7 @@ void tf_op_sdpa_backward(tf_node *n) {
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
         tiles_t(vt, v, p->Tk, p->Dv);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
-            sdpa_block k = {p, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + bh * p->Tq * p->D,
+            sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + bh * p->Tq * p->D,
                             tf_f32(n->in[1]) + bh * p->Tk * p->D, v, n->saved[1] + bh * p->D * p->Tk, vt};
             backward_block(n, &k, n->saved[0] + bh * p->Tq + i0, gacc);
         }

@@ -12,33 +12,6 @@ typedef struct {
     int act;         /* tf_activation or TF_ACT_NONE */
 } tf_dense_params;
 
-/* out (n) = act(pre) */
-static void act_forward(float *out, const float *pre, int64_t n, int act) {
-    const tf_kernels *k = tf_kern();
-    if (act == TF_ACT_GELU_TANH) {
-        TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
-        return;
-    }
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = act == TF_ACT_RELU ? (pre[i] > 0 ? pre[i] : 0.0f) : tf_gelu_scalar(pre[i], 0, NULL);
-}
-
-/* dpre (n) = g * act'(pre) */
-static void act_backward(float *dpre, const float *g, const float *pre, int64_t n, int act) {
-    const tf_kernels *k = tf_kern();
-    if (act == TF_ACT_GELU_TANH) {
-        TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh_grad(dpre + i0, g + i0, pre + i0, len, 0));
-        return;
-    }
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (int64_t i = 0; i < n; i++) {
-        float d = pre[i] > 0 ? 1.0f : 0.0f;
-        if (act == TF_ACT_GELU) tf_gelu_scalar(pre[i], 0, &d);
-        dpre[i] = g[i] * d;
-    }
-}
-
 void tf_op_dense_forward(tf_node *n) {
     const tf_dense_params *p = n->params;
     const float *x = tf_f32(n->in[0]), *w = tf_f32(n->in[1]), *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
@@ -50,7 +23,7 @@ void tf_op_dense_forward(tf_node *n) {
         memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
     }
     tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, TF_GEMM_AUTO);
-    if (p->act != TF_ACT_NONE) act_forward(out, pre, p->M * p->N, p->act);
+    if (p->act != TF_ACT_NONE) tf_act_forward(out, pre, p->M * p->N, p->act);
 }
 
 void tf_op_dense_backward(tf_node *n) {
@@ -58,7 +31,7 @@ void tf_op_dense_backward(tf_node *n) {
     tf_tensor *X = n->in[0], *W = n->in[1], *B = n->in[2];
     const float *g = n->out->grad, *dpre = g;  // (M,N)
     if (p->act != TF_ACT_NONE) {
-        act_backward(n->saved[1], g, n->saved[0], p->M * p->N, p->act);
+        tf_act_backward(n->saved[1], g, n->saved[0], p->M * p->N, p->act, 0);
         dpre = n->saved[1];
     }
     int64_t M = p->M, N = p->N, K = p->K;

@@ -265,35 +265,45 @@ float tf_gelu_scalar(float x, int tanh_form, float *deriv) {
     return 0.5f * x * (1.0f + t);
 }
 
-void tf_op_gelu_forward(tf_node *n) {
-    const tf_unary_params *p = n->params;
-    const float *x = tf_f32(n->in[0]);
-    float *y = tf_f32(n->out);
-    if (p->gelu == TF_GELU_TANH) {
+void tf_act_forward(float *out, const float *pre, int64_t n, int act) {
+    if (act == TF_ACT_GELU_TANH) {
         const tf_kernels *k = tf_kern();
-        TF_FOR_CHUNKS(tf_numel(n->out), i0, len, k->gelu_tanh(y + i0, x + i0, len));
+        TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
         return;
     }
-    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
-    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = tf_gelu_scalar(x[i], p->gelu == TF_GELU_TANH, NULL);
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = act == TF_ACT_RELU ? (pre[i] > 0 ? pre[i] : 0.0f) : tf_gelu_scalar(pre[i], 0, NULL);
+}
+
+void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int act, int acc) {
+    if (act == TF_ACT_GELU_TANH) {
+        const tf_kernels *k = tf_kern();
+        TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh_grad(dx + i0, g + i0, pre + i0, len, acc));
+        return;
+    }
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) {
+        float d = act == TF_ACT_RELU ? (pre[i] > 0 ? g[i] : 0.0f) : 0.0f;
+        if (act == TF_ACT_GELU) {
+            tf_gelu_scalar(pre[i], 0, &d);
+            d *= g[i];
+        }
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
+static int gelu_act(const tf_node *n) {
+    return ((const tf_unary_params *)n->params)->gelu == TF_GELU_TANH ? TF_ACT_GELU_TANH : TF_ACT_GELU;
+}
+
+void tf_op_gelu_forward(tf_node *n) {
+    tf_act_forward(tf_f32(n->out), tf_f32(n->in[0]), tf_numel(n->out), gelu_act(n));
 }
 
 void tf_op_gelu_backward(tf_node *n) {
-    const tf_unary_params *p = n->params;
-    const float *x = tf_f32(n->in[0]), *g = n->out->grad;
-    float *gx = n->in[0]->grad;
-    if (!gx) return;
-    if (p->gelu == TF_GELU_TANH) {
-        const tf_kernels *k = tf_kern();
-        TF_FOR_CHUNKS(tf_numel(n->out), i0, len, k->gelu_tanh_grad(gx + i0, g + i0, x + i0, len, 1));
-        return;
-    }
-#pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
-    for (int64_t i = 0; i < tf_numel(n->out); i++) {
-        float d;
-        tf_gelu_scalar(x[i], p->gelu == TF_GELU_TANH, &d);
-        gx[i] += g[i] * d;
-    }
+    if (n->in[0]->grad)
+        tf_act_backward(n->in[0]->grad, n->out->grad, tf_f32(n->in[0]), tf_numel(n->out), gelu_act(n), 1);
 }
 
 tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind) {
