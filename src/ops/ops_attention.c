@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "kernels.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define BQ 64 /* query rows per block */
 #define BK 64 /* keys per tile */
@@ -22,6 +25,7 @@ typedef struct {
     int causal;
     tf_dtype mask_dtype;
     int64_t ms[4]; /* mask strides broadcast to (B,H,Tq,Tk) */
+    int threads;   /* backward scratch: one (2, BQ, Tk) block per thread */
 } tf_sdpa_params;
 
 /* One block of query rows [i0, i1) of one (batch, head). */
@@ -155,34 +159,31 @@ static void backward_tile(float *P, float *dP, const sdpa_block *k, const float 
     kern->tile_gemm(dP, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
 }
 
-/* One query block of the backward pass. delta = rowsum(P * dP) per row; dS =
- * P (dP - delta). Without a mask gradient delta is flash-attention's
- * rowsum(dO * O) (in double); with one, a first sweep over the key tiles sums
- * rowsum(P * dP) itself in double, which keeps each row's dS summing to zero
- * (the shortcut lost digits there: mask gradients, summed over heads and
- * batch, showed 7e-4 errors). The last sweep forms dS and the gradients. */
-static void backward_block(const tf_node *n, const sdpa_block *k, const float *lse, double *gmask) {
+/* One query block of the backward pass, dS = P (dP - delta) with delta =
+ * rowsum(P * dP). The first sweep forms every key tile's P and dP into the
+ * thread's scratch (BQ x Tk each: linear in the sequence) and sums delta in
+ * double, which keeps each row's dS summing to zero; the second forms dS and
+ * the gradients from the stored tiles. (Flash-attention's shortcut
+ * delta = rowsum(dO * O) reads the float-rounded O: on small dS it lost up to
+ * 1e-4 of relative accuracy in LayerNorm and mask gradients downstream.) */
+static void backward_block(const tf_node *n, const sdpa_block *k, const float *lse, double *gmask, float *scratch) {
     const tf_sdpa_params *p = k->p;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
     int64_t rows = k->i1 - k->i0, end = block_end(k), b = k->bh / p->H, h = k->bh % p->H;
     const float *go = n->out->grad + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
     const tf_kernels *kern = k->kern;
-    float P[BQ * BK], dP[BQ * BK];
+    float *Pall = scratch, *dPall = scratch + BQ * p->Tk;  // key tile j0 at j0 * rows: (rows, w)
     double delta[BQ] = {0};
-    if (!gmask) {
-        const float *o = tf_f32(n->out) + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < p->Dv; c++) delta[r] += (double)go[r * p->Dv + c] * o[r * p->Dv + c];
-    }
-    for (int64_t j0 = 0; gmask && j0 < end; j0 += BK) {
+    for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
+        float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         backward_tile(P, dP, k, go, lse, j0, w);
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < w; c++) delta[r] += (double)P[r * w + c] * dP[r * w + c];
     }
     for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
-        backward_tile(P, dP, k, go, lse, j0, w);
+        float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         if (V->grad)  // dV_tile += P^T dO
             kern->tile_gemm(V->grad + (k->bh * p->Tk + j0) * p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
         for (int64_t r = 0; r < rows; r++) {
@@ -214,16 +215,27 @@ void tf_op_sdpa_backward(tf_node *n) {
     double *gacc = gm ? calloc((size_t)extent, sizeof *gacc) : NULL;
     if (gm && !gacc) return; /* out of memory: the mask gradient is skipped (inputs' still run) */
     /* (batch, head) pairs in parallel: their dq, dk, dv rows are disjoint; the
-     * query blocks of one pair run in order (they add into the same dK, dV). */
-#pragma omp parallel for schedule(dynamic) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
+     * query blocks of one pair run in order (they add into the same dK, dV).
+     * At most the threads the scratch was planned for (tf_set_threads may
+     * have raised the count since the forward). */
+#ifdef _OPENMP
+    int nt = omp_get_max_threads() < p->threads ? omp_get_max_threads() : p->threads;
+#endif
+    float *scratch0 = n->saved[1] + p->B * p->H * (p->D + p->Dv) * p->Tk;
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
     for (int64_t bh = 0; bh < p->B * p->H; bh++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *scratch = scratch0 + (int64_t)tid * 2 * BQ * p->Tk;  // (2, BQ, Tk) of this thread
         const float *v = tf_f32(n->in[2]) + bh * p->Tk * p->Dv;
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
         tiles_t(vt, v, p->Tk, p->Dv);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
             sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + bh * p->Tq * p->D,
                             tf_f32(n->in[1]) + bh * p->Tk * p->D, v, n->saved[1] + bh * p->D * p->Tk, vt};
-            backward_block(n, &k, n->saved[0] + bh * p->Tq + i0, gacc);
+            backward_block(n, &k, n->saved[0] + bh * p->Tq + i0, gacc, scratch);
         }
     }
     for (int64_t o = 0; gacc && o < extent; o++) gm[o] += (float)gacc[o];
@@ -262,8 +274,15 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     tf_tensor *in[4] = {tf_contiguous(ctx, q), tf_contiguous(ctx, k), tf_contiguous(ctx, v), mask};
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SDPA, mask ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
+    p->threads = 1;
+#ifdef _OPENMP
+    p->threads = omp_get_max_threads();
+#endif
+    /* saved[1]: K^T and V^T by key tiles (B,H,D+Dv,Tk), then the backward's
+     * per-thread P and dP of one query block (threads,2,BQ,Tk) when gradients flow */
+    int64_t scratch = n && n->out->grad ? (int64_t)p->threads * 2 * BQ * p->Tk : 0;
     if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq)) ||  // lse: (B,H,Tq)
-        !(n->saved[1] = tf_ctx_floats(ctx, p->B * p->H * (p->D + p->Dv) * p->Tk)))  // K^T, V^T: (B,H,D|Dv,Tk)
+        !(n->saved[1] = tf_ctx_floats(ctx, p->B * p->H * (p->D + p->Dv) * p->Tk + scratch)))
         return NULL;
     return tf_node_run(ctx, n);
 }
