@@ -21,16 +21,19 @@ LDLIBS += -ldl
 endif
 SAN     ?=
 
-LIB_SRC := $(wildcard src/*/*.c)
+LIB_SRC := $(wildcard src/*/*.c src/models/*/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 
 all: $(BUILD)/libtformer.a $(BUILD)/libtformer.so $(BUILD)/tformer
 
-$(BUILD)/%.o: %.c include/tformer.h src/core/internal.h src/ops/kernels.h src/ops/kern_simd.h
+# -MMD: every object depends on the headers it includes (build/**/*.d).
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -fPIC -fvisibility=default -c $< -o $@
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+
+-include $(LIB_OBJ:.o=.d)
 
 $(BUILD)/libtformer.a: $(LIB_OBJ)
 	@rm -f $@
@@ -39,10 +42,10 @@ $(BUILD)/libtformer.a: $(LIB_OBJ)
 $(BUILD)/libtformer.so: $(LIB_OBJ)
 	$(CC) -shared $(SAN) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tformer: $(CLI_SRC) cli/cli.h $(BUILD)/libtformer.a
+$(BUILD)/tformer: $(CLI_SRC) $(wildcard cli/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS)
 
-$(BUILD)/run_tests: $(TEST_SRC) tests/test.h $(BUILD)/libtformer.a
+$(BUILD)/run_tests: $(TEST_SRC) $(wildcard tests/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS)
 
 # The main job: train a character-level GPT on the fortunes package's text

@@ -4,7 +4,8 @@
 
 #include "tformer.h"
 
-#define TF_PRIVATE __attribute__((visibility("hidden")))
+/* Everything here is hidden from the shared library: it is built with
+ * -fvisibility=hidden and exports only what include/tformer/ marks TF_API. */
 
 /* One recorded operation. Forward reads `in` and `params`, writes `out` and
  * `saved`; it may be run again (tape replay) and must then give the same result. */
@@ -25,7 +26,7 @@ typedef struct {
     void (*backward)(tf_node *n); /* accumulates into the inputs' grad buffers */
 } tf_op_def;
 
-extern const tf_op_def tf_op_table[TF_OP_COUNT] TF_PRIVATE;
+extern const tf_op_def tf_op_table[TF_OP_COUNT];
 
 struct tf_ctx {
     tf_arena *arena;
@@ -36,30 +37,30 @@ struct tf_ctx {
 };
 
 /* Checked size arithmetic: return 0 on overflow. */
-int tf_mul_size(size_t a, size_t b, size_t *out) TF_PRIVATE;
-uint64_t tf_splitmix64(uint64_t *state) TF_PRIVATE;
+int tf_mul_size(size_t a, size_t b, size_t *out);
+uint64_t tf_splitmix64(uint64_t *state);
 /* Uniform float in [0,1) from a counter-based hash (seed, i). */
-float tf_hash_uniform(uint64_t seed, uint64_t i) TF_PRIVATE;
+float tf_hash_uniform(uint64_t seed, uint64_t i);
 
 /* Normalise a possibly negative dim; -1 and an error when out of range. */
-int tf_dim_index(const tf_tensor *x, int dim, const char *op) TF_PRIVATE;
-void tf_contig_strides(int ndim, const int64_t *shape, int64_t *stride) TF_PRIVATE;
+int tf_dim_index(const tf_tensor *x, int dim, const char *op);
+void tf_contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* Strides of t broadcast (right-aligned) to shape[ndim], 0 where t has size 1
  * or lacks the dim. Returns -1 if t does not broadcast. */
-int tf_bcast_strides(const tf_tensor *t, int ndim, const int64_t *shape, int64_t *stride) TF_PRIVATE;
+int tf_bcast_strides(const tf_tensor *t, int ndim, const int64_t *shape, int64_t *stride);
 
 /* Create a node: allocate out (with a gradient when any input tracks one and
  * gradients are on), record it and run its forward. NULL if an input is NULL. */
 tf_node *tf_node_new(tf_ctx *ctx, tf_op op, int n_in, tf_tensor *const *in, tf_dtype out_dt,
-                     int out_ndim, const int64_t *out_shape, void *params) TF_PRIVATE;
+                     int out_ndim, const int64_t *out_shape, void *params);
 /* Record and run: call after filling saved[] buffers. */
-tf_tensor *tf_node_run(tf_ctx *ctx, tf_node *n) TF_PRIVATE;
-void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes) TF_PRIVATE;
-float *tf_ctx_floats(tf_ctx *ctx, int64_t n) TF_PRIVATE;
-tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x) TF_PRIVATE;
+tf_tensor *tf_node_run(tf_ctx *ctx, tf_node *n);
+void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes);
+float *tf_ctx_floats(tf_ctx *ctx, int64_t n);
+tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
 
 /* Iterate a multi-index over shape[ndim-1] (all but the last dim), in row-major order. */
-int tf_index_next(int64_t *idx, int ndim, const int64_t *shape) TF_PRIVATE;
+int tf_index_next(int64_t *idx, int ndim, const int64_t *shape);
 
 /* Dot product with 8 fixed partial sums: the compiler vectorises it (no
  * reassociation is needed, the order is written out), and the result is the
@@ -78,30 +79,30 @@ static inline float tf_dot(const float *a, const float *b, int64_t n) {
  * values); NULL when no BLAS could be loaded (src/ops/blas.c). */
 typedef void (*tf_sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                             const float *B, int ldb, float beta, float *C, int ldc);
-tf_sgemm_fn tf_blas_sgemm(void) TF_PRIVATE;
+tf_sgemm_fn tf_blas_sgemm(void);
 
 /* C (M,N) += op(A) op(B) with A stored (M,K) or (K,M) when ta, B (K,N) or
  * (N,K) when tb. AUTO sends large products to the BLAS when built with one. */
 enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
-                 int kernel) TF_PRIVATE;
+                 int kernel);
 
 /* gelu(x), exact (erf) or tanh form, in float as PyTorch computes it; the
  * derivative into *deriv when not NULL. */
-float tf_gelu_scalar(float x, int tanh_form, float *deriv) TF_PRIVATE;
+float tf_gelu_scalar(float x, int tanh_form, float *deriv);
 
 /* A line plot as PNG (libpng): series a (blue) and b (red, may be empty)
  * against their x values, with the axis ranges written as numbers. */
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
-                int nb) TF_PRIVATE;
+                int nb);
 
 /* A beam taking its parent's own positions (both on the same prefix). */
-int tf_kv_cache_copy(tf_kv_cache *dst, const tf_kv_cache *src) TF_PRIVATE;
+int tf_kv_cache_copy(tf_kv_cache *dst, const tf_kv_cache *src);
 
 /* Per-op forward/backward, defined next to each op's constructor. */
 #define TF_OP_FUNCS(name)                                  \
-    void tf_op_##name##_forward(tf_node *n) TF_PRIVATE;    \
-    void tf_op_##name##_backward(tf_node *n) TF_PRIVATE;
+    void tf_op_##name##_forward(tf_node *n);    \
+    void tf_op_##name##_backward(tf_node *n);
 TF_OP_FUNCS(copy)
 TF_OP_FUNCS(matmul)
 TF_OP_FUNCS(add)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/util.h"
 #include "torch_run.h"
 
 static const char *const MODULE_NAMES[TR_MODULE_COUNT] = {
@@ -119,42 +120,11 @@ static int parse_layer(const char *path, const cJSON *root, tr_config *c) {
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tf_set_error("%s: cannot open: %s", path, strerror(errno)), NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        if (cap > (64u << 20)) { /* a config is tiny; refuse absurd files */
-            free(buf);
-            buf = NULL;
-            tf_set_error("%s: larger than 64 MB", path);
-            break;
-        }
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) free(buf);
-        buf = nb;
-    }
-    fclose(f);
-    if (buf) *len = n;
-    return buf;
-}
-
 int tr_config_load(const char *path, tr_config *c, FILE *log) {
     memset(c, 0, sizeof *c);
-    size_t len = 0;
-    char *text = read_file(path, &len);
-    if (!text) return -1;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    cJSON *root = tf_json_read(path);
     int rc = -1;
-    if (!cJSON_IsObject(root)) {
-        tf_set_error("%s: not a JSON object (parse error near byte %ld)", path,
-                     end ? (long)(end - text) : 0L);
-        goto out;
-    }
+    if (!root) return -1;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "module");
     if (!cJSON_IsString(m)) {
         tf_set_error("%s: missing \"module\" (one of MultiheadAttention, TransformerEncoderLayer, "
@@ -177,6 +147,5 @@ int tr_config_load(const char *path, tr_config *c, FILE *log) {
     rc = 0;
 out:
     cJSON_Delete(root);
-    free(text);
     return rc;
 }

@@ -18,7 +18,7 @@ typedef struct {
     int num_encoder_layers, num_decoder_layers;
 } tr_config;
 
-int tr_config_load(const char *path, tr_config *c, FILE *log) TF_PRIVATE;
-const char *tr_module_name(tr_module m) TF_PRIVATE;
+int tr_config_load(const char *path, tr_config *c, FILE *log);
+const char *tr_module_name(tr_module m);
 
 #endif

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/internal.h"
+#include "../util/util.h"
 
 typedef struct {
     char *name;
@@ -207,35 +207,12 @@ int tf_st_writer_save(tf_st_writer *w, const char *path) {
     size_t hl;
     char *hdr = header_json(w, &hl);
     if (!hdr) return tf_set_error("%s: cannot build the header (out of memory)", path);
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(hdr);
-        return tf_set_error("%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp), rc = -1;
-    FILE *fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!fp) {
-        tf_set_error("%s: cannot create a temporary file: %s", path, strerror(errno));
-        if (fd >= 0) close(fd), unlink(tmp);
-        goto out;
-    }
+    tf_atomic_file a;
+    if (tf_atomic_open(&a, path)) return free(hdr), -1;
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-    int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hl, fp) == hl;
-    for (int i = 0; ok && i < w->n; i++) ok = fwrite(w->items[i].bytes, 1, w->items[i].nbytes, fp) == w->items[i].nbytes;
-    ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    ok = (fclose(fp) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        tf_set_error("%s: write failed: %s", path, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(tmp);
+    int ok = fwrite(len8, 1, 8, a.f) == 8 && fwrite(hdr, 1, hl, a.f) == hl;
+    for (int i = 0; ok && i < w->n; i++) ok = fwrite(w->items[i].bytes, 1, w->items[i].nbytes, a.f) == w->items[i].nbytes;
     free(hdr);
-    return rc;
+    return tf_atomic_commit(&a, ok);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../tokenizer/tok_internal.h"
+#include "../util/util.h"
 
 static int json_int(const cJSON *root, const char *key, int *out, int required, const char *path) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -142,17 +142,9 @@ static int write_config(const tf_gpt *m, const char *path) {
     cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tied);
     cJSON_AddStringToObject(r, "tformer_position", c->pos == TF_POS_LEARNED ? "learned" : "sinusoidal");
     cJSON_AddBoolToObject(r, "tformer_norm_first", c->norm_first);
-    char *text = cJSON_Print(r);
+    int rc = tf_json_write(path, r);
     cJSON_Delete(r);
-    if (!text) return tf_set_error("%s: out of memory", path);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (f && fclose(f) == 0) && ok;
-    free(text);
-    if (!ok || rename(tmp, path)) return tf_set_error("%s: write failed: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }
 
 int tf_gpt_save_hf(const tf_gpt *m, const char *dir) {

@@ -128,8 +128,8 @@ static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softm
                                     layernorm, layernorm_grad, adamw, acc, tile_gemm};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
-const tf_kernels *tf_kern_avx2_table(void) TF_PRIVATE;
-const tf_kernels *tf_kern_avx512_table(void) TF_PRIVATE;
+const tf_kernels *tf_kern_avx2_table(void);
+const tf_kernels *tf_kern_avx512_table(void);
 
 const tf_kernels *tf_kern_get(tf_isa isa) {
     if (isa == TF_ISA_PORTABLE) return &portable;

@@ -50,9 +50,9 @@ typedef struct {
 
 /* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
  * has it), else the widest the CPU has. */
-const tf_kernels *tf_kern(void) TF_PRIVATE;
+const tf_kernels *tf_kern(void);
 /* One variant, or NULL when not built or not supported by this CPU (tests). */
-const tf_kernels *tf_kern_get(tf_isa isa) TF_PRIVATE;
+const tf_kernels *tf_kern_get(tf_isa isa);
 
 /* Run BODY over [0, n) in chunks of 4096 (i0, len), in parallel when there
  * are several; element-wise kernels give the same result however split. */
@@ -69,11 +69,11 @@ const tf_kernels *tf_kern_get(tf_isa isa) TF_PRIVATE;
 
 /* out (N) += column sums of g (R,N): blocks of columns in parallel, each
  * column summing its rows in order (the same on any thread count). */
-void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) TF_PRIVATE;
+void tf_col_sums(float *out, const float *g, int64_t R, int64_t N);
 
 /* out (n) = act(pre) and dx (n) = g * act'(pre) (+= when acc), for a
  * tf_activation other than TF_ACT_NONE: the GELU op and the dense op. */
-void tf_act_forward(float *out, const float *pre, int64_t n, int act) TF_PRIVATE;
-void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int act, int acc) TF_PRIVATE;
+void tf_act_forward(float *out, const float *pre, int64_t n, int act);
+void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int act, int acc);
 
 #endif

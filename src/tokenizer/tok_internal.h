@@ -1,50 +1,9 @@
-/* Private: hash maps and helpers shared by the tokenizers. */
+/* Private: helpers shared by the tokenizers. */
 #ifndef TF_TOK_INTERNAL_H
 #define TF_TOK_INTERNAL_H
 
-#include "../core/internal.h"
+#include "../util/util.h"
 
-/* Byte string -> int32, open addressing; keys are copied into an arena. */
-typedef struct {
-    const char **keys;
-    uint32_t *lens;
-    int32_t *vals;
-    size_t cap, n;
-    tf_arena *arena;
-} tf_strmap;
-
-int tf_strmap_init(tf_strmap *m, size_t expect);
-void tf_strmap_free(tf_strmap *m);
-void tf_strmap_clear(tf_strmap *m);
-/* Insert or overwrite; -1 (and tf_error) when out of memory. */
-int tf_strmap_put(tf_strmap *m, const char *k, size_t len, int32_t v);
-/* The value, or -1 when absent. */
-int32_t tf_strmap_get(const tf_strmap *m, const char *k, size_t len);
-
-/* (a,b) token pair -> (rank, merged id). */
-typedef struct {
-    uint64_t *keys; /* (a << 32 | b) + 1, 0 = empty */
-    int32_t *rank, *merged;
-    size_t cap, n;
-} tf_pairmap;
-
-int tf_pairmap_init(tf_pairmap *m, size_t expect);
-void tf_pairmap_free(tf_pairmap *m);
-int tf_pairmap_put(tf_pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t merged);
-/* The rank (and *merged), or -1 when the pair has no merge. */
-int32_t tf_pairmap_get(const tf_pairmap *m, int32_t a, int32_t b, int32_t *merged);
-
-/* A growable byte buffer. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-} tf_buf;
-int tf_buf_put(tf_buf *b, const void *data, size_t n);
-
-/* First occurrence of needle in hay, or NULL. */
-const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
-/* Read a whole file (NUL-terminated); NULL + tf_error naming it on failure. */
-char *tf_read_file(const char *path, size_t *len);
 /* UTF-8: decode one code point at s (n bytes left); -1 for an invalid sequence. */
 int32_t tf_utf8_decode(const unsigned char *s, size_t n, int *used);
 int tf_utf8_encode(uint32_t cp, char *out);
@@ -109,17 +68,17 @@ struct tf_tokenizer {
 };
 
 /* Loaders: NULL + tf_error on failure. */
-void *tf_bytebpe_load(const char *vocab_path, const char *merges_path, int openai_layout) TF_PRIVATE;
-extern const tf_tok_vtable tf_bytebpe_vt TF_PRIVATE;
-void *tf_wordpiece_load(const char *vocab_path) TF_PRIVATE;
-extern const tf_tok_vtable tf_wordpiece_vt TF_PRIVATE;
-int tf_wordpiece_special(const void *impl, int32_t *cls, int32_t *sep) TF_PRIVATE;
+void *tf_bytebpe_load(const char *vocab_path, const char *merges_path, int openai_layout);
+extern const tf_tok_vtable tf_bytebpe_vt;
+void *tf_wordpiece_load(const char *vocab_path);
+extern const tf_tok_vtable tf_wordpiece_vt;
+int tf_wordpiece_special(const void *impl, int32_t *cls, int32_t *sep);
 /* BERT normalisation and pre-tokenization: fn gets each word's code points. */
 typedef int (*tf_word_fn)(void *ctx, const int32_t *cp, size_t n);
-int tf_wordpiece_split(int lower, const char *s, size_t n, tf_word_fn fn, void *ctx) TF_PRIVATE;
-void *tf_bpe_load(const char *vocab_path, const char *merges_path) TF_PRIVATE;
-extern const tf_tok_vtable tf_bpe_vt TF_PRIVATE;
-void *tf_chartok_load(const char *chars_path) TF_PRIVATE; /* NULL path: the 256 bytes */
-extern const tf_tok_vtable tf_chartok_vt TF_PRIVATE;
+int tf_wordpiece_split(int lower, const char *s, size_t n, tf_word_fn fn, void *ctx);
+void *tf_bpe_load(const char *vocab_path, const char *merges_path);
+extern const tf_tok_vtable tf_bpe_vt;
+void *tf_chartok_load(const char *chars_path); /* NULL path: the 256 bytes */
+extern const tf_tok_vtable tf_chartok_vt;
 
 #endif

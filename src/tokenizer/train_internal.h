@@ -43,13 +43,13 @@ typedef struct {
     int64_t step;
 } tf_trainer;
 
-int tr_init(tf_trainer *t, const char *cont_prefix) TF_PRIVATE;
-void tr_free(tf_trainer *t) TF_PRIVATE;
+int tr_init(tf_trainer *t, const char *cont_prefix);
+void tr_free(tf_trainer *t);
 /* Id of a token, added when new. */
-int tr_token(tf_trainer *t, const char *s, size_t n) TF_PRIVATE;
+int tr_token(tf_trainer *t, const char *s, size_t n);
 /* Count one occurrence of a word (its text is the key; symbols are set later). */
-int tr_count_word(tf_trainer *t, const char *w, size_t n) TF_PRIVATE;
+int tr_count_word(tf_trainer *t, const char *w, size_t n);
 /* Merge until vocab_size tokens exist or no pair occurs min_frequency times. */
-int tr_learn(tf_trainer *t, int32_t vocab_size, int64_t min_frequency) TF_PRIVATE;
+int tr_learn(tf_trainer *t, int32_t vocab_size, int64_t min_frequency);
 
 #endif

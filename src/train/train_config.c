@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tokenizer/tok_internal.h"
+#include "../util/util.h"
 
 tf_train_config tf_train_config_default(void) {
     tf_train_config c;

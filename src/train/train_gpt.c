@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../tokenizer/tok_internal.h"
+#include "../util/util.h"
 
 typedef struct {
     double *x, *y;
@@ -56,17 +56,6 @@ static uint64_t key(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
 
 /* ---------------------------------------------------------------- data and tokenizer */
 
-static int copy_file(const char *from, const char *to) {
-    size_t n;
-    char *data = tf_read_file(from, &n);
-    if (!data) return -1;
-    FILE *f = fopen(to, "wb");
-    int ok = f && fwrite(data, 1, n, f) == n;
-    ok = (f && fclose(f) == 0) && ok;
-    free(data);
-    return ok ? 0 : tf_set_error("%s: cannot write: %s", to, strerror(errno));
-}
-
 /* The run folder gets its own copy of the tokenizer, in a layout tf_tokenizer_load knows. */
 static int install_tokenizer(const char *spec, const char *const *data, int n_data, const char *dir) {
     if (!strcmp(spec, "char")) {
@@ -85,12 +74,12 @@ static int install_tokenizer(const char *spec, const char *const *data, int n_da
     size_t n = strlen(spec);
     if (!stat(spec, &st) && S_ISREG(st.st_mode)) { /* a WordPiece vocab.txt named directly */
         snprintf(to, sizeof to, "%s/vocab.txt", dir);
-        return copy_file(spec, to);
+        return tf_copy_file(spec, to);
     }
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         snprintf(from, sizeof from, "%.*s/%s", (int)n, spec, pairs[i][0]);
         snprintf(to, sizeof to, "%s/%s", dir, pairs[i][1]);
-        if (!stat(from, &st) && copy_file(from, to)) return -1;
+        if (!stat(from, &st) && tf_copy_file(from, to)) return -1;
     }
     return 0;
 }
@@ -188,7 +177,7 @@ static void model_signature(const tf_gpt_config *m, char *out, size_t n) {
 
 static int write_history(const run *r) {
     tf_buf b = {0};
-    char line[256], path[4096], tmp[4200];
+    char line[256], path[4096];
     int rc = tf_buf_put(&b, "step,train_loss,val_loss,lr,grad_norm\n", 38), v = 0;
     for (int i = 0; !rc && i < r->train.n; i++) {
         while (v < r->val.n && r->val.x[v] < r->train.x[i]) v++;
@@ -199,12 +188,9 @@ static int write_history(const run *r) {
         rc = tf_buf_put(&b, line, (size_t)n);
     }
     snprintf(path, sizeof path, "%s/losses.csv", r->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = rc ? NULL : fopen(tmp, "wb");
-    int ok = f && fwrite(b.p, 1, b.n, f) == b.n;
-    ok = (f && fclose(f) == 0) && ok;
+    rc = rc || tf_write_file(path, b.p, b.n);
     free(b.p);
-    if (!ok || rename(tmp, path)) return tf_set_error("%s: write failed", path);
+    if (rc) return -1;
     snprintf(path, sizeof path, "%s/loss.png", r->dir);
     return tf_png_plot(path, r->train.x, r->train.y, r->train.n, r->val.x, r->val.y, r->val.n);
 }

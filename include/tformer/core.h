@@ -1,0 +1,116 @@
+/* tformer: Tensors, arenas, the autodiff context and errors. */
+#ifndef TFORMER_CORE_H
+#define TFORMER_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Marks the library's public functions: the shared library is built with
+ * -fvisibility=hidden, so only these are exported. */
+#if defined(__GNUC__)
+#define TF_API __attribute__((visibility("default")))
+#else
+#define TF_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TF_MAX_DIMS 6
+#define TF_DIM_ALL 127 /* reduce over every dimension */
+
+/* ---------------------------------------------------------------- errors */
+
+/* The message of the last error on this thread ("" when none). */
+TF_API const char *tf_error(void);
+/* Set the thread's error message (printf-style); always returns -1. */
+TF_API int tf_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------- arenas */
+
+/* Bump allocator: 64-byte aligned, zeroed memory, freed all at once. */
+typedef struct tf_arena tf_arena;
+TF_API tf_arena *tf_arena_new(size_t block_bytes);
+TF_API void tf_arena_free(tf_arena *a);
+TF_API void *tf_arena_alloc(tf_arena *a, size_t bytes); /* NULL + tf_error() on failure */
+TF_API void tf_arena_reset(tf_arena *a);                 /* keeps the first block */
+TF_API size_t tf_arena_used(const tf_arena *a);
+/* Bytes held in blocks, and (when blocks != NULL) how many blocks. */
+TF_API size_t tf_arena_reserved(const tf_arena *a, int *blocks);
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef enum {
+    TF_DTYPE_F32, /* activations and parameters: the only dtype with gradients */
+    TF_DTYPE_I32, /* token ids, targets */
+    TF_DTYPE_U8   /* boolean masks: nonzero = masked out */
+} tf_dtype;
+
+typedef struct tf_tensor {
+    tf_dtype dtype;
+    int ndim;
+    int64_t shape[TF_MAX_DIMS];
+    int64_t stride[TF_MAX_DIMS]; /* in elements */
+    void *data;                  /* first element */
+    float *grad;                 /* same layout as data; NULL if no gradient is tracked */
+} tf_tensor;
+
+TF_API size_t tf_dtype_size(tf_dtype dt);
+TF_API int64_t tf_numel(const tf_tensor *t);
+TF_API int tf_is_contiguous(const tf_tensor *t);
+static inline float *tf_f32(const tf_tensor *t) { return (float *)t->data; }
+static inline int32_t *tf_i32(const tf_tensor *t) { return (int32_t *)t->data; }
+static inline uint8_t *tf_u8(const tf_tensor *t) { return (uint8_t *)t->data; }
+
+/* A contiguous tensor in an arena, zero-filled (gradient too when requires_grad). */
+TF_API tf_tensor *tf_tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *shape,
+                           int requires_grad);
+/* Fill with N(0, std^2) (Box-Muller on splitmix64) / uniform(lo, hi). Contiguous F32 only. */
+TF_API void tf_tensor_fill_normal(tf_tensor *t, uint64_t seed, float std);
+TF_API void tf_tensor_fill_uniform(tf_tensor *t, uint64_t seed, float lo, float hi);
+TF_API void tf_tensor_zero_grad(tf_tensor *t);
+/* Write "(2,3,4)" into buf. */
+TF_API const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n);
+
+/* Threads for the kernels that use them; 0 means all cores. Results do not
+ * depend on the thread count. */
+TF_API void tf_set_threads(int n);
+/* Which BLAS serves large matrix products: OpenBLAS is loaded at first use
+ * (TFORMER_BLAS=0 keeps the portable kernel); see docs/performance.md. */
+TF_API const char *tf_blas_info(void);
+/* Which row kernels run: "avx512", "avx2" or "portable" — the widest this CPU
+ * has, or TFORMER_ISA=portable|avx2|avx512 (when the CPU has it). */
+TF_API const char *tf_kernels_info(void);
+
+/* ---------------------------------------------------------------- context and tape */
+
+typedef struct tf_ctx tf_ctx;
+TF_API tf_ctx *tf_ctx_new(uint64_t seed);
+TF_API void tf_ctx_free(tf_ctx *ctx);
+/* Drop the tape and every activation; parameters (in their own arenas) stay. */
+TF_API void tf_ctx_reset(tf_ctx *ctx);
+TF_API void tf_ctx_set_grad(tf_ctx *ctx, int enabled);       /* default on */
+TF_API void tf_ctx_set_training(tf_ctx *ctx, int training);  /* dropout active; default off */
+TF_API void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed);      /* dropout masks derive from it */
+TF_API tf_arena *tf_ctx_arena(tf_ctx *ctx);
+/* A tensor in the context's arena (lives until tf_ctx_reset). */
+TF_API tf_tensor *tf_tensor_new(tf_ctx *ctx, tf_dtype dt, int ndim, const int64_t *shape,
+                         int requires_grad);
+/* Seed the gradient of `out` with grad_out (same shape; NULL means ones) and
+ * accumulate gradients into every tensor that tracks one. It walks the whole
+ * tape: once per tape (a second call would propagate the first's gradients
+ * again), so two graphs that need separate backward passes take two contexts. */
+TF_API int tf_backward(tf_ctx *ctx, tf_tensor *out, const tf_tensor *grad_out);
+/* Run every recorded op's forward again, in order (used by gradient checks). */
+TF_API void tf_tape_replay(tf_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_CORE_H */

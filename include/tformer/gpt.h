@@ -1,0 +1,70 @@
+/* tformer: GPT: the decoder language model. */
+#ifndef TFORMER_GPT_H
+#define TFORMER_GPT_H
+
+#include "nn.h"
+#include "safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- GPT: decoder language model */
+
+typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL } tf_pos_kind;
+
+typedef struct {
+    int vocab_size, context; /* context: the longest sequence (positions) */
+    int n_layer, n_head, n_embd;
+    int n_inner;             /* MLP width; 0 means 4 * n_embd */
+    float dropout;
+    tf_pos_kind pos;
+    int norm_first;          /* 1: pre-LN with a final LayerNorm (GPT-2); 0: post-LN (the original paper) */
+    tf_activation activation;/* GPT-2: TF_ACT_GELU_TANH */
+    int tied;                /* output projection = token embedding (GPT-2) */
+    float layer_norm_eps;
+} tf_gpt_config;
+
+/* GPT-2 small's shape scaled to the given sizes: pre-LN, learned positions,
+ * tanh GELU, tied embeddings, eps 1e-5, dropout 0. */
+TF_API tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int n_embd);
+
+/* Weights of one block, named as Hugging Face's GPT-2 (Conv1D layout: (in, out)). */
+typedef struct {
+    tf_tensor *ln_1_w, *ln_1_b;
+    tf_tensor *c_attn_w, *c_attn_b; /* (C,3C), (3C) */
+    tf_tensor *attn_proj_w, *attn_proj_b; /* (C,C), (C) */
+    tf_tensor *ln_2_w, *ln_2_b;
+    tf_tensor *c_fc_w, *c_fc_b;     /* (C,F), (F) */
+    tf_tensor *mlp_proj_w, *mlp_proj_b; /* (F,C), (C) */
+} tf_gpt_block;
+
+typedef struct {
+    tf_gpt_config cfg;
+    tf_params *params;  /* every tensor below, by Hugging Face name */
+    tf_tensor *wte;     /* (V,C) */
+    tf_tensor *wpe;     /* (context,C), NULL with sinusoidal positions */
+    tf_gpt_block *h;    /* n_layer blocks */
+    tf_tensor *ln_f_w, *ln_f_b; /* pre-LN only */
+    tf_tensor *lm_head; /* (V,C), NULL when tied */
+} tf_gpt;
+
+/* Check a configuration; 0 or -1 with a message naming the field. */
+TF_API int tf_gpt_config_check(const tf_gpt_config *c);
+/* A model with GPT-2's initialisation (N(0,0.02), residual projections scaled
+ * by 1/sqrt(2 n_layer)), or with its tensors left for tf_params_load when seed == 0. */
+TF_API tf_gpt *tf_gpt_new(const tf_gpt_config *cfg, uint64_t seed);
+TF_API void tf_gpt_free(tf_gpt *m);
+/* ids (B,T) I32 -> logits (B,T,V); with targets (B,T) I32 (-1 = ignore) the
+ * return value is the mean cross-entropy and *logits (if asked) the logits. */
+TF_API tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tensor *targets, tf_tensor **logits);
+
+
+/* Hugging Face GPT-2 folders: config.json + model.safetensors. */
+TF_API tf_gpt *tf_gpt_load_hf(const char *dir);
+TF_API int tf_gpt_save_hf(const tf_gpt *m, const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_GPT_H */

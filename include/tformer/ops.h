@@ -1,0 +1,81 @@
+/* tformer: The op table: views and differentiable operations. */
+#ifndef TFORMER_OPS_H
+#define TFORMER_OPS_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- the op table */
+
+typedef enum {
+    TF_OP_COPY,          /* strided view -> contiguous copy */
+    TF_OP_MATMUL,        /* batched, either side transposed */
+    TF_OP_ADD,           /* broadcasting */
+    TF_OP_MUL,           /* broadcasting */
+    TF_OP_SCALE,         /* times a constant */
+    TF_OP_BIAS_ADD,      /* (...,N) + (N) */
+    TF_OP_SOFTMAX,       /* last dim, optional additive or boolean mask */
+    TF_OP_LAYERNORM,     /* last dim */
+    TF_OP_RELU,
+    TF_OP_GELU,          /* exact erf or tanh approximation */
+    TF_OP_DROPOUT,       /* seeded, inverted scaling */
+    TF_OP_EMBEDDING,     /* rows of a table */
+    TF_OP_CONCAT,
+    TF_OP_SUM,           /* over one dim or all; mean is a scaled sum */
+    TF_OP_CROSS_ENTROPY, /* logits, ignore index, label smoothing */
+    TF_OP_SDPA,          /* fused scaled dot-product attention */
+    TF_OP_DENSE,         /* x W^T + b, then an optional activation, fused */
+    TF_OP_COUNT
+} tf_op;
+
+TF_API const char *tf_op_name(tf_op op);
+
+typedef enum { TF_GELU_ERF, TF_GELU_TANH } tf_gelu_kind;
+
+/* Views: no copy, no tape entry; data and gradient alias the base. */
+TF_API tf_tensor *tf_reshape(tf_ctx *ctx, tf_tensor *x, int ndim, const int64_t *shape); /* -1 = infer */
+TF_API tf_tensor *tf_transpose(tf_ctx *ctx, tf_tensor *x, int d0, int d1);
+TF_API tf_tensor *tf_narrow(tf_ctx *ctx, tf_tensor *x, int dim, int64_t start, int64_t len);
+TF_API tf_tensor *tf_unsqueeze(tf_ctx *ctx, tf_tensor *x, int dim);
+
+/* Ops (recorded on the tape when gradients are on). Negative dims count from the end. */
+TF_API tf_tensor *tf_contiguous(tf_ctx *ctx, tf_tensor *x); /* x itself if already contiguous */
+TF_API tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int trans_b);
+TF_API tf_tensor *tf_add(tf_ctx *ctx, tf_tensor *a, tf_tensor *b);
+TF_API tf_tensor *tf_mul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b);
+TF_API tf_tensor *tf_scale(tf_ctx *ctx, tf_tensor *x, float s);
+TF_API tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias);
+/* mask: F32 (added to x) or U8 (nonzero = excluded), broadcastable to x. A row
+ * with every entry excluded gives all zeros (PyTorch gives NaN). */
+TF_API tf_tensor *tf_softmax(tf_ctx *ctx, tf_tensor *x, tf_tensor *mask);
+TF_API tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, float eps);
+TF_API tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x);
+TF_API tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind);
+TF_API tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p); /* identity unless training */
+TF_API tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids);
+TF_API tf_tensor *tf_concat(tf_ctx *ctx, int n, tf_tensor *const *xs, int dim);
+/* Split along dim into n contiguous pieces of the given sizes. Returns 0 or -1. */
+TF_API int tf_split(tf_ctx *ctx, tf_tensor *x, int dim, int n, const int64_t *sizes, tf_tensor **outs);
+TF_API tf_tensor *tf_sum(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);  /* dim may be TF_DIM_ALL */
+TF_API tf_tensor *tf_mean(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);
+/* logits (...,C), targets I32 (...): mean loss over targets != ignore_index. */
+TF_API tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets,
+                            int ignore_index, float label_smoothing);
+/* q (B,H,Tq,D), k (B,H,Tk,D), v (B,H,Tk,Dv) -> (B,H,Tq,Dv). mask: F32 (added) or
+ * U8 (nonzero = excluded), broadcastable to (B,H,Tq,Tk). causal excludes key j
+ * for query i when j > i + Tk - Tq (PyTorch's rule when Tq == Tk). */
+TF_API tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
+                   int causal, float scale);
+/* act(x W^T + b) in one op: x (..., K), w (N,K), or (K,N) when w_in_out
+ * (Hugging Face's Conv1D: act(x W + b)), b (N) or NULL, act a tf_activation
+ * or TF_ACT_NONE. Saves the bias pass and, with an activation, one (..., N)
+ * tensor and its gradient over matmul + bias_add + activation. */
+TF_API tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_tensor *b, int act);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_OPS_H */

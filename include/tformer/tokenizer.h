@@ -1,0 +1,64 @@
+/* tformer: Tokenizers: characters, sub-word BPE, GPT-2 byte-level BPE, BERT WordPiece. */
+#ifndef TFORMER_TOKENIZER_H
+#define TFORMER_TOKENIZER_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- tokenizers */
+
+typedef enum {
+    TF_TOKENIZER_CHAR,      /* one id per character of a fixed alphabet (or per byte) */
+    TF_TOKENIZER_BPE,       /* sub-word BPE of the lecture decks: characters + word-end marker */
+    TF_TOKENIZER_BYTE_BPE,  /* GPT-2 byte-level BPE */
+    TF_TOKENIZER_WORDPIECE  /* BERT WordPiece */
+} tf_tokenizer_kind;
+
+/* A growable id list; zero-initialise, free with tf_ids_free. */
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} tf_ids;
+TF_API int tf_ids_push(tf_ids *ids, int32_t id);
+TF_API void tf_ids_free(tf_ids *ids);
+
+typedef struct tf_tokenizer tf_tokenizer;
+
+/* Load from a folder, recognising its files: encoder.json + vocab.bpe (OpenAI)
+ * or vocab.json + merges.txt (Hugging Face) -> byte-level BPE; vocab.txt ->
+ * WordPiece; tokenizer.tformer.json -> what it names. A file path ending in
+ * vocab.txt is a WordPiece vocabulary. "char" alone is the 256-byte
+ * tokenizer (id = byte value). */
+TF_API tf_tokenizer *tf_tokenizer_load(const char *dir);
+TF_API void tf_tokenizer_free(tf_tokenizer *t);
+TF_API tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t);
+TF_API int32_t tf_tokenizer_vocab_size(const tf_tokenizer *t);
+/* Id of a vocabulary entry written as in the vocabulary file, or -1. */
+TF_API int32_t tf_tokenizer_token_id(const tf_tokenizer *t, const char *token);
+/* Append the ids of text (any bytes; see docs/tokenizers.md for invalid UTF-8). */
+TF_API int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out);
+/* The text of ids, malloc'ed and NUL-terminated; an id out of range is an error. */
+TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+/* BERT inputs: [CLS] a [SEP] (b [SEP]) with token type ids 0 / 1, truncated
+ * (longest first) to max_len ids when max_len > 0. WordPiece only. */
+TF_API int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
+                             size_t max_len, tf_ids *ids, tf_ids *type_ids);
+
+typedef struct {
+    tf_tokenizer_kind kind; /* BPE, BYTE_BPE or WORDPIECE (CHAR: the corpus' characters) */
+    int32_t vocab_size;
+    int64_t min_frequency;  /* merges need at least this count (default 0: any) */
+} tf_tokenizer_train_opts;
+
+/* Learn a vocabulary from text files and write it to out_dir (created if
+ * missing) in the format tf_tokenizer_load reads back. */
+TF_API int tf_tokenizer_train(const tf_tokenizer_train_opts *o, const char *const *files, int n_files,
+                       const char *out_dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_TOKENIZER_H */

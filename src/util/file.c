@@ -1,0 +1,110 @@
+/* Growable buffers and whole files: read, and written atomically. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int tf_buf_put(tf_buf *b, const void *data, size_t n) {
+    if (n > SIZE_MAX / 2 - b->n) return tf_set_error("buffer too large");
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return tf_set_error("out of memory");
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
+
+const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m) {
+    if (m == 0) return hay;
+    const char *end = hay + n;
+    for (const char *p = hay; (size_t)(end - p) >= m; p++) {
+        p = memchr(p, needle[0], (size_t)(end - p) - m + 1);
+        if (!p) return NULL;
+        if (!memcmp(p, needle, m)) return p;
+    }
+    return NULL;
+}
+
+char *tf_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return tf_set_error("%s: cannot open: %s", path, strerror(errno)), NULL;
+    tf_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (tf_buf_put(&b, chunk, n)) {
+            free(b.p);
+            fclose(f);
+            return NULL;
+        }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(b.p);
+        return tf_set_error("%s: read error", path), NULL;
+    }
+    if (!b.p && tf_buf_put(&b, "", 0)) return NULL;
+    *len = b.n;
+    return b.p;
+}
+
+int tf_atomic_open(tf_atomic_file *a, const char *path) {
+    size_t n = strlen(path);
+    a->path = path;
+    a->f = NULL;
+    if (!(a->tmp = malloc(n + 12))) return tf_set_error("%s: out of memory", path);
+    memcpy(a->tmp, path, n);
+    memcpy(a->tmp + n, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(a->tmp);
+    if (fd >= 0 && !(a->f = fdopen(fd, "wb"))) close(fd), unlink(a->tmp);
+    if (!a->f) {
+        tf_set_error("%s: cannot create a temporary file: %s", path, strerror(errno));
+        free(a->tmp), a->tmp = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void tf_atomic_abort(tf_atomic_file *a) {
+    if (a->f) fclose(a->f), unlink(a->tmp);
+    free(a->tmp);
+    a->f = NULL, a->tmp = NULL;
+}
+
+int tf_atomic_commit(tf_atomic_file *a, int ok) {
+    ok = ok && !ferror(a->f) && fflush(a->f) == 0 && fsync(fileno(a->f)) == 0;
+    ok = fclose(a->f) == 0 && ok;
+    a->f = NULL;
+    if (!ok || rename(a->tmp, a->path) != 0) {
+        tf_set_error("%s: write failed: %s", a->path, strerror(errno ? errno : EIO));
+        unlink(a->tmp);
+        free(a->tmp), a->tmp = NULL;
+        return -1;
+    }
+    free(a->tmp), a->tmp = NULL;
+    return 0;
+}
+
+int tf_write_file(const char *path, const void *data, size_t n) {
+    tf_atomic_file a;
+    if (tf_atomic_open(&a, path)) return -1;
+    return tf_atomic_commit(&a, fwrite(data, 1, n, a.f) == n);
+}
+
+int tf_copy_file(const char *from, const char *to) {
+    size_t n;
+    char *data = tf_read_file(from, &n);
+    if (!data) return -1;
+    int rc = tf_write_file(to, data, n);
+    free(data);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/* Private helpers shared by every module: hash maps, growable buffers, whole
+ * files (read, and written atomically) and JSON files. */
+#ifndef TF_UTIL_H
+#define TF_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "../core/internal.h"
+
+/* Byte string -> int32, open addressing; keys are copied into an arena. */
+typedef struct {
+    const char **keys;
+    uint32_t *lens;
+    int32_t *vals;
+    size_t cap, n;
+    tf_arena *arena;
+} tf_strmap;
+
+int tf_strmap_init(tf_strmap *m, size_t expect);
+void tf_strmap_free(tf_strmap *m);
+void tf_strmap_clear(tf_strmap *m);
+/* Insert or overwrite; -1 (and tf_error) when out of memory. */
+int tf_strmap_put(tf_strmap *m, const char *k, size_t len, int32_t v);
+/* The value, or -1 when absent. */
+int32_t tf_strmap_get(const tf_strmap *m, const char *k, size_t len);
+
+/* (a,b) int32 pair -> (rank, merged id). */
+typedef struct {
+    uint64_t *keys; /* (a << 32 | b) + 1, 0 = empty */
+    int32_t *rank, *merged;
+    size_t cap, n;
+} tf_pairmap;
+
+int tf_pairmap_init(tf_pairmap *m, size_t expect);
+void tf_pairmap_free(tf_pairmap *m);
+int tf_pairmap_put(tf_pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t merged);
+/* The rank (and *merged), or -1 when the pair is absent. */
+int32_t tf_pairmap_get(const tf_pairmap *m, int32_t a, int32_t b, int32_t *merged);
+
+/* A growable byte buffer, always NUL-terminated. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} tf_buf;
+int tf_buf_put(tf_buf *b, const void *data, size_t n);
+
+/* First occurrence of needle in hay, or NULL. */
+const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
+
+/* A whole file (NUL-terminated); NULL + tf_error naming it on failure. */
+char *tf_read_file(const char *path, size_t *len);
+
+/* Atomic writing: a temporary file beside path, then fsync and rename. */
+typedef struct {
+    FILE *f;
+    char *tmp;
+    const char *path;
+} tf_atomic_file;
+int tf_atomic_open(tf_atomic_file *a, const char *path);
+/* Rename into place when ok and every write succeeded; else remove it. 0 or -1. */
+int tf_atomic_commit(tf_atomic_file *a, int ok);
+void tf_atomic_abort(tf_atomic_file *a);
+int tf_write_file(const char *path, const void *data, size_t n);
+int tf_copy_file(const char *from, const char *to);
+
+/* A JSON object from a file; NULL + an error naming the file (and byte). */
+cJSON *tf_json_read(const char *path);
+/* Pretty-printed with a final newline, atomically. */
+int tf_json_write(const char *path, const cJSON *root);
+
+#endif
