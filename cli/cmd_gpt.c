@@ -42,8 +42,8 @@ typedef struct {
 #define O(f, k, m) {f, k, offsetof(tf_train_config, m)}
 static const override OVERRIDES[] = {
     O("--steps", 'l', steps), O("--batch", 'i', batch), O("--accum", 'i', accum), O("--context", 'i', model.context),
-    O("--layers", 'i', model.n_layer), O("--heads", 'i', model.n_head), O("--width", 'i', model.n_embd),
-    O("--mlp-width", 'i', model.n_inner), O("--dropout", 'f', model.dropout), O("--lr", 'f', lr),
+    O("--layers", 'i', model.n_layer), O("--heads", 'i', model.n_head), O("--width", 'i', model.d_model),
+    O("--mlp-width", 'i', model.d_ff), O("--dropout", 'f', model.dropout), O("--lr", 'f', lr),
     O("--min-lr", 'f', min_lr), O("--warmup", 'l', warmup), O("--weight-decay", 'f', weight_decay),
     O("--grad-clip", 'f', grad_clip), O("--eval-every", 'l', eval_every), O("--eval-batches", 'i', eval_batches),
     O("--checkpoint-every", 'l', checkpoint_every), O("--seed", 'l', seed), O("--val-fraction", 'f', val_fraction),

@@ -10,7 +10,7 @@
  *
  *     int main(void) {
  *         tf_layer_config cfg = tf_layer_config_default(16, 4);   // d_model 16, 4 heads
- *         cfg.dim_feedforward = 32;
+ *         cfg.d_ff = 32;
  *         cfg.norm_first = 1;
  *         tf_params *ps = tf_params_new();
  *         tf_encoder_layer layer;

@@ -147,7 +147,7 @@ TEST(gpt_beam_search_finds_the_exhaustive_best) {
 
 static tf_train_config tiny_train(int64_t steps) {
     tf_train_config c = tf_train_config_default();
-    c.model.n_layer = 1, c.model.n_head = 2, c.model.n_embd = 16, c.model.context = 16, c.model.dropout = 0.1f;
+    c.model.n_layer = 1, c.model.n_head = 2, c.model.d_model = 16, c.model.context = 16, c.model.dropout = 0.1f;
     c.steps = steps, c.batch = 4, c.accum = 2, c.warmup = 3, c.eval_every = 4, c.eval_batches = 3, c.checkpoint_every = 100;
     return c;
 }

@@ -163,7 +163,7 @@ static tf_tensor *case_mha(tf_ctx *c, int v) {
 
 static tf_tensor *case_layer(tf_ctx *c, int v) {
     tf_layer_config cfg = tf_layer_config_default(6, 3);
-    cfg.dim_feedforward = 7;
+    cfg.d_ff = 7;
     cfg.norm_first = v & 1;
     cfg.activation = v & 1 ? TF_ACT_GELU : TF_ACT_RELU;
     cfg.dropout = 0.2f; /* the context trains: dropout masks are replayed exactly */

@@ -125,7 +125,7 @@ TEST(errors_name_the_problem) {
     tf_layer_config cfg = tf_layer_config_default(10, 3);
     tf_params *ps = tf_params_new();
     tf_encoder_layer l;
-    CHECK(tf_encoder_layer_register(ps, "", &l, &cfg) != 0 && strstr(tf_error(), "multiple of nhead"));
+    CHECK(tf_encoder_layer_register(ps, "", &l, &cfg) != 0 && strstr(tf_error(), "multiple of n_head"));
     tf_params_free(ps);
     tf_ctx_free(c);
 }

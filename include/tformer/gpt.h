@@ -15,19 +15,19 @@ typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL } tf_pos_kind;
 
 typedef struct {
     int vocab_size, context; /* context: the longest sequence (positions) */
-    int n_layer, n_head, n_embd;
-    int n_inner;             /* MLP width; 0 means 4 * n_embd */
+    int n_layer, n_head, d_model;
+    int d_ff;                /* MLP width; 0 means 4 * d_model */
     float dropout;
     tf_pos_kind pos;
     int norm_first;          /* 1: pre-LN with a final LayerNorm (GPT-2); 0: post-LN (the original paper) */
     tf_activation activation;/* GPT-2: TF_ACT_GELU_TANH */
     int tied;                /* output projection = token embedding (GPT-2) */
-    float layer_norm_eps;
+    float norm_eps;
 } tf_gpt_config;
 
 /* GPT-2 small's shape scaled to the given sizes: pre-LN, learned positions,
  * tanh GELU, tied embeddings, eps 1e-5, dropout 0. */
-TF_API tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int n_embd);
+TF_API tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int d_model);
 
 /* Weights of one block, named as Hugging Face's GPT-2 (Conv1D layout: (in, out)). */
 typedef struct {

@@ -44,8 +44,8 @@ typedef struct {
 } tf_layer_norm;
 
 typedef struct {
-    int embed_dim, num_heads;
-    int kdim, vdim; /* input widths of key and value; embed_dim when equal */
+    int d_model, n_head;
+    int kdim, vdim; /* input widths of key and value; d_model when equal */
     int bias;       /* projections have biases */
     float dropout;  /* on the attention weights, training only */
     int rel_max_offset; /* > 0: learned relative-position bias, offsets clipped to +-this */
@@ -69,7 +69,7 @@ typedef struct {
     int causal;
 } tf_attn_mask;
 
-TF_API tf_mha_config tf_mha_config_default(int embed_dim, int num_heads);
+TF_API tf_mha_config tf_mha_config_default(int d_model, int n_head);
 TF_API int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_config *cfg);
 /* query (B,Tq,E), key (B,Tk,kdim), value (B,Tk,vdim) -> (B,Tq,E). When weights
  * is non-NULL it receives the attention weights averaged over heads, (B,Tq,Tk). */
@@ -94,9 +94,9 @@ TF_API tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t
 /* ---------------------------------------------------------------- Transformer layers */
 
 typedef struct {
-    int d_model, nhead, dim_feedforward;
+    int d_model, n_head, d_ff;
     tf_activation activation;
-    float layer_norm_eps;
+    float norm_eps;
     float dropout;
     int norm_first; /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
     int bias;       /* linear and LayerNorm biases */
@@ -133,8 +133,8 @@ typedef struct {
     tf_decoder decoder;
 } tf_transformer;
 
-/* PyTorch's defaults: dim_feedforward 2048, relu, eps 1e-5, post-LN, biases, dropout 0. */
-TF_API tf_layer_config tf_layer_config_default(int d_model, int nhead);
+/* PyTorch's defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases, dropout 0. */
+TF_API tf_layer_config tf_layer_config_default(int d_model, int n_head);
 
 /* Parameters get PyTorch's names under prefix ("" or "layers.0." ...). */
 TF_API int tf_encoder_layer_register(tf_params *ps, const char *prefix, tf_encoder_layer *l,

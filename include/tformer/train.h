@@ -55,8 +55,8 @@ typedef struct {
  * context 64, batch 12, 2000 steps, lr 1e-3, warmup 100, dropout 0). */
 TF_API tf_train_config tf_train_config_default(void);
 /* Overlay the keys of a JSON config file (the field names above; model keys
- * n_layer, n_head, n_embd, context, dropout, pos "learned"|"sinusoidal",
- * norm_first, activation "relu"|"gelu"|"gelu_tanh", tied, n_inner). Unknown
+ * n_layer, n_head, d_model, context, dropout, pos "learned"|"sinusoidal",
+ * norm_first, activation "relu"|"gelu"|"gelu_tanh", tied, d_ff, norm_eps). Unknown
  * keys are an error naming them. */
 TF_API int tf_train_config_load(tf_train_config *c, const char *path);
 TF_API int tf_train_config_check(const tf_train_config *c);

@@ -99,8 +99,8 @@ static int parse_layer(const char *path, const cJSON *root, tr_config *c) {
     tf_layer_config *l = &c->layer;
     *l = tf_layer_config_default(d, h);
     float dropout = 0.0f;
-    if (get_int(path, root, "dim_feedforward", &l->dim_feedforward, 0) ||
-        get_float(path, root, "layer_norm_eps", &l->layer_norm_eps) ||
+    if (get_int(path, root, "dim_feedforward", &l->d_ff, 0) ||
+        get_float(path, root, "layer_norm_eps", &l->norm_eps) ||
         get_bool(path, root, "norm_first", &l->norm_first) || get_bool(path, root, "bias", &l->bias) ||
         get_float(path, root, "dropout", &dropout))
         return -1;

@@ -151,17 +151,17 @@ static tf_tensor *forward(tr_inputs *in, const tr_weights *w, tf_tensor **weight
     if (c->kind == TR_MHA) {
         tf_tensor *q, *k, *v; /* in order, so that the first bad one is reported */
         tf_attn_mask am;
-        if (!(q = sequence(in, "query", c->mha.embed_dim)) || !(k = sequence(in, "key", c->mha.kdim)) ||
+        if (!(q = sequence(in, "query", c->mha.d_model)) || !(k = sequence(in, "key", c->mha.kdim)) ||
             !(v = sequence(in, "value", c->mha.vdim)))
             return NULL;
         if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || v->shape[1] != k->shape[1])
             return tf_set_error("%s: query, key and value disagree on batch size or key length", in->path), NULL;
-        if (attn_mask(in, "attn_mask", "key_padding_mask", q->shape[0], c->mha.num_heads,
+        if (attn_mask(in, "attn_mask", "key_padding_mask", q->shape[0], c->mha.n_head,
                       q->shape[1], k->shape[1], &am))
             return NULL;
         return tf_mha_forward(ctx, &w->mha, q, k, v, &am, weights);
     }
-    int64_t d = c->layer.d_model, H = c->layer.nhead;
+    int64_t d = c->layer.d_model, H = c->layer.n_head;
     tf_tensor *a = sequence(in, S[0], d), *b = NULL;
     if (!a || (S[1] && !(b = sequence(in, S[1], d)))) return NULL;
     if (b && a->shape[0] != b->shape[0])

@@ -7,8 +7,8 @@
 
 #include "../core/internal.h"
 
-tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int n_embd) {
-    tf_gpt_config c = {vocab_size, context, n_layer, n_head, n_embd, 0, 0.0f, TF_POS_LEARNED, 1, TF_ACT_GELU_TANH, 1, 1e-5f};
+tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int d_model) {
+    tf_gpt_config c = {vocab_size, context, n_layer, n_head, d_model, 0, 0.0f, TF_POS_LEARNED, 1, TF_ACT_GELU_TANH, 1, 1e-5f};
     return c;
 }
 
@@ -16,11 +16,11 @@ int tf_gpt_config_check(const tf_gpt_config *c) {
     if (c->vocab_size < 1) return tf_set_error("config: vocab_size %d must be positive", c->vocab_size);
     if (c->context < 1) return tf_set_error("config: context %d must be positive", c->context);
     if (c->n_layer < 1 || c->n_layer > 10000) return tf_set_error("config: n_layer %d outside [1,10000]", c->n_layer);
-    if (c->n_head < 1 || c->n_embd < 1 || c->n_embd % c->n_head)
-        return tf_set_error("config: n_embd %d must be a positive multiple of n_head %d", c->n_embd, c->n_head);
-    if (c->n_inner < 0) return tf_set_error("config: n_inner %d must be >= 0", c->n_inner);
+    if (c->n_head < 1 || c->d_model < 1 || c->d_model % c->n_head)
+        return tf_set_error("config: d_model %d must be a positive multiple of n_head %d", c->d_model, c->n_head);
+    if (c->d_ff < 0) return tf_set_error("config: d_ff %d must be >= 0", c->d_ff);
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return tf_set_error("config: dropout %g outside [0,1)", c->dropout);
-    if (!(c->layer_norm_eps > 0.0f)) return tf_set_error("config: layer_norm_eps must be positive");
+    if (!(c->norm_eps > 0.0f)) return tf_set_error("config: norm_eps must be positive");
     return 0;
 }
 
@@ -31,7 +31,7 @@ static int add(tf_params *ps, tf_tensor **slot, float init, const char *fmt, int
 }
 
 static int register_block(tf_params *ps, tf_gpt_block *b, const tf_gpt_config *c, int i) {
-    int64_t C = c->n_embd, F = c->n_inner ? c->n_inner : 4 * C;
+    int64_t C = c->d_model, F = c->d_ff ? c->d_ff : 4 * C;
     float std = 0.02f, proj = 0.02f / sqrtf(2.0f * (float)c->n_layer);
     return add(ps, &b->ln_1_w, TF_INIT_ONES, "transformer.h.%d.ln_1.weight", i, 1, C, 0) ||
            add(ps, &b->ln_1_b, TF_INIT_ZEROS, "transformer.h.%d.ln_1.bias", i, 1, C, 0) ||
@@ -56,7 +56,7 @@ tf_gpt *tf_gpt_new(const tf_gpt_config *cfg, uint64_t seed) {
     }
     m->cfg = *cfg;
     tf_params *ps = m->params;
-    int64_t C = cfg->n_embd;
+    int64_t C = cfg->d_model;
     int rc = add(ps, &m->wte, 0.02f, "transformer.wte.weight", 0, 2, cfg->vocab_size, C);
     if (!rc && cfg->pos == TF_POS_LEARNED) rc = add(ps, &m->wpe, 0.01f, "transformer.wpe.weight", 0, 2, cfg->context, C);
     for (int i = 0; !rc && i < cfg->n_layer; i++) rc = register_block(ps, &m->h[i], cfg, i);
@@ -89,7 +89,7 @@ static tf_tensor *conv1d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, 
 static tf_tensor *attention(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
     if (!x) return NULL; /* an earlier op failed */
     const tf_gpt_config *c = &m->cfg;
-    int64_t B = x->shape[0], T = x->shape[1], C = c->n_embd, H = c->n_head, D = C / H;
+    int64_t B = x->shape[0], T = x->shape[1], C = c->d_model, H = c->n_head, D = C / H;
     tf_tensor *qkv = conv1d(ctx, x, b->c_attn_w, b->c_attn_b, TF_ACT_NONE);  // qkv: (B,T,3C)
     tf_tensor *hd[3];
     for (int i = 0; i < 3; i++) {  // (B,T,C) slice -> (B,H,T,D)
@@ -119,7 +119,7 @@ static tf_tensor *mlp(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_te
 }
 
 static tf_tensor *block(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
-    float eps = m->cfg.layer_norm_eps;
+    float eps = m->cfg.norm_eps;
     if (m->cfg.norm_first) {  // x + f(LN(x))
         x = tf_add(ctx, x, attention(ctx, m, b, tf_layernorm(ctx, x, b->ln_1_w, b->ln_1_b, eps)));
         return tf_add(ctx, x, mlp(ctx, m, b, tf_layernorm(ctx, x, b->ln_2_w, b->ln_2_b, eps)));
@@ -136,10 +136,10 @@ tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tenso
     int64_t T = ids->shape[1];
     if (T > c->context) return tf_set_error("gpt: %lld tokens exceed the context of %d", (long long)T, c->context), NULL;
     tf_tensor *pos = c->pos == TF_POS_LEARNED ? tf_posenc_learned(ctx, m->wpe, 0, T)
-                                              : tf_posenc_sinusoidal_tensor(ctx, T, c->n_embd);
+                                              : tf_posenc_sinusoidal_tensor(ctx, T, c->d_model);
     tf_tensor *x = tf_dropout(ctx, tf_add(ctx, tf_embedding(ctx, m->wte, ids), pos), c->dropout);  // x: (B,T,C)
     for (int i = 0; i < c->n_layer; i++) x = block(ctx, m, &m->h[i], x);
-    if (c->norm_first) x = tf_layernorm(ctx, x, m->ln_f_w, m->ln_f_b, c->layer_norm_eps);
+    if (c->norm_first) x = tf_layernorm(ctx, x, m->ln_f_w, m->ln_f_b, c->norm_eps);
     tf_tensor *y = tf_matmul(ctx, x, c->tied ? m->wte : m->lm_head, 0, 1);  // y: (B,T,V)
     if (logits) *logits = y;
     return targets ? tf_cross_entropy(ctx, y, targets, -1, 0.0f) : y;

@@ -17,7 +17,7 @@ struct tf_kv_cache {
 
 tf_kv_cache *tf_kv_cache_new(const tf_gpt *m, int capacity, const tf_kv_cache *prefix) {
     const tf_gpt_config *g = &m->cfg;
-    int C = g->n_embd, F = g->n_inner ? g->n_inner : 4 * C;
+    int C = g->d_model, F = g->d_ff ? g->d_ff : 4 * C;
     tf_kv_cache *c = calloc(1, sizeof *c);
     if (!c || capacity < 1) return free(c), tf_set_error("kv cache: capacity %d", capacity), NULL;
     c->prefix = prefix, c->L = g->n_layer, c->C = C, c->cap = capacity;
@@ -94,7 +94,7 @@ static const float *kv_at(const tf_kv_cache *c, int l, int t, int value) {
 
 /* Causal attention of the newest position over every cached one. */
 static void attend(tf_kv_cache *c, const tf_gpt_config *g, int l, int total) {
-    int C = g->n_embd, H = g->n_head, D = C / H;
+    int C = g->d_model, H = g->n_head, D = C / H;
     float scale = 1.0f / sqrtf((float)D), *s = c->scores;
     memset(c->att, 0, (size_t)C * sizeof *c->att);
     for (int h = 0; h < H; h++) {
@@ -116,11 +116,11 @@ static void attend(tf_kv_cache *c, const tf_gpt_config *g, int l, int total) {
 
 int tf_gpt_decode_step(const tf_gpt *m, tf_kv_cache *c, int32_t token, float *logits) {
     const tf_gpt_config *g = &m->cfg;
-    int C = g->n_embd, F = g->n_inner ? g->n_inner : 4 * C, pos = tf_kv_cache_len(c);
+    int C = g->d_model, F = g->d_ff ? g->d_ff : 4 * C, pos = tf_kv_cache_len(c);
     if (token < 0 || token >= g->vocab_size) return tf_set_error("decode: token %d outside the vocabulary", token);
     if (pos >= g->context || c->len >= c->cap)
         return tf_set_error("decode: position %d exceeds the context of %d", pos, g->context);
-    float *x = c->x, *h = c->h, eps = g->layer_norm_eps;
+    float *x = c->x, *h = c->h, eps = g->norm_eps;
     for (int i = 0; i < C; i++) {
         float pe = 0;
         if (g->pos == TF_POS_LEARNED) pe = tf_f32(m->wpe)[(size_t)pos * (size_t)C + (size_t)i];

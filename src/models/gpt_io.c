@@ -32,7 +32,7 @@ static int read_config(const char *path, tf_gpt_config *c) {
     }
     if (json_int(root, "vocab_size", &c->vocab_size, 1, path) || json_int(root, "n_positions", &c->context, 1, path) ||
         json_int(root, "n_layer", &c->n_layer, 1, path) || json_int(root, "n_head", &c->n_head, 1, path) ||
-        json_int(root, "n_embd", &c->n_embd, 1, path) || json_int(root, "n_inner", &c->n_inner, 0, path))
+        json_int(root, "n_embd", &c->d_model, 1, path) || json_int(root, "n_inner", &c->d_ff, 0, path))
         goto out;
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
     if (cJSON_IsString(act)) {
@@ -45,7 +45,7 @@ static int read_config(const char *path, tf_gpt_config *c) {
         }
     }
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
-    if (cJSON_IsNumber(eps)) c->layer_norm_eps = (float)eps->valuedouble;
+    if (cJSON_IsNumber(eps)) c->norm_eps = (float)eps->valuedouble;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     if (cJSON_IsBool(tie)) c->tied = cJSON_IsTrue(tie);
     const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "tformer_position");
@@ -129,13 +129,13 @@ static int write_config(const tf_gpt *m, const char *path) {
     cJSON_AddNumberToObject(r, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(r, "n_positions", c->context);
     cJSON_AddNumberToObject(r, "n_ctx", c->context);
-    cJSON_AddNumberToObject(r, "n_embd", c->n_embd);
+    cJSON_AddNumberToObject(r, "n_embd", c->d_model);
     cJSON_AddNumberToObject(r, "n_layer", c->n_layer);
     cJSON_AddNumberToObject(r, "n_head", c->n_head);
-    if (c->n_inner) cJSON_AddNumberToObject(r, "n_inner", c->n_inner);
+    if (c->d_ff) cJSON_AddNumberToObject(r, "n_inner", c->d_ff);
     else cJSON_AddNullToObject(r, "n_inner");
     cJSON_AddStringToObject(r, "activation_function", activation_name(c->activation));
-    cJSON_AddNumberToObject(r, "layer_norm_epsilon", c->layer_norm_eps);
+    cJSON_AddNumberToObject(r, "layer_norm_epsilon", c->norm_eps);
     cJSON_AddNumberToObject(r, "resid_pdrop", c->dropout);
     cJSON_AddNumberToObject(r, "embd_pdrop", c->dropout);
     cJSON_AddNumberToObject(r, "attn_pdrop", c->dropout);

@@ -63,15 +63,15 @@ tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, in
 
 /* ---------------------------------------------------------------- attention */
 
-tf_mha_config tf_mha_config_default(int embed_dim, int num_heads) {
-    tf_mha_config c = {embed_dim, num_heads, embed_dim, embed_dim, 1, 0.0f, 0};
+tf_mha_config tf_mha_config_default(int d_model, int n_head) {
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0};
     return c;
 }
 
 int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_config *cfg) {
-    int E = cfg->embed_dim, H = cfg->num_heads;
+    int E = cfg->d_model, H = cfg->n_head;
     if (E <= 0 || H <= 0 || E % H || cfg->kdim <= 0 || cfg->vdim <= 0)
-        return tf_set_error("attention: embed_dim %d must be a positive multiple of num_heads %d "
+        return tf_set_error("attention: d_model %d must be a positive multiple of n_head %d "
                             "(kdim %d, vdim %d)", E, H, cfg->kdim, cfg->vdim);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -98,7 +98,7 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
 
 /* Projection i (0 q, 1 k, 2 v) of x (B,T,in) -> (B,H,T,D). */
 static tf_tensor *project_heads(tf_ctx *ctx, const tf_mha *m, int i, tf_tensor *x) {
-    int64_t E = m->cfg.embed_dim, H = m->cfg.num_heads;
+    int64_t E = m->cfg.d_model, H = m->cfg.n_head;
     tf_tensor *w = m->in_proj_weight ? tf_narrow(ctx, m->in_proj_weight, 0, i * E, E)
                                      : (i == 0 ? m->q_proj_weight : i == 1 ? m->k_proj_weight
                                                                            : m->v_proj_weight);
@@ -128,7 +128,7 @@ static tf_tensor *add_opt(tf_ctx *ctx, tf_tensor *acc, tf_tensor *t) {
  * to (B,H,Tq,Tk); NULL with no error when there is none. */
 static tf_tensor *attention_bias(tf_ctx *ctx, const tf_mha *m, const tf_attn_mask *am, int64_t B,
                                  int64_t Tq, int64_t Tk, int causal_needed, int *failed) {
-    int64_t H = m->cfg.num_heads;
+    int64_t H = m->cfg.n_head;
     tf_tensor *acc = NULL;
     *failed = 1;
     if (am && am->mask) {
@@ -171,14 +171,14 @@ tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_ten
     if (!query || !key || !value) return NULL;
     const tf_mha_config *c = &m->cfg;
     char a[64], b[64], d[64];
-    if (query->ndim != 3 || key->ndim != 3 || value->ndim != 3 || query->shape[2] != c->embed_dim ||
+    if (query->ndim != 3 || key->ndim != 3 || value->ndim != 3 || query->shape[2] != c->d_model ||
         key->shape[2] != c->kdim || value->shape[2] != c->vdim || key->shape[0] != query->shape[0] ||
         value->shape[0] != query->shape[0] || key->shape[1] != value->shape[1])
         return tf_set_error("attention: query %s, key %s, value %s do not fit (B,Tq,%d), (B,Tk,%d), (B,Tk,%d)",
                             tf_shape_str(query, a, sizeof a), tf_shape_str(key, b, sizeof b),
-                            tf_shape_str(value, d, sizeof d), c->embed_dim, c->kdim, c->vdim), NULL;
-    int64_t B = query->shape[0], Tq = query->shape[1], Tk = key->shape[1], E = c->embed_dim;
-    float scale = 1.0f / sqrtf((float)(E / c->num_heads));
+                            tf_shape_str(value, d, sizeof d), c->d_model, c->kdim, c->vdim), NULL;
+    int64_t B = query->shape[0], Tq = query->shape[1], Tk = key->shape[1], E = c->d_model;
+    float scale = 1.0f / sqrtf((float)(E / c->n_head));
     int causal = mask && mask->causal;
     /* The fused op returns no probabilities and applies no dropout to them. */
     int unfused = weights || (ctx->training && c->dropout > 0.0f);

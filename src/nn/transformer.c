@@ -6,8 +6,8 @@
 
 #include "../core/internal.h"
 
-tf_layer_config tf_layer_config_default(int d_model, int nhead) {
-    tf_layer_config c = {d_model, nhead, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0, 1};
+tf_layer_config tf_layer_config_default(int d_model, int n_head) {
+    tf_layer_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0, 1};
     return c;
 }
 
@@ -45,41 +45,41 @@ static int attn_register(tf_params *ps, const char *prefix, const char *name, tf
                          const tf_layer_config *cfg) {
     char p[256];
     if ((size_t)snprintf(p, sizeof p, "%s%s.", prefix, name) >= sizeof p) return -1;
-    tf_mha_config mc = tf_mha_config_default(cfg->d_model, cfg->nhead);
+    tf_mha_config mc = tf_mha_config_default(cfg->d_model, cfg->n_head);
     mc.bias = cfg->bias;
     mc.dropout = cfg->dropout;
     return tf_mha_register(ps, p, m, &mc);
 }
 
 static int check_config(const tf_layer_config *cfg) {
-    if (cfg->d_model <= 0 || cfg->nhead <= 0 || cfg->d_model % cfg->nhead || cfg->dim_feedforward <= 0)
-        return tf_set_error("layer: d_model %d must be a positive multiple of nhead %d, "
-                            "dim_feedforward %d positive", cfg->d_model, cfg->nhead, cfg->dim_feedforward);
+    if (cfg->d_model <= 0 || cfg->n_head <= 0 || cfg->d_model % cfg->n_head || cfg->d_ff <= 0)
+        return tf_set_error("layer: d_model %d must be a positive multiple of n_head %d, "
+                            "d_ff %d positive", cfg->d_model, cfg->n_head, cfg->d_ff);
     return 0;
 }
 
 int tf_encoder_layer_register(tf_params *ps, const char *prefix, tf_encoder_layer *l,
                               const tf_layer_config *cfg) {
-    int d = cfg->d_model, f = cfg->dim_feedforward, b = cfg->bias;
+    int d = cfg->d_model, f = cfg->d_ff, b = cfg->bias;
     if (check_config(cfg) || attn_register(ps, prefix, "self_attn", &l->self_attn, cfg) ||
         linear_register(ps, prefix, "linear1", &l->linear1, d, f, b) ||
         linear_register(ps, prefix, "linear2", &l->linear2, f, d, b) ||
-        norm_register(ps, prefix, "norm1", &l->norm1, d, cfg->layer_norm_eps, b) ||
-        norm_register(ps, prefix, "norm2", &l->norm2, d, cfg->layer_norm_eps, b))
+        norm_register(ps, prefix, "norm1", &l->norm1, d, cfg->norm_eps, b) ||
+        norm_register(ps, prefix, "norm2", &l->norm2, d, cfg->norm_eps, b))
         return -1;
     return 0;
 }
 
 int tf_decoder_layer_register(tf_params *ps, const char *prefix, tf_decoder_layer *l,
                               const tf_layer_config *cfg) {
-    int d = cfg->d_model, f = cfg->dim_feedforward, b = cfg->bias;
+    int d = cfg->d_model, f = cfg->d_ff, b = cfg->bias;
     if (check_config(cfg) || attn_register(ps, prefix, "self_attn", &l->self_attn, cfg) ||
         attn_register(ps, prefix, "multihead_attn", &l->multihead_attn, cfg) ||
         linear_register(ps, prefix, "linear1", &l->linear1, d, f, b) ||
         linear_register(ps, prefix, "linear2", &l->linear2, f, d, b) ||
-        norm_register(ps, prefix, "norm1", &l->norm1, d, cfg->layer_norm_eps, b) ||
-        norm_register(ps, prefix, "norm2", &l->norm2, d, cfg->layer_norm_eps, b) ||
-        norm_register(ps, prefix, "norm3", &l->norm3, d, cfg->layer_norm_eps, b))
+        norm_register(ps, prefix, "norm1", &l->norm1, d, cfg->norm_eps, b) ||
+        norm_register(ps, prefix, "norm2", &l->norm2, d, cfg->norm_eps, b) ||
+        norm_register(ps, prefix, "norm3", &l->norm3, d, cfg->norm_eps, b))
         return -1;
     return 0;
 }
@@ -101,7 +101,7 @@ int tf_decoder_layer_register(tf_params *ps, const char *prefix, tf_decoder_laye
             if (tf_##kind##_layer_register(ps, p, &st->layers[i], cfg)) return -1;         \
         }                                                                                  \
         return final_norm ? norm_register(ps, prefix, "norm", &st->norm, cfg->d_model,     \
-                                          cfg->layer_norm_eps, cfg->bias)                  \
+                                          cfg->norm_eps, cfg->bias)                  \
                           : 0;                                                             \
     }
 STACK_REGISTER(encoder, e)

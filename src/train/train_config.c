@@ -49,9 +49,9 @@ static const field FIELDS[] = {
     F("eval_every", K_I64, eval_every), F("eval_batches", K_INT, eval_batches),
     F("val_fraction", K_FLOAT, val_fraction), F("checkpoint_every", K_I64, checkpoint_every),
     F("seed", K_I64, seed), F("n_layer", K_INT, model.n_layer), F("n_head", K_INT, model.n_head),
-    F("n_embd", K_INT, model.n_embd), F("n_inner", K_INT, model.n_inner), F("context", K_INT, model.context),
+    F("d_model", K_INT, model.d_model), F("d_ff", K_INT, model.d_ff), F("context", K_INT, model.context),
     F("dropout", K_FLOAT, model.dropout), F("norm_first", K_BOOL, model.norm_first), F("tied", K_BOOL, model.tied),
-    F("layer_norm_eps", K_FLOAT, model.layer_norm_eps),
+    F("norm_eps", K_FLOAT, model.norm_eps),
 };
 #undef F
 

@@ -170,8 +170,8 @@ static int train_step(run *r, int64_t step, tf_train_report *rep) {
 /* ---------------------------------------------------------------- files of the run */
 
 static void model_signature(const tf_gpt_config *m, char *out, size_t n) {
-    snprintf(out, n, "vocab_size=%d context=%d n_layer=%d n_head=%d n_embd=%d n_inner=%d pos=%s norm_first=%d activation=%d tied=%d",
-             m->vocab_size, m->context, m->n_layer, m->n_head, m->n_embd, m->n_inner,
+    snprintf(out, n, "vocab_size=%d context=%d n_layer=%d n_head=%d d_model=%d d_ff=%d pos=%s norm_first=%d activation=%d tied=%d",
+             m->vocab_size, m->context, m->n_layer, m->n_head, m->d_model, m->d_ff,
              m->pos == TF_POS_LEARNED ? "learned" : "sinusoidal", m->norm_first, (int)m->activation, m->tied);
 }
 
@@ -230,13 +230,13 @@ static char *config_json(const tf_train_config *c) {
              "{\"steps\":%lld,\"batch\":%d,\"accum\":%d,\"lr\":%.9g,\"min_lr\":%.9g,\"warmup\":%lld,"
              "\"weight_decay\":%.9g,\"beta1\":%.9g,\"beta2\":%.9g,\"grad_clip\":%.9g,\"eval_every\":%lld,"
              "\"eval_batches\":%d,\"val_fraction\":%.9g,\"checkpoint_every\":%lld,\"seed\":%llu,"
-             "\"n_layer\":%d,\"n_head\":%d,\"n_embd\":%d,\"n_inner\":%d,\"context\":%d,\"dropout\":%.9g,"
-             "\"norm_first\":%s,\"tied\":%s,\"layer_norm_eps\":%.9g,\"pos\":\"%s\",\"activation\":\"%s\"}",
+             "\"n_layer\":%d,\"n_head\":%d,\"d_model\":%d,\"d_ff\":%d,\"context\":%d,\"dropout\":%.9g,"
+             "\"norm_first\":%s,\"tied\":%s,\"norm_eps\":%.9g,\"pos\":\"%s\",\"activation\":\"%s\"}",
              (long long)c->steps, c->batch, c->accum, c->lr, c->min_lr, (long long)c->warmup, c->weight_decay,
              c->beta1, c->beta2, c->grad_clip, (long long)c->eval_every, c->eval_batches, c->val_fraction,
              (long long)c->checkpoint_every, (unsigned long long)c->seed, c->model.n_layer, c->model.n_head,
-             c->model.n_embd, c->model.n_inner, c->model.context, c->model.dropout,
-             c->model.norm_first ? "true" : "false", c->model.tied ? "true" : "false", c->model.layer_norm_eps,
+             c->model.d_model, c->model.d_ff, c->model.context, c->model.dropout,
+             c->model.norm_first ? "true" : "false", c->model.tied ? "true" : "false", c->model.norm_eps,
              c->model.pos == TF_POS_LEARNED ? "learned" : "sinusoidal",
              c->model.activation == TF_ACT_RELU ? "relu" : c->model.activation == TF_ACT_GELU ? "gelu" : "gelu_tanh");
     size_t n = strlen(buf) + 1;
