@@ -43,8 +43,10 @@
 #define TFORMER_H
 
 #include "tformer/core.h"
+#include "tformer/config.h"
 #include "tformer/ops.h"
 #include "tformer/nn.h"
+#include "tformer/heads.h"
 #include "tformer/safetensors.h"
 #include "tformer/tokenizer.h"
 #include "tformer/gpt.h"

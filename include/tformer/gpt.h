@@ -59,6 +59,28 @@ TF_API void tf_gpt_free(tf_gpt *m);
  * return value is the mean cross-entropy and *logits (if asked) the logits. */
 TF_API tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tensor *targets, tf_tensor **logits);
 
+/* The inputs of one forward pass, named as Hugging Face's GPT2Model.forward()
+ * arguments; every one but input_ids may be NULL. */
+typedef struct {
+    tf_tensor *input_ids;      /* (B,T) I32 */
+    tf_tensor *attention_mask; /* (B,T) I32 or U8: 1 = attend, 0 = padding (keys hidden) */
+    tf_tensor *position_ids;   /* (B,T) I32; NULL: 0..T-1 */
+    tf_tensor *token_type_ids; /* (B,T) I32, embedded with the token table (as GPT-2 does) */
+    tf_tensor *targets;        /* (B,T) I32 next tokens (-1 = ignore): the loss */
+} tf_gpt_inputs;
+
+/* Its outputs, named as Hugging Face's output fields; NULL when not asked for. */
+typedef struct {
+    tf_tensor *last_hidden_state; /* (B,T,d_model), after the final LayerNorm */
+    tf_tensor *logits;            /* (B,T,V) */
+    tf_tensor *loss;              /* scalar, with targets */
+} tf_gpt_outputs;
+
+/* One forward pass; 0, or -1 with a message. A query at a padded position
+ * whose every visible key is padding gets zeros (Hugging Face: a mean of the
+ * padded values); other positions agree. */
+TF_API int tf_gpt_run(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_gpt_outputs *out);
+
 
 /* Hugging Face GPT-2 folders: config.json + model.safetensors. */
 TF_API tf_gpt *tf_gpt_load_hf(const char *dir);

@@ -19,6 +19,16 @@ extern "C" {
 TF_API int tf_torch_run(const char *config_path, const char *weights_path, const char *input_path,
                         const char *output_path, FILE *log);
 
+/* ---------------------------------------------------------------- Hugging Face models */
+
+/* Run a Hugging Face model folder (config.json's architectures[0] and
+ * model.safetensors, as save_pretrained writes them) on the tensors of
+ * input_path, named as that model's forward() arguments, and write the output
+ * fields it computes under Hugging Face's names (logits, last_hidden_state, ...)
+ * to output_path. An unsupported architecture is an error listing the
+ * supported ones. Warnings go to `log` when non-NULL. See docs/hf-run.md. */
+TF_API int tf_hf_run(const char *model_dir, const char *input_path, const char *output_path, FILE *log);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../../core/internal.h"
 
 struct tf_kv_cache {
     const tf_kv_cache *prefix; /* positions [0, prefix->len) */

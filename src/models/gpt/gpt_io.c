@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../util/util.h"
+#include "../../util/util.h"
 
 static int json_int(const cJSON *root, const char *key, int *out, int required, const char *path) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);

@@ -5,24 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
-
-tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int d_model) {
-    tf_gpt_config c = {vocab_size, context, n_layer, n_head, d_model, 0, 0.0f, TF_POS_LEARNED, 1, TF_ACT_GELU_TANH, 1, 1e-5f};
-    return c;
-}
-
-int tf_gpt_config_check(const tf_gpt_config *c) {
-    if (c->vocab_size < 1) return tf_set_error("config: vocab_size %d must be positive", c->vocab_size);
-    if (c->context < 1) return tf_set_error("config: context %d must be positive", c->context);
-    if (c->n_layer < 1 || c->n_layer > 10000) return tf_set_error("config: n_layer %d outside [1,10000]", c->n_layer);
-    if (c->n_head < 1 || c->d_model < 1 || c->d_model % c->n_head)
-        return tf_set_error("config: d_model %d must be a positive multiple of n_head %d", c->d_model, c->n_head);
-    if (c->d_ff < 0) return tf_set_error("config: d_ff %d must be >= 0", c->d_ff);
-    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return tf_set_error("config: dropout %g outside [0,1)", c->dropout);
-    if (!(c->norm_eps > 0.0f)) return tf_set_error("config: norm_eps must be positive");
-    return 0;
-}
+#include "../../core/internal.h"
 
 static int add(tf_params *ps, tf_tensor **slot, float init, const char *fmt, int layer, int ndim, int64_t d0, int64_t d1) {
     char name[128];
@@ -128,19 +111,39 @@ static tf_tensor *block(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_
     return tf_layernorm(ctx, tf_add(ctx, x, mlp(ctx, m, b, x)), b->ln_2_w, b->ln_2_b, eps);
 }
 
-tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tensor *targets, tf_tensor **logits) {
-    if (!ids) return NULL;
+/* Token + position embeddings, the blocks, the final LayerNorm: (B,T,C). */
+static tf_tensor *hidden_states(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids) {
     const tf_gpt_config *c = &m->cfg;
-    if (ids->dtype != TF_DTYPE_I32 || ids->ndim != 2)
-        return tf_set_error("gpt: ids must be I32 (B,T)"), NULL;
     int64_t T = ids->shape[1];
-    if (T > c->context) return tf_set_error("gpt: %lld tokens exceed the context of %d", (long long)T, c->context), NULL;
     tf_tensor *pos = c->pos == TF_POS_LEARNED ? tf_posenc_learned(ctx, m->wpe, 0, T)
                                               : tf_posenc_sinusoidal_tensor(ctx, T, c->d_model);
     tf_tensor *x = tf_dropout(ctx, tf_add(ctx, tf_embedding(ctx, m->wte, ids), pos), c->dropout);  // x: (B,T,C)
     for (int i = 0; i < c->n_layer; i++) x = block(ctx, m, &m->h[i], x);
     if (c->norm_first) x = tf_layernorm(ctx, x, m->ln_f_w, m->ln_f_b, c->norm_eps);
-    tf_tensor *y = tf_matmul(ctx, x, c->tied ? m->wte : m->lm_head, 0, 1);  // y: (B,T,V)
-    if (logits) *logits = y;
-    return targets ? tf_cross_entropy(ctx, y, targets, -1, 0.0f) : y;
+    return x;
+}
+
+int tf_gpt_run(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_gpt_outputs *out) {
+    const tf_gpt_config *c = &m->cfg;
+    tf_tensor *ids = in->input_ids;
+    memset(out, 0, sizeof *out);
+    if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("gpt: input_ids must be I32 (B,T)");
+    int64_t T = ids->shape[1];
+    if (T > c->context) return tf_set_error("gpt: %lld tokens exceed the context of %d", (long long)T, c->context);
+    if (in->attention_mask || in->position_ids || in->token_type_ids)
+        return tf_set_error("gpt: attention_mask, position_ids and token_type_ids are not supported yet");
+    tf_tensor *x = hidden_states(ctx, m, ids);
+    out->last_hidden_state = x;
+    out->logits = tf_matmul(ctx, x, c->tied ? m->wte : m->lm_head, 0, 1);  // (B,T,V)
+    if (in->targets) out->loss = tf_cross_entropy(ctx, out->logits, in->targets, -1, 0.0f);
+    return out->logits && (!in->targets || out->loss) ? 0 : -1;
+}
+
+tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tensor *targets, tf_tensor **logits) {
+    if (!ids) return NULL;
+    tf_gpt_inputs in = {.input_ids = ids, .targets = targets};
+    tf_gpt_outputs out;
+    if (tf_gpt_run(ctx, m, &in, &out)) return NULL;
+    if (logits) *logits = out.logits;
+    return targets ? out.loss : out.logits;
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../../core/internal.h"
 
 tf_generate_opts tf_generate_opts_default(void) {
     tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1};
