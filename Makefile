@@ -162,3 +162,30 @@ clean:
 	rm -rf build build-san
 
 .PHONY: all demo example bench callgrind test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+
+# Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
+# time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from
+# PyPI, python3 -m venv /tmp/pt2 && /tmp/pt2/bin/pip install torch numpy safetensors;
+# skipped when absent) and Debian's 1.13 (docs/performance.md, "Memory").
+$(BUILD)/bench_memory: bench/bench_memory.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+PT2_PYTHON ?= /tmp/pt2/bin/python
+bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
+	$(BENCH_ENV) python3 bench/memory_bench.py $(BUILD)/tformer $(BUILD)/bench_memory $(BENCH_THREADS) \
+	    $(PT2_PYTHON) $(BENCH_PYTHON)
+
+.PHONY: bench-memory
+
+# `tformer hf-run` against Hugging Face transformers 4.x on fresh random GPT-2
+# configurations and inputs (SEED, HF_CASES of them), written by
+# tests/ref/gen_hf_fixtures.py and compared like tests/fixtures_hf, once per
+# kernel set (HF_PYTHON as gpt2-conformance: Debian's torch 1.13 + transformers 4.36).
+HF_CASES ?= 12
+hf-conformance: $(BUILD)/run_tests
+	[ -x $(HF_PYTHON) ] || { /usr/bin/python3 -m venv --system-site-packages build/hfvenv && \
+	    build/hfvenv/bin/pip install -q --disable-pip-version-check "transformers==4.36.2" "tokenizers<0.16" safetensors; }
+	rm -rf $(BUILD)/hf_fresh && $(HF_PYTHON) tests/ref/gen_hf_fixtures.py --random $(HF_CASES) --seed $(SEED) --out $(BUILD)/hf_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/hf_fresh hf_fixtures || exit 1; done
+
+.PHONY: hf-conformance

@@ -1,18 +1,111 @@
-/* Shared helpers of the CLI's command files. */
+/* The tformer command: a table of verbs (main.c), one file per verb
+ * (cmd_<verb>.c) and one flag parser (flags.c). Only cli/ prints and exits. */
 #ifndef TF_CLI_H
 #define TF_CLI_H
 
 #include "tformer.h"
 
-_Noreturn void cli_die(const char *cmd, const char *msg);
-_Noreturn void cli_usage_die(const char *cmd, const char *flag);
-/* --name VALUE pairs into the slots named in keys; 0 on success. */
-int cli_parse_flags(int argc, char **argv, const char *const *keys, const char **vals, int n);
-/* TFORMER_THREADS, else 0 (all cores). */
-int cli_threads_default(void);
+/* ---------------------------------------------------------------- flags */
 
-int cmd_train(int argc, char **argv);
-int cmd_generate(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
+typedef enum {
+    CLI_STRING, /* --name VALUE (or --name=VALUE) */
+    CLI_INT,    /* a non-negative integer, parsed strictly */
+    CLI_SWITCH, /* --name alone */
+    CLI_LIST    /* --name VALUE... : every value up to the next --flag */
+} cli_kind;
+
+typedef struct {
+    const char *name; /* without the dashes; NULL ends a verb's list */
+    cli_kind kind;
+    const char *arg;  /* the value in --help: "DIR", "N", "FILE..." */
+    const char *def;  /* the default as text ("off" for a switch, "" for none); NULL: required */
+    const char *help;
+} cli_flag;
+
+#define CLI_END {NULL, CLI_STRING, NULL, NULL, NULL}
+
+typedef struct {
+    const char *text; /* CLI_STRING, CLI_INT: the value given, else the default (NULL when none) */
+    long long i;      /* CLI_INT */
+    int given;        /* on the command line (a switch: on) */
+    char **list;      /* CLI_LIST: the values, in argv */
+    int n;
+} cli_val;
+
+typedef struct cli_args cli_args;
+
+typedef struct cli_verb {
+    const char *name, *summary;
+    int (*run)(const cli_args *a); /* the exit status */
+    const cli_flag *flags;         /* ended by a row without a name */
+    /* The field tables (config.h) whose rows are flags too, bound to the
+     * verb's structs holding their defaults; NULL: none. Returns how many. */
+    int (*tables)(const tf_fields **t);
+    const char *operands;          /* arguments besides the flags ("FILE..."), NULL: none */
+    int min_operands, max_operands; /* max -1: any number */
+} cli_verb;
+
+enum { CLI_MAX_FLAGS = 16 };
+
+/* A parsed command line. Flags of field tables (config.h) are kept as given,
+ * in order, to be set by cli_apply after the verb has read any config file. */
+struct cli_args {
+    const cli_verb *verb;
+    cli_val v[CLI_MAX_FLAGS]; /* one per row of verb->flags */
+    char **operands;
+    int n_operands;
+    const tf_fields *tables;
+    int n_tables;
+    const char **sets; /* pairs: the flag as typed, its value */
+    int n_sets;
+};
+
+/* Run a verb on argv (the words after its name): parse them against its
+ * rows and its tables' rows (flags --name with '_' -> '-', aliases too),
+ * then call it. --help / -h prints the verb's usage and every flag with its
+ * default (the tables' defaults as their structs hold them) and exits 0; an
+ * unknown, incomplete or missing flag or a bad number prints the problem and
+ * the usage and exits 2. */
+int cli_run(const cli_verb *v, int argc, char **argv);
+/* Set the table flags in command-line order; a bad value exits 2 naming the flag. */
+void cli_apply(const cli_args *a);
+/* "tformer <verb>: message", the usage line, exit 2. */
+_Noreturn void cli_usage_error(const cli_args *a, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------- shared by the verbs (common.c) */
+
+/* "tformer <verb>: message", exit 1. */
+_Noreturn void cli_die(const cli_verb *v, const char *msg);
+/* The --threads value when given, else TFORMER_THREADS, else 0 (all cores). */
+int cli_threads(const cli_val *threads);
+/* A model folder and its tokenizer; exits with a message on failure. */
+tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
+tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
+/* All of standard input, NUL-terminated; exits on a read error. */
+char *cli_read_stdin(const cli_verb *v, size_t *len);
+
+/* ---------------------------------------------------------------- the verbs */
+
+#define CLI_VERB(name)                  \
+    int cmd_##name(const cli_args *a); \
+    extern const cli_flag cmd_##name##_flags[]
+CLI_VERB(train);
+CLI_VERB(generate);
+CLI_VERB(eval);
+CLI_VERB(torch_run);
+CLI_VERB(hf_run);
+CLI_VERB(encode);
+CLI_VERB(decode);
+CLI_VERB(tokenizer_train);
+CLI_VERB(inspect);
+CLI_VERB(compare);
+int cmd_train_tables(const tf_fields **t);
+int cmd_generate_tables(const tf_fields **t);
+int cmd_tokenizer_train_tables(const tf_fields **t);
+#undef CLI_VERB
 
 #endif

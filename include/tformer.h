@@ -1,19 +1,19 @@
 /*
  * tformer — a Transformer toolkit in C11.
  *
- * A runnable example: one pre-LN encoder layer on a random batch, then the
- * gradient of sum(output) with respect to every weight. (Train and sample a
- * whole GPT with tf_gpt_train / tf_gpt_generate, further down.)
+ * A runnable example: one pre-LN Transformer block (PyTorch's encoder layer
+ * names) on a random batch, then the gradient of sum(output) with respect to
+ * every weight. (docs/design.md shows how a model family builds on it.)
  *
  *     #include <stdio.h>
  *     #include "tformer.h"
  *
  *     int main(void) {
- *         tf_layer_config cfg = tf_layer_config_default(16, 4);   // d_model 16, 4 heads
+ *         tf_block_config cfg = tf_block_config_default(16, 4);   // d_model 16, 4 heads
  *         cfg.d_ff = 32;
  *         cfg.norm_first = 1;
  *         tf_params *ps = tf_params_new();
- *         tf_encoder_layer layer;
+ *         tf_block layer;
  *         tf_encoder_layer_register(ps, "layer.", &layer, &cfg);
  *         if (tf_params_init(ps, 42) != 0) { fprintf(stderr, "%s\n", tf_error()); return 1; }
  *
@@ -21,9 +21,8 @@
  *         int64_t shape[3] = {2, 5, 16};                          // x: (B,T,C)
  *         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 3, shape, 0);
  *         tf_tensor_fill_normal(x, 1, 1.0f);
- *         tf_attn_mask self = {0};
- *         self.causal = 1;
- *         tf_tensor *y = tf_encoder_layer_forward(ctx, &layer, &cfg, x, &self);
+ *         cfg.attn = TF_ATTN_CAUSAL;                               // a decoder's self-attention
+ *         tf_tensor *y = tf_block_forward(ctx, &layer, &cfg, x, NULL);
  *         if (!y || tf_backward(ctx, y, NULL) != 0) { fprintf(stderr, "%s\n", tf_error()); return 1; }
  *         printf("y[0] = %f, dL/dW[0] = %f\n", tf_f32(y)[0],
  *                tf_params_get(ps, "layer.linear1.weight")->grad[0]);
@@ -49,8 +48,9 @@
 #include "tformer/heads.h"
 #include "tformer/safetensors.h"
 #include "tformer/tokenizer.h"
-#include "tformer/gpt.h"
+#include "tformer/data.h"
 #include "tformer/generate.h"
+#include "tformer/gpt.h"
 #include "tformer/train.h"
 #include "tformer/interop.h"
 

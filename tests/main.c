@@ -1,5 +1,6 @@
 /* Test runner: runs every registered test (or those whose names start with
  * the arguments) and ends with the line "N passed, N failed". */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,19 @@ char *test_slurp(const char *path, size_t *len) {
     if (b) b[n] = 0;
     *len = n > 0 ? (size_t)n : 0;
     return b;
+}
+
+static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int test_dir_entries(const char *dir, char **names, int max) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < max;)
+        if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, by_str);
+    return n;
 }
 
 static int by_name(const void *a, const void *b) {

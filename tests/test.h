@@ -40,6 +40,10 @@ const char *test_fixture_dir(void);
 /* A whole file, NUL-terminated (NULL if unreadable); free() it. */
 char *test_slurp(const char *path, size_t *len);
 
+/* The entries of a directory (not starting with '.'), sorted, at most max,
+ * each malloc'ed; -1 when it cannot be opened. */
+int test_dir_entries(const char *dir, char **names, int max);
+
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
 

@@ -168,6 +168,9 @@ TEST(cli_train_generate_eval) {
     CHECK(pipe_run(cmd, out, sizeof out) == 0);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "more than the context of 16"));
+    /* --threads is honoured and changes nothing */
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
     snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
     snprintf(cmd, sizeof cmd, "%s train --data /dev/null --out %s.x %s 2>&1", bin(), dir, tiny);
@@ -184,5 +187,167 @@ TEST(cli_train_generate_eval) {
     snprintf(ck, sizeof ck, "%s/checkpoint.safetensors", dir);
     CHECK(exists(ck));
     snprintf(cmd, sizeof cmd, "rm -rf %s %s.x", dir, dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* ---------------------------------------------------------------- the verb table and its flags */
+
+typedef struct {
+    char text[16384];
+    int missing;
+    const char *first_missing;
+} help_text;
+
+/* Does the line starting at p (a '\n') give a default or say "required"? */
+static int line_has_default(const char *p) {
+    const char *end = strchr(p + 1, '\n');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+    return strstr(line, "(default ") || strstr(line, "(required)");
+}
+
+/* Does the help list --flag on a line of its own, with a default or "required"? */
+static int lists_flag(const char *help, const char *flag) {
+    char want[96];
+    snprintf(want, sizeof want, "\n  %s ", flag);
+    const char *p = strstr(help, want);
+    return p && line_has_default(p);
+}
+
+static int table_row_listed(void *user, const tf_field *f, void *obj) {
+    (void)obj;
+    help_text *h = user;
+    char flag[80];
+    size_t k = (size_t)snprintf(flag, sizeof flag, "--%s", f->name);
+    for (size_t i = 2; i < k; i++) flag[i] = flag[i] == '_' ? '-' : flag[i];
+    if (!lists_flag(h->text, flag) && !h->missing++) h->first_missing = f->name;
+    return 0;
+}
+
+TEST(cli_every_verb_has_help_listing_every_flag) {
+    static const struct {
+        const char *verb, *flags[13];
+    } verbs[] = {
+        {"train", {"--data", "--out", "--tokenizer", "--config", "--resume", "--threads", "--log-every", "--norm"}},
+        {"generate", {"--model", "--prompt", "--stop", "--threads", "--max-tokens", "--temperature", "--top-k", "--top-p",
+                      "--repetition-penalty", "--seed", "--beam", "--length-penalty"}},
+        {"eval", {"--model", "--data", "--threads"}},
+        {"torch-run", {"--config", "--weights", "--input", "--output"}},
+        {"hf-run", {"--model", "--input", "--output"}},
+        {"encode", {"--tokenizer"}},
+        {"decode", {"--tokenizer"}},
+        {"tokenizer-train", {"--out", "--type", "--vocab-size", "--min-frequency"}},
+        {"inspect", {NULL}},
+        {"compare", {NULL}},
+        {"version", {NULL}},
+        {"help", {NULL}},
+    };
+    static help_text h;
+    char cmd[256], err[4096];
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        for (int form = 0; form < 2; form++) { /* --help and -h */
+            snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", bin(), verbs[i].verb, form ? "-h" : "--help");
+            CHECKF(pipe_run(cmd, h.text, sizeof h.text) == 0, "%s", cmd);
+            CHECKF(!strncmp(h.text, "usage: tformer ", 15) && strstr(h.text, "-h, --help"), "%s: %s", cmd, h.text);
+        }
+        for (int k = 0; verbs[i].flags[k]; k++)
+            CHECKF(lists_flag(h.text, verbs[i].flags[k]), "%s --help lacks %s with a default:\n%s", verbs[i].verb,
+                   verbs[i].flags[k], h.text);
+        /* every option line has a default (or says it is required) */
+        for (const char *p = strstr(h.text, "\n  --"); p; p = strstr(p + 1, "\n  --"))
+            CHECKF(line_has_default(p), "%s: a flag without a default: %.80s", verbs[i].verb, p + 1);
+        /* an unknown flag names the verb's --help */
+        snprintf(cmd, sizeof cmd, "%s --frobnicate 1", verbs[i].verb);
+        char want[160];
+        snprintf(want, sizeof want, "tformer %s: unknown option '--frobnicate' (see tformer %s --help)", verbs[i].verb,
+                 verbs[i].verb);
+        CHECKF(run(cmd, err, sizeof err) == 2 && strstr(err, want), "%s: %s", cmd, err);
+    }
+    /* train's flags are the trainer's, the task's and the model's tables, every row */
+    snprintf(cmd, sizeof cmd, "%s train --help", bin());
+    CHECK(pipe_run(cmd, h.text, sizeof h.text) == 0);
+    tf_train_config t = tf_train_config_default();
+    tf_lm_config lm = tf_lm_config_default();
+    tf_fields f[2] = {{&tf_train_config_table, &t}, {&tf_lm_config_table, &lm}};
+    h.missing = 0;
+    tf_fields_each(f, 2, table_row_listed, &h);
+    CHECKF(h.missing == 0, "train --help lacks %d table rows, the first %s", h.missing, h.first_missing);
+    CHECK(strstr(h.text, "--steps N ") && strstr(h.text, "(default 2000)") && strstr(h.text, "also --layers"));
+    /* the check itself can fail: a flag no verb has */
+    CHECK(!lists_flag(h.text, "--frobnicate") && !lists_flag(h.text, "--step"));
+    snprintf(cmd, sizeof cmd, "%s help generate", bin());
+    CHECK(pipe_run(cmd, h.text, sizeof h.text) == 0 && lists_flag(h.text, "--top-p"));
+}
+
+TEST(cli_flags_are_parsed_strictly) {
+    char err[4096];
+    static const char *const bad[][2] = { /* arguments, what stderr must say */
+        {"generate --model x --prompt a --max-tokens 5x", "--max-tokens expects an integer in [0,inf), got '5x'"},
+        {"generate --model x --prompt a --top-p 1.5", "--top-p expects a number in (0,1], got '1.5'"},
+        {"generate --model x --prompt a --threads -1", "--threads expects a non-negative integer, got '-1'"},
+        {"generate --model x", "missing --prompt (see tformer generate --help)"},
+        {"generate --model x --prompt", "option '--prompt' needs a value (see tformer generate --help)"},
+        {"generate --model x --prompt a extra", "unexpected argument 'extra'"},
+        {"train --data a --out b --steps", "option '--steps' needs a value"},
+        {"train --data a --out b --steps 0", "--steps expects an integer in [1,inf), got '0'"},
+        {"train --data a --out b --threads 2x", "--threads expects a non-negative integer, got '2x'"},
+        {"train --data a --out b --norm sideways", "--norm expects pre or post"},
+        {"train --data a --out b --resume=yes", "option '--resume' takes no value"},
+        {"train --data --out b", "option '--data' needs a value"},
+        {"train --data a --data b --out c", "--data given twice"},
+        {"train --out b", "missing --data"},
+        {"tokenizer-train --type bpe --out /tmp/x f", "--type bpe needs --vocab-size"},
+        {"tokenizer-train --out /tmp/x f", "missing --type"},
+        {"inspect", "missing FILE.safetensors"},
+        {"compare a", "missing A.safetensors B.safetensors"},
+        {"help frobnicate", "unknown command 'frobnicate'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = run(bad[i][0], err, sizeof err);
+        CHECKF(rc == 2 && strstr(err, bad[i][1]) && strstr(err, "usage: tformer "), "%s: status %d, %s", bad[i][0], rc, err);
+    }
+    char out[256], cmd[256];
+    snprintf(cmd, sizeof cmd, "%s version && %s --version", bin(), bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strncmp(out, "tformer ", 8));
+}
+
+TEST(cli_train_config_file_and_flag_overrides) {
+    char out[8192], cmd[2048], dir[64], cfg[80], p[128];
+    snprintf(dir, sizeof dir, "/tmp/tformer_cli_cfgrun_%d", (int)getpid());
+    snprintf(cfg, sizeof cfg, "%s.json", dir);
+    FILE *f = fopen(cfg, "w");
+    CHECK(f != NULL);
+    fputs("{\"steps\": 3, \"n_layer\": 1, \"n_head\": 2, \"d_model\": 16, \"context\": 16, \"batch\": 4, \"eval_every\": 2,"
+          " \"eval_batches\": 2, \"schedule\": \"inverse_sqrt\", \"norm_first\": true}", f);
+    fclose(f);
+    /* the file sets everything; --steps, --width (an alias of d_model) and --norm override it */
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --steps 4 --width 8"
+             " --norm post --pos sinusoidal --log-every 1 2>&1", bin(), dir, cfg);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "step 4/4") && !strstr(out, "/3 "), "%s", out);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    size_t n;
+    char *hf = test_slurp(p, &n);
+    CHECKF(hf && strstr(hf, "\"n_embd\":\t8") && strstr(hf, "\"n_layer\":\t1") && strstr(hf, "\"n_positions\":\t16") &&
+               strstr(hf, "\"tformer_norm_first\":\tfalse") && strstr(hf, "\"tformer_position\":\t\"sinusoidal\""),
+           "%s", hf);
+    free(hf);
+    /* the checkpoint records both configs as one object that --config reads back */
+    snprintf(p, sizeof p, "%s/checkpoint.safetensors", dir);
+    tf_st_file *ck = tf_st_open(p);
+    const char *meta = ck ? tf_st_metadata(ck, "tformer_config") : NULL;
+    CHECKF(meta && strstr(meta, "\"steps\":4") && strstr(meta, "\"schedule\":\"inverse_sqrt\"") && strstr(meta, "\"d_model\":8"),
+           "%s", meta ? meta : "no config");
+    f = fopen(cfg, "w");
+    CHECK(f && fputs(meta, f) >= 0 && fclose(f) == 0);
+    tf_st_close(ck);
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --resume 2>&1", bin(), dir, cfg);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0, "resume from the recorded config: %s", out);
+    /* a bad key in the file names it and the file */
+    f = fopen(cfg, "w");
+    CHECK(f && fputs("{\"steps\": 3, \"n_embed\": 16}", f) >= 0 && fclose(f) == 0);
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s 2>&1", bin(), dir, cfg);
+    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, cfg) && strstr(out, "unknown key \"n_embed\""));
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, cfg);
     CHECK(system(cmd) == 0);
 }

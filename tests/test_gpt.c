@@ -65,8 +65,11 @@ static tf_gpt *tiny_model(int vocab, int norm_first, tf_pos_kind pos, uint64_t s
 }
 
 TEST(gpt_kv_cache_equals_recomputation) {
-    /* Incremental logits against the full forward pass: the same arithmetic up to
-     * summation order, bounded by 2e-6 relative (max |diff| / max |logit|). */
+    /* Incremental logits (the same forward pass through a KV cache) against
+     * the full pass: the same ops on fewer rows, so they agree up to the
+     * summation order of the products, bounded by 2e-6 relative (max |diff|
+     * / max |logit|). Feeding 7 tokens at once then one at a time, or one
+     * at a time from the start, must both hold. */
     for (int variant = 0; variant < 3; variant++) {
         tf_gpt *m = tiny_model(23, variant != 1, variant == 2 ? TF_POS_SINUSOIDAL : TF_POS_LEARNED, 5 + (uint64_t)variant);
         CHECK(m != NULL);
@@ -74,18 +77,23 @@ TEST(gpt_kv_cache_equals_recomputation) {
         for (int i = 0; i < 20; i++) ids[i] = (i * 7 + 3) % 23;
         tf_ctx *ctx = tf_ctx_new(0);
         tf_tensor *full = full_logits(ctx, m, ids, 1, 20);
-        tf_kv_cache *kv = tf_kv_cache_new(m, 20, NULL);
-        float logits[23], worst = 0, scale = 0;
-        for (int t = 0; t < 20; t++) {
-            CHECK(tf_gpt_decode_step(m, kv, ids[t], logits) == 0);
-            for (int v = 0; v < 23; v++) {
-                float d = fabsf(logits[v] - tf_f32(full)[t * 23 + v]), a = fabsf(tf_f32(full)[t * 23 + v]);
-                worst = d > worst ? d : worst, scale = a > scale ? a : scale;
+        for (int first = 1; first <= 7; first += 6) {
+            tf_decoder *d = tf_gpt_decoder_new(m, 20);
+            float logits[23], worst = 0, scale = 0;
+            CHECK(d && tf_decoder_step(d, ids, first, logits) == 0);
+            for (int t = first - 1; t < 20; t++) {
+                if (t >= first) CHECK(tf_decoder_step(d, &ids[t], 1, logits) == 0);
+                for (int v = 0; v < 23; v++) {
+                    float diff = fabsf(logits[v] - tf_f32(full)[t * 23 + v]), a = fabsf(tf_f32(full)[t * 23 + v]);
+                    worst = diff > worst ? diff : worst, scale = a > scale ? a : scale;
+                }
             }
+            CHECKF(worst <= 2e-6f * scale, "variant %d, first %d: max difference %g for logits up to %g", variant,
+                   first, worst, scale);
+            CHECK(d->len == 20 && tf_decoder_step(d, ids, 1, logits) != 0 && strstr(tf_error(), "capacity"));
+            tf_decoder_free(d);
         }
-        CHECKF(worst <= 2e-6f * scale, "variant %d: max difference %g for logits up to %g", variant, worst, scale);
-        CHECK(tf_kv_cache_len(kv) == 20);
-        tf_kv_cache_free(kv), tf_ctx_free(ctx), tf_gpt_free(m);
+        tf_ctx_free(ctx), tf_gpt_free(m);
     }
 }
 
@@ -114,21 +122,20 @@ TEST(gpt_beam_search_finds_the_exhaustive_best) {
     double best = -INFINITY;
     int best_seq = -1;
     for (int s = 0; s < 64; s++) {
-        tf_kv_cache *kv = tf_kv_cache_new(m, 5, NULL);
+        tf_decoder *d = tf_gpt_decoder_new(m, 5);
         float logits[4];
         double total = 0;
-        tf_gpt_decode_step(m, kv, prompt[0], logits);
-        tf_gpt_decode_step(m, kv, prompt[1], logits);
+        tf_decoder_step(d, prompt, 2, logits);
         for (int k = 0; k < 3; k++) {
-            int tok = (s >> (2 * (2 - k))) & 3;
+            int32_t tok = (s >> (2 * (2 - k))) & 3;
             double mx = logits[0], z = 0;
             for (int v = 1; v < 4; v++) mx = logits[v] > mx ? logits[v] : mx;
             for (int v = 0; v < 4; v++) z += exp((double)logits[v] - mx);
             total += (double)((float)(logits[tok] - (float)(mx + log(z))));
-            if (k < 2) tf_gpt_decode_step(m, kv, tok, logits);
+            if (k < 2) tf_decoder_step(d, &tok, 1, logits);
         }
         if (total > best) best = total, best_seq = s;
-        tf_kv_cache_free(kv);
+        tf_decoder_free(d);
     }
     tf_generate_opts o = tf_generate_opts_default();
     o.max_tokens = 3, o.beam = 16, o.length_penalty = 0;
@@ -145,9 +152,10 @@ TEST(gpt_beam_search_finds_the_exhaustive_best) {
     tf_gpt_free(m);
 }
 
-static tf_train_config tiny_train(int64_t steps) {
+static tf_train_config tiny_train(int64_t steps, tf_lm_config *lm) {
     tf_train_config c = tf_train_config_default();
-    c.model.n_layer = 1, c.model.n_head = 2, c.model.d_model = 16, c.model.context = 16, c.model.dropout = 0.1f;
+    *lm = tf_lm_config_default();
+    lm->model.n_layer = 1, lm->model.n_head = 2, lm->model.d_model = 16, lm->model.context = 16, lm->model.dropout = 0.1f;
     c.steps = steps, c.batch = 4, c.accum = 2, c.warmup = 3, c.eval_every = 4, c.eval_batches = 3, c.checkpoint_every = 100;
     return c;
 }
@@ -178,17 +186,18 @@ TEST(gpt_training_is_reproducible_and_resumes_exactly) {
     snprintf(a, sizeof a, "/tmp/tformer_run_a_%d", (int)getpid());
     snprintf(b, sizeof b, "/tmp/tformer_run_b_%d", (int)getpid());
     snprintf(c, sizeof c, "/tmp/tformer_run_c_%d", (int)getpid());
-    tf_train_config cfg = tiny_train(10);
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", a, 0, NULL, NULL, NULL) == 0);
+    tf_lm_config lm;
+    tf_train_config cfg = tiny_train(10, &lm);
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", a, 0, NULL, NULL, NULL) == 0);
     volatile int stop = 0;
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", b, 0, &stop, stop_at_5, (void *)&stop) == 1);
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", b, 0, &stop, stop_at_5, (void *)&stop) == 1);
     size_t n;
     char *csv = file_of(b, "losses.csv", &n);
     CHECK(csv && strstr(csv, "\n5,") && !strstr(csv, "\n6,"));
     free(csv);
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", b, 1, NULL, NULL, NULL) == 0);
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", b, 1, NULL, NULL, NULL) == 0);
     tf_set_threads(1);
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", c, 0, NULL, NULL, NULL) == 0);
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", c, 0, NULL, NULL, NULL) == 0);
     tf_set_threads(0);
     const char *files[] = {"losses.csv", "model.safetensors", "checkpoint.safetensors"};
     for (int i = 0; i < 3; i++) {
@@ -198,7 +207,7 @@ TEST(gpt_training_is_reproducible_and_resumes_exactly) {
     /* a different seed gives different losses: the comparison can fail */
     cfg.seed = 99;
     snprintf(cmd, sizeof cmd, "rm -r %s", c);
-    CHECK(system(cmd) == 0 && tf_gpt_train(&cfg, data, 1, "char", c, 0, NULL, NULL, NULL) == 0);
+    CHECK(system(cmd) == 0 && tf_gpt_train(&cfg, &lm, data, 1, "char", c, 0, NULL, NULL, NULL) == 0);
     CHECK(!same_file(a, c, "losses.csv"));
     snprintf(cmd, sizeof cmd, "rm -r %s %s %s", a, b, c);
     CHECK(system(cmd) == 0);
@@ -211,20 +220,21 @@ TEST(gpt_bad_input_is_a_clear_error) {
     FILE *f = fopen(empty, "w");
     CHECK(f != NULL);
     fclose(f);
-    tf_train_config cfg = tiny_train(4);
+    tf_lm_config lm;
+    tf_train_config cfg = tiny_train(4, &lm);
     const char *none[] = {empty}, *tiny[] = {"tests/data/seed_bpe.txt"}, *data[] = {"tests/data/unicode_stress.txt"};
-    CHECK(tf_gpt_train(&cfg, none, 1, "char", dir, 0, NULL, NULL, NULL) != 0 && strstr(tf_error(), "no words"));
-    cfg.model.context = 200;
-    CHECK(tf_gpt_train(&cfg, tiny, 1, "char", dir, 0, NULL, NULL, NULL) != 0 && strstr(tf_error(), "too few"));
-    cfg = tiny_train(4);
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 0, NULL, NULL, NULL) == 0);
-    cfg.model.n_layer = 2; /* resume with another model */
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "another model"));
-    cfg.model.n_layer = 1; /* or with another tokenizer (same size, other order) */
+    CHECK(tf_gpt_train(&cfg, &lm, none, 1, "char", dir, 0, NULL, NULL, NULL) != 0 && strstr(tf_error(), "no words"));
+    lm.model.context = 200;
+    CHECK(tf_gpt_train(&cfg, &lm, tiny, 1, "char", dir, 0, NULL, NULL, NULL) != 0 && strstr(tf_error(), "too few"));
+    cfg = tiny_train(4, &lm);
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", dir, 0, NULL, NULL, NULL) == 0);
+    lm.model.n_layer = 2; /* resume with another model */
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "another model"));
+    lm.model.n_layer = 1; /* or with another tokenizer (same size, other order) */
     snprintf(cmd, sizeof cmd, "cp %s/chars.txt %s.chars && (dd if=%s.chars bs=1 skip=1 count=1; dd if=%s.chars bs=1 count=1;"
              " tail -c +3 %s.chars) > %s/chars.txt 2>/dev/null", dir, dir, dir, dir, dir, dir);
     CHECK(system(cmd) == 0);
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "differs from the tokenizer"));
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "differs from the tokenizer"));
     snprintf(cmd, sizeof cmd, "mv %s.chars %s/chars.txt", dir, dir);
     CHECK(system(cmd) == 0);
     /* ids outside the vocabulary: an error, not a crash */
@@ -245,8 +255,8 @@ TEST(gpt_bad_input_is_a_clear_error) {
     /* a truncated checkpoint and a truncated model */
     snprintf(cmd, sizeof cmd, "truncate -s 3000 %s/checkpoint.safetensors && truncate -s 100 %s/model.safetensors", dir, dir);
     CHECK(system(cmd) == 0);
-    cfg = tiny_train(4);
-    CHECK(tf_gpt_train(&cfg, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "checkpoint.safetensors"));
+    cfg = tiny_train(4, &lm);
+    CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "checkpoint.safetensors"));
     CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "model.safetensors"));
     snprintf(cmd, sizeof cmd, "rm -r %s %s", dir, empty);
     CHECK(system(cmd) == 0);

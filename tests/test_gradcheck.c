@@ -91,6 +91,13 @@ static tf_tensor *case_relu(tf_ctx *c, int v) {
 }
 
 static tf_tensor *case_gelu(tf_ctx *c, int v) { return tf_gelu(c, LEAF(c, 5, 6), v ? TF_GELU_TANH : TF_GELU_ERF); }
+static tf_tensor *case_tanh(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 5, 6);
+    if (v == 1) /* into the saturating tails, where 1 - tanh^2 is small */
+        for (int i = 0; i < 30; i++) tf_f32(x)[i] *= 2.5f;
+    return tf_tanh(c, x);
+}
+
 static tf_tensor *case_dropout(tf_ctx *c, int v) { return tf_dropout(c, LEAF(c, 6, 7), 0.3f); }
 
 static tf_tensor *case_embedding(tf_ctx *c, int v) {
@@ -161,22 +168,77 @@ static tf_tensor *case_mha(tf_ctx *c, int v) {
     return v == 1 ? tf_add(c, y, tf_sum(c, w, 2, 1)) : y;
 }
 
+/* GPT-2's block (Conv1D weights (in,out), fused q/k/v, causal, pre-LN) and
+ * BERT's (q, k, v apart with their own biases, post-LN), by name maps. */
+static const tf_block_name GPT2_ROWS[] = {
+    {TF_BP_NORM_ATTN_W, "ln_1.weight"}, {TF_BP_NORM_ATTN_B, "ln_1.bias"}, {TF_BP_QKV_W, "attn.c_attn.weight"},
+    {TF_BP_QKV_B, "attn.c_attn.bias"},  {TF_BP_OUT_W, "attn.c_proj.weight"}, {TF_BP_OUT_B, "attn.c_proj.bias"},
+    {TF_BP_NORM_FF_W, "ln_2.weight"},   {TF_BP_NORM_FF_B, "ln_2.bias"},     {TF_BP_FF_IN_W, "mlp.c_fc.weight"},
+    {TF_BP_FF_IN_B, "mlp.c_fc.bias"},   {TF_BP_FF_OUT_W, "mlp.c_proj.weight"}, {TF_BP_FF_OUT_B, "mlp.c_proj.bias"}};
+static const tf_block_name BERT_ROWS[] = {
+    {TF_BP_Q_W, "q.weight"},       {TF_BP_Q_B, "q.bias"},       {TF_BP_K_W, "k.weight"},      {TF_BP_K_B, "k.bias"},
+    {TF_BP_V_W, "v.weight"},       {TF_BP_V_B, "v.bias"},       {TF_BP_OUT_W, "o.weight"},    {TF_BP_OUT_B, "o.bias"},
+    {TF_BP_NORM_ATTN_W, "n1.weight"}, {TF_BP_NORM_ATTN_B, "n1.bias"}, {TF_BP_FF_IN_W, "i.weight"}, {TF_BP_FF_IN_B, "i.bias"},
+    {TF_BP_FF_OUT_W, "f.weight"},  {TF_BP_FF_OUT_B, "f.bias"},  {TF_BP_NORM_FF_W, "n2.weight"}, {TF_BP_NORM_FF_B, "n2.bias"}};
+
 static tf_tensor *case_layer(tf_ctx *c, int v) {
-    tf_layer_config cfg = tf_layer_config_default(6, 3);
+    tf_block_config cfg = tf_block_config_default(6, 3);
     cfg.d_ff = 7;
     cfg.norm_first = v & 1;
     cfg.activation = v & 1 ? TF_ACT_GELU : TF_ACT_RELU;
     cfg.dropout = 0.2f; /* the context trains: dropout masks are replayed exactly */
-    static tf_encoder_layer el;
-    static tf_decoder_layer dl;
+    static tf_block layer;
     G_params = tf_params_new();
-    tf_tensor *x = LEAF(c, 2, 3, 6), *mem = v >= 2 ? LEAF(c, 2, 4, 6) : NULL;
-    if (v < 2) tf_encoder_layer_register(G_params, "", &el, &cfg);
-    else tf_decoder_layer_register(G_params, "", &dl, &cfg);
+    tf_tensor *x = LEAF(c, 2, 3, 6), *mem = v == 2 || v == 3 ? LEAF(c, 2, 4, 6) : NULL;
+    if (v < 2) tf_encoder_layer_register(G_params, "", &layer, &cfg);
+    else if (v < 4) tf_decoder_layer_register(G_params, "", &layer, &cfg);
+    else { /* the family blocks: attention dropout apart, no dropout after the activation */
+        cfg.attn_dropout = 0.1f, cfg.ff_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
+        cfg.w_in_out = v == 4, cfg.attn = v == 4 ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = v == 4;
+        tf_block_names n = {v == 4 ? GPT2_ROWS : BERT_ROWS, v == 4 ? 12 : 16};
+        tf_block_register(G_params, "", &layer, &cfg, &n, (tf_block_init){0.3f, 0.2f, 0});
+    }
     params_as_leaves(G_params);
-    tf_attn_mask self = {.causal = 1}, cross = {0};
-    return v < 2 ? tf_encoder_layer_forward(c, &el, &cfg, x, &self)
-                 : tf_decoder_layer_forward(c, &dl, &cfg, x, mem, &self, &cross);
+    tf_attn_mask self = {.causal = v < 4}, cross = {0};
+    tf_block_args a = {.memory = mem, .self_mask = &self, .cross_mask = &cross};
+    return tf_block_forward(c, &layer, &cfg, x, &a);
+}
+
+/* The output heads (heads.h), every parameter a leaf: 0 tied LM head (GPT's
+ * product), 1 own weight with bias, 2 MLM head tied (erf GELU), 3 MLM head own
+ * decoder (tanh GELU) on gathered rows, 4 pooler, 5 sequence and 6 token
+ * classifier with dropout, 7 span head (start and end side by side). */
+static const tf_op HEAD_OPS[8] = {TF_OP_MATMUL, TF_OP_DENSE, TF_OP_LAYERNORM, TF_OP_LAYERNORM,
+                                  TF_OP_TANH,   TF_OP_DROPOUT, TF_OP_DROPOUT, TF_OP_COPY};
+
+static tf_tensor *case_heads(tf_ctx *c, int v) {
+    static tf_tensor *table;
+    static tf_lm_head lm;
+    static tf_mlm_head mlm;
+    static tf_pooler pool;
+    static tf_classifier cls;
+    static tf_span_head span;
+    tf_mlm_head_names names = {"t.dense", "t.LayerNorm", v == 3 ? "decoder.weight" : NULL, "bias"};
+    tf_mlm_head_config mc = {6, 7, v == 3 ? TF_ACT_GELU_TANH : TF_ACT_GELU, 1e-5f, TF_INIT_STD};
+    G_params = tf_params_new();
+    tf_tensor *x = v == 3 ? LEAF(c, 5, 6) : v == 5 ? LEAF(c, 3, 6) : LEAF(c, 2, 3, 6);
+    int rc = v == 1 || v == 3 ? 0 : tf_params_add(G_params, "emb", &table, 2, (int64_t[]){7, 6}, 0.02f);
+    if (v <= 1) rc |= tf_lm_head_register(G_params, v ? "w" : NULL, v ? "b" : NULL, &lm, v ? NULL : &table, 6, 7, 0.02f);
+    if (v == 2 || v == 3) rc |= tf_mlm_head_register(G_params, &names, &mlm, &mc, v == 3 ? NULL : &table);
+    if (v == 4) rc |= tf_pooler_register(G_params, "pool", &pool, 6, 0.02f);
+    if (v == 5 || v == 6) rc |= tf_classifier_register(G_params, "cls", &cls, 6, 4, 0.3f, 0.02f);
+    if (v == 7) rc |= tf_span_head_register(G_params, "qa", &span, 6, 0.02f);
+    if (rc) return NULL;
+    params_as_leaves(G_params);
+    tf_tensor *se[2] = {NULL, NULL};
+    switch (v) {
+    case 0: case 1: return tf_lm_head_forward(c, &lm, x);
+    case 2: case 3: return tf_mlm_head_forward(c, &mlm, x);
+    case 4: return tf_pooler_forward(c, &pool, x);
+    case 5: return tf_classifier_seq_forward(c, &cls, x);
+    case 6: return tf_classifier_token_forward(c, &cls, x);
+    default: return tf_span_head_forward(c, &span, x, &se[0], &se[1]) ? NULL : tf_concat(c, 2, se, 0);
+    }
 }
 
 /* act(x W^T + b): no activation with and without bias, each activation, and
@@ -213,6 +275,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_CROSS_ENTROPY] = {TF_OP_CROSS_ENTROPY, 2, case_cross_entropy},
     [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
     [TF_OP_DENSE] = {TF_OP_DENSE, 6, case_dense},
+    [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {
@@ -241,6 +304,7 @@ static double gradcheck(gc_case fn, int variant, tf_op expect_op) {
     if (tf_backward(c, out, R)) goto done;
     worst = 0;
     const float eps = 4e-3f;
+    double diff[MAX_LEAVES] = {0}, norm[MAX_LEAVES] = {0}, scale = 0;
     for (int l = 0; l < G.n; l++) {
         tf_tensor *x = G.leaf[l];
         int64_t n = tf_numel(x);
@@ -256,8 +320,20 @@ static double gradcheck(gc_case fn, int variant, tf_op expect_op) {
             tf_f32(x)[i] = keep;
             num[i] = (float)((lp - lm) / (2.0 * eps));
         }
-        double e = test_rel_err(x->grad, num, (long)n);
+        for (int64_t i = 0; i < n; i++) {
+            double d = (double)x->grad[i] - num[i];
+            diff[l] += d * d, norm[l] += (double)num[i] * num[i];
+        }
         free(num);
+        scale = norm[l] > scale ? norm[l] : scale;
+    }
+    /* relative to the leaf's own gradient; a leaf whose gradient is zero in
+     * exact arithmetic (a key bias: softmax ignores a shift of every score)
+     * against the largest leaf's instead */
+    for (int l = 0; l < G.n; l++) {
+        double e = sqrt(diff[l] / (norm[l] >= 1e-8 * scale ? norm[l] : scale));
+        if (getenv("GC_VERBOSE")) fprintf(stderr, "      leaf %d: %.3g%s\n", l, e, norm[l] < 1e-8 * scale ? " (zero gradient)" : "");
+        if (e != e) e = INFINITY;
         if (e > worst) worst = e;
     }
 done:
@@ -319,10 +395,19 @@ TEST(gradcheck_layers) {
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "attention variant %d: relative gradient error %g (%s)", v, err, tf_error());
     }
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 6; v++) {
         double err = gradcheck(case_layer, v, TF_OP_DROPOUT);
         if (getenv("GC_VERBOSE")) fprintf(stderr, "    layer/%d: %.3g over %d leaves\n", v, err, G.n);
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "layer variant %d: relative gradient error %g (%s)", v, err, tf_error());
+    }
+}
+
+TEST(gradcheck_heads) {
+    for (int v = 0; v < 8; v++) {
+        double err = gradcheck(case_heads, v, HEAD_OPS[v]);
+        if (getenv("GC_VERBOSE")) fprintf(stderr, "    heads/%d: %.3g over %d leaves\n", v, err, G.n);
+        tf_params_free(G_params);
+        CHECKF(err >= 0 && err <= GC_TOL, "heads variant %d: relative gradient error %g (%s)", v, err, tf_error());
     }
 }

@@ -8,7 +8,7 @@ TEST(posenc_sinusoidal_matches_formula) {
     /* PE(pos,2i) = sin(pos/10000^(2i/d)), PE(pos,2i+1) = cos(pos/10000^(2i/d)); odd d too. */
     for (int d = 6; d <= 7; d++) {
         float pe[50 * 7];
-        tf_posenc_sinusoidal(pe, 50, d);
+        tf_posenc_sinusoidal(pe, 0, 50, d);
         for (int pos = 0; pos < 50; pos++)
             for (int c = 0; c < d; c++) {
                 double w = pos / pow(10000.0, (double)(c / 2 * 2) / d);
@@ -16,6 +16,9 @@ TEST(posenc_sinusoidal_matches_formula) {
                 CHECKF(fabs(pe[pos * d + c] - want) < 1e-6, "PE(%d,%d) = %g, want %g", pos, c, pe[pos * d + c], want);
             }
         CHECK(pe[1 * d + 0] == (float)sin(1.0) && pe[1 * d + 1] == (float)cos(1.0));
+        float tail[5 * 7]; /* rows from a later start: the same as the full table's */
+        tf_posenc_sinusoidal(tail, 45, 5, d);
+        CHECK(!memcmp(tail, pe + 45 * d, (size_t)(5 * d) * sizeof *tail));
     }
 }
 
@@ -122,9 +125,9 @@ TEST(errors_name_the_problem) {
     tf_tensor *ids = tf_tensor_new(c, TF_DTYPE_I32, 1, (int64_t[]){2}, 0);
     tf_i32(ids)[1] = 3;
     CHECK(tf_embedding(c, a, ids) == NULL && strstr(tf_error(), "id 3"));
-    tf_layer_config cfg = tf_layer_config_default(10, 3);
+    tf_block_config cfg = tf_block_config_default(10, 3);
     tf_params *ps = tf_params_new();
-    tf_encoder_layer l;
+    tf_block l;
     CHECK(tf_encoder_layer_register(ps, "", &l, &cfg) != 0 && strstr(tf_error(), "multiple of n_head"));
     tf_params_free(ps);
     tf_ctx_free(c);

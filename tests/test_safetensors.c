@@ -1,8 +1,12 @@
 /* safetensors: values written by the reference library, round trips through
  * our writer, and every malformed header rejected with a message. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -116,6 +120,194 @@ TEST(safetensors_writer_every_dtype) {
     tf_st_writer_free(w);
     tf_arena_free(a);
     unlink(path);
+}
+
+/* ---------------------------------------------------------------- writer: bytes and streaming */
+
+/* Deterministic 32-bit patterns (splitmix64 of i). */
+static uint32_t bits32(uint64_t i) {
+    uint64_t z = i * 0x9E3779B97F4A7C15u + 0x632BE59BD9B4E019u;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return (uint32_t)(z ^ (z >> 31));
+}
+
+/* Floats for the F16/BF16 conversions: every fourth a raw bit pattern (NaN,
+ * inf, subnormals), the rest with exponents around F16's range (2^-26..2^17:
+ * subnormal halves, overflow), then the rounding cases at the front. */
+static void fill_bits(tf_tensor *t, uint64_t seed, int near_half) {
+    float *x = tf_f32(t);
+    int64_t n = tf_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = bits32(seed * 1000003u + (uint64_t)i);
+        if (near_half && i % 4)
+            b = (b & 0x807FFFFFu) | (uint32_t)(127 - 26 + (int)((b >> 23) & 0xFF) % 44) << 23;
+        memcpy(&x[i], &b, 4);
+    }
+    static const float special[] = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65519.0f, 65520.0f, -65520.0f,
+                                    0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f, -0.0f, 1.0f + 0x1p-8f,
+                                    1.0f + 0x1.8p-8f, 3.3895314e38f, 0x1.ffp-15f, 0x1.ff8p-15f};
+    for (size_t i = 0; near_half && i < sizeof special / sizeof special[0] && (int64_t)i < n; i++) x[i] = special[i];
+}
+
+/* A view of t with dims d0 and d1 swapped (gradient too). */
+static tf_tensor swapped(const tf_tensor *t, int d0, int d1) {
+    tf_tensor v = *t;
+    v.shape[d0] = t->shape[d1], v.shape[d1] = t->shape[d0];
+    v.stride[d0] = t->stride[d1], v.stride[d1] = t->stride[d0];
+    return v;
+}
+
+/* As tf_adamw_save does: a header on the stack that is gone before the save. */
+static int add_stack_header(tf_st_writer *w, const tf_tensor *t) {
+    tf_tensor v = *t;
+    v.shape[0] = 3, v.shape[1] = 2, v.stride[0] = 1, v.stride[1] = 3; /* (2,3) read as its transpose */
+    return tf_st_writer_add(w, "stack.header", &v);
+}
+
+/* Every kind of entry the writer knows, views in a (caller-freed) array. */
+static int golden_set(tf_st_writer *w, tf_arena *a, tf_tensor *views, int *nv) {
+#define T(dt, nd, ...) tf_tensor_alloc(a, dt, nd, (int64_t[]){__VA_ARGS__}, 0)
+    int rc = tf_st_writer_set_metadata(w, "note", "quote \" backslash \\ newline \n tab \t \xC3\xA9 \xE2\x9C\x93") ||
+             tf_st_writer_set_metadata(w, "empty", "") || tf_st_writer_set_metadata(w, "pad", "x"); /* header: 1762 + 6 spaces */
+    tf_tensor *f = T(TF_DTYPE_F32, 2, 3, 5), *cube = T(TF_DTYPE_F32, 3, 4, 6, 8), *big = T(TF_DTYPE_F32, 2, 131, 130);
+    tf_tensor *half = T(TF_DTYPE_F32, 2, 16501, 2), *bf = T(TF_DTYPE_F32, 2, 64, 64), *sl = T(TF_DTYPE_F32, 2, 8, 7);
+    tf_tensor *i32 = T(TF_DTYPE_I32, 2, 3, 4), *u8 = T(TF_DTYPE_U8, 2, 4, 3), *sc = T(TF_DTYPE_F32, 0, 0);
+    tf_tensor *e1 = T(TF_DTYPE_F32, 1, 0), *e3 = T(TF_DTYPE_F32, 3, 2, 0, 3);
+    tf_tensor *g = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){5, 7}, 1);
+    if (rc || !f || !cube || !big || !half || !bf || !sl || !i32 || !u8 || !sc || !e1 || !e3 || !g) return -1;
+    fill_bits(f, 1, 0), fill_bits(cube, 2, 0), fill_bits(big, 3, 0), fill_bits(half, 4, 1);
+    fill_bits(bf, 5, 1), fill_bits(sl, 6, 0), fill_bits(g, 7, 0), tf_f32(sc)[0] = 3.5f;
+    for (int i = 0; i < 35; i++) memcpy(&g->grad[i], &(uint32_t){bits32(800 + (uint64_t)i)}, 4);
+    static const int32_t ints[12] = {INT32_MIN, INT32_MAX, -1, 0, 1, 7, -7, 123456789, -2, 2, 65536, -65536};
+    memcpy(tf_i32(i32), ints, sizeof ints);
+    static const uint8_t bytes[12] = {0, 1, 2, 255, 0, 0, 17, 1, 128, 0, 3, 0};
+    memcpy(tf_u8(u8), bytes, sizeof bytes);
+    tf_tensor *v = views;
+    v[0] = swapped(cube, 0, 2);                       /* (8,6,4) */
+    v[1] = swapped(big, 0, 1);                        /* (130,131): 68 KB, more than one chunk */
+    v[2] = swapped(half, 0, 1);                       /* (2,16501) as F16: 66 KB */
+    v[3] = *sl, v[3].shape[0] = 4, v[3].shape[1] = 3; /* rows 2..5, columns 1..3 */
+    v[3].data = tf_f32(sl) + 2 * 7 + 1;
+    v[4] = *f, v[4].shape[0] = 4, v[4].stride[0] = 0; /* row 0 broadcast to (4,5) */
+    v[4].shape[1] = 5;
+    v[5] = swapped(i32, 0, 1), v[6] = swapped(u8, 0, 1), v[7] = swapped(g, 0, 1);
+    *nv = 8;
+    rc = tf_st_writer_add(w, "f32", f) || tf_st_writer_add(w, "f32.transposed", &v[0]) ||
+         tf_st_writer_add_as(w, "f16.strided", &v[2], TF_ST_F16) || tf_st_writer_add(w, "f32.chunks", &v[1]) ||
+         tf_st_writer_add_as(w, "bf16", bf, TF_ST_BF16) || tf_st_writer_add_as(w, "f16", bf, TF_ST_F16) ||
+         tf_st_writer_add(w, "f32.slice", &v[3]) || tf_st_writer_add(w, "f32.broadcast", &v[4]) ||
+         tf_st_writer_add(w, "i32", i32) || tf_st_writer_add_as(w, "i64.strided", &v[5], TF_ST_I64) ||
+         tf_st_writer_add_as(w, "i64", i32, TF_ST_I64) || tf_st_writer_add(w, "mask.strided", &v[6]) ||
+         tf_st_writer_add_as(w, "u8", u8, TF_ST_U8) || tf_st_writer_add_as(w, "bool", u8, TF_ST_BOOL) ||
+         tf_st_writer_add_grad(w, "grad.g", g) || tf_st_writer_add_grad(w, "grad.g.t", &v[7]) ||
+         tf_st_writer_add_as(w, "bf16.strided", &v[0], TF_ST_BF16) || tf_st_writer_add(w, "empty", e1) ||
+         tf_st_writer_add_as(w, "empty.f16", e3, TF_ST_F16) || tf_st_writer_add(w, "scalar", sc) ||
+         tf_st_writer_add(w, "name \"quoted\" \xC3\xA9", f) || add_stack_header(w, f) ||
+         tf_st_writer_add_as(w, "a.f32.as", sl, TF_ST_F32);
+    return rc;
+#undef T
+}
+
+/* The bytes must stay those of the writer that copied every tensor when it was
+ * added (tests/data/st_writer_golden.safetensors, written by it from this set). */
+TEST(safetensors_writer_golden_bytes) {
+    tf_arena *a = tf_arena_new(0);
+    tf_st_writer *w = tf_st_writer_new();
+    tf_tensor views[8];
+    int nv;
+    CHECK(a && w && golden_set(w, a, views, &nv) == 0);
+    char path[] = "/tmp/tformer_golden_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK(tf_st_writer_save(w, path) == 0);
+    size_t n, m;
+    char *got = test_slurp(path, &n), *want = test_slurp("tests/data/st_writer_golden.safetensors", &m);
+    CHECKF(got && want, "no golden file: this run wrote %s", path);
+    size_t i = 0;
+    while (i < n && i < m && got[i] == want[i]) i++;
+    CHECKF(n == m && i == n, "%s differs from tests/data/st_writer_golden.safetensors at byte %zu (%zu vs %zu bytes)",
+           path, i, n, m);
+    unlink(path);
+    free(got), free(want);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+}
+
+/* Tensors are read at save time, not when added: a change in between is saved. */
+TEST(safetensors_writer_reads_tensors_at_save) {
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){3}, 1);
+    tf_st_writer *w = tf_st_writer_new();
+    CHECK(x && w && tf_st_writer_add(w, "x", x) == 0 && tf_st_writer_add_grad(w, "g", x) == 0 &&
+          tf_st_writer_add_as(w, "h", x, TF_ST_F16) == 0);
+    tf_f32(x)[1] = 2.5f, x->grad[2] = -4.0f;
+    char path[] = "/tmp/tformer_st_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK(tf_st_writer_save(w, path) == 0);
+    tf_st_file *f = tf_st_open(path);
+    tf_tensor *r = f ? tf_st_to_tensor(f, tf_st_find(f, "x"), a) : NULL, *g = f ? tf_st_to_tensor(f, tf_st_find(f, "g"), a) : NULL;
+    tf_tensor *h = f ? tf_st_to_tensor(f, tf_st_find(f, "h"), a) : NULL;
+    CHECK(r && g && h && tf_f32(r)[1] == 2.5f && tf_f32(g)[2] == -4.0f && tf_f32(h)[1] == 2.5f);
+    tf_st_close(f);
+    unlink(path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+}
+
+/* The names in a folder other than "keep", or -1 (with how many in *n). */
+static int others_in(const char *dir, int *n) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    *n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "keep")) (*n)++;
+    closedir(d);
+    return 0;
+}
+
+TEST(safetensors_writer_errors_name_tensor_and_file) {
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){1 << 18}, 0); /* 1 MiB */
+    tf_st_writer *w = tf_st_writer_new();
+    CHECK(x && w);
+    CHECK(tf_st_writer_add(w, "gone", NULL) != 0 && strstr(tf_error(), "'gone' is missing"));
+    CHECK(tf_st_writer_add_grad(w, "nograd", x) != 0 && strstr(tf_error(), "'nograd'"));
+    CHECK(tf_st_writer_add_as(w, "i", x, TF_ST_I64) != 0 && strstr(tf_error(), "'i' cannot be stored as I64"));
+    CHECK(tf_st_writer_add(w, "big", x) == 0);
+    CHECK(tf_st_writer_add_as(w, "big", x, TF_ST_F16) != 0 && strstr(tf_error(), "'big' added twice"));
+    CHECK(tf_st_writer_save(w, "/nonexistent/dir/x.safetensors") != 0 && strstr(tf_error(), "/nonexistent/dir/x.safetensors"));
+    /* A write that fails half-way (a file size limit of 64 KiB): an error naming
+     * the file and the tensor, the previous file untouched, no temporary left. */
+    char dir[] = "/tmp/tformer_stdir_XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/keep", dir);
+    FILE *keep = fopen(path, "wb");
+    CHECK(keep && fwrite("old", 1, 3, keep) == 3 && fclose(keep) == 0);
+    struct rlimit old;
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = {65536, old.rlim_max};
+    int set = setrlimit(RLIMIT_FSIZE, &small), rc = set ? 0 : tf_st_writer_save(w, path);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CHECK(set == 0);
+    CHECKF(rc != 0 && strstr(msg, path) && strstr(msg, "'big'"), "rc %d, message '%s'", rc, msg);
+    size_t n;
+    char *kept = test_slurp(path, &n);
+    int others = -1;
+    CHECK(kept && n == 3 && !memcmp(kept, "old", 3) && others_in(dir, &others) == 0);
+    CHECKF(others == 0, "%d files left in %s", others, dir);
+    free(kept);
+    unlink(path);
+    rmdir(dir);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
 }
 
 /* A file image: 8-byte length, header, then `data` bytes of zeros. */

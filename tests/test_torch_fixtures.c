@@ -11,7 +11,6 @@
 #define TOL_FORWARD 1e-5
 #define TOL_GRAD 1e-4
 
-static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Compare every tensor of expected with the same name in got; returns the
  * number of failures and raises *worst_fwd / *worst_grad. */
@@ -47,14 +46,9 @@ static int compare_case(const char *name, const tf_st_file *exp, const tf_st_fil
 
 TEST(torch_fixtures) {
     const char *dir = test_fixture_dir();
-    DIR *d = opendir(dir);
-    CHECKF(d != NULL, "cannot open fixture directory %s", dir);
     char *names[1024];
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d)) && n < 1024;)
-        if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_str);
+    int n = test_dir_entries(dir, names, 1024);
+    CHECKF(n >= 0, "cannot open fixture directory %s", dir);
     char tmpdir[] = "/tmp/tformer_fx_XXXXXX";
     CHECK(mkdtemp(tmpdir) != NULL);
     int failed_cases = 0;

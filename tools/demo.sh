@@ -18,7 +18,7 @@ else
 fi
 rm -rf "$out"
 echo "demo: training a 4-layer, 128-wide GPT on $(cat $files | wc -c) bytes for $steps steps"
-$tformer train --data $files --tokenizer char --out "$out" --steps "$steps" --layers 4 --heads 4 --width 128 \
+$tformer train --data $files --tokenizer char --out "$out" --steps "$steps" --n-layer 4 --n-head 4 --d-model 128 \
     --context 64 --batch 12 --lr 1e-3 --warmup 100 --eval-every 500 --eval-batches 100 --log-every 100
 echo
 echo "demo: samples (temperature 0.8, top-k 40)"

@@ -1,15 +1,47 @@
-/* tformer: Generation: sampling, greedy and beam search. */
+/* tformer: generation — one decoder interface under greedy decoding,
+ * sampling (temperature, top-k, top-p, repetition penalty) and beam search. */
 #ifndef TFORMER_GENERATE_H
 #define TFORMER_GENERATE_H
 
-#include "gpt.h"
+#include "core.h"
 #include "tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- generation */
+/* ---------------------------------------------------------------- the decoder interface */
+
+/* One hypothesis of a model that predicts the next token: a GPT with its KV
+ * cache, an encoder-decoder with its encoded source, an RNN with its state.
+ * A model family implements the table; the searches below use nothing else. */
+typedef struct tf_decoder tf_decoder;
+
+typedef struct {
+    /* Feed n >= 1 tokens after those already fed; logits (vocab_size) of the next. */
+    int (*step)(tf_decoder *d, const int32_t *tokens, int n, float *logits);
+    /* An independent copy with the same history (a beam's second child). */
+    tf_decoder *(*fork)(const tf_decoder *d);
+    /* Forget every position (sampling past the capacity re-feeds a window). */
+    void (*reset)(tf_decoder *d);
+    void (*free)(tf_decoder *d);
+} tf_decoder_vt;
+
+struct tf_decoder {
+    const tf_decoder_vt *vt;
+    int32_t vocab_size;
+    int capacity;   /* positions it can hold */
+    int can_slide;  /* a window of the latest tokens is a valid context (language models) */
+    int len;        /* positions fed so far (kept by tf_decoder_step) */
+};
+
+/* The calls, with their checks (tokens in the vocabulary, room left). */
+TF_API int tf_decoder_step(tf_decoder *d, const int32_t *tokens, int n, float *logits);
+TF_API tf_decoder *tf_decoder_fork(const tf_decoder *d);
+TF_API void tf_decoder_reset(tf_decoder *d);
+TF_API void tf_decoder_free(tf_decoder *d);
+
+/* ---------------------------------------------------------------- searches */
 
 typedef struct {
     int max_tokens;
@@ -28,20 +60,14 @@ TF_API tf_generate_opts tf_generate_opts_default(void);
  * at the end); a non-zero return stops generation. */
 typedef int (*tf_token_fn)(void *user, int32_t id);
 
-/* Continue the prompt (at least one id). The generated ids are appended to
- * out; *score (if asked) gets the sequence's log-probability (beam: the
- * length-penalised score). Decoding is incremental with a KV cache; beam
- * search keeps the prompt's cache once, shared by every beam. */
-TF_API int tf_gpt_generate(const tf_gpt *m, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
-                    tf_token_fn on_token, void *user, tf_ids *out, double *score);
-
-/* Incremental decoding, one position at a time: logits (V) of the next token
- * after feeding `token` at the cache's next position. */
-typedef struct tf_kv_cache tf_kv_cache;
-TF_API tf_kv_cache *tf_kv_cache_new(const tf_gpt *m, int capacity, const tf_kv_cache *shared_prefix);
-TF_API void tf_kv_cache_free(tf_kv_cache *c);
-TF_API int tf_kv_cache_len(const tf_kv_cache *c); /* positions held, the prefix included */
-TF_API int tf_gpt_decode_step(const tf_gpt *m, tf_kv_cache *c, int32_t token, float *logits);
+/* Continue the prompt (at least one id) from a fresh decoder d, which is
+ * left after the tokens it was fed. The generated ids are appended to out;
+ * *score (if asked) gets the sequence's log-probability (beam: the
+ * length-penalised score). Sampling past d's capacity slides a window over
+ * the latest 3/4 of it (when d can slide); beam search forks d, a beam
+ * taking its parent's decoder without a copy when it is the parent's only child. */
+TF_API int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
+                       tf_token_fn on_token, void *user, tf_ids *out, double *score);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,9 @@
 #ifndef TFORMER_GPT_H
 #define TFORMER_GPT_H
 
+#include "config.h"
+#include "generate.h"
+#include "heads.h"
 #include "nn.h"
 #include "safetensors.h"
 
@@ -28,25 +31,23 @@ typedef struct {
 /* GPT-2 small's shape scaled to the given sizes: pre-LN, learned positions,
  * tanh GELU, tied embeddings, eps 1e-5, dropout 0. */
 TF_API tf_gpt_config tf_gpt_config_default(int vocab_size, int context, int n_layer, int n_head, int d_model);
+/* Its field table (config.h): defaults (nanoGPT's character-level sizes:
+ * context 64, 4 layers, 4 heads, width 128), ranges, JSON keys and flags;
+ * every field but dropout is part of the checkpoint signature. */
+TF_API extern const tf_field_table tf_gpt_config_table;
 
-/* Weights of one block, named as Hugging Face's GPT-2 (Conv1D layout: (in, out)). */
-typedef struct {
-    tf_tensor *ln_1_w, *ln_1_b;
-    tf_tensor *c_attn_w, *c_attn_b; /* (C,3C), (3C) */
-    tf_tensor *attn_proj_w, *attn_proj_b; /* (C,C), (C) */
-    tf_tensor *ln_2_w, *ln_2_b;
-    tf_tensor *c_fc_w, *c_fc_b;     /* (C,F), (F) */
-    tf_tensor *mlp_proj_w, *mlp_proj_b; /* (F,C), (C) */
-} tf_gpt_block;
-
+/* GPT-2's layout with Hugging Face's names: the blocks are the one
+ * Transformer block (tf_block) with GPT-2's name map. */
 typedef struct {
     tf_gpt_config cfg;
-    tf_params *params;  /* every tensor below, by Hugging Face name */
-    tf_tensor *wte;     /* (V,C) */
-    tf_tensor *wpe;     /* (context,C), NULL with sinusoidal positions */
-    tf_gpt_block *h;    /* n_layer blocks */
-    tf_tensor *ln_f_w, *ln_f_b; /* pre-LN only */
-    tf_tensor *lm_head; /* (V,C), NULL when tied */
+    tf_block_config block; /* derived from cfg */
+    tf_params *params;     /* every tensor below, by Hugging Face name */
+    tf_tensor *wte;        /* (V,C) */
+    tf_tensor *wpe;        /* (context,C), NULL with sinusoidal positions */
+    tf_block *h;           /* n_layer blocks */
+    tf_layer_norm ln_f;    /* pre-LN only */
+    tf_lm_head head;       /* logits = h wte^T (tied), or "lm_head.weight" (V,C) */
+    int has_head;          /* 0: GPT2Model, hidden states only */
 } tf_gpt;
 
 /* Check a configuration; 0 or -1 with a message naming the field. */
@@ -67,6 +68,7 @@ typedef struct {
     tf_tensor *position_ids;   /* (B,T) I32; NULL: 0..T-1 */
     tf_tensor *token_type_ids; /* (B,T) I32, embedded with the token table (as GPT-2 does) */
     tf_tensor *targets;        /* (B,T) I32 next tokens (-1 = ignore): the loss */
+    tf_kv_cache *cache;        /* past_key_values: the positions before these (attention_mask then covers both) */
 } tf_gpt_inputs;
 
 /* Its outputs, named as Hugging Face's output fields; NULL when not asked for. */
@@ -80,6 +82,15 @@ typedef struct {
  * whose every visible key is padding gets zeros (Hugging Face: a mean of the
  * padded values); other positions agree. */
 TF_API int tf_gpt_run(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_gpt_outputs *out);
+
+/* A KV cache for this model: batch rows of up to capacity positions. */
+TF_API tf_kv_cache *tf_gpt_cache_new(const tf_gpt *m, int batch, int capacity);
+/* The decoder interface over a GPT (capacity positions; at most the context):
+ * every step runs tf_gpt_run through a KV cache. The model must outlive it. */
+TF_API tf_decoder *tf_gpt_decoder_new(const tf_gpt *m, int capacity);
+/* tf_generate on a GPT decoder sized for the prompt and max_tokens. */
+TF_API int tf_gpt_generate(const tf_gpt *m, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
+                           tf_token_fn on_token, void *user, tf_ids *out, double *score);
 
 
 /* Hugging Face GPT-2 folders: config.json + model.safetensors. */

@@ -49,6 +49,7 @@ typedef struct {
     int bias;       /* projections have biases */
     float dropout;  /* on the attention weights, training only */
     int rel_max_offset; /* > 0: learned relative-position bias, offsets clipped to +-this */
+    int w_in_out;   /* projection weights stored (in,out), Hugging Face's Conv1D (GPT-2); else (out,in) */
 } tf_mha_config;
 
 typedef struct {
@@ -58,6 +59,7 @@ typedef struct {
     tf_tensor *k_proj_weight;   /* (E,kdim) */
     tf_tensor *v_proj_weight;   /* (E,vdim) */
     tf_tensor *in_proj_bias;    /* (3E) or NULL */
+    tf_tensor *q_proj_bias, *k_proj_bias, *v_proj_bias; /* (E) each when the biases are separate (BERT) */
     tf_linear out_proj;         /* (E,E) */
     tf_tensor *rel_bias;        /* (2*rel_max_offset+1, H) or NULL */
 } tf_mha;
@@ -82,93 +84,165 @@ TF_API tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tens
 TF_API tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x);
 
 /* Positional encodings. */
-/* out (T,d): PE(pos,2i) = sin(pos / 10000^(2i/d)), PE(pos,2i+1) = cos(same). */
-TF_API void tf_posenc_sinusoidal(float *out, int64_t T, int64_t d);
-TF_API tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t T, int64_t d);
+/* out (T,d): rows for positions start .. start+T-1 of
+ * PE(pos,2i) = sin(pos / 10000^(2i/d)), PE(pos,2i+1) = cos(same). */
+TF_API void tf_posenc_sinusoidal(float *out, int64_t start, int64_t T, int64_t d);
+TF_API tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t start, int64_t T, int64_t d);
 /* Learned absolute: rows [start, start+T) of table (max_len,d), a view sharing its gradient. */
 TF_API tf_tensor *tf_posenc_learned(tf_ctx *ctx, tf_tensor *table, int64_t start, int64_t T);
 /* Learned relative: table (2K+1,H) -> bias (1,H,Tq,Tk) with
  * bias[h,i,j] = table[clip(j - (i + Tk - Tq), -K, K) + K, h]. */
 TF_API tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, int64_t Tk);
 
-/* ---------------------------------------------------------------- Transformer layers */
+/* ---------------------------------------------------------------- the KV cache */
 
+/* Keys and values of the positions a decoder has seen, per layer: a block
+ * given a cache appends the new positions' keys and values and attends over
+ * everything held, so incremental decoding runs the same ops as a full pass. */
+typedef struct tf_kv_cache tf_kv_cache;
+/* Room for `capacity` positions of n_layer layers, each (batch, n_head, capacity, head_dim). */
+TF_API tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, int capacity);
+TF_API void tf_kv_cache_free(tf_kv_cache *c);
+/* Positions held (committed by tf_kv_cache_advance). */
+TF_API int tf_kv_cache_len(const tf_kv_cache *c);
+TF_API int tf_kv_cache_capacity(const tf_kv_cache *c);
+/* Commit the n positions every layer has just appended. */
+TF_API int tf_kv_cache_advance(tf_kv_cache *c, int n);
+/* An independent copy of the positions held (a beam's child). */
+TF_API tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c);
+/* Forget every position. */
+TF_API void tf_kv_cache_reset(tf_kv_cache *c);
+
+/* ---------------------------------------------------------------- the Transformer block */
+
+/* Which keys a query sees in self-attention (room for sparse, Nystrom and
+ * continual attention). */
+typedef enum {
+    TF_ATTN_FULL,   /* every key (encoders; masks may still hide some) */
+    TF_ATTN_CAUSAL  /* keys up to the query's own position (decoders) */
+} tf_attn_kind;
+
+/* One block serves every family: self-attention, an optional cross-attention
+ * and a feed-forward network, each a residual sub-layer, pre-LN
+ * x + f(LN(x)) or post-LN LN(x + f(x)). */
 typedef struct {
     int d_model, n_head, d_ff;
     tf_activation activation;
     float norm_eps;
-    float dropout;
-    int norm_first; /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
-    int bias;       /* linear and LayerNorm biases */
-} tf_layer_config;
+    float dropout;      /* on each sub-layer's output (and, with ff_dropout, after the activation) */
+    float attn_dropout; /* on the attention weights */
+    int norm_first;     /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
+    int bias;           /* projections and LayerNorms have biases */
+    tf_attn_kind attn;
+    int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder) */
+    int ff_dropout;     /* dropout after the activation too (PyTorch's layers) */
+    int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2) */
+} tf_block_config;
 
 typedef struct {
-    tf_mha self_attn;
-    tf_linear linear1, linear2;
-    tf_layer_norm norm1, norm2;
-} tf_encoder_layer;
+    tf_mha self_attn, cross_attn;
+    tf_linear ff_in, ff_out;           /* (d_ff,d_model), (d_model,d_ff); transposed with w_in_out */
+    tf_layer_norm norm_attn, norm_cross, norm_ff;
+} tf_block;
+
+/* What a family's checkpoint calls each tensor of a block: its name map. */
+typedef enum {
+    TF_BP_QKV_W, TF_BP_QKV_B,   /* q, k, v fused: (3d,d) and (3d) (PyTorch's in_proj, GPT-2's c_attn) */
+    TF_BP_Q_W, TF_BP_Q_B, TF_BP_K_W, TF_BP_K_B, TF_BP_V_W, TF_BP_V_B, /* or apart (BERT) */
+    TF_BP_OUT_W, TF_BP_OUT_B,
+    TF_BP_NORM_ATTN_W, TF_BP_NORM_ATTN_B,
+    TF_BP_X_QKV_W, TF_BP_X_QKV_B, /* the same for cross-attention */
+    TF_BP_X_Q_W, TF_BP_X_Q_B, TF_BP_X_K_W, TF_BP_X_K_B, TF_BP_X_V_W, TF_BP_X_V_B,
+    TF_BP_X_OUT_W, TF_BP_X_OUT_B,
+    TF_BP_NORM_CROSS_W, TF_BP_NORM_CROSS_B,
+    TF_BP_FF_IN_W, TF_BP_FF_IN_B, TF_BP_FF_OUT_W, TF_BP_FF_OUT_B,
+    TF_BP_NORM_FF_W, TF_BP_NORM_FF_B,
+    TF_BP_COUNT
+} tf_block_param;
+
+/* A name map: rows in the checkpoint's order (the registration order). The
+ * fused rows (QKV) make q, k and v one projection; without them Q, K and V
+ * are separate. Rows a configuration does not need (biases without bias,
+ * cross rows without cross) are skipped; a needed row that is missing is an
+ * error naming it. */
+typedef struct {
+    tf_block_param role;
+    const char *name; /* appended to the block's prefix */
+} tf_block_name;
 
 typedef struct {
-    tf_mha self_attn, multihead_attn;
-    tf_linear linear1, linear2;
-    tf_layer_norm norm1, norm2, norm3;
-} tf_decoder_layer;
+    const tf_block_name *rows;
+    int n;
+} tf_block_names;
 
+/* Initial weights: N(0, std^2), the two output projections N(0, out_std^2)
+ * (GPT-2 scales them by 1/sqrt(2 n_layer)); fan_in instead gives every
+ * weight std 1/sqrt(in) (PyTorch's layers). Biases 0, LayerNorm weights 1. */
 typedef struct {
-    int num_layers;
-    tf_encoder_layer *layers;
-    tf_layer_norm norm; /* final LayerNorm; norm.weight NULL when absent */
+    float std, out_std;
+    int fan_in;
+} tf_block_init;
+
+/* The per-call inputs of a block besides x. */
+typedef struct {
+    tf_tensor *memory;                 /* (B,S,d_model): the cross-attention's keys and values */
+    const tf_attn_mask *self_mask;     /* PyTorch's masks of the self-attention, or NULL */
+    const tf_attn_mask *cross_mask;
+    tf_kv_cache *cache;                /* incremental decoding: append to and attend over it */
+    int layer;                         /* this block's layer in the cache */
+} tf_block_args;
+
+/* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,
+ * dropout 0, full attention, dropout after the activation too. */
+TF_API tf_block_config tf_block_config_default(int d_model, int n_head);
+TF_API int tf_block_config_check(const tf_block_config *cfg);
+TF_API int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,
+                             const tf_block_names *names, tf_block_init init);
+/* x (B,T,d_model) -> (B,T,d_model); args may be NULL. */
+TF_API tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
+                                   const tf_block_args *args);
+
+/* ---------------------------------------------------------------- PyTorch's layers and stacks */
+
+/* PyTorch's TransformerEncoderLayer / TransformerDecoderLayer: a block with
+ * PyTorch's names under prefix ("" or "layers.0." ...) and fan-in init;
+ * the decoder layer has the cross-attention. */
+TF_API int tf_encoder_layer_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg);
+TF_API int tf_decoder_layer_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg);
+
+/* A stack of blocks and an optional final LayerNorm (PyTorch's
+ * TransformerEncoder / TransformerDecoder: "<prefix>layers.<i>." and "<prefix>norm"). */
+typedef struct {
+    int n_layer;
+    tf_block *layers;
+    tf_layer_norm norm; /* norm.weight NULL when absent */
     int has_norm;
-} tf_encoder;
+} tf_stack;
 
 typedef struct {
-    int num_layers;
-    tf_decoder_layer *layers;
-    tf_layer_norm norm;
-    int has_norm;
-} tf_decoder;
-
-typedef struct {
-    tf_encoder encoder;
-    tf_decoder decoder;
+    tf_stack encoder, decoder;
 } tf_transformer;
 
-/* PyTorch's defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases, dropout 0. */
-TF_API tf_layer_config tf_layer_config_default(int d_model, int n_head);
-
-/* Parameters get PyTorch's names under prefix ("" or "layers.0." ...). */
-TF_API int tf_encoder_layer_register(tf_params *ps, const char *prefix, tf_encoder_layer *l,
-                              const tf_layer_config *cfg);
-TF_API int tf_decoder_layer_register(tf_params *ps, const char *prefix, tf_decoder_layer *l,
-                              const tf_layer_config *cfg);
-/* The stacks allocate their layer arrays; free them with tf_encoder_free / tf_decoder_free. */
-TF_API int tf_encoder_register(tf_params *ps, const char *prefix, tf_encoder *e,
-                        const tf_layer_config *cfg, int num_layers, int final_norm);
-TF_API int tf_decoder_register(tf_params *ps, const char *prefix, tf_decoder *d,
-                        const tf_layer_config *cfg, int num_layers, int final_norm);
+/* Register n_layer PyTorch layers (decoder layers when cfg->cross). The stack
+ * allocates its layer array; free it with tf_stack_free. */
+TF_API int tf_stack_register(tf_params *ps, const char *prefix, tf_stack *s, const tf_block_config *cfg,
+                             int n_layer, int final_norm);
+TF_API void tf_stack_free(tf_stack *s);
+TF_API tf_tensor *tf_stack_forward(tf_ctx *ctx, const tf_stack *s, const tf_block_config *cfg, tf_tensor *x,
+                                   const tf_block_args *args);
+/* PyTorch's nn.Transformer; enc and dec differ only in cross (set here). */
 TF_API int tf_transformer_register(tf_params *ps, const char *prefix, tf_transformer *t,
-                            const tf_layer_config *cfg, int num_encoder_layers,
-                            int num_decoder_layers);
-TF_API void tf_encoder_free(tf_encoder *e);
-TF_API void tf_decoder_free(tf_decoder *d);
+                                   const tf_block_config *cfg, int n_encoder_layers, int n_decoder_layers);
 TF_API void tf_transformer_free(tf_transformer *t);
-
-/* All activations are batch-first: x (B,T,d_model). */
-TF_API tf_tensor *tf_encoder_layer_forward(tf_ctx *ctx, const tf_encoder_layer *l,
-                                    const tf_layer_config *cfg, tf_tensor *x,
-                                    const tf_attn_mask *self_mask);
-TF_API tf_tensor *tf_decoder_layer_forward(tf_ctx *ctx, const tf_decoder_layer *l,
-                                    const tf_layer_config *cfg, tf_tensor *x, tf_tensor *memory,
-                                    const tf_attn_mask *self_mask, const tf_attn_mask *cross_mask);
-TF_API tf_tensor *tf_encoder_forward(tf_ctx *ctx, const tf_encoder *e, const tf_layer_config *cfg,
-                              tf_tensor *x, const tf_attn_mask *self_mask);
-TF_API tf_tensor *tf_decoder_forward(tf_ctx *ctx, const tf_decoder *d, const tf_layer_config *cfg,
-                              tf_tensor *x, tf_tensor *memory, const tf_attn_mask *self_mask,
-                              const tf_attn_mask *cross_mask);
 /* src (B,S,d), tgt (B,T,d) -> (B,T,d). */
-TF_API tf_tensor *tf_transformer_forward(tf_ctx *ctx, const tf_transformer *t, const tf_layer_config *cfg,
-                                  tf_tensor *src, tf_tensor *tgt, const tf_attn_mask *src_mask,
-                                  const tf_attn_mask *tgt_mask, const tf_attn_mask *memory_mask);
+TF_API tf_tensor *tf_transformer_forward(tf_ctx *ctx, const tf_transformer *t, const tf_block_config *cfg,
+                                         tf_tensor *src, tf_tensor *tgt, const tf_attn_mask *src_mask,
+                                         const tf_attn_mask *tgt_mask, const tf_attn_mask *memory_mask);
+
+/* Transitional names, removed when torch-run's config moves onto the block
+ * config (in progress): tf_layer_config is tf_block_config. */
+typedef tf_block_config tf_layer_config;
+#define tf_layer_config_default tf_block_config_default
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@ typedef enum {
     TF_OP_CROSS_ENTROPY, /* logits, ignore index, label smoothing */
     TF_OP_SDPA,          /* fused scaled dot-product attention */
     TF_OP_DENSE,         /* x W^T + b, then an optional activation, fused */
+    TF_OP_TANH,          /* the pooler's activation */
     TF_OP_COUNT
 } tf_op;
 
@@ -54,6 +55,7 @@ TF_API tf_tensor *tf_softmax(tf_ctx *ctx, tf_tensor *x, tf_tensor *mask);
 TF_API tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, float eps);
 TF_API tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x);
 TF_API tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind);
+TF_API tf_tensor *tf_tanh(tf_ctx *ctx, tf_tensor *x);
 TF_API tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p); /* identity unless training */
 TF_API tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids);
 TF_API tf_tensor *tf_concat(tf_ctx *ctx, int n, tf_tensor *const *xs, int dim);

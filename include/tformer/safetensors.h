@@ -40,20 +40,32 @@ TF_API tf_tensor *tf_st_to_tensor(const tf_st_file *f, const tf_st_entry *e, tf_
 /* Copy an F32/F16/BF16 entry into dst (same shape, contiguous F32). */
 TF_API int tf_st_read_f32(const tf_st_file *f, const tf_st_entry *e, tf_tensor *dst);
 
-/* Writer: collect named tensors, then write atomically (temporary file + rename). */
+/* Writer: collect named tensors, then write atomically (temporary file + rename).
+ *
+ * Adding a tensor records a reference, not a copy: the tensor header (dtype,
+ * shape, strides, data and grad pointers) is copied, so the tf_tensor struct
+ * itself may be a temporary, but the memory it points to must stay alive and
+ * unchanged until tf_st_writer_save returns (or the writer is freed). Save
+ * reads each tensor then and streams it into the file: contiguous tensors
+ * stored as they are held (F32, I32, U8) straight from their memory, any
+ * other (strided, or converted) through one 64 KiB buffer. */
 typedef struct tf_st_writer tf_st_writer;
 TF_API tf_st_writer *tf_st_writer_new(void);
 TF_API void tf_st_writer_free(tf_st_writer *w);
-/* Copies the tensor's data (any layout) now. F32 is written as F32, U8 as BOOL,
- * I32 as I32. */
+/* Record t (any layout). F32 is written as F32, U8 as BOOL (nonzero -> 1),
+ * I32 as I32. A NULL tensor or a name already added is an error naming it. */
 TF_API int tf_st_writer_add(tf_st_writer *w, const char *name, const tf_tensor *t);
-/* Write gradient of t (F32). */
+/* Record the gradient of t (F32, t's layout); t without a gradient is an error. */
 TF_API int tf_st_writer_add_grad(tf_st_writer *w, const char *name, const tf_tensor *t);
-/* Store t converted to dtype: F32 tensors as F32, F16 or BF16 (round to nearest
- * even); I32 tensors as I32 or I64; U8 tensors as U8 or BOOL. */
+/* Record t to be stored converted to dtype: F32 tensors as F32, F16 or BF16
+ * (round to nearest even); I32 tensors as I32 or I64; U8 tensors as U8 or BOOL. */
 TF_API int tf_st_writer_add_as(tf_st_writer *w, const char *name, const tf_tensor *t, tf_st_dtype dtype);
 /* A __metadata__ string entry (key and value copied). */
 TF_API int tf_st_writer_set_metadata(tf_st_writer *w, const char *key, const char *value);
+/* Header (tensors in the order added, 8-byte padded) and data, to a temporary
+ * file renamed to path. A failed write is an error naming the file and the
+ * tensor being written, and leaves no file behind (a previous one stays).
+ * May be called again: the tensors are read anew. */
 TF_API int tf_st_writer_save(tf_st_writer *w, const char *path);
 /* A __metadata__ string of an open file, or NULL. */
 TF_API const char *tf_st_metadata(const tf_st_file *f, const char *key);

@@ -2,6 +2,8 @@
 #ifndef TFORMER_TRAIN_H
 #define TFORMER_TRAIN_H
 
+#include "config.h"
+#include "data.h"
 #include "gpt.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -28,58 +30,142 @@ TF_API int64_t tf_adamw_steps(const tf_adamw *o);
 TF_API int tf_adamw_save(const tf_adamw *o, tf_st_writer *w);
 TF_API int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps);
 
-/* Linear warmup over `warmup` steps, then cosine decay to min_lr at max_steps. */
-TF_API float tf_lr_schedule(int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr);
+/* Learning-rate schedules: each rises linearly to lr over `warmup` steps
+ * (lr * s / warmup at the 1-based step s), then: */
+typedef enum {
+    TF_SCHEDULE_COSINE,       /* cosine decay to min_lr at max_steps (nanoGPT) */
+    TF_SCHEDULE_INVERSE_SQRT, /* lr * sqrt(warmup / s): the Transformer paper's
+                               * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5), scaled to peak at lr */
+    TF_SCHEDULE_CONSTANT      /* lr */
+} tf_schedule;
+
+/* The learning rate of the 0-based step. */
+TF_API float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr);
 /* Scale every gradient so that their global L2 norm is at most max_norm (no
  * clipping when max_norm <= 0); returns the norm before clipping. */
 TF_API double tf_clip_grad_norm(tf_params *ps, double max_norm);
 
 
-/* ---------------------------------------------------------------- training a GPT */
+/* ---------------------------------------------------------------- training */
 
+/* The trainer's settings, whatever the task. */
 typedef struct {
-    tf_gpt_config model;     /* vocab_size is taken from the tokenizer */
     int64_t steps;           /* optimizer steps */
     int batch, accum;        /* sequences per micro-batch; micro-batches per step */
-    float lr, min_lr;
-    int64_t warmup;          /* linear warmup steps, then cosine decay to min_lr at `steps` */
+    float lr, min_lr;        /* peak learning rate; the cosine's floor */
+    int64_t warmup;          /* linear warmup steps */
+    tf_schedule schedule;    /* after the warmup */
     float weight_decay, beta1, beta2, grad_clip;
     int64_t eval_every;      /* validation loss every N steps (and at the end) */
     int eval_batches;
-    float val_fraction;      /* the last part of the tokens is held out */
     int64_t checkpoint_every;
     uint64_t seed;
 } tf_train_config;
 
-/* nanoGPT's character-level Shakespeare settings (4 layers, 4 heads, width 128,
- * context 64, batch 12, 2000 steps, lr 1e-3, warmup 100, dropout 0). */
+/* nanoGPT's character-level Shakespeare settings: 2000 steps, batch 12,
+ * lr 1e-3 to 1e-4 (cosine), warmup 100, weight decay 0.1, beta2 0.99, clip 1. */
 TF_API tf_train_config tf_train_config_default(void);
-/* Overlay the keys of a JSON config file (the field names above; model keys
- * n_layer, n_head, d_model, context, dropout, pos "learned"|"sinusoidal",
- * norm_first, activation "relu"|"gelu"|"gelu_tanh", tied, d_ff, norm_eps). Unknown
- * keys are an error naming them. */
-TF_API int tf_train_config_load(tf_train_config *c, const char *path);
+/* 0, or -1 with a message naming the field and its allowed range. */
 TF_API int tf_train_config_check(const tf_train_config *c);
+/* Its field table (config.h): JSON keys are the field names above. */
+TF_API extern const tf_field_table tf_train_config_table;
+
+/* The language-modelling task: a GPT learning the next token of a text. */
+typedef struct {
+    tf_gpt_config model;     /* vocab_size 0: the tokenizer's size */
+    float val_fraction;      /* the last part of the tokens is held out */
+} tf_lm_config;
+
+/* nanoGPT's character-level model (tf_gpt_config_table's defaults), val_fraction 0.1. */
+TF_API tf_lm_config tf_lm_config_default(void);
+TF_API int tf_lm_config_check(const tf_lm_config *c);
+/* val_fraction and the model's rows, flat ("n_layer", not "model.n_layer"):
+ * a training config file is one JSON object read with both tables,
+ * tf_fields_load({{&tf_train_config_table, &train}, {&tf_lm_config_table, &lm}}, 2, path, 0). */
+TF_API extern const tf_field_table tf_lm_config_table;
+
+/* ---------------------------------------------------------------- tasks and the trainer */
+
+#define TF_METRICS_MAX 4
+
+/* Validation metrics as sums: metric i is sum[i] / count[i] (accuracy =
+ * correct / examples); their names are the task's. */
+typedef struct {
+    double sum[TF_METRICS_MAX], count[TF_METRICS_MAX];
+} tf_metrics;
+
+/* What the trainer needs of a model family's task: batches, a loss, the
+ * parameters, a signature that tells models apart, and a save as a Hugging
+ * Face folder. A family implements the table (src/train/task_lm.c is the
+ * worked example); the trainer knows nothing else. */
+typedef struct tf_task tf_task;
+
+typedef struct {
+    /* The batch of `rows` examples for draw `key` of a subset (a loader's next). */
+    int (*batch)(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b);
+    /* The forward pass: a scalar loss; metric sums added into m (NULL while training). */
+    tf_tensor *(*loss)(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m);
+    tf_params *(*params)(tf_task *t);
+    /* The model's configuration as text: a checkpoint resumes only into an equal one. */
+    int (*signature)(tf_task *t, char *out, size_t n);
+    /* The model (config.json + model.safetensors, and what else it needs) into dir. */
+    int (*save)(tf_task *t, const char *dir);
+    /* Extra checkpoint metadata (the task's config, its tokenizer) and its check on resume; may be NULL. */
+    int (*save_meta)(tf_task *t, tf_st_writer *w);
+    int (*check_meta)(tf_task *t, const tf_st_file *f, const char *path);
+    /* Tokens (or examples) in a batch of `rows`, for the throughput. */
+    int64_t (*tokens)(tf_task *t, int rows);
+    void (*free)(tf_task *t);
+} tf_task_vt;
+
+struct tf_task {
+    const tf_task_vt *vt;
+    tf_fields config;                            /* the task's settings: with the trainer's, one JSON object */
+    int n_metrics;                               /* validation metrics besides the loss */
+    const char *metric_names[TF_METRICS_MAX];    /* "accuracy", ...: losses.csv columns val_<name> */
+};
+
+TF_API void tf_task_free(tf_task *t);
 
 typedef struct {
     int64_t step, steps;     /* step just done (1-based), total */
     float loss, lr;
     double grad_norm;
     double val_loss;         /* NaN unless evaluated at this step */
+    double val_metric[TF_METRICS_MAX]; /* with val_loss: the task's metrics */
+    int n_metrics;
+    const char *const *metric_names;
     double tokens_per_s, elapsed_s, eta_s;
 } tf_train_report;
 
 typedef void (*tf_train_report_fn)(void *user, const tf_train_report *r);
 
-/* Train a GPT on the text files and write run_dir: config.json + model.safetensors
- * (a Hugging Face GPT-2 folder), checkpoint.safetensors (weights, AdamW state,
- * step, seed, config), the tokenizer's files, losses.csv and loss.png. The
- * tokenizer is a folder or "char" (the data's characters). With resume, the
- * run continues from run_dir's checkpoint bit for bit. When *stop becomes
- * non-zero the step in progress finishes, a checkpoint is written and the call
- * returns 1. Returns 0 when done, -1 on error. */
-TF_API int tf_gpt_train(const tf_train_config *cfg, const char *const *data, int n_data, const char *tokenizer,
-                 const char *run_dir, int resume, volatile int *stop, tf_train_report_fn report, void *user);
+/* Train a task and write run_dir: the task's model folder, checkpoint.safetensors
+ * (weights, AdamW state, step, seed, the trainer's config, the model's
+ * signature, the task's metadata), losses.csv (step, train_loss, val_loss,
+ * lr, grad_norm, val_<metric>...) and loss.png. Checkpoints every
+ * checkpoint_every steps and at the end, written by streaming the tensors to
+ * a temporary file renamed into place. With resume, the run continues from
+ * run_dir's checkpoint bit for bit. When *stop becomes non-zero the step in
+ * progress finishes, a checkpoint is written and the call returns 1. A loss or
+ * gradient that is not finite stops the run with an error naming the step
+ * (the last checkpoint stays). Returns 0 when done, -1 on error. */
+TF_API int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
+                    tf_train_report_fn report, void *user);
+
+/* The language-modelling task over text files: the tokenizer (a folder, or
+ * "char" for the data's characters) is copied into run_dir (unless resuming),
+ * the text tokenized and windowed (tf_lm_loader_new), the GPT initialised
+ * from seed. */
+TF_API tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_data, const char *tokenizer,
+                               const char *run_dir, int resume, uint64_t seed);
+TF_API const tf_gpt *tf_lm_task_model(const tf_task *t);
+
+/* tf_lm_task_new + tf_train: a GPT on text files, run_dir a Hugging Face
+ * GPT-2 folder with its tokenizer at the end. */
+TF_API int tf_gpt_train(const tf_train_config *cfg, const tf_lm_config *lm, const char *const *data, int n_data,
+                        const char *tokenizer, const char *run_dir, int resume, volatile int *stop,
+                        tf_train_report_fn report, void *user);
 
 /* Mean next-token loss of a model on the text of files (windows of the context). */
 TF_API int tf_gpt_evaluate(const tf_gpt *m, tf_tokenizer *tok, const char *const *data, int n_data, double *loss,

@@ -38,19 +38,19 @@ float tf_hash_uniform(uint64_t seed, uint64_t i) {
 
 /* ---------------------------------------------------------------- arena */
 
-typedef struct tf_block {
-    struct tf_block *next;
+typedef struct arena_block {
+    struct arena_block *next;
     size_t size, used;
     unsigned char *mem; /* 64-byte aligned */
-} tf_block;
+} arena_block;
 
 struct tf_arena {
-    tf_block *head; /* current block; older blocks follow */
+    arena_block *head; /* current block; older blocks follow */
     size_t block_bytes;
 };
 
-static tf_block *block_new(size_t bytes) {
-    tf_block *b = malloc(sizeof *b);
+static arena_block *block_new(size_t bytes) {
+    arena_block *b = malloc(sizeof *b);
     if (!b) return NULL;
     b->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!b->mem) {
@@ -72,9 +72,9 @@ tf_arena *tf_arena_new(size_t block_bytes) {
 
 void tf_arena_free(tf_arena *a) {
     if (!a) return;
-    tf_block *b = a->head;
+    arena_block *b = a->head;
     while (b) {
-        tf_block *n = b->next;
+        arena_block *n = b->next;
         free(b->mem);
         free(b);
         b = n;
@@ -87,7 +87,11 @@ void tf_arena_free(tf_arena *a) {
 static void zero(unsigned char *p, size_t n) {
     enum { PIECE = 1 << 16 };
     int64_t pieces = (int64_t)((n + PIECE - 1) / PIECE);
-#pragma omp parallel for schedule(static) if (pieces >= 8)
+    if (pieces < 8) { /* small: not even an inactive parallel region (~1 us each, most allocations) */
+        memset(p, 0, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < pieces; i++) {
         size_t off = (size_t)i * PIECE;
         memset(p + off, 0, n - off < PIECE ? n - off : PIECE);
@@ -101,10 +105,10 @@ void *tf_arena_alloc(tf_arena *a, size_t bytes) {
     }
     size_t need = (bytes + 63) & ~(size_t)63;
     if (need == 0) need = 64;
-    tf_block *b = a->head;
+    arena_block *b = a->head;
     if (!b || b->size - b->used < need) {
         size_t sz = need > a->block_bytes ? need : a->block_bytes;
-        tf_block *nb = block_new(sz);
+        arena_block *nb = block_new(sz);
         if (!nb) {
             tf_set_error("arena: out of memory allocating %zu bytes", sz);
             return NULL;
@@ -125,9 +129,9 @@ void tf_arena_reset(tf_arena *a) {
         /* Several blocks: merge them into one block of their total size, so
          * that the next step of the same shape allocates nothing. */
         size_t total = 0;
-        tf_block *b = a->head;
+        arena_block *b = a->head;
         while (b) {
-            tf_block *n = b->next;
+            arena_block *n = b->next;
             total += b->size;
             free(b->mem);
             free(b);
@@ -141,14 +145,14 @@ void tf_arena_reset(tf_arena *a) {
 
 size_t tf_arena_used(const tf_arena *a) {
     size_t n = 0;
-    for (tf_block *b = a ? a->head : NULL; b; b = b->next) n += b->used;
+    for (arena_block *b = a ? a->head : NULL; b; b = b->next) n += b->used;
     return n;
 }
 
 size_t tf_arena_reserved(const tf_arena *a, int *blocks) {
     size_t n = 0;
     int k = 0;
-    for (tf_block *b = a ? a->head : NULL; b; b = b->next) n += b->size, k++;
+    for (arena_block *b = a ? a->head : NULL; b; b = b->next) n += b->size, k++;
     if (blocks) *blocks = k;
     return n;
 }

@@ -39,6 +39,12 @@ struct tf_ctx {
 /* Checked size arithmetic: return 0 on overflow. */
 int tf_mul_size(size_t a, size_t b, size_t *out);
 uint64_t tf_splitmix64(uint64_t *state);
+/* A counter-based key from four numbers (seed, step, row, split ...): every
+ * random draw of training derives from one, so runs repeat bit for bit. */
+static inline uint64_t tf_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    uint64_t s = a ^ (b * 0x9E3779B97F4A7C15ull) ^ (c * 0xC2B2AE3D27D4EB4Full) ^ (d * 0x165667B19E3779F9ull);
+    return tf_splitmix64(&s);
+}
 /* Uniform float in [0,1) from a counter-based hash (seed, i). */
 float tf_hash_uniform(uint64_t seed, uint64_t i);
 
@@ -58,6 +64,21 @@ tf_tensor *tf_node_run(tf_ctx *ctx, tf_node *n);
 void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes);
 float *tf_ctx_floats(tf_ctx *ctx, int64_t n);
 tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
+
+/* for (int64_t i = 0; i < n; i++) BODY, on the threads when cond holds and
+ * as a plain loop otherwise: even an inactive parallel region costs about a
+ * microsecond (libgomp builds a team), which a decoding step of small ops
+ * would pay dozens of times. */
+#define TF_PARALLEL_FOR(cond, i, n, ...)                                            \
+    do {                                                                            \
+        int64_t n_##i = (n);                                                        \
+        if (cond) {                                                                 \
+            _Pragma("omp parallel for schedule(static)")                            \
+            for (int64_t i = 0; i < n_##i; i++) { __VA_ARGS__; }                    \
+        } else {                                                                    \
+            for (int64_t i = 0; i < n_##i; i++) { __VA_ARGS__; }                    \
+        }                                                                           \
+    } while (0)
 
 /* Iterate a multi-index over shape[ndim-1] (all but the last dim), in row-major order. */
 int tf_index_next(int64_t *idx, int ndim, const int64_t *shape);
@@ -96,8 +117,16 @@ float tf_gelu_scalar(float x, int tanh_form, float *deriv);
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
                 int nb);
 
-/* A beam taking its parent's own positions (both on the same prefix). */
-int tf_kv_cache_copy(tf_kv_cache *dst, const tf_kv_cache *src);
+/* Write k and v (B,H,T,D) at the cache's length in layer `layer` and return
+ * views (B,H,len+T,D) of every position held, new ones included (the cache's
+ * length moves on with tf_kv_cache_advance once every layer has appended). */
+int tf_kv_cache_append(tf_ctx *ctx, tf_kv_cache *c, int layer, tf_tensor *k, tf_tensor *v, tf_tensor **k_all,
+                       tf_tensor **v_all);
+/* Multi-head attention of query over key/value (the same tensor for
+ * self-attention: then one fused projection), optionally causal and through a
+ * KV cache; the averaged weights (B,Tq,Tk) into *weights when asked. */
+tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
+                         const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights);
 
 /* Per-op forward/backward, defined next to each op's constructor. */
 #define TF_OP_FUNCS(name)                                  \
@@ -120,6 +149,7 @@ TF_OP_FUNCS(sum)
 TF_OP_FUNCS(cross_entropy)
 TF_OP_FUNCS(sdpa)
 TF_OP_FUNCS(dense)
+TF_OP_FUNCS(tanh)
 #undef TF_OP_FUNCS
 
 #endif

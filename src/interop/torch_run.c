@@ -39,10 +39,8 @@ typedef struct {
 
 typedef struct {
     tf_mha mha;
-    tf_encoder_layer enc_layer;
-    tf_decoder_layer dec_layer;
-    tf_encoder enc;
-    tf_decoder dec;
+    tf_block layer;   /* TransformerEncoderLayer, TransformerDecoderLayer */
+    tf_stack stack;   /* TransformerEncoder, TransformerDecoder */
     tf_transformer tr;
 } tr_weights;
 
@@ -129,12 +127,14 @@ static int attn_mask(tr_inputs *in, const char *mask_name, const char *kpm_name,
 static int register_module(tf_params *ps, const tr_config *c, tr_weights *w, const tf_st_file *wf) {
     switch (c->kind) {
     case TR_MHA: return tf_mha_register(ps, "", &w->mha, &c->mha);
-    case TR_ENCODER_LAYER: return tf_encoder_layer_register(ps, "", &w->enc_layer, &c->layer);
-    case TR_DECODER_LAYER: return tf_decoder_layer_register(ps, "", &w->dec_layer, &c->layer);
+    case TR_ENCODER_LAYER: return tf_encoder_layer_register(ps, "", &w->layer, &c->layer);
+    case TR_DECODER_LAYER: return tf_decoder_layer_register(ps, "", &w->layer, &c->layer);
     case TR_ENCODER:
-        return tf_encoder_register(ps, "", &w->enc, &c->layer, c->num_layers, tf_st_find(wf, "norm.weight") != NULL);
-    case TR_DECODER:
-        return tf_decoder_register(ps, "", &w->dec, &c->layer, c->num_layers, tf_st_find(wf, "norm.weight") != NULL);
+    case TR_DECODER: {
+        tf_block_config lc = c->layer;
+        lc.cross = c->kind == TR_DECODER;
+        return tf_stack_register(ps, "", &w->stack, &lc, c->num_layers, tf_st_find(wf, "norm.weight") != NULL);
+    }
     default:
         return tf_transformer_register(ps, "", &w->tr, &c->layer, c->num_encoder_layers, c->num_decoder_layers);
     }
@@ -168,19 +168,22 @@ static tf_tensor *forward(tr_inputs *in, const tr_weights *w, tf_tensor **weight
         return tf_set_error("%s: '%s' and '%s' have different batch sizes", in->path, S[0], S[1]), NULL;
     int64_t B = a->shape[0];
     tf_attn_mask m1, m2, m3;
+    tf_block_args args = {0};
     switch (c->kind) {
     case TR_ENCODER_LAYER:
     case TR_ENCODER:
         if (attn_mask(in, M[0], M[1], B, H, a->shape[1], a->shape[1], &m1)) return NULL;
-        return c->kind == TR_ENCODER ? tf_encoder_forward(ctx, &w->enc, &c->layer, a, &m1)
-                                     : tf_encoder_layer_forward(ctx, &w->enc_layer, &c->layer, a, &m1);
+        args.self_mask = &m1;
+        return c->kind == TR_ENCODER ? tf_stack_forward(ctx, &w->stack, &c->layer, a, &args)
+                                     : tf_block_forward(ctx, &w->layer, &c->layer, a, &args);
     case TR_DECODER_LAYER:
     case TR_DECODER: /* a = tgt, b = memory */
         if (attn_mask(in, M[0], M[2], B, H, a->shape[1], a->shape[1], &m1) ||
             attn_mask(in, M[1], M[3], B, H, a->shape[1], b->shape[1], &m2))
             return NULL;
-        return c->kind == TR_DECODER ? tf_decoder_forward(ctx, &w->dec, &c->layer, a, b, &m1, &m2)
-                                     : tf_decoder_layer_forward(ctx, &w->dec_layer, &c->layer, a, b, &m1, &m2);
+        args.memory = b, args.self_mask = &m1, args.cross_mask = &m2;
+        return c->kind == TR_DECODER ? tf_stack_forward(ctx, &w->stack, &c->layer, a, &args)
+                                     : tf_block_forward(ctx, &w->layer, &c->layer, a, &args);
     default: /* a = src, b = tgt */
         if (attn_mask(in, M[0], M[3], B, H, a->shape[1], a->shape[1], &m1) ||
             attn_mask(in, M[1], M[4], B, H, b->shape[1], b->shape[1], &m2) ||
@@ -228,8 +231,7 @@ static int prefix_error(const char *prefix) {
 }
 
 static void free_weights(const tr_config *c, tr_weights *w) {
-    if (c->kind == TR_ENCODER) tf_encoder_free(&w->enc);
-    if (c->kind == TR_DECODER) tf_decoder_free(&w->dec);
+    if (c->kind == TR_ENCODER || c->kind == TR_DECODER) tf_stack_free(&w->stack);
     if (c->kind == TR_TRANSFORMER) tf_transformer_free(&w->tr);
 }
 

@@ -19,18 +19,18 @@ tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor 
 
 /* ---------------------------------------------------------------- positions */
 
-void tf_posenc_sinusoidal(float *out, int64_t T, int64_t d) {
-    for (int64_t pos = 0; pos < T; pos++)
+void tf_posenc_sinusoidal(float *out, int64_t start, int64_t T, int64_t d) {
+    for (int64_t t = 0; t < T; t++)
         for (int64_t c = 0; c < d; c++) {
             int64_t i2 = c - (c & 1); /* 2i */
-            double angle = (double)pos / pow(10000.0, (double)i2 / (double)d);
-            out[pos * d + c] = (float)((c & 1) ? cos(angle) : sin(angle));
+            double angle = (double)(start + t) / pow(10000.0, (double)i2 / (double)d);
+            out[t * d + c] = (float)((c & 1) ? cos(angle) : sin(angle));
         }
 }
 
-tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t T, int64_t d) {
+tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t start, int64_t T, int64_t d) {
     tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){T, d}, 0);
-    if (t) tf_posenc_sinusoidal(tf_f32(t), T, d);
+    if (t) tf_posenc_sinusoidal(tf_f32(t), start, T, d);
     return t;
 }
 
@@ -64,7 +64,7 @@ tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, in
 /* ---------------------------------------------------------------- attention */
 
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
-    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0};
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0};
     return c;
 }
 
@@ -96,17 +96,41 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     return rc ? -1 : 0;
 }
 
-/* Projection i (0 q, 1 k, 2 v) of x (B,T,in) -> (B,H,T,D). */
-static tf_tensor *project_heads(tf_ctx *ctx, const tf_mha *m, int i, tf_tensor *x) {
-    int64_t E = m->cfg.d_model, H = m->cfg.n_head;
-    tf_tensor *w = m->in_proj_weight ? tf_narrow(ctx, m->in_proj_weight, 0, i * E, E)
-                                     : (i == 0 ? m->q_proj_weight : i == 1 ? m->k_proj_weight
-                                                                           : m->v_proj_weight);
-    tf_linear l = {w, m->in_proj_bias ? tf_narrow(ctx, m->in_proj_bias, 0, i * E, E) : NULL};
-    tf_tensor *y = tf_linear_forward(ctx, &l, x);                       // y: (B,T,E)
+/* The weight and bias of projection i (0 q, 1 k, 2 v): a slice of the fused
+ * ones, or its own. A slice of an (in,out) weight is a column block. */
+static tf_linear projection(tf_ctx *ctx, const tf_mha *m, int i) {
+    int64_t E = m->cfg.d_model;
+    tf_linear l;
+    l.weight = m->in_proj_weight ? tf_narrow(ctx, m->in_proj_weight, m->cfg.w_in_out ? 1 : 0, i * E, E)
+             : i == 0 ? m->q_proj_weight : i == 1 ? m->k_proj_weight : m->v_proj_weight;
+    l.bias = m->in_proj_bias ? tf_narrow(ctx, m->in_proj_bias, 0, i * E, E)
+           : i == 0 ? m->q_proj_bias : i == 1 ? m->k_proj_bias : m->v_proj_bias;
+    return l;
+}
+
+/* y (B,T,E) -> (B,H,T,D), a view. */
+static tf_tensor *split_heads(tf_ctx *ctx, tf_tensor *y, int64_t H) {
     if (!y) return NULL;
-    y = tf_reshape(ctx, y, 4, (int64_t[]){y->shape[0], y->shape[1], H, E / H});
-    return tf_transpose(ctx, y, 1, 2);                                  // (B,H,T,D)
+    y = tf_reshape(ctx, y, 4, (int64_t[]){y->shape[0], y->shape[1], H, y->shape[2] / H});
+    return tf_transpose(ctx, y, 1, 2);
+}
+
+/* q, k, v (B,H,T,D). Self-attention with fused weights is one product of
+ * width 3E (GPT-2's c_attn, PyTorch's in_proj); otherwise one per input. */
+static void project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
+                    tf_tensor *qkv[3]) {
+    int64_t E = m->cfg.d_model, H = m->cfg.n_head;
+    int io = m->cfg.w_in_out;
+    if (query == key && key == value && m->in_proj_weight && !m->q_proj_bias) {
+        tf_tensor *y = tf_dense(ctx, query, m->in_proj_weight, io, m->in_proj_bias, TF_ACT_NONE);  // y: (B,T,3E)
+        for (int i = 0; i < 3; i++) qkv[i] = split_heads(ctx, tf_narrow(ctx, y, 2, i * E, E), H);
+        return;
+    }
+    tf_tensor *in[3] = {query, key, value};
+    for (int i = 0; i < 3; i++) {
+        tf_linear l = projection(ctx, m, i);
+        qkv[i] = split_heads(ctx, tf_dense(ctx, in[i], l.weight, io, l.bias, TF_ACT_NONE), H);
+    }
 }
 
 /* A mask as an additive F32 tensor: U8 true becomes -inf; F32 passes through. */
@@ -155,20 +179,21 @@ static tf_tensor *attention_bias(tf_ctx *ctx, const tf_mha *m, const tf_attn_mas
     }
     if (m->rel_bias && !(acc = add_opt(ctx, acc, tf_posenc_relative_bias(ctx, m->rel_bias, Tq, Tk))))
         return NULL;
-    if (causal_needed) { /* the unfused path spells the causal rule out as a mask */
-        tf_tensor *c = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){Tq, Tk}, 0);
+    if (causal_needed) { /* the unfused path spells the causal rule out as a mask: alone, a boolean one */
+        tf_tensor *c = tf_tensor_new(ctx, acc ? TF_DTYPE_F32 : TF_DTYPE_U8, 2, (int64_t[]){Tq, Tk}, 0);
         if (!c) return NULL;
         for (int64_t i = 0; i < Tq; i++)
-            for (int64_t j = 0; j < Tk; j++) tf_f32(c)[i * Tk + j] = j > i + Tk - Tq ? -INFINITY : 0.0f;
+            for (int64_t j = 0; j < Tk; j++) {
+                if (acc) tf_f32(c)[i * Tk + j] = j > i + Tk - Tq ? -INFINITY : 0.0f;
+                else tf_u8(c)[i * Tk + j] = j > i + Tk - Tq;
+            }
         if (!(acc = add_opt(ctx, acc, c))) return NULL;
     }
     *failed = 0;
     return acc;
 }
 
-tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key,
-                          tf_tensor *value, const tf_attn_mask *mask, tf_tensor **weights) {
-    if (!query || !key || !value) return NULL;
+static int check_inputs(const tf_mha *m, const tf_tensor *query, const tf_tensor *key, const tf_tensor *value) {
     const tf_mha_config *c = &m->cfg;
     char a[64], b[64], d[64];
     if (query->ndim != 3 || key->ndim != 3 || value->ndim != 3 || query->shape[2] != c->d_model ||
@@ -176,25 +201,40 @@ tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_ten
         value->shape[0] != query->shape[0] || key->shape[1] != value->shape[1])
         return tf_set_error("attention: query %s, key %s, value %s do not fit (B,Tq,%d), (B,Tk,%d), (B,Tk,%d)",
                             tf_shape_str(query, a, sizeof a), tf_shape_str(key, b, sizeof b),
-                            tf_shape_str(value, d, sizeof d), c->d_model, c->kdim, c->vdim), NULL;
-    int64_t B = query->shape[0], Tq = query->shape[1], Tk = key->shape[1], E = c->d_model;
-    float scale = 1.0f / sqrtf((float)(E / c->n_head));
-    int causal = mask && mask->causal;
-    /* The fused op returns no probabilities and applies no dropout to them. */
-    int unfused = weights || (ctx->training && c->dropout > 0.0f);
-    int failed;
+                            tf_shape_str(value, d, sizeof d), c->d_model, c->kdim, c->vdim);
+    return 0;
+}
+
+/* softmax(q k^T / sqrt(D) + bias) v, (B,H,Tq,D): fused, or spelled out when
+ * the weights are wanted or dropout applies to them. */
+static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask, int causal,
+                         tf_tensor **weights) {
+    int64_t B = qkv[0]->shape[0], Tq = qkv[0]->shape[2], Tk = qkv[1]->shape[2];
+    float scale = 1.0f / sqrtf((float)(m->cfg.d_model / m->cfg.n_head));
+    int unfused = weights || (ctx->training && m->cfg.dropout > 0.0f), failed;
     tf_tensor *bias = attention_bias(ctx, m, mask, B, Tq, Tk, unfused && causal, &failed);
     if (failed) return NULL;
-    tf_tensor *q = project_heads(ctx, m, 0, query), *k = project_heads(ctx, m, 1, key);
-    tf_tensor *v = project_heads(ctx, m, 2, value), *o;
-    if (unfused) {
-        tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, q, k, 0, 1), scale);  // s: (B,H,Tq,Tk)
-        tf_tensor *p = tf_dropout(ctx, tf_softmax(ctx, s, bias), c->dropout);
-        if (weights) *weights = tf_mean(ctx, p, 1, 0);                  // (B,Tq,Tk)
-        o = tf_matmul(ctx, p, v, 0, 0);                                  // o: (B,H,Tq,D)
-    } else {
-        o = tf_sdpa(ctx, q, k, v, bias, causal, scale);
-    }
-    o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});  // (B,Tq,E)
-    return tf_linear_forward(ctx, &m->out_proj, o);
+    if (!unfused) return tf_sdpa(ctx, qkv[0], qkv[1], qkv[2], bias, causal, scale);
+    tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, qkv[0], qkv[1], 0, 1), scale);  // s: (B,H,Tq,Tk)
+    tf_tensor *p = tf_dropout(ctx, tf_softmax(ctx, s, bias), m->cfg.dropout);
+    if (weights) *weights = tf_mean(ctx, p, 1, 0);                         // (B,Tq,Tk)
+    return tf_matmul(ctx, p, qkv[2], 0, 0);                                 // (B,H,Tq,D)
+}
+
+tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
+                         const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights) {
+    if (!query || !key || !value || check_inputs(m, query, key, value)) return NULL;
+    int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
+    tf_tensor *qkv[3];
+    project(ctx, m, query, key, value, qkv);
+    if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
+    if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
+    tf_tensor *o = attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights);  // o: (B,H,Tq,D)
+    o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
+    return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
+}
+
+tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key,
+                          tf_tensor *value, const tf_attn_mask *mask, tf_tensor **weights) {
+    return tf_mha_attend(ctx, m, query, key, value, mask, 0, NULL, 0, weights);
 }

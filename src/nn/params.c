@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../util/util.h"
 
 typedef struct {
     char *name;
@@ -16,12 +16,14 @@ typedef struct {
 struct tf_params {
     tf_param_entry *e;
     int n, cap;
+    tf_strmap index; /* name -> entry */
     tf_arena *arena; /* the tensors' storage */
 };
 
 tf_params *tf_params_new(void) {
     tf_params *ps = calloc(1, sizeof *ps);
-    if (ps && !(ps->arena = tf_arena_new(0))) {
+    if (ps && (!(ps->arena = tf_arena_new(0)) || tf_strmap_init(&ps->index, 64))) {
+        tf_arena_free(ps->arena);
         free(ps);
         return NULL;
     }
@@ -32,6 +34,7 @@ void tf_params_free(tf_params *ps) {
     if (!ps) return;
     for (int i = 0; i < ps->n; i++) free(ps->e[i].name);
     free(ps->e);
+    tf_strmap_free(&ps->index);
     tf_arena_free(ps->arena);
     free(ps);
 }
@@ -39,7 +42,7 @@ void tf_params_free(tf_params *ps) {
 int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
                   const int64_t *shape, float init) {
     if (ndim < 0 || ndim > TF_MAX_DIMS) return tf_set_error("params: %s has %d dims", name, ndim);
-    if (tf_params_get(ps, name)) return tf_set_error("params: %s registered twice", name);
+    if (tf_strmap_get(&ps->index, name, strlen(name)) >= 0) return tf_set_error("params: %s registered twice", name);
     if (ps->n == ps->cap) {
         int cap = ps->cap ? 2 * ps->cap : 32;
         tf_param_entry *e = realloc(ps->e, (size_t)cap * sizeof *e);
@@ -55,6 +58,7 @@ int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
     e->ndim = ndim;
     memcpy(e->shape, shape, (size_t)ndim * sizeof *shape);
     e->init = init;
+    if (tf_strmap_put(&ps->index, name, len - 1, ps->n)) return free(e->name), -1;
     *slot = NULL;
     ps->n++;
     return 0;
@@ -65,9 +69,8 @@ const char *tf_params_name(const tf_params *ps, int i) { return ps->e[i].name; }
 tf_tensor *tf_params_tensor(const tf_params *ps, int i) { return *ps->e[i].slot; }
 
 tf_tensor *tf_params_get(const tf_params *ps, const char *name) {
-    for (int i = 0; i < ps->n; i++)
-        if (!strcmp(ps->e[i].name, name)) return *ps->e[i].slot;
-    return NULL;
+    int32_t i = tf_strmap_get(&ps->index, name, strlen(name));
+    return i >= 0 ? *ps->e[i].slot : NULL;
 }
 
 static int entry_alloc(tf_params *ps, tf_param_entry *e) {

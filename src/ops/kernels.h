@@ -60,11 +60,8 @@ const tf_kernels *tf_kern_get(tf_isa isa);
 #define TF_FOR_CHUNKS(n, i0, len, BODY)                                                  \
     do {                                                                                 \
         int64_t n_ = (n), chunks_ = (n_ + TF_CHUNK - 1) / TF_CHUNK;                      \
-        _Pragma("omp parallel for schedule(static) if (chunks_ > 4)")                    \
-        for (int64_t c_ = 0; c_ < chunks_; c_++) {                                       \
-            int64_t i0 = c_ * TF_CHUNK, len = n_ - i0 < TF_CHUNK ? n_ - i0 : TF_CHUNK;   \
-            BODY;                                                                        \
-        }                                                                                \
+        TF_PARALLEL_FOR(chunks_ > 4, c_, chunks_, int64_t i0 = c_ * TF_CHUNK;           \
+                        int64_t len = n_ - i0 < TF_CHUNK ? n_ - i0 : TF_CHUNK; BODY);     \
     } while (0)
 
 /* out (N) += column sums of g (R,N): blocks of columns in parallel, each

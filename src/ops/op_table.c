@@ -22,4 +22,5 @@ const tf_op_def tf_op_table[TF_OP_COUNT] = {
     TF_OP(TF_OP_CROSS_ENTROPY, cross_entropy),
     TF_OP(TF_OP_SDPA, sdpa),
     TF_OP(TF_OP_DENSE, dense),
+    TF_OP(TF_OP_TANH, tanh),
 };

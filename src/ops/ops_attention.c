@@ -25,6 +25,7 @@ typedef struct {
     int causal;
     tf_dtype mask_dtype;
     int64_t ms[4]; /* mask strides broadcast to (B,H,Tq,Tk) */
+    int64_t st[3][2]; /* q, k, v: element strides of the batch and head dims (rows are contiguous) */
     int threads;   /* backward scratch: one (2, BQ, Tk) block per thread */
 } tf_sdpa_params;
 
@@ -37,6 +38,12 @@ typedef struct {
     const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (Tk,D), V (Tk,Dv) */
     const float *kt, *vt;   /* K^T and V^T by key tiles (tiles_t): B operands of Q K^T and dO V^T */
 } sdpa_block;
+
+/* Offset of (batch, head) bh in q (i = 0), k (1) or v (2): a KV cache's
+ * views are (B,H,T,D) with a row stride of D but a head stride of its capacity. */
+static int64_t at(const tf_sdpa_params *p, int i, int64_t bh) {
+    return bh / p->H * p->st[i][0] + bh % p->H * p->st[i][1];
+}
 
 /* t = a (T, D) transposed tile by tile: key tile j0 (width w) becomes a
  * contiguous (D, w) block at t + j0 * D, so a tile product reads it densely
@@ -125,23 +132,36 @@ static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (r
     }
 }
 
+/* Task t of the forward: query block t % nb of (batch, head) t / nb. */
+static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t t, int64_t nb) {
+    const tf_sdpa_params *p = n->params;
+    int64_t bh = t / nb, i0 = t % nb * BQ;
+    const float *kk = tf_f32(n->in[1]);
+    float *kt = n->saved[1];
+    sdpa_block k = {p, kern, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
+                    tf_f32(n->in[0]) + at(p, 0, bh), kk + at(p, 1, bh), tf_f32(n->in[2]) + at(p, 2, bh),
+                    kt + bh * p->D * p->Tk, NULL};
+    forward_block(&k, tf_f32(n->out) + (bh * p->Tq + i0) * p->Dv, n->saved[0] + bh * p->Tq + i0);
+}
+
 void tf_op_sdpa_forward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
-    float *out = tf_f32(n->out), *lse = n->saved[0], *kt = n->saved[1];  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
+    float *kt = n->saved[1];  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
     const float *kk = tf_f32(n->in[1]);
     const tf_kernels *kern = tf_kern();
     int64_t nb = (p->Tq + BQ - 1) / BQ;
-#pragma omp parallel for schedule(static) if (p->Tq * p->Tk * p->D > 4096 && p->B * p->H > 1)
-    for (int64_t bh = 0; bh < p->B * p->H; bh++)  // kt: (B,H, key tiles of (D,w))
-        tiles_t(kt + bh * p->D * p->Tk, kk + bh * p->Tk * p->D, p->Tk, p->D);
+    /* Threads pay off from ~256K multiply-adds: a decoding step below that
+     * runs without a parallel region (a fork-join per op costs microseconds,
+     * and on a busy machine a descheduled thread stalls the whole region). */
+    int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
+    TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
+                    tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
-#pragma omp parallel for schedule(dynamic) if (p->Tq * p->Tk * p->D > 4096 && p->B * p->H * nb > 1)
-    for (int64_t t = 0; t < p->B * p->H * nb; t++) {
-        int64_t bh = t / nb, i0 = t % nb * BQ;
-        sdpa_block k = {p, kern, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
-                        tf_f32(n->in[0]) + bh * p->Tq * p->D, kk + bh * p->Tk * p->D,
-                        tf_f32(n->in[2]) + bh * p->Tk * p->Dv, kt + bh * p->D * p->Tk, NULL};
-        forward_block(&k, out + (bh * p->Tq + i0) * p->Dv, lse + bh * p->Tq + i0);
+    if (big && p->B * p->H * nb > 1) {
+#pragma omp parallel for schedule(dynamic)
+        for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb);
+    } else {
+        for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb);
     }
 }
 
@@ -185,7 +205,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         int64_t w = end - j0 < BK ? end - j0 : BK;
         float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         if (V->grad)  // dV_tile += P^T dO
-            kern->tile_gemm(V->grad + (k->bh * p->Tk + j0) * p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
+            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
         for (int64_t r = 0; r < rows; r++) {
             int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
             for (int64_t c = 0; c < w; c++) {  // dP becomes scale * dS
@@ -195,10 +215,10 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
             }
         }
         if (Q->grad)  // dQ += scale dS K_tile
-            kern->tile_gemm(Q->grad + (k->bh * p->Tq + k->i0) * p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows, p->D, w,
+            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows, p->D, w,
                             1.0f);
         if (K->grad)  // dK_tile += scale dS^T Q
-            kern->tile_gemm(K->grad + (k->bh * p->Tk + j0) * p->D, dP, 1, w, k->q + k->i0 * p->D, p->D, w, p->D, rows,
+            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, dP, 1, w, k->q + k->i0 * p->D, p->D, w, p->D, rows,
                             1.0f);
     }
 }
@@ -229,17 +249,24 @@ void tf_op_sdpa_backward(tf_node *n) {
         tid = omp_get_thread_num();
 #endif
         float *scratch = scratch0 + (int64_t)tid * 2 * BQ * p->Tk;  // (2, BQ, Tk) of this thread
-        const float *v = tf_f32(n->in[2]) + bh * p->Tk * p->Dv;
+        const float *v = tf_f32(n->in[2]) + at(p, 2, bh);
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
         tiles_t(vt, v, p->Tk, p->Dv);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
-            sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + bh * p->Tq * p->D,
-                            tf_f32(n->in[1]) + bh * p->Tk * p->D, v, n->saved[1] + bh * p->D * p->Tk, vt};
+            sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + at(p, 0, bh),
+                            tf_f32(n->in[1]) + at(p, 1, bh), v, n->saved[1] + bh * p->D * p->Tk, vt};
             backward_block(n, &k, n->saved[0] + bh * p->Tq + i0, gacc, scratch);
         }
     }
     for (int64_t o = 0; gacc && o < extent; o++) gm[o] += (float)gacc[o];
     free(gacc);
+}
+
+/* x itself when each (batch, head) holds its rows one after another (a KV
+ * cache's view), else a contiguous copy. */
+static tf_tensor *rows_of(tf_ctx *ctx, tf_tensor *x) {
+    int rows = x->stride[3] == 1 && (x->stride[2] == x->shape[3] || x->shape[2] == 1);
+    return rows ? x : tf_contiguous(ctx, x);
 }
 
 tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
@@ -271,7 +298,9 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
                                 (long long)p->Tq, (long long)p->Tk), NULL;
         p->mask_dtype = mask->dtype;
     }
-    tf_tensor *in[4] = {tf_contiguous(ctx, q), tf_contiguous(ctx, k), tf_contiguous(ctx, v), mask};
+    tf_tensor *in[4] = {rows_of(ctx, q), rows_of(ctx, k), rows_of(ctx, v), mask};
+    for (int i = 0; i < 3; i++)
+        if (in[i]) p->st[i][0] = in[i]->stride[0], p->st[i][1] = in[i]->stride[1];
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SDPA, mask ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
     p->threads = 1;

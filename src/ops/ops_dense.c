@@ -17,8 +17,7 @@ void tf_op_dense_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]), *w = tf_f32(n->in[1]), *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
     float *out = tf_f32(n->out), *pre = p->act == TF_ACT_NONE ? out : n->saved[0];  // (M,N) each
     if (b) {
-#pragma omp parallel for schedule(static) if (p->M * p->N > 16384)
-        for (int64_t r = 0; r < p->M; r++) memcpy(pre + r * p->N, b, (size_t)p->N * sizeof *b);
+        TF_PARALLEL_FOR(p->M * p->N > 16384, r, p->M, memcpy(pre + r * p->N, b, (size_t)p->N * sizeof *b));
     } else {
         memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
     }

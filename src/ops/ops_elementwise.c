@@ -1,4 +1,4 @@
-/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, dropout. */
+/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, tanh, dropout. */
 #include <math.h>
 #include <string.h>
 
@@ -271,9 +271,8 @@ void tf_act_forward(float *out, const float *pre, int64_t n, int act) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
         return;
     }
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = act == TF_ACT_RELU ? (pre[i] > 0 ? pre[i] : 0.0f) : tf_gelu_scalar(pre[i], 0, NULL);
+    TF_PARALLEL_FOR(n > 16384, i, n,
+                    out[i] = act == TF_ACT_RELU ? (pre[i] > 0 ? pre[i] : 0.0f) : tf_gelu_scalar(pre[i], 0, NULL));
 }
 
 void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int act, int acc) {
@@ -311,6 +310,26 @@ tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind) {
     if (!p) return NULL;
     p->gelu = kind;
     return tf_node_run(ctx, unary_node(ctx, TF_OP_GELU, x, p));
+}
+
+/* tanh(x); the backward reads the output: d tanh = 1 - tanh^2 (as PyTorch's). */
+void tf_op_tanh_forward(tf_node *n) {
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);  // y: x's shape, contiguous
+    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = tanhf(x[i]);
+}
+
+void tf_op_tanh_backward(tf_node *n) {
+    const float *y = tf_f32(n->out), *g = n->out->grad;
+    float *gx = n->in[0]->grad;
+    if (gx)
+        #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+        for (int64_t i = 0; i < tf_numel(n->out); i++) gx[i] += g[i] * (1.0f - y[i] * y[i]);
+}
+
+tf_tensor *tf_tanh(tf_ctx *ctx, tf_tensor *x) {
+    return tf_node_run(ctx, unary_node(ctx, TF_OP_TANH, x, NULL));
 }
 
 /* Dropout keeps element i when hash(seed, i) >= p and scales it by 1/(1-p):

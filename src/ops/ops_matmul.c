@@ -67,10 +67,36 @@ static void gemm_tiles(int64_t M, int64_t N, int64_t K, int64_t *rb, int64_t *cb
     *rb = r, *cb = c;
 }
 
+/* C (1,N) += a (K) op(B): one row (a decoding step). A BLAS would repack all
+ * of B for it; here columns go in fixed chunks to the threads, each summed
+ * in the portable kernel's order, so any thread count gives the same bits. */
+static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb, int64_t j0,
+                       int64_t j1) {
+    if (tb) {
+        for (int64_t j = j0; j < j1; j++) C[j] += tf_dot(a, B + j * K, K);
+        return;
+    }
+    for (int64_t k = 0; k < K; k++) {
+        float ak = a[k];
+        const float *b = B + k * N;
+        for (int64_t j = j0; j < j1; j++) C[j] += ak * b[j];
+    }
+}
+
+static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb) {
+    const int64_t chunk = 256, nc = (N + chunk - 1) / chunk;
+    TF_PARALLEL_FOR(N * K >= (1 << 18) && nc > 1, c, nc,
+                    gemv_chunk(C, a, B, N, K, tb, c * chunk, (c + 1) * chunk < N ? (c + 1) * chunk : N));
+}
+
 /* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
  * (K,N), or (N,K) when tb. */
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel) {
+    if (M == 1 && kernel == TF_GEMM_AUTO) { /* A (1,K) and (K,1) are the same vector */
+        gemv_acc(C, A, B, N, K, tb);
+        return;
+    }
     tf_sgemm_fn sgemm = kernel == TF_GEMM_PORTABLE ? NULL : tf_blas_sgemm();
     if (sgemm && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX &&
         K <= INT32_MAX) {

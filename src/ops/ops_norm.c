@@ -107,9 +107,8 @@ void tf_op_layernorm_forward(tf_node *n) {
     const float *w = n->in[1] ? tf_f32(n->in[1]) : NULL, *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
     float *y = tf_f32(n->out), *mean = n->saved[0], *rstd = n->saved[1];  // (rows) each
     const tf_kernels *k = tf_kern();
-#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
-    for (int64_t r = 0; r < p->rows; r++)
-        k->layernorm(y + r * p->C, mean + r, rstd + r, x + r * p->C, w, b, p->C, p->eps);
+    TF_PARALLEL_FOR(p->rows * p->C > 16384, r, p->rows,
+                    k->layernorm(y + r * p->C, mean + r, rstd + r, x + r * p->C, w, b, p->C, p->eps));
 }
 
 /* dw (C) += sum over rows of g * xhat, db (C) += sum of g: blocks of columns

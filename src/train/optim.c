@@ -88,8 +88,12 @@ int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps) {
     return 0;
 }
 
-float tf_lr_schedule(int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr) {
+float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr) {
     if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    if (kind == TF_SCHEDULE_CONSTANT) return lr;
+    /* lr * sqrt(w) * min(s^-0.5, s * w^-1.5) at s = step + 1 > w: the second term ended with the warmup */
+    if (kind == TF_SCHEDULE_INVERSE_SQRT)
+        return (float)((double)lr * sqrt((double)(warmup > 0 ? warmup : 1) / (double)(step + 1)));
     if (step >= max_steps) return min_lr;
     double ratio = (double)(step - warmup) / (double)(max_steps - warmup > 0 ? max_steps - warmup : 1);
     return min_lr + (float)(0.5 * (1.0 + cos(3.14159265358979323846 * ratio))) * (lr - min_lr);

@@ -69,4 +69,12 @@ cJSON *tf_json_read(const char *path);
 /* Pretty-printed with a final newline, atomically. */
 int tf_json_write(const char *path, const cJSON *root);
 
+/* ---------------------------------------------------------------- field tables at the cJSON level (fields.c) */
+
+/* Set rows from the keys of a JSON object; path names it in messages. An
+ * unknown key is an error unless lenient; a missing TF_FIELD_REQUIRED row is one. */
+int tf_fields_from_json(const cJSON *root, const tf_fields *s, int n, const char *path, int lenient);
+/* Add every row to a JSON object, in table order (floats %.9g). */
+int tf_fields_to_json(cJSON *root, const tf_fields *s, int n);
+
 #endif

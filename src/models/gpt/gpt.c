@@ -1,59 +1,82 @@
-/* GPT: token + position embeddings, a stack of causal self-attention blocks,
- * a final LayerNorm and the (tied) output projection — GPT-2's layout and
- * Hugging Face's parameter names, with the original paper's post-LN as an option. */
+/* GPT: token + position embeddings, a stack of the one Transformer block
+ * (causal self-attention, GPT-2's name map and Conv1D weights), a final
+ * LayerNorm and the (tied) output projection — GPT-2's layout and Hugging
+ * Face's parameter names, with the original paper's post-LN as an option.
+ *
+ *   x = wte[ids] + wpe[pos]                      (B,T,C)
+ *   x = block_l(x)            l = 0 .. n_layer-1 (B,T,C)
+ *   h = ln_f(x)               (pre-LN only)
+ *   logits = h wte^T          (or lm_head)       (B,T,V)
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "gpt_internal.h"
 
-static int add(tf_params *ps, tf_tensor **slot, float init, const char *fmt, int layer, int ndim, int64_t d0, int64_t d1) {
-    char name[128];
-    snprintf(name, sizeof name, fmt, layer);
+/* GPT-2's names for the block's tensors, in its checkpoint order. */
+static const tf_block_name GPT2_BLOCK[] = {
+    {TF_BP_NORM_ATTN_W, "ln_1.weight"},    {TF_BP_NORM_ATTN_B, "ln_1.bias"},
+    {TF_BP_QKV_W, "attn.c_attn.weight"},   {TF_BP_QKV_B, "attn.c_attn.bias"},
+    {TF_BP_OUT_W, "attn.c_proj.weight"},   {TF_BP_OUT_B, "attn.c_proj.bias"},
+    {TF_BP_NORM_FF_W, "ln_2.weight"},      {TF_BP_NORM_FF_B, "ln_2.bias"},
+    {TF_BP_FF_IN_W, "mlp.c_fc.weight"},    {TF_BP_FF_IN_B, "mlp.c_fc.bias"},
+    {TF_BP_FF_OUT_W, "mlp.c_proj.weight"}, {TF_BP_FF_OUT_B, "mlp.c_proj.bias"},
+};
+
+static tf_block_config block_config(const tf_gpt_config *c) {
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
+    b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
+    b.dropout = b.attn_dropout = c->dropout;
+    b.attn = TF_ATTN_CAUSAL, b.ff_dropout = 0, b.w_in_out = 1;
+    return b;
+}
+
+static int add(tf_params *ps, const char *name, tf_tensor **slot, float init, int ndim, int64_t d0, int64_t d1) {
     return tf_params_add(ps, name, slot, ndim, (int64_t[]){d0, d1}, init);
 }
 
-static int register_block(tf_params *ps, tf_gpt_block *b, const tf_gpt_config *c, int i) {
-    int64_t C = c->d_model, F = c->d_ff ? c->d_ff : 4 * C;
-    float std = 0.02f, proj = 0.02f / sqrtf(2.0f * (float)c->n_layer);
-    return add(ps, &b->ln_1_w, TF_INIT_ONES, "transformer.h.%d.ln_1.weight", i, 1, C, 0) ||
-           add(ps, &b->ln_1_b, TF_INIT_ZEROS, "transformer.h.%d.ln_1.bias", i, 1, C, 0) ||
-           add(ps, &b->c_attn_w, std, "transformer.h.%d.attn.c_attn.weight", i, 2, C, 3 * C) ||
-           add(ps, &b->c_attn_b, TF_INIT_ZEROS, "transformer.h.%d.attn.c_attn.bias", i, 1, 3 * C, 0) ||
-           add(ps, &b->attn_proj_w, proj, "transformer.h.%d.attn.c_proj.weight", i, 2, C, C) ||
-           add(ps, &b->attn_proj_b, TF_INIT_ZEROS, "transformer.h.%d.attn.c_proj.bias", i, 1, C, 0) ||
-           add(ps, &b->ln_2_w, TF_INIT_ONES, "transformer.h.%d.ln_2.weight", i, 1, C, 0) ||
-           add(ps, &b->ln_2_b, TF_INIT_ZEROS, "transformer.h.%d.ln_2.bias", i, 1, C, 0) ||
-           add(ps, &b->c_fc_w, std, "transformer.h.%d.mlp.c_fc.weight", i, 2, C, F) ||
-           add(ps, &b->c_fc_b, TF_INIT_ZEROS, "transformer.h.%d.mlp.c_fc.bias", i, 1, F, 0) ||
-           add(ps, &b->mlp_proj_w, proj, "transformer.h.%d.mlp.c_proj.weight", i, 2, F, C) ||
-           add(ps, &b->mlp_proj_b, TF_INIT_ZEROS, "transformer.h.%d.mlp.c_proj.bias", i, 1, C, 0);
+static int register_all(tf_gpt *m) {
+    const tf_gpt_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    int64_t C = c->d_model;
+    int rc = add(ps, "transformer.wte.weight", &m->wte, 0.02f, 2, c->vocab_size, C);
+    if (!rc && c->pos == TF_POS_LEARNED) rc = add(ps, "transformer.wpe.weight", &m->wpe, 0.01f, 2, c->context, C);
+    tf_block_names names = {GPT2_BLOCK, (int)(sizeof GPT2_BLOCK / sizeof *GPT2_BLOCK)};
+    tf_block_init init = {0.02f, 0.02f / sqrtf(2.0f * (float)c->n_layer), 0}; /* GPT-2's scaled residual init */
+    char prefix[64];
+    for (int i = 0; !rc && i < c->n_layer; i++) {
+        snprintf(prefix, sizeof prefix, "transformer.h.%d.", i);
+        rc = tf_block_register(ps, prefix, &m->h[i], &m->block, &names, init);
+    }
+    m->ln_f.eps = c->norm_eps;
+    if (!rc && c->norm_first)
+        rc = add(ps, "transformer.ln_f.weight", &m->ln_f.weight, TF_INIT_ONES, 1, C, 0) ||
+             add(ps, "transformer.ln_f.bias", &m->ln_f.bias, TF_INIT_ZEROS, 1, C, 0);
+    if (!rc && m->has_head)
+        rc = tf_lm_head_register(ps, c->tied ? NULL : "lm_head.weight", NULL, &m->head, c->tied ? &m->wte : NULL, C,
+                                 c->vocab_size, 0.02f);
+    return rc;
 }
 
-tf_gpt *tf_gpt_new(const tf_gpt_config *cfg, uint64_t seed) {
+/* A model; has_head 0 leaves out the output projection (GPT2Model). */
+tf_gpt *tf_gpt_new_body(const tf_gpt_config *cfg, uint64_t seed, int has_head) {
     if (tf_gpt_config_check(cfg)) return NULL;
     tf_gpt *m = calloc(1, sizeof *m);
     if (!m || !(m->params = tf_params_new()) || !(m->h = calloc((size_t)cfg->n_layer, sizeof *m->h))) {
         tf_gpt_free(m);
         return tf_set_error("gpt: out of memory"), NULL;
     }
-    m->cfg = *cfg;
-    tf_params *ps = m->params;
-    int64_t C = cfg->d_model;
-    int rc = add(ps, &m->wte, 0.02f, "transformer.wte.weight", 0, 2, cfg->vocab_size, C);
-    if (!rc && cfg->pos == TF_POS_LEARNED) rc = add(ps, &m->wpe, 0.01f, "transformer.wpe.weight", 0, 2, cfg->context, C);
-    for (int i = 0; !rc && i < cfg->n_layer; i++) rc = register_block(ps, &m->h[i], cfg, i);
-    if (!rc && cfg->norm_first)
-        rc = add(ps, &m->ln_f_w, TF_INIT_ONES, "transformer.ln_f.weight", 0, 1, C, 0) ||
-             add(ps, &m->ln_f_b, TF_INIT_ZEROS, "transformer.ln_f.bias", 0, 1, C, 0);
-    if (!rc && !cfg->tied) rc = add(ps, &m->lm_head, 0.02f, "lm_head.weight", 0, 2, cfg->vocab_size, C);
-    if (!rc && seed) rc = tf_params_init(ps, seed);
-    if (rc) {
+    m->cfg = *cfg, m->block = block_config(cfg), m->has_head = has_head;
+    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
         tf_gpt_free(m);
         return NULL;
     }
     return m;
 }
+
+tf_gpt *tf_gpt_new(const tf_gpt_config *cfg, uint64_t seed) { return tf_gpt_new_body(cfg, seed, 1); }
 
 void tf_gpt_free(tf_gpt *m) {
     if (!m) return;
@@ -62,80 +85,78 @@ void tf_gpt_free(tf_gpt *m) {
     free(m);
 }
 
-/* x (..., in) W (in, out) + b: Hugging Face's Conv1D. */
-/* Hugging Face's Conv1D: x W + b with W stored (in,out), then act (or TF_ACT_NONE) */
-static tf_tensor *conv1d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, int act) {
-    return tf_dense(ctx, x, w, 1, b, act);
-}
+/* ---------------------------------------------------------------- forward */
 
-/* Causal self-attention of x (B,T,C) -> (B,T,C). */
-static tf_tensor *attention(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
-    if (!x) return NULL; /* an earlier op failed */
+/* Positions start .. start+T-1, or position_ids: (T,C) or (B,T,C). */
+static tf_tensor *positions(tf_ctx *ctx, const tf_gpt *m, const tf_tensor *pos_ids, int64_t start, int64_t T) {
     const tf_gpt_config *c = &m->cfg;
-    int64_t B = x->shape[0], T = x->shape[1], C = c->d_model, H = c->n_head, D = C / H;
-    tf_tensor *qkv = conv1d(ctx, x, b->c_attn_w, b->c_attn_b, TF_ACT_NONE);  // qkv: (B,T,3C)
-    tf_tensor *hd[3];
-    for (int i = 0; i < 3; i++) {  // (B,T,C) slice -> (B,H,T,D)
-        tf_tensor *part = tf_reshape(ctx, tf_narrow(ctx, qkv, 2, i * C, C), 4, (int64_t[]){B, T, H, D});
-        hd[i] = tf_transpose(ctx, part, 1, 2);
-    }
-    float scale = 1.0f / sqrtf((float)D);
-    tf_tensor *y;
-    if (ctx->training && c->dropout > 0.0f) { /* dropout on the attention weights: the unfused path */
-        tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_U8, 2, (int64_t[]){T, T}, 0);
-        if (!mask) return NULL;
-        for (int64_t i = 0; i < T; i++)
-            for (int64_t j = i + 1; j < T; j++) tf_u8(mask)[i * T + j] = 1;
-        tf_tensor *p = tf_softmax(ctx, tf_scale(ctx, tf_matmul(ctx, hd[0], hd[1], 0, 1), scale), mask);
-        y = tf_matmul(ctx, tf_dropout(ctx, p, c->dropout), hd[2], 0, 0);
-    } else {
-        y = tf_sdpa(ctx, hd[0], hd[1], hd[2], NULL, 1, scale);  // y: (B,H,T,D)
-    }
-    y = tf_reshape(ctx, tf_transpose(ctx, y, 1, 2), 3, (int64_t[]){B, T, C});
-    return tf_dropout(ctx, conv1d(ctx, y, b->attn_proj_w, b->attn_proj_b, TF_ACT_NONE), c->dropout);
+    if (!pos_ids) return c->pos == TF_POS_LEARNED ? tf_posenc_learned(ctx, m->wpe, start, T)
+                                                  : tf_posenc_sinusoidal_tensor(ctx, start, T, c->d_model);
+    if (c->pos == TF_POS_LEARNED) return tf_embedding(ctx, m->wpe, (tf_tensor *)pos_ids);
+    int32_t top = 0; /* the sinusoidal table up to the largest position, then a lookup */
+    for (int64_t i = 0; i < tf_numel(pos_ids); i++) top = tf_i32(pos_ids)[i] > top ? tf_i32(pos_ids)[i] : top;
+    return tf_embedding(ctx, tf_posenc_sinusoidal_tensor(ctx, 0, (int64_t)top + 1, c->d_model), (tf_tensor *)pos_ids);
 }
 
-static tf_tensor *mlp(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
+static int check_ids(const tf_tensor *t, const char *name, int64_t B, int64_t T) {
+    char s[64];
+    if (t && (t->dtype != TF_DTYPE_I32 || t->ndim != 2 || t->shape[0] != B || t->shape[1] != T))
+        return tf_set_error("gpt: %s %s must be I32 (%lld,%lld)", name, tf_shape_str(t, s, sizeof s), (long long)B,
+                            (long long)T);
+    return 0;
+}
+
+/* attention_mask (B,Tk), 1 = attend -> key padding (B,Tk), U8 true = hidden. */
+static tf_tensor *padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk) {
+    char s[64];
+    if (mask->ndim != 2 || mask->shape[0] != B || mask->shape[1] != Tk || mask->dtype == TF_DTYPE_F32)
+        return tf_set_error("gpt: attention_mask %s must be I32 or U8 (%lld,%lld)", tf_shape_str(mask, s, sizeof s),
+                            (long long)B, (long long)Tk), NULL;
+    tf_tensor *c = tf_contiguous(ctx, (tf_tensor *)mask);
+    tf_tensor *pad = c ? tf_tensor_new(ctx, TF_DTYPE_U8, 2, mask->shape, 0) : NULL;
+    for (int64_t i = 0; pad && i < B * Tk; i++) tf_u8(pad)[i] = c->dtype == TF_DTYPE_I32 ? !tf_i32(c)[i] : !tf_u8(c)[i];
+    return pad;
+}
+
+/* The blocks' output (B,T,C) after the final LayerNorm. */
+static tf_tensor *hidden(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in) {
     const tf_gpt_config *c = &m->cfg;
-    tf_tensor *h = conv1d(ctx, x, b->c_fc_w, b->c_fc_b, c->activation);  // h: (B,T,4C)
-    return tf_dropout(ctx, conv1d(ctx, h, b->mlp_proj_w, b->mlp_proj_b, TF_ACT_NONE), c->dropout);
-}
-
-static tf_tensor *block(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_block *b, tf_tensor *x) {
-    float eps = m->cfg.norm_eps;
-    if (m->cfg.norm_first) {  // x + f(LN(x))
-        x = tf_add(ctx, x, attention(ctx, m, b, tf_layernorm(ctx, x, b->ln_1_w, b->ln_1_b, eps)));
-        return tf_add(ctx, x, mlp(ctx, m, b, tf_layernorm(ctx, x, b->ln_2_w, b->ln_2_b, eps)));
+    tf_tensor *ids = in->input_ids;
+    int64_t B = ids->shape[0], T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
+    if (start + T > c->context)
+        return tf_set_error("gpt: %lld tokens exceed the context of %d", (long long)(start + T), c->context), NULL;
+    if (check_ids(in->position_ids, "position_ids", B, T) || check_ids(in->token_type_ids, "token_type_ids", B, T))
+        return NULL;
+    tf_attn_mask mask = {0};
+    if (in->attention_mask && !(mask.key_padding_mask = padding(ctx, in->attention_mask, B, start + T))) return NULL;
+    tf_tensor *pos = positions(ctx, m, in->position_ids, start, T);
+    tf_tensor *x = tf_add(ctx, tf_embedding(ctx, m->wte, ids), pos);
+    if (in->token_type_ids) x = tf_add(ctx, x, tf_embedding(ctx, m->wte, in->token_type_ids));
+    x = tf_dropout(ctx, x, c->dropout);  // x: (B,T,C)
+    tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL, .cache = in->cache};
+    for (int i = 0; i < c->n_layer; i++) {
+        args.layer = i;
+        x = tf_block_forward(ctx, &m->h[i], &m->block, x, &args);
     }
-    x = tf_layernorm(ctx, tf_add(ctx, x, attention(ctx, m, b, x)), b->ln_1_w, b->ln_1_b, eps);  // LN(x + f(x))
-    return tf_layernorm(ctx, tf_add(ctx, x, mlp(ctx, m, b, x)), b->ln_2_w, b->ln_2_b, eps);
-}
-
-/* Token + position embeddings, the blocks, the final LayerNorm: (B,T,C). */
-static tf_tensor *hidden_states(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids) {
-    const tf_gpt_config *c = &m->cfg;
-    int64_t T = ids->shape[1];
-    tf_tensor *pos = c->pos == TF_POS_LEARNED ? tf_posenc_learned(ctx, m->wpe, 0, T)
-                                              : tf_posenc_sinusoidal_tensor(ctx, T, c->d_model);
-    tf_tensor *x = tf_dropout(ctx, tf_add(ctx, tf_embedding(ctx, m->wte, ids), pos), c->dropout);  // x: (B,T,C)
-    for (int i = 0; i < c->n_layer; i++) x = block(ctx, m, &m->h[i], x);
-    if (c->norm_first) x = tf_layernorm(ctx, x, m->ln_f_w, m->ln_f_b, c->norm_eps);
+    if (c->norm_first) x = tf_layer_norm_forward(ctx, &m->ln_f, x);
+    if (x && in->cache && tf_kv_cache_advance(in->cache, (int)T)) return NULL;
     return x;
 }
 
+/* logits (B,T,V) = h E^T: the token table (tied) or lm_head (the shared LM head). */
+static tf_tensor *head(tf_ctx *ctx, const tf_gpt *m, tf_tensor *h) {
+    if (!m->has_head) return tf_set_error("gpt: this model has no language-model head (GPT2Model)"), NULL;
+    return tf_lm_head_forward(ctx, &m->head, h);
+}
+
 int tf_gpt_run(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_gpt_outputs *out) {
-    const tf_gpt_config *c = &m->cfg;
     tf_tensor *ids = in->input_ids;
     memset(out, 0, sizeof *out);
     if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("gpt: input_ids must be I32 (B,T)");
-    int64_t T = ids->shape[1];
-    if (T > c->context) return tf_set_error("gpt: %lld tokens exceed the context of %d", (long long)T, c->context);
-    if (in->attention_mask || in->position_ids || in->token_type_ids)
-        return tf_set_error("gpt: attention_mask, position_ids and token_type_ids are not supported yet");
-    tf_tensor *x = hidden_states(ctx, m, ids);
-    out->last_hidden_state = x;
-    out->logits = tf_matmul(ctx, x, c->tied ? m->wte : m->lm_head, 0, 1);  // (B,T,V)
-    if (in->targets) out->loss = tf_cross_entropy(ctx, out->logits, in->targets, -1, 0.0f);
+    if (!(out->last_hidden_state = hidden(ctx, m, in))) return -1;
+    if (!m->has_head && !in->targets) return 0;
+    out->logits = head(ctx, m, out->last_hidden_state);
+    if (out->logits && in->targets) out->loss = tf_cross_entropy(ctx, out->logits, in->targets, -1, 0.0f);
     return out->logits && (!in->targets || out->loss) ? 0 : -1;
 }
 
@@ -146,4 +167,23 @@ tf_tensor *tf_gpt_forward(tf_ctx *ctx, const tf_gpt *m, tf_tensor *ids, tf_tenso
     if (tf_gpt_run(ctx, m, &in, &out)) return NULL;
     if (logits) *logits = out.logits;
     return targets ? out.loss : out.logits;
+}
+
+tf_kv_cache *tf_gpt_cache_new(const tf_gpt *m, int batch, int capacity) {
+    const tf_gpt_config *c = &m->cfg;
+    if (capacity > c->context) capacity = c->context;
+    return tf_kv_cache_new(c->n_layer, batch, c->n_head, c->d_model / c->n_head, capacity);
+}
+
+/* logits (V) of the position after the n new tokens: the head of the last position only. */
+int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const int32_t *tokens, int n, float *logits) {
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);
+    if (!ids) return -1;
+    memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
+    tf_gpt_inputs in = {.input_ids = ids, .cache = cache};
+    tf_tensor *h = hidden(ctx, m, &in);
+    tf_tensor *y = head(ctx, m, tf_narrow(ctx, h, 1, n - 1, 1));  // y: (1,1,V)
+    if (!y) return -1;
+    memcpy(logits, y->data, (size_t)m->cfg.vocab_size * sizeof *logits);
+    return 0;
 }

@@ -8,59 +8,37 @@
 #include <sys/stat.h>
 
 #include "../../util/util.h"
+#include "gpt_internal.h"
 
-static int json_int(const cJSON *root, const char *key, int *out, int required, const char *path) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!j || cJSON_IsNull(j)) return required ? tf_set_error("%s: missing \"%s\"", path, key) : 0;
-    if (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 1e9 || (int)j->valuedouble != j->valuedouble)
-        return tf_set_error("%s: \"%s\" must be a non-negative integer", path, key);
-    *out = (int)j->valuedouble;
-    return 0;
-}
+/* config.json through a field table with Hugging Face's keys; the many
+ * other keys Hugging Face writes are ignored. */
+static const char *const HF_POS[] = {"learned", "sinusoidal", NULL};
+static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};
+#define HF(m, type, name, def, choices, flags) TF_FIELD_ROW(tf_gpt_config, m, type, name, def, NULL, choices, NULL, flags, NULL)
+static const tf_field HF_ROWS[] = {
+    HF(vocab_size, TF_FIELD_INT, "vocab_size", NULL, NULL, TF_FIELD_REQUIRED),
+    HF(context, TF_FIELD_INT, "n_positions", NULL, NULL, TF_FIELD_REQUIRED),
+    HF(d_model, TF_FIELD_INT, "n_embd", NULL, NULL, TF_FIELD_REQUIRED),
+    HF(n_layer, TF_FIELD_INT, "n_layer", NULL, NULL, TF_FIELD_REQUIRED),
+    HF(n_head, TF_FIELD_INT, "n_head", NULL, NULL, TF_FIELD_REQUIRED),
+    HF(d_ff, TF_FIELD_INT, "n_inner", "0", NULL, TF_FIELD_NULL_ZERO),
+    HF(activation, TF_FIELD_ENUM, "activation_function", "gelu_new", HF_ACTIVATIONS, 0),
+    HF(norm_eps, TF_FIELD_FLOAT, "layer_norm_epsilon", "1e-5", NULL, 0),
+    HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", NULL, 0),
+    HF(pos, TF_FIELD_ENUM, "tformer_position", "learned", HF_POS, 0),
+    HF(norm_first, TF_FIELD_BOOL, "tformer_norm_first", "true", NULL, 0),
+};
+#undef HF
+static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
 
 static int read_config(const char *path, tf_gpt_config *c) {
-    size_t len;
-    char *text = tf_read_file(path, &len);
-    if (!text) return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    int rc = -1;
-    *c = tf_gpt_config_default(0, 0, 0, 0, 0);
-    if (!cJSON_IsObject(root)) {
-        tf_set_error("%s: not a JSON object", path);
-        goto out;
-    }
-    if (json_int(root, "vocab_size", &c->vocab_size, 1, path) || json_int(root, "n_positions", &c->context, 1, path) ||
-        json_int(root, "n_layer", &c->n_layer, 1, path) || json_int(root, "n_head", &c->n_head, 1, path) ||
-        json_int(root, "n_embd", &c->d_model, 1, path) || json_int(root, "n_inner", &c->d_ff, 0, path))
-        goto out;
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
-    if (cJSON_IsString(act)) {
-        if (!strcmp(act->valuestring, "gelu_new") || !strcmp(act->valuestring, "gelu_pytorch_tanh")) c->activation = TF_ACT_GELU_TANH;
-        else if (!strcmp(act->valuestring, "gelu")) c->activation = TF_ACT_GELU;
-        else if (!strcmp(act->valuestring, "relu")) c->activation = TF_ACT_RELU;
-        else {
-            tf_set_error("%s: activation_function \"%s\" is not supported", path, act->valuestring);
-            goto out;
-        }
-    }
-    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
-    if (cJSON_IsNumber(eps)) c->norm_eps = (float)eps->valuedouble;
-    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    if (cJSON_IsBool(tie)) c->tied = cJSON_IsTrue(tie);
-    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "tformer_position");
-    if (cJSON_IsString(pos) && !strcmp(pos->valuestring, "sinusoidal")) c->pos = TF_POS_SINUSOIDAL;
-    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(root, "tformer_norm_first");
-    if (cJSON_IsBool(nf)) c->norm_first = cJSON_IsTrue(nf);
-    rc = tf_gpt_config_check(c);
-    if (rc) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tf_error());
-        tf_set_error("%s: %s", path, msg);
-    }
-out:
-    cJSON_Delete(root);
-    return rc;
+    *c = tf_gpt_config_default(0, 0, 0, 0, 0); /* fields Hugging Face does not set (dropout) */
+    tf_fields f = {&HF_TABLE, c};
+    if (tf_fields_defaults(&f, 1) || tf_fields_load(&f, 1, path, 1)) return -1;
+    if (!tf_gpt_config_check(c)) return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    return tf_set_error("%s: %s", path, msg);
 }
 
 /* Hugging Face writes "transformer.h.0..." (GPT2LMHeadModel) or "h.0..." (GPT2Model). */
@@ -102,12 +80,43 @@ static int load_weights(tf_gpt *m, const char *path) {
     return rc;
 }
 
+/* GPT2Config settings that change the arithmetic and that tf_gpt does not
+ * implement: refused by name rather than run to a different answer. */
+static const struct {
+    const char *key;
+    int supported; /* the only value tf_gpt computes */
+} GPT2_FLAGS[] = {
+    {"scale_attn_weights", 1},
+    {"scale_attn_by_inverse_layer_idx", 0},
+    {"add_cross_attention", 0},
+};
+
+/* What the field table does not carry: a body alone (GPT2Model folders have
+ * no output projection) and the unsupported settings. */
+static int read_extras(const char *path, int *body) {
+    cJSON *root = tf_json_read(path);
+    if (!root) return -1;
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    *body = cJSON_IsString(first) && !strcmp(first->valuestring, "GPT2Model");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof GPT2_FLAGS / sizeof GPT2_FLAGS[0]; i++) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, GPT2_FLAGS[i].key);
+        if (j && !cJSON_IsNull(j) && (!cJSON_IsBool(j) || cJSON_IsTrue(j) != GPT2_FLAGS[i].supported))
+            rc = tf_set_error("%s: \"%s\" must be %s: tformer's GPT-2 does not implement the other setting", path,
+                              GPT2_FLAGS[i].key, GPT2_FLAGS[i].supported ? "true" : "false");
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
 tf_gpt *tf_gpt_load_hf(const char *dir) {
     char path[4096];
     tf_gpt_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (read_config(path, &c)) return NULL;
-    tf_gpt *m = tf_gpt_new(&c, 0);
+    int body;
+    if (read_config(path, &c) || read_extras(path, &body)) return NULL;
+    tf_gpt *m = tf_gpt_new_body(&c, 0, !body);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (m && load_weights(m, path)) {
         tf_gpt_free(m);
@@ -116,35 +125,19 @@ tf_gpt *tf_gpt_load_hf(const char *dir) {
     return m;
 }
 
-static const char *activation_name(tf_activation a) {
-    return a == TF_ACT_RELU ? "relu" : a == TF_ACT_GELU ? "gelu" : "gelu_new";
-}
-
 static int write_config(const tf_gpt *m, const char *path) {
-    const tf_gpt_config *c = &m->cfg;
+    static const char *const PDROP[] = {"resid_pdrop", "embd_pdrop", "attn_pdrop"};
+    tf_fields f = {&HF_TABLE, (void *)&m->cfg};
     cJSON *r = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(r, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddItemToArray(arch, cJSON_CreateString(m->has_head ? "GPT2LMHeadModel" : "GPT2Model"));
     cJSON_AddStringToObject(r, "model_type", "gpt2");
-    cJSON_AddNumberToObject(r, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(r, "n_positions", c->context);
-    cJSON_AddNumberToObject(r, "n_ctx", c->context);
-    cJSON_AddNumberToObject(r, "n_embd", c->d_model);
-    cJSON_AddNumberToObject(r, "n_layer", c->n_layer);
-    cJSON_AddNumberToObject(r, "n_head", c->n_head);
-    if (c->d_ff) cJSON_AddNumberToObject(r, "n_inner", c->d_ff);
-    else cJSON_AddNullToObject(r, "n_inner");
-    cJSON_AddStringToObject(r, "activation_function", activation_name(c->activation));
-    cJSON_AddNumberToObject(r, "layer_norm_epsilon", c->norm_eps);
-    cJSON_AddNumberToObject(r, "resid_pdrop", c->dropout);
-    cJSON_AddNumberToObject(r, "embd_pdrop", c->dropout);
-    cJSON_AddNumberToObject(r, "attn_pdrop", c->dropout);
-    cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tied);
-    cJSON_AddStringToObject(r, "tformer_position", c->pos == TF_POS_LEARNED ? "learned" : "sinusoidal");
-    cJSON_AddBoolToObject(r, "tformer_norm_first", c->norm_first);
-    int rc = tf_json_write(path, r);
+    int rc = !r || tf_fields_to_json(r, &f, 1);
+    cJSON_AddNumberToObject(r, "n_ctx", m->cfg.context);
+    for (int i = 0; i < 3; i++) cJSON_AddNumberToObject(r, PDROP[i], m->cfg.dropout);
+    rc = rc || tf_json_write(path, r);
     cJSON_Delete(r);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 int tf_gpt_save_hf(const tf_gpt *m, const char *dir) {

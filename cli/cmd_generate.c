@@ -1,0 +1,87 @@
+/* tformer generate: continue a prompt with a trained GPT, streaming the text. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { MODEL, PROMPT, STOP, THREADS };
+const cli_flag cmd_generate_flags[] = {
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder, or a Hugging Face GPT-2 folder with its tokenizer"},
+    [PROMPT] = {"prompt", CLI_STRING, "TEXT", NULL, "the text to continue"},
+    [STOP] = {"stop", CLI_STRING, "TEXT", "", "end at the first occurrence of TEXT"},
+    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    CLI_END,
+};
+
+/* The search's options: ranges and --help from one table, defaults the library's. */
+#define R(m, type, range, help) TF_FIELD_ROW(tf_generate_opts, m, type, #m, NULL, range, NULL, help, 0, NULL)
+static const tf_field OPTION_ROWS[] = {
+    R(max_tokens, TF_FIELD_INT, "[0,inf)", "new tokens at most"),
+    R(temperature, TF_FIELD_FLOAT, "[0,inf)", "0: greedy"),
+    R(top_k, TF_FIELD_INT, "[0,inf)", "draw from the k most likely tokens; 0: all"),
+    R(top_p, TF_FIELD_FLOAT, "(0,1]", "draw from the most likely tokens up to this probability; 1: all"),
+    R(repetition_penalty, TF_FIELD_FLOAT, "(0,inf)", "> 1 discourages tokens already in the context"),
+    R(seed, TF_FIELD_UINT64, NULL, "the draws' seed"),
+    R(beam, TF_FIELD_INT, "[0,inf)", "beam search of that width (deterministic; sampling options ignored); 0: sampling"),
+    R(length_penalty, TF_FIELD_FLOAT, NULL, "beam scores are sum(log p) / length^length_penalty"),
+};
+#undef R
+static const tf_field_table OPTIONS = {"generation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};
+
+typedef struct {
+    tf_tokenizer *tok;
+    tf_ids ids;
+    size_t printed; /* bytes of the decoded text already written */
+    const char *stop;
+} stream;
+
+/* Decode everything generated so far and write the new part; stop at the stop string. */
+static int on_token(void *user, int32_t id) {
+    stream *s = user;
+    char *text;
+    size_t len;
+    if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) return 1;
+    int stop = 0;
+    if (s->stop && *s->stop) {
+        char *hit = strstr(text, s->stop);
+        if (hit) len = (size_t)(hit - text), stop = 1;
+    }
+    if (len > s->printed) fwrite(text + s->printed, 1, len - s->printed, stdout), s->printed = len;
+    fflush(stdout);
+    free(text);
+    return stop;
+}
+
+static tf_generate_opts g_opts;
+static tf_fields g_tables[1];
+
+int cmd_generate_tables(const tf_fields **t) {
+    g_opts = tf_generate_opts_default();
+    g_tables[0] = (tf_fields){&OPTIONS, &g_opts};
+    *t = g_tables;
+    return 1;
+}
+
+int cmd_generate(const cli_args *a) {
+    const cli_verb *v = a->verb;
+    cli_apply(a);
+    tf_generate_opts o = g_opts;
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    const char *prompt = a->v[PROMPT].text;
+    tf_tokenizer *tok;
+    tf_gpt *m = cli_load_model(v, a->v[MODEL].text, &tok);
+    o.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
+    tf_ids ids = {0}, out = {0};
+    if (tf_tokenizer_encode(tok, prompt, strlen(prompt), &ids)) cli_die(v, tf_error());
+    stream s = {tok, {0}, 0, a->v[STOP].text};
+    fwrite(prompt, 1, strlen(prompt), stdout);
+    if (tf_gpt_generate(m, ids.v, (int)ids.n, &o, on_token, &s, &out, NULL)) {
+        printf("\n");
+        cli_die(v, tf_error());
+    }
+    printf("\n");
+    tf_ids_free(&ids), tf_ids_free(&out), tf_ids_free(&s.ids);
+    tf_tokenizer_free(tok);
+    tf_gpt_free(m);
+    return 0;
+}

@@ -1,0 +1,82 @@
+/* tformer train: a GPT on text files. Its flags are the trainer's and the
+ * language-model task's field tables (the GPT model's included), so every
+ * setting has a flag, a JSON key for --config and a line in --help. */
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM };
+const cli_flag cmd_train_flags[] = {
+    [DATA] = {"data", CLI_LIST, "FILE...", NULL, "text files to train on"},
+    [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
+    [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char", "a tokenizer folder, or char: the data's characters"},
+    [CONFIG] = {"config", CLI_STRING, "FILE.json", "",
+                "settings as one JSON object (keys: the names below with _); flags override it"},
+    [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint, bit for bit"},
+    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
+    [NORM] = {"norm", CLI_STRING, "pre|post", "", "an older form of --norm-first true|false"},
+    CLI_END,
+};
+
+static volatile int g_stop;
+static void on_sigint(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static void fmt_duration(double s, char *out, size_t n) {
+    if (!isfinite(s) || s < 0) s = 0;
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+static void progress(void *user, const tf_train_report *r) {
+    int every = *(int *)user;
+    int val = !isnan(r->val_loss);
+    if (!val && r->step % every && r->step != r->steps) return;
+    char eta[32];
+    fmt_duration(r->eta_s, eta, sizeof eta);
+    printf("step %lld/%lld | loss %.4f", (long long)r->step, (long long)r->steps, r->loss);
+    if (val) printf(" | val %.4f", r->val_loss);
+    printf(" | lr %.2e | %.1fk tok/s | ETA %s\n", r->lr, r->tokens_per_s / 1000.0, eta);
+    fflush(stdout);
+}
+
+static tf_train_config g_train;
+static tf_lm_config g_lm;
+static tf_fields g_tables[2];
+
+int cmd_train_tables(const tf_fields **t) {
+    g_train = tf_train_config_default(), g_lm = tf_lm_config_default();
+    g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
+    g_tables[1] = (tf_fields){&tf_lm_config_table, &g_lm};
+    *t = g_tables;
+    return 2;
+}
+
+/* The config file, then the flags in order (--norm first, so --norm-first wins). */
+static void configure(const cli_args *a) {
+    if (a->v[CONFIG].text && tf_fields_load(g_tables, 2, a->v[CONFIG].text, 0)) cli_die(a->verb, tf_error());
+    const char *norm = a->v[NORM].text;
+    if (norm && strcmp(norm, "pre") && strcmp(norm, "post"))
+        cli_usage_error(a, "--norm expects pre or post, got '%s'", norm);
+    if (norm) tf_fields_set(g_tables, 2, "--norm-first", strcmp(norm, "pre") ? "false" : "true");
+    cli_apply(a);
+}
+
+int cmd_train(const cli_args *a) {
+    configure(a);
+    int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
+    const char *out = a->v[OUT].text;
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    signal(SIGINT, on_sigint);
+    int rc = tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n, a->v[TOKENIZER].text,
+                          out, a->v[RESUME].given, &g_stop, progress, &every);
+    if (rc < 0) cli_die(a->verb, tf_error());
+    if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
+    return rc == 1 ? 130 : 0;
+}

@@ -1,0 +1,238 @@
+/* The one flag parser of every verb, and its --help: the verb's own rows
+ * (cli_flag) plus the rows of any field tables (config.h) it fills. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int find_flag(const cli_verb *v, const char *name) {
+    for (int k = 0; v->flags && v->flags[k].name; k++)
+        if (!strcmp(v->flags[k].name, name)) return k;
+    return -1;
+}
+
+/* "n_layer" -> "--n-layer" */
+static void flag_of(const char *name, char *out, size_t cap) {
+    size_t n = 2;
+    snprintf(out, cap, "--");
+    for (; *name && n + 1 < cap; name++) out[n++] = *name == '_' ? '-' : *name;
+    out[n] = 0;
+}
+
+/* The value a table row takes, for --help: "N", "X", "true|false", "a|b|c", "TEXT". */
+static void placeholder(const tf_field *r, char *out, size_t cap) {
+    const char *fixed = r->type == TF_FIELD_FLOAT ? "X" : r->type == TF_FIELD_BOOL ? "true|false"
+                      : r->type == TF_FIELD_STRING ? "TEXT" : "N";
+    if (r->type != TF_FIELD_ENUM) {
+        snprintf(out, cap, "%s", fixed);
+        return;
+    }
+    size_t n = 0;
+    out[0] = 0;
+    for (int k = 0; r->choices[k] && n < cap; k++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%.*s", k ? "|" : "", (int)strcspn(r->choices[k], "|"), r->choices[k]);
+}
+
+typedef struct {
+    const cli_args *a;
+    FILE *f;
+} print_ctx;
+
+static int usage_table_fn(void *user, const tf_field *r, void *obj) {
+    (void)obj;
+    const print_ctx *c = user;
+    char flag[64], arg[128];
+    if (!(r->flags & TF_FIELD_REQUIRED)) return 0;
+    flag_of(r->name, flag, sizeof flag), placeholder(r, arg, sizeof arg);
+    fprintf(c->f, " %s %s", flag, arg);
+    return 0;
+}
+
+/* "usage: tformer train --data FILE... --out DIR [options]" */
+static void usage_line(const cli_args *a, FILE *f) {
+    const cli_verb *v = a->verb;
+    print_ctx c = {a, f};
+    int optional = a->n_tables > 0;
+    fprintf(f, "usage: tformer %s", v->name);
+    for (const cli_flag *r = v->flags; r && r->name; r++)
+        if (r->def) optional = 1;
+        else fprintf(f, " --%s %s", r->name, r->arg);
+    tf_fields_each(a->tables, a->n_tables, usage_table_fn, &c);
+    fprintf(f, "%s%s%s\n", optional ? " [options]" : "", v->operands ? " " : "", v->operands ? v->operands : "");
+}
+
+_Noreturn void cli_usage_error(const cli_args *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tformer %s: ", a->verb->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    usage_line(a, stderr);
+    exit(2);
+}
+
+static void help_line(FILE *f, const char *flag, const char *arg, const char *help, const char *def) {
+    char left[256];
+    snprintf(left, sizeof left, "%s%s%s", flag, arg ? " " : "", arg ? arg : "");
+    fprintf(f, "  %-34s %s (%s)\n", left, help, def);
+}
+
+static void help_table(FILE *f, const tf_field_table *t, const char *obj) {
+    fprintf(f, "\n%s:\n", t->name);
+    for (int i = 0; i < t->n; i++) {
+        const tf_field *r = &t->rows[i];
+        char flag[64], arg[128], val[128], def[300];
+        if (r->type == TF_FIELD_TABLE) {
+            help_table(f, r->sub, obj + r->offset);
+            continue;
+        }
+        flag_of(r->name, flag, sizeof flag), placeholder(r, arg, sizeof arg);
+        if (tf_fields_format(r, obj, val, sizeof val) < 0) snprintf(val, sizeof val, "?");
+        int n = r->flags & TF_FIELD_REQUIRED ? snprintf(def, sizeof def, "required")
+                                             : snprintf(def, sizeof def, "default %s", *val ? val : "none");
+        for (const char *p = r->alias; p && n < (int)sizeof def; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+            char also[64], word[64];
+            snprintf(word, sizeof word, "%.*s", (int)strcspn(p, "|"), p);
+            flag_of(word, also, sizeof also);
+            n += snprintf(def + n, sizeof def - (size_t)n, "%s%s", p == r->alias ? "; also " : ", ", also);
+        }
+        help_line(f, flag, arg, r->help ? r->help : "", def);
+    }
+}
+
+static void help(const cli_args *a, FILE *f) {
+    const cli_verb *v = a->verb;
+    usage_line(a, f);
+    fprintf(f, "\n%s.\n", v->summary);
+    if (v->flags && v->flags->name) fprintf(f, "\noptions:\n");
+    for (const cli_flag *r = v->flags; r && r->name; r++) {
+        char flag[64], def[128];
+        snprintf(flag, sizeof flag, "--%s", r->name);
+        if (!r->def) snprintf(def, sizeof def, "required");
+        else snprintf(def, sizeof def, "default %s", *r->def ? r->def : "none");
+        help_line(f, flag, r->kind == CLI_SWITCH ? NULL : r->arg, r->help, def);
+    }
+    for (int i = 0; i < a->n_tables; i++) help_table(f, a->tables[i].table, a->tables[i].obj);
+    fprintf(f, "\n  %-34s %s\n", "-h, --help", "this text");
+}
+
+static long long parse_int(const cli_args *a, const char *flag, const char *text) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || *end || errno || x > INT_MAX)
+        cli_usage_error(a, "%s expects a non-negative integer, got '%s'", flag, text);
+    return x;
+}
+
+/* The word after flag argv[*i], which must not be another flag. */
+static const char *next_value(const cli_args *a, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
+        cli_usage_error(a, "option '%s' needs a value (see tformer %s --help)", argv[*i], a->verb->name);
+    return argv[++*i];
+}
+
+/* A list: argv[*i] holds its first value (--name=VALUE) or none. */
+static void parse_list(cli_args *a, cli_val *val, int argc, char **argv, int *i, const char *value) {
+    const char *flag = argv[*i];
+    if (val->n) cli_usage_error(a, "%s given twice (list every value after one %s)", flag, flag);
+    if (value) argv[*i] = (char *)value;
+    val->list = value ? &argv[*i] : &argv[*i + 1];
+    val->n = value != NULL;
+    for (; *i + 1 < argc && strncmp(argv[*i + 1], "--", 2); ++*i) val->n++;
+    if (!val->n) cli_usage_error(a, "option '%s' needs a value (see tformer %s --help)", flag, a->verb->name);
+}
+
+/* One flag at argv[i] (split at '=' in place); returns the index of its last word. */
+static int parse_flag(cli_args *a, int argc, char **argv, int i) {
+    char *eq = strchr(argv[i], '=');
+    if (eq) *eq = 0;
+    const char *flag = argv[i], *value = eq ? eq + 1 : NULL;
+    int k = find_flag(a->verb, flag + 2);
+    if (k < 0) {
+        if (!tf_fields_find(a->tables, a->n_tables, flag, NULL))
+            cli_usage_error(a, "unknown option '%s' (see tformer %s --help)", flag, a->verb->name);
+        a->sets[2 * a->n_sets] = flag;
+        a->sets[2 * a->n_sets++ + 1] = value ? value : next_value(a, argc, argv, &i);
+        return i;
+    }
+    const cli_flag *r = &a->verb->flags[k];
+    cli_val *val = &a->v[k];
+    if (r->kind == CLI_LIST) parse_list(a, val, argc, argv, &i, value);
+    else if (r->kind == CLI_SWITCH && value) cli_usage_error(a, "option '%s' takes no value", flag);
+    else if (r->kind != CLI_SWITCH) val->text = value ? value : next_value(a, argc, argv, &i);
+    if (r->kind == CLI_INT) val->i = parse_int(a, flag, val->text);
+    val->given = 1;
+    return i;
+}
+
+/* Was table row r given as a flag? */
+static int flag_given(void *user, const tf_field *r) {
+    const cli_args *a = user;
+    for (int i = 0; i < a->n_sets; i++)
+        if (tf_fields_find(a->tables, a->n_tables, a->sets[2 * i], NULL) == r) return 1;
+    return 0;
+}
+
+/* Defaults of the flags not given; every required flag and operand present. */
+static void finish(cli_args *a) {
+    const cli_verb *v = a->verb;
+    for (int k = 0; v->flags && v->flags[k].name; k++) {
+        const cli_flag *r = &v->flags[k];
+        cli_val *val = &a->v[k];
+        if (val->given) continue;
+        if (!r->def) cli_usage_error(a, "missing --%s (see tformer %s --help)", r->name, v->name);
+        if (r->kind == CLI_STRING || r->kind == CLI_INT) val->text = *r->def ? r->def : NULL;
+        if (r->kind == CLI_INT && val->text) val->i = parse_int(a, r->name, val->text);
+    }
+    const tf_field *missing = tf_fields_missing(a->tables, a->n_tables, flag_given, a);
+    char flag[64];
+    if (missing) {
+        flag_of(missing->name, flag, sizeof flag);
+        cli_usage_error(a, "missing %s (see tformer %s --help)", flag, v->name);
+    }
+    if (v->max_operands >= 0 && a->n_operands > v->max_operands)
+        cli_usage_error(a, "unexpected argument '%s'", a->operands[v->max_operands]);
+    if (a->n_operands < v->min_operands) cli_usage_error(a, "missing %s", v->operands);
+}
+
+static void parse(const cli_verb *v, int argc, char **argv, cli_args *a) {
+    memset(a, 0, sizeof *a);
+    a->verb = v;
+    a->n_tables = v->tables ? v->tables(&a->tables) : 0;
+    int n_flags = 0;
+    while (v->flags[n_flags].name) n_flags++;
+    if (n_flags > CLI_MAX_FLAGS) cli_usage_error(a, "%d flags, more than CLI_MAX_FLAGS", n_flags);
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help")) help(a, stdout), exit(0);
+    a->operands = calloc((size_t)argc + 1, sizeof *a->operands);
+    a->sets = calloc(2 * (size_t)argc + 2, sizeof *a->sets);
+    if (!a->operands || !a->sets) cli_usage_error(a, "out of memory");
+    int rest = 0; /* after "--": operands only */
+    for (int i = 0; i < argc; i++) {
+        if (!rest && !strcmp(argv[i], "-h")) help(a, stdout), exit(0);
+        if (!rest && !strcmp(argv[i], "--")) rest = 1;
+        else if (rest || strncmp(argv[i], "--", 2)) a->operands[a->n_operands++] = argv[i];
+        else i = parse_flag(a, argc, argv, i);
+    }
+    finish(a);
+}
+
+void cli_apply(const cli_args *a) {
+    for (int i = 0; i < a->n_sets; i++)
+        if (tf_fields_set(a->tables, a->n_tables, a->sets[2 * i], a->sets[2 * i + 1])) cli_usage_error(a, "%s", tf_error());
+}
+
+int cli_run(const cli_verb *v, int argc, char **argv) {
+    cli_args a;
+    parse(v, argc, argv, &a);
+    int rc = v->run(&a);
+    free(a.operands);
+    free((void *)a.sets);
+    return rc;
+}

@@ -1,0 +1,255 @@
+/* The one Transformer block: self-attention, an optional cross-attention and
+ * a feed-forward network, each a residual sub-layer (pre-LN or post-LN). A
+ * family names its tensors with a name map; PyTorch's layers and stacks are
+ * the block with PyTorch's names. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+tf_block_config tf_block_config_default(int d_model, int n_head) {
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0};
+    return c;
+}
+
+int tf_block_config_check(const tf_block_config *c) {
+    if (c->d_model <= 0 || c->n_head <= 0 || c->d_model % c->n_head || c->d_ff <= 0)
+        return tf_set_error("block: d_model %d must be a positive multiple of n_head %d, d_ff %d positive", c->d_model,
+                            c->n_head, c->d_ff);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
+        return tf_set_error("block: dropout %g and attn_dropout %g must lie in [0,1)", c->dropout, c->attn_dropout);
+    if (!(c->norm_eps > 0.0f)) return tf_set_error("block: norm_eps %g must be positive", c->norm_eps);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static const char *const ROLE_NAMES[TF_BP_COUNT] = {
+    "QKV_W", "QKV_B", "Q_W", "Q_B", "K_W", "K_B", "V_W", "V_B", "OUT_W", "OUT_B", "NORM_ATTN_W", "NORM_ATTN_B",
+    "X_QKV_W", "X_QKV_B", "X_Q_W", "X_Q_B", "X_K_W", "X_K_B", "X_V_W", "X_V_B", "X_OUT_W", "X_OUT_B",
+    "NORM_CROSS_W", "NORM_CROSS_B", "FF_IN_W", "FF_IN_B", "FF_OUT_W", "FF_OUT_B", "NORM_FF_W", "NORM_FF_B"};
+
+/* Where role r lives in b. Attention roles come in two runs of ten (self, cross). */
+static tf_tensor **slot(tf_block *b, int r) {
+    if (r <= TF_BP_OUT_B || (r >= TF_BP_X_QKV_W && r <= TF_BP_X_OUT_B)) {
+        tf_mha *m = r <= TF_BP_OUT_B ? &b->self_attn : &b->cross_attn;
+        tf_tensor **s[10] = {&m->in_proj_weight, &m->in_proj_bias, &m->q_proj_weight, &m->q_proj_bias,
+                             &m->k_proj_weight,  &m->k_proj_bias,  &m->v_proj_weight, &m->v_proj_bias,
+                             &m->out_proj.weight, &m->out_proj.bias};
+        return s[r <= TF_BP_OUT_B ? r : r - TF_BP_X_QKV_W];
+    }
+    switch (r) {
+    case TF_BP_NORM_ATTN_W: return &b->norm_attn.weight;
+    case TF_BP_NORM_ATTN_B: return &b->norm_attn.bias;
+    case TF_BP_NORM_CROSS_W: return &b->norm_cross.weight;
+    case TF_BP_NORM_CROSS_B: return &b->norm_cross.bias;
+    case TF_BP_FF_IN_W: return &b->ff_in.weight;
+    case TF_BP_FF_IN_B: return &b->ff_in.bias;
+    case TF_BP_FF_OUT_W: return &b->ff_out.weight;
+    case TF_BP_FF_OUT_B: return &b->ff_out.bias;
+    case TF_BP_NORM_FF_W: return &b->norm_ff.weight;
+    default: return &b->norm_ff.bias;
+    }
+}
+
+static int named(const tf_block_names *n, int r) {
+    for (int i = 0; i < n->n; i++)
+        if ((int)n->rows[i].role == r) return 1;
+    return 0;
+}
+
+/* Does the configuration use role r (given which fused rows the map names)? */
+static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
+    int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
+    int is_bias = r % 2 == 1; /* every _B role is odd */
+    if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
+    if (base <= TF_BP_V_B) { /* q, k, v: fused or apart, weights and biases separately */
+        int fused = named(n, (is_bias ? TF_BP_QKV_B : TF_BP_QKV_W) + (cross ? TF_BP_X_QKV_W : 0));
+        return base <= TF_BP_QKV_B ? fused : !fused;
+    }
+    return 1;
+}
+
+/* Shape and initial std of role r: (out,in), or (in,out) with w_in_out. */
+static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *ndim, int64_t shape[2]) {
+    int base = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B ? r - TF_BP_X_QKV_W : r;
+    int64_t d = c->d_model, out = d, in = d;
+    if (base == TF_BP_QKV_W || base == TF_BP_QKV_B) out = 3 * d;
+    if (r == TF_BP_FF_IN_W || r == TF_BP_FF_IN_B) out = c->d_ff;
+    if (r == TF_BP_FF_OUT_W) in = c->d_ff;
+    if (r % 2 == 1 || base == TF_BP_NORM_ATTN_W || r == TF_BP_NORM_FF_W) { /* a vector */
+        *ndim = 1, shape[0] = out;
+        return base == TF_BP_NORM_ATTN_W || r == TF_BP_NORM_FF_W ? TF_INIT_ONES : TF_INIT_ZEROS;
+    }
+    *ndim = 2;
+    shape[0] = c->w_in_out ? in : out, shape[1] = c->w_in_out ? out : in;
+    if (init.fan_in) return 1.0f / sqrtf((float)in);
+    return base == TF_BP_OUT_W || r == TF_BP_FF_OUT_W ? init.out_std : init.std;
+}
+
+static void attn_config(tf_mha *m, const tf_block_config *c) {
+    m->cfg = tf_mha_config_default(c->d_model, c->n_head);
+    m->cfg.bias = c->bias, m->cfg.dropout = c->attn_dropout, m->cfg.w_in_out = c->w_in_out;
+}
+
+int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,
+                      const tf_block_names *names, tf_block_init init) {
+    if (tf_block_config_check(cfg)) return -1;
+    memset(b, 0, sizeof *b);
+    attn_config(&b->self_attn, cfg);
+    attn_config(&b->cross_attn, cfg);
+    b->norm_attn.eps = b->norm_cross.eps = b->norm_ff.eps = cfg->norm_eps;
+    int done[TF_BP_COUNT] = {0};
+    char name[512];
+    for (int i = 0; i < names->n; i++) {
+        int r = (int)names->rows[i].role, ndim;
+        if (r < 0 || r >= TF_BP_COUNT || !needed(cfg, names, r) || done[r]) continue;
+        int64_t shape[2];
+        float std = shape_of(cfg, init, r, &ndim, shape);
+        if ((size_t)snprintf(name, sizeof name, "%s%s", prefix, names->rows[i].name) >= sizeof name)
+            return tf_set_error("block: name %s%s too long", prefix, names->rows[i].name);
+        if (tf_params_add(ps, name, slot(b, r), ndim, shape, std)) return -1;
+        done[r] = 1;
+    }
+    for (int r = 0; r < TF_BP_COUNT; r++)
+        if (needed(cfg, names, r) && !done[r])
+            return tf_set_error("block %s: the name map has no name for %s", prefix, ROLE_NAMES[r]);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+enum { SELF, CROSS, FF };
+
+/* Sub-layer `which` of h (B,T,d_model), dropout on its output. */
+static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which, tf_tensor *h,
+                         const tf_block_args *a) {
+    if (which == SELF)
+        return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
+                                             a->cache, a->layer, NULL), c->dropout);
+    if (which == CROSS)
+        return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, a->memory, a->memory, a->cross_mask, 0, NULL, 0,
+                                             NULL), c->dropout);
+    tf_tensor *u = tf_dense(ctx, h, b->ff_in.weight, c->w_in_out, b->ff_in.bias, c->activation);  // u: (B,T,d_ff)
+    if (c->ff_dropout) u = tf_dropout(ctx, u, c->dropout);
+    return tf_dropout(ctx, tf_dense(ctx, u, b->ff_out.weight, c->w_in_out, b->ff_out.bias, TF_ACT_NONE), c->dropout);
+}
+
+/* pre-LN x + f(LN(x)), or post-LN LN(x + f(x)) */
+static tf_tensor *residual(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which,
+                           const tf_layer_norm *norm, tf_tensor *x, const tf_block_args *a) {
+    if (c->norm_first) return tf_add(ctx, x, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a));
+    return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, branch(ctx, b, c, which, x, a)));
+}
+
+tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
+                            const tf_block_args *args) {
+    tf_block_args none = {0};
+    const tf_block_args *a = args ? args : &none;
+    int cross = b->cross_attn.out_proj.weight != NULL;
+    if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
+    x = residual(ctx, b, cfg, SELF, &b->norm_attn, x, a);
+    if (cross) x = residual(ctx, b, cfg, CROSS, &b->norm_cross, x, a);
+    return residual(ctx, b, cfg, FF, &b->norm_ff, x, a);
+}
+
+/* ---------------------------------------------------------------- PyTorch's layers and stacks */
+
+#define TORCH_ATTN(p, R)                                                                                 \
+    {TF_BP_##R##QKV_W, p ".in_proj_weight"}, {TF_BP_##R##QKV_B, p ".in_proj_bias"},                     \
+    {TF_BP_##R##OUT_W, p ".out_proj.weight"}, {TF_BP_##R##OUT_B, p ".out_proj.bias"}
+#define TORCH_LINEARS                                                                                    \
+    {TF_BP_FF_IN_W, "linear1.weight"}, {TF_BP_FF_IN_B, "linear1.bias"}, {TF_BP_FF_OUT_W, "linear2.weight"}, \
+    {TF_BP_FF_OUT_B, "linear2.bias"}
+
+static const tf_block_name TORCH_ENCODER[] = {
+    TORCH_ATTN("self_attn", ), TORCH_LINEARS, {TF_BP_NORM_ATTN_W, "norm1.weight"}, {TF_BP_NORM_ATTN_B, "norm1.bias"},
+    {TF_BP_NORM_FF_W, "norm2.weight"}, {TF_BP_NORM_FF_B, "norm2.bias"}};
+static const tf_block_name TORCH_DECODER[] = {
+    TORCH_ATTN("self_attn", ), TORCH_ATTN("multihead_attn", X_), TORCH_LINEARS,
+    {TF_BP_NORM_ATTN_W, "norm1.weight"}, {TF_BP_NORM_ATTN_B, "norm1.bias"},
+    {TF_BP_NORM_CROSS_W, "norm2.weight"}, {TF_BP_NORM_CROSS_B, "norm2.bias"},
+    {TF_BP_NORM_FF_W, "norm3.weight"}, {TF_BP_NORM_FF_B, "norm3.bias"}};
+
+/* PyTorch's one dropout covers the attention weights, the activation and every sub-layer. */
+static int torch_layer(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg, int cross) {
+    tf_block_config c = *cfg;
+    c.cross = cross, c.attn_dropout = c.dropout, c.ff_dropout = 1;
+    tf_block_names n = {cross ? TORCH_DECODER : TORCH_ENCODER,
+                        cross ? (int)(sizeof TORCH_DECODER / sizeof *TORCH_DECODER)
+                              : (int)(sizeof TORCH_ENCODER / sizeof *TORCH_ENCODER)};
+    return tf_block_register(ps, prefix, b, &c, &n, (tf_block_init){0, 0, 1});
+}
+
+int tf_encoder_layer_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg) {
+    return torch_layer(ps, prefix, b, cfg, 0);
+}
+
+int tf_decoder_layer_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg) {
+    return torch_layer(ps, prefix, b, cfg, 1);
+}
+
+int tf_stack_register(tf_params *ps, const char *prefix, tf_stack *s, const tf_block_config *cfg, int n_layer,
+                      int final_norm) {
+    memset(s, 0, sizeof *s);
+    if (n_layer < 0 || n_layer > 100000) return tf_set_error("stack: %d layers", n_layer);
+    if (!(s->layers = calloc(n_layer ? (size_t)n_layer : 1, sizeof *s->layers)))
+        return tf_set_error("stack: out of memory");
+    s->n_layer = n_layer, s->has_norm = final_norm, s->norm.eps = cfg->norm_eps;
+    char p[512];
+    for (int i = 0; i < n_layer; i++) {
+        snprintf(p, sizeof p, "%slayers.%d.", prefix, i);
+        if (torch_layer(ps, p, &s->layers[i], cfg, cfg->cross)) return -1;
+    }
+    if (!final_norm) return 0;
+    int64_t d = cfg->d_model;
+    snprintf(p, sizeof p, "%snorm.weight", prefix);
+    if (tf_params_add(ps, p, &s->norm.weight, 1, &d, TF_INIT_ONES)) return -1;
+    snprintf(p, sizeof p, "%snorm.bias", prefix);
+    return cfg->bias ? tf_params_add(ps, p, &s->norm.bias, 1, &d, TF_INIT_ZEROS) : 0;
+}
+
+void tf_stack_free(tf_stack *s) {
+    free(s->layers);
+    s->layers = NULL;
+}
+
+tf_tensor *tf_stack_forward(tf_ctx *ctx, const tf_stack *s, const tf_block_config *cfg, tf_tensor *x,
+                            const tf_block_args *args) {
+    tf_block_args a = args ? *args : (tf_block_args){0};
+    for (int i = 0; i < s->n_layer; i++) {
+        a.layer = i;
+        x = tf_block_forward(ctx, &s->layers[i], cfg, x, &a);
+    }
+    return s->has_norm ? tf_layer_norm_forward(ctx, &s->norm, x) : x;
+}
+
+int tf_transformer_register(tf_params *ps, const char *prefix, tf_transformer *t, const tf_block_config *cfg,
+                            int n_encoder_layers, int n_decoder_layers) {
+    char p[512];
+    tf_block_config c = *cfg;
+    memset(t, 0, sizeof *t);
+    c.cross = 0;
+    snprintf(p, sizeof p, "%sencoder.", prefix);
+    if (tf_stack_register(ps, p, &t->encoder, &c, n_encoder_layers, 1)) return -1;
+    c.cross = 1;
+    snprintf(p, sizeof p, "%sdecoder.", prefix);
+    return tf_stack_register(ps, p, &t->decoder, &c, n_decoder_layers, 1);
+}
+
+void tf_transformer_free(tf_transformer *t) {
+    tf_stack_free(&t->encoder);
+    tf_stack_free(&t->decoder);
+}
+
+tf_tensor *tf_transformer_forward(tf_ctx *ctx, const tf_transformer *t, const tf_block_config *cfg, tf_tensor *src,
+                                  tf_tensor *tgt, const tf_attn_mask *src_mask, const tf_attn_mask *tgt_mask,
+                                  const tf_attn_mask *memory_mask) {
+    tf_block_args enc = {.self_mask = src_mask};
+    tf_tensor *memory = tf_stack_forward(ctx, &t->encoder, cfg, src, &enc);
+    if (!memory) return NULL;
+    tf_block_args dec = {.memory = memory, .self_mask = tgt_mask, .cross_mask = memory_mask};
+    return tf_stack_forward(ctx, &t->decoder, cfg, tgt, &dec);
+}

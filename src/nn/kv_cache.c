@@ -1,0 +1,104 @@
+/* The KV cache: each layer's keys and values of the positions seen so far,
+ * laid out (B,H,capacity,D) so that the positions [0, n) of one (batch, head)
+ * are consecutive rows — the attention op reads them in place. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+struct tf_kv_cache {
+    int L, B, H, D, cap;
+    int len;      /* committed positions */
+    float *k, *v; /* (L,B,H,cap,D) each */
+};
+
+static size_t cache_floats(const tf_kv_cache *c) {
+    return (size_t)c->L * (size_t)c->B * (size_t)c->H * (size_t)c->cap * (size_t)c->D;
+}
+
+tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, int capacity) {
+    if (n_layer < 1 || batch < 1 || n_head < 1 || head_dim < 1 || capacity < 1)
+        return tf_set_error("kv cache: layers %d, batch %d, heads %d, head size %d and capacity %d must be positive",
+                            n_layer, batch, n_head, head_dim, capacity), NULL;
+    tf_kv_cache *c = calloc(1, sizeof *c);
+    if (!c) return tf_set_error("kv cache: out of memory"), NULL;
+    *c = (tf_kv_cache){n_layer, batch, n_head, head_dim, capacity, 0, NULL, NULL};
+    size_t n = 1;
+    if (!tf_mul_size(cache_floats(c), sizeof(float), &n) || !(c->k = malloc(n)) || !(c->v = malloc(n))) {
+        tf_kv_cache_free(c);
+        return tf_set_error("kv cache: cannot allocate %d positions of %d layers", capacity, n_layer), NULL;
+    }
+    return c;
+}
+
+void tf_kv_cache_free(tf_kv_cache *c) {
+    if (!c) return;
+    free(c->k), free(c->v), free(c);
+}
+
+int tf_kv_cache_len(const tf_kv_cache *c) { return c->len; }
+int tf_kv_cache_capacity(const tf_kv_cache *c) { return c->cap; }
+void tf_kv_cache_reset(tf_kv_cache *c) { c->len = 0; }
+
+int tf_kv_cache_advance(tf_kv_cache *c, int n) {
+    if (n < 0 || n > c->cap - c->len)
+        return tf_set_error("kv cache: %d more positions exceed its capacity of %d (%d held)", n, c->cap, c->len);
+    c->len += n;
+    return 0;
+}
+
+tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c) {
+    tf_kv_cache *f = tf_kv_cache_new(c->L, c->B, c->H, c->D, c->cap);
+    if (!f) return NULL;
+    size_t rows = (size_t)c->L * (size_t)c->B * (size_t)c->H, held = (size_t)c->len * (size_t)c->D;
+    for (size_t r = 0; r < rows; r++) { /* only the positions held */
+        size_t off = r * (size_t)c->cap * (size_t)c->D;
+        memcpy(f->k + off, c->k + off, held * sizeof(float));
+        memcpy(f->v + off, c->v + off, held * sizeof(float));
+    }
+    f->len = c->len;
+    return f;
+}
+
+/* Layer l's keys (value 0) or values (1) as a (B,H,n,D) view of the cache. */
+static tf_tensor *view(tf_ctx *ctx, const tf_kv_cache *c, int l, int value, int n) {
+    tf_tensor *t = tf_ctx_alloc(ctx, sizeof *t);
+    if (!t) return NULL;
+    int64_t D = c->D, cap = c->cap;
+    *t = (tf_tensor){TF_DTYPE_F32, 4, {c->B, c->H, n, D}, {c->H * cap * D, cap * D, D, 1}, NULL, NULL};
+    t->data = (value ? c->v : c->k) + (size_t)l * (size_t)c->B * (size_t)c->H * (size_t)cap * (size_t)D;
+    return t;
+}
+
+/* Copy x (B,H,T,D), any strides, into rows [len, len+T) of layer l. */
+static void put(float *base, const tf_kv_cache *c, int l, const tf_tensor *x) {
+    int64_t T = x->shape[2], D = c->D;
+    const float *src = tf_f32(x);
+    for (int64_t b = 0; b < c->B; b++)
+        for (int64_t h = 0; h < c->H; h++) {
+            float *dst = base + ((((int64_t)l * c->B + b) * c->H + h) * c->cap + c->len) * D;
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t d = 0; d < D; d++)
+                    dst[t * D + d] = src[b * x->stride[0] + h * x->stride[1] + t * x->stride[2] + d * x->stride[3]];
+        }
+}
+
+int tf_kv_cache_append(tf_ctx *ctx, tf_kv_cache *c, int layer, tf_tensor *k, tf_tensor *v, tf_tensor **k_all,
+                       tf_tensor **v_all) {
+    if (!k || !v) return -1;
+    char a[64];
+    int64_t T = k->shape[2];
+    if (layer < 0 || layer >= c->L) return tf_set_error("kv cache: layer %d outside [0,%d)", layer, c->L);
+    if (k->ndim != 4 || k->shape[0] != c->B || k->shape[1] != c->H || k->shape[3] != c->D ||
+        v->ndim != 4 || memcmp(k->shape, v->shape, 4 * sizeof *k->shape))
+        return tf_set_error("kv cache: keys %s do not fit its (%d,%d,T,%d)", tf_shape_str(k, a, sizeof a), c->B, c->H,
+                            c->D);
+    if (T > c->cap - c->len)
+        return tf_set_error("kv cache: %lld more positions exceed its capacity of %d (%d held)", (long long)T, c->cap,
+                            c->len);
+    put(c->k, c, layer, k);
+    put(c->v, c, layer, v);
+    *k_all = view(ctx, c, layer, 0, c->len + (int)T);
+    *v_all = view(ctx, c, layer, 1, c->len + (int)T);
+    return *k_all && *v_all ? 0 : -1;
+}

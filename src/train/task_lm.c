@@ -1,0 +1,231 @@
+/* The language-modelling task: a GPT on windows of tokenized text (the LM
+ * loader), next-token cross-entropy, saved as a Hugging Face GPT-2 folder
+ * with its tokenizer. The run folder gets its own copy of the tokenizer,
+ * which also goes into the checkpoint's metadata (a resume must find the
+ * same one). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../util/util.h"
+
+typedef struct {
+    tf_task base;
+    tf_lm_config cfg;
+    tf_gpt *m;
+    tf_tokenizer *tok;
+    tf_loader *loader;
+    char *dir;
+} lm_task;
+
+static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
+                                              "tokenizer.tformer.json"};
+#define N_TOKENIZER_FILES (sizeof TOKENIZER_FILES / sizeof *TOKENIZER_FILES)
+
+/* ---------------------------------------------------------------- the tokenizer of the run */
+
+/* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
+ * tf_tokenizer_load reads, or learn the data's characters ("char"). */
+static int install_tokenizer(const char *spec, const char *const *data, int n_data, const char *dir) {
+    if (!strcmp(spec, "char")) {
+        tf_tokenizer_train_opts o = {TF_TOKENIZER_CHAR, 0, 0};
+        return tf_tokenizer_train(&o, data, n_data, dir);
+    }
+    static const char *const pairs[][2] = {{"encoder.json", "vocab.json"}, {"vocab.bpe", "merges.txt"},
+                                           {"vocab.json", "vocab.json"},   {"merges.txt", "merges.txt"},
+                                           {"vocab.txt", "vocab.txt"},     {"chars.txt", "chars.txt"},
+                                           {"tokenizer.tformer.json", "tokenizer.tformer.json"}};
+    tf_tokenizer *t = tf_tokenizer_load(spec); /* validates it before anything is copied */
+    if (!t) return -1;
+    tf_tokenizer_free(t);
+    char from[4096], to[4096];
+    struct stat st;
+    if (!stat(spec, &st) && S_ISREG(st.st_mode)) { /* a WordPiece vocab.txt named directly */
+        snprintf(to, sizeof to, "%s/vocab.txt", dir);
+        return tf_copy_file(spec, to);
+    }
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", spec, pairs[i][0]);
+        snprintf(to, sizeof to, "%s/%s", dir, pairs[i][1]);
+        if (!stat(from, &st) && tf_copy_file(from, to)) return -1;
+    }
+    return 0;
+}
+
+/* Every file's tokens, one stream; errors name the file. */
+static int tokenize_files(tf_tokenizer *tok, const char *const *data, int n_data, tf_ids *ids) {
+    for (int i = 0; i < n_data; i++) {
+        size_t len;
+        char *text = tf_read_file(data[i], &len);
+        if (!text) return -1;
+        int rc = tf_tokenizer_encode(tok, text, len, ids);
+        free(text);
+        if (rc) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", tf_error());
+            return tf_set_error("%s: %s", data[i], msg);
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the task's table */
+
+static int lm_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((lm_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+static tf_tensor *lm_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    (void)m;
+    tf_gpt_inputs in = {.input_ids = tf_batch_get(b, "input_ids"), .targets = tf_batch_get(b, "targets")};
+    tf_gpt_outputs out;
+    return tf_gpt_run(ctx, ((lm_task *)t)->m, &in, &out) ? NULL : out.loss;
+}
+
+static tf_params *lm_params(tf_task *t) { return ((lm_task *)t)->m->params; }
+
+static int lm_signature(tf_task *t, char *out, size_t n) {
+    tf_fields f = {&tf_gpt_config_table, &((lm_task *)t)->m->cfg};
+    return tf_fields_signature(&f, 1, out, n);
+}
+
+static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save_hf(((lm_task *)t)->m, dir); }
+
+/* The tokenizer's files: a checkpoint is complete by itself. */
+static int lm_save_meta(tf_task *t, tf_st_writer *w) {
+    lm_task *l = (lm_task *)t;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < N_TOKENIZER_FILES; i++) {
+        char path[4096], key[128];
+        snprintf(path, sizeof path, "%s/%s", l->dir, TOKENIZER_FILES[i]);
+        struct stat st;
+        if (stat(path, &st)) continue;
+        size_t n;
+        char *text = tf_read_file(path, &n);
+        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
+        rc = !text || tf_st_writer_set_metadata(w, key, text);
+        free(text);
+    }
+    return rc ? -1 : 0;
+}
+
+/* On resume the run folder's tokenizer must be the one the checkpoint was trained with. */
+static int lm_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
+    for (size_t i = 0; i < N_TOKENIZER_FILES; i++) {
+        char path[4096], key[128];
+        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
+        const char *want = tf_st_metadata(f, key);
+        if (!want) continue;
+        snprintf(path, sizeof path, "%s/%s", ((lm_task *)t)->dir, TOKENIZER_FILES[i]);
+        size_t n;
+        char *have = tf_read_file(path, &n);
+        int same = have && n == strlen(want) && !memcmp(have, want, n);
+        free(have);
+        if (!same) return tf_set_error("%s: %s differs from the tokenizer the checkpoint was trained with", ck, path);
+    }
+    return 0;
+}
+
+static int64_t lm_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lm_task *)t)->cfg.model.context; }
+
+static void lm_free(tf_task *t) {
+    lm_task *l = (lm_task *)t;
+    tf_gpt_free(l->m);
+    tf_tokenizer_free(l->tok);
+    tf_loader_free(l->loader);
+    free(l->dir);
+    free(l);
+}
+
+static const tf_task_vt LM_TASK = {lm_batch, lm_loss, lm_params, lm_signature, lm_save,
+                                   lm_save_meta, lm_check_meta, lm_tokens, lm_free};
+
+/* ---------------------------------------------------------------- construction */
+
+/* The tokenizer, the token stream and its loader. */
+static int load_data(lm_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
+                     uint64_t seed) {
+    tf_gpt_config *model = &l->cfg.model;
+    if (!resume && install_tokenizer(tokenizer, data, n_data, l->dir)) return -1;
+    if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
+    int vocab = tf_tokenizer_vocab_size(l->tok);
+    if (model->vocab_size && model->vocab_size != vocab)
+        return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
+    model->vocab_size = vocab;
+    if (tf_lm_config_check(&l->cfg)) return -1;
+    tf_ids ids = {0};
+    int rc = tokenize_files(l->tok, data, n_data, &ids);
+    if (!rc && !(l->loader = tf_lm_loader_new(ids.v, (int64_t)ids.n, l->cfg.val_fraction, model->context, seed)))
+        rc = -1;
+    tf_ids_free(&ids);
+    return rc;
+}
+
+tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_data, const char *tokenizer,
+                        const char *run_dir, int resume, uint64_t seed) {
+    if (n_data < 1) return tf_set_error("train: no data files"), NULL;
+    if (mkdir(run_dir, 0755) && errno != EEXIST)
+        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
+    lm_task *l = calloc(1, sizeof *l);
+    size_t n = strlen(run_dir) + 1;
+    if (!l || !(l->dir = malloc(n))) return free(l), tf_set_error("train: out of memory"), NULL;
+    memcpy(l->dir, run_dir, n);
+    l->base.vt = &LM_TASK, l->cfg = *c;
+    l->base.config = (tf_fields){&tf_lm_config_table, &l->cfg};
+    if (load_data(l, data, n_data, tokenizer ? tokenizer : "char", resume, seed) ||
+        !(l->m = tf_gpt_new(&l->cfg.model, seed ? seed : 1))) {
+        lm_free(&l->base);
+        return NULL;
+    }
+    return &l->base;
+}
+
+const tf_gpt *tf_lm_task_model(const tf_task *t) { return ((const lm_task *)t)->m; }
+
+int tf_gpt_train(const tf_train_config *cfg, const tf_lm_config *lm, const char *const *data, int n_data,
+                 const char *tokenizer, const char *run_dir, int resume, volatile int *stop, tf_train_report_fn report,
+                 void *user) {
+    if (tf_train_config_check(cfg)) return -1;
+    tf_task *t = tf_lm_task_new(lm, data, n_data, tokenizer, run_dir, resume, cfg->seed);
+    if (!t) return -1;
+    int rc = tf_train(cfg, t, run_dir, resume, stop, report, user);
+    tf_task_free(t);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- evaluation */
+
+int tf_gpt_evaluate(const tf_gpt *m, tf_tokenizer *tok, const char *const *data, int n_data, double *loss,
+                    int64_t *tokens) {
+    tf_ids ids = {0};
+    if (tokenize_files(tok, data, n_data, &ids)) return tf_ids_free(&ids), -1;
+    int64_t T = m->cfg.context, n = (int64_t)ids.n;
+    if (n < 2) {
+        tf_ids_free(&ids);
+        return tf_set_error("eval: the data holds %lld tokens; at least 2 are needed", (long long)n);
+    }
+    tf_ctx *ctx = tf_ctx_new(0);
+    double sum = 0;
+    int64_t count = 0;
+    for (int64_t off = 0; off + 1 < n && ctx; off += T) { /* non-overlapping windows */
+        int64_t len = n - 1 - off < T ? n - 1 - off : T;
+        tf_ctx_reset(ctx);
+        tf_ctx_set_grad(ctx, 0);
+        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, len}, 0);
+        tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, len}, 0);
+        if (!x || !y) break;
+        memcpy(tf_i32(x), ids.v + off, (size_t)len * 4);
+        memcpy(tf_i32(y), ids.v + off + 1, (size_t)len * 4);
+        tf_tensor *l = tf_gpt_forward(ctx, m, x, y, NULL);
+        if (!l) break;
+        sum += (double)tf_f32(l)[0] * (double)len;
+        count += len;
+    }
+    tf_ctx_free(ctx);
+    tf_ids_free(&ids);
+    if (count != n - 1) return -1;
+    *loss = sum / (double)count;
+    *tokens = count;
+    return 0;
+}

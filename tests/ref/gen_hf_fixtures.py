@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Hugging Face model folders and their outputs, for `tformer hf-run` (tests/test_hf_run.c).
+
+    python tests/ref/gen_hf_fixtures.py --out tests/fixtures_hf
+        the committed cases written by the running transformers' major version
+        (run it once with transformers 4.x and once with 5.x: each writes its own)
+
+    python tests/ref/gen_hf_fixtures.py --random 12 --seed 1234 --out build/hf_fresh
+        fresh random configurations and inputs (make hf-conformance)
+
+Each case is a folder: config.json and model.safetensors as save_pretrained
+writes them, input.safetensors (tensors named as forward()'s arguments) and
+expected.safetensors (the output fields Hugging Face returns, by its names:
+logits and loss for GPT2LMHeadModel, last_hidden_state for GPT2Model).
+Weights are N(0, 0.3) so that every path matters; the outputs are computed in
+float64 from the float32 weights (model.double()) and rounded once.
+
+Left padding: a query whose every visible key is padding gets a mean of the
+values in Hugging Face (it masks with finfo.min, not -inf) and zeros in
+tformer, so the test compares only the rows that see at least one real token;
+labels of the tokens those rows predict are set to -100 so that the loss does
+not depend on them.
+
+transformers 4.36.2 runs over Debian's torch 1.13 (/tmp/hfvenv or build/hfvenv);
+5.x needs PyTorch 2.x (/tmp/hf5).
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import zlib
+
+import torch
+import torch.nn.functional as F
+import transformers
+from safetensors.torch import save_file
+from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
+
+MAJOR = int(transformers.__version__.split(".")[0])
+ARCHS = {"GPT2LMHeadModel": GPT2LMHeadModel, "GPT2Model": GPT2Model}
+
+
+# The committed cases: (major version that writes it, name, architecture, config, inputs).
+# Inputs: ids (dtype), mask (None, "right" or "left"; mask_dtype), pos (None,
+# "offset": consecutive from a random start, "random": any in range), types
+# (token_type_ids), labels. The outputs are forward()'s default call: 5.x given
+# use_cache=False reads position_ids that jump, without an attention_mask, as
+# packed sequences; by default (use_cache=True) it attends across the row as 4.x.
+CASES = [
+    (4, "v4_lm_tanh_labels", "GPT2LMHeadModel",
+     dict(vocab_size=37, n_positions=16, n_embd=12, n_layer=2, n_head=3),
+     dict(B=2, T=9, labels=True)),
+    (4, "v4_lm_relu_untied_rightpad", "GPT2LMHeadModel",
+     dict(vocab_size=29, n_positions=12, n_embd=10, n_layer=1, n_head=2, n_inner=18,
+          activation_function="relu", tie_word_embeddings=False),
+     dict(B=3, T=8, mask="right", labels=True)),
+    (4, "v4_lm_gelu_leftpad_eps", "GPT2LMHeadModel",
+     dict(vocab_size=41, n_positions=14, n_embd=15, n_layer=3, n_head=5, activation_function="gelu",
+          layer_norm_epsilon=1e-3),
+     dict(B=3, T=10, mask="left", mask_dtype="bool", labels=True)),
+    (4, "v4_body_posids_types_int32", "GPT2Model",
+     dict(vocab_size=23, n_positions=20, n_embd=9, n_layer=2, n_head=1, n_inner=7),
+     dict(B=2, T=6, ids_dtype="int32", pos="offset", types=True)),
+    (4, "v4_body_untied_leftpad", "GPT2Model",
+     dict(vocab_size=17, n_positions=9, n_embd=10, n_layer=2, n_head=2, activation_function="gelu",
+          tie_word_embeddings=False),
+     dict(B=3, T=9, mask="left", mask_dtype="int32")),
+    (5, "v5_lm_untied_pytorch_tanh_labels", "GPT2LMHeadModel",
+     dict(vocab_size=31, n_positions=12, n_embd=14, n_layer=2, n_head=7,
+          activation_function="gelu_pytorch_tanh", tie_word_embeddings=False),
+     dict(B=2, T=12, labels=True)),
+    (5, "v5_lm_leftpad_posids", "GPT2LMHeadModel",
+     dict(vocab_size=19, n_positions=16, n_embd=8, n_layer=2, n_head=2, layer_norm_epsilon=1e-6),
+     dict(B=3, T=7, mask="left", pos="random", labels=True)),
+    (5, "v5_body_rightpad_types", "GPT2Model",
+     dict(vocab_size=27, n_positions=10, n_embd=12, n_layer=3, n_head=4, activation_function="relu", n_inner=5),
+     dict(B=2, T=10, mask="right", mask_dtype="float32", types=True)),
+    (5, "v5_lm_posids_jump", "GPT2LMHeadModel",
+     dict(vocab_size=45, n_positions=18, n_embd=6, n_layer=1, n_head=3, activation_function="gelu"),
+     dict(B=2, T=8, pos="random", labels=True)),
+]
+
+
+def padding_mask(g, B, T, side):
+    """(B,T) int64, 1 = token: rows of random lengths, at least one padded row."""
+    mask = torch.zeros(B, T, dtype=torch.int64)
+    lengths = torch.randint(1, T + 1, (B,), generator=g)
+    lengths[0] = T  # one full row
+    lengths[-1] = min(int(lengths[-1]), T - 2)  # one padded row
+    for b, n in enumerate(lengths.tolist()):
+        if side == "right":
+            mask[b, :n] = 1
+        else:
+            mask[b, T - n:] = 1
+    return mask
+
+
+def make_inputs(g, cfg, spec):
+    B, T, V, P = spec["B"], spec["T"], cfg.vocab_size, cfg.n_positions
+    x = {"input_ids": torch.randint(0, V, (B, T), generator=g)}
+    mask = padding_mask(g, B, T, spec["mask"]) if spec.get("mask") else None
+    if mask is not None:
+        x["attention_mask"] = mask
+    if spec.get("pos") == "offset":
+        start = torch.randint(0, P - T + 1, (B, 1), generator=g)
+        x["position_ids"] = start + torch.arange(T)
+    elif spec.get("pos") == "random":
+        x["position_ids"] = torch.randint(0, P, (B, T), generator=g)
+    if spec.get("types"):
+        x["token_type_ids"] = torch.randint(0, V, (B, T), generator=g)
+    if spec.get("labels"):
+        labels = torch.randint(0, V, (B, T), generator=g)
+        labels[torch.rand(B, T, generator=g) < 0.2] = -100
+        if mask is not None:
+            labels[mask == 0] = -100
+            # the label at t is predicted by row t-1: -100 where that row sees only padding
+            seen = mask.cumsum(1)
+            labels[:, 1:][seen[:, :-1] == 0] = -100
+        x["labels"] = labels
+    if spec.get("ids_dtype") == "int32":
+        for k in ("input_ids", "position_ids", "token_type_ids"):
+            if k in x:
+                x[k] = x[k].to(torch.int32)
+    if mask is not None and spec.get("mask_dtype"):
+        x["attention_mask"] = mask.to(getattr(torch, spec["mask_dtype"]))
+    return x
+
+
+def reference(model, arch, x):
+    """Hugging Face's outputs in float64 from the float32 weights, rounded once."""
+    m = ARCHS[arch](model.config)
+    m.load_state_dict(model.state_dict())
+    m = m.double().eval()
+    args = {k: (v.long() if v.dtype == torch.int32 else v) for k, v in x.items()}
+    with torch.no_grad():
+        out = m(**args)
+    if arch == "GPT2Model":
+        return {"last_hidden_state": out.last_hidden_state.float()}
+    res = {"logits": out.logits.float()}
+    if "labels" in x:
+        # the loss as Hugging Face defines it (logits[:, :-1] against labels[:, 1:], -100
+        # ignored), in float64: 5.x computes it from float32 logits; check that it agrees
+        V = out.logits.shape[-1]
+        loss = F.cross_entropy(out.logits[:, :-1].reshape(-1, V), args["labels"][:, 1:].reshape(-1),
+                               ignore_index=-100)
+        err = abs(float(out.loss) - float(loss)) / abs(float(loss))
+        assert err < 1e-6, f"our loss formula differs from transformers' by {err:.2e}"
+        res["loss"] = loss.float()
+    return res
+
+
+def write_case(out, name, arch, cfg_kw, spec, seed):
+    torch.manual_seed(seed)
+    # bos/eos: GPT-2's 50256 is outside these vocabularies (a 5.x warning); forward() does not read them
+    cfg = GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0, **cfg_kw)
+    model = ARCHS[arch](cfg).eval()
+    with torch.no_grad():  # larger than the default 0.02 so that every path matters
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    for extra in ("generation_config.json",):  # not read by hf-run
+        if os.path.exists(os.path.join(d, extra)):
+            os.remove(os.path.join(d, extra))
+    g = torch.Generator().manual_seed(seed + 1)
+    x = make_inputs(g, cfg, spec)
+    save_file(x, os.path.join(d, "input.safetensors"))
+    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+    print(f"wrote {d} ({arch}, transformers {transformers.__version__}; inputs {', '.join(x)})")
+
+
+def random_case(r):
+    """A random configuration and input set; (arch, config, inputs)."""
+    arch = r.choice(sorted(ARCHS))
+    n_head = r.randint(1, 4)
+    T = r.randint(2, 12)
+    cfg = dict(vocab_size=r.randint(5, 60), n_positions=T + r.randint(0, 6), n_embd=n_head * r.randint(1, 5),
+               n_layer=r.randint(1, 3), n_head=n_head,
+               activation_function=r.choice(["gelu_new", "gelu_pytorch_tanh", "gelu", "relu"]),
+               layer_norm_epsilon=r.choice([1e-5, 1e-3, 1e-6]))
+    if r.random() < 0.5:
+        cfg["n_inner"] = r.randint(1, 20)
+    if r.random() < 0.5:  # GPT2Model: only config.json says so (no lm_head either way)
+        cfg["tie_word_embeddings"] = False
+    spec = dict(B=r.randint(1, 3), T=T)
+    spec["mask"] = r.choice([None, "right", "left"]) if T >= 3 else None
+    if spec["mask"]:
+        spec["mask_dtype"] = r.choice(["int64", "int32", "bool", "float32"])
+    spec["pos"] = r.choice([None, "offset", "random"])
+    spec["types"] = r.random() < 0.4
+    spec["labels"] = arch == "GPT2LMHeadModel" and r.random() < 0.6
+    spec["ids_dtype"] = r.choice(["int64", "int32"])
+    if spec["mask"] and spec["B"] < 2:  # one full row and one padded row
+        spec["B"] = 2
+    return arch, cfg, spec
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    if a.random:
+        r = random.Random(a.seed)
+        print(f"seed {a.seed}")
+        for i in range(a.random):
+            arch, cfg, spec = random_case(r)
+            print(f"case {i}: {json.dumps(cfg)} {json.dumps(spec)}")
+            write_case(a.out, f"v{MAJOR}_random_{i:02d}", arch, cfg, spec, a.seed * 1000 + i)
+        return
+    for major, name, arch, cfg, spec in CASES:
+        if major == MAJOR:  # seeded by name: adding a case leaves the others as they are
+            write_case(a.out, name, arch, cfg, spec, zlib.crc32(name.encode()) % 100000)
+
+
+if __name__ == "__main__":
+    main()
