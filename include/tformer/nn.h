@@ -239,11 +239,6 @@ TF_API tf_tensor *tf_transformer_forward(tf_ctx *ctx, const tf_transformer *t, c
                                          tf_tensor *src, tf_tensor *tgt, const tf_attn_mask *src_mask,
                                          const tf_attn_mask *tgt_mask, const tf_attn_mask *memory_mask);
 
-/* Transitional names, removed when torch-run's config moves onto the block
- * config (in progress): tf_layer_config is tf_block_config. */
-typedef tf_block_config tf_layer_config;
-#define tf_layer_config_default tf_block_config_default
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,99 @@
+/* The searches over the decoder interface, with a decoder that is not a
+ * Transformer: a bigram table (the next token's logits depend on the last
+ * token only). Beam search equals exhaustive search on it, forks are all
+ * freed, and a decoder that cannot slide ends a sample at its capacity. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+#define V 5
+
+typedef struct {
+    tf_decoder base;
+    int32_t last;
+    int *live; /* decoders alive, shared with the test */
+} bigram;
+
+static float table(int32_t a, int32_t b) { return (float)((a * 7 + b * 3) % 11) * 0.37f - (float)(a == b); }
+
+static int bg_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
+    bigram *g = (bigram *)d;
+    g->last = tokens[n - 1];
+    for (int v = 0; v < V; v++) logits[v] = table(g->last, v);
+    return 0;
+}
+
+static tf_decoder *bg_fork(const tf_decoder *d) {
+    bigram *f = malloc(sizeof *f);
+    *f = *(const bigram *)d;
+    ++*f->live;
+    return &f->base;
+}
+
+static void bg_reset(tf_decoder *d) { ((bigram *)d)->last = -1; }
+static void bg_free(tf_decoder *d) {
+    --*((bigram *)d)->live;
+    free(d);
+}
+
+static const tf_decoder_vt BIGRAM = {bg_step, bg_fork, bg_reset, bg_free};
+
+static tf_decoder *bigram_new(int capacity, int *live) {
+    bigram *g = calloc(1, sizeof *g);
+    g->base = (tf_decoder){&BIGRAM, V, capacity, 0, 0};
+    g->last = -1, g->live = live;
+    ++*live;
+    return &g->base;
+}
+
+static double log_p(int32_t a, int32_t b) {
+    double mx = -1e30, z = 0;
+    for (int v = 0; v < V; v++) mx = table(a, v) > mx ? table(a, v) : mx;
+    for (int v = 0; v < V; v++) z += exp((double)table(a, v) - mx);
+    return (double)(float)(table(a, b) - (float)(mx + log(z)));
+}
+
+TEST(generate_beam_equals_exhaustive_on_any_decoder) {
+    int live = 0;
+    int32_t prompt[2] = {3, 1};
+    double best = -INFINITY;
+    int best_seq = -1;
+    for (int s = 0; s < V * V * V; s++) { /* every 3-token continuation */
+        int32_t prev = prompt[1], seq[3] = {s / 25, s / 5 % 5, s % 5};
+        double total = 0;
+        for (int k = 0; k < 3; k++) total += log_p(prev, seq[k]), prev = seq[k];
+        if (total > best) best = total, best_seq = s;
+    }
+    tf_decoder *d = bigram_new(10, &live);
+    tf_generate_opts o = tf_generate_opts_default();
+    o.max_tokens = 3, o.beam = V * V, o.length_penalty = 0;
+    tf_ids out = {0};
+    double score;
+    CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, &score) == 0 && out.n == 3);
+    CHECKF(out.v[0] * 25 + out.v[1] * 5 + out.v[2] == best_seq, "beam %d %d %d, exhaustive %d", out.v[0], out.v[1],
+           out.v[2], best_seq);
+    CHECKF(fabs(score - best) < 1e-6, "score %.9g, exhaustive %.9g", score, best);
+    CHECKF(live == 1, "%d decoders alive after beam search (only the caller's should be)", live);
+    tf_ids_free(&out);
+    tf_decoder_free(d);
+    CHECK(live == 0);
+}
+
+TEST(generate_stops_at_the_capacity_of_a_decoder_that_cannot_slide) {
+    int live = 0;
+    tf_decoder *d = bigram_new(6, &live); /* room for the prompt and 4 tokens */
+    int32_t prompt[2] = {0, 4};
+    tf_generate_opts o = tf_generate_opts_default();
+    o.max_tokens = 20, o.temperature = 0.9f, o.seed = 3;
+    tf_ids out = {0};
+    CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == 0);
+    CHECKF(out.n == 5, "%zu tokens: the last chosen after the capacity is reached", out.n);
+    int32_t bad = V; /* a token outside the vocabulary is an error of the interface */
+    float logits[V];
+    tf_decoder_reset(d);
+    CHECK(tf_decoder_step(d, &bad, 1, logits) != 0 && strstr(tf_error(), "outside the vocabulary of 5"));
+    tf_ids_free(&out);
+    tf_decoder_free(d);
+    CHECK(live == 0);
+}
