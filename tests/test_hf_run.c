@@ -45,7 +45,9 @@ static double masked_err(const tf_tensor *got, const tf_tensor *exp, const unsig
     double d = 0, r = 0;
     for (int64_t i = 0; i < n; i++) {
         if (rows && !keep[i / w]) continue;
-        double e = (double)tf_f32(got)[i] - tf_f32(exp)[i];
+        float g = tf_f32(got)[i], x = tf_f32(exp)[i];
+        if (g != g && x != x) continue; /* NaN where transformers gives NaN (a loss with every label ignored) */
+        double e = (double)g - x;
         d += e * e;
         r += (double)tf_f32(exp)[i] * tf_f32(exp)[i];
     }
