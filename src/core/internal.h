@@ -63,6 +63,9 @@ tf_node *tf_node_new(tf_ctx *ctx, tf_op op, int n_in, tf_tensor *const *in, tf_d
 tf_tensor *tf_node_run(tf_ctx *ctx, tf_node *n);
 void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes);
 float *tf_ctx_floats(tf_ctx *ctx, int64_t n);
+/* The same without zeroing, for buffers an op writes whole before reading. */
+float *tf_ctx_scratch(tf_ctx *ctx, int64_t n);
+void *tf_arena_alloc_uninit(tf_arena *a, size_t bytes);
 tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
 
 /* for (int64_t i = 0; i < n; i++) BODY, on the threads when cond holds and

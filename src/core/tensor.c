@@ -245,14 +245,17 @@ void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed) { ctx->rng = seed; }
 tf_arena *tf_ctx_arena(tf_ctx *ctx) { return ctx->arena; }
 void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes) { return tf_arena_alloc(ctx->arena, bytes); }
 
-float *tf_ctx_floats(tf_ctx *ctx, int64_t n) {
+static float *ctx_floats(tf_ctx *ctx, int64_t n, int zeroed) {
     size_t bytes;
     if (n < 0 || !tf_mul_size((size_t)n, sizeof(float), &bytes)) {
         tf_set_error("buffer of %lld floats overflows", (long long)n);
         return NULL;
     }
-    return tf_arena_alloc(ctx->arena, bytes);
+    return zeroed ? tf_arena_alloc(ctx->arena, bytes) : tf_arena_alloc_uninit(ctx->arena, bytes);
 }
+
+float *tf_ctx_floats(tf_ctx *ctx, int64_t n) { return ctx_floats(ctx, n, 1); }
+float *tf_ctx_scratch(tf_ctx *ctx, int64_t n) { return ctx_floats(ctx, n, 0); }
 
 tf_tensor *tf_tensor_new(tf_ctx *ctx, tf_dtype dt, int ndim, const int64_t *shape,
                          int requires_grad) {

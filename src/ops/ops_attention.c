@@ -310,8 +310,9 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     /* saved[1]: K^T and V^T by key tiles (B,H,D+Dv,Tk), then the backward's
      * per-thread P and dP of one query block (threads,2,BQ,Tk) when gradients flow */
     int64_t scratch = n && n->out->grad ? (int64_t)p->threads * 2 * BQ * p->Tk : 0;
-    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->B * p->H * p->Tq)) ||  // lse: (B,H,Tq)
-        !(n->saved[1] = tf_ctx_floats(ctx, p->B * p->H * (p->D + p->Dv) * p->Tk + scratch)))
+    /* both written whole before they are read (forward: lse and K^T; backward: V^T, P, dP) */
+    if (!n || !(n->saved[0] = tf_ctx_scratch(ctx, p->B * p->H * p->Tq)) ||  // lse: (B,H,Tq)
+        !(n->saved[1] = tf_ctx_scratch(ctx, p->B * p->H * (p->D + p->Dv) * p->Tk + scratch)))
         return NULL;
     return tf_node_run(ctx, n);
 }

@@ -1,7 +1,7 @@
 /* Batched matrix product with either operand transposed. */
 #include <string.h>
 
-#include "../core/internal.h"
+#include "kernels.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -68,19 +68,17 @@ static void gemm_tiles(int64_t M, int64_t N, int64_t K, int64_t *rb, int64_t *cb
 }
 
 /* C (1,N) += a (K) op(B): one row (a decoding step). A BLAS would repack all
- * of B for it; here columns go in fixed chunks to the threads, each summed
- * in the portable kernel's order, so any thread count gives the same bits. */
+ * of B for it; here columns go in fixed chunks of 256 to the threads (the
+ * same sums on any thread count): B (K,N) through the kernel set's tile
+ * product, B (N,K) as one dot product per column. */
 static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb, int64_t j0,
                        int64_t j1) {
     if (tb) {
         for (int64_t j = j0; j < j1; j++) C[j] += tf_dot(a, B + j * K, K);
         return;
     }
-    for (int64_t k = 0; k < K; k++) {
-        float ak = a[k];
-        const float *b = B + k * N;
-        for (int64_t j = j0; j < j1; j++) C[j] += ak * b[j];
-    }
+    /* the register-blocked tile product with one row: C's columns stay in registers over K */
+    tf_kern()->tile_gemm(C + j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
 }
 
 static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb) {
