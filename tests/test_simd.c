@@ -80,6 +80,9 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     memcpy(s->out0, s->x, (size_t)n * 4), memcpy(s->out1, s->x, (size_t)n * 4);
     ref->acc(s->out0, grad, n), k->acc(s->out1, grad, n);
     TRACK("acc", max_err(s->out1, s->out0, n));
+    memcpy(s->out0, s->x, (size_t)n * 4), memcpy(s->out1, s->x, (size_t)n * 4);
+    ref->axpy(s->out0, -0.75f, grad, n), k->axpy(s->out1, -0.75f, grad, n);
+    TRACK("axpy", max_err(s->out1, s->out0, n));
     /* tile products: m rows, c columns (odd, past one register block), k steps, A either layout */
     int64_t tm = n < 31 ? n : 31, tc = n % 131 + 1, tk = n % 13 + 1;
     fill(s->w, tm * tk, 8, 1.0f), fill(s->b, tk * (tc + 3), 9, 1.0f), fill(s->out0, tm * tc, 10, 1.0f);

@@ -98,6 +98,10 @@ static void acc(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
+static void axpy(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
     enum { CB = 64 };
     int64_t blocks = (N + CB - 1) / CB;
@@ -125,7 +129,7 @@ static void tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const fl
 }
 
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softmax, exp_shift, softmax_lse,
-                                    layernorm, layernorm_grad, adamw, acc, tile_gemm};
+                                    layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

@@ -190,6 +190,13 @@ KT void k_acc(float *y, const float *x, int64_t n) {
     if (i < n) v_stt(y + i, v_add(v_ldt(y + i, n - i, 0.0f), v_ldt(x + i, n - i, 0.0f)), n - i);
 }
 
+KT void k_axpy(float *y, float a, const float *x, int64_t n) {
+    V va = v_set(a);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) v_st(y + i, v_fma(va, v_ld(x + i), v_ld(y + i)));
+    if (i < n) v_stt(y + i, v_fma(va, v_ldt(x + i, n - i, 0.0f), v_ldt(y + i, n - i, 0.0f)), n - i);
+}
+
 /* C (m,n) = A B + beta C for the small tiles of fused attention: A (m,k) at
  * A[r*rs + kk*cs] (either layout, so A^T costs nothing), B (k,n) with rows
  * ldb apart, C (m,n) contiguous. Register blocks of KR rows x KNV

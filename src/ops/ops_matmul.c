@@ -68,23 +68,29 @@ static void gemm_tiles(int64_t M, int64_t N, int64_t K, int64_t *rb, int64_t *cb
 }
 
 /* C (1,N) += a (K) op(B): one row (a decoding step). A BLAS would repack all
- * of B for it; here columns go in fixed chunks of 256 to the threads (the
- * same sums on any thread count): B (K,N) through the kernel set's tile
- * product, B (N,K) as one dot product per column. */
+ * of B for it. Columns go in fixed chunks to the threads; each element sums
+ * over k in order, so any chunking and thread count give the same bits.
+ * B (K,N): a matrix that fits in L2 through the kernel set's tile product
+ * (the chunk's columns stay in registers over k); a larger one row by row
+ * (axpy over the chunk: B streams through contiguously, and the chunk's
+ * accumulators stay in L1). B (N,K): one dot product per column. */
+#define GEMV_CHUNK 1024
 static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb, int64_t j0,
                        int64_t j1) {
+    const tf_kernels *kern = tf_kern();
     if (tb) {
         for (int64_t j = j0; j < j1; j++) C[j] += tf_dot(a, B + j * K, K);
-        return;
+    } else if (K * N <= (1 << 16)) {
+        kern->tile_gemm(C + j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
+    } else {
+        for (int64_t k = 0; k < K; k++) kern->axpy(C + j0, a[k], B + k * N + j0, j1 - j0);
     }
-    /* the register-blocked tile product with one row: C's columns stay in registers over K */
-    tf_kern()->tile_gemm(C + j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
 }
 
 static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb) {
-    const int64_t chunk = 256, nc = (N + chunk - 1) / chunk;
+    const int64_t nc = (N + GEMV_CHUNK - 1) / GEMV_CHUNK;
     TF_PARALLEL_FOR(N * K >= (1 << 18) && nc > 1, c, nc,
-                    gemv_chunk(C, a, B, N, K, tb, c * chunk, (c + 1) * chunk < N ? (c + 1) * chunk : N));
+                    gemv_chunk(C, a, B, N, K, tb, c * GEMV_CHUNK, (c + 1) * GEMV_CHUNK < N ? (c + 1) * GEMV_CHUNK : N));
 }
 
 /* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
