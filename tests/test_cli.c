@@ -351,3 +351,16 @@ TEST(cli_train_config_file_and_flag_overrides) {
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, cfg);
     CHECK(system(cmd) == 0);
 }
+
+TEST(header_example_compiles_and_runs) {
+    /* include/tformer.h opens with a program; it must build against the library and run */
+    char out[4096], cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "d=$(mktemp -d) && { echo '#include <stdio.h>'; echo '#include \"tformer.h\"';"
+             " sed -n '/^ \\*     int main/,/^ \\*     }/p' include/tformer.h | sed -e 's/^ \\*     //' -e 's/^ \\*$//'; } > $d/ex.c &&"
+             " cc -std=c11 -Wall -Wextra -Wpedantic -Werror %s -Iinclude -o $d/ex $d/ex.c %s/libtformer.a"
+             " -lcjson -lpcre2-8 -lutf8proc -lpng -lm -fopenmp -ldl 2>&1 && $d/ex 2>&1; rc=$?; rm -rf $d; exit $rc",
+             getenv("TFORMER_CFLAGS") ? getenv("TFORMER_CFLAGS") : "",  /* the library's sanitizer flags */
+             getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build");
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "dL/dW[0] = "), "%s", out);
+}
