@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -61,6 +62,13 @@ char *test_slurp(const char *path, size_t *len) {
 }
 
 static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int test_temp_file(char *path) {
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
 
 int test_dir_entries(const char *dir, char **names, int max) {
     DIR *d = opendir(dir);

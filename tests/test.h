@@ -44,6 +44,9 @@ char *test_slurp(const char *path, size_t *len);
  * each malloc'ed; -1 when it cannot be opened. */
 int test_dir_entries(const char *dir, char **names, int max);
 
+/* Create an empty file from a mkstemp template ("/tmp/x_XXXXXX", filled in); 0 or -1. */
+int test_temp_file(char *path);
+
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
 

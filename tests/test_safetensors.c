@@ -61,9 +61,7 @@ TEST(safetensors_writer_round_trip) {
           tf_st_writer_add(w, "ids", ids) == 0 && tf_st_writer_add_grad(w, "grad.x", x) == 0);
     CHECK(tf_st_writer_add(w, "mask", m) != 0 && strstr(tf_error(), "twice"));
     char path[] = "/tmp/tformer_st_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
+    CHECK(test_temp_file(path) == 0);
     CHECK(tf_st_writer_save(w, path) == 0);
     tf_st_writer_free(w);
     tf_st_file *f = tf_st_open(path);
@@ -95,9 +93,7 @@ TEST(safetensors_writer_every_dtype) {
         CHECKF(tf_st_writer_add_as(w, e->name, tf_st_to_tensor(ref, e, a), e->dtype) == 0, "%s: %s", e->name, tf_error());
     }
     char path[] = "/tmp/tformer_st_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
+    CHECK(test_temp_file(path) == 0);
     CHECK(tf_st_writer_save(w, path) == 0);
     tf_st_file *back = tf_st_open(path);
     CHECK(back != NULL);
@@ -218,9 +214,7 @@ TEST(safetensors_writer_golden_bytes) {
     int nv;
     CHECK(a && w && golden_set(w, a, views, &nv) == 0);
     char path[] = "/tmp/tformer_golden_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
+    CHECK(test_temp_file(path) == 0);
     CHECK(tf_st_writer_save(w, path) == 0);
     size_t n, m;
     char *got = test_slurp(path, &n), *want = test_slurp("tests/data/st_writer_golden.safetensors", &m);
@@ -244,9 +238,7 @@ TEST(safetensors_writer_reads_tensors_at_save) {
           tf_st_writer_add_as(w, "h", x, TF_ST_F16) == 0);
     tf_f32(x)[1] = 2.5f, x->grad[2] = -4.0f;
     char path[] = "/tmp/tformer_st_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
+    CHECK(test_temp_file(path) == 0);
     CHECK(tf_st_writer_save(w, path) == 0);
     tf_st_file *f = tf_st_open(path);
     tf_tensor *r = f ? tf_st_to_tensor(f, tf_st_find(f, "x"), a) : NULL, *g = f ? tf_st_to_tensor(f, tf_st_find(f, "g"), a) : NULL;
