@@ -364,3 +364,12 @@ TEST(header_example_compiles_and_runs) {
              getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build");
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "dL/dW[0] = "), "%s", out);
 }
+
+TEST(cli_directory_where_a_file_is_expected) {
+    char out[4096], cmd[512];
+    snprintf(cmd, sizeof cmd, "%s train --data tests --out /tmp/tformer_cli_dir_%d 2>&1; rm -rf /tmp/tformer_cli_dir_%d",
+             bin(), (int)getpid(), (int)getpid());
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "tests: is a directory"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s torch-run --config tests --weights x --input y --output /tmp/tformer_dir.st 2>&1", bin());
+    CHECKF(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "tests: is a directory"), "%s", out);
+}

@@ -120,6 +120,8 @@ float tf_gelu_scalar(float x, int tanh_form, float *deriv);
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
                 int nb);
 
+/* Allocate every registered tensor, zero-filled (to be loaded, not initialised). */
+int tf_params_alloc(tf_params *ps);
 /* Write k and v (B,H,T,D) at the cache's length in layer `layer` and return
  * views (B,H,len+T,D) of every position held, new ones included (the cache's
  * length moves on with tf_kv_cache_advance once every layer has appended). */

@@ -197,18 +197,15 @@ int tf_stack_register(tf_params *ps, const char *prefix, tf_stack *s, const tf_b
     if (n_layer < 0 || n_layer > 100000) return tf_set_error("stack: %d layers", n_layer);
     if (!(s->layers = calloc(n_layer ? (size_t)n_layer : 1, sizeof *s->layers)))
         return tf_set_error("stack: out of memory");
-    s->n_layer = n_layer, s->has_norm = final_norm, s->norm.eps = cfg->norm_eps;
+    s->n_layer = n_layer, s->has_norm = final_norm;
     char p[512];
     for (int i = 0; i < n_layer; i++) {
         snprintf(p, sizeof p, "%slayers.%d.", prefix, i);
         if (torch_layer(ps, p, &s->layers[i], cfg, cfg->cross)) return -1;
     }
     if (!final_norm) return 0;
-    int64_t d = cfg->d_model;
-    snprintf(p, sizeof p, "%snorm.weight", prefix);
-    if (tf_params_add(ps, p, &s->norm.weight, 1, &d, TF_INIT_ONES)) return -1;
-    snprintf(p, sizeof p, "%snorm.bias", prefix);
-    return cfg->bias ? tf_params_add(ps, p, &s->norm.bias, 1, &d, TF_INIT_ZEROS) : 0;
+    snprintf(p, sizeof p, "%snorm", prefix);
+    return tf_layer_norm_register(ps, p, &s->norm, cfg->d_model, cfg->norm_eps, cfg->bias);
 }
 
 void tf_stack_free(tf_stack *s) {

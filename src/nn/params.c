@@ -78,6 +78,12 @@ static int entry_alloc(tf_params *ps, tf_param_entry *e) {
     return *e->slot ? 0 : tf_set_error("params: cannot allocate %s: %s", e->name, tf_error());
 }
 
+int tf_params_alloc(tf_params *ps) {
+    for (int i = 0; i < ps->n; i++)
+        if (entry_alloc(ps, &ps->e[i])) return -1;
+    return 0;
+}
+
 int tf_params_init(tf_params *ps, uint64_t seed) {
     for (int i = 0; i < ps->n; i++) {
         tf_param_entry *e = &ps->e[i];

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -35,6 +36,8 @@ const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m) 
 }
 
 char *tf_read_file(const char *path, size_t *len) {
+    struct stat st;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode)) return tf_set_error("%s: is a directory, not a file", path), NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return tf_set_error("%s: cannot open: %s", path, strerror(errno)), NULL;
     tf_buf b = {0};

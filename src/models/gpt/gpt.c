@@ -51,9 +51,7 @@ static int register_all(tf_gpt *m) {
         rc = tf_block_register(ps, prefix, &m->h[i], &m->block, &names, init);
     }
     m->ln_f.eps = c->norm_eps;
-    if (!rc && c->norm_first)
-        rc = add(ps, "transformer.ln_f.weight", &m->ln_f.weight, TF_INIT_ONES, 1, C, 0) ||
-             add(ps, "transformer.ln_f.bias", &m->ln_f.bias, TF_INIT_ZEROS, 1, C, 0);
+    if (!rc && c->norm_first) rc = tf_layer_norm_register(ps, "transformer.ln_f", &m->ln_f, C, c->norm_eps, 1);
     if (!rc && m->has_head)
         rc = tf_lm_head_register(ps, c->tied ? NULL : "lm_head.weight", NULL, &m->head, c->tied ? &m->wte : NULL, C,
                                  c->vocab_size, 0.02f);

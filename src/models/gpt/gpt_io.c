@@ -31,10 +31,10 @@ static const tf_field HF_ROWS[] = {
 #undef HF
 static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
 
-static int read_config(const char *path, tf_gpt_config *c) {
+static int read_config(const cJSON *root, const char *path, tf_gpt_config *c) {
     *c = tf_gpt_config_default(0, 0, 0, 0, 0); /* fields Hugging Face does not set (dropout) */
     tf_fields f = {&HF_TABLE, c};
-    if (tf_fields_defaults(&f, 1) || tf_fields_load(&f, 1, path, 1)) return -1;
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1)) return -1;
     if (!tf_gpt_config_check(c)) return 0;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tf_error());
@@ -58,7 +58,7 @@ static int load_weights(tf_gpt *m, const char *path) {
     tf_st_file *f = tf_st_open(path);
     if (!f) return -1;
     tf_params *ps = m->params;
-    int rc = tf_params_init(ps, 1); /* allocate; every tensor is then overwritten */
+    int rc = tf_params_alloc(ps); /* every tensor is then overwritten: no random init first */
     for (int i = 0; !rc && i < tf_params_count(ps); i++) {
         const char *name = tf_params_name(ps, i);
         const tf_st_entry *e = find_param(f, name);
@@ -93,9 +93,7 @@ static const struct {
 
 /* What the field table does not carry: a body alone (GPT2Model folders have
  * no output projection) and the unsupported settings. */
-static int read_extras(const char *path, int *body) {
-    cJSON *root = tf_json_read(path);
-    if (!root) return -1;
+static int read_extras(const cJSON *root, const char *path, int *body) {
     const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
     *body = cJSON_IsString(first) && !strcmp(first->valuestring, "GPT2Model");
@@ -106,7 +104,6 @@ static int read_extras(const char *path, int *body) {
             rc = tf_set_error("%s: \"%s\" must be %s: tformer's GPT-2 does not implement the other setting", path,
                               GPT2_FLAGS[i].key, GPT2_FLAGS[i].supported ? "true" : "false");
     }
-    cJSON_Delete(root);
     return rc;
 }
 
@@ -114,8 +111,11 @@ tf_gpt *tf_gpt_load_hf(const char *dir) {
     char path[4096];
     tf_gpt_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
-    int body;
-    if (read_config(path, &c) || read_extras(path, &body)) return NULL;
+    int body, rc;
+    cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
+    rc = !root || read_config(root, path, &c) || read_extras(root, path, &body);
+    cJSON_Delete(root);
+    if (rc) return NULL;
     tf_gpt *m = tf_gpt_new_body(&c, 0, !body);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (m && load_weights(m, path)) {
