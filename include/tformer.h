@@ -51,6 +51,7 @@
 #include "tformer/data.h"
 #include "tformer/generate.h"
 #include "tformer/gpt.h"
+#include "tformer/bert.h"
 #include "tformer/train.h"
 #include "tformer/interop.h"
 

@@ -35,9 +35,36 @@ static const char *const GPT2_REFUSED[] = {
 static const char *const OUT_LM[] = {"logits", "loss", NULL};
 static const char *const OUT_BODY[] = {"last_hidden_state", NULL};
 
+/* BertModel / BertFor*.forward() (transformers 4.x and 5.x). */
+#define BERT_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                    {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input BERT_INPUTS[] = {BERT_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input BERT_PRE_INPUTS[] = {
+    BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {"next_sentence_label", HF_IN_IDS, "B", 0}, {NULL, 0, NULL, 0},
+};
+static const hf_input BERT_TOKEN_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input BERT_SEQ_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+static const hf_input BERT_QA_INPUTS[] = {
+    BERT_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+};
+#undef BERT_COMMON
+static const char *const BERT_REFUSED[] = {
+    "head_mask", "inputs_embeds", "encoder_hidden_states", "encoder_attention_mask", "past_key_values",
+    "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+static const char *const OUT_BERT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
+static const char *const OUT_BERT_PRE[] = {"prediction_logits", "seq_relationship_logits", "loss", NULL};
+static const char *const OUT_BERT_QA[] = {"start_logits", "end_logits", "loss", NULL};
+
 static const hf_arch ARCHS[] = {
     {"GPT2LMHeadModel", &hf_gpt2_family, GPT2_LM_INPUTS, GPT2_REFUSED, OUT_LM},
     {"GPT2Model", &hf_gpt2_family, GPT2_INPUTS, GPT2_REFUSED, OUT_BODY},
+    {"BertModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY},
+    {"BertForPreTraining", &hf_bert_family, BERT_PRE_INPUTS, BERT_REFUSED, OUT_BERT_PRE},
+    {"BertForMaskedLM", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"BertForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
+    {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
 };
 #define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
 
@@ -187,8 +214,10 @@ static int dtype_ok(hf_in_kind kind, tf_st_dtype dt) {
     int is_int = dt == TF_ST_I64 || dt == TF_ST_I32, is_float = dt == TF_ST_F32 || dt == TF_ST_F16 || dt == TF_ST_BF16;
     switch (kind) {
     case HF_IN_IDS:
-    case HF_IN_LABELS: return is_int;
+    case HF_IN_LABELS:
+    case HF_IN_INT: return is_int;
     case HF_IN_FLOAT: return is_float;
+    case HF_IN_TARGETS: return is_int || is_float;
     default: return 1; /* masks: any dtype, values checked */
     }
 }
@@ -196,6 +225,7 @@ static int dtype_ok(hf_in_kind kind, tf_st_dtype dt) {
 static const char *const KIND_DTYPES[] = {
     [HF_IN_IDS] = "I64 or I32", [HF_IN_LABELS] = "I64 or I32",
     [HF_IN_MASK] = "I64, I32, U8, BOOL or float", [HF_IN_FLOAT] = "F32, F16 or BF16",
+    [HF_IN_INT] = "I64 or I32", [HF_IN_TARGETS] = "I64, I32 (classes) or F32, F16, BF16 (regression)",
 };
 
 /* A mask of 0/1 values in any dtype -> U8, 1 = attend. */
@@ -224,12 +254,13 @@ static tf_tensor *load_input(hf_dims *d, const hf_input *in, const tf_st_file *f
     tf_tensor *t = tf_st_to_tensor(f, e, a);
     if (!t) return NULL;
     if (in->kind == HF_IN_MASK) return to_mask(t, a, in->name, path);
-    for (int64_t i = 0; in->kind != HF_IN_FLOAT && i < tf_numel(t); i++)
-        if (tf_i32(t)[i] < 0 && !(in->kind == HF_IN_LABELS && tf_i32(t)[i] == -100)) {
+    int labels = in->kind == HF_IN_LABELS || in->kind == HF_IN_TARGETS;
+    for (int64_t i = 0; in->kind != HF_IN_INT && t->dtype == TF_DTYPE_I32 && i < tf_numel(t); i++)
+        if (tf_i32(t)[i] < 0 && !(labels && tf_i32(t)[i] == -100)) {
             char at[96];
             return tf_set_error("%s: input '%s' holds %d at %s; expected %s", path, in->name, (int)tf_i32(t)[i],
                                 index_str(t, i, at, sizeof at),
-                                in->kind == HF_IN_LABELS ? "a token id or -100 (ignored)" : "ids >= 0"), NULL;
+                                labels ? "a label >= 0 or -100 (ignored)" : "ids >= 0"), NULL;
         }
     return t;
 }

@@ -15,7 +15,9 @@ typedef enum {
     HF_IN_IDS,    /* I64 or I32, values >= 0 -> I32 */
     HF_IN_LABELS, /* I64 or I32, values >= 0 or -100 (ignored) -> I32 */
     HF_IN_MASK,   /* any integer, BOOL or float dtype, values 0 or 1 -> U8 (1 = attend) */
-    HF_IN_FLOAT   /* F32, F16 or BF16 -> F32 (pixel values) */
+    HF_IN_FLOAT,  /* F32, F16 or BF16 -> F32 (pixel values) */
+    HF_IN_INT,    /* any I64 or I32 value -> I32 (positions the model clamps) */
+    HF_IN_TARGETS /* class ids as HF_IN_LABELS, or F32/F16/BF16 values -> F32 (regression) */
 } hf_in_kind;
 
 /* One forward() argument: its name, kind and shape pattern. Each letter of
@@ -74,5 +76,6 @@ int hf_check_range(const hf_job *job, const char *name, int32_t lo, int32_t hi, 
 
 /* The families. */
 extern const hf_family hf_gpt2_family;
+extern const hf_family hf_bert_family;
 
 #endif

@@ -63,6 +63,18 @@ tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, in
 
 /* ---------------------------------------------------------------- attention */
 
+tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk, const char *who) {
+    char s[64];
+    if (mask->ndim != 2 || mask->shape[0] != B || mask->shape[1] != Tk ||
+        (mask->dtype != TF_DTYPE_I32 && mask->dtype != TF_DTYPE_U8))
+        return tf_set_error("%s: attention_mask %s must be I32 or U8 (%lld,%lld)", who, tf_shape_str(mask, s, sizeof s),
+                            (long long)B, (long long)Tk), NULL;
+    tf_tensor *c = tf_contiguous(ctx, (tf_tensor *)mask);
+    tf_tensor *pad = c ? tf_tensor_new(ctx, TF_DTYPE_U8, 2, mask->shape, 0) : NULL;  // (B,Tk)
+    for (int64_t i = 0; pad && i < B * Tk; i++) tf_u8(pad)[i] = c->dtype == TF_DTYPE_I32 ? !tf_i32(c)[i] : !tf_u8(c)[i];
+    return pad;
+}
+
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
     tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0};
     return c;

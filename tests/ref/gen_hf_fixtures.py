@@ -36,10 +36,22 @@ import torch
 import torch.nn.functional as F
 import transformers
 from safetensors.torch import save_file
-from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
+from transformers import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+                          BertForSequenceClassification, BertForTokenClassification, BertModel, GPT2Config,
+                          GPT2LMHeadModel, GPT2Model)
 
 MAJOR = int(transformers.__version__.split(".")[0])
-ARCHS = {"GPT2LMHeadModel": GPT2LMHeadModel, "GPT2Model": GPT2Model}
+GPT2_ARCHS = {"GPT2LMHeadModel": GPT2LMHeadModel, "GPT2Model": GPT2Model}
+BERT_ARCHS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining, "BertForMaskedLM": BertForMaskedLM,
+              "BertForSequenceClassification": BertForSequenceClassification,
+              "BertForTokenClassification": BertForTokenClassification,
+              "BertForQuestionAnswering": BertForQuestionAnswering}
+ARCHS = {**GPT2_ARCHS, **BERT_ARCHS}
+BERT_OUT = {"BertModel": ("last_hidden_state", "pooler_output"),
+            "BertForPreTraining": ("prediction_logits", "seq_relationship_logits", "loss"),
+            "BertForMaskedLM": ("logits", "loss"), "BertForSequenceClassification": ("logits", "loss"),
+            "BertForTokenClassification": ("logits", "loss"),
+            "BertForQuestionAnswering": ("start_logits", "end_logits", "loss")}
 
 
 # The committed cases: (major version that writes it, name, architecture, config, inputs).
@@ -80,6 +92,47 @@ CASES = [
     (5, "v5_lm_posids_jump", "GPT2LMHeadModel",
      dict(vocab_size=45, n_positions=18, n_embd=6, n_layer=1, n_head=3, activation_function="gelu"),
      dict(B=2, T=8, pos="random", labels=True)),
+    # BERT: bidirectional, so padded queries still see the real keys and every row is compared
+    (4, "v4_bert_body_rightpad_types", "BertModel",
+     dict(vocab_size=31, max_position_embeddings=16, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
+          intermediate_size=20, type_vocab_size=3),
+     dict(B=3, T=9, mask="right", types=True)),
+    (4, "v4_bert_pretraining_labels", "BertForPreTraining",
+     dict(vocab_size=29, max_position_embeddings=12, hidden_size=10, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=14, layer_norm_eps=1e-5),
+     dict(B=2, T=8, mask="left", mask_dtype="bool", types=True, labels=True)),
+    (4, "v4_bert_mlm_untied_relu_posids", "BertForMaskedLM",
+     dict(vocab_size=23, max_position_embeddings=14, hidden_size=9, num_hidden_layers=1, num_attention_heads=3,
+          intermediate_size=7, hidden_act="relu", tie_word_embeddings=False),
+     dict(B=2, T=7, pos="random", labels=True, ids_dtype="int32")),
+    (4, "v4_bert_seqcls_5labels", "BertForSequenceClassification",
+     dict(vocab_size=27, max_position_embeddings=10, hidden_size=14, num_hidden_layers=2, num_attention_heads=7,
+          intermediate_size=11, num_labels=5),
+     dict(B=4, T=10, mask="right", types=True, labels=True)),
+    (4, "v4_bert_regression", "BertForSequenceClassification",
+     dict(vocab_size=19, max_position_embeddings=8, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+          intermediate_size=16, num_labels=1, hidden_act="gelu_new"),
+     dict(B=3, T=6, labels=True)),
+    (4, "v4_bert_token_cls", "BertForTokenClassification",
+     dict(vocab_size=25, max_position_embeddings=12, hidden_size=15, num_hidden_layers=2, num_attention_heads=5,
+          intermediate_size=9, num_labels=4, layer_norm_eps=1e-3),
+     dict(B=2, T=11, mask="left", mask_dtype="float32", labels=True)),
+    (4, "v4_bert_qa_clamped", "BertForQuestionAnswering",
+     dict(vocab_size=21, max_position_embeddings=12, hidden_size=6, num_hidden_layers=3, num_attention_heads=2,
+          intermediate_size=10),
+     dict(B=3, T=9, mask="right", types=True, labels=True)),
+    (5, "v5_bert_body_leftpad", "BertModel",
+     dict(vocab_size=33, max_position_embeddings=12, hidden_size=10, num_hidden_layers=2, num_attention_heads=5,
+          intermediate_size=13),
+     dict(B=2, T=12, mask="left", types=True)),
+    (5, "v5_bert_mlm_labels", "BertForMaskedLM",
+     dict(vocab_size=17, max_position_embeddings=10, hidden_size=12, num_hidden_layers=2, num_attention_heads=4,
+          intermediate_size=8),
+     dict(B=3, T=8, mask="right", labels=True)),
+    (5, "v5_bert_seqcls_types", "BertForSequenceClassification",
+     dict(vocab_size=23, max_position_embeddings=9, hidden_size=9, num_hidden_layers=1, num_attention_heads=1,
+          intermediate_size=5, num_labels=3, type_vocab_size=4),
+     dict(B=3, T=9, types=True, labels=True)),
 ]
 
 
@@ -97,7 +150,50 @@ def padding_mask(g, B, T, side):
     return mask
 
 
-def make_inputs(g, cfg, spec):
+def bert_labels(g, arch, cfg, B, T, x, mask):
+    """The labels of each BertFor* head: classes with some -100, float values for regression."""
+    if arch in ("BertForPreTraining", "BertForMaskedLM", "BertForTokenClassification"):
+        n = cfg.vocab_size if arch != "BertForTokenClassification" else cfg.num_labels
+        labels = torch.randint(0, n, (B, T), generator=g)
+        labels[torch.rand(B, T, generator=g) < 0.3] = -100
+        x["labels"] = labels
+        if arch == "BertForPreTraining":
+            x["next_sentence_label"] = torch.randint(0, 2, (B,), generator=g)
+    elif arch == "BertForSequenceClassification":
+        x["labels"] = (torch.randn(B, generator=g) if cfg.num_labels == 1
+                       else torch.randint(0, cfg.num_labels, (B,), generator=g))
+    elif arch == "BertForQuestionAnswering":  # some outside [0,T): clamped to T and ignored
+        x["start_positions"] = torch.randint(-1, T + 2, (B,), generator=g)
+        x["end_positions"] = torch.randint(0, T + 3, (B,), generator=g)
+        x["start_positions"][0], x["end_positions"][0] = 0, T - 1  # one counted pair at least
+
+
+def make_bert_inputs(g, arch, cfg, spec):
+    B, T = spec["B"], spec["T"]
+    x = {"input_ids": torch.randint(0, cfg.vocab_size, (B, T), generator=g)}
+    mask = padding_mask(g, B, T, spec["mask"]) if spec.get("mask") else None
+    if mask is not None:
+        x["attention_mask"] = mask
+    if spec.get("types"):
+        x["token_type_ids"] = torch.randint(0, cfg.type_vocab_size, (B, T), generator=g)
+    if spec.get("pos") == "offset":
+        x["position_ids"] = torch.randint(0, cfg.max_position_embeddings - T + 1, (B, 1), generator=g) + torch.arange(T)
+    elif spec.get("pos") == "random":
+        x["position_ids"] = torch.randint(0, cfg.max_position_embeddings, (B, T), generator=g)
+    if spec.get("labels"):
+        bert_labels(g, arch, cfg, B, T, x, mask)
+    if spec.get("ids_dtype") == "int32":
+        for k in ("input_ids", "position_ids", "token_type_ids"):
+            if k in x:
+                x[k] = x[k].to(torch.int32)
+    if mask is not None and spec.get("mask_dtype"):
+        x["attention_mask"] = mask.to(getattr(torch, spec["mask_dtype"]))
+    return x
+
+
+def make_inputs(g, cfg, spec, arch):
+    if arch in BERT_ARCHS:
+        return make_bert_inputs(g, arch, cfg, spec)
     B, T, V, P = spec["B"], spec["T"], cfg.vocab_size, cfg.n_positions
     x = {"input_ids": torch.randint(0, V, (B, T), generator=g)}
     mask = padding_mask(g, B, T, spec["mask"]) if spec.get("mask") else None
@@ -136,6 +232,8 @@ def reference(model, arch, x):
     args = {k: (v.long() if v.dtype == torch.int32 else v) for k, v in x.items()}
     with torch.no_grad():
         out = m(**args)
+    if arch in BERT_ARCHS:
+        return {k: getattr(out, k).float() for k in BERT_OUT[arch] if getattr(out, k, None) is not None}
     if arch == "GPT2Model":
         return {"last_hidden_state": out.last_hidden_state.float()}
     res = {"logits": out.logits.float()}
@@ -156,8 +254,11 @@ def reference(model, arch, x):
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
     torch.manual_seed(seed)
-    # bos/eos: GPT-2's 50256 is outside these vocabularies (a 5.x warning); forward() does not read them
-    cfg = GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0, **cfg_kw)
+    if arch in BERT_ARCHS:
+        cfg = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0, **cfg_kw)
+    else:
+        # bos/eos: GPT-2's 50256 is outside these vocabularies (a 5.x warning); forward() does not read them
+        cfg = GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0, **cfg_kw)
     model = ARCHS[arch](cfg).eval()
     with torch.no_grad():  # larger than the default 0.02 so that every path matters
         for p in model.parameters():
@@ -169,15 +270,36 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
         if os.path.exists(os.path.join(d, extra)):
             os.remove(os.path.join(d, extra))
     g = torch.Generator().manual_seed(seed + 1)
-    x = make_inputs(g, cfg, spec)
+    x = make_inputs(g, cfg, spec, arch)
     save_file(x, os.path.join(d, "input.safetensors"))
     save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
     print(f"wrote {d} ({arch}, transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 
+def random_bert_case(r, arch):
+    n_head = r.randint(1, 4)
+    T = r.randint(2, 12)
+    cfg = dict(vocab_size=r.randint(5, 60), max_position_embeddings=T + r.randint(0, 6),
+               hidden_size=n_head * r.randint(1, 5), num_hidden_layers=r.randint(1, 3), num_attention_heads=n_head,
+               intermediate_size=r.randint(1, 24), type_vocab_size=r.randint(1, 3),
+               hidden_act=r.choice(["gelu", "gelu_new", "relu"]), layer_norm_eps=r.choice([1e-12, 1e-5, 1e-3]))
+    if arch in ("BertForSequenceClassification", "BertForTokenClassification"):
+        cfg["num_labels"] = r.randint(1 if arch == "BertForSequenceClassification" else 2, 6)
+    if r.random() < 0.3 and arch in ("BertForPreTraining", "BertForMaskedLM"):
+        cfg["tie_word_embeddings"] = False
+    spec = dict(B=r.randint(2, 4), T=T, mask=r.choice([None, "right", "left"]) if T >= 3 else None,
+                types=r.random() < 0.6, pos=r.choice([None, None, "offset", "random"]),
+                labels=arch != "BertModel" and r.random() < 0.7, ids_dtype=r.choice(["int64", "int32"]))
+    if spec["mask"]:
+        spec["mask_dtype"] = r.choice(["int64", "int32", "bool", "float32"])
+    return arch, cfg, spec
+
+
 def random_case(r):
     """A random configuration and input set; (arch, config, inputs)."""
     arch = r.choice(sorted(ARCHS))
+    if arch in BERT_ARCHS:
+        return random_bert_case(r, arch)
     n_head = r.randint(1, 4)
     T = r.randint(2, 12)
     cfg = dict(vocab_size=r.randint(5, 60), n_positions=T + r.randint(0, 6), n_embd=n_head * r.randint(1, 5),

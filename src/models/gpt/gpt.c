@@ -104,18 +104,6 @@ static int check_ids(const tf_tensor *t, const char *name, int64_t B, int64_t T)
     return 0;
 }
 
-/* attention_mask (B,Tk), 1 = attend -> key padding (B,Tk), U8 true = hidden. */
-static tf_tensor *padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk) {
-    char s[64];
-    if (mask->ndim != 2 || mask->shape[0] != B || mask->shape[1] != Tk || mask->dtype == TF_DTYPE_F32)
-        return tf_set_error("gpt: attention_mask %s must be I32 or U8 (%lld,%lld)", tf_shape_str(mask, s, sizeof s),
-                            (long long)B, (long long)Tk), NULL;
-    tf_tensor *c = tf_contiguous(ctx, (tf_tensor *)mask);
-    tf_tensor *pad = c ? tf_tensor_new(ctx, TF_DTYPE_U8, 2, mask->shape, 0) : NULL;
-    for (int64_t i = 0; pad && i < B * Tk; i++) tf_u8(pad)[i] = c->dtype == TF_DTYPE_I32 ? !tf_i32(c)[i] : !tf_u8(c)[i];
-    return pad;
-}
-
 /* The blocks' output (B,T,C) after the final LayerNorm. */
 static tf_tensor *hidden(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in) {
     const tf_gpt_config *c = &m->cfg;
@@ -126,7 +114,9 @@ static tf_tensor *hidden(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in) 
     if (check_ids(in->position_ids, "position_ids", B, T) || check_ids(in->token_type_ids, "token_type_ids", B, T))
         return NULL;
     tf_attn_mask mask = {0};
-    if (in->attention_mask && !(mask.key_padding_mask = padding(ctx, in->attention_mask, B, start + T))) return NULL;
+    if (in->attention_mask &&
+        !(mask.key_padding_mask = tf_key_padding(ctx, in->attention_mask, B, start + T, "gpt")))
+        return NULL;
     tf_tensor *pos = positions(ctx, m, in->position_ids, start, T);
     tf_tensor *x = tf_add(ctx, tf_embedding(ctx, m->wte, ids), pos);
     if (in->token_type_ids) x = tf_add(ctx, x, tf_embedding(ctx, m->wte, in->token_type_ids));

@@ -1,0 +1,129 @@
+/* tformer: BERT: the bidirectional encoder, its pre-training heads (masked
+ * language modelling, next-sentence prediction) and its fine-tuning heads
+ * (sequence classification, token classification, question answering), laid
+ * out as Hugging Face's BertModel / BertFor* with their parameter names. */
+#ifndef TFORMER_BERT_H
+#define TFORMER_BERT_H
+
+#include "config.h"
+#include "heads.h"
+#include "nn.h"
+#include "safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which head sits on the encoder: Hugging Face's architectures. */
+typedef enum {
+    TF_BERT_BODY,        /* BertModel: last_hidden_state, pooler_output */
+    TF_BERT_PRETRAINING, /* BertForPreTraining: masked LM + next-sentence prediction */
+    TF_BERT_MLM,         /* BertForMaskedLM */
+    TF_BERT_SEQ_CLS,     /* BertForSequenceClassification: [CLS] -> pooler -> n_labels */
+    TF_BERT_TOKEN_CLS,   /* BertForTokenClassification: every token -> n_labels */
+    TF_BERT_QA           /* BertForQuestionAnswering: span start / end logits */
+} tf_bert_head;
+
+/* The sequence classifier's loss (Hugging Face's problem_type). */
+typedef enum {
+    TF_BERT_SINGLE_LABEL, /* cross-entropy over n_labels, integer labels */
+    TF_BERT_REGRESSION    /* n_labels 1: mean squared error, float labels */
+} tf_bert_problem;
+
+typedef struct {
+    int vocab_size, context, type_vocab_size; /* context: max_position_embeddings */
+    int n_layer, n_head, d_model, d_ff;
+    tf_activation activation;                 /* BERT: TF_ACT_GELU (erf) */
+    float norm_eps;                           /* 1e-12 */
+    float dropout, attn_dropout;              /* hidden_dropout_prob, attention_probs_dropout_prob */
+    float classifier_dropout;                 /* < 0: the hidden dropout (Hugging Face's null) */
+    tf_bert_head head;
+    int n_labels;                             /* classification heads (QA: 2, fixed) */
+    tf_bert_problem problem;
+    int pooler;                               /* BertModel and the [CLS] heads have one */
+    int tied;                                 /* MLM decoder = word embeddings (tie_word_embeddings) */
+    float init_std;                           /* initializer_range */
+} tf_bert_config;
+
+/* BERT-base's shape scaled to the given sizes: erf GELU, eps 1e-12, 2 token
+ * types, d_ff 4 d_model, dropout 0.1, tied, pooler, init 0.02. */
+TF_API tf_bert_config tf_bert_config_default(int vocab_size, int context, int n_layer, int n_head, int d_model);
+/* 0, or -1 with a message naming the field. */
+TF_API int tf_bert_config_check(const tf_bert_config *c);
+/* The field table of the model (training flags, checkpoint signature). */
+TF_API extern const tf_field_table tf_bert_config_table;
+/* "BertModel", "BertForPreTraining", ... and back (-1 when unknown). */
+TF_API const char *tf_bert_head_name(tf_bert_head h);
+TF_API int tf_bert_head_from_name(const char *name);
+
+typedef struct {
+    tf_tensor *word, *position, *token_type; /* (V,C), (P,C), (TV,C) */
+    tf_layer_norm norm;                      /* embeddings.LayerNorm */
+} tf_bert_embeddings;
+
+typedef struct {
+    tf_bert_config cfg;
+    tf_block_config block; /* post-LN, separate q/k/v, biases: derived from cfg */
+    tf_params *params;     /* every tensor, by Hugging Face name ("bert." prefix with a head) */
+    tf_bert_embeddings emb;
+    tf_block *layer;       /* n_layer blocks */
+    tf_pooler pooler;      /* with cfg.pooler */
+    tf_mlm_head mlm;       /* PRETRAINING, MLM */
+    tf_classifier nsp;     /* PRETRAINING: cls.seq_relationship */
+    tf_classifier cls;     /* SEQ_CLS, TOKEN_CLS: classifier */
+    tf_span_head span;     /* QA: qa_outputs */
+    char **labels;         /* n_labels names (config.json's id2label), or NULL */
+} tf_bert;
+
+/* A model initialised as Hugging Face does (N(0, init_std^2), biases 0,
+ * LayerNorms 1), or with its tensors left for loading when seed == 0. */
+TF_API tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed);
+TF_API void tf_bert_free(tf_bert *m);
+
+/* Name the classification labels (copied); n must be cfg.n_labels. */
+TF_API int tf_bert_set_labels(tf_bert *m, const char *const *names, int n);
+/* Label i's name, or Hugging Face's default "LABEL_<i>" written into buf. */
+TF_API const char *tf_bert_label(const tf_bert *m, int i, char *buf, size_t n);
+
+/* The inputs of one forward pass, named as BertFor*.forward()'s arguments;
+ * every one but input_ids may be NULL. */
+typedef struct {
+    tf_tensor *input_ids;       /* (B,T) I32 */
+    tf_tensor *attention_mask;  /* (B,T) I32 or U8, 1 = token, 0 = padding (hidden as a key) */
+    tf_tensor *token_type_ids;  /* (B,T) I32; NULL: all 0 (sentence A) */
+    tf_tensor *position_ids;    /* (B,T) I32; NULL: 0..T-1 */
+    tf_tensor *labels;          /* MLM, token classification: (B,T) I32, -100 ignored;
+                                 * sequence classification: (B) I32 or, for regression, (B) F32 */
+    tf_tensor *next_sentence_label;            /* (B) I32: 0 = B follows A, 1 = random */
+    tf_tensor *start_positions, *end_positions; /* (B) I32, clamped to [0,T] (T: ignored) */
+    int loss_only; /* MLM with labels: the decoder runs on the labelled positions only (logits (N,V)) */
+} tf_bert_inputs;
+
+/* Its outputs, by Hugging Face's field names; NULL when not computed. */
+typedef struct {
+    tf_tensor *last_hidden_state;       /* (B,T,C) */
+    tf_tensor *pooler_output;           /* (B,C) */
+    tf_tensor *logits;                  /* MLM (B,T,V) (prediction_logits); classification (B,L) / (B,T,L) */
+    tf_tensor *seq_relationship_logits; /* (B,2) */
+    tf_tensor *start_logits, *end_logits; /* (B,T) */
+    tf_tensor *loss;                    /* scalar, with labels: Hugging Face's loss for the head */
+} tf_bert_outputs;
+
+/* One forward pass; 0, or -1 with a message. */
+TF_API int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out);
+
+/* Hugging Face folders: config.json + model.safetensors. */
+typedef struct {
+    int head;          /* a tf_bert_head, or -1: the folder's architectures[0] */
+    int n_labels;      /* a new classification head's labels (0: config.json's num_labels) */
+    uint64_t seed;     /* initialise the head's tensors the folder lacks (a body fine-tuned);
+                        * 0: a missing tensor is an error */
+} tf_bert_load_opts;
+TF_API tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts);
+/* Writes config.json and model.safetensors into dir (created if missing). */
+TF_API int tf_bert_save_hf(const tf_bert *m, const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_BERT_H */

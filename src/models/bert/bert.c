@@ -1,0 +1,177 @@
+/* BERT: token + segment + position embeddings, a LayerNorm, a stack of the
+ * one Transformer block (post-LN, bidirectional, separate q/k/v: BERT's name
+ * map) and the heads of Hugging Face's BertFor* classes, with their names.
+ *
+ *   x = LN(word[ids] + position[pos] + token_type[types])   (B,T,C)
+ *   x = block_l(x)                 l = 0 .. n_layer-1       (B,T,C)
+ *   pooled = tanh(dense(x[:, 0]))                           (B,C)
+ *   head: MLM (B,T,V) | NSP (B,2) | classes (B,L) | tags (B,T,L) | span 2 x (B,T)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bert_internal.h"
+
+/* Hugging Face's names for a BertLayer's tensors, in its checkpoint order. */
+static const tf_block_name BERT_BLOCK[] = {
+    {TF_BP_Q_W, "attention.self.query.weight"},          {TF_BP_Q_B, "attention.self.query.bias"},
+    {TF_BP_K_W, "attention.self.key.weight"},            {TF_BP_K_B, "attention.self.key.bias"},
+    {TF_BP_V_W, "attention.self.value.weight"},          {TF_BP_V_B, "attention.self.value.bias"},
+    {TF_BP_OUT_W, "attention.output.dense.weight"},      {TF_BP_OUT_B, "attention.output.dense.bias"},
+    {TF_BP_NORM_ATTN_W, "attention.output.LayerNorm.weight"}, {TF_BP_NORM_ATTN_B, "attention.output.LayerNorm.bias"},
+    {TF_BP_FF_IN_W, "intermediate.dense.weight"},        {TF_BP_FF_IN_B, "intermediate.dense.bias"},
+    {TF_BP_FF_OUT_W, "output.dense.weight"},             {TF_BP_FF_OUT_B, "output.dense.bias"},
+    {TF_BP_NORM_FF_W, "output.LayerNorm.weight"},        {TF_BP_NORM_FF_B, "output.LayerNorm.bias"},
+};
+
+static tf_block_config block_config(const tf_bert_config *c) {
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
+    b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 0;
+    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout;
+    b.attn = TF_ATTN_FULL, b.ff_dropout = 0, b.w_in_out = 0;
+    return b;
+}
+
+/* "bert." before the body's names when a head sits on it (Hugging Face's layout). */
+static int body_name(const tf_bert *m, char *out, size_t n, const char *name) {
+    if ((size_t)snprintf(out, n, "%s%s", m->cfg.head == TF_BERT_BODY ? "" : "bert.", name) >= n)
+        return tf_set_error("bert: parameter name %s too long", name);
+    return 0;
+}
+
+static int register_body(tf_bert *m) {
+    const tf_bert_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    float std = c->init_std;
+    char n[256];
+    int rc = body_name(m, n, sizeof n, "embeddings.word_embeddings.weight") ||
+             tf_params_add(ps, n, &m->emb.word, 2, (int64_t[]){c->vocab_size, c->d_model}, std) ||
+             body_name(m, n, sizeof n, "embeddings.position_embeddings.weight") ||
+             tf_params_add(ps, n, &m->emb.position, 2, (int64_t[]){c->context, c->d_model}, std) ||
+             body_name(m, n, sizeof n, "embeddings.token_type_embeddings.weight") ||
+             tf_params_add(ps, n, &m->emb.token_type, 2, (int64_t[]){c->type_vocab_size, c->d_model}, std) ||
+             body_name(m, n, sizeof n, "embeddings.LayerNorm") ||
+             tf_layer_norm_register(ps, n, &m->emb.norm, c->d_model, c->norm_eps, 1);
+    tf_block_names names = {BERT_BLOCK, (int)(sizeof BERT_BLOCK / sizeof *BERT_BLOCK)};
+    tf_block_init init = {std, std, 0};
+    for (int i = 0; !rc && i < c->n_layer; i++) {
+        char layer[64];
+        snprintf(layer, sizeof layer, "encoder.layer.%d.", i);
+        rc = body_name(m, n, sizeof n, layer) || tf_block_register(ps, n, &m->layer[i], &m->block, &names, init);
+    }
+    if (!rc && c->pooler)
+        rc = body_name(m, n, sizeof n, "pooler.dense") || tf_pooler_register(ps, n, &m->pooler, c->d_model, std);
+    return rc;
+}
+
+static int register_head(tf_bert *m) {
+    const tf_bert_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    float cls_dropout = c->classifier_dropout >= 0 ? c->classifier_dropout : c->dropout;
+    switch (c->head) {
+    case TF_BERT_PRETRAINING:
+    case TF_BERT_MLM: {
+        tf_mlm_head_names names = {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                                   c->tied ? NULL : "cls.predictions.decoder.weight", "cls.predictions.bias"};
+        tf_mlm_head_config hc = {c->d_model, c->vocab_size, c->activation, c->norm_eps, c->init_std};
+        if (tf_mlm_head_register(ps, &names, &m->mlm, &hc, c->tied ? &m->emb.word : NULL)) return -1;
+        return c->head == TF_BERT_MLM ? 0
+                                      : tf_classifier_register(ps, "cls.seq_relationship", &m->nsp, c->d_model, 2, 0,
+                                                               c->init_std);
+    }
+    case TF_BERT_SEQ_CLS:
+    case TF_BERT_TOKEN_CLS:
+        return tf_classifier_register(ps, "classifier", &m->cls, c->d_model, c->n_labels, cls_dropout, c->init_std);
+    case TF_BERT_QA: return tf_span_head_register(ps, "qa_outputs", &m->span, c->d_model, c->init_std);
+    default: return 0;
+    }
+}
+
+tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed) {
+    if (tf_bert_config_check(cfg)) return NULL;
+    tf_bert *m = calloc(1, sizeof *m);
+    if (!m || !(m->params = tf_params_new()) || !(m->layer = calloc((size_t)cfg->n_layer, sizeof *m->layer))) {
+        tf_bert_free(m);
+        return tf_set_error("bert: out of memory"), NULL;
+    }
+    m->cfg = *cfg, m->block = block_config(cfg);
+    if (register_body(m) || register_head(m) || (seed && tf_params_init(m->params, seed))) {
+        tf_bert_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void tf_bert_free_labels(tf_bert *m) {
+    for (int i = 0; m->labels && i < m->cfg.n_labels; i++) free(m->labels[i]);
+    free(m->labels);
+    m->labels = NULL;
+}
+
+void tf_bert_free(tf_bert *m) {
+    if (!m) return;
+    tf_bert_free_labels(m);
+    tf_params_free(m->params);
+    free(m->layer);
+    free(m);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static int check_ids(const tf_tensor *t, const char *name, int64_t B, int64_t T, int32_t hi, const char *what) {
+    char s[64];
+    if (!t) return 0;
+    if (t->dtype != TF_DTYPE_I32 || t->ndim != 2 || t->shape[0] != B || t->shape[1] != T)
+        return tf_set_error("bert: %s %s must be I32 (%lld,%lld)", name, tf_shape_str(t, s, sizeof s), (long long)B,
+                            (long long)T);
+    if (!tf_is_contiguous(t)) return tf_set_error("bert: %s must be contiguous", name);
+    for (int64_t i = 0; i < B * T; i++) {
+        int32_t v = tf_i32(t)[i];
+        if (v < 0 || v >= hi)
+            return tf_set_error("bert: %s holds %d at [%lld,%lld]; %s %d", name, (int)v, (long long)(i / T),
+                                (long long)(i % T), what, (int)hi);
+    }
+    return 0;
+}
+
+/* (B,T,C) embeddings: LN(word + position + token type), then dropout. */
+static tf_tensor *embed(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
+    const tf_bert_config *c = &m->cfg;
+    tf_tensor *ids = in->input_ids;
+    int64_t B = ids->shape[0], T = ids->shape[1];
+    if (T > c->context)
+        return tf_set_error("bert: %lld tokens exceed max_position_embeddings %d", (long long)T, c->context), NULL;
+    if (check_ids(ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
+        check_ids(in->token_type_ids, "token_type_ids", B, T, c->type_vocab_size, "must be below type_vocab_size") ||
+        check_ids(in->position_ids, "position_ids", B, T, c->context, "must be below max_position_embeddings"))
+        return NULL;
+    tf_tensor *pos = in->position_ids ? tf_embedding(ctx, m->emb.position, in->position_ids)   // (B,T,C)
+                                      : tf_posenc_learned(ctx, m->emb.position, 0, T);         // (T,C)
+    tf_tensor *types = in->token_type_ids;
+    if (!types && (types = tf_tensor_new(ctx, TF_DTYPE_I32, 2, ids->shape, 1)) == NULL) return NULL;  // zeros
+    tf_tensor *x = tf_add(ctx, tf_embedding(ctx, m->emb.word, ids), tf_embedding(ctx, m->emb.token_type, types));
+    x = tf_add(ctx, x, pos);
+    return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
+}
+
+tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
+    tf_tensor *ids = in->input_ids;
+    if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("bert: input_ids must be I32 (B,T)"), NULL;
+    int64_t B = ids->shape[0], T = ids->shape[1];
+    tf_attn_mask mask = {0};
+    if (in->attention_mask && !(mask.key_padding_mask = tf_key_padding(ctx, in->attention_mask, B, T, "bert")))
+        return NULL;
+    tf_tensor *x = embed(ctx, m, in);
+    tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL};
+    for (int i = 0; i < m->cfg.n_layer; i++) x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
+    return x;  // (B,T,C)
+}
+
+int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
+    memset(out, 0, sizeof *out);
+    if (!(out->last_hidden_state = tf_bert_encode(ctx, m, in))) return -1;
+    if (m->cfg.pooler && !(out->pooler_output = tf_pooler_forward(ctx, &m->pooler, out->last_hidden_state)))
+        return -1;
+    return tf_bert_heads(ctx, m, in, out);
+}

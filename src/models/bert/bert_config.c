@@ -1,0 +1,71 @@
+/* The BERT configuration: one field table drives its defaults, checks, the
+ * training flags and the checkpoint signature; the head names are Hugging
+ * Face's architectures. */
+#include <string.h>
+
+#include "../../core/internal.h"
+
+static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new", NULL};
+static const char *const HEADS[] = {"BertModel", "BertForPreTraining", "BertForMaskedLM",
+                                    "BertForSequenceClassification", "BertForTokenClassification",
+                                    "BertForQuestionAnswering", NULL};
+static const char *const PROBLEMS[] = {"single_label_classification", "regression", NULL};
+_Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) == sizeof(int), "enum rows store an int");
+
+#define SIG TF_FIELD_SIGNATURE
+#define R(m, type, def, range, choices, help, flags, alias) \
+    TF_FIELD_ROW(tf_bert_config, m, type, #m, def, range, choices, help, flags, alias)
+static const tf_field ROWS[] = {
+    R(vocab_size, TF_FIELD_INT, "0", "[0,inf)", NULL, "tokens (training: 0 or the tokenizer's size)", SIG, NULL),
+    R(context, TF_FIELD_INT, "128", "[1,inf)", NULL, "the longest sequence (max_position_embeddings)", SIG, NULL),
+    R(type_vocab_size, TF_FIELD_INT, "2", "[1,inf)", NULL, "segment (token type) embeddings", SIG, NULL),
+    R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers"),
+    R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads"),
+    R(d_model, TF_FIELD_INT, "256", "[1,inf)", NULL, "width, a multiple of n_head", SIG, "hidden_size|width"),
+    R(d_ff, TF_FIELD_INT, "0", "[0,inf)", NULL, "feed-forward width; 0: 4 * d_model", SIG, "intermediate_size"),
+    R(activation, TF_FIELD_ENUM, "gelu", NULL, ACTIVATIONS, "the feed-forward activation (BERT: erf gelu)", SIG, NULL),
+    R(norm_eps, TF_FIELD_FLOAT, "1e-12", "(0,inf)", NULL, "LayerNorm epsilon", SIG, "layer_norm_eps"),
+    R(dropout, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL, "dropout on embeddings and sub-layer outputs", 0, NULL),
+    R(attn_dropout, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL, "dropout on the attention weights", 0, NULL),
+    R(classifier_dropout, TF_FIELD_FLOAT, "-1", "[-1,1)", NULL, "dropout before a classifier; -1: --dropout", 0, NULL),
+    R(head, TF_FIELD_ENUM, "BertForPreTraining", NULL, HEADS, "the head (Hugging Face's architecture)", SIG, NULL),
+    R(n_labels, TF_FIELD_INT, "2", "[1,100000]", NULL, "labels of a classification head", SIG, "num_labels"),
+    R(problem, TF_FIELD_ENUM, "single_label_classification", NULL, PROBLEMS,
+      "sequence classification loss: cross-entropy, or regression (n_labels 1, mean squared error)", SIG, NULL),
+    R(pooler, TF_FIELD_BOOL, "true", NULL, NULL, "the tanh pooler over [CLS]", SIG, NULL),
+    R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "masked-LM decoder = word embeddings", SIG, NULL),
+    R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights (initializer_range)", 0, NULL),
+};
+#undef R
+
+const tf_field_table tf_bert_config_table = {"BERT model", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};
+
+tf_bert_config tf_bert_config_default(int vocab_size, int context, int n_layer, int n_head, int d_model) {
+    tf_bert_config c = {0};
+    tf_fields f = {&tf_bert_config_table, &c};
+    tf_fields_defaults(&f, 1); /* cannot fail: tests/test_config.c parses every table's defaults */
+    c.vocab_size = vocab_size, c.context = context, c.n_layer = n_layer, c.n_head = n_head, c.d_model = d_model;
+    return c;
+}
+
+int tf_bert_config_check(const tf_bert_config *c) {
+    tf_fields f = {&tf_bert_config_table, (void *)c};
+    if (tf_fields_check(&f, 1)) return -1;
+    if (c->vocab_size < 1) return tf_set_error("vocab_size 0: the model needs its vocabulary's size");
+    if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
+    if (c->head == TF_BERT_SEQ_CLS && c->problem == TF_BERT_REGRESSION && c->n_labels != 1)
+        return tf_set_error("problem regression needs n_labels 1 (got %d)", c->n_labels);
+    if ((c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_PRETRAINING) && !c->pooler)
+        return tf_set_error("head %s reads the pooler: pooler must be true", HEADS[c->head]);
+    return 0;
+}
+
+const char *tf_bert_head_name(tf_bert_head h) {
+    return h >= TF_BERT_BODY && h <= TF_BERT_QA ? HEADS[h] : "unknown";
+}
+
+int tf_bert_head_from_name(const char *name) {
+    for (int i = 0; name && HEADS[i]; i++)
+        if (!strcmp(HEADS[i], name)) return i;
+    return -1;
+}

@@ -1,0 +1,19 @@
+/* Private: shared by the BERT family's files. */
+#ifndef TF_BERT_INTERNAL_H
+#define TF_BERT_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "../../core/internal.h"
+
+/* The encoder's output (B,T,C): embeddings and the blocks (bert.c). */
+tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);
+/* The head's outputs and loss from out->last_hidden_state / pooler_output (bert_heads.c). */
+int tf_bert_heads(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out);
+
+/* Label names (bert_io.c): id2label read and written; freed by tf_bert_free. */
+int tf_bert_set_labels_json(tf_bert *m, const cJSON *map, const char *path);
+int tf_bert_labels_to_json(const tf_bert *m, cJSON *root);
+void tf_bert_free_labels(tf_bert *m);
+
+#endif

@@ -1,0 +1,280 @@
+/* BERT models as Hugging Face folders: config.json + model.safetensors, both
+ * ways, for BertModel and the five BertFor* heads. A folder can be loaded
+ * with another head than its own (a pre-trained body fine-tuned): the head's
+ * tensors it lacks are initialised, the ones of its old head left unused. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../util/util.h"
+#include "bert_internal.h"
+
+/* config.json's keys through a field table; the many other keys are ignored. */
+static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};
+#define HF(m, type, name, def, flags) TF_FIELD_ROW(tf_bert_config, m, type, name, def, NULL, NULL, NULL, flags, NULL)
+#define HF_E(m, name, def, choices) TF_FIELD_ROW(tf_bert_config, m, TF_FIELD_ENUM, name, def, NULL, choices, NULL, 0, NULL)
+static const tf_field HF_ROWS[] = {
+    HF(vocab_size, TF_FIELD_INT, "vocab_size", NULL, TF_FIELD_REQUIRED),
+    HF(context, TF_FIELD_INT, "max_position_embeddings", "512", 0),
+    HF(type_vocab_size, TF_FIELD_INT, "type_vocab_size", "2", 0),
+    HF(n_layer, TF_FIELD_INT, "num_hidden_layers", "12", 0),
+    HF(n_head, TF_FIELD_INT, "num_attention_heads", "12", 0),
+    HF(d_model, TF_FIELD_INT, "hidden_size", "768", 0),
+    HF(d_ff, TF_FIELD_INT, "intermediate_size", "3072", 0),
+    HF_E(activation, "hidden_act", "gelu", HF_ACTIVATIONS),
+    HF(norm_eps, TF_FIELD_FLOAT, "layer_norm_eps", "1e-12", 0),
+    HF(dropout, TF_FIELD_FLOAT, "hidden_dropout_prob", "0.1", 0),
+    HF(attn_dropout, TF_FIELD_FLOAT, "attention_probs_dropout_prob", "0.1", 0),
+    HF(init_std, TF_FIELD_FLOAT, "initializer_range", "0.02", 0),
+    HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", 0),
+};
+#undef HF
+#undef HF_E
+static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
+
+/* BertConfig settings that change the arithmetic and that tformer does not
+ * implement: refused by name rather than run to a different answer. */
+static int refuse_unsupported(const cJSON *root, const char *path) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");
+    if (j && !cJSON_IsNull(j) && !(cJSON_IsString(j) && !strcmp(j->valuestring, "absolute")))
+        return tf_set_error("%s: \"position_embedding_type\" must be \"absolute\" (relative positions are not "
+                            "implemented)", path);
+    static const char *const FALSE_KEYS[] = {"is_decoder", "add_cross_attention"};
+    for (int i = 0; i < 2; i++) {
+        j = cJSON_GetObjectItemCaseSensitive(root, FALSE_KEYS[i]);
+        if (cJSON_IsTrue(j))
+            return tf_set_error("%s: \"%s\" must be false: tformer's BERT is an encoder", path, FALSE_KEYS[i]);
+    }
+    return 0;
+}
+
+/* num_labels from id2label (Hugging Face writes that, not num_labels), and the names. */
+static int read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, int *n_labels) {
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
+    *n_labels = cJSON_IsNumber(n) ? n->valueint : map ? cJSON_GetArraySize(map) : 2;
+    if (!map || !m_or_null) return 0;
+    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != *n_labels)
+        return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, *n_labels);
+    return tf_bert_set_labels_json(m_or_null, map, path);
+}
+
+static int read_extras(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c) {
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    int head = cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
+    if (cJSON_IsString(first) && head < 0)
+        return tf_set_error("%s: architecture \"%s\" is not a BERT class tformer has", path, first->valuestring);
+    c->head = o && o->head >= 0 ? (tf_bert_head)o->head : (tf_bert_head)head;
+    if (read_labels(root, path, NULL, &c->n_labels)) return -1;
+    if (o && o->n_labels > 0) c->n_labels = o->n_labels;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    if (cJSON_IsString(p) && !strcmp(p->valuestring, "multi_label_classification"))
+        return tf_set_error("%s: problem_type multi_label_classification is not implemented", path);
+    c->problem = (cJSON_IsString(p) && !strcmp(p->valuestring, "regression")) || (!cJSON_IsString(p) && c->n_labels == 1)
+                     ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
+    const cJSON *cd = cJSON_GetObjectItemCaseSensitive(root, "classifier_dropout");
+    c->classifier_dropout = cJSON_IsNumber(cd) ? (float)cd->valuedouble : -1.0f;
+    return refuse_unsupported(root, path);
+}
+
+static int read_config(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c) {
+    *c = tf_bert_config_default(0, 0, 0, 0, 0);
+    tf_fields f = {&HF_TABLE, c};
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || read_extras(root, path, o, c))
+        return -1;
+    if (!tf_bert_config_check(c)) return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    return tf_set_error("%s: %s", path, msg);
+}
+
+/* ---------------------------------------------------------------- weights */
+
+/* The file's tensor for one of ours: as named, or with / without "bert.". */
+static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
+    const tf_st_entry *e = tf_st_find(f, name);
+    char alt[512];
+    if (!e && !strncmp(name, "bert.", 5)) e = tf_st_find(f, name + 5);
+    if (!e && strncmp(name, "bert.", 5) && (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt)
+        e = tf_st_find(f, alt);
+    return e;
+}
+
+/* Tensors Hugging Face stores besides the parameters: buffers and tied copies. */
+static int known_extra(const char *name) {
+    static const char *const ENDS[] = {"embeddings.position_ids", "cls.predictions.decoder.bias",
+                                       "cls.predictions.decoder.weight"};
+    size_t n = strlen(name);
+    for (int i = 0; i < 3; i++) {
+        size_t k = strlen(ENDS[i]);
+        if (n >= k && !strcmp(name + n - k, ENDS[i])) return 1;
+    }
+    return 0;
+}
+
+/* A tensor the model has under either prefix. */
+static int ours(const tf_params *ps, const char *name) {
+    char alt[512];
+    if (tf_params_get(ps, name)) return 1;
+    if (!strncmp(name, "bert.", 5)) return tf_params_get(ps, name + 5) != NULL;
+    return (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt && tf_params_get(ps, alt);
+}
+
+static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t, int may_miss) {
+    const tf_st_entry *e = find_param(f, name);
+    if (!e) return may_miss ? 0 : tf_set_error("%s: missing tensor '%s'", path, name);
+    int same = e->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
+    if (!same) return tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
+    return tf_st_read_f32(f, e, t);
+}
+
+/* The head's tensors (the pooler's too): initialised when a folder lacks them. */
+static int head_tensor(const char *name) {
+    return !strncmp(name, "cls.", 4) || !strncmp(name, "classifier.", 11) || !strncmp(name, "qa_outputs.", 11) ||
+           strstr(name, "pooler.") != NULL;
+}
+
+/* own_head: the folder's head is the model's (every tensor must be used);
+ * else the new head's tensors keep their initial values when absent. */
+static int load_weights(tf_bert *m, const char *path, uint64_t seed, int own_head) {
+    tf_st_file *f = tf_st_open(path);
+    if (!f) return -1;
+    tf_params *ps = m->params;
+    int rc = seed ? tf_params_init(ps, seed) : tf_params_alloc(ps);
+    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
+        const char *name = tf_params_name(ps, i);
+        rc = read_tensor(f, path, name, tf_params_tensor(ps, i), seed && head_tensor(name));
+    }
+    for (int i = 0; !rc && own_head && i < tf_st_count(f); i++) {
+        const char *name = tf_st_entry_at(f, i)->name;
+        if (!ours(ps, name) && !known_extra(name)) rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
+    }
+    tf_st_close(f);
+    return rc;
+}
+
+/* BertModel folders may lack the pooler (add_pooling_layer=False). */
+static int has_pooler(const char *path, int *pooler) {
+    tf_st_file *f = tf_st_open(path);
+    if (!f) return -1;
+    *pooler = find_param(f, "pooler.dense.weight") != NULL;
+    tf_st_close(f);
+    return 0;
+}
+
+tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
+    char path[4096], weights[4096];
+    tf_bert_config c;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
+    int folder_head = -1, pooled = 1;
+    int rc = !root || read_config(root, path, opts, &c);
+    if (!rc) {
+        tf_bert_load_opts own = {-1, 0, 0};
+        tf_bert_config fc;
+        rc = read_extras(root, path, &own, &fc);
+        folder_head = fc.head;
+    }
+    if (!rc && c.head == TF_BERT_BODY) rc = has_pooler(weights, &pooled);
+    c.pooler = c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || c.head == TF_BERT_SEQ_CLS;
+    tf_bert *m = rc ? NULL : tf_bert_new(&c, 0);
+    int n_labels;
+    if (m && (int)c.head == folder_head && read_labels(root, path, m, &n_labels)) rc = -1;
+    cJSON_Delete(root);
+    uint64_t seed = opts && (int)c.head != folder_head ? (opts->seed ? opts->seed : 1) : 0;
+    if (m && (rc || load_weights(m, weights, seed, (int)c.head == folder_head))) {
+        tf_bert_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---------------------------------------------------------------- label names */
+
+int tf_bert_set_labels(tf_bert *m, const char *const *names, int n) {
+    if (n != m->cfg.n_labels) return tf_set_error("bert: %d label names for %d labels", n, m->cfg.n_labels);
+    char **v = calloc((size_t)n, sizeof *v);
+    for (int i = 0; v && i < n; i++)
+        if (!(v[i] = strdup(names[i]))) {
+            while (i--) free(v[i]);
+            free(v), v = NULL;
+        }
+    if (!v) return tf_set_error("bert: out of memory");
+    tf_bert_free_labels(m);
+    m->labels = v;
+    return 0;
+}
+
+const char *tf_bert_label(const tf_bert *m, int i, char *buf, size_t n) {
+    if (m->labels && i >= 0 && i < m->cfg.n_labels) return m->labels[i];
+    snprintf(buf, n, "LABEL_%d", i); /* Hugging Face's default names */
+    return buf;
+}
+
+/* id2label {"0": name, ...}: every id from 0 to n-1 once. */
+int tf_bert_set_labels_json(tf_bert *m, const cJSON *map, const char *path) {
+    int n = m->cfg.n_labels;
+    const char **names = calloc((size_t)n, sizeof *names);
+    if (!names) return tf_set_error("bert: out of memory");
+    int rc = 0;
+    for (const cJSON *j = map->child; j && !rc; j = j->next) {
+        char *end;
+        long id = strtol(j->string, &end, 10);
+        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
+            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
+                              j->string, n);
+        else names[id] = j->valuestring;
+    }
+    rc = rc || tf_bert_set_labels(m, names, n);
+    free(names);
+    return rc;
+}
+
+int tf_bert_labels_to_json(const tf_bert *m, cJSON *root) {
+    if (m->cfg.head != TF_BERT_SEQ_CLS && m->cfg.head != TF_BERT_TOKEN_CLS) return 0;
+    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
+    if (!id2 || !l2id) return tf_set_error("bert: out of memory");
+    for (int i = 0; i < m->cfg.n_labels; i++) {
+        char key[32], buf[32];
+        const char *name = tf_bert_label(m, i, buf, sizeof buf);
+        snprintf(key, sizeof key, "%d", i);
+        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
+            return tf_set_error("bert: out of memory");
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- saving */
+
+static int write_config(const tf_bert *m, const char *path) {
+    const tf_bert_config *c = &m->cfg;
+    tf_fields f = {&HF_TABLE, (void *)c};
+    cJSON *r = cJSON_CreateObject();
+    cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
+    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
+    cJSON_AddStringToObject(r, "model_type", "bert");
+    cJSON_AddStringToObject(r, "position_embedding_type", "absolute");
+    int rc = !arch || tf_fields_to_json(r, &f, 1);
+    if (c->classifier_dropout >= 0) cJSON_AddNumberToObject(r, "classifier_dropout", c->classifier_dropout);
+    else cJSON_AddNullToObject(r, "classifier_dropout");
+    if (c->head == TF_BERT_SEQ_CLS)
+        cJSON_AddStringToObject(r, "problem_type", c->problem == TF_BERT_REGRESSION ? "regression"
+                                                                                    : "single_label_classification");
+    rc = rc || tf_bert_labels_to_json(m, r) || tf_json_write(path, r);
+    cJSON_Delete(r);
+    return rc ? -1 : 0;
+}
+
+int tf_bert_save_hf(const tf_bert *m, const char *dir) {
+    if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (write_config(m, path)) return -1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return tf_params_save(m->params, path);
+}

@@ -1,0 +1,188 @@
+/* BERT beyond the Hugging Face fixtures (tests/test_hf_run.c): saving and
+ * loading folders, a body loaded under a new head, the gathered MLM loss
+ * against the full one (values and gradients), and bad folders and inputs. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define B 2
+#define T 6
+
+static tf_bert_config small(tf_bert_head head) {
+    tf_bert_config c = tf_bert_config_default(19, 8, 2, 2, 8);
+    c.d_ff = 12, c.head = head, c.n_labels = 3, c.dropout = c.attn_dropout = 0;
+    c.pooler = head == TF_BERT_BODY || head == TF_BERT_PRETRAINING || head == TF_BERT_SEQ_CLS;
+    return c;
+}
+
+static tf_tensor *ids_tensor(tf_ctx *ctx, int32_t mod, int32_t shift) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+    for (int i = 0; t && i < B * T; i++) tf_i32(t)[i] = (i * 7 + shift) % mod;
+    return t;
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static void remove_folder(const char *dir) {
+    char p[512];
+    static const char *const names[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) snprintf(p, sizeof p, "%s/%s", dir, names[i]), unlink(p);
+    rmdir(dir);
+}
+
+/* Every head: saved, loaded back, the same outputs to the bit. */
+TEST(bert_save_load_every_head) {
+    char dir[] = "/tmp/tformer_bert_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (int h = TF_BERT_BODY; h <= TF_BERT_QA; h++) {
+        tf_bert_config c = small((tf_bert_head)h);
+        tf_bert *m = tf_bert_new(&c, 5);
+        CHECK(m && tf_bert_save_hf(m, dir) == 0);
+        tf_bert *r = tf_bert_load_hf(dir, NULL);
+        CHECKF(r != NULL, "%s: %s", tf_bert_head_name((tf_bert_head)h), tf_error());
+        int classes = h == TF_BERT_SEQ_CLS || h == TF_BERT_TOKEN_CLS;
+        CHECK(r->cfg.head == c.head && (!classes || r->cfg.n_labels == c.n_labels) && r->cfg.pooler == c.pooler);
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_bert_inputs in = {.input_ids = ids_tensor(ctx, 19, 1)};
+        tf_bert_outputs a, b;
+        CHECK(tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0);
+        tf_tensor *x = a.logits ? a.logits : a.start_logits ? a.start_logits : a.last_hidden_state;
+        tf_tensor *y = b.logits ? b.logits : b.start_logits ? b.start_logits : b.last_hidden_state;
+        CHECK(tf_numel(x) == tf_numel(y) && !memcmp(x->data, y->data, (size_t)tf_numel(x) * 4));
+        tf_ctx_free(ctx);
+        tf_bert_free(m);
+        tf_bert_free(r);
+    }
+    remove_folder(dir);
+}
+
+/* A pre-trained body under a classification head: the body's tensors as
+ * saved, the head's initialised; label names through config.json. */
+TEST(bert_body_under_new_head) {
+    char dir[] = "/tmp/tformer_bert_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    tf_bert_config c = small(TF_BERT_MLM);
+    tf_bert *m = tf_bert_new(&c, 9);
+    CHECK(m && tf_bert_save_hf(m, dir) == 0);
+    tf_bert_load_opts o = {TF_BERT_SEQ_CLS, 4, 3};
+    tf_bert *r = tf_bert_load_hf(dir, &o);
+    CHECK(r && r->cfg.head == TF_BERT_SEQ_CLS && r->cfg.n_labels == 4 && r->cfg.pooler);
+    tf_tensor *w0 = tf_params_get(m->params, "bert.encoder.layer.1.output.dense.weight");
+    tf_tensor *w1 = tf_params_get(r->params, "bert.encoder.layer.1.output.dense.weight");
+    CHECK(w0 && w1 && !memcmp(w0->data, w1->data, (size_t)tf_numel(w0) * 4));
+    CHECK(tf_params_get(r->params, "classifier.weight") != NULL);
+    const char *names[] = {"sport", "food", "law", "love"};
+    CHECK(tf_bert_set_labels(r, names, 4) == 0 && tf_bert_save_hf(r, dir) == 0);
+    tf_bert *s = tf_bert_load_hf(dir, NULL);
+    char buf[32];
+    CHECK(s && !strcmp(tf_bert_label(s, 2, buf, sizeof buf), "law"));
+    /* the folder's own head: its unexpected tensors are errors, a missing one too */
+    tf_bert_load_opts strict = {TF_BERT_SEQ_CLS, 4, 0};
+    tf_bert_free(tf_bert_load_hf(dir, &strict)); /* own head: fine */
+    tf_bert_free(m);
+    tf_bert_free(r);
+    tf_bert_free(s);
+    remove_folder(dir);
+}
+
+/* loss_only gathers the labelled rows: the same loss and gradients as the
+ * decoder on every position. */
+TEST(bert_mlm_gathered_loss) {
+    tf_bert_config c = small(TF_BERT_MLM);
+    tf_bert *m = tf_bert_new(&c, 4);
+    CHECK(m);
+    float loss[2];
+    float *grad[2];
+    tf_tensor *w = tf_params_get(m->params, "bert.encoder.layer.0.attention.self.query.weight");
+    for (int k = 0; k < 2; k++) {
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_tensor *labels = ids_tensor(ctx, 19, 3);
+        for (int i = 0; i < B * T; i++)
+            if (i % 3) tf_i32(labels)[i] = -100;
+        tf_bert_inputs in = {.input_ids = ids_tensor(ctx, 19, 1), .labels = labels, .loss_only = k};
+        tf_bert_outputs out;
+        tf_params_zero_grad(m->params);
+        CHECK(tf_bert_run(ctx, m, &in, &out) == 0 && tf_backward(ctx, out.loss, NULL) == 0);
+        CHECK(k == 0 || (out.logits->ndim == 2 && out.logits->shape[0] == B * T / 3));
+        loss[k] = tf_f32(out.loss)[0];
+        grad[k] = malloc((size_t)tf_numel(w) * 4);
+        memcpy(grad[k], w->grad, (size_t)tf_numel(w) * 4);
+        tf_ctx_free(ctx);
+    }
+    CHECKF(fabsf(loss[0] - loss[1]) <= 1e-6f * fabsf(loss[0]), "loss %g vs %g", loss[0], loss[1]);
+    double err = test_rel_err(grad[1], grad[0], (long)tf_numel(w));
+    free(grad[0]);
+    free(grad[1]);
+    CHECKF(err < 1e-5, "gradient relative error %g", err);
+    tf_bert_free(m);
+}
+
+static void expect_load_error(const char *dir, const char *config, const char *needle) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    if (write_text(p, config)) {
+        test_fail(__FILE__, __LINE__, "cannot write %s", p);
+        return;
+    }
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    if (m || !strstr(tf_error(), needle))
+        test_fail(__FILE__, __LINE__, "expected an error with '%s', got %s", needle, m ? "a model" : tf_error());
+    tf_bert_free(m);
+}
+
+TEST(bert_bad_folders) {
+    char dir[] = "/tmp/tformer_bert_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    tf_bert_config c = small(TF_BERT_BODY);
+    tf_bert *m = tf_bert_new(&c, 2);
+    CHECK(m && tf_bert_save_hf(m, dir) == 0);
+    tf_bert_free(m);
+    const char *base = "{\"architectures\":[\"BertModel\"],\"vocab_size\":19,\"max_position_embeddings\":8,"
+                       "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"hidden_size\":8,\"intermediate_size\":12";
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "%s,\"position_embedding_type\":\"relative_key\"}", base);
+    expect_load_error(dir, cfg, "position_embedding_type");
+    snprintf(cfg, sizeof cfg, "%s,\"is_decoder\":true}", base);
+    expect_load_error(dir, cfg, "is_decoder");
+    snprintf(cfg, sizeof cfg, "%s,\"hidden_act\":\"swish\"}", base);
+    expect_load_error(dir, cfg, "hidden_act");
+    snprintf(cfg, sizeof cfg, "%s,\"num_attention_heads\":3}", base);
+    expect_load_error(dir, cfg, "multiple");
+    expect_load_error(dir, "{\"architectures\":[\"BertForMultipleChoice\"],\"vocab_size\":19}", "BertForMultipleChoice");
+    snprintf(cfg, sizeof cfg, "%s,\"hidden_size\":10,\"num_attention_heads\":2}", base);
+    expect_load_error(dir, cfg, "wrong shape");
+    snprintf(cfg, sizeof cfg, "%s,\"num_hidden_layers\":1}", base);
+    expect_load_error(dir, cfg, "unexpected tensor 'encoder.layer.1.");
+    snprintf(cfg, sizeof cfg, "%s,\"num_hidden_layers\":3}", base);
+    expect_load_error(dir, cfg, "missing tensor 'encoder.layer.2.");
+    remove_folder(dir);
+}
+
+TEST(bert_bad_inputs) {
+    tf_bert_config c = small(TF_BERT_TOKEN_CLS);
+    tf_bert *m = tf_bert_new(&c, 2);
+    tf_ctx *ctx = tf_ctx_new(1);
+    CHECK(m && ctx);
+    tf_bert_outputs out;
+    tf_bert_inputs in = {.input_ids = ids_tensor(ctx, 25, 0)};
+    CHECK(tf_bert_run(ctx, m, &in, &out) == -1 && strstr(tf_error(), "below vocab_size"));
+    in.input_ids = ids_tensor(ctx, 19, 0);
+    in.token_type_ids = ids_tensor(ctx, 3, 0);
+    CHECK(tf_bert_run(ctx, m, &in, &out) == -1 && strstr(tf_error(), "type_vocab_size"));
+    in.token_type_ids = NULL;
+    in.labels = ids_tensor(ctx, 5, 0); /* 3 labels */
+    CHECK(tf_bert_run(ctx, m, &in, &out) == -1 && strstr(tf_error(), "labels holds"));
+    tf_tensor *long_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 9}, 1);
+    tf_bert_inputs in2 = {.input_ids = long_ids};
+    CHECK(tf_bert_run(ctx, m, &in2, &out) == -1 && strstr(tf_error(), "max_position_embeddings 8"));
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+}
