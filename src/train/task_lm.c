@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../util/util.h"
+#include "train_internal.h"
 
 typedef struct {
     tf_task base;
@@ -18,40 +18,6 @@ typedef struct {
     tf_loader *loader;
     char *dir;
 } lm_task;
-
-static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
-                                              "tokenizer.tformer.json"};
-#define N_TOKENIZER_FILES (sizeof TOKENIZER_FILES / sizeof *TOKENIZER_FILES)
-
-/* ---------------------------------------------------------------- the tokenizer of the run */
-
-/* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
- * tf_tokenizer_load reads, or learn the data's characters ("char"). */
-static int install_tokenizer(const char *spec, const char *const *data, int n_data, const char *dir) {
-    if (!strcmp(spec, "char")) {
-        tf_tokenizer_train_opts o = {TF_TOKENIZER_CHAR, 0, 0};
-        return tf_tokenizer_train(&o, data, n_data, dir);
-    }
-    static const char *const pairs[][2] = {{"encoder.json", "vocab.json"}, {"vocab.bpe", "merges.txt"},
-                                           {"vocab.json", "vocab.json"},   {"merges.txt", "merges.txt"},
-                                           {"vocab.txt", "vocab.txt"},     {"chars.txt", "chars.txt"},
-                                           {"tokenizer.tformer.json", "tokenizer.tformer.json"}};
-    tf_tokenizer *t = tf_tokenizer_load(spec); /* validates it before anything is copied */
-    if (!t) return -1;
-    tf_tokenizer_free(t);
-    char from[4096], to[4096];
-    struct stat st;
-    if (!stat(spec, &st) && S_ISREG(st.st_mode)) { /* a WordPiece vocab.txt named directly */
-        snprintf(to, sizeof to, "%s/vocab.txt", dir);
-        return tf_copy_file(spec, to);
-    }
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        snprintf(from, sizeof from, "%s/%s", spec, pairs[i][0]);
-        snprintf(to, sizeof to, "%s/%s", dir, pairs[i][1]);
-        if (!stat(from, &st) && tf_copy_file(from, to)) return -1;
-    }
-    return 0;
-}
 
 /* Every file's tokens, one stream; errors name the file. */
 static int tokenize_files(tf_tokenizer *tok, const char *const *data, int n_data, tf_ids *ids) {
@@ -92,39 +58,10 @@ static int lm_signature(tf_task *t, char *out, size_t n) {
 
 static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save_hf(((lm_task *)t)->m, dir); }
 
-/* The tokenizer's files: a checkpoint is complete by itself. */
-static int lm_save_meta(tf_task *t, tf_st_writer *w) {
-    lm_task *l = (lm_task *)t;
-    int rc = 0;
-    for (size_t i = 0; !rc && i < N_TOKENIZER_FILES; i++) {
-        char path[4096], key[128];
-        snprintf(path, sizeof path, "%s/%s", l->dir, TOKENIZER_FILES[i]);
-        struct stat st;
-        if (stat(path, &st)) continue;
-        size_t n;
-        char *text = tf_read_file(path, &n);
-        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
-        rc = !text || tf_st_writer_set_metadata(w, key, text);
-        free(text);
-    }
-    return rc ? -1 : 0;
-}
+static int lm_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((lm_task *)t)->dir, w); }
 
-/* On resume the run folder's tokenizer must be the one the checkpoint was trained with. */
 static int lm_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
-    for (size_t i = 0; i < N_TOKENIZER_FILES; i++) {
-        char path[4096], key[128];
-        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
-        const char *want = tf_st_metadata(f, key);
-        if (!want) continue;
-        snprintf(path, sizeof path, "%s/%s", ((lm_task *)t)->dir, TOKENIZER_FILES[i]);
-        size_t n;
-        char *have = tf_read_file(path, &n);
-        int same = have && n == strlen(want) && !memcmp(have, want, n);
-        free(have);
-        if (!same) return tf_set_error("%s: %s differs from the tokenizer the checkpoint was trained with", ck, path);
-    }
-    return 0;
+    return tf_task_tokenizer_check(((lm_task *)t)->dir, f, ck);
 }
 
 static int64_t lm_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lm_task *)t)->cfg.model.context; }
@@ -147,7 +84,7 @@ static const tf_task_vt LM_TASK = {lm_batch, lm_loss, lm_params, lm_signature, l
 static int load_data(lm_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
                      uint64_t seed) {
     tf_gpt_config *model = &l->cfg.model;
-    if (!resume && install_tokenizer(tokenizer, data, n_data, l->dir)) return -1;
+    if (!resume && tf_task_tokenizer_install(tokenizer, data, n_data, l->dir)) return -1;
     if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
     int vocab = tf_tokenizer_vocab_size(l->tok);
     if (model->vocab_size && model->vocab_size != vocab)

@@ -1,0 +1,80 @@
+/* What every task does with its tokenizer: install it into the run folder,
+ * record its files in the checkpoint, check them on resume. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train_internal.h"
+
+static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
+                                              "tokenizer.tformer.json", "tokenizer.json", "tokenizer_config.json",
+                                              "special_tokens_map.json"};
+#define N_TOKENIZER_FILES (sizeof TOKENIZER_FILES / sizeof *TOKENIZER_FILES)
+
+/* ---------------------------------------------------------------- the tokenizer of the run */
+
+/* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
+ * tf_tokenizer_load reads, or learn the data's characters ("char"). */
+int tf_task_tokenizer_install(const char *spec, const char *const *data, int n_data, const char *dir) {
+    if (!strcmp(spec, "char")) {
+        tf_tokenizer_train_opts o = {TF_TOKENIZER_CHAR, 0, 0};
+        return tf_tokenizer_train(&o, data, n_data, dir);
+    }
+    static const char *const pairs[][2] = {{"encoder.json", "vocab.json"}, {"vocab.bpe", "merges.txt"},
+                                           {"vocab.json", "vocab.json"},   {"merges.txt", "merges.txt"},
+                                           {"vocab.txt", "vocab.txt"},     {"chars.txt", "chars.txt"},
+                                           {"tokenizer.tformer.json", "tokenizer.tformer.json"},
+                                           {"tokenizer.json", "tokenizer.json"},
+                                           {"tokenizer_config.json", "tokenizer_config.json"},
+                                           {"special_tokens_map.json", "special_tokens_map.json"}};
+    tf_tokenizer *t = tf_tokenizer_load(spec); /* validates it before anything is copied */
+    if (!t) return -1;
+    tf_tokenizer_free(t);
+    char from[4096], to[4096];
+    struct stat st;
+    if (!stat(spec, &st) && S_ISREG(st.st_mode)) { /* a WordPiece vocab.txt named directly */
+        snprintf(to, sizeof to, "%s/vocab.txt", dir);
+        return tf_copy_file(spec, to);
+    }
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", spec, pairs[i][0]);
+        snprintf(to, sizeof to, "%s/%s", dir, pairs[i][1]);
+        if (!stat(from, &st) && tf_copy_file(from, to)) return -1;
+    }
+    return 0;
+}
+
+/* The tokenizer's files: a checkpoint is complete by itself. */
+int tf_task_tokenizer_save(const char *dir, tf_st_writer *w) {
+    int rc = 0;
+    for (size_t i = 0; !rc && i < N_TOKENIZER_FILES; i++) {
+        char path[4096], key[128];
+        snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_FILES[i]);
+        struct stat st;
+        if (stat(path, &st)) continue;
+        size_t n;
+        char *text = tf_read_file(path, &n);
+        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
+        rc = !text || tf_st_writer_set_metadata(w, key, text);
+        free(text);
+    }
+    return rc ? -1 : 0;
+}
+
+/* On resume the run folder's tokenizer must be the one the checkpoint was trained with. */
+int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck) {
+    for (size_t i = 0; i < N_TOKENIZER_FILES; i++) {
+        char path[4096], key[128];
+        snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
+        const char *want = tf_st_metadata(f, key);
+        if (!want) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_FILES[i]);
+        size_t n;
+        char *have = tf_read_file(path, &n);
+        int same = have && n == strlen(want) && !memcmp(have, want, n);
+        free(have);
+        if (!same) return tf_set_error("%s: %s differs from the tokenizer the checkpoint was trained with", ck, path);
+    }
+    return 0;
+}
+
