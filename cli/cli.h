@@ -67,6 +67,9 @@ struct cli_args {
  * unknown, incomplete or missing flag or a bad number prints the problem and
  * the usage and exits 2. */
 int cli_run(const cli_verb *v, int argc, char **argv);
+/* The value of --name on the command line being parsed, before parsing
+ * (for a verb whose field tables depend on a flag: train --arch), or NULL. */
+const char *cli_peek(const char *name);
 /* Set the table flags in command-line order; a bad value exits 2 naming the flag. */
 void cli_apply(const cli_args *a);
 /* "tformer <verb>: message", the usage line, exit 2. */

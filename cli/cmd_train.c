@@ -1,17 +1,21 @@
-/* tformer train: a GPT on text files. Its flags are the trainer's and the
- * language-model task's field tables (the GPT model's included), so every
- * setting has a flag, a JSON key for --config and a line in --help. */
+/* tformer train: a GPT (next-token prediction) or a BERT (masked LM +
+ * next-sentence prediction) on text files. Its flags are the trainer's and
+ * the task's field tables (the model's included), so every setting has a
+ * flag, a JSON key for --config and a line in --help; --arch picks the task
+ * (`tformer train --arch bert --help` lists BERT's rows). */
 #include <math.h>
 #include <signal.h>
 #include <string.h>
 
 #include "cli.h"
 
-enum { DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM };
+enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM };
 const cli_flag cmd_train_flags[] = {
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert", "gpt", "the model family: gpt (next token) or bert (masked LM + NSP)"},
     [DATA] = {"data", CLI_LIST, "FILE...", NULL, "text files to train on"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
-    [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char", "a tokenizer folder, or char: the data's characters"},
+    [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
+                   "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
     [CONFIG] = {"config", CLI_STRING, "FILE.json", "",
                 "settings as one JSON object (keys: the names below with _); flags override it"},
     [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint, bit for bit"},
@@ -42,18 +46,26 @@ static void progress(void *user, const tf_train_report *r) {
     fmt_duration(r->eta_s, eta, sizeof eta);
     printf("step %lld/%lld | loss %.4f", (long long)r->step, (long long)r->steps, r->loss);
     if (val) printf(" | val %.4f", r->val_loss);
+    for (int i = 0; val && i < r->n_metrics; i++) printf(" %s %.4f", r->metric_names[i], r->val_metric[i]);
     printf(" | lr %.2e | %.1fk tok/s | ETA %s\n", r->lr, r->tokens_per_s / 1000.0, eta);
     fflush(stdout);
 }
 
 static tf_train_config g_train;
 static tf_lm_config g_lm;
+static tf_bert_pretrain_config g_bert;
 static tf_fields g_tables[2];
 
+static int is_bert(void) {
+    const char *arch = cli_peek("arch");
+    return arch && !strcmp(arch, "bert");
+}
+
 int cmd_train_tables(const tf_fields **t) {
-    g_train = tf_train_config_default(), g_lm = tf_lm_config_default();
+    g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
-    g_tables[1] = (tf_fields){&tf_lm_config_table, &g_lm};
+    g_tables[1] = is_bert() ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
+                            : (tf_fields){&tf_lm_config_table, &g_lm};
     *t = g_tables;
     return 2;
 }
@@ -68,14 +80,31 @@ static void configure(const cli_args *a) {
     cli_apply(a);
 }
 
+static int train_bert(const cli_args *a, const char *out, int *every) {
+    if (a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (BERT is post-LN)");
+    if (g_bert.model.head != TF_BERT_PRETRAINING)
+        cli_usage_error(a, "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer finetune)");
+    if (tf_train_config_check(&g_train)) return -1;
+    tf_task *t = tf_bert_pretrain_task_new(&g_bert, (const char *const *)a->v[DATA].list, a->v[DATA].n,
+                                           a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
+                                           a->v[RESUME].given, g_train.seed);
+    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &g_stop, progress, every) : -1;
+    tf_task_free(t);
+    return rc;
+}
+
 int cmd_train(const cli_args *a) {
     configure(a);
     int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
     const char *out = a->v[OUT].text;
     tf_set_threads(cli_threads(&a->v[THREADS]));
     signal(SIGINT, on_sigint);
-    int rc = tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n, a->v[TOKENIZER].text,
-                          out, a->v[RESUME].given, &g_stop, progress, &every);
+    const char *arch = a->v[ARCH].text;
+    if (strcmp(arch, "gpt") && strcmp(arch, "bert")) cli_usage_error(a, "--arch expects gpt or bert, got '%s'", arch);
+    int rc = !strcmp(arch, "bert") ? train_bert(a, out, &every)
+                                   : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
+                                                  a->v[TOKENIZER].text, out, a->v[RESUME].given, &g_stop, progress,
+                                                  &every);
     if (rc < 0) cli_die(a->verb, tf_error());
     if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
     return rc == 1 ? 130 : 0;

@@ -201,9 +201,24 @@ static void finish(cli_args *a) {
     if (a->n_operands < v->min_operands) cli_usage_error(a, "missing %s", v->operands);
 }
 
+static int g_argc;
+static char **g_argv;
+
+const char *cli_peek(const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; i < g_argc && strcmp(g_argv[i], "--"); i++) {
+        const char *w = g_argv[i];
+        if (strncmp(w, "--", 2) || strncmp(w + 2, name, n)) continue;
+        if (w[2 + n] == '=') return w + 3 + n;
+        if (!w[2 + n] && i + 1 < g_argc) return g_argv[i + 1];
+    }
+    return NULL;
+}
+
 static void parse(const cli_verb *v, int argc, char **argv, cli_args *a) {
     memset(a, 0, sizeof *a);
     a->verb = v;
+    g_argc = argc, g_argv = argv; /* tables() may depend on a flag (train --arch) */
     a->n_tables = v->tables ? v->tables(&a->tables) : 0;
     int n_flags = 0;
     while (v->flags[n_flags].name) n_flags++;

@@ -12,7 +12,7 @@ static int cmd_help(const cli_args *a);
 static const cli_flag no_flags[] = {CLI_END};
 
 static const cli_verb VERBS[] = {
-    {"train", "Train a GPT on text files (docs/gpt.md)", cmd_train, cmd_train_flags, cmd_train_tables, NULL, 0, 0},
+    {"train", "Train a GPT or pre-train a BERT on text files (docs/gpt.md, docs/bert.md)", cmd_train, cmd_train_flags, cmd_train_tables, NULL, 0, 0},
     {"generate", "Continue a prompt with a trained GPT", cmd_generate, cmd_generate_flags, cmd_generate_tables, NULL, 0, 0},
     {"eval", "Loss and perplexity of a GPT on text files", cmd_eval, cmd_eval_flags, NULL, NULL, 0, 0},
     {"torch-run", "Run a torch.nn Transformer module from its state_dict (docs/torch-run.md)", cmd_torch_run,

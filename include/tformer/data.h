@@ -55,6 +55,23 @@ TF_API void tf_loader_free(tf_loader *l);
  * error says how many). The ids are copied. */
 TF_API tf_loader *tf_lm_loader_new(const int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed);
 
+/* BERT pre-training pairs (masked LM + next-sentence prediction) from text
+ * files: documents separated by blank lines, one sentence per line. A batch
+ * holds "input_ids", "token_type_ids", "attention_mask" (rows,T), T the
+ * longest example's length (at most context), "labels" (rows,T: the
+ * original ids of the masked positions, -100 elsewhere) and
+ * "next_sentence_label" (rows: 0 = B follows A, 1 = B is random). Examples
+ * are drawn from (seed, split, key, row); documents are held out whole. */
+typedef struct {
+    int context;              /* [CLS] A [SEP] B [SEP] fits in it */
+    float mask_prob;          /* tokens chosen for the MLM: 0.15 */
+    float val_fraction;       /* documents held out */
+    int32_t cls, sep, mask, pad, vocab_size;
+} tf_nsp_opts;
+struct tf_tokenizer;
+TF_API tf_loader *tf_nsp_loader_new(struct tf_tokenizer *tok, const char *const *files, int n_files,
+                                    const tf_nsp_opts *o, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

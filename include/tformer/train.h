@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "data.h"
+#include "bert.h"
 #include "gpt.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -170,6 +171,24 @@ TF_API int tf_gpt_train(const tf_train_config *cfg, const tf_lm_config *lm, cons
 /* Mean next-token loss of a model on the text of files (windows of the context). */
 TF_API int tf_gpt_evaluate(const tf_gpt *m, tf_tokenizer *tok, const char *const *data, int n_data, double *loss,
                     int64_t *tokens);
+
+/* ---------------------------------------------------------------- BERT pre-training */
+
+/* Masked LM + next-sentence prediction (tf_nsp_loader_new) on a
+ * BertForPreTraining; its rows flat beside the trainer's, like tf_lm_config. */
+typedef struct {
+    tf_bert_config model;   /* vocab_size 0: the tokenizer's size; head and pooler are set */
+    float val_fraction;     /* documents held out */
+    float mask_prob;        /* 0.15 */
+} tf_bert_pretrain_config;
+TF_API tf_bert_pretrain_config tf_bert_pretrain_config_default(void);
+TF_API extern const tf_field_table tf_bert_pretrain_config_table;
+/* The task over text files (documents separated by blank lines, a sentence a
+ * line); tokenizer: a WordPiece folder or vocab.txt, copied into run_dir
+ * (unless resuming). Validation metrics: mlm_accuracy, nsp_accuracy. */
+TF_API tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char *const *data, int n_data,
+                                          const char *tokenizer, const char *run_dir, int resume, uint64_t seed);
+TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,139 @@
+/* BERT pre-training: masked language modelling + next-sentence prediction
+ * on sentence pairs from text files (tf_nsp_loader_new), the loss of
+ * BertForPreTraining (MLM cross-entropy on the masked tokens + NSP
+ * cross-entropy), validation MLM and NSP accuracy; saved as a Hugging Face
+ * BertForPreTraining folder with its WordPiece tokenizer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train_internal.h"
+
+static const tf_field PRE_ROWS[] = {
+    TF_FIELD_ROW(tf_bert_pretrain_config, val_fraction, TF_FIELD_FLOAT, "val_fraction", "0.1", "(0,1)", NULL,
+                 "documents held out for validation", 0, NULL),
+    TF_FIELD_ROW(tf_bert_pretrain_config, mask_prob, TF_FIELD_FLOAT, "mask_prob", "0.15", "(0,1)", NULL,
+                 "tokens chosen for masked LM (80% [MASK], 10% random, 10% kept)", 0, NULL),
+    TF_FIELD_SUB(tf_bert_pretrain_config, model, tf_bert_config_table),
+};
+const tf_field_table tf_bert_pretrain_config_table = {"BERT pre-training", PRE_ROWS,
+                                                      (int)(sizeof PRE_ROWS / sizeof PRE_ROWS[0])};
+
+tf_bert_pretrain_config tf_bert_pretrain_config_default(void) {
+    tf_bert_pretrain_config c = {0};
+    tf_fields f = {&tf_bert_pretrain_config_table, &c};
+    tf_fields_defaults(&f, 1);
+    return c;
+}
+
+typedef struct {
+    tf_task base;
+    tf_bert_pretrain_config cfg;
+    tf_bert *m;
+    tf_tokenizer *tok;
+    tf_loader *loader;
+    char *dir;
+} bert_task;
+
+static int bt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((bert_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+static int64_t argmax(const float *x, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++) best = x[i] > x[best] ? i : best;
+    return best;
+}
+
+/* Masked-token accuracy (logits (N,V) of the labelled rows in order) and NSP accuracy. */
+static void count_metrics(const tf_bert_outputs *out, const tf_tensor *labels, const tf_tensor *nsp, tf_metrics *m) {
+    int64_t V = out->logits->shape[1], k = 0;
+    for (int64_t i = 0; i < tf_numel(labels); i++) {
+        int32_t y = tf_i32(labels)[i];
+        if (y == -100) continue;
+        m->sum[0] += argmax(tf_f32(out->logits) + k++ * V, V) == y, m->count[0] += 1;
+    }
+    for (int64_t b = 0; b < tf_numel(nsp); b++)
+        m->sum[1] += argmax(tf_f32(out->seq_relationship_logits) + 2 * b, 2) == tf_i32(nsp)[b], m->count[1] += 1;
+}
+
+static tf_tensor *bt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    tf_bert_inputs in = {
+        .input_ids = tf_batch_get(b, "input_ids"), .attention_mask = tf_batch_get(b, "attention_mask"),
+        .token_type_ids = tf_batch_get(b, "token_type_ids"), .labels = tf_batch_get(b, "labels"),
+        .next_sentence_label = tf_batch_get(b, "next_sentence_label"), .loss_only = 1,
+    };
+    tf_bert_outputs out;
+    if (tf_bert_run(ctx, ((bert_task *)t)->m, &in, &out)) return NULL;
+    if (m) count_metrics(&out, in.labels, in.next_sentence_label, m);
+    return out.loss;
+}
+
+static tf_params *bt_params(tf_task *t) { return ((bert_task *)t)->m->params; }
+
+static int bt_signature(tf_task *t, char *out, size_t n) {
+    tf_fields f = {&tf_bert_config_table, &((bert_task *)t)->m->cfg};
+    return tf_fields_signature(&f, 1, out, n);
+}
+
+static int bt_save(tf_task *t, const char *dir) { return tf_bert_save_hf(((bert_task *)t)->m, dir); }
+static int bt_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((bert_task *)t)->dir, w); }
+static int bt_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
+    return tf_task_tokenizer_check(((bert_task *)t)->dir, f, ck);
+}
+static int64_t bt_tokens(tf_task *t, int rows) { return (int64_t)rows * ((bert_task *)t)->cfg.model.context; }
+
+static void bt_free(tf_task *t) {
+    bert_task *l = (bert_task *)t;
+    tf_bert_free(l->m);
+    tf_tokenizer_free(l->tok);
+    tf_loader_free(l->loader);
+    free(l->dir);
+    free(l);
+}
+
+static const tf_task_vt BERT_TASK = {bt_batch, bt_loss, bt_params, bt_signature, bt_save,
+                                     bt_save_meta, bt_check_meta, bt_tokens, bt_free};
+
+/* The run folder's WordPiece tokenizer, the pairs loader, the model's vocabulary size. */
+static int load_data(bert_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
+                     uint64_t seed) {
+    tf_bert_config *model = &l->cfg.model;
+    if (!tokenizer || !strcmp(tokenizer, "char"))
+        return tf_set_error("BERT needs a WordPiece tokenizer with [CLS], [SEP], [MASK] and [PAD]: --tokenizer "
+                            "a vocab.txt (../shared/data/bert/bert-base-uncased-vocab.txt) or a folder "
+                            "(tformer tokenizer-train --type wordpiece)");
+    if (!resume && tf_task_tokenizer_install(tokenizer, data, n_data, l->dir)) return -1;
+    if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
+    int vocab = tf_tokenizer_vocab_size(l->tok);
+    if (model->vocab_size && model->vocab_size != vocab)
+        return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
+    model->vocab_size = vocab;
+    model->head = TF_BERT_PRETRAINING, model->pooler = 1;
+    tf_nsp_opts o = {model->context, l->cfg.mask_prob, l->cfg.val_fraction, tf_tokenizer_token_id(l->tok, "[CLS]"),
+                     tf_tokenizer_token_id(l->tok, "[SEP]"), tf_tokenizer_token_id(l->tok, "[MASK]"),
+                     tf_tokenizer_token_id(l->tok, "[PAD]"), vocab};
+    if (tf_bert_config_check(model)) return -1;
+    return (l->loader = tf_nsp_loader_new(l->tok, data, n_data, &o, seed)) ? 0 : -1;
+}
+
+tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char *const *data, int n_data,
+                                   const char *tokenizer, const char *run_dir, int resume, uint64_t seed) {
+    if (n_data < 1) return tf_set_error("train: no data files"), NULL;
+    if (mkdir(run_dir, 0755) && errno != EEXIST)
+        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
+    bert_task *l = calloc(1, sizeof *l);
+    if (!l || !(l->dir = strdup(run_dir))) return free(l), tf_set_error("train: out of memory"), NULL;
+    l->base.vt = &BERT_TASK, l->cfg = *c;
+    l->base.config = (tf_fields){&tf_bert_pretrain_config_table, &l->cfg};
+    l->base.n_metrics = 2;
+    l->base.metric_names[0] = "mlm_accuracy", l->base.metric_names[1] = "nsp_accuracy";
+    if (load_data(l, data, n_data, tokenizer, resume, seed) || !(l->m = tf_bert_new(&l->cfg.model, seed ? seed : 1))) {
+        bt_free(&l->base);
+        return NULL;
+    }
+    return &l->base;
+}
+
+const tf_bert *tf_bert_pretrain_task_model(const tf_task *t) { return ((const bert_task *)t)->m; }
