@@ -101,6 +101,8 @@ CLI_VERB(generate);
 CLI_VERB(eval);
 CLI_VERB(torch_run);
 CLI_VERB(hf_run);
+CLI_VERB(embed);
+CLI_VERB(fill_mask);
 CLI_VERB(encode);
 CLI_VERB(decode);
 CLI_VERB(tokenizer_train);

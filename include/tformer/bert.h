@@ -9,6 +9,7 @@
 #include "heads.h"
 #include "nn.h"
 #include "safetensors.h"
+#include "tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +112,26 @@ typedef struct {
 
 /* One forward pass; 0, or -1 with a message. */
 TF_API int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out);
+
+/* ---------------------------------------------------------------- sentence embeddings */
+
+typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX } tf_pooling;
+typedef struct {
+    tf_pooling pooling; /* sentence-transformers' pooling_mode_*: mean, cls or max over the tokens */
+    int normalize;      /* L2-normalise each embedding */
+    int max_len;        /* ids per text, [CLS] and [SEP] included (max_seq_length); 0: the model's context */
+    int batch;          /* texts per forward pass (0: 32); similar lengths are batched together */
+} tf_embed_opts;
+/* A sentence-transformers folder's settings: max_seq_length
+ * (sentence_bert_config.json), the pooling (the Pooling module's
+ * config.json, found through modules.json), normalize when modules.json has
+ * a Normalize module. Files that are absent leave the defaults: mean
+ * pooling, no normalisation, the model's context, batches of 32. */
+TF_API int tf_embed_opts_load(const char *dir, tf_embed_opts *o);
+/* Embeddings (n, d_model) of n texts (lens NULL: NUL-terminated), each
+ * [CLS] text [SEP] truncated to max_len, as sentence-transformers' encode(). */
+TF_API int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n,
+                         const tf_embed_opts *o, float *out);
 
 /* Hugging Face folders: config.json + model.safetensors. */
 typedef struct {

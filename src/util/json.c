@@ -5,15 +5,20 @@
 
 #include "util.h"
 
-cJSON *tf_json_read(const char *path) {
+cJSON *tf_json_read_any(const char *path) {
     size_t len;
     char *text = tf_read_file(path, &len);
     if (!text) return NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root) tf_set_error("%s: not valid JSON (error near byte %ld)", path, end ? (long)(end - text) : 0L);
-    else if (!cJSON_IsObject(root)) tf_set_error("%s: not a JSON object", path), cJSON_Delete(root), root = NULL;
     free(text);
+    return root;
+}
+
+cJSON *tf_json_read(const char *path) {
+    cJSON *root = tf_json_read_any(path);
+    if (root && !cJSON_IsObject(root)) tf_set_error("%s: not a JSON object", path), cJSON_Delete(root), root = NULL;
     return root;
 }
 

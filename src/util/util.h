@@ -66,6 +66,8 @@ int tf_copy_file(const char *from, const char *to);
 
 /* A JSON object from a file; NULL + an error naming the file (and byte). */
 cJSON *tf_json_read(const char *path);
+/* Any JSON value (an array: modules.json). */
+cJSON *tf_json_read_any(const char *path);
 /* Pretty-printed with a final newline, atomically. */
 int tf_json_write(const char *path, const cJSON *root);
 

@@ -148,6 +148,9 @@ static int load_weights(tf_bert *m, const char *path, uint64_t seed, int own_hea
     for (int i = 0; !rc && i < tf_params_count(ps); i++) {
         const char *name = tf_params_name(ps, i);
         rc = read_tensor(f, path, name, tf_params_tensor(ps, i), seed && head_tensor(name));
+        if (rc && !own_head && head_tensor(name) && !find_param(f, name))
+            rc = tf_set_error("%s: no tensor '%s': the folder has no %s head", path, name,
+                              tf_bert_head_name(m->cfg.head));
     }
     for (int i = 0; !rc && own_head && i < tf_st_count(f); i++) {
         const char *name = tf_st_entry_at(f, i)->name;
@@ -186,7 +189,7 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
     int n_labels;
     if (m && (int)c.head == folder_head && read_labels(root, path, m, &n_labels)) rc = -1;
     cJSON_Delete(root);
-    uint64_t seed = opts && (int)c.head != folder_head ? (opts->seed ? opts->seed : 1) : 0;
+    uint64_t seed = opts && (int)c.head != folder_head ? opts->seed : 0; /* 0: every tensor must be there */
     if (m && (rc || load_weights(m, weights, seed, (int)c.head == folder_head))) {
         tf_bert_free(m);
         return NULL;

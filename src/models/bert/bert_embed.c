@@ -1,0 +1,171 @@
+/* Sentence embeddings as sentence-transformers computes them: each text
+ * encoded as [CLS] text [SEP] (truncated to max_len), run through the
+ * encoder in batches of similar lengths (padding masked), pooled over its
+ * tokens (mean, [CLS] or max) and optionally L2-normalised.
+ *
+ *   h = encoder(ids, mask)                     (B,T,C)
+ *   mean: sum_t mask h / max(sum_t mask, 1e-9)  (B,C)
+ *   cls:  h[:, 0]                               (B,C)
+ *   max:  max_t over the tokens                 (B,C)
+ *   normalize: e / max(||e||, 1e-12) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../util/util.h"
+#include "bert_internal.h"
+
+typedef struct {
+    tf_ids ids;
+    int index;
+} encoded;
+
+static int by_length(const void *a, const void *b) {
+    const encoded *x = a, *y = b;
+    if (x->ids.n != y->ids.n) return x->ids.n < y->ids.n ? 1 : -1; /* longest first: the peak memory is seen at once */
+    return x->index - y->index;
+}
+
+static void pool(const float *h, const int32_t *len, int64_t B, int64_t T, int64_t C, tf_pooling p, float *out,
+                 const encoded *rows) {
+    for (int64_t b = 0; b < B; b++) {
+        float *e = out + (int64_t)rows[b].index * C;
+        const float *hb = h + b * T * C;
+        int64_t n = len[b];
+        for (int64_t c = 0; c < C; c++) {
+            double acc = p == TF_POOL_MAX ? -INFINITY : 0.0;
+            if (p == TF_POOL_CLS) acc = hb[c];
+            for (int64_t t = 0; p != TF_POOL_CLS && t < n; t++)
+                acc = p == TF_POOL_MAX ? fmax(acc, hb[t * C + c]) : acc + hb[t * C + c];
+            e[c] = (float)(p == TF_POOL_MEAN ? acc / (double)(n > 0 ? n : 1) : acc);
+        }
+    }
+}
+
+static void normalize(float *e, int64_t C) {
+    double ss = 0;
+    for (int64_t c = 0; c < C; c++) ss += (double)e[c] * e[c];
+    double s = 1.0 / fmax(sqrt(ss), 1e-12);
+    for (int64_t c = 0; c < C; c++) e[c] = (float)(e[c] * s);
+}
+
+/* One batch of rows[0..B): padded ids and mask, the encoder, the pooling. */
+static int embed_batch(tf_ctx *ctx, const tf_bert *m, const encoded *rows, int64_t B, const tf_embed_opts *o,
+                       float *out) {
+    int64_t T = (int64_t)rows[0].ids.n, C = m->cfg.d_model;
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 1);   // (B,T), 0 = [PAD] where padded
+    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_U8, 2, (int64_t[]){B, T}, 1);   // (B,T)
+    int32_t *len = malloc((size_t)B * sizeof *len);
+    if (!ids || !mask || !len) return free(len), -1;
+    for (int64_t b = 0; b < B; b++) {
+        len[b] = (int32_t)rows[b].ids.n;
+        memcpy(tf_i32(ids) + b * T, rows[b].ids.v, rows[b].ids.n * sizeof(int32_t));
+        memset(tf_u8(mask) + b * T, 1, rows[b].ids.n);
+    }
+    tf_bert_inputs in = {.input_ids = ids, .attention_mask = mask};
+    tf_tensor *h = tf_bert_encode(ctx, m, &in);  // (B,T,C)
+    if (h) pool(tf_f32(h), len, B, T, C, o->pooling, out, rows);
+    free(len);
+    return h ? 0 : -1;
+}
+
+/* Every text encoded, truncated to max_len; sorted by length. */
+static encoded *encode_all(tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n, size_t max_len) {
+    encoded *rows = calloc((size_t)n, sizeof *rows);
+    if (!rows) return tf_set_error("embed: out of memory"), NULL;
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        tf_ids types = {0};
+        rows[i].index = i;
+        rc = tf_tokenizer_encode_pair(tok, texts[i], lens ? lens[i] : strlen(texts[i]), NULL, 0, max_len,
+                                      &rows[i].ids, &types);
+        tf_ids_free(&types);
+        if (rc) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "%s", tf_error());
+            tf_set_error("embed: text %d: %s", i + 1, msg);
+        }
+    }
+    if (!rc) qsort(rows, (size_t)n, sizeof *rows, by_length);
+    for (int i = 0; rc && i < n; i++) tf_ids_free(&rows[i].ids);
+    if (rc) free(rows), rows = NULL;
+    return rows;
+}
+
+int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n,
+                  const tf_embed_opts *o, float *out) {
+    if (o->pooling < TF_POOL_MEAN || o->pooling > TF_POOL_MAX) return tf_set_error("embed: unknown pooling %d", o->pooling);
+    size_t max_len = o->max_len > 0 && o->max_len < m->cfg.context ? (size_t)o->max_len : (size_t)m->cfg.context;
+    encoded *rows = n > 0 ? encode_all(tok, texts, lens, n, max_len) : NULL;
+    if (n > 0 && !rows) return -1;
+    int batch = o->batch > 0 ? o->batch : 32, rc = 0;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) rc = tf_set_error("embed: out of memory");
+    for (int i = 0; i < n && !rc; i += batch) {
+        tf_ctx_reset(ctx);
+        tf_ctx_set_grad(ctx, 0);
+        rc = embed_batch(ctx, m, rows + i, n - i < batch ? n - i : batch, o, out);
+    }
+    for (int i = 0; !rc && o->normalize && i < n; i++) normalize(out + (int64_t)i * m->cfg.d_model, m->cfg.d_model);
+    for (int i = 0; i < n; i++) tf_ids_free(&rows[i].ids);
+    free(rows);
+    tf_ctx_free(ctx);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- sentence-transformers' folder */
+
+/* modules.json: the Pooling module's folder, and whether Normalize follows. */
+static int read_modules(const char *dir, char *pool_dir, size_t n, int *normalize) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/modules.json", dir);
+    snprintf(pool_dir, n, "%s/1_Pooling", dir);
+    if (access(path, F_OK)) return 0;
+    cJSON *root = tf_json_read_any(path);
+    if (!root) return -1;
+    if (!cJSON_IsArray(root)) return cJSON_Delete(root), tf_set_error("%s: not a JSON list of modules", path);
+    const cJSON *mod;
+    cJSON_ArrayForEach(mod, root) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(mod, "type");
+        const cJSON *sub = cJSON_GetObjectItemCaseSensitive(mod, "path");
+        if (!cJSON_IsString(type)) continue;
+        if (strstr(type->valuestring, "Normalize")) *normalize = 1;
+        if (strstr(type->valuestring, "Pooling") && cJSON_IsString(sub)) snprintf(pool_dir, n, "%s/%s", dir, sub->valuestring);
+    }
+    cJSON_Delete(root);
+    return 0;
+}
+
+static int read_pooling(const char *pool_dir, tf_pooling *p) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", pool_dir);
+    if (access(path, F_OK)) return 0;
+    cJSON *root = tf_json_read(path);
+    if (!root) return -1;
+    static const char *const KEYS[] = {"pooling_mode_mean_tokens", "pooling_mode_cls_token", "pooling_mode_max_tokens"};
+    int found = 0, rc = 0;
+    for (int k = 0; k < 3; k++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, KEYS[k]))) *p = (tf_pooling)k, found++;
+    if (found != 1 || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "pooling_mode_mean_sqrt_len_tokens")))
+        rc = tf_set_error("%s: one of pooling_mode_mean_tokens, _cls_token, _max_tokens must be true (and no other "
+                          "mode: tformer pools one way)", path);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int tf_embed_opts_load(const char *dir, tf_embed_opts *o) {
+    *o = (tf_embed_opts){TF_POOL_MEAN, 0, 0, 32};
+    char path[4096], pool_dir[4096];
+    snprintf(path, sizeof path, "%s/sentence_bert_config.json", dir);
+    if (!access(path, F_OK)) {
+        cJSON *root = tf_json_read(path);
+        if (!root) return -1;
+        const cJSON *len = cJSON_GetObjectItemCaseSensitive(root, "max_seq_length");
+        int lower = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "do_lower_case"));
+        if (cJSON_IsNumber(len)) o->max_len = len->valueint;
+        cJSON_Delete(root);
+        if (lower) return tf_set_error("%s: do_lower_case true is not supported (the tokenizer's own lower-casing is)", path);
+    }
+    return read_modules(dir, pool_dir, sizeof pool_dir, &o->normalize) || read_pooling(pool_dir, &o->pooling) ? -1 : 0;
+}
