@@ -191,6 +191,10 @@ HF_CASES ?= 12
 hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/hf_fresh && $(HF_PYTHON) tests/ref/gen_hf_fixtures.py --random $(HF_CASES) --seed $(SEED) --out $(BUILD)/hf_fresh
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/hf_fresh hf_fixtures || exit 1; done
+	rm -rf $(BUILD)/bert_export && mkdir -p $(BUILD)/bert_export
+	TFORMER_EXPORT_DIR=$(BUILD)/bert_export $(BUILD)/run_tests bert_export_for_transformers
+	$(HF_PYTHON) tests/ref/gen_hf_fixtures.py --expected-for $(BUILD)/bert_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/bert_export hf_fixtures
 
 .PHONY: hf-conformance
 

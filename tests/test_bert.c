@@ -186,3 +186,75 @@ TEST(bert_bad_inputs) {
     tf_ctx_free(ctx);
     tf_bert_free(m);
 }
+
+/* ---------------------------------------------------------------- folders for transformers */
+
+static tf_tensor *labels_for(tf_ctx *ctx, tf_bert_head h, const char **name, tf_tensor **second) {
+    *second = NULL;
+    if (h == TF_BERT_SEQ_CLS) {
+        *name = "labels";
+        tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
+        tf_i32(y)[0] = 2, tf_i32(y)[1] = 0;
+        return y;
+    }
+    if (h == TF_BERT_QA) {
+        *name = "start_positions";
+        tf_tensor *s = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
+        *second = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
+        tf_i32(s)[0] = 1, tf_i32(s)[1] = 4, tf_i32(*second)[0] = 3, tf_i32(*second)[1] = 5;
+        return s;
+    }
+    *name = "labels";
+    tf_tensor *y = ids_tensor(ctx, h == TF_BERT_TOKEN_CLS ? 3 : 19, 2);
+    for (int i = 0; i < B * T; i += 2) tf_i32(y)[i] = -100;
+    return y;
+}
+
+/* Every head saved by tformer with random weights (N(0,0.3): every path
+ * matters) and an input file; `make hf-conformance` has transformers load each
+ * folder (from_pretrained) and write expected.safetensors, then runs them
+ * through hf-run: transformers reads what tformer writes. Without
+ * TFORMER_EXPORT_DIR it only checks that the files are written. */
+TEST(bert_export_for_transformers) {
+    const char *keep = getenv("TFORMER_EXPORT_DIR");
+    char root[512] = "/tmp/tformer_bexp_XXXXXX", dir[600], path[700];
+    if (keep) snprintf(root, sizeof root, "%s", keep);
+    CHECK(keep || mkdtemp(root));
+    for (int h = TF_BERT_BODY; h <= TF_BERT_QA; h++) {
+        tf_bert_config c = small((tf_bert_head)h);
+        c.tied = h != TF_BERT_MLM; /* one untied decoder */
+        tf_bert *m = tf_bert_new(&c, 11 + (uint64_t)h);
+        CHECK(m);
+        for (int i = 0; i < tf_params_count(m->params); i++)
+            tf_tensor_fill_normal(tf_params_tensor(m->params, i), 100 + (uint64_t)i, 0.3f);
+        snprintf(dir, sizeof dir, "%s/export_%s", root, tf_bert_head_name((tf_bert_head)h));
+        mkdir(dir, 0755);
+        CHECK(tf_bert_save_hf(m, dir) == 0);
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+        for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* the second row padded after 4 tokens */
+        const char *ln = NULL;
+        tf_tensor *second, *labels = h == TF_BERT_BODY ? NULL : labels_for(ctx, (tf_bert_head)h, &ln, &second);
+        tf_st_writer *w = tf_st_writer_new();
+        CHECK(w && tf_st_writer_add(w, "input_ids", ids_tensor(ctx, 19, 1)) == 0);
+        CHECK(tf_st_writer_add(w, "attention_mask", mask) == 0);
+        CHECK(tf_st_writer_add(w, "token_type_ids", ids_tensor(ctx, 2, 0)) == 0);
+        if (labels) CHECK(tf_st_writer_add(w, ln, labels) == 0);
+        if (h == TF_BERT_QA) CHECK(tf_st_writer_add(w, "end_positions", second) == 0);
+        if (h == TF_BERT_PRETRAINING) {
+            tf_tensor *nsp = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
+            tf_i32(nsp)[0] = 1;
+            CHECK(tf_st_writer_add(w, "next_sentence_label", nsp) == 0);
+        }
+        snprintf(path, sizeof path, "%s/input.safetensors", dir);
+        CHECK(tf_st_writer_save(w, path) == 0);
+        tf_st_writer_free(w);
+        tf_ctx_free(ctx);
+        tf_bert_free(m);
+        if (!keep) {
+            snprintf(path, sizeof path, "rm -r %s", dir);
+            CHECK(system(path) == 0);
+        }
+    }
+    if (!keep) rmdir(root);
+}

@@ -8,6 +8,11 @@
     python tests/ref/gen_hf_fixtures.py --random 12 --seed 1234 --out build/hf_fresh
         fresh random configurations and inputs (make hf-conformance)
 
+    python tests/ref/gen_hf_fixtures.py --expected-for DIR
+        folders tformer wrote (config.json, model.safetensors, input.safetensors):
+        each loaded with from_pretrained, its outputs written as expected.safetensors
+        (make hf-conformance then runs them through hf-run)
+
 Each case is a folder: config.json and model.safetensors as save_pretrained
 writes them, input.safetensors (tensors named as forward()'s arguments) and
 expected.safetensors (the output fields Hugging Face returns, by its names:
@@ -323,12 +328,28 @@ def random_case(r):
     return arch, cfg, spec
 
 
+def expected_for(root):
+    """transformers loads each folder tformer wrote and computes its outputs."""
+    from safetensors.torch import load_file
+    for name in sorted(os.listdir(root)):
+        d = os.path.join(root, name)
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        arch = cfg["architectures"][0]
+        model = ARCHS[arch].from_pretrained(d).eval()  # fails on a tensor missing or of the wrong shape
+        x = load_file(os.path.join(d, "input.safetensors"))
+        save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+        print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--expected-for")
     ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    if a.expected_for:
+        return expected_for(a.expected_for)
     os.makedirs(a.out, exist_ok=True)
     if a.random:
         r = random.Random(a.seed)

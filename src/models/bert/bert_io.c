@@ -124,7 +124,10 @@ static int ours(const tf_params *ps, const char *name) {
 }
 
 static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t, int may_miss) {
-    const tf_st_entry *e = find_param(f, name);
+    /* The MLM decoder's bias: Hugging Face's forward adds cls.predictions.decoder.bias, which
+     * 4.x ties to cls.predictions.bias and 5.x keeps apart when the decoder is untied. */
+    const tf_st_entry *e = !strcmp(name, "cls.predictions.bias") ? tf_st_find(f, "cls.predictions.decoder.bias") : NULL;
+    if (!e) e = find_param(f, name);
     if (!e) return may_miss ? 0 : tf_set_error("%s: missing tensor '%s'", path, name);
     int same = e->ndim == t->ndim;
     for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
@@ -279,5 +282,14 @@ int tf_bert_save_hf(const tf_bert *m, const char *dir) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (write_config(m, path)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    return tf_params_save(m->params, path);
+    tf_st_writer *w = tf_st_writer_new();
+    if (!w) return tf_set_error("bert: out of memory");
+    tf_params *ps = m->params;
+    int rc = 0;
+    for (int i = 0; i < tf_params_count(ps) && !rc; i++) rc = tf_st_writer_add(w, tf_params_name(ps, i), tf_params_tensor(ps, i));
+    /* the MLM decoder's bias under both names: transformers 5.x reads decoder.bias when untied */
+    if (!rc && m->mlm.decoder.bias) rc = tf_st_writer_add(w, "cls.predictions.decoder.bias", m->mlm.decoder.bias);
+    if (!rc) rc = tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc;
 }
