@@ -101,6 +101,10 @@ fuzz:
 	    -o $(BUILD)/fuzz/fuzz_tokenizer tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(LDLIBS)
 	rm -rf $(BUILD)/fuzz/corpus_tokenizer && cp -r tests/fuzz/corpus_tokenizer $(BUILD)/fuzz/
 	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
+	    -o $(BUILD)/fuzz/fuzz_tokenizer_json tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(LDLIBS)
+	rm -rf $(BUILD)/fuzz/corpus_tokenizer_json && cp -r tests/fuzz/corpus_tokenizer_json $(BUILD)/fuzz/
+	$(BUILD)/fuzz/fuzz_tokenizer_json -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer_json
 
 # Benchmarks: tformer against its peers in the same run (figures, never tests).
 $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a

@@ -286,3 +286,148 @@ TEST(tokenizer_bad_files) {
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* ---------------------------------------------------------------- tokenizer.json */
+
+#define HF_WP "tests/data/hf_wordpiece"
+/* Expected ids from Hugging Face tokenizers 0.15 and 0.23 (Tokenizer.from_file, add_special_tokens=False). */
+static const char WP_TEXT[] = "Hello, the quick brown fox jumps! unaffable Caf\xc3\xa9 [MASK]fox   <extra>x na\xc3\xafve";
+static const char BPE_TEXT[] = "hello world<|endoftext|>hello caf\xc3\xa9 the\tthe";
+
+static void expect_ids(const char *dir, const char *text, const int32_t *want, size_t n) {
+    tf_tokenizer *t = tf_tokenizer_load(dir);
+    tf_ids ids = {0};
+    CHECKF(t != NULL, "%s: %s", dir, tf_error());
+    CHECK(tf_tokenizer_encode(t, text, strlen(text), &ids) == 0);
+    CHECKF(same_ids(&ids, want, n), "%s: %zu ids (want %zu), first %d", dir, ids.n, n, ids.n ? ids.v[0] : -1);
+    tf_ids_free(&ids);
+    tf_tokenizer_free(t);
+}
+
+TEST(tokenizer_json_wordpiece) {
+    static const int32_t uncased[] = {20, 15, 5, 6, 7, 8, 9, 10, 17, 23, 24, 25, 18, 4, 8, 29, 1, 1};
+    static const int32_t cased[] = {26, 15, 5, 6, 7, 8, 9, 10, 17, 23, 24, 25, 27, 4, 8, 1, 1, 1, 1, 1};
+    expect_ids(HF_WP, WP_TEXT, uncased, 18);            /* ids out of order in the JSON; <extra> lstrip beyond the vocab */
+    expect_ids(HF_WP "/tokenizer.json", WP_TEXT, uncased, 18); /* the file named directly */
+    expect_ids(HF_WP "_cased", WP_TEXT, cased, 20);     /* lowercase false, strip_accents true: Café -> Cafe */
+    /* the same vocabulary from vocab.txt gives the same ids (no <extra>) */
+    const char *plain = "Hello, the quick brown fox jumps! unaffable Caf\xc3\xa9 [MASK]fox";
+    expect_ids(HF_WP "/vocab.txt", plain, uncased, 15);
+    expect_ids(HF_WP, plain, uncased, 15);
+    tf_tokenizer *t = tf_tokenizer_load(HF_WP), *c = tf_tokenizer_load(HF_WP "_cased");
+    CHECK(t && c && tf_tokenizer_kind_of(t) == TF_TOKENIZER_WORDPIECE && tf_tokenizer_vocab_size(t) == 30);
+    CHECK(tf_tokenizer_max_length(t) == 512 && tf_tokenizer_max_length(c) == 0);
+    CHECK(tf_tokenizer_special_id(t, "cls") == 2 && tf_tokenizer_special_id(t, "sep") == 3 &&
+          tf_tokenizer_special_id(t, "pad") == 0 && tf_tokenizer_special_id(t, "mask") == 4 &&
+          tf_tokenizer_special_id(t, "unk") == 1 && tf_tokenizer_special_id(t, "bos") == -1 &&
+          tf_tokenizer_special_id(t, "nonsense") == -1 && tf_tokenizer_special_id(c, "cls") == 2);
+    char *text;
+    CHECK(tf_tokenizer_decode(t, (int32_t[]){9, 10, 23, 24, 25}, 5, &text, NULL) == 0 && !strcmp(text, "jumps unaffable"));
+    free(text);
+    tf_tokenizer_free(t), tf_tokenizer_free(c);
+}
+
+TEST(tokenizer_json_bytebpe) {
+    static const int32_t pairs[] = {257, 259, 111, 267, 270, 257, 259, 111, 32, 99, 97, 102, 268, 258, 9, 116, 257};
+    static const int32_t prefix[] = {32, 257, 259, 111, 267, 270, 32, 257, 259, 111, 32, 99, 97, 102, 268, 258, 9, 116, 257};
+    expect_ids("tests/data/hf_bytebpe", BPE_TEXT, pairs, 17);         /* merges as ["a", "b"] */
+    expect_ids("tests/data/hf_bytebpe_prefix", BPE_TEXT, prefix, 19); /* merges as "a b", add_prefix_space */
+    tf_tokenizer *t = tf_tokenizer_load("tests/data/hf_bytebpe");
+    CHECK(t && tf_tokenizer_kind_of(t) == TF_TOKENIZER_BYTE_BPE && tf_tokenizer_vocab_size(t) == 271);
+    CHECK(tf_tokenizer_max_length(t) == 0 && tf_tokenizer_special_id(t, "eos") == 270 &&
+          tf_tokenizer_special_id(t, "cls") == -1 && tf_tokenizer_special_id(t, "unk") == -1);
+    char *text;
+    size_t n;
+    CHECK(tf_tokenizer_decode(t, pairs, 17, &text, &n) == 0 && n == strlen(BPE_TEXT) && !strcmp(text, BPE_TEXT));
+    free(text);
+    tf_tokenizer_free(t);
+}
+
+/* Copy a fixture file into dir with the first `from` replaced by `to`. */
+static int put_edited(const char *dir, const char *fixture, const char *name, const char *from, const char *to) {
+    size_t len;
+    char *s = test_slurp(fixture, &len), *p = s && from ? strstr(s, from) : NULL;
+    if (!s || (from && !p)) return free(s), -1;
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return free(s), -1;
+    if (p) fwrite(s, 1, (size_t)(p - s), f), fputs(to, f), fputs(p + strlen(from), f);
+    else fwrite(s, 1, len, f);
+    fclose(f);
+    free(s);
+    return 0;
+}
+
+TEST(tokenizer_json_settings) {
+    char dir[] = "/tmp/tformer_hfcfg_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    /* do_lower_case false rebuilds the lower-casing normaliser cased (transformers' BertTokenizerFast) */
+    CHECK(put_edited(dir, HF_WP "/tokenizer.json", "tokenizer.json", NULL, NULL) == 0);
+    const char *lower = "{\"do_lower_case\": false, \"tokenizer_class\": \"BertTokenizerFast\"}";
+    put(dir, "tokenizer_config.json", lower, strlen(lower));
+    static const int32_t cased[] = {26, 15, 5};
+    expect_ids(dir, "Hello, the", cased, 3);
+    /* special tokens under other names drive encode_pair */
+    const char *cfg = "{\"cls_token\": \"hello\", \"sep_token\": {\"content\": \"world\"}, \"model_max_length\": 1e30}";
+    put(dir, "tokenizer_config.json", cfg, strlen(cfg));
+    put(dir, "special_tokens_map.json", "{\"pad_token\": \"a\"}", strlen("{\"pad_token\": \"a\"}"));
+    tf_tokenizer *t = tf_tokenizer_load(dir);
+    tf_ids ids = {0}, types = {0};
+    CHECK(t && tf_tokenizer_special_id(t, "cls") == 20 && tf_tokenizer_special_id(t, "sep") == 21 &&
+          tf_tokenizer_special_id(t, "pad") == 28 && tf_tokenizer_max_length(t) == 0);
+    CHECK(tf_tokenizer_encode_pair(t, "the", 3, "fox", 3, 0, &ids, &types) == 0);
+    CHECK(same_ids(&ids, (int32_t[]){20, 5, 21, 8, 21}, 5) && same_ids(&types, (int32_t[]){0, 0, 0, 1, 1}, 5));
+    tf_ids_free(&ids), tf_ids_free(&types);
+    tf_tokenizer_free(t);
+    put(dir, "special_tokens_map.json", "{\"mask_token\": \"<nope>\"}", strlen("{\"mask_token\": \"<nope>\"}"));
+    CHECK(!tf_tokenizer_load(dir) && strstr(tf_error(), "mask_token \"<nope>\"") && strstr(tf_error(), "not in the vocabulary"));
+    put(dir, "special_tokens_map.json", "{\"mask_token\": ", strlen("{\"mask_token\": "));
+    CHECK(!tf_tokenizer_load(dir) && strstr(tf_error(), "special_tokens_map.json: not valid JSON"));
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(tokenizer_json_refused) {
+    static const struct {
+        const char *fixture, *from, *to, *expect;
+    } cases[] = {
+        {HF_WP, "\"type\": \"WordPiece\",\n  \"unk", "\"type\": \"Unigram\",\n  \"unk",
+         "model type \"Unigram\" is not supported (supported: WordPiece, BPE)"},
+        {HF_WP, "\"type\": \"BertNormalizer\"", "\"type\": \"NFKC\"", "normalizer type \"NFKC\" is not supported"},
+        {HF_WP, "\"type\": \"BertPreTokenizer\"", "\"type\": \"Whitespace\"", "pre_tokenizer type \"Whitespace\" is not supported"},
+        {HF_WP, "\"vocab\": {", "\"vocabulary\": {", "missing \"model.vocab\""},
+        {HF_WP, "\"model\": {", "\"modelx\": {", "missing \"model\""},
+        {HF_WP, "\"fox\": 8,", "\"fox\": 31,", "token \"fox\" has id 31, outside [0,29)"},
+        {HF_WP, "\"fox\": 8,", "\"fox\": 7,", "is given to both"},
+        {HF_WP, "\"id\": 29,", "\"id\": 31,", "no token has id 29 (ids must continue"},
+        {HF_WP, "\"id\": 29,", "\"id\": 3100,", "id 3100 leaves a gap"},
+        {HF_WP, "\"id\": 29,", "\"idx\": 29,", "added_tokens[5]: missing \"id\""},
+        {HF_WP, "\"single_word\": false", "\"single_word\": true", "single_word true is not supported"},
+        {HF_WP, "\"lowercase\": true", "\"lowercase\": 1", "normalizer.lowercase must be true or false"},
+        {HF_WP, "\"the\": 5,", "\"the\": 5,,", "tokenizer.json: not valid JSON"},
+        {"tests/data/hf_bytebpe", "\"dropout\": null", "\"dropout\": 0.1", "model.dropout is not supported"},
+        {"tests/data/hf_bytebpe", "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}",
+         "normalizer type \"NFC\" is not supported"},
+        {"tests/data/hf_bytebpe", "\"use_regex\": true", "\"use_regex\": false", "use_regex false is not supported"},
+        {"tests/data/hf_bytebpe", "\"merges\": [[\"\xc4\xa0\", \"t\"]", "\"merges\": [[\"\xc4\xa0\", \"zz\"]",
+         "model.merges[0]: token 'zz' is not in the vocabulary"},
+        {"tests/data/hf_bytebpe_prefix", "\"merges\": [\"\xc4\xa0 t\"", "\"merges\": [\"\xc4\xa0t\"", "model.merges[0]: expected two tokens"},
+        {"tests/data/hf_bytebpe", "\"merges\": [", "\"mergesx\": [", "missing \"model.merges\""},
+    };
+    char dir[] = "/tmp/tformer_hfbad_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[256];
+        snprintf(src, sizeof src, "%s/tokenizer.json", cases[i].fixture);
+        CHECKF(put_edited(dir, src, "tokenizer.json", cases[i].from, cases[i].to) == 0, "case %zu: no '%s'", i, cases[i].from);
+        tf_tokenizer *t = tf_tokenizer_load(dir);
+        CHECKF(!t, "case %zu loaded", i);
+        CHECKF(strstr(tf_error(), cases[i].expect) && strstr(tf_error(), dir), "case %zu: '%s' lacks '%s'", i, tf_error(),
+               cases[i].expect);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}

@@ -27,23 +27,37 @@ TF_API void tf_ids_free(tf_ids *ids);
 
 typedef struct tf_tokenizer tf_tokenizer;
 
-/* Load from a folder, recognising its files: encoder.json + vocab.bpe (OpenAI)
- * or vocab.json + merges.txt (Hugging Face) -> byte-level BPE; vocab.txt ->
- * WordPiece; tokenizer.tformer.json -> what it names. A file path ending in
- * vocab.txt is a WordPiece vocabulary. "char" alone is the 256-byte
- * tokenizer (id = byte value). */
+/* Load from a folder, recognising its files: tokenizer.json (Hugging Face's
+ * single-file format: WordPiece + BertNormalizer + BertPreTokenizer, or BPE +
+ * ByteLevel; other components are refused with an error naming them), with
+ * tokenizer_config.json and special_tokens_map.json beside it when present;
+ * encoder.json + vocab.bpe (OpenAI) or vocab.json + merges.txt (Hugging Face)
+ * -> byte-level BPE; vocab.txt -> WordPiece; tokenizer.tformer.json -> what
+ * it names. A file path ending in vocab.txt is a WordPiece vocabulary, one
+ * ending in tokenizer.json a Hugging Face tokenizer. "char" alone is the
+ * 256-byte tokenizer (id = byte value). See docs/tokenizers.md. */
 TF_API tf_tokenizer *tf_tokenizer_load(const char *dir);
 TF_API void tf_tokenizer_free(tf_tokenizer *t);
 TF_API tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t);
 TF_API int32_t tf_tokenizer_vocab_size(const tf_tokenizer *t);
 /* Id of a vocabulary entry written as in the vocabulary file, or -1. */
 TF_API int32_t tf_tokenizer_token_id(const tf_tokenizer *t, const char *token);
+/* model_max_length from tokenizer_config.json; 0 when unknown (absent, or
+ * transformers' "very large" placeholder, any value >= 1e12). */
+TF_API int64_t tf_tokenizer_max_length(const tf_tokenizer *t);
+/* The id of a special token by role: "cls", "sep", "pad", "mask", "unk",
+ * "bos", "eos" -- from tokenizer_config.json / special_tokens_map.json (strings
+ * or {"content": ...}), else tokenizer.json's BertProcessing, else the usual
+ * names ([CLS] [SEP] [PAD] [MASK] [UNK] or <unk>, <|endoftext|> for bos and
+ * eos); -1 when absent or the role is unknown. */
+TF_API int32_t tf_tokenizer_special_id(const tf_tokenizer *t, const char *role);
 /* Append the ids of text (any bytes; see docs/tokenizers.md for invalid UTF-8). */
 TF_API int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out);
 /* The text of ids, malloc'ed and NUL-terminated; an id out of range is an error. */
 TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 /* BERT inputs: [CLS] a [SEP] (b [SEP]) with token type ids 0 / 1, truncated
- * (longest first) to max_len ids when max_len > 0. WordPiece only. */
+ * (longest first) to max_len ids when max_len > 0. WordPiece only; the cls
+ * and sep tokens are those of tf_tokenizer_special_id. */
 TF_API int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
                              size_t max_len, tf_ids *ids, tf_ids *type_ids);
 

@@ -46,7 +46,8 @@ int tf_bpe_scratch_reserve(tf_bpe_scratch *s, size_t n) {
     if (prev) s->prev = prev;
     int32_t *next = prev ? realloc(s->next, cap * sizeof *next) : NULL;
     if (next) s->next = next;
-    heap_ent *heap = next ? realloc(s->heap, cap * sizeof *heap) : NULL;
+    /* the heap holds up to 2n - 2 entries (n - 1 pairs, then at most one more per merge) */
+    heap_ent *heap = next ? realloc(s->heap, 2 * cap * sizeof *heap) : NULL;
     if (!heap) return tf_set_error("tokenizer: out of memory for a %zu-symbol word", n);
     s->heap = heap;
     s->cap = cap;

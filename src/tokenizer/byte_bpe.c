@@ -16,8 +16,10 @@ typedef struct {
     int32_t n_vocab;
     int32_t byte_id[256];
     tf_pairmap merges;
-    int32_t *special;       /* ids of <|...|> tokens, longest first */
+    int32_t *special;       /* ids of <|...|> or added tokens, longest first */
+    uint8_t *flags;         /* TF_SPECIAL_* of each */
     int n_special;
+    int add_prefix_space;   /* a space before each span that does not start with one */
     tf_strmap cache;        /* word -> index into cache_ent */
     int32_t *cache_ids;     /* pool */
     size_t cache_n, cache_cap;
@@ -44,7 +46,8 @@ static int unicode_to_bytes(const uint32_t inv[512], const char *s, tf_buf *out)
 }
 
 static int add_token(bytebpe *b, const char *raw, size_t len, int32_t id) {
-    if (id < 0 || id >= b->n_vocab) return tf_set_error("vocabulary: id %d out of range", id);
+    int32_t old = tf_strmap_get(&b->vocab, raw, len);
+    if (old >= 0) return tf_set_error("repeats the token of id %d", old);
     if (tf_strmap_put(&b->vocab, raw, len, id)) return -1;
     char *copy = tf_arena_alloc(b->vocab.arena, len + 1);
     if (!copy) return -1;
@@ -52,54 +55,48 @@ static int add_token(bytebpe *b, const char *raw, size_t len, int32_t id) {
     b->tok[id] = copy;
     b->tok_len[id] = (uint32_t)len;
     if (len == 1) b->byte_id[(unsigned char)raw[0]] = id;
-    if (len > 4 && !memcmp(raw, "<|", 2) && !memcmp(raw + len - 2, "|>", 2)) b->special[b->n_special++] = id;
     return 0;
 }
 
-static int load_vocab(bytebpe *b, const char *path, const uint32_t inv[512]) {
-    size_t len;
-    char *text = tf_read_file(path, &len);
-    if (!text) return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    int rc = -1, n = cJSON_GetArraySize(root);
-    tf_buf raw = {0};
-    if (!cJSON_IsObject(root) || n == 0) {
-        tf_set_error("%s: not a JSON object of token -> id", path);
-        goto out;
-    }
+/* The tokens by id: byte-level characters back to bytes below n_model, raw text above. */
+static int add_tokens(bytebpe *b, const tf_bytebpe_src *s, const uint32_t inv[512]) {
+    int32_t n = s->n;
     b->n_vocab = n;
     b->tok = calloc((size_t)n, sizeof *b->tok);
     b->tok_len = calloc((size_t)n, sizeof *b->tok_len);
-    b->special = calloc((size_t)n, sizeof *b->special);
-    if (!b->tok || !b->tok_len || !b->special || tf_strmap_init(&b->vocab, (size_t)n)) goto out;
-    for (cJSON *e = root->child; e; e = e->next) {
-        double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        if (v < 0 || v >= n || (int32_t)v != v) {
-            tf_set_error("%s: token \"%.40s\" has id %g, outside [0,%d) or not an integer", path, e->string, v, n);
-            goto out;
-        }
-        int r = unicode_to_bytes(inv, e->string, &raw);
-        if (r < 0 || (r ? add_token(b, e->string, strlen(e->string), (int32_t)v) : add_token(b, raw.p ? raw.p : "", raw.n, (int32_t)v))) {
-            tf_set_error("%s: token \"%.40s\": %s", path, e->string, tf_error());
-            goto out;
-        }
+    b->special = calloc((size_t)n + 1, sizeof *b->special);
+    b->flags = calloc((size_t)n + 1, 1);
+    if (!b->tok || !b->tok_len || !b->special || !b->flags || tf_strmap_init(&b->vocab, (size_t)n))
+        return tf_set_error("tokenizer: out of memory");
+    tf_buf raw = {0};
+    int rc = 0;
+    for (int32_t id = 0; id < n && !rc; id++) {
+        const char *t = s->tok[id];
+        int r = id < s->n_model ? unicode_to_bytes(inv, t, &raw) : 1;
+        if (r < 0 || (r ? add_token(b, t, strlen(t), id) : add_token(b, raw.p ? raw.p : "", raw.n, id)))
+            rc = tf_set_error("%s: token \"%.40s\" (id %d): %s", s->where, t, id, tf_error());
     }
-    for (int32_t i = 0; i < n; i++)
-        if (!b->tok[i]) {
-            tf_set_error("%s: id %d has no token (ids must be 0..%d)", path, i, n - 1);
-            goto out;
-        }
-    for (int i = 0; i < 256; i++)
-        if (b->byte_id[i] < 0) {
-            tf_set_error("%s: byte 0x%02X has no single-byte token", path, i);
-            goto out;
-        }
-    rc = 0;
-out:
     free(raw.p);
-    cJSON_Delete(root);
+    for (int i = 0; i < 256 && !rc; i++)
+        if (b->byte_id[i] < 0) rc = tf_set_error("%s: byte 0x%02X has no single-byte token", s->where, i);
     return rc;
+}
+
+/* Special tokens: the added tokens given, else the vocabulary's <|...|> entries. */
+static int find_specials(bytebpe *b, const tf_added *added) {
+    for (int32_t id = 0; !added && id < b->n_vocab; id++) {
+        const char *t = b->tok[id];
+        size_t len = b->tok_len[id];
+        if (len > 4 && !memcmp(t, "<|", 2) && !memcmp(t + len - 2, "|>", 2)) b->special[b->n_special++] = id;
+    }
+    for (int k = 0; added && k < added->n; k++) {
+        if (added->ids[k] < 0 || added->ids[k] >= b->n_vocab)
+            return tf_set_error("added token id %d outside the vocabulary [0,%d)", added->ids[k], b->n_vocab);
+        b->flags[b->n_special] = added->flags ? added->flags[k] : 0;
+        b->special[b->n_special++] = added->ids[k];
+    }
+    tf_sort_longest_first(b->special, b->flags, b->n_special, b->tok_len);
+    return 0;
 }
 
 typedef struct {
@@ -130,46 +127,58 @@ static int load_merge(void *vctx, const char *a, const char *bside) {
     return tf_pairmap_put(&c->b->merges, ids[0], ids[1], rank, merged);
 }
 
-static int load_merges(bytebpe *b, const char *path, const uint32_t inv[512]) {
-    merge_ctx c = {b, inv, 0, {0}};
-    int rc = tf_pairmap_init(&b->merges, 65536) || tf_for_each_merge(path, load_merge, &c);
-    free(c.raw.p);
-    return rc ? -1 : 0;
-}
-
 static void bytebpe_free(void *impl) {
     bytebpe *b = impl;
     if (!b) return;
     tf_strmap_free(&b->vocab);
     tf_strmap_free(&b->cache);
     tf_pairmap_free(&b->merges);
-    free(b->tok), free(b->tok_len), free(b->special);
+    free(b->tok), free(b->tok_len), free(b->special), free(b->flags);
     free(b->cache_ids), free(b->cache_ent);
     tf_bpe_scratch_free(&b->scratch);
     tf_gpt2_re_free(&b->re);
     free(b);
 }
 
-void *tf_bytebpe_load(const char *vocab_path, const char *merges_path, int openai_layout) {
-    (void)openai_layout; /* both layouts hold the same data */
+void *tf_bytebpe_new(const tf_bytebpe_src *s) {
     bytebpe *b = calloc(1, sizeof *b);
     if (!b) return tf_set_error("tokenizer: out of memory"), NULL;
     uint32_t fwd[256], inv[512];
     tf_bytes_to_unicode(fwd);
     for (int i = 0; i < 512; i++) inv[i] = 1000;
     for (int i = 0; i < 256; i++) inv[fwd[i]] = (uint32_t)i, b->byte_id[i] = -1;
-    if (load_vocab(b, vocab_path, inv) || load_merges(b, merges_path, inv) || tf_gpt2_re_init(&b->re) ||
-        tf_strmap_init(&b->cache, 4096)) {
+    b->add_prefix_space = s->add_prefix_space;
+    merge_ctx c = {b, inv, 0, {0}};
+    int rc = add_tokens(b, s, inv);
+    if (!rc && find_specials(b, s->added)) rc = tf_set_error("%s: %s", s->where, tf_error());
+    if (!rc) rc = tf_pairmap_init(&b->merges, 65536) || s->merges(s->merges_src, load_merge, &c);
+    free(c.raw.p);
+    if (rc || tf_gpt2_re_init(&b->re) || tf_strmap_init(&b->cache, 4096)) {
         bytebpe_free(b);
         return NULL;
     }
-    /* Longest special token first, so that a prefix never wins. */
-    for (int i = 1; i < b->n_special; i++)
-        for (int j = i; j > 0 && b->tok_len[b->special[j]] > b->tok_len[b->special[j - 1]]; j--) {
-            int32_t t = b->special[j];
-            b->special[j] = b->special[j - 1];
-            b->special[j - 1] = t;
-        }
+    return b;
+}
+
+static int merges_file(const void *path, tf_merge_fn fn, void *ctx) { return tf_for_each_merge(path, fn, ctx); }
+
+void *tf_bytebpe_load(const char *vocab_path, const char *merges_path, int openai_layout) {
+    (void)openai_layout; /* both layouts hold the same data */
+    cJSON *root = tf_json_read(vocab_path);
+    if (!root) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tf_error());
+        return tf_set_error("%s: not a JSON object of token -> id", msg), NULL;
+    }
+    const char **tok = NULL;
+    int32_t n = 0;
+    void *b = NULL;
+    if (!tf_vocab_by_id(root, vocab_path, 0, &tok, &n)) {
+        tf_bytebpe_src s = {tok, n, n, merges_file, merges_path, NULL, 0, vocab_path};
+        b = tf_bytebpe_new(&s);
+    }
+    free(tok);
+    cJSON_Delete(root);
     return b;
 }
 
@@ -233,11 +242,23 @@ static int encode_plain(bytebpe *b, const char *s, size_t n, tf_ids *out) {
     return 0;
 }
 
-static int encode_plain_fn(void *impl, const char *s, size_t n, tf_ids *out) { return encode_plain(impl, s, n, out); }
+/* Hugging Face's ByteLevel add_prefix_space: each span between special
+ * tokens that does not start with a space gets one. */
+static int encode_plain_fn(void *impl, const char *s, size_t n, tf_ids *out) {
+    bytebpe *b = impl;
+    if (!b->add_prefix_space || !n || s[0] == ' ') return encode_plain(b, s, n, out);
+    char *t = malloc(n + 1);
+    if (!t) return tf_set_error("tokenizer: out of memory");
+    t[0] = ' ';
+    memcpy(t + 1, s, n);
+    int rc = encode_plain(b, t, n + 1, out);
+    free(t);
+    return rc;
+}
 
 static int bytebpe_encode(void *impl, const char *text, size_t len, tf_ids *out) {
     bytebpe *b = impl;
-    tf_specials sp = {b->special, b->n_special, b->tok, b->tok_len};
+    tf_specials sp = {b->special, b->n_special, b->tok, b->tok_len, b->flags};
     if (tf_encode_with_specials(text, len, &sp, encode_plain_fn, b, out)) return -1;
     if (b->cache_n > CACHE_MAX_IDS / 2 && b->cache.n > 1000000) {
         tf_strmap_clear(&b->cache);

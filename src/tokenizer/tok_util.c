@@ -71,22 +71,84 @@ int tf_split_whitespace(const char *s, size_t n, tf_span_fn fn, void *ctx) {
     return 0;
 }
 
+void tf_sort_longest_first(int32_t *ids, uint8_t *flags, int n, const uint32_t *tok_len) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && tok_len[ids[j]] > tok_len[ids[j - 1]]; j--) {
+            int32_t t = ids[j];
+            ids[j] = ids[j - 1], ids[j - 1] = t;
+            if (flags) {
+                uint8_t f = flags[j];
+                flags[j] = flags[j - 1], flags[j - 1] = f;
+            }
+        }
+}
+
+/* Whitespace before end (not before lo) / after start: its first / last byte. */
+static size_t space_back(const char *s, size_t lo, size_t end) {
+    while (end > lo) {
+        size_t b = end - 1;
+        while (b > lo && ((unsigned char)s[b] & 0xC0) == 0x80 && end - b < 4) b--;
+        int used;
+        int32_t c = tf_utf8_decode((const unsigned char *)s + b, end - b, &used);
+        if (c < 0 || (size_t)used != end - b || !tf_unicode_is_space(c)) break;
+        end = b;
+    }
+    return end;
+}
+
+static size_t space_fwd(const char *s, size_t start, size_t n) {
+    while (start < n) {
+        int used;
+        int32_t c = tf_utf8_decode((const unsigned char *)s + start, n - start, &used);
+        if (c < 0 || !tf_unicode_is_space(c)) break;
+        start += (size_t)used;
+    }
+    return start;
+}
+
 int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp, tf_encode_fn plain, void *impl,
                             tf_ids *out) {
     size_t pos = 0;
     while (pos < len) {
         size_t best = len; /* the earliest special token at or after pos; longest first on ties */
         int32_t best_id = -1;
+        uint8_t fl = 0;
         for (int k = 0; k < sp->n; k++) {
             int32_t id = sp->ids[k];
             const char *p = tf_memfind(text + pos, len - pos, sp->tok[id], sp->tok_len[id]);
-            if (p && (size_t)(p - text) < best) best = (size_t)(p - text), best_id = id;
+            if (p && (size_t)(p - text) < best) best = (size_t)(p - text), best_id = id, fl = sp->flags ? sp->flags[k] : 0;
         }
-        if (plain(impl, text + pos, best - pos, out)) return -1;
+        size_t seg_end = best_id >= 0 && (fl & TF_SPECIAL_LSTRIP) ? space_back(text, pos, best) : best;
+        if (plain(impl, text + pos, seg_end - pos, out)) return -1;
         if (best_id < 0) break;
         if (tf_ids_push(out, best_id)) return -1;
         pos = best + sp->tok_len[best_id];
+        if (fl & TF_SPECIAL_RSTRIP) pos = space_fwd(text, pos, len);
     }
+    return 0;
+}
+
+int tf_vocab_by_id(const cJSON *obj, const char *where, int32_t extra, const char ***tok, int32_t *n_out) {
+    int n = cJSON_GetArraySize(obj);
+    if (!cJSON_IsObject(obj) || n == 0) return tf_set_error("%s: not a JSON object of token -> id", where);
+    const char **t = calloc((size_t)n + (size_t)extra + 1, sizeof *t);
+    if (!t) return tf_set_error("tokenizer: out of memory");
+    for (const cJSON *e = obj->child; e; e = e->next) {
+        double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (v < 0 || v >= n || (int32_t)v != v) {
+            free(t);
+            return tf_set_error("%s: token \"%.40s\" has id %g, outside [0,%d) or not an integer (ids must be "
+                                "0..%d without gaps or repeats)", where, e->string, v, n, n - 1);
+        }
+        if (t[(int32_t)v]) {
+            tf_set_error("%s: id %d is given to both \"%.40s\" and \"%.40s\"", where, (int32_t)v, t[(int32_t)v], e->string);
+            free(t);
+            return -1;
+        }
+        t[(int32_t)v] = e->string;
+    }
+    *tok = t;
+    *n_out = n;
     return 0;
 }
 

@@ -1,5 +1,6 @@
-/* The tokenizer front: id lists, loading a folder by the files it holds,
- * dispatch to each kind, and the character tokenizer. */
+/* The tokenizer front: id lists, loading a folder by the files it holds
+ * (tokenizer.json: hf_json.c), special-token roles, dispatch to each kind,
+ * and the character tokenizer. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,30 +48,45 @@ static int declared_kind(const char *path, tf_tokenizer_kind *kind) {
     return 0;
 }
 
-tf_tokenizer *tf_tokenizer_load(const char *dir) {
-    tf_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return tf_set_error("tokenizer: out of memory"), NULL;
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+const char *const tf_role_names[TF_N_ROLES] = {"cls", "sep", "pad", "mask", "unk", "bos", "eos"};
+
+/* Roles no settings file gave: the usual token names where present. */
+static void default_roles(tf_tokenizer *t) {
+    static const char *const names[TF_N_ROLES][2] = {{"[CLS]", NULL}, {"[SEP]", NULL}, {"[PAD]", NULL},
+                                                     {"[MASK]", NULL}, {"[UNK]", "<unk>"}, {"<|endoftext|>", NULL},
+                                                     {"<|endoftext|>", NULL}};
+    if (t->kind == TF_TOKENIZER_CHAR) return;
+    for (int r = 0; r < TF_N_ROLES; r++)
+        for (int k = 0; k < 2 && t->role[r] < 0 && names[r][k]; k++) t->role[r] = t->vt->token_id(t->impl, names[r][k]);
+}
+
+/* A file named directly: a WordPiece *vocab.txt or a Hugging Face *tokenizer.json. */
+static int load_file(tf_tokenizer *t, const char *path) {
+    if (ends_with(path, "tokenizer.json")) return tf_hf_tokenizer_load(t, path);
+    if (!ends_with(path, "vocab.txt"))
+        return tf_set_error("%s: a file; give the tokenizer's folder (or a WordPiece *vocab.txt, a *tokenizer.json)", path);
+    t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(path);
+    return t->impl ? 0 : -1;
+}
+
+static int load_dir(tf_tokenizer *t, const char *dir) {
     char a[4096], b[4096], d[4096];
     tf_tokenizer_kind declared = TF_TOKENIZER_BYTE_BPE;
-    struct stat st;
-    size_t dl = strlen(dir);
-    if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) { /* a vocabulary file named directly */
-        if (dl >= 9 && !strcmp(dir + dl - 9, "vocab.txt")) {
-            t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(dir);
-            if (t->impl) return t;
-        } else {
-            tf_set_error("%s: a file; give the tokenizer's folder (or a WordPiece *vocab.txt)", dir);
-        }
-        goto fail;
-    }
     int has_decl = strcmp(dir, "char") && file_exists(dir, "tokenizer.tformer.json", d, sizeof d);
-    if (has_decl && declared_kind(d, &declared)) goto fail;
+    if (has_decl && declared_kind(d, &declared)) return -1;
     if (!strcmp(dir, "char") || (has_decl && declared == TF_TOKENIZER_CHAR)) {
         t->kind = TF_TOKENIZER_CHAR, t->vt = &tf_chartok_vt;
         t->impl = tf_chartok_load(strcmp(dir, "char") && file_exists(dir, "chars.txt", a, sizeof a) ? a : NULL);
     } else if (has_decl && declared == TF_TOKENIZER_BPE && file_exists(dir, "vocab.json", a, sizeof a) &&
                file_exists(dir, "merges.txt", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BPE, t->vt = &tf_bpe_vt, t->impl = tf_bpe_load(a, b);
+    } else if (file_exists(dir, "tokenizer.json", a, sizeof a)) {
+        return tf_hf_tokenizer_load(t, a);
     } else if (file_exists(dir, "encoder.json", a, sizeof a) && file_exists(dir, "vocab.bpe", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 1);
     } else if (file_exists(dir, "vocab.json", a, sizeof a) && file_exists(dir, "merges.txt", b, sizeof b)) {
@@ -78,14 +94,25 @@ tf_tokenizer *tf_tokenizer_load(const char *dir) {
     } else if (file_exists(dir, "vocab.txt", a, sizeof a)) {
         t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(a);
     } else {
-        tf_set_error("%s: no tokenizer files (encoder.json + vocab.bpe, vocab.json + merges.txt, "
-                     "vocab.txt, or tokenizer.tformer.json)", dir);
-        goto fail;
+        return tf_set_error("%s: no tokenizer files (tokenizer.json, encoder.json + vocab.bpe, vocab.json + "
+                            "merges.txt, vocab.txt, or tokenizer.tformer.json)", dir);
     }
-    if (t->impl) return t;
-fail:
-    free(t);
-    return NULL;
+    return t->impl ? 0 : -1;
+}
+
+tf_tokenizer *tf_tokenizer_load(const char *dir) {
+    tf_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return tf_set_error("tokenizer: out of memory"), NULL;
+    for (int r = 0; r < TF_N_ROLES; r++) t->role[r] = -1;
+    struct stat st;
+    int is_file = stat(dir, &st) == 0 && S_ISREG(st.st_mode);
+    if (is_file ? load_file(t, dir) : load_dir(t, dir)) {
+        if (t->impl) t->vt->free(t->impl);
+        free(t);
+        return NULL;
+    }
+    default_roles(t); /* roles no settings file gave: the usual token names */
+    return t;
 }
 
 void tf_tokenizer_free(tf_tokenizer *t) {
@@ -97,6 +124,13 @@ void tf_tokenizer_free(tf_tokenizer *t) {
 tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t) { return t->kind; }
 int32_t tf_tokenizer_vocab_size(const tf_tokenizer *t) { return t->vt->vocab_size(t->impl); }
 int32_t tf_tokenizer_token_id(const tf_tokenizer *t, const char *token) { return t->vt->token_id(t->impl, token); }
+int64_t tf_tokenizer_max_length(const tf_tokenizer *t) { return t->max_length; }
+
+int32_t tf_tokenizer_special_id(const tf_tokenizer *t, const char *role) {
+    for (int r = 0; role && r < TF_N_ROLES; r++)
+        if (!strcmp(role, tf_role_names[r])) return t->role[r];
+    return -1;
+}
 
 int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out) {
     return t->vt->encode(t->impl, text, len, out);
@@ -211,8 +245,8 @@ const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_tok
 int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
                              size_t max_len, tf_ids *ids, tf_ids *type_ids) {
     if (t->kind != TF_TOKENIZER_WORDPIECE) return tf_set_error("encode_pair: WordPiece tokenizers only");
-    int32_t cls, sep;
-    if (tf_wordpiece_special(t->impl, &cls, &sep)) return -1;
+    int32_t cls = t->role[TF_ROLE_CLS], sep = t->role[TF_ROLE_SEP];
+    if (cls < 0 || sep < 0) return tf_set_error("encode_pair: the tokenizer has no %s token", cls < 0 ? "cls" : "sep");
     tf_ids x = {0}, y = {0};
     int rc = tf_tokenizer_encode(t, a, la, &x) || (b && tf_tokenizer_encode(t, b, lb, &y));
     size_t extra = b ? 3 : 2;

