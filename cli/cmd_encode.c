@@ -4,7 +4,7 @@
 #include "cli.h"
 
 const cli_flag cmd_encode_flags[] = {
-    {"tokenizer", CLI_STRING, "DIR|char", NULL, "a tokenizer folder (or a WordPiece vocab.txt), or char"},
+    {"tokenizer", CLI_STRING, "DIR|char", NULL, "a tokenizer folder (tokenizer.json, vocab.txt, ...), a tokenizer.json or WordPiece vocab.txt file, or char"},
     CLI_END,
 };
 

@@ -56,11 +56,11 @@ int cmd_fill_mask(const cli_args *a) {
     tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_MLM, 0, 0});
     if (!m) cli_die(v, tf_error());
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
-    int32_t mask = tf_tokenizer_token_id(tok, "[MASK]");
+    int32_t mask = tf_tokenizer_special_id(tok, "mask");
     int64_t V = m->cfg.vocab_size;
     int k = a->v[TOP_K].i < 1 ? 1 : a->v[TOP_K].i > V ? (int)V : (int)a->v[TOP_K].i;
     tf_ids ids = {0}, types = {0};
-    if (mask < 0) cli_die(v, "the tokenizer has no [MASK] token");
+    if (mask < 0) cli_die(v, "the tokenizer has no mask token ([MASK])");
     if (tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, (size_t)m->cfg.context, &ids, &types))
         cli_die(v, tf_error());
     tf_ctx *ctx = tf_ctx_new(0);

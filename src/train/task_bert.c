@@ -111,9 +111,9 @@ static int load_data(bert_task *l, const char *const *data, int n_data, const ch
         return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
     model->vocab_size = vocab;
     model->head = TF_BERT_PRETRAINING, model->pooler = 1;
-    tf_nsp_opts o = {model->context, l->cfg.mask_prob, l->cfg.val_fraction, tf_tokenizer_token_id(l->tok, "[CLS]"),
-                     tf_tokenizer_token_id(l->tok, "[SEP]"), tf_tokenizer_token_id(l->tok, "[MASK]"),
-                     tf_tokenizer_token_id(l->tok, "[PAD]"), vocab};
+    tf_nsp_opts o = {model->context, l->cfg.mask_prob, l->cfg.val_fraction, tf_tokenizer_special_id(l->tok, "cls"),
+                     tf_tokenizer_special_id(l->tok, "sep"), tf_tokenizer_special_id(l->tok, "mask"),
+                     tf_tokenizer_special_id(l->tok, "pad"), vocab};
     if (tf_bert_config_check(model)) return -1;
     return (l->loader = tf_nsp_loader_new(l->tok, data, n_data, &o, seed)) ? 0 : -1;
 }
