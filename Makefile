@@ -6,6 +6,9 @@ CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter -Wno-unknown-pragmas
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lm
+# cairo draws text in PNGs (the confusion matrix of tformer finetune).
+CPPFLAGS += $(shell pkg-config --cflags cairo 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 # Large matrix products go to OpenBLAS, loaded at run time when installed (BLAS=0 forces the
 # built-in kernel, which is always compiled and tested).
 BLAS ?= 1
@@ -218,3 +221,12 @@ bench-embed: $(BUILD)/bench_embed $(MINILM)/config.json $(BUILD)/val.en $(HF_PYT
 	$(HF_PYTHON) -c "import onnxruntime" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime
 	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(MINILM) $(BUILD)/val.en 1 2
 .PHONY: embed-conformance bench-embed
+
+# docs/bert.md's results: data sets, baselines, pre-training from scratch,
+# fine-tuning it and MiniLM on three tasks, the table (about an hour on 2 cores;
+# PRE_STEPS, FT_STEPS; runs already finished in BERT_RESULTS are kept).
+BERT_RESULTS ?= build/bert_results
+bert-results: $(BUILD)/tformer $(MINILM)/config.json $(HF_PYTHON)
+	$(HF_PYTHON) -c "import sklearn" 2>/dev/null || build/hfvenv/bin/pip install -q scikit-learn
+	sh tools/bert_results.sh $(BUILD)/tformer $(MINILM) $(BERT_RESULTS) $(HF_PYTHON)
+.PHONY: bert-results

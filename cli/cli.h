@@ -90,6 +90,9 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
 /* All of standard input, NUL-terminated; exits on a read error. */
 char *cli_read_stdin(const cli_verb *v, size_t *len);
+/* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every
+ * *(int *)user steps, at evaluations and at the end. */
+void cli_train_progress(void *user, const tf_train_report *r);
 
 /* ---------------------------------------------------------------- the verbs */
 
@@ -103,6 +106,8 @@ CLI_VERB(torch_run);
 CLI_VERB(hf_run);
 CLI_VERB(embed);
 CLI_VERB(fill_mask);
+CLI_VERB(finetune);
+CLI_VERB(predict);
 CLI_VERB(encode);
 CLI_VERB(decode);
 CLI_VERB(tokenizer_train);
@@ -111,6 +116,7 @@ CLI_VERB(compare);
 int cmd_train_tables(const tf_fields **t);
 int cmd_generate_tables(const tf_fields **t);
 int cmd_tokenizer_train_tables(const tf_fields **t);
+int cmd_finetune_tables(const tf_fields **t);
 #undef CLI_VERB
 
 #endif

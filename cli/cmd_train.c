@@ -3,7 +3,6 @@
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
-#include <math.h>
 #include <signal.h>
 #include <string.h>
 
@@ -29,26 +28,6 @@ static volatile int g_stop;
 static void on_sigint(int sig) {
     (void)sig;
     g_stop = 1;
-}
-
-static void fmt_duration(double s, char *out, size_t n) {
-    if (!isfinite(s) || s < 0) s = 0;
-    long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
-}
-
-static void progress(void *user, const tf_train_report *r) {
-    int every = *(int *)user;
-    int val = !isnan(r->val_loss);
-    if (!val && r->step % every && r->step != r->steps) return;
-    char eta[32];
-    fmt_duration(r->eta_s, eta, sizeof eta);
-    printf("step %lld/%lld | loss %.4f", (long long)r->step, (long long)r->steps, r->loss);
-    if (val) printf(" | val %.4f", r->val_loss);
-    for (int i = 0; val && i < r->n_metrics; i++) printf(" %s %.4f", r->metric_names[i], r->val_metric[i]);
-    printf(" | lr %.2e | %.1fk tok/s | ETA %s\n", r->lr, r->tokens_per_s / 1000.0, eta);
-    fflush(stdout);
 }
 
 static tf_train_config g_train;
@@ -88,7 +67,7 @@ static int train_bert(const cli_args *a, const char *out, int *every) {
     tf_task *t = tf_bert_pretrain_task_new(&g_bert, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                            a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
                                            a->v[RESUME].given, g_train.seed);
-    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &g_stop, progress, every) : -1;
+    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &g_stop, cli_train_progress, every) : -1;
     tf_task_free(t);
     return rc;
 }
@@ -103,7 +82,7 @@ int cmd_train(const cli_args *a) {
     if (strcmp(arch, "gpt") && strcmp(arch, "bert")) cli_usage_error(a, "--arch expects gpt or bert, got '%s'", arch);
     int rc = !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
-                                                  a->v[TOKENIZER].text, out, a->v[RESUME].given, &g_stop, progress,
+                                                  a->v[TOKENIZER].text, out, a->v[RESUME].given, &g_stop, cli_train_progress,
                                                   &every);
     if (rc < 0) cli_die(a->verb, tf_error());
     if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);

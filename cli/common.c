@@ -1,5 +1,6 @@
 /* What several verbs share: errors, threads, loading a model or a tokenizer,
- * reading standard input. */
+ * reading standard input, training progress lines. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -47,4 +48,24 @@ char *cli_read_stdin(const cli_verb *v, size_t *len) {
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+static void fmt_duration(double s, char *out, size_t n) {
+    if (!isfinite(s) || s < 0) s = 0;
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(out, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+void cli_train_progress(void *user, const tf_train_report *r) {
+    int every = *(int *)user;
+    int val = !isnan(r->val_loss);
+    if (!val && r->step % every && r->step != r->steps) return;
+    char eta[32];
+    fmt_duration(r->eta_s, eta, sizeof eta);
+    printf("step %lld/%lld | loss %.4f", (long long)r->step, (long long)r->steps, r->loss);
+    if (val) printf(" | val %.4f", r->val_loss);
+    for (int i = 0; val && i < r->n_metrics; i++) printf(" %s %.4f", r->metric_names[i], r->val_metric[i]);
+    printf(" | lr %.2e | %.1fk tok/s | ETA %s\n", r->lr, r->tokens_per_s / 1000.0, eta);
+    fflush(stdout);
 }

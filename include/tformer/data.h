@@ -72,6 +72,98 @@ struct tf_tokenizer;
 TF_API tf_loader *tf_nsp_loader_new(struct tf_tokenizer *tok, const char *const *files, int n_files,
                                     const tf_nsp_opts *o, uint64_t seed);
 
+
+/* ---------------------------------------------------------------- fine-tuning data (docs/bert.md) */
+
+/* The fine-tuning tasks and their file formats (one example a line, fields
+ * separated by tabs; the label column is absent in prediction inputs):
+ *   classify  label<TAB>text
+ *   pairs     label<TAB>text_a<TAB>text_b
+ *   tag       token<TAB>tag lines, a blank line between sentences (CoNLL);
+ *             prediction inputs: one sentence a line, words separated by spaces
+ *   span      JSON lines {"context", "question", "answer_start", "answer"};
+ *             answer_start counts characters (code points) into context */
+typedef enum { TF_FINETUNE_CLASSIFY, TF_FINETUNE_PAIRS, TF_FINETUNE_TAG, TF_FINETUNE_SPAN } tf_finetune_kind;
+/* "classify", "pairs", "tag", "span" and back (-1 when unknown). */
+TF_API const char *tf_finetune_kind_name(tf_finetune_kind k);
+TF_API int tf_finetune_kind_from_name(const char *name);
+
+/* One example as read. */
+typedef struct {
+    char *a, *b;            /* classify: a; pairs: a, b; span: a the question, b the context */
+    char *label;            /* classify, pairs; NULL without labels */
+    char **words, **tags;   /* tag: n_words words and (with labels) their tags */
+    int n_words;
+    size_t answer_off, answer_len; /* span with labels: the answer's bytes in the context */
+    int line;               /* the 1-based line it starts at */
+} tf_finetune_example;
+
+typedef struct {
+    tf_finetune_kind kind;
+    int labelled;
+    tf_finetune_example *ex;
+    int n;
+} tf_finetune_set;
+
+/* Parse text in a task's format (name: the file's name in messages, which
+ * give name:line): lines without a tab, a wrong column count, an empty label
+ * or tag, bad JSON, an answer not at answer_start are errors. labelled 0:
+ * prediction inputs (no label column). */
+TF_API int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const char *name, int labelled,
+                             tf_finetune_set *out);
+TF_API int tf_finetune_read(tf_finetune_kind kind, const char *path, int labelled, tf_finetune_set *out);
+TF_API void tf_finetune_set_free(tf_finetune_set *s);
+/* The sorted distinct labels (classify, pairs) or tags (tag) of a set, malloc'ed. */
+TF_API int tf_finetune_labels(const tf_finetune_set *s, char ***names, int *n);
+/* Every label of s must be among names: else an error naming the label and its file:line. */
+TF_API int tf_finetune_check_labels(const tf_finetune_set *s, const char *name, char *const *names, int n);
+TF_API void tf_finetune_labels_free(char **names, int n);
+
+/* One example encoded as BERT inputs. classify/pairs: [CLS] a [SEP] (b
+ * [SEP]) by tf_tokenizer_encode_pair; tag: [CLS] pieces of each word [SEP],
+ * the word's tag on its first piece and -100 elsewhere; span: [CLS]
+ * question [SEP] context [SEP], the context cut first (Hugging Face's
+ * only_second), the answer's first / last piece as start / end (0, [CLS],
+ * when cut away). */
+typedef struct {
+    int32_t *ids, *types, *tok_labels; /* (len) each; tok_labels: tag only */
+    int32_t *word;      /* (len): tag: the word of a first piece, else -1; span: the context word of a
+                         * piece, else -1; classify, pairs: NULL */
+    int len;
+    int32_t label;      /* classify, pairs: the label's index (-1 without labels) */
+    int32_t start, end; /* span: the answer's pieces (with labels) */
+    size_t *word_off, *word_end; /* span: (n_words) each: the context words' bytes [off, end) */
+    int n_words;        /* tag: the sentence's words; span: the context's */
+    int truncated;      /* cut to max_len */
+} tf_finetune_encoded;
+
+typedef struct {
+    tf_finetune_kind kind;
+    int labelled;
+    tf_finetune_encoded *ex;
+    int n;
+    int n_truncated;      /* examples cut to max_len */
+    int n_answers_lost;   /* span: answers cut away (start = end = 0) */
+    int n_words_lost;     /* tag: words cut away */
+    int32_t pad;
+} tf_finetune_data;
+
+/* Encode a set with a WordPiece tokenizer; labels (sorted names, n_labels)
+ * give the indices (NULL for an unlabelled set). max_len >= 8. */
+struct tf_tokenizer;
+TF_API int tf_finetune_encode(struct tf_tokenizer *tok, const tf_finetune_set *s, char *const *labels, int n_labels,
+                              int max_len, tf_finetune_data *out);
+TF_API void tf_finetune_data_free(tf_finetune_data *d);
+
+/* The batch of examples first .. first+rows-1 (wrapping around d's end),
+ * padded to the longest: "input_ids", "attention_mask", "token_type_ids"
+ * (rows,T) and "labels" (rows) / (rows,T) or "start_positions",
+ * "end_positions" (rows) when labelled. */
+TF_API int tf_finetune_batch(const tf_finetune_data *d, tf_ctx *ctx, int64_t first, int rows, tf_batch *out);
+/* Training batches of rows drawn from (seed, key, row); validation batch
+ * `key` is examples key*rows .. in order (wrapping). The data are borrowed. */
+TF_API tf_loader *tf_finetune_loader_new(const tf_finetune_data *train, const tf_finetune_data *valid, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

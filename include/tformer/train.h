@@ -190,6 +190,68 @@ TF_API tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, cons
                                           const char *tokenizer, const char *run_dir, int resume, uint64_t seed);
 TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
 
+
+/* ---------------------------------------------------------------- BERT fine-tuning (docs/bert.md) */
+
+/* The fine-tuning task's settings (its field table: --task, --max-len, ...). */
+typedef struct {
+    tf_finetune_kind task; /* classify, pairs, tag, span */
+    int max_len;           /* ids per example, [CLS]/[SEP] included; 0: the model's context */
+    int max_answer;        /* span: the longest answer predicted, in pieces */
+} tf_finetune_config;
+TF_API tf_finetune_config tf_finetune_config_default(void);
+TF_API extern const tf_field_table tf_finetune_config_table;
+
+/* Fine-tune the pre-trained BERT folder model_dir (its tokenizer, a
+ * WordPiece vocab.txt, is copied into run_dir) under the task's head:
+ * BertForSequenceClassification (classify, pairs; labels = the sorted labels
+ * of the training file, saved as id2label), BertForTokenClassification
+ * (tag), BertForQuestionAnswering (span); the head initialised from seed.
+ * The loss is Hugging Face's for the head; validation metrics: accuracy
+ * (classify, pairs), token_accuracy (tag: first pieces), exact_match (span). */
+TF_API tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir, const char *train,
+                                     const char *valid, const char *run_dir, int resume, uint64_t seed);
+TF_API const tf_bert *tf_finetune_task_model(const tf_task *t);
+/* The encoded validation set (for tf_finetune_predict / tf_finetune_score) and the training set. */
+TF_API const tf_finetune_data *tf_finetune_task_data(const tf_task *t, tf_subset subset);
+
+/* One prediction. */
+typedef struct {
+    int label;        /* classify, pairs: the likeliest label */
+    float prob;       /* its softmax probability */
+    int *tags;        /* tag: n_tags = the sentence's words; -1 for a word cut away */
+    int n_tags;
+    int start, end;   /* span: the best span's pieces (start <= end < start + max_answer, in the context) */
+    size_t answer_off, answer_len; /* span: its bytes in the context (0, 0 when none) */
+} tf_finetune_prediction;
+
+/* Predictions for every example of d (n = d->n), `batch` at a time, in order. */
+TF_API int tf_finetune_predict(const tf_bert *m, const tf_finetune_data *d, int batch, int max_answer,
+                               tf_finetune_prediction *out);
+TF_API void tf_finetune_predictions_free(tf_finetune_prediction *p, int n);
+
+/* Scores of predictions against a labelled set. */
+typedef struct {
+    tf_finetune_kind kind;
+    int n_labels;
+    int64_t *confusion;            /* (n_labels, n_labels): [gold][predicted]; tag: words (first pieces) */
+    double *precision, *recall, *f1; /* (n_labels) each */
+    int64_t *support;              /* (n_labels): gold count */
+    double accuracy;               /* classify, pairs: examples; tag: token (word) accuracy */
+    double macro_f1;               /* the mean F1 over labels with support or predictions */
+    double exact_match, span_f1;   /* span: start and end both right; F1 of the pieces' overlap */
+    int64_t n, lost;               /* examples (tag: words) scored; tag: words cut away (counted wrong) */
+} tf_finetune_metrics;
+TF_API int tf_finetune_score(const tf_finetune_data *gold, const tf_finetune_prediction *p, int n_labels,
+                             tf_finetune_metrics *out);
+TF_API void tf_finetune_metrics_free(tf_finetune_metrics *m);
+/* metrics.json: the task, counts, the metrics, per label precision / recall / F1 / support, the confusion matrix. */
+TF_API int tf_finetune_metrics_save(const tf_finetune_metrics *m, const char *const *labels, const char *path);
+/* A confusion matrix as a PNG (cairo): label names on the axes, counts in
+ * the cells, a colour scale and a title. */
+TF_API int tf_plot_confusion(const char *path, const int64_t *confusion, const char *const *labels, int n,
+                             const char *title);
+
 #ifdef __cplusplus
 }
 #endif

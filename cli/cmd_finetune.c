@@ -1,0 +1,124 @@
+/* tformer finetune: a pre-trained BERT folder fine-tuned on a labelled
+ * training file (classify, pairs, tag or span) by the shared trainer, then
+ * evaluated on the whole validation file: the metrics printed and written
+ * to metrics.json, the confusion matrix drawn into confusion.png. Its flags
+ * are the trainer's and the task's field tables. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { MODEL, TRAIN, VALID, OUT, CONFIG, RESUME, THREADS, LOG_EVERY };
+const cli_flag cmd_finetune_flags[] = {
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a pre-trained BERT folder (config.json, model.safetensors, vocab.txt)"},
+    [TRAIN] = {"train", CLI_STRING, "FILE", NULL, "labelled training examples (the label set is theirs)"},
+    [VALID] = {"valid", CLI_STRING, "FILE", NULL, "labelled validation examples, all scored at the end"},
+    [OUT] = {"out", CLI_STRING, "DIR", NULL,
+             "the run folder: the fine-tuned model, tokenizer, checkpoint, losses.csv, metrics.json, confusion.png"},
+    [CONFIG] = {"config", CLI_STRING, "FILE.json", "", "settings as one JSON object (keys: the names below with _)"},
+    [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint"},
+    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
+    CLI_END,
+};
+
+static volatile int g_stop;
+static void on_sigint(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static tf_train_config g_train;
+static tf_finetune_config g_ft;
+static tf_fields g_tables[2];
+
+/* The trainer's defaults for fine-tuning (Hugging Face's Trainer: lr 5e-5, no floor). */
+int cmd_finetune_tables(const tf_fields **t) {
+    g_train = tf_train_config_default(), g_ft = tf_finetune_config_default();
+    g_train.steps = 1000, g_train.batch = 16, g_train.lr = 5e-5f, g_train.min_lr = 0, g_train.warmup = 100;
+    g_train.weight_decay = 0.01f, g_train.beta2 = 0.999f, g_train.eval_every = 200, g_train.eval_batches = 20;
+    g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
+    g_tables[1] = (tf_fields){&tf_finetune_config_table, &g_ft};
+    *t = g_tables;
+    return 2;
+}
+
+static void print_counts(const tf_task *t) {
+    const tf_finetune_data *tr = tf_finetune_task_data(t, TF_SUBSET_TRAIN), *va = tf_finetune_task_data(t, TF_SUBSET_VAL);
+    printf("train: %d examples, %d truncated | valid: %d examples, %d truncated", tr->n, tr->n_truncated, va->n,
+           va->n_truncated);
+    if (tr->kind == TF_FINETUNE_SPAN)
+        printf(" | answers cut away: train %d, valid %d", tr->n_answers_lost, va->n_answers_lost);
+    if (tr->kind == TF_FINETUNE_TAG) printf(" | words cut away: train %d, valid %d", tr->n_words_lost, va->n_words_lost);
+    printf(" (max_len %d)\n", g_ft.max_len ? g_ft.max_len : tf_finetune_task_model(t)->cfg.context);
+}
+
+static void print_metrics(const tf_finetune_metrics *m, const char *const *labels) {
+    if (m->kind == TF_FINETUNE_SPAN) {
+        printf("valid: exact match %.4f | F1 %.4f (%lld examples, %lld answers cut away)\n", m->exact_match, m->span_f1,
+               (long long)m->n, (long long)m->lost);
+        return;
+    }
+    if (m->kind == TF_FINETUNE_TAG) {
+        printf("%-20s %9s %9s %9s %9s\n", "tag", "precision", "recall", "f1", "support");
+        for (int i = 0; i < m->n_labels; i++)
+            printf("%-20s %9.4f %9.4f %9.4f %9lld\n", labels[i], m->precision[i], m->recall[i], m->f1[i],
+                   (long long)m->support[i]);
+        printf("valid: token accuracy %.4f | macro-F1 %.4f (%lld words, %lld cut away)\n", m->accuracy, m->macro_f1,
+               (long long)m->n, (long long)m->lost);
+        return;
+    }
+    printf("valid: accuracy %.4f | macro-F1 %.4f (%lld examples)\n", m->accuracy, m->macro_f1, (long long)m->n);
+}
+
+/* The whole validation set: metrics printed, metrics.json, confusion.png. */
+static int evaluate(const cli_args *a, tf_task *t, const char *out) {
+    const tf_bert *m = tf_finetune_task_model(t);
+    const tf_finetune_data *va = tf_finetune_task_data(t, TF_SUBSET_VAL);
+    tf_finetune_prediction *p = calloc((size_t)va->n, sizeof *p);
+    char *names[1024], buf[1024][32], path[4096], title[256];
+    int L = m->cfg.n_labels < 1024 ? m->cfg.n_labels : 1024;
+    for (int i = 0; i < L; i++) names[i] = (char *)tf_bert_label(m, i, buf[i], sizeof buf[i]);
+    tf_finetune_metrics s;
+    if (!p || tf_finetune_predict(m, va, g_train.batch, g_ft.max_answer, p)) return free(p), -1;
+    int rc = tf_finetune_score(va, p, L, &s);
+    tf_finetune_predictions_free(p, va->n), free(p);
+    if (rc) return -1;
+    print_metrics(&s, (const char *const *)names);
+    snprintf(path, sizeof path, "%s/metrics.json", out);
+    rc = tf_finetune_metrics_save(&s, (const char *const *)names, path);
+    if (!rc && s.kind != TF_FINETUNE_SPAN) {
+        snprintf(title, sizeof title, "%s: %s %.3f, macro-F1 %.3f (%lld %s)", tf_finetune_kind_name(s.kind),
+                 s.kind == TF_FINETUNE_TAG ? "token accuracy" : "accuracy", s.accuracy, s.macro_f1, (long long)s.n,
+                 s.kind == TF_FINETUNE_TAG ? "words" : "examples");
+        snprintf(path, sizeof path, "%s/confusion.png", out);
+        rc = tf_plot_confusion(path, s.confusion, (const char *const *)names, L, title);
+    }
+    if (!rc) printf("wrote %s/metrics.json%s\n", out, s.kind != TF_FINETUNE_SPAN ? " and confusion.png" : "");
+    tf_finetune_metrics_free(&s);
+    (void)a;
+    return rc;
+}
+
+int cmd_finetune(const cli_args *a) {
+    if (a->v[CONFIG].text && tf_fields_load(g_tables, 2, a->v[CONFIG].text, 0)) cli_die(a->verb, tf_error());
+    cli_apply(a);
+    int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
+    const char *out = a->v[OUT].text;
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    if (tf_train_config_check(&g_train)) cli_die(a->verb, tf_error());
+    tf_task *t = tf_finetune_task_new(&g_ft, a->v[MODEL].text, a->v[TRAIN].text, a->v[VALID].text, out,
+                                      a->v[RESUME].given, g_train.seed);
+    if (!t) cli_die(a->verb, tf_error());
+    print_counts(t);
+    int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, cover = (n_val + g_train.batch - 1) / g_train.batch;
+    if (g_train.eval_batches > cover) g_train.eval_batches = cover; /* about one pass over the validation set */
+    signal(SIGINT, on_sigint);
+    int rc = tf_train(&g_train, t, out, a->v[RESUME].given, &g_stop, cli_train_progress, &every);
+    if (rc == 0) rc = evaluate(a, t, out);
+    tf_task_free(t);
+    if (rc < 0) cli_die(a->verb, tf_error());
+    if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
+    return rc == 1 ? 130 : 0;
+}

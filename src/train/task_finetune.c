@@ -1,0 +1,196 @@
+/* BERT fine-tuning: a pre-trained folder under a new head (sequence
+ * classification, token classification, question answering), examples
+ * read and encoded by src/data/finetune*.c, Hugging Face's loss for the
+ * head, validation accuracy / token accuracy / exact match; saved as a
+ * Hugging Face folder with its tokenizer, the label names (id2label) and
+ * finetune.json (this task's settings, which `tformer predict` reads). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train_internal.h"
+
+static const char *const KINDS[] = {"classify", "pairs", "tag", "span", NULL};
+static const tf_field FT_ROWS[] = {
+    TF_FIELD_ROW(tf_finetune_config, task, TF_FIELD_ENUM, "task", "classify", NULL, KINDS,
+                 "classify (label<TAB>text), pairs (label<TAB>a<TAB>b), tag (CoNLL token<TAB>tag), span (JSON lines)",
+                 0, NULL),
+    TF_FIELD_ROW(tf_finetune_config, max_len, TF_FIELD_INT, "max_len", "0", "[0,inf)", NULL,
+                 "ids per example with [CLS]/[SEP]; longer ones are cut (0: the model's context)", 0, NULL),
+    TF_FIELD_ROW(tf_finetune_config, max_answer, TF_FIELD_INT, "max_answer", "30", "[1,inf)", NULL,
+                 "span: the longest answer predicted, in word pieces", 0, NULL),
+};
+const tf_field_table tf_finetune_config_table = {"fine-tuning", FT_ROWS, (int)(sizeof FT_ROWS / sizeof FT_ROWS[0])};
+
+tf_finetune_config tf_finetune_config_default(void) {
+    tf_finetune_config c = {0};
+    tf_fields f = {&tf_finetune_config_table, &c};
+    tf_fields_defaults(&f, 1);
+    return c;
+}
+
+typedef struct {
+    tf_task base;
+    tf_finetune_config cfg;
+    tf_bert *m;
+    tf_tokenizer *tok;
+    tf_finetune_data train, valid;
+    tf_loader *loader;
+    char *dir;
+    int max_len;
+} ft_task;
+
+/* ---------------------------------------------------------------- the task's table */
+
+static int ft_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((ft_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+static int64_t argmax(const float *x, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++) best = x[i] > x[best] ? i : best;
+    return best;
+}
+
+/* Accuracy of the argmax over the last dimension where labels (any shape) are not -100. */
+static void count_accuracy(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m) {
+    int64_t L = logits->shape[logits->ndim - 1];
+    for (int64_t i = 0; i < tf_numel(labels); i++) {
+        int32_t y = tf_i32(labels)[i];
+        if (y != -100) m->sum[0] += argmax(tf_f32(logits) + i * L, L) == y, m->count[0] += 1;
+    }
+}
+
+static void count_spans(const tf_bert_outputs *o, const tf_tensor *s, const tf_tensor *e, tf_metrics *m) {
+    int64_t B = o->start_logits->shape[0], T = o->start_logits->shape[1];
+    for (int64_t b = 0; b < B; b++) {
+        int hit = argmax(tf_f32(o->start_logits) + b * T, T) == tf_i32(s)[b] &&
+                  argmax(tf_f32(o->end_logits) + b * T, T) == tf_i32(e)[b];
+        m->sum[0] += hit, m->count[0] += 1;
+    }
+}
+
+static tf_tensor *ft_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    tf_bert_inputs in = {
+        .input_ids = tf_batch_get(b, "input_ids"), .attention_mask = tf_batch_get(b, "attention_mask"),
+        .token_type_ids = tf_batch_get(b, "token_type_ids"), .labels = tf_batch_get(b, "labels"),
+        .start_positions = tf_batch_get(b, "start_positions"), .end_positions = tf_batch_get(b, "end_positions"),
+    };
+    tf_bert_outputs out;
+    if (tf_bert_run(ctx, ((ft_task *)t)->m, &in, &out)) return NULL;
+    if (m && in.labels) count_accuracy(out.logits, in.labels, m);
+    if (m && in.start_positions) count_spans(&out, in.start_positions, in.end_positions, m);
+    return out.loss;
+}
+
+static tf_params *ft_params(tf_task *t) { return ((ft_task *)t)->m->params; }
+
+static int ft_signature(tf_task *t, char *out, size_t n) {
+    tf_fields f = {&tf_bert_config_table, &((ft_task *)t)->m->cfg};
+    return tf_fields_signature(&f, 1, out, n);
+}
+
+static int ft_save(tf_task *t, const char *dir) {
+    ft_task *f = (ft_task *)t;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/finetune.json", dir);
+    tf_finetune_config c = f->cfg;
+    c.max_len = f->max_len;
+    tf_fields fs = {&tf_finetune_config_table, &c};
+    return tf_bert_save_hf(f->m, dir) || tf_fields_save(&fs, 1, path) ? -1 : 0;
+}
+
+static int ft_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((ft_task *)t)->dir, w); }
+static int ft_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
+    return tf_task_tokenizer_check(((ft_task *)t)->dir, f, ck);
+}
+
+static int64_t ft_tokens(tf_task *t, int rows) { return (int64_t)rows * ((ft_task *)t)->max_len; }
+
+static void ft_free(tf_task *t) {
+    ft_task *f = (ft_task *)t;
+    tf_bert_free(f->m);
+    tf_tokenizer_free(f->tok);
+    tf_loader_free(f->loader);
+    tf_finetune_data_free(&f->train), tf_finetune_data_free(&f->valid);
+    free(f->dir);
+    free(f);
+}
+
+static const tf_task_vt FT_TASK = {ft_batch, ft_loss, ft_params, ft_signature, ft_save,
+                                   ft_save_meta, ft_check_meta, ft_tokens, ft_free};
+
+/* ---------------------------------------------------------------- construction */
+
+static const tf_bert_head HEADS[] = {TF_BERT_SEQ_CLS, TF_BERT_SEQ_CLS, TF_BERT_TOKEN_CLS, TF_BERT_QA};
+
+/* The model under the task's head, with the label names; max_len fitted to its context. */
+static int load_model(ft_task *f, const char *model_dir, char **labels, int n_labels, uint64_t seed) {
+    tf_bert_load_opts o = {(int)HEADS[f->cfg.task], f->cfg.task == TF_FINETUNE_SPAN ? 0 : n_labels, seed ? seed : 1};
+    if (!(f->m = tf_bert_load_hf(model_dir, &o))) return -1;
+    if (labels && tf_bert_set_labels(f->m, (const char *const *)labels, n_labels)) return -1;
+    int ctx = f->m->cfg.context;
+    if (f->cfg.max_len > ctx)
+        return tf_set_error("max_len %d exceeds the model's context (max_position_embeddings) %d", f->cfg.max_len, ctx);
+    f->max_len = f->cfg.max_len ? f->cfg.max_len : ctx;
+    if (tf_tokenizer_vocab_size(f->tok) > f->m->cfg.vocab_size)
+        return tf_set_error("%s: the tokenizer has %d tokens, the model only %d", model_dir,
+                            tf_tokenizer_vocab_size(f->tok), f->m->cfg.vocab_size);
+    return 0;
+}
+
+/* Both files read, the labels of the training file, the model, both sets encoded. */
+static int load_all(ft_task *f, const char *model_dir, const char *train, const char *valid, uint64_t seed) {
+    tf_finetune_set ts = {0}, vs = {0};
+    char **labels = NULL;
+    int n_labels = 0, span = f->cfg.task == TF_FINETUNE_SPAN;
+    int rc = tf_finetune_read(f->cfg.task, train, 1, &ts) || tf_finetune_read(f->cfg.task, valid, 1, &vs);
+    if (!rc && !span) rc = tf_finetune_labels(&ts, &labels, &n_labels);
+    if (!rc && !span && n_labels < 2)
+        rc = tf_set_error("%s: %d distinct label(s); classification needs at least 2", train, n_labels);
+    if (!rc && !span) rc = tf_finetune_check_labels(&vs, valid, labels, n_labels);
+    if (!rc) rc = load_model(f, model_dir, labels, n_labels, seed);
+    char msg[1024];
+    if (!rc && tf_finetune_encode(f->tok, &ts, labels, n_labels, f->max_len, &f->train))
+        snprintf(msg, sizeof msg, "%s", tf_error()), rc = tf_set_error("%s: %s", train, msg);
+    if (!rc && tf_finetune_encode(f->tok, &vs, labels, n_labels, f->max_len, &f->valid))
+        snprintf(msg, sizeof msg, "%s", tf_error()), rc = tf_set_error("%s: %s", valid, msg);
+    if (!rc && !(f->loader = tf_finetune_loader_new(&f->train, &f->valid, seed))) rc = -1;
+    tf_finetune_labels_free(labels, n_labels);
+    tf_finetune_set_free(&ts), tf_finetune_set_free(&vs);
+    return rc ? -1 : 0;
+}
+
+tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir, const char *train,
+                              const char *valid, const char *run_dir, int resume, uint64_t seed) {
+    tf_fields cf = {&tf_finetune_config_table, (void *)c};
+    if (!model_dir || !train || !valid || !run_dir)
+        return tf_set_error("finetune: a model folder, training and validation files and a run folder are needed"), NULL;
+    if (tf_fields_check(&cf, 1)) return NULL;
+    if (mkdir(run_dir, 0755) && errno != EEXIST)
+        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
+    ft_task *f = calloc(1, sizeof *f);
+    if (!f || !(f->dir = strdup(run_dir))) return free(f), tf_set_error("finetune: out of memory"), NULL;
+    f->base.vt = &FT_TASK, f->cfg = *c;
+    f->base.config = (tf_fields){&tf_finetune_config_table, &f->cfg};
+    f->base.n_metrics = 1;
+    f->base.metric_names[0] = c->task == TF_FINETUNE_TAG ? "token_accuracy"
+                              : c->task == TF_FINETUNE_SPAN ? "exact_match" : "accuracy";
+    int rc = !resume && tf_task_tokenizer_install(model_dir, NULL, 0, run_dir);
+    if (!rc && !(f->tok = tf_tokenizer_load(run_dir))) rc = -1;
+    if (!rc && tf_tokenizer_kind_of(f->tok) != TF_TOKENIZER_WORDPIECE)
+        rc = tf_set_error("%s: fine-tuning needs a BERT WordPiece tokenizer (vocab.txt)", model_dir);
+    if (rc || load_all(f, model_dir, train, valid, seed)) {
+        ft_free(&f->base);
+        return NULL;
+    }
+    return &f->base;
+}
+
+const tf_bert *tf_finetune_task_model(const tf_task *t) { return ((const ft_task *)t)->m; }
+
+const tf_finetune_data *tf_finetune_task_data(const tf_task *t, tf_subset subset) {
+    const ft_task *f = (const ft_task *)t;
+    return subset == TF_SUBSET_VAL ? &f->valid : &f->train;
+}
