@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "ops/kernels.h"
 #include "test.h"
 
 TEST(kernel_gemm_variants_match_portable) {
@@ -191,4 +192,94 @@ TEST(kernel_dense_matches_unfused) {
                     CHECKF(e >= 0 && e < 1e-6, "dense %lldx%lld->%lld act %d io %d bias %d: error %g",
                            (long long)sizes[s][0], (long long)sizes[s][1], (long long)sizes[s][2], acts[a], io, bias, e);
                 }
+}
+
+/* ---------------------------------------------------------------- exact GELU */
+
+/* Error in units of the float ulp of scale (|ref| for gelu, |Phi| + |x phi|
+ * for its gradient, which crosses 0 at x = -0.75); below 2^-120 (where Phi's
+ * tail goes subnormal and the SIMD exp flushes to 0) the absolute error in
+ * units of 2^-120 instead. */
+static double gelu_ulps(double got, double ref, double scale) {
+    const double floor_ = 0x1p-120;
+    if (!(scale >= floor_)) return fabs(got - ref) / floor_;
+    int e;
+    frexp(scale, &e);
+    return fabs(got - ref) / ldexp(1.0, e - 24);
+}
+
+typedef struct {
+    double y, g, vs_ref; /* worst ulps of gelu and gradient against double; worst |a-b| ulps against portable */
+    float xy, xg;
+} gelu_worst;
+
+/* One block of x through a kernel set (and the portable set), scored against double erf. */
+static void gelu_score(const tf_kernels *k, const float *x, int n, gelu_worst *w) {
+    static float y[4096], g[4096], y0[4096], g0[4096], dy[4096];
+    const tf_kernels *ref = tf_kern_get(TF_ISA_PORTABLE);
+    for (int i = 0; i < n; i++) dy[i] = 1.0f, g[i] = 0.0f;
+    k->gelu_erf(y, x, n), k->gelu_erf_grad(g, dy, x, n, 1); /* accumulates onto 0 */
+    ref->gelu_erf(y0, x, n), ref->gelu_erf_grad(g0, dy, x, n, 0);
+    for (int i = 0; i < n; i++) {
+        double xd = x[i], cdf = 0.5 * erfc(-xd * TF_SQRT1_2), pdf = TF_INV_SQRT_2PI * exp(-0.5 * xd * xd);
+        double ey = gelu_ulps(y[i], xd * cdf, fabs(xd * cdf));
+        double eg = gelu_ulps(g[i], cdf + xd * pdf, cdf + fabs(xd * pdf));
+        double er = gelu_ulps(y[i], y0[i], fabs(y0[i])) + gelu_ulps(g[i], g0[i], cdf + fabs(xd * pdf));
+        if (ey > w->y) w->y = ey, w->xy = x[i];
+        if (eg > w->g) w->g = eg, w->xg = x[i];
+        if (er > w->vs_ref) w->vs_ref = er;
+    }
+}
+
+/* Every 61st float in [-16, 16] (2.2 million, all binades down to 0): measured
+ * worst 6.9 ulp (gelu, x = -6.7: the tail e^(-x^2/2) P/Q) and 4.1 ulp
+ * (gradient) on AVX2, 7.3 / 3.6 on the portable set (glibc expf), at most
+ * 11 ulp (both summed) apart; bounds 8 and 4.5 (a 1e-6 change to one P
+ * coefficient fails them). PyTorch's float 0.5 x (1 + erf(x/sqrt2)) is off
+ * by 100% below x = -5.5, where 1 + erf rounds to 0. */
+TEST(kernel_gelu_erf_matches_double_erf) {
+    enum { STEP = 61, TOP = 0x41800000 }; /* 16.0f */
+    static float x[4096];
+    for (int isa = 0; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue;
+        gelu_worst w = {0, 0, 0, 0, 0};
+        for (int sign = 0; sign < 2; sign++)
+            for (uint32_t b = 0; b < TOP;) {
+                int n = 0;
+                for (; n < 4093 && b < TOP; n++, b += STEP) {
+                    uint32_t bits = b | (sign ? 0x80000000u : 0u);
+                    memcpy(&x[n], &bits, sizeof bits);
+                }
+                gelu_score(k, x, n, &w); /* n % 8 and n % 16 != 0: the masked tails too */
+            }
+        CHECKF(w.y <= 8.0 && w.g <= 4.5, "%s: gelu %.2f ulp at x = %.9g, gradient %.2f ulp at x = %.9g", k->name, w.y,
+               (double)w.xy, w.g, (double)w.xg);
+        CHECKF(w.vs_ref <= 16.0, "%s: %.2f ulp from the portable set", k->name, w.vs_ref);
+    }
+}
+
+/* Signed zeros, infinities, NaN, the subnormal tail and the saturated ends,
+ * as 0.5 x (1 + erff(x/sqrt2)) and its derivative give them. */
+TEST(kernel_gelu_erf_special_values) {
+    static const float x[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, 1e-45f, -20.0f, 20.0f, 100.0f,
+                              -100.0f, 1e30f, -1e30f};
+    enum { N = sizeof x / sizeof x[0] };
+    static const float want_y[N] = {0.0f, -0.0f, INFINITY, NAN, NAN, 5e-31f, -5e-31f, 0.0f, -0.0f, 20.0f, 100.0f,
+                                    -0.0f, 1e30f, -0.0f};
+    static const float want_g[N] = {0.5f, 0.5f, NAN, NAN, NAN, 0.5f, 0.5f, 0.5f, 0.0f, 1.0f, 1.0f, 0.0f, 1.0f, 0.0f};
+    for (int isa = 0; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue;
+        float y[N], g[N], one[N];
+        for (int i = 0; i < N; i++) one[i] = 1.0f;
+        k->gelu_erf(y, x, N), k->gelu_erf_grad(g, one, x, N, 0);
+        for (int i = 0; i < N; i++) {
+            int ok_y = isnan(want_y[i]) ? isnan(y[i]) : y[i] == want_y[i] && signbit(y[i]) == signbit(want_y[i]);
+            if (i == 7) ok_y = fabsf(y[i]) <= 1e-45f; /* 0.5 * 1e-45: 0 or the smallest subnormal */
+            int ok_g = isnan(want_g[i]) ? isnan(g[i]) : fabsf(g[i] - want_g[i]) <= 6e-8f;
+            CHECKF(ok_y && ok_g, "%s: gelu(%g) = %g (want %g), gradient %g (want %g)", k->name, (double)x[i],
+                   (double)y[i], (double)want_y[i], (double)g[i], (double)want_g[i]);
+        }
+    }
 }

@@ -43,6 +43,13 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
         ref->gelu_tanh_grad(s->out0, s->g, s->x, n, acc), k->gelu_tanh_grad(s->out1, s->g, s->x, n, acc);
         TRACK("gelu_tanh_grad", max_err(s->out1, s->out0, n));
     }
+    ref->gelu_erf(s->out0, s->x, n), k->gelu_erf(s->out1, s->x, n);
+    TRACK("gelu_erf", max_err(s->out1, s->out0, n));
+    for (int acc = 0; acc < 2; acc++) {
+        memcpy(s->out0, s->w, (size_t)n * 4), memcpy(s->out1, s->w, (size_t)n * 4);
+        ref->gelu_erf_grad(s->out0, s->g, s->x, n, acc), k->gelu_erf_grad(s->out1, s->g, s->x, n, acc);
+        TRACK("gelu_erf_grad", max_err(s->out1, s->out0, n));
+    }
     memcpy(s->y, s->x, (size_t)n * 4);
     for (int64_t i = 3; i < n; i += 5) s->y[i] = -INFINITY; /* masked entries */
     ref->softmax(s->out0, s->y, n), k->softmax(s->out1, s->y, n);

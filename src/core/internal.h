@@ -24,6 +24,7 @@ typedef struct {
     const char *name;
     void (*forward)(tf_node *n);
     void (*backward)(tf_node *n); /* accumulates into the inputs' grad buffers */
+    int overwrites;               /* forward writes every output element: no zero fill first */
 } tf_op_def;
 
 extern const tf_op_def tf_op_table[TF_OP_COUNT];
@@ -110,10 +111,6 @@ tf_sgemm_fn tf_blas_sgemm(void);
 enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel);
-
-/* gelu(x), exact (erf) or tanh form, in float as PyTorch computes it; the
- * derivative into *deriv when not NULL. */
-float tf_gelu_scalar(float x, int tanh_form, float *deriv);
 
 /* A line plot as PNG (libpng): series a (blue) and b (red, may be empty)
  * against their x values, with the axis ranges written as numbers. */

@@ -38,8 +38,9 @@ const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n) {
     return buf;
 }
 
-tf_tensor *tf_tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *shape,
-                           int requires_grad) {
+/* A tensor whose data is zero-filled when zero_data (its gradient always is). */
+static tf_tensor *tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *shape, int requires_grad,
+                               int zero_data) {
     if (ndim < 0 || ndim > TF_MAX_DIMS) {
         tf_set_error("tensor: %d dimensions (at most %d)", ndim, TF_MAX_DIMS);
         return NULL;
@@ -63,9 +64,14 @@ tf_tensor *tf_tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *sh
     t->ndim = ndim;
     if (ndim) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     tf_contig_strides(ndim, shape, t->stride);
-    if (!(t->data = tf_arena_alloc(a, bytes))) return NULL;
+    if (!(t->data = zero_data ? tf_arena_alloc(a, bytes) : tf_arena_alloc_uninit(a, bytes))) return NULL;
     if (requires_grad && dt == TF_DTYPE_F32 && !(t->grad = tf_arena_alloc(a, bytes))) return NULL;
     return t;
+}
+
+tf_tensor *tf_tensor_alloc(tf_arena *a, tf_dtype dt, int ndim, const int64_t *shape,
+                           int requires_grad) {
+    return tensor_alloc(a, dt, ndim, shape, requires_grad, 1);
 }
 
 void tf_tensor_fill_normal(tf_tensor *t, uint64_t seed, float std) {
@@ -277,7 +283,8 @@ tf_node *tf_node_new(tf_ctx *ctx, tf_op op, int n_in, tf_tensor *const *in, tf_d
     n->n_in = n_in;
     n->in = ins;
     n->params = params;
-    n->out = tf_tensor_new(ctx, out_dt, out_ndim, out_shape, needs_grad && ctx->grad_enabled);
+    n->out = tensor_alloc(ctx->arena, out_dt, out_ndim, out_shape, needs_grad && ctx->grad_enabled,
+                          !tf_op_table[op].overwrites);
     return n->out ? n : NULL;
 }
 

@@ -49,7 +49,7 @@ KT V v_zero_below(V r, V x, V lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lo,
 #define KR 4  /* rows per register block */
 #include "kern_simd.h"
 
-static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_softmax, row_exp, k_softmax_lse,
+static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                 k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else

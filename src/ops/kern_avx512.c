@@ -36,7 +36,7 @@ KT V v_zero_below(V r, V x, V lo) { return _mm512_maskz_mov_ps(~_mm512_cmp_ps_ma
 #define KR 8  /* rows per register block */
 #include "kern_simd.h"
 
-static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_softmax, row_exp, k_softmax_lse,
+static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                   k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm};
 const tf_kernels *tf_kern_avx512_table(void) { return &avx512; }
 #else

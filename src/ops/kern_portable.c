@@ -26,6 +26,40 @@ static void gelu_tanh_grad(float *dx, const float *dy, const float *x, int64_t n
     }
 }
 
+/* Phi(-t) for t = |x| (kernels.h); *e = e^(-x^2/2). NaN stays NaN, and
+ * t is capped where e^(-t^2/2) is already 0 (so inf gives 0, not inf/inf). */
+static float phi_tail(float t, float *e) {
+    t = t > TF_PHI_TMAX ? TF_PHI_TMAX : t;
+    float h = t * t, l = fmaf(t, t, -h); /* t^2 = h + l exactly */
+    float ex = expf(-0.5f * h);
+    ex = fmaf(-0.5f * l, ex, ex); /* e^(-l/2) = 1 - l/2 to float precision */
+    float p = (((TF_PHI_P4 * t + TF_PHI_P3) * t + TF_PHI_P2) * t + TF_PHI_P1) * t + TF_PHI_P0;
+    float q = ((((TF_PHI_Q5 * t + TF_PHI_Q4) * t + TF_PHI_Q3) * t + TF_PHI_Q2) * t + TF_PHI_Q1) * t + 1.0f;
+    *e = ex;
+    return ex * (p / q);
+}
+
+/* Phi(x) = 1 - Phi(-x) for x >= 0, so neither side cancels. */
+static float phi(float x, float *e) {
+    float q = phi_tail(fabsf(x), e);
+    return x < 0.0f ? q : 1.0f - q;
+}
+
+static void gelu_erf(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float e, xi = x[i];
+        y[i] = xi * phi(xi, &e);
+    }
+}
+
+static void gelu_erf_grad(float *dx, const float *dy, const float *x, int64_t n, int acc) {
+    for (int64_t i = 0; i < n; i++) {
+        float e, xi = x[i], p = phi(xi, &e);
+        float d = dy[i] * (p + xi * (e * (float)TF_INV_SQRT_2PI));
+        dx[i] = acc ? dx[i] + d : d;
+    }
+}
+
 static void softmax(float *y, const float *x, int64_t n) {
     float mx = -INFINITY;
     for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
@@ -128,7 +162,7 @@ static void tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const fl
     }
 }
 
-static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, softmax, exp_shift, softmax_lse,
+static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */

@@ -62,6 +62,65 @@ KT void k_gelu_tanh_grad(float *dx, const float *dy, const float *x, int64_t n, 
     }
 }
 
+/* Phi(-t) for t = |x| >= 0 (kernels.h), and *e = e^(-x^2/2); as the portable phi_tail. */
+KT V v_phi_tail(V t, V *e) {
+    t = v_min(v_set(TF_PHI_TMAX), t); /* NaN propagates */
+    V h = v_mul(t, t), l = v_fma(t, t, v_sub(v_set(0.0f), h)); /* t^2 = h + l exactly */
+    V ex = v_exp(v_mul(v_set(-0.5f), h));
+    ex = v_fma(v_mul(v_set(-0.5f), l), ex, ex);
+    V p = v_fma(v_set(TF_PHI_P4), t, v_set(TF_PHI_P3));
+    p = v_fma(p, t, v_set(TF_PHI_P2));
+    p = v_fma(p, t, v_set(TF_PHI_P1));
+    p = v_fma(p, t, v_set(TF_PHI_P0));
+    V q = v_fma(v_set(TF_PHI_Q5), t, v_set(TF_PHI_Q4));
+    q = v_fma(q, t, v_set(TF_PHI_Q3));
+    q = v_fma(q, t, v_set(TF_PHI_Q2));
+    q = v_fma(q, t, v_set(TF_PHI_Q1));
+    q = v_fma(q, t, v_set(1.0f));
+    *e = ex;
+    return v_mul(ex, v_div(p, q));
+}
+
+/* Phi(x): the tail q where x < 0, else 1 - q, chosen without a blend:
+ * (1 - q, zeroed where x < 0) + (q - (q, zeroed where x < 0)) adds an
+ * exact 0 to the chosen value (NaN stays NaN). */
+KT V v_phi(V x, V *e) {
+    V t = v_max(x, v_sub(v_set(0.0f), x)); /* |x|; max(-0, +0) is +0, NaN propagates */
+    V q = v_phi_tail(t, e), z = v_set(0.0f);
+    return v_add(v_zero_below(v_sub(v_set(1.0f), q), x, z), v_sub(q, v_zero_below(q, x, z)));
+}
+
+KT void k_gelu_erf(float *y, const float *x, int64_t n) {
+    V e;
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V xv = v_ld(x + i);
+        v_st(y + i, v_mul(xv, v_phi(xv, &e)));
+    }
+    if (i < n) {
+        V xv = v_ldt(x + i, n - i, 0.0f);
+        v_stt(y + i, v_mul(xv, v_phi(xv, &e)), n - i);
+    }
+}
+
+KT V v_gelu_erf_grad(V x, V dy) {
+    V e, p = v_phi(x, &e);
+    return v_mul(dy, v_add(p, v_mul(x, v_mul(e, v_set((float)TF_INV_SQRT_2PI)))));
+}
+
+KT void k_gelu_erf_grad(float *dx, const float *dy, const float *x, int64_t n, int acc) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V d = v_gelu_erf_grad(v_ld(x + i), v_ld(dy + i));
+        v_st(dx + i, acc ? v_add(v_ld(dx + i), d) : d);
+    }
+    if (i < n) {
+        int64_t k = n - i;
+        V d = v_gelu_erf_grad(v_ldt(x + i, k, 0.0f), v_ldt(dy + i, k, 0.0f));
+        v_stt(dx + i, acc ? v_add(v_ldt(dx + i, k, 0.0f), d) : d, k);
+    }
+}
+
 KT float row_max(const float *x, int64_t n) {
     V m = v_set(-INFINITY);
     int64_t i = 0;

@@ -66,8 +66,9 @@ tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_te
     if (!n) return NULL;
     n->in[2] = in[2];
     if (act != TF_ACT_NONE) {
-        if (!(n->saved[0] = tf_ctx_floats(ctx, p->M * p->N))) return NULL;
-        if (n->out->grad && !(n->saved[1] = tf_ctx_floats(ctx, p->M * p->N))) return NULL;
+        /* pre-activation and its gradient: each written whole before it is read */
+        if (!(n->saved[0] = tf_ctx_scratch(ctx, p->M * p->N))) return NULL;
+        if (n->out->grad && !(n->saved[1] = tf_ctx_scratch(ctx, p->M * p->N))) return NULL;
     }
     return tf_node_run(ctx, n);
 }

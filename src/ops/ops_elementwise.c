@@ -248,47 +248,31 @@ tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
 }
 
 
-/* gelu(x) and its derivative, exact (erf) or the tanh approximation, in
- * float as PyTorch computes them. */
-float tf_gelu_scalar(float x, int tanh_form, float *deriv) {
-    if (!tanh_form) {
-        float cdf = 0.5f * (1.0f + erff(x * (float)TF_SQRT1_2));
-        if (deriv) *deriv = cdf + x * (float)TF_INV_SQRT_2PI * expf(-0.5f * x * x);
-        return x * cdf;
-    }
-    /* tanh(u) = 1 - 2 / (e^(2u) + 1): one expf, saturating cleanly at +-1 */
-    float u = (float)TF_SQRT2_PI * (x + 0.044715f * x * x * x), t = 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
-    if (deriv) {
-        float du = (float)TF_SQRT2_PI * (1.0f + 3.0f * 0.044715f * x * x);
-        *deriv = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-    }
-    return 0.5f * x * (1.0f + t);
-}
-
+/* out = act(pre): GELU (either form) through the kernel set in chunks of
+ * TF_CHUNK (results independent of the split and the thread count). */
 void tf_act_forward(float *out, const float *pre, int64_t n, int act) {
+    const tf_kernels *k = tf_kern();
     if (act == TF_ACT_GELU_TANH) {
-        const tf_kernels *k = tf_kern();
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
-        return;
+    } else if (act == TF_ACT_GELU) {
+        TF_FOR_CHUNKS(n, i0, len, k->gelu_erf(out + i0, pre + i0, len));
+    } else {
+        TF_PARALLEL_FOR(n > 16384, i, n, out[i] = pre[i] > 0 ? pre[i] : 0.0f);
     }
-    TF_PARALLEL_FOR(n > 16384, i, n,
-                    out[i] = act == TF_ACT_RELU ? (pre[i] > 0 ? pre[i] : 0.0f) : tf_gelu_scalar(pre[i], 0, NULL));
 }
 
 void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int act, int acc) {
+    const tf_kernels *k = tf_kern();
     if (act == TF_ACT_GELU_TANH) {
-        const tf_kernels *k = tf_kern();
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh_grad(dx + i0, g + i0, pre + i0, len, acc));
-        return;
-    }
+    } else if (act == TF_ACT_GELU) {
+        TF_FOR_CHUNKS(n, i0, len, k->gelu_erf_grad(dx + i0, g + i0, pre + i0, len, acc));
+    } else {
 #pragma omp parallel for schedule(static) if (n > 16384)
-    for (int64_t i = 0; i < n; i++) {
-        float d = act == TF_ACT_RELU ? (pre[i] > 0 ? g[i] : 0.0f) : 0.0f;
-        if (act == TF_ACT_GELU) {
-            tf_gelu_scalar(pre[i], 0, &d);
-            d *= g[i];
+        for (int64_t i = 0; i < n; i++) {
+            float d = pre[i] > 0 ? g[i] : 0.0f;
+            dx[i] = acc ? dx[i] + d : d;
         }
-        dx[i] = acc ? dx[i] + d : d;
     }
 }
 
