@@ -61,8 +61,12 @@ int cmd_fill_mask(const cli_args *a) {
     int k = a->v[TOP_K].i < 1 ? 1 : a->v[TOP_K].i > V ? (int)V : (int)a->v[TOP_K].i;
     tf_ids ids = {0}, types = {0};
     if (mask < 0) cli_die(v, "the tokenizer has no mask token ([MASK])");
-    if (tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, (size_t)m->cfg.context, &ids, &types))
-        cli_die(v, tf_error());
+    if (tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 0, &ids, &types)) cli_die(v, tf_error());
+    if (ids.n > (size_t)m->cfg.context) { /* cut as sentence-transformers and the pipeline do: [SEP] kept */
+        fprintf(stderr, "tformer fill-mask: the text has %zu ids; cut to the model's %d\n", ids.n, m->cfg.context);
+        ids.v[m->cfg.context - 1] = ids.v[ids.n - 1];
+        ids.n = (size_t)m->cfg.context;
+    }
     tf_ctx *ctx = tf_ctx_new(0);
     tf_ctx_set_grad(ctx, 0);
     tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, (int64_t)ids.n}, 0);

@@ -258,3 +258,103 @@ TEST(bert_export_for_transformers) {
     }
     if (!keep) rmdir(root);
 }
+
+/* ---------------------------------------------------------------- fill-mask and embed through the CLI */
+
+static const char *tformer_bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
+/* A tiny BertForMaskedLM folder with a 19-token WordPiece vocabulary. */
+static int tiny_mlm_folder(char *dir) {
+    char p[600];
+    if (!mkdtemp(dir)) return -1;
+    tf_bert_config c = small(TF_BERT_MLM);
+    tf_bert *m = tf_bert_new(&c, 21);
+    for (int i = 0; m && i < tf_params_count(m->params); i++)
+        tf_tensor_fill_normal(tf_params_tensor(m->params, i), 300 + (uint64_t)i, 0.5f);
+    int rc = !m || tf_bert_save_hf(m, dir);
+    tf_bert_free(m);
+    snprintf(p, sizeof p, "%s/vocab.txt", dir);
+    return rc || write_text(p, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\na\ndog\nran\n.\n,\nbig\nred\n##s\nhat\n");
+}
+
+TEST(bert_fill_mask_cli_gives_the_softmax_top_k) {
+    char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[900], out[4096], err[512];
+    CHECK(tiny_mlm_folder(dir) == 0);
+    snprintf(cmd, sizeof cmd, "%s fill-mask --model %s --text 'the cat [MASK] on the mat' --top-k 3 --threads 1",
+             tformer_bin(), dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    CHECK(p && pclose(p) == 0);
+    /* in-process: [CLS] the cat [MASK] on the mat [SEP] = 2 5 6 4 8 5 9 3, the mask at 3 */
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 8}, 0);
+    const int32_t x[8] = {2, 5, 6, 4, 8, 5, 9, 3};
+    memcpy(ids->data, x, sizeof x);
+    tf_bert_outputs o;
+    CHECK(m && tf_bert_run(ctx, m, &(tf_bert_inputs){.input_ids = ids}, &o) == 0);
+    const float *row = tf_f32(o.logits) + 3 * 19;
+    double mx = -1e30, sum = 0, prob[19];
+    for (int v = 0; v < 19; v++) mx = row[v] > mx ? row[v] : mx;
+    for (int v = 0; v < 19; v++) sum += prob[v] = exp(row[v] - mx);
+    const char *line = strstr(out, "[MASK] at position 3:\n");
+    CHECKF(line != NULL, "output:\n%s", out);
+    line = strchr(line, '\n') + 1;
+    double last = 2;
+    for (int j = 0; j < 3; j++) {
+        double pr;
+        int id;
+        char tok[32];
+        CHECKF(sscanf(line, " %lf %31s (id %d)", &pr, tok, &id) == 3, "line: %s", line);
+        CHECK(id >= 0 && id < 19 && pr <= last);
+        CHECKF(fabs(pr - prob[id] / sum) < 2e-6, "token %d: printed %.6f, softmax %.6f", id, pr, prob[id] / sum);
+        for (int v = 0; v < 19; v++) CHECK(prob[v] / sum <= pr + 1e-6 || v == id || j > 0);
+        last = pr;
+        line = strchr(line, '\n') + 1;
+    }
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+    /* a folder without an MLM head, a text without [MASK]: clear errors */
+    snprintf(cmd, sizeof cmd, "%s fill-mask --model %s --text 'the cat sat' 2>/tmp/tformer_fm_err >/dev/null", tformer_bin(), dir);
+    CHECK(system(cmd) != 0);
+    FILE *f = fopen("/tmp/tformer_fm_err", "r");
+    k = f ? fread(err, 1, sizeof err - 1, f) : 0;
+    err[k] = 0;
+    if (f) fclose(f);
+    CHECKF(strstr(err, "no [MASK]") != NULL, "stderr: %s", err);
+    snprintf(cmd, sizeof cmd, "rm -r %s /tmp/tformer_fm_err", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST(bert_embed_cli_equals_the_library) {
+    char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[900], out[16384];
+    CHECK(tiny_mlm_folder(dir) == 0);
+    snprintf(cmd, sizeof cmd, "printf 'the cat sat on the mat.\\na big red dog ran\\n' | %s embed --model %s --normalize",
+             tformer_bin(), dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    CHECK(p && pclose(p) == 0);
+    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_tokenizer *tok = tf_tokenizer_load(dir);
+    const char *texts[] = {"the cat sat on the mat.", "a big red dog ran"};
+    tf_embed_opts o = {TF_POOL_MEAN, 1, 0, 32};
+    float e[16];
+    CHECK(m && tok && tf_bert_embed(m, tok, texts, NULL, 2, &o, e) == 0);
+    char *s = out;
+    for (int i = 0; i < 16; i++) {
+        float v = strtof(s, &s);
+        CHECKF(fabsf(v - e[i]) < 1e-6f, "value %d: printed %g, library %g", i, v, e[i]);
+    }
+    double norm = 0;
+    for (int i = 0; i < 8; i++) norm += (double)e[i] * e[i];
+    CHECK(fabs(norm - 1) < 1e-5);
+    tf_tokenizer_free(tok);
+    tf_bert_free(m);
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
