@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask the hub
+
 
 def cpu_model():
     for line in open("/proc/cpuinfo"):
@@ -88,7 +90,8 @@ def bench_tformer(binary, model, texts, threads, reps):
 
 
 def main():
-    binary, model, texts, threads = sys.argv[1], sys.argv[2], sys.argv[3], [int(t) for t in sys.argv[4:]] or [1, 2]
+    binary, model, texts = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
+    threads = [int(t) for t in sys.argv[4:]] or [1, 2]
     reps = 5
     lines = open(texts, encoding="utf-8").read().splitlines()
     onnx_path = os.path.join(tempfile.mkdtemp(), "minilm.onnx")

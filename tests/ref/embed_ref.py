@@ -22,6 +22,8 @@ import zipfile
 
 import numpy as np
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask the hub
+
 
 def minilm(out):
     try:
@@ -46,7 +48,7 @@ def check(model, texts, got_path):
     lines = open(texts, encoding="utf-8").read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    ref = SentenceTransformer(model, device="cpu").encode(lines, normalize_embeddings=True, batch_size=32)
+    ref = SentenceTransformer(os.path.abspath(model), device="cpu").encode(lines, normalize_embeddings=True, batch_size=32)
     got = np.loadtxt(got_path, dtype=np.float64, ndmin=2)
     assert got.shape == ref.shape, f"tformer wrote {got.shape}, sentence-transformers {ref.shape}"
     cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
