@@ -68,7 +68,8 @@ example: all
 
 # Every test; the runner's last line is "N passed, N failed".
 test: all $(BUILD)/run_tests
-	TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
+	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
 
 # The suite once per kernel set: portable, AVX2, AVX-512 row kernels (a set
 # the CPU lacks falls back to the widest it has), without the BLAS, and with

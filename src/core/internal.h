@@ -112,8 +112,9 @@ enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel);
 
-/* A line plot as PNG (libpng): series a (blue) and b (red, may be empty)
- * against their x values, with the axis ranges written as numbers. */
+/* Loss curves as PNG (cairo): the training series a (blue) and the
+ * validation series b (red, may be empty) against the step, with ticks,
+ * axis titles and a legend. */
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
                 int nb);
 

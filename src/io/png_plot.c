@@ -1,116 +1,119 @@
-/* Loss curves as PNG images: a white canvas, axes, two polylines and the axis
- * ranges in a 3x5 pixel font. Written through libpng to a temporary file and renamed. */
+/* Loss curves as PNG images drawn with cairo: axes with ticks, the axis
+ * titles (step, loss), the training series (blue) and the validation series
+ * (red) with a legend. Written to a temporary file and renamed into place. */
+#include <cairo.h>
 #include <errno.h>
 #include <math.h>
-#include <png.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../core/internal.h"
 
-#define W 720
-#define H 420
-#define L 60 /* margins */
-#define R 20
-#define T 20
-#define B 40
+#define W 760
+#define H 440
+#define L 78 /* margins */
+#define R 24
+#define T 36
+#define B 56
+#define FONT 13.0
 
 typedef struct {
-    unsigned char px[H][W][3];
-} canvas;
+    double x0, x1, y0, y1; /* data ranges */
+} ranges;
 
-static void dot(canvas *c, int x, int y, const unsigned char rgb[3]) {
-    if (x >= 0 && x < W && y >= 0 && y < H) memcpy(c->px[y][x], rgb, 3);
+static double px(const ranges *r, double x) { return L + (x - r->x0) / (r->x1 - r->x0) * (W - L - R); }
+static double py(const ranges *r, double y) { return H - B - (y - r->y0) / (r->y1 - r->y0) * (H - T - B); }
+
+static void text_at(cairo_t *cr, double x, double y, const char *s, double align) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, s, &e);
+    cairo_move_to(cr, x - align * e.x_advance, y);
+    cairo_show_text(cr, s);
 }
 
-static void line(canvas *c, int x0, int y0, int x1, int y1, const unsigned char rgb[3]) {
-    int dx = abs(x1 - x0), dy = -abs(y1 - y0), sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1, e = dx + dy;
-    for (;;) { /* Bresenham, two pixels thick */
-        dot(c, x0, y0, rgb), dot(c, x0, y0 + 1, rgb);
-        if (x0 == x1 && y0 == y1) break;
-        int e2 = 2 * e;
-        if (e2 >= dy) e += dy, x0 += sx;
-        if (e2 <= dx) e += dx, y0 += sy;
+/* Axes, 5 ticks on each with their values, the axis titles. */
+static void axes(cairo_t *cr, const ranges *r) {
+    char num[32];
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_line_width(cr, 1);
+    cairo_move_to(cr, L, T), cairo_line_to(cr, L, H - B), cairo_line_to(cr, W - R, H - B);
+    cairo_stroke(cr);
+    for (int i = 0; i <= 4; i++) {
+        double x = r->x0 + (r->x1 - r->x0) * i / 4, y = r->y0 + (r->y1 - r->y0) * i / 4;
+        cairo_move_to(cr, px(r, x), H - B), cairo_line_to(cr, px(r, x), H - B + 5);
+        cairo_move_to(cr, L - 5, py(r, y)), cairo_line_to(cr, L, py(r, y));
+        cairo_stroke(cr);
+        snprintf(num, sizeof num, "%.0f", x), text_at(cr, px(r, x), H - B + 19, num, 0.5);
+        snprintf(num, sizeof num, "%.3g", y), text_at(cr, L - 8, py(r, y) + 4, num, 1.0);
     }
+    text_at(cr, (L + W - R) / 2.0, H - 12, "step", 0.5);
+    cairo_save(cr);
+    cairo_translate(cr, 24, (T + H - B) / 2.0);
+    cairo_rotate(cr, -1.5707963267948966); /* -pi/2 */
+    text_at(cr, 0, 0, "loss", 0.5);
+    cairo_restore(cr);
 }
 
-/* 3x5 glyphs for "0123456789.-e", one row per 3 bits. */
-static const unsigned char GLYPHS[13][5] = {
-    {7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 4, 7}, {7, 1, 7, 1, 7}, {5, 5, 7, 1, 1}, {7, 4, 7, 1, 7}, {7, 4, 7, 5, 7},
-    {7, 1, 1, 1, 1}, {7, 5, 7, 5, 7}, {7, 5, 7, 1, 7}, {0, 0, 0, 0, 2}, {0, 0, 7, 0, 0}, {0, 7, 5, 6, 7}};
-
-static void text(canvas *c, int x, int y, const char *s, const unsigned char rgb[3]) {
-    for (; *s; s++, x += 8) {
-        const char *set = "0123456789.-e", *p = strchr(set, *s);
-        if (!p || !*s) continue;
-        for (int r = 0; r < 5; r++)
-            for (int k = 0; k < 3; k++)
-                if (GLYPHS[p - set][r] >> (2 - k) & 1)
-                    for (int dy = 0; dy < 2; dy++)
-                        for (int dx = 0; dx < 2; dx++) dot(c, x + 2 * k + dx, y + 2 * r + dy, rgb);
-    }
-}
-
-static void series(canvas *c, const double *x, const double *y, int n, double x0, double x1, double y0, double y1,
-                   const unsigned char rgb[3]) {
-    int px = 0, py = 0;
+static void series(cairo_t *cr, const ranges *r, const double *x, const double *y, int n, double red, double green,
+                   double blue) {
+    int open = 0;
+    cairo_set_source_rgb(cr, red, green, blue);
+    cairo_set_line_width(cr, n > 400 ? 1.0 : 1.8);
     for (int i = 0; i < n; i++) {
-        int qx = L + (int)lround((x[i] - x0) / (x1 - x0) * (W - L - R));
-        int qy = H - B - (int)lround((y[i] - y0) / (y1 - y0) * (H - T - B));
-        if (i) line(c, px, py, qx, qy, rgb);
-        else dot(c, qx, qy, rgb);
-        px = qx, py = qy;
+        if (!isfinite(y[i])) continue;
+        if (open) cairo_line_to(cr, px(r, x[i]), py(r, y[i]));
+        else cairo_move_to(cr, px(r, x[i]), py(r, y[i])), open = 1;
+    }
+    if (open) cairo_stroke(cr);
+}
+
+static void legend(cairo_t *cr, int with_val) {
+    static const char *const names[2] = {"training loss", "validation loss"};
+    static const double rgb[2][3] = {{0.122, 0.467, 0.706}, {0.839, 0.153, 0.157}};
+    for (int k = 0; k < 1 + with_val; k++) {
+        double y = T + 4 + 18 * k;
+        cairo_set_source_rgb(cr, rgb[k][0], rgb[k][1], rgb[k][2]);
+        cairo_set_line_width(cr, 2.5);
+        cairo_move_to(cr, W - R - 170, y), cairo_line_to(cr, W - R - 140, y);
+        cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        text_at(cr, W - R - 132, y + 4, names[k], 0);
     }
 }
 
-static int write_png(const char *path, canvas *c) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return tf_set_error("%s: cannot create: %s", tmp, strerror(errno));
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    if (!info || setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        fclose(f);
-        remove(tmp);
-        return tf_set_error("%s: PNG encoding failed", path);
+static ranges data_ranges(const double *ax, const double *ay, int na, const double *bx, const double *by, int nb) {
+    ranges r = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+    for (int i = 0; i < na + nb; i++) {
+        double x = i < na ? ax[i] : bx[i - na], y = i < na ? ay[i] : by[i - na];
+        if (!isfinite(y)) continue;
+        r.x0 = fmin(r.x0, x), r.x1 = fmax(r.x1, x), r.y0 = fmin(r.y0, y), r.y1 = fmax(r.y1, y);
     }
-    png_init_io(png, f);
-    png_set_IHDR(png, info, W, H, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < H; y++) png_write_row(png, &c->px[y][0][0]);
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    if (fclose(f) || rename(tmp, path)) return tf_set_error("%s: write failed: %s", path, strerror(errno));
-    return 0;
+    if (!isfinite(r.x0)) r.x0 = 0, r.y0 = 0;
+    if (!(r.x1 > r.x0)) r.x1 = r.x0 + 1;
+    if (!(r.y1 > r.y0)) r.y1 = r.y0 + 1;
+    return r;
 }
 
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
                 int nb) {
-    canvas *c = malloc(sizeof *c);
-    if (!c) return tf_set_error("plot: out of memory");
-    memset(c, 255, sizeof *c);
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    for (int i = 0; i < na + nb; i++) {
-        double x = i < na ? ax[i] : bx[i - na], y = i < na ? ay[i] : by[i - na];
-        if (!isfinite(y)) continue;
-        x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
-    }
-    if (!(x1 > x0)) x1 = x0 + 1;
-    if (!(y1 > y0)) y1 = y0 + 1;
-    static const unsigned char black[3] = {0, 0, 0}, blue[3] = {31, 119, 180}, red[3] = {214, 39, 40};
-    line(c, L, T, L, H - B, black);
-    line(c, L, H - B, W - R, H - B, black);
-    char num[32];
-    snprintf(num, sizeof num, "%.3g", y1), text(c, 4, T, num, black);
-    snprintf(num, sizeof num, "%.3g", y0), text(c, 4, H - B - 10, num, black);
-    snprintf(num, sizeof num, "%.0f", x0), text(c, L, H - B + 10, num, black);
-    snprintf(num, sizeof num, "%.0f", x1), text(c, W - R - 8 * (int)strlen(num), H - B + 10, num, black);
-    series(c, ax, ay, na, x0, x1, y0, y1, blue);
-    series(c, bx, by, nb, x0, x1, y0, y1, red);
-    int rc = write_png(path, c);
-    free(c);
-    return rc;
+    ranges r = data_ranges(ax, ay, na, bx, by, nb);
+    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+    cairo_t *cr = cairo_create(s);
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, FONT);
+    axes(cr, &r);
+    series(cr, &r, ax, ay, na, 0.122, 0.467, 0.706);
+    series(cr, &r, bx, by, nb, 0.839, 0.153, 0.157);
+    legend(cr, nb > 0);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    cairo_status_t st = cairo_status(cr);
+    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_write_to_png(s, tmp);
+    cairo_destroy(cr), cairo_surface_destroy(s);
+    if (st != CAIRO_STATUS_SUCCESS)
+        return remove(tmp), tf_set_error("%s: cannot write the PNG: %s", tmp, cairo_status_to_string(st));
+    if (rename(tmp, path)) return remove(tmp), tf_set_error("%s: cannot rename into place: %s", path, strerror(errno));
+    return 0;
 }
