@@ -52,13 +52,14 @@ static void print_choices(const cli_verb *v, tf_tokenizer *tok, const float *row
 int cmd_fill_mask(const cli_args *a) {
     const cli_verb *v = a->verb;
     const char *dir = a->v[MODEL].text, *text = a->v[TEXT].text;
+    if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1, got %lld", a->v[TOP_K].i);
     tf_set_threads(cli_threads(&a->v[THREADS]));
     tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_MLM, 0, 0});
     if (!m) cli_die(v, tf_error());
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
     int32_t mask = tf_tokenizer_special_id(tok, "mask");
     int64_t V = m->cfg.vocab_size;
-    int k = a->v[TOP_K].i < 1 ? 1 : a->v[TOP_K].i > V ? (int)V : (int)a->v[TOP_K].i;
+    int k = a->v[TOP_K].i > V ? (int)V : (int)a->v[TOP_K].i; /* at most the vocabulary */
     tf_ids ids = {0}, types = {0};
     if (mask < 0) cli_die(v, "the tokenizer has no mask token ([MASK])");
     if (tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 0, &ids, &types)) cli_die(v, tf_error());

@@ -3,7 +3,6 @@
  * evaluated on the whole validation file: the metrics printed and written
  * to metrics.json, the confusion matrix drawn into confusion.png. Its flags
  * are the trainer's and the task's field tables. */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +21,6 @@ const cli_flag cmd_finetune_flags[] = {
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
     CLI_END,
 };
-
-static volatile int g_stop;
-static void on_sigint(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
 
 static tf_train_config g_train;
 static tf_finetune_config g_ft;
@@ -114,8 +107,8 @@ int cmd_finetune(const cli_args *a) {
     print_counts(t);
     int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, cover = (n_val + g_train.batch - 1) / g_train.batch;
     if (g_train.eval_batches > cover) g_train.eval_batches = cover; /* about one pass over the validation set */
-    signal(SIGINT, on_sigint);
-    int rc = tf_train(&g_train, t, out, a->v[RESUME].given, &g_stop, cli_train_progress, &every);
+    cli_catch_sigint();
+    int rc = tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, &every);
     if (rc == 0) rc = evaluate(a, t, out);
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());

@@ -3,7 +3,6 @@
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
-#include <signal.h>
 #include <string.h>
 
 #include "cli.h"
@@ -23,12 +22,6 @@ const cli_flag cmd_train_flags[] = {
     [NORM] = {"norm", CLI_STRING, "pre|post", "", "an older form of --norm-first true|false"},
     CLI_END,
 };
-
-static volatile int g_stop;
-static void on_sigint(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
 
 static tf_train_config g_train;
 static tf_lm_config g_lm;
@@ -67,7 +60,7 @@ static int train_bert(const cli_args *a, const char *out, int *every) {
     tf_task *t = tf_bert_pretrain_task_new(&g_bert, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                            a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
                                            a->v[RESUME].given, g_train.seed);
-    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &g_stop, cli_train_progress, every) : -1;
+    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, every) : -1;
     tf_task_free(t);
     return rc;
 }
@@ -77,13 +70,13 @@ int cmd_train(const cli_args *a) {
     int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
     const char *out = a->v[OUT].text;
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    signal(SIGINT, on_sigint);
+    cli_catch_sigint();
     const char *arch = a->v[ARCH].text;
     if (strcmp(arch, "gpt") && strcmp(arch, "bert")) cli_usage_error(a, "--arch expects gpt or bert, got '%s'", arch);
     int rc = !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
-                                                  a->v[TOKENIZER].text, out, a->v[RESUME].given, &g_stop, cli_train_progress,
-                                                  &every);
+                                                  a->v[TOKENIZER].text, out, a->v[RESUME].given, &cli_stop,
+                                                  cli_train_progress, &every);
     if (rc < 0) cli_die(a->verb, tf_error());
     if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
     return rc == 1 ? 130 : 0;

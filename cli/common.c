@@ -1,6 +1,7 @@
 /* What several verbs share: errors, threads, loading a model or a tokenizer,
  * reading standard input, training progress lines. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -69,3 +70,12 @@ void cli_train_progress(void *user, const tf_train_report *r) {
     printf(" | lr %.2e | %.1fk tok/s | ETA %s\n", r->lr, r->tokens_per_s / 1000.0, eta);
     fflush(stdout);
 }
+
+volatile int cli_stop;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    cli_stop = 1;
+}
+
+void cli_catch_sigint(void) { signal(SIGINT, on_sigint); }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -356,5 +357,39 @@ TEST(bert_embed_cli_equals_the_library) {
     tf_tokenizer_free(tok);
     tf_bert_free(m);
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* Hostile input to the new verbs: a clear message and exit status, no crash. */
+TEST(bert_cli_hostile_input) {
+    char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[900];
+    CHECK(tiny_mlm_folder(dir) == 0);
+    static const struct {
+        const char *args;
+        int status;
+    } CASES[] = {
+        {"fill-mask --model /nonexistent/bert --text '[MASK]'", 1},
+        {"fill-mask --model %s/config.json --text '[MASK]'", 1},          /* a file, not a folder */
+        {"fill-mask --model %s --text '[MASK]' --top-k abc", 2},
+        {"fill-mask --model %s --text '[MASK]' --top-k 0", 2},
+        {"fill-mask --model %s --text '[MASK]' --top-k 1e9", 2},
+        {"fill-mask --model %s", 2},                                       /* no --text */
+        {"embed --model /nonexistent/bert < /dev/null", 1},
+        {"embed --model %s --pooling nan < /dev/null", 2},
+        {"embed --model %s --batch -3 < /dev/null", 2},
+        {"embed --model %s/vocab.txt < /dev/null", 1},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char args[400];
+        snprintf(args, sizeof args, CASES[i].args, dir);
+        snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>/tmp/tformer_hostile_err", tformer_bin(), args);
+        int st = system(cmd);
+        size_t n;
+        char *err = test_slurp("/tmp/tformer_hostile_err", &n);
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == CASES[i].status && err && strstr(err, "tformer "),
+               "%s: status %d, stderr %s", args, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err ? err : "");
+        free(err);
+    }
+    snprintf(cmd, sizeof cmd, "rm -r %s /tmp/tformer_hostile_err", dir);
     CHECK(system(cmd) == 0);
 }

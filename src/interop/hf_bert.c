@@ -28,12 +28,9 @@ static int all_outside(const tf_tensor *t, int64_t T) {
 }
 
 static int no_labels(const hf_job *job, const tf_bert *m, int64_t T) {
-    const tf_tensor *labels = hf_get(&job->in, "labels");
-    switch (m->cfg.head) {
-    case TF_BERT_QA:
+    if (m->cfg.head == TF_BERT_QA)
         return all_outside(hf_get(&job->in, "start_positions"), T) || all_outside(hf_get(&job->in, "end_positions"), T);
-    default: return all_ignored(labels, -100);
-    }
+    return all_ignored(hf_get(&job->in, "labels"), -100);
 }
 
 static int bert_run(hf_job *job) {

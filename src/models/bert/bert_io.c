@@ -61,12 +61,15 @@ static int read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, 
     return tf_bert_set_labels_json(m_or_null, map, path);
 }
 
-static int read_extras(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c) {
+/* *folder_head: the folder's own head (architectures[0]); c->head: the one asked for. */
+static int read_extras(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
+                       int *folder_head) {
     const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
     int head = cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
     if (cJSON_IsString(first) && head < 0)
         return tf_set_error("%s: architecture \"%s\" is not a BERT class tformer has", path, first->valuestring);
+    *folder_head = head;
     c->head = o && o->head >= 0 ? (tf_bert_head)o->head : (tf_bert_head)head;
     if (read_labels(root, path, NULL, &c->n_labels)) return -1;
     if (o && o->n_labels > 0) c->n_labels = o->n_labels;
@@ -80,10 +83,12 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
     return refuse_unsupported(root, path);
 }
 
-static int read_config(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c) {
+static int read_config(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
+                       int *folder_head) {
     *c = tf_bert_config_default(0, 0, 0, 0, 0);
     tf_fields f = {&HF_TABLE, c};
-    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || read_extras(root, path, o, c))
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
+        read_extras(root, path, o, c, folder_head))
         return -1;
     if (!tf_bert_config_check(c)) return 0;
     char msg[512];
@@ -179,13 +184,7 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
     cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
     int folder_head = -1, pooled = 1;
-    int rc = !root || read_config(root, path, opts, &c);
-    if (!rc) {
-        tf_bert_load_opts own = {-1, 0, 0};
-        tf_bert_config fc;
-        rc = read_extras(root, path, &own, &fc);
-        folder_head = fc.head;
-    }
+    int rc = !root || read_config(root, path, opts, &c, &folder_head);
     if (!rc && c.head == TF_BERT_BODY) rc = has_pooler(weights, &pooled);
     c.pooler = c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || c.head == TF_BERT_SEQ_CLS;
     tf_bert *m = rc ? NULL : tf_bert_new(&c, 0);
