@@ -218,9 +218,10 @@ $(BUILD)/val.en: ../shared/data/multi30k/val.en.gz
 embed-conformance: $(BUILD)/tformer $(MINILM)/config.json $(BUILD)/val.en $(HF_PYTHON)
 	$(BUILD)/tformer embed --model $(MINILM) < $(BUILD)/val.en > $(BUILD)/val.en.emb
 	$(HF_PYTHON) tests/ref/embed_ref.py check $(MINILM) $(BUILD)/val.en $(BUILD)/val.en.emb
-bench-embed: $(BUILD)/bench_embed $(MINILM)/config.json $(BUILD)/val.en $(HF_PYTHON)
+bench-embed: $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM)/config.json $(BUILD)/val.en $(HF_PYTHON)
 	$(HF_PYTHON) -c "import onnxruntime" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime
-	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(MINILM) $(BUILD)/val.en 1 2
+	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM) $(BUILD)/val.en \
+	    $(if $(wildcard $(PT2_PYTHON)),--pt2 $(PT2_PYTHON)) 1 2
 .PHONY: embed-conformance bench-embed
 
 # docs/bert.md's results: data sets, baselines, pre-training from scratch,

@@ -1,10 +1,15 @@
 /* Sentence embeddings per second of a BERT folder (tf_bert_embed on the
  * folder's sentence-transformers settings), the model loaded once; the
- * median of reps runs over every line of a text file.
+ * median of reps runs over every line of a text file, on $TFORMER_THREADS
+ * threads (unset or 0: every core, as the CLI).
  *     bench_embed MODEL_DIR TEXTS [reps]
- * prints: sentences N tokens_mean X load_s X median_s X sentences_per_s X */
+ * prints: threads N sentences N tokens_mean X load_s X median_s X sentences_per_s X */
 #include <stdio.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "bench_util.h"
 #include "tformer.h"
@@ -26,6 +31,8 @@ static char **read_lines(const char *path, int *n) {
 int main(int argc, char **argv) {
     if (argc < 3) return fprintf(stderr, "usage: bench_embed MODEL_DIR TEXTS [reps]\n"), 2;
     int reps = argc > 3 ? atoi(argv[3]) : 5, n;
+    const char *threads = getenv("TFORMER_THREADS");
+    tf_set_threads(threads ? atoi(threads) : 0);
     double t0 = bench_now();
     tf_bert *m = tf_bert_load_hf(argv[1], &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     tf_tokenizer *tok = m ? tf_tokenizer_load(argv[1]) : NULL;
@@ -49,6 +56,11 @@ int main(int argc, char **argv) {
         tf_ids_free(&ids);
     }
     double med = bench_median(t, reps);
+#ifdef _OPENMP
+    printf("threads %d ", omp_get_max_threads());
+#else
+    printf("threads 1 ");
+#endif
     printf("sentences %d tokens_mean %.1f load_s %.3f median_s %.4f sentences_per_s %.1f\n", n, (double)tokens / n,
            load, med, n / med);
     for (int i = 0; i < n; i++) free(lines[i]);

@@ -360,6 +360,41 @@ TEST(bert_embed_cli_equals_the_library) {
     CHECK(system(cmd) == 0);
 }
 
+/* Whole batches go to the threads: the same bits on 1 and 2 threads and
+ * whichever thread ran a batch; one batch of everything agrees too (rows of
+ * other lengths only add masked padding). */
+TEST(bert_embed_threads_and_batches_agree) {
+    char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[600];
+    CHECK(tiny_mlm_folder(dir) == 0);
+    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_tokenizer *tok = tf_tokenizer_load(dir);
+    static const char *words[] = {"the", "cat", "sat", "on", "mat", "a", "big", "red", "dog", "ran"};
+    enum { N = 37, C = 8 };
+    char buf[N][128];
+    const char *texts[N];
+    for (int i = 0; i < N; i++) {
+        buf[i][0] = 0;
+        for (int w = 0; w < 1 + (i * 7) % 13; w++) strcat(strcat(buf[i], words[(i + 3 * w) % 10]), " ");
+        texts[i] = buf[i];
+    }
+    static float e1[N * C], e2[N * C], all[N * C];
+    tf_embed_opts o = {TF_POOL_MEAN, 1, 0, 4};
+    CHECK(m && tok);
+    tf_set_threads(1);
+    CHECK(tf_bert_embed(m, tok, texts, NULL, N, &o, e1) == 0);
+    tf_set_threads(2);
+    CHECK(tf_bert_embed(m, tok, texts, NULL, N, &o, e2) == 0);
+    o.batch = N;
+    CHECK(tf_bert_embed(m, tok, texts, NULL, N, &o, all) == 0);
+    tf_set_threads(0);
+    CHECK(memcmp(e1, e2, sizeof e1) == 0);
+    for (int i = 0; i < N * C; i++) CHECKF(fabsf(e1[i] - all[i]) < 1e-5f, "value %d: %g batched by 4, %g in one", i, e1[i], all[i]);
+    tf_tokenizer_free(tok);
+    tf_bert_free(m);
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* Hostile input to the new verbs: a clear message and exit status, no crash. */
 TEST(bert_cli_hostile_input) {
     char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[900];

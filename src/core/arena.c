@@ -106,7 +106,7 @@ void tf_arena_free(tf_arena *a) {
 static void zero(unsigned char *p, size_t n) {
     enum { PIECE = 1 << 16 };
     int64_t pieces = (int64_t)((n + PIECE - 1) / PIECE);
-    if (pieces < 8) { /* small: not even an inactive parallel region (~1 us each, most allocations) */
+    if (pieces < 8 || tf_threads_free() < 2) { /* small or one thread: not even an inactive parallel region (~1 us each, most allocations) */
         memset(p, 0, n);
         return;
     }

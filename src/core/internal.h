@@ -69,6 +69,11 @@ float *tf_ctx_scratch(tf_ctx *ctx, int64_t n);
 void *tf_arena_alloc_uninit(tf_arena *a, size_t bytes);
 tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
 
+/* The threads a parallel region opened here would get: 1 inside an active
+ * region (a caller already shares out the work, e.g. one batch per thread)
+ * or when one thread is asked for. */
+int tf_threads_free(void);
+
 /* for (int64_t i = 0; i < n; i++) BODY, on the threads when cond holds and
  * as a plain loop otherwise: even an inactive parallel region costs about a
  * microsecond (libgomp builds a team), which a decoding step of small ops
@@ -76,7 +81,7 @@ tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
 #define TF_PARALLEL_FOR(cond, i, n, ...)                                            \
     do {                                                                            \
         int64_t n_##i = (n);                                                        \
-        if (cond) {                                                                 \
+        if ((cond) && tf_threads_free() > 1) {                                      \
             _Pragma("omp parallel for schedule(static)")                            \
             for (int64_t i = 0; i < n_##i; i++) { __VA_ARGS__; }                    \
         } else {                                                                    \

@@ -5,6 +5,18 @@
 
 #include "internal.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int tf_threads_free(void) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 size_t tf_dtype_size(tf_dtype dt) { return dt == TF_DTYPE_U8 ? 1 : 4; }
 
 int64_t tf_numel(const tf_tensor *t) {

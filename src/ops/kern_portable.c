@@ -139,7 +139,7 @@ static void axpy(float *y, float a, const float *x, int64_t n) {
 void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
     enum { CB = 64 };
     int64_t blocks = (N + CB - 1) / CB;
-#pragma omp parallel for schedule(static) if (R * N > 16384 && blocks > 1)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (R * N > 16384 && blocks > 1))
     for (int64_t b = 0; b < blocks; b++) {
         int64_t j0 = b * CB, w = N - j0 < CB ? N - j0 : CB;
         float s[CB] = {0};

@@ -157,7 +157,7 @@ void tf_op_sdpa_forward(tf_node *n) {
     TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
                     tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
-    if (big && p->B * p->H * nb > 1) {
+    if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
         for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb);
     } else {
@@ -242,7 +242,7 @@ void tf_op_sdpa_backward(tf_node *n) {
     int nt = omp_get_max_threads() < p->threads ? omp_get_max_threads() : p->threads;
 #endif
     float *scratch0 = n->saved[1] + p->B * p->H * (p->D + p->Dv) * p->Tk;
-#pragma omp parallel for schedule(dynamic) num_threads(nt) if (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096)
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (tf_threads_free() > 1 && (!gm && p->B * p->H > 1 && p->Tq * p->Tk * p->D > 4096))
     for (int64_t bh = 0; bh < p->B * p->H; bh++) {
         int tid = 0;
 #ifdef _OPENMP

@@ -35,7 +35,7 @@ void tf_op_copy_forward(tf_node *n) {
     float *out = tf_f32(n->out);  // out: contiguous, x's shape
     const float *in = tf_f32(n->in[0]);
     int64_t W = p->shape[p->ndim - 1], ws = p->sa[p->ndim - 1], rows = W ? tf_numel(n->out) / W : 0;
-#pragma omp parallel for schedule(static) if (rows * W > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (rows * W > 16384))
     for (int64_t r = 0; r < rows; r++) {
         const float *src = in + copy_row_offset(p, r);
         for (int64_t j = 0; j < W; j++) out[r * W + j] = src[j * ws];
@@ -51,7 +51,7 @@ void tf_op_copy_backward(tf_node *n) {
     /* rows write disjoint elements of x's gradient unless a stride is 0 (a broadcast view) */
     int disjoint = 1;
     for (int d = 0; d < p->ndim; d++) disjoint &= p->shape[d] <= 1 || p->sa[d] != 0;
-#pragma omp parallel for schedule(static) if (disjoint && rows * W > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (disjoint && rows * W > 16384))
     for (int64_t r = 0; r < rows; r++) {
         float *dst = x->grad + copy_row_offset(p, r);
         for (int64_t j = 0; j < W; j++) dst[j * ws] += g[r * W + j];
@@ -208,7 +208,7 @@ void tf_op_scale_forward(tf_node *n) {
     const tf_unary_params *p = n->params;
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);
-    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
     for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = x[i] * p->s;
 }
 
@@ -217,7 +217,7 @@ void tf_op_scale_backward(tf_node *n) {
     float *gx = n->in[0]->grad;
     const float *g = n->out->grad;
     if (gx)
-        #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+        #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
         for (int64_t i = 0; i < tf_numel(n->out); i++) gx[i] += g[i] * p->s;
 }
 
@@ -231,7 +231,7 @@ tf_tensor *tf_scale(tf_ctx *ctx, tf_tensor *x, float s) {
 void tf_op_relu_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);
-    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
     for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = x[i] > 0 ? x[i] : 0;
 }
 
@@ -239,7 +239,7 @@ void tf_op_relu_backward(tf_node *n) {
     const float *x = tf_f32(n->in[0]), *g = n->out->grad;
     float *gx = n->in[0]->grad;
     if (gx)
-        #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+        #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
         for (int64_t i = 0; i < tf_numel(n->out); i++) gx[i] += x[i] > 0 ? g[i] : 0;
 }
 
@@ -268,7 +268,7 @@ void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int
     } else if (act == TF_ACT_GELU) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_erf_grad(dx + i0, g + i0, pre + i0, len, acc));
     } else {
-#pragma omp parallel for schedule(static) if (n > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (n > 16384))
         for (int64_t i = 0; i < n; i++) {
             float d = pre[i] > 0 ? g[i] : 0.0f;
             dx[i] = acc ? dx[i] + d : d;
@@ -300,7 +300,7 @@ tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind) {
 void tf_op_tanh_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);  // y: x's shape, contiguous
-    #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+    #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
     for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = tanhf(x[i]);
 }
 
@@ -308,7 +308,7 @@ void tf_op_tanh_backward(tf_node *n) {
     const float *y = tf_f32(n->out), *g = n->out->grad;
     float *gx = n->in[0]->grad;
     if (gx)
-        #pragma omp parallel for schedule(static) if (tf_numel(n->out) > 16384)
+        #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
         for (int64_t i = 0; i < tf_numel(n->out); i++) gx[i] += g[i] * (1.0f - y[i] * y[i]);
 }
 
@@ -352,7 +352,7 @@ void tf_op_bias_add_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]), *b = tf_f32(n->in[1]);
     float *y = tf_f32(n->out);  // y: (R,N) = x (R,N) + b (N)
     int64_t N = n->in[1]->shape[0], R = N ? tf_numel(n->out) / N : 0;
-#pragma omp parallel for schedule(static) if (R * N > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (R * N > 16384))
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < N; j++) y[r * N + j] = x[r * N + j] + b[j];
 }
@@ -362,7 +362,7 @@ void tf_op_bias_add_backward(tf_node *n) {
     const float *g = n->out->grad;
     int64_t N = B->shape[0], R = N ? tf_numel(n->out) / N : 0;
     if (X->grad)
-#pragma omp parallel for schedule(static) if (R * N > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (R * N > 16384))
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < N; j++) X->grad[r * N + j] += g[r * N + j];
     if (B->grad) tf_col_sums(B->grad, g, R, N);

@@ -109,7 +109,7 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
         gemm_tiles(M, N, K, &rb, &cb);
         int64_t tr = (M + rb - 1) / rb, tiles = tr * ((N + cb - 1) / cb);
         /* OpenBLAS runs single-threaded inside a tile: one pool serves every kernel */
-#pragma omp parallel for schedule(dynamic) if (tiles > 1)
+#pragma omp parallel for schedule(dynamic) if (tf_threads_free() > 1 && (tiles > 1))
         for (int64_t t = 0; t < tiles; t++) {
             int64_t i0 = t % tr * rb, j0 = t / tr * cb;
             int64_t m = M - i0 < rb ? M - i0 : rb, n = N - j0 < cb ? N - j0 : cb;

@@ -117,7 +117,7 @@ static void layernorm_param_grads(float *dw, float *db, const float *g, const fl
                                   const float *rstd, int64_t rows, int64_t C) {
     enum { CB = 64 };
     int64_t blocks = (C + CB - 1) / CB;
-#pragma omp parallel for schedule(static) if (rows * C > 16384 && blocks > 1)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (rows * C > 16384 && blocks > 1))
     for (int64_t bk = 0; bk < blocks; bk++) {
         int64_t j0 = bk * CB, wd = C - j0 < CB ? C - j0 : CB;
         float sw[CB] = {0}, sb[CB] = {0};
@@ -141,7 +141,7 @@ void tf_op_layernorm_backward(tf_node *n) {
     if (dw || db) layernorm_param_grads(dw, db, g, x, mean, rstd, p->rows, p->C);
     if (!X->grad) return;
     const tf_kernels *k = tf_kern();
-#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
     for (int64_t r = 0; r < p->rows; r++)
         k->layernorm_grad(X->grad + r * p->C, g + r * p->C, x + r * p->C, w, mean[r], rstd[r], p->C);
 }
@@ -191,7 +191,7 @@ void tf_op_cross_entropy_forward(tf_node *n) {
     const int32_t *t = tf_i32(n->in[1]); // targets: (rows)
     float *prob = n->saved[0], *row_loss = n->saved[1]; // prob: (rows, C), row_loss: (rows)
     const tf_kernels *k = tf_kern();
-#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
     for (int64_t r = 0; r < p->rows; r++) {
         if (t[r] == p->ignore_index) continue;
         const float *xr = x + r * p->C;
@@ -215,7 +215,7 @@ void tf_op_cross_entropy_backward(tf_node *n) {
     const float *prob = n->saved[0];
     if (!X->grad || !p->n_valid) return;
     float g = n->out->grad[0] / (float)p->n_valid, eps_c = p->smoothing / (float)p->C;
-#pragma omp parallel for schedule(static) if (p->rows * p->C > 16384)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
     for (int64_t r = 0; r < p->rows; r++) {
         if (t[r] == p->ignore_index) continue;
         for (int64_t j = 0; j < p->C; j++) {

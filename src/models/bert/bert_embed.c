@@ -70,6 +70,43 @@ static int embed_batch(tf_ctx *ctx, const tf_bert *m, const encoded *rows, int64
     return h ? 0 : -1;
 }
 
+/* Batches of `batch` rows, whole batches shared out to the threads: each
+ * runs its batches alone on a context of its own (the ops inside see no
+ * free thread), which keeps both cores busy on short sentences where
+ * splitting every product in two would not. A batch's result does not depend
+ * on which thread ran it. Errors are thread-local: the first is carried out. */
+static int run_batches(const tf_bert *m, const encoded *rows, int n, int batch, const tf_embed_opts *o, float *out) {
+    int64_t nb = ((int64_t)n + batch - 1) / batch;
+    int rc = 0;
+    char msg[1024] = "";
+#pragma omp parallel if (nb > 1)
+    {
+        tf_ctx *ctx = tf_ctx_new(0);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t b = 0; b < nb; b++) {
+            int bad;
+#pragma omp atomic read
+            bad = rc;
+            if (bad) continue;
+            int i = (int)(b * batch);
+            if (ctx) {
+                tf_ctx_reset(ctx);
+                tf_ctx_set_grad(ctx, 0);
+            }
+            if (!ctx || embed_batch(ctx, m, rows + i, n - i < batch ? n - i : batch, o, out)) {
+#pragma omp critical(tf_embed_error)
+                if (!rc) {
+                    snprintf(msg, sizeof msg, "%s", ctx ? tf_error() : "embed: out of memory");
+#pragma omp atomic write
+                    rc = -1;
+                }
+            }
+        }
+        tf_ctx_free(ctx);
+    }
+    return rc ? tf_set_error("%s", msg) : 0;
+}
+
 /* Every text encoded, truncated to max_len; sorted by length. */
 static encoded *encode_all(tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n, size_t max_len) {
     encoded *rows = calloc((size_t)n, sizeof *rows);
@@ -99,18 +136,11 @@ int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts,
     size_t max_len = o->max_len > 0 && o->max_len < m->cfg.context ? (size_t)o->max_len : (size_t)m->cfg.context;
     encoded *rows = n > 0 ? encode_all(tok, texts, lens, n, max_len) : NULL;
     if (n > 0 && !rows) return -1;
-    int batch = o->batch > 0 ? o->batch : 32, rc = 0;
-    tf_ctx *ctx = tf_ctx_new(0);
-    if (!ctx) rc = tf_set_error("embed: out of memory");
-    for (int i = 0; i < n && !rc; i += batch) {
-        tf_ctx_reset(ctx);
-        tf_ctx_set_grad(ctx, 0);
-        rc = embed_batch(ctx, m, rows + i, n - i < batch ? n - i : batch, o, out);
-    }
+    int batch = o->batch > 0 ? o->batch : 32;
+    int rc = n > 0 ? run_batches(m, rows, n, batch, o, out) : 0;
     for (int i = 0; !rc && o->normalize && i < n; i++) normalize(out + (int64_t)i * m->cfg.d_model, m->cfg.d_model);
     for (int i = 0; i < n; i++) tf_ids_free(&rows[i].ids);
     free(rows);
-    tf_ctx_free(ctx);
     return rc;
 }
 
