@@ -109,6 +109,10 @@ fuzz:
 	    -o $(BUILD)/fuzz/fuzz_tokenizer_json tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(LDLIBS)
 	rm -rf $(BUILD)/fuzz/corpus_tokenizer_json && cp -r tests/fuzz/corpus_tokenizer_json $(BUILD)/fuzz/
 	$(BUILD)/fuzz/fuzz_tokenizer_json -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer_json
+	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
+	    -o $(BUILD)/fuzz/fuzz_bleu tests/fuzz/fuzz_bleu.c $(LIB_SRC) $(LDLIBS)
+	rm -rf $(BUILD)/fuzz/corpus_bleu && cp -r tests/fuzz/corpus_bleu $(BUILD)/fuzz/
+	$(BUILD)/fuzz/fuzz_bleu -max_total_time=$(FUZZ_TIME) -max_len=2048 -timeout=10 $(BUILD)/fuzz/corpus_bleu
 
 # Benchmarks: tformer against its peers in the same run (figures, never tests).
 $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
@@ -223,6 +227,16 @@ bench-embed: $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM)/config.json $(
 	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM) $(BUILD)/val.en \
 	    $(if $(wildcard $(PT2_PYTHON)),--pt2 $(PT2_PYTHON)) 1 2
 .PHONY: embed-conformance bench-embed
+
+# `tformer bleu` against the sacreBLEU command line on Multi30k's German
+# validation side, perturbed four ways, default / --lowercase / --tokenize intl
+# (every printed figure equal; sacrebleu from pip into HF_PYTHON's venv).
+$(BUILD)/val.de: ../shared/data/multi30k/val.de.gz
+	zcat $< > $@
+bleu-conformance: $(BUILD)/tformer $(BUILD)/val.de $(HF_PYTHON)
+	$(HF_PYTHON) -c "import sacrebleu" 2>/dev/null || build/hfvenv/bin/pip install -q sacrebleu
+	$(HF_PYTHON) tests/ref/bleu_ref.py check $(BUILD)/tformer $(BUILD)/val.de $(BUILD)/val.de
+.PHONY: bleu-conformance
 
 # docs/bert.md's results: data sets, baselines, pre-training from scratch,
 # fine-tuning it and MiniLM on three tasks, the table (about an hour on 2 cores;

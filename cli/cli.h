@@ -90,6 +90,8 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
 /* All of standard input, NUL-terminated; exits on a read error. */
 char *cli_read_stdin(const cli_verb *v, size_t *len);
+/* All of a file, NUL-terminated; exits with a message naming it on failure. */
+char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
 /* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every
  * *(int *)user steps, at evaluations and at the end. */
 void cli_train_progress(void *user, const tf_train_report *r);
@@ -112,6 +114,7 @@ CLI_VERB(embed);
 CLI_VERB(fill_mask);
 CLI_VERB(finetune);
 CLI_VERB(predict);
+CLI_VERB(bleu);
 CLI_VERB(encode);
 CLI_VERB(decode);
 CLI_VERB(tokenizer_train);

@@ -1,6 +1,8 @@
 /* What several verbs share: errors, threads, loading a model or a tokenizer,
  * reading standard input, training progress lines. */
+#include <errno.h>
 #include <math.h>
+#include <string.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -34,10 +36,10 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
     return m;
 }
 
-char *cli_read_stdin(const cli_verb *v, size_t *len) {
+static char *read_stream(const cli_verb *v, FILE *f, const char *name, size_t *len) {
     size_t cap = 1 << 16, n = 0, got;
     char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, stdin)) > 0) {
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += got;
         if (n + 1 == cap) {
             char *nb = realloc(buf, cap *= 2);
@@ -45,9 +47,27 @@ char *cli_read_stdin(const cli_verb *v, size_t *len) {
             buf = nb;
         }
     }
-    if (!buf || ferror(stdin)) cli_die(v, "cannot read standard input");
+    if (!buf || ferror(f)) {
+        char msg[4200];
+        snprintf(msg, sizeof msg, "cannot read %s%s", name, buf ? "" : " (out of memory)");
+        cli_die(v, msg);
+    }
     buf[n] = 0;
     *len = n;
+    return buf;
+}
+
+char *cli_read_stdin(const cli_verb *v, size_t *len) { return read_stream(v, stdin, "standard input", len); }
+
+char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char msg[4200];
+        snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));
+        cli_die(v, msg);
+    }
+    char *buf = read_stream(v, f, path, len);
+    fclose(f);
     return buf;
 }
 

@@ -137,15 +137,15 @@ static const char *next_value(const cli_args *a, int argc, char **argv, int *i) 
     return argv[++*i];
 }
 
-/* A list: argv[*i] holds its first value (--name=VALUE) or none. */
+/* A list: argv[*i] holds its first value (--name=VALUE) or none. Given
+ * again, the values add up (--ref A --ref B is --ref A B). */
 static void parse_list(cli_args *a, cli_val *val, int argc, char **argv, int *i, const char *value) {
     const char *flag = argv[*i];
-    if (val->n) cli_usage_error(a, "%s given twice (list every value after one %s)", flag, flag);
-    if (value) argv[*i] = (char *)value;
-    val->list = value ? &argv[*i] : &argv[*i + 1];
-    val->n = value != NULL;
-    for (; *i + 1 < argc && strncmp(argv[*i + 1], "--", 2); ++*i) val->n++;
-    if (!val->n) cli_usage_error(a, "option '%s' needs a value (see tformer %s --help)", flag, a->verb->name);
+    int before = val->n;
+    if (!val->list && !(val->list = calloc((size_t)argc + 1, sizeof *val->list))) cli_usage_error(a, "out of memory");
+    if (value) val->list[val->n++] = (char *)value;
+    for (; *i + 1 < argc && strncmp(argv[*i + 1], "--", 2); ++*i) val->list[val->n++] = argv[*i + 1];
+    if (val->n == before) cli_usage_error(a, "option '%s' needs a value (see tformer %s --help)", flag, a->verb->name);
 }
 
 /* One flag at argv[i] (split at '=' in place); returns the index of its last word. */
@@ -247,6 +247,7 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
     cli_args a;
     parse(v, argc, argv, &a);
     int rc = v->run(&a);
+    for (int k = 0; k < CLI_MAX_FLAGS; k++) free(a.v[k].list);
     free(a.operands);
     free((void *)a.sets);
     return rc;

@@ -54,5 +54,6 @@
 #include "tformer/bert.h"
 #include "tformer/train.h"
 #include "tformer/interop.h"
+#include "tformer/metrics.h"
 
 #endif /* TFORMER_H */

