@@ -54,6 +54,7 @@
 #include "tformer/bert.h"
 #include "tformer/train.h"
 #include "tformer/interop.h"
+#include "tformer/seq2seq.h"
 #include "tformer/metrics.h"
 
 #endif /* TFORMER_H */

@@ -14,7 +14,6 @@ extern "C" {
 
 /* ---------------------------------------------------------------- GPT: decoder language model */
 
-typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL } tf_pos_kind;
 
 typedef struct {
     int vocab_size, context; /* context: the longest sequence (positions) */

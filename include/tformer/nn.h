@@ -83,6 +83,9 @@ TF_API tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *
 TF_API tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x, int act);
 TF_API tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x);
 
+/* Where a model's positions come from: a learned table or the sinusoidal one. */
+typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL } tf_pos_kind;
+
 /* Positional encodings. */
 /* out (T,d): rows for positions start .. start+T-1 of
  * PE(pos,2i) = sin(pos / 10000^(2i/d)), PE(pos,2i+1) = cos(same). */

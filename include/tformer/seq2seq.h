@@ -1,0 +1,93 @@
+/* The encoder-decoder Transformer of the lecture decks (Vaswani et al., 2017)
+ * for translation: the encoder reads the source sentence; the decoder gets
+ * the target shifted right, runs masked self-attention and, in every layer,
+ * cross-attention to the encoder's output.
+ *
+ *   memory = Encoder(E_src[src] sqrt(d) + P)                 (B,S,C)
+ *   h      = Decoder(E_tgt[tgt_in] sqrt(d) + P, memory)      (B,T,C)
+ *   logits = h E_tgt^T  (tied)  or  h W_out^T                (B,T,V)
+ *
+ * Post-LN as in the paper or pre-LN (with a final LayerNorm on each stack);
+ * sinusoidal or learned positions; source and target embeddings shared (a
+ * joint vocabulary) or separate. Parameters carry Hugging Face's BART /
+ * Marian names ("model.encoder.layers.0.self_attn.q_proj.weight", ...). */
+#ifndef TFORMER_SEQ2SEQ_H
+#define TFORMER_SEQ2SEQ_H
+
+#include "config.h"
+#include "generate.h"
+#include "heads.h"
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int src_vocab, tgt_vocab;  /* with share_embeddings both are the joint vocabulary's size */
+    int context;               /* the longest source or target sequence (positions) */
+    int n_encoder_layers, n_decoder_layers, n_head, d_model;
+    int d_ff;                  /* 0: 4 * d_model */
+    float dropout;             /* embeddings, attention weights, residual branches, after the activation */
+    tf_pos_kind pos;           /* sinusoidal (the paper) or learned */
+    int norm_first;            /* 0: post-LN (the paper); 1: pre-LN, final LayerNorms */
+    tf_activation activation;  /* relu (the paper) */
+    int share_embeddings;      /* one table for source and target */
+    int tied;                  /* output projection = target embedding */
+    int scale_embedding;       /* embeddings times sqrt(d_model), as the paper */
+    float norm_eps;
+} tf_seq2seq_config;
+
+TF_API tf_seq2seq_config tf_seq2seq_config_default(int src_vocab, int tgt_vocab);
+TF_API extern const tf_field_table tf_seq2seq_config_table;
+TF_API int tf_seq2seq_config_check(const tf_seq2seq_config *c);
+
+typedef struct {
+    tf_seq2seq_config cfg;
+    tf_block_config enc_block, dec_block; /* derived from cfg; dec_block has cross-attention */
+    tf_params *params;
+    tf_tensor *src_embed, *tgt_embed;     /* (V,C); shared: src_embed only (tgt_embed NULL) */
+    tf_tensor *src_pos, *tgt_pos;         /* (context,C) learned tables, NULL with sinusoidal positions */
+    tf_block *encoder, *decoder;          /* n_encoder_layers, n_decoder_layers blocks */
+    tf_layer_norm enc_norm, dec_norm;     /* pre-LN only */
+    tf_lm_head head;
+} tf_seq2seq;
+
+TF_API tf_seq2seq *tf_seq2seq_new(const tf_seq2seq_config *cfg, uint64_t seed);
+TF_API void tf_seq2seq_free(tf_seq2seq *m);
+
+typedef struct {
+    tf_tensor *input_ids;              /* (B,S) I32: the source */
+    tf_tensor *attention_mask;         /* (B,S) I32 or U8, 1 = token, 0 = padding; NULL: none */
+    tf_tensor *decoder_input_ids;      /* (B,T) I32: the target shifted right (BOS first); NULL: the encoder alone */
+    tf_tensor *decoder_attention_mask; /* (B,T) 1 = token; NULL: none (the causal mask hides what follows anyway) */
+    tf_tensor *encoder_output;         /* (B,S,C): the memory, when already computed (decoding) */
+    tf_tensor *labels;                 /* (B,T) I32 next target tokens, -1 = ignore: the loss */
+    float label_smoothing;             /* the paper: 0.1 */
+    tf_kv_cache *cache;                /* the decoder's self-attention over the positions before these */
+} tf_seq2seq_inputs;
+
+typedef struct {
+    tf_tensor *encoder_last_hidden_state; /* (B,S,C) */
+    tf_tensor *last_hidden_state;         /* (B,T,C): the decoder's */
+    tf_tensor *logits;                    /* (B,T,V) */
+    tf_tensor *loss;                      /* scalar, with labels */
+} tf_seq2seq_outputs;
+
+/* The one forward pass: training, evaluation and each decoding step. */
+TF_API int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in, tf_seq2seq_outputs *out);
+
+/* A folder: config.json (model_type "tformer-seq2seq", the table's keys) and
+ * model.safetensors; load refuses missing, misshapen or unknown tensors by name. */
+TF_API int tf_seq2seq_save(const tf_seq2seq *m, const char *dir);
+TF_API tf_seq2seq *tf_seq2seq_load(const char *dir);
+
+/* A decoder (generate.h) translating one source sentence: the source is
+ * encoded once; each step feeds target tokens through the self-attention
+ * KV cache. Feed the start token (BOS) first. */
+TF_API tf_decoder *tf_seq2seq_decoder_new(const tf_seq2seq *m, const int32_t *src, int n_src, int capacity);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_SEQ2SEQ_H */

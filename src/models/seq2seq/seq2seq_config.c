@@ -1,0 +1,55 @@
+/* The encoder-decoder's configuration: one field table drives its defaults,
+ * checks, JSON keys, training flags and the checkpoint signature. Defaults:
+ * the paper's base layout scaled down for Multi30k on two cores. */
+#include "../../core/internal.h"
+#include "tformer/seq2seq.h"
+
+static const char *const POS[] = {"learned", "sinusoidal", NULL};
+static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", NULL};
+
+#define SIG TF_FIELD_SIGNATURE
+#define R(m, type, def, range, choices, help, flags, alias) \
+    TF_FIELD_ROW(tf_seq2seq_config, m, type, #m, def, range, choices, help, flags, alias)
+static const tf_field ROWS[] = {
+    R(src_vocab, TF_FIELD_INT, "0", "[0,inf)", NULL, "source tokens (training: the source tokenizer's size)", SIG, NULL),
+    R(tgt_vocab, TF_FIELD_INT, "0", "[0,inf)", NULL, "target tokens (training: the target tokenizer's size)", SIG, NULL),
+    R(context, TF_FIELD_INT, "128", "[1,inf)", NULL, "the longest source or target sequence (positions)", SIG,
+      "max_position_embeddings"),
+    R(n_encoder_layers, TF_FIELD_INT, "3", "[1,10000]", NULL, "encoder blocks", SIG, "encoder_layers"),
+    R(n_decoder_layers, TF_FIELD_INT, "3", "[1,10000]", NULL, "decoder blocks", SIG, "decoder_layers"),
+    R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads"),
+    R(d_model, TF_FIELD_INT, "256", "[1,inf)", NULL, "width, a multiple of n_head", SIG, NULL),
+    R(d_ff, TF_FIELD_INT, "0", "[0,inf)", NULL, "feed-forward width; 0: 4 * d_model", SIG, "ffn_dim"),
+    R(dropout, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL, "dropout (the paper: 0.1)", 0, NULL),
+    R(pos, TF_FIELD_ENUM, "sinusoidal", NULL, POS, "positions: the sinusoidal table (the paper) or a learned one", SIG, NULL),
+    R(norm_first, TF_FIELD_BOOL, "false", NULL, NULL, "pre-LN with final LayerNorms; false: post-LN (the paper)", SIG, NULL),
+    R(activation, TF_FIELD_ENUM, "relu", NULL, ACTIVATIONS, "the feed-forward activation (the paper: relu)", SIG, NULL),
+    R(share_embeddings, TF_FIELD_BOOL, "false", NULL, NULL, "one embedding table for source and target (joint vocabulary)", SIG, NULL),
+    R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "output projection = target embedding", SIG, NULL),
+    R(scale_embedding, TF_FIELD_BOOL, "true", NULL, NULL, "embeddings times sqrt(d_model) (the paper)", SIG, NULL),
+    R(norm_eps, TF_FIELD_FLOAT, "1e-5", "(0,inf)", NULL, "LayerNorm epsilon", SIG, NULL),
+};
+#undef R
+
+const tf_field_table tf_seq2seq_config_table = {"encoder-decoder model", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};
+
+tf_seq2seq_config tf_seq2seq_config_default(int src_vocab, int tgt_vocab) {
+    tf_seq2seq_config c = {0};
+    tf_fields f = {&tf_seq2seq_config_table, &c};
+    tf_fields_defaults(&f, 1); /* cannot fail: tests/test_config.c parses every table's defaults */
+    c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+    return c;
+}
+
+int tf_seq2seq_config_check(const tf_seq2seq_config *c) {
+    tf_fields f = {&tf_seq2seq_config_table, (void *)c};
+    if (tf_fields_check(&f, 1)) return -1;
+    if (c->src_vocab < 1 || c->tgt_vocab < 1)
+        return tf_set_error("seq2seq: src_vocab %d, tgt_vocab %d: the model needs both vocabularies' sizes", c->src_vocab,
+                            c->tgt_vocab);
+    if (c->share_embeddings && c->src_vocab != c->tgt_vocab)
+        return tf_set_error("seq2seq: share_embeddings needs one vocabulary, got src_vocab %d and tgt_vocab %d",
+                            c->src_vocab, c->tgt_vocab);
+    if (c->d_model % c->n_head) return tf_set_error("seq2seq: d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
+    return 0;
+}

@@ -1,0 +1,226 @@
+/* The encoder-decoder: configuration, one forward for training and for
+ * step-by-step decoding, source padding, gradients to every parameter, and
+ * a tiny model that learns to reverse digit strings and decodes them with
+ * greedy and beam search through the decoder interface. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "tformer.h"
+
+static tf_seq2seq_config tiny(int norm_first, tf_pos_kind pos) {
+    tf_seq2seq_config c = tf_seq2seq_config_default(13, 11);
+    c.d_model = 16, c.n_head = 2, c.d_ff = 24, c.n_encoder_layers = 2, c.n_decoder_layers = 2, c.context = 16;
+    c.dropout = 0, c.norm_first = norm_first, c.pos = pos;
+    return c;
+}
+
+static tf_tensor *ids(tf_ctx *ctx, int B, int T, const int32_t *v) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+    memcpy(t->data, v, (size_t)B * (size_t)T * sizeof *v);
+    return t;
+}
+
+TEST(seq2seq_config_table_and_checks) {
+    tf_seq2seq_config c = tf_seq2seq_config_default(100, 120);
+    CHECK(tf_seq2seq_config_check(&c) == 0);
+    CHECK(c.pos == TF_POS_SINUSOIDAL && !c.norm_first && c.activation == TF_ACT_RELU && c.scale_embedding && c.tied);
+    c.share_embeddings = 1;
+    CHECK(tf_seq2seq_config_check(&c) != 0 && strstr(tf_error(), "share_embeddings needs one vocabulary"));
+    c = tf_seq2seq_config_default(100, 100);
+    c.d_model = 30, c.n_head = 4;
+    CHECK(tf_seq2seq_config_check(&c) != 0 && strstr(tf_error(), "not a multiple"));
+}
+
+/* Logits of the whole target at once equal those fed a token (or two) at a
+ * time through the decoder's KV cache: one forward serves both. */
+TEST(seq2seq_incremental_decoding_equals_full_forward) {
+    for (int variant = 0; variant < 4; variant++) {
+        tf_seq2seq_config c = tiny(variant & 1, variant & 2 ? TF_POS_LEARNED : TF_POS_SINUSOIDAL);
+        tf_seq2seq *m = tf_seq2seq_new(&c, 5 + (uint64_t)variant);
+        CHECK(m != NULL);
+        tf_ctx *ctx = tf_ctx_new(0);
+        tf_ctx_set_grad(ctx, 0);
+        const int32_t src[5] = {3, 7, 1, 12, 4}, tgt[6] = {0, 5, 9, 2, 2, 10};
+        tf_seq2seq_inputs in = {.input_ids = ids(ctx, 1, 5, src), .decoder_input_ids = ids(ctx, 1, 6, tgt)};
+        tf_seq2seq_outputs out;
+        CHECK(tf_seq2seq_run(ctx, m, &in, &out) == 0);
+        tf_decoder *d = tf_seq2seq_decoder_new(m, src, 5, 16);
+        CHECK(d != NULL);
+        float logits[11];
+        double worst = 0;
+        for (int t = 0; t < 6;) {
+            int n = t == 2 ? 2 : 1; /* one step of two tokens */
+            CHECK(tf_decoder_step(d, tgt + t, n, logits) == 0);
+            t += n;
+            const float *want = tf_f32(out.logits) + (t - 1) * 11;
+            for (int v = 0; v < 11; v++) worst = fmax(worst, fabs(logits[v] - want[v]) / (1 + fabs(want[v])));
+        }
+        CHECKF(worst < 1e-5, "variant %d: step logits differ from the full forward by %.3g", variant, worst);
+        tf_decoder_free(d);
+        tf_ctx_free(ctx);
+        tf_seq2seq_free(m);
+    }
+}
+
+/* A padded source (attention_mask 0 on the padding) gives the logits of the unpadded one. */
+TEST(seq2seq_source_padding_is_invisible) {
+    tf_seq2seq_config c = tiny(0, TF_POS_SINUSOIDAL);
+    tf_seq2seq *m = tf_seq2seq_new(&c, 9);
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_ctx_set_grad(ctx, 0);
+    const int32_t src2[2 * 6] = {3, 7, 1, 0, 0, 0, 8, 2, 9, 4, 4, 6}, mask[2 * 6] = {1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1};
+    const int32_t tgt2[2 * 4] = {0, 5, 9, 2, 0, 1, 1, 3}, src1[3] = {3, 7, 1};
+    tf_tensor *mk = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){2, 6}, 0);
+    memcpy(mk->data, mask, sizeof mask);
+    tf_seq2seq_inputs in2 = {.input_ids = ids(ctx, 2, 6, src2), .attention_mask = mk, .decoder_input_ids = ids(ctx, 2, 4, tgt2)};
+    tf_seq2seq_inputs in1 = {.input_ids = ids(ctx, 1, 3, src1), .decoder_input_ids = ids(ctx, 1, 4, tgt2)};
+    tf_seq2seq_outputs o2, o1;
+    CHECK(m && tf_seq2seq_run(ctx, m, &in2, &o2) == 0 && tf_seq2seq_run(ctx, m, &in1, &o1) == 0);
+    double worst = 0;
+    for (int i = 0; i < 4 * 11; i++) worst = fmax(worst, fabs(tf_f32(o2.logits)[i] - tf_f32(o1.logits)[i]));
+    CHECKF(worst < 1e-5, "padding changed the logits by %.3g", worst);
+    tf_ctx_free(ctx);
+    tf_seq2seq_free(m);
+}
+
+/* Every parameter takes part: after one backward each has a gradient. */
+TEST(seq2seq_every_parameter_gets_a_gradient) {
+    tf_seq2seq_config c = tiny(1, TF_POS_LEARNED);
+    c.tied = 0;
+    tf_seq2seq *m = tf_seq2seq_new(&c, 3);
+    tf_ctx *ctx = tf_ctx_new(0);
+    const int32_t src[2 * 4] = {3, 7, 1, 2, 8, 2, 9, 4}, tgt[2 * 3] = {0, 5, 9, 0, 1, 1}, lab[2 * 3] = {5, 9, 1, 1, 1, -1};
+    tf_seq2seq_inputs in = {.input_ids = ids(ctx, 2, 4, src), .decoder_input_ids = ids(ctx, 2, 3, tgt),
+                            .labels = ids(ctx, 2, 3, lab), .label_smoothing = 0.1f};
+    tf_seq2seq_outputs out;
+    CHECK(m && tf_seq2seq_run(ctx, m, &in, &out) == 0 && tf_backward(ctx, out.loss, NULL) == 0);
+    int named = 0;
+    for (int i = 0; i < tf_params_count(m->params); i++) {
+        tf_tensor *p = tf_params_tensor(m->params, i);
+        double s = 0;
+        for (int64_t k = 0; k < tf_numel(p); k++) s += fabs(p->grad[k]);
+        /* position rows past the sequences' lengths and unused tokens get none: look at the whole table */
+        CHECKF(s > 0, "%s has no gradient", tf_params_name(m->params, i));
+        named += !strcmp(tf_params_name(m->params, i), "model.decoder.layers.1.encoder_attn.k_proj.weight") ||
+                 !strcmp(tf_params_name(m->params, i), "model.encoder.layers.0.self_attn.q_proj.weight") ||
+                 !strcmp(tf_params_name(m->params, i), "lm_head.weight");
+    }
+    CHECK(named == 3);
+    tf_ctx_free(ctx);
+    tf_seq2seq_free(m);
+}
+
+/* ---------------------------------------------------------------- learning to reverse */
+
+enum { BOS = 0, EOS = 1, MAXLEN = 6 };
+
+/* src: 3..MAXLEN digits (2..11) then EOS; target: the digits reversed then EOS. */
+static int make_pair(uint64_t *s, int32_t *src, int32_t *tgt) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    int n = 3 + (int)((*s >> 33) % (MAXLEN - 2));
+    for (int i = 0; i < n; i++) {
+        *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+        src[i] = 2 + (int32_t)((*s >> 33) % 10);
+    }
+    for (int i = 0; i < n; i++) tgt[i] = src[n - 1 - i];
+    src[n] = tgt[n] = EOS;
+    return n + 1;
+}
+
+/* One batch of B pairs padded to MAXLEN + 1: a training step's loss. */
+static float train_step(tf_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, int B, float lr) {
+    enum { L = MAXLEN + 1 };
+    int32_t src[64 * L], mask[64 * L], tin[64 * L], lab[64 * L], one_s[L], one_t[L];
+    for (int b = 0; b < B; b++) {
+        int n = make_pair(s, one_s, one_t);
+        for (int t = 0; t < L; t++) {
+            src[b * L + t] = t < n ? one_s[t] : BOS, mask[b * L + t] = t < n;
+            tin[b * L + t] = t == 0 ? BOS : t < n ? one_t[t - 1] : BOS;
+            lab[b * L + t] = t < n ? one_t[t] : -1;
+        }
+    }
+    tf_ctx_reset(ctx);
+    tf_seq2seq_inputs in = {.input_ids = ids(ctx, B, L, src), .attention_mask = ids(ctx, B, L, mask),
+                            .decoder_input_ids = ids(ctx, B, L, tin), .labels = ids(ctx, B, L, lab)};
+    tf_seq2seq_outputs out;
+    tf_params_zero_grad(m->params);
+    if (tf_seq2seq_run(ctx, m, &in, &out) || tf_backward(ctx, out.loss, NULL)) return fprintf(stderr, "    %s\n", tf_error()), NAN;
+    tf_clip_grad_norm(m->params, 1.0);
+    tf_adamw_step(opt, lr);
+    return tf_f32(out.loss)[0];
+}
+
+TEST(seq2seq_learns_to_reverse_and_decodes_greedy_and_beam) {
+    tf_seq2seq_config c = tf_seq2seq_config_default(12, 12);
+    c.d_model = 32, c.n_head = 4, c.d_ff = 64, c.n_encoder_layers = 2, c.n_decoder_layers = 2, c.context = 16;
+    c.dropout = 0, c.share_embeddings = 1, c.norm_first = 1;
+    tf_seq2seq *m = tf_seq2seq_new(&c, 42);
+    tf_adamw *opt = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.98f, 1e-9f, 0.0f}) : NULL;
+    tf_ctx *ctx = tf_ctx_new(0);
+    CHECK(opt && ctx);
+    uint64_t s = 1;
+    float first = train_step(m, opt, ctx, &s, 32, 1e-5f), last = first;
+    for (int step = 1; step < 800; step++) last = train_step(m, opt, ctx, &s, 32, tf_lr_schedule(TF_SCHEDULE_COSINE, step, 50, 800, 3e-3f, 1e-4f));
+    CHECKF(last < 0.1f * first, "loss %.3f -> %.3f", first, last);
+    int right[2] = {0, 0};
+    uint64_t held = 987654321;
+    for (int k = 0; k < 20; k++) {
+        int32_t src[MAXLEN + 1], tgt[MAXLEN + 1], bos = BOS;
+        int n = make_pair(&held, src, tgt);
+        for (int beam = 0; beam < 2; beam++) {
+            tf_generate_opts o = tf_generate_opts_default();
+            o.max_tokens = MAXLEN + 2, o.eos_id = EOS, o.beam = beam ? 4 : 1, o.temperature = 0;
+            tf_decoder *d = tf_seq2seq_decoder_new(m, src, n, 16);
+            tf_ids got = {0};
+            CHECK(d && tf_generate(d, &bos, 1, &o, NULL, NULL, &got, NULL) == 0);
+            right[beam] += got.n == (size_t)n && !memcmp(got.v, tgt, (size_t)n * sizeof *tgt);
+            tf_ids_free(&got);
+            tf_decoder_free(d);
+        }
+    }
+    printf("    loss %.3f -> %.3f; reversed right: greedy %d/20, beam 4 %d/20\n", first, last, right[0], right[1]);
+    CHECK(right[0] >= 18 && right[1] >= 18);
+    tf_ctx_free(ctx);
+    tf_adamw_free(opt);
+    tf_seq2seq_free(m);
+}
+
+/* A saved folder loads back to the same logits; bad folders are refused by name. */
+TEST(seq2seq_folder_round_trip_and_bad_folders) {
+    char dir[] = "/tmp/tformer_s2s_XXXXXX", cmd[600];
+    CHECK(mkdtemp(dir) != NULL);
+    tf_seq2seq_config c = tiny(1, TF_POS_LEARNED);
+    c.tied = 0;
+    tf_seq2seq *m = tf_seq2seq_new(&c, 17);
+    CHECK(m && tf_seq2seq_save(m, dir) == 0);
+    tf_seq2seq *r = tf_seq2seq_load(dir);
+    CHECKF(r != NULL, "%s", tf_error());
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_ctx_set_grad(ctx, 0);
+    const int32_t src[4] = {3, 7, 1, 12}, tgt[3] = {0, 5, 9};
+    tf_seq2seq_inputs in = {.input_ids = ids(ctx, 1, 4, src), .decoder_input_ids = ids(ctx, 1, 3, tgt)};
+    tf_seq2seq_outputs a, b;
+    CHECK(tf_seq2seq_run(ctx, m, &in, &a) == 0 && tf_seq2seq_run(ctx, r, &in, &b) == 0);
+    CHECK(!memcmp(a.logits->data, b.logits->data, 3 * 11 * sizeof(float)));
+    CHECK(r->cfg.norm_first == 1 && r->cfg.pos == TF_POS_LEARNED && r->cfg.tied == 0 && r->cfg.d_ff == 24);
+    tf_seq2seq_free(r);
+    /* a different configuration: the tensors no longer fit */
+    c.d_ff = 32;
+    tf_seq2seq *other = tf_seq2seq_new(&c, 1);
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/other", dir);
+    CHECK(other && tf_seq2seq_save(other, sub) == 0);
+    snprintf(cmd, sizeof cmd, "cp %s/other/model.safetensors %s/model.safetensors", dir, dir);
+    CHECK(system(cmd) == 0);
+    CHECK(tf_seq2seq_load(dir) == NULL && strstr(tf_error(), "wrong shape") && strstr(tf_error(), "fc1.weight"));
+    snprintf(cmd, sizeof cmd, "sed -i 's/tformer-seq2seq/marian/' %s/config.json", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(tf_seq2seq_load(dir) == NULL && strstr(tf_error(), "model_type \"marian\""));
+    tf_ctx_free(ctx);
+    tf_seq2seq_free(m), tf_seq2seq_free(other);
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
