@@ -115,6 +115,7 @@ CLI_VERB(fill_mask);
 CLI_VERB(finetune);
 CLI_VERB(predict);
 CLI_VERB(bleu);
+CLI_VERB(translate);
 CLI_VERB(encode);
 CLI_VERB(decode);
 CLI_VERB(tokenizer_train);

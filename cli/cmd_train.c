@@ -1,5 +1,6 @@
 /* tformer train: a GPT (next-token prediction) or a BERT (masked LM +
- * next-sentence prediction) on text files. Its flags are the trainer's and
+ * next-sentence prediction) on text files, or an encoder-decoder on
+ * line-aligned source and target files (--arch seq2seq). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -7,10 +8,11 @@
 
 #include "cli.h"
 
-enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM };
+enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert", "gpt", "the model family: gpt (next token) or bert (masked LM + NSP)"},
-    [DATA] = {"data", CLI_LIST, "FILE...", NULL, "text files to train on"},
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq", "gpt",
+              "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation)"},
+    [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
                    "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
@@ -20,24 +22,31 @@ const cli_flag cmd_train_flags[] = {
     [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
     [NORM] = {"norm", CLI_STRING, "pre|post", "", "an older form of --norm-first true|false"},
+    [SRC] = {"src", CLI_STRING, "FILE", "", "seq2seq: source sentences, one a line"},
+    [TGT] = {"tgt", CLI_STRING, "FILE", "", "seq2seq: their translations, line-aligned"},
+    [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
+    [VALID_TGT] = {"valid-tgt", CLI_STRING, "FILE", "", "seq2seq: validation targets"},
     CLI_END,
 };
 
 static tf_train_config g_train;
 static tf_lm_config g_lm;
 static tf_bert_pretrain_config g_bert;
+static tf_seq2seq_task_config g_s2s;
 static tf_fields g_tables[2];
 
-static int is_bert(void) {
+static int is_arch(const char *name) {
     const char *arch = cli_peek("arch");
-    return arch && !strcmp(arch, "bert");
+    return arch && !strcmp(arch, name);
 }
 
 int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
+    g_s2s = tf_seq2seq_task_config_default();
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
-    g_tables[1] = is_bert() ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
-                            : (tf_fields){&tf_lm_config_table, &g_lm};
+    g_tables[1] = is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
+                : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
+                                     : (tf_fields){&tf_lm_config_table, &g_lm};
     *t = g_tables;
     return 2;
 }
@@ -65,6 +74,23 @@ static int train_bert(const cli_args *a, const char *out, int *every) {
     return rc;
 }
 
+static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
+
+/* Translation: validation runs at most one pass over the validation set. */
+static int train_seq2seq(const cli_args *a, const char *out, int *every) {
+    if (a->v[DATA].n) cli_usage_error(a, "--arch seq2seq reads --src and --tgt, not --data");
+    for (int k = SRC; k <= VALID_TGT; k++)
+        if (!opt(&a->v[k])) cli_usage_error(a, "--arch seq2seq needs --%s", cmd_train_flags[k].name);
+    if (tf_train_config_check(&g_train)) return -1;
+    tf_task *t = tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
+                                     opt(&a->v[VALID_TGT]), a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
+                                     a->v[RESUME].given, g_train.accum, g_train.seed);
+    if (t && g_train.eval_batches > tf_seq2seq_task_val_batches(t)) g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t);
+    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, every) : -1;
+    tf_task_free(t);
+    return rc;
+}
+
 int cmd_train(const cli_args *a) {
     configure(a);
     int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
@@ -72,8 +98,14 @@ int cmd_train(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_catch_sigint();
     const char *arch = a->v[ARCH].text;
-    if (strcmp(arch, "gpt") && strcmp(arch, "bert")) cli_usage_error(a, "--arch expects gpt or bert, got '%s'", arch);
-    int rc = !strcmp(arch, "bert") ? train_bert(a, out, &every)
+    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "seq2seq"))
+        cli_usage_error(a, "--arch expects gpt, bert or seq2seq, got '%s'", arch);
+    if (strcmp(arch, "seq2seq") && !a->v[DATA].n) cli_usage_error(a, "missing --data");
+    if (strcmp(arch, "seq2seq"))
+        for (int k = SRC; k <= VALID_TGT; k++)
+            if (opt(&a->v[k])) cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq)", cmd_train_flags[k].name);
+    int rc = !strcmp(arch, "seq2seq") ? train_seq2seq(a, out, &every)
+           : !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                                   a->v[TOKENIZER].text, out, a->v[RESUME].given, &cli_stop,
                                                   cli_train_progress, &every);

@@ -251,6 +251,41 @@ static tf_tensor *case_dense(tf_ctx *c, int v) {
     return tf_dense(c, x, w, v == 5, b, acts[v]);
 }
 
+/* The recurrent cells (B 3, I 4, H 5): 0 with biases, 1 without, 2 a padded
+ * row (its state passes through), 3 three steps through time from one
+ * initial state with shared weights, the last step padding row 1. */
+static tf_tensor *rnn_weight(tf_ctx *c, int64_t rows, int64_t cols) {
+    tf_tensor *w = cols ? LEAF(c, rows, cols) : LEAF(c, rows);
+    for (int64_t i = 0; i < tf_numel(w); i++) tf_f32(w)[i] *= 0.4f; /* gates away from saturation */
+    return w;
+}
+
+static tf_tensor *rnn_pad(tf_ctx *c, int v, int step, int steps) {
+    if (v < 2 || step != steps - 1) return NULL;
+    tf_tensor *pad = tf_tensor_new(c, TF_DTYPE_U8, 1, (int64_t[]){3}, 0);
+    tf_u8(pad)[1] = 1;
+    return pad;
+}
+
+static tf_tensor *case_gru_cell(tf_ctx *c, int v) {
+    int steps = v == 3 ? 3 : 1;
+    tf_tensor *h = LEAF(c, 3, 5), *wi = rnn_weight(c, 15, 4), *wh = rnn_weight(c, 15, 5);
+    tf_tensor *bi = v == 1 ? NULL : rnn_weight(c, 15, 0), *bh = v == 1 ? NULL : rnn_weight(c, 15, 0);
+    for (int t = 0; t < steps; t++) h = tf_gru_cell_masked(c, LEAF(c, 3, 4), h, wi, wh, bi, bh, rnn_pad(c, v, t, steps));
+    return h;
+}
+
+static tf_tensor *case_lstm_cell(tf_ctx *c, int v) {
+    int steps = v == 3 ? 3 : 1;
+    tf_tensor *h = LEAF(c, 3, 5), *cs = LEAF(c, 3, 5), *wi = rnn_weight(c, 20, 4), *wh = rnn_weight(c, 20, 5);
+    tf_tensor *bi = v == 1 ? NULL : rnn_weight(c, 20, 0), *bh = v == 1 ? NULL : rnn_weight(c, 20, 0), *hc = NULL;
+    for (int t = 0; t < steps; t++) {
+        hc = tf_lstm_cell_masked(c, LEAF(c, 3, 4), h, cs, wi, wh, bi, bh, rnn_pad(c, v, t, steps));
+        h = tf_lstm_cell_h(c, hc), cs = tf_lstm_cell_c(c, hc);
+    }
+    return hc;
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -276,6 +311,8 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
     [TF_OP_DENSE] = {TF_OP_DENSE, 6, case_dense},
     [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
+    [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
+    [TF_OP_LSTM_CELL] = {TF_OP_LSTM_CELL, 4, case_lstm_cell},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {
@@ -409,5 +446,40 @@ TEST(gradcheck_heads) {
         if (getenv("GC_VERBOSE")) fprintf(stderr, "    heads/%d: %.3g over %d leaves\n", v, err, G.n);
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "heads variant %d: relative gradient error %g (%s)", v, err, tf_error());
+    }
+}
+
+/* The RNN baseline's layers over a padded batch (row 1 has 2 of 4 tokens):
+ * a bidirectional GRU (0) or LSTM (1) encoder, outputs and final states;
+ * Bahdanau attention (2) from a decoder state over encoder outputs with the
+ * same padding, the context and the weights alpha side by side. */
+static tf_tensor *case_rnn(tf_ctx *c, int v) {
+    static tf_birnn enc;
+    static tf_additive_attn att;
+    G_params = tf_params_new();
+    tf_tensor *x = v < 2 ? LEAF(c, 2, 4, 3) : LEAF(c, 2, 4, 8), *s = v == 2 ? LEAF(c, 2, 5) : NULL, *alpha = NULL;
+    if (v < 2 ? tf_birnn_register(G_params, "enc.", 0, &enc, v ? TF_RNN_LSTM : TF_RNN_GRU, 3, 4, 1)
+              : tf_additive_attn_register(G_params, "attn.", &att, 5, 8, 6, 1, 0.3f))
+        return NULL;
+    params_as_leaves(G_params);
+    tf_tensor *pad = tf_tensor_new(c, TF_DTYPE_U8, 2, (int64_t[]){2, 4}, 0);
+    tf_u8(pad)[6] = tf_u8(pad)[7] = 1;
+    if (v == 2) {
+        tf_tensor *ctxv = tf_additive_attn_forward(c, &att, s, x, NULL, pad, &alpha);
+        return ctxv && alpha ? tf_concat(c, 2, (tf_tensor *[]){ctxv, alpha}, 1) : NULL;  // (2,8+4)
+    }
+    tf_rnn_state fin[2];
+    tf_tensor *h = tf_birnn_forward(c, &enc, x, pad, fin);  // (2,4,8)
+    if (!h) return NULL;
+    tf_tensor *parts[5] = {tf_reshape(c, h, 2, (int64_t[]){2, 32}), fin[0].h, fin[1].h, fin[0].c, fin[1].c};
+    return tf_concat(c, v ? 5 : 3, parts, 1);  // (2,32+8) or (2,32+16)
+}
+
+TEST(gradcheck_rnn) {
+    for (int v = 0; v < 3; v++) {
+        double err = gradcheck(case_rnn, v, v == 1 ? TF_OP_LSTM_CELL : v ? TF_OP_SOFTMAX : TF_OP_GRU_CELL);
+        if (getenv("GC_VERBOSE")) fprintf(stderr, "    rnn/%d: %.3g over %d leaves\n", v, err, G.n);
+        tf_params_free(G_params);
+        CHECKF(err >= 0 && err <= GC_TOL, "rnn variant %d: relative gradient error %g (%s)", v, err, tf_error());
     }
 }

@@ -92,7 +92,7 @@ TEST(seq2seq_every_parameter_gets_a_gradient) {
     c.tied = 0;
     tf_seq2seq *m = tf_seq2seq_new(&c, 3);
     tf_ctx *ctx = tf_ctx_new(0);
-    const int32_t src[2 * 4] = {3, 7, 1, 2, 8, 2, 9, 4}, tgt[2 * 3] = {0, 5, 9, 0, 1, 1}, lab[2 * 3] = {5, 9, 1, 1, 1, -1};
+    const int32_t src[2 * 4] = {3, 7, 1, 2, 8, 2, 9, 4}, tgt[2 * 3] = {0, 5, 9, 0, 1, 1}, lab[2 * 3] = {5, 9, 1, 1, 1, -100};
     tf_seq2seq_inputs in = {.input_ids = ids(ctx, 2, 4, src), .decoder_input_ids = ids(ctx, 2, 3, tgt),
                             .labels = ids(ctx, 2, 3, lab), .label_smoothing = 0.1f};
     tf_seq2seq_outputs out;
@@ -115,31 +115,36 @@ TEST(seq2seq_every_parameter_gets_a_gradient) {
 
 /* ---------------------------------------------------------------- learning to reverse */
 
-enum { BOS = 0, EOS = 1, MAXLEN = 6 };
+enum { MAXLEN = 6 };
 
-/* src: 3..MAXLEN digits (2..11) then EOS; target: the digits reversed then EOS. */
-static int make_pair(uint64_t *s, int32_t *src, int32_t *tgt) {
+/* The ids a toy uses: ten digits from digit0, and the specials. */
+typedef struct {
+    int32_t digit0, pad, bos, eos;
+} toy_ids;
+
+/* src: 3..MAXLEN digits then EOS; target: the digits reversed then EOS. */
+static int make_pair(uint64_t *s, const toy_ids *t, int32_t *src, int32_t *tgt) {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
     int n = 3 + (int)((*s >> 33) % (MAXLEN - 2));
     for (int i = 0; i < n; i++) {
         *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-        src[i] = 2 + (int32_t)((*s >> 33) % 10);
+        src[i] = t->digit0 + (int32_t)((*s >> 33) % 10);
     }
     for (int i = 0; i < n; i++) tgt[i] = src[n - 1 - i];
-    src[n] = tgt[n] = EOS;
+    src[n] = tgt[n] = t->eos;
     return n + 1;
 }
 
 /* One batch of B pairs padded to MAXLEN + 1: a training step's loss. */
-static float train_step(tf_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, int B, float lr) {
+static float train_step(tf_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, const toy_ids *ti, int B, float lr) {
     enum { L = MAXLEN + 1 };
     int32_t src[64 * L], mask[64 * L], tin[64 * L], lab[64 * L], one_s[L], one_t[L];
     for (int b = 0; b < B; b++) {
-        int n = make_pair(s, one_s, one_t);
+        int n = make_pair(s, ti, one_s, one_t);
         for (int t = 0; t < L; t++) {
-            src[b * L + t] = t < n ? one_s[t] : BOS, mask[b * L + t] = t < n;
-            tin[b * L + t] = t == 0 ? BOS : t < n ? one_t[t - 1] : BOS;
-            lab[b * L + t] = t < n ? one_t[t] : -1;
+            src[b * L + t] = t < n ? one_s[t] : ti->pad, mask[b * L + t] = t < n;
+            tin[b * L + t] = t == 0 ? ti->bos : t < n ? one_t[t - 1] : ti->pad;
+            lab[b * L + t] = t < n ? one_t[t] : -100;
         }
     }
     tf_ctx_reset(ctx);
@@ -153,26 +158,37 @@ static float train_step(tf_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, 
     return tf_f32(out.loss)[0];
 }
 
-TEST(seq2seq_learns_to_reverse_and_decodes_greedy_and_beam) {
-    tf_seq2seq_config c = tf_seq2seq_config_default(12, 12);
+/* A pre-LN model with one shared table of vocab ids trained 800 steps to reverse digit strings. */
+static tf_seq2seq *train_reverser(int vocab, const toy_ids *ti, float *first, float *last) {
+    tf_seq2seq_config c = tf_seq2seq_config_default(vocab, vocab);
     c.d_model = 32, c.n_head = 4, c.d_ff = 64, c.n_encoder_layers = 2, c.n_decoder_layers = 2, c.context = 16;
     c.dropout = 0, c.share_embeddings = 1, c.norm_first = 1;
     tf_seq2seq *m = tf_seq2seq_new(&c, 42);
     tf_adamw *opt = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.98f, 1e-9f, 0.0f}) : NULL;
     tf_ctx *ctx = tf_ctx_new(0);
-    CHECK(opt && ctx);
     uint64_t s = 1;
-    float first = train_step(m, opt, ctx, &s, 32, 1e-5f), last = first;
-    for (int step = 1; step < 800; step++) last = train_step(m, opt, ctx, &s, 32, tf_lr_schedule(TF_SCHEDULE_COSINE, step, 50, 800, 3e-3f, 1e-4f));
+    *first = *last = opt && ctx ? train_step(m, opt, ctx, &s, ti, 32, 1e-5f) : NAN;
+    for (int step = 1; step < 800 && isfinite(*last); step++)
+        *last = train_step(m, opt, ctx, &s, ti, 32, tf_lr_schedule(TF_SCHEDULE_COSINE, step, 50, 800, 3e-3f, 1e-4f));
+    tf_ctx_free(ctx);
+    tf_adamw_free(opt);
+    return m;
+}
+
+TEST(seq2seq_learns_to_reverse_and_decodes_greedy_and_beam) {
+    const toy_ids ti = {2, 0, 0, 1}; /* BOS and padding share id 0, EOS 1 */
+    float first, last;
+    tf_seq2seq *m = train_reverser(12, &ti, &first, &last);
+    CHECK(m != NULL);
     CHECKF(last < 0.1f * first, "loss %.3f -> %.3f", first, last);
     int right[2] = {0, 0};
     uint64_t held = 987654321;
     for (int k = 0; k < 20; k++) {
-        int32_t src[MAXLEN + 1], tgt[MAXLEN + 1], bos = BOS;
-        int n = make_pair(&held, src, tgt);
+        int32_t src[MAXLEN + 1], tgt[MAXLEN + 1], bos = ti.bos;
+        int n = make_pair(&held, &ti, src, tgt);
         for (int beam = 0; beam < 2; beam++) {
             tf_generate_opts o = tf_generate_opts_default();
-            o.max_tokens = MAXLEN + 2, o.eos_id = EOS, o.beam = beam ? 4 : 1, o.temperature = 0;
+            o.max_tokens = MAXLEN + 2, o.eos_id = ti.eos, o.beam = beam ? 4 : 1, o.temperature = 0;
             tf_decoder *d = tf_seq2seq_decoder_new(m, src, n, 16);
             tf_ids got = {0};
             CHECK(d && tf_generate(d, &bos, 1, &o, NULL, NULL, &got, NULL) == 0);
@@ -183,9 +199,53 @@ TEST(seq2seq_learns_to_reverse_and_decodes_greedy_and_beam) {
     }
     printf("    loss %.3f -> %.3f; reversed right: greedy %d/20, beam 4 %d/20\n", first, last, right[0], right[1]);
     CHECK(right[0] >= 18 && right[1] >= 18);
-    tf_ctx_free(ctx);
-    tf_adamw_free(opt);
     tf_seq2seq_free(m);
+}
+
+static const char *tformer_bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
+/* The translate verb on a folder: a character tokenizer of the ten digits
+ * (ids 0-9) and a reverser with pad 10, BOS 11, EOS 12 after them; its
+ * output scored by the bleu verb (chrF); a source past the context refused. */
+TEST(seq2seq_translate_cli_reverses_and_scores) {
+    char dir[] = "/tmp/tformer_tr_XXXXXX", path[600], cmd[2400], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/digits.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("0123456789", f);
+    fclose(f);
+    const char *files[] = {path};
+    tf_tokenizer_train_opts to = {.kind = TF_TOKENIZER_CHAR};
+    CHECKF(tf_tokenizer_train(&to, files, 1, dir) == 0, "%s", tf_error());
+    tf_tokenizer *tok = tf_tokenizer_load(dir);
+    CHECK(tok && tf_tokenizer_vocab_size(tok) == 10 && tf_tokenizer_token_id(tok, "7") == 7);
+    tf_tokenizer_free(tok);
+    const toy_ids ti = {0, tf_seq2seq_pad_id(13), tf_seq2seq_bos_id(13), tf_seq2seq_eos_id(13)};
+    float first, last;
+    tf_seq2seq *m = train_reverser(13, &ti, &first, &last);
+    CHECK(m && tf_seq2seq_save(m, dir) == 0);
+    tf_seq2seq_free(m);
+    snprintf(cmd, sizeof cmd,
+             "printf '345\\n90127\\n8888\\n' > %s/src.txt && printf '543\\n72109\\n8888\\n' > %s/ref.txt && "
+             "%s translate --model %s --beam 3 < %s/src.txt > %s/hyp.txt && cat %s/hyp.txt && "
+             "%s bleu --metrics chrf --ref %s/ref.txt < %s/hyp.txt",
+             dir, dir, tformer_bin(), dir, dir, dir, dir, tformer_bin(), dir, dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    CHECKF(p && pclose(p) == 0, "output: %s", out);
+    CHECKF(!strcmp(out, "543\n72109\n8888\nchrF2 = 100.00\n"), "output:\n%s", out); /* one token a line: BLEU has no 2-grams */
+    /* a source past the context: the line is named */
+    snprintf(cmd, sizeof cmd, "printf '0123456789012345678\\n' | %s translate --model %s 2>&1", tformer_bin(), dir);
+    p = popen(cmd, "r");
+    k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    CHECKF(p && pclose(p) != 0 && strstr(out, "line 1") && strstr(out, "context of 16"), "output: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* A saved folder loads back to the same logits; bad folders are refused by name. */
@@ -222,5 +282,57 @@ TEST(seq2seq_folder_round_trip_and_bad_folders) {
     tf_ctx_free(ctx);
     tf_seq2seq_free(m), tf_seq2seq_free(other);
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* tformer train --arch seq2seq on small line-aligned files (a character
+ * tokenizer of both), then translate with the run folder; the verb's
+ * misuse is refused with the flag's name. */
+TEST(seq2seq_train_cli_then_translate) {
+    char dir[] = "/tmp/tformer_s2t_XXXXXX", cmd[3000], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *const W[] = {"abc", "bcd", "cde", "dea", "eab", "ace", "bda", "ceb"};
+    for (int split = 0; split < 2; split++) {
+        char sp[600], tp[600];
+        snprintf(sp, sizeof sp, "%s/%s.src", dir, split ? "val" : "train");
+        snprintf(tp, sizeof tp, "%s/%s.tgt", dir, split ? "val" : "train");
+        FILE *fs = fopen(sp, "w"), *ft = fopen(tp, "w");
+        uint64_t r = 11 + (uint64_t)split;
+        for (int i = 0; i < (split ? 16 : 300); i++) { /* target: the source's words in reverse order */
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            int a = (int)(r >> 40) % 8, b = (int)(r >> 50) % 8;
+            fprintf(fs, "%s %s\n", W[a], W[b]);
+            fprintf(ft, "%s %s\n", W[b], W[a]);
+        }
+        fclose(fs), fclose(ft);
+    }
+    snprintf(cmd, sizeof cmd,
+             "%s train --arch seq2seq --src %s/train.src --tgt %s/train.tgt --valid-src %s/val.src --valid-tgt %s/val.tgt "
+             "--out %s/run --steps 1000 --lr 4e-3 --warmup 50 --label-smoothing 0 --d-model 32 --n-head 4 --n-encoder-layers 2 "
+             "--n-decoder-layers 2 --dropout 0 --max-tokens 256 --eval-every 500 --log-every 500 --context 16 --max-len 16 "
+             "--threads 1 2>&1 && printf 'abc cde\\nbda eab\\n' | %s translate --model %s/run --beam 2",
+             tformer_bin(), dir, dir, dir, dir, dir, tformer_bin(), dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    CHECKF(p && pclose(p) == 0, "output:\n%s", out);
+    CHECKF(strstr(out, "cde abc\nbda eab\n") || strstr(out, "cde abc\neab bda\n"), "output:\n%s", out);
+    CHECKF(strstr(out, "eab bda\n") != NULL, "the second sentence, reversed: output:\n%s", out);
+    static const struct {
+        const char *args, *want;
+    } BAD[] = {
+        {"train --arch seq2seq --src a --tgt b --valid-src c --out x", "--arch seq2seq needs --valid-tgt"},
+        {"train --arch seq2seq --data a --src a --tgt b --valid-src c --valid-tgt d --out x", "not --data"},
+        {"train --data a --src b --out x", "--src is a seq2seq setting"},
+        {"train --arch seq2seq --src /nonexistent/a --tgt b --valid-src c --valid-tgt d --out /tmp/tformer_s2s_bad_run", "/nonexistent/a"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", tformer_bin(), BAD[i].args);
+        p = popen(cmd, "r");
+        k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[k] = 0;
+        CHECKF(p && pclose(p) != 0 && strstr(out, BAD[i].want), "%s: %s", BAD[i].args, out);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s /tmp/tformer_s2s_bad_run", dir);
     CHECK(system(cmd) == 0);
 }

@@ -164,6 +164,82 @@ TF_API int tf_finetune_batch(const tf_finetune_data *d, tf_ctx *ctx, int64_t fir
  * `key` is examples key*rows .. in order (wrapping). The data are borrowed. */
 TF_API tf_loader *tf_finetune_loader_new(const tf_finetune_data *train, const tf_finetune_data *valid, uint64_t seed);
 
+/* ---------------------------------------------------------------- parallel text (translation) */
+
+/* Line-aligned source and target files, one sentence a line ("\n" ends a
+ * line, a trailing "\r" is stripped). Each side is tokenized with its
+ * tokenizer (the same pointer for a joint vocabulary) and stored without
+ * specials; a batch adds them:
+ *   source ids  = tokens + EOS          ("src_ids")
+ *   target in   = BOS + tokens          ("tgt_in", the decoder's input)
+ *   target out  = tokens + EOS          ("tgt_out", what position t predicts)
+ * so every row is tokens + 1 ids long and tgt_out[t] = tgt_in[t + 1]. */
+typedef struct {
+    int max_len;      /* ids per row (tokens + 1); 0: no limit */
+    int truncate;     /* 0: a longer sentence is an error naming file, line and length; 1: cut to max_len */
+    int skip_empty;   /* 0: a line without tokens is an error naming file and line; 1: that pair is skipped */
+    /* Special ids; -1: the tokenizer's tf_tokenizer_special_id ("eos", "pad" of the source
+     * tokenizer, "bos", "eos", "pad" of the target's). Give them for tokenizers without
+     * specials (a character tokenizer); an id may lie beyond the tokenizer's vocabulary
+     * (the model's vocab_size must then exceed the set's max_id). */
+    int32_t src_eos, src_pad, tgt_bos, tgt_eos, tgt_pad;
+} tf_parallel_opts;
+/* max_len 256, errors on long and empty sentences, every special from the tokenizers. */
+TF_API tf_parallel_opts tf_parallel_opts_default(void);
+
+typedef struct {
+    int64_t src, tgt;         /* where its source / target tokens start in ids */
+    int32_t src_len, tgt_len; /* tokens, specials excluded (>= 1) */
+    int32_t line;             /* 1-based line in both files */
+} tf_parallel_pair;
+
+typedef struct {
+    int32_t *ids;             /* every sentence's tokens, back to back */
+    tf_parallel_pair *pairs;  /* (n), in file order */
+    int n;
+    int n_skipped;            /* pairs with an empty side (skip_empty) */
+    int n_truncated;          /* sentences cut to max_len (truncate) */
+    int32_t src_eos, src_pad, tgt_bos, tgt_eos, tgt_pad; /* the ids in use */
+    int32_t max_id;           /* the largest id a batch can hold, specials included */
+} tf_parallel_set;
+
+TF_API int tf_parallel_read(struct tf_tokenizer *src_tok, struct tf_tokenizer *tgt_tok, const char *src_path,
+                            const char *tgt_path, const tf_parallel_opts *o, tf_parallel_set *out);
+TF_API void tf_parallel_set_free(tf_parallel_set *s);
+
+/* The pairs idx[0..rows) as a batch, S / T the longest source / target row:
+ *   "src_ids"              (rows,S) I32, padded with src_pad
+ *   "src_mask"             (rows,S) U8, 1 = a real token (attention_mask's sense)
+ *   "src_key_padding_mask" (rows,S) U8, 1 = padding: tf_attn_mask.key_padding_mask's
+ *                          (PyTorch's) sense, for the encoder and the cross-attention
+ *   "tgt_in"               (rows,T) I32, padded with tgt_pad
+ *   "tgt_out"              (rows,T) I32, padded with -100 (tf_cross_entropy's ignore index)
+ *   "tgt_key_padding_mask" (rows,T) U8, 1 = padding (the causal mask already hides it
+ *                          from real positions)
+ *   "n_tgt_tokens"         () I32, the target tokens that count in the loss */
+TF_API int tf_parallel_batch(const tf_parallel_set *s, tf_ctx *ctx, const int *idx, int rows, tf_batch *out);
+
+/* Batches by token count: a batch's padded size, rows * max(S, T), is at
+ * most max_tokens, and it holds at most max_rows pairs (0: no limit).
+ * Training: pairs sorted by length (ties in an order drawn per epoch) and
+ * packed in that order, so a batch holds pairs of similar length; each epoch
+ * visits every batch once in an order drawn from (seed, epoch). Validation:
+ * pairs packed in file order, the same every time. The `rows` argument of
+ * tf_loader_next is ignored (a batch's rows follow from max_tokens) and
+ * `key` counts batches: training batch `key` is batch key % n of epoch
+ * key / n (n = tf_parallel_loader_batches), so the caller passes a running
+ * counter (step * accum + micro), not the trainer's step * 1024 + micro;
+ * validation batch `key` is batch key % n. The sets are borrowed; valid may
+ * be NULL (no validation). The loader caches the current epoch's order:
+ * calls on one loader must not overlap. */
+TF_API tf_loader *tf_parallel_loader_new(const tf_parallel_set *train, const tf_parallel_set *valid, int max_tokens,
+                                         int max_rows, uint64_t seed);
+/* Batches per epoch of a subset; -1 when l is not a parallel loader. */
+TF_API int64_t tf_parallel_loader_batches(const tf_loader *l, tf_subset split);
+/* The set's pair indices of batch `key` (what tf_loader_next fills):
+ * *idx points into the loader, valid until its next call. */
+TF_API int tf_parallel_loader_pairs(tf_loader *l, tf_subset split, uint64_t key, const int **idx, int *rows);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,6 +97,71 @@ TF_API tf_tensor *tf_posenc_learned(tf_ctx *ctx, tf_tensor *table, int64_t start
  * bias[h,i,j] = table[clip(j - (i + Tk - Tq), -K, K) + K, h]. */
 TF_API tf_tensor *tf_posenc_relative_bias(tf_ctx *ctx, tf_tensor *table, int64_t Tq, int64_t Tk);
 
+/* ---------------------------------------------------------------- recurrent layers */
+
+/* The RNN baseline (src/nn/rnn.c): PyTorch's nn.GRU / nn.LSTM one layer at a
+ * time, running the cell ops (tf_gru_cell, tf_lstm_cell) step by step. */
+typedef enum { TF_RNN_GRU, TF_RNN_LSTM } tf_rnn_kind;
+
+typedef struct {
+    tf_rnn_kind kind;
+    int64_t input_size, hidden_size;
+    int reverse;                   /* from each row's last real token back to its first */
+    tf_tensor *weight_ih;          /* (G*H,I), G = 3 (GRU: r,z,n) or 4 (LSTM: i,f,g,o) */
+    tf_tensor *weight_hh;          /* (G*H,H) */
+    tf_tensor *bias_ih, *bias_hh;  /* (G*H) each, or NULL */
+} tf_rnn;
+
+/* A direction's state: h (B,H), and c (B,H) for the LSTM (NULL for the GRU). */
+typedef struct {
+    tf_tensor *h, *c;
+} tf_rnn_state;
+
+/* nn.GRU(bidirectional=True)'s layer: h_j = [->h_j; <-h_j]. */
+typedef struct {
+    tf_rnn fwd, bwd;
+} tf_birnn;
+
+/* "<prefix>weight_ih<suffix>", "weight_hh", "bias_ih", "bias_hh" (PyTorch's
+ * names: suffix "" for a GRUCell / LSTMCell, "_l0" or "_l0_reverse" for a
+ * layer of nn.GRU); every tensor N(0, 1/(3H)), the variance of PyTorch's
+ * U(-1/sqrt(H), 1/sqrt(H)). */
+TF_API int tf_rnn_register(tf_params *ps, const char *prefix, const char *suffix, tf_rnn *r, tf_rnn_kind kind,
+                           int64_t input_size, int64_t hidden_size, int bias, int reverse);
+/* x (B,T,I) -> (B,T,H). pad (B,T) U8 or NULL: nonzero = padding, trailing in
+ * each row; a padded step leaves the row's state unchanged and outputs 0
+ * (PyTorch's pack_padded_sequence / pad_packed_sequence). init: starting
+ * state (NULL or NULL members: zeros); final receives the state after the
+ * last step, each row's at its last real token (PyTorch's h_n, c_n). */
+TF_API tf_tensor *tf_rnn_forward(tf_ctx *ctx, const tf_rnn *r, tf_tensor *x, tf_tensor *pad,
+                                 const tf_rnn_state *init, tf_rnn_state *final);
+/* Layer `layer` of a bidirectional nn.GRU / nn.LSTM: "<prefix>weight_ih_l<layer>" and "..._reverse". */
+TF_API int tf_birnn_register(tf_params *ps, const char *prefix, int layer, tf_birnn *b, tf_rnn_kind kind,
+                             int64_t input_size, int64_t hidden_size, int bias);
+/* x (B,T,I) -> (B,T,2H), both directions from zero states; final[0] forward's, final[1] backward's. */
+TF_API tf_tensor *tf_birnn_forward(tf_ctx *ctx, const tf_birnn *b, tf_tensor *x, tf_tensor *pad,
+                                   tf_rnn_state final[2]);
+
+/* Bahdanau's additive attention: e_j = v_a^T tanh(W_a s + U_a h_j),
+ * alpha = softmax_j(e) over the unpadded j, context = sum_j alpha_j h_j. */
+typedef struct {
+    int64_t dec_size, enc_size, attn_size; /* Hd, He, A */
+    tf_linear W_a;                         /* "<prefix>W_a" (A,Hd), bias optional */
+    tf_linear U_a;                         /* "<prefix>U_a" (A,He), bias optional */
+    tf_linear v_a;                         /* "<prefix>v_a" (1,A), no bias (softmax ignores it) */
+} tf_additive_attn;
+
+TF_API int tf_additive_attn_register(tf_params *ps, const char *prefix, tf_additive_attn *a, int64_t dec_size,
+                                     int64_t enc_size, int64_t attn_size, int bias, float init_std);
+/* U_a h_j (B,S,A): once per source sentence, reused by every decoder step. */
+TF_API tf_tensor *tf_additive_attn_keys(tf_ctx *ctx, const tf_additive_attn *a, tf_tensor *h);
+/* s (B,Hd), h (B,S,He), keys from tf_additive_attn_keys or NULL (computed),
+ * pad (B,S) U8 (nonzero = padding) or NULL -> context (B,He); alpha, when
+ * non-NULL, receives the weights (B,S) (0 on padding; a row that is all
+ * padding gives zeros). */
+TF_API tf_tensor *tf_additive_attn_forward(tf_ctx *ctx, const tf_additive_attn *a, tf_tensor *s, tf_tensor *h,
+                                           tf_tensor *keys, tf_tensor *pad, tf_tensor **alpha);
+
 /* ---------------------------------------------------------------- the KV cache */
 
 /* Keys and values of the positions a decoder has seen, per layer: a block

@@ -29,6 +29,8 @@ typedef enum {
     TF_OP_SDPA,          /* fused scaled dot-product attention */
     TF_OP_DENSE,         /* x W^T + b, then an optional activation, fused */
     TF_OP_TANH,          /* the pooler's activation */
+    TF_OP_GRU_CELL,      /* PyTorch's GRUCell, fused */
+    TF_OP_LSTM_CELL,     /* PyTorch's LSTMCell, fused: (2,B,H) = [h', c'] */
     TF_OP_COUNT
 } tf_op;
 
@@ -76,6 +78,25 @@ TF_API tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v,
  * or TF_ACT_NONE. Saves the bias pass and, with an activation, one (..., N)
  * tensor and its gradient over matmul + bias_add + activation. */
 TF_API tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_tensor *b, int act);
+
+/* Recurrent cells, PyTorch's GRUCell and LSTMCell exactly: x (B,I), h and c
+ * (B,H), w_ih (G*H,I), w_hh (G*H,H), b_ih and b_hh (G*H) or NULL, gates in
+ * PyTorch's order (GRU, G = 3: r, z, n with n = tanh(W_in x + b_in + r (W_hn h
+ * + b_hn)); LSTM, G = 4: i, f, g, o). The GRU returns h' (B,H). The LSTM
+ * returns h' and c' stacked as (2,B,H): tf_lstm_cell_h / _c give the halves
+ * as contiguous (B,H) views sharing its gradient (the op table has one output
+ * per op). The _masked forms take pad U8 (B): a row whose entry is nonzero
+ * keeps its state (h' = h, c' = c), a padded step of a packed sequence. */
+TF_API tf_tensor *tf_gru_cell(tf_ctx *ctx, tf_tensor *x, tf_tensor *h, tf_tensor *w_ih, tf_tensor *w_hh,
+                              tf_tensor *b_ih, tf_tensor *b_hh);
+TF_API tf_tensor *tf_gru_cell_masked(tf_ctx *ctx, tf_tensor *x, tf_tensor *h, tf_tensor *w_ih, tf_tensor *w_hh,
+                                     tf_tensor *b_ih, tf_tensor *b_hh, tf_tensor *pad);
+TF_API tf_tensor *tf_lstm_cell(tf_ctx *ctx, tf_tensor *x, tf_tensor *h, tf_tensor *c, tf_tensor *w_ih,
+                               tf_tensor *w_hh, tf_tensor *b_ih, tf_tensor *b_hh);
+TF_API tf_tensor *tf_lstm_cell_masked(tf_ctx *ctx, tf_tensor *x, tf_tensor *h, tf_tensor *c, tf_tensor *w_ih,
+                                      tf_tensor *w_hh, tf_tensor *b_ih, tf_tensor *b_hh, tf_tensor *pad);
+TF_API tf_tensor *tf_lstm_cell_h(tf_ctx *ctx, tf_tensor *hc); /* (2,B,H) -> h' (B,H) */
+TF_API tf_tensor *tf_lstm_cell_c(tf_ctx *ctx, tf_tensor *hc); /* (2,B,H) -> c' (B,H) */
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,14 @@ typedef struct {
     float norm_eps;
 } tf_seq2seq_config;
 
+/* tformer's translation folders reserve three ids after each side's tokenizer
+ * vocabulary of V tokens: V padding, V+1 start of the target (BOS), V+2 end
+ * of a sentence (EOS); a side's model vocabulary is V + 3. */
+#define TF_SEQ2SEQ_SPECIALS 3
+static inline int32_t tf_seq2seq_pad_id(int vocab) { return vocab - 3; }
+static inline int32_t tf_seq2seq_bos_id(int vocab) { return vocab - 2; }
+static inline int32_t tf_seq2seq_eos_id(int vocab) { return vocab - 1; }
+
 TF_API tf_seq2seq_config tf_seq2seq_config_default(int src_vocab, int tgt_vocab);
 TF_API extern const tf_field_table tf_seq2seq_config_table;
 TF_API int tf_seq2seq_config_check(const tf_seq2seq_config *c);
@@ -62,7 +70,7 @@ typedef struct {
     tf_tensor *decoder_input_ids;      /* (B,T) I32: the target shifted right (BOS first); NULL: the encoder alone */
     tf_tensor *decoder_attention_mask; /* (B,T) 1 = token; NULL: none (the causal mask hides what follows anyway) */
     tf_tensor *encoder_output;         /* (B,S,C): the memory, when already computed (decoding) */
-    tf_tensor *labels;                 /* (B,T) I32 next target tokens, -1 = ignore: the loss */
+    tf_tensor *labels;                 /* (B,T) I32 next target tokens, -100 = ignore (Hugging Face's): the loss */
     float label_smoothing;             /* the paper: 0.1 */
     tf_kv_cache *cache;                /* the decoder's self-attention over the positions before these */
 } tf_seq2seq_inputs;

@@ -162,6 +162,8 @@ TF_OP_FUNCS(cross_entropy)
 TF_OP_FUNCS(sdpa)
 TF_OP_FUNCS(dense)
 TF_OP_FUNCS(tanh)
+TF_OP_FUNCS(gru_cell)
+TF_OP_FUNCS(lstm_cell)
 #undef TF_OP_FUNCS
 
 #endif

@@ -183,6 +183,6 @@ int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in
     if (!in->decoder_input_ids) return 0; /* the encoder alone */
     if (!(out->last_hidden_state = decode(ctx, m, in, memory, src_mask))) return -1;
     if (!(out->logits = tf_lm_head_forward(ctx, &m->head, out->last_hidden_state))) return -1;
-    if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -1, in->label_smoothing))) return -1;
+    if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing))) return -1;
     return 0;
 }

@@ -1,0 +1,114 @@
+/* tformer translate --model DIR < src > hyp: one source sentence per line,
+ * its translation per line (greedy, or beam search with --beam N). The
+ * folder holds the model (config.json, model.safetensors) and either one
+ * tokenizer for both languages or source/ and target/ folders with one each;
+ * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, THREADS };
+const cli_flag cmd_translate_flags[] = {
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq)"},
+    [BEAM] = {"beam", CLI_INT, "N", "1", "beam width; 1: greedy"},
+    [LENGTH_PENALTY] = {"length-penalty", CLI_STRING, "A", "1", "beam scores are sum(log p) / length^A"},
+    [MAX_LEN_A] = {"max-len-a", CLI_STRING, "A", "1.5", "at most A * source tokens + B target tokens"},
+    [MAX_LEN_B] = {"max-len-b", CLI_INT, "B", "10", "(see --max-len-a); the model's context bounds both"},
+    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    CLI_END,
+};
+
+static float parse_float(const cli_args *a, const char *flag, const char *text, float lo, float hi) {
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v >= lo && v <= hi)) cli_usage_error(a, "--%s expects a number in [%g,%g], got '%s'", flag, lo, hi, text);
+    return (float)v;
+}
+
+/* The tokenizers: DIR/source and DIR/target when present, else DIR's one for both. */
+static void load_tokenizers(const cli_verb *v, const char *dir, tf_tokenizer **src, tf_tokenizer **tgt) {
+    char s[4200], t[4200];
+    struct stat st;
+    snprintf(s, sizeof s, "%s/source", dir), snprintf(t, sizeof t, "%s/target", dir);
+    int apart = !stat(s, &st) && S_ISDIR(st.st_mode);
+    *src = tf_tokenizer_load(apart ? s : dir);
+    *tgt = *src && apart ? tf_tokenizer_load(t) : *src;
+    if (!*src || !*tgt) cli_die(v, tf_error());
+}
+
+static void check_vocab(const cli_verb *v, const char *dir, const char *side, const tf_tokenizer *tok, int model_vocab) {
+    if (tf_tokenizer_vocab_size(tok) + TF_SEQ2SEQ_SPECIALS == model_vocab) return;
+    char msg[4400];
+    snprintf(msg, sizeof msg, "%s: the %s tokenizer has %d tokens, the model's %s vocabulary %d (expected tokens + %d)",
+             dir, side, (int)tf_tokenizer_vocab_size(tok), side, model_vocab, TF_SEQ2SEQ_SPECIALS);
+    cli_die(v, msg);
+}
+
+/* One line: encode + EOS, search, decode without EOS. */
+static int translate_line(const tf_seq2seq *m, tf_tokenizer *src, tf_tokenizer *tgt, const char *line, size_t len,
+                          const tf_generate_opts *base, float a, int b, char **text, size_t *text_len) {
+    tf_ids ids = {0}, out = {0};
+    int32_t bos = tf_seq2seq_bos_id(m->cfg.tgt_vocab), eos = tf_seq2seq_eos_id(m->cfg.tgt_vocab);
+    int rc = tf_tokenizer_encode(src, line, len, &ids) || tf_ids_push(&ids, tf_seq2seq_eos_id(m->cfg.src_vocab));
+    if (!rc && (int64_t)ids.n > m->cfg.context)
+        rc = tf_set_error("%zu tokens, more than the model's context of %d", ids.n, m->cfg.context);
+    tf_generate_opts o = *base;
+    double want = a * (double)ids.n + b;
+    o.max_tokens = want < m->cfg.context - 1 ? (int)want : m->cfg.context - 1;
+    o.eos_id = eos;
+    tf_decoder *d = rc ? NULL : tf_seq2seq_decoder_new(m, ids.v, (int)ids.n, o.max_tokens + 1);
+    rc = rc || !d || tf_generate(d, &bos, 1, &o, NULL, NULL, &out, NULL);
+    if (!rc && out.n && out.v[out.n - 1] == eos) out.n--;
+    size_t k = 0; /* padding or BOS, should a model produce them, are not text */
+    for (size_t i = 0; !rc && i < out.n; i++)
+        if (out.v[i] < tf_tokenizer_vocab_size(tgt)) out.v[k++] = out.v[i];
+    out.n = k;
+    if (!rc) rc = tf_tokenizer_decode(tgt, out.v, out.n, text, text_len);
+    if (d) tf_decoder_free(d);
+    tf_ids_free(&ids), tf_ids_free(&out);
+    return rc ? -1 : 0;
+}
+
+int cmd_translate(const cli_args *a) {
+    const cli_verb *v = a->verb;
+    const char *dir = a->v[MODEL].text;
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    tf_generate_opts o = tf_generate_opts_default();
+    if (a->v[BEAM].i < 1 || a->v[BEAM].i > 64) cli_usage_error(a, "--beam expects 1 to 64, got %lld", a->v[BEAM].i);
+    o.beam = (int)a->v[BEAM].i, o.temperature = 0;
+    o.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
+    float len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
+    tf_seq2seq *m = tf_seq2seq_load(dir);
+    if (!m) cli_die(v, tf_error());
+    tf_tokenizer *src, *tgt;
+    load_tokenizers(v, dir, &src, &tgt);
+    check_vocab(v, dir, "source", src, m->cfg.src_vocab);
+    check_vocab(v, dir, "target", tgt, m->cfg.tgt_vocab);
+    size_t n;
+    char *input = cli_read_stdin(v, &n);
+    int line_no = 0;
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && input[e] != '\n') e++;
+        size_t len = e > i && input[e - 1] == '\r' ? e - i - 1 : e - i;
+        char *text;
+        size_t tl;
+        line_no++;
+        if (translate_line(m, src, tgt, input + i, len, &o, len_a, (int)a->v[MAX_LEN_B].i, &text, &tl)) {
+            char msg[1200];
+            snprintf(msg, sizeof msg, "standard input line %d: %s", line_no, tf_error());
+            cli_die(v, msg);
+        }
+        fwrite(text, 1, tl, stdout), putchar('\n');
+        free(text);
+        i = e + 1;
+    }
+    free(input);
+    if (tgt != src) tf_tokenizer_free(tgt);
+    tf_tokenizer_free(src);
+    tf_seq2seq_free(m);
+    return fflush(stdout) ? 1 : 0;
+}
