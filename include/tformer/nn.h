@@ -257,6 +257,8 @@ typedef struct {
     const tf_attn_mask *self_mask;     /* PyTorch's masks of the self-attention, or NULL */
     const tf_attn_mask *cross_mask;
     tf_kv_cache *cache;                /* incremental decoding: append to and attend over it */
+    tf_kv_cache *cross_cache;          /* the memory's projected keys and values: filled while empty
+                                        * (the caller then advances it by S), read after */
     int layer;                         /* this block's layer in the cache */
 } tf_block_args;
 

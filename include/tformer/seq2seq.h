@@ -73,6 +73,8 @@ typedef struct {
     tf_tensor *labels;                 /* (B,T) I32 next target tokens, -100 = ignore (Hugging Face's): the loss */
     float label_smoothing;             /* the paper: 0.1 */
     tf_kv_cache *cache;                /* the decoder's self-attention over the positions before these */
+    tf_kv_cache *cross_cache;          /* the cross-attentions' keys and values of the memory: filled when
+                                        * empty, read after (decoding); capacity S */
 } tf_seq2seq_inputs;
 
 typedef struct {

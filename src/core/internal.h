@@ -130,13 +130,19 @@ int tf_params_alloc(tf_params *ps);
  * length moves on with tf_kv_cache_advance once every layer has appended). */
 int tf_kv_cache_append(tf_ctx *ctx, tf_kv_cache *c, int layer, tf_tensor *k, tf_tensor *v, tf_tensor **k_all,
                        tf_tensor **v_all);
+/* Views (B,H,len,D) of layer `layer`'s held keys and values, appending
+ * nothing: an encoder-decoder's cross-attention reads the source's projected
+ * keys and values this way at every decoding step after the first. */
+int tf_kv_cache_held(tf_ctx *ctx, const tf_kv_cache *c, int layer, tf_tensor **k_all, tf_tensor **v_all);
 /* Hugging Face's attention_mask (B,Tk) I32 or U8, 1 = attend, as a key
  * padding mask (B,Tk) U8, 1 = hidden; a wrong shape or dtype is an error
  * starting with who ("gpt", "bert"). */
 tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk, const char *who);
 /* Multi-head attention of query over key/value (the same tensor for
  * self-attention: then one fused projection), optionally causal and through a
- * KV cache; the averaged weights (B,Tq,Tk) into *weights when asked. */
+ * KV cache; the averaged weights (B,Tq,Tk) into *weights when asked. With a
+ * cache and no key and value, the cache's held keys and values are read as
+ * they are (cross-attention after the first decoding step). */
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights);
 

@@ -233,14 +233,31 @@ static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], 
     return tf_matmul(ctx, p, qkv[2], 0, 0);                                 // (B,H,Tq,D)
 }
 
+/* q (B,H,Tq,D) from query, k and v the cache's as held (no key, no value:
+ * the encoder's projected keys and values at a later decoding step). */
+static int project_query_only(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_kv_cache *cache, int layer,
+                              tf_tensor *qkv[3]) {
+    char a[64];
+    if (query->ndim != 3 || query->shape[2] != m->cfg.d_model)
+        return tf_set_error("attention: query %s does not fit (B,Tq,%d)", tf_shape_str(query, a, sizeof a), m->cfg.d_model);
+    tf_linear l = projection(ctx, m, 0);
+    qkv[0] = split_heads(ctx, tf_dense(ctx, query, l.weight, m->cfg.w_in_out, l.bias, TF_ACT_NONE), m->cfg.n_head);
+    return qkv[0] ? tf_kv_cache_held(ctx, cache, layer, &qkv[1], &qkv[2]) : -1;
+}
+
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights) {
-    if (!query || !key || !value || check_inputs(m, query, key, value)) return NULL;
+    int held = !key && !value && cache;
+    if (!query || (!held && (!key || !value || check_inputs(m, query, key, value)))) return NULL;
     int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
     tf_tensor *qkv[3];
-    project(ctx, m, query, key, value, qkv);
-    if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
-    if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
+    if (held) {
+        if (project_query_only(ctx, m, query, cache, layer, qkv)) return NULL;
+    } else {
+        project(ctx, m, query, key, value, qkv);
+        if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
+        if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
+    }
     tf_tensor *o = attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights);  // o: (B,H,Tq,D)
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);

@@ -102,3 +102,11 @@ int tf_kv_cache_append(tf_ctx *ctx, tf_kv_cache *c, int layer, tf_tensor *k, tf_
     *v_all = view(ctx, c, layer, 1, c->len + (int)T);
     return *k_all && *v_all ? 0 : -1;
 }
+
+int tf_kv_cache_held(tf_ctx *ctx, const tf_kv_cache *c, int layer, tf_tensor **k_all, tf_tensor **v_all) {
+    if (layer < 0 || layer >= c->L) return tf_set_error("kv cache: layer %d outside [0,%d)", layer, c->L);
+    if (c->len < 1) return tf_set_error("kv cache: nothing held yet");
+    *k_all = view(ctx, c, layer, 0, c->len);
+    *v_all = view(ctx, c, layer, 1, c->len);
+    return *k_all && *v_all ? 0 : -1;
+}

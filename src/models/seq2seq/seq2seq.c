@@ -156,13 +156,15 @@ static tf_tensor *decode(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inpu
     tf_tensor *table = m->cfg.share_embeddings ? m->src_embed : m->tgt_embed;
     tf_tensor *x = embed(ctx, m, table, m->tgt_pos, in->decoder_input_ids, start);  // x: (B,T,C)
     tf_block_args args = {.memory = memory, .self_mask = in->decoder_attention_mask ? &self : NULL,
-                          .cross_mask = cross_mask, .cache = in->cache};
+                          .cross_mask = cross_mask, .cache = in->cache, .cross_cache = in->cross_cache};
+    int fill = in->cross_cache && tf_kv_cache_len(in->cross_cache) == 0;
     for (int i = 0; i < m->cfg.n_decoder_layers; i++) {
         args.layer = i;
         x = tf_block_forward(ctx, &m->decoder[i], &m->dec_block, x, &args);
     }
     if (m->cfg.norm_first) x = tf_layer_norm_forward(ctx, &m->dec_norm, x);
     if (x && in->cache && tf_kv_cache_advance(in->cache, (int)T)) return NULL;
+    if (x && fill && tf_kv_cache_advance(in->cross_cache, (int)memory->shape[1])) return NULL;
     return x;
 }
 

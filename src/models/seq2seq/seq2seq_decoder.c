@@ -3,8 +3,9 @@
  * tf_seq2seq_run (the one forward pass) on the new target tokens through
  * the self-attention KV cache, with the stored memory. A decoder and its
  * forks share one activation context too (they step one at a time).
- * The cross-attention still projects the memory at every step: caching its
- * keys and values per layer is the next speed step. */
+ * The cross-attentions project the memory into keys and values on the
+ * first step, into a cache every fork shares (the same source), and read
+ * them after. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ typedef struct {
     tf_ctx *mem_ctx, *step_ctx;
     tf_tensor *memory;   /* (1,S,C) */
     tf_tensor *src_ids;  /* (1,S) */
+    tf_kv_cache *cross;  /* per decoder layer (1,H,S,D) keys and values of the memory */
     int refs;
 } shared;
 
@@ -33,7 +35,7 @@ static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     if (!ids) return -1;
     memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
     tf_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .decoder_input_ids = ids, .encoder_output = g->sh->memory,
-                            .cache = g->cache};
+                            .cache = g->cache, .cross_cache = g->sh->cross};
     tf_seq2seq_outputs out;
     if (tf_seq2seq_run(ctx, g->m, &in, &out)) return -1;
     int64_t V = g->m->cfg.tgt_vocab;
@@ -44,7 +46,8 @@ static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
 static void s2s_free(tf_decoder *d) {
     s2s_decoder *g = (s2s_decoder *)d;
     tf_kv_cache_free(g->cache);
-    if (g->sh && --g->sh->refs == 0) tf_ctx_free(g->sh->mem_ctx), tf_ctx_free(g->sh->step_ctx), free(g->sh);
+    if (g->sh && --g->sh->refs == 0)
+        tf_kv_cache_free(g->sh->cross), tf_ctx_free(g->sh->mem_ctx), tf_ctx_free(g->sh->step_ctx), free(g->sh);
     free(g);
 }
 
@@ -91,8 +94,9 @@ tf_decoder *tf_seq2seq_decoder_new(const tf_seq2seq *m, const int32_t *src, int 
         return tf_set_error("decoder: out of memory"), NULL;
     }
     tf_ctx_set_grad(g->sh->mem_ctx, 0), tf_ctx_set_grad(g->sh->step_ctx, 0);
-    if (encode_source(g->sh, m, src, n_src) ||
-        !(g->cache = tf_kv_cache_new(c->n_decoder_layers, 1, c->n_head, c->d_model / c->n_head, cap))) {
+    int L = c->n_decoder_layers, H = c->n_head, D = c->d_model / c->n_head;
+    if (encode_source(g->sh, m, src, n_src) || !(g->cache = tf_kv_cache_new(L, 1, H, D, cap)) ||
+        !(g->sh->cross = tf_kv_cache_new(L, 1, H, D, n_src))) {
         s2s_free(&g->base);
         return NULL;
     }
