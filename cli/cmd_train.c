@@ -1,6 +1,7 @@
 /* tformer train: a GPT (next-token prediction) or a BERT (masked LM +
  * next-sentence prediction) on text files, or an encoder-decoder on
- * line-aligned source and target files (--arch seq2seq). Its flags are the trainer's and
+ * line-aligned source and target files (--arch seq2seq: the Transformer;
+ * --arch rnn: the RNN baseline with Bahdanau attention). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -10,8 +11,8 @@
 
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq", "gpt",
-              "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation)"},
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn", "gpt",
+              "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation)"},
     [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
@@ -33,6 +34,7 @@ static tf_train_config g_train;
 static tf_lm_config g_lm;
 static tf_bert_pretrain_config g_bert;
 static tf_seq2seq_task_config g_s2s;
+static tf_rnn_seq2seq_task_config g_rnn;
 static tf_fields g_tables[2];
 
 static int is_arch(const char *name) {
@@ -42,10 +44,11 @@ static int is_arch(const char *name) {
 
 int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
-    g_s2s = tf_seq2seq_task_config_default();
+    g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
     g_tables[1] = is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
+                : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
                                      : (tf_fields){&tf_lm_config_table, &g_lm};
     *t = g_tables;
     return 2;
@@ -76,15 +79,20 @@ static int train_bert(const cli_args *a, const char *out, int *every) {
 
 static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
 
-/* Translation: validation runs at most one pass over the validation set. */
-static int train_seq2seq(const cli_args *a, const char *out, int *every) {
-    if (a->v[DATA].n) cli_usage_error(a, "--arch seq2seq reads --src and --tgt, not --data");
+/* Translation (--arch seq2seq or rnn): validation runs at most one pass over the validation set. */
+static int train_seq2seq(const cli_args *a, const char *arch, const char *out, int *every) {
+    if (a->v[DATA].n) cli_usage_error(a, "--arch %s reads --src and --tgt, not --data", arch);
     for (int k = SRC; k <= VALID_TGT; k++)
-        if (!opt(&a->v[k])) cli_usage_error(a, "--arch seq2seq needs --%s", cmd_train_flags[k].name);
+        if (!opt(&a->v[k])) cli_usage_error(a, "--arch %s needs --%s", arch, cmd_train_flags[k].name);
     if (tf_train_config_check(&g_train)) return -1;
-    tf_task *t = tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
-                                     opt(&a->v[VALID_TGT]), a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
-                                     a->v[RESUME].given, g_train.accum, g_train.seed);
+    const char *tok = a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL;
+    tf_task *t = !strcmp(arch, "rnn")
+                     ? tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
+                                               opt(&a->v[VALID_TGT]), tok, out, a->v[RESUME].given, g_train.accum,
+                                               g_train.seed)
+                     : tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
+                                           opt(&a->v[VALID_TGT]), tok, out, a->v[RESUME].given, g_train.accum,
+                                           g_train.seed);
     if (t && g_train.eval_batches > tf_seq2seq_task_val_batches(t)) g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t);
     int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, every) : -1;
     tf_task_free(t);
@@ -98,13 +106,14 @@ int cmd_train(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_catch_sigint();
     const char *arch = a->v[ARCH].text;
-    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "seq2seq"))
-        cli_usage_error(a, "--arch expects gpt, bert or seq2seq, got '%s'", arch);
-    if (strcmp(arch, "seq2seq") && !a->v[DATA].n) cli_usage_error(a, "missing --data");
-    if (strcmp(arch, "seq2seq"))
+    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn");
+    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation)
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq or rnn, got '%s'", arch);
+    if (!translation && !a->v[DATA].n) cli_usage_error(a, "missing --data");
+    if (!translation)
         for (int k = SRC; k <= VALID_TGT; k++)
-            if (opt(&a->v[k])) cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq)", cmd_train_flags[k].name);
-    int rc = !strcmp(arch, "seq2seq") ? train_seq2seq(a, out, &every)
+            if (opt(&a->v[k])) cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq or rnn)", cmd_train_flags[k].name);
+    int rc = translation ? train_seq2seq(a, arch, out, &every)
            : !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                                   a->v[TOKENIZER].text, out, a->v[RESUME].given, &cli_stop,

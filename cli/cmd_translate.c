@@ -2,17 +2,21 @@
  * its translation per line (greedy, or beam search with --beam N). The
  * folder holds the model (config.json, model.safetensors) and either one
  * tokenizer for both languages or source/ and target/ folders with one each;
- * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS. */
+ * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS. The
+ * folder's model_type picks the family: "tformer-seq2seq" (the Transformer)
+ * or "tformer-rnn-seq2seq" (the RNN baseline); each gives a decoder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
 enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, THREADS };
 const cli_flag cmd_translate_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq)"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn)"},
     [BEAM] = {"beam", CLI_INT, "N", "1", "beam width; 1: greedy"},
     [LENGTH_PENALTY] = {"length-penalty", CLI_STRING, "A", "1", "beam scores are sum(log p) / length^A"},
     [MAX_LEN_A] = {"max-len-a", CLI_STRING, "A", "1.5", "at most A * source tokens + B target tokens"},
@@ -26,6 +30,52 @@ static float parse_float(const cli_args *a, const char *flag, const char *text, 
     double v = strtod(text, &end);
     if (end == text || *end || !(v >= lo && v <= hi)) cli_usage_error(a, "--%s expects a number in [%g,%g], got '%s'", flag, lo, hi, text);
     return (float)v;
+}
+
+/* A loaded translation model of either family: its sizes and its decoder constructor. */
+typedef struct {
+    void *m;
+    int src_vocab, tgt_vocab, context;
+    tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
+    void (*free)(void *m);
+} translator;
+
+static tf_decoder *tr_decoder(const void *m, const int32_t *src, int n, int cap) { return tf_seq2seq_decoder_new(m, src, n, cap); }
+static void tr_free(void *m) { tf_seq2seq_free(m); }
+static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap) {
+    return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
+}
+static void rnn_free(void *m) { tf_rnn_seq2seq_free(m); }
+
+/* config.json's model_type, or "" (the Transformer's loader then names what is wrong). */
+static void model_type(const char *dir, char *out, size_t n) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    *out = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char buf[65536];
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    cJSON *root = cJSON_Parse(buf);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(t)) snprintf(out, n, "%s", t->valuestring);
+    cJSON_Delete(root);
+}
+
+static void load_model(const cli_verb *v, const char *dir, translator *t) {
+    char type[64];
+    model_type(dir, type, sizeof type);
+    if (!strcmp(type, "tformer-rnn-seq2seq")) {
+        tf_rnn_seq2seq *m = tf_rnn_seq2seq_load(dir);
+        if (!m) cli_die(v, tf_error());
+        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, rnn_decoder, rnn_free};
+    } else {
+        tf_seq2seq *m = tf_seq2seq_load(dir);
+        if (!m) cli_die(v, tf_error());
+        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, tr_decoder, tr_free};
+    }
 }
 
 /* The tokenizers: DIR/source and DIR/target when present, else DIR's one for both. */
@@ -48,18 +98,18 @@ static void check_vocab(const cli_verb *v, const char *dir, const char *side, co
 }
 
 /* One line: encode + EOS, search, decode without EOS. */
-static int translate_line(const tf_seq2seq *m, tf_tokenizer *src, tf_tokenizer *tgt, const char *line, size_t len,
+static int translate_line(const translator *m, tf_tokenizer *src, tf_tokenizer *tgt, const char *line, size_t len,
                           const tf_generate_opts *base, float a, int b, char **text, size_t *text_len) {
     tf_ids ids = {0}, out = {0};
-    int32_t bos = tf_seq2seq_bos_id(m->cfg.tgt_vocab), eos = tf_seq2seq_eos_id(m->cfg.tgt_vocab);
-    int rc = tf_tokenizer_encode(src, line, len, &ids) || tf_ids_push(&ids, tf_seq2seq_eos_id(m->cfg.src_vocab));
-    if (!rc && (int64_t)ids.n > m->cfg.context)
-        rc = tf_set_error("%zu tokens, more than the model's context of %d", ids.n, m->cfg.context);
+    int32_t bos = tf_seq2seq_bos_id(m->tgt_vocab), eos = tf_seq2seq_eos_id(m->tgt_vocab);
+    int rc = tf_tokenizer_encode(src, line, len, &ids) || tf_ids_push(&ids, tf_seq2seq_eos_id(m->src_vocab));
+    if (!rc && (int64_t)ids.n > m->context)
+        rc = tf_set_error("%zu tokens, more than the model's context of %d", ids.n, m->context);
     tf_generate_opts o = *base;
     double want = a * (double)ids.n + b;
-    o.max_tokens = want < m->cfg.context - 1 ? (int)want : m->cfg.context - 1;
+    o.max_tokens = want < m->context - 1 ? (int)want : m->context - 1;
     o.eos_id = eos;
-    tf_decoder *d = rc ? NULL : tf_seq2seq_decoder_new(m, ids.v, (int)ids.n, o.max_tokens + 1);
+    tf_decoder *d = rc ? NULL : m->decoder_new(m->m, ids.v, (int)ids.n, o.max_tokens + 1);
     rc = rc || !d || tf_generate(d, &bos, 1, &o, NULL, NULL, &out, NULL);
     if (!rc && out.n && out.v[out.n - 1] == eos) out.n--;
     size_t k = 0; /* padding or BOS, should a model produce them, are not text */
@@ -67,6 +117,7 @@ static int translate_line(const tf_seq2seq *m, tf_tokenizer *src, tf_tokenizer *
         if (out.v[i] < tf_tokenizer_vocab_size(tgt)) out.v[k++] = out.v[i];
     out.n = k;
     if (!rc) rc = tf_tokenizer_decode(tgt, out.v, out.n, text, text_len);
+    while (!rc && *text_len > 0 && (*text)[*text_len - 1] == ' ') (*text)[--*text_len] = 0; /* the sub-word BPE's last word end */
     if (d) tf_decoder_free(d);
     tf_ids_free(&ids), tf_ids_free(&out);
     return rc ? -1 : 0;
@@ -81,12 +132,12 @@ int cmd_translate(const cli_args *a) {
     o.beam = (int)a->v[BEAM].i, o.temperature = 0;
     o.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
     float len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
-    tf_seq2seq *m = tf_seq2seq_load(dir);
-    if (!m) cli_die(v, tf_error());
+    translator m;
+    load_model(v, dir, &m);
     tf_tokenizer *src, *tgt;
     load_tokenizers(v, dir, &src, &tgt);
-    check_vocab(v, dir, "source", src, m->cfg.src_vocab);
-    check_vocab(v, dir, "target", tgt, m->cfg.tgt_vocab);
+    check_vocab(v, dir, "source", src, m.src_vocab);
+    check_vocab(v, dir, "target", tgt, m.tgt_vocab);
     size_t n;
     char *input = cli_read_stdin(v, &n);
     int line_no = 0;
@@ -97,7 +148,7 @@ int cmd_translate(const cli_args *a) {
         char *text;
         size_t tl;
         line_no++;
-        if (translate_line(m, src, tgt, input + i, len, &o, len_a, (int)a->v[MAX_LEN_B].i, &text, &tl)) {
+        if (translate_line(&m, src, tgt, input + i, len, &o, len_a, (int)a->v[MAX_LEN_B].i, &text, &tl)) {
             char msg[1200];
             snprintf(msg, sizeof msg, "standard input line %d: %s", line_no, tf_error());
             cli_die(v, msg);
@@ -109,6 +160,6 @@ int cmd_translate(const cli_args *a) {
     free(input);
     if (tgt != src) tf_tokenizer_free(tgt);
     tf_tokenizer_free(src);
-    tf_seq2seq_free(m);
+    m.free(m.m);
     return fflush(stdout) ? 1 : 0;
 }

@@ -55,6 +55,7 @@
 #include "tformer/train.h"
 #include "tformer/interop.h"
 #include "tformer/seq2seq.h"
+#include "tformer/rnn_seq2seq.h"
 #include "tformer/metrics.h"
 
 #endif /* TFORMER_H */

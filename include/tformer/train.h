@@ -6,6 +6,7 @@
 #include "data.h"
 #include "bert.h"
 #include "gpt.h"
+#include "rnn_seq2seq.h"
 #include "seq2seq.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -213,6 +214,20 @@ TF_API tf_task *tf_seq2seq_task_new(const tf_seq2seq_task_config *c, const char 
                                     const char *run_dir, int resume, int accum, uint64_t seed);
 TF_API int64_t tf_seq2seq_task_val_batches(const tf_task *t);
 TF_API const tf_seq2seq *tf_seq2seq_task_model(const tf_task *t);
+
+/* The RNN baseline (rnn_seq2seq.h) on the same task: the same settings, data,
+ * batches and folder (tf_seq2seq_task_val_batches serves its task too). */
+typedef struct {
+    tf_rnn_seq2seq_config model; /* src_vocab / tgt_vocab 0: the tokenizer's size + 3 (padding, BOS, EOS) */
+    int max_tokens, max_len;
+    float label_smoothing;
+} tf_rnn_seq2seq_task_config;
+TF_API tf_rnn_seq2seq_task_config tf_rnn_seq2seq_task_config_default(void);
+TF_API extern const tf_field_table tf_rnn_seq2seq_task_config_table;
+TF_API tf_task *tf_rnn_seq2seq_task_new(const tf_rnn_seq2seq_task_config *c, const char *src, const char *tgt,
+                                        const char *valid_src, const char *valid_tgt, const char *tokenizer,
+                                        const char *run_dir, int resume, int accum, uint64_t seed);
+TF_API const tf_rnn_seq2seq *tf_rnn_seq2seq_task_model(const tf_task *t);
 
 /* ---------------------------------------------------------------- BERT fine-tuning (docs/bert.md) */
 
