@@ -83,10 +83,25 @@ _Noreturn void cli_usage_error(const cli_args *a, const char *fmt, ...)
 
 /* "tformer <verb>: message", exit 1. */
 _Noreturn void cli_die(const cli_verb *v, const char *msg);
-/* The --threads value when given, else TFORMER_THREADS, else 0 (all cores). */
+/* Threads at most (tf_set_threads clamps to the same bound, or to the cores when there
+ * are more): libgomp crashes when it cannot create them, and far more threads than
+ * cores only spin. */
+#define CLI_MAX_THREADS 256
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+/* A verb's --threads row (the help names the bound). */
+#define CLI_THREADS_ROW                                                                            \
+    {"threads", CLI_INT, "N", "0",                                                                 \
+     "threads, 0: all cores, at most " CLI_STR(CLI_MAX_THREADS) " (without the flag: $TFORMER_THREADS if set)"}
+/* The --threads value when given, else TFORMER_THREADS, else 0 (all cores). A value
+ * above CLI_MAX_THREADS, or a TFORMER_THREADS that is not an integer in
+ * [0,CLI_MAX_THREADS], is a usage error naming the flag or the variable (exit 2). */
 int cli_threads(const cli_val *threads);
 /* A model folder and its tokenizer; exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
+/* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
+ * (a diverged training): eval and generate refuse such a model. */
+void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
 /* All of standard input, NUL-terminated; exits on a read error. */
 char *cli_read_stdin(const cli_verb *v, size_t *len);

@@ -15,7 +15,7 @@ const cli_flag cmd_embed_flags[] = {
     [NORMALIZE] = {"normalize", CLI_SWITCH, NULL, "off", "L2-normalise (on anyway when modules.json has Normalize)"},
     [MAX_LENGTH] = {"max-length", CLI_INT, "N", "0", "ids per text with [CLS] and [SEP]; 0: max_seq_length, else the context"},
     [BATCH] = {"batch", CLI_INT, "N", "32", "texts per forward pass"},
-    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 

@@ -12,7 +12,7 @@ const cli_flag cmd_fill_mask_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a BERT folder with a masked-LM head (BertForMaskedLM, BertForPreTraining)"},
     [TEXT] = {"text", CLI_STRING, "TEXT", NULL, "the text, with [MASK] where tokens are to be filled in"},
     [TOP_K] = {"top-k", CLI_INT, "N", "5", "tokens per [MASK]"},
-    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 

@@ -17,7 +17,7 @@ const cli_flag cmd_finetune_flags[] = {
              "the run folder: the fine-tuned model, tokenizer, checkpoint, losses.csv, metrics.json, confusion.png"},
     [CONFIG] = {"config", CLI_STRING, "FILE.json", "", "settings as one JSON object (keys: the names below with _)"},
     [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint"},
-    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [THREADS] = CLI_THREADS_ROW,
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
     CLI_END,
 };
@@ -69,15 +69,18 @@ static void print_metrics(const tf_finetune_metrics *m, const char *const *label
 static int evaluate(const cli_args *a, tf_task *t, const char *out) {
     const tf_bert *m = tf_finetune_task_model(t);
     const tf_finetune_data *va = tf_finetune_task_data(t, TF_SUBSET_VAL);
-    tf_finetune_prediction *p = calloc((size_t)va->n, sizeof *p);
-    char *names[1024], buf[1024][32], path[4096], title[256];
-    int L = m->cfg.n_labels < 1024 ? m->cfg.n_labels : 1024;
-    for (int i = 0; i < L; i++) names[i] = (char *)tf_bert_label(m, i, buf[i], sizeof buf[i]);
+    /* Every label's name (any number of labels): a generated one ("LABEL_7") lives in buf. */
+    enum { NAME = 32 };
+    int L = m->cfg.n_labels > 0 ? m->cfg.n_labels : 0;
+    tf_finetune_prediction *p = calloc(va->n > 0 ? (size_t)va->n : 1, sizeof *p);
+    char **names = calloc((size_t)L + 1, sizeof *names), *buf = calloc((size_t)L + 1, NAME), path[4096], title[256];
+    if (!p || !names || !buf) return free(p), free(names), free(buf), tf_set_error("finetune: out of memory");
+    for (int i = 0; i < L; i++) names[i] = (char *)tf_bert_label(m, i, buf + (size_t)i * NAME, NAME);
     tf_finetune_metrics s;
-    if (!p || tf_finetune_predict(m, va, g_train.batch, g_ft.max_answer, p)) return free(p), -1;
+    if (tf_finetune_predict(m, va, g_train.batch, g_ft.max_answer, p)) return free(p), free(names), free(buf), -1;
     int rc = tf_finetune_score(va, p, L, &s);
     tf_finetune_predictions_free(p, va->n), free(p);
-    if (rc) return -1;
+    if (rc) return free(names), free(buf), -1;
     print_metrics(&s, (const char *const *)names);
     snprintf(path, sizeof path, "%s/metrics.json", out);
     rc = tf_finetune_metrics_save(&s, (const char *const *)names, path);
@@ -90,6 +93,7 @@ static int evaluate(const cli_args *a, tf_task *t, const char *out) {
     }
     if (!rc) printf("wrote %s/metrics.json%s\n", out, s.kind != TF_FINETUNE_SPAN ? " and confusion.png" : "");
     tf_finetune_metrics_free(&s);
+    free(names), free(buf);
     (void)a;
     return rc;
 }

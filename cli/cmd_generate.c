@@ -9,7 +9,7 @@ const cli_flag cmd_generate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder, or a Hugging Face GPT-2 folder with its tokenizer"},
     [PROMPT] = {"prompt", CLI_STRING, "TEXT", NULL, "the text to continue"},
     [STOP] = {"stop", CLI_STRING, "TEXT", "", "end at the first occurrence of TEXT"},
-    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 
@@ -33,6 +33,8 @@ typedef struct {
     tf_ids ids;
     size_t printed; /* bytes of the decoded text already written */
     const char *stop;
+    int failed;     /* a token could not be decoded: tf_error() says why */
+    int32_t bad_id; /* that token */
 } stream;
 
 /* Decode everything generated so far and write the new part; stop at the stop string. */
@@ -40,7 +42,7 @@ static int on_token(void *user, int32_t id) {
     stream *s = user;
     char *text;
     size_t len;
-    if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) return 1;
+    if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) return s->bad_id = id, s->failed = 1;
     int stop = 0;
     if (s->stop && *s->stop) {
         char *hit = strstr(text, s->stop);
@@ -69,17 +71,31 @@ int cmd_generate(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     const char *prompt = a->v[PROMPT].text;
     tf_tokenizer *tok;
-    tf_gpt *m = cli_load_model(v, a->v[MODEL].text, &tok);
+    const char *dir = a->v[MODEL].text;
+    tf_gpt *m = cli_load_model(v, dir, &tok);
+    cli_check_weights(v, dir, m);
+    /* Every id the model can emit must have a text: a smaller tokenizer would stop the output. */
+    if (tf_tokenizer_vocab_size(tok) < m->cfg.vocab_size) {
+        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model %d: the model's ids %d to %d have no text\n",
+                v->name, dir, tf_tokenizer_vocab_size(tok), m->cfg.vocab_size, tf_tokenizer_vocab_size(tok),
+                m->cfg.vocab_size - 1);
+        exit(1);
+    }
     o.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
     tf_ids ids = {0}, out = {0};
     if (tf_tokenizer_encode(tok, prompt, strlen(prompt), &ids)) cli_die(v, tf_error());
-    stream s = {tok, {0}, 0, a->v[STOP].text};
+    stream s = {tok, {0}, 0, a->v[STOP].text, 0, 0};
     fwrite(prompt, 1, strlen(prompt), stdout);
     if (tf_gpt_generate(m, ids.v, (int)ids.n, &o, on_token, &s, &out, NULL)) {
         printf("\n");
         cli_die(v, tf_error());
     }
     printf("\n");
+    if (s.failed) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "cannot decode the generated id %d: %s", (int)s.bad_id, tf_error());
+        cli_die(v, msg);
+    }
     tf_ids_free(&ids), tf_ids_free(&out), tf_ids_free(&s.ids);
     tf_tokenizer_free(tok);
     tf_gpt_free(m);

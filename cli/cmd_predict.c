@@ -16,7 +16,7 @@ const cli_flag cmd_predict_flags[] = {
               "the input format (default: the folder's finetune.json, else its head)"},
     [MAX_LEN] = {"max-len", CLI_INT, "N", "0", "ids per input, longer ones cut (0: finetune.json's, else the context)"},
     [BATCH] = {"batch", CLI_INT, "N", "16", "inputs per forward pass"},
-    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 

@@ -20,7 +20,7 @@ const cli_flag cmd_train_flags[] = {
     [CONFIG] = {"config", CLI_STRING, "FILE.json", "",
                 "settings as one JSON object (keys: the names below with _); flags override it"},
     [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint, bit for bit"},
-    [THREADS] = {"threads", CLI_INT, "N", "0", "threads, 0: all cores (without the flag: $TFORMER_THREADS if set)"},
+    [THREADS] = CLI_THREADS_ROW,
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
     [NORM] = {"norm", CLI_STRING, "pre|post", "", "an older form of --norm-first true|false"},
     [SRC] = {"src", CLI_STRING, "FILE", "", "seq2seq: source sentences, one a line"},

@@ -13,9 +13,28 @@ _Noreturn void cli_die(const cli_verb *v, const char *msg) {
     exit(1);
 }
 
+/* text as a thread count: digits only, at most CLI_MAX_THREADS; else -1. */
+static int parse_threads(const char *text) {
+    long long x = 0;
+    if (!*text) return -1;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        if ((x = 10 * x + (*p - '0')) > CLI_MAX_THREADS) return -1;
+    }
+    return (int)x;
+}
+
 int cli_threads(const cli_val *threads) {
     const char *env = getenv("TFORMER_THREADS");
-    return threads->given || !env ? (int)threads->i : atoi(env);
+    const char *what = threads->given || !env || !*env ? "--threads" : "TFORMER_THREADS";
+    const char *text = what[0] == '-' ? threads->text : env;
+    int n = text ? parse_threads(text) : 0;
+    if (n < 0) {
+        fprintf(stderr, "tformer: %s expects an integer in [0,%d] (0: all cores), got '%s'\n", what, CLI_MAX_THREADS,
+                text);
+        exit(2);
+    }
+    return n;
 }
 
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
@@ -34,6 +53,12 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
         exit(1);
     }
     return m;
+}
+
+void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {
+    if (!tf_params_check_finite(m->params, NULL)) return;
+    fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir, tf_error());
+    exit(1);
 }
 
 static char *read_stream(const cli_verb *v, FILE *f, const char *name, size_t *len) {

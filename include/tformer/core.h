@@ -78,8 +78,9 @@ TF_API void tf_tensor_zero_grad(tf_tensor *t);
 /* Write "(2,3,4)" into buf. */
 TF_API const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n);
 
-/* Threads for the kernels that use them; 0 means all cores. Results do not
- * depend on the thread count. */
+/* Threads for the kernels that use them; 0 or less means all cores, more
+ * than 256 (or the cores, if more) is clamped. Results do not depend on the
+ * thread count. */
 TF_API void tf_set_threads(int n);
 /* Which BLAS serves large matrix products: OpenBLAS is loaded at first use
  * (TFORMER_BLAS=0 keeps the portable kernel); see docs/performance.md. */

@@ -28,6 +28,10 @@ TF_API tf_tensor *tf_params_get(const tf_params *ps, const char *name);
 /* Allocate every slot and fill it as registered; seeds differ per parameter. */
 TF_API int tf_params_init(tf_params *ps, uint64_t seed);
 TF_API void tf_params_zero_grad(tf_params *ps);
+/* 0 when every allocated parameter holds only finite values; else -1, *name (when
+ * name is not NULL) the first tensor holding a NaN or an infinity, and an error
+ * naming it, the first bad element and how many there are. */
+TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
 
 /* ---------------------------------------------------------------- layers */
 

@@ -1,5 +1,6 @@
 /* The parameter registry: named slots that modules register, filled by
  * initialisation or from a safetensors file. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,24 @@ int tf_params_init(tf_params *ps, uint64_t seed) {
 
 void tf_params_zero_grad(tf_params *ps) {
     for (int i = 0; i < ps->n; i++) tf_tensor_zero_grad(*ps->e[i].slot);
+}
+
+int tf_params_check_finite(const tf_params *ps, const char **name) {
+    if (name) *name = NULL;
+    for (int i = 0; i < ps->n; i++) {
+        const tf_tensor *t = *ps->e[i].slot;
+        if (!t || t->dtype != TF_DTYPE_F32) continue;
+        const float *x = tf_f32(t);
+        int64_t n = tf_numel(t), bad = 0, first = -1;
+        for (int64_t j = 0; j < n; j++)
+            if (!isfinite(x[j])) bad++, first = first < 0 ? j : first;
+        if (!bad) continue;
+        if (name) *name = ps->e[i].name;
+        return tf_set_error("tensor '%s' holds %s at element %lld (%lld of %lld values not finite)", ps->e[i].name,
+                            isnan(x[first]) ? "NaN" : x[first] > 0 ? "inf" : "-inf", (long long)first, (long long)bad,
+                            (long long)n);
+    }
+    return 0;
 }
 
 int tf_params_load(tf_params *ps, const tf_st_file *f, int strict) {

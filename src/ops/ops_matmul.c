@@ -191,9 +191,15 @@ tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int t
     return tf_node_run(ctx, tf_node_new(ctx, TF_OP_MATMUL, 2, in, TF_DTYPE_F32, nd, shape, p));
 }
 
+/* Threads at most, unless the machine has more cores: libgomp crashes when it cannot
+ * create the threads asked for (100000), and far more threads than cores only spin.
+ * The CLI refuses a --threads above the same bound (cli/cli.h, CLI_MAX_THREADS). */
+enum { MAX_THREADS = 256 };
+
 void tf_set_threads(int n) {
 #ifdef _OPENMP
-    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+    int cores = omp_get_num_procs(), most = cores > MAX_THREADS ? cores : MAX_THREADS;
+    omp_set_num_threads(n <= 0 ? cores : n > most ? most : n);
 #else
     (void)n;
 #endif

@@ -1,0 +1,312 @@
+/* Hostile input (issue 18): any number of --data files, thread counts bounded and
+ * validated (flag, TFORMER_THREADS, tf_set_threads), `compare` reporting NaN, missing,
+ * extra and reshaped tensors and empty files, `eval` and `generate` refusing
+ * non-finite weights, `generate` refusing a tokenizer that lacks some of the model's
+ * ids. Every case checks the exit status and the message. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "test.h"
+
+static const char *bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
+/* Run "<env> tformer <args>"; its exit status, stdout and stderr together in out. */
+static int run_env(const char *env, const char *args, char *out, size_t n) {
+    size_t len = strlen(env) + strlen(bin()) + strlen(args) + 128;
+    char *cmd = malloc(len), log[] = "/tmp/tformer_rel_log_XXXXXX";
+    if (!cmd || test_temp_file(log)) return free(cmd), -1;
+    snprintf(cmd, len, "%s %s %s > %s 2>&1", env, bin(), args, log);
+    int st = system(cmd);
+    free(cmd);
+    FILE *f = fopen(log, "r");
+    size_t k = f ? fread(out, 1, n - 1, f) : 0;
+    out[k] = 0;
+    if (f) fclose(f);
+    unlink(log);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int run(const char *args, char *out, size_t n) { return run_env("", args, out, n); }
+
+static void rm_dir(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "    cannot remove %s\n", dir);
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* A corpus of 5 characters ('\n', ' ', a, b, c): a char model of vocabulary 5. */
+static int write_corpus(const char *path, int lines) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < lines; i++) fputs("abcab cabca\n", f);
+    return fclose(f);
+}
+
+#define TINY "--tokenizer char --steps 1 --layers 1 --heads 2 --width 16 --context 8 --batch 2 --threads 1"
+
+/* A trained tiny char GPT in dir/model (dir from mkdtemp). */
+static int tiny_model(const char *dir, char *out, size_t n) {
+    char path[256], args[1024];
+    snprintf(path, sizeof path, "%s/corpus.txt", dir);
+    if (write_corpus(path, 30)) return -1;
+    snprintf(args, sizeof args, "train --data %s --out %s/model " TINY, path, dir);
+    return run(args, out, n);
+}
+
+/* ---------------------------------------------------------------- item 3: --data lists */
+
+TEST(reliability_300_data_files) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECKF(tiny_model(dir, out, sizeof out) == 0, "%s", out);
+    enum { FILES = 300 };
+    size_t cap = (size_t)FILES * (strlen(dir) + 32) + 1024;
+    char *args = malloc(cap), *list = malloc(cap);
+    CHECK(args && list);
+    size_t used = 0;
+    for (int i = 0; i < FILES; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/f%03d.txt", dir, i);
+        CHECK(write_corpus(path, 1) == 0);
+        used += (size_t)snprintf(list + used, cap - used, " %s", path);
+    }
+    snprintf(args, cap, "eval --model %s/model --threads 1 --data%s", dir, list);
+    int rc = run(args, out, sizeof out);
+    const char *over = strstr(out, " over ");
+    /* every file read: 300 files of 12 characters, less the first of each window */
+    CHECKF(rc == 0 && strstr(out, "perplexity") && over && atoi(over + 6) > 3500, "eval: status %d: %s", rc, out);
+    snprintf(args, cap, "train --out %s/run300 " TINY " --data%s", dir, list);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "step 1/1"), "train: status %d: %s", rc, out);
+    printf("    300 --data files: eval and train --steps 1 exit 0\n");
+    free(args), free(list);
+    rm_dir(dir);
+}
+
+/* ---------------------------------------------------------------- item 4: thread counts */
+
+TEST(reliability_thread_counts_bounded) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_XXXXXX", args[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECKF(tiny_model(dir, out, sizeof out) == 0, "%s", out);
+    static const char *const verbs[] = {"eval --model %s/model --data %s/corpus.txt",
+                                        "generate --model %s/model --prompt ab --max-tokens 2",
+                                        "train --data %s/corpus.txt --out %s/t " TINY};
+    for (int v = 0; v < 3; v++) {
+        char base[512];
+        snprintf(base, sizeof base, verbs[v], dir, dir);
+        /* the flag (train's TINY gives --threads 1 first: the last one counts): above the bound, negative, garbage */
+        static const char *const bad[][2] = {{"100000", "--threads expects an integer in [0,256]"},
+                                             {"257", "--threads expects an integer in [0,256]"},
+                                             {"-1", "--threads expects a non-negative integer, got '-1'"},
+                                             {"abc", "--threads expects a non-negative integer, got 'abc'"}};
+        for (int i = 0; i < 4; i++) {
+            snprintf(args, sizeof args, "%s --threads %s", base, bad[i][0]);
+            int rc = run(args, out, sizeof out);
+            CHECKF(rc == 2 && strstr(out, bad[i][1]), "%s: status %d: %s", args, rc, out);
+        }
+        /* the environment variable, named as such */
+        static const char *const env[] = {"TFORMER_THREADS=100000", "TFORMER_THREADS=abc", "TFORMER_THREADS=-3",
+                                          "TFORMER_THREADS=4x"};
+        for (int i = 0; i < 4; i++) {
+            if (v == 2) break; /* train's TINY gives --threads, which wins over the variable */
+            int rc = run_env(env[i], base, out, sizeof out);
+            CHECKF(rc == 2 && strstr(out, "TFORMER_THREADS expects an integer in [0,256]") && strstr(out, env[i] + 16),
+                   "%s %s: status %d: %s", env[i], base, rc, out);
+        }
+        if (v == 2) continue;
+        int rc = run_env("TFORMER_THREADS=2", base, out, sizeof out);
+        CHECKF(rc == 0, "TFORMER_THREADS=2 %s: status %d: %s", base, rc, out);
+        snprintf(args, sizeof args, "%s --threads 3", base);
+        CHECKF((rc = run_env("TFORMER_THREADS=junk", args, out, sizeof out)) == 0, "--threads wins: %d: %s", rc, out);
+    }
+    CHECK(run("eval --help", out, sizeof out) == 0 && strstr(out, "at most 256"));
+    rm_dir(dir);
+}
+
+TEST(reliability_set_threads_clamps) {
+#ifdef _OPENMP
+    int cores = omp_get_num_procs(), most = cores > 256 ? cores : 256;
+    tf_set_threads(100000);
+    int got = omp_get_max_threads();
+    tf_set_threads(-7);
+    int neg = omp_get_max_threads();
+    tf_set_threads(3);
+    int three = omp_get_max_threads();
+    tf_set_threads(0);
+    CHECKF(got == most, "tf_set_threads(100000) gave %d threads (want %d)", got, most);
+    CHECKF(neg == cores && three == 3, "tf_set_threads(-7): %d, (3): %d", neg, three);
+#endif
+}
+
+/* ---------------------------------------------------------------- item 5: compare */
+
+/* A safetensors file of the tensors named in names ("x:2x3", "y:6"), values i * 0.5,
+ * with value bad (when not 0) at element 1 of the tensor named nan_in. */
+static int write_st(const char *path, const char *const *names, int n, const char *nan_in, float bad) {
+    tf_arena *a = tf_arena_new(0);
+    tf_st_writer *w = tf_st_writer_new();
+    int rc = a && w ? 0 : -1;
+    for (int i = 0; !rc && i < n; i++) {
+        char name[64];
+        int64_t shape[2] = {0, 1};
+        int nd = 1;
+        const char *colon = strchr(names[i], ':');
+        snprintf(name, sizeof name, "%.*s", (int)(colon - names[i]), names[i]);
+        if (sscanf(colon + 1, "%lldx%lld", (long long *)&shape[0], (long long *)&shape[1]) == 2) nd = 2;
+        else shape[0] = atoll(colon + 1);
+        tf_tensor *t = tf_tensor_alloc(a, TF_DTYPE_F32, nd, shape, 0);
+        if (!t) rc = -1;
+        for (int64_t j = 0; t && j < tf_numel(t); j++) tf_f32(t)[j] = 0.5f * (float)j + 1.0f;
+        if (t && nan_in && !strcmp(name, nan_in)) tf_f32(t)[1] = bad;
+        rc = rc || tf_st_writer_add(w, name, t);
+    }
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc;
+}
+
+TEST(reliability_compare_reports_every_difference) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_XXXXXX", a[256], b[256], args[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(a, sizeof a, "%s/a.safetensors", dir);
+    snprintf(b, sizeof b, "%s/b.safetensors", dir);
+    static const char *const base[] = {"x:2x3", "y:6"};
+    CHECK(write_st(a, base, 2, NULL, 0) == 0);
+    /* the same tensors: exit 0 */
+    CHECK(write_st(b, base, 2, NULL, 0) == 0);
+    snprintf(args, sizeof args, "compare %s %s", a, b);
+    int rc = run(args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "worst relative error 0.000e+00 over 2 tensors"), "same: %d: %s", rc, out);
+    static const struct {
+        const char *const names[3];
+        int n;
+        const char *nan_in;
+        float bad;
+        int swap; /* the odd file is A */
+        const char *expect;
+    } cases[] = {
+        {{"x:2x3", "y:6"}, 2, "x", NAN, 0, "1 NaN, 0 inf (first at element 1) in"},
+        {{"x:2x3", "y:6"}, 2, "y", INFINITY, 0, "0 NaN, 1 inf (first at element 1) in"},
+        {{"x:2x3", "y:6"}, 2, "y", -INFINITY, 1, "0 NaN, 1 inf (first at element 1) in"},
+        {{"x:2x3", "y:6"}, 2, "x", NAN, 1, "1 NaN, 0 inf"},
+        {{"x:2x3"}, 1, NULL, 0, 0, "missing from"},
+        {{"x:2x3", "y:6", "z:4"}, 3, NULL, 0, 0, "only in"},
+        {{"x:3x2", "y:6"}, 2, NULL, 0, 0, "shape (2,3) in"},
+        {{"x:2x3", "y:2x3"}, 2, NULL, 0, 0, "shape (6) in"},
+        {{NULL}, 0, NULL, 0, 0, "holds no tensors"},
+        {{NULL}, 0, NULL, 0, 1, "holds no tensors"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(write_st(b, cases[i].names, cases[i].n, cases[i].nan_in, cases[i].bad) == 0);
+        snprintf(args, sizeof args, "compare %s %s", cases[i].swap ? b : a, cases[i].swap ? a : b);
+        rc = run(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, cases[i].expect) && strstr(out, "problem"), "case %zu: status %d, want 1 and '%s': %s",
+               i, rc, cases[i].expect, out);
+        if (i == 0) printf("    compare, NaN in B: %.*s\n", (int)strcspn(out, "\n"), out);
+    }
+    rm_dir(dir);
+}
+
+/* ---------------------------------------------------------------- item 2: non-finite weights */
+
+/* dir/model copied to dir/bad, value bad at element 3 of tensor name. */
+static int poison(const char *dir, const char *name, float bad) {
+    char cmd[1024], path[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/bad && cp -r %s/model %s/bad", dir, dir, dir);
+    if (system(cmd)) return -1;
+    snprintf(path, sizeof path, "%s/model/model.safetensors", dir);
+    tf_st_file *f = tf_st_open(path);
+    tf_arena *a = tf_arena_new(0);
+    tf_st_writer *w = tf_st_writer_new();
+    int rc = f && a && w ? 0 : -1, hit = 0;
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, a);
+        if (t && !strcmp(e->name, name) && tf_numel(t) > 3) tf_f32(t)[3] = bad, hit = 1;
+        rc = !t || tf_st_writer_add(w, e->name, t);
+    }
+    snprintf(path, sizeof path, "%s/bad/model.safetensors", dir);
+    rc = rc || !hit || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return rc;
+}
+
+TEST(reliability_eval_generate_refuse_non_finite_weights) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_XXXXXX", args[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECKF(tiny_model(dir, out, sizeof out) == 0, "%s", out);
+    static const struct {
+        const char *tensor;
+        float bad;
+        const char *what;
+    } cases[] = {{"transformer.h.0.attn.c_attn.weight", NAN, "NaN"},
+                 {"transformer.wte.weight", INFINITY, "inf"},
+                 {"transformer.ln_f.bias", -INFINITY, "-inf"}};
+    for (int i = 0; i < 3; i++) {
+        CHECKF(poison(dir, cases[i].tensor, cases[i].bad) == 0, "cannot write the poisoned model: %s", tf_error());
+        char expect[256];
+        snprintf(expect, sizeof expect, "tensor '%s' holds %s at element 3 (1 of ", cases[i].tensor, cases[i].what);
+        snprintf(args, sizeof args, "eval --model %s/bad --data %s/corpus.txt", dir, dir);
+        int rc = run(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, expect) && strstr(out, "not finite") && !strstr(out, "loss"), "eval: %d: %s", rc,
+               out);
+        if (i == 0) printf("    %s", out);
+        snprintf(args, sizeof args, "generate --model %s/bad --prompt ab --max-tokens 4 --temperature 0", dir);
+        rc = run(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, expect), "generate: %d: %s", rc, out);
+    }
+    /* the library's check, directly */
+    tf_params *ps = tf_params_new();
+    tf_tensor *w = NULL, *b = NULL;
+    CHECK(ps && !tf_params_add(ps, "w", &w, 1, (int64_t[]){4}, 0.02f) && !tf_params_add(ps, "b", &b, 1, (int64_t[]){2}, 0));
+    const char *name = "x";
+    CHECK(tf_params_check_finite(ps, &name) == 0 && name == NULL); /* nothing allocated yet */
+    CHECK(tf_params_init(ps, 1) == 0 && tf_params_check_finite(ps, &name) == 0 && name == NULL);
+    tf_f32(b)[1] = NAN;
+    CHECK(tf_params_check_finite(ps, &name) == -1 && name && !strcmp(name, "b") &&
+          strstr(tf_error(), "tensor 'b' holds NaN at element 1 (1 of 2 values not finite)"));
+    CHECK(tf_params_check_finite(ps, NULL) == -1);
+    tf_params_free(ps);
+    rm_dir(dir);
+}
+
+/* ---------------------------------------------------------------- item 6: ids without text */
+
+TEST(reliability_generate_refuses_a_smaller_tokenizer) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_XXXXXX", args[1024], path[256];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECKF(tiny_model(dir, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "generate --model %s/model --prompt ab --max-tokens 4 --temperature 0", dir);
+    CHECKF(run(args, out, sizeof out) == 0 && !strncmp(out, "ab", 2), "%s", out);
+    /* the model has 5 ids ('\n', ' ', a, b, c); the tokenizer now lacks 'c' (id 4) */
+    snprintf(path, sizeof path, "%s/model/chars.txt", dir);
+    CHECK(write_text(path, "\n ab") == 0);
+    int rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "has 4 tokens, the model 5: the model's ids 4 to 4 have no text"), "%d: %s", rc, out);
+    printf("    %s", out);
+    rm_dir(dir);
+}
