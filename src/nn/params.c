@@ -133,7 +133,7 @@ int tf_params_load(tf_params *ps, const tf_st_file *f, int strict) {
             memcpy(want.shape, e->shape, sizeof want.shape);
             memcpy(got.shape, se->shape, sizeof got.shape);
             char a[96], b[96];
-            return tf_set_error("weights: tensor '%s' has shape %s, expected %s", e->name,
+            return tf_set_error("weights: tensor '%s' has the wrong shape %s, expected %s", e->name,
                                 tf_shape_str(&got, a, sizeof a), tf_shape_str(&want, b, sizeof b));
         }
         if (entry_alloc(ps, e) || tf_st_read_f32(f, se, *e->slot)) return -1;
