@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "test.h"
 #include "tformer.h"
@@ -335,4 +336,30 @@ TEST(seq2seq_train_cli_then_translate) {
     }
     snprintf(cmd, sizeof cmd, "rm -rf %s /tmp/tformer_s2s_bad_run", dir);
     CHECK(system(cmd) == 0);
+}
+
+/* Hostile input to translate: clear messages and exit statuses, no crash. */
+TEST(seq2seq_translate_cli_hostile_input) {
+    static const struct {
+        const char *args, *want;
+        int status;
+    } CASES[] = {
+        {"translate --model /nonexistent/run", "/nonexistent/run/config.json", 1},
+        {"translate --model /dev/null", "/dev/null/config.json", 1},
+        {"translate --model /tmp --beam 0", "--beam expects 1 to 64", 2},
+        {"translate --model /tmp --beam abc", "--beam", 2},
+        {"translate --model /tmp --length-penalty nan", "--length-penalty expects a number", 2},
+        {"translate --model /tmp --max-len-a -1", "--max-len-a expects a number", 2},
+        {"translate", "missing --model", 2},
+    };
+    char cmd[1200], out[2048];
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s < /dev/null 2>&1", tformer_bin(), CASES[i].args);
+        FILE *p = popen(cmd, "r");
+        size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[k] = 0;
+        int st = p ? pclose(p) : -1;
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == CASES[i].status && strstr(out, CASES[i].want), "%s: status %d, %s",
+               CASES[i].args, st, out);
+    }
 }
