@@ -97,47 +97,24 @@ static void check_vocab(const cli_verb *v, const char *dir, const char *side, co
     cli_die(v, msg);
 }
 
-/* One line: encode + EOS, search, decode without EOS. */
-static int translate_line(const translator *m, tf_tokenizer *src, tf_tokenizer *tgt, const char *line, size_t len,
-                          const tf_generate_opts *base, float a, int b, char **text, size_t *text_len) {
-    tf_ids ids = {0}, out = {0};
-    int32_t bos = tf_seq2seq_bos_id(m->tgt_vocab), eos = tf_seq2seq_eos_id(m->tgt_vocab);
-    int rc = tf_tokenizer_encode(src, line, len, &ids) || tf_ids_push(&ids, tf_seq2seq_eos_id(m->src_vocab));
-    if (!rc && (int64_t)ids.n > m->context)
-        rc = tf_set_error("%zu tokens, more than the model's context of %d", ids.n, m->context);
-    tf_generate_opts o = *base;
-    double want = a * (double)ids.n + b;
-    o.max_tokens = want < m->context - 1 ? (int)want : m->context - 1;
-    o.eos_id = eos;
-    tf_decoder *d = rc ? NULL : m->decoder_new(m->m, ids.v, (int)ids.n, o.max_tokens + 1);
-    rc = rc || !d || tf_generate(d, &bos, 1, &o, NULL, NULL, &out, NULL);
-    if (!rc && out.n && out.v[out.n - 1] == eos) out.n--;
-    size_t k = 0; /* padding or BOS, should a model produce them, are not text */
-    for (size_t i = 0; !rc && i < out.n; i++)
-        if (out.v[i] < tf_tokenizer_vocab_size(tgt)) out.v[k++] = out.v[i];
-    out.n = k;
-    if (!rc) rc = tf_tokenizer_decode(tgt, out.v, out.n, text, text_len);
-    while (!rc && *text_len > 0 && (*text)[*text_len - 1] == ' ') (*text)[--*text_len] = 0; /* the sub-word BPE's last word end */
-    if (d) tf_decoder_free(d);
-    tf_ids_free(&ids), tf_ids_free(&out);
-    return rc ? -1 : 0;
-}
-
 int cmd_translate(const cli_args *a) {
     const cli_verb *v = a->verb;
     const char *dir = a->v[MODEL].text;
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    tf_generate_opts o = tf_generate_opts_default();
+    tf_translate_opts o = tf_translate_opts_default();
     if (a->v[BEAM].i < 1 || a->v[BEAM].i > 64) cli_usage_error(a, "--beam expects 1 to 64, got %lld", a->v[BEAM].i);
-    o.beam = (int)a->v[BEAM].i, o.temperature = 0;
-    o.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
-    float len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
+    o.search.beam = (int)a->v[BEAM].i;
+    o.search.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
+    o.max_len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
+    o.max_len_b = (int)a->v[MAX_LEN_B].i;
     translator m;
     load_model(v, dir, &m);
     tf_tokenizer *src, *tgt;
     load_tokenizers(v, dir, &src, &tgt);
     check_vocab(v, dir, "source", src, m.src_vocab);
     check_vocab(v, dir, "target", tgt, m.tgt_vocab);
+    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, tf_seq2seq_eos_id(m.src_vocab),
+                       tf_seq2seq_bos_id(m.tgt_vocab), tf_seq2seq_eos_id(m.tgt_vocab)};
     size_t n;
     char *input = cli_read_stdin(v, &n);
     int line_no = 0;
@@ -148,7 +125,7 @@ int cmd_translate(const cli_args *a) {
         char *text;
         size_t tl;
         line_no++;
-        if (translate_line(&m, src, tgt, input + i, len, &o, len_a, (int)a->v[MAX_LEN_B].i, &text, &tl)) {
+        if (tf_translate_line(&t, &o, input + i, len, &text, &tl)) {
             char msg[1200];
             snprintf(msg, sizeof msg, "standard input line %d: %s", line_no, tf_error());
             cli_die(v, msg);

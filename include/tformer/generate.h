@@ -69,6 +69,36 @@ typedef int (*tf_token_fn)(void *user, int32_t id);
 TF_API int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
                        tf_token_fn on_token, void *user, tf_ids *out, double *score);
 
+/* ---------------------------------------------------------------- translation */
+
+/* An encoder-decoder of any family (the Transformer, the RNN baseline, a
+ * Marian folder) with its tokenizers and special ids: what turns a source
+ * line into a target line. */
+typedef struct {
+    const void *model;
+    /* A decoder over one source sentence (ids, EOS included), room for capacity target ids. */
+    tf_decoder *(*decoder_new)(const void *model, const int32_t *src, int n_src, int capacity);
+    int context;                    /* the longest source or target the model takes */
+    tf_tokenizer *src_tok, *tgt_tok;
+    int32_t src_eos_id;             /* appended to the source */
+    int32_t bos_id, eos_id;         /* the target's start (fed first) and end */
+} tf_translator;
+
+typedef struct {
+    tf_generate_opts search;        /* beam (1: greedy), length_penalty; max_tokens and eos_id are set here */
+    float max_len_a;                /* at most a * source ids + b target ids (and the context) */
+    int max_len_b;
+} tf_translate_opts;
+
+/* Greedy (beam 1), max_len 1.5 * source + 10 as fairseq's translate. */
+TF_API tf_translate_opts tf_translate_opts_default(void);
+/* Source ids (EOS included) -> target ids (EOS and specials dropped) into out. */
+TF_API int tf_translate_ids(const tf_translator *t, const tf_translate_opts *o, const int32_t *src, int n_src,
+                            tf_ids *out);
+/* A source line -> its translation (malloc'd text, no trailing space). */
+TF_API int tf_translate_line(const tf_translator *t, const tf_translate_opts *o, const char *line, size_t len,
+                             char **text, size_t *text_len);
+
 #ifdef __cplusplus
 }
 #endif
