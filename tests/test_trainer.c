@@ -63,7 +63,7 @@ static void toy_free(tf_task *t) {
 }
 
 static const tf_task_vt TOY = {toy_batch, toy_loss, toy_params, toy_signature, toy_save, NULL, NULL, toy_tokens,
-                               toy_free};
+                               toy_free, NULL};
 
 static tf_task *toy_new(int nan_after) {
     toy_task *k = calloc(1, sizeof *k);
@@ -136,4 +136,74 @@ TEST(trainer_stops_on_divergence_naming_the_step) {
     tf_task_free(t);
     snprintf(cmd, sizeof cmd, "rm -rf %s", a);
     CHECK(system(cmd) == 0);
+}
+
+/* The weights (w then b: 10 floats) after each step, captured by the report. */
+typedef struct {
+    tf_task *t;
+    float w[31][10];
+    double val_loss[31], acc[31];
+} toy_trace;
+
+static void trace(void *user, const tf_train_report *r) {
+    toy_trace *k = user;
+    tf_params *ps = k->t->vt->params(k->t);
+    memcpy(k->w[r->step], tf_f32(tf_params_get(ps, "w")), 8 * sizeof(float));
+    memcpy(k->w[r->step] + 8, tf_f32(tf_params_get(ps, "b")), 2 * sizeof(float));
+    k->val_loss[r->step] = r->val_loss, k->acc[r->step] = r->val_metric[0];
+}
+
+/* A folder's model.safetensors ("w", "b") as 10 floats. */
+static int read_toy(const char *dir, const char *sub, float *out) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s/model.safetensors", dir, sub);
+    tf_st_file *f = tf_st_open(p);
+    if (!f) return -1;
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){2, 4}, 0);
+    tf_tensor *b = tf_tensor_new(ctx, TF_DTYPE_F32, 1, (int64_t[]){2}, 0);
+    int rc = tf_st_read_f32(f, tf_st_find(f, "w"), w) || tf_st_read_f32(f, tf_st_find(f, "b"), b);
+    memcpy(out, tf_f32(w), 8 * sizeof(float)), memcpy(out + 8, tf_f32(b), 2 * sizeof(float));
+    tf_ctx_free(ctx), tf_st_close(f);
+    return rc;
+}
+
+/* best/ is the model of the best evaluation (lowest loss, or highest
+ * accuracy when the task selects it); checkpoints/ keeps the last N
+ * checkpoints' weights; averaged/ is their mean. */
+TEST(trainer_keeps_best_last_checkpoints_and_their_average) {
+    char a[64], cmd[320];
+    snprintf(a, sizeof a, "/tmp/tformer_toy_avg_%d", (int)getpid());
+    for (int select = 0; select <= 1; select++) {
+        tf_train_config c = toy_config();
+        c.checkpoint_every = 5, c.eval_every = 5, c.keep_checkpoints = 2, c.average_last = 3;
+        c.lr = 0.5f; /* large steps: the evaluations differ */
+        static toy_trace k;
+        memset(&k, 0, sizeof k);
+        k.t = toy_new(0);
+        k.t->select_metric = select;
+        CHECK(tf_train(&c, k.t, a, 0, NULL, trace, &k) == 0);
+        int best = 5;
+        for (int s = 10; s <= 30; s += 5)
+            if (select ? k.acc[s] > k.acc[best] : k.val_loss[s] < k.val_loss[best]) best = s;
+        float got[10], want[10];
+        CHECK(read_toy(a, "best", got) == 0);
+        for (int i = 0; i < 10; i++) CHECKF(got[i] == k.w[best][i], "best/ is step %d's: %g vs %g", best, got[i], k.w[best][i]);
+        CHECK(read_toy(a, "averaged", got) == 0);
+        for (int i = 0; i < 10; i++) {
+            want[i] = (k.w[20][i] + k.w[25][i] + k.w[30][i]) * (1.0f / 3);
+            CHECKF(fabsf(got[i] - want[i]) <= 1e-6f * (1 + fabsf(want[i])), "averaged[%d] %g, mean of steps 20-30 %g", i,
+                   got[i], want[i]);
+            CHECKF(fabsf(got[i] - k.w[30][i]) > 1e-4f || i == 9, "averaged[%d] equals the last weights", i);
+        }
+        snprintf(cmd, sizeof cmd, "test \"$(ls %s/checkpoints | tr '\\n' ' ')\" = \"step-00000020.safetensors "
+                 "step-00000025.safetensors step-00000030.safetensors \"", a);
+        CHECKF(system(cmd) == 0, "checkpoints/ holds the last 3 (average_last > keep_checkpoints)");
+        /* the task's weights after the run are the last, not the average */
+        float *w = tf_f32(tf_params_get(k.t->vt->params(k.t), "w"));
+        for (int i = 0; i < 8; i++) CHECK(w[i] == k.w[30][i]);
+        tf_task_free(k.t);
+        snprintf(cmd, sizeof cmd, "rm -r %s", a);
+        CHECK(system(cmd) == 0);
+    }
 }

@@ -62,6 +62,8 @@ typedef struct {
     int64_t eval_every;      /* validation loss every N steps (and at the end) */
     int eval_batches;
     int64_t checkpoint_every;
+    int keep_checkpoints;    /* the weights of the last N checkpoints stay in run_dir/checkpoints/ */
+    int average_last;        /* at the end, their mean (the last N) as the model folder run_dir/averaged/ */
     uint64_t seed;
 } tf_train_config;
 
@@ -119,6 +121,9 @@ typedef struct {
     /* Tokens (or examples) in a batch of `rows`, for the throughput. */
     int64_t (*tokens)(tf_task *t, int rows);
     void (*free)(tf_task *t);
+    /* Metrics of the whole validation set after the loss batches (a
+     * translation's BLEU needs decoding); added into m; may be NULL. */
+    int (*score)(tf_task *t, tf_metrics *m);
 } tf_task_vt;
 
 struct tf_task {
@@ -126,6 +131,8 @@ struct tf_task {
     tf_fields config;                            /* the task's settings: with the trainer's, one JSON object */
     int n_metrics;                               /* validation metrics besides the loss */
     const char *metric_names[TF_METRICS_MAX];    /* "accuracy", ...: losses.csv columns val_<name> */
+    int select_metric;                           /* run_dir/best/ is the model of lowest validation loss
+                                                  * (0) or of highest metric select_metric - 1 */
 };
 
 TF_API void tf_task_free(tf_task *t);
@@ -201,6 +208,8 @@ typedef struct {
     int max_tokens;            /* a batch's padded tokens at most (rows x longest row): batches by token count */
     int max_len;               /* ids per sentence at most (tokens + EOS); longer ones are an error */
     float label_smoothing;     /* the paper: 0.1 */
+    int val_bleu;              /* validation lines translated (greedy) for BLEU at each evaluation; 0: none.
+                                * With BLEU, run_dir/best/ is the model of highest validation BLEU */
 } tf_seq2seq_task_config;
 TF_API tf_seq2seq_task_config tf_seq2seq_task_config_default(void);
 TF_API extern const tf_field_table tf_seq2seq_task_config_table;
@@ -221,6 +230,7 @@ typedef struct {
     tf_rnn_seq2seq_config model; /* src_vocab / tgt_vocab 0: the tokenizer's size + 3 (padding, BOS, EOS) */
     int max_tokens, max_len;
     float label_smoothing;
+    int val_bleu;
 } tf_rnn_seq2seq_task_config;
 TF_API tf_rnn_seq2seq_task_config tf_rnn_seq2seq_task_config_default(void);
 TF_API extern const tf_field_table tf_rnn_seq2seq_task_config_table;

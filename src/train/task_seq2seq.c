@@ -31,6 +31,7 @@ static void *tr_new(const void *cfg, uint64_t seed) { return tf_seq2seq_new(cfg,
 static void tr_free(void *m) { tf_seq2seq_free(m); }
 static tf_params *tr_params(const void *m) { return ((const tf_seq2seq *)m)->params; }
 static int tr_save(const void *m, const char *dir) { return tf_seq2seq_save(m, dir); }
+static tf_decoder *tr_decoder(const void *m, const int32_t *src, int n, int cap) { return tf_seq2seq_decoder_new(m, src, n, cap); }
 
 static tf_tensor *tr_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing) {
     tf_seq2seq_inputs in = {.input_ids = tf_batch_get(b, "src_ids"), .attention_mask = tf_batch_get(b, "src_mask"),
@@ -43,7 +44,7 @@ static tf_tensor *tr_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float l
 static const tf_translation_family TRANSFORMER = {
     &tf_seq2seq_task_config_table, &tf_seq2seq_config_table,
     TF_TRANSLATION_LAYOUT(tf_seq2seq_task_config, tf_seq2seq_config),
-    tr_new, tr_free, tr_params, tr_loss, tr_save};
+    tr_new, tr_free, tr_params, tr_loss, tr_save, tr_decoder};
 
 /* ---------------------------------------------------------------- the task (any family) */
 
@@ -57,6 +58,7 @@ typedef struct {
     tf_loader *loader;
     int accum;
     char *dir;
+    tf_lines vsrc, vtgt; /* the validation files' lines, for BLEU */
 } s2s_task;
 
 static int *cfg_int(const s2s_task *s, size_t off) { return (int *)((char *)s->cfg + off); }
@@ -77,6 +79,34 @@ static tf_tensor *s2s_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metric
 }
 
 static tf_params *s2s_params(tf_task *t) { return ((s2s_task *)t)->fam->params(((s2s_task *)t)->m); }
+
+/* BLEU (sacreBLEU's default) of the first val_bleu validation pairs, each
+ * source line translated greedily as tformer translate does. */
+static int s2s_score(tf_task *t, tf_metrics *m) {
+    s2s_task *s = (s2s_task *)t;
+    int n = *cfg_int(s, s->fam->val_bleu_off), rc = 0;
+    if (n > s->valid.n) n = s->valid.n;
+    if (n == 0) return 0;
+    tf_translator tr = {s->m, s->fam->decoder_new, *model_int(s, s->fam->context_off), s->tok, s->tok,
+                        s->valid.src_eos, s->valid.tgt_bos, s->valid.tgt_eos};
+    tf_translate_opts o = tf_translate_opts_default();
+    tf_bleu_opts bo = {TF_BLEU_TOK_13A, TF_BLEU_SMOOTH_EXP, 0, 0};
+    tf_bleu_stats st = {0};
+    for (int i = 0; i < n && !rc; i++) {
+        int line = s->valid.pairs[i].line - 1;
+        char *hyp;
+        size_t len;
+        const char *ref = s->vtgt.text + s->vtgt.start[line];
+        size_t ref_len = s->vtgt.len[line];
+        rc = tf_translate_line(&tr, &o, s->vsrc.text + s->vsrc.start[line], s->vsrc.len[line], &hyp, &len) ||
+             tf_bleu_add(&st, &bo, hyp, len, &ref, &ref_len, 1);
+        if (!rc) free(hyp);
+    }
+    tf_bleu_score r;
+    tf_bleu_compute(&st, &bo, &r);
+    m->sum[0] += r.score, m->count[0] += 1;
+    return rc ? -1 : 0;
+}
 
 static int s2s_signature(tf_task *t, char *out, size_t n) {
     s2s_task *s = (s2s_task *)t;
@@ -104,12 +134,13 @@ static void s2s_free(tf_task *t) {
     tf_tokenizer_free(s->tok);
     tf_loader_free(s->loader);
     tf_parallel_set_free(&s->train), tf_parallel_set_free(&s->valid);
+    tf_lines_free(&s->vsrc), tf_lines_free(&s->vtgt);
     free(s->cfg), free(s->dir);
     free(s);
 }
 
 static const tf_task_vt S2S_TASK = {s2s_batch, s2s_loss, s2s_params, s2s_signature, s2s_save,
-                                    s2s_save_meta, s2s_check_meta, s2s_tokens, s2s_free};
+                                    s2s_save_meta, s2s_check_meta, s2s_tokens, s2s_free, s2s_score};
 
 /* ---------------------------------------------------------------- construction */
 
@@ -136,6 +167,10 @@ static int load_data(s2s_task *s, const char *src, const char *tgt, const char *
     if (tf_parallel_read(s->tok, s->tok, src, tgt, &o, &s->train) ||
         tf_parallel_read(s->tok, s->tok, vsrc, vtgt, &o, &s->valid))
         return -1;
+    if (*cfg_int(s, fam->val_bleu_off) > 0) {
+        if (tf_lines_read(vsrc, &s->vsrc) || tf_lines_read(vtgt, &s->vtgt)) return -1;
+        s->base.n_metrics = 1, s->base.metric_names[0] = "bleu", s->base.select_metric = 1;
+    }
     s->loader = tf_parallel_loader_new(&s->train, &s->valid, *cfg_int(s, fam->max_tokens_off), 0, seed);
     return s->loader ? 0 : -1;
 }

@@ -24,6 +24,9 @@ static const tf_field TRAIN_ROWS[] = {
     R(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
     R(eval_batches, TF_FIELD_INT, "200", "[1,inf)", "validation micro-batches per evaluation"),
     R(checkpoint_every, TF_FIELD_INT64, "500", "[1,inf)", "a checkpoint every N steps (and at the end)"),
+    R(keep_checkpoints, TF_FIELD_INT, "0", "[0,1000]", "the weights of the last N checkpoints kept in checkpoints/"),
+    R(average_last, TF_FIELD_INT, "0", "[0,1000]",
+      "at the end, the mean of the last N checkpoints' weights as the model folder averaged/ (keeps N)"),
 };
 #undef R
 

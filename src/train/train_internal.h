@@ -14,11 +14,21 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
 int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
 
+/* ---------------------------------------------------------------- what a run keeps (snapshots.c) */
+
+/* The task's model folder as run_dir/sub, with the run's tokenizer files. */
+int tf_run_save_model(tf_task *task, const char *run_dir, const char *sub);
+/* ps into run_dir/checkpoints/step-<step>.safetensors; only the last `keep` files stay. */
+int tf_run_keep_weights(const tf_params *ps, const char *run_dir, int64_t step, int keep);
+/* The mean of the last `last` kept weights as the folder run_dir/averaged;
+ * the task's weights are left as they were. *n_used: files averaged. */
+int tf_run_average(tf_task *task, const char *run_dir, int last, int *n_used);
+
 /* ---------------------------------------------------------------- translation families */
 
 /* A translation task's settings shared by every family (task_seq2seq.c):
  * the rows of a task struct T with members max_tokens, max_len,
- * label_smoothing, and model (the family's configuration, whose table is mt). */
+ * label_smoothing, val_bleu, and model (the family's configuration, whose table is mt). */
 #define TF_TRANSLATION_ROWS(T, mt)                                                                                  \
     TF_FIELD_ROW(T, max_tokens, TF_FIELD_INT, "max_tokens", "4096", "[2,inf)", NULL,                                 \
                  "a batch's padded tokens at most: batches by token count", 0, NULL),                              \
@@ -26,6 +36,9 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
                  "ids per sentence at most (tokens + EOS); longer is an error", 0, NULL),                          \
     TF_FIELD_ROW(T, label_smoothing, TF_FIELD_FLOAT, "label_smoothing", "0.1", "[0,1)", NULL,                       \
                  "label smoothing of the target (the paper: 0.1)", 0, NULL),                                        \
+    TF_FIELD_ROW(T, val_bleu, TF_FIELD_INT, "val_bleu", "1000", "[0,inf)", NULL,                                    \
+                 "validation lines translated (greedy) for BLEU at each evaluation; 0: none. With BLEU the "       \
+                 "best model (best/) is the one of highest BLEU", 0, NULL),                                         \
     TF_FIELD_SUB(T, model, mt)
 
 /* A model family under the translation task: where its task struct T keeps
@@ -33,7 +46,7 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
  * (TF_TRANSLATION_LAYOUT(T, M) fills the first nine members), and the model's calls. */
 typedef struct {
     const tf_field_table *task_table, *model_table;
-    size_t cfg_size, model_off, max_tokens_off, max_len_off, smoothing_off;
+    size_t cfg_size, model_off, max_tokens_off, max_len_off, smoothing_off, val_bleu_off;
     size_t src_vocab_off, tgt_vocab_off, context_off;   /* inside the model's struct */
     void *(*model_new)(const void *model_cfg, uint64_t seed);
     void (*model_free)(void *m);
@@ -41,10 +54,12 @@ typedef struct {
     /* batch "src_ids", "src_mask", "tgt_in", "tgt_out" -> the scalar loss */
     tf_tensor *(*loss)(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing);
     int (*save)(const void *m, const char *dir);
+    /* A decoder over one source sentence (tf_translator's) */
+    tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
 } tf_translation_family;
 #define TF_TRANSLATION_LAYOUT(T, M)                                                                                 \
     sizeof(T), offsetof(T, model), offsetof(T, max_tokens), offsetof(T, max_len), offsetof(T, label_smoothing),    \
-        offsetof(M, src_vocab), offsetof(M, tgt_vocab), offsetof(M, context)
+        offsetof(T, val_bleu), offsetof(M, src_vocab), offsetof(M, tgt_vocab), offsetof(M, context)
 
 /* The task of tf_seq2seq_task_new for any family; cfg a family's task struct. */
 tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *cfg, const char *src, const char *tgt,

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../util/util.h"
+#include "train_internal.h"
 
 typedef struct {
     double *x, *y;
@@ -29,6 +29,7 @@ typedef struct {
     tf_ctx *ctx;
     series train, val, lr, gnorm; /* lr and grad norm share x with train */
     series metric[TF_METRICS_MAX]; /* the task's validation metrics */
+    double best;                   /* the selection's best so far (lower is better: metrics negated) */
 } trainer;
 
 static int series_add(series *s, double x, double y) {
@@ -83,7 +84,7 @@ static int evaluate(trainer *t, double *loss, tf_metrics *m) {
         sum += l;
     }
     *loss = sum / t->cfg->eval_batches;
-    return 0;
+    return t->task->vt->score ? t->task->vt->score(t->task, m) : 0;
 }
 
 static int train_step(trainer *t, int64_t step, tf_train_report *rep) {
@@ -172,7 +173,8 @@ static int read_history(trainer *t, int64_t upto) {
         rc = series_add(&t->train, f[0], f[1]) || series_add(&t->lr, f[0], f[3]) || series_add(&t->gnorm, f[0], f[4]);
         if (!rc && !isnan(f[2])) {
             rc = series_add(&t->val, f[0], f[2]);
-            for (int m = 0; !rc && m < t->task->n_metrics && 5 + m < n; m++) rc = series_add(&t->metric[m], f[0], f[5 + m]);
+            for (int m = 0; !rc && m < t->task->n_metrics; m++) /* a column added since: NaN, rows stay aligned */
+                rc = series_add(&t->metric[m], f[0], 5 + m < n ? f[5 + m] : NAN);
         }
     }
     free(text);
@@ -238,6 +240,23 @@ static int load_checkpoint(trainer *t, int64_t *step) {
     return rc ? -1 : read_history(t, *step);
 }
 
+/* The value the best model is chosen by, lower is better: the loss or minus the metric. */
+static double selection(const trainer *t, double loss, const double *metric) {
+    int m = t->task->select_metric;
+    return m <= 0 || m > t->task->n_metrics ? loss : -metric[m - 1];
+}
+
+/* The best of the history (a resumed run). */
+static double best_so_far(const trainer *t) {
+    double best = INFINITY, metric[TF_METRICS_MAX];
+    for (int i = 0; i < t->val.n; i++) {
+        for (int m = 0; m < t->task->n_metrics; m++) metric[m] = i < t->metric[m].n ? t->metric[m].y[i] : NAN;
+        double v = selection(t, t->val.y[i], metric);
+        if (v < best) best = v;
+    }
+    return best;
+}
+
 /* ---------------------------------------------------------------- the run */
 
 static void teardown(trainer *t) {
@@ -248,7 +267,8 @@ static void teardown(trainer *t) {
     for (int m = 0; m < TF_METRICS_MAX; m++) free(t->metric[m].x), free(t->metric[m].y);
 }
 
-/* Validation loss and metrics into the report and the history. */
+/* Validation loss and metrics into the report and the history; a better
+ * model than any before is saved as run_dir/best. */
 static int record_eval(trainer *t, int64_t step, tf_train_report *rep, tf_metrics *m) {
     if (evaluate(t, &rep->val_loss, m)) return -1;
     int rc = series_add(&t->val, (double)step, rep->val_loss);
@@ -256,7 +276,18 @@ static int record_eval(trainer *t, int64_t step, tf_train_report *rep, tf_metric
         rep->val_metric[i] = m->count[i] > 0 ? m->sum[i] / m->count[i] : NAN;
         rc = series_add(&t->metric[i], (double)step, rep->val_metric[i]);
     }
-    return rc;
+    double v = rc ? NAN : selection(t, rep->val_loss, rep->val_metric);
+    if (rc || !(v < t->best)) return rc;
+    t->best = v;
+    return tf_run_save_model(t->task, t->dir, "best");
+}
+
+/* At a checkpoint: the weights kept for averaging; at the end, their mean. */
+static int keep_and_average(trainer *t, int64_t step) {
+    const tf_train_config *c = t->cfg;
+    int keep = c->keep_checkpoints > c->average_last ? c->keep_checkpoints : c->average_last;
+    if (keep > 0 && tf_run_keep_weights(t->ps, t->dir, step, keep)) return -1;
+    return c->average_last > 0 && step == c->steps ? tf_run_average(t->task, t->dir, c->average_last, NULL) : 0;
 }
 
 static int run_steps(trainer *t, int64_t step, volatile int *stop, tf_train_report_fn report, void *user) {
@@ -279,7 +310,8 @@ static int run_steps(trainer *t, int64_t step, volatile int *stop, tf_train_repo
         rep.eta_s = dt / (double)(step - first) * (double)(c->steps - step);
         rep.metric_names = t->task->metric_names, rep.n_metrics = t->task->n_metrics;
         if (report) report(user, &rep);
-        if (!rc && (step % c->checkpoint_every == 0 || step == c->steps)) rc = save_checkpoint(t, step);
+        if (!rc && (step % c->checkpoint_every == 0 || step == c->steps))
+            rc = save_checkpoint(t, step) || keep_and_average(t, step);
     }
     return rc;
 }
@@ -294,7 +326,9 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     tf_adamw_config oc = {cfg->beta1, cfg->beta2, 1e-8f, cfg->weight_decay};
     int64_t step = 0;
     int rc = !(t.ctx = tf_ctx_new(cfg->seed)) || !(t.opt = tf_adamw_new(t.ps, oc)) ? -1 : 0;
+    t.best = INFINITY;
     if (!rc && resume) rc = load_checkpoint(&t, &step);
+    if (!rc) t.best = best_so_far(&t);
     if (!rc) rc = run_steps(&t, step, stop, report, user);
     teardown(&t);
     return rc;

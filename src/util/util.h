@@ -64,6 +64,16 @@ void tf_atomic_abort(tf_atomic_file *a);
 int tf_write_file(const char *path, const void *data, size_t n);
 int tf_copy_file(const char *from, const char *to);
 
+/* A text file's lines (without '\n' or a final '\r'): line i is
+ * text + start[i], len[i] bytes; a last line without '\n' counts. */
+typedef struct {
+    char *text;
+    size_t *start, *len;
+    int n;
+} tf_lines;
+int tf_lines_read(const char *path, tf_lines *out);
+void tf_lines_free(tf_lines *l);
+
 /* A JSON object from a file; NULL + an error naming the file (and byte). */
 cJSON *tf_json_read(const char *path);
 /* Any JSON value (an array: modules.json). */
