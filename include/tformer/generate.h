@@ -43,6 +43,21 @@ TF_API void tf_decoder_free(tf_decoder *d);
 
 /* ---------------------------------------------------------------- searches */
 
+/* How beam search keeps and ends hypotheses (N = the beam width).
+ * TF_BEAM_TFORMER: the N best candidates each step; one that ends (eos)
+ * leaves the beam, which narrows, until none is live or max_tokens; the best
+ * ended one wins. The others are Hugging Face transformers' (4.x) beam search
+ * (BeamSearchScorer) with its early_stopping: N live beams refilled each step
+ * from the 2N best candidates; an eos among the first N ends a hypothesis,
+ * kept among the N best ended by score / length^length_penalty (length:
+ * the tokens generated, eos included); at max_tokens the live beams join the
+ * ended. Done when N have ended and: TF_BEAM_HF_HEURISTIC (early_stopping
+ * False, transformers' default, Marian's too) the best candidate's sum /
+ * current length^length_penalty is no better than the worst ended;
+ * TF_BEAM_HF_EARLY (True) at once; TF_BEAM_HF_NEVER ("never") the same
+ * bound with max_tokens as the length when length_penalty > 0. */
+typedef enum { TF_BEAM_TFORMER, TF_BEAM_HF_HEURISTIC, TF_BEAM_HF_EARLY, TF_BEAM_HF_NEVER } tf_beam_stop;
+
 typedef struct {
     int max_tokens;
     float temperature;        /* 0: greedy */
@@ -53,6 +68,7 @@ typedef struct {
     int beam;                 /* >= 1: beam search of that width (deterministic; sampling options ignored); 0: sampling */
     float length_penalty;     /* beam scores are sum(log p) / length^length_penalty */
     int32_t eos_id;           /* ends a sequence (-1: none) */
+    tf_beam_stop beam_stop;   /* beam search's rule (default TF_BEAM_TFORMER) */
 } tf_generate_opts;
 
 TF_API tf_generate_opts tf_generate_opts_default(void);

@@ -35,7 +35,8 @@ TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
 
 /* ---------------------------------------------------------------- layers */
 
-typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_NONE } tf_activation;
+/* TF_ACT_SILU: x sigmoid(x) (Marian's "swish"). TF_ACT_NONE stays last: range checks read it. */
+typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_NONE } tf_activation;
 
 typedef struct {
     tf_tensor *weight; /* (out,in), PyTorch's layout */
@@ -87,14 +88,20 @@ TF_API tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *
 TF_API tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x, int act);
 TF_API tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x);
 
-/* Where a model's positions come from: a learned table or the sinusoidal one. */
-typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL } tf_pos_kind;
+/* Where a model's positions come from: a learned table or the sinusoidal one,
+ * interleaved (the paper) or in halves (Marian: every sine, then every cosine). */
+typedef enum { TF_POS_LEARNED, TF_POS_SINUSOIDAL, TF_POS_SINUSOIDAL_HALVES } tf_pos_kind;
 
 /* Positional encodings. */
 /* out (T,d): rows for positions start .. start+T-1 of
  * PE(pos,2i) = sin(pos / 10000^(2i/d)), PE(pos,2i+1) = cos(same). */
 TF_API void tf_posenc_sinusoidal(float *out, int64_t start, int64_t T, int64_t d);
 TF_API tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t start, int64_t T, int64_t d);
+/* Hugging Face Marian's layout, out (T,d) for positions start .. start+T-1 with
+ * h = ceil(d/2): out[pos,i] = sin(pos / 10000^(2i/d)) for i < h, then
+ * out[pos,h+i] = cos(pos / 10000^(2i/d)) for i < d - h (computed in double). */
+TF_API void tf_posenc_sinusoidal_halves(float *out, int64_t start, int64_t T, int64_t d);
+TF_API tf_tensor *tf_posenc_sinusoidal_halves_tensor(tf_ctx *ctx, int64_t start, int64_t T, int64_t d);
 /* Learned absolute: rows [start, start+T) of table (max_len,d), a view sharing its gradient. */
 TF_API tf_tensor *tf_posenc_learned(tf_ctx *ctx, tf_tensor *table, int64_t start, int64_t T);
 /* Learned relative: table (2K+1,H) -> bias (1,H,Tq,Tk) with

@@ -8,9 +8,11 @@
  *   logits = h E_tgt^T  (tied)  or  h W_out^T                (B,T,V)
  *
  * Post-LN as in the paper or pre-LN (with a final LayerNorm on each stack);
- * sinusoidal or learned positions; source and target embeddings shared (a
- * joint vocabulary) or separate. Parameters carry Hugging Face's BART /
- * Marian names ("model.encoder.layers.0.self_attn.q_proj.weight", ...). */
+ * sinusoidal (interleaved or in halves) or learned positions; source and
+ * target embeddings shared (a joint vocabulary) or separate. Parameters
+ * carry Hugging Face's BART / Marian names
+ * ("model.encoder.layers.0.self_attn.q_proj.weight", ...), and
+ * tf_seq2seq_load reads Hugging Face MarianMTModel folders too. */
 #ifndef TFORMER_SEQ2SEQ_H
 #define TFORMER_SEQ2SEQ_H
 
@@ -36,6 +38,8 @@ typedef struct {
     int tied;                  /* output projection = target embedding */
     int scale_embedding;       /* embeddings times sqrt(d_model), as the paper */
     float norm_eps;
+    int final_logits_bias;     /* a (1,tgt_vocab) bias on the logits (Hugging Face Marian's) */
+    int pad_id, bos_id, eos_id; /* special ids (bos: the decoder's start); -1: tformer's V+k convention below */
 } tf_seq2seq_config;
 
 /* tformer's translation folders reserve three ids after each side's tokenizer
@@ -45,6 +49,15 @@ typedef struct {
 static inline int32_t tf_seq2seq_pad_id(int vocab) { return vocab - 3; }
 static inline int32_t tf_seq2seq_bos_id(int vocab) { return vocab - 2; }
 static inline int32_t tf_seq2seq_eos_id(int vocab) { return vocab - 1; }
+
+/* A model's special ids on one side (target 0: the source, src_vocab; 1: the
+ * target, tgt_vocab): the config's pad_id, bos_id, eos_id where set (a
+ * Marian folder: pad_token_id, decoder_start_token_id, eos_token_id, the
+ * same ids on both sides), else tformer's V-3, V-2, V-1 of that side. */
+typedef struct {
+    int32_t pad, bos, eos;
+} tf_seq2seq_special;
+TF_API tf_seq2seq_special tf_seq2seq_special_ids(const tf_seq2seq_config *c, int target);
 
 TF_API tf_seq2seq_config tf_seq2seq_config_default(int src_vocab, int tgt_vocab);
 TF_API extern const tf_field_table tf_seq2seq_config_table;
@@ -59,6 +72,7 @@ typedef struct {
     tf_block *encoder, *decoder;          /* n_encoder_layers, n_decoder_layers blocks */
     tf_layer_norm enc_norm, dec_norm;     /* pre-LN only */
     tf_lm_head head;
+    tf_tensor *logits_bias;               /* (1,V) "final_logits_bias", NULL unless cfg.final_logits_bias */
 } tf_seq2seq;
 
 TF_API tf_seq2seq *tf_seq2seq_new(const tf_seq2seq_config *cfg, uint64_t seed);
@@ -88,7 +102,12 @@ typedef struct {
 TF_API int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in, tf_seq2seq_outputs *out);
 
 /* A folder: config.json (model_type "tformer-seq2seq", the table's keys) and
- * model.safetensors; load refuses missing, misshapen or unknown tensors by name. */
+ * model.safetensors; load refuses missing, misshapen or unknown tensors by name.
+ * load also reads a Hugging Face Marian folder (config.json with model_type
+ * "marian" and model.safetensors; docs/translation.md, "Marian"): its
+ * settings map onto the config (Marian's sinusoidal halves, SiLU, final
+ * logits bias, special ids inside the vocabulary), and those tformer does
+ * not compute are refused by name. */
 TF_API int tf_seq2seq_save(const tf_seq2seq *m, const char *dir);
 TF_API tf_seq2seq *tf_seq2seq_load(const char *dir);
 

@@ -7,8 +7,10 @@
 
 #include "../core/internal.h"
 
+#define TF_BEAM_MAX 256 /* Hugging Face's beam search: the widest beam (its ended list is fixed-size) */
+
 tf_generate_opts tf_generate_opts_default(void) {
-    tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1};
+    tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1, TF_BEAM_TFORMER};
     return o;
 }
 
@@ -287,18 +289,129 @@ static int generate_beam(tf_decoder *d, const tf_ids *prompt, const tf_generate_
     return rc;
 }
 
+/* ---------------------------------------------------------------- Hugging Face's beam search */
+
+/* transformers' BeamHypotheses: the N best ended hypotheses in the order
+ * added, score = sum / length^penalty; worst starts at 1e9 as theirs. */
+typedef struct {
+    int n, cap;
+    double worst;
+    double score[TF_BEAM_MAX + 1];
+    tf_ids toks[TF_BEAM_MAX + 1];
+} hf_hyps;
+
+static int hyps_add(hf_hyps *h, const tf_ids *prefix, int32_t last, double sum, float penalty) {
+    double s = sum / pow((double)(prefix->n + 1), penalty);
+    if (h->n >= h->cap && !(s > h->worst)) return 0;
+    tf_ids *t = &h->toks[h->n];
+    t->n = 0;
+    for (size_t i = 0; i < prefix->n; i++)
+        if (tf_ids_push(t, prefix->v[i])) return -1;
+    if (tf_ids_push(t, last)) return -1;
+    h->score[h->n++] = s;
+    if (h->n <= h->cap) {
+        h->worst = s < h->worst ? s : h->worst;
+        return 0;
+    }
+    int lo = 0, second = -1; /* Python's sorted((score, index)): the lowest goes, the next is the worst */
+    for (int i = 1; i < h->n; i++)
+        if (h->score[i] < h->score[lo]) lo = i;
+    for (int i = 0; i < h->n; i++)
+        if (i != lo && (second < 0 || h->score[i] < h->score[second])) second = i;
+    h->worst = h->score[second];
+    tf_ids gone = h->toks[lo];
+    for (int i = lo; i < h->n - 1; i++) h->score[i] = h->score[i + 1], h->toks[i] = h->toks[i + 1];
+    h->toks[--h->n] = gone; /* its buffer is reused */
+    return 0;
+}
+
+/* BeamHypotheses.is_done: best is the best candidate's sum, len the generated length. */
+static int hyps_done(const hf_hyps *h, const tf_generate_opts *o, double best, int len) {
+    if (h->n < h->cap) return 0;
+    if (o->beam_stop == TF_BEAM_HF_EARLY) return 1;
+    if (o->beam_stop == TF_BEAM_HF_NEVER && o->length_penalty > 0) len = o->max_tokens;
+    return h->worst >= best / pow((double)len, o->length_penalty);
+}
+
+/* One step's candidates (the 2N best, in order): an eos among the first N
+ * ends its hypothesis; the first N others (kept, ns2 of them) live on. */
+static int hf_select(const beam *cur, const cand *sel, int ns, const tf_generate_opts *o, hf_hyps *h, cand *keep,
+                     int *n_keep) {
+    int k = 0;
+    for (int r = 0; r < ns && k < o->beam; r++) {
+        if (sel[r].v != o->eos_id) keep[k++] = sel[r];
+        else if (r < o->beam && hyps_add(h, &cur[sel[r].b].toks, sel[r].v, sel[r].score, o->length_penalty)) return -1;
+    }
+    *n_keep = k;
+    return 0;
+}
+
+static int hf_beam_loop(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, int steps, hf_hyps *h) {
+    int32_t V = d->vocab_size;
+    int N = o->beam, n_cur = 1, rc = 0;
+    beam *cur = calloc((size_t)N, sizeof *cur), *next = calloc((size_t)N, sizeof *next);
+    cand *sel = malloc((size_t)2 * N * sizeof *sel), *keep = malloc((size_t)N * sizeof *keep);
+    int *live = malloc((size_t)N * sizeof *live);
+    tf_decoder **dec = calloc((size_t)N, sizeof *dec);
+    finished unused = {{0}, 0, 0};
+    if (!cur || !next || !sel || !keep || !live || !dec || !(cur[0].logp = malloc((size_t)V * sizeof *cur[0].logp)))
+        rc = tf_set_error("generate: out of memory");
+    if (!rc) rc = tf_decoder_step(d, prompt->v, (int)prompt->n, cur[0].logp);
+    if (!rc && !(cur[0].d = tf_decoder_fork(d))) rc = -1;
+    if (!rc) log_softmax(cur[0].logp, V);
+    for (int step = 0; !rc && step < steps; step++) {
+        int ns = select_best(cur, n_cur, V, 2 * N, sel), nk, n_next = 0;
+        rc = hf_select(cur, sel, ns, o, h, keep, &nk);
+        int done = !rc && ns > 0 && hyps_done(h, o, sel[0].score, step + 1);
+        if (!rc && !done && step == steps - 1) /* at max_tokens the live beams join the ended */
+            for (int i = 0; !rc && i < nk; i++) rc = hyps_add(h, &cur[keep[i].b].toks, keep[i].v, keep[i].score, o->length_penalty);
+        if (!rc && !done && step < steps - 1 && nk > 0) /* no eos among keep: every child lives and steps */
+            rc = grow(cur, n_cur, keep, nk, V, o, 0, live, dec, next, &n_next, &unused);
+        free_beams(cur, n_cur);
+        beam *t = cur;
+        cur = next, next = t, n_cur = n_next;
+        if (done || !n_cur) break;
+    }
+    free_beams(cur, n_cur);
+    tf_ids_free(&unused.best);
+    free(cur), free(next), free(sel), free(keep), free(live), free(dec);
+    return rc;
+}
+
+static int generate_beam_hf(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, tf_token_fn on_token,
+                            void *user, tf_ids *out, double *score) {
+    if (o->beam > TF_BEAM_MAX) return tf_set_error("generate: beam %d exceeds %d", o->beam, TF_BEAM_MAX);
+    int steps = o->max_tokens < d->capacity - (int)prompt->n ? o->max_tokens : d->capacity - (int)prompt->n;
+    hf_hyps h;
+    memset(&h, 0, sizeof h);
+    h.cap = o->beam, h.worst = 1e9;
+    int rc = steps > 0 ? hf_beam_loop(d, prompt, o, steps, &h) : 0, best = -1;
+    for (int i = 0; i < h.n; i++) /* sorted by score, the last popped: the last of equal bests */
+        if (best < 0 || h.score[i] >= h.score[best]) best = i;
+    for (size_t i = 0; !rc && best >= 0 && i < h.toks[best].n; i++) {
+        rc = tf_ids_push(out, h.toks[best].v[i]);
+        if (on_token && on_token(user, h.toks[best].v[i])) break;
+    }
+    if (score) *score = best >= 0 ? h.score[best] : 0.0;
+    for (int i = 0; i <= TF_BEAM_MAX; i++) tf_ids_free(&h.toks[i]);
+    return rc;
+}
+
 int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o, tf_token_fn on_token,
                 void *user, tf_ids *out, double *score) {
     if (n_prompt < 1) return tf_set_error("generate: the prompt is empty (give at least one token)");
     if (n_prompt > d->capacity - d->len)
         return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt,
                             d->capacity - d->len);
-    if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) || !(o->repetition_penalty > 0))
-        return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty > 0");
+    if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) || !(o->repetition_penalty > 0) ||
+        o->beam_stop < TF_BEAM_TFORMER || o->beam_stop > TF_BEAM_HF_NEVER)
+        return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty > 0, "
+                            "beam_stop a tf_beam_stop");
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= d->vocab_size)
             return tf_set_error("generate: prompt token %d outside the vocabulary", prompt[i]);
     tf_ids p = {(int32_t *)prompt, (size_t)n_prompt, (size_t)n_prompt}; /* borrowed, never grown */
+    if (o->beam >= 1 && o->beam_stop != TF_BEAM_TFORMER) return generate_beam_hf(d, &p, o, on_token, user, out, score);
     return o->beam >= 1 ? generate_beam(d, &p, o, on_token, user, out, score)
                         : generate_sampled(d, &p, o, on_token, user, out, score);
 }

@@ -56,6 +56,23 @@ static const char *const OUT_BERT_BODY[] = {"last_hidden_state", "pooler_output"
 static const char *const OUT_BERT_PRE[] = {"prediction_logits", "seq_relationship_logits", "loss", NULL};
 static const char *const OUT_BERT_QA[] = {"start_logits", "end_logits", "loss", NULL};
 
+/* MarianMTModel.forward() (transformers 4.x): the source, the target (or
+ * labels, shifted right into it as transformers does). */
+static const hf_input MARIAN_INPUTS[] = {
+    {"input_ids", HF_IN_IDS, "B,T", 1},
+    {"attention_mask", HF_IN_MASK, "B,T", 0},
+    {"decoder_input_ids", HF_IN_IDS, "B,U", 0},
+    {"decoder_attention_mask", HF_IN_MASK, "B,U", 0},
+    {"labels", HF_IN_LABELS, "B,U", 0},
+    {NULL, 0, NULL, 0},
+};
+static const char *const MARIAN_REFUSED[] = {
+    "head_mask", "decoder_head_mask", "cross_attn_head_mask", "encoder_outputs", "past_key_values",
+    "inputs_embeds", "decoder_inputs_embeds", "use_cache", "output_attentions", "output_hidden_states",
+    "return_dict", NULL,
+};
+static const char *const OUT_SEQ2SEQ_LM[] = {"logits", "loss", "encoder_last_hidden_state", NULL};
+
 static const hf_arch ARCHS[] = {
     {"GPT2LMHeadModel", &hf_gpt2_family, GPT2_LM_INPUTS, GPT2_REFUSED, OUT_LM},
     {"GPT2Model", &hf_gpt2_family, GPT2_INPUTS, GPT2_REFUSED, OUT_BODY},
@@ -65,6 +82,7 @@ static const hf_arch ARCHS[] = {
     {"BertForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
 };
 #define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
 

@@ -77,5 +77,6 @@ int hf_check_range(const hf_job *job, const char *name, int32_t lo, int32_t hi, 
 /* The families. */
 extern const hf_family hf_gpt2_family;
 extern const hf_family hf_bert_family;
+extern const hf_family hf_marian_family;
 
 #endif

@@ -34,6 +34,22 @@ tf_tensor *tf_posenc_sinusoidal_tensor(tf_ctx *ctx, int64_t start, int64_t T, in
     return t;
 }
 
+void tf_posenc_sinusoidal_halves(float *out, int64_t start, int64_t T, int64_t d) {
+    int64_t h = (d + 1) / 2;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < d; c++) {
+            int64_t i = c < h ? c : c - h;
+            double angle = (double)(start + t) / pow(10000.0, (double)(2 * i) / (double)d);
+            out[t * d + c] = (float)(c < h ? sin(angle) : cos(angle));
+        }
+}
+
+tf_tensor *tf_posenc_sinusoidal_halves_tensor(tf_ctx *ctx, int64_t start, int64_t T, int64_t d) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){T, d}, 0);
+    if (t) tf_posenc_sinusoidal_halves(tf_f32(t), start, T, d);
+    return t;
+}
+
 tf_tensor *tf_posenc_learned(tf_ctx *ctx, tf_tensor *table, int64_t start, int64_t T) {
     if (!table) return NULL;
     if (table->ndim != 2) return tf_set_error("posenc_learned: table must be (max_len, d)"), NULL;

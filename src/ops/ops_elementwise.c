@@ -249,13 +249,16 @@ tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x) {
 
 
 /* out = act(pre): GELU (either form) through the kernel set in chunks of
- * TF_CHUNK (results independent of the split and the thread count). */
+ * TF_CHUNK (results independent of the split and the thread count); SiLU
+ * and ReLU element by element. */
 void tf_act_forward(float *out, const float *pre, int64_t n, int act) {
     const tf_kernels *k = tf_kern();
     if (act == TF_ACT_GELU_TANH) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
     } else if (act == TF_ACT_GELU) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_erf(out + i0, pre + i0, len));
+    } else if (act == TF_ACT_SILU) { /* x sigmoid(x), as PyTorch's silu */
+        TF_PARALLEL_FOR(n > 16384, i, n, out[i] = pre[i] / (1.0f + expf(-pre[i])));
     } else {
         TF_PARALLEL_FOR(n > 16384, i, n, out[i] = pre[i] > 0 ? pre[i] : 0.0f);
     }
@@ -267,6 +270,12 @@ void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh_grad(dx + i0, g + i0, pre + i0, len, acc));
     } else if (act == TF_ACT_GELU) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_erf_grad(dx + i0, g + i0, pre + i0, len, acc));
+    } else if (act == TF_ACT_SILU) { /* silu' = s (1 + x (1 - s)), s = sigmoid(x) */
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (n > 16384))
+        for (int64_t i = 0; i < n; i++) {
+            float s = 1.0f / (1.0f + expf(-pre[i])), d = g[i] * s * (1.0f + pre[i] * (1.0f - s));
+            dx[i] = acc ? dx[i] + d : d;
+        }
     } else {
 #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (n > 16384))
         for (int64_t i = 0; i < n; i++) {

@@ -4,7 +4,7 @@
  *
  *   memory = enc_l(... enc_0(E_src[src] s + P_0..S-1))        (B,S,C)  s = sqrt(C) or 1
  *   h      = dec_l(... dec_0(E_tgt[tgt] s + P_t0.., memory))   (B,T,C)  causal self-attention, cross-attention
- *   logits = h E_tgt^T or h W^T                                (B,T,V) */
+ *   logits = h E_tgt^T or h W^T (+ b, Marian's final_logits_bias)  (B,T,V) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +84,8 @@ static int register_all(tf_seq2seq *m) {
     if (!rc)
         rc = tf_lm_head_register(ps, c->tied ? NULL : "lm_head.weight", NULL, &m->head,
                                  !c->tied ? NULL : c->share_embeddings ? &m->src_embed : &m->tgt_embed, C, c->tgt_vocab, 0.02f);
+    if (!rc && c->final_logits_bias) /* Marian's (1,V) buffer, under its name */
+        rc = tf_params_add(ps, "final_logits_bias", &m->logits_bias, 2, (int64_t[]){1, c->tgt_vocab}, TF_INIT_ZEROS);
     return rc;
 }
 
@@ -122,7 +124,9 @@ static tf_tensor *embed(tf_ctx *ctx, const tf_seq2seq *m, tf_tensor *table, tf_t
         return tf_set_error("seq2seq: %lld positions exceed the context of %d", (long long)(start + T), c->context), NULL;
     tf_tensor *x = tf_embedding(ctx, table, ids);
     if (c->scale_embedding) x = tf_scale(ctx, x, sqrtf((float)c->d_model));
-    tf_tensor *p = pos_table ? tf_posenc_learned(ctx, pos_table, start, T) : tf_posenc_sinusoidal_tensor(ctx, start, T, c->d_model);
+    tf_tensor *p = pos_table ? tf_posenc_learned(ctx, pos_table, start, T)
+                   : c->pos == TF_POS_SINUSOIDAL_HALVES ? tf_posenc_sinusoidal_halves_tensor(ctx, start, T, c->d_model)
+                                                        : tf_posenc_sinusoidal_tensor(ctx, start, T, c->d_model);
     return tf_dropout(ctx, tf_add(ctx, x, p), c->dropout);
 }
 
@@ -168,6 +172,12 @@ static tf_tensor *decode(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inpu
     return x;
 }
 
+/* logits (B,T,V) = h E^T or h W^T, plus Marian's final_logits_bias (1,V) when it has one. */
+static tf_tensor *project(tf_ctx *ctx, const tf_seq2seq *m, tf_tensor *h) {
+    tf_tensor *logits = tf_lm_head_forward(ctx, &m->head, h);
+    return m->logits_bias && logits ? tf_add(ctx, logits, m->logits_bias) : logits;
+}
+
 int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in, tf_seq2seq_outputs *out) {
     memset(out, 0, sizeof *out);
     if (check_ids(in->input_ids, "input_ids", m->cfg.src_vocab) ||
@@ -184,7 +194,7 @@ int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in
     if (!(out->encoder_last_hidden_state = memory)) return -1;
     if (!in->decoder_input_ids) return 0; /* the encoder alone */
     if (!(out->last_hidden_state = decode(ctx, m, in, memory, src_mask))) return -1;
-    if (!(out->logits = tf_lm_head_forward(ctx, &m->head, out->last_hidden_state))) return -1;
+    if (!(out->logits = project(ctx, m, out->last_hidden_state))) return -1;
     if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing))) return -1;
     return 0;
 }

@@ -4,8 +4,9 @@
 #include "../../core/internal.h"
 #include "tformer/seq2seq.h"
 
-static const char *const POS[] = {"learned", "sinusoidal", NULL};
-static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", NULL};
+static const char *const POS[] = {"learned", "sinusoidal", "sinusoidal_halves", NULL};
+static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", "silu|swish", NULL};
+_Static_assert(TF_POS_SINUSOIDAL_HALVES == 2 && TF_ACT_SILU == 3, "choices by enum value");
 
 #define SIG TF_FIELD_SIGNATURE
 #define R(m, type, def, range, choices, help, flags, alias) \
@@ -28,6 +29,14 @@ static const tf_field ROWS[] = {
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "output projection = target embedding", SIG, NULL),
     R(scale_embedding, TF_FIELD_BOOL, "true", NULL, NULL, "embeddings times sqrt(d_model) (the paper)", SIG, NULL),
     R(norm_eps, TF_FIELD_FLOAT, "1e-5", "(0,inf)", NULL, "LayerNorm epsilon", SIG, NULL),
+    /* Hugging Face Marian's settings (tf_seq2seq_load of a Marian folder sets them). Not part of the
+     * signature, so that checkpoints written before these rows existed still resume. */
+    R(final_logits_bias, TF_FIELD_BOOL, "false", NULL, NULL, "a (1,tgt_vocab) bias added to the logits (Marian's)", 0,
+      NULL),
+    R(pad_id, TF_FIELD_INT, "-1", "[-1,inf)", NULL, "padding id; -1: tformer's (vocabulary size - 3)", 0, NULL),
+    R(bos_id, TF_FIELD_INT, "-1", "[-1,inf)", NULL, "the decoder's start id; -1: tformer's (target vocabulary size - 2)",
+      0, NULL),
+    R(eos_id, TF_FIELD_INT, "-1", "[-1,inf)", NULL, "end-of-sentence id; -1: tformer's (vocabulary size - 1)", 0, NULL),
 };
 #undef R
 
@@ -51,5 +60,21 @@ int tf_seq2seq_config_check(const tf_seq2seq_config *c) {
         return tf_set_error("seq2seq: share_embeddings needs one vocabulary, got src_vocab %d and tgt_vocab %d",
                             c->src_vocab, c->tgt_vocab);
     if (c->d_model % c->n_head) return tf_set_error("seq2seq: d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
+    const int ids[3] = {c->pad_id, c->bos_id, c->eos_id};
+    static const char *const names[3] = {"pad_id", "bos_id", "eos_id"};
+    int smaller = c->src_vocab < c->tgt_vocab ? c->src_vocab : c->tgt_vocab;
+    for (int i = 0; i < 3; i++) /* one id for both sides (a joint vocabulary's): below both sizes */
+        if (ids[i] >= smaller)
+            return tf_set_error("seq2seq: %s %d is outside the vocabularies (src_vocab %d, tgt_vocab %d)", names[i],
+                                ids[i], c->src_vocab, c->tgt_vocab);
     return 0;
+}
+
+/* tformer's own folders (-1): each side's V-3, V-2, V-1; else the configured id. */
+tf_seq2seq_special tf_seq2seq_special_ids(const tf_seq2seq_config *c, int target) {
+    int V = target ? c->tgt_vocab : c->src_vocab;
+    tf_seq2seq_special s = {c->pad_id >= 0 ? c->pad_id : tf_seq2seq_pad_id(V),
+                            c->bos_id >= 0 ? c->bos_id : tf_seq2seq_bos_id(V),
+                            c->eos_id >= 0 ? c->eos_id : tf_seq2seq_eos_id(V)};
+    return s;
 }

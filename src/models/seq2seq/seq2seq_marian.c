@@ -1,0 +1,213 @@
+/* Hugging Face MarianMTModel folders (config.json with model_type "marian",
+ * model.safetensors) as the one encoder-decoder: Marian is post-LN with
+ * sinusoidal positions in halves (computed, not stored), embeddings times
+ * sqrt(d_model) when scale_embedding, a final_logits_bias (1,V), SiLU
+ * ("swish") by default, and its special ids inside the vocabulary
+ * (decoder_start_token_id = pad_token_id). Settings tformer does not compute
+ * are refused by name. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../core/internal.h"
+#include "../../util/util.h"
+#include "seq2seq_internal.h"
+
+/* config.json's keys, MarianConfig's defaults (transformers 4.x); the sizes
+ * are required (save_pretrained always writes them). */
+typedef struct {
+    int vocab, decoder_vocab, context, d_model, enc_layers, dec_layers, enc_heads, dec_heads, enc_ffn, dec_ffn;
+    tf_activation activation;
+    float dropout;
+    int scale_embedding, share, tied, pad, eos, start;
+} marian_config;
+
+/* ACT2FN's names by tf_activation value ("gelu" is the erf form). */
+static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "swish|silu", NULL};
+#define HF(m, type, name, def, flags) TF_FIELD_ROW(marian_config, m, type, name, def, NULL, NULL, NULL, flags, NULL)
+#define REQ TF_FIELD_REQUIRED
+static const tf_field HF_ROWS[] = {
+    HF(vocab, TF_FIELD_INT, "vocab_size", "58101", REQ),
+    HF(decoder_vocab, TF_FIELD_INT, "decoder_vocab_size", "0", TF_FIELD_NULL_ZERO), /* 0: vocab_size */
+    HF(context, TF_FIELD_INT, "max_position_embeddings", "1024", REQ),
+    HF(d_model, TF_FIELD_INT, "d_model", "1024", REQ),
+    HF(enc_layers, TF_FIELD_INT, "encoder_layers", "12", REQ),
+    HF(dec_layers, TF_FIELD_INT, "decoder_layers", "12", REQ),
+    HF(enc_heads, TF_FIELD_INT, "encoder_attention_heads", "16", REQ),
+    HF(dec_heads, TF_FIELD_INT, "decoder_attention_heads", "16", REQ),
+    HF(enc_ffn, TF_FIELD_INT, "encoder_ffn_dim", "4096", REQ),
+    HF(dec_ffn, TF_FIELD_INT, "decoder_ffn_dim", "4096", REQ),
+    TF_FIELD_ROW(marian_config, activation, TF_FIELD_ENUM, "activation_function", "gelu", NULL, HF_ACTIVATIONS, NULL, 0,
+                 NULL),
+    HF(dropout, TF_FIELD_FLOAT, "dropout", "0.1", 0),
+    HF(scale_embedding, TF_FIELD_BOOL, "scale_embedding", "false", 0),
+    HF(share, TF_FIELD_BOOL, "share_encoder_decoder_embeddings", "true", 0),
+    HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", 0),
+    HF(pad, TF_FIELD_INT, "pad_token_id", "58100", 0),
+    HF(eos, TF_FIELD_INT, "eos_token_id", "0", 0),
+    HF(start, TF_FIELD_INT, "decoder_start_token_id", "58100", 0),
+};
+#undef HF
+#undef REQ
+static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
+
+/* Older Marian / BART-family keys that change the arithmetic: accepted only
+ * at the value tformer computes. */
+static const struct {
+    const char *key;
+    int supported;
+} FLAGS[] = {
+    {"normalize_before", 0}, {"normalize_embedding", 0}, {"layernorm_embedding", 0}, {"add_final_layer_norm", 0},
+    {"add_bias_logits", 0},  {"tie_encoder_decoder", 0}, {"static_position_embeddings", 1},
+};
+
+static int refuse_unsupported(const cJSON *root, const marian_config *h, const char *path) {
+    for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, FLAGS[i].key);
+        if (j && !cJSON_IsNull(j) && (!cJSON_IsBool(j) || cJSON_IsTrue(j) != FLAGS[i].supported))
+            return tf_set_error("%s: \"%s\" must be %s: tformer's Marian does not implement the other setting", path,
+                                FLAGS[i].key, FLAGS[i].supported ? "true" : "false");
+    }
+    if (h->enc_heads != h->dec_heads)
+        return tf_set_error("%s: encoder_attention_heads %d and decoder_attention_heads %d differ: tformer's "
+                            "encoder-decoder has one n_head", path, h->enc_heads, h->dec_heads);
+    if (h->enc_ffn != h->dec_ffn)
+        return tf_set_error("%s: encoder_ffn_dim %d and decoder_ffn_dim %d differ: tformer's encoder-decoder has one "
+                            "d_ff", path, h->enc_ffn, h->dec_ffn);
+    int dv = h->decoder_vocab ? h->decoder_vocab : h->vocab;
+    if (!h->share && dv != h->vocab) /* transformers 4.x builds the decoder's table with vocab_size rows */
+        return tf_set_error("%s: decoder_vocab_size %d differs from vocab_size %d: not supported (tformer's target "
+                            "embedding and output layer have one size)", path, dv, h->vocab);
+    return 0;
+}
+
+/* MarianConfig -> the seq2seq config. */
+static int map_config(const cJSON *root, const char *path, tf_seq2seq_config *c) {
+    marian_config h;
+    tf_fields f = {&HF_TABLE, &h};
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || refuse_unsupported(root, &h, path))
+        return -1;
+    *c = tf_seq2seq_config_default(h.vocab, h.vocab);
+    c->context = h.context, c->n_encoder_layers = h.enc_layers, c->n_decoder_layers = h.dec_layers;
+    c->n_head = h.enc_heads, c->d_model = h.d_model, c->d_ff = h.enc_ffn, c->dropout = h.dropout;
+    c->pos = TF_POS_SINUSOIDAL_HALVES, c->norm_first = 0, c->activation = h.activation;
+    c->share_embeddings = h.share, c->tied = h.tied, c->scale_embedding = h.scale_embedding, c->norm_eps = 1e-5f;
+    c->final_logits_bias = 1, c->pad_id = h.pad, c->bos_id = h.start, c->eos_id = h.eos;
+    if (!tf_seq2seq_config_check(c)) return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    return tf_set_error("%s: %s", path, msg);
+}
+
+/* ---------------------------------------------------------------- weights */
+
+/* The file's tensor for one of ours: tied and shared tables may be stored
+ * under any of the names transformers gives them (save_pretrained keeps one). */
+static const tf_st_entry *find_param(const tf_st_file *f, const tf_seq2seq_config *c, const char *name) {
+    static const char *const SHARED[] = {"model.shared.weight", "model.encoder.embed_tokens.weight",
+                                         "model.decoder.embed_tokens.weight", "lm_head.weight"};
+    const tf_st_entry *e = tf_st_find(f, name);
+    int n = !strcmp(name, SHARED[0]) ? (c->tied ? 4 : 3) : 0;
+    for (int i = 1; !e && i < n; i++) e = tf_st_find(f, SHARED[i]);
+    if (!e && c->tied && !strcmp(name, SHARED[2])) e = tf_st_find(f, SHARED[3]);
+    return e;
+}
+
+/* Tensors transformers may store besides ours: copies of tied or shared tables
+ * and the position tables (checked against the computed one). */
+static int known_extra(const tf_seq2seq_config *c, const char *name) {
+    if (strstr(name, ".embed_positions.weight")) return 1;
+    if (c->share_embeddings && (!strcmp(name, "model.encoder.embed_tokens.weight") ||
+                                !strcmp(name, "model.decoder.embed_tokens.weight")))
+        return 1;
+    return c->tied && !strcmp(name, "lm_head.weight");
+}
+
+/* A stored position table must be Marian's sinusoidal one: tformer computes it. */
+static int check_positions(const tf_st_file *f, const tf_seq2seq_config *c, const char *name, const char *path) {
+    const tf_st_entry *e = tf_st_find(f, name);
+    if (!e) return 0;
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *t = a ? tf_st_to_tensor(f, e, a) : NULL;  // (P,C) stored
+    int rc = t ? 0 : -1;
+    if (t && (t->ndim != 2 || t->shape[1] != c->d_model))
+        rc = tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
+    tf_tensor *want = rc ? NULL : tf_tensor_alloc(a, TF_DTYPE_F32, 2, t->shape, 0);  // (P,C) computed
+    if (!rc && !want) rc = -1;
+    if (!rc) tf_posenc_sinusoidal_halves(tf_f32(want), 0, t->shape[0], c->d_model);
+    for (int64_t i = 0; !rc && i < tf_numel(t); i++)
+        if (fabsf(tf_f32(want)[i] - tf_f32(t)[i]) > 1e-6f)
+            rc = tf_set_error("%s: '%s' is not Marian's sinusoidal table (position %lld differs): tformer computes "
+                              "the positions", path, name, (long long)(i / c->d_model));
+    tf_arena_free(a);
+    return rc;
+}
+
+static int load_weights(tf_seq2seq *m, const char *path) {
+    tf_st_file *f = tf_st_open(path);
+    if (!f) return -1;
+    const tf_seq2seq_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    int rc = tf_params_alloc(ps); /* zeros: a missing final_logits_bias stays 0, as transformers' buffer */
+    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
+        const char *name = tf_params_name(ps, i);
+        const tf_st_entry *e = find_param(f, c, name);
+        tf_tensor *t = tf_params_tensor(ps, i);
+        int same = e && e->ndim == t->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
+        if (!e && !strcmp(name, "final_logits_bias")) continue;
+        if (!e) rc = tf_set_error("%s: missing tensor '%s'", path, name);
+        else if (!same) rc = tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, e->name);
+        else rc = tf_st_read_f32(f, e, t);
+    }
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const char *name = tf_st_entry_at(f, i)->name;
+        if (!tf_params_get(ps, name) && !known_extra(c, name))
+            rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
+    }
+    if (!rc) rc = check_positions(f, c, "model.encoder.embed_positions.weight", path);
+    if (!rc) rc = check_positions(f, c, "model.decoder.embed_positions.weight", path);
+    tf_st_close(f);
+    return rc;
+}
+
+int tf_seq2seq_is_marian(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (access(path, R_OK)) return 0;
+    cJSON *root = tf_json_read(path);
+    const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+    int yes = cJSON_IsString(mt) && !strcmp(mt->valuestring, "marian");
+    cJSON_Delete(root);
+    return yes;
+}
+
+tf_seq2seq *tf_seq2seq_load_marian(const char *dir) {
+    char path[4096];
+    tf_seq2seq_config c;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cJSON *root = tf_json_read(path);
+    int rc = !root || map_config(root, path, &c);
+    cJSON_Delete(root);
+    if (rc) { /* say how the file was read: a tformer folder edited by hand may carry the name */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tf_error());
+        return tf_set_error("%s (read as Hugging Face Marian's: model_type \"marian\")", msg), NULL;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (access(path, F_OK)) {
+        char bin[4096];
+        snprintf(bin, sizeof bin, "%s/pytorch_model.bin", dir);
+        if (!access(bin, F_OK))
+            return tf_set_error("%s: only pytorch_model.bin, which tformer does not read: re-save the model with "
+                                "safetensors (model.save_pretrained(dir, safe_serialization=True))", dir), NULL;
+        return tf_set_error("%s: no model.safetensors", dir), NULL;
+    }
+    tf_seq2seq *m = tf_seq2seq_new(&c, 0);
+    if (m && load_weights(m, path)) {
+        tf_seq2seq_free(m);
+        return NULL;
+    }
+    return m;
+}

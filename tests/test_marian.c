@@ -1,0 +1,314 @@
+/* Hugging Face MarianMTModel against transformers: every case folder of
+ * tests/fixtures_marian (tests/ref/gen_marian_fixtures.py) through
+ * `tformer hf-run` (logits, loss, encoder_last_hidden_state to 1e-5 absolute),
+ * and its generate.json's sources through tf_seq2seq_decoder_new +
+ * tf_generate (greedy and Hugging Face's beam search), the ids equal to
+ * generate()'s; then Marian settings tformer does not compute, each a clear
+ * error. `run_tests --fixtures DIR marian_` runs fresh cases from DIR
+ * (make marian-conformance). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define TOL 1e-5
+#define MARIAN_DIR "tests/fixtures_marian"
+#define SHARED_CASE MARIAN_DIR "/shared_tied_swish_scaled"
+
+static const char *fixture_dir(void) {
+    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases */
+    return strcmp(d, "tests/fixtures") ? d : MARIAN_DIR;
+}
+
+/* Max |got - expected| over every field of expected (NaN equal to NaN); the
+ * output must hold exactly those fields. -1 when they do not match in names or shapes. */
+static double max_diff(const char *expected_path, const char *out_path) {
+    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
+    tf_arena *a = tf_arena_new(0);
+    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
+    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
+        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
+        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
+        if (!te || !tg || tf_numel(te) != tf_numel(tg) || te->ndim != tg->ndim) {
+            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
+            worst = -1;
+            break;
+        }
+        for (int64_t j = 0; j < tf_numel(te); j++) {
+            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
+            double d = x != x && y != y ? 0 : fabs((double)x - y);
+            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
+        }
+    }
+    tf_arena_free(a);
+    tf_st_close(exp), tf_st_close(got);
+    return worst;
+}
+
+/* hf-run of the model folder dir on ref's input, compared with ref's expected outputs. */
+static int run_case(const char *dir, const char *ref, const char *out, double *worst) {
+    char in[1300], exp[1300];
+    snprintf(in, sizeof in, "%s/input.safetensors", ref);
+    snprintf(exp, sizeof exp, "%s/expected.safetensors", ref);
+    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), 1;
+    double d = max_diff(exp, out);
+    unlink(out);
+    if (!(d > *worst)) d = d < 0 ? d : *worst;
+    if (d < 0 || d != d || d > TOL) return fprintf(stderr, "    %s: max |diff| %.3g\n", dir, d), 1;
+    *worst = d;
+    return 0;
+}
+
+TEST(marian_hf_run_matches_transformers) {
+    const char *dir = fixture_dir();
+    char *names[256], path[1200], out[] = "/tmp/tformer_marian_out_XXXXXX";
+    int n = test_dir_entries(dir, names, 256), failed = 0;
+    CHECKF(n > 0, "no cases in %s", dir);
+    CHECK(test_temp_file(out) == 0);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        failed += run_case(path, path, out, &worst);
+        free(names[i]);
+    }
+    unlink(out);
+    printf("    %d MarianMTModel cases, %d failed, worst max |diff| %.2e\n", n, failed, worst);
+    CHECKF(failed == 0, "%d of %d cases failed", failed, n);
+}
+
+/* ---------------------------------------------------------------- generate */
+
+static tf_beam_stop beam_stop(const cJSON *early) {
+    if (cJSON_IsString(early)) return TF_BEAM_HF_NEVER; /* "never" */
+    return cJSON_IsTrue(early) ? TF_BEAM_HF_EARLY : TF_BEAM_HF_HEURISTIC;
+}
+
+/* One source through tformer's decoder: [start] + generated ids equal to expected? (quiet: no report) */
+static int same_ids(const tf_seq2seq *m, const cJSON *src, const cJSON *expected, const tf_generate_opts *o,
+                    int max_length, int quiet) {
+    int n = cJSON_GetArraySize(src), ok = 0;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; ids && i < n; i++) ids[i] = cJSON_GetArrayItem(src, i)->valueint;
+    tf_seq2seq_special sp = tf_seq2seq_special_ids(&m->cfg, 1);
+    tf_decoder *d = ids ? tf_seq2seq_decoder_new(m, ids, n, max_length) : NULL;
+    tf_ids out = {0};
+    if (d && !tf_generate(d, &sp.bos, 1, o, NULL, NULL, &out, NULL)) {
+        ok = cJSON_GetArraySize(expected) == (int)out.n + 1 && cJSON_GetArrayItem(expected, 0)->valueint == sp.bos;
+        for (size_t i = 0; ok && i < out.n; i++) ok = cJSON_GetArrayItem(expected, (int)i + 1)->valueint == out.v[i];
+    }
+    if (!ok && !quiet) {
+        fprintf(stderr, "    beam %d: got [%d", o->beam, sp.bos);
+        for (size_t i = 0; i < out.n; i++) fprintf(stderr, ", %d", out.v[i]);
+        fprintf(stderr, "]%s%s\n", d ? "" : ": ", d ? "" : tf_error());
+    }
+    tf_ids_free(&out);
+    tf_decoder_free(d);
+    free(ids);
+    return ok;
+}
+
+/* Every run of dir/generate.json (beam runs only under `own`: tformer's own
+ * beam rule, which should differ somewhere); *n counts the sequences compared. */
+static int generate_case(const char *dir, int own, int *n) {
+    char path[1300];
+    snprintf(path, sizeof path, "%s/generate.json", dir);
+    size_t len;
+    char *text = test_slurp(path, &len);
+    if (!text) return 0; /* a case without generate runs */
+    cJSON *root = cJSON_Parse(text);
+    tf_seq2seq *m = root ? tf_seq2seq_load(dir) : NULL;
+    const cJSON *srcs = cJSON_GetObjectItem(root, "sources"), *run;
+    int bad = m ? 0 : fprintf(stderr, "    %s: %s\n", dir, root ? tf_error() : "bad JSON") > 0;
+    const cJSON *runs = bad ? NULL : cJSON_GetObjectItem(root, "runs");
+    cJSON_ArrayForEach(run, runs) {
+        int beams = cJSON_GetObjectItem(run, "num_beams")->valueint;
+        int max_length = cJSON_GetObjectItem(run, "max_length")->valueint;
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = max_length - 1, o.eos_id = tf_seq2seq_special_ids(&m->cfg, 1).eos;
+        o.temperature = 0, o.beam = beams > 1 ? beams : 0;
+        o.length_penalty = (float)cJSON_GetObjectItem(run, "length_penalty")->valuedouble;
+        o.beam_stop = own ? TF_BEAM_TFORMER : beam_stop(cJSON_GetObjectItem(run, "early_stopping"));
+        const cJSON *outs = cJSON_GetObjectItem(run, "outputs");
+        for (int i = 0; i < cJSON_GetArraySize(srcs) && (!own || o.beam); i++, (*n)++)
+            if (!same_ids(m, cJSON_GetArrayItem(srcs, i), cJSON_GetArrayItem(outs, i), &o, max_length, own))
+                bad += own || fprintf(stderr, "    %s: source %d, num_beams %d differs from transformers\n", dir, i,
+                                      beams) > 0;
+    }
+    tf_seq2seq_free(m);
+    cJSON_Delete(root);
+    free(text);
+    return bad;
+}
+
+TEST(marian_generate_matches_transformers) {
+    const char *dir = fixture_dir();
+    char *names[256], path[1200];
+    int n = test_dir_entries(dir, names, 256), bad = 0, seqs = 0, own_bad = 0, own_seqs = 0;
+    CHECKF(n > 0, "no cases in %s", dir);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        bad += generate_case(path, 0, &seqs);
+        own_bad += generate_case(path, 1, &own_seqs);
+        free(names[i]);
+    }
+    printf("    %d sequences (greedy and beam), %d differ from transformers' generate(); tformer's own beam rule: "
+           "%d of %d beam sequences differ\n", seqs, bad, own_bad, own_seqs);
+    CHECKF(seqs > 0, "no generate.json in %s", dir);
+    CHECKF(bad == 0, "%d of %d sequences differ", bad, seqs);
+    /* the committed cases tell the two rules apart (fresh random ones may not) */
+    CHECKF(own_bad > 0 || strcmp(dir, MARIAN_DIR), "the fixtures do not tell Hugging Face's beam search from tformer's");
+}
+
+/* ---------------------------------------------------------------- scratch folders */
+
+static int write_text(const char *path, const char *text, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(text, 1, n, f);
+    return fclose(f) || w != n ? -1 : 0;
+}
+
+/* SHARED_CASE's config.json with `from` replaced by `to` (NULL: as is), and
+ * its weights as `weights` ("model.safetensors", or another name). */
+static int patched_copy(const char *dir, const char *from, const char *to, const char *weights) {
+    char p[1200], *out = NULL;
+    size_t n, m;
+    snprintf(p, sizeof p, "%s/config.json", SHARED_CASE);
+    char *text = test_slurp(p, &n), *at = text && from ? strstr(text, from) : NULL;
+    int rc = !text || (from && !at) ? -1 : 0;
+    if (!rc && from && (out = malloc(n + strlen(to) + 1))) {
+        memcpy(out, text, (size_t)(at - text));
+        strcpy(out + (at - text), to);
+        strcat(out, at + strlen(from));
+    }
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    if (!rc) rc = write_text(p, from ? out : text, from ? strlen(out) : n);
+    free(out), free(text);
+    snprintf(p, sizeof p, "%s/model.safetensors", SHARED_CASE);
+    char *w = rc ? NULL : test_slurp(p, &m);
+    snprintf(p, sizeof p, "%s/%s", dir, weights);
+    rc = w ? write_text(p, w, m) : -1;
+    free(w);
+    return rc;
+}
+
+static void remove_files(const char *dir) {
+    static const char *const names[] = {"config.json", "model.safetensors", "pytorch_model.bin", "out.safetensors"};
+    char p[1200];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+}
+
+typedef struct {
+    const char *from, *to, *weights;
+    const char *expect[2];
+} bad_folder;
+
+static const bad_folder BAD[] = {
+    {"\"decoder_attention_heads\": 2", "\"decoder_attention_heads\": 4", "model.safetensors",
+     {"decoder_attention_heads 4", "one n_head"}},
+    {"\"decoder_ffn_dim\": 24", "\"decoder_ffn_dim\": 20", "model.safetensors", {"decoder_ffn_dim 20", "one d_ff"}},
+    {"\"activation_function\": \"swish\"", "\"activation_function\": \"tanh\"", "model.safetensors",
+     {"activation_function", "tanh"}},
+    {"\"d_model\": 16", "\"normalize_before\": true, \"d_model\": 16", "model.safetensors", {"\"normalize_before\"", "false"}},
+    {"\"d_model\": 16", "\"layernorm_embedding\": true, \"d_model\": 16", "model.safetensors", {"\"layernorm_embedding\"", NULL}},
+    {"\"share_encoder_decoder_embeddings\": true", "\"share_encoder_decoder_embeddings\": false, \"decoder_vocab_size\": 30",
+     "model.safetensors", {"decoder_vocab_size 30", "vocab_size 60"}},
+    {"\"d_model\": 16", "\"d_model\": 18", "model.safetensors", {"model.safetensors", "wrong shape"}},
+    {NULL, NULL, "pytorch_model.bin", {"pytorch_model.bin", "safetensors"}},
+};
+
+TEST(marian_bad_folder_is_a_clear_error) {
+    char tmp[] = "/tmp/tformer_marian_bad_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    int bad = 0;
+    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
+        const bad_folder *k = &BAD[c];
+        remove_files(tmp);
+        if (patched_copy(tmp, k->from, k->to, k->weights)) {
+            bad += fprintf(stderr, "    case %zu: cannot set up\n", c) > 0;
+            continue;
+        }
+        tf_seq2seq *m = tf_seq2seq_load(tmp);
+        const char *msg = tf_error();
+        int ok = m == NULL;
+        for (int i = 0; ok && i < 2 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
+        if (!ok) bad += fprintf(stderr, "    case %zu: %s, error \"%s\"\n", c, m ? "loaded" : "refused", msg) > 0;
+        tf_seq2seq_free(m);
+    }
+    remove_files(tmp);
+    rmdir(tmp);
+    CHECKF(bad == 0, "%d of %zu bad folders were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
+}
+
+/* The comparison notices a changed weight: final_logits_bias moved by 1e-3 at one id. */
+TEST(marian_perturbed_bias_fails_the_comparison) {
+    char tmp[] = "/tmp/tformer_marian_p_XXXXXX", p[1200], out[1200];
+    CHECK(mkdtemp(tmp) != NULL);
+    CHECK(patched_copy(tmp, NULL, NULL, "model.safetensors") == 0);
+    snprintf(p, sizeof p, "%s/model.safetensors", tmp);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    tf_st_file *f = tf_st_open(p);
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    int rc = f && w && a ? 0 : -1;
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, a);
+        if (t && !strcmp(e->name, "final_logits_bias")) tf_f32(t)[7] += 1e-3f;
+        rc = t ? tf_st_writer_add(w, e->name, t) : -1;
+    }
+    tf_st_close(f);
+    if (!rc) rc = tf_st_writer_save(w, p);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    double same = 0, moved = 0;
+    int bad_same = run_case(SHARED_CASE, SHARED_CASE, out, &same);
+    fprintf(stderr, "    (the next line is the expected failure of a perturbed copy)\n");
+    int bad_moved = rc ? 0 : run_case(tmp, SHARED_CASE, out, &moved);
+    unlink(out);
+    remove_files(tmp);
+    rmdir(tmp);
+    CHECK(rc == 0 && bad_same == 0);
+    CHECKF(bad_moved == 1, "a final_logits_bias moved by 1e-3 still passed");
+}
+
+/* The special ids: tformer's V+k convention by default, Marian's from config.json;
+ * a Marian model saved as a tformer folder reloads with the same settings and logits. */
+TEST(marian_special_ids_and_tformer_folder_round_trip) {
+    tf_seq2seq_config c = tf_seq2seq_config_default(20, 30);
+    tf_seq2seq_special s = tf_seq2seq_special_ids(&c, 0), t = tf_seq2seq_special_ids(&c, 1);
+    CHECK(s.pad == 17 && s.bos == 18 && s.eos == 19 && t.pad == 27 && t.bos == 28 && t.eos == 29);
+    tf_seq2seq *m = tf_seq2seq_load(SHARED_CASE);
+    CHECK(m != NULL);
+    t = tf_seq2seq_special_ids(&m->cfg, 1), s = tf_seq2seq_special_ids(&m->cfg, 0);
+    int ok = t.pad == 59 && t.bos == 59 && t.eos == 0 && s.pad == 59 && s.eos == 0;
+    ok = ok && m->cfg.pos == TF_POS_SINUSOIDAL_HALVES && m->cfg.activation == TF_ACT_SILU && m->cfg.final_logits_bias;
+    char tmp[] = "/tmp/tformer_marian_rt_XXXXXX", in[1200], out[1200];
+    ok = ok && mkdtemp(tmp) != NULL && tf_seq2seq_save(m, tmp) == 0;
+    tf_seq2seq *r = ok ? tf_seq2seq_load(tmp) : NULL;
+    ok = ok && r && !memcmp(&r->cfg, &m->cfg, sizeof r->cfg);
+    /* hf-run needs Marian's config.json: compare the reloaded model's logits by the forward pass */
+    snprintf(in, sizeof in, "%s/input.safetensors", SHARED_CASE);
+    tf_st_file *f = tf_st_open(in);
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_arena *a = tf_arena_new(0);
+    tf_seq2seq_inputs x = {0};
+    x.input_ids = f ? tf_st_to_tensor(f, tf_st_find(f, "input_ids"), a) : NULL;
+    x.decoder_input_ids = f ? tf_st_to_tensor(f, tf_st_find(f, "decoder_input_ids"), a) : NULL;
+    tf_seq2seq_outputs y1, y2;
+    tf_ctx_set_grad(ctx, 0);
+    ok = ok && x.input_ids && x.decoder_input_ids && !tf_seq2seq_run(ctx, m, &x, &y1) && !tf_seq2seq_run(ctx, r, &x, &y2);
+    ok = ok && !memcmp(y1.logits->data, y2.logits->data, (size_t)tf_numel(y1.logits) * sizeof(float));
+    tf_arena_free(a), tf_ctx_free(ctx), tf_st_close(f);
+    snprintf(out, sizeof out, "%s/model.safetensors", tmp), unlink(out);
+    snprintf(out, sizeof out, "%s/config.json", tmp), unlink(out);
+    rmdir(tmp);
+    tf_seq2seq_free(r), tf_seq2seq_free(m);
+    CHECKF(ok, "special ids, settings or the round trip differ [%s]", tf_error());
+}
