@@ -121,3 +121,34 @@ TEST(seq2seq_cross_attentions_equal_a_recomputation) {
         tf_seq2seq_free(m);
     }
 }
+
+/* The renderer: a panel with a grid and a panel alone (labels with umlauts
+ * and an invalid byte) give readable PNGs, the grid one larger; bad inputs
+ * and an unwritable path are refused with the path named. */
+TEST(attention_png_renderer_draws_and_refuses) {
+    char dir[] = "/tmp/tformer_attpng_XXXXXX", a[600], b[600], bad[600];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(a, sizeof a, "%s/grid.png", dir), snprintf(b, sizeof b, "%s/panel.png", dir);
+    snprintf(bad, sizeof bad, "%s/missing/x.png", dir);
+    const char *src[3] = {"Mädchen", "gr\xFF\xFEn", "</s>"}, *tgt[2] = {"girl", "</s>"};
+    float panel[6] = {0.9f, 0.1f, 0, 0.2f, 0.3f, 0.5f}, grid[2 * 3 * 6];
+    for (int i = 0; i < 36; i++) grid[i] = panel[i % 6];
+    tf_attention_plot p = {"sentence 1", "average", src, tgt, 3, 2, panel, grid, 2, 3, "layer", "head"};
+    int w1, h1, w2, h2;
+    CHECKF(tf_plot_attention(a, &p) == 0, "%s", tf_error());
+    p.grid = NULL;
+    CHECKF(tf_plot_attention(b, &p) == 0, "%s", tf_error());
+    CHECK(test_png_size(a, &w1, &h1) == 0 && test_png_size(b, &w2, &h2) == 0);
+    CHECKF(w2 > 100 && h2 > 100 && h1 > h2, "grid %dx%d, panel %dx%d", w1, h1, w2, h2);
+    CHECK(tf_plot_attention(bad, &p) == -1 && strstr(tf_error(), "missing/x.png"));
+    p.n_src = 0;
+    CHECK(tf_plot_attention(a, &p) == -1 && strstr(tf_error(), "0 source"));
+    p.n_src = 3, p.grid = grid, p.rows = 0;
+    CHECK(tf_plot_attention(a, &p) == -1 && strstr(tf_error(), "grid"));
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s/grid.png.tmp", dir);
+    CHECK(access(tmp, F_OK) != 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
