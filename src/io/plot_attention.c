@@ -113,6 +113,8 @@ static layout plan(cairo_t *cr, const tf_attention_plot *p, const label *src, co
     g.h = g.y + bar_h + PAD;
     cairo_set_font_size(cr, TITLE_FONT);
     g.w = fmax(g.w, text_width(cr, p->title ? p->title : "") + 2 * PAD);
+    cairo_set_font_size(cr, FONT);
+    g.w = fmax(g.w, text_width(cr, p->panel_title ? p->panel_title : "") + 2 * PAD);
     g.sc = fmax(1, fmin(16, floor(160.0 / n)));
     g.mw = g.sc * p->n_src, g.mh = g.sc * p->n_tgt;
     if (!p->grid) return g;
