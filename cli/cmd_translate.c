@@ -1,10 +1,12 @@
 /* tformer translate --model DIR < src > hyp: one source sentence per line,
- * its translation per line (greedy, or beam search with --beam N). The
+ * its translation per line (greedy, or beam search with --beam N); with
+ * --attention-png OUT, OUT/0001.png ... draw each sentence's attention. The
  * folder holds the model (config.json, model.safetensors) and either one
  * tokenizer for both languages or source/ and target/ folders with one each;
  * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS. The
  * folder's model_type picks the family: "tformer-seq2seq" (the Transformer)
  * or "tformer-rnn-seq2seq" (the RNN baseline); each gives a decoder. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +16,15 @@
 
 #include "cli.h"
 
-enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, THREADS };
+enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, ATTENTION_PNG, THREADS };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn)"},
     [BEAM] = {"beam", CLI_INT, "N", "1", "beam width; 1: greedy"},
     [LENGTH_PENALTY] = {"length-penalty", CLI_STRING, "A", "1", "beam scores are sum(log p) / length^A"},
     [MAX_LEN_A] = {"max-len-a", CLI_STRING, "A", "1.5", "at most A * source tokens + B target tokens"},
     [MAX_LEN_B] = {"max-len-b", CLI_INT, "B", "10", "(see --max-len-a); the model's context bounds both"},
+    [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
+                       "write OUT/0001.png ... (one per input line, OUT created if absent): the attention of each translation"},
     [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
@@ -32,11 +36,22 @@ static float parse_float(const cli_args *a, const char *flag, const char *text, 
     return (float)v;
 }
 
-/* A loaded translation model of either family: its sizes and its decoder constructor. */
+/* One sentence's attention, malloc'd: the panel (T,S) and, for the
+ * Transformer, every decoder layer's and head's cross-attention (L,H,T,S)
+ * (the panel is then their average); T target rows, S source columns. */
+typedef struct {
+    float *panel, *grid;
+    int rows, cols;
+    const char *what; /* the panel's title */
+} attn_maps;
+
+/* A loaded translation model of either family: its sizes, its decoder
+ * constructor and its attention over a source (1,S) given the target fed (1,T). */
 typedef struct {
     void *m;
     int src_vocab, tgt_vocab, context;
     tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
+    int (*attend)(const void *m, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a);
     void (*free)(void *m);
 } translator;
 
@@ -46,6 +61,42 @@ static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap
     return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
 }
 static void rnn_free(void *m) { tf_rnn_seq2seq_free(m); }
+
+/* The Transformer's cross-attentions, one forward with output_attentions:
+ * each layer's (1,H,T,S) into the grid, their mean over layers and heads the panel. */
+static int tr_attend(const void *mv, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a) {
+    const tf_seq2seq *m = mv;
+    tf_seq2seq_inputs in = {.input_ids = src, .decoder_input_ids = tgt, .output_attentions = 1};
+    tf_seq2seq_outputs out;
+    if (tf_seq2seq_run(ctx, m, &in, &out)) return -1;
+    int L = m->cfg.n_decoder_layers, H = m->cfg.n_head;
+    size_t per = (size_t)H * (size_t)(tgt->shape[1] * src->shape[1]), maps = (size_t)L * (size_t)H;
+    a->rows = L, a->cols = H, a->what = "cross-attention: the average of every layer and head";
+    a->grid = malloc(L * per * sizeof *a->grid), a->panel = calloc(per / (size_t)H, sizeof *a->panel);
+    if (!a->grid || !a->panel) return tf_set_error("out of memory");
+    for (int l = 0; l < L; l++) {
+        tf_tensor *p = tf_contiguous(ctx, out.cross_attentions[l]);  // p: (1,H,T,S)
+        if (!p) return -1;
+        memcpy(a->grid + l * per, tf_f32(p), per * sizeof *a->grid);
+    }
+    for (size_t k = 0; k < maps; k++)
+        for (size_t i = 0; i < per / (size_t)H; i++) a->panel[i] += a->grid[k * (per / (size_t)H) + i] / (float)maps;
+    return 0;
+}
+
+/* The RNN's alignment alpha (1,T,S), the panel alone. */
+static int rnn_attend(const void *mv, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a) {
+    tf_rnn_seq2seq_inputs in = {.input_ids = src, .decoder_input_ids = tgt, .output_attentions = 1};
+    tf_rnn_seq2seq_outputs out;
+    if (tf_rnn_seq2seq_run(ctx, mv, &in, &out)) return -1;
+    tf_tensor *p = tf_contiguous(ctx, out.attentions);  // p: (1,T,S)
+    size_t n = (size_t)(tgt->shape[1] * src->shape[1]);
+    a->what = "Bahdanau attention: the alignment \xCE\xB1 (each row sums to 1)";
+    if (!p) return -1;
+    if (!(a->panel = malloc(n * sizeof *a->panel))) return tf_set_error("out of memory");
+    memcpy(a->panel, tf_f32(p), n * sizeof *a->panel);
+    return 0;
+}
 
 /* config.json's model_type, or "" (the Transformer's loader then names what is wrong). */
 static void model_type(const char *dir, char *out, size_t n) {
@@ -70,11 +121,11 @@ static void load_model(const cli_verb *v, const char *dir, translator *t) {
     if (!strcmp(type, "tformer-rnn-seq2seq")) {
         tf_rnn_seq2seq *m = tf_rnn_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());
-        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, rnn_decoder, rnn_free};
+        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, rnn_decoder, rnn_attend, rnn_free};
     } else {
         tf_seq2seq *m = tf_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());
-        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, tr_decoder, tr_free};
+        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, tr_decoder, tr_attend, tr_free};
     }
 }
 
@@ -97,26 +148,109 @@ static void check_vocab(const cli_verb *v, const char *dir, const char *side, co
     cli_die(v, msg);
 }
 
-int cmd_translate(const cli_args *a) {
-    const cli_verb *v = a->verb;
-    const char *dir = a->v[MODEL].text;
-    tf_set_threads(cli_threads(&a->v[THREADS]));
-    tf_translate_opts o = tf_translate_opts_default();
-    if (a->v[BEAM].i < 1 || a->v[BEAM].i > 64) cli_usage_error(a, "--beam expects 1 to 64, got %lld", a->v[BEAM].i);
-    o.search.beam = (int)a->v[BEAM].i;
-    o.search.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
-    o.max_len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
-    o.max_len_b = (int)a->v[MAX_LEN_B].i;
-    translator m;
-    load_model(v, dir, &m);
-    tf_tokenizer *src, *tgt;
-    load_tokenizers(v, dir, &src, &tgt);
-    check_vocab(v, dir, "source", src, m.src_vocab);
-    check_vocab(v, dir, "target", tgt, m.tgt_vocab);
-    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, tf_seq2seq_eos_id(m.src_vocab),
-                       tf_seq2seq_bos_id(m.tgt_vocab), tf_seq2seq_eos_id(m.tgt_vocab)};
-    size_t n;
-    char *input = cli_read_stdin(v, &n);
+/* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */
+static void make_folder(const cli_verb *v, const char *out) {
+    char path[4096], msg[4400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s", out);
+    for (char *p = path + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c) continue;
+        *p = 0;
+        if (mkdir(path, 0755) && errno != EEXIST) {
+            snprintf(msg, sizeof msg, "--attention-png %s: cannot create %s: %s", out, path, strerror(errno));
+            cli_die(v, msg);
+        }
+        *p = c;
+        if (!c) break;
+    }
+    if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(msg, sizeof msg, "--attention-png %s: not a folder", out);
+        cli_die(v, msg);
+    }
+}
+
+/* id's text as a label: the specials named, a sub-word BPE's word end (its
+ * trailing space) dropped and "@@" after a piece that continues a word
+ * (subword-nmt's convention), other spaces trimmed, a bare space shown as U+2423. */
+static char *token_label(const tf_tokenizer *tok, int32_t id, int32_t eos) {
+    char *text = NULL;
+    size_t n = 0;
+    if (id < 0 || id >= tf_tokenizer_vocab_size(tok)) return strdup(id == eos ? "</s>" : "<special>");
+    if (tf_tokenizer_decode(tok, &id, 1, &text, &n)) return strdup("?");
+    int word_end = n > 0 && text[n - 1] == ' ', bpe = tf_tokenizer_kind_of(tok) == TF_TOKENIZER_BPE;
+    size_t b = 0, e = n;
+    while (b < e && (text[b] == ' ' || text[b] == '\t')) b++;
+    while (e > b && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n')) e--;
+    char *l = malloc(e - b + 4);
+    if (!l) return free(text), NULL;
+    if (b == e) snprintf(l, e - b + 4, "\xE2\x90\xA3"); /* a visible space */
+    else snprintf(l, e - b + 4, "%.*s%s", (int)(e - b), text + b, bpe && !word_end ? "@@" : "");
+    free(text);
+    return l;
+}
+
+/* Labels for ids (n of them), then extra when non-NULL: malloc'd strings. */
+static char **labels(const cli_verb *v, const tf_tokenizer *tok, const int32_t *ids, int n, int32_t eos, const char *extra) {
+    char **l = calloc((size_t)n + 1, sizeof *l);
+    for (int i = 0; l && i < n; i++)
+        if (!(l[i] = token_label(tok, ids[i], eos))) cli_die(v, "out of memory");
+    if (!l || (extra && !(l[n] = strdup(extra)))) cli_die(v, "out of memory");
+    return l;
+}
+
+static void free_labels(char **l, int n) {
+    for (int i = 0; l && i < n; i++) free(l[i]);
+    free(l);
+}
+
+/* The shared pieces of every picture of a run. */
+typedef struct {
+    const translator *m;
+    const tf_translator *t;
+    const char *out;
+    tf_ctx *ctx;
+} picture_job;
+
+/* OUT/<line>.png: the attention of the chosen translation, from one forward
+ * of the model over the source and BOS + the translation (teacher forcing):
+ * target rows = the translation's tokens then </s>, source columns = the source's tokens then </s>. */
+static int draw_sentence(const cli_verb *v, const picture_job *j, int line_no, const tf_ids *src, const tf_ids *hyp) {
+    int S = (int)src->n, T = (int)hyp->n + 1, rc;
+    tf_ctx_reset(j->ctx);
+    tf_tensor *s = tf_tensor_new(j->ctx, TF_DTYPE_I32, 2, (int64_t[]){1, S}, 0);
+    tf_tensor *g = tf_tensor_new(j->ctx, TF_DTYPE_I32, 2, (int64_t[]){1, T}, 0);
+    if (!s || !g) return -1;
+    memcpy(tf_i32(s), src->v, (size_t)S * sizeof *src->v);
+    tf_i32(g)[0] = j->t->bos_id;
+    memcpy(tf_i32(g) + 1, hyp->v, hyp->n * sizeof *hyp->v);
+    attn_maps a = {0};
+    char **sl = labels(v, j->t->src_tok, src->v, S, j->t->src_eos_id, NULL);
+    char **tl = labels(v, j->t->tgt_tok, hyp->v, T - 1, j->t->eos_id, "</s>");
+    rc = j->m->attend(j->m->m, j->ctx, s, g, &a);
+    if (!rc) {
+        char path[4200], title[64];
+        snprintf(path, sizeof path, "%s/%04d.png", j->out, line_no);
+        snprintf(title, sizeof title, "sentence %d", line_no);
+        tf_attention_plot p = {title, a.what, (const char *const *)sl, (const char *const *)tl, S, T, a.panel, a.grid,
+                               a.rows, a.cols, "layer", "head"};
+        rc = tf_plot_attention(path, &p);
+    }
+    free(a.panel), free(a.grid);
+    free_labels(sl, S), free_labels(tl, T);
+    return rc;
+}
+
+static _Noreturn void die_line(const cli_verb *v, int line_no) {
+    char msg[1200];
+    snprintf(msg, sizeof msg, "standard input line %d: %s", line_no, tf_error());
+    cli_die(v, msg);
+}
+
+/* Each line of input translated to standard output (and drawn when job is non-NULL). */
+static void translate_lines(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, const char *input,
+                            size_t n, const picture_job *job) {
+    tf_ids src = {0}, hyp = {0};
     int line_no = 0;
     for (size_t i = 0; i < n;) {
         size_t e = i;
@@ -125,16 +259,43 @@ int cmd_translate(const cli_args *a) {
         char *text;
         size_t tl;
         line_no++;
-        if (tf_translate_line(&t, &o, input + i, len, &text, &tl)) {
-            char msg[1200];
-            snprintf(msg, sizeof msg, "standard input line %d: %s", line_no, tf_error());
-            cli_die(v, msg);
-        }
+        if (tf_translate_line_ids(t, o, input + i, len, &text, &tl, job ? &src : NULL, job ? &hyp : NULL))
+            die_line(v, line_no);
         fwrite(text, 1, tl, stdout), putchar('\n');
         free(text);
+        if (job && draw_sentence(v, job, line_no, &src, &hyp)) die_line(v, line_no);
         i = e + 1;
     }
+    tf_ids_free(&src), tf_ids_free(&hyp);
+}
+
+int cmd_translate(const cli_args *a) {
+    const cli_verb *v = a->verb;
+    const char *dir = a->v[MODEL].text, *pictures = a->v[ATTENTION_PNG].text;
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    tf_translate_opts o = tf_translate_opts_default();
+    if (a->v[BEAM].i < 1 || a->v[BEAM].i > 64) cli_usage_error(a, "--beam expects 1 to 64, got %lld", a->v[BEAM].i);
+    o.search.beam = (int)a->v[BEAM].i;
+    o.search.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
+    o.max_len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
+    o.max_len_b = (int)a->v[MAX_LEN_B].i;
+    if (pictures) make_folder(v, pictures);
+    translator m;
+    load_model(v, dir, &m);
+    tf_tokenizer *src, *tgt;
+    load_tokenizers(v, dir, &src, &tgt);
+    check_vocab(v, dir, "source", src, m.src_vocab);
+    check_vocab(v, dir, "target", tgt, m.tgt_vocab);
+    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, tf_seq2seq_eos_id(m.src_vocab),
+                       tf_seq2seq_bos_id(m.tgt_vocab), tf_seq2seq_eos_id(m.tgt_vocab)};
+    picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
+    if (pictures && !job.ctx) cli_die(v, tf_error());
+    if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
+    size_t n;
+    char *input = cli_read_stdin(v, &n);
+    translate_lines(v, &t, &o, input, n, pictures ? &job : NULL);
     free(input);
+    if (job.ctx) tf_ctx_free(job.ctx);
     if (tgt != src) tf_tokenizer_free(tgt);
     tf_tokenizer_free(src);
     m.free(m.m);

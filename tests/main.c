@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cairo.h>
+
 #include "test.h"
 
 #define MAX_TESTS 512
@@ -68,6 +70,20 @@ int test_temp_file(char *path) {
     if (fd < 0) return -1;
     close(fd);
     return 0;
+}
+
+int test_png_size(const char *path, int *w, int *h) {
+    static const unsigned char SIG[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    size_t n;
+    char *data = test_slurp(path, &n);
+    int ok = data && n > 8 && !memcmp(data, SIG, 8);
+    free(data);
+    if (!ok) return -1;
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    ok = cairo_surface_status(s) == CAIRO_STATUS_SUCCESS;
+    *w = ok ? cairo_image_surface_get_width(s) : 0, *h = ok ? cairo_image_surface_get_height(s) : 0;
+    cairo_surface_destroy(s);
+    return ok ? 0 : -1;
 }
 
 int test_dir_entries(const char *dir, char **names, int max) {

@@ -44,6 +44,10 @@ char *test_slurp(const char *path, size_t *len);
  * each malloc'ed; -1 when it cannot be opened. */
 int test_dir_entries(const char *dir, char **names, int max);
 
+/* A PNG's size in pixels, read back by cairo after its 8-byte signature is
+ * checked; 0, or -1 when it is not a readable PNG. */
+int test_png_size(const char *path, int *w, int *h);
+
 /* Create an empty file from a mkstemp template ("/tmp/x_XXXXXX", filled in); 0 or -1. */
 int test_temp_file(char *path);
 

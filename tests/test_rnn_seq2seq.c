@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "tformer.h"
@@ -247,8 +248,16 @@ TEST(rnn_seq2seq_learns_to_reverse_and_decodes_greedy_beam_and_cli) {
     tf_tokenizer_train_opts to = {.kind = TF_TOKENIZER_CHAR};
     CHECKF(tf_tokenizer_train(&to, files, 1, dir) == 0, "%s", tf_error());
     CHECK(tf_rnn_seq2seq_save(m, dir) == 0);
-    snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n8888\\n' | %s translate --model %s --beam 3 2>&1", tformer_bin(), dir);
+    snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n8888\\n' | %s translate --model %s --beam 3 --attention-png %s/att",
+             tformer_bin(), dir, dir);
     CHECKF(run(cmd, out, sizeof out) == 0 && !strcmp(out, "543\n72109\n8888\n"), "output:\n%s", out);
+    /* (stderr apart: under the sanitizers LeakSanitizer reports the fontconfig suppression there) */
+    for (int i = 1; i <= 4; i++) { /* one picture per line: the alignment alone */
+        int w, h;
+        snprintf(path, sizeof path, "%s/att/%04d.png", dir, i);
+        if (i == 4) CHECKF(access(path, F_OK) != 0, "%s: more pictures than lines", path);
+        else CHECKF(test_png_size(path, &w, &h) == 0 && w > 200 && h > 150 && h < 400, "%s: %dx%d", path, w, h);
+    }
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
     tf_rnn_seq2seq_free(m);

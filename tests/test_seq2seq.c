@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "tformer.h"
@@ -231,14 +232,21 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
     tf_seq2seq_free(m);
     snprintf(cmd, sizeof cmd,
              "printf '345\\n90127\\n8888\\n' > %s/src.txt && printf '543\\n72109\\n8888\\n' > %s/ref.txt && "
-             "%s translate --model %s --beam 3 < %s/src.txt > %s/hyp.txt && cat %s/hyp.txt && "
+             "%s translate --model %s --beam 3 --attention-png %s/att/png < %s/src.txt > %s/hyp.txt && cat %s/hyp.txt && "
              "%s bleu --metrics chrf --ref %s/ref.txt < %s/hyp.txt",
-             dir, dir, tformer_bin(), dir, dir, dir, dir, tformer_bin(), dir, dir);
+             dir, dir, tformer_bin(), dir, dir, dir, dir, dir, tformer_bin(), dir, dir);
     FILE *p = popen(cmd, "r");
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
     CHECKF(p && pclose(p) == 0, "output: %s", out);
     CHECKF(!strcmp(out, "543\n72109\n8888\nchrF2 = 100.00\n"), "output:\n%s", out); /* one token a line: BLEU has no 2-grams */
+    /* --attention-png: one picture per line, 4 layers x heads under the average (taller than the RNN's panel) */
+    for (int i = 1; i <= 4; i++) {
+        int w, h;
+        snprintf(path, sizeof path, "%s/att/png/%04d.png", dir, i);
+        if (i == 4) CHECKF(access(path, F_OK) != 0, "%s: more pictures than lines", path);
+        else CHECKF(test_png_size(path, &w, &h) == 0 && w > 200 && h > 400, "%s: not a picture", path);
+    }
     /* a source past the context: the line is named */
     snprintf(cmd, sizeof cmd, "printf '0123456789012345678\\n' | %s translate --model %s 2>&1", tformer_bin(), dir);
     p = popen(cmd, "r");
@@ -350,6 +358,8 @@ TEST(seq2seq_translate_cli_hostile_input) {
         {"translate --model /tmp --beam abc", "--beam", 2},
         {"translate --model /tmp --length-penalty nan", "--length-penalty expects a number", 2},
         {"translate --model /tmp --max-len-a -1", "--max-len-a expects a number", 2},
+        {"translate --model /tmp --attention-png /dev/null/att", "--attention-png /dev/null/att: cannot create /dev/null/att: Not a directory", 1},
+        {"translate --model /tmp --attention-png /dev/null", "--attention-png /dev/null: not a folder", 1},
         {"translate", "missing --model", 2},
     };
     char cmd[1200], out[2048];

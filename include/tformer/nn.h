@@ -271,6 +271,8 @@ typedef struct {
     tf_kv_cache *cross_cache;          /* the memory's projected keys and values: filled while empty
                                         * (the caller then advances it by S), read after */
     int layer;                         /* this block's layer in the cache */
+    tf_tensor **cross_probs;           /* non-NULL: receives the cross-attention's probabilities (B,H,T,S),
+                                        * each head's (the scores are then materialised, not fused) */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,

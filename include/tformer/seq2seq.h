@@ -89,6 +89,7 @@ typedef struct {
     tf_kv_cache *cache;                /* the decoder's self-attention over the positions before these */
     tf_kv_cache *cross_cache;          /* the cross-attentions' keys and values of the memory: filled when
                                         * empty, read after (decoding); capacity S */
+    int output_attentions;             /* fill outputs.cross_attentions (costs the fused attention kernel) */
 } tf_seq2seq_inputs;
 
 typedef struct {
@@ -96,6 +97,9 @@ typedef struct {
     tf_tensor *last_hidden_state;         /* (B,T,C): the decoder's */
     tf_tensor *logits;                    /* (B,T,V) */
     tf_tensor *loss;                      /* scalar, with labels */
+    tf_tensor **cross_attentions;         /* with output_attentions: n_decoder_layers tensors (B,H,T,S), each
+                                           * head's cross-attention probabilities (Hugging Face's
+                                           * cross_attentions): rows sum to 1, 0 on source padding */
 } tf_seq2seq_outputs;
 
 /* The one forward pass: training, evaluation and each decoding step. */

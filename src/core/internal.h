@@ -140,11 +140,14 @@ int tf_kv_cache_held(tf_ctx *ctx, const tf_kv_cache *c, int layer, tf_tensor **k
 tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk, const char *who);
 /* Multi-head attention of query over key/value (the same tensor for
  * self-attention: then one fused projection), optionally causal and through a
- * KV cache; the averaged weights (B,Tq,Tk) into *weights when asked. With a
- * cache and no key and value, the cache's held keys and values are read as
- * they are (cross-attention after the first decoding step). */
+ * KV cache; the averaged weights (B,Tq,Tk) into *weights when asked, each
+ * head's probabilities (B,H,Tq,Tk) into *probs when asked (either costs the
+ * fused kernel: the scores are then materialised). With a cache and no key
+ * and value, the cache's held keys and values are read as they are
+ * (cross-attention after the first decoding step). */
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
-                         const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights);
+                         const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
+                         tf_tensor **probs);
 
 /* Per-op forward/backward, defined next to each op's constructor. */
 #define TF_OP_FUNCS(name)                                  \

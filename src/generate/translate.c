@@ -33,8 +33,8 @@ int tf_translate_ids(const tf_translator *t, const tf_translate_opts *o, const i
     return 0;
 }
 
-int tf_translate_line(const tf_translator *t, const tf_translate_opts *o, const char *line, size_t len, char **text,
-                      size_t *text_len) {
+int tf_translate_line_ids(const tf_translator *t, const tf_translate_opts *o, const char *line, size_t len, char **text,
+                          size_t *text_len, tf_ids *src, tf_ids *tgt) {
     tf_ids ids = {0}, out = {0};
     *text = NULL, *text_len = 0;
     int rc = tf_tokenizer_encode(t->src_tok, line, len, &ids) || tf_ids_push(&ids, t->src_eos_id);
@@ -42,6 +42,13 @@ int tf_translate_line(const tf_translator *t, const tf_translate_opts *o, const 
         rc = tf_set_error("%zu tokens, more than the model's context of %d", ids.n, t->context);
     rc = rc || tf_translate_ids(t, o, ids.v, (int)ids.n, &out) || tf_tokenizer_decode(t->tgt_tok, out.v, out.n, text, text_len);
     while (!rc && *text_len > 0 && (*text)[*text_len - 1] == ' ') (*text)[--*text_len] = 0; /* a sub-word BPE's last word end */
+    if (!rc && src) tf_ids_free(src), *src = ids, ids = (tf_ids){0};
+    if (!rc && tgt) tf_ids_free(tgt), *tgt = out, out = (tf_ids){0};
     tf_ids_free(&ids), tf_ids_free(&out);
     return rc ? -1 : 0;
+}
+
+int tf_translate_line(const tf_translator *t, const tf_translate_opts *o, const char *line, size_t len, char **text,
+                      size_t *text_len) {
+    return tf_translate_line_ids(t, o, line, len, text, text_len, NULL, NULL);
 }

@@ -234,17 +234,20 @@ static int check_inputs(const tf_mha *m, const tf_tensor *query, const tf_tensor
 }
 
 /* softmax(q k^T / sqrt(D) + bias) v, (B,H,Tq,D): fused, or spelled out when
- * the weights are wanted or dropout applies to them. */
+ * the weights or the probabilities are wanted or dropout applies to them.
+ * probs gets the probabilities before dropout (Hugging Face's attentions). */
 static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask, int causal,
-                         tf_tensor **weights) {
+                         tf_tensor **weights, tf_tensor **probs) {
     int64_t B = qkv[0]->shape[0], Tq = qkv[0]->shape[2], Tk = qkv[1]->shape[2];
     float scale = 1.0f / sqrtf((float)(m->cfg.d_model / m->cfg.n_head));
-    int unfused = weights || (ctx->training && m->cfg.dropout > 0.0f), failed;
+    int unfused = weights || probs || (ctx->training && m->cfg.dropout > 0.0f), failed;
     tf_tensor *bias = attention_bias(ctx, m, mask, B, Tq, Tk, unfused && causal, &failed);
     if (failed) return NULL;
     if (!unfused) return tf_sdpa(ctx, qkv[0], qkv[1], qkv[2], bias, causal, scale);
     tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, qkv[0], qkv[1], 0, 1), scale);  // s: (B,H,Tq,Tk)
-    tf_tensor *p = tf_dropout(ctx, tf_softmax(ctx, s, bias), m->cfg.dropout);
+    tf_tensor *p = tf_softmax(ctx, s, bias);                                    // p: (B,H,Tq,Tk)
+    if (probs && !(*probs = p)) return NULL;
+    p = tf_dropout(ctx, p, m->cfg.dropout);
     if (weights) *weights = tf_mean(ctx, p, 1, 0);                         // (B,Tq,Tk)
     return tf_matmul(ctx, p, qkv[2], 0, 0);                                 // (B,H,Tq,D)
 }
@@ -262,7 +265,8 @@ static int project_query_only(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf
 }
 
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
-                         const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights) {
+                         const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
+                         tf_tensor **probs) {
     int held = !key && !value && cache;
     if (!query || (!held && (!key || !value || check_inputs(m, query, key, value)))) return NULL;
     int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
@@ -274,12 +278,12 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
         if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
         if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
     }
-    tf_tensor *o = attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights);  // o: (B,H,Tq,D)
+    tf_tensor *o = attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);  // o: (B,H,Tq,D)
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }
 
 tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key,
                           tf_tensor *value, const tf_attn_mask *mask, tf_tensor **weights) {
-    return tf_mha_attend(ctx, m, query, key, value, mask, 0, NULL, 0, weights);
+    return tf_mha_attend(ctx, m, query, key, value, mask, 0, NULL, 0, weights, NULL);
 }

@@ -148,9 +148,11 @@ static tf_tensor *encode(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inpu
     return m->cfg.norm_first ? tf_layer_norm_forward(ctx, &m->enc_norm, x) : x;
 }
 
-/* The decoder over the new target positions (after the cache's): (B,T,C). */
+/* The decoder over the new target positions (after the cache's): (B,T,C);
+ * cross (n_decoder_layers slots, or NULL) gets each layer's cross-attention
+ * probabilities (B,H,T,S). */
 static tf_tensor *decode(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in, tf_tensor *memory,
-                         const tf_attn_mask *cross_mask) {
+                         const tf_attn_mask *cross_mask, tf_tensor **cross) {
     int64_t B = in->decoder_input_ids->shape[0], T = in->decoder_input_ids->shape[1];
     int64_t start = in->cache ? tf_kv_cache_len(in->cache) : 0;
     tf_attn_mask self = {0};
@@ -163,7 +165,7 @@ static tf_tensor *decode(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inpu
                           .cross_mask = cross_mask, .cache = in->cache, .cross_cache = in->cross_cache};
     int fill = in->cross_cache && tf_kv_cache_len(in->cross_cache) == 0;
     for (int i = 0; i < m->cfg.n_decoder_layers; i++) {
-        args.layer = i;
+        args.layer = i, args.cross_probs = cross ? &cross[i] : NULL;
         x = tf_block_forward(ctx, &m->decoder[i], &m->dec_block, x, &args);
     }
     if (m->cfg.norm_first) x = tf_layer_norm_forward(ctx, &m->dec_norm, x);
@@ -193,7 +195,10 @@ int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in
     tf_tensor *memory = in->encoder_output ? in->encoder_output : encode(ctx, m, in, src_mask);
     if (!(out->encoder_last_hidden_state = memory)) return -1;
     if (!in->decoder_input_ids) return 0; /* the encoder alone */
-    if (!(out->last_hidden_state = decode(ctx, m, in, memory, src_mask))) return -1;
+    if (in->output_attentions &&
+        !(out->cross_attentions = tf_ctx_alloc(ctx, (size_t)m->cfg.n_decoder_layers * sizeof *out->cross_attentions)))
+        return -1;
+    if (!(out->last_hidden_state = decode(ctx, m, in, memory, src_mask, out->cross_attentions))) return -1;
     if (!(out->logits = project(ctx, m, out->last_hidden_state))) return -1;
     if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing))) return -1;
     return 0;
