@@ -50,6 +50,8 @@ typedef struct {
 typedef struct {
     void *m;
     int src_vocab, tgt_vocab, context;
+    tf_seq2seq_special src_ids, tgt_ids; /* padding, start, end on each side */
+    int inside;                          /* the specials are tokenizer ids (Marian), not V, V+1, V+2 after them */
     tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
     int (*attend)(const void *m, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a);
     void (*free)(void *m);
@@ -121,11 +123,17 @@ static void load_model(const cli_verb *v, const char *dir, translator *t) {
     if (!strcmp(type, "tformer-rnn-seq2seq")) {
         tf_rnn_seq2seq *m = tf_rnn_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());
-        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, rnn_decoder, rnn_attend, rnn_free};
-    } else {
+        const int S = m->cfg.src_vocab, T = m->cfg.tgt_vocab;
+        *t = (translator){m, S, T, m->cfg.context,
+                          {tf_seq2seq_pad_id(S), tf_seq2seq_bos_id(S), tf_seq2seq_eos_id(S)},
+                          {tf_seq2seq_pad_id(T), tf_seq2seq_bos_id(T), tf_seq2seq_eos_id(T)}, 0,
+                          rnn_decoder, rnn_attend, rnn_free};
+    } else { /* tformer's Transformer or a Marian folder */
         tf_seq2seq *m = tf_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());
-        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, tr_decoder, tr_attend, tr_free};
+        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context,
+                          tf_seq2seq_special_ids(&m->cfg, 0), tf_seq2seq_special_ids(&m->cfg, 1), m->cfg.eos_id >= 0,
+                          tr_decoder, tr_attend, tr_free};
     }
 }
 
@@ -140,11 +148,18 @@ static void load_tokenizers(const cli_verb *v, const char *dir, tf_tokenizer **s
     if (!*src || !*tgt) cli_die(v, tf_error());
 }
 
-static void check_vocab(const cli_verb *v, const char *dir, const char *side, const tf_tokenizer *tok, int model_vocab) {
-    if (tf_tokenizer_vocab_size(tok) + TF_SEQ2SEQ_SPECIALS == model_vocab) return;
+/* tformer's folders: the model's vocabulary is the tokenizer's + 3; Marian's: the tokenizer's ids fit in it. */
+static void check_vocab(const cli_verb *v, const char *dir, const char *side, const tf_tokenizer *tok, int model_vocab,
+                        int inside) {
+    int V = (int)tf_tokenizer_vocab_size(tok);
+    if (inside ? V <= model_vocab : V + TF_SEQ2SEQ_SPECIALS == model_vocab) return;
     char msg[4400];
-    snprintf(msg, sizeof msg, "%s: the %s tokenizer has %d tokens, the model's %s vocabulary %d (expected tokens + %d)",
-             dir, side, (int)tf_tokenizer_vocab_size(tok), side, model_vocab, TF_SEQ2SEQ_SPECIALS);
+    if (inside)
+        snprintf(msg, sizeof msg, "%s: the %s tokenizer has %d tokens, more than the model's %s vocabulary of %d", dir,
+                 side, V, side, model_vocab);
+    else
+        snprintf(msg, sizeof msg, "%s: the %s tokenizer has %d tokens, the model's %s vocabulary %d (expected tokens + %d)",
+                 dir, side, V, side, model_vocab, TF_SEQ2SEQ_SPECIALS);
     cli_die(v, msg);
 }
 
@@ -284,10 +299,10 @@ int cmd_translate(const cli_args *a) {
     load_model(v, dir, &m);
     tf_tokenizer *src, *tgt;
     load_tokenizers(v, dir, &src, &tgt);
-    check_vocab(v, dir, "source", src, m.src_vocab);
-    check_vocab(v, dir, "target", tgt, m.tgt_vocab);
-    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, tf_seq2seq_eos_id(m.src_vocab),
-                       tf_seq2seq_bos_id(m.tgt_vocab), tf_seq2seq_eos_id(m.tgt_vocab)};
+    check_vocab(v, dir, "source", src, m.src_vocab, m.inside);
+    check_vocab(v, dir, "target", tgt, m.tgt_vocab, m.inside);
+    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos};
+    if (m.inside) o.search.beam_stop = TF_BEAM_HF_HEURISTIC; /* a Marian folder: as transformers' generate() */
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);

@@ -312,3 +312,96 @@ TEST(marian_special_ids_and_tformer_folder_round_trip) {
     tf_seq2seq_free(r), tf_seq2seq_free(m);
     CHECKF(ok, "special ids, settings or the round trip differ [%s]", tf_error());
 }
+
+/* ---------------------------------------------------------------- tformer translate on a Marian folder */
+
+static const char *tformer_bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
+/* dir/vocab.txt for a case's vocabulary: "w<id>", eos "[SEP]", padding
+ * "[PAD]", and the unknown token at the first id no source uses. */
+static int write_vocab(const char *dir, const tf_seq2seq *m, const cJSON *srcs) {
+    tf_seq2seq_special sp = tf_seq2seq_special_ids(&m->cfg, 1);
+    int V = m->cfg.src_vocab, unk = -1;
+    char *used = calloc((size_t)V, 1), path[1300];
+    const cJSON *s, *id;
+    cJSON_ArrayForEach(s, srcs) cJSON_ArrayForEach(id, s) used[id->valueint] = 1;
+    for (int i = 0; i < V && unk < 0; i++)
+        if (!used[i] && i != sp.eos && i != sp.pad) unk = i;
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < V; i++)
+        fprintf(f, "%s\n", i == sp.eos ? "[SEP]" : i == sp.pad ? "[PAD]" : i == unk ? "[UNK]" : (snprintf(path, 32, "w%d", i), path));
+    free(used);
+    return f && !fclose(f) && unk >= 0 ? 0 : -1;
+}
+
+/* ids [from, n - cut) as "w<id> ..." lines into b. */
+static void ids_line(char *b, size_t cap, const cJSON *ids, int from, int cut) {
+    size_t k = strlen(b);
+    for (int i = from; i < cJSON_GetArraySize(ids) - cut; i++)
+        k += (size_t)snprintf(b + k, cap - k, "%sw%d", i > from ? " " : "", cJSON_GetArrayItem(ids, i)->valueint);
+    snprintf(b + k, cap - k, "\n");
+}
+
+/* Each run of generate.json with transformers' default early_stopping
+ * (False) through the command line: source ids as words, the words out
+ * equal to generate()'s ids. */
+static int translate_case(const char *dir, const char *tmp, int *n) {
+    char path[1300], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/generate.json", dir);
+    if (!(text = test_slurp(path, &len))) return 0;
+    cJSON *root = cJSON_Parse(text);
+    tf_seq2seq *m = tf_seq2seq_load(dir);
+    const cJSON *srcs = cJSON_GetObjectItem(root, "sources"), *run;
+    int bad = !m || write_vocab(tmp, m, srcs);
+    static char in[8192], want[8192], got[8192], cmd[4096];
+    in[0] = 0;
+    for (int i = 0; i < cJSON_GetArraySize(srcs); i++) ids_line(in, sizeof in, cJSON_GetArrayItem(srcs, i), 0, 1);
+    snprintf(path, sizeof path, "%s/src.txt", tmp);
+    FILE *f = fopen(path, "w");
+    bad += !f || fputs(in, f) < 0 || fclose(f);
+    const cJSON *runs = bad ? NULL : cJSON_GetObjectItem(root, "runs");
+    cJSON_ArrayForEach(run, runs) {
+        if (!cJSON_IsFalse(cJSON_GetObjectItem(run, "early_stopping"))) continue;
+        const cJSON *outs = cJSON_GetObjectItem(run, "outputs"), *o;
+        want[0] = 0;
+        cJSON_ArrayForEach(o, outs) { /* without the start id and a final EOS */
+            int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
+            ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
+        }
+        snprintf(cmd, sizeof cmd, "cp %s/config.json %s/model.safetensors %s/ && %s translate --model %s --beam %d "
+                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, dir, tmp, tformer_bin(), tmp,
+                 cJSON_GetObjectItem(run, "num_beams")->valueint, cJSON_GetObjectItem(run, "length_penalty")->valuedouble,
+                 cJSON_GetObjectItem(run, "max_length")->valueint - 1, tmp);
+        FILE *p = popen(cmd, "r");
+        size_t k = p ? fread(got, 1, sizeof got - 1, p) : 0;
+        got[k] = 0;
+        int rc = p ? pclose(p) : -1;
+        (*n)++;
+        if (rc || strcmp(got, want)) bad += fprintf(stderr, "    %s: %s\n    got:\n%s    want:\n%s", dir, cmd, got, want) > 0;
+    }
+    tf_seq2seq_free(m);
+    cJSON_Delete(root);
+    free(text);
+    return bad;
+}
+
+TEST(marian_translate_cli_matches_generate) {
+    const char *dir = fixture_dir();
+    char *names[256], path[1200], tmp[] = "/tmp/tformer_marian_cli_XXXXXX", cmd[1300];
+    CHECK(mkdtemp(tmp) != NULL);
+    int n = test_dir_entries(dir, names, 256), bad = 0, runs = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        bad += translate_case(path, tmp, &runs);
+        free(names[i]);
+    }
+    printf("    tformer translate: %d runs (greedy and beam, every source), %d differ from generate()\n", runs, bad);
+    CHECK(runs > 0 && bad == 0);
+    snprintf(cmd, sizeof cmd, "rm -r %s", tmp);
+    CHECK(system(cmd) == 0);
+}
