@@ -1,15 +1,17 @@
 #!/bin/sh
 # docs/translation.md's results (make translation-results): Multi30k en->de,
-# a joint BPE vocabulary, the Transformer trained on these cores, then the
-# test set (test_2016_flickr) translated greedy and with beam 5 and scored
-# cased and detokenised (sacreBLEU's default) and lower-cased (like for like
-# with tokenised-BLEU figures).
+# a joint BPE vocabulary, the Transformer trained on these cores (validation
+# BLEU each evaluation, the best model and the mean of the last 5 checkpoints
+# kept), then the test set (test_2016_flickr) translated by the last, the best
+# and the averaged model, greedy and with beam 5, scored cased and
+# detokenised (sacreBLEU's default) and lower-cased (like for like with
+# tokenised-BLEU figures), with the decoding speed.
 #   sh tools/translation_results.sh TFORMER OUT_DIR
-# STEPS (12000), THREADS (TFORMER_THREADS); a finished run in OUT_DIR is kept,
+# STEPS (6000), THREADS (TFORMER_THREADS); a finished run in OUT_DIR is kept,
 # an interrupted one continues (--resume).
 set -eu
 tf=$1 out=$2
-steps=${STEPS:-12000}
+steps=${STEPS:-6000}
 d=$out/data
 mkdir -p "$d"
 for s in train val test_2016_flickr; do
@@ -23,11 +25,17 @@ if [ ! -f "$out/run/done" ]; then
         --tokenizer "$out/tok" --out "$out/run" $resume --steps "$steps" --log-every 50 --eval-every 500 \
         --checkpoint-every 500 --d-model 128 --n-head 4 --d-ff 512 --n-encoder-layers 4 --n-decoder-layers 4 \
         --share-embeddings true --max-tokens 4096 --schedule inverse_sqrt --lr 2e-3 --warmup 500 --dropout 0.1 \
-        --label-smoothing 0.1
+        --label-smoothing 0.1 --val-bleu 1014 --keep-checkpoints 5 --average-last 5
     touch "$out/run/done"
 fi
-for beam in 1 5; do
-    [ -f "$out/test.beam$beam.de" ] || "$tf" translate --model "$out/run" --beam "$beam" < "$d/test_2016_flickr.en" > "$out/test.beam$beam.de"
-    echo "beam $beam, cased:        $("$tf" bleu --ref "$d/test_2016_flickr.de" --metrics bleu chrf < "$out/test.beam$beam.de" | tr '\n' ' ')"
-    echo "beam $beam, lower-cased:  $("$tf" bleu --ref "$d/test_2016_flickr.de" --lowercase < "$out/test.beam$beam.de")"
+for model in run run/best run/averaged; do
+    for beam in 1 5; do
+        hyp=$out/test.$(echo "$model" | tr / _).beam$beam.de
+        t0=$(date +%s.%N)
+        [ -f "$hyp" ] || "$tf" translate --model "$out/$model" --beam "$beam" < "$d/test_2016_flickr.en" > "$hyp"
+        t1=$(date +%s.%N)
+        echo "$model beam $beam ($(awk "BEGIN { printf \"%.1f\", 1000 / ($t1 - $t0) }") sentences/s, cached runs excepted)"
+        echo "  cased:       $("$tf" bleu --ref "$d/test_2016_flickr.de" --metrics bleu chrf < "$hyp" | tr '\n' ' ')"
+        echo "  lower-cased: $("$tf" bleu --ref "$d/test_2016_flickr.de" --lowercase < "$hyp")"
+    done
 done
