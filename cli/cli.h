@@ -110,7 +110,7 @@ char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
 /* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every
  * *(int *)user steps, at evaluations and at the end. */
 void cli_train_progress(void *user, const tf_train_report *r);
-/* Set by Ctrl-C once cli_catch_sigint is called: the trainer's stop flag
+/* Set by Ctrl-C, SIGTERM or SIGHUP once cli_catch_sigint is called: the trainer's stop flag
  * (the step finishes, a checkpoint is written). */
 extern volatile int cli_stop;
 void cli_catch_sigint(void);

@@ -123,4 +123,8 @@ static void on_sigint(int sig) {
     cli_stop = 1;
 }
 
-void cli_catch_sigint(void) { signal(SIGINT, on_sigint); }
+void cli_catch_sigint(void) {
+    signal(SIGINT, on_sigint);
+    signal(SIGTERM, on_sigint); /* kill, a scheduler's stop */
+    signal(SIGHUP, on_sigint);  /* the terminal closed */
+}

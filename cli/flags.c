@@ -247,6 +247,12 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
     cli_args a;
     parse(v, argc, argv, &a);
     int rc = v->run(&a);
+    errno = 0;
+    if (fflush(stdout) || ferror(stdout)) { /* a full disk, a closed pipe: never exit 0 on lost output */
+        fprintf(stderr, "tformer %s: standard output: write error%s%s\n", v->name, errno ? ": " : "",
+                errno ? strerror(errno) : "");
+        rc = rc ? rc : 1;
+    }
     for (int k = 0; k < CLI_MAX_FLAGS; k++) free(a.v[k].list);
     free(a.operands);
     free((void *)a.sets);

@@ -2,9 +2,17 @@
  * validated (flag, TFORMER_THREADS, tf_set_threads), `compare` reporting NaN, missing,
  * extra and reshaped tensors and empty files, `eval` and `generate` refusing
  * non-finite weights, `generate` refusing a tokenizer that lacks some of the model's
- * ids. Every case checks the exit status and the message. */
+ * ids, outputs that are links, devices, FIFOs or folders, the umask, one writer
+ * per run folder, stale temporaries, SIGTERM / SIGHUP, standard output write
+ * errors. Every case checks the exit status and the message. */
+#define _DEFAULT_SOURCE /* mknod, makedev, mkfifo, symlink, flock */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -12,6 +20,7 @@
 #endif
 
 #include "test.h"
+#include "util/util.h"
 
 static const char *bin(void) {
     const char *b = getenv("TFORMER_BIN");
@@ -309,4 +318,121 @@ TEST(reliability_generate_refuses_a_smaller_tokenizer) {
     CHECKF(rc == 1 && strstr(out, "has 4 tokens, the model 5: the model's ids 4 to 4 have no text"), "%d: %s", rc, out);
     printf("    %s", out);
     rm_dir(dir);
+}
+
+/* ---------------------------------------------------------------- items 1, 10: what an output path names */
+
+static mode_t mode_of(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? 0 : st.st_mode;
+}
+
+TEST(reliability_outputs_never_replace_what_is_not_a_file) {
+    char dir[] = "/tmp/tformer_rel_out_XXXXXX", p[256], q[256], cmd[600];
+    CHECK(mkdtemp(dir) != NULL);
+    /* a regular file gets the umask's permissions */
+    snprintf(p, sizeof p, "%s/plain", dir);
+    mode_t old = umask(022);
+    CHECK(tf_write_file(p, "x", 1) == 0 && (mode_of(p) & 0777) == 0644);
+    umask(077);
+    CHECK(tf_write_file(p, "y", 1) == 0 && (mode_of(p) & 0777) == 0600);
+    umask(old);
+    /* a link is followed: its target replaced, the link kept */
+    snprintf(q, sizeof q, "%s/link", dir);
+    CHECK(symlink("plain", q) == 0 && tf_write_file(q, "new", 3) == 0);
+    struct stat st;
+    size_t n;
+    char *text = test_slurp(p, &n);
+    CHECK(lstat(q, &st) == 0 && S_ISLNK(st.st_mode) && text && n == 3 && !memcmp(text, "new", 3));
+    free(text);
+    /* a link to nothing, a folder: refused, named */
+    snprintf(q, sizeof q, "%s/dangling", dir);
+    CHECK(symlink("nowhere", q) == 0);
+    CHECKF(tf_write_file(q, "z", 1) != 0 && strstr(tf_error(), "symbolic link to nothing") && strstr(tf_error(), q), "%s",
+           tf_error());
+    CHECKF(tf_write_file(dir, "z", 1) != 0 && strstr(tf_error(), "a directory"), "%s", tf_error());
+    /* a FIFO is written through to its reader */
+    snprintf(p, sizeof p, "%s/fifo", dir), snprintf(q, sizeof q, "%s/fifo.out", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    snprintf(cmd, sizeof cmd, "cat '%s' > '%s' &", p, q);
+    CHECK(system(cmd) == 0);
+    CHECK(tf_write_file(p, "through", 7) == 0 && S_ISFIFO(mode_of(p)));
+    for (int i = 0; i < 50 && !(text = test_slurp(q, &n), text && n == 7); i++) free(text), usleep(100000);
+    CHECKF(text && n == 7 && !memcmp(text, "through", 7), "the FIFO's reader got %zu bytes", text ? n : 0);
+    free(text);
+    /* a character device (a copy of /dev/null; root only) stays one, through the command line too */
+    snprintf(p, sizeof p, "%s/devnull", dir);
+    if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+        char out[4096], args[600];
+        CHECK(tf_write_file(p, "gone", 4) == 0 && S_ISCHR(mode_of(p)));
+        snprintf(args, sizeof args, "tokenizer-train --type char --out %s %s/plain", p, dir);
+        CHECKF(run(args, out, sizeof out) != 0 && strstr(out, p), "%s", out); /* --out names a folder */
+        CHECK(S_ISCHR(mode_of(p)));
+    } else
+        printf("    (not root: the character device case is skipped)\n");
+    rm_dir(dir);
+}
+
+/* ---------------------------------------------------------------- items 8, 9, 13 and the signals */
+
+TEST(reliability_one_writer_per_run_and_stale_temporaries_removed) {
+    char dir[] = "/tmp/tformer_rel_lock_XXXXXX", p[256], args[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    CHECK(write_corpus(p, 30) == 0);
+    snprintf(p, sizeof p, "%s/model", dir);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/model/.lock", dir);
+    int fd = open(p, O_RDWR | O_CREAT, 0644);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0); /* another training holds the folder */
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/model " TINY, dir, dir);
+    CHECKF(run(args, out, sizeof out) != 0 && strstr(out, "another training is writing into this folder"), "%s", out);
+    close(fd);
+    snprintf(p, sizeof p, "%s/model/checkpoint.safetensors.tmp.AbC123", dir); /* a killed run's */
+    CHECK(write_text(p, "stale") == 0);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    CHECKF(access(p, F_OK) != 0, "%s left behind", p);
+    rm_dir(dir);
+}
+
+TEST(reliability_sigterm_and_sighup_stop_like_ctrl_c) {
+    const int sigs[2] = {SIGTERM, SIGHUP};
+    for (int k = 0; k < 2; k++) {
+        char dir[] = "/tmp/tformer_rel_sig_XXXXXX", p[256], cmd[1400];
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(p, sizeof p, "%s/corpus.txt", dir);
+        CHECK(write_corpus(p, 30) == 0);
+        snprintf(cmd, sizeof cmd, "%s train --data %s --out %s/model --tokenizer char --steps 100000 --layers 1 "
+                 "--heads 2 --width 16 --context 8 --batch 2 --threads 1 --log-every 1 > %s/log 2>&1 & echo $! > %s/pid",
+                 bin(), p, dir, dir, dir);
+        CHECK(system(cmd) == 0);
+        snprintf(p, sizeof p, "%s/log", dir);
+        size_t n = 0;
+        char *log = NULL;
+        for (int i = 0; i < 300 && !(log && strstr(log, "step 2/")); i++) free(log), log = test_slurp(p, &n), usleep(50000);
+        free(log);
+        snprintf(cmd, sizeof cmd, "kill -%d $(cat %s/pid) && while kill -0 $(cat %s/pid) 2>/dev/null; do sleep 0.1; done",
+                 sigs[k], dir, dir);
+        CHECK(system(cmd) == 0);
+        log = test_slurp(p, &n);
+        CHECKF(log && strstr(log, "interrupted: checkpoint written"), "signal %d:\n%s", sigs[k], log ? log : "");
+        free(log);
+        snprintf(p, sizeof p, "%s/model/checkpoint.safetensors", dir);
+        CHECK(access(p, F_OK) == 0);
+        rm_dir(dir);
+    }
+}
+
+TEST(reliability_stdout_write_errors_are_reported) {
+    char cmd[600];
+    size_t n;
+    CHECK(write_text("/tmp/tformer_rel_hyp.txt", "a b c\n") == 0);
+    snprintf(cmd, sizeof cmd, "%s bleu --ref /tmp/tformer_rel_hyp.txt < /tmp/tformer_rel_hyp.txt > /dev/full "
+             "2> /tmp/tformer_rel_err.txt", bin());
+    int st = system(cmd);
+    char *err = test_slurp("/tmp/tformer_rel_err.txt", &n);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, "tformer bleu: standard output: write error"),
+           "status %d: %s", st, err ? err : "");
+    free(err);
+    unlink("/tmp/tformer_rel_hyp.txt"), unlink("/tmp/tformer_rel_err.txt");
 }

@@ -122,6 +122,11 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
  * axis titles and a legend. */
 int tf_png_plot(const char *path, const double *ax, const double *ay, int na, const double *bx, const double *by,
                 int nb);
+/* A cairo surface as a PNG file, written as every output is (tf_atomic_file's
+ * rules: atomic replace, links followed, devices written through); cairo's
+ * status st of the drawing first (an error there is reported, nothing written). */
+struct _cairo_surface;
+int tf_png_write(struct _cairo_surface *s, int st, const char *path);
 
 /* Allocate every registered tensor, zero-filled (to be loaded, not initialised). */
 int tf_params_alloc(tf_params *ps);

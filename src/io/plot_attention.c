@@ -241,12 +241,7 @@ int tf_plot_attention(const char *path, const tf_attention_plot *p) {
     cairo_surface_t *s = render(path, p, (const label *)src, (const label *)tgt);
     free(src);
     if (!s) return -1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    cairo_status_t st = cairo_surface_write_to_png(s, tmp);
+    int rc = tf_png_write(s, (int)cairo_surface_status(s), path);
     cairo_surface_destroy(s);
-    if (st != CAIRO_STATUS_SUCCESS)
-        return remove(tmp), tf_set_error("%s: cannot write the PNG: %s", tmp, cairo_status_to_string(st));
-    if (rename(tmp, path)) return remove(tmp), tf_set_error("%s: cannot rename into place: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }

@@ -131,12 +131,7 @@ int tf_plot_confusion(const char *path, const int64_t *m, const char *const *lab
     draw_labels(cr, &g, labels, n);
     draw_scale(cr, &g, max);
     draw_axes_titles(cr, &g, title ? title : "", w);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    cairo_status_t st = cairo_status(cr);
-    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_write_to_png(s, tmp);
+    int rc = tf_png_write(s, (int)cairo_status(cr), path);
     cairo_destroy(cr), cairo_surface_destroy(s);
-    if (st != CAIRO_STATUS_SUCCESS) return remove(tmp), tf_set_error("%s: cannot write the PNG: %s", tmp, cairo_status_to_string(st));
-    if (rename(tmp, path)) return remove(tmp), tf_set_error("%s: cannot rename into place: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }

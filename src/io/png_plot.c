@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../util/util.h"
 
 #define W 760
 #define H 440
@@ -107,13 +109,21 @@ int tf_png_plot(const char *path, const double *ax, const double *ay, int na, co
     series(cr, &r, ax, ay, na, 0.122, 0.467, 0.706);
     series(cr, &r, bx, by, nb, 0.839, 0.153, 0.157);
     legend(cr, nb > 0);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    cairo_status_t st = cairo_status(cr);
-    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_write_to_png(s, tmp);
+    int rc = tf_png_write(s, (int)cairo_status(cr), path);
     cairo_destroy(cr), cairo_surface_destroy(s);
-    if (st != CAIRO_STATUS_SUCCESS)
-        return remove(tmp), tf_set_error("%s: cannot write the PNG: %s", tmp, cairo_status_to_string(st));
-    if (rename(tmp, path)) return remove(tmp), tf_set_error("%s: cannot rename into place: %s", path, strerror(errno));
-    return 0;
+    return rc;
+}
+
+static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int n) {
+    return tf_buf_put(closure, data, n) ? CAIRO_STATUS_NO_MEMORY : CAIRO_STATUS_SUCCESS;
+}
+
+int tf_png_write(struct _cairo_surface *s, int st, const char *path) {
+    tf_buf b = {0};
+    if (st == CAIRO_STATUS_SUCCESS) st = (int)cairo_surface_write_to_png_stream(s, to_buf, &b);
+    int rc = st != CAIRO_STATUS_SUCCESS ? tf_set_error("%s: cannot draw the PNG: %s", path,
+                                                       cairo_status_to_string((cairo_status_t)st))
+                                        : tf_write_file(path, b.p, b.n);
+    free(b.p);
+    return rc;
 }

@@ -12,18 +12,9 @@
 /* ---------------------------------------------------------------- output files */
 
 static int write_atomic(const char *dir, const char *name, const char *data, size_t n) {
-    char path[4096], tmp[4200];
+    char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return tf_set_error("%s: cannot create: %s", tmp, strerror(errno));
-    int ok = fwrite(data, 1, n, f) == n;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path)) {
-        unlink(tmp);
-        return tf_set_error("%s: write failed: %s", path, strerror(errno));
-    }
-    return 0;
+    return tf_write_file(path, data, n);
 }
 
 static int write_kind(const char *dir, const char *type) {

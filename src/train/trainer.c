@@ -6,12 +6,17 @@
  * All randomness is counter-based (seed, step, micro-batch, row), so a run
  * repeats bit for bit on any thread count and a resumed run continues
  * exactly: a checkpoint needs only the step besides weights and AdamW state. */
+#define _DEFAULT_SOURCE /* flock */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "train_internal.h"
 
@@ -201,7 +206,9 @@ static int save_checkpoint(const trainer *t, int64_t step) {
         rc = tf_st_writer_add(w, tf_params_name(t->ps, i), tf_params_tensor(t->ps, i));
     rc = rc || tf_adamw_save(t->opt, w);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
-    rc = rc || tf_st_writer_save(w, path) || t->task->vt->save(t->task, t->dir) || write_history(t);
+    /* the history and the model first: a run killed before the checkpoint's
+     * rename resumes from the one before, whose rows the history still holds */
+    rc = rc || write_history(t) || t->task->vt->save(t->task, t->dir) || tf_st_writer_save(w, path);
     tf_st_writer_free(w);
     return rc ? -1 : 0;
 }
@@ -316,10 +323,35 @@ static int run_steps(trainer *t, int64_t step, volatile int *stop, tf_train_repo
     return rc;
 }
 
+/* One writer per run folder: an exclusive lock on run_dir/.lock, held until
+ * the run ends (closing the descriptor releases it, a killed run's too);
+ * then the temporaries a killed run left behind are removed. */
+static int lock_run(const char *run_dir, int *fd) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock", run_dir);
+    if ((*fd = open(path, O_RDWR | O_CREAT, 0666)) < 0) return tf_set_error("%s: cannot create: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB)) {
+        int busy = errno == EWOULDBLOCK;
+        close(*fd), *fd = -1;
+        return busy ? tf_set_error("%s: another training is writing into this folder (it holds %s)", run_dir, path)
+                    : tf_set_error("%s: cannot lock: %s", path, strerror(errno));
+    }
+    DIR *d = opendir(run_dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strstr(e->d_name, ".tmp.")) {
+            snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
+            remove(path);
+        }
+    if (d) closedir(d);
+    return 0;
+}
+
 int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
              tf_train_report_fn report, void *user) {
     if (tf_train_config_check(cfg)) return -1;
     if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
+    int lock;
+    if (lock_run(run_dir, &lock)) return -1;
     trainer t;
     memset(&t, 0, sizeof t);
     t.cfg = cfg, t.task = task, t.dir = run_dir, t.ps = task->vt->params(task);
@@ -331,6 +363,7 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     if (!rc) t.best = best_so_far(&t);
     if (!rc) rc = run_steps(&t, step, stop, report, user);
     teardown(&t);
+    close(lock);
     return rc;
 }
 

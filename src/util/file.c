@@ -1,4 +1,5 @@
 /* Growable buffers and whole files: read, and written atomically. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,40 +61,86 @@ char *tf_read_file(const char *path, size_t *len) {
     return b.p;
 }
 
+/* The process's umask, without changing it even for a moment where /proc tells. */
+static mode_t current_umask(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned m;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &m) == 1) return fclose(f), (mode_t)m;
+    if (f) fclose(f);
+    mode_t old = umask(022);
+    umask(old);
+    return old;
+}
+
+/* What a write to path should do (tf_atomic_file's rules): 0 with *through
+ * set for a device or FIFO and *target for a followed link; -1 refused. */
+static int output_target(const char *path, char **target, int *through) {
+    struct stat st;
+    *target = NULL, *through = 0;
+    if (lstat(path, &st)) return errno == ENOENT ? 0 : tf_set_error("%s: %s", path, strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        if (!(*target = realpath(path, NULL)) || stat(*target, &st))
+            return free(*target), *target = NULL,
+                   tf_set_error("%s: a symbolic link to nothing (%s): refusing to write through it", path, strerror(errno));
+    }
+    if (S_ISREG(st.st_mode)) return 0;
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return *through = 1, 0;
+    const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+    free(*target), *target = NULL;
+    return tf_set_error("%s: %s, not a file: refusing to replace it", path, what);
+}
+
 int tf_atomic_open(tf_atomic_file *a, const char *path) {
-    size_t n = strlen(path);
-    a->path = path;
-    a->f = NULL;
-    if (!(a->tmp = malloc(n + 12))) return tf_set_error("%s: out of memory", path);
-    memcpy(a->tmp, path, n);
+    int through;
+    a->f = NULL, a->tmp = NULL, a->path = path;
+    if (output_target(path, &a->target, &through)) return -1;
+    if (a->target) a->path = a->target;
+    if (through) {
+        if (!(a->f = fopen(a->path, "wb"))) {
+            tf_set_error("%s: cannot open for writing: %s", path, strerror(errno));
+            free(a->target), a->target = NULL;
+            return -1;
+        }
+        return 0;
+    }
+    size_t n = strlen(a->path);
+    if (!(a->tmp = malloc(n + 12))) return free(a->target), a->target = NULL, tf_set_error("%s: out of memory", path);
+    memcpy(a->tmp, a->path, n);
     memcpy(a->tmp + n, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(a->tmp);
-    if (fd >= 0 && !(a->f = fdopen(fd, "wb"))) close(fd), unlink(a->tmp);
+    int fd = mkstemp(a->tmp); /* 0600: the umask's permissions given below */
+    if (fd >= 0 && (fchmod(fd, 0666 & ~current_umask()) || !(a->f = fdopen(fd, "wb")))) close(fd), unlink(a->tmp);
     if (!a->f) {
         tf_set_error("%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(a->tmp), a->tmp = NULL;
+        free(a->tmp), a->tmp = NULL, free(a->target), a->target = NULL;
         return -1;
     }
     return 0;
 }
 
 void tf_atomic_abort(tf_atomic_file *a) {
-    if (a->f) fclose(a->f), unlink(a->tmp);
-    free(a->tmp);
-    a->f = NULL, a->tmp = NULL;
+    if (a->f) {
+        fclose(a->f);
+        if (a->tmp) unlink(a->tmp);
+    }
+    free(a->tmp), free(a->target);
+    a->f = NULL, a->tmp = NULL, a->target = NULL;
 }
 
 int tf_atomic_commit(tf_atomic_file *a, int ok) {
-    ok = ok && !ferror(a->f) && fflush(a->f) == 0 && fsync(fileno(a->f)) == 0;
+    errno = 0;
+    ok = ok && !ferror(a->f) && fflush(a->f) == 0 && (!a->tmp || fsync(fileno(a->f)) == 0);
     ok = fclose(a->f) == 0 && ok;
     a->f = NULL;
-    if (!ok || rename(a->tmp, a->path) != 0) {
+    if (!ok || (a->tmp && rename(a->tmp, a->path) != 0)) {
         tf_set_error("%s: write failed: %s", a->path, strerror(errno ? errno : EIO));
-        unlink(a->tmp);
-        free(a->tmp), a->tmp = NULL;
+        if (a->tmp) unlink(a->tmp);
+        free(a->tmp), free(a->target), a->tmp = NULL, a->target = NULL;
         return -1;
     }
-    free(a->tmp), a->tmp = NULL;
+    free(a->tmp), free(a->target), a->tmp = NULL, a->target = NULL;
     return 0;
 }
 

@@ -51,11 +51,18 @@ const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
 /* A whole file (NUL-terminated); NULL + tf_error naming it on failure. */
 char *tf_read_file(const char *path, size_t *len);
 
-/* Atomic writing: a temporary file beside path, then fsync and rename. */
+/* Atomic writing: a temporary file beside path, then fsync and rename; the
+ * file gets the umask's permissions (0666 & ~umask), as fopen would give.
+ * What path names decides (never replace what is not a file): a missing or
+ * regular file is replaced; a symbolic link is followed (the file it names
+ * is replaced, the link stays; a link to nothing is refused); a character
+ * device or a FIFO is written through (no temporary: /dev/null stays
+ * /dev/null); a directory, block device or socket is refused. */
 typedef struct {
     FILE *f;
-    char *tmp;
-    const char *path;
+    char *tmp;          /* NULL when writing through */
+    const char *path;   /* the file written: path, or the link's target */
+    char *target;       /* a followed link's target (owned) */
 } tf_atomic_file;
 int tf_atomic_open(tf_atomic_file *a, const char *path);
 /* Rename into place when ok and every write succeeded; else remove it. 0 or -1. */
