@@ -366,3 +366,38 @@ TEST(safetensors_rejects_malformed_headers) {
     tf_arena_free(a);
     tf_st_close(f);
 }
+
+/* Many tensors (issue 18 item 14: the duplicate check and lookups were
+ * quadratic): 20,000 names, each found where it is, a name that is absent
+ * not found, a duplicate last of all refused by name. */
+TEST(safetensors_many_tensors_found_and_duplicates_refused) {
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 80 + 256, k = 0;
+    char *hdr = malloc(cap);
+    unsigned char *buf = malloc(cap + 8 + 4 * (N + 1));
+    CHECK(hdr && buf);
+    for (int dup = 0; dup <= 1; dup++) {
+        k = (size_t)snprintf(hdr, cap, "{");
+        for (int i = 0; i < N + dup; i++)
+            k += (size_t)snprintf(hdr + k, cap - k, "%s\"w.%d\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                                  i ? "," : "", i < N ? i : 777, 4 * i, 4 * i + 4);
+        snprintf(hdr + k, cap - k, "}");
+        size_t n = image(buf, hdr, 4 * (size_t)(N + dup));
+        tf_st_file *f = tf_st_open_memory(buf, n, "many");
+        if (dup) {
+            CHECKF(!f && strstr(tf_error(), "tensor 'w.777' appears twice"), "%s", tf_error());
+            continue;
+        }
+        CHECK(f && tf_st_count(f) == N);
+        int found = 0;
+        char name[32];
+        for (int i = 0; f && i < N; i++) {
+            snprintf(name, sizeof name, "w.%d", i);
+            const tf_st_entry *e = tf_st_find(f, name);
+            found += e && !strcmp(e->name, name) && e == tf_st_entry_at(f, i);
+        }
+        CHECK(found == N && f && !tf_st_find(f, "w.20000") && !tf_st_find(f, "w.") && !tf_st_find(f, ""));
+        tf_st_close(f);
+    }
+    free(hdr), free(buf);
+}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../core/internal.h"
+#include "../util/util.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit: 100 MB */
 
@@ -35,6 +36,7 @@ struct tf_st_file {
     tf_st_entry *e;
     int n;
     char *names; /* all names, NUL-separated */
+    tf_strmap index; /* name -> entry: duplicates and lookups in O(1), not O(n) (200k tensors) */
     char **meta; /* __metadata__ strings: key, value, ... */
     int n_meta, meta_cap;
 };
@@ -140,7 +142,7 @@ static int parse_header(tf_st_file *f, const cJSON *root) {
         if (strcmp(c->string, "__metadata__")) n++, names_len += strlen(c->string) + 1;
     f->e = calloc(n ? (size_t)n : 1, sizeof *f->e);
     f->names = malloc(names_len ? names_len : 1);
-    if (!f->e || !f->names) return tf_set_error("%s: out of memory", f->label);
+    if (!f->e || !f->names || tf_strmap_init(&f->index, (size_t)n)) return tf_set_error("%s: out of memory", f->label);
     char *np = f->names;
     for (const cJSON *c = root->child; c; c = c->next) {
         if (!strcmp(c->string, "__metadata__")) {
@@ -148,10 +150,10 @@ static int parse_header(tf_st_file *f, const cJSON *root) {
             if (keep_metadata(f, c)) return -1;
             continue;
         }
-        for (int i = 0; i < f->n; i++)
-            if (!strcmp(f->e[i].name, c->string)) return st_err(f, "tensor '%s' appears twice", c->string);
-        tf_st_entry *e = &f->e[f->n];
         size_t l = strlen(c->string) + 1;
+        if (tf_strmap_get(&f->index, c->string, l - 1) >= 0) return st_err(f, "tensor '%s' appears twice", c->string);
+        if (tf_strmap_put(&f->index, c->string, l - 1, f->n)) return -1;
+        tf_st_entry *e = &f->e[f->n];
         memcpy(np, c->string, l);
         e->name = np;
         np += l;
@@ -247,6 +249,7 @@ void tf_st_close(tf_st_file *f) {
     free(f->meta);
     free(f->e);
     free(f->names);
+    tf_strmap_free(&f->index);
     free(f);
 }
 
@@ -254,9 +257,8 @@ int tf_st_count(const tf_st_file *f) { return f->n; }
 const tf_st_entry *tf_st_entry_at(const tf_st_file *f, int i) { return i >= 0 && i < f->n ? &f->e[i] : NULL; }
 
 const tf_st_entry *tf_st_find(const tf_st_file *f, const char *name) {
-    for (int i = 0; i < f->n; i++)
-        if (!strcmp(f->e[i].name, name)) return &f->e[i];
-    return NULL;
+    int32_t i = tf_strmap_get(&f->index, name, strlen(name));
+    return i >= 0 && i < f->n ? &f->e[i] : NULL;
 }
 
 /* ---------------------------------------------------------------- conversion */
