@@ -22,7 +22,7 @@ static const tf_field OPTION_ROWS[] = {
     R(top_p, TF_FIELD_FLOAT, "(0,1]", "draw from the most likely tokens up to this probability; 1: all"),
     R(repetition_penalty, TF_FIELD_FLOAT, "(0,inf)", "> 1 discourages tokens already in the context"),
     R(seed, TF_FIELD_UINT64, NULL, "the draws' seed"),
-    R(beam, TF_FIELD_INT, "[0,inf)", "beam search of that width (deterministic; sampling options ignored); 0: sampling"),
+    R(beam, TF_FIELD_INT, "[0,256]", "beam search of that width (deterministic; sampling options ignored); 0: sampling"),
     R(length_penalty, TF_FIELD_FLOAT, NULL, "beam scores are sum(log p) / length^length_penalty"),
 };
 #undef R
@@ -91,6 +91,10 @@ int cmd_generate(const cli_args *a) {
         cli_die(v, tf_error());
     }
     printf("\n");
+    if (o.beam >= 1 && (int64_t)ids.n + o.max_tokens > m->cfg.context && (int)out.n < o.max_tokens &&
+        !(out.n && out.v[out.n - 1] == o.eos_id))
+        fprintf(stderr, "tformer generate: note: beam search stops at the model's context of %d tokens (it does not "
+                "slide a window): %zu new tokens\n", m->cfg.context, out.n);
     if (s.failed) {
         char msg[1200];
         snprintf(msg, sizeof msg, "cannot decode the generated id %d: %s", (int)s.bad_id, tf_error());

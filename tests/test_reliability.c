@@ -436,3 +436,31 @@ TEST(reliability_stdout_write_errors_are_reported) {
     free(err);
     unlink("/tmp/tformer_rel_hyp.txt"), unlink("/tmp/tformer_rel_err.txt");
 }
+
+/* ---------------------------------------------------------------- item 7: the beam */
+
+TEST(reliability_beam_is_bounded_and_a_full_context_is_said) {
+    char dir[] = "/tmp/tformer_rel_beam_XXXXXX", args[512], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECKF(tiny_model(dir, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "generate --model %s/model --prompt abc --beam 100000000 --max-tokens 5", dir);
+    CHECKF(run(args, out, sizeof out) == 2 && strstr(out, "--beam expects an integer in [0,256]"), "%s", out);
+    /* the context is 8: a prompt of 8 leaves beam search no room (it gave 0 tokens, exit 0) */
+    snprintf(args, sizeof args, "generate --model %s/model --prompt abcabcab --beam 3 --max-tokens 5", dir);
+    CHECKF(run(args, out, sizeof out) == 1 && strstr(out, "fill the context of 8"), "%s", out);
+    snprintf(args, sizeof args, "generate --model %s/model --prompt abcabc --beam 3 --max-tokens 5", dir);
+    CHECKF(run(args, out, sizeof out) == 0 && strstr(out, "stops at the model's context of 8 tokens"), "%s", out);
+    /* the library's bound */
+    tf_gpt *m = NULL;
+    snprintf(args, sizeof args, "%s/model", dir);
+    CHECK((m = tf_gpt_load_hf(args)) != NULL);
+    tf_generate_opts o = tf_generate_opts_default();
+    o.beam = TF_GENERATE_MAX_BEAM + 1, o.max_tokens = 2;
+    tf_ids ids = {0};
+    int32_t prompt = 1;
+    CHECKF(tf_gpt_generate(m, &prompt, 1, &o, NULL, NULL, &ids, NULL) != 0 && strstr(tf_error(), "at most 256"), "%s",
+           tf_error());
+    tf_ids_free(&ids);
+    tf_gpt_free(m);
+    rm_dir(dir);
+}

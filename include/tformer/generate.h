@@ -72,6 +72,9 @@ typedef struct {
 } tf_generate_opts;
 
 TF_API tf_generate_opts tf_generate_opts_default(void);
+/* The widest beam: each hypothesis holds a decoder with its KV cache, and a
+ * wider beam does not change a translation or continuation in practice. */
+#define TF_GENERATE_MAX_BEAM 256
 /* Called with each new token as it is chosen (beam search: the best sequence
  * at the end); a non-zero return stops generation. */
 typedef int (*tf_token_fn)(void *user, int32_t id);

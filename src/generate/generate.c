@@ -7,7 +7,7 @@
 
 #include "../core/internal.h"
 
-#define TF_BEAM_MAX 256 /* Hugging Face's beam search: the widest beam (its ended list is fixed-size) */
+#define TF_BEAM_MAX TF_GENERATE_MAX_BEAM /* Hugging Face's beam search: its ended list is fixed-size */
 
 tf_generate_opts tf_generate_opts_default(void) {
     tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1, TF_BEAM_TFORMER};
@@ -380,7 +380,6 @@ static int hf_beam_loop(tf_decoder *d, const tf_ids *prompt, const tf_generate_o
 
 static int generate_beam_hf(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, tf_token_fn on_token,
                             void *user, tf_ids *out, double *score) {
-    if (o->beam > TF_BEAM_MAX) return tf_set_error("generate: beam %d exceeds %d", o->beam, TF_BEAM_MAX);
     int steps = o->max_tokens < d->capacity - (int)prompt->n ? o->max_tokens : d->capacity - (int)prompt->n;
     hf_hyps h;
     memset(&h, 0, sizeof h);
@@ -403,6 +402,8 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
     if (n_prompt > d->capacity - d->len)
         return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt,
                             d->capacity - d->len);
+    if (o->beam > TF_GENERATE_MAX_BEAM) /* each hypothesis holds a decoder and its cache */
+        return tf_set_error("generate: beam %d: at most %d hypotheses", o->beam, TF_GENERATE_MAX_BEAM);
     if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) || !(o->repetition_penalty > 0) ||
         o->beam_stop < TF_BEAM_TFORMER || o->beam_stop > TF_BEAM_HF_NEVER)
         return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty > 0, "
@@ -410,6 +411,9 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= d->vocab_size)
             return tf_set_error("generate: prompt token %d outside the vocabulary", prompt[i]);
+    if (o->beam >= 1 && o->max_tokens > 0 && n_prompt >= d->capacity - d->len) /* 0 tokens would be silent */
+        return tf_set_error("generate: the prompt's %d tokens fill the context of %d: beam search needs room for new "
+                            "tokens (it does not slide a window); shorten the prompt", n_prompt, d->capacity - d->len);
     tf_ids p = {(int32_t *)prompt, (size_t)n_prompt, (size_t)n_prompt}; /* borrowed, never grown */
     if (o->beam >= 1 && o->beam_stop != TF_BEAM_TFORMER) return generate_beam_hf(d, &p, o, on_token, user, out, score);
     return o->beam >= 1 ? generate_beam(d, &p, o, on_token, user, out, score)
