@@ -464,3 +464,29 @@ TEST(reliability_beam_is_bounded_and_a_full_context_is_said) {
     tf_gpt_free(m);
     rm_dir(dir);
 }
+
+/* ---------------------------------------------------------------- item 15: messages */
+
+TEST(reliability_messages_say_what_is_wrong) {
+    char dir[] = "/tmp/tformer_rel_msg_XXXXXX", p[256], args[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    /* --resume into a folder without a checkpoint (it said "no tokenizer files") */
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    CHECK(write_corpus(p, 30) == 0);
+    snprintf(args, sizeof args, "train --data %s --out %s/empty --resume " TINY, p, dir);
+    CHECKF(run(args, out, sizeof out) == 1 && strstr(out, "nothing to resume: no checkpoint.safetensors"), "%s", out);
+    /* a corpus without words names its file */
+    snprintf(p, sizeof p, "%s/blank.txt", dir);
+    CHECK(write_text(p, "\n\n\n") == 0);
+    snprintf(args, sizeof args, "tokenizer-train --type bpe --vocab-size 300 --out %s/tok %s", dir, p);
+    CHECKF(run(args, out, sizeof out) != 0 && strstr(out, p) && strstr(out, "holds no words"), "%s", out);
+    /* an allocation that fails: its cause once, not the message formatted into itself */
+    tf_params *ps = tf_params_new();
+    tf_tensor *w;
+    CHECK(ps && tf_params_add(ps, "huge", &w, 2, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 20}, 0.1f) == 0);
+    CHECK(tf_params_init(ps, 1) != 0);
+    const char *e = tf_error(), *again = strstr(e + 1, "params: cannot allocate");
+    CHECKF(strstr(e, "params: cannot allocate huge: ") == e && !again, "%s", e);
+    tf_params_free(ps);
+    rm_dir(dir);
+}

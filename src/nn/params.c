@@ -76,7 +76,10 @@ tf_tensor *tf_params_get(const tf_params *ps, const char *name) {
 
 static int entry_alloc(tf_params *ps, tf_param_entry *e) {
     *e->slot = tf_tensor_alloc(ps->arena, TF_DTYPE_F32, e->ndim, e->shape, 1);
-    return *e->slot ? 0 : tf_set_error("params: cannot allocate %s: %s", e->name, tf_error());
+    if (*e->slot) return 0;
+    char why[512]; /* tf_error's buffer is the one written: copy the cause first */
+    snprintf(why, sizeof why, "%s", tf_error());
+    return tf_set_error("params: cannot allocate %s: %s", e->name, why);
 }
 
 int tf_params_alloc(tf_params *ps) {

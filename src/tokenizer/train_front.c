@@ -183,7 +183,9 @@ static int read_corpus(tf_trainer *t, const char *const *files, int n_files, tex
             return tf_set_error("%s: %s", files[f], msg);
         }
     }
-    if (!t->n_words) return tf_set_error("train: the corpus holds no words");
+    if (!t->n_words && n_files == 1) return tf_set_error("%s: holds no words to learn a vocabulary from", files[0]);
+    if (!t->n_words)
+        return tf_set_error("%s and the %d other files hold no words to learn a vocabulary from", files[0], n_files - 1);
     return 0;
 }
 

@@ -104,7 +104,7 @@ static int load_data(bert_task *l, const char *const *data, int n_data, const ch
         return tf_set_error("BERT needs a WordPiece tokenizer with [CLS], [SEP], [MASK] and [PAD]: --tokenizer "
                             "a vocab.txt (../shared/data/bert/bert-base-uncased-vocab.txt) or a folder "
                             "(tformer tokenizer-train --type wordpiece)");
-    if (!resume && tf_task_tokenizer_install(tokenizer, data, n_data, l->dir)) return -1;
+    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->dir, resume)) return -1;
     if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
     int vocab = tf_tokenizer_vocab_size(l->tok);
     if (model->vocab_size && model->vocab_size != vocab)

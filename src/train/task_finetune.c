@@ -177,7 +177,7 @@ tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir
     f->base.n_metrics = 1;
     f->base.metric_names[0] = c->task == TF_FINETUNE_TAG ? "token_accuracy"
                               : c->task == TF_FINETUNE_SPAN ? "exact_match" : "accuracy";
-    int rc = !resume && tf_task_tokenizer_install(model_dir, NULL, 0, run_dir);
+    int rc = tf_task_tokenizer_prepare(model_dir, NULL, 0, run_dir, resume);
     if (!rc && !(f->tok = tf_tokenizer_load(run_dir))) rc = -1;
     if (!rc && tf_tokenizer_kind_of(f->tok) != TF_TOKENIZER_WORDPIECE)
         rc = tf_set_error("%s: fine-tuning needs a BERT WordPiece tokenizer (vocab.txt)", model_dir);

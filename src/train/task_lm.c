@@ -84,7 +84,7 @@ static const tf_task_vt LM_TASK = {lm_batch, lm_loss, lm_params, lm_signature, l
 static int load_data(lm_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
                      uint64_t seed) {
     tf_gpt_config *model = &l->cfg.model;
-    if (!resume && tf_task_tokenizer_install(tokenizer, data, n_data, l->dir)) return -1;
+    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->dir, resume)) return -1;
     if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
     int vocab = tf_tokenizer_vocab_size(l->tok);
     if (model->vocab_size && model->vocab_size != vocab)

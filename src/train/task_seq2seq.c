@@ -149,7 +149,7 @@ static int load_data(s2s_task *s, const char *src, const char *tgt, const char *
                      const char *tokenizer, int resume, uint64_t seed) {
     const tf_translation_family *fam = s->fam;
     const char *files[2] = {src, tgt};
-    if (!resume && tf_task_tokenizer_install(tokenizer, files, 2, s->dir)) return -1;
+    if (tf_task_tokenizer_prepare(tokenizer, files, 2, s->dir, resume)) return -1;
     if (!(s->tok = tf_tokenizer_load(s->dir))) return -1;
     int *sv = model_int(s, fam->src_vocab_off), *tv = model_int(s, fam->tgt_vocab_off);
     int context = *model_int(s, fam->context_off), max_len = *cfg_int(s, fam->max_len_off);

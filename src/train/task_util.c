@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include "train_internal.h"
 
 static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
@@ -12,6 +14,14 @@ static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab
 #define N_TOKENIZER_FILES (sizeof TOKENIZER_FILES / sizeof *TOKENIZER_FILES)
 
 /* ---------------------------------------------------------------- the tokenizer of the run */
+
+int tf_task_tokenizer_prepare(const char *spec, const char *const *data, int n_data, const char *dir, int resume) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    if (resume && access(path, F_OK))
+        return tf_set_error("%s: nothing to resume: no checkpoint.safetensors (start without --resume)", dir);
+    return resume ? 0 : tf_task_tokenizer_install(spec, data, n_data, dir);
+}
 
 /* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
  * tf_tokenizer_load reads, or learn the data's characters ("char"). */

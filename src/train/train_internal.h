@@ -9,6 +9,8 @@
 /* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
  * tf_tokenizer_load reads, or learn the data's characters ("char"). */
 int tf_task_tokenizer_install(const char *spec, const char *const *data, int n_data, const char *dir);
+/* A run's start: install as above; with resume, check there is a checkpoint to resume instead. */
+int tf_task_tokenizer_prepare(const char *spec, const char *const *data, int n_data, const char *dir, int resume);
 /* dir's tokenizer files into the checkpoint's metadata (a checkpoint is complete by itself). */
 int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
