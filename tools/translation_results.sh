@@ -7,11 +7,11 @@
 # detokenised (sacreBLEU's default) and lower-cased (like for like with
 # tokenised-BLEU figures), with the decoding speed.
 #   sh tools/translation_results.sh TFORMER OUT_DIR
-# STEPS (6000), THREADS (TFORMER_THREADS); a finished run in OUT_DIR is kept,
+# STEPS (5000), THREADS (TFORMER_THREADS); a finished run in OUT_DIR is kept,
 # an interrupted one continues (--resume).
 set -eu
 tf=$1 out=$2
-steps=${STEPS:-6000}
+steps=${STEPS:-5000}
 d=$out/data
 mkdir -p "$d"
 for s in train val test_2016_flickr; do
