@@ -65,6 +65,11 @@ char *test_slurp(const char *path, size_t *len) {
 
 static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+const char *test_tformer_bin(void) {
+    const char *b = getenv("TFORMER_BIN");
+    return b ? b : "build/tformer";
+}
+
 int test_temp_file(char *path) {
     int fd = mkstemp(path);
     if (fd < 0) return -1;

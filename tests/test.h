@@ -50,6 +50,8 @@ int test_png_size(const char *path, int *w, int *h);
 
 /* Create an empty file from a mkstemp template ("/tmp/x_XXXXXX", filled in); 0 or -1. */
 int test_temp_file(char *path);
+/* The tformer binary the CLI tests run: $TFORMER_BIN, else build/tformer. */
+const char *test_tformer_bin(void);
 
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);

@@ -262,11 +262,6 @@ TEST(bert_export_for_transformers) {
 
 /* ---------------------------------------------------------------- fill-mask and embed through the CLI */
 
-static const char *tformer_bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* A tiny BertForMaskedLM folder with a 19-token WordPiece vocabulary. */
 static int tiny_mlm_folder(char *dir) {
     char p[600];
@@ -285,7 +280,7 @@ TEST(bert_fill_mask_cli_gives_the_softmax_top_k) {
     char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[900], out[4096], err[512];
     CHECK(tiny_mlm_folder(dir) == 0);
     snprintf(cmd, sizeof cmd, "%s fill-mask --model %s --text 'the cat [MASK] on the mat' --top-k 3 --threads 1",
-             tformer_bin(), dir);
+             test_tformer_bin(), dir);
     FILE *p = popen(cmd, "r");
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
@@ -320,7 +315,7 @@ TEST(bert_fill_mask_cli_gives_the_softmax_top_k) {
     tf_ctx_free(ctx);
     tf_bert_free(m);
     /* a folder without an MLM head, a text without [MASK]: clear errors */
-    snprintf(cmd, sizeof cmd, "%s fill-mask --model %s --text 'the cat sat' 2>/tmp/tformer_fm_err >/dev/null", tformer_bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s fill-mask --model %s --text 'the cat sat' 2>/tmp/tformer_fm_err >/dev/null", test_tformer_bin(), dir);
     CHECK(system(cmd) != 0);
     FILE *f = fopen("/tmp/tformer_fm_err", "r");
     k = f ? fread(err, 1, sizeof err - 1, f) : 0;
@@ -335,7 +330,7 @@ TEST(bert_embed_cli_equals_the_library) {
     char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[900], out[16384];
     CHECK(tiny_mlm_folder(dir) == 0);
     snprintf(cmd, sizeof cmd, "printf 'the cat sat on the mat.\\na big red dog ran\\n' | %s embed --model %s --normalize",
-             tformer_bin(), dir);
+             test_tformer_bin(), dir);
     FILE *p = popen(cmd, "r");
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
@@ -417,7 +412,7 @@ TEST(bert_cli_hostile_input) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char args[400];
         snprintf(args, sizeof args, CASES[i].args, dir);
-        snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>/tmp/tformer_hostile_err", tformer_bin(), args);
+        snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>/tmp/tformer_hostile_err", test_tformer_bin(), args);
         int st = system(cmd);
         size_t n;
         char *err = test_slurp("/tmp/tformer_hostile_err", &n);

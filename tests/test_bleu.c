@@ -104,17 +104,12 @@ TEST(bleu_detects_a_changed_token) {
     CHECK(fabs(sb.score - 100 * pow(6.0 / 7 * 4.0 / 6 * 0.4 * 0.25, 0.25)) < 1e-9);
 }
 
-static const char *tformer_bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 static int run_cli(const char *args, const char *stdin_text, char *out, size_t n) {
     char cmd[2048];
     FILE *f = fopen("/tmp/tformer_bleu_in", "wb");
     fputs(stdin_text, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s bleu %s < /tmp/tformer_bleu_in > /tmp/tformer_bleu_out 2>&1", tformer_bin(), args);
+    snprintf(cmd, sizeof cmd, "%s bleu %s < /tmp/tformer_bleu_in > /tmp/tformer_bleu_out 2>&1", test_tformer_bin(), args);
     int st = system(cmd);
     f = fopen("/tmp/tformer_bleu_out", "rb");
     size_t k = f ? fread(out, 1, n - 1, f) : 0;

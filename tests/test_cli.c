@@ -10,15 +10,11 @@
 
 #define FX "tests/fixtures/"
 
-static const char *bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* Run the CLI; returns its exit status and fills err with its stderr. */
 static int run(const char *args, char *err, size_t n) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>/tmp/tformer_cli_err >/dev/null", bin(), args);
+    if (snprintf(cmd, sizeof cmd, "%s %s 2>/tmp/tformer_cli_err >/dev/null", test_tformer_bin(), args) >= (int)sizeof cmd)
+        return -1; /* a command line that does not fit: never run a cut one */
     int st = system(cmd);
     FILE *f = fopen("/tmp/tformer_cli_err", "r");
     size_t k = f ? fread(err, 1, n - 1, f) : 0;
@@ -123,25 +119,25 @@ static int pipe_run(const char *cmd, char *out, size_t n) {
 
 TEST(cli_encode_decode_train) {
     char out[4096], cmd[1024];
-    snprintf(cmd, sizeof cmd, "printf 'hello world' | %s encode --tokenizer ../shared/data/gpt2", bin());
+    snprintf(cmd, sizeof cmd, "printf 'hello world' | %s encode --tokenizer ../shared/data/gpt2", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "31373 995\n"));
-    snprintf(cmd, sizeof cmd, "echo '31373 995' | %s decode --tokenizer ../shared/data/gpt2", bin());
+    snprintf(cmd, sizeof cmd, "echo '31373 995' | %s decode --tokenizer ../shared/data/gpt2", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "hello world"));
-    snprintf(cmd, sizeof cmd, "printf 'Hello, my dog is cute' | %s encode --tokenizer ../shared/data/bert/bert-base-uncased-vocab.txt", bin());
+    snprintf(cmd, sizeof cmd, "printf 'Hello, my dog is cute' | %s encode --tokenizer ../shared/data/bert/bert-base-uncased-vocab.txt", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "7592 1010 2026 3899 2003 10140\n"));
-    snprintf(cmd, sizeof cmd, "printf 'hi' | %s encode --tokenizer char && echo '104 105' | %s decode --tokenizer char", bin(), bin());
+    snprintf(cmd, sizeof cmd, "printf 'hi' | %s encode --tokenizer char && echo '104 105' | %s decode --tokenizer char", test_tformer_bin(), test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "104 105\nhi"));
-    snprintf(cmd, sizeof cmd, "echo '1 99999' | %s decode --tokenizer ../shared/data/gpt2 2>&1", bin());
+    snprintf(cmd, sizeof cmd, "echo '1 99999' | %s decode --tokenizer ../shared/data/gpt2 2>&1", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "id 99999 at position 1"));
-    snprintf(cmd, sizeof cmd, "echo '1 x2' | %s decode --tokenizer char 2>&1", bin());
+    snprintf(cmd, sizeof cmd, "echo '1 x2' | %s decode --tokenizer char 2>&1", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "'x2' is not an id"));
     snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_tok_%d tests/data/seed_bpe.txt"
              " && printf 'see the sea' | %s encode --tokenizer /tmp/tformer_cli_tok_%d | %s decode --tokenizer /tmp/tformer_cli_tok_%d"
-             " && rm -r /tmp/tformer_cli_tok_%d", bin(), (int)getpid(), bin(), (int)getpid(), bin(), (int)getpid(), (int)getpid());
+             " && rm -r /tmp/tformer_cli_tok_%d", test_tformer_bin(), (int)getpid(), test_tformer_bin(), (int)getpid(), test_tformer_bin(), (int)getpid(), (int)getpid());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "see the sea "));
-    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type lstm --vocab-size 30 --out /tmp/x f 2>&1", bin());
+    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type lstm --vocab-size 30 --out /tmp/x f 2>&1", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "usage"));
-    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_x /nonexistent 2>&1", bin());
+    snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_x /nonexistent 2>&1", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "/nonexistent: cannot open"));
 }
 
@@ -149,7 +145,7 @@ TEST(cli_train_generate_eval) {
     char out[8192], cmd[2048], dir[64];
     snprintf(dir, sizeof dir, "/tmp/tformer_cli_run_%d", (int)getpid());
     const char *tiny = "--steps 6 --layers 1 --heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2 --log-every 1";
-    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --tokenizer char --out %s %s 2>&1", bin(), dir, tiny);
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --tokenizer char --out %s %s 2>&1", test_tformer_bin(), dir, tiny);
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "step 6/6 | loss") && strstr(out, "val") && strstr(out, "tok/s | ETA"),
            "train: %s", out);
     const char *files[] = {"config.json", "model.safetensors", "checkpoint.safetensors", "losses.csv", "loss.png", "chars.txt"};
@@ -159,29 +155,29 @@ TEST(cli_train_generate_eval) {
         CHECKF(exists(p), "train did not write %s", files[i]);
     }
     char first[256];
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0", bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, first, sizeof first) == 0 && !strncmp(first, "ab", 2) && strlen(first) >= 12);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first)); /* greedy is deterministic */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --beam 3 --length-penalty 0.5 &&"
              " %s generate --model %s --prompt 'ab' --max-tokens 8 --temperature 0.9 --top-k 5 --top-p 0.9"
-             " --repetition-penalty 1.3 --seed 4", bin(), dir, bin(), dir);
+             " --repetition-penalty 1.3 --seed 4", test_tformer_bin(), dir, test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0);
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "more than the context of 16"));
     /* --threads is honoured and changes nothing */
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
-    snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
-    snprintf(cmd, sizeof cmd, "%s train --data /dev/null --out %s.x %s 2>&1", bin(), dir, tiny);
+    snprintf(cmd, sizeof cmd, "%s train --data /dev/null --out %s.x %s 2>&1", test_tformer_bin(), dir, tiny);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "no words"));
-    snprintf(cmd, sizeof cmd, "%s train --data tests/data/seed_bpe.txt --out %s --steps x 2>&1", bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/seed_bpe.txt --out %s --steps x 2>&1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "--steps expects"));
     /* Ctrl-C: the step finishes, a checkpoint is written, exit status 130 */
     snprintf(cmd, sizeof cmd, "rm -r %s; %s train --data tests/data/unicode_stress.txt --tokenizer char --out %s "
              "--steps 1000000 --layers 1 --heads 2 --width 16 --context 16 --batch 4 --log-every 1000000 > %s.log 2>&1 &"
              " pid=$!; sleep 2; kill -INT $pid; wait $pid; echo rc=$?; cat %s.log; rm -f %s.log",
-             dir, bin(), dir, dir, dir, dir);
+             dir, test_tformer_bin(), dir, dir, dir, dir);
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "rc=130") && strstr(out, "interrupted"), "SIGINT: %s", out);
     char ck[256];
     snprintf(ck, sizeof ck, "%s/checkpoint.safetensors", dir);
@@ -247,7 +243,7 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
     char cmd[256], err[4096];
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         for (int form = 0; form < 2; form++) { /* --help and -h */
-            snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", bin(), verbs[i].verb, form ? "-h" : "--help");
+            snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", test_tformer_bin(), verbs[i].verb, form ? "-h" : "--help");
             CHECKF(pipe_run(cmd, h.text, sizeof h.text) == 0, "%s", cmd);
             CHECKF(!strncmp(h.text, "usage: tformer ", 15) && strstr(h.text, "-h, --help"), "%s: %s", cmd, h.text);
         }
@@ -265,7 +261,7 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
         CHECKF(run(cmd, err, sizeof err) == 2 && strstr(err, want), "%s: %s", cmd, err);
     }
     /* train's flags are the trainer's, the task's and the model's tables, every row */
-    snprintf(cmd, sizeof cmd, "%s train --help", bin());
+    snprintf(cmd, sizeof cmd, "%s train --help", test_tformer_bin());
     CHECK(pipe_run(cmd, h.text, sizeof h.text) == 0);
     tf_train_config t = tf_train_config_default();
     tf_lm_config lm = tf_lm_config_default();
@@ -276,7 +272,7 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
     CHECK(strstr(h.text, "--steps N ") && strstr(h.text, "(default 2000)") && strstr(h.text, "also --layers"));
     /* the check itself can fail: a flag no verb has */
     CHECK(!lists_flag(h.text, "--frobnicate") && !lists_flag(h.text, "--step"));
-    snprintf(cmd, sizeof cmd, "%s help generate", bin());
+    snprintf(cmd, sizeof cmd, "%s help generate", test_tformer_bin());
     CHECK(pipe_run(cmd, h.text, sizeof h.text) == 0 && lists_flag(h.text, "--top-p"));
 }
 
@@ -308,7 +304,7 @@ TEST(cli_flags_are_parsed_strictly) {
         CHECKF(rc == 2 && strstr(err, bad[i][1]) && strstr(err, "usage: tformer "), "%s: status %d, %s", bad[i][0], rc, err);
     }
     char out[256], cmd[256];
-    snprintf(cmd, sizeof cmd, "%s version && %s --version", bin(), bin());
+    snprintf(cmd, sizeof cmd, "%s version && %s --version", test_tformer_bin(), test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strncmp(out, "tformer ", 8));
 }
 
@@ -323,7 +319,7 @@ TEST(cli_train_config_file_and_flag_overrides) {
     fclose(f);
     /* the file sets everything; --steps, --width (an alias of d_model) and --norm override it */
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --steps 4 --width 8"
-             " --norm post --pos sinusoidal --log-every 1 2>&1", bin(), dir, cfg);
+             " --norm post --pos sinusoidal --log-every 1 2>&1", test_tformer_bin(), dir, cfg);
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "step 4/4") && !strstr(out, "/3 "), "%s", out);
     snprintf(p, sizeof p, "%s/config.json", dir);
     size_t n;
@@ -341,12 +337,12 @@ TEST(cli_train_config_file_and_flag_overrides) {
     f = fopen(cfg, "w");
     CHECK(f && fputs(meta, f) >= 0 && fclose(f) == 0);
     tf_st_close(ck);
-    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --resume 2>&1", bin(), dir, cfg);
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --resume 2>&1", test_tformer_bin(), dir, cfg);
     CHECKF(pipe_run(cmd, out, sizeof out) == 0, "resume from the recorded config: %s", out);
     /* a bad key in the file names it and the file */
     f = fopen(cfg, "w");
     CHECK(f && fputs("{\"steps\": 3, \"n_embed\": 16}", f) >= 0 && fclose(f) == 0);
-    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s 2>&1", bin(), dir, cfg);
+    snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s 2>&1", test_tformer_bin(), dir, cfg);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, cfg) && strstr(out, "unknown key \"n_embed\""));
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, cfg);
     CHECK(system(cmd) == 0);
@@ -368,8 +364,8 @@ TEST(header_example_compiles_and_runs) {
 TEST(cli_directory_where_a_file_is_expected) {
     char out[4096], cmd[512];
     snprintf(cmd, sizeof cmd, "%s train --data tests --out /tmp/tformer_cli_dir_%d 2>&1; rm -rf /tmp/tformer_cli_dir_%d",
-             bin(), (int)getpid(), (int)getpid());
+             test_tformer_bin(), (int)getpid(), (int)getpid());
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "tests: is a directory"), "%s", out);
-    snprintf(cmd, sizeof cmd, "%s torch-run --config tests --weights x --input y --output /tmp/tformer_dir.st 2>&1", bin());
+    snprintf(cmd, sizeof cmd, "%s torch-run --config tests --weights x --input y --output /tmp/tformer_dir.st 2>&1", test_tformer_bin());
     CHECKF(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "tests: is a directory"), "%s", out);
 }

@@ -196,16 +196,11 @@ TEST(finetune_classifier_learns_and_validation_in_order) {
 
 /* ---------------------------------------------------------------- the CLI */
 
-static const char *bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* Run a shell command line after the binary; its status, and stdout in out. */
 static int run_cli(const char *args, char *out, size_t n) {
     char cmd[2048];
     /* fontconfig, which cairo loads for text, keeps its caches until exit (tests/lsan.supp) */
-    snprintf(cmd, sizeof cmd, "LSAN_OPTIONS=suppressions=tests/lsan.supp %s %s > /tmp/tformer_ft_cli_out 2>&1", bin(), args);
+    snprintf(cmd, sizeof cmd, "LSAN_OPTIONS=suppressions=tests/lsan.supp %s %s > /tmp/tformer_ft_cli_out 2>&1", test_tformer_bin(), args);
     int st = system(cmd);
     FILE *f = fopen("/tmp/tformer_ft_cli_out", "r");
     size_t k = f ? fread(out, 1, n - 1, f) : 0;

@@ -315,11 +315,6 @@ TEST(marian_special_ids_and_tformer_folder_round_trip) {
 
 /* ---------------------------------------------------------------- tformer translate on a Marian folder */
 
-static const char *tformer_bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* dir/vocab.txt for a case's vocabulary: "w<id>", eos "[SEP]", padding
  * "[PAD]", and the unknown token at the first id no source uses. */
 static int write_vocab(const char *dir, const tf_seq2seq *m, const cJSON *srcs) {
@@ -374,7 +369,7 @@ static int translate_case(const char *dir, const char *tmp, int *n) {
             ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
         }
         snprintf(cmd, sizeof cmd, "cp %s/config.json %s/model.safetensors %s/ && %s translate --model %s --beam %d "
-                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, dir, tmp, tformer_bin(), tmp,
+                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, dir, tmp, test_tformer_bin(), tmp,
                  cJSON_GetObjectItem(run, "num_beams")->valueint, cJSON_GetObjectItem(run, "length_penalty")->valuedouble,
                  cJSON_GetObjectItem(run, "max_length")->valueint - 1, tmp);
         FILE *p = popen(cmd, "r");

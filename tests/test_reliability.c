@@ -22,17 +22,12 @@
 #include "test.h"
 #include "util/util.h"
 
-static const char *bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* Run "<env> tformer <args>"; its exit status, stdout and stderr together in out. */
 static int run_env(const char *env, const char *args, char *out, size_t n) {
-    size_t len = strlen(env) + strlen(bin()) + strlen(args) + 128;
+    size_t len = strlen(env) + strlen(test_tformer_bin()) + strlen(args) + 128;
     char *cmd = malloc(len), log[] = "/tmp/tformer_rel_log_XXXXXX";
     if (!cmd || test_temp_file(log)) return free(cmd), -1;
-    snprintf(cmd, len, "%s %s %s > %s 2>&1", env, bin(), args, log);
+    snprintf(cmd, len, "%s %s %s > %s 2>&1", env, test_tformer_bin(), args, log);
     int st = system(cmd);
     free(cmd);
     FILE *f = fopen(log, "r");
@@ -404,7 +399,7 @@ TEST(reliability_sigterm_and_sighup_stop_like_ctrl_c) {
         CHECK(write_corpus(p, 30) == 0);
         snprintf(cmd, sizeof cmd, "%s train --data %s --out %s/model --tokenizer char --steps 100000 --layers 1 "
                  "--heads 2 --width 16 --context 8 --batch 2 --threads 1 --log-every 1 > %s/log 2>&1 & echo $! > %s/pid",
-                 bin(), p, dir, dir, dir);
+                 test_tformer_bin(), p, dir, dir, dir);
         CHECK(system(cmd) == 0);
         snprintf(p, sizeof p, "%s/log", dir);
         size_t n = 0;
@@ -428,7 +423,7 @@ TEST(reliability_stdout_write_errors_are_reported) {
     size_t n;
     CHECK(write_text("/tmp/tformer_rel_hyp.txt", "a b c\n") == 0);
     snprintf(cmd, sizeof cmd, "%s bleu --ref /tmp/tformer_rel_hyp.txt < /tmp/tformer_rel_hyp.txt > /dev/full "
-             "2> /tmp/tformer_rel_err.txt", bin());
+             "2> /tmp/tformer_rel_err.txt", test_tformer_bin());
     int st = system(cmd);
     char *err = test_slurp("/tmp/tformer_rel_err.txt", &n);
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, "tformer bleu: standard output: write error"),

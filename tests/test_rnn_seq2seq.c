@@ -200,11 +200,6 @@ static tf_rnn_seq2seq *train_reverser(float *first, float *last) {
     return m;
 }
 
-static const char *tformer_bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* popen(cmd): its output into out; the exit status. */
 static int run(const char *cmd, char *out, size_t n) {
     FILE *p = popen(cmd, "r");
@@ -249,7 +244,7 @@ TEST(rnn_seq2seq_learns_to_reverse_and_decodes_greedy_beam_and_cli) {
     CHECKF(tf_tokenizer_train(&to, files, 1, dir) == 0, "%s", tf_error());
     CHECK(tf_rnn_seq2seq_save(m, dir) == 0);
     snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n8888\\n' | %s translate --model %s --beam 3 --attention-png %s/att",
-             tformer_bin(), dir, dir);
+             test_tformer_bin(), dir, dir);
     CHECKF(run(cmd, out, sizeof out) == 0 && !strcmp(out, "543\n72109\n8888\n"), "output:\n%s", out);
     /* (stderr apart: under the sanitizers LeakSanitizer reports the fontconfig suppression there) */
     for (int i = 1; i <= 4; i++) { /* one picture per line: the alignment alone */
@@ -308,9 +303,9 @@ TEST(rnn_seq2seq_train_cli_then_translate) {
              "--emb-dim 8 --hidden 8 --attn-size 8 --cell lstm --context 16 --max-len 8 --max-tokens 64 --log-every 20 "
              "--eval-every 20 --threads 1 2>&1 && grep -q tformer-rnn-seq2seq %s/run/config.json && "
              "printf 'ab\\n' | %s translate --model %s/run 2>&1",
-             dir, dir, tformer_bin(), dir, dir, dir, dir, dir, dir, tformer_bin(), dir);
+             dir, dir, test_tformer_bin(), dir, dir, dir, dir, dir, dir, test_tformer_bin(), dir);
     CHECKF(run(cmd, out, sizeof out) == 0, "output:\n%s", out);
-    snprintf(cmd, sizeof cmd, "%s train --arch rnn --src a --tgt b --valid-src c --out x 2>&1", tformer_bin());
+    snprintf(cmd, sizeof cmd, "%s train --arch rnn --src a --tgt b --valid-src c --out x 2>&1", test_tformer_bin());
     CHECKF(run(cmd, out, sizeof out) != 0 && strstr(out, "--arch rnn needs --valid-tgt"), "%s", out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

@@ -204,11 +204,6 @@ TEST(seq2seq_learns_to_reverse_and_decodes_greedy_and_beam) {
     tf_seq2seq_free(m);
 }
 
-static const char *tformer_bin(void) {
-    const char *b = getenv("TFORMER_BIN");
-    return b ? b : "build/tformer";
-}
-
 /* The translate verb on a folder: a character tokenizer of the ten digits
  * (ids 0-9) and a reverser with pad 10, BOS 11, EOS 12 after them; its
  * output scored by the bleu verb (chrF); a source past the context refused. */
@@ -234,7 +229,7 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
              "printf '345\\n90127\\n8888\\n' > %s/src.txt && printf '543\\n72109\\n8888\\n' > %s/ref.txt && "
              "%s translate --model %s --beam 3 --attention-png %s/att/png < %s/src.txt > %s/hyp.txt && cat %s/hyp.txt && "
              "%s bleu --metrics chrf --ref %s/ref.txt < %s/hyp.txt",
-             dir, dir, tformer_bin(), dir, dir, dir, dir, dir, tformer_bin(), dir, dir);
+             dir, dir, test_tformer_bin(), dir, dir, dir, dir, dir, test_tformer_bin(), dir, dir);
     FILE *p = popen(cmd, "r");
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
@@ -248,7 +243,7 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
         else CHECKF(test_png_size(path, &w, &h) == 0 && w > 200 && h > 400, "%s: not a picture", path);
     }
     /* a source past the context: the line is named */
-    snprintf(cmd, sizeof cmd, "printf '0123456789012345678\\n' | %s translate --model %s 2>&1", tformer_bin(), dir);
+    snprintf(cmd, sizeof cmd, "printf '0123456789012345678\\n' | %s translate --model %s 2>&1", test_tformer_bin(), dir);
     p = popen(cmd, "r");
     k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
@@ -320,7 +315,7 @@ TEST(seq2seq_train_cli_then_translate) {
              "--out %s/run --steps 1000 --lr 4e-3 --warmup 50 --label-smoothing 0 --d-model 32 --n-head 4 --n-encoder-layers 2 "
              "--n-decoder-layers 2 --dropout 0 --max-tokens 256 --eval-every 500 --log-every 500 --context 16 --max-len 16 "
              "--threads 1 2>&1 && printf 'abc cde\\nbda eab\\n' | %s translate --model %s/run --beam 2",
-             tformer_bin(), dir, dir, dir, dir, dir, tformer_bin(), dir);
+             test_tformer_bin(), dir, dir, dir, dir, dir, test_tformer_bin(), dir);
     FILE *p = popen(cmd, "r");
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
@@ -336,7 +331,7 @@ TEST(seq2seq_train_cli_then_translate) {
         {"train --arch seq2seq --src /nonexistent/a --tgt b --valid-src c --valid-tgt d --out /tmp/tformer_s2s_bad_run", "/nonexistent/a"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s %s 2>&1", tformer_bin(), BAD[i].args);
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", test_tformer_bin(), BAD[i].args);
         p = popen(cmd, "r");
         k = p ? fread(out, 1, sizeof out - 1, p) : 0;
         out[k] = 0;
@@ -364,7 +359,7 @@ TEST(seq2seq_translate_cli_hostile_input) {
     };
     char cmd[1200], out[2048];
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s %s < /dev/null 2>&1", tformer_bin(), CASES[i].args);
+        snprintf(cmd, sizeof cmd, "%s %s < /dev/null 2>&1", test_tformer_bin(), CASES[i].args);
         FILE *p = popen(cmd, "r");
         size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
         out[k] = 0;

@@ -15,6 +15,7 @@
 #include <utf8proc.h>
 
 #include "../core/internal.h"
+#include "draw.h"
 #include "tformer/generate.h"
 
 #define PAD 16.0
@@ -69,20 +70,9 @@ static void viridis(double v, double rgb[3]) {
     for (int i = 0; i < 3; i++) rgb[i] = c[k][i] + (c[k + 1][i] - c[k][i]) * f;
 }
 
-static double text_width(cairo_t *cr, const char *s) {
-    cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
-    return e.x_advance;
-}
-
-static void text_at(cairo_t *cr, double x, double y, const char *s) {
-    cairo_move_to(cr, x, y);
-    cairo_show_text(cr, s);
-}
-
 static double widest(cairo_t *cr, const label *l, int n) {
     double w = 0;
-    for (int i = 0; i < n; i++) w = fmax(w, text_width(cr, l[i]));
+    for (int i = 0; i < n; i++) w = fmax(w, tf_draw_text_width(cr, l[i]));
     return w;
 }
 
@@ -105,23 +95,23 @@ static layout plan(cairo_t *cr, const tf_attention_plot *p, const label *src, co
     g.cell = fmin(32, fmax(8, floor(560.0 / n)));
     g.font = fmin(FONT, fmax(7, g.cell - 3));
     cairo_set_font_size(cr, g.font);
-    double left = fmax(widest(cr, tgt, p->n_tgt), text_width(cr, "target \xE2\x86\x93")) + 8;
+    double left = fmax(widest(cr, tgt, p->n_tgt), tf_draw_text_width(cr, "target \xE2\x86\x93")) + 8;
     double top = widest(cr, src, p->n_src) + 8;
     g.x = PAD + left, g.y = PAD + TITLE_FONT + 8 + FONT + 10 + top;
     double pw = g.cell * p->n_src, ph = g.cell * p->n_tgt, bar_h = fmax(ph, 120);
     g.w = g.x + pw + PAD + BAR_W + 6 + 4 * FONT + PAD;
     g.h = g.y + bar_h + PAD;
     cairo_set_font_size(cr, TITLE_FONT);
-    g.w = fmax(g.w, text_width(cr, p->title ? p->title : "") + 2 * PAD);
+    g.w = fmax(g.w, tf_draw_text_width(cr, p->title ? p->title : "") + 2 * PAD);
     cairo_set_font_size(cr, FONT);
-    g.w = fmax(g.w, text_width(cr, p->panel_title ? p->panel_title : "") + 2 * PAD);
+    g.w = fmax(g.w, tf_draw_text_width(cr, p->panel_title ? p->panel_title : "") + 2 * PAD);
     g.sc = fmax(1, fmin(16, floor(160.0 / n)));
     g.mw = g.sc * p->n_src, g.mh = g.sc * p->n_tgt;
     if (!p->grid) return g;
     cairo_set_font_size(cr, SMALL_FONT);
     char cap[64];
     snprintf(cap, sizeof cap, "%s %d", p->row_name ? p->row_name : "", p->rows);
-    g.gx = PAD + text_width(cr, cap) + 8, g.gy = g.h + PAD + 2 * (SMALL_FONT + 6);
+    g.gx = PAD + tf_draw_text_width(cr, cap) + 8, g.gy = g.h + PAD + 2 * (SMALL_FONT + 6);
     g.w = fmax(g.w, g.gx + p->cols * (g.mw + GAP) + PAD);
     g.h = g.gy + p->rows * (g.mh + GAP) + PAD;
     return g;
@@ -133,20 +123,20 @@ static void draw_panel(cairo_t *cr, const layout *g, const tf_attention_plot *p,
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_font_size(cr, g->font);
     for (int i = 0; i < p->n_tgt; i++)
-        text_at(cr, g->x - 6 - text_width(cr, tgt[i]), g->y + (i + 0.5) * g->cell + g->font / 3, tgt[i]);
+        tf_draw_text(cr, g->x - 6 - tf_draw_text_width(cr, tgt[i]), g->y + (i + 0.5) * g->cell + g->font / 3, tgt[i]);
     for (int j = 0; j < p->n_src; j++) {
         cairo_save(cr);
         cairo_translate(cr, g->x + (j + 0.5) * g->cell + g->font / 3, g->y - 6);
         cairo_rotate(cr, -1.5707963267948966); /* -pi/2: read upwards */
-        text_at(cr, 0, 0, src[j]);
+        tf_draw_text(cr, 0, 0, src[j]);
         cairo_restore(cr);
     }
-    text_at(cr, PAD, g->y - 6, "target \xE2\x86\x93");                /* target (down arrow) */
-    text_at(cr, PAD, g->y - 6 - g->font - 4, "source \xE2\x86\x92"); /* source (right arrow) */
+    tf_draw_text(cr, PAD, g->y - 6, "target \xE2\x86\x93");                /* target (down arrow) */
+    tf_draw_text(cr, PAD, g->y - 6 - g->font - 4, "source \xE2\x86\x92"); /* source (right arrow) */
     cairo_set_font_size(cr, TITLE_FONT);
-    text_at(cr, PAD, PAD + TITLE_FONT, p->title ? p->title : "");
+    tf_draw_text(cr, PAD, PAD + TITLE_FONT, p->title ? p->title : "");
     cairo_set_font_size(cr, FONT);
-    text_at(cr, PAD, PAD + TITLE_FONT + 8 + FONT, p->panel_title ? p->panel_title : "");
+    tf_draw_text(cr, PAD, PAD + TITLE_FONT + 8 + FONT, p->panel_title ? p->panel_title : "");
 }
 
 /* The colour scale right of the panel: 0 at the bottom, 1 at the top, ticks every 0.25. */
@@ -167,7 +157,7 @@ static void draw_legend(cairo_t *cr, const layout *g, const tf_attention_plot *p
         cairo_move_to(cr, x + BAR_W, y), cairo_line_to(cr, x + BAR_W + 4, y);
         cairo_stroke(cr);
         snprintf(num, sizeof num, "%g", t / 4.0);
-        text_at(cr, x + BAR_W + 6, y + SMALL_FONT / 3, num);
+        tf_draw_text(cr, x + BAR_W + 6, y + SMALL_FONT / 3, num);
     }
 }
 
@@ -179,7 +169,7 @@ static void draw_grid(cairo_t *cr, const layout *g, const tf_attention_plot *p) 
     cairo_set_source_rgb(cr, 0, 0, 0);
     snprintf(cap, sizeof cap, "each %s (rows) and %s (columns), the axes as above", p->row_name ? p->row_name : "row",
              p->col_name ? p->col_name : "column");
-    text_at(cr, PAD, g->gy - SMALL_FONT - 12, cap);
+    tf_draw_text(cr, PAD, g->gy - SMALL_FONT - 12, cap);
     for (int i = 0; i < p->rows; i++)
         for (int j = 0; j < p->cols; j++) {
             double x = g->gx + j * (g->mw + GAP), y = g->gy + i * (g->mh + GAP);
@@ -187,11 +177,11 @@ static void draw_grid(cairo_t *cr, const layout *g, const tf_attention_plot *p) 
             cairo_set_source_rgb(cr, 0, 0, 0);
             if (i == 0) {
                 snprintf(cap, sizeof cap, "%s %d", p->col_name ? p->col_name : "", j + 1);
-                text_at(cr, x, y - 5, cap);
+                tf_draw_text(cr, x, y - 5, cap);
             }
             if (j == 0) {
                 snprintf(cap, sizeof cap, "%s %d", p->row_name ? p->row_name : "", i + 1);
-                text_at(cr, PAD, y + fmin(g->mh, 2 * SMALL_FONT) / 2 + SMALL_FONT / 3, cap);
+                tf_draw_text(cr, PAD, y + fmin(g->mh, 2 * SMALL_FONT) / 2 + SMALL_FONT / 3, cap);
             }
         }
 }

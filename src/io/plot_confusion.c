@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "draw.h"
 
 #define FONT 13.0
 #define PAD 16.0
@@ -24,17 +25,6 @@ static void blues(double v, double rgb[3]) {
     for (int k = 0; k < 3; k++) rgb[k] = lo[k] + (hi[k] - lo[k]) * v;
 }
 
-static double text_width(cairo_t *cr, const char *s) {
-    cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
-    return e.x_advance;
-}
-
-static void draw_text(cairo_t *cr, double x, double y, const char *s) {
-    cairo_move_to(cr, x, y);
-    cairo_show_text(cr, s);
-}
-
 static void draw_cells(cairo_t *cr, const layout *g, const int64_t *m, int n, int64_t max) {
     char num[32];
     for (int i = 0; i < n; i++)
@@ -48,22 +38,22 @@ static void draw_cells(cairo_t *cr, const layout *g, const int64_t *m, int n, in
             snprintf(num, sizeof num, "%lld", (long long)c);
             if (v > 0.5) cairo_set_source_rgb(cr, 1, 1, 1);
             else cairo_set_source_rgb(cr, 0, 0, 0);
-            double w = text_width(cr, num);
-            if (w < g->cell - 2) draw_text(cr, g->left + (j + 0.5) * g->cell - w / 2, g->top + (i + 0.5) * g->cell + FONT / 3, num);
+            double w = tf_draw_text_width(cr, num);
+            if (w < g->cell - 2) tf_draw_text(cr, g->left + (j + 0.5) * g->cell - w / 2, g->top + (i + 0.5) * g->cell + FONT / 3, num);
         }
 }
 
 static void draw_labels(cairo_t *cr, const layout *g, const char *const *labels, int n) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     for (int i = 0; i < n; i++) { /* gold: right-aligned at the left */
-        double w = text_width(cr, labels[i]);
-        draw_text(cr, g->left - 6 - w, g->top + (i + 0.5) * g->cell + FONT / 3, labels[i]);
+        double w = tf_draw_text_width(cr, labels[i]);
+        tf_draw_text(cr, g->left - 6 - w, g->top + (i + 0.5) * g->cell + FONT / 3, labels[i]);
     }
     for (int j = 0; j < n; j++) { /* predicted: rotated under the grid */
         cairo_save(cr);
         cairo_translate(cr, g->left + (j + 0.5) * g->cell + FONT / 3, g->top + g->grid + 6);
         cairo_rotate(cr, 3.14159265358979 / 2);
-        draw_text(cr, 0, 0, labels[j]);
+        tf_draw_text(cr, 0, 0, labels[j]);
         cairo_restore(cr);
     }
 }
@@ -79,31 +69,31 @@ static void draw_scale(cairo_t *cr, const layout *g, int64_t max) {
     char num[32];
     cairo_set_source_rgb(cr, 0, 0, 0);
     snprintf(num, sizeof num, "%lld", (long long)max);
-    draw_text(cr, x + SCALE_W + 4, g->top + FONT, num);
-    draw_text(cr, x + SCALE_W + 4, g->top + g->grid, "0");
+    tf_draw_text(cr, x + SCALE_W + 4, g->top + FONT, num);
+    tf_draw_text(cr, x + SCALE_W + 4, g->top + g->grid, "0");
 }
 
 static void draw_axes_titles(cairo_t *cr, const layout *g, const char *title, double w) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_font_size(cr, FONT + 3);
-    draw_text(cr, (w - text_width(cr, title)) / 2 > 4 ? (w - text_width(cr, title)) / 2 : 4, PAD + FONT, title);
+    tf_draw_text(cr, (w - tf_draw_text_width(cr, title)) / 2 > 4 ? (w - tf_draw_text_width(cr, title)) / 2 : 4, PAD + FONT, title);
     cairo_set_font_size(cr, FONT);
-    draw_text(cr, PAD, g->top - 8, "gold \\ predicted");
+    tf_draw_text(cr, PAD, g->top - 8, "gold \\ predicted");
 }
 
 /* Sizes from the longest label. */
 static layout plan(cairo_t *cr, const char *const *labels, int n, const char *title, double *w, double *h, int64_t max) {
     double longest = 0;
-    for (int i = 0; i < n; i++) longest = text_width(cr, labels[i]) > longest ? text_width(cr, labels[i]) : longest;
+    for (int i = 0; i < n; i++) longest = tf_draw_text_width(cr, labels[i]) > longest ? tf_draw_text_width(cr, labels[i]) : longest;
     char num[32];
     snprintf(num, sizeof num, "%lld", (long long)max);
     layout g;
     g.cell = n <= 12 ? 48 : n <= 40 ? 600.0 / n : 15;
     g.left = PAD + longest + 8, g.top = PAD * 2 + FONT * 3, g.grid = g.cell * n;
-    *w = g.left + g.grid + PAD + SCALE_W + 8 + text_width(cr, num) + PAD;
+    *w = g.left + g.grid + PAD + SCALE_W + 8 + tf_draw_text_width(cr, num) + PAD;
     *h = g.top + g.grid + 8 + longest + PAD;
     cairo_set_font_size(cr, FONT + 3);
-    double tw = text_width(cr, title) + 2 * PAD;
+    double tw = tf_draw_text_width(cr, title) + 2 * PAD;
     cairo_set_font_size(cr, FONT);
     if (*w < tw) *w = tw;
     if (*w < 320) *w = 320;
