@@ -485,3 +485,32 @@ TEST(reliability_messages_say_what_is_wrong) {
     tf_params_free(ps);
     rm_dir(dir);
 }
+
+/* ---------------------------------------------------------------- this stop's new flags */
+
+/* --keep-checkpoints, --average-last, --val-bleu: garbage, negative and NaN
+ * are usage errors naming the flag, and nothing is created. */
+TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
+    static const struct {
+        const char *flags, *expect;
+    } cases[] = {
+        {"--keep-checkpoints abc", "--keep-checkpoints expects an integer in [0,1000], got 'abc'"},
+        {"--keep-checkpoints 1001", "--keep-checkpoints expects an integer in [0,1000]"},
+        {"--average-last -1", "--average-last expects an integer in [0,1000], got '-1'"},
+        {"--arch seq2seq --val-bleu nan", "--val-bleu expects an integer in [0,inf), got 'nan'"},
+        {"--arch seq2seq --val-bleu -5", "--val-bleu expects an integer"},
+    };
+    char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    CHECK(write_corpus(p, 30) == 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "train --data %s --src %s --tgt %s --valid-src %s --valid-tgt %s --out %s/run %s", p,
+                 p, p, p, p, dir, cases[i].flags);
+        int rc = run(args, out, sizeof out);
+        CHECKF(rc == 2 && strstr(out, cases[i].expect), "%s: exit %d\n%s", cases[i].flags, rc, out);
+    }
+    snprintf(p, sizeof p, "%s/run", dir);
+    CHECKF(access(p, F_OK) != 0, "%s was created", p);
+    rm_dir(dir);
+}
