@@ -97,6 +97,16 @@ _Noreturn void cli_die(const cli_verb *v, const char *msg);
  * above CLI_MAX_THREADS, or a TFORMER_THREADS that is not an integer in
  * [0,CLI_MAX_THREADS], is a usage error naming the flag or the variable (exit 2). */
 int cli_threads(const cli_val *threads);
+
+/* --resume and --allow-changes of train and finetune, and their TF_RESUME_* mode. */
+#define CLI_RESUME_ROW                                                                                           \
+    {"resume", CLI_SWITCH, NULL, "off",                                                                          \
+     "continue from the run folder's checkpoint, bit for bit (give the same settings; steps and how often to "   \
+     "evaluate or keep checkpoints may change)"}
+#define CLI_ALLOW_CHANGES_ROW                                                                                    \
+    {"allow-changes", CLI_SWITCH, NULL, "off",                                                                   \
+     "with --resume: continue with changed settings (lr, batch, dropout...), listed on stderr"}
+int cli_resume_mode(const cli_args *a, int resume, int allow_changes);
 /* A model folder and its tokenizer; exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity

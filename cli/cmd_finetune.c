@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-enum { MODEL, TRAIN, VALID, OUT, CONFIG, RESUME, THREADS, LOG_EVERY };
+enum { MODEL, TRAIN, VALID, OUT, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY };
 const cli_flag cmd_finetune_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a pre-trained BERT folder (config.json, model.safetensors, vocab.txt)"},
     [TRAIN] = {"train", CLI_STRING, "FILE", NULL, "labelled training examples (the label set is theirs)"},
@@ -16,7 +16,8 @@ const cli_flag cmd_finetune_flags[] = {
     [OUT] = {"out", CLI_STRING, "DIR", NULL,
              "the run folder: the fine-tuned model, tokenizer, checkpoint, losses.csv, metrics.json, confusion.png"},
     [CONFIG] = {"config", CLI_STRING, "FILE.json", "", "settings as one JSON object (keys: the names below with _)"},
-    [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint"},
+    [RESUME] = CLI_RESUME_ROW,
+    [ALLOW_CHANGES] = CLI_ALLOW_CHANGES_ROW,
     [THREADS] = CLI_THREADS_ROW,
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
     CLI_END,
@@ -105,14 +106,15 @@ int cmd_finetune(const cli_args *a) {
     const char *out = a->v[OUT].text;
     tf_set_threads(cli_threads(&a->v[THREADS]));
     if (tf_train_config_check(&g_train)) cli_die(a->verb, tf_error());
+    int resume = cli_resume_mode(a, RESUME, ALLOW_CHANGES);
     tf_task *t = tf_finetune_task_new(&g_ft, a->v[MODEL].text, a->v[TRAIN].text, a->v[VALID].text, out,
-                                      a->v[RESUME].given, g_train.seed);
+                                      resume, g_train.seed);
     if (!t) cli_die(a->verb, tf_error());
     print_counts(t);
     int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, cover = (n_val + g_train.batch - 1) / g_train.batch;
     if (g_train.eval_batches > cover) g_train.eval_batches = cover; /* about one pass over the validation set */
     cli_catch_sigint();
-    int rc = tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, &every);
+    int rc = tf_train(&g_train, t, out, resume, &cli_stop, cli_train_progress, &every);
     if (rc == 0) rc = evaluate(a, t, out);
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());

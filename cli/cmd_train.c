@@ -9,7 +9,7 @@
 
 #include "cli.h"
 
-enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT };
+enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT };
 const cli_flag cmd_train_flags[] = {
     [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation)"},
@@ -19,7 +19,8 @@ const cli_flag cmd_train_flags[] = {
                    "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
     [CONFIG] = {"config", CLI_STRING, "FILE.json", "",
                 "settings as one JSON object (keys: the names below with _); flags override it"},
-    [RESUME] = {"resume", CLI_SWITCH, NULL, "off", "continue from the run folder's checkpoint, bit for bit"},
+    [RESUME] = CLI_RESUME_ROW,
+    [ALLOW_CHANGES] = CLI_ALLOW_CHANGES_ROW,
     [THREADS] = CLI_THREADS_ROW,
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
     [NORM] = {"norm", CLI_STRING, "pre|post", "", "an older form of --norm-first true|false"},
@@ -71,8 +72,8 @@ static int train_bert(const cli_args *a, const char *out, int *every) {
     if (tf_train_config_check(&g_train)) return -1;
     tf_task *t = tf_bert_pretrain_task_new(&g_bert, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                            a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
-                                           a->v[RESUME].given, g_train.seed);
-    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, every) : -1;
+                                           cli_resume_mode(a, RESUME, ALLOW_CHANGES), g_train.seed);
+    int rc = t ? tf_train(&g_train, t, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop, cli_train_progress, every) : -1;
     tf_task_free(t);
     return rc;
 }
@@ -88,13 +89,13 @@ static int train_seq2seq(const cli_args *a, const char *arch, const char *out, i
     const char *tok = a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL;
     tf_task *t = !strcmp(arch, "rnn")
                      ? tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
-                                               opt(&a->v[VALID_TGT]), tok, out, a->v[RESUME].given, g_train.accum,
+                                               opt(&a->v[VALID_TGT]), tok, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), g_train.accum,
                                                g_train.seed)
                      : tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
-                                           opt(&a->v[VALID_TGT]), tok, out, a->v[RESUME].given, g_train.accum,
+                                           opt(&a->v[VALID_TGT]), tok, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), g_train.accum,
                                            g_train.seed);
     if (t && g_train.eval_batches > tf_seq2seq_task_val_batches(t)) g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t);
-    int rc = t ? tf_train(&g_train, t, out, a->v[RESUME].given, &cli_stop, cli_train_progress, every) : -1;
+    int rc = t ? tf_train(&g_train, t, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop, cli_train_progress, every) : -1;
     tf_task_free(t);
     return rc;
 }
@@ -116,7 +117,7 @@ int cmd_train(const cli_args *a) {
     int rc = translation ? train_seq2seq(a, arch, out, &every)
            : !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
-                                                  a->v[TOKENIZER].text, out, a->v[RESUME].given, &cli_stop,
+                                                  a->v[TOKENIZER].text, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop,
                                                   cli_train_progress, &every);
     if (rc < 0) cli_die(a->verb, tf_error());
     if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);

@@ -105,6 +105,10 @@ static void fmt_duration(double s, char *out, size_t n) {
 
 void cli_train_progress(void *user, const tf_train_report *r) {
     int every = *(int *)user;
+    if (r->notice) {
+        fprintf(stderr, "warning: %s\n", r->notice);
+        return;
+    }
     int val = !isnan(r->val_loss);
     if (!val && r->step % every && r->step != r->steps) return;
     char eta[32];
@@ -114,6 +118,11 @@ void cli_train_progress(void *user, const tf_train_report *r) {
     for (int i = 0; val && i < r->n_metrics; i++) printf(" %s %.4f", r->metric_names[i], r->val_metric[i]);
     printf(" | lr %.2e | %.1fk tok/s | ETA %s\n", r->lr, r->tokens_per_s / 1000.0, eta);
     fflush(stdout);
+}
+
+int cli_resume_mode(const cli_args *a, int resume, int allow_changes) {
+    if (a->v[allow_changes].given && !a->v[resume].given) cli_usage_error(a, "--allow-changes goes with --resume");
+    return !a->v[resume].given ? TF_RESUME_NONE : a->v[allow_changes].given ? TF_RESUME_CHANGED : TF_RESUME_EXACT;
 }
 
 volatile int cli_stop;

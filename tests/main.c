@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cairo.h>
@@ -68,6 +69,27 @@ static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)
 const char *test_tformer_bin(void) {
     const char *b = getenv("TFORMER_BIN");
     return b ? b : "build/tformer";
+}
+
+int test_run_cli(const char *env, const char *args, char *out, size_t n) {
+    size_t len = strlen(env) + strlen(test_tformer_bin()) + strlen(args) + 128;
+    char *cmd = malloc(len), log[] = "/tmp/tformer_cli_log_XXXXXX";
+    if (!cmd || test_temp_file(log)) return free(cmd), -1;
+    snprintf(cmd, len, "%s %s %s > %s 2>&1", env, test_tformer_bin(), args, log);
+    int st = system(cmd);
+    free(cmd);
+    FILE *f = fopen(log, "r");
+    size_t k = f ? fread(out, 1, n - 1, f) : 0;
+    out[k] = 0;
+    if (f) fclose(f);
+    unlink(log);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+void test_rm_rf(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "    cannot remove %s\n", dir);
 }
 
 int test_temp_file(char *path) {

@@ -53,6 +53,12 @@ int test_temp_file(char *path);
 /* The tformer binary the CLI tests run: $TFORMER_BIN, else build/tformer. */
 const char *test_tformer_bin(void);
 
+/* Run "<env> tformer <args>" through the shell; its exit status (128 + signal
+ * when killed), stdout and stderr together in out (cut at n - 1 bytes). */
+int test_run_cli(const char *env, const char *args, char *out, size_t n);
+/* rm -rf dir (a mkdtemp folder). */
+void test_rm_rf(const char *dir);
+
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
 

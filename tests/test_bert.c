@@ -146,24 +146,27 @@ TEST(bert_bad_folders) {
     tf_bert *m = tf_bert_new(&c, 2);
     CHECK(m && tf_bert_save_hf(m, dir) == 0);
     tf_bert_free(m);
+    /* layers, heads, hidden size, then extra keys */
     const char *base = "{\"architectures\":[\"BertModel\"],\"vocab_size\":19,\"max_position_embeddings\":8,"
-                       "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"hidden_size\":8,\"intermediate_size\":12";
+                       "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"hidden_size\":%d,\"intermediate_size\":12%s}";
     char cfg[1024];
-    snprintf(cfg, sizeof cfg, "%s,\"position_embedding_type\":\"relative_key\"}", base);
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"position_embedding_type\":\"relative_key\"");
     expect_load_error(dir, cfg, "position_embedding_type");
-    snprintf(cfg, sizeof cfg, "%s,\"is_decoder\":true}", base);
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"is_decoder\":true");
     expect_load_error(dir, cfg, "is_decoder");
-    snprintf(cfg, sizeof cfg, "%s,\"hidden_act\":\"swish\"}", base);
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"hidden_act\":\"swish\"");
     expect_load_error(dir, cfg, "hidden_act");
-    snprintf(cfg, sizeof cfg, "%s,\"num_attention_heads\":3}", base);
+    snprintf(cfg, sizeof cfg, base, 2, 3, 8, "");
     expect_load_error(dir, cfg, "multiple");
     expect_load_error(dir, "{\"architectures\":[\"BertForMultipleChoice\"],\"vocab_size\":19}", "BertForMultipleChoice");
-    snprintf(cfg, sizeof cfg, "%s,\"hidden_size\":10,\"num_attention_heads\":2}", base);
+    snprintf(cfg, sizeof cfg, base, 2, 2, 10, "");
     expect_load_error(dir, cfg, "wrong shape");
-    snprintf(cfg, sizeof cfg, "%s,\"num_hidden_layers\":1}", base);
+    snprintf(cfg, sizeof cfg, base, 1, 2, 8, "");
     expect_load_error(dir, cfg, "unexpected tensor 'encoder.layer.1.");
-    snprintf(cfg, sizeof cfg, "%s,\"num_hidden_layers\":3}", base);
+    snprintf(cfg, sizeof cfg, base, 3, 2, 8, "");
     expect_load_error(dir, cfg, "missing tensor 'encoder.layer.2.");
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"num_hidden_layers\":2");
+    expect_load_error(dir, cfg, "\"num_hidden_layers\" appears twice");
     remove_folder(dir);
 }
 

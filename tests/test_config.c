@@ -200,7 +200,9 @@ TEST(config_json_errors_name_the_key_and_file) {
         {"{\"count\": 3, \"colour\": 1}", "tformer_test_config.json: unknown key \"colour\""},
         {"{\"count\": 3.5}", "\"count\" expects an integer in [1,inf), got '3.5'"},
         {"{\"count\": 1e300}", "\"count\" expects an integer"},
-        {"{\"count\": \"12\", \"seed\": 9007199254740993}", "\"seed\": 9007199254740992 is too large for a JSON number"},
+        {"{\"count\": 12, \"seed\": 9007199254740993}", "\"seed\": 9007199254740992 is too large for a JSON number"},
+        {"{\"count\": \"12\"}", "\"count\" expects an integer in [1,inf), got \"12\""}, /* 32-bit: never a string */
+        {"{\"count\": 3, \"count\": 4}", "the key \"count\" appears twice"},
         {"{\"count\": true}", "\"count\" expects an integer in [1,inf), got true"},
         {"{\"count\": null}", "got null"},
         {"{\"ratio\": \"0.5\"}", "\"ratio\" expects a number in (0,1), got \"0.5\""},

@@ -173,20 +173,33 @@ static int write_text(const char *path, const char *text, size_t n) {
 
 /* SHARED_CASE's config.json with `from` replaced by `to` (NULL: as is), and
  * its weights as `weights` ("model.safetensors", or another name). */
-static int patched_copy(const char *dir, const char *from, const char *to, const char *weights) {
-    char p[1200], *out = NULL;
+/* text with its first `from` replaced by `to` (a new string), or NULL when from is absent. */
+static char *replaced(const char *text, const char *from, const char *to) {
+    const char *at = strstr(text, from);
+    char *out = at ? malloc(strlen(text) + strlen(to) + 1) : NULL;
+    if (!out) return NULL;
+    memcpy(out, text, (size_t)(at - text));
+    strcpy(out + (at - text), to);
+    strcat(out, at + strlen(from));
+    return out;
+}
+
+/* The shared case's folder with config.json patched (from -> to, then from2 -> to2) and its weights named `weights`. */
+static int patched_copy(const char *dir, const char *from, const char *to, const char *from2, const char *to2,
+                        const char *weights) {
+    char p[1200];
     size_t n, m;
     snprintf(p, sizeof p, "%s/config.json", SHARED_CASE);
-    char *text = test_slurp(p, &n), *at = text && from ? strstr(text, from) : NULL;
-    int rc = !text || (from && !at) ? -1 : 0;
-    if (!rc && from && (out = malloc(n + strlen(to) + 1))) {
-        memcpy(out, text, (size_t)(at - text));
-        strcpy(out + (at - text), to);
-        strcat(out, at + strlen(from));
+    char *text = test_slurp(p, &n);
+    for (int k = 0; k < 2 && text; k++) {
+        const char *f = k ? from2 : from, *t = k ? to2 : to;
+        char *next = f ? replaced(text, f, t) : text;
+        if (next != text) free(text);
+        text = next;
     }
     snprintf(p, sizeof p, "%s/config.json", dir);
-    if (!rc) rc = write_text(p, from ? out : text, from ? strlen(out) : n);
-    free(out), free(text);
+    int rc = text ? write_text(p, text, strlen(text)) : -1;
+    free(text);
     snprintf(p, sizeof p, "%s/model.safetensors", SHARED_CASE);
     char *w = rc ? NULL : test_slurp(p, &m);
     snprintf(p, sizeof p, "%s/%s", dir, weights);
@@ -207,20 +220,21 @@ static void remove_files(const char *dir) {
 typedef struct {
     const char *from, *to, *weights;
     const char *expect[2];
+    const char *from2, *to2; /* a second patch (a config.json never repeats a key) */
 } bad_folder;
 
 static const bad_folder BAD[] = {
     {"\"decoder_attention_heads\": 2", "\"decoder_attention_heads\": 4", "model.safetensors",
-     {"decoder_attention_heads 4", "one n_head"}},
-    {"\"decoder_ffn_dim\": 24", "\"decoder_ffn_dim\": 20", "model.safetensors", {"decoder_ffn_dim 20", "one d_ff"}},
+     {"decoder_attention_heads 4", "one n_head"}, NULL, NULL},
+    {"\"decoder_ffn_dim\": 24", "\"decoder_ffn_dim\": 20", "model.safetensors", {"decoder_ffn_dim 20", "one d_ff"}, NULL, NULL},
     {"\"activation_function\": \"swish\"", "\"activation_function\": \"tanh\"", "model.safetensors",
-     {"activation_function", "tanh"}},
-    {"\"d_model\": 16", "\"normalize_before\": true, \"d_model\": 16", "model.safetensors", {"\"normalize_before\"", "false"}},
-    {"\"d_model\": 16", "\"layernorm_embedding\": true, \"d_model\": 16", "model.safetensors", {"\"layernorm_embedding\"", NULL}},
-    {"\"share_encoder_decoder_embeddings\": true", "\"share_encoder_decoder_embeddings\": false, \"decoder_vocab_size\": 30",
-     "model.safetensors", {"decoder_vocab_size 30", "vocab_size 60"}},
-    {"\"d_model\": 16", "\"d_model\": 18", "model.safetensors", {"model.safetensors", "wrong shape"}},
-    {NULL, NULL, "pytorch_model.bin", {"pytorch_model.bin", "safetensors"}},
+     {"activation_function", "tanh"}, NULL, NULL},
+    {"\"d_model\": 16", "\"normalize_before\": true, \"d_model\": 16", "model.safetensors", {"\"normalize_before\"", "false"}, NULL, NULL},
+    {"\"d_model\": 16", "\"layernorm_embedding\": true, \"d_model\": 16", "model.safetensors", {"\"layernorm_embedding\"", NULL}, NULL, NULL},
+    {"\"decoder_vocab_size\": 60", "\"decoder_vocab_size\": 30", "model.safetensors", {"decoder_vocab_size 30", "vocab_size 60"},
+     "\"share_encoder_decoder_embeddings\": true", "\"share_encoder_decoder_embeddings\": false"},
+    {"\"d_model\": 16", "\"d_model\": 18", "model.safetensors", {"model.safetensors", "wrong shape"}, NULL, NULL},
+    {NULL, NULL, "pytorch_model.bin", {"pytorch_model.bin", "safetensors"}, NULL, NULL},
 };
 
 TEST(marian_bad_folder_is_a_clear_error) {
@@ -230,7 +244,7 @@ TEST(marian_bad_folder_is_a_clear_error) {
     for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
         const bad_folder *k = &BAD[c];
         remove_files(tmp);
-        if (patched_copy(tmp, k->from, k->to, k->weights)) {
+        if (patched_copy(tmp, k->from, k->to, k->from2, k->to2, k->weights)) {
             bad += fprintf(stderr, "    case %zu: cannot set up\n", c) > 0;
             continue;
         }
@@ -250,7 +264,7 @@ TEST(marian_bad_folder_is_a_clear_error) {
 TEST(marian_perturbed_bias_fails_the_comparison) {
     char tmp[] = "/tmp/tformer_marian_p_XXXXXX", p[1200], out[1200];
     CHECK(mkdtemp(tmp) != NULL);
-    CHECK(patched_copy(tmp, NULL, NULL, "model.safetensors") == 0);
+    CHECK(patched_copy(tmp, NULL, NULL, NULL, NULL, "model.safetensors") == 0);
     snprintf(p, sizeof p, "%s/model.safetensors", tmp);
     snprintf(out, sizeof out, "%s/out.safetensors", tmp);
     tf_st_file *f = tf_st_open(p);

@@ -22,29 +22,9 @@
 #include "test.h"
 #include "util/util.h"
 
-/* Run "<env> tformer <args>"; its exit status, stdout and stderr together in out. */
-static int run_env(const char *env, const char *args, char *out, size_t n) {
-    size_t len = strlen(env) + strlen(test_tformer_bin()) + strlen(args) + 128;
-    char *cmd = malloc(len), log[] = "/tmp/tformer_rel_log_XXXXXX";
-    if (!cmd || test_temp_file(log)) return free(cmd), -1;
-    snprintf(cmd, len, "%s %s %s > %s 2>&1", env, test_tformer_bin(), args, log);
-    int st = system(cmd);
-    free(cmd);
-    FILE *f = fopen(log, "r");
-    size_t k = f ? fread(out, 1, n - 1, f) : 0;
-    out[k] = 0;
-    if (f) fclose(f);
-    unlink(log);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
-
-static int run(const char *args, char *out, size_t n) { return run_env("", args, out, n); }
-
-static void rm_dir(const char *dir) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "    cannot remove %s\n", dir);
-}
+static int run_env(const char *env, const char *args, char *out, size_t n) { return test_run_cli(env, args, out, n); }
+static int run(const char *args, char *out, size_t n) { return test_run_cli("", args, out, n); }
+static void rm_dir(const char *dir) { test_rm_rf(dir); }
 
 static int write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

@@ -146,6 +146,8 @@ typedef struct {
     int n_metrics;
     const char *const *metric_names;
     double tokens_per_s, elapsed_s, eta_s;
+    const char *notice;      /* non-NULL in a report of its own before the first step: a
+                              * message for the user (settings changed on resume) */
 } tf_train_report;
 
 typedef void (*tf_train_report_fn)(void *user, const tf_train_report *r);
@@ -155,11 +157,16 @@ typedef void (*tf_train_report_fn)(void *user, const tf_train_report *r);
  * signature, the task's metadata), losses.csv (step, train_loss, val_loss,
  * lr, grad_norm, val_<metric>...) and loss.png. Checkpoints every
  * checkpoint_every steps and at the end, written by streaming the tensors to
- * a temporary file renamed into place. With resume, the run continues from
- * run_dir's checkpoint bit for bit. When *stop becomes non-zero the step in
+ * a temporary file renamed into place. With resume (TF_RESUME_*), the run
+ * continues from run_dir's checkpoint. When *stop becomes non-zero the step in
  * progress finishes, a checkpoint is written and the call returns 1. A loss or
  * gradient that is not finite stops the run with an error naming the step
  * (the last checkpoint stays). Returns 0 when done, -1 on error. */
+/* tf_train's resume: none; the checkpoint's run bit for bit (settings that
+ * steer the training must be the checkpoint's, else an error lists them);
+ * or with changed settings (listed in a notice). */
+enum { TF_RESUME_NONE = 0, TF_RESUME_EXACT = 1, TF_RESUME_CHANGED = 2 };
+
 TF_API int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
                     tf_train_report_fn report, void *user);
 

@@ -170,6 +170,9 @@ static int span_answer(tf_finetune_example *e, const cJSON *o, const char *name,
 static int span_line(tf_finetune_set *s, int *cap, const char *p, size_t n, const char *name, int line) {
     cJSON *o = cJSON_ParseWithLength(p, n);
     if (!cJSON_IsObject(o)) return cJSON_Delete(o), tf_set_error("%s:%d: not a JSON object", name, line);
+    char where[600];
+    snprintf(where, sizeof where, "%s:%d", name, line);
+    if (tf_json_unique_keys(o, where)) return cJSON_Delete(o), -1;
     const char *ctx = json_string(o, "context"), *q = json_string(o, "question");
     int rc = 0;
     if (!ctx || !q) rc = tf_set_error("%s:%d: \"context\" and \"question\" (strings) are required", name, line);

@@ -30,11 +30,8 @@ static void bpe_free(void *impl) {
 }
 
 static int load_vocab(bpe *b, const char *path) {
-    size_t len;
-    char *text = tf_read_file(path, &len);
-    if (!text) return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
+    cJSON *root = tf_json_read(path);
+    if (!root) return -1;
     int n = cJSON_GetArraySize(root), rc = -1;
     if (!cJSON_IsObject(root) || n == 0 || tf_strmap_init(&b->vocab, (size_t)n) ||
         !(b->tok = calloc((size_t)n, sizeof *b->tok)) || !(b->tok_len = calloc((size_t)n, sizeof *b->tok_len))) {

@@ -33,11 +33,8 @@ static int file_exists(const char *dir, const char *name, char *path, size_t n) 
 
 /* tokenizer.tformer.json: {"type": "bpe" | "char" | ...} written by tf_tokenizer_train. */
 static int declared_kind(const char *path, tf_tokenizer_kind *kind) {
-    size_t len;
-    char *text = tf_read_file(path, &len);
-    if (!text) return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
+    cJSON *root = tf_json_read(path);
+    if (!root) return -1;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "type");
     static const char *const names[] = {"char", "bpe", "byte-bpe", "wordpiece"};
     int k = 0;
@@ -80,8 +77,12 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
     int has_decl = strcmp(dir, "char") && file_exists(dir, "tokenizer.tformer.json", d, sizeof d);
     if (has_decl && declared_kind(d, &declared)) return -1;
     if (!strcmp(dir, "char") || (has_decl && declared == TF_TOKENIZER_CHAR)) {
+        /* "char" alone means the 256 bytes; a folder declaring char holds its characters */
+        int bytes = !strcmp(dir, "char");
+        if (!bytes && !file_exists(dir, "chars.txt", a, sizeof a))
+            return tf_set_error("%s: tokenizer.tformer.json declares a char tokenizer but chars.txt is missing", dir);
         t->kind = TF_TOKENIZER_CHAR, t->vt = &tf_chartok_vt;
-        t->impl = tf_chartok_load(strcmp(dir, "char") && file_exists(dir, "chars.txt", a, sizeof a) ? a : NULL);
+        t->impl = tf_chartok_load(bytes ? NULL : a);
     } else if (has_decl && declared == TF_TOKENIZER_BPE && file_exists(dir, "vocab.json", a, sizeof a) &&
                file_exists(dir, "merges.txt", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BPE, t->vt = &tf_bpe_vt, t->impl = tf_bpe_load(a, b);

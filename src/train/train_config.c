@@ -7,8 +7,11 @@ static const char *const SCHEDULES[] = {"cosine", "inverse_sqrt", "constant", NU
 _Static_assert(sizeof(tf_schedule) == sizeof(int), "enum rows store an int");
 
 #define R(m, type, def, range, help) TF_FIELD_ROW(tf_train_config, m, type, #m, def, range, NULL, help, 0, NULL)
+/* rows a resume may change (steps too, unless the schedule is cosine: resume.c) */
+#define FREE(m, type, def, range, help) \
+    TF_FIELD_ROW(tf_train_config, m, type, #m, def, range, NULL, help, TF_FIELD_RESUMABLE, NULL)
 static const tf_field TRAIN_ROWS[] = {
-    R(steps, TF_FIELD_INT64, "2000", "[1,inf)", "optimizer steps"),
+    FREE(steps, TF_FIELD_INT64, "2000", "[1,inf)", "optimizer steps"),
     R(batch, TF_FIELD_INT, "12", "[1,inf)", "sequences per micro-batch"),
     R(accum, TF_FIELD_INT, "1", "[1,inf)", "micro-batches per step (gradient accumulation)"),
     R(lr, TF_FIELD_FLOAT, "1e-3", "(0,inf)", "peak learning rate"),
@@ -21,14 +24,15 @@ static const tf_field TRAIN_ROWS[] = {
     R(beta2, TF_FIELD_FLOAT, "0.99", "[0,1)", "AdamW's beta2"),
     R(grad_clip, TF_FIELD_FLOAT, "1.0", "[0,inf)", "largest global gradient norm; 0: no clipping"),
     R(seed, TF_FIELD_UINT64, "1337", NULL, "initial weights, batches and dropout"),
-    R(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
-    R(eval_batches, TF_FIELD_INT, "200", "[1,inf)", "validation micro-batches per evaluation"),
-    R(checkpoint_every, TF_FIELD_INT64, "500", "[1,inf)", "a checkpoint every N steps (and at the end)"),
-    R(keep_checkpoints, TF_FIELD_INT, "0", "[0,1000]", "the weights of the last N checkpoints kept in checkpoints/"),
-    R(average_last, TF_FIELD_INT, "0", "[0,1000]",
+    FREE(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
+    FREE(eval_batches, TF_FIELD_INT, "200", "[1,inf)", "validation micro-batches per evaluation"),
+    FREE(checkpoint_every, TF_FIELD_INT64, "500", "[1,inf)", "a checkpoint every N steps (and at the end)"),
+    FREE(keep_checkpoints, TF_FIELD_INT, "0", "[0,1000]", "the weights of the last N checkpoints kept in checkpoints/"),
+    FREE(average_last, TF_FIELD_INT, "0", "[0,1000]",
       "at the end, the mean of the last N checkpoints' weights as the model folder averaged/ (keeps N)"),
 };
 #undef R
+#undef FREE
 
 static const tf_field LM_ROWS[] = {
     TF_FIELD_ROW(tf_lm_config, val_fraction, TF_FIELD_FLOAT, "val_fraction", "0.1", "(0,1)", NULL,
@@ -58,7 +62,13 @@ tf_train_config tf_train_config_default(void) {
     return c;
 }
 
-int tf_train_config_check(const tf_train_config *c) { return check(&tf_train_config_table, c); }
+int tf_train_config_check(const tf_train_config *c) {
+    if (check(&tf_train_config_table, c)) return -1;
+    if (c->schedule == TF_SCHEDULE_COSINE && c->min_lr > c->lr)
+        return tf_set_error("min_lr %g is above lr %g: the cosine schedule would raise the learning rate", c->min_lr,
+                            c->lr);
+    return 0;
+}
 
 tf_lm_config tf_lm_config_default(void) {
     tf_lm_config c = {0};

@@ -16,6 +16,11 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
 int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
 
+/* The settings of now that differ from the checkpoint's (stored: its
+ * tformer_config JSON) and steer the training, as "name A -> B, ..." in out;
+ * their count, or -1 (tf_error). cosine: steps is one of them. (resume.c) */
+int tf_resume_changes(const tf_fields *now, int n, const char *stored, int cosine, char *out, size_t cap);
+
 /* ---------------------------------------------------------------- what a run keeps (snapshots.c) */
 
 /* The task's model folder as run_dir/sub, with the run's tokenizer files. */
@@ -40,7 +45,7 @@ int tf_run_average(tf_task *task, const char *run_dir, int last, int *n_used);
                  "label smoothing of the target (the paper: 0.1)", 0, NULL),                                        \
     TF_FIELD_ROW(T, val_bleu, TF_FIELD_INT, "val_bleu", "1000", "[0,inf)", NULL,                                    \
                  "validation lines translated (greedy) for BLEU at each evaluation; 0: none. With BLEU the "       \
-                 "best model (best/) is the one of highest BLEU", 0, NULL),                                         \
+                 "best model (best/) is the one of highest BLEU", TF_FIELD_RESUMABLE, NULL),                                         \
     TF_FIELD_SUB(T, model, mt)
 
 /* A model family under the translation task: where its task struct T keeps

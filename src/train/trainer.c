@@ -35,6 +35,8 @@ typedef struct {
     series train, val, lr, gnorm; /* lr and grad norm share x with train */
     series metric[TF_METRICS_MAX]; /* the task's validation metrics */
     double best;                   /* the selection's best so far (lower is better: metrics negated) */
+    int resume;                    /* TF_RESUME_* */
+    char changed[1024];            /* settings changed on resume, "name A -> B, ..." */
 } trainer;
 
 static int series_add(series *s, double x, double y) {
@@ -213,8 +215,22 @@ static int save_checkpoint(const trainer *t, int64_t step) {
     return rc ? -1 : 0;
 }
 
-/* The checkpoint's step, model and seed against this run's. */
-static int check_checkpoint(const trainer *t, const tf_st_file *f, const char *path, int64_t *step) {
+/* The settings that steer the training against the checkpoint's: equal, or
+ * the run was asked to continue with changed ones (kept for a notice). */
+static int check_settings(trainer *t, const tf_st_file *f, const char *path) {
+    const char *stored = tf_st_metadata(f, "tformer_config");
+    if (!stored) return 0; /* a checkpoint from before settings were recorded */
+    tf_fields now[2] = {{&tf_train_config_table, (void *)t->cfg}, t->task->config};
+    int n = tf_resume_changes(now, t->task->config.table ? 2 : 1, stored, t->cfg->schedule == TF_SCHEDULE_COSINE,
+                              t->changed, sizeof t->changed);
+    if (n <= 0 || t->resume == TF_RESUME_CHANGED) return n < 0 ? -1 : 0;
+    return tf_set_error("%s: resuming with %d changed setting%s (%s): a resume continues bit for bit only with the "
+                        "checkpoint's settings; give them again, or allow the change (--allow-changes)",
+                        path, n, n > 1 ? "s" : "", t->changed);
+}
+
+/* The checkpoint's step, model, seed and settings against this run's. */
+static int check_checkpoint(trainer *t, const tf_st_file *f, const char *path, int64_t *step) {
     char sig[1024], want_seed[32];
     const char *s = tf_st_metadata(f, "tformer_step"), *msig = tf_st_metadata(f, "tformer_model");
     const char *seed = tf_st_metadata(f, "tformer_seed");
@@ -224,9 +240,14 @@ static int check_checkpoint(const trainer *t, const tf_st_file *f, const char *p
     if (strcmp(msig, sig))
         return tf_set_error("%s: checkpoint of another model: it has %s; the config asks for %s", path, msig, sig);
     if (strcmp(seed, want_seed)) return tf_set_error("%s: checkpoint trained with seed %s, not %s", path, seed, want_seed);
-    if ((*step = atoll(s)) < 0 || *step > t->cfg->steps)
+    char *end;
+    errno = 0;
+    *step = strtoll(s, &end, 10);
+    if (!*s || strspn(s, "0123456789") != strlen(s) || errno)
+        return tf_set_error("%s: its step \"%.40s\" is not a whole number", path, s);
+    if (*step > t->cfg->steps)
         return tf_set_error("%s: step %s is outside the run's %lld steps", path, s, (long long)t->cfg->steps);
-    return 0;
+    return check_settings(t, f, path);
 }
 
 /* Weights, optimizer state and step from run_dir/checkpoint.safetensors. */
@@ -359,7 +380,14 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     int64_t step = 0;
     int rc = !(t.ctx = tf_ctx_new(cfg->seed)) || !(t.opt = tf_adamw_new(t.ps, oc)) ? -1 : 0;
     t.best = INFINITY;
+    t.resume = resume;
     if (!rc && resume) rc = load_checkpoint(&t, &step);
+    if (!rc && t.changed[0] && report) {
+        char notice[1100];
+        snprintf(notice, sizeof notice, "resuming with changed settings: %s", t.changed);
+        tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .notice = notice};
+        report(user, &rep);
+    }
     if (!rc) t.best = best_so_far(&t);
     if (!rc) rc = run_steps(&t, step, stop, report, user);
     teardown(&t);

@@ -332,7 +332,9 @@ static const char *json_text(const tf_field *f, const cJSON *j, char *buf, size_
         return buf;
     }
     if (cJSON_IsBool(j) && f->type == TF_FIELD_BOOL) return cJSON_IsTrue(j) ? "true" : "false";
-    if (cJSON_IsString(j) && (integer || f->type == TF_FIELD_ENUM || f->type == TF_FIELD_STRING)) return j->valuestring;
+    /* 64-bit integers beyond 2^53 are written as strings; a 32-bit one never is */
+    int wide = f->type == TF_FIELD_INT64 || f->type == TF_FIELD_UINT64;
+    if (cJSON_IsString(j) && (wide || f->type == TF_FIELD_ENUM || f->type == TF_FIELD_STRING)) return j->valuestring;
     return NULL;
 }
 

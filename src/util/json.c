@@ -5,6 +5,29 @@
 
 #include "util.h"
 
+/* Two equal keys in one object: cJSON keeps both and a lookup finds one of
+ * them, so a repeated key would silently change a value (an id, a setting). */
+int tf_json_unique_keys(const cJSON *node, const char *path) {
+    int n = 0;
+    for (const cJSON *c = node->child; c; c = c->next) {
+        if (c->child && tf_json_unique_keys(c, path)) return -1;
+        n++;
+    }
+    if (!cJSON_IsObject(node) || n < 2) return 0;
+    tf_strmap seen;
+    if (tf_strmap_init(&seen, (size_t)n)) return -1;
+    int rc = 0;
+    for (const cJSON *c = node->child; c && !rc; c = c->next) {
+        size_t len = strlen(c->string);
+        if (tf_strmap_get(&seen, c->string, len) >= 0)
+            rc = tf_set_error("%s: the key \"%.80s\" appears twice in one object (which one counts is ambiguous)", path,
+                              c->string);
+        else rc = tf_strmap_put(&seen, c->string, len, 0);
+    }
+    tf_strmap_free(&seen);
+    return rc;
+}
+
 cJSON *tf_json_read_any(const char *path) {
     size_t len;
     char *text = tf_read_file(path, &len);
@@ -13,6 +36,7 @@ cJSON *tf_json_read_any(const char *path) {
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root) tf_set_error("%s: not valid JSON (error near byte %ld)", path, end ? (long)(end - text) : 0L);
     free(text);
+    if (root && tf_json_unique_keys(root, path)) cJSON_Delete(root), root = NULL;
     return root;
 }
 

@@ -81,10 +81,14 @@ typedef struct {
 int tf_lines_read(const char *path, tf_lines *out);
 void tf_lines_free(tf_lines *l);
 
-/* A JSON object from a file; NULL + an error naming the file (and byte). */
+/* A JSON object from a file; NULL + an error naming the file (and byte).
+ * A key repeated within one object is an error. */
 cJSON *tf_json_read(const char *path);
 /* Any JSON value (an array: modules.json). */
 cJSON *tf_json_read_any(const char *path);
+/* -1 + an error naming where (file, line) when an object anywhere in node
+ * repeats a key. */
+int tf_json_unique_keys(const cJSON *node, const char *where);
 /* Pretty-printed with a final newline, atomically. */
 int tf_json_write(const char *path, const cJSON *root);
 

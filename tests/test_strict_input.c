@@ -1,0 +1,200 @@
+/* Hostile input, issue 18 items 11 and 12: a resume with changed settings is
+ * refused (or allowed, and listed), a checkpoint's step must be a whole
+ * number; every number a flag or a config.json takes is parsed strictly with
+ * its range, a JSON object never repeats a key (config.json, vocabularies),
+ * a char tokenizer folder needs its chars.txt. Each case checks the exit
+ * status and the message. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static int run(const char *args, char *out, size_t n) { return test_run_cli("", args, out, n); }
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* A corpus of 5 characters: a char model of vocabulary 5. */
+static int write_corpus(const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < 30; i++) fputs("abcab cabca\n", f);
+    return fclose(f);
+}
+
+#define TINY "--tokenizer char --n-layer 1 --n-head 2 --d-model 16 --context 8 --batch 2 --threads 1"
+
+/* path's safetensors header with the metadata value `"key":"from"` replaced by `"key":"to"`. */
+static int patch_metadata(const char *path, const char *key, const char *to) {
+    size_t n;
+    char *b = test_slurp(path, &n), needle[128];
+    if (!b || n < 8) return free(b), -1;
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--) h = h << 8 | (unsigned char)b[i];
+    snprintf(needle, sizeof needle, "\"%s\":\"", key);
+    char *at = h <= n - 8 ? strstr(b + 8, needle) : NULL;
+    char *val = at ? at + strlen(needle) : NULL, *end = val ? strchr(val, '"') : NULL;
+    FILE *f = end && end < b + 8 + h ? fopen(path, "wb") : NULL;
+    if (!f) return free(b), -1;
+    size_t pad = (8 - (h - (size_t)(end - val) + strlen(to)) % 8) % 8;
+    uint64_t nh = h - (uint64_t)(end - val) + strlen(to) + pad;
+    for (int i = 0; i < 8; i++) fputc((int)(nh >> (8 * i) & 0xff), f);
+    fwrite(b + 8, 1, (size_t)(val - b - 8), f);
+    fputs(to, f);
+    fwrite(end, 1, (size_t)(b + 8 + h - end), f);
+    for (size_t i = 0; i < pad; i++) fputc(' ', f);
+    fwrite(b + 8 + h, 1, n - 8 - h, f);
+    free(b);
+    return fclose(f);
+}
+
+/* ---------------------------------------------------------------- item 11: --resume */
+
+TEST(strict_resume_refuses_changed_settings_and_bad_steps) {
+    char dir[] = "/tmp/tformer_strict_resume_XXXXXX", p[256], args[1024], out[8192], run_dir[300];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    CHECK(write_corpus(p) == 0);
+    snprintf(args, sizeof args, "train --data %s --out %s --steps 2 --checkpoint-every 1 " TINY, p, run_dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    /* settings that steer the training: refused, each named with both values */
+    snprintf(args, sizeof args, "train --data %s --out %s --steps 2 --resume --lr 2e-3 --dropout 0.2 " TINY, p, run_dir);
+    CHECKF(run(args, out, sizeof out) == 1 && strstr(out, "resuming with 2 changed settings (lr 0.001 -> 0.002, dropout 0 -> 0.2)") &&
+               strstr(out, "--allow-changes"), "%s", out);
+    /* the cosine schedule's length is one of them */
+    snprintf(args, sizeof args, "train --data %s --out %s --steps 3 --resume " TINY, p, run_dir);
+    CHECKF(run(args, out, sizeof out) == 1 && strstr(out, "(steps 2 -> 3)"), "%s", out);
+    /* how often to evaluate or keep checkpoints: free to change */
+    snprintf(args, sizeof args, "train --data %s --out %s --steps 2 --resume --eval-every 7 --keep-checkpoints 1 " TINY,
+             p, run_dir);
+    CHECKF(run(args, out, sizeof out) == 0 && !strstr(out, "changed"), "%s", out);
+    /* allowed: the run goes on and the changes are listed */
+    snprintf(args, sizeof args, "train --data %s --out %s --steps 3 --lr 2e-3 --resume --allow-changes " TINY, p, run_dir);
+    CHECKF(run(args, out, sizeof out) == 0 && strstr(out, "warning: resuming with changed settings: steps 2 -> 3, lr 0.001 -> 0.002") &&
+               strstr(out, "step 3/3"), "%s", out);
+    snprintf(args, sizeof args, "train --data %s --out %s/other --allow-changes " TINY, p, dir);
+    CHECKF(run(args, out, sizeof out) == 2 && strstr(out, "--allow-changes goes with --resume"), "%s", out);
+    /* a step that is not a whole number (it resumed from 0 or 50) */
+    static const char *const bad[] = {"abc", "50.7", "-1", "", " 2", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "%s/checkpoint.safetensors", run_dir);
+        CHECK(patch_metadata(args, "tformer_step", bad[i]) == 0);
+        snprintf(args, sizeof args, "train --data %s --out %s --steps 3 --lr 2e-3 --resume " TINY, p, run_dir);
+        char want[128];
+        snprintf(want, sizeof want, "its step \"%s\" is not a whole number", bad[i]);
+        CHECKF(run(args, out, sizeof out) == 1 && strstr(out, want), "step '%s': %s", bad[i], out);
+    }
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- item 12: numbers */
+
+TEST(strict_numbers_are_refused_naming_the_flag) {
+    char dir[] = "/tmp/tformer_strict_num_XXXXXX", p[256], args[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    CHECK(write_corpus(p) == 0);
+    snprintf(args, sizeof args, "train --data %s --out %s/m --steps 1 " TINY, p, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    static const struct {
+        const char *args, *expect;
+        int rc;
+    } cases[] = {
+        {"generate --model %s/m --prompt a --max-tokens 1e12", "--max-tokens expects an integer in [0,inf), got '1e12'", 2},
+        {"generate --model %s/m --prompt a --max-tokens abc", "--max-tokens expects an integer", 2},
+        {"generate --model %s/m --prompt a --temperature nan", "--temperature expects a number in [0,inf), got 'nan'", 2},
+        {"generate --model %s/m --prompt a --seed 18446744073709551616", "--seed expects a non-negative integer", 2},
+        {"generate --model %s/m --prompt a --top-p 0", "--top-p expects a number in (0,1]", 2},
+        {"train --data %s/corpus.txt --out %s/x --pos garbage", "--pos expects one of learned, sinusoidal, got 'garbage'", 2},
+        {"train --data %s/corpus.txt --out %s/x --norm garbage", "--norm expects pre or post, got 'garbage'", 2},
+        {"train --data %s/corpus.txt --out %s/x --weight-decay -1", "--weight-decay expects a number in [0,inf)", 2},
+        {"train --data %s/corpus.txt --out %s/x --grad-clip -1", "--grad-clip expects a number in [0,inf)", 2},
+        {"train --data %s/corpus.txt --out %s/x --layer-norm-eps inf", "--layer-norm-eps expects a number in (0,inf)", 2},
+        {"train --data %s/corpus.txt --out %s/x --min-lr 1 --lr 0.1", "min_lr 1 is above lr 0.1", 1},
+        {"tokenizer-train --out %s/t --type bpe --vocab-size 1e12 %s/corpus.txt", "--vocab-size expects an integer", 2},
+        {"tokenizer-train --out %s/t --type bpe --min-frequency abc %s/corpus.txt", "--min-frequency expects an integer", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char a[512];
+        snprintf(a, sizeof a, cases[i].args, dir, dir);
+        int rc = run(a, out, sizeof out);
+        CHECKF(rc == cases[i].rc && strstr(out, cases[i].expect), "%s: exit %d, %s", a, rc, out);
+    }
+    /* seeds past 2^63 stay distinct (they collapsed to one value) */
+    char *w[2] = {NULL, NULL};
+    size_t n[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "train --data %s --out %s/s%d --steps 1 --seed %s " TINY, p, dir, k,
+                 k ? "9223372036854775809" : "9223372036854775808");
+        CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+        snprintf(args, sizeof args, "%s/s%d/model.safetensors", dir, k);
+        w[k] = test_slurp(args, &n[k]);
+    }
+    CHECK(w[0] && w[1] && (n[0] != n[1] || memcmp(w[0], w[1], n[0])));
+    free(w[0]), free(w[1]);
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- item 12: files */
+
+TEST(strict_files_refuse_wrong_types_repeated_keys_and_missing_chars) {
+    char dir[] = "/tmp/tformer_strict_files_XXXXXX", p[256], args[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    CHECK(write_corpus(p) == 0);
+    snprintf(args, sizeof args, "train --data %s --out %s/m --steps 1 " TINY, p, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    size_t len;
+    snprintf(args, sizeof args, "%s/m/config.json", dir);
+    char *cfg = test_slurp(args, &len), *at = cfg ? strstr(cfg, "\"n_layer\":\t1") : NULL;
+    CHECK(at != NULL);
+    static const char *const edits[][2] = {
+        {"\"n_layer\":\t\"1\"", "\"n_layer\" expects an integer, got \"1\""}, /* was read as 1 */
+        {"\"n_layer\":\t1, \"n_layer\": 2", "the key \"n_layer\" appears twice"},          /* was read as 2 */
+        {"\"n_layer\":\t1.5", "\"n_layer\" expects an integer"},
+    };
+    for (size_t i = 0; at && i < sizeof edits / sizeof edits[0]; i++) {
+        FILE *f = fopen(args, "w");
+        CHECK(f != NULL);
+        if (!f) break;
+        fprintf(f, "%.*s%s%s", (int)(at - cfg), cfg, edits[i][0], at + strlen("\"n_layer\":\t1"));
+        fclose(f);
+        char a[512];
+        snprintf(a, sizeof a, "eval --model %s/m --data %s", dir, p);
+        CHECKF(run(a, out, sizeof out) == 1 && strstr(out, edits[i][1]) && strstr(out, "config.json"), "edit %zu: %s", i, out);
+    }
+    if (cfg) write_text(args, cfg);
+    free(cfg);
+    /* a char model without chars.txt: it fell back to the 256 bytes */
+    snprintf(args, sizeof args, "%s/m/chars.txt", dir);
+    CHECK(unlink(args) == 0);
+    snprintf(args, sizeof args, "generate --model %s/m --prompt a --max-tokens 2", dir);
+    CHECKF(run(args, out, sizeof out) == 1 && strstr(out, "declares a char tokenizer but chars.txt is missing"), "%s", out);
+    /* a vocabulary repeating a token: ids stay 0..n-1 each once, yet one token would get two ids */
+    static const char *const layouts[][3] = {
+        {"encoder.json", "vocab.bpe", "#version: 0.2\n"},
+        {"vocab.json", "merges.txt", "#version: 0.2\n"},
+    };
+    for (int k = 0; k < 2; k++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s/tok%d", dir, k);
+        CHECK(mkdir(sub, 0755) == 0);
+        snprintf(args, sizeof args, "%s/%s", sub, layouts[k][0]);
+        CHECK(write_text(args, "{\"a\": 0, \"b\": 1, \"a\": 2}") == 0);
+        snprintf(args, sizeof args, "%s/%s", sub, layouts[k][1]);
+        CHECK(write_text(args, layouts[k][2]) == 0);
+        tf_tokenizer *t = tf_tokenizer_load(sub);
+        CHECKF(!t && strstr(tf_error(), "the key \"a\" appears twice") && strstr(tf_error(), layouts[k][0]), "%s: %s",
+               layouts[k][0], t ? "loaded" : tf_error());
+        tf_tokenizer_free(t);
+    }
+    test_rm_rf(dir);
+}
