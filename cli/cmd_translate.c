@@ -16,13 +16,15 @@
 
 #include "cli.h"
 
-enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, ATTENTION_PNG, THREADS };
+enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, BATCH, ATTENTION_PNG, THREADS };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn)"},
     [BEAM] = {"beam", CLI_INT, "N", "1", "beam width; 1: greedy"},
     [LENGTH_PENALTY] = {"length-penalty", CLI_STRING, "A", "1", "beam scores are sum(log p) / length^A"},
     [MAX_LEN_A] = {"max-len-a", CLI_STRING, "A", "1.5", "at most A * source tokens + B target tokens"},
     [MAX_LEN_B] = {"max-len-b", CLI_INT, "B", "10", "(see --max-len-a); the model's context bounds both"},
+    [BATCH] = {"batch", CLI_INT, "N", "32",
+               "sentences decoded together (sorted by length; output in input order); 1: one at a time"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
                        "write OUT/0001.png ... (one per input line, OUT created if absent): the attention of each translation"},
     [THREADS] = CLI_THREADS_ROW,
@@ -53,11 +55,15 @@ typedef struct {
     tf_seq2seq_special src_ids, tgt_ids; /* padding, start, end on each side */
     int inside;                          /* the specials are tokenizer ids (Marian), not V, V+1, V+2 after them */
     tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
+    tf_decoder *(*decoder_new_batch)(const void *m, const int32_t *const *src, const int *n_src, int n, int capacity);
     int (*attend)(const void *m, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a);
     void (*free)(void *m);
 } translator;
 
 static tf_decoder *tr_decoder(const void *m, const int32_t *src, int n, int cap) { return tf_seq2seq_decoder_new(m, src, n, cap); }
+static tf_decoder *tr_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
+    return tf_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
+}
 static void tr_free(void *m) { tf_seq2seq_free(m); }
 static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap) {
     return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
@@ -127,13 +133,13 @@ static void load_model(const cli_verb *v, const char *dir, translator *t) {
         *t = (translator){m, S, T, m->cfg.context,
                           {tf_seq2seq_pad_id(S), tf_seq2seq_bos_id(S), tf_seq2seq_eos_id(S)},
                           {tf_seq2seq_pad_id(T), tf_seq2seq_bos_id(T), tf_seq2seq_eos_id(T)}, 0,
-                          rnn_decoder, rnn_attend, rnn_free};
+                          rnn_decoder, NULL, rnn_attend, rnn_free};
     } else { /* tformer's Transformer or a Marian folder */
         tf_seq2seq *m = tf_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());
         *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context,
                           tf_seq2seq_special_ids(&m->cfg, 0), tf_seq2seq_special_ids(&m->cfg, 1), m->cfg.eos_id >= 0,
-                          tr_decoder, tr_attend, tr_free};
+                          tr_decoder, tr_decoder_batch, tr_attend, tr_free};
     }
 }
 
@@ -284,6 +290,31 @@ static void translate_lines(const cli_verb *v, const tf_translator *t, const tf_
     tf_ids_free(&src), tf_ids_free(&hyp);
 }
 
+/* Lines CHUNK at a time through tf_translate_lines (batched), printed in input order. */
+enum { CHUNK = 1024 };
+static void translate_chunks(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, const char *input,
+                             size_t n) {
+    const char **lines = malloc(CHUNK * sizeof *lines);
+    size_t *lens = malloc(CHUNK * sizeof *lens), *out_len = malloc(CHUNK * sizeof *out_len);
+    char **out = malloc(CHUNK * sizeof *out);
+    if (!lines || !lens || !out_len || !out) cli_die(v, "out of memory");
+    int first = 1; /* the chunk's first line number */
+    for (size_t i = 0; i < n;) {
+        int k = 0;
+        for (; k < CHUNK && i < n; k++) {
+            size_t e = i;
+            while (e < n && input[e] != '\n') e++;
+            lines[k] = input + i, lens[k] = e > i && input[e - 1] == '\r' ? e - i - 1 : e - i;
+            i = e + 1;
+        }
+        int bad;
+        if (tf_translate_lines(t, o, k, lines, lens, out, out_len, &bad)) die_line(v, first + (bad > 0 ? bad : 0));
+        for (int j = 0; j < k; j++) fwrite(out[j], 1, out_len[j], stdout), putchar('\n'), free(out[j]);
+        first += k;
+    }
+    free(lines), free(lens), free(out_len), free(out);
+}
+
 int cmd_translate(const cli_args *a) {
     const cli_verb *v = a->verb;
     const char *dir = a->v[MODEL].text, *pictures = a->v[ATTENTION_PNG].text;
@@ -294,6 +325,8 @@ int cmd_translate(const cli_args *a) {
     o.search.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
     o.max_len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
     o.max_len_b = (int)a->v[MAX_LEN_B].i;
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > 1024) cli_usage_error(a, "--batch expects 1 to 1024, got %lld", a->v[BATCH].i);
+    o.batch = (int)a->v[BATCH].i;
     if (pictures) make_folder(v, pictures);
     translator m;
     load_model(v, dir, &m);
@@ -301,14 +334,16 @@ int cmd_translate(const cli_args *a) {
     load_tokenizers(v, dir, &src, &tgt);
     check_vocab(v, dir, "source", src, m.src_vocab, m.inside);
     check_vocab(v, dir, "target", tgt, m.tgt_vocab, m.inside);
-    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos};
+    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
+                       m.decoder_new_batch};
     if (m.inside) o.search.beam_stop = TF_BEAM_HF_HEURISTIC; /* a Marian folder: as transformers' generate() */
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
     size_t n;
     char *input = cli_read_stdin(v, &n);
-    translate_lines(v, &t, &o, input, n, pictures ? &job : NULL);
+    if (pictures) translate_lines(v, &t, &o, input, n, &job);
+    else translate_chunks(v, &t, &o, input, n);
     free(input);
     if (job.ctx) tf_ctx_free(job.ctx);
     if (tgt != src) tf_tokenizer_free(tgt);

@@ -37,11 +37,11 @@ static void bg_free(tf_decoder *d) {
     free(d);
 }
 
-static const tf_decoder_vt BIGRAM = {bg_step, bg_fork, bg_reset, bg_free};
+static const tf_decoder_vt BIGRAM = {bg_step, bg_fork, bg_reset, bg_free, NULL};
 
 static tf_decoder *bigram_new(int capacity, int *live) {
     bigram *g = calloc(1, sizeof *g);
-    g->base = (tf_decoder){&BIGRAM, V, capacity, 0, 0};
+    g->base = (tf_decoder){&BIGRAM, V, capacity, 0, 0, 1};
     g->last = -1, g->live = live;
     ++*live;
     return &g->base;

@@ -110,6 +110,36 @@ static int same_ids(const tf_seq2seq *m, const cJSON *src, const cJSON *expected
     return ok;
 }
 
+/* Every source of a run at once: one batch decoder, tf_generate_rows (beam
+ * 1 under tformer's rule for greedy runs); the number of sources whose ids
+ * differ from expected (transformers'). */
+static int rows_differ(const tf_seq2seq *m, const cJSON *srcs, const cJSON *outs, tf_generate_opts o, int max_length) {
+    int n = cJSON_GetArraySize(srcs), bad = 0;
+    int32_t **ids = calloc((size_t)n, sizeof *ids);
+    int *len = calloc((size_t)n, sizeof *len);
+    tf_ids *res = calloc((size_t)n, sizeof *res);
+    for (int i = 0; ids && len && i < n; i++) {
+        const cJSON *s = cJSON_GetArrayItem(srcs, i);
+        len[i] = cJSON_GetArraySize(s);
+        if ((ids[i] = malloc((size_t)len[i] * sizeof **ids)))
+            for (int k = 0; k < len[i]; k++) ids[i][k] = cJSON_GetArrayItem(s, k)->valueint;
+    }
+    tf_seq2seq_special sp = tf_seq2seq_special_ids(&m->cfg, 1);
+    if (o.beam == 0) o.beam = 1, o.beam_stop = TF_BEAM_TFORMER; /* greedy */
+    tf_decoder *d = res ? tf_seq2seq_decoder_new_batch(m, (const int32_t *const *)ids, len, n, max_length) : NULL;
+    if (!d || tf_generate_rows(d, &sp.bos, 1, &o, NULL, res, NULL)) bad = n + 0 * fprintf(stderr, "    rows: %s\n", tf_error());
+    for (int i = 0; !bad && i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(outs, i);
+        int ok = cJSON_GetArraySize(e) == (int)res[i].n + 1;
+        for (size_t k = 0; ok && k < res[i].n; k++) ok = cJSON_GetArrayItem(e, (int)k + 1)->valueint == res[i].v[k];
+        bad += !ok;
+    }
+    for (int i = 0; i < n; i++) free(ids ? ids[i] : NULL), tf_ids_free(res ? &res[i] : &(tf_ids){0});
+    tf_decoder_free(d);
+    free(ids), free(len), free(res);
+    return bad;
+}
+
 /* Every run of dir/generate.json (beam runs only under `own`: tformer's own
  * beam rule, which should differ somewhere); *n counts the sequences compared. */
 static int generate_case(const char *dir, int own, int *n) {
@@ -132,6 +162,9 @@ static int generate_case(const char *dir, int own, int *n) {
         o.length_penalty = (float)cJSON_GetObjectItem(run, "length_penalty")->valuedouble;
         o.beam_stop = own ? TF_BEAM_TFORMER : beam_stop(cJSON_GetObjectItem(run, "early_stopping"));
         const cJSON *outs = cJSON_GetObjectItem(run, "outputs");
+        int rows_bad = own ? 0 : rows_differ(m, srcs, outs, o, max_length);
+        if (rows_bad) bad += fprintf(stderr, "    %s: num_beams %d, all sources as rows of one decoder: %d differ\n", dir, beams,
+                                     rows_bad) > 0;
         for (int i = 0; i < cJSON_GetArraySize(srcs) && (!own || o.beam); i++, (*n)++)
             if (!same_ids(m, cJSON_GetArrayItem(srcs, i), cJSON_GetArrayItem(outs, i), &o, max_length, own))
                 bad += own || fprintf(stderr, "    %s: source %d, num_beams %d differs from transformers\n", dir, i,
@@ -171,8 +204,6 @@ static int write_text(const char *path, const char *text, size_t n) {
     return fclose(f) || w != n ? -1 : 0;
 }
 
-/* SHARED_CASE's config.json with `from` replaced by `to` (NULL: as is), and
- * its weights as `weights` ("model.safetensors", or another name). */
 /* text with its first `from` replaced by `to` (a new string), or NULL when from is absent. */
 static char *replaced(const char *text, const char *from, const char *to) {
     const char *at = strstr(text, from);

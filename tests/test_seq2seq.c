@@ -242,12 +242,29 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
         if (i == 4) CHECKF(access(path, F_OK) != 0, "%s: more pictures than lines", path);
         else CHECKF(test_png_size(path, &w, &h) == 0 && w > 200 && h > 400, "%s: not a picture", path);
     }
-    /* a source past the context: the line is named */
-    snprintf(cmd, sizeof cmd, "printf '0123456789012345678\\n' | %s translate --model %s 2>&1", test_tformer_bin(), dir);
-    p = popen(cmd, "r");
-    k = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[k] = 0;
-    CHECKF(p && pclose(p) != 0 && strstr(out, "line 1") && strstr(out, "context of 16"), "output: %s", out);
+    /* batches (sorted by length, printed in input order), greedy and beam: as one sentence at a time */
+    for (int beam = 1; beam <= 3; beam += 2) {
+        char one[512] = "";
+        for (int batch = 1; batch <= 3; batch += 2) {
+            snprintf(cmd, sizeof cmd, "printf '90127\\n345\\n8888\\n1\\n60\\n' | %s translate --model %s --beam %d --batch %d",
+                     test_tformer_bin(), dir, beam, batch);
+            p = popen(cmd, "r");
+            k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+            out[k] = 0;
+            CHECKF(p && pclose(p) == 0 && !strncmp(out, "72109\n543\n8888\n", 15), "beam %d, batch %d:\n%s", beam, batch, out);
+            if (batch == 1) snprintf(one, sizeof one, "%s", out);
+            else CHECKF(!strcmp(out, one), "beam %d: batch 3 gives\n%s\none at a time\n%s", beam, out, one);
+        }
+    }
+    /* a source past the context: the line is named (batched or not) */
+    for (int batch = 1; batch <= 32; batch += 31) {
+        snprintf(cmd, sizeof cmd, "printf '345\\n0123456789012345678\\n' | %s translate --model %s --batch %d 2>&1",
+                 test_tformer_bin(), dir, batch);
+        p = popen(cmd, "r");
+        k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[k] = 0;
+        CHECKF(p && pclose(p) != 0 && strstr(out, "line 2") && strstr(out, "context of 16"), "batch %d: %s", batch, out);
+    }
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -12,19 +12,25 @@ extern "C" {
 
 /* ---------------------------------------------------------------- the decoder interface */
 
-/* One hypothesis of a model that predicts the next token: a GPT with its KV
- * cache, an encoder-decoder with its encoded source, an RNN with its state.
- * A model family implements the table; the searches below use nothing else. */
+/* A model that predicts the next token, over one or more rows (hypotheses
+ * or sentences stepped together): a GPT with its KV cache, an encoder-decoder
+ * with its encoded sources, an RNN with its state. A model family implements
+ * the table; the searches below use nothing else. */
 typedef struct tf_decoder tf_decoder;
 
 typedef struct {
-    /* Feed n >= 1 tokens after those already fed; logits (vocab_size) of the next. */
+    /* Feed n >= 1 tokens to every row after those already fed: tokens
+     * (rows,n); logits (rows,vocab_size) of each row's next token. */
     int (*step)(tf_decoder *d, const int32_t *tokens, int n, float *logits);
     /* An independent copy with the same history (a beam's second child). */
     tf_decoder *(*fork)(const tf_decoder *d);
     /* Forget every position (sampling past the capacity re-feeds a window). */
     void (*reset)(tf_decoder *d);
     void (*free)(tf_decoder *d);
+    /* Keep rows rows[0..n) (repeats allowed) as the new rows: beam search
+     * without copies of the model's state, many sentences in one forward.
+     * NULL: one row only (beam search forks instead). */
+    int (*select)(tf_decoder *d, const int *rows, int n);
 } tf_decoder_vt;
 
 struct tf_decoder {
@@ -33,13 +39,15 @@ struct tf_decoder {
     int capacity;   /* positions it can hold */
     int can_slide;  /* a window of the latest tokens is a valid context (language models) */
     int len;        /* positions fed so far (kept by tf_decoder_step) */
+    int rows;       /* rows stepped together (kept by tf_decoder_select) */
 };
 
-/* The calls, with their checks (tokens in the vocabulary, room left). */
+/* The calls, with their checks (tokens in the vocabulary, room left, rows). */
 TF_API int tf_decoder_step(tf_decoder *d, const int32_t *tokens, int n, float *logits);
 TF_API tf_decoder *tf_decoder_fork(const tf_decoder *d);
 TF_API void tf_decoder_reset(tf_decoder *d);
 TF_API void tf_decoder_free(tf_decoder *d);
+TF_API int tf_decoder_select(tf_decoder *d, const int *rows, int n);
 
 /* ---------------------------------------------------------------- searches */
 
@@ -83,10 +91,18 @@ typedef int (*tf_token_fn)(void *user, int32_t id);
  * left after the tokens it was fed. The generated ids are appended to out;
  * *score (if asked) gets the sequence's log-probability (beam: the
  * length-penalised score). Sampling past d's capacity slides a window over
- * the latest 3/4 of it (when d can slide); beam search forks d, a beam
- * taking its parent's decoder without a copy when it is the parent's only child. */
+ * the latest 3/4 of it (when d can slide); beam search keeps its
+ * hypotheses as rows of d when d can select them (d's rows are then the
+ * search's last), else as forks of d (a beam taking its parent's decoder
+ * without a copy when it is the parent's only child). d holds one row. */
 TF_API int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
                        tf_token_fn on_token, void *user, tf_ids *out, double *score);
+/* Beam search (o->beam >= 1) for every row of d at once: each row continues
+ * the same prompt, within max_tokens[i] new tokens (NULL: o->max_tokens for
+ * all); its ids appended to outs[i], its score in scores[i] (if given). The
+ * result of each row is the one tf_generate gives it alone. d must select. */
+TF_API int tf_generate_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
+                            const int *max_tokens, tf_ids *outs, double *scores);
 
 /* ---------------------------------------------------------------- translation */
 
@@ -101,12 +117,16 @@ typedef struct {
     tf_tokenizer *src_tok, *tgt_tok;
     int32_t src_eos_id;             /* appended to the source */
     int32_t bos_id, eos_id;         /* the target's start (fed first) and end */
+    /* A decoder over n sources at once, a row each; NULL: one sentence at a time. */
+    tf_decoder *(*decoder_new_batch)(const void *model, const int32_t *const *src, const int *n_src, int n,
+                                     int capacity);
 } tf_translator;
 
 typedef struct {
     tf_generate_opts search;        /* beam (1: greedy), length_penalty; max_tokens and eos_id are set here */
     float max_len_a;                /* at most a * source ids + b target ids (and the context) */
     int max_len_b;
+    int batch;                      /* tf_translate_lines: sentences decoded together (similar lengths) */
 } tf_translate_opts;
 
 /* Greedy (beam 1), max_len 1.5 * source + 10 as fairseq's translate. */
@@ -122,6 +142,13 @@ TF_API int tf_translate_line(const tf_translator *t, const tf_translate_opts *o,
  * EOS dropped (what tformer translate --attention-png draws). */
 TF_API int tf_translate_line_ids(const tf_translator *t, const tf_translate_opts *o, const char *line, size_t len,
                                  char **text, size_t *text_len, tf_ids *src, tf_ids *tgt);
+
+/* n lines at once: sorted by source length, decoded o->batch at a time
+ * through the translator's batch decoder (one sentence at a time without
+ * one); texts[i] (malloc'd) and text_lens[i] get line i's translation, as
+ * tf_translate_line gives it. On error, *bad (if given) is the line's index. */
+TF_API int tf_translate_lines(const tf_translator *t, const tf_translate_opts *o, int n, const char *const *lines,
+                              const size_t *lens, char **texts, size_t *text_lens, int *bad);
 
 /* ---------------------------------------------------------------- attention pictures */
 

@@ -191,6 +191,9 @@ TF_API int tf_kv_cache_advance(tf_kv_cache *c, int n);
 TF_API tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c);
 /* Forget every position. */
 TF_API void tf_kv_cache_reset(tf_kv_cache *c);
+/* Keep rows rows[0..n) (repeats allowed) as the new batch of n rows: a
+ * batch's beams after a search step, sentences that ended dropped. */
+TF_API int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n);
 
 /* ---------------------------------------------------------------- the Transformer block */
 

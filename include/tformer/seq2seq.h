@@ -119,6 +119,11 @@ TF_API tf_seq2seq *tf_seq2seq_load(const char *dir);
  * encoded once; each step feeds target tokens through the self-attention
  * KV cache. Feed the start token (BOS) first. */
 TF_API tf_decoder *tf_seq2seq_decoder_new(const tf_seq2seq *m, const int32_t *src, int n_src, int capacity);
+/* The same over n sources at once (row i translates src[i], n_src[i] ids):
+ * one encoder pass over the padded batch, every step one forward for all
+ * rows; beam search selects rows (tf_generate_rows). */
+TF_API tf_decoder *tf_seq2seq_decoder_new_batch(const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int n,
+                                                int capacity);
 
 #ifdef __cplusplus
 }

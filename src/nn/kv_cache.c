@@ -10,6 +10,9 @@ struct tf_kv_cache {
     int L, B, H, D, cap;
     int len;      /* committed positions */
     float *k, *v; /* (L,B,H,cap,D) each */
+    int B_room;   /* rows the buffers hold (B may shrink under tf_kv_cache_select) */
+    float *tmp;   /* select's scratch: the held positions of the rows kept */
+    size_t tmp_n;
 };
 
 static size_t cache_floats(const tf_kv_cache *c) {
@@ -22,7 +25,7 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
                             n_layer, batch, n_head, head_dim, capacity), NULL;
     tf_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return tf_set_error("kv cache: out of memory"), NULL;
-    *c = (tf_kv_cache){n_layer, batch, n_head, head_dim, capacity, 0, NULL, NULL};
+    *c = (tf_kv_cache){n_layer, batch, n_head, head_dim, capacity, 0, NULL, NULL, batch, NULL, 0};
     size_t n = 1;
     if (!tf_mul_size(cache_floats(c), sizeof(float), &n) || !(c->k = malloc(n)) || !(c->v = malloc(n))) {
         tf_kv_cache_free(c);
@@ -33,7 +36,7 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
 
 void tf_kv_cache_free(tf_kv_cache *c) {
     if (!c) return;
-    free(c->k), free(c->v), free(c);
+    free(c->k), free(c->v), free(c->tmp), free(c);
 }
 
 int tf_kv_cache_len(const tf_kv_cache *c) { return c->len; }
@@ -58,6 +61,54 @@ tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c) {
     }
     f->len = c->len;
     return f;
+}
+
+/* Rows rows[0..n) of src (layout B_src rows) into dst laid out with n rows: the held positions. */
+static void gather(float *dst, const float *src, const tf_kv_cache *c, int B_src, const int *rows, int n,
+                   size_t dst_cap) {
+    size_t held = (size_t)c->len * (size_t)c->D, plane = (size_t)c->cap * (size_t)c->D;
+    for (int l = 0; l < c->L; l++)
+        for (int i = 0; i < n; i++)
+            for (int h = 0; h < c->H; h++) {
+                const float *from = src + (((size_t)l * (size_t)B_src + (size_t)rows[i]) * (size_t)c->H + (size_t)h) * plane;
+                float *to = dst + (((size_t)l * (size_t)n + (size_t)i) * (size_t)c->H + (size_t)h) * dst_cap;
+                memcpy(to, from, held * sizeof(float));
+            }
+}
+
+/* Copy the scratch (L,n,H,len,D) back into the cache laid out with n rows. */
+static void scatter(float *dst, const float *tmp, const tf_kv_cache *c, int n) {
+    size_t held = (size_t)c->len * (size_t)c->D, plane = (size_t)c->cap * (size_t)c->D;
+    for (size_t r = 0; r < (size_t)c->L * (size_t)n * (size_t)c->H; r++)
+        memcpy(dst + r * plane, tmp + r * held, held * sizeof(float));
+}
+
+int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
+    if (n < 1) return tf_set_error("kv cache: select keeps at least one row");
+    for (int i = 0; i < n; i++)
+        if (rows[i] < 0 || rows[i] >= c->B) return tf_set_error("kv cache: row %d outside [0,%d)", rows[i], c->B);
+    size_t per_row = (size_t)c->L * (size_t)c->H * (size_t)c->cap * (size_t)c->D, bytes;
+    if (n > c->B_room) { /* more rows than ever held: new buffers, filled straight from the old */
+        float *k = NULL, *v = NULL;
+        if (!tf_mul_size(per_row * sizeof(float), (size_t)n, &bytes) || !(k = malloc(bytes)) || !(v = malloc(bytes)))
+            return free(k), tf_set_error("kv cache: cannot hold %d rows", n);
+        gather(k, c->k, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
+        gather(v, c->v, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
+        free(c->k), free(c->v);
+        c->k = k, c->v = v, c->B = c->B_room = n;
+        return 0;
+    }
+    size_t held = (size_t)c->L * (size_t)n * (size_t)c->H * (size_t)c->len * (size_t)c->D;
+    if (held > c->tmp_n) {
+        float *t = realloc(c->tmp, held * sizeof(float));
+        if (!t) return tf_set_error("kv cache: out of memory");
+        c->tmp = t, c->tmp_n = held;
+    }
+    size_t held_row = (size_t)c->len * (size_t)c->D;
+    gather(c->tmp, c->k, c, c->B, rows, n, held_row), scatter(c->k, c->tmp, c, n);
+    gather(c->tmp, c->v, c, c->B, rows, n, held_row), scatter(c->v, c->tmp, c, n);
+    c->B = n;
+    return 0;
 }
 
 /* Layer l's keys (value 0) or values (1) as a (B,H,n,D) view of the cache. */

@@ -131,6 +131,10 @@ void tf_op_matmul_forward(tf_node *n) {
     const float *A = tf_f32(n->in[0]), *B = tf_f32(n->in[1]);
     float *C = tf_f32(n->out);  // C: (batch, M, N)
     memset(C, 0, (size_t)tf_numel(n->out) * sizeof *C);
+    if (p->batch > 1 && p->a_batched && !p->b_batched && !p->ta) { /* one B for every batch: one (batch*M,K) product */
+        gemm_acc(C, A, B, p->batch * p->M, p->N, p->K, 0, p->tb); /* (a batch of decoding steps: not one gemv each) */
+        return;
+    }
     for (int64_t b = 0; b < p->batch; b++)
         gemm_acc(C + b * p->M * p->N, A + (p->a_batched ? b * p->M * p->K : 0),
                  B + (p->b_batched ? b * p->K * p->N : 0), p->M, p->N, p->K, p->ta, p->tb);

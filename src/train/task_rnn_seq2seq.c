@@ -33,7 +33,7 @@ static tf_tensor *rnn_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float 
 static const tf_translation_family RNN = {
     &tf_rnn_seq2seq_task_config_table, &tf_rnn_seq2seq_config_table,
     TF_TRANSLATION_LAYOUT(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_config),
-    rnn_new, rnn_free, rnn_params, rnn_loss, rnn_save, rnn_decoder};
+    rnn_new, rnn_free, rnn_params, rnn_loss, rnn_save, rnn_decoder, NULL};
 
 tf_task *tf_rnn_seq2seq_task_new(const tf_rnn_seq2seq_task_config *c, const char *src, const char *tgt,
                                  const char *valid_src, const char *valid_tgt, const char *tokenizer,

@@ -32,6 +32,9 @@ static void tr_free(void *m) { tf_seq2seq_free(m); }
 static tf_params *tr_params(const void *m) { return ((const tf_seq2seq *)m)->params; }
 static int tr_save(const void *m, const char *dir) { return tf_seq2seq_save(m, dir); }
 static tf_decoder *tr_decoder(const void *m, const int32_t *src, int n, int cap) { return tf_seq2seq_decoder_new(m, src, n, cap); }
+static tf_decoder *tr_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
+    return tf_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
+}
 
 static tf_tensor *tr_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing) {
     tf_seq2seq_inputs in = {.input_ids = tf_batch_get(b, "src_ids"), .attention_mask = tf_batch_get(b, "src_mask"),
@@ -44,7 +47,7 @@ static tf_tensor *tr_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float l
 static const tf_translation_family TRANSFORMER = {
     &tf_seq2seq_task_config_table, &tf_seq2seq_config_table,
     TF_TRANSLATION_LAYOUT(tf_seq2seq_task_config, tf_seq2seq_config),
-    tr_new, tr_free, tr_params, tr_loss, tr_save, tr_decoder};
+    tr_new, tr_free, tr_params, tr_loss, tr_save, tr_decoder, tr_decoder_batch};
 
 /* ---------------------------------------------------------------- the task (any family) */
 
@@ -80,28 +83,35 @@ static tf_tensor *s2s_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metric
 
 static tf_params *s2s_params(tf_task *t) { return ((s2s_task *)t)->fam->params(((s2s_task *)t)->m); }
 
-/* BLEU (sacreBLEU's default) of the first val_bleu validation pairs, each
- * source line translated greedily as tformer translate does. */
+/* BLEU (sacreBLEU's default) of the first val_bleu validation pairs, the
+ * source lines translated greedily as tformer translate does (in batches). */
 static int s2s_score(tf_task *t, tf_metrics *m) {
     s2s_task *s = (s2s_task *)t;
     int n = *cfg_int(s, s->fam->val_bleu_off), rc = 0;
     if (n > s->valid.n) n = s->valid.n;
     if (n == 0) return 0;
     tf_translator tr = {s->m, s->fam->decoder_new, *model_int(s, s->fam->context_off), s->tok, s->tok,
-                        s->valid.src_eos, s->valid.tgt_bos, s->valid.tgt_eos};
+                        s->valid.src_eos, s->valid.tgt_bos, s->valid.tgt_eos, s->fam->decoder_new_batch};
     tf_translate_opts o = tf_translate_opts_default();
     tf_bleu_opts bo = {TF_BLEU_TOK_13A, TF_BLEU_SMOOTH_EXP, 0, 0};
     tf_bleu_stats st = {0};
-    for (int i = 0; i < n && !rc; i++) {
+    const char **lines = malloc((size_t)n * sizeof *lines);
+    size_t *lens = malloc((size_t)n * sizeof *lens), *hyp_len = malloc((size_t)n * sizeof *hyp_len);
+    char **hyp = calloc((size_t)n, sizeof *hyp);
+    if (!lines || !lens || !hyp_len || !hyp) rc = tf_set_error("validation BLEU: out of memory");
+    for (int i = 0; !rc && i < n; i++) {
         int line = s->valid.pairs[i].line - 1;
-        char *hyp;
-        size_t len;
+        lines[i] = s->vsrc.text + s->vsrc.start[line], lens[i] = s->vsrc.len[line];
+    }
+    if (!rc) rc = tf_translate_lines(&tr, &o, n, lines, lens, hyp, hyp_len, NULL);
+    for (int i = 0; !rc && i < n; i++) {
+        int line = s->valid.pairs[i].line - 1;
         const char *ref = s->vtgt.text + s->vtgt.start[line];
         size_t ref_len = s->vtgt.len[line];
-        rc = tf_translate_line(&tr, &o, s->vsrc.text + s->vsrc.start[line], s->vsrc.len[line], &hyp, &len) ||
-             tf_bleu_add(&st, &bo, hyp, len, &ref, &ref_len, 1);
-        if (!rc) free(hyp);
+        rc = tf_bleu_add(&st, &bo, hyp[i], hyp_len[i], &ref, &ref_len, 1);
     }
+    for (int i = 0; hyp && i < n; i++) free(hyp[i]);
+    free(lines), free(lens), free(hyp_len), free(hyp);
     tf_bleu_score r;
     tf_bleu_compute(&st, &bo, &r);
     m->sum[0] += r.score, m->count[0] += 1;

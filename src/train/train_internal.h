@@ -63,6 +63,8 @@ typedef struct {
     int (*save)(const void *m, const char *dir);
     /* A decoder over one source sentence (tf_translator's) */
     tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
+    /* ... and over a batch of sources (NULL: none) */
+    tf_decoder *(*decoder_new_batch)(const void *m, const int32_t *const *src, const int *n_src, int n, int capacity);
 } tf_translation_family;
 #define TF_TRANSLATION_LAYOUT(T, M)                                                                                 \
     sizeof(T), offsetof(T, model), offsetof(T, max_tokens), offsetof(T, max_len), offsetof(T, label_smoothing),    \

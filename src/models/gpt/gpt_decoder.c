@@ -42,13 +42,13 @@ static tf_decoder *gpt_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-static const tf_decoder_vt GPT_DECODER = {gpt_step, gpt_fork, gpt_reset, gpt_free};
+static const tf_decoder_vt GPT_DECODER = {gpt_step, gpt_fork, gpt_reset, gpt_free, NULL};
 
 tf_decoder *tf_gpt_decoder_new(const tf_gpt *m, int capacity) {
     if (!m->has_head) return tf_set_error("decoder: the model has no language-model head"), NULL;
     gpt_decoder *g = calloc(1, sizeof *g);
     if (!g) return tf_set_error("decoder: out of memory"), NULL;
-    g->base = (tf_decoder){&GPT_DECODER, m->cfg.vocab_size, capacity < m->cfg.context ? capacity : m->cfg.context, 1, 0};
+    g->base = (tf_decoder){&GPT_DECODER, m->cfg.vocab_size, capacity < m->cfg.context ? capacity : m->cfg.context, 1, 0, 1};
     g->m = m;
     if ((g->sh = calloc(1, sizeof *g->sh))) g->sh->refs = 1, g->sh->ctx = tf_ctx_new(0);
     if (!g->sh || !g->sh->ctx) {

@@ -93,7 +93,7 @@ static tf_decoder *rnn_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free};
+static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, NULL};
 
 /* The source through the encoder, kept in the shared memory context; s_0 (and c_0) copied out. */
 static int encode_source(shared *sh, const tf_rnn_seq2seq *m, const int32_t *src, int n) {
@@ -117,7 +117,7 @@ tf_decoder *tf_rnn_seq2seq_decoder_new(const tf_rnn_seq2seq *m, const int32_t *s
     rnn_decoder *g = calloc(1, sizeof *g);
     if (!g) return tf_set_error("decoder: out of memory"), NULL;
     int cap = capacity > 0 && capacity < c->context ? capacity : c->context;
-    g->base = (tf_decoder){&RNN_DECODER, c->tgt_vocab, cap, 0, 0};
+    g->base = (tf_decoder){&RNN_DECODER, c->tgt_vocab, cap, 0, 0, 1};
     g->m = m;
     if ((g->sh = calloc(1, sizeof *g->sh))) {
         g->sh->refs = 1;

@@ -1,11 +1,13 @@
-/* The decoder interface over an encoder-decoder: the source is encoded once
- * into a context of its own that every fork shares; each step runs
- * tf_seq2seq_run (the one forward pass) on the new target tokens through
- * the self-attention KV cache, with the stored memory. A decoder and its
- * forks share one activation context too (they step one at a time).
- * The cross-attentions project the memory into keys and values on the
- * first step, into a cache every fork shares (the same source), and read
- * them after. */
+/* The decoder interface over an encoder-decoder, for one source sentence or
+ * a batch of them: the sources are encoded once (padded to the longest, the
+ * padding masked) and each step runs tf_seq2seq_run (the one forward pass)
+ * on every row's new target tokens through the self-attention KV cache, with
+ * the stored memory. The cross-attentions project the memory into keys and
+ * values on the first step, into a cache, and read them after.
+ * Rows are re-selected by beam search (a hypothesis' children, sentences
+ * that ended dropped): the self- and cross-attention caches, the memory and
+ * the sources' masks follow, gathered into a second context (the two
+ * alternate). A fork (a single hypothesis' copy) shares the sources. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,10 +15,13 @@
 #include "tformer/seq2seq.h"
 
 typedef struct {
-    tf_ctx *mem_ctx, *step_ctx;
-    tf_tensor *memory;   /* (1,S,C) */
-    tf_tensor *src_ids;  /* (1,S) */
-    tf_kv_cache *cross;  /* per decoder layer (1,H,S,D) keys and values of the memory */
+    tf_ctx *mem_ctx[2];  /* the tensors below live in mem_ctx[cur]; select gathers into the other */
+    int cur;
+    tf_ctx *step_ctx;
+    tf_tensor *memory;   /* (R,S,C) */
+    tf_tensor *src_ids;  /* (R,S) */
+    tf_tensor *src_mask; /* (R,S) I32, 1 = token; NULL: no padding */
+    tf_kv_cache *cross;  /* per decoder layer (R,H,S,D) keys and values of the memory */
     int refs;
 } shared;
 
@@ -30,24 +35,31 @@ typedef struct {
 static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
     s2s_decoder *g = (s2s_decoder *)d;
     tf_ctx *ctx = g->sh->step_ctx;
+    int64_t R = d->rows, V = g->m->cfg.tgt_vocab;
     tf_ctx_reset(ctx);
-    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);  // (1,n)
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, n}, 0);  // (R,n)
     if (!ids) return -1;
-    memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
-    tf_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .decoder_input_ids = ids, .encoder_output = g->sh->memory,
-                            .cache = g->cache, .cross_cache = g->sh->cross};
+    memcpy(ids->data, tokens, (size_t)(R * n) * sizeof *tokens);
+    tf_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .attention_mask = g->sh->src_mask, .decoder_input_ids = ids,
+                            .encoder_output = g->sh->memory, .cache = g->cache, .cross_cache = g->sh->cross};
     tf_seq2seq_outputs out;
     if (tf_seq2seq_run(ctx, g->m, &in, &out)) return -1;
-    int64_t V = g->m->cfg.tgt_vocab;
-    memcpy(logits, tf_f32(out.logits) + (int64_t)(n - 1) * V, (size_t)V * sizeof *logits);  // the last position's (V)
+    for (int64_t r = 0; r < R; r++) /* each row's last position (V) */
+        memcpy(logits + r * V, tf_f32(out.logits) + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
     return 0;
+}
+
+static void shared_free(shared *sh) {
+    if (!sh || --sh->refs > 0) return;
+    tf_kv_cache_free(sh->cross);
+    tf_ctx_free(sh->mem_ctx[0]), tf_ctx_free(sh->mem_ctx[1]), tf_ctx_free(sh->step_ctx);
+    free(sh);
 }
 
 static void s2s_free(tf_decoder *d) {
     s2s_decoder *g = (s2s_decoder *)d;
     tf_kv_cache_free(g->cache);
-    if (g->sh && --g->sh->refs == 0)
-        tf_kv_cache_free(g->sh->cross), tf_ctx_free(g->sh->mem_ctx), tf_ctx_free(g->sh->step_ctx), free(g->sh);
+    shared_free(g->sh);
     free(g);
 }
 
@@ -63,42 +75,95 @@ static tf_decoder *s2s_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free};
+/* Rows rows[0..n) of t (contiguous, rows first) as a new tensor of ctx. */
+static tf_tensor *gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n) {
+    if (!t) return NULL;
+    if (!tf_is_contiguous(t)) return tf_set_error("decoder: the stored sources are not contiguous"), NULL;
+    int64_t shape[TF_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[0] = n;
+    tf_tensor *g = tf_tensor_new(ctx, t->dtype, t->ndim, shape, 0);
+    if (!g) return NULL;
+    size_t row = (size_t)(tf_numel(t) / t->shape[0]) * tf_dtype_size(t->dtype);
+    for (int i = 0; i < n; i++) memcpy((char *)g->data + (size_t)i * row, (const char *)t->data + (size_t)rows[i] * row, row);
+    return g;
+}
 
-/* The source through the encoder, kept in the shared memory context. */
-static int encode_source(shared *sh, const tf_seq2seq *m, const int32_t *src, int n_src) {
-    if (!(sh->src_ids = tf_tensor_new(sh->mem_ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n_src}, 0))) return -1;
-    memcpy(sh->src_ids->data, src, (size_t)n_src * sizeof *src);
-    tf_seq2seq_inputs in = {.input_ids = sh->src_ids}; /* no target: the encoder alone */
+static int s2s_select(tf_decoder *d, const int *rows, int n) {
+    s2s_decoder *g = (s2s_decoder *)d;
+    shared *sh = g->sh;
+    if (sh->refs > 1) return tf_set_error("decoder: a forked decoder shares its sources and cannot select rows");
+    tf_ctx *next = sh->mem_ctx[!sh->cur];
+    tf_ctx_reset(next);
+    tf_tensor *memory = gather_rows(next, sh->memory, rows, n), *ids = gather_rows(next, sh->src_ids, rows, n);
+    tf_tensor *mask = sh->src_mask ? gather_rows(next, sh->src_mask, rows, n) : NULL;
+    if (!memory || !ids || (sh->src_mask && !mask) || tf_kv_cache_select(g->cache, rows, n) ||
+        tf_kv_cache_select(sh->cross, rows, n))
+        return -1;
+    sh->memory = memory, sh->src_ids = ids, sh->src_mask = mask, sh->cur = !sh->cur;
+    return 0;
+}
+
+static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free, s2s_select};
+
+/* The sources (padded to S, masked when their lengths differ) through the encoder. */
+static int encode_sources(shared *sh, const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int R, int S) {
+    tf_ctx *ctx = sh->mem_ctx[0];
+    int padded = 0;
+    for (int r = 0; r < R; r++) padded |= n_src[r] != S;
+    if (!(sh->src_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0)) ||
+        (padded && !(sh->src_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0))))
+        return -1;
+    for (int r = 0; r < R; r++) { /* zero-filled: padding is id 0, masked */
+        memcpy(tf_i32(sh->src_ids) + (size_t)r * (size_t)S, src[r], (size_t)n_src[r] * sizeof **src);
+        for (int s = 0; padded && s < n_src[r]; s++) tf_i32(sh->src_mask)[(size_t)r * (size_t)S + (size_t)s] = 1;
+    }
+    tf_seq2seq_inputs in = {.input_ids = sh->src_ids, .attention_mask = sh->src_mask}; /* the encoder alone */
     tf_seq2seq_outputs out;
-    if (tf_seq2seq_run(sh->mem_ctx, m, &in, &out)) return -1;
+    if (tf_seq2seq_run(ctx, m, &in, &out)) return -1;
     sh->memory = out.encoder_last_hidden_state;
     return 0;
 }
 
-tf_decoder *tf_seq2seq_decoder_new(const tf_seq2seq *m, const int32_t *src, int n_src, int capacity) {
+static shared *shared_new(void) {
+    shared *sh = calloc(1, sizeof *sh);
+    if (!sh) return NULL;
+    sh->refs = 1;
+    sh->mem_ctx[0] = tf_ctx_new(0), sh->mem_ctx[1] = tf_ctx_new(0), sh->step_ctx = tf_ctx_new(0);
+    if (!sh->mem_ctx[0] || !sh->mem_ctx[1] || !sh->step_ctx) return shared_free(sh), NULL;
+    for (int i = 0; i < 2; i++) tf_ctx_set_grad(sh->mem_ctx[i], 0);
+    tf_ctx_set_grad(sh->step_ctx, 0);
+    return sh;
+}
+
+tf_decoder *tf_seq2seq_decoder_new_batch(const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int n,
+                                         int capacity) {
     const tf_seq2seq_config *c = &m->cfg;
-    if (n_src < 1 || n_src > c->context)
-        return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n_src, c->context), NULL;
+    if (n < 1) return tf_set_error("translate: a batch of %d sources", n), NULL;
+    int S = 0;
+    for (int r = 0; r < n; r++) {
+        if (n_src[r] < 1 || n_src[r] > c->context)
+            return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n_src[r], c->context), NULL;
+        S = n_src[r] > S ? n_src[r] : S;
+    }
     s2s_decoder *g = calloc(1, sizeof *g);
     if (!g) return tf_set_error("decoder: out of memory"), NULL;
     int cap = capacity > 0 && capacity < c->context ? capacity : c->context;
-    g->base = (tf_decoder){&S2S_DECODER, c->tgt_vocab, cap, 0, 0};
+    g->base = (tf_decoder){&S2S_DECODER, c->tgt_vocab, cap, 0, 0, n};
     g->m = m;
-    if ((g->sh = calloc(1, sizeof *g->sh))) {
-        g->sh->refs = 1;
-        g->sh->mem_ctx = tf_ctx_new(0), g->sh->step_ctx = tf_ctx_new(0);
-    }
-    if (!g->sh || !g->sh->mem_ctx || !g->sh->step_ctx) {
-        s2s_free(&g->base);
+    if (!(g->sh = shared_new())) {
+        free(g);
         return tf_set_error("decoder: out of memory"), NULL;
     }
-    tf_ctx_set_grad(g->sh->mem_ctx, 0), tf_ctx_set_grad(g->sh->step_ctx, 0);
     int L = c->n_decoder_layers, H = c->n_head, D = c->d_model / c->n_head;
-    if (encode_source(g->sh, m, src, n_src) || !(g->cache = tf_kv_cache_new(L, 1, H, D, cap)) ||
-        !(g->sh->cross = tf_kv_cache_new(L, 1, H, D, n_src))) {
+    if (encode_sources(g->sh, m, src, n_src, n, S) || !(g->cache = tf_kv_cache_new(L, n, H, D, cap)) ||
+        !(g->sh->cross = tf_kv_cache_new(L, n, H, D, S))) {
         s2s_free(&g->base);
         return NULL;
     }
     return &g->base;
+}
+
+tf_decoder *tf_seq2seq_decoder_new(const tf_seq2seq *m, const int32_t *src, int n_src, int capacity) {
+    return tf_seq2seq_decoder_new_batch(m, &src, &n_src, 1, capacity);
 }

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Decoding speed of `tformer translate` against CTranslate2 and transformers'
+generate() on the same weights, the same source ids and the same cores.
+
+The tformer folder (tformer train --arch seq2seq) holds Hugging Face Marian
+/ BART parameter names; this script builds a MarianMTModel with those
+weights (the sinusoidal table tformer computes copied into its position
+embeddings, BOS as the decoder start) and converts that model to CTranslate2
+with ctranslate2's own BART loader (CTranslate2's Marian loader assumes
+Marian's zero-embedding start, which this model does not use). Before timing,
+the three systems' greedy translations of the first sentences are compared
+as text: equal work is checked, not assumed.
+
+    python3 bench/translate_bench.py --model RUN/averaged --src test.en [--n 1000] [--threads 2]
+
+Prints sentences/s per system, beam 1 and 5, and the ratios tformer / peer.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file
+
+
+def sinusoidal(n, d):
+    """tformer's table (src/nn/attention.c): sin at even, cos at odd columns."""
+    pe = np.zeros((n, d), dtype=np.float64)
+    for c in range(d):
+        angle = np.arange(n) / 10000.0 ** ((c - (c & 1)) / d)
+        pe[:, c] = np.cos(angle) if c & 1 else np.sin(angle)
+    return torch.tensor(pe, dtype=torch.float32)
+
+
+def marian_model(folder):
+    from transformers import MarianConfig, MarianMTModel
+
+    c = json.load(open(os.path.join(folder, "config.json")))
+    if c["model_type"] != "tformer-seq2seq" or c["norm_first"] or c["pos"] != "sinusoidal" or not c["tied"] \
+            or not c["share_embeddings"] or c["final_logits_bias"]:
+        sys.exit("translate_bench: needs a post-LN, sinusoidal, tied, shared-vocabulary tformer-seq2seq folder")
+    V = c["tgt_vocab"]
+    pad, bos, eos = V - 3, V - 2, V - 1
+    cfg = MarianConfig(vocab_size=V, decoder_vocab_size=V, d_model=c["d_model"], encoder_layers=c["n_encoder_layers"],
+                       decoder_layers=c["n_decoder_layers"], encoder_attention_heads=c["n_head"],
+                       decoder_attention_heads=c["n_head"], encoder_ffn_dim=c["d_ff"], decoder_ffn_dim=c["d_ff"],
+                       activation_function=c["activation"], max_position_embeddings=c["context"],
+                       scale_embedding=c["scale_embedding"], pad_token_id=pad, eos_token_id=eos,
+                       decoder_start_token_id=bos, forced_eos_token_id=None, dropout=0.0, attention_dropout=0.0,
+                       activation_dropout=0.0, share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
+    model = MarianMTModel(cfg).eval()
+    state = {k: torch.from_numpy(v) for k, v in load_file(os.path.join(folder, "model.safetensors")).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if "embed_positions" not in m and m not in (
+        "final_logits_bias", "lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")]
+    if missing or unexpected:
+        sys.exit(f"translate_bench: weights do not map: missing {missing[:4]}, unexpected {unexpected[:4]}")
+    pe = sinusoidal(c["context"], c["d_model"])
+    with torch.no_grad():
+        model.model.encoder.embed_positions.weight.copy_(pe)
+        model.model.decoder.embed_positions.weight.copy_(pe)
+    return model, (pad, bos, eos), c["context"]
+
+
+class Vocab:
+    """What ctranslate2's loaders ask of a tokenizer: token strings t0 ... t{V-1}."""
+
+    def __init__(self, n, bos, eos):
+        self.n, self.bos_token, self.eos_token, self.unk_token = n, f"t{bos}", f"t{eos}", "t0"
+
+    def get_vocab(self):
+        return {f"t{i}": i for i in range(self.n)}
+
+    def convert_ids_to_tokens(self, i):
+        return f"t{i}"
+
+
+def ct2_model(model, ids, out):
+    from ctranslate2.converters.transformers import BartLoader
+
+    model.config.normalize_before = False  # post-LN, as CTranslate2's Marian loader sets
+    model.config.normalize_embedding = False  # Marian: no LayerNorm on the embeddings
+    spec = BartLoader()(model, Vocab(model.config.vocab_size, ids[1], ids[2]))
+    spec.validate()
+    spec.optimize(quantization=None)
+    spec.save(out)
+
+
+def tformer_lines(binary, args, text, threads):
+    env = dict(os.environ, TFORMER_THREADS=str(threads))
+    r = subprocess.run([binary] + args, input=text.encode(), stdout=subprocess.PIPE, check=True, env=env)
+    return r.stdout.decode()
+
+
+def encode(binary, tok, lines):
+    """Source ids as tformer translate makes them: the tokenizer's ids, then EOS (added by the caller)."""
+    return [[int(x) for x in tformer_lines(binary, ["encode", "--tokenizer", tok], l, 1).split()] for l in lines]
+
+
+def decode(binary, tok, ids):
+    out = []
+    for s in ids:
+        t = tformer_lines(binary, ["decode", "--tokenizer", tok], " ".join(map(str, s)), 1) if s else ""
+        out.append(t.rstrip(" "))
+    return out
+
+
+def strip(seq, V, special):
+    return [i for i in seq if i < V and i not in special]
+
+
+def run_tformer(binary, folder, lines, beam, threads):
+    text = "\n".join(lines) + "\n"
+    t0 = time.perf_counter()
+    out = tformer_lines(binary, ["translate", "--model", folder, "--beam", str(beam)], text, threads)
+    return time.perf_counter() - t0, out.rstrip("\n").split("\n")
+
+
+def run_hf(model, src, ids, beam, batch, max_len):
+    pad, bos, eos = ids
+    hyps, t0 = [], time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(src), batch):
+            chunk = src[i:i + batch]
+            L = max(len(s) for s in chunk)
+            x = torch.full((len(chunk), L), pad, dtype=torch.long)
+            m = torch.zeros((len(chunk), L), dtype=torch.long)
+            for r, s in enumerate(chunk):
+                x[r, :len(s)], m[r, :len(s)] = torch.tensor(s), 1
+            y = model.generate(input_ids=x, attention_mask=m, num_beams=beam, max_length=max_len, do_sample=False,
+                               decoder_start_token_id=bos, eos_token_id=eos, pad_token_id=pad, early_stopping=True)
+            hyps += y.tolist()
+    return time.perf_counter() - t0, hyps
+
+
+def run_ct2(translator, src, beam, batch, max_len):
+    toks = [[f"t{i}" for i in s] for s in src]
+    t0 = time.perf_counter()
+    res = translator.translate_batch(toks, beam_size=beam, max_batch_size=batch, max_decoding_length=max_len)
+    dt = time.perf_counter() - t0
+    return dt, [[int(t[1:]) for t in r.hypotheses[0]] for r in res]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--check", type=int, default=100, help="sentences whose greedy outputs are compared")
+    ap.add_argument("--tformer", default="build/tformer")
+    a = ap.parse_args()
+    import ctranslate2
+
+    torch.set_num_threads(a.threads)
+    lines = [l.rstrip("\n") for l in open(a.src, encoding="utf-8")][:a.n]
+    model, ids, context = marian_model(a.model)
+    V = model.config.vocab_size - 3
+    src = [s + [ids[2]] for s in encode(a.tformer, a.model, lines)]
+    work = tempfile.mkdtemp(prefix="tformer_ct2_")
+    ct2_model(model, ids, work)
+    ct2 = ctranslate2.Translator(work, device="cpu", inter_threads=1, intra_threads=a.threads)
+    max_len = context  # tformer: 1.5 * source + 10 tokens, within the context
+    print(f"model {a.model}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters; "
+          f"{len(lines)} sentences; {a.threads} threads; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}")
+
+    k = min(a.check, len(lines))
+    _, ref = run_tformer(a.tformer, a.model, lines[:k], 1, a.threads)
+    _, hf = run_hf(model, src[:k], ids, 1, 32, max_len)
+    _, c2 = run_ct2(ct2, src[:k], 1, 32, max_len)
+    special = set(ids)
+    for name, hyp in (("transformers", hf), ("ctranslate2", c2)):
+        text = decode(a.tformer, a.model, [strip(h, V, special) for h in hyp])
+        same = sum(x == y for x, y in zip(text, ref))
+        print(f"greedy check: {name} equals tformer on {same}/{k} sentences")
+
+    rows = []
+    for beam in (1, 5):
+        for name, fn in (("tformer (1 sentence at a time)", lambda: run_tformer(a.tformer, a.model, lines, beam, a.threads)),
+                         ("ctranslate2 (batch 32)", lambda: run_ct2(ct2, src, beam, 32, max_len)),
+                         ("ctranslate2 (batch 1)", lambda: run_ct2(ct2, src, beam, 1, max_len)),
+                         ("transformers generate (batch 32)", lambda: run_hf(model, src, ids, beam, 32, max_len))):
+            times = [fn()[0] for _ in range(a.repeat)]
+            rows.append((beam, name, len(lines) / statistics.median(times)))
+            print(f"beam {beam}  {name:34s} {rows[-1][2]:8.1f} sentences/s (median of {a.repeat})", flush=True)
+    print("\nratios (tformer / peer, sentences/s; > 1: tformer faster)")
+    for beam in (1, 5):
+        base = next(r[2] for r in rows if r[0] == beam and r[1].startswith("tformer"))
+        for r in rows:
+            if r[0] == beam and not r[1].startswith("tformer"):
+                print(f"beam {beam}  vs {r[1]:34s} {base / r[2]:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+/* Private: shared by generate.c (the interface's checks, sampling) and search.c (beam search). */
+#ifndef TF_GEN_INTERNAL_H
+#define TF_GEN_INTERNAL_H
+
+#include "../core/internal.h"
+
+/* x (n) -> log softmax(x), in place. */
+void tf_gen_log_softmax(float *x, int32_t n);
+/* Beam search from a fresh one-row decoder d (tf_generate's, arguments checked). */
+int tf_gen_beam(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, tf_token_fn on_token, void *user,
+                tf_ids *out, double *score);
+
+#endif

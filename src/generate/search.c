@@ -1,0 +1,349 @@
+/* Beam search over the rows of a decoder: every sequence's live hypotheses
+ * are rows, stepped together in one call; after each step the rows are
+ * re-selected (children of the chosen candidates, ended ones dropped). A
+ * decoder that cannot select (one row) is driven through forks instead, one
+ * decoder per row. Two rules end hypotheses (generate.h, tf_beam_stop):
+ * tformer's (the beam narrows as hypotheses end) and transformers' 4.x
+ * BeamSearchScorer (N live beams refilled from the 2N best candidates). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+#define TF_BEAM_MAX TF_GENERATE_MAX_BEAM /* Hugging Face's ended list is fixed-size */
+
+/* ---------------------------------------------------------------- rows: one decoder, or one decoder per row */
+
+typedef struct {
+    tf_decoder *d;    /* the decoder (it selects), or NULL */
+    tf_decoder **one; /* else one single-row decoder per row */
+    int n, cap;
+} rowset;
+
+static int rows_step(rowset *r, const int32_t *tokens, float *logits) {
+    if (r->d) return tf_decoder_step(r->d, tokens, 1, logits);
+    int32_t V = r->one[0]->vocab_size;
+    for (int i = 0; i < r->n; i++)
+        if (tf_decoder_step(r->one[i], &tokens[i], 1, logits + (size_t)i * (size_t)V)) return -1;
+    return 0;
+}
+
+/* Row i becomes old row rows[i]: a parent's first child takes its decoder,
+ * the others fork it (before any child steps); parents without children go. */
+static int rows_select(rowset *r, const int *rows, int n) {
+    if (r->d) {
+        if (tf_decoder_select(r->d, rows, n)) return -1;
+        r->n = n;
+        return 0;
+    }
+    tf_decoder **next = calloc((size_t)n, sizeof *next);
+    char *taken = calloc((size_t)r->n, 1);
+    if (!next || !taken) return free(next), free(taken), tf_set_error("generate: out of memory");
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        next[i] = taken[rows[i]] ? tf_decoder_fork(r->one[rows[i]]) : r->one[rows[i]];
+        if (!next[i]) rc = -1; /* rows_free skips the hole */
+        taken[rows[i]] = 1;
+    }
+    for (int i = 0; i < r->n; i++)
+        if (!taken[i]) tf_decoder_free(r->one[i]);
+    free(taken), free(r->one);
+    r->one = next, r->n = n;
+    return rc;
+}
+
+static void rows_free(rowset *r) {
+    for (int i = 0; r->one && i < r->n; i++) tf_decoder_free(r->one[i]);
+    free(r->one);
+}
+
+/* ---------------------------------------------------------------- one sequence's search */
+
+typedef struct {
+    tf_ids toks;  /* generated so far */
+    double score; /* sum of log-probabilities */
+    int row;      /* its row: logp = logits + row * V */
+} hyp;
+
+typedef struct {
+    double score;
+    int b;     /* the hypothesis (index in cur) */
+    int32_t v; /* the token */
+} cand;
+
+/* transformers' BeamHypotheses: the N best ended in the order added, score = sum / length^penalty. */
+typedef struct {
+    int n, cap;
+    double worst;
+    double score[TF_BEAM_MAX + 1];
+    tf_ids toks[TF_BEAM_MAX + 1];
+} hf_hyps;
+
+typedef struct {
+    hyp *cur, *next;
+    int n_cur, n_next;
+    int steps, done;
+    tf_ids best;       /* tformer's rule: the best ended so far */
+    double best_score;
+    int have;
+    hf_hyps *h;        /* transformers' rule */
+} seq;
+
+/* cand x ranks before y: higher score, then lower hypothesis, then lower token. */
+static int cand_before(cand x, cand y) {
+    if (x.score != y.score) return x.score > y.score;
+    return x.b != y.b ? x.b < y.b : x.v < y.v;
+}
+
+/* The n best candidates over every live hypothesis and token (insertion into a sorted list of n). */
+static int select_best(const seq *s, const float *logp, int32_t V, int n, cand *best) {
+    int k = 0;
+    for (int b = 0; b < s->n_cur; b++) {
+        const float *lp = logp + (size_t)s->cur[b].row * (size_t)V;
+        for (int32_t v = 0; v < V; v++) {
+            cand c = {s->cur[b].score + lp[v], b, v};
+            if (k == n && !cand_before(c, best[n - 1])) continue;
+            int i = k < n ? k++ : n - 1;
+            while (i > 0 && cand_before(c, best[i - 1])) best[i] = best[i - 1], i--;
+            best[i] = c;
+        }
+    }
+    return k;
+}
+
+static int copy_ids(tf_ids *to, const tf_ids *from, int32_t last) {
+    to->n = 0;
+    for (size_t i = 0; i < from->n; i++)
+        if (tf_ids_push(to, from->v[i])) return -1;
+    return last >= 0 ? tf_ids_push(to, last) : 0;
+}
+
+/* tformer's rule: an ended hypothesis replaces the best only when strictly better. */
+static int tformer_finish(seq *s, const tf_ids *prefix, int32_t last, double score, float alpha) {
+    double v = score / pow((double)(prefix->n + 1), alpha);
+    if (s->have && !(v > s->best_score)) return 0;
+    s->best_score = v, s->have = 1;
+    return copy_ids(&s->best, prefix, last);
+}
+
+static int hyps_add(hf_hyps *h, const tf_ids *prefix, int32_t last, double sum, float penalty) {
+    double v = sum / pow((double)(prefix->n + 1), penalty);
+    if (h->n >= h->cap && !(v > h->worst)) return 0;
+    if (copy_ids(&h->toks[h->n], prefix, last)) return -1;
+    h->score[h->n++] = v;
+    if (h->n <= h->cap) {
+        h->worst = v < h->worst ? v : h->worst;
+        return 0;
+    }
+    int lo = 0, second = -1; /* Python's sorted((score, index)): the lowest goes, the next is the worst */
+    for (int i = 1; i < h->n; i++)
+        if (h->score[i] < h->score[lo]) lo = i;
+    for (int i = 0; i < h->n; i++)
+        if (i != lo && (second < 0 || h->score[i] < h->score[second])) second = i;
+    h->worst = h->score[second];
+    tf_ids gone = h->toks[lo];
+    for (int i = lo; i < h->n - 1; i++) h->score[i] = h->score[i + 1], h->toks[i] = h->toks[i + 1];
+    h->toks[--h->n] = gone; /* its buffer is reused */
+    return 0;
+}
+
+/* BeamHypotheses.is_done: best is the best candidate's sum, len the generated length. */
+static int hyps_done(const hf_hyps *h, const tf_generate_opts *o, double best, int len) {
+    if (h->n < h->cap) return 0;
+    if (o->beam_stop == TF_BEAM_HF_EARLY) return 1;
+    if (o->beam_stop == TF_BEAM_HF_NEVER && o->length_penalty > 0) len = o->max_tokens;
+    return h->worst >= best / pow((double)len, o->length_penalty);
+}
+
+/* A live child of candidate c: appended to s->next (its row set later). */
+static int child(seq *s, const cand *c) {
+    hyp *n = &s->next[s->n_next];
+    if (copy_ids(&n->toks, &s->cur[c->b].toks, c->v)) return -1;
+    n->score = c->score, n->row = s->cur[c->b].row; /* the parent's row until selected */
+    s->n_next++;
+    return 0;
+}
+
+/* tformer's rule: the N best candidates; those that end (eos, or the last step) are scored. */
+static int step_tformer(seq *s, const float *logp, int32_t V, const tf_generate_opts *o, int step, cand *sel) {
+    int ns = select_best(s, logp, V, o->beam, sel), rc = 0;
+    for (int i = 0; !rc && i < ns; i++)
+        rc = step == s->steps - 1 || sel[i].v == o->eos_id
+                 ? tformer_finish(s, &s->cur[sel[i].b].toks, sel[i].v, sel[i].score, o->length_penalty)
+                 : child(s, &sel[i]);
+    return rc;
+}
+
+/* transformers' rule: of the 2N best, an eos among the first N ends its
+ * hypothesis; the first N others live on, or join the ended at the last step. */
+static int step_hf(seq *s, const float *logp, int32_t V, const tf_generate_opts *o, int step, cand *sel) {
+    int N = o->beam, ns = select_best(s, logp, V, 2 * N, sel), k = 0, rc = 0, keep[2 * TF_BEAM_MAX];
+    for (int r = 0; !rc && r < ns && k < N; r++) {
+        if (sel[r].v != o->eos_id) keep[k++] = r;
+        else if (r < N) rc = hyps_add(s->h, &s->cur[sel[r].b].toks, sel[r].v, sel[r].score, o->length_penalty);
+    }
+    s->done = !rc && ns > 0 && hyps_done(s->h, o, sel[0].score, step + 1);
+    for (int i = 0; !rc && !s->done && i < k; i++)
+        rc = step == s->steps - 1 ? hyps_add(s->h, &s->cur[sel[keep[i]].b].toks, sel[keep[i]].v, sel[keep[i]].score,
+                                             o->length_penalty)
+                                  : child(s, &sel[keep[i]]);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the search */
+
+typedef struct {
+    seq *s;
+    int n_seq;
+    int32_t V;
+    float *logp;    /* (rows,V) */
+    int *parents;   /* (rows) */
+    int32_t *toks;  /* (rows) */
+    cand *sel;      /* (2N) */
+} search;
+
+static void log_softmax_rows(float *x, int rows, int32_t V) {
+    for (int r = 0; r < rows; r++) tf_gen_log_softmax(x + (size_t)r * (size_t)V, V);
+}
+
+/* One round: every active sequence chooses; the children's rows are selected and stepped. */
+static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step, int *any) {
+    int n = 0, rc = 0;
+    for (int i = 0; !rc && i < z->n_seq; i++) {
+        seq *s = &z->s[i];
+        s->n_next = 0;
+        if (s->done || !s->n_cur || step >= s->steps) continue;
+        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, z->V, o, step, z->sel)
+                                             : step_hf(s, z->logp, z->V, o, step, z->sel);
+        for (int c = 0; !rc && c < s->n_next; c++) {
+            z->parents[n] = s->next[c].row, z->toks[n] = s->next[c].toks.v[s->next[c].toks.n - 1];
+            s->next[c].row = n++;
+        }
+    }
+    for (int i = 0; !rc && i < z->n_seq; i++) { /* next becomes cur (buffers swapped, reused) */
+        seq *s = &z->s[i];
+        hyp *t = s->cur;
+        s->cur = s->next, s->next = t, s->n_cur = s->n_next;
+    }
+    *any = n > 0;
+    if (rc || !n) return rc;
+    int same = n == r->n; /* every row goes on as itself (greedy, none ended): nothing to move */
+    for (int i = 0; same && i < n; i++) same = z->parents[i] == i;
+    if ((!same && rows_select(r, z->parents, n)) || rows_step(r, z->toks, z->logp)) return -1;
+    log_softmax_rows(z->logp, n, z->V);
+    return 0;
+}
+
+static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts *o) {
+    size_t rows = (size_t)n_seq * (size_t)(o->beam > 1 ? o->beam : 1), n = 1;
+    z->n_seq = n_seq, z->V = V;
+    z->s = calloc((size_t)n_seq, sizeof *z->s);
+    if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = malloc(n)) ||
+        !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
+        !(z->sel = malloc((size_t)2 * (size_t)o->beam * sizeof *z->sel)))
+        return tf_set_error("generate: out of memory for a beam of %d over %d sequences", o->beam, n_seq);
+    for (int i = 0; i < n_seq; i++) {
+        seq *s = &z->s[i];
+        s->cur = calloc((size_t)o->beam, sizeof *s->cur), s->next = calloc((size_t)o->beam, sizeof *s->next);
+        if (o->beam_stop != TF_BEAM_TFORMER && (s->h = calloc(1, sizeof *s->h))) s->h->cap = o->beam, s->h->worst = 1e9;
+        if (!s->cur || !s->next || (o->beam_stop != TF_BEAM_TFORMER && !s->h)) return tf_set_error("generate: out of memory");
+    }
+    return 0;
+}
+
+static void search_free(search *z, int beam) {
+    for (int i = 0; z->s && i < z->n_seq; i++) {
+        seq *s = &z->s[i];
+        for (int b = 0; b < beam; b++) {
+            if (s->cur) tf_ids_free(&s->cur[b].toks);
+            if (s->next) tf_ids_free(&s->next[b].toks);
+        }
+        for (int k = 0; s->h && k <= TF_BEAM_MAX; k++) tf_ids_free(&s->h->toks[k]);
+        tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
+    }
+    free(z->s), free(z->logp), free(z->parents), free(z->toks), free(z->sel);
+}
+
+/* The result of sequence s: tformer's best ended, or transformers' best
+ * (sorted by score, the last popped: the last of equal bests). */
+static int result(const seq *s, const tf_generate_opts *o, tf_ids *out, double *score) {
+    const tf_ids *t = &s->best;
+    double v = s->best_score;
+    if (o->beam_stop != TF_BEAM_TFORMER) {
+        int best = -1;
+        for (int i = 0; i < s->h->n; i++)
+            if (best < 0 || s->h->score[i] >= s->h->score[best]) best = i;
+        t = best >= 0 ? &s->h->toks[best] : NULL, v = best >= 0 ? s->h->score[best] : 0.0;
+    }
+    for (size_t i = 0; t && i < t->n; i++)
+        if (tf_ids_push(out, t->v[i])) return -1;
+    if (score) *score = v;
+    return 0;
+}
+
+/* The search over r's rows after the prompt (logits of every row in z->logp). */
+static int run(search *z, rowset *r, const tf_generate_opts *o, const int *steps, tf_ids *outs, double *scores) {
+    int rc = 0, any = 1, most = 0;
+    for (int i = 0; i < z->n_seq; i++) {
+        seq *s = &z->s[i];
+        s->steps = steps ? steps[i] : o->max_tokens;
+        s->n_cur = s->steps > 0, s->cur[0].row = i, s->cur[0].score = 0, s->cur[0].toks.n = 0;
+        most = s->steps > most ? s->steps : most;
+    }
+    log_softmax_rows(z->logp, z->n_seq, z->V);
+    for (int step = 0; !rc && any && step < most; step++) rc = round_once(z, r, o, step, &any);
+    for (int i = 0; !rc && i < z->n_seq; i++) rc = result(&z->s[i], o, &outs[i], scores ? &scores[i] : NULL);
+    return rc;
+}
+
+/* The prompt fed to every row of d; the room left bounds each row's steps. */
+static int prompt_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, float *logits) {
+    int32_t *all = malloc((size_t)d->rows * (size_t)n_prompt * sizeof *all);
+    if (!all) return tf_set_error("generate: out of memory");
+    for (int i = 0; i < d->rows; i++) memcpy(all + (size_t)i * (size_t)n_prompt, prompt, (size_t)n_prompt * sizeof *all);
+    int rc = tf_decoder_step(d, all, n_prompt, logits);
+    free(all);
+    return rc;
+}
+
+int tf_generate_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
+                     const int *max_tokens, tf_ids *outs, double *scores) {
+    if (!d->vt->select) return tf_set_error("generate: this decoder holds one row (use tf_generate)");
+    if (o->beam < 1 || o->beam > TF_BEAM_MAX) return tf_set_error("generate: rows need a beam of 1 to %d", TF_BEAM_MAX);
+    if (n_prompt < 1 || n_prompt >= d->capacity - d->len)
+        return tf_set_error("generate: a prompt of %d tokens in a context of %d", n_prompt, d->capacity - d->len);
+    search z = {0};
+    int n = d->rows, room = d->capacity - d->len - n_prompt, rc = search_alloc(&z, n, d->vocab_size, o);
+    int *steps = rc ? NULL : malloc((size_t)n * sizeof *steps);
+    if (!rc && !steps) rc = tf_set_error("generate: out of memory");
+    for (int i = 0; !rc && i < n; i++) {
+        int want = max_tokens ? max_tokens[i] : o->max_tokens;
+        steps[i] = want < room ? want : room;
+    }
+    rowset r = {d, NULL, n, n};
+    if (!rc) rc = prompt_rows(d, prompt, n_prompt, z.logp) || run(&z, &r, o, steps, outs, scores);
+    free(steps);
+    search_free(&z, o->beam);
+    return rc ? -1 : 0;
+}
+
+int tf_gen_beam(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, tf_token_fn on_token, void *user,
+                tf_ids *out, double *score) {
+    int steps = o->max_tokens < d->capacity - (int)prompt->n ? o->max_tokens : d->capacity - (int)prompt->n;
+    search z = {0};
+    rowset r = {d->vt->select ? d : NULL, NULL, 1, 1};
+    tf_ids best = {0};
+    int rc = search_alloc(&z, 1, d->vocab_size, o) || tf_decoder_step(d, prompt->v, (int)prompt->n, z.logp);
+    if (!rc && !r.d && !(r.one = malloc(sizeof *r.one))) rc = tf_set_error("generate: out of memory");
+    if (!rc && !r.d && !(r.one[0] = tf_decoder_fork(d))) rc = -1; /* d stays after the prompt */
+    if (!rc) rc = run(&z, &r, o, &steps, &best, score);
+    for (size_t i = 0; !rc && i < best.n; i++) {
+        rc = tf_ids_push(out, best.v[i]);
+        if (on_token && on_token(user, best.v[i])) break;
+    }
+    rows_free(&r);
+    tf_ids_free(&best);
+    search_free(&z, o->beam);
+    return rc ? -1 : 0;
+}
