@@ -244,7 +244,7 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
     }
     /* batches (sorted by length, printed in input order), greedy and beam: as one sentence at a time */
     for (int beam = 1; beam <= 3; beam += 2) {
-        char one[512] = "";
+        char one[4096] = "";
         for (int batch = 1; batch <= 3; batch += 2) {
             snprintf(cmd, sizeof cmd, "printf '90127\\n345\\n8888\\n1\\n60\\n' | %s translate --model %s --beam %d --batch %d",
                      test_tformer_bin(), dir, beam, batch);
