@@ -73,6 +73,8 @@ tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
  * region (a caller already shares out the work, e.g. one batch per thread)
  * or when one thread is asked for. */
 int tf_threads_free(void);
+/* log(sum(exp(x))) of x (n) through the vector kernels (scratch: n floats). */
+float tf_log_sum_exp(float *scratch, const float *x, int64_t n);
 
 /* for (int64_t i = 0; i < n; i++) BODY, on the threads when cond holds and
  * as a plain loop otherwise: even an inactive parallel region costs about a

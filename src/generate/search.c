@@ -96,13 +96,15 @@ static int cand_before(cand x, cand y) {
     return x.b != y.b ? x.b < y.b : x.v < y.v;
 }
 
-/* The n best candidates over every live hypothesis and token (insertion into a sorted list of n). */
-static int select_best(const seq *s, const float *logp, int32_t V, int n, cand *best) {
+/* The n best candidates over every live hypothesis and token (insertion
+ * into a sorted list of n); a token's log-probability is its logit minus
+ * its row's log-sum-exp. */
+static int select_best(const seq *s, const float *logits, const float *lse, int32_t V, int n, cand *best) {
     int k = 0;
     for (int b = 0; b < s->n_cur; b++) {
-        const float *lp = logp + (size_t)s->cur[b].row * (size_t)V;
+        const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = lse[s->cur[b].row];
         for (int32_t v = 0; v < V; v++) {
-            cand c = {s->cur[b].score + lp[v], b, v};
+            cand c = {s->cur[b].score + (lp[v] - l), b, v};
             if (k == n && !cand_before(c, best[n - 1])) continue;
             int i = k < n ? k++ : n - 1;
             while (i > 0 && cand_before(c, best[i - 1])) best[i] = best[i - 1], i--;
@@ -166,8 +168,9 @@ static int child(seq *s, const cand *c) {
 }
 
 /* tformer's rule: the N best candidates; those that end (eos, or the last step) are scored. */
-static int step_tformer(seq *s, const float *logp, int32_t V, const tf_generate_opts *o, int step, cand *sel) {
-    int ns = select_best(s, logp, V, o->beam, sel), rc = 0;
+static int step_tformer(seq *s, const float *logp, const float *lse, int32_t V, const tf_generate_opts *o, int step,
+                        cand *sel) {
+    int ns = select_best(s, logp, lse, V, o->beam, sel), rc = 0;
     for (int i = 0; !rc && i < ns; i++)
         rc = step == s->steps - 1 || sel[i].v == o->eos_id
                  ? tformer_finish(s, &s->cur[sel[i].b].toks, sel[i].v, sel[i].score, o->length_penalty)
@@ -177,8 +180,9 @@ static int step_tformer(seq *s, const float *logp, int32_t V, const tf_generate_
 
 /* transformers' rule: of the 2N best, an eos among the first N ends its
  * hypothesis; the first N others live on, or join the ended at the last step. */
-static int step_hf(seq *s, const float *logp, int32_t V, const tf_generate_opts *o, int step, cand *sel) {
-    int N = o->beam, ns = select_best(s, logp, V, 2 * N, sel), k = 0, rc = 0, keep[2 * TF_BEAM_MAX];
+static int step_hf(seq *s, const float *logp, const float *lse, int32_t V, const tf_generate_opts *o, int step,
+                   cand *sel) {
+    int N = o->beam, ns = select_best(s, logp, lse, V, 2 * N, sel), k = 0, rc = 0, keep[2 * TF_BEAM_MAX];
     for (int r = 0; !rc && r < ns && k < N; r++) {
         if (sel[r].v != o->eos_id) keep[k++] = r;
         else if (r < N) rc = hyps_add(s->h, &s->cur[sel[r].b].toks, sel[r].v, sel[r].score, o->length_penalty);
@@ -197,14 +201,16 @@ typedef struct {
     seq *s;
     int n_seq;
     int32_t V;
-    float *logp;    /* (rows,V) */
+    float *logp;    /* (rows,V): the logits */
+    float *lse;     /* (rows): their log-sum-exp */
+    float *scratch; /* (V) */
     int *parents;   /* (rows) */
     int32_t *toks;  /* (rows) */
     cand *sel;      /* (2N) */
 } search;
 
-static void log_softmax_rows(float *x, int rows, int32_t V) {
-    for (int r = 0; r < rows; r++) tf_gen_log_softmax(x + (size_t)r * (size_t)V, V);
+static void lse_rows(search *z, int rows) {
+    for (int r = 0; r < rows; r++) z->lse[r] = tf_log_sum_exp(z->scratch, z->logp + (size_t)r * (size_t)z->V, z->V);
 }
 
 /* One round: every active sequence chooses; the children's rows are selected and stepped. */
@@ -214,8 +220,8 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
         seq *s = &z->s[i];
         s->n_next = 0;
         if (s->done || !s->n_cur || step >= s->steps) continue;
-        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, z->V, o, step, z->sel)
-                                             : step_hf(s, z->logp, z->V, o, step, z->sel);
+        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, z->lse, z->V, o, step, z->sel)
+                                             : step_hf(s, z->logp, z->lse, z->V, o, step, z->sel);
         for (int c = 0; !rc && c < s->n_next; c++) {
             z->parents[n] = s->next[c].row, z->toks[n] = s->next[c].toks.v[s->next[c].toks.n - 1];
             s->next[c].row = n++;
@@ -231,7 +237,7 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
     int same = n == r->n; /* every row goes on as itself (greedy, none ended): nothing to move */
     for (int i = 0; same && i < n; i++) same = z->parents[i] == i;
     if ((!same && rows_select(r, z->parents, n)) || rows_step(r, z->toks, z->logp)) return -1;
-    log_softmax_rows(z->logp, n, z->V);
+    lse_rows(z, n);
     return 0;
 }
 
@@ -241,6 +247,7 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
     z->s = calloc((size_t)n_seq, sizeof *z->s);
     if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = malloc(n)) ||
         !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
+        !(z->lse = malloc(rows * sizeof *z->lse)) || !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
         !(z->sel = malloc((size_t)2 * (size_t)o->beam * sizeof *z->sel)))
         return tf_set_error("generate: out of memory for a beam of %d over %d sequences", o->beam, n_seq);
     for (int i = 0; i < n_seq; i++) {
@@ -262,7 +269,7 @@ static void search_free(search *z, int beam) {
         for (int k = 0; s->h && k <= TF_BEAM_MAX; k++) tf_ids_free(&s->h->toks[k]);
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
-    free(z->s), free(z->logp), free(z->parents), free(z->toks), free(z->sel);
+    free(z->s), free(z->logp), free(z->lse), free(z->scratch), free(z->parents), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best
@@ -291,7 +298,7 @@ static int run(search *z, rowset *r, const tf_generate_opts *o, const int *steps
         s->n_cur = s->steps > 0, s->cur[0].row = i, s->cur[0].score = 0, s->cur[0].toks.n = 0;
         most = s->steps > most ? s->steps : most;
     }
-    log_softmax_rows(z->logp, z->n_seq, z->V);
+    lse_rows(z, z->n_seq);
     for (int step = 0; !rc && any && step < most; step++) rc = round_once(z, r, o, step, &any);
     for (int i = 0; !rc && i < z->n_seq; i++) rc = result(&z->s[i], o, &outs[i], scores ? &scores[i] : NULL);
     return rc;

@@ -390,3 +390,10 @@ tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias) {
     if (!in[0] || !in[1]) return NULL;
     return tf_node_run(ctx, tf_node_new(ctx, TF_OP_BIAS_ADD, 2, in, TF_DTYPE_F32, x->ndim, x->shape, NULL));
 }
+
+float tf_log_sum_exp(float *scratch, const float *x, int64_t n) {
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    if (mx == -INFINITY) return mx;
+    return mx + logf(tf_kern()->exp_shift(scratch, x, mx, n));
+}
