@@ -92,27 +92,48 @@ conformance: $(BUILD)/run_tests
 	rm -rf $(BUILD)/fresh && $(PYTHON) tests/ref/gen_torch_fixtures.py --seed $(SEED) --random-sizes --out $(BUILD)/fresh
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/fresh torch_ || exit 1; done
 
-# A bounded libFuzzer run of the safetensors reader (clang).
+# Bounded libFuzzer runs (clang), FUZZ_TIME seconds per target, each from a
+# fresh copy of its seed corpus under tests/fuzz/: the safetensors reader, the
+# tokenizer files, tokenizer.json, BLEU / chrF, the command-line flag parser,
+# the configuration readers and the data / vocabulary file loaders
+# (docs/reliability.md, "Fuzzing"). The library is compiled once with the
+# sanitizers and coverage; a crash's input is written to $(BUILD)/fuzz/.
 FUZZ_TIME ?= 60
-fuzz:
-	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
-	    -o $(BUILD)/fuzz/fuzz_safetensors tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(LDLIBS)
-	rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/* $(BUILD)/fuzz/corpus/
-	$(BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 \
-	    -dict=tests/fuzz/safetensors.dict $(BUILD)/fuzz/corpus
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
-	    -o $(BUILD)/fuzz/fuzz_tokenizer tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(LDLIBS)
-	rm -rf $(BUILD)/fuzz/corpus_tokenizer && cp -r tests/fuzz/corpus_tokenizer $(BUILD)/fuzz/
-	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
-	    -o $(BUILD)/fuzz/fuzz_tokenizer_json tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(LDLIBS)
-	rm -rf $(BUILD)/fuzz/corpus_tokenizer_json && cp -r tests/fuzz/corpus_tokenizer_json $(BUILD)/fuzz/
-	$(BUILD)/fuzz/fuzz_tokenizer_json -max_total_time=$(FUZZ_TIME) -max_len=8192 -timeout=10 $(BUILD)/fuzz/corpus_tokenizer_json
-	clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fopenmp \
-	    -o $(BUILD)/fuzz/fuzz_bleu tests/fuzz/fuzz_bleu.c $(LIB_SRC) $(LDLIBS)
-	rm -rf $(BUILD)/fuzz/corpus_bleu && cp -r tests/fuzz/corpus_bleu $(BUILD)/fuzz/
-	$(BUILD)/fuzz/fuzz_bleu -max_total_time=$(FUZZ_TIME) -max_len=2048 -timeout=10 $(BUILD)/fuzz/corpus_bleu
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fopenmp
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_CLI_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out cli/main.c,$(CLI_SRC)))
+FUZZ_TARGETS := safetensors tokenizer tokenizer_json bleu cli config data
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_CLI_OBJ:.o=.d)
+
+$(FUZZ_DIR)/libtformer.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# fuzz_cli parses against the verb table: cli/ without main().
+$(FUZZ_DIR)/fuzz_cli: $(FUZZ_CLI_OBJ)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libtformer.a \
+                   $(wildcard include/*.h include/tformer/*.h cli/*.h src/*/*.h src/models/*/*.h)
+	clang $(CPPFLAGS) -Isrc $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(FUZZ_DIR)/libtformer.a $(LDLIBS)
+
+# $(call fuzz_run,target,corpus folder,max_len[,options])
+fuzz_run = rm -rf $(FUZZ_DIR)/$(2) && cp -r tests/fuzz/$(2) $(FUZZ_DIR)/ && \
+	$(FUZZ_DIR)/fuzz_$(1) -max_total_time=$(FUZZ_TIME) -max_len=$(3) -timeout=10 -artifact_prefix=$(FUZZ_DIR)/ \
+	$(4) $(FUZZ_DIR)/$(2)
+
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+	$(call fuzz_run,safetensors,corpus,8192,-dict=tests/fuzz/safetensors.dict)
+	$(call fuzz_run,tokenizer,corpus_tokenizer,4096)
+	$(call fuzz_run,tokenizer_json,corpus_tokenizer_json,8192)
+	$(call fuzz_run,bleu,corpus_bleu,2048)
+	$(call fuzz_run,cli,corpus_cli,2048)
+	$(call fuzz_run,config,corpus_config,8192)
+	$(call fuzz_run,data,corpus_data,4096)
 
 # Benchmarks: tformer against its peers in the same run (figures, never tests).
 $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a

@@ -1,7 +1,9 @@
-/* The tformer command: a table of verbs (main.c), one file per verb
+/* The tformer command: a table of verbs (verbs.c), one file per verb
  * (cmd_<verb>.c) and one flag parser (flags.c). Only cli/ prints and exits. */
 #ifndef TF_CLI_H
 #define TF_CLI_H
+
+#include <stdio.h>
 
 #include "tformer.h"
 
@@ -58,14 +60,23 @@ struct cli_args {
     int n_tables;
     const char **sets; /* pairs: the flag as typed, its value */
     int n_sets;
+    char *err; /* why cli_parse returned -1 (malloc'd; NULL then: out of memory) */
 };
 
-/* Run a verb on argv (the words after its name): parse them against its
- * rows and its tables' rows (flags --name with '_' -> '-', aliases too),
- * then call it. --help / -h prints the verb's usage and every flag with its
- * default (the tables' defaults as their structs hold them) and exits 0; an
- * unknown, incomplete or missing flag or a bad number prints the problem and
- * the usage and exits 2. */
+/* Parse argv (the words after the verb's name) against the verb's rows and
+ * its tables' rows (flags --name with '_' -> '-', aliases too): 0, 1 when
+ * --help or -h was asked, -1 with the problem in a->err (an unknown,
+ * incomplete or missing flag, a bad number). Prints nothing and never exits
+ * (a fuzz target runs it); "--x=v" is split at '=' in argv itself. The
+ * table flags are kept in a->sets, not set. cli_args_free(a) after any return. */
+int cli_parse(const cli_verb *v, int argc, char **argv, cli_args *a);
+void cli_args_free(cli_args *a);
+/* "usage: tformer VERB ...", and the whole --help text (the tables'
+ * defaults as their structs hold them). */
+void cli_usage(const cli_args *a, FILE *f);
+void cli_help(const cli_args *a, FILE *f);
+/* cli_parse, then the verb. --help / -h prints cli_help and exits 0; a
+ * problem prints "tformer VERB: problem" and the usage and exits 2. */
 int cli_run(const cli_verb *v, int argc, char **argv);
 /* The value of --name on the command line being parsed, before parsing
  * (for a verb whose field tables depend on a flag: train --arch), or NULL. */
@@ -151,5 +162,12 @@ int cmd_generate_tables(const tf_fields **t);
 int cmd_tokenizer_train_tables(const tf_fields **t);
 int cmd_finetune_tables(const tf_fields **t);
 #undef CLI_VERB
+
+/* Every verb, in the order `tformer --help` lists them (verbs.c); *n: how many. */
+const cli_verb *cli_verbs(int *n);
+/* The verb named name, or NULL. */
+const cli_verb *cli_find_verb(const char *name);
+/* "usage: tformer <command> ..." and the list of verbs. */
+void cli_usage_all(FILE *f);
 
 #endif

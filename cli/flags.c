@@ -53,7 +53,7 @@ static int usage_table_fn(void *user, const tf_field *r, void *obj) {
 }
 
 /* "usage: tformer train --data FILE... --out DIR [options]" */
-static void usage_line(const cli_args *a, FILE *f) {
+void cli_usage(const cli_args *a, FILE *f) {
     const cli_verb *v = a->verb;
     print_ctx c = {a, f};
     int optional = a->n_tables > 0;
@@ -72,7 +72,7 @@ _Noreturn void cli_usage_error(const cli_args *a, const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
-    usage_line(a, stderr);
+    cli_usage(a, stderr);
     exit(2);
 }
 
@@ -105,9 +105,9 @@ static void help_table(FILE *f, const tf_field_table *t, const char *obj) {
     }
 }
 
-static void help(const cli_args *a, FILE *f) {
+void cli_help(const cli_args *a, FILE *f) {
     const cli_verb *v = a->verb;
-    usage_line(a, f);
+    cli_usage(a, f);
     fprintf(f, "\n%s.\n", v->summary);
     if (v->flags && v->flags->name) fprintf(f, "\noptions:\n");
     for (const cli_flag *r = v->flags; r && r->name; r++) {
@@ -121,34 +121,59 @@ static void help(const cli_args *a, FILE *f) {
     fprintf(f, "\n  %-34s %s\n", "-h, --help", "this text");
 }
 
-static long long parse_int(const cli_args *a, const char *flag, const char *text) {
+/* The problem into a->err (malloc'd: a message quotes what was typed, however long); -1. */
+static int fail(cli_args *a, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static int fail(cli_args *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    free(a->err);
+    a->err = n >= 0 ? malloc((size_t)n + 1) : NULL; /* NULL: cli_run says "out of memory" */
+    if (a->err) {
+        va_start(ap, fmt);
+        vsnprintf(a->err, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int parse_int(cli_args *a, const char *flag, const char *text, long long *out) {
     char *end;
     errno = 0;
     long long x = strtoll(text, &end, 10);
     if (!isdigit((unsigned char)text[0]) || *end || errno || x > INT_MAX)
-        cli_usage_error(a, "%s expects a non-negative integer, got '%s'", flag, text);
-    return x;
+        return fail(a, "%s expects a non-negative integer, got '%s'", flag, text);
+    *out = x;
+    return 0;
 }
 
-/* The word after flag argv[*i], which must not be another flag. */
-static const char *next_value(const cli_args *a, int argc, char **argv, int *i) {
-    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
-        cli_usage_error(a, "option '%s' needs a value (see tformer %s --help)", argv[*i], a->verb->name);
+/* The word after flag argv[*i], which must not be another flag; NULL after fail(). */
+static const char *next_value(cli_args *a, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
+        fail(a, "option '%s' needs a value (see tformer %s --help)", argv[*i], a->verb->name);
+        return NULL;
+    }
     return argv[++*i];
 }
 
 /* A list: argv[*i] holds its first value (--name=VALUE) or none. Given
  * again, the values add up (--ref A --ref B is --ref A B). */
-static void parse_list(cli_args *a, cli_val *val, int argc, char **argv, int *i, const char *value) {
+static int parse_list(cli_args *a, cli_val *val, int argc, char **argv, int *i, const char *value) {
     const char *flag = argv[*i];
     int before = val->n;
-    if (!val->list && !(val->list = calloc((size_t)argc + 1, sizeof *val->list))) cli_usage_error(a, "out of memory");
+    if (!val->list && !(val->list = calloc((size_t)argc + 1, sizeof *val->list))) return fail(a, "out of memory");
     if (value) val->list[val->n++] = (char *)value;
     for (; *i + 1 < argc && strncmp(argv[*i + 1], "--", 2); ++*i) val->list[val->n++] = argv[*i + 1];
-    if (val->n == before) cli_usage_error(a, "option '%s' needs a value (see tformer %s --help)", flag, a->verb->name);
+    if (val->n == before) return fail(a, "option '%s' needs a value (see tformer %s --help)", flag, a->verb->name);
+    return 0;
 }
 
-/* One flag at argv[i] (split at '=' in place); returns the index of its last word. */
+/* One flag at argv[i] (split at '=' in place); the index of its last word, or -1 after fail(). */
 static int parse_flag(cli_args *a, int argc, char **argv, int i) {
     char *eq = strchr(argv[i], '=');
     if (eq) *eq = 0;
@@ -156,17 +181,20 @@ static int parse_flag(cli_args *a, int argc, char **argv, int i) {
     int k = find_flag(a->verb, flag + 2);
     if (k < 0) {
         if (!tf_fields_find(a->tables, a->n_tables, flag, NULL))
-            cli_usage_error(a, "unknown option '%s' (see tformer %s --help)", flag, a->verb->name);
+            return fail(a, "unknown option '%s' (see tformer %s --help)", flag, a->verb->name);
+        if (!value && !(value = next_value(a, argc, argv, &i))) return -1;
         a->sets[2 * a->n_sets] = flag;
-        a->sets[2 * a->n_sets++ + 1] = value ? value : next_value(a, argc, argv, &i);
+        a->sets[2 * a->n_sets++ + 1] = value;
         return i;
     }
     const cli_flag *r = &a->verb->flags[k];
     cli_val *val = &a->v[k];
-    if (r->kind == CLI_LIST) parse_list(a, val, argc, argv, &i, value);
-    else if (r->kind == CLI_SWITCH && value) cli_usage_error(a, "option '%s' takes no value", flag);
-    else if (r->kind != CLI_SWITCH) val->text = value ? value : next_value(a, argc, argv, &i);
-    if (r->kind == CLI_INT) val->i = parse_int(a, flag, val->text);
+    if (r->kind == CLI_LIST && parse_list(a, val, argc, argv, &i, value)) return -1;
+    if (r->kind == CLI_SWITCH && value) return fail(a, "option '%s' takes no value", flag);
+    if (r->kind == CLI_STRING || r->kind == CLI_INT) {
+        if (!(val->text = value ? value : next_value(a, argc, argv, &i))) return -1;
+    }
+    if (r->kind == CLI_INT && parse_int(a, flag, val->text, &val->i)) return -1;
     val->given = 1;
     return i;
 }
@@ -180,25 +208,26 @@ static int flag_given(void *user, const tf_field *r) {
 }
 
 /* Defaults of the flags not given; every required flag and operand present. */
-static void finish(cli_args *a) {
+static int finish(cli_args *a) {
     const cli_verb *v = a->verb;
     for (int k = 0; v->flags && v->flags[k].name; k++) {
         const cli_flag *r = &v->flags[k];
         cli_val *val = &a->v[k];
         if (val->given) continue;
-        if (!r->def) cli_usage_error(a, "missing --%s (see tformer %s --help)", r->name, v->name);
+        if (!r->def) return fail(a, "missing --%s (see tformer %s --help)", r->name, v->name);
         if (r->kind == CLI_STRING || r->kind == CLI_INT) val->text = *r->def ? r->def : NULL;
-        if (r->kind == CLI_INT && val->text) val->i = parse_int(a, r->name, val->text);
+        if (r->kind == CLI_INT && val->text && parse_int(a, r->name, val->text, &val->i)) return -1;
     }
     const tf_field *missing = tf_fields_missing(a->tables, a->n_tables, flag_given, a);
     char flag[64];
     if (missing) {
         flag_of(missing->name, flag, sizeof flag);
-        cli_usage_error(a, "missing %s (see tformer %s --help)", flag, v->name);
+        return fail(a, "missing %s (see tformer %s --help)", flag, v->name);
     }
     if (v->max_operands >= 0 && a->n_operands > v->max_operands)
-        cli_usage_error(a, "unexpected argument '%s'", a->operands[v->max_operands]);
-    if (a->n_operands < v->min_operands) cli_usage_error(a, "missing %s", v->operands);
+        return fail(a, "unexpected argument '%s'", a->operands[v->max_operands]);
+    if (a->n_operands < v->min_operands) return fail(a, "missing %s", v->operands);
+    return 0;
 }
 
 static int g_argc;
@@ -215,27 +244,41 @@ const char *cli_peek(const char *name) {
     return NULL;
 }
 
-static void parse(const cli_verb *v, int argc, char **argv, cli_args *a) {
+/* The verb's tables, which may depend on a flag (train --arch): cli_peek sees argv meanwhile only. */
+static void bind_tables(const cli_verb *v, int argc, char **argv, cli_args *a) {
+    g_argc = argc, g_argv = argv;
+    a->n_tables = v->tables ? v->tables(&a->tables) : 0;
+    g_argc = 0, g_argv = NULL;
+}
+
+int cli_parse(const cli_verb *v, int argc, char **argv, cli_args *a) {
     memset(a, 0, sizeof *a);
     a->verb = v;
-    g_argc = argc, g_argv = argv; /* tables() may depend on a flag (train --arch) */
-    a->n_tables = v->tables ? v->tables(&a->tables) : 0;
+    bind_tables(v, argc, argv, a);
     int n_flags = 0;
     while (v->flags[n_flags].name) n_flags++;
-    if (n_flags > CLI_MAX_FLAGS) cli_usage_error(a, "%d flags, more than CLI_MAX_FLAGS", n_flags);
+    if (n_flags > CLI_MAX_FLAGS) return fail(a, "%d flags, more than CLI_MAX_FLAGS", n_flags);
     for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
-        if (!strcmp(argv[i], "--help")) help(a, stdout), exit(0);
+        if (!strcmp(argv[i], "--help")) return 1;
     a->operands = calloc((size_t)argc + 1, sizeof *a->operands);
     a->sets = calloc(2 * (size_t)argc + 2, sizeof *a->sets);
-    if (!a->operands || !a->sets) cli_usage_error(a, "out of memory");
+    if (!a->operands || !a->sets) return fail(a, "out of memory");
     int rest = 0; /* after "--": operands only */
     for (int i = 0; i < argc; i++) {
-        if (!rest && !strcmp(argv[i], "-h")) help(a, stdout), exit(0);
+        if (!rest && !strcmp(argv[i], "-h")) return 1;
         if (!rest && !strcmp(argv[i], "--")) rest = 1;
         else if (rest || strncmp(argv[i], "--", 2)) a->operands[a->n_operands++] = argv[i];
-        else i = parse_flag(a, argc, argv, i);
+        else if ((i = parse_flag(a, argc, argv, i)) < 0) return -1;
     }
-    finish(a);
+    return finish(a);
+}
+
+void cli_args_free(cli_args *a) {
+    for (int k = 0; k < CLI_MAX_FLAGS; k++) free(a->v[k].list);
+    free(a->operands);
+    free((void *)a->sets);
+    free(a->err);
+    memset(a, 0, sizeof *a);
 }
 
 void cli_apply(const cli_args *a) {
@@ -245,7 +288,13 @@ void cli_apply(const cli_args *a) {
 
 int cli_run(const cli_verb *v, int argc, char **argv) {
     cli_args a;
-    parse(v, argc, argv, &a);
+    int parsed = cli_parse(v, argc, argv, &a);
+    if (parsed < 0) {
+        fprintf(stderr, "tformer %s: %s\n", v->name, a.err ? a.err : "out of memory");
+        cli_usage(&a, stderr);
+        exit(2);
+    }
+    if (parsed > 0) cli_help(&a, stdout), exit(0);
     int rc = v->run(&a);
     errno = 0;
     if (fflush(stdout) || ferror(stdout)) { /* a full disk, a closed pipe: never exit 0 on lost output */
@@ -253,8 +302,6 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
                 errno ? strerror(errno) : "");
         rc = rc ? rc : 1;
     }
-    for (int k = 0; k < CLI_MAX_FLAGS; k++) free(a.v[k].list);
-    free(a.operands);
-    free((void *)a.sets);
+    cli_args_free(&a);
     return rc;
 }

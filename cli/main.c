@@ -1,81 +1,18 @@
-/* tformer: the command-line tool. One table of verbs: each verb lives in
- * cmd_<verb>.c with its flag rows; cli_run (flags.c) parses them and calls it. */
+/* tformer: the command-line tool. One table of verbs (verbs.c): each verb
+ * lives in cmd_<verb>.c with its flag rows; cli_run (flags.c) parses them and calls it. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
-#define TF_VERSION "0.1.0"
-
-static int cmd_version(const cli_args *a);
-static int cmd_help(const cli_args *a);
-static const cli_flag no_flags[] = {CLI_END};
-
-static const cli_verb VERBS[] = {
-    {"train", "Train a GPT or pre-train a BERT on text files (docs/gpt.md, docs/bert.md)", cmd_train, cmd_train_flags, cmd_train_tables, NULL, 0, 0},
-    {"generate", "Continue a prompt with a trained GPT", cmd_generate, cmd_generate_flags, cmd_generate_tables, NULL, 0, 0},
-    {"eval", "Loss and perplexity of a GPT on text files", cmd_eval, cmd_eval_flags, NULL, NULL, 0, 0},
-    {"torch-run", "Run a torch.nn Transformer module from its state_dict (docs/torch-run.md)", cmd_torch_run,
-     cmd_torch_run_flags, NULL, NULL, 0, 0},
-    {"hf-run", "Run a Hugging Face model folder on inputs named as its forward() arguments (docs/hf-run.md)",
-     cmd_hf_run, cmd_hf_run_flags, NULL, NULL, 0, 0},
-    {"embed", "Sentence embeddings of a BERT, one text per line (docs/bert.md)", cmd_embed, cmd_embed_flags, NULL, NULL,
-     0, 0},
-    {"fill-mask", "The likeliest tokens for each [MASK] of a text (docs/bert.md)", cmd_fill_mask, cmd_fill_mask_flags,
-     NULL, NULL, 0, 0},
-    {"finetune", "Fine-tune a BERT folder: classify, pairs, tag or span (docs/bert.md)", cmd_finetune, cmd_finetune_flags,
-     cmd_finetune_tables, NULL, 0, 0},
-    {"predict", "Labels, tags or answers of a fine-tuned BERT for inputs on standard input (docs/bert.md)", cmd_predict,
-     cmd_predict_flags, NULL, NULL, 0, 0},
-    {"translate", "Translate sentences on standard input with an encoder-decoder folder (docs/translation.md)",
-     cmd_translate, cmd_translate_flags, NULL, NULL, 0, 0},
-    {"bleu", "Corpus BLEU / chrF of hypotheses on standard input, as sacreBLEU (docs/translation.md)", cmd_bleu,
-     cmd_bleu_flags, NULL, NULL, 0, 0},
-    {"encode", "Text on standard input -> token ids on standard output", cmd_encode, cmd_encode_flags, NULL, NULL, 0, 0},
-    {"decode", "Token ids on standard input -> text on standard output", cmd_decode, cmd_decode_flags, NULL, NULL, 0, 0},
-    {"tokenizer-train", "Learn a vocabulary from text files (docs/tokenizers.md)", cmd_tokenizer_train,
-     cmd_tokenizer_train_flags, cmd_tokenizer_train_tables, "FILE...", 1, -1},
-    {"inspect", "List the tensors of a safetensors file", cmd_inspect, cmd_inspect_flags, NULL, "FILE.safetensors", 1, 1},
-    {"compare", "Relative L2 error of every tensor of B against the tensor of the same name in A", cmd_compare,
-     cmd_compare_flags, NULL, "A.safetensors B.safetensors", 2, 2},
-    {"version", "Print the version", cmd_version, no_flags, NULL, NULL, 0, 0},
-    {"help", "This text; help VERB: the verb's flags", cmd_help, no_flags, NULL, "[VERB]", 0, 1},
-};
-enum { N_VERBS = sizeof VERBS / sizeof VERBS[0] };
-
-static const cli_verb *find_verb(const char *name) {
-    for (int i = 0; i < N_VERBS; i++)
-        if (!strcmp(VERBS[i].name, name)) return &VERBS[i];
-    return NULL;
-}
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: tformer <command> [options]   (tformer <command> --help: its options)\n\ncommands:\n");
-    for (int i = 0; i < N_VERBS; i++) fprintf(f, "  %-16s %s\n", VERBS[i].name, VERBS[i].summary);
-}
-
-static int cmd_version(const cli_args *a) {
-    (void)a;
-    printf("tformer %s\n", TF_VERSION);
-    return 0;
-}
-
-static int cmd_help(const cli_args *a) {
-    const cli_verb *about = a->n_operands ? find_verb(a->operands[0]) : NULL;
-    if (a->n_operands && !about) cli_usage_error(a, "unknown command '%s'", a->operands[0]);
-    if (!about) return usage(stdout), 0;
-    char help_flag[] = "--help", *args[] = {help_flag, NULL};
-    return cli_run(about, 1, args);
-}
-
 int main(int argc, char **argv) {
-    if (argc < 2) return usage(stderr), 2;
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return usage(stdout), 0;
-    if (!strcmp(argv[1], "--version")) return cli_run(find_verb("version"), 0, argv + 2);
-    const cli_verb *v = find_verb(argv[1]);
+    if (argc < 2) return cli_usage_all(stderr), 2;
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return cli_usage_all(stdout), 0;
+    if (!strcmp(argv[1], "--version")) return cli_run(cli_find_verb("version"), 0, argv + 2);
+    const cli_verb *v = cli_find_verb(argv[1]);
     if (!v) {
         fprintf(stderr, "tformer: unknown command '%s'\n", argv[1]);
-        usage(stderr);
+        cli_usage_all(stderr);
         return 2;
     }
     return cli_run(v, argc - 2, argv + 2);

@@ -83,8 +83,8 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
     return refuse_unsupported(root, path);
 }
 
-static int read_config(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
-                       int *folder_head) {
+int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
+                           int *folder_head) {
     *c = tf_bert_config_default(0, 0, 0, 0, 0);
     tf_fields f = {&HF_TABLE, c};
     if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
@@ -184,7 +184,7 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
     cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
     int folder_head = -1, pooled = 1;
-    int rc = !root || read_config(root, path, opts, &c, &folder_head);
+    int rc = !root || tf_bert_config_from_hf(root, path, opts, &c, &folder_head);
     if (!rc && c.head == TF_BERT_BODY) rc = has_pooler(weights, &pooled);
     c.pooler = c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || c.head == TF_BERT_SEQ_CLS;
     tf_bert *m = rc ? NULL : tf_bert_new(&c, 0);

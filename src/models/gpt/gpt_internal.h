@@ -2,10 +2,15 @@
 #ifndef TF_GPT_INTERNAL_H
 #define TF_GPT_INTERNAL_H
 
+#include <cjson/cJSON.h>
+
 #include "../../core/internal.h"
 
 /* A model; has_head 0 leaves out the output projection (GPT2Model). */
 tf_gpt *tf_gpt_new_body(const tf_gpt_config *cfg, uint64_t seed, int has_head);
+/* A Hugging Face GPT-2 config.json (root, read from path) as a checked
+ * configuration; *body: a GPT2Model (no output projection). */
+int tf_gpt_config_from_hf(const cJSON *root, const char *path, tf_gpt_config *c, int *body);
 /* Feed n tokens through the cache; logits (V) of the position after them. */
 int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const int32_t *tokens, int n,
                        float *logits);

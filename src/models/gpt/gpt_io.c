@@ -107,13 +107,17 @@ static int read_extras(const cJSON *root, const char *path, int *body) {
     return rc;
 }
 
+int tf_gpt_config_from_hf(const cJSON *root, const char *path, tf_gpt_config *c, int *body) {
+    return read_config(root, path, c) || read_extras(root, path, body) ? -1 : 0;
+}
+
 tf_gpt *tf_gpt_load_hf(const char *dir) {
     char path[4096];
     tf_gpt_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
     int body, rc;
     cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
-    rc = !root || read_config(root, path, &c) || read_extras(root, path, &body);
+    rc = !root || tf_gpt_config_from_hf(root, path, &c, &body);
     cJSON_Delete(root);
     if (rc) return NULL;
     tf_gpt *m = tf_gpt_new_body(&c, 0, !body);

@@ -83,7 +83,7 @@ static int refuse_unsupported(const cJSON *root, const marian_config *h, const c
 }
 
 /* MarianConfig -> the seq2seq config. */
-static int map_config(const cJSON *root, const char *path, tf_seq2seq_config *c) {
+int tf_seq2seq_config_from_marian(const cJSON *root, const char *path, tf_seq2seq_config *c) {
     marian_config h;
     tf_fields f = {&HF_TABLE, &h};
     if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || refuse_unsupported(root, &h, path))
@@ -188,7 +188,7 @@ tf_seq2seq *tf_seq2seq_load_marian(const char *dir) {
     tf_seq2seq_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *root = tf_json_read(path);
-    int rc = !root || map_config(root, path, &c);
+    int rc = !root || tf_seq2seq_config_from_marian(root, path, &c);
     cJSON_Delete(root);
     if (rc) { /* say how the file was read: a tformer folder edited by hand may carry the name */
         char msg[1024];
