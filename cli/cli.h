@@ -159,6 +159,7 @@ CLI_VERB(inspect);
 CLI_VERB(compare);
 int cmd_train_tables(const tf_fields **t);
 int cmd_generate_tables(const tf_fields **t);
+int cmd_translate_tables(const tf_fields **t);
 int cmd_tokenizer_train_tables(const tf_fields **t);
 int cmd_finetune_tables(const tf_fields **t);
 #undef CLI_VERB

@@ -16,26 +16,35 @@
 
 #include "cli.h"
 
-enum { MODEL, BEAM, LENGTH_PENALTY, MAX_LEN_A, MAX_LEN_B, BATCH, ATTENTION_PNG, THREADS };
+enum { MODEL, ATTENTION_PNG, THREADS };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn)"},
-    [BEAM] = {"beam", CLI_INT, "N", "1", "beam width; 1: greedy"},
-    [LENGTH_PENALTY] = {"length-penalty", CLI_STRING, "A", "1", "beam scores are sum(log p) / length^A"},
-    [MAX_LEN_A] = {"max-len-a", CLI_STRING, "A", "1.5", "at most A * source tokens + B target tokens"},
-    [MAX_LEN_B] = {"max-len-b", CLI_INT, "B", "10", "(see --max-len-a); the model's context bounds both"},
-    [BATCH] = {"batch", CLI_INT, "N", "32",
-               "sentences decoded together (sorted by length; output in input order); 1: one at a time"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
                        "write OUT/0001.png ... (one per input line, OUT created if absent): the attention of each translation"},
     [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 
-static float parse_float(const cli_args *a, const char *flag, const char *text, float lo, float hi) {
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !(v >= lo && v <= hi)) cli_usage_error(a, "--%s expects a number in [%g,%g], got '%s'", flag, lo, hi, text);
-    return (float)v;
+/* The search's options: ranges and --help from one table (the flag parser's numbers). */
+#define R(m, name, type, range, help) TF_FIELD_ROW(tf_translate_opts, m, type, name, NULL, range, NULL, help, 0, NULL)
+static const tf_field OPTION_ROWS[] = {
+    R(search.beam, "beam", TF_FIELD_INT, "[1,64]", "beam width; 1: greedy"),
+    R(search.length_penalty, "length_penalty", TF_FIELD_FLOAT, "[-10,10]", "beam scores are sum(log p) / length^X"),
+    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens"),
+    R(max_len_b, "max_len_b", TF_FIELD_INT, "[0,inf)", "target tokens beyond --max-len-a's share; the model's context bounds both"),
+    R(batch, "batch", TF_FIELD_INT, "[1,1024]", "sentences decoded together (sorted by length; output in input order); 1: one at a time"),
+};
+#undef R
+static const tf_field_table OPTIONS = {"translation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};
+
+static tf_translate_opts g_opts;
+static tf_fields g_tables[1];
+
+int cmd_translate_tables(const tf_fields **t) {
+    g_opts = tf_translate_opts_default();
+    g_tables[0] = (tf_fields){&OPTIONS, &g_opts};
+    *t = g_tables;
+    return 1;
 }
 
 /* One sentence's attention, malloc'd: the panel (T,S) and, for the
@@ -319,14 +328,8 @@ int cmd_translate(const cli_args *a) {
     const cli_verb *v = a->verb;
     const char *dir = a->v[MODEL].text, *pictures = a->v[ATTENTION_PNG].text;
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    tf_translate_opts o = tf_translate_opts_default();
-    if (a->v[BEAM].i < 1 || a->v[BEAM].i > 64) cli_usage_error(a, "--beam expects 1 to 64, got %lld", a->v[BEAM].i);
-    o.search.beam = (int)a->v[BEAM].i;
-    o.search.length_penalty = parse_float(a, "length-penalty", a->v[LENGTH_PENALTY].text, -10, 10);
-    o.max_len_a = parse_float(a, "max-len-a", a->v[MAX_LEN_A].text, 0, 100);
-    o.max_len_b = (int)a->v[MAX_LEN_B].i;
-    if (a->v[BATCH].i < 1 || a->v[BATCH].i > 1024) cli_usage_error(a, "--batch expects 1 to 1024, got %lld", a->v[BATCH].i);
-    o.batch = (int)a->v[BATCH].i;
+    cli_apply(a);
+    tf_translate_opts o = g_opts;
     if (pictures) make_folder(v, pictures);
     translator m;
     load_model(v, dir, &m);

@@ -28,7 +28,7 @@ static const cli_verb VERBS[] = {
     {"predict", "Labels, tags or answers of a fine-tuned BERT for inputs on standard input (docs/bert.md)", cmd_predict,
      cmd_predict_flags, NULL, NULL, 0, 0},
     {"translate", "Translate sentences on standard input with an encoder-decoder folder (docs/translation.md)",
-     cmd_translate, cmd_translate_flags, NULL, NULL, 0, 0},
+     cmd_translate, cmd_translate_flags, cmd_translate_tables, NULL, 0, 0},
     {"bleu", "Corpus BLEU / chrF of hypotheses on standard input, as sacreBLEU (docs/translation.md)", cmd_bleu,
      cmd_bleu_flags, NULL, NULL, 0, 0},
     {"encode", "Text on standard input -> token ids on standard output", cmd_encode, cmd_encode_flags, NULL, NULL, 0, 0},

@@ -366,7 +366,7 @@ TEST(seq2seq_translate_cli_hostile_input) {
     } CASES[] = {
         {"translate --model /nonexistent/run", "/nonexistent/run/config.json", 1},
         {"translate --model /dev/null", "/dev/null/config.json", 1},
-        {"translate --model /tmp --beam 0", "--beam expects 1 to 64", 2},
+        {"translate --model /tmp --beam 0", "--beam expects an integer in [1,64], got '0'", 2},
         {"translate --model /tmp --beam abc", "--beam", 2},
         {"translate --model /tmp --length-penalty nan", "--length-penalty expects a number", 2},
         {"translate --model /tmp --max-len-a -1", "--max-len-a expects a number", 2},
