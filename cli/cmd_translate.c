@@ -77,6 +77,9 @@ static void tr_free(void *m) { tf_seq2seq_free(m); }
 static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap) {
     return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
 }
+static tf_decoder *rnn_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
+    return tf_rnn_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
+}
 static void rnn_free(void *m) { tf_rnn_seq2seq_free(m); }
 
 /* The Transformer's cross-attentions, one forward with output_attentions:
@@ -142,7 +145,7 @@ static void load_model(const cli_verb *v, const char *dir, translator *t) {
         *t = (translator){m, S, T, m->cfg.context,
                           {tf_seq2seq_pad_id(S), tf_seq2seq_bos_id(S), tf_seq2seq_eos_id(S)},
                           {tf_seq2seq_pad_id(T), tf_seq2seq_bos_id(T), tf_seq2seq_eos_id(T)}, 0,
-                          rnn_decoder, NULL, rnn_attend, rnn_free};
+                          rnn_decoder, rnn_decoder_batch, rnn_attend, rnn_free};
     } else { /* tformer's Transformer or a Marian folder */
         tf_seq2seq *m = tf_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());

@@ -215,24 +215,43 @@ TEST(rnn_seq2seq_learns_to_reverse_and_decodes_greedy_beam_and_cli) {
     tf_rnn_seq2seq *m = train_reverser(&first, &last);
     CHECK(m != NULL);
     CHECKF(last < 0.1f * first, "loss %.3f -> %.3f", first, last);
-    int right[2] = {0, 0};
+    int right[2] = {0, 0}, same[2] = {0, 0};
     uint64_t held = 987654321;
+    int32_t src[20][L], tgt[20][L], bos = BOS;
+    int n[20];
+    tf_ids got[2][20];
+    memset(got, 0, sizeof got);
     for (int k = 0; k < 20; k++) {
-        int32_t src[L], tgt[L], bos = BOS;
-        int n = make_pair(&held, src, tgt);
+        n[k] = make_pair(&held, src[k], tgt[k]);
         for (int beam = 0; beam < 2; beam++) {
             tf_generate_opts o = tf_generate_opts_default();
             o.max_tokens = MAXLEN + 2, o.eos_id = EOS, o.beam = beam ? 4 : 1, o.temperature = 0;
-            tf_decoder *d = tf_rnn_seq2seq_decoder_new(m, src, n, 16);
-            tf_ids got = {0};
-            CHECK(d && tf_generate(d, &bos, 1, &o, NULL, NULL, &got, NULL) == 0);
-            right[beam] += got.n == (size_t)n && !memcmp(got.v, tgt, (size_t)n * sizeof *tgt);
-            tf_ids_free(&got);
+            tf_decoder *d = tf_rnn_seq2seq_decoder_new(m, src[k], n[k], 16);
+            CHECK(d && tf_generate(d, &bos, 1, &o, NULL, NULL, &got[beam][k], NULL) == 0);
+            right[beam] += got[beam][k].n == (size_t)n[k] && !memcmp(got[beam][k].v, tgt[k], (size_t)n[k] * sizeof **tgt);
             tf_decoder_free(d);
         }
     }
-    printf("    loss %.3f -> %.3f; reversed right: greedy %d/20, beam 4 %d/20\n", first, last, right[0], right[1]);
+    /* the 20 sources (lengths differ: padded, masked) as rows of one decoder: each its own result */
+    const int32_t *rows[20];
+    for (int k = 0; k < 20; k++) rows[k] = src[k];
+    for (int beam = 0; beam < 2; beam++) {
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = MAXLEN + 2, o.eos_id = EOS, o.beam = beam ? 4 : 1, o.temperature = 0;
+        tf_decoder *d = tf_rnn_seq2seq_decoder_new_batch(m, rows, n, 20, 16);
+        tf_ids all[20];
+        memset(all, 0, sizeof all);
+        CHECKF(d && tf_generate_rows(d, &bos, 1, &o, NULL, all, NULL) == 0, "%s", tf_error());
+        for (int k = 0; k < 20; k++) {
+            same[beam] += all[k].n == got[beam][k].n && !memcmp(all[k].v, got[beam][k].v, all[k].n * sizeof *all[k].v);
+            tf_ids_free(&all[k]), tf_ids_free(&got[beam][k]);
+        }
+        tf_decoder_free(d);
+    }
+    printf("    loss %.3f -> %.3f; reversed right: greedy %d/20, beam 4 %d/20; as rows of one decoder: %d/20, %d/20 the same\n",
+           first, last, right[0], right[1], same[0], same[1]);
     CHECK(right[0] >= 18 && right[1] >= 18);
+    CHECK(same[0] == 20 && same[1] == 20);
     char dir[] = "/tmp/tformer_rnntr_XXXXXX", path[600], cmd[2400], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/digits.txt", dir);

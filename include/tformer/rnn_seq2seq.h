@@ -90,7 +90,12 @@ TF_API tf_rnn_seq2seq *tf_rnn_seq2seq_load(const char *dir);
  * encoded once; each step runs tf_rnn_seq2seq_run on the new tokens from the
  * kept state s; fork copies the state. Feed BOS first. */
 TF_API tf_decoder *tf_rnn_seq2seq_decoder_new(const tf_rnn_seq2seq *m, const int32_t *src, int n_src, int capacity);
-/* The alignment of the last token fed to d (one of tf_rnn_seq2seq_decoder_new's
+/* The same over n sources at once (row i translates src[i], n_src[i] ids;
+ * padded and masked): one encoder pass, every step one forward for all rows;
+ * beam search selects rows (tf_generate_rows). */
+TF_API tf_decoder *tf_rnn_seq2seq_decoder_new_batch(const tf_rnn_seq2seq *m, const int32_t *const *src,
+                                                    const int *n_src, int n, int capacity);
+/* The alignment of the last token fed to d (its first row; one of tf_rnn_seq2seq_decoder_new's
  * or their forks): alpha (n_src), or NULL before the first step. */
 TF_API const float *tf_rnn_seq2seq_decoder_alpha(const tf_decoder *d);
 

@@ -21,6 +21,9 @@ static int rnn_save(const void *m, const char *dir) { return tf_rnn_seq2seq_save
 static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap) {
     return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
 }
+static tf_decoder *rnn_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
+    return tf_rnn_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
+}
 
 static tf_tensor *rnn_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing) {
     tf_rnn_seq2seq_inputs in = {.input_ids = tf_batch_get(b, "src_ids"), .attention_mask = tf_batch_get(b, "src_mask"),
@@ -33,7 +36,7 @@ static tf_tensor *rnn_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float 
 static const tf_translation_family RNN = {
     &tf_rnn_seq2seq_task_config_table, &tf_rnn_seq2seq_config_table,
     TF_TRANSLATION_LAYOUT(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_config),
-    rnn_new, rnn_free, rnn_params, rnn_loss, rnn_save, rnn_decoder, NULL};
+    rnn_new, rnn_free, rnn_params, rnn_loss, rnn_save, rnn_decoder, rnn_decoder_batch};
 
 tf_task *tf_rnn_seq2seq_task_new(const tf_rnn_seq2seq_task_config *c, const char *src, const char *tgt,
                                  const char *valid_src, const char *valid_tgt, const char *tokenizer,

@@ -1,8 +1,10 @@
-/* The decoder interface over the RNN encoder-decoder: the source is encoded
- * once (annotations h_j and keys U_a h_j in a context every fork shares);
- * each step runs tf_rnn_seq2seq_run (the one forward) on the new tokens from
- * the kept state s (and c) and keeps the last token's alignment alpha.
- * Fork copies s, c and alpha; reset goes back to s_0. */
+/* The decoder interface over the RNN encoder-decoder, for one source or a
+ * batch of them (padded to the longest, masked): the sources are encoded
+ * once (annotations h_j and keys U_a h_j); each step runs tf_rnn_seq2seq_run
+ * (the one forward) on every row's new tokens from the kept states s (and
+ * c) and keeps the last token's alignment alpha. Select gathers the rows'
+ * states and sources (into a second context; the two alternate); fork
+ * (one row) copies s, c and alpha; reset goes back to s_0. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +12,12 @@
 #include "tformer/rnn_seq2seq.h"
 
 typedef struct {
-    tf_ctx *mem_ctx, *step_ctx;
-    tf_tensor *src_ids, *annotations, *keys; /* (1,S), (1,S,2H), (1,S,A) */
-    float *s0;                               /* (2,H): s_0, then c_0 */
+    tf_ctx *mem_ctx[2]; /* the tensors below live in mem_ctx[cur]; select gathers into the other */
+    int cur;
+    tf_ctx *step_ctx;
+    tf_tensor *src_ids, *src_mask;       /* (R,S) each; the mask NULL without padding */
+    tf_tensor *annotations, *keys;       /* (R,S,2H), (R,S,A) */
+    float *s0;                           /* (R,2,H): s_0, then c_0 */
     int refs;
 } shared;
 
@@ -20,63 +25,78 @@ typedef struct {
     tf_decoder base;
     const tf_rnn_seq2seq *m;
     shared *sh;
-    float *s;     /* (2,H): s, then c (LSTM) */
-    float *alpha; /* (S): the last step's alignment */
+    float *s;     /* (R,2,H): s, then c (LSTM) */
+    float *alpha; /* (R,S): the last step's alignments */
     int has_alpha;
 } rnn_decoder;
 
 static int64_t n_src(const rnn_decoder *g) { return g->sh->src_ids->shape[1]; }
 
-/* (1,H) tensor of row k of buf (2,H) in ctx. */
-static tf_tensor *state_tensor(tf_ctx *ctx, const float *buf, int64_t H, int k) {
-    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){1, H}, 0);
-    if (t) memcpy(t->data, buf + k * H, (size_t)H * sizeof *buf);
+/* (R,H) tensor of half k (0: s, 1: c) of the rows' states buf (R,2,H). */
+static tf_tensor *state_tensor(tf_ctx *ctx, const float *buf, int64_t R, int64_t H, int k) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){R, H}, 0);
+    for (int64_t r = 0; t && r < R; r++) memcpy(tf_f32(t) + r * H, buf + (2 * r + k) * H, (size_t)H * sizeof *buf);
     return t;
+}
+
+/* Rows of x (R,H), any strides, into half k of buf (R,2,H). */
+static int keep_state(tf_ctx *ctx, float *buf, tf_tensor *x, int64_t R, int64_t H, int k) {
+    tf_tensor *c = tf_contiguous(ctx, x);
+    if (!c) return -1;
+    for (int64_t r = 0; r < R; r++) memcpy(buf + (2 * r + k) * H, tf_f32(c) + r * H, (size_t)H * sizeof *buf);
+    return 0;
 }
 
 static int rnn_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
     rnn_decoder *g = (rnn_decoder *)d;
     const tf_rnn_seq2seq_config *c = &g->m->cfg;
-    int64_t H = c->hidden, V = c->tgt_vocab, S = n_src(g);
+    int64_t H = c->hidden, V = c->tgt_vocab, S = n_src(g), R = d->rows;
     int lstm = c->cell == TF_RNN_LSTM;
     tf_ctx *ctx = g->sh->step_ctx;
     tf_ctx_reset(ctx);
-    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);  // (1,n)
-    tf_rnn_state st = {state_tensor(ctx, g->s, H, 0), lstm ? state_tensor(ctx, g->s, H, 1) : NULL};
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, n}, 0);  // (R,n)
+    tf_rnn_state st = {state_tensor(ctx, g->s, R, H, 0), lstm ? state_tensor(ctx, g->s, R, H, 1) : NULL};
     if (!ids || !st.h || (lstm && !st.c)) return -1;
-    memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
-    tf_rnn_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .decoder_input_ids = ids, .output_attentions = 1,
+    memcpy(ids->data, tokens, (size_t)(R * n) * sizeof *tokens);
+    tf_rnn_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .attention_mask = g->sh->src_mask,
+                                .decoder_input_ids = ids, .output_attentions = 1,
                                 .encoder_output = g->sh->annotations, .keys = g->sh->keys, .state = &st};
     tf_rnn_seq2seq_outputs out;
-    if (tf_rnn_seq2seq_run(ctx, g->m, &in, &out)) return -1;
-    tf_tensor *h = tf_contiguous(ctx, out.state.h), *cc = lstm ? tf_contiguous(ctx, out.state.c) : NULL;  // (1,H) each
-    if (!h || (lstm && !cc)) return -1;
-    memcpy(g->s, h->data, (size_t)H * sizeof *g->s);
-    if (lstm) memcpy(g->s + H, cc->data, (size_t)H * sizeof *g->s);
-    memcpy(logits, tf_f32(out.logits) + (int64_t)(n - 1) * V, (size_t)V * sizeof *logits);        // the last position's (V)
-    memcpy(g->alpha, tf_f32(out.attentions) + (int64_t)(n - 1) * S, (size_t)S * sizeof *g->alpha);  // (S)
+    if (tf_rnn_seq2seq_run(ctx, g->m, &in, &out) || keep_state(ctx, g->s, out.state.h, R, H, 0) ||
+        (lstm && keep_state(ctx, g->s, out.state.c, R, H, 1)))
+        return -1;
+    for (int64_t r = 0; r < R; r++) { /* each row's last position: logits (V), alignment (S) */
+        memcpy(logits + r * V, tf_f32(out.logits) + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
+        memcpy(g->alpha + r * S, tf_f32(out.attentions) + (r * n + n - 1) * S, (size_t)S * sizeof *g->alpha);
+    }
     g->has_alpha = 1;
     return 0;
 }
 
+static void shared_free(shared *sh) {
+    if (!sh || --sh->refs > 0) return;
+    tf_ctx_free(sh->mem_ctx[0]), tf_ctx_free(sh->mem_ctx[1]), tf_ctx_free(sh->step_ctx);
+    free(sh->s0), free(sh);
+}
+
 static void rnn_free(tf_decoder *d) {
     rnn_decoder *g = (rnn_decoder *)d;
-    if (g->sh && --g->sh->refs == 0)
-        tf_ctx_free(g->sh->mem_ctx), tf_ctx_free(g->sh->step_ctx), free(g->sh->s0), free(g->sh);
+    shared_free(g->sh);
     free(g->s), free(g->alpha);
     free(g);
 }
 
 static void rnn_reset(tf_decoder *d) {
     rnn_decoder *g = (rnn_decoder *)d;
-    memcpy(g->s, g->sh->s0, 2 * (size_t)g->m->cfg.hidden * sizeof *g->s);
+    memcpy(g->s, g->sh->s0, 2 * (size_t)d->rows * (size_t)g->m->cfg.hidden * sizeof *g->s);
     g->has_alpha = 0;
 }
 
-/* The state buffers s (2,H) and alpha (S) of g, fresh. */
-static int alloc_state(rnn_decoder *g, int64_t H, int64_t S) {
-    g->s = calloc(2 * (size_t)H, sizeof *g->s);
-    g->alpha = calloc((size_t)S, sizeof *g->alpha);
+/* The state buffers s (R,2,H) and alpha (R,S) of g, fresh. */
+static int alloc_state(rnn_decoder *g, int64_t R, int64_t H, int64_t S) {
+    free(g->s), free(g->alpha);
+    g->s = calloc(2 * (size_t)(R * H), sizeof *g->s);
+    g->alpha = calloc((size_t)(R * S), sizeof *g->alpha);
     return g->s && g->alpha ? 0 : tf_set_error("decoder: out of memory");
 }
 
@@ -85,55 +105,123 @@ static tf_decoder *rnn_fork(const tf_decoder *d) {
     rnn_decoder *f = malloc(sizeof *f);
     if (!f) return tf_set_error("decoder: out of memory"), NULL;
     *f = *g;
+    f->s = NULL, f->alpha = NULL;
     f->sh->refs++;
-    int64_t H = g->m->cfg.hidden, S = n_src(g);
-    if (alloc_state(f, H, S)) return rnn_free(&f->base), NULL;
-    memcpy(f->s, g->s, 2 * (size_t)H * sizeof *f->s);
-    memcpy(f->alpha, g->alpha, (size_t)S * sizeof *f->alpha);
+    int64_t H = g->m->cfg.hidden, S = n_src(g), R = d->rows;
+    if (alloc_state(f, R, H, S)) return rnn_free(&f->base), NULL;
+    memcpy(f->s, g->s, 2 * (size_t)(R * H) * sizeof *f->s);
+    memcpy(f->alpha, g->alpha, (size_t)(R * S) * sizeof *f->alpha);
     return &f->base;
 }
 
-static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, NULL};
+/* Rows rows[0..n) of t (contiguous, rows first) as a new tensor of ctx. */
+static tf_tensor *gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n) {
+    if (!t) return NULL;
+    if (!tf_is_contiguous(t)) return tf_set_error("decoder: the stored sources are not contiguous"), NULL;
+    int64_t shape[TF_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[0] = n;
+    tf_tensor *g = tf_tensor_new(ctx, t->dtype, t->ndim, shape, 0);
+    size_t row = (size_t)(tf_numel(t) / t->shape[0]) * tf_dtype_size(t->dtype);
+    for (int i = 0; g && i < n; i++) memcpy((char *)g->data + (size_t)i * row, (const char *)t->data + (size_t)rows[i] * row, row);
+    return g;
+}
 
-/* The source through the encoder, kept in the shared memory context; s_0 (and c_0) copied out. */
-static int encode_source(shared *sh, const tf_rnn_seq2seq *m, const int32_t *src, int n) {
-    int64_t H = m->cfg.hidden;
-    if (!(sh->s0 = calloc(2 * (size_t)H, sizeof *sh->s0))) return tf_set_error("decoder: out of memory");
-    if (!(sh->src_ids = tf_tensor_new(sh->mem_ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0))) return -1;  // (1,S)
-    memcpy(sh->src_ids->data, src, (size_t)n * sizeof *src);
-    tf_rnn_seq2seq_inputs in = {.input_ids = sh->src_ids}; /* no target: the encoder alone */
-    tf_rnn_seq2seq_outputs out;
-    if (tf_rnn_seq2seq_run(sh->mem_ctx, m, &in, &out)) return -1;
-    sh->annotations = out.encoder_output, sh->keys = out.keys;
-    memcpy(sh->s0, out.state.h->data, (size_t)H * sizeof *sh->s0);
-    if (out.state.c) memcpy(sh->s0 + H, out.state.c->data, (size_t)H * sizeof *sh->s0);
+/* Rows of a float buffer of `width` floats a row, into a new buffer (NULL when out of memory). */
+static float *gather_floats(const float *buf, int64_t width, const int *rows, int n) {
+    float *out = malloc((size_t)n * (size_t)width * sizeof *out);
+    for (int i = 0; out && i < n; i++) memcpy(out + i * width, buf + rows[i] * width, (size_t)width * sizeof *out);
+    return out;
+}
+
+static int rnn_select(tf_decoder *d, const int *rows, int n) {
+    rnn_decoder *g = (rnn_decoder *)d;
+    shared *sh = g->sh;
+    if (sh->refs > 1) return tf_set_error("decoder: a forked decoder shares its sources and cannot select rows");
+    int64_t H = g->m->cfg.hidden, S = n_src(g);
+    tf_ctx *next = sh->mem_ctx[!sh->cur];
+    tf_ctx_reset(next);
+    tf_tensor *ids = gather_rows(next, sh->src_ids, rows, n), *ann = gather_rows(next, sh->annotations, rows, n);
+    tf_tensor *keys = gather_rows(next, sh->keys, rows, n);
+    tf_tensor *mask = sh->src_mask ? gather_rows(next, sh->src_mask, rows, n) : NULL;
+    float *s = gather_floats(g->s, 2 * H, rows, n), *s0 = gather_floats(sh->s0, 2 * H, rows, n);
+    float *alpha = gather_floats(g->alpha, S, rows, n);
+    if (!ids || !ann || !keys || (sh->src_mask && !mask) || !s || !s0 || !alpha) {
+        free(s), free(s0), free(alpha);
+        return tf_set_error("decoder: out of memory");
+    }
+    free(g->s), free(sh->s0), free(g->alpha);
+    g->s = s, sh->s0 = s0, g->alpha = alpha;
+    sh->src_ids = ids, sh->annotations = ann, sh->keys = keys, sh->src_mask = mask, sh->cur = !sh->cur;
     return 0;
 }
 
-tf_decoder *tf_rnn_seq2seq_decoder_new(const tf_rnn_seq2seq *m, const int32_t *src, int n, int capacity) {
+static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, rnn_select};
+
+/* The sources (padded to S, masked when their lengths differ) through the
+ * encoder, kept in the memory context; s_0 (and c_0) of each row copied out. */
+static int encode_sources(shared *sh, const tf_rnn_seq2seq *m, const int32_t *const *src, const int *n, int R, int S) {
+    int64_t H = m->cfg.hidden;
+    tf_ctx *ctx = sh->mem_ctx[0];
+    int padded = 0;
+    for (int r = 0; r < R; r++) padded |= n[r] != S;
+    if (!(sh->s0 = calloc(2 * (size_t)(R * H), sizeof *sh->s0))) return tf_set_error("decoder: out of memory");
+    if (!(sh->src_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0)) ||
+        (padded && !(sh->src_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0))))
+        return -1;
+    for (int r = 0; r < R; r++) { /* zero-filled: padding is id 0, masked */
+        memcpy(tf_i32(sh->src_ids) + (size_t)r * (size_t)S, src[r], (size_t)n[r] * sizeof **src);
+        for (int s = 0; padded && s < n[r]; s++) tf_i32(sh->src_mask)[(size_t)r * (size_t)S + (size_t)s] = 1;
+    }
+    tf_rnn_seq2seq_inputs in = {.input_ids = sh->src_ids, .attention_mask = sh->src_mask}; /* the encoder alone */
+    tf_rnn_seq2seq_outputs out;
+    if (tf_rnn_seq2seq_run(ctx, m, &in, &out)) return -1;
+    sh->annotations = out.encoder_output, sh->keys = out.keys;
+    if (keep_state(ctx, sh->s0, out.state.h, R, H, 0) || (out.state.c && keep_state(ctx, sh->s0, out.state.c, R, H, 1)))
+        return -1;
+    return 0;
+}
+
+static shared *shared_new(void) {
+    shared *sh = calloc(1, sizeof *sh);
+    if (!sh) return NULL;
+    sh->refs = 1;
+    sh->mem_ctx[0] = tf_ctx_new(0), sh->mem_ctx[1] = tf_ctx_new(0), sh->step_ctx = tf_ctx_new(0);
+    if (!sh->mem_ctx[0] || !sh->mem_ctx[1] || !sh->step_ctx) return shared_free(sh), NULL;
+    for (int i = 0; i < 2; i++) tf_ctx_set_grad(sh->mem_ctx[i], 0);
+    tf_ctx_set_grad(sh->step_ctx, 0);
+    return sh;
+}
+
+tf_decoder *tf_rnn_seq2seq_decoder_new_batch(const tf_rnn_seq2seq *m, const int32_t *const *src, const int *n_src,
+                                             int n, int capacity) {
     const tf_rnn_seq2seq_config *c = &m->cfg;
-    if (n < 1 || n > c->context)
-        return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n, c->context), NULL;
+    if (n < 1) return tf_set_error("translate: a batch of %d sources", n), NULL;
+    int S = 0;
+    for (int r = 0; r < n; r++) {
+        if (n_src[r] < 1 || n_src[r] > c->context)
+            return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n_src[r], c->context), NULL;
+        S = n_src[r] > S ? n_src[r] : S;
+    }
     rnn_decoder *g = calloc(1, sizeof *g);
     if (!g) return tf_set_error("decoder: out of memory"), NULL;
     int cap = capacity > 0 && capacity < c->context ? capacity : c->context;
-    g->base = (tf_decoder){&RNN_DECODER, c->tgt_vocab, cap, 0, 0, 1};
+    g->base = (tf_decoder){&RNN_DECODER, c->tgt_vocab, cap, 0, 0, n};
     g->m = m;
-    if ((g->sh = calloc(1, sizeof *g->sh))) {
-        g->sh->refs = 1;
-        g->sh->mem_ctx = tf_ctx_new(0), g->sh->step_ctx = tf_ctx_new(0);
-    }
-    if (!g->sh || !g->sh->mem_ctx || !g->sh->step_ctx) {
-        rnn_free(&g->base);
+    if (!(g->sh = shared_new())) {
+        free(g);
         return tf_set_error("decoder: out of memory"), NULL;
     }
-    tf_ctx_set_grad(g->sh->mem_ctx, 0), tf_ctx_set_grad(g->sh->step_ctx, 0);
-    if (encode_source(g->sh, m, src, n) || alloc_state(g, c->hidden, n)) {
+    if (encode_sources(g->sh, m, src, n_src, n, S) || alloc_state(g, n, c->hidden, S)) {
         rnn_free(&g->base);
         return NULL;
     }
     rnn_reset(&g->base);
     return &g->base;
+}
+
+tf_decoder *tf_rnn_seq2seq_decoder_new(const tf_rnn_seq2seq *m, const int32_t *src, int n, int capacity) {
+    return tf_rnn_seq2seq_decoder_new_batch(m, &src, &n, 1, capacity);
 }
 
 const float *tf_rnn_seq2seq_decoder_alpha(const tf_decoder *d) {
