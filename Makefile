@@ -5,7 +5,7 @@ OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter -Wno-unknown-pragmas
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lm
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lz -lm
 # cairo draws text in PNGs (the confusion matrix of tformer finetune).
 CPPFLAGS += $(shell pkg-config --cflags cairo 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)

@@ -49,6 +49,7 @@
 #include "tformer/safetensors.h"
 #include "tformer/tokenizer.h"
 #include "tformer/data.h"
+#include "tformer/images.h"
 #include "tformer/generate.h"
 #include "tformer/gpt.h"
 #include "tformer/bert.h"
