@@ -53,6 +53,7 @@
 #include "tformer/generate.h"
 #include "tformer/gpt.h"
 #include "tformer/bert.h"
+#include "tformer/vit.h"
 #include "tformer/train.h"
 #include "tformer/interop.h"
 #include "tformer/seq2seq.h"

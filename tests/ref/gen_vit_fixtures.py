@@ -16,9 +16,11 @@ A model case is a folder: config.json and model.safetensors as save_pretrained
 writes them, input.safetensors (pixel_values float32 NCHW, labels int64 for
 some classifier cases: ViTForImageClassification.forward()'s arguments) and
 expected.safetensors (the output fields transformers returns:
-last_hidden_state and pooler_output of ViTModel; logits, and loss with
+last_hidden_state and, with a pooler, pooler_output of ViTModel; logits, and loss with
 labels, of ViTForImageClassification), computed in float64 from the float32
-weights (model.double()) and rounded once.
+weights (model.double()) and rounded once; with labels also
+gradients.safetensors: the loss's gradient with respect to pixel_values and
+every parameter, by name, the same way.
 
 Weights: LayerNorms N(1, 0.2) and N(0, 0.05), the class token and the
 position embeddings N(0, 1), every other tensor N(0, 0.4): transformers' own
@@ -69,6 +71,10 @@ CASES = [
      dict(image_size=12, patch_size=7, num_channels=1, hidden_size=8, num_hidden_layers=2, num_attention_heads=1,
           intermediate_size=12, num_labels=3, hidden_act="silu"),
      dict(B=3, labels=True)),
+    ("model_grey10_p5_nopooler", "ViTModel",
+     dict(image_size=10, patch_size=5, num_channels=1, hidden_size=12, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=8, layer_norm_eps=1e-5),
+     dict(B=2, pooler=False)),
 ]
 
 # (name, B, C, H, W, D, P)
@@ -95,7 +101,8 @@ def init_weights(model, g):
 
 def reference(model, arch, x):
     """transformers' outputs in float64 from the float32 weights, rounded once."""
-    m = ARCHS[arch](model.config)
+    kw = {"add_pooling_layer": model.pooler is not None} if arch == "ViTModel" else {}
+    m = ARCHS[arch](model.config, **kw)
     m.load_state_dict(model.state_dict())
     m = m.double().eval()
     args = {"pixel_values": x["pixel_values"].double()}
@@ -114,11 +121,25 @@ def reference(model, arch, x):
     return res
 
 
+def gradients(model, x):
+    """The gradients of the loss with respect to pixel_values and every parameter
+    (Hugging Face's names), float64 from the float32 weights, rounded once."""
+    m = ViTForImageClassification(model.config)
+    m.load_state_dict(model.state_dict())
+    m = m.double().train()  # dropout is 0
+    pixels = x["pixel_values"].double().requires_grad_(True)
+    m(pixel_values=pixels, labels=x["labels"]).loss.backward()
+    res = {"pixel_values": pixels.grad.float()}
+    res.update({k: p.grad.float().contiguous() for k, p in m.named_parameters()})
+    return res
+
+
 def write_case(out, name, arch, cfg_kw, spec, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     cfg = ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
-    model = ARCHS[arch](cfg).eval()
+    kw = {"add_pooling_layer": spec.get("pooler", True)} if arch == "ViTModel" else {}
+    model = ARCHS[arch](cfg, **kw).eval()
     init_weights(model, g)
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
@@ -129,6 +150,8 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
         x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
     save_file(x, os.path.join(d, "input.safetensors"))
     save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+    if spec.get("labels"):
+        save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 
@@ -160,7 +183,7 @@ def random_case(r):
                hidden_act=r.choice(["gelu", "gelu_new", "relu", "silu", "gelu_pytorch_tanh"]),
                qkv_bias=r.random() < 0.7, layer_norm_eps=r.choice([1e-12, 1e-6, 1e-5]))
     arch = r.choice(list(ARCHS))
-    spec = dict(B=r.randint(1, 4))
+    spec = dict(B=r.randint(1, 4), pooler=r.random() < 0.7)
     if arch == "ViTForImageClassification":
         cfg["num_labels"] = r.randint(2, 12)
         spec["labels"] = r.random() < 0.5
@@ -172,7 +195,10 @@ def expected_for(root):
     for name in sorted(os.listdir(root)):
         d = os.path.join(root, name)
         arch = json.load(open(os.path.join(d, "config.json")))["architectures"][0]
-        model = ARCHS[arch].from_pretrained(d).eval()  # fails on a tensor missing or of the wrong shape
+        kw = {}
+        if arch == "ViTModel" and "pooler.dense.weight" not in load_file(os.path.join(d, "model.safetensors")):
+            kw["add_pooling_layer"] = False  # config.json cannot say it: the folder's tensors do
+        model = ARCHS[arch].from_pretrained(d, **kw).eval()  # fails on a tensor missing or of the wrong shape
         x = load_file(os.path.join(d, "input.safetensors"))
         save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
         print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
