@@ -139,6 +139,7 @@ CLI_VERB(embed);
 CLI_VERB(fill_mask);
 CLI_VERB(finetune);
 CLI_VERB(predict);
+CLI_VERB(classify);
 CLI_VERB(bleu);
 CLI_VERB(translate);
 CLI_VERB(encode);

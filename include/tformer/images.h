@@ -27,6 +27,11 @@ typedef struct {
  * after the data, image and label counts that differ, a label out of range. */
 TF_API int tf_images_read_idx(const char *images, const char *labels, int n_classes, tf_images *out);
 
+/* The idx pair of a split in a folder laid out as MNIST / Fashion-MNIST:
+ * dir/<split>-images-idx3-ubyte(.gz) and dir/<split>-labels-idx1-ubyte(.gz)
+ * (split "train" or "t10k"); a missing file is an error naming both names. */
+TF_API int tf_images_read_dir(const char *dir, const char *split, int n_classes, tf_images *out);
+
 /* scikit-learn's digits.csv(.gz): a line per image, 64 values 0..16 (8x8,
  * row by row) and the label 0..9, separated by commas; pixels / 16. Errors
  * name the file and line. */

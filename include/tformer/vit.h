@@ -85,6 +85,14 @@ typedef struct {
 
 TF_API int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_outputs *out);
 
+/* Predictions for images x (n, channels, image_size, image_size), `batch` at
+ * a time (0: 256): the likeliest label of each into pred (n) and, when prob is
+ * not NULL, its softmax probability (n); with labels (n) given (-100 ignored),
+ * *loss receives the mean cross-entropy and *correct the right predictions.
+ * ViTForImageClassification only. */
+TF_API int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch, const int32_t *labels,
+                          int32_t *pred, float *prob, double *loss, int64_t *correct);
+
 /* Hugging Face folders: config.json + model.safetensors. Keys of ViTConfig
  * that change the arithmetic and that tformer lacks are refused by name. */
 TF_API tf_vit *tf_vit_load_hf(const char *dir);

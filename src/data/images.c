@@ -111,6 +111,29 @@ int tf_images_read_idx(const char *images, const char *labels, int n_classes, tf
     return rc ? -1 : 0;
 }
 
+/* dir/<split>-<kind>-ubyte.gz, or without .gz, whichever exists, into path. */
+static int find_idx(const char *dir, const char *split, const char *kind, char *path, size_t n) {
+    int k = snprintf(path, n, "%s/%s-%s-ubyte.gz", dir, split, kind);
+    if (k < 0 || (size_t)k >= n) return tf_set_error("%s: path too long", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        path[k - 3] = 0; /* the plain file */
+        f = fopen(path, "rb");
+    }
+    if (!f) return tf_set_error("%s: no %s-%s-ubyte.gz or %s-%s-ubyte", dir, split, kind, split, kind);
+    fclose(f);
+    return 0;
+}
+
+int tf_images_read_dir(const char *dir, const char *split, int n_classes, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    char images[4096], labels[4096];
+    if (find_idx(dir, split, "images-idx3", images, sizeof images) ||
+        find_idx(dir, split, "labels-idx1", labels, sizeof labels))
+        return -1;
+    return tf_images_read_idx(images, labels, n_classes, out);
+}
+
 /* ---------------------------------------------------------------- scikit-learn's digits */
 
 /* One value of a line: an integral number in [0,hi], then ',' or the line's end. */

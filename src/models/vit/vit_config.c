@@ -1,6 +1,7 @@
 /* The ViT configuration: one field table drives its defaults, checks, the
- * training flags and the checkpoint signature; the head names are Hugging
- * Face's architectures. */
+ * training flags and the checkpoint signature; Hugging Face's ViTConfig keys
+ * are its aliases (hidden_size for d_model, ...) and the head names its
+ * architectures. */
 #include <string.h>
 
 #include "../../core/internal.h"
@@ -16,19 +17,19 @@ static const tf_field ROWS[] = {
     R(image_size, TF_FIELD_INT, "28", "[1,65535]", NULL, "images are image_size x image_size pixels", SIG, NULL),
     R(patch_size, TF_FIELD_INT, "4", "[1,65535]", NULL, "patches are patch_size x patch_size pixels", SIG, "patch"),
     R(channels, TF_FIELD_INT, "1", "[1,4]", NULL, "colour channels (1 grey, 3 RGB)", SIG, "num_channels"),
-    R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers"),
-    R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads"),
+    R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers|num_hidden_layers"),
+    R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads|num_attention_heads"),
     R(d_model, TF_FIELD_INT, "64", "[1,inf)", NULL, "width, a multiple of n_head", SIG, "hidden_size|width"),
     R(d_ff, TF_FIELD_INT, "0", "[0,inf)", NULL, "feed-forward width; 0: 4 * d_model", SIG, "intermediate_size"),
-    R(activation, TF_FIELD_ENUM, "gelu", NULL, ACTIVATIONS, "the feed-forward activation (ViT: erf gelu)", SIG, NULL),
+    R(activation, TF_FIELD_ENUM, "gelu", NULL, ACTIVATIONS, "the feed-forward activation (ViT: erf gelu)", SIG, "hidden_act"),
     R(norm_eps, TF_FIELD_FLOAT, "1e-12", "(0,inf)", NULL, "LayerNorm epsilon", SIG, "layer_norm_eps"),
-    R(dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the embeddings and sub-layer outputs", 0, NULL),
-    R(attn_dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the attention weights", 0, NULL),
+    R(dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the embeddings and sub-layer outputs", 0, "hidden_dropout_prob"),
+    R(attn_dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the attention weights", 0, "attention_probs_dropout_prob"),
     R(qkv_bias, TF_FIELD_BOOL, "true", NULL, NULL, "the query, key and value projections have biases", SIG, NULL),
     R(head, TF_FIELD_ENUM, "ViTForImageClassification", NULL, HEADS, "the head (Hugging Face's architecture)", SIG, NULL),
     R(n_labels, TF_FIELD_INT, "10", "[1,100000]", NULL, "classes of the classifier", SIG, "num_labels"),
     R(pooler, TF_FIELD_BOOL, "false", NULL, NULL, "ViTModel: the tanh pooler over the class token", SIG, NULL),
-    R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights (initializer_range)", 0, NULL),
+    R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights", 0, "initializer_range"),
 };
 #undef R
 
