@@ -22,13 +22,12 @@ const cli_flag cmd_classify_flags[] = {
 static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
 
 /* Accuracy, loss and per-class accuracy of the model on a labelled set. */
-static void score_set(const cli_args *a, const tf_vit *m, const tf_images *s, const char *name) {
+static void score_set(const cli_verb *v, const tf_vit *m, const tf_images *s, const char *name, int batch) {
     int32_t *pred = malloc((size_t)s->n * sizeof *pred);
     int64_t L = m->cfg.n_labels, correct = 0, *hit = calloc((size_t)L, sizeof *hit), *all = calloc((size_t)L, sizeof *all);
     double loss;
-    if (!pred || !hit || !all) cli_die(a->verb, "out of memory");
-    if (tf_vit_predict(m, s->pixels, s->n, (int)a->v[BATCH].i, s->labels, pred, NULL, &loss, &correct))
-        cli_die(a->verb, tf_error());
+    if (!pred || !hit || !all) cli_die(v, "out of memory");
+    if (tf_vit_predict(m, s->pixels, s->n, batch, s->labels, pred, NULL, &loss, &correct)) cli_die(v, tf_error());
     for (int64_t i = 0; i < s->n; i++) all[s->labels[i]]++, hit[s->labels[i]] += pred[i] == s->labels[i];
     printf("accuracy %.4f (%lld of %lld images of %s) | loss %.4f\n", (double)correct / (double)s->n,
            (long long)correct, (long long)s->n, name, loss);
@@ -38,6 +37,31 @@ static void score_set(const cli_args *a, const tf_vit *m, const tf_images *s, co
                            (double)hit[k] / (double)all[k], (long long)hit[k], (long long)all[k]);
     }
     free(pred), free(hit), free(all);
+}
+
+static tf_vit *load_classifier(const cli_verb *v, const char *model_dir) {
+    tf_vit *m = tf_vit_load_hf(model_dir);
+    if (!m) cli_die(v, tf_error());
+    if (m->cfg.head != TF_VIT_IMAGE_CLS) cli_die(v, "the folder is a ViTModel: scoring needs ViTForImageClassification");
+    if (tf_params_check_finite(m->params, NULL)) cli_die(v, tf_error());
+    return m;
+}
+
+void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
+                   int batch) {
+    tf_vit *m = load_classifier(v, model_dir);
+    tf_images s;
+    char name[4200];
+    if (dir ? tf_images_read_dir(dir, split, m->cfg.n_labels, &s) : tf_images_read_digits(csv, &s)) cli_die(v, tf_error());
+    if (s.channels != m->cfg.channels || s.height != m->cfg.image_size || s.width != m->cfg.image_size) {
+        snprintf(name, sizeof name, "%s: images of %dx%d with %d channel(s); the model takes %dx%d with %d",
+                 dir ? dir : csv, s.width, s.height, s.channels, m->cfg.image_size, m->cfg.image_size, m->cfg.channels);
+        cli_die(v, name);
+    }
+    snprintf(name, sizeof name, "%s%s%s", dir ? dir : csv, dir ? " " : "", dir ? split : "");
+    score_set(v, m, &s, name, batch);
+    tf_images_free(&s);
+    tf_vit_free(m);
 }
 
 /* Each PNG file: its likeliest label and that label's probability. */
@@ -69,26 +93,12 @@ int cmd_classify(const cli_args *a) {
     if (a->v[SPLIT].given && !dir) cli_usage_error(a, "--split goes with --data-dir");
     if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
     if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
-    tf_vit *m = tf_vit_load_hf(a->v[MODEL].text);
-    if (!m) cli_die(a->verb, tf_error());
-    if (m->cfg.head != TF_VIT_IMAGE_CLS) cli_die(a->verb, "the folder is a ViTModel: classify needs ViTForImageClassification");
-    if (tf_params_check_finite(m->params, NULL)) cli_die(a->verb, tf_error());
-    if (a->n_operands) {
-        classify_pngs(a, m);
-    } else {
-        tf_images s;
-        char name[4200];
-        if (dir ? tf_images_read_dir(dir, split, m->cfg.n_labels, &s) : tf_images_read_digits(csv, &s))
-            cli_die(a->verb, tf_error());
-        if (s.channels != m->cfg.channels || s.height != m->cfg.image_size || s.width != m->cfg.image_size) {
-            snprintf(name, sizeof name, "%s: images of %dx%d with %d channel(s); the model takes %dx%d with %d",
-                     dir ? dir : csv, s.width, s.height, s.channels, m->cfg.image_size, m->cfg.image_size, m->cfg.channels);
-            cli_die(a->verb, name);
-        }
-        snprintf(name, sizeof name, "%s%s%s", dir ? dir : csv, dir ? " " : "", dir ? split : "");
-        score_set(a, m, &s, name);
-        tf_images_free(&s);
+    if (!a->n_operands) {
+        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i);
+        return 0;
     }
+    tf_vit *m = load_classifier(a->verb, a->v[MODEL].text);
+    classify_pngs(a, m);
     tf_vit_free(m);
     return 0;
 }

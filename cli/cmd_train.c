@@ -117,6 +117,7 @@ static int train_seq2seq(const cli_args *a, const char *arch, const char *out, i
 static int train_vit(const cli_args *a, const char *out, int *every) {
     const char *dir = opt(&a->v[DATA_DIR]);
     if (a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
+    if (a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch vit reads images");
     if (!dir == !a->v[DATA].n || a->v[DATA].n > 1)
         cli_usage_error(a, "--arch vit reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them");
     if (tf_train_config_check(&g_train)) return -1;
@@ -143,17 +144,12 @@ int cmd_train(const cli_args *a) {
     if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation && !vision)
         cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn or vit, got '%s'", arch);
     if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is a vit setting (--arch vit)");
-    if (vision) {
-        int rc = train_vit(a, out, &every);
-        if (rc < 0) cli_die(a->verb, tf_error());
-        if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
-        return rc == 1 ? 130 : 0;
-    }
-    if (!translation && !a->v[DATA].n) cli_usage_error(a, "missing --data");
     if (!translation)
         for (int k = SRC; k <= VALID_TGT; k++)
             if (opt(&a->v[k])) cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq or rnn)", cmd_train_flags[k].name);
-    int rc = translation ? train_seq2seq(a, arch, out, &every)
+    if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
+    int rc = vision ? train_vit(a, out, &every)
+           : translation ? train_seq2seq(a, arch, out, &every)
            : !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                                   a->v[TOKENIZER].text, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop,

@@ -1,7 +1,8 @@
 /* ViT training through the CLI on a tiny synthetic idx set written here:
  * 30 steps on the shared trainer learn (the loss falls, validation accuracy
- * is reported), the same seed gives the same run, `tformer classify` scores
- * the set and labels a PNG; bad data are errors naming the file. */
+ * is reported), the same seed gives the same run, `tformer classify` (and
+ * `tformer eval --data-dir`) scores the set and classify labels a PNG; bad
+ * data are errors naming the file. */
 #include <png.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,11 @@ TEST(vit_train_30_steps_learns_and_classifies) {
     CHECKF(strstr(out, "accuracy ") && strstr(out, "of 240 images of") && strstr(out, "t10k") &&
            strstr(out, "diagonals"), "%s", out);
     printf("    %.*s", (int)(strchr(out, '\n') ? strchr(out, '\n') - out + 1 : 0), out);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)(strchr(out, '\n') ? strchr(out, '\n') - out : 0), out);
+    snprintf(args, sizeof args, "eval --model %s --data-dir %s --threads 1", run0, dir); /* eval says the same */
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    CHECKF(*line && strstr(out, line), "eval: %s", out);
     snprintf(p, sizeof p, "%s/rows.png", dir);
     CHECK(write_png(p) == 0);
     snprintf(args, sizeof args, "classify --model %s --threads 1 %s", run0, p);
@@ -141,6 +147,8 @@ TEST(vit_train_bad_data_is_a_clear_error) {
         {"/nonexistent_vit", MODEL_FLAGS, {"/nonexistent_vit", "train-images-idx3-ubyte"}},
         {NULL, MODEL_FLAGS " --label-names a,b", {"label_names", "2 names for n_labels 3"}},
         {NULL, MODEL_FLAGS " --head ViTModel", {"ViTForImageClassification", NULL}},
+        {NULL, MODEL_FLAGS " --tokenizer char", {"--tokenizer is a text setting", NULL}},
+        {NULL, MODEL_FLAGS " --src a.txt", {"--src is a seq2seq setting", NULL}},
     };
     int bad = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

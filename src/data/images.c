@@ -73,7 +73,7 @@ static int idx_header(const char *path, const unsigned char *b, size_t len, int 
     return 0;
 }
 
-/* The labels of files[i] as int32, checked against n_classes (0: max + 1). */
+/* An idx file's label bytes as int32, checked against n_classes (0: the largest + 1). */
 static int idx_labels(const char *path, const unsigned char *d, int64_t n, int n_classes, tf_images *out) {
     if (!(out->labels = malloc((size_t)n * sizeof *out->labels))) return tf_set_error("%s: out of memory", path);
     int hi = 0;
