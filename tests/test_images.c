@@ -67,6 +67,7 @@ TEST(images_idx_plain_and_gzipped) {
         tf_images part;
         CHECK(tf_images_take(&s, 1, 3, &part) == 0);
         CHECK(part.n == 3 && part.pixels[0] == s.pixels[12] && part.labels[2] == s.labels[3]);
+        tf_images_free(&part);
         CHECK(tf_images_take(&s, 3, 3, &part) == -1 && strstr(tf_error(), "[3,6)"));
         tf_images_free(&s);
         CHECK(tf_images_read_idx(tmp_path("i"), NULL, 0, &s) == 0 && s.labels == NULL && s.n == 5);
