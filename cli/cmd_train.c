@@ -1,7 +1,8 @@
 /* tformer train: a GPT (next-token prediction) or a BERT (masked LM +
- * next-sentence prediction) on text files, or an encoder-decoder on
+ * next-sentence prediction) on text files, an encoder-decoder on
  * line-aligned source and target files (--arch seq2seq: the Transformer;
- * --arch rnn: the RNN baseline with Bahdanau attention). Its flags are the trainer's and
+ * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
+ * labelled images (--arch vit: idx files or scikit-learn's digits). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -9,11 +10,13 @@
 
 #include "cli.h"
 
-enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT };
+enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
+       DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn", "gpt",
-              "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation)"},
-    [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert)"},
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit", "gpt",
+              "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
+              "vit (image classification)"},
+    [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert); vit: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
                    "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
@@ -28,6 +31,8 @@ const cli_flag cmd_train_flags[] = {
     [TGT] = {"tgt", CLI_STRING, "FILE", "", "seq2seq: their translations, line-aligned"},
     [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
     [VALID_TGT] = {"valid-tgt", CLI_STRING, "FILE", "", "seq2seq: validation targets"},
+    [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "",
+                  "vit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz)"},
     CLI_END,
 };
 
@@ -36,6 +41,7 @@ static tf_lm_config g_lm;
 static tf_bert_pretrain_config g_bert;
 static tf_seq2seq_task_config g_s2s;
 static tf_rnn_seq2seq_task_config g_rnn;
+static tf_vit_task_config g_vit;
 static tf_fields g_tables[2];
 
 static int is_arch(const char *name) {
@@ -46,8 +52,14 @@ static int is_arch(const char *name) {
 int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
     g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
+    g_vit = tf_vit_task_config_default();
+    if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
+        g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
+        g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
+    }
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
-    g_tables[1] = is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
+    g_tables[1] = is_arch("vit") ? (tf_fields){&tf_vit_task_config_table, &g_vit}
+                : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
                 : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
                                      : (tf_fields){&tf_lm_config_table, &g_lm};
@@ -100,6 +112,27 @@ static int train_seq2seq(const cli_args *a, const char *arch, const char *out, i
     return rc;
 }
 
+/* Images (--arch vit): --data-dir's train split, or one digits CSV (--data);
+ * validation holds out the last val_fraction of them, in one pass at most. */
+static int train_vit(const cli_args *a, const char *out, int *every) {
+    const char *dir = opt(&a->v[DATA_DIR]);
+    if (a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
+    if (a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch vit reads images");
+    if (!dir == !a->v[DATA].n || a->v[DATA].n > 1)
+        cli_usage_error(a, "--arch vit reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them");
+    if (tf_train_config_check(&g_train)) return -1;
+    tf_images train;
+    if (dir ? tf_images_read_dir(dir, "train", g_vit.model.n_labels, &train) : tf_images_read_digits(a->v[DATA].list[0], &train))
+        return -1;
+    int resume = cli_resume_mode(a, RESUME, ALLOW_CHANGES);
+    tf_task *t = tf_vit_task_new(&g_vit, &train, NULL, out, g_train.seed);
+    int64_t n_val = t ? tf_vit_task_images(t, TF_SUBSET_VAL) : 0, passes = (n_val + g_train.batch - 1) / g_train.batch;
+    if (t && g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+    int rc = t ? tf_train(&g_train, t, out, resume, &cli_stop, cli_train_progress, every) : -1;
+    tf_task_free(t);
+    return rc;
+}
+
 int cmd_train(const cli_args *a) {
     configure(a);
     int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
@@ -107,14 +140,16 @@ int cmd_train(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_catch_sigint();
     const char *arch = a->v[ARCH].text;
-    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn");
-    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq or rnn, got '%s'", arch);
-    if (!translation && !a->v[DATA].n) cli_usage_error(a, "missing --data");
+    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), vision = !strcmp(arch, "vit");
+    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation && !vision)
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn or vit, got '%s'", arch);
+    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is a vit setting (--arch vit)");
     if (!translation)
         for (int k = SRC; k <= VALID_TGT; k++)
             if (opt(&a->v[k])) cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq or rnn)", cmd_train_flags[k].name);
-    int rc = translation ? train_seq2seq(a, arch, out, &every)
+    if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
+    int rc = vision ? train_vit(a, out, &every)
+           : translation ? train_seq2seq(a, arch, out, &every)
            : !strcmp(arch, "bert") ? train_bert(a, out, &every)
                                    : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
                                                   a->v[TOKENIZER].text, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop,

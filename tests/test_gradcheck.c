@@ -287,6 +287,15 @@ static tf_tensor *case_lstm_cell(tf_ctx *c, int v) {
     return hc;
 }
 
+/* Patch embedding: 0 a bias and leftover rows / columns (5x7 in 2x2
+ * patches), 1 no bias and 3x3 patches, 2 1x1 patches of a strided input. */
+static tf_tensor *case_patch_embed(tf_ctx *c, int v) {
+    if (v == 0) return tf_patch_embed(c, LEAF(c, 2, 3, 5, 7), LEAF(c, 4, 3, 2, 2), LEAF(c, 4));
+    if (v == 1) return tf_patch_embed(c, LEAF(c, 1, 2, 6, 6), LEAF(c, 5, 2, 3, 3), NULL);
+    tf_tensor *x = tf_transpose(c, LEAF(c, 2, 3, 4, 3), 1, 2);  // (2,4,3,3), strided
+    return tf_patch_embed(c, x, LEAF(c, 3, 4, 1, 1), LEAF(c, 3));
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -314,6 +323,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
     [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
     [TF_OP_LSTM_CELL] = {TF_OP_LSTM_CELL, 4, case_lstm_cell},
+    [TF_OP_PATCH_EMBED] = {TF_OP_PATCH_EMBED, 3, case_patch_embed},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {

@@ -219,6 +219,7 @@ typedef struct {
     int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder) */
     int ff_dropout;     /* dropout after the activation too (PyTorch's layers) */
     int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2) */
+    int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
 } tf_block_config;
 
 typedef struct {

@@ -31,6 +31,7 @@ typedef enum {
     TF_OP_TANH,          /* the pooler's activation */
     TF_OP_GRU_CELL,      /* PyTorch's GRUCell, fused */
     TF_OP_LSTM_CELL,     /* PyTorch's LSTMCell, fused: (2,B,H) = [h', c'] */
+    TF_OP_PATCH_EMBED,   /* non-overlapping PxP patches, each projected: Conv2d(stride=P) flattened */
     TF_OP_COUNT
 } tf_op;
 
@@ -97,6 +98,13 @@ TF_API tf_tensor *tf_lstm_cell_masked(tf_ctx *ctx, tf_tensor *x, tf_tensor *h, t
                                       tf_tensor *w_hh, tf_tensor *b_ih, tf_tensor *b_hh, tf_tensor *pad);
 TF_API tf_tensor *tf_lstm_cell_h(tf_ctx *ctx, tf_tensor *hc); /* (2,B,H) -> h' (B,H) */
 TF_API tf_tensor *tf_lstm_cell_c(tf_ctx *ctx, tf_tensor *hc); /* (2,B,H) -> c' (B,H) */
+
+/* ViT's patch embedding: x (B,C,H,W), w (D,C,P,P), b (D) or NULL ->
+ * (B,N,D), N = (H/P)*(W/P) patches in row-major order, patch n's row
+ * = w . x[:, :, P*gy:P*gy+P, P*gx:P*gx+P] + b: PyTorch's
+ * Conv2d(C, D, P, stride=P)(x).flatten(2).transpose(1,2); rows and columns
+ * past the last whole patch are ignored, as Conv2d does. */
+TF_API tf_tensor *tf_patch_embed(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b);
 
 #ifdef __cplusplus
 }

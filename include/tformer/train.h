@@ -5,6 +5,8 @@
 #include "config.h"
 #include "data.h"
 #include "bert.h"
+#include "images.h"
+#include "vit.h"
 #include "gpt.h"
 #include "rnn_seq2seq.h"
 #include "seq2seq.h"
@@ -245,6 +247,30 @@ TF_API tf_task *tf_rnn_seq2seq_task_new(const tf_rnn_seq2seq_task_config *c, con
                                         const char *valid_src, const char *valid_tgt, const char *tokenizer,
                                         const char *run_dir, int resume, int accum, uint64_t seed);
 TF_API const tf_rnn_seq2seq *tf_rnn_seq2seq_task_model(const tf_task *t);
+
+/* ---------------------------------------------------------------- image classification (docs/vision.md) */
+
+/* A ViTForImageClassification on labelled images: cross-entropy with label
+ * smoothing, validation accuracy; its rows flat beside the trainer's. */
+typedef struct {
+    tf_vit_config model;     /* channels, image_size and n_labels must fit the images */
+    float val_fraction;      /* without a validation set: the last part of the training images */
+    float label_smoothing;   /* 0.1 (DeiT) */
+    int shift;               /* training images moved by up to this many pixels (0: none) */
+    char label_names[2048];  /* comma-separated class names for the folder's id2label; "": LABEL_<i> */
+} tf_vit_task_config;
+TF_API tf_vit_task_config tf_vit_task_config_default(void);
+TF_API extern const tf_field_table tf_vit_task_config_table;
+/* The task: *train (and *valid, or NULL: the last val_fraction of train held
+ * out) moved into it (the caller's structs are emptied, also on failure); the
+ * model initialised from seed; validation metric "accuracy" (run_dir/best/:
+ * the highest). The images must be square, of the model's channels and size,
+ * labelled in [0,n_labels). */
+TF_API tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                                uint64_t seed);
+TF_API const tf_vit *tf_vit_task_model(const tf_task *t);
+/* Images of a subset. */
+TF_API int64_t tf_vit_task_images(const tf_task *t, tf_subset subset);
 
 /* ---------------------------------------------------------------- BERT fine-tuning (docs/bert.md) */
 

@@ -180,6 +180,7 @@ TF_OP_FUNCS(dense)
 TF_OP_FUNCS(tanh)
 TF_OP_FUNCS(gru_cell)
 TF_OP_FUNCS(lstm_cell)
+TF_OP_FUNCS(patch_embed)
 #undef TF_OP_FUNCS
 
 #endif

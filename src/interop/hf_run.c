@@ -73,6 +73,17 @@ static const char *const MARIAN_REFUSED[] = {
 };
 static const char *const OUT_SEQ2SEQ_LM[] = {"logits", "loss", "encoder_last_hidden_state", NULL};
 
+/* ViTModel / ViTForImageClassification.forward() (transformers 4.x). */
+static const hf_input VIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
+static const hf_input VIT_CLS_INPUTS[] = {
+    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+};
+static const char *const VIT_REFUSED[] = {
+    "bool_masked_pos", "head_mask", "interpolate_pos_encoding", "output_attentions", "output_hidden_states",
+    "return_dict", NULL,
+};
+static const char *const OUT_VIT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
+
 static const hf_arch ARCHS[] = {
     {"GPT2LMHeadModel", &hf_gpt2_family, GPT2_LM_INPUTS, GPT2_REFUSED, OUT_LM},
     {"GPT2Model", &hf_gpt2_family, GPT2_INPUTS, GPT2_REFUSED, OUT_BODY},
@@ -83,6 +94,8 @@ static const hf_arch ARCHS[] = {
     {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
+    {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
+    {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},
 };
 #define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
 

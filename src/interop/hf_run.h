@@ -78,5 +78,6 @@ int hf_check_range(const hf_job *job, const char *name, int32_t lo, int32_t hi, 
 extern const hf_family hf_gpt2_family;
 extern const hf_family hf_bert_family;
 extern const hf_family hf_marian_family;
+extern const hf_family hf_vit_family;
 
 #endif

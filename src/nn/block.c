@@ -10,7 +10,7 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0};
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0};
     return c;
 }
 
@@ -65,6 +65,7 @@ static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
     int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
     int is_bias = r % 2 == 1; /* every _B role is odd */
     if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
+    if (is_bias && base <= TF_BP_V_B && c->qkv_no_bias) return 0;
     if (base <= TF_BP_V_B) { /* q, k, v: fused or apart, weights and biases separately */
         int fused = named(n, (is_bias ? TF_BP_QKV_B : TF_BP_QKV_W) + (cross ? TF_BP_X_QKV_W : 0));
         return base <= TF_BP_QKV_B ? fused : !fused;

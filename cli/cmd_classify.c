@@ -1,0 +1,104 @@
+/* tformer classify: a ViTForImageClassification folder (from tformer train
+ * --arch vit, or any Hugging Face one) on labelled images — a split of an
+ * idx folder (--data-dir, --split) or a digits CSV (--data) — printing the
+ * accuracy, the loss and each class's accuracy; or on PNG files (operands),
+ * printing each file's likeliest label and its probability. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, THREADS };
+const cli_flag cmd_classify_flags[] = {
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a ViTForImageClassification folder (a run folder, or best/)"},
+    [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "", "a folder of MNIST-style idx files (<split>-images-idx3-ubyte(.gz), ...)"},
+    [SPLIT] = {"split", CLI_STRING, "NAME", "t10k", "which of --data-dir's sets: t10k (the test set) or train"},
+    [DATA] = {"data", CLI_STRING, "FILE", "", "scikit-learn's digits.csv(.gz) instead of --data-dir"},
+    [BATCH] = {"batch", CLI_INT, "N", "256", "images per forward pass"},
+    [THREADS] = CLI_THREADS_ROW,
+    CLI_END,
+};
+
+static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
+
+/* Accuracy, loss and per-class accuracy of the model on a labelled set. */
+static void score_set(const cli_verb *v, const tf_vit *m, const tf_images *s, const char *name, int batch) {
+    int32_t *pred = malloc((size_t)s->n * sizeof *pred);
+    int64_t L = m->cfg.n_labels, correct = 0, *hit = calloc((size_t)L, sizeof *hit), *all = calloc((size_t)L, sizeof *all);
+    double loss;
+    if (!pred || !hit || !all) cli_die(v, "out of memory");
+    if (tf_vit_predict(m, s->pixels, s->n, batch, s->labels, pred, NULL, &loss, &correct)) cli_die(v, tf_error());
+    for (int64_t i = 0; i < s->n; i++) all[s->labels[i]]++, hit[s->labels[i]] += pred[i] == s->labels[i];
+    printf("accuracy %.4f (%lld of %lld images of %s) | loss %.4f\n", (double)correct / (double)s->n,
+           (long long)correct, (long long)s->n, name, loss);
+    for (int64_t k = 0; k < L; k++) {
+        char buf[32];
+        if (all[k]) printf("  %-16s %.4f (%lld of %lld)\n", tf_vit_label(m, (int)k, buf, sizeof buf),
+                           (double)hit[k] / (double)all[k], (long long)hit[k], (long long)all[k]);
+    }
+    free(pred), free(hit), free(all);
+}
+
+static tf_vit *load_classifier(const cli_verb *v, const char *model_dir) {
+    tf_vit *m = tf_vit_load_hf(model_dir);
+    if (!m) cli_die(v, tf_error());
+    if (m->cfg.head != TF_VIT_IMAGE_CLS) cli_die(v, "the folder is a ViTModel: scoring needs ViTForImageClassification");
+    if (tf_params_check_finite(m->params, NULL)) cli_die(v, tf_error());
+    return m;
+}
+
+void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
+                   int batch) {
+    tf_vit *m = load_classifier(v, model_dir);
+    tf_images s;
+    char name[4200];
+    if (dir ? tf_images_read_dir(dir, split, m->cfg.n_labels, &s) : tf_images_read_digits(csv, &s)) cli_die(v, tf_error());
+    if (s.channels != m->cfg.channels || s.height != m->cfg.image_size || s.width != m->cfg.image_size) {
+        snprintf(name, sizeof name, "%s: images of %dx%d with %d channel(s); the model takes %dx%d with %d",
+                 dir ? dir : csv, s.width, s.height, s.channels, m->cfg.image_size, m->cfg.image_size, m->cfg.channels);
+        cli_die(v, name);
+    }
+    snprintf(name, sizeof name, "%s%s%s", dir ? dir : csv, dir ? " " : "", dir ? split : "");
+    score_set(v, m, &s, name, batch);
+    tf_images_free(&s);
+    tf_vit_free(m);
+}
+
+/* Each PNG file: its likeliest label and that label's probability. */
+static void classify_pngs(const cli_args *a, const tf_vit *m) {
+    const tf_vit_config *c = &m->cfg;
+    for (int i = 0; i < a->n_operands; i++) {
+        tf_images im;
+        if (tf_images_read_png(a->operands[i], c->channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
+        if (im.height != c->image_size || im.width != c->image_size || im.channels != c->channels) {
+            char msg[4200];
+            snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],
+                     im.width, im.height, c->image_size, c->image_size, c->channels);
+            cli_die(a->verb, msg);
+        }
+        int32_t pred;
+        float prob;
+        char buf[32];
+        if (tf_vit_predict(m, im.pixels, 1, 1, NULL, &pred, &prob, NULL, NULL)) cli_die(a->verb, tf_error());
+        printf("%s\t%s\t%.4f\n", a->operands[i], tf_vit_label(m, pred, buf, sizeof buf), prob);
+        tf_images_free(&im);
+    }
+}
+
+int cmd_classify(const cli_args *a) {
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    const char *dir = opt(&a->v[DATA_DIR]), *csv = opt(&a->v[DATA]), *split = a->v[SPLIT].text;
+    if ((dir != NULL) + (csv != NULL) + (a->n_operands > 0) != 1)
+        cli_usage_error(a, "give one of --data-dir DIR, --data FILE or PNG files");
+    if (a->v[SPLIT].given && !dir) cli_usage_error(a, "--split goes with --data-dir");
+    if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
+    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
+    if (!a->n_operands) {
+        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i);
+        return 0;
+    }
+    tf_vit *m = load_classifier(a->verb, a->v[MODEL].text);
+    classify_pngs(a, m);
+    tf_vit_free(m);
+    return 0;
+}

@@ -1,0 +1,105 @@
+/* tformer: the Vision Transformer (ViT): an image cut into PxP patches, each
+ * embedded linearly, a learned class token before them, learned positions
+ * added, the one Transformer block (pre-LN), a final LayerNorm and a
+ * classifier on the class token; laid out as Hugging Face's ViTModel /
+ * ViTForImageClassification with their parameter names (docs/vision.md). */
+#ifndef TFORMER_VIT_H
+#define TFORMER_VIT_H
+
+#include "config.h"
+#include "heads.h"
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which head sits on the encoder: Hugging Face's architectures. */
+typedef enum {
+    TF_VIT_BODY,     /* ViTModel: last_hidden_state, pooler_output (with a pooler) */
+    TF_VIT_IMAGE_CLS /* ViTForImageClassification: the class token's final state -> n_labels */
+} tf_vit_head;
+
+typedef struct {
+    int image_size, patch_size, channels; /* square images of channels x image_size x image_size */
+    int n_layer, n_head, d_model, d_ff;
+    tf_activation activation;             /* Hugging Face's hidden_act: gelu (erf) */
+    float norm_eps;                       /* layer_norm_eps: 1e-12 */
+    float dropout, attn_dropout;          /* hidden_dropout_prob, attention_probs_dropout_prob */
+    int qkv_bias;                         /* q, k, v projections have biases */
+    tf_vit_head head;
+    int n_labels;                         /* ViTForImageClassification */
+    int pooler;                           /* ViTModel's tanh pooler over the class token */
+    float init_std;                       /* initializer_range */
+} tf_vit_config;
+
+/* The field table's defaults: Fashion-MNIST's shape (28x28, one channel, 10
+ * labels), patch 4, 4 layers of 4 heads, d_model 64, d_ff 4 d_model, erf
+ * GELU, eps 1e-12, no dropout, qkv biases, ViTForImageClassification. */
+TF_API tf_vit_config tf_vit_config_default(void);
+/* 0, or -1 with a message naming the field. */
+TF_API int tf_vit_config_check(const tf_vit_config *c);
+TF_API extern const tf_field_table tf_vit_config_table;
+/* Patches of an image: (image_size / patch_size)^2 (a remainder is not seen, as Conv2d). */
+TF_API int tf_vit_patches(const tf_vit_config *c);
+/* "ViTModel", "ViTForImageClassification" and back (-1 when unknown). */
+TF_API const char *tf_vit_head_name(tf_vit_head h);
+TF_API int tf_vit_head_from_name(const char *name);
+
+typedef struct {
+    tf_vit_config cfg;
+    tf_block_config block; /* pre-LN, separate q/k/v: derived from cfg */
+    tf_params *params;     /* every tensor, by Hugging Face name ("vit." prefix with a head) */
+    tf_tensor *cls_token;  /* (1,1,d_model) */
+    tf_tensor *position;   /* (1,N+1,d_model): the class token's position, then the patches' */
+    tf_tensor *patch_w, *patch_b; /* (d_model,C,P,P), (d_model): patch_embeddings.projection */
+    tf_block *layer;       /* n_layer blocks */
+    tf_layer_norm norm;    /* layernorm: the final one */
+    tf_pooler pooler;      /* BODY with cfg.pooler */
+    tf_classifier cls;     /* IMAGE_CLS: classifier */
+    char **labels;         /* n_labels names (id2label), or NULL */
+} tf_vit;
+
+/* A model initialised as Hugging Face does (N(0, init_std^2), biases 0,
+ * LayerNorms 1), or with its tensors left for loading when seed == 0. */
+TF_API tf_vit *tf_vit_new(const tf_vit_config *cfg, uint64_t seed);
+TF_API void tf_vit_free(tf_vit *m);
+/* Name the labels (copied; n must be cfg.n_labels); label i's name or "LABEL_<i>" in buf. */
+TF_API int tf_vit_set_labels(tf_vit *m, const char *const *names, int n);
+TF_API const char *tf_vit_label(const tf_vit *m, int i, char *buf, size_t n);
+
+/* The inputs of one forward pass, named as ViTForImageClassification.forward()'s. */
+typedef struct {
+    tf_tensor *pixel_values;  /* (B,channels,image_size,image_size) F32 */
+    tf_tensor *labels;        /* (B) I32 in [0,n_labels) or -100 (ignored), or NULL */
+    float label_smoothing;    /* of the loss: 0 is Hugging Face's */
+} tf_vit_inputs;
+
+/* Its outputs, by Hugging Face's field names; NULL when not computed. */
+typedef struct {
+    tf_tensor *last_hidden_state; /* (B,N+1,d_model), after the final LayerNorm */
+    tf_tensor *pooler_output;     /* (B,d_model) */
+    tf_tensor *logits;            /* (B,n_labels) */
+    tf_tensor *loss;              /* scalar, with labels: the mean cross-entropy */
+} tf_vit_outputs;
+
+TF_API int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_outputs *out);
+
+/* Predictions for images x (n, channels, image_size, image_size), `batch` at
+ * a time (0: 256): the likeliest label of each into pred (n) and, when prob is
+ * not NULL, its softmax probability (n); with labels (n) given (-100 ignored),
+ * *loss receives the mean cross-entropy and *correct the right predictions.
+ * ViTForImageClassification only. */
+TF_API int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch, const int32_t *labels,
+                          int32_t *pred, float *prob, double *loss, int64_t *correct);
+
+/* Hugging Face folders: config.json + model.safetensors. Keys of ViTConfig
+ * that change the arithmetic and that tformer lacks are refused by name. */
+TF_API tf_vit *tf_vit_load_hf(const char *dir);
+/* Writes config.json and model.safetensors into dir (created if missing). */
+TF_API int tf_vit_save_hf(const tf_vit *m, const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_VIT_H */

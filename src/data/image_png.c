@@ -1,0 +1,114 @@
+/* One PNG file as an image of 1 or 3 channels in [0,1] (libpng's reader):
+ * palettes and low-bit grey expanded, 16-bit samples kept and divided by
+ * 65535, alpha dropped, RGB to grey by PIL's weights. libpng reports errors
+ * through a longjmp; its message is kept and returned naming the file. */
+#include <errno.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+typedef struct {
+    char msg[256];
+} png_err_buf;
+
+static void on_error(png_structp p, png_const_charp msg) {
+    png_err_buf *e = png_get_error_ptr(p);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    png_longjmp(p, 1);
+}
+
+static void on_warning(png_structp p, png_const_charp msg) { (void)p, (void)msg; }
+
+/* Sample k of a row of 8- or 16-bit (big-endian) samples, in [0,1]. */
+static float sample(const png_byte *row, size_t k, int depth) {
+    if (depth == 16) return (float)((row[2 * k] << 8 | row[2 * k + 1]) / 65535.0);
+    return row[k] / 255.0f;
+}
+
+/* Rows of src_ch samples per pixel (grey, grey+alpha, RGB, RGBA) into (C,H,W). */
+static void convert(png_bytep *rows, int src_ch, int depth, int channels, int64_t H, int64_t W, float *out) {
+    for (int64_t y = 0; y < H; y++)
+        for (int64_t x = 0; x < W; x++) {
+            size_t k = (size_t)x * (size_t)src_ch;
+            float v[3];
+            for (int c = 0; c < 3; c++) v[c] = sample(rows[y], k + (src_ch >= 3 ? (size_t)c : 0), depth);
+            if (channels == 1) /* PIL's convert("L") weights: ITU-R 601-2 luma */
+                out[y * W + x] = src_ch >= 3 ? (float)(0.299 * v[0] + 0.587 * v[1] + 0.114 * v[2]) : v[0];
+            else
+                for (int c = 0; c < 3; c++) out[c * H * W + y * W + x] = v[c];
+        }
+}
+
+/* What the header says, after the transforms. */
+typedef struct {
+    int64_t H, W;
+    int src_ch, depth;
+    size_t rowbytes;
+} png_shape;
+
+/* libpng's setjmp in a function of its own for each phase: no local of the
+ * caller changes between the setjmp and a longjmp. */
+static int read_header(png_structp p, png_infop info, FILE *f, png_shape *s) {
+    if (setjmp(png_jmpbuf(p))) return -1;
+    png_init_io(p, f);
+    png_read_info(p, info);
+    png_set_expand(p); /* palette -> RGB, grey < 8 bits -> 8, tRNS -> alpha */
+    png_set_interlace_handling(p);
+    png_read_update_info(p, info);
+    s->H = png_get_image_height(p, info), s->W = png_get_image_width(p, info);
+    s->src_ch = png_get_channels(p, info), s->depth = png_get_bit_depth(p, info);
+    s->rowbytes = png_get_rowbytes(p, info);
+    return 0;
+}
+
+static int read_rows(png_structp p, png_infop info, png_bytep *rows) {
+    if (setjmp(png_jmpbuf(p))) return -1;
+    png_read_image(p, rows);
+    png_read_end(p, info);
+    return 0;
+}
+
+static int decode(const char *path, png_structp p, png_infop info, FILE *f, const png_err_buf *err, int channels,
+                  tf_images *out) {
+    png_shape s;
+    if (read_header(p, info, f, &s)) return tf_set_error("%s: not a readable PNG: %s", path, err->msg);
+    size_t total;
+    if (s.H > 65535 || s.W > 65535 || !tf_mul_size(s.rowbytes, (size_t)s.H, &total))
+        return tf_set_error("%s: an image of %lldx%lld is too large", path, (long long)s.W, (long long)s.H);
+    png_bytep *rows = calloc((size_t)s.H, sizeof *rows), data = malloc(total);
+    int rc = rows && data ? 0 : tf_set_error("%s: out of memory", path);
+    for (int64_t y = 0; !rc && y < s.H; y++) rows[y] = data + (size_t)y * s.rowbytes;
+    if (!rc && read_rows(p, info, rows)) rc = tf_set_error("%s: not a readable PNG: %s", path, err->msg);
+    if (!rc && !(out->pixels = malloc((size_t)(channels * s.H * s.W) * sizeof(float))))
+        rc = tf_set_error("%s: out of memory", path);
+    if (!rc) {
+        convert(rows, s.src_ch, s.depth, channels, s.H, s.W, out->pixels);
+        out->n = 1, out->channels = channels, out->height = (int)s.H, out->width = (int)s.W;
+    }
+    free(data), free(rows);
+    return rc;
+}
+
+int tf_images_read_png(const char *path, int channels, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    if (channels != 1 && channels != 3) return tf_set_error("%s: channels %d must be 1 or 3", path, channels);
+    FILE *f = fopen(path, "rb");
+    if (!f) return tf_set_error("%s: cannot open: %s", path, strerror(errno));
+    unsigned char sig[8];
+    if (fread(sig, 1, 8, f) != 8 || png_sig_cmp(sig, 0, 8)) {
+        fclose(f);
+        return tf_set_error("%s: not a PNG file (no PNG signature)", path);
+    }
+    rewind(f);
+    png_err_buf err = {{0}};
+    png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    int rc = info ? decode(path, p, info, f, &err, channels, out) : tf_set_error("%s: out of memory", path);
+    png_destroy_read_struct(&p, info ? &info : NULL, NULL);
+    fclose(f);
+    if (rc) tf_images_free(out);
+    return rc ? -1 : 0;
+}

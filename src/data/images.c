@@ -1,0 +1,280 @@
+/* Labelled image sets: idx files (Fashion-MNIST, MNIST) and scikit-learn's
+ * digits.csv, gzip'ed or plain (zlib's gzread passes plain files through),
+ * as float pixels in [0,1], NCHW; a set's sub-range; and the loader of
+ * batches ("pixel_values", "labels"). PNG files: image_png.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../core/internal.h"
+
+/* ---------------------------------------------------------------- whole files through zlib */
+
+/* The file's bytes, gunzipped when it is gzip'ed; NULL + an error naming it.
+ * A truncated gzip stream reads as a short file with Z_BUF_ERROR set: an error. */
+static unsigned char *read_gz(const char *path, size_t *len) {
+    gzFile f = gzopen(path, "rb");
+    if (!f) return tf_set_error("%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory"), NULL;
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    int got = buf ? 1 : 0, err = Z_OK;
+    while (got > 0) {
+        if (cap - n < (1 << 16)) {
+            unsigned char *nb = cap > SIZE_MAX / 4 ? NULL : realloc(buf, cap * 2);
+            if (!nb) break;
+            buf = nb, cap *= 2;
+        }
+        if ((got = gzread(f, buf + n, 1 << 16)) > 0) n += (size_t)got;
+    }
+    const char *msg = gzerror(f, &err);
+    if (got > 0 || !buf) tf_set_error("%s: out of memory after %zu bytes", path, n);
+    else if (got < 0 || err != Z_OK) { /* zlib's message starts with the path */
+        size_t k = strlen(path);
+        if (msg && !strncmp(msg, path, k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
+        tf_set_error("%s: not a readable gzip file: %s", path, msg && *msg ? msg : "read error");
+    }
+    gzclose(f);
+    if (got != 0 || err != Z_OK || !buf) return free(buf), NULL;
+    *len = n;
+    return buf;
+}
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* ---------------------------------------------------------------- idx */
+
+/* The header of an idx file of unsigned bytes with ndim dimensions: dims
+ * into dim[], *data the first data byte; the data must fill the rest exactly. */
+static int idx_header(const char *path, const unsigned char *b, size_t len, int ndim, uint32_t dim[3],
+                      const unsigned char **data) {
+    uint32_t magic = 0x00000800u | (uint32_t)ndim;
+    size_t head = 4 + 4 * (size_t)ndim;
+    if (len < 4 || be32(b) != magic)
+        return tf_set_error("%s: not an idx file of %s (magic 0x%08x, expected 0x%08x: unsigned bytes, %d dimension%s)",
+                            path, ndim == 3 ? "images" : "labels", len < 4 ? 0u : be32(b), magic, ndim,
+                            ndim > 1 ? "s" : "");
+    if (len < head) return tf_set_error("%s: truncated: the header needs %zu bytes, the file has %zu", path, head, len);
+    size_t need = 1;
+    for (int d = 0; d < ndim; d++) {
+        dim[d] = be32(b + 4 + 4 * d);
+        if (dim[d] == 0 || !tf_mul_size(need, dim[d], &need))
+            return tf_set_error("%s: dimension %d is %u", path, d, dim[d]);
+    }
+    if (len - head < need)
+        return tf_set_error("%s: truncated: %u %s need %zu bytes of data, the file has %zu", path, dim[0],
+                            ndim == 3 ? "images" : "labels", need, len - head);
+    if (len - head > need)
+        return tf_set_error("%s: %zu byte%s after the last of %u %s", path, len - head - need,
+                            len - head - need > 1 ? "s" : "", dim[0], ndim == 3 ? "images" : "labels");
+    *data = b + head;
+    return 0;
+}
+
+/* An idx file's label bytes as int32, checked against n_classes (0: the largest + 1). */
+static int idx_labels(const char *path, const unsigned char *d, int64_t n, int n_classes, tf_images *out) {
+    if (!(out->labels = malloc((size_t)n * sizeof *out->labels))) return tf_set_error("%s: out of memory", path);
+    int hi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        out->labels[i] = d[i];
+        if (n_classes > 0 && d[i] >= n_classes)
+            return tf_set_error("%s: label %d of image %lld is out of range [0,%d)", path, d[i], (long long)i, n_classes);
+        if (d[i] >= hi) hi = d[i] + 1;
+    }
+    out->n_classes = n_classes > 0 ? n_classes : hi;
+    return 0;
+}
+
+int tf_images_read_idx(const char *images, const char *labels, int n_classes, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    size_t ni = 0, nl = 0;
+    uint32_t di[3] = {0}, dl[3] = {0};
+    const unsigned char *pi = NULL, *pl = NULL;
+    unsigned char *bi = read_gz(images, &ni), *bl = NULL;
+    int rc = !bi || idx_header(images, bi, ni, 3, di, &pi);
+    if (!rc && labels) rc = !(bl = read_gz(labels, &nl)) || idx_header(labels, bl, nl, 1, dl, &pl);
+    if (!rc && labels && dl[0] != di[0])
+        rc = tf_set_error("%s has %u images but %s has %u labels", images, di[0], labels, dl[0]);
+    size_t count = 0;
+    if (!rc && (di[1] > 65535 || di[2] > 65535 || !tf_mul_size((size_t)di[0] * di[1], di[2], &count)))
+        rc = tf_set_error("%s: images of %ux%u are too large", images, di[1], di[2]);
+    if (!rc && !(out->pixels = malloc(count * sizeof *out->pixels))) rc = tf_set_error("%s: out of memory", images);
+    if (!rc) {
+        out->n = di[0], out->channels = 1, out->height = (int)di[1], out->width = (int)di[2];
+        for (size_t i = 0; i < count; i++) out->pixels[i] = pi[i] / 255.0f;
+    }
+    if (!rc && labels) rc = idx_labels(labels, pl, out->n, n_classes, out);
+    free(bi), free(bl);
+    if (rc) tf_images_free(out);
+    return rc ? -1 : 0;
+}
+
+/* dir/<split>-<kind>-ubyte.gz, or without .gz, whichever exists, into path. */
+static int find_idx(const char *dir, const char *split, const char *kind, char *path, size_t n) {
+    int k = snprintf(path, n, "%s/%s-%s-ubyte.gz", dir, split, kind);
+    if (k < 0 || (size_t)k >= n) return tf_set_error("%s: path too long", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        path[k - 3] = 0; /* the plain file */
+        f = fopen(path, "rb");
+    }
+    if (!f) return tf_set_error("%s: no %s-%s-ubyte.gz or %s-%s-ubyte", dir, split, kind, split, kind);
+    fclose(f);
+    return 0;
+}
+
+int tf_images_read_dir(const char *dir, const char *split, int n_classes, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    char images[4096], labels[4096];
+    if (find_idx(dir, split, "images-idx3", images, sizeof images) ||
+        find_idx(dir, split, "labels-idx1", labels, sizeof labels))
+        return -1;
+    return tf_images_read_idx(images, labels, n_classes, out);
+}
+
+/* ---------------------------------------------------------------- scikit-learn's digits */
+
+/* One value of a line: an integral number in [0,hi], then ',' or the line's end. */
+static int digits_value(const char **p, const char *end, int hi, int last, double *v) {
+    char *stop;
+    errno = 0;
+    *v = strtod(*p, &stop);
+    if (stop == *p || errno || *v < 0 || *v > hi || *v != (double)(int)*v) return -1;
+    while (stop < end && (*stop == ' ' || *stop == '\r')) stop++;
+    if (last ? stop != end : (stop >= end || *stop != ',')) return -1;
+    *p = stop + !last;
+    return 0;
+}
+
+static int digits_line(const char *path, int line, const char *s, const char *end, float *pix, int32_t *label) {
+    int commas = 0;
+    for (const char *c = s; c < end; c++) commas += *c == ',';
+    if (commas != 64)
+        return tf_set_error("%s:%d: %d values; a line holds 65, separated by commas (64 pixels 0..16, the label 0..9)",
+                            path, line, commas + 1);
+    double v;
+    for (int k = 0; k < 65; k++) {
+        if (digits_value(&s, end, k < 64 ? 16 : 9, k == 64, &v))
+            return tf_set_error("%s:%d: value %d must be %s", path, line, k + 1,
+                                k < 64 ? "a whole number 0..16 (a pixel)" : "a label 0..9");
+        if (k < 64) pix[k] = (float)(v / 16.0);
+        else *label = (int32_t)v;
+    }
+    return 0;
+}
+
+int tf_images_read_digits(const char *path, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    size_t len;
+    unsigned char *text = read_gz(path, &len);
+    if (!text) return -1;
+    int64_t lines = 0;
+    for (size_t i = 0; i < len; i++) lines += text[i] == '\n' || (i + 1 == len);
+    int rc = 0;
+    if (!(out->pixels = malloc((size_t)(lines ? lines : 1) * 64 * sizeof(float))) ||
+        !(out->labels = malloc((size_t)(lines ? lines : 1) * sizeof(int32_t))))
+        rc = tf_set_error("%s: out of memory", path);
+    const char *s = (const char *)text, *all = s + len;
+    for (int line = 1; !rc && s < all; line++) {
+        const char *e = memchr(s, '\n', (size_t)(all - s));
+        if (!e) e = all;
+        if (memchr(s, 0, (size_t)(e - s))) rc = tf_set_error("%s:%d: a NUL byte: not a text file", path, line);
+        else if (e > s && !(e == s + 1 && *s == '\r') &&
+                 !(rc = digits_line(path, line, s, e, out->pixels + out->n * 64, out->labels + out->n)))
+            out->n++;
+        s = e + 1;
+    }
+    if (!rc && out->n == 0) rc = tf_set_error("%s: no images", path);
+    free(text);
+    out->channels = 1, out->height = out->width = 8, out->n_classes = 10;
+    if (rc) tf_images_free(out);
+    return rc ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- sets */
+
+int tf_images_take(const tf_images *src, int64_t start, int64_t n, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    if (start < 0 || n < 1 || start > src->n - n)
+        return tf_set_error("images: [%lld,%lld) is not a range of the %lld images", (long long)start,
+                            (long long)(start + n), (long long)src->n);
+    size_t per = (size_t)src->channels * (size_t)src->height * (size_t)src->width, bytes;
+    if (!tf_mul_size(per * sizeof(float), (size_t)n, &bytes) || !(out->pixels = malloc(bytes)) ||
+        (src->labels && !(out->labels = malloc((size_t)n * sizeof(int32_t))))) {
+        tf_images_free(out);
+        return tf_set_error("images: out of memory for %lld images", (long long)n);
+    }
+    memcpy(out->pixels, src->pixels + (size_t)start * per, bytes);
+    if (src->labels) memcpy(out->labels, src->labels + start, (size_t)n * sizeof(int32_t));
+    out->n = n, out->channels = src->channels, out->height = src->height, out->width = src->width;
+    out->n_classes = src->n_classes;
+    return 0;
+}
+
+void tf_images_free(tf_images *im) {
+    if (!im) return;
+    free(im->pixels), free(im->labels);
+    memset(im, 0, sizeof *im);
+}
+
+/* ---------------------------------------------------------------- the loader */
+
+typedef struct {
+    tf_loader base;
+    const tf_images *train, *valid;
+    int shift;
+    uint64_t seed;
+} images_loader;
+
+/* Image i of s into dst (C,H,W), moved by (dy, dx) pixels; the uncovered border 0. */
+static void copy_shifted(const tf_images *s, int64_t i, int dy, int dx, float *dst) {
+    int64_t H = s->height, W = s->width, hw = H * W;
+    const float *src = s->pixels + i * s->channels * hw;
+    for (int64_t c = 0; c < s->channels; c++)
+        for (int64_t y = 0; y < H; y++)
+            for (int64_t x = 0; x < W; x++) {
+                int64_t sy = y - dy, sx = x - dx;
+                dst[c * hw + y * W + x] = sy >= 0 && sy < H && sx >= 0 && sx < W ? src[c * hw + sy * W + sx] : 0.0f;
+            }
+}
+
+static int images_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, int rows, tf_batch *out) {
+    images_loader *m = (images_loader *)l;
+    int val = split == TF_SUBSET_VAL;
+    const tf_images *s = val ? m->valid : m->train;
+    if (!s) return tf_set_error("images: no validation set");
+    int64_t per = (int64_t)s->channels * s->height * s->width;
+    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){rows, s->channels, s->height, s->width}, 0);
+    tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){rows}, 0);  // x: (rows,C,H,W), y: (rows)
+    if (!x || !y) return -1;
+    for (int64_t r = 0; r < rows; r++) {
+        uint64_t h = tf_key(m->seed, key, (uint64_t)r, 0);
+        int64_t i = val ? (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)s->n) : (int64_t)(h % (uint64_t)s->n);
+        int span = 2 * m->shift + 1, dy = val ? 0 : (int)((h >> 32) % (uint64_t)span) - m->shift;
+        int dx = val ? 0 : (int)((h >> 48) % (uint64_t)span) - m->shift;
+        copy_shifted(s, i, dy, dx, tf_f32(x) + r * per);
+        tf_i32(y)[r] = s->labels[i];
+    }
+    return tf_batch_set(out, "pixel_values", x) || tf_batch_set(out, "labels", y) ? -1 : 0;
+}
+
+static void images_free(tf_loader *l) { free(l); }
+
+static const tf_loader_vt IMAGES_LOADER = {images_next, images_free};
+
+tf_loader *tf_images_loader_new(const tf_images *train, const tf_images *valid, int shift, uint64_t seed) {
+    if (!train || train->n < 1 || !train->labels) return tf_set_error("images: the training set needs labelled images"), NULL;
+    if (valid && (valid->n < 1 || !valid->labels)) return tf_set_error("images: the validation set needs labelled images"), NULL;
+    if (valid && (valid->channels != train->channels || valid->height != train->height ||
+                  valid->width != train->width || valid->n_classes != train->n_classes))
+        return tf_set_error("images: validation images %dx%dx%d of %d classes differ from the training images "
+                            "%dx%dx%d of %d classes", valid->channels, valid->height, valid->width, valid->n_classes,
+                            train->channels, train->height, train->width, train->n_classes), NULL;
+    if (shift < 0 || shift >= 256) return tf_set_error("images: shift %d must lie in [0,256)", shift), NULL;
+    images_loader *m = calloc(1, sizeof *m);
+    if (!m) return tf_set_error("images: out of memory"), NULL;
+    *m = (images_loader){{&IMAGES_LOADER}, train, valid, shift, seed};
+    return &m->base;
+}

@@ -1,0 +1,182 @@
+/* ViT: patches embedded by one strided projection (tf_patch_embed), a class
+ * token before them, learned positions, a stack of the one Transformer block
+ * (pre-LN, bidirectional, separate q/k/v: Hugging Face ViTLayer's name map),
+ * the final LayerNorm and the head of ViTModel / ViTForImageClassification.
+ *
+ *   p = patch_embed(pixels)                         (B,N,C)   N = (S/P)^2
+ *   x = [cls; p] + position                         (B,N+1,C)
+ *   x = block_l(x)            l = 0 .. n_layer-1    (B,N+1,C)
+ *   h = LN(x)                                       (B,N+1,C)  last_hidden_state
+ *   ViTModel: pooled = tanh(dense(h[:, 0]))         (B,C)
+ *   ViTForImageClassification: logits = classifier(h[:, 0])   (B,L)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/internal.h"
+
+/* Hugging Face's names for a ViTLayer's tensors, in its checkpoint order. */
+static const tf_block_name VIT_BLOCK[] = {
+    {TF_BP_Q_W, "attention.attention.query.weight"},  {TF_BP_Q_B, "attention.attention.query.bias"},
+    {TF_BP_K_W, "attention.attention.key.weight"},    {TF_BP_K_B, "attention.attention.key.bias"},
+    {TF_BP_V_W, "attention.attention.value.weight"},  {TF_BP_V_B, "attention.attention.value.bias"},
+    {TF_BP_OUT_W, "attention.output.dense.weight"},   {TF_BP_OUT_B, "attention.output.dense.bias"},
+    {TF_BP_FF_IN_W, "intermediate.dense.weight"},     {TF_BP_FF_IN_B, "intermediate.dense.bias"},
+    {TF_BP_FF_OUT_W, "output.dense.weight"},          {TF_BP_FF_OUT_B, "output.dense.bias"},
+    {TF_BP_NORM_ATTN_W, "layernorm_before.weight"},   {TF_BP_NORM_ATTN_B, "layernorm_before.bias"},
+    {TF_BP_NORM_FF_W, "layernorm_after.weight"},      {TF_BP_NORM_FF_B, "layernorm_after.bias"},
+};
+
+static tf_block_config block_config(const tf_vit_config *c) {
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    b.d_ff = c->d_ff, b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 1;
+    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
+    b.attn = TF_ATTN_FULL, b.ff_dropout = 0, b.w_in_out = 0;
+    return b;
+}
+
+/* "vit." before the body's names when a head sits on it (Hugging Face's layout). */
+static int body_name(const tf_vit *m, char *out, size_t n, const char *name) {
+    if ((size_t)snprintf(out, n, "%s%s", m->cfg.head == TF_VIT_BODY ? "" : "vit.", name) >= n)
+        return tf_set_error("vit: parameter name %s too long", name);
+    return 0;
+}
+
+static int register_embeddings(tf_vit *m) {
+    const tf_vit_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    float std = c->init_std;
+    int64_t D = c->d_model, P = c->patch_size;
+    char n[256];
+    return body_name(m, n, sizeof n, "embeddings.cls_token") ||
+           tf_params_add(ps, n, &m->cls_token, 3, (int64_t[]){1, 1, D}, std) ||
+           body_name(m, n, sizeof n, "embeddings.position_embeddings") ||
+           tf_params_add(ps, n, &m->position, 3, (int64_t[]){1, tf_vit_patches(c) + 1, D}, std) ||
+           body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.weight") ||
+           tf_params_add(ps, n, &m->patch_w, 4, (int64_t[]){D, c->channels, P, P}, std) ||
+           body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.bias") ||
+           tf_params_add(ps, n, &m->patch_b, 1, (int64_t[]){D}, TF_INIT_ZEROS);
+}
+
+static int register_all(tf_vit *m) {
+    const tf_vit_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    char n[256];
+    int rc = register_embeddings(m);
+    tf_block_names names = {VIT_BLOCK, (int)(sizeof VIT_BLOCK / sizeof *VIT_BLOCK)};
+    tf_block_init init = {c->init_std, c->init_std, 0};
+    for (int i = 0; !rc && i < c->n_layer; i++) {
+        char layer[64];
+        snprintf(layer, sizeof layer, "encoder.layer.%d.", i);
+        rc = body_name(m, n, sizeof n, layer) || tf_block_register(ps, n, &m->layer[i], &m->block, &names, init);
+    }
+    rc = rc || body_name(m, n, sizeof n, "layernorm") || tf_layer_norm_register(ps, n, &m->norm, c->d_model, c->norm_eps, 1);
+    if (!rc && c->head == TF_VIT_BODY && c->pooler)
+        rc = tf_pooler_register(ps, "pooler.dense", &m->pooler, c->d_model, c->init_std);
+    if (!rc && c->head == TF_VIT_IMAGE_CLS)
+        rc = tf_classifier_register(ps, "classifier", &m->cls, c->d_model, c->n_labels, 0, c->init_std);
+    return rc;
+}
+
+tf_vit *tf_vit_new(const tf_vit_config *cfg, uint64_t seed) {
+    if (tf_vit_config_check(cfg)) return NULL;
+    tf_vit *m = calloc(1, sizeof *m);
+    if (!m || !(m->params = tf_params_new()) || !(m->layer = calloc((size_t)cfg->n_layer, sizeof *m->layer))) {
+        tf_vit_free(m);
+        return tf_set_error("vit: out of memory"), NULL;
+    }
+    m->cfg = *cfg;
+    if (!m->cfg.d_ff) m->cfg.d_ff = 4 * cfg->d_model;
+    m->block = block_config(&m->cfg);
+    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
+        tf_vit_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static void free_labels(tf_vit *m) {
+    for (int i = 0; m->labels && i < m->cfg.n_labels; i++) free(m->labels[i]);
+    free(m->labels);
+    m->labels = NULL;
+}
+
+void tf_vit_free(tf_vit *m) {
+    if (!m) return;
+    free_labels(m);
+    tf_params_free(m->params);
+    free(m->layer);
+    free(m);
+}
+
+int tf_vit_set_labels(tf_vit *m, const char *const *names, int n) {
+    if (n != m->cfg.n_labels) return tf_set_error("vit: %d label names for %d labels", n, m->cfg.n_labels);
+    char **v = calloc((size_t)n, sizeof *v);
+    for (int i = 0; v && i < n; i++)
+        if (!(v[i] = strdup(names[i]))) {
+            while (i--) free(v[i]);
+            free(v), v = NULL;
+        }
+    if (!v) return tf_set_error("vit: out of memory");
+    free_labels(m);
+    m->labels = v;
+    return 0;
+}
+
+const char *tf_vit_label(const tf_vit *m, int i, char *buf, size_t n) {
+    if (m->labels && i >= 0 && i < m->cfg.n_labels) return m->labels[i];
+    snprintf(buf, n, "LABEL_%d", i); /* Hugging Face's default names */
+    return buf;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static int check_inputs(const tf_vit *m, const tf_vit_inputs *in) {
+    const tf_vit_config *c = &m->cfg;
+    const tf_tensor *x = in->pixel_values, *y = in->labels;
+    char s[64];
+    if (!x || x->dtype != TF_DTYPE_F32 || x->ndim != 4 || x->shape[1] != c->channels || x->shape[2] != c->image_size ||
+        x->shape[3] != c->image_size)
+        return tf_set_error("vit: pixel_values %s must be F32 (B,%d,%d,%d): num_channels and image_size of the model",
+                            x ? tf_shape_str(x, s, sizeof s) : "(none)", c->channels, c->image_size, c->image_size);
+    if (!y) return 0;
+    if (c->head != TF_VIT_IMAGE_CLS) return tf_set_error("vit: labels need ViTForImageClassification");
+    if (y->dtype != TF_DTYPE_I32 || y->ndim != 1 || y->shape[0] != x->shape[0])
+        return tf_set_error("vit: labels %s must be I32 (%lld)", tf_shape_str(y, s, sizeof s), (long long)x->shape[0]);
+    for (int64_t i = 0; i < y->shape[0]; i++)
+        if (tf_i32(y)[i] != -100 && (tf_i32(y)[i] < 0 || tf_i32(y)[i] >= c->n_labels))
+            return tf_set_error("vit: label %d of image %lld is out of range [0,%d)", tf_i32(y)[i], (long long)i,
+                                c->n_labels);
+    return 0;
+}
+
+/* (B,N+1,C): the class token, then the embedded patches; positions added. */
+static tf_tensor *embed(tf_ctx *ctx, const tf_vit *m, tf_tensor *pixels) {
+    int64_t B = pixels->shape[0], D = m->cfg.d_model;
+    tf_tensor *patches = tf_patch_embed(ctx, pixels, m->patch_w, m->patch_b);  // (B,N,C)
+    tf_tensor *zeros = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, 1, D}, 0);
+    tf_tensor *cls = tf_add(ctx, zeros, m->cls_token);                          // (B,1,C), broadcast
+    tf_tensor *x = tf_concat(ctx, 2, (tf_tensor *[]){cls, patches}, 1);         // (B,N+1,C)
+    return tf_dropout(ctx, tf_add(ctx, x, m->position), m->cfg.dropout);       // (B,N+1,C)
+}
+
+int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_outputs *out) {
+    memset(out, 0, sizeof *out);
+    if (check_inputs(m, in)) return -1;
+    tf_tensor *x = embed(ctx, m, in->pixel_values);
+    tf_block_args args = {0};
+    for (int i = 0; i < m->cfg.n_layer; i++) x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
+    if (!(out->last_hidden_state = tf_layer_norm_forward(ctx, &m->norm, x))) return -1;  // (B,N+1,C)
+    if (m->cfg.head == TF_VIT_BODY) {
+        if (m->cfg.pooler && !(out->pooler_output = tf_pooler_forward(ctx, &m->pooler, out->last_hidden_state)))
+            return -1;
+        return 0;
+    }
+    int64_t B = x->shape[0];
+    tf_tensor *first = tf_reshape(ctx, tf_narrow(ctx, out->last_hidden_state, 1, 0, 1), 2,
+                                  (int64_t[]){B, m->cfg.d_model});                // (B,C)
+    if (!(out->logits = tf_classifier_seq_forward(ctx, &m->cls, first))) return -1; // (B,L)
+    if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing)))
+        return -1;
+    return 0;
+}

@@ -1,0 +1,67 @@
+/* The ViT configuration: one field table drives its defaults, checks, the
+ * training flags and the checkpoint signature; Hugging Face's ViTConfig keys
+ * are its aliases (hidden_size for d_model, ...) and the head names its
+ * architectures. */
+#include <string.h>
+
+#include "../../core/internal.h"
+
+static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
+static const char *const HEADS[] = {"ViTModel", "ViTForImageClassification", NULL};
+_Static_assert(sizeof(tf_vit_head) == sizeof(int), "enum rows store an int");
+
+#define SIG TF_FIELD_SIGNATURE
+#define R(m, type, def, range, choices, help, flags, alias) \
+    TF_FIELD_ROW(tf_vit_config, m, type, #m, def, range, choices, help, flags, alias)
+static const tf_field ROWS[] = {
+    R(image_size, TF_FIELD_INT, "28", "[1,65535]", NULL, "images are image_size x image_size pixels", SIG, NULL),
+    R(patch_size, TF_FIELD_INT, "4", "[1,65535]", NULL, "patches are patch_size x patch_size pixels", SIG, "patch"),
+    R(channels, TF_FIELD_INT, "1", "[1,4]", NULL, "colour channels (1 grey, 3 RGB)", SIG, "num_channels"),
+    R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers|num_hidden_layers"),
+    R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads|num_attention_heads"),
+    R(d_model, TF_FIELD_INT, "64", "[1,inf)", NULL, "width, a multiple of n_head", SIG, "hidden_size|width"),
+    R(d_ff, TF_FIELD_INT, "0", "[0,inf)", NULL, "feed-forward width; 0: 4 * d_model", SIG, "intermediate_size"),
+    R(activation, TF_FIELD_ENUM, "gelu", NULL, ACTIVATIONS, "the feed-forward activation (ViT: erf gelu)", SIG, "hidden_act"),
+    R(norm_eps, TF_FIELD_FLOAT, "1e-12", "(0,inf)", NULL, "LayerNorm epsilon", SIG, "layer_norm_eps"),
+    R(dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the embeddings and sub-layer outputs", 0, "hidden_dropout_prob"),
+    R(attn_dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the attention weights", 0, "attention_probs_dropout_prob"),
+    R(qkv_bias, TF_FIELD_BOOL, "true", NULL, NULL, "the query, key and value projections have biases", SIG, NULL),
+    R(head, TF_FIELD_ENUM, "ViTForImageClassification", NULL, HEADS, "the head (Hugging Face's architecture)", SIG, NULL),
+    R(n_labels, TF_FIELD_INT, "10", "[1,100000]", NULL, "classes of the classifier", SIG, "num_labels"),
+    R(pooler, TF_FIELD_BOOL, "false", NULL, NULL, "ViTModel: the tanh pooler over the class token", SIG, NULL),
+    R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights", 0, "initializer_range"),
+};
+#undef R
+
+const tf_field_table tf_vit_config_table = {"ViT model", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};
+
+tf_vit_config tf_vit_config_default(void) {
+    tf_vit_config c = {0};
+    tf_fields f = {&tf_vit_config_table, &c};
+    tf_fields_defaults(&f, 1); /* cannot fail: tests/test_config.c parses every table's defaults */
+    return c;
+}
+
+int tf_vit_patches(const tf_vit_config *c) {
+    int side = c->patch_size > 0 ? c->image_size / c->patch_size : 0;
+    return side * side;
+}
+
+int tf_vit_config_check(const tf_vit_config *c) {
+    tf_fields f = {&tf_vit_config_table, (void *)c};
+    if (tf_fields_check(&f, 1)) return -1;
+    if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
+    if (c->patch_size > c->image_size)
+        return tf_set_error("patch_size %d is larger than image_size %d", c->patch_size, c->image_size);
+    if (c->head == TF_VIT_IMAGE_CLS && c->pooler)
+        return tf_set_error("pooler: ViTForImageClassification has none (classifier on the class token)");
+    return 0;
+}
+
+const char *tf_vit_head_name(tf_vit_head h) { return h >= TF_VIT_BODY && h <= TF_VIT_IMAGE_CLS ? HEADS[h] : "unknown"; }
+
+int tf_vit_head_from_name(const char *name) {
+    for (int i = 0; name && HEADS[i]; i++)
+        if (!strcmp(HEADS[i], name)) return i;
+    return -1;
+}

@@ -1,0 +1,180 @@
+/* ViT models as Hugging Face folders: config.json + model.safetensors, both
+ * ways, for ViTModel and ViTForImageClassification. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../util/util.h"
+
+/* config.json's keys through a field table; the other keys are ignored or refused below. */
+static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
+#define HF(m, type, name, def) TF_FIELD_ROW(tf_vit_config, m, type, name, def, NULL, NULL, NULL, 0, NULL)
+static const tf_field HF_ROWS[] = {
+    HF(image_size, TF_FIELD_INT, "image_size", "224"),
+    HF(patch_size, TF_FIELD_INT, "patch_size", "16"),
+    HF(channels, TF_FIELD_INT, "num_channels", "3"),
+    HF(n_layer, TF_FIELD_INT, "num_hidden_layers", "12"),
+    HF(n_head, TF_FIELD_INT, "num_attention_heads", "12"),
+    HF(d_model, TF_FIELD_INT, "hidden_size", "768"),
+    HF(d_ff, TF_FIELD_INT, "intermediate_size", "3072"),
+    TF_FIELD_ROW(tf_vit_config, activation, TF_FIELD_ENUM, "hidden_act", "gelu", NULL, HF_ACTIVATIONS, NULL, 0, NULL),
+    HF(norm_eps, TF_FIELD_FLOAT, "layer_norm_eps", "1e-12"),
+    HF(dropout, TF_FIELD_FLOAT, "hidden_dropout_prob", "0"),
+    HF(attn_dropout, TF_FIELD_FLOAT, "attention_probs_dropout_prob", "0"),
+    HF(qkv_bias, TF_FIELD_BOOL, "qkv_bias", "true"),
+    HF(init_std, TF_FIELD_FLOAT, "initializer_range", "0.02"),
+};
+#undef HF
+static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
+
+/* architectures[0] (ViTModel when absent), num_labels / id2label, problem_type. */
+static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    int head = cJSON_IsString(first) ? tf_vit_head_from_name(first->valuestring) : TF_VIT_BODY;
+    if (head < 0) return tf_set_error("%s: architecture \"%s\" is not a ViT class tformer has", path, first->valuestring);
+    c->head = (tf_vit_head)head;
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
+    c->n_labels = cJSON_IsNumber(n) ? n->valueint : cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 2;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    if (cJSON_IsString(p) && strcmp(p->valuestring, "single_label_classification"))
+        return tf_set_error("%s: problem_type %s is not implemented (single_label_classification is)", path,
+                            p->valuestring);
+    /* transformers 4.40+: the pooler's activation and width (tanh and hidden_size here) */
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "pooler_act");
+    if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && !strcmp(act->valuestring, "tanh")))
+        return tf_set_error("%s: \"pooler_act\" must be \"tanh\" (other pooler activations are not implemented)", path);
+    const cJSON *width = cJSON_GetObjectItemCaseSensitive(root, "pooler_output_size");
+    if (width && !cJSON_IsNull(width) && !(cJSON_IsNumber(width) && width->valueint == c->d_model))
+        return tf_set_error("%s: \"pooler_output_size\" must equal hidden_size %d", path, c->d_model);
+    const cJSON *model_type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(model_type) && strcmp(model_type->valuestring, "vit"))
+        return tf_set_error("%s: model_type \"%s\" is not \"vit\"", path, model_type->valuestring);
+    return 0;
+}
+
+/* id2label {"0": name, ...}: every id from 0 to n-1 once. */
+static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    int n = m->cfg.n_labels, rc = 0;
+    if (!map || m->cfg.head != TF_VIT_IMAGE_CLS) return 0;
+    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
+        return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
+    const char **names = calloc((size_t)n, sizeof *names);
+    if (!names) return tf_set_error("vit: out of memory");
+    for (const cJSON *j = map->child; j && !rc; j = j->next) {
+        char *end;
+        long id = strtol(j->string, &end, 10);
+        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
+            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
+                              j->string, n);
+        else names[id] = j->valuestring;
+    }
+    rc = rc || tf_vit_set_labels(m, names, n);
+    free(names);
+    return rc;
+}
+
+static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
+    *c = tf_vit_config_default();
+    tf_fields f = {&HF_TABLE, c};
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || read_extras(root, path, c)) return -1;
+    c->pooler = 0; /* set from the weights */
+    if (!tf_vit_config_check(c)) return 0;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    return tf_set_error("%s: %s", path, msg);
+}
+
+/* ---------------------------------------------------------------- weights */
+
+static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t) {
+    const tf_st_entry *e = tf_st_find(f, name);
+    if (!e) return tf_set_error("%s: missing tensor '%s'", path, name);
+    int same = e->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
+    if (!same) return tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
+    return tf_st_read_f32(f, e, t);
+}
+
+/* Every tensor of the model from the file, and no tensor of the file unused. */
+static int load_weights(tf_vit *m, const tf_st_file *f, const char *path) {
+    tf_params *ps = m->params;
+    int rc = tf_params_alloc(ps);
+    for (int i = 0; !rc && i < tf_params_count(ps); i++)
+        rc = read_tensor(f, path, tf_params_name(ps, i), tf_params_tensor(ps, i));
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const char *name = tf_st_entry_at(f, i)->name;
+        if (!tf_params_get(ps, name)) rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
+    }
+    return rc;
+}
+
+tf_vit *tf_vit_load_hf(const char *dir) {
+    char path[4096], weights[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    tf_vit_config c;
+    cJSON *root = tf_json_read(path);
+    tf_st_file *f = root && !read_config(root, path, &c) ? tf_st_open(weights) : NULL;
+    c.pooler = f && c.head == TF_VIT_BODY && tf_st_find(f, "pooler.dense.weight"); /* add_pooling_layer */
+    tf_vit *m = f ? tf_vit_new(&c, 0) : NULL;
+    if (m && (read_labels(m, root, path) || load_weights(m, f, weights))) {
+        tf_vit_free(m);
+        m = NULL;
+    }
+    tf_st_close(f);
+    cJSON_Delete(root);
+    return m;
+}
+
+/* ---------------------------------------------------------------- saving */
+
+static int labels_to_json(const tf_vit *m, cJSON *root) {
+    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
+    if (!id2 || !l2id) return tf_set_error("vit: out of memory");
+    for (int i = 0; i < m->cfg.n_labels; i++) {
+        char key[32], buf[32];
+        const char *name = tf_vit_label(m, i, buf, sizeof buf);
+        snprintf(key, sizeof key, "%d", i);
+        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
+            return tf_set_error("vit: out of memory");
+    }
+    return 0;
+}
+
+static int write_config(const tf_vit *m, const char *path) {
+    const tf_vit_config *c = &m->cfg;
+    tf_fields f = {&HF_TABLE, (void *)c};
+    cJSON *r = cJSON_CreateObject();
+    cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
+    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_vit_head_name(c->head)));
+    cJSON_AddStringToObject(r, "model_type", "vit");
+    int rc = !arch || tf_fields_to_json(r, &f, 1);
+    if (!rc && c->head == TF_VIT_IMAGE_CLS) {
+        cJSON_AddStringToObject(r, "problem_type", "single_label_classification");
+        rc = labels_to_json(m, r);
+    }
+    rc = rc || tf_json_write(path, r);
+    cJSON_Delete(r);
+    return rc ? -1 : 0;
+}
+
+int tf_vit_save_hf(const tf_vit *m, const char *dir) {
+    if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (write_config(m, path)) return -1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    tf_st_writer *w = tf_st_writer_new();
+    if (!w) return tf_set_error("vit: out of memory");
+    tf_params *ps = m->params;
+    int rc = 0;
+    for (int i = 0; i < tf_params_count(ps) && !rc; i++) rc = tf_st_writer_add(w, tf_params_name(ps, i), tf_params_tensor(ps, i));
+    if (!rc) rc = tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc;
+}

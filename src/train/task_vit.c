@@ -1,0 +1,172 @@
+/* Image classification: a ViTForImageClassification on labelled images (the
+ * images loader: draws with replacement, optional random shifts), cross-
+ * entropy with label smoothing, validation accuracy; saved as a Hugging Face
+ * folder with the class names as id2label. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train_internal.h"
+
+static const tf_field VIT_TASK_ROWS[] = {
+    TF_FIELD_ROW(tf_vit_task_config, val_fraction, TF_FIELD_FLOAT, "val_fraction", "0.1", "(0,1)", NULL,
+                 "without a validation set: the last part of the training images, held out", 0, NULL),
+    TF_FIELD_ROW(tf_vit_task_config, label_smoothing, TF_FIELD_FLOAT, "label_smoothing", "0.1", "[0,1)", NULL,
+                 "label smoothing of the loss (DeiT: 0.1)", 0, NULL),
+    TF_FIELD_ROW(tf_vit_task_config, shift, TF_FIELD_INT, "shift", "0", "[0,255]", NULL,
+                 "training images moved by up to this many pixels in x and y (augmentation)", 0, NULL),
+    TF_FIELD_ROW(tf_vit_task_config, label_names, TF_FIELD_STRING, "label_names", "", NULL, NULL,
+                 "the classes' names, comma-separated, for the folder's id2label (\"\": LABEL_<i>)", 0, NULL),
+    TF_FIELD_SUB(tf_vit_task_config, model, tf_vit_config_table),
+};
+const tf_field_table tf_vit_task_config_table = {"image classification", VIT_TASK_ROWS,
+                                                 (int)(sizeof VIT_TASK_ROWS / sizeof VIT_TASK_ROWS[0])};
+
+tf_vit_task_config tf_vit_task_config_default(void) {
+    tf_vit_task_config c;
+    memset(&c, 0, sizeof c);
+    tf_fields f = {&tf_vit_task_config_table, &c};
+    tf_fields_defaults(&f, 1);
+    return c;
+}
+
+typedef struct {
+    tf_task base;
+    tf_vit_task_config cfg;
+    tf_vit *m;
+    tf_images train, valid;
+    tf_loader *loader;
+} vit_task;
+
+/* ---------------------------------------------------------------- the task's table */
+
+static int vt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((vit_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    vit_task *v = (vit_task *)t;
+    tf_vit_inputs in = {tf_batch_get(b, "pixel_values"), tf_batch_get(b, "labels"), v->cfg.label_smoothing};
+    tf_vit_outputs out;
+    if (tf_vit_run(ctx, v->m, &in, &out)) return NULL;
+    int64_t L = v->m->cfg.n_labels;
+    for (int64_t i = 0; m && i < in.labels->shape[0]; i++) { /* accuracy of the argmax */
+        const float *z = tf_f32(out.logits) + i * L;
+        int64_t best = 0;
+        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        m->sum[0] += best == tf_i32(in.labels)[i], m->count[0] += 1;
+    }
+    return out.loss;
+}
+
+static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->m->params; }
+
+static int vt_signature(tf_task *t, char *out, size_t n) {
+    tf_fields f = {&tf_vit_config_table, &((vit_task *)t)->m->cfg};
+    return tf_fields_signature(&f, 1, out, n);
+}
+
+static int vt_save(tf_task *t, const char *dir) { return tf_vit_save_hf(((vit_task *)t)->m, dir); }
+
+/* Tokens per image: the patches and the class token. */
+static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * (tf_vit_patches(&((vit_task *)t)->m->cfg) + 1); }
+
+static void vt_free(tf_task *t) {
+    vit_task *v = (vit_task *)t;
+    tf_vit_free(v->m);
+    tf_loader_free(v->loader);
+    tf_images_free(&v->train), tf_images_free(&v->valid);
+    free(v);
+}
+
+static const tf_task_vt VIT_TASK = {vt_batch, vt_loss, vt_params, vt_signature, vt_save, NULL, NULL, vt_tokens, vt_free,
+                                    NULL};
+
+/* ---------------------------------------------------------------- construction */
+
+/* The images fit the model: square, its channels and size, its labels. */
+static int check_images(const tf_vit_config *c, const tf_images *s, const char *which) {
+    if (s->height != s->width)
+        return tf_set_error("%s images are %dx%d: ViT takes square images", which, s->width, s->height);
+    if (s->channels != c->channels || s->height != c->image_size)
+        return tf_set_error("%s images are %d channel(s) of %dx%d: set --channels %d --image-size %d (now %d, %d)", which,
+                            s->channels, s->width, s->height, s->channels, s->height, c->channels, c->image_size);
+    if (!s->labels || s->n_classes > c->n_labels)
+        return tf_set_error("%s images have %d classes, the model n_labels %d: set --n-labels", which, s->n_classes,
+                            c->n_labels);
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->labels[i] < 0 || s->labels[i] >= c->n_labels)
+            return tf_set_error("%s image %lld has label %d, outside [0,%d)", which, (long long)i, s->labels[i], c->n_labels);
+    return 0;
+}
+
+/* "a,b,c" as the model's label names: exactly n_labels of them. */
+static int set_label_names(tf_vit *m, const char *list) {
+    if (!*list) return 0;
+    int n = m->cfg.n_labels, k = 0, rc = 0;
+    char *copy = strdup(list), **names = calloc((size_t)n, sizeof *names);
+    if (!copy || !names) rc = tf_set_error("vit: out of memory");
+    for (char *p = copy, *next; !rc && p; p = next, k++) {
+        next = strchr(p, ',');
+        if (next) *next++ = 0;
+        if (k < n) names[k] = p;
+    }
+    if (!rc && k != n) rc = tf_set_error("label_names: %d names for n_labels %d", k, n);
+    if (!rc) rc = tf_vit_set_labels(m, (const char *const *)names, n);
+    free(copy), free(names);
+    return rc;
+}
+
+/* The validation set: given, or the training set's tail. */
+static int split_sets(vit_task *v) {
+    if (v->valid.n) return 0;
+    int64_t n_val = (int64_t)((double)v->train.n * v->cfg.val_fraction);
+    if (n_val < 1 || v->train.n - n_val < 1)
+        return tf_set_error("%lld training images are too few to hold out val_fraction %g", (long long)v->train.n,
+                            v->cfg.val_fraction);
+    tf_images head;
+    if (tf_images_take(&v->train, v->train.n - n_val, n_val, &v->valid) ||
+        tf_images_take(&v->train, 0, v->train.n - n_val, &head))
+        return -1;
+    tf_images_free(&v->train);
+    v->train = head;
+    return 0;
+}
+
+tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                         uint64_t seed) {
+    vit_task *v = calloc(1, sizeof *v);
+    if (v) { /* the sets are the task's from here on */
+        v->train = *train;
+        if (valid) v->valid = *valid;
+    } else {
+        tf_images_free(train), tf_images_free(valid);
+    }
+    memset(train, 0, sizeof *train);
+    if (valid) memset(valid, 0, sizeof *valid);
+    if (!v) return tf_set_error("train: out of memory"), NULL;
+    v->base.vt = &VIT_TASK, v->cfg = *c;
+    v->base.config = (tf_fields){&tf_vit_task_config_table, &v->cfg};
+    v->base.n_metrics = 1, v->base.metric_names[0] = "accuracy", v->base.select_metric = 1;
+    tf_fields f = {&tf_vit_task_config_table, &v->cfg};
+    int rc = tf_fields_check(&f, 1) || tf_vit_config_check(&c->model);
+    if (!rc && c->model.head != TF_VIT_IMAGE_CLS) rc = tf_set_error("head: training needs ViTForImageClassification");
+    if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
+    rc = rc || check_images(&c->model, &v->train, "training") || split_sets(v) ||
+         check_images(&c->model, &v->valid, "validation") ||
+         !(v->m = tf_vit_new(&c->model, seed ? seed : 1)) || set_label_names(v->m, c->label_names) ||
+         !(v->loader = tf_images_loader_new(&v->train, &v->valid, c->shift, seed));
+    if (rc) {
+        vt_free(&v->base);
+        return NULL;
+    }
+    return &v->base;
+}
+
+const tf_vit *tf_vit_task_model(const tf_task *t) { return ((const vit_task *)t)->m; }
+
+int64_t tf_vit_task_images(const tf_task *t, tf_subset subset) {
+    const vit_task *v = (const vit_task *)t;
+    return subset == TF_SUBSET_VAL ? v->valid.n : v->train.n;
+}

@@ -1,0 +1,491 @@
+/* ViT against PyTorch and Hugging Face transformers (tests/ref/gen_vit_fixtures.py):
+ * the patch-embedding op against Conv2d(stride=P) with its gradients; every
+ * model case of tests/fixtures_vit through `tformer hf-run` (ViTModel,
+ * ViTForImageClassification) to 1e-5; a perturbed weight fails the
+ * comparison; tformer's folders round-trip (and, with TFORMER_EXPORT_DIR,
+ * are written for transformers to load: make vit-conformance). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define TOL 1e-5
+#define VIT_DIR "tests/fixtures_vit"
+
+static tf_tensor *load(const tf_st_file *f, const char *name, tf_arena *a) {
+    const tf_st_entry *e = tf_st_find(f, name);
+    return e ? tf_st_to_tensor(f, e, a) : NULL;
+}
+
+static double max_abs_diff(const float *a, const float *b, int64_t n) {
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+/* ---------------------------------------------------------------- the patch embedding */
+
+static double patch_case(const char *dir) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/case.safetensors", dir);
+    tf_st_file *f = tf_st_open(p);
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(1);
+    double worst = -1;
+    tf_tensor *x = f ? load(f, "x", a) : NULL, *w = f ? load(f, "weight", a) : NULL, *b = f ? load(f, "bias", a) : NULL;
+    tf_tensor *r = f ? load(f, "r", a) : NULL, *want = f ? load(f, "out", a) : NULL;
+    if (x && w && b && r && want) {
+        /* leaves of the context that track gradients, holding the file's values */
+        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1), *lw = tf_tensor_new(ctx, TF_DTYPE_F32, 4, w->shape, 1);
+        tf_tensor *lb = tf_tensor_new(ctx, TF_DTYPE_F32, 1, b->shape, 1);
+        memcpy(lx->data, x->data, (size_t)tf_numel(x) * 4), memcpy(lw->data, w->data, (size_t)tf_numel(w) * 4);
+        memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
+        tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
+        if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
+            worst = max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
+            const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
+            tf_tensor *leaves[3] = {lx, lw, lb};
+            for (int i = 0; i < 3; i++) {
+                tf_tensor *g = load(f, names[i], a);
+                double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
+                if (!(e <= worst)) worst = e;
+            }
+        }
+    }
+    tf_ctx_free(ctx);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return worst;
+}
+
+/* Output to 1e-5 absolute, gradients to 1e-5 relative L2 error. */
+TEST(vit_patch_embed_matches_pytorch) {
+    static const char *const CASES[] = {"patch_embed_rgb_9x11_p4", "patch_embed_grey_28_p7", "patch_embed_p1"};
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/%s", VIT_DIR, CASES[i]);
+        double e = patch_case(dir);
+        CHECKF(e >= 0 && e <= TOL, "%s: error %g (%s)", CASES[i], e, tf_error());
+        if (e > worst) worst = e;
+    }
+    printf("    3 Conv2d(stride=P) cases, worst error %.2e\n", worst);
+}
+
+/* ---------------------------------------------------------------- hf-run against transformers */
+
+static const char *fixture_dir(void) {
+    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases (make vit-conformance) */
+    return strcmp(d, "tests/fixtures") ? d : VIT_DIR;
+}
+
+/* Max |got - expected| over every field of expected (NaN equal to NaN); the
+ * output must hold exactly those fields, of the same shapes; -1 when not. */
+static double compare_outputs(const char *expected_path, const char *out_path) {
+    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
+    tf_arena *a = tf_arena_new(0);
+    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
+    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
+        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
+        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
+        int same = te && tg && te->ndim == tg->ndim;
+        for (int d = 0; same && d < te->ndim; d++) same = te->shape[d] == tg->shape[d];
+        if (!same) {
+            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
+            worst = -1;
+            break;
+        }
+        for (int64_t j = 0; j < tf_numel(te); j++) {
+            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
+            double d = x != x && y != y ? 0 : fabs((double)x - y);
+            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
+        }
+    }
+    tf_arena_free(a);
+    tf_st_close(exp), tf_st_close(got);
+    return worst;
+}
+
+/* hf-run of model folder dir on case's input, against case's expected outputs. */
+static double run_case(const char *dir, const char *case_dir, const char *out) {
+    char in[1300], exp[1300];
+    snprintf(in, sizeof in, "%s/input.safetensors", case_dir);
+    snprintf(exp, sizeof exp, "%s/expected.safetensors", case_dir);
+    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), -1;
+    double d = compare_outputs(exp, out);
+    unlink(out);
+    return d;
+}
+
+static int is_model_case(const char *dir) {
+    char p[1400];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    return access(p, F_OK) == 0;
+}
+
+TEST(vit_hf_run_matches_transformers) {
+    const char *dir = fixture_dir();
+    char *names[256], path[1200], out[] = "/tmp/tformer_vit_out_XXXXXX";
+    int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0;
+    CHECKF(n > 0, "no cases in %s", dir);
+    CHECK(test_temp_file(out) == 0);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        free(names[i]);
+        if (!is_model_case(path)) continue;
+        double d = run_case(path, path, out);
+        cases++;
+        if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
+        else if (d > worst) worst = d;
+    }
+    unlink(out);
+    printf("    %d ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
+    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed", failed, cases);
+}
+
+/* ---------------------------------------------------------------- scratch folders */
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* src's config.json (with `from` replaced by `to` when given) and
+ * model.safetensors (element `at` of tensor `name` moved by delta; the tensor
+ * `drop` left out) into dst. */
+static int copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
+                     float delta, const char *drop) {
+    char p[1200];
+    size_t n;
+    snprintf(p, sizeof p, "%s/config.json", src);
+    char *text = test_slurp(p, &n), *hit = text && from ? strstr(text, from) : NULL;
+    if (!text || (from && !hit)) return free(text), -1;
+    char *cfg = malloc(n + (to ? strlen(to) : 0) + 1);
+    if (!cfg) return free(text), -1;
+    if (hit) {
+        memcpy(cfg, text, (size_t)(hit - text));
+        strcpy(cfg + (hit - text), to);
+        strcat(cfg, hit + strlen(from));
+    } else {
+        strcpy(cfg, text);
+    }
+    snprintf(p, sizeof p, "%s/config.json", dst);
+    int rc = write_text(p, cfg);
+    free(cfg), free(text);
+    snprintf(p, sizeof p, "%s/model.safetensors", src);
+    tf_st_file *f = tf_st_open(p);
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    rc = rc || !f || !w || !a ? -1 : 0;
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, a);
+        if (!t) rc = -1;
+        else if (name && !strcmp(e->name, name)) tf_f32(t)[at] += delta;
+        if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors", dst);
+    if (!rc) rc = tf_st_writer_save(w, p);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return rc;
+}
+
+#define CLS_CASE VIT_DIR "/cls_grey28_p4_labels"
+#define BODY_CASE VIT_DIR "/model_rgb13_p4_leftover"
+
+/* The comparison notices a changed weight: one element of each of these
+ * tensors moved by 1e-3 fails the tolerance (an unchanged copy passes). */
+TEST(vit_perturbed_weight_fails_the_comparison) {
+    static const char *const NAMES[] = {
+        "vit.embeddings.patch_embeddings.projection.weight", "vit.embeddings.patch_embeddings.projection.bias",
+        "vit.embeddings.cls_token", "vit.embeddings.position_embeddings",
+        "vit.encoder.layer.1.attention.attention.key.weight", "vit.encoder.layer.0.output.dense.bias",
+        "vit.encoder.layer.1.layernorm_after.weight", "vit.layernorm.bias", "classifier.weight", NULL};
+    char tmp[] = "/tmp/tformer_vitp_XXXXXX", out[64];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    CHECK(copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
+    double same = run_case(tmp, CLS_CASE, out);
+    int missed = 0;
+    double least = INFINITY;
+    for (int i = 0; NAMES[i]; i++) {
+        CHECK(copy_case(CLS_CASE, tmp, NULL, NULL, NAMES[i], 5, 1e-3f, NULL) == 0);
+        double d = run_case(tmp, CLS_CASE, out);
+        if (!(d > TOL)) missed += fprintf(stderr, "    %s + 1e-3: max |diff| %.3g passes\n", NAMES[i], d) > 0;
+        if (d < least) least = d;
+    }
+    test_rm_rf(tmp);
+    printf("    unchanged copy %.2e; one element + 1e-3 of each of 9 tensors: %.2e or more\n", same, least);
+    CHECK(same >= 0 && same <= TOL);
+    CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
+}
+
+/* ---------------------------------------------------------------- tformer's folders */
+
+/* Random images (B,C,S,S) in [0,1] and labels (B) into an input file. */
+static int write_input(const char *path, int64_t B, const tf_vit_config *c, int labels) {
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 4, (int64_t[]){B, c->channels, c->image_size, c->image_size}, 0);
+    tf_tensor *y = tf_tensor_alloc(a, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
+    tf_st_writer *w = tf_st_writer_new();
+    int rc = x && y && w ? 0 : -1;
+    if (!rc) {
+        tf_tensor_fill_uniform(x, (uint64_t)B * 31 + (uint64_t)c->image_size, 0.0f, 1.0f);
+        for (int64_t b = 0; b < B; b++) tf_i32(y)[b] = (int32_t)((b * 7 + 1) % c->n_labels);
+        rc = tf_st_writer_add(w, "pixel_values", x) || (labels && tf_st_writer_add_as(w, "labels", y, TF_ST_I64)) ||
+             tf_st_writer_save(w, path);
+    }
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc;
+}
+
+/* Every parameter N(0, 0.4) (norms around 1): outputs that move with every weight. */
+static void randomize(tf_vit *m, uint64_t seed) {
+    for (int i = 0; i < tf_params_count(m->params); i++) {
+        tf_tensor *t = tf_params_tensor(m->params, i);
+        int norm = strstr(tf_params_name(m->params, i), "layernorm") != NULL;
+        tf_tensor_fill_normal(t, seed + (uint64_t)i, norm ? 0.2f : 0.4f);
+        for (int64_t k = 0; norm && t->ndim == 1 && strstr(tf_params_name(m->params, i), "weight") && k < tf_numel(t); k++)
+            tf_f32(t)[k] += 1.0f;
+    }
+}
+
+/* Configurations tformer writes: grey and RGB, odd patches, with and without
+ * the head, the pooler, q/k/v biases, each activation. */
+static tf_vit_config export_config(int k) {
+    tf_vit_config c = tf_vit_config_default();
+    c.image_size = k % 2 ? 12 : 28, c.patch_size = k % 2 ? 3 : 7, c.channels = k % 2 ? 3 : 1;
+    c.d_model = 12, c.n_head = k % 3 + 1, c.n_layer = 1 + k % 2, c.d_ff = 20, c.n_labels = 4 + k;
+    c.head = k % 2 ? TF_VIT_BODY : TF_VIT_IMAGE_CLS, c.pooler = k == 1, c.qkv_bias = k != 2;
+    c.activation = (tf_activation)(k % 4), c.norm_eps = k ? 1e-6f : 1e-12f;
+    return c;
+}
+
+/* A tformer model saved and loaded again gives the same outputs (and the
+ * same labels); with TFORMER_EXPORT_DIR the folders and inputs are left
+ * there for transformers (tests/ref/gen_vit_fixtures.py --expected-for). */
+TEST(vit_folders_round_trip) {
+    const char *export = getenv("TFORMER_EXPORT_DIR");
+    char tmp[] = "/tmp/tformer_vitx_XXXXXX", dir[1200], in[1300], out_a[1300], out_b[1300];
+    CHECK(mkdtemp(tmp) != NULL);
+    for (int k = 0; k < 4; k++) {
+        tf_vit_config c = export_config(k);
+        tf_vit *m = tf_vit_new(&c, 7 + (uint64_t)k);
+        CHECK(m != NULL);
+        randomize(m, 100 * (uint64_t)k);
+        const char *names[12] = {"t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker"};
+        if (c.head == TF_VIT_IMAGE_CLS) CHECK(tf_vit_set_labels(m, names, c.n_labels) == 0);
+        snprintf(dir, sizeof dir, "%s/vit_export_%d", export ? export : tmp, k);
+        snprintf(in, sizeof in, "%s/input.safetensors", dir);
+        snprintf(out_a, sizeof out_a, "%s/a.safetensors", tmp);
+        snprintf(out_b, sizeof out_b, "%s/b.safetensors", tmp);
+        CHECK(tf_vit_save_hf(m, dir) == 0 && write_input(in, 3, &c, c.head == TF_VIT_IMAGE_CLS) == 0);
+        tf_vit *back = tf_vit_load_hf(dir);
+        CHECK(back != NULL && back->cfg.pooler == c.pooler && back->cfg.qkv_bias == c.qkv_bias);
+        char b1[32], b2[32];
+        if (c.head == TF_VIT_IMAGE_CLS) CHECK(!strcmp(tf_vit_label(back, 3, b1, sizeof b1), tf_vit_label(m, 3, b2, sizeof b2)));
+        tf_vit_free(back);
+        CHECK(tf_hf_run(dir, in, out_a, NULL) == 0);
+        /* the same model through the library directly */
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_st_file *f = tf_st_open(in);
+        tf_tensor *x = f ? tf_st_to_tensor(f, tf_st_find(f, "pixel_values"), tf_ctx_arena(ctx)) : NULL;
+        tf_vit_outputs o;
+        CHECK(x && tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = x}, &o) == 0);
+        tf_st_writer *w = tf_st_writer_new();
+        CHECK(w && tf_st_writer_add(w, o.logits ? "logits" : "last_hidden_state", o.logits ? o.logits : o.last_hidden_state) == 0);
+        if (o.pooler_output) CHECK(tf_st_writer_add(w, "pooler_output", o.pooler_output) == 0);
+        CHECK(tf_st_writer_save(w, out_b) == 0);
+        tf_st_writer_free(w), tf_st_close(f), tf_ctx_free(ctx), tf_vit_free(m);
+        tf_st_file *a = tf_st_open(out_a);
+        tf_arena *ar = tf_arena_new(0);
+        const tf_st_entry *e = a ? tf_st_find(a, c.head == TF_VIT_IMAGE_CLS ? "logits" : "last_hidden_state") : NULL;
+        tf_tensor *got = e ? tf_st_to_tensor(a, e, ar) : NULL;
+        tf_st_file *bf = tf_st_open(out_b);
+        tf_tensor *want = bf ? tf_st_to_tensor(bf, tf_st_entry_at(bf, 0), ar) : NULL;
+        int equal = got && want && tf_numel(got) == tf_numel(want) &&
+                    !memcmp(got->data, want->data, (size_t)tf_numel(got) * sizeof(float));
+        if (c.head == TF_VIT_IMAGE_CLS) equal = equal && tf_st_find(a, "loss") != NULL;
+        tf_st_close(a), tf_st_close(bf), tf_arena_free(ar);
+        CHECKF(equal, "case %d: the loaded folder's outputs differ from the model's", k);
+    }
+    test_rm_rf(tmp);
+}
+
+/* ---------------------------------------------------------------- bad folders and inputs */
+
+typedef struct {
+    const char *name;
+    tf_st_dtype dtype;
+    int ndim;
+    int64_t shape[4];
+    float value; /* every element */
+} in_spec;
+
+typedef struct {
+    const char *what;
+    const char *model;         /* a fixture folder copied (CLS_CASE when NULL) */
+    const char *from, *to;     /* config.json patched */
+    const char *drop;          /* a tensor left out */
+    in_spec in[2];
+    const char *expect[2];     /* in the error message */
+} bad_case;
+
+#define PIX(c, h, w) {"pixel_values", TF_ST_F32, 4, {2, c, h, w}, 0.5f}
+static const bad_case BAD[] = {
+    {"RGB to a grey model", NULL, NULL, NULL, NULL, {PIX(3, 28, 28)}, {"pixel_values (2,3,28,28)", "(B,1,28,28)"}},
+    {"another image size", NULL, NULL, NULL, NULL, {PIX(1, 27, 27)}, {"(2,1,27,27)", "image_size"}},
+    {"integer pixels", NULL, NULL, NULL, NULL, {{"pixel_values", TF_ST_I64, 4, {2, 1, 28, 28}, 1}},
+     {"'pixel_values' is I64", "F32, F16 or BF16"}},
+    {"label 10 of 10", NULL, NULL, NULL, NULL, {PIX(1, 28, 28), {"labels", TF_ST_I64, 1, {2}, 10}},
+     {"'labels' holds 10 at [0]", "num_labels"}},
+    {"labels of another batch", NULL, NULL, NULL, NULL, {PIX(1, 28, 28), {"labels", TF_ST_I64, 1, {3}, 1}},
+     {"'labels' has shape (3)", "B = 2"}},
+    {"masked patches", NULL, NULL, NULL, NULL, {PIX(1, 28, 28), {"bool_masked_pos", TF_ST_BOOL, 2, {2, 49}, 0}},
+     {"'bool_masked_pos'", "not supported by hf-run"}},
+    {"labels to ViTModel", BODY_CASE, NULL, NULL, NULL, {PIX(3, 13, 13), {"labels", TF_ST_I64, 1, {2}, 1}},
+     {"'labels' is not an argument of ViTModel.forward()", NULL}},
+    {"unknown activation", NULL, "\"gelu_new\"", "\"gelu_fast\"", NULL, {PIX(1, 28, 28)}, {"config.json", "hidden_act"}},
+    {"regression", NULL, "\"image_size\"", "\"problem_type\": \"regression\", \"image_size\"", NULL, {PIX(1, 28, 28)},
+     {"config.json", "problem_type regression is not implemented"}},
+    {"patch larger than the image", NULL, "\"patch_size\": 4", "\"patch_size\": 29", NULL, {PIX(1, 28, 28)},
+     {"config.json", "patch_size 29 is larger than image_size 28"}},
+    {"image_size a list", NULL, "\"image_size\": 28", "\"image_size\": [28, 28]", NULL, {PIX(1, 28, 28)},
+     {"config.json", "image_size"}},
+    {"missing tensor", NULL, NULL, NULL, "classifier.bias", {PIX(1, 28, 28)}, {"model.safetensors", "'classifier.bias'"}},
+    {"pooler_act relu", NULL, "\"image_size\"", "\"pooler_act\": \"relu\", \"image_size\"", NULL,
+     {PIX(1, 28, 28)}, {"config.json", "pooler_act"}},
+};
+
+static int write_inputs(const in_spec *specs, const char *path) {
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    int rc = w && a ? 0 : -1;
+    for (const in_spec *s = specs; !rc && s < specs + 2 && s->name; s++) {
+        int is_f = s->dtype == TF_ST_F32, is_i = s->dtype == TF_ST_I64 || s->dtype == TF_ST_I32;
+        tf_tensor *t = tf_tensor_alloc(a, is_f ? TF_DTYPE_F32 : is_i ? TF_DTYPE_I32 : TF_DTYPE_U8, s->ndim, s->shape, 0);
+        if (!t) rc = -1;
+        for (int64_t i = 0; !rc && i < tf_numel(t); i++) {
+            if (is_f) tf_f32(t)[i] = s->value;
+            else if (is_i) tf_i32(t)[i] = (int32_t)s->value;
+            else tf_u8(t)[i] = (uint8_t)s->value;
+        }
+        if (!rc) rc = tf_st_writer_add_as(w, s->name, t, s->dtype);
+    }
+    if (!rc) rc = tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc;
+}
+
+TEST(vit_hf_run_bad_input_is_a_clear_error) {
+    char tmp[] = "/tmp/tformer_vitb_XXXXXX", in[64], out[64];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    int bad = 0;
+    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
+        const bad_case *k = &BAD[c];
+        if (copy_case(k->model ? k->model : CLS_CASE, tmp, k->from, k->to, NULL, 0, 0, k->drop) ||
+            write_inputs(k->in, in)) {
+            bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
+            continue;
+        }
+        tf_set_error("%s", "");
+        int rc = tf_hf_run(tmp, in, out, NULL);
+        const char *msg = tf_error();
+        int ok = rc == -1 && access(out, F_OK) != 0;
+        for (int i = 0; ok && i < 2 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
+        if (!ok || getenv("VIT_VERBOSE"))
+            bad += fprintf(stderr, "    %s: rc %d, output %s, error \"%s\"\n", k->what, rc,
+                           access(out, F_OK) ? "absent" : "written", msg) > 0 && !ok;
+        unlink(out);
+    }
+    test_rm_rf(tmp);
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
+}
+
+/* ---------------------------------------------------------------- gradients against PyTorch */
+
+/* The loss's gradient with respect to the pixels and every parameter of a
+ * fixture's ViTForImageClassification (backward through the patch embedding,
+ * the class token's broadcast and concatenation, the positions, the blocks,
+ * the final LayerNorm and the classifier) against transformers' in float64:
+ * relative L2 error per tensor. */
+/* ||a - b|| and ||b|| in double. */
+static void diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm) {
+    *diff = *norm = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        *diff += d * d, *norm += (double)b[i] * b[i];
+    }
+    *diff = sqrt(*diff), *norm = sqrt(*norm);
+}
+
+#define MAX_GRADS 64
+
+static double gradient_case(const char *dir, int *n_tensors) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
+    tf_st_file *g = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_vit *m = tf_vit_load_hf(dir);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
+    tf_tensor *x = in ? load(in, "pixel_values", a) : NULL, *y = in ? load(in, "labels", a) : NULL;
+    int n = m ? tf_params_count(m->params) + 1 : 0;
+    if (g && m && x && y && n <= MAX_GRADS) {
+        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1);
+        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+        tf_vit_outputs o;
+        tf_params_zero_grad(m->params);
+        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){lx, y, 0}, &o) && !tf_backward(ctx, o.loss, NULL)) {
+            worst = 0;
+            for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
+                tf_tensor *t = i ? tf_params_tensor(m->params, i - 1) : lx;
+                tf_tensor *w = load(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
+                diff[i] = INFINITY, norm[i] = 1;
+                if (w && tf_numel(w) == tf_numel(t)) diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
+                if (norm[i] > largest) largest = norm[i];
+            }
+            /* relative to its own gradient; one that is zero in exact arithmetic
+             * (a key bias: softmax ignores a shift of every score) against the largest */
+            for (int i = 0; i < n; i++) {
+                double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
+                if (e > 1e-4) fprintf(stderr, "    %s: tensor %d: %.3g\n", dir, i, e);
+                if (!(e <= worst)) worst = e;
+            }
+            *n_tensors = n;
+        }
+    }
+    tf_arena_free(a);
+    tf_ctx_free(ctx);
+    tf_vit_free(m);
+    tf_st_close(in), tf_st_close(g);
+    return worst;
+}
+
+TEST(vit_gradients_match_pytorch) {
+    static const char *const CASES[] = {VIT_DIR "/cls_grey28_p4_labels", VIT_DIR "/cls_grey12_p7_one_patch"};
+    double worst = 0;
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        double e = gradient_case(CASES[i], &n);
+        CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
+        if (e > worst) worst = e;
+    }
+    printf("    pixels and every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+}

@@ -1,0 +1,188 @@
+/* ViT training through the CLI on a tiny synthetic idx set written here:
+ * 30 steps on the shared trainer learn (the loss falls, validation accuracy
+ * is reported), the same seed gives the same run, `tformer classify` (and
+ * `tformer eval --data-dir`) scores the set and classify labels a PNG; bad
+ * data are errors naming the file. */
+#include <png.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define N_IMAGES 240
+#define SIDE 12
+
+static void put32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* Pixel (y,x) of image i of class c: stripes every third row (class 0),
+ * column (1) or diagonal (2) at a phase drawn from i, over hashed noise:
+ * every 3x3 patch tells the class (two phases: linearly). */
+static unsigned char pixel(int i, int c, int y, int x) {
+    int phase = (i / 3) % 2, noise = (int)((unsigned)(i * 131 + y * 17 + x * 29) * 2654435761u >> 27);
+    int on = (c == 0 ? y : c == 1 ? x : x + y) % 3 == phase;
+    return (unsigned char)(on ? 200 + noise : noise * 3);
+}
+
+/* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: N_IMAGES of SIDE x SIDE, labels i % classes. */
+static int write_set(const char *dir, const char *split, int classes) {
+    size_t n = 16 + (size_t)N_IMAGES * SIDE * SIDE;
+    unsigned char *img = malloc(n), lab[8 + N_IMAGES];
+    if (!img) return -1;
+    put32(img, 0x803), put32(img + 4, N_IMAGES), put32(img + 8, SIDE), put32(img + 12, SIDE);
+    put32(lab, 0x801), put32(lab + 4, N_IMAGES);
+    for (int i = 0; i < N_IMAGES; i++) {
+        lab[8 + i] = (unsigned char)(i % classes);
+        for (int p = 0; p < SIDE * SIDE; p++) img[16 + (size_t)i * SIDE * SIDE + (size_t)p] = pixel(i, i % 3, p / SIDE, p % SIDE);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split);
+    FILE *f = fopen(path, "wb");
+    int rc = !f || fwrite(img, 1, n, f) != n;
+    if (f) rc |= fclose(f) != 0;
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split);
+    f = fopen(path, "wb");
+    rc |= !f || fwrite(lab, 1, sizeof lab, f) != sizeof lab;
+    if (f) rc |= fclose(f) != 0;
+    free(img);
+    return rc ? -1 : 0;
+}
+
+/* Image 0 of class 0 as an 8-bit grey PNG. */
+static int write_png(const char *path) {
+    FILE *f = fopen(path, "wb");
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    if (!f || !info || setjmp(png_jmpbuf(p))) return -1;
+    png_init_io(p, f);
+    png_set_IHDR(p, info, SIDE, SIDE, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(p, info);
+    for (int y = 0; y < SIDE; y++) {
+        unsigned char row[SIDE];
+        for (int x = 0; x < SIDE; x++) row[x] = pixel(0, 0, y, x);
+        png_write_row(p, row);
+    }
+    png_write_end(p, NULL);
+    png_destroy_write_struct(&p, &info);
+    return fclose(f);
+}
+
+#define MODEL_FLAGS "--image-size 12 --patch-size 3 --d-model 16 --n-layer 1 --n-head 2 --n-labels 3 --threads 1"
+
+/* Column `col` of losses.csv's rows: the first and last values. */
+static int losses(const char *run, int col, double *first, double *last) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/losses.csv", run);
+    size_t n;
+    char *text = test_slurp(p, &n), *line = text ? strchr(text, '\n') : NULL; /* after the header */
+    int rows = 0;
+    for (; line && line[1]; line = strchr(line + 1, '\n')) {
+        const char *f = line + 1;
+        for (int c = 0; c < col && f; c++) f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
+        if (!f || *f == ',' || *f == '\n') continue;
+        double v = atof(f);
+        if (!rows++) *first = v;
+        *last = v;
+    }
+    free(text);
+    return rows;
+}
+
+TEST(vit_train_30_steps_learns_and_classifies) {
+    char dir[] = "/tmp/tformer_vitt_XXXXXX", args[2048], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_set(dir, "train", 3) == 0 && write_set(dir, "t10k", 3) == 0);
+    for (int r = 0; r < 2; r++) {
+        snprintf(args, sizeof args, "train --arch vit --data-dir %s " MODEL_FLAGS " --steps 30 --batch 32 --warmup 5 "
+                 "--lr 3e-3 --eval-every 15 --log-every 15 --label-names rows,columns,diagonals --out %s/run%d", dir, dir, r);
+        int rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc == 0 && strstr(out, "accuracy"), "train: exit %d\n%s", rc, out);
+    }
+    char run0[256], run1[256], p[300];
+    snprintf(run0, sizeof run0, "%s/run0", dir), snprintf(run1, sizeof run1, "%s/run1", dir);
+    double first, last, acc0, acc;
+    CHECK(losses(run0, 1, &first, &last) == 30);
+    printf("    train loss %.3f at step 1, %.3f at step 30\n", first, last);
+    CHECKF(last < first - 0.2, "the loss went from %g to %g", first, last);
+    CHECK(losses(run0, 5, &acc0, &acc) == 2 && acc > 0.5); /* val_accuracy, 3 classes */
+    size_t n0, n1;
+    snprintf(p, sizeof p, "%s/losses.csv", run0);
+    char *a = test_slurp(p, &n0);
+    snprintf(p, sizeof p, "%s/losses.csv", run1);
+    char *b = test_slurp(p, &n1);
+    int same = a && b && n0 == n1 && !memcmp(a, b, n0);
+    free(a), free(b);
+    CHECKF(same, "two runs of the same seed differ");
+    snprintf(args, sizeof args, "classify --model %s --data-dir %s --threads 1", run0, dir);
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    CHECKF(strstr(out, "accuracy ") && strstr(out, "of 240 images of") && strstr(out, "t10k") &&
+           strstr(out, "diagonals"), "%s", out);
+    printf("    %.*s", (int)(strchr(out, '\n') ? strchr(out, '\n') - out + 1 : 0), out);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)(strchr(out, '\n') ? strchr(out, '\n') - out : 0), out);
+    snprintf(args, sizeof args, "eval --model %s --data-dir %s --threads 1", run0, dir); /* eval says the same */
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    CHECKF(*line && strstr(out, line), "eval: %s", out);
+    snprintf(p, sizeof p, "%s/rows.png", dir);
+    CHECK(write_png(p) == 0);
+    snprintf(args, sizeof args, "classify --model %s --threads 1 %s", run0, p);
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    CHECKF(strstr(out, p) && strchr(out, '\t'), "%s", out);
+    test_rm_rf(dir);
+}
+
+/* Data that do not fit: each an error naming what to change or the file. */
+TEST(vit_train_bad_data_is_a_clear_error) {
+    char dir[] = "/tmp/tformer_vitd_XXXXXX", args[2048], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_set(dir, "train", 3) == 0);
+    struct {
+        const char *data, *flags, *expect[2]; /* data NULL: the folder written here */
+    } cases[] = {
+        {NULL, MODEL_FLAGS " --n-labels 2", {"train-labels-idx1-ubyte", "label 2 of image 2 is out of range [0,2)"}},
+        {NULL, "--image-size 28 --patch-size 4 --threads 1", {"12x12", "--image-size 12"}},
+        {"/nonexistent_vit", MODEL_FLAGS, {"/nonexistent_vit", "train-images-idx3-ubyte"}},
+        {NULL, MODEL_FLAGS " --label-names a,b", {"label_names", "2 names for n_labels 3"}},
+        {NULL, MODEL_FLAGS " --head ViTModel", {"ViTForImageClassification", NULL}},
+        {NULL, MODEL_FLAGS " --tokenizer char", {"--tokenizer is a text setting", NULL}},
+        {NULL, MODEL_FLAGS " --src a.txt", {"--src is a seq2seq setting", NULL}},
+    };
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        snprintf(args, sizeof args, "train --arch vit --data-dir %s %s --steps 2 --out %s/run",
+                 cases[c].data ? cases[c].data : dir, cases[c].flags, dir);
+        int rc = test_run_cli("", args, out, sizeof out), ok = rc != 0;
+        for (int i = 0; ok && i < 2 && cases[c].expect[i]; i++) ok = strstr(out, cases[c].expect[i]) != NULL;
+        if (!ok) bad += fprintf(stderr, "    %s: exit %d: %s\n", cases[c].flags, rc, out) > 0;
+    }
+    test_rm_rf(dir);
+    CHECKF(bad == 0, "%d bad runs were not a clear error", bad);
+}
+
+/* The task's table: Fashion-MNIST's shape by default, flat keys beside the
+ * trainer's in one JSON file, Hugging Face's names as aliases, checks naming the field. */
+TEST(vit_task_config_table) {
+    tf_vit_task_config c = tf_vit_task_config_default();
+    tf_train_config t = tf_train_config_default();
+    CHECK(c.model.image_size == 28 && c.model.patch_size == 4 && c.model.channels == 1 && c.model.n_labels == 10);
+    CHECK(c.model.d_model == 64 && c.model.n_layer == 4 && c.model.n_head == 4 && c.model.d_ff == 0);
+    CHECK(c.model.head == TF_VIT_IMAGE_CLS && c.model.qkv_bias == 1 && c.label_smoothing == 0.1f && c.shift == 0);
+    CHECK(c.val_fraction == 0.1f && c.label_names[0] == 0 && tf_vit_config_check(&c.model) == 0);
+    CHECK(tf_vit_patches(&c.model) == 49);
+    const char *path = "/tmp/tformer_test_vit.json";
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs("{\"steps\": 7, \"patch_size\": 7, \"hidden_size\": 32, \"num_hidden_layers\": 2,"
+                     " \"label_smoothing\": 0, \"qkv_bias\": false}", f) >= 0 && fclose(f) == 0);
+    tf_fields fs[2] = {{&tf_train_config_table, &t}, {&tf_vit_task_config_table, &c}};
+    CHECK(tf_fields_load(fs, 2, path, 0) == 0 && t.steps == 7 && c.model.patch_size == 7 && c.model.d_model == 32);
+    CHECK(c.model.n_layer == 2 && c.label_smoothing == 0.0f && c.model.qkv_bias == 0 && tf_vit_patches(&c.model) == 16);
+    unlink(path);
+    c.model.n_head = 5;
+    CHECK(tf_vit_config_check(&c.model) == -1 && strstr(tf_error(), "d_model 32 is not a multiple of n_head 5"));
+    c.model.n_head = 4, c.model.patch_size = 29;
+    CHECK(tf_vit_config_check(&c.model) == -1 && strstr(tf_error(), "patch_size 29 is larger than image_size 28"));
+    CHECK(tf_fields_set(fs, 2, "--label-smoothing", "1") == -1 && strstr(tf_error(), "--label-smoothing expects a number in [0,1)"));
+}
