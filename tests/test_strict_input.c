@@ -198,3 +198,14 @@ TEST(strict_files_refuse_wrong_types_repeated_keys_and_missing_chars) {
     }
     test_rm_rf(dir);
 }
+
+/* ---------------------------------------------------------------- item 13: decode */
+
+/* A NUL byte is text like any other: decode writes every byte (it stopped at the NUL). */
+TEST(strict_decode_writes_nul_bytes) {
+    char args[512], out[256];
+    snprintf(args, sizeof args, "decode --tokenizer char < /dev/null && printf '65 0 66' | %s decode --tokenizer char | od -An -c",
+             test_tformer_bin());
+    int rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "A  \\0   B"), "exit %d: %s", rc, out);
+}
