@@ -139,9 +139,10 @@ static int translate_all(const tf_translator *t, const tf_translate_opts *o, con
 
 int tf_translate_lines(const tf_translator *t, const tf_translate_opts *o, int n, const char *const *lines,
                        const size_t *lens, char **texts, size_t *text_lens, int *bad) {
+    if (bad) *bad = -1;
+    if (n <= 0) return n < 0 ? tf_set_error("translate: %d lines", n) : 0;
     tf_ids *src = calloc((size_t)n + 1, sizeof *src), *out = calloc((size_t)n + 1, sizeof *out);
     int rc = src && out ? 0 : tf_set_error("translate: out of memory"), i = 0;
-    if (bad) *bad = -1;
     for (; !rc && i < n; i++) rc = source_ids(t, lines[i], lens[i], &src[i]);
     if (rc && bad && src && out) *bad = i - 1;
     if (!rc) rc = translate_all(t, o, src, n, out, bad);
