@@ -53,6 +53,7 @@
 #include "tformer/gpt.h"
 #include "tformer/bert.h"
 #include "tformer/train.h"
+#include "tformer/dist.h"
 #include "tformer/interop.h"
 #include "tformer/seq2seq.h"
 #include "tformer/rnn_seq2seq.h"
