@@ -54,6 +54,7 @@ static int put_clean(tf_buf *b, const char *s) {
 }
 
 static int items_text(const tf_dist_item *it, int n, tf_buf *b) {
+    if (tf_buf_put(b, "", 0)) return -1; /* a text even without items */
     for (int i = 0; i < n; i++) {
         char digest[128] = "";
         if (it[i].file) file_digest(it[i].file, digest, sizeof digest);
@@ -129,7 +130,7 @@ int tf_dist_same(const tf_dist_item *items, int n) {
     tf_buf b = {0};
     int rc = items_text(items, n, &b);
     if (tf_dist_agree(rc)) return free(b.p), -1;
-    uint64_t h = tf_dist_hash(TF_DIST_HASH_INIT, b.p ? b.p : "", b.n), *all = calloc((size_t)size, sizeof *all);
+    uint64_t h = tf_dist_hash(TF_DIST_HASH_INIT, b.p, b.n), *all = calloc((size_t)size, sizeof *all);
     if (tf_dist_agree(all ? 0 : tf_set_error("dist: out of memory"))) return free(b.p), free(all), -1;
     tf_dist_allgather(&h, sizeof h, all);
     int k = 1;
