@@ -22,6 +22,17 @@ ifeq ($(BLAS),1)
 CPPFLAGS += -DTF_BLAS
 LDLIBS += -ldl
 endif
+# Data-parallel training over MPI processes (docs/distributed.md) when Open MPI's
+# development files are installed (libopenmpi-dev); MPI=0 builds without (a single process).
+MPI ?= $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0)
+ifeq ($(MPI),1)
+MPI_CPPFLAGS := -DTF_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c))
+LDLIBS += $(shell pkg-config --libs ompi-c)
+endif
+# The one file that calls MPI is rebuilt when MPI changes (build/.mpi holds the setting).
+$(shell mkdir -p $(BUILD) && echo $(MPI) | cmp -s - $(BUILD)/.mpi || echo $(MPI) > $(BUILD)/.mpi)
+$(BUILD)/src/train/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
+$(BUILD)/src/train/dist.o: $(BUILD)/.mpi
 SAN     ?=
 
 LIB_SRC := $(wildcard src/*/*.c src/models/*/*.c)
@@ -80,6 +91,10 @@ VARIANTS := TFORMER_ISA=portable TFORMER_ISA=avx2 TFORMER_ISA=avx512 TFORMER_BLA
 test-variants: all $(BUILD)/run_tests
 	@for v in $(VARIANTS); do echo "== $$v"; env $$v TFORMER_BIN=$(BUILD)/tformer $(BUILD)/run_tests > $(BUILD)/variant.log \
 	    || { cat $(BUILD)/variant.log; exit 1; }; head -1 $(BUILD)/variant.log; tail -1 $(BUILD)/variant.log; done
+
+# The suite in a build without MPI (as on a machine without libopenmpi-dev): one process.
+test-nompi:
+	$(MAKE) BUILD=build-nompi MPI=0 test
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:
@@ -198,9 +213,9 @@ gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	for d in $(BUILD)/export/*/; do $(HF_PYTHON) tests/ref/gen_gpt2_fixtures.py --check-export $$d || exit 1; done
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-nompi
 
-.PHONY: all demo example bench callgrind test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+.PHONY: all demo example bench callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
 
 # Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from

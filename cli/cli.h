@@ -92,7 +92,9 @@ _Noreturn void cli_usage_error(const cli_args *a, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- shared by the verbs (common.c) */
 
-/* "tformer <verb>: message", exit 1. */
+/* "tformer <verb>: message", exit 1. In a run of several processes
+ * (tf_dist_init) every rank must reach it, or a collective call of the
+ * library: the lowest failing rank's message is printed once, by rank 0. */
 _Noreturn void cli_die(const cli_verb *v, const char *msg);
 /* Threads at most (tf_set_threads clamps to the same bound, or to the cores when there
  * are more): libgomp crashes when it cannot create them, and far more threads than
@@ -131,8 +133,8 @@ char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
 /* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every
  * *(int *)user steps, at evaluations and at the end. */
 void cli_train_progress(void *user, const tf_train_report *r);
-/* Set by Ctrl-C, SIGTERM or SIGHUP once cli_catch_sigint is called: the trainer's stop flag
- * (the step finishes, a checkpoint is written). */
+/* Set by Ctrl-C, SIGTERM, SIGHUP or SIGUSR1 once cli_catch_sigint is called: the trainer's
+ * stop flag (the step finishes, a checkpoint is written). Call it after tf_dist_init. */
 extern volatile int cli_stop;
 void cli_catch_sigint(void);
 

@@ -99,25 +99,54 @@ static int evaluate(const cli_args *a, tf_task *t, const char *out) {
     return rc;
 }
 
+typedef struct {
+    const cli_args *a;
+    int resume;
+} task_args;
+
+static tf_task *make_task(void *arg) {
+    const task_args *t = arg;
+    return tf_finetune_task_new(&g_ft, t->a->v[MODEL].text, t->a->v[TRAIN].text, t->a->v[VALID].text,
+                                t->a->v[OUT].text, t->resume, g_train.seed);
+}
+
+/* Every rank of a run of several processes must be given the same flags and files (docs/distributed.md). */
+static int same_args(const cli_args *a) {
+    const char *resume = a->v[RESUME].given ? "on" : "off", *allow = a->v[ALLOW_CHANGES].given ? "on" : "off";
+    tf_dist_item it[] = {{"--model", a->v[MODEL].text, NULL},
+                         {"--out", a->v[OUT].text, NULL},
+                         {"--resume", resume, NULL},
+                         {"--allow-changes", allow, NULL},
+                         {"--train", a->v[TRAIN].text, a->v[TRAIN].text}, /* and its content */
+                         {"--valid", a->v[VALID].text, a->v[VALID].text}};
+    return tf_dist_same_fields(g_tables, 2, it, (int)(sizeof it / sizeof *it));
+}
+
+/* Under mpirun every rank trains; rank 0 alone prints, writes and evaluates at the end. */
 int cmd_finetune(const cli_args *a) {
     if (a->v[CONFIG].text && tf_fields_load(g_tables, 2, a->v[CONFIG].text, 0)) cli_die(a->verb, tf_error());
     cli_apply(a);
     int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
     const char *out = a->v[OUT].text;
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    if (tf_train_config_check(&g_train)) cli_die(a->verb, tf_error());
-    int resume = cli_resume_mode(a, RESUME, ALLOW_CHANGES);
-    tf_task *t = tf_finetune_task_new(&g_ft, a->v[MODEL].text, a->v[TRAIN].text, a->v[VALID].text, out,
-                                      resume, g_train.seed);
-    if (!t) cli_die(a->verb, tf_error());
-    print_counts(t);
-    int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, cover = (n_val + g_train.batch - 1) / g_train.batch;
-    if (g_train.eval_batches > cover) g_train.eval_batches = cover; /* about one pass over the validation set */
+    if (tf_dist_init()) cli_die(a->verb, tf_error());
     cli_catch_sigint();
-    int rc = tf_train(&g_train, t, out, resume, &cli_stop, cli_train_progress, &every);
-    if (rc == 0) rc = evaluate(a, t, out);
+    task_args ta = {a, cli_resume_mode(a, RESUME, ALLOW_CHANGES)};
+    if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
+    tf_task *t = tf_dist_task_new(make_task, &ta);
+    if (!t) cli_die(a->verb, tf_error());
+    int first = tf_dist_rank() == 0;
+    if (first) print_counts(t);
+    int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, micro = g_train.accum * tf_dist_size();
+    int rows = g_train.batch % micro ? g_train.batch : g_train.batch / micro; /* tf_train refuses the first */
+    int cover = (n_val + rows - 1) / rows;
+    if (g_train.eval_batches > cover) g_train.eval_batches = cover; /* about one pass over the validation set */
+    int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);
+    if (rc == 0 && tf_dist_agree(first ? evaluate(a, t, out) : 0)) rc = -1;
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());
-    if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
+    if (rc == 1 && first)
+        printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
+    tf_dist_finalize();
     return rc == 1 ? 130 : 0;
 }

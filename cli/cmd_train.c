@@ -6,6 +6,7 @@
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -67,6 +68,8 @@ int cmd_train_tables(const tf_fields **t) {
     return 2;
 }
 
+static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
+
 /* The config file, then the flags in order (--norm first, so --norm-first wins). */
 static void configure(const cli_args *a) {
     if (a->v[CONFIG].text && tf_fields_load(g_tables, 2, a->v[CONFIG].text, 0)) cli_die(a->verb, tf_error());
@@ -77,84 +80,107 @@ static void configure(const cli_args *a) {
     cli_apply(a);
 }
 
-static int train_bert(const cli_args *a, const char *out, int *every) {
-    if (a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (BERT is post-LN)");
-    if (g_bert.model.head != TF_BERT_PRETRAINING)
-        cli_usage_error(a, "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer finetune)");
-    if (tf_train_config_check(&g_train)) return -1;
-    tf_task *t = tf_bert_pretrain_task_new(&g_bert, (const char *const *)a->v[DATA].list, a->v[DATA].n,
-                                           a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL, out,
-                                           cli_resume_mode(a, RESUME, ALLOW_CHANGES), g_train.seed);
-    int rc = t ? tf_train(&g_train, t, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop, cli_train_progress, every) : -1;
-    tf_task_free(t);
+/* The flags that are not field rows, and the data files' contents, as items every rank must have alike. */
+static int same_args(const cli_args *a) {
+    static const int FLAGS[] = {ARCH, OUT, TOKENIZER, RESUME, ALLOW_CHANGES, SRC, TGT, VALID_SRC, VALID_TGT, DATA_DIR};
+    enum { N_FLAGS = sizeof FLAGS / sizeof *FLAGS };
+    char name[N_FLAGS][32];
+    tf_dist_item *it = calloc((size_t)(2 * N_FLAGS + a->v[DATA].n), sizeof *it);
+    if (!it) return tf_dist_agree(tf_set_error("out of memory"));
+    int n = 0;
+    for (int i = 0; i < N_FLAGS; i++) {
+        const cli_val *v = &a->v[FLAGS[i]];
+        snprintf(name[i], sizeof name[i], "--%s", cmd_train_flags[FLAGS[i]].name);
+        const char *value = cmd_train_flags[FLAGS[i]].kind == CLI_SWITCH ? (v->given ? "on" : "off") : opt(v);
+        it[n++] = (tf_dist_item){name[i], value ? value : "(none)", NULL};
+        if (FLAGS[i] >= SRC && FLAGS[i] <= VALID_TGT && value)
+            it[n++] = (tf_dist_item){name[i], value, value}; /* --src ...: their contents */
+    }
+    for (int i = 0; i < a->v[DATA].n; i++) it[n++] = (tf_dist_item){"--data", a->v[DATA].list[i], a->v[DATA].list[i]};
+    int rc = tf_dist_same_fields(g_tables, 2, it, n);
+    free(it);
     return rc;
 }
 
-static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
+typedef struct {
+    const cli_args *a;
+    const char *arch, *out;
+    int resume;
+} task_args;
 
-/* Translation (--arch seq2seq or rnn): validation runs at most one pass over the validation set. */
-static int train_seq2seq(const cli_args *a, const char *arch, const char *out, int *every) {
-    if (a->v[DATA].n) cli_usage_error(a, "--arch %s reads --src and --tgt, not --data", arch);
-    for (int k = SRC; k <= VALID_TGT; k++)
-        if (!opt(&a->v[k])) cli_usage_error(a, "--arch %s needs --%s", arch, cmd_train_flags[k].name);
-    if (tf_train_config_check(&g_train)) return -1;
+/* The task of --arch (made on rank 0 first when several processes train). */
+static tf_task *make_task(void *arg) {
+    const task_args *t = arg;
+    const cli_args *a = t->a;
     const char *tok = a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL;
-    tf_task *t = !strcmp(arch, "rnn")
-                     ? tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
-                                               opt(&a->v[VALID_TGT]), tok, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), g_train.accum,
-                                               g_train.seed)
-                     : tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
-                                           opt(&a->v[VALID_TGT]), tok, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), g_train.accum,
-                                           g_train.seed);
-    if (t && g_train.eval_batches > tf_seq2seq_task_val_batches(t)) g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t);
-    int rc = t ? tf_train(&g_train, t, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop, cli_train_progress, every) : -1;
-    tf_task_free(t);
-    return rc;
+    const char *const *data = (const char *const *)a->v[DATA].list;
+    int accum = g_train.accum * tf_dist_size(); /* the micro-batches of a step over every process */
+    if (!strcmp(t->arch, "bert"))
+        return tf_bert_pretrain_task_new(&g_bert, data, a->v[DATA].n, tok, t->out, t->resume, g_train.seed);
+    if (!strcmp(t->arch, "gpt"))
+        return tf_lm_task_new(&g_lm, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
+    if (!strcmp(t->arch, "vit")) { /* --data-dir's train split, or one digits CSV; validation: the last val_fraction */
+        const char *dir = opt(&a->v[DATA_DIR]);
+        tf_images train;
+        if (dir ? tf_images_read_dir(dir, "train", g_vit.model.n_labels, &train) : tf_images_read_digits(data[0], &train))
+            return NULL;
+        return tf_vit_task_new(&g_vit, &train, NULL, t->out, g_train.seed);
+    }
+    if (!strcmp(t->arch, "rnn"))
+        return tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
+                                       opt(&a->v[VALID_TGT]), tok, t->out, t->resume, accum, g_train.seed);
+    return tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]), opt(&a->v[VALID_TGT]),
+                               tok, t->out, t->resume, accum, g_train.seed);
 }
 
-/* Images (--arch vit): --data-dir's train split, or one digits CSV (--data);
- * validation holds out the last val_fraction of them, in one pass at most. */
-static int train_vit(const cli_args *a, const char *out, int *every) {
-    const char *dir = opt(&a->v[DATA_DIR]);
-    if (a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
-    if (a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch vit reads images");
-    if (!dir == !a->v[DATA].n || a->v[DATA].n > 1)
-        cli_usage_error(a, "--arch vit reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them");
-    if (tf_train_config_check(&g_train)) return -1;
-    tf_images train;
-    if (dir ? tf_images_read_dir(dir, "train", g_vit.model.n_labels, &train) : tf_images_read_digits(a->v[DATA].list[0], &train))
-        return -1;
-    int resume = cli_resume_mode(a, RESUME, ALLOW_CHANGES);
-    tf_task *t = tf_vit_task_new(&g_vit, &train, NULL, out, g_train.seed);
-    int64_t n_val = t ? tf_vit_task_images(t, TF_SUBSET_VAL) : 0, passes = (n_val + g_train.batch - 1) / g_train.batch;
-    if (t && g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
-    int rc = t ? tf_train(&g_train, t, out, resume, &cli_stop, cli_train_progress, every) : -1;
-    tf_task_free(t);
-    return rc;
-}
-
-int cmd_train(const cli_args *a) {
-    configure(a);
-    int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
-    const char *out = a->v[OUT].text;
-    tf_set_threads(cli_threads(&a->v[THREADS]));
-    cli_catch_sigint();
-    const char *arch = a->v[ARCH].text;
+/* What the command line must hold for --arch (usage errors, before any process joins a run). */
+static void check_usage(const cli_args *a, const char *arch) {
     int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), vision = !strcmp(arch, "vit");
     if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation && !vision)
         cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn or vit, got '%s'", arch);
     if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is a vit setting (--arch vit)");
+    if (vision && a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
+    if (vision && a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch vit reads images");
+    if (vision && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
+        cli_usage_error(a, "--arch vit reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them");
+    if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
     if (!translation)
         for (int k = SRC; k <= VALID_TGT; k++)
-            if (opt(&a->v[k])) cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq or rnn)", cmd_train_flags[k].name);
-    if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
-    int rc = vision ? train_vit(a, out, &every)
-           : translation ? train_seq2seq(a, arch, out, &every)
-           : !strcmp(arch, "bert") ? train_bert(a, out, &every)
-                                   : tf_gpt_train(&g_train, &g_lm, (const char *const *)a->v[DATA].list, a->v[DATA].n,
-                                                  a->v[TOKENIZER].text, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES), &cli_stop,
-                                                  cli_train_progress, &every);
+            if (opt(&a->v[k]))
+                cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq or rnn)", cmd_train_flags[k].name);
+    if (translation && a->v[DATA].n) cli_usage_error(a, "--arch %s reads --src and --tgt, not --data", arch);
+    for (int k = SRC; translation && k <= VALID_TGT; k++)
+        if (!opt(&a->v[k])) cli_usage_error(a, "--arch %s needs --%s", arch, cmd_train_flags[k].name);
+    if (!strcmp(arch, "bert") && a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (BERT is post-LN)");
+    if (!strcmp(arch, "bert") && g_bert.model.head != TF_BERT_PRETRAINING)
+        cli_usage_error(a, "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer "
+                           "finetune)");
+}
+
+/* Under mpirun every rank runs this; rank 0 alone prints and writes (docs/distributed.md). */
+int cmd_train(const cli_args *a) {
+    configure(a);
+    int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
+    const char *out = a->v[OUT].text, *arch = a->v[ARCH].text;
+    check_usage(a, arch);
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    if (tf_dist_init()) cli_die(a->verb, tf_error());
+    cli_catch_sigint();
+    task_args ta = {a, arch, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES)};
+    if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
+    tf_task *t = tf_dist_task_new(make_task, &ta);
+    if (!t) cli_die(a->verb, tf_error());
+    if ((!strcmp(arch, "seq2seq") || !strcmp(arch, "rnn")) && g_train.eval_batches > tf_seq2seq_task_val_batches(t))
+        g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
+    if (!strcmp(arch, "vit")) { /* the same over the held-out images */
+        int64_t passes = (tf_vit_task_images(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
+        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+    }
+    int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);
+    tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());
-    if (rc == 1) printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
+    if (rc == 1 && tf_dist_rank() == 0)
+        printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
+    tf_dist_finalize();
     return rc == 1 ? 130 : 0;
 }

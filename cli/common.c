@@ -5,11 +5,24 @@
 #include <string.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 _Noreturn void cli_die(const cli_verb *v, const char *msg) {
+    if (tf_dist_size() > 1) { /* every rank learns the lowest failing rank's message; rank 0 prints it */
+        if (msg != tf_error() || !tf_dist_error_shared()) {
+            char copy[1024];
+            snprintf(copy, sizeof copy, "%s", msg);
+            tf_set_error("%s", copy);
+            tf_dist_agree(-1);
+        }
+        if (tf_dist_rank() == 0) fprintf(stderr, "tformer %s: %s\n", v->name, tf_error());
+        tf_dist_finalize();
+        exit(1);
+    }
     fprintf(stderr, "tformer %s: %s\n", v->name, msg);
+    tf_dist_finalize(); /* a job of one process (mpirun -np 1) */
     exit(1);
 }
 
@@ -126,14 +139,21 @@ int cli_resume_mode(const cli_args *a, int resume, int allow_changes) {
 }
 
 volatile int cli_stop;
+static const char *g_stop_notice; /* written at the first signal: rank 0 of several processes */
 
 static void on_sigint(int sig) {
     (void)sig;
+    if (!cli_stop && g_stop_notice && write(2, g_stop_notice, strlen(g_stop_notice)) < 0) g_stop_notice = NULL;
     cli_stop = 1;
 }
 
 void cli_catch_sigint(void) {
     signal(SIGINT, on_sigint);
-    signal(SIGTERM, on_sigint); /* kill, a scheduler's stop */
+    signal(SIGTERM, on_sigint); /* kill, a scheduler's stop; mpirun's on Ctrl-C */
     signal(SIGHUP, on_sigint);  /* the terminal closed */
+    signal(SIGUSR1, on_sigint); /* mpirun forwards it to every rank */
+    if (tf_dist_size() > 1 && tf_dist_rank() == 0)
+        g_stop_notice = "tformer: stop requested (a signal: Ctrl-C, SIGUSR1, or mpirun ending the job): every rank "
+                        "finishes its step, then rank 0 writes a checkpoint; if mpirun kills the ranks first, the last "
+                        "checkpoint stays (continue with --resume)\n";
 }

@@ -55,6 +55,7 @@
 #include "tformer/bert.h"
 #include "tformer/vit.h"
 #include "tformer/train.h"
+#include "tformer/dist.h"
 #include "tformer/interop.h"
 #include "tformer/seq2seq.h"
 #include "tformer/rnn_seq2seq.h"

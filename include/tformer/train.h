@@ -56,7 +56,9 @@ TF_API double tf_clip_grad_norm(tf_params *ps, double max_norm);
 /* The trainer's settings, whatever the task. */
 typedef struct {
     int64_t steps;           /* optimizer steps */
-    int batch, accum;        /* sequences per micro-batch; micro-batches per step */
+    int batch;               /* sequences per optimizer step: the global batch, over every micro-batch and process */
+    int accum;               /* micro-batches per step in each process (gradient accumulation): a micro-batch
+                              * holds batch / (processes x accum) sequences (docs/distributed.md) */
     float lr, min_lr;        /* peak learning rate; the cosine's floor */
     int64_t warmup;          /* linear warmup steps */
     tf_schedule schedule;    /* after the warmup */
@@ -135,6 +137,8 @@ struct tf_task {
     const char *metric_names[TF_METRICS_MAX];    /* "accuracy", ...: losses.csv columns val_<name> */
     int select_metric;                           /* run_dir/best/ is the model of lowest validation loss
                                                   * (0) or of highest metric select_metric - 1 */
+    int token_batches;                           /* batches by token count: the rows asked for are ignored,
+                                                  * so the trainer's batch need not split into micro-batches */
 };
 
 TF_API void tf_task_free(tf_task *t);
@@ -171,6 +175,15 @@ enum { TF_RESUME_NONE = 0, TF_RESUME_EXACT = 1, TF_RESUME_CHANGED = 2 };
 
 TF_API int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
                     tf_train_report_fn report, void *user);
+/* Under mpirun (tf_dist_init, dist.h) tf_train is collective: every rank
+ * calls it with the same settings and a task over the same data; rank 0
+ * writes run_dir and reports, the others only read it (the checkpoint on
+ * resume), and the run is bit for bit the one process's with accum x the
+ * processes (docs/distributed.md). Errors are every rank's (tf_dist_agree).
+ * Make the task with tf_dist_task_new: make(arg) on rank 0, then on the
+ * others, once rank 0 has prepared the run folder (its tokenizer).
+ * Collective; one process: make(arg). */
+TF_API tf_task *tf_dist_task_new(tf_task *(*make)(void *arg), void *arg);
 
 /* The language-modelling task over text files: the tokenizer (a folder, or
  * "char" for the data's characters) is copied into run_dir (unless resuming),
@@ -225,7 +238,8 @@ TF_API extern const tf_field_table tf_seq2seq_task_config_table;
 /* The task: tokenizer (a folder, or "char": the training files' characters) copied
  * into run_dir unless resuming, used for both languages (a joint vocabulary);
  * batches from tf_parallel_loader_new (key: the trainer's step * 1024 + micro, read
- * with the accumulation count accum). Validation loss: the mean over the validation
+ * with the accumulation count accum: the micro-batches of a step over every
+ * process, processes x the trainer's accum). Validation loss: the mean over the validation
  * batches the trainer asks for (tf_seq2seq_task_val_batches: one pass). */
 TF_API tf_task *tf_seq2seq_task_new(const tf_seq2seq_task_config *c, const char *src, const char *tgt,
                                     const char *valid_src, const char *valid_tgt, const char *tokenizer,

@@ -57,3 +57,14 @@ int tf_resume_changes(const tf_fields *now, int n, const char *stored, int cosin
     cJSON_Delete(was), cJSON_Delete(cur);
     return changes;
 }
+
+char *tf_resume_step_batch(const char *stored) {
+    cJSON *j = cJSON_Parse(stored);
+    cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "batch"), *a = cJSON_GetObjectItemCaseSensitive(j, "accum");
+    if (cJSON_IsNumber(b) && cJSON_IsNumber(a) && a->valuedouble > 1)
+        cJSON_SetNumberValue(b, b->valuedouble * a->valuedouble);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!text) tf_set_error("the checkpoint's settings (tformer_config) are not a JSON object");
+    return text;
+}

@@ -201,7 +201,7 @@ tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *c
     }
     memcpy(s->dir, run_dir, n);
     memcpy(s->cfg, cfg, fam->cfg_size);
-    s->base.vt = &S2S_TASK, s->fam = fam, s->accum = accum;
+    s->base.vt = &S2S_TASK, s->fam = fam, s->accum = accum, s->base.token_batches = 1;
     s->base.config = (tf_fields){fam->task_table, s->cfg};
     if (load_data(s, src, tgt, valid_src, valid_tgt, tokenizer ? tokenizer : "char", resume, seed) ||
         !(s->m = fam->model_new(model_cfg(s), seed ? seed : 1))) {

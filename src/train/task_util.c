@@ -20,7 +20,8 @@ int tf_task_tokenizer_prepare(const char *spec, const char *const *data, int n_d
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
     if (resume && access(path, F_OK))
         return tf_set_error("%s: nothing to resume: no checkpoint.safetensors (start without --resume)", dir);
-    return resume ? 0 : tf_task_tokenizer_install(spec, data, n_data, dir);
+    /* several processes: rank 0 installs it, the others read it (tf_dist_task_new) */
+    return resume || tf_dist_rank() > 0 ? 0 : tf_task_tokenizer_install(spec, data, n_data, dir);
 }
 
 /* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout

@@ -20,6 +20,10 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
  * tformer_config JSON) and steer the training, as "name A -> B, ..." in out;
  * their count, or -1 (tf_error). cosine: steps is one of them. (resume.c) */
 int tf_resume_changes(const tf_fields *now, int n, const char *stored, int cosine, char *out, size_t cap);
+/* A checkpoint written before batch counted a whole step (it has no
+ * tformer_batch) held batch sequences per micro-batch, batch x accum a step:
+ * its settings as counted now (batch x accum), malloc'd (cJSON_free), or NULL. */
+char *tf_resume_step_batch(const char *stored);
 
 /* ---------------------------------------------------------------- what a run keeps (snapshots.c) */
 
@@ -30,6 +34,33 @@ int tf_run_keep_weights(const tf_params *ps, const char *run_dir, int64_t step, 
 /* The mean of the last `last` kept weights as the folder run_dir/averaged;
  * the task's weights are left as they were. *n_used: files averaged. */
 int tf_run_average(tf_task *task, const char *run_dir, int last, int *n_used);
+
+/* ---------------------------------------------------------------- several processes (dist.c, dist_check.c) */
+
+/* Collective, after a tf_dist_agree that returned 0 (these never fail on
+ * one rank alone): root's bytes to every rank; every rank's bytes, in rank
+ * order, into recv (size x bytes). -1 only for a size MPI cannot send, on every rank alike. */
+int tf_dist_bcast(void *buf, size_t bytes, int root);
+int tf_dist_allgather(const void *send, size_t bytes, void *recv);
+/* tf_error() is a message every rank has: mark it so (tf_dist_error_shared); returns -1. */
+int tf_dist_error_share(void);
+
+/* The sum of a float vector over the ranks, element by element in a fixed
+ * order: for each call of add, rank 0's vector, then rank 1's, ... are added
+ * one after another onto the running sum (first: the sum starts as rank 0's
+ * vector, copied) -- the order of one process adding the same vectors in
+ * turn. Fill tf_dist_sum_input's n floats before each add. add and result are collective. */
+typedef struct tf_dist_sum tf_dist_sum;
+tf_dist_sum *tf_dist_sum_new(size_t n);
+float *tf_dist_sum_input(tf_dist_sum *s);
+void tf_dist_sum_add(tf_dist_sum *s, int first);
+/* The sum (n floats, on every rank), valid until the next add. */
+const float *tf_dist_sum_result(tf_dist_sum *s);
+void tf_dist_sum_free(tf_dist_sum *s);
+
+/* FNV-1a over n bytes, 8 at a time, continuing from h (TF_DIST_HASH_INIT to start). */
+#define TF_DIST_HASH_INIT 14695981039346656037ull
+uint64_t tf_dist_hash(uint64_t h, const void *p, size_t n);
 
 /* ---------------------------------------------------------------- translation families */
 

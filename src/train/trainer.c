@@ -18,28 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "train_internal.h"
+#include "trainer_internal.h"
 
-typedef struct {
-    double *x, *y;
-    int n, cap;
-} series;
-
-typedef struct {
-    const tf_train_config *cfg;
-    tf_task *task;
-    const char *dir;
-    tf_params *ps;
-    tf_adamw *opt;
-    tf_ctx *ctx;
-    series train, val, lr, gnorm; /* lr and grad norm share x with train */
-    series metric[TF_METRICS_MAX]; /* the task's validation metrics */
-    double best;                   /* the selection's best so far (lower is better: metrics negated) */
-    int resume;                    /* TF_RESUME_* */
-    char changed[1024];            /* settings changed on resume, "name A -> B, ..." */
-} trainer;
-
-static int series_add(series *s, double x, double y) {
+int tf_series_add(tf_series *s, double x, double y) {
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 1024;
         double *nx = realloc(s->x, (size_t)cap * sizeof *nx);
@@ -58,67 +39,10 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---------------------------------------------------------------- steps */
-
-/* Forward (and backward, scaled) of the batch drawn for key k. */
-static int micro_step(trainer *t, tf_subset subset, uint64_t k, int train, float grad_scale, double *loss,
-                      tf_metrics *m) {
-    tf_ctx *ctx = t->ctx;
-    tf_ctx_reset(ctx);
-    tf_ctx_set_training(ctx, train);
-    tf_ctx_set_grad(ctx, train);
-    tf_ctx_set_seed(ctx, tf_key(t->cfg->seed, k, 0xD0, 1));
-    tf_batch b;
-    memset(&b, 0, sizeof b);
-    if (t->task->vt->batch(t->task, ctx, subset, k, t->cfg->batch, &b)) return -1;
-    tf_tensor *l = t->task->vt->loss(t->task, ctx, &b, m);
-    if (!l) return -1;
-    if (train) {
-        tf_tensor *g = tf_tensor_new(ctx, TF_DTYPE_F32, 0, NULL, 0);
-        if (!g) return -1;
-        tf_f32(g)[0] = grad_scale;
-        if (tf_backward(ctx, l, g)) return -1;
-    }
-    *loss = tf_f32(l)[0];
-    return 0;
-}
-
-static int evaluate(trainer *t, double *loss, tf_metrics *m) {
-    double sum = 0, l;
-    memset(m, 0, sizeof *m);
-    for (int i = 0; i < t->cfg->eval_batches; i++) {
-        if (micro_step(t, TF_SUBSET_VAL, (uint64_t)i, 0, 0, &l, m)) return -1;
-        sum += l;
-    }
-    *loss = sum / t->cfg->eval_batches;
-    return t->task->vt->score ? t->task->vt->score(t->task, m) : 0;
-}
-
-static int train_step(trainer *t, int64_t step, tf_train_report *rep) {
-    const tf_train_config *c = t->cfg;
-    tf_params_zero_grad(t->ps);
-    double loss = 0, l;
-    for (int micro = 0; micro < c->accum; micro++) {
-        if (micro_step(t, TF_SUBSET_TRAIN, (uint64_t)step * 1024 + (uint64_t)micro, 1, 1.0f / (float)c->accum, &l,
-                       NULL))
-            return -1;
-        loss += l / c->accum;
-    }
-    rep->grad_norm = tf_clip_grad_norm(t->ps, c->grad_clip);
-    rep->lr = tf_lr_schedule(c->schedule, step, c->warmup, c->steps, c->lr, c->min_lr);
-    rep->loss = (float)loss;
-    if (!isfinite(loss) || !isfinite(rep->grad_norm)) /* before the update: the weights stay finite */
-        return tf_set_error("train: diverged at step %lld: loss %g, gradient norm %g (lr %g); the last checkpoint "
-                            "is intact — lower lr or lengthen the warmup", (long long)step + 1, loss, rep->grad_norm,
-                            rep->lr);
-    tf_adamw_step(t->opt, rep->lr);
-    return 0;
-}
-
 /* ---------------------------------------------------------------- losses.csv and loss.png */
 
 /* One line of the history: the validation columns empty unless evaluated at that step. */
-static int history_line(const trainer *t, int i, int *v, tf_buf *b) {
+static int history_line(const tf_trainer *t, int i, int *v, tf_buf *b) {
     char line[512], num[40] = "";
     while (*v < t->val.n && t->val.x[*v] < t->train.x[i]) ++*v;
     int at = *v < t->val.n && t->val.x[*v] == t->train.x[i];
@@ -134,7 +58,7 @@ static int history_line(const trainer *t, int i, int *v, tf_buf *b) {
     return tf_buf_put(b, line, (size_t)n);
 }
 
-static int write_history(const trainer *t) {
+static int write_history(const tf_trainer *t) {
     tf_buf b = {0};
     char path[4096];
     int rc = tf_buf_put(&b, "step,train_loss,val_loss,lr,grad_norm", 37);
@@ -166,7 +90,7 @@ static int csv_fields(const char *line, double *f, int max) {
 }
 
 /* The history up to the checkpoint's step (the plot continues). */
-static int read_history(trainer *t, int64_t upto) {
+static int read_history(tf_trainer *t, int64_t upto) {
     char path[4096];
     snprintf(path, sizeof path, "%s/losses.csv", t->dir);
     size_t len;
@@ -177,11 +101,12 @@ static int read_history(trainer *t, int64_t upto) {
         double f[5 + TF_METRICS_MAX];
         int n = csv_fields(line + 1, f, 5 + TF_METRICS_MAX);
         if (n < 5 || isnan(f[0]) || f[0] > (double)upto) break;
-        rc = series_add(&t->train, f[0], f[1]) || series_add(&t->lr, f[0], f[3]) || series_add(&t->gnorm, f[0], f[4]);
+        rc = tf_series_add(&t->train, f[0], f[1]) || tf_series_add(&t->lr, f[0], f[3]) ||
+             tf_series_add(&t->gnorm, f[0], f[4]);
         if (!rc && !isnan(f[2])) {
-            rc = series_add(&t->val, f[0], f[2]);
+            rc = tf_series_add(&t->val, f[0], f[2]);
             for (int m = 0; !rc && m < t->task->n_metrics; m++) /* a column added since: NaN, rows stay aligned */
-                rc = series_add(&t->metric[m], f[0], 5 + m < n ? f[5 + m] : NAN);
+                rc = tf_series_add(&t->metric[m], f[0], 5 + m < n ? f[5 + m] : NAN);
         }
     }
     free(text);
@@ -190,16 +115,18 @@ static int read_history(trainer *t, int64_t upto) {
 
 /* ---------------------------------------------------------------- checkpoints */
 
-static int save_checkpoint(const trainer *t, int64_t step) {
+static int save_checkpoint(const tf_trainer *t, int64_t step) {
     char path[4096], sig[1024], num[32];
     tf_st_writer *w = tf_st_writer_new();
     if (!w) return tf_set_error("checkpoint: out of memory");
     snprintf(num, sizeof num, "%lld", (long long)step);
     int rc = t->task->vt->signature(t->task, sig, sizeof sig) || tf_st_writer_set_metadata(w, "tformer_step", num) ||
              tf_st_writer_set_metadata(w, "tformer_model", sig);
-    snprintf(num, sizeof num, "%llu", (unsigned long long)t->cfg->seed);
-    rc = rc || tf_st_writer_set_metadata(w, "tformer_seed", num);
-    tf_fields f[2] = {{&tf_train_config_table, (void *)t->cfg}, t->task->config}; /* what --config reads back */
+    snprintf(num, sizeof num, "%llu", (unsigned long long)t->cfg.seed);
+    rc = rc || tf_st_writer_set_metadata(w, "tformer_seed", num) ||
+         tf_st_writer_set_metadata(w, "tformer_batch", "step"); /* batch counts a step, not a micro-batch */
+    /* what --config reads back: the one process's settings (accum over every process) */
+    tf_fields f[2] = {{&tf_train_config_table, (void *)&t->cfg}, t->task->config};
     char *cj = rc ? NULL : tf_fields_json(f, t->task->config.table ? 2 : 1);
     rc = rc || !cj || tf_st_writer_set_metadata(w, "tformer_config", cj) ||
          (t->task->vt->save_meta && t->task->vt->save_meta(t->task, w));
@@ -216,25 +143,31 @@ static int save_checkpoint(const trainer *t, int64_t step) {
 }
 
 /* The settings that steer the training against the checkpoint's: equal, or
- * the run was asked to continue with changed ones (kept for a notice). */
-static int check_settings(trainer *t, const tf_st_file *f, const char *path) {
+ * the run was asked to continue with changed ones (kept for a notice). A
+ * checkpoint's accum counts the micro-batches of every process. */
+static int check_settings(tf_trainer *t, const tf_st_file *f, const char *path) {
     const char *stored = tf_st_metadata(f, "tformer_config");
     if (!stored) return 0; /* a checkpoint from before settings were recorded */
-    tf_fields now[2] = {{&tf_train_config_table, (void *)t->cfg}, t->task->config};
-    int n = tf_resume_changes(now, t->task->config.table ? 2 : 1, stored, t->cfg->schedule == TF_SCHEDULE_COSINE,
-                              t->changed, sizeof t->changed);
+    char *now_counted = tf_st_metadata(f, "tformer_batch") ? NULL : tf_resume_step_batch(stored);
+    if (!tf_st_metadata(f, "tformer_batch") && !now_counted) return -1;
+    tf_fields now[2] = {{&tf_train_config_table, (void *)&t->cfg}, t->task->config};
+    int n = tf_resume_changes(now, t->task->config.table ? 2 : 1, now_counted ? now_counted : stored,
+                              t->cfg.schedule == TF_SCHEDULE_COSINE, t->changed, sizeof t->changed);
+    cJSON_free(now_counted);
     if (n <= 0 || t->resume == TF_RESUME_CHANGED) return n < 0 ? -1 : 0;
     return tf_set_error("%s: resuming with %d changed setting%s (%s): a resume continues bit for bit only with the "
-                        "checkpoint's settings; give them again, or allow the change (--allow-changes)",
-                        path, n, n > 1 ? "s" : "", t->changed);
+                        "checkpoint's settings; give them again, or allow the change (--allow-changes)%s",
+                        path, n, n > 1 ? "s" : "", t->changed,
+                        strstr(t->changed, "accum ") ? ". accum counts the micro-batches of a step over every "
+                                                       "process: processes x --accum" : "");
 }
 
 /* The checkpoint's step, model, seed and settings against this run's. */
-static int check_checkpoint(trainer *t, const tf_st_file *f, const char *path, int64_t *step) {
+static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path, int64_t *step) {
     char sig[1024], want_seed[32];
     const char *s = tf_st_metadata(f, "tformer_step"), *msig = tf_st_metadata(f, "tformer_model");
     const char *seed = tf_st_metadata(f, "tformer_seed");
-    snprintf(want_seed, sizeof want_seed, "%llu", (unsigned long long)t->cfg->seed);
+    snprintf(want_seed, sizeof want_seed, "%llu", (unsigned long long)t->cfg.seed);
     if (t->task->vt->signature(t->task, sig, sizeof sig)) return -1;
     if (!s || !msig || !seed) return tf_set_error("%s: not a tformer checkpoint (no step, model or seed)", path);
     if (strcmp(msig, sig))
@@ -245,13 +178,13 @@ static int check_checkpoint(trainer *t, const tf_st_file *f, const char *path, i
     *step = strtoll(s, &end, 10);
     if (!*s || strspn(s, "0123456789") != strlen(s) || errno)
         return tf_set_error("%s: its step \"%.40s\" is not a whole number", path, s);
-    if (*step > t->cfg->steps)
-        return tf_set_error("%s: step %s is outside the run's %lld steps", path, s, (long long)t->cfg->steps);
+    if (*step > t->cfg.steps)
+        return tf_set_error("%s: step %s is outside the run's %lld steps", path, s, (long long)t->cfg.steps);
     return check_settings(t, f, path);
 }
 
 /* Weights, optimizer state and step from run_dir/checkpoint.safetensors. */
-static int load_checkpoint(trainer *t, int64_t *step) {
+static int load_checkpoint(tf_trainer *t, int64_t *step) {
     char path[4096];
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
     tf_st_file *f = tf_st_open(path);
@@ -269,13 +202,13 @@ static int load_checkpoint(trainer *t, int64_t *step) {
 }
 
 /* The value the best model is chosen by, lower is better: the loss or minus the metric. */
-static double selection(const trainer *t, double loss, const double *metric) {
+static double selection(const tf_trainer *t, double loss, const double *metric) {
     int m = t->task->select_metric;
     return m <= 0 || m > t->task->n_metrics ? loss : -metric[m - 1];
 }
 
 /* The best of the history (a resumed run). */
-static double best_so_far(const trainer *t) {
+static double best_so_far(const tf_trainer *t) {
     double best = INFINITY, metric[TF_METRICS_MAX];
     for (int i = 0; i < t->val.n; i++) {
         for (int m = 0; m < t->task->n_metrics; m++) metric[m] = i < t->metric[m].n ? t->metric[m].y[i] : NAN;
@@ -287,61 +220,71 @@ static double best_so_far(const trainer *t) {
 
 /* ---------------------------------------------------------------- the run */
 
-static void teardown(trainer *t) {
+static void teardown(tf_trainer *t) {
+    tf_trainer_split_free(t);
     tf_adamw_free(t->opt);
     tf_ctx_free(t->ctx);
-    series *s[] = {&t->train, &t->val, &t->lr, &t->gnorm};
+    tf_series *s[] = {&t->train, &t->val, &t->lr, &t->gnorm};
     for (int i = 0; i < 4; i++) free(s[i]->x), free(s[i]->y);
     for (int m = 0; m < TF_METRICS_MAX; m++) free(t->metric[m].x), free(t->metric[m].y);
 }
 
-/* Validation loss and metrics into the report and the history; a better
- * model than any before is saved as run_dir/best. */
-static int record_eval(trainer *t, int64_t step, tf_train_report *rep, tf_metrics *m) {
-    if (evaluate(t, &rep->val_loss, m)) return -1;
-    int rc = series_add(&t->val, (double)step, rep->val_loss);
+/* Validation loss and metrics into the report and the history; the writer
+ * adds the task's score and saves a better model than any before as
+ * run_dir/best. Collective. */
+static int record_eval(tf_trainer *t, int64_t step, tf_train_report *rep, tf_metrics *m) {
+    if (tf_trainer_evaluate(t, &rep->val_loss, m)) return -1;
+    int rc = t->writer && t->task->vt->score ? t->task->vt->score(t->task, m) : 0;
+    rc = rc || tf_series_add(&t->val, (double)step, rep->val_loss);
     for (int i = 0; !rc && i < t->task->n_metrics; i++) {
         rep->val_metric[i] = m->count[i] > 0 ? m->sum[i] / m->count[i] : NAN;
-        rc = series_add(&t->metric[i], (double)step, rep->val_metric[i]);
+        rc = tf_series_add(&t->metric[i], (double)step, rep->val_metric[i]);
     }
     double v = rc ? NAN : selection(t, rep->val_loss, rep->val_metric);
-    if (rc || !(v < t->best)) return rc;
-    t->best = v;
-    return tf_run_save_model(t->task, t->dir, "best");
+    if (!rc && t->writer && v < t->best) {
+        t->best = v;
+        rc = tf_run_save_model(t->task, t->dir, "best");
+    }
+    return tf_dist_agree(rc);
 }
 
 /* At a checkpoint: the weights kept for averaging; at the end, their mean. */
-static int keep_and_average(trainer *t, int64_t step) {
-    const tf_train_config *c = t->cfg;
+static int keep_and_average(tf_trainer *t, int64_t step) {
+    const tf_train_config *c = &t->cfg;
     int keep = c->keep_checkpoints > c->average_last ? c->keep_checkpoints : c->average_last;
     if (keep > 0 && tf_run_keep_weights(t->ps, t->dir, step, keep)) return -1;
     return c->average_last > 0 && step == c->steps ? tf_run_average(t->task, t->dir, c->average_last, NULL) : 0;
 }
 
-static int run_steps(trainer *t, int64_t step, volatile int *stop, tf_train_report_fn report, void *user) {
-    const tf_train_config *c = t->cfg;
+/* A checkpoint by the writer (collective: every rank learns how it went). */
+static int checkpoint(tf_trainer *t, int64_t step, int keep) {
+    int rc = t->writer ? save_checkpoint(t, step) || (keep && keep_and_average(t, step)) : 0;
+    return tf_dist_agree(rc);
+}
+
+static int run_steps(tf_trainer *t, int64_t step, volatile int *stop, tf_train_report_fn report, void *user) {
+    const tf_train_config *c = &t->cfg;
     double t0 = now_s();
-    int64_t first = step, tokens = t->task->vt->tokens(t->task, c->batch) * c->accum;
-    int rc = 0;
-    while (!rc && step < c->steps) {
-        if (stop && *stop) return save_checkpoint(t, step) ? -1 : 1;
+    int64_t first = step, tokens = t->task->vt->tokens(t->task, t->rows) * c->accum;
+    while (step < c->steps) {
+        if (tf_dist_any(stop && *stop)) return checkpoint(t, step, 0) ? -1 : 1; /* every rank stops at this step */
         tf_train_report rep = {.step = step + 1, .steps = c->steps, .val_loss = NAN};
         tf_metrics m;
-        if (train_step(t, step, &rep)) return -1;
+        if (tf_trainer_step(t, step, &rep)) return -1;
         step++;
-        rc = series_add(&t->train, (double)step, rep.loss) || series_add(&t->lr, (double)step, rep.lr) ||
-             series_add(&t->gnorm, (double)step, rep.grad_norm);
-        if (!rc && (step % c->eval_every == 0 || step == c->steps)) rc = record_eval(t, step, &rep, &m);
+        int rc = tf_series_add(&t->train, (double)step, rep.loss) || tf_series_add(&t->lr, (double)step, rep.lr) ||
+                 tf_series_add(&t->gnorm, (double)step, rep.grad_norm);
+        if (tf_dist_agree(rc)) return -1;
+        if ((step % c->eval_every == 0 || step == c->steps) && record_eval(t, step, &rep, &m)) return -1;
         double dt = now_s() - t0;
         rep.elapsed_s = dt;
         rep.tokens_per_s = (double)(step - first) * (double)tokens / dt;
         rep.eta_s = dt / (double)(step - first) * (double)(c->steps - step);
         rep.metric_names = t->task->metric_names, rep.n_metrics = t->task->n_metrics;
-        if (report) report(user, &rep);
-        if (!rc && (step % c->checkpoint_every == 0 || step == c->steps))
-            rc = save_checkpoint(t, step) || keep_and_average(t, step);
+        if (report && t->writer) report(user, &rep);
+        if ((step % c->checkpoint_every == 0 || step == c->steps) && checkpoint(t, step, 1)) return -1;
     }
-    return rc;
+    return 0;
 }
 
 /* One writer per run folder: an exclusive lock on run_dir/.lock, held until
@@ -349,6 +292,7 @@ static int run_steps(trainer *t, int64_t step, volatile int *stop, tf_train_repo
  * then the temporaries a killed run left behind are removed. */
 static int lock_run(const char *run_dir, int *fd) {
     char path[4200];
+    if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
     snprintf(path, sizeof path, "%s/.lock", run_dir);
     if ((*fd = open(path, O_RDWR | O_CREAT, 0666)) < 0) return tf_set_error("%s: cannot create: %s", path, strerror(errno));
     if (flock(*fd, LOCK_EX | LOCK_NB)) {
@@ -367,22 +311,51 @@ static int lock_run(const char *run_dir, int *fd) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- the start, every rank alike */
+
+/* Every rank's settings (the trainer's and the task's) and model and, after
+ * a resume, its step and weights must be rank 0's. Collective. */
+static int same_start(tf_trainer *t, const tf_train_config *cfg, int64_t step, int weights) {
+    if (tf_dist_size() == 1) return 0;
+    char sig[1024], num[32], hash[32];
+    tf_fields f[2] = {{&tf_train_config_table, (void *)cfg}, t->task->config};
+    if (!weights) {
+        int rc = t->task->vt->signature(t->task, sig, sizeof sig);
+        tf_dist_item model = {"model", sig, NULL};
+        return tf_dist_agree(rc) || tf_dist_same_fields(f, t->task->config.table ? 2 : 1, &model, 1) ? -1 : 0;
+    }
+    uint64_t h = TF_DIST_HASH_INIT;
+    for (int i = 0; i < tf_params_count(t->ps); i++) {
+        const tf_tensor *p = tf_params_tensor(t->ps, i);
+        h = tf_dist_hash(h, p->data, (size_t)tf_numel(p) * sizeof(float));
+    }
+    snprintf(num, sizeof num, "%lld", (long long)step);
+    snprintf(hash, sizeof hash, "hash %016llx", (unsigned long long)h);
+    tf_dist_item items[2] = {{"the checkpoint's step", num, NULL},
+                             {"the weights (initialised or resumed)", hash, NULL}};
+    return tf_dist_same(items, 2);
+}
+
+/* Everything before the first step (collective): the settings, the split
+ * of a step, the writer's lock on the folder, the checkpoint on resume. */
+static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *step) {
+    tf_adamw_config oc = {cfg->beta1, cfg->beta2, 1e-8f, cfg->weight_decay};
+    if (tf_dist_agree(tf_train_config_check(cfg)) || same_start(t, cfg, 0, 0)) return -1;
+    int rc = tf_trainer_split(t, cfg) || !(t->ctx = tf_ctx_new(cfg->seed)) || !(t->opt = tf_adamw_new(t->ps, oc));
+    if (!rc && t->writer) rc = lock_run(t->dir, lock);
+    if (tf_dist_agree(rc) || tf_dist_agree(t->resume ? load_checkpoint(t, step) : 0)) return -1;
+    return same_start(t, cfg, *step, 1);
+}
+
 int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
              tf_train_report_fn report, void *user) {
-    if (tf_train_config_check(cfg)) return -1;
-    if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    int lock;
-    if (lock_run(run_dir, &lock)) return -1;
-    trainer t;
+    tf_trainer t;
     memset(&t, 0, sizeof t);
-    t.cfg = cfg, t.task = task, t.dir = run_dir, t.ps = task->vt->params(task);
-    tf_adamw_config oc = {cfg->beta1, cfg->beta2, 1e-8f, cfg->weight_decay};
+    t.task = task, t.dir = run_dir, t.ps = task->vt->params(task), t.best = INFINITY, t.resume = resume;
+    int lock = -1;
     int64_t step = 0;
-    int rc = !(t.ctx = tf_ctx_new(cfg->seed)) || !(t.opt = tf_adamw_new(t.ps, oc)) ? -1 : 0;
-    t.best = INFINITY;
-    t.resume = resume;
-    if (!rc && resume) rc = load_checkpoint(&t, &step);
-    if (!rc && t.changed[0] && report) {
+    int rc = start(&t, cfg, &lock, &step);
+    if (!rc && t.changed[0] && report && t.writer) {
         char notice[1100];
         snprintf(notice, sizeof notice, "resuming with changed settings: %s", t.changed);
         tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .notice = notice};
@@ -391,7 +364,7 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     if (!rc) t.best = best_so_far(&t);
     if (!rc) rc = run_steps(&t, step, stop, report, user);
     teardown(&t);
-    close(lock);
+    if (lock >= 0) close(lock);
     return rc;
 }
 

@@ -1,0 +1,54 @@
+/* Private: the trainer's state, shared by trainer.c (the run: checkpoints,
+ * history, resume) and train_step.c (steps and evaluation, over one process
+ * or several). */
+#ifndef TF_TRAINER_INTERNAL_H
+#define TF_TRAINER_INTERNAL_H
+
+#include "train_internal.h"
+
+typedef struct {
+    double *x, *y;
+    int n, cap;
+} tf_series;
+
+int tf_series_add(tf_series *s, double x, double y);
+
+/* One validation batch's loss and metric sums. */
+typedef struct {
+    double loss, sum[TF_METRICS_MAX], count[TF_METRICS_MAX];
+} tf_eval_row;
+
+typedef struct {
+    /* The settings of the one process this run is bit for bit: the caller's
+     * with accum = processes x accum (micro-batches per step, all processes). */
+    tf_train_config cfg;
+    tf_task *task;
+    const char *dir;
+    tf_params *ps;
+    tf_adamw *opt;
+    tf_ctx *ctx;
+    int rank, ranks;                   /* this process, the processes (tf_dist) */
+    int writer;                        /* rank 0: writes the run folder, reports, scores */
+    int rows;                          /* sequences per micro-batch: batch / accum */
+    tf_dist_sum *sum;                  /* the step's gradient over its micro-batches (accum > 1) */
+    float *losses, *all_losses;        /* this rank's micro-batch losses; every rank's */
+    tf_eval_row *eval_mine, *eval_all; /* the same for validation batches */
+    tf_series train, val, lr, gnorm;   /* lr and grad norm share x with train */
+    tf_series metric[TF_METRICS_MAX];  /* the task's validation metrics */
+    double best;                       /* the selection's best so far (lower is better: metrics negated) */
+    int resume;                        /* TF_RESUME_* */
+    char changed[1024];                /* settings changed on resume, "name A -> B, ..." */
+} tf_trainer;
+
+/* train_step.c: the split of a step over the processes and its buffers
+ * (every rank alike; -1 with a message for a batch that does not split). */
+int tf_trainer_split(tf_trainer *t, const tf_train_config *cfg);
+void tf_trainer_split_free(tf_trainer *t);
+/* One optimizer step (collective): the gradient of its micro-batches summed
+ * in micro-batch order, clipped, AdamW; the report's loss, lr and norm. */
+int tf_trainer_step(tf_trainer *t, int64_t step, tf_train_report *rep);
+/* The validation loss and metric sums of eval_batches batches (collective;
+ * the task's score is the writer's alone). */
+int tf_trainer_evaluate(tf_trainer *t, double *loss, tf_metrics *m);
+
+#endif
