@@ -1,4 +1,5 @@
-/* Ops that move or reduce elements: embedding lookup, concat, split, sum/mean. */
+/* Ops that move or reduce elements: embedding lookup, concat, split, sum/mean, max. */
+#include <math.h>
 #include <string.h>
 
 #include "../core/internal.h"
@@ -153,9 +154,46 @@ void tf_op_sum_backward(tf_node *n) {
                 gx[(o * p->n + k) * p->inner + i] += g[o * p->inner + i] * p->scale;
 }
 
-static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int mean) {
+/* max over n of x viewed as (outer, n, inner); NaN when one of them is. */
+void tf_op_max_forward(tf_node *n) {
+    const tf_sum_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);  // y: (outer, inner)
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i = 0; i < p->inner; i++) {
+            float m = -INFINITY;
+            for (int64_t k = 0; k < p->n; k++) {
+                float v = x[(o * p->n + k) * p->inner + i];
+                if (v > m || v != v) m = v;
+                if (m != m) break;
+            }
+            y[o * p->inner + i] = m;
+        }
+}
+
+/* The gradient of each maximum shared evenly by the elements equal to it. */
+void tf_op_max_backward(tf_node *n) {
+    const tf_sum_params *p = n->params;
+    const float *x = tf_f32(n->in[0]), *y = tf_f32(n->out), *g = n->out->grad;
+    float *gx = n->in[0]->grad;
+    if (!gx) return;
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i = 0; i < p->inner; i++) {
+            float m = y[o * p->inner + i];
+            int64_t ties = 0;
+            for (int64_t k = 0; k < p->n; k++) ties += x[(o * p->n + k) * p->inner + i] == m;
+            for (int64_t k = 0; ties && k < p->n; k++)
+                if (x[(o * p->n + k) * p->inner + i] == m)
+                    gx[(o * p->n + k) * p->inner + i] += g[o * p->inner + i] / (float)ties;
+        }
+}
+
+/* kind: 0 sum, 1 mean, 2 max. */
+static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int kind) {
+    static const char *const NAMES[3] = {"sum", "mean", "max"};
     if (!x) return NULL;
-    if (x->dtype != TF_DTYPE_F32) return tf_set_error("sum: input must be F32"), NULL;
+    if (x->dtype != TF_DTYPE_F32) return tf_set_error("%s: input must be F32", NAMES[kind]), NULL;
+    if (kind == 2 && tf_numel(x) == 0) return tf_set_error("max: the input has no elements"), NULL;
     tf_sum_params *p = tf_ctx_alloc(ctx, sizeof *p);
     if (!p) return NULL;
     int64_t shape[TF_MAX_DIMS];
@@ -166,8 +204,9 @@ static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int me
         ndim = keepdim ? x->ndim : 0;
         for (int k = 0; k < ndim; k++) shape[k] = 1;
     } else {
-        int d = tf_dim_index(x, dim, "sum");
+        int d = tf_dim_index(x, dim, NAMES[kind]);
         if (d < 0) return NULL;
+        if (kind == 2 && x->shape[d] == 0) return tf_set_error("max: dim %d has no elements", d), NULL;
         p->outer = p->inner = 1;
         for (int k = 0; k < d; k++) p->outer *= x->shape[k];
         for (int k = d + 1; k < x->ndim; k++) p->inner *= x->shape[k];
@@ -177,10 +216,11 @@ static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int me
             if (k != d) shape[ndim++] = x->shape[k];
             else if (keepdim) shape[ndim++] = 1;
     }
-    p->scale = mean ? (p->n ? 1.0f / (float)p->n : 0.0f) : 1.0f;
+    p->scale = kind == 1 ? (p->n ? 1.0f / (float)p->n : 0.0f) : 1.0f;
     x = tf_contiguous(ctx, x);
-    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_SUM, 1, &x, TF_DTYPE_F32, ndim, shape, p));
+    return tf_node_run(ctx, tf_node_new(ctx, kind == 2 ? TF_OP_MAX : TF_OP_SUM, 1, &x, TF_DTYPE_F32, ndim, shape, p));
 }
 
 tf_tensor *tf_sum(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim) { return reduce(ctx, x, dim, keepdim, 0); }
 tf_tensor *tf_mean(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim) { return reduce(ctx, x, dim, keepdim, 1); }
+tf_tensor *tf_max(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim) { return reduce(ctx, x, dim, keepdim, 2); }
