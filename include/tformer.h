@@ -54,6 +54,7 @@
 #include "tformer/gpt.h"
 #include "tformer/bert.h"
 #include "tformer/vit.h"
+#include "tformer/nystrom.h"
 #include "tformer/train.h"
 #include "tformer/interop.h"
 #include "tformer/seq2seq.h"

@@ -64,6 +64,9 @@ TF_API tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind);
 TF_API tf_tensor *tf_tanh(tf_ctx *ctx, tf_tensor *x);
 TF_API tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p); /* identity unless training */
 TF_API tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids);
+/* The same, but rows looked up by the id padding_idx take no gradient (-1:
+ * every row does): PyTorch's nn.Embedding(padding_idx=...). */
+TF_API tf_tensor *tf_embedding_padded(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids, int32_t padding_idx);
 TF_API tf_tensor *tf_concat(tf_ctx *ctx, int n, tf_tensor *const *xs, int dim);
 /* Split along dim into n contiguous pieces of the given sizes. Returns 0 or -1. */
 TF_API int tf_split(tf_ctx *ctx, tf_tensor *x, int dim, int n, const int64_t *sizes, tf_tensor **outs);

@@ -14,17 +14,25 @@ void tf_op_embedding_forward(tf_node *n) {
     for (int64_t r = 0; r < R; r++) memcpy(out + r * C, tf_f32(T) + ids[r] * C, (size_t)C * sizeof *out);
 }
 
+/* Rows looked up by the id padding_idx (-1: none) take no gradient:
+ * PyTorch's nn.Embedding(padding_idx). */
+typedef struct {
+    int32_t padding_idx;
+} tf_embedding_params;
+
 void tf_op_embedding_backward(tf_node *n) {
     tf_tensor *T = n->in[0];
     if (!T->grad) return;
+    const tf_embedding_params *p = n->params;
     const int32_t *ids = tf_i32(n->in[1]);
     const float *g = n->out->grad;
     int64_t C = T->shape[1], R = tf_numel(n->in[1]);
     for (int64_t r = 0; r < R; r++)
-        for (int64_t j = 0; j < C; j++) T->grad[ids[r] * C + j] += g[r * C + j];
+        if (ids[r] != p->padding_idx)
+            for (int64_t j = 0; j < C; j++) T->grad[ids[r] * C + j] += g[r * C + j];
 }
 
-tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
+tf_tensor *tf_embedding_padded(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids, int32_t padding_idx) {
     if (!table || !ids) return NULL;
     char a[64];
     if (table->dtype != TF_DTYPE_F32 || table->ndim != 2)
@@ -32,7 +40,9 @@ tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
     if (ids->dtype != TF_DTYPE_I32 || ids->ndim + 1 > TF_MAX_DIMS)
         return tf_set_error("embedding: ids must be I32 with at most %d dims", TF_MAX_DIMS - 1), NULL;
     tf_tensor *in[2] = {tf_contiguous(ctx, table), tf_contiguous(ctx, ids)};
-    if (!in[0] || !in[1]) return NULL;
+    tf_embedding_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!in[0] || !in[1] || !p) return NULL;
+    p->padding_idx = padding_idx;
     int64_t V = table->shape[0];
     for (int64_t i = 0, R = tf_numel(ids); i < R; i++) {
         int32_t id = tf_i32(in[1])[i];
@@ -43,7 +53,11 @@ tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
     int64_t shape[TF_MAX_DIMS];
     memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
     shape[ids->ndim] = table->shape[1];
-    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_EMBEDDING, 2, in, TF_DTYPE_F32, ids->ndim + 1, shape, NULL));
+    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_EMBEDDING, 2, in, TF_DTYPE_F32, ids->ndim + 1, shape, p));
+}
+
+tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
+    return tf_embedding_padded(ctx, table, ids, -1);
 }
 
 /* ---------------------------------------------------------------- concat */
