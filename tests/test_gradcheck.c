@@ -204,6 +204,34 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
     return tf_block_forward(c, &layer, &cfg, x, &a);
 }
 
+/* A Nyström block (BERT's rows and the convolution on v), post-LN, 2 heads
+ * of 3: 0 six positions through 3 landmarks, the convolution of 3 taps and
+ * row 1's last two keys padding; 1 the exact branch (landmarks 0) with 5
+ * taps; 2 two landmarks without the convolution, batch 3. */
+static tf_tensor *case_nystrom(tf_ctx *c, int v) {
+    static const int64_t T[3] = {6, 4, 6}, B[3] = {2, 2, 3};
+    static const int landmarks[3] = {3, 0, 2}, kernel[3] = {3, 5, 0};
+    tf_block_name rows[17];
+    memcpy(rows, BERT_ROWS, sizeof BERT_ROWS);
+    rows[16] = (tf_block_name){TF_BP_CONV_W, "conv.weight"};
+    tf_block_config cfg = tf_block_config_default(6, 2);
+    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.ff_dropout = 0, cfg.attn = TF_ATTN_NYSTROM;
+    cfg.landmarks = landmarks[v], cfg.conv_kernel = kernel[v];
+    static tf_block layer;
+    G_params = tf_params_new();
+    tf_tensor *x = LEAF(c, B[v], T[v], 6);
+    if (tf_block_register(G_params, "", &layer, &cfg, &(tf_block_names){rows, 17}, (tf_block_init){0.3f, 0.2f, 0}))
+        return NULL;
+    params_as_leaves(G_params);
+    tf_attn_mask self = {0};
+    if (v == 0) {
+        self.key_padding_mask = tf_tensor_new(c, TF_DTYPE_U8, 2, (int64_t[]){B[v], T[v]}, 0);
+        tf_u8(self.key_padding_mask)[T[v] + 4] = tf_u8(self.key_padding_mask)[T[v] + 5] = 1;
+    }
+    tf_block_args a = {.self_mask = &self};
+    return tf_block_forward(c, &layer, &cfg, x, &a);
+}
+
 /* The output heads (heads.h), every parameter a leaf: 0 tied LM head (GPT's
  * product), 1 own weight with bias, 2 MLM head tied (erf GELU), 3 MLM head own
  * decoder (tanh GELU) on gathered rows, 4 pooler, 5 sequence and 6 token
@@ -296,6 +324,30 @@ static tf_tensor *case_patch_embed(tf_ctx *c, int v) {
     return tf_patch_embed(c, x, LEAF(c, 3, 4, 1, 1), LEAF(c, 3));
 }
 
+/* max: over a dim kept, over every element (inputs spread apart: no two
+ * within eps of each other, where the maximum would switch). */
+static tf_tensor *case_max(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 3, 4, 5);
+    for (int64_t i = 0; i < 60; i++) tf_f32(x)[i] = (float)((i * 37) % 60) * 0.05f - 1.5f;
+    if (v == 0) return tf_max(c, x, 1, 1);
+    if (v == 1) return tf_max(c, x, -1, 0);
+    return tf_max(c, x, TF_DIM_ALL, 0);
+}
+
+static tf_tensor *case_reciprocal(tf_ctx *c, int v) {
+    tf_tensor *x = LEAF(c, 4, 5);
+    for (int i = 0; i < 20; i++) tf_f32(x)[i] += tf_f32(x)[i] < 0 ? -0.5f : 0.5f; /* away from 0 */
+    return tf_reciprocal(c, v ? tf_transpose(c, x, 0, 1) : x);
+}
+
+/* Depthwise convolution: 0 three taps, 1 five taps over three positions of a
+ * strided input (taps past both ends), 2 one tap. */
+static tf_tensor *case_depthwise_conv(tf_ctx *c, int v) {
+    if (v == 0) return tf_depthwise_conv(c, LEAF(c, 2, 3, 6, 4), LEAF(c, 3, 3));
+    if (v == 1) return tf_depthwise_conv(c, tf_transpose(c, LEAF(c, 2, 3, 2, 4), 1, 2), LEAF(c, 2, 5));
+    return tf_depthwise_conv(c, LEAF(c, 1, 2, 4, 3), LEAF(c, 2, 1));
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -324,6 +376,9 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
     [TF_OP_LSTM_CELL] = {TF_OP_LSTM_CELL, 4, case_lstm_cell},
     [TF_OP_PATCH_EMBED] = {TF_OP_PATCH_EMBED, 3, case_patch_embed},
+    [TF_OP_MAX] = {TF_OP_MAX, 3, case_max},
+    [TF_OP_RECIPROCAL] = {TF_OP_RECIPROCAL, 2, case_reciprocal},
+    [TF_OP_DEPTHWISE_CONV] = {TF_OP_DEPTHWISE_CONV, 3, case_depthwise_conv},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {
@@ -442,6 +497,12 @@ TEST(gradcheck_layers) {
         if (getenv("GC_VERBOSE")) fprintf(stderr, "    attention/%d: %.3g over %d leaves\n", v, err, G.n);
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "attention variant %d: relative gradient error %g (%s)", v, err, tf_error());
+    }
+    for (int v = 0; v < 3; v++) {
+        double err = gradcheck(case_nystrom, v, v == 1 ? TF_OP_SDPA : TF_OP_RECIPROCAL);
+        if (getenv("GC_VERBOSE")) fprintf(stderr, "    nystrom/%d: %.3g over %d leaves\n", v, err, G.n);
+        tf_params_free(G_params);
+        CHECKF(err >= 0 && err <= GC_TOL, "nystrom variant %d: relative gradient error %g (%s)", v, err, tf_error());
     }
     for (int v = 0; v < 6; v++) {
         double err = gradcheck(case_layer, v, TF_OP_DROPOUT);

@@ -55,6 +55,17 @@ typedef struct {
     float dropout;  /* on the attention weights, training only */
     int rel_max_offset; /* > 0: learned relative-position bias, offsets clipped to +-this */
     int w_in_out;   /* projection weights stored (in,out), Hugging Face's Conv1D (GPT-2); else (out,in) */
+    /* Nyström attention (Hugging Face's Nyströmformer; self-attention without a
+     * cache, not causal, a key padding mask its only mask), off by default:
+     * q and k scaled by D^-1/4 each, then with landmarks L > 0 and T != L
+     * (T a multiple of L) the landmarks are segment means q~, k~ (B,H,L,D) and
+     *   out = softmax(q k~^T) pinv(softmax(q~ k~^T)) (softmax(q~ k^T + mask) v)
+     * pinv: 6 steps of the iterative Moore-Penrose inverse from
+     * Z0 = K^T / max over the whole batch of K's column sums; with L == 0 or
+     * T == L exact softmax(q k^T + mask) v. No dropout on the weights. */
+    int nystrom;
+    int landmarks;   /* L: segment-mean landmarks; 0: exact softmax (num_landmarks == segment_means_seq_len) */
+    int conv_kernel; /* K > 0 (odd): out += depthwise convolution of v along the sequence, conv_weight (H,1,K,1) */
 } tf_mha_config;
 
 typedef struct {
@@ -67,6 +78,7 @@ typedef struct {
     tf_tensor *q_proj_bias, *k_proj_bias, *v_proj_bias; /* (E) each when the biases are separate (BERT) */
     tf_linear out_proj;         /* (E,E) */
     tf_tensor *rel_bias;        /* (2*rel_max_offset+1, H) or NULL */
+    tf_tensor *conv_weight;     /* Nyström's skip on v: (H,1,K,1) with conv_kernel K, else NULL */
 } tf_mha;
 
 /* The masks of one attention, in PyTorch's conventions. */
@@ -197,11 +209,12 @@ TF_API int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n);
 
 /* ---------------------------------------------------------------- the Transformer block */
 
-/* Which keys a query sees in self-attention (room for sparse, Nystrom and
+/* Which keys a query sees in self-attention, and how (room for sparse and
  * continual attention). */
 typedef enum {
     TF_ATTN_FULL,   /* every key (encoders; masks may still hide some) */
-    TF_ATTN_CAUSAL  /* keys up to the query's own position (decoders) */
+    TF_ATTN_CAUSAL, /* keys up to the query's own position (decoders) */
+    TF_ATTN_NYSTROM /* every key through Nyström landmarks (tf_mha_config's nystrom; block's landmarks, conv_kernel) */
 } tf_attn_kind;
 
 /* One block serves every family: self-attention, an optional cross-attention
@@ -220,6 +233,8 @@ typedef struct {
     int ff_dropout;     /* dropout after the activation too (PyTorch's layers) */
     int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2) */
     int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
+    int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
+    int conv_kernel;    /* TF_ATTN_NYSTROM: K > 0 (odd) adds the depthwise convolution of v (role CONV_W) */
 } tf_block_config;
 
 typedef struct {
@@ -240,6 +255,7 @@ typedef enum {
     TF_BP_NORM_CROSS_W, TF_BP_NORM_CROSS_B,
     TF_BP_FF_IN_W, TF_BP_FF_IN_B, TF_BP_FF_OUT_W, TF_BP_FF_OUT_B,
     TF_BP_NORM_FF_W, TF_BP_NORM_FF_B,
+    TF_BP_CONV_W,               /* Nyström's convolution on v (H,1,K,1), with conv_kernel K > 0 */
     TF_BP_COUNT
 } tf_block_param;
 

@@ -32,6 +32,9 @@ typedef enum {
     TF_OP_GRU_CELL,      /* PyTorch's GRUCell, fused */
     TF_OP_LSTM_CELL,     /* PyTorch's LSTMCell, fused: (2,B,H) = [h', c'] */
     TF_OP_PATCH_EMBED,   /* non-overlapping PxP patches, each projected: Conv2d(stride=P) flattened */
+    TF_OP_MAX,           /* over one dim or all; the gradient shared by the maxima */
+    TF_OP_RECIPROCAL,    /* 1/x */
+    TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
     TF_OP_COUNT
 } tf_op;
 
@@ -61,11 +64,20 @@ TF_API tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind);
 TF_API tf_tensor *tf_tanh(tf_ctx *ctx, tf_tensor *x);
 TF_API tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p); /* identity unless training */
 TF_API tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids);
+/* The same, but rows looked up by the id padding_idx take no gradient (-1:
+ * every row does): PyTorch's nn.Embedding(padding_idx=...). */
+TF_API tf_tensor *tf_embedding_padded(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids, int32_t padding_idx);
 TF_API tf_tensor *tf_concat(tf_ctx *ctx, int n, tf_tensor *const *xs, int dim);
 /* Split along dim into n contiguous pieces of the given sizes. Returns 0 or -1. */
 TF_API int tf_split(tf_ctx *ctx, tf_tensor *x, int dim, int n, const int64_t *sizes, tf_tensor **outs);
 TF_API tf_tensor *tf_sum(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);  /* dim may be TF_DIM_ALL */
 TF_API tf_tensor *tf_mean(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);
+/* The largest element over dim (or TF_DIM_ALL); NaN when the reduced elements
+ * hold one. The gradient goes to the elements equal to the maximum, shared
+ * evenly when several are (PyTorch's max() over all elements). */
+TF_API tf_tensor *tf_max(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim);
+/* 1/x element by element (an infinity at 0, as IEEE division). */
+TF_API tf_tensor *tf_reciprocal(tf_ctx *ctx, tf_tensor *x);
 /* logits (...,C), targets I32 (...): mean loss over targets != ignore_index. */
 TF_API tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets,
                             int ignore_index, float label_smoothing);
@@ -105,6 +117,12 @@ TF_API tf_tensor *tf_lstm_cell_c(tf_ctx *ctx, tf_tensor *hc); /* (2,B,H) -> c' (
  * Conv2d(C, D, P, stride=P)(x).flatten(2).transpose(1,2); rows and columns
  * past the last whole patch are ignored, as Conv2d does. */
 TF_API tf_tensor *tf_patch_embed(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b);
+
+/* A depthwise convolution along the sequence: x (B,C,T,D), w (C,K), K odd ->
+ * y (B,C,T,D), y[b,c,t,d] = sum_j w[c,j] x[b,c,t+j-(K-1)/2,d], positions
+ * outside [0,T) zero: PyTorch's Conv2d(C, C, (K,1), padding=((K-1)/2,0),
+ * groups=C, bias=False) with its weight (C,1,K,1) viewed as (C,K). */
+TF_API tf_tensor *tf_depthwise_conv(tf_ctx *ctx, tf_tensor *x, tf_tensor *w);
 
 #ifdef __cplusplus
 }

@@ -156,6 +156,11 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
                          tf_tensor **probs);
 
+/* Nyström attention of q, k, v (B,H,T,D) (the projections of one input;
+ * tf_mha_config's nystrom, landmarks, conv_kernel) -> (B,H,T,D); mask: only
+ * a key padding mask (B,T), applied where a query (or landmark) meets every key. */
+tf_tensor *tf_nystrom_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask);
+
 /* Per-op forward/backward, defined next to each op's constructor. */
 #define TF_OP_FUNCS(name)                                  \
     void tf_op_##name##_forward(tf_node *n);    \
@@ -181,6 +186,9 @@ TF_OP_FUNCS(tanh)
 TF_OP_FUNCS(gru_cell)
 TF_OP_FUNCS(lstm_cell)
 TF_OP_FUNCS(patch_embed)
+TF_OP_FUNCS(max)
+TF_OP_FUNCS(reciprocal)
+TF_OP_FUNCS(depthwise_conv)
 #undef TF_OP_FUNCS
 
 #endif

@@ -84,6 +84,17 @@ static const char *const VIT_REFUSED[] = {
 };
 static const char *const OUT_VIT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
 
+/* NystromformerModel / NystromformerFor*.forward() (transformers 4.x): BERT's inputs. */
+#define NYSTROM_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                       {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input NYSTROM_INPUTS[] = {NYSTROM_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input NYSTROM_TOKEN_INPUTS[] = {NYSTROM_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input NYSTROM_SEQ_INPUTS[] = {NYSTROM_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+#undef NYSTROM_COMMON
+static const char *const NYSTROM_REFUSED[] = {
+    "head_mask", "inputs_embeds", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+
 static const hf_arch ARCHS[] = {
     {"GPT2LMHeadModel", &hf_gpt2_family, GPT2_LM_INPUTS, GPT2_REFUSED, OUT_LM},
     {"GPT2Model", &hf_gpt2_family, GPT2_INPUTS, GPT2_REFUSED, OUT_BODY},
@@ -96,6 +107,10 @@ static const hf_arch ARCHS[] = {
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
     {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},
+    {"NystromformerModel", &hf_nystrom_family, NYSTROM_INPUTS, NYSTROM_REFUSED, OUT_BODY},
+    {"NystromformerForMaskedLM", &hf_nystrom_family, NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, OUT_LM},
+    {"NystromformerForSequenceClassification", &hf_nystrom_family, NYSTROM_SEQ_INPUTS, NYSTROM_REFUSED, OUT_LM},
+    {"NystromformerForTokenClassification", &hf_nystrom_family, NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, OUT_LM},
 };
 #define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
 
@@ -159,7 +174,7 @@ static const char *supported_list(char *buf, size_t n) {
 
 /* architectures[0] of dir/config.json, looked up in the table. */
 static const hf_arch *read_architecture(const char *dir, FILE *log) {
-    char path[4096], list[512];
+    char path[4096], list[1024];
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *root = tf_json_read(path);
     if (!root) return NULL;

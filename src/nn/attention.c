@@ -92,7 +92,7 @@ tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t
 }
 
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
-    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0};
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0};
     return c;
 }
 
@@ -101,6 +101,9 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     if (E <= 0 || H <= 0 || E % H || cfg->kdim <= 0 || cfg->vdim <= 0)
         return tf_set_error("attention: d_model %d must be a positive multiple of n_head %d "
                             "(kdim %d, vdim %d)", E, H, cfg->kdim, cfg->vdim);
+    if (cfg->nystrom && (cfg->landmarks < 0 || cfg->conv_kernel < 0 || (cfg->conv_kernel > 0 && cfg->conv_kernel % 2 == 0)))
+        return tf_set_error("attention: Nystrom landmarks %d must be >= 0 and conv_kernel %d 0 or odd", cfg->landmarks,
+                            cfg->conv_kernel);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     char name[256];
@@ -120,6 +123,7 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     rc |= ADD(out_proj.weight, 2, std, E, E);
     if (cfg->bias) rc |= ADD(out_proj.bias, 1, TF_INIT_ZEROS, E);
     if (cfg->rel_max_offset > 0) rc |= ADD(rel_bias, 2, 0.02f, 2 * cfg->rel_max_offset + 1, H);
+    if (cfg->nystrom && cfg->conv_kernel > 0) rc |= ADD(conv_weight, 4, 0.02f, H, 1, cfg->conv_kernel, 1);
 #undef ADD
     return rc ? -1 : 0;
 }
@@ -269,6 +273,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
                          tf_tensor **probs) {
     int held = !key && !value && cache;
     if (!query || (!held && (!key || !value || check_inputs(m, query, key, value)))) return NULL;
+    if (m->cfg.nystrom && (cache || causal || (mask && mask->causal) || key != query || value != query || weights || probs))
+        return tf_set_error("attention: Nystrom attention is self-attention only, without a cache, causal masking "
+                            "or attention weights"), NULL;
     int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
     tf_tensor *qkv[3];
     if (held) {
@@ -278,7 +285,8 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
         if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
         if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
     }
-    tf_tensor *o = attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);  // o: (B,H,Tq,D)
+    tf_tensor *o = m->cfg.nystrom ? tf_nystrom_attend(ctx, m, qkv, mask)  // o: (B,H,Tq,D)
+                                  : attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }

@@ -10,7 +10,7 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0};
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0};
     return c;
 }
 
@@ -21,6 +21,12 @@ int tf_block_config_check(const tf_block_config *c) {
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
         return tf_set_error("block: dropout %g and attn_dropout %g must lie in [0,1)", c->dropout, c->attn_dropout);
     if (!(c->norm_eps > 0.0f)) return tf_set_error("block: norm_eps %g must be positive", c->norm_eps);
+    if (c->attn != TF_ATTN_NYSTROM && (c->landmarks || c->conv_kernel))
+        return tf_set_error("block: landmarks %d and conv_kernel %d are settings of Nystrom attention (TF_ATTN_NYSTROM)",
+                            c->landmarks, c->conv_kernel);
+    if (c->landmarks < 0 || c->conv_kernel < 0 || (c->conv_kernel > 0 && c->conv_kernel % 2 == 0))
+        return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->landmarks,
+                            c->conv_kernel);
     return 0;
 }
 
@@ -29,7 +35,7 @@ int tf_block_config_check(const tf_block_config *c) {
 static const char *const ROLE_NAMES[TF_BP_COUNT] = {
     "QKV_W", "QKV_B", "Q_W", "Q_B", "K_W", "K_B", "V_W", "V_B", "OUT_W", "OUT_B", "NORM_ATTN_W", "NORM_ATTN_B",
     "X_QKV_W", "X_QKV_B", "X_Q_W", "X_Q_B", "X_K_W", "X_K_B", "X_V_W", "X_V_B", "X_OUT_W", "X_OUT_B",
-    "NORM_CROSS_W", "NORM_CROSS_B", "FF_IN_W", "FF_IN_B", "FF_OUT_W", "FF_OUT_B", "NORM_FF_W", "NORM_FF_B"};
+    "NORM_CROSS_W", "NORM_CROSS_B", "FF_IN_W", "FF_IN_B", "FF_OUT_W", "FF_OUT_B", "NORM_FF_W", "NORM_FF_B", "CONV_W"};
 
 /* Where role r lives in b. Attention roles come in two runs of ten (self, cross). */
 static tf_tensor **slot(tf_block *b, int r) {
@@ -50,6 +56,7 @@ static tf_tensor **slot(tf_block *b, int r) {
     case TF_BP_FF_OUT_W: return &b->ff_out.weight;
     case TF_BP_FF_OUT_B: return &b->ff_out.bias;
     case TF_BP_NORM_FF_W: return &b->norm_ff.weight;
+    case TF_BP_CONV_W: return &b->self_attn.conv_weight;
     default: return &b->norm_ff.bias;
     }
 }
@@ -62,6 +69,7 @@ static int named(const tf_block_names *n, int r) {
 
 /* Does the configuration use role r (given which fused rows the map names)? */
 static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
+    if (r == TF_BP_CONV_W) return c->attn == TF_ATTN_NYSTROM && c->conv_kernel > 0;
     int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
     int is_bias = r % 2 == 1; /* every _B role is odd */
     if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
@@ -73,8 +81,13 @@ static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
     return 1;
 }
 
-/* Shape and initial std of role r: (out,in), or (in,out) with w_in_out. */
-static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *ndim, int64_t shape[2]) {
+/* Shape and initial std of role r: (out,in), or (in,out) with w_in_out;
+ * Nyström's convolution (H,1,K,1). */
+static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *ndim, int64_t shape[4]) {
+    if (r == TF_BP_CONV_W) {
+        *ndim = 4, shape[0] = c->n_head, shape[1] = 1, shape[2] = c->conv_kernel, shape[3] = 1;
+        return init.fan_in ? 1.0f / sqrtf((float)c->conv_kernel) : init.std;
+    }
     int base = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B ? r - TF_BP_X_QKV_W : r;
     int64_t d = c->d_model, out = d, in = d;
     if (base == TF_BP_QKV_W || base == TF_BP_QKV_B) out = 3 * d;
@@ -90,24 +103,26 @@ static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *
     return base == TF_BP_OUT_W || r == TF_BP_FF_OUT_W ? init.out_std : init.std;
 }
 
-static void attn_config(tf_mha *m, const tf_block_config *c) {
+static void attn_config(tf_mha *m, const tf_block_config *c, int self) {
     m->cfg = tf_mha_config_default(c->d_model, c->n_head);
     m->cfg.bias = c->bias, m->cfg.dropout = c->attn_dropout, m->cfg.w_in_out = c->w_in_out;
+    if (self && c->attn == TF_ATTN_NYSTROM)
+        m->cfg.nystrom = 1, m->cfg.landmarks = c->landmarks, m->cfg.conv_kernel = c->conv_kernel;
 }
 
 int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,
                       const tf_block_names *names, tf_block_init init) {
     if (tf_block_config_check(cfg)) return -1;
     memset(b, 0, sizeof *b);
-    attn_config(&b->self_attn, cfg);
-    attn_config(&b->cross_attn, cfg);
+    attn_config(&b->self_attn, cfg, 1);
+    attn_config(&b->cross_attn, cfg, 0);
     b->norm_attn.eps = b->norm_cross.eps = b->norm_ff.eps = cfg->norm_eps;
     int done[TF_BP_COUNT] = {0};
     char name[512];
     for (int i = 0; i < names->n; i++) {
         int r = (int)names->rows[i].role, ndim;
         if (r < 0 || r >= TF_BP_COUNT || !needed(cfg, names, r) || done[r]) continue;
-        int64_t shape[2];
+        int64_t shape[4];
         float std = shape_of(cfg, init, r, &ndim, shape);
         if ((size_t)snprintf(name, sizeof name, "%s%s", prefix, names->rows[i].name) >= sizeof name)
             return tf_set_error("block: name %s%s too long", prefix, names->rows[i].name);

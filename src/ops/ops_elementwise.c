@@ -1,4 +1,4 @@
-/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, tanh, dropout. */
+/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, tanh, reciprocal, dropout. */
 #include <math.h>
 #include <string.h>
 
@@ -323,6 +323,23 @@ void tf_op_tanh_backward(tf_node *n) {
 
 tf_tensor *tf_tanh(tf_ctx *ctx, tf_tensor *x) {
     return tf_node_run(ctx, unary_node(ctx, TF_OP_TANH, x, NULL));
+}
+
+/* 1/x; the backward reads the output: d(1/x) = -1/x^2 = -y^2. */
+void tf_op_reciprocal_forward(tf_node *n) {
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);
+    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = 1.0f / x[i];
+}
+
+void tf_op_reciprocal_backward(tf_node *n) {
+    const float *y = tf_f32(n->out), *g = n->out->grad;
+    float *gx = n->in[0]->grad;
+    for (int64_t i = 0; gx && i < tf_numel(n->out); i++) gx[i] -= g[i] * y[i] * y[i];
+}
+
+tf_tensor *tf_reciprocal(tf_ctx *ctx, tf_tensor *x) {
+    return tf_node_run(ctx, unary_node(ctx, TF_OP_RECIPROCAL, x, NULL));
 }
 
 /* Dropout keeps element i when hash(seed, i) >= p and scales it by 1/(1-p):

@@ -1,4 +1,5 @@
-/* Ops that move or reduce elements: embedding lookup, concat, split, sum/mean. */
+/* Ops that move or reduce elements: embedding lookup, concat, split, sum/mean, max. */
+#include <math.h>
 #include <string.h>
 
 #include "../core/internal.h"
@@ -13,17 +14,25 @@ void tf_op_embedding_forward(tf_node *n) {
     for (int64_t r = 0; r < R; r++) memcpy(out + r * C, tf_f32(T) + ids[r] * C, (size_t)C * sizeof *out);
 }
 
+/* Rows looked up by the id padding_idx (-1: none) take no gradient:
+ * PyTorch's nn.Embedding(padding_idx). */
+typedef struct {
+    int32_t padding_idx;
+} tf_embedding_params;
+
 void tf_op_embedding_backward(tf_node *n) {
     tf_tensor *T = n->in[0];
     if (!T->grad) return;
+    const tf_embedding_params *p = n->params;
     const int32_t *ids = tf_i32(n->in[1]);
     const float *g = n->out->grad;
     int64_t C = T->shape[1], R = tf_numel(n->in[1]);
     for (int64_t r = 0; r < R; r++)
-        for (int64_t j = 0; j < C; j++) T->grad[ids[r] * C + j] += g[r * C + j];
+        if (ids[r] != p->padding_idx)
+            for (int64_t j = 0; j < C; j++) T->grad[ids[r] * C + j] += g[r * C + j];
 }
 
-tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
+tf_tensor *tf_embedding_padded(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids, int32_t padding_idx) {
     if (!table || !ids) return NULL;
     char a[64];
     if (table->dtype != TF_DTYPE_F32 || table->ndim != 2)
@@ -31,7 +40,9 @@ tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
     if (ids->dtype != TF_DTYPE_I32 || ids->ndim + 1 > TF_MAX_DIMS)
         return tf_set_error("embedding: ids must be I32 with at most %d dims", TF_MAX_DIMS - 1), NULL;
     tf_tensor *in[2] = {tf_contiguous(ctx, table), tf_contiguous(ctx, ids)};
-    if (!in[0] || !in[1]) return NULL;
+    tf_embedding_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!in[0] || !in[1] || !p) return NULL;
+    p->padding_idx = padding_idx;
     int64_t V = table->shape[0];
     for (int64_t i = 0, R = tf_numel(ids); i < R; i++) {
         int32_t id = tf_i32(in[1])[i];
@@ -42,7 +53,11 @@ tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
     int64_t shape[TF_MAX_DIMS];
     memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
     shape[ids->ndim] = table->shape[1];
-    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_EMBEDDING, 2, in, TF_DTYPE_F32, ids->ndim + 1, shape, NULL));
+    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_EMBEDDING, 2, in, TF_DTYPE_F32, ids->ndim + 1, shape, p));
+}
+
+tf_tensor *tf_embedding(tf_ctx *ctx, tf_tensor *table, tf_tensor *ids) {
+    return tf_embedding_padded(ctx, table, ids, -1);
 }
 
 /* ---------------------------------------------------------------- concat */
@@ -153,9 +168,46 @@ void tf_op_sum_backward(tf_node *n) {
                 gx[(o * p->n + k) * p->inner + i] += g[o * p->inner + i] * p->scale;
 }
 
-static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int mean) {
+/* max over n of x viewed as (outer, n, inner); NaN when one of them is. */
+void tf_op_max_forward(tf_node *n) {
+    const tf_sum_params *p = n->params;
+    const float *x = tf_f32(n->in[0]);
+    float *y = tf_f32(n->out);  // y: (outer, inner)
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i = 0; i < p->inner; i++) {
+            float m = -INFINITY;
+            for (int64_t k = 0; k < p->n; k++) {
+                float v = x[(o * p->n + k) * p->inner + i];
+                if (v > m || v != v) m = v;
+                if (m != m) break;
+            }
+            y[o * p->inner + i] = m;
+        }
+}
+
+/* The gradient of each maximum shared evenly by the elements equal to it. */
+void tf_op_max_backward(tf_node *n) {
+    const tf_sum_params *p = n->params;
+    const float *x = tf_f32(n->in[0]), *y = tf_f32(n->out), *g = n->out->grad;
+    float *gx = n->in[0]->grad;
+    if (!gx) return;
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t i = 0; i < p->inner; i++) {
+            float m = y[o * p->inner + i];
+            int64_t ties = 0;
+            for (int64_t k = 0; k < p->n; k++) ties += x[(o * p->n + k) * p->inner + i] == m;
+            for (int64_t k = 0; ties && k < p->n; k++)
+                if (x[(o * p->n + k) * p->inner + i] == m)
+                    gx[(o * p->n + k) * p->inner + i] += g[o * p->inner + i] / (float)ties;
+        }
+}
+
+/* kind: 0 sum, 1 mean, 2 max. */
+static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int kind) {
+    static const char *const NAMES[3] = {"sum", "mean", "max"};
     if (!x) return NULL;
-    if (x->dtype != TF_DTYPE_F32) return tf_set_error("sum: input must be F32"), NULL;
+    if (x->dtype != TF_DTYPE_F32) return tf_set_error("%s: input must be F32", NAMES[kind]), NULL;
+    if (kind == 2 && tf_numel(x) == 0) return tf_set_error("max: the input has no elements"), NULL;
     tf_sum_params *p = tf_ctx_alloc(ctx, sizeof *p);
     if (!p) return NULL;
     int64_t shape[TF_MAX_DIMS];
@@ -166,8 +218,9 @@ static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int me
         ndim = keepdim ? x->ndim : 0;
         for (int k = 0; k < ndim; k++) shape[k] = 1;
     } else {
-        int d = tf_dim_index(x, dim, "sum");
+        int d = tf_dim_index(x, dim, NAMES[kind]);
         if (d < 0) return NULL;
+        if (kind == 2 && x->shape[d] == 0) return tf_set_error("max: dim %d has no elements", d), NULL;
         p->outer = p->inner = 1;
         for (int k = 0; k < d; k++) p->outer *= x->shape[k];
         for (int k = d + 1; k < x->ndim; k++) p->inner *= x->shape[k];
@@ -177,10 +230,11 @@ static tf_tensor *reduce(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim, int me
             if (k != d) shape[ndim++] = x->shape[k];
             else if (keepdim) shape[ndim++] = 1;
     }
-    p->scale = mean ? (p->n ? 1.0f / (float)p->n : 0.0f) : 1.0f;
+    p->scale = kind == 1 ? (p->n ? 1.0f / (float)p->n : 0.0f) : 1.0f;
     x = tf_contiguous(ctx, x);
-    return tf_node_run(ctx, tf_node_new(ctx, TF_OP_SUM, 1, &x, TF_DTYPE_F32, ndim, shape, p));
+    return tf_node_run(ctx, tf_node_new(ctx, kind == 2 ? TF_OP_MAX : TF_OP_SUM, 1, &x, TF_DTYPE_F32, ndim, shape, p));
 }
 
 tf_tensor *tf_sum(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim) { return reduce(ctx, x, dim, keepdim, 0); }
 tf_tensor *tf_mean(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim) { return reduce(ctx, x, dim, keepdim, 1); }
+tf_tensor *tf_max(tf_ctx *ctx, tf_tensor *x, int dim, int keepdim) { return reduce(ctx, x, dim, keepdim, 2); }

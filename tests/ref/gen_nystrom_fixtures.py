@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Hugging Face Nystromformer folders and their outputs, for tests/test_nystrom.c.
+
+    python tests/ref/gen_nystrom_fixtures.py --out tests/fixtures_nystrom
+        the committed cases (transformers 4.x)
+
+    python tests/ref/gen_nystrom_fixtures.py --random 12 --seed 1234 --out build/nystrom_fresh
+        fresh random configurations and inputs
+
+A case is a folder: config.json and model.safetensors as save_pretrained
+writes them (safetensors: tformer does not read pytorch_model.bin),
+input.safetensors (forward()'s arguments: input_ids, attention_mask,
+token_type_ids, position_ids, labels; int64, labels float32 for regression)
+and expected.safetensors (the fields transformers returns: last_hidden_state
+of NystromformerModel; logits, and loss with labels, of the heads), computed
+in float64 from the float32 weights (model.double()) and rounded once. Cases
+with "grad" also hold gradients.safetensors: the loss's gradient with respect
+to every parameter, by name, the same way.
+
+The configurations cover several lengths, num_landmarks dividing
+segment_means_seq_len, num_landmarks == segment_means_seq_len (transformers'
+exact branch: any length up to max_position_embeddings), conv_kernel_size 3,
+5 and null, padding on the right and on the left, token types and given
+position ids. The sequence length is segment_means_seq_len except in the
+exact branch: transformers reshapes by segment_means_seq_len, so another
+length fails or mixes the rows of a batch.
+
+Weights: LayerNorms N(1, 0.2) and N(0, 0.05), every other tensor N(0, WSTD):
+transformers' own initialisation (std 0.02) gives nearly constant outputs,
+which would not notice a misplaced weight.
+
+transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import zlib
+
+import torch
+import transformers
+from safetensors.torch import save_file
+from transformers import (NystromformerConfig, NystromformerForMaskedLM, NystromformerForSequenceClassification,
+                          NystromformerForTokenClassification, NystromformerModel)
+
+ARCHS = {"NystromformerModel": NystromformerModel, "NystromformerForMaskedLM": NystromformerForMaskedLM,
+         "NystromformerForSequenceClassification": NystromformerForSequenceClassification,
+         "NystromformerForTokenClassification": NystromformerForTokenClassification}
+WSTD = 0.3
+
+
+def cfg(h, heads, layers, seq, lm, conv, **kw):
+    base = dict(vocab_size=23, hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads,
+                intermediate_size=2 * h + 1, max_position_embeddings=max(seq, 24), segment_means_seq_len=seq,
+                num_landmarks=lm, conv_kernel_size=conv, type_vocab_size=3)
+    base.update(kw)
+    return base
+
+
+# (name, architecture, config, inputs): T is segment_means_seq_len unless given
+CASES = [
+    ("model_T16_L4_k3", "NystromformerModel", cfg(8, 2, 2, 16, 4, 3), dict(B=2)),
+    ("model_T12_L3_k5_pad_types", "NystromformerModel", cfg(12, 3, 1, 12, 3, 5, hidden_act="gelu"),
+     dict(B=3, pad="right", types=True)),
+    ("model_T8_L8_exact_k3_T6", "NystromformerModel", cfg(8, 2, 2, 8, 8, 3), dict(B=2, T=6, pad="right")),
+    ("model_T8_L8_exact_k5_T8", "NystromformerModel", cfg(6, 1, 1, 8, 8, 5, hidden_act="relu"), dict(B=2)),
+    ("model_T24_L6_k3_leftpad_pos", "NystromformerModel", cfg(10, 2, 1, 24, 6, 3, layer_norm_eps=1e-12),
+     dict(B=2, pad="left", positions=True)),
+    ("model_T10_L2_noconv", "NystromformerModel", cfg(9, 3, 2, 10, 2, None, hidden_act="gelu_pytorch_tanh"),
+     dict(B=2, pad="right")),
+    ("seqcls_T20_L5_k5_labels_grad", "NystromformerForSequenceClassification",
+     cfg(8, 2, 2, 20, 5, 5, num_labels=3, hidden_act="gelu"), dict(B=3, pad="right", labels=True, grad=True)),
+    ("seqcls_T8_L2_regression", "NystromformerForSequenceClassification",
+     cfg(6, 2, 1, 8, 2, 3, num_labels=1), dict(B=2, labels=True)),
+    ("mlm_T12_L4_k3_labels_grad", "NystromformerForMaskedLM", cfg(8, 2, 1, 12, 4, 3),
+     dict(B=2, pad="right", labels=True, grad=True)),
+    ("mlm_T9_L3_k5_untied", "NystromformerForMaskedLM", cfg(6, 3, 1, 9, 3, 5, tie_word_embeddings=False),
+     dict(B=2, labels=True)),
+    ("tokcls_T15_L5_k3_labels", "NystromformerForTokenClassification", cfg(10, 5, 2, 15, 5, 3, num_labels=4),
+     dict(B=2, pad="right", labels=True, types=True)),
+]
+
+
+def init_weights(model, g):
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + (0.2 if name.endswith("weight") else 0.05)
+                        * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(WSTD * torch.randn(p.shape, generator=g))
+
+
+def make_inputs(c, arch, spec, g):
+    B, T = spec["B"], spec.get("T", c.segment_means_seq_len)
+    x = {"input_ids": torch.randint(0, c.vocab_size, (B, T), generator=g)}
+    if "pad" in spec:
+        mask = torch.ones(B, T, dtype=torch.int64)
+        for b in range(1, B):  # row 0 whole; the others lose 1 .. T/2 tokens
+            n = 1 + (b * 5) % (T // 2)
+            if spec["pad"] == "right":
+                mask[b, T - n:] = 0
+            else:
+                mask[b, :n] = 0
+        x["attention_mask"] = mask
+    if spec.get("types"):
+        x["token_type_ids"] = torch.randint(0, c.type_vocab_size, (B, T), generator=g)
+    if spec.get("positions"):
+        x["position_ids"] = torch.randint(0, c.max_position_embeddings + 2, (B, T), generator=g)
+    if spec.get("labels"):
+        if arch == "NystromformerForSequenceClassification":
+            x["labels"] = (torch.randn(B, generator=g) if c.num_labels == 1
+                           else torch.randint(0, c.num_labels, (B,), generator=g))
+        else:
+            n = c.vocab_size if arch == "NystromformerForMaskedLM" else c.num_labels
+            lab = torch.randint(0, n, (B, T), generator=g)
+            lab[torch.rand(B, T, generator=g) < 0.3] = -100
+            x["labels"] = lab
+    return x
+
+
+def reference(model, arch, x, train=False):
+    """transformers' outputs in float64 from the float32 weights, rounded once
+    (and, with train, the loss's gradients by parameter name)."""
+    m = ARCHS[arch](model.config)
+    m.load_state_dict(model.state_dict())
+    m = m.double()
+    m.train(train)  # dropout is 0
+    args = {k: (v.double() if v.is_floating_point() else v) for k, v in x.items()}
+    with torch.set_grad_enabled(train):
+        out = m(**args)
+    if train:
+        out.loss.backward()
+        return {k: p.grad.float().contiguous() for k, p in m.named_parameters()}
+    if arch == "NystromformerModel":
+        return {"last_hidden_state": out.last_hidden_state.float()}
+    res = {"logits": out.logits.float()}
+    if out.loss is not None:
+        res["loss"] = out.loss.float().reshape(())
+    return res
+
+
+def write_case(out, name, arch, cfg_kw, spec, seed):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    c = NystromformerConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
+    model = ARCHS[arch](c).eval()
+    init_weights(model, g)
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    x = make_inputs(c, arch, spec, g)
+    save_file({k: v.contiguous() for k, v in x.items()}, os.path.join(d, "input.safetensors"))
+    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+    if spec.get("grad"):
+        save_file(reference(model, arch, x, train=True), os.path.join(d, "gradients.safetensors"))
+    print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
+
+
+def random_case(r):
+    heads = r.randint(1, 4)
+    lm = r.randint(1, 6)
+    exact = r.random() < 0.2
+    seq = lm if exact else lm * r.randint(1, 5)
+    kw = dict(hidden_act=r.choice(["gelu", "gelu_new", "relu", "gelu_pytorch_tanh"]),
+              layer_norm_eps=r.choice([1e-12, 1e-5, 1e-3]), tie_word_embeddings=r.random() < 0.8)
+    c = cfg(heads * r.randint(2, 4), heads, r.randint(1, 3), seq, lm, r.choice([None, 1, 3, 5, 7]), **kw)
+    arch = r.choice(list(ARCHS))
+    if arch in ("NystromformerForSequenceClassification", "NystromformerForTokenClassification"):
+        c["num_labels"] = r.randint(1 if arch.endswith("SequenceClassification") else 2, 6)
+    spec = dict(B=r.randint(1, 3), types=r.random() < 0.3, positions=r.random() < 0.2,
+                labels=arch != "NystromformerModel" and r.random() < 0.6)
+    if exact and seq >= 2 and r.random() < 0.5:
+        spec["T"] = r.randint(2, seq)
+    if r.random() < 0.6 and spec.get("T", seq) >= 2:
+        spec["pad"] = r.choice(["right", "left"])
+    return arch, c, spec
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    if a.random:
+        r = random.Random(a.seed)
+        print(f"seed {a.seed}")
+        for i in range(a.random):
+            arch, c, spec = random_case(r)
+            print(f"case {i}: {arch} {json.dumps(c)} {json.dumps(spec)}")
+            write_case(a.out, f"random_{i:02d}", arch, c, spec, a.seed * 1000 + i)
+        return
+    for name, arch, c, spec in CASES:  # seeded by name: adding a case leaves the others as they are
+        write_case(a.out, name, arch, c, spec, zlib.crc32(name.encode()) % 100000)
+
+
+if __name__ == "__main__":
+    main()
