@@ -181,6 +181,7 @@ TF_OP_FUNCS(tanh)
 TF_OP_FUNCS(gru_cell)
 TF_OP_FUNCS(lstm_cell)
 TF_OP_FUNCS(patch_embed)
+TF_OP_FUNCS(soft_cross_entropy)
 #undef TF_OP_FUNCS
 
 #endif

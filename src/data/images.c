@@ -1,7 +1,7 @@
 /* Labelled image sets: idx files (Fashion-MNIST, MNIST) and scikit-learn's
  * digits.csv, gzip'ed or plain (zlib's gzread passes plain files through),
- * as float pixels in [0,1], NCHW; a set's sub-range; and the loader of
- * batches ("pixel_values", "labels"). PNG files: image_png.c. */
+ * as float pixels in [0,1], NCHW; a set's sub-range. PNG files:
+ * image_png.c; the loader of batches: image_loader.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,64 +280,4 @@ void tf_images_free(tf_images *im) {
     if (!im) return;
     free(im->pixels), free(im->labels);
     memset(im, 0, sizeof *im);
-}
-
-/* ---------------------------------------------------------------- the loader */
-
-typedef struct {
-    tf_loader base;
-    const tf_images *train, *valid;
-    int shift;
-    uint64_t seed;
-} images_loader;
-
-/* Image i of s into dst (C,H,W), moved by (dy, dx) pixels; the uncovered border 0. */
-static void copy_shifted(const tf_images *s, int64_t i, int dy, int dx, float *dst) {
-    int64_t H = s->height, W = s->width, hw = H * W;
-    const float *src = s->pixels + i * s->channels * hw;
-    for (int64_t c = 0; c < s->channels; c++)
-        for (int64_t y = 0; y < H; y++)
-            for (int64_t x = 0; x < W; x++) {
-                int64_t sy = y - dy, sx = x - dx;
-                dst[c * hw + y * W + x] = sy >= 0 && sy < H && sx >= 0 && sx < W ? src[c * hw + sy * W + sx] : 0.0f;
-            }
-}
-
-static int images_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, int rows, tf_batch *out) {
-    images_loader *m = (images_loader *)l;
-    int val = split == TF_SUBSET_VAL;
-    const tf_images *s = val ? m->valid : m->train;
-    if (!s) return tf_set_error("images: no validation set");
-    int64_t per = (int64_t)s->channels * s->height * s->width;
-    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){rows, s->channels, s->height, s->width}, 0);
-    tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){rows}, 0);  // x: (rows,C,H,W), y: (rows)
-    if (!x || !y) return -1;
-    for (int64_t r = 0; r < rows; r++) {
-        uint64_t h = tf_key(m->seed, key, (uint64_t)r, 0);
-        int64_t i = val ? (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)s->n) : (int64_t)(h % (uint64_t)s->n);
-        int span = 2 * m->shift + 1, dy = val ? 0 : (int)((h >> 32) % (uint64_t)span) - m->shift;
-        int dx = val ? 0 : (int)((h >> 48) % (uint64_t)span) - m->shift;
-        copy_shifted(s, i, dy, dx, tf_f32(x) + r * per);
-        tf_i32(y)[r] = s->labels[i];
-    }
-    return tf_batch_set(out, "pixel_values", x) || tf_batch_set(out, "labels", y) ? -1 : 0;
-}
-
-static void images_free(tf_loader *l) { free(l); }
-
-static const tf_loader_vt IMAGES_LOADER = {images_next, images_free};
-
-tf_loader *tf_images_loader_new(const tf_images *train, const tf_images *valid, int shift, uint64_t seed) {
-    if (!train || train->n < 1 || !train->labels) return tf_set_error("images: the training set needs labelled images"), NULL;
-    if (valid && (valid->n < 1 || !valid->labels)) return tf_set_error("images: the validation set needs labelled images"), NULL;
-    if (valid && (valid->channels != train->channels || valid->height != train->height ||
-                  valid->width != train->width || valid->n_classes != train->n_classes))
-        return tf_set_error("images: validation images %dx%dx%d of %d classes differ from the training images "
-                            "%dx%dx%d of %d classes", valid->channels, valid->height, valid->width, valid->n_classes,
-                            train->channels, train->height, train->width, train->n_classes), NULL;
-    if (shift < 0 || shift >= 256) return tf_set_error("images: shift %d must lie in [0,256)", shift), NULL;
-    images_loader *m = calloc(1, sizeof *m);
-    if (!m) return tf_set_error("images: out of memory"), NULL;
-    *m = (images_loader){{&IMAGES_LOADER}, train, valid, shift, seed};
-    return &m->base;
 }

@@ -28,4 +28,5 @@ const tf_op_def tf_op_table[TF_OP_COUNT] = {
     TF_OP_W(TF_OP_GRU_CELL, gru_cell),
     TF_OP_W(TF_OP_LSTM_CELL, lstm_cell),
     TF_OP_W(TF_OP_PATCH_EMBED, patch_embed),
+    TF_OP(TF_OP_SOFT_CROSS_ENTROPY, soft_cross_entropy),
 };

@@ -112,7 +112,7 @@ static int train_step(trainer *t, int64_t step, tf_train_report *rep) {
                             "is intact — lower lr or lengthen the warmup", (long long)step + 1, loss, rep->grad_norm,
                             rep->lr);
     tf_adamw_step(t->opt, rep->lr);
-    return 0;
+    return t->task->vt->after_step ? t->task->vt->after_step(t->task, step + 1) : 0;
 }
 
 /* ---------------------------------------------------------------- losses.csv and loss.png */
@@ -268,10 +268,15 @@ static int load_checkpoint(trainer *t, int64_t *step) {
     return rc ? -1 : read_history(t, *step);
 }
 
-/* The value the best model is chosen by, lower is better: the loss or minus the metric. */
+/* The value the best model is chosen by, lower is better: the loss or minus
+ * the metric, as losses.csv holds it (%.9g), so a resumed run, which reads
+ * the best so far from there, picks the same model on a tie. */
 static double selection(const trainer *t, double loss, const double *metric) {
     int m = t->task->select_metric;
-    return m <= 0 || m > t->task->n_metrics ? loss : -metric[m - 1];
+    char num[40];
+    snprintf(num, sizeof num, "%.9g", m <= 0 || m > t->task->n_metrics ? loss : metric[m - 1]);
+    double v = strtod(num, NULL);
+    return m <= 0 || m > t->task->n_metrics ? v : -v;
 }
 
 /* The best of the history (a resumed run). */
@@ -370,6 +375,9 @@ static int lock_run(const char *run_dir, int *fd) {
 int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
              tf_train_report_fn report, void *user) {
     if (tf_train_config_check(cfg)) return -1;
+    if (cfg->average_last > 0 && task->model_is_ema)
+        return tf_set_error("average_last: the task's model is an EMA of the weights (ema_decay); averaging the last "
+                            "checkpoints' trained weights beside it is not supported: use one or the other");
     if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
     int lock;
     if (lock_run(run_dir, &lock)) return -1;

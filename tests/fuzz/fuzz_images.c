@@ -15,9 +15,12 @@
  * exactly n x height x width bytes; a digits file one image a non-blank
  * line; a PNG one image of the channels asked for), every label in
  * [0,n_classes) and n_classes the one asked for. An accepted labelled set
- * then feeds the loader, with the augmentations the option byte turns on,
- * whose batches hold pixels in [0,1] (or the erasing's values) and labels
- * in range. */
+ * then feeds the loader with the augmentations the option byte turns on
+ * (shifts, RandAugment at a magnitude 0..10, random erasing in each mode,
+ * mixup, cutmix, repeats, label smoothing), whose batches hold finite
+ * pixels, in [0,1] unless erased, labels in range, and soft targets in [0,1]
+ * summing to 1 exactly when mixing is on. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,23 +63,47 @@ static void check_set(const tf_images *s, int channels) {
         if (s->labels[i] < 0 || s->labels[i] >= s->n_classes) abort();
 }
 
-/* Batches of the loader over s (as training and validation set): pixels in
- * [0,1] unless erased, labels in range, soft targets that sum to 1. */
+/* The augmentation the option byte turns on (its bits mixed: the readers use them too). */
+static tf_images_aug aug_of(uint8_t opt) {
+    uint8_t b = (uint8_t)(opt * 167 + 13);
+    tf_images_aug a = tf_images_aug_none();
+    a.shift = b % 3, a.randaug_ops = b & 4 ? 2 : 0, a.erase_prob = b & 8 ? 0.5f : 0.0f;
+    a.erase_mode = (tf_erase_mode)(b / 16 % 3), a.mixup_alpha = b & 32 ? 0.8f : 0.0f;
+    a.cutmix_alpha = b & 64 ? 1.0f : 0.0f, a.repeats = 1 + (b >> 7) * 2, a.label_smoothing = b & 1 ? 0.1f : 0.0f;
+    a.randaug_magnitude = (float)(b % 11);
+    return a;
+}
+
+/* Batches of the loader over s (as training and validation set), augmented
+ * as the option byte says: finite pixels, in [0,1] unless erased, labels in
+ * range, soft targets in [0,1] summing to 1. */
 static void check_batches(const tf_images *s, uint8_t opt) {
     if (!s->labels) return;
-    tf_loader *l = tf_images_loader_new(s, s, opt % 3, opt);
-    if (!l) abort(); /* a labelled set of one shape always makes a loader */
+    tf_images_aug a = aug_of(opt);
+    tf_loader *l = tf_images_loader_aug(s, s, &a, opt);
+    if (!l) abort(); /* a labelled grey set of one shape always makes a loader */
     tf_ctx *ctx = tf_ctx_new(1);
     for (uint64_t key = 0; ctx && key < 3; key++) {
         tf_batch b = {0};
-        int rows = 1 + (int)(key + opt) % 4;
-        if (tf_loader_next(l, ctx, key == 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, rows, &b)) abort();
-        tf_tensor *x = tf_batch_get(&b, "pixel_values"), *y = tf_batch_get(&b, "labels");
+        int rows = 1 + (int)(key + opt) % 4, val = key == 2;
+        if (tf_loader_next(l, ctx, val ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, rows, &b)) abort();
+        tf_tensor *x = tf_batch_get(&b, "pixel_values"), *y = tf_batch_get(&b, "labels"), *t = tf_batch_get(&b, "targets");
         if (!x || !y || x->shape[0] != rows || y->shape[0] != rows) abort();
         for (int64_t i = 0; i < tf_numel(x); i++)
-            if (!(tf_f32(x)[i] >= 0.0f && tf_f32(x)[i] <= 1.0f)) abort();
+            if (!isfinite(tf_f32(x)[i]) || ((val || a.erase_prob == 0) && !(tf_f32(x)[i] >= 0.0f && tf_f32(x)[i] <= 1.0f)))
+                abort();
         for (int r = 0; r < rows; r++)
             if (tf_i32(y)[r] < 0 || tf_i32(y)[r] >= s->n_classes) abort();
+        if ((t != NULL) != (!val && (a.mixup_alpha > 0 || a.cutmix_alpha > 0))) abort();
+        for (int r = 0; t && r < rows; r++) {
+            double sum = 0;
+            for (int64_t k = 0; k < t->shape[1]; k++) {
+                float v = tf_f32(t)[r * t->shape[1] + k];
+                if (!(v >= 0.0f && v <= 1.0f)) abort();
+                sum += v;
+            }
+            if (fabs(sum - 1.0) > 1e-5) abort();
+        }
         tf_ctx_reset(ctx);
     }
     tf_ctx_free(ctx);
