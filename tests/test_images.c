@@ -223,6 +223,16 @@ static const char *make_bad(int c, const char **img, const char **lab) {
         write_bytes(*img, z, len, 0), free(z);
         return *img;
     }
+    case 13: put32(b + 4, 0x7fffffffu); write_bytes(*img, b, n, 1); return *img; /* 2^31 - 1 images declared */
+    case 14: { /* a PNG header of 65535 x 65535 RGBA pixels of 16 bits before 20 bytes of data */
+        static const unsigned char ihdr[13] = {0, 0, 255, 255, 0, 0, 255, 255, 16, 6, 0, 0, 0};
+        unsigned char p[64] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
+        memcpy(p + 16, ihdr, 13);
+        put32(p + 29, (uint32_t)crc32(0, p + 12, 17));
+        memcpy(p + 33, "\0\0\0\0IDAT\x35\xaf\x06\x1e", 12); /* an empty chunk (its CRC), then nothing */
+        write_bytes(*img, p, 45, 0);
+        return *img;
+    }
     default: { /* a PNG cut in half */
         write_png(*img, PNG_COLOR_TYPE_RGB, 8, 4, 4, 0);
         size_t len;
@@ -247,6 +257,8 @@ static const bad_case BAD[] = {
     {"PNG: garbage", 2, 0, {"not a readable PNG", NULL}},
     {"PNG: not a PNG", 2, 0, {"not a PNG file", NULL}},
     {"PNG: changed data", 2, 0, {"not a readable PNG", "CRC error"}},
+    {"idx: 2^31 - 1 images declared", 0, 0, {"truncated", "2147483647 images need"}},
+    {"PNG: 65535 x 65535 declared", 2, 0, {"not a readable PNG", "need at least 33293304 bytes"}},
     {"PNG: cut short", 2, 0, {"not a readable PNG", NULL}},
 };
 

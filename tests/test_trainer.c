@@ -63,7 +63,7 @@ static void toy_free(tf_task *t) {
 }
 
 static const tf_task_vt TOY = {toy_batch, toy_loss, toy_params, toy_signature, toy_save, NULL, NULL, toy_tokens,
-                               toy_free, NULL};
+                               toy_free, NULL, NULL};
 
 static tf_task *toy_new(int nan_after) {
     toy_task *k = calloc(1, sizeof *k);

@@ -58,6 +58,45 @@ TF_API void tf_images_free(tf_images *im);
  * valid may be NULL (no validation). */
 TF_API tf_loader *tf_images_loader_new(const tf_images *train, const tf_images *valid, int shift, uint64_t seed);
 
+/* Random erasing's values: timm's modes, in normalised space (0 there is the
+ * set's mean), brought back to pixels with the training set's mean and std. */
+typedef enum {
+    TF_ERASE_CONST, /* the mean */
+    TF_ERASE_RAND,  /* mean + std z, one z ~ N(0,1) per channel */
+    TF_ERASE_PIXEL  /* mean + std z, one z per pixel (DeiT) */
+} tf_erase_mode;
+
+/* DeiT's augmentation of training batches (docs/vision.md), each off at its
+ * zero (tf_images_aug_none). In the order applied to an image: */
+typedef struct {
+    int shift;               /* moved by up to this many pixels in x and y */
+    int randaug_ops;         /* RandAugment (grey images): ops per image; 0: none (DeiT: 2) */
+    float randaug_magnitude; /* in [0,10] (DeiT: 9) */
+    float randaug_mstd;      /* std of the magnitude's noise (DeiT: 0.5) */
+    float erase_prob;        /* random erasing's probability (DeiT: 0.25) */
+    tf_erase_mode erase_mode;
+    int repeats;             /* repeated augmentation: each drawn image fills this many consecutive
+                              * rows, each augmented apart (DeiT: 3); 1: none */
+    float mixup_alpha;       /* mixup's Beta(alpha, alpha); 0: none (DeiT: 0.8) */
+    float cutmix_alpha;      /* cutmix's; 0: none (DeiT: 1) */
+    float mix_prob;          /* a batch is mixed with this probability (DeiT: 1) */
+    float switch_prob;       /* with both: cutmix rather than mixup (DeiT: 0.5) */
+    float label_smoothing;   /* folded into the mixed targets (DeiT: 0.1) */
+    int n_labels;            /* the targets' width; 0: the training set's n_classes */
+} tf_images_aug;
+
+TF_API tf_images_aug tf_images_aug_none(void);
+/* tf_images_loader_new with augmentation: training batches as above, the
+ * image of row r drawn from (seed, key, r / repeats), then shifted,
+ * RandAugment'ed (8-bit values, as PIL's) and erased by draws of (seed, key,
+ * r); with mixup or cutmix the batch is then mixed with itself flipped (row i
+ * with rows-1-i, one lambda a batch, as timm's Mixup in batch mode) and holds
+ * "targets" (rows,n_labels) F32 too: the mixed, smoothed one-hot labels (a
+ * batch not mixed has them smoothed). Validation batches are never
+ * augmented. */
+TF_API tf_loader *tf_images_loader_aug(const tf_images *train, const tf_images *valid, const tf_images_aug *aug,
+                                       uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -293,6 +293,8 @@ typedef struct {
     int layer;                         /* this block's layer in the cache */
     tf_tensor **cross_probs;           /* non-NULL: receives the cross-attention's probabilities (B,H,T,S),
                                         * each head's (the scores are then materialised, not fused) */
+    float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
+                                        * its dropout, before the residual add) through tf_drop_path */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,

@@ -35,6 +35,7 @@ typedef enum {
     TF_OP_MAX,           /* over one dim or all; the gradient shared by the maxima */
     TF_OP_RECIPROCAL,    /* 1/x */
     TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
+    TF_OP_SOFT_CROSS_ENTROPY, /* logits against a distribution over the classes (mixup's targets) */
     TF_OP_COUNT
 } tf_op;
 
@@ -81,6 +82,15 @@ TF_API tf_tensor *tf_reciprocal(tf_ctx *ctx, tf_tensor *x);
 /* logits (...,C), targets I32 (...): mean loss over targets != ignore_index. */
 TF_API tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets,
                             int ignore_index, float label_smoothing);
+/* logits (...,C), targets F32 (...,C) (soft labels, no gradient): the mean
+ * over rows of -sum_c targets_c log softmax(logits)_c, which is timm's
+ * SoftTargetCrossEntropy (label smoothing lives in the targets). */
+TF_API tf_tensor *tf_soft_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets);
+/* Stochastic depth (timm's DropPath): while training, each sample (index of
+ * dim 0) of x is zeroed with probability p and the others scaled by 1/(1-p);
+ * the draw is a counter-based hash of a per-call seed (like dropout's).
+ * Identity when not training or p == 0. */
+TF_API tf_tensor *tf_drop_path(tf_ctx *ctx, tf_tensor *x, float p);
 /* q (B,H,Tq,D), k (B,H,Tk,D), v (B,H,Tk,Dv) -> (B,H,Tq,Dv). mask: F32 (added) or
  * U8 (nonzero = excluded), broadcastable to (B,H,Tq,Tk). causal excludes key j
  * for query i when j > i + Tk - Tq (PyTorch's rule when Tq == Tk). */

@@ -128,6 +128,9 @@ typedef struct {
     /* Metrics of the whole validation set after the loss batches (a
      * translation's BLEU needs decoding); added into m; may be NULL. */
     int (*score)(tf_task *t, tf_metrics *m);
+    /* After each optimizer update (step: the steps done, 1-based), before any
+     * evaluation of that step: an EMA of the weights; may be NULL. */
+    int (*after_step)(tf_task *t, int64_t step);
 } tf_task_vt;
 
 struct tf_task {
@@ -139,6 +142,9 @@ struct tf_task {
                                                   * (0) or of highest metric select_metric - 1 */
     int token_batches;                           /* batches by token count: the rows asked for are ignored,
                                                   * so the trainer's batch need not split into micro-batches */
+    int model_is_ema;                            /* the task evaluates and saves an EMA of the weights it
+                                                  * trains: average_last (an average of the trained
+                                                  * weights) is refused */
 };
 
 TF_API void tf_task_free(tf_task *t);
@@ -272,6 +278,17 @@ typedef struct {
     float label_smoothing;   /* 0.1 (DeiT) */
     int shift;               /* training images moved by up to this many pixels (0: none) */
     char label_names[2048];  /* comma-separated class names for the folder's id2label; "": LABEL_<i> */
+    /* DeiT's recipe (docs/vision.md), each off by default; DeiT's value in brackets */
+    int randaug_ops;         /* RandAugment's ops per image (2); 0: none */
+    float randaug_magnitude; /* (9) */
+    float randaug_mstd;      /* (0.5) */
+    float mixup, cutmix;     /* Beta(alpha, alpha) of mixup (0.8) and cutmix (1); 0: none */
+    float mix_prob;          /* a batch is mixed with this probability (1) */
+    float switch_prob;       /* with both: cutmix rather than mixup (0.5) */
+    float erase_prob;        /* random erasing (0.25) */
+    tf_erase_mode erase_mode;/* its values (pixel) */
+    int repeats;             /* repeated augmentation (3); 1: none */
+    float ema_decay;         /* EMA of the weights, evaluated and saved as the model (0.99996); 0: none */
 } tf_vit_task_config;
 TF_API tf_vit_task_config tf_vit_task_config_default(void);
 TF_API extern const tf_field_table tf_vit_task_config_table;

@@ -26,6 +26,8 @@ typedef struct {
     tf_activation activation;             /* Hugging Face's hidden_act: gelu (erf) */
     float norm_eps;                       /* layer_norm_eps: 1e-12 */
     float dropout, attn_dropout;          /* hidden_dropout_prob, attention_probs_dropout_prob */
+    float drop_path;                      /* stochastic depth while training: block l's rate is
+                                           * tf_vit_drop_path(cfg, l), 0 at the first, this at the last */
     int qkv_bias;                         /* q, k, v projections have biases */
     tf_vit_head head;
     int n_labels;                         /* ViTForImageClassification */
@@ -40,6 +42,8 @@ TF_API tf_vit_config tf_vit_config_default(void);
 /* 0, or -1 with a message naming the field. */
 TF_API int tf_vit_config_check(const tf_vit_config *c);
 TF_API extern const tf_field_table tf_vit_config_table;
+/* Block l's drop-path rate: timm's torch.linspace(0, drop_path, n_layer)[l] in float32. */
+TF_API float tf_vit_drop_path(const tf_vit_config *c, int l);
 /* Patches of an image: (image_size / patch_size)^2 (a remainder is not seen, as Conv2d). */
 TF_API int tf_vit_patches(const tf_vit_config *c);
 /* "ViTModel", "ViTForImageClassification" and back (-1 when unknown). */

@@ -189,6 +189,7 @@ TF_OP_FUNCS(patch_embed)
 TF_OP_FUNCS(max)
 TF_OP_FUNCS(reciprocal)
 TF_OP_FUNCS(depthwise_conv)
+TF_OP_FUNCS(soft_cross_entropy)
 #undef TF_OP_FUNCS
 
 #endif

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../core/internal.h"
 
@@ -42,11 +43,12 @@ static void convert(png_bytep *rows, int src_ch, int depth, int channels, int64_
         }
 }
 
-/* What the header says, after the transforms. */
+/* What the header says, after the transforms; raw_bits: the pixel bits as stored. */
 typedef struct {
     int64_t H, W;
     int src_ch, depth;
     size_t rowbytes;
+    double raw_bits;
 } png_shape;
 
 /* libpng's setjmp in a function of its own for each phase: no local of the
@@ -55,6 +57,8 @@ static int read_header(png_structp p, png_infop info, FILE *f, png_shape *s) {
     if (setjmp(png_jmpbuf(p))) return -1;
     png_init_io(p, f);
     png_read_info(p, info);
+    s->raw_bits = (double)png_get_image_width(p, info) * png_get_image_height(p, info) * png_get_channels(p, info) *
+                  png_get_bit_depth(p, info);
     png_set_expand(p); /* palette -> RGB, grey < 8 bits -> 8, tRNS -> alpha */
     png_set_interlace_handling(p);
     png_read_update_info(p, info);
@@ -71,6 +75,10 @@ static int read_rows(png_structp p, png_infop info, png_bytep *rows) {
     return 0;
 }
 
+/* Deflate shrinks data 1032 times at most (zlib's FAQ): a file smaller than
+ * its pixels / 1032 cannot hold them, and nothing is allocated for them. */
+#define DEFLATE_MAX_RATIO 1032.0
+
 static int decode(const char *path, png_structp p, png_infop info, FILE *f, const png_err_buf *err, int channels,
                   tf_images *out) {
     png_shape s;
@@ -78,6 +86,12 @@ static int decode(const char *path, png_structp p, png_infop info, FILE *f, cons
     size_t total;
     if (s.H > 65535 || s.W > 65535 || !tf_mul_size(s.rowbytes, (size_t)s.H, &total))
         return tf_set_error("%s: an image of %lldx%lld is too large", path, (long long)s.W, (long long)s.H);
+    struct stat st;
+    double least = s.raw_bits / 8.0 / DEFLATE_MAX_RATIO;
+    if (!fstat(fileno(f), &st) && (double)st.st_size < least)
+        return tf_set_error("%s: not a readable PNG: its %lldx%lld pixels need at least %.0f bytes of compressed data, "
+                            "the file has %lld (truncated or corrupt)", path, (long long)s.W, (long long)s.H, least,
+                            (long long)st.st_size);
     png_bytep *rows = calloc((size_t)s.H, sizeof *rows), data = malloc(total);
     int rc = rows && data ? 0 : tf_set_error("%s: out of memory", path);
     for (int64_t y = 0; !rc && y < s.H; y++) rows[y] = data + (size_t)y * s.rowbytes;

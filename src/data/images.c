@@ -1,7 +1,7 @@
 /* Labelled image sets: idx files (Fashion-MNIST, MNIST) and scikit-learn's
  * digits.csv, gzip'ed or plain (zlib's gzread passes plain files through),
- * as float pixels in [0,1], NCHW; a set's sub-range; and the loader of
- * batches ("pixel_values", "labels"). PNG files: image_png.c. */
+ * as float pixels in [0,1], NCHW; a set's sub-range. PNG files:
+ * image_png.c; the loader of batches: image_loader.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,31 +46,96 @@ static uint32_t be32(const unsigned char *p) {
 
 /* ---------------------------------------------------------------- idx */
 
-/* The header of an idx file of unsigned bytes with ndim dimensions: dims
- * into dim[], *data the first data byte; the data must fill the rest exactly. */
-static int idx_header(const char *path, const unsigned char *b, size_t len, int ndim, uint32_t dim[3],
-                      const unsigned char **data) {
-    uint32_t magic = 0x00000800u | (uint32_t)ndim;
-    size_t head = 4 + 4 * (size_t)ndim;
-    if (len < 4 || be32(b) != magic)
-        return tf_set_error("%s: not an idx file of %s (magic 0x%08x, expected 0x%08x: unsigned bytes, %d dimension%s)",
-                            path, ndim == 3 ? "images" : "labels", len < 4 ? 0u : be32(b), magic, ndim,
-                            ndim > 1 ? "s" : "");
-    if (len < head) return tf_set_error("%s: truncated: the header needs %zu bytes, the file has %zu", path, head, len);
-    size_t need = 1;
-    for (int d = 0; d < ndim; d++) {
-        dim[d] = be32(b + 4 + 4 * d);
-        if (dim[d] == 0 || !tf_mul_size(need, dim[d], &need))
-            return tf_set_error("%s: dimension %d is %u", path, d, dim[d]);
+/* Up to n bytes of f into buf (gzread takes an int at a time): the count, or -1. */
+static int64_t gz_fill(gzFile f, unsigned char *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        unsigned chunk = n - got > (1u << 30) ? 1u << 30 : (unsigned)(n - got);
+        int k = gzread(f, buf + got, chunk);
+        if (k < 0) return -1;
+        if (k == 0) break;
+        got += (size_t)k;
     }
-    if (len - head < need)
-        return tf_set_error("%s: truncated: %u %s need %zu bytes of data, the file has %zu", path, dim[0],
-                            ndim == 3 ? "images" : "labels", need, len - head);
-    if (len - head > need)
-        return tf_set_error("%s: %zu byte%s after the last of %u %s", path, len - head - need,
-                            len - head - need > 1 ? "s" : "", dim[0], ndim == 3 ? "images" : "labels");
-    *data = b + head;
+    return (int64_t)got;
+}
+
+/* zlib's error for f, or NULL: a stream cut short reads as a short file with Z_BUF_ERROR set. */
+static const char *gz_failed(gzFile f, const char *path) {
+    int err = Z_OK;
+    const char *msg = gzerror(f, &err);
+    if (err == Z_OK) return NULL;
+    size_t k = strlen(path); /* zlib's message starts with the path */
+    if (msg && !strncmp(msg, path, k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
+    return msg && *msg ? msg : "read error";
+}
+
+/* The data of an idx file of unsigned bytes with ndim dimensions, streamed
+ * through zlib: the header, then exactly the bytes it declares, read as
+ * they come, so memory grows with the data present and never with what a
+ * header claims; then nothing may follow. dims into dim[]. */
+typedef struct {
+    gzFile f;
+    const char *path, *what;
+    int ndim;
+    size_t need, have;
+    unsigned char *data;
+} idx_stream;
+
+static int idx_stream_header(idx_stream *s, uint32_t dim[3]) {
+    unsigned char head[16];
+    uint32_t magic = 0x00000800u | (uint32_t)s->ndim;
+    size_t size = 4 + 4 * (size_t)s->ndim;
+    int64_t got = gz_fill(s->f, head, size);
+    const char *gz = gz_failed(s->f, s->path);
+    if (got < 0 || gz) return tf_set_error("%s: not a readable gzip file: %s", s->path, gz ? gz : "read error");
+    if (got < 4 || be32(head) != magic)
+        return tf_set_error("%s: not an idx file of %s (magic 0x%08x, expected 0x%08x: unsigned bytes, %d dimension%s)",
+                            s->path, s->what, got < 4 ? 0u : be32(head), magic, s->ndim, s->ndim > 1 ? "s" : "");
+    if ((size_t)got < size)
+        return tf_set_error("%s: truncated: the header needs %zu bytes, the file has %lld", s->path, size, (long long)got);
+    s->need = 1;
+    for (int d = 0; d < s->ndim; d++) {
+        dim[d] = be32(head + 4 + 4 * d);
+        if (dim[d] == 0 || !tf_mul_size(s->need, dim[d], &s->need))
+            return tf_set_error("%s: dimension %d is %u", s->path, d, dim[d]);
+    }
     return 0;
+}
+
+/* The declared bytes into s->data, the buffer doubling as they arrive; then none after. */
+static int idx_stream_data(idx_stream *s, uint32_t n_items) {
+    size_t cap = 0;
+    int64_t got = 1;
+    while (got > 0 && s->have < s->need) {
+        if (s->have == cap) {
+            size_t grow = cap ? (cap > s->need / 2 ? s->need : 2 * cap) : (s->need < 65536 ? s->need : 65536);
+            unsigned char *nb = realloc(s->data, grow);
+            if (!nb) return tf_set_error("%s: out of memory after %zu bytes", s->path, s->have);
+            s->data = nb, cap = grow;
+        }
+        if ((got = gz_fill(s->f, s->data + s->have, cap - s->have)) > 0) s->have += (size_t)got;
+    }
+    unsigned char rest[4096];
+    int64_t after = s->have == s->need ? gz_fill(s->f, rest, sizeof rest) : 0;
+    const char *gz = gz_failed(s->f, s->path);
+    if (got < 0 || after < 0 || gz) return tf_set_error("%s: not a readable gzip file: %s", s->path, gz ? gz : "read error");
+    if (s->have < s->need)
+        return tf_set_error("%s: truncated: %u %s need %zu bytes of data, the file has %zu", s->path, n_items, s->what,
+                            s->need, s->have);
+    if (after > 0)
+        return tf_set_error("%s: %s%lld byte%s after the last of %u %s", s->path, after == (int64_t)sizeof rest ? "at least " : "",
+                            (long long)after, after > 1 ? "s" : "", n_items, s->what);
+    return 0;
+}
+
+/* The data bytes of path (an idx file of ndim dimensions), or NULL + an error naming it. */
+static unsigned char *idx_read(const char *path, int ndim, uint32_t dim[3]) {
+    idx_stream s = {gzopen(path, "rb"), path, ndim == 3 ? "images" : "labels", ndim, 0, 0, NULL};
+    if (!s.f) return tf_set_error("%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory"), NULL;
+    int rc = idx_stream_header(&s, dim) || idx_stream_data(&s, dim[0]);
+    gzclose(s.f);
+    if (rc) free(s.data), s.data = NULL;
+    return s.data;
 }
 
 /* An idx file's label bytes as int32, checked against n_classes (0: the largest + 1). */
@@ -89,12 +154,10 @@ static int idx_labels(const char *path, const unsigned char *d, int64_t n, int n
 
 int tf_images_read_idx(const char *images, const char *labels, int n_classes, tf_images *out) {
     memset(out, 0, sizeof *out);
-    size_t ni = 0, nl = 0;
     uint32_t di[3] = {0}, dl[3] = {0};
-    const unsigned char *pi = NULL, *pl = NULL;
-    unsigned char *bi = read_gz(images, &ni), *bl = NULL;
-    int rc = !bi || idx_header(images, bi, ni, 3, di, &pi);
-    if (!rc && labels) rc = !(bl = read_gz(labels, &nl)) || idx_header(labels, bl, nl, 1, dl, &pl);
+    unsigned char *pi = idx_read(images, 3, di), *pl = NULL;
+    int rc = !pi;
+    if (!rc && labels) rc = !(pl = idx_read(labels, 1, dl));
     if (!rc && labels && dl[0] != di[0])
         rc = tf_set_error("%s has %u images but %s has %u labels", images, di[0], labels, dl[0]);
     size_t count = 0;
@@ -106,7 +169,7 @@ int tf_images_read_idx(const char *images, const char *labels, int n_classes, tf
         for (size_t i = 0; i < count; i++) out->pixels[i] = pi[i] / 255.0f;
     }
     if (!rc && labels) rc = idx_labels(labels, pl, out->n, n_classes, out);
-    free(bi), free(bl);
+    free(pi), free(pl);
     if (rc) tf_images_free(out);
     return rc ? -1 : 0;
 }
@@ -217,64 +280,4 @@ void tf_images_free(tf_images *im) {
     if (!im) return;
     free(im->pixels), free(im->labels);
     memset(im, 0, sizeof *im);
-}
-
-/* ---------------------------------------------------------------- the loader */
-
-typedef struct {
-    tf_loader base;
-    const tf_images *train, *valid;
-    int shift;
-    uint64_t seed;
-} images_loader;
-
-/* Image i of s into dst (C,H,W), moved by (dy, dx) pixels; the uncovered border 0. */
-static void copy_shifted(const tf_images *s, int64_t i, int dy, int dx, float *dst) {
-    int64_t H = s->height, W = s->width, hw = H * W;
-    const float *src = s->pixels + i * s->channels * hw;
-    for (int64_t c = 0; c < s->channels; c++)
-        for (int64_t y = 0; y < H; y++)
-            for (int64_t x = 0; x < W; x++) {
-                int64_t sy = y - dy, sx = x - dx;
-                dst[c * hw + y * W + x] = sy >= 0 && sy < H && sx >= 0 && sx < W ? src[c * hw + sy * W + sx] : 0.0f;
-            }
-}
-
-static int images_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, int rows, tf_batch *out) {
-    images_loader *m = (images_loader *)l;
-    int val = split == TF_SUBSET_VAL;
-    const tf_images *s = val ? m->valid : m->train;
-    if (!s) return tf_set_error("images: no validation set");
-    int64_t per = (int64_t)s->channels * s->height * s->width;
-    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){rows, s->channels, s->height, s->width}, 0);
-    tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){rows}, 0);  // x: (rows,C,H,W), y: (rows)
-    if (!x || !y) return -1;
-    for (int64_t r = 0; r < rows; r++) {
-        uint64_t h = tf_key(m->seed, key, (uint64_t)r, 0);
-        int64_t i = val ? (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)s->n) : (int64_t)(h % (uint64_t)s->n);
-        int span = 2 * m->shift + 1, dy = val ? 0 : (int)((h >> 32) % (uint64_t)span) - m->shift;
-        int dx = val ? 0 : (int)((h >> 48) % (uint64_t)span) - m->shift;
-        copy_shifted(s, i, dy, dx, tf_f32(x) + r * per);
-        tf_i32(y)[r] = s->labels[i];
-    }
-    return tf_batch_set(out, "pixel_values", x) || tf_batch_set(out, "labels", y) ? -1 : 0;
-}
-
-static void images_free(tf_loader *l) { free(l); }
-
-static const tf_loader_vt IMAGES_LOADER = {images_next, images_free};
-
-tf_loader *tf_images_loader_new(const tf_images *train, const tf_images *valid, int shift, uint64_t seed) {
-    if (!train || train->n < 1 || !train->labels) return tf_set_error("images: the training set needs labelled images"), NULL;
-    if (valid && (valid->n < 1 || !valid->labels)) return tf_set_error("images: the validation set needs labelled images"), NULL;
-    if (valid && (valid->channels != train->channels || valid->height != train->height ||
-                  valid->width != train->width || valid->n_classes != train->n_classes))
-        return tf_set_error("images: validation images %dx%dx%d of %d classes differ from the training images "
-                            "%dx%dx%d of %d classes", valid->channels, valid->height, valid->width, valid->n_classes,
-                            train->channels, train->height, train->width, train->n_classes), NULL;
-    if (shift < 0 || shift >= 256) return tf_set_error("images: shift %d must lie in [0,256)", shift), NULL;
-    images_loader *m = calloc(1, sizeof *m);
-    if (!m) return tf_set_error("images: out of memory"), NULL;
-    *m = (images_loader){{&IMAGES_LOADER}, train, valid, shift, seed};
-    return &m->base;
 }

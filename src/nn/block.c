@@ -155,11 +155,13 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
     return tf_dropout(ctx, tf_dense(ctx, u, b->ff_out.weight, c->w_in_out, b->ff_out.bias, TF_ACT_NONE), c->dropout);
 }
 
-/* pre-LN x + f(LN(x)), or post-LN LN(x + f(x)) */
+/* pre-LN x + f(LN(x)), or post-LN LN(x + f(x)); f's output through drop path (timm's Block) */
 static tf_tensor *residual(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which,
                            const tf_layer_norm *norm, tf_tensor *x, const tf_block_args *a) {
-    if (c->norm_first) return tf_add(ctx, x, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a));
-    return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, branch(ctx, b, c, which, x, a)));
+    if (c->norm_first)
+        return tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a),
+                                           a->drop_path));
+    return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, x, a), a->drop_path)));
 }
 
 tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,

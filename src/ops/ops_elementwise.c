@@ -1,4 +1,5 @@
-/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, tanh, reciprocal, dropout. */
+/* Element-wise ops: copy, add, mul (broadcasting), scale, bias add, relu, gelu, tanh, reciprocal, dropout;
+ * drop path (a mul by per-sample constants). */
 #include <math.h>
 #include <string.h>
 
@@ -370,6 +371,23 @@ tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p) {
     pp->s = p;
     pp->seed = tf_splitmix64(&ctx->rng);
     return tf_node_run(ctx, unary_node(ctx, TF_OP_DROPOUT, x, pp));
+}
+
+/* Stochastic depth: x times a constant (B,1,...,1) of 0 (dropped sample)
+ * or 1/(1-p), sample b dropped when hash(seed, b) < p; the product is the
+ * broadcasting mul op, whose backward scales the gradient the same way. */
+tf_tensor *tf_drop_path(tf_ctx *ctx, tf_tensor *x, float p) {
+    if (!x) return NULL;
+    if (!(p >= 0.0f && p < 1.0f)) return tf_set_error("drop_path: p = %g outside [0,1)", p), NULL;
+    if (!ctx->training || p == 0.0f || x->ndim < 1) return x;
+    int64_t shape[TF_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = d ? 1 : x->shape[0];
+    tf_tensor *keep = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, shape, 0);  // keep: (B,1,...,1)
+    if (!keep) return NULL;
+    uint64_t seed = tf_splitmix64(&ctx->rng);
+    for (int64_t b = 0; b < x->shape[0]; b++)
+        tf_f32(keep)[b] = tf_hash_uniform(seed, (uint64_t)b) >= p ? 1.0f / (1.0f - p) : 0.0f;
+    return tf_mul(ctx, x, keep);
 }
 
 /* ---------------------------------------------------------------- bias add */

@@ -1,4 +1,5 @@
-/* Row-wise ops over the last dim: masked softmax, layernorm, cross-entropy. */
+/* Row-wise ops over the last dim: masked softmax, layernorm, cross-entropy
+ * against class ids and against soft targets. */
 #include <math.h>
 #include <string.h>
 
@@ -251,6 +252,66 @@ tf_tensor *tf_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets, 
                                 (long long)r, (long long)C), NULL;
     }
     tf_node *n = tf_node_new(ctx, TF_OP_CROSS_ENTROPY, 2, in, TF_DTYPE_F32, 0, NULL, p);
+    if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->rows * C)) || !(n->saved[1] = tf_ctx_floats(ctx, p->rows)))
+        return NULL;
+    return tf_node_run(ctx, n);
+}
+
+/* ---------------------------------------------------------------- soft-target cross-entropy */
+
+typedef struct {
+    int64_t rows, C;
+} tf_soft_ce_params;
+
+/* Row r: -sum_c t_c log p_c = lse * sum_c t_c - sum_c t_c x_c, summed in double. */
+void tf_op_soft_cross_entropy_forward(tf_node *n) {
+    const tf_soft_ce_params *p = n->params;
+    const float *x = tf_f32(n->in[0]), *t = tf_f32(n->in[1]); // logits, targets: (rows, C)
+    float *prob = n->saved[0], *row_loss = n->saved[1];        // prob: (rows, C), row_loss: (rows)
+    const tf_kernels *k = tf_kern();
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *xr = x + r * p->C, *tr = t + r * p->C;
+        double sum_x, mass = 0.0, dot = 0.0;
+        float lse = k->softmax_lse(prob + r * p->C, xr, p->C, &sum_x);
+        for (int64_t c = 0; c < p->C; c++) mass += tr[c], dot += (double)tr[c] * xr[c];
+        row_loss[r] = (float)((double)lse * mass - dot);
+    }
+    double loss = 0.0; /* summed in row order: the same on any thread count */
+    for (int64_t r = 0; r < p->rows; r++) loss += row_loss[r];
+    tf_f32(n->out)[0] = p->rows ? (float)(loss / (double)p->rows) : 0.0f;
+}
+
+/* d/dx_c = (p_c sum_j t_j - t_c) / rows */
+void tf_op_soft_cross_entropy_backward(tf_node *n) {
+    const tf_soft_ce_params *p = n->params;
+    tf_tensor *X = n->in[0];
+    const float *t = tf_f32(n->in[1]), *prob = n->saved[0];
+    if (!X->grad || !p->rows) return;
+    float g = n->out->grad[0] / (float)p->rows;
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *tr = t + r * p->C, *pr = prob + r * p->C;
+        double mass = 0.0;
+        for (int64_t c = 0; c < p->C; c++) mass += tr[c];
+        for (int64_t c = 0; c < p->C; c++) X->grad[r * p->C + c] += g * (pr[c] * (float)mass - tr[c]);
+    }
+}
+
+tf_tensor *tf_soft_cross_entropy(tf_ctx *ctx, tf_tensor *logits, tf_tensor *targets) {
+    if (!logits || !targets) return NULL;
+    char a[64], b[64];
+    int64_t C = logits->ndim ? logits->shape[logits->ndim - 1] : 0;
+    if (logits->dtype != TF_DTYPE_F32 || targets->dtype != TF_DTYPE_F32 || C == 0 || targets->ndim != logits->ndim ||
+        memcmp(targets->shape, logits->shape, (size_t)logits->ndim * sizeof(int64_t)))
+        return tf_set_error("soft_cross_entropy: logits %s and targets %s must be F32 of one shape",
+                            tf_shape_str(logits, a, sizeof a), tf_shape_str(targets, b, sizeof b)), NULL;
+    if (targets->grad) return tf_set_error("soft_cross_entropy: the targets are constants (no gradient)"), NULL;
+    tf_soft_ce_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    tf_tensor *in[2] = {tf_contiguous(ctx, logits), tf_contiguous(ctx, targets)};
+    if (!p || !in[0] || !in[1]) return NULL;
+    p->C = C, p->rows = tf_numel(logits) / C;
+    tf_node *n = tf_node_new(ctx, TF_OP_SOFT_CROSS_ENTROPY, 2, in, TF_DTYPE_F32, 0, NULL, p);
     if (!n || !(n->saved[0] = tf_ctx_floats(ctx, p->rows * C)) || !(n->saved[1] = tf_ctx_floats(ctx, p->rows)))
         return NULL;
     return tf_node_run(ctx, n);

@@ -94,7 +94,7 @@ static void bt_free(tf_task *t) {
 }
 
 static const tf_task_vt BERT_TASK = {bt_batch, bt_loss, bt_params, bt_signature, bt_save,
-                                     bt_save_meta, bt_check_meta, bt_tokens, bt_free, NULL};
+                                     bt_save_meta, bt_check_meta, bt_tokens, bt_free, NULL, NULL};
 
 /* The run folder's WordPiece tokenizer, the pairs loader, the model's vocabulary size. */
 static int load_data(bert_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,

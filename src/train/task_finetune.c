@@ -119,7 +119,7 @@ static void ft_free(tf_task *t) {
 }
 
 static const tf_task_vt FT_TASK = {ft_batch, ft_loss, ft_params, ft_signature, ft_save,
-                                   ft_save_meta, ft_check_meta, ft_tokens, ft_free, NULL};
+                                   ft_save_meta, ft_check_meta, ft_tokens, ft_free, NULL, NULL};
 
 /* ---------------------------------------------------------------- construction */
 

@@ -76,7 +76,7 @@ static void lm_free(tf_task *t) {
 }
 
 static const tf_task_vt LM_TASK = {lm_batch, lm_loss, lm_params, lm_signature, lm_save,
-                                   lm_save_meta, lm_check_meta, lm_tokens, lm_free, NULL};
+                                   lm_save_meta, lm_check_meta, lm_tokens, lm_free, NULL, NULL};
 
 /* ---------------------------------------------------------------- construction */
 

@@ -150,7 +150,7 @@ static void s2s_free(tf_task *t) {
 }
 
 static const tf_task_vt S2S_TASK = {s2s_batch, s2s_loss, s2s_params, s2s_signature, s2s_save,
-                                    s2s_save_meta, s2s_check_meta, s2s_tokens, s2s_free, s2s_score};
+                                    s2s_save_meta, s2s_check_meta, s2s_tokens, s2s_free, s2s_score, NULL};
 
 /* ---------------------------------------------------------------- construction */
 

@@ -1,7 +1,9 @@
 /* Image classification: a ViTForImageClassification on labelled images (the
- * images loader: draws with replacement, optional random shifts), cross-
- * entropy with label smoothing, validation accuracy; saved as a Hugging Face
- * folder with the class names as id2label. */
+ * images loader: draws with replacement and DeiT's augmentation, each a
+ * row of the table below), cross-entropy with label smoothing (against
+ * mixup / cutmix's soft targets when they are on), stochastic depth (the
+ * model's drop_path), an EMA of the weights; validation accuracy; saved as a
+ * Hugging Face folder with the class names as id2label. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +11,41 @@
 
 #include "train_internal.h"
 
+static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};
+_Static_assert(sizeof(tf_erase_mode) == sizeof(int), "enum rows store an int");
+
+#define ROW(m, type, def, range, choices, help) TF_FIELD_ROW(tf_vit_task_config, m, type, #m, def, range, choices, help, 0, NULL)
 static const tf_field VIT_TASK_ROWS[] = {
-    TF_FIELD_ROW(tf_vit_task_config, val_fraction, TF_FIELD_FLOAT, "val_fraction", "0.1", "(0,1)", NULL,
-                 "without a validation set: the last part of the training images, held out", 0, NULL),
-    TF_FIELD_ROW(tf_vit_task_config, label_smoothing, TF_FIELD_FLOAT, "label_smoothing", "0.1", "[0,1)", NULL,
-                 "label smoothing of the loss (DeiT: 0.1)", 0, NULL),
-    TF_FIELD_ROW(tf_vit_task_config, shift, TF_FIELD_INT, "shift", "0", "[0,255]", NULL,
-                 "training images moved by up to this many pixels in x and y (augmentation)", 0, NULL),
-    TF_FIELD_ROW(tf_vit_task_config, label_names, TF_FIELD_STRING, "label_names", "", NULL, NULL,
-                 "the classes' names, comma-separated, for the folder's id2label (\"\": LABEL_<i>)", 0, NULL),
+    ROW(val_fraction, TF_FIELD_FLOAT, "0.1", "(0,1)", NULL,
+        "without a validation set: the last part of the training images, held out"),
+    ROW(label_smoothing, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL,
+        "label smoothing of the loss (DeiT: 0.1); with mixup or cutmix, of their targets"),
+    ROW(shift, TF_FIELD_INT, "0", "[0,255]", NULL, "training images moved by up to this many pixels in x and y"),
+    ROW(label_names, TF_FIELD_STRING, "", NULL, NULL,
+        "the classes' names, comma-separated, for the folder's id2label (\"\": LABEL_<i>)"),
+    ROW(randaug_ops, TF_FIELD_INT, "0", "[0,64]", NULL,
+        "RandAugment (timm's rand-m9-mstd0.5-inc1 on grey images): ops per training image; 0: none (DeiT: 2)"),
+    ROW(randaug_magnitude, TF_FIELD_FLOAT, "9", "[0,10]", NULL, "RandAugment's magnitude (DeiT: 9)"),
+    ROW(randaug_mstd, TF_FIELD_FLOAT, "0.5", "[0,100]", NULL,
+        "std of the noise added to the magnitude of each op (DeiT: 0.5)"),
+    ROW(mixup, TF_FIELD_FLOAT, "0", "[0,100]", NULL,
+        "mixup: a batch mixed with itself reversed by lambda ~ Beta(mixup, mixup); 0: none (DeiT: 0.8)"),
+    ROW(cutmix, TF_FIELD_FLOAT, "0", "[0,100]", NULL,
+        "cutmix: a box of the reversed batch pasted in, lambda ~ Beta(cutmix, cutmix); 0: none (DeiT: 1)"),
+    ROW(mix_prob, TF_FIELD_FLOAT, "1", "[0,1]", NULL, "a training batch is mixed (mixup or cutmix) with this probability"),
+    ROW(switch_prob, TF_FIELD_FLOAT, "0.5", "[0,1]", NULL, "with mixup and cutmix both: cutmix with this probability"),
+    ROW(erase_prob, TF_FIELD_FLOAT, "0", "[0,1]", NULL,
+        "random erasing: a box of a training image replaced with this probability (DeiT: 0.25)"),
+    ROW(erase_mode, TF_FIELD_ENUM, "pixel", NULL, ERASE_MODES,
+        "random erasing's values: the mean (const), mean + std z per channel (rand) or per pixel (pixel, DeiT's)"),
+    ROW(repeats, TF_FIELD_INT, "1", "[1,1024]", NULL,
+        "repeated augmentation: each drawn training image fills this many rows of a batch, augmented apart (DeiT: 3)"),
+    ROW(ema_decay, TF_FIELD_FLOAT, "0", "[0,1)", NULL,
+        "EMA of the weights after each step (ema = d ema + (1 - d) w); validation, best/ and the saved model use it; "
+        "0: none (DeiT: 0.99996)"),
     TF_FIELD_SUB(tf_vit_task_config, model, tf_vit_config_table),
 };
+#undef ROW
 const tf_field_table tf_vit_task_config_table = {"image classification", VIT_TASK_ROWS,
                                                  (int)(sizeof VIT_TASK_ROWS / sizeof VIT_TASK_ROWS[0])};
 
@@ -35,6 +61,8 @@ typedef struct {
     tf_task base;
     tf_vit_task_config cfg;
     tf_vit *m;
+    tf_vit *ema;   /* with ema_decay: the moving average, evaluated and saved */
+    int ema_fresh; /* resumed from a checkpoint without one: it starts from the weights at the next step */
     tf_images train, valid;
     tf_loader *loader;
 } vit_task;
@@ -45,19 +73,23 @@ static int vt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int
     return tf_loader_next(((vit_task *)t)->loader, ctx, subset, key, rows, b);
 }
 
+/* Validation (m given) runs the EMA when there is one. A training batch with
+ * "targets" (mixup / cutmix) takes the soft-target loss, smoothing inside. */
 static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
     vit_task *v = (vit_task *)t;
-    tf_vit_inputs in = {tf_batch_get(b, "pixel_values"), tf_batch_get(b, "labels"), v->cfg.label_smoothing};
+    const tf_vit *model = m && v->ema ? v->ema : v->m;
+    tf_tensor *soft = m ? NULL : tf_batch_get(b, "targets");
+    tf_vit_inputs in = {tf_batch_get(b, "pixel_values"), soft ? NULL : tf_batch_get(b, "labels"), v->cfg.label_smoothing};
     tf_vit_outputs out;
-    if (tf_vit_run(ctx, v->m, &in, &out)) return NULL;
-    int64_t L = v->m->cfg.n_labels;
+    if (tf_vit_run(ctx, model, &in, &out)) return NULL;
+    int64_t L = model->cfg.n_labels;
     for (int64_t i = 0; m && i < in.labels->shape[0]; i++) { /* accuracy of the argmax */
         const float *z = tf_f32(out.logits) + i * L;
         int64_t best = 0;
         for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
         m->sum[0] += best == tf_i32(in.labels)[i], m->count[0] += 1;
     }
-    return out.loss;
+    return soft ? tf_soft_cross_entropy(ctx, out.logits, soft) : out.loss;
 }
 
 static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->m->params; }
@@ -67,21 +99,69 @@ static int vt_signature(tf_task *t, char *out, size_t n) {
     return tf_fields_signature(&f, 1, out, n);
 }
 
-static int vt_save(tf_task *t, const char *dir) { return tf_vit_save_hf(((vit_task *)t)->m, dir); }
+static int vt_save(tf_task *t, const char *dir) {
+    vit_task *v = (vit_task *)t;
+    return tf_vit_save_hf(v->ema ? v->ema : v->m, dir);
+}
+
+/* ---------------------------------------------------------------- the EMA of the weights */
+
+/* ema = ema d + (1 - d) w after each update, in float as timm's ModelEma(V2). */
+static int vt_after_step(tf_task *t, int64_t step) {
+    vit_task *v = (vit_task *)t;
+    (void)step;
+    if (!v->ema) return 0;
+    float d = v->cfg.ema_decay, e = (float)(1.0 - (double)v->cfg.ema_decay);
+    for (int i = 0; i < tf_params_count(v->m->params); i++) {
+        const float *w = tf_f32(tf_params_tensor(v->m->params, i));
+        float *a = tf_f32(tf_params_tensor(v->ema->params, i));
+        for (int64_t k = 0, n = tf_numel(tf_params_tensor(v->m->params, i)); k < n; k++)
+            a[k] = v->ema_fresh ? w[k] : a[k] * d + e * w[k];
+    }
+    v->ema_fresh = 0;
+    return 0;
+}
+
+/* The EMA in the checkpoint as "ema.<name>": a resume continues it exactly. */
+static int vt_save_meta(tf_task *t, tf_st_writer *w) {
+    vit_task *v = (vit_task *)t;
+    char name[512];
+    for (int i = 0; v->ema && i < tf_params_count(v->ema->params); i++) {
+        snprintf(name, sizeof name, "ema.%s", tf_params_name(v->ema->params, i));
+        if (tf_st_writer_add(w, name, tf_params_tensor(v->ema->params, i))) return -1;
+    }
+    return 0;
+}
+
+static int vt_check_meta(tf_task *t, const tf_st_file *f, const char *path) {
+    vit_task *v = (vit_task *)t;
+    char name[512];
+    for (int i = 0; v->ema && i < tf_params_count(v->ema->params); i++) {
+        snprintf(name, sizeof name, "ema.%s", tf_params_name(v->ema->params, i));
+        const tf_st_entry *e = tf_st_find(f, name);
+        if (!e && i == 0) { /* trained without an EMA (resumed with changed settings) */
+            v->ema_fresh = 1;
+            return 0;
+        }
+        if (!e) return tf_set_error("%s: no tensor %s (the EMA of the weights)", path, name);
+        if (tf_st_read_f32(f, e, tf_params_tensor(v->ema->params, i))) return -1;
+    }
+    return 0;
+}
 
 /* Tokens per image: the patches and the class token. */
 static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * (tf_vit_patches(&((vit_task *)t)->m->cfg) + 1); }
 
 static void vt_free(tf_task *t) {
     vit_task *v = (vit_task *)t;
-    tf_vit_free(v->m);
+    tf_vit_free(v->m), tf_vit_free(v->ema);
     tf_loader_free(v->loader);
     tf_images_free(&v->train), tf_images_free(&v->valid);
     free(v);
 }
 
-static const tf_task_vt VIT_TASK = {vt_batch, vt_loss, vt_params, vt_signature, vt_save, NULL, NULL, vt_tokens, vt_free,
-                                    NULL};
+static const tf_task_vt VIT_TASK = {vt_batch,      vt_loss,  vt_params, vt_signature, vt_save, vt_save_meta,
+                                    vt_check_meta, vt_tokens, vt_free,  NULL,         vt_after_step};
 
 /* ---------------------------------------------------------------- construction */
 
@@ -134,6 +214,26 @@ static int split_sets(vit_task *v) {
     return 0;
 }
 
+/* The loader with the recipe's augmentation of training batches. */
+static tf_loader *make_loader(const vit_task *v, uint64_t seed) {
+    const tf_vit_task_config *c = &v->cfg;
+    tf_images_aug a = tf_images_aug_none();
+    a.shift = c->shift, a.randaug_ops = c->randaug_ops, a.randaug_magnitude = c->randaug_magnitude;
+    a.randaug_mstd = c->randaug_mstd, a.erase_prob = c->erase_prob, a.erase_mode = c->erase_mode;
+    a.repeats = c->repeats, a.mixup_alpha = c->mixup, a.cutmix_alpha = c->cutmix, a.mix_prob = c->mix_prob;
+    a.switch_prob = c->switch_prob, a.label_smoothing = c->label_smoothing, a.n_labels = c->model.n_labels;
+    return tf_images_loader_aug(&v->train, &v->valid, &a, seed);
+}
+
+/* The model, and its EMA (the same initial weights) with ema_decay. */
+static int make_models(vit_task *v, uint64_t seed) {
+    const tf_vit_task_config *c = &v->cfg;
+    if (!(v->m = tf_vit_new(&c->model, seed ? seed : 1)) || set_label_names(v->m, c->label_names)) return -1;
+    if (c->ema_decay <= 0) return 0;
+    v->base.model_is_ema = 1;
+    return !(v->ema = tf_vit_new(&c->model, seed ? seed : 1)) || set_label_names(v->ema, c->label_names) ? -1 : 0;
+}
+
 tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
                          uint64_t seed) {
     vit_task *v = calloc(1, sizeof *v);
@@ -154,9 +254,7 @@ tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_image
     if (!rc && c->model.head != TF_VIT_IMAGE_CLS) rc = tf_set_error("head: training needs ViTForImageClassification");
     if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
     rc = rc || check_images(&c->model, &v->train, "training") || split_sets(v) ||
-         check_images(&c->model, &v->valid, "validation") ||
-         !(v->m = tf_vit_new(&c->model, seed ? seed : 1)) || set_label_names(v->m, c->label_names) ||
-         !(v->loader = tf_images_loader_new(&v->train, &v->valid, c->shift, seed));
+         check_images(&c->model, &v->valid, "validation") || make_models(v, seed) || !(v->loader = make_loader(v, seed));
     if (rc) {
         vt_free(&v->base);
         return NULL;

@@ -136,7 +136,7 @@ int tf_trainer_step(tf_trainer *t, int64_t step, tf_train_report *rep) {
                             "is intact — lower lr or lengthen the warmup",
                             (long long)step + 1, loss, rep->grad_norm, rep->lr);
     tf_adamw_step(t->opt, rep->lr);
-    return 0;
+    return t->task->vt->after_step ? t->task->vt->after_step(t->task, step + 1) : 0; /* an EMA of the weights */
 }
 
 /* ---------------------------------------------------------------- evaluation */

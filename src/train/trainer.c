@@ -201,10 +201,15 @@ static int load_checkpoint(tf_trainer *t, int64_t *step) {
     return rc ? -1 : read_history(t, *step);
 }
 
-/* The value the best model is chosen by, lower is better: the loss or minus the metric. */
+/* The value the best model is chosen by, lower is better: the loss or minus
+ * the metric, as losses.csv holds it (%.9g), so a resumed run, which reads
+ * the best so far from there, picks the same model on a tie. */
 static double selection(const tf_trainer *t, double loss, const double *metric) {
     int m = t->task->select_metric;
-    return m <= 0 || m > t->task->n_metrics ? loss : -metric[m - 1];
+    char num[40];
+    snprintf(num, sizeof num, "%.9g", m <= 0 || m > t->task->n_metrics ? loss : metric[m - 1]);
+    double v = strtod(num, NULL);
+    return m <= 0 || m > t->task->n_metrics ? v : -v;
 }
 
 /* The best of the history (a resumed run). */
@@ -349,6 +354,9 @@ static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *
 
 int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
              tf_train_report_fn report, void *user) {
+    if (cfg->average_last > 0 && task->model_is_ema)
+        return tf_set_error("average_last: the task's model is an EMA of the weights (ema_decay); averaging the last "
+                            "checkpoints' trained weights beside it is not supported: use one or the other");
     tf_trainer t;
     memset(&t, 0, sizeof t);
     t.task = task, t.dir = run_dir, t.ps = task->vt->params(task), t.best = INFINITY, t.resume = resume;

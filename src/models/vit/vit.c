@@ -165,7 +165,10 @@ int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_out
     if (check_inputs(m, in)) return -1;
     tf_tensor *x = embed(ctx, m, in->pixel_values);
     tf_block_args args = {0};
-    for (int i = 0; i < m->cfg.n_layer; i++) x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
+    for (int i = 0; i < m->cfg.n_layer; i++) {
+        args.drop_path = tf_vit_drop_path(&m->cfg, i);
+        x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
+    }
     if (!(out->last_hidden_state = tf_layer_norm_forward(ctx, &m->norm, x))) return -1;  // (B,N+1,C)
     if (m->cfg.head == TF_VIT_BODY) {
         if (m->cfg.pooler && !(out->pooler_output = tf_pooler_forward(ctx, &m->pooler, out->last_hidden_state)))

@@ -25,6 +25,10 @@ static const tf_field ROWS[] = {
     R(norm_eps, TF_FIELD_FLOAT, "1e-12", "(0,inf)", NULL, "LayerNorm epsilon", SIG, "layer_norm_eps"),
     R(dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the embeddings and sub-layer outputs", 0, "hidden_dropout_prob"),
     R(attn_dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the attention weights", 0, "attention_probs_dropout_prob"),
+    R(drop_path, TF_FIELD_FLOAT, "0", "[0,1)", NULL,
+      "stochastic depth (DeiT: 0.1): while training each block's two sub-layer outputs are dropped per image with a "
+      "rate rising linearly from 0 at the first block to this at the last, the kept ones scaled by 1/(1-rate)", 0,
+      "drop_path_rate"),
     R(qkv_bias, TF_FIELD_BOOL, "true", NULL, NULL, "the query, key and value projections have biases", SIG, NULL),
     R(head, TF_FIELD_ENUM, "ViTForImageClassification", NULL, HEADS, "the head (Hugging Face's architecture)", SIG, NULL),
     R(n_labels, TF_FIELD_INT, "10", "[1,100000]", NULL, "classes of the classifier", SIG, "num_labels"),
@@ -40,6 +44,13 @@ tf_vit_config tf_vit_config_default(void) {
     tf_fields f = {&tf_vit_config_table, &c};
     tf_fields_defaults(&f, 1); /* cannot fail: tests/test_config.c parses every table's defaults */
     return c;
+}
+
+float tf_vit_drop_path(const tf_vit_config *c, int l) {
+    int n = c->n_layer;
+    if (n < 2 || l < 0 || l >= n) return 0.0f; /* linspace of one value is its start */
+    float step = c->drop_path / (float)(n - 1); /* PyTorch's linspace: from both ends, meeting halfway */
+    return l < n / 2 ? step * (float)l : c->drop_path - step * (float)(n - 1 - l);
 }
 
 int tf_vit_patches(const tf_vit_config *c) {
