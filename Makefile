@@ -94,8 +94,9 @@ conformance: $(BUILD)/run_tests
 
 # Bounded libFuzzer runs (clang), FUZZ_TIME seconds per target, each from a
 # fresh copy of its seed corpus under tests/fuzz/: the safetensors reader, the
-# tokenizer files, tokenizer.json, BLEU / chrF, the command-line flag parser,
-# the configuration readers and the data / vocabulary file loaders
+# tokenizer files, tokenizer.json, SentencePiece models, BLEU / chrF, the
+# command-line flag parser, the configuration readers and the data /
+# vocabulary file loaders
 # (docs/reliability.md, "Fuzzing"). The library is compiled once with the
 # sanitizers and coverage; a crash's input is written to $(BUILD)/fuzz/.
 FUZZ_TIME ?= 60
@@ -103,7 +104,7 @@ FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fopenmp
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_CLI_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out cli/main.c,$(CLI_SRC)))
-FUZZ_TARGETS := safetensors tokenizer tokenizer_json bleu cli config data
+FUZZ_TARGETS := safetensors tokenizer tokenizer_json spm bleu cli config data
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -130,6 +131,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 	$(call fuzz_run,safetensors,corpus,8192,-dict=tests/fuzz/safetensors.dict)
 	$(call fuzz_run,tokenizer,corpus_tokenizer,4096)
 	$(call fuzz_run,tokenizer_json,corpus_tokenizer_json,8192)
+	$(call fuzz_run,spm,corpus_spm,8192)
 	$(call fuzz_run,bleu,corpus_bleu,2048)
 	$(call fuzz_run,cli,corpus_cli,2048)
 	$(call fuzz_run,config,corpus_config,8192)
