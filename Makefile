@@ -186,6 +186,13 @@ tokenizer-conformance: all
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 2000 2
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 8000 0
 
+# SentencePiece models (tests/fixtures_spm) against sentencepiece (pip, into HF_PYTHON's venv):
+# every Multi30k file as one text and the validation lines one at a time, ids and decoded text.
+spm-conformance: all $(HF_PYTHON)
+	$(HF_PYTHON) -c "import sentencepiece" 2>/dev/null || build/hfvenv/bin/pip install -q sentencepiece
+	$(HF_PYTHON) tests/ref/spm_ref.py check $(BUILD)/tformer
+.PHONY: spm-conformance
+
 # Models exported by tformer, loaded by Hugging Face transformers (GPT2LMHeadModel)
 # and compared: a venv over Debian's python3-torch with transformers 4.36 from pip.
 HF_PYTHON ?= build/hfvenv/bin/python
