@@ -1,6 +1,7 @@
 /* Private: SentencePiece models (ModelProto files: .spm, .model), unigram only.
  * spm_model.c reads and checks the file, spm_encode.c normalises, segments
- * and decodes, spm_tok.c puts them behind the tokenizer interface. */
+ * and decodes, spm_tok.c puts them behind the tokenizer interface (plain, or
+ * a Marian side with vocab.json). */
 #ifndef TF_SPM_H
 #define TF_SPM_H
 
@@ -68,7 +69,8 @@ int tf_spm_encode(const tf_spm *m, const char *s, size_t n, tf_spm_pieces *out);
 /* Text of pieces given as strings, as sentencepiece's DecodePieces (appended). */
 int tf_spm_decode_pieces(const tf_spm *m, const char *const *piece, const uint32_t *len, size_t n, tf_buf *out);
 
-/* The tokenizer: a model file (sentencepiece's ids). */
+/* The tokenizer: a model file (plain: sentencepiece's ids), or a Marian side
+ * (source.spm / target.spm + vocab.json beside it). */
 extern const tf_tok_vtable tf_spm_vt;
 int tf_spm_tokenizer_load(tf_tokenizer *t, const char *path);
 

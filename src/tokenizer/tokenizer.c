@@ -90,6 +90,8 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
         t->kind = TF_TOKENIZER_BPE, t->vt = &tf_bpe_vt, t->impl = tf_bpe_load(a, b);
     } else if (file_exists(dir, "tokenizer.json", a, sizeof a)) {
         return tf_hf_tokenizer_load(t, a);
+    } else if (file_exists(dir, "source.spm", a, sizeof a) && file_exists(dir, "vocab.json", b, sizeof b)) {
+        return tf_spm_tokenizer_load(t, a); /* a Marian folder: its source side */
     } else if (file_exists(dir, "encoder.json", a, sizeof a) && file_exists(dir, "vocab.bpe", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 1);
     } else if (file_exists(dir, "vocab.json", a, sizeof a) && file_exists(dir, "merges.txt", b, sizeof b)) {
@@ -97,7 +99,7 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
     } else if (file_exists(dir, "vocab.txt", a, sizeof a)) {
         t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(a);
     } else {
-        return tf_set_error("%s: no tokenizer files (tokenizer.json, encoder.json + vocab.bpe, "
+        return tf_set_error("%s: no tokenizer files (tokenizer.json, source.spm + vocab.json, encoder.json + vocab.bpe, "
                             "vocab.json + merges.txt, vocab.txt, or tokenizer.tformer.json)", dir);
     }
     return t->impl ? 0 : -1;
