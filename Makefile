@@ -109,9 +109,9 @@ conformance: $(BUILD)/run_tests
 
 # Bounded libFuzzer runs (clang), FUZZ_TIME seconds per target, each from a
 # fresh copy of its seed corpus under tests/fuzz/: the safetensors reader, the
-# tokenizer files, tokenizer.json, BLEU / chrF, the command-line flag parser,
-# the configuration readers, the data / vocabulary file loaders and the image
-# readers (idx, digits.csv, PNG) with the images loader
+# tokenizer files, tokenizer.json, SentencePiece models, BLEU / chrF, the
+# command-line flag parser, the configuration readers, the data / vocabulary
+# file loaders and the image readers (idx, digits.csv, PNG) with the images loader
 # (docs/reliability.md, "Fuzzing"). The library is compiled once with the
 # sanitizers and coverage; a crash's input is written to $(BUILD)/fuzz/.
 FUZZ_TIME ?= 60
@@ -119,7 +119,7 @@ FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fopenmp
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_CLI_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out cli/main.c,$(CLI_SRC)))
-FUZZ_TARGETS := safetensors tokenizer tokenizer_json bleu cli config data images
+FUZZ_TARGETS := safetensors tokenizer tokenizer_json spm bleu cli config data images
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -146,6 +146,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 	$(call fuzz_run,safetensors,corpus,8192,-dict=tests/fuzz/safetensors.dict)
 	$(call fuzz_run,tokenizer,corpus_tokenizer,4096)
 	$(call fuzz_run,tokenizer_json,corpus_tokenizer_json,8192)
+	$(call fuzz_run,spm,corpus_spm,8192)
 	$(call fuzz_run,bleu,corpus_bleu,2048)
 	$(call fuzz_run,cli,corpus_cli,2048)
 	$(call fuzz_run,config,corpus_config,8192)
@@ -200,6 +201,13 @@ tokenizer-conformance: all
 	python3 tests/ref/tokenizer_ref.py check $(BUILD)/tformer
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 2000 2
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 8000 0
+
+# SentencePiece models (tests/fixtures_spm) against sentencepiece (pip, into HF_PYTHON's venv):
+# every Multi30k file as one text and the validation lines one at a time, ids and decoded text.
+spm-conformance: all $(HF_PYTHON)
+	$(HF_PYTHON) -c "import sentencepiece" 2>/dev/null || build/hfvenv/bin/pip install -q sentencepiece
+	$(HF_PYTHON) tests/ref/spm_ref.py check $(BUILD)/tformer
+.PHONY: spm-conformance
 
 # Models exported by tformer, loaded by Hugging Face transformers (GPT2LMHeadModel)
 # and compared: a venv over Debian's python3-torch with transformers 4.36 from pip.

@@ -5,7 +5,7 @@
 #include "cli.h"
 
 const cli_flag cmd_decode_flags[] = {
-    {"tokenizer", CLI_STRING, "DIR|char", NULL, "a tokenizer folder (or a WordPiece vocab.txt), or char"},
+    {"tokenizer", CLI_STRING, "DIR|char", NULL, "a tokenizer folder (or a tokenizer.json, WordPiece vocab.txt, SentencePiece .spm / .model file), or char"},
     CLI_END,
 };
 

@@ -4,7 +4,7 @@
 #include "cli.h"
 
 const cli_flag cmd_encode_flags[] = {
-    {"tokenizer", CLI_STRING, "DIR|char", NULL, "a tokenizer folder (tokenizer.json, vocab.txt, ...), a tokenizer.json or WordPiece vocab.txt file, or char"},
+    {"tokenizer", CLI_STRING, "DIR|char", NULL, "a tokenizer folder (tokenizer.json, vocab.txt, source.spm + vocab.json, ...), a tokenizer.json, WordPiece vocab.txt or SentencePiece .spm / .model file, or char"},
     CLI_END,
 };
 

@@ -2,8 +2,10 @@
  * its translation per line (greedy, or beam search with --beam N); with
  * --attention-png OUT, OUT/0001.png ... draw each sentence's attention. The
  * folder holds the model (config.json, model.safetensors) and either one
- * tokenizer for both languages or source/ and target/ folders with one each;
- * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS. The
+ * tokenizer for both languages or source/ and target/ folders with one each
+ * (a Hugging Face Marian folder: source.spm and target.spm with vocab.json);
+ * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS (Marian:
+ * the config's pad, decoder start and eos ids). The
  * folder's model_type picks the family: "tformer-seq2seq" (the Transformer)
  * or "tformer-rnn-seq2seq" (the RNN baseline); each gives a decoder. */
 #include <errno.h>
@@ -18,7 +20,7 @@
 
 enum { MODEL, ATTENTION_PNG, THREADS };
 const cli_flag cmd_translate_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn)"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn) or a Hugging Face MarianMTModel folder"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
                        "write OUT/0001.png ... (one per input line, OUT created if absent): the attention of each translation"},
     [THREADS] = CLI_THREADS_ROW,
@@ -155,12 +157,17 @@ static void load_model(const cli_verb *v, const char *dir, translator *t) {
     }
 }
 
-/* The tokenizers: DIR/source and DIR/target when present, else DIR's one for both. */
+/* The tokenizers: a Marian folder's source.spm and target.spm (with vocab.json
+ * beside them), else DIR/source and DIR/target when present, else DIR's one for both. */
 static void load_tokenizers(const cli_verb *v, const char *dir, tf_tokenizer **src, tf_tokenizer **tgt) {
     char s[4200], t[4200];
     struct stat st;
-    snprintf(s, sizeof s, "%s/source", dir), snprintf(t, sizeof t, "%s/target", dir);
-    int apart = !stat(s, &st) && S_ISDIR(st.st_mode);
+    snprintf(s, sizeof s, "%s/source.spm", dir), snprintf(t, sizeof t, "%s/target.spm", dir);
+    int apart = !stat(s, &st) && S_ISREG(st.st_mode) && !stat(t, &st) && S_ISREG(st.st_mode);
+    if (!apart) {
+        snprintf(s, sizeof s, "%s/source", dir), snprintf(t, sizeof t, "%s/target", dir);
+        apart = !stat(s, &st) && S_ISDIR(st.st_mode);
+    }
     *src = tf_tokenizer_load(apart ? s : dir);
     *tgt = *src && apart ? tf_tokenizer_load(t) : *src;
     if (!*src || !*tgt) cli_die(v, tf_error());

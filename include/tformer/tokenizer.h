@@ -1,4 +1,4 @@
-/* tformer: Tokenizers: characters, sub-word BPE, GPT-2 byte-level BPE, BERT WordPiece. */
+/* tformer: Tokenizers: characters, sub-word BPE, GPT-2 byte-level BPE, BERT WordPiece, SentencePiece. */
 #ifndef TFORMER_TOKENIZER_H
 #define TFORMER_TOKENIZER_H
 
@@ -14,7 +14,8 @@ typedef enum {
     TF_TOKENIZER_CHAR,      /* one id per character of a fixed alphabet (or per byte) */
     TF_TOKENIZER_BPE,       /* sub-word BPE of the lecture decks: characters + word-end marker */
     TF_TOKENIZER_BYTE_BPE,  /* GPT-2 byte-level BPE */
-    TF_TOKENIZER_WORDPIECE  /* BERT WordPiece */
+    TF_TOKENIZER_WORDPIECE, /* BERT WordPiece */
+    TF_TOKENIZER_SPM        /* SentencePiece unigram model (.spm, .model), alone or as a Marian side with vocab.json */
 } tf_tokenizer_kind;
 
 /* A growable id list; zero-initialise, free with tf_ids_free. */
@@ -33,9 +34,13 @@ typedef struct tf_tokenizer tf_tokenizer;
  * tokenizer_config.json and special_tokens_map.json beside it when present;
  * encoder.json + vocab.bpe (OpenAI) or vocab.json + merges.txt (Hugging Face)
  * -> byte-level BPE; vocab.txt -> WordPiece; tokenizer.tformer.json -> what
- * it names. A file path ending in vocab.txt is a WordPiece vocabulary, one
- * ending in tokenizer.json a Hugging Face tokenizer. "char" alone is the
- * 256-byte tokenizer (id = byte value). See docs/tokenizers.md. */
+ * it names; source.spm + vocab.json (a Hugging Face Marian folder) -> the
+ * source side of MarianTokenizer. A file path ending in vocab.txt is a
+ * WordPiece vocabulary, one ending in tokenizer.json a Hugging Face
+ * tokenizer, one ending in .spm or .model a SentencePiece unigram model
+ * (sentencepiece's ids; source.spm / target.spm with vocab.json beside them:
+ * that side of MarianTokenizer, model ids). "char" alone is the 256-byte
+ * tokenizer (id = byte value). See docs/tokenizers.md. */
 TF_API tf_tokenizer *tf_tokenizer_load(const char *dir);
 TF_API void tf_tokenizer_free(tf_tokenizer *t);
 TF_API tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t);

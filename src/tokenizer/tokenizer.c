@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tok_internal.h"
+#include "spm.h"
 
 int tf_ids_push(tf_ids *ids, int32_t id) {
     if (ids->n == ids->cap) {
@@ -62,11 +62,13 @@ static void default_roles(tf_tokenizer *t) {
         for (int k = 0; k < 2 && t->role[r] < 0 && names[r][k]; k++) t->role[r] = t->vt->token_id(t->impl, names[r][k]);
 }
 
-/* A file named directly: a WordPiece *vocab.txt or a Hugging Face *tokenizer.json. */
+/* A file named directly: a WordPiece *vocab.txt, a Hugging Face *tokenizer.json, a SentencePiece *.spm / *.model. */
 static int load_file(tf_tokenizer *t, const char *path) {
     if (ends_with(path, "tokenizer.json")) return tf_hf_tokenizer_load(t, path);
+    if (ends_with(path, ".spm") || ends_with(path, ".model")) return tf_spm_tokenizer_load(t, path);
     if (!ends_with(path, "vocab.txt"))
-        return tf_set_error("%s: a file; give the tokenizer's folder (or a WordPiece *vocab.txt, a *tokenizer.json)", path);
+        return tf_set_error("%s: a file; give the tokenizer's folder (or a WordPiece *vocab.txt, a *tokenizer.json, a "
+                            "SentencePiece *.spm or *.model)", path);
     t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(path);
     return t->impl ? 0 : -1;
 }
@@ -88,6 +90,8 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
         t->kind = TF_TOKENIZER_BPE, t->vt = &tf_bpe_vt, t->impl = tf_bpe_load(a, b);
     } else if (file_exists(dir, "tokenizer.json", a, sizeof a)) {
         return tf_hf_tokenizer_load(t, a);
+    } else if (file_exists(dir, "source.spm", a, sizeof a) && file_exists(dir, "vocab.json", b, sizeof b)) {
+        return tf_spm_tokenizer_load(t, a); /* a Marian folder: its source side */
     } else if (file_exists(dir, "encoder.json", a, sizeof a) && file_exists(dir, "vocab.bpe", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 1);
     } else if (file_exists(dir, "vocab.json", a, sizeof a) && file_exists(dir, "merges.txt", b, sizeof b)) {
@@ -95,8 +99,8 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
     } else if (file_exists(dir, "vocab.txt", a, sizeof a)) {
         t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(a);
     } else {
-        return tf_set_error("%s: no tokenizer files (tokenizer.json, encoder.json + vocab.bpe, vocab.json + "
-                            "merges.txt, vocab.txt, or tokenizer.tformer.json)", dir);
+        return tf_set_error("%s: no tokenizer files (tokenizer.json, source.spm + vocab.json, encoder.json + vocab.bpe, "
+                            "vocab.json + merges.txt, vocab.txt, or tokenizer.tformer.json)", dir);
     }
     return t->impl ? 0 : -1;
 }

@@ -263,6 +263,7 @@ static int train_chars(tf_trainer *t, const char *const *files, int n_files, con
 int tf_tokenizer_train(const tf_tokenizer_train_opts *o, const char *const *files, int n_files,
                        const char *out_dir) {
     if (n_files < 1) return tf_set_error("train: no input files");
+    if (o->kind == TF_TOKENIZER_SPM) return tf_set_error("train: SentencePiece models are trained by sentencepiece, not tformer");
     if (o->kind != TF_TOKENIZER_CHAR && (o->vocab_size < 1 || o->vocab_size > (1 << 24)))
         return tf_set_error("train: vocab size %d outside [1, 2^24]", o->vocab_size);
     if (mkdir(out_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", out_dir, strerror(errno));
