@@ -203,7 +203,8 @@ tokenizer-conformance: all
 	python3 tests/ref/tokenizer_ref.py train-check $(BUILD)/tformer 8000 0
 
 # SentencePiece models (tests/fixtures_spm) against sentencepiece (pip, into HF_PYTHON's venv):
-# every Multi30k file as one text and the validation lines one at a time, ids and decoded text.
+# every Multi30k file as one text, the validation lines one at a time (ids and decoded text),
+# every code point and charsmap key; Marian's tokenizer against MarianTokenizer (transformers).
 spm-conformance: all $(HF_PYTHON)
 	$(HF_PYTHON) -c "import sentencepiece" 2>/dev/null || build/hfvenv/bin/pip install -q sentencepiece
 	$(HF_PYTHON) tests/ref/spm_ref.py check $(BUILD)/tformer

@@ -154,3 +154,57 @@ TEST(marian_spm_bad_folders) {
     CHECK(tf_tokenizer_load(path) == NULL && strstr(tf_error(), "\"separate_vocabs\" must be true or false"));
     test_rm_rf(dir);
 }
+
+/* ---------------------------------------------------------------- end to end */
+
+/* One run of generate.json through tformer translate on the folder: lines that differ from transformers' texts. */
+static int translate_run(const char *dir, const cJSON *run, const char *extra, int *lines) {
+    char cmd[1024], *got = malloc(65536);
+    snprintf(cmd, sizeof cmd, "%s translate --model %s --beam %d --length-penalty %g --max-len-a 0 --max-len-b %d %s < %s/src.txt",
+             test_tformer_bin(), dir, cJSON_GetObjectItem(run, "num_beams")->valueint,
+             cJSON_GetObjectItem(run, "length_penalty")->valuedouble, cJSON_GetObjectItem(run, "max_length")->valueint - 1,
+             extra, dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(got, 1, 65535, p) : 0;
+    got[k] = 0;
+    int bad = !p || pclose(p) != 0, i = 0;
+    const cJSON *t;
+    char *line = got;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(run, "texts")) {
+        char *end = strchr(line, '\n');
+        if (!end) return free(got), bad + 1;
+        *end = 0;
+        if (strcmp(line, t->valuestring) && !bad++)
+            fprintf(stderr, "    %s\n    line %d: \"%s\", generate(): \"%s\"\n", cmd, i + 1, line, t->valuestring);
+        line = end + 1, i++, (*lines)++;
+    }
+    bad += *line != 0; /* more lines than sentences */
+    free(got);
+    return bad;
+}
+
+TEST(marian_spm_translate_matches_generate) {
+    char dir[] = "/tmp/tformer_marian_spm_XXXXXX", path[256];
+    size_t n;
+    char *text = test_slurp(FXM "/generate.json", &n);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    CHECK(root && test_marian_spm_folder(dir) == 0 && copy_file(FXM "/config.json", dir, "config.json") == 0 &&
+          copy_file(FXM "/model.safetensors", dir, "model.safetensors") == 0);
+    snprintf(path, sizeof path, "%s/src.txt", dir);
+    FILE *f = fopen(path, "w");
+    const cJSON *s, *run;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(root, "sentences")) fprintf(f, "%s\n", s->valuestring);
+    CHECK(f && fclose(f) == 0);
+    int bad = 0, lines = 0, runs = 0;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(root, "runs")) {
+        bad += translate_run(dir, run, "", &lines), runs++;
+        bad += translate_run(dir, run, "--batch 1", &lines);
+    }
+    printf("    tformer translate on a Marian folder with source.spm / target.spm: %d runs x %d sentences (batched and "
+           "one at a time), %d texts, %d differ from generate() + batch_decode()\n", runs,
+           cJSON_GetArraySize(cJSON_GetObjectItem(root, "sentences")), lines, bad);
+    CHECK(runs == 3 && lines == 48 && bad == 0);
+    test_rm_rf(dir);
+    cJSON_Delete(root);
+}

@@ -56,6 +56,7 @@ static int plain_encode(void *impl, const char *text, size_t len, tf_ids *out) {
 /* Pieces of ids through a table (model ids -> pieces), then decoded. */
 static int decode_through(const tf_spm *m, const char *const *tok, const uint32_t *tok_len, int32_t n_tok,
                           const int32_t *ids, size_t n, const int32_t *skip, int n_skip, tf_buf *out) {
+    if (n >= SIZE_MAX / sizeof(char *)) return tf_set_error("decode: %zu ids are too many", n);
     const char **piece = malloc((n + 1) * sizeof *piece);
     uint32_t *len = malloc((n + 1) * sizeof *len);
     size_t k = 0;

@@ -30,8 +30,11 @@ import tempfile
 import warnings
 
 import sentencepiece as spm
+import torch
 import transformers
-from transformers import MarianTokenizer
+from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+
+from gen_marian_fixtures import init_weights
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPM = os.path.join(HERE, "..", "fixtures_spm")
@@ -67,6 +70,20 @@ TARGETS = [
     "<2en> ss sss",
     "Hallo </s> Welt",
 ]
+
+
+SENTENCES = [
+    "A man in a blue shirt is standing on a ladder.",
+    "Two dogs play in the snow.",
+    "A little girl climbing into a wooden playhouse.",
+    "Café naïve — ＦＵＬＬ ａｂｃ 😀",
+    ">>de<< A girl climbs a tree.",
+    "It's a dog's life, isn't it?",
+    "   spaces   everywhere   ",
+    "",
+]
+RUNS = [dict(num_beams=1, max_length=16), dict(num_beams=4, max_length=16),
+        dict(num_beams=3, max_length=14, length_penalty=2.0)]
 
 
 def build_vocab(src, tgt):
@@ -138,13 +155,60 @@ def tokenizer_fixture(out, seed):
     return tok
 
 
+def greedy_margin(model, ids, max_length):
+    """The smallest gap between the two best logits over the greedy steps."""
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), do_sample=False, num_beams=1, max_length=max_length,
+                             forced_eos_token_id=None, bad_words_ids=None, output_scores=True,
+                             return_dict_in_generate=True)
+    return min(float(s[0].topk(2).values[0] - s[0].topk(2).values[1]) for s in out.scores)
+
+
+def model_fixture(out, tok, seed):
+    pad = tok.pad_token_id
+    cfg = MarianConfig(vocab_size=tok.vocab_size, d_model=16, encoder_layers=1, decoder_layers=1,
+                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                       max_position_embeddings=64, activation_function="swish", scale_embedding=True,
+                       share_encoder_decoder_embeddings=True, tie_word_embeddings=True, pad_token_id=pad,
+                       decoder_start_token_id=pad, eos_token_id=tok.eos_token_id, dropout=0.0, attention_dropout=0.0,
+                       activation_dropout=0.0)
+    sources = [tok(t).input_ids for t in SENTENCES]
+    for attempt in range(50):
+        torch.manual_seed(seed + attempt)
+        model = MarianMTModel(cfg).eval()
+        init_weights(model, 6.0)
+        margin = min(greedy_margin(model, ids, 16) for ids in sources)
+        if margin > 1e-3:
+            break
+        print(f"seed {seed + attempt}: a greedy step's two best logits {margin:.1e} apart: other weights")
+    model.save_pretrained(out, safe_serialization=True)
+    if os.path.exists(os.path.join(out, "generation_config.json")):  # the options go to generate() explicitly
+        os.remove(os.path.join(out, "generation_config.json"))
+    runs = []
+    for run in RUNS:
+        opts = {"length_penalty": 1.0, "early_stopping": False, **run}
+        ids, texts = [], []
+        for src in sources:
+            with torch.no_grad():
+                seq = model.generate(torch.tensor([src]), do_sample=False, forced_eos_token_id=None,
+                                     bad_words_ids=None, **opts)
+            ids.append(seq[0].tolist())
+            texts.append(tok.batch_decode(seq, skip_special_tokens=True)[0])
+        runs.append(dict(opts, ids=ids, texts=texts))
+    with open(os.path.join(out, "generate.json"), "w", encoding="utf-8") as f:
+        json.dump({"seed": seed + attempt, "smallest_greedy_margin": margin, "sentences": SENTENCES,
+                   "sources": sources, "runs": runs}, f, ensure_ascii=False, indent=1)
+    print(f"model seed {seed + attempt}, smallest greedy margin {margin:.3f}; texts: {runs[0]['texts']}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/fixtures_marian_spm")
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tokenizer_fixture(a.out, a.seed)
+    tok = tokenizer_fixture(a.out, a.seed)
+    model_fixture(a.out, tok, a.seed)
 
 
 if __name__ == "__main__":
