@@ -116,10 +116,10 @@ def strip(seq, V, special):
     return [i for i in seq if i < V and i not in special]
 
 
-def run_tformer(binary, folder, lines, beam, threads):
+def run_tformer(binary, folder, lines, beam, threads, batch=32):
     text = "\n".join(lines) + "\n"
     t0 = time.perf_counter()
-    out = tformer_lines(binary, ["translate", "--model", folder, "--beam", str(beam)], text, threads)
+    out = tformer_lines(binary, ["translate", "--model", folder, "--beam", str(beam), "--batch", str(batch)], text, threads)
     return time.perf_counter() - t0, out.rstrip("\n").split("\n")
 
 
@@ -157,6 +157,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--check", type=int, default=100, help="sentences whose greedy outputs are compared")
     ap.add_argument("--tformer", default="build/tformer")
+    ap.add_argument("--hf-n", type=int, default=200, help="sentences for transformers' generate (it is slow)")
     a = ap.parse_args()
     import ctranslate2
 
@@ -184,18 +185,20 @@ def main():
 
     rows = []
     for beam in (1, 5):
-        for name, fn in (("tformer (1 sentence at a time)", lambda: run_tformer(a.tformer, a.model, lines, beam, a.threads)),
+        for name, fn in (("tformer (batch 32)", lambda: run_tformer(a.tformer, a.model, lines, beam, a.threads)),
+                         ("tformer (batch 1)", lambda: run_tformer(a.tformer, a.model, lines, beam, a.threads, 1)),
                          ("ctranslate2 (batch 32)", lambda: run_ct2(ct2, src, beam, 32, max_len)),
                          ("ctranslate2 (batch 1)", lambda: run_ct2(ct2, src, beam, 1, max_len)),
-                         ("transformers generate (batch 32)", lambda: run_hf(model, src, ids, beam, 32, max_len))):
+                         ("transformers generate (batch 32)", lambda: run_hf(model, src[:a.hf_n], ids, beam, 32, max_len))):
+            n = min(a.hf_n, len(lines)) if name.startswith("transformers") else len(lines)
             times = [fn()[0] for _ in range(a.repeat)]
-            rows.append((beam, name, len(lines) / statistics.median(times)))
+            rows.append((beam, name, n / statistics.median(times)))
             print(f"beam {beam}  {name:34s} {rows[-1][2]:8.1f} sentences/s (median of {a.repeat})", flush=True)
-    print("\nratios (tformer / peer, sentences/s; > 1: tformer faster)")
+    print("\nratios (tformer batch 32 / the other, sentences/s; > 1: tformer faster)")
     for beam in (1, 5):
-        base = next(r[2] for r in rows if r[0] == beam and r[1].startswith("tformer"))
+        base = next(r[2] for r in rows if r[0] == beam and r[1] == "tformer (batch 32)")
         for r in rows:
-            if r[0] == beam and not r[1].startswith("tformer"):
+            if r[0] == beam and r[1] != "tformer (batch 32)":
                 print(f"beam {beam}  vs {r[1]:34s} {base / r[2]:6.2f}x")
 
 
