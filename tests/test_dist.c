@@ -174,7 +174,9 @@ static int disturbed_run(const char *dir, const char *action, char *out, size_t 
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "d=%s; rm -rf $d; " MPIRUN " -np 2 %s " TINY " --steps 1000000 --schedule constant --checkpoint-every 2 "
-             "--log-every 1000000 --out $d > $d.log 2>&1 & t=$!; sleep 3; m=$(pgrep -P $t); %s; wait $t; echo rc=$?; "
+             "--log-every 1000000 --out $d > $d.log 2>&1 & t=$!; sleep 3; m=$(pgrep -P $t); %s; wait $t; r=$?; "
+             /* mpirun may return while a rank it killed still holds the run's lock: wait for it (10 s at most) */
+             "for i in $(seq 100); do flock -n $d/.lock true 2>/dev/null && break; sleep 0.1; done; echo rc=$r; "
              "cat $d.log; rm -f $d.log",
              dir, test_tformer_bin(), action);
     FILE *p = popen(cmd, "r");
@@ -205,6 +207,10 @@ static int resumes(const char *dir, char *out, size_t n) {
 
 TEST(dist_killed_rank_or_stop_ends_every_rank) {
     if (skip()) return;
+    if (getenv("TFORMER_ISA") || getenv("TFORMER_BLAS") || getenv("OPENBLAS_CORETYPE")) {
+        printf("    skipped: a kernel-set variant (killing processes does not depend on the kernels; make test runs it)\n");
+        return;
+    }
     static char out[16384];
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/tformer_dist_stop_%d", (int)getpid());
