@@ -73,6 +73,9 @@ tf_tensor *tf_view_new(tf_ctx *ctx, const tf_tensor *x);
  * region (a caller already shares out the work, e.g. one batch per thread)
  * or when one thread is asked for. */
 int tf_threads_free(void);
+/* Rows rows[0..n) (repeats allowed) of t (contiguous, rows first) as a new tensor of ctx:
+ * the kept sources of a batch decoder after a beam's selection. */
+tf_tensor *tf_tensor_gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n);
 /* log(sum(exp(x))) of x (n) through the vector kernels (scratch: n floats). */
 float tf_log_sum_exp(float *scratch, const float *x, int64_t n);
 

@@ -345,3 +345,15 @@ void tf_tape_replay(tf_ctx *ctx) {
 const char *tf_op_name(tf_op op) {
     return (unsigned)op < TF_OP_COUNT ? tf_op_table[op].name : "?";
 }
+
+tf_tensor *tf_tensor_gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n) {
+    if (!t) return NULL;
+    if (!tf_is_contiguous(t)) return tf_set_error("gather rows: the tensor is not contiguous"), NULL;
+    int64_t shape[TF_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[0] = n;
+    tf_tensor *g = tf_tensor_new(ctx, t->dtype, t->ndim, shape, 0);
+    size_t row = (size_t)(tf_numel(t) / t->shape[0]) * tf_dtype_size(t->dtype);
+    for (int i = 0; g && i < n; i++) memcpy((char *)g->data + (size_t)i * row, (const char *)t->data + (size_t)rows[i] * row, row);
+    return g;
+}

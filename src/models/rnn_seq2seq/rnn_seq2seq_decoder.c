@@ -114,19 +114,6 @@ static tf_decoder *rnn_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-/* Rows rows[0..n) of t (contiguous, rows first) as a new tensor of ctx. */
-static tf_tensor *gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n) {
-    if (!t) return NULL;
-    if (!tf_is_contiguous(t)) return tf_set_error("decoder: the stored sources are not contiguous"), NULL;
-    int64_t shape[TF_MAX_DIMS];
-    memcpy(shape, t->shape, sizeof shape);
-    shape[0] = n;
-    tf_tensor *g = tf_tensor_new(ctx, t->dtype, t->ndim, shape, 0);
-    size_t row = (size_t)(tf_numel(t) / t->shape[0]) * tf_dtype_size(t->dtype);
-    for (int i = 0; g && i < n; i++) memcpy((char *)g->data + (size_t)i * row, (const char *)t->data + (size_t)rows[i] * row, row);
-    return g;
-}
-
 /* Rows of a float buffer of `width` floats a row, into a new buffer (NULL when out of memory). */
 static float *gather_floats(const float *buf, int64_t width, const int *rows, int n) {
     float *out = malloc((size_t)n * (size_t)width * sizeof *out);
@@ -141,9 +128,9 @@ static int rnn_select(tf_decoder *d, const int *rows, int n) {
     int64_t H = g->m->cfg.hidden, S = n_src(g);
     tf_ctx *next = sh->mem_ctx[!sh->cur];
     tf_ctx_reset(next);
-    tf_tensor *ids = gather_rows(next, sh->src_ids, rows, n), *ann = gather_rows(next, sh->annotations, rows, n);
-    tf_tensor *keys = gather_rows(next, sh->keys, rows, n);
-    tf_tensor *mask = sh->src_mask ? gather_rows(next, sh->src_mask, rows, n) : NULL;
+    tf_tensor *ids = tf_tensor_gather_rows(next, sh->src_ids, rows, n), *ann = tf_tensor_gather_rows(next, sh->annotations, rows, n);
+    tf_tensor *keys = tf_tensor_gather_rows(next, sh->keys, rows, n);
+    tf_tensor *mask = sh->src_mask ? tf_tensor_gather_rows(next, sh->src_mask, rows, n) : NULL;
     float *s = gather_floats(g->s, 2 * H, rows, n), *s0 = gather_floats(sh->s0, 2 * H, rows, n);
     float *alpha = gather_floats(g->alpha, S, rows, n);
     if (!ids || !ann || !keys || (sh->src_mask && !mask) || !s || !s0 || !alpha) {

@@ -75,28 +75,14 @@ static tf_decoder *s2s_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-/* Rows rows[0..n) of t (contiguous, rows first) as a new tensor of ctx. */
-static tf_tensor *gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n) {
-    if (!t) return NULL;
-    if (!tf_is_contiguous(t)) return tf_set_error("decoder: the stored sources are not contiguous"), NULL;
-    int64_t shape[TF_MAX_DIMS];
-    memcpy(shape, t->shape, sizeof shape);
-    shape[0] = n;
-    tf_tensor *g = tf_tensor_new(ctx, t->dtype, t->ndim, shape, 0);
-    if (!g) return NULL;
-    size_t row = (size_t)(tf_numel(t) / t->shape[0]) * tf_dtype_size(t->dtype);
-    for (int i = 0; i < n; i++) memcpy((char *)g->data + (size_t)i * row, (const char *)t->data + (size_t)rows[i] * row, row);
-    return g;
-}
-
 static int s2s_select(tf_decoder *d, const int *rows, int n) {
     s2s_decoder *g = (s2s_decoder *)d;
     shared *sh = g->sh;
     if (sh->refs > 1) return tf_set_error("decoder: a forked decoder shares its sources and cannot select rows");
     tf_ctx *next = sh->mem_ctx[!sh->cur];
     tf_ctx_reset(next);
-    tf_tensor *memory = gather_rows(next, sh->memory, rows, n), *ids = gather_rows(next, sh->src_ids, rows, n);
-    tf_tensor *mask = sh->src_mask ? gather_rows(next, sh->src_mask, rows, n) : NULL;
+    tf_tensor *memory = tf_tensor_gather_rows(next, sh->memory, rows, n), *ids = tf_tensor_gather_rows(next, sh->src_ids, rows, n);
+    tf_tensor *mask = sh->src_mask ? tf_tensor_gather_rows(next, sh->src_mask, rows, n) : NULL;
     if (!memory || !ids || (sh->src_mask && !mask) || tf_kv_cache_select(g->cache, rows, n) ||
         tf_kv_cache_select(sh->cross, rows, n))
         return -1;
