@@ -34,17 +34,15 @@ of sum(out * r): grad_x, grad_weight, grad_bias, in float64, rounded once.
 
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
-import argparse
-import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
 from transformers import ViTConfig, ViTForImageClassification, ViTModel
+
+import fixture_cli
 
 ARCHS = {"ViTModel": ViTModel, "ViTForImageClassification": ViTForImageClassification}
 
@@ -192,41 +190,19 @@ def random_case(r):
 
 def expected_for(root):
     """transformers loads each folder tformer wrote and computes its outputs."""
-    for name in sorted(os.listdir(root)):
-        d = os.path.join(root, name)
-        arch = json.load(open(os.path.join(d, "config.json")))["architectures"][0]
-        kw = {}
-        if arch == "ViTModel" and "pooler.dense.weight" not in load_file(os.path.join(d, "model.safetensors")):
-            kw["add_pooling_layer"] = False  # config.json cannot say it: the folder's tensors do
-        model = ARCHS[arch].from_pretrained(d, **kw).eval()  # fails on a tensor missing or of the wrong shape
-        x = load_file(os.path.join(d, "input.safetensors"))
-        save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-        print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
+    from safetensors.torch import load_file
+
+    def kwargs(d, arch):  # config.json cannot say add_pooling_layer: the folder's tensors do
+        pooled = arch != "ViTModel" or "pooler.dense.weight" in load_file(os.path.join(d, "model.safetensors"))
+        return {} if pooled else {"add_pooling_layer": False}
+    fixture_cli.expected_for(root, ARCHS, reference, kwargs)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out")
-    ap.add_argument("--expected-for")
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    if a.expected_for:
-        return expected_for(a.expected_for)
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            arch, cfg, spec = random_case(r)
-            print(f"case {i}: {arch} {json.dumps(cfg)} {json.dumps(spec)}")
-            write_case(a.out, f"random_{i:02d}", arch, cfg, spec, a.seed * 1000 + i)
-        return
-    for name, arch, cfg, spec in CASES:  # seeded by name: adding a case leaves the others as they are
-        write_case(a.out, name, arch, cfg, spec, zlib.crc32(name.encode()) % 100000)
-    for name, *shape in PATCH_CASES:
-        write_patch_case(a.out, name, *shape, zlib.crc32(name.encode()) % 100000)
-
+    def patch_cases(out):
+        for name, *shape in PATCH_CASES:
+            write_patch_case(out, name, *shape, fixture_cli.case_seed(name))
+    fixture_cli.run(CASES, write_case, random_case, expected=expected_for, extra=patch_cases)
 
 if __name__ == "__main__":
     main()
