@@ -268,7 +268,7 @@ static double gradient_case(const char *dir, int *n_tensors) {
         memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
         tf_vit_outputs o;
         tf_params_zero_grad(m->params);
-        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){lx, y, 0}, &o) && !tf_backward(ctx, o.loss, NULL)) {
+        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = lx, .labels = y}, &o) && !tf_backward(ctx, o.loss, NULL)) {
             worst = 0;
             for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
                 tf_tensor *t = i ? tf_params_tensor(m->params, i - 1) : lx;
@@ -304,4 +304,64 @@ TEST(vit_gradients_match_pytorch) {
         if (e > worst) worst = e;
     }
     printf("    pixels and every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+}
+
+/* ---------------------------------------------------------------- attention maps */
+
+/* Worst |diff| of one case's attentions (output_attentions), rollout and
+ * last-layer heads against transformers' (attentions.safetensors); -1 when
+ * the run fails or a shape differs. */
+static double attention_case(const char *dir) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/attentions.safetensors", dir);
+    tf_st_file *ref = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_vit *m = ref && in ? tf_vit_load_hf(dir) : NULL;
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    tf_vit_outputs o;
+    tf_vit_inputs x = {.pixel_values = in ? test_st_tensor(in, "pixel_values", a) : NULL, .output_attentions = 1};
+    double worst = m && !tf_vit_run(ctx, m, &x, &o) && o.attentions ? 0 : -1;
+    for (int l = 0; worst >= 0 && l < m->cfg.n_layer; l++) {
+        snprintf(p, sizeof p, "attentions.%d", l);
+        tf_tensor *want = test_st_tensor(ref, p, a);
+        double d = want && tf_numel(want) == tf_numel(o.attentions[l])
+                       ? test_max_abs_diff(tf_f32(o.attentions[l]), tf_f32(want), tf_numel(want))
+                       : -1;
+        worst = d < 0 || !(d <= worst) ? d : worst;
+    }
+    tf_tensor *roll = worst >= 0 ? test_st_tensor(ref, "rollout", a) : NULL, *heads = test_st_tensor(ref, "heads", a);
+    int64_t B = roll ? roll->shape[0] : 0, N = roll ? roll->shape[1] : 0, H = heads ? heads->shape[1] : 0;
+    float *r = malloc((size_t)(N + H * N + 1) * sizeof *r);
+    for (int64_t b = 0; roll && heads && r && worst >= 0 && b < B; b++) {
+        if (tf_vit_attention_rollout(m, o.attentions, b, r, r + N)) worst = -1;
+        double d1 = test_max_abs_diff(r, tf_f32(roll) + b * N, N);
+        double d2 = test_max_abs_diff(r + N, tf_f32(heads) + b * H * N, H * N);
+        if (worst >= 0 && !(d1 <= worst)) worst = d1;
+        if (worst >= 0 && !(d2 <= worst)) worst = d2;
+    }
+    if (!roll || !heads || !r) worst = -1;
+    free(r);
+    tf_arena_free(a), tf_ctx_free(ctx), tf_vit_free(m), tf_st_close(in), tf_st_close(ref);
+    return worst;
+}
+
+/* Each layer's attention probabilities, the rollout and the last layer's
+ * heads against transformers' output_attentions (and a float64 rollout from
+ * them); a rollout of one image asked beyond the batch is an error. */
+TEST(vit_attentions_and_rollout_match_transformers) {
+    static const char *const CASES[] = {VIT_DIR "/model_grey28_p7", VIT_DIR "/cls_rgb12_p3_noqkvbias",
+                                        VIT_DIR "/cls_grey12_p7_one_patch"};
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        double d = attention_case(CASES[i]);
+        CHECKF(d >= 0 && d <= TOL, "%s: max |diff| %g (%s)", CASES[i], d, tf_error());
+        if (d > worst) worst = d;
+    }
+    printf("    3 cases: attentions, rollout and heads, worst max |diff| %.2e\n", worst);
+    tf_vit *m = tf_vit_load_hf(CLS_CASE);
+    float r[64];
+    CHECK(m && tf_vit_attention_rollout(m, NULL, 0, r, NULL) == -1 && strstr(tf_error(), "output_attentions"));
+    tf_vit_free(m);
 }

@@ -51,7 +51,7 @@ CASES = [
     ("model_grey28_p7", "ViTModel",
      dict(image_size=28, patch_size=7, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=24),
-     dict(B=3)),
+     dict(B=3, attn=True)),
     ("cls_grey28_p4_labels", "ViTForImageClassification",
      dict(image_size=28, patch_size=4, num_channels=1, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
           intermediate_size=20, num_labels=10, hidden_act="gelu_new"),
@@ -60,7 +60,7 @@ CASES = [
      dict(image_size=12, patch_size=3, num_channels=3, hidden_size=20, num_hidden_layers=3, num_attention_heads=4,
           intermediate_size=16, num_labels=5, qkv_bias=False, layer_norm_eps=1e-6, hidden_act="relu",
           id2label={0: "cat", 1: "dog", 2: "bird", 3: "fish", 4: "frog"}),
-     dict(B=2)),
+     dict(B=2, attn=True)),
     ("model_rgb13_p4_leftover", "ViTModel",
      dict(image_size=13, patch_size=4, num_channels=3, hidden_size=15, num_hidden_layers=1, num_attention_heads=5,
           intermediate_size=30, hidden_act="gelu_pytorch_tanh"),
@@ -68,7 +68,7 @@ CASES = [
     ("cls_grey12_p7_one_patch", "ViTForImageClassification",
      dict(image_size=12, patch_size=7, num_channels=1, hidden_size=8, num_hidden_layers=2, num_attention_heads=1,
           intermediate_size=12, num_labels=3, hidden_act="silu"),
-     dict(B=3, labels=True)),
+     dict(B=3, labels=True, attn=True)),
     ("model_grey10_p5_nopooler", "ViTModel",
      dict(image_size=10, patch_size=5, num_channels=1, hidden_size=12, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=8, layer_norm_eps=1e-5),
@@ -132,6 +132,31 @@ def gradients(model, x):
     return res
 
 
+def attentions(model, arch, x):
+    """output_attentions=True: each layer's probabilities (B,H,N+1,N+1) as
+    "attentions.<layer>", and from them, in float64, the attention rollout
+    (Abnar & Zuidema 2020, as jacobgil/vit-explain computes it with mean head
+    fusion and no discarding): R = I; per layer R = ((mean_h A + I) / 2,
+    rows renormalised) @ R; "rollout" = R[:, 0, 1:] (B,N); "heads" = the last
+    layer's class-token rows over the patches (B,H,N)."""
+    kw = {"add_pooling_layer": model.pooler is not None} if arch == "ViTModel" else {}
+    m = ARCHS[arch](model.config, **kw)
+    m.load_state_dict(model.state_dict())
+    m = m.double().eval()
+    with torch.no_grad():
+        att = m(pixel_values=x["pixel_values"].double(), output_attentions=True).attentions
+    T = att[0].shape[-1]
+    eye = torch.eye(T, dtype=torch.float64)
+    r = eye.expand(att[0].shape[0], T, T)
+    for a in att:
+        f = (a.mean(dim=1) + eye) / 2
+        r = (f / f.sum(dim=-1, keepdim=True)) @ r
+    res = {f"attentions.{i}": a.float().contiguous() for i, a in enumerate(att)}
+    res["rollout"] = r[:, 0, 1:].float().contiguous()
+    res["heads"] = att[-1][:, :, 0, 1:].float().contiguous()
+    return res
+
+
 def write_case(out, name, arch, cfg_kw, spec, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -150,6 +175,8 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
     if spec.get("labels"):
         save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+    if spec.get("attn"):
+        save_file(attentions(model, arch, x), os.path.join(d, "attentions.safetensors"))
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 

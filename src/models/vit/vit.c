@@ -149,8 +149,12 @@ int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_out
     if (check_inputs(m, in)) return -1;
     tf_tensor *x = embed(ctx, m, in->pixel_values);
     tf_block_args args = {0};
+    if (in->output_attentions &&
+        !(out->attentions = tf_ctx_alloc(ctx, (size_t)m->cfg.n_layer * sizeof *out->attentions)))
+        return -1;
     for (int i = 0; i < m->cfg.n_layer; i++) {
         args.drop_path = tf_vit_drop_path(&m->cfg, i);
+        args.self_probs = out->attentions ? &out->attentions[i] : NULL;
         x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
     }
     if (!(out->last_hidden_state = tf_layer_norm_forward(ctx, &m->norm, x))) return -1;  // (B,N+1,C)
