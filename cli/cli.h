@@ -181,4 +181,7 @@ void cli_usage_all(FILE *f);
 /* OUT and its parents, as mkdir -p; a message naming flag when one cannot be made (exits). */
 void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
 
+/* Was the field-table flag ("--beam") given on the command line? */
+int cli_table_given(const cli_args *a, const char *flag);
+
 #endif

@@ -327,7 +327,14 @@ int cmd_translate(const cli_args *a) {
     check_vocab(v, dir, "target", tgt, m.tgt_vocab, m.inside);
     tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
                        m.decoder_new_batch};
-    if (m.inside) o.search.beam_stop = TF_BEAM_HF_HEURISTIC; /* a Marian folder: as transformers' generate() */
+    tf_marian_generation gen;
+    if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings */
+        if (tf_seq2seq_marian_generation(dir, &gen)) cli_die(v, tf_error());
+        o.search.beam_stop = TF_BEAM_HF_HEURISTIC;
+        o.search.forced_eos_id = gen.forced_eos_id;
+        o.search.bad_ids = gen.bad_ids, o.search.n_bad_ids = gen.n_bad_ids;
+        if (!cli_table_given(a, "--beam")) o.search.beam = gen.num_beams;
+    }
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);

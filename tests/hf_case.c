@@ -4,6 +4,7 @@
  * patched, one weight moved or left out), input files written from a table,
  * and the two tables every family runs: bad folders / inputs that must be a
  * clear error, and weights whose perturbation the comparison must notice. */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -205,4 +206,30 @@ int test_hf_perturbed(const char *case_dir, const test_weight *w, int n, double 
     }
     test_rm_rf(tmp);
     return missed;
+}
+
+/* src/config.json into dst with the logits processors of one generate()
+ * run (generate.json): forced_eos_token_id and bad_words_ids as the run
+ * names them, else null and none (how the fixtures called generate()). */
+int test_marian_generate_config(const char *src, const char *dst, const struct cJSON *run) {
+    char p[1200];
+    size_t n;
+    snprintf(p, sizeof p, "%s/config.json", src);
+    char *text = test_slurp(p, &n);
+    cJSON *cfg = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *forced = run ? cJSON_GetObjectItem(run, "forced_eos_token_id") : NULL;
+    const cJSON *bad = run ? cJSON_GetObjectItem(run, "bad_words_ids") : NULL;
+    int rc = cfg ? 0 : -1;
+    cJSON_DeleteItemFromObject(cfg, "forced_eos_token_id");
+    cJSON_DeleteItemFromObject(cfg, "bad_words_ids");
+    cJSON *f = rc ? NULL : forced ? cJSON_Duplicate(forced, 1) : cJSON_CreateNull();
+    if (!rc && !cJSON_AddItemToObject(cfg, "forced_eos_token_id", f)) rc = -1;
+    if (!rc && bad && !cJSON_AddItemToObject(cfg, "bad_words_ids", cJSON_Duplicate(bad, 1))) rc = -1;
+    char *out = rc ? NULL : cJSON_Print(cfg);
+    snprintf(p, sizeof p, "%s/config.json", dst);
+    rc = out ? test_write_text(p, out) : -1;
+    free(out);
+    cJSON_Delete(cfg);
+    return rc;
 }

@@ -125,4 +125,9 @@ typedef struct {
  * *least: the smallest perturbed one. */
 int test_hf_perturbed(const char *case_dir, const test_weight *w, int n, double tol, double *same, double *least);
 
+struct cJSON;
+/* src/config.json (a Marian folder) into dst with one generate() run's
+ * forced_eos_token_id and bad_words_ids (null and none when it names none). */
+int test_marian_generate_config(const char *src, const char *dst, const struct cJSON *run);
+
 #endif

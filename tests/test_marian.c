@@ -126,6 +126,13 @@ static int generate_case(const char *dir, int own, int *n) {
         o.temperature = 0, o.beam = beams > 1 ? beams : 0;
         o.length_penalty = (float)cJSON_GetObjectItem(run, "length_penalty")->valuedouble;
         o.beam_stop = own ? TF_BEAM_TFORMER : beam_stop(cJSON_GetObjectItem(run, "early_stopping"));
+        const cJSON *forced = cJSON_GetObjectItem(run, "forced_eos_token_id");
+        const cJSON *banned = cJSON_GetObjectItem(run, "bad_words_ids");
+        int32_t bad_ids[8];
+        if (cJSON_IsNumber(forced)) o.forced_eos_id = forced->valueint;
+        for (int k = 0; cJSON_IsArray(banned) && k < cJSON_GetArraySize(banned) && k < 8; k++) /* one token each */
+            bad_ids[o.n_bad_ids++] = cJSON_GetArrayItem(cJSON_GetArrayItem(banned, k), 0)->valueint;
+        o.bad_ids = bad_ids;
         const cJSON *outs = cJSON_GetObjectItem(run, "outputs");
         int rows_bad = own ? 0 : rows_differ(m, srcs, outs, o, max_length);
         if (rows_bad) bad += fprintf(stderr, "    %s: num_beams %d, all sources as rows of one decoder: %d differ\n", dir, beams,
@@ -360,8 +367,9 @@ static int translate_case(const char *dir, const char *tmp, int *n) {
             int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
             ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
         }
-        snprintf(cmd, sizeof cmd, "cp %s/config.json %s/model.safetensors %s/ && %s translate --model %s --beam %d "
-                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, dir, tmp, test_tformer_bin(), tmp,
+        if (test_marian_generate_config(dir, tmp, run)) bad++;
+        snprintf(cmd, sizeof cmd, "cp %s/model.safetensors %s/ && %s translate --model %s --beam %d "
+                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, tmp, test_tformer_bin(), tmp,
                  cJSON_GetObjectItem(run, "num_beams")->valueint, cJSON_GetObjectItem(run, "length_penalty")->valuedouble,
                  cJSON_GetObjectItem(run, "max_length")->valueint - 1, tmp);
         FILE *p = popen(cmd, "r");
@@ -391,4 +399,35 @@ TEST(marian_translate_cli_matches_generate) {
     CHECK(runs > 0 && bad == 0);
     snprintf(cmd, sizeof cmd, "rm -r %s", tmp);
     CHECK(system(cmd) == 0);
+}
+
+/* generate()'s settings of a Marian folder: generation_config.json first,
+ * else config.json (MarianConfig's forced_eos_token_id 0); what tformer
+ * cannot apply is an error naming the file. */
+TEST(marian_generation_settings_of_a_folder) {
+    char tmp[] = "/tmp/tformer_marian_gen_XXXXXX", p[1200];
+    CHECK(mkdtemp(tmp) != NULL);
+    tf_marian_generation g;
+    CHECK(test_copy_config(SHARED_CASE, tmp, NULL, NULL) == 0 && tf_seq2seq_marian_generation(tmp, &g) == 0);
+    CHECKF(g.forced_eos_id == 0 && g.n_bad_ids == 0 && g.num_beams == 1, "%d %d %d", g.forced_eos_id, g.n_bad_ids,
+           g.num_beams);
+    snprintf(p, sizeof p, "%s/generation_config.json", tmp);
+    CHECK(test_write_text(p, "{\"num_beams\": 4, \"bad_words_ids\": [[59], [7]], \"max_length\": 512}") == 0);
+    CHECK(tf_seq2seq_marian_generation(tmp, &g) == 0);
+    CHECKF(g.forced_eos_id == -1 && g.n_bad_ids == 2 && g.bad_ids[0] == 59 && g.bad_ids[1] == 7 && g.num_beams == 4,
+           "%d %d %d", g.forced_eos_id, g.n_bad_ids, g.num_beams);
+    static const char *const WRONG[][2] = {
+        {"{\"bad_words_ids\": [[3, 4]]}", "more than one token"},
+        {"{\"bad_words_ids\": [[60]]}", "outside the vocabulary of 60"},
+        {"{\"forced_eos_token_id\": -2}", "forced_eos_token_id"},
+        {"{\"num_beams\": 0}", "num_beams"},
+        {"{\"num_beams\": 2", "generation_config.json"},
+    };
+    for (int i = 0; i < 5; i++) {
+        CHECK(test_write_text(p, WRONG[i][0]) == 0);
+        CHECKF(tf_seq2seq_marian_generation(tmp, &g) == -1 && strstr(tf_error(), WRONG[i][1]) &&
+                   strstr(tf_error(), "generation_config.json"),
+               "%s: %s", WRONG[i][0], tf_error());
+    }
+    test_rm_rf(tmp);
 }
