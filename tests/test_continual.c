@@ -123,3 +123,82 @@ TEST(continual_attention_bad_input) {
     CHECK(tf_coatt_step(ctx, s, x, &out) == -1 && strstr(tf_error(), "(2,5)") && !out);
     tf_coatt_free(s), tf_ctx_free(ctx), tf_params_free(ps);
 }
+
+/* ---------------------------------------------------------------- the encoder */
+
+/* Worst relative error over a stream of T steps between step mode and batch
+ * mode on the same window; shift 1 compares with the previous window instead. */
+static double encoder_err(const tf_coenc_config *c, int B, int T, int shift) {
+    tf_coenc e;
+    tf_params *ps = tf_params_new();
+    if (!ps || tf_coenc_register(ps, "", &e, c) || tf_params_init(ps, 21)) return tf_params_free(ps), INFINITY;
+    for (int i = 0; i < tf_params_count(ps); i++) tf_tensor_fill_normal(tf_params_tensor(ps, i), 40 + i, 0.3f);
+    int n = c->window, E = c->d_model;
+    float *xs = random_stream((int64_t)T * B * E, 17, 1.0f);
+    tf_coenc_state *s = tf_coenc_state_new(&e, B);
+    tf_ctx *ctx = tf_ctx_new(1);
+    double worst = xs && s && ctx ? 0.0 : INFINITY;
+    for (int64_t t = 0; worst < INFINITY && t < T; t++, tf_ctx_reset(ctx)) {
+        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){B, E}, 0), *out;
+        memcpy(tf_f32(x), xs + (size_t)t * B * E, (size_t)B * E * sizeof(float));
+        int rc = tf_coenc_step(ctx, s, x, &out);
+        if (rc < 0 || (rc == 0) != (t < n - 1)) worst = INFINITY;
+        if (rc != 1 || t - shift < n - 1) continue;
+        int64_t t0 = t - shift - n + 1;
+        tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, n, E}, 0);
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < n; j++)
+                memcpy(tf_f32(w) + ((size_t)b * n + j) * E, xs + ((size_t)(t0 + j) * B + b) * E, E * sizeof(float));
+        tf_tensor *ref = tf_coenc_forward(ctx, &e, w, t0);
+        double err = ref ? test_rel_err(tf_f32(out), tf_f32(ref), (long)tf_numel(ref)) : INFINITY;
+        if (!(err <= worst)) worst = err;
+    }
+    tf_coenc_state_free(s), tf_ctx_free(ctx), free(xs), tf_coenc_free(&e), tf_params_free(ps);
+    return worst;
+}
+
+TEST(continual_encoder_step_equals_batch) {
+    tf_coenc_config c;
+    tf_fields f = {tf_coenc_config_fields(), &c};
+    CHECK(tf_fields_defaults(&f, 1) == 0);
+    c.d_model = 8, c.n_head = 2, c.d_ff = 16, c.window = 5, c.pos_len = 7; /* 7 > 5: the positions wrap */
+    double worst = 0.0;
+    for (int L = 1; L <= 4; L++)
+        for (int v = 0; v < 8; v++) {
+            c.n_layer = L, c.norm_first = v & 1, c.pos = (v >> 1) & 1 ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
+            c.cls_token = (v >> 2) & 1;
+            if (c.cls_token && L == 1) continue;
+            double e = encoder_err(&c, 2, 19, 0);
+            CHECKF(e <= 1e-5, "depth %d %s-LN %s cls %d: step vs batch rel err %g", L, c.norm_first ? "pre" : "post",
+                   c.pos ? "sinusoidal" : "learned", c.cls_token, e);
+            if (e > worst) worst = e;
+            double off = encoder_err(&c, 2, 19, 1);
+            CHECKF(off > 1e-3, "depth %d: cannot tell windows apart (%g)", L, off);
+        }
+    printf("    depths 1-4, pre/post-LN, learned/sinusoidal, class token: worst step vs batch rel err %.3g\n", worst);
+}
+
+TEST(continual_encoder_bad_input) {
+    tf_coenc_config c;
+    tf_fields f = {tf_coenc_config_fields(), &c};
+    CHECK(tf_fields_defaults(&f, 1) == 0);
+    c.d_model = 4, c.n_head = 2, c.d_ff = 8, c.window = 9, c.pos_len = 8;
+    tf_coenc e;
+    tf_params *ps = tf_params_new();
+    CHECK(tf_coenc_register(ps, "", &e, &c) == -1 && strstr(tf_error(), "window 9 is larger than the position table"));
+    tf_coenc_free(&e), tf_params_free(ps);
+    c.window = 0;
+    ps = tf_params_new();
+    CHECK(tf_coenc_register(ps, "", &e, &c) == -1 && strstr(tf_error(), "window"));
+    tf_coenc_free(&e), tf_params_free(ps);
+    c.window = 3;
+    ps = tf_params_new();
+    CHECK(tf_coenc_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 1) == 0);
+    tf_coenc_state *s = tf_coenc_state_new(&e, 1);
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){1, 4}, 0), *out;
+    CHECK(s && x && tf_coenc_step(ctx, s, x, &out) == 0);
+    tf_f32(x)[2] = NAN;
+    CHECK(tf_coenc_step(ctx, s, x, &out) == -1 && strstr(tf_error(), "step 1"));
+    tf_coenc_state_free(s), tf_ctx_free(ctx), tf_coenc_free(&e), tf_params_free(ps);
+}

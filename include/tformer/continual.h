@@ -4,6 +4,7 @@
 #ifndef TFORMER_CONTINUAL_H
 #define TFORMER_CONTINUAL_H
 
+#include "config.h"
 #include "nn.h"
 
 #ifdef __cplusplus
@@ -37,6 +38,55 @@ TF_API int64_t tf_coatt_recomputed(const tf_coatt *s);
  * the window is full, 0 (*out NULL) during the first n-1 steps, -1 on an
  * error. The projections run as ops in ctx (no gradient is recorded). */
 TF_API int tf_coatt_step(tf_ctx *ctx, tf_coatt *s, tf_tensor *x, tf_tensor **out);
+
+/* ---------------------------------------------------------------- the continual encoder */
+
+/* A Transformer encoder on a stream: the window of the last `window` steps
+ * (feature vectors of width d_model) plus a recycling positional encoding
+ * (step t at position t mod pos_len), n_layer PyTorch encoder layers, the
+ * output of the last position (or of a class token appended after the first
+ * block, n_layer >= 2). Step mode: a single-output first block when
+ * n_layer == 1, else a retroactive first block, regular middle blocks and a
+ * single-output last block. */
+typedef struct {
+    int d_model, n_head, d_ff, n_layer;
+    int window;           /* n: steps the receptive field holds */
+    int pos_len;          /* rows of the position table, >= window */
+    tf_pos_kind pos;      /* TF_POS_LEARNED or TF_POS_SINUSOIDAL */
+    tf_activation activation;
+    float norm_eps, dropout;
+    int norm_first;       /* pre-LN */
+    int cls_token;        /* a learned class token after the first block */
+} tf_coenc_config;
+
+/* The table of tf_coenc_config (config.json of a continual model folder). */
+TF_API const tf_field_table *tf_coenc_config_fields(void);
+TF_API int tf_coenc_config_check(const tf_coenc_config *c);
+
+typedef struct {
+    tf_coenc_config cfg;
+    tf_block_config block;
+    tf_block *layers;     /* "layers.<i>." PyTorch's TransformerEncoderLayer names */
+    tf_tensor *pos_embed; /* "pos_embed" (pos_len,d_model) when learned */
+    tf_tensor *cls;       /* "cls_token" (d_model) with cls_token */
+} tf_coenc;
+
+TF_API int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg);
+TF_API void tf_coenc_free(tf_coenc *e);
+/* Batch mode, the regular network: x (B,window,d_model), the window's first
+ * step at position pos_start (mod pos_len) -> (B,d_model). Differentiable. */
+TF_API tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_t pos_start);
+
+typedef struct tf_coenc_state tf_coenc_state;
+TF_API tf_coenc_state *tf_coenc_state_new(const tf_coenc *e, int batch);
+TF_API void tf_coenc_state_free(tf_coenc_state *s);
+/* Steps taken so far; the window of the next output starts at step
+ * steps + 1 - window, position (that) mod pos_len. */
+TF_API int64_t tf_coenc_state_steps(const tf_coenc_state *s);
+/* Step mode: x (B,d_model) -> 1 and *out (B,d_model) once `window` steps
+ * were seen (equal to tf_coenc_forward on the last window), 0 before, -1 on
+ * an error (a NaN or infinity in x is one, naming the step). */
+TF_API int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out);
 
 #ifdef __cplusplus
 }
