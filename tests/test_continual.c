@@ -2,6 +2,7 @@
  * window, and over a long stream with large scores. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -201,4 +202,28 @@ TEST(continual_encoder_bad_input) {
     tf_f32(x)[2] = NAN;
     CHECK(tf_coenc_step(ctx, s, x, &out) == -1 && strstr(tf_error(), "step 1"));
     tf_coenc_state_free(s), tf_ctx_free(ctx), tf_coenc_free(&e), tf_params_free(ps);
+}
+
+/* torch-run on continual-inference's modules: clear errors for what it cannot run. */
+TEST(continual_torch_run_bad_config) {
+    const char *dir = "tests/fixtures/co_retro";
+    char w[512], in[512], out[] = "/tmp/tformer_co_out_XXXXXX", cfg[] = "/tmp/tformer_co_cfg_XXXXXX";
+    snprintf(w, sizeof w, "%s/weights.safetensors", dir);
+    snprintf(in, sizeof in, "%s/input.safetensors", dir);
+    CHECK(test_temp_file(out) == 0 && test_temp_file(cfg) == 0);
+    const char *bad[3][2] = {
+        {"{\"module\":\"continual.RetroactiveMultiheadAttention\",\"embed_dim\":6,\"num_heads\":2,\"sequence_len\":4,"
+         "\"batch_first\":false}", "only batch_first true"},
+        {"{\"module\":\"continual.RetroactiveMultiheadAttention\",\"embed_dim\":6,\"num_heads\":2,\"sequence_len\":20}",
+         "11 steps are fewer than sequence_len 20"},
+        {"{\"module\":\"continual.SingleOutputMultiheadAttention\",\"embed_dim\":6,\"num_heads\":2}", "sequence_len"}};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(cfg, "w");
+        CHECK(f);
+        fputs(bad[i][0], f);
+        fclose(f);
+        CHECKF(tf_torch_run(cfg, w, in, out, NULL) == -1 && strstr(tf_error(), bad[i][1]), "case %d: %s", i, tf_error());
+    }
+    CHECK(tf_torch_run("tests/fixtures/co_retro/config.json", w, in, out, NULL) == 0);
+    unlink(out), unlink(cfg);
 }

@@ -51,7 +51,7 @@ TF_API int tf_coatt_step(tf_ctx *ctx, tf_coatt *s, tf_tensor *x, tf_tensor **out
 typedef struct {
     int d_model, n_head, d_ff, n_layer;
     int window;           /* n: steps the receptive field holds */
-    int pos_len;          /* rows of the position table, >= window */
+    int pos_len;          /* rows of the position table, >= window; 0: no positional encoding */
     tf_pos_kind pos;      /* TF_POS_LEARNED or TF_POS_SINUSOIDAL */
     tf_activation activation;
     float norm_eps, dropout;
@@ -72,6 +72,10 @@ typedef struct {
 } tf_coenc;
 
 TF_API int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg);
+/* The same with another checkpoint's names: layer i's tensors named
+ * prefix + layer_prefix[i] + names[i]'s rows (continual-inference's modules). */
+TF_API int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg,
+                                   const char *const *layer_prefix, const tf_block_names *names);
 TF_API void tf_coenc_free(tf_coenc *e);
 /* Batch mode, the regular network: x (B,window,d_model), the window's first
  * step at position pos_start (mod pos_len) -> (B,d_model). Differentiable. */

@@ -27,7 +27,8 @@ static const tf_field COENC_ROWS[] = {
     ROW(d_ff, TF_FIELD_INT, "d_ff", "128", "[1,inf)", NULL, "feed-forward width", TF_FIELD_SIGNATURE),
     ROW(n_layer, TF_FIELD_INT, "n_layer", "2", "[1,10000]", NULL, "blocks", TF_FIELD_SIGNATURE),
     ROW(window, TF_FIELD_INT, "window", "16", "[1,inf)", NULL, "steps in the receptive field (n)", 0),
-    ROW(pos_len, TF_FIELD_INT, "pos_len", "16", "[1,inf)", NULL, "rows of the recycling position table", TF_FIELD_SIGNATURE),
+    ROW(pos_len, TF_FIELD_INT, "pos_len", "16", "[0,inf)", NULL, "rows of the recycling position table; 0: no positions",
+        TF_FIELD_SIGNATURE),
     ROW(pos, TF_FIELD_ENUM, "pos", "learned", NULL, POS_KINDS, "positional encoding", TF_FIELD_SIGNATURE),
     ROW(activation, TF_FIELD_ENUM, "activation", "relu", NULL, ACTIVATIONS, "feed-forward activation", TF_FIELD_SIGNATURE),
     ROW(norm_eps, TF_FIELD_FLOAT, "norm_eps", "1e-5", "(0,inf)", NULL, "LayerNorm epsilon", 0),
@@ -44,7 +45,7 @@ int tf_coenc_config_check(const tf_coenc_config *c) {
     if (tf_fields_check(&f, 1)) return -1;
     if (c->pos != TF_POS_LEARNED && c->pos != TF_POS_SINUSOIDAL)
         return tf_set_error("continual: pos must be learned or sinusoidal");
-    if (c->window > c->pos_len)
+    if (c->pos_len > 0 && c->window > c->pos_len)
         return tf_set_error("continual: window %d is larger than the position table (pos_len %d)", c->window, c->pos_len);
     if (c->cls_token && c->n_layer < 2)
         return tf_set_error("continual: cls_token needs n_layer >= 2 (the token joins after the first block)");
@@ -53,27 +54,39 @@ int tf_coenc_config_check(const tf_coenc_config *c) {
     return 0;
 }
 
-int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg) {
+int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg,
+                            const char *const *layer_prefix, const tf_block_names *names) {
     memset(e, 0, sizeof *e);
     if (tf_coenc_config_check(cfg)) return -1;
     e->cfg = *cfg;
     tf_block_config b = tf_block_config_default(cfg->d_model, cfg->n_head);
     b.d_ff = cfg->d_ff, b.activation = cfg->activation, b.norm_eps = cfg->norm_eps, b.dropout = cfg->dropout;
-    b.norm_first = cfg->norm_first;
+    b.norm_first = cfg->norm_first, b.attn_dropout = cfg->dropout, b.ff_dropout = 1; /* PyTorch's layer */
     e->block = b;
     if (!(e->layers = calloc((size_t)cfg->n_layer, sizeof *e->layers))) return tf_set_error("continual: out of memory");
     char name[512];
     for (int i = 0; i < cfg->n_layer; i++) {
-        snprintf(name, sizeof name, "%slayers.%d.", prefix, i);
-        if (tf_encoder_layer_register(ps, name, &e->layers[i], &b)) return -1;
+        int rc;
+        if (names) {
+            snprintf(name, sizeof name, "%s%s", prefix, layer_prefix[i]);
+            rc = tf_block_register(ps, name, &e->layers[i], &b, &names[i], (tf_block_init){0, 0, 1});
+        } else {
+            snprintf(name, sizeof name, "%slayers.%d.", prefix, i);
+            rc = tf_encoder_layer_register(ps, name, &e->layers[i], &b);
+        }
+        if (rc) return -1;
     }
     int64_t E = cfg->d_model;
     snprintf(name, sizeof name, "%spos_embed", prefix);
-    if (cfg->pos == TF_POS_LEARNED && tf_params_add(ps, name, &e->pos_embed, 2, (int64_t[]){cfg->pos_len, E}, 0.02f))
+    if (cfg->pos == TF_POS_LEARNED && cfg->pos_len > 0 && tf_params_add(ps, name, &e->pos_embed, 2, (int64_t[]){cfg->pos_len, E}, 0.02f))
         return -1;
     snprintf(name, sizeof name, "%scls_token", prefix);
     if (cfg->cls_token && tf_params_add(ps, name, &e->cls, 1, (int64_t[]){E}, 0.02f)) return -1;
     return 0;
+}
+
+int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg) {
+    return tf_coenc_register_names(ps, prefix, e, cfg, NULL, NULL);
 }
 
 void tf_coenc_free(tf_coenc *e) {
@@ -81,18 +94,20 @@ void tf_coenc_free(tf_coenc *e) {
     e->layers = NULL;
 }
 
-/* The positional encoding of T steps from position start, recycled mod P: (T,E). */
-static tf_tensor *positions(tf_ctx *ctx, const tf_coenc *e, int64_t start, int64_t T) {
+/* x (T,E) or (B,T,E) plus the positional encoding of T steps from position
+ * start, recycled mod P; x itself without positions (pos_len 0). */
+static tf_tensor *add_positions(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_t start, int64_t T) {
     int64_t P = e->cfg.pos_len, E = e->cfg.d_model;
+    if (P == 0) return x;
     start = ((start % P) + P) % P;
     if (e->cfg.pos == TF_POS_SINUSOIDAL) {
         tf_tensor *pe = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){T, E}, 0);
         for (int64_t i = 0; pe && i < T; i++) tf_posenc_sinusoidal(tf_f32(pe) + i * E, (start + i) % P, 1, E);
-        return pe;
+        return tf_add(ctx, x, pe);
     }
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){T}, 0);
     for (int64_t i = 0; ids && i < T; i++) tf_i32(ids)[i] = (int32_t)((start + i) % P);
-    return tf_embedding(ctx, e->pos_embed, ids);  // (T,E), gradient into the table
+    return tf_add(ctx, x, tf_embedding(ctx, e->pos_embed, ids));  // (T,E) rows, gradient into the table
 }
 
 /* z (B,T,E) with the class token appended: (B,T+1,E). */
@@ -117,7 +132,7 @@ tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_
     if (x->ndim != 3 || x->shape[1] != e->cfg.window || x->shape[2] != e->cfg.d_model)
         return tf_set_error("continual: input %s must be (B,window=%d,d_model=%d)", tf_shape_str(x, s, sizeof s),
                             e->cfg.window, e->cfg.d_model), NULL;
-    tf_tensor *u = tf_add(ctx, x, positions(ctx, e, pos_start, x->shape[1]));  // u: (B,n,E)
+    tf_tensor *u = add_positions(ctx, e, x, pos_start, x->shape[1]);  // u: (B,n,E)
     if (e->cfg.n_layer == 1) return upper_blocks(ctx, e, u, 0);
     tf_tensor *z = tf_block_forward(ctx, &e->layers[0], &e->block, u, NULL);   // z: (B,n,E)
     return upper_blocks(ctx, e, append_cls(ctx, e, z), 1);
@@ -190,7 +205,7 @@ int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out)
     const tf_block *b0 = &e->layers[0];
     int n = e->cfg.window, E = e->cfg.d_model, grad = ctx->grad_enabled, rc;
     ctx->grad_enabled = 0;
-    tf_tensor *u = tf_add(ctx, x, positions(ctx, e, s->t, 1));                      // u: (B,E)
+    tf_tensor *u = add_positions(ctx, e, x, s->t, 1);                                // u: (B,E)
     tf_tensor *h = e->cfg.norm_first ? tf_layer_norm_forward(ctx, &b0->norm_attn, u) : u;
     tf_tensor *a = NULL, *y = NULL;
     if (!h || (rc = tf_coatt_step(ctx, s->att, h, &a)) < 0) return ctx->grad_enabled = grad, -1;
