@@ -227,3 +227,66 @@ TEST(continual_torch_run_bad_config) {
     CHECK(tf_torch_run("tests/fixtures/co_retro/config.json", w, in, out, NULL) == 0);
     unlink(out), unlink(cfg);
 }
+
+/* ---------------------------------------------------------------- tformer stream */
+
+TEST(continual_stream_cli) {
+    tf_coenc_config c;
+    tf_fields f = {tf_coenc_config_fields(), &c};
+    CHECK(tf_fields_defaults(&f, 1) == 0);
+    c.d_model = 4, c.n_head = 2, c.d_ff = 8, c.n_layer = 3, c.window = 3, c.pos_len = 5, c.cls_token = 1;
+    tf_coenc e;
+    tf_params *ps = tf_params_new();
+    CHECK(tf_coenc_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 4) == 0);
+    char dir[] = "/tmp/tformer_costream_XXXXXX", in[1200], cmd[2600], *out = malloc(1 << 16);
+    CHECK(mkdtemp(dir) && out && tf_coenc_save(dir, &e, ps) == 0);
+    const int T = 9, E = 4;
+    float *xs = random_stream(T * E, 5, 1.0f);
+    snprintf(in, sizeof in, "%s/in.txt", dir);
+    FILE *fi = fopen(in, "w");
+    CHECK(fi && xs);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < E; i++) fprintf(fi, i == E - 1 ? "%.9g\n" : "%.9g, ", xs[t * E + i]);
+    fclose(fi);
+    snprintf(cmd, sizeof cmd, "stream --model %s < %s 2>/dev/null", dir, in);
+    CHECK(test_run_cli("", cmd, out, 1 << 16) == 0);
+    /* each output line against batch mode on its window */
+    tf_ctx *ctx = tf_ctx_new(0);
+    char *p = out;
+    double worst = 0.0;
+    int lines = 0;
+    for (int t = c.window - 1; t < T; t++, lines++) {
+        tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){1, c.window, E}, 0);
+        memcpy(tf_f32(w), xs + (t - c.window + 1) * E, (size_t)c.window * E * sizeof(float));
+        tf_tensor *ref = tf_coenc_forward(ctx, &e, w, t - c.window + 1);
+        float got[4];
+        for (int i = 0; i < E; i++) got[i] = strtof(p, &p);
+        CHECK(ref);
+        double err = test_rel_err(got, tf_f32(ref), E);
+        if (err > worst) worst = err;
+        tf_ctx_reset(ctx);
+    }
+    while (*p == '\n' || *p == ' ') p++;
+    CHECKF(lines == T - c.window + 1 && *p == 0, "unexpected output tail '%.40s'", p);
+    CHECKF(worst <= 1e-5, "stream vs batch rel err %g", worst);
+    printf("    stream: %d outputs, worst rel err against batch mode %.3g\n", lines, worst);
+    /* bad input: a wrong width (line named), NaN (step named), windows 0 and past the table */
+    struct { const char *text, *args, *want; } bad[] = {
+        {"1 2 3 4\n1 2 3\n", "", "line 2: 3 values; the model takes d_model = 4"},
+        {"1 2 3 4\n1 2 3 4\nnan 1 2 3\n", "", "line 3: continual: step 2: stream 0 feature 0 is nan"},
+        {"1 2 3 4\n", "--window 0", "window"},
+        {"1 2 3 4\n", "--window 6", "window 6 is larger than the position table (pos_len 5)"},
+        {"1 x 3 4\n", "", "line 1: 'x 3 4"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fi = fopen(in, "w");
+        CHECK(fi);
+        fputs(bad[i].text, fi);
+        fclose(fi);
+        snprintf(cmd, sizeof cmd, "stream --model %s %s < %s", dir, bad[i].args, in);
+        int rc = test_run_cli("", cmd, out, 1 << 16);
+        CHECKF(rc == 1 && strstr(out, bad[i].want), "case %zu: status %d, output %s", i, rc, out);
+    }
+    tf_ctx_free(ctx), free(xs), free(out), tf_coenc_free(&e), tf_params_free(ps);
+    test_rm_rf(dir);
+}

@@ -81,6 +81,12 @@ TF_API void tf_coenc_free(tf_coenc *e);
  * step at position pos_start (mod pos_len) -> (B,d_model). Differentiable. */
 TF_API tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_t pos_start);
 
+/* A continual model folder: config.json ({"model_type": "continual"} and the
+ * table's keys) and model.safetensors. window >= 0 replaces the config's
+ * (then checked: 0, or more than pos_len, is an error). */
+TF_API int tf_coenc_load(const char *dir, int window, tf_params *ps, tf_coenc *e);
+TF_API int tf_coenc_save(const char *dir, const tf_coenc *e, const tf_params *ps);
+
 typedef struct tf_coenc_state tf_coenc_state;
 TF_API tf_coenc_state *tf_coenc_state_new(const tf_coenc *e, int batch);
 TF_API void tf_coenc_state_free(tf_coenc_state *s);
