@@ -1,13 +1,15 @@
 /* Continual attention (CoReAtt, CoSiAtt) against regular attention on each
  * window, and over a long stream with large scores. */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
 
-/* A self-attention with random weights and biases; weights scaled by w_scale
- * (q and k rows only, to make scores large). */
+/* A self-attention with random weights and biases; the q and k rows of the
+ * projection scaled by qk_scale (large scores). */
 static tf_params *make_mha(tf_mha *m, int E, int H, uint64_t seed, float qk_scale) {
     tf_params *ps = tf_params_new();
     tf_mha_config c = tf_mha_config_default(E, H);
@@ -289,4 +291,42 @@ TEST(continual_stream_cli) {
     }
     tf_ctx_free(ctx), free(xs), free(out), tf_coenc_free(&e), tf_params_free(ps);
     test_rm_rf(dir);
+}
+
+/* Each output is written when its step is done, not at the end of the input:
+ * with standard input still open, the first output arrives after `window` lines. */
+TEST(continual_stream_flushes_each_step) {
+    tf_coenc_config c;
+    tf_fields f = {tf_coenc_config_fields(), &c};
+    CHECK(tf_fields_defaults(&f, 1) == 0);
+    c.d_model = 4, c.n_head = 2, c.d_ff = 8, c.n_layer = 2, c.window = 2, c.pos_len = 2;
+    tf_coenc e;
+    tf_params *ps = tf_params_new();
+    char dir[] = "/tmp/tformer_coflush_XXXXXX";
+    CHECK(tf_coenc_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 4) == 0 && mkdtemp(dir) &&
+          tf_coenc_save(dir, &e, ps) == 0);
+    int in[2], out[2];
+    CHECK(pipe(in) == 0 && pipe(out) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(in[0], 0), dup2(out[1], 1);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        execl(test_tformer_bin(), "tformer", "stream", "--model", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]), close(out[1]);
+    const char *lines = "1 2 3 4\n0.5 0 -1 2\n";
+    CHECK(write(in[1], lines, strlen(lines)) == (ssize_t)strlen(lines));
+    struct pollfd p = {out[0], POLLIN, 0};
+    int ready = poll(&p, 1, 20000); /* the output must come while stdin is still open */
+    char buf[256] = {0};
+    ssize_t k = ready == 1 ? read(out[0], buf, sizeof buf - 1) : -1;
+    close(in[1]);
+    int st;
+    waitpid(pid, &st, 0);
+    close(out[0]);
+    tf_coenc_free(&e), tf_params_free(ps), test_rm_rf(dir);
+    CHECKF(ready == 1 && k > 0 && strchr(buf, '\n'), "no output line before the input ended (poll %d, read %zd)", ready, k);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
