@@ -45,7 +45,8 @@ int cmd_stream(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_params *ps = tf_params_new();
     tf_coenc e;
-    if (!ps || tf_coenc_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(a->v[WINDOW].i > 1 << 30 ? 1 << 30 : a->v[WINDOW].i) : -1, ps, &e))
+    long long w = a->v[WINDOW].i; /* given: replaces the config's (a huge one is refused by the check) */
+    if (!ps || tf_coenc_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : -1, ps, &e))
         cli_die(v, tf_error());
     tf_coenc_state *s = tf_coenc_state_new(&e, 1);
     tf_ctx *ctx = tf_ctx_new(0);

@@ -203,12 +203,12 @@ int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out)
     if (check_step(s, x)) return -1;
     const tf_coenc *e = s->e;
     const tf_block *b0 = &e->layers[0];
-    int n = e->cfg.window, E = e->cfg.d_model, grad = ctx->grad_enabled, rc;
-    ctx->grad_enabled = 0;
+    int n = e->cfg.window, E = e->cfg.d_model, grad = ctx->grad_enabled, training = ctx->training, rc;
+    ctx->grad_enabled = 0, ctx->training = 0; /* step mode is inference: no tape, no dropout */
     tf_tensor *u = add_positions(ctx, e, x, s->t, 1);                                // u: (B,E)
     tf_tensor *h = e->cfg.norm_first ? tf_layer_norm_forward(ctx, &b0->norm_attn, u) : u;
     tf_tensor *a = NULL, *y = NULL;
-    if (!h || (rc = tf_coatt_step(ctx, s->att, h, &a)) < 0) return ctx->grad_enabled = grad, -1;
+    if (!h || (rc = tf_coatt_step(ctx, s->att, h, &a)) < 0) return ctx->grad_enabled = grad, ctx->training = training, -1;
     if (s->u)
         for (int i = 0; i < s->B; i++)
             memcpy(s->u + ((size_t)i * n + s->t % n) * E, tf_f32(u) + (size_t)i * E, (size_t)E * sizeof(float));
@@ -222,7 +222,7 @@ int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out)
         y = upper_blocks(ctx, e, append_cls(ctx, e, z), 1);
     }
     s->t++;
-    ctx->grad_enabled = grad;
+    ctx->grad_enabled = grad, ctx->training = training;
     if (rc == 1 && !y) return -1;
     *out = y;
     return rc;
