@@ -296,6 +296,11 @@ typedef struct {
     tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
+    /* Continual inference (include/tformer/continual.h): */
+    tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed
+                                        * elsewhere (a retroactive step), used in place of attending */
+    int query_last;                    /* only the last position queries: output (B,1,d_model), keys and
+                                        * values from all T rows (a single-output block) */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,
