@@ -168,6 +168,68 @@ TEST(dist_bad_starts_fail_on_every_rank_with_one_message) {
     test_rm_rf(dir);
 }
 
+/* ZeRO-1: a model whose MLP matrices (160 x 640) are two gradient-norm chunks
+ * each, so ranks' parts end inside a parameter; clipping on (the norm is
+ * about 18), weight decay on the matrices. */
+#define ZTINY                                                                                                          \
+    "train --data tests/data/unicode_stress.txt --tokenizer char --layers 1 --heads 2 --width 160 --context 16 "       \
+    "--batch 8 --eval-every 3 --eval-batches 3 --dropout 0.1 --log-every 1 --threads 1 --grad-clip 0.5"
+
+TEST(dist_zero_shards_adamw_with_the_bytes_of_one_process) {
+    if (skip()) return;
+    static char out[4][16384], lines[4][4096];
+    char dir[64], args[1024], a[128], x[128];
+    snprintf(dir, sizeof dir, "/tmp/tformer_dist_zero_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    const char *env[4] = {"", MPIRUN " -np 2", MPIRUN " -np 4", ""};
+    const char *how[4] = {"--accum 4", "--accum 2 --zero 1", "--accum 1 --zero 1", "--accum 4 --zero 1"};
+    const char *said[4] = {NULL, "ZeRO-1: AdamW state", "ZeRO-1: AdamW state", "--zero 1 with one process: nothing to shard"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, ZTINY " --steps 6 %s --out %s/%d 2>&1", how[i], dir, i);
+        CHECKF(test_run_cli(env[i], args, out[i], sizeof out[i]) == 0, "%s %s: %s", env[i], how[i], out[i]);
+        progress(out[i], lines[i], sizeof lines[i]);
+        CHECKF(!said[i] || count(out[i], said[i]) == 1, "%s %s: no start-up line: %s", env[i], how[i], out[i]);
+    }
+    snprintf(a, sizeof a, "%s/0", dir);
+    for (int i = 1; i < 4; i++) {
+        snprintf(x, sizeof x, "%s/%d", dir, i);
+        for (int f = 0; f < N_OUTPUTS; f++)
+            CHECKF(same_file(a, x, OUTPUTS[f]), "%s differs: one process --accum 4 vs %s %s", OUTPUTS[f], env[i],
+                   how[i]);
+        CHECKF(!strcmp(lines[0], lines[i]), "progress differs:\n%s\nvs\n%s", lines[0], lines[i]);
+    }
+    test_rm_rf(dir);
+}
+
+/* A ZeRO checkpoint holds the whole AdamW state: it resumes on one process
+ * without --zero, and a checkpoint without ZeRO resumes sharded on 4 ranks. */
+TEST(dist_zero_checkpoint_resumes_with_or_without_zero) {
+    if (skip()) return;
+    static char out[16384];
+    char dir[64], args[1024], a[128], b[128], c[128];
+    snprintf(dir, sizeof dir, "/tmp/tformer_dist_zero_resume_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(a, sizeof a, "%s/one", dir), snprintf(b, sizeof b, "%s/zero2to1", dir),
+        snprintf(c, sizeof c, "%s/one_to_zero4", dir);
+#define R ZTINY " --schedule constant --checkpoint-every 3"
+    snprintf(args, sizeof args, R " --steps 6 --accum 4 --out %s 2>&1", a);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, R " --steps 3 --accum 2 --zero 1 --out %s 2>&1", b);
+    CHECKF(test_run_cli(MPIRUN " -np 2", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, R " --steps 6 --accum 4 --resume --out %s 2>&1", b);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "ZeRO on 2 processes -> 1: %s", out);
+    snprintf(args, sizeof args, R " --steps 3 --accum 4 --out %s 2>&1", c);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, R " --steps 6 --accum 1 --zero 1 --resume --out %s 2>&1", c);
+    CHECKF(test_run_cli(MPIRUN " -np 4", args, out, sizeof out) == 0, "1 process -> ZeRO on 4: %s", out);
+    for (int f = 0; f < N_OUTPUTS; f++) {
+        CHECKF(same_file(a, b, OUTPUTS[f]), "%s differs: ZeRO on 2 processes resumed on 1", OUTPUTS[f]);
+        CHECKF(same_file(a, c, OUTPUTS[f]), "%s differs: 1 process resumed with ZeRO on 4", OUTPUTS[f]);
+    }
+#undef R
+    test_rm_rf(dir);
+}
+
 /* A 2-rank run disturbed after 3 seconds by a shell snippet ($m: mpirun's
  * pid, $d: the run folder); out gets the run's output and "rc=<mpirun's status>". */
 static int disturbed_run(const char *dir, const char *action, char *out, size_t n) {
