@@ -9,7 +9,9 @@
  * that order whatever N is), the step's loss the mean of theirs in the same
  * order. So N processes with --accum A give the bits of one process with
  * --accum N x A. Validation batches are dealt out the same way and their
- * losses and metrics summed in batch order. */
+ * losses and metrics summed in batch order. With ZeRO-1 (zero.c) a rank
+ * keeps its part of the sum alone, clips and updates that part, and the
+ * weights are gathered: the same bits again. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
