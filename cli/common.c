@@ -123,6 +123,11 @@ void cli_train_progress(void *user, const tf_train_report *r) {
         fprintf(stderr, "warning: %s\n", r->notice);
         return;
     }
+    if (r->info) {
+        printf("%s\n", r->info);
+        fflush(stdout);
+        return;
+    }
     int val = !isnan(r->val_loss);
     if (!val && r->step % every && r->step != r->steps) return;
     char eta[32];
