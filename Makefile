@@ -29,6 +29,7 @@ ifeq ($(MPI),1)
 MPI_CPPFLAGS := -DTF_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c))
 LDLIBS += $(shell pkg-config --libs ompi-c)
 endif
+.DEFAULT_GOAL := all
 # The one file that calls MPI is rebuilt when MPI changes (build/.mpi holds the setting).
 $(shell mkdir -p $(BUILD) && echo $(MPI) | cmp -s - $(BUILD)/.mpi || echo $(MPI) > $(BUILD)/.mpi)
 $(BUILD)/src/train/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
