@@ -45,6 +45,13 @@ TF_API int tf_images_read_digits(const char *path, tf_images *out);
  * not a readable PNG is an error naming it and libpng's reason. */
 TF_API int tf_images_read_png(const char *path, int channels, tf_images *out);
 
+/* Image i of the set as an 8-bit grey (1 channel) or RGB (3) PNG file,
+ * written to a temporary name and renamed. */
+TF_API int tf_images_write_png(const tf_images *s, int64_t i, const char *path);
+/* The images tiled into one: cols a row, each scaled up scale times
+ * (nearest), gap pixels of gap_value around and between them. */
+TF_API int tf_images_grid(const tf_images *s, int cols, int scale, int gap, float gap_value, tf_images *out);
+
 /* Images [start, start + n) of src, copied (labels too). */
 TF_API int tf_images_take(const tf_images *src, int64_t start, int64_t n, tf_images *out);
 TF_API void tf_images_free(tf_images *im);

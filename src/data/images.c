@@ -345,3 +345,29 @@ int tf_images_resize(const tf_images *src, int height, int width, tf_images *out
     out->n = src->n, out->channels = C, out->height = height, out->width = width, out->n_classes = src->n_classes;
     return 0;
 }
+
+/* ---------------------------------------------------------------- grids */
+
+int tf_images_grid(const tf_images *s, int cols, int scale, int gap, float gap_value, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    if (s->n < 1 || cols < 1 || scale < 1 || scale > 64 || gap < 0 || gap > 64)
+        return tf_set_error("images: a grid of %lld images needs cols >= 1, scale in [1,64], gap in [0,64]",
+                            (long long)s->n);
+    int64_t rows = (s->n + cols - 1) / cols, C = s->channels, h = (int64_t)s->height * scale, w = (int64_t)s->width * scale;
+    int64_t GH = rows * h + (rows + 1) * gap, GW = cols * w + (cols + 1) * gap;
+    if (GH > 65535 || GW > 65535) return tf_set_error("images: a grid of %lldx%lld pixels is too large", (long long)GW,
+                                                      (long long)GH);
+    if (!(out->pixels = malloc((size_t)(C * GH * GW) * sizeof(float))))
+        return tf_set_error("images: out of memory for a grid");
+    for (int64_t k = 0; k < C * GH * GW; k++) out->pixels[k] = gap_value;
+    for (int64_t i = 0; i < s->n; i++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t y = 0; y < h; y++)
+                for (int64_t x = 0; x < w; x++) {
+                    int64_t gy = gap + (i / cols) * (h + gap) + y, gx = gap + (i % cols) * (w + gap) + x;
+                    out->pixels[(c * GH + gy) * GW + gx] =
+                        s->pixels[((i * C + c) * s->height + y / scale) * s->width + x / scale];
+                }
+    out->n = 1, out->channels = (int)C, out->height = (int)GH, out->width = (int)GW;
+    return 0;
+}
