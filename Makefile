@@ -338,6 +338,15 @@ vision-results: $(BUILD)/tformer
 	sh tools/vision_results.sh $(BUILD)/tformer $(VISION_RESULTS)
 .PHONY: vision-results
 
+# docs/vision.md's ImageGPT run: a GPT on Fashion-MNIST at 14x14 in 16 grey
+# levels, test bits per pixel, and completion grids of t10k images into
+# docs/img/ (hours on 2 cores: each call trains for at most HOURS, then stops
+# with a checkpoint; call it again to continue). Kept out of CI.
+IMAGEGPT_RESULTS ?= build/imagegpt_results
+imagegpt-results: $(BUILD)/tformer
+	sh tools/imagegpt_results.sh $(BUILD)/tformer $(IMAGEGPT_RESULTS)
+.PHONY: imagegpt-results
+
 # docs/bert.md's results: data sets, baselines, pre-training from scratch,
 # fine-tuning it and MiniLM on three tasks, the table (about an hour on 2 cores;
 # PRE_STEPS, FT_STEPS; runs already finished in BERT_RESULTS are kept).
