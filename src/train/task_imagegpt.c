@@ -122,18 +122,7 @@ static int prepare_sets(igpt_task *g) {
         tf_images_free(sets[i]);
         *sets[i] = r;
     }
-    if (g->valid.n) return 0;
-    int64_t n_val = (int64_t)((double)g->train.n * c->val_fraction);
-    tf_images head;
-    if (n_val < 1 || g->train.n - n_val < 1)
-        return tf_set_error("%lld training images are too few to hold out val_fraction %g", (long long)g->train.n,
-                            c->val_fraction);
-    if (tf_images_take(&g->train, g->train.n - n_val, n_val, &g->valid) ||
-        tf_images_take(&g->train, 0, g->train.n - n_val, &head))
-        return -1;
-    tf_images_free(&g->train);
-    g->train = head;
-    return 0;
+    return tf_task_images_split(&g->train, &g->valid, c->val_fraction);
 }
 
 /* The clusters, both sets as tokens, the loader and the model sized for them. */
