@@ -157,6 +157,7 @@ CLI_VERB(classify);
  * idx folder's split or a digits CSV (classify, eval); exits with a message on failure. */
 void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
                    int batch);
+CLI_VERB(complete_image);
 CLI_VERB(bleu);
 CLI_VERB(translate);
 CLI_VERB(encode);
@@ -170,6 +171,7 @@ int cmd_generate_tables(const tf_fields **t);
 int cmd_translate_tables(const tf_fields **t);
 int cmd_tokenizer_train_tables(const tf_fields **t);
 int cmd_finetune_tables(const tf_fields **t);
+int cmd_complete_image_tables(const tf_fields **t);
 #undef CLI_VERB
 
 /* Every verb, in the order `tformer --help` lists them (verbs.c); *n: how many. */

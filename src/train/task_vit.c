@@ -199,22 +199,6 @@ static int set_label_names(tf_vit *m, const char *list) {
     return rc;
 }
 
-/* The validation set: given, or the training set's tail. */
-static int split_sets(vit_task *v) {
-    if (v->valid.n) return 0;
-    int64_t n_val = (int64_t)((double)v->train.n * v->cfg.val_fraction);
-    if (n_val < 1 || v->train.n - n_val < 1)
-        return tf_set_error("%lld training images are too few to hold out val_fraction %g", (long long)v->train.n,
-                            v->cfg.val_fraction);
-    tf_images head;
-    if (tf_images_take(&v->train, v->train.n - n_val, n_val, &v->valid) ||
-        tf_images_take(&v->train, 0, v->train.n - n_val, &head))
-        return -1;
-    tf_images_free(&v->train);
-    v->train = head;
-    return 0;
-}
-
 /* The loader with the recipe's augmentation of training batches. */
 static tf_loader *make_loader(const vit_task *v, uint64_t seed) {
     const tf_vit_task_config *c = &v->cfg;
@@ -254,7 +238,8 @@ tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_image
     int rc = tf_fields_check(&f, 1) || tf_vit_config_check(&c->model);
     if (!rc && c->model.head != TF_VIT_IMAGE_CLS) rc = tf_set_error("head: training needs ViTForImageClassification");
     if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || check_images(&c->model, &v->train, "training") || split_sets(v) ||
+    rc = rc || check_images(&c->model, &v->train, "training") ||
+         tf_task_images_split(&v->train, &v->valid, v->cfg.val_fraction) ||
          check_images(&c->model, &v->valid, "validation") || make_models(v, seed) || !(v->loader = make_loader(v, seed));
     if (rc) {
         vt_free(&v->base);

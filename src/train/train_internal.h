@@ -16,6 +16,10 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
 int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
 
+/* An image task's validation set: *valid when it holds images, else the
+ * last val_fraction of *train moved into it (train keeps the rest). */
+int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction);
+
 /* The settings of now that differ from the checkpoint's (stored: its
  * tformer_config JSON) and steer the training, as "name A -> B, ..." in out;
  * their count, or -1 (tf_error). cosine: steps is one of them. (resume.c) */
