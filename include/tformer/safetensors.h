@@ -53,7 +53,9 @@ typedef struct tf_st_writer tf_st_writer;
 TF_API tf_st_writer *tf_st_writer_new(void);
 TF_API void tf_st_writer_free(tf_st_writer *w);
 /* Record t (any layout). F32 is written as F32, U8 as BOOL (nonzero -> 1),
- * I32 as I32. A NULL tensor or a name already added is an error naming it. */
+ * I32 as I32. A NULL tensor or a name already added is an error naming it.
+ * Only t's header and data pointer are kept: t and its data must live until
+ * tf_st_writer_save (the bytes are read then). */
 TF_API int tf_st_writer_add(tf_st_writer *w, const char *name, const tf_tensor *t);
 /* Record the gradient of t (F32, t's layout); t without a gradient is an error. */
 TF_API int tf_st_writer_add_grad(tf_st_writer *w, const char *name, const tf_tensor *t);
