@@ -70,6 +70,12 @@ typedef struct {
                       int64_t n, int64_t k, float beta);
 } tf_kernels;
 
+/* t = a (T, D) transposed tile by tile: key tile j0 (width w <= bk) becomes
+ * a contiguous (D, w) block at t + j0 * D, so a tile product Q K_tile^T reads
+ * it densely (rows of a whole (D, T) matrix, T apart, fall into the same
+ * cache sets). Attention's kernels (ops_attention.c, ops_sparse_attention.c). */
+void tf_tiles_t(float *t, const float *a, int64_t T, int64_t D, int64_t bk);
+
 /* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
  * has it), else the widest the CPU has. */
 const tf_kernels *tf_kern(void);

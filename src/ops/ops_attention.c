@@ -36,7 +36,7 @@ typedef struct {
     const tf_tensor *mask;
     int64_t bh, i0, i1;
     const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (Tk,D), V (Tk,Dv) */
-    const float *kt, *vt;   /* K^T and V^T by key tiles (tiles_t): B operands of Q K^T and dO V^T */
+    const float *kt, *vt;   /* K^T and V^T by key tiles (tf_tiles_t): B operands of Q K^T and dO V^T */
 } sdpa_block;
 
 /* Offset of (batch, head) bh in q (i = 0), k (1) or v (2): a KV cache's
@@ -45,12 +45,9 @@ static int64_t at(const tf_sdpa_params *p, int i, int64_t bh) {
     return bh / p->H * p->st[i][0] + bh % p->H * p->st[i][1];
 }
 
-/* t = a (T, D) transposed tile by tile: key tile j0 (width w) becomes a
- * contiguous (D, w) block at t + j0 * D, so a tile product reads it densely
- * (rows of a whole (D, T) matrix, T apart, fall into the same cache sets). */
-static void tiles_t(float *t, const float *a, int64_t T, int64_t D) {
-    for (int64_t j0 = 0; j0 < T; j0 += BK) {
-        int64_t w = T - j0 < BK ? T - j0 : BK;
+void tf_tiles_t(float *t, const float *a, int64_t T, int64_t D, int64_t bk) {
+    for (int64_t j0 = 0; j0 < T; j0 += bk) {
+        int64_t w = T - j0 < bk ? T - j0 : bk;
         float *tt = t + j0 * D;
         for (int64_t c = 0; c < w; c++)
             for (int64_t d = 0; d < D; d++) tt[d * w + c] = a[(j0 + c) * D + d];
@@ -155,7 +152,7 @@ void tf_op_sdpa_forward(tf_node *n) {
      * and on a busy machine a descheduled thread stalls the whole region). */
     int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
     TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
-                    tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D));
+                    tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D, BK));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
     if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
@@ -251,7 +248,7 @@ void tf_op_sdpa_backward(tf_node *n) {
         float *scratch = scratch0 + (int64_t)tid * 2 * BQ * p->Tk;  // (2, BQ, Tk) of this thread
         const float *v = tf_f32(n->in[2]) + at(p, 2, bh);
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
-        tiles_t(vt, v, p->Tk, p->Dv);
+        tf_tiles_t(vt, v, p->Tk, p->Dv, BK);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
             sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + at(p, 0, bh),
                             tf_f32(n->in[1]) + at(p, 1, bh), v, n->saved[1] + bh * p->D * p->Tk, vt};
