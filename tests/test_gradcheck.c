@@ -147,7 +147,7 @@ static tf_tensor *case_sparse_attention(tf_ctx *c, int v) {
     static const int g[] = {1, 5};
     tf_tensor *q = LEAF(c, 2, 2, 7, 3), *k = LEAF(c, 2, 2, 7, 3), *vv = LEAF(c, 2, 2, 7, 4);
     tf_sparse_pattern p = {.block = 2, .window = 1, .dilation = 1, .seed = 3};
-    if (v == 0) p.random = 1, p.global = g, p.n_global = 1;  /* BigBird, key padding */
+    if (v == 0) p.random = 1, p.global = g, p.n_global = 1, p.global_first = 1;  /* BigBird, key padding */
     if (v == 1) p.causal = 1, p.dilation = 2, p.window = 2;  /* dilated, causal */
     if (v == 2) p.causal = 1, p.window = -1, p.global = g, p.n_global = 2;  /* global only, key padding */
     return tf_sparse_attention(c, q, k, vv, v == 1 ? NULL : const_u8(c, 2, (int64_t[]){2, 7}, 5), &p, 0.6f);

@@ -31,6 +31,8 @@ TEST(sparse_pattern_token_rule) {
     int g[] = {3};
     tf_sparse_pattern glob = {.block = 4, .window = -1, .dilation = 1, .global = g, .n_global = 1};
     CHECK(mask_is(&glob, 5, "...x." "...x." "...x." "xxxxx" "...x."));
+    tf_sparse_pattern first = {.block = 2, .causal = 1, .window = 0, .dilation = 1, .global_first = 2};
+    CHECK(mask_is(&first, 5, "x...." "xx..." "xxx.." "xx.x." "xx..x"));
     tf_sparse_pattern globc = glob;
     globc.causal = 1;
     CHECK(mask_is(&globc, 5, "....." "....." "....." "xxxx." "...x."));
@@ -82,7 +84,9 @@ TEST(sparse_pattern_bad_input_is_a_clear_error) {
     CHECK(tf_sparse_check(&p, 8) == -1 && strstr(tf_error(), "dilation 0"));
     p.dilation = 1, p.window = -2;
     CHECK(tf_sparse_check(&p, 8) == -1 && strstr(tf_error(), "window -2"));
-    p.window = 1;
+    p.window = 1, p.global_first = 9;
+    CHECK(tf_sparse_check(&p, 8) == -1 && strstr(tf_error(), "9 global tokens"));
+    p.global_first = 8;
     CHECK(tf_sparse_check(&p, 8) == 0);
     tf_ctx *c = tf_ctx_new(1);
     tf_tensor *q = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){1, 1, 8, 4}, 0);
@@ -156,6 +160,7 @@ static tf_sparse_pattern pattern(int kind, int block, int causal) {
     if (kind == 0 || kind == 4) p.window = 3;
     if (kind == 1) p.window = 2, p.dilation = 3;
     if (kind == 2 || kind == 4) p.global = GLOBALS, p.n_global = 2;
+    if (kind == 4) p.global_first = 3;
     if (kind == 2) p.window = 0;
     if (kind == 3 || kind == 4) p.random = 2;
     return p;

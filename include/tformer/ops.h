@@ -140,7 +140,8 @@ TF_API tf_tensor *tf_depthwise_conv(tf_ctx *ctx, tf_tensor *x, tf_tensor *w);
 /* Which keys j each query i of a T-long self-attention sees (src/ops/sparse_pattern.c).
  * The parts compose: key j is visible to query i when (causal: j <= i) and
  *   - the window holds it: i - j = k * dilation with |k| <= window (causal: 0 <= k <= window), or
- *   - i or j is a global position (a global query sees every key, every query sees a global key), or
+ *   - i or j is a global position (a global query sees every key, every query sees a global key):
+ *     the first global_first positions (tokens a model adds in front, BERT's [CLS]) and any listed, or
  *   - j's key block is one of the `random` key blocks drawn for i's query block.
  * Queries and keys are grouped in blocks of `block` positions (the last block
  * may be shorter). The random blocks of each query block are drawn, without
@@ -153,7 +154,8 @@ typedef struct {
     int causal;
     int window;         /* w >= 0, or -1: no window */
     int dilation;       /* r >= 1 */
-    const int *global;  /* n_global positions in [0, T), any order, or NULL */
+    int global_first;   /* positions 0 .. global_first-1 are global, global_first <= T */
+    const int *global;  /* n_global more positions in [0, T), any order, or NULL */
     int n_global;
     int random;         /* key blocks per query block, >= 0 */
     uint64_t seed;
@@ -173,7 +175,7 @@ typedef struct {
 } tf_sparse_layout;
 
 /* 0, or -1 and an error naming the bad field (block, window, dilation, a
- * global position outside [0,T), random). */
+ * global position outside [0,T) or more first global tokens than T, random). */
 TF_API int tf_sparse_check(const tf_sparse_pattern *p, int64_t T);
 TF_API int tf_sparse_layout_new(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_t T);
 TF_API void tf_sparse_layout_free(tf_sparse_layout *l);

@@ -18,7 +18,7 @@ static inline int tf_sparse_sees(const tf_sparse_pattern *p, const uint8_t *is_g
 
 /* is_global (T) from the pattern's positions (checked by tf_sparse_check). */
 static inline void tf_sparse_globals(uint8_t *is_global, const tf_sparse_pattern *p, int64_t T) {
-    for (int64_t i = 0; i < T; i++) is_global[i] = 0;
+    for (int64_t i = 0; i < T; i++) is_global[i] = i < p->global_first;
     for (int g = 0; g < p->n_global; g++) is_global[p->global[g]] = 1;
 }
 

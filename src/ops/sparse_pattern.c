@@ -14,6 +14,9 @@ int tf_sparse_check(const tf_sparse_pattern *p, int64_t T) {
     if (p->window < -1) return tf_set_error("sparse attention: window %d must be >= 0 (or -1: none)", p->window);
     if (p->dilation < 1) return tf_set_error("sparse attention: dilation %d must be >= 1", p->dilation);
     if (p->random < 0) return tf_set_error("sparse attention: random blocks %d must be >= 0", p->random);
+    if (p->global_first < 0 || p->global_first > T)
+        return tf_set_error("sparse attention: %d global tokens do not fit the sequence of %lld", p->global_first,
+                            (long long)T);
     if (p->n_global < 0 || (p->n_global > 0 && !p->global))
         return tf_set_error("sparse attention: %d global positions without a list", p->n_global);
     for (int g = 0; g < p->n_global; g++)
@@ -31,15 +34,15 @@ static int has_multiple(int64_t a, int64_t c, int64_t r) {
 }
 
 /* mark[kb] = 1 for the key blocks query block qb needs through its global
- * rows, its window and the global keys; last is the last block it may visit. */
-static void structural_blocks(uint8_t *mark, const tf_sparse_pattern *p, const uint8_t *is_global, int64_t T,
-                              int64_t qb, int64_t last) {
+ * rows, its window and the global keys; last is the last block it may visit;
+ * first_global (key blocks): each block's first global position, or T. */
+static void structural_blocks(uint8_t *mark, const tf_sparse_pattern *p, const uint8_t *is_global,
+                              const int64_t *first_global, int64_t T, int64_t qb, int64_t last) {
     int64_t b = p->block, i0 = qb * b, i1 = i0 + b < T ? i0 + b : T;
     int global_row = 0;
     for (int64_t i = i0; i < i1; i++) global_row |= is_global[i];
-    for (int64_t kb = 0; kb <= last; kb++) mark[kb] = (uint8_t)global_row;
-    for (int g = 0; g < p->n_global; g++)
-        if (!p->causal || p->global[g] < i1) mark[p->global[g] / b] = 1;
+    for (int64_t kb = 0; kb <= last; kb++)
+        mark[kb] = global_row || first_global[kb] < (p->causal ? i1 : T);
     if (p->window < 0) return;
     int64_t span = (int64_t)p->window * p->dilation;
     int64_t lo = i0 - span < 0 ? 0 : (i0 - span) / b, hi = (i1 - 1 + (p->causal ? 0 : span)) / b;
@@ -82,18 +85,22 @@ int tf_sparse_layout_new(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_
     l->n_qblocks = l->n_kblocks = nb;
     uint8_t *is_global = malloc((size_t)T), *mark = malloc((size_t)nb);
     int32_t *cand = malloc((size_t)nb * sizeof *cand);
+    int64_t *first_global = malloc((size_t)nb * sizeof *first_global);
     l->off = malloc((size_t)(nb + 1) * sizeof *l->off);
     /* grown as needed: the pattern may visit from a few blocks per row up to all */
     size_t room = (size_t)nb * 4, used = 0;
     l->kblock = malloc(room * sizeof *l->kblock);
     l->random = malloc(room);
     int rc = -1;
-    if (!is_global || !mark || !cand || !l->off || !l->kblock || !l->random) goto oom;
+    if (!is_global || !mark || !cand || !first_global || !l->off || !l->kblock || !l->random) goto oom;
     tf_sparse_globals(is_global, p, T);
+    for (int64_t kb = 0; kb < nb; kb++) first_global[kb] = T;
+    for (int64_t j = T - 1; j >= 0; j--)
+        if (is_global[j]) first_global[j / b] = j;
     l->off[0] = 0;
     for (int64_t qb = 0; qb < nb; qb++) {
         int64_t last = p->causal ? qb : nb - 1;
-        structural_blocks(mark, p, is_global, T, qb, last);
+        structural_blocks(mark, p, is_global, first_global, T, qb, last);
         random_blocks(mark, cand, p, qb, last);
         if (used + (size_t)(last + 1) > room) {
             room = used + (size_t)(last + 1) > 2 * room ? used + (size_t)(last + 1) : 2 * room;
@@ -110,7 +117,7 @@ int tf_sparse_layout_new(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_
     }
     rc = 0;
 oom:
-    free(is_global), free(mark), free(cand);
+    free(is_global), free(mark), free(cand), free(first_global);
     if (rc) tf_sparse_layout_free(l), tf_set_error("sparse attention: out of memory for %lld blocks", (long long)nb);
     return rc;
 }
