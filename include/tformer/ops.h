@@ -154,7 +154,7 @@ typedef struct {
     int causal;
     int window;         /* w >= 0, or -1: no window */
     int dilation;       /* r >= 1 */
-    int global_first;   /* positions 0 .. global_first-1 are global, global_first <= T */
+    int global_first;   /* positions 0 .. min(global_first, T)-1 are global (a short sequence: all of it) */
     const int *global;  /* n_global more positions in [0, T), any order, or NULL */
     int n_global;
     int random;         /* key blocks per query block, >= 0 */
@@ -175,7 +175,7 @@ typedef struct {
 } tf_sparse_layout;
 
 /* 0, or -1 and an error naming the bad field (block, window, dilation, a
- * global position outside [0,T) or more first global tokens than T, random). */
+ * global position outside [0,T), random). */
 TF_API int tf_sparse_check(const tf_sparse_pattern *p, int64_t T);
 TF_API int tf_sparse_layout_new(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_t T);
 TF_API void tf_sparse_layout_free(tf_sparse_layout *l);

@@ -29,6 +29,7 @@ static const tf_field HF_ROWS[] = {
     HF(attn_dropout, TF_FIELD_FLOAT, "attention_probs_dropout_prob", "0.1", 0),
     HF(init_std, TF_FIELD_FLOAT, "initializer_range", "0.02", 0),
     HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", 0),
+    TF_FIELD_SUB(tf_bert_config, attention, tf_attention_hf_table),
 };
 #undef HF
 #undef HF_E
