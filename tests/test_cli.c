@@ -12,14 +12,17 @@
 
 /* Run the CLI; returns its exit status and fills err with its stderr. */
 static int run(const char *args, char *err, size_t n) {
-    char cmd[2048];
-    if (snprintf(cmd, sizeof cmd, "%s %s 2>/tmp/tformer_cli_err >/dev/null", test_tformer_bin(), args) >= (int)sizeof cmd)
+    char cmd[2048], path[64];
+    /* one file per test process: other checkouts' tests may run beside this one */
+    snprintf(path, sizeof path, "/tmp/tformer_cli_err_%ld", (long)getpid());
+    if (snprintf(cmd, sizeof cmd, "%s %s 2>%s >/dev/null", test_tformer_bin(), args, path) >= (int)sizeof cmd)
         return -1; /* a command line that does not fit: never run a cut one */
     int st = system(cmd);
-    FILE *f = fopen("/tmp/tformer_cli_err", "r");
+    FILE *f = fopen(path, "r");
     size_t k = f ? fread(err, 1, n - 1, f) : 0;
     err[k] = 0;
     if (f) fclose(f);
+    remove(path);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
