@@ -185,6 +185,29 @@ TEST(sparse_attention_matches_dense_masked) {
     if (getenv("SPARSE_VERBOSE")) fprintf(stderr, "      worst relative error %.3g\n", worst);
 }
 
+/* Queries that continue a sequence (a KV cache's new positions, Tq < T): the
+ * last Tq rows of the whole sequence's output, for offsets inside a block. */
+TEST(sparse_attention_last_queries_equal_full_rows) {
+    tf_sparse_pattern p = pattern(4, 4, 1);
+    enum { T = 37 };
+    tf_ctx *c = tf_ctx_new(1);
+    tf_tensor *q = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){B_, H_, T, D_}, 0);
+    tf_tensor *k = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){B_, H_, T, D_}, 0);
+    tf_tensor *v = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){B_, H_, T, DV_}, 0);
+    tf_tensor_fill_normal(q, 1, 1.0f), tf_tensor_fill_normal(k, 2, 1.0f), tf_tensor_fill_normal(v, 3, 1.0f);
+    tf_tensor *all = tf_sparse_attention(c, q, k, v, NULL, &p, 0.3f);
+    CHECK(all);
+    for (int64_t tq = 1; tq <= 11; tq += 5) {
+        tf_tensor *last = tf_sparse_attention(c, tf_narrow(c, q, 2, T - tq, tq), k, v, NULL, &p, 0.3f);
+        CHECK(last);
+        for (int64_t bh = 0; bh < B_ * H_; bh++) {
+            double e = test_rel_err(tf_f32(last) + bh * tq * DV_, tf_f32(all) + (bh * T + T - tq) * DV_, tq * DV_);
+            CHECKF(e <= 1e-6, "Tq %lld: relative error %g", (long long)tq, e);
+        }
+    }
+    tf_ctx_free(c);
+}
+
 /* The comparison notices one flipped mask entry, and a different random draw. */
 TEST(sparse_attention_perturbed_reference_fails) {
     tf_sparse_pattern p = pattern(4, 4, 0);

@@ -312,10 +312,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     if (m->cfg.nystrom && (cache || causal || (mask && mask->causal) || key != query || value != query || weights || probs))
         return tf_set_error("attention: Nystrom attention is self-attention only, without a cache, causal masking "
                             "or attention weights"), NULL;
-    if (m->cfg.sparse && (cache || key != query || value != query || weights || probs))
-        return tf_set_error("attention: sparse attention (local, dilated, bigbird) is self-attention without a KV "
-                            "cache or attention weights: incremental decoding (tformer generate) is not supported; "
-                            "train with --attention full to generate"), NULL;
+    if (m->cfg.sparse && (key != query || value != query || weights || probs))
+        return tf_set_error("attention: sparse attention (local, dilated, bigbird) is self-attention without "
+                            "attention weights"), NULL;
     int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
     tf_tensor *qkv[3];
     if (held) {

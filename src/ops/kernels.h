@@ -75,6 +75,9 @@ typedef struct {
  * it densely (rows of a whole (D, T) matrix, T apart, fall into the same
  * cache sets). Attention's kernels (ops_attention.c, ops_sparse_attention.c). */
 void tf_tiles_t(float *t, const float *a, int64_t T, int64_t D, int64_t bk);
+/* x (B,H,T,D) itself when each (batch, head) holds its rows one after another
+ * (a KV cache's view), else a contiguous copy: the kernels read rows D apart. */
+tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x);
 
 /* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
  * has it), else the widest the CPU has. */

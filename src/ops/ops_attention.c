@@ -259,9 +259,7 @@ void tf_op_sdpa_backward(tf_node *n) {
     free(gacc);
 }
 
-/* x itself when each (batch, head) holds its rows one after another (a KV
- * cache's view), else a contiguous copy. */
-static tf_tensor *rows_of(tf_ctx *ctx, tf_tensor *x) {
+tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x) {
     int rows = x->stride[3] == 1 && (x->stride[2] == x->shape[3] || x->shape[2] == 1);
     return rows ? x : tf_contiguous(ctx, x);
 }
@@ -295,7 +293,7 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
                                 (long long)p->Tq, (long long)p->Tk), NULL;
         p->mask_dtype = mask->dtype;
     }
-    tf_tensor *in[4] = {rows_of(ctx, q), rows_of(ctx, k), rows_of(ctx, v), mask};
+    tf_tensor *in[4] = {tf_attn_rows(ctx, q), tf_attn_rows(ctx, k), tf_attn_rows(ctx, v), mask};
     for (int i = 0; i < 3; i++)
         if (in[i]) p->st[i][0] = in[i]->stride[0], p->st[i][1] = in[i]->stride[1];
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};

@@ -18,7 +18,8 @@
 #define MB TF_SPARSE_MAX_BLOCK
 
 typedef struct {
-    int64_t B, H, T, D, Dv;
+    int64_t B, H, T, D, Dv; /* T: the keys, positions 0 .. T-1 */
+    int64_t Tq, o;          /* the queries are positions o .. T-1, o = T - Tq (a cache's new positions) */
     float scale;
     tf_sparse_pattern pat; /* global positions copied into the arena */
     uint8_t *is_global;    /* (T) */
@@ -27,13 +28,13 @@ typedef struct {
     int threads;           /* backward scratch: one (2, b, max_visit b) block per thread */
 } sp_params;
 
-/* One query block qb, rows [i0, i1), of one (batch, head). */
+/* One query block qb, positions [i0, i1) (query rows [i0 - o, i1 - o)), of one (batch, head). */
 typedef struct {
     const sp_params *p;
     const tf_kernels *kern;
     const uint8_t *pad;     /* this batch row's padding (T), or NULL */
     int64_t bh, qb, i0, i1;
-    const float *q, *k, *v; /* this (b,h)'s Q (T,D), K (T,D), V (T,Dv) */
+    const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (T,D), V (T,Dv) */
     const float *kt, *vt;   /* K^T, V^T by key blocks (tf_tiles_t) */
 } sp_block;
 
@@ -43,9 +44,9 @@ static int64_t at(const sp_params *p, int i, int64_t bh) {
 
 static sp_block block_of(const tf_node *n, const tf_kernels *kern, int64_t bh, int64_t qb) {
     const sp_params *p = n->params;
-    int64_t b = p->pat.block, i0 = qb * b;
+    int64_t b = p->pat.block, i0 = qb * b > p->o ? qb * b : p->o;
     sp_block k = {p, kern, n->n_in > 3 ? tf_u8(n->in[3]) + bh / p->H * p->T : NULL, bh, qb, i0,
-                  i0 + b < p->T ? i0 + b : p->T, tf_f32(n->in[0]) + at(p, 0, bh), tf_f32(n->in[1]) + at(p, 1, bh),
+                  qb * b + b < p->T ? qb * b + b : p->T, tf_f32(n->in[0]) + at(p, 0, bh), tf_f32(n->in[1]) + at(p, 1, bh),
                   tf_f32(n->in[2]) + at(p, 2, bh), n->saved[1] + bh * p->D * p->T,
                   n->saved[1] + p->B * p->H * p->D * p->T + bh * p->Dv * p->T};
     return k;
@@ -57,7 +58,7 @@ static void tile_scores(float *S, const sp_block *k, int64_t t, int64_t j0, int6
     const sp_params *p = k->p;
     int64_t rows = k->i1 - k->i0;
     int rnd = p->lay.random[t];
-    k->kern->tile_gemm(S, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+    k->kern->tile_gemm(S, k->q + (k->i0 - p->o) * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < w; c++) {
             int seen = tf_sparse_sees(&p->pat, p->is_global, k->i0 + r, j0 + c, rnd) && !(k->pad && k->pad[j0 + c]);
@@ -107,17 +108,21 @@ static void forward_block(const sp_block *k, float *o, float *lse) {  // o: (row
     }
 }
 
+/* The first query block holding a query: a cache's new positions start at o. */
+static int64_t first_qblock(const sp_params *p) { return p->o / p->pat.block; }
+
 static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t task) {
     const sp_params *p = n->params;
-    int64_t nq = p->lay.n_qblocks, bh = task / nq;
-    sp_block k = block_of(n, kern, bh, task % nq);
-    forward_block(&k, tf_f32(n->out) + (bh * p->T + k.i0) * p->Dv, n->saved[0] + bh * p->T + k.i0);
+    int64_t nq = p->lay.n_qblocks - first_qblock(p), bh = task / nq;
+    sp_block k = block_of(n, kern, bh, first_qblock(p) + task % nq);
+    int64_t row = bh * p->Tq + k.i0 - p->o;
+    forward_block(&k, tf_f32(n->out) + row * p->Dv, n->saved[0] + row);
 }
 
 void tf_op_sparse_attention_forward(tf_node *n) {
     const sp_params *p = n->params;
     const tf_kernels *kern = tf_kern();
-    int64_t tasks = p->B * p->H * p->lay.n_qblocks;
+    int64_t tasks = p->B * p->H * (p->lay.n_qblocks - first_qblock(p));
     int big = p->lay.off[p->lay.n_qblocks] * p->pat.block * p->pat.block * p->D * p->B * p->H >= (1 << 18);
     TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // K^T: (B,H, key blocks of (D,w))
                     tf_tiles_t(n->saved[1] + bh * p->D * p->T, tf_f32(n->in[1]) + at(p, 1, bh), p->T, p->D,
@@ -137,7 +142,7 @@ static void backward_block(const tf_node *n, const sp_block *k, const float *lse
     const sp_params *p = k->p;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
     int64_t rows = k->i1 - k->i0, b = p->pat.block, t0 = p->lay.off[k->qb], t1 = p->lay.off[k->qb + 1];
-    const float *go = n->out->grad + (k->bh * p->T + k->i0) * p->Dv;  // (rows,Dv)
+    const float *go = n->out->grad + (k->bh * p->Tq + k->i0 - p->o) * p->Dv;  // (rows,Dv)
     float *Pall = scratch, *dPall = scratch + b * b * p->lay.max_visit;  // tile t at (t - t0) rows b: (rows, w)
     double delta[MB] = {0};
     for (int64_t t = t0; t < t1; t++) {
@@ -161,10 +166,10 @@ static void backward_block(const tf_node *n, const sp_block *k, const float *lse
             for (int64_t c = 0; c < w; c++)  // dP becomes scale * dS
                 dP[r * w + c] = p->scale * (float)((double)P[r * w + c] * ((double)dP[r * w + c] - delta[r]));
         if (Q->grad)  // dQ += scale dS K_tile
-            k->kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows,
+            k->kern->tile_gemm(Q->grad + at(p, 0, k->bh) + (k->i0 - p->o) * p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows,
                                p->D, w, 1.0f);
         if (K->grad)  // dK_tile += scale dS^T Q
-            k->kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, dP, 1, w, k->q + k->i0 * p->D, p->D, w,
+            k->kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, dP, 1, w, k->q + (k->i0 - p->o) * p->D, p->D, w,
                                p->D, rows, 1.0f);
     }
 }
@@ -187,9 +192,9 @@ void tf_op_sparse_attention_backward(tf_node *n) {
 #endif
         sp_block k0 = block_of(n, kern, bh, 0);
         tf_tiles_t((float *)k0.vt, k0.v, p->T, p->Dv, p->pat.block);  // V^T: (Dv, T) of this (b,h)
-        for (int64_t qb = 0; qb < p->lay.n_qblocks; qb++) {
+        for (int64_t qb = first_qblock(p); qb < p->lay.n_qblocks; qb++) {
             sp_block k = block_of(n, kern, bh, qb);
-            backward_block(n, &k, n->saved[0] + bh * p->T + k.i0, scratch0 + tid * per_thread);
+            backward_block(n, &k, n->saved[0] + bh * p->Tq + k.i0 - p->o, scratch0 + tid * per_thread);
         }
     }
 }
@@ -219,11 +224,6 @@ static int plan(tf_ctx *ctx, sp_params *p, const tf_sparse_pattern *pat) {
     return ok ? 0 : -1;
 }
 
-/* x itself when each (batch, head) holds its rows one after another, else a contiguous copy. */
-static tf_tensor *rows_of(tf_ctx *ctx, tf_tensor *x) {
-    return x->stride[3] == 1 && x->stride[2] == x->shape[3] ? x : tf_contiguous(ctx, x);
-}
-
 tf_tensor *tf_sparse_attention(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *pad,
                                const tf_sparse_pattern *pattern, float scale) {
     if (!q || !k || !v) return NULL;
@@ -231,23 +231,24 @@ tf_tensor *tf_sparse_attention(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tenso
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || q->dtype != TF_DTYPE_F32 || k->dtype != TF_DTYPE_F32 ||
         v->dtype != TF_DTYPE_F32 || q->shape[0] != k->shape[0] || k->shape[0] != v->shape[0] ||
         q->shape[1] != k->shape[1] || k->shape[1] != v->shape[1] || q->shape[3] != k->shape[3] ||
-        q->shape[2] != k->shape[2] || k->shape[2] != v->shape[2])
-        return tf_set_error("sparse attention: q %s, k %s, v %s are not (B,H,T,D), (B,H,T,D), (B,H,T,Dv) "
-                            "(self-attention: one T)", tf_shape_str(q, a, sizeof a), tf_shape_str(k, b, sizeof b),
+        q->shape[2] > k->shape[2] || k->shape[2] != v->shape[2])
+        return tf_set_error("sparse attention: q %s, k %s, v %s are not (B,H,Tq,D), (B,H,T,D), (B,H,T,Dv) with "
+                            "Tq <= T (self-attention; queries the last Tq positions)", tf_shape_str(q, a, sizeof a), tf_shape_str(k, b, sizeof b),
                             tf_shape_str(v, c, sizeof c)), NULL;
     if (pad && (pad->dtype != TF_DTYPE_U8 || pad->ndim != 2 || pad->shape[0] != q->shape[0] ||
-                pad->shape[1] != q->shape[2]))
+                pad->shape[1] != k->shape[2]))
         return tf_set_error("sparse attention: key padding %s must be U8 (%lld,%lld)", tf_shape_str(pad, a, sizeof a),
-                            (long long)q->shape[0], (long long)q->shape[2]), NULL;
+                            (long long)q->shape[0], (long long)k->shape[2]), NULL;
     sp_params *p = tf_ctx_alloc(ctx, sizeof *p);
     if (!p) return NULL;
-    p->B = q->shape[0], p->H = q->shape[1], p->T = q->shape[2], p->D = q->shape[3], p->Dv = v->shape[3];
+    p->B = q->shape[0], p->H = q->shape[1], p->T = k->shape[2], p->D = q->shape[3], p->Dv = v->shape[3];
+    p->Tq = q->shape[2], p->o = p->T - p->Tq;
     p->scale = scale;
     if (plan(ctx, p, pattern)) return NULL;
-    tf_tensor *in[4] = {rows_of(ctx, q), rows_of(ctx, k), rows_of(ctx, v), pad ? tf_contiguous(ctx, pad) : NULL};
+    tf_tensor *in[4] = {tf_attn_rows(ctx, q), tf_attn_rows(ctx, k), tf_attn_rows(ctx, v), pad ? tf_contiguous(ctx, pad) : NULL};
     for (int i = 0; i < 3; i++)
         if (in[i]) p->st[i][0] = in[i]->stride[0], p->st[i][1] = in[i]->stride[1];
-    int64_t oshape[4] = {p->B, p->H, p->T, p->Dv};
+    int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SPARSE_ATTENTION, pad ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
     p->threads = 1;
 #ifdef _OPENMP
@@ -256,7 +257,7 @@ tf_tensor *tf_sparse_attention(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tenso
     /* saved[1]: K^T and V^T by key blocks (B,H,D+Dv,T), then the backward's
      * per-thread P and dP of one query block (threads, 2, b, b * max_visit) */
     int64_t scratch = n && n->out->grad ? (int64_t)p->threads * 2 * p->pat.block * p->pat.block * p->lay.max_visit : 0;
-    if (!n || !(n->saved[0] = tf_ctx_scratch(ctx, p->B * p->H * p->T)) ||  // lse: (B,H,T)
+    if (!n || !(n->saved[0] = tf_ctx_scratch(ctx, p->B * p->H * p->Tq)) ||  // lse: (B,H,Tq)
         !(n->saved[1] = tf_ctx_scratch(ctx, p->B * p->H * (p->D + p->Dv) * p->T + scratch)))
         return NULL;
     return tf_node_run(ctx, n);
