@@ -67,9 +67,10 @@ typedef struct {
     int landmarks;   /* L: segment-mean landmarks; 0: exact softmax (num_landmarks == segment_means_seq_len) */
     int conv_kernel; /* K > 0 (odd): out += depthwise convolution of v along the sequence, conv_weight (H,1,K,1) */
     /* Sparse attention (tf_sparse_attention, off by default): self-attention
-     * without a cache over the keys `pattern` lets each query see (its causal
-     * field decides causality), a key padding mask its only mask, no dropout
-     * on the weights (the kernel never forms them), no attention weights out. */
+     * (a cache's new positions continue the sequence) over the keys `pattern`
+     * lets each query see (its causal field decides causality), a key padding
+     * mask its only mask, no dropout on the weights (the kernel never forms
+     * them), no attention weights out. */
     int sparse;
     tf_sparse_pattern pattern;
 } tf_mha_config;

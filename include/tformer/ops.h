@@ -183,9 +183,10 @@ TF_API void tf_sparse_layout_free(tf_sparse_layout *l);
  * attn_mask): for tests and for the unfused path. */
 TF_API int tf_sparse_mask(const tf_sparse_pattern *p, int64_t T, uint8_t *mask);
 
-/* Block-sparse flash attention: q, k (B,H,T,D), v (B,H,T,Dv) -> (B,H,T,Dv),
- * softmax over the visible keys of scale * q k^T, only the key blocks of the
- * layout visited (time O(T k b D) for k blocks per query block, memory
+/* Block-sparse flash attention: q (B,H,Tq,D), k (B,H,T,D), v (B,H,T,Dv) ->
+ * (B,H,Tq,Dv), Tq <= T, the queries being positions T-Tq .. T-1 (all of them,
+ * or a KV cache's new ones); softmax over the visible keys of scale * q k^T,
+ * only the key blocks of the layout visited (time O(T k b D) for k blocks per query block, memory
  * O(T D)). pad (B,T) U8 (nonzero = padding key) or NULL. A query that sees no
  * key gives zeros (as tf_sdpa). */
 TF_API tf_tensor *tf_sparse_attention(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *pad,

@@ -90,6 +90,37 @@ static int64_t block_end(const sdpa_block *k) {
     return visible_end(k->p, k->i1 - 1, &last);
 }
 
+void tf_flash_tile_rows(const tf_kernels *kern, float *S, int64_t rows, int64_t w, float *m, double *l, float *o,
+                        int64_t Dv) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *s = S + r * w, tm = -INFINITY;
+        for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
+        if (tm == -INFINITY) { /* nothing visible in this tile */
+            memset(s, 0, (size_t)w * sizeof *s);
+            continue;
+        }
+        if (tm > m[r]) { /* a new running max: rescale what was summed so far */
+            float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
+            l[r] *= f;
+            for (int64_t c = 0; c < Dv; c++) o[r * Dv + c] *= f;
+            m[r] = tm;
+        }
+        l[r] += kern->exp_shift(s, s, m[r], w);
+    }
+}
+
+void tf_flash_finish(float *o, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv) {
+    for (int64_t r = 0; r < rows; r++) {
+        if (l[r] == 0.0) { /* every key excluded: zeros, as in tf_softmax */
+            lse[r] = -INFINITY;
+            continue;
+        }
+        float inv = (float)(1.0 / l[r]);
+        for (int64_t c = 0; c < Dv; c++) o[r * Dv + c] *= inv;
+        lse[r] = m[r] + (float)log(l[r]);
+    }
+}
+
 static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv), lse: (rows)
     const tf_sdpa_params *p = k->p;
     const tf_kernels *kern = k->kern;
@@ -101,32 +132,10 @@ static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (r
     for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
         block_scores(S, k, j0, w);
-        for (int64_t r = 0; r < rows; r++) {
-            float *s = S + r * w, tm = -INFINITY;
-            for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
-            if (tm == -INFINITY) { /* nothing visible in this tile */
-                memset(s, 0, (size_t)w * sizeof *s);
-                continue;
-            }
-            if (tm > m[r]) { /* a new running max: rescale what was summed so far */
-                float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
-                l[r] *= f;
-                for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= f;
-                m[r] = tm;
-            }
-            l[r] += kern->exp_shift(s, s, m[r], w);
-        }
+        tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->Dv);
         kern->tile_gemm(o, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
-    for (int64_t r = 0; r < rows; r++) {
-        if (l[r] == 0.0) { /* every key excluded: zeros, as in tf_softmax */
-            lse[r] = -INFINITY;
-            continue;
-        }
-        float inv = (float)(1.0 / l[r]);
-        for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= inv;
-        lse[r] = m[r] + (float)log(l[r]);
-    }
+    tf_flash_finish(o, lse, m, l, rows, p->Dv);
 }
 
 /* Task t of the forward: query block t % nb of (batch, head) t / nb. */

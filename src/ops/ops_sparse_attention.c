@@ -80,32 +80,10 @@ static void forward_block(const sp_block *k, float *o, float *lse) {  // o: (row
     for (int64_t t = p->lay.off[k->qb]; t < p->lay.off[k->qb + 1]; t++) {
         int64_t j0 = (int64_t)p->lay.kblock[t] * p->pat.block, w = tile_width(p, j0);
         tile_scores(S, k, t, j0, w);
-        for (int64_t r = 0; r < rows; r++) {
-            float *s = S + r * w, tm = -INFINITY;
-            for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
-            if (tm == -INFINITY) { /* nothing visible in this tile */
-                memset(s, 0, (size_t)w * sizeof *s);
-                continue;
-            }
-            if (tm > m[r]) { /* a new running max: rescale what was summed so far */
-                float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
-                l[r] *= f;
-                for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= f;
-                m[r] = tm;
-            }
-            l[r] += k->kern->exp_shift(s, s, m[r], w);
-        }
+        tf_flash_tile_rows(k->kern, S, rows, w, m, l, o, p->Dv);
         k->kern->tile_gemm(o, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
-    for (int64_t r = 0; r < rows; r++) {
-        if (l[r] == 0.0) { /* every key hidden: zeros, as tf_sdpa */
-            lse[r] = -INFINITY;
-            continue;
-        }
-        float inv = (float)(1.0 / l[r]);
-        for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= inv;
-        lse[r] = m[r] + (float)log(l[r]);
-    }
+    tf_flash_finish(o, lse, m, l, rows, p->Dv);
 }
 
 /* The first query block holding a query: a cache's new positions start at o. */
