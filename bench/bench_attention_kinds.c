@@ -74,13 +74,7 @@ int main(int argc, char **argv) {
         if (!y || tf_backward(ctx, y, NULL)) return fprintf(stderr, "%s\n", tf_error()), 1;
         t[r] = bench_now() - t0;
     }
-    long kib = 0;
-    char line[256];
-    FILE *st = fopen("/proc/self/status", "r");
-    while (st && fgets(line, sizeof line, st))
-        if (sscanf(line, "VmHWM: %ld", &kib) == 1) break;
-    if (st) fclose(st);
-    printf("%.6f %ld\n", bench_median(t, runs), kib);
+    printf("%.6f %ld\n", bench_median(t, runs), bench_peak_kib());
     tf_ctx_free(ctx);
     tf_params_free(ps);
     return 0;
