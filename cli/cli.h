@@ -178,4 +178,7 @@ const cli_verb *cli_find_verb(const char *name);
 /* "usage: tformer <command> ..." and the list of verbs. */
 void cli_usage_all(FILE *f);
 
+/* OUT and its parents, as mkdir -p; a message naming flag when one cannot be made (exits). */
+void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
+
 #endif

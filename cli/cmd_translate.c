@@ -188,28 +188,6 @@ static void check_vocab(const cli_verb *v, const char *dir, const char *side, co
     cli_die(v, msg);
 }
 
-/* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */
-static void make_folder(const cli_verb *v, const char *out) {
-    char path[4096], msg[4400];
-    struct stat st;
-    snprintf(path, sizeof path, "%s", out);
-    for (char *p = path + 1;; p++) {
-        char c = *p;
-        if (c != '/' && c) continue;
-        *p = 0;
-        if (mkdir(path, 0755) && errno != EEXIST) {
-            snprintf(msg, sizeof msg, "--attention-png %s: cannot create %s: %s", out, path, strerror(errno));
-            cli_die(v, msg);
-        }
-        *p = c;
-        if (!c) break;
-    }
-    if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
-        snprintf(msg, sizeof msg, "--attention-png %s: not a folder", out);
-        cli_die(v, msg);
-    }
-}
-
 /* id's text as a label: the specials named, a sub-word BPE's word end (its
  * trailing space) dropped and "@@" after a piece that continues a word
  * (subword-nmt's convention), other spaces trimmed, a bare space shown as U+2423. */
@@ -340,7 +318,7 @@ int cmd_translate(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_apply(a);
     tf_translate_opts o = g_opts;
-    if (pictures) make_folder(v, pictures);
+    if (pictures) cli_make_folder(v, "--attention-png", pictures);
     translator m;
     load_model(v, dir, &m);
     tf_tokenizer *src, *tgt;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -156,4 +157,26 @@ void cli_catch_sigint(void) {
         g_stop_notice = "tformer: stop requested (a signal: Ctrl-C, SIGUSR1, or mpirun ending the job): every rank "
                         "finishes its step, then rank 0 writes a checkpoint; if mpirun kills the ranks first, the last "
                         "checkpoint stays (continue with --resume)\n";
+}
+
+/* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */
+void cli_make_folder(const cli_verb *v, const char *flag, const char *out) {
+    char path[4096], msg[4400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s", out);
+    for (char *p = path + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c) continue;
+        *p = 0;
+        if (mkdir(path, 0755) && errno != EEXIST) {
+            snprintf(msg, sizeof msg, "%s %s: cannot create %s: %s", flag, out, path, strerror(errno));
+            cli_die(v, msg);
+        }
+        *p = c;
+        if (!c) break;
+    }
+    if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(msg, sizeof msg, "%s %s: not a folder", flag, out);
+        cli_die(v, msg);
+    }
 }

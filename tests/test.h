@@ -62,4 +62,67 @@ void test_rm_rf(const char *dir);
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
 
+/* ---- Hugging Face folders (tests/hf_case.c) ---- */
+
+/* --fixtures DIR when given, else the family's committed fixtures. */
+const char *test_fixture_dir_or(const char *family_dir);
+/* The named tensor of a safetensors file, or NULL. */
+tf_tensor *test_st_tensor(const tf_st_file *f, const char *name, tf_arena *a);
+/* max |a - b| (NaN equal to NaN; NaN on one side only: NaN). */
+double test_max_abs_diff(const float *a, const float *b, int64_t n);
+/* ||a - b|| and ||b|| in double. */
+void test_diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm);
+/* Max |got - expected| over every field of expected and (rel not NULL) the
+ * worst relative L2 error; -1 when a field is missing or of another shape. */
+double test_compare_outputs(const char *expected_path, const char *out_path, double *rel);
+/* hf-run of folder dir on case_dir's input.safetensors, compared with its
+ * expected.safetensors (out is a scratch path, removed); -1 on failure. */
+double test_hf_run_case(const char *dir, const char *case_dir, const char *out, double *rel);
+/* n bytes into path; 0 or -1. */
+int test_write_file(const char *path, const void *data, size_t n);
+/* A NUL-terminated text into path; 0 or -1. */
+int test_write_text(const char *path, const char *text);
+/* text with its first `from` replaced by `to` (malloc'ed), NULL when absent. */
+char *test_replaced(const char *text, const char *from, const char *to);
+/* src/config.json into dst, `from` replaced by `to` when from is given. */
+int test_copy_config(const char *src, const char *dst, const char *from, const char *to);
+/* src into dst: config.json as test_copy_config; model.safetensors with
+ * element `at` of tensor `name` moved by delta (name NULL: none; at out of
+ * range: -1) and the tensor `drop` left out. */
+int test_copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
+                   float delta, const char *drop);
+
+/* One input tensor filled with one value. */
+typedef struct {
+    const char *name; /* NULL ends a list */
+    tf_st_dtype dtype;
+    int ndim;
+    int64_t shape[5];
+    float value;
+} test_input;
+/* Up to max inputs (till a NULL name) into one safetensors file. */
+int test_write_inputs(const test_input *specs, int max, const char *path);
+
+/* A folder or input that must be a clear error of tf_hf_run. */
+typedef struct {
+    const char *what;
+    const char *model;       /* the folder (the table's default when NULL) */
+    const char *from, *to;   /* config.json patched in a scratch copy */
+    const char *drop;        /* a tensor left out of the copy */
+    test_input in[3];        /* no tensors: no input file */
+    const char *expect[3];   /* in the error message */
+} test_bad_case;
+/* How many of the n cases were not a clear error (each one said on stderr;
+ * every case said when $verbose_env is set). */
+int test_hf_run_bad_cases(const test_bad_case *cases, size_t n, const char *default_model, const char *verbose_env);
+
+typedef struct {
+    const char *name;
+    int64_t at;
+} test_weight;
+/* How many of the n weights, moved by 1e-3 at one element, still pass
+ * case_dir's comparison at tol; *same: an unchanged copy's max |diff|;
+ * *least: the smallest perturbed one. */
+int test_hf_perturbed(const char *case_dir, const test_weight *w, int n, double tol, double *same, double *least);
+
 #endif

@@ -14,20 +14,6 @@
 #define TOL 1e-5
 #define VIT_DIR "tests/fixtures_vit"
 
-static tf_tensor *load(const tf_st_file *f, const char *name, tf_arena *a) {
-    const tf_st_entry *e = tf_st_find(f, name);
-    return e ? tf_st_to_tensor(f, e, a) : NULL;
-}
-
-static double max_abs_diff(const float *a, const float *b, int64_t n) {
-    double worst = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= worst)) worst = d;
-    }
-    return worst;
-}
-
 /* ---------------------------------------------------------------- the patch embedding */
 
 static double patch_case(const char *dir) {
@@ -37,8 +23,8 @@ static double patch_case(const char *dir) {
     tf_arena *a = tf_arena_new(0);
     tf_ctx *ctx = tf_ctx_new(1);
     double worst = -1;
-    tf_tensor *x = f ? load(f, "x", a) : NULL, *w = f ? load(f, "weight", a) : NULL, *b = f ? load(f, "bias", a) : NULL;
-    tf_tensor *r = f ? load(f, "r", a) : NULL, *want = f ? load(f, "out", a) : NULL;
+    tf_tensor *x = f ? test_st_tensor(f, "x", a) : NULL, *w = f ? test_st_tensor(f, "weight", a) : NULL, *b = f ? test_st_tensor(f, "bias", a) : NULL;
+    tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL;
     if (x && w && b && r && want) {
         /* leaves of the context that track gradients, holding the file's values */
         tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1), *lw = tf_tensor_new(ctx, TF_DTYPE_F32, 4, w->shape, 1);
@@ -47,11 +33,11 @@ static double patch_case(const char *dir) {
         memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
         tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
         if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
-            worst = max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
+            worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
             const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
             tf_tensor *leaves[3] = {lx, lw, lb};
             for (int i = 0; i < 3; i++) {
-                tf_tensor *g = load(f, names[i], a);
+                tf_tensor *g = test_st_tensor(f, names[i], a);
                 double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
                 if (!(e <= worst)) worst = e;
             }
@@ -79,49 +65,6 @@ TEST(vit_patch_embed_matches_pytorch) {
 
 /* ---------------------------------------------------------------- hf-run against transformers */
 
-static const char *fixture_dir(void) {
-    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases (make vit-conformance) */
-    return strcmp(d, "tests/fixtures") ? d : VIT_DIR;
-}
-
-/* Max |got - expected| over every field of expected (NaN equal to NaN); the
- * output must hold exactly those fields, of the same shapes; -1 when not. */
-static double compare_outputs(const char *expected_path, const char *out_path) {
-    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
-    tf_arena *a = tf_arena_new(0);
-    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
-    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
-        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
-        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
-        int same = te && tg && te->ndim == tg->ndim;
-        for (int d = 0; same && d < te->ndim; d++) same = te->shape[d] == tg->shape[d];
-        if (!same) {
-            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
-            worst = -1;
-            break;
-        }
-        for (int64_t j = 0; j < tf_numel(te); j++) {
-            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
-            double d = x != x && y != y ? 0 : fabs((double)x - y);
-            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
-        }
-    }
-    tf_arena_free(a);
-    tf_st_close(exp), tf_st_close(got);
-    return worst;
-}
-
-/* hf-run of model folder dir on case's input, against case's expected outputs. */
-static double run_case(const char *dir, const char *case_dir, const char *out) {
-    char in[1300], exp[1300];
-    snprintf(in, sizeof in, "%s/input.safetensors", case_dir);
-    snprintf(exp, sizeof exp, "%s/expected.safetensors", case_dir);
-    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), -1;
-    double d = compare_outputs(exp, out);
-    unlink(out);
-    return d;
-}
-
 static int is_model_case(const char *dir) {
     char p[1400];
     snprintf(p, sizeof p, "%s/config.json", dir);
@@ -129,7 +72,7 @@ static int is_model_case(const char *dir) {
 }
 
 TEST(vit_hf_run_matches_transformers) {
-    const char *dir = fixture_dir();
+    const char *dir = test_fixture_dir_or(VIT_DIR);
     char *names[256], path[1200], out[] = "/tmp/tformer_vit_out_XXXXXX";
     int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0;
     CHECKF(n > 0, "no cases in %s", dir);
@@ -139,7 +82,7 @@ TEST(vit_hf_run_matches_transformers) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         free(names[i]);
         if (!is_model_case(path)) continue;
-        double d = run_case(path, path, out);
+        double d = test_hf_run_case(path, path, out, NULL);
         cases++;
         if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
         else if (d > worst) worst = d;
@@ -151,81 +94,21 @@ TEST(vit_hf_run_matches_transformers) {
 
 /* ---------------------------------------------------------------- scratch folders */
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-/* src's config.json (with `from` replaced by `to` when given) and
- * model.safetensors (element `at` of tensor `name` moved by delta; the tensor
- * `drop` left out) into dst. */
-static int copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
-                     float delta, const char *drop) {
-    char p[1200];
-    size_t n;
-    snprintf(p, sizeof p, "%s/config.json", src);
-    char *text = test_slurp(p, &n), *hit = text && from ? strstr(text, from) : NULL;
-    if (!text || (from && !hit)) return free(text), -1;
-    char *cfg = malloc(n + (to ? strlen(to) : 0) + 1);
-    if (!cfg) return free(text), -1;
-    if (hit) {
-        memcpy(cfg, text, (size_t)(hit - text));
-        strcpy(cfg + (hit - text), to);
-        strcat(cfg, hit + strlen(from));
-    } else {
-        strcpy(cfg, text);
-    }
-    snprintf(p, sizeof p, "%s/config.json", dst);
-    int rc = write_text(p, cfg);
-    free(cfg), free(text);
-    snprintf(p, sizeof p, "%s/model.safetensors", src);
-    tf_st_file *f = tf_st_open(p);
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    rc = rc || !f || !w || !a ? -1 : 0;
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const tf_st_entry *e = tf_st_entry_at(f, i);
-        tf_tensor *t = tf_st_to_tensor(f, e, a);
-        if (!t) rc = -1;
-        else if (name && !strcmp(e->name, name)) tf_f32(t)[at] += delta;
-        if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
-    }
-    snprintf(p, sizeof p, "%s/model.safetensors", dst);
-    if (!rc) rc = tf_st_writer_save(w, p);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    tf_st_close(f);
-    return rc;
-}
-
 #define CLS_CASE VIT_DIR "/cls_grey28_p4_labels"
 #define BODY_CASE VIT_DIR "/model_rgb13_p4_leftover"
 
 /* The comparison notices a changed weight: one element of each of these
  * tensors moved by 1e-3 fails the tolerance (an unchanged copy passes). */
 TEST(vit_perturbed_weight_fails_the_comparison) {
-    static const char *const NAMES[] = {
-        "vit.embeddings.patch_embeddings.projection.weight", "vit.embeddings.patch_embeddings.projection.bias",
-        "vit.embeddings.cls_token", "vit.embeddings.position_embeddings",
-        "vit.encoder.layer.1.attention.attention.key.weight", "vit.encoder.layer.0.output.dense.bias",
-        "vit.encoder.layer.1.layernorm_after.weight", "vit.layernorm.bias", "classifier.weight", NULL};
-    char tmp[] = "/tmp/tformer_vitp_XXXXXX", out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    CHECK(copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
-    double same = run_case(tmp, CLS_CASE, out);
-    int missed = 0;
-    double least = INFINITY;
-    for (int i = 0; NAMES[i]; i++) {
-        CHECK(copy_case(CLS_CASE, tmp, NULL, NULL, NAMES[i], 5, 1e-3f, NULL) == 0);
-        double d = run_case(tmp, CLS_CASE, out);
-        if (!(d > TOL)) missed += fprintf(stderr, "    %s + 1e-3: max |diff| %.3g passes\n", NAMES[i], d) > 0;
-        if (d < least) least = d;
-    }
-    test_rm_rf(tmp);
-    printf("    unchanged copy %.2e; one element + 1e-3 of each of 9 tensors: %.2e or more\n", same, least);
+    static const test_weight W[] = {
+        {"vit.embeddings.patch_embeddings.projection.weight", 5}, {"vit.embeddings.patch_embeddings.projection.bias", 5},
+        {"vit.embeddings.cls_token", 5}, {"vit.embeddings.position_embeddings", 5},
+        {"vit.encoder.layer.1.attention.attention.key.weight", 5}, {"vit.encoder.layer.0.output.dense.bias", 5},
+        {"vit.encoder.layer.1.layernorm_after.weight", 5}, {"vit.layernorm.bias", 5}, {"classifier.weight", 5}};
+    const int n = (int)(sizeof W / sizeof *W);
+    double same, least;
+    int missed = test_hf_perturbed(CLS_CASE, W, n, TOL, &same, &least);
+    printf("    unchanged copy %.2e; one element + 1e-3 of each of %d tensors: %.2e or more\n", same, n, least);
     CHECK(same >= 0 && same <= TOL);
     CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
 }
@@ -325,25 +208,8 @@ TEST(vit_folders_round_trip) {
 
 /* ---------------------------------------------------------------- bad folders and inputs */
 
-typedef struct {
-    const char *name;
-    tf_st_dtype dtype;
-    int ndim;
-    int64_t shape[4];
-    float value; /* every element */
-} in_spec;
-
-typedef struct {
-    const char *what;
-    const char *model;         /* a fixture folder copied (CLS_CASE when NULL) */
-    const char *from, *to;     /* config.json patched */
-    const char *drop;          /* a tensor left out */
-    in_spec in[2];
-    const char *expect[2];     /* in the error message */
-} bad_case;
-
 #define PIX(c, h, w) {"pixel_values", TF_ST_F32, 4, {2, c, h, w}, 0.5f}
-static const bad_case BAD[] = {
+static const test_bad_case BAD[] = {
     {"RGB to a grey model", NULL, NULL, NULL, NULL, {PIX(3, 28, 28)}, {"pixel_values (2,3,28,28)", "(B,1,28,28)"}},
     {"another image size", NULL, NULL, NULL, NULL, {PIX(1, 27, 27)}, {"(2,1,27,27)", "image_size"}},
     {"integer pixels", NULL, NULL, NULL, NULL, {{"pixel_values", TF_ST_I64, 4, {2, 1, 28, 28}, 1}},
@@ -368,52 +234,10 @@ static const bad_case BAD[] = {
      {PIX(1, 28, 28)}, {"config.json", "pooler_act"}},
 };
 
-static int write_inputs(const in_spec *specs, const char *path) {
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    int rc = w && a ? 0 : -1;
-    for (const in_spec *s = specs; !rc && s < specs + 2 && s->name; s++) {
-        int is_f = s->dtype == TF_ST_F32, is_i = s->dtype == TF_ST_I64 || s->dtype == TF_ST_I32;
-        tf_tensor *t = tf_tensor_alloc(a, is_f ? TF_DTYPE_F32 : is_i ? TF_DTYPE_I32 : TF_DTYPE_U8, s->ndim, s->shape, 0);
-        if (!t) rc = -1;
-        for (int64_t i = 0; !rc && i < tf_numel(t); i++) {
-            if (is_f) tf_f32(t)[i] = s->value;
-            else if (is_i) tf_i32(t)[i] = (int32_t)s->value;
-            else tf_u8(t)[i] = (uint8_t)s->value;
-        }
-        if (!rc) rc = tf_st_writer_add_as(w, s->name, t, s->dtype);
-    }
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    return rc;
-}
-
 TEST(vit_hf_run_bad_input_is_a_clear_error) {
-    char tmp[] = "/tmp/tformer_vitb_XXXXXX", in[64], out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    int bad = 0;
-    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
-        const bad_case *k = &BAD[c];
-        if (copy_case(k->model ? k->model : CLS_CASE, tmp, k->from, k->to, NULL, 0, 0, k->drop) ||
-            write_inputs(k->in, in)) {
-            bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
-            continue;
-        }
-        tf_set_error("%s", "");
-        int rc = tf_hf_run(tmp, in, out, NULL);
-        const char *msg = tf_error();
-        int ok = rc == -1 && access(out, F_OK) != 0;
-        for (int i = 0; ok && i < 2 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
-        if (!ok || getenv("VIT_VERBOSE"))
-            bad += fprintf(stderr, "    %s: rc %d, output %s, error \"%s\"\n", k->what, rc,
-                           access(out, F_OK) ? "absent" : "written", msg) > 0 && !ok;
-        unlink(out);
-    }
-    test_rm_rf(tmp);
-    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
+    const size_t n = sizeof BAD / sizeof BAD[0];
+    int bad = test_hf_run_bad_cases(BAD, n, CLS_CASE, "VIT_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
 }
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
@@ -424,14 +248,6 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
  * the final LayerNorm and the classifier) against transformers' in float64:
  * relative L2 error per tensor. */
 /* ||a - b|| and ||b|| in double. */
-static void diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm) {
-    *diff = *norm = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        *diff += d * d, *norm += (double)b[i] * b[i];
-    }
-    *diff = sqrt(*diff), *norm = sqrt(*norm);
-}
 
 #define MAX_GRADS 64
 
@@ -445,20 +261,20 @@ static double gradient_case(const char *dir, int *n_tensors) {
     tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
     double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
-    tf_tensor *x = in ? load(in, "pixel_values", a) : NULL, *y = in ? load(in, "labels", a) : NULL;
+    tf_tensor *x = in ? test_st_tensor(in, "pixel_values", a) : NULL, *y = in ? test_st_tensor(in, "labels", a) : NULL;
     int n = m ? tf_params_count(m->params) + 1 : 0;
     if (g && m && x && y && n <= MAX_GRADS) {
         tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1);
         memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
         tf_vit_outputs o;
         tf_params_zero_grad(m->params);
-        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){lx, y, 0}, &o) && !tf_backward(ctx, o.loss, NULL)) {
+        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = lx, .labels = y}, &o) && !tf_backward(ctx, o.loss, NULL)) {
             worst = 0;
             for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
                 tf_tensor *t = i ? tf_params_tensor(m->params, i - 1) : lx;
-                tf_tensor *w = load(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
+                tf_tensor *w = test_st_tensor(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
                 diff[i] = INFINITY, norm[i] = 1;
-                if (w && tf_numel(w) == tf_numel(t)) diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
+                if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
                 if (norm[i] > largest) largest = norm[i];
             }
             /* relative to its own gradient; one that is zero in exact arithmetic
@@ -488,4 +304,64 @@ TEST(vit_gradients_match_pytorch) {
         if (e > worst) worst = e;
     }
     printf("    pixels and every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+}
+
+/* ---------------------------------------------------------------- attention maps */
+
+/* Worst |diff| of one case's attentions (output_attentions), rollout and
+ * last-layer heads against transformers' (attentions.safetensors); -1 when
+ * the run fails or a shape differs. */
+static double attention_case(const char *dir) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/attentions.safetensors", dir);
+    tf_st_file *ref = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_vit *m = ref && in ? tf_vit_load_hf(dir) : NULL;
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    tf_vit_outputs o;
+    tf_vit_inputs x = {.pixel_values = in ? test_st_tensor(in, "pixel_values", a) : NULL, .output_attentions = 1};
+    double worst = m && !tf_vit_run(ctx, m, &x, &o) && o.attentions ? 0 : -1;
+    for (int l = 0; worst >= 0 && l < m->cfg.n_layer; l++) {
+        snprintf(p, sizeof p, "attentions.%d", l);
+        tf_tensor *want = test_st_tensor(ref, p, a);
+        double d = want && tf_numel(want) == tf_numel(o.attentions[l])
+                       ? test_max_abs_diff(tf_f32(o.attentions[l]), tf_f32(want), tf_numel(want))
+                       : -1;
+        worst = d < 0 || !(d <= worst) ? d : worst;
+    }
+    tf_tensor *roll = worst >= 0 ? test_st_tensor(ref, "rollout", a) : NULL, *heads = test_st_tensor(ref, "heads", a);
+    int64_t B = roll ? roll->shape[0] : 0, N = roll ? roll->shape[1] : 0, H = heads ? heads->shape[1] : 0;
+    float *r = malloc((size_t)(N + H * N + 1) * sizeof *r);
+    for (int64_t b = 0; roll && heads && r && worst >= 0 && b < B; b++) {
+        if (tf_vit_attention_rollout(m, o.attentions, b, r, r + N)) worst = -1;
+        double d1 = test_max_abs_diff(r, tf_f32(roll) + b * N, N);
+        double d2 = test_max_abs_diff(r + N, tf_f32(heads) + b * H * N, H * N);
+        if (worst >= 0 && !(d1 <= worst)) worst = d1;
+        if (worst >= 0 && !(d2 <= worst)) worst = d2;
+    }
+    if (!roll || !heads || !r) worst = -1;
+    free(r);
+    tf_arena_free(a), tf_ctx_free(ctx), tf_vit_free(m), tf_st_close(in), tf_st_close(ref);
+    return worst;
+}
+
+/* Each layer's attention probabilities, the rollout and the last layer's
+ * heads against transformers' output_attentions (and a float64 rollout from
+ * them); a rollout of one image asked beyond the batch is an error. */
+TEST(vit_attentions_and_rollout_match_transformers) {
+    static const char *const CASES[] = {VIT_DIR "/model_grey28_p7", VIT_DIR "/cls_rgb12_p3_noqkvbias",
+                                        VIT_DIR "/cls_grey12_p7_one_patch"};
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        double d = attention_case(CASES[i]);
+        CHECKF(d >= 0 && d <= TOL, "%s: max |diff| %g (%s)", CASES[i], d, tf_error());
+        if (d > worst) worst = d;
+    }
+    printf("    3 cases: attentions, rollout and heads, worst max |diff| %.2e\n", worst);
+    tf_vit *m = tf_vit_load_hf(CLS_CASE);
+    float r[64];
+    CHECK(m && tf_vit_attention_rollout(m, NULL, 0, r, NULL) == -1 && strstr(tf_error(), "output_attentions"));
+    tf_vit_free(m);
 }

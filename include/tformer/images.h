@@ -97,6 +97,21 @@ TF_API tf_images_aug tf_images_aug_none(void);
 TF_API tf_loader *tf_images_loader_aug(const tf_images *train, const tf_images *valid, const tf_images_aug *aug,
                                        uint64_t seed);
 
+/* Where a vision Transformer looks: the image, then the image under each map
+ * (the attention rollout, then each head), maps over the patches grid. */
+typedef struct {
+    const float *image;      /* (channels, height, width), any range: stretched for display */
+    int channels, height, width;
+    const float *rollout;    /* (grid_h, grid_w) */
+    int grid_h, grid_w, patch; /* the maps cover grid_h*patch x grid_w*patch pixels from the top left */
+    const float *heads;      /* (n_head, grid_h, grid_w), or NULL with n_head 0 */
+    int n_head;
+    const char *title;       /* or NULL */
+} tf_image_attention_plot;
+
+/* A PNG at path (cairo; written to path.tmp, then renamed). */
+TF_API int tf_plot_image_attention(const char *path, const tf_image_attention_plot *p);
+
 #ifdef __cplusplus
 }
 #endif

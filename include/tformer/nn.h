@@ -302,6 +302,7 @@ typedef struct {
     int layer;                         /* this block's layer in the cache */
     tf_tensor **cross_probs;           /* non-NULL: receives the cross-attention's probabilities (B,H,T,S),
                                         * each head's (the scores are then materialised, not fused) */
+    tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
 } tf_block_args;

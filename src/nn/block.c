@@ -149,7 +149,7 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
                          const tf_block_args *a) {
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
-                                             a->cache, a->layer, NULL, NULL), c->dropout);
+                                             a->cache, a->layer, NULL, a->self_probs), c->dropout);
     if (which == CROSS) { /* with a cross cache: memory projected once, read after */
         tf_tensor *mem = a->cross_cache && tf_kv_cache_len(a->cross_cache) > 0 ? NULL : a->memory;
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, mem, mem, a->cross_mask, 0, a->cross_cache,

@@ -31,17 +31,16 @@ generate does not do) and no bad_words_ids.
 
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
-import argparse
 import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import MarianConfig, MarianMTModel
+
+import fixture_cli
 
 # (name, config, inputs, generate runs)
 CASES = [
@@ -238,28 +237,16 @@ def random_case(r):
     return cfg, spec, runs
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            cfg, spec, runs = random_case(r)
-            print(f"case {i}: {json.dumps(cfg)} {json.dumps(spec)} {json.dumps(runs)}")
-            for attempt in range(20):  # the same configuration, other weights
-                if write_case(a.out, f"random_{i:02d}", cfg, spec, runs, a.seed * 1000 + i + 100000 * attempt) <= 3e-6:
-                    break
-                shutil.rmtree(os.path.join(a.out, f"random_{i:02d}"))
-                print("  too ill-conditioned to compare at 1e-5 (sensitivity above 3e-6): other weights")
-        return
-    for name, cfg, spec, runs in CASES:  # seeded by name: adding a case leaves the others as they are
-        write_case(a.out, name, cfg, spec, runs, zlib.crc32(name.encode()) % 100000)
+def write_random_case(out, name, cfg, spec, runs, seed):
+    for attempt in range(20):  # the same configuration, other weights
+        if write_case(out, name, cfg, spec, runs, seed + 100000 * attempt) <= 3e-6:
+            return
+        shutil.rmtree(os.path.join(out, name))
+        print("  too ill-conditioned to compare at 1e-5 (sensitivity above 3e-6): other weights")
 
+
+def main():
+    fixture_cli.run(CASES, write_case, random_case, write_random=write_random_case)
 
 if __name__ == "__main__":
     main()

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "../../util/util.h"
+#include "../model_folder.h"
 
 /* config.json's keys through a field table; the other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
@@ -59,25 +60,12 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
 /* id2label {"0": name, ...}: every id from 0 to n-1 once. */
 static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    int n = m->cfg.n_labels, rc = 0;
+    int n = m->cfg.n_labels;
     if (!map || m->cfg.head != TF_VIT_IMAGE_CLS) return 0;
     if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
         return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
-    const char **names = calloc((size_t)n, sizeof *names);
-    if (!names) return tf_set_error("vit: out of memory");
-    for (const cJSON *j = map->child; j && !rc; j = j->next) {
-        char *end;
-        long id = strtol(j->string, &end, 10);
-        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
-            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
-                              j->string, n);
-        else names[id] = j->valuestring;
-    }
-    rc = rc || tf_vit_set_labels(m, names, n);
-    free(names);
-    return rc;
+    return tf_labels_from_json(&m->labels, n, map, path);
 }
-
 static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
     *c = tf_vit_config_default();
     tf_fields f = {&HF_TABLE, c};
@@ -91,28 +79,6 @@ static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
 
 /* ---------------------------------------------------------------- weights */
 
-static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t) {
-    const tf_st_entry *e = tf_st_find(f, name);
-    if (!e) return tf_set_error("%s: missing tensor '%s'", path, name);
-    int same = e->ndim == t->ndim;
-    for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
-    if (!same) return tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
-    return tf_st_read_f32(f, e, t);
-}
-
-/* Every tensor of the model from the file, and no tensor of the file unused. */
-static int load_weights(tf_vit *m, const tf_st_file *f, const char *path) {
-    tf_params *ps = m->params;
-    int rc = tf_params_alloc(ps);
-    for (int i = 0; !rc && i < tf_params_count(ps); i++)
-        rc = read_tensor(f, path, tf_params_name(ps, i), tf_params_tensor(ps, i));
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const char *name = tf_st_entry_at(f, i)->name;
-        if (!tf_params_get(ps, name)) rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
-    }
-    return rc;
-}
-
 tf_vit *tf_vit_load_hf(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -122,7 +88,7 @@ tf_vit *tf_vit_load_hf(const char *dir) {
     tf_st_file *f = root && !read_config(root, path, &c) ? tf_st_open(weights) : NULL;
     c.pooler = f && c.head == TF_VIT_BODY && tf_st_find(f, "pooler.dense.weight"); /* add_pooling_layer */
     tf_vit *m = f ? tf_vit_new(&c, 0) : NULL;
-    if (m && (read_labels(m, root, path) || load_weights(m, f, weights))) {
+    if (m && (read_labels(m, root, path) || tf_folder_read_weights(f, weights, m->params, NULL, NULL))) {
         tf_vit_free(m);
         m = NULL;
     }
@@ -132,19 +98,6 @@ tf_vit *tf_vit_load_hf(const char *dir) {
 }
 
 /* ---------------------------------------------------------------- saving */
-
-static int labels_to_json(const tf_vit *m, cJSON *root) {
-    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
-    if (!id2 || !l2id) return tf_set_error("vit: out of memory");
-    for (int i = 0; i < m->cfg.n_labels; i++) {
-        char key[32], buf[32];
-        const char *name = tf_vit_label(m, i, buf, sizeof buf);
-        snprintf(key, sizeof key, "%d", i);
-        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
-            return tf_set_error("vit: out of memory");
-    }
-    return 0;
-}
 
 static int write_config(const tf_vit *m, const char *path) {
     const tf_vit_config *c = &m->cfg;
@@ -156,7 +109,7 @@ static int write_config(const tf_vit *m, const char *path) {
     int rc = !arch || tf_fields_to_json(r, &f, 1);
     if (!rc && c->head == TF_VIT_IMAGE_CLS) {
         cJSON_AddStringToObject(r, "problem_type", "single_label_classification");
-        rc = labels_to_json(m, r);
+        rc = tf_labels_to_json(m->labels, c->n_labels, r);
     }
     rc = rc || tf_json_write(path, r);
     cJSON_Delete(r);
@@ -169,12 +122,5 @@ int tf_vit_save_hf(const tf_vit *m, const char *dir) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (write_config(m, path)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    tf_st_writer *w = tf_st_writer_new();
-    if (!w) return tf_set_error("vit: out of memory");
-    tf_params *ps = m->params;
-    int rc = 0;
-    for (int i = 0; i < tf_params_count(ps) && !rc; i++) rc = tf_st_writer_add(w, tf_params_name(ps, i), tf_params_tensor(ps, i));
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    return rc;
+    return tf_folder_save_weights(m->params, path, NULL, NULL);
 }
