@@ -186,6 +186,12 @@ TEST(sparse_train_smoke) {
     snprintf(args, sizeof args, "generate --model %s/gpt --prompt ab --max-tokens 2", dir);
     rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc == 0 && !strncmp(out, "ab", 2), "generate: %d %s", rc, out);
+    /* the kind is a recorded setting: resuming with another is a change to allow */
+    snprintf(args, sizeof args, "train --arch gpt --data %s --out %s/gpt --steps 3 --batch 2 --context 32 --n-layer 1 "
+             "--d-model 16 --n-head 2 --attention full --eval-every 3 --threads 1 --resume",
+             data, dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "attention \"local\" -> \"full\""), "resume: %d %s", rc, out);
     snprintf(args, sizeof args, "train --arch bert --data %s --tokenizer ../shared/data/bert/bert-base-uncased-vocab.txt "
              "--out %s/bert --steps 3 --batch 2 --context 32 --n-layer 1 --d-model 16 --n-head 2 --attention bigbird "
              "--window 2 --block-size 4 --global-tokens 1 --random-blocks 1 --eval-every 3 --threads 1", data, dir);

@@ -341,7 +341,8 @@ typedef struct {
 } tf_attention_options;
 
 /* Its rows ("attention", "window", ... : the flags --attention, --window, ...),
- * flattened into a family's table with TF_FIELD_SUB; all in the signature. */
+ * flattened into a family's table with TF_FIELD_SUB; settings, not part of the
+ * checkpoint's signature (no kind changes the weights' shapes). */
 TF_API extern const struct tf_field_table tf_attention_table;
 /* The same rows with tformer_ in front of each key (config.json of a Hugging Face folder). */
 TF_API extern const struct tf_field_table tf_attention_hf_table;

@@ -9,7 +9,10 @@
 static const char *const KINDS[] = {"full", "local", "dilated", "bigbird", "nystrom", NULL};
 _Static_assert(sizeof(tf_attention_kind) == sizeof(int), "enum rows store an int");
 
-#define SIG TF_FIELD_SIGNATURE
+/* Not in the checkpoint's signature: the weights fit every kind (none adds a
+ * tensor). A checkpoint records them with the other settings, so a resume that
+ * changes them is a change of settings (--allow-changes), and an older
+ * checkpoint without them resumes as full attention. */
 #define ROWS_OF(P)                                                                                                     \
     {                                                                                                                  \
         R(kind, TF_FIELD_ENUM, P "attention", "full", NULL, KINDS,                                                     \
@@ -29,7 +32,7 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int), "enum rows store an int
           "nystrom: landmarks (0: exact softmax); the length a multiple of it"),                                       \
     }
 #define R(m, type, name, def, range, choices, help) \
-    TF_FIELD_ROW(tf_attention_options, m, type, name, def, range, choices, help, SIG, NULL)
+    TF_FIELD_ROW(tf_attention_options, m, type, name, def, range, choices, help, 0, NULL)
 static const tf_field ROWS[] = ROWS_OF("");
 static const tf_field HF_ROWS[] = ROWS_OF("tformer_");
 #undef R
