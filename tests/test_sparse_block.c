@@ -199,3 +199,25 @@ TEST(sparse_train_smoke) {
     CHECKF(rc == 0, "bert: %s", out);
     test_rm_rf(dir);
 }
+
+/* hf-run BigBirdModel: original_full is BERT's arithmetic (tests/fixtures_hf/v4_bigbird_*
+ * in hf_fixtures); what tformer does not implement is refused by name; the
+ * comparison notices a moved pooler weight (BigBird's pooler is one nn.Linear). */
+#define BIGBIRD_CASE "tests/fixtures_hf/v4_bigbird_full_rightpad_types"
+#define IDS5 {{"input_ids", TF_ST_I64, 2, {2, 5}, 1}}
+TEST(sparse_bigbird_hf_run_refusals_and_perturbation) {
+    static const test_bad_case bad[] = {
+        {"block_sparse", NULL, "\"original_full\"", "\"block_sparse\"", NULL, IDS5,
+         {"config.json", "\"attention_type\" must be \"original_full\"", "block_sparse"}},
+        {"rescaled embeddings", NULL, "\"rescale_embeddings\": false", "\"rescale_embeddings\": true", NULL, IDS5,
+         {"config.json", "\"rescale_embeddings\" must be false"}},
+        {"no bias", NULL, "\"use_bias\": true", "\"use_bias\": false", NULL, IDS5, {"config.json", "\"use_bias\""}},
+        {"no pooler weight", NULL, NULL, NULL, "pooler.weight", IDS5, {"model.safetensors", "unexpected tensor 'pooler.bias'"}},
+    };
+    int n = test_hf_run_bad_cases(bad, sizeof bad / sizeof *bad, BIGBIRD_CASE, "HF_VERBOSE");
+    CHECKF(n == 0, "%d of the BigBird refusals were not a clear error", n);
+    static const test_weight w[] = {{"pooler.weight", 5}, {"encoder.layer.1.output.dense.bias", 3}};
+    double same, least;
+    int still = test_hf_perturbed(BIGBIRD_CASE, w, 2, 1e-5, &same, &least);
+    CHECKF(still == 0 && same <= 1e-5, "unchanged copy %g, %d moved weights still pass (least %g)", same, still, least);
+}
