@@ -174,6 +174,15 @@ $(BUILD)/bench_continual: bench/bench_continual.c $(BUILD)/libtformer.a
 bench-continual: $(BUILD)/bench_continual
 	$(BENCH_ENV) python3 bench/continual_bench.py $(BUILD)/bench_continual
 
+$(BUILD)/bench_attention_kinds: bench/bench_attention_kinds.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# Time and peak memory of full / local / BigBird / Nystrom attention, N = 1k ... 64k
+# (docs/long-sequences.md): minutes on a quiet machine, never on a shared one.
+bench-attention-scaling: $(BUILD)/bench_attention_kinds
+	$(BENCH_ENV) $(BENCH_PYTHON) bench/attention_scaling.py $(BUILD)/bench_attention_kinds --threads $(BENCH_THREADS) \
+	    --out $(BUILD)/attention_scaling
+
 $(BUILD)/bench_matmul: bench/bench_matmul.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
@@ -248,7 +257,7 @@ bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
 	$(BENCH_ENV) python3 bench/memory_bench.py $(BUILD)/tformer $(BUILD)/bench_memory $(BENCH_THREADS) \
 	    $(PT2_PYTHON) $(BENCH_PYTHON)
 
-.PHONY: bench-memory
+.PHONY: bench-memory bench-attention-scaling
 
 # `tformer hf-run` against Hugging Face transformers 4.x on fresh random GPT-2
 # configurations and inputs (SEED, HF_CASES of them), written by

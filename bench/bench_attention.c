@@ -29,14 +29,7 @@ int main(int argc, char **argv) {
         t[r] = bench_now() - t0;
     }
     double median = bench_median(t, runs);
-    /* VmHWM: this process' peak resident set (ru_maxrss would carry a parent's over exec) */
-    long kib = 0;
-    char line[256];
-    FILE *st = fopen("/proc/self/status", "r");
-    while (st && fgets(line, sizeof line, st))
-        if (sscanf(line, "VmHWM: %ld", &kib) == 1) break;
-    if (st) fclose(st);
-    printf("%.6f %ld\n", median, kib);
+    printf("%.6f %ld\n", median, bench_peak_kib());
     tf_ctx_free(ctx);
     return 0;
 }

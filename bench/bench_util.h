@@ -2,6 +2,7 @@
 #ifndef TF_BENCH_UTIL_H
 #define TF_BENCH_UTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -20,6 +21,18 @@ static inline int bench_cmp(const void *a, const void *b) {
 static inline double bench_median(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, bench_cmp);
     return t[n / 2];
+}
+
+/* This process' peak resident set in KiB (VmHWM of /proc/self/status; ru_maxrss
+ * would carry a parent's over exec), 0 when unreadable. */
+static inline long bench_peak_kib(void) {
+    long kib = 0;
+    char line[256];
+    FILE *st = fopen("/proc/self/status", "r");
+    while (st && fgets(line, sizeof line, st))
+        if (sscanf(line, "VmHWM: %ld", &kib) == 1) break;
+    if (st) fclose(st);
+    return kib;
 }
 
 #endif

@@ -143,6 +143,17 @@ static tf_tensor *case_sdpa(tf_ctx *c, int v) {
     return tf_sdpa(c, q, k, vv, const_u8(c, 2, (int64_t[]){4, 6}, 4), 1, s);
 }
 
+static tf_tensor *case_sparse_attention(tf_ctx *c, int v) {
+    static const int g[] = {1, 5};
+    tf_tensor *q = LEAF(c, 2, 2, v == 3 ? 3 : 7, 3), *k = LEAF(c, 2, 2, 7, 3), *vv = LEAF(c, 2, 2, 7, 4);
+    tf_sparse_pattern p = {.block = 2, .window = 1, .dilation = 1, .seed = 3};
+    if (v == 0) p.random = 1, p.global = g, p.n_global = 1, p.global_first = 1;  /* BigBird, key padding */
+    if (v == 1) p.causal = 1, p.dilation = 2, p.window = 2;  /* dilated, causal */
+    if (v == 2) p.causal = 1, p.window = -1, p.global = g, p.n_global = 2;  /* global only, key padding */
+    if (v == 3) p.causal = 1, p.random = 1, p.global_first = 1;  /* queries continuing a cache: positions 4..6 */
+    return tf_sparse_attention(c, q, k, vv, v == 1 ? NULL : const_u8(c, 2, (int64_t[]){2, 7}, 5), &p, 0.6f);
+}
+
 /* Composite graphs: views, split and the attention layer, through the same check. */
 static tf_tensor *case_split(tf_ctx *c, int v) {
     tf_tensor *outs[3], *x = LEAF(c, 3, 9);
@@ -417,6 +428,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_RECIPROCAL] = {TF_OP_RECIPROCAL, 2, case_reciprocal},
     [TF_OP_DEPTHWISE_CONV] = {TF_OP_DEPTHWISE_CONV, 3, case_depthwise_conv},
     [TF_OP_SOFT_CROSS_ENTROPY] = {TF_OP_SOFT_CROSS_ENTROPY, 2, case_soft_cross_entropy},
+    [TF_OP_SPARSE_ATTENTION] = {TF_OP_SPARSE_ATTENTION, 4, case_sparse_attention},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {

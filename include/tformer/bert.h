@@ -44,6 +44,7 @@ typedef struct {
     int pooler;                               /* BertModel and the [CLS] heads have one */
     int tied;                                 /* MLM decoder = word embeddings (tie_word_embeddings) */
     float init_std;                           /* initializer_range */
+    tf_attention_options attention;           /* full, local, dilated, bigbird or nystrom */
 } tf_bert_config;
 
 /* BERT-base's shape scaled to the given sizes: erf GELU, eps 1e-12, 2 token

@@ -26,6 +26,7 @@ typedef struct {
     tf_activation activation;/* GPT-2: TF_ACT_GELU_TANH */
     int tied;                /* output projection = token embedding (GPT-2) */
     float norm_eps;
+    tf_attention_options attention; /* full (causal), or local / dilated / bigbird causal patterns */
 } tf_gpt_config;
 
 /* GPT-2 small's shape scaled to the given sizes: pre-LN, learned positions,

@@ -66,6 +66,13 @@ typedef struct {
     int nystrom;
     int landmarks;   /* L: segment-mean landmarks; 0: exact softmax (num_landmarks == segment_means_seq_len) */
     int conv_kernel; /* K > 0 (odd): out += depthwise convolution of v along the sequence, conv_weight (H,1,K,1) */
+    /* Sparse attention (tf_sparse_attention, off by default): self-attention
+     * (a cache's new positions continue the sequence) over the keys `pattern`
+     * lets each query see (its causal field decides causality), a key padding
+     * mask its only mask, no dropout on the weights (the kernel never forms
+     * them), no attention weights out. */
+    int sparse;
+    tf_sparse_pattern pattern;
 } tf_mha_config;
 
 typedef struct {
@@ -214,7 +221,8 @@ TF_API int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n);
 typedef enum {
     TF_ATTN_FULL,   /* every key (encoders; masks may still hide some) */
     TF_ATTN_CAUSAL, /* keys up to the query's own position (decoders) */
-    TF_ATTN_NYSTROM /* every key through Nyström landmarks (tf_mha_config's nystrom; block's landmarks, conv_kernel) */
+    TF_ATTN_NYSTROM, /* every key through Nyström landmarks (tf_mha_config's nystrom; block's landmarks, conv_kernel) */
+    TF_ATTN_SPARSE  /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
 } tf_attn_kind;
 
 /* One block serves every family: self-attention, an optional cross-attention
@@ -235,6 +243,7 @@ typedef struct {
     int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
     int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
     int conv_kernel;    /* TF_ATTN_NYSTROM: K > 0 (odd) adds the depthwise convolution of v (role CONV_W) */
+    tf_sparse_pattern sparse; /* TF_ATTN_SPARSE: which keys each query sees; attn_dropout must be 0 */
 } tf_block_config;
 
 typedef struct {
@@ -312,6 +321,41 @@ TF_API int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, con
 /* x (B,T,d_model) -> (B,T,d_model); args may be NULL. */
 TF_API tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
                                    const tf_block_args *args);
+
+/* ---------------------------------------------------------------- attention kinds of a family */
+
+/* The self-attention a family trains with (tformer train --attention ...,
+ * src/nn/attention_kind.c): full (the family's own: causal for GPT), or a
+ * sparse pattern (causal when the family is), or Nyström (encoders only). */
+typedef enum {
+    TF_ATTENTION_FULL,
+    TF_ATTENTION_LOCAL,   /* a window of +-window positions (causal: the window before) */
+    TF_ATTENTION_DILATED, /* the same every dilation-th position: offsets k * dilation, |k| <= window */
+    TF_ATTENTION_BIGBIRD, /* local window + global tokens + random_blocks random key blocks per query block */
+    TF_ATTENTION_NYSTROM  /* Nyström landmarks (not causal) */
+} tf_attention_kind;
+
+typedef struct {
+    tf_attention_kind kind;
+    int window, dilation;  /* local, dilated, BigBird (dilation: dilated only) */
+    int global_tokens;     /* local, dilated, BigBird: the first positions see and are seen by every position */
+    int random_blocks;     /* BigBird */
+    int block_size;        /* the kernel's blocks of queries and keys (random blocks are drawn in these) */
+    uint64_t pattern_seed; /* BigBird's random blocks */
+    int landmarks;         /* Nyström: 0 exact softmax; else T must be a multiple of it */
+} tf_attention_options;
+
+/* Its rows ("attention", "window", ... : the flags --attention, --window, ...),
+ * flattened into a family's table with TF_FIELD_SUB; settings, not part of the
+ * checkpoint's signature (no kind changes the weights' shapes). */
+TF_API extern const struct tf_field_table tf_attention_table;
+/* The same rows with tformer_ in front of each key (config.json of a Hugging Face folder). */
+TF_API extern const struct tf_field_table tf_attention_hf_table;
+/* Set b's attention (b->attn on entry: the family's TF_ATTN_FULL or
+ * TF_ATTN_CAUSAL) from o. -1 with a message when a knob is set that the kind
+ * does not use, or Nyström is asked of a causal family. Sparse kinds and
+ * Nyström have no dropout on the attention weights: b->attn_dropout becomes 0. */
+TF_API int tf_attention_apply(const tf_attention_options *o, tf_block_config *b);
 
 /* ---------------------------------------------------------------- PyTorch's layers and stacks */
 

@@ -36,6 +36,7 @@ typedef enum {
     TF_OP_RECIPROCAL,    /* 1/x */
     TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
     TF_OP_SOFT_CROSS_ENTROPY, /* logits against a distribution over the classes (mixup's targets) */
+    TF_OP_SPARSE_ATTENTION, /* block-sparse flash attention over a tf_sparse_pattern */
     TF_OP_COUNT
 } tf_op;
 
@@ -133,6 +134,63 @@ TF_API tf_tensor *tf_patch_embed(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_ten
  * outside [0,T) zero: PyTorch's Conv2d(C, C, (K,1), padding=((K-1)/2,0),
  * groups=C, bias=False) with its weight (C,1,K,1) viewed as (C,K). */
 TF_API tf_tensor *tf_depthwise_conv(tf_ctx *ctx, tf_tensor *x, tf_tensor *w);
+
+/* ---------------------------------------------------------------- sparse attention */
+
+/* Which keys j each query i of a T-long self-attention sees (src/ops/sparse_pattern.c).
+ * The parts compose: key j is visible to query i when (causal: j <= i) and
+ *   - the window holds it: i - j = k * dilation with |k| <= window (causal: 0 <= k <= window), or
+ *   - i or j is a global position (a global query sees every key, every query sees a global key):
+ *     the first global_first positions (tokens a model adds in front, BERT's [CLS]) and any listed, or
+ *   - j's key block is one of the `random` key blocks drawn for i's query block.
+ * Queries and keys are grouped in blocks of `block` positions (the last block
+ * may be shorter). The random blocks of each query block are drawn, without
+ * repeats, among the key blocks the window and the global keys do not already
+ * visit (causal: blocks up to the query block's own) from a hash of (seed,
+ * query block): the same pattern and T always give the same blocks, for every
+ * batch row and head. */
+typedef struct {
+    int block;          /* b in [1, TF_SPARSE_MAX_BLOCK] */
+    int causal;
+    int window;         /* w >= 0, or -1: no window */
+    int dilation;       /* r >= 1 */
+    int global_first;   /* positions 0 .. min(global_first, T)-1 are global (a short sequence: all of it) */
+    const int *global;  /* n_global more positions in [0, T), any order, or NULL */
+    int n_global;
+    int random;         /* key blocks per query block, >= 0 */
+    uint64_t seed;
+} tf_sparse_pattern;
+
+#define TF_SPARSE_MAX_BLOCK 128
+
+/* The key blocks each query block needs, ascending: query block qb (rows
+ * [qb*b, min(qb*b+b, T))) visits kblock[off[qb] .. off[qb+1]); random[t] is 1
+ * for a block drawn at random (all its keys visible, causal aside). */
+typedef struct {
+    int64_t n_qblocks, n_kblocks;
+    int64_t *off;     /* (n_qblocks+1) */
+    int32_t *kblock;  /* (off[n_qblocks]) */
+    uint8_t *random;  /* (off[n_qblocks]) */
+    int64_t max_visit; /* the most key blocks any query block visits */
+} tf_sparse_layout;
+
+/* 0, or -1 and an error naming the bad field (block, window, dilation, a
+ * global position outside [0,T), random). */
+TF_API int tf_sparse_check(const tf_sparse_pattern *p, int64_t T);
+TF_API int tf_sparse_layout_new(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_t T);
+TF_API void tf_sparse_layout_free(tf_sparse_layout *l);
+/* The equivalent dense mask (T,T) row-major, 1 = hidden (PyTorch's boolean
+ * attn_mask): for tests and for the unfused path. */
+TF_API int tf_sparse_mask(const tf_sparse_pattern *p, int64_t T, uint8_t *mask);
+
+/* Block-sparse flash attention: q (B,H,Tq,D), k (B,H,T,D), v (B,H,T,Dv) ->
+ * (B,H,Tq,Dv), Tq <= T, the queries being positions T-Tq .. T-1 (all of them,
+ * or a KV cache's new ones); softmax over the visible keys of scale * q k^T,
+ * only the key blocks of the layout visited (time O(T k b D) for k blocks per query block, memory
+ * O(T D)). pad (B,T) U8 (nonzero = padding key) or NULL. A query that sees no
+ * key gives zeros (as tf_sdpa). */
+TF_API tf_tensor *tf_sparse_attention(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *pad,
+                                      const tf_sparse_pattern *pattern, float scale);
 
 #ifdef __cplusplus
 }

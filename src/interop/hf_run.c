@@ -104,6 +104,7 @@ static const hf_arch ARCHS[] = {
     {"BertForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {"BigBirdModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* attention_type original_full */
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
     {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},

@@ -92,7 +92,7 @@ tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t
 }
 
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
-    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0};
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}};
     return c;
 }
 
@@ -256,6 +256,42 @@ static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], 
     return tf_matmul(ctx, p, qkv[2], 0, 0);                                 // (B,H,Tq,D)
 }
 
+/* The key padding as the sparse kernel takes it, (B,T) U8 nonzero = padding:
+ * U8 as given, F32 additive with -inf for padding and 0 elsewhere. */
+static tf_tensor *sparse_padding(tf_ctx *ctx, tf_tensor *t, int64_t B, int64_t T) {
+    char s[64];
+    if (t->ndim != 2 || t->shape[0] != B || t->shape[1] != T || (t->dtype != TF_DTYPE_U8 && t->dtype != TF_DTYPE_F32))
+        return tf_set_error("attention: key_padding_mask %s should be U8 or F32 (%lld,%lld)", tf_shape_str(t, s, sizeof s),
+                            (long long)B, (long long)T), NULL;
+    if (t->dtype == TF_DTYPE_U8) return t;
+    tf_tensor *c = tf_contiguous(ctx, t), *pad = c ? tf_tensor_new(ctx, TF_DTYPE_U8, 2, t->shape, 0) : NULL;
+    for (int64_t i = 0; pad && i < B * T; i++) {
+        float v = tf_f32(c)[i];
+        if (v != 0.0f && v != -INFINITY)
+            return tf_set_error("attention: sparse attention takes a key padding of 0 and -inf only (found %g)", v), NULL;
+        tf_u8(pad)[i] = v == -INFINITY;
+    }
+    return pad;
+}
+
+/* Sparse self-attention of q, k, v (B,H,T,D): the pattern's keys and no
+ * others; the key padding mask its only mask. */
+static tf_tensor *attend_sparse(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask,
+                                int causal) {
+    const tf_sparse_pattern *p = &m->cfg.pattern;
+    if ((causal || (mask && mask->causal)) && !p->causal)
+        return tf_set_error("attention: causal attention asked of a sparse pattern that is not causal"), NULL;
+    if ((mask && mask->mask) || m->rel_bias)
+        return tf_set_error("attention: sparse attention takes a key padding mask only (no attn_mask, no relative "
+                            "positions)"), NULL;
+    tf_tensor *pad = NULL;
+    if (mask && mask->key_padding_mask &&
+        !(pad = sparse_padding(ctx, mask->key_padding_mask, qkv[0]->shape[0], qkv[0]->shape[2])))
+        return NULL;
+    float scale = 1.0f / sqrtf((float)(m->cfg.d_model / m->cfg.n_head));
+    return tf_sparse_attention(ctx, qkv[0], qkv[1], qkv[2], pad, p, scale);
+}
+
 /* q (B,H,Tq,D) from query, k and v the cache's as held (no key, no value:
  * the encoder's projected keys and values at a later decoding step). */
 static int project_query_only(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_kv_cache *cache, int layer,
@@ -276,6 +312,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     if (m->cfg.nystrom && (cache || causal || (mask && mask->causal) || key != query || value != query || weights || probs))
         return tf_set_error("attention: Nystrom attention is self-attention only, without a cache, causal masking "
                             "or attention weights"), NULL;
+    if (m->cfg.sparse && (key != query || value != query || weights || probs))
+        return tf_set_error("attention: sparse attention (local, dilated, bigbird) is self-attention without "
+                            "attention weights"), NULL;
     int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
     tf_tensor *qkv[3];
     if (held) {
@@ -285,8 +324,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
         if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
         if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
     }
-    tf_tensor *o = m->cfg.nystrom ? tf_nystrom_attend(ctx, m, qkv, mask)  // o: (B,H,Tq,D)
-                                  : attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);
+    tf_tensor *o = m->cfg.nystrom  ? tf_nystrom_attend(ctx, m, qkv, mask)  // o: (B,H,Tq,D)
+                   : m->cfg.sparse ? attend_sparse(ctx, m, qkv, mask, causal)
+                                   : attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }

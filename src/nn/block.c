@@ -10,7 +10,7 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0};
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}};
     return c;
 }
 
@@ -24,6 +24,10 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->attn != TF_ATTN_NYSTROM && (c->landmarks || c->conv_kernel))
         return tf_set_error("block: landmarks %d and conv_kernel %d are settings of Nystrom attention (TF_ATTN_NYSTROM)",
                             c->landmarks, c->conv_kernel);
+    if (c->attn == TF_ATTN_SPARSE && c->attn_dropout > 0.0f)
+        return tf_set_error("block: sparse attention has no dropout on the attention weights (attn_dropout %g)",
+                            c->attn_dropout);
+    if (c->attn == TF_ATTN_SPARSE && tf_sparse_check(&c->sparse, INT64_MAX)) return -1;
     if (c->landmarks < 0 || c->conv_kernel < 0 || (c->conv_kernel > 0 && c->conv_kernel % 2 == 0))
         return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->landmarks,
                             c->conv_kernel);
@@ -108,6 +112,7 @@ static void attn_config(tf_mha *m, const tf_block_config *c, int self) {
     m->cfg.bias = c->bias, m->cfg.dropout = c->attn_dropout, m->cfg.w_in_out = c->w_in_out;
     if (self && c->attn == TF_ATTN_NYSTROM)
         m->cfg.nystrom = 1, m->cfg.landmarks = c->landmarks, m->cfg.conv_kernel = c->conv_kernel;
+    if (self && c->attn == TF_ATTN_SPARSE) m->cfg.sparse = 1, m->cfg.pattern = c->sparse;
 }
 
 int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,

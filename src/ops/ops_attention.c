@@ -36,7 +36,7 @@ typedef struct {
     const tf_tensor *mask;
     int64_t bh, i0, i1;
     const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (Tk,D), V (Tk,Dv) */
-    const float *kt, *vt;   /* K^T and V^T by key tiles (tiles_t): B operands of Q K^T and dO V^T */
+    const float *kt, *vt;   /* K^T and V^T by key tiles (tf_tiles_t): B operands of Q K^T and dO V^T */
 } sdpa_block;
 
 /* Offset of (batch, head) bh in q (i = 0), k (1) or v (2): a KV cache's
@@ -45,12 +45,9 @@ static int64_t at(const tf_sdpa_params *p, int i, int64_t bh) {
     return bh / p->H * p->st[i][0] + bh % p->H * p->st[i][1];
 }
 
-/* t = a (T, D) transposed tile by tile: key tile j0 (width w) becomes a
- * contiguous (D, w) block at t + j0 * D, so a tile product reads it densely
- * (rows of a whole (D, T) matrix, T apart, fall into the same cache sets). */
-static void tiles_t(float *t, const float *a, int64_t T, int64_t D) {
-    for (int64_t j0 = 0; j0 < T; j0 += BK) {
-        int64_t w = T - j0 < BK ? T - j0 : BK;
+void tf_tiles_t(float *t, const float *a, int64_t T, int64_t D, int64_t bk) {
+    for (int64_t j0 = 0; j0 < T; j0 += bk) {
+        int64_t w = T - j0 < bk ? T - j0 : bk;
         float *tt = t + j0 * D;
         for (int64_t c = 0; c < w; c++)
             for (int64_t d = 0; d < D; d++) tt[d * w + c] = a[(j0 + c) * D + d];
@@ -93,6 +90,37 @@ static int64_t block_end(const sdpa_block *k) {
     return visible_end(k->p, k->i1 - 1, &last);
 }
 
+void tf_flash_tile_rows(const tf_kernels *kern, float *S, int64_t rows, int64_t w, float *m, double *l, float *o,
+                        int64_t Dv) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *s = S + r * w, tm = -INFINITY;
+        for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
+        if (tm == -INFINITY) { /* nothing visible in this tile */
+            memset(s, 0, (size_t)w * sizeof *s);
+            continue;
+        }
+        if (tm > m[r]) { /* a new running max: rescale what was summed so far */
+            float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
+            l[r] *= f;
+            for (int64_t c = 0; c < Dv; c++) o[r * Dv + c] *= f;
+            m[r] = tm;
+        }
+        l[r] += kern->exp_shift(s, s, m[r], w);
+    }
+}
+
+void tf_flash_finish(float *o, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv) {
+    for (int64_t r = 0; r < rows; r++) {
+        if (l[r] == 0.0) { /* every key excluded: zeros, as in tf_softmax */
+            lse[r] = -INFINITY;
+            continue;
+        }
+        float inv = (float)(1.0 / l[r]);
+        for (int64_t c = 0; c < Dv; c++) o[r * Dv + c] *= inv;
+        lse[r] = m[r] + (float)log(l[r]);
+    }
+}
+
 static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv), lse: (rows)
     const tf_sdpa_params *p = k->p;
     const tf_kernels *kern = k->kern;
@@ -104,32 +132,10 @@ static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (r
     for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
         block_scores(S, k, j0, w);
-        for (int64_t r = 0; r < rows; r++) {
-            float *s = S + r * w, tm = -INFINITY;
-            for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
-            if (tm == -INFINITY) { /* nothing visible in this tile */
-                memset(s, 0, (size_t)w * sizeof *s);
-                continue;
-            }
-            if (tm > m[r]) { /* a new running max: rescale what was summed so far */
-                float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
-                l[r] *= f;
-                for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= f;
-                m[r] = tm;
-            }
-            l[r] += kern->exp_shift(s, s, m[r], w);
-        }
+        tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->Dv);
         kern->tile_gemm(o, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
-    for (int64_t r = 0; r < rows; r++) {
-        if (l[r] == 0.0) { /* every key excluded: zeros, as in tf_softmax */
-            lse[r] = -INFINITY;
-            continue;
-        }
-        float inv = (float)(1.0 / l[r]);
-        for (int64_t c = 0; c < p->Dv; c++) o[r * p->Dv + c] *= inv;
-        lse[r] = m[r] + (float)log(l[r]);
-    }
+    tf_flash_finish(o, lse, m, l, rows, p->Dv);
 }
 
 /* Task t of the forward: query block t % nb of (batch, head) t / nb. */
@@ -155,7 +161,7 @@ void tf_op_sdpa_forward(tf_node *n) {
      * and on a busy machine a descheduled thread stalls the whole region). */
     int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
     TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
-                    tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D));
+                    tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D, BK));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
     if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
@@ -251,7 +257,7 @@ void tf_op_sdpa_backward(tf_node *n) {
         float *scratch = scratch0 + (int64_t)tid * 2 * BQ * p->Tk;  // (2, BQ, Tk) of this thread
         const float *v = tf_f32(n->in[2]) + at(p, 2, bh);
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
-        tiles_t(vt, v, p->Tk, p->Dv);
+        tf_tiles_t(vt, v, p->Tk, p->Dv, BK);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
             sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + at(p, 0, bh),
                             tf_f32(n->in[1]) + at(p, 1, bh), v, n->saved[1] + bh * p->D * p->Tk, vt};
@@ -262,9 +268,7 @@ void tf_op_sdpa_backward(tf_node *n) {
     free(gacc);
 }
 
-/* x itself when each (batch, head) holds its rows one after another (a KV
- * cache's view), else a contiguous copy. */
-static tf_tensor *rows_of(tf_ctx *ctx, tf_tensor *x) {
+tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x) {
     int rows = x->stride[3] == 1 && (x->stride[2] == x->shape[3] || x->shape[2] == 1);
     return rows ? x : tf_contiguous(ctx, x);
 }
@@ -298,7 +302,7 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
                                 (long long)p->Tq, (long long)p->Tk), NULL;
         p->mask_dtype = mask->dtype;
     }
-    tf_tensor *in[4] = {rows_of(ctx, q), rows_of(ctx, k), rows_of(ctx, v), mask};
+    tf_tensor *in[4] = {tf_attn_rows(ctx, q), tf_attn_rows(ctx, k), tf_attn_rows(ctx, v), mask};
     for (int i = 0; i < 3; i++)
         if (in[i]) p->st[i][0] = in[i]->stride[0], p->st[i][1] = in[i]->stride[1];
     int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 from safetensors.torch import save_file
-from transformers import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+from transformers import (BertConfig, BertForMaskedLM, BigBirdConfig, BigBirdModel, BertForPreTraining, BertForQuestionAnswering,
                           BertForSequenceClassification, BertForTokenClassification, BertModel, GPT2Config,
                           GPT2LMHeadModel, GPT2Model)
 
@@ -48,9 +48,10 @@ GPT2_ARCHS = {"GPT2LMHeadModel": GPT2LMHeadModel, "GPT2Model": GPT2Model}
 BERT_ARCHS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining, "BertForMaskedLM": BertForMaskedLM,
               "BertForSequenceClassification": BertForSequenceClassification,
               "BertForTokenClassification": BertForTokenClassification,
-              "BertForQuestionAnswering": BertForQuestionAnswering}
+              "BertForQuestionAnswering": BertForQuestionAnswering,
+              "BigBirdModel": BigBirdModel}  # attention_type original_full: BERT's arithmetic
 ARCHS = {**GPT2_ARCHS, **BERT_ARCHS}
-BERT_OUT = {"BertModel": ("last_hidden_state", "pooler_output"),
+BERT_OUT = {"BertModel": ("last_hidden_state", "pooler_output"), "BigBirdModel": ("last_hidden_state", "pooler_output"),
             "BertForPreTraining": ("prediction_logits", "seq_relationship_logits", "loss"),
             "BertForMaskedLM": ("logits", "loss"), "BertForSequenceClassification": ("logits", "loss"),
             "BertForTokenClassification": ("logits", "loss"),
@@ -124,6 +125,10 @@ CASES = [
      dict(vocab_size=21, max_position_embeddings=12, hidden_size=6, num_hidden_layers=3, num_attention_heads=2,
           intermediate_size=10),
      dict(B=3, T=9, mask="right", types=True, labels=True)),
+    (4, "v4_bigbird_full_rightpad_types", "BigBirdModel",
+     dict(vocab_size=29, max_position_embeddings=16, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
+          intermediate_size=18, type_vocab_size=2, hidden_act="gelu_new"),
+     dict(B=3, T=10, mask="right", types=True)),
     (5, "v5_bert_body_leftpad", "BertModel",
      dict(vocab_size=33, max_position_embeddings=12, hidden_size=10, num_hidden_layers=2, num_attention_heads=5,
           intermediate_size=13),
@@ -257,7 +262,10 @@ def reference(model, arch, x):
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
     torch.manual_seed(seed)
-    if arch in BERT_ARCHS:
+    if arch == "BigBirdModel":
+        cfg = BigBirdConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0,
+                            attention_type="original_full", **cfg_kw)
+    elif arch in BERT_ARCHS:
         cfg = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0, **cfg_kw)
     else:
         # bos/eos: GPT-2's 50256 is outside these vocabularies (a 5.x warning); forward() does not read them

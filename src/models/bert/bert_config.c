@@ -35,6 +35,7 @@ static const tf_field ROWS[] = {
     R(pooler, TF_FIELD_BOOL, "true", NULL, NULL, "the tanh pooler over [CLS]", SIG, NULL),
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "masked-LM decoder = word embeddings", SIG, NULL),
     R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights (initializer_range)", 0, NULL),
+    TF_FIELD_SUB(tf_bert_config, attention, tf_attention_table),
 };
 #undef R
 
@@ -57,7 +58,8 @@ int tf_bert_config_check(const tf_bert_config *c) {
         return tf_set_error("problem regression needs n_labels 1 (got %d)", c->n_labels);
     if ((c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_PRETRAINING) && !c->pooler)
         return tf_set_error("head %s reads the pooler: pooler must be true", HEADS[c->head]);
-    return 0;
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    return tf_attention_apply(&c->attention, &b) || tf_block_config_check(&b) ? -1 : 0;
 }
 
 const char *tf_bert_head_name(tf_bert_head h) {

@@ -30,14 +30,32 @@ static const tf_field HF_ROWS[] = {
     HF(attn_dropout, TF_FIELD_FLOAT, "attention_probs_dropout_prob", "0.1", 0),
     HF(init_std, TF_FIELD_FLOAT, "initializer_range", "0.02", 0),
     HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", 0),
+    TF_FIELD_SUB(tf_bert_config, attention, tf_attention_hf_table),
 };
 #undef HF
 #undef HF_E
 static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
 
+/* Hugging Face's BigBirdModel with attention_type "original_full" is BERT's
+ * arithmetic under BERT's names; its block-sparse attention (random blocks
+ * drawn per head and call), rescaled embeddings and bias-free projections are
+ * refused by name (docs/long-sequences.md). */
+static int refuse_bigbird(const cJSON *root, const char *path) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "attention_type");
+    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "original_full")))
+        return tf_set_error("%s: BigBird's \"attention_type\" must be \"original_full\" (Hugging Face's block_sparse "
+                            "attention is not implemented)", path);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "rescale_embeddings")))
+        return tf_set_error("%s: BigBird's \"rescale_embeddings\" must be false", path);
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "use_bias")))
+        return tf_set_error("%s: BigBird's \"use_bias\" must be true", path);
+    return 0;
+}
+
 /* BertConfig settings that change the arithmetic and that tformer does not
  * implement: refused by name rather than run to a different answer. */
 static int refuse_unsupported(const cJSON *root, const char *path) {
+    if (refuse_bigbird(root, path)) return -1;
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");
     if (j && !cJSON_IsNull(j) && !(cJSON_IsString(j) && !strcmp(j->valuestring, "absolute")))
         return tf_set_error("%s: \"position_embedding_type\" must be \"absolute\" (relative positions are not "
@@ -67,7 +85,8 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
                        int *folder_head) {
     const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
-    int head = cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
+    int bigbird = cJSON_IsString(first) && !strcmp(first->valuestring, "BigBirdModel");
+    int head = bigbird ? TF_BERT_BODY : cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
     if (cJSON_IsString(first) && head < 0)
         return tf_set_error("%s: architecture \"%s\" is not a BERT class tformer has", path, first->valuestring);
     *folder_head = head;
@@ -100,13 +119,31 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
 /* ---------------------------------------------------------------- weights */
 
 /* The file's tensor for one of ours: as named, or with / without "bert.". */
-static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
+static const tf_st_entry *find_as_named(const tf_st_file *f, const char *name) {
     const tf_st_entry *e = tf_st_find(f, name);
     char alt[512];
     if (!e && !strncmp(name, "bert.", 5)) e = tf_st_find(f, name + 5);
     if (!e && strncmp(name, "bert.", 5) && (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt)
         e = tf_st_find(f, alt);
     return e;
+}
+
+/* BigBird's pooler is one nn.Linear: "pooler.weight" for BERT's "pooler.dense.weight".
+ * The other name of `name` in out, or NULL when it has none. */
+static const char *bigbird_pooler(const char *name, char *out, size_t cap) {
+    const char *p = strstr(name, "pooler."), *rest = p ? p + 7 : NULL;
+    if (!rest) return NULL;
+    const char *swap = !strcmp(rest, "dense.weight") ? "weight" : !strcmp(rest, "dense.bias") ? "bias"
+                     : !strcmp(rest, "weight") ? "dense.weight" : !strcmp(rest, "bias") ? "dense.bias" : NULL;
+    if (!swap || (size_t)snprintf(out, cap, "%.*spooler.%s", (int)(p - name), name, swap) >= cap) return NULL;
+    return out;
+}
+
+static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
+    const tf_st_entry *e = find_as_named(f, name);
+    char alt[512];
+    const char *other = e ? NULL : bigbird_pooler(name, alt, sizeof alt);
+    return other ? find_as_named(f, other) : e;
 }
 
 /* Tensors Hugging Face stores besides the parameters: buffers and tied copies. */
@@ -122,11 +159,17 @@ static int known_extra(const char *name) {
 }
 
 /* A tensor the model has under either prefix. */
-static int ours(const tf_params *ps, const char *name) {
+static int ours_as_named(const tf_params *ps, const char *name) {
     char alt[512];
     if (tf_params_get(ps, name)) return 1;
     if (!strncmp(name, "bert.", 5)) return tf_params_get(ps, name + 5) != NULL;
     return (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt && tf_params_get(ps, alt);
+}
+
+static int ours(const tf_params *ps, const char *name) {
+    char alt[512];
+    const char *other = bigbird_pooler(name, alt, sizeof alt);
+    return ours_as_named(ps, name) || (other && ours_as_named(ps, other));
 }
 
 static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t, int may_miss) {

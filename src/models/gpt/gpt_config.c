@@ -22,6 +22,7 @@ static const tf_field ROWS[] = {
     R(activation, TF_FIELD_ENUM, "gelu_tanh", NULL, ACTIVATIONS, "the MLP's activation (GPT-2: gelu_tanh)", SIG, NULL),
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "output projection = token embedding (GPT-2)", SIG, NULL),
     R(norm_eps, TF_FIELD_FLOAT, "1e-5", "(0,inf)", NULL, "LayerNorm epsilon", SIG, "layer_norm_eps"),
+    TF_FIELD_SUB(tf_gpt_config, attention, tf_attention_table),
 };
 #undef R
 
@@ -40,5 +41,7 @@ int tf_gpt_config_check(const tf_gpt_config *c) {
     if (tf_fields_check(&f, 1)) return -1;
     if (c->vocab_size < 1) return tf_set_error("vocab_size 0: the model needs its vocabulary's size");
     if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
-    return 0;
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    b.attn = TF_ATTN_CAUSAL;
+    return tf_attention_apply(&c->attention, &b) || tf_block_config_check(&b) ? -1 : 0;
 }

@@ -28,6 +28,7 @@ static const tf_field HF_ROWS[] = {
     HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", NULL, 0),
     HF(pos, TF_FIELD_ENUM, "tformer_position", "learned", HF_POS, 0),
     HF(norm_first, TF_FIELD_BOOL, "tformer_norm_first", "true", NULL, 0),
+    TF_FIELD_SUB(tf_gpt_config, attention, tf_attention_hf_table),
 };
 #undef HF
 static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
