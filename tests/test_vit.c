@@ -9,59 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "test.h"
+#include "hf_cases.h"
 
 #define TOL 1e-5
 #define VIT_DIR "tests/fixtures_vit"
 
-static tf_tensor *load(const tf_st_file *f, const char *name, tf_arena *a) {
-    const tf_st_entry *e = tf_st_find(f, name);
-    return e ? tf_st_to_tensor(f, e, a) : NULL;
-}
-
-static double max_abs_diff(const float *a, const float *b, int64_t n) {
-    double worst = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= worst)) worst = d;
-    }
-    return worst;
-}
-
 /* ---------------------------------------------------------------- the patch embedding */
-
-static double patch_case(const char *dir) {
-    char p[1200];
-    snprintf(p, sizeof p, "%s/case.safetensors", dir);
-    tf_st_file *f = tf_st_open(p);
-    tf_arena *a = tf_arena_new(0);
-    tf_ctx *ctx = tf_ctx_new(1);
-    double worst = -1;
-    tf_tensor *x = f ? load(f, "x", a) : NULL, *w = f ? load(f, "weight", a) : NULL, *b = f ? load(f, "bias", a) : NULL;
-    tf_tensor *r = f ? load(f, "r", a) : NULL, *want = f ? load(f, "out", a) : NULL;
-    if (x && w && b && r && want) {
-        /* leaves of the context that track gradients, holding the file's values */
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1), *lw = tf_tensor_new(ctx, TF_DTYPE_F32, 4, w->shape, 1);
-        tf_tensor *lb = tf_tensor_new(ctx, TF_DTYPE_F32, 1, b->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * 4), memcpy(lw->data, w->data, (size_t)tf_numel(w) * 4);
-        memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
-        tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
-        if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
-            worst = max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
-            const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
-            tf_tensor *leaves[3] = {lx, lw, lb};
-            for (int i = 0; i < 3; i++) {
-                tf_tensor *g = load(f, names[i], a);
-                double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
-                if (!(e <= worst)) worst = e;
-            }
-        }
-    }
-    tf_ctx_free(ctx);
-    tf_arena_free(a);
-    tf_st_close(f);
-    return worst;
-}
 
 /* Output to 1e-5 absolute, gradients to 1e-5 relative L2 error. */
 TEST(vit_patch_embed_matches_pytorch) {
@@ -70,7 +23,7 @@ TEST(vit_patch_embed_matches_pytorch) {
     for (int i = 0; i < 3; i++) {
         char dir[256];
         snprintf(dir, sizeof dir, "%s/%s", VIT_DIR, CASES[i]);
-        double e = patch_case(dir);
+        double e = test_patch_case(dir);
         CHECKF(e >= 0 && e <= TOL, "%s: error %g (%s)", CASES[i], e, tf_error());
         if (e > worst) worst = e;
     }
@@ -84,50 +37,6 @@ static const char *fixture_dir(void) {
     return strcmp(d, "tests/fixtures") ? d : VIT_DIR;
 }
 
-/* Max |got - expected| over every field of expected (NaN equal to NaN); the
- * output must hold exactly those fields, of the same shapes; -1 when not. */
-static double compare_outputs(const char *expected_path, const char *out_path) {
-    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
-    tf_arena *a = tf_arena_new(0);
-    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
-    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
-        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
-        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
-        int same = te && tg && te->ndim == tg->ndim;
-        for (int d = 0; same && d < te->ndim; d++) same = te->shape[d] == tg->shape[d];
-        if (!same) {
-            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
-            worst = -1;
-            break;
-        }
-        for (int64_t j = 0; j < tf_numel(te); j++) {
-            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
-            double d = x != x && y != y ? 0 : fabs((double)x - y);
-            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
-        }
-    }
-    tf_arena_free(a);
-    tf_st_close(exp), tf_st_close(got);
-    return worst;
-}
-
-/* hf-run of model folder dir on case's input, against case's expected outputs. */
-static double run_case(const char *dir, const char *case_dir, const char *out) {
-    char in[1300], exp[1300];
-    snprintf(in, sizeof in, "%s/input.safetensors", case_dir);
-    snprintf(exp, sizeof exp, "%s/expected.safetensors", case_dir);
-    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), -1;
-    double d = compare_outputs(exp, out);
-    unlink(out);
-    return d;
-}
-
-static int is_model_case(const char *dir) {
-    char p[1400];
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    return access(p, F_OK) == 0;
-}
-
 TEST(vit_hf_run_matches_transformers) {
     const char *dir = fixture_dir();
     char *names[256], path[1200], out[] = "/tmp/tformer_vit_out_XXXXXX";
@@ -138,8 +47,8 @@ TEST(vit_hf_run_matches_transformers) {
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         free(names[i]);
-        if (!is_model_case(path)) continue;
-        double d = run_case(path, path, out);
+        if (!test_is_model_case(path)) continue;
+        double d = test_hf_run_case(path, path, out);
         cases++;
         if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
         else if (d > worst) worst = d;
@@ -150,55 +59,6 @@ TEST(vit_hf_run_matches_transformers) {
 }
 
 /* ---------------------------------------------------------------- scratch folders */
-
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-/* src's config.json (with `from` replaced by `to` when given) and
- * model.safetensors (element `at` of tensor `name` moved by delta; the tensor
- * `drop` left out) into dst. */
-static int copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
-                     float delta, const char *drop) {
-    char p[1200];
-    size_t n;
-    snprintf(p, sizeof p, "%s/config.json", src);
-    char *text = test_slurp(p, &n), *hit = text && from ? strstr(text, from) : NULL;
-    if (!text || (from && !hit)) return free(text), -1;
-    char *cfg = malloc(n + (to ? strlen(to) : 0) + 1);
-    if (!cfg) return free(text), -1;
-    if (hit) {
-        memcpy(cfg, text, (size_t)(hit - text));
-        strcpy(cfg + (hit - text), to);
-        strcat(cfg, hit + strlen(from));
-    } else {
-        strcpy(cfg, text);
-    }
-    snprintf(p, sizeof p, "%s/config.json", dst);
-    int rc = write_text(p, cfg);
-    free(cfg), free(text);
-    snprintf(p, sizeof p, "%s/model.safetensors", src);
-    tf_st_file *f = tf_st_open(p);
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    rc = rc || !f || !w || !a ? -1 : 0;
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const tf_st_entry *e = tf_st_entry_at(f, i);
-        tf_tensor *t = tf_st_to_tensor(f, e, a);
-        if (!t) rc = -1;
-        else if (name && !strcmp(e->name, name)) tf_f32(t)[at] += delta;
-        if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
-    }
-    snprintf(p, sizeof p, "%s/model.safetensors", dst);
-    if (!rc) rc = tf_st_writer_save(w, p);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    tf_st_close(f);
-    return rc;
-}
 
 #define CLS_CASE VIT_DIR "/cls_grey28_p4_labels"
 #define BODY_CASE VIT_DIR "/model_rgb13_p4_leftover"
@@ -214,13 +74,13 @@ TEST(vit_perturbed_weight_fails_the_comparison) {
     char tmp[] = "/tmp/tformer_vitp_XXXXXX", out[64];
     CHECK(mkdtemp(tmp) != NULL);
     snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    CHECK(copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
-    double same = run_case(tmp, CLS_CASE, out);
+    CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
+    double same = test_hf_run_case(tmp, CLS_CASE, out);
     int missed = 0;
     double least = INFINITY;
     for (int i = 0; NAMES[i]; i++) {
-        CHECK(copy_case(CLS_CASE, tmp, NULL, NULL, NAMES[i], 5, 1e-3f, NULL) == 0);
-        double d = run_case(tmp, CLS_CASE, out);
+        CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, NAMES[i], 5, 1e-3f, NULL) == 0);
+        double d = test_hf_run_case(tmp, CLS_CASE, out);
         if (!(d > TOL)) missed += fprintf(stderr, "    %s + 1e-3: max |diff| %.3g passes\n", NAMES[i], d) > 0;
         if (d < least) least = d;
     }
@@ -326,19 +186,11 @@ TEST(vit_folders_round_trip) {
 /* ---------------------------------------------------------------- bad folders and inputs */
 
 typedef struct {
-    const char *name;
-    tf_st_dtype dtype;
-    int ndim;
-    int64_t shape[4];
-    float value; /* every element */
-} in_spec;
-
-typedef struct {
     const char *what;
     const char *model;         /* a fixture folder copied (CLS_CASE when NULL) */
     const char *from, *to;     /* config.json patched */
     const char *drop;          /* a tensor left out */
-    in_spec in[2];
+    test_in_spec in[2];
     const char *expect[2];     /* in the error message */
 } bad_case;
 
@@ -368,27 +220,6 @@ static const bad_case BAD[] = {
      {PIX(1, 28, 28)}, {"config.json", "pooler_act"}},
 };
 
-static int write_inputs(const in_spec *specs, const char *path) {
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    int rc = w && a ? 0 : -1;
-    for (const in_spec *s = specs; !rc && s < specs + 2 && s->name; s++) {
-        int is_f = s->dtype == TF_ST_F32, is_i = s->dtype == TF_ST_I64 || s->dtype == TF_ST_I32;
-        tf_tensor *t = tf_tensor_alloc(a, is_f ? TF_DTYPE_F32 : is_i ? TF_DTYPE_I32 : TF_DTYPE_U8, s->ndim, s->shape, 0);
-        if (!t) rc = -1;
-        for (int64_t i = 0; !rc && i < tf_numel(t); i++) {
-            if (is_f) tf_f32(t)[i] = s->value;
-            else if (is_i) tf_i32(t)[i] = (int32_t)s->value;
-            else tf_u8(t)[i] = (uint8_t)s->value;
-        }
-        if (!rc) rc = tf_st_writer_add_as(w, s->name, t, s->dtype);
-    }
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    return rc;
-}
-
 TEST(vit_hf_run_bad_input_is_a_clear_error) {
     char tmp[] = "/tmp/tformer_vitb_XXXXXX", in[64], out[64];
     CHECK(mkdtemp(tmp) != NULL);
@@ -397,8 +228,8 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
     int bad = 0;
     for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
         const bad_case *k = &BAD[c];
-        if (copy_case(k->model ? k->model : CLS_CASE, tmp, k->from, k->to, NULL, 0, 0, k->drop) ||
-            write_inputs(k->in, in)) {
+        if (test_copy_case(k->model ? k->model : CLS_CASE, tmp, k->from, k->to, NULL, 0, 0, k->drop) ||
+            test_write_inputs(k->in, 2, in)) {
             bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
             continue;
         }
@@ -445,7 +276,7 @@ static double gradient_case(const char *dir, int *n_tensors) {
     tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
     double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
-    tf_tensor *x = in ? load(in, "pixel_values", a) : NULL, *y = in ? load(in, "labels", a) : NULL;
+    tf_tensor *x = in ? test_st_load(in, "pixel_values", a) : NULL, *y = in ? test_st_load(in, "labels", a) : NULL;
     int n = m ? tf_params_count(m->params) + 1 : 0;
     if (g && m && x && y && n <= MAX_GRADS) {
         tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1);
@@ -456,7 +287,7 @@ static double gradient_case(const char *dir, int *n_tensors) {
             worst = 0;
             for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
                 tf_tensor *t = i ? tf_params_tensor(m->params, i - 1) : lx;
-                tf_tensor *w = load(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
+                tf_tensor *w = test_st_load(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
                 diff[i] = INFINITY, norm[i] = 1;
                 if (w && tf_numel(w) == tf_numel(t)) diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
                 if (norm[i] > largest) largest = norm[i];

@@ -235,6 +235,9 @@ typedef struct {
     int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
     int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
     int conv_kernel;    /* TF_ATTN_NYSTROM: K > 0 (odd) adds the depthwise convolution of v (role CONV_W) */
+    int factorised;     /* ViViT's factorised self-attention (Model 3), with cross: x (B,F*S,d_model) holds F
+                         * frames (tf_block_args' frames) of S tokens; self-attention runs within each frame,
+                         * then the cross roles (X_*, NORM_CROSS) attend within each place across the frames */
 } tf_block_config;
 
 typedef struct {
@@ -295,6 +298,7 @@ typedef struct {
                                         * each head's (the scores are then materialised, not fused) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
+    int frames;                        /* factorised blocks: the frames F of x (B,F*S,d_model) */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,

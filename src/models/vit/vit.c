@@ -14,18 +14,9 @@
 #include <string.h>
 
 #include "../../core/internal.h"
+#include "../vision.h"
 
-/* Hugging Face's names for a ViTLayer's tensors, in its checkpoint order. */
-static const tf_block_name VIT_BLOCK[] = {
-    {TF_BP_Q_W, "attention.attention.query.weight"},  {TF_BP_Q_B, "attention.attention.query.bias"},
-    {TF_BP_K_W, "attention.attention.key.weight"},    {TF_BP_K_B, "attention.attention.key.bias"},
-    {TF_BP_V_W, "attention.attention.value.weight"},  {TF_BP_V_B, "attention.attention.value.bias"},
-    {TF_BP_OUT_W, "attention.output.dense.weight"},   {TF_BP_OUT_B, "attention.output.dense.bias"},
-    {TF_BP_FF_IN_W, "intermediate.dense.weight"},     {TF_BP_FF_IN_B, "intermediate.dense.bias"},
-    {TF_BP_FF_OUT_W, "output.dense.weight"},          {TF_BP_FF_OUT_B, "output.dense.bias"},
-    {TF_BP_NORM_ATTN_W, "layernorm_before.weight"},   {TF_BP_NORM_ATTN_B, "layernorm_before.bias"},
-    {TF_BP_NORM_FF_W, "layernorm_after.weight"},      {TF_BP_NORM_FF_B, "layernorm_after.bias"},
-};
+static const tf_block_name VIT_BLOCK[] = {TF_VIT_LAYER_NAMES};
 
 static tf_block_config block_config(const tf_vit_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
@@ -95,15 +86,9 @@ tf_vit *tf_vit_new(const tf_vit_config *cfg, uint64_t seed) {
     return m;
 }
 
-static void free_labels(tf_vit *m) {
-    for (int i = 0; m->labels && i < m->cfg.n_labels; i++) free(m->labels[i]);
-    free(m->labels);
-    m->labels = NULL;
-}
-
 void tf_vit_free(tf_vit *m) {
     if (!m) return;
-    free_labels(m);
+    tf_labels_free(m->labels, m->cfg.n_labels);
     tf_params_free(m->params);
     free(m->layer);
     free(m);
@@ -111,22 +96,11 @@ void tf_vit_free(tf_vit *m) {
 
 int tf_vit_set_labels(tf_vit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vit: %d label names for %d labels", n, m->cfg.n_labels);
-    char **v = calloc((size_t)n, sizeof *v);
-    for (int i = 0; v && i < n; i++)
-        if (!(v[i] = strdup(names[i]))) {
-            while (i--) free(v[i]);
-            free(v), v = NULL;
-        }
-    if (!v) return tf_set_error("vit: out of memory");
-    free_labels(m);
-    m->labels = v;
-    return 0;
+    return tf_labels_set(&m->labels, n, names, n);
 }
 
 const char *tf_vit_label(const tf_vit *m, int i, char *buf, size_t n) {
-    if (m->labels && i >= 0 && i < m->cfg.n_labels) return m->labels[i];
-    snprintf(buf, n, "LABEL_%d", i); /* Hugging Face's default names */
-    return buf;
+    return tf_labels_name(m->labels, m->cfg.n_labels, i, buf, n);
 }
 
 /* ---------------------------------------------------------------- forward */

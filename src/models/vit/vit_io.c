@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "../../util/util.h"
+#include "../vision.h"
 
 /* config.json's keys through a field table; the other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
@@ -56,26 +57,9 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
     return 0;
 }
 
-/* id2label {"0": name, ...}: every id from 0 to n-1 once. */
 static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    int n = m->cfg.n_labels, rc = 0;
-    if (!map || m->cfg.head != TF_VIT_IMAGE_CLS) return 0;
-    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
-        return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
-    const char **names = calloc((size_t)n, sizeof *names);
-    if (!names) return tf_set_error("vit: out of memory");
-    for (const cJSON *j = map->child; j && !rc; j = j->next) {
-        char *end;
-        long id = strtol(j->string, &end, 10);
-        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
-            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
-                              j->string, n);
-        else names[id] = j->valuestring;
-    }
-    rc = rc || tf_vit_set_labels(m, names, n);
-    free(names);
-    return rc;
+    if (m->cfg.head != TF_VIT_IMAGE_CLS) return 0;
+    return tf_labels_from_json(root, path, m->cfg.n_labels, &m->labels);
 }
 
 static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
@@ -133,19 +117,6 @@ tf_vit *tf_vit_load_hf(const char *dir) {
 
 /* ---------------------------------------------------------------- saving */
 
-static int labels_to_json(const tf_vit *m, cJSON *root) {
-    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
-    if (!id2 || !l2id) return tf_set_error("vit: out of memory");
-    for (int i = 0; i < m->cfg.n_labels; i++) {
-        char key[32], buf[32];
-        const char *name = tf_vit_label(m, i, buf, sizeof buf);
-        snprintf(key, sizeof key, "%d", i);
-        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
-            return tf_set_error("vit: out of memory");
-    }
-    return 0;
-}
-
 static int write_config(const tf_vit *m, const char *path) {
     const tf_vit_config *c = &m->cfg;
     tf_fields f = {&HF_TABLE, (void *)c};
@@ -156,7 +127,7 @@ static int write_config(const tf_vit *m, const char *path) {
     int rc = !arch || tf_fields_to_json(r, &f, 1);
     if (!rc && c->head == TF_VIT_IMAGE_CLS) {
         cJSON_AddStringToObject(r, "problem_type", "single_label_classification");
-        rc = labels_to_json(m, r);
+        rc = tf_labels_to_json(r, m->labels, c->n_labels);
     }
     rc = rc || tf_json_write(path, r);
     cJSON_Delete(r);

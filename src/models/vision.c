@@ -1,0 +1,113 @@
+/* What the image and video families share (vision.h): label names, batched predictions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vision.h"
+
+void tf_labels_free(char **v, int n) {
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+int tf_labels_set(char ***dst, int n_old, const char *const *names, int n) {
+    char **v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    for (int i = 0; v && i < n; i++)
+        if (!(v[i] = strdup(names[i]))) {
+            tf_labels_free(v, i);
+            v = NULL;
+        }
+    if (!v) return tf_set_error("labels: out of memory");
+    tf_labels_free(*dst, n_old);
+    *dst = v;
+    return 0;
+}
+
+const char *tf_labels_name(char *const *v, int n, int i, char *buf, size_t size) {
+    if (v && i >= 0 && i < n) return v[i];
+    snprintf(buf, size, "LABEL_%d", i);
+    return buf;
+}
+
+int tf_labels_from_json(const cJSON *root, const char *path, int n, char ***dst) {
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    int rc = 0;
+    if (!map) return 0;
+    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
+        return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
+    const char **names = calloc(n > 0 ? (size_t)n : 1, sizeof *names);
+    if (!names) return tf_set_error("labels: out of memory");
+    for (const cJSON *j = map->child; j && !rc; j = j->next) {
+        char *end;
+        long id = strtol(j->string, &end, 10);
+        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
+            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
+                              j->string, n);
+        else names[id] = j->valuestring;
+    }
+    rc = rc || tf_labels_set(dst, 0, names, n);
+    free(names);
+    return rc;
+}
+
+int tf_labels_to_json(cJSON *root, char *const *v, int n) {
+    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
+    if (!id2 || !l2id) return tf_set_error("labels: out of memory");
+    for (int i = 0; i < n; i++) {
+        char key[32], buf[32];
+        const char *name = tf_labels_name(v, n, i, buf, sizeof buf);
+        snprintf(key, sizeof key, "%d", i);
+        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
+            return tf_set_error("labels: out of memory");
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- predictions */
+
+/* The argmax and softmax probability of each row of logits (B,L); the loss
+ * and hits summed where labels are not -100. */
+static void score_rows(const float *logits, int64_t B, int64_t L, const int32_t *labels, int32_t *pred, float *prob,
+                       double *loss_sum, int64_t *counted, int64_t *correct) {
+    for (int64_t b = 0; b < B; b++) {
+        const float *z = logits + b * L;
+        int64_t best = 0;
+        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        double sum = 0;
+        for (int64_t k = 0; k < L; k++) sum += exp((double)z[k] - z[best]);
+        pred[b] = (int32_t)best;
+        if (prob) prob[b] = (float)(1.0 / sum);
+        if (labels && labels[b] != -100) {
+            *loss_sum += log(sum) - ((double)z[labels[b]] - z[best]);
+            *counted += 1, *correct += labels[b] == best;
+        }
+    }
+}
+
+int tf_predict_batches(const void *model, tf_logits_fn logits, int n_labels, const float *x, int64_t n, int item_ndim,
+                       const int64_t *item, int batch, const int32_t *labels, int32_t *pred, float *prob, double *loss,
+                       int64_t *correct) {
+    if (batch <= 0) batch = 256;
+    int64_t per = 1, counted = 0, hits = 0, shape[8];
+    for (int d = 0; d < item_ndim; d++) per *= item[d], shape[d + 1] = item[d];
+    double loss_sum = 0;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) return tf_set_error("predict: out of memory");
+    tf_ctx_set_grad(ctx, 0);
+    int rc = 0;
+    for (int64_t first = 0; !rc && first < n; first += batch) {
+        int64_t B = n - first < batch ? n - first : batch;
+        shape[0] = B;
+        tf_tensor *px = tf_tensor_new(ctx, TF_DTYPE_F32, item_ndim + 1, shape, 0), *z = NULL;
+        if (!px) rc = -1;
+        else memcpy(px->data, x + first * per, (size_t)(B * per) * sizeof(float));  // (B, item...)
+        if (!rc && !(rc = logits(ctx, model, px, &z)))
+            score_rows(tf_f32(z), B, n_labels, labels ? labels + first : NULL, pred + first, prob ? prob + first : NULL,
+                       &loss_sum, &counted, &hits);
+        tf_ctx_reset(ctx);
+    }
+    tf_ctx_free(ctx);
+    if (loss) *loss = counted ? loss_sum / (double)counted : NAN;
+    if (correct) *correct = hits;
+    return rc;
+}

@@ -1,0 +1,170 @@
+/* Fixture cases of the vision tests (hf_cases.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hf_cases.h"
+
+tf_tensor *test_st_load(const tf_st_file *f, const char *name, tf_arena *a) {
+    const tf_st_entry *e = tf_st_find(f, name);
+    return e ? tf_st_to_tensor(f, e, a) : NULL;
+}
+
+double test_max_abs_diff(const float *a, const float *b, int64_t n) {
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+
+double test_patch_case(const char *dir) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/case.safetensors", dir);
+    tf_st_file *f = tf_st_open(p);
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(1);
+    double worst = -1;
+    tf_tensor *x = f ? test_st_load(f, "x", a) : NULL, *w = f ? test_st_load(f, "weight", a) : NULL, *b = f ? test_st_load(f, "bias", a) : NULL;
+    tf_tensor *r = f ? test_st_load(f, "r", a) : NULL, *want = f ? test_st_load(f, "out", a) : NULL;
+    if (x && w && b && r && want) {
+        /* leaves of the context that track gradients, holding the file's values */
+        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
+        tf_tensor *lw = tf_tensor_new(ctx, TF_DTYPE_F32, w->ndim, w->shape, 1);
+        tf_tensor *lb = tf_tensor_new(ctx, TF_DTYPE_F32, 1, b->shape, 1);
+        memcpy(lx->data, x->data, (size_t)tf_numel(x) * 4), memcpy(lw->data, w->data, (size_t)tf_numel(w) * 4);
+        memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
+        tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
+        if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
+            worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
+            const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
+            tf_tensor *leaves[3] = {lx, lw, lb};
+            for (int i = 0; i < 3; i++) {
+                tf_tensor *g = test_st_load(f, names[i], a);
+                double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
+                if (!(e <= worst)) worst = e;
+            }
+        }
+    }
+    tf_ctx_free(ctx);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return worst;
+}
+
+
+double test_compare_outputs(const char *expected_path, const char *out_path) {
+    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
+    tf_arena *a = tf_arena_new(0);
+    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
+    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
+        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
+        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
+        int same = te && tg && te->ndim == tg->ndim;
+        for (int d = 0; same && d < te->ndim; d++) same = te->shape[d] == tg->shape[d];
+        if (!same) {
+            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
+            worst = -1;
+            break;
+        }
+        for (int64_t j = 0; j < tf_numel(te); j++) {
+            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
+            double d = x != x && y != y ? 0 : fabs((double)x - y);
+            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
+        }
+    }
+    tf_arena_free(a);
+    tf_st_close(exp), tf_st_close(got);
+    return worst;
+}
+
+double test_hf_run_case(const char *dir, const char *case_dir, const char *out) {
+    char in[1300], exp[1300];
+    snprintf(in, sizeof in, "%s/input.safetensors", case_dir);
+    snprintf(exp, sizeof exp, "%s/expected.safetensors", case_dir);
+    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), -1;
+    double d = test_compare_outputs(exp, out);
+    unlink(out);
+    return d;
+}
+
+int test_is_model_case(const char *dir) {
+    char p[1400];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    return access(p, F_OK) == 0;
+}
+
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+int test_copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
+                     float delta, const char *drop) {
+    char p[1200];
+    size_t n;
+    snprintf(p, sizeof p, "%s/config.json", src);
+    char *text = test_slurp(p, &n), *hit = text && from ? strstr(text, from) : NULL;
+    if (!text || (from && !hit)) return free(text), -1;
+    char *cfg = malloc(n + (to ? strlen(to) : 0) + 1);
+    if (!cfg) return free(text), -1;
+    if (hit) {
+        memcpy(cfg, text, (size_t)(hit - text));
+        strcpy(cfg + (hit - text), to);
+        strcat(cfg, hit + strlen(from));
+    } else {
+        strcpy(cfg, text);
+    }
+    snprintf(p, sizeof p, "%s/config.json", dst);
+    int rc = write_text(p, cfg);
+    free(cfg), free(text);
+    snprintf(p, sizeof p, "%s/model.safetensors", src);
+    tf_st_file *f = tf_st_open(p);
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    rc = rc || !f || !w || !a ? -1 : 0;
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, a);
+        if (!t) rc = -1;
+        else if (name && !strcmp(e->name, name)) tf_f32(t)[at] += delta;
+        if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors", dst);
+    if (!rc) rc = tf_st_writer_save(w, p);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return rc;
+}
+
+
+
+
+
+int test_write_inputs(const test_in_spec *specs, int n, const char *path) {
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    int rc = w && a ? 0 : -1;
+    for (const test_in_spec *s = specs; !rc && s < specs + n && s->name; s++) {
+        int is_f = s->dtype == TF_ST_F32, is_i = s->dtype == TF_ST_I64 || s->dtype == TF_ST_I32;
+        tf_tensor *t = tf_tensor_alloc(a, is_f ? TF_DTYPE_F32 : is_i ? TF_DTYPE_I32 : TF_DTYPE_U8, s->ndim, s->shape, 0);
+        if (!t) rc = -1;
+        for (int64_t i = 0; !rc && i < tf_numel(t); i++) {
+            if (is_f) tf_f32(t)[i] = s->value;
+            else if (is_i) tf_i32(t)[i] = (int32_t)s->value;
+            else tf_u8(t)[i] = (uint8_t)s->value;
+        }
+        if (!rc) rc = tf_st_writer_add_as(w, s->name, t, s->dtype);
+    }
+    if (!rc) rc = tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc;
+}
+
