@@ -2,7 +2,8 @@
  * next-sentence prediction) on text files, an encoder-decoder on
  * line-aligned source and target files (--arch seq2seq: the Transformer;
  * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
- * labelled images (--arch vit: idx files or scikit-learn's digits). Its flags are the trainer's and
+ * labelled images (--arch vit: idx files or scikit-learn's digits), or a ViViT on moving-object clips made
+ * from idx images (--arch vivit). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -14,9 +15,9 @@
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit", "gpt",
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|vivit", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
-              "vit (image classification)"},
+              "vit (image classification), vivit (video classification on moving-object clips)"},
     [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert); vit: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
@@ -33,7 +34,8 @@ const cli_flag cmd_train_flags[] = {
     [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
     [VALID_TGT] = {"valid-tgt", CLI_STRING, "FILE", "", "seq2seq: validation targets"},
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "",
-                  "vit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz)"},
+                  "vit, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz) "
+                  "(vivit: the images the clips are made of)"},
     CLI_END,
 };
 
@@ -43,6 +45,7 @@ static tf_bert_pretrain_config g_bert;
 static tf_seq2seq_task_config g_s2s;
 static tf_rnn_seq2seq_task_config g_rnn;
 static tf_vit_task_config g_vit;
+static tf_vivit_task_config g_vivit;
 static tf_fields g_tables[2];
 
 static int is_arch(const char *name) {
@@ -53,13 +56,16 @@ static int is_arch(const char *name) {
 int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
     g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
-    g_vit = tf_vit_task_config_default();
+    g_vit = tf_vit_task_config_default(), g_vivit = tf_vivit_task_config_default();
+    g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
     if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
         g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
         g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
     }
+    if (is_arch("vivit")) g_train.batch = 32, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.eval_batches = 1000;
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
     g_tables[1] = is_arch("vit") ? (tf_fields){&tf_vit_task_config_table, &g_vit}
+                : is_arch("vivit") ? (tf_fields){&tf_vivit_task_config_table, &g_vivit}
                 : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
                 : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
@@ -126,6 +132,11 @@ static tf_task *make_task(void *arg) {
             return NULL;
         return tf_vit_task_new(&g_vit, &train, NULL, t->out, g_train.seed);
     }
+    if (!strcmp(t->arch, "vivit")) { /* the clips are made of --data-dir's train split; validation: its last part */
+        tf_images images;
+        if (tf_images_read_dir(opt(&a->v[DATA_DIR]), "train", 0, &images)) return NULL;
+        return tf_vivit_task_new(&g_vivit, &images, t->out, g_train.seed);
+    }
     if (!strcmp(t->arch, "rnn"))
         return tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
                                        opt(&a->v[VALID_TGT]), tok, t->out, t->resume, accum, g_train.seed);
@@ -135,13 +146,16 @@ static tf_task *make_task(void *arg) {
 
 /* What the command line must hold for --arch (usage errors, before any process joins a run). */
 static void check_usage(const cli_args *a, const char *arch) {
-    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), vision = !strcmp(arch, "vit");
+    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
+    int vision = !strcmp(arch, "vit") || video;
     if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation && !vision)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn or vit, got '%s'", arch);
-    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is a vit setting (--arch vit)");
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit or vivit, got '%s'", arch);
+    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is a vit / vivit setting (--arch vit)");
+    if (video && (!opt(&a->v[DATA_DIR]) || a->v[DATA].n))
+        cli_usage_error(a, "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)");
     if (vision && a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
-    if (vision && a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch vit reads images");
-    if (vision && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
+    if (vision && a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
+    if (vision && !video && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
         cli_usage_error(a, "--arch vit reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them");
     if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
     if (!translation)
@@ -174,6 +188,10 @@ int cmd_train(const cli_args *a) {
         g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
     if (!strcmp(arch, "vit")) { /* the same over the held-out images */
         int64_t passes = (tf_vit_task_images(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
+        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+    }
+    if (!strcmp(arch, "vivit")) { /* one pass over the validation clips at most */
+        int64_t passes = (tf_vivit_task_clips(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
         if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
     }
     int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);

@@ -1,4 +1,5 @@
 /* Fixture cases of the vision tests (hf_cases.h). */
+#include <png.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -168,3 +169,53 @@ int test_write_inputs(const test_in_spec *specs, int n, const char *path) {
     return rc;
 }
 
+
+/* ---------------------------------------------------------------- image files */
+
+static void put32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+int test_write_idx_set(const char *dir, const char *split, int n_img, int side, int classes,
+                       unsigned char (*pixel)(int i, int c, int y, int x)) {
+    size_t n = 16 + (size_t)n_img * side * side;
+    unsigned char *img = malloc(n), *lab = malloc(8 + (size_t)n_img);
+    if (!img || !lab) return free(img), free(lab), -1;
+    put32(img, 0x803), put32(img + 4, (uint32_t)n_img), put32(img + 8, (uint32_t)side), put32(img + 12, (uint32_t)side);
+    put32(lab, 0x801), put32(lab + 4, (uint32_t)n_img);
+    for (int i = 0; i < n_img; i++) {
+        lab[8 + i] = (unsigned char)(i % classes);
+        for (int p = 0; p < side * side; p++)
+            img[16 + (size_t)i * side * side + (size_t)p] = pixel(i, i % classes, p / side, p % side);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split);
+    FILE *f = fopen(path, "wb");
+    int rc = !f || fwrite(img, 1, n, f) != n;
+    if (f) rc |= fclose(f) != 0;
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split);
+    f = fopen(path, "wb");
+    rc |= !f || fwrite(lab, 1, 8 + (size_t)n_img, f) != 8 + (size_t)n_img;
+    if (f) rc |= fclose(f) != 0;
+    free(img), free(lab);
+    return rc ? -1 : 0;
+}
+
+int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h) {
+    FILE *f = fopen(path, "wb");
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    if (!f || !info || setjmp(png_jmpbuf(p))) {
+        if (p) png_destroy_write_struct(&p, info ? &info : NULL);
+        if (f) fclose(f);
+        return -1;
+    }
+    png_init_io(p, f);
+    png_set_IHDR(p, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(p, info);
+    for (int y = 0; y < h; y++) png_write_row(p, (png_bytep)(pixels + (size_t)y * w));
+    png_write_end(p, NULL);
+    png_destroy_write_struct(&p, &info);
+    return fclose(f);
+}

@@ -37,4 +37,11 @@ typedef struct {
 /* The inputs (up to n, ending at a NULL name) into a safetensors file. */
 int test_write_inputs(const test_in_spec *specs, int n, const char *path);
 
+/* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: n images of side x
+ * side, image i of class i % classes with pixel (y,x) = pixel(i, class, y, x). */
+int test_write_idx_set(const char *dir, const char *split, int n, int side, int classes,
+                       unsigned char (*pixel)(int i, int c, int y, int x));
+/* An 8-bit grey PNG of w x h pixels, row by row. */
+int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h);
+
 #endif

@@ -89,3 +89,29 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
     return 0;
 }
 
+
+/* ---------------------------------------------------------------- classification tasks */
+
+void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m) {
+    int64_t L = logits->shape[1];
+    for (int64_t i = 0; i < labels->shape[0]; i++) {
+        const float *z = tf_f32(logits) + i * L;
+        int64_t best = 0;
+        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        m->sum[0] += best == tf_i32(labels)[i], m->count[0] += 1;
+    }
+}
+
+int tf_task_split_images(tf_images *train, tf_images *valid, float fraction) {
+    if (valid->n) return 0;
+    int64_t n_val = (int64_t)((double)train->n * fraction);
+    if (n_val < 1 || train->n - n_val < 1)
+        return tf_set_error("%lld training images are too few to hold out val_fraction %g", (long long)train->n,
+                            fraction);
+    tf_images head;
+    if (tf_images_take(train, train->n - n_val, n_val, valid) || tf_images_take(train, 0, train->n - n_val, &head))
+        return -1;
+    tf_images_free(train);
+    *train = head;
+    return 0;
+}

@@ -82,13 +82,7 @@ static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     tf_vit_inputs in = {tf_batch_get(b, "pixel_values"), soft ? NULL : tf_batch_get(b, "labels"), v->cfg.label_smoothing};
     tf_vit_outputs out;
     if (tf_vit_run(ctx, model, &in, &out)) return NULL;
-    int64_t L = model->cfg.n_labels;
-    for (int64_t i = 0; m && i < in.labels->shape[0]; i++) { /* accuracy of the argmax */
-        const float *z = tf_f32(out.logits) + i * L;
-        int64_t best = 0;
-        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
-        m->sum[0] += best == tf_i32(in.labels)[i], m->count[0] += 1;
-    }
+    if (m) tf_task_count_hits(out.logits, in.labels, m); /* accuracy of the argmax */
     return soft ? tf_soft_cross_entropy(ctx, out.logits, soft) : out.loss;
 }
 
@@ -198,22 +192,6 @@ static int set_label_names(tf_vit *m, const char *list) {
     return rc;
 }
 
-/* The validation set: given, or the training set's tail. */
-static int split_sets(vit_task *v) {
-    if (v->valid.n) return 0;
-    int64_t n_val = (int64_t)((double)v->train.n * v->cfg.val_fraction);
-    if (n_val < 1 || v->train.n - n_val < 1)
-        return tf_set_error("%lld training images are too few to hold out val_fraction %g", (long long)v->train.n,
-                            v->cfg.val_fraction);
-    tf_images head;
-    if (tf_images_take(&v->train, v->train.n - n_val, n_val, &v->valid) ||
-        tf_images_take(&v->train, 0, v->train.n - n_val, &head))
-        return -1;
-    tf_images_free(&v->train);
-    v->train = head;
-    return 0;
-}
-
 /* The loader with the recipe's augmentation of training batches. */
 static tf_loader *make_loader(const vit_task *v, uint64_t seed) {
     const tf_vit_task_config *c = &v->cfg;
@@ -253,7 +231,7 @@ tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_image
     int rc = tf_fields_check(&f, 1) || tf_vit_config_check(&c->model);
     if (!rc && c->model.head != TF_VIT_IMAGE_CLS) rc = tf_set_error("head: training needs ViTForImageClassification");
     if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || check_images(&c->model, &v->train, "training") || split_sets(v) ||
+    rc = rc || check_images(&c->model, &v->train, "training") || tf_task_split_images(&v->train, &v->valid, c->val_fraction) ||
          check_images(&c->model, &v->valid, "validation") || make_models(v, seed) || !(v->loader = make_loader(v, seed));
     if (rc) {
         vt_free(&v->base);

@@ -27,7 +27,7 @@ static const tf_field ROWS[] = {
       "(tubes one frame long)", SIG, NULL),
     R(model_kind, TF_FIELD_INT, "1", "[1,3]", NULL,
       "1 joint space-time attention, 2 factorised encoder (spatial then temporal encoder), 3 factorised "
-      "self-attention (spatial then temporal attention in each block)", SIG, "model"),
+      "self-attention (spatial then temporal attention in each block)", SIG, NULL),
     R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks (Model 2: of the spatial encoder)", SIG,
       "layers|num_hidden_layers"),
     R(n_layer_temporal, TF_FIELD_INT, "2", "[1,10000]", NULL, "Model 2: blocks of the temporal encoder", SIG, NULL),
