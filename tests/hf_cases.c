@@ -219,3 +219,23 @@ int test_write_grey_png(const char *path, const unsigned char *pixels, int w, in
     png_destroy_write_struct(&p, &info);
     return fclose(f);
 }
+
+int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
+                    double *worst) {
+    char *names[256], path[1200], out[] = "/tmp/tformer_hfcase_out_XXXXXX";
+    int n = test_dir_entries(dir, names, 256), failed = 0;
+    *cases = 0, *worst = 0;
+    if (test_temp_file(out)) n = -1;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        free(names[i]);
+        if (!test_is_model_case(path)) continue;
+        double d = test_hf_run_case(path, path, out);
+        if (each) each(path, arg);
+        ++*cases;
+        if (d < 0 || d != d || d > tol) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
+        else if (d > *worst) *worst = d;
+    }
+    unlink(out);
+    return n < 0 ? -1 : failed;
+}

@@ -18,6 +18,12 @@ double test_patch_case(const char *dir);
 double test_compare_outputs(const char *expected_path, const char *out_path);
 /* hf-run of model folder dir on case_dir's input, against its expected outputs (out: a scratch path). */
 double test_hf_run_case(const char *dir, const char *case_dir, const char *out);
+/* Every model case (a folder with config.json) of dir through hf-run against
+ * its expected outputs: the failures (each reported on stderr), *cases and
+ * *worst (the largest max |diff| of those passing); each(path, arg) is
+ * called for every case when not NULL. */
+int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
+                    double *worst);
 /* dir holds a config.json. */
 int test_is_model_case(const char *dir);
 /* src's config.json (with `from` replaced by `to` when given) and

@@ -38,24 +38,11 @@ static const char *fixture_dir(void) {
 }
 
 TEST(vit_hf_run_matches_transformers) {
-    const char *dir = fixture_dir();
-    char *names[256], path[1200], out[] = "/tmp/tformer_vit_out_XXXXXX";
-    int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0;
-    CHECKF(n > 0, "no cases in %s", dir);
-    CHECK(test_temp_file(out) == 0);
-    double worst = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        free(names[i]);
-        if (!test_is_model_case(path)) continue;
-        double d = test_hf_run_case(path, path, out);
-        cases++;
-        if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
-        else if (d > worst) worst = d;
-    }
-    unlink(out);
+    int cases;
+    double worst;
+    int failed = test_hf_run_dir(fixture_dir(), TOL, NULL, NULL, &cases, &worst);
     printf("    %d ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
-    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed", failed, cases);
+    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, fixture_dir());
 }
 
 /* ---------------------------------------------------------------- scratch folders */

@@ -33,29 +33,20 @@ static const char *fixture_dir(void) {
     return strcmp(d, "tests/fixtures") ? d : VIVIT_DIR;
 }
 
+/* Counts the cases of each model kind. */
+static void count_kind(const char *path, void *arg) {
+    tf_vivit *m = tf_vivit_load(path);
+    if (m) ((int *)arg)[m->cfg.model_kind]++;
+    tf_vivit_free(m);
+}
+
 TEST(vivit_hf_run_matches_transformers) {
-    const char *dir = fixture_dir();
-    char *names[256], path[1200], out[] = "/tmp/tformer_vivit_out_XXXXXX";
-    int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0, kinds[4] = {0};
-    CHECKF(n > 0, "no cases in %s", dir);
-    CHECK(test_temp_file(out) == 0);
-    double worst = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        free(names[i]);
-        if (!test_is_model_case(path)) continue;
-        double d = test_hf_run_case(path, path, out);
-        tf_vivit *m = tf_vivit_load(path);
-        if (m) kinds[m->cfg.model_kind]++;
-        tf_vivit_free(m);
-        cases++;
-        if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
-        else if (d > worst) worst = d;
-    }
-    unlink(out);
+    int cases, kinds[4] = {0};
+    double worst;
+    int failed = test_hf_run_dir(fixture_dir(), TOL, count_kind, kinds, &cases, &worst);
     printf("    %d ViViT cases (Model 1: %d, 2: %d, 3: %d), %d failed, worst max |diff| %.2e\n", cases, kinds[1],
            kinds[2], kinds[3], failed, worst);
-    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed", failed, cases);
+    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, fixture_dir());
 }
 
 /* One element of each tensor moved by 1e-3 fails the tolerance (an unchanged copy passes). */

@@ -1,7 +1,10 @@
 /* What the image and video families share (vision.h): label names, batched predictions. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/stat.h>
 
 #include "vision.h"
 
@@ -61,6 +64,40 @@ int tf_labels_to_json(cJSON *root, char *const *v, int n) {
             return tf_set_error("labels: out of memory");
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- folders */
+
+static int write_config(const char *path, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                        char *const *labels, int n_labels) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON *archs = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
+    int rc = !archs || !cJSON_AddItemToArray(archs, cJSON_CreateString(arch)) ||
+             !cJSON_AddStringToObject(r, "model_type", model_type) || tf_fields_to_json(r, f, 1);
+    while (!rc && extra && extra->child) {
+        cJSON *item = cJSON_DetachItemViaPointer(extra, extra->child);
+        rc = !cJSON_AddItemToObject(r, item->string, item);
+    }
+    if (!rc && n_labels > 0)
+        rc = !cJSON_AddStringToObject(r, "problem_type", "single_label_classification") ||
+             tf_labels_to_json(r, labels, n_labels);
+    rc = rc || tf_json_write(path, r);
+    cJSON_Delete(r);
+    cJSON_Delete(extra);
+    return rc ? -1 : 0;
+}
+
+int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                   char *const *labels, int n_labels, const tf_params *ps) {
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        cJSON_Delete(extra);
+        return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (write_config(path, arch, model_type, f, extra, labels, n_labels)) return -1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return tf_params_save(ps, path);
 }
 
 /* ---------------------------------------------------------------- predictions */

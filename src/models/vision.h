@@ -20,6 +20,13 @@ int tf_labels_from_json(const cJSON *root, const char *path, int n, char ***dst)
 /* "id2label" and "label2id" of n labels added to root. */
 int tf_labels_to_json(cJSON *root, char *const *v, int n);
 
+/* A model folder: dir (created if missing) with config.json = {"architectures":
+ * [arch], "model_type", the rows of f, then extra's items (extra is freed; may
+ * be NULL), and for a classifier (n_labels > 0) "problem_type" and
+ * id2label / label2id}, and model.safetensors of ps. */
+int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                   char *const *labels, int n_labels, const tf_params *ps);
+
 /* Hugging Face's names for a ViTLayer's (and VivitLayer's) tensors, in its
  * checkpoint order: rows of a tf_block_name array. */
 #define TF_VIT_LAYER_NAMES                                                                                  \

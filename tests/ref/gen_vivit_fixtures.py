@@ -52,6 +52,8 @@ from transformers import VivitConfig, VivitForVideoClassification, VivitModel
 from transformers.models.vivit.modeling_vivit import (VivitAttention, VivitEncoder, VivitIntermediate, VivitOutput,
                                                       VivitTubeletEmbeddings)
 
+from gen_vit_fixtures import init_weights  # the same weights' distributions as the ViT cases
+
 ARCHS = {"VivitModel": VivitModel, "VivitForVideoClassification": VivitForVideoClassification}
 
 
@@ -223,20 +225,6 @@ TUBELET_CASES = [
     ("tubelet_rgb_5x9x11_t2x4x3", 2, 5, 3, 9, 11, 5, 2, 4, 3),
     ("tubelet_grey_frames_8x8_p4", 2, 3, 1, 8, 8, 6, 1, 4, 4),
 ]
-
-
-def init_weights(model, g):
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "layernorm" in name:
-                if name.endswith("weight"):
-                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
-                else:
-                    p.copy_(0.05 * torch.randn(p.shape, generator=g))
-            elif name.endswith("cls_token") or name.endswith("position_embeddings"):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.4 * torch.randn(p.shape, generator=g))
 
 
 def build(arch, kind, cfg, spec):

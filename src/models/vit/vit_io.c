@@ -1,10 +1,8 @@
 /* ViT models as Hugging Face folders: config.json + model.safetensors, both
  * ways, for ViTModel and ViTForImageClassification. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../util/util.h"
 #include "../vision.h"
@@ -117,35 +115,9 @@ tf_vit *tf_vit_load_hf(const char *dir) {
 
 /* ---------------------------------------------------------------- saving */
 
-static int write_config(const tf_vit *m, const char *path) {
+int tf_vit_save_hf(const tf_vit *m, const char *dir) {
     const tf_vit_config *c = &m->cfg;
     tf_fields f = {&HF_TABLE, (void *)c};
-    cJSON *r = cJSON_CreateObject();
-    cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
-    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_vit_head_name(c->head)));
-    cJSON_AddStringToObject(r, "model_type", "vit");
-    int rc = !arch || tf_fields_to_json(r, &f, 1);
-    if (!rc && c->head == TF_VIT_IMAGE_CLS) {
-        cJSON_AddStringToObject(r, "problem_type", "single_label_classification");
-        rc = tf_labels_to_json(r, m->labels, c->n_labels);
-    }
-    rc = rc || tf_json_write(path, r);
-    cJSON_Delete(r);
-    return rc ? -1 : 0;
-}
-
-int tf_vit_save_hf(const tf_vit *m, const char *dir) {
-    if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (write_config(m, path)) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    tf_st_writer *w = tf_st_writer_new();
-    if (!w) return tf_set_error("vit: out of memory");
-    tf_params *ps = m->params;
-    int rc = 0;
-    for (int i = 0; i < tf_params_count(ps) && !rc; i++) rc = tf_st_writer_add(w, tf_params_name(ps, i), tf_params_tensor(ps, i));
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    return rc;
+    return tf_vision_save(dir, tf_vit_head_name(c->head), "vit", &f, NULL, m->labels,
+                          c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
 }

@@ -3,9 +3,7 @@
  * Models 2 and 3 as tformer's own (model_type "tformer-vivit", the field
  * table's keys); both carry architectures and id2label. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../model_folder.h"
 #include "../vision.h"
@@ -106,35 +104,18 @@ tf_vivit *tf_vivit_load(const char *dir) {
 
 /* ---------------------------------------------------------------- saving */
 
-static int write_config(const tf_vivit *m, const char *path) {
+/* Model 1 as Hugging Face's (frame embedding: tubelets one frame long), Models 2 and 3 as tformer's. */
+int tf_vivit_save(const tf_vivit *m, const char *dir) {
     const tf_vivit_config *c = &m->cfg;
     int hf = c->model_kind == 1;
     tf_vivit_config w = *c;
-    if (hf) w.tubelet_t = tf_vivit_tube_t(c); /* frame embedding: tubelets one frame long */
     tf_fields f = {hf ? &HF_TABLE : &tf_vivit_config_table, &w};
-    cJSON *r = cJSON_CreateObject();
-    cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
-    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_vivit_head_name(c->head)));
-    cJSON_AddStringToObject(r, "model_type", hf ? "vivit" : "tformer-vivit");
-    int rc = !arch || tf_fields_to_json(r, &f, 1);
-    if (!rc && hf) {
-        cJSON *t = cJSON_CreateIntArray((int[]){w.tubelet_t, w.tubelet_h, w.tubelet_w}, 3);
-        rc = !t || !cJSON_AddItemToObject(r, "tubelet_size", t);
+    cJSON *extra = hf ? cJSON_CreateObject() : NULL;
+    cJSON *t = hf ? cJSON_CreateIntArray((int[]){tf_vivit_tube_t(c), c->tubelet_h, c->tubelet_w}, 3) : NULL;
+    if (hf && (!extra || !t || !cJSON_AddItemToObject(extra, "tubelet_size", t))) {
+        cJSON_Delete(extra);
+        return tf_set_error("vivit: out of memory");
     }
-    if (!rc && c->head == TF_VIVIT_VIDEO_CLS) {
-        cJSON_AddStringToObject(r, "problem_type", "single_label_classification");
-        rc = tf_labels_to_json(r, m->labels, c->n_labels);
-    }
-    rc = rc || tf_json_write(path, r);
-    cJSON_Delete(r);
-    return rc ? -1 : 0;
-}
-
-int tf_vivit_save(const tf_vivit *m, const char *dir) {
-    if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (write_config(m, path)) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    return tf_params_save(m->params, path);
+    return tf_vision_save(dir, tf_vivit_head_name(c->head), hf ? "vivit" : "tformer-vivit", &f, extra, m->labels,
+                          c->head == TF_VIVIT_VIDEO_CLS ? c->n_labels : 0, m->params);
 }
