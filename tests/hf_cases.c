@@ -239,3 +239,59 @@ int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, 
     unlink(out);
     return n < 0 ? -1 : failed;
 }
+
+/* ---------------------------------------------------------------- gradients */
+
+/* ||a - b|| and ||b|| in double. */
+static void diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm) {
+    *diff = *norm = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        *diff += d * d, *norm += (double)b[i] * b[i];
+    }
+    *diff = sqrt(*diff), *norm = sqrt(*norm);
+}
+
+#define MAX_GRADS 256
+
+double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
+    tf_st_file *g = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
+    tf_tensor *x = in ? test_st_load(in, "pixel_values", a) : NULL, *y = in ? test_st_load(in, "labels", a) : NULL;
+    int n = tf_params_count(ps) + 1;
+    if (g && x && y && n <= MAX_GRADS) {
+        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
+        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+        tf_params_zero_grad(ps);
+        tf_tensor *l = loss(ctx, model, lx, y);
+        if (l && !tf_backward(ctx, l, NULL)) {
+            worst = 0;
+            for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
+                tf_tensor *t = i ? tf_params_tensor(ps, i - 1) : lx;
+                tf_tensor *w = test_st_load(g, i ? tf_params_name(ps, i - 1) : "pixel_values", a);
+                diff[i] = INFINITY, norm[i] = 1;
+                if (w && tf_numel(w) == tf_numel(t)) diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
+                if (norm[i] > largest) largest = norm[i];
+            }
+            /* relative to its own gradient; one that is zero in exact arithmetic
+             * (a key bias: softmax ignores a shift of every score) against the largest */
+            for (int i = 0; i < n; i++) {
+                double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
+                if (e > 1e-4) fprintf(stderr, "    %s: tensor %d: %.3g\n", dir, i, e);
+                if (!(e <= worst)) worst = e;
+            }
+            *n_tensors = n;
+        }
+    }
+    tf_arena_free(a);
+    tf_ctx_free(ctx);
+    tf_st_close(in), tf_st_close(g);
+    return worst;
+}
+

@@ -24,6 +24,14 @@ double test_hf_run_case(const char *dir, const char *case_dir, const char *out);
  * called for every case when not NULL. */
 int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
                     double *worst);
+/* The loss of model on a batch (NULL on error). */
+typedef tf_tensor *(*test_loss_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels);
+/* The loss's gradient with respect to dir/input.safetensors' pixel_values and
+ * every parameter of ps (model's) against dir/gradients.safetensors (by name):
+ * the worst relative L2 error (a gradient zero in exact arithmetic, as a key
+ * bias's, against the largest norm); -1 when it cannot run. *n_tensors: the
+ * tensors compared. */
+double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors);
 /* dir holds a config.json. */
 int test_is_model_case(const char *dir);
 /* src's config.json (with `from` replaced by `to` when given) and

@@ -239,61 +239,17 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
 /* The loss's gradient with respect to the pixels and every parameter of a
  * fixture's ViTForImageClassification (backward through the patch embedding,
  * the class token's broadcast and concatenation, the positions, the blocks,
- * the final LayerNorm and the classifier) against transformers' in float64:
- * relative L2 error per tensor. */
-/* ||a - b|| and ||b|| in double. */
-static void diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm) {
-    *diff = *norm = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        *diff += d * d, *norm += (double)b[i] * b[i];
-    }
-    *diff = sqrt(*diff), *norm = sqrt(*norm);
+ * the final LayerNorm and the classifier) against transformers'. */
+static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
+    tf_vit_outputs o;
+    return tf_vit_run(ctx, model, &(tf_vit_inputs){pixels, labels, 0}, &o) ? NULL : o.loss;
 }
 
-#define MAX_GRADS 64
-
 static double gradient_case(const char *dir, int *n_tensors) {
-    char p[1300];
-    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
-    tf_st_file *g = tf_st_open(p);
-    snprintf(p, sizeof p, "%s/input.safetensors", dir);
-    tf_st_file *in = tf_st_open(p);
     tf_vit *m = tf_vit_load_hf(dir);
-    tf_ctx *ctx = tf_ctx_new(1);
-    tf_arena *a = tf_arena_new(0);
-    double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
-    tf_tensor *x = in ? test_st_load(in, "pixel_values", a) : NULL, *y = in ? test_st_load(in, "labels", a) : NULL;
-    int n = m ? tf_params_count(m->params) + 1 : 0;
-    if (g && m && x && y && n <= MAX_GRADS) {
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
-        tf_vit_outputs o;
-        tf_params_zero_grad(m->params);
-        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){lx, y, 0}, &o) && !tf_backward(ctx, o.loss, NULL)) {
-            worst = 0;
-            for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
-                tf_tensor *t = i ? tf_params_tensor(m->params, i - 1) : lx;
-                tf_tensor *w = test_st_load(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
-                diff[i] = INFINITY, norm[i] = 1;
-                if (w && tf_numel(w) == tf_numel(t)) diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
-                if (norm[i] > largest) largest = norm[i];
-            }
-            /* relative to its own gradient; one that is zero in exact arithmetic
-             * (a key bias: softmax ignores a shift of every score) against the largest */
-            for (int i = 0; i < n; i++) {
-                double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
-                if (e > 1e-4) fprintf(stderr, "    %s: tensor %d: %.3g\n", dir, i, e);
-                if (!(e <= worst)) worst = e;
-            }
-            *n_tensors = n;
-        }
-    }
-    tf_arena_free(a);
-    tf_ctx_free(ctx);
+    double e = m ? test_gradient_case(dir, m, m->params, vit_loss, n_tensors) : -1;
     tf_vit_free(m);
-    tf_st_close(in), tf_st_close(g);
-    return worst;
+    return e;
 }
 
 TEST(vit_gradients_match_pytorch) {

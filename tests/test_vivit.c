@@ -205,3 +205,29 @@ TEST(vivit_folders_round_trip) {
     }
     test_rm_rf(tmp);
 }
+
+/* ---------------------------------------------------------------- gradients against PyTorch */
+
+static tf_tensor *vivit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
+    tf_vivit_outputs o;
+    return tf_vivit_run(ctx, model, &(tf_vivit_inputs){pixels, labels, 0}, &o) ? NULL : o.loss;
+}
+
+/* The loss's gradient with respect to the pixels and every parameter of each
+ * model kind (backward through the tubelet embedding, the factorised blocks'
+ * regrouping, Model 2's class-token gather, Model 3's mean) against PyTorch's. */
+TEST(vivit_gradients_match_pytorch) {
+    static const char *const CASES[] = {VIVIT_DIR "/m1_cls_rgb12_t3x4x3_labels", VIVIT_DIR "/m2_cls_grey12_t2p4_labels",
+                                        VIVIT_DIR "/m3_cls_grey12_t2p4"};
+    double worst = 0;
+    int n[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        tf_vivit *m = tf_vivit_load(CASES[i]);
+        double e = m ? test_gradient_case(CASES[i], m, m->params, vivit_loss, &n[i]) : -1;
+        tf_vivit_free(m);
+        CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
+        if (e > worst) worst = e;
+    }
+    printf("    pixels and every parameter (Models 1-3: %d, %d, %d tensors): worst relative error %.2e\n", n[0], n[1],
+           n[2], worst);
+}

@@ -28,7 +28,8 @@ A case is a folder: config.json, model.safetensors, input.safetensors
 (pixel_values float32 (B,T,C,H,W), labels int64 for some classifier cases)
 and expected.safetensors (last_hidden_state, pooler_output with a pooler,
 logits, loss with labels), computed in float64 from the float32 weights and
-rounded once. Weights: LayerNorms N(1, 0.2) / N(0, 0.05), class tokens and
+rounded once; with labels also gradients.safetensors: the loss's gradient
+with respect to pixel_values and every parameter, by name, the same way. Weights: LayerNorms N(1, 0.2) / N(0, 0.05), class tokens and
 positions N(0, 1), every other tensor N(0, 0.4); pixels U(0, 1).
 
 A tubelet case (tubelet_*) holds case.safetensors: x (B,T,C,H,W), weight
@@ -267,6 +268,21 @@ def reference(model, arch, kind, x):
     return {k: v.float().contiguous() for k, v in res.items()}
 
 
+def gradients(model, kind, x):
+    """The loss's gradients with respect to pixel_values and every parameter (by
+    tformer's names), float64 from the float32 weights, rounded once."""
+    m = copy.deepcopy(model).double().train()  # dropout is 0
+    pixels = x["pixel_values"].double().requires_grad_(True)
+    if kind == 1:
+        loss = m(pixel_values=pixels, labels=x["labels"]).loss
+    else:
+        loss = nn.functional.cross_entropy(m(pixels), x["labels"])
+    loss.backward()
+    res = {"pixel_values": pixels.grad.float()}
+    res.update({k: p.grad.float().contiguous() for k, p in m.named_parameters()})
+    return res
+
+
 def write_case(out, name, arch, kind, cfg_kw, spec, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -292,6 +308,8 @@ def write_case(out, name, arch, kind, cfg_kw, spec, seed):
         x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
     save_file(x, os.path.join(d, "input.safetensors"))
     save_file(reference(model, arch, kind, x), os.path.join(d, "expected.safetensors"))
+    if spec.get("labels"):
+        save_file(gradients(model, kind, x), os.path.join(d, "gradients.safetensors"))
     print(f"wrote {d} (model {kind}, transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 
