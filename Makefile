@@ -166,6 +166,13 @@ $(BUILD)/bench_embed: bench/bench_embed.c $(BUILD)/libtformer.a
 $(BUILD)/bench_attention: bench/bench_attention.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/bench_continual: bench/bench_continual.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# Continual encoder: per-step FLOPs against measured steps/s (docs/continual.md). Quiet machine only.
+bench-continual: $(BUILD)/bench_continual
+	$(BENCH_ENV) python3 bench/continual_bench.py $(BUILD)/bench_continual
+
 $(BUILD)/bench_matmul: bench/bench_matmul.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
@@ -226,7 +233,7 @@ gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 clean:
 	rm -rf build build-san build-nompi
 
-.PHONY: all demo example bench callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+.PHONY: all demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
 
 # Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from

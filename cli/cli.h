@@ -167,6 +167,7 @@ CLI_VERB(decode);
 CLI_VERB(tokenizer_train);
 CLI_VERB(inspect);
 CLI_VERB(compare);
+CLI_VERB(stream);
 int cmd_train_tables(const tf_fields **t);
 int cmd_generate_tables(const tf_fields **t);
 int cmd_translate_tables(const tf_fields **t);
@@ -180,5 +181,11 @@ const cli_verb *cli_verbs(int *n);
 const cli_verb *cli_find_verb(const char *name);
 /* "usage: tformer <command> ..." and the list of verbs. */
 void cli_usage_all(FILE *f);
+
+/* OUT and its parents, as mkdir -p; a message naming flag when one cannot be made (exits). */
+void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
+
+/* Was the field-table flag ("--beam") given on the command line? */
+int cli_table_given(const cli_args *a, const char *flag);
 
 #endif

@@ -2,15 +2,18 @@
  * --arch vit, or any Hugging Face one) on labelled images — a split of an
  * idx folder (--data-dir, --split) or a digits CSV (--data) — printing the
  * accuracy, the loss and each class's accuracy; or on PNG files (operands),
- * printing each file's likeliest label and its probability; or a
+ * printing each file's likeliest labels (--top-k) with their probabilities,
+ * and with --attention-png DIR a picture of where the model looked (the
+ * attention rollout and the last layer's heads); or a
  * VivitForVideoClassification folder (tformer train --arch vivit) on clips,
- * each a folder of PNG frames (operands), the same way. */
+ * each a folder of PNG frames (operands): the likeliest label of each. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, THREADS };
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, TOP_K, ATTENTION_PNG, THREADS };
 const cli_flag cmd_classify_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "a ViTForImageClassification or VivitForVideoClassification folder (a run folder, or best/)"},
@@ -18,6 +21,10 @@ const cli_flag cmd_classify_flags[] = {
     [SPLIT] = {"split", CLI_STRING, "NAME", "t10k", "which of --data-dir's sets: t10k (the test set) or train"},
     [DATA] = {"data", CLI_STRING, "FILE", "", "scikit-learn's digits.csv(.gz) instead of --data-dir"},
     [BATCH] = {"batch", CLI_INT, "N", "256", "images per forward pass"},
+    [TOP_K] = {"top-k", CLI_INT, "K", "1", "PNG files: the K likeliest labels, each with its probability"},
+    [ATTENTION_PNG] = {"attention-png", CLI_STRING, "DIR", "",
+                       "PNG files: write DIR/<name>.png, the attention rollout from the class token over the image "
+                       "and each head of the last layer"},
     [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
@@ -67,9 +74,51 @@ void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, co
     tf_vit_free(m);
 }
 
-/* Each PNG file: its likeliest label and that label's probability. */
-static void classify_pngs(const cli_args *a, const tf_vit *m) {
+/* DIR/<file's base name without .png>.png: where the model looked (out.attentions of image 0). */
+static void attention_png(const cli_verb *v, const tf_vit *m, const tf_images *im, const tf_vit_outputs *out,
+                          const char *file, const char *dir, const char *title) {
     const tf_vit_config *c = &m->cfg;
+    int g = c->image_size / c->patch_size, H = c->n_head;
+    float *maps = malloc((size_t)g * (size_t)g * (size_t)(H + 1) * sizeof *maps);
+    if (!maps) cli_die(v, "out of memory");
+    if (tf_vit_attention_rollout(m, out->attentions, 0, maps, maps + g * g)) cli_die(v, tf_error());
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    size_t n = strlen(base) > 4 && !strcmp(base + strlen(base) - 4, ".png") ? strlen(base) - 4 : strlen(base);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%.*s.png", dir, (int)n, base);
+    tf_image_attention_plot p = {im->pixels, im->channels, im->height, im->width, maps, g, g, c->patch_size,
+                                 maps + g * g, H, title};
+    if (tf_plot_image_attention(path, &p)) cli_die(v, tf_error());
+    fprintf(stderr, "wrote %s\n", path);
+    free(maps);
+}
+
+/* Image 0's labels by probability, the k likeliest as "label\tprobability" after the file's name. */
+static void print_top(const tf_vit *m, const tf_tensor *logits, const char *file, int k, char *title, size_t n) {
+    int L = m->cfg.n_labels;
+    float p[L > 0 ? L : 1], hi = -INFINITY, sum = 0;
+    for (int j = 0; j < L; j++) hi = fmaxf(hi, tf_f32(logits)[j]);
+    for (int j = 0; j < L; j++) sum += p[j] = expf(tf_f32(logits)[j] - hi);
+    printf("%s", file);
+    for (int r = 0; r < k && r < L; r++) {
+        int best = 0;
+        for (int j = 1; j < L; j++) best = p[j] > p[best] ? j : best;
+        char buf[32];
+        const char *name = tf_vit_label(m, best, buf, sizeof buf);
+        printf("\t%s\t%.4f", name, p[best] / sum);
+        if (r == 0) snprintf(title, n, "%s: %s %.4f", file, name, p[best] / sum);
+        p[best] = -1;
+    }
+    printf("\n");
+}
+
+/* Each PNG file: its k likeliest labels with their probabilities; with
+ * attention_dir, the picture of where the model looked. */
+static void classify_pngs(const cli_args *a, const tf_vit *m, int k, const char *attention_dir) {
+    const tf_vit_config *c = &m->cfg;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) cli_die(a->verb, "out of memory");
+    tf_ctx_set_grad(ctx, 0);
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
         if (tf_images_read_png(a->operands[i], c->channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
@@ -79,13 +128,19 @@ static void classify_pngs(const cli_args *a, const tf_vit *m) {
                      im.width, im.height, c->image_size, c->image_size, c->channels);
             cli_die(a->verb, msg);
         }
-        int32_t pred;
-        float prob;
-        char buf[32];
-        if (tf_vit_predict(m, im.pixels, 1, 1, NULL, &pred, &prob, NULL, NULL)) cli_die(a->verb, tf_error());
-        printf("%s\t%s\t%.4f\n", a->operands[i], tf_vit_label(m, pred, buf, sizeof buf), prob);
+        tf_ctx_reset(ctx);
+        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, c->channels, c->image_size, c->image_size}, 0);
+        if (!x) cli_die(a->verb, tf_error());
+        memcpy(x->data, im.pixels, (size_t)tf_numel(x) * sizeof(float));
+        tf_vit_outputs out;
+        tf_vit_inputs in = {.pixel_values = x, .output_attentions = attention_dir != NULL};
+        if (tf_vit_run(ctx, m, &in, &out)) cli_die(a->verb, tf_error());
+        char title[4300];
+        print_top(m, out.logits, a->operands[i], k, title, sizeof title);
+        if (attention_dir) attention_png(a->verb, m, &im, &out, a->operands[i], attention_dir, title);
         tf_images_free(&im);
     }
+    tf_ctx_free(ctx);
 }
 
 /* Each clip folder: its frames (PNG files in name order), its likeliest label and that label's probability. */
@@ -140,7 +195,12 @@ int cmd_classify(const cli_args *a) {
     if (a->v[SPLIT].given && !dir) cli_usage_error(a, "--split goes with --data-dir");
     if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
     if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
+    const char *att = opt(&a->v[ATTENTION_PNG]);
+    if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
+    if (!a->n_operands && (a->v[TOP_K].given || att))
+        cli_usage_error(a, "--top-k and --attention-png go with PNG files, not with a labelled set");
     if (is_video_model(a->v[MODEL].text)) {
+        if (a->v[TOP_K].given || att) cli_usage_error(a, "--top-k and --attention-png are ViT settings (images)");
         classify_video(a);
         return 0;
     }
@@ -149,7 +209,10 @@ int cmd_classify(const cli_args *a) {
         return 0;
     }
     tf_vit *m = load_classifier(a->verb, a->v[MODEL].text);
-    classify_pngs(a, m);
+    if (a->v[TOP_K].i > m->cfg.n_labels)
+        cli_usage_error(a, "--top-k %lld: the model has %d labels", (long long)a->v[TOP_K].i, m->cfg.n_labels);
+    if (att) cli_make_folder(a->verb, "--attention-png", att);
+    classify_pngs(a, m, (int)a->v[TOP_K].i, att);
     tf_vit_free(m);
     return 0;
 }

@@ -171,28 +171,6 @@ static void check_vocab(const cli_verb *v, const char *dir, const char *side, co
     cli_die(v, msg);
 }
 
-/* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */
-static void make_folder(const cli_verb *v, const char *out) {
-    char path[4096], msg[4400];
-    struct stat st;
-    snprintf(path, sizeof path, "%s", out);
-    for (char *p = path + 1;; p++) {
-        char c = *p;
-        if (c != '/' && c) continue;
-        *p = 0;
-        if (mkdir(path, 0755) && errno != EEXIST) {
-            snprintf(msg, sizeof msg, "--attention-png %s: cannot create %s: %s", out, path, strerror(errno));
-            cli_die(v, msg);
-        }
-        *p = c;
-        if (!c) break;
-    }
-    if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
-        snprintf(msg, sizeof msg, "--attention-png %s: not a folder", out);
-        cli_die(v, msg);
-    }
-}
-
 /* id's text as a label: the specials named, a sub-word BPE's word end (its
  * trailing space) dropped and "@@" after a piece that continues a word
  * (subword-nmt's convention), other spaces trimmed, a bare space shown as U+2423. */
@@ -323,7 +301,7 @@ int cmd_translate(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_apply(a);
     tf_translate_opts o = g_opts;
-    if (pictures) make_folder(v, pictures);
+    if (pictures) cli_make_folder(v, "--attention-png", pictures);
     translator m;
     load_model(v, dir, &m);
     tf_tokenizer *src, *tgt;
@@ -332,7 +310,14 @@ int cmd_translate(const cli_args *a) {
     check_vocab(v, dir, "target", tgt, m.tgt_vocab, m.inside);
     tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
                        m.decoder_new_batch};
-    if (m.inside) o.search.beam_stop = TF_BEAM_HF_HEURISTIC; /* a Marian folder: as transformers' generate() */
+    tf_marian_generation gen;
+    if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings */
+        if (tf_seq2seq_marian_generation(dir, &gen)) cli_die(v, tf_error());
+        o.search.beam_stop = TF_BEAM_HF_HEURISTIC;
+        o.search.forced_eos_id = gen.forced_eos_id;
+        o.search.bad_ids = gen.bad_ids, o.search.n_bad_ids = gen.n_bad_ids;
+        if (!cli_table_given(a, "--beam")) o.search.beam = gen.num_beams;
+    }
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);

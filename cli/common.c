@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -124,6 +125,11 @@ void cli_train_progress(void *user, const tf_train_report *r) {
         fprintf(stderr, "warning: %s\n", r->notice);
         return;
     }
+    if (r->info) {
+        printf("%s\n", r->info);
+        fflush(stdout);
+        return;
+    }
     int val = !isnan(r->val_loss);
     if (!val && r->step % every && r->step != r->steps) return;
     char eta[32];
@@ -175,4 +181,26 @@ void cli_model_type(const char *dir, char *out, size_t n) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(t)) snprintf(out, n, "%s", t->valuestring);
     cJSON_Delete(root);
+}
+
+/* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */
+void cli_make_folder(const cli_verb *v, const char *flag, const char *out) {
+    char path[4096], msg[4400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s", out);
+    for (char *p = path + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c) continue;
+        *p = 0;
+        if (mkdir(path, 0755) && errno != EEXIST) {
+            snprintf(msg, sizeof msg, "%s %s: cannot create %s: %s", flag, out, path, strerror(errno));
+            cli_die(v, msg);
+        }
+        *p = c;
+        if (!c) break;
+    }
+    if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(msg, sizeof msg, "%s %s: not a folder", flag, out);
+        cli_die(v, msg);
+    }
 }

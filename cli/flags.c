@@ -207,6 +207,11 @@ static int flag_given(void *user, const tf_field *r) {
     return 0;
 }
 
+int cli_table_given(const cli_args *a, const char *flag) {
+    const tf_field *r = tf_fields_find(a->tables, a->n_tables, flag, NULL);
+    return r && flag_given((void *)a, r);
+}
+
 /* Defaults of the flags not given; every required flag and operand present. */
 static int finish(cli_args *a) {
     const cli_verb *v = a->verb;

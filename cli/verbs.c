@@ -37,6 +37,8 @@ static const cli_verb VERBS[] = {
     {"decode", "Token ids on standard input -> text on standard output", cmd_decode, cmd_decode_flags, NULL, NULL, 0, 0},
     {"tokenizer-train", "Learn a vocabulary from text files (docs/tokenizers.md)", cmd_tokenizer_train,
      cmd_tokenizer_train_flags, cmd_tokenizer_train_tables, "FILE...", 1, -1},
+    {"stream", "Run a continual model on a stream: one feature vector per line in, one output per step out "
+     "(docs/continual.md)", cmd_stream, cmd_stream_flags, NULL, NULL, 0, 0},
     {"inspect", "List the tensors of a safetensors file", cmd_inspect, cmd_inspect_flags, NULL, "FILE.safetensors", 1, 1},
     {"compare", "Relative L2 error of every tensor of B against the tensor of the same name in A", cmd_compare,
      cmd_compare_flags, NULL, "A.safetensors B.safetensors", 2, 2},

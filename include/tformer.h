@@ -45,6 +45,7 @@
 #include "tformer/config.h"
 #include "tformer/ops.h"
 #include "tformer/nn.h"
+#include "tformer/continual.h"
 #include "tformer/heads.h"
 #include "tformer/safetensors.h"
 #include "tformer/tokenizer.h"

@@ -62,4 +62,98 @@ void test_rm_rf(const char *dir);
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
 
+/* ---- Hugging Face folders (tests/hf_case.c) ---- */
+
+/* --fixtures DIR when given, else the family's committed fixtures. */
+const char *test_fixture_dir_or(const char *family_dir);
+/* The named tensor of a safetensors file, or NULL. */
+tf_tensor *test_st_tensor(const tf_st_file *f, const char *name, tf_arena *a);
+/* max |a - b| (NaN equal to NaN; NaN on one side only: NaN). */
+double test_max_abs_diff(const float *a, const float *b, int64_t n);
+/* ||a - b|| and ||b|| in double. */
+void test_diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm);
+/* Max |got - expected| over every field of expected and (rel not NULL) the
+ * worst relative L2 error; -1 when a field is missing or of another shape. */
+double test_compare_outputs(const char *expected_path, const char *out_path, double *rel);
+/* hf-run of folder dir on case_dir's input.safetensors, compared with its
+ * expected.safetensors (out is a scratch path, removed); -1 on failure. */
+double test_hf_run_case(const char *dir, const char *case_dir, const char *out, double *rel);
+/* n bytes into path; 0 or -1. */
+int test_write_file(const char *path, const void *data, size_t n);
+/* A NUL-terminated text into path; 0 or -1. */
+int test_write_text(const char *path, const char *text);
+/* text with its first `from` replaced by `to` (malloc'ed), NULL when absent. */
+char *test_replaced(const char *text, const char *from, const char *to);
+/* src/config.json into dst, `from` replaced by `to` when from is given. */
+int test_copy_config(const char *src, const char *dst, const char *from, const char *to);
+/* src into dst: config.json as test_copy_config; model.safetensors with
+ * element `at` of tensor `name` moved by delta (name NULL: none; at out of
+ * range: -1) and the tensor `drop` left out. */
+int test_copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
+                   float delta, const char *drop);
+
+/* One input tensor filled with one value. */
+typedef struct {
+    const char *name; /* NULL ends a list */
+    tf_st_dtype dtype;
+    int ndim;
+    int64_t shape[5];
+    float value;
+} test_input;
+/* Up to max inputs (till a NULL name) into one safetensors file. */
+int test_write_inputs(const test_input *specs, int max, const char *path);
+
+/* A folder or input that must be a clear error of tf_hf_run. */
+typedef struct {
+    const char *what;
+    const char *model;       /* the folder (the table's default when NULL) */
+    const char *from, *to;   /* config.json patched in a scratch copy */
+    const char *drop;        /* a tensor left out of the copy */
+    test_input in[3];        /* no tensors: no input file */
+    const char *expect[3];   /* in the error message */
+} test_bad_case;
+/* How many of the n cases were not a clear error (each one said on stderr;
+ * every case said when $verbose_env is set). */
+int test_hf_run_bad_cases(const test_bad_case *cases, size_t n, const char *default_model, const char *verbose_env);
+
+typedef struct {
+    const char *name;
+    int64_t at;
+} test_weight;
+/* How many of the n weights, moved by 1e-3 at one element, still pass
+ * case_dir's comparison at tol; *same: an unchanged copy's max |diff|;
+ * *least: the smallest perturbed one. */
+int test_hf_perturbed(const char *case_dir, const test_weight *w, int n, double tol, double *same, double *least);
+
+/* ---- vision cases (tests/hf_case.c) ---- */
+
+/* A patch / tubelet embedding case (dir/case.safetensors: x, weight, bias, r,
+ * out, grad_*; 4-D or 5-D x): the worst of the output's max |diff| and the
+ * gradients' relative L2 errors; -1 when it cannot run. */
+double test_patch_case(const char *dir);
+/* Every model case (a folder with config.json) of dir through hf-run against
+ * its expected outputs: the failures (each said on stderr), *cases and *worst
+ * (the largest max |diff| of those passing); each(path, arg) for every case
+ * when not NULL. */
+int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
+                    double *worst);
+/* The loss of model on a batch (NULL on error). */
+typedef tf_tensor *(*test_loss_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels);
+/* The loss's gradient with respect to dir/input.safetensors' pixel_values and
+ * every parameter of ps (model's) against dir/gradients.safetensors (by name):
+ * the worst relative L2 error (a gradient zero in exact arithmetic, as a key
+ * bias's, against the largest norm); -1 when it cannot run. */
+double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors);
+/* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: n images of side x
+ * side, image i of class i % classes with pixel (y,x) = pixel(i, class, y, x). */
+int test_write_idx_set(const char *dir, const char *split, int n, int side, int classes,
+                       unsigned char (*pixel)(int i, int c, int y, int x));
+/* An 8-bit grey PNG of w x h pixels, row by row. */
+int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h);
+
+struct cJSON;
+/* src/config.json (a Marian folder) into dst with one generate() run's
+ * forced_eos_token_id and bad_words_ids (null and none when it names none). */
+int test_marian_generate_config(const char *src, const char *dst, const struct cJSON *run);
+
 #endif

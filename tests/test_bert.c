@@ -25,13 +25,6 @@ static tf_tensor *ids_tensor(tf_ctx *ctx, int32_t mod, int32_t shift) {
     return t;
 }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
 static void remove_folder(const char *dir) {
     char p[512];
     static const char *const names[] = {"config.json", "model.safetensors"};
@@ -129,7 +122,7 @@ TEST(bert_mlm_gathered_loss) {
 static void expect_load_error(const char *dir, const char *config, const char *needle) {
     char p[512];
     snprintf(p, sizeof p, "%s/config.json", dir);
-    if (write_text(p, config)) {
+    if (test_write_text(p, config)) {
         test_fail(__FILE__, __LINE__, "cannot write %s", p);
         return;
     }
@@ -276,7 +269,7 @@ static int tiny_mlm_folder(char *dir) {
     int rc = !m || tf_bert_save_hf(m, dir);
     tf_bert_free(m);
     snprintf(p, sizeof p, "%s/vocab.txt", dir);
-    return rc || write_text(p, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\na\ndog\nran\n.\n,\nbig\nred\n##s\nhat\n");
+    return rc || test_write_text(p, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\na\ndog\nran\n.\n,\nbig\nred\n##s\nhat\n");
 }
 
 TEST(bert_fill_mask_cli_gives_the_softmax_top_k) {

@@ -12,14 +12,16 @@
 
 /* Run the CLI; returns its exit status and fills err with its stderr. */
 static int run(const char *args, char *err, size_t n) {
-    char cmd[2048];
-    if (snprintf(cmd, sizeof cmd, "%s %s 2>/tmp/tformer_cli_err >/dev/null", test_tformer_bin(), args) >= (int)sizeof cmd)
-        return -1; /* a command line that does not fit: never run a cut one */
+    char cmd[2048], log[] = "/tmp/tformer_cli_err_XXXXXX"; /* its own file: test runs share /tmp */
+    if (test_temp_file(log)) return -1;
+    if (snprintf(cmd, sizeof cmd, "%s %s 2>%s >/dev/null", test_tformer_bin(), args, log) >= (int)sizeof cmd)
+        return unlink(log), -1; /* a command line that does not fit: never run a cut one */
     int st = system(cmd);
-    FILE *f = fopen("/tmp/tformer_cli_err", "r");
+    FILE *f = fopen(log, "r");
     size_t k = f ? fread(err, 1, n - 1, f) : 0;
     err[k] = 0;
     if (f) fclose(f);
+    unlink(log);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 

@@ -59,18 +59,11 @@ static demo demo_default(void) {
     return d;
 }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
 /* Load JSON text into d; returns the status (tf_error holds the message). */
 static int load_json(demo *d, const char *text, int lenient) {
     const char *path = "/tmp/tformer_test_config.json";
     tf_fields f = {&DEMO, d};
-    if (write_text(path, text)) return -2;
+    if (test_write_text(path, text)) return -2;
     int rc = tf_fields_load(&f, 1, path, lenient);
     unlink(path);
     return rc;
@@ -236,12 +229,12 @@ TEST(config_required_keys_and_several_tables) {
     inner in = {0, 0};
     demo d = demo_default();
     tf_fields f[2] = {{&DEMO, &d}, {&REQUIRED, &in}};
-    CHECK(write_text(path, "{\"count\": 2}") == 0);
+    CHECK(test_write_text(path, "{\"count\": 2}") == 0);
     CHECK(tf_fields_load(&f[1], 1, path, 1) == -1 && strstr(tf_error(), "missing required key \"depth\""));
-    CHECK(write_text(path, "{\"levels\": 4}") == 0); /* an alias counts */
+    CHECK(test_write_text(path, "{\"levels\": 4}") == 0); /* an alias counts */
     CHECK(tf_fields_load(&f[1], 1, path, 0) == 0 && in.depth == 4);
     /* one object fills two structs; the first table owning a key takes it */
-    CHECK(write_text(path, "{\"count\": 2, \"levels\": 5, \"ratio\": 0.75}") == 0);
+    CHECK(test_write_text(path, "{\"count\": 2, \"levels\": 5, \"ratio\": 0.75}") == 0);
     CHECK(tf_fields_load(f, 2, path, 0) == 0 && d.count == 2 && d.ratio == 0.75f && in.depth == 5);
     CHECK(tf_fields_set(f, 2, "--levels", "6") == 0 && in.depth == 6);
     unlink(path);
@@ -288,12 +281,12 @@ TEST(config_training_tables) {
     const char *path = "/tmp/tformer_test_train.json";
     t = tf_train_config_default(), lm = tf_lm_config_default();
     tf_fields f[2] = {{&tf_train_config_table, &t}, {&tf_lm_config_table, &lm}};
-    CHECK(write_text(path, "{\"steps\": 5, \"schedule\": \"inverse_sqrt\", \"val_fraction\": 0.2, \"n_embd\": 64,"
+    CHECK(test_write_text(path, "{\"steps\": 5, \"schedule\": \"inverse_sqrt\", \"val_fraction\": 0.2, \"n_embd\": 64,"
                            " \"n_inner\": 100, \"layer_norm_eps\": 1e-3, \"pos\": \"sinusoidal\", \"norm_first\": false}") == 0);
     CHECK(tf_fields_load(f, 2, path, 0) == 0 && t.steps == 5 && t.schedule == TF_SCHEDULE_INVERSE_SQRT);
     CHECK(lm.val_fraction == 0.2f && lm.model.d_model == 64 && lm.model.d_ff == 100 && lm.model.norm_eps == 1e-3f);
     CHECK(lm.model.pos == TF_POS_SINUSOIDAL && lm.model.norm_first == 0);
-    CHECK(write_text(path, "{\"steps\": 5, \"n_embed\": 64}") == 0);
+    CHECK(test_write_text(path, "{\"steps\": 5, \"n_embed\": 64}") == 0);
     CHECK(tf_fields_load(f, 2, path, 0) == -1 && strstr(tf_error(), "unknown key \"n_embed\""));
     CHECK(tf_fields_set(f, 2, "--width", "32") == 0 && tf_fields_set(f, 2, "--layers", "2") == 0);
     CHECK(lm.model.d_model == 32 && lm.model.n_layer == 2);
@@ -347,16 +340,16 @@ TEST(config_hugging_face_config_json) {
     m = tf_gpt_new(&c, 3);
     CHECK(m && tf_gpt_save_hf(m, dir) == 0);
     tf_gpt_free(m);
-    CHECK(write_text(path, "{\"model_type\": \"gpt2\", \"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1,"
+    CHECK(test_write_text(path, "{\"model_type\": \"gpt2\", \"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1,"
                            " \"n_head\": 2, \"n_inner\": null, \"activation_function\": \"gelu_pytorch_tanh\","
                            " \"resid_pdrop\": 0.1, \"task_specific_params\": {\"x\": 1}}") == 0);
     CHECK((m = tf_gpt_load_hf(dir)) && !memcmp(&m->cfg, &c, sizeof c));
     tf_gpt_free(m);
-    CHECK(write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_layer\": 1, \"n_head\": 2}") == 0);
+    CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_layer\": 1, \"n_head\": 2}") == 0);
     CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "config.json: missing required key \"n_embd\""));
-    CHECK(write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 3}") == 0);
+    CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 3}") == 0);
     CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "config.json: d_model 8 is not a multiple of n_head 3"));
-    CHECK(write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2,"
+    CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2,"
                            " \"activation_function\": \"swish\"}") == 0);
     CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "\"activation_function\" expects one of relu, gelu, gelu_new/gelu_pytorch_tanh"));
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
@@ -366,12 +359,12 @@ TEST(config_hugging_face_config_json) {
 TEST(config_torch_run_tables) {
     const char *path = "/tmp/tformer_test_torch.json", *log_path = "/tmp/tformer_test_torch.log";
     tr_config c;
-    CHECK(write_text(path, "{\"module\": \"Transformer\", \"dim_feedforward\": 16, \"batch_first\": true}") == 0);
+    CHECK(test_write_text(path, "{\"module\": \"Transformer\", \"dim_feedforward\": 16, \"batch_first\": true}") == 0);
     CHECK(tr_config_load(path, &c, NULL) == 0 && c.kind == TR_TRANSFORMER && c.batch_first == 1);
     CHECK(c.layer.d_model == 512 && c.layer.n_head == 8 && c.layer.d_ff == 16 && c.num_encoder_layers == 6);
     CHECK(c.num_decoder_layers == 6 && c.layer.activation == TF_ACT_RELU && c.layer.norm_eps == 1e-5f && !c.layer.norm_first);
     CHECK(c.layer.bias == 1 && c.layer.dropout == 0.0f); /* PyTorch's dropout is accepted and not used */
-    CHECK(write_text(path, "{\"module\": \"MultiheadAttention\", \"embed_dim\": 6, \"num_heads\": 2, \"vdim\": 3,"
+    CHECK(test_write_text(path, "{\"module\": \"MultiheadAttention\", \"embed_dim\": 6, \"num_heads\": 2, \"vdim\": 3,"
                            " \"kdim\": null, \"device\": null, \"dtype\": \"float32\", \"frobnicate\": 1}") == 0);
     FILE *log = fopen(log_path, "w");
     CHECK(log && tr_config_load(path, &c, log) == 0 && c.mha.d_model == 6 && c.mha.kdim == 6 && c.mha.vdim == 3);
@@ -380,11 +373,11 @@ TEST(config_torch_run_tables) {
     char *text = test_slurp(log_path, &n);
     CHECK(text && strstr(text, "unknown key \"frobnicate\" for MultiheadAttention ignored") && !strstr(text, "dtype"));
     free(text);
-    CHECK(write_text(path, "{\"module\": \"TransformerEncoder\", \"d_model\": 4, \"nhead\": 2}") == 0);
+    CHECK(test_write_text(path, "{\"module\": \"TransformerEncoder\", \"d_model\": 4, \"nhead\": 2}") == 0);
     CHECK(tr_config_load(path, &c, NULL) == -1 && strstr(tf_error(), "missing required key \"num_layers\""));
-    CHECK(write_text(path, "{\"module\": \"TransformerEncoderLayer\", \"d_model\": 4, \"nhead\": 2, \"activation\": \"tanh\"}") == 0);
+    CHECK(test_write_text(path, "{\"module\": \"TransformerEncoderLayer\", \"d_model\": 4, \"nhead\": 2, \"activation\": \"tanh\"}") == 0);
     CHECK(tr_config_load(path, &c, NULL) == -1 && strstr(tf_error(), "\"activation\" expects one of relu, gelu"));
-    CHECK(write_text(path, "{\"module\": \"MultiheadAttention\", \"embed_dim\": 6, \"num_heads\": 2, \"add_zero_attn\": true}") == 0);
+    CHECK(test_write_text(path, "{\"module\": \"MultiheadAttention\", \"embed_dim\": 6, \"num_heads\": 2, \"add_zero_attn\": true}") == 0);
     CHECK(tr_config_load(path, &c, NULL) == -1 && strstr(tf_error(), "\"add_zero_attn\" is not supported"));
     unlink(path), unlink(log_path);
 }

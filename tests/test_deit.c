@@ -235,7 +235,7 @@ TEST(deit_drop_path_in_the_vit_only_while_training) {
     tf_ctx *ctx = tf_ctx_new(3);
     tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){16, 1, 8, 8}, 0);
     tf_tensor_fill_uniform(x, 9, 0.0f, 1.0f);
-    tf_vit_inputs in = {x, NULL, 0};
+    tf_vit_inputs in = {.pixel_values = x};
     tf_vit_outputs a, b;
     CHECK(plain && dp && tf_vit_run(ctx, plain, &in, &a) == 0 && tf_vit_run(ctx, dp, &in, &b) == 0);
     CHECK(memcmp(a.logits->data, b.logits->data, 16 * 3 * sizeof(float)) == 0);

@@ -69,32 +69,40 @@ static const char *const OUTPUTS[] = {"model.safetensors", "checkpoint.safetenso
                                       "config.json",       "best/model.safetensors"};
 enum { N_OUTPUTS = sizeof OUTPUTS / sizeof *OUTPUTS };
 
+/* Runs "BASE --steps 6 how[i]" under env[i] into dir/<i> (i < 4): each prints
+ * its last step once (rank 0 alone), and said[i] once when given; every run
+ * writes the bytes and prints the losses of the first. */
+static void same_as_first(const char *dir, const char *base, const char *const *env, const char *const *how,
+                          const char *const *said) {
+    static char out[4][16384], lines[4][4096];
+    char args[1024], a[128], x[128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, "%s --steps 6 %s --out %s/%d 2>&1", base, how[i], dir, i);
+        int rc = test_run_cli(env[i], args, out[i], sizeof out[i]);
+        CHECKF(rc == 0, "%s %s: exit %d\n%s", env[i], how[i], rc, out[i]);
+        progress(out[i], lines[i], sizeof lines[i]);
+        CHECKF(count(out[i], "step 6/6 |") == 1, "rank 0 alone prints: %s", out[i]);
+        CHECKF(!said[i] || count(out[i], said[i]) == 1, "%s %s: not once \"%s\": %s", env[i], how[i], said[i], out[i]);
+    }
+    snprintf(a, sizeof a, "%s/0", dir);
+    for (int i = 1; i < 4; i++) {
+        snprintf(x, sizeof x, "%s/%d", dir, i);
+        for (int f = 0; f < N_OUTPUTS; f++)
+            CHECKF(same_file(a, x, OUTPUTS[f]), "%s differs: %s vs %s %s", OUTPUTS[f], how[0], env[i], how[i]);
+        CHECKF(!strcmp(lines[0], lines[i]), "progress differs:\n%s\nvs\n%s", lines[0], lines[i]);
+    }
+}
+
 TEST(dist_processes_write_the_bytes_of_one_process) {
     if (skip()) return;
-    static char out[4][16384], lines[4][4096];
-    char dir[64], args[1024];
+    char dir[64];
     snprintf(dir, sizeof dir, "/tmp/tformer_dist_%d", (int)getpid());
     CHECK(mkdir(dir, 0755) == 0);
     /* the same 6 steps: 4 micro-batches of 2 sequences a step, dropout on */
     const char *env[4] = {"", MPIRUN " -np 2", MPIRUN " -np 4", MPIRUN " -np 2"};
-    const char *how[4] = {"--accum 4", "--accum 2", "--accum 1", "--accum 2 --threads 2"},
-               *name[4] = {"a", "b", "c", "d"};
-    for (int i = 0; i < 4; i++) {
-        snprintf(args, sizeof args, TINY " --steps 6 %s --out %s/%s 2>&1", how[i], dir, name[i]);
-        int rc = test_run_cli(env[i], args, out[i], sizeof out[i]);
-        CHECKF(rc == 0, "%s%s: exit %d\n%s", env[i], how[i], rc, out[i]);
-        progress(out[i], lines[i], sizeof lines[i]);
-        CHECKF(count(out[i], "step 6/6 |") == 1, "rank 0 alone prints: %s", out[i]);
-    }
-    char a[128], x[128];
-    snprintf(a, sizeof a, "%s/a", dir);
-    for (int i = 1; i < 4; i++) {
-        snprintf(x, sizeof x, "%s/%s", dir, name[i]);
-        for (int f = 0; f < N_OUTPUTS; f++)
-            CHECKF(same_file(a, x, OUTPUTS[f]), "%s differs: one process --accum 4 vs %s %s", OUTPUTS[f], env[i],
-                   how[i]);
-        CHECKF(!strcmp(lines[0], lines[i]), "progress differs:\n%s\nvs\n%s", lines[0], lines[i]);
-    }
+    const char *how[4] = {"--accum 4", "--accum 2", "--accum 1", "--accum 2 --threads 2"};
+    const char *said[4] = {NULL, "2 processes x --accum 2", "4 processes x --accum 1", NULL};
+    same_as_first(dir, TINY, env, how, said);
     test_rm_rf(dir);
 }
 
@@ -165,6 +173,55 @@ TEST(dist_bad_starts_fail_on_every_rank_with_one_message) {
              dir, bin, dir);
     int rc = test_run_cli(MPIRUN " -np 1", args, out, sizeof out);
     CHECKF(rc != 0 && rc != 124 && strstr(out, "--threads expects an integer"), "exit %d: %s", rc, out);
+    test_rm_rf(dir);
+}
+
+/* ZeRO-1: a model whose MLP matrices (160 x 640) are two gradient-norm chunks
+ * each, so ranks' parts end inside a parameter; clipping on (the norm is
+ * about 18), weight decay on the matrices. */
+#define ZTINY                                                                                                          \
+    "train --data tests/data/unicode_stress.txt --tokenizer char --layers 1 --heads 2 --width 160 --context 16 "       \
+    "--batch 8 --eval-every 3 --eval-batches 3 --dropout 0.1 --log-every 1 --threads 1 --grad-clip 0.5"
+
+TEST(dist_zero_shards_adamw_with_the_bytes_of_one_process) {
+    if (skip()) return;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/tformer_dist_zero_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    const char *env[4] = {"", MPIRUN " -np 2", MPIRUN " -np 4", ""};
+    const char *how[4] = {"--accum 4", "--accum 2 --zero 1", "--accum 1 --zero 1", "--accum 4 --zero 1"};
+    const char *said[4] = {NULL, "ZeRO-1: AdamW state", "ZeRO-1: AdamW state",
+                           "--zero 1 with one process: nothing to shard"};
+    same_as_first(dir, ZTINY, env, how, said);
+    test_rm_rf(dir);
+}
+
+/* A ZeRO checkpoint holds the whole AdamW state: it resumes on one process
+ * without --zero, and a checkpoint without ZeRO resumes sharded on 4 ranks. */
+TEST(dist_zero_checkpoint_resumes_with_or_without_zero) {
+    if (skip()) return;
+    static char out[16384];
+    char dir[64], args[1024], a[128], b[128], c[128];
+    snprintf(dir, sizeof dir, "/tmp/tformer_dist_zero_resume_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(a, sizeof a, "%s/one", dir), snprintf(b, sizeof b, "%s/zero2to1", dir),
+        snprintf(c, sizeof c, "%s/one_to_zero4", dir);
+#define R ZTINY " --schedule constant --checkpoint-every 3"
+    snprintf(args, sizeof args, R " --steps 6 --accum 4 --out %s 2>&1", a);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, R " --steps 3 --accum 2 --zero 1 --out %s 2>&1", b);
+    CHECKF(test_run_cli(MPIRUN " -np 2", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, R " --steps 6 --accum 4 --resume --out %s 2>&1", b);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "ZeRO on 2 processes -> 1: %s", out);
+    snprintf(args, sizeof args, R " --steps 3 --accum 4 --out %s 2>&1", c);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, R " --steps 6 --accum 1 --zero 1 --resume --out %s 2>&1", c);
+    CHECKF(test_run_cli(MPIRUN " -np 4", args, out, sizeof out) == 0, "1 process -> ZeRO on 4: %s", out);
+    for (int f = 0; f < N_OUTPUTS; f++) {
+        CHECKF(same_file(a, b, OUTPUTS[f]), "%s differs: ZeRO on 2 processes resumed on 1", OUTPUTS[f]);
+        CHECKF(same_file(a, c, OUTPUTS[f]), "%s differs: 1 process resumed with ZeRO on 4", OUTPUTS[f]);
+    }
+#undef R
     test_rm_rf(dir);
 }
 

@@ -16,15 +16,8 @@ static const char *const VOCAB[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
                                     "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"};
 #define N_VOCAB (int)(sizeof VOCAB / sizeof *VOCAB)
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
 /* A temp file holding text; path is filled in. */
-static int temp_text(char *path, const char *text) { return test_temp_file(path) || write_text(path, text) ? -1 : 0; }
+static int temp_text(char *path, const char *text) { return test_temp_file(path) || test_write_text(path, text) ? -1 : 0; }
 
 /* A random BERT folder (config.json, model.safetensors, vocab.txt) in a new temp dir. */
 static int tiny_bert(char *dir) {

@@ -17,11 +17,6 @@
 #define LM_CASE HF_DIR "/v4_lm_tanh_labels"  /* GPT2LMHeadModel, input_ids and labels */
 #define BODY_CASE HF_DIR "/v4_body_posids_types_int32" /* GPT2Model */
 
-static const char *fixture_dir(void) {
-    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases */
-    return strcmp(d, "tests/fixtures") ? d : HF_DIR;
-}
-
 
 /* Row (b,t) is left out when the query sees only padding: attention_mask is 0
  * at every key j <= t. Hugging Face gives such a row a mean of the values
@@ -130,7 +125,7 @@ static int compare_case(const char *dir, const char *out_path, double *worst) {
 }
 
 TEST(hf_fixtures) {
-    const char *dir = fixture_dir();
+    const char *dir = test_fixture_dir_or(HF_DIR);
     char *names[256];
     int n = test_dir_entries(dir, names, 256);
     CHECKF(n >= 0, "cannot open fixture directory %s", dir);
@@ -160,47 +155,6 @@ TEST(hf_fixtures) {
 
 /* ---------------------------------------------------------------- scratch folders */
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-/* Copy src/model.safetensors into dst/, adding delta to element `at` of tensor `name` (NULL: none). */
-static int copy_model(const char *src, const char *dst, const char *name, int64_t at, float delta) {
-    char p[1200];
-    snprintf(p, sizeof p, "%s/model.safetensors", src);
-    tf_st_file *f = tf_st_open(p);
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    int rc = f && w && a ? 0 : -1;
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const tf_st_entry *e = tf_st_entry_at(f, i);
-        tf_tensor *t = tf_st_to_tensor(f, e, a);
-        if (!t) rc = -1;
-        else if (name && !strcmp(e->name, name)) tf_f32(t)[at] += delta;
-        if (!rc) rc = tf_st_writer_add(w, e->name, t);
-    }
-    snprintf(p, sizeof p, "%s/model.safetensors", dst);
-    if (!rc) rc = tf_st_writer_save(w, p);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    tf_st_close(f);
-    return rc;
-}
-
-static int copy_config(const char *src, const char *dst) {
-    char p[1200];
-    size_t n;
-    snprintf(p, sizeof p, "%s/config.json", src);
-    char *text = test_slurp(p, &n);
-    snprintf(p, sizeof p, "%s/config.json", dst);
-    int rc = text ? write_text(p, text) : -1;
-    free(text);
-    return rc;
-}
-
 /* The comparison notices a changed weight: the same case with one element of
  * the last block's MLP projection bias moved by 1e-3 fails the tolerance. */
 TEST(hf_perturbed_weight_fails_the_comparison) {
@@ -208,154 +162,64 @@ TEST(hf_perturbed_weight_fails_the_comparison) {
     CHECK(mkdtemp(tmp) != NULL);
     snprintf(out, sizeof out, "%s/out.safetensors", tmp);
     double worst = 0;
-    CHECK(copy_config(LM_CASE, tmp) == 0 && copy_model(LM_CASE, tmp, NULL, 0, 0) == 0);
+    CHECK(test_copy_case(LM_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
     CHECK(tf_hf_run(tmp, LM_CASE "/input.safetensors", out, NULL) == 0);
     int bad_same = compare_case(LM_CASE, out, &worst);
     double same = worst;
-    CHECK(copy_model(LM_CASE, tmp, "transformer.h.1.mlp.c_proj.bias", 3, 1e-3f) == 0);
+    CHECK(test_copy_case(LM_CASE, tmp, NULL, NULL, "transformer.h.1.mlp.c_proj.bias", 3, 1e-3f, NULL) == 0);
     CHECK(tf_hf_run(tmp, LM_CASE "/input.safetensors", out, NULL) == 0);
     worst = 0;
     fprintf(stderr, "    (the next lines are the expected failure of a perturbed copy)\n");
     int bad_moved = compare_case(LM_CASE, out, &worst);
     printf("    unchanged copy %.2e, one bias element + 1e-3: %.2e\n", same, worst);
-    unlink(out);
-    snprintf(out, sizeof out, "%s/model.safetensors", tmp);
-    unlink(out);
-    snprintf(out, sizeof out, "%s/config.json", tmp);
-    unlink(out);
-    rmdir(tmp);
+    test_rm_rf(tmp);
     CHECK(bad_same == 0 && same <= TOL);
     CHECK(bad_moved > 0 && worst > TOL);
 }
 
 /* ---------------------------------------------------------------- bad folders and inputs */
 
-typedef struct {
-    const char *name;
-    tf_st_dtype dtype;
-    int ndim;
-    int64_t shape[3];
-    int value; /* every element */
-} in_spec;
-
-typedef struct {
-    const char *what;
-    const char *model;            /* a fixture folder, or NULL: LM_CASE with config.json patched */
-    const char *from, *to;        /* the patch */
-    in_spec in[3];                /* no tensors: no input file */
-    const char *expect[3];        /* in the error message */
-} bad_case;
-
 #define IDS(v) {"input_ids", TF_ST_I64, 2, {2, 5}, v}
-static const bad_case BAD[] = {
-    {"unsupported architecture", NULL, "\"GPT2LMHeadModel\"", "\"BertForMultipleChoice\"", {IDS(1)},
+static const test_bad_case BAD[] = {
+    {"unsupported architecture", NULL, "\"GPT2LMHeadModel\"", "\"BertForMultipleChoice\"", NULL, {IDS(1)},
      {"config.json", "\"BertForMultipleChoice\" is not supported", "supported: GPT2LMHeadModel, GPT2Model, BertModel"}},
-    {"no architectures", NULL, "\"architectures\"", "\"archs\"", {IDS(1)},
+    {"no architectures", NULL, "\"architectures\"", "\"archs\"", NULL, {IDS(1)},
      {"config.json", "no \"architectures\"", "GPT2LMHeadModel, GPT2Model"}},
-    {"unimplemented config", NULL, "\"scale_attn_weights\": true", "\"scale_attn_weights\": false", {IDS(1)},
+    {"unimplemented config", NULL, "\"scale_attn_weights\": true", "\"scale_attn_weights\": false", NULL, {IDS(1)},
      {"config.json", "\"scale_attn_weights\" must be true"}},
-    {"no config", "/nonexistent_hf_dir", NULL, NULL, {IDS(1)}, {"/nonexistent_hf_dir/config.json"}},
-    {"no input file", LM_CASE, NULL, NULL, {{NULL, 0, 0, {0}, 0}}, {"in.safetensors"}},
-    {"unknown input", LM_CASE, NULL, NULL, {IDS(1), {"input_idz", TF_ST_I64, 2, {2, 5}, 1}},
+    {"no config", "/nonexistent_hf_dir", NULL, NULL, NULL, {IDS(1)}, {"/nonexistent_hf_dir/config.json"}},
+    {"no input file", LM_CASE, NULL, NULL, NULL, {{NULL, 0, 0, {0}, 0}}, {"in.safetensors"}},
+    {"unknown input", LM_CASE, NULL, NULL, NULL, {IDS(1), {"input_idz", TF_ST_I64, 2, {2, 5}, 1}},
      {"'input_idz' is not an argument of GPT2LMHeadModel.forward()",
       "takes: input_ids, attention_mask, token_type_ids, position_ids, labels"}},
-    {"unsupported input", LM_CASE, NULL, NULL, {IDS(1), {"past_key_values", TF_ST_F32, 2, {2, 5}, 0}},
+    {"unsupported input", LM_CASE, NULL, NULL, NULL, {IDS(1), {"past_key_values", TF_ST_F32, 2, {2, 5}, 0}},
      {"'past_key_values'", "is not supported by hf-run", "takes: input_ids"}},
-    {"labels to GPT2Model", BODY_CASE, NULL, NULL, {IDS(1), {"labels", TF_ST_I64, 2, {2, 5}, 1}},
+    {"labels to GPT2Model", BODY_CASE, NULL, NULL, NULL, {IDS(1), {"labels", TF_ST_I64, 2, {2, 5}, 1}},
      {"'labels' is not an argument of GPT2Model.forward()", "position_ids"}},
-    {"missing input_ids", LM_CASE, NULL, NULL, {{"attention_mask", TF_ST_I64, 2, {2, 5}, 1}},
+    {"missing input_ids", LM_CASE, NULL, NULL, NULL, {{"attention_mask", TF_ST_I64, 2, {2, 5}, 1}},
      {"missing input 'input_ids'"}},
-    {"float input_ids", LM_CASE, NULL, NULL, {{"input_ids", TF_ST_F32, 2, {2, 5}, 1}},
+    {"float input_ids", LM_CASE, NULL, NULL, NULL, {{"input_ids", TF_ST_F32, 2, {2, 5}, 1}},
      {"'input_ids' is F32", "I64 or I32"}},
-    {"mask of another length", LM_CASE, NULL, NULL, {IDS(1), {"attention_mask", TF_ST_I64, 2, {2, 4}, 1}},
+    {"mask of another length", LM_CASE, NULL, NULL, NULL, {IDS(1), {"attention_mask", TF_ST_I64, 2, {2, 4}, 1}},
      {"'attention_mask' has shape (2,4)", "T = 5 as in 'input_ids'"}},
-    {"3-d input_ids", LM_CASE, NULL, NULL, {{"input_ids", TF_ST_I32, 3, {2, 5, 1}, 1}},
+    {"3-d input_ids", LM_CASE, NULL, NULL, NULL, {{"input_ids", TF_ST_I32, 3, {2, 5, 1}, 1}},
      {"'input_ids' has shape (2,5,1)", "expected (B,T)"}},
-    {"id beyond the vocabulary", LM_CASE, NULL, NULL, {IDS(37)}, {"'input_ids' holds 37 at [0,0]", "vocab_size"}},
-    {"negative id", LM_CASE, NULL, NULL, {IDS(-1)}, {"'input_ids' holds -1 at [0,0]"}},
-    {"mask of 2", LM_CASE, NULL, NULL, {IDS(1), {"attention_mask", TF_ST_F32, 2, {2, 5}, 2}},
+    {"id beyond the vocabulary", LM_CASE, NULL, NULL, NULL, {IDS(37)}, {"'input_ids' holds 37 at [0,0]", "vocab_size"}},
+    {"negative id", LM_CASE, NULL, NULL, NULL, {IDS(-1)}, {"'input_ids' holds -1 at [0,0]"}},
+    {"mask of 2", LM_CASE, NULL, NULL, NULL, {IDS(1), {"attention_mask", TF_ST_F32, 2, {2, 5}, 2}},
      {"'attention_mask' holds 2", "0 (padding) or 1"}},
-    {"labels of -5", LM_CASE, NULL, NULL, {IDS(1), {"labels", TF_ST_I64, 2, {2, 5}, -5}},
+    {"labels of -5", LM_CASE, NULL, NULL, NULL, {IDS(1), {"labels", TF_ST_I64, 2, {2, 5}, -5}},
      {"'labels' holds -5", "-100"}},
-    {"position beyond n_positions", LM_CASE, NULL, NULL, {IDS(1), {"position_ids", TF_ST_I64, 2, {2, 5}, 16}},
+    {"position beyond n_positions", LM_CASE, NULL, NULL, NULL, {IDS(1), {"position_ids", TF_ST_I64, 2, {2, 5}, 16}},
      {"'position_ids' holds 16", "n_positions"}},
-    {"longer than n_positions", LM_CASE, NULL, NULL, {{"input_ids", TF_ST_I64, 2, {1, 17}, 1}},
+    {"longer than n_positions", LM_CASE, NULL, NULL, NULL, {{"input_ids", TF_ST_I64, 2, {1, 17}, 1}},
      {"17 positions", "n_positions is 16"}},
 };
 
-static int write_inputs(const in_spec *specs, const char *path) {
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    int rc = w && a ? 0 : -1;
-    for (const in_spec *s = specs; !rc && s < specs + 3 && s->name; s++) {
-        int is_f = s->dtype == TF_ST_F32, is_i = s->dtype == TF_ST_I64 || s->dtype == TF_ST_I32;
-        tf_tensor *t = tf_tensor_alloc(a, is_f ? TF_DTYPE_F32 : is_i ? TF_DTYPE_I32 : TF_DTYPE_U8, s->ndim, s->shape, 0);
-        if (!t) rc = -1;
-        for (int64_t i = 0; !rc && i < tf_numel(t); i++) {
-            if (is_f) tf_f32(t)[i] = (float)s->value;
-            else if (is_i) tf_i32(t)[i] = s->value;
-            else tf_u8(t)[i] = (uint8_t)s->value;
-        }
-        if (!rc) rc = tf_st_writer_add_as(w, s->name, t, s->dtype);
-    }
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    return rc;
-}
-
-/* LM_CASE with `from` replaced by `to` in config.json, in dir. */
-static int patched_copy(const char *dir, const char *from, const char *to) {
-    char p[1200];
-    size_t n;
-    snprintf(p, sizeof p, "%s/config.json", LM_CASE);
-    char *text = test_slurp(p, &n), *at = text ? strstr(text, from) : NULL;
-    if (!at) return free(text), -1;
-    char *out = malloc(n + strlen(to) + 1);
-    if (!out) return free(text), -1;
-    memcpy(out, text, (size_t)(at - text));
-    strcpy(out + (at - text), to);
-    strcat(out, at + strlen(from));
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    int rc = write_text(p, out);
-    free(out);
-    free(text);
-    return rc ? rc : copy_model(LM_CASE, dir, NULL, 0, 0);
-}
-
-static void remove_files(const char *dir) {
-    static const char *const names[] = {"config.json", "model.safetensors", "in.safetensors", "out.safetensors"};
-    char p[1200];
-    for (int i = 0; i < 4; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-}
-
 TEST(hf_run_bad_input_is_a_clear_error) {
-    char tmp[] = "/tmp/tformer_hfb_XXXXXX", in[64], out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    int bad = 0;
-    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
-        const bad_case *k = &BAD[c];
-        remove_files(tmp);
-        if ((!k->model && patched_copy(tmp, k->from, k->to)) || (k->in[0].name && write_inputs(k->in, in))) {
-            bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
-            continue;
-        }
-        tf_set_error("%s", "");
-        int rc = tf_hf_run(k->model ? k->model : tmp, in, out, NULL);
-        const char *msg = tf_error();
-        int ok = rc == -1 && access(out, F_OK) != 0;
-        for (int i = 0; ok && i < 3 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
-        if (!ok) bad += fprintf(stderr, "    %s: rc %d, output %s, error \"%s\"\n", k->what, rc,
-                                access(out, F_OK) ? "absent" : "written", msg) > 0;
-    }
-    remove_files(tmp);
-    rmdir(tmp);
-    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
+    const size_t n = sizeof BAD / sizeof BAD[0];
+    int bad = test_hf_run_bad_cases(BAD, n, LM_CASE, "HF_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
 }
 
 /* Labels that are all -100: transformers' loss is a mean over nothing, NaN. */
@@ -364,8 +228,8 @@ TEST(hf_run_loss_without_labels_is_nan) {
     CHECK(mkdtemp(tmp) != NULL);
     snprintf(in, sizeof in, "%s/in.safetensors", tmp);
     snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    const in_spec specs[3] = {IDS(1), {"labels", TF_ST_I64, 2, {2, 5}, -100}};
-    CHECK(write_inputs(specs, in) == 0);
+    const test_input specs[3] = {IDS(1), {"labels", TF_ST_I64, 2, {2, 5}, -100}};
+    CHECK(test_write_inputs(specs, 3, in) == 0);
     int rc = tf_hf_run(LM_CASE, in, out, NULL);
     tf_st_file *f = rc ? NULL : tf_st_open(out);
     const tf_st_entry *e = f ? tf_st_find(f, "loss") : NULL;
@@ -374,8 +238,7 @@ TEST(hf_run_loss_without_labels_is_nan) {
     float v = loss ? tf_f32(loss)[0] : 0.0f;
     tf_arena_free(a);
     tf_st_close(f);
-    remove_files(tmp);
-    rmdir(tmp);
+    test_rm_rf(tmp);
     CHECK(rc == 0 && loss != NULL);
     CHECKF(isnan(v), "loss %g, expected NaN", v);
 }

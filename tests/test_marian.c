@@ -18,44 +18,9 @@
 #define MARIAN_DIR "tests/fixtures_marian"
 #define SHARED_CASE MARIAN_DIR "/shared_tied_swish_scaled"
 
-static const char *fixture_dir(void) {
-    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases */
-    return strcmp(d, "tests/fixtures") ? d : MARIAN_DIR;
-}
-
-/* Max |got - expected| over every field of expected (NaN equal to NaN); the
- * output must hold exactly those fields. -1 when they do not match in names or shapes. */
-static double max_diff(const char *expected_path, const char *out_path) {
-    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
-    tf_arena *a = tf_arena_new(0);
-    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
-    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
-        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
-        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
-        if (!te || !tg || tf_numel(te) != tf_numel(tg) || te->ndim != tg->ndim) {
-            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
-            worst = -1;
-            break;
-        }
-        for (int64_t j = 0; j < tf_numel(te); j++) {
-            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
-            double d = x != x && y != y ? 0 : fabs((double)x - y);
-            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
-        }
-    }
-    tf_arena_free(a);
-    tf_st_close(exp), tf_st_close(got);
-    return worst;
-}
-
 /* hf-run of the model folder dir on ref's input, compared with ref's expected outputs. */
 static int run_case(const char *dir, const char *ref, const char *out, double *worst) {
-    char in[1300], exp[1300];
-    snprintf(in, sizeof in, "%s/input.safetensors", ref);
-    snprintf(exp, sizeof exp, "%s/expected.safetensors", ref);
-    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), 1;
-    double d = max_diff(exp, out);
-    unlink(out);
+    double d = test_hf_run_case(dir, ref, out, NULL);
     if (!(d > *worst)) d = d < 0 ? d : *worst;
     if (d < 0 || d != d || d > TOL) return fprintf(stderr, "    %s: max |diff| %.3g\n", dir, d), 1;
     *worst = d;
@@ -63,7 +28,7 @@ static int run_case(const char *dir, const char *ref, const char *out, double *w
 }
 
 TEST(marian_hf_run_matches_transformers) {
-    const char *dir = fixture_dir();
+    const char *dir = test_fixture_dir_or(MARIAN_DIR);
     char *names[256], path[1200], out[] = "/tmp/tformer_marian_out_XXXXXX";
     int n = test_dir_entries(dir, names, 256), failed = 0;
     CHECKF(n > 0, "no cases in %s", dir);
@@ -161,6 +126,13 @@ static int generate_case(const char *dir, int own, int *n) {
         o.temperature = 0, o.beam = beams > 1 ? beams : 0;
         o.length_penalty = (float)cJSON_GetObjectItem(run, "length_penalty")->valuedouble;
         o.beam_stop = own ? TF_BEAM_TFORMER : beam_stop(cJSON_GetObjectItem(run, "early_stopping"));
+        const cJSON *forced = cJSON_GetObjectItem(run, "forced_eos_token_id");
+        const cJSON *banned = cJSON_GetObjectItem(run, "bad_words_ids");
+        int32_t bad_ids[8];
+        if (cJSON_IsNumber(forced)) o.forced_eos_id = forced->valueint;
+        for (int k = 0; cJSON_IsArray(banned) && k < cJSON_GetArraySize(banned) && k < 8; k++) /* one token each */
+            bad_ids[o.n_bad_ids++] = cJSON_GetArrayItem(cJSON_GetArrayItem(banned, k), 0)->valueint;
+        o.bad_ids = bad_ids;
         const cJSON *outs = cJSON_GetObjectItem(run, "outputs");
         int rows_bad = own ? 0 : rows_differ(m, srcs, outs, o, max_length);
         if (rows_bad) bad += fprintf(stderr, "    %s: num_beams %d, all sources as rows of one decoder: %d differ\n", dir, beams,
@@ -177,7 +149,7 @@ static int generate_case(const char *dir, int own, int *n) {
 }
 
 TEST(marian_generate_matches_transformers) {
-    const char *dir = fixture_dir();
+    const char *dir = test_fixture_dir_or(MARIAN_DIR);
     char *names[256], path[1200];
     int n = test_dir_entries(dir, names, 256), bad = 0, seqs = 0, own_bad = 0, own_seqs = 0;
     CHECKF(n > 0, "no cases in %s", dir);
@@ -197,24 +169,6 @@ TEST(marian_generate_matches_transformers) {
 
 /* ---------------------------------------------------------------- scratch folders */
 
-static int write_text(const char *path, const char *text, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(text, 1, n, f);
-    return fclose(f) || w != n ? -1 : 0;
-}
-
-/* text with its first `from` replaced by `to` (a new string), or NULL when from is absent. */
-static char *replaced(const char *text, const char *from, const char *to) {
-    const char *at = strstr(text, from);
-    char *out = at ? malloc(strlen(text) + strlen(to) + 1) : NULL;
-    if (!out) return NULL;
-    memcpy(out, text, (size_t)(at - text));
-    strcpy(out + (at - text), to);
-    strcat(out, at + strlen(from));
-    return out;
-}
-
 /* The shared case's folder with config.json patched (from -> to, then from2 -> to2) and its weights named `weights`. */
 static int patched_copy(const char *dir, const char *from, const char *to, const char *from2, const char *to2,
                         const char *weights) {
@@ -224,17 +178,17 @@ static int patched_copy(const char *dir, const char *from, const char *to, const
     char *text = test_slurp(p, &n);
     for (int k = 0; k < 2 && text; k++) {
         const char *f = k ? from2 : from, *t = k ? to2 : to;
-        char *next = f ? replaced(text, f, t) : text;
+        char *next = f ? test_replaced(text, f, t) : text;
         if (next != text) free(text);
         text = next;
     }
     snprintf(p, sizeof p, "%s/config.json", dir);
-    int rc = text ? write_text(p, text, strlen(text)) : -1;
+    int rc = text ? test_write_file(p, text, strlen(text)) : -1;
     free(text);
     snprintf(p, sizeof p, "%s/model.safetensors", SHARED_CASE);
     char *w = rc ? NULL : test_slurp(p, &m);
     snprintf(p, sizeof p, "%s/%s", dir, weights);
-    rc = w ? write_text(p, w, m) : -1;
+    rc = w ? test_write_file(p, w, m) : -1;
     free(w);
     return rc;
 }
@@ -413,8 +367,9 @@ static int translate_case(const char *dir, const char *tmp, int *n) {
             int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
             ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
         }
-        snprintf(cmd, sizeof cmd, "cp %s/config.json %s/model.safetensors %s/ && %s translate --model %s --beam %d "
-                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, dir, tmp, test_tformer_bin(), tmp,
+        if (test_marian_generate_config(dir, tmp, run)) bad++;
+        snprintf(cmd, sizeof cmd, "cp %s/model.safetensors %s/ && %s translate --model %s --beam %d "
+                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, tmp, test_tformer_bin(), tmp,
                  cJSON_GetObjectItem(run, "num_beams")->valueint, cJSON_GetObjectItem(run, "length_penalty")->valuedouble,
                  cJSON_GetObjectItem(run, "max_length")->valueint - 1, tmp);
         FILE *p = popen(cmd, "r");
@@ -431,7 +386,7 @@ static int translate_case(const char *dir, const char *tmp, int *n) {
 }
 
 TEST(marian_translate_cli_matches_generate) {
-    const char *dir = fixture_dir();
+    const char *dir = test_fixture_dir_or(MARIAN_DIR);
     char *names[256], path[1200], tmp[] = "/tmp/tformer_marian_cli_XXXXXX", cmd[1300];
     CHECK(mkdtemp(tmp) != NULL);
     int n = test_dir_entries(dir, names, 256), bad = 0, runs = 0;
@@ -444,4 +399,35 @@ TEST(marian_translate_cli_matches_generate) {
     CHECK(runs > 0 && bad == 0);
     snprintf(cmd, sizeof cmd, "rm -r %s", tmp);
     CHECK(system(cmd) == 0);
+}
+
+/* generate()'s settings of a Marian folder: generation_config.json first,
+ * else config.json (MarianConfig's forced_eos_token_id 0); what tformer
+ * cannot apply is an error naming the file. */
+TEST(marian_generation_settings_of_a_folder) {
+    char tmp[] = "/tmp/tformer_marian_gen_XXXXXX", p[1200];
+    CHECK(mkdtemp(tmp) != NULL);
+    tf_marian_generation g;
+    CHECK(test_copy_config(SHARED_CASE, tmp, NULL, NULL) == 0 && tf_seq2seq_marian_generation(tmp, &g) == 0);
+    CHECKF(g.forced_eos_id == 0 && g.n_bad_ids == 0 && g.num_beams == 1, "%d %d %d", g.forced_eos_id, g.n_bad_ids,
+           g.num_beams);
+    snprintf(p, sizeof p, "%s/generation_config.json", tmp);
+    CHECK(test_write_text(p, "{\"num_beams\": 4, \"bad_words_ids\": [[59], [7]], \"max_length\": 512}") == 0);
+    CHECK(tf_seq2seq_marian_generation(tmp, &g) == 0);
+    CHECKF(g.forced_eos_id == -1 && g.n_bad_ids == 2 && g.bad_ids[0] == 59 && g.bad_ids[1] == 7 && g.num_beams == 4,
+           "%d %d %d", g.forced_eos_id, g.n_bad_ids, g.num_beams);
+    static const char *const WRONG[][2] = {
+        {"{\"bad_words_ids\": [[3, 4]]}", "more than one token"},
+        {"{\"bad_words_ids\": [[60]]}", "outside the vocabulary of 60"},
+        {"{\"forced_eos_token_id\": -2}", "forced_eos_token_id"},
+        {"{\"num_beams\": 0}", "num_beams"},
+        {"{\"num_beams\": 2", "generation_config.json"},
+    };
+    for (int i = 0; i < 5; i++) {
+        CHECK(test_write_text(p, WRONG[i][0]) == 0);
+        CHECKF(tf_seq2seq_marian_generation(tmp, &g) == -1 && strstr(tf_error(), WRONG[i][1]) &&
+                   strstr(tf_error(), "generation_config.json"),
+               "%s: %s", WRONG[i][0], tf_error());
+    }
+    test_rm_rf(tmp);
 }

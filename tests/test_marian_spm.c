@@ -189,7 +189,7 @@ TEST(marian_spm_translate_matches_generate) {
     char *text = test_slurp(FXM "/generate.json", &n);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
-    CHECK(root && test_marian_spm_folder(dir) == 0 && copy_file(FXM "/config.json", dir, "config.json") == 0 &&
+    CHECK(root && test_marian_spm_folder(dir) == 0 && test_marian_generate_config(FXM, dir, NULL) == 0 &&
           copy_file(FXM "/model.safetensors", dir, "model.safetensors") == 0);
     snprintf(path, sizeof path, "%s/src.txt", dir);
     FILE *f = fopen(path, "w");

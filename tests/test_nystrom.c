@@ -17,55 +17,8 @@
 #define EXACT_CASE NYS_DIR "/model_T8_L8_exact_k3_T6"
 #define BODY_CASE NYS_DIR "/model_T16_L4_k3"
 
-static const char *fixture_dir(void) {
-    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases */
-    return strcmp(d, "tests/fixtures") ? d : NYS_DIR;
-}
-
-/* Max |got - expected| over every field of expected (NaN equal to NaN), and
- * the worst relative L2 error in *rel; the output must hold exactly those
- * fields, of the same shapes; -1 when not. */
-static double compare_outputs(const char *expected_path, const char *out_path, double *rel) {
-    tf_st_file *exp = tf_st_open(expected_path), *got = tf_st_open(out_path);
-    tf_arena *a = tf_arena_new(0);
-    double worst = exp && got && tf_st_count(exp) == tf_st_count(got) ? 0 : -1;
-    *rel = 0;
-    for (int i = 0; worst >= 0 && i < tf_st_count(exp); i++) {
-        const tf_st_entry *e = tf_st_entry_at(exp, i), *g = tf_st_find(got, e->name);
-        tf_tensor *te = tf_st_to_tensor(exp, e, a), *tg = g ? tf_st_to_tensor(got, g, a) : NULL;
-        int same = te && tg && te->ndim == tg->ndim;
-        for (int d = 0; same && d < te->ndim; d++) same = te->shape[d] == tg->shape[d];
-        if (!same) {
-            fprintf(stderr, "    %s: '%s' missing or of another shape\n", out_path, e->name);
-            worst = -1;
-            break;
-        }
-        for (int64_t j = 0; j < tf_numel(te); j++) {
-            float x = tf_f32(te)[j], y = tf_f32(tg)[j];
-            double d = x != x && y != y ? 0 : fabs((double)x - y);
-            if (!(d <= worst)) worst = d; /* NaN on one side only: NaN, then reported */
-        }
-        double r = test_rel_err(tf_f32(tg), tf_f32(te), (long)tf_numel(te));
-        if (r == r && r > *rel) *rel = r;
-    }
-    tf_arena_free(a);
-    tf_st_close(exp), tf_st_close(got);
-    return worst;
-}
-
-/* hf-run of model folder dir on case's input, against case's expected outputs. */
-static double run_case(const char *dir, const char *case_dir, const char *out, double *rel) {
-    char in[1300], exp[1300];
-    snprintf(in, sizeof in, "%s/input.safetensors", case_dir);
-    snprintf(exp, sizeof exp, "%s/expected.safetensors", case_dir);
-    if (tf_hf_run(dir, in, out, NULL)) return fprintf(stderr, "    %s: hf-run failed: %s\n", dir, tf_error()), -1;
-    double d = compare_outputs(exp, out, rel);
-    unlink(out);
-    return d;
-}
-
 TEST(nystrom_hf_run_matches_transformers) {
-    const char *dir = fixture_dir();
+    const char *dir = test_fixture_dir_or(NYS_DIR);
     char *names[256], path[1200], out[] = "/tmp/tformer_nys_out_XXXXXX";
     int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0;
     CHECKF(n > 0, "no cases in %s", dir);
@@ -74,7 +27,7 @@ TEST(nystrom_hf_run_matches_transformers) {
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         free(names[i]);
-        double d = run_case(path, path, out, &rel);
+        double d = test_hf_run_case(path, path, out, &rel);
         cases++;
         if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
         else if (d > worst) worst = d;
@@ -88,21 +41,6 @@ TEST(nystrom_hf_run_matches_transformers) {
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
 
-static tf_tensor *load(const tf_st_file *f, const char *name, tf_arena *a) {
-    const tf_st_entry *e = tf_st_find(f, name);
-    return e ? tf_st_to_tensor(f, e, a) : NULL;
-}
-
-/* ||a - b|| and ||b|| in double. */
-static void diff_norms(const float *a, const float *b, int64_t n, double *diff, double *norm) {
-    *diff = *norm = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        *diff += d * d, *norm += (double)b[i] * b[i];
-    }
-    *diff = sqrt(*diff), *norm = sqrt(*norm);
-}
-
 #define MAX_GRADS 64
 
 /* Worst relative L2 error of every parameter's gradient of the loss; one that
@@ -113,9 +51,9 @@ static double worst_gradient(const tf_nystrom *m, const tf_st_file *g, tf_arena 
     double diff[MAX_GRADS], norm[MAX_GRADS], largest = 0, worst = 0;
     if (n > MAX_GRADS) return -1;
     for (int i = 0; i < n; i++) {
-        tf_tensor *t = tf_params_tensor(m->params, i), *w = load(g, tf_params_name(m->params, i), a);
+        tf_tensor *t = tf_params_tensor(m->params, i), *w = test_st_tensor(g, tf_params_name(m->params, i), a);
         diff[i] = INFINITY, norm[i] = 1;
-        if (w && tf_numel(w) == tf_numel(t)) diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
+        if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
         if (norm[i] > largest) largest = norm[i];
     }
     for (int i = 0; i < n; i++) {
@@ -137,8 +75,8 @@ static double gradient_case(const char *dir, int *n_tensors) {
     tf_arena *a = tf_arena_new(0);
     double worst = -1;
     if (g && in && m) {
-        tf_nystrom_inputs x = {load(in, "input_ids", a), load(in, "attention_mask", a), load(in, "token_type_ids", a),
-                               load(in, "position_ids", a), load(in, "labels", a)};
+        tf_nystrom_inputs x = {test_st_tensor(in, "input_ids", a), test_st_tensor(in, "attention_mask", a), test_st_tensor(in, "token_type_ids", a),
+                               test_st_tensor(in, "position_ids", a), test_st_tensor(in, "labels", a)};
         tf_nystrom_outputs o;
         tf_params_zero_grad(m->params);
         if (!tf_nystrom_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
@@ -169,89 +107,17 @@ TEST(nystrom_gradients_match_pytorch) {
     printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
 }
 
-/* ---------------------------------------------------------------- scratch folders */
-
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-/* src's config.json with `from` replaced by `to` (when given) into dst. */
-static int copy_config(const char *src, const char *dst, const char *from, const char *to) {
-    char p[1200];
-    size_t n;
-    snprintf(p, sizeof p, "%s/config.json", src);
-    char *text = test_slurp(p, &n), *hit = text && from ? strstr(text, from) : NULL;
-    char *cfg = text && (!from || hit) ? malloc(n + (to ? strlen(to) : 0) + 1) : NULL;
-    if (!cfg) return free(text), -1;
-    if (hit) {
-        memcpy(cfg, text, (size_t)(hit - text));
-        strcpy(cfg + (hit - text), to);
-        strcat(cfg, hit + strlen(from));
-    } else {
-        strcpy(cfg, text);
-    }
-    snprintf(p, sizeof p, "%s/config.json", dst);
-    int rc = write_text(p, cfg);
-    free(cfg), free(text);
-    return rc;
-}
-
-/* src into dst: config.json patched as copy_config; model.safetensors with
- * element `at` of tensor `name` moved by delta and the tensor `drop` left out. */
-static int copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
-                     float delta, const char *drop) {
-    char p[1200];
-    int rc = copy_config(src, dst, from, to);
-    snprintf(p, sizeof p, "%s/model.safetensors", src);
-    tf_st_file *f = tf_st_open(p);
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    rc = rc || !f || !w || !a ? -1 : 0;
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const tf_st_entry *e = tf_st_entry_at(f, i);
-        tf_tensor *t = tf_st_to_tensor(f, e, a);
-        if (!t) rc = -1;
-        else if (name && !strcmp(e->name, name) && at < tf_numel(t)) tf_f32(t)[at] += delta;
-        else if (name && !strcmp(e->name, name)) rc = -1;
-        if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
-    }
-    snprintf(p, sizeof p, "%s/model.safetensors", dst);
-    if (!rc) rc = tf_st_writer_save(w, p);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    tf_st_close(f);
-    return rc;
-}
-
 /* The comparison notices a changed weight: one element of each of these
  * tensors moved by 1e-3 fails the tolerance (an unchanged copy passes). */
 TEST(nystrom_perturbed_weight_fails_the_comparison) {
-    static const struct {
-        const char *name;
-        int64_t at;
-    } W[] = {{"encoder.layer.0.attention.self.conv.weight", 1}, {"encoder.layer.1.attention.self.conv.weight", 3},
+    static const test_weight W[] = {{"encoder.layer.0.attention.self.conv.weight", 1}, {"encoder.layer.1.attention.self.conv.weight", 3},
              {"encoder.layer.0.attention.self.query.weight", 5}, {"encoder.layer.1.attention.self.key.weight", 9},
              {"encoder.layer.0.attention.self.value.bias", 2}, {"embeddings.position_embeddings.weight", 2 * 8 + 3},
              {"embeddings.word_embeddings.weight", 9 * 8 + 1}, {"encoder.layer.1.output.LayerNorm.weight", 4},
              {"encoder.layer.1.intermediate.dense.bias", 6}};
     const int n = (int)(sizeof W / sizeof *W);
-    char tmp[] = "/tmp/tformer_nysp_XXXXXX", out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    CHECK(copy_case(BODY_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
-    double rel, same = run_case(tmp, BODY_CASE, out, &rel);
-    int missed = 0;
-    double least = INFINITY;
-    for (int i = 0; i < n; i++) {
-        CHECK(copy_case(BODY_CASE, tmp, NULL, NULL, W[i].name, W[i].at, 1e-3f, NULL) == 0);
-        double d = run_case(tmp, BODY_CASE, out, &rel);
-        if (!(d > TOL)) missed += fprintf(stderr, "    %s + 1e-3: max |diff| %.3g passes\n", W[i].name, d) > 0;
-        if (d < least) least = d;
-    }
-    test_rm_rf(tmp);
+    double same, least;
+    int missed = test_hf_perturbed(BODY_CASE, W, n, TOL, &same, &least);
     printf("    unchanged copy %.2e; one element + 1e-3 of each of %d tensors: %.2e or more\n", same, n, least);
     CHECK(same >= 0 && same <= TOL);
     CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
@@ -259,25 +125,8 @@ TEST(nystrom_perturbed_weight_fails_the_comparison) {
 
 /* ---------------------------------------------------------------- bad folders and inputs */
 
-typedef struct {
-    const char *name;
-    tf_st_dtype dtype;
-    int ndim;
-    int64_t shape[2];
-    float value; /* every element */
-} in_spec;
-
-typedef struct {
-    const char *what;
-    const char *model;     /* a fixture folder copied (SEQ_CASE when NULL) */
-    const char *from, *to; /* config.json patched */
-    const char *drop;      /* a tensor left out */
-    in_spec in[2];
-    const char *expect[2]; /* in the error message */
-} bad_case;
-
 #define IDS(b, t, v) {"input_ids", TF_ST_I64, 2, {b, t}, v}
-static const bad_case BAD[] = {
+static const test_bad_case BAD[] = {
     {"a length other than segment_means_seq_len", NULL, NULL, NULL, NULL, {IDS(2, 16, 1)},
      {"16 tokens; with num_landmarks 5", "takes exactly segment_means_seq_len 20 tokens: pad to 20"}},
     {"num_landmarks not dividing the length", NULL, "\"num_landmarks\": 5", "\"num_landmarks\": 6", NULL,
@@ -311,51 +160,10 @@ static const bad_case BAD[] = {
 };
 #undef IDS
 
-static int write_inputs(const in_spec *specs, const char *path) {
-    tf_st_writer *w = tf_st_writer_new();
-    tf_arena *a = tf_arena_new(0);
-    int rc = w && a ? 0 : -1;
-    for (const in_spec *s = specs; !rc && s < specs + 2 && s->name; s++) {
-        int is_f = s->dtype == TF_ST_F32;
-        tf_tensor *t = tf_tensor_alloc(a, is_f ? TF_DTYPE_F32 : TF_DTYPE_I32, s->ndim, s->shape, 0);
-        if (!t) rc = -1;
-        for (int64_t i = 0; !rc && i < tf_numel(t); i++) {
-            if (is_f) tf_f32(t)[i] = s->value;
-            else tf_i32(t)[i] = (int32_t)s->value;
-        }
-        if (!rc) rc = tf_st_writer_add_as(w, s->name, t, s->dtype);
-    }
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    return rc;
-}
-
 TEST(nystrom_hf_run_bad_input_is_a_clear_error) {
-    char tmp[] = "/tmp/tformer_nysb_XXXXXX", in[64], out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    int bad = 0;
-    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
-        const bad_case *k = &BAD[c];
-        if (copy_case(k->model ? k->model : SEQ_CASE, tmp, k->from, k->to, NULL, 0, 0, k->drop) ||
-            write_inputs(k->in, in)) {
-            bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
-            continue;
-        }
-        tf_set_error("%s", "");
-        int rc = tf_hf_run(tmp, in, out, NULL);
-        const char *msg = tf_error();
-        int ok = rc == -1 && access(out, F_OK) != 0;
-        for (int i = 0; ok && i < 2 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
-        if (!ok || getenv("NYS_VERBOSE"))
-            bad += fprintf(stderr, "    %s: rc %d, output %s, error \"%s\"\n", k->what, rc,
-                           access(out, F_OK) ? "absent" : "written", msg) > 0 && !ok;
-        unlink(out);
-    }
-    test_rm_rf(tmp);
-    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
+    const size_t n = sizeof BAD / sizeof BAD[0];
+    int bad = test_hf_run_bad_cases(BAD, n, SEQ_CASE, "NYS_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
 }
 
 /* ---------------------------------------------------------------- the attention kind's rules */

@@ -26,13 +26,6 @@ static int run_env(const char *env, const char *args, char *out, size_t n) { ret
 static int run(const char *args, char *out, size_t n) { return test_run_cli("", args, out, n); }
 static void rm_dir(const char *dir) { test_rm_rf(dir); }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
 /* A corpus of 5 characters ('\n', ' ', a, b, c): a char model of vocabulary 5. */
 static int write_corpus(const char *path, int lines) {
     FILE *f = fopen(path, "w");
@@ -288,7 +281,7 @@ TEST(reliability_generate_refuses_a_smaller_tokenizer) {
     CHECKF(run(args, out, sizeof out) == 0 && !strncmp(out, "ab", 2), "%s", out);
     /* the model has 5 ids ('\n', ' ', a, b, c); the tokenizer now lacks 'c' (id 4) */
     snprintf(path, sizeof path, "%s/model/chars.txt", dir);
-    CHECK(write_text(path, "\n ab") == 0);
+    CHECK(test_write_text(path, "\n ab") == 0);
     int rc = run(args, out, sizeof out);
     CHECKF(rc == 1 && strstr(out, "has 4 tokens, the model 5: the model's ids 4 to 4 have no text"), "%d: %s", rc, out);
     printf("    %s", out);
@@ -364,7 +357,7 @@ TEST(reliability_one_writer_per_run_and_stale_temporaries_removed) {
     CHECKF(run(args, out, sizeof out) != 0 && strstr(out, "another training is writing into this folder"), "%s", out);
     close(fd);
     snprintf(p, sizeof p, "%s/model/checkpoint.safetensors.tmp.AbC123", dir); /* a killed run's */
-    CHECK(write_text(p, "stale") == 0);
+    CHECK(test_write_text(p, "stale") == 0);
     CHECKF(run(args, out, sizeof out) == 0, "%s", out);
     CHECKF(access(p, F_OK) != 0, "%s left behind", p);
     rm_dir(dir);
@@ -401,7 +394,7 @@ TEST(reliability_sigterm_and_sighup_stop_like_ctrl_c) {
 TEST(reliability_stdout_write_errors_are_reported) {
     char cmd[600];
     size_t n;
-    CHECK(write_text("/tmp/tformer_rel_hyp.txt", "a b c\n") == 0);
+    CHECK(test_write_text("/tmp/tformer_rel_hyp.txt", "a b c\n") == 0);
     snprintf(cmd, sizeof cmd, "%s bleu --ref /tmp/tformer_rel_hyp.txt < /tmp/tformer_rel_hyp.txt > /dev/full "
              "2> /tmp/tformer_rel_err.txt", test_tformer_bin());
     int st = system(cmd);
@@ -452,7 +445,7 @@ TEST(reliability_messages_say_what_is_wrong) {
     CHECKF(run(args, out, sizeof out) == 1 && strstr(out, "nothing to resume: no checkpoint.safetensors"), "%s", out);
     /* a corpus without words names its file */
     snprintf(p, sizeof p, "%s/blank.txt", dir);
-    CHECK(write_text(p, "\n\n\n") == 0);
+    CHECK(test_write_text(p, "\n\n\n") == 0);
     snprintf(args, sizeof args, "tokenizer-train --type bpe --vocab-size 300 --out %s/tok %s", dir, p);
     CHECKF(run(args, out, sizeof out) != 0 && strstr(out, p) && strstr(out, "holds no words"), "%s", out);
     /* an allocation that fails: its cause once, not the message formatted into itself */

@@ -14,13 +14,6 @@
 
 static int run(const char *args, char *out, size_t n) { return test_run_cli("", args, out, n); }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
 /* A corpus of 5 characters: a char model of vocabulary 5. */
 static int write_corpus(const char *path) {
     FILE *f = fopen(path, "w");
@@ -171,7 +164,7 @@ TEST(strict_files_refuse_wrong_types_repeated_keys_and_missing_chars) {
         snprintf(a, sizeof a, "eval --model %s/m --data %s", dir, p);
         CHECKF(run(a, out, sizeof out) == 1 && strstr(out, edits[i][1]) && strstr(out, "config.json"), "edit %zu: %s", i, out);
     }
-    if (cfg) write_text(args, cfg);
+    if (cfg) test_write_text(args, cfg);
     free(cfg);
     /* a char model without chars.txt: it fell back to the 256 bytes */
     snprintf(args, sizeof args, "%s/m/chars.txt", dir);
@@ -188,9 +181,9 @@ TEST(strict_files_refuse_wrong_types_repeated_keys_and_missing_chars) {
         snprintf(sub, sizeof sub, "%s/tok%d", dir, k);
         CHECK(mkdir(sub, 0755) == 0);
         snprintf(args, sizeof args, "%s/%s", sub, layouts[k][0]);
-        CHECK(write_text(args, "{\"a\": 0, \"b\": 1, \"a\": 2}") == 0);
+        CHECK(test_write_text(args, "{\"a\": 0, \"b\": 1, \"a\": 2}") == 0);
         snprintf(args, sizeof args, "%s/%s", sub, layouts[k][1]);
-        CHECK(write_text(args, layouts[k][2]) == 0);
+        CHECK(test_write_text(args, layouts[k][2]) == 0);
         tf_tokenizer *t = tf_tokenizer_load(sub);
         CHECKF(!t && strstr(tf_error(), "the key \"a\" appears twice") && strstr(tf_error(), layouts[k][0]), "%s: %s",
                layouts[k][0], t ? "loaded" : tf_error());

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hf_cases.h"
+#include "test.h"
 
 #define TOL 1e-5
 #define VIT_DIR "tests/fixtures_vit"
@@ -32,17 +32,13 @@ TEST(vit_patch_embed_matches_pytorch) {
 
 /* ---------------------------------------------------------------- hf-run against transformers */
 
-static const char *fixture_dir(void) {
-    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases (make vit-conformance) */
-    return strcmp(d, "tests/fixtures") ? d : VIT_DIR;
-}
-
 TEST(vit_hf_run_matches_transformers) {
+    const char *dir = test_fixture_dir_or(VIT_DIR);
     int cases;
     double worst;
-    int failed = test_hf_run_dir(fixture_dir(), TOL, NULL, NULL, &cases, &worst);
+    int failed = test_hf_run_dir(dir, TOL, NULL, NULL, &cases, &worst);
     printf("    %d ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
-    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, fixture_dir());
+    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, dir);
 }
 
 /* ---------------------------------------------------------------- scratch folders */
@@ -53,26 +49,15 @@ TEST(vit_hf_run_matches_transformers) {
 /* The comparison notices a changed weight: one element of each of these
  * tensors moved by 1e-3 fails the tolerance (an unchanged copy passes). */
 TEST(vit_perturbed_weight_fails_the_comparison) {
-    static const char *const NAMES[] = {
-        "vit.embeddings.patch_embeddings.projection.weight", "vit.embeddings.patch_embeddings.projection.bias",
-        "vit.embeddings.cls_token", "vit.embeddings.position_embeddings",
-        "vit.encoder.layer.1.attention.attention.key.weight", "vit.encoder.layer.0.output.dense.bias",
-        "vit.encoder.layer.1.layernorm_after.weight", "vit.layernorm.bias", "classifier.weight", NULL};
-    char tmp[] = "/tmp/tformer_vitp_XXXXXX", out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
-    double same = test_hf_run_case(tmp, CLS_CASE, out);
-    int missed = 0;
-    double least = INFINITY;
-    for (int i = 0; NAMES[i]; i++) {
-        CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, NAMES[i], 5, 1e-3f, NULL) == 0);
-        double d = test_hf_run_case(tmp, CLS_CASE, out);
-        if (!(d > TOL)) missed += fprintf(stderr, "    %s + 1e-3: max |diff| %.3g passes\n", NAMES[i], d) > 0;
-        if (d < least) least = d;
-    }
-    test_rm_rf(tmp);
-    printf("    unchanged copy %.2e; one element + 1e-3 of each of 9 tensors: %.2e or more\n", same, least);
+    static const test_weight W[] = {
+        {"vit.embeddings.patch_embeddings.projection.weight", 5}, {"vit.embeddings.patch_embeddings.projection.bias", 5},
+        {"vit.embeddings.cls_token", 5}, {"vit.embeddings.position_embeddings", 5},
+        {"vit.encoder.layer.1.attention.attention.key.weight", 5}, {"vit.encoder.layer.0.output.dense.bias", 5},
+        {"vit.encoder.layer.1.layernorm_after.weight", 5}, {"vit.layernorm.bias", 5}, {"classifier.weight", 5}};
+    const int n = (int)(sizeof W / sizeof *W);
+    double same, least;
+    int missed = test_hf_perturbed(CLS_CASE, W, n, TOL, &same, &least);
+    printf("    unchanged copy %.2e; one element + 1e-3 of each of %d tensors: %.2e or more\n", same, n, least);
     CHECK(same >= 0 && same <= TOL);
     CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
 }
@@ -172,17 +157,8 @@ TEST(vit_folders_round_trip) {
 
 /* ---------------------------------------------------------------- bad folders and inputs */
 
-typedef struct {
-    const char *what;
-    const char *model;         /* a fixture folder copied (CLS_CASE when NULL) */
-    const char *from, *to;     /* config.json patched */
-    const char *drop;          /* a tensor left out */
-    test_in_spec in[2];
-    const char *expect[2];     /* in the error message */
-} bad_case;
-
 #define PIX(c, h, w) {"pixel_values", TF_ST_F32, 4, {2, c, h, w}, 0.5f}
-static const bad_case BAD[] = {
+static const test_bad_case BAD[] = {
     {"RGB to a grey model", NULL, NULL, NULL, NULL, {PIX(3, 28, 28)}, {"pixel_values (2,3,28,28)", "(B,1,28,28)"}},
     {"another image size", NULL, NULL, NULL, NULL, {PIX(1, 27, 27)}, {"(2,1,27,27)", "image_size"}},
     {"integer pixels", NULL, NULL, NULL, NULL, {{"pixel_values", TF_ST_I64, 4, {2, 1, 28, 28}, 1}},
@@ -208,30 +184,9 @@ static const bad_case BAD[] = {
 };
 
 TEST(vit_hf_run_bad_input_is_a_clear_error) {
-    char tmp[] = "/tmp/tformer_vitb_XXXXXX", in[64], out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    int bad = 0;
-    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
-        const bad_case *k = &BAD[c];
-        if (test_copy_case(k->model ? k->model : CLS_CASE, tmp, k->from, k->to, NULL, 0, 0, k->drop) ||
-            test_write_inputs(k->in, 2, in)) {
-            bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
-            continue;
-        }
-        tf_set_error("%s", "");
-        int rc = tf_hf_run(tmp, in, out, NULL);
-        const char *msg = tf_error();
-        int ok = rc == -1 && access(out, F_OK) != 0;
-        for (int i = 0; ok && i < 2 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
-        if (!ok || getenv("VIT_VERBOSE"))
-            bad += fprintf(stderr, "    %s: rc %d, output %s, error \"%s\"\n", k->what, rc,
-                           access(out, F_OK) ? "absent" : "written", msg) > 0 && !ok;
-        unlink(out);
-    }
-    test_rm_rf(tmp);
-    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
+    const size_t n = sizeof BAD / sizeof BAD[0];
+    int bad = test_hf_run_bad_cases(BAD, n, CLS_CASE, "VIT_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
 }
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
@@ -239,10 +194,13 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
 /* The loss's gradient with respect to the pixels and every parameter of a
  * fixture's ViTForImageClassification (backward through the patch embedding,
  * the class token's broadcast and concatenation, the positions, the blocks,
- * the final LayerNorm and the classifier) against transformers'. */
+ * the final LayerNorm and the classifier) against transformers' in float64:
+ * relative L2 error per tensor. */
+/* ||a - b|| and ||b|| in double. */
+
 static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
     tf_vit_outputs o;
-    return tf_vit_run(ctx, model, &(tf_vit_inputs){pixels, labels, 0}, &o) ? NULL : o.loss;
+    return tf_vit_run(ctx, model, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &o) ? NULL : o.loss;
 }
 
 static double gradient_case(const char *dir, int *n_tensors) {
@@ -262,4 +220,64 @@ TEST(vit_gradients_match_pytorch) {
         if (e > worst) worst = e;
     }
     printf("    pixels and every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+}
+
+/* ---------------------------------------------------------------- attention maps */
+
+/* Worst |diff| of one case's attentions (output_attentions), rollout and
+ * last-layer heads against transformers' (attentions.safetensors); -1 when
+ * the run fails or a shape differs. */
+static double attention_case(const char *dir) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/attentions.safetensors", dir);
+    tf_st_file *ref = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_vit *m = ref && in ? tf_vit_load_hf(dir) : NULL;
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    tf_vit_outputs o;
+    tf_vit_inputs x = {.pixel_values = in ? test_st_tensor(in, "pixel_values", a) : NULL, .output_attentions = 1};
+    double worst = m && !tf_vit_run(ctx, m, &x, &o) && o.attentions ? 0 : -1;
+    for (int l = 0; worst >= 0 && l < m->cfg.n_layer; l++) {
+        snprintf(p, sizeof p, "attentions.%d", l);
+        tf_tensor *want = test_st_tensor(ref, p, a);
+        double d = want && tf_numel(want) == tf_numel(o.attentions[l])
+                       ? test_max_abs_diff(tf_f32(o.attentions[l]), tf_f32(want), tf_numel(want))
+                       : -1;
+        worst = d < 0 || !(d <= worst) ? d : worst;
+    }
+    tf_tensor *roll = worst >= 0 ? test_st_tensor(ref, "rollout", a) : NULL, *heads = test_st_tensor(ref, "heads", a);
+    int64_t B = roll ? roll->shape[0] : 0, N = roll ? roll->shape[1] : 0, H = heads ? heads->shape[1] : 0;
+    float *r = malloc((size_t)(N + H * N + 1) * sizeof *r);
+    for (int64_t b = 0; roll && heads && r && worst >= 0 && b < B; b++) {
+        if (tf_vit_attention_rollout(m, o.attentions, b, r, r + N)) worst = -1;
+        double d1 = test_max_abs_diff(r, tf_f32(roll) + b * N, N);
+        double d2 = test_max_abs_diff(r + N, tf_f32(heads) + b * H * N, H * N);
+        if (worst >= 0 && !(d1 <= worst)) worst = d1;
+        if (worst >= 0 && !(d2 <= worst)) worst = d2;
+    }
+    if (!roll || !heads || !r) worst = -1;
+    free(r);
+    tf_arena_free(a), tf_ctx_free(ctx), tf_vit_free(m), tf_st_close(in), tf_st_close(ref);
+    return worst;
+}
+
+/* Each layer's attention probabilities, the rollout and the last layer's
+ * heads against transformers' output_attentions (and a float64 rollout from
+ * them); a rollout of one image asked beyond the batch is an error. */
+TEST(vit_attentions_and_rollout_match_transformers) {
+    static const char *const CASES[] = {VIT_DIR "/model_grey28_p7", VIT_DIR "/cls_rgb12_p3_noqkvbias",
+                                        VIT_DIR "/cls_grey12_p7_one_patch"};
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        double d = attention_case(CASES[i]);
+        CHECKF(d >= 0 && d <= TOL, "%s: max |diff| %g (%s)", CASES[i], d, tf_error());
+        if (d > worst) worst = d;
+    }
+    printf("    3 cases: attentions, rollout and heads, worst max |diff| %.2e\n", worst);
+    tf_vit *m = tf_vit_load_hf(CLS_CASE);
+    float r[64];
+    CHECK(m && tf_vit_attention_rollout(m, NULL, 0, r, NULL) == -1 && strstr(tf_error(), "output_attentions"));
+    tf_vit_free(m);
 }

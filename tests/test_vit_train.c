@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hf_cases.h"
+#include "test.h"
 
 #define N_IMAGES 240
 #define SIDE 12
@@ -93,6 +93,31 @@ TEST(vit_train_30_steps_learns_and_classifies) {
     snprintf(args, sizeof args, "classify --model %s --threads 1 %s", run0, p);
     CHECK(test_run_cli("", args, out, sizeof out) == 0);
     CHECKF(strstr(out, p) && strchr(out, '\t'), "%s", out);
+    char top1[256];
+    snprintf(top1, sizeof top1, "%s", strchr(out, '\t'));
+    *strchr(top1 + 1, '\t') = 0; /* "\tlabel" */
+    /* the two likeliest, the first as above; where the model looked */
+    snprintf(args, sizeof args, "classify --model %s --threads 1 --top-k 2 --attention-png %s/att %s", run0, dir, p);
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    char l1[64], l2[64];
+    float p1 = 0, p2 = 0;
+    const char *row = strstr(out, p);
+    CHECKF(row && sscanf(row + strlen(p), "\t%63[^\t]\t%f\t%63[^\t]\t%f", l1, &p1, l2, &p2) == 4, "%s", out);
+    CHECKF(!strcmp(l1, top1 + 1) && strcmp(l1, l2) && p1 >= p2 && p2 > 0 && p1 + p2 <= 1.0001f, "%s", out);
+    char pic[1100];
+    snprintf(pic, sizeof pic, "%s/att/rows.png", dir);
+    int w = 0, h = 0;
+    CHECKF(test_png_size(pic, &w, &h) == 0 && w > 600 && h > 150, "%s: %d x %d (%s)", pic, w, h, out);
+    static const char *const BAD[][2] = {{"--top-k 0 %s", "--top-k must be at least 1"},
+                                         {"--top-k 99 %s", "the model has"},
+                                         {"--attention-png %s/att2 --data-dir %s", "go with PNG files"}};
+    for (int i = 0; i < 3; i++) {
+        char flags[1200];
+        snprintf(flags, sizeof flags, BAD[i][0], dir, dir);
+        if (i < 2) snprintf(flags, sizeof flags, BAD[i][0], p);
+        snprintf(args, sizeof args, "classify --model %s --threads 1 %s", run0, flags);
+        CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, BAD[i][1]), "%s: %s", args, out);
+    }
     test_rm_rf(dir);
 }
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hf_cases.h"
+#include "test.h"
 
 #define TOL 1e-5
 #define VIVIT_DIR "tests/fixtures_vivit"
@@ -28,11 +28,6 @@ TEST(vivit_tubelet_embed_matches_pytorch) {
     printf("    2 Conv3d(stride=kernel) cases, worst error %.2e\n", worst);
 }
 
-static const char *fixture_dir(void) {
-    const char *d = test_fixture_dir(); /* --fixtures DIR: fresh cases (make vivit-conformance) */
-    return strcmp(d, "tests/fixtures") ? d : VIVIT_DIR;
-}
-
 /* Counts the cases of each model kind. */
 static void count_kind(const char *path, void *arg) {
     tf_vivit *m = tf_vivit_load(path);
@@ -43,54 +38,45 @@ static void count_kind(const char *path, void *arg) {
 TEST(vivit_hf_run_matches_transformers) {
     int cases, kinds[4] = {0};
     double worst;
-    int failed = test_hf_run_dir(fixture_dir(), TOL, count_kind, kinds, &cases, &worst);
+    const char *dir = test_fixture_dir_or(VIVIT_DIR);
+    int failed = test_hf_run_dir(dir, TOL, count_kind, kinds, &cases, &worst);
     printf("    %d ViViT cases (Model 1: %d, 2: %d, 3: %d), %d failed, worst max |diff| %.2e\n", cases, kinds[1],
            kinds[2], kinds[3], failed, worst);
-    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, fixture_dir());
+    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, dir);
 }
 
 /* One element of each tensor moved by 1e-3 fails the tolerance (an unchanged copy passes). */
 typedef struct {
     const char *dir;
-    const char *names[6];
+    test_weight w[6];
 } perturb_case;
 
 static const perturb_case PERTURB[] = {
     {VIVIT_DIR "/m1_cls_rgb12_t3x4x3_labels",
-     {"vivit.embeddings.patch_embeddings.projection.weight", "vivit.embeddings.cls_token",
-      "vivit.embeddings.position_embeddings", "vivit.encoder.layer.1.attention.attention.key.weight",
-      "vivit.layernorm.bias", "classifier.weight"}},
+     {{"vivit.embeddings.patch_embeddings.projection.weight", 3}, {"vivit.embeddings.cls_token", 3},
+      {"vivit.embeddings.position_embeddings", 3}, {"vivit.encoder.layer.1.attention.attention.key.weight", 3},
+      {"vivit.layernorm.bias", 3}, {"classifier.weight", 3}}},
     {VIVIT_DIR "/m2_cls_grey12_t2p4_labels",
-     {"vivit.embeddings.position_embeddings", "vivit.encoder.layer.0.output.dense.bias", "vivit.layernorm.weight",
-      "vivit.temporal_embeddings.cls_token", "vivit.temporal_encoder.layer.1.attention.attention.value.weight",
-      "vivit.temporal_layernorm.bias"}},
+     {{"vivit.embeddings.position_embeddings", 3}, {"vivit.encoder.layer.0.output.dense.bias", 3},
+      {"vivit.layernorm.weight", 3}, {"vivit.temporal_embeddings.cls_token", 3},
+      {"vivit.temporal_encoder.layer.1.attention.attention.value.weight", 3}, {"vivit.temporal_layernorm.bias", 3}}},
     {VIVIT_DIR "/m3_cls_grey12_t2p4",
-     {"vivit.embeddings.patch_embeddings.projection.bias", "vivit.embeddings.position_embeddings",
-      "vivit.encoder.layer.0.temporal_attention.attention.value.weight",
-      "vivit.encoder.layer.1.temporal_attention.output.dense.weight", "vivit.encoder.layer.1.layernorm_temporal.weight",
-      "vivit.encoder.layer.0.intermediate.dense.weight"}},
+     {{"vivit.embeddings.patch_embeddings.projection.bias", 3}, {"vivit.embeddings.position_embeddings", 3},
+      {"vivit.encoder.layer.0.temporal_attention.attention.value.weight", 3},
+      {"vivit.encoder.layer.1.temporal_attention.output.dense.weight", 3},
+      {"vivit.encoder.layer.1.layernorm_temporal.weight", 3}, {"vivit.encoder.layer.0.intermediate.dense.weight", 3}}},
 };
 
 TEST(vivit_perturbed_weight_fails_the_comparison) {
-    char tmp[] = "/tmp/tformer_vivitp_XXXXXX", out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
     int missed = 0, tried = 0;
     double least = INFINITY, same_worst = 0;
-    for (size_t c = 0; c < sizeof PERTURB / sizeof *PERTURB; c++) {
-        const perturb_case *k = &PERTURB[c];
-        CHECK(test_copy_case(k->dir, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
-        double same = test_hf_run_case(tmp, k->dir, out);
-        CHECKF(same >= 0 && same <= TOL, "%s: unchanged copy %g", k->dir, same);
+    for (size_t c = 0; c < sizeof PERTURB / sizeof *PERTURB; c++, tried += 6) {
+        double same, low;
+        missed += test_hf_perturbed(PERTURB[c].dir, PERTURB[c].w, 6, TOL, &same, &low);
+        CHECKF(same >= 0 && same <= TOL, "%s: unchanged copy %g", PERTURB[c].dir, same);
         if (same > same_worst) same_worst = same;
-        for (int i = 0; i < 6; i++, tried++) {
-            CHECK(test_copy_case(k->dir, tmp, NULL, NULL, k->names[i], 3, 1e-3f, NULL) == 0);
-            double d = test_hf_run_case(tmp, k->dir, out);
-            if (!(d > TOL)) missed += fprintf(stderr, "    %s + 1e-3: max |diff| %.3g passes\n", k->names[i], d) > 0;
-            if (d < least) least = d;
-        }
+        if (low < least) least = low;
     }
-    test_rm_rf(tmp);
     printf("    unchanged copies %.2e; one element + 1e-3 of each of %d tensors (Models 1-3): %.2e or more\n",
            same_worst, tried, least);
     CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
@@ -98,19 +84,10 @@ TEST(vivit_perturbed_weight_fails_the_comparison) {
 
 /* ---------------------------------------------------------------- bad input */
 
-typedef struct {
-    const char *what;
-    const char *model;         /* a fixture folder copied */
-    const char *from, *to;     /* config.json patched */
-    const char *drop;          /* a tensor left out */
-    test_in_spec in[2];
-    const char *expect[2];     /* in the error message */
-} bad_case;
-
 #define M1 VIVIT_DIR "/m1_cls_rgb12_t3x4x3_labels"
 #define M3 VIVIT_DIR "/m3_cls_grey12_t2p4"
 #define CLIP(t, c, s) {"pixel_values", TF_ST_F32, 5, {2, t, c, s, s}, 0.5f}
-static const bad_case BAD[] = {
+static const test_bad_case BAD[] = {
     {"too few frames", M1, NULL, NULL, NULL, {CLIP(5, 3, 12)}, {"pixel_values (2,5,3,12,12)", "(B,6,3,12,12)"}},
     {"an image, not a clip", M1, NULL, NULL, NULL, {{"pixel_values", TF_ST_F32, 4, {2, 3, 12, 12}, 0.5f}},
      {"'pixel_values'", "B,T,C,H,W"}},
@@ -135,28 +112,7 @@ static const bad_case BAD[] = {
 };
 
 TEST(vivit_hf_run_bad_input_is_a_clear_error) {
-    char tmp[] = "/tmp/tformer_vivitb_XXXXXX", in[64], out[64];
-    CHECK(mkdtemp(tmp) != NULL);
-    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
-    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    int bad = 0;
-    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
-        const bad_case *k = &BAD[c];
-        if (test_copy_case(k->model, tmp, k->from, k->to, NULL, 0, 0, k->drop) || test_write_inputs(k->in, 2, in)) {
-            bad += fprintf(stderr, "    %s: cannot set up: %s\n", k->what, tf_error()) > 0;
-            continue;
-        }
-        tf_set_error("%s", "");
-        int rc = tf_hf_run(tmp, in, out, NULL);
-        const char *msg = tf_error();
-        int ok = rc == -1 && access(out, F_OK) != 0;
-        for (int i = 0; ok && i < 2 && k->expect[i]; i++) ok = strstr(msg, k->expect[i]) != NULL;
-        if (!ok || getenv("VIVIT_VERBOSE"))
-            bad += fprintf(stderr, "    %s: rc %d, output %s, error \"%s\"\n", k->what, rc,
-                           access(out, F_OK) ? "absent" : "written", msg) > 0 && !ok;
-        unlink(out);
-    }
-    test_rm_rf(tmp);
+    int bad = test_hf_run_bad_cases(BAD, sizeof BAD / sizeof BAD[0], M1, "VIVIT_VERBOSE");
     CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, sizeof BAD / sizeof BAD[0]);
 }
 

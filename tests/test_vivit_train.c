@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hf_cases.h"
+#include "test.h"
 
 #define N_IMAGES 120
 #define SIDE 12

@@ -77,6 +77,11 @@ typedef struct {
     float length_penalty;     /* beam scores are sum(log p) / length^length_penalty */
     int32_t eos_id;           /* ends a sequence (-1: none) */
     tf_beam_stop beam_stop;   /* beam search's rule (default TF_BEAM_TFORMER) */
+    int32_t forced_eos_id;    /* the last token allowed (the max_tokens-th) is this one, its log-probability
+                               * taken as 0 (transformers' forced_eos_token_id); -1: off */
+    const int32_t *bad_ids;   /* n_bad_ids tokens never chosen: their log-probability -inf after the
+                               * softmax (transformers' bad_words_ids of one token each) */
+    int n_bad_ids;
 } tf_generate_opts;
 
 TF_API tf_generate_opts tf_generate_opts_default(void);

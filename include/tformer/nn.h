@@ -296,9 +296,15 @@ typedef struct {
     int layer;                         /* this block's layer in the cache */
     tf_tensor **cross_probs;           /* non-NULL: receives the cross-attention's probabilities (B,H,T,S),
                                         * each head's (the scores are then materialised, not fused) */
+    tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
     int frames;                        /* factorised blocks: the frames F of x (B,F*S,d_model) */
+    /* Continual inference (include/tformer/continual.h): */
+    tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed
+                                        * elsewhere (a retroactive step), used in place of attending */
+    int query_last;                    /* only the last position queries: output (B,1,d_model), keys and
+                                        * values from all T rows (a single-output block) */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,

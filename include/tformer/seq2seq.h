@@ -115,6 +115,18 @@ TF_API int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inp
 TF_API int tf_seq2seq_save(const tf_seq2seq *m, const char *dir);
 TF_API tf_seq2seq *tf_seq2seq_load(const char *dir);
 
+/* The decoding settings a Hugging Face Marian folder gives transformers'
+ * generate() (4.x): generation_config.json when the folder has one, else
+ * config.json with MarianConfig's defaults for what it leaves out. */
+#define TF_MARIAN_MAX_BAD 64
+typedef struct {
+    int32_t forced_eos_id;               /* forced_eos_token_id (MarianConfig's default 0; -1: null) */
+    int32_t bad_ids[TF_MARIAN_MAX_BAD];  /* bad_words_ids, each of one token (Helsinki-NLP's: [[pad]]) */
+    int n_bad_ids;
+    int num_beams;                       /* 1 when not given */
+} tf_marian_generation;
+TF_API int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g);
+
 /* A decoder (generate.h) translating one source sentence: the source is
  * encoded once; each step feeds target tokens through the self-attention
  * KV cache. Feed the start token (BOS) first. */

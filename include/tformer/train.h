@@ -70,6 +70,9 @@ typedef struct {
     int keep_checkpoints;    /* the weights of the last N checkpoints stay in run_dir/checkpoints/ */
     int average_last;        /* at the end, their mean (the last N) as the model folder run_dir/averaged/ */
     uint64_t seed;
+    int zero;                /* ZeRO stage over several processes: 1 shards AdamW's state (each process
+                              * keeps and updates 1/N of it), 0 every process holds it all; the
+                              * same bits either way, and with one process 1 changes nothing */
 } tf_train_config;
 
 /* nanoGPT's character-level Shakespeare settings: 2000 steps, batch 12,
@@ -161,6 +164,9 @@ typedef struct {
     double tokens_per_s, elapsed_s, eta_s;
     const char *notice;      /* non-NULL in a report of its own before the first step: a
                               * message for the user (settings changed on resume) */
+    const char *info;        /* non-NULL in a report of its own before the first step: how a run of
+                              * several processes (or with zero) splits a step, what it exchanges
+                              * and the optimizer state each process holds */
 } tf_train_report;
 
 typedef void (*tf_train_report_fn)(void *user, const tf_train_report *r);

@@ -77,6 +77,7 @@ typedef struct {
     tf_tensor *pixel_values;  /* (B,channels,image_size,image_size) F32 */
     tf_tensor *labels;        /* (B) I32 in [0,n_labels) or -100 (ignored), or NULL */
     float label_smoothing;    /* of the loss: 0 is Hugging Face's */
+    int output_attentions;    /* fill outputs.attentions (the scores are then materialised, not fused) */
 } tf_vit_inputs;
 
 /* Its outputs, by Hugging Face's field names; NULL when not computed. */
@@ -85,9 +86,19 @@ typedef struct {
     tf_tensor *pooler_output;     /* (B,d_model) */
     tf_tensor *logits;            /* (B,n_labels) */
     tf_tensor *loss;              /* scalar, with labels: the mean cross-entropy */
+    tf_tensor **attentions;       /* with output_attentions: n_layer tensors (B,H,N+1,N+1), each layer's
+                                   * self-attention probabilities (before dropout), rows sum to 1 */
 } tf_vit_outputs;
 
 TF_API int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_outputs *out);
+
+/* Where image b looks, from out.attentions of a run with output_attentions:
+ * the attention rollout (Abnar & Zuidema, 2020: R = Ã_L ... Ã_1 with
+ * Ã = (mean over heads of A + I) / 2, rows renormalised), the class token's
+ * row over the N patches into rollout (N); and, heads not NULL, the last
+ * layer's class-token row of each head over the patches into heads (H,N). */
+TF_API int tf_vit_attention_rollout(const tf_vit *m, tf_tensor *const *attentions, int64_t b, float *rollout,
+                                    float *heads);
 
 /* Predictions for images x (n, channels, image_size, image_size), `batch` at
  * a time (0: 256): the likeliest label of each into pred (n) and, when prob is

@@ -148,6 +148,11 @@ int tf_kv_cache_held(tf_ctx *ctx, const tf_kv_cache *c, int layer, tf_tensor **k
  * padding mask (B,Tk) U8, 1 = hidden; a wrong shape or dtype is an error
  * starting with who ("gpt", "bert"). */
 tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk, const char *who);
+/* The projections q, k, v (B,H,T,D) (views) of query, key, value (B,T,E);
+ * one fused product for self-attention with in_proj weights. */
+void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
+                    tf_tensor *qkv[3]);
+
 /* Multi-head attention of query over key/value (the same tensor for
  * self-attention: then one fused projection), optionally causal and through a
  * KV cache; the averaged weights (B,Tq,Tk) into *weights when asked, each

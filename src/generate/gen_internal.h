@@ -6,6 +6,8 @@
 
 /* x (n) -> log softmax(x), in place. */
 void tf_gen_log_softmax(float *x, int32_t n);
+/* forced_eos_id and bad_ids of o inside a vocabulary of V; 0 or -1 with a message. */
+int tf_gen_check_processors(const tf_generate_opts *o, int32_t V);
 /* Beam search from a fresh one-row decoder d (tf_generate's, arguments checked). */
 int tf_gen_beam(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, tf_token_fn on_token, void *user,
                 tf_ids *out, double *score);

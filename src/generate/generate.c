@@ -8,7 +8,7 @@
 #include "gen_internal.h"
 
 tf_generate_opts tf_generate_opts_default(void) {
-    tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1, TF_BEAM_TFORMER};
+    tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1, TF_BEAM_TFORMER, -1, NULL, 0};
     return o;
 }
 
@@ -140,8 +140,11 @@ static int generate_sampled(tf_decoder *d, const tf_ids *prompt, const tf_genera
     for (int step = 0; !rc && step < o->max_tokens; step++) {
         memcpy(lp, logits, (size_t)V * sizeof *lp);
         tf_gen_log_softmax(lp, V);
-        int32_t id = sample(logits, V, o, &history, o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)step, order, p);
-        total += lp[id];
+        for (int i = 0; i < o->n_bad_ids; i++) logits[o->bad_ids[i]] = -INFINITY;
+        int forced = o->forced_eos_id >= 0 && step + 1 == o->max_tokens;
+        uint64_t draw = o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)step;
+        int32_t id = forced ? o->forced_eos_id : sample(logits, V, o, &history, draw, order, p);
+        total += forced ? 0.0 : lp[id];
         if ((rc = tf_ids_push(out, id) || tf_ids_push(&history, id))) break;
         if ((on_token && on_token(user, id)) || id == o->eos_id || step + 1 == o->max_tokens) break;
         if (d->len >= d->capacity) {
@@ -154,6 +157,17 @@ static int generate_sampled(tf_decoder *d, const tf_ids *prompt, const tf_genera
     tf_ids_free(&history);
     free(logits), free(lp), free(order), free(p);
     return rc > 0 ? 0 : rc; /* 1: the decoder cannot slide, the sequence ends at its capacity */
+}
+
+int tf_gen_check_processors(const tf_generate_opts *o, int32_t V) {
+    if (o->forced_eos_id < -1 || o->forced_eos_id >= V)
+        return tf_set_error("generate: forced_eos_id %d outside the vocabulary of %d (-1: off)", o->forced_eos_id, V);
+    if (o->n_bad_ids < 0 || (o->n_bad_ids > 0 && !o->bad_ids))
+        return tf_set_error("generate: %d bad ids without a list", o->n_bad_ids);
+    for (int i = 0; i < o->n_bad_ids; i++)
+        if (o->bad_ids[i] < 0 || o->bad_ids[i] >= V)
+            return tf_set_error("generate: bad id %d outside the vocabulary of %d", o->bad_ids[i], V);
+    return 0;
 }
 
 int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o, tf_token_fn on_token,
@@ -172,6 +186,7 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= d->vocab_size)
             return tf_set_error("generate: prompt token %d outside the vocabulary", prompt[i]);
+    if (tf_gen_check_processors(o, d->vocab_size)) return -1;
     if (o->beam >= 1 && o->max_tokens > 0 && n_prompt >= d->capacity - d->len) /* 0 tokens would be silent */
         return tf_set_error("generate: the prompt's %d tokens fill the context of %d: beam search needs room for new "
                             "tokens (it does not slide a window); shorten the prompt", n_prompt, d->capacity - d->len);

@@ -96,15 +96,26 @@ static int cand_before(cand x, cand y) {
     return x.b != y.b ? x.b < y.b : x.v < y.v;
 }
 
+/* transformers' logits processors on token v's log-probability lp, in their
+ * order: a bad id -inf; at the last step every token but forced_eos_id -inf,
+ * that one 0. */
+static double processed(const tf_generate_opts *o, int last, int32_t v, double lp) {
+    for (int i = 0; i < o->n_bad_ids; i++)
+        if (o->bad_ids[i] == v) lp = -INFINITY;
+    if (last && o->forced_eos_id >= 0) lp = v == o->forced_eos_id ? 0.0 : -INFINITY;
+    return lp;
+}
+
 /* The n best candidates over every live hypothesis and token (insertion
  * into a sorted list of n); a token's log-probability is its logit minus
- * its row's log-sum-exp. */
-static int select_best(const seq *s, const float *logits, const float *lse, int32_t V, int n, cand *best) {
-    int k = 0;
+ * its row's log-sum-exp (then processed: the last step is `last`). */
+static int select_best(const seq *s, const float *logits, const float *lse, int32_t V, int n, cand *best,
+                       const tf_generate_opts *o, int last) {
+    int k = 0, plain = !o->n_bad_ids && !(last && o->forced_eos_id >= 0);
     for (int b = 0; b < s->n_cur; b++) {
         const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = lse[s->cur[b].row];
         for (int32_t v = 0; v < V; v++) {
-            cand c = {s->cur[b].score + (lp[v] - l), b, v};
+            cand c = {s->cur[b].score + (plain ? lp[v] - l : processed(o, last, v, lp[v] - l)), b, v};
             if (k == n && !cand_before(c, best[n - 1])) continue;
             int i = k < n ? k++ : n - 1;
             while (i > 0 && cand_before(c, best[i - 1])) best[i] = best[i - 1], i--;
@@ -170,7 +181,7 @@ static int child(seq *s, const cand *c) {
 /* tformer's rule: the N best candidates; those that end (eos, or the last step) are scored. */
 static int step_tformer(seq *s, const float *logp, const float *lse, int32_t V, const tf_generate_opts *o, int step,
                         cand *sel) {
-    int ns = select_best(s, logp, lse, V, o->beam, sel), rc = 0;
+    int ns = select_best(s, logp, lse, V, o->beam, sel, o, step == s->steps - 1), rc = 0;
     for (int i = 0; !rc && i < ns; i++)
         rc = step == s->steps - 1 || sel[i].v == o->eos_id
                  ? tformer_finish(s, &s->cur[sel[i].b].toks, sel[i].v, sel[i].score, o->length_penalty)
@@ -182,7 +193,8 @@ static int step_tformer(seq *s, const float *logp, const float *lse, int32_t V, 
  * hypothesis; the first N others live on, or join the ended at the last step. */
 static int step_hf(seq *s, const float *logp, const float *lse, int32_t V, const tf_generate_opts *o, int step,
                    cand *sel) {
-    int N = o->beam, ns = select_best(s, logp, lse, V, 2 * N, sel), k = 0, rc = 0, keep[2 * TF_BEAM_MAX];
+    int N = o->beam, ns = select_best(s, logp, lse, V, 2 * N, sel, o, step == s->steps - 1), k = 0, rc = 0,
+        keep[2 * TF_BEAM_MAX];
     for (int r = 0; !rc && r < ns && k < N; r++) {
         if (sel[r].v != o->eos_id) keep[k++] = r;
         else if (r < N) rc = hyps_add(s->h, &s->cur[sel[r].b].toks, sel[r].v, sel[r].score, o->length_penalty);
@@ -320,6 +332,7 @@ int tf_generate_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, const t
     if (o->beam < 1 || o->beam > TF_BEAM_MAX) return tf_set_error("generate: rows need a beam of 1 to %d", TF_BEAM_MAX);
     if (n_prompt < 1 || n_prompt >= d->capacity - d->len)
         return tf_set_error("generate: a prompt of %d tokens in a context of %d", n_prompt, d->capacity - d->len);
+    if (tf_gen_check_processors(o, d->vocab_size)) return -1;
     search z = {0};
     int n = d->rows, room = d->capacity - d->len - n_prompt, rc = search_alloc(&z, n, d->vocab_size, o);
     int *steps = rc ? NULL : malloc((size_t)n * sizeof *steps);

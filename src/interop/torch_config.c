@@ -13,6 +13,9 @@ static const char *const MODULE_NAMES[TR_MODULE_COUNT] = {
     [TR_ENCODER] = "TransformerEncoder",
     [TR_DECODER] = "TransformerDecoder",
     [TR_TRANSFORMER] = "Transformer",
+    [TR_CO_RETRO] = "continual.RetroactiveMultiheadAttention",
+    [TR_CO_SINGLE] = "continual.SingleOutputMultiheadAttention",
+    [TR_CO_ENCODER] = "continual.TransformerEncoder",
 };
 
 const char *tr_module_name(tr_module m) { return MODULE_NAMES[m]; }
@@ -67,11 +70,27 @@ static const tf_field STACK_ROWS[] = {
     R(enable_nested_tensor, BOOL, "enable_nested_tensor", "true", NULL, 0, "ignored"),
     R(mask_check, BOOL, "mask_check", "true", NULL, 0, "ignored"),
 };
+/* continual-inference: its attentions' extra arguments; its encoder's layer factory. */
+static const tf_field CO_ATTN_ROWS[] = {
+    R(sequence_len, INT, "sequence_len", NULL, "[1,inf)", REQ, "the window n"),
+    R(batch_first, BOOL, "batch_first", "true", NULL, 0, "must be true: query (B,T,E)"),
+};
+static const tf_field CO_ENCODER_ROWS[] = {
+    R(sequence_len, INT, "sequence_len", NULL, "[1,inf)", REQ, "the window n"),
+    R(num_layers, INT, "num_layers", NULL, "[1,2]", REQ, "layers (continual-inference builds 1 or 2)"),
+    R(layer.d_ff, INT, "dim_feedforward", "2048", "[1,inf)", 0, "feed-forward width"),
+    R(dropout, FLOAT, "dropout", "0.1", "[0,1)", 0, "treated as 0"),
+    TF_FIELD_ROW(tr_config, layer.activation, TF_FIELD_ENUM, "activation", "relu", NULL, ACTIVATIONS,
+                 "the feed-forward activation (GELU is GELU here; continual-inference 1.2.4 runs ReLU for \"gelu\")",
+                 0, NULL),
+    R(layer.norm_eps, FLOAT, "layer_norm_eps", "1e-5", "(0,inf)", 0, "LayerNorm epsilon"),
+};
 #undef R
 
 #define TABLE(rows) {#rows, rows, (int)(sizeof rows / sizeof rows[0])}
 static const tf_field_table COMMON = TABLE(COMMON_ROWS), MHA = TABLE(MHA_ROWS), SHAPE = TABLE(SHAPE_ROWS),
-                            TRANSFORMER = TABLE(TRANSFORMER_ROWS), LAYER = TABLE(LAYER_ROWS), STACK = TABLE(STACK_ROWS);
+                            TRANSFORMER = TABLE(TRANSFORMER_ROWS), LAYER = TABLE(LAYER_ROWS), STACK = TABLE(STACK_ROWS),
+                            CO_ATTN = TABLE(CO_ATTN_ROWS), CO_ENCODER = TABLE(CO_ENCODER_ROWS);
 #undef TABLE
 
 /* The keys each module understands; anything else draws a warning. */
@@ -82,13 +101,18 @@ static const tf_field_table *const MODULE_TABLES[TR_MODULE_COUNT][4] = {
     [TR_ENCODER] = {&COMMON, &SHAPE, &LAYER, &STACK},
     [TR_DECODER] = {&COMMON, &SHAPE, &LAYER, &STACK},
     [TR_TRANSFORMER] = {&COMMON, &TRANSFORMER, &LAYER},
+    [TR_CO_RETRO] = {&MHA, &CO_ATTN},
+    [TR_CO_SINGLE] = {&MHA, &CO_ATTN},
+    [TR_CO_ENCODER] = {&SHAPE, &CO_ENCODER},
 };
 
 static int module_kind(const char *path, const cJSON *root, tr_config *c) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "module");
     if (!cJSON_IsString(m))
         return tf_set_error("%s: missing \"module\" (one of MultiheadAttention, TransformerEncoderLayer, "
-                            "TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer)", path);
+                            "TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer, "
+                            "continual.RetroactiveMultiheadAttention, continual.SingleOutputMultiheadAttention, "
+                            "continual.TransformerEncoder)", path);
     for (int k = 0; k < TR_MODULE_COUNT; k++)
         if (!strcmp(m->valuestring, MODULE_NAMES[k])) return c->kind = (tr_module)k, 0;
     return tf_set_error("%s: unknown module \"%s\"", path, m->valuestring);
@@ -106,6 +130,8 @@ static int read_fields(const char *path, const cJSON *root, tr_config *c, FILE *
             fprintf(log, "warning: %s: unknown key \"%s\" for %s ignored\n", path, j->string, MODULE_NAMES[c->kind]);
     if (c->add_bias_kv || c->add_zero_attn)
         return tf_set_error("%s: \"%s\" is not supported", path, c->add_bias_kv ? "add_bias_kv" : "add_zero_attn");
+    if ((c->kind == TR_CO_RETRO || c->kind == TR_CO_SINGLE) && !c->batch_first)
+        return tf_set_error("%s: %s: only batch_first true (query (B,T,E)) is supported", path, MODULE_NAMES[c->kind]);
     if (!c->mha.kdim) c->mha.kdim = c->mha.d_model;
     if (!c->mha.vdim) c->mha.vdim = c->mha.d_model;
     return 0;

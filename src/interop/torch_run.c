@@ -13,6 +13,9 @@ static const char *const SEQS[TR_MODULE_COUNT][4] = {
     [TR_ENCODER] = {"src"},
     [TR_DECODER] = {"tgt", "memory"},
     [TR_TRANSFORMER] = {"src", "tgt"},
+    [TR_CO_RETRO] = {"query"},
+    [TR_CO_SINGLE] = {"query"},
+    [TR_CO_ENCODER] = {"input"},
 };
 static const char *const MASKS[TR_MODULE_COUNT][7] = {
     [TR_MHA] = {"key_padding_mask", "attn_mask"},
@@ -42,6 +45,7 @@ typedef struct {
     tf_block layer;   /* TransformerEncoderLayer, TransformerDecoderLayer */
     tf_stack stack;   /* TransformerEncoder, TransformerDecoder */
     tf_transformer tr;
+    tr_continual co;  /* continual-inference's modules */
 } tr_weights;
 
 static tf_tensor *input(const tr_inputs *in, const char *name) {
@@ -129,6 +133,9 @@ static int register_module(tf_params *ps, const tr_config *c, tr_weights *w, con
     case TR_MHA: return tf_mha_register(ps, "", &w->mha, &c->mha);
     case TR_ENCODER_LAYER: return tf_encoder_layer_register(ps, "", &w->layer, &c->layer);
     case TR_DECODER_LAYER: return tf_decoder_layer_register(ps, "", &w->layer, &c->layer);
+    case TR_CO_RETRO:
+    case TR_CO_SINGLE:
+    case TR_CO_ENCODER: return tr_continual_register(ps, c, &w->co);
     case TR_ENCODER:
     case TR_DECODER: {
         tf_block_config lc = c->layer;
@@ -147,6 +154,12 @@ static tf_tensor *forward(tr_inputs *in, const tr_weights *w, tf_tensor **weight
     tf_ctx *ctx = in->ctx;
     tf_tensor *first = input(in, S[0]);
     if (!first) return tf_set_error("%s: missing input tensor '%s'", in->path, S[0]), NULL;
+    if (c->kind >= TR_CO_RETRO) {
+        if (in->grad_output)
+            return tf_set_error("%s: grad_output: %s runs step by step, without gradients (its batch mode is the "
+                                "regular module)", in->path, tr_module_name(c->kind)), NULL;
+        return tr_continual_forward(ctx, c, &w->co, first, in->path);
+    }
     in->unbatched = first->ndim == 2;
     if (c->kind == TR_MHA) {
         tf_tensor *q, *k, *v; /* in order, so that the first bad one is reported */
@@ -196,6 +209,7 @@ static tf_tensor *forward(tr_inputs *in, const tr_weights *w, tf_tensor **weight
 /* Back to the caller's layout: (T,B,E) unless batch_first, (T,E) when unbatched. */
 static tf_tensor *to_torch_layout(tr_inputs *in, tf_tensor *y, int is_weights) {
     if (!y) return NULL;
+    if (in->cfg->kind >= TR_CO_RETRO) return y; /* continual-inference's own layouts */
     if (in->unbatched) return tf_reshape(in->ctx, y, 2, (int64_t[]){y->shape[1], y->shape[2]});
     if (is_weights || in->cfg->batch_first) return y;
     return tf_contiguous(in->ctx, tf_transpose(in->ctx, y, 0, 1));
@@ -233,6 +247,7 @@ static int prefix_error(const char *prefix) {
 static void free_weights(const tr_config *c, tr_weights *w) {
     if (c->kind == TR_ENCODER || c->kind == TR_DECODER) tf_stack_free(&w->stack);
     if (c->kind == TR_TRANSFORMER) tf_transformer_free(&w->tr);
+    if (c->kind >= TR_CO_RETRO) tr_continual_free(c, &w->co);
 }
 
 int tf_torch_run(const char *config_path, const char *weights_path, const char *input_path,

@@ -56,20 +56,6 @@ static void clean(const char *s, label out) {
     out[o] = 0;
 }
 
-/* matplotlib's viridis through five of its colours; grey for a non-number. */
-static void viridis(double v, double rgb[3]) {
-    static const double c[5][3] = {{0.267, 0.005, 0.329}, {0.229, 0.322, 0.546}, {0.128, 0.567, 0.551},
-                                   {0.369, 0.789, 0.383}, {0.993, 0.906, 0.144}};
-    if (!isfinite(v)) {
-        rgb[0] = rgb[1] = rgb[2] = 0.8;
-        return;
-    }
-    v = v < 0 ? 0 : v > 1 ? 1 : v;
-    int k = v >= 1 ? 3 : (int)(v * 4);
-    double f = v * 4 - k;
-    for (int i = 0; i < 3; i++) rgb[i] = c[k][i] + (c[k + 1][i] - c[k][i]) * f;
-}
-
 static double widest(cairo_t *cr, const label *l, int n) {
     double w = 0;
     for (int i = 0; i < n; i++) w = fmax(w, tf_draw_text_width(cr, l[i]));
@@ -81,7 +67,7 @@ static void draw_map(cairo_t *cr, const float *m, int n_tgt, int n_src, double x
     double rgb[3];
     for (int i = 0; i < n_tgt; i++)
         for (int j = 0; j < n_src; j++) {
-            viridis(m[(size_t)i * n_src + j], rgb);
+            tf_draw_viridis(m[(size_t)i * n_src + j], rgb);
             cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
             cairo_rectangle(cr, x + j * c, y + i * c, c + 0.5, c + 0.5); /* +0.5: no seams between cells */
             cairo_fill(cr);
@@ -143,7 +129,7 @@ static void draw_panel(cairo_t *cr, const layout *g, const tf_attention_plot *p,
 static void draw_legend(cairo_t *cr, const layout *g, const tf_attention_plot *p) {
     double x = g->x + g->cell * p->n_src + PAD, h = fmax(g->cell * p->n_tgt, 120), steps = 100, rgb[3];
     for (int k = 0; k < steps; k++) {
-        viridis(1 - k / (steps - 1), rgb);
+        tf_draw_viridis(1 - k / (steps - 1), rgb);
         cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
         cairo_rectangle(cr, x, g->y + k * h / steps, BAR_W, h / steps + 1);
         cairo_fill(cr);

@@ -1,6 +1,8 @@
-/* tformer's own model folders (model_folder.h): the encoder-decoder and the
- * RNN baseline read and write theirs here. */
+/* Model folders (model_folder.h): tformer's own (the encoder-decoder and the
+ * RNN baseline), and the pieces every Hugging Face family shares: strict
+ * weight loading under a family's names, saving, class names, id checks. */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,4 +51,120 @@ int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, c
     if (rc) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     return tf_params_save(ps, path);
+}
+
+/* ---------------------------------------------------------------- Hugging Face weights */
+
+int tf_folder_read_weights(const tf_st_file *f, const char *path, tf_params *ps, tf_folder_find_fn find,
+                           tf_folder_known_fn known) {
+    int rc = tf_params_alloc(ps); /* every tensor is then overwritten: no random init first */
+    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
+        const char *name = tf_params_name(ps, i);
+        const tf_st_entry *e = find ? find(f, name) : tf_st_find(f, name);
+        tf_tensor *t = tf_params_tensor(ps, i);
+        int same = e && e->ndim == t->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
+        if (!e) rc = tf_set_error("%s: missing tensor '%s'", path, name);
+        else if (!same) rc = tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
+        else rc = tf_st_read_f32(f, e, t);
+    }
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const char *name = tf_st_entry_at(f, i)->name;
+        if (!(known ? known(ps, name) : tf_params_get(ps, name) != NULL))
+            rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
+    }
+    return rc;
+}
+
+int tf_folder_load_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known) {
+    tf_st_file *f = tf_st_open(path);
+    int rc = f ? tf_folder_read_weights(f, path, ps, find, known) : -1;
+    tf_st_close(f);
+    return rc;
+}
+
+int tf_folder_save_weights(const tf_params *ps, const char *path, const char *extra_name, const tf_tensor *extra) {
+    tf_st_writer *w = tf_st_writer_new();
+    if (!w) return tf_set_error("%s: out of memory", path);
+    int rc = 0;
+    for (int i = 0; i < tf_params_count(ps) && !rc; i++)
+        rc = tf_st_writer_add(w, tf_params_name(ps, i), tf_params_tensor(ps, i));
+    if (!rc && extra_name && extra) rc = tf_st_writer_add(w, extra_name, extra);
+    if (!rc) rc = tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- class names */
+
+void tf_labels_free(char ***labels, int n) {
+    for (int i = 0; *labels && i < n; i++) free((*labels)[i]);
+    free(*labels);
+    *labels = NULL;
+}
+
+int tf_labels_set(char ***labels, int n, const char *const *names) {
+    char **v = calloc((size_t)n, sizeof *v);
+    for (int i = 0; v && i < n; i++)
+        if (!(v[i] = strdup(names[i]))) tf_labels_free(&v, i);
+    if (!v) return tf_set_error("labels: out of memory");
+    tf_labels_free(labels, n);
+    *labels = v;
+    return 0;
+}
+
+const char *tf_labels_name(char *const *labels, int n, int i, char *buf, size_t cap) {
+    if (labels && i >= 0 && i < n) return labels[i];
+    snprintf(buf, cap, "LABEL_%d", i); /* Hugging Face's default names */
+    return buf;
+}
+
+int tf_labels_from_json(char ***labels, int n, const cJSON *map, const char *path) {
+    const char **names = calloc((size_t)n, sizeof *names);
+    if (!names) return tf_set_error("labels: out of memory");
+    int rc = 0;
+    for (const cJSON *j = map->child; j && !rc; j = j->next) {
+        char *end;
+        long id = strtol(j->string, &end, 10);
+        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
+            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
+                              j->string, n);
+        else names[id] = j->valuestring;
+    }
+    for (int i = 0; !rc && i < n; i++)
+        if (!names[i]) rc = tf_set_error("%s: id2label has no name for id %d", path, i);
+    rc = rc || tf_labels_set(labels, n, names);
+    free(names);
+    return rc;
+}
+
+int tf_labels_to_json(char *const *labels, int n, cJSON *root) {
+    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
+    if (!id2 || !l2id) return tf_set_error("labels: out of memory");
+    for (int i = 0; i < n; i++) {
+        char key[32], buf[32];
+        const char *name = tf_labels_name(labels, n, i, buf, sizeof buf);
+        snprintf(key, sizeof key, "%d", i);
+        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
+            return tf_set_error("labels: out of memory");
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+int tf_check_ids(const char *family, const tf_tensor *t, const char *name, int64_t B, int64_t T, int32_t hi,
+                 const char *what) {
+    char s[64];
+    if (!t) return 0;
+    if (t->dtype != TF_DTYPE_I32 || t->ndim != 2 || t->shape[0] != B || t->shape[1] != T || !tf_is_contiguous(t))
+        return tf_set_error("%s: %s %s must be contiguous I32 (%lld,%lld)", family, name, tf_shape_str(t, s, sizeof s),
+                            (long long)B, (long long)T);
+    for (int64_t i = 0; hi > 0 && i < B * T; i++) {
+        int32_t v = tf_i32(t)[i];
+        if (v < 0 || v >= hi)
+            return tf_set_error("%s: %s holds %d at [%lld,%lld]; %s %d", family, name, (int)v, (long long)(i / T),
+                                (long long)(i % T), what, (int)hi);
+    }
+    return 0;
 }

@@ -1,4 +1,4 @@
-/* Private to src/models: tformer's own model folders (families without a
+/* Private to src/models. tformer's own model folders (families without a
  * Hugging Face layout to follow): config.json = {"model_type": TYPE, the
  * configuration table's keys} and model.safetensors under the parameters'
  * names, loaded strictly (a missing, misshapen or unknown tensor is refused
@@ -14,5 +14,38 @@ int tf_folder_read_config(const char *dir, const char *type, const tf_field_tabl
 int tf_folder_load_weights(const char *dir, tf_params *ps);
 /* dir (created if missing): config.json and model.safetensors. */
 int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, const void *cfg, const tf_params *ps);
+
+/* ---- pieces every family's Hugging Face folder needs ---- */
+
+/* Finds the file's tensor for parameter `name` (a family's prefixes). */
+typedef const tf_st_entry *(*tf_folder_find_fn)(const tf_st_file *f, const char *name);
+/* Whether a tensor of the file is known to the family (a parameter under one
+ * of its names, or a buffer it may ignore). */
+typedef int (*tf_folder_known_fn)(const tf_params *ps, const char *name);
+/* Every parameter of ps (allocated here) from f, found by find (NULL: by its
+ * own name), of the parameter's shape; every tensor of f known (NULL: a
+ * parameter's name). Errors name path and the tensor. */
+int tf_folder_read_weights(const tf_st_file *f, const char *path, tf_params *ps, tf_folder_find_fn find,
+                           tf_folder_known_fn known);
+/* The same from the file at path. */
+int tf_folder_load_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known);
+/* Every parameter of ps into path (safetensors), and `extra` under
+ * extra_name when both are given (a tensor transformers reads under a second name). */
+int tf_folder_save_weights(const tf_params *ps, const char *path, const char *extra_name, const tf_tensor *extra);
+
+/* Class names (config.json's id2label), n of them, or NULL (Hugging Face's
+ * "LABEL_<i>"): *labels replaced by copies of names (the old ones freed). */
+int tf_labels_set(char ***labels, int n, const char *const *names);
+void tf_labels_free(char ***labels, int n);
+const char *tf_labels_name(char *const *labels, int n, int i, char *buf, size_t cap);
+/* id2label {"0": name, ...} with every id from 0 to n-1 once into *labels. */
+int tf_labels_from_json(char ***labels, int n, const cJSON *map, const char *path);
+/* id2label and label2id into root. */
+int tf_labels_to_json(char *const *labels, int n, cJSON *root);
+
+/* An optional (B,T) I32 id tensor (t NULL: 0): contiguous, each in [0,hi)
+ * ("<what> <hi>" in the error), hi 0: any value. */
+int tf_check_ids(const char *family, const tf_tensor *t, const char *name, int64_t B, int64_t T, int32_t hi,
+                 const char *what);
 
 #endif

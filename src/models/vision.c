@@ -1,4 +1,4 @@
-/* What the image and video families share (vision.h): label names, batched predictions. */
+/* What the image and video families share (vision.h): folders, batched predictions. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,65 +8,15 @@
 
 #include "vision.h"
 
-void tf_labels_free(char **v, int n) {
-    for (int i = 0; v && i < n; i++) free(v[i]);
-    free(v);
-}
+/* ---------------------------------------------------------------- folders */
 
-int tf_labels_set(char ***dst, int n_old, const char *const *names, int n) {
-    char **v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
-    for (int i = 0; v && i < n; i++)
-        if (!(v[i] = strdup(names[i]))) {
-            tf_labels_free(v, i);
-            v = NULL;
-        }
-    if (!v) return tf_set_error("labels: out of memory");
-    tf_labels_free(*dst, n_old);
-    *dst = v;
-    return 0;
-}
-
-const char *tf_labels_name(char *const *v, int n, int i, char *buf, size_t size) {
-    if (v && i >= 0 && i < n) return v[i];
-    snprintf(buf, size, "LABEL_%d", i);
-    return buf;
-}
-
-int tf_labels_from_json(const cJSON *root, const char *path, int n, char ***dst) {
+int tf_vision_read_labels(char ***labels, int n, const cJSON *root, const char *path) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    int rc = 0;
     if (!map) return 0;
     if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
         return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
-    const char **names = calloc(n > 0 ? (size_t)n : 1, sizeof *names);
-    if (!names) return tf_set_error("labels: out of memory");
-    for (const cJSON *j = map->child; j && !rc; j = j->next) {
-        char *end;
-        long id = strtol(j->string, &end, 10);
-        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
-            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
-                              j->string, n);
-        else names[id] = j->valuestring;
-    }
-    rc = rc || tf_labels_set(dst, 0, names, n);
-    free(names);
-    return rc;
+    return tf_labels_from_json(labels, n, map, path);
 }
-
-int tf_labels_to_json(cJSON *root, char *const *v, int n) {
-    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
-    if (!id2 || !l2id) return tf_set_error("labels: out of memory");
-    for (int i = 0; i < n; i++) {
-        char key[32], buf[32];
-        const char *name = tf_labels_name(v, n, i, buf, sizeof buf);
-        snprintf(key, sizeof key, "%d", i);
-        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
-            return tf_set_error("labels: out of memory");
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------- folders */
 
 static int write_config(const char *path, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
                         char *const *labels, int n_labels) {
@@ -80,7 +30,7 @@ static int write_config(const char *path, const char *arch, const char *model_ty
     }
     if (!rc && n_labels > 0)
         rc = !cJSON_AddStringToObject(r, "problem_type", "single_label_classification") ||
-             tf_labels_to_json(r, labels, n_labels);
+             tf_labels_to_json(labels, n_labels, r);
     rc = rc || tf_json_write(path, r);
     cJSON_Delete(r);
     cJSON_Delete(extra);
@@ -97,7 +47,7 @@ int tf_vision_save(const char *dir, const char *arch, const char *model_type, co
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (write_config(path, arch, model_type, f, extra, labels, n_labels)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    return tf_params_save(ps, path);
+    return tf_folder_save_weights(ps, path, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- predictions */

@@ -1,7 +1,8 @@
 /* Private to src/models: what the image (ViT) and video (ViViT) families
  * share: a classifier's label names (Hugging Face's id2label, a copied array
  * of n strings or NULL, then "LABEL_<i>", transformers' default names),
- * ViTLayer's tensor names, and batched predictions. */
+ * ViTLayer's tensor names, folders and batched predictions (label names:
+ * model_folder.h). */
 #ifndef TF_MODEL_VISION_H
 #define TF_MODEL_VISION_H
 
@@ -9,17 +10,10 @@
 
 #include "../core/internal.h"
 #include "../util/util.h"
+#include "model_folder.h"
 
-void tf_labels_free(char **v, int n);
-/* *dst (of n_old names) replaced by a copy of names[0..n). */
-int tf_labels_set(char ***dst, int n_old, const char *const *names, int n);
-/* Name i, or "LABEL_<i>" written into buf. */
-const char *tf_labels_name(char *const *v, int n, int i, char *buf, size_t size);
-/* config.json's "id2label" (absent: *dst unchanged): every id in [0,n) once, each a string. */
-int tf_labels_from_json(const cJSON *root, const char *path, int n, char ***dst);
-/* "id2label" and "label2id" of n labels added to root. */
-int tf_labels_to_json(cJSON *root, char *const *v, int n);
-
+/* config.json's id2label when present (root's): an object of n names into *labels. */
+int tf_vision_read_labels(char ***labels, int n, const cJSON *root, const char *path);
 /* A model folder: dir (created if missing) with config.json = {"architectures":
  * [arch], "model_type", the rows of f, then extra's items (extra is freed; may
  * be NULL), and for a classifier (n_labels > 0) "problem_type" and

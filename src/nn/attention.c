@@ -149,7 +149,7 @@ static tf_tensor *split_heads(tf_ctx *ctx, tf_tensor *y, int64_t H) {
 
 /* q, k, v (B,H,T,D). Self-attention with fused weights is one product of
  * width 3E (GPT-2's c_attn, PyTorch's in_proj); otherwise one per input. */
-static void project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
+void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                     tf_tensor *qkv[3]) {
     int64_t E = m->cfg.d_model, H = m->cfg.n_head;
     int io = m->cfg.w_in_out;
@@ -281,7 +281,7 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     if (held) {
         if (project_query_only(ctx, m, query, cache, layer, qkv)) return NULL;
     } else {
-        project(ctx, m, query, key, value, qkv);
+        tf_mha_project(ctx, m, query, key, value, qkv);
         if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
         if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
     }

@@ -147,7 +147,7 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
                          const tf_block_args *a) {
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
-                                             a->cache, a->layer, NULL, NULL), c->dropout);
+                                             a->cache, a->layer, NULL, a->self_probs), c->dropout);
     if (which == TIME) /* factorised: the cross roles as self-attention across frames */
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, h, h, NULL, 0, NULL, 0, NULL, NULL), c->dropout);
     if (which == CROSS) { /* with a cross cache: memory projected once, read after */
@@ -182,6 +182,25 @@ static tf_tensor *factorised(tf_ctx *ctx, const tf_block *b, const tf_block_conf
     return tf_reshape(ctx, y, 3, (int64_t[]){B, N, C});  // (B,F*S,C)
 }
 
+/* The self-attention sub-layer, continual variants included: attention
+ * computed elsewhere (self_attn_out), or only the last row querying. */
+static tf_tensor *residual_self(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
+                                const tf_block_args *a) {
+    if (a->self_attn_out) {
+        tf_tensor *y = tf_add(ctx, x, a->self_attn_out);
+        return c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
+    }
+    if (!a->query_last) return residual(ctx, b, c, SELF, &b->norm_attn, x, a);
+    if (!x) return NULL;
+    tf_tensor *h = c->norm_first ? tf_layer_norm_forward(ctx, &b->norm_attn, x) : x;  // h: (B,T,d_model)
+    tf_tensor *last = tf_narrow(ctx, x, 1, x->shape[1] - 1, 1);                      // (B,1,d_model)
+    tf_tensor *q = h ? tf_narrow(ctx, h, 1, h->shape[1] - 1, 1) : NULL;
+    tf_tensor *att = tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, q, h, h, a->self_mask,
+                                                   c->attn == TF_ATTN_CAUSAL, NULL, 0, NULL, NULL), c->dropout);
+    tf_tensor *y = tf_add(ctx, last, tf_drop_path(ctx, att, a->drop_path));
+    return c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
+}
+
 tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
                             const tf_block_args *args) {
     tf_block_args none = {0};
@@ -189,7 +208,9 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
     if (cfg->factorised) return x ? residual(ctx, b, cfg, FF, &b->norm_ff, factorised(ctx, b, cfg, x, a), a) : NULL;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
-    x = residual(ctx, b, cfg, SELF, &b->norm_attn, x, a);
+    if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->attn == TF_ATTN_NYSTROM))
+        return tf_set_error("block: continual self-attention has no cross-attention, cache or Nystrom"), NULL;
+    x = residual_self(ctx, b, cfg, x, a);
     if (cross) x = residual(ctx, b, cfg, CROSS, &b->norm_cross, x, a);
     return residual(ctx, b, cfg, FF, &b->norm_ff, x, a);
 }

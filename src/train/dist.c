@@ -151,6 +151,30 @@ int tf_dist_allgather(const void *send, size_t bytes, void *recv) {
     return 0;
 }
 
+/* counts[j] elements of `elem` bytes from rank j, in rank order, into recv:
+ * on every rank (root < 0) or on root alone. */
+int tf_dist_gatherv(const void *send, void *recv, const size_t *counts, size_t elem, int root) {
+    size_t total = 0;
+    for (int j = 0; j < g.size; j++) total += counts[j];
+    if (g.size == 1) return (root <= 0 && total ? memmove(recv, send, total * elem) : 0), 0;
+    if (total > INT_MAX) return tf_set_error("dist: a gather of %zu values is too large", total);
+#ifdef TF_HAVE_MPI
+    int *c = malloc((size_t)g.size * sizeof *c), *d = malloc((size_t)g.size * sizeof *d);
+    MPI_Datatype type;
+    if (!c || !d) return free(c), free(d), tf_set_error("dist: out of memory");
+    for (int j = 0, off = 0; j < g.size; j++) c[j] = (int)counts[j], d[j] = off, off += c[j];
+    MPI_Type_contiguous((int)elem, MPI_BYTE, &type);
+    MPI_Type_commit(&type);
+    if (root < 0)
+        MPI_Allgatherv(send, c[g.rank], type, recv, c, d, type, g.comm);
+    else
+        MPI_Gatherv(send, c[g.rank], type, recv, c, d, type, root, g.comm);
+    MPI_Type_free(&type);
+    free(c), free(d);
+#endif
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the ordered sum */
 
 /* Rank j owns elements [displs[j], displs[j] + counts[j]) of the vector: it
@@ -174,10 +198,10 @@ void tf_dist_sum_free(tf_dist_sum *s) {
     free(s);
 }
 
-tf_dist_sum *tf_dist_sum_new(size_t n) {
+tf_dist_sum *tf_dist_sum_new(size_t n, const size_t *parts) {
     if (n > INT_MAX) return tf_set_error("dist: %zu gradients are more than one MPI call sends", n), NULL;
     tf_dist_sum *s = calloc(1, sizeof *s);
-    size_t N = (size_t)g.size, mine = n / N + ((size_t)g.rank < n % N);
+    size_t N = (size_t)g.size, mine = parts ? parts[g.rank] : n / N + ((size_t)g.rank < n % N);
     if (!s) return tf_set_error("dist: out of memory"), NULL;
     s->n = n;
     s->in = malloc((n ? n : 1) * sizeof *s->in); /* with one rank: the vector added next */
@@ -190,7 +214,7 @@ tf_dist_sum *tf_dist_sum_new(size_t n) {
         return tf_set_error("dist: out of memory for %zu gradients", n), NULL;
     }
     for (size_t j = 0, off = 0; j < N; j++) {
-        s->counts[j] = (int)(n / N + (j < n % N)), s->displs[j] = (int)off;
+        s->counts[j] = (int)(parts ? parts[j] : n / N + (j < n % N)), s->displs[j] = (int)off;
         s->rcounts[j] = (int)mine, s->rdispls[j] = (int)(j * mine);
         off += (size_t)s->counts[j];
     }
@@ -216,6 +240,11 @@ void tf_dist_sum_add(tf_dist_sum *s, int first) {
     MPI_Alltoallv(s->in, s->counts, s->displs, MPI_FLOAT, s->recv, s->rcounts, s->rdispls, MPI_FLOAT, g.comm);
     for (int j = 0; j < g.size; j++) fold(s->acc, s->recv + (size_t)j * mine, mine, first && j == 0);
 #endif
+}
+
+float *tf_dist_sum_part(tf_dist_sum *s, size_t *off, size_t *len) {
+    *off = (size_t)s->displs[g.rank], *len = (size_t)s->counts[g.rank];
+    return s->acc;
 }
 
 const float *tf_dist_sum_result(tf_dist_sum *s) {

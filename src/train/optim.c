@@ -5,87 +5,128 @@
 #include <string.h>
 
 #include "../ops/kernels.h"
+#include "train_internal.h"
 
 struct tf_adamw {
     tf_params *ps;
     tf_adamw_config cfg;
-    tf_arena *arena;
-    float **m, **v; /* per parameter, same size */
+    float *m, *v;  /* the moments of elements [lo, hi) of the parameters flattened in order */
+    float *whole;  /* a shard's writer at a save (tf_adamw_gather): every rank's m, then every rank's v */
+    int64_t *off;  /* parameter i is elements [off[i], off[i + 1]) of the flattened vector */
+    int64_t lo, hi;
     int n;
     int64_t t;
 };
 
-tf_adamw *tf_adamw_new(tf_params *ps, tf_adamw_config cfg) {
+tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi) {
     tf_adamw *o = calloc(1, sizeof *o);
     int n = tf_params_count(ps);
-    if (!o || !(o->arena = tf_arena_new(0)) || !(o->m = calloc((size_t)n + 1, sizeof *o->m)) ||
-        !(o->v = calloc((size_t)n + 1, sizeof *o->v))) {
+    if (!o || !(o->off = calloc((size_t)n + 1, sizeof *o->off))) {
         tf_adamw_free(o);
         return tf_set_error("adamw: out of memory"), NULL;
     }
     o->ps = ps, o->cfg = cfg, o->n = n;
-    for (int i = 0; i < n; i++) {
-        int64_t k = tf_numel(tf_params_tensor(ps, i));
-        size_t bytes = (size_t)k * sizeof(float);
-        if (!(o->m[i] = tf_arena_alloc(o->arena, bytes)) || !(o->v[i] = tf_arena_alloc(o->arena, bytes))) {
-            tf_adamw_free(o);
-            return NULL;
-        }
+    for (int i = 0; i < n; i++) o->off[i + 1] = o->off[i] + tf_numel(tf_params_tensor(ps, i));
+    o->lo = lo < 0 ? 0 : lo, o->hi = hi < 0 || hi > o->off[n] ? o->off[n] : hi;
+    size_t len = o->hi > o->lo ? (size_t)(o->hi - o->lo) : 1;
+    if (!(o->m = calloc(len, sizeof *o->m)) || !(o->v = calloc(len, sizeof *o->v))) {
+        tf_adamw_free(o);
+        return tf_set_error("adamw: out of memory for the moments of %zu parameters", len), NULL;
     }
     return o;
 }
 
+tf_adamw *tf_adamw_new(tf_params *ps, tf_adamw_config cfg) { return tf_adamw_new_shard(ps, cfg, 0, -1); }
+
 void tf_adamw_free(tf_adamw *o) {
     if (!o) return;
-    tf_arena_free(o->arena);
-    free(o->m), free(o->v), free(o);
+    free(o->m), free(o->v), free(o->whole), free(o->off), free(o);
 }
 
 int64_t tf_adamw_steps(const tf_adamw *o) { return o->t; }
+
+int64_t tf_adamw_state_bytes(const tf_adamw *o) { return 2 * (o->hi - o->lo) * (int64_t)sizeof(float); }
+
+/* The part of parameter i inside [lo, hi): its first element (in the parameter) and length; 0 when none. */
+static int64_t overlap(const tf_adamw *o, int i, int64_t *first) {
+    int64_t a = o->off[i] > o->lo ? o->off[i] : o->lo, b = o->off[i + 1] < o->hi ? o->off[i + 1] : o->hi;
+    *first = a - o->off[i];
+    return b > a ? b - a : 0;
+}
 
 void tf_adamw_step(tf_adamw *o, float lr) {
     o->t++;
     const tf_adamw_config *c = &o->cfg;
     double bc1 = 1.0 - pow(c->beta1, (double)o->t), bc2 = 1.0 - pow(c->beta2, (double)o->t);
     const tf_kernels *k = tf_kern();
-    for (int i = 0; i < o->n; i++) {
+    for (int i = 0; i < o->n; i++) { /* elementwise: a shard's elements get the bits of the whole update */
         tf_tensor *p = tf_params_tensor(o->ps, i);
-        float *w = tf_f32(p), *g = p->grad, *m = o->m[i], *v = o->v[i];
+        int64_t first, len = overlap(o, i, &first);
+        if (!len) continue;
+        float *w = tf_f32(p) + first, *g = p->grad + first;
+        float *m = o->m + (o->off[i] + first - o->lo), *v = o->v + (o->off[i] + first - o->lo);
         /* weight decay on matrices only (not biases, LayerNorm or other vectors) */
         tf_adamw_coef co = {c->beta1, c->beta2, (float)(1.0 / bc1), (float)(1.0 / bc2), lr, c->eps,
                             p->ndim >= 2 ? lr * c->weight_decay : 0.0f};
-        TF_FOR_CHUNKS(tf_numel(p), i0, len, k->adamw(w + i0, g + i0, m + i0, v + i0, len, &co));
+        TF_FOR_CHUNKS(len, i0, n, k->adamw(w + i0, g + i0, m + i0, v + i0, n, &co));
     }
 }
 
+int tf_adamw_gather(tf_adamw *o, const size_t *parts) {
+    size_t total = (size_t)o->off[o->n];
+    int rc = 0;
+    free(o->whole), o->whole = NULL;
+    if (tf_dist_rank() == 0 && !(o->whole = malloc((2 * total + 1) * sizeof *o->whole)))
+        rc = tf_set_error("adamw: out of memory gathering the moments of %zu parameters", total);
+    if (tf_dist_agree(rc)) return -1;
+    return tf_dist_gatherv(o->m, o->whole, parts, sizeof(float), 0) ||
+                   tf_dist_gatherv(o->v, o->whole ? o->whole + total : NULL, parts, sizeof(float), 0)
+               ? -1
+               : 0;
+}
+
+void tf_adamw_release(tf_adamw *o) { free(o->whole), o->whole = NULL; }
+
 int tf_adamw_save(const tf_adamw *o, tf_st_writer *w) {
     char name[300];
+    int whole = o->lo == 0 && o->hi == o->off[o->n];
+    if (!whole && !o->whole) return tf_set_error("adamw: this process holds a shard of the state: gather it first");
+    const float *m = whole ? o->m : o->whole, *v = whole ? o->v : o->whole + o->off[o->n];
     for (int i = 0; i < o->n; i++) {
         tf_tensor t = *tf_params_tensor(o->ps, i);
         for (int k = 0; k < 2; k++) {
             snprintf(name, sizeof name, "adam.%c.%s", k ? 'v' : 'm', tf_params_name(o->ps, i));
-            t.data = k ? o->v[i] : o->m[i];
+            t.data = (float *)(k ? v : m) + o->off[i];
             if (tf_st_writer_add(w, name, &t)) return -1;
         }
     }
     return 0;
 }
 
-int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps) {
+/* Parameter i's moment k (0: m, 1: v) from the checkpoint: the part in [lo, hi). */
+static int load_moment(tf_adamw *o, const tf_st_file *f, int i, int k, float *scratch) {
     char name[300];
-    for (int i = 0; i < o->n; i++) {
-        tf_tensor t = *tf_params_tensor(o->ps, i);
-        for (int k = 0; k < 2; k++) {
-            snprintf(name, sizeof name, "adam.%c.%s", k ? 'v' : 'm', tf_params_name(o->ps, i));
-            const tf_st_entry *e = tf_st_find(f, name);
-            t.data = k ? o->v[i] : o->m[i];
-            t.grad = NULL;
-            if (!e) return tf_set_error("checkpoint: missing optimizer state '%s'", name);
-            if (tf_st_read_f32(f, e, &t)) return -1;
-        }
-    }
-    o->t = steps;
+    snprintf(name, sizeof name, "adam.%c.%s", k ? 'v' : 'm', tf_params_name(o->ps, i));
+    const tf_st_entry *e = tf_st_find(f, name);
+    if (!e) return tf_set_error("checkpoint: missing optimizer state '%s'", name);
+    int64_t first, len = overlap(o, i, &first);
+    float *dst = (k ? o->v : o->m) + (o->off[i] + first - o->lo);
+    tf_tensor t = *tf_params_tensor(o->ps, i);
+    t.grad = NULL, t.data = len == tf_numel(&t) ? dst : scratch; /* a part: read whole, keep the part */
+    if (tf_st_read_f32(f, e, &t)) return -1;
+    if (t.data == scratch && len) memcpy(dst, scratch + first, (size_t)len * sizeof *dst);
     return 0;
+}
+
+int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps) {
+    int64_t most = 0;
+    for (int i = 0; i < o->n; i++) most = o->off[i + 1] - o->off[i] > most ? o->off[i + 1] - o->off[i] : most;
+    float *scratch = malloc((size_t)(most ? most : 1) * sizeof *scratch);
+    int rc = scratch ? 0 : tf_set_error("adamw: out of memory");
+    for (int i = 0; !rc && i < o->n; i++) rc = load_moment(o, f, i, 0, scratch) || load_moment(o, f, i, 1, scratch);
+    free(scratch);
+    if (!rc) o->t = steps;
+    return rc ? -1 : 0;
 }
 
 float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr) {
@@ -99,18 +140,26 @@ float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max
     return min_lr + (float)(0.5 * (1.0 + cos(3.14159265358979323846 * ratio))) * (lr - min_lr);
 }
 
-/* Sum of squares of x (n) in double, over at most 1024 fixed chunks summed
- * in parallel and then in order: the same on any thread count. */
+int64_t tf_norm_chunk(int64_t n) { return n / TF_NORM_CHUNKS + 1 > 65536 ? n / TF_NORM_CHUNKS + 1 : 65536; }
+
+double tf_squares(const float *x, int64_t n) {
+    double s = 0.0;
+    for (int64_t k = 0; k < n; k++) s += (double)x[k] * x[k];
+    return s;
+}
+
+void tf_grad_scale(float *g, int64_t n, float s) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t k = 0; k < n; k++) g[k] *= s;
+}
+
+/* Sum of squares of x (n) in double, over at most TF_NORM_CHUNKS fixed
+ * chunks summed in parallel and then in order: the same on any thread count. */
 static double sum_squares(const float *x, int64_t n) {
-    enum { MAX_CHUNKS = 1024 };
-    int64_t size = n / MAX_CHUNKS + 1 > 65536 ? n / MAX_CHUNKS + 1 : 65536, chunks = (n + size - 1) / size;
-    double part[MAX_CHUNKS];
+    int64_t size = tf_norm_chunk(n), chunks = (n + size - 1) / size;
+    double part[TF_NORM_CHUNKS];
 #pragma omp parallel for schedule(static) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        double s = 0.0;
-        for (int64_t k = c * size; k < n && k < (c + 1) * size; k++) s += (double)x[k] * x[k];
-        part[c] = s;
-    }
+    for (int64_t c = 0; c < chunks; c++) part[c] = tf_squares(x + c * size, (c + 1) * size < n ? size : n - c * size);
     double ss = 0.0;
     for (int64_t c = 0; c < chunks; c++) ss += part[c];
     return ss;
@@ -127,9 +176,7 @@ double tf_clip_grad_norm(tf_params *ps, double max_norm) {
         float s = (float)(max_norm / (norm + 1e-6));
         for (int i = 0; i < tf_params_count(ps); i++) {
             tf_tensor *p = tf_params_tensor(ps, i);
-            float *g = p->grad;
-#pragma omp parallel for schedule(static) if (tf_numel(p) > 65536)
-            for (int64_t k = 0; k < tf_numel(p); k++) g[k] *= s;
+            tf_grad_scale(p->grad, tf_numel(p), s);
         }
     }
     return norm;

@@ -79,7 +79,8 @@ static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     vit_task *v = (vit_task *)t;
     const tf_vit *model = m && v->ema ? v->ema : v->m;
     tf_tensor *soft = m ? NULL : tf_batch_get(b, "targets");
-    tf_vit_inputs in = {tf_batch_get(b, "pixel_values"), soft ? NULL : tf_batch_get(b, "labels"), v->cfg.label_smoothing};
+    tf_vit_inputs in = {.pixel_values = tf_batch_get(b, "pixel_values"), .labels = soft ? NULL : tf_batch_get(b, "labels"),
+                         .label_smoothing = v->cfg.label_smoothing};
     tf_vit_outputs out;
     if (tf_vit_run(ctx, model, &in, &out)) return NULL;
     if (m) tf_task_count_hits(out.logits, in.labels, m); /* accuracy of the argmax */

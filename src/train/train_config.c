@@ -31,6 +31,9 @@ static const tf_field TRAIN_ROWS[] = {
     FREE(keep_checkpoints, TF_FIELD_INT, "0", "[0,1000]", "the weights of the last N checkpoints kept in checkpoints/"),
     FREE(average_last, TF_FIELD_INT, "0", "[0,1000]",
       "at the end, the mean of the last N checkpoints' weights as the model folder averaged/ (keeps N)"),
+    FREE(zero, TF_FIELD_INT, "0", "[0,1]",
+         "ZeRO stage over several processes: 1 shards AdamW's state over them (the same bits); 0 every process "
+         "holds it all; with one process 1 changes nothing"),
 };
 #undef R
 #undef FREE

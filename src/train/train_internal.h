@@ -25,6 +25,29 @@ int tf_resume_changes(const tf_fields *now, int n, const char *stored, int cosin
  * its settings as counted now (batch x accum), malloc'd (cJSON_free), or NULL. */
 char *tf_resume_step_batch(const char *stored);
 
+/* ---------------------------------------------------------------- the optimizer's parts (optim.c) */
+
+/* AdamW holding the moments of elements [lo, hi) of the parameters
+ * flattened in order (hi < 0: to the end), updating those elements alone:
+ * ZeRO-1's shard. Elementwise, so a shard's elements get the bits of the whole update. */
+tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi);
+/* The bytes of its moments. */
+int64_t tf_adamw_state_bytes(const tf_adamw *o);
+/* Collective: every rank's shard (parts[j] elements on rank j, in order) to
+ * rank 0, which may then tf_adamw_save the whole state; tf_adamw_release frees that copy. */
+int tf_adamw_gather(tf_adamw *o, const size_t *parts);
+void tf_adamw_release(tf_adamw *o);
+
+/* The global gradient norm's pieces (tf_clip_grad_norm's order, which the
+ * sharded norm repeats): a parameter of n elements is summed in chunks of
+ * tf_norm_chunk(n) elements (at most TF_NORM_CHUNKS), each chunk's squares in
+ * double in order (tf_squares); then the chunks in order, then the parameters. */
+#define TF_NORM_CHUNKS 1024
+int64_t tf_norm_chunk(int64_t n);
+double tf_squares(const float *x, int64_t n);
+/* g (n) *= s */
+void tf_grad_scale(float *g, int64_t n, float s);
+
 /* ---------------------------------------------------------------- what a run keeps (snapshots.c) */
 
 /* The task's model folder as run_dir/sub, with the run's tokenizer files. */
@@ -42,6 +65,9 @@ int tf_run_average(tf_task *task, const char *run_dir, int last, int *n_used);
  * order, into recv (size x bytes). -1 only for a size MPI cannot send, on every rank alike. */
 int tf_dist_bcast(void *buf, size_t bytes, int root);
 int tf_dist_allgather(const void *send, size_t bytes, void *recv);
+/* Collective: counts[j] values of elem bytes from rank j (send), in rank
+ * order, into recv on every rank (root < 0) or on rank root alone. -1 as above. */
+int tf_dist_gatherv(const void *send, void *recv, const size_t *counts, size_t elem, int root);
 /* tf_error() is a message every rank has: mark it so (tf_dist_error_shared); returns -1. */
 int tf_dist_error_share(void);
 
@@ -49,14 +75,36 @@ int tf_dist_error_share(void);
  * order: for each call of add, rank 0's vector, then rank 1's, ... are added
  * one after another onto the running sum (first: the sum starts as rank 0's
  * vector, copied) -- the order of one process adding the same vectors in
- * turn. Fill tf_dist_sum_input's n floats before each add. add and result are collective. */
+ * turn. Fill tf_dist_sum_input's n floats before each add. add and result are collective.
+ * Rank j keeps the running sum of elements [parts[0] + ... + parts[j-1], + parts[j])
+ * (parts: one count a rank; NULL: n / N each, the first n % N one more). */
 typedef struct tf_dist_sum tf_dist_sum;
-tf_dist_sum *tf_dist_sum_new(size_t n);
+tf_dist_sum *tf_dist_sum_new(size_t n, const size_t *parts);
 float *tf_dist_sum_input(tf_dist_sum *s);
 void tf_dist_sum_add(tf_dist_sum *s, int first);
-/* The sum (n floats, on every rank), valid until the next add. */
+/* This rank's part of the sum after the adds (a reduce-scatter): its first
+ * element's index and length. The caller may overwrite it before result. */
+float *tf_dist_sum_part(tf_dist_sum *s, size_t *off, size_t *len);
+/* Every rank's part as it is now, gathered (n floats, on every rank: an
+ * all-gather; after the adds alone, the sum), valid until the next add. */
 const float *tf_dist_sum_result(tf_dist_sum *s);
 void tf_dist_sum_free(tf_dist_sum *s);
+
+/* ZeRO-1's split of the parameters, flattened in order, into one part a
+ * rank, cut on the gradient norm's chunk boundaries (zero.c). */
+typedef struct tf_zero tf_zero;
+tf_zero *tf_zero_new(const tf_params *ps, int rank, int ranks);
+void tf_zero_free(tf_zero *z);
+/* Elements per rank (ranks counts), for tf_dist_sum_new and tf_adamw_gather. */
+const size_t *tf_zero_parts(const tf_zero *z);
+/* The norm's chunks rank holds (what its norm contribution sends). */
+int tf_zero_units(const tf_zero *z, int rank);
+/* This rank's part: elements [lo, hi). */
+void tf_zero_range(const tf_zero *z, int64_t *lo, int64_t *hi);
+/* Collective: the global norm of the gradient whose part [lo, hi) this rank
+ * holds in its parameters' gradients (elsewhere they are not read), with
+ * tf_clip_grad_norm's bits; that part scaled as it scales. */
+int tf_zero_clip(tf_zero *z, tf_params *ps, double max_norm, double *norm);
 
 /* FNV-1a over n bytes, 8 at a time, continuing from h (TF_DIST_HASH_INIT to start). */
 #define TF_DIST_HASH_INIT 14695981039346656037ull

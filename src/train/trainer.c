@@ -263,7 +263,10 @@ static int keep_and_average(tf_trainer *t, int64_t step) {
 
 /* A checkpoint by the writer (collective: every rank learns how it went). */
 static int checkpoint(tf_trainer *t, int64_t step, int keep) {
+    /* ZeRO: the writer saves the whole AdamW state, gathered from every rank's part */
+    if (t->zero && tf_adamw_gather(t->opt, tf_zero_parts(t->zero))) return -1;
     int rc = t->writer ? save_checkpoint(t, step) || (keep && keep_and_average(t, step)) : 0;
+    tf_adamw_release(t->opt);
     return tf_dist_agree(rc);
 }
 
@@ -346,7 +349,10 @@ static int same_start(tf_trainer *t, const tf_train_config *cfg, int64_t step, i
 static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *step) {
     tf_adamw_config oc = {cfg->beta1, cfg->beta2, 1e-8f, cfg->weight_decay};
     if (tf_dist_agree(tf_train_config_check(cfg)) || same_start(t, cfg, 0, 0)) return -1;
-    int rc = tf_trainer_split(t, cfg) || !(t->ctx = tf_ctx_new(cfg->seed)) || !(t->opt = tf_adamw_new(t->ps, oc));
+    int64_t lo = 0, hi = -1; /* the AdamW state this rank holds: all, or its ZeRO part */
+    int rc = tf_trainer_split(t, cfg) || !(t->ctx = tf_ctx_new(cfg->seed));
+    if (!rc && t->zero) tf_zero_range(t->zero, &lo, &hi);
+    rc = rc || !(t->opt = tf_adamw_new_shard(t->ps, oc, lo, hi));
     if (!rc && t->writer) rc = lock_run(t->dir, lock);
     if (tf_dist_agree(rc) || tf_dist_agree(t->resume ? load_checkpoint(t, step) : 0)) return -1;
     return same_start(t, cfg, *step, 1);
@@ -363,6 +369,11 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     int lock = -1;
     int64_t step = 0;
     int rc = start(&t, cfg, &lock, &step);
+    char info[1024];
+    if (!rc && report && t.writer && tf_trainer_describe(&t, cfg->zero, info, sizeof info)) {
+        tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .info = info};
+        report(user, &rep);
+    }
     if (!rc && t.changed[0] && report && t.writer) {
         char notice[1100];
         snprintf(notice, sizeof notice, "resuming with changed settings: %s", t.changed);

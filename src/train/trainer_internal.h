@@ -31,6 +31,8 @@ typedef struct {
     int writer;                        /* rank 0: writes the run folder, reports, scores */
     int rows;                          /* sequences per micro-batch: batch / accum */
     tf_dist_sum *sum;                  /* the step's gradient over its micro-batches (accum > 1) */
+    size_t sum_n;                      /* its length: every parameter's elements */
+    tf_zero *zero;                     /* ZeRO-1 over several processes: this rank's part; else NULL */
     float *losses, *all_losses;        /* this rank's micro-batch losses; every rank's */
     tf_eval_row *eval_mine, *eval_all; /* the same for validation batches */
     tf_series train, val, lr, gnorm;   /* lr and grad norm share x with train */
@@ -50,5 +52,9 @@ int tf_trainer_step(tf_trainer *t, int64_t step, tf_train_report *rep);
 /* The validation loss and metric sums of eval_batches batches (collective;
  * the task's score is the writer's alone). */
 int tf_trainer_evaluate(tf_trainer *t, double *loss, tf_metrics *m);
+/* The start-up line of a run of several processes, or of one asked for
+ * zero_asked: the split, the bytes a process receives a step, the AdamW
+ * state it holds. 1 when there is one (in out), else 0. */
+int tf_trainer_describe(const tf_trainer *t, int zero_asked, char *out, size_t cap);
 
 #endif

@@ -29,13 +29,9 @@ not depend on them.
 transformers 4.36.2 runs over Debian's torch 1.13 (/tmp/hfvenv or build/hfvenv);
 5.x needs PyTorch 2.x (/tmp/hf5).
 """
-import argparse
 import math
-import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import torch.nn.functional as F
@@ -44,6 +40,8 @@ from safetensors.torch import save_file
 from transformers import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                           BertForSequenceClassification, BertForTokenClassification, BertModel, GPT2Config,
                           GPT2LMHeadModel, GPT2Model)
+
+import fixture_cli
 
 MAJOR = int(transformers.__version__.split(".")[0])
 GPT2_ARCHS = {"GPT2LMHeadModel": GPT2LMHeadModel, "GPT2Model": GPT2Model}
@@ -330,39 +328,12 @@ def random_case(r):
 
 def expected_for(root):
     """transformers loads each folder tformer wrote and computes its outputs."""
-    from safetensors.torch import load_file
-    for name in sorted(os.listdir(root)):
-        d = os.path.join(root, name)
-        cfg = json.load(open(os.path.join(d, "config.json")))
-        arch = cfg["architectures"][0]
-        model = ARCHS[arch].from_pretrained(d).eval()  # fails on a tensor missing or of the wrong shape
-        x = load_file(os.path.join(d, "input.safetensors"))
-        save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-        print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
+    fixture_cli.expected_for(root, ARCHS, reference)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out")
-    ap.add_argument("--expected-for")
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    if a.expected_for:
-        return expected_for(a.expected_for)
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            arch, cfg, spec = random_case(r)
-            print(f"case {i}: {json.dumps(cfg)} {json.dumps(spec)}")
-            write_case(a.out, f"v{MAJOR}_random_{i:02d}", arch, cfg, spec, a.seed * 1000 + i)
-        return
-    for major, name, arch, cfg, spec in CASES:
-        if major == MAJOR:  # seeded by name: adding a case leaves the others as they are
-            write_case(a.out, name, arch, cfg, spec, zlib.crc32(name.encode()) % 100000)
-
+    cases = [case[1:] for case in CASES if case[0] == MAJOR]
+    fixture_cli.run(cases, write_case, random_case, expected=expected_for, random_name=f"v{MAJOR}_random_{{:02d}}")
 
 if __name__ == "__main__":
     main()

@@ -26,22 +26,23 @@ Padding: attention_mask pads the source on either side (each row keeps a
 token); decoder_attention_mask pads the target on the right only (a target
 row whose first keys are padding sees nothing: transformers then averages the
 values, tformer gives zeros). generate() is called with forced_eos_token_id
-None (MarianConfig's default forces eos at max_length, which tformer's
-generate does not do) and no bad_words_ids.
+None and no bad_words_ids (MarianConfig's default forces eos at max_length)
+except in the runs that name them: forced_eos_token_id "eos" is the config's
+eos; bad_words_ids "top" bans the commonest first token of the same run
+without it (each such run changes some outputs, or the script stops).
 
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
-import argparse
 import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import MarianConfig, MarianMTModel
+
+import fixture_cli
 
 # (name, config, inputs, generate runs)
 CASES = [
@@ -53,7 +54,10 @@ CASES = [
      dict(B=3, T=7, U=6, mask="right", dec_mask=True, labels=True, eos_bias=3.0),
      [dict(num_beams=1, max_length=12), dict(num_beams=4, max_length=12),
       dict(num_beams=3, max_length=10, length_penalty=0.6, early_stopping=True),
-      dict(num_beams=2, max_length=12, length_penalty=2.0, early_stopping=True)]),
+      dict(num_beams=2, max_length=12, length_penalty=2.0, early_stopping=True),
+      dict(num_beams=1, max_length=5, forced_eos_token_id="eos", bad_words_ids="top"),
+      dict(num_beams=3, max_length=5, forced_eos_token_id="eos", bad_words_ids="top"),
+      dict(num_beams=4, max_length=6, forced_eos_token_id="eos", early_stopping=True)]),
     ("separate_untied_gelu_odd_width",
      dict(vocab_size=45, d_model=15, encoder_layers=1, decoder_layers=2, encoder_attention_heads=5,
           decoder_attention_heads=5, encoder_ffn_dim=20, decoder_ffn_dim=20, max_position_embeddings=20,
@@ -62,7 +66,9 @@ CASES = [
      dict(B=2, T=8, U=5, mask="left", eos_bias=3.0),
      [dict(num_beams=1, max_length=10), dict(num_beams=4, max_length=10, length_penalty=2.0),
       dict(num_beams=5, max_length=9, early_stopping="never"),
-      dict(num_beams=3, max_length=10, length_penalty=-0.5, early_stopping="never")]),
+      dict(num_beams=3, max_length=10, length_penalty=-0.5, early_stopping="never"),
+      dict(num_beams=2, max_length=4, forced_eos_token_id="eos", bad_words_ids="top"),
+      dict(num_beams=1, max_length=10, bad_words_ids="top")]),
     ("shared_untied_relu_labels_only",
      dict(vocab_size=50, d_model=16, encoder_layers=1, decoder_layers=2, encoder_attention_heads=4,
           decoder_attention_heads=4, encoder_ffn_dim=16, decoder_ffn_dim=16, max_position_embeddings=16,
@@ -164,15 +170,26 @@ def generate_runs(model, g, runs, n_sources):
         plain = min(set(range(5)) - {cfg.eos_token_id, cfg.pad_token_id})
         src[(src == cfg.eos_token_id) | (src == cfg.pad_token_id)] = plain  # generate() masks a pad in the source
         sources.append(src.tolist() + [cfg.eos_token_id])  # Marian's sources end with eos
+    def generate(opts):
+        kw = {"forced_eos_token_id": None, "bad_words_ids": None, "num_return_sequences": 1, **opts}
+        with torch.no_grad():
+            return [model.generate(torch.tensor([src]), do_sample=False, **kw)[0].tolist() for src in sources]
+
     out = []
     for run in runs:
         opts = {"num_beams": 1, "length_penalty": 1.0, "early_stopping": False, **run}
-        ids = []
-        for src in sources:
-            with torch.no_grad():
-                seq = model.generate(torch.tensor([src]), do_sample=False, forced_eos_token_id=None,
-                                     bad_words_ids=None, num_return_sequences=1, **opts)
-            ids.append(seq[0].tolist())
+        if opts.get("forced_eos_token_id") == "eos":
+            opts["forced_eos_token_id"] = cfg.eos_token_id
+        if opts.get("bad_words_ids") == "top":  # the commonest first token of the run without it
+            plain = generate({k: v for k, v in opts.items() if k != "bad_words_ids"})
+            firsts = [ids[1] for ids in plain if len(ids) > 1 and ids[1] != cfg.eos_token_id]
+            opts["bad_words_ids"] = [[max(set(firsts), key=lambda t: (firsts.count(t), -t))]]
+        ids = generate(opts)
+        if "forced_eos_token_id" in opts or "bad_words_ids" in opts:  # the test must be able to fail
+            bare = {k: v for k, v in opts.items() if k not in ("forced_eos_token_id", "bad_words_ids")}
+            changed = sum(a != b for a, b in zip(ids, generate(bare)))
+            print(f"  {run}: {changed} of {len(ids)} outputs change with the logits processors")
+            assert changed > 0
         out.append(dict(opts, outputs=ids))
     return {"sources": sources, "runs": out}
 
@@ -238,28 +255,16 @@ def random_case(r):
     return cfg, spec, runs
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            cfg, spec, runs = random_case(r)
-            print(f"case {i}: {json.dumps(cfg)} {json.dumps(spec)} {json.dumps(runs)}")
-            for attempt in range(20):  # the same configuration, other weights
-                if write_case(a.out, f"random_{i:02d}", cfg, spec, runs, a.seed * 1000 + i + 100000 * attempt) <= 3e-6:
-                    break
-                shutil.rmtree(os.path.join(a.out, f"random_{i:02d}"))
-                print("  too ill-conditioned to compare at 1e-5 (sensitivity above 3e-6): other weights")
-        return
-    for name, cfg, spec, runs in CASES:  # seeded by name: adding a case leaves the others as they are
-        write_case(a.out, name, cfg, spec, runs, zlib.crc32(name.encode()) % 100000)
+def write_random_case(out, name, cfg, spec, runs, seed):
+    for attempt in range(20):  # the same configuration, other weights
+        if write_case(out, name, cfg, spec, runs, seed + 100000 * attempt) <= 3e-6:
+            return
+        shutil.rmtree(os.path.join(out, name))
+        print("  too ill-conditioned to compare at 1e-5 (sensitivity above 3e-6): other weights")
 
+
+def main():
+    fixture_cli.run(CASES, write_case, random_case, write_random=write_random_case)
 
 if __name__ == "__main__":
     main()

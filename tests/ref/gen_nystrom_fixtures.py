@@ -31,16 +31,14 @@ which would not notice a misplaced weight.
 
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
-import argparse
-import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import transformers
 from safetensors.torch import save_file
+
+import fixture_cli
 from transformers import (NystromformerConfig, NystromformerForMaskedLM, NystromformerForSequenceClassification,
                           NystromformerForTokenClassification, NystromformerModel)
 
@@ -179,23 +177,7 @@ def random_case(r):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            arch, c, spec = random_case(r)
-            print(f"case {i}: {arch} {json.dumps(c)} {json.dumps(spec)}")
-            write_case(a.out, f"random_{i:02d}", arch, c, spec, a.seed * 1000 + i)
-        return
-    for name, arch, c, spec in CASES:  # seeded by name: adding a case leaves the others as they are
-        write_case(a.out, name, arch, c, spec, zlib.crc32(name.encode()) % 100000)
-
+    fixture_cli.run(CASES, write_case, random_case)
 
 if __name__ == "__main__":
     main()

@@ -34,17 +34,15 @@ of sum(out * r): grad_x, grad_weight, grad_bias, in float64, rounded once.
 
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
-import argparse
-import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
 from transformers import ViTConfig, ViTForImageClassification, ViTModel
+
+import fixture_cli
 
 ARCHS = {"ViTModel": ViTModel, "ViTForImageClassification": ViTForImageClassification}
 
@@ -53,7 +51,7 @@ CASES = [
     ("model_grey28_p7", "ViTModel",
      dict(image_size=28, patch_size=7, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=24),
-     dict(B=3)),
+     dict(B=3, attn=True)),
     ("cls_grey28_p4_labels", "ViTForImageClassification",
      dict(image_size=28, patch_size=4, num_channels=1, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
           intermediate_size=20, num_labels=10, hidden_act="gelu_new"),
@@ -62,7 +60,7 @@ CASES = [
      dict(image_size=12, patch_size=3, num_channels=3, hidden_size=20, num_hidden_layers=3, num_attention_heads=4,
           intermediate_size=16, num_labels=5, qkv_bias=False, layer_norm_eps=1e-6, hidden_act="relu",
           id2label={0: "cat", 1: "dog", 2: "bird", 3: "fish", 4: "frog"}),
-     dict(B=2)),
+     dict(B=2, attn=True)),
     ("model_rgb13_p4_leftover", "ViTModel",
      dict(image_size=13, patch_size=4, num_channels=3, hidden_size=15, num_hidden_layers=1, num_attention_heads=5,
           intermediate_size=30, hidden_act="gelu_pytorch_tanh"),
@@ -70,7 +68,7 @@ CASES = [
     ("cls_grey12_p7_one_patch", "ViTForImageClassification",
      dict(image_size=12, patch_size=7, num_channels=1, hidden_size=8, num_hidden_layers=2, num_attention_heads=1,
           intermediate_size=12, num_labels=3, hidden_act="silu"),
-     dict(B=3, labels=True)),
+     dict(B=3, labels=True, attn=True)),
     ("model_grey10_p5_nopooler", "ViTModel",
      dict(image_size=10, patch_size=5, num_channels=1, hidden_size=12, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=8, layer_norm_eps=1e-5),
@@ -134,6 +132,31 @@ def gradients(model, x):
     return res
 
 
+def attentions(model, arch, x):
+    """output_attentions=True: each layer's probabilities (B,H,N+1,N+1) as
+    "attentions.<layer>", and from them, in float64, the attention rollout
+    (Abnar & Zuidema 2020, as jacobgil/vit-explain computes it with mean head
+    fusion and no discarding): R = I; per layer R = ((mean_h A + I) / 2,
+    rows renormalised) @ R; "rollout" = R[:, 0, 1:] (B,N); "heads" = the last
+    layer's class-token rows over the patches (B,H,N)."""
+    kw = {"add_pooling_layer": model.pooler is not None} if arch == "ViTModel" else {}
+    m = ARCHS[arch](model.config, **kw)
+    m.load_state_dict(model.state_dict())
+    m = m.double().eval()
+    with torch.no_grad():
+        att = m(pixel_values=x["pixel_values"].double(), output_attentions=True).attentions
+    T = att[0].shape[-1]
+    eye = torch.eye(T, dtype=torch.float64)
+    r = eye.expand(att[0].shape[0], T, T)
+    for a in att:
+        f = (a.mean(dim=1) + eye) / 2
+        r = (f / f.sum(dim=-1, keepdim=True)) @ r
+    res = {f"attentions.{i}": a.float().contiguous() for i, a in enumerate(att)}
+    res["rollout"] = r[:, 0, 1:].float().contiguous()
+    res["heads"] = att[-1][:, :, 0, 1:].float().contiguous()
+    return res
+
+
 def write_case(out, name, arch, cfg_kw, spec, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -152,6 +175,8 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
     if spec.get("labels"):
         save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+    if spec.get("attn"):
+        save_file(attentions(model, arch, x), os.path.join(d, "attentions.safetensors"))
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 
@@ -192,41 +217,19 @@ def random_case(r):
 
 def expected_for(root):
     """transformers loads each folder tformer wrote and computes its outputs."""
-    for name in sorted(os.listdir(root)):
-        d = os.path.join(root, name)
-        arch = json.load(open(os.path.join(d, "config.json")))["architectures"][0]
-        kw = {}
-        if arch == "ViTModel" and "pooler.dense.weight" not in load_file(os.path.join(d, "model.safetensors")):
-            kw["add_pooling_layer"] = False  # config.json cannot say it: the folder's tensors do
-        model = ARCHS[arch].from_pretrained(d, **kw).eval()  # fails on a tensor missing or of the wrong shape
-        x = load_file(os.path.join(d, "input.safetensors"))
-        save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-        print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
+    from safetensors.torch import load_file
+
+    def kwargs(d, arch):  # config.json cannot say add_pooling_layer: the folder's tensors do
+        pooled = arch != "ViTModel" or "pooler.dense.weight" in load_file(os.path.join(d, "model.safetensors"))
+        return {} if pooled else {"add_pooling_layer": False}
+    fixture_cli.expected_for(root, ARCHS, reference, kwargs)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out")
-    ap.add_argument("--expected-for")
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    if a.expected_for:
-        return expected_for(a.expected_for)
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            arch, cfg, spec = random_case(r)
-            print(f"case {i}: {arch} {json.dumps(cfg)} {json.dumps(spec)}")
-            write_case(a.out, f"random_{i:02d}", arch, cfg, spec, a.seed * 1000 + i)
-        return
-    for name, arch, cfg, spec in CASES:  # seeded by name: adding a case leaves the others as they are
-        write_case(a.out, name, arch, cfg, spec, zlib.crc32(name.encode()) % 100000)
-    for name, *shape in PATCH_CASES:
-        write_patch_case(a.out, name, *shape, zlib.crc32(name.encode()) % 100000)
-
+    def patch_cases(out):
+        for name, *shape in PATCH_CASES:
+            write_patch_case(out, name, *shape, fixture_cli.case_seed(name))
+    fixture_cli.run(CASES, write_case, random_case, expected=expected_for, extra=patch_cases)
 
 if __name__ == "__main__":
     main()

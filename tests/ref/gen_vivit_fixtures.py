@@ -37,13 +37,10 @@ A tubelet case (tubelet_*) holds case.safetensors: x (B,T,C,H,W), weight
 bias, stride=(t,h,w)).flatten(2).transpose(1,2) and the gradients of
 sum(out * r): grad_x, grad_weight, grad_bias, in float64, rounded once.
 """
-import argparse
 import copy
 import json
 import os
-import random
 import shutil
-import zlib
 
 import torch
 import transformers
@@ -53,6 +50,7 @@ from transformers import VivitConfig, VivitForVideoClassification, VivitModel
 from transformers.models.vivit.modeling_vivit import (VivitAttention, VivitEncoder, VivitIntermediate, VivitOutput,
                                                       VivitTubeletEmbeddings)
 
+import fixture_cli
 from gen_vit_fixtures import init_weights  # the same weights' distributions as the ViT cases
 
 ARCHS = {"VivitModel": VivitModel, "VivitForVideoClassification": VivitForVideoClassification}
@@ -352,24 +350,10 @@ def random_case(r):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    if a.random:
-        r = random.Random(a.seed)
-        print(f"seed {a.seed}")
-        for i in range(a.random):
-            arch, kind, cfg, spec = random_case(r)
-            print(f"case {i}: {arch} model {kind} {json.dumps(cfg)} {json.dumps(spec)}")
-            write_case(a.out, f"random_{i:02d}", arch, kind, cfg, spec, a.seed * 1000 + i)
-        return
-    for name, arch, kind, cfg, spec in CASES:  # seeded by name: adding a case leaves the others as they are
-        write_case(a.out, name, arch, kind, cfg, spec, zlib.crc32(name.encode()) % 100000)
-    for name, *shape in TUBELET_CASES:
-        write_tubelet_case(a.out, name, *shape, zlib.crc32(name.encode()) % 100000)
+    def tubelet_cases(out):
+        for name, *shape in TUBELET_CASES:
+            write_tubelet_case(out, name, *shape, fixture_cli.case_seed(name))
+    fixture_cli.run(CASES, write_case, random_case, extra=tubelet_cases)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bert_internal.h"
+#include "../model_folder.h"
 
 /* Hugging Face's names for a BertLayer's tensors, in its checkpoint order. */
 static const tf_block_name BERT_BLOCK[] = {
@@ -103,37 +104,15 @@ tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed) {
     return m;
 }
 
-void tf_bert_free_labels(tf_bert *m) {
-    for (int i = 0; m->labels && i < m->cfg.n_labels; i++) free(m->labels[i]);
-    free(m->labels);
-    m->labels = NULL;
-}
-
 void tf_bert_free(tf_bert *m) {
     if (!m) return;
-    tf_bert_free_labels(m);
+    tf_labels_free(&m->labels, m->cfg.n_labels);
     tf_params_free(m->params);
     free(m->layer);
     free(m);
 }
 
 /* ---------------------------------------------------------------- forward */
-
-static int check_ids(const tf_tensor *t, const char *name, int64_t B, int64_t T, int32_t hi, const char *what) {
-    char s[64];
-    if (!t) return 0;
-    if (t->dtype != TF_DTYPE_I32 || t->ndim != 2 || t->shape[0] != B || t->shape[1] != T)
-        return tf_set_error("bert: %s %s must be I32 (%lld,%lld)", name, tf_shape_str(t, s, sizeof s), (long long)B,
-                            (long long)T);
-    if (!tf_is_contiguous(t)) return tf_set_error("bert: %s must be contiguous", name);
-    for (int64_t i = 0; i < B * T; i++) {
-        int32_t v = tf_i32(t)[i];
-        if (v < 0 || v >= hi)
-            return tf_set_error("bert: %s holds %d at [%lld,%lld]; %s %d", name, (int)v, (long long)(i / T),
-                                (long long)(i % T), what, (int)hi);
-    }
-    return 0;
-}
 
 /* (B,T,C) embeddings: LN(word + position + token type), then dropout. */
 static tf_tensor *embed(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
@@ -142,9 +121,11 @@ static tf_tensor *embed(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in)
     int64_t B = ids->shape[0], T = ids->shape[1];
     if (T > c->context)
         return tf_set_error("bert: %lld tokens exceed max_position_embeddings %d", (long long)T, c->context), NULL;
-    if (check_ids(ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
-        check_ids(in->token_type_ids, "token_type_ids", B, T, c->type_vocab_size, "must be below type_vocab_size") ||
-        check_ids(in->position_ids, "position_ids", B, T, c->context, "must be below max_position_embeddings"))
+    if (tf_check_ids("bert", ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
+        tf_check_ids("bert", in->token_type_ids, "token_type_ids", B, T, c->type_vocab_size,
+                     "must be below type_vocab_size") ||
+        tf_check_ids("bert", in->position_ids, "position_ids", B, T, c->context,
+                     "must be below max_position_embeddings"))
         return NULL;
     tf_tensor *pos = in->position_ids ? tf_embedding(ctx, m->emb.position, in->position_ids)   // (B,T,C)
                                       : tf_posenc_learned(ctx, m->emb.position, 0, T);         // (T,C)

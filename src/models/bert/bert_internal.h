@@ -16,9 +16,5 @@ int tf_bert_heads(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_be
  * *folder_head; TF_BERT_BODY when it names none) (bert_io.c). */
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                            int *folder_head);
-/* Label names (bert_io.c): id2label read and written; freed by tf_bert_free. */
-int tf_bert_set_labels_json(tf_bert *m, const cJSON *map, const char *path);
-int tf_bert_labels_to_json(const tf_bert *m, cJSON *root);
-void tf_bert_free_labels(tf_bert *m);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "../../util/util.h"
 #include "bert_internal.h"
+#include "../model_folder.h"
 
 /* config.json's keys through a field table; the many other keys are ignored. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};
@@ -58,7 +59,7 @@ static int read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, 
     if (!map || !m_or_null) return 0;
     if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != *n_labels)
         return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, *n_labels);
-    return tf_bert_set_labels_json(m_or_null, map, path);
+    return tf_labels_from_json(&m_or_null->labels, *n_labels, map, path);
 }
 
 /* *folder_head: the folder's own head (architectures[0]); c->head: the one asked for. */
@@ -203,55 +204,11 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
 
 int tf_bert_set_labels(tf_bert *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("bert: %d label names for %d labels", n, m->cfg.n_labels);
-    char **v = calloc((size_t)n, sizeof *v);
-    for (int i = 0; v && i < n; i++)
-        if (!(v[i] = strdup(names[i]))) {
-            while (i--) free(v[i]);
-            free(v), v = NULL;
-        }
-    if (!v) return tf_set_error("bert: out of memory");
-    tf_bert_free_labels(m);
-    m->labels = v;
-    return 0;
+    return tf_labels_set(&m->labels, n, names);
 }
 
 const char *tf_bert_label(const tf_bert *m, int i, char *buf, size_t n) {
-    if (m->labels && i >= 0 && i < m->cfg.n_labels) return m->labels[i];
-    snprintf(buf, n, "LABEL_%d", i); /* Hugging Face's default names */
-    return buf;
-}
-
-/* id2label {"0": name, ...}: every id from 0 to n-1 once. */
-int tf_bert_set_labels_json(tf_bert *m, const cJSON *map, const char *path) {
-    int n = m->cfg.n_labels;
-    const char **names = calloc((size_t)n, sizeof *names);
-    if (!names) return tf_set_error("bert: out of memory");
-    int rc = 0;
-    for (const cJSON *j = map->child; j && !rc; j = j->next) {
-        char *end;
-        long id = strtol(j->string, &end, 10);
-        if (*end || end == j->string || id < 0 || id >= n || names[id] || !cJSON_IsString(j))
-            rc = tf_set_error("%s: id2label key \"%s\" must be a distinct id in [0,%d) naming a string", path,
-                              j->string, n);
-        else names[id] = j->valuestring;
-    }
-    rc = rc || tf_bert_set_labels(m, names, n);
-    free(names);
-    return rc;
-}
-
-int tf_bert_labels_to_json(const tf_bert *m, cJSON *root) {
-    if (m->cfg.head != TF_BERT_SEQ_CLS && m->cfg.head != TF_BERT_TOKEN_CLS) return 0;
-    cJSON *id2 = cJSON_AddObjectToObject(root, "id2label"), *l2id = cJSON_AddObjectToObject(root, "label2id");
-    if (!id2 || !l2id) return tf_set_error("bert: out of memory");
-    for (int i = 0; i < m->cfg.n_labels; i++) {
-        char key[32], buf[32];
-        const char *name = tf_bert_label(m, i, buf, sizeof buf);
-        snprintf(key, sizeof key, "%d", i);
-        if (!cJSON_AddStringToObject(id2, key, name) || !cJSON_AddNumberToObject(l2id, name, i))
-            return tf_set_error("bert: out of memory");
-    }
-    return 0;
+    return tf_labels_name(m->labels, m->cfg.n_labels, i, buf, n);
 }
 
 /* ---------------------------------------------------------------- saving */
@@ -270,7 +227,8 @@ static int write_config(const tf_bert *m, const char *path) {
     if (c->head == TF_BERT_SEQ_CLS)
         cJSON_AddStringToObject(r, "problem_type", c->problem == TF_BERT_REGRESSION ? "regression"
                                                                                     : "single_label_classification");
-    rc = rc || tf_bert_labels_to_json(m, r) || tf_json_write(path, r);
+    int named = c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_TOKEN_CLS;
+    rc = rc || (named && tf_labels_to_json(m->labels, c->n_labels, r)) || tf_json_write(path, r);
     cJSON_Delete(r);
     return rc ? -1 : 0;
 }
@@ -281,14 +239,6 @@ int tf_bert_save_hf(const tf_bert *m, const char *dir) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (write_config(m, path)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    tf_st_writer *w = tf_st_writer_new();
-    if (!w) return tf_set_error("bert: out of memory");
-    tf_params *ps = m->params;
-    int rc = 0;
-    for (int i = 0; i < tf_params_count(ps) && !rc; i++) rc = tf_st_writer_add(w, tf_params_name(ps, i), tf_params_tensor(ps, i));
     /* the MLM decoder's bias under both names: transformers 5.x reads decoder.bias when untied */
-    if (!rc && m->mlm.decoder.bias) rc = tf_st_writer_add(w, "cls.predictions.decoder.bias", m->mlm.decoder.bias);
-    if (!rc) rc = tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    return rc;
+    return tf_folder_save_weights(m->params, path, "cls.predictions.decoder.bias", m->mlm.decoder.bias);
 }

@@ -9,6 +9,7 @@
 
 #include "../../util/util.h"
 #include "gpt_internal.h"
+#include "../model_folder.h"
 
 /* config.json through a field table with Hugging Face's keys; the many
  * other keys Hugging Face writes are ignored. */
@@ -48,36 +49,15 @@ static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
     return e;
 }
 
-static int known_extra(const char *name) { /* buffers Hugging Face may store besides the parameters */
+/* A file tensor we use (with or without the "transformer." prefix) or a buffer
+ * Hugging Face may store besides the parameters. */
+static int known(const tf_params *ps, const char *name) {
     size_t n = strlen(name);
+    char full[300];
+    if (tf_params_get(ps, name)) return 1;
+    if ((size_t)snprintf(full, sizeof full, "transformer.%s", name) < sizeof full && tf_params_get(ps, full)) return 1;
     return (n > 9 && !strcmp(name + n - 9, ".attn.bias")) || (n > 16 && !strcmp(name + n - 16, ".attn.masked_bias")) ||
            !strcmp(name, "lm_head.weight");
-}
-
-static int load_weights(tf_gpt *m, const char *path) {
-    tf_st_file *f = tf_st_open(path);
-    if (!f) return -1;
-    tf_params *ps = m->params;
-    int rc = tf_params_alloc(ps); /* every tensor is then overwritten: no random init first */
-    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
-        const char *name = tf_params_name(ps, i);
-        const tf_st_entry *e = find_param(f, name);
-        tf_tensor *t = tf_params_tensor(ps, i);
-        int same = e && e->ndim == t->ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
-        if (!e) rc = tf_set_error("%s: missing tensor '%s'", path, name);
-        else if (!same) rc = tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
-        else rc = tf_st_read_f32(f, e, t);
-    }
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const char *name = tf_st_entry_at(f, i)->name;
-        char full[300];
-        snprintf(full, sizeof full, "transformer.%s", name);
-        if (!tf_params_get(ps, name) && !tf_params_get(ps, full) && !known_extra(name))
-            rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
-    }
-    tf_st_close(f);
-    return rc;
 }
 
 /* GPT2Config settings that change the arithmetic and that tf_gpt does not
@@ -122,7 +102,7 @@ tf_gpt *tf_gpt_load_hf(const char *dir) {
     if (rc) return NULL;
     tf_gpt *m = tf_gpt_new_body(&c, 0, !body);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (m && load_weights(m, path)) {
+    if (m && tf_folder_load_hf_weights(path, m->params, find_param, known)) {
         tf_gpt_free(m);
         return NULL;
     }

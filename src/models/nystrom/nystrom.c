@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../core/internal.h"
+#include "../model_folder.h"
 
 /* Hugging Face's names for a NystromformerLayer's tensors, in its checkpoint order. */
 static const tf_block_name NYSTROM_BLOCK[] = {
@@ -146,21 +147,6 @@ void tf_nystrom_free(tf_nystrom *m) {
 
 /* ---------------------------------------------------------------- forward */
 
-static int check_ids(const tf_tensor *t, const char *name, int64_t B, int64_t T, int32_t hi, const char *what) {
-    char s[64];
-    if (!t) return 0;
-    if (t->dtype != TF_DTYPE_I32 || t->ndim != 2 || t->shape[0] != B || t->shape[1] != T || !tf_is_contiguous(t))
-        return tf_set_error("nystromformer: %s %s must be contiguous I32 (%lld,%lld)", name, tf_shape_str(t, s, sizeof s),
-                            (long long)B, (long long)T);
-    for (int64_t i = 0; i < B * T; i++) {
-        int32_t v = tf_i32(t)[i];
-        if (v < 0 || v >= hi)
-            return tf_set_error("nystromformer: %s holds %d at [%lld,%lld]; %s %d", name, (int)v, (long long)(i / T),
-                                (long long)(i % T), what, (int)hi);
-    }
-    return 0;
-}
-
 /* The lengths transformers runs: any up to max_position_embeddings when
  * num_landmarks == segment_means_seq_len (exact attention), else exactly
  * segment_means_seq_len (its reshape into landmarks' segments). */
@@ -181,9 +167,10 @@ static tf_tensor *embed(tf_ctx *ctx, const tf_nystrom *m, const tf_nystrom_input
     tf_tensor *ids = in->input_ids;
     int64_t B = ids->shape[0], T = ids->shape[1];
     if (check_length(c, T, in->position_ids != NULL) ||
-        check_ids(ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
-        check_ids(in->token_type_ids, "token_type_ids", B, T, c->type_vocab_size, "must be below type_vocab_size") ||
-        check_ids(in->position_ids, "position_ids", B, T, c->max_positions + 2,
+        tf_check_ids("nystromformer", ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
+        tf_check_ids("nystromformer", in->token_type_ids, "token_type_ids", B, T, c->type_vocab_size,
+                     "must be below type_vocab_size") ||
+        tf_check_ids("nystromformer", in->position_ids, "position_ids", B, T, c->max_positions + 2,
                   "must be below max_position_embeddings + 2 ="))
         return NULL;
     tf_tensor *pos = in->position_ids ? tf_embedding(ctx, m->position, in->position_ids)  // (B,T,C)

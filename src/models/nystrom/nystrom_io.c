@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../util/util.h"
+#include "../model_folder.h"
 
 /* config.json's keys through a field table, with transformers' defaults; other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};
@@ -110,29 +111,6 @@ static int known(const tf_params *ps, const char *name) {
     return (size_t)snprintf(alt, sizeof alt, PREFIX "%s", name) < sizeof alt && tf_params_get(ps, alt);
 }
 
-static int load_weights(tf_nystrom *m, const char *path) {
-    tf_st_file *f = tf_st_open(path);
-    if (!f) return -1;
-    tf_params *ps = m->params;
-    int rc = tf_params_alloc(ps);
-    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
-        const char *name = tf_params_name(ps, i);
-        tf_tensor *t = tf_params_tensor(ps, i);
-        const tf_st_entry *e = find_param(f, name);
-        int same = e && e->ndim == t->ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
-        if (!e) rc = tf_set_error("%s: missing tensor '%s'", path, name);
-        else if (!same) rc = tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
-        else rc = tf_st_read_f32(f, e, t);
-    }
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const char *name = tf_st_entry_at(f, i)->name;
-        if (!known(ps, name)) rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
-    }
-    tf_st_close(f);
-    return rc;
-}
-
 tf_nystrom *tf_nystrom_load_hf(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -141,7 +119,7 @@ tf_nystrom *tf_nystrom_load_hf(const char *dir) {
     cJSON *root = tf_json_read(path);
     tf_nystrom *m = root && !read_config(root, path, &c) ? tf_nystrom_new(&c, 0) : NULL;
     cJSON_Delete(root);
-    if (m && load_weights(m, weights)) {
+    if (m && tf_folder_load_hf_weights(weights, m->params, find_param, known)) {
         tf_nystrom_free(m);
         m = NULL;
     }

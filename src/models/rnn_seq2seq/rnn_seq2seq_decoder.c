@@ -9,13 +9,11 @@
 #include <string.h>
 
 #include "../../core/internal.h"
+#include "../source_batch.h"
 #include "tformer/rnn_seq2seq.h"
 
 typedef struct {
-    tf_ctx *mem_ctx[2]; /* the tensors below live in mem_ctx[cur]; select gathers into the other */
-    int cur;
-    tf_ctx *step_ctx;
-    tf_tensor *src_ids, *src_mask;       /* (R,S) each; the mask NULL without padding */
+    tf_source_batch b;                   /* the sources; the tensors below live in b.mem_ctx[b.cur] too */
     tf_tensor *annotations, *keys;       /* (R,S,2H), (R,S,A) */
     float *s0;                           /* (R,2,H): s_0, then c_0 */
     int refs;
@@ -30,7 +28,7 @@ typedef struct {
     int has_alpha;
 } rnn_decoder;
 
-static int64_t n_src(const rnn_decoder *g) { return g->sh->src_ids->shape[1]; }
+static int64_t n_src(const rnn_decoder *g) { return g->sh->b.src_ids->shape[1]; }
 
 /* (R,H) tensor of half k (0: s, 1: c) of the rows' states buf (R,2,H). */
 static tf_tensor *state_tensor(tf_ctx *ctx, const float *buf, int64_t R, int64_t H, int k) {
@@ -52,13 +50,13 @@ static int rnn_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     const tf_rnn_seq2seq_config *c = &g->m->cfg;
     int64_t H = c->hidden, V = c->tgt_vocab, S = n_src(g), R = d->rows;
     int lstm = c->cell == TF_RNN_LSTM;
-    tf_ctx *ctx = g->sh->step_ctx;
+    tf_ctx *ctx = g->sh->b.step_ctx;
     tf_ctx_reset(ctx);
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, n}, 0);  // (R,n)
     tf_rnn_state st = {state_tensor(ctx, g->s, R, H, 0), lstm ? state_tensor(ctx, g->s, R, H, 1) : NULL};
     if (!ids || !st.h || (lstm && !st.c)) return -1;
     memcpy(ids->data, tokens, (size_t)(R * n) * sizeof *tokens);
-    tf_rnn_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .attention_mask = g->sh->src_mask,
+    tf_rnn_seq2seq_inputs in = {.input_ids = g->sh->b.src_ids, .attention_mask = g->sh->b.src_mask,
                                 .decoder_input_ids = ids, .output_attentions = 1,
                                 .encoder_output = g->sh->annotations, .keys = g->sh->keys, .state = &st};
     tf_rnn_seq2seq_outputs out;
@@ -75,7 +73,7 @@ static int rnn_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
 
 static void shared_free(shared *sh) {
     if (!sh || --sh->refs > 0) return;
-    tf_ctx_free(sh->mem_ctx[0]), tf_ctx_free(sh->mem_ctx[1]), tf_ctx_free(sh->step_ctx);
+    tf_source_batch_free(&sh->b);
     free(sh->s0), free(sh);
 }
 
@@ -126,20 +124,20 @@ static int rnn_select(tf_decoder *d, const int *rows, int n) {
     shared *sh = g->sh;
     if (sh->refs > 1) return tf_set_error("decoder: a forked decoder shares its sources and cannot select rows");
     int64_t H = g->m->cfg.hidden, S = n_src(g);
-    tf_ctx *next = sh->mem_ctx[!sh->cur];
+    tf_ctx *next = sh->b.mem_ctx[!sh->b.cur];
     tf_ctx_reset(next);
-    tf_tensor *ids = tf_tensor_gather_rows(next, sh->src_ids, rows, n), *ann = tf_tensor_gather_rows(next, sh->annotations, rows, n);
+    tf_tensor *ids = tf_tensor_gather_rows(next, sh->b.src_ids, rows, n), *ann = tf_tensor_gather_rows(next, sh->annotations, rows, n);
     tf_tensor *keys = tf_tensor_gather_rows(next, sh->keys, rows, n);
-    tf_tensor *mask = sh->src_mask ? tf_tensor_gather_rows(next, sh->src_mask, rows, n) : NULL;
+    tf_tensor *mask = sh->b.src_mask ? tf_tensor_gather_rows(next, sh->b.src_mask, rows, n) : NULL;
     float *s = gather_floats(g->s, 2 * H, rows, n), *s0 = gather_floats(sh->s0, 2 * H, rows, n);
     float *alpha = gather_floats(g->alpha, S, rows, n);
-    if (!ids || !ann || !keys || (sh->src_mask && !mask) || !s || !s0 || !alpha) {
+    if (!ids || !ann || !keys || (sh->b.src_mask && !mask) || !s || !s0 || !alpha) {
         free(s), free(s0), free(alpha);
         return tf_set_error("decoder: out of memory");
     }
     free(g->s), free(sh->s0), free(g->alpha);
     g->s = s, sh->s0 = s0, g->alpha = alpha;
-    sh->src_ids = ids, sh->annotations = ann, sh->keys = keys, sh->src_mask = mask, sh->cur = !sh->cur;
+    sh->b.src_ids = ids, sh->annotations = ann, sh->keys = keys, sh->b.src_mask = mask, sh->b.cur = !sh->b.cur;
     return 0;
 }
 
@@ -149,18 +147,10 @@ static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_fre
  * encoder, kept in the memory context; s_0 (and c_0) of each row copied out. */
 static int encode_sources(shared *sh, const tf_rnn_seq2seq *m, const int32_t *const *src, const int *n, int R, int S) {
     int64_t H = m->cfg.hidden;
-    tf_ctx *ctx = sh->mem_ctx[0];
-    int padded = 0;
-    for (int r = 0; r < R; r++) padded |= n[r] != S;
     if (!(sh->s0 = calloc(2 * (size_t)(R * H), sizeof *sh->s0))) return tf_set_error("decoder: out of memory");
-    if (!(sh->src_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0)) ||
-        (padded && !(sh->src_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0))))
-        return -1;
-    for (int r = 0; r < R; r++) { /* zero-filled: padding is id 0, masked */
-        memcpy(tf_i32(sh->src_ids) + (size_t)r * (size_t)S, src[r], (size_t)n[r] * sizeof **src);
-        for (int s = 0; padded && s < n[r]; s++) tf_i32(sh->src_mask)[(size_t)r * (size_t)S + (size_t)s] = 1;
-    }
-    tf_rnn_seq2seq_inputs in = {.input_ids = sh->src_ids, .attention_mask = sh->src_mask}; /* the encoder alone */
+    if (tf_source_batch_init(&sh->b, src, n, R, S)) return -1;
+    tf_ctx *ctx = sh->b.mem_ctx[0];
+    tf_rnn_seq2seq_inputs in = {.input_ids = sh->b.src_ids, .attention_mask = sh->b.src_mask}; /* the encoder alone */
     tf_rnn_seq2seq_outputs out;
     if (tf_rnn_seq2seq_run(ctx, m, &in, &out)) return -1;
     sh->annotations = out.encoder_output, sh->keys = out.keys;
@@ -169,36 +159,21 @@ static int encode_sources(shared *sh, const tf_rnn_seq2seq *m, const int32_t *co
     return 0;
 }
 
-static shared *shared_new(void) {
-    shared *sh = calloc(1, sizeof *sh);
-    if (!sh) return NULL;
-    sh->refs = 1;
-    sh->mem_ctx[0] = tf_ctx_new(0), sh->mem_ctx[1] = tf_ctx_new(0), sh->step_ctx = tf_ctx_new(0);
-    if (!sh->mem_ctx[0] || !sh->mem_ctx[1] || !sh->step_ctx) return shared_free(sh), NULL;
-    for (int i = 0; i < 2; i++) tf_ctx_set_grad(sh->mem_ctx[i], 0);
-    tf_ctx_set_grad(sh->step_ctx, 0);
-    return sh;
-}
-
 tf_decoder *tf_rnn_seq2seq_decoder_new_batch(const tf_rnn_seq2seq *m, const int32_t *const *src, const int *n_src,
                                              int n, int capacity) {
     const tf_rnn_seq2seq_config *c = &m->cfg;
-    if (n < 1) return tf_set_error("translate: a batch of %d sources", n), NULL;
-    int S = 0;
-    for (int r = 0; r < n; r++) {
-        if (n_src[r] < 1 || n_src[r] > c->context)
-            return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n_src[r], c->context), NULL;
-        S = n_src[r] > S ? n_src[r] : S;
-    }
+    int S;
+    if (tf_source_batch_check(n_src, n, c->context, &S)) return NULL;
     rnn_decoder *g = calloc(1, sizeof *g);
     if (!g) return tf_set_error("decoder: out of memory"), NULL;
     int cap = capacity > 0 && capacity < c->context ? capacity : c->context;
     g->base = (tf_decoder){&RNN_DECODER, c->tgt_vocab, cap, 0, 0, n};
     g->m = m;
-    if (!(g->sh = shared_new())) {
+    if (!(g->sh = calloc(1, sizeof *g->sh))) {
         free(g);
         return tf_set_error("decoder: out of memory"), NULL;
     }
+    g->sh->refs = 1;
     if (encode_sources(g->sh, m, src, n_src, n, S) || alloc_state(g, n, c->hidden, S)) {
         rnn_free(&g->base);
         return NULL;

@@ -12,15 +12,12 @@
 #include <string.h>
 
 #include "../../core/internal.h"
+#include "../source_batch.h"
 #include "tformer/seq2seq.h"
 
 typedef struct {
-    tf_ctx *mem_ctx[2];  /* the tensors below live in mem_ctx[cur]; select gathers into the other */
-    int cur;
-    tf_ctx *step_ctx;
+    tf_source_batch b;   /* the sources; the tensors below live in b.mem_ctx[b.cur] too */
     tf_tensor *memory;   /* (R,S,C) */
-    tf_tensor *src_ids;  /* (R,S) */
-    tf_tensor *src_mask; /* (R,S) I32, 1 = token; NULL: no padding */
     tf_kv_cache *cross;  /* per decoder layer (R,H,S,D) keys and values of the memory */
     int refs;
 } shared;
@@ -34,13 +31,13 @@ typedef struct {
 
 static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
     s2s_decoder *g = (s2s_decoder *)d;
-    tf_ctx *ctx = g->sh->step_ctx;
+    tf_ctx *ctx = g->sh->b.step_ctx;
     int64_t R = d->rows, V = g->m->cfg.tgt_vocab;
     tf_ctx_reset(ctx);
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, n}, 0);  // (R,n)
     if (!ids) return -1;
     memcpy(ids->data, tokens, (size_t)(R * n) * sizeof *tokens);
-    tf_seq2seq_inputs in = {.input_ids = g->sh->src_ids, .attention_mask = g->sh->src_mask, .decoder_input_ids = ids,
+    tf_seq2seq_inputs in = {.input_ids = g->sh->b.src_ids, .attention_mask = g->sh->b.src_mask, .decoder_input_ids = ids,
                             .encoder_output = g->sh->memory, .cache = g->cache, .cross_cache = g->sh->cross};
     tf_seq2seq_outputs out;
     if (tf_seq2seq_run(ctx, g->m, &in, &out)) return -1;
@@ -52,7 +49,7 @@ static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
 static void shared_free(shared *sh) {
     if (!sh || --sh->refs > 0) return;
     tf_kv_cache_free(sh->cross);
-    tf_ctx_free(sh->mem_ctx[0]), tf_ctx_free(sh->mem_ctx[1]), tf_ctx_free(sh->step_ctx);
+    tf_source_batch_free(&sh->b);
     free(sh);
 }
 
@@ -79,14 +76,14 @@ static int s2s_select(tf_decoder *d, const int *rows, int n) {
     s2s_decoder *g = (s2s_decoder *)d;
     shared *sh = g->sh;
     if (sh->refs > 1) return tf_set_error("decoder: a forked decoder shares its sources and cannot select rows");
-    tf_ctx *next = sh->mem_ctx[!sh->cur];
+    tf_ctx *next = sh->b.mem_ctx[!sh->b.cur];
     tf_ctx_reset(next);
-    tf_tensor *memory = tf_tensor_gather_rows(next, sh->memory, rows, n), *ids = tf_tensor_gather_rows(next, sh->src_ids, rows, n);
-    tf_tensor *mask = sh->src_mask ? tf_tensor_gather_rows(next, sh->src_mask, rows, n) : NULL;
-    if (!memory || !ids || (sh->src_mask && !mask) || tf_kv_cache_select(g->cache, rows, n) ||
+    tf_tensor *memory = tf_tensor_gather_rows(next, sh->memory, rows, n), *ids = tf_tensor_gather_rows(next, sh->b.src_ids, rows, n);
+    tf_tensor *mask = sh->b.src_mask ? tf_tensor_gather_rows(next, sh->b.src_mask, rows, n) : NULL;
+    if (!memory || !ids || (sh->b.src_mask && !mask) || tf_kv_cache_select(g->cache, rows, n) ||
         tf_kv_cache_select(sh->cross, rows, n))
         return -1;
-    sh->memory = memory, sh->src_ids = ids, sh->src_mask = mask, sh->cur = !sh->cur;
+    sh->memory = memory, sh->b.src_ids = ids, sh->b.src_mask = mask, sh->b.cur = !sh->b.cur;
     return 0;
 }
 
@@ -94,53 +91,30 @@ static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_fre
 
 /* The sources (padded to S, masked when their lengths differ) through the encoder. */
 static int encode_sources(shared *sh, const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int R, int S) {
-    tf_ctx *ctx = sh->mem_ctx[0];
-    int padded = 0;
-    for (int r = 0; r < R; r++) padded |= n_src[r] != S;
-    if (!(sh->src_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0)) ||
-        (padded && !(sh->src_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0))))
-        return -1;
-    for (int r = 0; r < R; r++) { /* zero-filled: padding is id 0, masked */
-        memcpy(tf_i32(sh->src_ids) + (size_t)r * (size_t)S, src[r], (size_t)n_src[r] * sizeof **src);
-        for (int s = 0; padded && s < n_src[r]; s++) tf_i32(sh->src_mask)[(size_t)r * (size_t)S + (size_t)s] = 1;
-    }
-    tf_seq2seq_inputs in = {.input_ids = sh->src_ids, .attention_mask = sh->src_mask}; /* the encoder alone */
+    if (tf_source_batch_init(&sh->b, src, n_src, R, S)) return -1;
+    tf_ctx *ctx = sh->b.mem_ctx[0];
+    tf_seq2seq_inputs in = {.input_ids = sh->b.src_ids, .attention_mask = sh->b.src_mask}; /* the encoder alone */
     tf_seq2seq_outputs out;
     if (tf_seq2seq_run(ctx, m, &in, &out)) return -1;
     sh->memory = out.encoder_last_hidden_state;
     return 0;
 }
 
-static shared *shared_new(void) {
-    shared *sh = calloc(1, sizeof *sh);
-    if (!sh) return NULL;
-    sh->refs = 1;
-    sh->mem_ctx[0] = tf_ctx_new(0), sh->mem_ctx[1] = tf_ctx_new(0), sh->step_ctx = tf_ctx_new(0);
-    if (!sh->mem_ctx[0] || !sh->mem_ctx[1] || !sh->step_ctx) return shared_free(sh), NULL;
-    for (int i = 0; i < 2; i++) tf_ctx_set_grad(sh->mem_ctx[i], 0);
-    tf_ctx_set_grad(sh->step_ctx, 0);
-    return sh;
-}
-
 tf_decoder *tf_seq2seq_decoder_new_batch(const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int n,
                                          int capacity) {
     const tf_seq2seq_config *c = &m->cfg;
-    if (n < 1) return tf_set_error("translate: a batch of %d sources", n), NULL;
-    int S = 0;
-    for (int r = 0; r < n; r++) {
-        if (n_src[r] < 1 || n_src[r] > c->context)
-            return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n_src[r], c->context), NULL;
-        S = n_src[r] > S ? n_src[r] : S;
-    }
+    int S;
+    if (tf_source_batch_check(n_src, n, c->context, &S)) return NULL;
     s2s_decoder *g = calloc(1, sizeof *g);
     if (!g) return tf_set_error("decoder: out of memory"), NULL;
     int cap = capacity > 0 && capacity < c->context ? capacity : c->context;
     g->base = (tf_decoder){&S2S_DECODER, c->tgt_vocab, cap, 0, 0, n};
     g->m = m;
-    if (!(g->sh = shared_new())) {
+    if (!(g->sh = calloc(1, sizeof *g->sh))) {
         free(g);
         return tf_set_error("decoder: out of memory"), NULL;
     }
+    g->sh->refs = 1;
     int L = c->n_decoder_layers, H = c->n_head, D = c->d_model / c->n_head;
     if (encode_sources(g->sh, m, src, n_src, n, S) || !(g->cache = tf_kv_cache_new(L, n, H, D, cap)) ||
         !(g->sh->cross = tf_kv_cache_new(L, n, H, D, S))) {

@@ -211,3 +211,54 @@ tf_seq2seq *tf_seq2seq_load_marian(const char *dir) {
     }
     return m;
 }
+
+/* ---------------------------------------------------------------- generate()'s settings */
+
+static int read_bad_words(const cJSON *bad, const char *path, int32_t vocab, tf_marian_generation *g) {
+    const cJSON *w;
+    if (!bad || cJSON_IsNull(bad)) return 0;
+    if (!cJSON_IsArray(bad)) return tf_set_error("%s: \"bad_words_ids\" must be a list of lists of ids", path);
+    cJSON_ArrayForEach(w, bad) {
+        const cJSON *id = cJSON_IsArray(w) ? cJSON_GetArrayItem(w, 0) : NULL;
+        if (!cJSON_IsArray(w) || cJSON_GetArraySize(w) != 1)
+            return tf_set_error("%s: \"bad_words_ids\" entries of more than one token are not implemented "
+                                "(only single tokens, as Helsinki-NLP's [[pad]])", path);
+        if (!cJSON_IsNumber(id) || id->valuedouble != (double)id->valueint || id->valueint < 0 ||
+            id->valueint >= vocab)
+            return tf_set_error("%s: \"bad_words_ids\" holds an id outside the vocabulary of %d", path, (int)vocab);
+        if (g->n_bad_ids == TF_MARIAN_MAX_BAD)
+            return tf_set_error("%s: more than %d \"bad_words_ids\"", path, TF_MARIAN_MAX_BAD);
+        g->bad_ids[g->n_bad_ids++] = id->valueint;
+    }
+    return 0;
+}
+
+int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g) {
+    char path[4096];
+    *g = (tf_marian_generation){0, {0}, 0, 1};
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cJSON *cfg = tf_json_read(path);
+    const cJSON *v = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "decoder_vocab_size") : NULL;
+    if (!cfg) return -1;
+    if (!cJSON_IsNumber(v)) v = cJSON_GetObjectItemCaseSensitive(cfg, "vocab_size");
+    int32_t vocab = cJSON_IsNumber(v) ? v->valueint : 0;
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    int has_gen = access(path, F_OK) == 0;
+    cJSON *gen = has_gen ? tf_json_read(path) : NULL;
+    if (has_gen && !gen) return cJSON_Delete(cfg), -1; /* the reader's message names the file */
+    if (!gen) snprintf(path, sizeof path, "%s/config.json", dir);
+    int rc = 0;
+    const cJSON *src = gen ? gen : cfg, *f = cJSON_GetObjectItemCaseSensitive(src, "forced_eos_token_id");
+    const cJSON *beams = cJSON_GetObjectItemCaseSensitive(src, "num_beams");
+    if (!rc && gen && !f) g->forced_eos_id = -1; /* a generation config names what it forces */
+    if (!rc && f && cJSON_IsNull(f)) g->forced_eos_id = -1;
+    else if (!rc && f && (!cJSON_IsNumber(f) || f->valueint < 0 || f->valueint >= vocab))
+        rc = tf_set_error("%s: \"forced_eos_token_id\" must be an id below %d or null", path, (int)vocab);
+    else if (!rc && f) g->forced_eos_id = f->valueint;
+    if (!rc && beams && (!cJSON_IsNumber(beams) || beams->valueint < 1 || beams->valueint > 64))
+        rc = tf_set_error("%s: \"num_beams\" must be 1 to 64", path);
+    else if (!rc && beams) g->num_beams = beams->valueint;
+    if (!rc) rc = read_bad_words(cJSON_GetObjectItemCaseSensitive(src, "bad_words_ids"), path, vocab, g);
+    cJSON_Delete(gen), cJSON_Delete(cfg);
+    return rc;
+}

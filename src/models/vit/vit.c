@@ -88,7 +88,7 @@ tf_vit *tf_vit_new(const tf_vit_config *cfg, uint64_t seed) {
 
 void tf_vit_free(tf_vit *m) {
     if (!m) return;
-    tf_labels_free(m->labels, m->cfg.n_labels);
+    tf_labels_free(&m->labels, m->cfg.n_labels);
     tf_params_free(m->params);
     free(m->layer);
     free(m);
@@ -96,7 +96,7 @@ void tf_vit_free(tf_vit *m) {
 
 int tf_vit_set_labels(tf_vit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vit: %d label names for %d labels", n, m->cfg.n_labels);
-    return tf_labels_set(&m->labels, n, names, n);
+    return tf_labels_set(&m->labels, n, names);
 }
 
 const char *tf_vit_label(const tf_vit *m, int i, char *buf, size_t n) {
@@ -139,8 +139,12 @@ int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_out
     if (check_inputs(m, in)) return -1;
     tf_tensor *x = embed(ctx, m, in->pixel_values);
     tf_block_args args = {0};
+    if (in->output_attentions &&
+        !(out->attentions = tf_ctx_alloc(ctx, (size_t)m->cfg.n_layer * sizeof *out->attentions)))
+        return -1;
     for (int i = 0; i < m->cfg.n_layer; i++) {
         args.drop_path = tf_vit_drop_path(&m->cfg, i);
+        args.self_probs = out->attentions ? &out->attentions[i] : NULL;
         x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
     }
     if (!(out->last_hidden_state = tf_layer_norm_forward(ctx, &m->norm, x))) return -1;  // (B,N+1,C)

@@ -56,10 +56,8 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
 }
 
 static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
-    if (m->cfg.head != TF_VIT_IMAGE_CLS) return 0;
-    return tf_labels_from_json(root, path, m->cfg.n_labels, &m->labels);
+    return m->cfg.head == TF_VIT_IMAGE_CLS ? tf_vision_read_labels(&m->labels, m->cfg.n_labels, root, path) : 0;
 }
-
 static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
     *c = tf_vit_config_default();
     tf_fields f = {&HF_TABLE, c};
@@ -73,28 +71,6 @@ static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
 
 /* ---------------------------------------------------------------- weights */
 
-static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t) {
-    const tf_st_entry *e = tf_st_find(f, name);
-    if (!e) return tf_set_error("%s: missing tensor '%s'", path, name);
-    int same = e->ndim == t->ndim;
-    for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
-    if (!same) return tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
-    return tf_st_read_f32(f, e, t);
-}
-
-/* Every tensor of the model from the file, and no tensor of the file unused. */
-static int load_weights(tf_vit *m, const tf_st_file *f, const char *path) {
-    tf_params *ps = m->params;
-    int rc = tf_params_alloc(ps);
-    for (int i = 0; !rc && i < tf_params_count(ps); i++)
-        rc = read_tensor(f, path, tf_params_name(ps, i), tf_params_tensor(ps, i));
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const char *name = tf_st_entry_at(f, i)->name;
-        if (!tf_params_get(ps, name)) rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
-    }
-    return rc;
-}
-
 tf_vit *tf_vit_load_hf(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -104,7 +80,7 @@ tf_vit *tf_vit_load_hf(const char *dir) {
     tf_st_file *f = root && !read_config(root, path, &c) ? tf_st_open(weights) : NULL;
     c.pooler = f && c.head == TF_VIT_BODY && tf_st_find(f, "pooler.dense.weight"); /* add_pooling_layer */
     tf_vit *m = f ? tf_vit_new(&c, 0) : NULL;
-    if (m && (read_labels(m, root, path) || load_weights(m, f, weights))) {
+    if (m && (read_labels(m, root, path) || tf_folder_read_weights(f, weights, m->params, NULL, NULL))) {
         tf_vit_free(m);
         m = NULL;
     }

@@ -108,7 +108,7 @@ tf_vivit *tf_vivit_new(const tf_vivit_config *cfg, uint64_t seed) {
 
 void tf_vivit_free(tf_vivit *m) {
     if (!m) return;
-    tf_labels_free(m->labels, m->cfg.n_labels);
+    tf_labels_free(&m->labels, m->cfg.n_labels);
     tf_params_free(m->params);
     free(m->enc.layer);
     free(m->time_enc.layer);
@@ -117,7 +117,7 @@ void tf_vivit_free(tf_vivit *m) {
 
 int tf_vivit_set_labels(tf_vivit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vivit: %d label names for %d labels", n, m->cfg.n_labels);
-    return tf_labels_set(&m->labels, n, names, n);
+    return tf_labels_set(&m->labels, n, names);
 }
 
 const char *tf_vivit_label(const tf_vivit *m, int i, char *buf, size_t n) {

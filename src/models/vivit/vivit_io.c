@@ -83,6 +83,10 @@ static int read_config(const cJSON *root, const char *path, tf_vivit_config *c) 
     return tf_set_error("%s: %s", path, msg);
 }
 
+static int read_labels(tf_vivit *m, const cJSON *root, const char *path) {
+    return m->cfg.head == TF_VIVIT_VIDEO_CLS ? tf_vision_read_labels(&m->labels, m->cfg.n_labels, root, path) : 0;
+}
+
 tf_vivit *tf_vivit_load(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -93,7 +97,7 @@ tf_vivit *tf_vivit_load(const char *dir) {
     c.pooler = f && c.head == TF_VIVIT_BODY && tf_st_find(f, "pooler.dense.weight"); /* add_pooling_layer */
     tf_st_close(f);
     tf_vivit *m = f ? tf_vivit_new(&c, 0) : NULL;
-    if (m && ((c.head == TF_VIVIT_VIDEO_CLS && tf_labels_from_json(root, path, c.n_labels, &m->labels)) ||
+    if (m && (read_labels(m, root, path) ||
               tf_folder_load_weights(dir, m->params))) {
         tf_vivit_free(m);
         m = NULL;

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Continual encoder: per-step multiply-adds (regular / continual) against
+measured steps/s of bench_continual (step mode vs recomputing each window).
+
+    make bench-continual                      # or:
+    python3 bench/continual_bench.py build/bench_continual [--flops-only] [--png out.png]
+
+Run it on a quiet machine: the figures are timings. --flops-only prints the
+FLOP table alone (no timing), as quoted in docs/continual.md.
+"""
+import argparse
+import subprocess
+
+
+def regular_block(m, d, f):
+    """A regular block on m rows: q, k, v and out projections, QK^T and AV, the feed-forward."""
+    return 4 * m * d * d + 2 * m * m * d + 2 * m * d * f
+
+
+def single_output_block(m, d, f):
+    """Only the last of m rows queries; k, v projected for all m rows (they changed)."""
+    return 2 * m * d * d + 2 * d * d + 2 * m * d + 2 * d * f
+
+
+def cosi_block(n, d, f):
+    """CoSiAtt block: q, k, v, out of one step; one row over n cached keys; one feed-forward."""
+    return 4 * d * d + 2 * n * d + 2 * d * f
+
+
+def core_block(n, d, f):
+    """CoReAtt block: q, k, v of one step; n-1 rows lose a key and gain one (2 scores, 2 AV
+    updates each); the new row; the output projection and the feed-forward of all n rows."""
+    return 3 * d * d + 4 * (n - 1) * d + 2 * n * d + n * d * d + 2 * n * d * f
+
+
+def flops(L, n, d, f):
+    """(regular, continual) multiply-adds per step of an L-block encoder with window n."""
+    regular = L * regular_block(n, d, f)
+    if L == 1:
+        return regular, cosi_block(n, d, f)
+    return regular, core_block(n, d, f) + (L - 2) * regular_block(n, d, f) + single_output_block(n, d, f)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bench", nargs="?", default="build/bench_continual")
+    ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ff", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--flops-only", action="store_true")
+    ap.add_argument("--png", default="")
+    a = ap.parse_args()
+    windows = [16, 32, 64, 128, 256, 512, 1024]
+    rows = []
+    print(f"d_model {a.d}, d_ff {a.ff}; multiply-adds per step (M = 1e6)")
+    print("L     n   regular M  continual M  FLOP ratio" + ("" if a.flops_only else "   step/s  window/s  speed-up"))
+    for L in (1, 2, 3):
+        for n in windows:
+            reg, co = flops(L, n, a.d, a.ff)
+            line = f"{L} {n:5d} {reg / 1e6:11.3f} {co / 1e6:12.3f} {reg / co:11.1f}"
+            if not a.flops_only:
+                out = subprocess.run([a.bench, str(a.d), str(a.heads), str(a.ff), str(L), str(n), str(a.steps)],
+                                     check=True, capture_output=True, text=True).stdout.split()
+                step, window = float(out[0]), float(out[1])
+                line += f" {step:8.1f} {window:9.1f} {step / window:9.1f}"
+                rows.append((L, n, reg / co, step / window))
+            print(line)
+    if a.png and rows:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        for L in (1, 2, 3):
+            r = [x for x in rows if x[0] == L]
+            plt.loglog([x[1] for x in r], [x[2] for x in r], "--", label=f"L={L} FLOP ratio")
+            plt.loglog([x[1] for x in r], [x[3] for x in r], "o-", label=f"L={L} measured")
+        plt.xlabel("window n")
+        plt.ylabel("speed-up of step mode over recomputing the window")
+        plt.legend()
+        plt.savefig(a.png, dpi=100)
+
+
+if __name__ == "__main__":
+    main()

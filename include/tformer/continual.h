@@ -1,0 +1,104 @@
+/* tformer: Continual Transformers (Hedegaard & Iosifidis): step inference on
+ * a stream with cached state, outputs identical to regular inference on the
+ * window of the last n steps. See docs/continual.md. */
+#ifndef TFORMER_CONTINUAL_H
+#define TFORMER_CONTINUAL_H
+
+#include "config.h"
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- continual attention */
+
+/* Retroactive (CoReAtt): each step updates the outputs of all n queries of
+ * the window (removes the oldest key, adds the newest). Single-output
+ * (CoSiAtt): only the newest query, over the cached keys and values. */
+typedef enum { TF_COATT_RETRO, TF_COATT_SINGLE } tf_coatt_kind;
+
+/* The cached state of one self-attention over a batch of streams. */
+typedef struct tf_coatt tf_coatt;
+
+/* State for the self-attention m (fused or separate q/k/v projections of width
+ * d_model, weights (out,in), no relative positions, no Nyström) over `batch`
+ * streams with window n >= 1. Retroactive rows keep a running maximum per
+ * row (rescaling when a larger score arrives) and sums in double; a row whose
+ * sum loses most of its mass when the oldest key leaves is recomputed. */
+TF_API tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window);
+TF_API void tf_coatt_free(tf_coatt *s);
+/* Forget the stream (the next step is step 0). */
+TF_API void tf_coatt_reset(tf_coatt *s);
+/* Steps taken, and how many rows were recomputed to avoid cancellation. */
+TF_API int64_t tf_coatt_steps(const tf_coatt *s);
+TF_API int64_t tf_coatt_recomputed(const tf_coatt *s);
+/* One step: x (B,d_model), each stream's new input. Returns 1 and *out
+ * (retroactive: (B,n,d_model), oldest first; single-output: (B,d_model)) once
+ * the window is full, 0 (*out NULL) during the first n-1 steps, -1 on an
+ * error. The projections run as ops in ctx (no gradient is recorded). */
+TF_API int tf_coatt_step(tf_ctx *ctx, tf_coatt *s, tf_tensor *x, tf_tensor **out);
+
+/* ---------------------------------------------------------------- the continual encoder */
+
+/* A Transformer encoder on a stream: the window of the last `window` steps
+ * (feature vectors of width d_model) plus a recycling positional encoding
+ * (step t at position t mod pos_len), n_layer PyTorch encoder layers, the
+ * output of the last position (or of a class token appended after the first
+ * block, n_layer >= 2). Step mode: a single-output first block when
+ * n_layer == 1, else a retroactive first block, regular middle blocks and a
+ * single-output last block. */
+typedef struct {
+    int d_model, n_head, d_ff, n_layer;
+    int window;           /* n: steps the receptive field holds */
+    int pos_len;          /* rows of the position table, >= window; 0: no positional encoding */
+    tf_pos_kind pos;      /* TF_POS_LEARNED or TF_POS_SINUSOIDAL */
+    tf_activation activation;
+    float norm_eps, dropout;
+    int norm_first;       /* pre-LN */
+    int cls_token;        /* a learned class token after the first block */
+} tf_coenc_config;
+
+/* The table of tf_coenc_config (config.json of a continual model folder). */
+TF_API const tf_field_table *tf_coenc_config_fields(void);
+TF_API int tf_coenc_config_check(const tf_coenc_config *c);
+
+typedef struct {
+    tf_coenc_config cfg;
+    tf_block_config block;
+    tf_block *layers;     /* "layers.<i>." PyTorch's TransformerEncoderLayer names */
+    tf_tensor *pos_embed; /* "pos_embed" (pos_len,d_model) when learned */
+    tf_tensor *cls;       /* "cls_token" (d_model) with cls_token */
+} tf_coenc;
+
+TF_API int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg);
+/* The same with another checkpoint's names: layer i's tensors named
+ * prefix + layer_prefix[i] + names[i]'s rows (continual-inference's modules). */
+TF_API int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg,
+                                   const char *const *layer_prefix, const tf_block_names *names);
+TF_API void tf_coenc_free(tf_coenc *e);
+/* Batch mode, the regular network: x (B,window,d_model), the window's first
+ * step at position pos_start (mod pos_len) -> (B,d_model). Differentiable. */
+TF_API tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_t pos_start);
+
+/* A continual model folder: config.json ({"model_type": "continual"} and the
+ * table's keys) and model.safetensors. window >= 0 replaces the config's
+ * (then checked: 0, or more than pos_len, is an error). */
+TF_API int tf_coenc_load(const char *dir, int window, tf_params *ps, tf_coenc *e);
+TF_API int tf_coenc_save(const char *dir, const tf_coenc *e, const tf_params *ps);
+
+typedef struct tf_coenc_state tf_coenc_state;
+TF_API tf_coenc_state *tf_coenc_state_new(const tf_coenc *e, int batch);
+TF_API void tf_coenc_state_free(tf_coenc_state *s);
+/* Steps taken so far; the window of the next output starts at step
+ * steps + 1 - window, position (that) mod pos_len. */
+TF_API int64_t tf_coenc_state_steps(const tf_coenc_state *s);
+/* Step mode: x (B,d_model) -> 1 and *out (B,d_model) once `window` steps
+ * were seen (equal to tf_coenc_forward on the last window), 0 before, -1 on
+ * an error (a NaN or infinity in x is one, naming the step). */
+TF_API int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_CONTINUAL_H */

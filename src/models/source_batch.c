@@ -1,0 +1,38 @@
+/* Padded source batches of the translation decoders (source_batch.h). */
+#include <string.h>
+
+#include "source_batch.h"
+
+int tf_source_batch_check(const int *n_src, int n, int context, int *S) {
+    if (n < 1) return tf_set_error("translate: a batch of %d sources", n);
+    *S = 0;
+    for (int r = 0; r < n; r++) {
+        if (n_src[r] < 1 || n_src[r] > context)
+            return tf_set_error("translate: a source of %d tokens (1 to the context of %d)", n_src[r], context);
+        *S = n_src[r] > *S ? n_src[r] : *S;
+    }
+    return 0;
+}
+
+int tf_source_batch_init(tf_source_batch *b, const int32_t *const *src, const int *n_src, int R, int S) {
+    b->mem_ctx[0] = tf_ctx_new(0), b->mem_ctx[1] = tf_ctx_new(0), b->step_ctx = tf_ctx_new(0);
+    if (!b->mem_ctx[0] || !b->mem_ctx[1] || !b->step_ctx) return tf_set_error("decoder: out of memory");
+    for (int i = 0; i < 2; i++) tf_ctx_set_grad(b->mem_ctx[i], 0);
+    tf_ctx_set_grad(b->step_ctx, 0);
+    tf_ctx *ctx = b->mem_ctx[0];
+    int padded = 0;
+    for (int r = 0; r < R; r++) padded |= n_src[r] != S;
+    if (!(b->src_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0)) ||
+        (padded && !(b->src_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, S}, 0))))
+        return -1;
+    for (int r = 0; r < R; r++) { /* zero-filled: padding is id 0, masked */
+        memcpy(tf_i32(b->src_ids) + (size_t)r * (size_t)S, src[r], (size_t)n_src[r] * sizeof **src);
+        for (int s = 0; padded && s < n_src[r]; s++) tf_i32(b->src_mask)[(size_t)r * (size_t)S + (size_t)s] = 1;
+    }
+    return 0;
+}
+
+void tf_source_batch_free(tf_source_batch *b) {
+    tf_ctx_free(b->mem_ctx[0]), tf_ctx_free(b->mem_ctx[1]), tf_ctx_free(b->step_ctx);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,25 @@
+/* Private to src/models: what the translation decoders (the Transformer's and
+ * the RNN's) share for a batch of R source sentences decoded together: the
+ * sources padded to the longest (S) with their mask, and the contexts they
+ * live in (two, alternating: a row selection gathers into the other). */
+#ifndef TF_SOURCE_BATCH_H
+#define TF_SOURCE_BATCH_H
+
+#include "../core/internal.h"
+
+typedef struct {
+    tf_ctx *mem_ctx[2]; /* the batch's tensors live in mem_ctx[cur]; select gathers into the other */
+    int cur;
+    tf_ctx *step_ctx;   /* one decoding step's tensors */
+    tf_tensor *src_ids;  /* (R,S) I32, padding id 0 */
+    tf_tensor *src_mask; /* (R,S) I32, 1 = token; NULL: no padding */
+} tf_source_batch;
+
+/* The longest of n sources (each of 1 to context tokens) into *S. */
+int tf_source_batch_check(const int *n_src, int n, int context, int *S);
+/* The contexts made (gradients off), then the R sources padded to S (and
+ * masked when their lengths differ) into mem_ctx[0]. */
+int tf_source_batch_init(tf_source_batch *b, const int32_t *const *src, const int *n_src, int R, int S);
+void tf_source_batch_free(tf_source_batch *b);
+
+#endif

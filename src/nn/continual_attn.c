@@ -1,0 +1,218 @@
+/* Continual attention on cached state: retroactive (CoReAtt) and
+ * single-output (CoSiAtt), multi-head, a batch of streams.
+ *
+ * The paper's retroactive update keeps d = A 1 and AV for the n queries of
+ * the window and, per step, subtracts exp(q k_old) and adds exp(q k_new).
+ * Raw exponentials overflow in float32 once scores are large, and the
+ * subtraction cancels when the leaving key carried most of a row's mass. Here
+ * every row keeps its own running maximum m (scores enter as exp(s - m); a
+ * larger score rescales the row), its sums in double, and the largest sum it
+ * has held since it was last computed exactly: when a removal leaves less than
+ * CANCEL of that, the row is recomputed from the cached keys (O(n D), rare). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+
+#define CANCEL 1e-3 /* recompute a row whose sum fell below this fraction of its peak */
+
+/* One query row of the window: exp-sums relative to its running maximum. */
+typedef struct {
+    double m, d, peak; /* running max score, sum exp(s - m), largest d since exact */
+    double *av;        /* (D): sum exp(s - m) v */
+} corow;
+
+struct tf_coatt {
+    const tf_mha *m;
+    tf_coatt_kind kind;
+    int B, H, D, n;
+    int64_t t, recomputed;
+    float *q, *k, *v; /* (B,H,n,D) rings, slot t % n; q pre-scaled by 1/sqrt(D) */
+    corow *rows;      /* (B,H,n) retroactive rows, slot of their query */
+    double *av;       /* (B,H,n,D) storage of the rows' av */
+};
+
+tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window) {
+    const tf_mha_config *c = &m->cfg;
+    if (batch < 1 || window < 1) return tf_set_error("continual attention: batch %d and window %d must be >= 1", batch, window), NULL;
+    if (c->kdim != c->d_model || c->vdim != c->d_model || c->w_in_out || c->nystrom || m->rel_bias)
+        return tf_set_error("continual attention: needs self-attention projections of width d_model %d, (out,in) "
+                            "weights, no relative positions or Nystrom", c->d_model), NULL;
+    tf_coatt *s = calloc(1, sizeof *s);
+    if (!s) return tf_set_error("continual attention: out of memory"), NULL;
+    s->m = m, s->kind = kind, s->B = batch, s->H = c->n_head, s->D = c->d_model / c->n_head, s->n = window;
+    size_t bh, rows, cells;
+    if (!tf_mul_size((size_t)batch, (size_t)s->H, &bh) || !tf_mul_size(bh, (size_t)window, &rows) ||
+        !tf_mul_size(rows, (size_t)s->D, &cells) || cells > ((size_t)1 << 40)) {
+        free(s);
+        return tf_set_error("continual attention: batch %d x window %d too large", batch, window), NULL;
+    }
+    s->q = calloc(cells, sizeof *s->q), s->k = calloc(cells, sizeof *s->k), s->v = calloc(cells, sizeof *s->v);
+    int ok = s->q && s->k && s->v;
+    if (ok && kind == TF_COATT_RETRO) {
+        s->rows = calloc(rows, sizeof *s->rows), s->av = calloc(cells, sizeof *s->av);
+        ok = s->rows && s->av;
+        for (size_t i = 0; ok && i < rows; i++) s->rows[i].av = s->av + i * (size_t)s->D;
+    }
+    if (!ok) return tf_coatt_free(s), tf_set_error("continual attention: out of memory"), NULL;
+    return s;
+}
+
+void tf_coatt_free(tf_coatt *s) {
+    if (!s) return;
+    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av);
+    free(s);
+}
+
+void tf_coatt_reset(tf_coatt *s) { s->t = 0, s->recomputed = 0; }
+int64_t tf_coatt_steps(const tf_coatt *s) { return s->t; }
+int64_t tf_coatt_recomputed(const tf_coatt *s) { return s->recomputed; }
+
+static double dot(const float *a, const float *b, int D) {
+    double r = 0.0;
+    for (int i = 0; i < D; i++) r += (double)a[i] * b[i];
+    return r;
+}
+
+/* Row r exactly over the `len` keys held in k, v (n,D) of one (b,h). */
+static void row_exact(corow *r, const float *q, const float *k, const float *v, int len, int D) {
+    double m = -INFINITY;
+    for (int j = 0; j < len; j++) {
+        double sc = dot(q, k + (size_t)j * D, D);
+        if (sc > m) m = sc;
+    }
+    r->m = m, r->d = 0.0;
+    memset(r->av, 0, (size_t)D * sizeof *r->av);
+    for (int j = 0; j < len; j++) {
+        double e = exp(dot(q, k + (size_t)j * D, D) - m);
+        r->d += e;
+        for (int i = 0; i < D; i++) r->av[i] += e * v[(size_t)j * D + i];
+    }
+    r->peak = r->d;
+}
+
+/* Add key score sc with value v to row r, rescaling when sc is a new maximum. */
+static void row_add(corow *r, double sc, const float *v, int D) {
+    if (sc > r->m) {
+        double f = exp(r->m - sc);
+        r->d *= f, r->peak *= f;
+        for (int i = 0; i < D; i++) r->av[i] *= f;
+        r->m = sc;
+    }
+    double e = exp(sc - r->m);
+    r->d += e;
+    for (int i = 0; i < D; i++) r->av[i] += e * v[i];
+    if (r->d > r->peak) r->peak = r->d;
+}
+
+/* Remove key score sc (already added, so sc <= m) with value v; 1 when the
+ * sum lost most of its mass and the row must be recomputed. */
+static int row_remove(corow *r, double sc, const float *v, int D) {
+    double e = exp(sc - r->m);
+    r->d -= e;
+    for (int i = 0; i < D; i++) r->av[i] -= e * v[i];
+    return !(r->d > CANCEL * r->peak);
+}
+
+/* One (b,h) of a retroactive step whose new q, k, v are already in slot s;
+ * k_old, v_old: the key and value that left (NULL while the window fills). */
+static void retro_head(tf_coatt *st, size_t base, int s, const float *k_old, const float *v_old) {
+    int n = st->n, D = st->D, len = st->t + 1 < n ? (int)st->t + 1 : n;
+    float *Q = st->q + base * D, *K = st->k + base * D, *V = st->v + base * D;
+    const float *kn = K + (size_t)s * D, *vn = V + (size_t)s * D;
+    for (int j = 0; j < len; j++) {
+        if (j == s) continue;
+        corow *r = &st->rows[base + j];
+        const float *q = Q + (size_t)j * D;
+        if (k_old && row_remove(r, dot(q, k_old, D), v_old, D)) {
+            row_exact(r, q, K, V, len, D); /* the new key is in already */
+            st->recomputed++;
+            continue;
+        }
+        row_add(r, dot(q, kn, D), vn, D);
+    }
+    row_exact(&st->rows[base + s], Q + (size_t)s * D, K, V, len, D);
+}
+
+/* One (b,h) of a single-output step: softmax of the newest query over the window. */
+static void single_head(const tf_coatt *st, size_t base, int s, float *o) {
+    int D = st->D;
+    corow r;
+    double av[512], *buf = D <= 512 ? av : malloc((size_t)D * sizeof *buf);
+    if (!buf) return;
+    r.av = buf;
+    row_exact(&r, st->q + (base + s) * D, st->k + base * D, st->v + base * D, st->n, D);
+    for (int i = 0; i < D; i++) o[i] = (float)(r.av[i] / r.d);
+    if (buf != av) free(buf);
+}
+
+/* Store the new q (scaled), k, v of every (b,h) in slot s; save the leaving
+ * key and value into k_old, v_old (B,H,D) when the window is full. */
+static void store(tf_coatt *st, tf_tensor *const qkv[3], int s, float *k_old, float *v_old) {
+    int D = st->D;
+    float scale = 1.0f / sqrtf((float)D);
+    for (int b = 0; b < st->B; b++)
+        for (int h = 0; h < st->H; h++) {
+            size_t base = ((size_t)b * st->H + h) * st->n, slot = (base + s) * D, bh = ((size_t)b * st->H + h) * D;
+            if (k_old) memcpy(k_old + bh, st->k + slot, D * sizeof *k_old), memcpy(v_old + bh, st->v + slot, D * sizeof *v_old);
+            float *dst[3] = {st->q + slot, st->k + slot, st->v + slot};
+            for (int i = 0; i < 3; i++) {
+                const tf_tensor *y = qkv[i]; /* (B,H,1,D), strided */
+                const float *p = tf_f32(y) + b * y->stride[0] + h * y->stride[1];
+                for (int d = 0; d < D; d++) dst[i][d] = p[d * y->stride[3]] * (i == 0 ? scale : 1.0f);
+            }
+        }
+}
+
+/* The heads' outputs o (B,T,E) from the rows (retroactive, T = n, oldest first). */
+static void gather_rows(const tf_coatt *st, float *o, int s) {
+    int n = st->n, D = st->D, E = st->H * D;
+    for (int b = 0; b < st->B; b++)
+        for (int h = 0; h < st->H; h++)
+            for (int w = 0; w < n; w++) {
+                const corow *r = &st->rows[((size_t)b * st->H + h) * n + (s + 1 + w) % n];
+                float *dst = o + ((size_t)b * n + w) * E + (size_t)h * D;
+                for (int i = 0; i < D; i++) dst[i] = (float)(r->av[i] / r->d);
+            }
+}
+
+static int check_step(const tf_coatt *s, const tf_tensor *x) {
+    char a[64];
+    if (!x) return -1;
+    if (x->dtype != TF_DTYPE_F32 || x->ndim != 2 || x->shape[0] != s->B || x->shape[1] != s->m->cfg.d_model)
+        return tf_set_error("continual attention: input %s must be F32 (B=%d,d_model=%d)", tf_shape_str(x, a, sizeof a),
+                            s->B, s->m->cfg.d_model);
+    return 0;
+}
+
+int tf_coatt_step(tf_ctx *ctx, tf_coatt *st, tf_tensor *x, tf_tensor **out) {
+    *out = NULL;
+    if (check_step(st, x)) return -1;
+    int B = st->B, H = st->H, D = st->D, E = H * D, n = st->n, s = (int)(st->t % n), full = st->t >= n;
+    int grad = ctx->grad_enabled;
+    ctx->grad_enabled = 0;
+    tf_tensor *x3 = tf_reshape(ctx, x, 3, (int64_t[]){B, 1, E}), *qkv[3] = {NULL, NULL, NULL};
+    tf_mha_project(ctx, st->m, x3, x3, x3, qkv);
+    int T = st->kind == TF_COATT_RETRO ? n : 1;
+    tf_tensor *old = full ? tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, B * H, D}, 0) : NULL;
+    tf_tensor *o = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, T, E}, 0);  // o: (B,T,E)
+    if (!qkv[0] || !qkv[1] || !qkv[2] || !o || (full && !old)) return ctx->grad_enabled = grad, -1;
+    float *k_old = old ? tf_f32(old) : NULL, *v_old = old ? k_old + (size_t)B * H * D : NULL;
+    store(st, qkv, s, k_old, v_old);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t base = ((size_t)b * H + h) * n, bh = ((size_t)b * H + h) * D;
+            if (st->kind == TF_COATT_RETRO) retro_head(st, base, s, full ? k_old + bh : NULL, full ? v_old + bh : NULL);
+            else if (st->t >= n - 1) single_head(st, base, s, tf_f32(o) + (size_t)b * E + (size_t)h * D);
+        }
+    st->t++;
+    int ready = st->t >= n;
+    if (ready && st->kind == TF_COATT_RETRO) gather_rows(st, tf_f32(o), s);
+    tf_tensor *y = ready ? tf_dense(ctx, o, st->m->out_proj.weight, 0, st->m->out_proj.bias, TF_ACT_NONE) : NULL;
+    ctx->grad_enabled = grad;
+    if (!ready) return 0;
+    if (!y) return -1;
+    *out = st->kind == TF_COATT_RETRO ? y : tf_reshape(ctx, y, 2, (int64_t[]){B, E});
+    return *out ? 1 : -1;
+}

@@ -1,0 +1,64 @@
+"""What the Hugging Face fixture scripts share (gen_hf_fixtures.py,
+gen_vit_fixtures.py, gen_nystrom_fixtures.py, gen_marian_fixtures.py, ...):
+
+    --out DIR                  the committed cases, each seeded by its name
+                               (adding a case leaves the others as they are)
+    --random N --seed S        N fresh random cases instead (make *-conformance)
+    --expected-for DIR         transformers' outputs for folders tformer wrote
+                               (where the script can: round trips)
+"""
+import argparse
+import json
+import os
+import random
+import zlib
+
+
+def case_seed(name):
+    return zlib.crc32(name.encode()) % 100000
+
+
+def expected_for(root, archs, reference, load_kwargs=None):
+    """transformers loads each folder under root (as its config.json's
+    architecture) and writes its outputs on input.safetensors."""
+    import transformers
+    from safetensors.torch import load_file, save_file
+    for name in sorted(os.listdir(root)):
+        d = os.path.join(root, name)
+        arch = json.load(open(os.path.join(d, "config.json")))["architectures"][0]
+        kw = load_kwargs(d, arch) if load_kwargs else {}
+        model = archs[arch].from_pretrained(d, **kw).eval()  # fails on a tensor missing or of the wrong shape
+        x = load_file(os.path.join(d, "input.safetensors"))
+        save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+        print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
+
+
+def run(cases, write_case, random_case, expected=None, random_name="random_{:02d}", extra=None, write_random=None):
+    """cases: (name, *args) -> write_case(out, name, *args, seed);
+    random_case(random.Random) -> args of a fresh case; expected(root): the
+    --expected-for action; extra(out): more committed cases (not random);
+    write_random: write_case for the random cases (e.g. retrying other weights)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--random", type=int, default=0, help="this many random cases instead of the committed ones")
+    ap.add_argument("--seed", type=int, default=0)
+    if expected:
+        ap.add_argument("--expected-for", help="transformers' outputs for the folders under this one")
+    a = ap.parse_args()
+    if expected and a.expected_for:
+        return expected(a.expected_for)
+    if not a.out:
+        ap.error("--out is required")
+    os.makedirs(a.out, exist_ok=True)
+    if a.random:
+        r = random.Random(a.seed)
+        print(f"seed {a.seed}")
+        for i in range(a.random):
+            args = random_case(r)
+            print(f"case {i}: " + " ".join(x if isinstance(x, str) else json.dumps(x) for x in args))
+            (write_random or write_case)(a.out, random_name.format(i), *args, a.seed * 1000 + i)
+        return
+    for name, *args in cases:
+        write_case(a.out, name, *args, case_seed(name))
+    if extra:
+        extra(a.out)
