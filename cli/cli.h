@@ -160,6 +160,7 @@ CLI_VERB(classify);
 void cli_model_type(const char *dir, char *out, size_t n);
 void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
                    int batch);
+CLI_VERB(complete_image);
 CLI_VERB(bleu);
 CLI_VERB(translate);
 CLI_VERB(encode);
@@ -173,6 +174,7 @@ int cmd_generate_tables(const tf_fields **t);
 int cmd_translate_tables(const tf_fields **t);
 int cmd_tokenizer_train_tables(const tf_fields **t);
 int cmd_finetune_tables(const tf_fields **t);
+int cmd_complete_image_tables(const tf_fields **t);
 #undef CLI_VERB
 
 /* Every verb, in the order `tformer --help` lists them (verbs.c); *n: how many. */

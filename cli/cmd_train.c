@@ -2,7 +2,8 @@
  * next-sentence prediction) on text files, an encoder-decoder on
  * line-aligned source and target files (--arch seq2seq: the Transformer;
  * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
- * labelled images (--arch vit: idx files or scikit-learn's digits), or a ViViT on moving-object clips made
+ * labelled images (--arch vit: idx files or scikit-learn's digits), an ImageGPT on images as
+ * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), or a ViViT on moving-object clips made
  * from idx images (--arch vivit). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
@@ -15,10 +16,11 @@
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|vivit", "gpt",
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
-              "vit (image classification), vivit (video classification on moving-object clips)"},
-    [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert); vit: one digits.csv(.gz)"},
+              "vit (image classification), imagegpt (next pixel: a GPT on colour tokens), vivit (video classification "
+              "on moving-object clips)"},
+    [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert); vit, imagegpt: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
                    "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
@@ -34,8 +36,9 @@ const cli_flag cmd_train_flags[] = {
     [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
     [VALID_TGT] = {"valid-tgt", CLI_STRING, "FILE", "", "seq2seq: validation targets"},
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "",
-                  "vit, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz) "
-                  "(vivit: the images the clips are made of)"},
+                  "vit, imagegpt, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), "
+                  "train-labels-idx1-ubyte(.gz); imagegpt validates on its t10k-* files (the test set); vivit makes its "
+                  "clips of the train images"},
     CLI_END,
 };
 
@@ -45,6 +48,7 @@ static tf_bert_pretrain_config g_bert;
 static tf_seq2seq_task_config g_s2s;
 static tf_rnn_seq2seq_task_config g_rnn;
 static tf_vit_task_config g_vit;
+static tf_imagegpt_task_config g_igpt;
 static tf_vivit_task_config g_vivit;
 static tf_fields g_tables[2];
 
@@ -56,7 +60,8 @@ static int is_arch(const char *name) {
 int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
     g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
-    g_vit = tf_vit_task_config_default(), g_vivit = tf_vivit_task_config_default();
+    g_vit = tf_vit_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
+    g_vivit = tf_vivit_task_config_default();
     g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
     if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
         g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
@@ -64,7 +69,9 @@ int cmd_train_tables(const tf_fields **t) {
     }
     if (is_arch("vivit")) g_train.batch = 32, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.eval_batches = 1000;
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
+    if (is_arch("imagegpt")) g_train.eval_batches = 1000; /* at most one pass over the validation images */
     g_tables[1] = is_arch("vit") ? (tf_fields){&tf_vit_task_config_table, &g_vit}
+                : is_arch("imagegpt") ? (tf_fields){&tf_imagegpt_task_config_table, &g_igpt}
                 : is_arch("vivit") ? (tf_fields){&tf_vivit_task_config_table, &g_vivit}
                 : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
@@ -137,6 +144,15 @@ static tf_task *make_task(void *arg) {
         if (tf_images_read_dir(opt(&a->v[DATA_DIR]), "train", 0, &images)) return NULL;
         return tf_vivit_task_new(&g_vivit, &images, t->out, g_train.seed);
     }
+    if (!strcmp(t->arch, "imagegpt")) { /* --data-dir's train and t10k splits, or one digits CSV and its tail */
+        const char *dir = opt(&a->v[DATA_DIR]);
+        tf_images train, test;
+        if (!dir) return tf_images_read_digits(data[0], &train) ? NULL
+                                                                  : tf_imagegpt_task_new(&g_igpt, &train, NULL, t->out, g_train.seed);
+        if (tf_images_read_dir(dir, "train", 0, &train)) return NULL;
+        if (tf_images_read_dir(dir, "t10k", 0, &test)) return tf_images_free(&train), NULL;
+        return tf_imagegpt_task_new(&g_igpt, &train, &test, t->out, g_train.seed);
+    }
     if (!strcmp(t->arch, "rnn"))
         return tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
                                        opt(&a->v[VALID_TGT]), tok, t->out, t->resume, accum, g_train.seed);
@@ -147,16 +163,19 @@ static tf_task *make_task(void *arg) {
 /* What the command line must hold for --arch (usage errors, before any process joins a run). */
 static void check_usage(const cli_args *a, const char *arch) {
     int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
-    int vision = !strcmp(arch, "vit") || video;
+    int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt") || video;
     if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation && !vision)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit or vivit, got '%s'", arch);
-    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is a vit / vivit setting (--arch vit)");
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt or vivit, got '%s'", arch);
+    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, imagegpt or vivit)");
     if (video && (!opt(&a->v[DATA_DIR]) || a->v[DATA].n))
         cli_usage_error(a, "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)");
-    if (vision && a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
-    if (vision && a->v[TOKENIZER].given) cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
+    if ((!strcmp(arch, "vit") || video) && a->v[NORM].text)
+        cli_usage_error(a, "--norm is a GPT setting (ViT and ViViT are pre-LN)");
+    if (vision && a->v[TOKENIZER].given)
+        cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
     if (vision && !video && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
-        cli_usage_error(a, "--arch vit reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them");
+        cli_usage_error(a, "--arch %s reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them",
+                        arch);
     if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
     if (!translation)
         for (int k = SRC; k <= VALID_TGT; k++)
@@ -192,6 +211,11 @@ int cmd_train(const cli_args *a) {
     }
     if (!strcmp(arch, "vivit")) { /* one pass over the validation clips at most */
         int64_t passes = (tf_vivit_task_clips(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
+        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+    }
+    if (!strcmp(arch, "imagegpt")) { /* validation: one pass over its images (a short last batch is padded, not counted) */
+        int64_t rows = g_train.batch / (g_train.accum * tf_dist_size()); /* a micro-batch's (tf_train checks the split) */
+        int64_t passes = rows > 0 ? (tf_imagegpt_task_images(t, TF_SUBSET_VAL) + rows - 1) / rows : 1;
         if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
     }
     int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "generate.h"
 #include "heads.h"
+#include "images.h"
 #include "nn.h"
 #include "safetensors.h"
 
@@ -95,6 +96,21 @@ TF_API int tf_gpt_generate(const tf_gpt *m, const int32_t *prompt, int n_prompt,
 /* Hugging Face GPT-2 folders: config.json + model.safetensors. */
 TF_API tf_gpt *tf_gpt_load_hf(const char *dir);
 TF_API int tf_gpt_save_hf(const tf_gpt *m, const char *dir);
+
+/* ---------------------------------------------------------------- ImageGPT: a GPT on pixel tokens */
+
+/* A model folder of tformer train --arch imagegpt: the GPT-2 folder and its
+ * image_tokens.json, checked against each other (vocab_size = clusters + 1,
+ * context >= the pixels). */
+TF_API tf_gpt *tf_imagegpt_load(const char *dir, tf_image_tokens *tokens);
+/* The decoder interface over an ImageGPT: the GPT's decoder with the start
+ * token's logit set to -inf (it is never a pixel, so never sampled). */
+TF_API tf_decoder *tf_imagegpt_decoder_new(const tf_gpt *m, const tf_image_tokens *tokens);
+/* One completion of an image's tokens (H*W, raster order): its first
+ * keep_rows rows kept, the rest sampled (tf_generate with o's temperature,
+ * top_k, top_p and seed) after the start token and the kept pixels; out (H*W). */
+TF_API int tf_imagegpt_complete(const tf_gpt *m, const tf_image_tokens *tokens, const int32_t *image, int keep_rows,
+                                const tf_generate_opts *o, int32_t *out);
 
 #ifdef __cplusplus
 }

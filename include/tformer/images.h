@@ -45,9 +45,63 @@ TF_API int tf_images_read_digits(const char *path, tf_images *out);
  * not a readable PNG is an error naming it and libpng's reason. */
 TF_API int tf_images_read_png(const char *path, int channels, tf_images *out);
 
+/* Image i of the set as an 8-bit grey (1 channel) or RGB (3) PNG file,
+ * written to a temporary name and renamed. */
+TF_API int tf_images_write_png(const tf_images *s, int64_t i, const char *path);
+/* The images tiled into one: cols a row, each scaled up scale times
+ * (nearest), gap pixels of gap_value around and between them. */
+TF_API int tf_images_grid(const tf_images *s, int cols, int scale, int gap, float gap_value, tf_images *out);
+
 /* Images [start, start + n) of src, copied (labels too). */
 TF_API int tf_images_take(const tf_images *src, int64_t start, int64_t n, tf_images *out);
 TF_API void tf_images_free(tf_images *im);
+
+/* Every image of src resized to height x width, each output pixel the
+ * area-weighted mean of the input pixels its box covers (28x28 -> 14x14
+ * averages 2x2 blocks, as PIL's BOX filter does for whole factors); labels copied. */
+TF_API int tf_images_resize(const tf_images *src, int height, int width, tf_images *out);
+
+/* ---------------------------------------------------------------- ImageGPT's pixel tokens (docs/vision.md) */
+
+/* k-means (Lloyd's algorithm) of n points x (n,dim) into k centres (k,dim):
+ * starting from init (k,dim) when given, else k-means++ seeded by seed;
+ * each point to its nearest centre (the lowest index on a tie), each centre
+ * the mean of its points (an empty cluster takes the point farthest from its
+ * centre), until no assignment changes or max_iter rounds. *iters (may be
+ * NULL): the rounds run. */
+TF_API int tf_kmeans(const float *x, int64_t n, int dim, int k, const float *init, int max_iter, uint64_t seed,
+                     float *centers, int *iters);
+
+/* Colour clusters and the image size of an ImageGPT: a pixel (its channels
+ * together) is the token of its nearest centre, an image its H*W tokens in
+ * raster order (row by row); the start-of-image token is k. */
+typedef struct {
+    int k, channels, height, width;
+    float *centers;             /* (k,channels) in [0,1] */
+} tf_image_tokens;
+
+/* k-means on up to max_pixels pixels of the set drawn under seed (all when
+ * max_pixels is 0 or the set has fewer), the centres sorted by their first
+ * channel (dark to light); height and width the set's. */
+TF_API int tf_image_tokens_fit(const tf_images *s, int k, int max_iter, int64_t max_pixels, uint64_t seed,
+                               tf_image_tokens *out);
+/* Images (their size and channels must be the tokens') -> tokens (n,H*W). */
+TF_API int tf_image_tokens_encode(const tf_image_tokens *t, const tf_images *s, int32_t *tokens);
+/* Tokens (n,H*W), each in [0,k) -> n images of the centres' colours. */
+TF_API int tf_image_tokens_decode(const tf_image_tokens *t, const int32_t *tokens, int64_t n, tf_images *out);
+/* dir/image_tokens.json: {"height", "width", "channels", "sos_token", "clusters": [[c...], ...]}. */
+TF_API int tf_image_tokens_save(const tf_image_tokens *t, const char *dir);
+TF_API int tf_image_tokens_load(const char *dir, tf_image_tokens *out);
+TF_API void tf_image_tokens_free(tf_image_tokens *t);
+
+/* Batches of token images for a decoder: "input_ids" (rows,H*W) I32 =
+ * the start token then each image's tokens but the last, "targets"
+ * (rows,H*W) I32 = its tokens. tokens (n,H*W) are copied. Training batch
+ * `key`: images drawn from (seed, key, row) with replacement; validation
+ * batch `key`: images key*rows .. in order, rows past the set's end with
+ * targets -1 (ignored), so that ceil(n_valid / rows) batches cover the set once. */
+TF_API tf_loader *tf_image_tokens_loader_new(const int32_t *train, int64_t n_train, const int32_t *valid,
+                                             int64_t n_valid, int pixels, int32_t sos, uint64_t seed);
 
 /* Batches of labelled images: "pixel_values" (rows,C,H,W) F32 and "labels"
  * (rows) I32. Training batch `key`: images drawn from (seed, key, row), with

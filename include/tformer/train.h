@@ -334,6 +334,34 @@ TF_API tf_task *tf_vivit_task_new(const tf_vivit_task_config *c, tf_images *imag
 TF_API const tf_vivit *tf_vivit_task_model(const tf_task *t);
 TF_API int64_t tf_vivit_task_clips(const tf_task *t, tf_subset subset); /* validation: val_clips; training: 0 */
 
+/* ---------------------------------------------------------------- ImageGPT (docs/vision.md) */
+
+/* A GPT on images as raster-order colour tokens (tf_image_tokens): its
+ * vocabulary the clusters plus the start token, its context the pixels;
+ * next-pixel cross-entropy; validation metric "bpd", bits per pixel (the
+ * mean negative log-likelihood of each pixel's token in nats / ln 2; a
+ * grey pixel is one dimension). Saved as a GPT-2 folder with image_tokens.json. */
+typedef struct {
+    tf_gpt_config model;   /* vocab_size (0: n_clusters + 1) and context (set to the pixels) follow the images */
+    float val_fraction;    /* without a validation set: the last part of the training images */
+    int n_clusters;        /* k-means colour clusters (16 for grey) */
+    int image_size;        /* images resized to image_size x image_size first (box filter); 0: as they are */
+    int kmeans_iters;      /* Lloyd rounds at most */
+    int64_t kmeans_pixels; /* pixels of the training set the clusters are fitted on (drawn under the seed); 0: all */
+    int val_images;        /* validation images evaluated (the first ones); 0: all */
+} tf_imagegpt_task_config;
+TF_API tf_imagegpt_task_config tf_imagegpt_task_config_default(void);
+TF_API extern const tf_field_table tf_imagegpt_task_config_table;
+/* The task: *train (and *valid, or NULL: the last val_fraction of train held
+ * out) moved into it as with tf_vit_task_new; clusters fitted on the
+ * training images under seed; the GPT initialised from seed. */
+TF_API tf_task *tf_imagegpt_task_new(const tf_imagegpt_task_config *c, tf_images *train, tf_images *valid,
+                                     const char *run_dir, uint64_t seed);
+TF_API const tf_gpt *tf_imagegpt_task_model(const tf_task *t);
+TF_API const tf_image_tokens *tf_imagegpt_task_tokens(const tf_task *t);
+/* Images of a subset (validation: those evaluated). */
+TF_API int64_t tf_imagegpt_task_images(const tf_task *t, tf_subset subset);
+
 /* ---------------------------------------------------------------- BERT fine-tuning (docs/bert.md) */
 
 /* The fine-tuning task's settings (its field table: --task, --max-len, ...). */

@@ -1,7 +1,8 @@
 /* One PNG file as an image of 1 or 3 channels in [0,1] (libpng's reader):
  * palettes and low-bit grey expanded, 16-bit samples kept and divided by
  * 65535, alpha dropped, RGB to grey by PIL's weights. libpng reports errors
- * through a longjmp; its message is kept and returned naming the file. */
+ * through a longjmp; its message is kept and returned naming the file.
+ * Writing: 8-bit grey or RGB, encoded in memory and written atomically. */
 #include <errno.h>
 #include <png.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "../core/internal.h"
+#include "../util/util.h"
 
 typedef struct {
     char msg[256];
@@ -125,4 +127,50 @@ int tf_images_read_png(const char *path, int channels, tf_images *out) {
     fclose(f);
     if (rc) tf_images_free(out);
     return rc ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static void to_buf(png_structp p, png_bytep data, png_size_t n) {
+    if (tf_buf_put(png_get_io_ptr(p), data, n)) png_error(p, "out of memory");
+}
+
+static void no_flush(png_structp p) { (void)p; }
+
+/* Image i of s as 8-bit rows into b (libpng's errors longjmp back here). */
+static int encode(png_structp p, png_infop info, const tf_images *s, int64_t i, png_bytep row, tf_buf *b) {
+    if (setjmp(png_jmpbuf(p))) return -1;
+    int C = s->channels, H = s->height, W = s->width;
+    png_set_write_fn(p, b, to_buf, no_flush);
+    png_set_IHDR(p, info, (png_uint_32)W, (png_uint_32)H, 8, C == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(p, info);
+    const float *px = s->pixels + (size_t)i * C * H * W; // px: (C,H,W)
+    for (int y = 0; y < H; y++) {
+        for (int x = 0; x < W; x++)
+            for (int c = 0; c < C; c++) {
+                float v = px[((size_t)c * H + y) * W + x] * 255.0f + 0.5f;
+                row[x * C + c] = (png_byte)(v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int)v);
+            }
+        png_write_row(p, row);
+    }
+    png_write_end(p, NULL);
+    return 0;
+}
+
+int tf_images_write_png(const tf_images *s, int64_t i, const char *path) {
+    if (i < 0 || i >= s->n) return tf_set_error("%s: image %lld of a set of %lld", path, (long long)i, (long long)s->n);
+    if (s->channels != 1 && s->channels != 3)
+        return tf_set_error("%s: %d channels: PNG files are written grey (1) or RGB (3)", path, s->channels);
+    png_err_buf err = {{0}};
+    tf_buf b = {0};
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    png_bytep row = malloc((size_t)s->width * (size_t)s->channels);
+    int rc = !info || !row ? tf_set_error("%s: out of memory", path)
+             : encode(p, info, s, i, row, &b) ? tf_set_error("%s: cannot encode the PNG: %s", path, err.msg)
+                                               : tf_write_file(path, b.p, b.n);
+    png_destroy_write_struct(&p, info ? &info : NULL);
+    free(row), free(b.p);
+    return rc;
 }

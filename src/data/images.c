@@ -281,3 +281,93 @@ void tf_images_free(tf_images *im) {
     free(im->pixels), free(im->labels);
     memset(im, 0, sizeof *im);
 }
+
+/* ---------------------------------------------------------------- resizing */
+
+/* The boxes of n output cells over an input of m: cell i covers input
+ * pixels [first[i], first[i] + span) with weights w (n,span), the overlaps
+ * with [i m / n, (i+1) m / n) over its length (0 past its end). */
+typedef struct {
+    int span, *first;
+    double *w;
+} boxes;
+
+static int boxes_make(boxes *b, int n, int m) {
+    b->span = m / n + 2 < m ? m / n + 2 : m;
+    b->first = malloc((size_t)n * sizeof *b->first), b->w = calloc((size_t)n * (size_t)b->span, sizeof *b->w);
+    if (!b->first || !b->w) return -1;
+    for (int i = 0; i < n; i++) {
+        double lo = (double)i * m / n, hi = (double)(i + 1) * m / n;
+        int f = (int)lo;
+        b->first[i] = f + b->span > m ? m - b->span : f;
+        for (int k = 0; k < b->span; k++) {
+            int j = b->first[i] + k;
+            double a = j > lo ? j : lo, e = j + 1 < hi ? j + 1 : hi;
+            b->w[(size_t)i * b->span + k] = e > a ? (e - a) / (hi - lo) : 0.0;
+        }
+    }
+    return 0;
+}
+
+/* One channel s (H,W) -> d (height,width). */
+static void resize_plane(const boxes *by, const boxes *bx, const float *s, int W, float *d, int height, int width) {
+    for (int y = 0; y < height; y++)
+        for (int x = 0; x < width; x++) {
+            double sum = 0;
+            for (int ky = 0; ky < by->span; ky++) {
+                double wy = by->w[(size_t)y * by->span + ky];
+                const float *row = s + (size_t)(by->first[y] + ky) * W + bx->first[x];
+                for (int kx = 0; wy > 0 && kx < bx->span; kx++) sum += wy * bx->w[(size_t)x * bx->span + kx] * row[kx];
+            }
+            d[y * width + x] = (float)sum;
+        }
+}
+
+int tf_images_resize(const tf_images *src, int height, int width, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    if (height < 1 || width < 1 || height > 65536 || width > 65536)
+        return tf_set_error("images: cannot resize to %dx%d", width, height);
+    int H = src->height, W = src->width, C = src->channels;
+    size_t per = (size_t)C * (size_t)height * (size_t)width, bytes;
+    boxes by = {0}, bx = {0};
+    int rc = boxes_make(&by, height, H) || boxes_make(&bx, width, W) ||
+             !tf_mul_size(per * sizeof(float), (size_t)src->n, &bytes) || !(out->pixels = malloc(bytes)) ||
+             (src->labels && !(out->labels = malloc((size_t)src->n * sizeof(int32_t))));
+    for (int64_t p = 0; !rc && p < src->n * C; p++) /* each channel of each image */
+        resize_plane(&by, &bx, src->pixels + (size_t)p * H * W, W, out->pixels + (size_t)p * height * width, height,
+                     width);
+    free(by.first), free(by.w), free(bx.first), free(bx.w);
+    if (rc) {
+        tf_images_free(out);
+        return tf_set_error("images: out of memory resizing %lld images", (long long)src->n);
+    }
+    if (src->labels) memcpy(out->labels, src->labels, (size_t)src->n * sizeof(int32_t));
+    out->n = src->n, out->channels = C, out->height = height, out->width = width, out->n_classes = src->n_classes;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- grids */
+
+int tf_images_grid(const tf_images *s, int cols, int scale, int gap, float gap_value, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    if (s->n < 1 || cols < 1 || scale < 1 || scale > 64 || gap < 0 || gap > 64)
+        return tf_set_error("images: a grid of %lld images needs cols >= 1, scale in [1,64], gap in [0,64]",
+                            (long long)s->n);
+    int64_t rows = (s->n + cols - 1) / cols, C = s->channels, h = (int64_t)s->height * scale, w = (int64_t)s->width * scale;
+    int64_t GH = rows * h + (rows + 1) * gap, GW = cols * w + (cols + 1) * gap;
+    if (GH > 65535 || GW > 65535) return tf_set_error("images: a grid of %lldx%lld pixels is too large", (long long)GW,
+                                                      (long long)GH);
+    if (!(out->pixels = malloc((size_t)(C * GH * GW) * sizeof(float))))
+        return tf_set_error("images: out of memory for a grid");
+    for (int64_t k = 0; k < C * GH * GW; k++) out->pixels[k] = gap_value;
+    for (int64_t i = 0; i < s->n; i++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t y = 0; y < h; y++)
+                for (int64_t x = 0; x < w; x++) {
+                    int64_t gy = gap + (i / cols) * (h + gap) + y, gx = gap + (i % cols) * (w + gap) + x;
+                    out->pixels[(c * GH + gy) * GW + gx] =
+                        s->pixels[((i * C + c) * s->height + y / scale) * s->width + x / scale];
+                }
+    out->n = 1, out->channels = (int)C, out->height = (int)GH, out->width = (int)GW;
+    return 0;
+}

@@ -1,5 +1,6 @@
 /* What every task does with its tokenizer: install it into the run folder,
- * record its files in the checkpoint, check them on resume. */
+ * record its files in the checkpoint, check them on resume; and what the
+ * image tasks do with their sets. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -102,12 +103,14 @@ void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_met
     }
 }
 
-int tf_task_split_images(tf_images *train, tf_images *valid, float fraction) {
+/* ---------------------------------------------------------------- image sets */
+
+int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction) {
     if (valid->n) return 0;
-    int64_t n_val = (int64_t)((double)train->n * fraction);
+    int64_t n_val = (int64_t)((double)train->n * val_fraction);
     if (n_val < 1 || train->n - n_val < 1)
         return tf_set_error("%lld training images are too few to hold out val_fraction %g", (long long)train->n,
-                            fraction);
+                            val_fraction);
     tf_images head;
     if (tf_images_take(train, train->n - n_val, n_val, valid) || tf_images_take(train, 0, train->n - n_val, &head))
         return -1;

@@ -232,7 +232,8 @@ tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_image
     int rc = tf_fields_check(&f, 1) || tf_vit_config_check(&c->model);
     if (!rc && c->model.head != TF_VIT_IMAGE_CLS) rc = tf_set_error("head: training needs ViTForImageClassification");
     if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || check_images(&c->model, &v->train, "training") || tf_task_split_images(&v->train, &v->valid, c->val_fraction) ||
+    rc = rc || check_images(&c->model, &v->train, "training") ||
+         tf_task_images_split(&v->train, &v->valid, v->cfg.val_fraction) ||
          check_images(&c->model, &v->valid, "validation") || make_models(v, seed) || !(v->loader = make_loader(v, seed));
     if (rc) {
         vt_free(&v->base);

@@ -141,7 +141,7 @@ tf_task *tf_vivit_task_new(const tf_vivit_task_config *c, tf_images *images, con
     tf_clips_config cc = clips_config(c);
     int rc = check_setup(c, &v->train);
     if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || tf_task_split_images(&v->train, &v->valid, c->val_fraction) ||
+    rc = rc || tf_task_images_split(&v->train, &v->valid, c->val_fraction) ||
          !(v->m = tf_vivit_new(&c->model, seed ? seed : 1)) || name_labels(v->m, c->labels) ||
          !(v->loader = tf_clips_loader_new(&v->train, &v->valid, &cc, c->val_clips, seed));
     if (rc) {

@@ -16,6 +16,10 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
 int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
 
+/* An image task's validation set: *valid when it holds images, else the
+ * last val_fraction of *train moved into it (train keeps the rest). */
+int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction);
+
 /* The settings of now that differ from the checkpoint's (stored: its
  * tformer_config JSON) and steer the training, as "name A -> B, ..." in out;
  * their count, or -1 (tf_error). cosine: steps is one of them. (resume.c) */
@@ -160,8 +164,5 @@ const void *tf_translation_task_model(const tf_task *t, const tf_translation_fam
 
 /* Hits of the argmax of logits (B,L) against labels (B) into metric 0 of m. */
 void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m);
-/* Without a validation set (valid->n == 0): the last `fraction` of *train
- * becomes *valid and the rest *train. */
-int tf_task_split_images(tf_images *train, tf_images *valid, float fraction);
 
 #endif

@@ -1,0 +1,110 @@
+/* tformer complete-image: an ImageGPT folder (tformer train --arch imagegpt)
+ * completes a PNG image from its top rows, N times, through the shared
+ * decoder interface (sampling); the PNG grid written is the deck's: the
+ * given rows (the rest grey) | N completions | the original. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { MODEL, INPUT, KEEP_ROWS, SAMPLES, OUT, SCALE, RESIZE, THREADS };
+const cli_flag cmd_complete_image_flags[] = {
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "an ImageGPT folder (config.json, model.safetensors, image_tokens.json)"},
+    [INPUT] = {"input", CLI_STRING, "IMG.png", NULL, "the image to complete (grey or RGB, of the model's size)"},
+    [KEEP_ROWS] = {"keep-rows", CLI_INT, "K", NULL, "rows kept from the top (0: unconditional samples); the rest are sampled"},
+    [SAMPLES] = {"samples", CLI_INT, "N", "4", "completions in the grid"},
+    [OUT] = {"out", CLI_STRING, "grid.png", NULL, "the PNG grid: given rows | N completions | original"},
+    [SCALE] = {"scale", CLI_INT, "S", "4", "each pixel drawn S x S in the grid"},
+    [RESIZE] = {"resize", CLI_SWITCH, NULL, "off", "resize an image of another size to the model's (box filter) instead of refusing it"},
+    [THREADS] = CLI_THREADS_ROW,
+    CLI_END,
+};
+
+/* The sampling options: ranges and --help from one table. */
+#define R(m, type, range, help) TF_FIELD_ROW(tf_generate_opts, m, type, #m, NULL, range, NULL, help, 0, NULL)
+static const tf_field OPTION_ROWS[] = {
+    R(temperature, TF_FIELD_FLOAT, "[0,inf)", "0: greedy (every completion the same)"),
+    R(top_k, TF_FIELD_INT, "[0,inf)", "draw from the k most likely colours; 0: all"),
+    R(top_p, TF_FIELD_FLOAT, "(0,1]", "draw from the most likely colours up to this probability; 1: all"),
+    R(seed, TF_FIELD_UINT64, NULL, "the draws' seed; completion i draws with seed + i"),
+};
+#undef R
+static const tf_field_table OPTIONS = {"sampling", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};
+
+static tf_generate_opts g_opts;
+static tf_fields g_tables[1];
+
+int cmd_complete_image_tables(const tf_fields **t) {
+    g_opts = tf_generate_opts_default();
+    g_tables[0] = (tf_fields){&OPTIONS, &g_opts};
+    *t = g_tables;
+    return 1;
+}
+
+/* The input as the model's size: refused (or resized with --resize) when it differs. */
+static void read_input(const cli_args *a, const tf_image_tokens *k, tf_images *im) {
+    const char *path = a->v[INPUT].text;
+    if (tf_images_read_png(path, k->channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
+    if (im->height == k->height && im->width == k->width) return;
+    if (!a->v[RESIZE].given) {
+        char msg[4300];
+        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d (give --resize to resize it)", path,
+                 im->width, im->height, k->width, k->height);
+        cli_die(a->verb, msg);
+    }
+    tf_images r;
+    if (tf_images_resize(im, k->height, k->width, &r)) cli_die(a->verb, tf_error());
+    tf_images_free(im);
+    *im = r;
+}
+
+/* Row of the grid: the given rows (the rest mid-grey), the completions' colours, the original. */
+static int fill_row(const tf_image_tokens *k, const tf_images *im, const int32_t *done, int n, int keep, tf_images *row) {
+    int64_t HW = (int64_t)k->height * k->width, C = k->channels, per = C * HW;
+    tf_images samples;
+    if (tf_image_tokens_decode(k, done, n, &samples)) return -1;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t p = 0; p < HW; p++) row->pixels[c * HW + p] = p < (int64_t)keep * k->width ? im->pixels[c * HW + p] : 0.5f;
+    memcpy(row->pixels + per, samples.pixels, (size_t)(n * per) * sizeof(float));
+    memcpy(row->pixels + (n + 1) * per, im->pixels, (size_t)per * sizeof(float));
+    tf_images_free(&samples);
+    return 0;
+}
+
+int cmd_complete_image(const cli_args *a) {
+    const cli_verb *v = a->verb;
+    cli_apply(a);
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    const char *dir = a->v[MODEL].text;
+    int n = (int)a->v[SAMPLES].i, keep = (int)a->v[KEEP_ROWS].i;
+    if (n < 1 || n > 64) cli_usage_error(a, "--samples must lie in [1,64], got %d", n);
+    if (a->v[SCALE].i < 1 || a->v[SCALE].i > 64) cli_usage_error(a, "--scale must lie in [1,64]");
+    tf_image_tokens k;
+    tf_gpt *m = tf_imagegpt_load(dir, &k);
+    if (!m) cli_die(v, tf_error());
+    cli_check_weights(v, dir, m);
+    if (keep >= k.height)
+        cli_usage_error(a, "--keep-rows %d is out of range: the model's images have %d rows (give 0 to %d)", keep,
+                        k.height, k.height - 1);
+    tf_images im, row = {n + 2, k.channels, k.height, k.width, NULL, NULL, 0}, grid;
+    read_input(a, &k, &im);
+    int64_t HW = (int64_t)k.height * k.width;
+    int32_t *given = malloc((size_t)HW * sizeof *given), *done = malloc((size_t)(n * HW) * sizeof *done);
+    row.pixels = malloc((size_t)((n + 2) * HW * k.channels) * sizeof(float));
+    if (!given || !done || !row.pixels) cli_die(v, "out of memory");
+    if (tf_image_tokens_encode(&k, &im, given)) cli_die(v, tf_error());
+    for (int i = 0; i < n; i++) {
+        tf_generate_opts o = g_opts;
+        o.seed = g_opts.seed + (uint64_t)i;
+        if (tf_imagegpt_complete(m, &k, given, keep, &o, done + i * HW)) cli_die(v, tf_error());
+    }
+    if (fill_row(&k, &im, done, n, keep, &row) || tf_images_grid(&row, n + 2, (int)a->v[SCALE].i, 2, 1.0f, &grid) || tf_images_write_png(&grid, 0, a->v[OUT].text))
+        cli_die(v, tf_error());
+    printf("%s: %d completion(s) of %s from its top %d of %d rows (given | completions | original)\n", a->v[OUT].text, n,
+           a->v[INPUT].text, keep, k.height);
+    tf_images_free(&grid), tf_images_free(&row), tf_images_free(&im);
+    free(given), free(done);
+    tf_image_tokens_free(&k);
+    tf_gpt_free(m);
+    return 0;
+}
