@@ -298,6 +298,17 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: vit-conformance
 
+# VivitModel / VivitForVideoClassification (Model 1) and tformer's Models 2 and 3
+# (assembled from transformers' Vivit modules) through hf-run on fresh random
+# configurations (SEED, VIVIT_CASES of them) from tests/ref/gen_vivit_fixtures.py,
+# once per kernel set.
+VIVIT_CASES ?= 12
+vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/vivit_fresh && $(HF_PYTHON) tests/ref/gen_vivit_fixtures.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vivit_fresh vivit_hf_run_matches || exit 1; done
+
+.PHONY: vivit-conformance
+
 # NystromformerModel / NystromformerFor* through hf-run against transformers 4.x on fresh
 # random configurations (SEED, NYSTROM_CASES of them) from tests/ref/gen_nystrom_fixtures.py,
 # once per kernel set.

@@ -155,6 +155,9 @@ CLI_VERB(predict);
 CLI_VERB(classify);
 /* Accuracy, loss and per-class accuracy of a ViTForImageClassification folder on an
  * idx folder's split or a digits CSV (classify, eval); exits with a message on failure. */
+/* dir/config.json's model_type, or "" when it has none or cannot be read (the family's loader then
+ * names what is wrong). */
+void cli_model_type(const char *dir, char *out, size_t n);
 void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
                    int batch);
 CLI_VERB(complete_image);

@@ -4,7 +4,9 @@
  * accuracy, the loss and each class's accuracy; or on PNG files (operands),
  * printing each file's likeliest labels (--top-k) with their probabilities,
  * and with --attention-png DIR a picture of where the model looked (the
- * attention rollout and the last layer's heads). */
+ * attention rollout and the last layer's heads); or a
+ * VivitForVideoClassification folder (tformer train --arch vivit) on clips,
+ * each a folder of PNG frames (operands): the likeliest label of each. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,8 @@
 
 enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, TOP_K, ATTENTION_PNG, THREADS };
 const cli_flag cmd_classify_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a ViTForImageClassification folder (a run folder, or best/)"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL,
+               "a ViTForImageClassification or VivitForVideoClassification folder (a run folder, or best/)"},
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "", "a folder of MNIST-style idx files (<split>-images-idx3-ubyte(.gz), ...)"},
     [SPLIT] = {"split", CLI_STRING, "NAME", "t10k", "which of --data-dir's sets: t10k (the test set) or train"},
     [DATA] = {"data", CLI_STRING, "FILE", "", "scikit-learn's digits.csv(.gz) instead of --data-dir"},
@@ -140,6 +143,50 @@ static void classify_pngs(const cli_args *a, const tf_vit *m, int k, const char 
     tf_ctx_free(ctx);
 }
 
+/* Each clip folder: its frames (PNG files in name order), its likeliest label and that label's probability. */
+static void classify_clips(const cli_args *a, const tf_vivit *m) {
+    const tf_vivit_config *c = &m->cfg;
+    char msg[4400];
+    for (int i = 0; i < a->n_operands; i++) {
+        tf_images clip;
+        if (tf_images_read_clip(a->operands[i], c->channels == 1 ? 1 : 3, &clip)) cli_die(a->verb, tf_error());
+        msg[0] = 0;
+        if (clip.n < tf_vivit_tube_t(c))
+            snprintf(msg, sizeof msg, "%s: %lld frame(s), fewer than one tubelet of %d frames", a->operands[i],
+                     (long long)clip.n, tf_vivit_tube_t(c));
+        else if (clip.n != c->num_frames)
+            snprintf(msg, sizeof msg, "%s: %lld frames; the model takes clips of num_frames %d", a->operands[i],
+                     (long long)clip.n, c->num_frames);
+        else if (clip.height != c->image_size || clip.width != c->image_size || clip.channels != c->channels)
+            snprintf(msg, sizeof msg, "%s: frames of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],
+                     clip.width, clip.height, c->image_size, c->image_size, c->channels);
+        if (*msg) cli_die(a->verb, msg);
+        int32_t pred;
+        float prob;
+        char buf[32];
+        if (tf_vivit_predict(m, clip.pixels, 1, 1, NULL, &pred, &prob, NULL, NULL)) cli_die(a->verb, tf_error());
+        printf("%s\t%s\t%.4f\n", a->operands[i], tf_vivit_label(m, pred, buf, sizeof buf), prob);
+        tf_images_free(&clip);
+    }
+}
+
+static int is_video_model(const char *dir) {
+    char type[64];
+    cli_model_type(dir, type, sizeof type);
+    return !strcmp(type, "vivit") || !strcmp(type, "tformer-vivit");
+}
+
+static void classify_video(const cli_args *a) {
+    if (!a->n_operands)
+        cli_usage_error(a, "a video model classifies clips: give clip folders (PNG frames), not --data-dir or --data");
+    tf_vivit *m = tf_vivit_load(a->v[MODEL].text);
+    if (!m) cli_die(a->verb, tf_error());
+    if (m->cfg.head != TF_VIVIT_VIDEO_CLS) cli_die(a->verb, "the folder is a VivitModel: classifying needs VivitForVideoClassification");
+    if (tf_params_check_finite(m->params, NULL)) cli_die(a->verb, tf_error());
+    classify_clips(a, m);
+    tf_vivit_free(m);
+}
+
 int cmd_classify(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     const char *dir = opt(&a->v[DATA_DIR]), *csv = opt(&a->v[DATA]), *split = a->v[SPLIT].text;
@@ -152,6 +199,11 @@ int cmd_classify(const cli_args *a) {
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
     if (!a->n_operands && (a->v[TOP_K].given || att))
         cli_usage_error(a, "--top-k and --attention-png go with PNG files, not with a labelled set");
+    if (is_video_model(a->v[MODEL].text)) {
+        if (a->v[TOP_K].given || att) cli_usage_error(a, "--top-k and --attention-png are ViT settings (images)");
+        classify_video(a);
+        return 0;
+    }
     if (!a->n_operands) {
         cli_vit_score(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i);
         return 0;

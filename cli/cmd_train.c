@@ -2,9 +2,10 @@
  * next-sentence prediction) on text files, an encoder-decoder on
  * line-aligned source and target files (--arch seq2seq: the Transformer;
  * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
- * labelled images (--arch vit: idx files or scikit-learn's digits), or an ImageGPT on images as
- * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), or a Continual Transformer labelling each
- * token of a stream (--arch continual: a --data file per class). Its flags are the trainer's and
+ * labelled images (--arch vit: idx files or scikit-learn's digits), an ImageGPT on images as
+ * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), a ViViT on moving-object clips made
+ * from idx images (--arch vivit), or a Continual Transformer labelling each token of a stream
+ * (--arch continual: a --data file per class). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -16,10 +17,10 @@
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|continual", "gpt",
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit|continual", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
-              "vit (image classification), imagegpt (next pixel: a GPT on colour tokens), continual (each token of a "
-              "stream classified by a Continual Transformer)"},
+              "vit (image classification), imagegpt (next pixel: a GPT on colour tokens), vivit (video classification "
+              "on moving-object clips), continual (each token of a stream classified by a Continual Transformer)"},
     [DATA] = {"data", CLI_LIST, "FILE...", "",
               "text files to train on (gpt, bert; continual: one a class); vit, imagegpt: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
@@ -37,8 +38,9 @@ const cli_flag cmd_train_flags[] = {
     [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
     [VALID_TGT] = {"valid-tgt", CLI_STRING, "FILE", "", "seq2seq: validation targets"},
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "",
-                  "vit, imagegpt: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), "
-                  "train-labels-idx1-ubyte(.gz); imagegpt validates on its t10k-* files (the test set)"},
+                  "vit, imagegpt, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), "
+                  "train-labels-idx1-ubyte(.gz); imagegpt validates on its t10k-* files (the test set); vivit makes its "
+                  "clips of the train images"},
     CLI_END,
 };
 
@@ -49,6 +51,7 @@ static tf_seq2seq_task_config g_s2s;
 static tf_rnn_seq2seq_task_config g_rnn;
 static tf_vit_task_config g_vit;
 static tf_imagegpt_task_config g_igpt;
+static tf_vivit_task_config g_vivit;
 static tf_costream_config g_co;
 static tf_fields g_tables[2];
 
@@ -61,15 +64,19 @@ int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
     g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
     g_vit = tf_vit_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
+    g_vivit = tf_vivit_task_config_default();
+    g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
     g_co = tf_costream_config_default();
     if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
         g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
         g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
     }
+    if (is_arch("vivit")) g_train.batch = 32, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.eval_batches = 1000;
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
     if (is_arch("imagegpt")) g_train.eval_batches = 1000; /* at most one pass over the validation images */
     g_tables[1] = is_arch("vit") ? (tf_fields){&tf_vit_task_config_table, &g_vit}
                 : is_arch("imagegpt") ? (tf_fields){&tf_imagegpt_task_config_table, &g_igpt}
+                : is_arch("vivit") ? (tf_fields){&tf_vivit_task_config_table, &g_vivit}
                 : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
                 : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
@@ -139,6 +146,11 @@ static tf_task *make_task(void *arg) {
             return NULL;
         return tf_vit_task_new(&g_vit, &train, NULL, t->out, g_train.seed);
     }
+    if (!strcmp(t->arch, "vivit")) { /* the clips are made of --data-dir's train split; validation: its last part */
+        tf_images images;
+        if (tf_images_read_dir(opt(&a->v[DATA_DIR]), "train", 0, &images)) return NULL;
+        return tf_vivit_task_new(&g_vivit, &images, t->out, g_train.seed);
+    }
     if (!strcmp(t->arch, "imagegpt")) { /* --data-dir's train and t10k splits, or one digits CSV and its tail */
         const char *dir = opt(&a->v[DATA_DIR]);
         tf_images train, test;
@@ -157,17 +169,20 @@ static tf_task *make_task(void *arg) {
 
 /* What the command line must hold for --arch (usage errors, before any process joins a run). */
 static void check_usage(const cli_args *a, const char *arch) {
-    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn");
-    int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt");
+    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
+    int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt") || video;
     if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "continual") && !translation && !vision)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt or continual, got '%s'", arch);
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt, vivit or continual, got '%s'", arch);
     if (!strcmp(arch, "continual") && a->v[DATA].n < 2)
         cli_usage_error(a, "--arch continual needs a --data file per class (at least 2)");
-    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit or imagegpt)");
-    if (!strcmp(arch, "vit") && a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (ViT is pre-LN)");
+    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, imagegpt or vivit)");
+    if (video && (!opt(&a->v[DATA_DIR]) || a->v[DATA].n))
+        cli_usage_error(a, "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)");
+    if ((!strcmp(arch, "vit") || video) && a->v[NORM].text)
+        cli_usage_error(a, "--norm is a GPT setting (ViT and ViViT are pre-LN)");
     if (vision && a->v[TOKENIZER].given)
         cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
-    if (vision && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
+    if (vision && !video && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
         cli_usage_error(a, "--arch %s reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them",
                         arch);
     if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
@@ -201,6 +216,10 @@ int cmd_train(const cli_args *a) {
         g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
     if (!strcmp(arch, "vit")) { /* the same over the held-out images */
         int64_t passes = (tf_vit_task_images(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
+        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+    }
+    if (!strcmp(arch, "vivit")) { /* one pass over the validation clips at most */
+        int64_t passes = (tf_vivit_task_clips(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
         if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
     }
     if (!strcmp(arch, "imagegpt")) { /* validation: one pass over its images (a short last batch is padded, not counted) */

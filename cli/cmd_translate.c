@@ -120,26 +120,9 @@ static int rnn_attend(const void *mv, tf_ctx *ctx, tf_tensor *src, tf_tensor *tg
     return 0;
 }
 
-/* config.json's model_type, or "" (the Transformer's loader then names what is wrong). */
-static void model_type(const char *dir, char *out, size_t n) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    *out = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    char buf[65536];
-    size_t k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = 0;
-    cJSON *root = cJSON_Parse(buf);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (cJSON_IsString(t)) snprintf(out, n, "%s", t->valuestring);
-    cJSON_Delete(root);
-}
-
 static void load_model(const cli_verb *v, const char *dir, translator *t) {
     char type[64];
-    model_type(dir, type, sizeof type);
+    cli_model_type(dir, type, sizeof type);
     if (!strcmp(type, "tformer-rnn-seq2seq")) {
         tf_rnn_seq2seq *m = tf_rnn_seq2seq_load(dir);
         if (!m) cli_die(v, tf_error());

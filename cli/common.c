@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
 _Noreturn void cli_die(const cli_verb *v, const char *msg) {
@@ -162,6 +164,23 @@ void cli_catch_sigint(void) {
         g_stop_notice = "tformer: stop requested (a signal: Ctrl-C, SIGUSR1, or mpirun ending the job): every rank "
                         "finishes its step, then rank 0 writes a checkpoint; if mpirun kills the ranks first, the last "
                         "checkpoint stays (continue with --resume)\n";
+}
+
+/* config.json's model_type, or "" (cli.h). */
+void cli_model_type(const char *dir, char *out, size_t n) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    *out = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char buf[65536];
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    cJSON *root = cJSON_Parse(buf);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(t)) snprintf(out, n, "%s", t->valuestring);
+    cJSON_Delete(root);
 }
 
 /* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */

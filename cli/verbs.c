@@ -12,7 +12,7 @@ static int cmd_help(const cli_args *a);
 static const cli_flag no_flags[] = {CLI_END};
 
 static const cli_verb VERBS[] = {
-    {"train", "Train a GPT, pre-train a BERT, a translation model, a ViT or an ImageGPT (docs/gpt.md, bert.md, translation.md, vision.md)", cmd_train, cmd_train_flags, cmd_train_tables, NULL, 0, 0},
+    {"train", "Train a GPT, pre-train a BERT, a translation model, a ViT, an ImageGPT or a ViViT (docs/gpt.md, bert.md, translation.md, vision.md, video.md)", cmd_train, cmd_train_flags, cmd_train_tables, NULL, 0, 0},
     {"generate", "Continue a prompt with a trained GPT", cmd_generate, cmd_generate_flags, cmd_generate_tables, NULL, 0, 0},
     {"eval", "Loss and perplexity of a GPT on text files", cmd_eval, cmd_eval_flags, NULL, NULL, 0, 0},
     {"torch-run", "Run a torch.nn Transformer module from its state_dict (docs/torch-run.md)", cmd_torch_run,
@@ -27,8 +27,8 @@ static const cli_verb VERBS[] = {
      cmd_finetune_tables, NULL, 0, 0},
     {"predict", "Labels, tags or answers of a fine-tuned BERT for inputs on standard input (docs/bert.md)", cmd_predict,
      cmd_predict_flags, NULL, NULL, 0, 0},
-    {"classify", "Accuracy of a ViT on labelled images, or the labels of PNG files (docs/vision.md)", cmd_classify,
-     cmd_classify_flags, NULL, "[FILE.png...]", 0, -1},
+    {"classify", "Accuracy of a ViT on labelled images, the labels of PNG files, or of clips for a ViViT (docs/vision.md, video.md)",
+     cmd_classify, cmd_classify_flags, NULL, "[FILE.png... | CLIP_DIR...]", 0, -1},
     {"complete-image", "Complete an image from its top rows with an ImageGPT folder: a PNG grid (docs/vision.md)",
      cmd_complete_image, cmd_complete_image_flags, cmd_complete_image_tables, NULL, 0, 0},
     {"translate", "Translate sentences on standard input with an encoder-decoder folder (docs/translation.md)",

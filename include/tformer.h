@@ -55,6 +55,7 @@
 #include "tformer/gpt.h"
 #include "tformer/bert.h"
 #include "tformer/vit.h"
+#include "tformer/vivit.h"
 #include "tformer/nystrom.h"
 #include "tformer/train.h"
 #include "tformer/dist.h"

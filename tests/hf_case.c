@@ -5,6 +5,7 @@
  * and the two tables every family runs: bad folders / inputs that must be a
  * clear error, and weights whose perturbation the comparison must notice. */
 #include <cjson/cJSON.h>
+#include <png.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -233,3 +234,164 @@ int test_marian_generate_config(const char *src, const char *dst, const struct c
     cJSON_Delete(cfg);
     return rc;
 }
+
+/* ---------------------------------------------------------------- vision cases (ViT, ViViT) */
+
+double test_patch_case(const char *dir) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/case.safetensors", dir);
+    tf_st_file *f = tf_st_open(p);
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(1);
+    double worst = -1;
+    tf_tensor *x = f ? test_st_tensor(f, "x", a) : NULL, *w = f ? test_st_tensor(f, "weight", a) : NULL, *b = f ? test_st_tensor(f, "bias", a) : NULL;
+    tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL;
+    if (x && w && b && r && want) {
+        /* leaves of the context that track gradients, holding the file's values */
+        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
+        tf_tensor *lw = tf_tensor_new(ctx, TF_DTYPE_F32, w->ndim, w->shape, 1);
+        tf_tensor *lb = tf_tensor_new(ctx, TF_DTYPE_F32, 1, b->shape, 1);
+        memcpy(lx->data, x->data, (size_t)tf_numel(x) * 4), memcpy(lw->data, w->data, (size_t)tf_numel(w) * 4);
+        memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
+        tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
+        if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
+            worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
+            const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
+            tf_tensor *leaves[3] = {lx, lw, lb};
+            for (int i = 0; i < 3; i++) {
+                tf_tensor *g = test_st_tensor(f, names[i], a);
+                double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
+                if (!(e <= worst)) worst = e;
+            }
+        }
+    }
+    tf_ctx_free(ctx);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return worst;
+}
+
+
+
+static int is_model_case(const char *dir) {
+    char p[1400];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    return access(p, F_OK) == 0;
+}
+
+/* ---------------------------------------------------------------- image files */
+
+static void put32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+int test_write_idx_set(const char *dir, const char *split, int n_img, int side, int classes,
+                       unsigned char (*pixel)(int i, int c, int y, int x)) {
+    size_t n = 16 + (size_t)n_img * side * side;
+    unsigned char *img = malloc(n), *lab = malloc(8 + (size_t)n_img);
+    if (!img || !lab) return free(img), free(lab), -1;
+    put32(img, 0x803), put32(img + 4, (uint32_t)n_img), put32(img + 8, (uint32_t)side), put32(img + 12, (uint32_t)side);
+    put32(lab, 0x801), put32(lab + 4, (uint32_t)n_img);
+    for (int i = 0; i < n_img; i++) {
+        lab[8 + i] = (unsigned char)(i % classes);
+        for (int p = 0; p < side * side; p++)
+            img[16 + (size_t)i * side * side + (size_t)p] = pixel(i, i % classes, p / side, p % side);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split);
+    FILE *f = fopen(path, "wb");
+    int rc = !f || fwrite(img, 1, n, f) != n;
+    if (f) rc |= fclose(f) != 0;
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split);
+    f = fopen(path, "wb");
+    rc |= !f || fwrite(lab, 1, 8 + (size_t)n_img, f) != 8 + (size_t)n_img;
+    if (f) rc |= fclose(f) != 0;
+    free(img), free(lab);
+    return rc ? -1 : 0;
+}
+
+int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h) {
+    FILE *f = fopen(path, "wb");
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    if (!f || !info || setjmp(png_jmpbuf(p))) {
+        if (p) png_destroy_write_struct(&p, info ? &info : NULL);
+        if (f) fclose(f);
+        return -1;
+    }
+    png_init_io(p, f);
+    png_set_IHDR(p, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(p, info);
+    for (int y = 0; y < h; y++) png_write_row(p, (png_bytep)(pixels + (size_t)y * w));
+    png_write_end(p, NULL);
+    png_destroy_write_struct(&p, &info);
+    return fclose(f);
+}
+
+int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
+                    double *worst) {
+    char *names[256], path[1200], out[] = "/tmp/tformer_hfcase_out_XXXXXX";
+    int n = test_dir_entries(dir, names, 256), failed = 0;
+    *cases = 0, *worst = 0;
+    if (test_temp_file(out)) n = -1;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        free(names[i]);
+        if (!is_model_case(path)) continue;
+        double d = test_hf_run_case(path, path, out, NULL);
+        if (each) each(path, arg);
+        ++*cases;
+        if (d < 0 || d != d || d > tol) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
+        else if (d > *worst) *worst = d;
+    }
+    unlink(out);
+    return n < 0 ? -1 : failed;
+}
+
+
+/* ---------------------------------------------------------------- gradients */
+
+#define MAX_GRADS 256
+
+double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
+    tf_st_file *g = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
+    tf_tensor *x = in ? test_st_tensor(in, "pixel_values", a) : NULL, *y = in ? test_st_tensor(in, "labels", a) : NULL;
+    int n = tf_params_count(ps) + 1;
+    if (g && x && y && n <= MAX_GRADS) {
+        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
+        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+        tf_params_zero_grad(ps);
+        tf_tensor *l = loss(ctx, model, lx, y);
+        if (l && !tf_backward(ctx, l, NULL)) {
+            worst = 0;
+            for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
+                tf_tensor *t = i ? tf_params_tensor(ps, i - 1) : lx;
+                tf_tensor *w = test_st_tensor(g, i ? tf_params_name(ps, i - 1) : "pixel_values", a);
+                diff[i] = INFINITY, norm[i] = 1;
+                if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
+                if (norm[i] > largest) largest = norm[i];
+            }
+            /* relative to its own gradient; one that is zero in exact arithmetic
+             * (a key bias: softmax ignores a shift of every score) against the largest */
+            for (int i = 0; i < n; i++) {
+                double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
+                if (e > 1e-4) fprintf(stderr, "    %s: tensor %d: %.3g\n", dir, i, e);
+                if (!(e <= worst)) worst = e;
+            }
+            *n_tensors = n;
+        }
+    }
+    tf_arena_free(a);
+    tf_ctx_free(ctx);
+    tf_st_close(in), tf_st_close(g);
+    return worst;
+}
+

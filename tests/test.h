@@ -125,6 +125,32 @@ typedef struct {
  * *least: the smallest perturbed one. */
 int test_hf_perturbed(const char *case_dir, const test_weight *w, int n, double tol, double *same, double *least);
 
+/* ---- vision cases (tests/hf_case.c) ---- */
+
+/* A patch / tubelet embedding case (dir/case.safetensors: x, weight, bias, r,
+ * out, grad_*; 4-D or 5-D x): the worst of the output's max |diff| and the
+ * gradients' relative L2 errors; -1 when it cannot run. */
+double test_patch_case(const char *dir);
+/* Every model case (a folder with config.json) of dir through hf-run against
+ * its expected outputs: the failures (each said on stderr), *cases and *worst
+ * (the largest max |diff| of those passing); each(path, arg) for every case
+ * when not NULL. */
+int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
+                    double *worst);
+/* The loss of model on a batch (NULL on error). */
+typedef tf_tensor *(*test_loss_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels);
+/* The loss's gradient with respect to dir/input.safetensors' pixel_values and
+ * every parameter of ps (model's) against dir/gradients.safetensors (by name):
+ * the worst relative L2 error (a gradient zero in exact arithmetic, as a key
+ * bias's, against the largest norm); -1 when it cannot run. */
+double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors);
+/* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: n images of side x
+ * side, image i of class i % classes with pixel (y,x) = pixel(i, class, y, x). */
+int test_write_idx_set(const char *dir, const char *split, int n, int side, int classes,
+                       unsigned char (*pixel)(int i, int c, int y, int x));
+/* An 8-bit grey PNG of w x h pixels, row by row. */
+int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h);
+
 struct cJSON;
 /* src/config.json (a Marian folder) into dst with one generate() run's
  * forced_eos_token_id and bad_words_ids (null and none when it names none). */

@@ -364,12 +364,16 @@ static tf_tensor *case_lstm_cell(tf_ctx *c, int v) {
 }
 
 /* Patch embedding: 0 a bias and leftover rows / columns (5x7 in 2x2
- * patches), 1 no bias and 3x3 patches, 2 1x1 patches of a strided input. */
+ * patches), 1 no bias and 3x3 patches, 2 1x1 patches of a strided input;
+ * tubelets: 3 2x2x3 tubes of (2,5,2,5,7) with a leftover frame, row and
+ * column, 4 1x1x2 tubes without bias (one frame each). */
 static tf_tensor *case_patch_embed(tf_ctx *c, int v) {
     if (v == 0) return tf_patch_embed(c, LEAF(c, 2, 3, 5, 7), LEAF(c, 4, 3, 2, 2), LEAF(c, 4));
     if (v == 1) return tf_patch_embed(c, LEAF(c, 1, 2, 6, 6), LEAF(c, 5, 2, 3, 3), NULL);
     tf_tensor *x = tf_transpose(c, LEAF(c, 2, 3, 4, 3), 1, 2);  // (2,4,3,3), strided
-    return tf_patch_embed(c, x, LEAF(c, 3, 4, 1, 1), LEAF(c, 3));
+    if (v == 2) return tf_patch_embed(c, x, LEAF(c, 3, 4, 1, 1), LEAF(c, 3));
+    if (v == 3) return tf_patch_embed(c, LEAF(c, 2, 5, 2, 5, 7), LEAF(c, 3, 2, 2, 2, 3), LEAF(c, 3));
+    return tf_patch_embed(c, LEAF(c, 1, 3, 1, 2, 4), LEAF(c, 2, 1, 1, 1, 2), NULL);
 }
 
 /* max: over a dim kept, over every element (inputs spread apart: no two
@@ -423,7 +427,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
     [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
     [TF_OP_LSTM_CELL] = {TF_OP_LSTM_CELL, 4, case_lstm_cell},
-    [TF_OP_PATCH_EMBED] = {TF_OP_PATCH_EMBED, 3, case_patch_embed},
+    [TF_OP_PATCH_EMBED] = {TF_OP_PATCH_EMBED, 5, case_patch_embed},
     [TF_OP_MAX] = {TF_OP_MAX, 3, case_max},
     [TF_OP_RECIPROCAL] = {TF_OP_RECIPROCAL, 2, case_reciprocal},
     [TF_OP_DEPTHWISE_CONV] = {TF_OP_DEPTHWISE_CONV, 3, case_depthwise_conv},

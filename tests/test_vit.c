@@ -16,39 +16,6 @@
 
 /* ---------------------------------------------------------------- the patch embedding */
 
-static double patch_case(const char *dir) {
-    char p[1200];
-    snprintf(p, sizeof p, "%s/case.safetensors", dir);
-    tf_st_file *f = tf_st_open(p);
-    tf_arena *a = tf_arena_new(0);
-    tf_ctx *ctx = tf_ctx_new(1);
-    double worst = -1;
-    tf_tensor *x = f ? test_st_tensor(f, "x", a) : NULL, *w = f ? test_st_tensor(f, "weight", a) : NULL, *b = f ? test_st_tensor(f, "bias", a) : NULL;
-    tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL;
-    if (x && w && b && r && want) {
-        /* leaves of the context that track gradients, holding the file's values */
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1), *lw = tf_tensor_new(ctx, TF_DTYPE_F32, 4, w->shape, 1);
-        tf_tensor *lb = tf_tensor_new(ctx, TF_DTYPE_F32, 1, b->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * 4), memcpy(lw->data, w->data, (size_t)tf_numel(w) * 4);
-        memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
-        tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
-        if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
-            worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
-            const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
-            tf_tensor *leaves[3] = {lx, lw, lb};
-            for (int i = 0; i < 3; i++) {
-                tf_tensor *g = test_st_tensor(f, names[i], a);
-                double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
-                if (!(e <= worst)) worst = e;
-            }
-        }
-    }
-    tf_ctx_free(ctx);
-    tf_arena_free(a);
-    tf_st_close(f);
-    return worst;
-}
-
 /* Output to 1e-5 absolute, gradients to 1e-5 relative L2 error. */
 TEST(vit_patch_embed_matches_pytorch) {
     static const char *const CASES[] = {"patch_embed_rgb_9x11_p4", "patch_embed_grey_28_p7", "patch_embed_p1"};
@@ -56,7 +23,7 @@ TEST(vit_patch_embed_matches_pytorch) {
     for (int i = 0; i < 3; i++) {
         char dir[256];
         snprintf(dir, sizeof dir, "%s/%s", VIT_DIR, CASES[i]);
-        double e = patch_case(dir);
+        double e = test_patch_case(dir);
         CHECKF(e >= 0 && e <= TOL, "%s: error %g (%s)", CASES[i], e, tf_error());
         if (e > worst) worst = e;
     }
@@ -65,31 +32,13 @@ TEST(vit_patch_embed_matches_pytorch) {
 
 /* ---------------------------------------------------------------- hf-run against transformers */
 
-static int is_model_case(const char *dir) {
-    char p[1400];
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    return access(p, F_OK) == 0;
-}
-
 TEST(vit_hf_run_matches_transformers) {
     const char *dir = test_fixture_dir_or(VIT_DIR);
-    char *names[256], path[1200], out[] = "/tmp/tformer_vit_out_XXXXXX";
-    int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0;
-    CHECKF(n > 0, "no cases in %s", dir);
-    CHECK(test_temp_file(out) == 0);
-    double worst = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        free(names[i]);
-        if (!is_model_case(path)) continue;
-        double d = test_hf_run_case(path, path, out, NULL);
-        cases++;
-        if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
-        else if (d > worst) worst = d;
-    }
-    unlink(out);
+    int cases;
+    double worst;
+    int failed = test_hf_run_dir(dir, TOL, NULL, NULL, &cases, &worst);
     printf("    %d ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
-    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed", failed, cases);
+    CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, dir);
 }
 
 /* ---------------------------------------------------------------- scratch folders */
@@ -249,49 +198,16 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
  * relative L2 error per tensor. */
 /* ||a - b|| and ||b|| in double. */
 
-#define MAX_GRADS 64
+static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
+    tf_vit_outputs o;
+    return tf_vit_run(ctx, model, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &o) ? NULL : o.loss;
+}
 
 static double gradient_case(const char *dir, int *n_tensors) {
-    char p[1300];
-    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
-    tf_st_file *g = tf_st_open(p);
-    snprintf(p, sizeof p, "%s/input.safetensors", dir);
-    tf_st_file *in = tf_st_open(p);
     tf_vit *m = tf_vit_load_hf(dir);
-    tf_ctx *ctx = tf_ctx_new(1);
-    tf_arena *a = tf_arena_new(0);
-    double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
-    tf_tensor *x = in ? test_st_tensor(in, "pixel_values", a) : NULL, *y = in ? test_st_tensor(in, "labels", a) : NULL;
-    int n = m ? tf_params_count(m->params) + 1 : 0;
-    if (g && m && x && y && n <= MAX_GRADS) {
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, 4, x->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
-        tf_vit_outputs o;
-        tf_params_zero_grad(m->params);
-        if (!tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = lx, .labels = y}, &o) && !tf_backward(ctx, o.loss, NULL)) {
-            worst = 0;
-            for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
-                tf_tensor *t = i ? tf_params_tensor(m->params, i - 1) : lx;
-                tf_tensor *w = test_st_tensor(g, i ? tf_params_name(m->params, i - 1) : "pixel_values", a);
-                diff[i] = INFINITY, norm[i] = 1;
-                if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
-                if (norm[i] > largest) largest = norm[i];
-            }
-            /* relative to its own gradient; one that is zero in exact arithmetic
-             * (a key bias: softmax ignores a shift of every score) against the largest */
-            for (int i = 0; i < n; i++) {
-                double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
-                if (e > 1e-4) fprintf(stderr, "    %s: tensor %d: %.3g\n", dir, i, e);
-                if (!(e <= worst)) worst = e;
-            }
-            *n_tensors = n;
-        }
-    }
-    tf_arena_free(a);
-    tf_ctx_free(ctx);
+    double e = m ? test_gradient_case(dir, m, m->params, vit_loss, n_tensors) : -1;
     tf_vit_free(m);
-    tf_st_close(in), tf_st_close(g);
-    return worst;
+    return e;
 }
 
 TEST(vit_gradients_match_pytorch) {

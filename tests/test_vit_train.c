@@ -3,7 +3,6 @@
  * is reported), the same seed gives the same run, `tformer classify` (and
  * `tformer eval --data-dir`) scores the set and classify labels a PNG; bad
  * data are errors naming the file. */
-#include <png.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,10 +11,6 @@
 
 #define N_IMAGES 240
 #define SIDE 12
-
-static void put32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
-}
 
 /* Pixel (y,x) of image i of class c: stripes every third row (class 0),
  * column (1) or diagonal (2) at a phase drawn from i, over hashed noise:
@@ -26,48 +21,15 @@ static unsigned char pixel(int i, int c, int y, int x) {
     return (unsigned char)(on ? 200 + noise : noise * 3);
 }
 
-/* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: N_IMAGES of SIDE x SIDE, labels i % classes. */
 static int write_set(const char *dir, const char *split, int classes) {
-    size_t n = 16 + (size_t)N_IMAGES * SIDE * SIDE;
-    unsigned char *img = malloc(n), lab[8 + N_IMAGES];
-    if (!img) return -1;
-    put32(img, 0x803), put32(img + 4, N_IMAGES), put32(img + 8, SIDE), put32(img + 12, SIDE);
-    put32(lab, 0x801), put32(lab + 4, N_IMAGES);
-    for (int i = 0; i < N_IMAGES; i++) {
-        lab[8 + i] = (unsigned char)(i % classes);
-        for (int p = 0; p < SIDE * SIDE; p++) img[16 + (size_t)i * SIDE * SIDE + (size_t)p] = pixel(i, i % 3, p / SIDE, p % SIDE);
-    }
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split);
-    FILE *f = fopen(path, "wb");
-    int rc = !f || fwrite(img, 1, n, f) != n;
-    if (f) rc |= fclose(f) != 0;
-    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split);
-    f = fopen(path, "wb");
-    rc |= !f || fwrite(lab, 1, sizeof lab, f) != sizeof lab;
-    if (f) rc |= fclose(f) != 0;
-    free(img);
-    return rc ? -1 : 0;
+    return test_write_idx_set(dir, split, N_IMAGES, SIDE, classes, pixel);
 }
 
 /* Image 0 of class 0 as an 8-bit grey PNG. */
 static int write_png(const char *path) {
-    FILE *f = fopen(path, "wb");
-    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = p ? png_create_info_struct(p) : NULL;
-    if (!f || !info || setjmp(png_jmpbuf(p))) return -1;
-    png_init_io(p, f);
-    png_set_IHDR(p, info, SIDE, SIDE, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(p, info);
-    for (int y = 0; y < SIDE; y++) {
-        unsigned char row[SIDE];
-        for (int x = 0; x < SIDE; x++) row[x] = pixel(0, 0, y, x);
-        png_write_row(p, row);
-    }
-    png_write_end(p, NULL);
-    png_destroy_write_struct(&p, &info);
-    return fclose(f);
+    unsigned char img[SIDE * SIDE];
+    for (int p = 0; p < SIDE * SIDE; p++) img[p] = pixel(0, 0, p / SIDE, p % SIDE);
+    return test_write_grey_png(path, img, SIDE, SIDE);
 }
 
 #define MODEL_FLAGS "--image-size 12 --patch-size 3 --d-model 16 --n-layer 1 --n-head 2 --n-labels 3 --threads 1"

@@ -151,6 +151,52 @@ TF_API tf_images_aug tf_images_aug_none(void);
 TF_API tf_loader *tf_images_loader_aug(const tf_images *train, const tf_images *valid, const tf_images_aug *aug,
                                        uint64_t seed);
 
+/* ---------------------------------------------------------------- moving-object clips (docs/video.md) */
+
+/* What a clip's label says. Directions: the quadrant of the object's first
+ * velocity, 0 right-down, 1 left-down, 2 left-up, 3 right-up (y grows down). */
+typedef enum {
+    TF_CLIP_LABEL_DIRECTION,      /* 4 classes */
+    TF_CLIP_LABEL_CLASS_DIRECTION /* the image's class * 4 + the direction: 4 n_classes classes */
+} tf_clip_label;
+
+/* Clips made as Moving MNIST (Srivastava et al. 2015): one labelled image
+ * on a black canvas x canvas frame moves with a constant speed in a random
+ * direction, bouncing off the edges, for `frames` frames. The start is drawn
+ * where the whole path fits when it can: without a bounce the frames taken
+ * as a set cannot tell a direction from its opposite, so the shuffled
+ * control can only guess between them (a bounce would give it away). */
+typedef struct {
+    int canvas;          /* frames are canvas x canvas pixels (Moving MNIST: 64) */
+    int frames;          /* per clip */
+    int object_size;     /* the image drawn at object_size x object_size (nearest pixel); 0: its own size */
+    float speed;         /* pixels per frame (Moving MNIST: 2 to 5) */
+    tf_clip_label label;
+    int shuffle;         /* the control: every clip's frames in a random order (the label unchanged) */
+} tf_clips_config;
+
+/* Classes of the labels for images of n_classes classes. */
+TF_API int tf_clips_n_labels(const tf_clips_config *c, int n_classes);
+/* 0, or -1 with a message naming the setting (the object larger than the canvas, ...). */
+TF_API int tf_clips_check(const tf_clips_config *c, const tf_images *src);
+/* Clip `index` of the sequence `seed` from the images of src into out
+ * (frames, channels, canvas, canvas), its label into *label: every draw
+ * (image, start, direction, frame order) a hash of (seed, index). */
+TF_API int tf_clip_make(const tf_images *src, const tf_clips_config *c, uint64_t seed, uint64_t index, float *out,
+                        int32_t *label);
+/* A clip: the PNG files of folder dir (names ending .png, any case, in
+ * byte order of their names) as a set of frames (n = frames, unlabelled),
+ * each read as tf_images_read_png. Errors name the folder or file: not a
+ * folder, no PNG in it, frames of different sizes, a frame that is not a
+ * readable PNG. */
+TF_API int tf_images_read_clip(const char *dir, int channels, tf_images *out);
+/* Batches "pixel_values" (rows, frames, channels, canvas, canvas) F32 and
+ * "labels" (rows) I32: training clip (key, row) from the train images,
+ * validation batch `key` the clips key*rows .. (mod val_clips) of a fixed
+ * sequence from the valid images (held-out images: no image is in both). */
+TF_API tf_loader *tf_clips_loader_new(const tf_images *train, const tf_images *valid, const tf_clips_config *c,
+                                      int64_t val_clips, uint64_t seed);
+
 /* Where a vision Transformer looks: the image, then the image under each map
  * (the attention rollout, then each head), maps over the patches grid. */
 typedef struct {

@@ -244,6 +244,9 @@ typedef struct {
     int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
     int conv_kernel;    /* TF_ATTN_NYSTROM: K > 0 (odd) adds the depthwise convolution of v (role CONV_W) */
     tf_sparse_pattern sparse; /* TF_ATTN_SPARSE: which keys each query sees; attn_dropout must be 0 */
+    int factorised;     /* ViViT's factorised self-attention (Model 3), with cross: x (B,F*S,d_model) holds F
+                         * frames (tf_block_args' frames) of S tokens; self-attention runs within each frame,
+                         * then the cross roles (X_*, NORM_CROSS) attend within each place across the frames */
 } tf_block_config;
 
 typedef struct {
@@ -305,6 +308,7 @@ typedef struct {
     tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
+    int frames;                        /* factorised blocks: the frames F of x (B,F*S,d_model) */
     /* Continual inference (include/tformer/continual.h): */
     tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed
                                         * elsewhere (a retroactive step), used in place of attending */

@@ -31,7 +31,7 @@ typedef enum {
     TF_OP_TANH,          /* the pooler's activation */
     TF_OP_GRU_CELL,      /* PyTorch's GRUCell, fused */
     TF_OP_LSTM_CELL,     /* PyTorch's LSTMCell, fused: (2,B,H) = [h', c'] */
-    TF_OP_PATCH_EMBED,   /* non-overlapping PxP patches, each projected: Conv2d(stride=P) flattened */
+    TF_OP_PATCH_EMBED,   /* non-overlapping patches / tubelets, each projected: Conv2d / Conv3d(stride=kernel) flattened */
     TF_OP_MAX,           /* over one dim or all; the gradient shared by the maxima */
     TF_OP_RECIPROCAL,    /* 1/x */
     TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
@@ -126,7 +126,12 @@ TF_API tf_tensor *tf_lstm_cell_c(tf_ctx *ctx, tf_tensor *hc); /* (2,B,H) -> c' (
  * (B,N,D), N = (H/P)*(W/P) patches in row-major order, patch n's row
  * = w . x[:, :, P*gy:P*gy+P, P*gx:P*gx+P] + b: PyTorch's
  * Conv2d(C, D, P, stride=P)(x).flatten(2).transpose(1,2); rows and columns
- * past the last whole patch are ignored, as Conv2d does. */
+ * past the last whole patch are ignored, as Conv2d does.
+ * ViViT's tubelet embedding: x (B,T,C,H,W) (frames first, as
+ * Hugging Face's pixel_values), w (D,C,Pt,Ph,Pw) -> (B,N,D),
+ * N = (T/Pt)*(H/Ph)*(W/Pw) tubes ordered (time, row, column): PyTorch's
+ * Conv3d(C, D, (Pt,Ph,Pw), stride=(Pt,Ph,Pw))(x.permute(0,2,1,3,4))
+ * .flatten(2).transpose(1,2); Pt = 1 embeds each frame as ViT does. */
 TF_API tf_tensor *tf_patch_embed(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b);
 
 /* A depthwise convolution along the sequence: x (B,C,T,D), w (C,K), K odd ->

@@ -84,6 +84,13 @@ static const char *const VIT_REFUSED[] = {
 };
 static const char *const OUT_VIT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
 
+/* VivitModel / VivitForVideoClassification.forward() (transformers 4.x): clips (B,T,C,H,W). */
+static const hf_input VIVIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {NULL, 0, NULL, 0}};
+static const hf_input VIVIT_CLS_INPUTS[] = {
+    {"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+};
+static const char *const VIVIT_REFUSED[] = {"head_mask", "output_attentions", "output_hidden_states", "return_dict", NULL};
+
 /* NystromformerModel / NystromformerFor*.forward() (transformers 4.x): BERT's inputs. */
 #define NYSTROM_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
                        {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
@@ -108,6 +115,8 @@ static const hf_arch ARCHS[] = {
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
     {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},
+    {"VivitModel", &hf_vivit_family, VIVIT_INPUTS, VIVIT_REFUSED, OUT_VIT_BODY},
+    {"VivitForVideoClassification", &hf_vivit_family, VIVIT_CLS_INPUTS, VIVIT_REFUSED, OUT_LM},
     {"NystromformerModel", &hf_nystrom_family, NYSTROM_INPUTS, NYSTROM_REFUSED, OUT_BODY},
     {"NystromformerForMaskedLM", &hf_nystrom_family, NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, OUT_LM},
     {"NystromformerForSequenceClassification", &hf_nystrom_family, NYSTROM_SEQ_INPUTS, NYSTROM_REFUSED, OUT_LM},

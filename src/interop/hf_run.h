@@ -79,6 +79,7 @@ extern const hf_family hf_gpt2_family;
 extern const hf_family hf_bert_family;
 extern const hf_family hf_marian_family;
 extern const hf_family hf_vit_family;
+extern const hf_family hf_vivit_family;
 extern const hf_family hf_nystrom_family;
 
 #endif

@@ -1,5 +1,7 @@
-/* hf-run's ViT family: ViTModel and ViTForImageClassification through
- * tf_vit_load_hf / tf_vit_run. */
+/* hf-run's vision families: ViTModel / ViTForImageClassification through
+ * tf_vit_load_hf / tf_vit_run, VivitModel / VivitForVideoClassification
+ * through tf_vivit_load / tf_vivit_run (Hugging Face's Vivit is ViViT's
+ * Model 1 with tubelet embedding; tformer's Models 2 and 3 run here too). */
 #include <math.h>
 
 #include "hf_run.h"
@@ -11,23 +13,50 @@ static void *vit_load(const char *dir, const char *architecture) {
 
 static void vit_free(void *model) { tf_vit_free(model); }
 
+/* An error of the forward, named after the input file. */
+static int input_error(const hf_job *job) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    return tf_set_error("%s: %s", job->input_path, msg);
+}
+
+/* The output fields of a classifier's forward; PyTorch's mean over no labels is 0/0. */
+static int put_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *last, tf_tensor *pooled, tf_tensor *logits,
+                       tf_tensor *loss) {
+    int all_ignored = labels != NULL;
+    for (int64_t i = 0; labels && i < tf_numel(labels); i++) all_ignored &= tf_i32(labels)[i] == -100;
+    if (loss && all_ignored) tf_f32(loss)[0] = NAN;
+    return hf_put(&job->out, "last_hidden_state", last) || hf_put(&job->out, "pooler_output", pooled) ||
+           hf_put(&job->out, "logits", logits) || hf_put(&job->out, "loss", loss);
+}
+
 static int vit_run(hf_job *job) {
     const tf_vit *m = job->model;
     tf_vit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
     if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
         return -1;
     tf_vit_outputs out;
-    if (tf_vit_run(job->ctx, m, &in, &out)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tf_error());
-        return tf_set_error("%s: %s", job->input_path, msg);
-    }
-    int all_ignored = in.labels != NULL; /* PyTorch's mean over no labels is 0/0 */
-    for (int64_t i = 0; in.labels && i < tf_numel(in.labels); i++) all_ignored &= tf_i32(in.labels)[i] == -100;
-    if (out.loss && all_ignored) tf_f32(out.loss)[0] = NAN;
-    return hf_put(&job->out, "last_hidden_state", out.last_hidden_state) ||
-           hf_put(&job->out, "pooler_output", out.pooler_output) || hf_put(&job->out, "logits", out.logits) ||
-           hf_put(&job->out, "loss", out.loss);
+    if (tf_vit_run(job->ctx, m, &in, &out)) return input_error(job);
+    return put_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
 }
 
 const hf_family hf_vit_family = {vit_load, vit_free, vit_run};
+
+static void *vivit_load(const char *dir, const char *architecture) {
+    (void)architecture;
+    return tf_vivit_load(dir);
+}
+
+static void vivit_free(void *model) { tf_vivit_free(model); }
+
+static int vivit_run(hf_job *job) {
+    const tf_vivit *m = job->model;
+    tf_vivit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
+    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
+        return -1;
+    tf_vivit_outputs out;
+    if (tf_vivit_run(job->ctx, m, &in, &out)) return input_error(job);
+    return put_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+}
+
+const hf_family hf_vivit_family = {vivit_load, vivit_free, vivit_run};

@@ -10,7 +10,7 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}};
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}, 0};
     return c;
 }
 
@@ -31,6 +31,9 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->landmarks < 0 || c->conv_kernel < 0 || (c->conv_kernel > 0 && c->conv_kernel % 2 == 0))
         return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->landmarks,
                             c->conv_kernel);
+    if (c->factorised && (!c->cross || c->attn != TF_ATTN_FULL))
+        return tf_set_error("block: factorised attention needs the cross roles (its temporal attention) and full "
+                            "attention");
     return 0;
 }
 
@@ -142,7 +145,7 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
 
 /* ---------------------------------------------------------------- forward */
 
-enum { SELF, CROSS, FF };
+enum { SELF, CROSS, FF, TIME };
 
 /* Sub-layer `which` of h (B,T,d_model), dropout on its output. */
 static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which, tf_tensor *h,
@@ -150,6 +153,8 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
                                              a->cache, a->layer, NULL, a->self_probs), c->dropout);
+    if (which == TIME) /* factorised: the cross roles as self-attention across frames */
+        return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, h, h, NULL, 0, NULL, 0, NULL, NULL), c->dropout);
     if (which == CROSS) { /* with a cross cache: memory projected once, read after */
         tf_tensor *mem = a->cross_cache && tf_kv_cache_len(a->cross_cache) > 0 ? NULL : a->memory;
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, mem, mem, a->cross_mask, 0, a->cross_cache,
@@ -167,6 +172,19 @@ static tf_tensor *residual(tf_ctx *ctx, const tf_block *b, const tf_block_config
         return tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a),
                                            a->drop_path));
     return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, x, a), a->drop_path)));
+}
+
+/* x (B,F*S,C) frame-major -> (B*F,S,C) spatial groups, self-attention in
+ * each; -> (B*S,F,C) temporal groups, the second attention in each; back. */
+static tf_tensor *factorised(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
+                             const tf_block_args *a) {
+    int64_t B = x->shape[0], N = x->shape[1], C = x->shape[2], F = a->frames, S = F > 0 ? N / F : 0;
+    if (F <= 0 || N % F) return tf_set_error("block: %lld tokens are not %lld frames of equal size", (long long)N, (long long)F), NULL;
+    tf_tensor *xs = residual(ctx, b, c, SELF, &b->norm_attn, tf_reshape(ctx, x, 3, (int64_t[]){B * F, S, C}), a);
+    tf_tensor *xt = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xs, 4, (int64_t[]){B, F, S, C}), 1, 2));
+    xt = residual(ctx, b, c, TIME, &b->norm_cross, tf_reshape(ctx, xt, 3, (int64_t[]){B * S, F, C}), a);  // (B*S,F,C)
+    tf_tensor *y = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xt, 4, (int64_t[]){B, S, F, C}), 1, 2));
+    return tf_reshape(ctx, y, 3, (int64_t[]){B, N, C});  // (B,F*S,C)
 }
 
 /* The self-attention sub-layer, continual variants included: attention
@@ -192,6 +210,7 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
                             const tf_block_args *args) {
     tf_block_args none = {0};
     const tf_block_args *a = args ? args : &none;
+    if (cfg->factorised) return x ? residual(ctx, b, cfg, FF, &b->norm_ff, factorised(ctx, b, cfg, x, a), a) : NULL;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
     if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->attn == TF_ATTN_NYSTROM))

@@ -91,6 +91,18 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
 }
 
 
+/* ---------------------------------------------------------------- classification tasks */
+
+void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m) {
+    int64_t L = logits->shape[1];
+    for (int64_t i = 0; i < labels->shape[0]; i++) {
+        const float *z = tf_f32(logits) + i * L;
+        int64_t best = 0;
+        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        m->sum[0] += best == tf_i32(labels)[i], m->count[0] += 1;
+    }
+}
+
 /* ---------------------------------------------------------------- image sets */
 
 int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction) {

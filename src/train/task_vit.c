@@ -83,13 +83,7 @@ static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
                          .label_smoothing = v->cfg.label_smoothing};
     tf_vit_outputs out;
     if (tf_vit_run(ctx, model, &in, &out)) return NULL;
-    int64_t L = model->cfg.n_labels;
-    for (int64_t i = 0; m && i < in.labels->shape[0]; i++) { /* accuracy of the argmax */
-        const float *z = tf_f32(out.logits) + i * L;
-        int64_t best = 0;
-        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
-        m->sum[0] += best == tf_i32(in.labels)[i], m->count[0] += 1;
-    }
+    if (m) tf_task_count_hits(out.logits, in.labels, m); /* accuracy of the argmax */
     return soft ? tf_soft_cross_entropy(ctx, out.logits, soft) : out.loss;
 }
 

@@ -160,4 +160,9 @@ tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *c
 /* The task's model when it is of family fam, else NULL. */
 const void *tf_translation_task_model(const tf_task *t, const tf_translation_family *fam);
 
+/* ---------------------------------------------------------------- classification tasks (task_util.c) */
+
+/* Hits of the argmax of logits (B,L) against labels (B) into metric 0 of m. */
+void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m);
+
 #endif

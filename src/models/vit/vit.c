@@ -14,19 +14,9 @@
 #include <string.h>
 
 #include "../../core/internal.h"
-#include "../model_folder.h"
+#include "../vision.h"
 
-/* Hugging Face's names for a ViTLayer's tensors, in its checkpoint order. */
-static const tf_block_name VIT_BLOCK[] = {
-    {TF_BP_Q_W, "attention.attention.query.weight"},  {TF_BP_Q_B, "attention.attention.query.bias"},
-    {TF_BP_K_W, "attention.attention.key.weight"},    {TF_BP_K_B, "attention.attention.key.bias"},
-    {TF_BP_V_W, "attention.attention.value.weight"},  {TF_BP_V_B, "attention.attention.value.bias"},
-    {TF_BP_OUT_W, "attention.output.dense.weight"},   {TF_BP_OUT_B, "attention.output.dense.bias"},
-    {TF_BP_FF_IN_W, "intermediate.dense.weight"},     {TF_BP_FF_IN_B, "intermediate.dense.bias"},
-    {TF_BP_FF_OUT_W, "output.dense.weight"},          {TF_BP_FF_OUT_B, "output.dense.bias"},
-    {TF_BP_NORM_ATTN_W, "layernorm_before.weight"},   {TF_BP_NORM_ATTN_B, "layernorm_before.bias"},
-    {TF_BP_NORM_FF_W, "layernorm_after.weight"},      {TF_BP_NORM_FF_B, "layernorm_after.bias"},
-};
+static const tf_block_name VIT_BLOCK[] = {TF_VIT_LAYER_NAMES};
 
 static tf_block_config block_config(const tf_vit_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);

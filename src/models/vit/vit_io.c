@@ -1,13 +1,11 @@
 /* ViT models as Hugging Face folders: config.json + model.safetensors, both
  * ways, for ViTModel and ViTForImageClassification. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../util/util.h"
-#include "../model_folder.h"
+#include "../vision.h"
 
 /* config.json's keys through a field table; the other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
@@ -57,14 +55,8 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
     return 0;
 }
 
-/* id2label {"0": name, ...}: every id from 0 to n-1 once. */
 static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    int n = m->cfg.n_labels;
-    if (!map || m->cfg.head != TF_VIT_IMAGE_CLS) return 0;
-    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
-        return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
-    return tf_labels_from_json(&m->labels, n, map, path);
+    return m->cfg.head == TF_VIT_IMAGE_CLS ? tf_vision_read_labels(&m->labels, m->cfg.n_labels, root, path) : 0;
 }
 static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
     *c = tf_vit_config_default();
@@ -99,28 +91,9 @@ tf_vit *tf_vit_load_hf(const char *dir) {
 
 /* ---------------------------------------------------------------- saving */
 
-static int write_config(const tf_vit *m, const char *path) {
+int tf_vit_save_hf(const tf_vit *m, const char *dir) {
     const tf_vit_config *c = &m->cfg;
     tf_fields f = {&HF_TABLE, (void *)c};
-    cJSON *r = cJSON_CreateObject();
-    cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
-    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_vit_head_name(c->head)));
-    cJSON_AddStringToObject(r, "model_type", "vit");
-    int rc = !arch || tf_fields_to_json(r, &f, 1);
-    if (!rc && c->head == TF_VIT_IMAGE_CLS) {
-        cJSON_AddStringToObject(r, "problem_type", "single_label_classification");
-        rc = tf_labels_to_json(m->labels, c->n_labels, r);
-    }
-    rc = rc || tf_json_write(path, r);
-    cJSON_Delete(r);
-    return rc ? -1 : 0;
-}
-
-int tf_vit_save_hf(const tf_vit *m, const char *dir) {
-    if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (write_config(m, path)) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    return tf_folder_save_weights(m->params, path, NULL, NULL);
+    return tf_vision_save(dir, tf_vit_head_name(c->head), "vit", &f, NULL, m->labels,
+                          c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
 }

@@ -1,0 +1,100 @@
+/* What the image and video families share (vision.h): folders, batched predictions. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+
+#include "vision.h"
+
+/* ---------------------------------------------------------------- folders */
+
+int tf_vision_read_labels(char ***labels, int n, const cJSON *root, const char *path) {
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    if (!map) return 0;
+    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) != n)
+        return tf_set_error("%s: \"id2label\" must be an object of %d labels", path, n);
+    return tf_labels_from_json(labels, n, map, path);
+}
+
+static int write_config(const char *path, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                        char *const *labels, int n_labels) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON *archs = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
+    int rc = !archs || !cJSON_AddItemToArray(archs, cJSON_CreateString(arch)) ||
+             !cJSON_AddStringToObject(r, "model_type", model_type) || tf_fields_to_json(r, f, 1);
+    while (!rc && extra && extra->child) {
+        cJSON *item = cJSON_DetachItemViaPointer(extra, extra->child);
+        rc = !cJSON_AddItemToObject(r, item->string, item);
+    }
+    if (!rc && n_labels > 0)
+        rc = !cJSON_AddStringToObject(r, "problem_type", "single_label_classification") ||
+             tf_labels_to_json(labels, n_labels, r);
+    rc = rc || tf_json_write(path, r);
+    cJSON_Delete(r);
+    cJSON_Delete(extra);
+    return rc ? -1 : 0;
+}
+
+int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                   char *const *labels, int n_labels, const tf_params *ps) {
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        cJSON_Delete(extra);
+        return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (write_config(path, arch, model_type, f, extra, labels, n_labels)) return -1;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return tf_folder_save_weights(ps, path, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- predictions */
+
+/* The argmax and softmax probability of each row of logits (B,L); the loss
+ * and hits summed where labels are not -100. */
+static void score_rows(const float *logits, int64_t B, int64_t L, const int32_t *labels, int32_t *pred, float *prob,
+                       double *loss_sum, int64_t *counted, int64_t *correct) {
+    for (int64_t b = 0; b < B; b++) {
+        const float *z = logits + b * L;
+        int64_t best = 0;
+        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        double sum = 0;
+        for (int64_t k = 0; k < L; k++) sum += exp((double)z[k] - z[best]);
+        pred[b] = (int32_t)best;
+        if (prob) prob[b] = (float)(1.0 / sum);
+        if (labels && labels[b] != -100) {
+            *loss_sum += log(sum) - ((double)z[labels[b]] - z[best]);
+            *counted += 1, *correct += labels[b] == best;
+        }
+    }
+}
+
+int tf_predict_batches(const void *model, tf_logits_fn logits, int n_labels, const float *x, int64_t n, int item_ndim,
+                       const int64_t *item, int batch, const int32_t *labels, int32_t *pred, float *prob, double *loss,
+                       int64_t *correct) {
+    if (batch <= 0) batch = 256;
+    int64_t per = 1, counted = 0, hits = 0, shape[8];
+    for (int d = 0; d < item_ndim; d++) per *= item[d], shape[d + 1] = item[d];
+    double loss_sum = 0;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) return tf_set_error("predict: out of memory");
+    tf_ctx_set_grad(ctx, 0);
+    int rc = 0;
+    for (int64_t first = 0; !rc && first < n; first += batch) {
+        int64_t B = n - first < batch ? n - first : batch;
+        shape[0] = B;
+        tf_tensor *px = tf_tensor_new(ctx, TF_DTYPE_F32, item_ndim + 1, shape, 0), *z = NULL;
+        if (!px) rc = -1;
+        else memcpy(px->data, x + first * per, (size_t)(B * per) * sizeof(float));  // (B, item...)
+        if (!rc && !(rc = logits(ctx, model, px, &z)))
+            score_rows(tf_f32(z), B, n_labels, labels ? labels + first : NULL, pred + first, prob ? prob + first : NULL,
+                       &loss_sum, &counted, &hits);
+        tf_ctx_reset(ctx);
+    }
+    tf_ctx_free(ctx);
+    if (loss) *loss = counted ? loss_sum / (double)counted : NAN;
+    if (correct) *correct = hits;
+    return rc;
+}

@@ -1,0 +1,213 @@
+/* ViViT: a clip's tubelets (or each frame's patches) embedded by one strided
+ * projection (tf_patch_embed), then one of the paper's three encoders, all
+ * made of the one Transformer block (pre-LN, VivitLayer's name map).
+ *
+ *   p = tubelet_embed(pixels)                 (B,F*S,C)  F time groups of S tubes
+ *   Model 1: h = enc([cls; p] + pos)          (B,F*S+1,C)            joint
+ *   Model 2: s = enc_s([cls_s; p_f] + pos_s)  (B*F,S+1,C)  per frame group
+ *            h = enc_t([cls_t; s[:,0]] + pos_t) (B,F+1,C)            late fusion
+ *   Model 3: h = enc(p + pos)                 (B,F*S,C)  each block: space, time, MLP
+ *   enc = dropout, the blocks, the final LayerNorm
+ *   logits = classifier(h[:,0]) (Models 1, 2) or classifier(mean_n h) (Model 3)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/internal.h"
+#include "../vision.h"
+
+static const tf_block_name JOINT[] = {TF_VIT_LAYER_NAMES};
+/* Model 3: the temporal attention and its LayerNorm beside VivitLayer's tensors. */
+static const tf_block_name FACTORISED[] = {
+    TF_VIT_LAYER_NAMES,
+    {TF_BP_X_Q_W, "temporal_attention.attention.query.weight"}, {TF_BP_X_Q_B, "temporal_attention.attention.query.bias"},
+    {TF_BP_X_K_W, "temporal_attention.attention.key.weight"},   {TF_BP_X_K_B, "temporal_attention.attention.key.bias"},
+    {TF_BP_X_V_W, "temporal_attention.attention.value.weight"}, {TF_BP_X_V_B, "temporal_attention.attention.value.bias"},
+    {TF_BP_X_OUT_W, "temporal_attention.output.dense.weight"},  {TF_BP_X_OUT_B, "temporal_attention.output.dense.bias"},
+    {TF_BP_NORM_CROSS_W, "layernorm_temporal.weight"},          {TF_BP_NORM_CROSS_B, "layernorm_temporal.bias"},
+};
+
+static tf_block_config block_config(const tf_vivit_config *c) {
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    b.d_ff = c->d_ff, b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 1;
+    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
+    b.attn = TF_ATTN_FULL, b.ff_dropout = 0, b.w_in_out = 0;
+    b.cross = b.factorised = c->model_kind == 3;
+    return b;
+}
+
+/* "vivit." before the body's names when a head sits on it (Hugging Face's layout). */
+static int body_name(const tf_vivit *m, char *out, size_t n, const char *a, const char *b) {
+    if ((size_t)snprintf(out, n, "%s%s%s", m->cfg.head == TF_VIVIT_BODY ? "" : "vivit.", a, b) >= n)
+        return tf_set_error("vivit: parameter name %s%s too long", a, b);
+    return 0;
+}
+
+/* An encoder under names `emb`.cls_token / position_embeddings, `enc`.layer.i., `norm`. */
+static int register_encoder(tf_vivit *m, tf_vivit_encoder *e, int n_layer, int64_t tokens, int cls, const char *emb,
+                            const char *enc, const char *norm) {
+    const tf_vivit_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    int64_t D = c->d_model;
+    char n[256], layer[64];
+    if (!(e->layer = calloc((size_t)n_layer, sizeof *e->layer))) return tf_set_error("vivit: out of memory");
+    int rc = cls && (body_name(m, n, sizeof n, emb, ".cls_token") ||
+                     tf_params_add(ps, n, &e->cls_token, 3, (int64_t[]){1, 1, D}, c->init_std));
+    rc = rc || body_name(m, n, sizeof n, emb, ".position_embeddings") ||
+         tf_params_add(ps, n, &e->position, 3, (int64_t[]){1, tokens + cls, D}, c->init_std);
+    tf_block_names names = {c->model_kind == 3 ? FACTORISED : JOINT,
+                            c->model_kind == 3 ? (int)(sizeof FACTORISED / sizeof *FACTORISED)
+                                               : (int)(sizeof JOINT / sizeof *JOINT)};
+    tf_block_init init = {c->init_std, c->init_std, 0};
+    for (int i = 0; !rc && i < n_layer; i++) {
+        snprintf(layer, sizeof layer, ".layer.%d.", i);
+        rc = body_name(m, n, sizeof n, enc, layer) || tf_block_register(ps, n, &e->layer[i], &m->block, &names, init);
+    }
+    return rc || body_name(m, n, sizeof n, norm, "") ||
+           tf_layer_norm_register(ps, n, &e->norm, c->d_model, c->norm_eps, 1);
+}
+
+static int register_all(tf_vivit *m) {
+    const tf_vivit_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    int64_t D = c->d_model, F = tf_vivit_time_tokens(c), S = tf_vivit_spatial_tokens(c);
+    char n[256];
+    int rc = body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.weight", "") ||
+             tf_params_add(ps, n, &m->patch_w, 5,
+                           (int64_t[]){D, c->channels, tf_vivit_tube_t(c), c->tubelet_h, c->tubelet_w}, c->init_std) ||
+             body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.bias", "") ||
+             tf_params_add(ps, n, &m->patch_b, 1, (int64_t[]){D}, TF_INIT_ZEROS);
+    int64_t tokens = c->model_kind == 2 ? S : F * S;
+    rc = rc || register_encoder(m, &m->enc, c->n_layer, tokens, c->model_kind != 3, "embeddings", "encoder", "layernorm");
+    if (!rc && c->model_kind == 2)
+        rc = register_encoder(m, &m->time_enc, c->n_layer_temporal, F, 1, "temporal_embeddings", "temporal_encoder",
+                              "temporal_layernorm");
+    if (!rc && c->head == TF_VIVIT_BODY && c->pooler)
+        rc = tf_pooler_register(ps, "pooler.dense", &m->pooler, c->d_model, c->init_std);
+    if (!rc && c->head == TF_VIVIT_VIDEO_CLS)
+        rc = tf_classifier_register(ps, "classifier", &m->cls, c->d_model, c->n_labels, 0, c->init_std);
+    return rc;
+}
+
+tf_vivit *tf_vivit_new(const tf_vivit_config *cfg, uint64_t seed) {
+    if (tf_vivit_config_check(cfg)) return NULL;
+    tf_vivit *m = calloc(1, sizeof *m);
+    if (!m || !(m->params = tf_params_new())) {
+        tf_vivit_free(m);
+        return tf_set_error("vivit: out of memory"), NULL;
+    }
+    m->cfg = *cfg;
+    if (!m->cfg.d_ff) m->cfg.d_ff = 4 * cfg->d_model;
+    m->block = block_config(&m->cfg);
+    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
+        tf_vivit_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void tf_vivit_free(tf_vivit *m) {
+    if (!m) return;
+    tf_labels_free(&m->labels, m->cfg.n_labels);
+    tf_params_free(m->params);
+    free(m->enc.layer);
+    free(m->time_enc.layer);
+    free(m);
+}
+
+int tf_vivit_set_labels(tf_vivit *m, const char *const *names, int n) {
+    if (n != m->cfg.n_labels) return tf_set_error("vivit: %d label names for %d labels", n, m->cfg.n_labels);
+    return tf_labels_set(&m->labels, n, names);
+}
+
+const char *tf_vivit_label(const tf_vivit *m, int i, char *buf, size_t n) {
+    return tf_labels_name(m->labels, m->cfg.n_labels, i, buf, n);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static int check_inputs(const tf_vivit *m, const tf_vivit_inputs *in) {
+    const tf_vivit_config *c = &m->cfg;
+    const tf_tensor *x = in->pixel_values, *y = in->labels;
+    char s[64];
+    if (!x || x->dtype != TF_DTYPE_F32 || x->ndim != 5 || x->shape[1] != c->num_frames || x->shape[2] != c->channels ||
+        x->shape[3] != c->image_size || x->shape[4] != c->image_size)
+        return tf_set_error("vivit: pixel_values %s must be F32 (B,%d,%d,%d,%d): num_frames, num_channels and "
+                            "image_size of the model", x ? tf_shape_str(x, s, sizeof s) : "(none)", c->num_frames,
+                            c->channels, c->image_size, c->image_size);
+    if (!y) return 0;
+    if (c->head != TF_VIVIT_VIDEO_CLS) return tf_set_error("vivit: labels need VivitForVideoClassification");
+    if (y->dtype != TF_DTYPE_I32 || y->ndim != 1 || y->shape[0] != x->shape[0])
+        return tf_set_error("vivit: labels %s must be I32 (%lld)", tf_shape_str(y, s, sizeof s), (long long)x->shape[0]);
+    for (int64_t i = 0; i < y->shape[0]; i++)
+        if (tf_i32(y)[i] != -100 && (tf_i32(y)[i] < 0 || tf_i32(y)[i] >= c->n_labels))
+            return tf_set_error("vivit: label %d of clip %lld is out of range [0,%d)", tf_i32(y)[i], (long long)i,
+                                c->n_labels);
+    return 0;
+}
+
+/* x (B,N,C): the class token before it (if any), positions, the blocks, the final LayerNorm. */
+static tf_tensor *encode(tf_ctx *ctx, const tf_vivit *m, const tf_vivit_encoder *e, int n_layer, tf_tensor *x,
+                         int frames) {
+    if (!x) return NULL;
+    int64_t B = x->shape[0], D = m->cfg.d_model;
+    if (e->cls_token) {
+        tf_tensor *zeros = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, 1, D}, 0);
+        tf_tensor *cls = tf_add(ctx, zeros, e->cls_token);                  // (B,1,C), broadcast
+        x = tf_concat(ctx, 2, (tf_tensor *[]){cls, x}, 1);                  // (B,N+1,C)
+    }
+    x = tf_dropout(ctx, tf_add(ctx, x, e->position), m->cfg.dropout);
+    tf_block_args args = {.frames = frames};
+    for (int i = 0; i < n_layer; i++) x = tf_block_forward(ctx, &e->layer[i], &m->block, x, &args);
+    return tf_layer_norm_forward(ctx, &e->norm, x);
+}
+
+/* (B,N,C) -> (B,C): its first token. */
+static tf_tensor *first_token(tf_ctx *ctx, tf_tensor *h) {
+    return tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){h->shape[0], h->shape[2]});
+}
+
+/* The encoders of the model kind: last_hidden_state. */
+static tf_tensor *body(tf_ctx *ctx, const tf_vivit *m, tf_tensor *pixels) {
+    const tf_vivit_config *c = &m->cfg;
+    int64_t B = pixels->shape[0], D = c->d_model, F = tf_vivit_time_tokens(c), S = tf_vivit_spatial_tokens(c);
+    tf_tensor *p = tf_patch_embed(ctx, pixels, m->patch_w, m->patch_b);  // (B,F*S,C), time-major
+    if (!p) return NULL;
+    if (c->model_kind == 1) return encode(ctx, m, &m->enc, c->n_layer, p, 0);
+    if (c->model_kind == 3) return encode(ctx, m, &m->enc, c->n_layer, p, (int)F);
+    tf_tensor *s = encode(ctx, m, &m->enc, c->n_layer, tf_reshape(ctx, p, 3, (int64_t[]){B * F, S, D}), 0);
+    if (!s) return NULL;                                                      // (B*F,S+1,C)
+    tf_tensor *frames = tf_reshape(ctx, first_token(ctx, s), 3, (int64_t[]){B, F, D});  // (B,F,C)
+    return encode(ctx, m, &m->time_enc, c->n_layer_temporal, frames, 0);      // (B,F+1,C)
+}
+
+int tf_vivit_run(tf_ctx *ctx, const tf_vivit *m, const tf_vivit_inputs *in, tf_vivit_outputs *out) {
+    memset(out, 0, sizeof *out);
+    if (check_inputs(m, in)) return -1;
+    tf_tensor *h = body(ctx, m, in->pixel_values);
+    if (!(out->last_hidden_state = h)) return -1;
+    if (m->cfg.head == TF_VIVIT_BODY) {
+        if (m->cfg.pooler && !(out->pooler_output = tf_pooler_forward(ctx, &m->pooler, h))) return -1;
+        return 0;
+    }
+    tf_tensor *pooled = m->cfg.model_kind == 3 ? tf_mean(ctx, h, 1, 0) : first_token(ctx, h);  // (B,C)
+    if (!(out->logits = tf_classifier_seq_forward(ctx, &m->cls, pooled))) return -1;          // (B,L)
+    if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing)))
+        return -1;
+    return 0;
+}
+
+static int vivit_logits(tf_ctx *ctx, const void *model, tf_tensor *x, tf_tensor **logits) {
+    tf_vivit_outputs o;
+    int rc = tf_vivit_run(ctx, model, &(tf_vivit_inputs){.pixel_values = x}, &o);
+    *logits = o.logits;
+    return rc;
+}
+
+int tf_vivit_predict(const tf_vivit *m, const float *x, int64_t n, int batch, const int32_t *labels, int32_t *pred,
+                     float *prob, double *loss, int64_t *correct) {
+    const tf_vivit_config *c = &m->cfg;
+    if (c->head != TF_VIVIT_VIDEO_CLS) return tf_set_error("vivit: predictions need VivitForVideoClassification");
+    int64_t item[4] = {c->num_frames, c->channels, c->image_size, c->image_size};  // (T,C,S,S)
+    return tf_predict_batches(m, vivit_logits, c->n_labels, x, n, 4, item, batch, labels, pred, prob, loss, correct);
+}
