@@ -3,8 +3,9 @@
  * line-aligned source and target files (--arch seq2seq: the Transformer;
  * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
  * labelled images (--arch vit: idx files or scikit-learn's digits), an ImageGPT on images as
- * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), or a ViViT on moving-object clips made
- * from idx images (--arch vivit). Its flags are the trainer's and
+ * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), a ViViT on moving-object clips made
+ * from idx images (--arch vivit), or a Continual Transformer labelling each token of a stream
+ * (--arch continual: a --data file per class). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -16,11 +17,12 @@
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit", "gpt",
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit|continual", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
               "vit (image classification), imagegpt (next pixel: a GPT on colour tokens), vivit (video classification "
-              "on moving-object clips)"},
-    [DATA] = {"data", CLI_LIST, "FILE...", "", "text files to train on (gpt, bert); vit, imagegpt: one digits.csv(.gz)"},
+              "on moving-object clips), continual (each token of a stream classified by a Continual Transformer)"},
+    [DATA] = {"data", CLI_LIST, "FILE...", "",
+              "text files to train on (gpt, bert; continual: one a class); vit, imagegpt: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
                    "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
@@ -50,6 +52,7 @@ static tf_rnn_seq2seq_task_config g_rnn;
 static tf_vit_task_config g_vit;
 static tf_imagegpt_task_config g_igpt;
 static tf_vivit_task_config g_vivit;
+static tf_costream_config g_co;
 static tf_fields g_tables[2];
 
 static int is_arch(const char *name) {
@@ -63,6 +66,7 @@ int cmd_train_tables(const tf_fields **t) {
     g_vit = tf_vit_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
     g_vivit = tf_vivit_task_config_default();
     g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
+    g_co = tf_costream_config_default();
     if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
         g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
         g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
@@ -76,6 +80,7 @@ int cmd_train_tables(const tf_fields **t) {
                 : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
                 : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
+                : is_arch("continual") ? (tf_fields){&tf_costream_config_table, &g_co}
                                      : (tf_fields){&tf_lm_config_table, &g_lm};
     *t = g_tables;
     return 2;
@@ -130,6 +135,8 @@ static tf_task *make_task(void *arg) {
     int accum = g_train.accum * tf_dist_size(); /* the micro-batches of a step over every process */
     if (!strcmp(t->arch, "bert"))
         return tf_bert_pretrain_task_new(&g_bert, data, a->v[DATA].n, tok, t->out, t->resume, g_train.seed);
+    if (!strcmp(t->arch, "continual"))
+        return tf_costream_task_new(&g_co, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
     if (!strcmp(t->arch, "gpt"))
         return tf_lm_task_new(&g_lm, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
     if (!strcmp(t->arch, "vit")) { /* --data-dir's train split, or one digits CSV; validation: the last val_fraction */
@@ -164,8 +171,10 @@ static tf_task *make_task(void *arg) {
 static void check_usage(const cli_args *a, const char *arch) {
     int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
     int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt") || video;
-    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && !translation && !vision)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt or vivit, got '%s'", arch);
+    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "continual") && !translation && !vision)
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt, vivit or continual, got '%s'", arch);
+    if (!strcmp(arch, "continual") && a->v[DATA].n < 2)
+        cli_usage_error(a, "--arch continual needs a --data file per class (at least 2)");
     if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, imagegpt or vivit)");
     if (video && (!opt(&a->v[DATA_DIR]) || a->v[DATA].n))
         cli_usage_error(a, "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)");

@@ -57,9 +57,13 @@ typedef struct {
     float norm_eps, dropout;
     int norm_first;       /* pre-LN */
     int cls_token;        /* a learned class token after the first block */
+    int vocab_size;       /* > 0: steps are token ids, embedded by "embed" (vocab_size,d_model); 0: feature vectors */
+    int n_labels;         /* > 0: a classifier "head" (n_labels,d_model) on the output; 0: none */
+    char label_names[256]; /* the classes' names, comma-separated, or empty */
 } tf_coenc_config;
 
 /* The table of tf_coenc_config (config.json of a continual model folder). */
+TF_API extern const tf_field_table tf_coenc_config_table;
 TF_API const tf_field_table *tf_coenc_config_fields(void);
 TF_API int tf_coenc_config_check(const tf_coenc_config *c);
 
@@ -69,6 +73,8 @@ typedef struct {
     tf_block *layers;     /* "layers.<i>." PyTorch's TransformerEncoderLayer names */
     tf_tensor *pos_embed; /* "pos_embed" (pos_len,d_model) when learned */
     tf_tensor *cls;       /* "cls_token" (d_model) with cls_token */
+    tf_tensor *embed;     /* "embed" (vocab_size,d_model) with vocab_size */
+    tf_linear head;       /* "head" (n_labels,d_model) with n_labels */
 } tf_coenc;
 
 TF_API int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg);
@@ -86,6 +92,11 @@ TF_API tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x,
  * (then checked: 0, or more than pos_len, is an error). */
 TF_API int tf_coenc_load(const char *dir, int window, tf_params *ps, tf_coenc *e);
 TF_API int tf_coenc_save(const char *dir, const tf_coenc *e, const tf_params *ps);
+
+/* Token ids (B,T) or (B) I32 in [0,vocab_size) -> their embeddings (B,T,d_model) or (B,d_model). */
+TF_API tf_tensor *tf_coenc_embed(tf_ctx *ctx, const tf_coenc *e, tf_tensor *ids);
+/* The classifier on outputs h (B,d_model) -> logits (B,n_labels). */
+TF_API tf_tensor *tf_coenc_classify(tf_ctx *ctx, const tf_coenc *e, tf_tensor *h);
 
 typedef struct tf_coenc_state tf_coenc_state;
 TF_API tf_coenc_state *tf_coenc_state_new(const tf_coenc *e, int batch);

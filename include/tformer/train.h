@@ -13,6 +13,7 @@
 #include "seq2seq.h"
 #include "safetensors.h"
 #include "tokenizer.h"
+#include "continual.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -422,6 +423,21 @@ TF_API int tf_finetune_metrics_save(const tf_finetune_metrics *m, const char *co
  * the cells, a colour scale and a title. */
 TF_API int tf_plot_confusion(const char *path, const int64_t *confusion, const char *const *labels, int n,
                              const char *title);
+
+/* ---------------------------------------------------------------- stream classification */
+
+/* A Continual Transformer encoder classifying each token of a stream (task_continual.c):
+ * one data file a class; the encoder's rows flat beside these. */
+typedef struct {
+    tf_coenc_config model;   /* vocab_size, n_labels 0: the tokenizer's size, the number of files */
+    float val_fraction;      /* the last part of the stream is held out */
+} tf_costream_config;
+TF_API extern const tf_field_table tf_costream_config_table;
+TF_API tf_costream_config tf_costream_config_default(void);
+/* Lines of the data files (file i: class i) shuffled by seed into one
+ * stream; windows of model.window tokens name their last token's class. */
+TF_API tf_task *tf_costream_task_new(const tf_costream_config *c, const char *const *data, int n_data,
+                                     const char *tokenizer, const char *run_dir, int resume, uint64_t seed);
 
 #ifdef __cplusplus
 }

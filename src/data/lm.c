@@ -1,6 +1,7 @@
 /* Language-model windows: rows of `context` tokens from a token stream and
- * the tokens one position later, at positions hashed from (seed, key, row,
- * split); the stream's tail is the validation part. */
+ * the tokens one position later (or, for a labelled stream, each token's
+ * class), at positions hashed from (seed, key, row, split); the stream's
+ * tail is the validation part. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 typedef struct {
     tf_loader base;
     int32_t *ids;
+    int32_t *labels; /* (n): each token's class (a labelled stream), or NULL */
     int64_t n, n_train;
     int context;
     uint64_t seed;
@@ -24,19 +26,20 @@ static int lm_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, int
     for (int64_t b = 0; b < rows; b++) {
         int64_t off = base + (int64_t)(tf_key(m->seed, key, (uint64_t)b, (uint64_t)val) % (uint64_t)(len - T - 1));
         memcpy(tf_i32(x) + b * T, m->ids + off, (size_t)T * sizeof(int32_t));
-        memcpy(tf_i32(y) + b * T, m->ids + off + 1, (size_t)T * sizeof(int32_t));
+        memcpy(tf_i32(y) + b * T, m->labels ? m->labels + off : m->ids + off + 1, (size_t)T * sizeof(int32_t));
     }
-    return tf_batch_set(out, "input_ids", x) || tf_batch_set(out, "targets", y) ? -1 : 0;
+    return tf_batch_set(out, "input_ids", x) || tf_batch_set(out, m->labels ? "labels" : "targets", y) ? -1 : 0;
 }
 
 static void lm_free(tf_loader *l) {
     lm_loader *m = (lm_loader *)l;
-    free(m->ids), free(m);
+    free(m->ids), free(m->labels), free(m);
 }
 
 static const tf_loader_vt LM_LOADER = {lm_next, lm_free};
 
-tf_loader *tf_lm_loader_new(const int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed) {
+static tf_loader *loader_new(const int32_t *ids, const int32_t *labels, int64_t n, float val_fraction, int context,
+                             uint64_t seed) {
     int64_t T = context, n_val = (int64_t)((double)n * val_fraction);
     if (!(val_fraction > 0.0f && val_fraction < 1.0f) || context < 1)
         return tf_set_error("data: val_fraction %g must lie in (0,1) and context %d be positive", val_fraction,
@@ -52,6 +55,20 @@ tf_loader *tf_lm_loader_new(const int32_t *ids, int64_t n, float val_fraction, i
         return tf_set_error("data: out of memory for %lld tokens", (long long)n), NULL;
     }
     memcpy(m->ids, ids, bytes);
-    *m = (lm_loader){{&LM_LOADER}, m->ids, n, n - n_val, context, seed};
+    if (labels && !(m->labels = malloc(bytes))) {
+        free(m->ids), free(m);
+        return tf_set_error("data: out of memory for %lld tokens", (long long)n), NULL;
+    }
+    if (labels) memcpy(m->labels, labels, bytes);
+    *m = (lm_loader){{&LM_LOADER}, m->ids, m->labels, n, n - n_val, context, seed};
     return &m->base;
+}
+
+tf_loader *tf_lm_loader_new(const int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed) {
+    return loader_new(ids, NULL, n, val_fraction, context, seed);
+}
+
+tf_loader *tf_stream_loader_new(const int32_t *ids, const int32_t *labels, int64_t n, float val_fraction, int context,
+                                uint64_t seed) {
+    return loader_new(ids, labels, n, val_fraction, context, seed);
 }

@@ -35,13 +35,19 @@ static const tf_field COENC_ROWS[] = {
     ROW(dropout, TF_FIELD_FLOAT, "dropout", "0", "[0,1)", NULL, "dropout while training", 0),
     ROW(norm_first, TF_FIELD_BOOL, "norm_first", "false", NULL, NULL, "pre-LN blocks", TF_FIELD_SIGNATURE),
     ROW(cls_token, TF_FIELD_BOOL, "cls_token", "false", NULL, NULL, "class token after the first block", TF_FIELD_SIGNATURE),
+    ROW(vocab_size, TF_FIELD_INT, "vocab_size", "0", "[0,inf)", NULL,
+        "token ids embedded (training: the tokenizer's size); 0: feature vectors", TF_FIELD_SIGNATURE),
+    ROW(n_labels, TF_FIELD_INT, "n_labels", "0", "[0,inf)", NULL, "classes of a classifier on the output; 0: none",
+        TF_FIELD_SIGNATURE),
+    ROW(label_names, TF_FIELD_STRING, "label_names", "", NULL, NULL,
+        "the classes' names, comma-separated (training: default the data files' names)", 0),
 };
-static const tf_field_table COENC_TABLE = {"continual", COENC_ROWS, (int)(sizeof COENC_ROWS / sizeof *COENC_ROWS)};
+const tf_field_table tf_coenc_config_table = {"continual", COENC_ROWS, (int)(sizeof COENC_ROWS / sizeof *COENC_ROWS)};
 
-const tf_field_table *tf_coenc_config_fields(void) { return &COENC_TABLE; }
+const tf_field_table *tf_coenc_config_fields(void) { return &tf_coenc_config_table; }
 
 int tf_coenc_config_check(const tf_coenc_config *c) {
-    tf_fields f = {&COENC_TABLE, (void *)c};
+    tf_fields f = {&tf_coenc_config_table, (void *)c};
     if (tf_fields_check(&f, 1)) return -1;
     if (c->pos != TF_POS_LEARNED && c->pos != TF_POS_SINUSOIDAL)
         return tf_set_error("continual: pos must be learned or sinusoidal");
@@ -82,7 +88,29 @@ int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, cons
         return -1;
     snprintf(name, sizeof name, "%scls_token", prefix);
     if (cfg->cls_token && tf_params_add(ps, name, &e->cls, 1, (int64_t[]){E}, 0.02f)) return -1;
+    snprintf(name, sizeof name, "%sembed", prefix);
+    if (cfg->vocab_size > 0 && tf_params_add(ps, name, &e->embed, 2, (int64_t[]){cfg->vocab_size, E}, 1.0f)) return -1;
+    snprintf(name, sizeof name, "%shead", prefix);
+    if (cfg->n_labels > 0 && tf_linear_register(ps, name, &e->head, E, cfg->n_labels, 1, 0.02f)) return -1;
     return 0;
+}
+
+tf_tensor *tf_coenc_embed(tf_ctx *ctx, const tf_coenc *e, tf_tensor *ids) {
+    char s[64];
+    if (!e->embed) return tf_set_error("continual: the model takes feature vectors (vocab_size 0), not token ids"), NULL;
+    if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim < 1 || ids->ndim > 2)
+        return tf_set_error("continual: token ids %s must be I32 (B) or (B,T)", ids ? tf_shape_str(ids, s, sizeof s) : ""),
+               NULL;
+    for (int64_t i = 0; i < tf_numel(ids); i++)
+        if (tf_i32(ids)[i] < 0 || tf_i32(ids)[i] >= e->cfg.vocab_size)
+            return tf_set_error("continual: token id %d outside the vocabulary of %d", tf_i32(ids)[i], e->cfg.vocab_size),
+                   NULL;
+    return tf_embedding(ctx, e->embed, ids);  // (B,d_model) or (B,T,d_model)
+}
+
+tf_tensor *tf_coenc_classify(tf_ctx *ctx, const tf_coenc *e, tf_tensor *h) {
+    if (!e->head.weight) return tf_set_error("continual: the model has no classifier (n_labels 0)"), NULL;
+    return tf_linear_forward(ctx, &e->head, h);  // (B,n_labels)
 }
 
 int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg) {
