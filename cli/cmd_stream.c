@@ -13,12 +13,13 @@
 
 #include "cli.h"
 
-enum { MODEL, WINDOW, RECOMPUTE };
+enum { MODEL, WINDOW, RECOMPUTE, TIMING };
 const cli_flag cmd_stream_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a continual model folder (config.json, model.safetensors)"},
     [WINDOW] = {"window", CLI_INT, "N", "", "steps in the receptive field (default: the config's window)"},
     [RECOMPUTE] = {"recompute", CLI_SWITCH, NULL, "off",
                    "run the regular network on each window instead of step mode (the same outputs, for timing)"},
+    [TIMING] = {"timing", CLI_SWITCH, NULL, "off", "at the end, the steps and steps/s on standard error"},
     CLI_END,
 };
 
@@ -204,8 +205,10 @@ int cmd_stream(const cli_args *a) {
     if (st.e.cfg.vocab_size > 0) stream_text(&st, a->v[MODEL].text);
     else stream_vectors(&st);
     int64_t steps = st.recompute ? st.t : tf_coenc_state_steps(st.s);
-    fprintf(stderr, "%lld steps in %.3f s (%s): %.1f steps/s\n", (long long)steps, st.seconds,
-            st.recompute ? "the regular network on each window" : "step mode", st.seconds > 0 ? steps / st.seconds : 0.0);
+    if (a->v[TIMING].given)
+        fprintf(stderr, "%lld steps in %.3f s (%s): %.1f steps/s\n", (long long)steps, st.seconds,
+                st.recompute ? "the regular network on each window" : "step mode",
+                st.seconds > 0 ? (double)steps / st.seconds : 0.0);
     for (int i = 0; st.labels && i < st.e.cfg.n_labels; i++) free(st.labels[i]);
     free(st.labels), free(st.ring);
     tf_coenc_state_free(st.s), tf_ctx_free(st.ctx), tf_coenc_free(&st.e), tf_params_free(ps);

@@ -26,7 +26,7 @@ def read_lines(path):
 
 
 def stream(tformer, model, text, recompute):
-    args = [tformer, "stream", "--model", model] + (["--recompute"] if recompute else [])
+    args = [tformer, "stream", "--model", model, "--timing"] + (["--recompute"] if recompute else [])
     p = subprocess.run(args, input=text.encode("utf-8"), capture_output=True, check=True)
     return p.stdout.decode("utf-8").splitlines(), p.stderr.decode("utf-8").strip().splitlines()[-1]
 
