@@ -34,7 +34,7 @@ def slope(points):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("binary")
+    ap.add_argument("binary", nargs="?", help="build/bench_attention_kinds (not needed with --from-csv)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kinds", default="full,local,bigbird,nystrom")
     ap.add_argument("--modes", default="op,layer")
@@ -43,10 +43,14 @@ def main():
     ap.add_argument("--max-n-full", type=int, default=65536)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default="attention_scaling")
+    ap.add_argument("--from-csv", help="redraw the slopes and the PNG from an earlier run's CSV (no measuring)")
     a = ap.parse_args()
+    if a.from_csv:
+        return report(a, read_csv(a.from_csv), write=False)
+    if not a.binary:
+        ap.error("give the bench binary (or --from-csv)")
     env = dict(os.environ, TFORMER_THREADS=str(a.threads))
-    rows, series = [], {}
-    ns = []
+    rows, ns = [], []
     n = a.min_n
     while n <= a.max_n:
         ns.append(n)
@@ -63,12 +67,25 @@ def main():
                     break
                 sec, kib = r.stdout.split()
                 rows.append((mode, kind, n, float(sec), int(kib)))
-                series.setdefault((mode, kind), []).append((n, float(sec), int(kib)))
                 print(f"{mode:5} {kind:8} N={n:6}  {float(sec):9.4f} s  {int(kib) / 1024:9.1f} MiB", flush=True)
-    with open(a.out + ".csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["mode", "kind", "N", "seconds", "peak_kib"])
-        w.writerows(rows)
+    report(a, rows, write=True)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return [(r["mode"], r["kind"], int(r["N"]), float(r["seconds"]), int(r["peak_kib"])) for r in csv.DictReader(f)]
+
+
+def report(a, rows, write):
+    """The CSV (write), the fitted slopes and the PNG of rows (mode, kind, N, seconds, peak KiB)."""
+    series = {}
+    for mode, kind, n, sec, kib in rows:
+        series.setdefault((mode, kind), []).append((n, sec, kib))
+    if write:
+        with open(a.out + ".csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["mode", "kind", "N", "seconds", "peak_kib"])
+            w.writerows(rows)
     print(f"\nslopes of log(time) and log(peak memory) on log(N), {a.threads} threads:")
     for (mode, kind), pts in series.items():
         st, sm = slope([(n, s) for n, s, _ in pts]), slope([(n, k) for n, _, k in pts])
@@ -91,7 +108,8 @@ def main():
             axes[0][c].loglog(n, [p[1] for p in pts], "o-", label=f"{kind} (slope {slope([(p[0], p[1]) for p in pts]):.2f})")
             axes[1][c].loglog(n, [p[2] / 1024 for p in pts], "o-",
                               label=f"{kind} (slope {slope([(p[0], p[2]) for p in pts]):.2f})")
-        axes[0][c].set_title(f"{mode}: forward + backward, B=1 H=8 d=64, {a.threads} threads")
+        what = "attention op, B=1 H=8 d=64" if mode == "op" else "pre-LN encoder layer, d_model 512"
+        axes[0][c].set_title(f"{what}: forward + backward, {a.threads} threads", fontsize=10)
         axes[0][c].set_ylabel("seconds")
         axes[1][c].set_ylabel("peak resident MiB")
         for r in range(2):
@@ -100,7 +118,7 @@ def main():
             axes[r][c].grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(a.out + ".png", dpi=100)
-    print(f"wrote {a.out}.csv and {a.out}.png")
+    print(f"wrote {a.out}.png" + ("" if not write else f" and {a.out}.csv"))
 
 
 if __name__ == "__main__":
