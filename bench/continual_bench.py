@@ -50,7 +50,13 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--flops-only", action="store_true")
     ap.add_argument("--png", default="")
+    ap.add_argument("--from-table", help="draw --png from the table an earlier run printed (no measuring)")
     a = ap.parse_args()
+    if a.from_table:
+        with open(a.from_table) as f:
+            rows = [(int(w[0]), int(w[1]), float(w[4]), float(w[7])) for w in (line.split() for line in f)
+                    if len(w) == 8 and w[0].isdigit()]
+        return plot(rows, a.png)
     windows = [16, 32, 64, 128, 256, 512, 1024]
     rows = []
     print(f"d_model {a.d}, d_ff {a.ff}; multiply-adds per step (M = 1e6)")
@@ -67,6 +73,12 @@ def main():
                 rows.append((L, n, reg / co, step / window))
             print(line)
     if a.png and rows:
+        plot(rows, a.png)
+
+
+def plot(rows, png):
+    """rows (L, n, FLOP ratio, measured speed-up) as a log-log PNG."""
+    if png:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -76,8 +88,9 @@ def main():
             plt.loglog([x[1] for x in r], [x[3] for x in r], "o-", label=f"L={L} measured")
         plt.xlabel("window n")
         plt.ylabel("speed-up of step mode over recomputing the window")
+        plt.title("Continual encoder, d_model 64: FLOP ratio and measured speed-up")
         plt.legend()
-        plt.savefig(a.png, dpi=100)
+        plt.savefig(png, dpi=100)
 
 
 if __name__ == "__main__":
