@@ -164,6 +164,10 @@ $(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
 $(BUILD)/bench_embed: bench/bench_embed.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+# The link of docs/distributed.md's scaling model: mpirun -np 2 build/mpi_bandwidth [MB] [reps].
+$(BUILD)/mpi_bandwidth: bench/mpi_bandwidth.c
+	mpicc -O2 $(WARN) -o $@ $<
+
 $(BUILD)/bench_attention: bench/bench_attention.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
