@@ -168,3 +168,19 @@ int tf_check_ids(const char *family, const tf_tensor *t, const char *name, int64
     }
     return 0;
 }
+
+/* ---------------------------------------------------------------- classifiers */
+
+int tf_folder_read_classes(const cJSON *root, const char *path, int *n_labels, int *regression) {
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    *n_labels = cJSON_IsNumber(n) ? n->valueint : cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 2;
+    int single = cJSON_IsString(p) && !strcmp(p->valuestring, "single_label_classification");
+    int reg = cJSON_IsString(p) && !strcmp(p->valuestring, "regression");
+    if (cJSON_IsString(p) && !single && !(reg && regression))
+        return tf_set_error("%s: problem_type %s is not implemented (single_label_classification %s)", path,
+                            p->valuestring, regression ? "and regression are" : "is");
+    if (regression) *regression = reg || (!cJSON_IsString(p) && *n_labels == 1);
+    return 0;
+}

@@ -43,6 +43,13 @@ int tf_labels_from_json(char ***labels, int n, const cJSON *map, const char *pat
 /* id2label and label2id into root. */
 int tf_labels_to_json(char *const *labels, int n, cJSON *root);
 
+/* A classifier's config.json: num_labels (else the size of id2label, else
+ * 2, as PretrainedConfig) into *n_labels; problem_type must be
+ * single_label_classification or, when regression is not NULL, regression:
+ * *regression is 1 when it says so, or when it is absent and n_labels is 1
+ * (transformers' rule). Other problem types are refused naming path. */
+int tf_folder_read_classes(const cJSON *root, const char *path, int *n_labels, int *regression);
+
 /* An optional (B,T) I32 id tensor (t NULL: 0): contiguous, each in [0,hi)
  * ("<what> <hi>" in the error), hi 0: any value. */
 int tf_check_ids(const char *family, const tf_tensor *t, const char *name, int64_t B, int64_t T, int32_t hi,

@@ -57,19 +57,13 @@ static int read_extras(const cJSON *root, const char *path, tf_nystrom_config *c
                             first->valuestring, tf_nystrom_head_name(TF_NYSTROM_BODY), tf_nystrom_head_name(TF_NYSTROM_MLM),
                             tf_nystrom_head_name(TF_NYSTROM_SEQ_CLS), tf_nystrom_head_name(TF_NYSTROM_TOKEN_CLS));
     c->head = (tf_nystrom_head)head;
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
-    c->n_labels = cJSON_IsNumber(n) ? n->valueint : cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 2;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
-    if (cJSON_IsString(p) && strcmp(p->valuestring, "single_label_classification") && strcmp(p->valuestring, "regression"))
-        return tf_set_error("%s: problem_type %s is not implemented (single_label_classification and regression are)",
-                            path, p->valuestring);
+    int regression;
+    if (tf_folder_read_classes(root, path, &c->n_labels, &regression)) return -1;
     const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id"); /* transformers' default 1 */
     c->pad_token_id = !pad ? 1 : cJSON_IsNumber(pad) ? pad->valueint : -1;
     if (pad && !cJSON_IsNull(pad) && (!cJSON_IsNumber(pad) || pad->valueint < 0 || pad->valueint >= c->vocab_size))
         return tf_set_error("%s: \"pad_token_id\" must be null or an id below vocab_size %d", path, c->vocab_size);
-    c->regression = c->head == TF_NYSTROM_SEQ_CLS &&
-                    (cJSON_IsString(p) ? !strcmp(p->valuestring, "regression") : c->n_labels == 1);
+    c->regression = c->head == TF_NYSTROM_SEQ_CLS && regression;
     return refuse_unsupported(root, path);
 }
 

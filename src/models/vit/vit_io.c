@@ -35,13 +35,7 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
     int head = cJSON_IsString(first) ? tf_vit_head_from_name(first->valuestring) : TF_VIT_BODY;
     if (head < 0) return tf_set_error("%s: architecture \"%s\" is not a ViT class tformer has", path, first->valuestring);
     c->head = (tf_vit_head)head;
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
-    c->n_labels = cJSON_IsNumber(n) ? n->valueint : cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 2;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
-    if (cJSON_IsString(p) && strcmp(p->valuestring, "single_label_classification"))
-        return tf_set_error("%s: problem_type %s is not implemented (single_label_classification is)", path,
-                            p->valuestring);
+    if (tf_folder_read_classes(root, path, &c->n_labels, NULL)) return -1;
     /* transformers 4.40+: the pooler's activation and width (tanh and hidden_size here) */
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "pooler_act");
     if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && !strcmp(act->valuestring, "tanh")))

@@ -54,14 +54,7 @@ static int read_extras(const cJSON *root, const char *path, tf_vivit_config *c) 
     if (head < 0)
         return tf_set_error("%s: architecture \"%s\" is not a ViViT class tformer has", path, first->valuestring);
     c->head = (tf_vivit_head)head;
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
-    c->n_labels = cJSON_IsNumber(n) ? n->valueint : cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 2;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
-    if (cJSON_IsString(p) && strcmp(p->valuestring, "single_label_classification"))
-        return tf_set_error("%s: problem_type %s is not implemented (single_label_classification is)", path,
-                            p->valuestring);
-    return 0;
+    return tf_folder_read_classes(root, path, &c->n_labels, NULL);
 }
 
 /* model_type "vivit": Hugging Face's keys (Model 1); "tformer-vivit": the field table's. */
