@@ -85,7 +85,7 @@ TEST(reliability_thread_counts_bounded) {
     CHECKF(tiny_model(dir, out, sizeof out) == 0, "%s", out);
     static const char *const verbs[] = {"eval --model %s/model --data %s/corpus.txt",
                                         "generate --model %s/model --prompt ab --max-tokens 2",
-                                        "train --data %s/corpus.txt --out %s/t " TINY};
+                                        ("train --data %s/corpus.txt --out %s/t " TINY)};
     for (int v = 0; v < 3; v++) {
         char base[512];
         snprintf(base, sizeof base, verbs[v], dir, dir);
