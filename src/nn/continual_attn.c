@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../ops/kernels.h"
 
 #define CANCEL 1e-3 /* recompute a row whose sum fell below this fraction of its peak */
 
@@ -32,6 +33,7 @@ struct tf_coatt {
     corow *rows;      /* (B,H,n) retroactive rows, slot of their query */
     double *av;       /* (B,H,n,D) storage of the rows' av */
     double *sc;       /* (n) one query's scores, scratch of a single-output step */
+    float *p;         /* (n) their exponentials, the same */
 };
 
 tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window) {
@@ -50,8 +52,8 @@ tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int windo
         return tf_set_error("continual attention: batch %d x window %d too large", batch, window), NULL;
     }
     s->q = calloc(cells, sizeof *s->q), s->k = calloc(cells, sizeof *s->k), s->v = calloc(cells, sizeof *s->v);
-    s->sc = malloc((size_t)window * sizeof *s->sc);
-    int ok = s->q && s->k && s->v && s->sc;
+    s->sc = malloc((size_t)window * sizeof *s->sc), s->p = malloc((size_t)window * sizeof *s->p);
+    int ok = s->q && s->k && s->v && s->sc && s->p;
     if (ok && kind == TF_COATT_RETRO) {
         s->rows = calloc(rows, sizeof *s->rows), s->av = calloc(cells, sizeof *s->av);
         ok = s->rows && s->av;
@@ -63,7 +65,7 @@ tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int windo
 
 void tf_coatt_free(tf_coatt *s) {
     if (!s) return;
-    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av), free(s->sc);
+    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av), free(s->sc), free(s->p);
     free(s);
 }
 
@@ -143,9 +145,9 @@ static void retro_head(tf_coatt *st, size_t base, int s, const float *k_old, con
 }
 
 /* One (b,h) of a single-output step: softmax of the newest query over the
- * window, o (D): n dot products (in double: scores of hundreds keep their
- * digits), n exponentials of s - max (float: their arguments are exact
- * enough) and n float axpys of width D, each score computed once into sc. */
+ * window, o (D): n dot products in double (scores of hundreds keep their
+ * digits), the exponentials of s - max by the kernel set (the differences are
+ * exact enough in float) and their sum of values by the kernel set. */
 static void single_head(const tf_coatt *st, size_t base, int s, float *o) {
     int n = st->n, D = st->D;
     const float *q = st->q + (base + s) * D, *K = st->k + base * D, *V = st->v + base * D;
@@ -154,15 +156,11 @@ static void single_head(const tf_coatt *st, size_t base, int s, float *o) {
         sc[j] = dot(q, K + (size_t)j * D, D);
         if (sc[j] > m) m = sc[j];
     }
-    double d = 0.0;
-    memset(o, 0, (size_t)D * sizeof *o);
-    for (int j = 0; j < n; j++) {
-        float e = expf((float)(sc[j] - m));
-        const float *v = V + (size_t)j * D;
-        d += e;
-        for (int i = 0; i < D; i++) o[i] += e * v[i];
-    }
-    float inv = (float)(1.0 / d);
+    const tf_kernels *kern = tf_kern();
+    float *p = st->p;
+    for (int j = 0; j < n; j++) p[j] = (float)(sc[j] - m);
+    float inv = 1.0f / kern->exp_shift(p, p, 0.0f, n);
+    kern->tile_gemm(o, p, n, 1, V, D, 1, D, n, 0.0f);  // o (1,D) = p (1,n) V (n,D)
     for (int i = 0; i < D; i++) o[i] *= inv;
 }
 
