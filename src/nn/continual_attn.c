@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../ops/kernels.h"
 
 #define CANCEL 1e-3 /* recompute a row whose sum fell below this fraction of its peak */
 
@@ -31,6 +32,8 @@ struct tf_coatt {
     float *q, *k, *v; /* (B,H,n,D) rings, slot t % n; q pre-scaled by 1/sqrt(D) */
     corow *rows;      /* (B,H,n) retroactive rows, slot of their query */
     double *av;       /* (B,H,n,D) storage of the rows' av */
+    double *sc;       /* (n) one query's scores, scratch of a single-output step */
+    float *p;         /* (n) their exponentials, the same */
 };
 
 tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window) {
@@ -49,7 +52,8 @@ tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int windo
         return tf_set_error("continual attention: batch %d x window %d too large", batch, window), NULL;
     }
     s->q = calloc(cells, sizeof *s->q), s->k = calloc(cells, sizeof *s->k), s->v = calloc(cells, sizeof *s->v);
-    int ok = s->q && s->k && s->v;
+    s->sc = malloc((size_t)window * sizeof *s->sc), s->p = malloc((size_t)window * sizeof *s->p);
+    int ok = s->q && s->k && s->v && s->sc && s->p;
     if (ok && kind == TF_COATT_RETRO) {
         s->rows = calloc(rows, sizeof *s->rows), s->av = calloc(cells, sizeof *s->av);
         ok = s->rows && s->av;
@@ -61,7 +65,7 @@ tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int windo
 
 void tf_coatt_free(tf_coatt *s) {
     if (!s) return;
-    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av);
+    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av), free(s->sc), free(s->p);
     free(s);
 }
 
@@ -69,9 +73,14 @@ void tf_coatt_reset(tf_coatt *s) { s->t = 0, s->recomputed = 0; }
 int64_t tf_coatt_steps(const tf_coatt *s) { return s->t; }
 int64_t tf_coatt_recomputed(const tf_coatt *s) { return s->recomputed; }
 
-static double dot(const float *a, const float *b, int D) {
-    double r = 0.0;
-    for (int i = 0; i < D; i++) r += (double)a[i] * b[i];
+/* In double with 4 fixed partial sums: the compiler vectorises it. */
+static inline double dot(const float *a, const float *b, int D) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    int i = 0;
+    for (; i + 4 <= D; i += 4)
+        for (int l = 0; l < 4; l++) acc[l] += (double)a[i + l] * b[i + l];
+    double r = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (; i < D; i++) r += (double)a[i] * b[i];
     return r;
 }
 
@@ -135,16 +144,24 @@ static void retro_head(tf_coatt *st, size_t base, int s, const float *k_old, con
     row_exact(&st->rows[base + s], Q + (size_t)s * D, K, V, len, D);
 }
 
-/* One (b,h) of a single-output step: softmax of the newest query over the window. */
+/* One (b,h) of a single-output step: softmax of the newest query over the
+ * window, o (D): n dot products in double (scores of hundreds keep their
+ * digits), the exponentials of s - max by the kernel set (the differences are
+ * exact enough in float) and their sum of values by the kernel set. */
 static void single_head(const tf_coatt *st, size_t base, int s, float *o) {
-    int D = st->D;
-    corow r;
-    double av[512], *buf = D <= 512 ? av : malloc((size_t)D * sizeof *buf);
-    if (!buf) return;
-    r.av = buf;
-    row_exact(&r, st->q + (base + s) * D, st->k + base * D, st->v + base * D, st->n, D);
-    for (int i = 0; i < D; i++) o[i] = (float)(r.av[i] / r.d);
-    if (buf != av) free(buf);
+    int n = st->n, D = st->D;
+    const float *q = st->q + (base + s) * D, *K = st->k + base * D, *V = st->v + base * D;
+    double *sc = st->sc, m = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        sc[j] = dot(q, K + (size_t)j * D, D);
+        if (sc[j] > m) m = sc[j];
+    }
+    const tf_kernels *kern = tf_kern();
+    float *p = st->p;
+    for (int j = 0; j < n; j++) p[j] = (float)(sc[j] - m);
+    float inv = 1.0f / kern->exp_shift(p, p, 0.0f, n);
+    kern->tile_gemm(o, p, n, 1, V, D, 1, D, n, 0.0f);  // o (1,D) = p (1,n) V (n,D)
+    for (int i = 0; i < D; i++) o[i] *= inv;
 }
 
 /* Store the new q (scaled), k, v of every (b,h) in slot s; save the leaving
