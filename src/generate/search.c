@@ -106,20 +106,36 @@ static double processed(const tf_generate_opts *o, int last, int32_t v, double l
     return lp;
 }
 
+/* Insert c into best[0..*k) (sorted, at most n kept) if it ranks there. */
+static void insert(cand *best, int *k, int n, cand c) {
+    if (*k == n && !cand_before(c, best[n - 1])) return;
+    int i = *k < n ? (*k)++ : n - 1;
+    while (i > 0 && cand_before(c, best[i - 1])) best[i] = best[i - 1], i--;
+    best[i] = c;
+}
+
 /* The n best candidates over every live hypothesis and token (insertion
  * into a sorted list of n); a token's log-probability is its logit minus
- * its row's log-sum-exp (then processed: the last step is `last`). */
+ * its row's log-sum-exp (then processed: the last step is `last`).
+ * Unprocessed, a candidate's score score + (lp[v] - l) grows with lp[v] and
+ * ties rank the earlier (b,v) first, so once n are held a block of tokens
+ * whose largest logit does not beat the n-th is skipped whole. */
 static int select_best(const seq *s, const float *logits, const float *lse, int32_t V, int n, cand *best,
                        const tf_generate_opts *o, int last) {
+    enum { BLOCK = 64 };
     int k = 0, plain = !o->n_bad_ids && !(last && o->forced_eos_id >= 0);
     for (int b = 0; b < s->n_cur; b++) {
         const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = lse[s->cur[b].row];
-        for (int32_t v = 0; v < V; v++) {
-            cand c = {s->cur[b].score + (plain ? lp[v] - l : processed(o, last, v, lp[v] - l)), b, v};
-            if (k == n && !cand_before(c, best[n - 1])) continue;
-            int i = k < n ? k++ : n - 1;
-            while (i > 0 && cand_before(c, best[i - 1])) best[i] = best[i - 1], i--;
-            best[i] = c;
+        double score = s->cur[b].score;
+        for (int32_t v0 = 0; v0 < V; v0 += BLOCK) {
+            int32_t v1 = V - v0 < BLOCK ? V : v0 + BLOCK;
+            if (plain && k == n) {
+                float mx = -INFINITY;
+                for (int32_t v = v0; v < v1; v++) mx = lp[v] > mx ? lp[v] : mx;
+                if (!(score + (mx - l) > best[n - 1].score)) continue;
+            }
+            for (int32_t v = v0; v < v1; v++)
+                insert(best, &k, n, (cand){score + (plain ? lp[v] - l : processed(o, last, v, lp[v] - l)), b, v});
         }
     }
     return k;

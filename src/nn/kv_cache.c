@@ -11,8 +11,8 @@ struct tf_kv_cache {
     int len;      /* committed positions */
     float *k, *v; /* (L,B,H,cap,D) each */
     int B_room;   /* rows the buffers hold (B may shrink under tf_kv_cache_select) */
-    float *tmp;   /* select's scratch: the held positions of the rows kept */
-    size_t tmp_n;
+    float *spare; /* select's second buffer, B_room rows like k and v: the rows kept are
+                     gathered into it once and it swaps with k (then with v) */
 };
 
 static size_t cache_floats(const tf_kv_cache *c) {
@@ -25,7 +25,7 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
                             n_layer, batch, n_head, head_dim, capacity), NULL;
     tf_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return tf_set_error("kv cache: out of memory"), NULL;
-    *c = (tf_kv_cache){n_layer, batch, n_head, head_dim, capacity, 0, NULL, NULL, batch, NULL, 0};
+    *c = (tf_kv_cache){n_layer, batch, n_head, head_dim, capacity, 0, NULL, NULL, batch, NULL};
     size_t n = 1;
     if (!tf_mul_size(cache_floats(c), sizeof(float), &n) || !(c->k = malloc(n)) || !(c->v = malloc(n))) {
         tf_kv_cache_free(c);
@@ -36,7 +36,7 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
 
 void tf_kv_cache_free(tf_kv_cache *c) {
     if (!c) return;
-    free(c->k), free(c->v), free(c->tmp), free(c);
+    free(c->k), free(c->v), free(c->spare), free(c);
 }
 
 int tf_kv_cache_len(const tf_kv_cache *c) { return c->len; }
@@ -76,13 +76,6 @@ static void gather(float *dst, const float *src, const tf_kv_cache *c, int B_src
             }
 }
 
-/* Copy the scratch (L,n,H,len,D) back into the cache laid out with n rows. */
-static void scatter(float *dst, const float *tmp, const tf_kv_cache *c, int n) {
-    size_t held = (size_t)c->len * (size_t)c->D, plane = (size_t)c->cap * (size_t)c->D;
-    for (size_t r = 0; r < (size_t)c->L * (size_t)n * (size_t)c->H; r++)
-        memcpy(dst + r * plane, tmp + r * held, held * sizeof(float));
-}
-
 int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
     if (n < 1) return tf_set_error("kv cache: select keeps at least one row");
     for (int i = 0; i < n; i++)
@@ -94,19 +87,18 @@ int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
             return free(k), tf_set_error("kv cache: cannot hold %d rows", n);
         gather(k, c->k, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
         gather(v, c->v, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
-        free(c->k), free(c->v);
-        c->k = k, c->v = v, c->B = c->B_room = n;
+        free(c->k), free(c->v), free(c->spare);
+        c->k = k, c->v = v, c->spare = NULL, c->B = c->B_room = n;
         return 0;
     }
-    size_t held = (size_t)c->L * (size_t)n * (size_t)c->H * (size_t)c->len * (size_t)c->D;
-    if (held > c->tmp_n) {
-        float *t = realloc(c->tmp, held * sizeof(float));
-        if (!t) return tf_set_error("kv cache: out of memory");
-        c->tmp = t, c->tmp_n = held;
+    if (!c->spare) { /* one buffer for both: k's rows go in, it becomes k, the old k takes v's rows */
+        if (!tf_mul_size(per_row * sizeof(float), (size_t)c->B_room, &bytes) || !(c->spare = malloc(bytes)))
+            return tf_set_error("kv cache: out of memory");
     }
-    size_t held_row = (size_t)c->len * (size_t)c->D;
-    gather(c->tmp, c->k, c, c->B, rows, n, held_row), scatter(c->k, c->tmp, c, n);
-    gather(c->tmp, c->v, c, c->B, rows, n, held_row), scatter(c->v, c->tmp, c, n);
+    size_t plane = (size_t)c->cap * (size_t)c->D;
+    float *t;
+    gather(c->spare, c->k, c, c->B, rows, n, plane), t = c->k, c->k = c->spare, c->spare = t;
+    gather(c->spare, c->v, c, c->B, rows, n, plane), t = c->v, c->v = c->spare, c->spare = t;
     c->B = n;
     return 0;
 }
