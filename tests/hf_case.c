@@ -354,6 +354,28 @@ int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, 
 
 #define MAX_GRADS 256
 
+double test_gradient_error(const tf_params *ps, tf_tensor *extra, const char *extra_name, const tf_st_file *g,
+                           tf_arena *a, const char *dir) {
+    int first = extra ? 1 : 0, n = tf_params_count(ps) + first;
+    double diff[MAX_GRADS], norm[MAX_GRADS], largest = 0, worst = 0;
+    if (n > MAX_GRADS) return -1;
+    for (int i = 0; i < n; i++) { /* extra first, then the parameters */
+        tf_tensor *t = i < first ? extra : tf_params_tensor(ps, i - first);
+        tf_tensor *w = test_st_tensor(g, i < first ? extra_name : tf_params_name(ps, i - first), a);
+        diff[i] = INFINITY, norm[i] = 1;
+        if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
+        if (norm[i] > largest) largest = norm[i];
+    }
+    /* relative to its own gradient; one that is zero in exact arithmetic
+     * (a key bias: softmax ignores a shift of every score) against the largest */
+    for (int i = 0; i < n; i++) {
+        double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
+        if (e > 1e-4) fprintf(stderr, "    %s: %s: %.3g\n", dir, i < first ? extra_name : tf_params_name(ps, i - first), e);
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
 double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors) {
     char p[1300];
     snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
@@ -362,32 +384,15 @@ double test_gradient_case(const char *dir, const void *model, tf_params *ps, tes
     tf_st_file *in = tf_st_open(p);
     tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
-    double worst = -1, diff[MAX_GRADS], norm[MAX_GRADS], largest = 0;
+    double worst = -1;
     tf_tensor *x = in ? test_st_tensor(in, "pixel_values", a) : NULL, *y = in ? test_st_tensor(in, "labels", a) : NULL;
-    int n = tf_params_count(ps) + 1;
-    if (g && x && y && n <= MAX_GRADS) {
+    if (g && x && y) {
         tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
         memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
         tf_params_zero_grad(ps);
         tf_tensor *l = loss(ctx, model, lx, y);
-        if (l && !tf_backward(ctx, l, NULL)) {
-            worst = 0;
-            for (int i = 0; i < n; i++) { /* 0: the pixels, then the parameters */
-                tf_tensor *t = i ? tf_params_tensor(ps, i - 1) : lx;
-                tf_tensor *w = test_st_tensor(g, i ? tf_params_name(ps, i - 1) : "pixel_values", a);
-                diff[i] = INFINITY, norm[i] = 1;
-                if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
-                if (norm[i] > largest) largest = norm[i];
-            }
-            /* relative to its own gradient; one that is zero in exact arithmetic
-             * (a key bias: softmax ignores a shift of every score) against the largest */
-            for (int i = 0; i < n; i++) {
-                double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
-                if (e > 1e-4) fprintf(stderr, "    %s: tensor %d: %.3g\n", dir, i, e);
-                if (!(e <= worst)) worst = e;
-            }
-            *n_tensors = n;
-        }
+        if (l && !tf_backward(ctx, l, NULL) && (worst = test_gradient_error(ps, lx, "pixel_values", g, a, dir)) >= 0)
+            *n_tensors = tf_params_count(ps) + 1;
     }
     tf_arena_free(a);
     tf_ctx_free(ctx);

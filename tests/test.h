@@ -144,6 +144,10 @@ typedef tf_tensor *(*test_loss_fn)(tf_ctx *ctx, const void *model, tf_tensor *pi
  * the worst relative L2 error (a gradient zero in exact arithmetic, as a key
  * bias's, against the largest norm); -1 when it cannot run. */
 double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors);
+/* The same comparison for gradients already computed: extra (an input, named
+ * extra_name; NULL: none) and every parameter of ps against g's tensors. */
+double test_gradient_error(const tf_params *ps, tf_tensor *extra, const char *extra_name, const tf_st_file *g,
+                           tf_arena *a, const char *dir);
 /* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: n images of side x
  * side, image i of class i % classes with pixel (y,x) = pixel(i, class, y, x). */
 int test_write_idx_set(const char *dir, const char *split, int n, int side, int classes,

@@ -41,29 +41,6 @@ TEST(nystrom_hf_run_matches_transformers) {
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
 
-#define MAX_GRADS 64
-
-/* Worst relative L2 error of every parameter's gradient of the loss; one that
- * is zero in exact arithmetic (a key bias: every softmax ignores a shift of
- * a row's scores) against the largest gradient's norm. */
-static double worst_gradient(const tf_nystrom *m, const tf_st_file *g, tf_arena *a, const char *dir) {
-    int n = tf_params_count(m->params);
-    double diff[MAX_GRADS], norm[MAX_GRADS], largest = 0, worst = 0;
-    if (n > MAX_GRADS) return -1;
-    for (int i = 0; i < n; i++) {
-        tf_tensor *t = tf_params_tensor(m->params, i), *w = test_st_tensor(g, tf_params_name(m->params, i), a);
-        diff[i] = INFINITY, norm[i] = 1;
-        if (w && tf_numel(w) == tf_numel(t)) test_diff_norms(t->grad, tf_f32(w), tf_numel(w), &diff[i], &norm[i]);
-        if (norm[i] > largest) largest = norm[i];
-    }
-    for (int i = 0; i < n; i++) {
-        double e = diff[i] / (norm[i] >= 1e-4 * largest ? norm[i] : largest);
-        if (e > 1e-4) fprintf(stderr, "    %s: %s: %.3g\n", dir, tf_params_name(m->params, i), e);
-        if (!(e <= worst)) worst = e;
-    }
-    return worst;
-}
-
 static double gradient_case(const char *dir, int *n_tensors) {
     char p[1300];
     snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
@@ -80,7 +57,7 @@ static double gradient_case(const char *dir, int *n_tensors) {
         tf_nystrom_outputs o;
         tf_params_zero_grad(m->params);
         if (!tf_nystrom_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
-            worst = worst_gradient(m, g, a, dir);
+            worst = test_gradient_error(m->params, NULL, NULL, g, a, dir);
             *n_tensors = tf_params_count(m->params);
         }
     }
