@@ -32,6 +32,12 @@ static const char *const GPT2_REFUSED[] = {
     "cache_position", "logits_to_keep", "use_cache", "output_attentions", "output_hidden_states",
     "return_dict", NULL,
 };
+/* ImageGPTModel / ImageGPTForCausalImageModeling.forward() (transformers 4.x): GPT-2's
+ * arguments; the deprecated pixel_values (token ids under another name) is refused. */
+static const char *const IMAGEGPT_REFUSED[] = {
+    "pixel_values", "past_key_values", "head_mask", "inputs_embeds", "encoder_hidden_states",
+    "encoder_attention_mask", "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
 static const char *const OUT_LM[] = {"logits", "loss", NULL};
 static const char *const OUT_BODY[] = {"last_hidden_state", NULL};
 
@@ -105,6 +111,8 @@ static const char *const NYSTROM_REFUSED[] = {
 static const hf_arch ARCHS[] = {
     {"GPT2LMHeadModel", &hf_gpt2_family, GPT2_LM_INPUTS, GPT2_REFUSED, OUT_LM},
     {"GPT2Model", &hf_gpt2_family, GPT2_INPUTS, GPT2_REFUSED, OUT_BODY},
+    {"ImageGPTForCausalImageModeling", &hf_gpt2_family, GPT2_LM_INPUTS, IMAGEGPT_REFUSED, OUT_LM},
+    {"ImageGPTModel", &hf_gpt2_family, GPT2_INPUTS, IMAGEGPT_REFUSED, OUT_BODY},
     {"BertModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY},
     {"BertForPreTraining", &hf_bert_family, BERT_PRE_INPUTS, BERT_REFUSED, OUT_BERT_PRE},
     {"BertForMaskedLM", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
