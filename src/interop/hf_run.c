@@ -111,8 +111,6 @@ static const char *const NYSTROM_REFUSED[] = {
 static const hf_arch ARCHS[] = {
     {"GPT2LMHeadModel", &hf_gpt2_family, GPT2_LM_INPUTS, GPT2_REFUSED, OUT_LM},
     {"GPT2Model", &hf_gpt2_family, GPT2_INPUTS, GPT2_REFUSED, OUT_BODY},
-    {"ImageGPTForCausalImageModeling", &hf_gpt2_family, GPT2_LM_INPUTS, IMAGEGPT_REFUSED, OUT_LM},
-    {"ImageGPTModel", &hf_gpt2_family, GPT2_INPUTS, IMAGEGPT_REFUSED, OUT_BODY},
     {"BertModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY},
     {"BertForPreTraining", &hf_bert_family, BERT_PRE_INPUTS, BERT_REFUSED, OUT_BERT_PRE},
     {"BertForMaskedLM", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
@@ -125,6 +123,8 @@ static const hf_arch ARCHS[] = {
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},
     {"VivitModel", &hf_vivit_family, VIVIT_INPUTS, VIVIT_REFUSED, OUT_VIT_BODY},
     {"VivitForVideoClassification", &hf_vivit_family, VIVIT_CLS_INPUTS, VIVIT_REFUSED, OUT_LM},
+    {"ImageGPTForCausalImageModeling", &hf_gpt2_family, GPT2_LM_INPUTS, IMAGEGPT_REFUSED, OUT_LM},
+    {"ImageGPTModel", &hf_gpt2_family, GPT2_INPUTS, IMAGEGPT_REFUSED, OUT_BODY},
     {"NystromformerModel", &hf_nystrom_family, NYSTROM_INPUTS, NYSTROM_REFUSED, OUT_BODY},
     {"NystromformerForMaskedLM", &hf_nystrom_family, NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, OUT_LM},
     {"NystromformerForSequenceClassification", &hf_nystrom_family, NYSTROM_SEQ_INPUTS, NYSTROM_REFUSED, OUT_LM},
