@@ -199,8 +199,9 @@ static tf_tensor *case_mha(tf_ctx *c, int v) {
     return v == 1 ? tf_add(c, y, tf_sum(c, w, 2, 1)) : y;
 }
 
-/* GPT-2's block (Conv1D weights (in,out), fused q/k/v, causal, pre-LN) and
- * BERT's (q, k, v apart with their own biases, post-LN), by name maps. */
+/* GPT-2's block (Conv1D weights (in,out), fused q/k/v, causal, pre-LN),
+ * BERT's (q, k, v apart with their own biases, post-LN) and ImageGPT's
+ * (GPT-2's names, RMS norms without bias, quick_gelu), by name maps. */
 static const tf_block_name GPT2_ROWS[] = {
     {TF_BP_NORM_ATTN_W, "ln_1.weight"}, {TF_BP_NORM_ATTN_B, "ln_1.bias"}, {TF_BP_QKV_W, "attn.c_attn.weight"},
     {TF_BP_QKV_B, "attn.c_attn.bias"},  {TF_BP_OUT_W, "attn.c_proj.weight"}, {TF_BP_OUT_B, "attn.c_proj.bias"},
@@ -224,9 +225,11 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
     if (v < 2) tf_encoder_layer_register(G_params, "", &layer, &cfg);
     else if (v < 4) tf_decoder_layer_register(G_params, "", &layer, &cfg);
     else { /* the family blocks: attention dropout apart, no dropout after the activation */
+        int gpt = v != 5;
         cfg.attn_dropout = 0.1f, cfg.ff_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
-        cfg.w_in_out = v == 4, cfg.attn = v == 4 ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = v == 4;
-        tf_block_names n = {v == 4 ? GPT2_ROWS : BERT_ROWS, v == 4 ? 12 : 16};
+        cfg.w_in_out = gpt, cfg.attn = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
+        if (v == 6) cfg.norm = TF_NORM_RMS, cfg.activation = TF_ACT_QUICK_GELU;
+        tf_block_names n = {gpt ? GPT2_ROWS : BERT_ROWS, gpt ? 12 : 16};
         tf_block_register(G_params, "", &layer, &cfg, &n, (tf_block_init){0.3f, 0.2f, 0});
     }
     params_as_leaves(G_params);
@@ -583,8 +586,8 @@ TEST(gradcheck_layers) {
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "nystrom variant %d: relative gradient error %g (%s)", v, err, tf_error());
     }
-    for (int v = 0; v < 6; v++) {
-        double err = gradcheck(case_layer, v, TF_OP_DROPOUT);
+    for (int v = 0; v < 7; v++) {
+        double err = gradcheck(case_layer, v, v == 6 ? TF_OP_RMSNORM : TF_OP_DROPOUT);
         if (getenv("GC_VERBOSE")) fprintf(stderr, "    layer/%d: %.3g over %d leaves\n", v, err, G.n);
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "layer variant %d: relative gradient error %g (%s)", v, err, tf_error());
