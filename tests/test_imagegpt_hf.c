@@ -85,6 +85,15 @@ static const test_bad_case BAD[] = {
 TEST(imagegpt_hf_run_bad_input_is_a_clear_error) {
     int bad = test_hf_run_bad_cases(BAD, sizeof BAD / sizeof *BAD, CAUSAL_CASE, "TFORMER_VERBOSE");
     CHECKF(bad == 0, "%d bad inputs were not clear errors", bad);
+    /* ImageGPTModel has no head to tie: tie_word_embeddings true changes nothing there */
+    char tmp[] = "/tmp/tformer_igptb_XXXXXX", out[64];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    CHECK(test_copy_case(BODY_CASE, tmp, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true", NULL, 0, 0,
+                         NULL) == 0);
+    double d = test_hf_run_case(tmp, BODY_CASE, out, NULL);
+    test_rm_rf(tmp);
+    CHECKF(d >= 0 && d <= TOL, "ImageGPTModel with tie_word_embeddings true: %.3g", d);
 }
 
 /* tformer's ImageGPT layout (RMS norms, quick_gelu, untied head without the

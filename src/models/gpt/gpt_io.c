@@ -56,6 +56,7 @@ static int read_config(const cJSON *root, const char *path, tf_gpt_config *c) {
     if (is_imagegpt(root)) /* ImageGPTConfig's defaults, then its norm and head */
         c->activation = TF_ACT_QUICK_GELU, c->tied = 0, c->norm = TF_NORM_RMS, c->predict_last = 0;
     if (tf_fields_from_json(root, &f, 1, path, 1)) return -1;
+    if (!c->predict_last && c->tied && !strcmp(architecture(root), "ImageGPTModel")) c->tied = 0; /* no head to tie */
     if (!c->predict_last && c->tied)
         return tf_set_error("%s: tie_word_embeddings true: ImageGPT's head (vocab_size - 1 rows) cannot be the token "
                             "table; tformer runs only the untied head", path);
