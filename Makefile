@@ -313,6 +313,20 @@ vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: vivit-conformance
 
+# ImageGPTModel / ImageGPTForCausalImageModeling through hf-run on fresh random
+# configurations (SEED, IGPT_CASES of them) from tests/ref/gen_imagegpt_hf_fixtures.py,
+# once per kernel set; then tformer's ImageGPT-layout folder loaded by transformers.
+IGPT_CASES ?= 12
+imagegpt-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/igpt_fresh && $(HF_PYTHON) tests/ref/gen_imagegpt_hf_fixtures.py --random $(IGPT_CASES) --seed $(SEED) --out $(BUILD)/igpt_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/igpt_fresh imagegpt_hf_run_matches || exit 1; done
+	rm -rf $(BUILD)/igpt_export && mkdir -p $(BUILD)/igpt_export
+	TFORMER_EXPORT_DIR=$(BUILD)/igpt_export $(BUILD)/run_tests imagegpt_hf_folder_round_trip
+	$(HF_PYTHON) tests/ref/gen_imagegpt_hf_fixtures.py --expected-for $(BUILD)/igpt_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/igpt_export imagegpt_hf_run_matches
+
+.PHONY: imagegpt-conformance
+
 # NystromformerModel / NystromformerFor* through hf-run against transformers 4.x on fresh
 # random configurations (SEED, NYSTROM_CASES of them) from tests/ref/gen_nystrom_fixtures.py,
 # once per kernel set.

@@ -35,8 +35,9 @@ TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
 
 /* ---------------------------------------------------------------- layers */
 
-/* TF_ACT_SILU: x sigmoid(x) (Marian's "swish"). TF_ACT_NONE stays last: range checks read it. */
-typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_NONE } tf_activation;
+/* TF_ACT_SILU: x sigmoid(x) (Marian's "swish"); TF_ACT_QUICK_GELU: x sigmoid(1.702 x) (ImageGPT's
+ * "quick_gelu"). TF_ACT_NONE stays last: range checks read it. */
+typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_QUICK_GELU, TF_ACT_NONE } tf_activation;
 
 typedef struct {
     tf_tensor *weight; /* (out,in), PyTorch's layout */
@@ -46,7 +47,11 @@ typedef struct {
 typedef struct {
     tf_tensor *weight, *bias; /* (C) each, either may be NULL */
     float eps;
+    int rms;                  /* 1: x / sqrt(mean(x^2) + eps) * weight (tf_rmsnorm: no centring; ImageGPT's) */
 } tf_layer_norm;
+
+/* The block's norms: LayerNorm, or RMS norm (no centring, no bias: ImageGPT's "LayerNorm"). */
+typedef enum { TF_NORM_LAYER, TF_NORM_RMS } tf_norm_kind;
 
 typedef struct {
     int d_model, n_head;
@@ -247,6 +252,7 @@ typedef struct {
     int factorised;     /* ViViT's factorised self-attention (Model 3), with cross: x (B,F*S,d_model) holds F
                          * frames (tf_block_args' frames) of S tokens; self-attention runs within each frame,
                          * then the cross roles (X_*, NORM_CROSS) attend within each place across the frames */
+    tf_norm_kind norm;  /* TF_NORM_RMS: the norms without bias (no NORM_*_B roles) whatever `bias` says */
 } tf_block_config;
 
 typedef struct {

@@ -198,6 +198,7 @@ TF_OP_FUNCS(max)
 TF_OP_FUNCS(reciprocal)
 TF_OP_FUNCS(depthwise_conv)
 TF_OP_FUNCS(soft_cross_entropy)
+TF_OP_FUNCS(rmsnorm)
 TF_OP_FUNCS(sparse_attention)
 #undef TF_OP_FUNCS
 

@@ -14,7 +14,9 @@ tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x, 
 }
 
 tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x) {
-    return tf_layernorm(ctx, x, n->weight, n->bias, n->eps);
+    if (!n->rms) return tf_layernorm(ctx, x, n->weight, n->bias, n->eps);
+    tf_tensor *y = tf_rmsnorm(ctx, x, n->weight, n->eps);
+    return n->bias ? tf_bias_add(ctx, y, n->bias) : y;
 }
 
 /* ---------------------------------------------------------------- positions */

@@ -10,7 +10,7 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}, 0};
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}, 0, TF_NORM_LAYER};
     return c;
 }
 
@@ -21,6 +21,7 @@ int tf_block_config_check(const tf_block_config *c) {
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
         return tf_set_error("block: dropout %g and attn_dropout %g must lie in [0,1)", c->dropout, c->attn_dropout);
     if (!(c->norm_eps > 0.0f)) return tf_set_error("block: norm_eps %g must be positive", c->norm_eps);
+    if (c->norm != TF_NORM_LAYER && c->norm != TF_NORM_RMS) return tf_set_error("block: unknown norm kind %d", (int)c->norm);
     if (c->attn != TF_ATTN_NYSTROM && (c->landmarks || c->conv_kernel))
         return tf_set_error("block: landmarks %d and conv_kernel %d are settings of Nystrom attention (TF_ATTN_NYSTROM)",
                             c->landmarks, c->conv_kernel);
@@ -80,6 +81,7 @@ static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
     int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
     int is_bias = r % 2 == 1; /* every _B role is odd */
     if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
+    if (c->norm == TF_NORM_RMS && (r == TF_BP_NORM_ATTN_B || r == TF_BP_NORM_CROSS_B || r == TF_BP_NORM_FF_B)) return 0;
     if (is_bias && base <= TF_BP_V_B && c->qkv_no_bias) return 0;
     if (base <= TF_BP_V_B) { /* q, k, v: fused or apart, weights and biases separately */
         int fused = named(n, (is_bias ? TF_BP_QKV_B : TF_BP_QKV_W) + (cross ? TF_BP_X_QKV_W : 0));
@@ -125,6 +127,7 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
     attn_config(&b->self_attn, cfg, 1);
     attn_config(&b->cross_attn, cfg, 0);
     b->norm_attn.eps = b->norm_cross.eps = b->norm_ff.eps = cfg->norm_eps;
+    b->norm_attn.rms = b->norm_cross.rms = b->norm_ff.rms = cfg->norm == TF_NORM_RMS;
     int done[TF_BP_COUNT] = {0};
     char name[512];
     for (int i = 0; i < names->n; i++) {
