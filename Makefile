@@ -377,6 +377,17 @@ vision-results: $(BUILD)/tformer
 	sh tools/vision_results.sh $(BUILD)/tformer $(VISION_RESULTS)
 .PHONY: vision-results
 
+# docs/video.md's results table: ViViT Models 1-4 x tubelet/frame embedding
+# on one budget of moving-object clips, plus the frame-shuffled controls
+# (about 20 minutes on one busy core). video-timing: only the time columns,
+# 200 steps per configuration (a minute or two), for a quiet machine.
+VIDEO_RESULTS ?= build/video_results
+video-results: $(BUILD)/tformer
+	sh tools/video_results.sh $(BUILD)/tformer $(VIDEO_RESULTS)
+video-timing: $(BUILD)/tformer
+	sh tools/video_results.sh $(BUILD)/tformer $(VIDEO_RESULTS)_timing --timing-only
+.PHONY: video-results video-timing
+
 # docs/vision.md's ImageGPT run: a GPT on Fashion-MNIST at 14x14 in 16 grey
 # levels, test bits per pixel, and completion grids of t10k images into
 # docs/img/ (hours on 2 cores: each call trains for at most HOURS, then stops
