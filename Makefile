@@ -303,12 +303,14 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 .PHONY: vit-conformance
 
 # VivitModel / VivitForVideoClassification (Model 1) and tformer's Models 2 and 3
-# (assembled from transformers' Vivit modules) through hf-run on fresh random
-# configurations (SEED, VIVIT_CASES of them) from tests/ref/gen_vivit_fixtures.py,
+# (assembled from transformers' Vivit modules) and Model 4 (plain PyTorch from
+# the paper) through hf-run on fresh random configurations (SEED, VIVIT_CASES
+# of each script) from tests/ref/gen_vivit_fixtures.py and vivit_model4.py,
 # once per kernel set.
 VIVIT_CASES ?= 12
 vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/vivit_fresh && $(HF_PYTHON) tests/ref/gen_vivit_fixtures.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
+	$(HF_PYTHON) tests/ref/vivit_model4.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vivit_fresh vivit_hf_run_matches || exit 1; done
 
 .PHONY: vivit-conformance

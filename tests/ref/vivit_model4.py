@@ -5,6 +5,9 @@ PyTorch (torch 1.13, build/hfvenv; no transformers), and its fixtures for
 tests/test_vivit.c:
 
     build/hfvenv/bin/python tests/ref/vivit_model4.py --out tests/fixtures_vivit
+        the committed cases (m4_*)
+    build/hfvenv/bin/python tests/ref/vivit_model4.py --random 8 --seed 7 --out build/vivit_fresh
+        fresh random configurations (make vivit-conformance)
 
 The paper's Model 4 keeps Model 1's tokens and parameters (one multi-head
 self-attention per block) but changes which keys each head sees: with the
@@ -31,17 +34,17 @@ float64 from the float32 weights and rounded once. Weights: LayerNorms
 N(1, 0.2) / N(0, 0.05), positions N(0, 1), every other tensor N(0, 0.4);
 pixels U(0, 1).
 """
-import argparse
 import json
 import math
 import os
 import shutil
-import zlib
 
 import torch
 from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional as F
+
+import fixture_cli
 
 
 class Attention(nn.Module):
@@ -170,10 +173,9 @@ CASES = [
 ]
 
 
-def write_case(out, name, head, kw, B, labels):
+def write_case(out, name, head, kw, B, labels, seed):
     c = dict(BASE, architectures=[head], head=head, **kw)
     c["n_labels"] = kw.get("n_labels", 2)
-    seed = zlib.crc32(name.encode()) % 100000
     g = torch.Generator().manual_seed(seed)
     model = (Classifier(c) if head == "VivitForVideoClassification" else Body(c)).eval()
     init_weights(model, g)
@@ -203,13 +205,21 @@ def write_case(out, name, head, kw, B, labels):
     print(f"wrote {d} (Model 4, torch {torch.__version__}; inputs {', '.join(x)})")
 
 
+def random_case(r):
+    n_head = r.choice([2, 4])
+    t, h, w = r.choice([1, 2, 3]), r.choice([2, 3, 4]), r.choice([2, 3, 4])
+    kw = dict(image_size=max(h, w) * r.randint(1, 3) + r.choice([0, 1]), num_frames=t * r.randint(1, 3) + r.choice([0, 1]),
+              channels=r.choice([1, 3]), tubelet_t=t, tubelet_h=h, tubelet_w=w,
+              embedding=r.choice(["tubelet", "frame"]), n_layer=r.randint(1, 2), n_head=n_head,
+              d_model=n_head * r.randint(2, 4), d_ff=r.randint(4, 24), qkv_bias=r.random() < 0.7,
+              activation=r.choice(["gelu_fast", "gelu", "relu", "silu"]), norm_eps=r.choice([1e-12, 1e-6, 1e-5]),
+              n_labels=r.randint(2, 6))
+    head = r.choice(["VivitModel", "VivitForVideoClassification"])
+    return head, kw, r.randint(1, 3), head == "VivitForVideoClassification" and r.random() < 0.5
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    for case in CASES:
-        write_case(a.out, *case)
+    fixture_cli.run(CASES, write_case, random_case, random_name="m4_random_{:02d}")
 
 
 if __name__ == "__main__":
