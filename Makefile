@@ -303,12 +303,14 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 .PHONY: vit-conformance
 
 # VivitModel / VivitForVideoClassification (Model 1) and tformer's Models 2 and 3
-# (assembled from transformers' Vivit modules) through hf-run on fresh random
-# configurations (SEED, VIVIT_CASES of them) from tests/ref/gen_vivit_fixtures.py,
+# (assembled from transformers' Vivit modules) and Model 4 (plain PyTorch from
+# the paper) through hf-run on fresh random configurations (SEED, VIVIT_CASES
+# of each script) from tests/ref/gen_vivit_fixtures.py and vivit_model4.py,
 # once per kernel set.
 VIVIT_CASES ?= 12
 vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/vivit_fresh && $(HF_PYTHON) tests/ref/gen_vivit_fixtures.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
+	$(HF_PYTHON) tests/ref/vivit_model4.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vivit_fresh vivit_hf_run_matches || exit 1; done
 
 .PHONY: vivit-conformance
@@ -390,6 +392,17 @@ vision-ablation: $(BUILD)/tformer
 vision-results: $(BUILD)/tformer
 	sh tools/vision_results.sh $(BUILD)/tformer $(VISION_RESULTS)
 .PHONY: vision-results
+
+# docs/video.md's results table: ViViT Models 1-4 x tubelet/frame embedding
+# on one budget of moving-object clips, plus the frame-shuffled controls
+# (about 20 minutes on one busy core). video-timing: only the time columns,
+# 200 steps per configuration (a minute or two), for a quiet machine.
+VIDEO_RESULTS ?= build/video_results
+video-results: $(BUILD)/tformer
+	sh tools/video_results.sh $(BUILD)/tformer $(VIDEO_RESULTS)
+video-timing: $(BUILD)/tformer
+	sh tools/video_results.sh $(BUILD)/tformer $(VIDEO_RESULTS)_timing --timing-only
+.PHONY: video-results video-timing
 
 # docs/vision.md's ImageGPT run: a GPT on Fashion-MNIST at 14x14 in 16 grey
 # levels, test bits per pixel, and completion grids of t10k images into

@@ -227,7 +227,9 @@ typedef enum {
     TF_ATTN_FULL,   /* every key (encoders; masks may still hide some) */
     TF_ATTN_CAUSAL, /* keys up to the query's own position (decoders) */
     TF_ATTN_NYSTROM, /* every key through Nyström landmarks (tf_mha_config's nystrom; block's landmarks, conv_kernel) */
-    TF_ATTN_SPARSE  /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
+    TF_ATTN_SPARSE, /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
+    TF_ATTN_FACTORISED_DOT /* ViViT's Model 4 on x (B,F*S,d_model), F = tf_block_args' frames: half the heads
+                            * within each frame, half within each place across the frames (n_head even) */
 } tf_attn_kind;
 
 /* One block serves every family: self-attention, an optional cross-attention
@@ -314,7 +316,8 @@ typedef struct {
     tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
-    int frames;                        /* factorised blocks: the frames F of x (B,F*S,d_model) */
+    int frames;                        /* factorised blocks and TF_ATTN_FACTORISED_DOT: the frames F of
+                                        * x (B,F*S,d_model) */
     /* Continual inference (include/tformer/continual.h): */
     tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed
                                         * elsewhere (a retroactive step), used in place of attending */

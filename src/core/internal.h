@@ -164,6 +164,11 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
                          tf_tensor **probs);
 
+/* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,d_model),
+ * F frames of S tokens: half the heads within each frame, half within each
+ * place across the frames, then the output projection. n_head even. */
+tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, int64_t frames);
+
 /* Nyström attention of q, k, v (B,H,T,D) (the projections of one input;
  * tf_mha_config's nystrom, landmarks, conv_kernel) -> (B,H,T,D); mask: only
  * a key padding mask (B,T), applied where a query (or landmark) meets every key. */

@@ -32,6 +32,9 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->landmarks < 0 || c->conv_kernel < 0 || (c->conv_kernel > 0 && c->conv_kernel % 2 == 0))
         return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->landmarks,
                             c->conv_kernel);
+    if (c->attn == TF_ATTN_FACTORISED_DOT && (c->n_head % 2 || c->cross || c->factorised))
+        return tf_set_error("block: factorised dot-product attention needs an even n_head (%d), no cross-attention "
+                            "and no factorised self-attention", c->n_head);
     if (c->factorised && (!c->cross || c->attn != TF_ATTN_FULL))
         return tf_set_error("block: factorised attention needs the cross roles (its temporal attention) and full "
                             "attention");
@@ -153,6 +156,8 @@ enum { SELF, CROSS, FF, TIME };
 /* Sub-layer `which` of h (B,T,d_model), dropout on its output. */
 static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which, tf_tensor *h,
                          const tf_block_args *a) {
+    if (which == SELF && c->attn == TF_ATTN_FACTORISED_DOT)
+        return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), c->dropout);
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
                                              a->cache, a->layer, NULL, a->self_probs), c->dropout);
@@ -216,6 +221,9 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
     if (cfg->factorised) return x ? residual(ctx, b, cfg, FF, &b->norm_ff, factorised(ctx, b, cfg, x, a), a) : NULL;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
+    if ((a->self_attn_out || a->query_last || a->cache) && cfg->attn == TF_ATTN_FACTORISED_DOT)
+        return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache, no continual "
+                            "inference)"), NULL;
     if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->attn == TF_ATTN_NYSTROM))
         return tf_set_error("block: continual self-attention has no cross-attention, cache or Nystrom"), NULL;
     x = residual_self(ctx, b, cfg, x, a);
