@@ -181,6 +181,15 @@ bench-continual: $(BUILD)/bench_continual
 $(BUILD)/bench_attention_kinds: bench/bench_attention_kinds.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/nystrom_error: bench/nystrom_error.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# Nystrom attention's error against exact attention as the landmarks grow
+# (docs/long-sequences.md; not a timing): CSV and docs/img/nystrom_error.png.
+nystrom-error: $(BUILD)/nystrom_error
+	$(BENCH_PYTHON) bench/nystrom_error.py $(BUILD)/nystrom_error --csv $(BUILD)/nystrom_error.csv --png docs/img/nystrom_error.png
+.PHONY: nystrom-error
+
 # Time and peak memory of full / local / BigBird / Nystrom attention, N = 1k ... 64k
 # (docs/long-sequences.md): minutes on a quiet machine, never on a shared one.
 bench-attention-scaling: $(BUILD)/bench_attention_kinds
