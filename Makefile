@@ -181,6 +181,24 @@ bench-continual: $(BUILD)/bench_continual
 $(BUILD)/bench_attention_kinds: bench/bench_attention_kinds.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/listops_dump: tools/listops_dump.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# The ListOps generator's answers against an independent evaluator
+# (tests/ref/listops_eval.py parses the text), LRA's settings, LISTOPS_N examples.
+LISTOPS_N ?= 3000
+listops-check: $(BUILD)/listops_dump
+	$(BUILD)/listops_dump 1 0 $(LISTOPS_N) | python3 tests/ref/listops_eval.py --check
+	$(BUILD)/listops_dump 2 1 $(LISTOPS_N) 20 300 6 5 | python3 tests/ref/listops_eval.py --check
+.PHONY: listops-check
+
+# docs/long-sequences.md's ListOps results: full, BigBird and Nystrom attention,
+# up to 3 hours each (BUDGET_S) -- hours of work for a quiet machine only.
+LISTOPS_RESULTS ?= build/listops_results
+listops-results: $(BUILD)/tformer
+	sh tools/listops_results.sh $(BUILD)/tformer $(LISTOPS_RESULTS)
+.PHONY: listops-results
+
 $(BUILD)/nystrom_error: bench/nystrom_error.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
