@@ -75,6 +75,12 @@ TEST(bigbird_block_sparse_bad_input_is_a_clear_error) {
     };
     int n = test_hf_run_bad_cases(bad, sizeof bad / sizeof *bad, TRAIN_CASE, "HF_VERBOSE");
     CHECKF(n == 0, "%d of the block-sparse BigBird refusals were not a clear error", n);
+    /* no other head, no save: written as BERT it would come back with full attention */
+    tf_bert_load_opts o = {TF_BERT_SEQ_CLS, 3, 1};
+    CHECK(!tf_bert_load_hf(TRAIN_CASE, &o) && strstr(tf_error(), "read as BigBirdModel only"));
+    tf_bert *m = tf_bert_load_hf(TRAIN_CASE, NULL);
+    CHECK(m && tf_bert_save_hf(m, "/tmp/tformer_bigbird_never") != 0 && strstr(tf_error(), "cannot be saved"));
+    tf_bert_free(m);
 }
 
 /* The itc layout's own rules at the library level (tf_sparse_pattern). */

@@ -100,8 +100,11 @@ TEST(listops_loader_batches) {
 TEST(listops_train_smoke) {
     char dir[] = "/tmp/tformer_listops_XXXXXX", args[1024], out[4096];
     CHECK(mkdtemp(dir) != NULL);
-    static const char *const kinds[] = {"--attention full", "--attention bigbird --window 4 --block-size 4 "
-                                        "--global-tokens 1 --random-blocks 1", "--attention nystrom --landmarks 8"};
+    static const char *const kinds[] = {
+        "--attention full",
+        "--attention bigbird --window 4 --block-size 4 --global-tokens 1 --random-blocks 1",
+        "--attention nystrom --landmarks 8",
+    };
     const char *common = "train --arch listops --threads 1 --listops-min-len 10 --listops-max-len 40 --listops-depth 4 "
                          "--listops-args 4 --n-layer 1 --d-model 16 --n-head 2 --batch 4 --steps 3 --eval-every 3 "
                          "--eval-batches 1";

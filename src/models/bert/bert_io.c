@@ -123,6 +123,9 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
     if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
         read_extras(root, path, o, c, folder_head))
         return -1;
+    if (c->bigbird_sparse && c->head != TF_BERT_BODY)
+        return tf_set_error("%s: a block_sparse BigBird is read as BigBirdModel only (hf-run); tformer has no head or "
+                            "training for it", path);
     if (!tf_bert_config_check(c)) return 0;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tf_error());
@@ -290,6 +293,8 @@ static int write_config(const tf_bert *m, const char *path) {
 }
 
 int tf_bert_save_hf(const tf_bert *m, const char *dir) {
+    if (m->cfg.bigbird_sparse) /* written as BERT it would come back with full attention */
+        return tf_set_error("%s: a block_sparse BigBird cannot be saved (tformer writes BERT folders)", dir);
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
