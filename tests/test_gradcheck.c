@@ -152,6 +152,13 @@ static tf_tensor *case_sdpa(tf_ctx *c, int v) {
 
 static tf_tensor *case_sparse_attention(tf_ctx *c, int v) {
     static const int g[] = {1, 5};
+    static const int32_t table[] = {3, 0, 2, 3, 0, 0, 1, 1};  /* (heads 2, blocks - 2 = 2, random 2): repeats */
+    if (v == 4) {  /* Hugging Face's BigBird layout: 4 blocks of 2, a table per head, padded keys and queries */
+        tf_sparse_pattern h = {.block = 2, .window = -1, .dilation = 1, .random = 2, .itc = 1, .itc_random = table,
+                               .itc_heads = 2};
+        return tf_sparse_attention(c, LEAF(c, 2, 2, 8, 3), LEAF(c, 2, 2, 8, 3), LEAF(c, 2, 2, 8, 4),
+                                   const_u8(c, 2, (int64_t[]){2, 8}, 6), &h, 0.6f);
+    }
     tf_tensor *q = LEAF(c, 2, 2, v == 3 ? 3 : 7, 3), *k = LEAF(c, 2, 2, 7, 3), *vv = LEAF(c, 2, 2, 7, 4);
     tf_sparse_pattern p = {.block = 2, .window = 1, .dilation = 1, .seed = 3};
     if (v == 0) p.random = 1, p.global = g, p.n_global = 1, p.global_first = 1;  /* BigBird, key padding */
@@ -442,7 +449,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_RECIPROCAL] = {TF_OP_RECIPROCAL, 2, case_reciprocal},
     [TF_OP_DEPTHWISE_CONV] = {TF_OP_DEPTHWISE_CONV, 3, case_depthwise_conv},
     [TF_OP_SOFT_CROSS_ENTROPY] = {TF_OP_SOFT_CROSS_ENTROPY, 2, case_soft_cross_entropy},
-    [TF_OP_SPARSE_ATTENTION] = {TF_OP_SPARSE_ATTENTION, 4, case_sparse_attention},
+    [TF_OP_SPARSE_ATTENTION] = {TF_OP_SPARSE_ATTENTION, 5, case_sparse_attention},
     [TF_OP_RMSNORM] = {TF_OP_RMSNORM, 3, case_rmsnorm},
 };
 

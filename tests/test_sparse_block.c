@@ -201,14 +201,14 @@ TEST(sparse_train_smoke) {
 }
 
 /* hf-run BigBirdModel: original_full is BERT's arithmetic (tests/fixtures_hf/v4_bigbird_*
- * in hf_fixtures); what tformer does not implement is refused by name; the
+ * in hf_fixtures; block_sparse in test_bigbird.c); what tformer does not implement is refused by name; the
  * comparison notices a moved pooler weight (BigBird's pooler is one nn.Linear). */
 #define BIGBIRD_CASE "tests/fixtures_hf/v4_bigbird_full_rightpad_types"
 #define IDS5 {{"input_ids", TF_ST_I64, 2, {2, 5}, 1}}
 TEST(sparse_bigbird_hf_run_refusals_and_perturbation) {
     static const test_bad_case bad[] = {
-        {"block_sparse", NULL, "\"original_full\"", "\"block_sparse\"", NULL, IDS5,
-         {"config.json", "\"attention_type\" must be \"original_full\"", "block_sparse"}},
+        {"another attention type", NULL, "\"original_full\"", "\"sliding\"", NULL, IDS5,
+         {"config.json", "\"attention_type\" must be \"original_full\" or \"block_sparse\""}},
         {"rescaled embeddings", NULL, "\"rescale_embeddings\": false", "\"rescale_embeddings\": true", NULL, IDS5,
          {"config.json", "\"rescale_embeddings\" must be false"}},
         {"no bias", NULL, "\"use_bias\": true", "\"use_bias\": false", NULL, IDS5, {"config.json", "\"use_bias\""}},

@@ -45,6 +45,14 @@ typedef struct {
     int tied;                                 /* MLM decoder = word embeddings (tie_word_embeddings) */
     float init_std;                           /* initializer_range */
     tf_attention_options attention;           /* full, local, dilated, bigbird or nystrom */
+    /* Hugging Face's BigBirdModel with attention_type "block_sparse" (read from
+     * config.json only; docs/long-sequences.md): blocks of bigbird_block, the
+     * first and last global, a window of 3 blocks and bigbird_random random
+     * blocks (tf_bert_inputs' rand_attn, or none: Hugging Face's eval mode).
+     * Sequences of at most (5 + 2 bigbird_random) bigbird_block tokens run as
+     * full attention, longer ones are padded to a multiple of the block with
+     * pad_token_id, as Hugging Face does. */
+    int bigbird_sparse, bigbird_block, bigbird_random, pad_token_id;
 } tf_bert_config;
 
 /* BERT-base's shape scaled to the given sizes: erf GELU, eps 1e-12, 2 token
@@ -98,6 +106,9 @@ typedef struct {
                                  * sequence classification: (B) I32 or, for regression, (B) F32 */
     tf_tensor *next_sentence_label;            /* (B) I32: 0 = B follows A, 1 = random */
     tf_tensor *start_positions, *end_positions; /* (B) I32, clamped to [0,T] (T: ignored) */
+    tf_tensor *rand_attn;       /* block-sparse BigBird: (n_layer, n_head, T'/block - 2, bigbird_random) I32, the
+                                 * random key blocks Hugging Face draws in training mode (T' = T padded to a multiple of
+                                 * the block); NULL: all block 0 (its eval mode) */
     int loss_only; /* MLM with labels: the decoder runs on the labelled positions only (logits (N,V)) */
 } tf_bert_inputs;
 

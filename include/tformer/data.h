@@ -244,6 +244,41 @@ TF_API int64_t tf_parallel_loader_batches(const tf_loader *l, tf_subset split);
  * *idx points into the loader, valid until its next call. */
 TF_API int tf_parallel_loader_pairs(tf_loader *l, tf_subset split, uint64_t key, const int **idx, int *rows);
 
+/* ---------------------------------------------------------------- ListOps */
+
+/* ListOps (Nangia & Bowman 2018) as the Long Range Arena generates it:
+ * nested [MIN / [MAX / [MED / [SM (sum mod 10) over digits 0-9, each operator
+ * closed by "]"; the answer (a digit) is the class. A node at depth d <
+ * max_depth (the root at depth 1) is an operator with probability 0.25 (else a
+ * digit), with 2..max_args arguments; an expression is kept when min_len <
+ * its tokens < max_len. Example i of a subset comes from a hash of (seed,
+ * subset, i): the same on every run, computed when asked (no set stored). */
+typedef struct {
+    int min_len, max_len;  /* LRA: 500, 2000 (tokens: digits, operators and "]") */
+    int max_depth, max_args; /* LRA: 10, 10 */
+    uint64_t seed;
+} tf_listops_opts;
+
+/* Token ids: padding, a [CLS] the classifier reads, the digits, the operators, "]". */
+enum { TF_LISTOPS_PAD, TF_LISTOPS_CLS, TF_LISTOPS_DIGIT0, TF_LISTOPS_MIN = TF_LISTOPS_DIGIT0 + 10, TF_LISTOPS_MAX,
+       TF_LISTOPS_MED, TF_LISTOPS_SM, TF_LISTOPS_END, TF_LISTOPS_VOCAB };
+
+/* 0, or -1 with a message naming the setting that cannot work. */
+TF_API int tf_listops_check(const tf_listops_opts *o);
+/* Example `index` of subset (0 train, 1 validation, 2 test): its tokens
+ * (cap >= max_len ids, no [CLS]) in ids, their count in *len, the answer in
+ * *label; 0 or -1. */
+TF_API int tf_listops_example(const tf_listops_opts *o, int subset, int64_t index, int32_t *ids, int cap, int *len,
+                              int *label);
+/* A token's text ("[MAX", "7", "]", ...). */
+TF_API const char *tf_listops_token(int32_t id);
+/* Batches: "input_ids" (rows, T) = [CLS] + the expression, padded with
+ * TF_LISTOPS_PAD; "attention_mask" (rows, T); "labels" (rows). Training
+ * batch `key` draws its rows among examples 0..n_train-1 from (seed, key,
+ * row); validation batch `key` is validation examples key*rows .. (mod
+ * n_valid). T >= max_len (max_len - 1 tokens and [CLS]). */
+TF_API tf_loader *tf_listops_loader_new(const tf_listops_opts *o, int64_t n_train, int64_t n_valid, int T);
+
 #ifdef __cplusplus
 }
 #endif

@@ -167,16 +167,29 @@ typedef struct {
     int n_global;
     int random;         /* key blocks per query block, >= 0 */
     uint64_t seed;
+    /* Hugging Face's block_sparse BigBird (the paper's ITC layout) instead of
+     * the parts above (window, dilation and seed unused; causal and global
+     * tokens refused): T a multiple of block, nb = T/block >= 3 blocks. Query
+     * blocks 0 and nb-1 see every key; query block qb in [1, nb-2] sees the
+     * key blocks {0, qb-1, qb, qb+1, nb-1} and the `random` blocks
+     * itc_random[h][qb-1][.], each counted as often as listed (Hugging Face
+     * concatenates them: a repeated block weighs twice); a padded query sees
+     * no key (zeros, Hugging Face's from_mask). */
+    int itc;
+    const int32_t *itc_random; /* (itc_heads, nb-2, random) key blocks in [0,nb), or NULL: all 0 (HF's eval mode) */
+    int itc_heads;             /* itc_random's heads: 1 (every head) or the attention's H */
 } tf_sparse_pattern;
 
 #define TF_SPARSE_MAX_BLOCK 128
 
 /* The key blocks each query block needs, ascending: query block qb (rows
  * [qb*b, min(qb*b+b, T))) visits kblock[off[qb] .. off[qb+1]); random[t] is 1
- * for a block drawn at random (all its keys visible, causal aside). */
+ * for a block drawn at random (all its keys visible, causal aside). An itc
+ * pattern lists them in Hugging Face's order, repeats included, per head. */
 typedef struct {
     int64_t n_qblocks, n_kblocks;
-    int64_t *off;     /* (n_qblocks+1) */
+    int64_t n_heads;  /* 1, or the heads of an itc pattern's table: head h's query block qb is row h*n_qblocks+qb */
+    int64_t *off;     /* (n_heads*n_qblocks+1) */
     int32_t *kblock;  /* (off[n_qblocks]) */
     uint8_t *random;  /* (off[n_qblocks]) */
     int64_t max_visit; /* the most key blocks any query block visits */

@@ -253,6 +253,22 @@ TF_API tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, cons
                                           const char *tokenizer, const char *run_dir, int resume, uint64_t seed);
 TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
 
+/* ---------------------------------------------------------------- ListOps (docs/long-sequences.md) */
+
+/* A BERT encoder (BertForSequenceClassification, 10 classes, its attention
+ * kind from model.attention) classifying ListOps expressions generated from
+ * listops_seed (tf_listops_loader_new); every batch is model.context long. */
+typedef struct {
+    tf_bert_config model;  /* vocab, head, labels and pooler are set by the task */
+    int min_len, max_len, max_depth, max_args;
+    int n_train, n_valid;
+    uint64_t listops_seed;
+} tf_listops_task_config;
+TF_API tf_listops_task_config tf_listops_task_config_default(void);
+TF_API extern const tf_field_table tf_listops_task_config_table;
+/* Validation metric: accuracy. */
+TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed);
+
 
 /* ---------------------------------------------------------------- translation (docs/translation.md) */
 

@@ -45,6 +45,7 @@ static int bert_run(hf_job *job) {
         .next_sentence_label = hf_get(&job->in, "next_sentence_label"),
         .start_positions = hf_get(&job->in, "start_positions"),
         .end_positions = hf_get(&job->in, "end_positions"),
+        .rand_attn = hf_get(&job->in, "rand_attn"),
     };
     tf_bert_outputs out;
     if (tf_bert_run(job->ctx, m, &in, &out)) {

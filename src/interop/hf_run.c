@@ -48,6 +48,9 @@ static const hf_input BERT_INPUTS[] = {BERT_COMMON, {NULL, 0, NULL, 0}};
 static const hf_input BERT_PRE_INPUTS[] = {
     BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {"next_sentence_label", HF_IN_IDS, "B", 0}, {NULL, 0, NULL, 0},
 };
+/* BigBirdModel: rand_attn is tformer's, not forward()'s: block_sparse's random
+ * key blocks per layer (docs/long-sequences.md); absent, transformers' eval mode. */
+static const hf_input BIGBIRD_INPUTS[] = {BERT_COMMON, {"rand_attn", HF_IN_IDS, "L,H,N,R", 0}, {NULL, 0, NULL, 0}};
 static const hf_input BERT_TOKEN_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
 static const hf_input BERT_SEQ_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
 static const hf_input BERT_QA_INPUTS[] = {
@@ -117,7 +120,7 @@ static const hf_arch ARCHS[] = {
     {"BertForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
-    {"BigBirdModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* attention_type original_full */
+    {"BigBirdModel", &hf_bert_family, BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
     {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},

@@ -34,6 +34,7 @@ typedef struct {
     const tf_kernels *kern;
     const uint8_t *pad;     /* this batch row's padding (T), or NULL */
     int64_t bh, qb, i0, i1;
+    int64_t row;            /* qb's row of the layout: h * n_qblocks + qb with a table per head, else qb */
     const float *q, *k, *v; /* this (b,h)'s Q (Tq,D), K (T,D), V (T,Dv) */
     const float *kt, *vt;   /* K^T, V^T by key blocks (tf_tiles_t) */
 } sp_block;
@@ -46,7 +47,8 @@ static sp_block block_of(const tf_node *n, const tf_kernels *kern, int64_t bh, i
     const sp_params *p = n->params;
     int64_t b = p->pat.block, i0 = qb * b > p->o ? qb * b : p->o;
     sp_block k = {p, kern, n->n_in > 3 ? tf_u8(n->in[3]) + bh / p->H * p->T : NULL, bh, qb, i0,
-                  qb * b + b < p->T ? qb * b + b : p->T, tf_f32(n->in[0]) + at(p, 0, bh), tf_f32(n->in[1]) + at(p, 1, bh),
+                  qb * b + b < p->T ? qb * b + b : p->T, (p->lay.n_heads > 1 ? bh % p->H * p->lay.n_qblocks : 0) + qb,
+                  tf_f32(n->in[0]) + at(p, 0, bh), tf_f32(n->in[1]) + at(p, 1, bh),
                   tf_f32(n->in[2]) + at(p, 2, bh), n->saved[1] + bh * p->D * p->T,
                   n->saved[1] + p->B * p->H * p->D * p->T + bh * p->Dv * p->T};
     return k;
@@ -61,7 +63,9 @@ static void tile_scores(float *S, const sp_block *k, int64_t t, int64_t j0, int6
     k->kern->tile_gemm(S, k->q + (k->i0 - p->o) * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < w; c++) {
-            int seen = tf_sparse_sees(&p->pat, p->is_global, k->i0 + r, j0 + c, rnd) && !(k->pad && k->pad[j0 + c]);
+            int seen = p->pat.itc ? !(k->pad && k->pad[k->i0 + r])  // itc: whole blocks; a padded query sees nothing
+                                  : tf_sparse_sees(&p->pat, p->is_global, k->i0 + r, j0 + c, rnd);
+            seen = seen && !(k->pad && k->pad[j0 + c]);
             S[r * w + c] = seen ? S[r * w + c] * p->scale : -INFINITY;
         }
 }
@@ -77,7 +81,7 @@ static void forward_block(const sp_block *k, float *o, float *lse) {  // o: (row
     double l[MB];
     memset(o, 0, (size_t)(rows * p->Dv) * sizeof *o);
     for (int64_t r = 0; r < rows; r++) m[r] = -INFINITY, l[r] = 0.0;
-    for (int64_t t = p->lay.off[k->qb]; t < p->lay.off[k->qb + 1]; t++) {
+    for (int64_t t = p->lay.off[k->row]; t < p->lay.off[k->row + 1]; t++) {
         int64_t j0 = (int64_t)p->lay.kblock[t] * p->pat.block, w = tile_width(p, j0);
         tile_scores(S, k, t, j0, w);
         tf_flash_tile_rows(k->kern, S, rows, w, m, l, o, p->Dv);
@@ -119,7 +123,7 @@ void tf_op_sparse_attention_forward(tf_node *n) {
 static void backward_block(const tf_node *n, const sp_block *k, const float *lse, float *scratch) {
     const sp_params *p = k->p;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
-    int64_t rows = k->i1 - k->i0, b = p->pat.block, t0 = p->lay.off[k->qb], t1 = p->lay.off[k->qb + 1];
+    int64_t rows = k->i1 - k->i0, b = p->pat.block, t0 = p->lay.off[k->row], t1 = p->lay.off[k->row + 1];
     const float *go = n->out->grad + (k->bh * p->Tq + k->i0 - p->o) * p->Dv;  // (rows,Dv)
     float *Pall = scratch, *dPall = scratch + b * b * p->lay.max_visit;  // tile t at (t - t0) rows b: (rows, w)
     double delta[MB] = {0};
@@ -181,12 +185,23 @@ void tf_op_sparse_attention_backward(tf_node *n) {
 static int plan(tf_ctx *ctx, sp_params *p, const tf_sparse_pattern *pat) {
     tf_sparse_layout l;
     if (tf_sparse_layout_new(&l, pat, p->T)) return -1;
-    int64_t nt = l.off[l.n_qblocks];
+    int64_t nt = l.off[l.n_heads * l.n_qblocks], rows = l.n_heads * l.n_qblocks;
+    if (l.n_heads > 1 && l.n_heads != p->H) {
+        tf_sparse_layout_free(&l);
+        return tf_set_error("sparse attention: a random block table of %lld heads for %lld heads", (long long)l.n_heads,
+                            (long long)p->H);
+    }
+    if (pat->itc && p->Tq != p->T) {
+        tf_sparse_layout_free(&l);
+        return tf_set_error("sparse attention: Hugging Face's BigBird layout has no cache (queries %lld of %lld "
+                            "positions)", (long long)p->Tq, (long long)p->T);
+    }
     p->pat = *pat;
+    p->pat.itc_random = NULL; /* the layout holds the table's blocks */
     int *g = tf_ctx_alloc(ctx, (size_t)(pat->n_global + 1) * sizeof *g);
     p->is_global = tf_ctx_alloc(ctx, (size_t)p->T);
     p->lay = l;
-    p->lay.off = tf_ctx_alloc(ctx, (size_t)(l.n_qblocks + 1) * sizeof *l.off);
+    p->lay.off = tf_ctx_alloc(ctx, (size_t)(rows + 1) * sizeof *l.off);
     p->lay.kblock = tf_ctx_alloc(ctx, (size_t)(nt + 1) * sizeof *l.kblock);
     p->lay.random = tf_ctx_alloc(ctx, (size_t)(nt + 1));
     int ok = g && p->is_global && p->lay.off && p->lay.kblock && p->lay.random;
@@ -194,7 +209,7 @@ static int plan(tf_ctx *ctx, sp_params *p, const tf_sparse_pattern *pat) {
         if (pat->n_global) memcpy(g, pat->global, (size_t)pat->n_global * sizeof *g);
         p->pat.global = g;
         tf_sparse_globals(p->is_global, pat, p->T);
-        memcpy(p->lay.off, l.off, (size_t)(l.n_qblocks + 1) * sizeof *l.off);
+        memcpy(p->lay.off, l.off, (size_t)(rows + 1) * sizeof *l.off);
         memcpy(p->lay.kblock, l.kblock, (size_t)nt * sizeof *l.kblock);
         memcpy(p->lay.random, l.random, (size_t)nt);
     }

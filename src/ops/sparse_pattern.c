@@ -6,6 +6,30 @@
 
 #include "sparse.h"
 
+/* Hugging Face's layout: whole blocks, the first and last global. T ==
+ * INT64_MAX: the settings alone (a block's configuration, before a length). */
+static int itc_check(const tf_sparse_pattern *p, int64_t T) {
+    if (p->causal || p->global_first || p->n_global)
+        return tf_set_error("sparse attention: Hugging Face's BigBird layout (itc) is not causal and has its own global "
+                            "blocks (first and last): causal %d, global tokens %d, global positions %d must be 0",
+                            p->causal, p->global_first, p->n_global);
+    if (p->itc_random && p->itc_heads < 1)
+        return tf_set_error("sparse attention: a random block table needs itc_heads >= 1 (got %d)", p->itc_heads);
+    if (T == INT64_MAX) return 0;
+    if (T % p->block || T / p->block < 3)
+        return tf_set_error("sparse attention: Hugging Face's BigBird layout needs a length that is a multiple of the "
+                            "block size %d and at least 3 blocks (got %lld: pad the sequence and mask the padding)",
+                            p->block, (long long)T);
+    int64_t n = (int64_t)p->itc_heads * (T / p->block - 2) * p->random;
+    for (int64_t i = 0; p->itc_random && i < n; i++)
+        if (p->itc_random[i] < 0 || p->itc_random[i] >= T / p->block)
+            return tf_set_error("sparse attention: random block table entry %lld (head %lld, query block %lld) is "
+                                "%d, outside the %lld key blocks", (long long)i, (long long)(i / (n / p->itc_heads)),
+                                (long long)(i % (n / p->itc_heads) / p->random + 1), p->itc_random[i],
+                                (long long)(T / p->block));
+    return 0;
+}
+
 int tf_sparse_check(const tf_sparse_pattern *p, int64_t T) {
     if (!p) return tf_set_error("sparse attention: no pattern");
     if (T <= 0) return tf_set_error("sparse attention: sequence length %lld must be positive", (long long)T);
@@ -21,7 +45,7 @@ int tf_sparse_check(const tf_sparse_pattern *p, int64_t T) {
         if (p->global[g] < 0 || p->global[g] >= T)
             return tf_set_error("sparse attention: global position %d (entry %d) outside the sequence [0, %lld)",
                                 p->global[g], g, (long long)T);
-    return 0;
+    return p->itc ? itc_check(p, T) : 0;
 }
 
 /* Is some multiple of r in [a, c]? */
@@ -76,9 +100,48 @@ void tf_sparse_layout_free(tf_sparse_layout *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* Hugging Face's order for query block qb of head h (bigbird_block_sparse_attention):
+ * the global rows every block; the second {0,1,2,last}, the second-last {0,
+ * last-2, last-1, last}, the middle {0, qb-1, qb, qb+1, last}; then the table's. */
+static int64_t itc_row(int32_t *kb, uint8_t *rnd, const tf_sparse_pattern *p, int64_t nb, int64_t h, int64_t qb) {
+    int64_t n = 0;
+    if (qb == 0 || qb == nb - 1) {
+        for (int64_t j = 0; j < nb; j++) kb[n] = (int32_t)j, rnd[n++] = 0;
+        return n;
+    }
+    int64_t lo = qb - 1 < 1 ? 1 : qb - 1, hi = qb + 1 > nb - 2 ? nb - 2 : qb + 1;
+    kb[n] = 0, rnd[n++] = 0;
+    for (int64_t j = lo; j <= hi; j++) kb[n] = (int32_t)j, rnd[n++] = 0;
+    kb[n] = (int32_t)(nb - 1), rnd[n++] = 0;
+    const int32_t *r = p->itc_random ? p->itc_random + (h * (nb - 2) + qb - 1) * p->random : NULL;
+    for (int t = 0; t < p->random; t++) kb[n] = r ? r[t] : 0, rnd[n++] = 1;
+    return n;
+}
+
+static int itc_layout(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_t T) {
+    int64_t nb = T / p->block, H = p->itc_random ? p->itc_heads : 1, most = nb > 5 + p->random ? nb : 5 + p->random;
+    l->n_qblocks = l->n_kblocks = nb, l->n_heads = H;
+    l->off = malloc((size_t)(H * nb + 1) * sizeof *l->off);
+    l->kblock = malloc((size_t)(H * nb * most) * sizeof *l->kblock);
+    l->random = malloc((size_t)(H * nb * most));
+    if (!l->off || !l->kblock || !l->random) {
+        tf_sparse_layout_free(l);
+        return tf_set_error("sparse attention: out of memory for %lld blocks", (long long)nb);
+    }
+    l->off[0] = 0;
+    for (int64_t r = 0; r < H * nb; r++) {
+        int64_t n = itc_row(l->kblock + l->off[r], l->random + l->off[r], p, nb, r / nb, r % nb);
+        l->off[r + 1] = l->off[r] + n;
+        if (n > l->max_visit) l->max_visit = n;
+    }
+    return 0;
+}
+
 int tf_sparse_layout_new(tf_sparse_layout *l, const tf_sparse_pattern *p, int64_t T) {
     memset(l, 0, sizeof *l);
     if (tf_sparse_check(p, T)) return -1;
+    if (p->itc) return itc_layout(l, p, T);
+    l->n_heads = 1;
     int64_t b = p->block, nb = (T + b - 1) / b;
     l->n_qblocks = l->n_kblocks = nb;
     uint8_t *is_global = malloc((size_t)T), *mark = malloc((size_t)nb);
@@ -121,6 +184,9 @@ oom:
 }
 
 int tf_sparse_mask(const tf_sparse_pattern *p, int64_t T, uint8_t *mask) {
+    if (p && p->itc)
+        return tf_set_error("sparse attention: Hugging Face's BigBird layout counts repeated blocks and differs per "
+                            "head: it has no boolean mask");
     tf_sparse_layout l;
     if (tf_sparse_layout_new(&l, p, T)) return -1;
     uint8_t *is_global = malloc((size_t)T), *rnd = malloc((size_t)l.n_kblocks);

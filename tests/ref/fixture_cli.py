@@ -18,6 +18,21 @@ def case_seed(name):
     return zlib.crc32(name.encode()) % 100000
 
 
+def init_bert_like(model, g, wstd):
+    """LayerNorms N(1, 0.2) and N(0, 0.05), every other tensor N(0, wstd^2):
+    transformers' own initialisation (std 0.02) gives nearly constant outputs,
+    which would not notice a misplaced weight (gen_nystrom_fixtures.py,
+    gen_bigbird_fixtures.py)."""
+    import torch
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + (0.2 if name.endswith("weight") else 0.05)
+                        * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(wstd * torch.randn(p.shape, generator=g))
+
+
 def expected_for(root, archs, reference, load_kwargs=None):
     """transformers loads each folder under root (as its config.json's
     architecture) and writes its outputs on input.safetensors."""

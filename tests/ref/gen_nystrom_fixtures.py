@@ -81,13 +81,7 @@ CASES = [
 
 
 def init_weights(model, g):
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name:
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + (0.2 if name.endswith("weight") else 0.05)
-                        * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(WSTD * torch.randn(p.shape, generator=g))
+    fixture_cli.init_bert_like(model, g, WSTD)
 
 
 def make_inputs(c, arch, spec, g):

@@ -116,7 +116,7 @@ void tf_bert_free(tf_bert *m) {
 /* ---------------------------------------------------------------- forward */
 
 /* (B,T,C) embeddings: LN(word + position + token type), then dropout. */
-static tf_tensor *embed(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
+tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
     const tf_bert_config *c = &m->cfg;
     tf_tensor *ids = in->input_ids;
     int64_t B = ids->shape[0], T = ids->shape[1];
@@ -141,10 +141,16 @@ tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *i
     tf_tensor *ids = in->input_ids;
     if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("bert: input_ids must be I32 (B,T)"), NULL;
     int64_t B = ids->shape[0], T = ids->shape[1];
+    const tf_bert_config *c = &m->cfg;
+    if (c->bigbird_sparse && T > (int64_t)(5 + 2 * c->bigbird_random) * c->bigbird_block)
+        return tf_bert_encode_block_sparse(ctx, m, in);
+    if (in->rand_attn)  // transformers runs these lengths with full attention
+        return tf_set_error("bert: rand_attn is for block_sparse BigBird over more than (5 + 2 num_random_blocks) "
+                            "block_size tokens (got %lld)", (long long)T), NULL;
     tf_attn_mask mask = {0};
     if (in->attention_mask && !(mask.key_padding_mask = tf_key_padding(ctx, in->attention_mask, B, T, "bert")))
         return NULL;
-    tf_tensor *x = embed(ctx, m, in);
+    tf_tensor *x = tf_bert_embed_inputs(ctx, m, in);
     tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL};
     for (int i = 0; i < m->cfg.n_layer; i++) x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
     return x;  // (B,T,C)

@@ -8,6 +8,11 @@
 
 /* The encoder's output (B,T,C): embeddings and the blocks (bert.c). */
 tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);
+/* (B,T,C) embeddings LN(word + position + token type) with dropout (bert.c). */
+tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);
+/* The encoder of Hugging Face's block_sparse BigBird on inputs longer than
+ * (5 + 2 bigbird_random) bigbird_block tokens (bert_bigbird.c). */
+tf_tensor *tf_bert_encode_block_sparse(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);
 /* The head's outputs and loss from out->last_hidden_state / pooler_output (bert_heads.c). */
 int tf_bert_heads(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out);
 

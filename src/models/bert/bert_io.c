@@ -36,26 +36,39 @@ static const tf_field HF_ROWS[] = {
 #undef HF_E
 static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
 
-/* Hugging Face's BigBirdModel with attention_type "original_full" is BERT's
- * arithmetic under BERT's names; its block-sparse attention (random blocks
- * drawn per head and call), rescaled embeddings and bias-free projections are
- * refused by name (docs/long-sequences.md). */
-static int refuse_bigbird(const cJSON *root, const char *path) {
+/* Hugging Face's BigBirdModel is BERT's arithmetic under BERT's names, with
+ * attention_type "original_full" (full attention) or "block_sparse" (its
+ * block layout through the sparse kernel: docs/long-sequences.md); rescaled
+ * embeddings and bias-free projections are refused by name. */
+static int read_bigbird(const cJSON *root, const char *path, tf_bert_config *c) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "attention_type");
-    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "original_full")))
-        return tf_set_error("%s: BigBird's \"attention_type\" must be \"original_full\" (Hugging Face's block_sparse "
-                            "attention is not implemented)", path);
+    int sparse = cJSON_IsString(t) && !strcmp(t->valuestring, "block_sparse");
+    if (t && !sparse && !(cJSON_IsString(t) && !strcmp(t->valuestring, "original_full")))
+        return tf_set_error("%s: BigBird's \"attention_type\" must be \"original_full\" or \"block_sparse\"", path);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "rescale_embeddings")))
         return tf_set_error("%s: BigBird's \"rescale_embeddings\" must be false", path);
     if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "use_bias")))
         return tf_set_error("%s: BigBird's \"use_bias\" must be true", path);
+    if (!sparse) return 0;
+    static const char *const KEYS[] = {"block_size", "num_random_blocks", "pad_token_id"};
+    int *dst[] = {&c->bigbird_block, &c->bigbird_random, &c->pad_token_id}, def[] = {64, 3, 0};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, KEYS[i]);
+        *dst[i] = j ? j->valueint : def[i];
+        if ((j && (!cJSON_IsNumber(j) || j->valuedouble != (double)j->valueint)) || *dst[i] < (i < 2) ||
+            (i == 0 && *dst[i] > TF_SPARSE_MAX_BLOCK) || (i == 2 && *dst[i] >= c->vocab_size))
+            return tf_set_error("%s: BigBird's \"%s\" must be an integer in [%d, %d] with block_sparse attention%s",
+                                path, KEYS[i], i < 2, i == 0 ? TF_SPARSE_MAX_BLOCK : i == 2 ? c->vocab_size - 1 : INT32_MAX,
+                                i == 1 ? " (transformers fails with 0 random blocks)" : "");
+    }
+    c->bigbird_sparse = 1;
     return 0;
 }
 
 /* BertConfig settings that change the arithmetic and that tformer does not
  * implement: refused by name rather than run to a different answer. */
-static int refuse_unsupported(const cJSON *root, const char *path) {
-    if (refuse_bigbird(root, path)) return -1;
+static int refuse_unsupported(const cJSON *root, const char *path, tf_bert_config *c) {
+    if (read_bigbird(root, path, c)) return -1;
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");
     if (j && !cJSON_IsNull(j) && !(cJSON_IsString(j) && !strcmp(j->valuestring, "absolute")))
         return tf_set_error("%s: \"position_embedding_type\" must be \"absolute\" (relative positions are not "
@@ -100,7 +113,7 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
                      ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
     const cJSON *cd = cJSON_GetObjectItemCaseSensitive(root, "classifier_dropout");
     c->classifier_dropout = cJSON_IsNumber(cd) ? (float)cd->valuedouble : -1.0f;
-    return refuse_unsupported(root, path);
+    return refuse_unsupported(root, path, c);
 }
 
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
@@ -110,6 +123,9 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
     if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
         read_extras(root, path, o, c, folder_head))
         return -1;
+    if (c->bigbird_sparse && c->head != TF_BERT_BODY)
+        return tf_set_error("%s: a block_sparse BigBird is read as BigBirdModel only (hf-run); tformer has no head or "
+                            "training for it", path);
     if (!tf_bert_config_check(c)) return 0;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tf_error());
@@ -277,6 +293,8 @@ static int write_config(const tf_bert *m, const char *path) {
 }
 
 int tf_bert_save_hf(const tf_bert *m, const char *dir) {
+    if (m->cfg.bigbird_sparse) /* written as BERT it would come back with full attention */
+        return tf_set_error("%s: a block_sparse BigBird cannot be saved (tformer writes BERT folders)", dir);
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);

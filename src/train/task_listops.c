@@ -1,0 +1,112 @@
+/* ListOps classification (the Long Range Arena's long-sequence task): a BERT
+ * encoder under BertForSequenceClassification's head, trained from scratch
+ * on expressions generated from a seed (src/data/listops.c), cross-entropy
+ * over the 10 answers, validation accuracy; saved as a Hugging Face folder
+ * (its vocabulary: tf_listops_token). The attention kind is the model's
+ * (--attention full|local|dilated|bigbird|nystrom). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train_internal.h"
+
+#define R(m, type, name, def, range, help) TF_FIELD_ROW(tf_listops_task_config, m, type, name, def, range, NULL, help, 0, NULL)
+static const tf_field LO_ROWS[] = {
+    R(min_len, TF_FIELD_INT, "listops_min_len", "500", "[0,inf)", "ListOps: expressions longer than this (tokens)"),
+    R(max_len, TF_FIELD_INT, "listops_max_len", "2000", "[2,inf)",
+      "ListOps: expressions shorter than this; context must be at least this ([CLS] + tokens)"),
+    R(max_depth, TF_FIELD_INT, "listops_depth", "10", "[1,64]", "ListOps: the deepest node (operators above it)"),
+    R(max_args, TF_FIELD_INT, "listops_args", "10", "[2,64]", "ListOps: arguments of an operator, 2 to this"),
+    R(n_train, TF_FIELD_INT, "listops_train", "96000", "[1,inf)", "ListOps: training expressions"),
+    R(n_valid, TF_FIELD_INT, "listops_valid", "2000", "[1,inf)", "ListOps: validation expressions"),
+    R(listops_seed, TF_FIELD_UINT64, "listops_seed", "1", NULL, "ListOps: the seed the expressions come from"),
+    TF_FIELD_SUB(tf_listops_task_config, model, tf_bert_config_table),
+};
+#undef R
+const tf_field_table tf_listops_task_config_table = {"ListOps", LO_ROWS, (int)(sizeof LO_ROWS / sizeof LO_ROWS[0])};
+
+tf_listops_task_config tf_listops_task_config_default(void) {
+    tf_listops_task_config c = {0};
+    tf_fields f = {&tf_listops_task_config_table, &c};
+    tf_fields_defaults(&f, 1);
+    return c;
+}
+
+typedef struct {
+    tf_task base;
+    tf_listops_task_config cfg;
+    tf_bert *m;
+    tf_loader *loader;
+} lo_task;
+
+static int lo_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((lo_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+static tf_tensor *lo_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    tf_bert_inputs in = {.input_ids = tf_batch_get(b, "input_ids"), .attention_mask = tf_batch_get(b, "attention_mask"),
+                         .labels = tf_batch_get(b, "labels")};
+    tf_bert_outputs out;
+    if (tf_bert_run(ctx, ((lo_task *)t)->m, &in, &out)) return NULL;
+    if (m) tf_task_count_hits(out.logits, in.labels, m);
+    return out.loss;
+}
+
+static tf_params *lo_params(tf_task *t) { return ((lo_task *)t)->m->params; }
+
+static int lo_signature(tf_task *t, char *out, size_t n) {
+    tf_fields f = {&tf_bert_config_table, &((lo_task *)t)->m->cfg};
+    return tf_fields_signature(&f, 1, out, n);
+}
+
+static int lo_save(tf_task *t, const char *dir) { return tf_bert_save_hf(((lo_task *)t)->m, dir); }
+static int64_t lo_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lo_task *)t)->cfg.model.context; }
+
+static void lo_free(tf_task *t) {
+    lo_task *l = (lo_task *)t;
+    tf_bert_free(l->m);
+    tf_loader_free(l->loader);
+    free(l);
+}
+
+static const tf_task_vt LO_TASK = {lo_batch, lo_loss, lo_params, lo_signature, lo_save,
+                                   NULL, NULL, lo_tokens, lo_free, NULL, NULL};
+
+/* The model's settings the task fixes, and the lengths the context must hold. */
+static int fit_model(tf_listops_task_config *c) {
+    tf_bert_config *m = &c->model;
+    if (m->vocab_size && m->vocab_size != TF_LISTOPS_VOCAB)
+        return tf_set_error("listops: vocab_size %d: ListOps has %d tokens (leave it 0)", m->vocab_size, TF_LISTOPS_VOCAB);
+    if ((m->head != TF_BERT_PRETRAINING && m->head != TF_BERT_SEQ_CLS) || (m->n_labels != 2 && m->n_labels != 10) ||
+        !m->pooler || m->problem != TF_BERT_SINGLE_LABEL)
+        return tf_set_error("listops: the model is BertForSequenceClassification with 10 labels, a pooler and "
+                            "cross-entropy: leave head, n_labels, pooler and problem unset");
+    m->vocab_size = TF_LISTOPS_VOCAB, m->head = TF_BERT_SEQ_CLS, m->n_labels = 10;
+    if (m->context < c->max_len)
+        return tf_set_error("listops: context %d cannot hold [CLS] and expressions of up to %d tokens (listops_max_len "
+                            "%d): set --context %d or more", m->context, c->max_len - 1, c->max_len, c->max_len);
+    int L = m->attention.landmarks;
+    if (m->attention.kind == TF_ATTENTION_NYSTROM && L > 0 && m->context != L && m->context % L)
+        return tf_set_error("listops: attention nystrom needs the batches' length, context %d, to be a multiple of "
+                            "its %d landmarks", m->context, L);
+    return tf_bert_config_check(m);
+}
+
+tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed) {
+    if (mkdir(run_dir, 0755) && errno != EEXIST)
+        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
+    lo_task *l = calloc(1, sizeof *l);
+    if (!l) return tf_set_error("listops: out of memory"), NULL;
+    l->base.vt = &LO_TASK, l->cfg = *c;
+    l->base.config = (tf_fields){&tf_listops_task_config_table, &l->cfg};
+    l->base.n_metrics = 1, l->base.metric_names[0] = "accuracy";
+    l->base.select_metric = 1;
+    tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed};
+    if (fit_model(&l->cfg) || !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context)) ||
+        !(l->m = tf_bert_new(&l->cfg.model, seed ? seed : 1))) {
+        lo_free(&l->base);
+        return NULL;
+    }
+    return &l->base;
+}

@@ -1,0 +1,130 @@
+/* ListOps (src/data/listops.c): the generator's expressions and answers
+ * against tests/fixtures_listops, whose labels an independent evaluator
+ * computed from the text (tests/ref/listops_eval.py; make listops-check runs
+ * it on thousands); the settings' errors; the loader's batches; a few steps
+ * of `tformer train --arch listops` with each attention kind. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+typedef struct {
+    const char *file;
+    tf_listops_opts o;
+    int subset;
+} fixture;
+
+/* How many lines of f's file differ from the generator's text and answer (-1: unreadable). */
+static int differing(const fixture *f, int *lines) {
+    FILE *fp = fopen(f->file, "r");
+    if (!fp) return -1;
+    char line[65536], text[65536];
+    int32_t ids[4096];
+    int bad = 0;
+    *lines = 0;
+    while (fgets(line, sizeof line, fp)) {
+        int len, label;
+        if (tf_listops_example(&f->o, f->subset, (*lines)++, ids, 4096, &len, &label)) return fclose(fp), -1;
+        size_t k = (size_t)snprintf(text, sizeof text, "%d\t", label);
+        for (int t = 0; t < len && k < sizeof text; t++)
+            k += (size_t)snprintf(text + k, sizeof text - k, "%s%s", t ? " " : "", tf_listops_token(ids[t]));
+        line[strcspn(line, "\n")] = 0;
+        bad += strcmp(line, text) != 0;
+    }
+    fclose(fp);
+    return bad;
+}
+
+TEST(listops_generator_matches_independent_evaluator) {
+    fixture f[] = {{"tests/fixtures_listops/seed5_test.tsv", {20, 200, 6, 5, 5}, 2},
+                   {"tests/fixtures_listops/seed1_train_lra.tsv", {500, 2000, 10, 10, 1}, 0}};
+    for (int i = 0; i < 2; i++) {
+        int lines, bad = differing(&f[i], &lines);
+        printf("    %s: %d expressions, %d differ\n", f[i].file, lines, bad);
+        CHECKF(bad == 0 && lines >= 5, "%s: %d of %d lines differ", f[i].file, bad, lines);
+    }
+    f[0].o.seed = 6;  // another seed: other expressions (the comparison can fail)
+    int lines, bad = differing(&f[0], &lines);
+    CHECKF(bad == lines, "seed 6 reproduced %d of %d lines of seed 5", lines - bad, lines);
+}
+
+TEST(listops_settings_are_checked) {
+    static const struct {
+        tf_listops_opts o;
+        const char *expect;
+    } bad[] = {
+        {{500, 2000, 10, 1, 1}, "max_args 1 must lie in [2, 64]"},
+        {{500, 2000, 0, 10, 1}, "max_depth 0 must lie in [1, 64]"},
+        {{100, 101, 10, 10, 1}, "leave no length"},
+        {{10, 100, 2, 3, 1}, "at most 5 tokens, not more than min_len 10"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = tf_listops_check(&bad[i].o);
+        CHECKF(rc != 0 && strstr(tf_error(), bad[i].expect), "case %zu: rc %d, error '%s'", i, rc, tf_error());
+    }
+    tf_listops_opts ok = {20, 100, 6, 5, 3};
+    int32_t ids[99];
+    int len, label;
+    CHECK(tf_listops_example(&ok, 0, 0, ids, 50, &len, &label) != 0 && strstr(tf_error(), "room for 50 tokens"));
+    CHECK(!tf_listops_loader_new(&ok, 10, 10, 99) && strstr(tf_error(), "cannot hold [CLS] and up to 99 tokens"));
+    CHECK(!tf_listops_loader_new(&ok, 0, 10, 100) && strstr(tf_error(), "both need at least 1"));
+}
+
+TEST(listops_loader_batches) {
+    tf_listops_opts o = {20, 100, 6, 5, 3};
+    tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_batch a, b, v;
+    CHECK(l && !tf_loader_next(l, ctx, TF_SUBSET_TRAIN, 7, 4, &a) && !tf_loader_next(l, ctx, TF_SUBSET_TRAIN, 7, 4, &b) &&
+          !tf_loader_next(l, ctx, TF_SUBSET_VAL, 1, 4, &v));
+    tf_tensor *x = tf_batch_get(&a, "input_ids"), *m = tf_batch_get(&a, "attention_mask"), *y = tf_batch_get(&a, "labels");
+    CHECK(x && m && y && x->shape[0] == 4 && x->shape[1] == 128 && y->shape[0] == 4);
+    CHECK(!memcmp(tf_i32(x), tf_i32(tf_batch_get(&b, "input_ids")), 4 * 128 * sizeof(int32_t)));  // the same draw
+    int32_t ids[128];
+    int len, label;
+    CHECK(!tf_listops_example(&o, 1, 5, ids, 128, &len, &label));  // validation batch 1 of 4 rows: examples 4..7
+    CHECK(tf_i32(tf_batch_get(&v, "labels"))[1] == label && tf_i32(tf_batch_get(&v, "input_ids"))[128 + 1] == ids[0]);
+    for (int r = 0; r < 4; r++) {
+        int n = 0;
+        for (int t = 0; t < 128; t++) n += tf_i32(m)[r * 128 + t];
+        CHECKF(tf_i32(x)[r * 128] == TF_LISTOPS_CLS && n > 21 && n < 101 && tf_i32(x)[r * 128 + n] == TF_LISTOPS_PAD &&
+               tf_i32(x)[r * 128 + n - 1] == TF_LISTOPS_END && tf_i32(y)[r] >= 0 && tf_i32(y)[r] < 10,
+               "row %d: %d tokens", r, n);
+    }
+    tf_ctx_free(ctx);
+    tf_loader_free(l);
+}
+
+/* tformer train --arch listops: 3 steps with full, bigbird and nystrom
+ * attention; the settings it cannot use are errors. */
+TEST(listops_train_smoke) {
+    char dir[] = "/tmp/tformer_listops_XXXXXX", args[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *const kinds[] = {
+        "--attention full",
+        "--attention bigbird --window 4 --block-size 4 --global-tokens 1 --random-blocks 1",
+        "--attention nystrom --landmarks 8",
+    };
+    const char *common = "train --arch listops --threads 1 --listops-min-len 10 --listops-max-len 40 --listops-depth 4 "
+                         "--listops-args 4 --n-layer 1 --d-model 16 --n-head 2 --batch 4 --steps 3 --eval-every 3 "
+                         "--eval-batches 1";
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "%s --context 40 %s --out %s/run%d", common, kinds[i], dir, i);
+        int rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc == 0 && strstr(out, "accuracy"), "%s: rc %d\n%s", kinds[i], rc, out);
+    }
+    static const struct {
+        const char *extra, *expect;
+    } bad[] = {
+        {"--context 32", "context 32 cannot hold [CLS] and expressions of up to 39 tokens"},
+        {"--context 44 --attention nystrom --landmarks 8", "context 44, to be a multiple of its 8 landmarks"},
+        {"--context 40 --n-labels 3", "leave head, n_labels, pooler and problem unset"},
+        {"--context 40 --data x.txt", "generates its data"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(args, sizeof args, "%s %s --out %s/bad", common, bad[i].extra, dir);
+        int rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc != 0 && strstr(out, bad[i].expect), "%s: rc %d\n%s", bad[i].extra, rc, out);
+    }
+    test_rm_rf(dir);
+}

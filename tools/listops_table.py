@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""The table of tools/listops_results.sh: for each run folder (full, bigbird,
+nystrom) under OUT, the best and last validation accuracy (losses.csv),
+steps, seconds per step (timing.txt), beside LRA's published ListOps figures.
+
+    python3 tools/listops_table.py OUT
+"""
+import csv
+import os
+import sys
+
+LRA = {"full": ("Transformer", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": ("Nystromformer (its re-run)", 37.2)}
+
+
+def main():
+    out = sys.argv[1]
+    print("| attention | steps | s / step | best val accuracy | last val accuracy | LRA (test) |")
+    print("|---|---|---|---|---|---|")
+    for kind, (name, lra) in LRA.items():
+        run = os.path.join(out, kind)
+        timing = os.path.join(run, "timing.txt")
+        if not os.path.exists(timing):
+            continue
+        t = dict(kv.split("=") for kv in open(timing).read().split())
+        acc = [float(r["val_accuracy"]) for r in csv.DictReader(open(os.path.join(run, "losses.csv")))
+               if r.get("val_accuracy")]
+        steps, secs = int(t["steps"]), int(t["seconds"])
+        print(f"| {kind} | {steps} | {secs / steps:.1f} | {100 * max(acc):.1f}% | {100 * acc[-1]:.1f}% | "
+              f"{name} {lra}% |")
+
+
+if __name__ == "__main__":
+    main()
