@@ -163,6 +163,10 @@ void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *k
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
                          tf_tensor **probs);
+/* Zeros appended along dim d of x until it is n long (x itself when it is): Swin's padding. */
+tf_tensor *tf_pad_zeros(tf_ctx *ctx, tf_tensor *x, int d, int64_t n);
+/* Self-attention of h (B,height*width,C) within the (shifted) windows of a (src/nn/window.c). */
+tf_tensor *tf_window_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *h, const tf_window_attn *a, tf_tensor **probs);
 
 /* Nyström attention of q, k, v (B,H,T,D) (the projections of one input;
  * tf_mha_config's nystrom, landmarks, conv_kernel) -> (B,H,T,D); mask: only

@@ -150,6 +150,8 @@ enum { SELF, CROSS, FF, TIME };
 /* Sub-layer `which` of h (B,T,d_model), dropout on its output. */
 static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which, tf_tensor *h,
                          const tf_block_args *a) {
+    if (which == SELF && a->window)
+        return tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, a->window, a->self_probs), c->dropout);
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
                                              a->cache, a->layer, NULL, a->self_probs), c->dropout);
@@ -213,6 +215,9 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
     if (cfg->factorised) return x ? residual(ctx, b, cfg, FF, &b->norm_ff, factorised(ctx, b, cfg, x, a), a) : NULL;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
+    if (a->window && (cross || a->cache || cfg->attn != TF_ATTN_FULL || a->self_attn_out || a->query_last))
+        return tf_set_error("block: window attention is full self-attention only (no cross-attention, cache, "
+                            "other attention kind or continual step)"), NULL;
     if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->attn == TF_ATTN_NYSTROM))
         return tf_set_error("block: continual self-attention has no cross-attention, cache or Nystrom"), NULL;
     x = residual_self(ctx, b, cfg, x, a);
