@@ -391,6 +391,13 @@ vision-results: $(BUILD)/tformer
 	sh tools/vision_results.sh $(BUILD)/tformer $(VISION_RESULTS)
 .PHONY: vision-results
 
+# The same long run with a Swin Transformer beside the ViT (docs/vision.md's
+# Swin section): patch 2, d_model 48, depths 2,4, heads 3,6, window 7. Kept out of CI.
+SWIN_RESULTS ?= build/swin_results
+swin-results: $(BUILD)/tformer
+	ARCH=swin sh tools/vision_results.sh $(BUILD)/tformer $(SWIN_RESULTS)
+.PHONY: swin-results
+
 # docs/vision.md's ImageGPT run: a GPT on Fashion-MNIST at 14x14 in 16 grey
 # levels, test bits per pixel, and completion grids of t10k images into
 # docs/img/ (hours on 2 cores: each call trains for at most HOURS, then stops

@@ -33,6 +33,29 @@ def expected_for(root, archs, reference, load_kwargs=None):
         print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
 
 
+def save_image_case(d, model, arch, spec, g, reference, gradients):
+    """An image model's case folder d: the model (save_pretrained), input.safetensors
+    (spec["B"] images U(0,1) of the config's channels and size from g, and with
+    spec["labels"] labels below num_labels), expected.safetensors
+    (reference(model, arch, x)) and with labels gradients.safetensors
+    (gradients(model, x)). Returns the inputs."""
+    import shutil
+    import torch
+    from safetensors.torch import save_file
+    cfg = model.config
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    B, C, S = spec["B"], cfg.num_channels, cfg.image_size
+    x = {"pixel_values": torch.rand(B, C, S, S, generator=g)}
+    if spec.get("labels"):
+        x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
+    save_file(x, os.path.join(d, "input.safetensors"))
+    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+    if spec.get("labels"):
+        save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+    return x
+
+
 def run(cases, write_case, random_case, expected=None, random_name="random_{:02d}", extra=None, write_random=None):
     """cases: (name, *args) -> write_case(out, name, *args, seed);
     random_case(random.Random) -> args of a fresh case; expected(root): the

@@ -33,11 +33,9 @@ initialisation would hide a misplaced weight). Pixels U(0, 1).
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
 import os
-import shutil
 
 import torch
 import transformers
-from safetensors.torch import save_file
 from transformers import SwinConfig, SwinForImageClassification, SwinModel
 
 import fixture_cli
@@ -123,16 +121,7 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     model = ARCHS[arch](cfg).eval()
     init_weights(model, g)
     d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    B, C, S = spec["B"], cfg.num_channels, cfg.image_size
-    x = {"pixel_values": torch.rand(B, C, S, S, generator=g)}
-    if spec.get("labels"):
-        x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
-    save_file(x, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    if spec.get("labels"):
-        save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+    x = fixture_cli.save_image_case(d, model, arch, spec, g, reference, gradients)
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 

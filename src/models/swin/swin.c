@@ -148,13 +148,7 @@ static int check_inputs(const tf_swin *m, const tf_swin_inputs *in) {
                             x ? tf_shape_str(x, s, sizeof s) : "(none)", c->channels, c->image_size, c->image_size);
     if (!y) return 0;
     if (c->head != TF_SWIN_IMAGE_CLS) return tf_set_error("swin: labels need SwinForImageClassification");
-    if (y->dtype != TF_DTYPE_I32 || y->ndim != 1 || y->shape[0] != x->shape[0])
-        return tf_set_error("swin: labels %s must be I32 (%lld)", tf_shape_str(y, s, sizeof s), (long long)x->shape[0]);
-    for (int64_t i = 0; i < y->shape[0]; i++)
-        if (tf_i32(y)[i] != -100 && (tf_i32(y)[i] < 0 || tf_i32(y)[i] >= c->n_labels))
-            return tf_set_error("swin: label %d of image %lld is out of range [0,%d)", tf_i32(y)[i], (long long)i,
-                                c->n_labels);
-    return 0;
+    return tf_vision_check_labels(y, x->shape[0], c->n_labels, "swin", "image");
 }
 
 /* (B,G*G,C): the padded image's patches, embedded and normalised. */
