@@ -26,6 +26,10 @@ at patch merging, 1 to 3 stages, several depths and heads. transformers
 4.36.2 fails on a stage whose grid is smaller than window_size (its bias
 table is built for the configured window), so no case has one.
 
+A random case whose float32 run in transformers lies more than 3e-6 from its
+float64 one (deep stacks of these weights amplify rounding: one such case
+was 1.5e-5 off in PyTorch itself) is drawn again with other weights.
+
 Weights: LayerNorms N(1, 0.2) and N(0, 0.05), the relative position bias
 tables N(0, 1), every other tensor N(0, 0.4) (transformers' own
 initialisation would hide a misplaced weight). Pixels U(0, 1).
@@ -33,6 +37,7 @@ initialisation would hide a misplaced weight). Pixels U(0, 1).
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
 import os
+import shutil
 
 import torch
 import transformers
@@ -123,6 +128,26 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     d = os.path.join(out, name)
     x = fixture_cli.save_image_case(d, model, arch, spec, g, reference, gradients)
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
+    return sensitivity(model, arch, x)
+
+
+def sensitivity(model, arch, x):
+    """How far transformers' own float32 run lies from its float64 one (max |diff|):
+    a case past a few 1e-6 is too ill-conditioned to compare float32 at 1e-5."""
+    want = reference(model, arch, x)
+    args = {k: v for k, v in x.items() if k == "pixel_values"}
+    with torch.no_grad():
+        out = model.eval()(**args)
+    got = {"last_hidden_state": out.last_hidden_state} if arch == "SwinModel" else {"logits": out.logits}
+    return max((got[k] - want[k]).abs().max().item() for k in got)
+
+
+def write_random_case(out, name, arch, cfg_kw, spec, seed):
+    for attempt in range(20):  # the same configuration, other weights
+        if write_case(out, name, arch, cfg_kw, spec, seed + 100000 * attempt) <= 3e-6:
+            return
+        shutil.rmtree(os.path.join(out, name))
+        print("  too ill-conditioned to compare at 1e-5 (transformers' float32 run off by more than 3e-6): other weights")
 
 
 def random_case(r):
@@ -152,7 +177,7 @@ def random_case(r):
 
 
 def main():
-    fixture_cli.run(CASES, write_case, random_case,
+    fixture_cli.run(CASES, write_case, random_case, write_random=write_random_case,
                     expected=lambda root: fixture_cli.expected_for(root, ARCHS, reference))
 
 
