@@ -125,6 +125,7 @@ int test_copy_case(const char *src, const char *dst, const char *from, const cha
         tf_tensor *t = tf_st_to_tensor(f, e, a);
         int moved = name && !strcmp(e->name, name);
         if (!t || (moved && at >= tf_numel(t))) rc = -1;
+        else if (moved && t->dtype == TF_DTYPE_I32) tf_i32(t)[at] += (int32_t)delta;
         else if (moved) tf_f32(t)[at] += delta;
         if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
     }

@@ -88,7 +88,7 @@ char *test_replaced(const char *text, const char *from, const char *to);
 int test_copy_config(const char *src, const char *dst, const char *from, const char *to);
 /* src into dst: config.json as test_copy_config; model.safetensors with
  * element `at` of tensor `name` moved by delta (name NULL: none; at out of
- * range: -1) and the tensor `drop` left out. */
+ * range: -1; an integer tensor by (int)delta) and the tensor `drop` left out. */
 int test_copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
                    float delta, const char *drop);
 

@@ -232,3 +232,21 @@ TEST(swin_hf_run_bad_input_is_a_clear_error) {
     int bad = test_hf_run_bad_cases(BAD, n, CLS_CASE, "SWIN_VERBOSE");
     CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
 }
+
+/* transformers reads the stored relative_position_index: a folder whose index
+ * is not the standard one is refused (an unchanged copy loads). */
+TEST(swin_changed_relative_position_index_is_refused) {
+    char tmp[] = "/tmp/tformer_swini_XXXXXX";
+    const char *name = "swin.encoder.layers.0.blocks.1.attention.self.relative_position_index";
+    CHECK(mkdtemp(tmp) != NULL);
+    CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
+    tf_swin *m = tf_swin_load_hf(tmp);
+    CHECKF(m != NULL, "%s", tf_error());
+    tf_swin_free(m);
+    CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, name, 5, 1.0f, NULL) == 0);
+    m = tf_swin_load_hf(tmp);
+    CHECKF(!m && strstr(tf_error(), "is not the relative position index of a 7x7 window") && strstr(tf_error(), name),
+           "%s", m ? "loaded" : tf_error());
+    tf_swin_free(m);
+    test_rm_rf(tmp);
+}

@@ -37,15 +37,21 @@ static int write_config(const char *path, const char *arch, const char *model_ty
     return rc ? -1 : 0;
 }
 
-int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
-                   char *const *labels, int n_labels, const tf_params *ps) {
+int tf_vision_save_config(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                          char *const *labels, int n_labels) {
     if (mkdir(dir, 0755) && errno != EEXIST) {
         cJSON_Delete(extra);
         return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (write_config(path, arch, model_type, f, extra, labels, n_labels)) return -1;
+    return write_config(path, arch, model_type, f, extra, labels, n_labels);
+}
+
+int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                   char *const *labels, int n_labels, const tf_params *ps) {
+    if (tf_vision_save_config(dir, arch, model_type, f, extra, labels, n_labels)) return -1;
+    char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     return tf_folder_save_weights(ps, path, NULL, NULL);
 }

@@ -52,6 +52,13 @@ static tf_tensor *unpartition(tf_ctx *ctx, tf_tensor *x, int64_t B, int64_t Hp, 
     return tf_reshape(ctx, v, 4, (int64_t[]){B, Hp, Wp, C});
 }
 
+void tf_window_relative_index(int32_t *out, int window) {
+    int64_t w = window, N = w * w;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < N; j++)
+            out[i * N + j] = (int32_t)((i / w - j / w + w - 1) * (2 * w - 1) + (i % w - j % w + w - 1));
+}
+
 tf_tensor *tf_window_relative_bias(tf_ctx *ctx, tf_tensor *table, int window) {
     int64_t w = window, N = w * w, L = (2 * w - 1) * (2 * w - 1);
     char s[64];
@@ -61,9 +68,7 @@ tf_tensor *tf_window_relative_bias(tf_ctx *ctx, tf_tensor *table, int window) {
                             tf_shape_str(table, s, sizeof s), (long long)L, window), NULL;
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){N * N}, 0);  // (N*N)
     if (!ids) return NULL;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t j = 0; j < N; j++)
-            tf_i32(ids)[i * N + j] = (int32_t)((i / w - j / w + w - 1) * (2 * w - 1) + (i % w - j % w + w - 1));
+    tf_window_relative_index(tf_i32(ids), window);
     tf_tensor *b = tf_embedding(ctx, table, ids);  // (N*N,H)
     b = tf_contiguous(ctx, tf_transpose(ctx, b, 0, 1));  // (H,N*N)
     return tf_reshape(ctx, b, 3, (int64_t[]){table->shape[1], N, N});

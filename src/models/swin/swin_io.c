@@ -77,6 +77,33 @@ static int known(const tf_params *ps, const char *name) {
     return tf_params_get(ps, name) != NULL || (n > k && !strcmp(name + n - k, "relative_position_index"));
 }
 
+/* Each relative_position_index the file holds is the one tformer computes
+ * (transformers reads the stored buffer: another one would index differently). */
+static int check_indices(const tf_swin *m, const tf_st_file *f, const char *path) {
+    tf_arena *a = tf_arena_new(0);
+    int rc = a ? 0 : tf_set_error("%s: out of memory", path);
+    for (int s = 0; !rc && s < m->n_stage; s++) {
+        const tf_swin_stage *st = &m->stage[s];
+        int64_t N = (int64_t)st->window * st->window;
+        int32_t *want = malloc((size_t)(N * N) * sizeof *want);
+        if (!want) rc = tf_set_error("%s: out of memory", path);
+        else tf_window_relative_index(want, st->window);
+        for (int j = 0; !rc && j < st->depth; j++) {
+            char name[512];
+            snprintf(name, sizeof name, "%sencoder.layers.%d.blocks.%d.attention.self.relative_position_index",
+                     m->cfg.head == TF_SWIN_BODY ? "" : "swin.", s, j);
+            const tf_st_entry *e = tf_st_find(f, name);
+            tf_tensor *t = e ? tf_st_to_tensor(f, e, a) : NULL;
+            if (e && (!t || t->dtype != TF_DTYPE_I32 || tf_numel(t) != N * N || memcmp(tf_i32(t), want, (size_t)(N * N) * sizeof *want)))
+                rc = tf_set_error("%s: '%s' is not the relative position index of a %dx%d window", path, name,
+                                  st->window, st->window);
+        }
+        free(want);
+    }
+    tf_arena_free(a);
+    return rc;
+}
+
 tf_swin *tf_swin_load_hf(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -86,13 +113,40 @@ tf_swin *tf_swin_load_hf(const char *dir) {
     tf_st_file *f = root && !read_config(root, path, &c) ? tf_st_open(weights) : NULL;
     tf_swin *m = f ? tf_swin_new(&c, 0) : NULL;
     if (m && ((c.head == TF_SWIN_IMAGE_CLS && tf_vision_read_labels(&m->labels, c.n_labels, root, path)) ||
-              tf_folder_read_weights(f, weights, m->params, NULL, known))) {
+              tf_folder_read_weights(f, weights, m->params, NULL, known) || check_indices(m, f, weights))) {
         tf_swin_free(m);
         m = NULL;
     }
     tf_st_close(f);
     cJSON_Delete(root);
     return m;
+}
+
+/* Every parameter, and each block's relative_position_index (I64 (N,N)): the
+ * fixed buffers transformers saves beside them and reads back. */
+static int save_weights(const tf_swin *m, const char *path) {
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    int rc = w && a ? 0 : tf_set_error("%s: out of memory", path);
+    for (int i = 0; !rc && i < tf_params_count(m->params); i++)
+        rc = tf_st_writer_add(w, tf_params_name(m->params, i), tf_params_tensor(m->params, i));
+    for (int s = 0; !rc && s < m->n_stage; s++) {
+        const tf_swin_stage *st = &m->stage[s];
+        int64_t N = (int64_t)st->window * st->window;
+        tf_tensor *idx = tf_tensor_alloc(a, TF_DTYPE_I32, 2, (int64_t[]){N, N}, 0);
+        if (!idx) rc = tf_set_error("%s: out of memory", path);
+        else tf_window_relative_index(tf_i32(idx), st->window);
+        for (int j = 0; !rc && j < st->depth; j++) {
+            char name[512];
+            snprintf(name, sizeof name, "%sencoder.layers.%d.blocks.%d.attention.self.relative_position_index",
+                     m->cfg.head == TF_SWIN_BODY ? "" : "swin.", s, j);
+            rc = tf_st_writer_add_as(w, name, idx, TF_ST_I64);
+        }
+    }
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc ? -1 : 0;
 }
 
 static cJSON *int_array(const char *list) {
@@ -109,6 +163,11 @@ int tf_swin_save_hf(const tf_swin *m, const char *dir) {
         cJSON_Delete(extra);
         return tf_set_error("swin: out of memory");
     }
-    return tf_vision_save(dir, tf_swin_head_name(c->head), "swin", &f, extra, m->labels,
-                          c->head == TF_SWIN_IMAGE_CLS ? c->n_labels : 0, m->params);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return tf_vision_save_config(dir, tf_swin_head_name(c->head), "swin", &f, extra, m->labels,
+                                 c->head == TF_SWIN_IMAGE_CLS ? c->n_labels : 0) ||
+                   save_weights(m, path)
+               ? -1
+               : 0;
 }
