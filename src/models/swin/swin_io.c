@@ -157,9 +157,11 @@ static cJSON *int_array(const char *list) {
 int tf_swin_save_hf(const tf_swin *m, const char *dir) {
     const tf_swin_config *c = &m->cfg;
     tf_fields f = {&HF_TABLE, (void *)c};
-    cJSON *extra = cJSON_CreateObject(), *depths = int_array(c->depths), *heads = int_array(c->heads);
-    if (!extra || !depths || !heads || !cJSON_AddItemToObject(extra, "depths", depths) ||
-        !cJSON_AddItemToObject(extra, "num_heads", heads) || !cJSON_AddFalseToObject(extra, "use_absolute_embeddings")) {
+    cJSON *extra = cJSON_CreateObject();
+    int ok = extra && cJSON_AddItemToObject(extra, "depths", int_array(c->depths)) &&
+             cJSON_AddItemToObject(extra, "num_heads", int_array(c->heads)) &&
+             cJSON_AddFalseToObject(extra, "use_absolute_embeddings");
+    if (!ok) { /* (cJSON_AddItemToObject refuses a NULL array) */
         cJSON_Delete(extra);
         return tf_set_error("swin: out of memory");
     }
