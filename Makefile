@@ -317,15 +317,31 @@ swin-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 .PHONY: swin-conformance
 
 # VivitModel / VivitForVideoClassification (Model 1) and tformer's Models 2 and 3
-# (assembled from transformers' Vivit modules) through hf-run on fresh random
-# configurations (SEED, VIVIT_CASES of them) from tests/ref/gen_vivit_fixtures.py,
+# (assembled from transformers' Vivit modules) and Model 4 (plain PyTorch from
+# the paper) through hf-run on fresh random configurations (SEED, VIVIT_CASES
+# of each script) from tests/ref/gen_vivit_fixtures.py and vivit_model4.py,
 # once per kernel set.
 VIVIT_CASES ?= 12
 vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/vivit_fresh && $(HF_PYTHON) tests/ref/gen_vivit_fixtures.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
+	$(HF_PYTHON) tests/ref/vivit_model4.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
 	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vivit_fresh vivit_hf_run_matches || exit 1; done
 
 .PHONY: vivit-conformance
+
+# ImageGPTModel / ImageGPTForCausalImageModeling through hf-run on fresh random
+# configurations (SEED, IGPT_CASES of them) from tests/ref/gen_imagegpt_hf_fixtures.py,
+# once per kernel set; then tformer's ImageGPT-layout folder loaded by transformers.
+IGPT_CASES ?= 12
+imagegpt-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/igpt_fresh && $(HF_PYTHON) tests/ref/gen_imagegpt_hf_fixtures.py --random $(IGPT_CASES) --seed $(SEED) --out $(BUILD)/igpt_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/igpt_fresh imagegpt_hf_run_matches || exit 1; done
+	rm -rf $(BUILD)/igpt_export && mkdir -p $(BUILD)/igpt_export
+	TFORMER_EXPORT_DIR=$(BUILD)/igpt_export $(BUILD)/run_tests imagegpt_hf_folder_round_trip
+	$(HF_PYTHON) tests/ref/gen_imagegpt_hf_fixtures.py --expected-for $(BUILD)/igpt_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/igpt_export imagegpt_hf_run_matches
+
+.PHONY: imagegpt-conformance
 
 # NystromformerModel / NystromformerFor* through hf-run against transformers 4.x on fresh
 # random configurations (SEED, NYSTROM_CASES of them) from tests/ref/gen_nystrom_fixtures.py,
@@ -397,6 +413,17 @@ SWIN_RESULTS ?= build/swin_results
 swin-results: $(BUILD)/tformer
 	ARCH=swin sh tools/vision_results.sh $(BUILD)/tformer $(SWIN_RESULTS)
 .PHONY: swin-results
+
+# docs/video.md's results table: ViViT Models 1-4 x tubelet/frame embedding
+# on one budget of moving-object clips, plus the frame-shuffled controls
+# (about 20 minutes on one busy core). video-timing: only the time columns,
+# 200 steps per configuration (a minute or two), for a quiet machine.
+VIDEO_RESULTS ?= build/video_results
+video-results: $(BUILD)/tformer
+	sh tools/video_results.sh $(BUILD)/tformer $(VIDEO_RESULTS)
+video-timing: $(BUILD)/tformer
+	sh tools/video_results.sh $(BUILD)/tformer $(VIDEO_RESULTS)_timing --timing-only
+.PHONY: video-results video-timing
 
 # docs/vision.md's ImageGPT run: a GPT on Fashion-MNIST at 14x14 in 16 grey
 # levels, test bits per pixel, and completion grids of t10k images into

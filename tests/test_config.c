@@ -350,8 +350,9 @@ TEST(config_hugging_face_config_json) {
     CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 3}") == 0);
     CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "config.json: d_model 8 is not a multiple of n_head 3"));
     CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2,"
-                           " \"activation_function\": \"swish\"}") == 0);
-    CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "\"activation_function\" expects one of relu, gelu, gelu_new/gelu_pytorch_tanh"));
+                           " \"activation_function\": \"gelu_fast\"}") == 0);
+    CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "\"activation_function\" expects one of relu, gelu, "
+                                                     "gelu_new/gelu_pytorch_tanh, silu/swish, quick_gelu"));
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -83,6 +83,13 @@ static tf_tensor *case_layernorm(tf_ctx *c, int v) {
     return tf_layernorm(c, x, NULL, NULL, 1e-3f);
 }
 
+/* 0 with a weight, 1 without, 2 a strided input and eps large enough to matter. */
+static tf_tensor *case_rmsnorm(tf_ctx *c, int v) {
+    if (v == 0) return tf_rmsnorm(c, LEAF(c, 4, 7), LEAF(c, 7), 1e-5f);
+    if (v == 1) return tf_rmsnorm(c, LEAF(c, 3, 6), NULL, 1e-5f);
+    return tf_rmsnorm(c, tf_transpose(c, LEAF(c, 5, 4), 0, 1), LEAF(c, 5), 0.5f);
+}
+
 static tf_tensor *case_relu(tf_ctx *c, int v) {
     tf_tensor *x = LEAF(c, 5, 6);
     for (int i = 0; i < 30; i++) /* keep inputs away from the kink */
@@ -192,8 +199,9 @@ static tf_tensor *case_mha(tf_ctx *c, int v) {
     return v == 1 ? tf_add(c, y, tf_sum(c, w, 2, 1)) : y;
 }
 
-/* GPT-2's block (Conv1D weights (in,out), fused q/k/v, causal, pre-LN) and
- * BERT's (q, k, v apart with their own biases, post-LN), by name maps. */
+/* GPT-2's block (Conv1D weights (in,out), fused q/k/v, causal, pre-LN),
+ * BERT's (q, k, v apart with their own biases, post-LN) and ImageGPT's
+ * (GPT-2's names, RMS norms without bias, quick_gelu), by name maps. */
 static const tf_block_name GPT2_ROWS[] = {
     {TF_BP_NORM_ATTN_W, "ln_1.weight"}, {TF_BP_NORM_ATTN_B, "ln_1.bias"}, {TF_BP_QKV_W, "attn.c_attn.weight"},
     {TF_BP_QKV_B, "attn.c_attn.bias"},  {TF_BP_OUT_W, "attn.c_proj.weight"}, {TF_BP_OUT_B, "attn.c_proj.bias"},
@@ -217,9 +225,11 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
     if (v < 2) tf_encoder_layer_register(G_params, "", &layer, &cfg);
     else if (v < 4) tf_decoder_layer_register(G_params, "", &layer, &cfg);
     else { /* the family blocks: attention dropout apart, no dropout after the activation */
+        int gpt = v != 5;
         cfg.attn_dropout = 0.1f, cfg.ff_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
-        cfg.w_in_out = v == 4, cfg.attn = v == 4 ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = v == 4;
-        tf_block_names n = {v == 4 ? GPT2_ROWS : BERT_ROWS, v == 4 ? 12 : 16};
+        cfg.w_in_out = gpt, cfg.attn = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
+        if (v == 6) cfg.norm = TF_NORM_RMS, cfg.activation = TF_ACT_QUICK_GELU;
+        tf_block_names n = {gpt ? GPT2_ROWS : BERT_ROWS, gpt ? 12 : 16};
         tf_block_register(G_params, "", &layer, &cfg, &n, (tf_block_init){0.3f, 0.2f, 0});
     }
     params_as_leaves(G_params);
@@ -320,8 +330,8 @@ static tf_tensor *case_heads(tf_ctx *c, int v) {
 /* act(x W^T + b): no activation with and without bias, each activation, and
  * Hugging Face's (in,out) weight layout. */
 static tf_tensor *case_dense(tf_ctx *c, int v) {
-    static const int acts[7] = {TF_ACT_NONE, TF_ACT_NONE,      TF_ACT_GELU_TANH, TF_ACT_GELU,
-                                TF_ACT_RELU, TF_ACT_GELU_TANH, TF_ACT_SILU};
+    static const int acts[8] = {TF_ACT_NONE, TF_ACT_NONE,      TF_ACT_GELU_TANH, TF_ACT_GELU,
+                                TF_ACT_RELU, TF_ACT_GELU_TANH, TF_ACT_SILU,      TF_ACT_QUICK_GELU};
     tf_tensor *x = LEAF(c, 2, 3, 5), *w = v == 5 ? LEAF(c, 5, 7) : LEAF(c, 7, 5), *b = v == 1 ? NULL : LEAF(c, 7);
     if (v == 4) /* keep relu's inputs away from the kink: a bias far from zero */
         for (int i = 0; i < 7; i++) tf_f32(b)[i] = i % 2 ? 4.0f : -4.0f;
@@ -423,7 +433,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_SUM] = {TF_OP_SUM, 3, case_sum},
     [TF_OP_CROSS_ENTROPY] = {TF_OP_CROSS_ENTROPY, 2, case_cross_entropy},
     [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
-    [TF_OP_DENSE] = {TF_OP_DENSE, 7, case_dense},
+    [TF_OP_DENSE] = {TF_OP_DENSE, 8, case_dense},
     [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
     [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
     [TF_OP_LSTM_CELL] = {TF_OP_LSTM_CELL, 4, case_lstm_cell},
@@ -433,6 +443,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_DEPTHWISE_CONV] = {TF_OP_DEPTHWISE_CONV, 3, case_depthwise_conv},
     [TF_OP_SOFT_CROSS_ENTROPY] = {TF_OP_SOFT_CROSS_ENTROPY, 2, case_soft_cross_entropy},
     [TF_OP_SPARSE_ATTENTION] = {TF_OP_SPARSE_ATTENTION, 4, case_sparse_attention},
+    [TF_OP_RMSNORM] = {TF_OP_RMSNORM, 3, case_rmsnorm},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {
@@ -575,8 +586,8 @@ TEST(gradcheck_layers) {
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "nystrom variant %d: relative gradient error %g (%s)", v, err, tf_error());
     }
-    for (int v = 0; v < 6; v++) {
-        double err = gradcheck(case_layer, v, TF_OP_DROPOUT);
+    for (int v = 0; v < 7; v++) {
+        double err = gradcheck(case_layer, v, v == 6 ? TF_OP_RMSNORM : TF_OP_DROPOUT);
         if (getenv("GC_VERBOSE")) fprintf(stderr, "    layer/%d: %.3g over %d leaves\n", v, err, G.n);
         tf_params_free(G_params);
         CHECKF(err >= 0 && err <= GC_TOL, "layer variant %d: relative gradient error %g (%s)", v, err, tf_error());

@@ -112,7 +112,7 @@ static int train_small(const char *run) {
 }
 
 /* Greedy completion by hand: the whole sequence through tf_gpt_forward (no
- * cache) each step, the start token excluded from the argmax. */
+ * cache) each step, the start token (past the logits or last) excluded from the argmax. */
 static void greedy_by_hand(const tf_gpt *m, int sos, const int32_t *image, int kept, int HW, int32_t *out) {
     tf_ctx *ctx = tf_ctx_new(0);
     tf_ctx_set_grad(ctx, 0);
@@ -123,7 +123,7 @@ static void greedy_by_hand(const tf_gpt *m, int sos, const int32_t *image, int k
         tf_i32(ids)[0] = sos;
         memcpy(tf_i32(ids) + 1, out, (size_t)p * sizeof *out);
         logits = tf_gpt_forward(ctx, m, ids, NULL, NULL);
-        const float *z = tf_f32(logits) + (size_t)p * m->cfg.vocab_size;
+        const float *z = tf_f32(logits) + (size_t)p * (size_t)logits->shape[2]; /* V - 1 without the start token's logit */
         int best = 0;
         for (int v = 1; v < sos; v++) best = z[v] > z[best] ? v : best;
         out[p] = best;

@@ -101,6 +101,28 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
             k->tile_gemm(s->out1, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
             TRACK("tile_gemm", max_err(s->out1, s->y, tm * tc));
         }
+    /* dot_rows: tm rows (past the 4-row blocks), tk2 columns (whole vectors and a tail) */
+    int64_t tk2 = n % 70 + 1;
+    fill(s->w, tm * (tk2 + 2), 11, 1.0f), fill(s->b, tk2, 12, 1.0f), fill(s->out0, tm, 13, 1.0f);
+    for (int beta = 0; beta < 2; beta++) {
+        memcpy(s->out1, s->out0, (size_t)tm * 4), memcpy(s->y, s->out0, (size_t)tm * 4);
+        ref->dot_rows(s->y, s->w, tk2 + 2, s->b, tm, tk2, (float)beta);
+        k->dot_rows(s->out1, s->w, tk2 + 2, s->b, tm, tk2, (float)beta);
+        TRACK("dot_rows", max_err(s->out1, s->y, tm));
+    }
+    /* gemv_f64: scores of thousands (the sums keep digits a float would lose) */
+    int64_t gk = n % 19 + 1, gn = n < 200 ? n : 200;
+    static double gx[19], ys[2][200];
+    fill(s->w, gk, 14, 40.0f), fill(s->b, gk * (gn + 1), 15, 40.0f);
+    for (int64_t i = 0; i < gk; i++) gx[i] = s->w[i] * (1.0 + 1e-9);
+    ref->gemv_f64(ys[0], gx, s->b, gn + 1, gk, gn), k->gemv_f64(ys[1], gx, s->b, gn + 1, gk, gn);
+    double gw = 0.0, gm = 1e-30;
+    for (int64_t j = 0; j < gn; j++) {
+        double d = fabs(ys[1][j] - ys[0][j]);
+        if (!(d <= gw)) gw = d; /* NaN wins */
+        gm = fmax(gm, fabs(ys[0][j]));
+    }
+    TRACK("gemv_f64", gw / gm * 1e8); /* double: 1e-14 of the largest sum */
 #undef TRACK
     return w;
 }

@@ -2,9 +2,11 @@
  * (tests/ref/gen_vivit_fixtures.py): the tubelet embedding against Conv3d
  * with its gradients; every model case of tests/fixtures_vivit through
  * `tformer hf-run` to 1e-5 (Model 1: VivitModel / VivitForVideoClassification;
- * Models 2 and 3: assembled from transformers' Vivit modules); a perturbed
- * weight of each model kind fails the comparison; bad folders and inputs are
- * clear errors; tformer's folders round-trip. */
+ * Models 2 and 3: assembled from transformers' Vivit modules; Model 4:
+ * tests/ref/vivit_model4.py, plain PyTorch from the paper); a perturbed
+ * weight of each model kind fails the comparison, and so does Model 4 with
+ * its spatial and temporal heads swapped; bad folders and inputs are clear
+ * errors; tformer's folders round-trip. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,12 +38,12 @@ static void count_kind(const char *path, void *arg) {
 }
 
 TEST(vivit_hf_run_matches_transformers) {
-    int cases, kinds[4] = {0};
+    int cases, kinds[5] = {0};
     double worst;
     const char *dir = test_fixture_dir_or(VIVIT_DIR);
     int failed = test_hf_run_dir(dir, TOL, count_kind, kinds, &cases, &worst);
-    printf("    %d ViViT cases (Model 1: %d, 2: %d, 3: %d), %d failed, worst max |diff| %.2e\n", cases, kinds[1],
-           kinds[2], kinds[3], failed, worst);
+    printf("    %d ViViT cases (Model 1: %d, 2: %d, 3: %d, 4: %d), %d failed, worst max |diff| %.2e\n", cases,
+           kinds[1], kinds[2], kinds[3], kinds[4], failed, worst);
     CHECKF(cases > 0 && failed == 0, "%d of %d cases failed (%s)", failed, cases, dir);
 }
 
@@ -65,6 +67,10 @@ static const perturb_case PERTURB[] = {
       {"vivit.encoder.layer.0.temporal_attention.attention.value.weight", 3},
       {"vivit.encoder.layer.1.temporal_attention.output.dense.weight", 3},
       {"vivit.encoder.layer.1.layernorm_temporal.weight", 3}, {"vivit.encoder.layer.0.intermediate.dense.weight", 3}}},
+    {VIVIT_DIR "/m4_cls_grey12_t2p4_labels",
+     {{"vivit.embeddings.position_embeddings", 3}, {"vivit.encoder.layer.0.attention.attention.query.weight", 3},
+      {"vivit.encoder.layer.1.attention.attention.value.weight", 200}, {"vivit.encoder.layer.1.attention.output.dense.weight", 3},
+      {"vivit.layernorm.weight", 3}, {"classifier.bias", 1}}},
 };
 
 TEST(vivit_perturbed_weight_fails_the_comparison) {
@@ -77,9 +83,55 @@ TEST(vivit_perturbed_weight_fails_the_comparison) {
         if (same > same_worst) same_worst = same;
         if (low < least) least = low;
     }
-    printf("    unchanged copies %.2e; one element + 1e-3 of each of %d tensors (Models 1-3): %.2e or more\n",
+    printf("    unchanged copies %.2e; one element + 1e-3 of each of %d tensors (Models 1-4): %.2e or more\n",
            same_worst, tried, least);
     CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
+}
+
+/* Rows [r0,r0+n) and [r1,r1+n) of the (rows,cols) t exchanged (cols 1: a vector), or columns with by_col. */
+static void swap_halves(tf_tensor *t, int by_col) {
+    int64_t rows = t->shape[0], cols = t->ndim > 1 ? t->shape[1] : 1, half = (by_col ? cols : rows) / 2;
+    float *x = tf_f32(t);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t i = by_col ? c : r, j = by_col ? c + half : r + half;
+            if (i >= half) continue;
+            float *a = &x[by_col ? r * cols + i : i * cols + c], *b = &x[by_col ? r * cols + j : j * cols + c];
+            float s = *a;
+            *a = *b, *b = s;
+        }
+}
+
+/* Model 4's max |diff| from the reference's outputs through hf-run, its
+ * folder saved to tmp with the spatial and temporal heads exchanged or not
+ * (the two halves of the q, k, v rows and of the output projection's
+ * columns: the same heads, the other key sets). */
+static double model4_error(const char *tmp, int swapped) {
+    const char *dir = VIVIT_DIR "/m4_cls_grey12_t2p4_labels";
+    char out[600];
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    tf_vivit *m = tf_vivit_load(dir);
+    for (int l = 0; m && swapped && l < m->cfg.n_layer; l++) {
+        const tf_mha *at = &m->enc.layer[l].self_attn;
+        tf_tensor *rows[] = {at->q_proj_weight, at->q_proj_bias, at->k_proj_weight, at->k_proj_bias, at->v_proj_weight,
+                             at->v_proj_bias};
+        for (int i = 0; i < 6; i++)
+            if (rows[i]) swap_halves(rows[i], 0);
+        swap_halves(at->out_proj.weight, 1);
+    }
+    double e = m && !tf_vivit_save(m, tmp) ? test_hf_run_case(tmp, dir, out, NULL) : -1;
+    tf_vivit_free(m);
+    return e;
+}
+
+TEST(vivit_model4_swapped_heads_fail_the_comparison) {
+    char tmp[] = "/tmp/tformer_vivm4_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    double same = model4_error(tmp, 0), swapped = model4_error(tmp, 1);
+    test_rm_rf(tmp);
+    printf("    Model 4 saved and run: max |diff| %.2e; spatial and temporal heads swapped: %.2e\n", same, swapped);
+    CHECKF(same >= 0 && same <= TOL, "Model 4: %g (%s)", same, tf_error());
+    CHECKF(swapped > 100 * TOL, "Model 4 with its heads swapped still passes: %g", swapped);
 }
 
 /* ---------------------------------------------------------------- bad input */
@@ -103,8 +155,10 @@ static const test_bad_case BAD[] = {
      {"config.json", "tubelet_t 3 is more than num_frames 2"}},
     {"unknown model_type", M3, "\"tformer-vivit\"", "\"vivid\"", NULL, {CLIP(6, 1, 12)},
      {"config.json", "model_type"}},
-    {"model_kind 4", M3, "\"model_kind\": 3", "\"model_kind\": 4", NULL, {CLIP(6, 1, 12)},
+    {"model_kind 5", M3, "\"model_kind\": 3", "\"model_kind\": 5", NULL, {CLIP(6, 1, 12)},
      {"config.json", "model_kind"}},
+    {"Model 4 with 3 heads", M3, "\"model_kind\": 3", "\"model_kind\": 4", NULL, {CLIP(6, 1, 12)},
+     {"config.json", "n_head 3: Model 4"}},
     {"missing tensor", M3, NULL, NULL, "vivit.encoder.layer.1.layernorm_temporal.bias", {CLIP(6, 1, 12)},
      {"model.safetensors", "layernorm_temporal.bias"}},
     {"Model 3 saved as Model 1", M3, "\"model_kind\": 3", "\"model_kind\": 1", NULL, {CLIP(6, 1, 12)},
@@ -143,10 +197,10 @@ TEST(vivit_folders_round_trip) {
     char tmp[] = "/tmp/tformer_vivitf_XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
     const char *names[3] = {"left", "right", "up"};
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 8; k++) {
         tf_vivit_config c = tf_vivit_config_default();
         c.image_size = 8, c.num_frames = 4, c.tubelet_h = c.tubelet_w = 4, c.d_model = 8, c.n_head = 2, c.n_layer = 1;
-        c.n_labels = 3, c.model_kind = 1 + k % 3, c.embedding = k < 3 ? TF_VIVIT_TUBELET : TF_VIVIT_FRAME;
+        c.n_labels = 3, c.model_kind = 1 + k % 4, c.embedding = k < 4 ? TF_VIVIT_TUBELET : TF_VIVIT_FRAME;
         tf_vivit *m = tf_vivit_new(&c, 42 + (uint64_t)k);
         CHECK(m && tf_vivit_set_labels(m, names, 3) == 0 && tf_vivit_save(m, tmp) == 0);
         tf_vivit *back = tf_vivit_load(tmp);
@@ -174,16 +228,16 @@ static tf_tensor *vivit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, 
  * regrouping, Model 2's class-token gather, Model 3's mean) against PyTorch's. */
 TEST(vivit_gradients_match_pytorch) {
     static const char *const CASES[] = {VIVIT_DIR "/m1_cls_rgb12_t3x4x3_labels", VIVIT_DIR "/m2_cls_grey12_t2p4_labels",
-                                        VIVIT_DIR "/m3_cls_grey12_t2p4"};
+                                        VIVIT_DIR "/m3_cls_grey12_t2p4", VIVIT_DIR "/m4_cls_grey12_t2p4_labels"};
     double worst = 0;
-    int n[3] = {0};
-    for (int i = 0; i < 3; i++) {
+    int n[4] = {0};
+    for (int i = 0; i < 4; i++) {
         tf_vivit *m = tf_vivit_load(CASES[i]);
         double e = m ? test_gradient_case(CASES[i], m, m->params, vivit_loss, &n[i]) : -1;
         tf_vivit_free(m);
         CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
         if (e > worst) worst = e;
     }
-    printf("    pixels and every parameter (Models 1-3: %d, %d, %d tensors): worst relative error %.2e\n", n[0], n[1],
-           n[2], worst);
+    printf("    pixels and every parameter (Models 1-4: %d, %d, %d, %d tensors): worst relative error %.2e\n", n[0],
+           n[1], n[2], n[3], worst);
 }

@@ -107,7 +107,7 @@ TEST(vivit_train_learns_and_classifies_clips) {
     char dir[] = "/tmp/tformer_vivt_XXXXXX", args[2048], out[8192];
     CHECK(mkdtemp(dir) != NULL);
     CHECK(test_write_idx_set(dir, "train", N_IMAGES, SIDE, 3, pixel) == 0);
-    for (int kind = 1; kind <= 3; kind++) {
+    for (int kind = 1; kind <= 4; kind++) {
         snprintf(args, sizeof args, "train --arch vivit --data-dir %s " CLIP_FLAGS " --model-kind %d --steps 300 "
                  "--batch 32 --warmup 5 --lr 3e-3 --eval-every 150 --log-every 150 --val-clips 64 --out %s/run%d",
                  dir, kind, dir, kind);
@@ -142,25 +142,28 @@ TEST(vivit_bad_clips_and_settings_are_clear_errors) {
     CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
     struct {
         const char *what;
-        int frames;          /* frames written (0: an empty folder) */
-        int odd;             /* frame 0 written 12x12 */
+        int frames;          /* frames written (0: an empty folder, -1: no folder) */
+        int odd;             /* 1: frame 0 written 12x12; 2: the last frame not a PNG */
         const char *expect;
     } cases[] = {
         {"empty", 0, 0, "no PNG frames"},
         {"one", 1, 0, "fewer than one tubelet of 2 frames"},
         {"three", 3, 0, "the model takes clips of num_frames 4"},
         {"mixed", 4, 1, "a clip's frames must have one size"},
+        {"broken", 4, 2, "not a PNG file"},
+        {"missing", -1, 0, "cannot open the clip folder"},
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, cases[i].what);
-        if (cases[i].frames) CHECK(write_clip(p, dir, cases[i].frames) == 0);
-        else CHECK(mkdir(p, 0755) == 0);
-        if (cases[i].odd) {
-            char f0[700];
+        if (cases[i].frames > 0) CHECK(write_clip(p, dir, cases[i].frames) == 0);
+        else if (cases[i].frames == 0) CHECK(mkdir(p, 0755) == 0);
+        char f[700];
+        snprintf(f, sizeof f, "%s/f%d.png", p, cases[i].odd == 1 ? 0 : 3);
+        if (cases[i].odd == 1) { /* the first frame 12x12, the others 18x18 */
             unsigned char img[144] = {0};
-            snprintf(f0, sizeof f0, "%s/f0.png", p);
-            CHECK(test_write_grey_png(f0, img, 12, 12) == 0);
+            CHECK(test_write_grey_png(f, img, 12, 12) == 0);
         }
+        if (cases[i].odd == 2) CHECK(test_write_text(f, "not a PNG") == 0); /* the last frame */
         snprintf(args, sizeof args, "classify --model %s/run --threads 1 %s", dir, p);
         int rc = test_run_cli("", args, out, sizeof out);
         CHECKF(rc != 0 && strstr(out, cases[i].expect) && strstr(out, p), "%s: exit %d: %s", cases[i].what, rc, out);
@@ -175,5 +178,9 @@ TEST(vivit_bad_clips_and_settings_are_clear_errors) {
              "--out %s/run2", dir, dir);
     CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, "tubelet_t 5 is more than num_frames 4"), "%s",
            out);
+    snprintf(args, sizeof args, "train --arch vivit --data-dir %s " CLIP_FLAGS " --model-kind 4 --n-head 1 --steps 1 "
+             "--out %s/run2", dir, dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, "n_head 1: Model 4") && strstr(out, "even"),
+           "%s", out);
     test_rm_rf(dir);
 }

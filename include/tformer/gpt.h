@@ -27,6 +27,9 @@ typedef struct {
     int tied;                /* output projection = token embedding (GPT-2) */
     float norm_eps;
     tf_attention_options attention; /* full (causal), or local / dilated / bigbird causal patterns */
+    tf_norm_kind norm;       /* GPT-2: LayerNorm; ImageGPT: TF_NORM_RMS (no centring, no bias) */
+    int predict_last;        /* 0: the last token (a start token, only fed in) has no logit: vocab_size - 1
+                              * outputs (ImageGPT); its logit reads -inf where a full row is asked for */
 } tf_gpt_config;
 
 /* GPT-2 small's shape scaled to the given sizes: pre-LN, learned positions,
@@ -47,7 +50,7 @@ typedef struct {
     tf_tensor *wpe;        /* (context,C), NULL with sinusoidal positions */
     tf_block *h;           /* n_layer blocks */
     tf_layer_norm ln_f;    /* pre-LN only */
-    tf_lm_head head;       /* logits = h wte^T (tied), or "lm_head.weight" (V,C) */
+    tf_lm_head head;       /* logits = h wte^T (tied), or "lm_head.weight" (V,C); (V-1,C) without predict_last */
     int has_head;          /* 0: GPT2Model, hidden states only */
 } tf_gpt;
 

@@ -35,8 +35,9 @@ TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
 
 /* ---------------------------------------------------------------- layers */
 
-/* TF_ACT_SILU: x sigmoid(x) (Marian's "swish"). TF_ACT_NONE stays last: range checks read it. */
-typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_NONE } tf_activation;
+/* TF_ACT_SILU: x sigmoid(x) (Marian's "swish"); TF_ACT_QUICK_GELU: x sigmoid(1.702 x) (ImageGPT's
+ * "quick_gelu"). TF_ACT_NONE stays last: range checks read it. */
+typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_QUICK_GELU, TF_ACT_NONE } tf_activation;
 
 typedef struct {
     tf_tensor *weight; /* (out,in), PyTorch's layout */
@@ -46,7 +47,11 @@ typedef struct {
 typedef struct {
     tf_tensor *weight, *bias; /* (C) each, either may be NULL */
     float eps;
+    int rms;                  /* 1: x / sqrt(mean(x^2) + eps) * weight (tf_rmsnorm: no centring; ImageGPT's) */
 } tf_layer_norm;
+
+/* The block's norms: LayerNorm, or RMS norm (no centring, no bias: ImageGPT's "LayerNorm"). */
+typedef enum { TF_NORM_LAYER, TF_NORM_RMS } tf_norm_kind;
 
 typedef struct {
     int d_model, n_head;
@@ -222,7 +227,9 @@ typedef enum {
     TF_ATTN_FULL,   /* every key (encoders; masks may still hide some) */
     TF_ATTN_CAUSAL, /* keys up to the query's own position (decoders) */
     TF_ATTN_NYSTROM, /* every key through Nyström landmarks (tf_mha_config's nystrom; block's landmarks, conv_kernel) */
-    TF_ATTN_SPARSE  /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
+    TF_ATTN_SPARSE, /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
+    TF_ATTN_FACTORISED_DOT /* ViViT's Model 4 on x (B,F*S,d_model), F = tf_block_args' frames: half the heads
+                            * within each frame, half within each place across the frames (n_head even) */
 } tf_attn_kind;
 
 /* One block serves every family: self-attention, an optional cross-attention
@@ -247,6 +254,7 @@ typedef struct {
     int factorised;     /* ViViT's factorised self-attention (Model 3), with cross: x (B,F*S,d_model) holds F
                          * frames (tf_block_args' frames) of S tokens; self-attention runs within each frame,
                          * then the cross roles (X_*, NORM_CROSS) attend within each place across the frames */
+    tf_norm_kind norm;  /* TF_NORM_RMS: the norms without bias (no NORM_*_B roles) whatever `bias` says */
 } tf_block_config;
 
 typedef struct {
@@ -331,7 +339,8 @@ typedef struct {
     tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
-    int frames;                        /* factorised blocks: the frames F of x (B,F*S,d_model) */
+    int frames;                        /* factorised blocks and TF_ATTN_FACTORISED_DOT: the frames F of
+                                        * x (B,F*S,d_model) */
     const tf_window_attn *window;      /* non-NULL: the self-attention runs within (shifted) windows */
     /* Continual inference (include/tformer/continual.h): */
     tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed

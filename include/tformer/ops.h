@@ -37,6 +37,7 @@ typedef enum {
     TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
     TF_OP_SOFT_CROSS_ENTROPY, /* logits against a distribution over the classes (mixup's targets) */
     TF_OP_SPARSE_ATTENTION, /* block-sparse flash attention over a tf_sparse_pattern */
+    TF_OP_RMSNORM,       /* last dim, no centring and no bias (ImageGPT's LayerNorm) */
     TF_OP_COUNT
 } tf_op;
 
@@ -61,6 +62,8 @@ TF_API tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias);
  * with every entry excluded gives all zeros (PyTorch gives NaN). */
 TF_API tf_tensor *tf_softmax(tf_ctx *ctx, tf_tensor *x, tf_tensor *mask);
 TF_API tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, float eps);
+/* x / sqrt(mean(x^2) + eps) * w over the last dim (w may be NULL): ImageGPT's LayerNorm. */
+TF_API tf_tensor *tf_rmsnorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, float eps);
 TF_API tf_tensor *tf_relu(tf_ctx *ctx, tf_tensor *x);
 TF_API tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind);
 TF_API tf_tensor *tf_tanh(tf_ctx *ctx, tf_tensor *x);

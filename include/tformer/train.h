@@ -38,6 +38,21 @@ TF_API int64_t tf_adamw_steps(const tf_adamw *o);
 TF_API int tf_adamw_save(const tf_adamw *o, tf_st_writer *w);
 TF_API int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps);
 
+/* SGD as torch.optim.SGD defines it (dampening 0): d = g + weight_decay w
+ * (the L2 term, on parameters of 2+ dims only, as AdamW's decay), with
+ * momentum b = d at the first step, then b = momentum b + d; d = b, or
+ * d + momentum b with nesterov; w -= lr d. The same object and calls as
+ * AdamW (tf_adamw_step, _save, _load, _free); its state, the momentum buffer
+ * (none when momentum is 0), is named "sgd.momentum.<param>" in checkpoints. */
+typedef struct {
+    float momentum, weight_decay;
+    int nesterov; /* needs momentum > 0 (torch's rule) */
+} tf_sgd_config;
+TF_API tf_adamw *tf_sgd_new(tf_params *ps, tf_sgd_config cfg);
+
+/* The trainer's optimizer (tf_train_config's optimizer). */
+typedef enum { TF_OPTIM_ADAMW, TF_OPTIM_SGD } tf_optim_kind;
+
 /* Learning-rate schedules: each rises linearly to lr over `warmup` steps
  * (lr * s / warmup at the 1-based step s), then: */
 typedef enum {
@@ -66,6 +81,9 @@ typedef struct {
     int64_t warmup;          /* linear warmup steps */
     tf_schedule schedule;    /* after the warmup */
     float weight_decay, beta1, beta2, grad_clip;
+    tf_optim_kind optimizer; /* AdamW (beta1, beta2) or SGD (momentum, nesterov) */
+    float momentum;          /* SGD's */
+    int nesterov;            /* SGD's Nesterov momentum */
     int64_t eval_every;      /* validation loss every N steps (and at the end) */
     int eval_batches;
     int64_t checkpoint_every;

@@ -1,7 +1,7 @@
 /* tformer: the Video Vision Transformer (ViViT, Arnab et al. 2021): a clip
  * of num_frames frames cut into non-overlapping tubelets (tubelet
  * embedding) or each frame into patches (uniform frame sampling: tubelets
- * one frame long), each embedded linearly, then one of three encoders made
+ * one frame long), each embedded linearly, then one of four encoders made
  * of the one Transformer block (pre-LN):
  *   Model 1, joint: a class token and learned positions over all
  *     spatio-temporal tokens, one encoder (Hugging Face's VivitModel /
@@ -12,7 +12,11 @@
  *   Model 3, factorised self-attention: positions over all tokens, no class
  *     token; inside each block attention within each frame, then across the
  *     frames at each place, then the MLP; the mean of the final states is
- *     classified.
+ *     classified;
+ *   Model 4, factorised dot-product attention: as Model 3 but one attention
+ *     per block (Model 1's parameters, less the class token): half the heads
+ *     attend within each frame, half within each place across the frames,
+ *     their outputs side by side through the one output projection.
  * docs/video.md. */
 #ifndef TFORMER_VIVIT_H
 #define TFORMER_VIVIT_H
@@ -39,7 +43,8 @@ typedef struct {
     int image_size, num_frames, channels;  /* clips of num_frames frames, channels x image_size x image_size */
     int tubelet_t, tubelet_h, tubelet_w;   /* Hugging Face's tubelet_size [t, h, w] */
     tf_vivit_embedding embedding;
-    int model_kind;                        /* 1 joint, 2 factorised encoder, 3 factorised self-attention */
+    int model_kind;                        /* 1 joint, 2 factorised encoder, 3 factorised self-attention,
+                                            * 4 factorised dot-product attention (n_head even) */
     int n_layer, n_layer_temporal;         /* blocks (Model 2: of the spatial encoder; then the temporal one's) */
     int n_head, d_model, d_ff;
     tf_activation activation;              /* Hugging Face's hidden_act: gelu_fast (tanh) */

@@ -171,6 +171,11 @@ tf_tensor *tf_pad_zeros(tf_ctx *ctx, tf_tensor *x, int d, int64_t n);
 /* Self-attention of h (B,height*width,C) within the (shifted) windows of a (src/nn/window.c). */
 tf_tensor *tf_window_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *h, const tf_window_attn *a, tf_tensor **probs);
 
+/* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,d_model),
+ * F frames of S tokens: half the heads within each frame, half within each
+ * place across the frames, then the output projection. n_head even. */
+tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, int64_t frames);
+
 /* Nyström attention of q, k, v (B,H,T,D) (the projections of one input;
  * tf_mha_config's nystrom, landmarks, conv_kernel) -> (B,H,T,D); mask: only
  * a key padding mask (B,T), applied where a query (or landmark) meets every key. */
@@ -205,6 +210,7 @@ TF_OP_FUNCS(max)
 TF_OP_FUNCS(reciprocal)
 TF_OP_FUNCS(depthwise_conv)
 TF_OP_FUNCS(soft_cross_entropy)
+TF_OP_FUNCS(rmsnorm)
 TF_OP_FUNCS(sparse_attention)
 #undef TF_OP_FUNCS
 

@@ -1,5 +1,7 @@
-/* hf-run's GPT-2 family: GPT2Model and GPT2LMHeadModel folders through
- * tf_gpt_load_hf / tf_gpt_run. */
+/* hf-run's GPT-2 family: GPT2Model and GPT2LMHeadModel folders, and
+ * ImageGPT's (ImageGPTModel, ImageGPTForCausalImageModeling: the same
+ * network with RMS norms and a head without the start token's logit),
+ * through tf_gpt_load_hf / tf_gpt_run. */
 #include <math.h>
 
 #include "../util/util.h"
@@ -53,7 +55,7 @@ static int no_targets(const tf_tensor *targets) {
 
 static int gpt2_run(hf_job *job) {
     const tf_gpt *m = job->model;
-    int V = m->cfg.vocab_size, P = m->cfg.context;
+    int V = m->cfg.vocab_size, P = m->cfg.context, n_out = V - !m->cfg.predict_last; /* ImageGPT: no start-token logit */
     tf_tensor *ids = hf_get(&job->in, "input_ids"), *labels = hf_get(&job->in, "labels");
     if (ids->shape[1] > P)
         return tf_set_error("%s: input_ids has %lld positions; the model's n_positions is %d", job->input_path,
@@ -61,7 +63,9 @@ static int gpt2_run(hf_job *job) {
     if (hf_check_range(job, "input_ids", 0, V, -1, "ids must be below vocab_size") ||
         hf_check_range(job, "token_type_ids", 0, V, -1, "GPT-2 embeds them with the token table: below vocab_size") ||
         hf_check_range(job, "position_ids", 0, P, -1, "positions must be below n_positions") ||
-        hf_check_range(job, "labels", 0, V, -100, "labels must be below vocab_size, or -100 (ignored)"))
+        hf_check_range(job, "labels", 0, n_out, -100,
+                       n_out < V ? "labels must be below vocab_size - 1 (the start token is never a label), or -100"
+                                 : "labels must be below vocab_size, or -100 (ignored)"))
         return -1;
     warn_packed(job);
     tf_gpt_inputs in = {

@@ -32,6 +32,12 @@ static const char *const GPT2_REFUSED[] = {
     "cache_position", "logits_to_keep", "use_cache", "output_attentions", "output_hidden_states",
     "return_dict", NULL,
 };
+/* ImageGPTModel / ImageGPTForCausalImageModeling.forward() (transformers 4.x): GPT-2's
+ * arguments; the deprecated pixel_values (token ids under another name) is refused. */
+static const char *const IMAGEGPT_REFUSED[] = {
+    "pixel_values", "past_key_values", "head_mask", "inputs_embeds", "encoder_hidden_states",
+    "encoder_attention_mask", "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
 static const char *const OUT_LM[] = {"logits", "loss", NULL};
 static const char *const OUT_BODY[] = {"last_hidden_state", NULL};
 
@@ -124,6 +130,8 @@ static const hf_arch ARCHS[] = {
     {"SwinForImageClassification", &hf_swin_family, VIT_CLS_INPUTS, SWIN_REFUSED, OUT_LM},
     {"VivitModel", &hf_vivit_family, VIVIT_INPUTS, VIVIT_REFUSED, OUT_VIT_BODY},
     {"VivitForVideoClassification", &hf_vivit_family, VIVIT_CLS_INPUTS, VIVIT_REFUSED, OUT_LM},
+    {"ImageGPTForCausalImageModeling", &hf_gpt2_family, GPT2_LM_INPUTS, IMAGEGPT_REFUSED, OUT_LM},
+    {"ImageGPTModel", &hf_gpt2_family, GPT2_INPUTS, IMAGEGPT_REFUSED, OUT_BODY},
     {"NystromformerModel", &hf_nystrom_family, NYSTROM_INPUTS, NYSTROM_REFUSED, OUT_BODY},
     {"NystromformerForMaskedLM", &hf_nystrom_family, NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, OUT_LM},
     {"NystromformerForSequenceClassification", &hf_nystrom_family, NYSTROM_SEQ_INPUTS, NYSTROM_REFUSED, OUT_LM},

@@ -14,7 +14,9 @@ tf_tensor *tf_linear_act_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x, 
 }
 
 tf_tensor *tf_layer_norm_forward(tf_ctx *ctx, const tf_layer_norm *n, tf_tensor *x) {
-    return tf_layernorm(ctx, x, n->weight, n->bias, n->eps);
+    if (!n->rms) return tf_layernorm(ctx, x, n->weight, n->bias, n->eps);
+    tf_tensor *y = tf_rmsnorm(ctx, x, n->weight, n->eps);
+    return n->bias ? tf_bias_add(ctx, y, n->bias) : y;
 }
 
 /* ---------------------------------------------------------------- positions */
@@ -328,6 +330,36 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
                    : m->cfg.sparse ? attend_sparse(ctx, m, qkv, mask, causal)
                                    : attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
+    return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
+}
+
+/* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,E),
+ * frame-major: one projection to q, k, v; heads [0,H/2) attend within each
+ * frame (the S tokens of a time index), heads [H/2,H) within each place
+ * across the F frames; the heads side by side, then the output projection. */
+tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, int64_t frames) {
+    if (!x || check_inputs(m, x, x, x)) return NULL;
+    int64_t B = x->shape[0], N = x->shape[1], E = m->cfg.d_model, H = m->cfg.n_head, Hs = H / 2, Ht = H - Hs;
+    int64_t F = frames, S = F > 0 ? N / F : 0, D = E / H;
+    if (H < 2 || H % 2 || F <= 0 || N % F)
+        return tf_set_error("attention: factorised dot-product attention needs an even n_head (%lld) and %lld "
+                            "tokens in %lld frames of equal size", (long long)H, (long long)N, (long long)F), NULL;
+    if (m->cfg.nystrom || m->cfg.sparse)
+        return tf_set_error("attention: factorised dot-product attention is full attention"), NULL;
+    tf_tensor *qkv[3], *sp[3], *tm[3];
+    tf_mha_project(ctx, m, x, x, x, qkv);  // (B,H,N,D) each
+    for (int i = 0; i < 3; i++) {
+        sp[i] = tf_reshape(ctx, tf_narrow(ctx, qkv[i], 1, 0, Hs), 4, (int64_t[]){B, Hs * F, S, D});  // (B,Hs*F,S,D)
+        tf_tensor *t = tf_reshape(ctx, tf_narrow(ctx, qkv[i], 1, Hs, Ht), 5, (int64_t[]){B, Ht, F, S, D});
+        tm[i] = tf_reshape(ctx, tf_transpose(ctx, t, 2, 3), 4, (int64_t[]){B, Ht * S, F, D});        // (B,Ht*S,F,D)
+        if (!sp[i] || !tm[i]) return NULL;
+    }
+    tf_tensor *ys = tf_reshape(ctx, attend(ctx, m, sp, NULL, 0, NULL, NULL), 4, (int64_t[]){B, Hs, N, D});
+    tf_tensor *yt = tf_reshape(ctx, attend(ctx, m, tm, NULL, 0, NULL, NULL), 5, (int64_t[]){B, Ht, S, F, D});
+    yt = tf_reshape(ctx, tf_transpose(ctx, yt, 2, 3), 4, (int64_t[]){B, Ht, N, D});        // frame-major again
+    if (!ys || !yt) return NULL;
+    tf_tensor *o = tf_concat(ctx, 2, (tf_tensor *[]){ys, yt}, 1);                         // (B,H,N,D)
+    o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, N, E});             // (B,N,E)
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }
 

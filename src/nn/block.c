@@ -10,7 +10,7 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}, 0};
+    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}, 0, TF_NORM_LAYER};
     return c;
 }
 
@@ -21,6 +21,7 @@ int tf_block_config_check(const tf_block_config *c) {
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
         return tf_set_error("block: dropout %g and attn_dropout %g must lie in [0,1)", c->dropout, c->attn_dropout);
     if (!(c->norm_eps > 0.0f)) return tf_set_error("block: norm_eps %g must be positive", c->norm_eps);
+    if (c->norm != TF_NORM_LAYER && c->norm != TF_NORM_RMS) return tf_set_error("block: unknown norm kind %d", (int)c->norm);
     if (c->attn != TF_ATTN_NYSTROM && (c->landmarks || c->conv_kernel))
         return tf_set_error("block: landmarks %d and conv_kernel %d are settings of Nystrom attention (TF_ATTN_NYSTROM)",
                             c->landmarks, c->conv_kernel);
@@ -31,6 +32,9 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->landmarks < 0 || c->conv_kernel < 0 || (c->conv_kernel > 0 && c->conv_kernel % 2 == 0))
         return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->landmarks,
                             c->conv_kernel);
+    if (c->attn == TF_ATTN_FACTORISED_DOT && (c->n_head % 2 || c->cross || c->factorised))
+        return tf_set_error("block: factorised dot-product attention needs an even n_head (%d), no cross-attention "
+                            "and no factorised self-attention", c->n_head);
     if (c->factorised && (!c->cross || c->attn != TF_ATTN_FULL))
         return tf_set_error("block: factorised attention needs the cross roles (its temporal attention) and full "
                             "attention");
@@ -80,6 +84,7 @@ static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
     int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
     int is_bias = r % 2 == 1; /* every _B role is odd */
     if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
+    if (c->norm == TF_NORM_RMS && (r == TF_BP_NORM_ATTN_B || r == TF_BP_NORM_CROSS_B || r == TF_BP_NORM_FF_B)) return 0;
     if (is_bias && base <= TF_BP_V_B && c->qkv_no_bias) return 0;
     if (base <= TF_BP_V_B) { /* q, k, v: fused or apart, weights and biases separately */
         int fused = named(n, (is_bias ? TF_BP_QKV_B : TF_BP_QKV_W) + (cross ? TF_BP_X_QKV_W : 0));
@@ -125,6 +130,7 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
     attn_config(&b->self_attn, cfg, 1);
     attn_config(&b->cross_attn, cfg, 0);
     b->norm_attn.eps = b->norm_cross.eps = b->norm_ff.eps = cfg->norm_eps;
+    b->norm_attn.rms = b->norm_cross.rms = b->norm_ff.rms = cfg->norm == TF_NORM_RMS;
     int done[TF_BP_COUNT] = {0};
     char name[512];
     for (int i = 0; i < names->n; i++) {
@@ -152,6 +158,8 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
                          const tf_block_args *a) {
     if (which == SELF && a->window)
         return tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, a->window, a->self_probs), c->dropout);
+    if (which == SELF && c->attn == TF_ATTN_FACTORISED_DOT)
+        return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), c->dropout);
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
                                              a->cache, a->layer, NULL, a->self_probs), c->dropout);
@@ -218,6 +226,9 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
     if (a->window && (cross || a->cache || cfg->attn != TF_ATTN_FULL || a->self_attn_out || a->query_last))
         return tf_set_error("block: window attention is full self-attention only (no cross-attention, cache, "
                             "other attention kind or continual step)"), NULL;
+    if ((a->self_attn_out || a->query_last || a->cache) && cfg->attn == TF_ATTN_FACTORISED_DOT)
+        return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache, no continual "
+                            "inference)"), NULL;
     if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->attn == TF_ATTN_NYSTROM))
         return tf_set_error("block: continual self-attention has no cross-attention, cache or Nystrom"), NULL;
     x = residual_self(ctx, b, cfg, x, a);

@@ -17,6 +17,7 @@
 #include "../ops/kernels.h"
 
 #define CANCEL 1e-3 /* recompute a row whose sum fell below this fraction of its peak */
+#define KTILE 32    /* keys per tile of a single-output step's transposed keys */
 
 /* One query row of the window: exp-sums relative to its running maximum. */
 typedef struct {
@@ -30,10 +31,17 @@ struct tf_coatt {
     int B, H, D, n;
     int64_t t, recomputed;
     float *q, *k, *v; /* (B,H,n,D) rings, slot t % n; q pre-scaled by 1/sqrt(D) */
+    /* a single-output step keeps its rings transposed: values (B,H,D,n) in v,
+     * keys in tiles of KTILE keys, each a
+     * contiguous (D,KTILE) block (rows n apart would share cache sets);
+     * q holds the newest query */
+    int nt;          /* tiles: ceil(n / KTILE) */
+    float *kt;  /* (B,H,nt,D,KTILE) */
+    double *qd; /* (B,H,D) the newest query in double */
     corow *rows;      /* (B,H,n) retroactive rows, slot of their query */
     double *av;       /* (B,H,n,D) storage of the rows' av */
-    double *sc;       /* (n) one query's scores, scratch of a single-output step */
-    float *p;         /* (n) their exponentials, the same */
+    double *sc;       /* (B,H,n) one query's scores, scratch of a single-output step */
+    float *p;         /* (B,H,n) their exponentials, the same */
 };
 
 tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window) {
@@ -51,9 +59,16 @@ tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int windo
         free(s);
         return tf_set_error("continual attention: batch %d x window %d too large", batch, window), NULL;
     }
-    s->q = calloc(cells, sizeof *s->q), s->k = calloc(cells, sizeof *s->k), s->v = calloc(cells, sizeof *s->v);
-    s->sc = malloc((size_t)window * sizeof *s->sc), s->p = malloc((size_t)window * sizeof *s->p);
-    int ok = s->q && s->k && s->v && s->sc && s->p;
+    s->q = calloc(kind == TF_COATT_RETRO ? cells : (size_t)batch * s->H * s->D, sizeof *s->q);
+    s->v = calloc(cells, sizeof *s->v);
+    int ok = s->q && s->v;
+    if (kind == TF_COATT_RETRO) s->k = calloc(cells, sizeof *s->k), ok = ok && s->k;
+    else {
+        s->nt = (window + KTILE - 1) / KTILE;
+        s->kt = calloc(bh * (size_t)s->nt * s->D * KTILE, sizeof *s->kt), s->qd = malloc(bh * s->D * sizeof *s->qd);
+        s->sc = malloc(rows * sizeof *s->sc), s->p = malloc(rows * sizeof *s->p); /* per (b,h): the heads run in parallel */
+        ok = ok && s->kt && s->qd && s->sc && s->p;
+    }
     if (ok && kind == TF_COATT_RETRO) {
         s->rows = calloc(rows, sizeof *s->rows), s->av = calloc(cells, sizeof *s->av);
         ok = s->rows && s->av;
@@ -65,7 +80,7 @@ tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int windo
 
 void tf_coatt_free(tf_coatt *s) {
     if (!s) return;
-    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av), free(s->sc), free(s->p);
+    free(s->q), free(s->k), free(s->v), free(s->rows), free(s->av), free(s->sc), free(s->p), free(s->kt), free(s->qd);
     free(s);
 }
 
@@ -144,40 +159,52 @@ static void retro_head(tf_coatt *st, size_t base, int s, const float *k_old, con
     row_exact(&st->rows[base + s], Q + (size_t)s * D, K, V, len, D);
 }
 
-/* One (b,h) of a single-output step: softmax of the newest query over the
- * window, o (D): n dot products in double (scores of hundreds keep their
- * digits), the exponentials of s - max by the kernel set (the differences are
- * exact enough in float) and their sum of values by the kernel set. */
-static void single_head(const tf_coatt *st, size_t base, int s, float *o) {
+/* One (b,h) of a single-output step: softmax of the newest query q (D) over
+ * the window, o (D). The keys and values are kept transposed, (D,n): the n
+ * scores are one matrix-vector product, summed in double (scores of
+ * thousands keep their digits; the differences s - max are then exact enough
+ * in float), and so is the values' weighted sum; the exponentials by the
+ * kernel set. */
+static void single_head(const tf_coatt *st, size_t base, const float *q, float *o) {
     int n = st->n, D = st->D;
-    const float *q = st->q + (base + s) * D, *K = st->k + base * D, *V = st->v + base * D;
-    double *sc = st->sc, m = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        sc[j] = dot(q, K + (size_t)j * D, D);
-        if (sc[j] > m) m = sc[j];
-    }
+    const float *Kt = st->kt + base / n * st->nt * D * KTILE;
+    const float *Vt = st->v + base * D;
     const tf_kernels *kern = tf_kern();
-    float *p = st->p;
-    for (int j = 0; j < n; j++) p[j] = (float)(sc[j] - m);
+    double *qd = st->qd + base / n * D, *sc = st->sc + base, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (int i = 0; i < D; i++) qd[i] = q[i];
+    for (int j0 = 0; j0 < n; j0 += KTILE)  // sc (n) = q (D) Kt (D,n), a tile at a time
+        kern->gemv_f64(sc + j0, qd, Kt + (size_t)j0 * D, KTILE, D, n - j0 < KTILE ? n - j0 : KTILE);
+    int j = 0;
+    for (; j + 4 <= n; j += 4) /* four running maxima: the compiler vectorises them */
+        for (int l = 0; l < 4; l++) mx[l] = sc[j + l] > mx[l] ? sc[j + l] : mx[l];
+    for (; j < n; j++) mx[0] = sc[j] > mx[0] ? sc[j] : mx[0];
+    double m = fmax(fmax(mx[0], mx[1]), fmax(mx[2], mx[3]));
+    float *p = st->p + base;
+    for (j = 0; j < n; j++) p[j] = (float)(sc[j] - m);
     float inv = 1.0f / kern->exp_shift(p, p, 0.0f, n);
-    kern->tile_gemm(o, p, n, 1, V, D, 1, D, n, 0.0f);  // o (1,D) = p (1,n) V (n,D)
+    kern->dot_rows(o, Vt, n, p, D, n, 0.0f);  // o (D) = Vt (D,n) p (n)
     for (int i = 0; i < D; i++) o[i] *= inv;
 }
 
-/* Store the new q (scaled), k, v of every (b,h) in slot s; save the leaving
- * key and value into k_old, v_old (B,H,D) when the window is full. */
+/* Store the new q (scaled), k, v of every (b,h): retroactive rings in slot s
+ * (saving the leaving key and value into k_old, v_old (B,H,D) when the window
+ * is full), a single-output step's transposed rings in column s. */
 static void store(tf_coatt *st, tf_tensor *const qkv[3], int s, float *k_old, float *v_old) {
-    int D = st->D;
+    int D = st->D, n = st->n, retro = st->kind == TF_COATT_RETRO;
     float scale = 1.0f / sqrtf((float)D);
     for (int b = 0; b < st->B; b++)
         for (int h = 0; h < st->H; h++) {
-            size_t base = ((size_t)b * st->H + h) * st->n, slot = (base + s) * D, bh = ((size_t)b * st->H + h) * D;
-            if (k_old) memcpy(k_old + bh, st->k + slot, D * sizeof *k_old), memcpy(v_old + bh, st->v + slot, D * sizeof *v_old);
-            float *dst[3] = {st->q + slot, st->k + slot, st->v + slot};
-            for (int i = 0; i < 3; i++) {
-                const tf_tensor *y = qkv[i]; /* (B,H,1,D), strided */
-                const float *p = tf_f32(y) + b * y->stride[0] + h * y->stride[1];
-                for (int d = 0; d < D; d++) dst[i][d] = p[d * y->stride[3]] * (i == 0 ? scale : 1.0f);
+            size_t bh = (size_t)b * st->H + h, slot = (bh * n + s) * D, col = bh * n * D + s;
+            size_t kcol = (bh * st->nt + s / KTILE) * D * KTILE + s % KTILE; /* tile s / KTILE, column s % KTILE */
+            if (k_old) memcpy(k_old + bh * D, st->k + slot, D * sizeof *k_old), memcpy(v_old + bh * D, st->v + slot, D * sizeof *v_old);
+            const float *src[3];
+            for (int i = 0; i < 3; i++) src[i] = tf_f32(qkv[i]) + b * qkv[i]->stride[0] + h * qkv[i]->stride[1];
+            int64_t sd = qkv[0]->stride[3], sk = qkv[1]->stride[3], sv = qkv[2]->stride[3]; /* (B,H,1,D), strided */
+            float *q = st->q + (retro ? slot : bh * D);
+            for (int d = 0; d < D; d++) {
+                q[d] = src[0][d * sd] * scale;
+                if (retro) st->k[slot + d] = src[1][d * sk], st->v[slot + d] = src[2][d * sv];
+                else st->kt[kcol + (size_t)d * KTILE] = src[1][d * sk], st->v[col + (size_t)d * n] = src[2][d * sv];
             }
         }
 }
@@ -212,17 +239,17 @@ int tf_coatt_step(tf_ctx *ctx, tf_coatt *st, tf_tensor *x, tf_tensor **out) {
     tf_tensor *x3 = tf_reshape(ctx, x, 3, (int64_t[]){B, 1, E}), *qkv[3] = {NULL, NULL, NULL};
     tf_mha_project(ctx, st->m, x3, x3, x3, qkv);
     int T = st->kind == TF_COATT_RETRO ? n : 1;
-    tf_tensor *old = full ? tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, B * H, D}, 0) : NULL;
+    tf_tensor *old = full && st->kind == TF_COATT_RETRO ? tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, B * H, D}, 0) : NULL;
     tf_tensor *o = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, T, E}, 0);  // o: (B,T,E)
-    if (!qkv[0] || !qkv[1] || !qkv[2] || !o || (full && !old)) return ctx->grad_enabled = grad, -1;
+    if (!qkv[0] || !qkv[1] || !qkv[2] || !o || (full && st->kind == TF_COATT_RETRO && !old)) return ctx->grad_enabled = grad, -1;
     float *k_old = old ? tf_f32(old) : NULL, *v_old = old ? k_old + (size_t)B * H * D : NULL;
     store(st, qkv, s, k_old, v_old);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t base = ((size_t)b * H + h) * n, bh = ((size_t)b * H + h) * D;
-            if (st->kind == TF_COATT_RETRO) retro_head(st, base, s, full ? k_old + bh : NULL, full ? v_old + bh : NULL);
-            else if (st->t >= n - 1) single_head(st, base, s, tf_f32(o) + (size_t)b * E + (size_t)h * D);
-        }
+    if (st->kind == TF_COATT_RETRO)
+        for (size_t i = 0; i < (size_t)B * H; i++)
+            retro_head(st, i * n, s, full ? k_old + i * D : NULL, full ? v_old + i * D : NULL);
+    else if (st->t >= n - 1) /* (b,h) = i; heads over the threads once the caches outgrow a core's L2 */
+        TF_PARALLEL_FOR((int64_t)n * E * B >= (1 << 15) && B * H > 1, i, (int64_t)B * H,
+                        single_head(st, (size_t)i * n, st->q + (size_t)i * D, tf_f32(o) + (size_t)i * D));
     st->t++;
     int ready = st->t >= n;
     if (ready && st->kind == TF_COATT_RETRO) gather_rows(st, tf_f32(o), s);

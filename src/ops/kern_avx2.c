@@ -33,6 +33,11 @@ KT float v_hsum(V a) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
 }
+/* s[0..3] = the sums of a0..a3 (one transposing reduction for all four) */
+KT void v_hsum4(float *s, V a0, V a1, V a2, V a3) {
+    V t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
 KT float v_hmax(V a) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
@@ -45,12 +50,19 @@ KT V v_pow2i(V t) {
 }
 KT V v_zero_below(V r, V x, V lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), r); }
 
+#define VD __m256d
+#define VDW 4
+KT VD vd_ldf(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+KT VD vd_set(double x) { return _mm256_set1_pd(x); }
+KT VD vd_fma(VD a, VD b, VD c) { return _mm256_fmadd_pd(a, b, c); }
+KT void vd_st(double *p, VD v) { _mm256_storeu_pd(p, v); }
+
 #define KNV 2 /* vectors per register block row */
 #define KR 4  /* rows per register block */
 #include "kern_simd.h"
 
 static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
-                                k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm};
+                                k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm, k_dot_rows, k_gemv_f64};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else
 const tf_kernels *tf_kern_avx2_table(void) { return NULL; }

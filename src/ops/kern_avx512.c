@@ -24,6 +24,12 @@ KT V v_min(V a, V b) { return _mm512_min_ps(a, b); }
 KT V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 KT V v_sqrt(V a) { return _mm512_sqrt_ps(a); }
 KT float v_hsum(V a) { return _mm512_reduce_add_ps(a); }
+/* s[0..3] = the sums of a0..a3: halves added, then one transposing reduction */
+KT __m256 half_sum(V a) { return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)); }
+KT void v_hsum4(float *s, V a0, V a1, V a2, V a3) {
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(half_sum(a0), half_sum(a1)), _mm256_hadd_ps(half_sum(a2), half_sum(a3)));
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
 KT float v_hmax(V a) { return _mm512_reduce_max_ps(a); }
 KT V v_round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 KT V v_pow2i(V t) {
@@ -32,12 +38,19 @@ KT V v_pow2i(V t) {
 }
 KT V v_zero_below(V r, V x, V lo) { return _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), r); }
 
+#define VD __m512d
+#define VDW 8
+KT VD vd_ldf(const float *p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+KT VD vd_set(double x) { return _mm512_set1_pd(x); }
+KT VD vd_fma(VD a, VD b, VD c) { return _mm512_fmadd_pd(a, b, c); }
+KT void vd_st(double *p, VD v) { _mm512_storeu_pd(p, v); }
+
 #define KNV 4 /* vectors per register block row */
 #define KR 8  /* rows per register block */
 #include "kern_simd.h"
 
 static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
-                                  k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm};
+                                  k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm, k_dot_rows, k_gemv_f64};
 const tf_kernels *tf_kern_avx512_table(void) { return &avx512; }
 #else
 const tf_kernels *tf_kern_avx512_table(void) { return NULL; }

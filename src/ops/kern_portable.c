@@ -162,8 +162,22 @@ static void tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const fl
     }
 }
 
+/* Each row's sum as tf_dot adds it (8 fixed partial sums). */
+static void dot_rows(float *y, const float *B, int64_t ldb, const float *x, int64_t rows, int64_t k, float beta) {
+    for (int64_t r = 0; r < rows; r++) {
+        float s = tf_dot(B + r * ldb, x, k);
+        y[r] = beta == 0.0f ? s : y[r] + s;
+    }
+}
+
+static void gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    for (int64_t j = 0; j < n; j++) y[j] = 0.0;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) y[j] += x[i] * B[i * ldb + j];
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
-                                    layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm};
+                                    layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm, dot_rows, gemv_f64};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

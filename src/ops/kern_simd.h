@@ -3,7 +3,8 @@
  *   V, VW (lanes), KT (function attributes), v_ld, v_st, v_ldt(p, n, fill)
  *   and v_stt(p, v, n) (the first n < VW lanes), v_set, v_add, v_sub, v_mul,
  *   v_div, v_max, v_min, v_fma(a, b, c) = a*b + c, v_sqrt, v_hsum, v_hmax,
- *   v_round, v_pow2i(t) = 2^t for integral t, v_zero_below(r, x, lo).
+ *   v_round, v_pow2i(t) = 2^t for integral t, v_zero_below(r, x, lo),
+ *   v_hsum4(s, a0, a1, a2, a3): s[i] = the sum of ai.
  * Every loop walks whole vectors and then one masked tail, so an element's
  * value never depends on where a row starts. */
 
@@ -299,5 +300,72 @@ KT void k_tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const floa
             else
                 tile_block(C + i0 * n, n, A + i0 * rs, rs, cs, B, ldb, m - i0 < KR ? m - i0 : KR, j0, nv, tail, k, beta);
         }
+    }
+}
+
+/* y (rows) = B x + beta y: four rows at a time, each with two accumulators
+ * (even and odd vectors: eight independent chains), then one masked tail,
+ * reduced at the end. */
+KT void k_dot_rows(float *y, const float *B, int64_t ldb, const float *x, int64_t rows, int64_t k, float beta) {
+    int64_t r = 0, t = k % VW, kv = k - t, k2 = kv / (2 * VW) * (2 * VW);
+    for (; r + 4 <= rows; r += 4) {
+        const float *b0 = B + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        V a0 = v_set(0.0f), a1 = v_set(0.0f), a2 = v_set(0.0f), a3 = v_set(0.0f);
+        V c0 = v_set(0.0f), c1 = v_set(0.0f), c2 = v_set(0.0f), c3 = v_set(0.0f);
+        int64_t i = 0;
+        for (; i < k2; i += 2 * VW) {
+            V x0 = v_ld(x + i), x1 = v_ld(x + i + VW);
+            a0 = v_fma(v_ld(b0 + i), x0, a0), a1 = v_fma(v_ld(b1 + i), x0, a1);
+            a2 = v_fma(v_ld(b2 + i), x0, a2), a3 = v_fma(v_ld(b3 + i), x0, a3);
+            c0 = v_fma(v_ld(b0 + i + VW), x1, c0), c1 = v_fma(v_ld(b1 + i + VW), x1, c1);
+            c2 = v_fma(v_ld(b2 + i + VW), x1, c2), c3 = v_fma(v_ld(b3 + i + VW), x1, c3);
+        }
+        if (i < kv) {
+            V x0 = v_ld(x + i);
+            a0 = v_fma(v_ld(b0 + i), x0, a0), a1 = v_fma(v_ld(b1 + i), x0, a1);
+            a2 = v_fma(v_ld(b2 + i), x0, a2), a3 = v_fma(v_ld(b3 + i), x0, a3);
+        }
+        if (t) {
+            V xv = v_ldt(x + kv, t, 0.0f);
+            c0 = v_fma(v_ldt(b0 + kv, t, 0.0f), xv, c0), c1 = v_fma(v_ldt(b1 + kv, t, 0.0f), xv, c1);
+            c2 = v_fma(v_ldt(b2 + kv, t, 0.0f), xv, c2), c3 = v_fma(v_ldt(b3 + kv, t, 0.0f), xv, c3);
+        }
+        float s[4];
+        v_hsum4(s, v_add(a0, c0), v_add(a1, c1), v_add(a2, c2), v_add(a3, c3));
+        for (int l = 0; l < 4; l++) y[r + l] = beta == 0.0f ? s[l] : y[r + l] + s[l];
+    }
+    for (; r < rows; r++) {
+        const float *b = B + r * ldb;
+        V a = v_set(0.0f);
+        for (int64_t i = 0; i < kv; i += VW) a = v_fma(v_ld(b + i), v_ld(x + i), a);
+        if (t) a = v_fma(v_ldt(b + kv, t, 0.0f), v_ldt(x + kv, t, 0.0f), a);
+        y[r] = beta == 0.0f ? v_hsum(a) : y[r] + v_hsum(a);
+    }
+}
+
+/* y (n) = x B in double, over the double vocabulary (VD, VDW lanes, vd_ldf
+ * loads VDW floats as doubles, vd_set, vd_fma, vd_st): four vectors of columns per block, the sums over k
+ * in registers. */
+KT void k_gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    int64_t j = 0;
+    for (; j + 4 * VDW <= n; j += 4 * VDW) {
+        VD a0 = vd_set(0.0), a1 = vd_set(0.0), a2 = vd_set(0.0), a3 = vd_set(0.0);
+        for (int64_t i = 0; i < k; i++) {
+            const float *b = B + i * ldb + j;
+            VD xi = vd_set(x[i]);
+            a0 = vd_fma(xi, vd_ldf(b), a0), a1 = vd_fma(xi, vd_ldf(b + VDW), a1);
+            a2 = vd_fma(xi, vd_ldf(b + 2 * VDW), a2), a3 = vd_fma(xi, vd_ldf(b + 3 * VDW), a3);
+        }
+        vd_st(y + j, a0), vd_st(y + j + VDW, a1), vd_st(y + j + 2 * VDW, a2), vd_st(y + j + 3 * VDW, a3);
+    }
+    for (; j + VDW <= n; j += VDW) {
+        VD a = vd_set(0.0);
+        for (int64_t i = 0; i < k; i++) a = vd_fma(vd_set(x[i]), vd_ldf(B + i * ldb + j), a);
+        vd_st(y + j, a);
+    }
+    for (; j < n; j++) {
+        double a = 0.0;
+        for (int64_t i = 0; i < k; i++) a = fma(x[i], (double)B[i * ldb + j], a);
+        y[j] = a;
     }
 }

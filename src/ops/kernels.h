@@ -68,6 +68,13 @@ typedef struct {
      * (k,n) with rows ldb apart, C contiguous: the small tiles of attention */
     void (*tile_gemm)(float *C, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb, int64_t m,
                       int64_t n, int64_t k, float beta);
+    /* y (rows) = B x + beta y (beta 0 or 1), B (rows,k) with rows ldb apart:
+     * a matrix-vector product with (out,in) weights (a decoding step) */
+    void (*dot_rows)(float *y, const float *B, int64_t ldb, const float *x, int64_t rows, int64_t k, float beta);
+    /* y (n) = x (k) B (k,n) in double, B in float (rows ldb apart; each sum
+     * over k in order): one query's attention scores against keys kept transposed,
+     * when scores of thousands must keep more digits than a float's */
+    void (*gemv_f64)(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n);
 } tf_kernels;
 
 /* t = a (T, D) transposed tile by tile: key tile j0 (width w <= bk) becomes

@@ -258,8 +258,9 @@ void tf_act_forward(float *out, const float *pre, int64_t n, int act) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh(out + i0, pre + i0, len));
     } else if (act == TF_ACT_GELU) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_erf(out + i0, pre + i0, len));
-    } else if (act == TF_ACT_SILU) { /* x sigmoid(x), as PyTorch's silu */
-        TF_PARALLEL_FOR(n > 16384, i, n, out[i] = pre[i] / (1.0f + expf(-pre[i])));
+    } else if (act == TF_ACT_SILU || act == TF_ACT_QUICK_GELU) { /* x sigmoid(a x): silu a = 1, quick_gelu 1.702 */
+        float a = act == TF_ACT_SILU ? 1.0f : 1.702f;
+        TF_PARALLEL_FOR(n > 16384, i, n, out[i] = pre[i] / (1.0f + expf(-a * pre[i])));
     } else {
         TF_PARALLEL_FOR(n > 16384, i, n, out[i] = pre[i] > 0 ? pre[i] : 0.0f);
     }
@@ -271,10 +272,11 @@ void tf_act_backward(float *dx, const float *g, const float *pre, int64_t n, int
         TF_FOR_CHUNKS(n, i0, len, k->gelu_tanh_grad(dx + i0, g + i0, pre + i0, len, acc));
     } else if (act == TF_ACT_GELU) {
         TF_FOR_CHUNKS(n, i0, len, k->gelu_erf_grad(dx + i0, g + i0, pre + i0, len, acc));
-    } else if (act == TF_ACT_SILU) { /* silu' = s (1 + x (1 - s)), s = sigmoid(x) */
+    } else if (act == TF_ACT_SILU || act == TF_ACT_QUICK_GELU) { /* (x s)' = s (1 + a x (1 - s)), s = sigmoid(a x) */
+        float a = act == TF_ACT_SILU ? 1.0f : 1.702f;
 #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (n > 16384))
         for (int64_t i = 0; i < n; i++) {
-            float s = 1.0f / (1.0f + expf(-pre[i])), d = g[i] * s * (1.0f + pre[i] * (1.0f - s));
+            float s = 1.0f / (1.0f + expf(-a * pre[i])), d = g[i] * s * (1.0f + a * pre[i] * (1.0f - s));
             dx[i] = acc ? dx[i] + d : d;
         }
     } else {

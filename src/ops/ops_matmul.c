@@ -13,7 +13,7 @@ typedef struct {
     int ta, tb;
 } tf_matmul_params;
 
-/* The portable kernel of gemm_acc: loop orders keep the innermost loop contiguous. */
+/* The portable kernel of gemm_acc (BLAS-free): loop orders keep the innermost loop contiguous. */
 static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K,
                        int ta, int tb) {
     if (!ta && !tb) {
@@ -25,8 +25,8 @@ static void gemm_acc_c(float *C, const float *A, const float *B, int64_t M, int6
                 for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
             }
     } else if (!ta && tb) {
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) C[i * N + j] += tf_dot(A + i * K, B + j * K, K);
+        const tf_kernels *kern = tf_kern(); /* as a one-row product sums them (gemv_chunk) */
+        for (int64_t i = 0; i < M; i++) kern->dot_rows(C + i * N, B, K, A + i * K, N, K, 1.0f);
     } else if (ta && !tb) {
         for (int64_t k = 0; k < K; k++)
             for (int64_t i = 0; i < M; i++) {
@@ -79,7 +79,7 @@ static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int6
                        int64_t j1) {
     const tf_kernels *kern = tf_kern();
     if (tb) {
-        for (int64_t j = j0; j < j1; j++) C[j] += tf_dot(a, B + j * K, K);
+        kern->dot_rows(C + j0, B + j0 * K, K, a, j1 - j0, K, 1.0f);
     } else if (K * N <= (1 << 16)) {
         kern->tile_gemm(C + j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
     } else {

@@ -177,6 +177,66 @@ tf_tensor *tf_layernorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, f
     return tf_node_run(ctx, n);
 }
 
+/* ---------------------------------------------------------------- rmsnorm */
+
+/* y = x / sqrt(mean(x^2) + eps) * w over the last dim: no centring, no bias
+ * (ImageGPT's "LayerNorm"). The statistics in double, as LayerNorm's; the
+ * parameter gradient is LayerNorm's with the mean held at zero. */
+void tf_op_rmsnorm_forward(tf_node *n) {
+    const tf_layernorm_params *p = n->params;
+    const float *x = tf_f32(n->in[0]), *w = n->in[1] ? tf_f32(n->in[1]) : NULL;  // x: (rows,C), w: (C)
+    float *y = tf_f32(n->out), *rstd = n->saved[1];                               // y: (rows,C), rstd: (rows)
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *xr = x + r * p->C;
+        double ss = 0.0;
+        for (int64_t j = 0; j < p->C; j++) ss += (double)xr[j] * xr[j];
+        double rs = 1.0 / sqrt(ss / (double)p->C + p->eps);
+        rstd[r] = (float)rs;
+        for (int64_t j = 0; j < p->C; j++) y[r * p->C + j] = (float)(xr[j] * rs) * (w ? w[j] : 1.0f);
+    }
+}
+
+/* dx = rstd (dxh - xh mean(dxh xh)), dxh = g w, xh = x rstd: LayerNorm's without the mean(dxh) term. */
+void tf_op_rmsnorm_backward(tf_node *n) {
+    const tf_layernorm_params *p = n->params;
+    tf_tensor *X = n->in[0], *Wt = n->in[1];
+    const float *x = tf_f32(X), *w = Wt ? tf_f32(Wt) : NULL, *g = n->out->grad, *rstd = n->saved[1];
+    if (Wt && Wt->grad) layernorm_param_grads(Wt->grad, NULL, g, x, n->saved[0], rstd, p->rows, p->C);
+    if (!X->grad) return;
+#pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (p->rows * p->C > 16384))
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *xr = x + r * p->C, *gr = g + r * p->C;
+        double m2 = 0.0;
+        for (int64_t j = 0; j < p->C; j++) m2 += (double)gr[j] * (w ? w[j] : 1.0f) * xr[j] * rstd[r];
+        float c = (float)(m2 / (double)p->C);
+        for (int64_t j = 0; j < p->C; j++)
+            X->grad[r * p->C + j] += rstd[r] * (gr[j] * (w ? w[j] : 1.0f) - xr[j] * rstd[r] * c);
+    }
+}
+
+tf_tensor *tf_rmsnorm(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, float eps) {
+    if (!x) return NULL;
+    if (x->dtype != TF_DTYPE_F32 || x->ndim < 1) return tf_set_error("rmsnorm: input must be F32 with at least one dim"), NULL;
+    int64_t C = x->shape[x->ndim - 1];
+    if (w && (w->dtype != TF_DTYPE_F32 || w->ndim != 1 || w->shape[0] != C))
+        return tf_set_error("rmsnorm: weight must be F32 of shape (%lld)", (long long)C), NULL;
+    if (!(eps >= 0.0f)) return tf_set_error("rmsnorm: eps = %g must be >= 0", eps), NULL;
+    tf_layernorm_params *p = tf_ctx_alloc(ctx, sizeof *p);
+    if (!p) return NULL;
+    p->eps = eps, p->C = C, p->rows = C ? tf_numel(x) / C : 0;
+    tf_tensor *in[2] = {tf_contiguous(ctx, x), w ? tf_contiguous(ctx, w) : NULL};
+    if (!in[0] || (w && !in[1])) return NULL;
+    tf_tensor *nn_in[2] = {in[0], in[1] ? in[1] : in[0]}; /* tf_node_new rejects NULL inputs: patched below */
+    tf_node *n = tf_node_new(ctx, TF_OP_RMSNORM, 2, nn_in, TF_DTYPE_F32, x->ndim, x->shape, p);
+    if (!n) return NULL;
+    n->in[1] = in[1];
+    /* saved[0]: zeros, the "mean" layernorm_param_grads subtracts; saved[1]: rstd (rows) */
+    if (!(n->saved[0] = tf_ctx_floats(ctx, p->rows)) || !(n->saved[1] = tf_ctx_floats(ctx, p->rows))) return NULL;
+    memset(n->saved[0], 0, (size_t)p->rows * sizeof(float));
+    return tf_node_run(ctx, n);
+}
+
 /* ---------------------------------------------------------------- cross-entropy */
 
 typedef struct {

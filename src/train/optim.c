@@ -1,5 +1,7 @@
-/* AdamW, the learning-rate schedule and gradient clipping. Every reduction
- * runs in a fixed order in double, so an update never depends on threads. */
+/* AdamW and SGD, the learning-rate schedule and gradient clipping. Every
+ * reduction runs in a fixed order in double, so an update never depends on
+ * threads. One optimizer object holds either's state: AdamW's two moments or
+ * SGD's momentum buffer (in m), elementwise over a shard [lo, hi). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,9 @@
 struct tf_adamw {
     tf_params *ps;
     tf_adamw_config cfg;
+    int sgd;           /* SGD (sgd_cfg, momentum buffer in m) instead of AdamW */
+    tf_sgd_config sgd_cfg;
+    int n_state;       /* state arrays: AdamW 2 (m, v), SGD 1 (its buffer) or 0 (no momentum) */
     float *m, *v;  /* the moments of elements [lo, hi) of the parameters flattened in order */
     float *whole;  /* a shard's writer at a save (tf_adamw_gather): every rank's m, then every rank's v */
     int64_t *off;  /* parameter i is elements [off[i], off[i + 1]) of the flattened vector */
@@ -18,25 +23,43 @@ struct tf_adamw {
     int64_t t;
 };
 
-tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi) {
+/* The object for n_state state arrays over elements [lo, hi). */
+static tf_adamw *optim_new(tf_params *ps, int n_state, int64_t lo, int64_t hi) {
     tf_adamw *o = calloc(1, sizeof *o);
     int n = tf_params_count(ps);
     if (!o || !(o->off = calloc((size_t)n + 1, sizeof *o->off))) {
         tf_adamw_free(o);
-        return tf_set_error("adamw: out of memory"), NULL;
+        return tf_set_error("optimizer: out of memory"), NULL;
     }
-    o->ps = ps, o->cfg = cfg, o->n = n;
+    o->ps = ps, o->n = n, o->n_state = n_state;
     for (int i = 0; i < n; i++) o->off[i + 1] = o->off[i] + tf_numel(tf_params_tensor(ps, i));
     o->lo = lo < 0 ? 0 : lo, o->hi = hi < 0 || hi > o->off[n] ? o->off[n] : hi;
     size_t len = o->hi > o->lo ? (size_t)(o->hi - o->lo) : 1;
-    if (!(o->m = calloc(len, sizeof *o->m)) || !(o->v = calloc(len, sizeof *o->v))) {
+    if ((n_state > 0 && !(o->m = calloc(len, sizeof *o->m))) || (n_state > 1 && !(o->v = calloc(len, sizeof *o->v)))) {
         tf_adamw_free(o);
-        return tf_set_error("adamw: out of memory for the moments of %zu parameters", len), NULL;
+        return tf_set_error("optimizer: out of memory for the state of %zu parameters", len), NULL;
     }
     return o;
 }
 
+tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi) {
+    tf_adamw *o = optim_new(ps, 2, lo, hi);
+    if (o) o->cfg = cfg;
+    return o;
+}
+
 tf_adamw *tf_adamw_new(tf_params *ps, tf_adamw_config cfg) { return tf_adamw_new_shard(ps, cfg, 0, -1); }
+
+tf_adamw *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi) {
+    if (!(cfg.momentum >= 0.0f) || !(cfg.weight_decay >= 0.0f) || (cfg.nesterov && cfg.momentum <= 0.0f))
+        return tf_set_error("sgd: momentum %g and weight_decay %g must be >= 0, nesterov needs momentum > 0",
+                            cfg.momentum, cfg.weight_decay), NULL;
+    tf_adamw *o = optim_new(ps, cfg.momentum > 0.0f, lo, hi);
+    if (o) o->sgd = 1, o->sgd_cfg = cfg;
+    return o;
+}
+
+tf_adamw *tf_sgd_new(tf_params *ps, tf_sgd_config cfg) { return tf_sgd_new_shard(ps, cfg, 0, -1); }
 
 void tf_adamw_free(tf_adamw *o) {
     if (!o) return;
@@ -45,7 +68,7 @@ void tf_adamw_free(tf_adamw *o) {
 
 int64_t tf_adamw_steps(const tf_adamw *o) { return o->t; }
 
-int64_t tf_adamw_state_bytes(const tf_adamw *o) { return 2 * (o->hi - o->lo) * (int64_t)sizeof(float); }
+int64_t tf_adamw_state_bytes(const tf_adamw *o) { return o->n_state * (o->hi - o->lo) * (int64_t)sizeof(float); }
 
 /* The part of parameter i inside [lo, hi): its first element (in the parameter) and length; 0 when none. */
 static int64_t overlap(const tf_adamw *o, int i, int64_t *first) {
@@ -54,8 +77,39 @@ static int64_t overlap(const tf_adamw *o, int i, int64_t *first) {
     return b > a ? b - a : 0;
 }
 
+/* torch.optim.SGD's update of n elements in float, in its order of operations
+ * (dampening 0): d = g + wd w; b = d (first step) or momentum b + d; d = b or
+ * d + momentum b (nesterov); w -= lr d. */
+static void sgd_update(float *w, const float *g, float *b, int64_t n, const tf_sgd_config *c, float wd, float lr,
+                       int first) {
+    for (int64_t k = 0; k < n; k++) {
+        float d = wd != 0.0f ? g[k] + wd * w[k] : g[k];
+        if (b) {
+            b[k] = first ? d : c->momentum * b[k] + d;
+            d = c->nesterov ? d + c->momentum * b[k] : b[k];
+        }
+        w[k] -= lr * d;
+    }
+}
+
+static void sgd_step(tf_adamw *o, float lr) {
+    for (int i = 0; i < o->n; i++) {
+        tf_tensor *p = tf_params_tensor(o->ps, i);
+        int64_t first, len = overlap(o, i, &first);
+        if (!len) continue;
+        float *w = tf_f32(p) + first, *g = p->grad + first;
+        float *b = o->m ? o->m + (o->off[i] + first - o->lo) : NULL;
+        float wd = p->ndim >= 2 ? o->sgd_cfg.weight_decay : 0.0f; /* matrices only, as AdamW */
+        TF_FOR_CHUNKS(len, i0, n, sgd_update(w + i0, g + i0, b ? b + i0 : NULL, n, &o->sgd_cfg, wd, lr, o->t == 1));
+    }
+}
+
 void tf_adamw_step(tf_adamw *o, float lr) {
     o->t++;
+    if (o->sgd) {
+        sgd_step(o, lr);
+        return;
+    }
     const tf_adamw_config *c = &o->cfg;
     double bc1 = 1.0 - pow(c->beta1, (double)o->t), bc2 = 1.0 - pow(c->beta2, (double)o->t);
     const tf_kernels *k = tf_kern();
@@ -76,26 +130,31 @@ int tf_adamw_gather(tf_adamw *o, const size_t *parts) {
     size_t total = (size_t)o->off[o->n];
     int rc = 0;
     free(o->whole), o->whole = NULL;
-    if (tf_dist_rank() == 0 && !(o->whole = malloc((2 * total + 1) * sizeof *o->whole)))
-        rc = tf_set_error("adamw: out of memory gathering the moments of %zu parameters", total);
+    if (tf_dist_rank() == 0 && !(o->whole = malloc(((size_t)o->n_state * total + 1) * sizeof *o->whole)))
+        rc = tf_set_error("optimizer: out of memory gathering the state of %zu parameters", total);
     if (tf_dist_agree(rc)) return -1;
-    return tf_dist_gatherv(o->m, o->whole, parts, sizeof(float), 0) ||
-                   tf_dist_gatherv(o->v, o->whole ? o->whole + total : NULL, parts, sizeof(float), 0)
-               ? -1
-               : 0;
+    float *mine[2] = {o->m, o->v};
+    for (int k = 0; k < o->n_state; k++)
+        if (tf_dist_gatherv(mine[k], o->whole ? o->whole + k * total : NULL, parts, sizeof(float), 0)) return -1;
+    return 0;
 }
 
 void tf_adamw_release(tf_adamw *o) { free(o->whole), o->whole = NULL; }
 
+/* State array k's name for parameter i in checkpoints. */
+static void state_name(const tf_adamw *o, int k, int i, char *name, size_t n) {
+    snprintf(name, n, "%s%s", o->sgd ? "sgd.momentum." : k ? "adam.v." : "adam.m.", tf_params_name(o->ps, i));
+}
+
 int tf_adamw_save(const tf_adamw *o, tf_st_writer *w) {
     char name[300];
     int whole = o->lo == 0 && o->hi == o->off[o->n];
-    if (!whole && !o->whole) return tf_set_error("adamw: this process holds a shard of the state: gather it first");
+    if (!whole && !o->whole) return tf_set_error("optimizer: this process holds a shard of the state: gather it first");
     const float *m = whole ? o->m : o->whole, *v = whole ? o->v : o->whole + o->off[o->n];
     for (int i = 0; i < o->n; i++) {
         tf_tensor t = *tf_params_tensor(o->ps, i);
-        for (int k = 0; k < 2; k++) {
-            snprintf(name, sizeof name, "adam.%c.%s", k ? 'v' : 'm', tf_params_name(o->ps, i));
+        for (int k = 0; k < o->n_state; k++) {
+            state_name(o, k, i, name, sizeof name);
             t.data = (float *)(k ? v : m) + o->off[i];
             if (tf_st_writer_add(w, name, &t)) return -1;
         }
@@ -106,7 +165,7 @@ int tf_adamw_save(const tf_adamw *o, tf_st_writer *w) {
 /* Parameter i's moment k (0: m, 1: v) from the checkpoint: the part in [lo, hi). */
 static int load_moment(tf_adamw *o, const tf_st_file *f, int i, int k, float *scratch) {
     char name[300];
-    snprintf(name, sizeof name, "adam.%c.%s", k ? 'v' : 'm', tf_params_name(o->ps, i));
+    state_name(o, k, i, name, sizeof name);
     const tf_st_entry *e = tf_st_find(f, name);
     if (!e) return tf_set_error("checkpoint: missing optimizer state '%s'", name);
     int64_t first, len = overlap(o, i, &first);
@@ -122,8 +181,9 @@ int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps) {
     int64_t most = 0;
     for (int i = 0; i < o->n; i++) most = o->off[i + 1] - o->off[i] > most ? o->off[i + 1] - o->off[i] : most;
     float *scratch = malloc((size_t)(most ? most : 1) * sizeof *scratch);
-    int rc = scratch ? 0 : tf_set_error("adamw: out of memory");
-    for (int i = 0; !rc && i < o->n; i++) rc = load_moment(o, f, i, 0, scratch) || load_moment(o, f, i, 1, scratch);
+    int rc = scratch ? 0 : tf_set_error("optimizer: out of memory");
+    for (int i = 0; !rc && i < o->n; i++)
+        for (int k = 0; !rc && k < o->n_state; k++) rc = load_moment(o, f, i, k, scratch);
     free(scratch);
     if (!rc) o->t = steps;
     return rc ? -1 : 0;

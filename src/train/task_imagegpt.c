@@ -1,8 +1,12 @@
 /* ImageGPT: a GPT (the GPT family, unchanged) on images as raster-order
  * colour tokens. The training images' k-means clusters are the vocabulary
  * plus a start token; each image is [sos, pixel_0 .. pixel_{HW-2}] -> its
- * HW pixels; validation reports bits per pixel. The folder is a GPT-2
- * folder with image_tokens.json (the clusters and the image size). */
+ * HW pixels; validation reports bits per pixel. The model is ImageGPT's by
+ * default (RMS norms, quick_gelu, an untied head without the start token's
+ * logit), so the folder is Hugging Face's ImageGPTForCausalImageModeling
+ * (transformers loads it) with image_tokens.json (the clusters and the image
+ * size); --norm layer --predict-last true --tied true --activation gelu_tanh
+ * gives GPT-2's network and folder instead. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -32,6 +36,8 @@ tf_imagegpt_task_config tf_imagegpt_task_config_default(void) {
     memset(&c, 0, sizeof c);
     tf_fields f = {&tf_imagegpt_task_config_table, &c};
     tf_fields_defaults(&f, 1);
+    c.model.norm = TF_NORM_RMS, c.model.predict_last = 0, c.model.tied = 0; /* ImageGPT's (ImageGPTConfig) */
+    c.model.activation = TF_ACT_QUICK_GELU;
     return c;
 }
 

@@ -4,7 +4,9 @@
 #include "../core/internal.h"
 
 static const char *const SCHEDULES[] = {"cosine", "inverse_sqrt", "constant", NULL};
-_Static_assert(sizeof(tf_schedule) == sizeof(int), "enum rows store an int");
+static const char *const OPTIMIZERS[] = {"adamw", "sgd", NULL};
+_Static_assert(sizeof(tf_schedule) == sizeof(int) && sizeof(tf_optim_kind) == sizeof(int), "enum rows store an int");
+_Static_assert(TF_OPTIM_SGD == 1, "choices by enum value");
 
 #define R(m, type, def, range, help) TF_FIELD_ROW(tf_train_config, m, type, #m, def, range, NULL, help, 0, NULL)
 /* rows a resume may change (steps too, unless the schedule is cosine: resume.c) */
@@ -20,9 +22,14 @@ static const tf_field TRAIN_ROWS[] = {
     TF_FIELD_ROW(tf_train_config, schedule, TF_FIELD_ENUM, "schedule", "cosine", NULL, SCHEDULES,
                  "after the warmup: cosine to min_lr, lr*sqrt(warmup/step), or constant", 0, NULL),
     R(warmup, TF_FIELD_INT64, "100", "[0,inf)", "steps of linear warmup"),
-    R(weight_decay, TF_FIELD_FLOAT, "0.1", "[0,inf)", "AdamW's decoupled weight decay (matrices only)"),
+    TF_FIELD_ROW(tf_train_config, optimizer, TF_FIELD_ENUM, "optimizer", "adamw", NULL, OPTIMIZERS,
+                 "AdamW (beta1, beta2), or SGD as torch.optim.SGD (momentum, nesterov)", 0, NULL),
+    R(weight_decay, TF_FIELD_FLOAT, "0.1", "[0,inf)",
+      "matrices only: AdamW's decoupled weight decay; SGD's L2 term added to the gradient"),
     R(beta1, TF_FIELD_FLOAT, "0.9", "[0,1)", "AdamW's beta1"),
     R(beta2, TF_FIELD_FLOAT, "0.99", "[0,1)", "AdamW's beta2"),
+    R(momentum, TF_FIELD_FLOAT, "0.9", "[0,1)", "SGD's momentum (0: plain SGD)"),
+    R(nesterov, TF_FIELD_BOOL, "false", NULL, "SGD's Nesterov momentum (needs momentum > 0)"),
     R(grad_clip, TF_FIELD_FLOAT, "1.0", "[0,inf)", "largest global gradient norm; 0: no clipping"),
     R(seed, TF_FIELD_UINT64, "1337", NULL, "initial weights, batches and dropout"),
     FREE(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
@@ -68,6 +75,8 @@ tf_train_config tf_train_config_default(void) {
 
 int tf_train_config_check(const tf_train_config *c) {
     if (check(&tf_train_config_table, c)) return -1;
+    if (c->optimizer == TF_OPTIM_SGD && c->nesterov && c->momentum <= 0.0f)
+        return tf_set_error("nesterov needs momentum > 0 (torch.optim.SGD's rule)");
     if (c->schedule == TF_SCHEDULE_COSINE && c->min_lr > c->lr)
         return tf_set_error("min_lr %g is above lr %g: the cosine schedule would raise the learning rate", c->min_lr,
                             c->lr);

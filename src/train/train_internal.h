@@ -35,6 +35,8 @@ char *tf_resume_step_batch(const char *stored);
  * flattened in order (hi < 0: to the end), updating those elements alone:
  * ZeRO-1's shard. Elementwise, so a shard's elements get the bits of the whole update. */
 tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi);
+/* SGD the same way: its momentum buffer's elements [lo, hi). */
+tf_adamw *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi);
 /* The bytes of its moments. */
 int64_t tf_adamw_state_bytes(const tf_adamw *o);
 /* Collective: every rank's shard (parts[j] elements on rank j, in order) to

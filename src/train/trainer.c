@@ -352,7 +352,9 @@ static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *
     int64_t lo = 0, hi = -1; /* the AdamW state this rank holds: all, or its ZeRO part */
     int rc = tf_trainer_split(t, cfg) || !(t->ctx = tf_ctx_new(cfg->seed));
     if (!rc && t->zero) tf_zero_range(t->zero, &lo, &hi);
-    rc = rc || !(t->opt = tf_adamw_new_shard(t->ps, oc, lo, hi));
+    tf_sgd_config sc = {cfg->momentum, cfg->weight_decay, cfg->nesterov};
+    rc = rc || !(t->opt = cfg->optimizer == TF_OPTIM_SGD ? tf_sgd_new_shard(t->ps, sc, lo, hi)
+                                                          : tf_adamw_new_shard(t->ps, oc, lo, hi));
     if (!rc && t->writer) rc = lock_run(t->dir, lock);
     if (tf_dist_agree(rc) || tf_dist_agree(t->resume ? load_checkpoint(t, step) : 0)) return -1;
     return same_start(t, cfg, *step, 1);

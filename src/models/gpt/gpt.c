@@ -6,7 +6,7 @@
  *   x = wte[ids] + wpe[pos]                      (B,T,C)
  *   x = block_l(x)            l = 0 .. n_layer-1 (B,T,C)
  *   h = ln_f(x)               (pre-LN only)
- *   logits = h wte^T          (or lm_head)       (B,T,V)
+ *   logits = h wte^T          (or lm_head)       (B,T,V), (B,T,V-1) without predict_last
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,7 +27,7 @@ static const tf_block_name GPT2_BLOCK[] = {
 static tf_block_config block_config(const tf_gpt_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
-    b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
+    b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first, b.norm = c->norm;
     b.dropout = b.attn_dropout = c->dropout;
     b.attn = TF_ATTN_CAUSAL, b.ff_dropout = 0, b.w_in_out = 1;
     tf_attention_apply(&c->attention, &b); /* checked by tf_gpt_config_check */
@@ -51,11 +51,12 @@ static int register_all(tf_gpt *m) {
         snprintf(prefix, sizeof prefix, "transformer.h.%d.", i);
         rc = tf_block_register(ps, prefix, &m->h[i], &m->block, &names, init);
     }
-    m->ln_f.eps = c->norm_eps;
-    if (!rc && c->norm_first) rc = tf_layer_norm_register(ps, "transformer.ln_f", &m->ln_f, C, c->norm_eps, 1);
+    if (!rc && c->norm_first)
+        rc = tf_layer_norm_register(ps, "transformer.ln_f", &m->ln_f, C, c->norm_eps, c->norm == TF_NORM_LAYER);
+    m->ln_f.eps = c->norm_eps, m->ln_f.rms = c->norm == TF_NORM_RMS;
     if (!rc && m->has_head)
         rc = tf_lm_head_register(ps, c->tied ? NULL : "lm_head.weight", NULL, &m->head, c->tied ? &m->wte : NULL, C,
-                                 c->vocab_size, 0.02f);
+                                 c->vocab_size - !c->predict_last, 0.02f);
     return rc;
 }
 
@@ -173,6 +174,8 @@ int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const i
     tf_tensor *h = hidden(ctx, m, &in);
     tf_tensor *y = head(ctx, m, tf_narrow(ctx, h, 1, n - 1, 1));  // y: (1,1,V)
     if (!y) return -1;
-    memcpy(logits, y->data, (size_t)m->cfg.vocab_size * sizeof *logits);
+    int out = m->cfg.vocab_size - !m->cfg.predict_last; /* the start token without a logit: -inf */
+    memcpy(logits, y->data, (size_t)out * sizeof *logits);
+    for (int v = out; v < m->cfg.vocab_size; v++) logits[v] = -INFINITY;
     return 0;
 }

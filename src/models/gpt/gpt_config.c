@@ -3,8 +3,11 @@
 #include "../../core/internal.h"
 
 static const char *const POS[] = {"learned", "sinusoidal", NULL};
-static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", NULL};
-_Static_assert(sizeof(tf_pos_kind) == sizeof(int) && sizeof(tf_activation) == sizeof(int), "enum rows store an int");
+static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", "silu", "quick_gelu", NULL};
+static const char *const NORMS[] = {"layer", "rms", NULL};
+_Static_assert(sizeof(tf_pos_kind) == sizeof(int) && sizeof(tf_activation) == sizeof(int) &&
+               sizeof(tf_norm_kind) == sizeof(int), "enum rows store an int");
+_Static_assert(TF_ACT_QUICK_GELU == 4 && TF_NORM_RMS == 1, "choices by enum value");
 
 #define SIG TF_FIELD_SIGNATURE
 #define R(m, type, def, range, choices, help, flags, alias) \
@@ -22,6 +25,9 @@ static const tf_field ROWS[] = {
     R(activation, TF_FIELD_ENUM, "gelu_tanh", NULL, ACTIVATIONS, "the MLP's activation (GPT-2: gelu_tanh)", SIG, NULL),
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "output projection = token embedding (GPT-2)", SIG, NULL),
     R(norm_eps, TF_FIELD_FLOAT, "1e-5", "(0,inf)", NULL, "LayerNorm epsilon", SIG, "layer_norm_eps"),
+    R(norm, TF_FIELD_ENUM, "layer", NULL, NORMS, "LayerNorm, or RMS norm: no centring, no bias (ImageGPT)", SIG, NULL),
+    R(predict_last, TF_FIELD_BOOL, "true", NULL, NULL,
+      "the head predicts every token; false: not the last (a start token): vocab_size - 1 outputs (ImageGPT)", SIG, NULL),
     TF_FIELD_SUB(tf_gpt_config, attention, tf_attention_table),
 };
 #undef R
@@ -41,6 +47,8 @@ int tf_gpt_config_check(const tf_gpt_config *c) {
     if (tf_fields_check(&f, 1)) return -1;
     if (c->vocab_size < 1) return tf_set_error("vocab_size 0: the model needs its vocabulary's size");
     if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
+    if (!c->predict_last && (c->tied || c->vocab_size < 2))
+        return tf_set_error("predict_last false needs an untied head (tied false) and vocab_size >= 2");
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.attn = TF_ATTN_CAUSAL;
     return tf_attention_apply(&c->attention, &b) || tf_block_config_check(&b) ? -1 : 0;

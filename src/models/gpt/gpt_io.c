@@ -1,6 +1,10 @@
 /* GPT models as Hugging Face GPT-2 folders: config.json + model.safetensors.
  * tformer's own variants (sinusoidal positions, post-LN) add two keys that
- * Hugging Face ignores: tformer_position and tformer_norm_first. */
+ * Hugging Face ignores: tformer_position and tformer_norm_first. ImageGPT
+ * folders (model_type "imagegpt") are GPT-2's layout and keys with RMS norms
+ * without bias, quick_gelu and tie_word_embeddings false by default, and
+ * ImageGPTForCausalImageModeling's untied head of vocab_size - 1 rows (no
+ * logit for the start token, the last id). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +18,7 @@
 /* config.json through a field table with Hugging Face's keys; the many
  * other keys Hugging Face writes are ignored. */
 static const char *const HF_POS[] = {"learned", "sinusoidal", NULL};
-static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};
+static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", "quick_gelu", NULL};
 #define HF(m, type, name, def, choices, flags) TF_FIELD_ROW(tf_gpt_config, m, type, name, def, NULL, choices, NULL, flags, NULL)
 static const tf_field HF_ROWS[] = {
     HF(vocab_size, TF_FIELD_INT, "vocab_size", NULL, NULL, TF_FIELD_REQUIRED),
@@ -33,10 +37,29 @@ static const tf_field HF_ROWS[] = {
 #undef HF
 static const tf_field_table HF_TABLE = {"config.json", HF_ROWS, (int)(sizeof HF_ROWS / sizeof HF_ROWS[0])};
 
+/* architectures[0], or "" */
+static const char *architecture(const cJSON *root) {
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    return cJSON_IsString(first) ? first->valuestring : "";
+}
+
+static int is_imagegpt(const cJSON *root) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    return (cJSON_IsString(t) && !strcmp(t->valuestring, "imagegpt")) || !strncmp(architecture(root), "ImageGPT", 8);
+}
+
 static int read_config(const cJSON *root, const char *path, tf_gpt_config *c) {
     *c = tf_gpt_config_default(0, 0, 0, 0, 0); /* fields Hugging Face does not set (dropout) */
     tf_fields f = {&HF_TABLE, c};
-    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1)) return -1;
+    if (tf_fields_defaults(&f, 1)) return -1;
+    if (is_imagegpt(root)) /* ImageGPTConfig's defaults, then its norm and head */
+        c->activation = TF_ACT_QUICK_GELU, c->tied = 0, c->norm = TF_NORM_RMS, c->predict_last = 0;
+    if (tf_fields_from_json(root, &f, 1, path, 1)) return -1;
+    if (!c->predict_last && c->tied && !strcmp(architecture(root), "ImageGPTModel")) c->tied = 0; /* no head to tie */
+    if (!c->predict_last && c->tied)
+        return tf_set_error("%s: tie_word_embeddings true: ImageGPT's head (vocab_size - 1 rows) cannot be the token "
+                            "table; tformer runs only the untied head", path);
     if (!tf_gpt_config_check(c)) return 0;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tf_error());
@@ -75,9 +98,7 @@ static const struct {
 /* What the field table does not carry: a body alone (GPT2Model folders have
  * no output projection) and the unsupported settings. */
 static int read_extras(const cJSON *root, const char *path, int *body) {
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
-    *body = cJSON_IsString(first) && !strcmp(first->valuestring, "GPT2Model");
+    *body = !strcmp(architecture(root), "GPT2Model") || !strcmp(architecture(root), "ImageGPTModel");
     int rc = 0;
     for (size_t i = 0; !rc && i < sizeof GPT2_FLAGS / sizeof GPT2_FLAGS[0]; i++) {
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, GPT2_FLAGS[i].key);
@@ -110,13 +131,22 @@ tf_gpt *tf_gpt_load_hf(const char *dir) {
     return m;
 }
 
+/* GPT-2's layout, or ImageGPT's (RMS norms and a head without the start
+ * token's logit); the mixtures neither class computes are refused. */
 static int write_config(const tf_gpt *m, const char *path) {
     static const char *const PDROP[] = {"resid_pdrop", "embd_pdrop", "attn_pdrop"};
-    tf_fields f = {&HF_TABLE, (void *)&m->cfg};
+    const tf_gpt_config *c = &m->cfg;
+    int igpt = c->norm == TF_NORM_RMS;
+    if (igpt != !c->predict_last)
+        return tf_set_error("%s: norm %s with predict_last %s is neither GPT-2's layout nor ImageGPT's", path,
+                            igpt ? "rms" : "layer", c->predict_last ? "true" : "false");
+    tf_fields f = {&HF_TABLE, (void *)c};
     cJSON *r = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(r, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(m->has_head ? "GPT2LMHeadModel" : "GPT2Model"));
-    cJSON_AddStringToObject(r, "model_type", "gpt2");
+    const char *name = igpt ? (m->has_head ? "ImageGPTForCausalImageModeling" : "ImageGPTModel")
+                            : (m->has_head ? "GPT2LMHeadModel" : "GPT2Model");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(name));
+    cJSON_AddStringToObject(r, "model_type", igpt ? "imagegpt" : "gpt2");
     int rc = !r || tf_fields_to_json(r, &f, 1);
     cJSON_AddNumberToObject(r, "n_ctx", m->cfg.context);
     for (int i = 0; i < 3; i++) cJSON_AddNumberToObject(r, PDROP[i], m->cfg.dropout);

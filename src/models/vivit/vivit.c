@@ -7,8 +7,9 @@
  *   Model 2: s = enc_s([cls_s; p_f] + pos_s)  (B*F,S+1,C)  per frame group
  *            h = enc_t([cls_t; s[:,0]] + pos_t) (B,F+1,C)            late fusion
  *   Model 3: h = enc(p + pos)                 (B,F*S,C)  each block: space, time, MLP
+ *   Model 4: h = enc(p + pos)                 (B,F*S,C)  each block's heads: half space, half time
  *   enc = dropout, the blocks, the final LayerNorm
- *   logits = classifier(h[:,0]) (Models 1, 2) or classifier(mean_n h) (Model 3)
+ *   logits = classifier(h[:,0]) (Models 1, 2) or classifier(mean_n h) (Models 3, 4)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static tf_block_config block_config(const tf_vivit_config *c) {
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
     b.attn = TF_ATTN_FULL, b.ff_dropout = 0, b.w_in_out = 0;
     b.cross = b.factorised = c->model_kind == 3;
+    if (c->model_kind == 4) b.attn = TF_ATTN_FACTORISED_DOT;
     return b;
 }
 
@@ -78,7 +80,7 @@ static int register_all(tf_vivit *m) {
              body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.bias", "") ||
              tf_params_add(ps, n, &m->patch_b, 1, (int64_t[]){D}, TF_INIT_ZEROS);
     int64_t tokens = c->model_kind == 2 ? S : F * S;
-    rc = rc || register_encoder(m, &m->enc, c->n_layer, tokens, c->model_kind != 3, "embeddings", "encoder", "layernorm");
+    rc = rc || register_encoder(m, &m->enc, c->n_layer, tokens, c->model_kind <= 2, "embeddings", "encoder", "layernorm");
     if (!rc && c->model_kind == 2)
         rc = register_encoder(m, &m->time_enc, c->n_layer_temporal, F, 1, "temporal_embeddings", "temporal_encoder",
                               "temporal_layernorm");
@@ -168,7 +170,7 @@ static tf_tensor *body(tf_ctx *ctx, const tf_vivit *m, tf_tensor *pixels) {
     tf_tensor *p = tf_patch_embed(ctx, pixels, m->patch_w, m->patch_b);  // (B,F*S,C), time-major
     if (!p) return NULL;
     if (c->model_kind == 1) return encode(ctx, m, &m->enc, c->n_layer, p, 0);
-    if (c->model_kind == 3) return encode(ctx, m, &m->enc, c->n_layer, p, (int)F);
+    if (c->model_kind >= 3) return encode(ctx, m, &m->enc, c->n_layer, p, (int)F);  // factorised: frames F
     tf_tensor *s = encode(ctx, m, &m->enc, c->n_layer, tf_reshape(ctx, p, 3, (int64_t[]){B * F, S, D}), 0);
     if (!s) return NULL;                                                      // (B*F,S+1,C)
     tf_tensor *frames = tf_reshape(ctx, first_token(ctx, s), 3, (int64_t[]){B, F, D});  // (B,F,C)
@@ -184,7 +186,7 @@ int tf_vivit_run(tf_ctx *ctx, const tf_vivit *m, const tf_vivit_inputs *in, tf_v
         if (m->cfg.pooler && !(out->pooler_output = tf_pooler_forward(ctx, &m->pooler, h))) return -1;
         return 0;
     }
-    tf_tensor *pooled = m->cfg.model_kind == 3 ? tf_mean(ctx, h, 1, 0) : first_token(ctx, h);  // (B,C)
+    tf_tensor *pooled = m->cfg.model_kind >= 3 ? tf_mean(ctx, h, 1, 0) : first_token(ctx, h);  // (B,C)
     if (!(out->logits = tf_classifier_seq_forward(ctx, &m->cls, pooled))) return -1;          // (B,L)
     if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing)))
         return -1;

@@ -25,9 +25,10 @@ static const tf_field ROWS[] = {
     R(embedding, TF_FIELD_ENUM, "tubelet", NULL, EMBEDDINGS,
       "tubelet: non-overlapping spatio-temporal tubes; frame: uniform frame sampling, each frame's patches "
       "(tubes one frame long)", SIG, NULL),
-    R(model_kind, TF_FIELD_INT, "1", "[1,3]", NULL,
+    R(model_kind, TF_FIELD_INT, "1", "[1,4]", NULL,
       "1 joint space-time attention, 2 factorised encoder (spatial then temporal encoder), 3 factorised "
-      "self-attention (spatial then temporal attention in each block)", SIG, NULL),
+      "self-attention (spatial then temporal attention in each block), 4 factorised dot-product attention (half "
+      "the heads spatial, half temporal; n_head even)", SIG, NULL),
     R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks (Model 2: of the spatial encoder)", SIG,
       "layers|num_hidden_layers"),
     R(n_layer_temporal, TF_FIELD_INT, "2", "[1,10000]", NULL, "Model 2: blocks of the temporal encoder", SIG, NULL),
@@ -82,8 +83,12 @@ int tf_vivit_config_check(const tf_vivit_config *c) {
                             c->tubelet_t, c->num_frames);
     if (c->head == TF_VIVIT_VIDEO_CLS && c->pooler)
         return tf_set_error("pooler: VivitForVideoClassification has none (classifier on the class token)");
-    if (c->model_kind == 3 && c->pooler)
-        return tf_set_error("pooler: Model 3 has no class token to pool (its classifier takes the mean of the tokens)");
+    if (c->model_kind >= 3 && c->pooler)
+        return tf_set_error("pooler: Model %d has no class token to pool (its classifier takes the mean of the tokens)",
+                            c->model_kind);
+    if (c->model_kind == 4 && c->n_head % 2)
+        return tf_set_error("n_head %d: Model 4 splits the heads in two halves (spatial, temporal), n_head must be "
+                            "even", c->n_head);
     return 0;
 }
 
