@@ -33,6 +33,25 @@ def expected_for(root, archs, reference, load_kwargs=None):
         print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
 
 
+def init_weights(model, g, norm, unit):
+    """Weights that a misplaced one would change: a parameter whose name holds
+    `norm` N(1, 0.2) (weights) or N(0, 0.05) (biases); one whose name ends with
+    a suffix in `unit` N(0, 1); every other N(0, 0.4), drawn from g in
+    named_parameters() order (transformers' std 0.02 gives nearly constant outputs)."""
+    import torch
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if norm in name:
+                if name.endswith("weight"):
+                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
+                else:
+                    p.copy_(0.05 * torch.randn(p.shape, generator=g))
+            elif name.endswith(tuple(unit)):
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.4 * torch.randn(p.shape, generator=g))
+
+
 def save_image_case(d, model, arch, spec, g, reference, gradients):
     """An image model's case folder d: the model (save_pretrained), input.safetensors
     (spec["B"] images U(0,1) of the config's channels and size from g, and with

@@ -75,20 +75,6 @@ CASES = [
 ]
 
 
-def init_weights(model, g):
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                if name.endswith("weight"):
-                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
-                else:
-                    p.copy_(0.05 * torch.randn(p.shape, generator=g))
-            elif name.endswith("relative_position_bias_table"):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.4 * torch.randn(p.shape, generator=g))
-
-
 def reference(model, arch, x):
     """transformers' outputs in float64 from the float32 weights, rounded once."""
     m = ARCHS[arch](model.config)
@@ -124,7 +110,7 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     g = torch.Generator().manual_seed(seed)
     cfg = SwinConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, drop_path_rate=0.0, **cfg_kw)
     model = ARCHS[arch](cfg).eval()
-    init_weights(model, g)
+    fixture_cli.init_weights(model, g, "norm", ("relative_position_bias_table",))
     d = os.path.join(out, name)
     x = fixture_cli.save_image_case(d, model, arch, spec, g, reference, gradients)
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")

@@ -82,20 +82,6 @@ PATCH_CASES = [
 ]
 
 
-def init_weights(model, g):
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "layernorm" in name:
-                if name.endswith("weight"):
-                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
-                else:
-                    p.copy_(0.05 * torch.randn(p.shape, generator=g))
-            elif name.endswith("cls_token") or name.endswith("position_embeddings"):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.4 * torch.randn(p.shape, generator=g))
-
-
 def reference(model, arch, x):
     """transformers' outputs in float64 from the float32 weights, rounded once."""
     kw = {"add_pooling_layer": model.pooler is not None} if arch == "ViTModel" else {}
@@ -162,7 +148,7 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     cfg = ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     kw = {"add_pooling_layer": spec.get("pooler", True)} if arch == "ViTModel" else {}
     model = ARCHS[arch](cfg, **kw).eval()
-    init_weights(model, g)
+    fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings"))
     d = os.path.join(out, name)
     x = fixture_cli.save_image_case(d, model, arch, spec, g, reference, gradients)
     if spec.get("attn"):
