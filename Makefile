@@ -329,6 +329,20 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: vit-conformance
 
+# SwinModel / SwinForImageClassification through hf-run on fresh random
+# configurations (SEED, SWIN_CASES of them) from tests/ref/gen_swin_fixtures.py,
+# then tformer's own Swin folders loaded by transformers (the same outputs).
+SWIN_CASES ?= 12
+swin-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/swin_fresh && $(HF_PYTHON) tests/ref/gen_swin_fixtures.py --random $(SWIN_CASES) --seed $(SEED) --out $(BUILD)/swin_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/swin_fresh swin_hf_run_matches || exit 1; done
+	rm -rf $(BUILD)/swin_export && mkdir -p $(BUILD)/swin_export
+	TFORMER_EXPORT_DIR=$(BUILD)/swin_export $(BUILD)/run_tests swin_folders_round_trip
+	$(HF_PYTHON) tests/ref/gen_swin_fixtures.py --expected-for $(BUILD)/swin_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/swin_export swin_hf_run_matches
+
+.PHONY: swin-conformance
+
 # VivitModel / VivitForVideoClassification (Model 1) and tformer's Models 2 and 3
 # (assembled from transformers' Vivit modules) and Model 4 (plain PyTorch from
 # the paper) through hf-run on fresh random configurations (SEED, VIVIT_CASES
@@ -428,6 +442,13 @@ vision-ablation: $(BUILD)/tformer
 vision-results: $(BUILD)/tformer
 	sh tools/vision_results.sh $(BUILD)/tformer $(VISION_RESULTS)
 .PHONY: vision-results
+
+# The same long run with a Swin Transformer beside the ViT (docs/vision.md's
+# Swin section): patch 2, d_model 48, depths 2,4, heads 3,6, window 7. Kept out of CI.
+SWIN_RESULTS ?= build/swin_results
+swin-results: $(BUILD)/tformer
+	ARCH=swin sh tools/vision_results.sh $(BUILD)/tformer $(SWIN_RESULTS)
+.PHONY: swin-results
 
 # docs/video.md's results table: ViViT Models 1-4 x tubelet/frame embedding
 # on one budget of moving-object clips, plus the frame-shuffled controls

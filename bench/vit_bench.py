@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""ViT inference speed against transformers on the same weights and cores
+"""ViT (and Swin) inference speed against transformers on the same weights and cores
 (docs/vision.md, "Inference speed"; issue 12 asks for 2x).
 
     build/hfvenv/bin/python bench/vit_bench.py --model RUN --data-dir /usr/share/datasets/fashion-mnist
 
-RUN is a ViTForImageClassification folder (tformer train --arch vit writes
-one). tformer: `tformer classify --data-dir DIR --batch B` over the t10k set
+RUN is a ViTForImageClassification or SwinForImageClassification folder
+(tformer train --arch vit / swin writes one; AutoModelForImageClassification
+picks the class from its config.json). tformer: `tformer classify --data-dir DIR --batch B` over the t10k set
 (the whole process: loading the model and reading the idx files included);
-transformers 4.x: ViTForImageClassification.from_pretrained(RUN) in float32,
+transformers 4.x: AutoModelForImageClassification.from_pretrained(RUN) in float32,
 the same pixels (bytes / 255, as tformer reads them), torch.inference_mode,
 `torch.set_num_threads(--threads)`. Equal work is checked first: both
 accuracies on the t10k set must be equal. Batch 64 over every image, batch 1
@@ -24,7 +25,7 @@ import time
 
 import numpy as np
 import torch
-from transformers import ViTForImageClassification
+from transformers import AutoModelForImageClassification
 
 
 def read_idx(path):
@@ -78,7 +79,7 @@ def main():
     torch.set_num_threads(a.threads)
     images = read_idx(find(a.data_dir, "t10k-images-idx3-ubyte"))
     labels = read_idx(find(a.data_dir, "t10k-labels-idx1-ubyte"))
-    model = ViTForImageClassification.from_pretrained(a.model).eval()
+    model = AutoModelForImageClassification.from_pretrained(a.model).eval()
     x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)  # (n,1,H,W)
     with torch.inference_mode():
         pred = torch.cat([model(pixel_values=x[i:i + 256]).logits.argmax(-1) for i in range(0, len(x), 256)])

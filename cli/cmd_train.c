@@ -2,7 +2,7 @@
  * next-sentence prediction) on text files, an encoder-decoder on
  * line-aligned source and target files (--arch seq2seq: the Transformer;
  * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
- * labelled images (--arch vit: idx files or scikit-learn's digits), an ImageGPT on images as
+ * labelled images (--arch vit; --arch swin: a Swin Transformer; idx files or scikit-learn's digits), an ImageGPT on images as
  * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), a ViViT on moving-object clips made
  * from idx images (--arch vivit), or a Continual Transformer labelling each token of a stream
  * (--arch continual: a --data file per class), or a BERT encoder classifying
@@ -18,13 +18,14 @@
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|imagegpt|vivit|continual|listops", "gpt",
+    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|swin|imagegpt|vivit|continual|listops", "gpt",
               "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
-              "vit (image classification), imagegpt (next pixel: a GPT on colour tokens), vivit (video classification "
-              "on moving-object clips), continual (each token of a stream classified by a Continual Transformer), listops "
-              "(a BERT encoder classifying generated ListOps expressions)"},
+              "vit (image classification), swin (image classification by a Swin Transformer), imagegpt (next pixel: a "
+              "GPT on colour tokens), vivit (video classification on moving-object clips), continual (each token of a "
+              "stream classified by a Continual Transformer), listops (a BERT encoder classifying generated ListOps "
+              "expressions)"},
     [DATA] = {"data", CLI_LIST, "FILE...", "",
-              "text files to train on (gpt, bert; continual: one a class); vit, imagegpt: one digits.csv(.gz)"},
+              "text files to train on (gpt, bert; continual: one a class); vit, swin, imagegpt: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|char", "char",
                    "a tokenizer folder, or char: the data's characters (bert: a WordPiece folder or vocab.txt)"},
@@ -40,7 +41,7 @@ const cli_flag cmd_train_flags[] = {
     [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
     [VALID_TGT] = {"valid-tgt", CLI_STRING, "FILE", "", "seq2seq: validation targets"},
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "",
-                  "vit, imagegpt, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), "
+                  "vit, swin, imagegpt, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), "
                   "train-labels-idx1-ubyte(.gz); imagegpt validates on its t10k-* files (the test set); vivit makes its "
                   "clips of the train images"},
     CLI_END,
@@ -52,6 +53,7 @@ static tf_bert_pretrain_config g_bert;
 static tf_seq2seq_task_config g_s2s;
 static tf_rnn_seq2seq_task_config g_rnn;
 static tf_vit_task_config g_vit;
+static tf_swin_task_config g_swin;
 static tf_imagegpt_task_config g_igpt;
 static tf_vivit_task_config g_vivit;
 static tf_costream_config g_co;
@@ -66,11 +68,11 @@ static int is_arch(const char *name) {
 int cmd_train_tables(const tf_fields **t) {
     g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
     g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
-    g_vit = tf_vit_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
+    g_vit = tf_vit_task_config_default(), g_swin = tf_swin_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
     g_vivit = tf_vivit_task_config_default();
     g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
     g_co = tf_costream_config_default(), g_lo = tf_listops_task_config_default();
-    if (is_arch("vit")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
+    if (is_arch("vit") || is_arch("swin")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
         g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
         g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
     }
@@ -78,6 +80,7 @@ int cmd_train_tables(const tf_fields **t) {
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
     if (is_arch("imagegpt")) g_train.eval_batches = 1000; /* at most one pass over the validation images */
     g_tables[1] = is_arch("vit") ? (tf_fields){&tf_vit_task_config_table, &g_vit}
+                : is_arch("swin") ? (tf_fields){&tf_swin_task_config_table, &g_swin}
                 : is_arch("imagegpt") ? (tf_fields){&tf_imagegpt_task_config_table, &g_igpt}
                 : is_arch("vivit") ? (tf_fields){&tf_vivit_task_config_table, &g_vivit}
                 : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
@@ -144,12 +147,15 @@ static tf_task *make_task(void *arg) {
         return tf_costream_task_new(&g_co, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
     if (!strcmp(t->arch, "gpt"))
         return tf_lm_task_new(&g_lm, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
-    if (!strcmp(t->arch, "vit")) { /* --data-dir's train split, or one digits CSV; validation: the last val_fraction */
+    if (!strcmp(t->arch, "vit") || !strcmp(t->arch, "swin")) { /* --data-dir's train split, or one digits CSV;
+                                                                   * validation: the last val_fraction */
         const char *dir = opt(&a->v[DATA_DIR]);
+        int swin = !strcmp(t->arch, "swin"), n_labels = swin ? g_swin.model.n_labels : g_vit.model.n_labels;
         tf_images train;
-        if (dir ? tf_images_read_dir(dir, "train", g_vit.model.n_labels, &train) : tf_images_read_digits(data[0], &train))
+        if (dir ? tf_images_read_dir(dir, "train", n_labels, &train) : tf_images_read_digits(data[0], &train))
             return NULL;
-        return tf_vit_task_new(&g_vit, &train, NULL, t->out, g_train.seed);
+        return swin ? tf_swin_task_new(&g_swin, &train, NULL, t->out, g_train.seed)
+                    : tf_vit_task_new(&g_vit, &train, NULL, t->out, g_train.seed);
     }
     if (!strcmp(t->arch, "vivit")) { /* the clips are made of --data-dir's train split; validation: its last part */
         tf_images images;
@@ -175,19 +181,20 @@ static tf_task *make_task(void *arg) {
 /* What the command line must hold for --arch (usage errors, before any process joins a run). */
 static void check_usage(const cli_args *a, const char *arch) {
     int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
-    int vision = !strcmp(arch, "vit") || !strcmp(arch, "imagegpt") || video, listops = !strcmp(arch, "listops");
+    int classify = !strcmp(arch, "vit") || !strcmp(arch, "swin");
+    int vision = classify || !strcmp(arch, "imagegpt") || video, listops = !strcmp(arch, "listops");
     if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "continual") && !translation && !vision && !listops)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, imagegpt, vivit, continual or listops, got '%s'",
-                        arch);
+        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, swin, imagegpt, vivit, continual or listops, "
+                        "got '%s'", arch);
     if (listops && (a->v[DATA].n || a->v[TOKENIZER].given || a->v[NORM].text))
         cli_usage_error(a, "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm");
     if (!strcmp(arch, "continual") && a->v[DATA].n < 2)
         cli_usage_error(a, "--arch continual needs a --data file per class (at least 2)");
-    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, imagegpt or vivit)");
+    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, swin, imagegpt or vivit)");
     if (video && (!opt(&a->v[DATA_DIR]) || a->v[DATA].n))
         cli_usage_error(a, "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)");
-    if ((!strcmp(arch, "vit") || video) && a->v[NORM].text)
-        cli_usage_error(a, "--norm is a GPT setting (ViT and ViViT are pre-LN)");
+    if ((classify || video) && a->v[NORM].text)
+        cli_usage_error(a, "--norm is a GPT setting (ViT, Swin and ViViT are pre-LN)");
     if (vision && a->v[TOKENIZER].given)
         cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
     if (vision && !video && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
@@ -222,7 +229,7 @@ int cmd_train(const cli_args *a) {
     if (!t) cli_die(a->verb, tf_error());
     if ((!strcmp(arch, "seq2seq") || !strcmp(arch, "rnn")) && g_train.eval_batches > tf_seq2seq_task_val_batches(t))
         g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
-    if (!strcmp(arch, "vit")) { /* the same over the held-out images */
+    if (!strcmp(arch, "vit") || !strcmp(arch, "swin")) { /* the same over the held-out images */
         int64_t passes = (tf_vit_task_images(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
         if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
     }

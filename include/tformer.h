@@ -56,6 +56,7 @@
 #include "tformer/bert.h"
 #include "tformer/vit.h"
 #include "tformer/vivit.h"
+#include "tformer/swin.h"
 #include "tformer/nystrom.h"
 #include "tformer/train.h"
 #include "tformer/dist.h"

@@ -125,6 +125,7 @@ int test_copy_case(const char *src, const char *dst, const char *from, const cha
         tf_tensor *t = tf_st_to_tensor(f, e, a);
         int moved = name && !strcmp(e->name, name);
         if (!t || (moved && at >= tf_numel(t))) rc = -1;
+        else if (moved && t->dtype == TF_DTYPE_I32) tf_i32(t)[at] += (int32_t)delta;
         else if (moved) tf_f32(t)[at] += delta;
         if (!rc && !(drop && !strcmp(e->name, drop))) rc = tf_st_writer_add(w, e->name, t);
     }
@@ -400,3 +401,30 @@ double test_gradient_case(const char *dir, const void *model, tf_params *ps, tes
     return worst;
 }
 
+
+int test_write_image_input(const char *path, int64_t B, int channels, int size, int n_labels, int labels) {
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 4, (int64_t[]){B, channels, size, size}, 0);
+    tf_tensor *y = tf_tensor_alloc(a, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
+    tf_st_writer *w = tf_st_writer_new();
+    int rc = x && y && w ? 0 : -1;
+    if (!rc) {
+        tf_tensor_fill_uniform(x, (uint64_t)B * 31 + (uint64_t)size, 0.0f, 1.0f);
+        for (int64_t b = 0; b < B; b++) tf_i32(y)[b] = (int32_t)((b * 7 + 1) % n_labels);
+        rc = tf_st_writer_add(w, "pixel_values", x) || (labels && tf_st_writer_add_as(w, "labels", y, TF_ST_I64)) ||
+             tf_st_writer_save(w, path);
+    }
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc;
+}
+
+void test_randomize_params(tf_params *ps, uint64_t seed) {
+    for (int i = 0; i < tf_params_count(ps); i++) {
+        tf_tensor *t = tf_params_tensor(ps, i);
+        int norm = strstr(tf_params_name(ps, i), "norm") != NULL;
+        tf_tensor_fill_normal(t, seed + (uint64_t)i, norm ? 0.2f : 0.4f);
+        for (int64_t k = 0; norm && t->ndim == 1 && strstr(tf_params_name(ps, i), "weight") && k < tf_numel(t); k++)
+            tf_f32(t)[k] += 1.0f;
+    }
+}

@@ -88,7 +88,7 @@ char *test_replaced(const char *text, const char *from, const char *to);
 int test_copy_config(const char *src, const char *dst, const char *from, const char *to);
 /* src into dst: config.json as test_copy_config; model.safetensors with
  * element `at` of tensor `name` moved by delta (name NULL: none; at out of
- * range: -1) and the tensor `drop` left out. */
+ * range: -1; an integer tensor by (int)delta) and the tensor `drop` left out. */
 int test_copy_case(const char *src, const char *dst, const char *from, const char *to, const char *name, int64_t at,
                    float delta, const char *drop);
 
@@ -148,6 +148,12 @@ double test_gradient_case(const char *dir, const void *model, tf_params *ps, tes
  * extra_name; NULL: none) and every parameter of ps against g's tensors. */
 double test_gradient_error(const tf_params *ps, tf_tensor *extra, const char *extra_name, const tf_st_file *g,
                            tf_arena *a, const char *dir);
+/* Random images (B,C,S,S) in [0,1] and, when labels, labels (B) below
+ * n_labels into an input file (pixel_values, labels I64). */
+int test_write_image_input(const char *path, int64_t B, int channels, int size, int n_labels, int labels);
+/* Every parameter N(0, 0.4), norms' (a name with "norm") N(0, 0.2) and their
+ * weights around 1: outputs that move with every weight. */
+void test_randomize_params(tf_params *ps, uint64_t seed);
 /* dir/<split>-images-idx3-ubyte and -labels-idx1-ubyte: n images of side x
  * side, image i of class i % classes with pixel (y,x) = pixel(i, class, y, x). */
 int test_write_idx_set(const char *dir, const char *split, int n, int side, int classes,

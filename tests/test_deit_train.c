@@ -70,7 +70,7 @@ TEST(deit_ema_is_the_closed_form_and_the_saved_model) {
     char dir[] = "/tmp/tformer_deit_ema_XXXXXX", path[512];
     CHECK(mkdtemp(dir) != NULL);
     tf_vit_task_config c = small_task();
-    c.ema_decay = 0.8f;
+    c.recipe.ema_decay = 0.8f;
     tf_train_config t = small_train(4);
     t.checkpoint_every = 1, t.keep_checkpoints = 4;
     CHECK(train(&c, &t, dir, 0, NULL) == 0);
@@ -117,8 +117,8 @@ TEST(deit_full_recipe_repeats_and_resumes_bit_for_bit) {
     char a[] = "/tmp/tformer_deit_a_XXXXXX", b[] = "/tmp/tformer_deit_b_XXXXXX", cdir[] = "/tmp/tformer_deit_c_XXXXXX";
     CHECK(mkdtemp(a) && mkdtemp(b) && mkdtemp(cdir));
     tf_vit_task_config c = small_task();
-    c.randaug_ops = 2, c.mixup = 0.8f, c.cutmix = 1.0f, c.erase_prob = 0.25f, c.repeats = 3, c.shift = 1;
-    c.ema_decay = 0.9f, c.model.drop_path = 0.1f, c.model.dropout = 0.1f;
+    c.recipe.randaug_ops = 2, c.recipe.mixup = 0.8f, c.recipe.cutmix = 1.0f, c.recipe.erase_prob = 0.25f, c.recipe.repeats = 3, c.recipe.shift = 1;
+    c.recipe.ema_decay = 0.9f, c.model.drop_path = 0.1f, c.model.dropout = 0.1f;
     tf_train_config t = small_train(8);
     volatile int stop = 0;
     CHECK(train(&c, &t, a, 0, NULL) == 0 && train(&c, &t, b, 0, NULL) == 0);
@@ -152,7 +152,7 @@ TEST(deit_flags_in_help_and_bad_settings) {
     char dir[] = "/tmp/tformer_deit_bad_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     tf_vit_task_config c = small_task();
-    c.ema_decay = 0.9f;
+    c.recipe.ema_decay = 0.9f;
     tf_train_config t = small_train(2);
     t.average_last = 2;
     CHECK(train(&c, &t, dir, 0, NULL) == -1 && strstr(tf_error(), "average_last") && strstr(tf_error(), "EMA"));

@@ -64,35 +64,6 @@ TEST(vit_perturbed_weight_fails_the_comparison) {
 
 /* ---------------------------------------------------------------- tformer's folders */
 
-/* Random images (B,C,S,S) in [0,1] and labels (B) into an input file. */
-static int write_input(const char *path, int64_t B, const tf_vit_config *c, int labels) {
-    tf_arena *a = tf_arena_new(0);
-    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 4, (int64_t[]){B, c->channels, c->image_size, c->image_size}, 0);
-    tf_tensor *y = tf_tensor_alloc(a, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);
-    tf_st_writer *w = tf_st_writer_new();
-    int rc = x && y && w ? 0 : -1;
-    if (!rc) {
-        tf_tensor_fill_uniform(x, (uint64_t)B * 31 + (uint64_t)c->image_size, 0.0f, 1.0f);
-        for (int64_t b = 0; b < B; b++) tf_i32(y)[b] = (int32_t)((b * 7 + 1) % c->n_labels);
-        rc = tf_st_writer_add(w, "pixel_values", x) || (labels && tf_st_writer_add_as(w, "labels", y, TF_ST_I64)) ||
-             tf_st_writer_save(w, path);
-    }
-    tf_st_writer_free(w);
-    tf_arena_free(a);
-    return rc;
-}
-
-/* Every parameter N(0, 0.4) (norms around 1): outputs that move with every weight. */
-static void randomize(tf_vit *m, uint64_t seed) {
-    for (int i = 0; i < tf_params_count(m->params); i++) {
-        tf_tensor *t = tf_params_tensor(m->params, i);
-        int norm = strstr(tf_params_name(m->params, i), "layernorm") != NULL;
-        tf_tensor_fill_normal(t, seed + (uint64_t)i, norm ? 0.2f : 0.4f);
-        for (int64_t k = 0; norm && t->ndim == 1 && strstr(tf_params_name(m->params, i), "weight") && k < tf_numel(t); k++)
-            tf_f32(t)[k] += 1.0f;
-    }
-}
-
 /* Configurations tformer writes: grey and RGB, odd patches, with and without
  * the head, the pooler, q/k/v biases, each activation. */
 static tf_vit_config export_config(int k) {
@@ -115,14 +86,14 @@ TEST(vit_folders_round_trip) {
         tf_vit_config c = export_config(k);
         tf_vit *m = tf_vit_new(&c, 7 + (uint64_t)k);
         CHECK(m != NULL);
-        randomize(m, 100 * (uint64_t)k);
+        test_randomize_params(m->params, 100 * (uint64_t)k);
         const char *names[12] = {"t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker"};
         if (c.head == TF_VIT_IMAGE_CLS) CHECK(tf_vit_set_labels(m, names, c.n_labels) == 0);
         snprintf(dir, sizeof dir, "%s/vit_export_%d", export ? export : tmp, k);
         snprintf(in, sizeof in, "%s/input.safetensors", dir);
         snprintf(out_a, sizeof out_a, "%s/a.safetensors", tmp);
         snprintf(out_b, sizeof out_b, "%s/b.safetensors", tmp);
-        CHECK(tf_vit_save_hf(m, dir) == 0 && write_input(in, 3, &c, c.head == TF_VIT_IMAGE_CLS) == 0);
+        CHECK(tf_vit_save_hf(m, dir) == 0 && test_write_image_input(in, 3, c.channels, c.image_size, c.n_labels, c.head == TF_VIT_IMAGE_CLS) == 0);
         tf_vit *back = tf_vit_load_hf(dir);
         CHECK(back != NULL && back->cfg.pooler == c.pooler && back->cfg.qkv_bias == c.qkv_bias);
         char b1[32], b2[32];

@@ -1,4 +1,4 @@
-/* ViT training through the CLI on a tiny synthetic idx set written here:
+/* ViT (and Swin) training through the CLI on a tiny synthetic idx set written here:
  * 30 steps on the shared trainer learn (the loss falls, validation accuracy
  * is reported), the same seed gives the same run, `tformer classify` (and
  * `tformer eval --data-dir`) scores the set and classify labels a PNG; bad
@@ -121,6 +121,43 @@ TEST(vit_train_30_steps_learns_and_classifies) {
     test_rm_rf(dir);
 }
 
+/* The same task with a Swin (--arch swin: windows of 3 on a 6x6 grid,
+ * shifted, then a 3x3 stage): 30 steps learn, and classify scores the set
+ * and labels a PNG (no attention picture: Swin has no class token). */
+TEST(swin_train_30_steps_learns_and_classifies) {
+    char dir[] = "/tmp/tformer_swint_XXXXXX", args[2048], out[8192], run[256], p[300];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_set(dir, "train", 3) == 0 && write_set(dir, "t10k", 3) == 0);
+    snprintf(args, sizeof args, "train --arch swin --data-dir %s --image-size 12 --patch-size 2 --d-model 8 --depths 1,1 "
+             "--heads 2,2 --window 3 --n-labels 3 --threads 1 --steps 30 --batch 32 --warmup 5 --lr 3e-3 --eval-every 15 "
+             "--log-every 15 --label-names rows,columns,diagonals --out %s/run", dir, dir);
+    int rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "accuracy"), "train: exit %d\n%s", rc, out);
+    snprintf(run, sizeof run, "%s/run", dir);
+    double first, last, acc0, acc;
+    CHECK(losses(run, 1, &first, &last) == 30);
+    printf("    train loss %.3f at step 1, %.3f at step 30\n", first, last);
+    CHECKF(last < first - 0.2, "the loss went from %g to %g", first, last);
+    CHECK(losses(run, 5, &acc0, &acc) == 2 && acc > 0.5);
+    snprintf(args, sizeof args, "classify --model %s --data-dir %s --threads 1", run, dir);
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    CHECKF(strstr(out, "accuracy ") && strstr(out, "of 240 images of") && strstr(out, "diagonals"), "%s", out);
+    printf("    %.*s", (int)(strchr(out, '\n') ? strchr(out, '\n') - out + 1 : 0), out);
+    snprintf(p, sizeof p, "%s/rows.png", dir);
+    CHECK(write_png(p) == 0);
+    snprintf(args, sizeof args, "classify --model %s --threads 1 --top-k 2 %s", run, p);
+    CHECK(test_run_cli("", args, out, sizeof out) == 0);
+    char l1[64], l2[64];
+    float p1 = 0, p2 = 0;
+    const char *row = strstr(out, p);
+    CHECKF(row && sscanf(row + strlen(p), "\t%63[^\t]\t%f\t%63[^\t]\t%f", l1, &p1, l2, &p2) == 4 && p1 >= p2, "%s", out);
+    snprintf(args, sizeof args, "classify --model %s --threads 1 --attention-png %s/att %s", run, dir, p);
+    CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, "a Swin model has none"), "%s", out);
+    snprintf(args, sizeof args, "train --arch swin --data-dir %s --window 3 --depths 1,1 --heads 2 --out %s/bad", dir, dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, "heads \"2\" 1"), "%s", out);
+    test_rm_rf(dir);
+}
+
 /* Data that do not fit: each an error naming what to change or the file. */
 TEST(vit_train_bad_data_is_a_clear_error) {
     char dir[] = "/tmp/tformer_vitd_XXXXXX", args[2048], out[8192];
@@ -156,8 +193,8 @@ TEST(vit_task_config_table) {
     tf_train_config t = tf_train_config_default();
     CHECK(c.model.image_size == 28 && c.model.patch_size == 4 && c.model.channels == 1 && c.model.n_labels == 10);
     CHECK(c.model.d_model == 64 && c.model.n_layer == 4 && c.model.n_head == 4 && c.model.d_ff == 0);
-    CHECK(c.model.head == TF_VIT_IMAGE_CLS && c.model.qkv_bias == 1 && c.label_smoothing == 0.1f && c.shift == 0);
-    CHECK(c.val_fraction == 0.1f && c.label_names[0] == 0 && tf_vit_config_check(&c.model) == 0);
+    CHECK(c.model.head == TF_VIT_IMAGE_CLS && c.model.qkv_bias == 1 && c.recipe.label_smoothing == 0.1f && c.recipe.shift == 0);
+    CHECK(c.recipe.val_fraction == 0.1f && c.recipe.label_names[0] == 0 && tf_vit_config_check(&c.model) == 0);
     CHECK(tf_vit_patches(&c.model) == 49);
     const char *path = "/tmp/tformer_test_vit.json";
     FILE *f = fopen(path, "w");
@@ -165,7 +202,7 @@ TEST(vit_task_config_table) {
                      " \"label_smoothing\": 0, \"qkv_bias\": false}", f) >= 0 && fclose(f) == 0);
     tf_fields fs[2] = {{&tf_train_config_table, &t}, {&tf_vit_task_config_table, &c}};
     CHECK(tf_fields_load(fs, 2, path, 0) == 0 && t.steps == 7 && c.model.patch_size == 7 && c.model.d_model == 32);
-    CHECK(c.model.n_layer == 2 && c.label_smoothing == 0.0f && c.model.qkv_bias == 0 && tf_vit_patches(&c.model) == 16);
+    CHECK(c.model.n_layer == 2 && c.recipe.label_smoothing == 0.0f && c.model.qkv_bias == 0 && tf_vit_patches(&c.model) == 16);
     unlink(path);
     c.model.n_head = 5;
     CHECK(tf_vit_config_check(&c.model) == -1 && strstr(tf_error(), "d_model 32 is not a multiple of n_head 5"));

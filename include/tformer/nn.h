@@ -302,6 +302,29 @@ typedef struct {
     int fan_in;
 } tf_block_init;
 
+/* Swin's (shifted) window self-attention (Liu et al. 2021): the tokens of x
+ * (B,height*width,C), a row-major grid, are zero-padded on the right and
+ * bottom to multiples of `window` (after the block's LayerNorm, as Hugging
+ * Face's SwinLayer), cyclically shifted up and left by `shift`
+ * (torch.roll(-shift)), cut into windows of window^2 tokens that attend only
+ * among themselves, with `bias` added to every window's scores and, when
+ * shifted, -100 between tokens that came from different regions of the
+ * unshifted grid; then put back, unshifted and cropped. */
+typedef struct {
+    int height, width;  /* the token grid */
+    int window, shift;  /* window side >= 1; 0 <= shift < window */
+    tf_tensor *bias;    /* (H,window^2,window^2) added to each head's scores (relative positions), or NULL */
+} tf_window_attn;
+
+/* The relative position bias of a window: table ((2w-1)^2,H) -> (H,w^2,w^2),
+ * entry (h,i,j) = table[(yi-yj+w-1)(2w-1) + (xi-xj+w-1), h] for window
+ * positions i = (yi,xi), j = (yj,xj) row-major (gradients flow to the table). */
+TF_API tf_tensor *tf_window_relative_bias(tf_ctx *ctx, tf_tensor *table, int window);
+/* The shifted-window mask of a padded (height,width) grid (multiples of
+ * window): (n_windows,window^2,window^2), 0 within a region, -100 across
+ * (Hugging Face's get_attn_mask); no gradient. */
+TF_API tf_tensor *tf_window_shift_mask(tf_ctx *ctx, int height, int width, int window, int shift);
+
 /* The per-call inputs of a block besides x. */
 typedef struct {
     tf_tensor *memory;                 /* (B,S,d_model): the cross-attention's keys and values */
@@ -318,6 +341,7 @@ typedef struct {
                                         * its dropout, before the residual add) through tf_drop_path */
     int frames;                        /* factorised blocks and TF_ATTN_FACTORISED_DOT: the frames F of
                                         * x (B,F*S,d_model) */
+    const tf_window_attn *window;      /* non-NULL: the self-attention runs within (shifted) windows */
     /* Continual inference (include/tformer/continual.h): */
     tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed
                                         * elsewhere (a retroactive step), used in place of attending */

@@ -8,6 +8,7 @@
 #include "images.h"
 #include "vit.h"
 #include "vivit.h"
+#include "swin.h"
 #include "gpt.h"
 #include "rnn_seq2seq.h"
 #include "seq2seq.h"
@@ -312,10 +313,9 @@ TF_API const tf_rnn_seq2seq *tf_rnn_seq2seq_task_model(const tf_task *t);
 
 /* ---------------------------------------------------------------- image classification (docs/vision.md) */
 
-/* A ViTForImageClassification on labelled images: cross-entropy with label
- * smoothing, validation accuracy; its rows flat beside the trainer's. */
+/* Image classification's data handling and DeiT's recipe, shared by the
+ * ViT and Swin tasks: its rows flat beside the model's and the trainer's. */
 typedef struct {
-    tf_vit_config model;     /* channels, image_size and n_labels must fit the images */
     float val_fraction;      /* without a validation set: the last part of the training images */
     float label_smoothing;   /* 0.1 (DeiT) */
     int shift;               /* training images moved by up to this many pixels (0: none) */
@@ -331,6 +331,14 @@ typedef struct {
     tf_erase_mode erase_mode;/* its values (pixel) */
     int repeats;             /* repeated augmentation (3); 1: none */
     float ema_decay;         /* EMA of the weights, evaluated and saved as the model (0.99996); 0: none */
+} tf_image_recipe;
+TF_API extern const tf_field_table tf_image_recipe_table;
+
+/* A ViTForImageClassification on labelled images: cross-entropy with label
+ * smoothing, validation accuracy. */
+typedef struct {
+    tf_vit_config model;     /* channels, image_size and n_labels must fit the images */
+    tf_image_recipe recipe;
 } tf_vit_task_config;
 TF_API tf_vit_task_config tf_vit_task_config_default(void);
 TF_API extern const tf_field_table tf_vit_task_config_table;
@@ -342,8 +350,19 @@ TF_API extern const tf_field_table tf_vit_task_config_table;
 TF_API tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
                                 uint64_t seed);
 TF_API const tf_vit *tf_vit_task_model(const tf_task *t);
-/* Images of a subset. */
+/* Images of a subset (of a ViT or a Swin task). */
 TF_API int64_t tf_vit_task_images(const tf_task *t, tf_subset subset);
+
+/* A SwinForImageClassification on labelled images: the same task as ViT's. */
+typedef struct {
+    tf_swin_config model;    /* channels, image_size and n_labels must fit the images */
+    tf_image_recipe recipe;
+} tf_swin_task_config;
+TF_API tf_swin_task_config tf_swin_task_config_default(void);
+TF_API extern const tf_field_table tf_swin_task_config_table;
+TF_API tf_task *tf_swin_task_new(const tf_swin_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                                 uint64_t seed);
+TF_API const tf_swin *tf_swin_task_model(const tf_task *t);
 
 /* ---------------------------------------------------------------- video classification (docs/video.md) */
 

@@ -163,6 +163,13 @@ void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *k
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
                          tf_tensor **probs);
+/* Swin's relative position index of a window: out (w^2,w^2), entry (i,j) =
+ * (yi-yj+w-1)(2w-1) + (xi-xj+w-1) for positions i = (yi,xi), j = (yj,xj). */
+void tf_window_relative_index(int32_t *out, int window);
+/* Zeros appended along dim d of x until it is n long (x itself when it is): Swin's padding. */
+tf_tensor *tf_pad_zeros(tf_ctx *ctx, tf_tensor *x, int d, int64_t n);
+/* Self-attention of h (B,height*width,C) within the (shifted) windows of a (src/nn/window.c). */
+tf_tensor *tf_window_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *h, const tf_window_attn *a, tf_tensor **probs);
 
 /* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,d_model),
  * F frames of S tokens: half the heads within each frame, half within each

@@ -93,6 +93,11 @@ static const char *const VIT_REFUSED[] = {
 };
 static const char *const OUT_VIT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
 
+/* SwinModel / SwinForImageClassification.forward(): ViT's inputs. */
+static const char *const SWIN_REFUSED[] = {
+    "bool_masked_pos", "head_mask", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+
 /* VivitModel / VivitForVideoClassification.forward() (transformers 4.x): clips (B,T,C,H,W). */
 static const hf_input VIVIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {NULL, 0, NULL, 0}};
 static const hf_input VIVIT_CLS_INPUTS[] = {
@@ -124,6 +129,8 @@ static const hf_arch ARCHS[] = {
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
     {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},
+    {"SwinModel", &hf_swin_family, VIT_INPUTS, SWIN_REFUSED, OUT_VIT_BODY},
+    {"SwinForImageClassification", &hf_swin_family, VIT_CLS_INPUTS, SWIN_REFUSED, OUT_LM},
     {"VivitModel", &hf_vivit_family, VIVIT_INPUTS, VIVIT_REFUSED, OUT_VIT_BODY},
     {"VivitForVideoClassification", &hf_vivit_family, VIVIT_CLS_INPUTS, VIVIT_REFUSED, OUT_LM},
     {"ImageGPTForCausalImageModeling", &hf_gpt2_family, GPT2_LM_INPUTS, IMAGEGPT_REFUSED, OUT_LM},

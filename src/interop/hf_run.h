@@ -80,6 +80,7 @@ extern const hf_family hf_bert_family;
 extern const hf_family hf_marian_family;
 extern const hf_family hf_vit_family;
 extern const hf_family hf_vivit_family;
+extern const hf_family hf_swin_family;
 extern const hf_family hf_nystrom_family;
 
 #endif

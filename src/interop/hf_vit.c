@@ -1,5 +1,6 @@
 /* hf-run's vision families: ViTModel / ViTForImageClassification through
- * tf_vit_load_hf / tf_vit_run, VivitModel / VivitForVideoClassification
+ * tf_vit_load_hf / tf_vit_run, SwinModel / SwinForImageClassification through
+ * tf_swin_load_hf / tf_swin_run, VivitModel / VivitForVideoClassification
  * through tf_vivit_load / tf_vivit_run (Hugging Face's Vivit is ViViT's
  * Model 1 with tubelet embedding; tformer's Models 2 and 3 run here too). */
 #include <math.h>
@@ -60,3 +61,23 @@ static int vivit_run(hf_job *job) {
 }
 
 const hf_family hf_vivit_family = {vivit_load, vivit_free, vivit_run};
+
+static void *swin_load(const char *dir, const char *architecture) {
+    (void)architecture;
+    return tf_swin_load_hf(dir);
+}
+
+static void swin_free(void *model) { tf_swin_free(model); }
+
+static int swin_run(hf_job *job) {
+    const tf_swin *m = job->model;
+    tf_swin_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
+    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
+        return -1;
+    tf_swin_outputs out;
+    if (tf_swin_run(job->ctx, m, &in, &out)) return input_error(job);
+    if (out.logits) out.last_hidden_state = out.pooler_output = NULL; /* SwinForImageClassification: logits, loss */
+    return put_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+}
+
+const hf_family hf_swin_family = {swin_load, swin_free, swin_run};

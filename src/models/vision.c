@@ -37,17 +37,35 @@ static int write_config(const char *path, const char *arch, const char *model_ty
     return rc ? -1 : 0;
 }
 
-int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
-                   char *const *labels, int n_labels, const tf_params *ps) {
+int tf_vision_save_config(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                          char *const *labels, int n_labels) {
     if (mkdir(dir, 0755) && errno != EEXIST) {
         cJSON_Delete(extra);
         return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (write_config(path, arch, model_type, f, extra, labels, n_labels)) return -1;
+    return write_config(path, arch, model_type, f, extra, labels, n_labels);
+}
+
+int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                   char *const *labels, int n_labels, const tf_params *ps) {
+    if (tf_vision_save_config(dir, arch, model_type, f, extra, labels, n_labels)) return -1;
+    char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     return tf_folder_save_weights(ps, path, NULL, NULL);
+}
+
+int tf_vision_check_labels(const tf_tensor *y, int64_t B, int n_labels, const char *who, const char *item) {
+    char s[64];
+    if (!y) return 0;
+    if (y->dtype != TF_DTYPE_I32 || y->ndim != 1 || y->shape[0] != B)
+        return tf_set_error("%s: labels %s must be I32 (%lld)", who, tf_shape_str(y, s, sizeof s), (long long)B);
+    for (int64_t i = 0; i < B; i++)
+        if (tf_i32(y)[i] != -100 && (tf_i32(y)[i] < 0 || tf_i32(y)[i] >= n_labels))
+            return tf_set_error("%s: label %d of %s %lld is out of range [0,%d)", who, tf_i32(y)[i], item, (long long)i,
+                                n_labels);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- predictions */

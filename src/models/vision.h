@@ -20,6 +20,14 @@ int tf_vision_read_labels(char ***labels, int n, const cJSON *root, const char *
  * id2label / label2id}, and model.safetensors of ps. */
 int tf_vision_save(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
                    char *const *labels, int n_labels, const tf_params *ps);
+/* The same without model.safetensors (the caller writes it). */
+int tf_vision_save_config(const char *dir, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
+                          char *const *labels, int n_labels);
+
+/* A classifier's labels y (or NULL: 0) for a batch of B items: I32 (B), each
+ * in [0,n_labels) or -100; errors start with who ("vit") and name the item
+ * ("image", "clip"). */
+int tf_vision_check_labels(const tf_tensor *y, int64_t B, int n_labels, const char *who, const char *item);
 
 /* Hugging Face's names for a ViTLayer's (and VivitLayer's) tensors, in its
  * checkpoint order: rows of a tf_block_name array. */

@@ -156,6 +156,8 @@ enum { SELF, CROSS, FF, TIME };
 /* Sub-layer `which` of h (B,T,d_model), dropout on its output. */
 static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which, tf_tensor *h,
                          const tf_block_args *a) {
+    if (which == SELF && a->window)
+        return tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, a->window, a->self_probs), c->dropout);
     if (which == SELF && c->attn == TF_ATTN_FACTORISED_DOT)
         return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), c->dropout);
     if (which == SELF)
@@ -221,6 +223,9 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
     if (cfg->factorised) return x ? residual(ctx, b, cfg, FF, &b->norm_ff, factorised(ctx, b, cfg, x, a), a) : NULL;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
+    if (a->window && (cross || a->cache || cfg->attn != TF_ATTN_FULL || a->self_attn_out || a->query_last))
+        return tf_set_error("block: window attention is full self-attention only (no cross-attention, cache, "
+                            "other attention kind or continual step)"), NULL;
     if ((a->self_attn_out || a->query_last || a->cache) && cfg->attn == TF_ATTN_FACTORISED_DOT)
         return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache, no continual "
                             "inference)"), NULL;

@@ -1,5 +1,6 @@
-/* Image classification: a ViTForImageClassification on labelled images (the
- * images loader: draws with replacement and DeiT's augmentation, each a
+/* Image classification: a ViTForImageClassification or a
+ * SwinForImageClassification (each through the small table of calls below)
+ * on labelled images (the images loader: draws with replacement and DeiT's augmentation, each a
  * row of the table below), cross-entropy with label smoothing (against
  * mixup / cutmix's soft targets when they are on), stochastic depth (the
  * model's drop_path), an EMA of the weights; validation accuracy; saved as a
@@ -14,8 +15,8 @@
 static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};
 _Static_assert(sizeof(tf_erase_mode) == sizeof(int), "enum rows store an int");
 
-#define ROW(m, type, def, range, choices, help) TF_FIELD_ROW(tf_vit_task_config, m, type, #m, def, range, choices, help, 0, NULL)
-static const tf_field VIT_TASK_ROWS[] = {
+#define ROW(m, type, def, range, choices, help) TF_FIELD_ROW(tf_image_recipe, m, type, #m, def, range, choices, help, 0, NULL)
+static const tf_field RECIPE_ROWS[] = {
     ROW(val_fraction, TF_FIELD_FLOAT, "0.1", "(0,1)", NULL,
         "without a validation set: the last part of the training images, held out"),
     ROW(label_smoothing, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL,
@@ -43,11 +44,22 @@ static const tf_field VIT_TASK_ROWS[] = {
     ROW(ema_decay, TF_FIELD_FLOAT, "0", "[0,1)", NULL,
         "EMA of the weights after each step (ema = d ema + (1 - d) w); validation, best/ and the saved model use it; "
         "0: none (DeiT: 0.99996)"),
-    TF_FIELD_SUB(tf_vit_task_config, model, tf_vit_config_table),
 };
 #undef ROW
-const tf_field_table tf_vit_task_config_table = {"image classification", VIT_TASK_ROWS,
-                                                 (int)(sizeof VIT_TASK_ROWS / sizeof VIT_TASK_ROWS[0])};
+const tf_field_table tf_image_recipe_table = {"image classification", RECIPE_ROWS,
+                                              (int)(sizeof RECIPE_ROWS / sizeof RECIPE_ROWS[0])};
+
+static const tf_field VIT_TASK_ROWS[] = {
+    TF_FIELD_SUB(tf_vit_task_config, recipe, tf_image_recipe_table),
+    TF_FIELD_SUB(tf_vit_task_config, model, tf_vit_config_table),
+};
+const tf_field_table tf_vit_task_config_table = {"image classification", VIT_TASK_ROWS, 2};
+
+static const tf_field SWIN_TASK_ROWS[] = {
+    TF_FIELD_SUB(tf_swin_task_config, recipe, tf_image_recipe_table),
+    TF_FIELD_SUB(tf_swin_task_config, model, tf_swin_config_table),
+};
+const tf_field_table tf_swin_task_config_table = {"image classification (Swin)", SWIN_TASK_ROWS, 2};
 
 tf_vit_task_config tf_vit_task_config_default(void) {
     tf_vit_task_config c;
@@ -57,11 +69,89 @@ tf_vit_task_config tf_vit_task_config_default(void) {
     return c;
 }
 
+tf_swin_task_config tf_swin_task_config_default(void) {
+    tf_swin_task_config c;
+    memset(&c, 0, sizeof c);
+    tf_fields f = {&tf_swin_task_config_table, &c};
+    tf_fields_defaults(&f, 1);
+    return c;
+}
+
+/* ---------------------------------------------------------------- the models it trains */
+
+/* What the task asks of a classifier; cfg is the family's config. */
+typedef struct {
+    const char *arch;                   /* its head's Hugging Face name, for messages */
+    const tf_field_table *model_table;  /* the signature's rows */
+    void *(*create)(const void *cfg, uint64_t seed);
+    void (*destroy)(void *m);
+    tf_params *(*params)(const void *m);
+    int (*set_labels)(void *m, const char *const *names, int n);
+    int (*run)(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
+               tf_tensor **loss);
+    int (*save)(const void *m, const char *dir);
+    int64_t (*tokens)(const void *m);   /* per image */
+    int (*check)(const void *cfg, int *channels, int *size, int *n_labels); /* the config valid and a classifier */
+} image_model;
+
+static void *vit_create(const void *cfg, uint64_t seed) { return tf_vit_new(cfg, seed); }
+static void vit_destroy(void *m) { tf_vit_free(m); }
+static tf_params *vit_params(const void *m) { return ((const tf_vit *)m)->params; }
+static int vit_set_labels(void *m, const char *const *names, int n) { return tf_vit_set_labels(m, names, n); }
+static int vit_save(const void *m, const char *dir) { return tf_vit_save_hf(m, dir); }
+static int64_t vit_tokens(const void *m) { return tf_vit_patches(&((const tf_vit *)m)->cfg) + 1; }
+static int vit_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
+                   tf_tensor **loss) {
+    tf_vit_outputs o;
+    int rc = tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing}, &o);
+    *logits = o.logits, *loss = o.loss;
+    return rc;
+}
+static int vit_check(const void *cfg, int *channels, int *size, int *n_labels) {
+    const tf_vit_config *c = cfg;
+    if (tf_vit_config_check(c)) return -1;
+    if (c->head != TF_VIT_IMAGE_CLS) return tf_set_error("head: training needs ViTForImageClassification");
+    *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
+    return 0;
+}
+static const image_model VIT_MODEL = {"ViTForImageClassification", &tf_vit_config_table, vit_create, vit_destroy,
+                                      vit_params, vit_set_labels, vit_run, vit_save, vit_tokens, vit_check};
+
+static void *swin_create(const void *cfg, uint64_t seed) { return tf_swin_new(cfg, seed); }
+static void swin_destroy(void *m) { tf_swin_free(m); }
+static tf_params *swin_params(const void *m) { return ((const tf_swin *)m)->params; }
+static int swin_set_labels(void *m, const char *const *names, int n) { return tf_swin_set_labels(m, names, n); }
+static int swin_save(const void *m, const char *dir) { return tf_swin_save_hf(m, dir); }
+/* The first stage's tokens (the most attended over). */
+static int64_t swin_tokens(const void *m) {
+    const tf_swin_stage *st = &((const tf_swin *)m)->stage[0];
+    return (int64_t)st->height * st->width;
+}
+static int swin_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
+                    tf_tensor **loss) {
+    tf_swin_outputs o;
+    int rc = tf_swin_run(ctx, m, &(tf_swin_inputs){.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing}, &o);
+    *logits = o.logits, *loss = o.loss;
+    return rc;
+}
+static int swin_check(const void *cfg, int *channels, int *size, int *n_labels) {
+    const tf_swin_config *c = cfg;
+    if (tf_swin_config_check(c)) return -1;
+    if (c->head != TF_SWIN_IMAGE_CLS) return tf_set_error("head: training needs SwinForImageClassification");
+    *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
+    return 0;
+}
+static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_swin_config_table, swin_create, swin_destroy,
+                                       swin_params, swin_set_labels, swin_run, swin_save, swin_tokens, swin_check};
+
 typedef struct {
     tf_task base;
-    tf_vit_task_config cfg;
-    tf_vit *m;
-    tf_vit *ema;   /* with ema_decay: the moving average, evaluated and saved */
+    const image_model *im;
+    tf_vit_task_config vit;   /* the task's config: one of the two, */
+    tf_swin_task_config swin; /* as im says */
+    const tf_image_recipe *rc;
+    void *m;
+    void *ema;     /* with ema_decay: the moving average, evaluated and saved */
     int ema_fresh; /* resumed from a checkpoint without one: it starts from the weights at the next step */
     tf_images train, valid;
     tf_loader *loader;
@@ -77,26 +167,26 @@ static int vt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int
  * "targets" (mixup / cutmix) takes the soft-target loss, smoothing inside. */
 static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
     vit_task *v = (vit_task *)t;
-    const tf_vit *model = m && v->ema ? v->ema : v->m;
-    tf_tensor *soft = m ? NULL : tf_batch_get(b, "targets");
-    tf_vit_inputs in = {.pixel_values = tf_batch_get(b, "pixel_values"), .labels = soft ? NULL : tf_batch_get(b, "labels"),
-                         .label_smoothing = v->cfg.label_smoothing};
-    tf_vit_outputs out;
-    if (tf_vit_run(ctx, model, &in, &out)) return NULL;
-    if (m) tf_task_count_hits(out.logits, in.labels, m); /* accuracy of the argmax */
-    return soft ? tf_soft_cross_entropy(ctx, out.logits, soft) : out.loss;
+    const void *model = m && v->ema ? v->ema : v->m;
+    tf_tensor *soft = m ? NULL : tf_batch_get(b, "targets"), *labels = soft ? NULL : tf_batch_get(b, "labels");
+    tf_tensor *logits, *loss;
+    if (v->im->run(ctx, model, tf_batch_get(b, "pixel_values"), labels, v->rc->label_smoothing, &logits, &loss))
+        return NULL;
+    if (m) tf_task_count_hits(logits, labels, m); /* accuracy of the argmax */
+    return soft ? tf_soft_cross_entropy(ctx, logits, soft) : loss;
 }
 
-static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->m->params; }
+static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->im->params(((vit_task *)t)->m); }
 
 static int vt_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_vit_config_table, &((vit_task *)t)->m->cfg};
+    vit_task *v = (vit_task *)t;
+    tf_fields f = {v->im->model_table, v->im == &VIT_MODEL ? (void *)&v->vit.model : (void *)&v->swin.model};
     return tf_fields_signature(&f, 1, out, n);
 }
 
 static int vt_save(tf_task *t, const char *dir) {
     vit_task *v = (vit_task *)t;
-    return tf_vit_save_hf(v->ema ? v->ema : v->m, dir);
+    return v->im->save(v->ema ? v->ema : v->m, dir);
 }
 
 /* ---------------------------------------------------------------- the EMA of the weights */
@@ -106,11 +196,12 @@ static int vt_after_step(tf_task *t, int64_t step) {
     vit_task *v = (vit_task *)t;
     (void)step;
     if (!v->ema) return 0;
-    float d = v->cfg.ema_decay, e = (float)(1.0 - (double)v->cfg.ema_decay);
-    for (int i = 0; i < tf_params_count(v->m->params); i++) {
-        const float *w = tf_f32(tf_params_tensor(v->m->params, i));
-        float *a = tf_f32(tf_params_tensor(v->ema->params, i));
-        for (int64_t k = 0, n = tf_numel(tf_params_tensor(v->m->params, i)); k < n; k++)
+    float d = v->rc->ema_decay, e = (float)(1.0 - (double)v->rc->ema_decay);
+    tf_params *w_ps = v->im->params(v->m), *a_ps = v->im->params(v->ema);
+    for (int i = 0; i < tf_params_count(w_ps); i++) {
+        const float *w = tf_f32(tf_params_tensor(w_ps, i));
+        float *a = tf_f32(tf_params_tensor(a_ps, i));
+        for (int64_t k = 0, n = tf_numel(tf_params_tensor(w_ps, i)); k < n; k++)
             a[k] = v->ema_fresh ? w[k] : a[k] * d + e * w[k];
     }
     v->ema_fresh = 0;
@@ -120,36 +211,38 @@ static int vt_after_step(tf_task *t, int64_t step) {
 /* The EMA in the checkpoint as "ema.<name>": a resume continues it exactly. */
 static int vt_save_meta(tf_task *t, tf_st_writer *w) {
     vit_task *v = (vit_task *)t;
+    tf_params *ps = v->ema ? v->im->params(v->ema) : NULL;
     char name[512];
-    for (int i = 0; v->ema && i < tf_params_count(v->ema->params); i++) {
-        snprintf(name, sizeof name, "ema.%s", tf_params_name(v->ema->params, i));
-        if (tf_st_writer_add(w, name, tf_params_tensor(v->ema->params, i))) return -1;
+    for (int i = 0; ps && i < tf_params_count(ps); i++) {
+        snprintf(name, sizeof name, "ema.%s", tf_params_name(ps, i));
+        if (tf_st_writer_add(w, name, tf_params_tensor(ps, i))) return -1;
     }
     return 0;
 }
 
 static int vt_check_meta(tf_task *t, const tf_st_file *f, const char *path) {
     vit_task *v = (vit_task *)t;
+    tf_params *ps = v->ema ? v->im->params(v->ema) : NULL;
     char name[512];
-    for (int i = 0; v->ema && i < tf_params_count(v->ema->params); i++) {
-        snprintf(name, sizeof name, "ema.%s", tf_params_name(v->ema->params, i));
+    for (int i = 0; ps && i < tf_params_count(ps); i++) {
+        snprintf(name, sizeof name, "ema.%s", tf_params_name(ps, i));
         const tf_st_entry *e = tf_st_find(f, name);
         if (!e && i == 0) { /* trained without an EMA (resumed with changed settings) */
             v->ema_fresh = 1;
             return 0;
         }
         if (!e) return tf_set_error("%s: no tensor %s (the EMA of the weights)", path, name);
-        if (tf_st_read_f32(f, e, tf_params_tensor(v->ema->params, i))) return -1;
+        if (tf_st_read_f32(f, e, tf_params_tensor(ps, i))) return -1;
     }
     return 0;
 }
 
-/* Tokens per image: the patches and the class token. */
-static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * (tf_vit_patches(&((vit_task *)t)->m->cfg) + 1); }
+/* Tokens per image: ViT's patches and class token, Swin's first stage. */
+static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * ((vit_task *)t)->im->tokens(((vit_task *)t)->m); }
 
 static void vt_free(tf_task *t) {
     vit_task *v = (vit_task *)t;
-    tf_vit_free(v->m), tf_vit_free(v->ema);
+    if (v->im) v->im->destroy(v->m), v->im->destroy(v->ema);
     tf_loader_free(v->loader);
     tf_images_free(&v->train), tf_images_free(&v->valid);
     free(v);
@@ -161,80 +254,74 @@ static const tf_task_vt VIT_TASK = {vt_batch,      vt_loss,  vt_params, vt_signa
 /* ---------------------------------------------------------------- construction */
 
 /* The images fit the model: square, its channels and size, its labels. */
-static int check_images(const tf_vit_config *c, const tf_images *s, const char *which) {
+static int check_images(int channels, int size, int n_labels, const tf_images *s, const char *which) {
     if (s->height != s->width)
-        return tf_set_error("%s images are %dx%d: ViT takes square images", which, s->width, s->height);
-    if (s->channels != c->channels || s->height != c->image_size)
+        return tf_set_error("%s images are %dx%d: the model takes square images", which, s->width, s->height);
+    if (s->channels != channels || s->height != size)
         return tf_set_error("%s images are %d channel(s) of %dx%d: set --channels %d --image-size %d (now %d, %d)", which,
-                            s->channels, s->width, s->height, s->channels, s->height, c->channels, c->image_size);
-    if (!s->labels || s->n_classes > c->n_labels)
+                            s->channels, s->width, s->height, s->channels, s->height, channels, size);
+    if (!s->labels || s->n_classes > n_labels)
         return tf_set_error("%s images have %d classes, the model n_labels %d: set --n-labels", which, s->n_classes,
-                            c->n_labels);
+                            n_labels);
     for (int64_t i = 0; i < s->n; i++)
-        if (s->labels[i] < 0 || s->labels[i] >= c->n_labels)
-            return tf_set_error("%s image %lld has label %d, outside [0,%d)", which, (long long)i, s->labels[i], c->n_labels);
+        if (s->labels[i] < 0 || s->labels[i] >= n_labels)
+            return tf_set_error("%s image %lld has label %d, outside [0,%d)", which, (long long)i, s->labels[i], n_labels);
     return 0;
 }
 
 /* "a,b,c" as the model's label names: exactly n_labels of them. */
-static int set_label_names(tf_vit *m, const char *list) {
+static int set_label_names(const image_model *im, void *m, int n, const char *list) {
     if (!*list) return 0;
-    int n = m->cfg.n_labels, k = 0, rc = 0;
+    int k = 0, rc = 0;
     char *copy = strdup(list), **names = calloc((size_t)n, sizeof *names);
-    if (!copy || !names) rc = tf_set_error("vit: out of memory");
+    if (!copy || !names) rc = tf_set_error("train: out of memory");
     for (char *p = copy, *next; !rc && p; p = next, k++) {
         next = strchr(p, ',');
         if (next) *next++ = 0;
         if (k < n) names[k] = p;
     }
     if (!rc && k != n) rc = tf_set_error("label_names: %d names for n_labels %d", k, n);
-    if (!rc) rc = tf_vit_set_labels(m, (const char *const *)names, n);
+    if (!rc) rc = im->set_labels(m, (const char *const *)names, n);
     free(copy), free(names);
     return rc;
 }
 
 /* The loader with the recipe's augmentation of training batches. */
-static tf_loader *make_loader(const vit_task *v, uint64_t seed) {
-    const tf_vit_task_config *c = &v->cfg;
+static tf_loader *make_loader(const vit_task *v, int n_labels, uint64_t seed) {
+    const tf_image_recipe *c = v->rc;
     tf_images_aug a = tf_images_aug_none();
     a.shift = c->shift, a.randaug_ops = c->randaug_ops, a.randaug_magnitude = c->randaug_magnitude;
     a.randaug_mstd = c->randaug_mstd, a.erase_prob = c->erase_prob, a.erase_mode = c->erase_mode;
     a.repeats = c->repeats, a.mixup_alpha = c->mixup, a.cutmix_alpha = c->cutmix, a.mix_prob = c->mix_prob;
-    a.switch_prob = c->switch_prob, a.label_smoothing = c->label_smoothing, a.n_labels = c->model.n_labels;
+    a.switch_prob = c->switch_prob, a.label_smoothing = c->label_smoothing, a.n_labels = n_labels;
     return tf_images_loader_aug(&v->train, &v->valid, &a, seed);
 }
 
 /* The model, and its EMA (the same initial weights) with ema_decay. */
-static int make_models(vit_task *v, uint64_t seed) {
-    const tf_vit_task_config *c = &v->cfg;
-    if (!(v->m = tf_vit_new(&c->model, seed ? seed : 1)) || set_label_names(v->m, c->label_names)) return -1;
-    if (c->ema_decay <= 0) return 0;
+static int make_models(vit_task *v, const void *cfg, int n_labels, uint64_t seed) {
+    const image_model *im = v->im;
+    if (!(v->m = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->m, n_labels, v->rc->label_names)) return -1;
+    if (v->rc->ema_decay <= 0) return 0;
     v->base.model_is_ema = 1;
-    return !(v->ema = tf_vit_new(&c->model, seed ? seed : 1)) || set_label_names(v->ema, c->label_names) ? -1 : 0;
+    return !(v->ema = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->ema, n_labels, v->rc->label_names) ? -1 : 0;
 }
 
-tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+/* The task over v's config (set by the caller): the sets moved into it. */
+static tf_task *task_new(vit_task *v, const void *cfg, tf_images *train, tf_images *valid, const char *run_dir,
                          uint64_t seed) {
-    vit_task *v = calloc(1, sizeof *v);
-    if (v) { /* the sets are the task's from here on */
-        v->train = *train;
-        if (valid) v->valid = *valid;
-    } else {
-        tf_images_free(train), tf_images_free(valid);
-    }
+    v->train = *train;
+    if (valid) v->valid = *valid;
     memset(train, 0, sizeof *train);
     if (valid) memset(valid, 0, sizeof *valid);
-    if (!v) return tf_set_error("train: out of memory"), NULL;
-    v->base.vt = &VIT_TASK, v->cfg = *c;
-    v->base.config = (tf_fields){&tf_vit_task_config_table, &v->cfg};
+    v->base.vt = &VIT_TASK;
     v->base.n_metrics = 1, v->base.metric_names[0] = "accuracy", v->base.select_metric = 1;
-    tf_fields f = {&tf_vit_task_config_table, &v->cfg};
-    int rc = tf_fields_check(&f, 1) || tf_vit_config_check(&c->model);
-    if (!rc && c->model.head != TF_VIT_IMAGE_CLS) rc = tf_set_error("head: training needs ViTForImageClassification");
+    int channels = 0, size = 0, n_labels = 0;
+    int rc = tf_fields_check(&v->base.config, 1) || v->im->check(cfg, &channels, &size, &n_labels);
     if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || check_images(&c->model, &v->train, "training") ||
-         tf_task_images_split(&v->train, &v->valid, v->cfg.val_fraction) ||
-         check_images(&c->model, &v->valid, "validation") || make_models(v, seed) || !(v->loader = make_loader(v, seed));
+    rc = rc || check_images(channels, size, n_labels, &v->train, "training") ||
+         tf_task_images_split(&v->train, &v->valid, v->rc->val_fraction) ||
+         check_images(channels, size, n_labels, &v->valid, "validation") || make_models(v, cfg, n_labels, seed) ||
+         !(v->loader = make_loader(v, n_labels, seed));
     if (rc) {
         vt_free(&v->base);
         return NULL;
@@ -242,7 +329,42 @@ tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_image
     return &v->base;
 }
 
-const tf_vit *tf_vit_task_model(const tf_task *t) { return ((const vit_task *)t)->m; }
+static vit_task *task_alloc(tf_images *train, tf_images *valid) {
+    vit_task *v = calloc(1, sizeof *v);
+    if (v) return v;
+    tf_images_free(train), tf_images_free(valid);
+    memset(train, 0, sizeof *train);
+    if (valid) memset(valid, 0, sizeof *valid);
+    return tf_set_error("train: out of memory"), NULL;
+}
+
+tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                         uint64_t seed) {
+    vit_task *v = task_alloc(train, valid);
+    if (!v) return NULL;
+    v->im = &VIT_MODEL, v->vit = *c, v->rc = &v->vit.recipe;
+    v->base.config = (tf_fields){&tf_vit_task_config_table, &v->vit};
+    return task_new(v, &v->vit.model, train, valid, run_dir, seed);
+}
+
+tf_task *tf_swin_task_new(const tf_swin_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                          uint64_t seed) {
+    vit_task *v = task_alloc(train, valid);
+    if (!v) return NULL;
+    v->im = &SWIN_MODEL, v->swin = *c, v->rc = &v->swin.recipe;
+    v->base.config = (tf_fields){&tf_swin_task_config_table, &v->swin};
+    return task_new(v, &v->swin.model, train, valid, run_dir, seed);
+}
+
+const tf_vit *tf_vit_task_model(const tf_task *t) {
+    const vit_task *v = (const vit_task *)t;
+    return v->im == &VIT_MODEL ? v->m : NULL;
+}
+
+const tf_swin *tf_swin_task_model(const tf_task *t) {
+    const vit_task *v = (const vit_task *)t;
+    return v->im == &SWIN_MODEL ? v->m : NULL;
+}
 
 int64_t tf_vit_task_images(const tf_task *t, tf_subset subset) {
     const vit_task *v = (const vit_task *)t;

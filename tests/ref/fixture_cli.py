@@ -48,6 +48,48 @@ def expected_for(root, archs, reference, load_kwargs=None):
         print(f"{d}: {arch} loaded by transformers {transformers.__version__}")
 
 
+def init_weights(model, g, norm, unit):
+    """Weights that a misplaced one would change: a parameter whose name holds
+    `norm` N(1, 0.2) (weights) or N(0, 0.05) (biases); one whose name ends with
+    a suffix in `unit` N(0, 1); every other N(0, 0.4), drawn from g in
+    named_parameters() order (transformers' std 0.02 gives nearly constant outputs)."""
+    import torch
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if norm in name:
+                if name.endswith("weight"):
+                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
+                else:
+                    p.copy_(0.05 * torch.randn(p.shape, generator=g))
+            elif name.endswith(tuple(unit)):
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.4 * torch.randn(p.shape, generator=g))
+
+
+def save_image_case(d, model, arch, spec, g, reference, gradients):
+    """An image model's case folder d: the model (save_pretrained), input.safetensors
+    (spec["B"] images U(0,1) of the config's channels and size from g, and with
+    spec["labels"] labels below num_labels), expected.safetensors
+    (reference(model, arch, x)) and with labels gradients.safetensors
+    (gradients(model, x)). Returns the inputs."""
+    import shutil
+    import torch
+    from safetensors.torch import save_file
+    cfg = model.config
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    B, C, S = spec["B"], cfg.num_channels, cfg.image_size
+    x = {"pixel_values": torch.rand(B, C, S, S, generator=g)}
+    if spec.get("labels"):
+        x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
+    save_file(x, os.path.join(d, "input.safetensors"))
+    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+    if spec.get("labels"):
+        save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+    return x
+
+
 def run(cases, write_case, random_case, expected=None, random_name="random_{:02d}", extra=None, write_random=None):
     """cases: (name, *args) -> write_case(out, name, *args, seed);
     random_case(random.Random) -> args of a fresh case; expected(root): the

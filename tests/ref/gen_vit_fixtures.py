@@ -35,7 +35,6 @@ of sum(out * r): grad_x, grad_weight, grad_bias, in float64, rounded once.
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
 import os
-import shutil
 
 import torch
 import transformers
@@ -81,20 +80,6 @@ PATCH_CASES = [
     ("patch_embed_grey_28_p7", 2, 1, 28, 28, 6, 7),
     ("patch_embed_p1", 1, 2, 3, 4, 3, 1),
 ]
-
-
-def init_weights(model, g):
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "layernorm" in name:
-                if name.endswith("weight"):
-                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
-                else:
-                    p.copy_(0.05 * torch.randn(p.shape, generator=g))
-            elif name.endswith("cls_token") or name.endswith("position_embeddings"):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.4 * torch.randn(p.shape, generator=g))
 
 
 def reference(model, arch, x):
@@ -163,18 +148,9 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     cfg = ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     kw = {"add_pooling_layer": spec.get("pooler", True)} if arch == "ViTModel" else {}
     model = ARCHS[arch](cfg, **kw).eval()
-    init_weights(model, g)
+    fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings"))
     d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    B, C, S = spec["B"], cfg.num_channels, cfg.image_size
-    x = {"pixel_values": torch.rand(B, C, S, S, generator=g)}
-    if spec.get("labels"):
-        x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
-    save_file(x, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    if spec.get("labels"):
-        save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+    x = fixture_cli.save_image_case(d, model, arch, spec, g, reference, gradients)
     if spec.get("attn"):
         save_file(attentions(model, arch, x), os.path.join(d, "attentions.safetensors"))
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")

@@ -139,13 +139,7 @@ static int check_inputs(const tf_vivit *m, const tf_vivit_inputs *in) {
                             c->channels, c->image_size, c->image_size);
     if (!y) return 0;
     if (c->head != TF_VIVIT_VIDEO_CLS) return tf_set_error("vivit: labels need VivitForVideoClassification");
-    if (y->dtype != TF_DTYPE_I32 || y->ndim != 1 || y->shape[0] != x->shape[0])
-        return tf_set_error("vivit: labels %s must be I32 (%lld)", tf_shape_str(y, s, sizeof s), (long long)x->shape[0]);
-    for (int64_t i = 0; i < y->shape[0]; i++)
-        if (tf_i32(y)[i] != -100 && (tf_i32(y)[i] < 0 || tf_i32(y)[i] >= c->n_labels))
-            return tf_set_error("vivit: label %d of clip %lld is out of range [0,%d)", tf_i32(y)[i], (long long)i,
-                                c->n_labels);
-    return 0;
+    return tf_vision_check_labels(y, x->shape[0], c->n_labels, "vivit", "clip");
 }
 
 /* x (B,N,C): the class token before it (if any), positions, the blocks, the final LayerNorm. */
