@@ -51,7 +51,7 @@ from transformers.models.vivit.modeling_vivit import (VivitAttention, VivitEncod
                                                       VivitTubeletEmbeddings)
 
 import fixture_cli
-from gen_vit_fixtures import init_weights  # the same weights' distributions as the ViT cases
+from fixture_cli import init_weights  # the same weights' distributions as the ViT cases
 
 ARCHS = {"VivitModel": VivitModel, "VivitForVideoClassification": VivitForVideoClassification}
 
@@ -286,7 +286,7 @@ def write_case(out, name, arch, kind, cfg_kw, spec, seed):
     g = torch.Generator().manual_seed(seed)
     cfg = VivitConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     model = build(arch, kind, cfg, spec).eval()
-    init_weights(model, g)
+    init_weights(model, g, "layernorm", ("cls_token", "position_embeddings"))
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     if kind == 1:
