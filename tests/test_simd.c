@@ -115,14 +115,18 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     static double gx[19], ys[2][200];
     fill(s->w, gk, 14, 40.0f), fill(s->b, gk * (gn + 1), 15, 40.0f);
     for (int64_t i = 0; i < gk; i++) gx[i] = s->w[i] * (1.0 + 1e-9);
-    ref->gemv_f64(ys[0], gx, s->b, gn + 1, gk, gn), k->gemv_f64(ys[1], gx, s->b, gn + 1, gk, gn);
-    double gw = 0.0, gm = 1e-30;
+    double m0 = ref->gemv_f64(ys[0], gx, s->b, gn + 1, gk, gn), m1 = k->gemv_f64(ys[1], gx, s->b, gn + 1, gk, gn);
+    double gw = fabs(m1 - m0), gm = 1e-30; /* the largest sum, returned */
     for (int64_t j = 0; j < gn; j++) {
         double d = fabs(ys[1][j] - ys[0][j]);
         if (!(d <= gw)) gw = d; /* NaN wins */
         gm = fmax(gm, fabs(ys[0][j]));
     }
     TRACK("gemv_f64", gw / gm * 1e8); /* double: 1e-14 of the largest sum */
+    /* exp_shift_f64 on those scores (differences to their max of up to thousands: zeros too) */
+    float g0 = ref->exp_shift_f64(s->out0, ys[0], m0, gn), g1 = k->exp_shift_f64(s->out1, ys[0], m0, gn);
+    TRACK("exp_shift_f64", max_err(s->out1, s->out0, gn));
+    TRACK("exp_shift_f64 sum", fabs(g1 - g0) / fabs(g0));
 #undef TRACK
     return w;
 }

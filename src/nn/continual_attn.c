@@ -170,26 +170,50 @@ static void single_head(const tf_coatt *st, size_t base, const float *q, float *
     const float *Kt = st->kt + base / n * st->nt * D * KTILE;
     const float *Vt = st->v + base * D;
     const tf_kernels *kern = tf_kern();
-    double *qd = st->qd + base / n * D, *sc = st->sc + base, mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    double *qd = st->qd + base / n * D, *sc = st->sc + base;
     for (int i = 0; i < D; i++) qd[i] = q[i];
-    for (int j0 = 0; j0 < n; j0 += KTILE)  // sc (n) = q (D) Kt (D,n), a tile at a time
-        kern->gemv_f64(sc + j0, qd, Kt + (size_t)j0 * D, KTILE, D, n - j0 < KTILE ? n - j0 : KTILE);
-    int j = 0;
-    for (; j + 4 <= n; j += 4) /* four running maxima: the compiler vectorises them */
-        for (int l = 0; l < 4; l++) mx[l] = sc[j + l] > mx[l] ? sc[j + l] : mx[l];
-    for (; j < n; j++) mx[0] = sc[j] > mx[0] ? sc[j] : mx[0];
-    double m = fmax(fmax(mx[0], mx[1]), fmax(mx[2], mx[3]));
-    float *p = st->p + base;
-    for (j = 0; j < n; j++) p[j] = (float)(sc[j] - m);
-    float inv = 1.0f / kern->exp_shift(p, p, 0.0f, n);
+    double m = -INFINITY;
+    for (int j0 = 0; j0 < n; j0 += KTILE) {  // sc (n) = q (D) Kt (D,n), a tile at a time; m = max sc
+        double mt = kern->gemv_f64(sc + j0, qd, Kt + (size_t)j0 * D, KTILE, D, n - j0 < KTILE ? n - j0 : KTILE);
+        m = mt > m ? mt : m;
+    }
+    float *p = st->p + base, inv = 1.0f / kern->exp_shift_f64(p, sc, m, n);  // p (n) = e^(sc - m)
     kern->dot_rows(o, Vt, n, p, D, n, 0.0f);  // o (D) = Vt (D,n) p (n)
     for (int i = 0; i < D; i++) o[i] *= inv;
+}
+
+/* Where the step's q, k, v are: element (b, h, d) of projection i at
+ * base[i] + b * sb[i] + h * sh[i] + d * sd[i]. */
+typedef struct {
+    const float *base[3];
+    int64_t sb[3], sh[3], sd[3];
+} step_qkv;
+
+/* q, k, v of the step's rows x (B,E): one product of width 3E with fused
+ * weights (no views: a step is a handful of small ops, and each view costs
+ * about what a small product does), else the attention's own projections,
+ * (B,H,1,D) views. */
+static int project(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, step_qkv *p) {
+    int64_t B = x->shape[0], E = m->cfg.d_model, H = m->cfg.n_head, D = E / H;
+    if (m->in_proj_weight && !m->q_proj_bias) {
+        tf_tensor *y = tf_dense(ctx, x, m->in_proj_weight, 0, m->in_proj_bias, TF_ACT_NONE);  // y: (B,3E)
+        if (!y) return -1;
+        for (int i = 0; i < 3; i++) p->base[i] = tf_f32(y) + i * E, p->sb[i] = 3 * E, p->sh[i] = D, p->sd[i] = 1;
+        return 0;
+    }
+    tf_tensor *x3 = tf_reshape(ctx, x, 3, (int64_t[]){B, 1, E}), *qkv[3] = {NULL, NULL, NULL};
+    tf_mha_project(ctx, m, x3, x3, x3, qkv);
+    for (int i = 0; i < 3; i++) {
+        if (!qkv[i]) return -1;
+        p->base[i] = tf_f32(qkv[i]), p->sb[i] = qkv[i]->stride[0], p->sh[i] = qkv[i]->stride[1], p->sd[i] = qkv[i]->stride[3];
+    }
+    return 0;
 }
 
 /* Store the new q (scaled), k, v of every (b,h): retroactive rings in slot s
  * (saving the leaving key and value into k_old, v_old (B,H,D) when the window
  * is full), a single-output step's transposed rings in column s. */
-static void store(tf_coatt *st, tf_tensor *const qkv[3], int s, float *k_old, float *v_old) {
+static void store(tf_coatt *st, const step_qkv *p, int s, float *k_old, float *v_old) {
     int D = st->D, n = st->n, retro = st->kind == TF_COATT_RETRO;
     float scale = 1.0f / sqrtf((float)D);
     for (int b = 0; b < st->B; b++)
@@ -198,8 +222,8 @@ static void store(tf_coatt *st, tf_tensor *const qkv[3], int s, float *k_old, fl
             size_t kcol = (bh * st->nt + s / KTILE) * D * KTILE + s % KTILE; /* tile s / KTILE, column s % KTILE */
             if (k_old) memcpy(k_old + bh * D, st->k + slot, D * sizeof *k_old), memcpy(v_old + bh * D, st->v + slot, D * sizeof *v_old);
             const float *src[3];
-            for (int i = 0; i < 3; i++) src[i] = tf_f32(qkv[i]) + b * qkv[i]->stride[0] + h * qkv[i]->stride[1];
-            int64_t sd = qkv[0]->stride[3], sk = qkv[1]->stride[3], sv = qkv[2]->stride[3]; /* (B,H,1,D), strided */
+            for (int i = 0; i < 3; i++) src[i] = p->base[i] + b * p->sb[i] + h * p->sh[i];
+            int64_t sd = p->sd[0], sk = p->sd[1], sv = p->sd[2];
             float *q = st->q + (retro ? slot : bh * D);
             for (int d = 0; d < D; d++) {
                 q[d] = src[0][d * sd] * scale;
@@ -236,27 +260,27 @@ int tf_coatt_step(tf_ctx *ctx, tf_coatt *st, tf_tensor *x, tf_tensor **out) {
     int B = st->B, H = st->H, D = st->D, E = H * D, n = st->n, s = (int)(st->t % n), full = st->t >= n;
     int grad = ctx->grad_enabled;
     ctx->grad_enabled = 0;
-    tf_tensor *x3 = tf_reshape(ctx, x, 3, (int64_t[]){B, 1, E}), *qkv[3] = {NULL, NULL, NULL};
-    tf_mha_project(ctx, st->m, x3, x3, x3, qkv);
-    int T = st->kind == TF_COATT_RETRO ? n : 1;
-    tf_tensor *old = full && st->kind == TF_COATT_RETRO ? tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, B * H, D}, 0) : NULL;
-    tf_tensor *o = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, T, E}, 0);  // o: (B,T,E)
-    if (!qkv[0] || !qkv[1] || !qkv[2] || !o || (full && st->kind == TF_COATT_RETRO && !old)) return ctx->grad_enabled = grad, -1;
+    step_qkv p;
+    int retro = st->kind == TF_COATT_RETRO;
+    tf_tensor *old = full && retro ? tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, B * H, D}, 0) : NULL;
+    tf_tensor *o = retro ? tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, n, E}, 0)  // o: (B,n,E)
+                         : tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){B, E}, 0);     // o: (B,E)
+    if (project(ctx, st->m, x, &p) || !o || (full && retro && !old)) return ctx->grad_enabled = grad, -1;
     float *k_old = old ? tf_f32(old) : NULL, *v_old = old ? k_old + (size_t)B * H * D : NULL;
-    store(st, qkv, s, k_old, v_old);
-    if (st->kind == TF_COATT_RETRO)
+    store(st, &p, s, k_old, v_old);
+    if (retro)
         for (size_t i = 0; i < (size_t)B * H; i++)
             retro_head(st, i * n, s, full ? k_old + i * D : NULL, full ? v_old + i * D : NULL);
     else if (st->t >= n - 1) /* (b,h) = i; heads over the threads once the caches outgrow a core's L2 */
-        TF_PARALLEL_FOR((int64_t)n * E * B >= (1 << 15) && B * H > 1, i, (int64_t)B * H,
+        TF_PARALLEL_FOR((int64_t)n * E * B >= (1 << 14) && B * H > 1, i, (int64_t)B * H,
                         single_head(st, (size_t)i * n, st->q + (size_t)i * D, tf_f32(o) + (size_t)i * D));
     st->t++;
     int ready = st->t >= n;
-    if (ready && st->kind == TF_COATT_RETRO) gather_rows(st, tf_f32(o), s);
+    if (ready && retro) gather_rows(st, tf_f32(o), s);
     tf_tensor *y = ready ? tf_dense(ctx, o, st->m->out_proj.weight, 0, st->m->out_proj.bias, TF_ACT_NONE) : NULL;
     ctx->grad_enabled = grad;
     if (!ready) return 0;
     if (!y) return -1;
-    *out = st->kind == TF_COATT_RETRO ? y : tf_reshape(ctx, y, 2, (int64_t[]){B, E});
-    return *out ? 1 : -1;
+    *out = y;  // (B,n,E) retroactive, (B,E) single-output
+    return 1;
 }

@@ -170,14 +170,23 @@ static void dot_rows(float *y, const float *B, int64_t ldb, const float *x, int6
     }
 }
 
-static void gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
+static double gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    double m = -INFINITY;
     for (int64_t j = 0; j < n; j++) y[j] = 0.0;
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j < n; j++) y[j] += x[i] * B[i * ldb + j];
+    for (int64_t j = 0; j < n; j++) m = y[j] > m ? y[j] : m;
+    return m;
+}
+
+static float exp_shift_f64(float *y, const double *x, double shift, int64_t n) {
+    double s = 0.0;
+    for (int64_t j = 0; j < n; j++) s += (y[j] = expf((float)(x[j] - shift)));
+    return (float)s;
 }
 
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
-                                    layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm, dot_rows, gemv_f64};
+                                    layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm, dot_rows, gemv_f64, exp_shift_f64};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

@@ -344,9 +344,12 @@ KT void k_dot_rows(float *y, const float *B, int64_t ldb, const float *x, int64_
 }
 
 /* y (n) = x B in double, over the double vocabulary (VD, VDW lanes, vd_ldf
- * loads VDW floats as doubles, vd_set, vd_fma, vd_st): four vectors of columns per block, the sums over k
- * in registers. */
-KT void k_gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
+ * loads VDW floats as doubles, vd_ld, vd_set, vd_fma, vd_max, vd_sub, vd_st,
+ * vd_hmax, and v_cvt2d(lo, hi): the VW floats of two double vectors): four
+ * vectors of columns per block, the sums over k in registers, the largest
+ * sum kept on the way. */
+KT double k_gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    VD mx = vd_set(-INFINITY);
     int64_t j = 0;
     for (; j + 4 * VDW <= n; j += 4 * VDW) {
         VD a0 = vd_set(0.0), a1 = vd_set(0.0), a2 = vd_set(0.0), a3 = vd_set(0.0);
@@ -357,15 +360,40 @@ KT void k_gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int6
             a2 = vd_fma(xi, vd_ldf(b + 2 * VDW), a2), a3 = vd_fma(xi, vd_ldf(b + 3 * VDW), a3);
         }
         vd_st(y + j, a0), vd_st(y + j + VDW, a1), vd_st(y + j + 2 * VDW, a2), vd_st(y + j + 3 * VDW, a3);
+        mx = vd_max(a0, vd_max(a1, vd_max(a2, vd_max(a3, mx)))); /* a NaN sum is passed over */
     }
     for (; j + VDW <= n; j += VDW) {
         VD a = vd_set(0.0);
         for (int64_t i = 0; i < k; i++) a = vd_fma(vd_set(x[i]), vd_ldf(B + i * ldb + j), a);
         vd_st(y + j, a);
+        mx = vd_max(a, mx);
     }
+    double m = vd_hmax(mx);
     for (; j < n; j++) {
         double a = 0.0;
         for (int64_t i = 0; i < k; i++) a = fma(x[i], (double)B[i * ldb + j], a);
         y[j] = a;
+        m = a > m ? a : m;
     }
+    return m;
+}
+
+/* y = e^(float)(x - shift); returns the sum (as row_exp) */
+KT float k_exp_shift_f64(float *y, const double *x, double shift, int64_t n) {
+    VD sh = vd_set(shift);
+    V s = v_set(0.0f);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V e = v_exp(v_cvt2d(vd_sub(vd_ld(x + i), sh), vd_sub(vd_ld(x + i + VDW), sh)));
+        v_st(y + i, e);
+        s = v_add(s, e);
+    }
+    if (i < n) {
+        float t[VW];
+        for (int64_t j = 0; j < VW; j++) t[j] = i + j < n ? (float)(x[i + j] - shift) : -INFINITY;
+        V e = v_exp(v_ld(t));
+        v_stt(y + i, e, n - i);
+        s = v_add(s, e);
+    }
+    return v_hsum(s);
 }

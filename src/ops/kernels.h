@@ -72,9 +72,13 @@ typedef struct {
      * a matrix-vector product with (out,in) weights (a decoding step) */
     void (*dot_rows)(float *y, const float *B, int64_t ldb, const float *x, int64_t rows, int64_t k, float beta);
     /* y (n) = x (k) B (k,n) in double, B in float (rows ldb apart; each sum
-     * over k in order): one query's attention scores against keys kept transposed,
-     * when scores of thousands must keep more digits than a float's */
-    void (*gemv_f64)(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n);
+     * over k in order): one query's attention scores against keys kept
+     * transposed, when scores of thousands must keep more digits than a
+     * float's; returns the largest y (NaN entries left out, -inf for n = 0) */
+    double (*gemv_f64)(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n);
+    /* y (n) = e^(float)(x - shift) (the differences in double, rounded once);
+     * returns the sum: the softmax numerators of gemv_f64's scores */
+    float (*exp_shift_f64)(float *y, const double *x, double shift, int64_t n);
 } tf_kernels;
 
 /* t = a (T, D) transposed tile by tile: key tile j0 (width w <= bk) becomes
