@@ -176,7 +176,7 @@ $(BUILD)/bench_continual: bench/bench_continual.c $(BUILD)/libtformer.a
 
 # Continual encoder: per-step FLOPs against measured steps/s (docs/continual.md). Quiet machine only.
 bench-continual: $(BUILD)/bench_continual
-	$(BENCH_ENV) python3 bench/continual_bench.py $(BUILD)/bench_continual
+	$(BENCH_ENV) TFORMER_THREADS=2 python3 bench/continual_bench.py $(BUILD)/bench_continual --repeat 5
 
 $(BUILD)/bench_attention_kinds: bench/bench_attention_kinds.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
