@@ -67,6 +67,21 @@ def init_weights(model, g, norm, unit):
                 p.copy_(0.4 * torch.randn(p.shape, generator=g))
 
 
+def double_outputs(cls, model, x, **kw):
+    """A float64 copy of model built as cls(config, **kw), in eval mode, run on x's
+    pixel_values (and labels when x has them): transformers' outputs computed in
+    float64 from the float32 weights, for the caller to round once."""
+    import torch
+    m = cls(model.config, **kw)
+    m.load_state_dict(model.state_dict())
+    m = m.double().eval()
+    args = {"pixel_values": x["pixel_values"].double()}
+    if "labels" in x:
+        args["labels"] = x["labels"]
+    with torch.no_grad():
+        return m(**args)
+
+
 def save_image_case(d, model, arch, spec, g, reference, gradients):
     """An image model's case folder d: the model (save_pretrained), input.safetensors
     (spec["B"] images U(0,1) of the config's channels and size from g, and with

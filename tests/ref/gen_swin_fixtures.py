@@ -77,14 +77,7 @@ CASES = [
 
 def reference(model, arch, x):
     """transformers' outputs in float64 from the float32 weights, rounded once."""
-    m = ARCHS[arch](model.config)
-    m.load_state_dict(model.state_dict())
-    m = m.double().eval()
-    args = {"pixel_values": x["pixel_values"].double()}
-    if "labels" in x:
-        args["labels"] = x["labels"]
-    with torch.no_grad():
-        out = m(**args)
+    out = fixture_cli.double_outputs(ARCHS[arch], model, x)
     if arch == "SwinModel":
         return {"last_hidden_state": out.last_hidden_state.float(), "pooler_output": out.pooler_output.float()}
     res = {"logits": out.logits.float()}

@@ -85,14 +85,7 @@ PATCH_CASES = [
 def reference(model, arch, x):
     """transformers' outputs in float64 from the float32 weights, rounded once."""
     kw = {"add_pooling_layer": model.pooler is not None} if arch == "ViTModel" else {}
-    m = ARCHS[arch](model.config, **kw)
-    m.load_state_dict(model.state_dict())
-    m = m.double().eval()
-    args = {"pixel_values": x["pixel_values"].double()}
-    if "labels" in x:
-        args["labels"] = x["labels"]
-    with torch.no_grad():
-        out = m(**args)
+    out = fixture_cli.double_outputs(ARCHS[arch], model, x, **kw)
     if arch == "ViTModel":
         res = {"last_hidden_state": out.last_hidden_state.float()}
         if out.pooler_output is not None:
