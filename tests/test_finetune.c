@@ -141,6 +141,34 @@ TEST(finetune_span_positions_by_character_offset) {
     rm_dir(dir);
 }
 
+/* A question over half the room beside a context longer than the whole room (found by fuzz_data:
+ * the question's share was computed as room - context, below zero). */
+TEST(finetune_span_long_question_and_longer_context_fit) {
+    char dir[] = "/tmp/tformer_ftm_XXXXXX";
+    tf_tokenizer *tok = vocab_tokenizer(dir);
+    CHECK(tok);
+    const char *text = "{\"context\": \"w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 w0 w1\", \"question\": \"w0 w1 w2 w3 w4 w5 w6 w7\", "
+                       "\"answer_start\": 3, \"answer\": \"w1\"}\n"
+                       "{\"context\": \"w8 w9\", \"question\": \"w0 w1 w2 w3 w4 w5 w6 w7\", \"answer_start\": 3, "
+                       "\"answer\": \"w9\"}\n";
+    tf_finetune_set s;
+    tf_finetune_data d;
+    CHECK(tf_finetune_parse(TF_FINETUNE_SPAN, text, strlen(text), "s", 1, &s) == 0 && s.n == 2);
+    CHECK(tf_finetune_encode(tok, &s, NULL, 0, 10, &d) == 0);
+    /* room 7: the first keeps half of it for the question (3) and the context's first 4; the second
+     * keeps the whole context (2) and 5 of the question */
+    const tf_finetune_encoded *a = &d.ex[0], *b = &d.ex[1];
+    CHECKF(a->len == 10 && a->ids[4] == 3 && a->types[5] == 1 && a->ids[9] == 3, "len %d", a->len);
+    CHECKF(a->start == 6 && a->end == 6, "start %d end %d", a->start, a->end);
+    CHECKF(b->len == 10 && b->ids[6] == 3 && b->types[7] == 1 && b->start == 8 && b->end == 8, "len %d start %d",
+           b->len, b->start);
+    CHECK(d.n_truncated == 2 && d.n_answers_lost == 0);
+    tf_finetune_data_free(&d);
+    tf_finetune_set_free(&s);
+    tf_tokenizer_free(tok);
+    rm_dir(dir);
+}
+
 /* ---------------------------------------------------------------- learning */
 
 /* Sentences of filler words holding "good" (label pos) or "bad" (neg). */

@@ -3,6 +3,7 @@
  * between sentences) and span JSON lines ({"context", "question",
  * "answer_start", "answer"}); each error names file:line. The label set of
  * a task is the sorted labels of its training file. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,8 +158,8 @@ static int span_answer(tf_finetune_example *e, const cJSON *o, const char *name,
     const char *ans = json_string(o, "answer");
     if (!cJSON_IsNumber(st) || !ans)
         return tf_set_error("%s:%d: \"answer_start\" (a number) and \"answer\" (a string) are required", name, line);
-    long long off = st->valuedouble >= 0 && st->valuedouble == (double)(long long)st->valuedouble
-                        ? char_offset(e->b, st->valuedouble) : -1;
+    double at = st->valuedouble; /* a whole number a long long holds (a larger one is past any context) */
+    long long off = at >= 0 && at < 9e15 && at == floor(at) ? char_offset(e->b, at) : -1;
     size_t len = strlen(ans);
     if (off < 0 || !len || strncmp(e->b + off, ans, len))
         return tf_set_error("%s:%d: the answer \"%.60s\" is not in the context at answer_start %g", name, line, ans,

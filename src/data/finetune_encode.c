@@ -144,7 +144,7 @@ static int encode_span(tf_tokenizer *tok, const tf_finetune_example *x, int labe
     if (nq + nc > room) { /* the context is cut first; a question over half the room is cut to half */
         e->truncated = 1;
         size_t half = room / 2;
-        if (nq > half) nq = room - nc > half ? room - nc : half;
+        if (nq > half) nq = nc < room && room - nc > half ? room - nc : half; /* nc may exceed the room alone */
         nc = room - nq < nc ? room - nq : nc;
     }
     if (!rc) rc = alloc_example(e, nq + nc + 3, 1, 0);

@@ -4,6 +4,7 @@
  * images for the shared trainer. */
 #include <cjson/cJSON.h>
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,7 +209,7 @@ int tf_image_tokens_save(const tf_image_tokens *t, const char *dir) {
 /* A whole number in [lo,hi] under key of object r; -1 + an error naming the file otherwise. */
 static int json_int(const cJSON *r, const char *key, int lo, int hi, const char *path, int *out) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(r, key);
-    if (!cJSON_IsNumber(j) || j->valuedouble != (double)(int)j->valuedouble || j->valuedouble < lo || j->valuedouble > hi)
+    if (!cJSON_IsNumber(j) || !(j->valuedouble >= lo && j->valuedouble <= hi) || j->valuedouble != floor(j->valuedouble))
         return tf_set_error("%s: \"%s\" must be a whole number in [%d,%d]", path, key, lo, hi);
     *out = (int)j->valuedouble;
     return 0;
