@@ -407,3 +407,37 @@ TEST(deit_loader_repeats_and_determinism) {
     rgb.channels = 3, rgb.n = 3;
     CHECK(tf_images_loader_aug(&rgb, NULL, &rep, 1) == NULL && strstr(tf_error(), "randaug_ops"));
 }
+
+TEST(deit_loader_hflip_mirrors_rows_as_drawn) {
+    float pix[SET_N * SET_H * SET_W], plain_x[16 * 30], flip_x[16 * 30];
+    int32_t lab[SET_N], y0[16], y1[16];
+    tf_images s;
+    make_set(&s, pix, lab);
+    tf_images_aug plain = tf_images_aug_none(), flip = plain;
+    flip.hflip = 1.0f;
+    CHECK(batch_of(&s, &plain, 3, 5, 16, plain_x, NULL, y0) == 0 && batch_of(&s, &flip, 3, 5, 16, flip_x, NULL, y1) == 0);
+    for (int r = 0; r < 16; r++) { /* hflip 1: every row, the same image, its columns reversed */
+        CHECK(y0[r] == y1[r]);
+        for (int p = 0; p < 30; p++)
+            CHECKF(flip_x[r * 30 + p] == plain_x[r * 30 + (p / SET_W) * SET_W + SET_W - 1 - p % SET_W],
+                   "row %d pixel %d", r, p);
+    }
+    flip.hflip = 0.5f; /* half: each row either as drawn or mirrored, some of both; the same key, the same batch */
+    float again[16 * 30];
+    CHECK(batch_of(&s, &flip, 3, 5, 16, flip_x, NULL, NULL) == 0 && batch_of(&s, &flip, 3, 5, 16, again, NULL, NULL) == 0);
+    CHECK(!memcmp(flip_x, again, sizeof again));
+    int mirrored = 0, kept = 0;
+    for (int r = 0; r < 16; r++) {
+        int same = 1, mir = 1;
+        for (int p = 0; p < 30; p++) {
+            same &= flip_x[r * 30 + p] == plain_x[r * 30 + p];
+            mir &= flip_x[r * 30 + p] == plain_x[r * 30 + (p / SET_W) * SET_W + SET_W - 1 - p % SET_W];
+        }
+        CHECKF(same || mir, "row %d is neither the image nor its mirror", r);
+        kept += same && !mir, mirrored += mir && !same;
+    }
+    CHECK(kept > 0 && mirrored > 0);
+    flip.hflip = 1.5f;
+    CHECK(tf_images_loader_aug(&s, NULL, &flip, 1) == NULL && strstr(tf_error(), "hflip"));
+    printf("    hflip 1: 16 rows mirrored exactly; hflip 0.5: %d kept, %d mirrored\n", kept, mirrored);
+}

@@ -124,6 +124,7 @@ typedef enum {
  * zero (tf_images_aug_none). In the order applied to an image: */
 typedef struct {
     int shift;               /* moved by up to this many pixels in x and y */
+    float hflip;             /* mirrored left-right with this probability (DeiT's base transform: 0.5) */
     int randaug_ops;         /* RandAugment (grey images): ops per image; 0: none (DeiT: 2) */
     float randaug_magnitude; /* in [0,10] (DeiT: 9) */
     float randaug_mstd;      /* std of the magnitude's noise (DeiT: 0.5) */
@@ -142,7 +143,7 @@ typedef struct {
 TF_API tf_images_aug tf_images_aug_none(void);
 /* tf_images_loader_new with augmentation: training batches as above, the
  * image of row r drawn from (seed, key, r / repeats), then shifted,
- * RandAugment'ed (8-bit values, as PIL's) and erased by draws of (seed, key,
+ * mirrored (hflip), RandAugment'ed (8-bit values, as PIL's) and erased by draws of (seed, key,
  * r); with mixup or cutmix the batch is then mixed with itself flipped (row i
  * with rows-1-i, one lambda a batch, as timm's Mixup in batch mode) and holds
  * "targets" (rows,n_labels) F32 too: the mixed, smoothed one-hot labels (a

@@ -319,6 +319,7 @@ typedef struct {
     float val_fraction;      /* without a validation set: the last part of the training images */
     float label_smoothing;   /* 0.1 (DeiT) */
     int shift;               /* training images moved by up to this many pixels (0: none) */
+    float hflip;             /* training images mirrored left-right with this probability (0: none) */
     char label_names[2048];  /* comma-separated class names for the folder's id2label; "": LABEL_<i> */
     /* DeiT's recipe (docs/vision.md), each off by default; DeiT's value in brackets */
     int randaug_ops;         /* RandAugment's ops per image (2); 0: none */

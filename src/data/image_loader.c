@@ -10,7 +10,7 @@
 #include "augment.h"
 
 /* The draws of a row and of a batch: separate streams of one key. */
-enum { DRAW_IMAGE = 0, DRAW_RANDAUG = 1, DRAW_ERASE = 2, DRAW_MIX = 3 };
+enum { DRAW_IMAGE = 0, DRAW_RANDAUG = 1, DRAW_ERASE = 2, DRAW_MIX = 3, DRAW_FLIP = 4 };
 
 typedef struct {
     tf_loader base;
@@ -42,6 +42,15 @@ static void copy_shifted(const tf_images *s, int64_t i, int dy, int dx, float *d
             }
 }
 
+/* x (C,H,W) mirrored left-right in place. */
+static void mirror(float *x, int64_t C, int64_t H, int64_t W) {
+    for (int64_t row = 0; row < C * H; row++)
+        for (int64_t a = 0, b = W - 1; a < b; a++, b--) {
+            float t = x[row * W + a];
+            x[row * W + a] = x[row * W + b], x[row * W + b] = t;
+        }
+}
+
 /* RandAugment on a grey image as 8-bit values (PIL's), back to [0,1]. */
 static void randaugment(const images_loader *m, tf_aug_rng *r, float *x, uint8_t *buf, int H, int W) {
     int64_t n = (int64_t)H * W;
@@ -64,6 +73,10 @@ static void train_row(const images_loader *m, uint64_t key, int r, float *x, int
     int dy = (int)((h >> 32) % (uint64_t)span) - a->shift, dx = (int)((h >> 48) % (uint64_t)span) - a->shift;
     copy_shifted(s, i, dy, dx, x);
     *label = s->labels[i];
+    if (a->hflip > 0) {
+        tf_aug_rng rf = tf_aug_rng_at(m->seed, key, (uint64_t)r, DRAW_FLIP);
+        if (tf_aug_uniform(&rf) < a->hflip) mirror(x, s->channels, s->height, s->width);
+    }
     if (a->randaug_ops > 0) {
         tf_aug_rng rr = tf_aug_rng_at(m->seed, key, (uint64_t)r, DRAW_RANDAUG);
         randaugment(m, &rr, x, buf, s->height, s->width);
@@ -134,6 +147,7 @@ static const tf_loader_vt IMAGES_LOADER = {images_next, images_free};
 /* Each setting within its range, named as the task's flag. */
 static int check_aug(const tf_images_aug *a, const tf_images *train) {
     if (a->shift < 0 || a->shift >= 256) return tf_set_error("images: shift %d must lie in [0,256)", a->shift);
+    if (!(a->hflip >= 0 && a->hflip <= 1)) return tf_set_error("hflip %g must lie in [0,1]", a->hflip);
     if (a->randaug_ops < 0 || a->randaug_ops > 64) return tf_set_error("randaug_ops %d must lie in [0,64]", a->randaug_ops);
     if (!(a->randaug_magnitude >= 0 && a->randaug_magnitude <= 10))
         return tf_set_error("randaug_magnitude %g must lie in [0,10]", a->randaug_magnitude);

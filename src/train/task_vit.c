@@ -22,6 +22,8 @@ static const tf_field RECIPE_ROWS[] = {
     ROW(label_smoothing, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL,
         "label smoothing of the loss (DeiT: 0.1); with mixup or cutmix, of their targets"),
     ROW(shift, TF_FIELD_INT, "0", "[0,255]", NULL, "training images moved by up to this many pixels in x and y"),
+    ROW(hflip, TF_FIELD_FLOAT, "0", "[0,1]", NULL,
+        "training images mirrored left-right with this probability (DeiT's base transform: 0.5)"),
     ROW(label_names, TF_FIELD_STRING, "", NULL, NULL,
         "the classes' names, comma-separated, for the folder's id2label (\"\": LABEL_<i>)"),
     ROW(randaug_ops, TF_FIELD_INT, "0", "[0,64]", NULL,
@@ -290,7 +292,7 @@ static int set_label_names(const image_model *im, void *m, int n, const char *li
 static tf_loader *make_loader(const vit_task *v, int n_labels, uint64_t seed) {
     const tf_image_recipe *c = v->rc;
     tf_images_aug a = tf_images_aug_none();
-    a.shift = c->shift, a.randaug_ops = c->randaug_ops, a.randaug_magnitude = c->randaug_magnitude;
+    a.shift = c->shift, a.hflip = c->hflip, a.randaug_ops = c->randaug_ops, a.randaug_magnitude = c->randaug_magnitude;
     a.randaug_mstd = c->randaug_mstd, a.erase_prob = c->erase_prob, a.erase_mode = c->erase_mode;
     a.repeats = c->repeats, a.mixup_alpha = c->mixup, a.cutmix_alpha = c->cutmix, a.mix_prob = c->mix_prob;
     a.switch_prob = c->switch_prob, a.label_smoothing = c->label_smoothing, a.n_labels = n_labels;
