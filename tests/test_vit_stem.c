@@ -17,16 +17,17 @@
 
 /* ---------------------------------------------------------------- the conv2d op */
 
-/* One conv2d case: the worst of the output's max |diff| and the gradients'
- * relative L2 errors; -1 when it cannot run. */
-static double conv_case(const char *dir) {
+/* One conv2d case, its weight's element 0 moved by bump: the worst of the
+ * output's max |diff| and the gradients' relative L2 errors; -1 when it
+ * cannot run. */
+static double conv_case(const char *dir, float bump) {
     char p[1200];
     snprintf(p, sizeof p, "%s/case.safetensors", dir);
     tf_st_file *f = tf_st_open(p);
     tf_arena *a = tf_arena_new(0);
     tf_ctx *ctx = tf_ctx_new(1);
     double worst = -1;
-    const char *st = f ? tf_st_metadata(f, "stride") : NULL, *pad = f ? tf_st_metadata(f, "padding") : NULL;
+    tf_tensor *sp = f ? test_st_tensor(f, "stride_padding", a) : NULL;  // I32 (2)
     tf_tensor *src[3] = {f ? test_st_tensor(f, "x", a) : NULL, f ? test_st_tensor(f, "weight", a) : NULL,
                          f && tf_st_find(f, "bias") ? test_st_tensor(f, "bias", a) : NULL};
     tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL, *leaf[3] = {0};
@@ -34,7 +35,10 @@ static double conv_case(const char *dir) {
         leaf[i] = tf_tensor_new(ctx, TF_DTYPE_F32, src[i]->ndim, src[i]->shape, 1);
         memcpy(leaf[i]->data, src[i]->data, (size_t)tf_numel(src[i]) * sizeof(float));
     }
-    tf_tensor *y = leaf[0] && leaf[1] && r && want && st && pad ? tf_conv2d(ctx, leaf[0], leaf[1], leaf[2], atoi(st), atoi(pad)) : NULL;
+    if (leaf[1]) tf_f32(leaf[1])[0] += bump;
+    tf_tensor *y = leaf[0] && leaf[1] && r && want && sp && tf_numel(sp) == 2
+                       ? tf_conv2d(ctx, leaf[0], leaf[1], leaf[2], tf_i32(sp)[0], tf_i32(sp)[1])
+                       : NULL;
     if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
         worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
         static const char *const GRADS[3] = {"grad_x", "grad_weight", "grad_bias"};
@@ -58,8 +62,9 @@ TEST(vit_stem_conv2d_matches_pytorch) {
     for (int i = 0; i < 4; i++) {
         char dir[256];
         snprintf(dir, sizeof dir, "%s/%s", STEM_DIR, CASES[i]);
-        double e = conv_case(dir);
+        double e = conv_case(dir, 0.0f), moved = conv_case(dir, 1e-3f);
         CHECKF(e >= 0 && e <= TOL, "%s: error %g (%s)", CASES[i], e, tf_error());
+        CHECKF(moved > TOL, "%s: a weight moved by 1e-3 passes (%g)", CASES[i], moved);
         if (e > worst) worst = e;
     }
     printf("    4 conv2d cases (strides 1-3, padding 0-2, kernels 1-5, odd sizes, no bias), worst error %.2e\n", worst);

@@ -12,7 +12,8 @@ A conv2d case (conv2d_*) is a folder holding case.safetensors: x (B,C,H,W),
 weight (O,C,K,K), bias (O) (absent: no bias), r (B,O,H',W'),
 out = torch.nn.functional.conv2d(x, weight, bias, stride, padding) and the
 gradients of sum(out * r): grad_x, grad_weight, grad_bias, in float64,
-rounded once; the file's metadata holds "stride" and "padding".
+rounded once; stride_padding (2) int64 holds the two settings (not the
+file's metadata, whose order would change from one run to the next).
 
 A model case (stem_*) is a tformer folder (model_type "tformer-vit", the
 field table's keys: transformers has no conv stem): config.json,
@@ -190,8 +191,8 @@ def write_conv_case(out, name, B, C, H, W, O, K, stride, padding, bias, seed):
             res["grad_" + k] = leaves[k].grad.float()
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in res.items()}, os.path.join(d, "case.safetensors"),
-              metadata={"stride": str(stride), "padding": str(padding)})
+    res["stride_padding"] = torch.tensor([stride, padding], dtype=torch.int64)
+    save_file({k: v.contiguous() for k, v in res.items()}, os.path.join(d, "case.safetensors"))
     print(f"wrote {d}")
 
 
