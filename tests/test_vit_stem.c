@@ -17,42 +17,6 @@
 
 /* ---------------------------------------------------------------- the conv2d op */
 
-/* One conv2d case, its weight's element 0 moved by bump: the worst of the
- * output's max |diff| and the gradients' relative L2 errors; -1 when it
- * cannot run. */
-static double conv_case(const char *dir, float bump) {
-    char p[1200];
-    snprintf(p, sizeof p, "%s/case.safetensors", dir);
-    tf_st_file *f = tf_st_open(p);
-    tf_arena *a = tf_arena_new(0);
-    tf_ctx *ctx = tf_ctx_new(1);
-    double worst = -1;
-    tf_tensor *sp = f ? test_st_tensor(f, "stride_padding", a) : NULL;  // I32 (2)
-    tf_tensor *src[3] = {f ? test_st_tensor(f, "x", a) : NULL, f ? test_st_tensor(f, "weight", a) : NULL,
-                         f && tf_st_find(f, "bias") ? test_st_tensor(f, "bias", a) : NULL};
-    tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL, *leaf[3] = {0};
-    for (int i = 0; i < 3 && src[i]; i++) { /* leaves of the context that track gradients */
-        leaf[i] = tf_tensor_new(ctx, TF_DTYPE_F32, src[i]->ndim, src[i]->shape, 1);
-        memcpy(leaf[i]->data, src[i]->data, (size_t)tf_numel(src[i]) * sizeof(float));
-    }
-    if (leaf[1]) tf_f32(leaf[1])[0] += bump;
-    tf_tensor *y = leaf[0] && leaf[1] && r && want && sp && tf_numel(sp) == 2
-                       ? tf_conv2d(ctx, leaf[0], leaf[1], leaf[2], tf_i32(sp)[0], tf_i32(sp)[1])
-                       : NULL;
-    if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
-        worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
-        static const char *const GRADS[3] = {"grad_x", "grad_weight", "grad_bias"};
-        for (int i = 0; i < 3 && leaf[i]; i++) {
-            tf_tensor *g = test_st_tensor(f, GRADS[i], a);
-            double e = g && tf_numel(g) == tf_numel(leaf[i]) ? test_rel_err(leaf[i]->grad, tf_f32(g), (long)tf_numel(g)) : -1;
-            if (!(e >= 0 && e <= worst)) worst = e < 0 ? -1 : e;
-            if (worst < 0) break;
-        }
-    }
-    tf_ctx_free(ctx), tf_arena_free(a), tf_st_close(f);
-    return worst;
-}
-
 /* Output to 1e-5 absolute, gradients to 1e-5 relative L2 error; a weight
  * moved by 1e-3 (the same file otherwise) fails. */
 TEST(vit_stem_conv2d_matches_pytorch) {
@@ -62,7 +26,7 @@ TEST(vit_stem_conv2d_matches_pytorch) {
     for (int i = 0; i < 4; i++) {
         char dir[256];
         snprintf(dir, sizeof dir, "%s/%s", STEM_DIR, CASES[i]);
-        double e = conv_case(dir, 0.0f), moved = conv_case(dir, 1e-3f);
+        double e = test_unfold_case(dir, 0.0f), moved = test_unfold_case(dir, 1e-3f);
         CHECKF(e >= 0 && e <= TOL, "%s: error %g (%s)", CASES[i], e, tf_error());
         CHECKF(moved > TOL, "%s: a weight moved by 1e-3 passes (%g)", CASES[i], moved);
         if (e > worst) worst = e;

@@ -73,13 +73,7 @@ void tf_op_conv2d_forward(tf_node *n) {
     float *cols = n->saved[0], *rows = cols + M * CKK;  // cols (M,CKK), then rows (M,O)
     const float *x = tf_f32(n->in[0]);
     TF_PARALLEL_FOR(M * CKK > 16384, m, M, im2col_row(p, m, x, cols));
-    if (n->in[2]) {
-        const float *bias = tf_f32(n->in[2]);
-        for (int64_t m = 0; m < M; m++) memcpy(rows + m * p->O, bias, (size_t)p->O * sizeof *rows);
-    } else {
-        memset(rows, 0, (size_t)(M * p->O) * sizeof *rows);
-    }
-    tf_gemm_acc(rows, cols, tf_f32(n->in[1]), M, p->O, CKK, 0, 1, TF_GEMM_AUTO);  // rows += cols w^T
+    tf_unfolded_forward(rows, cols, tf_f32(n->in[1]), n->in[2] ? tf_f32(n->in[2]) : NULL, M, p->O, CKK);
     TF_PARALLEL_FOR(M * p->O > 16384, b, p->B, rows_to_planes(p, b, rows, tf_f32(n->out), 0));
 }
 
@@ -88,15 +82,10 @@ void tf_op_conv2d_backward(tf_node *n) {
     tf_tensor *X = n->in[0], *Wt = n->in[1], *Bt = n->in[2];
     int64_t M = rows_of(p), CKK = cols_of(p);
     float *cols = n->saved[0], *g = cols + M * CKK;  // the forward's rows (M,O) now hold the gradient
+    float *dcols = X->grad ? n->saved[1] : NULL;     // (M,CKK)
     TF_PARALLEL_FOR(M * p->O > 16384, b, p->B, rows_to_planes(p, b, g, n->out->grad, 1));
-    if (Wt->grad) tf_gemm_acc(Wt->grad, g, cols, p->O, CKK, M, 1, 0, TF_GEMM_AUTO);  // dw (O,CKK) += g^T cols
-    if (Bt && Bt->grad) tf_col_sums(Bt->grad, g, M, p->O);
-    if (X->grad) {
-        float *dcols = n->saved[1];  // (M,CKK)
-        memset(dcols, 0, (size_t)(M * CKK) * sizeof *dcols);
-        tf_gemm_acc(dcols, g, tf_f32(Wt), M, CKK, p->O, 0, 0, TF_GEMM_AUTO);  // dcols = g w
-        TF_PARALLEL_FOR(M * CKK > 16384, bc, p->B * p->C, col2im_plane(p, bc, dcols, X->grad));
-    }
+    tf_unfolded_backward(g, cols, tf_f32(Wt), Wt->grad, Bt ? Bt->grad : NULL, dcols, M, p->O, CKK);
+    if (dcols) TF_PARALLEL_FOR(M * CKK > 16384, bc, p->B * p->C, col2im_plane(p, bc, dcols, X->grad));
 }
 
 static int check_args(const tf_tensor *x, const tf_tensor *w, const tf_tensor *b, int stride, int pad,

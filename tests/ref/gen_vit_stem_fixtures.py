@@ -163,14 +163,8 @@ def write_case(out, name, arch, cfg_kw, stem_width, spec, seed):
     json.dump(c, open(os.path.join(d, "config.json"), "w"), indent=2)
     save_file({tformer_name(k, n_convs): v.detach().contiguous() for k, v in model.state_dict().items()},
               os.path.join(d, "model.safetensors"))
-    B, C, S = spec["B"], cfg.num_channels, cfg.image_size
-    x = {"pixel_values": torch.rand(B, C, S, S, generator=g)}
-    if spec.get("labels"):
-        x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
-    save_file(x, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    if spec.get("labels"):
-        save_file(gradients(model, x, n_convs), os.path.join(d, "gradients.safetensors"))
+    x = fixture_cli.save_image_inputs(d, cfg, spec, g, lambda x: reference(model, arch, x),
+                                      lambda x: gradients(model, x, n_convs))
     print(f"wrote {d} (stem {stem_widths(cfg, stem_width)}, transformers {transformers.__version__}; "
           f"inputs {', '.join(x)})")
 
