@@ -13,6 +13,7 @@ _Static_assert(sizeof(tf_vit_head) == sizeof(int), "enum rows store an int");
 _Static_assert(sizeof(tf_vit_stem) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
+#define SIG_NEW (TF_FIELD_SIGNATURE | TF_FIELD_SIG_NEW) /* the patch stem's checkpoints keep their signature */
 #define R(m, type, def, range, choices, help, flags, alias) \
     TF_FIELD_ROW(tf_vit_config, m, type, #m, def, range, choices, help, flags, alias)
 static const tf_field ROWS[] = {
@@ -21,10 +22,10 @@ static const tf_field ROWS[] = {
     R(stem, TF_FIELD_ENUM, "patch", NULL, STEMS,
       "pixels to tokens: patch (one patch_size x patch_size convolution of that stride, Hugging Face's) or conv "
       "(Xiao et al. 2021: log2(patch_size) 3x3 convolutions of stride 2 with ReLUs, then a 1x1 to d_model; "
-      "no normalisation; tformer folders only)", SIG, NULL),
+      "no normalisation; tformer folders only)", SIG_NEW, NULL),
     R(stem_width, TF_FIELD_INT, "0", "[0,4096]", NULL,
       "conv stem: outputs of its first 3x3 convolution, doubled by each next one; 0: max(1, d_model / patch_size)",
-      SIG, NULL),
+      SIG_NEW, NULL),
     R(channels, TF_FIELD_INT, "1", "[1,4]", NULL, "colour channels (1 grey, 3 RGB)", SIG, "num_channels"),
     R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers|num_hidden_layers"),
     R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads|num_attention_heads"),
