@@ -238,32 +238,35 @@ int test_marian_generate_config(const char *src, const char *dst, const struct c
 
 /* ---------------------------------------------------------------- vision cases (ViT, ViViT) */
 
-double test_patch_case(const char *dir) {
+double test_patch_case(const char *dir) { return test_unfold_case(dir, 0.0f); }
+
+double test_unfold_case(const char *dir, float bump) {
     char p[1200];
     snprintf(p, sizeof p, "%s/case.safetensors", dir);
     tf_st_file *f = tf_st_open(p);
     tf_arena *a = tf_arena_new(0);
     tf_ctx *ctx = tf_ctx_new(1);
     double worst = -1;
-    tf_tensor *x = f ? test_st_tensor(f, "x", a) : NULL, *w = f ? test_st_tensor(f, "weight", a) : NULL, *b = f ? test_st_tensor(f, "bias", a) : NULL;
-    tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL;
-    if (x && w && b && r && want) {
-        /* leaves of the context that track gradients, holding the file's values */
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
-        tf_tensor *lw = tf_tensor_new(ctx, TF_DTYPE_F32, w->ndim, w->shape, 1);
-        tf_tensor *lb = tf_tensor_new(ctx, TF_DTYPE_F32, 1, b->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * 4), memcpy(lw->data, w->data, (size_t)tf_numel(w) * 4);
-        memcpy(lb->data, b->data, (size_t)tf_numel(b) * 4);
-        tf_tensor *y = tf_patch_embed(ctx, lx, lw, lb);
-        if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
-            worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
-            const char *names[3] = {"grad_x", "grad_weight", "grad_bias"};
-            tf_tensor *leaves[3] = {lx, lw, lb};
-            for (int i = 0; i < 3; i++) {
-                tf_tensor *g = test_st_tensor(f, names[i], a);
-                double e = g ? test_rel_err(leaves[i]->grad, tf_f32(g), (long)tf_numel(g)) : INFINITY;
-                if (!(e <= worst)) worst = e;
-            }
+    tf_tensor *src[3] = {f ? test_st_tensor(f, "x", a) : NULL, f ? test_st_tensor(f, "weight", a) : NULL,
+                         f && tf_st_find(f, "bias") ? test_st_tensor(f, "bias", a) : NULL};
+    tf_tensor *r = f ? test_st_tensor(f, "r", a) : NULL, *want = f ? test_st_tensor(f, "out", a) : NULL, *leaf[3] = {0};
+    tf_tensor *sp = f && tf_st_find(f, "stride_padding") ? test_st_tensor(f, "stride_padding", a) : NULL;  // I32 (2)
+    for (int i = 0; i < 3 && src[i]; i++) { /* leaves of the context that track gradients, holding the file's values */
+        leaf[i] = tf_tensor_new(ctx, TF_DTYPE_F32, src[i]->ndim, src[i]->shape, 1);
+        memcpy(leaf[i]->data, src[i]->data, (size_t)tf_numel(src[i]) * sizeof(float));
+    }
+    if (leaf[1]) tf_f32(leaf[1])[0] += bump;
+    tf_tensor *y = !leaf[0] || !leaf[1] || !r || !want || (sp && tf_numel(sp) != 2) ? NULL
+                   : sp ? tf_conv2d(ctx, leaf[0], leaf[1], leaf[2], tf_i32(sp)[0], tf_i32(sp)[1])
+                        : tf_patch_embed(ctx, leaf[0], leaf[1], leaf[2]);
+    if (y && tf_numel(y) == tf_numel(want) && tf_backward(ctx, y, r) == 0) {
+        worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
+        static const char *const GRADS[3] = {"grad_x", "grad_weight", "grad_bias"};
+        for (int i = 0; i < 3 && leaf[i]; i++) {
+            tf_tensor *g = test_st_tensor(f, GRADS[i], a);
+            double e = g && tf_numel(g) == tf_numel(leaf[i]) ? test_rel_err(leaf[i]->grad, tf_f32(g), (long)tf_numel(g))
+                                                             : INFINITY;
+            if (!(e <= worst)) worst = e;
         }
     }
     tf_ctx_free(ctx);
@@ -271,8 +274,6 @@ double test_patch_case(const char *dir) {
     tf_st_close(f);
     return worst;
 }
-
-
 
 static int is_model_case(const char *dir) {
     char p[1400];

@@ -131,6 +131,9 @@ int test_hf_perturbed(const char *case_dir, const test_weight *w, int n, double 
  * out, grad_*; 4-D or 5-D x): the worst of the output's max |diff| and the
  * gradients' relative L2 errors; -1 when it cannot run. */
 double test_patch_case(const char *dir);
+/* The same for a conv2d case too (stride_padding (2) in the file; bias
+ * optional), with the weight's element 0 moved by bump first. */
+double test_unfold_case(const char *dir, float bump);
 /* Every model case (a folder with config.json) of dir through hf-run against
  * its expected outputs: the failures (each said on stderr), *cases and *worst
  * (the largest max |diff| of those passing); each(path, arg) for every case

@@ -417,6 +417,16 @@ static tf_tensor *case_depthwise_conv(tf_ctx *c, int v) {
     return tf_depthwise_conv(c, LEAF(c, 1, 2, 4, 3), LEAF(c, 2, 1));
 }
 
+/* 2-D convolution: 0 3x3 stride 2 padding 1 with a bias on odd sizes (7x5),
+ * 1 3x3 stride 1 padding 0 without bias, 2 2x2 stride 2 padding 1 of a
+ * strided input (a leftover row), 3 1x1 stride 1 with a bias. */
+static tf_tensor *case_conv2d(tf_ctx *c, int v) {
+    if (v == 0) return tf_conv2d(c, LEAF(c, 2, 3, 7, 5), LEAF(c, 4, 3, 3, 3), LEAF(c, 4), 2, 1);
+    if (v == 1) return tf_conv2d(c, LEAF(c, 1, 2, 5, 6), LEAF(c, 3, 2, 3, 3), NULL, 1, 0);
+    if (v == 2) return tf_conv2d(c, tf_transpose(c, LEAF(c, 2, 5, 3, 4), 1, 2), LEAF(c, 2, 3, 2, 2), NULL, 2, 1);
+    return tf_conv2d(c, LEAF(c, 2, 3, 3, 3), LEAF(c, 5, 3, 1, 1), LEAF(c, 5), 1, 0);
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -451,6 +461,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_SOFT_CROSS_ENTROPY] = {TF_OP_SOFT_CROSS_ENTROPY, 2, case_soft_cross_entropy},
     [TF_OP_SPARSE_ATTENTION] = {TF_OP_SPARSE_ATTENTION, 5, case_sparse_attention},
     [TF_OP_RMSNORM] = {TF_OP_RMSNORM, 3, case_rmsnorm},
+    [TF_OP_CONV2D] = {TF_OP_CONV2D, 4, case_conv2d},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {

@@ -30,6 +30,8 @@ typedef enum {
 #define TF_FIELD_REQUIRED 2u  /* a JSON file must give it */
 #define TF_FIELD_NULL_ZERO 4u /* JSON null means 0 (or ""), and 0 is written as null (Hugging Face's n_inner) */
 #define TF_FIELD_RESUMABLE 8u /* may change on resume: it does not steer the training (how often to evaluate) */
+#define TF_FIELD_SIG_NEW 16u  /* with SIGNATURE: in it only when not at its default (written as the default's text):
+                               * a row added after checkpoints were written, which still match */
 
 typedef struct tf_field_table tf_field_table;
 
@@ -41,7 +43,7 @@ typedef struct {
     const char *range;       /* numbers: "[1,inf)", "(0,1)", "[0,1)": ends closed ([ ]) or open (( )); NULL: any */
     const char *const *choices; /* TF_FIELD_ENUM: names by value, NULL-terminated; "a|b" also accepts b on input */
     const char *help;        /* one line for --help */
-    unsigned flags;          /* TF_FIELD_SIGNATURE | TF_FIELD_REQUIRED | TF_FIELD_NULL_ZERO | TF_FIELD_RESUMABLE */
+    unsigned flags;          /* TF_FIELD_SIGNATURE | TF_FIELD_REQUIRED | TF_FIELD_NULL_ZERO | TF_FIELD_RESUMABLE | TF_FIELD_SIG_NEW */
     const char *alias;       /* older names accepted on input, "a" or "a|b"; NULL: none */
     const tf_field_table *sub; /* TF_FIELD_TABLE */
 } tf_field;

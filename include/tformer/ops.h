@@ -38,6 +38,7 @@ typedef enum {
     TF_OP_SOFT_CROSS_ENTROPY, /* logits against a distribution over the classes (mixup's targets) */
     TF_OP_SPARSE_ATTENTION, /* block-sparse flash attention over a tf_sparse_pattern */
     TF_OP_RMSNORM,       /* last dim, no centring and no bias (ImageGPT's LayerNorm) */
+    TF_OP_CONV2D,        /* 2-D convolution, any stride and zero padding: im2col + one product (ViT's conv stem) */
     TF_OP_COUNT
 } tf_op;
 
@@ -142,6 +143,11 @@ TF_API tf_tensor *tf_patch_embed(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_ten
  * outside [0,T) zero: PyTorch's Conv2d(C, C, (K,1), padding=((K-1)/2,0),
  * groups=C, bias=False) with its weight (C,1,K,1) viewed as (C,K). */
 TF_API tf_tensor *tf_depthwise_conv(tf_ctx *ctx, tf_tensor *x, tf_tensor *w);
+
+/* A 2-D convolution: x (B,C,H,W), w (O,C,K,K), b (O) or NULL -> y (B,O,H',W'),
+ * H' = (H + 2 padding - K) / stride + 1 (W' alike), zeros outside the image:
+ * PyTorch's torch.nn.functional.conv2d(x, w, b, stride, padding). */
+TF_API tf_tensor *tf_conv2d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, int stride, int padding);
 
 /* ---------------------------------------------------------------- sparse attention */
 

@@ -20,8 +20,19 @@ typedef enum {
     TF_VIT_IMAGE_CLS /* ViTForImageClassification: the class token's final state -> n_labels */
 } tf_vit_head;
 
+/* How pixels become tokens. */
+typedef enum {
+    TF_VIT_STEM_PATCH, /* one PxP convolution of stride P (Hugging Face's ViTPatchEmbeddings) */
+    TF_VIT_STEM_CONV   /* Xiao et al. 2021: log2(P) 3x3 convolutions of stride 2 with ReLUs, then a 1x1 one */
+} tf_vit_stem;
+
+#define TF_VIT_MAX_STEM 16 /* 3x3 convolutions of a stem at most: patch_size up to 2^16 */
+
 typedef struct {
     int image_size, patch_size, channels; /* square images of channels x image_size x image_size */
+    tf_vit_stem stem;
+    int stem_width;                       /* conv stem: the first 3x3 convolution's outputs, doubled by each
+                                           * next one; 0: max(1, d_model / patch_size) */
     int n_layer, n_head, d_model, d_ff;
     tf_activation activation;             /* Hugging Face's hidden_act: gelu (erf) */
     float norm_eps;                       /* layer_norm_eps: 1e-12 */
@@ -46,6 +57,10 @@ TF_API extern const tf_field_table tf_vit_config_table;
 TF_API float tf_vit_drop_path(const tf_vit_config *c, int l);
 /* Patches of an image: (image_size / patch_size)^2 (a remainder is not seen, as Conv2d). */
 TF_API int tf_vit_patches(const tf_vit_config *c);
+/* The conv stem's 3x3 convolutions (log2(patch_size); 0 for the patch stem)
+ * and the outputs of the i-th: stem_width (or its default) times 2^i. */
+TF_API int tf_vit_stem_convs(const tf_vit_config *c);
+TF_API int tf_vit_stem_channels(const tf_vit_config *c, int i);
 /* "ViTModel", "ViTForImageClassification" and back (-1 when unknown). */
 TF_API const char *tf_vit_head_name(tf_vit_head h);
 TF_API int tf_vit_head_from_name(const char *name);
@@ -56,7 +71,10 @@ typedef struct {
     tf_params *params;     /* every tensor, by Hugging Face name ("vit." prefix with a head) */
     tf_tensor *cls_token;  /* (1,1,d_model) */
     tf_tensor *position;   /* (1,N+1,d_model): the class token's position, then the patches' */
-    tf_tensor *patch_w, *patch_b; /* (d_model,C,P,P), (d_model): patch_embeddings.projection */
+    tf_tensor *patch_w, *patch_b; /* (d_model,C,P,P), (d_model): patch_embeddings.projection;
+                                   * conv stem: (d_model,c,1,1), (d_model): stem.projection (the 1x1) */
+    int n_stem;                   /* conv stem: its 3x3 convolutions, log2(patch_size) */
+    tf_tensor *stem_w[TF_VIT_MAX_STEM], *stem_b[TF_VIT_MAX_STEM]; /* conv stem: stem.conv<i> (c_i,c_{i-1},3,3), (c_i) */
     tf_block *layer;       /* n_layer blocks */
     tf_layer_norm norm;    /* layernorm: the final one */
     tf_pooler pooler;      /* BODY with cfg.pooler */
@@ -109,10 +127,15 @@ TF_API int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch,
                           int32_t *pred, float *prob, double *loss, int64_t *correct);
 
 /* Hugging Face folders: config.json + model.safetensors. Keys of ViTConfig
- * that change the arithmetic and that tformer lacks are refused by name. */
+ * that change the arithmetic and that tformer lacks are refused by name.
+ * tformer's own folders (model_type "tformer-vit": a conv stem) load too. */
 TF_API tf_vit *tf_vit_load_hf(const char *dir);
-/* Writes config.json and model.safetensors into dir (created if missing). */
+/* Writes config.json and model.safetensors into dir (created if missing) as
+ * Hugging Face's ViT; a conv stem is refused (ViTModel has none). */
 TF_API int tf_vit_save_hf(const tf_vit *m, const char *dir);
+/* Hugging Face's folder for the patch stem, tformer's own (model_type
+ * "tformer-vit", the field table's keys) for the conv stem. */
+TF_API int tf_vit_save(const tf_vit *m, const char *dir);
 
 #ifdef __cplusplus
 }

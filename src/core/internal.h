@@ -212,6 +212,7 @@ TF_OP_FUNCS(depthwise_conv)
 TF_OP_FUNCS(soft_cross_entropy)
 TF_OP_FUNCS(rmsnorm)
 TF_OP_FUNCS(sparse_attention)
+TF_OP_FUNCS(conv2d)
 #undef TF_OP_FUNCS
 
 #endif

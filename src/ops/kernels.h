@@ -118,6 +118,14 @@ const tf_kernels *tf_kern_get(tf_isa isa);
  * column summing its rows in order (the same on any thread count). */
 void tf_col_sums(float *out, const float *g, int64_t R, int64_t N);
 
+/* The product of an unfolded convolution (src/ops/ops_patch.c): rows (M,N) =
+ * bias (N, or NULL: 0) + cols (M,K) w^T, w (N,K); back, from g (M,N): dw +=
+ * g^T cols, db += column sums of g, dcols = g w (each skipped when NULL). */
+void tf_unfolded_forward(float *rows, const float *cols, const float *w, const float *bias, int64_t M, int64_t N,
+                         int64_t K);
+void tf_unfolded_backward(const float *g, const float *cols, const float *w, float *dw, float *db, float *dcols,
+                          int64_t M, int64_t N, int64_t K);
+
 /* out (n) = act(pre) and dx (n) = g * act'(pre) (+= when acc), for a
  * tf_activation other than TF_ACT_NONE: the GELU op and the dense op. */
 void tf_act_forward(float *out, const float *pre, int64_t n, int act);

@@ -36,33 +36,39 @@ static void patch_row(const tf_patch_params *p, int64_t m, float *x, float *cols
 static int64_t rows_of(const tf_patch_params *p) { return p->B * p->Gt * p->Gh * p->Gw; }
 static int64_t cols_of(const tf_patch_params *p) { return p->C * p->Pt * p->Ph * p->Pw; }
 
+void tf_unfolded_forward(float *rows, const float *cols, const float *w, const float *bias, int64_t M, int64_t N,
+                         int64_t K) {
+    if (bias)
+        for (int64_t m = 0; m < M; m++) memcpy(rows + m * N, bias, (size_t)N * sizeof *rows);
+    else
+        memset(rows, 0, (size_t)(M * N) * sizeof *rows);
+    tf_gemm_acc(rows, cols, w, M, N, K, 0, 1, TF_GEMM_AUTO);  // rows += cols w^T
+}
+
+void tf_unfolded_backward(const float *g, const float *cols, const float *w, float *dw, float *db, float *dcols,
+                          int64_t M, int64_t N, int64_t K) {
+    if (dw) tf_gemm_acc(dw, g, cols, N, K, M, 1, 0, TF_GEMM_AUTO);  // dw (N,K) += g^T cols
+    if (db) tf_col_sums(db, g, M, N);
+    if (!dcols) return;
+    memset(dcols, 0, (size_t)(M * K) * sizeof *dcols);
+    tf_gemm_acc(dcols, g, w, M, K, N, 0, 0, TF_GEMM_AUTO);  // dcols = g w
+}
+
 void tf_op_patch_embed_forward(tf_node *n) {
     const tf_patch_params *p = n->params;
     int64_t M = rows_of(p), K = cols_of(p);
-    float *x = tf_f32(n->in[0]), *cols = n->saved[0], *out = tf_f32(n->out);  // cols (M,K), out (M,D)
+    float *x = tf_f32(n->in[0]), *cols = n->saved[0];  // cols (M,K)
     TF_PARALLEL_FOR(M * K > 16384, m, M, patch_row(p, m, x, cols, 0));
-    if (n->in[2]) {
-        const float *bias = tf_f32(n->in[2]);
-        for (int64_t m = 0; m < M; m++) memcpy(out + m * p->D, bias, (size_t)p->D * sizeof *out);
-    } else {
-        memset(out, 0, (size_t)(M * p->D) * sizeof *out);
-    }
-    tf_gemm_acc(out, cols, tf_f32(n->in[1]), M, p->D, K, 0, 1, TF_GEMM_AUTO);  // out += cols w^T
+    tf_unfolded_forward(tf_f32(n->out), cols, tf_f32(n->in[1]), n->in[2] ? tf_f32(n->in[2]) : NULL, M, p->D, K);
 }
 
 void tf_op_patch_embed_backward(tf_node *n) {
     const tf_patch_params *p = n->params;
     tf_tensor *X = n->in[0], *Wt = n->in[1], *Bt = n->in[2];
     int64_t M = rows_of(p), K = cols_of(p);
-    const float *g = n->out->grad;  // (M,D)
-    if (Wt->grad) tf_gemm_acc(Wt->grad, g, n->saved[0], p->D, K, M, 1, 0, TF_GEMM_AUTO);  // dw (D,K) += g^T cols
-    if (Bt && Bt->grad) tf_col_sums(Bt->grad, g, M, p->D);
-    if (X->grad) {
-        float *dcols = n->saved[1];  // (M,K)
-        memset(dcols, 0, (size_t)(M * K) * sizeof *dcols);
-        tf_gemm_acc(dcols, g, tf_f32(Wt), M, K, p->D, 0, 0, TF_GEMM_AUTO);  // dcols = g w
-        TF_PARALLEL_FOR(M * K > 16384, m, M, patch_row(p, m, X->grad, dcols, 1));
-    }
+    float *dcols = X->grad ? n->saved[1] : NULL;  // (M,K)
+    tf_unfolded_backward(n->out->grad, n->saved[0], tf_f32(Wt), Wt->grad, Bt ? Bt->grad : NULL, dcols, M, p->D, K);
+    if (dcols) TF_PARALLEL_FOR(M * K > 16384, m, M, patch_row(p, m, X->grad, dcols, 1));
 }
 
 /* x (B,C,H,W) with w (D,C,P,P), or x (B,T,C,H,W) with w (D,C,Pt,Ph,Pw). */

@@ -4,7 +4,7 @@
  * row of the table below), cross-entropy with label smoothing (against
  * mixup / cutmix's soft targets when they are on), stochastic depth (the
  * model's drop_path), an EMA of the weights; validation accuracy; saved as a
- * Hugging Face folder with the class names as id2label. */
+ * Hugging Face folder (a conv-stem ViT: tformer's) with the class names as id2label. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +100,7 @@ static void *vit_create(const void *cfg, uint64_t seed) { return tf_vit_new(cfg,
 static void vit_destroy(void *m) { tf_vit_free(m); }
 static tf_params *vit_params(const void *m) { return ((const tf_vit *)m)->params; }
 static int vit_set_labels(void *m, const char *const *names, int n) { return tf_vit_set_labels(m, names, n); }
-static int vit_save(const void *m, const char *dir) { return tf_vit_save_hf(m, dir); }
+static int vit_save(const void *m, const char *dir) { return tf_vit_save(m, dir); }
 static int64_t vit_tokens(const void *m) { return tf_vit_patches(&((const tf_vit *)m)->cfg) + 1; }
 static int vit_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
                    tf_tensor **loss) {

@@ -280,6 +280,7 @@ static int sig_fn(void *user, const tf_field *f, void *obj) {
     char val[128];
     if (!(f->flags & TF_FIELD_SIGNATURE)) return 0;
     if (tf_fields_format(f, obj, val, sizeof val) < 0) return tf_set_error("signature: %s does not fit", f->name);
+    if (f->flags & TF_FIELD_SIG_NEW && f->def && !strcmp(val, f->def)) return 0;
     int k = snprintf(c->out + c->len, c->cap - c->len, "%s%s=%s", c->len ? " " : "", f->name, val);
     if (k < 0 || (size_t)k >= c->cap - c->len) return tf_set_error("signature: longer than %zu bytes", c->cap - 1);
     c->len += (size_t)k;

@@ -83,25 +83,31 @@ def double_outputs(cls, model, x, **kw):
 
 
 def save_image_case(d, model, arch, spec, g, reference, gradients):
-    """An image model's case folder d: the model (save_pretrained), input.safetensors
-    (spec["B"] images U(0,1) of the config's channels and size from g, and with
-    spec["labels"] labels below num_labels), expected.safetensors
-    (reference(model, arch, x)) and with labels gradients.safetensors
-    (gradients(model, x)). Returns the inputs."""
+    """An image model's case folder d: the model (save_pretrained), then
+    save_image_inputs with reference(model, arch, x) and gradients(model, x).
+    Returns the inputs."""
     import shutil
-    import torch
-    from safetensors.torch import save_file
-    cfg = model.config
     shutil.rmtree(d, ignore_errors=True)
     model.save_pretrained(d, safe_serialization=True)
+    return save_image_inputs(d, model.config, spec, g, lambda x: reference(model, arch, x),
+                             lambda x: gradients(model, x))
+
+
+def save_image_inputs(d, cfg, spec, g, reference, gradients):
+    """input.safetensors (spec["B"] images U(0,1) of cfg's channels and size
+    from g, and with spec["labels"] labels below num_labels),
+    expected.safetensors (reference(x)) and with labels
+    gradients.safetensors (gradients(x)) in the case folder d. Returns the inputs."""
+    import torch
+    from safetensors.torch import save_file
     B, C, S = spec["B"], cfg.num_channels, cfg.image_size
     x = {"pixel_values": torch.rand(B, C, S, S, generator=g)}
     if spec.get("labels"):
         x["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
     save_file(x, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
+    save_file(reference(x), os.path.join(d, "expected.safetensors"))
     if spec.get("labels"):
-        save_file(gradients(model, x), os.path.join(d, "gradients.safetensors"))
+        save_file(gradients(x), os.path.join(d, "gradients.safetensors"))
     return x
 
 

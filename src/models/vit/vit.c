@@ -1,4 +1,7 @@
-/* ViT: patches embedded by one strided projection (tf_patch_embed), a class
+/* ViT: patches embedded by one strided projection (tf_patch_embed) or a
+ * convolutional stem (stem conv: 3x3 convolutions of stride 2 with ReLUs, then
+ * a 1x1; Xiao et al. 2021, "Early Convolutions Help Transformers See
+ * Better"), a class
  * token before them, learned positions, a stack of the one Transformer block
  * (pre-LN, bidirectional, separate q/k/v: Hugging Face ViTLayer's name map),
  * the final LayerNorm and the head of ViTModel / ViTForImageClassification.
@@ -10,6 +13,7 @@
  *   ViTModel: pooled = tanh(dense(h[:, 0]))         (B,C)
  *   ViTForImageClassification: logits = classifier(h[:, 0])   (B,L)
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,17 +37,43 @@ static int body_name(const tf_vit *m, char *out, size_t n, const char *name) {
     return 0;
 }
 
+/* The conv stem (Xiao et al. 2021): stem.conv<i> 3x3 from He's normal
+ * (std sqrt(2 / fan_in): ReLUs follow and no normalisation rescales them),
+ * biases 0; stem.projection, the 1x1 to d_model, as the patch projection. */
+static int register_stem(tf_vit *m) {
+    const tf_vit_config *c = &m->cfg;
+    int64_t in = c->channels;
+    char n[256], name[64];
+    m->n_stem = tf_vit_stem_convs(c);
+    for (int i = 0; i < m->n_stem; i++) {
+        int64_t out = tf_vit_stem_channels(c, i);
+        float he = sqrtf(2.0f / (float)(9 * in));
+        snprintf(name, sizeof name, "embeddings.stem.conv%d.weight", i);
+        if (body_name(m, n, sizeof n, name) || tf_params_add(m->params, n, &m->stem_w[i], 4, (int64_t[]){out, in, 3, 3}, he))
+            return -1;
+        snprintf(name, sizeof name, "embeddings.stem.conv%d.bias", i);
+        if (body_name(m, n, sizeof n, name) || tf_params_add(m->params, n, &m->stem_b[i], 1, (int64_t[]){out}, TF_INIT_ZEROS))
+            return -1;
+        in = out;
+    }
+    return body_name(m, n, sizeof n, "embeddings.stem.projection.weight") ||
+           tf_params_add(m->params, n, &m->patch_w, 4, (int64_t[]){c->d_model, in, 1, 1}, c->init_std) ||
+           body_name(m, n, sizeof n, "embeddings.stem.projection.bias") ||
+           tf_params_add(m->params, n, &m->patch_b, 1, (int64_t[]){c->d_model}, TF_INIT_ZEROS);
+}
+
 static int register_embeddings(tf_vit *m) {
     const tf_vit_config *c = &m->cfg;
     tf_params *ps = m->params;
     float std = c->init_std;
     int64_t D = c->d_model, P = c->patch_size;
     char n[256];
-    return body_name(m, n, sizeof n, "embeddings.cls_token") ||
-           tf_params_add(ps, n, &m->cls_token, 3, (int64_t[]){1, 1, D}, std) ||
-           body_name(m, n, sizeof n, "embeddings.position_embeddings") ||
-           tf_params_add(ps, n, &m->position, 3, (int64_t[]){1, tf_vit_patches(c) + 1, D}, std) ||
-           body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.weight") ||
+    int rc = body_name(m, n, sizeof n, "embeddings.cls_token") ||
+             tf_params_add(ps, n, &m->cls_token, 3, (int64_t[]){1, 1, D}, std) ||
+             body_name(m, n, sizeof n, "embeddings.position_embeddings") ||
+             tf_params_add(ps, n, &m->position, 3, (int64_t[]){1, tf_vit_patches(c) + 1, D}, std);
+    if (rc || c->stem == TF_VIT_STEM_CONV) return rc || register_stem(m);
+    return body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.weight") ||
            tf_params_add(ps, n, &m->patch_w, 4, (int64_t[]){D, c->channels, P, P}, std) ||
            body_name(m, n, sizeof n, "embeddings.patch_embeddings.projection.bias") ||
            tf_params_add(ps, n, &m->patch_b, 1, (int64_t[]){D}, TF_INIT_ZEROS);
@@ -118,10 +148,20 @@ static int check_inputs(const tf_vit *m, const tf_vit_inputs *in) {
     return tf_vision_check_labels(y, x->shape[0], c->n_labels, "vit", "image");
 }
 
+/* The conv stem: each 3x3 convolution halves the grid, the 1x1 (a patch
+ * embedding of 1x1 patches) makes the (B,N,C) tokens of the patch grid. */
+static tf_tensor *conv_stem(tf_ctx *ctx, const tf_vit *m, tf_tensor *pixels) {
+    tf_tensor *h = pixels;                                           // (B,channels,S,S)
+    for (int i = 0; i < m->n_stem; i++)
+        h = tf_relu(ctx, tf_conv2d(ctx, h, m->stem_w[i], m->stem_b[i], 2, 1));  // (B,c_i,S/2^(i+1),S/2^(i+1))
+    return tf_patch_embed(ctx, h, m->patch_w, m->patch_b);           // (B,N,C)
+}
+
 /* (B,N+1,C): the class token, then the embedded patches; positions added. */
 static tf_tensor *embed(tf_ctx *ctx, const tf_vit *m, tf_tensor *pixels) {
     int64_t B = pixels->shape[0], D = m->cfg.d_model;
-    tf_tensor *patches = tf_patch_embed(ctx, pixels, m->patch_w, m->patch_b);  // (B,N,C)
+    tf_tensor *patches = m->cfg.stem == TF_VIT_STEM_CONV ? conv_stem(ctx, m, pixels)
+                                                         : tf_patch_embed(ctx, pixels, m->patch_w, m->patch_b);  // (B,N,C)
     tf_tensor *zeros = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, 1, D}, 0);
     tf_tensor *cls = tf_add(ctx, zeros, m->cls_token);                          // (B,1,C), broadcast
     tf_tensor *x = tf_concat(ctx, 2, (tf_tensor *[]){cls, patches}, 1);         // (B,N+1,C)

@@ -8,14 +8,24 @@
 
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
 static const char *const HEADS[] = {"ViTModel", "ViTForImageClassification", NULL};
+static const char *const STEMS[] = {"patch", "conv", NULL};
 _Static_assert(sizeof(tf_vit_head) == sizeof(int), "enum rows store an int");
+_Static_assert(sizeof(tf_vit_stem) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
+#define SIG_NEW (TF_FIELD_SIGNATURE | TF_FIELD_SIG_NEW) /* the patch stem's checkpoints keep their signature */
 #define R(m, type, def, range, choices, help, flags, alias) \
     TF_FIELD_ROW(tf_vit_config, m, type, #m, def, range, choices, help, flags, alias)
 static const tf_field ROWS[] = {
     R(image_size, TF_FIELD_INT, "28", "[1,65535]", NULL, "images are image_size x image_size pixels", SIG, NULL),
     R(patch_size, TF_FIELD_INT, "4", "[1,65535]", NULL, "patches are patch_size x patch_size pixels", SIG, "patch"),
+    R(stem, TF_FIELD_ENUM, "patch", NULL, STEMS,
+      "pixels to tokens: patch (one patch_size x patch_size convolution of that stride, Hugging Face's) or conv "
+      "(Xiao et al. 2021: log2(patch_size) 3x3 convolutions of stride 2 with ReLUs, then a 1x1 to d_model; "
+      "no normalisation; tformer folders only)", SIG_NEW, NULL),
+    R(stem_width, TF_FIELD_INT, "0", "[0,4096]", NULL,
+      "conv stem: outputs of its first 3x3 convolution, doubled by each next one; 0: max(1, d_model / patch_size)",
+      SIG_NEW, NULL),
     R(channels, TF_FIELD_INT, "1", "[1,4]", NULL, "colour channels (1 grey, 3 RGB)", SIG, "num_channels"),
     R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers|num_hidden_layers"),
     R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads|num_attention_heads"),
@@ -53,6 +63,17 @@ float tf_vit_drop_path(const tf_vit_config *c, int l) {
     return l < n / 2 ? step * (float)l : c->drop_path - step * (float)(n - 1 - l);
 }
 
+int tf_vit_stem_convs(const tf_vit_config *c) {
+    int k = 0;
+    while (c->stem == TF_VIT_STEM_CONV && (2 << k) <= c->patch_size) k++;
+    return k;
+}
+
+int tf_vit_stem_channels(const tf_vit_config *c, int i) {
+    int first = c->stem_width ? c->stem_width : c->d_model / c->patch_size;
+    return (first > 1 ? first : 1) << i;
+}
+
 int tf_vit_patches(const tf_vit_config *c) {
     int side = c->patch_size > 0 ? c->image_size / c->patch_size : 0;
     return side * side;
@@ -64,6 +85,14 @@ int tf_vit_config_check(const tf_vit_config *c) {
     if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
     if (c->patch_size > c->image_size)
         return tf_set_error("patch_size %d is larger than image_size %d", c->patch_size, c->image_size);
+    if (c->stem == TF_VIT_STEM_PATCH && c->stem_width)
+        return tf_set_error("stem_width %d goes with stem conv (the stem is patch)", c->stem_width);
+    if (c->stem == TF_VIT_STEM_CONV && (c->patch_size < 2 || (c->patch_size & (c->patch_size - 1))))
+        return tf_set_error("stem conv: patch_size %d must be a power of two >= 2 (one stride-2 3x3 convolution "
+                            "per halving)", c->patch_size);
+    if (c->stem == TF_VIT_STEM_CONV && c->image_size % c->patch_size)
+        return tf_set_error("stem conv: image_size %d must be a multiple of patch_size %d (the padded convolutions "
+                            "would not give the patch grid)", c->image_size, c->patch_size);
     if (c->head == TF_VIT_IMAGE_CLS && c->pooler)
         return tf_set_error("pooler: ViTForImageClassification has none (classifier on the class token)");
     return 0;

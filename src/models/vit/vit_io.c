@@ -1,5 +1,7 @@
 /* ViT models as Hugging Face folders: config.json + model.safetensors, both
- * ways, for ViTModel and ViTForImageClassification. */
+ * ways, for ViTModel and ViTForImageClassification; a conv stem, which
+ * Hugging Face's ViT lacks, as tformer's own (model_type "tformer-vit", the
+ * field table's keys), which transformers refuses rather than misreads. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +54,14 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
 static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
     return m->cfg.head == TF_VIT_IMAGE_CLS ? tf_vision_read_labels(&m->labels, m->cfg.n_labels, root, path) : 0;
 }
+/* model_type "vit" (or none): Hugging Face's keys; "tformer-vit": the field table's. */
 static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    int own = cJSON_IsString(mt) && !strcmp(mt->valuestring, "tformer-vit");
     *c = tf_vit_config_default();
-    tf_fields f = {&HF_TABLE, c};
-    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || read_extras(root, path, c)) return -1;
+    tf_fields f = {own ? &tf_vit_config_table : &HF_TABLE, c};
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || (!own && read_extras(root, path, c)))
+        return -1;
     c->pooler = 0; /* set from the weights */
     if (!tf_vit_config_check(c)) return 0;
     char msg[512];
@@ -87,7 +93,18 @@ tf_vit *tf_vit_load_hf(const char *dir) {
 
 int tf_vit_save_hf(const tf_vit *m, const char *dir) {
     const tf_vit_config *c = &m->cfg;
+    if (c->stem != TF_VIT_STEM_PATCH)
+        return tf_set_error("%s: a ViT with a conv stem has no Hugging Face form (ViTModel embeds patches by one "
+                            "strided projection): save it as tformer's folder (tf_vit_save)", dir);
     tf_fields f = {&HF_TABLE, (void *)c};
     return tf_vision_save(dir, tf_vit_head_name(c->head), "vit", &f, NULL, m->labels,
+                          c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
+}
+
+int tf_vit_save(const tf_vit *m, const char *dir) {
+    const tf_vit_config *c = &m->cfg;
+    if (c->stem == TF_VIT_STEM_PATCH) return tf_vit_save_hf(m, dir);
+    tf_fields f = {&tf_vit_config_table, (void *)c};
+    return tf_vision_save(dir, tf_vit_head_name(c->head), "tformer-vit", &f, NULL, m->labels,
                           c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
 }

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""PyTorch's conv2d and ViTs with a convolutional stem (Xiao et al. 2021,
+"Early Convolutions Help Transformers See Better"), for tests/test_vit_stem.c.
+
+    python tests/ref/gen_vit_stem_fixtures.py --out tests/fixtures_vit_stem
+        the committed cases (transformers 4.x)
+
+    python tests/ref/gen_vit_stem_fixtures.py --random 6 --seed 1234 --out build/vit_stem_fresh
+        fresh random configurations and inputs
+
+A conv2d case (conv2d_*) is a folder holding case.safetensors: x (B,C,H,W),
+weight (O,C,K,K), bias (O) (absent: no bias), r (B,O,H',W'),
+out = torch.nn.functional.conv2d(x, weight, bias, stride, padding) and the
+gradients of sum(out * r): grad_x, grad_weight, grad_bias, in float64,
+rounded once; stride_padding (2) int64 holds the two settings (not the
+file's metadata, whose order would change from one run to the next).
+
+A model case (stem_*) is a tformer folder (model_type "tformer-vit", the
+field table's keys: transformers has no conv stem): config.json,
+model.safetensors, input.safetensors, expected.safetensors and, with labels,
+gradients.safetensors, as gen_vit_fixtures.py writes them. The reference is
+transformers' own ViTModel / ViTForImageClassification with the patch
+embedding's projection (Conv2d(C, D, P, stride=P)) replaced by the stem:
+log2(P) x [Conv2d(c_in, c_i, 3, stride=2, padding=1), ReLU] then
+Conv2d(c, D, 1); ViTPatchEmbeddings flattens and transposes its output as
+it does the projection's. Its tensors are renamed for tformer:
+...patch_embeddings.projection.<2i> -> ...stem.conv<i>, the last ->
+...stem.projection. Weights as gen_vit_fixtures.py draws them (every other
+tensor N(0, 0.4)); pixels U(0, 1).
+
+transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
+"""
+import copy
+import json
+import os
+import shutil
+
+import torch
+import transformers
+from safetensors.torch import save_file
+from torch import nn
+from transformers import ViTConfig, ViTForImageClassification, ViTModel
+
+import fixture_cli
+
+ARCHS = {"ViTModel": ViTModel, "ViTForImageClassification": ViTForImageClassification}
+
+# (name, architecture, ViTConfig keywords, stem_width (0: d_model / patch_size), spec)
+CASES = [
+    ("stem_cls_grey28_p4_labels", "ViTForImageClassification",
+     dict(image_size=28, patch_size=4, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=24, num_labels=10),
+     4, dict(B=3, labels=True)),
+    ("stem_model_rgb16_p8_pooler", "ViTModel",
+     dict(image_size=16, patch_size=8, num_channels=3, hidden_size=24, num_hidden_layers=1, num_attention_heads=3,
+          intermediate_size=20, hidden_act="gelu_new"),
+     0, dict(B=2, pooler=True)),
+    ("stem_cls_rgb8_p2_relu", "ViTForImageClassification",
+     dict(image_size=8, patch_size=2, num_channels=3, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=12, num_labels=4, qkv_bias=False, hidden_act="relu", layer_norm_eps=1e-6),
+     5, dict(B=2, labels=True)),
+]
+
+# (name, B, C, H, W, O, K, stride, padding, bias)
+CONV_CASES = [
+    ("conv2d_3x3_s2_p1_odd", 2, 3, 9, 7, 4, 3, 2, 1, True),
+    ("conv2d_3x3_s1_p0_nobias", 1, 2, 6, 5, 3, 3, 1, 0, False),
+    ("conv2d_5x5_s3_p2", 2, 2, 10, 11, 3, 5, 3, 2, True),
+    ("conv2d_1x1", 1, 4, 3, 3, 5, 1, 1, 0, True),
+]
+
+
+def stem_widths(cfg, stem_width):
+    k = cfg.patch_size.bit_length() - 1
+    first = max(1, stem_width or cfg.hidden_size // cfg.patch_size)
+    return [first << i for i in range(k)]
+
+
+class Stem(nn.Sequential):
+    """The stem as a Sequential; ViTModel.forward casts the pixels to
+    projection.weight's dtype, here the first convolution's."""
+
+    @property
+    def weight(self):
+        return self[0].weight
+
+
+def with_stem(model, cfg, stem_width):
+    """model's patch projection replaced by the conv stem."""
+    layers, c = [], cfg.num_channels
+    for w in stem_widths(cfg, stem_width):
+        layers += [nn.Conv2d(c, w, 3, stride=2, padding=1), nn.ReLU()]
+        c = w
+    layers.append(nn.Conv2d(c, cfg.hidden_size, 1))
+    body = model.vit if hasattr(model, "vit") else model
+    body.embeddings.patch_embeddings.projection = Stem(*layers)
+    return model
+
+
+def tformer_name(name, n_convs):
+    """Hugging Face's name with the stem's Sequential -> tformer's."""
+    key = "embeddings.patch_embeddings.projection."
+    if key not in name:
+        return name
+    head, tail = name.split(key)
+    j, what = tail.split(".")
+    j = int(j)
+    return head + ("embeddings.stem.projection." if j == 2 * n_convs else f"embeddings.stem.conv{j // 2}.") + what
+
+
+def tformer_config(cfg, arch, stem_width, pooler):
+    act = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}.get(cfg.hidden_act, cfg.hidden_act)
+    c = dict(model_type="tformer-vit", architectures=[arch], image_size=cfg.image_size, patch_size=cfg.patch_size,
+             stem="conv", stem_width=stem_width, channels=cfg.num_channels, n_layer=cfg.num_hidden_layers,
+             n_head=cfg.num_attention_heads, d_model=cfg.hidden_size, d_ff=cfg.intermediate_size, activation=act,
+             norm_eps=cfg.layer_norm_eps, qkv_bias=cfg.qkv_bias, head=arch, n_labels=cfg.num_labels, pooler=pooler)
+    return c
+
+
+def reference(model, arch, x):
+    """The outputs in float64 from the float32 weights, rounded once."""
+    m = copy.deepcopy(model).double().eval()
+    args = {"pixel_values": x["pixel_values"].double()}
+    if "labels" in x:
+        args["labels"] = x["labels"]
+    with torch.no_grad():
+        out = m(**args)
+    if arch == "ViTModel":
+        res = {"last_hidden_state": out.last_hidden_state}
+        if out.pooler_output is not None:
+            res["pooler_output"] = out.pooler_output
+    else:
+        res = {"logits": out.logits}
+        if out.loss is not None:
+            res["loss"] = out.loss.reshape(())
+    return {k: v.float().contiguous() for k, v in res.items()}
+
+
+def gradients(model, x, n_convs):
+    """The loss's gradients with respect to pixel_values and every parameter
+    (tformer's names), float64 from the float32 weights, rounded once."""
+    m = copy.deepcopy(model).double().train()  # dropout is 0
+    pixels = x["pixel_values"].double().requires_grad_(True)
+    m(pixel_values=pixels, labels=x["labels"]).loss.backward()
+    res = {"pixel_values": pixels.grad.float()}
+    res.update({tformer_name(k, n_convs): p.grad.float().contiguous() for k, p in m.named_parameters()})
+    return res
+
+
+def write_case(out, name, arch, cfg_kw, stem_width, spec, seed):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    cfg = ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
+    pooler = arch == "ViTModel" and spec.get("pooler", True)
+    kw = {"add_pooling_layer": pooler} if arch == "ViTModel" else {}
+    model = with_stem(ARCHS[arch](cfg, **kw), cfg, stem_width).eval()
+    fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings"))
+    n_convs = len(stem_widths(cfg, stem_width))
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    c = tformer_config(cfg, arch, stem_width, pooler)
+    json.dump(c, open(os.path.join(d, "config.json"), "w"), indent=2)
+    save_file({tformer_name(k, n_convs): v.detach().contiguous() for k, v in model.state_dict().items()},
+              os.path.join(d, "model.safetensors"))
+    x = fixture_cli.save_image_inputs(d, cfg, spec, g, lambda x: reference(model, arch, x),
+                                      lambda x: gradients(model, x, n_convs))
+    print(f"wrote {d} (stem {stem_widths(cfg, stem_width)}, transformers {transformers.__version__}; "
+          f"inputs {', '.join(x)})")
+
+
+def write_conv_case(out, name, B, C, H, W, O, K, stride, padding, bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = {"x": torch.randn(B, C, H, W, generator=g), "weight": torch.randn(O, C, K, K, generator=g)}
+    if bias:
+        t["bias"] = torch.randn(O, generator=g)
+    Ho, Wo = (H + 2 * padding - K) // stride + 1, (W + 2 * padding - K) // stride + 1
+    t["r"] = torch.randn(B, O, Ho, Wo, generator=g)
+    leaves = {k: v.double().requires_grad_(k != "r") for k, v in t.items()}
+    y = nn.functional.conv2d(leaves["x"], leaves["weight"], leaves.get("bias"), stride=stride, padding=padding)
+    (y * leaves["r"]).sum().backward()
+    res = dict(t, out=y.detach().float())
+    for k in ("x", "weight", "bias"):
+        if k in leaves:
+            res["grad_" + k] = leaves[k].grad.float()
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    res["stride_padding"] = torch.tensor([stride, padding], dtype=torch.int64)
+    save_file({k: v.contiguous() for k, v in res.items()}, os.path.join(d, "case.safetensors"))
+    print(f"wrote {d}")
+
+
+def random_case(r):
+    n_head = r.randint(1, 3)
+    patch = r.choice([2, 4, 8])
+    cfg = dict(image_size=patch * r.randint(1, 4), patch_size=patch, num_channels=r.choice([1, 3]),
+               hidden_size=n_head * r.randint(2, 6), num_hidden_layers=r.randint(1, 2), num_attention_heads=n_head,
+               intermediate_size=r.randint(4, 24), hidden_act=r.choice(["gelu", "gelu_new", "relu", "silu"]),
+               qkv_bias=r.random() < 0.7)
+    arch = r.choice(list(ARCHS))
+    spec = dict(B=r.randint(1, 3), pooler=r.random() < 0.5)
+    if arch == "ViTForImageClassification":
+        cfg["num_labels"] = r.randint(2, 8)
+        spec["labels"] = r.random() < 0.5
+    return arch, cfg, r.choice([0, 1, 3, 4]), spec
+
+
+def main():
+    def conv_cases(out):
+        for name, *shape in CONV_CASES:
+            write_conv_case(out, name, *shape, fixture_cli.case_seed(name))
+    fixture_cli.run(CASES, write_case, random_case, extra=conv_cases)
+
+
+if __name__ == "__main__":
+    main()
