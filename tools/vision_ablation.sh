@@ -7,8 +7,8 @@
 # Each run is resumable (--resume continues a stopped one bit for bit); a
 # finished run (OUT_DIR/<row>/<seed>/done) is not trained again, so calling
 # the script again after a stop goes on where it was. Settings: STEPS (3000),
-# SEEDS (2), D_MODEL (64), N_LAYER (6), BATCH (128), THREADS
-# (TFORMER_THREADS); DATA (/usr/share/datasets/fashion-mnist). Not in CI:
+# SEEDS (2), D_MODEL (64), N_LAYER (6), BATCH (128), JOBS (1: runs at a time;
+# with more, each run on TFORMER_THREADS=1 unless set); DATA (/usr/share/datasets/fashion-mnist). Not in CI:
 # each row takes hours on 2 cores. The table goes to OUT_DIR/ablation.md.
 # The deck's "SGD instead of AdamW" row (sgd-instead-of-adamw) trains with
 # torch.optim.SGD's update (--optimizer sgd), Nesterov momentum 0.9, lr 0.05
@@ -34,25 +34,49 @@ no-ema|--ema-decay 0
 no-label-smoothing|--label-smoothing 0
 with-dropout-0.1|--dropout 0.1
 sgd-instead-of-adamw|--optimizer sgd --momentum 0.9 --nesterov true --lr 0.05 --weight-decay 5e-4"
+# One run: train (or resume) row $1's seed $2 with flags $3, then score it on t10k.
+one() {
+    name=$1 s=$2 minus=$3 run="$out/$1/$2"
+    mkdir -p "$out/$name"
+    if [ ! -f "$run/done" ]; then
+        resume=""
+        [ -f "$run/checkpoint.safetensors" ] && resume=--resume
+        # shellcheck disable=SC2086
+        "$tf" train --arch vit --data-dir "$data" --out "$run" $resume --seed "$s" \
+            --patch-size 4 --d-model "$d_model" --n-layer "$n_layer" --n-head 4 --batch "$batch" \
+            --steps "$steps" --lr 1e-3 --min-lr 1e-5 --warmup 300 --weight-decay 0.05 --eval-every 1000 \
+            --checkpoint-every 250 --log-every 100 $full $minus > "$run.log" 2>&1 || { tail -3 "$run.log"; return 1; }
+        touch "$run/done"
+    fi
+    "$tf" eval --model "$run" --data-dir "$data" | head -1 > "$run/t10k.txt"
+    echo "$name seed $s: $(cat "$run/t10k.txt")"
+}
+# JOBS runs at a time (each with TFORMER_THREADS threads; JOBS=2 with one thread each keeps both
+# cores of this machine busy with less synchronisation than one run on two threads).
+jobs=${JOBS:-1}
+if [ "$jobs" -gt 1 ] && [ -z "${TFORMER_THREADS:-}" ]; then
+    export TFORMER_THREADS=1
+fi
+export tf out data steps d_model n_layer batch full
 echo "$rows" | while IFS='|' read -r name minus; do
     s=1
     while [ "$s" -le "$seeds" ]; do
-        run="$out/$name/$s"
-        mkdir -p "$out/$name"
-        if [ ! -f "$run/done" ]; then
-            resume=""
-            [ -f "$run/checkpoint.safetensors" ] && resume=--resume
-            # shellcheck disable=SC2086
-            "$tf" train --arch vit --data-dir "$data" --out "$run" $resume --seed "$s" \
-                --patch-size 4 --d-model "$d_model" --n-layer "$n_layer" --n-head 4 --batch "$batch" \
-                --steps "$steps" --lr 1e-3 --min-lr 1e-5 --warmup 300 --weight-decay 0.05 --eval-every 1000 \
-                --checkpoint-every 250 --log-every 100 $full $minus
-            touch "$run/done"
-        fi
-        "$tf" eval --model "$run" --data-dir "$data" | head -1 > "$run/t10k.txt"
+        printf '%s|%s|%s\n' "$name" "$s" "$minus"
         s=$((s + 1))
     done
-done
+done | {
+    pids="" running=0 failed=0
+    while IFS='|' read -r name s minus; do
+        one "$name" "$s" "$minus" &
+        pids="$pids $!" running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then
+            for p in $pids; do wait "$p" || failed=1; done
+            pids="" running=0
+        fi
+    done
+    for p in $pids; do wait "$p" || failed=1; done
+    exit "$failed"
+}
 python3 - "$out" "$seeds" <<'EOF'
 import os, re, statistics, sys
 out, seeds = sys.argv[1], int(sys.argv[2])
