@@ -121,6 +121,13 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
         {"train --arch listops --out %s/x --listops-train nan", "--listops-train expects an integer in [1,inf), got 'nan'", 2},
         {"train --arch listops --out %s/x --data %s/corpus.txt", "--arch listops generates its data", 2},
         {"train --arch swin --out %s/x --data-dir %s/missing", "missing: no train-images-idx3-ubyte.gz", 1},
+        {"train --arch vit --out %s/x --data-dir %s/missing --hflip nan", "--hflip expects a number in [0,1], got 'nan'", 2},
+        {"train --arch vit --out %s/x --data-dir %s/missing --hflip 1.5", "--hflip expects a number in [0,1], got '1.5'", 2},
+        {"train --arch vit --out %s/x --data-dir %s/missing --stem conv2", "--stem expects one of patch, conv, got 'conv2'", 2},
+        {"train --arch vit --out %s/x --data-dir %s/missing --stem conv --stem-width -3",
+         "--stem-width expects an integer in [0,4096], got '-3'", 2},
+        {"train --arch vit --out %s/x --data-dir %s/missing --stem conv --stem-width 1e9",
+         "--stem-width expects an integer in [0,4096], got '1e9'", 2},
         {"tokenizer-train --out %s/t --type bpe --vocab-size 1e12 %s/corpus.txt", "--vocab-size expects an integer", 2},
         {"tokenizer-train --out %s/t --type bpe --min-frequency abc %s/corpus.txt", "--min-frequency expects an integer", 2},
     };
