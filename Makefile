@@ -267,14 +267,16 @@ build/hfvenv/bin/python:
 	build/hfvenv/bin/pip install -q --disable-pip-version-check $(HF_PACKAGES)
 
 # tformer's full, BigBird and Nystrom attention (forward + backward) beside torch's
-# written-out attention, HF BigBird and HF Nystromformer at 1 and 2 threads
-# (docs/long-sequences.md): about 10 minutes on a quiet machine, never on a shared one.
+# written-out attention, PyTorch 2.x's SDPA (where PT2_PYTHON, below, exists), HF BigBird
+# and HF Nystromformer at 1 and 2 threads (docs/long-sequences.md): about 10 minutes on a
+# quiet machine, never on a shared one.
 PEERS_SIZES ?= 1024,4096,16384
 PEERS_THREADS ?= 1,2
 PEERS_REPEATS ?= 3
 attention-peers: $(BUILD)/bench_attention_kinds $(HF_PYTHON)
 	$(BENCH_ENV) $(HF_PYTHON) bench/attention_peers.py $(BUILD)/bench_attention_kinds --sizes $(PEERS_SIZES) \
-	    --threads $(PEERS_THREADS) --repeats $(PEERS_REPEATS) --out $(BUILD)/attention_peers
+	    --threads $(PEERS_THREADS) --repeats $(PEERS_REPEATS) --out $(BUILD)/attention_peers \
+	    $(if $(wildcard $(PT2_PYTHON)),--sdpa-python $(PT2_PYTHON))
 .PHONY: attention-peers
 
 gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)

@@ -24,6 +24,10 @@ The pairs, matched to the C bench's settings:
            .bigbird_block_sparse_attention on the same q, k, v (block 64, 3 random
            blocks; HF's pattern: 3 window blocks, first and last block global),
            in training mode so the random blocks are drawn as in training.
+  sdpa:    tf_sdpa as in full vs PyTorch 2.x's fused
+           torch.nn.functional.scaled_dot_product_attention on the same shapes,
+           run by --sdpa-python (a venv with PyPI torch 2.x; Debian's 1.13 has no
+           SDPA): the pair is left out when that interpreter is not given.
   nystrom: tformer's Nystrom attention layer (projections in and out, 64
            landmarks, no convolution) on x (1,N,512) vs transformers'
            NystromformerSelfAttention (64 landmarks, conv_kernel_size None) and
@@ -40,8 +44,9 @@ import sys
 import time
 
 H, D, E = 8, 64, 512
-PAIRS = ("full", "bigbird", "nystrom")
-PEER = {"full": "torch 1.13 full", "bigbird": "HF BigBird", "nystrom": "HF Nystromformer"}
+PAIRS = ("full", "sdpa", "bigbird", "nystrom")
+PEER = {"full": "torch 1.13 full", "sdpa": "PyTorch 2.x SDPA", "bigbird": "HF BigBird",
+        "nystrom": "HF Nystromformer"}
 
 
 def full_gib(n):
@@ -66,6 +71,13 @@ def peer_step(kind, n):
             y.backward(torch.ones_like(y))
         return run
     q, k, v = (torch.randn(1, H, n, D, generator=g, requires_grad=True) for _ in range(3))
+    if kind == "sdpa":
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def run():
+            y = sdpa(q, k, v)
+            y.backward(torch.ones_like(y))
+        return run
     if kind == "full":
         def run():
             y = torch.softmax(q @ k.transpose(-1, -2) * D**-0.5, dim=-1) @ v
@@ -131,6 +143,7 @@ def main():
     ap.add_argument("--pairs", default=",".join(PAIRS))
     ap.add_argument("--repeats", type=int, default=3, help="timed runs after one warm-up (median kept)")
     ap.add_argument("--max-full-gib", type=float, default=20.0)
+    ap.add_argument("--sdpa-python", help="a Python with PyTorch 2.x for the sdpa pair (e.g. /tmp/pt2/bin/python)")
     ap.add_argument("--out", default="build/attention_peers")
     ap.add_argument("--one", nargs=4, metavar=("KIND", "N", "THREADS", "REPEATS"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -145,7 +158,11 @@ def main():
     sizes, threads, pairs = a.sizes, a.threads, a.pairs.split(",")
     for p in pairs:
         if p not in PAIRS:
-            ap.error(f"--pairs: unknown pair '{p}' (full, bigbird, nystrom)")
+            ap.error(f"--pairs: unknown pair '{p}' (full, sdpa, bigbird, nystrom)")
+    if not a.sdpa_python:
+        pairs = [p for p in pairs if p != "sdpa"]
+    elif not os.access(a.sdpa_python, os.X_OK):
+        ap.error(f"--sdpa-python: {a.sdpa_python} is not an executable")
     for n in sizes:
         if n % 64 or n < 768:
             ap.error(f"--sizes: {n} is not a multiple of 64 of at least 768 (HF BigBird's block-sparse minimum)")
@@ -154,11 +171,12 @@ def main():
         env = dict(os.environ, TFORMER_THREADS=str(t), OMP_NUM_THREADS=str(t), MKL_NUM_THREADS=str(t))
         for p in pairs:
             for n in sizes:
-                ours = measure([a.binary, p, "op", str(n), str(a.repeats)], env)
+                ours = measure([a.binary, "full" if p == "sdpa" else p, "op", str(n), str(a.repeats)], env)
+                python = a.sdpa_python if p == "sdpa" else sys.executable
                 if p == "full" and full_gib(n) > a.max_full_gib:
                     peer = f"skipped: about {full_gib(n):.0f} GiB > --max-full-gib {a.max_full_gib:g}"
                 else:
-                    peer = measure([sys.executable, __file__, "--one", p, str(n), str(t), str(a.repeats)], env)
+                    peer = measure([python, __file__, "--one", p, str(n), str(t), str(a.repeats)], env)
                 rows.append((p, t, n, ours, peer))
                 print(f"{p:8} T={t} N={n:6}  tformer {fmt(ours)}  {PEER[p]} {fmt(peer)}", file=sys.stderr, flush=True)
     write_csv(a.out + ".csv", rows)

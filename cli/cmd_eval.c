@@ -1,24 +1,58 @@
 /* tformer eval: a GPT's mean next-token loss and perplexity on text files,
- * or a ViT's accuracy on a split of an idx folder (--data-dir, as classify). */
+ * a ViT's accuracy on a split of an idx folder (--data-dir, as classify), or
+ * a ListOps classifier's accuracy on its test expressions (--listops N). */
 #include <math.h>
 #include <string.h>
 
 #include "cli.h"
 
-enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT };
+enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT, LISTOPS, BATCH };
 const cli_flag cmd_eval_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder, or a Hugging Face GPT-2 folder with its tokenizer"},
     [DATA] = {"data", CLI_LIST, "FILE...", "", "text files, read in windows of the model's context (required for a GPT)"},
     [THREADS] = CLI_THREADS_ROW,
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "", "a ViT folder instead: the accuracy on this idx folder's --split"},
     [SPLIT] = {"split", CLI_STRING, "NAME", "t10k", "with --data-dir: t10k (the test set) or train"},
+    [LISTOPS] = {"listops", CLI_INT, "N", "0",
+                 "a ListOps run folder instead: the accuracy on its first N test expressions (LRA: 2000), drawn "
+                 "apart from training and validation with the run's settings (listops.json)"},
+    [BATCH] = {"batch", CLI_INT, "N", "16", "with --listops: expressions per forward pass"},
     CLI_END,
 };
+
+/* --listops: the run's settings, its model, the test set's accuracy and where the errors fall. */
+static int eval_listops(const cli_args *a, int64_t n) {
+    const char *dir = a->v[MODEL].text;
+    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch: %lld must be at least 1", a->v[BATCH].i);
+    tf_listops_task_config c;
+    if (tf_listops_settings_load(dir, &c)) cli_die(a->verb, tf_error());
+    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){-1, 0, 0});
+    if (!m) cli_die(a->verb, tf_error());
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
+    int64_t hits, conf[100];
+    if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, NULL, &hits, conf)) cli_die(a->verb, tf_error());
+    printf("accuracy %.4f (%lld of %lld test expressions, listops_seed %llu, lengths %d-%d)\n",
+           (double)hits / (double)n, (long long)hits, (long long)n, (unsigned long long)c.listops_seed, c.min_len + 1,
+           c.max_len - 1);
+    printf("per answer (true 0-9): recall");
+    for (int k = 0; k < 10; k++) {
+        int64_t row = 0;
+        for (int j = 0; j < 10; j++) row += conf[k * 10 + j];
+        printf(row ? " %.2f" : " -", row ? (double)conf[k * 10 + k] / (double)row : 0.0);
+    }
+    printf("\n");
+    tf_bert_free(m);
+    return 0;
+}
 
 int cmd_eval(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     const char *dir = a->v[DATA_DIR].text && *a->v[DATA_DIR].text ? a->v[DATA_DIR].text : NULL;
     if (dir && a->v[DATA].n) cli_usage_error(a, "give --data (a GPT) or --data-dir (a ViT), not both");
+    if (a->v[LISTOPS].i > 0) {
+        if (dir || a->v[DATA].n) cli_usage_error(a, "--listops scores a ListOps run folder: no --data or --data-dir");
+        return eval_listops(a, a->v[LISTOPS].i);
+    }
     if (dir) {
         const char *split = a->v[SPLIT].text;
         if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);

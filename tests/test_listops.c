@@ -2,7 +2,9 @@
  * against tests/fixtures_listops, whose labels an independent evaluator
  * computed from the text (tests/ref/listops_eval.py; make listops-check runs
  * it on thousands); the settings' errors; the loader's batches; a few steps
- * of `tformer train --arch listops` with each attention kind. */
+ * of `tformer train --arch listops` with each attention kind; the test
+ * set's scoring (tformer eval --listops) against one expression at a time. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +97,76 @@ TEST(listops_loader_batches) {
     tf_loader_free(l);
 }
 
+/* The largest |difference| between logits (n,10) of examples [0, n) of
+ * subset and each expression run alone and unpadded ([CLS] + its tokens, no
+ * mask): what padding to the context must not change (-1: an error). */
+static double unpadded_diff(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t n, const float *logits) {
+    double worst = 0;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) return -1;
+    tf_ctx_set_grad(ctx, 0);
+    for (int64_t i = 0; i < n && worst >= 0; i++) {
+        int32_t ids[64];
+        int len, label;
+        tf_tensor *x = NULL;
+        tf_bert_outputs out;
+        if (tf_listops_example(o, subset, i, ids + 1, 63, &len, &label) ||
+            !(x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, len + 1}, 0))) {  // (1,len+1)
+            worst = -1;
+            break;
+        }
+        ids[0] = TF_LISTOPS_CLS;
+        memcpy(x->data, ids, (size_t)(len + 1) * sizeof *ids);
+        if (tf_bert_run(ctx, m, &(tf_bert_inputs){.input_ids = x}, &out)) worst = -1;
+        for (int k = 0; worst >= 0 && k < 10; k++) {
+            double d = fabs((double)tf_f32(out.logits)[k] - logits[i * 10 + k]);  // (1,10) against (n,10)
+            worst = d > worst ? d : worst;
+        }
+        tf_ctx_reset(ctx);
+    }
+    tf_ctx_free(ctx);
+    return worst;
+}
+
+/* tformer eval --listops on run0 (full attention): the batched, padded count
+ * equals the unpadded one-at-a-time count, the test set is not the validation set, and a
+ * folder without listops.json is refused naming the file. */
+static void check_test_scoring(const char *dir) {
+    char path[512], args[1024], out[4096];
+    snprintf(path, sizeof path, "%s/run0", dir);
+    tf_listops_task_config c;
+    CHECKF(tf_listops_settings_load(path, &c) == 0, "%s", tf_error());
+    CHECK(c.min_len == 10 && c.max_len == 40 && c.max_depth == 4 && c.max_args == 4 && c.listops_seed == 1);
+    tf_bert *m = tf_bert_load_hf(path, &(tf_bert_load_opts){-1, 0, 0});
+    CHECKF(m != NULL, "%s", tf_error());
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
+    int64_t hits = -1, conf[100], diag = 0, total = 0;
+    float logits[23 * 10];
+    CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, logits, &hits, conf) == 0, "%s", tf_error());
+    for (int k = 0; k < 100; k++) total += conf[k], diag += k % 11 == 0 ? conf[k] : 0;
+    CHECKF(total == 23 && diag == hits, "confusion sums to %lld, diagonal %lld, hits %lld", (long long)total,
+           (long long)diag, (long long)hits);
+    double d = unpadded_diff(m, &o, 2, 23, logits);
+    CHECKF(d >= 0 && d < 1e-5, "batches of 5 padded to the context against one at a time unpadded: logits differ by %g %s",
+           d, d < 0 ? tf_error() : "");
+    int32_t a[64], b[64];
+    int la, lb, ya, yb;
+    CHECK(tf_listops_example(&o, 2, 0, a, 64, &la, &ya) == 0 && tf_listops_example(&o, 1, 0, b, 64, &lb, &yb) == 0);
+    CHECK(la != lb || memcmp(a, b, (size_t)la * sizeof *a));
+    tf_bert_free(m);
+    snprintf(args, sizeof args, "eval --model %s --listops 23 --batch 5 --threads 1", path);
+    int rc = test_run_cli("", args, out, sizeof out);
+    char want[64];
+    snprintf(want, sizeof want, "(%lld of 23 test expressions, listops_seed 1, lengths 11-39)", (long long)hits);
+    CHECKF(rc == 0 && strstr(out, want) && strstr(out, "recall"), "rc %d, want %s\n%s", rc, want, out);
+    snprintf(args, sizeof args, "eval --model %s --listops 5", dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "listops.json") && strstr(out, "not a ListOps run folder"), "rc %d\n%s", rc, out);
+    snprintf(args, sizeof args, "eval --model %s --listops 5 --data-dir %s", path, dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 2 && strstr(out, "no --data or --data-dir"), "rc %d\n%s", rc, out);
+}
+
 /* tformer train --arch listops: 3 steps with full, bigbird and nystrom
  * attention; the settings it cannot use are errors. */
 TEST(listops_train_smoke) {
@@ -113,6 +185,7 @@ TEST(listops_train_smoke) {
         int rc = test_run_cli("", args, out, sizeof out);
         CHECKF(rc == 0 && strstr(out, "accuracy"), "%s: rc %d\n%s", kinds[i], rc, out);
     }
+    check_test_scoring(dir);
     static const struct {
         const char *extra, *expect;
     } bad[] = {

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The table of tools/listops_results.sh: for each run folder (full, bigbird,
-nystrom) under OUT, the best and last validation accuracy (losses.csv),
-steps, seconds per step (timing.txt), beside LRA's published ListOps figures.
+nystrom) under OUT, the best model's test accuracy (test.txt: tformer eval
+--listops), the best and last validation accuracy (losses.csv), steps,
+seconds per step (timing.txt), beside LRA's published ListOps figures.
 
     python3 tools/listops_table.py OUT
 """
 import csv
 import os
+import re
 import sys
 
 LRA = {"full": ("Transformer", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": ("Nystromformer (its re-run)", 37.2)}
@@ -14,8 +16,8 @@ LRA = {"full": ("Transformer", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": (
 
 def main():
     out = sys.argv[1]
-    print("| attention | steps | s / step | best val accuracy | last val accuracy | LRA (test) |")
-    print("|---|---|---|---|---|---|")
+    print("| attention | steps | s / step | test accuracy (best/) | best val accuracy | last val accuracy | LRA (test) |")
+    print("|---|---|---|---|---|---|---|")
     for kind, (name, lra) in LRA.items():
         run = os.path.join(out, kind)
         timing = os.path.join(run, "timing.txt")
@@ -25,7 +27,10 @@ def main():
         acc = [float(r["val_accuracy"]) for r in csv.DictReader(open(os.path.join(run, "losses.csv")))
                if r.get("val_accuracy")]
         steps, secs = int(t["steps"]), int(t["seconds"])
-        print(f"| {kind} | {steps} | {secs / steps:.1f} | {100 * max(acc):.1f}% | {100 * acc[-1]:.1f}% | "
+        test = os.path.join(run, "test.txt")
+        m = re.search(r"accuracy ([0-9.]+) \((\d+) of (\d+)", open(test).read()) if os.path.exists(test) else None
+        tcell = f"{100 * float(m.group(1)):.1f}% (of {m.group(3)})" if m else "—"
+        print(f"| {kind} | {steps} | {secs / steps:.1f} | {tcell} | {100 * max(acc):.1f}% | {100 * acc[-1]:.1f}% | "
               f"{name} {lra}% |")
 
 

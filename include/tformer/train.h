@@ -267,8 +267,20 @@ typedef struct {
 } tf_listops_task_config;
 TF_API tf_listops_task_config tf_listops_task_config_default(void);
 TF_API extern const tf_field_table tf_listops_task_config_table;
-/* Validation metric: accuracy. */
+/* Validation metric: accuracy. The run folder (and best/) holds the model as
+ * a Hugging Face folder and these settings as TF_LISTOPS_SETTINGS. */
 TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed);
+#define TF_LISTOPS_SETTINGS "listops.json"
+/* A run folder's settings (DIR/listops.json); -1 with a message naming the
+ * file when it is missing or wrong. */
+TF_API int tf_listops_settings_load(const char *dir, tf_listops_task_config *c);
+/* Accuracy of a ListOps classifier on examples first..first+n-1 of subset (2:
+ * the test set, drawn apart from training and validation; tf_listops_example), in
+ * batches of `batch` padded to the model's context: the correct answers in
+ * *hits; when not NULL, the logits (n,10) and counts by (true, predicted)
+ * answer in confusion[10*10]. 0, or -1 with a message. */
+TF_API int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n,
+                            int batch, float *logits, int64_t *hits, int64_t *confusion);
 
 
 /* ---------------------------------------------------------------- translation (docs/translation.md) */

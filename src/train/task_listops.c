@@ -60,7 +60,15 @@ static int lo_signature(tf_task *t, char *out, size_t n) {
     return tf_fields_signature(&f, 1, out, n);
 }
 
-static int lo_save(tf_task *t, const char *dir) { return tf_bert_save_hf(((lo_task *)t)->m, dir); }
+/* The model as a Hugging Face folder, and beside it the task's settings
+ * (listops.json), from which `tformer eval --listops` draws the test set. */
+static int lo_save(tf_task *t, const char *dir) {
+    lo_task *l = (lo_task *)t;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, TF_LISTOPS_SETTINGS) >= (int)sizeof path)
+        return tf_set_error("%s: path too long", dir);
+    return tf_bert_save_hf(l->m, dir) || tf_fields_save(&l->base.config, 1, path);
+}
 static int64_t lo_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lo_task *)t)->cfg.model.context; }
 
 static void lo_free(tf_task *t) {
@@ -109,4 +117,71 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
         return NULL;
     }
     return &l->base;
+}
+
+int tf_listops_settings_load(const char *dir, tf_listops_task_config *c) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, TF_LISTOPS_SETTINGS) >= (int)sizeof path)
+        return tf_set_error("%s: path too long", dir);
+    struct stat st;
+    if (stat(path, &st))
+        return tf_set_error("%s: %s: not a ListOps run folder (tformer train --arch listops writes it)", path,
+                            strerror(errno));
+    *c = tf_listops_task_config_default();
+    tf_fields f = {&tf_listops_task_config_table, c};
+    return tf_fields_load(&f, 1, path, 0);
+}
+
+/* Rows [first, first+B) of subset as one batch: input_ids and attention_mask (B,T), labels in y. */
+static int score_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, int64_t first, int B, int T,
+                       tf_bert_inputs *in, int32_t *y) {
+    in->input_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);       // (B,T)
+    in->attention_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);  // (B,T)
+    if (!in->input_ids || !in->attention_mask) return -1;
+    for (int r = 0; r < B; r++) {
+        int32_t *row = tf_i32(in->input_ids) + (int64_t)r * T, *mask = tf_i32(in->attention_mask) + (int64_t)r * T;
+        int len;
+        if (tf_listops_example(o, subset, first + r, row + 1, T - 1, &len, &y[r])) return -1;
+        row[0] = TF_LISTOPS_CLS;
+        for (int t = 0; t < T; t++) mask[t] = t <= len;
+        for (int t = len + 1; t < T; t++) row[t] = TF_LISTOPS_PAD;
+    }
+    return 0;
+}
+
+int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n, int batch,
+                     float *logits, int64_t *hits, int64_t *confusion) {
+    const tf_bert_config *c = &m->cfg;
+    if (c->head != TF_BERT_SEQ_CLS || c->n_labels != 10 || c->vocab_size != TF_LISTOPS_VOCAB)
+        return tf_set_error("listops: the model is not a ListOps classifier (BertForSequenceClassification, 10 labels, "
+                            "vocabulary %d)", TF_LISTOPS_VOCAB);
+    if (c->context < o->max_len)
+        return tf_set_error("listops: the model's context %d cannot hold expressions of up to %d tokens", c->context,
+                            o->max_len - 1);
+    if (first < 0 || n < 1 || batch < 1)
+        return tf_set_error("listops: %lld examples from %lld in batches of %d", (long long)n, (long long)first, batch);
+    tf_ctx *ctx = tf_ctx_new(0);
+    int32_t *y = malloc((size_t)batch * sizeof *y);
+    int rc = !ctx || !y ? tf_set_error("listops: out of memory") : 0;
+    if (ctx) tf_ctx_set_grad(ctx, 0);
+    *hits = 0;
+    if (confusion) memset(confusion, 0, 100 * sizeof *confusion);
+    for (int64_t done = 0; !rc && done < n; done += batch) {
+        int B = n - done < batch ? (int)(n - done) : batch;
+        tf_bert_inputs in = {0};
+        tf_bert_outputs out;
+        rc = score_batch(ctx, o, subset, first + done, B, c->context, &in, y) || tf_bert_run(ctx, m, &in, &out);
+        for (int r = 0; !rc && r < B; r++) {
+            const float *z = tf_f32(out.logits) + r * 10;  // (B,10)
+            if (logits) memcpy(logits + (done + r) * 10, z, 10 * sizeof *z);
+            int best = 0;
+            for (int k = 1; k < 10; k++) best = z[k] > z[best] ? k : best;
+            *hits += best == y[r];
+            if (confusion) confusion[y[r] * 10 + best]++;
+        }
+        tf_ctx_reset(ctx);
+    }
+    free(y);
+    tf_ctx_free(ctx);
+    return rc ? -1 : 0;
 }
