@@ -127,6 +127,14 @@ static int same_args(const cli_args *a) {
     return rc;
 }
 
+/* Validation over at most one pass of n held-out items, in micro-batches (a short last
+ * batch is padded, its padding not counted). */
+static void one_pass(int64_t n) {
+    int64_t rows = g_train.batch / (g_train.accum * tf_dist_size()); /* a micro-batch's (tf_train checks the split) */
+    int64_t passes = rows > 0 ? (n + rows - 1) / rows : 1;
+    if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+}
+
 typedef struct {
     const cli_args *a;
     const char *arch, *out;
@@ -229,19 +237,9 @@ int cmd_train(const cli_args *a) {
     if (!t) cli_die(a->verb, tf_error());
     if ((!strcmp(arch, "seq2seq") || !strcmp(arch, "rnn")) && g_train.eval_batches > tf_seq2seq_task_val_batches(t))
         g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
-    if (!strcmp(arch, "vit") || !strcmp(arch, "swin")) { /* the same over the held-out images */
-        int64_t passes = (tf_vit_task_images(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
-        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
-    }
-    if (!strcmp(arch, "vivit")) { /* one pass over the validation clips at most */
-        int64_t passes = (tf_vivit_task_clips(t, TF_SUBSET_VAL) + g_train.batch - 1) / g_train.batch;
-        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
-    }
-    if (!strcmp(arch, "imagegpt")) { /* validation: one pass over its images (a short last batch is padded, not counted) */
-        int64_t rows = g_train.batch / (g_train.accum * tf_dist_size()); /* a micro-batch's (tf_train checks the split) */
-        int64_t passes = rows > 0 ? (tf_imagegpt_task_images(t, TF_SUBSET_VAL) + rows - 1) / rows : 1;
-        if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
-    }
+    if (!strcmp(arch, "vit") || !strcmp(arch, "swin")) one_pass(tf_vit_task_images(t, TF_SUBSET_VAL));
+    if (!strcmp(arch, "vivit")) one_pass(tf_vivit_task_clips(t, TF_SUBSET_VAL));
+    if (!strcmp(arch, "imagegpt")) one_pass(tf_imagegpt_task_images(t, TF_SUBSET_VAL));
     int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());

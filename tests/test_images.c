@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "test.h"
+#include "train/train_internal.h"
 
 static char g_dir[64];
 
@@ -297,10 +298,17 @@ TEST(images_loader_batches) {
     tf_tensor *x = tf_batch_get(&a, "pixel_values"), *y = tf_batch_get(&a, "labels");
     CHECK(x && y && x->ndim == 4 && x->shape[0] == 6 && x->shape[1] == 1 && x->shape[2] == 3 && x->shape[3] == 4);
     CHECK(memcmp(x->data, tf_batch_get(&b, "pixel_values")->data, 6 * 12 * sizeof(float)) == 0); /* same key, same batch */
-    CHECK(tf_loader_next(l, ctx, TF_SUBSET_VAL, 1, 3, &v) == 0); /* images 3, 4, 0, unshifted */
+    CHECK(tf_loader_next(l, ctx, TF_SUBSET_VAL, 1, 3, &v) == 0); /* images 3, 4, then past the end */
     tf_tensor *vx = tf_batch_get(&v, "pixel_values"), *vy = tf_batch_get(&v, "labels");
-    CHECK(tf_i32(vy)[0] == 0 && tf_i32(vy)[1] == 1 && tf_i32(vy)[2] == 0);
-    CHECK(memcmp(tf_f32(vx) + 24, s.pixels, 12 * sizeof(float)) == 0);
+    CHECK(tf_i32(vy)[0] == s.labels[3] && tf_i32(vy)[1] == s.labels[4] && tf_i32(vy)[2] == -100);
+    CHECK(memcmp(tf_f32(vx) + 12, s.pixels + 4 * 12, 12 * sizeof(float)) == 0); /* unshifted */
+    for (int k = 0; k < 12; k++) CHECK(tf_f32(vx)[24 + k] == 0);
+    /* the accuracy counts the two images, not the blank row */
+    tf_tensor *z = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){3, 3}, 0);  // (3 rows, 3 classes)
+    for (int r = 0; r < 3; r++) tf_f32(z)[r * 3 + (r < 2 ? tf_i32(vy)[r] : 0)] = 1;
+    tf_metrics m = {0};
+    tf_task_count_hits(z, vy, &m);
+    CHECK(m.count[0] == 2 && m.sum[0] == 2);
     tf_ctx_free(ctx);
     tf_loader_free(l);
     tf_images bigger;

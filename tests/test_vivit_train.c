@@ -103,6 +103,36 @@ static int write_clip(const char *dir, const char *data, int frames) {
     return rc;
 }
 
+/* Validation batches of the clips loader: one pass of 5 clips in batches of 3
+ * is clips 0-2, then 3, 4 and a blank row labelled -100 (not counted); one
+ * batch of 5 gives the same clips 3 and 4. */
+TEST(vivit_clips_validation_pass_counts_each_clip_once) {
+    tf_images s = tiny_images(12, SIDE);
+    CHECK(s.pixels && s.labels);
+    tf_clips_config c = {24, 5, 8, 2.0f, TF_CLIP_LABEL_DIRECTION, 0};
+    enum { PER = 5 * 24 * 24 };
+    tf_loader *l = tf_clips_loader_new(&s, &s, &c, 5, 3);
+    tf_ctx *ctx = tf_ctx_new(1);
+    CHECKF(l && ctx, "%s", tf_error());
+    tf_batch all = {0}, last = {0};
+    CHECK(tf_loader_next(l, ctx, TF_SUBSET_VAL, 0, 5, &all) == 0 && tf_loader_next(l, ctx, TF_SUBSET_VAL, 1, 3, &last) == 0);
+    const tf_tensor *xa = tf_batch_get(&all, "pixel_values"), *ya = tf_batch_get(&all, "labels");
+    const tf_tensor *x = tf_batch_get(&last, "pixel_values"), *y = tf_batch_get(&last, "labels");
+    CHECK(xa && ya && x && y && y->shape[0] == 3);
+    for (int r = 0; r < 2; r++) {
+        CHECKF(tf_i32(y)[r] == tf_i32(ya)[3 + r] && tf_i32(y)[r] >= 0, "row %d: label %d, clip %d's %d", r,
+               tf_i32(y)[r], 3 + r, tf_i32(ya)[3 + r]);
+        CHECK(memcmp(tf_f32(x) + r * PER, tf_f32(xa) + (3 + r) * PER, PER * sizeof(float)) == 0);
+    }
+    CHECK(tf_i32(y)[2] == -100);
+    int blank = 1;
+    for (int64_t k = 0; k < PER; k++) blank &= tf_f32(x)[2 * PER + k] == 0;
+    CHECK(blank);
+    tf_ctx_free(ctx);
+    tf_loader_free(l);
+    tf_images_free(&s);
+}
+
 TEST(vivit_train_learns_and_classifies_clips) {
     char dir[] = "/tmp/tformer_vivt_XXXXXX", args[2048], out[8192];
     CHECK(mkdtemp(dir) != NULL);

@@ -107,7 +107,9 @@ TF_API tf_loader *tf_image_tokens_loader_new(const int32_t *train, int64_t n_tra
  * (rows) I32. Training batch `key`: images drawn from (seed, key, row), with
  * replacement, each optionally shifted by up to `shift` pixels in x and y
  * (drawn from the same key; the uncovered border is 0); validation batch
- * `key`: images key*rows .. in order, wrapping around the set's end. The
+ * `key`: images s .. s+rows-1 in order, s = key*rows modulo the set's size;
+ * rows past the set's end are blank with label -100 (the losses' ignore
+ * index: one pass counts each image once). The
  * sets are borrowed and must have the same channels, size and classes;
  * valid may be NULL (no validation). */
 TF_API tf_loader *tf_images_loader_new(const tf_images *train, const tf_images *valid, int shift, uint64_t seed);
@@ -193,8 +195,10 @@ TF_API int tf_clip_make(const tf_images *src, const tf_clips_config *c, uint64_t
 TF_API int tf_images_read_clip(const char *dir, int channels, tf_images *out);
 /* Batches "pixel_values" (rows, frames, channels, canvas, canvas) F32 and
  * "labels" (rows) I32: training clip (key, row) from the train images,
- * validation batch `key` the clips key*rows .. (mod val_clips) of a fixed
- * sequence from the valid images (held-out images: no image is in both). */
+ * validation batch `key` the clips s .. s+rows-1, s = key*rows modulo
+ * val_clips, of a fixed sequence from the valid images (held-out images: no
+ * image is in both); rows past val_clips are blank with label -100 (not
+ * counted). */
 TF_API tf_loader *tf_clips_loader_new(const tf_images *train, const tf_images *valid, const tf_clips_config *c,
                                       int64_t val_clips, uint64_t seed);
 

@@ -118,8 +118,12 @@ static int clips_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, 
     if (!x || !y) return -1;
     for (int64_t r = 0; r < rows; r++) {
         uint64_t seed = val ? m->seed ^ VALID_SEED : m->seed;
-        uint64_t index = val ? (key * (uint64_t)rows + (uint64_t)r) % (uint64_t)m->val_clips
+        uint64_t index = val ? (key * (uint64_t)rows) % (uint64_t)m->val_clips + (uint64_t)r
                              : tf_key(m->seed, key, (uint64_t)r, DRAW_CLIP);
+        if (val && index >= (uint64_t)m->val_clips) { /* past the set's end: blank, not counted (ignore index) */
+            tf_i32(y)[r] = -100;
+            continue;
+        }
         if (tf_clip_make(s, c, seed, index, tf_f32(x) + r * per, tf_i32(y) + r)) return -1;
     }
     return tf_batch_set(out, "pixel_values", x) || tf_batch_set(out, "labels", y) ? -1 : 0;

@@ -123,10 +123,10 @@ static int images_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key,
     uint8_t *buf = !val && m->aug.randaug_ops > 0 ? tf_ctx_alloc(ctx, 2 * (size_t)s->height * (size_t)s->width) : NULL;
     if (!x || !y || (mix && !t) || (!val && m->aug.randaug_ops > 0 && !buf)) return -1;
     for (int64_t r = 0; r < rows; r++) {
-        if (val) {
-            int64_t i = (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)s->n);
-            memcpy(tf_f32(x) + r * per, s->pixels + i * per, (size_t)per * sizeof(float));
-            tf_i32(y)[r] = s->labels[i];
+        if (val) { /* rows past the set's end: blank, label -100 (neither in the loss nor in the accuracy) */
+            int64_t i = (int64_t)((key * (uint64_t)rows) % (uint64_t)s->n) + r;
+            if (i < s->n) memcpy(tf_f32(x) + r * per, s->pixels + i * per, (size_t)per * sizeof(float));
+            tf_i32(y)[r] = i < s->n ? s->labels[i] : -100;
         } else {
             train_row(m, key, (int)r, tf_f32(x) + r * per, tf_i32(y) + r, buf);
         }

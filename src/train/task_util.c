@@ -99,6 +99,7 @@ void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_met
         const float *z = tf_f32(logits) + i * L;
         int64_t best = 0;
         for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        if (tf_i32(labels)[i] < 0) continue; /* a padding row (ignore index) */
         m->sum[0] += best == tf_i32(labels)[i], m->count[0] += 1;
     }
 }
