@@ -140,7 +140,7 @@ def main():
     ap.add_argument("binary", nargs="?", help="build/bench_attention_kinds")
     ap.add_argument("--sizes", type=ints, default="1024,4096,16384")
     ap.add_argument("--threads", type=ints, default="1,2")
-    ap.add_argument("--pairs", default=",".join(PAIRS))
+    ap.add_argument("--pairs", help="default: full,bigbird,nystrom, and sdpa with --sdpa-python")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs after one warm-up (median kept)")
     ap.add_argument("--max-full-gib", type=float, default=20.0)
     ap.add_argument("--sdpa-python", help="a Python with PyTorch 2.x for the sdpa pair (e.g. /tmp/pt2/bin/python)")
@@ -155,13 +155,14 @@ def main():
         ap.error(f"{a.binary}: not an executable (make build/bench_attention_kinds)")
     if a.repeats < 1:
         ap.error(f"--repeats: {a.repeats} must be at least 1")
-    sizes, threads, pairs = a.sizes, a.threads, a.pairs.split(",")
+    sizes, threads = a.sizes, a.threads
+    pairs = a.pairs.split(",") if a.pairs else [p for p in PAIRS if p != "sdpa" or a.sdpa_python]
     for p in pairs:
         if p not in PAIRS:
             ap.error(f"--pairs: unknown pair '{p}' (full, sdpa, bigbird, nystrom)")
-    if not a.sdpa_python:
-        pairs = [p for p in pairs if p != "sdpa"]
-    elif not os.access(a.sdpa_python, os.X_OK):
+    if "sdpa" in pairs and not a.sdpa_python:
+        ap.error("--pairs sdpa needs --sdpa-python (a Python with PyTorch 2.x)")
+    if a.sdpa_python and not os.access(a.sdpa_python, os.X_OK):
         ap.error(f"--sdpa-python: {a.sdpa_python} is not an executable")
     for n in sizes:
         if n % 64 or n < 768:
