@@ -273,9 +273,11 @@ build/hfvenv/bin/python:
 PEERS_SIZES ?= 1024,4096,16384
 PEERS_THREADS ?= 1,2
 PEERS_REPEATS ?= 3
+PEERS_PAIRS ?=
 attention-peers: $(BUILD)/bench_attention_kinds $(HF_PYTHON)
 	$(BENCH_ENV) $(HF_PYTHON) bench/attention_peers.py $(BUILD)/bench_attention_kinds --sizes $(PEERS_SIZES) \
 	    --threads $(PEERS_THREADS) --repeats $(PEERS_REPEATS) --out $(BUILD)/attention_peers \
+	    $(if $(PEERS_PAIRS),--pairs $(PEERS_PAIRS)) \
 	    $(if $(wildcard $(PT2_PYTHON)),--sdpa-python $(PT2_PYTHON))
 .PHONY: attention-peers
 
