@@ -8,7 +8,7 @@
 
 enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT, LISTOPS, BATCH };
 const cli_flag cmd_eval_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder, or a Hugging Face GPT-2 folder with its tokenizer"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder (GPT, ViT, Swin or ListOps), or a Hugging Face GPT-2 folder with its tokenizer"},
     [DATA] = {"data", CLI_LIST, "FILE...", "", "text files, read in windows of the model's context (required for a GPT)"},
     [THREADS] = CLI_THREADS_ROW,
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "", "a ViT folder instead: the accuracy on this idx folder's --split"},

@@ -14,7 +14,7 @@ static const cli_flag no_flags[] = {CLI_END};
 static const cli_verb VERBS[] = {
     {"train", "Train a GPT, pre-train a BERT, a translation model, a ViT or Swin, an ImageGPT, a ViViT, a Continual Transformer or a ListOps classifier (docs/gpt.md, bert.md, translation.md, vision.md, video.md, continual.md, long-sequences.md)", cmd_train, cmd_train_flags, cmd_train_tables, NULL, 0, 0},
     {"generate", "Continue a prompt with a trained GPT", cmd_generate, cmd_generate_flags, cmd_generate_tables, NULL, 0, 0},
-    {"eval", "Loss and perplexity of a GPT on text files", cmd_eval, cmd_eval_flags, NULL, NULL, 0, 0},
+    {"eval", "Loss and perplexity of a GPT on text files, a ViT's accuracy on idx images, or a ListOps classifier's on its test set", cmd_eval, cmd_eval_flags, NULL, NULL, 0, 0},
     {"torch-run", "Run a torch.nn Transformer module from its state_dict (docs/torch-run.md)", cmd_torch_run,
      cmd_torch_run_flags, NULL, NULL, 0, 0},
     {"hf-run", "Run a Hugging Face model folder on inputs named as its forward() arguments (docs/hf-run.md)",
