@@ -128,9 +128,21 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
          "--stem-width expects an integer in [0,4096], got '-3'", 2},
         {"train --arch vit --out %s/x --data-dir %s/missing --stem conv --stem-width 1e9",
          "--stem-width expects an integer in [0,4096], got '1e9'", 2},
+        {"eval --model %s/m --listops abc", "--listops expects a non-negative integer, got 'abc'", 2},
+        {"eval --model %s/m --listops 1e12", "--listops expects a non-negative integer, got '1e12'", 2},
+        {"eval --model %s/m --listops 3 --batch 0", "--batch: 0 must be at least 1", 2},
+        {"eval --model %s/m --listops 3", "m/listops.json: No such file or directory: not a ListOps run folder", 1},
+        {"eval --model %s/lj --listops 3", "lj/listops.json: is a directory, not a file", 1},
+        {"eval --model %s/garb --listops 3", "\"listops_depth\" expects an integer in [1,64], got \"x\"", 1},
         {"tokenizer-train --out %s/t --type bpe --vocab-size 1e12 %s/corpus.txt", "--vocab-size expects an integer", 2},
         {"tokenizer-train --out %s/t --type bpe --min-frequency abc %s/corpus.txt", "--min-frequency expects an integer", 2},
     };
+    /* ListOps settings that are a folder, and that do not parse */
+    snprintf(args, sizeof args, "%s/lj", dir), mkdir(args, 0755);
+    snprintf(args, sizeof args, "%s/lj/listops.json", dir), mkdir(args, 0755);
+    snprintf(args, sizeof args, "%s/garb", dir), mkdir(args, 0755);
+    snprintf(args, sizeof args, "%s/garb/listops.json", dir);
+    CHECK(test_write_text(args, "{\"listops_depth\": \"x\"}\n") == 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char a[512];
         snprintf(a, sizeof a, cases[i].args, dir, dir);

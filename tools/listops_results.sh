@@ -48,7 +48,10 @@ one() {
             --eval-batches $(( 2000 / batch )) --checkpoint-every "$every" > "$run.log" 2>&1 || { tail -3 "$run.log"; return 1; }
         echo "steps=$steps seconds=$(( $(date +%s) - t0 )) batch=$batch" > "$run/timing.txt"
     fi
-    [ -f "$run/test.txt" ] || "$tf" eval --model "$run/best" --listops "${TEST_N:-2000}" > "$run/test.txt"
+    if [ ! -f "$run/test.txt" ]; then # written whole or not at all: a failed scoring is tried again next call
+        "$tf" eval --model "$run/best" --listops "${TEST_N:-2000}" > "$run/test.txt.tmp" || return 1
+        mv "$run/test.txt.tmp" "$run/test.txt"
+    fi
     echo "$kind: $(head -1 "$run/test.txt")"
 }
 jobs=${JOBS:-1}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "listops_internal.h"
 
 #define MAX_ARGS_LIMIT 64 /* a node's arguments are held on the stack for the median */
 #define MAX_DEPTH_LIMIT 64
@@ -101,6 +102,17 @@ int tf_listops_example(const tf_listops_opts *o, int subset, int64_t index, int3
                         o->min_len + 1, o->max_len - 1, ATTEMPTS, o->max_depth, o->max_args);
 }
 
+int tf_listops_row(const tf_listops_opts *o, int subset, int64_t index, int T, int32_t *ids, int32_t *mask,
+                   int32_t *label) {
+    int len, answer;
+    if (tf_listops_example(o, subset, index, ids + 1, T - 1, &len, &answer)) return -1;
+    ids[0] = TF_LISTOPS_CLS;
+    for (int t = 0; t < T; t++) mask[t] = t <= len;
+    for (int t = len + 1; t < T; t++) ids[t] = TF_LISTOPS_PAD;
+    *label = answer;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the loader */
 
 typedef struct {
@@ -120,13 +132,9 @@ static int lo_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, int
     for (int r = 0; r < rows; r++) {
         int64_t idx = split == TF_SUBSET_VAL ? (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)L->n_valid)
                                              : (int64_t)(tf_key(L->o.seed, key, (uint64_t)r, 7) % (uint64_t)L->n_train);
-        int32_t *row = tf_i32(x) + r * T;
-        int len, label;
-        if (tf_listops_example(&L->o, split == TF_SUBSET_VAL, idx, row + 1, (int)T - 1, &len, &label)) return -1;
-        row[0] = TF_LISTOPS_CLS;
-        for (int64_t t = 0; t < T; t++) tf_i32(mask)[r * T + t] = t <= len;
-        for (int64_t t = len + 1; t < T; t++) row[t] = TF_LISTOPS_PAD;
-        tf_i32(y)[r] = label;
+        if (tf_listops_row(&L->o, split == TF_SUBSET_VAL, idx, (int)T, tf_i32(x) + r * T, tf_i32(mask) + r * T,
+                           tf_i32(y) + r))
+            return -1;
     }
     return tf_batch_set(out, "input_ids", x) || tf_batch_set(out, "attention_mask", mask) ||
            tf_batch_set(out, "labels", y);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../data/listops_internal.h"
 #include "train_internal.h"
 
 #define R(m, type, name, def, range, help) TF_FIELD_ROW(tf_listops_task_config, m, type, name, def, range, NULL, help, 0, NULL)
@@ -138,14 +139,10 @@ static int score_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, int64_
     in->input_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);       // (B,T)
     in->attention_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);  // (B,T)
     if (!in->input_ids || !in->attention_mask) return -1;
-    for (int r = 0; r < B; r++) {
-        int32_t *row = tf_i32(in->input_ids) + (int64_t)r * T, *mask = tf_i32(in->attention_mask) + (int64_t)r * T;
-        int len;
-        if (tf_listops_example(o, subset, first + r, row + 1, T - 1, &len, &y[r])) return -1;
-        row[0] = TF_LISTOPS_CLS;
-        for (int t = 0; t < T; t++) mask[t] = t <= len;
-        for (int t = len + 1; t < T; t++) row[t] = TF_LISTOPS_PAD;
-    }
+    for (int r = 0; r < B; r++)
+        if (tf_listops_row(o, subset, first + r, T, tf_i32(in->input_ids) + (int64_t)r * T,
+                           tf_i32(in->attention_mask) + (int64_t)r * T, &y[r]))
+            return -1;
     return 0;
 }
 
