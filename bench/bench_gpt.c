@@ -2,7 +2,8 @@
  * random batches, and greedy generation. Prints "train_tokens_per_s" or
  * "generate_tokens_per_s" as a number on stdout (median of runs).
  *   bench_gpt train    LAYERS HEADS WIDTH CONTEXT BATCH VOCAB STEPS
- *   bench_gpt generate LAYERS HEADS WIDTH CONTEXT VOCAB NEW_TOKENS */
+ *   bench_gpt generate LAYERS HEADS WIDTH CONTEXT VOCAB NEW_TOKENS
+ * TFORMER_QUANTIZE=int8: generation on int8 weights (tf_params_quantize). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,9 @@ int main(int argc, char **argv) {
     tf_gpt_config c = tf_gpt_config_default(V, T, L, H, C);
     tf_gpt *m = tf_gpt_new(&c, 1);
     if (!m) return fprintf(stderr, "%s\n", tf_error()), 1;
+    const char *q = getenv("TFORMER_QUANTIZE");
+    if (q && !strcmp(q, "int8") && tf_params_quantize(m->params, TF_QUANT_INT8))
+        return fprintf(stderr, "%s\n", tf_error()), 1;
     printf("%.1f\n", is_train ? train(m, atoi(argv[6]), T, V, atoi(argv[8])) : generate(m, V, atoi(argv[7])));
     tf_gpt_free(m);
     return 0;

@@ -126,6 +126,15 @@ def main():
         print(f"{'generate 200 tokens greedy (4L 4H 128C V65)':<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}")
     except ImportError:
         print("generation: transformers not importable here; skipped")
+    # GPT-2-124M's shape (random weights), greedy from a one-token prompt: float
+    # weights against int8 ones (tf_params_quantize), both tformer.
+    gen124 = (12, 12, 768, 1024, 50257)
+    f32 = run("generate", *gen124, 64)
+    env["TFORMER_QUANTIZE"] = "int8"
+    i8 = run("generate", *gen124, 64)
+    del env["TFORMER_QUANTIZE"]
+    print(f"{'generate 64 tokens greedy GPT-2-124M: F32 | int8':<52}{f32:>9.1f}/s{i8:>9.1f}/s{i8 / f32:>8.2f}"
+          "  (int8 / F32, both tformer)")
 
 
 if __name__ == "__main__":

@@ -120,6 +120,13 @@ int cli_threads(const cli_val *threads);
     {"allow-changes", CLI_SWITCH, NULL, "off",                                                                   \
      "with --resume: continue with changed settings (lr, batch, dropout...), listed on stderr"}
 int cli_resume_mode(const cli_args *a, int resume, int allow_changes);
+/* --quantize of the inference verbs: int8 weights (tf_params_quantize). */
+#define CLI_QUANTIZE_ROW                                                                                         \
+    {"quantize", CLI_STRING, "none|int8", "none",                                                                \
+     "int8: the matrix products on int8 weights with per-row scales (faster, smaller; docs/performance.md)"}
+/* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
+ * any other value than int8 is a usage error naming the flag (exit 2). */
+void cli_quantize(const cli_args *a, int i, tf_params *ps);
 /* A model folder and its tokenizer; exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity

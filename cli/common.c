@@ -71,6 +71,13 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
     return m;
 }
 
+void cli_quantize(const cli_args *a, int i, tf_params *ps) {
+    const char *q = a->v[i].text;
+    if (!q || !strcmp(q, "none")) return;
+    if (strcmp(q, "int8")) cli_usage_error(a, "--quantize %s: none or int8", q);
+    if (ps && tf_params_quantize(ps, TF_QUANT_INT8)) cli_die(a->verb, tf_error());
+}
+
 void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {
     if (!tf_params_check_finite(m->params, NULL)) return;
     fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir, tf_error());

@@ -171,6 +171,17 @@ TEST(cli_train_generate_eval) {
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
     snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
+    /* int8 weights: generation and evaluation run, the loss within a few per cent of the float one's */
+    double lf = -1, lq = -1;
+    sscanf(out, "loss %lf", &lf);
+    snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt --quantize int8", test_tformer_bin(), dir);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && sscanf(out, "loss %lf", &lq) == 1 && lf > 0 &&
+           fabs(lq - lf) < 0.02 * lf, "eval --quantize int8: %s (float loss %g)", out, lf);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --quantize int8",
+             test_tformer_bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strncmp(out, "ab", 2) && strlen(out) >= 12);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --quantize int4 2>&1", test_tformer_bin(), dir);
+    CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "--quantize int4: none or int8"));
     snprintf(cmd, sizeof cmd, "%s train --data /dev/null --out %s.x %s 2>&1", test_tformer_bin(), dir, tiny);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "no words"));
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/seed_bpe.txt --out %s --steps x 2>&1", test_tformer_bin(), dir);
@@ -225,12 +236,12 @@ static int table_row_listed(void *user, const tf_field *f, void *obj) {
 
 TEST(cli_every_verb_has_help_listing_every_flag) {
     static const struct {
-        const char *verb, *flags[13];
+        const char *verb, *flags[14];
     } verbs[] = {
         {"train", {"--data", "--out", "--tokenizer", "--config", "--resume", "--threads", "--log-every", "--norm"}},
         {"generate", {"--model", "--prompt", "--stop", "--threads", "--max-tokens", "--temperature", "--top-k", "--top-p",
-                      "--repetition-penalty", "--seed", "--beam", "--length-penalty"}},
-        {"eval", {"--model", "--data", "--threads"}},
+                      "--repetition-penalty", "--seed", "--beam", "--length-penalty", "--quantize"}},
+        {"eval", {"--model", "--data", "--threads", "--quantize"}},
         {"torch-run", {"--config", "--weights", "--input", "--output"}},
         {"hf-run", {"--model", "--input", "--output"}},
         {"encode", {"--tokenizer"}},

@@ -7,8 +7,9 @@
 # and validation) and the table of test and validation accuracy and time per
 # step (tools/listops_table.py).
 #   sh tools/listops_results.sh TFORMER OUT_DIR
-# Each kind first runs CALIB_STEPS steps to measure its time per step, then
-# trains for as many steps as fit 85% of the budget (the rest: evaluations).
+# Each kind first runs CALIB_STEPS steps, then twice as many, to measure the
+# marginal time of a step, then trains for as many steps as fit 85% of the
+# budget (the rest: evaluations).
 # KINDS (default "full bigbird nystrom"), BATCH (32), threads: TFORMER_THREADS;
 # JOBS (1): kinds trained at a time (with more, each on TFORMER_THREADS=1 unless
 # set: on this 2-core machine JOBS=2 trains two kinds side by side);
@@ -21,6 +22,14 @@ budget=${BUDGET_S:-10800} calib=${CALIB_STEPS:-4} batch=${BATCH:-32}
 mkdir -p "$out"
 common="--arch listops --context 2048 --n-layer 4 --d-model 128 --n-head 4 --d-ff 512 --batch $batch --lr 1e-3
     --min-lr 1e-5 --dropout 0.1 --attn-dropout 0 --listops-seed 1 --log-every 20 ${LISTOPS_ARGS:-}"
+now() { date +%s.%N; }
+# A calibration run of $1 steps of $kind (flags $att), its log kept.
+calib_run() {
+    rm -rf "$out/calib_$kind"
+    # shellcheck disable=SC2086 # $common and $att are lists of flags
+    $tf train $common $att --out "$out/calib_$kind" --steps "$1" --warmup 1 --eval-every 100000 \
+        --eval-batches 1 > "$out/calib_$kind.log" 2>&1 || { tail -3 "$out/calib_$kind.log"; return 1; }
+}
 # One kind: calibrate, train for the budget, score best/ on the test set.
 one() {
     kind=$1
@@ -32,14 +41,19 @@ one() {
     esac
     run=$out/$kind
     if [ ! -f "$run/timing.txt" ]; then
-        rm -rf "$out/calib_$kind"
-        t0=$(date +%s)
-        # shellcheck disable=SC2086 # $common and $att are lists of flags
-        $tf train $common $att --out "$out/calib_$kind" --steps "$calib" --warmup 1 --eval-every 100000 \
-            --eval-batches 1 > "$out/calib_$kind.log" 2>&1
-        per_step=$(( ( $(date +%s) - t0 + calib - 1 ) / calib ))
-        [ "$per_step" -ge 1 ] || per_step=1
-        steps=$(( budget * 85 / 100 / per_step ))
+        # The marginal time of a step: runs of CALIB_STEPS and twice as many,
+        # the difference divided by CALIB_STEPS. The first steps of a run cost
+        # far more (building the data, faulting in gigabytes of fresh arena
+        # pages: ~20 s of system time at context 2048), so one short run's
+        # average would plan half the steps the budget holds.
+        t0=$(now)
+        calib_run "$calib"
+        t1=$(now)
+        calib_run $(( 2 * calib ))
+        t2=$(now)
+        per_step=$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v n="$calib" 'BEGIN {
+            m = ((c - b) - (b - a)) / n; if (m <= 0) m = (c - b) / (2 * n); printf "%.3f", m }')
+        steps=$(awk -v b="$budget" -v m="$per_step" 'BEGIN { printf "%d", b * 0.85 / m }')
         every=$(( steps / 5 > 0 ? steps / 5 : 1 ))
         echo "$kind: about ${per_step} s a step: $steps steps" | tee "$out/plan_$kind.txt"
         t0=$(date +%s)

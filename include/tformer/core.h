@@ -59,6 +59,7 @@ typedef struct tf_tensor {
     int64_t stride[TF_MAX_DIMS]; /* in elements */
     void *data;                  /* first element */
     float *grad;                 /* same layout as data; NULL if no gradient is tracked */
+    struct tf_quant *quant;      /* an int8 copy for inference (tf_params_quantize), or NULL */
 } tf_tensor;
 
 TF_API size_t tf_dtype_size(tf_dtype dt);

@@ -32,6 +32,18 @@ TF_API void tf_params_zero_grad(tf_params *ps);
  * name is not NULL) the first tensor holding a NaN or an infinity, and an error
  * naming it, the first bad element and how many there are. */
 TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
+/* Inference with int8 weights: every 2-D weight gets an int8 copy the first
+ * time a dense layer reads it without tracking gradients (rows of the
+ * product, per-row absmax scales: w ~ scale * q, q in [-127, 127]); the
+ * layer's input is quantised per row the same way at each call, and the
+ * product runs on int8 dot products (AVX-512 VNNI where the CPU has it).
+ * Products that track gradients keep the float weights. Call it once the
+ * weights are final: the copies do not follow later changes to them.
+ * TF_QUANT_NONE drops the copies. */
+typedef enum { TF_QUANT_NONE, TF_QUANT_INT8 } tf_quant_kind;
+TF_API int tf_params_quantize(tf_params *ps, tf_quant_kind kind);
+/* Bytes held by the int8 copies built so far. */
+TF_API size_t tf_params_quant_bytes(const tf_params *ps);
 
 /* ---------------------------------------------------------------- layers */
 

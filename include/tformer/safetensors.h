@@ -11,7 +11,7 @@ extern "C" {
 /* ---------------------------------------------------------------- safetensors */
 
 typedef enum {
-    TF_ST_F32, TF_ST_F16, TF_ST_BF16, TF_ST_I64, TF_ST_I32, TF_ST_U8, TF_ST_BOOL, TF_ST_COUNT
+    TF_ST_F32, TF_ST_F16, TF_ST_BF16, TF_ST_I64, TF_ST_I32, TF_ST_U8, TF_ST_BOOL, TF_ST_I8, TF_ST_COUNT
 } tf_st_dtype;
 
 typedef struct {
@@ -35,7 +35,7 @@ TF_API const tf_st_entry *tf_st_entry_at(const tf_st_file *f, int i);
 TF_API const tf_st_entry *tf_st_find(const tf_st_file *f, const char *name);
 TF_API const char *tf_st_dtype_name(tf_st_dtype dt);
 /* Convert an entry into a new contiguous tensor: float types -> F32, integer
- * types -> I32 (range-checked), U8/BOOL -> U8. */
+ * types (I64, I32, I8) -> I32 (range-checked), U8/BOOL -> U8. */
 TF_API tf_tensor *tf_st_to_tensor(const tf_st_file *f, const tf_st_entry *e, tf_arena *a);
 /* Copy an F32/F16/BF16 entry into dst (same shape, contiguous F32). */
 TF_API int tf_st_read_f32(const tf_st_file *f, const tf_st_entry *e, tf_tensor *dst);

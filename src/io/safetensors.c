@@ -23,7 +23,7 @@ static const struct {
 } ST_DTYPES[TF_ST_COUNT] = {
     [TF_ST_F32] = {"F32", 4}, [TF_ST_F16] = {"F16", 2}, [TF_ST_BF16] = {"BF16", 2},
     [TF_ST_I64] = {"I64", 8}, [TF_ST_I32] = {"I32", 4}, [TF_ST_U8] = {"U8", 1},
-    [TF_ST_BOOL] = {"BOOL", 1},
+    [TF_ST_BOOL] = {"BOOL", 1}, [TF_ST_I8] = {"I8", 1},
 };
 
 struct tf_st_file {
@@ -306,7 +306,7 @@ int tf_st_read_f32(const tf_st_file *f, const tf_st_entry *e, tf_tensor *dst) {
 
 tf_tensor *tf_st_to_tensor(const tf_st_file *f, const tf_st_entry *e, tf_arena *a) {
     int is_float = e->dtype == TF_ST_F32 || e->dtype == TF_ST_F16 || e->dtype == TF_ST_BF16;
-    int is_int = e->dtype == TF_ST_I64 || e->dtype == TF_ST_I32;
+    int is_int = e->dtype == TF_ST_I64 || e->dtype == TF_ST_I32 || e->dtype == TF_ST_I8;
     tf_tensor *t = tf_tensor_alloc(a, is_float ? TF_DTYPE_F32 : is_int ? TF_DTYPE_I32 : TF_DTYPE_U8,
                                    e->ndim, e->shape, 0);
     if (!t) return NULL;
@@ -323,6 +323,8 @@ tf_tensor *tf_st_to_tensor(const tf_st_file *f, const tf_st_entry *e, tf_arena *
             tf_i32(t)[i] = (int32_t)v;
         } else if (e->dtype == TF_ST_I32) {
             memcpy(&tf_i32(t)[i], p + 4 * i, 4);
+        } else if (e->dtype == TF_ST_I8) {
+            tf_i32(t)[i] = (int8_t)p[i];
         } else {
             tf_u8(t)[i] = e->dtype == TF_ST_BOOL ? p[i] != 0 : p[i];
         }

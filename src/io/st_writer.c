@@ -15,7 +15,7 @@
 enum { ST_CHUNK = 1 << 16 };
 
 static const size_t ST_ES[TF_ST_COUNT] = {[TF_ST_F32] = 4, [TF_ST_F16] = 2, [TF_ST_BF16] = 2, [TF_ST_I64] = 8,
-                                          [TF_ST_I32] = 4, [TF_ST_U8] = 1, [TF_ST_BOOL] = 1};
+                                          [TF_ST_I32] = 4, [TF_ST_U8] = 1, [TF_ST_BOOL] = 1, [TF_ST_I8] = 1};
 
 typedef struct {
     char *name;

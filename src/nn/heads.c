@@ -49,8 +49,9 @@ tf_tensor *tf_lm_head_forward(tf_ctx *ctx, const tf_lm_head *h, tf_tensor *x) {
         return tf_set_error("lm head: %s weight %s must be (V=%lld,d_model=%lld)", h->tied ? "tied" : "own",
                             tf_shape_str(E, s, sizeof s), (long long)h->vocab, (long long)h->d_model), NULL;
     if (check_input("lm head", "hidden states", x, 0, h->d_model)) return NULL;
-    if (!h->bias) return tf_matmul(ctx, x, E, 0, 1);         // (...,V) = x E^T, GPT's product
-    return tf_dense(ctx, x, E, 0, h->bias, TF_ACT_NONE);   // (...,V) = x E^T + bias
+    /* int8 weights (tf_params_quantize) run in the dense op */
+    if (!h->bias && !E->quant) return tf_matmul(ctx, x, E, 0, 1);  // (...,V) = x E^T, GPT's product
+    return tf_dense(ctx, x, E, 0, h->bias, TF_ACT_NONE);            // (...,V) = x E^T + bias
 }
 
 /* ---------------------------------------------------------------- masked-LM head */

@@ -108,7 +108,7 @@ static tf_tensor *view(tf_ctx *ctx, const tf_kv_cache *c, int l, int value, int 
     tf_tensor *t = tf_ctx_alloc(ctx, sizeof *t);
     if (!t) return NULL;
     int64_t D = c->D, cap = c->cap;
-    *t = (tf_tensor){TF_DTYPE_F32, 4, {c->B, c->H, n, D}, {c->H * cap * D, cap * D, D, 1}, NULL, NULL};
+    *t = (tf_tensor){TF_DTYPE_F32, 4, {c->B, c->H, n, D}, {c->H * cap * D, cap * D, D, 1}, NULL, NULL, NULL};
     t->data = (value ? c->v : c->k) + (size_t)l * (size_t)c->B * (size_t)c->H * (size_t)cap * (size_t)D;
     return t;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/quant.h"
 #include "../util/util.h"
 
 typedef struct {
@@ -12,6 +13,7 @@ typedef struct {
     int ndim;
     int64_t shape[TF_MAX_DIMS];
     float init;
+    tf_quant *quant; /* the int8 copy of *slot (tf_params_quantize), or NULL */
 } tf_param_entry;
 
 struct tf_params {
@@ -33,7 +35,7 @@ tf_params *tf_params_new(void) {
 
 void tf_params_free(tf_params *ps) {
     if (!ps) return;
-    for (int i = 0; i < ps->n; i++) free(ps->e[i].name);
+    for (int i = 0; i < ps->n; i++) free(ps->e[i].name), tf_quant_free(ps->e[i].quant);
     free(ps->e);
     tf_strmap_free(&ps->index);
     tf_arena_free(ps->arena);
@@ -58,7 +60,7 @@ int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
     e->slot = slot;
     e->ndim = ndim;
     memcpy(e->shape, shape, (size_t)ndim * sizeof *shape);
-    e->init = init;
+    e->init = init, e->quant = NULL;
     if (tf_strmap_put(&ps->index, name, len - 1, ps->n)) return free(e->name), -1;
     *slot = NULL;
     ps->n++;
@@ -121,6 +123,29 @@ int tf_params_check_finite(const tf_params *ps, const char **name) {
                             (long long)n);
     }
     return 0;
+}
+
+int tf_params_quantize(tf_params *ps, tf_quant_kind kind) {
+    if (!ps) return tf_set_error("quantize: no parameters");
+    if (kind != TF_QUANT_NONE && kind != TF_QUANT_INT8) return tf_set_error("quantize: unknown kind %d", (int)kind);
+    for (int i = 0; i < ps->n; i++) {
+        tf_param_entry *e = &ps->e[i];
+        tf_tensor *t = *e->slot;
+        if (t && t->quant == e->quant) t->quant = NULL;
+        tf_quant_free(e->quant);
+        e->quant = NULL;
+        /* every matrix: only those a dense product reads are ever built */
+        if (kind == TF_QUANT_NONE || !t || t->dtype != TF_DTYPE_F32 || t->ndim != 2) continue;
+        if (!(e->quant = tf_quant_new(t))) return tf_set_error("quantize: out of memory");
+        t->quant = e->quant;
+    }
+    return 0;
+}
+
+size_t tf_params_quant_bytes(const tf_params *ps) {
+    size_t n = 0;
+    for (int i = 0; ps && i < ps->n; i++) n += tf_quant_bytes(ps->e[i].quant);
+    return n;
 }
 
 int tf_params_load(tf_params *ps, const tf_st_file *f, int strict) {

@@ -5,11 +5,16 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "quant.h"
 
 typedef struct {
     int64_t M, N, K; /* x (M,K), w (N,K) or (K,N) when w_in_out, out (M,N) */
     int w_in_out;
     int act;         /* tf_activation or TF_ACT_NONE */
+    const tf_quant *q; /* int8 copy of w (no gradients tracked), or NULL */
+    int64_t q_row0;    /* the copy's row of w's first */
+    uint8_t *xq;       // (M,Kp) x quantised, with q
+    float *sx;         // (M) its scales
 } tf_dense_params;
 
 void tf_op_dense_forward(tf_node *n) {
@@ -21,7 +26,8 @@ void tf_op_dense_forward(tf_node *n) {
     } else {
         memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
     }
-    tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, TF_GEMM_AUTO);
+    if (p->q) tf_quant_gemm(pre, x, p->M, p->K, p->q, p->q_row0, p->N, p->xq, p->sx);
+    else tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, TF_GEMM_AUTO);
     if (p->act != TF_ACT_NONE) tf_act_forward(out, pre, p->M * p->N, p->act);
 }
 
@@ -38,6 +44,16 @@ void tf_op_dense_backward(tf_node *n) {
     if (W->grad && p->w_in_out) tf_gemm_acc(W->grad, tf_f32(X), dpre, K, N, M, 1, 0, TF_GEMM_AUTO); // x^T dpre
     else if (W->grad) tf_gemm_acc(W->grad, dpre, tf_f32(X), N, K, M, 1, 0, TF_GEMM_AUTO);            // dpre^T x
     if (B && B->grad) tf_col_sums(B->grad, dpre, p->M, p->N);
+}
+
+/* Products that track no gradient read w's int8 copy when it has one
+ * (tf_params_quantize); -1 only when the scratch cannot be had. */
+static int use_quant(tf_ctx *ctx, tf_dense_params *p, const tf_tensor *w) {
+    if (!p->M || !(p->q = tf_quant_for(w, p->w_in_out, &p->q_row0))) return 0;
+    int64_t Kp = tf_quant_padded_k(p->q);
+    p->xq = tf_ctx_alloc(ctx, (size_t)(p->M * Kp));
+    p->sx = tf_ctx_alloc(ctx, (size_t)p->M * sizeof *p->sx);
+    return p->xq && p->sx ? 0 : -1;
 }
 
 tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_tensor *b, int act) {
@@ -70,5 +86,6 @@ tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_te
         if (!(n->saved[0] = tf_ctx_scratch(ctx, p->M * p->N))) return NULL;
         if (n->out->grad && !(n->saved[1] = tf_ctx_scratch(ctx, p->M * p->N))) return NULL;
     }
+    if (!n->out->grad && in[1]->quant && use_quant(ctx, p, in[1])) return NULL;
     return tf_node_run(ctx, n);
 }

@@ -3,6 +3,7 @@
  * that steer the training's path are the same. Rows flagged
  * TF_FIELD_RESUMABLE (how often to evaluate or keep checkpoints, how long to
  * run) change nothing already done and may differ. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,10 @@
 
 /* A value as a person reads it: numbers (floats stored %.9g) in the fewest digits that give the same float. */
 static void shown(const cJSON *j, char *out, size_t cap) {
+    if (cJSON_IsNumber(j) && fabs(j->valuedouble) < 1e15 && j->valuedouble == (double)(long long)j->valuedouble) {
+        snprintf(out, cap, "%lld", (long long)j->valuedouble); /* 750, not 7.5e+02 */
+        return;
+    }
     if (cJSON_IsNumber(j)) {
         for (int digits = 1; digits <= 17; digits++) {
             snprintf(out, cap, "%.*g", digits, j->valuedouble);

@@ -1,0 +1,87 @@
+/* The int8 product on AVX-512 VNNI (vpdpbusd: 64 unsigned-by-signed byte
+ * products summed in fours into 16 int32 lanes per instruction). Tiles of 4
+ * input rows by 4 weight rows keep 16 accumulators in registers; a lone
+ * input row (a decoding step) takes 1 by 4 tiles. The integer sums equal the
+ * reference kernel's exactly, and the float epilogue is the same function. */
+#include "quant.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define KQ static inline __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define DP(c, a, b) c = _mm512_dpbusd_epi32(c, a, b)
+#define LD(p) _mm512_loadu_si512((const void *)(p))
+
+/* Rows n0..n0+nr (nr <= 4) of the copy: a partial tile repeats its last row
+ * (the results are dropped). */
+KQ void rows4(const int8_t *w[4], const int8_t *q, int64_t Kp, int64_t nr) {
+    for (int j = 0; j < 4; j++) w[j] = q + (j < nr ? j : nr - 1) * Kp;
+}
+
+KQ void store(float *y, int64_t ldy, int i, const __m512i *c, const float *sx, const float *sw, const int32_t *wsum,
+              int64_t nr) {
+    for (int j = 0; j < nr; j++) {
+        float v = tf_q8_value(_mm512_reduce_add_epi32(c[j]), wsum[j], sx[i], sw[j]);
+        y[i * ldy + j] += v;
+    }
+}
+
+/* y (4, nr) += a 4 x 4 tile over the whole depth. */
+KQ void tile4(float *y, int64_t ldy, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw,
+              const int32_t *wsum, int64_t nr, int64_t Kp) {
+    const int8_t *w[4];
+    rows4(w, q, Kp, nr);
+    __m512i c0[4], c1[4], c2[4], c3[4];
+    for (int j = 0; j < 4; j++) c0[j] = c1[j] = c2[j] = c3[j] = _mm512_setzero_si512();
+    for (int64_t k = 0; k < Kp; k += 64) {
+        __m512i b0 = LD(w[0] + k), b1 = LD(w[1] + k), b2 = LD(w[2] + k), b3 = LD(w[3] + k);
+        __m512i a = LD(xq + k);
+        DP(c0[0], a, b0), DP(c0[1], a, b1), DP(c0[2], a, b2), DP(c0[3], a, b3);
+        a = LD(xq + Kp + k);
+        DP(c1[0], a, b0), DP(c1[1], a, b1), DP(c1[2], a, b2), DP(c1[3], a, b3);
+        a = LD(xq + 2 * Kp + k);
+        DP(c2[0], a, b0), DP(c2[1], a, b1), DP(c2[2], a, b2), DP(c2[3], a, b3);
+        a = LD(xq + 3 * Kp + k);
+        DP(c3[0], a, b0), DP(c3[1], a, b1), DP(c3[2], a, b2), DP(c3[3], a, b3);
+    }
+    store(y, ldy, 0, c0, sx, sw, wsum, nr);
+    store(y, ldy, 1, c1, sx, sw, wsum, nr);
+    store(y, ldy, 2, c2, sx, sw, wsum, nr);
+    store(y, ldy, 3, c3, sx, sw, wsum, nr);
+}
+
+/* y (1, nr) += a 1 x 4 tile: one input row against 4 weight rows. */
+KQ void tile1(float *y, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw, const int32_t *wsum,
+              int64_t nr, int64_t Kp) {
+    const int8_t *w[4];
+    rows4(w, q, Kp, nr);
+    __m512i c[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int64_t k = 0; k < Kp; k += 64) {
+        __m512i a = LD(xq + k);
+        DP(c[0], a, LD(w[0] + k)), DP(c[1], a, LD(w[1] + k)), DP(c[2], a, LD(w[2] + k)), DP(c[3], a, LD(w[3] + k));
+    }
+    store(y, 0, 0, c, sx, sw, wsum, nr);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
+    float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q, const float *sw,
+    const int32_t *wsum, int64_t N, int64_t Kp) {
+    for (int64_t n0 = 0; n0 < N; n0 += 4) {
+        int64_t nr = N - n0 < 4 ? N - n0 : 4, m = 0;
+        for (; m + 4 <= M; m += 4)
+            tile4(y + m * ldy + n0, ldy, xq + m * Kp, sx + m, q + n0 * Kp, sw + n0, wsum + n0, nr, Kp);
+        for (; m < M; m++) tile1(y + m * ldy + n0, xq + m * Kp, sx + m, q + n0 * Kp, sw + n0, wsum + n0, nr, Kp);
+    }
+}
+
+tf_q8_gemm_fn tf_q8_gemm_vnni(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        return gemm_vnni;
+    return NULL;
+}
+
+#else
+tf_q8_gemm_fn tf_q8_gemm_vnni(void) { return NULL; }
+#endif

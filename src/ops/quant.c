@@ -1,0 +1,201 @@
+/* Int8 weight copies and the product with them (the scheme: quant.h). */
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "quant.h"
+
+enum { EMPTY, BUILDING, READY, FAILED };
+
+struct tf_quant {
+    atomic_int state;
+    const void *src;    /* the float data the copy was made from */
+    int64_t rows, cols; /* the float weight's shape as stored */
+    int in_out;         /* made for a (in,out) weight: its rows are src's columns */
+    int64_t N, K, Kp;   /* N rows of K values, padded to Kp bytes */
+    int8_t *q;          // (N,Kp)
+    float *scale;       // (N)
+    int32_t *sum;       // (N) sum of each row's q
+};
+
+tf_quant *tf_quant_new(const tf_tensor *w) {
+    tf_quant *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    atomic_init(&q->state, EMPTY);
+    q->src = w->data, q->rows = w->shape[0], q->cols = w->shape[1];
+    return q;
+}
+
+void tf_quant_free(tf_quant *q) {
+    if (!q) return;
+    free(q->q);
+    free(q->scale);
+    free(q->sum);
+    free(q);
+}
+
+size_t tf_quant_bytes(const tf_quant *q) {
+    if (!q || atomic_load(&q->state) != READY) return 0;
+    return (size_t)q->N * (size_t)q->Kp + (size_t)q->N * (sizeof *q->scale + sizeof *q->sum);
+}
+
+int64_t tf_quant_padded_k(const tf_quant *q) { return q->Kp; }
+
+/* round(v / s) in [-127, 127], ties to even (s > 0, v finite). */
+static int quant1(float v, float s) {
+    float r = nearbyintf(v / s);
+    return r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+}
+
+/* The scale of values whose largest magnitude is amax: NaN when one was not finite. */
+static float scale_of(float amax, int bad) { return bad ? NAN : amax / 127.0f; }
+
+/* Columns n0..n0+nb (nb <= 16) of a (K,N) weight, each a row of the copy:
+ * read in rows of nb contiguous floats (a column at a time would miss the
+ * cache on every value). */
+static void build_cols(tf_quant *q, const float *w, int64_t n0, int64_t nb) {
+    float amax[16] = {0};
+    int bad[16] = {0};
+    for (int64_t k = 0; k < q->K; k++)
+        for (int64_t j = 0; j < nb; j++) {
+            float a = fabsf(w[k * q->N + n0 + j]);
+            if (!(a <= FLT_MAX)) bad[j] = 1;
+            else if (a > amax[j]) amax[j] = a;
+        }
+    for (int64_t j = 0; j < nb; j++) q->scale[n0 + j] = scale_of(amax[j], bad[j]);
+    for (int64_t k = 0; k < q->K; k++)
+        for (int64_t j = 0; j < nb; j++) {
+            float s = q->scale[n0 + j];
+            q->q[(n0 + j) * q->Kp + k] = (int8_t)(s > 0.0f ? quant1(w[k * q->N + n0 + j], s) : 0);
+        }
+}
+
+static void build_row(tf_quant *q, const float *w, int64_t n) {
+    const float *r = w + n * q->K;
+    float amax = 0.0f;
+    int bad = 0;
+    for (int64_t k = 0; k < q->K; k++) {
+        float a = fabsf(r[k]);
+        if (!(a <= FLT_MAX)) bad = 1;
+        else if (a > amax) amax = a;
+    }
+    float s = q->scale[n] = scale_of(amax, bad);
+    for (int64_t k = 0; k < q->K; k++) q->q[n * q->Kp + k] = (int8_t)(s > 0.0f ? quant1(r[k], s) : 0);
+}
+
+static int build(tf_quant *q, int in_out) {
+    q->in_out = in_out;
+    q->N = in_out ? q->cols : q->rows, q->K = in_out ? q->rows : q->cols;
+    if (q->K > TF_QUANT_MAX_K) return -1;
+    q->Kp = (q->K + TF_QUANT_PAD - 1) / TF_QUANT_PAD * TF_QUANT_PAD;
+    size_t bytes;
+    if (!tf_mul_size((size_t)q->N, (size_t)q->Kp, &bytes)) return -1;
+    q->q = aligned_alloc(TF_QUANT_PAD, bytes); /* Kp is a multiple of 64: so is bytes */
+    q->scale = malloc((size_t)q->N * sizeof *q->scale);
+    q->sum = malloc((size_t)q->N * sizeof *q->sum);
+    if (!q->q || !q->scale || !q->sum) return -1;
+    memset(q->q, 0, bytes);
+    const float *w = q->src;
+    if (in_out) {
+        int64_t blocks = (q->N + 15) / 16;
+        TF_PARALLEL_FOR(q->N * q->K > 65536, b, blocks,
+                        build_cols(q, w, b * 16, q->N - b * 16 < 16 ? q->N - b * 16 : 16));
+    } else {
+        TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N, build_row(q, w, n));
+    }
+    for (int64_t n = 0; n < q->N; n++) {
+        int32_t s = 0;
+        for (int64_t k = 0; k < q->K; k++) s += q->q[n * q->Kp + k];
+        q->sum[n] = s;
+    }
+    return 0;
+}
+
+/* Build once: the first caller builds, any other waits for it (a few ms). */
+static int ready(tf_quant *q, int in_out) {
+    int st = atomic_load_explicit(&q->state, memory_order_acquire);
+    if (st == EMPTY) {
+        int expect = EMPTY;
+        if (atomic_compare_exchange_strong(&q->state, &expect, BUILDING)) {
+            st = build(q, in_out) ? FAILED : READY;
+            atomic_store_explicit(&q->state, st, memory_order_release);
+        }
+    }
+    while ((st = atomic_load_explicit(&q->state, memory_order_acquire)) == BUILDING) sched_yield();
+    return st == READY;
+}
+
+const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0) {
+    tf_quant *q = w ? w->quant : NULL;
+    if (!q || w->dtype != TF_DTYPE_F32 || w->ndim != 2 || !tf_is_contiguous(w)) return NULL;
+    const float *src = q->src, *d = tf_f32(w);
+    if (d < src || d >= src + q->rows * q->cols || w->shape[1] != q->cols) return NULL;
+    int64_t off = d - src;
+    if (off % q->cols) return NULL;
+    *row0 = off / q->cols;
+    /* (in,out): the whole weight only; (out,in): any block of its rows */
+    if (in_out ? *row0 != 0 || w->shape[0] != q->rows : *row0 + w->shape[0] > q->rows) return NULL;
+    if (!ready(q, in_out) || q->in_out != in_out) return NULL;
+    return q;
+}
+
+void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp) {
+    for (int64_t m = 0; m < M; m++) {
+        const float *r = x + m * K;
+        uint8_t *o = xq + m * Kp;
+        float amax = 0.0f;
+        int bad = 0;
+        for (int64_t k = 0; k < K; k++) {
+            float a = fabsf(r[k]);
+            if (!(a <= FLT_MAX)) bad = 1;
+            else if (a > amax) amax = a;
+        }
+        float s = sx[m] = scale_of(amax, bad);
+        for (int64_t k = 0; k < K; k++) o[k] = (uint8_t)((s > 0.0f ? quant1(r[k], s) : 0) + 128);
+        memset(o + K, 128, (size_t)(Kp - K));
+    }
+}
+
+void tf_q8_gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
+                    const float *sw, const int32_t *wsum, int64_t N, int64_t Kp) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const uint8_t *a = xq + m * Kp;
+            const int8_t *b = q + n * Kp;
+            int32_t acc = 0;
+            for (int64_t k = 0; k < Kp; k++) acc += (int32_t)a[k] * (int32_t)b[k];
+            float v = tf_q8_value(acc, wsum[n], sx[m], sw[n]);
+            y[m * ldy + n] += v;
+        }
+}
+
+static tf_q8_gemm_fn best;
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+
+static void choose(void) {
+    best = strcmp(tf_kern()->name, "avx512") == 0 && tf_q8_gemm_vnni() ? tf_q8_gemm_vnni() : tf_q8_gemm_ref;
+}
+
+tf_q8_gemm_fn tf_q8_gemm_best(void) {
+    pthread_once(&best_once, choose);
+    return best;
+}
+
+void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
+                   uint8_t *xq, float *sx) {
+    enum { COLS = 64 }; /* output columns (rows of the copy) per task */
+    int64_t Kp = q->Kp, tasks = (N + COLS - 1) / COLS;
+    tf_quant_rows(xq, sx, x, M, K, Kp);
+    tf_q8_gemm_fn f = tf_q8_gemm_best();
+    const int8_t *w = q->q + row0 * Kp;
+    const float *sw = q->scale + row0;
+    const int32_t *ws = q->sum + row0;
+    TF_PARALLEL_FOR(M * N * Kp > (1 << 17) && tasks > 1, t, tasks, int64_t n0 = t * COLS;
+                    int64_t nn = N - n0 < COLS ? N - n0 : COLS;
+                    f(y + n0, N, xq, sx, M, w + n0 * Kp, sw + n0, ws + n0, nn, Kp));
+}

@@ -1,0 +1,67 @@
+/* Int8 weights for inference (tf_params_quantize): a weight's int8 copy, built
+ * the first time a dense product reads it without gradients, and the product
+ * of a float input with it.
+ *
+ * The scheme (LLM.int8()'s "vector-wise" absmax quantisation, without its
+ * outlier split): the copy holds the product's N rows of K values, row n as
+ * q[n,k] = round(w[n,k] / sw[n]) with sw[n] = max_k |w[n,k]| / 127; each call
+ * quantises the input's rows the same way, xq[m,k] = round(x[m,k] / sx[m]),
+ * stored plus 128 as unsigned bytes (VNNI multiplies unsigned by signed
+ * bytes), so that
+ *     y[m,n] += sx[m] sw[n] (sum_k (xq[m,k] + 128) q[n,k] - 128 sum_k q[n,k]),
+ * an integer sum that is exact (K <= 65536 keeps it within int32). Rounding is
+ * to nearest, ties to even; rows are padded with zero weights to a multiple of
+ * 64 bytes. A row holding a NaN or an infinity gives NaN outputs. */
+#ifndef TF_QUANT_H
+#define TF_QUANT_H
+
+#include "../core/internal.h"
+
+enum { TF_QUANT_PAD = 64, TF_QUANT_MAX_K = 65536 };
+
+typedef struct tf_quant tf_quant;
+
+/* y (M,N), rows ldy apart, += the product of xq (M,Kp) with scales sx (M)
+ * and the copy's rows q (N,Kp), scales sw (N) and row sums wsum (N). */
+typedef void (*tf_q8_gemm_fn)(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
+                              const float *sw, const int32_t *wsum, int64_t N, int64_t Kp);
+
+/* One output: the integer sum scaled. Separate statements: no compiler may
+ * fuse them into an FMA in one build and not in another, so every kernel
+ * gives the same float. */
+static inline float tf_q8_value(int32_t acc, int32_t wsum, float sx, float sw) {
+    float s = sx * sw;
+    float d = (float)(acc - 128 * wsum);
+    float v = s * d;
+    return v;
+}
+
+/* The reference kernel (any CPU) and the AVX-512 VNNI one (NULL when not
+ * built or not supported here); tf_q8_gemm_best is the one in use (the
+ * reference when TFORMER_ISA asks for less than avx512). */
+void tf_q8_gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
+                    const float *sw, const int32_t *wsum, int64_t N, int64_t Kp);
+tf_q8_gemm_fn tf_q8_gemm_vnni(void);
+tf_q8_gemm_fn tf_q8_gemm_best(void);
+
+/* A weight's copy, empty until first used (tf_quant_for builds it). */
+tf_quant *tf_quant_new(const tf_tensor *w);
+void tf_quant_free(tf_quant *q);
+size_t tf_quant_bytes(const tf_quant *q);
+
+/* The copy that w (a dense weight, (out,in) or (in,out) when in_out) can use,
+ * building it on first use; *row0 is the first of its rows w covers (a view
+ * of a block of rows). NULL: use the float weight (no copy, another layout,
+ * a view it does not cover, K over TF_QUANT_MAX_K, or out of memory). */
+const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0);
+int64_t tf_quant_padded_k(const tf_quant *q);
+
+/* xq (M,Kp), sx (M): the rows of x (M,K) quantised; padding bytes 128 (zero). */
+void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp);
+
+/* y (M,N) += x (M,K) times rows row0..row0+N of q transposed, through the
+ * scratch xq (M,Kp) and sx (M): the dense op's product with int8 weights. */
+void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
+                   uint8_t *xq, float *sx);
+
+#endif

@@ -1,0 +1,255 @@
+/* Int8 weights for inference (tf_params_quantize, src/ops/quant.c): the dense
+ * product against torch's quantisation of the same layers
+ * (tests/ref/gen_quant_fixtures.py), the VNNI kernel against the reference
+ * one, the quantisation error within its bound, and which products use the
+ * copies (views of rows, (in,out) weights, never a product with gradients). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/quant.h"
+#include "test.h"
+
+#define QUANT_DIR "tests/fixtures_quant"
+static const char *CASES[] = {"small", "pad", "gemv", "wide", "ties"};
+
+typedef struct {
+    tf_params *ps;
+    tf_linear l;
+} layer;
+
+/* A Linear (N,K) + bias registered as "l", its values copied from w and b;
+ * in_out: the weight stored (K,N) (GPT-2's Conv1D layout). */
+static int layer_new(layer *L, const tf_tensor *w, const tf_tensor *b, int in_out) {
+    int64_t N = w->shape[0], K = w->shape[1];
+    L->ps = tf_params_new();
+    if (!L->ps || tf_params_add(L->ps, "l.weight", &L->l.weight, 2, in_out ? (int64_t[]){K, N} : (int64_t[]){N, K}, 0.02f) ||
+        tf_params_add(L->ps, "l.bias", &L->l.bias, 1, (int64_t[]){N}, 0.0f) || tf_params_init(L->ps, 1))
+        return -1;
+    float *dw = tf_f32(L->l.weight);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++) dw[in_out ? k * N + n : n * K + k] = tf_f32(w)[n * K + k];
+    memcpy(tf_f32(L->l.bias), tf_f32(b), (size_t)N * sizeof(float));
+    return 0;
+}
+
+/* tf_dense of x with the layer, gradients off; a contiguous copy of the result in out. */
+static int dense(const layer *L, const tf_tensor *x, int in_out, int grad, float *out) {
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_ctx_set_grad(ctx, grad);
+    tf_tensor *xi = tf_tensor_new(ctx, TF_DTYPE_F32, 2, x->shape, grad);
+    if (!xi) return tf_ctx_free(ctx), -1;
+    memcpy(tf_f32(xi), tf_f32(x), (size_t)tf_numel(x) * sizeof(float));
+    tf_tensor *y = tf_dense(ctx, xi, L->l.weight, in_out, L->l.bias, TF_ACT_NONE);
+    if (y) memcpy(out, tf_f32(y), (size_t)tf_numel(y) * sizeof(float));
+    tf_ctx_free(ctx);
+    return y ? 0 : -1;
+}
+
+TEST(quant_dense_matches_torch_quantisation) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/quant.safetensors", test_fixture_dir_or(QUANT_DIR));
+    tf_st_file *f = tf_st_open(path);
+    CHECK(f);
+    tf_arena *a = tf_arena_new(0);
+    for (size_t c = 0; c < sizeof CASES / sizeof *CASES; c++) {
+        char nm[8][64];
+        const char *fields[8] = {"x", "w", "b", "xq", "wq", "sx", "sw", "y"};
+        tf_tensor *t[8];
+        for (int i = 0; i < 8; i++) {
+            snprintf(nm[i], sizeof nm[i], "%s.%s", CASES[c], fields[i]);
+            t[i] = test_st_tensor(f, nm[i], a);
+            CHECKF(t[i], "%s: missing %s", path, nm[i]);
+        }
+        int64_t M = t[0]->shape[0], K = t[0]->shape[1], N = t[1]->shape[0], Kp = (K + 63) / 64 * 64;
+        /* the input's integers and scales, exactly torch's */
+        uint8_t *xq = malloc((size_t)(M * Kp));
+        float *sx = malloc((size_t)M * sizeof *sx), *y = malloc((size_t)(M * N) * sizeof *y);
+        float *y_io = malloc((size_t)(M * N) * sizeof *y);
+        tf_quant_rows(xq, sx, tf_f32(t[0]), M, K, Kp);
+        int64_t bad = 0;
+        for (int64_t m = 0; m < M; m++) {
+            bad += sx[m] != tf_f32(t[5])[m];
+            for (int64_t k = 0; k < Kp; k++) bad += xq[m * Kp + k] != (k < K ? tf_i32(t[3])[m * K + k] + 128 : 128);
+        }
+        CHECKF(!bad, "%s: %lld input values or scales quantised unlike torch", CASES[c], (long long)bad);
+        /* the layer's output, (out,in) and (in,out) weights */
+        for (int io = 0; io < 2; io++) {
+            layer L;
+            CHECK(!layer_new(&L, t[1], t[2], io) && !tf_params_quantize(L.ps, TF_QUANT_INT8));
+            CHECK(!dense(&L, t[0], io, 0, io ? y_io : y));
+            CHECKF(tf_params_quant_bytes(L.ps) == (size_t)(N * Kp) + (size_t)N * 8, "%s: copy of %zu bytes",
+                   CASES[c], tf_params_quant_bytes(L.ps));
+            tf_params_free(L.ps);
+        }
+        double ymax = 0;
+        for (int64_t i = 0; i < M * N; i++) ymax = fmax(ymax, fabs(tf_f32(t[7])[i]));
+        double d = test_max_abs_diff(y, tf_f32(t[7]), M * N);
+        CHECKF(d <= 1e-6 * ymax, "%s (%lldx%lldx%lld): max |y - torch's| %.3g (max |y| %.3g)", CASES[c],
+               (long long)M, (long long)K, (long long)N, d, ymax);
+        CHECKF(!memcmp(y, y_io, (size_t)(M * N) * sizeof *y), "%s: (in,out) weight differs", CASES[c]);
+        free(xq), free(sx), free(y), free(y_io);
+    }
+    tf_arena_free(a);
+    tf_st_close(f);
+}
+
+/* Random bytes for the kernels: xq any unsigned byte, q in [-127, 127]. */
+static void random_bytes(uint8_t *xq, int8_t *q, float *sx, float *sw, int32_t *ws, int64_t M, int64_t N, int64_t Kp,
+                         uint64_t seed) {
+    for (int64_t i = 0; i < M * Kp; i++) xq[i] = (uint8_t)(tf_hash_uniform(seed, (uint64_t)i) * 256.0f);
+    for (int64_t n = 0; n < N; n++) {
+        ws[n] = 0;
+        for (int64_t k = 0; k < Kp; k++) {
+            int v = (int)(tf_hash_uniform(seed + 1, (uint64_t)(n * Kp + k)) * 255.0f) - 127;
+            q[n * Kp + k] = (int8_t)v, ws[n] += v;
+        }
+        sw[n] = 0.01f + tf_hash_uniform(seed + 2, (uint64_t)n);
+    }
+    for (int64_t m = 0; m < M; m++) sx[m] = 0.01f + tf_hash_uniform(seed + 3, (uint64_t)m);
+}
+
+TEST(quant_vnni_kernel_equals_reference) {
+    tf_q8_gemm_fn vnni = tf_q8_gemm_vnni();
+    if (!vnni) {
+        printf("  (no AVX-512 VNNI on this CPU: the reference kernel alone is in use)\n");
+        return;
+    }
+    const int64_t shapes[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
+                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int64_t M = shapes[s][0], N = shapes[s][1], Kp = shapes[s][2];
+        uint8_t *xq = malloc((size_t)(M * Kp));
+        int8_t *q = malloc((size_t)(N * Kp));
+        float *sx = malloc((size_t)M * 4), *sw = malloc((size_t)N * 4);
+        int32_t *ws = malloc((size_t)N * 4);
+        float *y0 = calloc((size_t)(M * N), 4), *y1 = calloc((size_t)(M * N), 4);
+        random_bytes(xq, q, sx, sw, ws, M, N, Kp, 10 + s);
+        for (int64_t i = 0; i < M * N; i++) y0[i] = y1[i] = (float)i * 0.25f; /* it adds to y */
+        tf_q8_gemm_ref(y0, N, xq, sx, M, q, sw, ws, N, Kp);
+        vnni(y1, N, xq, sx, M, q, sw, ws, N, Kp);
+        int same = !memcmp(y0, y1, (size_t)(M * N) * 4);
+        free(xq), free(q), free(sx), free(sw), free(ws), free(y0), free(y1);
+        CHECKF(same, "VNNI and reference differ at M %lld N %lld Kp %lld", (long long)M, (long long)N, (long long)Kp);
+    }
+}
+
+/* Random x (M,K) and a layer (N,K): the int8 output within the rounding
+ * bound of the float one, sum_k |x| sw/2 + |w| sx/2 + sx sw/4, and not equal
+ * to it (the int8 path ran). */
+TEST(quant_error_within_rounding_bound) {
+    const int64_t M = 6, K = 300, N = 70;
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
+    tf_tensor *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
+    tf_tensor *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
+    tf_tensor_fill_normal(x, 3, 1.0f), tf_tensor_fill_normal(w, 4, 0.05f), tf_tensor_fill_normal(b, 5, 1.0f);
+    layer L;
+    float *yf = malloc((size_t)(M * N) * 4), *yq = malloc((size_t)(M * N) * 4);
+    CHECK(!layer_new(&L, w, b, 0) && !dense(&L, x, 0, 0, yf));
+    CHECK(!tf_params_quantize(L.ps, TF_QUANT_INT8) && !dense(&L, x, 0, 0, yq));
+    int64_t over = 0, differ = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const float *xr = tf_f32(x) + m * K, *wr = tf_f32(w) + n * K;
+            double xa = 0, wa = 0, ax = 0, aw = 0;
+            for (int64_t k = 0; k < K; k++) xa = fmax(xa, fabs(xr[k])), wa = fmax(wa, fabs(wr[k]));
+            double sx = xa / 127, sw = wa / 127, bound = 0;
+            for (int64_t k = 0; k < K; k++) ax += fabs(xr[k]), aw += fabs(wr[k]);
+            bound = ax * sw / 2 + aw * sx / 2 + K * sx * sw / 4 + 1e-5;
+            double d = fabs(yq[m * N + n] - yf[m * N + n]);
+            over += d > bound, differ += d > 0;
+        }
+    free(yf), free(yq);
+    tf_params_free(L.ps);
+    tf_arena_free(a);
+    CHECKF(!over, "%lld of %lld outputs off by more than the rounding bound", (long long)over, (long long)(M * N));
+    CHECKF(differ > M * N / 2, "only %lld of %lld outputs differ from the float ones: the int8 path did not run",
+           (long long)differ, (long long)(M * N));
+}
+
+/* Which products read the copy: a view of a block of rows does (its rows of
+ * the copy); a product with gradients and a dropped copy do not. */
+TEST(quant_views_gradients_and_dropping) {
+    const int64_t M = 3, K = 40, N = 12;
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
+    tf_tensor *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
+    tf_tensor *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
+    tf_tensor_fill_normal(x, 6, 1.0f), tf_tensor_fill_normal(w, 7, 0.1f), tf_tensor_fill_normal(b, 10, 1.0f);
+    layer L;
+    float yf[M * N], yq[M * N], yg[M * N], yv[M * 4];
+    CHECK(!layer_new(&L, w, b, 0) && !dense(&L, x, 0, 0, yf) && !tf_params_quantize(L.ps, TF_QUANT_INT8));
+    CHECK(!dense(&L, x, 0, 1, yg) && !memcmp(yg, yf, sizeof yf)); /* with gradients: the float weights */
+    CHECK(tf_params_quant_bytes(L.ps) == 0);                       /* ... and no copy built for it */
+    CHECK(!dense(&L, x, 0, 0, yq) && memcmp(yq, yf, sizeof yf) && tf_params_quant_bytes(L.ps) > 0);
+    /* rows 4..8 of the weight as a view (what attention's q/k/v slices are) */
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_ctx_set_grad(ctx, 0);
+    tf_tensor *xi = tf_tensor_new(ctx, TF_DTYPE_F32, 2, x->shape, 0);
+    memcpy(tf_f32(xi), tf_f32(x), sizeof(float) * M * K);
+    tf_tensor *y = tf_dense(ctx, xi, tf_narrow(ctx, L.l.weight, 0, 4, 4), 0, tf_narrow(ctx, L.l.bias, 0, 4, 4),
+                            TF_ACT_NONE);
+    CHECK(y);
+    memcpy(yv, tf_f32(y), sizeof yv);
+    tf_ctx_free(ctx);
+    int64_t bad = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t j = 0; j < 4; j++) bad += yv[m * 4 + j] != yq[m * N + 4 + j];
+    CHECKF(!bad, "%lld outputs of the row view differ from the whole copy's", (long long)bad);
+    CHECK(!tf_params_quantize(L.ps, TF_QUANT_NONE) && !dense(&L, x, 0, 0, yq) && !memcmp(yq, yf, sizeof yf));
+    CHECK(tf_params_quantize(L.ps, (tf_quant_kind)7) == -1 && strstr(tf_error(), "unknown kind"));
+    tf_params_free(L.ps);
+    tf_arena_free(a);
+}
+
+/* A row holding NaN gives NaN outputs (not garbage) and leaves the other rows alone. */
+TEST(quant_nan_input_row_gives_nan) {
+    const int64_t M = 2, K = 70, N = 5;
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
+    tf_tensor *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
+    tf_tensor *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
+    tf_tensor_fill_normal(x, 8, 1.0f), tf_tensor_fill_normal(w, 9, 0.1f);
+    tf_f32(x)[K + 3] = NAN;
+    layer L;
+    float y[M * N];
+    CHECK(!layer_new(&L, w, b, 0) && !tf_params_quantize(L.ps, TF_QUANT_INT8) && !dense(&L, x, 0, 0, y));
+    int64_t nan0 = 0, nan1 = 0;
+    for (int64_t n = 0; n < N; n++) nan0 += isnan(y[n]), nan1 += isnan(y[N + n]);
+    tf_params_free(L.ps);
+    tf_arena_free(a);
+    CHECKF(nan0 == 0 && nan1 == N, "NaN outputs: row 0 %lld, row 1 %lld of %lld", (long long)nan0, (long long)nan1,
+           (long long)N);
+}
+
+/* A GPT (GPT-2's (in,out) weights, the tied LM head): with int8 weights every
+ * matrix product of the forward reads a copy (the position table, only
+ * looked up, gets none), and the logits stay close to the float ones. */
+TEST(quant_gpt_forward_uses_every_copy) {
+    const int V = 50, T = 16, L = 2, H = 2, C = 64;
+    tf_gpt_config c = tf_gpt_config_default(V, T, L, H, C);
+    tf_gpt *m = tf_gpt_new(&c, 3);
+    CHECK(m);
+    float *lf = malloc(sizeof(float) * T * V), *lq = malloc(sizeof(float) * T * V);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) CHECK(!tf_params_quantize(m->params, TF_QUANT_INT8));
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_ctx_set_grad(ctx, 0);
+        tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, T}, 0);
+        for (int t = 0; t < T; t++) tf_i32(ids)[t] = (t * 7 + 3) % V;
+        tf_tensor *logits = NULL;
+        tf_gpt_forward(ctx, m, ids, NULL, &logits);
+        CHECK(logits);
+        memcpy(pass ? lq : lf, tf_f32(logits), sizeof(float) * T * V);
+        tf_ctx_free(ctx);
+    }
+    /* rows N of Kp bytes + 8 bytes a row: c_attn (3C), attn c_proj (C), c_fc (4C), mlp c_proj (C, K 4C); wte (V) */
+    size_t want = (size_t)L * ((3 * C + C + 4 * C) * (64 + 8) + C * (4 * C + 8)) + (size_t)V * (64 + 8);
+    size_t got = tf_params_quant_bytes(m->params);
+    double rel = test_rel_err(lq, lf, (long)T * V);
+    free(lf), free(lq);
+    tf_gpt_free(m);
+    CHECKF(got == want, "int8 copies of %zu bytes, %zu expected (every product's weight, no position table)", got,
+           want);
+    CHECKF(rel > 0 && rel < 0.02, "relative error of the int8 logits %.4g", rel);
+}
