@@ -127,7 +127,7 @@ int cli_resume_mode(const cli_args *a, int resume, int allow_changes);
 /* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
  * any other value than int8 is a usage error naming the flag (exit 2). */
 void cli_quantize(const cli_args *a, int i, tf_params *ps);
-/* A model folder and its tokenizer; exits with a message on failure. */
+/* A model folder (weights mapped: tf_gpt_load_hf_mapped) and its tokenizer; exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
  * (a diverged training): eval and generate refuse such a model. */

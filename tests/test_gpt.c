@@ -33,6 +33,18 @@ TEST(gpt_hugging_face_logits) {
         CHECK(got && tf_numel(got) == tf_numel(want));
         double err = test_rel_err(tf_f32(got), tf_f32(want), (long)tf_numel(want));
         CHECKF(err <= 1e-5, "%s: logits relative error %.3g", cases[i], err);
+        /* loaded for inference (generate, eval): the file's mapped pages, no gradients, the same logits;
+         * a write lands in a private copy of the page, never in the file */
+        for (int pass = 0; pass < 2; pass++) {
+            tf_gpt *mm = tf_gpt_load_hf_mapped(dir);
+            CHECKF(mm, "%s mapped: %s", cases[i], tf_error());
+            tf_tensor *w0 = tf_params_tensor(mm->params, 0);
+            tf_tensor *lm = full_logits(ctx, mm, tf_i32(ids), ids->shape[0], ids->shape[1]);
+            CHECKF(lm && !memcmp(lm->data, got->data, (size_t)tf_numel(got) * 4) && !w0->grad,
+                   "%s: mapped weights give other logits (pass %d)", cases[i], pass);
+            tf_f32(w0)[0] += 1.0f;
+            tf_gpt_free(mm);
+        }
         /* export and reload: the same model. With TFORMER_EXPORT_DIR set the export
          * is kept (with the expected logits) for `make gpt2-conformance`. */
         char out[512] = "/tmp/tformer_gpt_XXXXXX";

@@ -135,6 +135,15 @@ int tf_png_write(struct _cairo_surface *s, int st, const char *path);
 
 /* Allocate every registered tensor, zero-filled (to be loaded, not initialised). */
 int tf_params_alloc(tf_params *ps);
+/* Inference loading: parameter i becomes a tensor of its shape without a
+ * gradient, over data (borrowed: a mapped file's bytes, F32, contiguous) or,
+ * when data is NULL, over fresh zeroed memory; returns it (NULL: out of memory). */
+tf_tensor *tf_params_set_data(tf_params *ps, int i, float *data);
+/* Parameter i's registered shape into shape; returns its number of dimensions. */
+int tf_params_shape(const tf_params *ps, int i, int64_t *shape);
+/* Keep a safetensors file (whose mapping the tensors read) open until tf_params_free. */
+struct tf_st_file;
+void tf_params_keep_file(tf_params *ps, struct tf_st_file *f);
 /* Write k and v (B,H,T,D) at the cache's length in layer `layer` and return
  * views (B,H,len+T,D) of every position held, new ones included (the cache's
  * length moves on with tf_kv_cache_advance once every layer has appended). */

@@ -229,7 +229,9 @@ tf_st_file *tf_st_open(const char *path) {
     snprintf(f->label, sizeof f->label, "%s", path);
     f->len = (size_t)st.st_size;
     if (f->len > 0) {
-        void *m = mmap(NULL, f->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        /* writable and private: weights that read the mapping in place
+         * (tf_gpt_load_hf_mapped) may be written, into copies of their pages */
+        void *m = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
             close(fd);
             free(f);

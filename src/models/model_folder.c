@@ -83,6 +83,39 @@ int tf_folder_load_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn
     return rc;
 }
 
+/* Entry e exists and has the registered shape; else an error naming the file and tensor. */
+static int fits(const tf_st_entry *e, const int64_t *shape, int ndim, const char *path, const char *name) {
+    int same = e && e->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++) same = e->shape[d] == shape[d];
+    if (!e) return tf_set_error("%s: missing tensor '%s'", path, name);
+    return same ? 0 : tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
+}
+
+int tf_folder_map_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known) {
+    tf_st_file *f = tf_st_open(path);
+    int rc = f ? 0 : -1;
+    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
+        const char *name = tf_params_name(ps, i);
+        const tf_st_entry *e = find ? find(f, name) : tf_st_find(f, name);
+        int64_t shape[TF_MAX_DIMS];
+        int ndim = tf_params_shape(ps, i, shape);
+        if ((rc = fits(e, shape, ndim, path, name))) break;
+        /* F32 on a 4-byte boundary: the mapped bytes themselves; else a copy */
+        int direct = e->dtype == TF_ST_F32 && (uintptr_t)e->data % sizeof(float) == 0;
+        tf_tensor *t = tf_params_set_data(ps, i, direct ? (float *)e->data : NULL);
+        if (!t) rc = tf_set_error("%s: out of memory for '%s'", path, name);
+        else if (!direct) rc = tf_st_read_f32(f, e, t);
+    }
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const char *name = tf_st_entry_at(f, i)->name;
+        if (!(known ? known(ps, name) : tf_params_get(ps, name) != NULL))
+            rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
+    }
+    if (rc) tf_st_close(f);
+    else tf_params_keep_file(ps, f);
+    return rc;
+}
+
 int tf_folder_save_weights(const tf_params *ps, const char *path, const char *extra_name, const tf_tensor *extra) {
     tf_st_writer *w = tf_st_writer_new();
     if (!w) return tf_set_error("%s: out of memory", path);

@@ -29,6 +29,10 @@ int tf_folder_read_weights(const tf_st_file *f, const char *path, tf_params *ps,
                            tf_folder_known_fn known);
 /* The same from the file at path. */
 int tf_folder_load_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known);
+/* The same for inference: each F32 tensor reads the file's mapping in place
+ * (no copy; pages come from the page cache as they are first read), others
+ * are converted; no gradients; ps keeps the file open. */
+int tf_folder_map_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known);
 /* Every parameter of ps into path (safetensors), and `extra` under
  * extra_name when both are given (a tensor transformers reads under a second name). */
 int tf_folder_save_weights(const tf_params *ps, const char *path, const char *extra_name, const tf_tensor *extra);

@@ -21,6 +21,7 @@ struct tf_params {
     int n, cap;
     tf_strmap index; /* name -> entry */
     tf_arena *arena; /* the tensors' storage */
+    tf_st_file *file; /* the mapped weights some tensors read (tf_params_keep_file), or NULL */
 };
 
 tf_params *tf_params_new(void) {
@@ -39,6 +40,7 @@ void tf_params_free(tf_params *ps) {
     free(ps->e);
     tf_strmap_free(&ps->index);
     tf_arena_free(ps->arena);
+    tf_st_close(ps->file);
     free(ps);
 }
 
@@ -82,6 +84,27 @@ static int entry_alloc(tf_params *ps, tf_param_entry *e) {
     char why[512]; /* tf_error's buffer is the one written: copy the cause first */
     snprintf(why, sizeof why, "%s", tf_error());
     return tf_set_error("params: cannot allocate %s: %s", e->name, why);
+}
+
+tf_tensor *tf_params_set_data(tf_params *ps, int i, float *data) {
+    tf_param_entry *e = &ps->e[i];
+    if (!data) return *e->slot = tf_tensor_alloc(ps->arena, TF_DTYPE_F32, e->ndim, e->shape, 0);
+    tf_tensor *t = tf_arena_alloc(ps->arena, sizeof *t);
+    if (!t) return NULL;
+    t->dtype = TF_DTYPE_F32, t->ndim = e->ndim, t->data = data;
+    int64_t stride = 1;
+    for (int d = e->ndim - 1; d >= 0; d--) t->shape[d] = e->shape[d], t->stride[d] = stride, stride *= e->shape[d];
+    return *e->slot = t;
+}
+
+int tf_params_shape(const tf_params *ps, int i, int64_t *shape) {
+    memcpy(shape, ps->e[i].shape, (size_t)ps->e[i].ndim * sizeof *shape);
+    return ps->e[i].ndim;
+}
+
+void tf_params_keep_file(tf_params *ps, tf_st_file *f) {
+    if (ps->file && ps->file != f) tf_st_close(ps->file);
+    ps->file = f;
 }
 
 int tf_params_alloc(tf_params *ps) {

@@ -113,7 +113,7 @@ int tf_gpt_config_from_hf(const cJSON *root, const char *path, tf_gpt_config *c,
     return read_config(root, path, c) || read_extras(root, path, body) ? -1 : 0;
 }
 
-tf_gpt *tf_gpt_load_hf(const char *dir) {
+static tf_gpt *load(const char *dir, int mapped) {
     char path[4096];
     tf_gpt_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -124,12 +124,15 @@ tf_gpt *tf_gpt_load_hf(const char *dir) {
     if (rc) return NULL;
     tf_gpt *m = tf_gpt_new_body(&c, 0, !body);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (m && tf_folder_load_hf_weights(path, m->params, find_param, known)) {
+    if (m && (mapped ? tf_folder_map_hf_weights : tf_folder_load_hf_weights)(path, m->params, find_param, known)) {
         tf_gpt_free(m);
         return NULL;
     }
     return m;
 }
+
+tf_gpt *tf_gpt_load_hf(const char *dir) { return load(dir, 0); }
+tf_gpt *tf_gpt_load_hf_mapped(const char *dir) { return load(dir, 1); }
 
 /* GPT-2's layout, or ImageGPT's (RMS norms and a head without the start
  * token's logit); the mixtures neither class computes are refused. */
