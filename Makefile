@@ -224,19 +224,26 @@ $(BUILD)/bench_sgemm_blis: bench/bench_matmul.c
 	    -L/usr/lib/x86_64-linux-gnu/blis-serial -Wl,-rpath,/usr/lib/x86_64-linux-gnu/blis-serial -lblis -lm
 
 # GPT against PyTorch needs torch (and transformers for generation): BENCH_PYTHON
-# defaults to Debian's python3 with python3-torch.
+# defaults to Debian's python3 with python3-torch (1.13); PT2_PYTHON is PyTorch
+# 2.x from PyPI in a venv `make bench` creates (build/pt2venv: about 1.3 GB of
+# wheels; PT2_PYTHON=... to use another).
 BENCH_PYTHON ?= /usr/bin/python3
+PT2_PYTHON ?= build/pt2venv/bin/python
+build/pt2venv/bin/python:
+	/usr/bin/python3 -m venv build/pt2venv
+	build/pt2venv/bin/pip install -q --disable-pip-version-check torch numpy safetensors
 # Both sides use OpenBLAS's AVX-512 (SkylakeX) kernels on a CPU that has
 # AVX-512 (Debian's OpenBLAS does not recognise Zen 4/5; docs/performance.md).
 BENCH_CORETYPE ?= $(if $(AVX512_CPU),SkylakeX)
 BENCH_ENV := $(if $(BENCH_CORETYPE),OPENBLAS_CORETYPE=$(BENCH_CORETYPE))
 BENCH_THREADS ?= 2
 BENCH_BLIS := $(if $(wildcard $(BLIS_DIR)/cblas.h),$(BUILD)/bench_sgemm_blis)
-bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BUILD)/bench_matmul $(BENCH_BLIS)
+bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BUILD)/bench_matmul $(BENCH_BLIS) \
+       $(PT2_PYTHON)
 	python3 bench/tokenizer_bench.py $(BUILD)/bench_tokenizer
 	$(BENCH_ENV) python3 bench/matmul_bench.py $(BUILD)/bench_matmul $(BUILD)/bench_sgemm_blis $(BENCH_THREADS)
-	$(BENCH_ENV) $(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt $(BENCH_THREADS)
-	$(BENCH_ENV) TFORMER_THREADS=1 $(BENCH_PYTHON) bench/gpt_bench.py $(BUILD)/bench_gpt 1
+	for py in $(PT2_PYTHON) $(BENCH_PYTHON); do for th in $(BENCH_THREADS) 1; do \
+	    $(BENCH_ENV) TFORMER_THREADS=$$th $$py bench/gpt_bench.py $(BUILD)/bench_gpt $$th || exit 1; done; done
 	$(BENCH_ENV) $(BENCH_PYTHON) bench/attention_bench.py $(BUILD)/bench_attention $(BENCH_THREADS)
 
 # Instruction counts of a fixed small training run against bench/callgrind.txt
@@ -267,7 +274,7 @@ build/hfvenv/bin/python:
 	build/hfvenv/bin/pip install -q --disable-pip-version-check $(HF_PACKAGES)
 
 # tformer's full, BigBird and Nystrom attention (forward + backward) beside torch's
-# written-out attention, PyTorch 2.x's SDPA (where PT2_PYTHON, below, exists), HF BigBird
+# written-out attention, PyTorch 2.x's SDPA (where PT2_PYTHON, above, exists), HF BigBird
 # and HF Nystromformer at 1 and 2 threads (docs/long-sequences.md): about 10 minutes on a
 # quiet machine, never on a shared one.
 PEERS_SIZES ?= 1024,4096,16384
@@ -293,12 +300,10 @@ clean:
 
 # Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from
-# PyPI, python3 -m venv /tmp/pt2 && /tmp/pt2/bin/pip install torch numpy safetensors;
-# skipped when absent) and Debian's 1.13 (docs/performance.md, "Memory").
+# PyPI, `make build/pt2venv/bin/python`; skipped when absent) and Debian's 1.13 (docs/performance.md, "Memory").
 $(BUILD)/bench_memory: bench/bench_memory.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
-PT2_PYTHON ?= /tmp/pt2/bin/python
 bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
 	$(BENCH_ENV) python3 bench/memory_bench.py $(BUILD)/tformer $(BUILD)/bench_memory $(BENCH_THREADS) \
 	    $(PT2_PYTHON) $(BENCH_PYTHON)

@@ -110,6 +110,8 @@ def main():
                                                     env=env).stdout)
     peak_bin = os.path.join(os.path.dirname(binary), "bench_matmul")
     peak = run("peak", b=peak_bin) if os.path.exists(peak_bin) else float("nan")
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"CPU: {cpu}, {os.cpu_count()} cores")
     print(f"GPT throughput, {threads} threads, PyTorch {torch.__version__}, "
           f"OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', '(default)')}, peak {peak:.0f} GFLOP/s")
     print(f"{'workload':<52}{'tformer':>11}{'PyTorch':>11}{'ratio':>8}{'GFLOP/s':>9}{'of peak':>9}")
