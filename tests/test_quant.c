@@ -109,7 +109,8 @@ static void random_bytes(uint8_t *xq, int8_t *q, float *sx, float *sw, int32_t *
 }
 
 TEST(quant_vnni_kernel_equals_reference) {
-    tf_q8_gemm_fn vnni = tf_q8_gemm_vnni();
+    const tf_q8_kernels *kv = tf_q8_vnni();
+    tf_q8_gemm_fn vnni = kv ? kv->gemm : NULL;
     if (!vnni) {
         printf("  (no AVX-512 VNNI on this CPU: the reference kernel alone is in use)\n");
         return;
@@ -130,6 +131,39 @@ TEST(quant_vnni_kernel_equals_reference) {
         int same = !memcmp(y0, y1, (size_t)(M * N) * 4);
         free(xq), free(q), free(sx), free(sw), free(ws), free(y0), free(y1);
         CHECKF(same, "VNNI and reference differ at M %lld N %lld Kp %lld", (long long)M, (long long)N, (long long)Kp);
+    }
+}
+
+/* The AVX-512 quantisation against the reference's: random rows with ties,
+ * zeros, huge and tiny values, and a column block with NaN and inf lanes. */
+TEST(quant_vnni_quantisation_equals_reference) {
+    const tf_q8_kernels *kv = tf_q8_vnni(), *kr = tf_q8_ref();
+    if (!kv) return;
+    enum { K = 203, LD = 21 };
+    float x[K * LD], s[16], am0[16], am1[16];
+    int8_t q0[16 * 256], q1[16 * 256];
+    for (int i = 0; i < K * LD; i++) x[i] = (tf_hash_uniform(5, (uint64_t)i) - 0.5f) * 8.0f;
+    for (int i = 0; i < K * LD; i += 7) x[i] = (float)(i % 9) - 4.5f; /* halves: ties at scale 1 */
+    x[3] = 0.0f, x[11] = 1e-30f, x[13] = -3e30f;
+    for (int n = 1; n <= K; n += 29)
+        for (int off = 0; off <= 128; off += 128) {
+            int b0 = 0, b1 = 0;
+            float a0 = kr->amax(x, n, &b0), a1 = kv->amax(x, n, &b1);
+            CHECKF(a0 == a1 && b0 == b1, "amax of %d values: %g / %g", n, a0, a1);
+            for (float sc = 0.75f; sc < 3e28f; sc *= 1e7f) {
+                kr->quant(q0, x, n, sc, off), kv->quant(q1, x, n, sc, off);
+                CHECKF(!memcmp(q0, q1, (size_t)n), "quant of %d values, scale %g, offset %d", n, sc, off);
+            }
+        }
+    x[5 * LD + 2] = NAN, x[9 * LD + 4] = INFINITY;
+    int bad0[16], bad1[16];
+    for (int nb = 1; nb <= 16; nb += 5) {
+        kr->amax_cols(am0, bad0, x, LD, K, nb), kv->amax_cols(am1, bad1, x, LD, K, nb);
+        CHECKF(!memcmp(am0, am1, sizeof(float) * nb) && !memcmp(bad0, bad1, sizeof(int) * nb), "amax_cols nb %d", nb);
+        for (int j = 0; j < nb; j++) s[j] = bad0[j] ? NAN : j == 1 ? 0.0f : am0[j] / 127.0f;
+        memset(q0, 0, sizeof q0), memset(q1, 0, sizeof q1);
+        kr->quant_cols(q0, 256, x, LD, K, s, nb), kv->quant_cols(q1, 256, x, LD, K, s, nb);
+        CHECKF(!memcmp(q0, q1, sizeof q0), "quant_cols nb %d", nb);
     }
 }
 

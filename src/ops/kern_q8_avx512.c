@@ -2,7 +2,11 @@
  * products summed in fours into 16 int32 lanes per instruction). Tiles of 4
  * input rows by 4 weight rows keep 16 accumulators in registers; a lone
  * input row (a decoding step) takes 1 by 4 tiles. The integer sums equal the
- * reference kernel's exactly, and the float epilogue is the same function. */
+ * reference kernel's exactly, and the float epilogue is the same function.
+ * The quantisation divides and rounds 16 lanes at once: IEEE division and
+ * round-to-nearest-even, the reference's values bit for bit. */
+#include <float.h>
+
 #include "quant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -74,14 +78,82 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
     }
 }
 
-tf_q8_gemm_fn tf_q8_gemm_vnni(void) {
+/* ---------------------------------------------------------------- quantisation */
+
+#define KF static inline __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* 16 values: round(x / s) clamped to [-127, 127] as int32 lanes (nearest, ties to even, as nearbyintf). */
+KF __m512i q16(__m512 x, __m512 s) {
+    __m512 r = _mm512_roundscale_ps(_mm512_div_ps(x, s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    return _mm512_cvtps_epi32(r);
+}
+
+KF __mmask16 mask_of(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
+
+TARGET static float amax_avx512(const float *x, int64_t n, int *bad) {
+    __m512 m = _mm512_setzero_ps(), big = _mm512_set1_ps(FLT_MAX);
+    __mmask16 nonfinite = 0;
+    for (int64_t k = 0; k < n; k += 16) {
+        __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(mask_of(n - k), x + k));
+        __mmask16 nf = _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* > FLT_MAX or NaN: left out, as the reference does */
+        nonfinite |= nf;
+        m = _mm512_mask_max_ps(m, (__mmask16)~nf, m, a);
+    }
+    if (nonfinite) *bad = 1;
+    return _mm512_reduce_max_ps(m);
+}
+
+TARGET static void quant_avx512(int8_t *q, const float *x, int64_t n, float s, int offset) {
+    __m512 vs = _mm512_set1_ps(s);
+    __m512i off = _mm512_set1_epi32(offset);
+    for (int64_t k = 0; k < n; k += 16) {
+        __mmask16 m = mask_of(n - k);
+        __m512i v = _mm512_add_epi32(q16(_mm512_maskz_loadu_ps(m, x + k), vs), off);
+        _mm_mask_storeu_epi8(q + k, m, _mm512_cvtepi32_epi8(v)); /* the low byte: offset modulo 256 */
+    }
+}
+
+TARGET static void amax_cols_avx512(float *amax, int *bad, const float *w, int64_t ldw, int64_t K, int nb) {
+    __mmask16 m = mask_of(nb), nonfinite = 0;
+    __m512 mx = _mm512_setzero_ps(), big = _mm512_set1_ps(FLT_MAX);
+    for (int64_t k = 0; k < K; k++) {
+        __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(m, w + k * ldw));
+        __mmask16 nf = _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ);
+        nonfinite |= nf;
+        mx = _mm512_mask_max_ps(mx, (__mmask16)~nf, mx, a);
+    }
+    float t[16];
+    _mm512_storeu_ps(t, mx);
+    for (int j = 0; j < nb; j++) amax[j] = t[j], bad[j] = (nonfinite >> j) & 1;
+}
+
+TARGET static void quant_cols_avx512(int8_t *q, int64_t Kp, const float *w, int64_t ldw, int64_t K, const float *s,
+                                     int nb) {
+    __mmask16 m = mask_of(nb);
+    __m512 vs = _mm512_maskz_loadu_ps(m, s);
+    __mmask16 live = m & _mm512_cmp_ps_mask(vs, _mm512_setzero_ps(), _CMP_GT_OQ); /* s > 0 */
+    vs = _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f), vs);                     /* no 0/0 in dead lanes */
+    int8_t t[16];
+    for (int64_t k = 0; k < K; k++) {
+        __m512i v = _mm512_maskz_mov_epi32(live, q16(_mm512_maskz_loadu_ps(m, w + k * ldw), vs));
+        _mm_storeu_si128((__m128i *)t, _mm512_cvtepi32_epi8(v));
+        for (int j = 0; j < nb; j++) q[j * Kp + k] = t[j];
+    }
+}
+
+static const tf_q8_kernels VNNI = {"avx512-vnni", gemm_vnni, amax_avx512, quant_avx512, amax_cols_avx512,
+                                   quant_cols_avx512};
+
+const tf_q8_kernels *tf_q8_vnni(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vnni"))
-        return gemm_vnni;
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        return &VNNI;
     return NULL;
 }
 
 #else
-tf_q8_gemm_fn tf_q8_gemm_vnni(void) { return NULL; }
+const tf_q8_kernels *tf_q8_vnni(void) { return NULL; }
 #endif

@@ -46,11 +46,58 @@ size_t tf_quant_bytes(const tf_quant *q) {
 
 int64_t tf_quant_padded_k(const tf_quant *q) { return q->Kp; }
 
+/* ---------------------------------------------------------------- reference kernels */
+
 /* round(v / s) in [-127, 127], ties to even (s > 0, v finite). */
 static int quant1(float v, float s) {
     float r = nearbyintf(v / s);
     return r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
 }
+
+static float ref_amax(const float *x, int64_t n, int *bad) {
+    float amax = 0.0f;
+    for (int64_t k = 0; k < n; k++) {
+        float a = fabsf(x[k]);
+        if (!(a <= FLT_MAX)) *bad = 1;
+        else if (a > amax) amax = a;
+    }
+    return amax;
+}
+
+static void ref_quant(int8_t *q, const float *x, int64_t n, float s, int offset) {
+    for (int64_t k = 0; k < n; k++) q[k] = (int8_t)(uint8_t)((quant1(x[k], s) + offset) & 255);
+}
+
+static void ref_amax_cols(float *amax, int *bad, const float *w, int64_t ldw, int64_t K, int nb) {
+    for (int j = 0; j < nb; j++) amax[j] = 0.0f, bad[j] = 0;
+    for (int64_t k = 0; k < K; k++)
+        for (int j = 0; j < nb; j++) {
+            float a = fabsf(w[k * ldw + j]);
+            if (!(a <= FLT_MAX)) bad[j] = 1;
+            else if (a > amax[j]) amax[j] = a;
+        }
+}
+
+static void ref_quant_cols(int8_t *q, int64_t Kp, const float *w, int64_t ldw, int64_t K, const float *s, int nb) {
+    for (int64_t k = 0; k < K; k++)
+        for (int j = 0; j < nb; j++) q[j * Kp + k] = (int8_t)(s[j] > 0.0f ? quant1(w[k * ldw + j], s[j]) : 0);
+}
+
+static const tf_q8_kernels REF = {"portable", tf_q8_gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols};
+
+const tf_q8_kernels *tf_q8_ref(void) { return &REF; }
+
+static const tf_q8_kernels *best;
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+
+static void choose(void) { best = strcmp(tf_kern()->name, "avx512") == 0 && tf_q8_vnni() ? tf_q8_vnni() : &REF; }
+
+const tf_q8_kernels *tf_q8_best(void) {
+    pthread_once(&best_once, choose);
+    return best;
+}
+
+/* ---------------------------------------------------------------- copies */
 
 /* The scale of values whose largest magnitude is amax: NaN when one was not finite. */
 static float scale_of(float amax, int bad) { return bad ? NAN : amax / 127.0f; }
@@ -58,34 +105,20 @@ static float scale_of(float amax, int bad) { return bad ? NAN : amax / 127.0f; }
 /* Columns n0..n0+nb (nb <= 16) of a (K,N) weight, each a row of the copy:
  * read in rows of nb contiguous floats (a column at a time would miss the
  * cache on every value). */
-static void build_cols(tf_quant *q, const float *w, int64_t n0, int64_t nb) {
-    float amax[16] = {0};
-    int bad[16] = {0};
-    for (int64_t k = 0; k < q->K; k++)
-        for (int64_t j = 0; j < nb; j++) {
-            float a = fabsf(w[k * q->N + n0 + j]);
-            if (!(a <= FLT_MAX)) bad[j] = 1;
-            else if (a > amax[j]) amax[j] = a;
-        }
-    for (int64_t j = 0; j < nb; j++) q->scale[n0 + j] = scale_of(amax[j], bad[j]);
-    for (int64_t k = 0; k < q->K; k++)
-        for (int64_t j = 0; j < nb; j++) {
-            float s = q->scale[n0 + j];
-            q->q[(n0 + j) * q->Kp + k] = (int8_t)(s > 0.0f ? quant1(w[k * q->N + n0 + j], s) : 0);
-        }
+static void build_cols(tf_quant *q, const tf_q8_kernels *kq, const float *w, int64_t n0, int nb) {
+    float amax[16];
+    int bad[16];
+    kq->amax_cols(amax, bad, w + n0, q->N, q->K, nb);
+    for (int j = 0; j < nb; j++) q->scale[n0 + j] = scale_of(amax[j], bad[j]);
+    kq->quant_cols(q->q + n0 * q->Kp, q->Kp, w + n0, q->N, q->K, q->scale + n0, nb);
 }
 
-static void build_row(tf_quant *q, const float *w, int64_t n) {
+static void build_row(tf_quant *q, const tf_q8_kernels *kq, const float *w, int64_t n) {
     const float *r = w + n * q->K;
-    float amax = 0.0f;
     int bad = 0;
-    for (int64_t k = 0; k < q->K; k++) {
-        float a = fabsf(r[k]);
-        if (!(a <= FLT_MAX)) bad = 1;
-        else if (a > amax) amax = a;
-    }
+    float amax = kq->amax(r, q->K, &bad);
     float s = q->scale[n] = scale_of(amax, bad);
-    for (int64_t k = 0; k < q->K; k++) q->q[n * q->Kp + k] = (int8_t)(s > 0.0f ? quant1(r[k], s) : 0);
+    if (s > 0.0f) kq->quant(q->q + n * q->Kp, r, q->K, s, 0); /* else the zeros left by memset */
 }
 
 static int build(tf_quant *q, int in_out) {
@@ -101,12 +134,13 @@ static int build(tf_quant *q, int in_out) {
     if (!q->q || !q->scale || !q->sum) return -1;
     memset(q->q, 0, bytes);
     const float *w = q->src;
+    const tf_q8_kernels *kq = tf_q8_best();
     if (in_out) {
         int64_t blocks = (q->N + 15) / 16;
         TF_PARALLEL_FOR(q->N * q->K > 65536, b, blocks,
-                        build_cols(q, w, b * 16, q->N - b * 16 < 16 ? q->N - b * 16 : 16));
+                        build_cols(q, kq, w, b * 16, q->N - b * 16 < 16 ? (int)(q->N - b * 16) : 16));
     } else {
-        TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N, build_row(q, w, n));
+        TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N, build_row(q, kq, w, n));
     }
     for (int64_t n = 0; n < q->N; n++) {
         int32_t s = 0;
@@ -145,18 +179,14 @@ const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0) {
 }
 
 void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp) {
+    const tf_q8_kernels *kq = tf_q8_best();
     for (int64_t m = 0; m < M; m++) {
-        const float *r = x + m * K;
         uint8_t *o = xq + m * Kp;
-        float amax = 0.0f;
         int bad = 0;
-        for (int64_t k = 0; k < K; k++) {
-            float a = fabsf(r[k]);
-            if (!(a <= FLT_MAX)) bad = 1;
-            else if (a > amax) amax = a;
-        }
+        float amax = kq->amax(x + m * K, K, &bad);
         float s = sx[m] = scale_of(amax, bad);
-        for (int64_t k = 0; k < K; k++) o[k] = (uint8_t)((s > 0.0f ? quant1(r[k], s) : 0) + 128);
+        if (s > 0.0f) kq->quant((int8_t *)o, x + m * K, K, s, 128);
+        else memset(o, 128, (size_t)K);
         memset(o + K, 128, (size_t)(Kp - K));
     }
 }
@@ -174,24 +204,12 @@ void tf_q8_gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, i
         }
 }
 
-static tf_q8_gemm_fn best;
-static pthread_once_t best_once = PTHREAD_ONCE_INIT;
-
-static void choose(void) {
-    best = strcmp(tf_kern()->name, "avx512") == 0 && tf_q8_gemm_vnni() ? tf_q8_gemm_vnni() : tf_q8_gemm_ref;
-}
-
-tf_q8_gemm_fn tf_q8_gemm_best(void) {
-    pthread_once(&best_once, choose);
-    return best;
-}
-
 void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
                    uint8_t *xq, float *sx) {
     enum { COLS = 64 }; /* output columns (rows of the copy) per task */
     int64_t Kp = q->Kp, tasks = (N + COLS - 1) / COLS;
     tf_quant_rows(xq, sx, x, M, K, Kp);
-    tf_q8_gemm_fn f = tf_q8_gemm_best();
+    tf_q8_gemm_fn f = tf_q8_best()->gemm;
     const int8_t *w = q->q + row0 * Kp;
     const float *sw = q->scale + row0;
     const int32_t *ws = q->sum + row0;

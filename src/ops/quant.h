@@ -36,13 +36,31 @@ static inline float tf_q8_value(int32_t acc, int32_t wsum, float sx, float sw) {
     return v;
 }
 
-/* The reference kernel (any CPU) and the AVX-512 VNNI one (NULL when not
- * built or not supported here); tf_q8_gemm_best is the one in use (the
- * reference when TFORMER_ISA asks for less than avx512). */
+/* The kernels: the product, and the quantisation of rows and of column
+ * blocks ((in,out) weights), each bit for bit the reference's (IEEE division,
+ * rounding to nearest even). */
+typedef struct {
+    const char *name;
+    tf_q8_gemm_fn gemm;
+    /* max |x| of x (n); *bad = 1 when one is not finite */
+    float (*amax)(const float *x, int64_t n, int *bad);
+    /* q (n) = round(x / s) clamped to [-127, 127], plus offset (0, or 128 for
+     * unsigned bytes) modulo 256; s > 0 */
+    void (*quant)(int8_t *q, const float *x, int64_t n, float s, int offset);
+    /* columns j < nb <= 16 of w (K rows, ldw apart): amax[j] and bad[j] */
+    void (*amax_cols)(float *amax, int *bad, const float *w, int64_t ldw, int64_t K, int nb);
+    /* q[j*Kp + k] = round(w[k*ldw + j] / s[j]) clamped, or 0 where !(s[j] > 0) */
+    void (*quant_cols)(int8_t *q, int64_t Kp, const float *w, int64_t ldw, int64_t K, const float *s, int nb);
+} tf_q8_kernels;
+
+/* The reference kernels (any CPU), the AVX-512 VNNI ones (NULL when not built
+ * or not supported here), and the ones in use (the reference when
+ * TFORMER_ISA asks for less than avx512). */
+const tf_q8_kernels *tf_q8_ref(void);
+const tf_q8_kernels *tf_q8_vnni(void);
+const tf_q8_kernels *tf_q8_best(void);
 void tf_q8_gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
                     const float *sw, const int32_t *wsum, int64_t N, int64_t Kp);
-tf_q8_gemm_fn tf_q8_gemm_vnni(void);
-tf_q8_gemm_fn tf_q8_gemm_best(void);
 
 /* A weight's copy, empty until first used (tf_quant_for builds it). */
 tf_quant *tf_quant_new(const tf_tensor *w);
