@@ -167,16 +167,24 @@ TEST(quant_vnni_quantisation_equals_reference) {
     }
 }
 
+/* Random x (M,K), w (N,K) (std wstd) and b (N) in arena a, from seed. */
+static void random_inputs(tf_arena *a, int64_t M, int64_t K, int64_t N, float wstd, uint64_t seed, tf_tensor **x,
+                          tf_tensor **w, tf_tensor **b) {
+    *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
+    *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
+    *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
+    tf_tensor_fill_normal(*x, seed, 1.0f), tf_tensor_fill_normal(*w, seed + 1, wstd);
+    tf_tensor_fill_normal(*b, seed + 2, 1.0f);
+}
+
 /* Random x (M,K) and a layer (N,K): the int8 output within the rounding
  * bound of the float one, sum_k |x| sw/2 + |w| sx/2 + sx sw/4, and not equal
  * to it (the int8 path ran). */
 TEST(quant_error_within_rounding_bound) {
     const int64_t M = 6, K = 300, N = 70;
     tf_arena *a = tf_arena_new(0);
-    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
-    tf_tensor *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
-    tf_tensor *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
-    tf_tensor_fill_normal(x, 3, 1.0f), tf_tensor_fill_normal(w, 4, 0.05f), tf_tensor_fill_normal(b, 5, 1.0f);
+    tf_tensor *x, *w, *b;
+    random_inputs(a, M, K, N, 0.05f, 3, &x, &w, &b);
     layer L;
     float *yf = malloc((size_t)(M * N) * 4), *yq = malloc((size_t)(M * N) * 4);
     CHECK(!layer_new(&L, w, b, 0) && !dense(&L, x, 0, 0, yf));
@@ -206,10 +214,8 @@ TEST(quant_error_within_rounding_bound) {
 TEST(quant_views_gradients_and_dropping) {
     const int64_t M = 3, K = 40, N = 12;
     tf_arena *a = tf_arena_new(0);
-    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
-    tf_tensor *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
-    tf_tensor *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
-    tf_tensor_fill_normal(x, 6, 1.0f), tf_tensor_fill_normal(w, 7, 0.1f), tf_tensor_fill_normal(b, 10, 1.0f);
+    tf_tensor *x, *w, *b;
+    random_inputs(a, M, K, N, 0.1f, 6, &x, &w, &b);
     layer L;
     float yf[M * N], yq[M * N], yg[M * N], yv[M * 4];
     CHECK(!layer_new(&L, w, b, 0) && !dense(&L, x, 0, 0, yf) && !tf_params_quantize(L.ps, TF_QUANT_INT8));
@@ -240,10 +246,8 @@ TEST(quant_views_gradients_and_dropping) {
 TEST(quant_nan_input_row_gives_nan) {
     const int64_t M = 2, K = 70, N = 5;
     tf_arena *a = tf_arena_new(0);
-    tf_tensor *x = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){M, K}, 0);
-    tf_tensor *w = tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){N, K}, 0);
-    tf_tensor *b = tf_tensor_alloc(a, TF_DTYPE_F32, 1, (int64_t[]){N}, 0);
-    tf_tensor_fill_normal(x, 8, 1.0f), tf_tensor_fill_normal(w, 9, 0.1f);
+    tf_tensor *x, *w, *b;
+    random_inputs(a, M, K, N, 0.1f, 8, &x, &w, &b);
     tf_f32(x)[K + 3] = NAN;
     layer L;
     float y[M * N];
