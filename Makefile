@@ -246,6 +246,15 @@ bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BU
 	    $(BENCH_ENV) TFORMER_THREADS=$$th $$py bench/gpt_bench.py $(BUILD)/bench_gpt $$th || exit 1; done; done
 	$(BENCH_ENV) $(BENCH_PYTHON) bench/attention_bench.py $(BUILD)/bench_attention $(BENCH_THREADS)
 
+# GPT-2-124M greedy decoding against llama.cpp (F32 and Q8_0, built from the
+# llama-cpp-python sdist; bench/llama_cpp_bench.sh): minutes of compiling the
+# first time, kept in LLAMA_WORK. CONV_PY needs torch >= 2.1 and transformers.
+LLAMA_WORK ?= $(BUILD)/llama
+bench-llama: $(BUILD)/bench_gpt $(HF_PYTHON) $(PT2_PYTHON)
+	$(PT2_PYTHON) -c "import transformers" 2>/dev/null || $(dir $(PT2_PYTHON))pip install -q transformers
+	HF_PY=$(HF_PYTHON) CONV_PY=$(PT2_PYTHON) sh bench/llama_cpp_bench.sh $(BUILD) $(LLAMA_WORK)
+.PHONY: bench-llama
+
 # Instruction counts of a fixed small training run against bench/callgrind.txt
 # (CALLGRIND_RECORD=--record to update it).
 callgrind: $(BUILD)/bench_gpt

@@ -1,0 +1,59 @@
+#!/bin/sh
+# GPT-2-124M greedy decoding, tformer against llama.cpp on the same cores
+# (docs/performance.md, "Int8 weights"): F32 against F32, int8 against Q8_0,
+# at 1 and 2 threads, alternated ROUNDS times. llama.cpp is built from the
+# sources in PyPI's llama-cpp-python sdist; the model is a random GPT-2-124M
+# written by transformers and converted by llama.cpp's convert_hf_to_gguf.py.
+#   sh bench/llama_cpp_bench.sh BUILD_DIR WORK_DIR
+# BUILD_DIR holds bench_gpt; WORK_DIR keeps the sdist, llama.cpp's build and
+# the GGUF files between runs. HF_PY: a python with torch and transformers for
+# the random model (build/hfvenv); CONV_PY: one with torch >= 2.1 and
+# transformers for the converter (build/pt2venv plus `pip install transformers`).
+# Minutes of compiling the first time; run it on a quiet machine.
+set -eu
+build=$1 work=$2
+rounds=${ROUNDS:-2} new=${NEW_TOKENS:-64}
+hf_py=${HF_PY:-build/hfvenv/bin/python} conv_py=${CONV_PY:-build/pt2venv/bin/python}
+mkdir -p "$work"
+if [ ! -d "$work"/src ]; then
+    /usr/bin/python3 -m pip download -q llama-cpp-python --no-deps --no-binary :all: -d "$work"
+    mkdir -p "$work"/src && tar xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"/src --strip-components=1
+fi
+ll=$work/src/vendor/llama.cpp
+if [ ! -x "$ll"/build/bin/llama-bench ]; then
+    cmake -S "$ll" -B "$ll"/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF > "$work"/cmake.log
+    cmake --build "$ll"/build --target llama-bench -j 2 > "$work"/build.log
+fi
+model=$work/gpt2
+if [ ! -f "$model"/model.safetensors ]; then
+    # transformers 5 leaves n_ctx out of GPT-2 configs; the converter reads it
+    "$hf_py" -c "
+import json, sys, torch, transformers
+torch.manual_seed(0)
+transformers.GPT2LMHeadModel(transformers.GPT2Config()).save_pretrained(sys.argv[1], safe_serialization=True)
+c = json.load(open(sys.argv[1] + '/config.json')); c['n_ctx'] = c['n_positions']
+json.dump(c, open(sys.argv[1] + '/config.json', 'w'), indent=1)" "$model"
+    cp ../shared/data/gpt2/encoder.json "$model"/vocab.json && cp ../shared/data/gpt2/vocab.bpe "$model"/merges.txt
+fi
+for t in f32 q8_0; do
+    [ -f "$work"/gpt2-$t.gguf ] || PYTHONPATH="$ll"/gguf-py "$conv_py" "$ll"/convert_hf_to_gguf.py "$model" \
+        --outtype $t --outfile "$work"/gpt2-$t.gguf > "$work"/convert_$t.log 2>&1
+done
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $new tokens, tokens/s"
+echo "| threads | llama.cpp F32 | tformer F32 | ratio | llama.cpp Q8_0 | tformer int8 | ratio |"
+echo "|---|---|---|---|---|---|---|"
+r=0
+while [ $r -lt "$rounds" ]; do
+    for th in 1 2; do
+        lf=$("$ll"/build/bin/llama-bench -m "$work"/gpt2-f32.gguf -p 0 -n "$new" -t $th -r 3 -o csv 2>/dev/null |
+            tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')
+        lq=$("$ll"/build/bin/llama-bench -m "$work"/gpt2-q8_0.gguf -p 0 -n "$new" -t $th -r 3 -o csv 2>/dev/null |
+            tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')
+        tf=$(TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
+        tq=$(TFORMER_QUANTIZE=int8 TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
+        awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" 'BEGIN {
+            printf "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", th, lf, tf, tf / lf, lq, tq, tq / lq }'
+    done
+    r=$((r + 1))
+done
