@@ -126,7 +126,7 @@ TEST(quant_vnni_kernel_equals_reference) {
         float *y0 = calloc((size_t)(M * N), 4), *y1 = calloc((size_t)(M * N), 4);
         random_bytes(xq, q, sx, sw, ws, M, N, Kp, 10 + s);
         for (int64_t i = 0; i < M * N; i++) y0[i] = y1[i] = (float)i * 0.25f; /* it adds to y */
-        tf_q8_gemm_ref(y0, N, xq, sx, M, q, sw, ws, N, Kp);
+        tf_q8_ref()->gemm(y0, N, xq, sx, M, q, sw, ws, N, Kp);
         vnni(y1, N, xq, sx, M, q, sw, ws, N, Kp);
         int same = !memcmp(y0, y1, (size_t)(M * N) * 4);
         free(xq), free(q), free(sx), free(sw), free(ws), free(y0), free(y1);

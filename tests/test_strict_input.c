@@ -134,9 +134,20 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
         {"eval --model %s/m --listops 3", "m/listops.json: No such file or directory: not a ListOps run folder", 1},
         {"eval --model %s/lj --listops 3", "lj/listops.json: is a directory, not a file", 1},
         {"eval --model %s/garb --listops 3", "\"listops_depth\" expects an integer in [1,64], got \"x\"", 1},
+        {"generate --model %s/m --prompt a --quantize nan", "--quantize nan: none or int8", 2},
+        {"eval --model %s/m --data %s/corpus.txt --quantize int8x", "--quantize int8x: none or int8", 2},
+        {"eval --model %s/m --data-dir %s/missing --quantize int8", "--quantize goes with a GPT", 2},
+        {"generate --model %s/mdir --prompt a --quantize int8", "mdir/model.safetensors: not a regular file", 1},
+        {"generate --model %s/mcut --prompt a", "mcut/model.safetensors: header length", 1},
         {"tokenizer-train --out %s/t --type bpe --vocab-size 1e12 %s/corpus.txt", "--vocab-size expects an integer", 2},
         {"tokenizer-train --out %s/t --type bpe --min-frequency abc %s/corpus.txt", "--min-frequency expects an integer", 2},
     };
+    /* weights the mapped loading of generate meets: a folder, a file cut short */
+    snprintf(args, sizeof args, "mkdir %s/mdir %s/mcut && cp %s/m/config.json %s/m/chars.txt %s/mdir && "
+             "cp %s/m/config.json %s/m/chars.txt %s/mcut && mkdir %s/mdir/model.safetensors && "
+             "head -c 100 %s/m/model.safetensors > %s/mcut/model.safetensors", dir, dir, dir, dir, dir, dir, dir, dir,
+             dir, dir, dir);
+    CHECK(system(args) == 0);
     /* ListOps settings that are a folder, and that do not parse */
     snprintf(args, sizeof args, "%s/lj", dir), mkdir(args, 0755);
     snprintf(args, sizeof args, "%s/lj/listops.json", dir), mkdir(args, 0755);

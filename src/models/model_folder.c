@@ -55,34 +55,6 @@ int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, c
 
 /* ---------------------------------------------------------------- Hugging Face weights */
 
-int tf_folder_read_weights(const tf_st_file *f, const char *path, tf_params *ps, tf_folder_find_fn find,
-                           tf_folder_known_fn known) {
-    int rc = tf_params_alloc(ps); /* every tensor is then overwritten: no random init first */
-    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
-        const char *name = tf_params_name(ps, i);
-        const tf_st_entry *e = find ? find(f, name) : tf_st_find(f, name);
-        tf_tensor *t = tf_params_tensor(ps, i);
-        int same = e && e->ndim == t->ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
-        if (!e) rc = tf_set_error("%s: missing tensor '%s'", path, name);
-        else if (!same) rc = tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
-        else rc = tf_st_read_f32(f, e, t);
-    }
-    for (int i = 0; !rc && i < tf_st_count(f); i++) {
-        const char *name = tf_st_entry_at(f, i)->name;
-        if (!(known ? known(ps, name) : tf_params_get(ps, name) != NULL))
-            rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
-    }
-    return rc;
-}
-
-int tf_folder_load_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known) {
-    tf_st_file *f = tf_st_open(path);
-    int rc = f ? tf_folder_read_weights(f, path, ps, find, known) : -1;
-    tf_st_close(f);
-    return rc;
-}
-
 /* Entry e exists and has the registered shape; else an error naming the file and tensor. */
 static int fits(const tf_st_entry *e, const int64_t *shape, int ndim, const char *path, const char *name) {
     int same = e && e->ndim == ndim;
@@ -91,18 +63,20 @@ static int fits(const tf_st_entry *e, const int64_t *shape, int ndim, const char
     return same ? 0 : tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, name);
 }
 
-int tf_folder_map_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known) {
-    tf_st_file *f = tf_st_open(path);
-    int rc = f ? 0 : -1;
+/* Every parameter from f, copied into allocated tensors, or (mapped) the
+ * file's F32 bytes themselves where they sit on a 4-byte boundary (others
+ * converted into fresh tensors without gradients); then no tensor of f left
+ * unclaimed. */
+static int read_weights(const tf_st_file *f, const char *path, tf_params *ps, tf_folder_find_fn find,
+                        tf_folder_known_fn known, int mapped) {
+    int rc = mapped ? 0 : tf_params_alloc(ps); /* every tensor is then overwritten: no random init first */
     for (int i = 0; !rc && i < tf_params_count(ps); i++) {
         const char *name = tf_params_name(ps, i);
         const tf_st_entry *e = find ? find(f, name) : tf_st_find(f, name);
         int64_t shape[TF_MAX_DIMS];
-        int ndim = tf_params_shape(ps, i, shape);
-        if ((rc = fits(e, shape, ndim, path, name))) break;
-        /* F32 on a 4-byte boundary: the mapped bytes themselves; else a copy */
-        int direct = e->dtype == TF_ST_F32 && (uintptr_t)e->data % sizeof(float) == 0;
-        tf_tensor *t = tf_params_set_data(ps, i, direct ? (float *)e->data : NULL);
+        if ((rc = fits(e, shape, tf_params_shape(ps, i, shape), path, name))) break;
+        int direct = mapped && e->dtype == TF_ST_F32 && (uintptr_t)e->data % sizeof(float) == 0;
+        tf_tensor *t = !mapped ? tf_params_tensor(ps, i) : tf_params_set_data(ps, i, direct ? (float *)e->data : NULL);
         if (!t) rc = tf_set_error("%s: out of memory for '%s'", path, name);
         else if (!direct) rc = tf_st_read_f32(f, e, t);
     }
@@ -111,6 +85,24 @@ int tf_folder_map_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn 
         if (!(known ? known(ps, name) : tf_params_get(ps, name) != NULL))
             rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
     }
+    return rc;
+}
+
+int tf_folder_read_weights(const tf_st_file *f, const char *path, tf_params *ps, tf_folder_find_fn find,
+                           tf_folder_known_fn known) {
+    return read_weights(f, path, ps, find, known, 0);
+}
+
+int tf_folder_load_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known) {
+    tf_st_file *f = tf_st_open(path);
+    int rc = f ? read_weights(f, path, ps, find, known, 0) : -1;
+    tf_st_close(f);
+    return rc;
+}
+
+int tf_folder_map_hf_weights(const char *path, tf_params *ps, tf_folder_find_fn find, tf_folder_known_fn known) {
+    tf_st_file *f = tf_st_open(path);
+    int rc = f ? read_weights(f, path, ps, find, known, 1) : -1;
     if (rc) tf_st_close(f);
     else tf_params_keep_file(ps, f);
     return rc;

@@ -83,7 +83,20 @@ static void ref_quant_cols(int8_t *q, int64_t Kp, const float *w, int64_t ldw, i
         for (int j = 0; j < nb; j++) q[j * Kp + k] = (int8_t)(s[j] > 0.0f ? quant1(w[k * ldw + j], s[j]) : 0);
 }
 
-static const tf_q8_kernels REF = {"portable", tf_q8_gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols};
+static void gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
+                     const float *sw, const int32_t *wsum, int64_t N, int64_t Kp) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const uint8_t *a = xq + m * Kp;
+            const int8_t *b = q + n * Kp;
+            int32_t acc = 0;
+            for (int64_t k = 0; k < Kp; k++) acc += (int32_t)a[k] * (int32_t)b[k];
+            float v = tf_q8_value(acc, wsum[n], sx[m], sw[n]);
+            y[m * ldy + n] += v;
+        }
+}
+
+static const tf_q8_kernels REF = {"portable", gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols};
 
 const tf_q8_kernels *tf_q8_ref(void) { return &REF; }
 
@@ -113,12 +126,15 @@ static void build_cols(tf_quant *q, const tf_q8_kernels *kq, const float *w, int
     kq->quant_cols(q->q + n0 * q->Kp, q->Kp, w + n0, q->N, q->K, q->scale + n0, nb);
 }
 
-static void build_row(tf_quant *q, const tf_q8_kernels *kq, const float *w, int64_t n) {
-    const float *r = w + n * q->K;
+/* q (K) = row x (K) quantised, plus offset; all offset (zero) when its scale,
+ * returned, is 0 or NaN. A weight's rows (offset 0) and an input's (128). */
+static float quant_row(const tf_q8_kernels *kq, int8_t *q, const float *x, int64_t K, int offset) {
     int bad = 0;
-    float amax = kq->amax(r, q->K, &bad);
-    float s = q->scale[n] = scale_of(amax, bad);
-    if (s > 0.0f) kq->quant(q->q + n * q->Kp, r, q->K, s, 0); /* else the zeros left by memset */
+    float amax = kq->amax(x, K, &bad);
+    float s = scale_of(amax, bad);
+    if (s > 0.0f) kq->quant(q, x, K, s, offset);
+    else memset(q, offset, (size_t)K);
+    return s;
 }
 
 static int build(tf_quant *q, int in_out) {
@@ -140,7 +156,8 @@ static int build(tf_quant *q, int in_out) {
         TF_PARALLEL_FOR(q->N * q->K > 65536, b, blocks,
                         build_cols(q, kq, w, b * 16, q->N - b * 16 < 16 ? (int)(q->N - b * 16) : 16));
     } else {
-        TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N, build_row(q, kq, w, n));
+        TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N,
+                        q->scale[n] = quant_row(kq, q->q + n * q->Kp, w + n * q->K, q->K, 0));
     }
     for (int64_t n = 0; n < q->N; n++) {
         int32_t s = 0;
@@ -181,28 +198,11 @@ const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0) {
 void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp) {
     const tf_q8_kernels *kq = tf_q8_best();
     for (int64_t m = 0; m < M; m++) {
-        uint8_t *o = xq + m * Kp;
-        int bad = 0;
-        float amax = kq->amax(x + m * K, K, &bad);
-        float s = sx[m] = scale_of(amax, bad);
-        if (s > 0.0f) kq->quant((int8_t *)o, x + m * K, K, s, 128);
-        else memset(o, 128, (size_t)K);
-        memset(o + K, 128, (size_t)(Kp - K));
+        sx[m] = quant_row(kq, (int8_t *)(xq + m * Kp), x + m * K, K, 128);
+        memset(xq + m * Kp + K, 128, (size_t)(Kp - K));
     }
 }
 
-void tf_q8_gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
-                    const float *sw, const int32_t *wsum, int64_t N, int64_t Kp) {
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++) {
-            const uint8_t *a = xq + m * Kp;
-            const int8_t *b = q + n * Kp;
-            int32_t acc = 0;
-            for (int64_t k = 0; k < Kp; k++) acc += (int32_t)a[k] * (int32_t)b[k];
-            float v = tf_q8_value(acc, wsum[n], sx[m], sw[n]);
-            y[m * ldy + n] += v;
-        }
-}
 
 void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
                    uint8_t *xq, float *sx) {

@@ -59,8 +59,6 @@ typedef struct {
 const tf_q8_kernels *tf_q8_ref(void);
 const tf_q8_kernels *tf_q8_vnni(void);
 const tf_q8_kernels *tf_q8_best(void);
-void tf_q8_gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
-                    const float *sw, const int32_t *wsum, int64_t N, int64_t Kp);
 
 /* A weight's copy, empty until first used (tf_quant_for builds it). */
 tf_quant *tf_quant_new(const tf_tensor *w);
