@@ -3,7 +3,8 @@
  * "generate_tokens_per_s" as a number on stdout (median of runs).
  *   bench_gpt train    LAYERS HEADS WIDTH CONTEXT BATCH VOCAB STEPS
  *   bench_gpt generate LAYERS HEADS WIDTH CONTEXT VOCAB NEW_TOKENS
- * TFORMER_QUANTIZE=int8: generation on int8 weights (tf_params_quantize). */
+ * TFORMER_QUANTIZE=int8: generation on int8 weights (tf_params_quantize).
+ * TFORMER_PRECISION=bf16: training steps with bf16 matrix products. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@ static double train(tf_gpt *m, int B, int T, int V, int steps) {
     tf_adamw *o = tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.99f, 1e-8f, 0.1f});
     tf_ctx *ctx = tf_ctx_new(1);
     tf_ctx_set_training(ctx, 1);
+    const char *p = getenv("TFORMER_PRECISION");
+    if (p && !strcmp(p, "bf16")) tf_ctx_set_precision(ctx, TF_PRECISION_BF16);
     double times[64];
     int n = steps < 64 ? steps : 64;
     for (int s = -3; s < n; s++) { /* three warm-up steps */

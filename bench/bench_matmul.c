@@ -3,6 +3,8 @@
  *   bench_matmul sgemm M K N          bare sgemm (the BLAS's own threads) of a
  *                                     linear layer's three products: GFLOP/s
  *   bench_matmul linear M K N         tformer's Linear forward+backward: GFLOP/s
+ *   bench_matmul peak-bf16            vdpbf16ps-bound loop (AVX512-BF16): GFLOP/s
+ *   bench_matmul linear-bf16 M K N    the same Linear with bf16 products
  * bench_matmul times the OpenBLAS that tformer loaded (the same library and
  * kernels); bench_sgemm_blis is linked against BLIS (sgemm only), so both
  * BLAS are timed the same way. */
@@ -71,14 +73,27 @@ __attribute__((target("avx2,fma"))) static double fma_loop_256(long iters) {
     return s[0] + (double)iters * 12 * 8 * 2;
 }
 
-static double peak(int nt) {
+/* The same with vdpbf16ps: 16 lanes x 2 products x 2 flops an instruction. */
+__attribute__((target("avx512f,avx512bf16"))) static double dpbf16_loop(long iters) {
+    __m512 acc[16];
+    __m512bh m = (__m512bh)_mm512_set1_epi32(0x3f803f80), a = (__m512bh)_mm512_set1_epi32(0x3a833a83);
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbf16_ps(acc[i], m, a);
+    float s[16];
+    for (int i = 1; i < 16; i++) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    _mm512_storeu_ps(s, acc[0]);
+    return s[0] + (double)iters * 16 * 16 * 4;
+}
+
+static double peak(int nt, int bf16) {
     int wide = __builtin_cpu_supports("avx512f");
     long iters = 20000000;
     double best = 0;
     for (int r = 0; r < 3; r++) {
         double t0 = bench_now(), flops = 0;
 #pragma omp parallel for num_threads(nt) reduction(+ : flops)
-        for (int t = 0; t < nt; t++) flops += wide ? fma_loop_512(iters) : fma_loop_256(iters);
+        for (int t = 0; t < nt; t++) flops += bf16 ? dpbf16_loop(iters) : wide ? fma_loop_512(iters) : fma_loop_256(iters);
         double g = flops / (bench_now() - t0) / 1e9;
         if (g > best) best = g;
     }
@@ -109,7 +124,7 @@ static double sgemm_linear(int M, int K, int N, int nt) {
 }
 
 #ifndef BENCH_BLIS
-static double tformer_linear(int M, int K, int N, int nt) {
+static double tformer_linear(int M, int K, int N, int nt, int bf16) {
     tf_set_threads(nt);
     tf_params *ps = tf_params_new();
     tf_linear lin;
@@ -118,6 +133,7 @@ static double tformer_linear(int M, int K, int N, int nt) {
         tf_params_init(ps, 1))
         return fprintf(stderr, "%s\n", tf_error()), 0;
     tf_ctx *ctx = tf_ctx_new(1);
+    if (bf16) tf_ctx_set_precision(ctx, TF_PRECISION_BF16);
     double t[9];
     for (int r = 0; r < 9; r++) {
         tf_ctx_reset(ctx);
@@ -138,12 +154,18 @@ static double tformer_linear(int M, int K, int N, int nt) {
 
 int main(int argc, char **argv) {
     int nt = threads();
-    if (argc >= 2 && !strcmp(argv[1], "peak")) return printf("%.1f\n", peak(nt)), 0;
-    if (argc < 5) return fprintf(stderr, "usage: bench_matmul peak | sgemm M K N | linear M K N\n"), 2;
+    if (argc >= 2 && !strcmp(argv[1], "peak")) return printf("%.1f\n", peak(nt, 0)), 0;
+    if (argc >= 2 && !strcmp(argv[1], "peak-bf16")) {
+        if (!__builtin_cpu_supports("avx512bf16")) return fprintf(stderr, "bench_matmul: no AVX512-BF16 here\n"), 1;
+        return printf("%.1f\n", peak(nt, 1)), 0;
+    }
+    if (argc < 5)
+        return fprintf(stderr, "usage: bench_matmul peak | peak-bf16 | sgemm M K N | linear M K N | linear-bf16 M K N\n"), 2;
     int M = atoi(argv[2]), K = atoi(argv[3]), N = atoi(argv[4]);
     if (!strcmp(argv[1], "sgemm")) return printf("%.1f\n", sgemm_linear(M, K, N, nt)), 0;
 #ifndef BENCH_BLIS
-    if (!strcmp(argv[1], "linear")) return printf("%.1f\n", tformer_linear(M, K, N, nt)), 0;
+    if (!strcmp(argv[1], "linear")) return printf("%.1f\n", tformer_linear(M, K, N, nt, 0)), 0;
+    if (!strcmp(argv[1], "linear-bf16")) return printf("%.1f\n", tformer_linear(M, K, N, nt, 1)), 0;
 #endif
     return fprintf(stderr, "bench_matmul: unknown mode '%s'\n", argv[1]), 2;
 }

@@ -10,6 +10,9 @@ Training: nanoGPT's character-level configuration (4 layers, 4 heads, width
 (12 layers, 12 heads, width 768, context 128, batch 4, vocabulary 50257),
 forward + backward + AdamW. PyTorch runs an equivalent GPT written here
 (pre-LN, tanh GELU, tied embeddings, scaled_dot_product_attention when present).
+Both also with bf16 matrix products: tformer's --precision bf16 against
+torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch 2.x; skipped where the
+CPU has no AVX512-BF16).
 Generation: greedy decoding of 200 tokens with a KV cache, against Hugging Face
 transformers' generate() when transformers is importable.
 """
@@ -62,15 +65,18 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def torch_train(L, H, C, T, B, V, steps):
+def torch_train(L, H, C, T, B, V, steps, bf16=False):
     model = GPT(V, T, L, H, C)
+    cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
     times = []
     for s in range(steps + 3):
         x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        model(x, y).backward()
+        with cast:
+            loss = model(x, y)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if s >= 3:
@@ -114,6 +120,7 @@ def main():
     print(f"CPU: {cpu}, {os.cpu_count()} cores")
     print(f"GPT throughput, {threads} threads, PyTorch {torch.__version__}, "
           f"OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', '(default)')}, peak {peak:.0f} GFLOP/s")
+    bf16 = "avx512_bf16" in open("/proc/cpuinfo").read() and torch.__version__ >= "2"
     print(f"{'workload':<52}{'tformer':>11}{'PyTorch':>11}{'ratio':>8}{'GFLOP/s':>9}{'of peak':>9}")
     for name, cfg, steps in [("train nanoGPT char (4L 4H 128C T64 B12 V65)", (4, 4, 128, 64, 12, 65), 20),
                              ("train GPT-2-small stack (12L 12H 768C T128 B4)", (12, 12, 768, 128, 4, 50257), 5)]:
@@ -121,6 +128,13 @@ def main():
         theirs = torch_train(*cfg, steps)
         gf = ours * train_flops_per_token(*cfg) / 1e9
         print(f"{name:<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}{gf:>9.1f}{gf / peak:>9.2f}")
+        if bf16:
+            env["TFORMER_PRECISION"] = "bf16"
+            ours16 = run("train", *cfg, steps)
+            del env["TFORMER_PRECISION"]
+            theirs16 = torch_train(*cfg, steps, bf16=True)
+            print(f"{'  bf16 (autocast beside)':<52}{ours16:>9.0f}/s{theirs16:>9.0f}/s{ours16 / theirs16:>8.2f}"
+                  f"  (bf16 / f32: tformer {ours16 / ours:.2f}, PyTorch {theirs16 / theirs:.2f})")
     try:
         gen_cfg = (4, 4, 128, 256, 65)
         ours = run("generate", *gen_cfg, 200)

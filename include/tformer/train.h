@@ -90,6 +90,7 @@ typedef struct {
     int keep_checkpoints;    /* the weights of the last N checkpoints stay in run_dir/checkpoints/ */
     int average_last;        /* at the end, their mean (the last N) as the model folder run_dir/averaged/ */
     uint64_t seed;
+    tf_precision precision;  /* the training steps' matrix products: float, or bf16 (tf_ctx_set_precision) */
     int zero;                /* ZeRO stage over several processes: 1 shards AdamW's state (each process
                               * keeps and updates 1/N of it), 0 every process holds it all; the
                               * same bits either way, and with one process 1 changes nothing */

@@ -34,6 +34,7 @@ struct tf_ctx {
     tf_node *tape;     /* last recorded node; ->prev walks back */
     int grad_enabled;
     int training;
+    int precision;     /* tf_precision of the matrix products recorded */
     uint64_t rng;      /* splitmix64 state, draws dropout seeds */
 };
 
@@ -117,8 +118,9 @@ typedef void (*tf_sgemm_fn)(int order, int ta, int tb, int M, int N, int K, floa
 tf_sgemm_fn tf_blas_sgemm(void);
 
 /* C (M,N) += op(A) op(B) with A stored (M,K) or (K,M) when ta, B (K,N) or
- * (N,K) when tb. AUTO sends large products to the BLAS when built with one. */
-enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS };
+ * (N,K) when tb. AUTO sends large products to the BLAS when built with one;
+ * BF16 rounds both factors to bf16 where the CPU can (src/ops/bf16.h), else AUTO. */
+enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS, TF_GEMM_BF16 };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel);
 

@@ -260,6 +260,8 @@ void tf_ctx_reset(tf_ctx *ctx) {
 void tf_ctx_set_grad(tf_ctx *ctx, int enabled) { ctx->grad_enabled = enabled; }
 void tf_ctx_set_training(tf_ctx *ctx, int training) { ctx->training = training; }
 void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed) { ctx->rng = seed; }
+void tf_ctx_set_precision(tf_ctx *ctx, tf_precision precision) { ctx->precision = precision == TF_PRECISION_BF16; }
+tf_precision tf_ctx_precision(const tf_ctx *ctx) { return ctx->precision ? TF_PRECISION_BF16 : TF_PRECISION_F32; }
 tf_arena *tf_ctx_arena(tf_ctx *ctx) { return ctx->arena; }
 void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes) { return tf_arena_alloc(ctx->arena, bytes); }
 

@@ -11,6 +11,7 @@ typedef struct {
     int64_t M, N, K; /* x (M,K), w (N,K) or (K,N) when w_in_out, out (M,N) */
     int w_in_out;
     int act;         /* tf_activation or TF_ACT_NONE */
+    int kernel;      /* TF_GEMM_AUTO, or TF_GEMM_BF16 (the context's precision when recorded) */
     const tf_quant *q; /* int8 copy of w (no gradients tracked), or NULL */
     int64_t q_row0;    /* the copy's row of w's first */
     uint8_t *xq;       // (M,Kp) x quantised, with q
@@ -27,7 +28,7 @@ void tf_op_dense_forward(tf_node *n) {
         memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
     }
     if (p->q) tf_quant_gemm(pre, x, p->M, p->K, p->q, p->q_row0, p->N, p->xq, p->sx);
-    else tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, TF_GEMM_AUTO);
+    else tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, p->kernel);
     if (p->act != TF_ACT_NONE) tf_act_forward(out, pre, p->M * p->N, p->act);
 }
 
@@ -40,9 +41,9 @@ void tf_op_dense_backward(tf_node *n) {
         dpre = n->saved[1];
     }
     int64_t M = p->M, N = p->N, K = p->K;
-    if (X->grad) tf_gemm_acc(X->grad, dpre, tf_f32(W), M, K, N, 0, p->w_in_out, TF_GEMM_AUTO);  // dx = dpre op(W)^T
-    if (W->grad && p->w_in_out) tf_gemm_acc(W->grad, tf_f32(X), dpre, K, N, M, 1, 0, TF_GEMM_AUTO); // x^T dpre
-    else if (W->grad) tf_gemm_acc(W->grad, dpre, tf_f32(X), N, K, M, 1, 0, TF_GEMM_AUTO);            // dpre^T x
+    if (X->grad) tf_gemm_acc(X->grad, dpre, tf_f32(W), M, K, N, 0, p->w_in_out, p->kernel);  // dx = dpre op(W)^T
+    if (W->grad && p->w_in_out) tf_gemm_acc(W->grad, tf_f32(X), dpre, K, N, M, 1, 0, p->kernel); // x^T dpre
+    else if (W->grad) tf_gemm_acc(W->grad, dpre, tf_f32(X), N, K, M, 1, 0, p->kernel);            // dpre^T x
     if (B && B->grad) tf_col_sums(B->grad, dpre, p->M, p->N);
 }
 
@@ -71,6 +72,7 @@ tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_te
     tf_dense_params *p = tf_ctx_alloc(ctx, sizeof *p);
     if (!p) return NULL;
     p->K = K, p->N = N, p->M = K ? tf_numel(x) / K : 0, p->act = act, p->w_in_out = io;
+    p->kernel = ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : TF_GEMM_AUTO;
     int64_t shape[TF_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = p->N;

@@ -1,6 +1,7 @@
 /* Batched matrix product with either operand transposed. */
 #include <string.h>
 
+#include "bf16.h"
 #include "kernels.h"
 
 #ifdef _OPENMP
@@ -11,6 +12,7 @@ typedef struct {
     int64_t batch, M, N, K;
     int a_batched, b_batched; /* 0: the operand is one matrix shared by every batch */
     int ta, tb;
+    int kernel; /* TF_GEMM_AUTO, or TF_GEMM_BF16 (the context's precision when recorded) */
 } tf_matmul_params;
 
 /* The portable kernel of gemm_acc (BLAS-free): loop orders keep the innermost loop contiguous. */
@@ -97,6 +99,11 @@ static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_
  * (K,N), or (N,K) when tb. */
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel) {
+    if (kernel == TF_GEMM_BF16) {
+        const tf_bf16_kernels *k = tf_bf16_best();
+        if (k && !tf_gemm_bf16_with(k, C, A, B, M, N, K, ta, tb)) return;
+        kernel = TF_GEMM_AUTO; /* float where the CPU has no bf16 products (or no scratch was had) */
+    }
     if (M == 1 && kernel == TF_GEMM_AUTO) { /* A (1,K) and (K,1) are the same vector */
         gemv_acc(C, A, B, N, K, tb);
         return;
@@ -122,22 +129,18 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
     gemm_acc_c(C, A, B, M, N, K, ta, tb);
 }
 
-static void gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb) {
-    tf_gemm_acc(C, A, B, M, N, K, ta, tb, TF_GEMM_AUTO);
-}
-
 void tf_op_matmul_forward(tf_node *n) {
     const tf_matmul_params *p = n->params;
     const float *A = tf_f32(n->in[0]), *B = tf_f32(n->in[1]);
     float *C = tf_f32(n->out);  // C: (batch, M, N)
     memset(C, 0, (size_t)tf_numel(n->out) * sizeof *C);
     if (p->batch > 1 && p->a_batched && !p->b_batched && !p->ta) { /* one B for every batch: one (batch*M,K) product */
-        gemm_acc(C, A, B, p->batch * p->M, p->N, p->K, 0, p->tb); /* (a batch of decoding steps: not one gemv each) */
+        tf_gemm_acc(C, A, B, p->batch * p->M, p->N, p->K, 0, p->tb, p->kernel); /* (a batch of decoding steps: not one gemv each) */
         return;
     }
     for (int64_t b = 0; b < p->batch; b++)
-        gemm_acc(C + b * p->M * p->N, A + (p->a_batched ? b * p->M * p->K : 0),
-                 B + (p->b_batched ? b * p->K * p->N : 0), p->M, p->N, p->K, p->ta, p->tb);
+        tf_gemm_acc(C + b * p->M * p->N, A + (p->a_batched ? b * p->M * p->K : 0),
+                    B + (p->b_batched ? b * p->K * p->N : 0), p->M, p->N, p->K, p->ta, p->tb, p->kernel);
 }
 
 void tf_op_matmul_backward(tf_node *n) {
@@ -150,13 +153,13 @@ void tf_op_matmul_backward(tf_node *n) {
         const float *dc = dC + b * M * N;
         if (TA->grad) {
             float *da = TA->grad + (p->a_batched ? b * M * K : 0);
-            if (!p->ta) gemm_acc(da, dc, bb, M, K, N, 0, !p->tb);  // dA (M,K) = dC op(B)^T
-            else gemm_acc(da, bb, dc, K, M, N, p->tb, 1);          // dA (K,M) = op(B) dC^T
+            if (!p->ta) tf_gemm_acc(da, dc, bb, M, K, N, 0, !p->tb, p->kernel);  // dA (M,K) = dC op(B)^T
+            else tf_gemm_acc(da, bb, dc, K, M, N, p->tb, 1, p->kernel);          // dA (K,M) = op(B) dC^T
         }
         if (TB->grad) {
             float *db = TB->grad + (p->b_batched ? b * K * N : 0);
-            if (!p->tb) gemm_acc(db, a, dc, K, N, M, !p->ta, 0);   // dB (K,N) = op(A)^T dC
-            else gemm_acc(db, dc, a, N, K, M, 1, p->ta);           // dB (N,K) = dC^T op(A)
+            if (!p->tb) tf_gemm_acc(db, a, dc, K, N, M, !p->ta, 0, p->kernel);   // dB (K,N) = op(A)^T dC
+            else tf_gemm_acc(db, dc, a, N, K, M, 1, p->ta, p->kernel);           // dB (N,K) = dC^T op(A)
         }
     }
 }
@@ -172,6 +175,7 @@ tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int t
     int ra = a->ndim, rb = b->ndim;
     p->ta = trans_a != 0;
     p->tb = trans_b != 0;
+    p->kernel = ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : TF_GEMM_AUTO;
     p->M = a->shape[ra - 2 + p->ta];
     p->K = a->shape[ra - 1 - p->ta];
     int64_t kb = b->shape[rb - 2 + p->tb];

@@ -5,8 +5,9 @@
 
 static const char *const SCHEDULES[] = {"cosine", "inverse_sqrt", "constant", NULL};
 static const char *const OPTIMIZERS[] = {"adamw", "sgd", NULL};
+static const char *const PRECISIONS[] = {"f32", "bf16", NULL};
 _Static_assert(sizeof(tf_schedule) == sizeof(int) && sizeof(tf_optim_kind) == sizeof(int), "enum rows store an int");
-_Static_assert(TF_OPTIM_SGD == 1, "choices by enum value");
+_Static_assert(TF_OPTIM_SGD == 1 && TF_PRECISION_BF16 == 1 && sizeof(tf_precision) == sizeof(int), "choices by enum value");
 
 #define R(m, type, def, range, help) TF_FIELD_ROW(tf_train_config, m, type, #m, def, range, NULL, help, 0, NULL)
 /* rows a resume may change (steps too, unless the schedule is cosine: resume.c) */
@@ -32,6 +33,10 @@ static const tf_field TRAIN_ROWS[] = {
     R(nesterov, TF_FIELD_BOOL, "false", NULL, "SGD's Nesterov momentum (needs momentum > 0)"),
     R(grad_clip, TF_FIELD_FLOAT, "1.0", "[0,inf)", "largest global gradient norm; 0: no clipping"),
     R(seed, TF_FIELD_UINT64, "1337", NULL, "initial weights, batches and dropout"),
+    TF_FIELD_ROW(tf_train_config, precision, TF_FIELD_ENUM, "precision", "f32", NULL, PRECISIONS,
+                 "the training steps' matrix products: f32, or bf16 (factors rounded to bfloat16, sums and weights "
+                 "float) where the CPU has AVX512-BF16, float elsewhere",
+                 TF_FIELD_RESUMABLE, NULL),
     FREE(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
     FREE(eval_batches, TF_FIELD_INT, "200", "[1,inf)", "validation micro-batches per evaluation"),
     FREE(checkpoint_every, TF_FIELD_INT64, "500", "[1,inf)", "a checkpoint every N steps (and at the end)"),

@@ -351,6 +351,7 @@ static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *
     if (tf_dist_agree(tf_train_config_check(cfg)) || same_start(t, cfg, 0, 0)) return -1;
     int64_t lo = 0, hi = -1; /* the AdamW state this rank holds: all, or its ZeRO part */
     int rc = tf_trainer_split(t, cfg) || !(t->ctx = tf_ctx_new(cfg->seed));
+    if (!rc) tf_ctx_set_precision(t->ctx, cfg->precision);
     if (!rc && t->zero) tf_zero_range(t->zero, &lo, &hi);
     tf_sgd_config sc = {cfg->momentum, cfg->weight_decay, cfg->nesterov};
     rc = rc || !(t->opt = cfg->optimizer == TF_OPTIM_SGD ? tf_sgd_new_shard(t->ps, sc, lo, hi)
