@@ -32,7 +32,7 @@ static int eval_listops(const cli_args *a, int64_t n) {
     cli_quantize(a, QUANTIZE, m->params);
     tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
     int64_t hits, conf[100];
-    if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, NULL, &hits, conf)) cli_die(a->verb, tf_error());
+    if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, c.bucket, NULL, &hits, conf)) cli_die(a->verb, tf_error());
     printf("accuracy %.4f (%lld of %lld test expressions, listops_seed %llu, lengths %d-%d)\n",
            (double)hits / (double)n, (long long)hits, (long long)n, (unsigned long long)c.listops_seed, c.min_len + 1,
            c.max_len - 1);

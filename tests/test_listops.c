@@ -68,13 +68,13 @@ TEST(listops_settings_are_checked) {
     int32_t ids[99];
     int len, label;
     CHECK(tf_listops_example(&ok, 0, 0, ids, 50, &len, &label) != 0 && strstr(tf_error(), "room for 50 tokens"));
-    CHECK(!tf_listops_loader_new(&ok, 10, 10, 99) && strstr(tf_error(), "cannot hold [CLS] and up to 99 tokens"));
-    CHECK(!tf_listops_loader_new(&ok, 0, 10, 100) && strstr(tf_error(), "both need at least 1"));
+    CHECK(!tf_listops_loader_new(&ok, 10, 10, 99, 0) && strstr(tf_error(), "cannot hold [CLS] and up to 99 tokens"));
+    CHECK(!tf_listops_loader_new(&ok, 0, 10, 100, 0) && strstr(tf_error(), "both need at least 1"));
 }
 
 TEST(listops_loader_batches) {
     tf_listops_opts o = {20, 100, 6, 5, 3};
-    tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128);
+    tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128, 0);
     tf_ctx *ctx = tf_ctx_new(1);
     tf_batch a, b, v;
     CHECK(l && !tf_loader_next(l, ctx, TF_SUBSET_TRAIN, 7, 4, &a) && !tf_loader_next(l, ctx, TF_SUBSET_TRAIN, 7, 4, &b) &&
@@ -93,6 +93,44 @@ TEST(listops_loader_batches) {
                tf_i32(x)[r * 128 + n - 1] == TF_LISTOPS_END && tf_i32(y)[r] >= 0 && tf_i32(y)[r] < 10,
                "row %d: %d tokens", r, n);
     }
+    tf_ctx_free(ctx);
+    tf_loader_free(l);
+}
+
+/* Length bucketing: a training batch holds examples of about one length and
+ * is as long as its longest row rounded up to the bucket; the same draw for
+ * the same key; validation batches rounded up too (never past T). */
+TEST(listops_loader_buckets) {
+    tf_listops_opts o = {20, 100, 6, 5, 3};
+    tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128, 16);
+    tf_ctx *ctx = tf_ctx_new(1);
+    CHECKF(l && ctx, "%s", tf_error());
+    CHECK(!tf_listops_loader_new(&o, 10, 10, 128, -1) && strstr(tf_error(), "bucket -1"));
+    int spread_sum = 0;
+    for (uint64_t key = 0; key < 20; key++) {
+        tf_batch a, b;
+        CHECK(!tf_loader_next(l, ctx, TF_SUBSET_TRAIN, key, 8, &a) && !tf_loader_next(l, ctx, TF_SUBSET_TRAIN, key, 8, &b));
+        tf_tensor *x = tf_batch_get(&a, "input_ids"), *m = tf_batch_get(&a, "attention_mask");
+        int64_t T = x->shape[1];
+        CHECK(T == tf_batch_get(&b, "input_ids")->shape[1] &&
+              !memcmp(tf_i32(x), tf_i32(tf_batch_get(&b, "input_ids")), (size_t)(8 * T) * sizeof(int32_t)));
+        int lo = 1 << 30, hi = 0;
+        for (int r = 0; r < 8; r++) {
+            int n = 0;
+            for (int64_t t = 0; t < T; t++) n += tf_i32(m)[r * T + t];
+            CHECK(tf_i32(x)[r * T] == TF_LISTOPS_CLS && tf_i32(x)[r * T + n - 1] == TF_LISTOPS_END);
+            lo = n < lo ? n : lo, hi = n > hi ? n : hi;
+        }
+        CHECKF(T % 16 == 0 && T >= hi && T < hi + 16, "batch %d long for rows up to %d", (int)T, hi);
+        spread_sum += hi - lo;
+        tf_ctx_reset(ctx);
+    }
+    /* 8 neighbours among 1,000 examples of 21-99 tokens: a length or two apart, not ~60 as random rows */
+    CHECKF(spread_sum <= 20 * 4, "rows of a batch differ in length by %.1f on average", spread_sum / 20.0);
+    tf_batch v;
+    CHECK(!tf_loader_next(l, ctx, TF_SUBSET_VAL, 2, 4, &v));
+    int64_t Tv = tf_batch_get(&v, "input_ids")->shape[1];
+    CHECK(Tv % 16 == 0 && Tv <= 128);
     tf_ctx_free(ctx);
     tf_loader_free(l);
 }
@@ -142,13 +180,18 @@ static void check_test_scoring(const char *dir) {
     tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
     int64_t hits = -1, conf[100], diag = 0, total = 0;
     float logits[23 * 10];
-    CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, logits, &hits, conf) == 0, "%s", tf_error());
+    CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, 0, logits, &hits, conf) == 0, "%s", tf_error());
     for (int k = 0; k < 100; k++) total += conf[k], diag += k % 11 == 0 ? conf[k] : 0;
     CHECKF(total == 23 && diag == hits, "confusion sums to %lld, diagonal %lld, hits %lld", (long long)total,
            (long long)diag, (long long)hits);
     double d = unpadded_diff(m, &o, 2, 23, logits);
     CHECKF(d >= 0 && d < 1e-5, "batches of 5 padded to the context against one at a time unpadded: logits differ by %g %s",
            d, d < 0 ? tf_error() : "");
+    int64_t hits8 = -1; /* batches padded to their longest row (rounded up to 8): the same answers */
+    CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, 8, logits, &hits8, NULL) == 0, "%s", tf_error());
+    d = unpadded_diff(m, &o, 2, 23, logits);
+    CHECKF(d >= 0 && d < 1e-5 && hits8 == hits, "bucket 8: logits differ by %g, hits %lld against %lld", d,
+           (long long)hits8, (long long)hits);
     int32_t a[64], b[64];
     int la, lb, ya, yb;
     CHECK(tf_listops_example(&o, 2, 0, a, 64, &la, &ya) == 0 && tf_listops_example(&o, 1, 0, b, 64, &lb, &yb) == 0);
@@ -168,14 +211,14 @@ static void check_test_scoring(const char *dir) {
 }
 
 /* tformer train --arch listops: 3 steps with full, bigbird and nystrom
- * attention; the settings it cannot use are errors. */
+ * attention (nystrom with length bucketing); the settings it cannot use are errors. */
 TEST(listops_train_smoke) {
     char dir[] = "/tmp/tformer_listops_XXXXXX", args[1024], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     static const char *const kinds[] = {
         "--attention full",
         "--attention bigbird --window 4 --block-size 4 --global-tokens 1 --random-blocks 1",
-        "--attention nystrom --landmarks 8",
+        "--attention nystrom --landmarks 8 --listops-bucket 16",
     };
     const char *common = "train --arch listops --threads 1 --listops-min-len 10 --listops-max-len 40 --listops-depth 4 "
                          "--listops-args 4 --n-layer 1 --d-model 16 --n-head 2 --batch 4 --steps 3 --eval-every 3 "
@@ -192,6 +235,9 @@ TEST(listops_train_smoke) {
         {"--context 32", "context 32 cannot hold [CLS] and expressions of up to 39 tokens"},
         {"--context 44 --attention nystrom --landmarks 8", "context 44, to be a multiple of its 8 landmarks"},
         {"--context 40 --n-labels 3", "leave head, n_labels, pooler and problem unset"},
+        {"--context 40 --attention nystrom --landmarks 8 --listops-bucket 12",
+         "multiples of listops_bucket 12, to be multiples of its 8 landmarks"},
+        {"--context 40 --listops-bucket -8", "--listops-bucket"},
         {"--context 40 --data x.txt", "generates its data"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -1,13 +1,15 @@
 #!/bin/sh
 # ListOps results of docs/long-sequences.md (make listops-results): a BERT
 # encoder trained from scratch on LRA-sized ListOps (expressions of 501 to
-# 1999 tokens, context 2048) with full, BigBird and Nystrom attention, each
+# 1999 tokens, context 2048; batches bucketed by length, BUCKET (64) a
+# multiple: about half the padding of context-long batches) with full,
+# BigBird and Nystrom attention (D_MODEL, default 64; 4 layers), each
 # within BUDGET_S seconds (default 3 hours), then each best model scored on
 # 2,000 test expressions (tformer eval --listops: drawn apart from training
 # and validation) and the table of test and validation accuracy and time per
 # step (tools/listops_table.py).
 #   sh tools/listops_results.sh TFORMER OUT_DIR
-# Each kind first runs CALIB_STEPS steps, then twice as many, to measure the
+# Each kind first runs CALIB_STEPS (20) steps, then twice as many, to measure the
 # marginal time of a step, then trains for as many steps as fit 85% of the
 # budget (the rest: evaluations).
 # KINDS (default "full bigbird nystrom"), BATCH (32), threads: TFORMER_THREADS;
@@ -18,10 +20,11 @@
 # Hours of work: run it on a quiet machine, never on a shared one.
 set -eu
 tf=$1 out=$2
-budget=${BUDGET_S:-10800} calib=${CALIB_STEPS:-4} batch=${BATCH:-32}
+budget=${BUDGET_S:-10800} calib=${CALIB_STEPS:-20} batch=${BATCH:-32} d=${D_MODEL:-64}
 mkdir -p "$out"
-common="--arch listops --context 2048 --n-layer 4 --d-model 128 --n-head 4 --d-ff 512 --batch $batch --lr 1e-3
-    --min-lr 1e-5 --dropout 0.1 --attn-dropout 0 --listops-seed 1 --log-every 20 ${LISTOPS_ARGS:-}"
+common="--arch listops --context 2048 --n-layer 4 --d-model $d --n-head 4 --d-ff $((4 * d)) --batch $batch --lr 1e-3
+    --min-lr 1e-5 --dropout 0.1 --attn-dropout 0 --listops-seed 1 --listops-bucket ${BUCKET:-64} --log-every 20
+    ${LISTOPS_ARGS:-}"
 now() { date +%s.%N; }
 # A calibration run of $1 steps of $kind (flags $att), its log kept.
 calib_run() {

@@ -276,8 +276,13 @@ TF_API const char *tf_listops_token(int32_t id);
  * TF_LISTOPS_PAD; "attention_mask" (rows, T); "labels" (rows). Training
  * batch `key` draws its rows among examples 0..n_train-1 from (seed, key,
  * row); validation batch `key` is validation examples key*rows .. (mod
- * n_valid). T >= max_len (max_len - 1 tokens and [CLS]). */
-TF_API tf_loader *tf_listops_loader_new(const tf_listops_opts *o, int64_t n_train, int64_t n_valid, int T);
+ * n_valid). T >= max_len (max_len - 1 tokens and [CLS]).
+ * bucket > 0: length bucketing. Each batch is as long as its longest row
+ * rounded up to a multiple of bucket (at most T), and a training batch is a
+ * random window of `rows` examples in order of length (the examples are
+ * generated once to sort them), so that rows of a batch are about as long. */
+TF_API tf_loader *tf_listops_loader_new(const tf_listops_opts *o, int64_t n_train, int64_t n_valid, int T,
+                                        int bucket);
 
 #ifdef __cplusplus
 }

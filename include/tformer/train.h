@@ -259,12 +259,14 @@ TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
 
 /* A BERT encoder (BertForSequenceClassification, 10 classes, its attention
  * kind from model.attention) classifying ListOps expressions generated from
- * listops_seed (tf_listops_loader_new); every batch is model.context long. */
+ * listops_seed (tf_listops_loader_new); every batch is model.context long, or
+ * with bucket > 0 as long as its longest row rounded up to a multiple of it. */
 typedef struct {
     tf_bert_config model;  /* vocab, head, labels and pooler are set by the task */
     int min_len, max_len, max_depth, max_args;
     int n_train, n_valid;
     uint64_t listops_seed;
+    int bucket;            /* 0, or length bucketing (tf_listops_loader_new) */
 } tf_listops_task_config;
 TF_API tf_listops_task_config tf_listops_task_config_default(void);
 TF_API extern const tf_field_table tf_listops_task_config_table;
@@ -277,11 +279,12 @@ TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char 
 TF_API int tf_listops_settings_load(const char *dir, tf_listops_task_config *c);
 /* Accuracy of a ListOps classifier on examples first..first+n-1 of subset (2:
  * the test set, drawn apart from training and validation; tf_listops_example), in
- * batches of `batch` padded to the model's context: the correct answers in
+ * batches of `batch` padded to the model's context (bucket 0) or to their
+ * longest row rounded up to a multiple of bucket: the correct answers in
  * *hits; when not NULL, the logits (n,10) and counts by (true, predicted)
  * answer in confusion[10*10]. 0, or -1 with a message. */
 TF_API int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n,
-                            int batch, float *logits, int64_t *hits, int64_t *confusion);
+                            int batch, int bucket, float *logits, int64_t *hits, int64_t *confusion);
 
 
 /* ---------------------------------------------------------------- translation (docs/translation.md) */

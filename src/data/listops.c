@@ -113,47 +113,128 @@ int tf_listops_row(const tf_listops_opts *o, int subset, int64_t index, int T, i
     return 0;
 }
 
+int tf_listops_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, const int64_t *idx, int rows, int T,
+                     int bucket, tf_tensor **ids, tf_tensor **mask, int32_t *labels) {
+    if (bucket <= 0) { /* every row T long */
+        *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, T}, 0);   // (rows,T)
+        *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, T}, 0);  // (rows,T)
+        if (!*ids || !*mask) return -1;
+        for (int r = 0; r < rows; r++)
+            if (tf_listops_row(o, subset, idx[r], T, tf_i32(*ids) + (int64_t)r * T, tf_i32(*mask) + (int64_t)r * T,
+                               labels + r))
+                return -1;
+        return 0;
+    }
+    int64_t cap = o->max_len; /* the rows' tokens first, then the batch's length */
+    int32_t *tok = malloc((size_t)(rows * cap) * sizeof *tok), *lens = malloc((size_t)rows * sizeof *lens);
+    int rc = tok && lens ? 0 : tf_set_error("listops: out of memory"), longest_row = 1;
+    for (int r = 0; !rc && r < rows; r++) {
+        int len;
+        rc = tf_listops_example(o, subset, idx[r], tok + r * cap, (int)cap, &len, &labels[r]);
+        lens[r] = len, longest_row = len + 1 > longest_row ? len + 1 : longest_row;
+    }
+    int64_t Tb = ((int64_t)longest_row + bucket - 1) / bucket * bucket;
+    Tb = Tb < T ? Tb : T;
+    if (!rc && (!(*ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, Tb}, 0)) ||  // (rows,Tb)
+                !(*mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, Tb}, 0))))  // (rows,Tb)
+        rc = -1;
+    for (int r = 0; !rc && r < rows; r++) {
+        int32_t *x = tf_i32(*ids) + r * Tb, *m = tf_i32(*mask) + r * Tb;
+        x[0] = TF_LISTOPS_CLS;
+        memcpy(x + 1, tok + r * cap, (size_t)lens[r] * sizeof *x);
+        for (int64_t t = lens[r] + 1; t < Tb; t++) x[t] = TF_LISTOPS_PAD;
+        for (int64_t t = 0; t < Tb; t++) m[t] = t <= lens[r];
+    }
+    free(tok), free(lens);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- the loader */
 
 typedef struct {
     tf_loader base;
     tf_listops_opts o;
     int64_t n_train, n_valid;
-    int T;
+    int T, bucket;
+    int32_t *by_length; /* with bucket: the training examples sorted by length (n_train) */
 } lo_loader;
+
+/* A training batch's rows: random examples, or with bucket a random window
+ * of `rows` neighbours in length order (rows of about one length: little
+ * padding). */
+static void train_rows(const lo_loader *L, uint64_t key, int rows, int64_t *idx) {
+    if (!L->by_length) {
+        for (int r = 0; r < rows; r++) idx[r] = (int64_t)(tf_key(L->o.seed, key, (uint64_t)r, 7) % (uint64_t)L->n_train);
+        return;
+    }
+    int64_t span = L->n_train - rows + 1 > 1 ? L->n_train - rows + 1 : 1;
+    int64_t start = (int64_t)(tf_key(L->o.seed, key, 0, 11) % (uint64_t)span);
+    for (int r = 0; r < rows; r++) idx[r] = L->by_length[(start + r) % L->n_train];
+}
 
 static int lo_next(tf_loader *l, tf_ctx *ctx, tf_subset split, uint64_t key, int rows, tf_batch *out) {
     lo_loader *L = (lo_loader *)l;
-    int64_t T = L->T;
-    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, T}, 0);     // (rows,T)
-    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, T}, 0);  // (rows,T)
-    tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){rows}, 0);        // (rows)
-    if (!x || !mask || !y) return -1;
-    for (int r = 0; r < rows; r++) {
-        int64_t idx = split == TF_SUBSET_VAL ? (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)L->n_valid)
-                                             : (int64_t)(tf_key(L->o.seed, key, (uint64_t)r, 7) % (uint64_t)L->n_train);
-        if (tf_listops_row(&L->o, split == TF_SUBSET_VAL, idx, (int)T, tf_i32(x) + r * T, tf_i32(mask) + r * T,
-                           tf_i32(y) + r))
-            return -1;
-    }
-    return tf_batch_set(out, "input_ids", x) || tf_batch_set(out, "attention_mask", mask) ||
+    int64_t *idx = malloc((size_t)rows * sizeof *idx);
+    tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){rows}, 0);  // (rows)
+    if (!idx || !y) return free(idx), tf_set_error("listops: out of memory");
+    if (split == TF_SUBSET_VAL)
+        for (int r = 0; r < rows; r++) idx[r] = (int64_t)((key * (uint64_t)rows + (uint64_t)r) % (uint64_t)L->n_valid);
+    else
+        train_rows(L, key, rows, idx);
+    tf_tensor *x, *mask;
+    int rc = tf_listops_batch(ctx, &L->o, split == TF_SUBSET_VAL, idx, rows, L->T, L->bucket, &x, &mask, tf_i32(y));
+    free(idx);
+    return rc || tf_batch_set(out, "input_ids", x) || tf_batch_set(out, "attention_mask", mask) ||
            tf_batch_set(out, "labels", y);
 }
 
-static void lo_free(tf_loader *l) { free(l); }
+static void lo_free(tf_loader *l) {
+    if (l) free(((lo_loader *)l)->by_length);
+    free(l);
+}
 
 static const tf_loader_vt LO_LOADER = {lo_next, lo_free};
 
-tf_loader *tf_listops_loader_new(const tf_listops_opts *o, int64_t n_train, int64_t n_valid, int T) {
+typedef struct {
+    int32_t len, index;
+} len_index;
+
+static int by_len(const void *a, const void *b) {
+    const len_index *x = a, *y = b;
+    return x->len != y->len ? (x->len > y->len) - (x->len < y->len) : (x->index > y->index) - (x->index < y->index);
+}
+
+/* L->by_length: the training examples' indices in order of length (then index). */
+static int sort_by_length(lo_loader *L) {
+    len_index *li = malloc((size_t)L->n_train * sizeof *li);
+    int32_t *tmp = malloc((size_t)L->o.max_len * sizeof *tmp);
+    L->by_length = malloc((size_t)L->n_train * sizeof *L->by_length);
+    int rc = li && tmp && L->by_length ? 0 : tf_set_error("listops: out of memory");
+    for (int64_t i = 0; !rc && i < L->n_train; i++) {
+        int len, label;
+        rc = tf_listops_example(&L->o, 0, i, tmp, L->o.max_len, &len, &label);
+        li[i] = (len_index){len, (int32_t)i};
+    }
+    if (!rc) qsort(li, (size_t)L->n_train, sizeof *li, by_len);
+    for (int64_t i = 0; !rc && i < L->n_train; i++) L->by_length[i] = li[i].index;
+    free(li), free(tmp);
+    return rc;
+}
+
+tf_loader *tf_listops_loader_new(const tf_listops_opts *o, int64_t n_train, int64_t n_valid, int T, int bucket) {
     if (tf_listops_check(o)) return NULL;
     if (n_train < 1 || n_valid < 1)
         return tf_set_error("listops: %lld training and %lld validation examples: both need at least 1",
                             (long long)n_train, (long long)n_valid), NULL;
+    if (n_train > INT32_MAX) return tf_set_error("listops: %lld training examples: at most %d", (long long)n_train,
+                                                 INT32_MAX), NULL;
     if (T < o->max_len)
         return tf_set_error("listops: sequences of %d positions cannot hold [CLS] and up to %d tokens (max_len %d)",
                             T, o->max_len - 1, o->max_len), NULL;
+    if (bucket < 0) return tf_set_error("listops: bucket %d: 0 (every batch %d long) or a multiple", bucket, T), NULL;
     lo_loader *L = calloc(1, sizeof *L);
     if (!L) return tf_set_error("listops: out of memory"), NULL;
-    *L = (lo_loader){{&LO_LOADER}, *o, n_train, n_valid, T};
+    *L = (lo_loader){{&LO_LOADER}, *o, n_train, n_valid, T, bucket, NULL};
+    if (bucket > 0 && sort_by_length(L)) return lo_free(&L->base), NULL;
     return &L->base;
 }

@@ -22,6 +22,9 @@ static const tf_field LO_ROWS[] = {
     R(n_train, TF_FIELD_INT, "listops_train", "96000", "[1,inf)", "ListOps: training expressions"),
     R(n_valid, TF_FIELD_INT, "listops_valid", "2000", "[1,inf)", "ListOps: validation expressions"),
     R(listops_seed, TF_FIELD_UINT64, "listops_seed", "1", NULL, "ListOps: the seed the expressions come from"),
+    TF_FIELD_ROW(tf_listops_task_config, bucket, TF_FIELD_INT, "listops_bucket", "0", "[0,inf)", NULL,
+                 "ListOps: 0, every batch context long; N, batches of about one length, each as long as its longest "
+                 "row rounded up to a multiple of N (length bucketing)", TF_FIELD_RESUMABLE, NULL),
     TF_FIELD_SUB(tf_listops_task_config, model, tf_bert_config_table),
 };
 #undef R
@@ -99,6 +102,9 @@ static int fit_model(tf_listops_task_config *c) {
     if (m->attention.kind == TF_ATTENTION_NYSTROM && L > 0 && m->context != L && m->context % L)
         return tf_set_error("listops: attention nystrom needs the batches' length, context %d, to be a multiple of "
                             "its %d landmarks", m->context, L);
+    if (m->attention.kind == TF_ATTENTION_NYSTROM && L > 0 && c->bucket % L)
+        return tf_set_error("listops: attention nystrom needs the batches' lengths, multiples of listops_bucket %d, "
+                            "to be multiples of its %d landmarks", c->bucket, L);
     return tf_bert_config_check(m);
 }
 
@@ -112,7 +118,8 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
     l->base.n_metrics = 1, l->base.metric_names[0] = "accuracy";
     l->base.select_metric = 1;
     tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed};
-    if (fit_model(&l->cfg) || !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context)) ||
+    if (fit_model(&l->cfg) ||
+        !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context, c->bucket)) ||
         !(l->m = tf_bert_new(&l->cfg.model, seed ? seed : 1))) {
         lo_free(&l->base);
         return NULL;
@@ -133,21 +140,19 @@ int tf_listops_settings_load(const char *dir, tf_listops_task_config *c) {
     return tf_fields_load(&f, 1, path, 0);
 }
 
-/* Rows [first, first+B) of subset as one batch: input_ids and attention_mask (B,T), labels in y. */
-static int score_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, int64_t first, int B, int T,
+/* Rows [first, first+B) of subset as one batch: input_ids and attention_mask (B,Tb), labels in y. */
+static int score_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, int64_t first, int B, int T, int bucket,
                        tf_bert_inputs *in, int32_t *y) {
-    in->input_ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);       // (B,T)
-    in->attention_mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);  // (B,T)
-    if (!in->input_ids || !in->attention_mask) return -1;
-    for (int r = 0; r < B; r++)
-        if (tf_listops_row(o, subset, first + r, T, tf_i32(in->input_ids) + (int64_t)r * T,
-                           tf_i32(in->attention_mask) + (int64_t)r * T, &y[r]))
-            return -1;
-    return 0;
+    int64_t *idx = malloc((size_t)B * sizeof *idx);
+    if (!idx) return tf_set_error("listops: out of memory");
+    for (int r = 0; r < B; r++) idx[r] = first + r;
+    int rc = tf_listops_batch(ctx, o, subset, idx, B, T, bucket, &in->input_ids, &in->attention_mask, y);
+    free(idx);
+    return rc;
 }
 
 int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n, int batch,
-                     float *logits, int64_t *hits, int64_t *confusion) {
+                     int bucket, float *logits, int64_t *hits, int64_t *confusion) {
     const tf_bert_config *c = &m->cfg;
     if (c->head != TF_BERT_SEQ_CLS || c->n_labels != 10 || c->vocab_size != TF_LISTOPS_VOCAB)
         return tf_set_error("listops: the model is not a ListOps classifier (BertForSequenceClassification, 10 labels, "
@@ -155,8 +160,9 @@ int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int
     if (c->context < o->max_len)
         return tf_set_error("listops: the model's context %d cannot hold expressions of up to %d tokens", c->context,
                             o->max_len - 1);
-    if (first < 0 || n < 1 || batch < 1)
-        return tf_set_error("listops: %lld examples from %lld in batches of %d", (long long)n, (long long)first, batch);
+    if (first < 0 || n < 1 || batch < 1 || bucket < 0)
+        return tf_set_error("listops: %lld examples from %lld in batches of %d (bucket %d)", (long long)n,
+                            (long long)first, batch, bucket);
     tf_ctx *ctx = tf_ctx_new(0);
     int32_t *y = malloc((size_t)batch * sizeof *y);
     int rc = !ctx || !y ? tf_set_error("listops: out of memory") : 0;
@@ -167,7 +173,7 @@ int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int
         int B = n - done < batch ? (int)(n - done) : batch;
         tf_bert_inputs in = {0};
         tf_bert_outputs out;
-        rc = score_batch(ctx, o, subset, first + done, B, c->context, &in, y) || tf_bert_run(ctx, m, &in, &out);
+        rc = score_batch(ctx, o, subset, first + done, B, c->context, bucket, &in, y) || tf_bert_run(ctx, m, &in, &out);
         for (int r = 0; !rc && r < B; r++) {
             const float *z = tf_f32(out.logits) + r * 10;  // (B,10)
             if (logits) memcpy(logits + (done + r) * 10, z, 10 * sizeof *z);
