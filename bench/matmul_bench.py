@@ -9,7 +9,9 @@ layer (forward, input gradient, weight gradient: 6 M K N flops) as bare sgemm
 calls — OpenBLAS (the library tformer loaded, its own threads) and BLIS (Debian's
 serial build, one thread only) — against tformer's Linear forward + backward
 (bias included, through the autodiff tape). The two alternate over three rounds
-and each reports its median, so a noisy moment hits both alike.
+and each reports its median, so a noisy moment hits both alike. Where the CPU
+has AVX512-BF16: the same Linear with bf16 products (--precision bf16) against
+the float one, and the vdpbf16ps loop's peak.
 """
 import os
 import statistics
@@ -39,6 +41,16 @@ def main():
             bl = run(blis, "sgemm", M, K, N, threads=1) if blis and t == 1 else float("nan")
             print(f"{f'{M} x {K} -> {N}':<22}{ob:>10.1f}{bl:>8.1f}{ours:>9.1f}{ours / ob:>13.2f}{ours / peak:>9.2f}")
         print("(GFLOP/s; Linear = forward + backward, bias included)")
+        if "avx512_bf16" not in open("/proc/cpuinfo").read():
+            continue
+        peak16 = run(binary, "peak-bf16", threads=t)
+        print(f"bf16 products, {t} thread(s): peak {peak16:.0f} GFLOP/s (vdpbf16ps loop)")
+        print(f"{'M x K -> N':<22}{'f32':>9}{'bf16':>9}{'bf16/f32':>10}{'of bf16 peak':>14}")
+        for M, K, N in [(512, 768, 3072), (512, 3072, 768), (256, 768, 50257), (768, 128, 512)]:
+            pairs = [(run(binary, "linear", M, K, N, threads=t), run(binary, "linear-bf16", M, K, N, threads=t))
+                     for _ in range(3)]
+            f32, b16 = (statistics.median(x) for x in zip(*pairs))
+            print(f"{f'{M} x {K} -> {N}':<22}{f32:>9.1f}{b16:>9.1f}{b16 / f32:>10.2f}{b16 / peak16:>14.2f}")
 
 
 if __name__ == "__main__":
