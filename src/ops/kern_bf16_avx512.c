@@ -14,6 +14,10 @@
 KB void tile_rows(float *C, int64_t ldc, const uint32_t *ap, int64_t lda, const uint32_t *bp, int64_t p0,
                   int64_t p1, const int mr, __mmask16 m0, __mmask16 m1) {
     __m512 c0[TF_BF16_MR], c1[TF_BF16_MR];
+    for (int i = 0; i < mr; i++) { /* the next tile's rows of C (the driver's next), while this one runs */
+        _mm_prefetch((const char *)(C + (mr + i) * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(C + (mr + i) * ldc + 16), _MM_HINT_T0);
+    }
     for (int i = 0; i < mr; i++) {
         c0[i] = _mm512_maskz_loadu_ps(m0, C + i * ldc);
         c1[i] = _mm512_maskz_loadu_ps(m1, C + i * ldc + 16);
