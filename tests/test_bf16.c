@@ -142,8 +142,8 @@ static void fill(float *v, int64_t n, uint64_t seed, float scale) {
     for (int64_t i = 0; i < n; i++) v[i] = (tf_hash_uniform(seed, (uint64_t)i) * 2.0f - 1.0f) * scale;
 }
 
-/* Every shape class of tiles (rows past 6, columns past a 32-strip, odd K,
- * K past a 256-step block) and operand layout: the AVX-512 kernels give the
+/* Every shape class of tiles (rows past a tile, columns past a 32-strip, odd
+ * K, K past a block of 2,048 pairs) and operand layout: the AVX-512 kernels give the
  * reference's bits, on 1 and 2 threads. */
 TEST(bf16_avx512_equals_reference) {
     const tf_bf16_kernels *kv = tf_bf16_avx512();
@@ -152,7 +152,7 @@ TEST(bf16_avx512_equals_reference) {
         return;
     }
     const int64_t shapes[][3] = {{1, 1, 1}, {1, 33, 7}, {5, 31, 2}, {6, 32, 64}, {7, 65, 129}, {13, 40, 300},
-                                 {97, 70, 513}, {200, 96, 48}};
+                                 {97, 70, 513}, {200, 96, 48}, {13, 33, 4099}}; /* the last: two blocks of pairs */
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int tr = 0; tr < 4; tr++) {
             int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
