@@ -236,9 +236,7 @@ int cmd_train(const cli_args *a) {
     tf_task *t = tf_dist_task_new(make_task, &ta);
     if (!t) cli_die(a->verb, tf_error());
     if (g_train.precision == TF_PRECISION_BF16 && tf_dist_rank() == 0)
-        fprintf(stderr, "precision bf16: matrix products on %s\n",
-                strcmp(tf_bf16_info(), "none (float)") ? tf_bf16_info()
-                                                       : "float (no AVX512-BF16 here, or TFORMER_ISA below avx512)");
+        fprintf(stderr, "precision bf16: matrix products on %s\n", tf_bf16_info());
     if ((!strcmp(arch, "seq2seq") || !strcmp(arch, "rnn")) && g_train.eval_batches > tf_seq2seq_task_val_batches(t))
         g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
     if (!strcmp(arch, "vit") || !strcmp(arch, "swin")) one_pass(tf_vit_task_images(t, TF_SUBSET_VAL));

@@ -108,7 +108,7 @@ TF_API void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed);      /* dropout masks d
 typedef enum { TF_PRECISION_F32, TF_PRECISION_BF16 } tf_precision;
 TF_API void tf_ctx_set_precision(tf_ctx *ctx, tf_precision precision);
 TF_API tf_precision tf_ctx_precision(const tf_ctx *ctx);
-/* "avx512-bf16" when bf16 products run as such here, else "none (float)". */
+/* Where bf16 products run: "avx512-bf16", or "float (...)" with the reason. */
 TF_API const char *tf_bf16_info(void);
 TF_API tf_arena *tf_ctx_arena(tf_ctx *ctx);
 /* A tensor in the context's arena (lives until tf_ctx_reset). */

@@ -123,6 +123,10 @@ tf_sgemm_fn tf_blas_sgemm(void);
 enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS, TF_GEMM_BF16 };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel);
+/* The kernel a product recorded now uses: BF16 under TF_PRECISION_BF16, else AUTO. */
+static inline int tf_ctx_gemm_kernel(const tf_ctx *ctx) {
+    return ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : TF_GEMM_AUTO;
+}
 
 /* Loss curves as PNG (cairo): the training series a (blue) and the
  * validation series b (red, may be empty) against the step, with ticks,

@@ -102,29 +102,8 @@ int tf_listops_example(const tf_listops_opts *o, int subset, int64_t index, int3
                         o->min_len + 1, o->max_len - 1, ATTEMPTS, o->max_depth, o->max_args);
 }
 
-int tf_listops_row(const tf_listops_opts *o, int subset, int64_t index, int T, int32_t *ids, int32_t *mask,
-                   int32_t *label) {
-    int len, answer;
-    if (tf_listops_example(o, subset, index, ids + 1, T - 1, &len, &answer)) return -1;
-    ids[0] = TF_LISTOPS_CLS;
-    for (int t = 0; t < T; t++) mask[t] = t <= len;
-    for (int t = len + 1; t < T; t++) ids[t] = TF_LISTOPS_PAD;
-    *label = answer;
-    return 0;
-}
-
 int tf_listops_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, const int64_t *idx, int rows, int T,
                      int bucket, tf_tensor **ids, tf_tensor **mask, int32_t *labels) {
-    if (bucket <= 0) { /* every row T long */
-        *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, T}, 0);   // (rows,T)
-        *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, T}, 0);  // (rows,T)
-        if (!*ids || !*mask) return -1;
-        for (int r = 0; r < rows; r++)
-            if (tf_listops_row(o, subset, idx[r], T, tf_i32(*ids) + (int64_t)r * T, tf_i32(*mask) + (int64_t)r * T,
-                               labels + r))
-                return -1;
-        return 0;
-    }
     int64_t cap = o->max_len; /* the rows' tokens first, then the batch's length */
     int32_t *tok = malloc((size_t)(rows * cap) * sizeof *tok), *lens = malloc((size_t)rows * sizeof *lens);
     int rc = tok && lens ? 0 : tf_set_error("listops: out of memory"), longest_row = 1;
@@ -133,12 +112,12 @@ int tf_listops_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, const in
         rc = tf_listops_example(o, subset, idx[r], tok + r * cap, (int)cap, &len, &labels[r]);
         lens[r] = len, longest_row = len + 1 > longest_row ? len + 1 : longest_row;
     }
-    int64_t Tb = ((int64_t)longest_row + bucket - 1) / bucket * bucket;
+    int64_t Tb = bucket > 0 ? ((int64_t)longest_row + bucket - 1) / bucket * bucket : T;
     Tb = Tb < T ? Tb : T;
     if (!rc && (!(*ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, Tb}, 0)) ||  // (rows,Tb)
                 !(*mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, Tb}, 0))))  // (rows,Tb)
         rc = -1;
-    for (int r = 0; !rc && r < rows; r++) {
+    for (int r = 0; !rc && r < rows; r++) { /* [CLS], the tokens, padding; the mask covers the first two */
         int32_t *x = tf_i32(*ids) + r * Tb, *m = tf_i32(*mask) + r * Tb;
         x[0] = TF_LISTOPS_CLS;
         memcpy(x + 1, tok + r * cap, (size_t)lens[r] * sizeof *x);

@@ -38,7 +38,7 @@ static void round_row_ref(uint16_t *dst, const float *x, int64_t n) {
 }
 
 static void pair_rows_ref(uint32_t *dst, const float *lo, const float *hi, int64_t n) {
-    for (int64_t j = 0; j < n; j++) dst[j] = tf_bf16_round(lo[j]) | (uint32_t)(hi ? tf_bf16_round(hi[j]) : 0) << 16;
+    for (int64_t j = 0; j < n; j++) dst[j] = tf_bf16_pair(lo[j], hi ? hi[j] : 0.0f);
 }
 
 static const tf_bf16_kernels REF = {"portable", tile_ref, round_row_ref, pair_rows_ref};
@@ -153,4 +153,6 @@ int tf_gemm_bf16_with(const tf_bf16_kernels *k, float *C, const float *A, const 
     return 0;
 }
 
-const char *tf_bf16_info(void) { return tf_bf16_best() ? tf_bf16_best()->name : "none (float)"; }
+const char *tf_bf16_info(void) {
+    return tf_bf16_best() ? tf_bf16_best()->name : "float (no AVX512-BF16 here, or TFORMER_ISA below avx512)";
+}

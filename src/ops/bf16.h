@@ -39,6 +39,11 @@ static inline float tf_bf16_float(uint16_t h) {
     return x;
 }
 
+/* A packed pair: bf16(lo) in the low half, bf16(hi) in the high one. */
+static inline uint32_t tf_bf16_pair(float lo, float hi) {
+    return tf_bf16_round(lo) | (uint32_t)tf_bf16_round(hi) << 16;
+}
+
 typedef struct {
     const char *name;
     /* C (mr,nr), rows ldc apart, += A's rows (mr <= MR, pairs lda apart) times

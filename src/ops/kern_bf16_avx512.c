@@ -77,7 +77,7 @@ pair_rows_avx512(uint32_t *dst, const float *lo, const float *hi, int64_t n) {
                        : _mm512_setzero_si512();
         _mm512_storeu_si512((void *)(dst + j), _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
     }
-    for (; j < n; j++) dst[j] = tf_bf16_round(lo[j]) | (uint32_t)(hi ? tf_bf16_round(hi[j]) : 0) << 16;
+    for (; j < n; j++) dst[j] = tf_bf16_pair(lo[j], hi ? hi[j] : 0.0f);
 }
 
 static const tf_bf16_kernels AVX512 = {"avx512-bf16", tile_avx512, round_row_avx512, pair_rows_avx512};

@@ -72,7 +72,7 @@ tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_te
     tf_dense_params *p = tf_ctx_alloc(ctx, sizeof *p);
     if (!p) return NULL;
     p->K = K, p->N = N, p->M = K ? tf_numel(x) / K : 0, p->act = act, p->w_in_out = io;
-    p->kernel = ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : TF_GEMM_AUTO;
+    p->kernel = tf_ctx_gemm_kernel(ctx);
     int64_t shape[TF_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = p->N;

@@ -175,7 +175,7 @@ tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int t
     int ra = a->ndim, rb = b->ndim;
     p->ta = trans_a != 0;
     p->tb = trans_b != 0;
-    p->kernel = ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : TF_GEMM_AUTO;
+    p->kernel = tf_ctx_gemm_kernel(ctx);
     p->M = a->shape[ra - 2 + p->ta];
     p->K = a->shape[ra - 1 - p->ta];
     int64_t kb = b->shape[rb - 2 + p->tb];
