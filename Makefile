@@ -161,6 +161,9 @@ $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
 $(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
+$(BUILD)/bench_stream: bench/bench_stream.c
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
+
 $(BUILD)/bench_embed: bench/bench_embed.c $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
@@ -250,7 +253,7 @@ bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BU
 # llama-cpp-python sdist; bench/llama_cpp_bench.sh): minutes of compiling the
 # first time, kept in LLAMA_WORK. CONV_PY needs torch >= 2.1 and transformers.
 LLAMA_WORK ?= $(BUILD)/llama
-bench-llama: $(BUILD)/bench_gpt $(HF_PYTHON) $(PT2_PYTHON)
+bench-llama: $(BUILD)/bench_gpt $(BUILD)/bench_stream $(HF_PYTHON) $(PT2_PYTHON)
 	$(PT2_PYTHON) -c "import transformers" 2>/dev/null || $(dir $(PT2_PYTHON))pip install -q transformers
 	HF_PY=$(HF_PYTHON) CONV_PY=$(PT2_PYTHON) sh bench/llama_cpp_bench.sh $(BUILD) $(LLAMA_WORK)
 .PHONY: bench-llama

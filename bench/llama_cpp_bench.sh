@@ -41,8 +41,10 @@ for t in f32 q8_0; do
         --outtype $t --outfile "$work"/gpt2-$t.gguf > "$work"/convert_$t.log 2>&1
 done
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $new tokens, tokens/s"
-echo "| threads | llama.cpp F32 | tformer F32 | ratio | llama.cpp Q8_0 | tformer int8 | ratio |"
-echo "|---|---|---|---|---|---|---|"
+# The memory's limit for F32: a token reads the model's 498 MB of float weights once
+# (bench_stream: the read rate of a plain sum, GB/s).
+echo "| threads | llama.cpp F32 | tformer F32 | ratio | memory limit F32 | llama.cpp Q8_0 | tformer int8 | ratio |"
+echo "|---|---|---|---|---|---|---|---|"
 r=0
 while [ $r -lt "$rounds" ]; do
     for th in 1 2; do
@@ -52,8 +54,10 @@ while [ $r -lt "$rounds" ]; do
             tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')
         tf=$(TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
         tq=$(TFORMER_QUANTIZE=int8 TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
-        awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" 'BEGIN {
-            printf "| %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", th, lf, tf, tf / lf, lq, tq, tq / lq }'
+        bw=$("$build"/bench_stream 512 $th)
+        awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" -v bw="$bw" 'BEGIN {
+            printf "| %d | %.1f | %.1f | %.2f | %.0f (%.1f GB/s) | %.1f | %.1f | %.2f |\n", th, lf, tf, tf / lf,
+                bw / 0.498, bw, lq, tq, tq / lq }'
     done
     r=$((r + 1))
 done

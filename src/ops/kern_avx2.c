@@ -70,7 +70,7 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_
 #include "kern_simd.h"
 
 static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
-                                k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64};
+                                k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else
 const tf_kernels *tf_kern_avx2_table(void) { return NULL; }

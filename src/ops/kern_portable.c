@@ -132,8 +132,9 @@ static void acc(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-static void axpy(float *y, float a, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+static void axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    for (int64_t r = 0; r < k; r++)
+        for (int64_t i = 0; i < n; i++) y[i] += a[r] * B[r * ldb + i];
 }
 
 void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
@@ -186,7 +187,7 @@ static float exp_shift_f64(float *y, const double *x, double shift, int64_t n) {
 }
 
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
-                                    layernorm, layernorm_grad, adamw, acc, axpy, tile_gemm, dot_rows, gemv_f64, exp_shift_f64};
+                                    layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

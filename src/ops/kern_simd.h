@@ -250,11 +250,33 @@ KT void k_acc(float *y, const float *x, int64_t n) {
     if (i < n) v_stt(y + i, v_add(v_ldt(y + i, n - i, 0.0f), v_ldt(x + i, n - i, 0.0f)), n - i);
 }
 
-KT void k_axpy(float *y, float a, const float *x, int64_t n) {
-    V va = v_set(a);
+/* y (n) += a[0..rows) B (rows rows, ldb apart), rows <= 8 (a constant where
+ * inlined): each y vector is loaded and stored once for all the rows, its
+ * FMAs in row order (the bits of one axpy per row). */
+KT __attribute__((always_inline)) void axpy_block(float *y, const float *a, const float *B, int64_t ldb, int rows,
+                                                  int64_t n) {
+    V va[8];
+    for (int r = 0; r < rows; r++) va[r] = v_set(a[r]);
     int64_t i = 0;
-    for (; i + VW <= n; i += VW) v_st(y + i, v_fma(va, v_ld(x + i), v_ld(y + i)));
-    if (i < n) v_stt(y + i, v_fma(va, v_ldt(x + i, n - i, 0.0f), v_ldt(y + i, n - i, 0.0f)), n - i);
+    for (; i + VW <= n; i += VW) {
+        V acc = v_ld(y + i);
+        for (int r = 0; r < rows; r++) acc = v_fma(va[r], v_ld(B + r * ldb + i), acc);
+        v_st(y + i, acc);
+    }
+    if (i < n) {
+        V acc = v_ldt(y + i, n - i, 0.0f);
+        for (int r = 0; r < rows; r++) acc = v_fma(va[r], v_ldt(B + r * ldb + i, n - i, 0.0f), acc);
+        v_stt(y + i, acc, n - i);
+    }
+}
+
+/* y (n) += a (k) B (k,n), rows ldb apart: 8 rows a pass, so B streams in 8
+ * rows at once and y's traffic is an eighth of one axpy per row. */
+KT void k_axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    int64_t r = 0;
+    for (; r + 8 <= k; r += 8) axpy_block(y, a + r, B + r * ldb, ldb, 8, n);
+    for (; r + 4 <= k; r += 4) axpy_block(y, a + r, B + r * ldb, ldb, 4, n);
+    for (; r < k; r++) axpy_block(y, a + r, B + r * ldb, ldb, 1, n);
 }
 
 /* C (m,n) = A B + beta C for the small tiles of fused attention: A (m,k) at

@@ -61,8 +61,9 @@ typedef struct {
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, const tf_adamw_coef *c);
     /* y (n) += x */
     void (*acc)(float *y, const float *x, int64_t n);
-    /* y (n) += a * x: a matrix-vector product row by row (decoding) */
-    void (*axpy)(float *y, float a, const float *x, int64_t n);
+    /* y (n) += a (k) B (k,n), rows ldb apart, each y summed over the rows in
+     * order: a matrix-vector product with (in,out) weights (decoding) */
+    void (*axpy_rows)(float *y, const float *a, const float *B, int64_t ldb, int64_t k, int64_t n);
     /* C (m,n) = A B + beta C (beta 0 or 1), A (m,k) stored at A[r*rs + kk*cs]
      * (rs = k, cs = 1: row-major; rs = 1, cs = m: A^T of a (k,m) matrix), B
      * (k,n) with rows ldb apart, C contiguous: the small tiles of attention */

@@ -70,13 +70,14 @@ static void gemm_tiles(int64_t M, int64_t N, int64_t K, int64_t *rb, int64_t *cb
 }
 
 /* C (1,N) += a (K) op(B): one row (a decoding step). A BLAS would repack all
- * of B for it. Columns go in fixed chunks to the threads; each element sums
- * over k in order, so any chunking and thread count give the same bits.
- * B (K,N): a matrix that fits in L2 through the kernel set's tile product
- * (the chunk's columns stay in registers over k); a larger one row by row
- * (axpy over the chunk: B streams through contiguously, and the chunk's
- * accumulators stay in L1). B (N,K): one dot product per column. */
-#define GEMV_CHUNK 1024
+ * of B for it. Columns go in equal chunks to the threads (B (K,N): of at most
+ * GEMV_MAX_CHUNK columns, so the chunk's sums stay in L1); each
+ * element sums over k in order, so any chunking and thread count give the
+ * same bits. B (K,N): a matrix that fits in L2 through the kernel set's tile
+ * product (the chunk's columns stay in registers over k); a larger one 8 rows
+ * a pass (axpy_rows: B streams through in whole row pieces). B (N,K): one dot
+ * product per column. */
+#define GEMV_MAX_CHUNK 4096
 static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb, int64_t j0,
                        int64_t j1) {
     const tf_kernels *kern = tf_kern();
@@ -85,14 +86,18 @@ static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int6
     } else if (K * N <= (1 << 16)) {
         kern->tile_gemm(C + j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
     } else {
-        for (int64_t k = 0; k < K; k++) kern->axpy(C + j0, a[k], B + k * N + j0, j1 - j0);
+        kern->axpy_rows(C + j0, a, B + j0, N, K, j1 - j0);
     }
 }
 
 static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb) {
-    const int64_t nc = (N + GEMV_CHUNK - 1) / GEMV_CHUNK;
-    TF_PARALLEL_FOR(N * K >= (1 << 18) && nc > 1, c, nc,
-                    gemv_chunk(C, a, B, N, K, tb, c * GEMV_CHUNK, (c + 1) * GEMV_CHUNK < N ? (c + 1) * GEMV_CHUNK : N));
+    const int par = N * K >= (1 << 18);
+    const int64_t nt = par ? tf_threads_free() : 1;
+    int64_t nc = nt; /* a multiple of the threads: equal shares */
+    while (!tb && round16((N + nc - 1) / nc) > GEMV_MAX_CHUNK) nc += nt;
+    const int64_t w = round16((N + nc - 1) / nc);
+    nc = (N + w - 1) / w;
+    TF_PARALLEL_FOR(par && nc > 1, c, nc, gemv_chunk(C, a, B, N, K, tb, c * w, (c + 1) * w < N ? (c + 1) * w : N));
 }
 
 /* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
