@@ -25,6 +25,12 @@ def run(binary, *args, threads):
     return float(out.stdout)
 
 
+def medians(binary, mode_a, mode_b, M, K, N, t):
+    """Medians of 3 alternated runs of two modes on one shape (GFLOP/s)."""
+    pairs = [(run(binary, mode_a, M, K, N, threads=t), run(binary, mode_b, M, K, N, threads=t)) for _ in range(3)]
+    return (statistics.median(x) for x in zip(*pairs))
+
+
 def main():
     binary = sys.argv[1]
     blis = sys.argv[2] if len(sys.argv) > 2 and os.path.exists(sys.argv[2]) else None
@@ -35,9 +41,7 @@ def main():
         print(f"matrix products, {t} thread(s): peak {peak:.0f} GFLOP/s (FMA loop); OPENBLAS_CORETYPE={core}")
         print(f"{'M x K -> N':<22}{'OpenBLAS':>10}{'BLIS':>8}{'tformer':>9}{'vs OpenBLAS':>13}{'of peak':>9}")
         for M, K, N in [(512, 768, 3072), (512, 3072, 768), (512, 768, 768), (768, 128, 512)]:
-            pairs = [(run(binary, "sgemm", M, K, N, threads=t), run(binary, "linear", M, K, N, threads=t))
-                     for _ in range(3)]
-            ob, ours = (statistics.median(x) for x in zip(*pairs))
+            ob, ours = medians(binary, "sgemm", "linear", M, K, N, t)
             bl = run(blis, "sgemm", M, K, N, threads=1) if blis and t == 1 else float("nan")
             print(f"{f'{M} x {K} -> {N}':<22}{ob:>10.1f}{bl:>8.1f}{ours:>9.1f}{ours / ob:>13.2f}{ours / peak:>9.2f}")
         print("(GFLOP/s; Linear = forward + backward, bias included)")
@@ -47,9 +51,7 @@ def main():
         print(f"bf16 products, {t} thread(s): peak {peak16:.0f} GFLOP/s (vdpbf16ps loop)")
         print(f"{'M x K -> N':<22}{'f32':>9}{'bf16':>9}{'bf16/f32':>10}{'of bf16 peak':>14}")
         for M, K, N in [(512, 768, 3072), (512, 3072, 768), (256, 768, 50257), (768, 128, 512)]:
-            pairs = [(run(binary, "linear", M, K, N, threads=t), run(binary, "linear-bf16", M, K, N, threads=t))
-                     for _ in range(3)]
-            f32, b16 = (statistics.median(x) for x in zip(*pairs))
+            f32, b16 = medians(binary, "linear", "linear-bf16", M, K, N, t)
             print(f"{f'{M} x {K} -> {N}':<22}{f32:>9.1f}{b16:>9.1f}{b16 / f32:>10.2f}{b16 / peak16:>14.2f}")
 
 

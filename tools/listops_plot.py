@@ -7,21 +7,12 @@ its input scores that). Needs matplotlib (Debian: python3-matplotlib).
 
     python3 tools/listops_plot.py OUT PNG
 """
-import csv
 import os
 import sys
 
-KINDS = {"full": ("full attention", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": ("Nyström", 37.2)}
+from listops_table import LRA, validations  # (tools/ is this script's folder)
 
-
-def curves(run):
-    steps, acc, loss = [], [], []
-    for r in csv.DictReader(open(os.path.join(run, "losses.csv"))):
-        if r.get("val_accuracy"):
-            steps.append(int(r["step"]))
-            acc.append(100 * float(r["val_accuracy"]))
-            loss.append(float(r["val_loss"]))
-    return steps, acc, loss
+NAMES = {"full": "full attention", "bigbird": "BigBird", "nystrom": "Nyström"}
 
 
 def main():
@@ -33,11 +24,12 @@ def main():
 
     fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
     top = []
-    for i, (kind, (name, lra)) in enumerate(KINDS.items()):
-        run = os.path.join(out, kind)
+    for i, (kind, name) in enumerate(NAMES.items()):
+        run, lra = os.path.join(out, kind), LRA[kind][1]
         if not os.path.exists(os.path.join(run, "losses.csv")):
             continue
-        steps, acc, loss = curves(run)
+        steps, loss, acc = zip(*validations(run))
+        acc = [100 * a for a in acc]
         top.extend(acc)
         color = f"C{i}"
         ax_acc.plot(steps, acc, "o-", color=color, ms=3, label=f"{name} (tformer, validation)")

@@ -14,6 +14,12 @@ import sys
 LRA = {"full": ("Transformer", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": ("Nystromformer (its re-run)", 37.2)}
 
 
+def validations(run):
+    """The evaluated rows of a run's losses.csv: (step, val_loss, val_accuracy)."""
+    return [(int(r["step"]), float(r["val_loss"]), float(r["val_accuracy"]))
+            for r in csv.DictReader(open(os.path.join(run, "losses.csv"))) if r.get("val_accuracy")]
+
+
 def main():
     out = sys.argv[1]
     print("| attention | steps | s / step | test accuracy (best/) | best val accuracy | last val accuracy | LRA (test) |")
@@ -24,8 +30,7 @@ def main():
         if not os.path.exists(timing):
             continue
         t = dict(kv.split("=") for kv in open(timing).read().split())
-        acc = [float(r["val_accuracy"]) for r in csv.DictReader(open(os.path.join(run, "losses.csv")))
-               if r.get("val_accuracy")]
+        acc = [a for _, _, a in validations(run)]
         steps, secs = int(t["steps"]), int(t["seconds"])
         test = os.path.join(run, "test.txt")
         m = re.search(r"accuracy ([0-9.]+) \((\d+) of (\d+)", open(test).read()) if os.path.exists(test) else None
