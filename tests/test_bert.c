@@ -119,6 +119,69 @@ TEST(bert_mlm_gathered_loss) {
     tf_bert_free(m);
 }
 
+/* Pre-LN blocks with a final LayerNorm and the pooler on the tokens' mean
+ * (LRA's classifier; not Hugging Face's BERT): the pooled vector equals
+ * tanh(dense(mean)) computed here in double from last_hidden_state over the
+ * unpadded tokens; a padded row pools as the same row cut short; the folder
+ * says model_type "tformer-bert" and loads back to the same bits. */
+TEST(bert_pre_ln_mean_pooling) {
+    tf_bert_config c = small(TF_BERT_SEQ_CLS);
+    c.norm_first = 1, c.pooling = TF_POOL_MEAN;
+    tf_bert *m = tf_bert_new(&c, 7);
+    CHECK(m && m->block.norm_first && tf_params_get(m->params, "bert.encoder.LayerNorm.weight"));
+    for (int i = 0; i < tf_params_count(m->params); i++) /* every path matters: LayerNorms not at 1 / 0 */
+        tf_tensor_fill_normal(tf_params_tensor(m->params, i), 40 + (uint64_t)i, 0.3f);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+    for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* row 1: 4 tokens, 2 padding */
+    tf_tensor *ids = ids_tensor(ctx, 19, 1);
+    tf_bert_inputs in = {.input_ids = ids, .attention_mask = mask};
+    tf_bert_outputs out;
+    CHECK(tf_bert_run(ctx, m, &in, &out) == 0);
+    const float *h = tf_f32(out.last_hidden_state), *W = tf_f32(m->pooler.dense.weight), *bias = tf_f32(m->pooler.dense.bias);
+    double worst = 0;
+    for (int b = 0; b < B; b++) {
+        int n = b ? 4 : T;
+        for (int o = 0; o < 8; o++) {
+            double z = bias[o];
+            for (int k = 0; k < 8; k++) {
+                double mean = 0;
+                for (int t = 0; t < n; t++) mean += h[(b * T + t) * 8 + k];
+                z += W[o * 8 + k] * mean / n;
+            }
+            worst = fmax(worst, fabs(tanh(z) - tf_f32(out.pooler_output)[b * 8 + o]));
+        }
+    }
+    CHECKF(worst < 1e-6, "pooler_output off by %g", worst);
+    /* row 1 alone and cut to its 4 tokens: the same pooled vector and logits */
+    tf_tensor *cut = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 0);
+    for (int t = 0; t < 4; t++) tf_i32(cut)[t] = tf_i32(ids)[T + t];
+    tf_bert_inputs in1 = {.input_ids = cut};
+    tf_bert_outputs one;
+    CHECK(tf_bert_run(ctx, m, &in1, &one) == 0);
+    double err = test_rel_err(tf_f32(one.logits), tf_f32(out.logits) + 3, 3);
+    CHECKF(err < 1e-6, "padded row vs cut row: relative error %g", err);
+    /* the folder: marked as tformer's, read back to the same logits */
+    char dir[] = "/tmp/tformer_bert_XXXXXX", path[600];
+    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t len;
+    char *text = test_slurp(path, &len);
+    CHECK(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_pooling\":\t\"mean\"") &&
+          strstr(text, "\"tformer_norm_first\":\ttrue"));
+    free(text);
+    tf_bert *r = tf_bert_load_hf(dir, NULL);
+    CHECKF(r && r->cfg.norm_first && r->cfg.pooling == TF_POOL_MEAN, "%s", r ? "settings lost" : tf_error());
+    tf_bert_outputs back;
+    CHECK(r && tf_bert_run(ctx, r, &in, &back) == 0 && !memcmp(back.logits->data, out.logits->data, 2 * 3 * 4));
+    tf_bert_free(r);
+    remove_folder(dir);
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+    c.pooling = TF_POOL_MAX;
+    CHECK(tf_bert_config_check(&c) == -1 && strstr(tf_error(), "pooling max"));
+}
+
 static void expect_load_error(const char *dir, const char *config, const char *needle) {
     char p[512];
     snprintf(p, sizeof p, "%s/config.json", dir);
@@ -160,6 +223,12 @@ TEST(bert_bad_folders) {
     expect_load_error(dir, cfg, "missing tensor 'encoder.layer.2.");
     snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"num_hidden_layers\":2");
     expect_load_error(dir, cfg, "\"num_hidden_layers\" appears twice");
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"tformer_pooling\":\"max\"");
+    expect_load_error(dir, cfg, "\"tformer_pooling\" must be \"cls\" or \"mean\"");
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"tformer_norm_first\":1");
+    expect_load_error(dir, cfg, "\"tformer_norm_first\" must be true or false");
+    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"tformer_norm_first\":true");
+    expect_load_error(dir, cfg, "missing tensor 'encoder.LayerNorm.weight'");
     remove_folder(dir);
 }
 

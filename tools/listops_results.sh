@@ -11,7 +11,8 @@
 #   sh tools/listops_results.sh TFORMER OUT_DIR
 # The model defaults to the Nystromformer paper's LRA re-run's ListOps
 # config (2 layers, d_model 64, 2 heads, d_ff 128, batch 32, no weight
-# decay); its schedule (lr 1e-4, 1,000 warmup steps, 5,000 steps) sat at the
+# decay, pre-LN blocks with a final LayerNorm, the classifier on the tokens'
+# mean: NORM_FIRST=false POOLING=cls give BERT's post-LN and [CLS]); its schedule (lr 1e-4, 1,000 warmup steps, 5,000 steps) sat at the
 # most frequent answer for 1,750 steps here, so: lr 1e-3 (LRA's own peak is
 # about 1.6e-3), warmup a fifth of the run (+1), 3,000 steps,
 # cosine to lr/10: N_LAYER, D_MODEL, N_HEAD, D_FF, BATCH, LR, WARMUP, STEPS.
@@ -31,7 +32,7 @@ tf=$1 out=$2
 budget=${BUDGET_S:-10800} calib=${CALIB_STEPS:-20} batch=${BATCH:-32} max_steps=${STEPS:-3000} lr=${LR:-1e-3}
 mkdir -p "$out"
 common="--arch listops --context 2048 --n-layer ${N_LAYER:-2} --d-model ${D_MODEL:-64} --n-head ${N_HEAD:-2}
-    --d-ff ${D_FF:-128} --batch $batch --lr $lr --min-lr $(awk -v l="$lr" 'BEGIN { print l / 10 }') --weight-decay 0
+    --d-ff ${D_FF:-128} --norm-first ${NORM_FIRST:-true} --pooling ${POOLING:-mean} --batch $batch --lr $lr --min-lr $(awk -v l="$lr" 'BEGIN { print l / 10 }') --weight-decay 0
     --dropout 0.1 --attn-dropout 0 --listops-seed 1 --listops-bucket ${BUCKET:-64} --log-every 20 ${LISTOPS_ARGS:-}"
 now() { date +%s.%N; }
 # A calibration run of $1 steps of $kind (flags $att), its log kept.

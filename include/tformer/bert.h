@@ -31,6 +31,10 @@ typedef enum {
     TF_BERT_REGRESSION    /* n_labels 1: mean squared error, float labels */
 } tf_bert_problem;
 
+/* Which tokens a pooled vector summarises: the first ([CLS]), the mean or the
+ * maximum over the tokens (padding left out). */
+typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX } tf_pooling;
+
 typedef struct {
     int vocab_size, context, type_vocab_size; /* context: max_position_embeddings */
     int n_layer, n_head, d_model, d_ff;
@@ -42,6 +46,15 @@ typedef struct {
     int n_labels;                             /* classification heads (QA: 2, fixed) */
     tf_bert_problem problem;
     int pooler;                               /* BertModel and the [CLS] heads have one */
+    /* Two settings outside Hugging Face's BERT, for encoders trained here
+     * (docs/long-sequences.md: the Long Range Arena re-runs' classifier):
+     * pre-LN blocks with a final LayerNorm ("encoder.LayerNorm"), and the
+     * pooler on the tokens' mean instead of [CLS] (TF_POOL_CLS or
+     * TF_POOL_MEAN). A folder saved with either (or with an attention kind
+     * other than full) has model_type "tformer-bert" in config.json, which
+     * transformers refuses rather than run the weights as BERT's. */
+    int norm_first;
+    tf_pooling pooling;
     int tied;                                 /* MLM decoder = word embeddings (tie_word_embeddings) */
     float init_std;                           /* initializer_range */
     tf_attention_options attention;           /* full, local, dilated, bigbird or nystrom */
@@ -77,6 +90,7 @@ typedef struct {
     tf_params *params;     /* every tensor, by Hugging Face name ("bert." prefix with a head) */
     tf_bert_embeddings emb;
     tf_block *layer;       /* n_layer blocks */
+    tf_layer_norm final_norm; /* with cfg.norm_first */
     tf_pooler pooler;      /* with cfg.pooler */
     tf_mlm_head mlm;       /* PRETRAINING, MLM */
     tf_classifier nsp;     /* PRETRAINING: cls.seq_relationship */
@@ -127,7 +141,6 @@ TF_API int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, 
 
 /* ---------------------------------------------------------------- sentence embeddings */
 
-typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX } tf_pooling;
 typedef struct {
     tf_pooling pooling; /* sentence-transformers' pooling_mode_*: mean, cls or max over the tokens */
     int normalize;      /* L2-normalise each embedding */

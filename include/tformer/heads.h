@@ -95,6 +95,10 @@ typedef struct {
 TF_API int tf_pooler_register(tf_params *ps, const char *name, tf_pooler *p, int64_t d_model, float init_std);
 /* x (B,T,d_model) -> pooled (B,d_model). */
 TF_API tf_tensor *tf_pooler_forward(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x);
+/* The same dense + tanh on the mean of the tokens instead of the first, the
+ * positions where attention_mask (B,T, I32 or U8, 0 = padding; NULL: none) is
+ * 0 left out: the mean pooling of Long Range Arena's re-runs. */
+TF_API tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask);
 
 /* dropout + Linear d_model -> n_labels, on a pooled vector per sequence
  * (BertForSequenceClassification's "classifier"; next-sentence prediction,

@@ -4,8 +4,6 @@
 
 #include "../core/internal.h"
 
-/* x (n) -> log softmax(x), in place. */
-void tf_gen_log_softmax(float *x, int32_t n);
 /* forced_eos_id and bad_ids of o inside a vocabulary of V; 0 or -1 with a message. */
 int tf_gen_check_processors(const tf_generate_opts *o, int32_t V);
 /* Beam search from a fresh one-row decoder d (tf_generate's, arguments checked). */

@@ -100,6 +100,30 @@ tf_tensor *tf_pooler_forward(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x) {
     return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, first));                               // (B,d_model)
 }
 
+/* The tokens' mean (B,d_model) of x (B,T,d_model), the positions where mask
+ * (B,T, I32 or U8; NULL: none) is 0 left out: a product with weights (B,T,1)
+ * that hold 1/n at the n kept tokens (no gradient), summed over T. A row with
+ * no token kept gives zeros. */
+static tf_tensor *mean_tokens(tf_ctx *ctx, tf_tensor *x, const tf_tensor *mask) {
+    int64_t B = x->shape[0], T = x->shape[1];
+    tf_tensor *pad = mask ? tf_key_padding(ctx, mask, B, T, "mean pooler") : NULL;  // (B,T) U8, 1 = padding
+    if (mask && !pad) return NULL;
+    tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, T, 1}, 0);  // (B,T,1)
+    for (int64_t b = 0; w && b < B; b++) {
+        int64_t n = 0;
+        for (int64_t t = 0; t < T; t++) n += !pad || !tf_u8(pad)[b * T + t];
+        for (int64_t t = 0; t < T; t++)
+            tf_f32(w)[b * T + t] = (pad && tf_u8(pad)[b * T + t]) || !n ? 0.0f : 1.0f / (float)n;
+    }
+    return w ? tf_sum(ctx, tf_mul(ctx, x, w), 1, 0) : NULL;  // (B,d_model)
+}
+
+tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask) {
+    if (!x) return NULL;
+    if (check_input("pooler", "hidden states", x, 3, p->d_model)) return NULL;
+    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, mean_tokens(ctx, x, attention_mask)));  // (B,d_model)
+}
+
 /* ---------------------------------------------------------------- classifiers */
 
 int tf_classifier_register(tf_params *ps, const char *name, tf_classifier *c, int64_t d_model, int64_t n_labels,

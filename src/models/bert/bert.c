@@ -4,7 +4,8 @@
  *
  *   x = LN(word[ids] + position[pos] + token_type[types])   (B,T,C)
  *   x = block_l(x)                 l = 0 .. n_layer-1       (B,T,C)
- *   pooled = tanh(dense(x[:, 0]))                           (B,C)
+ *   x = LN(x)                      norm_first only          (B,T,C)
+ *   pooled = tanh(dense(x[:, 0]))  (or of the tokens' mean) (B,C)
  *   head: MLM (B,T,V) | NSP (B,2) | classes (B,L) | tags (B,T,L) | span 2 x (B,T)
  */
 #include <stdlib.h>
@@ -28,7 +29,7 @@ static const tf_block_name BERT_BLOCK[] = {
 static tf_block_config block_config(const tf_bert_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
-    b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 0;
+    b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout;
     b.attn = TF_ATTN_FULL, b.ff_dropout = 0, b.w_in_out = 0;
     tf_attention_apply(&c->attention, &b); /* checked by tf_bert_config_check */
@@ -62,6 +63,9 @@ static int register_body(tf_bert *m) {
         snprintf(layer, sizeof layer, "encoder.layer.%d.", i);
         rc = body_name(m, n, sizeof n, layer) || tf_block_register(ps, n, &m->layer[i], &m->block, &names, init);
     }
+    if (!rc && c->norm_first)
+        rc = body_name(m, n, sizeof n, "encoder.LayerNorm") ||
+             tf_layer_norm_register(ps, n, &m->final_norm, c->d_model, c->norm_eps, 1);
     if (!rc && c->pooler)
         rc = body_name(m, n, sizeof n, "pooler.dense") || tf_pooler_register(ps, n, &m->pooler, c->d_model, std);
     return rc;
@@ -153,13 +157,16 @@ tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *i
     tf_tensor *x = tf_bert_embed_inputs(ctx, m, in);
     tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL};
     for (int i = 0; i < m->cfg.n_layer; i++) x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
-    return x;  // (B,T,C)
+    return c->norm_first ? tf_layer_norm_forward(ctx, &m->final_norm, x) : x;  // (B,T,C)
 }
 
 int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
     memset(out, 0, sizeof *out);
     if (!(out->last_hidden_state = tf_bert_encode(ctx, m, in))) return -1;
-    if (m->cfg.pooler && !(out->pooler_output = tf_pooler_forward(ctx, &m->pooler, out->last_hidden_state)))
+    tf_tensor *h = out->last_hidden_state;  // (B,T,C)
+    if (m->cfg.pooler && !(out->pooler_output = m->cfg.pooling == TF_POOL_MEAN
+                                                    ? tf_pooler_forward_mean(ctx, &m->pooler, h, in->attention_mask)
+                                                    : tf_pooler_forward(ctx, &m->pooler, h)))  // (B,C)
         return -1;
     return tf_bert_heads(ctx, m, in, out);
 }

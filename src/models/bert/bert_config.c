@@ -9,8 +9,10 @@ static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new", 
 static const char *const HEADS[] = {"BertModel", "BertForPreTraining", "BertForMaskedLM",
                                     "BertForSequenceClassification", "BertForTokenClassification",
                                     "BertForQuestionAnswering", NULL};
+static const char *const POOLINGS[] = {"mean", "cls", "max", NULL}; /* tf_pooling's order */
 static const char *const PROBLEMS[] = {"single_label_classification", "regression", NULL};
-_Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) == sizeof(int), "enum rows store an int");
+_Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) == sizeof(int) &&
+                   sizeof(tf_pooling) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
 #define R(m, type, def, range, choices, help, flags, alias) \
@@ -33,6 +35,10 @@ static const tf_field ROWS[] = {
     R(problem, TF_FIELD_ENUM, "single_label_classification", NULL, PROBLEMS,
       "sequence classification loss: cross-entropy, or regression (n_labels 1, mean squared error)", SIG, NULL),
     R(pooler, TF_FIELD_BOOL, "true", NULL, NULL, "the tanh pooler over [CLS]", SIG, NULL),
+    R(norm_first, TF_FIELD_BOOL, "false", NULL, NULL,
+      "pre-LN blocks and a final LayerNorm (not Hugging Face's BERT); false: post-LN (BERT)", SIG, NULL),
+    R(pooling, TF_FIELD_ENUM, "cls", NULL, POOLINGS,
+      "what the pooler reads: the [CLS] token (BERT) or the tokens' mean, padding left out", SIG, NULL),
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "masked-LM decoder = word embeddings", SIG, NULL),
     R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights (initializer_range)", 0, NULL),
     TF_FIELD_SUB(tf_bert_config, attention, tf_attention_table),
@@ -58,6 +64,9 @@ int tf_bert_config_check(const tf_bert_config *c) {
         return tf_set_error("problem regression needs n_labels 1 (got %d)", c->n_labels);
     if ((c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_PRETRAINING) && !c->pooler)
         return tf_set_error("head %s reads the pooler: pooler must be true", HEADS[c->head]);
+    if (c->pooling == TF_POOL_MAX) return tf_set_error("pooling max: the pooler reads cls or mean");
+    if (c->bigbird_sparse && (c->norm_first || c->pooling != TF_POOL_CLS))
+        return tf_set_error("a block_sparse BigBird is Hugging Face's: post-LN, the pooler on [CLS]");
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     return tf_attention_apply(&c->attention, &b) || tf_block_config_check(&b) ? -1 : 0;
 }

@@ -82,6 +82,21 @@ static int refuse_unsupported(const cJSON *root, const char *path, tf_bert_confi
     return 0;
 }
 
+/* tformer's own settings (tf_bert_config's norm_first, pooling), written
+ * only when they differ from BERT's: tformer_norm_first, tformer_pooling. */
+static int read_own(const cJSON *root, const char *path, tf_bert_config *c) {
+    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(root, "tformer_norm_first");
+    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(root, "tformer_pooling");
+    if (nf && !cJSON_IsBool(nf)) return tf_set_error("%s: \"tformer_norm_first\" must be true or false", path);
+    c->norm_first = cJSON_IsTrue(nf);
+    if (!pool) return 0;
+    int mean = cJSON_IsString(pool) && !strcmp(pool->valuestring, "mean");
+    if (!mean && !(cJSON_IsString(pool) && !strcmp(pool->valuestring, "cls")))
+        return tf_set_error("%s: \"tformer_pooling\" must be \"cls\" or \"mean\"", path);
+    c->pooling = mean ? TF_POOL_MEAN : TF_POOL_CLS;
+    return 0;
+}
+
 /* num_labels from id2label (Hugging Face writes that, not num_labels), and the names. */
 static int read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, int *n_labels) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
@@ -113,7 +128,7 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
                      ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
     const cJSON *cd = cJSON_GetObjectItemCaseSensitive(root, "classifier_dropout");
     c->classifier_dropout = cJSON_IsNumber(cd) ? (float)cd->valuedouble : -1.0f;
-    return refuse_unsupported(root, path, c);
+    return read_own(root, path, c) || refuse_unsupported(root, path, c);
 }
 
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
@@ -278,7 +293,13 @@ static int write_config(const tf_bert *m, const char *path) {
     cJSON *r = cJSON_CreateObject();
     cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
     if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
-    cJSON_AddStringToObject(r, "model_type", "bert");
+    /* Arithmetic that Hugging Face's BertModel does not have (another
+     * attention kind, pre-LN, mean pooling): model_type "tformer-bert", which
+     * transformers refuses rather than run the weights as BERT's. */
+    int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL;
+    cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : "bert");
+    if (c->norm_first) cJSON_AddBoolToObject(r, "tformer_norm_first", 1);
+    if (c->pooling != TF_POOL_CLS) cJSON_AddStringToObject(r, "tformer_pooling", "mean");
     cJSON_AddStringToObject(r, "position_embedding_type", "absolute");
     int rc = !arch || tf_fields_to_json(r, &f, 1);
     if (c->classifier_dropout >= 0) cJSON_AddNumberToObject(r, "classifier_dropout", c->classifier_dropout);
