@@ -109,6 +109,32 @@ TEST(gpt_kv_cache_equals_recomputation) {
     }
 }
 
+/* A GPT-2 folder says model_type "gpt2"; one of tformer's own variants
+ * (post-LN, sinusoidal positions, sparse attention) says "tformer-gpt2",
+ * which transformers refuses, and loads back in tformer with its settings. */
+TEST(gpt_own_variants_are_marked) {
+    for (int variant = 0; variant < 4; variant++) {
+        tf_gpt_config c = tf_gpt_config_default(23, 24, 2, 3, 12);
+        c.norm_first = variant != 1, c.pos = variant == 2 ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
+        if (variant == 3) c.attention.kind = TF_ATTENTION_LOCAL;
+        tf_gpt *m = tf_gpt_new(&c, 3);
+        char dir[] = "/tmp/tformer_gpt_XXXXXX", path[600];
+        CHECK(m && mkdtemp(dir) && tf_gpt_save_hf(m, dir) == 0);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        size_t n;
+        char *text = test_slurp(path, &n);
+        const char *want = variant ? "\"model_type\":\t\"tformer-gpt2\"" : "\"model_type\":\t\"gpt2\"";
+        CHECKF(text && strstr(text, want), "variant %d: no %s in config.json", variant, want);
+        free(text);
+        tf_gpt *back = tf_gpt_load_hf(dir);
+        CHECKF(back && back->cfg.norm_first == c.norm_first && back->cfg.pos == c.pos &&
+                   back->cfg.attention.kind == c.attention.kind, "variant %d: %s", variant, back ? "settings lost" : tf_error());
+        tf_gpt_free(back), tf_gpt_free(m);
+        snprintf(path, sizeof path, "rm -r %s", dir);
+        CHECK(system(path) == 0);
+    }
+}
+
 TEST(gpt_beam_width_one_is_greedy) {
     tf_gpt *m = tiny_model(17, 1, TF_POS_LEARNED, 9);
     int32_t prompt[3] = {1, 5, 2};

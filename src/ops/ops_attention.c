@@ -18,6 +18,7 @@
 
 #define BQ 64 /* query rows per block */
 #define BK 64 /* keys per tile */
+#define TRANSPOSE_MIN_ROWS 2 /* one query row without a backward (a decoding step): no K^T */
 
 typedef struct {
     int64_t B, H, Tq, Tk, D, Dv;
@@ -65,7 +66,11 @@ static int64_t visible_end(const tf_sdpa_params *p, int64_t i, int64_t *last) {
 static void block_scores(float *S, const sdpa_block *k, int64_t j0, int64_t w) {
     const tf_sdpa_params *p = k->p;
     int64_t rows = k->i1 - k->i0, b = k->bh / p->H, h = k->bh % p->H;
-    k->kern->tile_gemm(S, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+    if (k->kt)
+        k->kern->tile_gemm(S, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+    else /* a decoding step's row: its scores as dot products with the keys' rows */
+        for (int64_t r = 0; r < rows; r++)
+            k->kern->dot_rows(S + r * w, k->k + j0 * p->D, p->D, k->q + (k->i0 + r) * p->D, w, p->D, 0.0f);
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = k->i0 + r, last, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2], ms = p->ms[3];
         visible_end(p, i, &last);
@@ -138,15 +143,15 @@ static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (r
     tf_flash_finish(o, lse, m, l, rows, p->Dv);
 }
 
-/* Task t of the forward: query block t % nb of (batch, head) t / nb. */
-static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t t, int64_t nb) {
+/* Task t of the forward: query block t % nb of (batch, head) t / nb; kt:
+ * the keys transposed by tiles, or NULL (scores by dot products). */
+static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t t, int64_t nb, const float *kt) {
     const tf_sdpa_params *p = n->params;
     int64_t bh = t / nb, i0 = t % nb * BQ;
     const float *kk = tf_f32(n->in[1]);
-    float *kt = n->saved[1];
     sdpa_block k = {p, kern, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
                     tf_f32(n->in[0]) + at(p, 0, bh), kk + at(p, 1, bh), tf_f32(n->in[2]) + at(p, 2, bh),
-                    kt + bh * p->D * p->Tk, NULL};
+                    kt ? kt + bh * p->D * p->Tk : NULL, NULL};
     forward_block(&k, tf_f32(n->out) + (bh * p->Tq + i0) * p->Dv, n->saved[0] + bh * p->Tq + i0);
 }
 
@@ -160,14 +165,19 @@ void tf_op_sdpa_forward(tf_node *n) {
      * runs without a parallel region (a fork-join per op costs microseconds,
      * and on a busy machine a descheduled thread stalls the whole region). */
     int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
-    TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
-                    tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D, BK));
+    /* One query row and no backward (a decoding step over its cache):
+     * transposing every key each step cost more than the scores (GPT-2-124M
+     * at 256 cached tokens: 2.4M copies a token, 8% of an int8 step). */
+    if (p->Tq < TRANSPOSE_MIN_ROWS && !n->out->grad) kt = NULL;
+    if (kt)
+        TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
+                        tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D, BK));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
     if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
-        for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb);
+        for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb, kt);
     } else {
-        for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb);
+        for (int64_t t = 0; t < p->B * p->H * nb; t++) forward_task(n, kern, t, nb, kt);
     }
 }
 

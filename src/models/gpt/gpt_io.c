@@ -1,6 +1,8 @@
 /* GPT models as Hugging Face GPT-2 folders: config.json + model.safetensors.
- * tformer's own variants (sinusoidal positions, post-LN) add two keys that
- * Hugging Face ignores: tformer_position and tformer_norm_first. ImageGPT
+ * tformer's own variants (sinusoidal positions, post-LN, other attention
+ * kinds) add keys of their own (tformer_position, tformer_norm_first,
+ * tformer_attention...) under model_type "tformer-gpt2", which transformers
+ * refuses. ImageGPT
  * folders (model_type "imagegpt") are GPT-2's layout and keys with RMS norms
  * without bias, quick_gelu and tie_word_embeddings false by default, and
  * ImageGPTForCausalImageModeling's untied head of vocab_size - 1 rows (no
@@ -46,7 +48,8 @@ static const char *architecture(const cJSON *root) {
 
 static int is_imagegpt(const cJSON *root) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    return (cJSON_IsString(t) && !strcmp(t->valuestring, "imagegpt")) || !strncmp(architecture(root), "ImageGPT", 8);
+    return (cJSON_IsString(t) && (!strcmp(t->valuestring, "imagegpt") || !strcmp(t->valuestring, "tformer-imagegpt"))) ||
+           !strncmp(architecture(root), "ImageGPT", 8);
 }
 
 static int read_config(const cJSON *root, const char *path, tf_gpt_config *c) {
@@ -149,7 +152,12 @@ static int write_config(const tf_gpt *m, const char *path) {
     const char *name = igpt ? (m->has_head ? "ImageGPTForCausalImageModeling" : "ImageGPTModel")
                             : (m->has_head ? "GPT2LMHeadModel" : "GPT2Model");
     cJSON_AddItemToArray(arch, cJSON_CreateString(name));
-    cJSON_AddStringToObject(r, "model_type", igpt ? "imagegpt" : "gpt2");
+    /* Arithmetic that transformers' GPT-2 / ImageGPT does not have (post-LN,
+     * sinusoidal positions, another attention kind): model_type
+     * "tformer-gpt2" / "tformer-imagegpt", which transformers refuses rather
+     * than run the weights as its own; tformer reads both. */
+    int own = !c->norm_first || c->pos != TF_POS_LEARNED || c->attention.kind != TF_ATTENTION_FULL;
+    cJSON_AddStringToObject(r, "model_type", igpt ? (own ? "tformer-imagegpt" : "imagegpt") : own ? "tformer-gpt2" : "gpt2");
     int rc = !r || tf_fields_to_json(r, &f, 1);
     cJSON_AddNumberToObject(r, "n_ctx", m->cfg.context);
     for (int i = 0; i < 3; i++) cJSON_AddNumberToObject(r, PDROP[i], m->cfg.dropout);
