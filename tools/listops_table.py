@@ -34,7 +34,7 @@ def main():
         steps, secs = int(t["steps"]), int(t["seconds"])
         test = os.path.join(run, "test.txt")
         m = re.search(r"accuracy ([0-9.]+) \((\d+) of (\d+)", open(test).read()) if os.path.exists(test) else None
-        tcell = f"{100 * float(m.group(1)):.1f}% (of {m.group(3)})" if m else "—"
+        tcell = f"{100 * float(m.group(1)):.1f}% ({m.group(2)} of {m.group(3)})" if m else "—"
         print(f"| {kind} | {steps} | {secs / steps:.1f} | {tcell} | {100 * max(acc):.1f}% | {100 * acc[-1]:.1f}% | "
               f"{name} {lra}% |")
 

@@ -122,8 +122,8 @@ static int slide(tf_decoder *d, const tf_ids *history, float *logits) {
 static int generate_sampled(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, tf_token_fn on_token,
                             void *user, tf_ids *out, double *score) {
     int32_t V = d->vocab_size;
-    /* lp: the step's logits as the model gave them (sample() penalises its
-     * own copy); ex: scratch for their exponentials (the log-sum-exp) */
+    /* lp: a copy of the step's logits as the model gave them (sample()
+     * penalises `logits` in place); ex: their exponentials (log-sum-exp scratch) */
     float *logits = malloc((size_t)V * sizeof *logits), *lp = malloc((size_t)V * sizeof *lp),
           *ex = malloc((size_t)V * sizeof *ex);
     ranked *order = malloc((size_t)V * sizeof *order);
