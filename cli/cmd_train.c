@@ -195,7 +195,8 @@ static void check_usage(const cli_args *a, const char *arch) {
         cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, swin, imagegpt, vivit, continual or listops, "
                         "got '%s'", arch);
     if (listops && (a->v[DATA].n || a->v[TOKENIZER].given || a->v[NORM].text))
-        cli_usage_error(a, "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm");
+        cli_usage_error(a, "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm "
+                           "(the blocks' order: --norm-first true|false)");
     if (!strcmp(arch, "continual") && a->v[DATA].n < 2)
         cli_usage_error(a, "--arch continual needs a --data file per class (at least 2)");
     if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, swin, imagegpt or vivit)");
@@ -216,7 +217,8 @@ static void check_usage(const cli_args *a, const char *arch) {
     if (translation && a->v[DATA].n) cli_usage_error(a, "--arch %s reads --src and --tgt, not --data", arch);
     for (int k = SRC; translation && k <= VALID_TGT; k++)
         if (!opt(&a->v[k])) cli_usage_error(a, "--arch %s needs --%s", arch, cmd_train_flags[k].name);
-    if (!strcmp(arch, "bert") && a->v[NORM].text) cli_usage_error(a, "--norm is a GPT setting (BERT is post-LN)");
+    if (!strcmp(arch, "bert") && a->v[NORM].text)
+        cli_usage_error(a, "--norm is GPT's older flag: BERT's blocks take --norm-first true|false (default false, post-LN)");
     if (!strcmp(arch, "bert") && g_bert.model.head != TF_BERT_PRETRAINING)
         cli_usage_error(a, "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer "
                            "finetune)");

@@ -205,30 +205,28 @@ TEST(bert_bad_folders) {
     /* layers, heads, hidden size, then extra keys */
     const char *base = "{\"architectures\":[\"BertModel\"],\"vocab_size\":19,\"max_position_embeddings\":8,"
                        "\"num_hidden_layers\":%d,\"num_attention_heads\":%d,\"hidden_size\":%d,\"intermediate_size\":12%s}";
+    static const struct {
+        int layers, heads, hidden;
+        const char *extra, *needle;
+    } cases[] = {
+        {2, 2, 8, ",\"position_embedding_type\":\"relative_key\"", "position_embedding_type"},
+        {2, 2, 8, ",\"is_decoder\":true", "is_decoder"},
+        {2, 2, 8, ",\"hidden_act\":\"swish\"", "hidden_act"},
+        {2, 3, 8, "", "multiple"},
+        {2, 2, 10, "", "wrong shape"},
+        {1, 2, 8, "", "unexpected tensor 'encoder.layer.1."},
+        {3, 2, 8, "", "missing tensor 'encoder.layer.2."},
+        {2, 2, 8, ",\"num_hidden_layers\":2", "\"num_hidden_layers\" appears twice"},
+        {2, 2, 8, ",\"tformer_pooling\":\"max\"", "\"tformer_pooling\" must be \"cls\" or \"mean\""},
+        {2, 2, 8, ",\"tformer_norm_first\":1", "\"tformer_norm_first\" must be true or false"},
+        {2, 2, 8, ",\"tformer_norm_first\":true", "missing tensor 'encoder.LayerNorm.weight'"},
+    };
     char cfg[1024];
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"position_embedding_type\":\"relative_key\"");
-    expect_load_error(dir, cfg, "position_embedding_type");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"is_decoder\":true");
-    expect_load_error(dir, cfg, "is_decoder");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"hidden_act\":\"swish\"");
-    expect_load_error(dir, cfg, "hidden_act");
-    snprintf(cfg, sizeof cfg, base, 2, 3, 8, "");
-    expect_load_error(dir, cfg, "multiple");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cfg, sizeof cfg, base, cases[i].layers, cases[i].heads, cases[i].hidden, cases[i].extra);
+        expect_load_error(dir, cfg, cases[i].needle);
+    }
     expect_load_error(dir, "{\"architectures\":[\"BertForMultipleChoice\"],\"vocab_size\":19}", "BertForMultipleChoice");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 10, "");
-    expect_load_error(dir, cfg, "wrong shape");
-    snprintf(cfg, sizeof cfg, base, 1, 2, 8, "");
-    expect_load_error(dir, cfg, "unexpected tensor 'encoder.layer.1.");
-    snprintf(cfg, sizeof cfg, base, 3, 2, 8, "");
-    expect_load_error(dir, cfg, "missing tensor 'encoder.layer.2.");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"num_hidden_layers\":2");
-    expect_load_error(dir, cfg, "\"num_hidden_layers\" appears twice");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"tformer_pooling\":\"max\"");
-    expect_load_error(dir, cfg, "\"tformer_pooling\" must be \"cls\" or \"mean\"");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"tformer_norm_first\":1");
-    expect_load_error(dir, cfg, "\"tformer_norm_first\" must be true or false");
-    snprintf(cfg, sizeof cfg, base, 2, 2, 8, ",\"tformer_norm_first\":true");
-    expect_load_error(dir, cfg, "missing tensor 'encoder.LayerNorm.weight'");
     remove_folder(dir);
 }
 

@@ -1,4 +1,5 @@
 /* Int8 weight copies and the product with them (the scheme: quant.h). */
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -6,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kernels.h"
 #include "quant.h"
@@ -137,6 +139,18 @@ static float quant_row(const tf_q8_kernels *kq, int8_t *q, const float *x, int64
     return s;
 }
 
+/* A copy's bytes: those of 2 MiB and more on 2 MiB boundaries, with 2 MiB
+ * pages asked for (as the arena's big blocks: decoding streams every copy
+ * once a token; a hint, nothing changes when refused). */
+static void *copy_alloc(size_t bytes) {
+    enum { HUGE_PAGE = 1 << 21 };
+    if (bytes < HUGE_PAGE) return aligned_alloc(TF_QUANT_PAD, bytes);
+    size_t n = bytes / HUGE_PAGE * HUGE_PAGE + (bytes % HUGE_PAGE ? HUGE_PAGE : 0); /* a multiple of the alignment */
+    void *p = n >= bytes ? aligned_alloc(HUGE_PAGE, n) : NULL;
+    if (p) (void)madvise(p, n, MADV_HUGEPAGE);
+    return p;
+}
+
 static int build(tf_quant *q, int in_out) {
     q->in_out = in_out;
     q->N = in_out ? q->cols : q->rows, q->K = in_out ? q->rows : q->cols;
@@ -144,7 +158,7 @@ static int build(tf_quant *q, int in_out) {
     q->Kp = (q->K + TF_QUANT_PAD - 1) / TF_QUANT_PAD * TF_QUANT_PAD;
     size_t bytes;
     if (!tf_mul_size((size_t)q->N, (size_t)q->Kp, &bytes)) return -1;
-    q->q = aligned_alloc(TF_QUANT_PAD, bytes); /* Kp is a multiple of 64: so is bytes */
+    q->q = copy_alloc(bytes); /* Kp is a multiple of 64: so is bytes */
     q->scale = malloc((size_t)q->N * sizeof *q->scale);
     q->sum = malloc((size_t)q->N * sizeof *q->sum);
     if (!q->q || !q->scale || !q->sum) return -1;
