@@ -471,6 +471,10 @@ TEST(bert_cli_hostile_input) {
         {"embed --model %s --pooling nan < /dev/null", 2},
         {"embed --model %s --batch -3 < /dev/null", 2},
         {"embed --model %s/vocab.txt < /dev/null", 1},
+        {"train --arch listops --out %s/run --pooling nan", 2},
+        {"train --arch listops --out %s/run --pooling max", 1}, /* a choice the pooler does not have */
+        {"train --arch listops --out %s/run --norm-first 1e9", 2},
+        {"train --arch listops --out %s/run --norm pre", 2},    /* GPT's older flag */
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char args[400];

@@ -16,10 +16,10 @@
 #define DP(c, a, b) c = _mm512_dpbusd_epi32(c, a, b)
 #define LD(p) _mm512_loadu_si512((const void *)(p))
 
-/* Rows n0..n0+nr (nr <= 4) of the copy: a partial tile repeats its last row
- * (the results are dropped). */
-KQ void rows4(const int8_t *w[4], const int8_t *q, int64_t Kp, int64_t nr) {
-    for (int j = 0; j < 4; j++) w[j] = q + (j < nr ? j : nr - 1) * Kp;
+/* The first n rows of a tile of the copy (nr <= n of them real): a partial
+ * tile repeats its last row (the results are dropped). */
+KQ void tile_rows(const int8_t **w, int n, const int8_t *q, int64_t Kp, int64_t nr) {
+    for (int j = 0; j < n; j++) w[j] = q + (j < nr ? j : nr - 1) * Kp;
 }
 
 KQ void store(float *y, int64_t ldy, int i, const __m512i *c, const float *sx, const float *sw, const int32_t *wsum,
@@ -34,7 +34,7 @@ KQ void store(float *y, int64_t ldy, int i, const __m512i *c, const float *sx, c
 KQ void tile4(float *y, int64_t ldy, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw,
               const int32_t *wsum, int64_t nr, int64_t Kp) {
     const int8_t *w[4];
-    rows4(w, q, Kp, nr);
+    tile_rows(w, 4, q, Kp, nr);
     __m512i c0[4], c1[4], c2[4], c3[4];
     for (int j = 0; j < 4; j++) c0[j] = c1[j] = c2[j] = c3[j] = _mm512_setzero_si512();
     for (int64_t k = 0; k < Kp; k += 64) {
@@ -70,7 +70,7 @@ KQ __m256i sum8(const __m512i *c) {
 KQ void tile1x8(float *y, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw, const int32_t *wsum,
                 int64_t nr, int64_t Kp) {
     const int8_t *w[8];
-    for (int j = 0; j < 8; j++) w[j] = q + (j < nr ? j : nr - 1) * Kp;
+    tile_rows(w, 8, q, Kp, nr);
     __m512i c[8];
     for (int j = 0; j < 8; j++) c[j] = _mm512_setzero_si512();
     for (int64_t k = 0; k < Kp; k += 64) {

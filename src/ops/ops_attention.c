@@ -28,6 +28,7 @@ typedef struct {
     int64_t ms[4]; /* mask strides broadcast to (B,H,Tq,Tk) */
     int64_t st[3][2]; /* q, k, v: element strides of the batch and head dims (rows are contiguous) */
     int threads;   /* backward scratch: one (2, BQ, Tk) block per thread */
+    int transposed; /* K^T tiles in saved[1]; 0: a decoding step's one row scores by dot products */
 } tf_sdpa_params;
 
 /* One block of query rows [i0, i1) of one (batch, head). */
@@ -157,7 +158,7 @@ static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t t, in
 
 void tf_op_sdpa_forward(tf_node *n) {
     const tf_sdpa_params *p = n->params;
-    float *kt = n->saved[1];  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
+    float *kt = p->transposed ? n->saved[1] : NULL;  // out: (B,H,Tq,Dv), lse: (B,H,Tq)
     const float *kk = tf_f32(n->in[1]);
     const tf_kernels *kern = tf_kern();
     int64_t nb = (p->Tq + BQ - 1) / BQ;
@@ -165,11 +166,7 @@ void tf_op_sdpa_forward(tf_node *n) {
      * runs without a parallel region (a fork-join per op costs microseconds,
      * and on a busy machine a descheduled thread stalls the whole region). */
     int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
-    /* One query row and no backward (a decoding step over its cache):
-     * transposing every key each step cost more than the scores (GPT-2-124M
-     * at 256 cached tokens: 2.4M copies a token, 8% of an int8 step). */
-    if (p->Tq < TRANSPOSE_MIN_ROWS && !n->out->grad) kt = NULL;
-    if (kt)
+    if (kt) /* NULL: a decoding step's scores by dot products (tf_sdpa) */
         TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
                         tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D, BK));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
@@ -324,9 +321,15 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     /* saved[1]: K^T and V^T by key tiles (B,H,D+Dv,Tk), then the backward's
      * per-thread P and dP of one query block (threads,2,BQ,Tk) when gradients flow */
     int64_t scratch = n && n->out->grad ? (int64_t)p->threads * 2 * BQ * p->Tk : 0;
+    /* One query row and no backward (a decoding step over its cache): no
+     * K^T, the scores are dot products with the keys' rows. Transposing every
+     * key each step cost more than the scores (GPT-2-124M at 256 cached
+     * tokens: 2.4M copies a token, 8% of an int8 step). */
+    p->transposed = n && (p->Tq >= TRANSPOSE_MIN_ROWS || n->out->grad);
+    int64_t kt = p->transposed ? p->B * p->H * (p->D + p->Dv) * p->Tk : 0;
     /* both written whole before they are read (forward: lse and K^T; backward: V^T, P, dP) */
     if (!n || !(n->saved[0] = tf_ctx_scratch(ctx, p->B * p->H * p->Tq)) ||  // lse: (B,H,Tq)
-        !(n->saved[1] = tf_ctx_scratch(ctx, p->B * p->H * (p->D + p->Dv) * p->Tk + scratch)))
+        !(n->saved[1] = tf_ctx_scratch(ctx, kt + scratch)))
         return NULL;
     return tf_node_run(ctx, n);
 }
