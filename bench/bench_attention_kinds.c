@@ -19,7 +19,7 @@ enum { H = 8, D = 64, E = H * D };
 
 static tf_block_config config(const char *kind) {
     tf_block_config c = tf_block_config_default(E, H);
-    c.norm_first = 1, c.ff_dropout = 0;
+    c.norm_first = 1;
     tf_sparse_pattern p = {.block = 64, .window = 64, .dilation = 1};
     if (!strcmp(kind, "bigbird")) p.global_first = 2, p.random = 3, p.seed = 1;
     if (!strcmp(kind, "local") || !strcmp(kind, "bigbird")) c.attn = TF_ATTN_SPARSE, c.sparse = p;

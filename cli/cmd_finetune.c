@@ -133,7 +133,7 @@ int cmd_finetune(const cli_args *a) {
     cli_catch_sigint();
     task_args ta = {a, cli_resume_mode(a, RESUME, ALLOW_CHANGES)};
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
-    tf_task *t = tf_dist_task_new(make_task, &ta);
+    tf_task *t = tf_dist_task_new(make_task, &ta, out);
     if (!t) cli_die(a->verb, tf_error());
     int first = tf_dist_rank() == 0;
     if (first) print_counts(t);

@@ -235,7 +235,7 @@ int cmd_train(const cli_args *a) {
     cli_catch_sigint();
     task_args ta = {a, arch, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES)};
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
-    tf_task *t = tf_dist_task_new(make_task, &ta);
+    tf_task *t = tf_dist_task_new(make_task, &ta, out);
     if (!t) cli_die(a->verb, tf_error());
     if (g_train.precision == TF_PRECISION_BF16 && tf_dist_rank() == 0)
         fprintf(stderr, "precision bf16: matrix products on %s\n", tf_bf16_info());

@@ -487,6 +487,9 @@ TEST(bert_cli_hostile_input) {
                "%s: status %d, stderr %s", args, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err ? err : "");
         free(err);
     }
+    char run[300];
+    snprintf(run, sizeof run, "%s/run", dir); /* refused settings (--pooling max) leave no run folder */
+    CHECKF(access(run, F_OK) != 0, "%s exists after refused runs", run);
     snprintf(cmd, sizeof cmd, "rm -r %s /tmp/tformer_hostile_err", dir);
     CHECK(system(cmd) == 0);
 }

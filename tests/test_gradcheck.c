@@ -233,7 +233,7 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
     else if (v < 4) tf_decoder_layer_register(G_params, "", &layer, &cfg);
     else { /* the family blocks: attention dropout apart, no dropout after the activation */
         int gpt = v != 5;
-        cfg.attn_dropout = 0.1f, cfg.ff_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
+        cfg.attn_dropout = 0.1f, cfg.activation_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
         cfg.w_in_out = gpt, cfg.attn = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
         if (v == 6) cfg.norm = TF_NORM_RMS, cfg.activation = TF_ACT_QUICK_GELU;
         tf_block_names n = {gpt ? GPT2_ROWS : BERT_ROWS, gpt ? 12 : 16};
@@ -280,7 +280,7 @@ static tf_tensor *case_nystrom(tf_ctx *c, int v) {
     memcpy(rows, BERT_ROWS, sizeof BERT_ROWS);
     rows[16] = (tf_block_name){TF_BP_CONV_W, "conv.weight"};
     tf_block_config cfg = tf_block_config_default(6, 2);
-    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.ff_dropout = 0, cfg.attn = TF_ATTN_NYSTROM;
+    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.attn = TF_ATTN_NYSTROM;
     cfg.landmarks = landmarks[v], cfg.conv_kernel = kernel[v];
     static tf_block layer;
     G_params = tf_params_new();

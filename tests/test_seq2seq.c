@@ -34,6 +34,16 @@ TEST(seq2seq_config_table_and_checks) {
     c = tf_seq2seq_config_default(100, 100);
     c.d_model = 30, c.n_head = 4;
     CHECK(tf_seq2seq_config_check(&c) != 0 && strstr(tf_error(), "not a multiple"));
+    /* the attention weights' and the activation's dropout: -1 follows --dropout, else their own */
+    c = tf_seq2seq_config_default(100, 100);
+    CHECK(c.attn_dropout == -1 && c.activation_dropout == -1);
+    c.d_model = 8, c.n_head = 2, c.dropout = 0.3f, c.activation_dropout = 0.05f;
+    tf_seq2seq *m = tf_seq2seq_new(&c, 1);
+    CHECK(m && m->enc_block.attn_dropout == 0.3f && m->dec_block.attn_dropout == 0.3f);
+    CHECK(m && m->enc_block.activation_dropout == 0.05f && m->dec_block.activation_dropout == 0.05f);
+    tf_seq2seq_free(m);
+    c.attn_dropout = -0.5f;
+    CHECK(tf_seq2seq_config_check(&c) != 0 && strstr(tf_error(), "attn_dropout -0.5"));
 }
 
 /* Logits of the whole target at once equal those fed a token (or two) at a

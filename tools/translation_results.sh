@@ -7,11 +7,13 @@
 # detokenised (sacreBLEU's default) and lower-cased (like for like with
 # tokenised-BLEU figures), with the decoding speed.
 #   sh tools/translation_results.sh TFORMER OUT_DIR
-# STEPS (5000), THREADS (TFORMER_THREADS); a finished run in OUT_DIR is kept,
-# an interrupted one continues (--resume).
+# STEPS (5000), DROPOUT (0.3), ATTN_DROPOUT (0.1), ACTIVATION_DROPOUT (0.1),
+# THREADS (TFORMER_THREADS); a finished run in OUT_DIR is kept, an interrupted
+# one continues (--resume).
 set -eu
 tf=$1 out=$2
 steps=${STEPS:-5000}
+dropout=${DROPOUT:-0.3} attn_dropout=${ATTN_DROPOUT:-0.1} activation_dropout=${ACTIVATION_DROPOUT:-0.1}
 d=$out/data
 mkdir -p "$d"
 for s in train val test_2016_flickr; do
@@ -24,8 +26,8 @@ if [ ! -f "$out/run/done" ]; then
     "$tf" train --arch seq2seq --src "$d/train.en" --tgt "$d/train.de" --valid-src "$d/val.en" --valid-tgt "$d/val.de" \
         --tokenizer "$out/tok" --out "$out/run" $resume --steps "$steps" --log-every 50 --eval-every 500 \
         --checkpoint-every 500 --d-model 128 --n-head 4 --d-ff 512 --n-encoder-layers 4 --n-decoder-layers 4 \
-        --share-embeddings true --max-tokens 4096 --schedule inverse_sqrt --lr 2e-3 --warmup 500 --dropout 0.1 \
-        --label-smoothing 0.1 --val-bleu 1014 --keep-checkpoints 5 --average-last 5
+        --share-embeddings true --max-tokens 4096 --schedule inverse_sqrt --lr 2e-3 --warmup 500 --dropout "$dropout" \
+        --attn-dropout "$attn_dropout" --activation-dropout "$activation_dropout" --label-smoothing 0.1 --val-bleu 1014 --keep-checkpoints 5 --average-last 5
     touch "$out/run/done"
 fi
 for model in run run/best run/averaged; do

@@ -251,13 +251,13 @@ typedef struct {
     int d_model, n_head, d_ff;
     tf_activation activation;
     float norm_eps;
-    float dropout;      /* on each sub-layer's output (and, with ff_dropout, after the activation) */
+    float dropout;      /* on each sub-layer's output */
     float attn_dropout; /* on the attention weights */
     int norm_first;     /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
     int bias;           /* projections and LayerNorms have biases */
     tf_attn_kind attn;
     int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder) */
-    int ff_dropout;     /* dropout after the activation too (PyTorch's layers) */
+    float activation_dropout; /* after the feed-forward activation (PyTorch's layers: = dropout) */
     int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2) */
     int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
     int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
@@ -362,7 +362,7 @@ typedef struct {
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,
- * dropout 0, full attention, dropout after the activation too. */
+ * dropout 0, full attention. */
 TF_API tf_block_config tf_block_config_default(int d_model, int n_head);
 TF_API int tf_block_config_check(const tf_block_config *cfg);
 TF_API int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,

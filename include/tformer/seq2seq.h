@@ -30,7 +30,9 @@ typedef struct {
     int context;               /* the longest source or target sequence (positions) */
     int n_encoder_layers, n_decoder_layers, n_head, d_model;
     int d_ff;                  /* 0: 4 * d_model */
-    float dropout;             /* embeddings, attention weights, residual branches, after the activation */
+    float dropout;             /* embeddings, residual branches */
+    float attn_dropout;        /* attention weights; -1: dropout */
+    float activation_dropout;  /* after the feed-forward activation; -1: dropout */
     tf_pos_kind pos;           /* sinusoidal (the paper) or learned */
     int norm_first;            /* 0: post-LN (the paper); 1: pre-LN, final LayerNorms */
     tf_activation activation;  /* relu (the paper) */

@@ -10,7 +10,8 @@
 #include "../core/internal.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
-    tf_block_config c = {d_model, n_head, 2048, TF_ACT_RELU, 1e-5f, 0.0f, 0.0f, 0, 1, TF_ATTN_FULL, 0, 1, 0, 0, 0, 0, {0}, 0, TF_NORM_LAYER};
+    tf_block_config c = {.d_model = d_model, .n_head = n_head, .d_ff = 2048, .activation = TF_ACT_RELU, .norm_eps = 1e-5f,
+                         .bias = 1, .attn = TF_ATTN_FULL, .norm = TF_NORM_LAYER};
     return c;
 }
 
@@ -18,8 +19,10 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->d_model <= 0 || c->n_head <= 0 || c->d_model % c->n_head || c->d_ff <= 0)
         return tf_set_error("block: d_model %d must be a positive multiple of n_head %d, d_ff %d positive", c->d_model,
                             c->n_head, c->d_ff);
-    if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f))
-        return tf_set_error("block: dropout %g and attn_dropout %g must lie in [0,1)", c->dropout, c->attn_dropout);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f) || !(c->attn_dropout >= 0.0f && c->attn_dropout < 1.0f) ||
+        !(c->activation_dropout >= 0.0f && c->activation_dropout < 1.0f))
+        return tf_set_error("block: dropout %g, attn_dropout %g and activation_dropout %g must lie in [0,1)", c->dropout,
+                            c->attn_dropout, c->activation_dropout);
     if (!(c->norm_eps > 0.0f)) return tf_set_error("block: norm_eps %g must be positive", c->norm_eps);
     if (c->norm != TF_NORM_LAYER && c->norm != TF_NORM_RMS) return tf_set_error("block: unknown norm kind %d", (int)c->norm);
     if (c->attn != TF_ATTN_NYSTROM && (c->landmarks || c->conv_kernel))
@@ -171,7 +174,7 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
                                              a->layer, NULL, a->cross_probs), c->dropout);
     }
     tf_tensor *u = tf_dense(ctx, h, b->ff_in.weight, c->w_in_out, b->ff_in.bias, c->activation);  // u: (B,T,d_ff)
-    if (c->ff_dropout) u = tf_dropout(ctx, u, c->dropout);
+    u = tf_dropout(ctx, u, c->activation_dropout);
     return tf_dropout(ctx, tf_dense(ctx, u, b->ff_out.weight, c->w_in_out, b->ff_out.bias, TF_ACT_NONE), c->dropout);
 }
 
@@ -257,7 +260,7 @@ static const tf_block_name TORCH_DECODER[] = {
 /* PyTorch's one dropout covers the attention weights, the activation and every sub-layer. */
 static int torch_layer(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg, int cross) {
     tf_block_config c = *cfg;
-    c.cross = cross, c.attn_dropout = c.dropout, c.ff_dropout = 1;
+    c.cross = cross, c.attn_dropout = c.activation_dropout = c.dropout;
     tf_block_names n = {cross ? TORCH_DECODER : TORCH_ENCODER,
                         cross ? (int)(sizeof TORCH_DECODER / sizeof *TORCH_DECODER)
                               : (int)(sizeof TORCH_ENCODER / sizeof *TORCH_ENCODER)};

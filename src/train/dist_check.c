@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "train_internal.h"
 
@@ -172,10 +174,20 @@ int tf_dist_same_fields(const tf_fields *f, int n, const tf_dist_item *extra, in
 
 /* ---------------------------------------------------------------- a task, rank 0 first */
 
-tf_task *tf_dist_task_new(tf_task *(*make)(void *arg), void *arg) {
-    if (tf_dist_size() == 1) return make(arg);
+/* Rank 0's make(), with the folder it created removed again when it fails
+ * (rmdir: only an empty one; the error message stays make's). */
+static tf_task *make_first(tf_task *(*make)(void *arg), void *arg, const char *run_dir) {
+    struct stat st;
+    int existed = !run_dir || stat(run_dir, &st) == 0;
+    tf_task *t = make(arg);
+    if (!t && !existed) rmdir(run_dir);
+    return t;
+}
+
+tf_task *tf_dist_task_new(tf_task *(*make)(void *arg), void *arg, const char *run_dir) {
+    if (tf_dist_size() == 1) return make_first(make, arg, run_dir);
     int first = tf_dist_rank() == 0;
-    tf_task *t = first ? make(arg) : NULL;
+    tf_task *t = first ? make_first(make, arg, run_dir) : NULL;
     if (tf_dist_agree(first && !t ? -1 : 0)) return tf_task_free(t), NULL; /* rank 0's folder is ready */
     if (!first) t = make(arg);
     if (tf_dist_agree(t ? 0 : -1)) return tf_task_free(t), NULL;

@@ -139,7 +139,7 @@ int tf_gpt_train(const tf_train_config *cfg, const tf_lm_config *lm, const char 
                  void *user) {
     lm_args args = {lm, data, n_data, tokenizer, run_dir, resume, cfg->seed};
     if (tf_dist_agree(tf_train_config_check(cfg))) return -1;
-    tf_task *t = tf_dist_task_new(make_lm, &args);
+    tf_task *t = tf_dist_task_new(make_lm, &args, run_dir);
     if (!t) return -1;
     int rc = tf_train(cfg, t, run_dir, resume, stop, report, user);
     tf_task_free(t);

@@ -31,7 +31,7 @@ static tf_block_config block_config(const tf_bert_config *c) {
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
     b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout;
-    b.attn = TF_ATTN_FULL, b.ff_dropout = 0, b.w_in_out = 0;
+    b.attn = TF_ATTN_FULL, b.w_in_out = 0;
     tf_attention_apply(&c->attention, &b); /* checked by tf_bert_config_check */
     return b;
 }

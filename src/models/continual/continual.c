@@ -67,7 +67,7 @@ int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, cons
     e->cfg = *cfg;
     tf_block_config b = tf_block_config_default(cfg->d_model, cfg->n_head);
     b.d_ff = cfg->d_ff, b.activation = cfg->activation, b.norm_eps = cfg->norm_eps, b.dropout = cfg->dropout;
-    b.norm_first = cfg->norm_first, b.attn_dropout = cfg->dropout, b.ff_dropout = 1; /* PyTorch's layer */
+    b.norm_first = cfg->norm_first, b.attn_dropout = b.activation_dropout = cfg->dropout; /* PyTorch's layer */
     e->block = b;
     if (!(e->layers = calloc((size_t)cfg->n_layer, sizeof *e->layers))) return tf_set_error("continual: out of memory");
     char name[512];

@@ -34,8 +34,9 @@ static tf_block_config block_config(const tf_seq2seq_config *c, int decoder) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
     b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
-    b.dropout = b.attn_dropout = c->dropout;
-    b.ff_dropout = 1, b.w_in_out = 0;
+    b.dropout = c->dropout, b.w_in_out = 0;
+    b.attn_dropout = c->attn_dropout >= 0 ? c->attn_dropout : c->dropout;
+    b.activation_dropout = c->activation_dropout >= 0 ? c->activation_dropout : c->dropout;
     b.attn = decoder ? TF_ATTN_CAUSAL : TF_ATTN_FULL;
     b.cross = decoder;
     return b;

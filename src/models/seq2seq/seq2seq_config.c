@@ -21,7 +21,12 @@ static const tf_field ROWS[] = {
     R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads"),
     R(d_model, TF_FIELD_INT, "256", "[1,inf)", NULL, "width, a multiple of n_head", SIG, NULL),
     R(d_ff, TF_FIELD_INT, "0", "[0,inf)", NULL, "feed-forward width; 0: 4 * d_model", SIG, "ffn_dim"),
-    R(dropout, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL, "dropout (the paper: 0.1)", 0, NULL),
+    R(dropout, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL, "dropout on the embeddings and each sub-layer's output (the paper: 0.1)",
+      0, NULL),
+    R(attn_dropout, TF_FIELD_FLOAT, "-1", "[-1,1)", NULL, "dropout on the attention weights; -1: --dropout", 0,
+      "attention_dropout"),
+    R(activation_dropout, TF_FIELD_FLOAT, "-1", "[-1,1)", NULL, "dropout after the feed-forward activation; -1: --dropout",
+      0, NULL),
     R(pos, TF_FIELD_ENUM, "sinusoidal", NULL, POS, "positions: the sinusoidal table (the paper) or a learned one", SIG, NULL),
     R(norm_first, TF_FIELD_BOOL, "false", NULL, NULL, "pre-LN with final LayerNorms; false: post-LN (the paper)", SIG, NULL),
     R(activation, TF_FIELD_ENUM, "relu", NULL, ACTIVATIONS, "the feed-forward activation (the paper: relu)", SIG, NULL),
@@ -59,6 +64,9 @@ int tf_seq2seq_config_check(const tf_seq2seq_config *c) {
     if (c->share_embeddings && c->src_vocab != c->tgt_vocab)
         return tf_set_error("seq2seq: share_embeddings needs one vocabulary, got src_vocab %d and tgt_vocab %d",
                             c->src_vocab, c->tgt_vocab);
+    if ((c->attn_dropout < 0 && c->attn_dropout != -1) || (c->activation_dropout < 0 && c->activation_dropout != -1))
+        return tf_set_error("seq2seq: attn_dropout %g, activation_dropout %g: a probability in [0,1), or -1 for dropout's",
+                            c->attn_dropout, c->activation_dropout);
     if (c->d_model % c->n_head) return tf_set_error("seq2seq: d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
     const int ids[3] = {c->pad_id, c->bos_id, c->eos_id};
     static const char *const names[3] = {"pad_id", "bos_id", "eos_id"};

@@ -19,7 +19,7 @@
 typedef struct {
     int vocab, decoder_vocab, context, d_model, enc_layers, dec_layers, enc_heads, dec_heads, enc_ffn, dec_ffn;
     tf_activation activation;
-    float dropout;
+    float dropout, attn_dropout, activation_dropout;
     int scale_embedding, share, tied, pad, eos, start;
 } marian_config;
 
@@ -41,6 +41,8 @@ static const tf_field HF_ROWS[] = {
     TF_FIELD_ROW(marian_config, activation, TF_FIELD_ENUM, "activation_function", "gelu", NULL, HF_ACTIVATIONS, NULL, 0,
                  NULL),
     HF(dropout, TF_FIELD_FLOAT, "dropout", "0.1", 0),
+    HF(attn_dropout, TF_FIELD_FLOAT, "attention_dropout", "0", 0),
+    HF(activation_dropout, TF_FIELD_FLOAT, "activation_dropout", "0", 0),
     HF(scale_embedding, TF_FIELD_BOOL, "scale_embedding", "false", 0),
     HF(share, TF_FIELD_BOOL, "share_encoder_decoder_embeddings", "true", 0),
     HF(tied, TF_FIELD_BOOL, "tie_word_embeddings", "true", 0),
@@ -91,6 +93,7 @@ int tf_seq2seq_config_from_marian(const cJSON *root, const char *path, tf_seq2se
     *c = tf_seq2seq_config_default(h.vocab, h.vocab);
     c->context = h.context, c->n_encoder_layers = h.enc_layers, c->n_decoder_layers = h.dec_layers;
     c->n_head = h.enc_heads, c->d_model = h.d_model, c->d_ff = h.enc_ffn, c->dropout = h.dropout;
+    c->attn_dropout = h.attn_dropout, c->activation_dropout = h.activation_dropout;
     c->pos = TF_POS_SINUSOIDAL_HALVES, c->norm_first = 0, c->activation = h.activation;
     c->share_embeddings = h.share, c->tied = h.tied, c->scale_embedding = h.scale_embedding, c->norm_eps = 1e-5f;
     c->final_logits_bias = 1, c->pad_id = h.pad, c->bos_id = h.start, c->eos_id = h.eos;
