@@ -37,8 +37,9 @@ TEST(rnn_seq2seq_config_table_and_checks) {
 /* The teacher-forced forward's logits and alignments equal those of the
  * decoder fed a token (or two) at a time: one step function serves both. */
 TEST(rnn_seq2seq_step_decoding_equals_full_forward) {
-    for (int variant = 0; variant < 2; variant++) {
-        tf_rnn_seq2seq_config c = tiny(variant ? TF_RNN_LSTM : TF_RNN_GRU, 0);
+    for (int variant = 0; variant < 3; variant++) {
+        tf_rnn_seq2seq_config c = tiny(variant == 1 ? TF_RNN_LSTM : TF_RNN_GRU, 0);
+        c.maxout = variant == 2 ? 3 : 0; /* the paper's deep output */
         tf_rnn_seq2seq *m = tf_rnn_seq2seq_new(&c, 5 + (uint64_t)variant);
         CHECK(m != NULL);
         tf_ctx *ctx = tf_ctx_new(0);
@@ -77,11 +78,63 @@ TEST(rnn_seq2seq_step_decoding_equals_full_forward) {
     }
 }
 
+/* The paper's deep output recomputed in double: a model without maxout whose
+ * W_o is the identity on its first rows shows o_i = [s_i; c_i; E y_{i-1}];
+ * logits = W_o max(u_{2k}, u_{2k+1}) + b_o with u = U_o o_i + b_u must follow. */
+TEST(rnn_seq2seq_maxout_output_equals_its_formula) {
+    tf_rnn_seq2seq_config c = tiny(TF_RNN_GRU, 0), p;
+    c.tgt_vocab = 40, c.maxout = 3; /* O = 3H + E = 30 <= 40 rows */
+    p = c, p.maxout = 0;
+    tf_rnn_seq2seq *m = tf_rnn_seq2seq_new(&c, 4), *plain = tf_rnn_seq2seq_new(&p, 4);
+    CHECK(m && plain);
+    const int O = 30, L = 3, V = 40;
+    for (int i = 0; i < tf_params_count(m->params); i++) { /* the same weights but the output layers */
+        const char *n = tf_params_name(m->params, i);
+        tf_tensor *a = tf_params_tensor(m->params, i), *b = tf_params_get(plain->params, n);
+        if (strncmp(n, "decoder.out", 11) && strncmp(n, "decoder.deep_out", 16))
+            memcpy(tf_f32(b), tf_f32(a), (size_t)tf_numel(a) * sizeof(float));
+    }
+    float *w = tf_f32(plain->out.weight), *bo = tf_f32(plain->out.bias); /* (V,O): identity on the first O rows */
+    for (int v = 0; v < V; v++)
+        for (int k = 0; k < O; k++) w[v * O + k] = v == k;
+    memset(bo, 0, V * sizeof *bo);
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_ctx_set_grad(ctx, 0);
+    const int32_t src[4] = {3, 7, 1, 12}, tgt[3] = {9, 5, 2};
+    tf_rnn_seq2seq_inputs in = {.input_ids = ids(ctx, 1, 4, src), .decoder_input_ids = ids(ctx, 1, 3, tgt)};
+    tf_rnn_seq2seq_outputs got, shown;
+    CHECK(tf_rnn_seq2seq_run(ctx, m, &in, &got) == 0 && tf_rnn_seq2seq_run(ctx, plain, &in, &shown) == 0);
+    const float *U = tf_f32(m->deep_out.weight), *bu = tf_f32(m->deep_out.bias);
+    const float *W = tf_f32(m->out.weight), *bw = tf_f32(m->out.bias);
+    double worst = 0;
+    for (int t = 0; t < 3; t++) {
+        const float *o = tf_f32(shown.logits) + t * V;
+        double tt[3];
+        for (int k = 0; k < L; k++) {
+            double u[2];
+            for (int r = 0; r < 2; r++) {
+                u[r] = bu[2 * k + r];
+                for (int j = 0; j < O; j++) u[r] += (double)U[(2 * k + r) * O + j] * o[j];
+            }
+            tt[k] = u[0] > u[1] ? u[0] : u[1];
+        }
+        for (int v = 0; v < V; v++) {
+            double z = bw[v];
+            for (int k = 0; k < L; k++) z += (double)W[v * L + k] * tt[k];
+            worst = fmax(worst, fabs(z - tf_f32(got.logits)[t * V + v]) / (1 + fabs(z)));
+        }
+    }
+    CHECKF(worst < 1e-5, "maxout logits differ from the formula by %.3g", worst);
+    tf_ctx_free(ctx);
+    tf_rnn_seq2seq_free(m), tf_rnn_seq2seq_free(plain);
+}
+
 /* A padded source (attention_mask 0 on trailing padding) gives the logits of
  * the unpadded one; alpha rows sum to 1 and are 0 on the padding. */
 TEST(rnn_seq2seq_source_padding_is_invisible_and_alpha_is_a_distribution) {
-    for (int variant = 0; variant < 2; variant++) {
-        tf_rnn_seq2seq_config c = tiny(variant ? TF_RNN_LSTM : TF_RNN_GRU, 0);
+    for (int variant = 0; variant < 3; variant++) {
+        tf_rnn_seq2seq_config c = tiny(variant == 1 ? TF_RNN_LSTM : TF_RNN_GRU, 0);
+        c.maxout = variant == 2 ? 3 : 0; /* the paper's deep output */
         tf_rnn_seq2seq *m = tf_rnn_seq2seq_new(&c, 9);
         tf_ctx *ctx = tf_ctx_new(0);
         tf_ctx_set_grad(ctx, 0);
@@ -114,8 +167,9 @@ TEST(rnn_seq2seq_source_padding_is_invisible_and_alpha_is_a_distribution) {
 
 /* Every parameter takes part: after one backward each has a gradient. */
 TEST(rnn_seq2seq_every_parameter_gets_a_gradient) {
-    for (int variant = 0; variant < 2; variant++) {
-        tf_rnn_seq2seq_config c = tiny(variant ? TF_RNN_LSTM : TF_RNN_GRU, 0);
+    for (int variant = 0; variant < 3; variant++) {
+        tf_rnn_seq2seq_config c = tiny(variant == 1 ? TF_RNN_LSTM : TF_RNN_GRU, 0);
+        c.maxout = variant == 2 ? 3 : 0; /* the paper's deep output */
         tf_rnn_seq2seq *m = tf_rnn_seq2seq_new(&c, 3);
         tf_ctx *ctx = tf_ctx_new(0);
         const int32_t src[2 * 4] = {3, 7, 1, 2, 8, 2, 9, 4}, mask[2 * 4] = {1, 1, 1, 0, 1, 1, 1, 1};
@@ -136,7 +190,7 @@ TEST(rnn_seq2seq_every_parameter_gets_a_gradient) {
                      !strcmp(tf_params_name(m->params, i), "decoder.init.weight") ||
                      !strcmp(tf_params_name(m->params, i), "decoder.cell.weight_ih");
         }
-        CHECK(named == 4 && tf_params_count(m->params) == 21);
+        CHECK(named == 4 && tf_params_count(m->params) == (variant == 2 ? 23 : 21));
         tf_ctx_free(ctx);
         tf_rnn_seq2seq_free(m);
     }

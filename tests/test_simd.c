@@ -23,6 +23,16 @@ static double max_err(const float *a, const float *b, int64_t n) {
     return d / m;
 }
 
+/* Largest |a - b| / |b| element by element (tanh near 0 keeps its digits). */
+static double rel_err(const float *a, const float *b, int64_t n) {
+    double d = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = b[i] ? fabs((double)a[i] - b[i]) / fabs((double)b[i]) : fabs((double)a[i]);
+        if (!(e <= d)) d = e; /* NaN wins */
+    }
+    return d;
+}
+
 static void fill(float *x, int64_t n, uint64_t seed, float scale) {
     for (int64_t i = 0; i < n; i++) x[i] = scale * (2.0f * tf_hash_uniform(seed, (uint64_t)i) - 1.0f);
 }
@@ -43,6 +53,8 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
         ref->gelu_tanh_grad(s->out0, s->g, s->x, n, acc), k->gelu_tanh_grad(s->out1, s->g, s->x, n, acc);
         TRACK("gelu_tanh_grad", max_err(s->out1, s->out0, n));
     }
+    ref->tanh(s->out0, s->x, n), k->tanh(s->out1, s->x, n);
+    TRACK("tanh", rel_err(s->out1, s->out0, n));
     ref->gelu_erf(s->out0, s->x, n), k->gelu_erf(s->out1, s->x, n);
     TRACK("gelu_erf", max_err(s->out1, s->out0, n));
     for (int acc = 0; acc < 2; acc++) {
@@ -171,5 +183,11 @@ TEST(simd_edge_cases) {
         k->gelu_tanh(g, big, 5);
         CHECKF(g[0] == 0.0f && fabsf(g[1]) < 1e-30f && g[2] == 20.0f && g[3] == 100.0f && isnan(g[4]),
                "%s: gelu of -100 -20 20 100 NaN = %g %g %g %g %g", k->name, g[0], g[1], g[2], g[3], g[4]);
+        float tx[8] = {-100.0f, -20.0f, 20.0f, 1e4f, NAN, 0.0f, 1e-20f, -0.625f}, t[8];
+        k->tanh(t, tx, 8);
+        CHECKF(t[0] == -1.0f && t[1] == -1.0f && t[2] == 1.0f && t[3] == 1.0f && isnan(t[4]) && t[5] == 0.0f &&
+                   t[6] == 1e-20f && fabsf(t[7] - tanhf(-0.625f)) <= 2e-7f * 0.56f,
+               "%s: tanh of -100 -20 20 1e4 NaN 0 1e-20 -0.625 = %g %g %g %g %g %g %g %.9g", k->name, t[0], t[1], t[2],
+               t[3], t[4], t[5], t[6], t[7]);
     }
 }

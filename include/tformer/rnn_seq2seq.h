@@ -8,10 +8,12 @@
  *   e_ij  = v_a^T tanh(W_a s_{i-1} + U_a h_j)      alpha_ij = softmax_j(e_ij)            (B,S)
  *   c_i   = sum_j alpha_ij h_j                                                          (B,2H)
  *   s_i   = f(s_{i-1}, [E_tgt y_{i-1}; c_i])       a GRU or LSTM cell                    (B,H)
- *   logits_i = W_o [s_i; c_i; E_tgt y_{i-1}] + b_o  (the deck's g(y_{i-1}, s_i, c_i))    (B,V)
+ *   o_i   = [s_i; c_i; E_tgt y_{i-1}]                                                  (B,3H+E)
+ *   logits_i = W_o o_i + b_o   (the deck's g(y_{i-1}, s_i, c_i); PyTorch practice)      (B,V)
+ *     or, with maxout L (the paper's deep output):
+ *   t_i   = max over pairs of (U_o o_i + b_u)   (2L -> L)   logits_i = W_o t_i + b_o   (B,V)
  *
- * The paper's output g is a maxout layer; a single linear layer over the
- * same three inputs is the common PyTorch practice and what this uses.
+ * The output layer runs once over all T positions (B,T,.) after the loop.
  * Vocabularies follow seq2seq.h: V tokens + 3 specials (pad V, BOS V+1,
  * EOS V+2; TF_SEQ2SEQ_SPECIALS, tf_seq2seq_*_id). */
 #ifndef TFORMER_RNN_SEQ2SEQ_H
@@ -35,6 +37,7 @@ typedef struct {
     int attn_size;             /* A: the alignment MLP's width */
     float dropout;             /* on the embeddings and the output layer's input */
     int share_embeddings;      /* one table for source and target */
+    int maxout;                /* L > 0: the paper's deep output of L maxout units; 0: one linear layer */
 } tf_rnn_seq2seq_config;
 
 TF_API tf_rnn_seq2seq_config tf_rnn_seq2seq_config_default(int src_vocab, int tgt_vocab);
@@ -49,7 +52,8 @@ typedef struct {
     tf_linear init;                   /* W_s (H,H): "decoder.init" */
     tf_additive_attn attn;            /* "decoder.attention.W_a" (A,H), "U_a" (A,2H), "v_a" (1,A) */
     tf_rnn cell;                      /* "decoder.cell.weight_ih" (G*H, E+2H), ... */
-    tf_linear out;                    /* W_o (V, H+2H+E): "decoder.out" */
+    tf_linear deep_out;               /* maxout: U_o (2L, H+2H+E): "decoder.deep_out" */
+    tf_linear out;                    /* W_o (V, H+2H+E), maxout (V, L): "decoder.out" */
 } tf_rnn_seq2seq;
 
 TF_API tf_rnn_seq2seq *tf_rnn_seq2seq_new(const tf_rnn_seq2seq_config *cfg, uint64_t seed);

@@ -49,6 +49,10 @@ KT V v_pow2i(V t) {
     return _mm256_castsi256_ps(e);
 }
 KT V v_zero_below(V r, V x, V lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), r); }
+KT V v_pick_small(V x, V lim, V p, V q) {
+    V ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    return _mm256_blendv_ps(q, p, _mm256_cmp_ps(ax, lim, _CMP_LT_OQ));
+}
 
 #define VD __m256d
 #define VDW 4
@@ -70,7 +74,8 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_
 #include "kern_simd.h"
 
 static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
-                                k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64};
+                                k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
+                                k_tanh};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else
 const tf_kernels *tf_kern_avx2_table(void) { return NULL; }

@@ -37,6 +37,7 @@ KT V v_pow2i(V t) {
     return _mm512_castsi512_ps(e);
 }
 KT V v_zero_below(V r, V x, V lo) { return _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), r); }
+KT V v_pick_small(V x, V lim, V p, V q) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(_mm512_abs_ps(x), lim, _CMP_LT_OQ), q, p); }
 
 #define VD __m512d
 #define VDW 8
@@ -55,7 +56,8 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(_m
 #include "kern_simd.h"
 
 static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
-                                  k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64};
+                                  k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
+                                  k_tanh};
 const tf_kernels *tf_kern_avx512_table(void) { return &avx512; }
 #else
 const tf_kernels *tf_kern_avx512_table(void) { return NULL; }

@@ -186,8 +186,13 @@ static float exp_shift_f64(float *y, const double *x, double shift, int64_t n) {
     return (float)s;
 }
 
+static void tanh_rows(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
-                                    layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64};
+                                    layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
+                                    tanh_rows};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

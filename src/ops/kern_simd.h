@@ -4,6 +4,7 @@
  *   and v_stt(p, v, n) (the first n < VW lanes), v_set, v_add, v_sub, v_mul,
  *   v_div, v_max, v_min, v_fma(a, b, c) = a*b + c, v_sqrt, v_hsum, v_hmax,
  *   v_round, v_pow2i(t) = 2^t for integral t, v_zero_below(r, x, lo),
+ *   v_pick_small(x, lim, p, q) (p where |x| < lim, else q; NaN x: q),
  *   v_hsum4(s, a0, a1, a2, a3): s[i] = the sum of ai.
  * Every loop walks whole vectors and then one masked tail, so an element's
  * value never depends on where a row starts. */
@@ -25,6 +26,26 @@ KT V v_exp(V x) {
     p = v_fma(p, r, v_set(5.0000001201e-1f));
     p = v_fma(v_mul(p, r), r, v_add(r, v_set(1.0f)));
     return v_zero_below(v_mul(p, v_pow2i(t)), x, lo);
+}
+
+/* tanh(x): Cephes' tanhf, x + x^3 P(x^2) for |x| < 0.625, else 1 - 2/(e^(2x)+1)
+ * (|tanh| >= 0.55 there, so no cancellation; v_exp's clamps give +-1 far out,
+ * NaN stays NaN). */
+KT V v_tanh(V x) {
+    V z = v_mul(x, x);
+    V p = v_fma(v_set(-5.70498872745e-3f), z, v_set(2.06390887954e-2f));
+    p = v_fma(p, z, v_set(-5.37397155531e-2f));
+    p = v_fma(p, z, v_set(1.33314422036e-1f));
+    p = v_fma(p, z, v_set(-3.33332819422e-1f));
+    V small = v_fma(v_mul(p, z), x, x);
+    V big = v_sub(v_set(1.0f), v_div(v_set(2.0f), v_add(v_exp(v_add(x, x)), v_set(1.0f))));
+    return v_pick_small(x, v_set(0.625f), small, big);
+}
+
+KT void k_tanh(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) v_st(y + i, v_tanh(v_ld(x + i)));
+    if (i < n) v_stt(y + i, v_tanh(v_ldt(x + i, n - i, 0.0f)), n - i);
 }
 
 /* tanh(u) = 1 - 2/(e^(2u)+1) of gelu's u = sqrt(2/pi) (x + 0.044715 x^3) */

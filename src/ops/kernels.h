@@ -1,7 +1,8 @@
 /* Row and element kernels with one portable C version (the reference, always
  * built and tested) and AVX2 / AVX-512 versions chosen at run time by CPU
  * detection. A variant may differ from the reference only by float
- * reassociation and by its exp (a polynomial within 2 ulp of expf); each works
+ * reassociation and by its exp (a polynomial within 2 ulp of expf) or tanh
+ * (Cephes' tanhf polynomial, then the exp); each works
  * on whole rows, so results do not depend on the thread count. */
 #ifndef TF_KERNELS_H
 #define TF_KERNELS_H
@@ -80,6 +81,8 @@ typedef struct {
     /* y (n) = e^(float)(x - shift) (the differences in double, rounded once);
      * returns the sum: the softmax numerators of gemv_f64's scores */
     float (*exp_shift_f64)(float *y, const double *x, double shift, int64_t n);
+    /* y (n) = tanh(x), within 1.4 ulp of tanh (measured 1.33 on every 64th float below 32); y may be x */
+    void (*tanh)(float *y, const float *x, int64_t n);
 } tf_kernels;
 
 /* t = a (T, D) transposed tile by tile: key tile j0 (width w <= bk) becomes

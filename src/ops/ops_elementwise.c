@@ -308,12 +308,14 @@ tf_tensor *tf_gelu(tf_ctx *ctx, tf_tensor *x, tf_gelu_kind kind) {
     return tf_node_run(ctx, unary_node(ctx, TF_OP_GELU, x, p));
 }
 
-/* tanh(x); the backward reads the output: d tanh = 1 - tanh^2 (as PyTorch's). */
+/* tanh(x) through the kernel set (additive attention's tanh over (B,S,A)
+ * every decoder step: libm's tanhf was a third of an RNN's training step);
+ * the backward reads the output: d tanh = 1 - tanh^2 (as PyTorch's). */
 void tf_op_tanh_forward(tf_node *n) {
     const float *x = tf_f32(n->in[0]);
     float *y = tf_f32(n->out);  // y: x's shape, contiguous
-    #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && (tf_numel(n->out) > 16384))
-    for (int64_t i = 0; i < tf_numel(n->out); i++) y[i] = tanhf(x[i]);
+    const tf_kernels *k = tf_kern();
+    TF_FOR_CHUNKS(tf_numel(n->out), i0, len, k->tanh(y + i0, x + i0, len));
 }
 
 void tf_op_tanh_backward(tf_node *n) {

@@ -7,8 +7,8 @@
  * Where the decks are silent this follows the paper: h_j = [->h_j; <-h_j],
  * s_0 = tanh(W_s <-h_1), a(s, h) = v_a^T tanh(W_a s + U_a h_j) without biases;
  * and PyTorch's tutorial practice: the cell's input is [E y_{i-1}; c_i], the
- * output a linear layer over [s_i; c_i; E y_{i-1}] (the paper's maxout
- * omitted), an LSTM's c_0 = 0.
+ * output a linear layer over [s_i; c_i; E y_{i-1}] (or, with maxout, the
+ * paper's deep output over the same three), an LSTM's c_0 = 0.
  *
  *   training:  logits[:, i] = step(s_{i-1}, E y_{i-1})  for i = 1..T (teacher forcing)
  *   decoding:  the same step on each fed token, s kept between calls */
@@ -38,7 +38,9 @@ static int register_all(tf_rnn_seq2seq *m) {
     if (!rc) rc = tf_linear_register(ps, "decoder.init", &m->init, H, H, 1, fan_in_std(H));  // W_s (H,H)
     if (!rc) rc = tf_additive_attn_register(ps, "decoder.attention.", &m->attn, H, 2 * H, c->attn_size, 0, fan_in_std(H));
     if (!rc) rc = tf_rnn_register(ps, "decoder.cell.", "", &m->cell, c->cell, E + 2 * H, H, 1, 0);
-    if (!rc) rc = tf_linear_register(ps, "decoder.out", &m->out, 3 * H + E, V, 1, fan_in_std(3 * H + E));  // W_o (V,3H+E)
+    int64_t O = 3 * H + E, L = c->maxout;  // o_i's width, the maxout units
+    if (!rc && L) rc = tf_linear_register(ps, "decoder.deep_out", &m->deep_out, O, 2 * L, 1, fan_in_std(O));  // U_o (2L,O)
+    if (!rc) rc = tf_linear_register(ps, "decoder.out", &m->out, L ? L : O, V, 1, fan_in_std(L ? L : O));  // W_o (V,L|O)
     return rc ? -1 : 0;
 }
 
@@ -91,7 +93,7 @@ static int encode(tf_ctx *ctx, const tf_rnn_seq2seq *m, tf_tensor *ids, tf_tenso
 }
 
 /* One target position i: c_i from s_{i-1}; s_i = f(s_{i-1}, [E y_{i-1}; c_i]) into st;
- * logits (B,V) = W_o [s_i; c_i; E y_{i-1}]; alpha_i (B,S) into *alpha. */
+ * returns o_i = [s_i; c_i; E y_{i-1}] (B,3H+E); alpha_i (B,S) into *alpha. */
 static tf_tensor *decode_step(tf_ctx *ctx, const tf_rnn_seq2seq *m, tf_tensor *ey, tf_tensor *h, tf_tensor *keys,
                               tf_tensor *pad, tf_rnn_state *st, tf_tensor **alpha) {
     const tf_rnn *r = &m->cell;
@@ -106,29 +108,41 @@ static tf_tensor *decode_step(tf_ctx *ctx, const tf_rnn_seq2seq *m, tf_tensor *e
         st->h = tf_lstm_cell_h(ctx, hc), st->c = tf_lstm_cell_c(ctx, hc);
     }
     tf_tensor *oin[3] = {st->h, c, ey};
-    if (!st->h) return NULL;
-    return tf_linear_forward(ctx, &m->out, tf_dropout(ctx, tf_concat(ctx, 3, oin, 1), m->cfg.dropout));  // (B,V)
+    return st->h ? tf_concat(ctx, 3, oin, 1) : NULL;  // (B,3H+E)
+}
+
+/* The output layer over every position at once: o (B,T,3H+E) -> logits (B,T,V). */
+static tf_tensor *output_layer(tf_ctx *ctx, const tf_rnn_seq2seq *m, tf_tensor *o) {
+    int64_t B = o->shape[0], T = o->shape[1], L = m->cfg.maxout;
+    tf_tensor *x = tf_dropout(ctx, o, m->cfg.dropout);
+    if (L) { /* t = max(u_{2k}, u_{2k+1}): pairs of adjacent units */
+        tf_tensor *u = tf_linear_forward(ctx, &m->deep_out, x);                           // (B,T,2L)
+        x = tf_max(ctx, tf_reshape(ctx, u, 4, (int64_t[]){B, T, L, 2}), 3, 0);             // (B,T,L)
+    }
+    return tf_linear_forward(ctx, &m->out, x);  // (B,T,V)
 }
 
 /* Teacher forcing over decoder_input_ids (B,T): logits (B,T,V), alphas (B,T,S), the final state. */
 static int decode(tf_ctx *ctx, const tf_rnn_seq2seq *m, const tf_rnn_seq2seq_inputs *in, tf_tensor *pad,
                   tf_rnn_seq2seq_outputs *out) {
     tf_tensor *ids = in->decoder_input_ids, *h = out->encoder_output;
-    int64_t B = ids->shape[0], T = ids->shape[1], S = h->shape[1], E = m->cfg.emb_dim, V = m->cfg.tgt_vocab;
+    int64_t B = ids->shape[0], T = ids->shape[1], S = h->shape[1], E = m->cfg.emb_dim;
     tf_tensor *table = m->cfg.share_embeddings ? m->src_embed : m->tgt_embed;
     tf_tensor *y = tf_dropout(ctx, tf_embedding(ctx, table, ids), m->cfg.dropout);  // (B,T,E)
     tf_tensor *ys = tf_contiguous(ctx, tf_transpose(ctx, y, 0, 1));                 // (T,B,E)
-    tf_tensor **lg = tf_ctx_alloc(ctx, 2 * (size_t)T * sizeof *lg), **al = lg ? lg + T : NULL;  // T of (B,1,V), (B,1,S)
-    if (!ys || !lg) return -1;
+    int64_t O = 3 * m->cfg.hidden + E;
+    tf_tensor **os = tf_ctx_alloc(ctx, 2 * (size_t)T * sizeof *os), **al = os ? os + T : NULL;  // T of (B,1,O), (B,1,S)
+    if (!ys || !os) return -1;
     for (int64_t t = 0; t < T; t++) {
         tf_tensor *ey = tf_reshape(ctx, tf_narrow(ctx, ys, 0, t, 1), 2, (int64_t[]){B, E});  // E y_{i-1} (B,E)
         tf_tensor *alpha = NULL;
-        tf_tensor *logits = decode_step(ctx, m, ey, h, out->keys, pad, &out->state, &alpha);  // (B,V)
-        lg[t] = tf_reshape(ctx, logits, 3, (int64_t[]){B, 1, V});
+        tf_tensor *o = decode_step(ctx, m, ey, h, out->keys, pad, &out->state, &alpha);  // (B,O)
+        os[t] = tf_reshape(ctx, o, 3, (int64_t[]){B, 1, O});
         al[t] = alpha ? tf_reshape(ctx, alpha, 3, (int64_t[]){B, 1, S}) : NULL;
-        if (!lg[t] || !al[t]) return -1;
+        if (!os[t] || !al[t]) return -1;
     }
-    out->logits = tf_concat(ctx, (int)T, lg, 1);  // (B,T,V)
+    tf_tensor *o = T == 1 ? os[0] : tf_concat(ctx, (int)T, os, 1);  // (B,T,O)
+    out->logits = o ? output_layer(ctx, m, o) : NULL;                 // (B,T,V)
     if (in->output_attentions && !(out->attentions = tf_concat(ctx, (int)T, al, 1))) return -1;  // (B,T,S)
     return out->logits ? 0 : -1;
 }

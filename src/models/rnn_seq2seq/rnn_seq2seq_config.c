@@ -23,6 +23,9 @@ static const tf_field ROWS[] = {
     R(dropout, TF_FIELD_FLOAT, "0.1", "[0,1)", NULL, "dropout on the embeddings and the output layer's input", 0, NULL),
     R(share_embeddings, TF_FIELD_BOOL, "false", NULL, NULL, "one embedding table for source and target (joint vocabulary)",
       SIG, NULL),
+    R(maxout, TF_FIELD_INT, "0", "[0,inf)", NULL,
+      "L > 0: the paper's deep output, L maxout units over pairs of U_o [s; c; E y] (2L) before W_o (V,L); 0: one linear "
+      "layer over [s; c; E y] to the vocabulary", SIG, NULL),
 };
 #undef R
 
