@@ -45,12 +45,17 @@ static void rnn_weight_grads(tf_node *n, int w, int b, const float *dg, const tf
 
 /* ---------------------------------------------------------------- GRU */
 
-/* One row: gi (3H) becomes the activated gates r, z, n; gh (3H) keeps W_h h + b_h. */
-static void gru_row(float *out, float *gi, const float *gh, const float *h, int pad, int64_t H) {
+/* One row: gi (3H) becomes the activated gates r, z, n; gh (3H) keeps W_h h + b_h.
+ * In passes through the kernel set's tanh (sigmoid(a) = (1 + tanh(a/2)) / 2):
+ * libm's scalar tanhf and expf were a tenth of a GRU translation model's step. */
+static void gru_row(const tf_kernels *k, float *out, float *gi, const float *gh, const float *h, int pad, int64_t H) {
+    for (int64_t j = 0; j < 2 * H; j++) gi[j] = 0.5f * (gi[j] + gh[j]);
+    k->tanh(gi, gi, 2 * H);
+    for (int64_t j = 0; j < 2 * H; j++) gi[j] = 0.5f + 0.5f * gi[j];  // r, z
+    for (int64_t j = 0; j < H; j++) gi[2 * H + j] += gi[j] * gh[2 * H + j];
+    k->tanh(gi + 2 * H, gi + 2 * H, H);                                // n
     for (int64_t j = 0; j < H; j++) {
-        float r = sigm(gi[j] + gh[j]), z = sigm(gi[H + j] + gh[H + j]);
-        float nn = tanhf(gi[2 * H + j] + r * gh[2 * H + j]);
-        gi[j] = r, gi[H + j] = z, gi[2 * H + j] = nn;
+        float z = gi[H + j], nn = gi[2 * H + j];
         out[j] = pad ? h[j] : (1.0f - z) * nn + z * h[j];
     }
 }
@@ -65,8 +70,9 @@ void tf_op_gru_cell_forward(tf_node *n) {
     fill_bias(gh, fdata(n->in[RNN_BHH]), NULL, B, G);
     tf_gemm_acc(gi, tf_f32(n->in[RNN_X]), tf_f32(n->in[RNN_WIH]), B, G, I, 0, 1, TF_GEMM_AUTO);  // x W_ih^T
     tf_gemm_acc(gh, h, tf_f32(n->in[RNN_WHH]), B, G, H, 0, 1, TF_GEMM_AUTO);                     // h W_hh^T
+    const tf_kernels *k = tf_kern();
     TF_PARALLEL_FOR(B * H > 16384, b, B,
-                    gru_row(out + b * H, gi + b * G, gh + b * G, h + b * H, pad && pad[b], H));
+                    gru_row(k, out + b * H, gi + b * G, gh + b * G, h + b * H, pad && pad[b], H));
 }
 
 /* One row of the backward: dgi, dgh (3H) from the output gradient g (H); dh += g z. */
