@@ -356,6 +356,10 @@ TEST(seq2seq_train_cli_then_translate) {
         {"train --arch seq2seq --data a --src a --tgt b --valid-src c --valid-tgt d --out x", "not --data"},
         {"train --data a --src b --out x", "--src is a seq2seq setting"},
         {"train --arch seq2seq --src /nonexistent/a --tgt b --valid-src c --valid-tgt d --out /tmp/tformer_s2s_bad_run", "/nonexistent/a"},
+        {"train --arch seq2seq --src a --tgt b --valid-src c --valid-tgt d --out x --attn-dropout nan", "--attn-dropout expects"},
+        {"train --arch seq2seq --src a --tgt b --valid-src c --valid-tgt d --out x --activation-dropout 1", "in [-1,1)"},
+        {"train --arch rnn --src a --tgt b --valid-src c --valid-tgt d --out x --maxout -3", "--maxout expects"},
+        {"train --arch rnn --src a --tgt b --valid-src c --valid-tgt d --out x --maxout abc", "--maxout expects"},
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s %s 2>&1", test_tformer_bin(), BAD[i].args);
@@ -364,6 +368,12 @@ TEST(seq2seq_train_cli_then_translate) {
         out[k] = 0;
         CHECKF(p && pclose(p) != 0 && strstr(out, BAD[i].want), "%s: %s", BAD[i].args, out);
     }
+    /* data refused after the tokenizer went into the new folder: no folder left */
+    snprintf(cmd, sizeof cmd, "printf 'a b\\n\\n' > %s/empty.txt; %s train --arch seq2seq --src %s/empty.txt --tgt %s/empty.txt "
+             "--valid-src %s/empty.txt --valid-tgt %s/empty.txt --out /tmp/tformer_s2s_refused 2>/dev/null",
+             dir, test_tformer_bin(), dir, dir, dir, dir);
+    CHECK(system(cmd) != 0);
+    CHECK(access("/tmp/tformer_s2s_refused", F_OK) != 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s /tmp/tformer_s2s_bad_run", dir);
     CHECK(system(cmd) == 0);
 }

@@ -217,8 +217,8 @@ TF_API int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_d
  * Make the task with tf_dist_task_new: make(arg) on rank 0, then on the
  * others, once rank 0 has prepared the run folder (its tokenizer).
  * Collective; one process: make(arg). When make fails, run_dir is removed
- * again if it did not exist before and is still empty (a refused setting
- * leaves no folder behind). */
+ * again with the files make wrote if it did not exist before (a refused
+ * setting or data file leaves no folder behind). */
 TF_API tf_task *tf_dist_task_new(tf_task *(*make)(void *arg), void *arg, const char *run_dir);
 
 /* The language-modelling task over text files: the tokenizer (a folder, or

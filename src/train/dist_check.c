@@ -2,6 +2,7 @@
  * settings, the data files, the weights they start from) and a task made on
  * rank 0 before the others (tf_dist_task_new: rank 0 alone writes the run
  * folder). Collective calls built on dist.c's; no MPI here. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,13 +175,26 @@ int tf_dist_same_fields(const tf_fields *f, int n, const tf_dist_item *extra, in
 
 /* ---------------------------------------------------------------- a task, rank 0 first */
 
-/* Rank 0's make(), with the folder it created removed again when it fails
- * (rmdir: only an empty one; the error message stays make's). */
+/* A folder this run created: the files make() put in it (a tokenizer
+ * installed before the data was refused), then the folder; a subfolder
+ * keeps it. tf_error stays make's. */
+static void remove_new_folder(const char *dir) {
+    DIR *d = opendir(dir);
+    char path[4200];
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            unlink(path);
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+/* Rank 0's make(), with the folder it created removed again when it fails. */
 static tf_task *make_first(tf_task *(*make)(void *arg), void *arg, const char *run_dir) {
     struct stat st;
     int existed = !run_dir || stat(run_dir, &st) == 0;
     tf_task *t = make(arg);
-    if (!t && !existed) rmdir(run_dir);
+    if (!t && !existed) remove_new_folder(run_dir);
     return t;
 }
 
