@@ -27,6 +27,9 @@ const cli_flag cmd_translate_flags[] = {
     CLI_END,
 };
 
+/* tf_beam_stop's names, by value. */
+static const char *const BEAM_STOPS[] = {"tformer", "hf", "hf-early", "hf-never", NULL};
+
 /* The search's options: ranges and --help from one table (the flag parser's numbers). */
 #define R(m, name, type, range, help) TF_FIELD_ROW(tf_translate_opts, m, type, name, NULL, range, NULL, help, 0, NULL)
 static const tf_field OPTION_ROWS[] = {
@@ -35,6 +38,10 @@ static const tf_field OPTION_ROWS[] = {
     R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens"),
     R(max_len_b, "max_len_b", TF_FIELD_INT, "[0,inf)", "target tokens beyond --max-len-a's share; the model's context bounds both"),
     R(batch, "batch", TF_FIELD_INT, "[1,1024]", "sentences decoded together (sorted by length; output in input order); 1: one at a time"),
+    TF_FIELD_ROW(tf_translate_opts, search.beam_stop, TF_FIELD_ENUM, "beam_stop", NULL, NULL, BEAM_STOPS,
+                 "when a beam search ends: tformer (each ended hypothesis narrows the beam until none is live), hf "
+                 "(transformers' early_stopping=False, a Marian folder's default), hf-early (True: N ended; "
+                 "CTranslate2's rule), hf-never", 0, NULL),
 };
 #undef R
 static const tf_field_table OPTIONS = {"translation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};
@@ -313,7 +320,7 @@ int cmd_translate(const cli_args *a) {
     tf_marian_generation gen;
     if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings */
         if (tf_seq2seq_marian_generation(dir, &gen)) cli_die(v, tf_error());
-        o.search.beam_stop = TF_BEAM_HF_HEURISTIC;
+        if (!cli_table_given(a, "--beam-stop")) o.search.beam_stop = TF_BEAM_HF_HEURISTIC;
         o.search.forced_eos_id = gen.forced_eos_id;
         o.search.bad_ids = gen.bad_ids, o.search.n_bad_ids = gen.n_bad_ids;
         if (!cli_table_given(a, "--beam")) o.search.beam = gen.num_beams;

@@ -90,7 +90,8 @@ typedef struct {
     float label_smoothing;             /* the paper: 0.1 */
     tf_kv_cache *cache;                /* the decoder's self-attention over the positions before these */
     tf_kv_cache *cross_cache;          /* the cross-attentions' keys and values of the memory: filled when
-                                        * empty, read after (decoding); capacity S */
+                                        * empty, read after (decoding); capacity S. Rows shared through a
+                                        * row map (beams of one source) let the targets outnumber the sources */
     int output_attentions;             /* fill outputs.cross_attentions (costs the fused attention kernel) */
 } tf_seq2seq_inputs;
 

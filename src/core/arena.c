@@ -38,6 +38,61 @@ float tf_hash_uniform(uint64_t seed, uint64_t i) {
     return (float)(r >> 40) * (1.0f / 16777216.0f); /* 24 random bits */
 }
 
+/* ---------------------------------------------------------------- recycled buffers */
+
+/* Buffers given back wait for the next request they fit (the smallest, at
+ * most 4x the size asked), BUF_N of them and BUF_BYTES in all, the oldest
+ * dropped first; fresh ones get a quarter more room than asked, so that the
+ * next batch's slightly larger request fits too. Shared by every thread. */
+enum { BUF_N = 16 };
+#define BUF_BYTES ((size_t)128 << 20)
+static struct {
+    void *p[BUF_N];
+    size_t room[BUF_N], bytes;
+    int n; /* oldest first */
+} g_bufs;
+
+static void bufs_remove(int i) {
+    g_bufs.bytes -= g_bufs.room[i];
+    for (int j = i + 1; j < g_bufs.n; j++) g_bufs.p[j - 1] = g_bufs.p[j], g_bufs.room[j - 1] = g_bufs.room[j];
+    g_bufs.n--;
+}
+
+void *tf_buf_take(size_t bytes, size_t *room) {
+    void *p = NULL;
+#pragma omp critical(tf_bufs)
+    {
+        int best = -1;
+        for (int i = 0; i < g_bufs.n; i++)
+            if (g_bufs.room[i] >= bytes && g_bufs.room[i] / 4 <= bytes &&
+                (best < 0 || g_bufs.room[i] < g_bufs.room[best]))
+                best = i;
+        if (best >= 0) p = g_bufs.p[best], *room = g_bufs.room[best], bufs_remove(best);
+    }
+    if (p) return p;
+    size_t want = bytes + bytes / 4 > bytes ? bytes + bytes / 4 : bytes;
+    want = want ? (want + 63) & ~(size_t)63 : 64;
+    if (!(p = aligned_alloc(64, want))) return NULL;
+    *room = want;
+    return p;
+}
+
+void tf_buf_give(void *p, size_t room) {
+    if (!p) return;
+    void *drop[BUF_N + 1];
+    int n_drop = 0;
+#pragma omp critical(tf_bufs)
+    {
+        if (room > BUF_BYTES) {
+            drop[n_drop++] = p;
+        } else {
+            while (g_bufs.n == BUF_N || g_bufs.bytes + room > BUF_BYTES) drop[n_drop++] = g_bufs.p[0], bufs_remove(0);
+            g_bufs.p[g_bufs.n] = p, g_bufs.room[g_bufs.n++] = room, g_bufs.bytes += room;
+        }
+    }
+    for (int i = 0; i < n_drop; i++) free(drop[i]);
+}
+
 /* ---------------------------------------------------------------- arena */
 
 typedef struct arena_block {

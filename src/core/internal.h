@@ -147,6 +147,13 @@ int tf_params_alloc(tf_params *ps);
 tf_tensor *tf_params_set_data(tf_params *ps, int i, float *data);
 /* Parameter i's registered shape into shape; returns its number of dimensions. */
 int tf_params_shape(const tf_params *ps, int i, int64_t *shape);
+/* Large buffers that come and go with each batch (KV caches, a search's
+ * logits), recycled: a fresh buffer costs a page fault per 4 KiB touched.
+ * tf_buf_take gives at least bytes, 64-byte aligned, its size in *room
+ * (NULL: out of memory); tf_buf_give takes it back with that room (NULL is
+ * fine). A few are kept for the next requests, the rest freed. */
+void *tf_buf_take(size_t bytes, size_t *room);
+void tf_buf_give(void *p, size_t room);
 /* Keep a safetensors file (whose mapping the tensors read) open until tf_params_free. */
 struct tf_st_file;
 void tf_params_keep_file(tf_params *ps, struct tf_st_file *f);
@@ -159,6 +166,14 @@ int tf_kv_cache_append(tf_ctx *ctx, tf_kv_cache *c, int layer, tf_tensor *k, tf_
  * nothing: an encoder-decoder's cross-attention reads the source's projected
  * keys and values this way at every decoding step after the first. */
 int tf_kv_cache_held(tf_ctx *ctx, const tf_kv_cache *c, int layer, tf_tensor **k_all, tf_tensor **v_all);
+/* Query rows that share the cache's rows (beam search: the hypotheses of a
+ * sentence read one copy of its encoder's keys and values): query row i
+ * reads cache row rows[i], i < n; NULL: row i reads row i. Attention over a
+ * held cache with such a map groups each row's queries (tf_mha_attend);
+ * appending is refused; tf_kv_cache_select drops the map. */
+int tf_kv_cache_share_rows(tf_kv_cache *c, const int *rows, int n);
+/* The map (n rows), or NULL with *n = 0. */
+const int *tf_kv_cache_row_map(const tf_kv_cache *c, int *n);
 /* Hugging Face's attention_mask (B,Tk) I32 or U8, 1 = attend, as a key
  * padding mask (B,Tk) U8, 1 = hidden; a wrong shape or dtype is an error
  * starting with who ("gpt", "bert"). */

@@ -230,6 +230,7 @@ typedef struct {
     int n_seq;
     int32_t V;
     float *logp;    /* (rows,V): the logits */
+    size_t logp_room;
     float *lse;     /* (rows): their log-sum-exp */
     float *scratch; /* (V) */
     int *parents;   /* (rows) */
@@ -273,7 +274,7 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
     size_t rows = (size_t)n_seq * (size_t)(o->beam > 1 ? o->beam : 1), n = 1;
     z->n_seq = n_seq, z->V = V;
     z->s = calloc((size_t)n_seq, sizeof *z->s);
-    if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = malloc(n)) ||
+    if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = tf_buf_take(n, &z->logp_room)) ||
         !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
         !(z->lse = malloc(rows * sizeof *z->lse)) || !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
         !(z->sel = malloc((size_t)2 * (size_t)o->beam * sizeof *z->sel)))
@@ -297,7 +298,8 @@ static void search_free(search *z, int beam) {
         for (int k = 0; s->h && k <= TF_BEAM_MAX; k++) tf_ids_free(&s->h->toks[k]);
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
-    free(z->s), free(z->logp), free(z->lse), free(z->scratch), free(z->parents), free(z->toks), free(z->sel);
+    tf_buf_give(z->logp, z->logp_room);
+    free(z->s), free(z->lse), free(z->scratch), free(z->parents), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best

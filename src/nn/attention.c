@@ -294,6 +294,50 @@ static tf_tensor *attend_sparse(tf_ctx *ctx, const tf_mha *m, tf_tensor *const q
     return tf_sparse_attention(ctx, qkv[0], qkv[1], qkv[2], pad, p, scale);
 }
 
+/* (B,H,T,X) -> (B*T, H*X): the rows a gather moves. */
+static tf_tensor *rows_of(tf_ctx *ctx, tf_tensor *x) {
+    if (!x) return NULL;
+    x = tf_transpose(ctx, x, 1, 2);  // (B,T,H,X)
+    return tf_reshape(ctx, x, 2, (int64_t[]){x->shape[0] * x->shape[1], x->shape[2] * x->shape[3]});
+}
+
+/* (B*T, H*X) -> (B,H,T,X), a view. */
+static tf_tensor *heads_of(tf_ctx *ctx, tf_tensor *x, int64_t B, int64_t H) {
+    if (!x) return NULL;
+    x = tf_reshape(ctx, x, 4, (int64_t[]){B, x->shape[0] / B, H, x->shape[1] / H});
+    return tf_transpose(ctx, x, 1, 2);
+}
+
+/* Queries of R rows over held keys and values of G rows, query row r
+ * reading row map[r] (a sentence's beams over its one copy of the encoder's
+ * keys): the queries of each cache row's readers gathered into its group,
+ * padded to the largest group with copies of a row whose results are
+ * dropped, attended in one batch, and gathered back. Unfused when probs
+ * are wanted (the attention pictures), which come back per query row.
+ *   q (R,H,Tq,D), k and v (G,H,S,D), mask (G,S)  ->  (R,H,Tq,D) */
+static tf_tensor *attend_shared(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const int *map,
+                                const tf_attn_mask *mask, tf_tensor **probs) {
+    int64_t R = qkv[0]->shape[0], H = qkv[0]->shape[1], Tq = qkv[0]->shape[2], G = qkv[1]->shape[0], most = 0;
+    int64_t *count = tf_ctx_alloc(ctx, (size_t)G * sizeof *count), *slot = tf_ctx_alloc(ctx, (size_t)R * sizeof *slot);
+    if (!count || !slot) return NULL;
+    memset(count, 0, (size_t)G * sizeof *count);
+    for (int64_t r = 0; r < R; r++) slot[r] = count[map[r]]++, most = count[map[r]] > most ? count[map[r]] : most;
+    tf_tensor *in = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){G * most * Tq}, 0);   // (G*most*Tq) query rows
+    tf_tensor *out = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){R * Tq}, 0);         // (R*Tq) group rows
+    if (!in || !out) return NULL;
+    for (int64_t i = 0; i < G * most * Tq; i++) tf_i32(in)[i] = (int32_t)(i % Tq); /* padding: row 0's queries */
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t t = 0; t < Tq; t++) {
+            int64_t g = (map[r] * most + slot[r]) * Tq + t;
+            tf_i32(in)[g] = (int32_t)(r * Tq + t), tf_i32(out)[r * Tq + t] = (int32_t)g;
+        }
+    tf_tensor *q = heads_of(ctx, tf_embedding(ctx, rows_of(ctx, qkv[0]), in), G, H);  // q: (G,H,most*Tq,D)
+    tf_tensor *p = NULL, *o = attend(ctx, m, (tf_tensor *[3]){q, qkv[1], qkv[2]}, mask, 0, NULL, probs ? &p : NULL);
+    if (probs && !(*probs = heads_of(ctx, tf_embedding(ctx, rows_of(ctx, p), out), R, H)))  // (R,H,Tq,S)
+        return NULL;
+    return heads_of(ctx, tf_embedding(ctx, rows_of(ctx, o), out), R, H);                 // (R,H,Tq,D)
+}
+
 /* q (B,H,Tq,D) from query, k and v the cache's as held (no key, no value:
  * the encoder's projected keys and values at a later decoding step). */
 static int project_query_only(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_kv_cache *cache, int layer,
@@ -319,14 +363,23 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
                             "attention weights"), NULL;
     int64_t B = query->shape[0], Tq = query->shape[1], E = m->cfg.d_model;
     tf_tensor *qkv[3];
+    int n_map = 0;
+    const int *map = cache ? tf_kv_cache_row_map(cache, &n_map) : NULL;
     if (held) {
         if (project_query_only(ctx, m, query, cache, layer, qkv)) return NULL;
+        if (map && n_map != B)
+            return tf_set_error("attention: %lld query rows, but the cache's rows are read by %d", (long long)B, n_map), NULL;
+        if (map && (weights || causal || (mask && (mask->causal || mask->mask)) || m->rel_bias || m->cfg.nystrom ||
+                    m->cfg.sparse))
+            return tf_set_error("attention: shared cache rows take full attention with a key padding mask at most "
+                                "(no causal or attn_mask, relative positions, averaged weights)"), NULL;
     } else {
         tf_mha_project(ctx, m, query, key, value, qkv);
         if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
         if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
     }
-    tf_tensor *o = m->cfg.nystrom  ? tf_nystrom_attend(ctx, m, qkv, mask)  // o: (B,H,Tq,D)
+    tf_tensor *o = map && held     ? attend_shared(ctx, m, qkv, map, mask, probs)  // o: (B,H,Tq,D)
+                   : m->cfg.nystrom ? tf_nystrom_attend(ctx, m, qkv, mask)
                    : m->cfg.sparse ? attend_sparse(ctx, m, qkv, mask, causal)
                                    : attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)

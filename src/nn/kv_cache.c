@@ -10,13 +10,17 @@ struct tf_kv_cache {
     int L, B, H, D, cap;
     int len;      /* committed positions */
     float *k, *v; /* (L,B,H,cap,D) each */
-    int B_room;   /* rows the buffers hold (B may shrink under tf_kv_cache_select) */
-    float *spare; /* select's second buffer, B_room rows like k and v: the rows kept are
-                     gathered into it once and it swaps with k (then with v) */
+    float *spare; /* select's second buffer like k and v: the rows kept are gathered into
+                     it once and it swaps with k (then with v) */
+    size_t room;  /* bytes each of k, v and spare hold (B may shrink under tf_kv_cache_select) */
+    int *map;     /* (map_n) or NULL: query row i reads row map[i] (tf_kv_cache_share_rows) */
+    int map_n;
 };
 
-static size_t cache_floats(const tf_kv_cache *c) {
-    return (size_t)c->L * (size_t)c->B * (size_t)c->H * (size_t)c->cap * (size_t)c->D;
+/* Bytes of B rows. */
+static int rows_bytes(const tf_kv_cache *c, int B, size_t *out) {
+    size_t per_row = (size_t)c->L * (size_t)c->H * (size_t)c->cap * (size_t)c->D;
+    return tf_mul_size(per_row, (size_t)B, out) && tf_mul_size(*out, sizeof(float), out);
 }
 
 tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, int capacity) {
@@ -25,18 +29,20 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
                             n_layer, batch, n_head, head_dim, capacity), NULL;
     tf_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return tf_set_error("kv cache: out of memory"), NULL;
-    *c = (tf_kv_cache){n_layer, batch, n_head, head_dim, capacity, 0, NULL, NULL, batch, NULL};
-    size_t n = 1;
-    if (!tf_mul_size(cache_floats(c), sizeof(float), &n) || !(c->k = malloc(n)) || !(c->v = malloc(n))) {
+    *c = (tf_kv_cache){.L = n_layer, .B = batch, .H = n_head, .D = head_dim, .cap = capacity};
+    size_t n = 1, room_v = 0;
+    if (!rows_bytes(c, batch, &n) || !(c->k = tf_buf_take(n, &c->room)) || !(c->v = tf_buf_take(c->room, &room_v))) {
         tf_kv_cache_free(c);
         return tf_set_error("kv cache: cannot allocate %d positions of %d layers", capacity, n_layer), NULL;
     }
+    c->room = room_v < c->room ? room_v : c->room; /* v's may be larger: the room both hold */
     return c;
 }
 
 void tf_kv_cache_free(tf_kv_cache *c) {
     if (!c) return;
-    free(c->k), free(c->v), free(c->spare), free(c);
+    tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room), tf_buf_give(c->spare, c->room);
+    free(c->map), free(c);
 }
 
 int tf_kv_cache_len(const tf_kv_cache *c) { return c->len; }
@@ -60,6 +66,7 @@ tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c) {
         memcpy(f->v + off, c->v + off, held * sizeof(float));
     }
     f->len = c->len;
+    if (c->map && tf_kv_cache_share_rows(f, c->map, c->map_n)) return tf_kv_cache_free(f), NULL;
     return f;
 }
 
@@ -76,24 +83,49 @@ static void gather(float *dst, const float *src, const tf_kv_cache *c, int B_src
             }
 }
 
-int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
-    if (n < 1) return tf_set_error("kv cache: select keeps at least one row");
+int tf_kv_cache_share_rows(tf_kv_cache *c, const int *rows, int n) {
+    if (!rows) {
+        free(c->map), c->map = NULL, c->map_n = 0;
+        return 0;
+    }
+    if (n < 1) return tf_set_error("kv cache: at least one query row reads it");
     for (int i = 0; i < n; i++)
         if (rows[i] < 0 || rows[i] >= c->B) return tf_set_error("kv cache: row %d outside [0,%d)", rows[i], c->B);
-    size_t per_row = (size_t)c->L * (size_t)c->H * (size_t)c->cap * (size_t)c->D, bytes;
-    if (n > c->B_room) { /* more rows than ever held: new buffers, filled straight from the old */
-        float *k = NULL, *v = NULL;
-        if (!tf_mul_size(per_row * sizeof(float), (size_t)n, &bytes) || !(k = malloc(bytes)) || !(v = malloc(bytes)))
-            return free(k), tf_set_error("kv cache: cannot hold %d rows", n);
+    if (n > c->map_n || !c->map) {
+        int *m = realloc(c->map, (size_t)n * sizeof *m);
+        if (!m) return tf_set_error("kv cache: out of memory");
+        c->map = m;
+    }
+    memcpy(c->map, rows, (size_t)n * sizeof *rows), c->map_n = n;
+    return 0;
+}
+
+const int *tf_kv_cache_row_map(const tf_kv_cache *c, int *n) {
+    *n = c->map ? c->map_n : 0;
+    return c->map;
+}
+
+int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
+    if (n < 1) return tf_set_error("kv cache: select keeps at least one row");
+    free(c->map), c->map = NULL, c->map_n = 0; /* the rows are new: whatever read them is rethought */
+    for (int i = 0; i < n; i++)
+        if (rows[i] < 0 || rows[i] >= c->B) return tf_set_error("kv cache: row %d outside [0,%d)", rows[i], c->B);
+    size_t bytes;
+    if (!rows_bytes(c, n, &bytes)) return tf_set_error("kv cache: cannot hold %d rows", n);
+    if (bytes > c->room) { /* more rows than the buffers hold: new ones, filled straight from the old */
+        size_t room_k = 0, room_v = 0;
+        float *k = tf_buf_take(bytes, &room_k), *v = k ? tf_buf_take(room_k, &room_v) : NULL;
+        if (!k || !v) return tf_buf_give(k, room_k), tf_set_error("kv cache: cannot hold %d rows", n);
         gather(k, c->k, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
         gather(v, c->v, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
-        free(c->k), free(c->v), free(c->spare);
-        c->k = k, c->v = v, c->spare = NULL, c->B = c->B_room = n;
+        tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room), tf_buf_give(c->spare, c->room);
+        c->k = k, c->v = v, c->spare = NULL, c->B = n, c->room = room_v < room_k ? room_v : room_k;
         return 0;
     }
     if (!c->spare) { /* one buffer for both: k's rows go in, it becomes k, the old k takes v's rows */
-        if (!tf_mul_size(per_row * sizeof(float), (size_t)c->B_room, &bytes) || !(c->spare = malloc(bytes)))
-            return tf_set_error("kv cache: out of memory");
+        size_t room_s = 0;
+        if (!(c->spare = tf_buf_take(c->room, &room_s))) return tf_set_error("kv cache: out of memory");
+        /* room_s >= room: the spare is given back as room, a little of it unaccounted */
     }
     size_t plane = (size_t)c->cap * (size_t)c->D;
     float *t;
@@ -136,6 +168,7 @@ int tf_kv_cache_append(tf_ctx *ctx, tf_kv_cache *c, int layer, tf_tensor *k, tf_
         v->ndim != 4 || memcmp(k->shape, v->shape, 4 * sizeof *k->shape))
         return tf_set_error("kv cache: keys %s do not fit its (%d,%d,T,%d)", tf_shape_str(k, a, sizeof a), c->B, c->H,
                             c->D);
+    if (c->map) return tf_set_error("kv cache: rows shared by several queries are read, not appended to");
     if (T > c->cap - c->len)
         return tf_set_error("kv cache: %lld more positions exceed its capacity of %d (%d held)", (long long)T, c->cap,
                             c->len);

@@ -187,8 +187,11 @@ int tf_seq2seq_run(tf_ctx *ctx, const tf_seq2seq *m, const tf_seq2seq_inputs *in
         (in->decoder_input_ids && check_ids(in->decoder_input_ids, "decoder_input_ids", m->cfg.tgt_vocab)))
         return -1;
     int64_t B = in->input_ids->shape[0], S = in->input_ids->shape[1];
-    if (in->decoder_input_ids && in->decoder_input_ids->shape[0] != B)
-        return tf_set_error("seq2seq: %lld sources but %lld targets", (long long)B, (long long)in->decoder_input_ids->shape[0]);
+    int shared = 0; /* target rows reading the sources' held cross-attention rows through a map (beams) */
+    if (in->cross_cache) tf_kv_cache_row_map(in->cross_cache, &shared);
+    if (in->decoder_input_ids && in->decoder_input_ids->shape[0] != (shared ? shared : B))
+        return tf_set_error("seq2seq: %lld sources but %lld targets", (long long)(shared ? shared : B),
+                            (long long)in->decoder_input_ids->shape[0]);
     tf_attn_mask src = {0};
     if (in->attention_mask && !(src.key_padding_mask = tf_key_padding(ctx, in->attention_mask, B, S, "seq2seq")))
         return -1;

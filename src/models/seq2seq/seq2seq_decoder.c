@@ -5,9 +5,11 @@
  * the stored memory. The cross-attentions project the memory into keys and
  * values on the first step, into a cache, and read them after.
  * Rows are re-selected by beam search (a hypothesis' children, sentences
- * that ended dropped): the self- and cross-attention caches, the memory and
- * the sources' masks follow, gathered into a second context (the two
- * alternate). A fork (a single hypothesis' copy) shares the sources. */
+ * that ended dropped): the self-attention caches follow; the sources stay,
+ * each read by its rows through the cross caches' row map (a sentence's
+ * beams share one copy of its keys and values), and are gathered into a
+ * second context (the two alternate) only when a sentence ends. A fork (a
+ * single hypothesis' copy) shares the sources. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +19,9 @@
 
 typedef struct {
     tf_source_batch b;   /* the sources; the tensors below live in b.mem_ctx[b.cur] too */
-    tf_tensor *memory;   /* (R,S,C) */
-    tf_kv_cache *cross;  /* per decoder layer (R,H,S,D) keys and values of the memory */
+    tf_tensor *memory;   /* (G,S,C): G sources, one per row until beams share them */
+    tf_kv_cache *cross;  /* per decoder layer (G,H,S,D) keys and values of the memory; row i reads source
+                            map[i] through its row map (none: row i reads source i) */
     int refs;
 } shared;
 
@@ -72,19 +75,47 @@ static tf_decoder *s2s_fork(const tf_decoder *d) {
     return &f->base;
 }
 
+/* The sources' rows src[0..n) kept (the memory, ids, masks, cross-attention caches) as the new G = n. */
+static int keep_sources(shared *sh, const int *src, int n) {
+    tf_ctx *next = sh->b.mem_ctx[!sh->b.cur];
+    tf_ctx_reset(next);
+    tf_tensor *memory = tf_tensor_gather_rows(next, sh->memory, src, n), *ids = tf_tensor_gather_rows(next, sh->b.src_ids, src, n);
+    tf_tensor *mask = sh->b.src_mask ? tf_tensor_gather_rows(next, sh->b.src_mask, src, n) : NULL;
+    if (!memory || !ids || (sh->b.src_mask && !mask) || tf_kv_cache_select(sh->cross, src, n)) return -1;
+    sh->memory = memory, sh->b.src_ids = ids, sh->b.src_mask = mask, sh->b.cur = !sh->b.cur;
+    return 0;
+}
+
+/* Row i becomes old row rows[i]. The self-attention caches move; the
+ * sources do not: row i reads source map[i] through the cross caches' row
+ * map, the sources no row reads dropped (a sentence ended) — before the
+ * cross caches are filled (no step yet), the sources move with the rows. */
+static int select_rows(shared *sh, tf_kv_cache *cache, const int *rows, int n, int *map, int *renum, int *keep) {
+    int n_old, G = (int)sh->memory->shape[0], kept = 0;
+    const int *old = tf_kv_cache_row_map(sh->cross, &n_old);
+    if (tf_kv_cache_select(cache, rows, n)) return -1;
+    if (tf_kv_cache_len(sh->cross) == 0) return keep_sources(sh, rows, n);
+    for (int i = 0; i < n; i++) map[i] = old ? old[rows[i]] : rows[i];
+    for (int g = 0; g < G; g++) renum[g] = -1;
+    for (int i = 0; i < n; i++) renum[map[i]] = 0;
+    for (int g = 0; g < G; g++)
+        if (!renum[g]) renum[g] = kept, keep[kept++] = g;
+    if (kept < G && keep_sources(sh, keep, kept)) return -1;
+    int identity = n == kept;
+    for (int i = 0; i < n; i++) map[i] = renum[map[i]], identity &= map[i] == i;
+    return tf_kv_cache_share_rows(sh->cross, identity ? NULL : map, n);
+}
+
 static int s2s_select(tf_decoder *d, const int *rows, int n) {
     s2s_decoder *g = (s2s_decoder *)d;
     shared *sh = g->sh;
     if (sh->refs > 1) return tf_set_error("decoder: a forked decoder shares its sources and cannot select rows");
-    tf_ctx *next = sh->b.mem_ctx[!sh->b.cur];
-    tf_ctx_reset(next);
-    tf_tensor *memory = tf_tensor_gather_rows(next, sh->memory, rows, n), *ids = tf_tensor_gather_rows(next, sh->b.src_ids, rows, n);
-    tf_tensor *mask = sh->b.src_mask ? tf_tensor_gather_rows(next, sh->b.src_mask, rows, n) : NULL;
-    if (!memory || !ids || (sh->b.src_mask && !mask) || tf_kv_cache_select(g->cache, rows, n) ||
-        tf_kv_cache_select(sh->cross, rows, n))
-        return -1;
-    sh->memory = memory, sh->b.src_ids = ids, sh->b.src_mask = mask, sh->b.cur = !sh->b.cur;
-    return 0;
+    size_t G = (size_t)sh->memory->shape[0];
+    int *buf = malloc(((size_t)n + 2 * G) * sizeof *buf);
+    if (!buf) return tf_set_error("decoder: out of memory");
+    int rc = select_rows(sh, g->cache, rows, n, buf, buf + n, buf + n + G);
+    free(buf);
+    return rc;
 }
 
 static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free, s2s_select};
