@@ -140,7 +140,8 @@ static void load_model(const cli_verb *v, const char *dir, translator *t) {
                           rnn_decoder, rnn_decoder_batch, rnn_attend, rnn_free};
     } else { /* tformer's Transformer or a Marian folder */
         tf_seq2seq *m = tf_seq2seq_load(dir);
-        if (!m) cli_die(v, tf_error());
+        /* decoding steps read (in,out) copies of the weights through the tile kernel (nn.h) */
+        if (!m || tf_params_quantize(m->params, TF_QUANT_F32)) cli_die(v, tf_error());
         *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context,
                           tf_seq2seq_special_ids(&m->cfg, 0), tf_seq2seq_special_ids(&m->cfg, 1), m->cfg.eos_id >= 0,
                           tr_decoder, tr_decoder_batch, tr_attend, tr_free};

@@ -105,16 +105,18 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     memcpy(s->out0, s->x, (size_t)an * 4), memcpy(s->out1, s->x, (size_t)an * 4);
     ref->axpy_rows(s->out0, grad, s->b, an + 3, ak, an), k->axpy_rows(s->out1, grad, s->b, an + 3, ak, an);
     TRACK("axpy_rows", max_err(s->out1, s->out0, an));
-    /* tile products: m rows, c columns (odd, past one register block), k steps, A either layout */
-    int64_t tm = n < 31 ? n : 31, tc = n % 131 + 1, tk = n % 13 + 1;
-    fill(s->w, tm * tk, 8, 1.0f), fill(s->b, tk * (tc + 3), 9, 1.0f), fill(s->out0, tm * tc, 10, 1.0f);
+    /* tile products: m rows, c columns (odd, past one register block), k steps, A either layout;
+     * C's rows 2 apart from each other (its gaps must stay as they were) */
+    int64_t tm = n < 29 ? n : 29, tc = n % 131 + 1, tk = n % 13 + 1, ldc = tc + 2;
+    fill(s->w, tm * tk, 8, 1.0f), fill(s->b, tk * (tc + 3), 9, 1.0f), fill(s->out0, tm * ldc, 10, 1.0f);
     for (int layout = 0; layout < 2; layout++)
         for (int beta = 0; beta < 2; beta++) {
             int64_t rs = layout ? 1 : tk, cs = layout ? tm : 1;
-            memcpy(s->out1, s->out0, (size_t)(tm * tc) * 4), memcpy(s->y, s->out0, (size_t)(tm * tc) * 4);
-            ref->tile_gemm(s->y, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
-            k->tile_gemm(s->out1, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
-            TRACK("tile_gemm", max_err(s->out1, s->y, tm * tc));
+            memcpy(s->out1, s->out0, (size_t)(tm * ldc) * 4), memcpy(s->y, s->out0, (size_t)(tm * ldc) * 4);
+            ref->tile_gemm(s->y, ldc, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
+            k->tile_gemm(s->out1, ldc, s->w, rs, cs, s->b, tc + 3, tm, tc, tk, (float)beta);
+            TRACK("tile_gemm", max_err(s->out1, s->y, tm * ldc));
+            TRACK("tile_gemm gaps", tm > 0 ? max_err(s->out1 + tc, s->out0 + tc, 2) : 0.0);
         }
     /* dot_rows: tm rows (past the 4-row blocks), tk2 columns (whole vectors and a tail) */
     int64_t tk2 = n % 70 + 1;

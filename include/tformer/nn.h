@@ -39,10 +39,15 @@ TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
  * product runs on int8 dot products (AVX-512 VNNI where the CPU has it).
  * Products that track gradients keep the float weights. Call it once the
  * weights are final: the copies do not follow later changes to them.
- * TF_QUANT_NONE drops the copies. */
-typedef enum { TF_QUANT_NONE, TF_QUANT_INT8 } tf_quant_kind;
+ * TF_QUANT_F32 keeps float values: each (out,in) weight a dense layer reads
+ * gets a transposed copy, (in,out), which products of a few rows (decoding
+ * steps, under TF_TILE_MAX_M = 192) read in place through the tile kernel,
+ * where a BLAS would repack the weight at every call: the same products
+ * summed in another order (1.3-2x faster on AVX-512). TF_QUANT_NONE drops
+ * the copies. */
+typedef enum { TF_QUANT_NONE, TF_QUANT_INT8, TF_QUANT_F32 } tf_quant_kind;
 TF_API int tf_params_quantize(tf_params *ps, tf_quant_kind kind);
-/* Bytes held by the int8 copies built so far. */
+/* Bytes held by the copies built so far. */
 TF_API size_t tf_params_quant_bytes(const tf_params *ps);
 
 /* ---------------------------------------------------------------- layers */

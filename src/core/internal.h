@@ -2,6 +2,8 @@
 #ifndef TF_INTERNAL_H
 #define TF_INTERNAL_H
 
+#include <math.h>
+
 #include "tformer.h"
 
 /* Everything here is hidden from the shared library: it is built with
@@ -77,6 +79,19 @@ int tf_threads_free(void);
 /* Rows rows[0..n) (repeats allowed) of t (contiguous, rows first) as a new tensor of ctx:
  * the kept sources of a batch decoder after a beam's selection. */
 tf_tensor *tf_tensor_gather_rows(tf_ctx *ctx, const tf_tensor *t, const int *rows, int n);
+/* The largest of x (n), NaN left out (-inf for none): 16 running maxima, one
+ * per lane, so that the compiler keeps them in a vector register (a single
+ * running max is a chain it cannot reorder); the same on every machine. */
+static inline float tf_max_f32(const float *x, int64_t n) {
+    float m[16] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                   -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
+    for (int j = 1; j < 16; j++) m[0] = m[j] > m[0] ? m[j] : m[0];
+    return m[0];
+}
 /* log(sum(exp(x))) of x (n) through the vector kernels (scratch: n floats). */
 float tf_log_sum_exp(float *scratch, const float *x, int64_t n);
 

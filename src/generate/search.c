@@ -130,8 +130,7 @@ static int select_best(const seq *s, const float *logits, const float *lse, int3
         for (int32_t v0 = 0; v0 < V; v0 += BLOCK) {
             int32_t v1 = V - v0 < BLOCK ? V : v0 + BLOCK;
             if (plain && k == n) {
-                float mx = -INFINITY;
-                for (int32_t v = v0; v < v1; v++) mx = lp[v] > mx ? lp[v] : mx;
+                float mx = tf_max_f32(lp + v0, v1 - v0);
                 if (!(score + (mx - l) > best[n - 1].score)) continue;
             }
             for (int32_t v = v0; v < v1; v++)
@@ -236,10 +235,14 @@ typedef struct {
     int *parents;   /* (rows) */
     int32_t *toks;  /* (rows) */
     cand *sel;      /* (2N) */
+    int logits_only; /* greedy without scores: the largest logit is the largest log-probability */
 } search;
 
+/* Each row's log-sum-exp, which turns logits into log-probabilities; 0 when
+ * no choice depends on it (one hypothesis a sequence, no score wanted). */
 static void lse_rows(search *z, int rows) {
-    for (int r = 0; r < rows; r++) z->lse[r] = tf_log_sum_exp(z->scratch, z->logp + (size_t)r * (size_t)z->V, z->V);
+    for (int r = 0; r < rows; r++)
+        z->lse[r] = z->logits_only ? 0.0f : tf_log_sum_exp(z->scratch, z->logp + (size_t)r * (size_t)z->V, z->V);
 }
 
 /* One round: every active sequence chooses; the children's rows are selected and stepped. */
@@ -322,6 +325,9 @@ static int result(const seq *s, const tf_generate_opts *o, tf_ids *out, double *
 /* The search over r's rows after the prompt (logits of every row in z->logp). */
 static int run(search *z, rowset *r, const tf_generate_opts *o, const int *steps, tf_ids *outs, double *scores) {
     int rc = 0, any = 1, most = 0;
+    /* one live hypothesis that ends at its first eos: the rules that look at
+     * scores (transformers' early_stopping=False, "never") still need them */
+    z->logits_only = o->beam == 1 && !scores && (o->beam_stop == TF_BEAM_TFORMER || o->beam_stop == TF_BEAM_HF_EARLY);
     for (int i = 0; i < z->n_seq; i++) {
         seq *s = &z->s[i];
         s->steps = steps ? steps[i] : o->max_tokens;

@@ -113,7 +113,23 @@ static int shorter(const void *a, const void *b) {
     return x->len != y->len ? (x->len < y->len ? -1 : 1) : (x->line > y->line) - (x->line < y->line);
 }
 
-/* Every line's target ids into out: batches of similar source lengths. */
+/* Batch b (sentences order[b*batch ...)) of n: one decoder over them, or one sentence at a time. */
+static int translate_chunk(const tf_translator *t, const tf_translate_opts *o, const tf_ids *src, const int *order,
+                           int k, tf_ids *out, int *bad) {
+    if (t->decoder_new_batch && k > 1) {
+        int rc = translate_batch(t, o, src, order, k, out);
+        if (rc) *bad = order[0];
+        return rc;
+    }
+    for (int j = 0; j < k; j++)
+        if (tf_translate_ids(t, o, src[order[j]].v, (int)src[order[j]].n, &out[order[j]])) return *bad = order[j], -1;
+    return 0;
+}
+
+/* Every line's target ids into out: batches of similar source lengths. With
+ * more batches than threads, each thread decodes whole batches (one thread
+ * each, dynamically shared out, longest first); a batch's result does not
+ * depend on the thread that decodes it. The first error in line order wins. */
 static int translate_all(const tf_translator *t, const tf_translate_opts *o, const tf_ids *src, int n, tf_ids *out,
                          int *bad) {
     by_len *key = malloc((size_t)n * sizeof *key);
@@ -121,18 +137,22 @@ static int translate_all(const tf_translator *t, const tf_translate_opts *o, con
     for (int i = 0; !rc && i < n; i++) key[i] = (by_len){src[i].n, i};
     if (!rc) qsort(key, (size_t)n, sizeof *key, shorter);
     for (int i = 0; !rc && i < n; i++) order[i] = key[i].line;
-    int batch = o->batch > 0 ? o->batch : 1;
-    for (int i = 0; !rc && i < n; i += batch) {
-        int k = n - i < batch ? n - i : batch;
-        if (t->decoder_new_batch && k > 1) {
-            if ((rc = translate_batch(t, o, src, order + i, k, out)) && bad) *bad = order[i];
-            continue;
+    int batch = o->batch > 0 ? o->batch : 1, n_batch = (n + batch - 1) / batch, threads = tf_threads_free(), first = n;
+    char error[1024] = "";
+    if (!rc && threads > 1 && n_batch >= threads) {
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int b = n_batch - 1; b >= 0; b--) {
+            int at = b * batch, k = n - at < batch ? n - at : batch, where = -1;
+            if (translate_chunk(t, o, src, order + at, k, out, &where)) {
+#pragma omp critical(tf_translate_error)
+                if (where < first) first = where, snprintf(error, sizeof error, "%s", tf_error());
+            }
         }
-        for (int j = 0; !rc && j < k; j++) {
-            int l = order[i + j];
-            if ((rc = tf_translate_ids(t, o, src[l].v, (int)src[l].n, &out[l])) && bad) *bad = l;
-        }
+        if (first < n) rc = tf_set_error("%s", error);
+    } else {
+        for (int at = 0; !rc && at < n; at += batch) rc = translate_chunk(t, o, src, order + at, n - at < batch ? n - at : batch, out, &first);
     }
+    if (rc && bad) *bad = first < n ? first : -1;
     free(key), free(order);
     return rc ? -1 : 0;
 }

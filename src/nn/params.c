@@ -150,7 +150,8 @@ int tf_params_check_finite(const tf_params *ps, const char **name) {
 
 int tf_params_quantize(tf_params *ps, tf_quant_kind kind) {
     if (!ps) return tf_set_error("quantize: no parameters");
-    if (kind != TF_QUANT_NONE && kind != TF_QUANT_INT8) return tf_set_error("quantize: unknown kind %d", (int)kind);
+    if (kind != TF_QUANT_NONE && kind != TF_QUANT_INT8 && kind != TF_QUANT_F32)
+        return tf_set_error("quantize: unknown kind %d", (int)kind);
     for (int i = 0; i < ps->n; i++) {
         tf_param_entry *e = &ps->e[i];
         tf_tensor *t = *e->slot;
@@ -159,7 +160,7 @@ int tf_params_quantize(tf_params *ps, tf_quant_kind kind) {
         e->quant = NULL;
         /* every matrix: only those a dense product reads are ever built */
         if (kind == TF_QUANT_NONE || !t || t->dtype != TF_DTYPE_F32 || t->ndim != 2) continue;
-        if (!(e->quant = tf_quant_new(t))) return tf_set_error("quantize: out of memory");
+        if (!(e->quant = tf_quant_new(t, kind == TF_QUANT_F32))) return tf_set_error("quantize: out of memory");
         t->quant = e->quant;
     }
     return 0;

@@ -150,10 +150,10 @@ void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
     }
 }
 
-static void tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb, int64_t m,
-                      int64_t n, int64_t k, float beta) {
+static void tile_gemm(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb,
+                      int64_t m, int64_t n, int64_t k, float beta) {
     for (int64_t r = 0; r < m; r++) {
-        float *c = C + r * n;
+        float *c = C + r * ldc;
         if (beta == 0.0f) memset(c, 0, (size_t)n * sizeof *c);
         for (int64_t kk = 0; kk < k; kk++) {
             float a = A[r * rs + kk * cs];

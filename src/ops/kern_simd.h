@@ -302,7 +302,7 @@ KT void k_axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int64
 
 /* C (m,n) = A B + beta C for the small tiles of fused attention: A (m,k) at
  * A[r*rs + kk*cs] (either layout, so A^T costs nothing), B (k,n) with rows
- * ldb apart, C (m,n) contiguous. Register blocks of KR rows x KNV
+ * ldb apart, C (m,n) with rows ldc apart. Register blocks of KR rows x KNV
  * vectors: per step of k, KNV loads of B, KR broadcasts of A, KR*KNV FMAs.
  * Always inlined: called with constant rows / nv / tail for whole blocks, the
  * compiler drops the bounds checks and keeps the accumulators in registers. */
@@ -332,16 +332,16 @@ KT __attribute__((always_inline)) void tile_block(float *C, int64_t ldc, const f
         }
 }
 
-KT void k_tile_gemm(float *C, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb, int64_t m,
-                    int64_t n, int64_t k, float beta) {
+KT void k_tile_gemm(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb,
+                    int64_t m, int64_t n, int64_t k, float beta) {
     for (int64_t j0 = 0; j0 < n; j0 += KNV * VW) {
         int64_t cols = n - j0 < KNV * VW ? n - j0 : KNV * VW;
         int64_t nv = (cols + VW - 1) / VW, tail = cols % VW;
         for (int64_t i0 = 0; i0 < m; i0 += KR) {
             if (m - i0 >= KR && cols == KNV * VW)
-                tile_block(C + i0 * n, n, A + i0 * rs, rs, cs, B, ldb, KR, j0, KNV, 0, k, beta);
+                tile_block(C + i0 * ldc, ldc, A + i0 * rs, rs, cs, B, ldb, KR, j0, KNV, 0, k, beta);
             else
-                tile_block(C + i0 * n, n, A + i0 * rs, rs, cs, B, ldb, m - i0 < KR ? m - i0 : KR, j0, nv, tail, k, beta);
+                tile_block(C + i0 * ldc, ldc, A + i0 * rs, rs, cs, B, ldb, m - i0 < KR ? m - i0 : KR, j0, nv, tail, k, beta);
         }
     }
 }

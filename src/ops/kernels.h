@@ -67,9 +67,10 @@ typedef struct {
     void (*axpy_rows)(float *y, const float *a, const float *B, int64_t ldb, int64_t k, int64_t n);
     /* C (m,n) = A B + beta C (beta 0 or 1), A (m,k) stored at A[r*rs + kk*cs]
      * (rs = k, cs = 1: row-major; rs = 1, cs = m: A^T of a (k,m) matrix), B
-     * (k,n) with rows ldb apart, C contiguous: the small tiles of attention */
-    void (*tile_gemm)(float *C, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb, int64_t m,
-                      int64_t n, int64_t k, float beta);
+     * (k,n) with rows ldb apart, C with rows ldc apart: the small tiles of
+     * attention, and products of a few rows with (in,out) weights (no packing) */
+    void (*tile_gemm)(float *C, int64_t ldc, const float *A, int64_t rs, int64_t cs, const float *B, int64_t ldb,
+                      int64_t m, int64_t n, int64_t k, float beta);
     /* y (rows) = B x + beta y (beta 0 or 1), B (rows,k) with rows ldb apart:
      * a matrix-vector product with (out,in) weights (a decoding step) */
     void (*dot_rows)(float *y, const float *B, int64_t ldb, const float *x, int64_t rows, int64_t k, float beta);
@@ -101,6 +102,10 @@ void tf_flash_finish(float *o, float *lse, const float *m, const double *l, int6
 /* x (B,H,T,D) itself when each (batch, head) holds its rows one after another
  * (a KV cache's view), else a contiguous copy: the kernels read rows D apart. */
 tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x);
+
+/* Products C += A B of fewer rows than this (a decoding step's, a batch of
+ * beams) with B (K,N) go through tile_gemm rather than the BLAS. */
+enum { TF_TILE_MAX_M = 192 };
 
 /* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
  * has it), else the widest the CPU has. */

@@ -68,7 +68,7 @@ static void block_scores(float *S, const sdpa_block *k, int64_t j0, int64_t w) {
     const tf_sdpa_params *p = k->p;
     int64_t rows = k->i1 - k->i0, b = k->bh / p->H, h = k->bh % p->H;
     if (k->kt)
-        k->kern->tile_gemm(S, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+        k->kern->tile_gemm(S, w, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
     else /* a decoding step's row: its scores as dot products with the keys' rows */
         for (int64_t r = 0; r < rows; r++)
             k->kern->dot_rows(S + r * w, k->k + j0 * p->D, p->D, k->q + (k->i0 + r) * p->D, w, p->D, 0.0f);
@@ -139,7 +139,7 @@ static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (r
         int64_t w = end - j0 < BK ? end - j0 : BK;
         block_scores(S, k, j0, w);
         tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->Dv);
-        kern->tile_gemm(o, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
+        kern->tile_gemm(o, p->Dv, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
     tf_flash_finish(o, lse, m, l, rows, p->Dv);
 }
@@ -189,7 +189,7 @@ static void backward_tile(float *P, float *dP, const sdpa_block *k, const float 
         if (lse[r] == -INFINITY) memset(P + r * w, 0, (size_t)w * sizeof *P);
         else kern->exp_shift(P + r * w, P + r * w, lse[r], w);
     }
-    kern->tile_gemm(dP, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
+    kern->tile_gemm(dP, w, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
 }
 
 /* One query block of the backward pass, dS = P (dP - delta) with delta =
@@ -218,7 +218,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         int64_t w = end - j0 < BK ? end - j0 : BK;
         float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         if (V->grad)  // dV_tile += P^T dO
-            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
+            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
         for (int64_t r = 0; r < rows; r++) {
             int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
             for (int64_t c = 0; c < w; c++) {  // dP becomes scale * dS
@@ -228,10 +228,10 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
             }
         }
         if (Q->grad)  // dQ += scale dS K_tile
-            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows, p->D, w,
+            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->D, p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows, p->D, w,
                             1.0f);
         if (K->grad)  // dK_tile += scale dS^T Q
-            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, dP, 1, w, k->q + k->i0 * p->D, p->D, w, p->D, rows,
+            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, p->D, dP, 1, w, k->q + k->i0 * p->D, p->D, w, p->D, rows,
                             1.0f);
     }
 }

@@ -12,7 +12,7 @@ typedef struct {
     int w_in_out;
     int act;         /* tf_activation or TF_ACT_NONE */
     int kernel;      /* TF_GEMM_AUTO, or TF_GEMM_BF16 (the context's precision when recorded) */
-    const tf_quant *q; /* int8 copy of w (no gradients tracked), or NULL */
+    const tf_quant *q; /* int8 or transposed float copy of w (no gradients tracked), or NULL */
     int64_t q_row0;    /* the copy's row of w's first */
     uint8_t *xq;       // (M,Kp) x quantised, with q
     float *sx;         // (M) its scales
@@ -47,10 +47,14 @@ void tf_op_dense_backward(tf_node *n) {
     if (B && B->grad) tf_col_sums(B->grad, dpre, p->M, p->N);
 }
 
-/* Products that track no gradient read w's int8 copy when it has one
- * (tf_params_quantize); -1 only when the scratch cannot be had. */
+/* Products that track no gradient read w's int8 or float copy when it has
+ * one (tf_params_quantize); -1 only when the scratch cannot be had. */
 static int use_quant(tf_ctx *ctx, tf_dense_params *p, const tf_tensor *w) {
     if (!p->M || !(p->q = tf_quant_for(w, p->w_in_out, &p->q_row0))) return 0;
+    if (tf_quant_is_f32(p->q)) { /* the tile kernel's copy: for a few rows; more go to the BLAS */
+        if (p->M >= TF_TILE_MAX_M || p->kernel != TF_GEMM_AUTO) p->q = NULL;
+        return 0;
+    }
     int64_t Kp = tf_quant_padded_k(p->q);
     p->xq = tf_ctx_alloc(ctx, (size_t)(p->M * Kp));
     p->sx = tf_ctx_alloc(ctx, (size_t)p->M * sizeof *p->sx);

@@ -431,8 +431,7 @@ tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias) {
 }
 
 float tf_log_sum_exp(float *scratch, const float *x, int64_t n) {
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    float mx = tf_max_f32(x, n);
     if (mx == -INFINITY) return mx;
     return mx + logf(tf_kern()->exp_shift(scratch, x, mx, n));
 }

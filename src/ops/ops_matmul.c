@@ -84,7 +84,7 @@ static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int6
     if (tb) {
         kern->dot_rows(C + j0, B + j0 * K, K, a, j1 - j0, K, 1.0f);
     } else if (K * N <= (1 << 16)) {
-        kern->tile_gemm(C + j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
+        kern->tile_gemm(C + j0, j1 - j0, a, K, 1, B + j0, N, 1, j1 - j0, K, 1.0f);
     } else {
         kern->axpy_rows(C + j0, a, B + j0, N, K, j1 - j0);
     }
@@ -100,6 +100,23 @@ static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_
     TF_PARALLEL_FOR(par && nc > 1, c, nc, gemv_chunk(C, a, B, N, K, tb, c * w, (c + 1) * w < N ? (c + 1) * w : N));
 }
 
+/* C (M,N) += A (M,K) B (K,N) for a few rows (a decoding step's, a batch of
+ * beams): the kernel set's tile product reads B where it lies, where a BLAS
+ * repacks all of it on every call. On one Zen 5 core (bench_matmul tile):
+ * 1.3-2x OpenBLAS's AVX-512 sgemm from 2 to 160 rows with K 128-768, even at
+ * 192-256, behind above. Columns go to the threads in panels of 64. */
+static int tile_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K) {
+    const tf_kernels *kern = tf_kern();
+    if (kern == tf_kern_get(TF_ISA_PORTABLE)) return -1; /* the scalar loops: a BLAS does better */
+    int64_t nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = (N + nt - 1) / nt;
+    w = (w + 63) / 64 * 64;
+    int64_t chunks = (N + w - 1) / w;
+    TF_PARALLEL_FOR(chunks > 1, c, chunks,
+                    int64_t j0 = c * w; int64_t j1 = j0 + w < N ? j0 + w : N;
+                    kern->tile_gemm(C + j0, N, A, K, 1, B + j0, N, M, j1 - j0, K, 1.0f));
+    return 0;
+}
+
 /* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
  * (K,N), or (N,K) when tb. */
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
@@ -113,6 +130,7 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
         gemv_acc(C, A, B, N, K, tb);
         return;
     }
+    if (kernel == TF_GEMM_AUTO && !ta && !tb && M < TF_TILE_MAX_M && !tile_acc(C, A, B, M, N, K)) return;
     tf_sgemm_fn sgemm = kernel == TF_GEMM_PORTABLE ? NULL : tf_blas_sgemm();
     if (sgemm && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX &&
         K <= INT32_MAX) {

@@ -60,7 +60,7 @@ static void tile_scores(float *S, const sp_block *k, int64_t t, int64_t j0, int6
     const sp_params *p = k->p;
     int64_t rows = k->i1 - k->i0;
     int rnd = p->lay.random[t];
-    k->kern->tile_gemm(S, k->q + (k->i0 - p->o) * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+    k->kern->tile_gemm(S, w, k->q + (k->i0 - p->o) * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < w; c++) {
             int seen = p->pat.itc ? !(k->pad && k->pad[k->i0 + r])  // itc: whole blocks; a padded query sees nothing
@@ -85,7 +85,7 @@ static void forward_block(const sp_block *k, float *o, float *lse) {  // o: (row
         int64_t j0 = (int64_t)p->lay.kblock[t] * p->pat.block, w = tile_width(p, j0);
         tile_scores(S, k, t, j0, w);
         tf_flash_tile_rows(k->kern, S, rows, w, m, l, o, p->Dv);
-        k->kern->tile_gemm(o, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
+        k->kern->tile_gemm(o, p->Dv, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
     tf_flash_finish(o, lse, m, l, rows, p->Dv);
 }
@@ -135,7 +135,7 @@ static void backward_block(const tf_node *n, const sp_block *k, const float *lse
             if (lse[r] == -INFINITY) memset(P + r * w, 0, (size_t)w * sizeof *P);
             else k->kern->exp_shift(P + r * w, P + r * w, lse[r], w);
         }
-        k->kern->tile_gemm(dP, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
+        k->kern->tile_gemm(dP, w, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < w; c++) delta[r] += (double)P[r * w + c] * dP[r * w + c];
     }
@@ -143,15 +143,15 @@ static void backward_block(const tf_node *n, const sp_block *k, const float *lse
         int64_t j0 = (int64_t)p->lay.kblock[t] * b, w = tile_width(p, j0);
         float *P = Pall + (t - t0) * rows * b, *dP = dPall + (t - t0) * rows * b;
         if (V->grad)  // dV_tile += P^T dO
-            k->kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
+            k->kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < w; c++)  // dP becomes scale * dS
                 dP[r * w + c] = p->scale * (float)((double)P[r * w + c] * ((double)dP[r * w + c] - delta[r]));
         if (Q->grad)  // dQ += scale dS K_tile
-            k->kern->tile_gemm(Q->grad + at(p, 0, k->bh) + (k->i0 - p->o) * p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows,
+            k->kern->tile_gemm(Q->grad + at(p, 0, k->bh) + (k->i0 - p->o) * p->D, p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows,
                                p->D, w, 1.0f);
         if (K->grad)  // dK_tile += scale dS^T Q
-            k->kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, dP, 1, w, k->q + (k->i0 - p->o) * p->D, p->D, w,
+            k->kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, p->D, dP, 1, w, k->q + (k->i0 - p->o) * p->D, p->D, w,
                                p->D, rows, 1.0f);
     }
 }

@@ -23,13 +23,15 @@ struct tf_quant {
     int8_t *q;          // (N,Kp)
     float *scale;       // (N)
     int32_t *sum;       // (N) sum of each row's q
+    int f32;            /* TF_QUANT_F32: no int8 rows, but t */
+    float *t;           // (K,N) an (out,in) weight transposed, for the tile kernel
 };
 
-tf_quant *tf_quant_new(const tf_tensor *w) {
+tf_quant *tf_quant_new(const tf_tensor *w, int f32) {
     tf_quant *q = calloc(1, sizeof *q);
     if (!q) return NULL;
     atomic_init(&q->state, EMPTY);
-    q->src = w->data, q->rows = w->shape[0], q->cols = w->shape[1];
+    q->src = w->data, q->rows = w->shape[0], q->cols = w->shape[1], q->f32 = f32 != 0;
     return q;
 }
 
@@ -38,11 +40,13 @@ void tf_quant_free(tf_quant *q) {
     free(q->q);
     free(q->scale);
     free(q->sum);
+    free(q->t);
     free(q);
 }
 
 size_t tf_quant_bytes(const tf_quant *q) {
     if (!q || atomic_load(&q->state) != READY) return 0;
+    if (q->f32) return (size_t)q->N * (size_t)q->K * sizeof *q->t;
     return (size_t)q->N * (size_t)q->Kp + (size_t)q->N * (sizeof *q->scale + sizeof *q->sum);
 }
 
@@ -151,9 +155,24 @@ static void *copy_alloc(size_t bytes) {
     return p;
 }
 
+/* The float copy: t (K,N) = w^T, 16 columns of w a task (w's rows read whole). */
+static int build_f32(tf_quant *q) {
+    size_t bytes;
+    if (!tf_mul_size((size_t)q->N * (size_t)q->K, sizeof *q->t, &bytes) ||
+        !(q->t = copy_alloc((bytes + TF_QUANT_PAD - 1) / TF_QUANT_PAD * TF_QUANT_PAD)))
+        return -1;
+    const float *w = q->src;
+    float *t = q->t;
+    int64_t N = q->N, K = q->K, blocks = (N + 15) / 16;
+    TF_PARALLEL_FOR(N * K > 65536, b, blocks, for (int64_t n = b * 16; n < N && n < b * 16 + 16; n++)
+                        for (int64_t k = 0; k < K; k++) t[k * N + n] = w[n * K + k]);
+    return 0;
+}
+
 static int build(tf_quant *q, int in_out) {
     q->in_out = in_out;
     q->N = in_out ? q->cols : q->rows, q->K = in_out ? q->rows : q->cols;
+    if (q->f32) return in_out ? -1 : build_f32(q); /* (in,out) is the kernel's layout already */
     if (q->K > TF_QUANT_MAX_K) return -1;
     q->Kp = (q->K + TF_QUANT_PAD - 1) / TF_QUANT_PAD * TF_QUANT_PAD;
     size_t bytes;
@@ -218,8 +237,19 @@ void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
 }
 
 
+int tf_quant_is_f32(const tf_quant *q) { return q->f32; }
+
 void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
                    uint8_t *xq, float *sx) {
+    if (q->f32) { /* columns row0.. of t, in panels of 64 on the threads */
+        const tf_kernels *kern = tf_kern();
+        int64_t ld = q->N, nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = ((N + nt - 1) / nt + 63) / 64 * 64;
+        const float *t = q->t + row0;
+        TF_PARALLEL_FOR(nt > 1 && N > w, c, (N + w - 1) / w, int64_t j0 = c * w;
+                        int64_t j1 = j0 + w < N ? j0 + w : N;
+                        kern->tile_gemm(y + j0, N, x, K, 1, t + j0, ld, M, j1 - j0, K, 1.0f));
+        return;
+    }
     enum { COLS = 64 }; /* output columns (rows of the copy) per task */
     int64_t Kp = q->Kp, tasks = (N + COLS - 1) / COLS;
     tf_quant_rows(xq, sx, x, M, K, Kp);

@@ -60,8 +60,12 @@ const tf_q8_kernels *tf_q8_ref(void);
 const tf_q8_kernels *tf_q8_vnni(void);
 const tf_q8_kernels *tf_q8_best(void);
 
-/* A weight's copy, empty until first used (tf_quant_for builds it). */
-tf_quant *tf_quant_new(const tf_tensor *w);
+/* A weight's copy, empty until first used (tf_quant_for builds it): int8,
+ * or with f32 (TF_QUANT_F32) an (out,in) weight's float values transposed,
+ * (in,out), which the tile kernel reads in place for products of fewer than
+ * TF_TILE_MAX_M rows (a BLAS repacks the weight on every call). */
+tf_quant *tf_quant_new(const tf_tensor *w, int f32);
+int tf_quant_is_f32(const tf_quant *q);
 void tf_quant_free(tf_quant *q);
 size_t tf_quant_bytes(const tf_quant *q);
 
@@ -76,7 +80,8 @@ int64_t tf_quant_padded_k(const tf_quant *q);
 void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp);
 
 /* y (M,N) += x (M,K) times rows row0..row0+N of q transposed, through the
- * scratch xq (M,Kp) and sx (M): the dense op's product with int8 weights. */
+ * scratch xq (M,Kp) and sx (M): the dense op's product with int8 weights
+ * (a float copy: the tile kernel over its columns; xq, sx unused). */
 void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
                    uint8_t *xq, float *sx);
 
