@@ -5,6 +5,10 @@
  *   bench_matmul linear M K N         tformer's Linear forward+backward: GFLOP/s
  *   bench_matmul peak-bf16            vdpbf16ps-bound loop (AVX512-BF16): GFLOP/s
  *   bench_matmul linear-bf16 M K N    the same Linear with bf16 products
+ *   bench_matmul infer M K N          inference products Y = X W^T of a Linear (a
+ *                                     decoding step's few rows): the bare sgemm, then
+ *                                     tformer's dense with TF_QUANT_F32 copies (the
+ *                                     tile kernel): "sgemm G tformer G" in GFLOP/s
  * bench_matmul times the OpenBLAS that tformer loaded (the same library and
  * kernels); bench_sgemm_blis is linked against BLIS (sgemm only), so both
  * BLAS are timed the same way. */
@@ -150,6 +154,46 @@ static double tformer_linear(int M, int K, int N, int nt, int bf16) {
     tf_params_free(ps);
     return 6.0 * M * K * N / bench_median(t, 9) / 1e9;
 }
+
+/* Y (M,N) = X (M,K) W^T without gradients, 2 M K N flops, 20 products a timing. */
+static double tformer_infer(int M, int K, int N, int nt) {
+    tf_set_threads(nt);
+    tf_params *ps = tf_params_new();
+    tf_linear lin;
+    int64_t sw[2] = {N, K}, sb[1] = {N};
+    if (tf_params_add(ps, "fc.weight", &lin.weight, 2, sw, 0.02f) || tf_params_add(ps, "fc.bias", &lin.bias, 1, sb, 0.02f) ||
+        tf_params_init(ps, 1) || tf_params_quantize(ps, TF_QUANT_F32))
+        return fprintf(stderr, "%s\n", tf_error()), 0;
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_ctx_set_grad(ctx, 0);
+    double t[9];
+    for (int r = 0; r < 9; r++) {
+        tf_ctx_reset(ctx);
+        int64_t sx[2] = {M, K};
+        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 2, sx, 0);
+        tf_tensor_fill_normal(x, 1, 1.0f);
+        double t0 = bench_now();
+        for (int i = 0; i < 20; i++)
+            if (!tf_linear_forward(ctx, &lin, x)) return fprintf(stderr, "%s\n", tf_error()), 0;
+        t[r] = (bench_now() - t0) / 20;
+    }
+    tf_ctx_free(ctx);
+    tf_params_free(ps);
+    return 2.0 * M * K * N / bench_median(t, 9) / 1e9;
+}
+
+static double sgemm_infer(int M, int K, int N, int nt) {
+    blas_setup(nt);
+    float *X = randn((size_t)M * K, 1), *W = randn((size_t)N * K, 2), *Y = calloc((size_t)M * N, 4);
+    double t[9];
+    for (int r = 0; r < 9; r++) {
+        double t0 = bench_now();
+        for (int i = 0; i < 20; i++) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1, X, K, W, K, 0, Y, N);
+        t[r] = (bench_now() - t0) / 20;
+    }
+    free(X), free(W), free(Y);
+    return 2.0 * M * K * N / bench_median(t, 9) / 1e9;
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -166,6 +210,10 @@ int main(int argc, char **argv) {
 #ifndef BENCH_BLIS
     if (!strcmp(argv[1], "linear")) return printf("%.1f\n", tformer_linear(M, K, N, nt, 0)), 0;
     if (!strcmp(argv[1], "linear-bf16")) return printf("%.1f\n", tformer_linear(M, K, N, nt, 1)), 0;
+    if (!strcmp(argv[1], "infer")) {
+        double b = sgemm_infer(M, K, N, nt);
+        return printf("sgemm %.1f tformer %.1f\n", b, tformer_infer(M, K, N, nt)), 0;
+    }
 #endif
     return fprintf(stderr, "bench_matmul: unknown mode '%s'\n", argv[1]), 2;
 }

@@ -8,8 +8,11 @@ weights (the sinusoidal table tformer computes copied into its position
 embeddings, BOS as the decoder start) and converts that model to CTranslate2
 with ctranslate2's own BART loader (CTranslate2's Marian loader assumes
 Marian's zero-embedding start, which this model does not use). Before timing,
-the three systems' greedy translations of the first sentences are compared
-as text: equal work is checked, not assumed.
+the systems' translations are compared as text, greedy and beam 5 (tformer
+with --beam-stop hf-early, CTranslate2's rule: a sentence ends when N
+hypotheses have): equal work is checked, not assumed. CTranslate2 runs in a
+process of its own (torch's idle threads in this one slowed it 2-6x), with
+its threads as intra-op threads (1 x T) and as T translators (T x 1).
 
     python3 bench/translate_bench.py --model RUN/averaged --src test.en [--n 1000] [--threads 2]
 
@@ -117,9 +120,12 @@ def strip(seq, V, special):
 
 
 def run_tformer(binary, folder, lines, beam, threads, batch=32):
+    """The whole command (model loading and tokenisation included), with
+    CTranslate2's beam rule (hf-early: N hypotheses ended; equal outputs)."""
     text = "\n".join(lines) + "\n"
     t0 = time.perf_counter()
-    out = tformer_lines(binary, ["translate", "--model", folder, "--beam", str(beam), "--batch", str(batch)], text, threads)
+    out = tformer_lines(binary, ["translate", "--model", folder, "--beam", str(beam), "--batch", str(batch),
+                                 "--beam-stop", "hf-early"], text, threads)
     return time.perf_counter() - t0, out.rstrip("\n").split("\n")
 
 
@@ -140,12 +146,32 @@ def run_hf(model, src, ids, beam, batch, max_len):
     return time.perf_counter() - t0, hyps
 
 
-def run_ct2(translator, src, beam, batch, max_len):
-    toks = [[f"t{i}" for i in s] for s in src]
+CT2_CHILD = r"""
+import json, sys, time
+import ctranslate2
+a = json.load(open(sys.argv[1]))
+tr = ctranslate2.Translator(a["model"], device="cpu", inter_threads=a["inter"], intra_threads=a["intra"])
+toks = [[f"t{i}" for i in s] for s in a["src"]]
+times, hyps = [], None
+for _ in range(a["repeat"]):
     t0 = time.perf_counter()
-    res = translator.translate_batch(toks, beam_size=beam, max_batch_size=batch, max_decoding_length=max_len)
-    dt = time.perf_counter() - t0
-    return dt, [[int(t[1:]) for t in r.hypotheses[0]] for r in res]
+    res = tr.translate_batch(toks, beam_size=a["beam"], max_batch_size=a["batch"], max_decoding_length=a["max_len"])
+    times.append(time.perf_counter() - t0)
+    hyps = [[int(t[1:]) for t in r.hypotheses[0]] for r in res]
+json.dump({"times": times, "hyps": hyps}, open(sys.argv[1], "w"))
+"""
+
+
+def run_ct2(model_dir, src, beam, batch, max_len, inter, intra, repeat):
+    """CTranslate2 in a process of its own: torch's OpenMP threads, idle but
+    spinning in this one, took 2-6x of its speed when it ran here."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"model": model_dir, "src": src, "beam": beam, "batch": batch, "max_len": max_len, "inter": inter,
+                   "intra": intra, "repeat": repeat}, f)
+    subprocess.run([sys.executable, "-c", CT2_CHILD, f.name], check=True)
+    r = json.load(open(f.name))
+    os.unlink(f.name)
+    return r["times"], r["hyps"]
 
 
 def main():
@@ -155,7 +181,7 @@ def main():
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--check", type=int, default=100, help="sentences whose greedy outputs are compared")
+    ap.add_argument("--check", type=int, default=1000, help="sentences whose outputs are compared (greedy and beam 5)")
     ap.add_argument("--tformer", default="build/tformer")
     ap.add_argument("--hf-n", type=int, default=200, help="sentences for transformers' generate (it is slow)")
     a = ap.parse_args()
@@ -168,38 +194,56 @@ def main():
     src = [s + [ids[2]] for s in encode(a.tformer, a.model, lines)]
     work = tempfile.mkdtemp(prefix="tformer_ct2_")
     ct2_model(model, ids, work)
-    ct2 = ctranslate2.Translator(work, device="cpu", inter_threads=1, intra_threads=a.threads)
     max_len = context  # tformer: 1.5 * source + 10 tokens, within the context
     print(f"model {a.model}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters; "
           f"{len(lines)} sentences; {a.threads} threads; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}")
 
     k = min(a.check, len(lines))
-    _, ref = run_tformer(a.tformer, a.model, lines[:k], 1, a.threads)
-    _, hf = run_hf(model, src[:k], ids, 1, 32, max_len)
-    _, c2 = run_ct2(ct2, src[:k], 1, 32, max_len)
     special = set(ids)
-    for name, hyp in (("transformers", hf), ("ctranslate2", c2)):
-        text = decode(a.tformer, a.model, [strip(h, V, special) for h in hyp])
-        same = sum(x == y for x, y in zip(text, ref))
-        print(f"greedy check: {name} equals tformer on {same}/{k} sentences")
-
-    rows = []
     for beam in (1, 5):
-        for name, fn in (("tformer (batch 32)", lambda: run_tformer(a.tformer, a.model, lines, beam, a.threads)),
-                         ("tformer (batch 1)", lambda: run_tformer(a.tformer, a.model, lines, beam, a.threads, 1)),
-                         ("ctranslate2 (batch 32)", lambda: run_ct2(ct2, src, beam, 32, max_len)),
-                         ("ctranslate2 (batch 1)", lambda: run_ct2(ct2, src, beam, 1, max_len)),
-                         ("transformers generate (batch 32)", lambda: run_hf(model, src[:a.hf_n], ids, beam, 32, max_len))):
+        _, ref = run_tformer(a.tformer, a.model, lines[:k], beam, a.threads)
+        _, c2 = run_ct2(work, src[:k], beam, 32, max_len, 1, a.threads, 1)
+        peers = [("ctranslate2", c2)]
+        if beam == 1:
+            _, hf = run_hf(model, src[:min(k, a.hf_n)], ids, 1, 32, max_len)
+            peers.append(("transformers", hf))
+        for name, hyp in peers:
+            text = decode(a.tformer, a.model, [strip(h, V, special) for h in hyp])
+            same = sum(x == y for x, y in zip(text, ref))
+            print(f"beam {beam} check: {name} equals tformer on {same}/{len(text)} sentences", flush=True)
+
+    # tformer's times are the whole command's: its start-up (process, model, float copies) measured apart
+    startup = statistics.median([run_tformer(a.tformer, a.model, lines[:1], 1, a.threads)[0] for _ in range(5)])
+    print(f"tformer start-up (one line translated): {startup * 1e3:.0f} ms; 'decoding' rows below leave it out "
+          f"(CTranslate2's times leave out its model loading)")
+    rows = []
+    inter = [("ctranslate2 (batch 32, %d x 1 thread)" % a.threads, a.threads, 1)] if a.threads > 1 else []
+    for beam in (1, 5):
+        runs = [("tformer (batch 32)", lambda: [run_tformer(a.tformer, a.model, lines, beam, a.threads)[0]
+                                                for _ in range(a.repeat)]),
+                ("tformer (batch 1)", lambda: [run_tformer(a.tformer, a.model, lines, beam, a.threads, 1)[0]
+                                               for _ in range(a.repeat)])]
+        for name, i, j in inter + [("ctranslate2 (batch 32, 1 x %d threads)" % a.threads, 1, a.threads),
+                                   ("ctranslate2 (batch 1)", 1, a.threads)]:
+            b = 1 if "batch 1)" in name else 32
+            runs.append((name, lambda i=i, j=j, b=b: run_ct2(work, src, beam, b, max_len, i, j, a.repeat)[0]))
+        runs.append(("transformers generate (batch 32)",
+                     lambda: [run_hf(model, src[:a.hf_n], ids, beam, 32, max_len)[0] for _ in range(a.repeat)]))
+        for name, fn in runs:
             n = min(a.hf_n, len(lines)) if name.startswith("transformers") else len(lines)
-            times = [fn()[0] for _ in range(a.repeat)]
-            rows.append((beam, name, n / statistics.median(times)))
-            print(f"beam {beam}  {name:34s} {rows[-1][2]:8.1f} sentences/s (median of {a.repeat})", flush=True)
+            t = statistics.median(fn())
+            rows.append((beam, name, n / t))
+            print(f"beam {beam}  {name:40s} {rows[-1][2]:8.1f} sentences/s (median of {a.repeat})", flush=True)
+            if name.startswith("tformer"):
+                rows.append((beam, name + ", decoding", n / (t - startup)))
+                print(f"beam {beam}  {name + ', decoding':40s} {rows[-1][2]:8.1f} sentences/s", flush=True)
     print("\nratios (tformer batch 32 / the other, sentences/s; > 1: tformer faster)")
     for beam in (1, 5):
-        base = next(r[2] for r in rows if r[0] == beam and r[1] == "tformer (batch 32)")
-        for r in rows:
-            if r[0] == beam and r[1] != "tformer (batch 32)":
-                print(f"beam {beam}  vs {r[1]:34s} {base / r[2]:6.2f}x")
+        for mine in ("tformer (batch 32)", "tformer (batch 32), decoding"):
+            base = next(r[2] for r in rows if r[0] == beam and r[1] == mine)
+            for r in rows:
+                if r[0] == beam and not r[1].startswith("tformer"):
+                    print(f"beam {beam}  {mine:30s} vs {r[1]:40s} {base / r[2]:6.2f}x")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/kernels.h"
 #include "ops/quant.h"
 #include "test.h"
 
@@ -290,4 +291,75 @@ TEST(quant_gpt_forward_uses_every_copy) {
     CHECKF(got == want, "int8 copies of %zu bytes, %zu expected (every product's weight, no position table)", got,
            want);
     CHECKF(rel > 0 && rel < 0.02, "relative error of the int8 logits %.4g", rel);
+}
+
+/* The largest error of y (M,N) against x W^T + b computed in double, over
+ * the largest |term| sum of its row (the product's own rounding scale). */
+static double err_vs_double(const float *y, const tf_tensor *x, const tf_tensor *w, const tf_tensor *b) {
+    int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0];
+    double worst = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double s = tf_f32(b)[n], scale = fabs(s);
+            for (int64_t k = 0; k < K; k++) {
+                double t = (double)tf_f32(x)[m * K + k] * tf_f32(w)[n * K + k];
+                s += t, scale += fabs(t);
+            }
+            worst = fmax(worst, fabs(y[m * N + n] - s) / scale);
+        }
+    return worst;
+}
+
+/* tf_dense of x with rows r0..r0+n of the layer's weight (a view, as
+ * attention's q/k/v slices), gradients off, into out (M,n). */
+static int dense_rows(const layer *L, const tf_tensor *x, int64_t r0, int64_t n, float *out) {
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_ctx_set_grad(ctx, 0);
+    tf_tensor *xi = tf_tensor_new(ctx, TF_DTYPE_F32, 2, x->shape, 0);
+    memcpy(tf_f32(xi), tf_f32(x), sizeof(float) * (size_t)tf_numel(x));
+    tf_tensor *y = xi ? tf_dense(ctx, xi, tf_narrow(ctx, L->l.weight, 0, r0, n), 0, tf_narrow(ctx, L->l.bias, 0, r0, n),
+                                 TF_ACT_NONE) : NULL;
+    if (y) memcpy(out, tf_f32(y), sizeof(float) * (size_t)tf_numel(y));
+    tf_ctx_free(ctx);
+    return y ? 0 : -1;
+}
+
+/* TF_QUANT_F32: a few rows read the transposed float copy through the tile
+ * kernel (float accuracy against double, not the BLAS's bits), a row view
+ * its columns of the copy; many rows read the whole copy through the BLAS,
+ * a row view of many rows the weight itself; a product with gradients and
+ * an (in,out) weight (the kernel's layout already) build none. */
+TEST(quant_f32_copies_for_few_rows) {
+    const int64_t M = 6, K = 130, N = 75, BIG = TF_TILE_MAX_M;
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *x, *w, *b, *xb, *wb, *bb;
+    random_inputs(a, M, K, N, 0.1f, 11, &x, &w, &b);
+    random_inputs(a, BIG, K, N, 0.1f, 11, &xb, &wb, &bb);
+    layer L, T;
+    float *yf = malloc(sizeof(float) * BIG * N), *yc = malloc(sizeof(float) * BIG * N), yv[BIG * 5];
+    int tile = tf_kern() != tf_kern_get(TF_ISA_PORTABLE); /* TFORMER_ISA=portable: no copy, the BLAS */
+    size_t copy = tile ? (size_t)(N * K) * sizeof(float) : 0;
+    CHECK(!layer_new(&L, w, b, 0) && !dense(&L, x, 0, 0, yf) && !tf_params_quantize(L.ps, TF_QUANT_F32));
+    CHECK(!dense(&L, x, 0, 1, yc) && !memcmp(yc, yf, sizeof(float) * M * N) && tf_params_quant_bytes(L.ps) == 0);
+    CHECK(!dense_rows(&L, xb, 9, 5, yv) && tf_params_quant_bytes(L.ps) == 0); /* many rows of a view: no copy */
+    CHECK(!dense(&L, x, 0, 0, yc) && tf_params_quant_bytes(L.ps) == copy);
+    double e = err_vs_double(yc, x, w, b);
+    CHECKF(e < 1e-6, "the copy's product is %.3g off double (relative to the sum of |terms|)", e);
+    CHECK(!tile || memcmp(yc, yf, sizeof(float) * M * N)); /* another summation order: the tile kernel ran */
+    CHECK(!dense_rows(&L, x, 9, 5, yv));
+    int64_t bad = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t j = 0; j < 5; j++) bad += yv[m * 5 + j] != yc[m * N + 9 + j];
+    CHECKF(!tile || !bad, "%lld outputs of the row view differ from the whole copy's", (long long)bad);
+    CHECK(!dense(&L, xb, 0, 0, yc)); /* 192 rows: the BLAS on the whole copy */
+    e = err_vs_double(yc, xb, w, b);
+    CHECKF(e < 1e-6, "192 rows through the copy: %.3g off double", e);
+    /* (in,out): no copy; the product (tf_gemm_acc's tile path) within float accuracy too */
+    CHECK(!layer_new(&T, w, b, 1) && !tf_params_quantize(T.ps, TF_QUANT_F32) && !dense(&T, x, 1, 0, yc));
+    CHECK(tf_params_quant_bytes(T.ps) == 0);
+    e = err_vs_double(yc, x, w, b);
+    CHECKF(e < 1e-6, "the (in,out) product is %.3g off double", e);
+    free(yf), free(yc);
+    tf_params_free(L.ps), tf_params_free(T.ps);
+    tf_arena_free(a);
 }

@@ -349,6 +349,19 @@ TEST(seq2seq_train_cli_then_translate) {
     CHECKF(p && pclose(p) == 0, "output:\n%s", out);
     CHECKF(strstr(out, "cde abc\nbda eab\n") || strstr(out, "cde abc\neab bda\n"), "output:\n%s", out);
     CHECKF(strstr(out, "eab bda\n") != NULL, "the second sentence, reversed: output:\n%s", out);
+    /* 40 lines in batches of 4: one thread, then two (one batch per thread) give the same lines */
+    char outs[2][4096];
+    for (int threads = 1; threads <= 2; threads++) {
+        snprintf(cmd, sizeof cmd, "head -40 %s/train.src | %s translate --model %s/run --beam 2 --beam-stop hf-early "
+                 "--batch 4 --threads %d", dir, test_tformer_bin(), dir, threads);
+        p = popen(cmd, "r");
+        k = p ? fread(outs[threads - 1], 1, sizeof outs[0] - 1, p) : 0;
+        outs[threads - 1][k] = 0;
+        CHECKF(p && pclose(p) == 0, "--threads %d: %s", threads, outs[threads - 1]);
+    }
+    int lines = 0;
+    for (const char *c = outs[0]; *c; c++) lines += *c == '\n';
+    CHECKF(lines == 40 && !strcmp(outs[0], outs[1]), "%d lines; one thread:\n%s\ntwo:\n%s", lines, outs[0], outs[1]);
     static const struct {
         const char *args, *want;
     } BAD[] = {
@@ -390,6 +403,7 @@ TEST(seq2seq_translate_cli_hostile_input) {
         {"translate --model /tmp --beam abc", "--beam", 2},
         {"translate --model /tmp --length-penalty nan", "--length-penalty expects a number", 2},
         {"translate --model /tmp --max-len-a -1", "--max-len-a expects a number", 2},
+        {"translate --model /tmp --beam-stop first", "--beam-stop expects one of tformer, hf, hf-early, hf-never, got 'first'", 2},
         {"translate --model /tmp --attention-png /dev/null/att", "--attention-png /dev/null/att: cannot create /dev/null/att: Not a directory", 1},
         {"translate --model /tmp --attention-png /dev/null", "--attention-png /dev/null: not a folder", 1},
         {"translate", "missing --model", 2},

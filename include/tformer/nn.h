@@ -41,10 +41,10 @@ TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
  * weights are final: the copies do not follow later changes to them.
  * TF_QUANT_F32 keeps float values: each (out,in) weight a dense layer reads
  * gets a transposed copy, (in,out), which products of a few rows (decoding
- * steps, under TF_TILE_MAX_M = 192) read in place through the tile kernel,
- * where a BLAS would repack the weight at every call: the same products
- * summed in another order (1.3-2x faster on AVX-512). TF_QUANT_NONE drops
- * the copies. */
+ * steps: under 96 rows, or 192 for weights under 2 MB) read in place through
+ * the tile kernel, where a BLAS would repack the weight at every call: the
+ * same products summed in another order (1.3-3.7x faster on AVX-512,
+ * bench_matmul infer). TF_QUANT_NONE drops the copies. */
 typedef enum { TF_QUANT_NONE, TF_QUANT_INT8, TF_QUANT_F32 } tf_quant_kind;
 TF_API int tf_params_quantize(tf_params *ps, tf_quant_kind kind);
 /* Bytes held by the copies built so far. */

@@ -104,8 +104,16 @@ void tf_flash_finish(float *o, float *lse, const float *m, const double *l, int6
 tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x);
 
 /* Products C += A B of fewer rows than this (a decoding step's, a batch of
- * beams) with B (K,N) go through tile_gemm rather than the BLAS. */
+ * beams) with B (K,N) go through tile_gemm rather than the BLAS, which
+ * repacks B at every call; from 96 rows on, only when B is under 2 MB (the
+ * tile kernel reads B's column panels once per product, but with a larger B
+ * the BLAS's packed panels win: bench_matmul infer, 96-160 rows of a
+ * 128x8003 head at 0.85-0.95x the bare sgemm, where 8-64 rows and any
+ * 128-768 layer run at 1.0-3.7x). */
 enum { TF_TILE_MAX_M = 192 };
+static inline int tf_tile_rows(int64_t M, int64_t N, int64_t K) {
+    return M < TF_TILE_MAX_M && (M < 96 || N * K < ((int64_t)1 << 19));
+}
 
 /* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
  * has it), else the widest the CPU has. */

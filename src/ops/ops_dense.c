@@ -50,11 +50,11 @@ void tf_op_dense_backward(tf_node *n) {
 /* Products that track no gradient read w's int8 or float copy when it has
  * one (tf_params_quantize); -1 only when the scratch cannot be had. */
 static int use_quant(tf_ctx *ctx, tf_dense_params *p, const tf_tensor *w) {
-    if (!p->M || !(p->q = tf_quant_for(w, p->w_in_out, &p->q_row0))) return 0;
-    if (tf_quant_is_f32(p->q)) { /* the tile kernel's copy: for a few rows; more go to the BLAS */
-        if (p->M >= TF_TILE_MAX_M || p->kernel != TF_GEMM_AUTO) p->q = NULL;
+    /* a float copy serves the vector kernels, in some products (quant.h): built only for those */
+    if (tf_quant_is_f32(w->quant) && (p->w_in_out || p->kernel != TF_GEMM_AUTO ||
+                                      tf_kern() == tf_kern_get(TF_ISA_PORTABLE) || !tf_quant_f32_serves(w, p->M)))
         return 0;
-    }
+    if (!p->M || !(p->q = tf_quant_for(w, p->w_in_out, &p->q_row0)) || tf_quant_is_f32(p->q)) return 0;
     int64_t Kp = tf_quant_padded_k(p->q);
     p->xq = tf_ctx_alloc(ctx, (size_t)(p->M * Kp));
     p->sx = tf_ctx_alloc(ctx, (size_t)p->M * sizeof *p->sx);

@@ -101,10 +101,9 @@ static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_
 }
 
 /* C (M,N) += A (M,K) B (K,N) for a few rows (a decoding step's, a batch of
- * beams): the kernel set's tile product reads B where it lies, where a BLAS
- * repacks all of it on every call. On one Zen 5 core (bench_matmul tile):
- * 1.3-2x OpenBLAS's AVX-512 sgemm from 2 to 160 rows with K 128-768, even at
- * 192-256, behind above. Columns go to the threads in panels of 64. */
+ * beams; tf_tile_rows): the kernel set's tile product reads B where it lies,
+ * where a BLAS repacks all of it on every call. Columns go to the threads in
+ * panels of 64. */
 static int tile_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K) {
     const tf_kernels *kern = tf_kern();
     if (kern == tf_kern_get(TF_ISA_PORTABLE)) return -1; /* the scalar loops: a BLAS does better */
@@ -130,7 +129,7 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
         gemv_acc(C, A, B, N, K, tb);
         return;
     }
-    if (kernel == TF_GEMM_AUTO && !ta && !tb && M < TF_TILE_MAX_M && !tile_acc(C, A, B, M, N, K)) return;
+    if (kernel == TF_GEMM_AUTO && !ta && !tb && tf_tile_rows(M, N, K) && !tile_acc(C, A, B, M, N, K)) return;
     tf_sgemm_fn sgemm = kernel == TF_GEMM_PORTABLE ? NULL : tf_blas_sgemm();
     if (sgemm && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX &&
         K <= INT32_MAX) {

@@ -237,10 +237,21 @@ void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
 }
 
 
-int tf_quant_is_f32(const tf_quant *q) { return q->f32; }
+int tf_quant_is_f32(const tf_quant *q) { return q && q->f32; }
+
+int tf_quant_f32_serves(const tf_tensor *w, int64_t M) {
+    const tf_quant *q = w->quant;
+    if (!tf_quant_is_f32(q) || w->ndim != 2) return 0;
+    return tf_tile_rows(M, w->shape[0], w->shape[1]) ||
+           (w->data == q->src && w->shape[0] == q->rows && w->shape[1] == q->cols); /* the whole weight */
+}
 
 void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
                    uint8_t *xq, float *sx) {
+    if (q->f32 && !tf_tile_rows(M, N, K)) { /* the whole copy (tf_quant_f32_serves): the BLAS, nothing transposed */
+        tf_gemm_acc(y, x, q->t, M, N, K, 0, 0, TF_GEMM_AUTO);
+        return;
+    }
     if (q->f32) { /* columns row0.. of t, in panels of 64 on the threads */
         const tf_kernels *kern = tf_kern();
         int64_t ld = q->N, nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = ((N + nt - 1) / nt + 63) / 64 * 64;

@@ -62,10 +62,15 @@ const tf_q8_kernels *tf_q8_best(void);
 
 /* A weight's copy, empty until first used (tf_quant_for builds it): int8,
  * or with f32 (TF_QUANT_F32) an (out,in) weight's float values transposed,
- * (in,out), which the tile kernel reads in place for products of fewer than
- * TF_TILE_MAX_M rows (a BLAS repacks the weight on every call). */
+ * (in,out), which the tile kernel reads in place for products of a few rows
+ * (tf_tile_rows; a BLAS repacks the weight on every call). */
 tf_quant *tf_quant_new(const tf_tensor *w, int f32);
-int tf_quant_is_f32(const tf_quant *q);
+int tf_quant_is_f32(const tf_quant *q); /* NULL: 0 */
+/* Whether w's float copy serves a product of M rows with w (an (out,in)
+ * weight or a view of some of its rows): a few rows (tf_tile_rows), or the
+ * whole weight (more rows: the BLAS reads the copy untransposed, which it
+ * packs faster than w^T). 0 without a float copy. */
+int tf_quant_f32_serves(const tf_tensor *w, int64_t M);
 void tf_quant_free(tf_quant *q);
 size_t tf_quant_bytes(const tf_quant *q);
 
