@@ -36,9 +36,16 @@ static void blas_load(void) {
     const char *off = getenv("TFORMER_BLAS");
     if (off && !strcmp(off, "0")) return;
     int chose = !getenv("OPENBLAS_CORETYPE") && cpu_has_avx512();
+    /* OpenBLAS runs on one thread inside our tiles (below): with this set
+     * when it loads, it starts no thread pool of its own, whose idle
+     * threads otherwise spin in sched_yield beside ours (6% of a decoding
+     * run's samples on one thread; a core taken from two) */
+    int one = !getenv("OPENBLAS_NUM_THREADS");
     if (chose) setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 0);
+    if (one) setenv("OPENBLAS_NUM_THREADS", "1", 0);
     void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (chose) unsetenv("OPENBLAS_CORETYPE");
+    if (one) unsetenv("OPENBLAS_NUM_THREADS");
     if (!h) return;
     /* POSIX's way to take a function from dlsym (ISO C has no object-to-function cast) */
     tf_sgemm_fn f;
