@@ -94,6 +94,8 @@ static inline float tf_max_f32(const float *x, int64_t n) {
 }
 /* log(sum(exp(x))) of x (n) through the vector kernels (scratch: n floats). */
 float tf_log_sum_exp(float *scratch, const float *x, int64_t n);
+/* The same when x's largest value mx (tf_max_f32's) is known. */
+float tf_log_sum_exp_at(float *scratch, const float *x, int64_t n, float mx);
 
 /* for (int64_t i = 0; i < n; i++) BODY, on the threads when cond holds and
  * as a plain loop otherwise: even an inactive parallel region costs about a

@@ -114,25 +114,29 @@ static void insert(cand *best, int *k, int n, cand c) {
     best[i] = c;
 }
 
+/* Each row's log-sum-exp and the largest logit of each block of LSE_BLOCK
+ * tokens (rows, ceil(V / LSE_BLOCK)), found in one pass (lse_rows). */
+enum { LSE_BLOCK = 64 };
+typedef struct {
+    const float *lse, *bmax;
+} row_stats;
+
 /* The n best candidates over every live hypothesis and token (insertion
  * into a sorted list of n); a token's log-probability is its logit minus
  * its row's log-sum-exp (then processed: the last step is `last`).
  * Unprocessed, a candidate's score score + (lp[v] - l) grows with lp[v] and
  * ties rank the earlier (b,v) first, so once n are held a block of tokens
  * whose largest logit does not beat the n-th is skipped whole. */
-static int select_best(const seq *s, const float *logits, const float *lse, int32_t V, int n, cand *best,
+static int select_best(const seq *s, const float *logits, const row_stats *st, int32_t V, int n, cand *best,
                        const tf_generate_opts *o, int last) {
-    enum { BLOCK = 64 };
-    int k = 0, plain = !o->n_bad_ids && !(last && o->forced_eos_id >= 0);
+    int k = 0, plain = !o->n_bad_ids && !(last && o->forced_eos_id >= 0), nb = (V + LSE_BLOCK - 1) / LSE_BLOCK;
     for (int b = 0; b < s->n_cur; b++) {
-        const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = lse[s->cur[b].row];
+        const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = st->lse[s->cur[b].row];
+        const float *bmax = st->bmax + (size_t)s->cur[b].row * (size_t)nb;
         double score = s->cur[b].score;
-        for (int32_t v0 = 0; v0 < V; v0 += BLOCK) {
-            int32_t v1 = V - v0 < BLOCK ? V : v0 + BLOCK;
-            if (plain && k == n) {
-                float mx = tf_max_f32(lp + v0, v1 - v0);
-                if (!(score + (mx - l) > best[n - 1].score)) continue;
-            }
+        for (int32_t v0 = 0; v0 < V; v0 += LSE_BLOCK) {
+            int32_t v1 = V - v0 < LSE_BLOCK ? V : v0 + LSE_BLOCK;
+            if (plain && k == n && !(score + (bmax[v0 / LSE_BLOCK] - l) > best[n - 1].score)) continue;
             for (int32_t v = v0; v < v1; v++)
                 insert(best, &k, n, (cand){score + (plain ? lp[v] - l : processed(o, last, v, lp[v] - l)), b, v});
         }
@@ -194,7 +198,7 @@ static int child(seq *s, const cand *c) {
 }
 
 /* tformer's rule: the N best candidates; those that end (eos, or the last step) are scored. */
-static int step_tformer(seq *s, const float *logp, const float *lse, int32_t V, const tf_generate_opts *o, int step,
+static int step_tformer(seq *s, const float *logp, const row_stats *lse, int32_t V, const tf_generate_opts *o, int step,
                         cand *sel) {
     int ns = select_best(s, logp, lse, V, o->beam, sel, o, step == s->steps - 1), rc = 0;
     for (int i = 0; !rc && i < ns; i++)
@@ -206,7 +210,7 @@ static int step_tformer(seq *s, const float *logp, const float *lse, int32_t V, 
 
 /* transformers' rule: of the 2N best, an eos among the first N ends its
  * hypothesis; the first N others live on, or join the ended at the last step. */
-static int step_hf(seq *s, const float *logp, const float *lse, int32_t V, const tf_generate_opts *o, int step,
+static int step_hf(seq *s, const float *logp, const row_stats *lse, int32_t V, const tf_generate_opts *o, int step,
                    cand *sel) {
     int N = o->beam, ns = select_best(s, logp, lse, V, 2 * N, sel, o, step == s->steps - 1), k = 0, rc = 0,
         keep[2 * TF_BEAM_MAX];
@@ -231,6 +235,7 @@ typedef struct {
     float *logp;    /* (rows,V): the logits */
     size_t logp_room;
     float *lse;     /* (rows): their log-sum-exp */
+    float *bmax;    /* (rows, ceil(V / LSE_BLOCK)): their blocks' largest logits */
     float *scratch; /* (V) */
     int *parents;   /* (rows) */
     int32_t *toks;  /* (rows) */
@@ -241,8 +246,16 @@ typedef struct {
 /* Each row's log-sum-exp, which turns logits into log-probabilities; 0 when
  * no choice depends on it (one hypothesis a sequence, no score wanted). */
 static void lse_rows(search *z, int rows) {
-    for (int r = 0; r < rows; r++)
-        z->lse[r] = z->logits_only ? 0.0f : tf_log_sum_exp(z->scratch, z->logp + (size_t)r * (size_t)z->V, z->V);
+    int nb = (z->V + LSE_BLOCK - 1) / LSE_BLOCK;
+    for (int r = 0; r < rows; r++) {
+        const float *x = z->logp + (size_t)r * (size_t)z->V;
+        float *bm = z->bmax + (size_t)r * (size_t)nb, mx = -INFINITY;
+        for (int b = 0; b < nb; b++) {
+            int32_t v0 = b * LSE_BLOCK, w = z->V - v0 < LSE_BLOCK ? z->V - v0 : LSE_BLOCK;
+            bm[b] = tf_max_f32(x + v0, w), mx = bm[b] > mx ? bm[b] : mx;
+        }
+        z->lse[r] = z->logits_only ? 0.0f : tf_log_sum_exp_at(z->scratch, x, z->V, mx);
+    }
 }
 
 /* One round: every active sequence chooses; the children's rows are selected and stepped. */
@@ -252,8 +265,9 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
         seq *s = &z->s[i];
         s->n_next = 0;
         if (s->done || !s->n_cur || step >= s->steps) continue;
-        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, z->lse, z->V, o, step, z->sel)
-                                             : step_hf(s, z->logp, z->lse, z->V, o, step, z->sel);
+        row_stats st = {z->lse, z->bmax};
+        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, &st, z->V, o, step, z->sel)
+                                             : step_hf(s, z->logp, &st, z->V, o, step, z->sel);
         for (int c = 0; !rc && c < s->n_next; c++) {
             z->parents[n] = s->next[c].row, z->toks[n] = s->next[c].toks.v[s->next[c].toks.n - 1];
             s->next[c].row = n++;
@@ -279,7 +293,8 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
     z->s = calloc((size_t)n_seq, sizeof *z->s);
     if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = tf_buf_take(n, &z->logp_room)) ||
         !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
-        !(z->lse = malloc(rows * sizeof *z->lse)) || !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
+        !(z->lse = malloc(rows * sizeof *z->lse)) ||
+        !(z->bmax = malloc(rows * (size_t)((V + LSE_BLOCK - 1) / LSE_BLOCK) * sizeof *z->bmax)) || !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
         !(z->sel = malloc((size_t)2 * (size_t)o->beam * sizeof *z->sel)))
         return tf_set_error("generate: out of memory for a beam of %d over %d sequences", o->beam, n_seq);
     for (int i = 0; i < n_seq; i++) {
@@ -302,7 +317,7 @@ static void search_free(search *z, int beam) {
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
     tf_buf_give(z->logp, z->logp_room);
-    free(z->s), free(z->lse), free(z->scratch), free(z->parents), free(z->toks), free(z->sel);
+    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->parents), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best
