@@ -227,8 +227,11 @@ def main():
                                    ("ctranslate2 (batch 1)", 1, a.threads)]:
             b = 1 if "batch 1)" in name else 32
             runs.append((name, lambda i=i, j=j, b=b: run_ct2(work, src, beam, b, max_len, i, j, a.repeat)[0]))
-        runs.append(("transformers generate (batch 32)",
-                     lambda: [run_hf(model, src[:a.hf_n], ids, beam, 32, max_len)[0] for _ in range(a.repeat)]))
+        for t in sorted({a.threads, 1}, reverse=True):  # torch 1.13 on 2 threads is 2.5x slower than on 1 here
+            def hf(t=t):
+                torch.set_num_threads(t)
+                return [run_hf(model, src[:a.hf_n], ids, beam, 32, max_len)[0] for _ in range(a.repeat)]
+            runs.append((f"transformers generate (batch 32, {t} thr)", hf))
         for name, fn in runs:
             n = min(a.hf_n, len(lines)) if name.startswith("transformers") else len(lines)
             t = statistics.median(fn())
