@@ -456,7 +456,14 @@ bleu-conformance: $(BUILD)/tformer $(BUILD)/val.de $(HF_PYTHON)
 TRANSLATION_RESULTS ?= build/translation_results
 translation-results: $(BUILD)/tformer
 	sh tools/translation_results.sh $(BUILD)/tformer $(TRANSLATION_RESULTS)
-.PHONY: translation-results
+# Decoding speed of translation-results' best model against CTranslate2 and
+# transformers' generate() (docs/translation.md; about 2 minutes; ctranslate2
+# from pip into HF_PYTHON's venv). Kept out of CI: it needs the trained model.
+bench-translate: $(BUILD)/tformer $(HF_PYTHON)
+	$(HF_PYTHON) -c "import ctranslate2" 2>/dev/null || build/hfvenv/bin/pip install -q ctranslate2
+	$(BENCH_ENV) $(HF_PYTHON) bench/translate_bench.py --tformer $(BUILD)/tformer --model $(TRANSLATION_RESULTS)/run/best \
+	    --src $(TRANSLATION_RESULTS)/data/test_2016_flickr.en --hf-n 100 --repeat 5
+.PHONY: translation-results bench-translate
 
 # docs/vision.md's long run: a ViT on Fashion-MNIST with a DeiT recipe, issue
 # 12's 93% on t10k (about 1 h 40 min on one core; each call trains for at most
