@@ -211,6 +211,35 @@ TEST(seq2seq_learns_to_reverse_and_decodes_greedy_and_beam) {
     }
     printf("    loss %.3f -> %.3f; reversed right: greedy %d/20, beam 4 %d/20\n", first, last, right[0], right[1]);
     CHECK(right[0] >= 18 && right[1] >= 18);
+    /* the 20 sources as rows of one decoder, beam 4 (beams sharing their source's cross-attention
+     * rows, sentences ending at different steps): each row's result is the one it gets alone, before
+     * and after the memory kept between batches is given back */
+    int32_t srcs[20][MAXLEN + 1], tgt[MAXLEN + 1], bos = ti.bos;
+    const int32_t *sp[20];
+    int lens[20], alone = 0, batched[2] = {0, 0};
+    held = 987654321;
+    tf_generate_opts o = tf_generate_opts_default();
+    o.max_tokens = MAXLEN + 2, o.eos_id = ti.eos, o.beam = 4, o.temperature = 0;
+    tf_ids one[20] = {{0}}, rows[20] = {{0}};
+    for (int k = 0; k < 20; k++) {
+        lens[k] = make_pair(&held, &ti, srcs[k], tgt), sp[k] = srcs[k];
+        tf_decoder *d = tf_seq2seq_decoder_new(m, srcs[k], lens[k], 16);
+        alone += d && !tf_generate(d, &bos, 1, &o, NULL, NULL, &one[k], NULL);
+        tf_decoder_free(d);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) tf_translate_trim();
+        tf_decoder *d = tf_seq2seq_decoder_new_batch(m, sp, lens, 20, 16);
+        CHECK(d && !tf_generate_rows(d, &bos, 1, &o, NULL, rows, NULL));
+        for (int k = 0; k < 20; k++) {
+            batched[pass] += rows[k].n == one[k].n && !memcmp(rows[k].v, one[k].v, one[k].n * sizeof *one[k].v);
+            tf_ids_free(&rows[k]);
+        }
+        tf_decoder_free(d);
+    }
+    for (int k = 0; k < 20; k++) tf_ids_free(&one[k]);
+    CHECKF(alone == 20 && batched[0] == 20 && batched[1] == 20, "alone %d, batched %d and %d (after the trim) of 20",
+           alone, batched[0], batched[1]);
     tf_seq2seq_free(m);
 }
 

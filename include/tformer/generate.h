@@ -154,6 +154,11 @@ TF_API int tf_translate_line_ids(const tf_translator *t, const tf_translate_opts
  * tf_translate_line gives it. On error, *bad (if given) is the line's index. */
 TF_API int tf_translate_lines(const tf_translator *t, const tf_translate_opts *o, int n, const char *const *lines,
                               const size_t *lens, char **texts, size_t *text_lens, int *bad);
+/* Give back the memory kept from one batch for the next (a few decoding
+ * contexts, KV-cache and logits buffers: up to some hundreds of MB after a
+ * large model's batches); a program that is done translating for a while
+ * calls it. Not while another thread decodes. */
+TF_API void tf_translate_trim(void);
 
 /* ---------------------------------------------------------------- attention pictures */
 

@@ -79,6 +79,16 @@ void *tf_buf_take(size_t bytes, size_t *room) {
     return p;
 }
 
+void tf_buf_trim(void) {
+    void *drop[BUF_N];
+    int n = 0;
+#pragma omp critical(tf_bufs)
+    {
+        while (g_bufs.n) drop[n++] = g_bufs.p[0], bufs_remove(0);
+    }
+    for (int i = 0; i < n; i++) free(drop[i]);
+}
+
 void tf_buf_give(void *p, size_t room) {
     if (!p) return;
     void *drop[BUF_N + 1];

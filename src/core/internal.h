@@ -171,6 +171,8 @@ int tf_params_shape(const tf_params *ps, int i, int64_t *shape);
  * fine). A few are kept for the next requests, the rest freed. */
 void *tf_buf_take(size_t bytes, size_t *room);
 void tf_buf_give(void *p, size_t room);
+/* Free every buffer kept. */
+void tf_buf_trim(void);
 /* Keep a safetensors file (whose mapping the tensors read) open until tf_params_free. */
 struct tf_st_file;
 void tf_params_keep_file(tf_params *ps, struct tf_st_file *f);

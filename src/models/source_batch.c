@@ -42,6 +42,15 @@ static void ctx_give(tf_ctx *c) {
     tf_ctx_free(c);
 }
 
+void tf_translate_trim(void) {
+    tf_ctx *drop[POOL];
+    int n = 0;
+#pragma omp critical(tf_source_batch_pool)
+    while (g_pooled > 0) drop[n++] = g_pool[--g_pooled];
+    for (int i = 0; i < n; i++) tf_ctx_free(drop[i]);
+    tf_buf_trim();
+}
+
 int tf_source_batch_init(tf_source_batch *b, const int32_t *const *src, const int *n_src, int R, int S) {
     b->mem_ctx[0] = ctx_take(), b->mem_ctx[1] = ctx_take(), b->step_ctx = ctx_take();
     if (!b->mem_ctx[0] || !b->mem_ctx[1] || !b->step_ctx) return tf_set_error("decoder: out of memory");
