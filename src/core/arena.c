@@ -42,9 +42,9 @@ float tf_hash_uniform(uint64_t seed, uint64_t i) {
 
 /* Buffers given back wait for the next request they fit (the smallest that
  * does: a larger one's pages beyond the request stay as they were), BUF_N of
- * them and BUF_BYTES in all, the oldest dropped first. Fresh ones get more room than asked (a quarter; twice from
- * 1 MiB on, pages untouched cost nothing), so that the next batch's larger
- * request fits too: a translation's batches grow with its sorted sources
+ * them and BUF_BYTES in all, the oldest dropped first. Fresh ones get more
+ * room than asked (a quarter; twice from 1 MiB on, pages untouched cost
+ * nothing), so that the next batch's larger request fits too: a translation's batches grow with its sorted sources
  * (KV caches 9 to 24 MB, 22 fresh buffers of them with a quarter's room, 70k
  * page faults on the 1,000 test sentences). Shared by every thread. */
 enum { BUF_N = 16 };

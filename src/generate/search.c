@@ -198,9 +198,9 @@ static int child(seq *s, const cand *c) {
 }
 
 /* tformer's rule: the N best candidates; those that end (eos, or the last step) are scored. */
-static int step_tformer(seq *s, const float *logp, const row_stats *lse, int32_t V, const tf_generate_opts *o, int step,
+static int step_tformer(seq *s, const float *logp, const row_stats *st, int32_t V, const tf_generate_opts *o, int step,
                         cand *sel) {
-    int ns = select_best(s, logp, lse, V, o->beam, sel, o, step == s->steps - 1), rc = 0;
+    int ns = select_best(s, logp, st, V, o->beam, sel, o, step == s->steps - 1), rc = 0;
     for (int i = 0; !rc && i < ns; i++)
         rc = step == s->steps - 1 || sel[i].v == o->eos_id
                  ? tformer_finish(s, &s->cur[sel[i].b].toks, sel[i].v, sel[i].score, o->length_penalty)
@@ -210,9 +210,9 @@ static int step_tformer(seq *s, const float *logp, const row_stats *lse, int32_t
 
 /* transformers' rule: of the 2N best, an eos among the first N ends its
  * hypothesis; the first N others live on, or join the ended at the last step. */
-static int step_hf(seq *s, const float *logp, const row_stats *lse, int32_t V, const tf_generate_opts *o, int step,
+static int step_hf(seq *s, const float *logp, const row_stats *st, int32_t V, const tf_generate_opts *o, int step,
                    cand *sel) {
-    int N = o->beam, ns = select_best(s, logp, lse, V, 2 * N, sel, o, step == s->steps - 1), k = 0, rc = 0,
+    int N = o->beam, ns = select_best(s, logp, st, V, 2 * N, sel, o, step == s->steps - 1), k = 0, rc = 0,
         keep[2 * TF_BEAM_MAX];
     for (int r = 0; !rc && r < ns && k < N; r++) {
         if (sel[r].v != o->eos_id) keep[k++] = r;
@@ -294,7 +294,8 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
     if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = tf_buf_take(n, &z->logp_room)) ||
         !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
         !(z->lse = malloc(rows * sizeof *z->lse)) ||
-        !(z->bmax = malloc(rows * (size_t)((V + LSE_BLOCK - 1) / LSE_BLOCK) * sizeof *z->bmax)) || !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
+        !(z->bmax = malloc(rows * (size_t)((V + LSE_BLOCK - 1) / LSE_BLOCK) * sizeof *z->bmax)) ||
+        !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
         !(z->sel = malloc((size_t)2 * (size_t)o->beam * sizeof *z->sel)))
         return tf_set_error("generate: out of memory for a beam of %d over %d sequences", o->beam, n_seq);
     for (int i = 0; i < n_seq; i++) {

@@ -113,9 +113,11 @@ static int shorter(const void *a, const void *b) {
     return x->len != y->len ? (x->len < y->len ? -1 : 1) : (x->line > y->line) - (x->line < y->line);
 }
 
-/* Batch b (sentences order[b*batch ...)) of n: one decoder over them, or one sentence at a time. */
+/* Batch b of n sentences in order, batch at a time: one decoder over them, or one sentence at a time. */
 static int translate_chunk(const tf_translator *t, const tf_translate_opts *o, const tf_ids *src, const int *order,
-                           int k, tf_ids *out, int *bad) {
+                           int n, int batch, int b, tf_ids *out, int *bad) {
+    int k = n - b * batch < batch ? n - b * batch : batch;
+    order += b * batch;
     if (t->decoder_new_batch && k > 1) {
         int rc = translate_batch(t, o, src, order, k, out);
         if (rc) *bad = order[0];
@@ -145,18 +147,15 @@ static int translate_all(const tf_translator *t, const tf_translate_opts *o, con
     if (!rc && threads > 1 && n_batch >= threads) {
 #pragma omp parallel for schedule(dynamic, 1)
         for (int b = n_batch - 1; b >= 0; b--) {
-            int at = b * batch, k = n - at < batch ? n - at : batch, where = -1;
-            if (translate_chunk(t, o, src, order + at, k, out, &where)) {
+            int where = -1;
+            if (translate_chunk(t, o, src, order, n, batch, b, out, &where)) {
 #pragma omp critical(tf_translate_error)
                 if (where < first) first = where, snprintf(error, sizeof error, "%s", tf_error());
             }
         }
         if (first < n) rc = tf_set_error("%s", error);
     } else { /* longest first too: the contexts and buffers reach their size at once, then serve every batch */
-        for (int b = n_batch - 1; !rc && b >= 0; b--) {
-            int at = b * batch;
-            rc = translate_chunk(t, o, src, order + at, n - at < batch ? n - at : batch, out, &first);
-        }
+        for (int b = n_batch - 1; !rc && b >= 0; b--) rc = translate_chunk(t, o, src, order, n, batch, b, out, &first);
     }
     if (rc && bad) *bad = first < n ? first : -1;
     free(key), free(order);

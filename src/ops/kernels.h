@@ -114,6 +114,10 @@ enum { TF_TILE_MAX_M = 192 };
 static inline int tf_tile_rows(int64_t M, int64_t N, int64_t K) {
     return M < TF_TILE_MAX_M && (M < 96 || N * K < ((int64_t)1 << 19));
 }
+/* C (M,N) += A (M,K) B (K,N), B's rows ldb apart, through tile_gemm: the
+ * kernel reads B where it lies (a BLAS repacks all of it on every call);
+ * columns go to the threads in panels of 64. */
+void tf_tile_acc(float *C, const float *A, const float *B, int64_t ldb, int64_t M, int64_t N, int64_t K);
 
 /* The kernels in use: TFORMER_ISA=portable|avx2|avx512 when set (and the CPU
  * has it), else the widest the CPU has. */

@@ -100,20 +100,11 @@ static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_
     TF_PARALLEL_FOR(par && nc > 1, c, nc, gemv_chunk(C, a, B, N, K, tb, c * w, (c + 1) * w < N ? (c + 1) * w : N));
 }
 
-/* C (M,N) += A (M,K) B (K,N) for a few rows (a decoding step's, a batch of
- * beams; tf_tile_rows): the kernel set's tile product reads B where it lies,
- * where a BLAS repacks all of it on every call. Columns go to the threads in
- * panels of 64. */
-static int tile_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K) {
+void tf_tile_acc(float *C, const float *A, const float *B, int64_t ldb, int64_t M, int64_t N, int64_t K) {
     const tf_kernels *kern = tf_kern();
-    if (kern == tf_kern_get(TF_ISA_PORTABLE)) return -1; /* the scalar loops: a BLAS does better */
-    int64_t nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = (N + nt - 1) / nt;
-    w = (w + 63) / 64 * 64;
-    int64_t chunks = (N + w - 1) / w;
-    TF_PARALLEL_FOR(chunks > 1, c, chunks,
-                    int64_t j0 = c * w; int64_t j1 = j0 + w < N ? j0 + w : N;
-                    kern->tile_gemm(C + j0, N, A, K, 1, B + j0, N, M, j1 - j0, K, 1.0f));
-    return 0;
+    int64_t nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = ((N + nt - 1) / nt + 63) / 64 * 64;
+    TF_PARALLEL_FOR(N > w, c, (N + w - 1) / w, int64_t j0 = c * w; int64_t j1 = j0 + w < N ? j0 + w : N;
+                    kern->tile_gemm(C + j0, N, A, K, 1, B + j0, ldb, M, j1 - j0, K, 1.0f));
 }
 
 /* C (M,N) += op(A) op(B); A is stored (M,K), or (K,M) when ta; B is stored
@@ -129,7 +120,10 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
         gemv_acc(C, A, B, N, K, tb);
         return;
     }
-    if (kernel == TF_GEMM_AUTO && !ta && !tb && tf_tile_rows(M, N, K) && !tile_acc(C, A, B, M, N, K)) return;
+    if (kernel == TF_GEMM_AUTO && !ta && !tb && tf_tile_rows(M, N, K) && tf_kern() != tf_kern_get(TF_ISA_PORTABLE)) {
+        tf_tile_acc(C, A, B, N, M, N, K); /* the scalar loops would not beat a BLAS */
+        return;
+    }
     tf_sgemm_fn sgemm = kernel == TF_GEMM_PORTABLE ? NULL : tf_blas_sgemm();
     if (sgemm && (kernel == TF_GEMM_BLAS || M * N * K >= TF_BLAS_MIN_WORK) && M <= INT32_MAX && N <= INT32_MAX &&
         K <= INT32_MAX) {

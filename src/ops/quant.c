@@ -252,13 +252,8 @@ void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quan
         tf_gemm_acc(y, x, q->t, M, N, K, 0, 0, TF_GEMM_AUTO);
         return;
     }
-    if (q->f32) { /* columns row0.. of t, in panels of 64 on the threads */
-        const tf_kernels *kern = tf_kern();
-        int64_t ld = q->N, nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = ((N + nt - 1) / nt + 63) / 64 * 64;
-        const float *t = q->t + row0;
-        TF_PARALLEL_FOR(nt > 1 && N > w, c, (N + w - 1) / w, int64_t j0 = c * w;
-                        int64_t j1 = j0 + w < N ? j0 + w : N;
-                        kern->tile_gemm(y + j0, N, x, K, 1, t + j0, ld, M, j1 - j0, K, 1.0f));
+    if (q->f32) { /* columns row0.. of t */
+        tf_tile_acc(y, x, q->t + row0, q->N, M, N, K);
         return;
     }
     enum { COLS = 64 }; /* output columns (rows of the copy) per task */
