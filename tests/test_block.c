@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "test.h"
 
 static const tf_block_name FUSED[] = {
@@ -155,4 +156,65 @@ TEST(block_name_map_and_registry_errors) {
     CHECK(tf_block_register(ps, "", &b, &c, &n, (tf_block_init){0.02f, 0.02f, 0}) != 0 &&
           strstr(tf_error(), "multiple of n_head"));
     tf_params_free(ps);
+}
+
+/* A key (value 0) or value (1) of the test below: layer l, the position's id, head h, element d. */
+static float kv_value(int value, int l, int id, int h, int d) {
+    return (float)(value * 100000 + l * 10000 + id * 100 + h * 10 + d);
+}
+
+/* Whether every layer's held keys and values are those of ids[b][t] (row b, position t). */
+static int kv_holds(tf_ctx *ctx, tf_kv_cache *kv, int L, int B, int H, int D, int len, int ids[][8]) {
+    for (int l = 0; l < L; l++) {
+        tf_tensor *t[2];
+        if (tf_kv_cache_held(ctx, kv, l, &t[0], &t[1]) || t[0]->shape[0] != B || t[0]->shape[2] != len) return 0;
+        for (int v = 0; v < 2; v++)
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int p = 0; p < len; p++)
+                        for (int d = 0; d < D; d++) {
+                            const int64_t *st = t[v]->stride;
+                            if (tf_f32(t[v])[b * st[0] + h * st[1] + p * st[2] + d] != kv_value(v, l, ids[b][p], h, d)) return 0;
+                        }
+    }
+    return 1;
+}
+
+/* A (2 layers, H 2, D 3) cache whose positions name where they were written:
+ * after each selection, row i holds what row rows[i] held, whether the rows
+ * moved in place (children on their parents' rows, rows dropped), could not
+ * (a swap: row 0 would be overwritten before row 1 reads it), or outgrew the
+ * buffers; a position appended after a selection lands in the right rows;
+ * a fork holds the same. */
+TEST(kv_cache_select_moves_rows) {
+    enum { L = 2, H = 2, D = 3, CAP = 8 };
+    int sel[][8] = {{0, 0, 2, 2}, {0, 1, 3, 3}, {1, 0, 2}, {0, 1, 2, 2, 1, 0, 2}, {6, 5, 4}, {0, 0, 1}};
+    int n_sel[] = {4, 4, 3, 7, 3, 3}, ids[8][8], moved[8][8], B = 4, len = 0;
+    tf_kv_cache *kv = tf_kv_cache_new(L, B, H, D, CAP);
+    tf_ctx *ctx = tf_ctx_new(0);
+    CHECK(kv && ctx);
+    for (int k = 0; k < 6; k++, len++) {
+        for (int l = 0; l < L; l++) { /* position len of row b: id 10 k + b */
+            tf_tensor *t[2], *ka, *va;
+            for (int v = 0; v < 2; v++) {
+                t[v] = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, 1, D}, 0);
+                for (int b = 0; b < B; b++)
+                    for (int h = 0; h < H; h++)
+                        for (int d = 0; d < D; d++) tf_f32(t[v])[(b * H + h) * D + d] = kv_value(v, l, 10 * k + b, h, d);
+            }
+            CHECK(tf_kv_cache_append(ctx, kv, l, t[0], t[1], &ka, &va) == 0);
+        }
+        for (int b = 0; b < B; b++) ids[b][len] = 10 * k + b;
+        CHECK(tf_kv_cache_advance(kv, 1) == 0);
+        CHECKF(kv_holds(ctx, kv, L, B, H, D, len + 1, ids), "after the append of step %d", k);
+        CHECK(tf_kv_cache_select(kv, sel[k], n_sel[k]) == 0);
+        for (int i = 0; i < n_sel[k]; i++) memcpy(moved[i], ids[sel[k][i]], sizeof moved[i]);
+        memcpy(ids, moved, sizeof ids), B = n_sel[k];
+        CHECKF(kv_holds(ctx, kv, L, B, H, D, len + 1, ids), "after selection %d", k);
+    }
+    tf_kv_cache *f = tf_kv_cache_fork(kv);
+    CHECK(f && kv_holds(ctx, f, L, B, H, D, len, ids));
+    CHECK(tf_kv_cache_select(kv, (int[]){0, 3}, 2) != 0 && strstr(tf_error(), "row 3 outside [0,3)"));
+    tf_kv_cache_free(f), tf_kv_cache_free(kv);
+    tf_ctx_free(ctx);
 }

@@ -238,6 +238,7 @@ typedef struct {
     float *bmax;    /* (rows, ceil(V / LSE_BLOCK)): their blocks' largest logits */
     float *scratch; /* (V) */
     int *parents;   /* (rows) */
+    char *taken;    /* (rows): place_children's rows given */
     int32_t *toks;  /* (rows) */
     cand *sel;      /* (2N) */
     int logits_only; /* greedy without scores: the largest logit is the largest log-probability */
@@ -258,6 +259,34 @@ static void lse_rows(search *z, int rows) {
     }
 }
 
+/* The n children (s->next, their parents' rows in .row) get rows [0,n): a
+ * parent's first child keeps its parent's row where it can, the others
+ * take the rows left free, in order. Rows are where a hypothesis' state
+ * lives, not its rank (candidates rank by hypothesis index), so the choice
+ * changes no result; it lets a decoder's select move only the rows that
+ * change hands, in place: a row a child moves into had no child of its own. */
+static void place_children(search *z, int n) {
+    memset(z->taken, 0, (size_t)n);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0, free_row = 0; i < z->n_seq; i++)
+            for (int c = 0; c < z->s[i].n_next; c++) {
+                hyp *h = &z->s[i].next[c];
+                int p = h->row, row;
+                if (h->row < 0) continue; /* placed in the first pass */
+                if (!pass) {
+                    if (p >= n || z->taken[p]) continue;
+                    row = p;
+                } else {
+                    while (z->taken[free_row]) free_row++;
+                    row = free_row;
+                }
+                z->taken[row] = 1, z->parents[row] = p, z->toks[row] = h->toks.v[h->toks.n - 1];
+                h->row = -1 - row; /* marked placed; undone below */
+            }
+    for (int i = 0; i < z->n_seq; i++)
+        for (int c = 0; c < z->s[i].n_next; c++) z->s[i].next[c].row = -1 - z->s[i].next[c].row;
+}
+
 /* One round: every active sequence chooses; the children's rows are selected and stepped. */
 static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step, int *any) {
     int n = 0, rc = 0;
@@ -268,11 +297,9 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
         row_stats st = {z->lse, z->bmax};
         rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, &st, z->V, o, step, z->sel)
                                              : step_hf(s, z->logp, &st, z->V, o, step, z->sel);
-        for (int c = 0; !rc && c < s->n_next; c++) {
-            z->parents[n] = s->next[c].row, z->toks[n] = s->next[c].toks.v[s->next[c].toks.n - 1];
-            s->next[c].row = n++;
-        }
+        n += s->n_next;
     }
+    if (!rc) place_children(z, n);
     for (int i = 0; !rc && i < z->n_seq; i++) { /* next becomes cur (buffers swapped, reused) */
         seq *s = &z->s[i];
         hyp *t = s->cur;
@@ -292,7 +319,7 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
     z->n_seq = n_seq, z->V = V;
     z->s = calloc((size_t)n_seq, sizeof *z->s);
     if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = tf_buf_take(n, &z->logp_room)) ||
-        !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
+        !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->taken = malloc(rows)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
         !(z->lse = malloc(rows * sizeof *z->lse)) ||
         !(z->bmax = malloc(rows * (size_t)((V + LSE_BLOCK - 1) / LSE_BLOCK) * sizeof *z->bmax)) ||
         !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
@@ -318,7 +345,7 @@ static void search_free(search *z, int beam) {
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
     tf_buf_give(z->logp, z->logp_room);
-    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->parents), free(z->toks), free(z->sel);
+    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->parents), free(z->taken), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best

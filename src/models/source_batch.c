@@ -69,7 +69,18 @@ int tf_source_batch_init(tf_source_batch *b, const int32_t *const *src, const in
     return 0;
 }
 
+tf_tensor *tf_source_batch_keep(tf_source_batch *b, const tf_tensor *t) {
+    if (!t) return NULL;
+    if (!tf_is_contiguous(t)) return tf_set_error("decoder: an encoder output is not contiguous"), NULL;
+    tf_tensor *k = tf_tensor_new(b->mem_ctx[b->cur], t->dtype, t->ndim, t->shape, 0);
+    if (k) memcpy(k->data, t->data, (size_t)tf_numel(t) * tf_dtype_size(t->dtype));
+    return k;
+}
+
+/* Given back in the reverse order of ctx_take's, so that the next batch's
+ * contexts take the same roles (the pool is a stack): the step context,
+ * which grows to the encoder's and a step's tensors, stays the step's. */
 void tf_source_batch_free(tf_source_batch *b) {
-    ctx_give(b->mem_ctx[0]), ctx_give(b->mem_ctx[1]), ctx_give(b->step_ctx);
+    ctx_give(b->step_ctx), ctx_give(b->mem_ctx[1]), ctx_give(b->mem_ctx[0]);
     memset(b, 0, sizeof *b);
 }

@@ -21,5 +21,10 @@ int tf_source_batch_check(const int *n_src, int n, int context, int *S);
  * masked when their lengths differ) into mem_ctx[0]. */
 int tf_source_batch_init(tf_source_batch *b, const int32_t *const *src, const int *n_src, int R, int S);
 void tf_source_batch_free(tf_source_batch *b);
+/* t (contiguous, e.g. an encoder output computed in step_ctx) copied into
+ * mem_ctx[cur]: the encoder's intermediate tensors stay in the step context,
+ * whose memory the first step reuses, and the memory context holds only what
+ * the steps read. */
+tf_tensor *tf_source_batch_keep(tf_source_batch *b, const tf_tensor *t);
 
 #endif

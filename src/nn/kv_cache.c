@@ -1,6 +1,9 @@
 /* The KV cache: each layer's keys and values of the positions seen so far,
  * laid out (B,H,capacity,D) so that the positions [0, n) of one (batch, head)
- * are consecutive rows — the attention op reads them in place. */
+ * are consecutive rows — the attention op reads them in place. The buffers
+ * hold `slots` rows a layer (B <= slots): a selection that only moves some
+ * rows (a beam search placing children on their parents' rows) moves those,
+ * in place, and leaves the layout as it is. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +11,7 @@
 
 struct tf_kv_cache {
     int L, B, H, D, cap;
+    int slots;    /* rows a layer in the buffers: layer l starts at l * slots * H * cap * D */
     int len;      /* committed positions */
     float *k, *v; /* (L,B,H,cap,D) each */
     float *spare; /* select's second buffer like k and v: the rows kept are gathered into
@@ -29,7 +33,7 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
                             n_layer, batch, n_head, head_dim, capacity), NULL;
     tf_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return tf_set_error("kv cache: out of memory"), NULL;
-    *c = (tf_kv_cache){.L = n_layer, .B = batch, .H = n_head, .D = head_dim, .cap = capacity};
+    *c = (tf_kv_cache){.L = n_layer, .B = batch, .slots = batch, .H = n_head, .D = head_dim, .cap = capacity};
     size_t n = 1, room_v = 0;
     if (!rows_bytes(c, batch, &n) || !(c->k = tf_buf_take(n, &c->room)) || !(c->v = tf_buf_take(c->room, &room_v))) {
         tf_kv_cache_free(c);
@@ -56,31 +60,43 @@ int tf_kv_cache_advance(tf_kv_cache *c, int n) {
     return 0;
 }
 
+static void gather(float *dst, int slots_dst, const float *src, int slots_src, const tf_kv_cache *c, const int *rows,
+                   int n, int first);
+
 tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c) {
     tf_kv_cache *f = tf_kv_cache_new(c->L, c->B, c->H, c->D, c->cap);
     if (!f) return NULL;
-    size_t rows = (size_t)c->L * (size_t)c->B * (size_t)c->H, held = (size_t)c->len * (size_t)c->D;
-    for (size_t r = 0; r < rows; r++) { /* only the positions held */
-        size_t off = r * (size_t)c->cap * (size_t)c->D;
-        memcpy(f->k + off, c->k + off, held * sizeof(float));
-        memcpy(f->v + off, c->v + off, held * sizeof(float));
-    }
     f->len = c->len;
+    for (int i = 0; i < c->B; i++) { /* only the positions held */
+        gather(f->k, f->slots, c->k, c->slots, c, &i, 1, i);
+        gather(f->v, f->slots, c->v, c->slots, c, &i, 1, i);
+    }
     if (c->map && tf_kv_cache_share_rows(f, c->map, c->map_n)) return tf_kv_cache_free(f), NULL;
     return f;
 }
 
-/* Rows rows[0..n) of src (layout B_src rows) into dst laid out with n rows: the held positions. */
-static void gather(float *dst, const float *src, const tf_kv_cache *c, int B_src, const int *rows, int n,
-                   size_t dst_cap) {
+/* The held positions of rows rows[0..n) of src (slots_src rows a layer)
+ * into rows first..first+n of dst (slots_dst rows a layer). */
+static void gather(float *dst, int slots_dst, const float *src, int slots_src, const tf_kv_cache *c, const int *rows,
+                   int n, int first) {
     size_t held = (size_t)c->len * (size_t)c->D, plane = (size_t)c->cap * (size_t)c->D;
     for (int l = 0; l < c->L; l++)
         for (int i = 0; i < n; i++)
             for (int h = 0; h < c->H; h++) {
-                const float *from = src + (((size_t)l * (size_t)B_src + (size_t)rows[i]) * (size_t)c->H + (size_t)h) * plane;
-                float *to = dst + (((size_t)l * (size_t)n + (size_t)i) * (size_t)c->H + (size_t)h) * dst_cap;
+                const float *from = src + (((size_t)l * (size_t)slots_src + (size_t)rows[i]) * (size_t)c->H + (size_t)h) * plane;
+                float *to = dst + (((size_t)l * (size_t)slots_dst + (size_t)(first + i)) * (size_t)c->H + (size_t)h) * plane;
                 memcpy(to, from, held * sizeof(float));
             }
+}
+
+/* Whether rows can move in place, destination by destination in order:
+ * each source read before its own row is overwritten (row s is overwritten
+ * at s's turn when rows[s] != s, s < n). */
+static int in_place(const tf_kv_cache *c, const int *rows, int n) {
+    if (n > c->slots) return 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i] < i && rows[rows[i]] != rows[i]) return 0;
+    return 1;
 }
 
 int tf_kv_cache_share_rows(tf_kv_cache *c, const int *rows, int n) {
@@ -110,16 +126,25 @@ int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
     free(c->map), c->map = NULL, c->map_n = 0; /* the rows are new: whatever read them is rethought */
     for (int i = 0; i < n; i++)
         if (rows[i] < 0 || rows[i] >= c->B) return tf_set_error("kv cache: row %d outside [0,%d)", rows[i], c->B);
+    if (in_place(c, rows, n)) { /* only the rows that change hands move */
+        for (int i = 0; i < n; i++) {
+            if (rows[i] == i) continue;
+            gather(c->k, c->slots, c->k, c->slots, c, &rows[i], 1, i);
+            gather(c->v, c->slots, c->v, c->slots, c, &rows[i], 1, i);
+        }
+        c->B = n;
+        return 0;
+    }
     size_t bytes;
     if (!rows_bytes(c, n, &bytes)) return tf_set_error("kv cache: cannot hold %d rows", n);
     if (bytes > c->room) { /* more rows than the buffers hold: new ones, filled straight from the old */
         size_t room_k = 0, room_v = 0;
         float *k = tf_buf_take(bytes, &room_k), *v = k ? tf_buf_take(room_k, &room_v) : NULL;
         if (!k || !v) return tf_buf_give(k, room_k), tf_set_error("kv cache: cannot hold %d rows", n);
-        gather(k, c->k, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
-        gather(v, c->v, c, c->B, rows, n, (size_t)c->cap * (size_t)c->D);
+        gather(k, n, c->k, c->slots, c, rows, n, 0);
+        gather(v, n, c->v, c->slots, c, rows, n, 0);
         tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room), tf_buf_give(c->spare, c->room);
-        c->k = k, c->v = v, c->spare = NULL, c->B = n, c->room = room_v < room_k ? room_v : room_k;
+        c->k = k, c->v = v, c->spare = NULL, c->B = c->slots = n, c->room = room_v < room_k ? room_v : room_k;
         return 0;
     }
     if (!c->spare) { /* one buffer for both: k's rows go in, it becomes k, the old k takes v's rows */
@@ -127,11 +152,10 @@ int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
         if (!(c->spare = tf_buf_take(c->room, &room_s))) return tf_set_error("kv cache: out of memory");
         /* room_s >= room: the spare is given back as room, a little of it unaccounted */
     }
-    size_t plane = (size_t)c->cap * (size_t)c->D;
     float *t;
-    gather(c->spare, c->k, c, c->B, rows, n, plane), t = c->k, c->k = c->spare, c->spare = t;
-    gather(c->spare, c->v, c, c->B, rows, n, plane), t = c->v, c->v = c->spare, c->spare = t;
-    c->B = n;
+    gather(c->spare, n, c->k, c->slots, c, rows, n, 0), t = c->k, c->k = c->spare, c->spare = t;
+    gather(c->spare, n, c->v, c->slots, c, rows, n, 0), t = c->v, c->v = c->spare, c->spare = t;
+    c->B = c->slots = n;
     return 0;
 }
 
@@ -141,7 +165,7 @@ static tf_tensor *view(tf_ctx *ctx, const tf_kv_cache *c, int l, int value, int 
     if (!t) return NULL;
     int64_t D = c->D, cap = c->cap;
     *t = (tf_tensor){TF_DTYPE_F32, 4, {c->B, c->H, n, D}, {c->H * cap * D, cap * D, D, 1}, NULL, NULL, NULL};
-    t->data = (value ? c->v : c->k) + (size_t)l * (size_t)c->B * (size_t)c->H * (size_t)cap * (size_t)D;
+    t->data = (value ? c->v : c->k) + (size_t)l * (size_t)c->slots * (size_t)c->H * (size_t)cap * (size_t)D;
     return t;
 }
 
@@ -151,7 +175,7 @@ static void put(float *base, const tf_kv_cache *c, int l, const tf_tensor *x) {
     const float *src = tf_f32(x);
     for (int64_t b = 0; b < c->B; b++)
         for (int64_t h = 0; h < c->H; h++) {
-            float *dst = base + ((((int64_t)l * c->B + b) * c->H + h) * c->cap + c->len) * D;
+            float *dst = base + ((((int64_t)l * c->slots + b) * c->H + h) * c->cap + c->len) * D;
             for (int64_t t = 0; t < T; t++)
                 for (int64_t d = 0; d < D; d++)
                     dst[t * D + d] = src[b * x->stride[0] + h * x->stride[1] + t * x->stride[2] + d * x->stride[3]];

@@ -144,16 +144,19 @@ static int rnn_select(tf_decoder *d, const int *rows, int n) {
 static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, rnn_select};
 
 /* The sources (padded to S, masked when their lengths differ) through the
- * encoder, kept in the memory context; s_0 (and c_0) of each row copied out. */
+ * encoder (in the step context), its outputs kept in the memory context; s_0
+ * (and c_0) of each row copied out. */
 static int encode_sources(shared *sh, const tf_rnn_seq2seq *m, const int32_t *const *src, const int *n, int R, int S) {
     int64_t H = m->cfg.hidden;
     if (!(sh->s0 = calloc(2 * (size_t)(R * H), sizeof *sh->s0))) return tf_set_error("decoder: out of memory");
     if (tf_source_batch_init(&sh->b, src, n, R, S)) return -1;
-    tf_ctx *ctx = sh->b.mem_ctx[0];
+    tf_ctx *ctx = sh->b.step_ctx; /* the encoder's activations: scratch, what the steps read kept */
     tf_rnn_seq2seq_inputs in = {.input_ids = sh->b.src_ids, .attention_mask = sh->b.src_mask}; /* the encoder alone */
     tf_rnn_seq2seq_outputs out;
     if (tf_rnn_seq2seq_run(ctx, m, &in, &out)) return -1;
-    sh->annotations = out.encoder_output, sh->keys = out.keys;
+    sh->annotations = tf_source_batch_keep(&sh->b, tf_contiguous(ctx, out.encoder_output));
+    sh->keys = tf_source_batch_keep(&sh->b, tf_contiguous(ctx, out.keys));
+    if (!sh->annotations || !sh->keys) return -1;
     if (keep_state(ctx, sh->s0, out.state.h, R, H, 0) || (out.state.c && keep_state(ctx, sh->s0, out.state.c, R, H, 1)))
         return -1;
     return 0;

@@ -123,12 +123,10 @@ static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_fre
 /* The sources (padded to S, masked when their lengths differ) through the encoder. */
 static int encode_sources(shared *sh, const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int R, int S) {
     if (tf_source_batch_init(&sh->b, src, n_src, R, S)) return -1;
-    tf_ctx *ctx = sh->b.mem_ctx[0];
     tf_seq2seq_inputs in = {.input_ids = sh->b.src_ids, .attention_mask = sh->b.src_mask}; /* the encoder alone */
     tf_seq2seq_outputs out;
-    if (tf_seq2seq_run(ctx, m, &in, &out)) return -1;
-    sh->memory = out.encoder_last_hidden_state;
-    return 0;
+    if (tf_seq2seq_run(sh->b.step_ctx, m, &in, &out)) return -1; /* its activations: scratch */
+    return !(sh->memory = tf_source_batch_keep(&sh->b, out.encoder_last_hidden_state)) ? -1 : 0;
 }
 
 tf_decoder *tf_seq2seq_decoder_new_batch(const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int n,
