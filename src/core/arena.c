@@ -203,7 +203,14 @@ static void *arena_take(tf_arena *a, size_t bytes, int zeroed) {
     if (need == 0) need = 64;
     arena_block *b = a->head;
     if (!b || b->size - b->used < need) {
-        size_t sz = need > a->block_bytes ? need : a->block_bytes;
+        /* blocks double (each the size of those before it): a step that
+         * grows to hundreds of MB (an encoder over a batch of sources) makes
+         * a few, the large ones in 2 MiB pages (block_new), where 1 MiB blocks
+         * took a page fault per 4 KiB (a quarter of greedy translation's
+         * page faults) */
+        size_t sz = need > a->block_bytes ? need : a->block_bytes, held = 0;
+        for (arena_block *o = a->head; o; o = o->next) held += o->size;
+        sz = held > sz ? held : sz;
         arena_block *nb = block_new(sz);
         if (!nb) {
             tf_set_error("arena: out of memory allocating %zu bytes", sz);
