@@ -176,9 +176,14 @@ static void put(float *base, const tf_kv_cache *c, int l, const tf_tensor *x) {
     for (int64_t b = 0; b < c->B; b++)
         for (int64_t h = 0; h < c->H; h++) {
             float *dst = base + ((((int64_t)l * c->slots + b) * c->H + h) * c->cap + c->len) * D;
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t d = 0; d < D; d++)
-                    dst[t * D + d] = src[b * x->stride[0] + h * x->stride[1] + t * x->stride[2] + d * x->stride[3]];
+            for (int64_t t = 0; t < T; t++) {
+                const float *from = src + b * x->stride[0] + h * x->stride[1] + t * x->stride[2];
+                if (x->stride[3] == 1) { /* a head's row, as the projections leave it */
+                    memcpy(dst + t * D, from, (size_t)D * sizeof *dst);
+                    continue;
+                }
+                for (int64_t d = 0; d < D; d++) dst[t * D + d] = from[d * x->stride[3]];
+            }
         }
 }
 
