@@ -73,7 +73,13 @@ KQ void tile1x8(float *y, const uint8_t *xq, const float *sx, const int8_t *q, c
     tile_rows(w, 8, q, Kp, nr);
     __m512i c[8];
     for (int j = 0; j < 8; j++) c[j] = _mm512_setzero_si512();
+    /* the next tile's 8 rows asked for while this one's are read: the
+     * hardware's prefetchers do not follow 8 rows read side by side that far
+     * (one thread, GPT-2-124M int8: 196 -> 227 tokens/s; two tiles ahead 220,
+     * 2 KB ahead within the rows 180). A prefetch past the copy's end is a no-op. */
+    const char *next = (const char *)(q + 8 * Kp);
     for (int64_t k = 0; k < Kp; k += 64) {
+        for (int j = 0; j < 8; j++) _mm_prefetch(next + j * Kp + k, _MM_HINT_T0);
         __m512i a = LD(xq + k);
         DP(c[0], a, LD(w[0] + k)), DP(c[1], a, LD(w[1] + k)), DP(c[2], a, LD(w[2] + k)), DP(c[3], a, LD(w[3] + k));
         DP(c[4], a, LD(w[4] + k)), DP(c[5], a, LD(w[5] + k)), DP(c[6], a, LD(w[6] + k)), DP(c[7], a, LD(w[7] + k));
