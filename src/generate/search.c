@@ -239,6 +239,7 @@ typedef struct {
     float *scratch; /* (V) */
     int *parents;   /* (rows) */
     char *taken;    /* (rows): place_children's rows given */
+    int *placed;    /* (rows): place_children's row of each child, in order */
     int32_t *toks;  /* (rows) */
     cand *sel;      /* (2N) */
     int logits_only; /* greedy without scores: the largest logit is the largest log-probability */
@@ -267,24 +268,24 @@ static void lse_rows(search *z, int rows) {
  * change hands, in place: a row a child moves into had no child of its own. */
 static void place_children(search *z, int n) {
     memset(z->taken, 0, (size_t)n);
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0, free_row = 0; i < z->n_seq; i++)
-            for (int c = 0; c < z->s[i].n_next; c++) {
-                hyp *h = &z->s[i].next[c];
-                int p = h->row, row;
-                if (h->row < 0) continue; /* placed in the first pass */
-                if (!pass) {
-                    if (p >= n || z->taken[p]) continue;
-                    row = p;
-                } else {
-                    while (z->taken[free_row]) free_row++;
-                    row = free_row;
-                }
-                z->taken[row] = 1, z->parents[row] = p, z->toks[row] = h->toks.v[h->toks.n - 1];
-                h->row = -1 - row; /* marked placed; undone below */
+    int k = 0, free_row = 0;
+    for (int i = 0; i < z->n_seq; i++) /* first children on their parents' rows */
+        for (int c = 0; c < z->s[i].n_next; c++, k++) {
+            int p = z->s[i].next[c].row;
+            z->placed[k] = p < n && !z->taken[p] ? p : -1;
+            if (z->placed[k] >= 0) z->taken[p] = 1;
+        }
+    k = 0;
+    for (int i = 0; i < z->n_seq; i++) /* the others on the rows left free */
+        for (int c = 0; c < z->s[i].n_next; c++, k++) {
+            hyp *h = &z->s[i].next[c];
+            if (z->placed[k] < 0) {
+                while (z->taken[free_row]) free_row++;
+                z->taken[free_row] = 1, z->placed[k] = free_row;
             }
-    for (int i = 0; i < z->n_seq; i++)
-        for (int c = 0; c < z->s[i].n_next; c++) z->s[i].next[c].row = -1 - z->s[i].next[c].row;
+            int row = z->placed[k];
+            z->parents[row] = h->row, z->toks[row] = h->toks.v[h->toks.n - 1], h->row = row;
+        }
 }
 
 /* One round: every active sequence chooses; the children's rows are selected and stepped. */
@@ -319,7 +320,8 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
     z->n_seq = n_seq, z->V = V;
     z->s = calloc((size_t)n_seq, sizeof *z->s);
     if (!tf_mul_size(rows, (size_t)V * sizeof(float), &n) || !z->s || !(z->logp = tf_buf_take(n, &z->logp_room)) ||
-        !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->taken = malloc(rows)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
+        !(z->parents = malloc(rows * sizeof *z->parents)) || !(z->taken = malloc(rows)) ||
+        !(z->placed = malloc(rows * sizeof *z->placed)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
         !(z->lse = malloc(rows * sizeof *z->lse)) ||
         !(z->bmax = malloc(rows * (size_t)((V + LSE_BLOCK - 1) / LSE_BLOCK) * sizeof *z->bmax)) ||
         !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
@@ -345,7 +347,7 @@ static void search_free(search *z, int beam) {
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
     tf_buf_give(z->logp, z->logp_room);
-    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->parents), free(z->taken), free(z->toks), free(z->sel);
+    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->parents), free(z->taken), free(z->placed), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best
