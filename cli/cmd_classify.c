@@ -24,8 +24,8 @@ const cli_flag cmd_classify_flags[] = {
     [BATCH] = {"batch", CLI_INT, "N", "256", "images per forward pass"},
     [TOP_K] = {"top-k", CLI_INT, "K", "1", "PNG files: the K likeliest labels, each with its probability"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "DIR", "",
-                       "PNG files: write DIR/<name>.png, the attention rollout from the class token over the image "
-                       "and each head of the last layer (ViT)"},
+                       "PNG files: write DIR/<name>.png, the attention rollout from what the classifier reads (the "
+                       "class token, or the pooled patches) over the image and each head of the last layer (ViT)"},
     [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
@@ -108,7 +108,7 @@ static void attention_png(const cli_verb *v, const tf_vit *m, const tf_images *i
     int g = c->image_size / c->patch_size, H = c->n_head;
     float *maps = malloc((size_t)g * (size_t)g * (size_t)(H + 1) * sizeof *maps);
     if (!maps) cli_die(v, "out of memory");
-    if (tf_vit_attention_rollout(m, out->attentions, 0, maps, maps + g * g)) cli_die(v, tf_error());
+    if (tf_vit_attention_rollout(m, out, 0, maps, maps + g * g)) cli_die(v, tf_error());
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     size_t n = strlen(base) > 4 && !strcmp(base + strlen(base) - 4, ".png") ? strlen(base) - 4 : strlen(base);
     char path[4200];

@@ -222,7 +222,7 @@ static double attention_case(const char *dir) {
     int64_t B = roll ? roll->shape[0] : 0, N = roll ? roll->shape[1] : 0, H = heads ? heads->shape[1] : 0;
     float *r = malloc((size_t)(N + H * N + 1) * sizeof *r);
     for (int64_t b = 0; roll && heads && r && worst >= 0 && b < B; b++) {
-        if (tf_vit_attention_rollout(m, o.attentions, b, r, r + N)) worst = -1;
+        if (tf_vit_attention_rollout(m, &o, b, r, r + N)) worst = -1;
         double d1 = test_max_abs_diff(r, tf_f32(roll) + b * N, N);
         double d2 = test_max_abs_diff(r + N, tf_f32(heads) + b * H * N, H * N);
         if (worst >= 0 && !(d1 <= worst)) worst = d1;

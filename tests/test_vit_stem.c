@@ -40,8 +40,8 @@ TEST(vit_stem_hf_run_matches_pytorch) {
     int cases;
     double worst;
     int failed = test_hf_run_dir(STEM_DIR, TOL, NULL, NULL, &cases, &worst);
-    printf("    %d conv-stem ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
-    CHECKF(cases == 3 && failed == 0, "%d of %d cases failed (%s)", failed, cases, STEM_DIR);
+    printf("    %d conv-stem and pooled ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
+    CHECKF(cases == 6 && failed == 0, "%d of %d cases failed (%s)", failed, cases, STEM_DIR);
 }
 
 static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
@@ -193,35 +193,45 @@ static int train_losses(const char *run, double *first, double *last) {
     return rows;
 }
 
-TEST(vit_stem_train_30_steps_learns_and_classifies) {
-    char dir[] = "/tmp/tformer_vitst_XXXXXX", args[2048], out[8192], run[256];
-    CHECK(mkdtemp(dir) != NULL);
-    CHECK(test_write_idx_set(dir, "train", 240, SIDE, 3, pixel) == 0 && test_write_idx_set(dir, "t10k", 240, SIDE, 3, pixel) == 0);
-    snprintf(run, sizeof run, "%s/run", dir);
-    snprintf(args, sizeof args, "train --arch vit --stem conv --data-dir %s --image-size 12 --patch-size 4 --d-model 16 "
+/* 30 steps of run k: 0 the conv stem, 1 the conv stem and sequence pooling. */
+static void train_and_classify(const char *dir, int k) {
+    char args[2048], out[8192], run[256];
+    snprintf(run, sizeof run, "%s/run%d", dir, k);
+    snprintf(args, sizeof args, "train --arch vit --stem conv %s --data-dir %s --image-size 12 --patch-size 4 --d-model 16 "
              "--n-layer 1 --n-head 2 --n-labels 3 --threads 1 --steps 30 --batch 32 --warmup 5 --lr 1e-2 "
-             "--eval-every 15 --log-every 15 --out %s", dir, run);
+             "--eval-every 15 --log-every 15 --out %s", k ? "--pooling seq" : "", dir, run);
     int rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "accuracy"), "train: exit %d\n%s", rc, out);
     double first = 0, last = 0;
     CHECK(train_losses(run, &first, &last) == 30);
-    printf("    conv stem 12 -> 6 -> 3 (widths 4, 8): train loss %.3f at step 1, %.3f at step 30\n", first, last);
+    printf("    conv stem 12 -> 6 -> 3 (widths 4, 8)%s: train loss %.3f at step 1, %.3f at step 30\n",
+           k ? ", sequence pooling" : "", first, last);
     CHECKF(last < first - 0.2, "the loss went from %g to %g", first, last);
     char cfg[300];
     snprintf(cfg, sizeof cfg, "%s/config.json", run);
     size_t len;
     char *text = test_slurp(cfg, &len);
-    CHECKF(text && strstr(text, "\"tformer-vit\""), "%s", text ? text : "(no config.json)");
+    CHECKF(text && strstr(text, "\"tformer-vit\"") && (!k || strstr(text, "\"seq\"")), "%s", text ? text : "(no config.json)");
     free(text);
     snprintf(args, sizeof args, "classify --model %s --data-dir %s --threads 1", run, dir);
     CHECK(test_run_cli("", args, out, sizeof out) == 0);
     CHECKF(strstr(out, "accuracy ") && strstr(out, "of 240 images of"), "%s", out);
     printf("    %.*s", (int)(strchr(out, '\n') ? strchr(out, '\n') - out + 1 : 0), out);
+}
+
+TEST(vit_stem_train_30_steps_learns_and_classifies) {
+    char dir[] = "/tmp/tformer_vitst_XXXXXX", args[2048], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_write_idx_set(dir, "train", 240, SIDE, 3, pixel) == 0 && test_write_idx_set(dir, "t10k", 240, SIDE, 3, pixel) == 0);
+    train_and_classify(dir, 0);
+    train_and_classify(dir, 1);
     /* the CLI's bad settings (the data are fine) */
     static const char *const BAD[][2] = {{"--stem conv --patch-size 3", "patch_size 3 must be a power of two"},
                                          {"--stem cnn --patch-size 4", "stem"},
-                                         {"--stem patch --stem-width 4 --patch-size 4", "stem_width 4 goes with stem conv"}};
-    for (int i = 0; i < 3; i++) {
+                                         {"--stem patch --stem-width 4 --patch-size 4", "stem_width 4 goes with stem conv"},
+                                         {"--pooling max --patch-size 4", "pooling max"}};
+    int rc;
+    for (int i = 0; i < 4; i++) {
         snprintf(args, sizeof args, "train --arch vit %s --data-dir %s --image-size 12 --n-labels 3 --steps 1 --out %s/bad",
                  BAD[i][0], dir, dir);
         rc = test_run_cli("", args, out, sizeof out);

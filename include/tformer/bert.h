@@ -31,10 +31,6 @@ typedef enum {
     TF_BERT_REGRESSION    /* n_labels 1: mean squared error, float labels */
 } tf_bert_problem;
 
-/* Which tokens a pooled vector summarises: the first ([CLS]), the mean or the
- * maximum over the tokens (padding left out). */
-typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX } tf_pooling;
-
 typedef struct {
     int vocab_size, context, type_vocab_size; /* context: max_position_embeddings */
     int n_layer, n_head, d_model, d_ff;

@@ -85,6 +85,26 @@ TF_API tf_tensor *tf_mlm_head_forward(tf_ctx *ctx, const tf_mlm_head *h, tf_tens
 
 /* ---------------------------------------------------------------- pooler and classifiers */
 
+/* Which tokens a pooled vector summarises: the first ([CLS]), the mean or the
+ * maximum over the tokens (padding left out), or their mean weighted by a
+ * learned score (tf_seq_pool). Each family's table lists the ones it has. */
+typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX, TF_POOL_SEQ } tf_pooling;
+
+/* Sequence pooling (SeqPool, Hassani et al. 2021, "Escaping the Big Data
+ * Paradigm with Compact Transformers"): a score per token from a Linear
+ * d_model -> 1 (CCT's has a bias, which the softmax cancels: left out here),
+ * softmax over the tokens, the tokens' weighted sum. */
+typedef struct {
+    int64_t d_model;
+    tf_linear score; /* (1,d_model), no bias (a constant added to every score changes nothing) */
+} tf_seq_pool;
+
+/* name: the Linear's, "pooling.score". */
+TF_API int tf_seq_pool_register(tf_params *ps, const char *name, tf_seq_pool *p, int64_t d_model, float init_std);
+/* x (B,T,d_model) -> pooled (B,d_model); weights, when not NULL, receives the
+ * softmax weights (B,T). */
+TF_API tf_tensor *tf_seq_pool_forward(tf_ctx *ctx, const tf_seq_pool *p, tf_tensor *x, tf_tensor **weights);
+
 /* BERT's pooler: tanh(dense(x[:, 0])), the first token's hidden state. */
 typedef struct {
     int64_t d_model;

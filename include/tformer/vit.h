@@ -42,6 +42,9 @@ typedef struct {
     int qkv_bias;                         /* q, k, v projections have biases */
     tf_vit_head head;
     int n_labels;                         /* ViTForImageClassification */
+    tf_pooling pooling;                   /* what its classifier reads: TF_POOL_CLS (the class token, Hugging
+                                           * Face's), TF_POOL_MEAN (the patch tokens' mean) or TF_POOL_SEQ
+                                           * (their mean weighted by a learned score, tf_seq_pool) */
     int pooler;                           /* ViTModel's tanh pooler over the class token */
     float init_std;                       /* initializer_range */
 } tf_vit_config;
@@ -79,6 +82,7 @@ typedef struct {
     tf_layer_norm norm;    /* layernorm: the final one */
     tf_pooler pooler;      /* BODY with cfg.pooler */
     tf_classifier cls;     /* IMAGE_CLS: classifier */
+    tf_seq_pool pool;      /* pooling seq: pooling.score */
     char **labels;         /* n_labels names (id2label), or NULL */
 } tf_vit;
 
@@ -106,16 +110,19 @@ typedef struct {
     tf_tensor *loss;              /* scalar, with labels: the mean cross-entropy */
     tf_tensor **attentions;       /* with output_attentions: n_layer tensors (B,H,N+1,N+1), each layer's
                                    * self-attention probabilities (before dropout), rows sum to 1 */
+    tf_tensor *pool_weights;      /* pooling seq: (B,N), each patch token's weight in the pooled vector */
 } tf_vit_outputs;
 
 TF_API int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_outputs *out);
 
-/* Where image b looks, from out.attentions of a run with output_attentions:
+/* Where image b looks, from the outputs of a run with output_attentions:
  * the attention rollout (Abnar & Zuidema, 2020: R = Ã_L ... Ã_1 with
- * Ã = (mean over heads of A + I) / 2, rows renormalised), the class token's
- * row over the N patches into rollout (N); and, heads not NULL, the last
- * layer's class-token row of each head over the patches into heads (H,N). */
-TF_API int tf_vit_attention_rollout(const tf_vit *m, tf_tensor *const *attentions, int64_t b, float *rollout,
+ * Ã = (mean over heads of A + I) / 2, rows renormalised), the row of what the
+ * classifier reads over the N patches into rollout (N); and, heads not NULL,
+ * the last layer's such row of each head over the patches into heads (H,N).
+ * The row read: the class token's; with mean or seq pooling, the patch
+ * tokens' rows weighted as the pooling weighs them. */
+TF_API int tf_vit_attention_rollout(const tf_vit *m, const tf_vit_outputs *out, int64_t b, float *rollout,
                                     float *heads);
 
 /* Predictions for images x (n, channels, image_size, image_size), `batch` at

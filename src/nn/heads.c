@@ -124,6 +124,26 @@ tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x,
     return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, mean_tokens(ctx, x, attention_mask)));  // (B,d_model)
 }
 
+/* ---------------------------------------------------------------- sequence pooling */
+
+int tf_seq_pool_register(tf_params *ps, const char *name, tf_seq_pool *p, int64_t d_model, float init_std) {
+    if (!p) return tf_set_error("sequence pooling: the head is required");
+    if (check_size("sequence pooling", name, "d_model", d_model)) return -1;
+    p->d_model = d_model;
+    return tf_linear_register(ps, name, &p->score, d_model, 1, 0, init_std); /* no bias: the softmax ignores it */
+}
+
+tf_tensor *tf_seq_pool_forward(tf_ctx *ctx, const tf_seq_pool *p, tf_tensor *x, tf_tensor **weights) {
+    if (weights) *weights = NULL;
+    if (!x) return NULL;
+    if (check_input("sequence pooling", "hidden states", x, 3, p->d_model)) return NULL;
+    int64_t B = x->shape[0], T = x->shape[1];
+    tf_tensor *s = tf_reshape(ctx, tf_linear_forward(ctx, &p->score, x), 3, (int64_t[]){B, 1, T});  // (B,1,T)
+    tf_tensor *a = tf_softmax(ctx, s, NULL);                                                          // (B,1,T)
+    if (weights) *weights = tf_reshape(ctx, a, 2, (int64_t[]){B, T});                                // (B,T)
+    return tf_reshape(ctx, tf_matmul(ctx, a, x, 0, 0), 2, (int64_t[]){B, p->d_model});                // (B,d_model)
+}
+
 /* ---------------------------------------------------------------- classifiers */
 
 int tf_classifier_register(tf_params *ps, const char *name, tf_classifier *c, int64_t d_model, int64_t n_labels,

@@ -202,9 +202,18 @@ float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max
 
 int64_t tf_norm_chunk(int64_t n) { return n / TF_NORM_CHUNKS + 1 > 65536 ? n / TF_NORM_CHUNKS + 1 : 65536; }
 
+/* Sixteen running sums, element k into sum k mod 16, added in order at the end:
+ * a fixed order (the same on every thread count and rank), and independent
+ * chains the compiler turns into vector adds (one chain was bound by the add's
+ * latency: 4% of a GPT-2 training step). */
 double tf_squares(const float *x, int64_t n) {
+    double acc[16] = {0};
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16)
+        for (int j = 0; j < 16; j++) acc[j] += (double)x[k + j] * x[k + j];
+    for (int j = 0; k < n; k++, j++) acc[j] += (double)x[k] * x[k];
     double s = 0.0;
-    for (int64_t k = 0; k < n; k++) s += (double)x[k] * x[k];
+    for (int j = 0; j < 16; j++) s += acc[j];
     return s;
 }
 

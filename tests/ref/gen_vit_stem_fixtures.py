@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's conv2d and ViTs with a convolutional stem (Xiao et al. 2021,
-"Early Convolutions Help Transformers See Better"), for tests/test_vit_stem.c.
+"Early Convolutions Help Transformers See Better") or another pooling than
+the class token, for tests/test_vit_stem.c.
 
     python tests/ref/gen_vit_stem_fixtures.py --out tests/fixtures_vit_stem
         the committed cases (transformers 4.x)
@@ -28,12 +29,22 @@ it does the projection's. Its tensors are renamed for tformer:
 ...stem.projection. Weights as gen_vit_fixtures.py draws them (every other
 tensor N(0, 0.4)); pixels U(0, 1).
 
+A pooling case (pool_*; spec "pooling" mean or seq, spec "stem" patch or
+conv) is ViTForImageClassification whose classifier reads the patch tokens
+h[:, 1:] of last_hidden_state pooled, as tformer's `pooling` setting: their
+mean, or sequence pooling (Hassani et al. 2021, "Escaping the Big Data
+Paradigm with Compact Transformers": a = softmax over the tokens of
+Linear(d_model, 1) without a bias, pooled = sum_i a_i h_i; the Linear is
+"pooling.score"),
+then the classifier and transformers' loss, CrossEntropyLoss.
+
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
 import copy
 import json
 import os
 import shutil
+from types import SimpleNamespace
 
 import torch
 import transformers
@@ -59,6 +70,18 @@ CASES = [
      dict(image_size=8, patch_size=2, num_channels=3, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=12, num_labels=4, qkv_bias=False, hidden_act="relu", layer_norm_eps=1e-6),
      5, dict(B=2, labels=True)),
+    ("pool_seq_grey28_p4_stem", "ViTForImageClassification",
+     dict(image_size=28, patch_size=4, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=24, num_labels=10),
+     4, dict(B=3, labels=True, pooling="seq")),
+    ("pool_mean_rgb12_p3_patch", "ViTForImageClassification",
+     dict(image_size=12, patch_size=3, num_channels=3, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
+          intermediate_size=20, num_labels=5, hidden_act="gelu_new"),
+     0, dict(B=2, labels=True, pooling="mean", stem="patch")),
+    ("pool_seq_rgb13_p4_patch", "ViTForImageClassification",
+     dict(image_size=13, patch_size=4, num_channels=3, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+          intermediate_size=12, num_labels=3, qkv_bias=False),
+     0, dict(B=2, labels=True, pooling="seq", stem="patch")),
 ]
 
 # (name, B, C, H, W, O, K, stride, padding, bias)
@@ -97,10 +120,34 @@ def with_stem(model, cfg, stem_width):
     return model
 
 
+class Pooled(nn.Module):
+    """ViTForImageClassification's body and classifier, the classifier reading
+    the patch tokens pooled (their mean, or sequence pooling) instead of the
+    class token; outputs as transformers' (logits, loss)."""
+
+    def __init__(self, model, cfg, mode):
+        super().__init__()
+        self.vit, self.classifier, self.mode = model.vit, model.classifier, mode
+        if mode == "seq":
+            self.pooling = nn.Module()
+            self.pooling.score = nn.Linear(cfg.hidden_size, 1, bias=False)  # a bias would cancel in the softmax
+
+    def forward(self, pixel_values, labels=None):
+        h = self.vit(pixel_values).last_hidden_state[:, 1:]        # (B,N,C): the patches
+        if self.mode == "mean":
+            pooled = h.mean(1)
+        else:
+            a = torch.softmax(self.pooling.score(h).squeeze(-1), dim=1)  # (B,N)
+            pooled = (a.unsqueeze(-1) * h).sum(1)
+        logits = self.classifier(pooled)
+        loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
+        return SimpleNamespace(logits=logits, loss=loss)
+
+
 def tformer_name(name, n_convs):
     """Hugging Face's name with the stem's Sequential -> tformer's."""
     key = "embeddings.patch_embeddings.projection."
-    if key not in name:
+    if key not in name or not n_convs:
         return name
     head, tail = name.split(key)
     j, what = tail.split(".")
@@ -108,10 +155,10 @@ def tformer_name(name, n_convs):
     return head + ("embeddings.stem.projection." if j == 2 * n_convs else f"embeddings.stem.conv{j // 2}.") + what
 
 
-def tformer_config(cfg, arch, stem_width, pooler):
+def tformer_config(cfg, arch, stem_width, pooler, stem="conv", pooling="cls"):
     act = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}.get(cfg.hidden_act, cfg.hidden_act)
     c = dict(model_type="tformer-vit", architectures=[arch], image_size=cfg.image_size, patch_size=cfg.patch_size,
-             stem="conv", stem_width=stem_width, channels=cfg.num_channels, n_layer=cfg.num_hidden_layers,
+             stem=stem, stem_width=stem_width if stem == "conv" else 0, pooling=pooling, channels=cfg.num_channels, n_layer=cfg.num_hidden_layers,
              n_head=cfg.num_attention_heads, d_model=cfg.hidden_size, d_ff=cfg.intermediate_size, activation=act,
              norm_eps=cfg.layer_norm_eps, qkv_bias=cfg.qkv_bias, head=arch, n_labels=cfg.num_labels, pooler=pooler)
     return c
@@ -153,19 +200,22 @@ def write_case(out, name, arch, cfg_kw, stem_width, spec, seed):
     cfg = ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     pooler = arch == "ViTModel" and spec.get("pooler", True)
     kw = {"add_pooling_layer": pooler} if arch == "ViTModel" else {}
-    model = with_stem(ARCHS[arch](cfg, **kw), cfg, stem_width).eval()
+    stem, pooling = spec.get("stem", "conv"), spec.get("pooling", "cls")
+    model = ARCHS[arch](cfg, **kw)
+    model = with_stem(model, cfg, stem_width) if stem == "conv" else model
+    model = Pooled(model, cfg, pooling).eval() if pooling != "cls" else model.eval()
     fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings"))
-    n_convs = len(stem_widths(cfg, stem_width))
+    n_convs = len(stem_widths(cfg, stem_width)) if stem == "conv" else 0
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    c = tformer_config(cfg, arch, stem_width, pooler)
+    c = tformer_config(cfg, arch, stem_width, pooler, stem, pooling)
     json.dump(c, open(os.path.join(d, "config.json"), "w"), indent=2)
     save_file({tformer_name(k, n_convs): v.detach().contiguous() for k, v in model.state_dict().items()},
               os.path.join(d, "model.safetensors"))
     x = fixture_cli.save_image_inputs(d, cfg, spec, g, lambda x: reference(model, arch, x),
                                       lambda x: gradients(model, x, n_convs))
-    print(f"wrote {d} (stem {stem_widths(cfg, stem_width)}, transformers {transformers.__version__}; "
+    print(f"wrote {d} (stem {stem_widths(cfg, stem_width) if n_convs else 'patch'}, pooling {pooling}, transformers {transformers.__version__}; "
           f"inputs {', '.join(x)})")
 
 
@@ -202,6 +252,7 @@ def random_case(r):
     if arch == "ViTForImageClassification":
         cfg["num_labels"] = r.randint(2, 8)
         spec["labels"] = r.random() < 0.5
+        spec["pooling"] = r.choice(["cls", "mean", "seq"])
     return arch, cfg, r.choice([0, 1, 3, 4]), spec
 
 

@@ -11,7 +11,9 @@
  *   x = block_l(x)            l = 0 .. n_layer-1    (B,N+1,C)
  *   h = LN(x)                                       (B,N+1,C)  last_hidden_state
  *   ViTModel: pooled = tanh(dense(h[:, 0]))         (B,C)
- *   ViTForImageClassification: logits = classifier(h[:, 0])   (B,L)
+ *   ViTForImageClassification: logits = classifier(pool(h))   (B,L)
+ *     pool: h[:, 0] (cls), mean of h[:, 1:] (mean), or seq:
+ *     a = softmax_i(score(h[:, i])) over the patches, sum_i a_i h[:, i]   (B,C)
  */
 #include <math.h>
 #include <stdlib.h>
@@ -94,6 +96,8 @@ static int register_all(tf_vit *m) {
     rc = rc || body_name(m, n, sizeof n, "layernorm") || tf_layer_norm_register(ps, n, &m->norm, c->d_model, c->norm_eps, 1);
     if (!rc && c->head == TF_VIT_BODY && c->pooler)
         rc = tf_pooler_register(ps, "pooler.dense", &m->pooler, c->d_model, c->init_std);
+    if (!rc && c->head == TF_VIT_IMAGE_CLS && c->pooling == TF_POOL_SEQ)
+        rc = tf_seq_pool_register(ps, "pooling.score", &m->pool, c->d_model, c->init_std);
     if (!rc && c->head == TF_VIT_IMAGE_CLS)
         rc = tf_classifier_register(ps, "classifier", &m->cls, c->d_model, c->n_labels, 0, c->init_std);
     return rc;
@@ -168,6 +172,17 @@ static tf_tensor *embed(tf_ctx *ctx, const tf_vit *m, tf_tensor *pixels) {
     return tf_dropout(ctx, tf_add(ctx, x, m->position), m->cfg.dropout);       // (B,N+1,C)
 }
 
+/* What the classifier reads (B,C) of h (B,N+1,C): the class token, or the N
+ * patch tokens pooled (the class token is then one more token they attend to). */
+static tf_tensor *pool(tf_ctx *ctx, const tf_vit *m, tf_tensor *h, tf_tensor **weights) {
+    int64_t B = h->shape[0], N = h->shape[1] - 1;
+    if (m->cfg.pooling == TF_POOL_CLS)
+        return tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){B, m->cfg.d_model});  // (B,C)
+    tf_tensor *patches = tf_contiguous(ctx, tf_narrow(ctx, h, 1, 1, N));                        // (B,N,C)
+    if (m->cfg.pooling == TF_POOL_MEAN) return tf_mean(ctx, patches, 1, 0);                     // (B,C)
+    return tf_seq_pool_forward(ctx, &m->pool, patches, weights);                                // (B,C)
+}
+
 int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_outputs *out) {
     memset(out, 0, sizeof *out);
     if (check_inputs(m, in)) return -1;
@@ -187,10 +202,8 @@ int tf_vit_run(tf_ctx *ctx, const tf_vit *m, const tf_vit_inputs *in, tf_vit_out
             return -1;
         return 0;
     }
-    int64_t B = x->shape[0];
-    tf_tensor *first = tf_reshape(ctx, tf_narrow(ctx, out->last_hidden_state, 1, 0, 1), 2,
-                                  (int64_t[]){B, m->cfg.d_model});                // (B,C)
-    if (!(out->logits = tf_classifier_seq_forward(ctx, &m->cls, first))) return -1; // (B,L)
+    tf_tensor *pooled = pool(ctx, m, out->last_hidden_state, in->output_attentions ? &out->pool_weights : NULL);
+    if (!(out->logits = tf_classifier_seq_forward(ctx, &m->cls, pooled))) return -1; // (B,L)
     if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, in->label_smoothing)))
         return -1;
     return 0;

@@ -21,16 +21,32 @@ static void fused(double *out, const float *a, int64_t H, int64_t T) {  // out: 
     }
 }
 
-int tf_vit_attention_rollout(const tf_vit *m, tf_tensor *const *attentions, int64_t b, float *rollout, float *heads) {
+/* What the classifier reads as weights over the T tokens of image b: the class
+ * token (1, 0, ...), or the pooling's weights over the patches. */
+static int readout(const tf_vit *m, const tf_vit_outputs *out, int64_t b, int64_t T, double *w) {  // w: (T)
+    for (int64_t i = 0; i < T; i++) w[i] = m->cfg.pooling == TF_POOL_CLS ? i == 0 : 0.0;
+    if (m->cfg.pooling == TF_POOL_MEAN)
+        for (int64_t i = 1; i < T; i++) w[i] = 1.0 / (double)(T - 1);
+    if (m->cfg.pooling != TF_POOL_SEQ) return 0;
+    const tf_tensor *p = out->pool_weights;
+    if (!p || p->ndim != 2 || p->shape[0] <= b || p->shape[1] != T - 1)
+        return tf_set_error("vit: attention rollout of a seq-pooling model needs the pool_weights of output_attentions");
+    for (int64_t i = 1; i < T; i++) w[i] = tf_f32(p)[b * (T - 1) + i - 1];
+    return 0;
+}
+
+int tf_vit_attention_rollout(const tf_vit *m, const tf_vit_outputs *out, int64_t b, float *rollout, float *heads) {
     int L = m->cfg.n_layer;
+    tf_tensor *const *attentions = out ? out->attentions : NULL;
     const tf_tensor *a0 = attentions ? attentions[0] : NULL;
     if (!a0 || a0->ndim != 4 || b < 0 || b >= a0->shape[0])
         return tf_set_error("vit: attention rollout needs the attentions of output_attentions (image %lld)",
                             (long long)b);
     int64_t H = a0->shape[1], T = a0->shape[2], N = T - 1;
     double *r = malloc((size_t)(T * T) * sizeof *r), *f = malloc((size_t)(T * T) * sizeof *f);
-    double *next = malloc((size_t)(T * T) * sizeof *next);
-    if (!r || !f || !next) return free(r), free(f), free(next), tf_set_error("vit: out of memory");
+    double *next = malloc((size_t)(T * T) * sizeof *next), *w = malloc((size_t)T * sizeof *w);
+    if (!r || !f || !next || !w) return free(r), free(f), free(next), free(w), tf_set_error("vit: out of memory");
+    if (readout(m, out, b, T, w)) return free(r), free(f), free(next), free(w), -1;
     for (int64_t i = 0; i < T * T; i++) r[i] = i % (T + 1) == 0; /* R = I */
     for (int l = 0; l < L; l++) { /* R = Ã_l R */
         fused(f, tf_f32(attentions[l]) + b * H * T * T, H, T);
@@ -42,10 +58,18 @@ int tf_vit_attention_rollout(const tf_vit *m, tf_tensor *const *attentions, int6
             }
         memcpy(r, next, (size_t)(T * T) * sizeof *r);
     }
-    for (int64_t j = 0; j < N; j++) rollout[j] = (float)r[1 + j]; /* the class token's row, over the patches */
+    for (int64_t j = 0; j < N; j++) { /* the row read (w R), over the patches */
+        double s = 0;
+        for (int64_t i = 0; i < T; i++) s += w[i] * r[i * T + 1 + j];
+        rollout[j] = (float)s;
+    }
     const float *last = tf_f32(attentions[L - 1]) + b * H * T * T;  // (H,T,T)
     for (int64_t h = 0; heads && h < H; h++)
-        for (int64_t j = 0; j < N; j++) heads[h * N + j] = last[h * T * T + 1 + j];
-    free(r), free(f), free(next);
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t i = 0; i < T; i++) s += w[i] * last[h * T * T + i * T + 1 + j];
+            heads[h * N + j] = (float)s;
+        }
+    free(r), free(f), free(next), free(w);
     return 0;
 }

@@ -9,8 +9,10 @@
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
 static const char *const HEADS[] = {"ViTModel", "ViTForImageClassification", NULL};
 static const char *const STEMS[] = {"patch", "conv", NULL};
+static const char *const POOLINGS[] = {"mean", "cls", "max", "seq", NULL}; /* tf_pooling's order; max is refused */
 _Static_assert(sizeof(tf_vit_head) == sizeof(int), "enum rows store an int");
 _Static_assert(sizeof(tf_vit_stem) == sizeof(int), "enum rows store an int");
+_Static_assert(sizeof(tf_pooling) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
 #define SIG_NEW (TF_FIELD_SIGNATURE | TF_FIELD_SIG_NEW) /* the patch stem's checkpoints keep their signature */
@@ -42,6 +44,10 @@ static const tf_field ROWS[] = {
     R(qkv_bias, TF_FIELD_BOOL, "true", NULL, NULL, "the query, key and value projections have biases", SIG, NULL),
     R(head, TF_FIELD_ENUM, "ViTForImageClassification", NULL, HEADS, "the head (Hugging Face's architecture)", SIG, NULL),
     R(n_labels, TF_FIELD_INT, "10", "[1,100000]", NULL, "classes of the classifier", SIG, "num_labels"),
+    R(pooling, TF_FIELD_ENUM, "cls", NULL, POOLINGS,
+      "what the classifier reads: cls (the class token, Hugging Face's), mean (the patch tokens' mean) or seq (their "
+      "mean weighted by a learned score: sequence pooling, Hassani et al. 2021); mean and seq: tformer folders only",
+      SIG_NEW, NULL),
     R(pooler, TF_FIELD_BOOL, "false", NULL, NULL, "ViTModel: the tanh pooler over the class token", SIG, NULL),
     R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights", 0, "initializer_range"),
 };
@@ -93,6 +99,10 @@ int tf_vit_config_check(const tf_vit_config *c) {
     if (c->stem == TF_VIT_STEM_CONV && c->image_size % c->patch_size)
         return tf_set_error("stem conv: image_size %d must be a multiple of patch_size %d (the padded convolutions "
                             "would not give the patch grid)", c->image_size, c->patch_size);
+    if (c->pooling == TF_POOL_MAX) return tf_set_error("pooling max: the classifier reads cls, mean or seq");
+    if (c->pooling != TF_POOL_CLS && c->head != TF_VIT_IMAGE_CLS)
+        return tf_set_error("pooling %s: only ViTForImageClassification pools (ViTModel's pooler reads the class token)",
+                            c->pooling == TF_POOL_MEAN ? "mean" : "seq");
     if (c->head == TF_VIT_IMAGE_CLS && c->pooler)
         return tf_set_error("pooler: ViTForImageClassification has none (classifier on the class token)");
     return 0;

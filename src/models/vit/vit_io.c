@@ -1,6 +1,6 @@
 /* ViT models as Hugging Face folders: config.json + model.safetensors, both
- * ways, for ViTModel and ViTForImageClassification; a conv stem, which
- * Hugging Face's ViT lacks, as tformer's own (model_type "tformer-vit", the
+ * ways, for ViTModel and ViTForImageClassification; a conv stem or a pooling
+ * other than the class token, which Hugging Face's ViT lacks, as tformer's own (model_type "tformer-vit", the
  * field table's keys), which transformers refuses rather than misreads. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -96,6 +96,10 @@ int tf_vit_save_hf(const tf_vit *m, const char *dir) {
     if (c->stem != TF_VIT_STEM_PATCH)
         return tf_set_error("%s: a ViT with a conv stem has no Hugging Face form (ViTModel embeds patches by one "
                             "strided projection): save it as tformer's folder (tf_vit_save)", dir);
+    if (c->pooling != TF_POOL_CLS)
+        return tf_set_error("%s: a ViT with %s pooling has no Hugging Face form (ViTForImageClassification reads the "
+                            "class token): save it as tformer's folder (tf_vit_save)", dir,
+                            c->pooling == TF_POOL_MEAN ? "mean" : "seq");
     tf_fields f = {&HF_TABLE, (void *)c};
     return tf_vision_save(dir, tf_vit_head_name(c->head), "vit", &f, NULL, m->labels,
                           c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
@@ -103,7 +107,7 @@ int tf_vit_save_hf(const tf_vit *m, const char *dir) {
 
 int tf_vit_save(const tf_vit *m, const char *dir) {
     const tf_vit_config *c = &m->cfg;
-    if (c->stem == TF_VIT_STEM_PATCH) return tf_vit_save_hf(m, dir);
+    if (c->stem == TF_VIT_STEM_PATCH && c->pooling == TF_POOL_CLS) return tf_vit_save_hf(m, dir);
     tf_fields f = {&tf_vit_config_table, (void *)c};
     return tf_vision_save(dir, tf_vit_head_name(c->head), "tformer-vit", &f, NULL, m->labels,
                           c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
