@@ -81,5 +81,5 @@ done | {
     for p in $pids; do wait "$p" || failed=1; done
     exit "$failed"
 }
-python3 "$(dirname "$0")/vision_ablation_table.py" "$out" "$seeds" > "$out/ablation.md"
+python3 "$(dirname "$0")/vision_ablation_table.py" "$out" "$seeds" "$out/ablation.png" > "$out/ablation.md"
 cat "$out/ablation.md"

@@ -4,8 +4,10 @@ ablation (05-attention-lecture-dl1, from Touvron et al. 2021, table 8): one
 row per run, a column per ingredient (yes / no), the t10k accuracy as mean ±
 standard deviation over the seeds that finished, and the deck's DeiT-B
 ImageNet top-1 for the same row beside it.
-    python3 tools/vision_ablation_table.py OUT SEEDS > OUT/ablation.md
-reads OUT/<row>/<seed>/t10k.txt (tformer eval's first line)."""
+    python3 tools/vision_ablation_table.py OUT SEEDS [PNG] > OUT/ablation.md
+reads OUT/<row>/<seed>/t10k.txt (tformer eval's first line); with PNG, also
+draws each row's seeds and mean against the full recipe's (needs Debian's
+python3-matplotlib)."""
 import os
 import re
 import statistics
@@ -44,8 +46,30 @@ def accuracies(out, name, seeds):
     return acc
 
 
+def plot(rows, png):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    names = [n for n, _ in rows]
+    for y, (n, acc) in enumerate(rows):
+        ax.scatter(acc, [y] * len(acc), color="tab:blue", s=18, label="one seed" if y == 0 else None)
+        ax.scatter([statistics.mean(acc)], [y], color="tab:red", marker="|", s=300,
+                   label="mean over seeds" if y == 0 else None)
+    full = statistics.mean(rows[0][1])
+    ax.axvline(full, color="grey", linestyle="--", linewidth=1, label="full recipe (mean)")
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("t10k accuracy (%)")
+    ax.set_title("DeiT recipe ablation, ViT on Fashion-MNIST (fixed budget)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main():
     out, seeds = sys.argv[1], int(sys.argv[2])
+    drawn = []
     head = ["ablation on", "run"] + COLS + ["t10k accuracy (%)", "seeds", "DeiT-B, ImageNet (deck)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     full = None
@@ -53,6 +77,7 @@ def main():
         acc = accuracies(out, name, seeds)
         if not acc:
             continue
+        drawn.append((name, acc))
         mean = statistics.mean(acc)
         full = mean if name == "full" else full
         sd = f" ±{statistics.stdev(acc):.2f}" if len(acc) > 1 else ""
@@ -64,6 +89,8 @@ def main():
         row = [group, f"`{name}`"] + cells + [f"{mean:.2f}{sd}{diff}", str(len(acc)), deit or "—"]
         lines.append("| " + " | ".join(row) + " |")
     print("\n".join(lines))
+    if len(sys.argv) > 3 and drawn:
+        plot(drawn, sys.argv[3])
 
 
 if __name__ == "__main__":

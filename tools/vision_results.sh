@@ -9,7 +9,8 @@
 # about 1 h 50 min. Each call trains for at most HOURS (2.5) and stops with a checkpoint;
 # calling it again continues bit for bit (--resume) until STEPS are done, then it scores.
 # Settings: STEPS (25000), D_MODEL (64; Swin 48), N_LAYER (6), BATCH (128), STEM (conv: the
-# convolutional stem; patch: one strided projection), MIX_PROB (0.2: the share of batches
+# convolutional stem; patch: one strided projection), POOLING (cls; mean, seq: what the
+# classifier reads, docs/vision.md "Pooling"), MIX_PROB (0.2: the share of batches
 # mixed by mixup 0.8 / cutmix 1.0; 0: none), DROP_PATH (0.1); Swin's DEPTHS (2,4), HEADS (3,6),
 # WINDOW (7), patch 2 (14x14 tokens, then 7x7); DATA (/usr/share/datasets/fashion-mnist,
 # Debian's dataset-fashion-mnist).
@@ -27,7 +28,7 @@ if [ "$arch" = swin ]; then
     model="--patch-size 2 --d-model ${D_MODEL:-48} --depths ${DEPTHS:-2,4} --heads ${HEADS:-3,6} --window ${WINDOW:-7}"
     again=swin-results
 else
-    model="--stem ${STEM:-conv} --patch-size 4 --d-model ${D_MODEL:-64} --n-layer $n_layer --n-head 4"
+    model="--stem ${STEM:-conv} --patch-size 4 --d-model ${D_MODEL:-64} --n-layer $n_layer --n-head 4 --pooling ${POOLING:-cls}"
     again=vision-results
 fi
 if [ "$mix_prob" = 0 ]; then
