@@ -420,6 +420,27 @@ int test_write_image_input(const char *path, int64_t B, int channels, int size, 
     return rc;
 }
 
+int test_vit_folder_matches(const tf_vit *m, const char *dir, tf_vit **back) {
+    char own[300], in[300], out[300];
+    snprintf(own, sizeof own, "%s/own", dir);
+    snprintf(in, sizeof in, "%s/input.safetensors", dir);
+    snprintf(out, sizeof out, "%s/logits.safetensors", dir);
+    *back = NULL;
+    if (tf_vit_save(m, own) || test_write_image_input(in, 2, m->cfg.channels, m->cfg.image_size, m->cfg.n_labels, 1) ||
+        !(*back = tf_vit_load_hf(own)) || tf_hf_run(own, in, out, NULL))
+        return -1;
+    tf_st_file *f = tf_st_open(in), *a = tf_st_open(out);
+    tf_arena *ar = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_vit_outputs o;
+    tf_tensor *x = f ? test_st_tensor(f, "pixel_values", ar) : NULL, *got = a ? test_st_tensor(a, "logits", ar) : NULL;
+    int rc = x && got && !tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = x}, &o) ? 0 : -1;
+    if (!rc && (tf_numel(got) != tf_numel(o.logits) || memcmp(got->data, o.logits->data, (size_t)tf_numel(got) * sizeof(float))))
+        rc = tf_set_error("%s: hf-run's logits differ from the model's", own);
+    tf_ctx_free(ctx), tf_arena_free(ar), tf_st_close(f), tf_st_close(a);
+    return rc;
+}
+
 void test_randomize_params(tf_params *ps, uint64_t seed) {
     for (int i = 0; i < tf_params_count(ps); i++) {
         tf_tensor *t = tf_params_tensor(ps, i);

@@ -154,6 +154,10 @@ double test_gradient_error(const tf_params *ps, tf_tensor *extra, const char *ex
 /* Random images (B,C,S,S) in [0,1] and, when labels, labels (B) below
  * n_labels into an input file (pixel_values, labels I64). */
 int test_write_image_input(const char *path, int64_t B, int channels, int size, int n_labels, int labels);
+/* m saved by tf_vit_save into dir/own, then `hf-run` on two random images of
+ * its shape (dir/input.safetensors): 0 when the folder's logits are m's to
+ * the bit; -1 with a message. The folder is read back into *back. */
+int test_vit_folder_matches(const tf_vit *m, const char *dir, tf_vit **back);
 /* Every parameter N(0, 0.4), norms' (a name with "norm") N(0, 0.2) and their
  * weights around 1: outputs that move with every weight. */
 void test_randomize_params(tf_params *ps, uint64_t seed);
