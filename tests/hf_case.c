@@ -420,6 +420,11 @@ int test_write_image_input(const char *path, int64_t B, int channels, int size, 
     return rc;
 }
 
+tf_tensor *test_vit_loss(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels) {
+    tf_vit_outputs o;
+    return tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &o) ? NULL : o.loss;
+}
+
 int test_vit_folder_matches(const tf_vit *m, const char *dir, tf_vit **back) {
     char own[300], in[300], out[300];
     snprintf(own, sizeof own, "%s/own", dir);

@@ -158,6 +158,8 @@ int test_write_image_input(const char *path, int64_t B, int channels, int size, 
  * its shape (dir/input.safetensors): 0 when the folder's logits are m's to
  * the bit; -1 with a message. The folder is read back into *back. */
 int test_vit_folder_matches(const tf_vit *m, const char *dir, tf_vit **back);
+/* ViTForImageClassification m's loss on pixels and labels (test_gradient_case's loss). */
+tf_tensor *test_vit_loss(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels);
 /* Every parameter N(0, 0.4), norms' (a name with "norm") N(0, 0.2) and their
  * weights around 1: outputs that move with every weight. */
 void test_randomize_params(tf_params *ps, uint64_t seed);

@@ -169,14 +169,9 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
  * relative L2 error per tensor. */
 /* ||a - b|| and ||b|| in double. */
 
-static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
-    tf_vit_outputs o;
-    return tf_vit_run(ctx, model, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &o) ? NULL : o.loss;
-}
-
 static double gradient_case(const char *dir, int *n_tensors) {
     tf_vit *m = tf_vit_load_hf(dir);
-    double e = m ? test_gradient_case(dir, m, m->params, vit_loss, n_tensors) : -1;
+    double e = m ? test_gradient_case(dir, m, m->params, test_vit_loss, n_tensors) : -1;
     tf_vit_free(m);
     return e;
 }

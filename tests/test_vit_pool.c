@@ -17,11 +17,6 @@
 #define POOL_DIR "tests/fixtures_vit_stem"
 #define SEQ_CASE POOL_DIR "/pool_seq_grey28_p4_stem"
 
-static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
-    tf_vit_outputs o;
-    return tf_vit_run(ctx, model, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &o) ? NULL : o.loss;
-}
-
 /* The loss's gradient for the pixels and every parameter, pooling.score's included. */
 TEST(vit_pool_gradients_match_pytorch) {
     static const char *const CASES[] = {SEQ_CASE, POOL_DIR "/pool_mean_rgb12_p3_patch", POOL_DIR "/pool_seq_rgb13_p4_patch"};
@@ -30,7 +25,7 @@ TEST(vit_pool_gradients_match_pytorch) {
     for (int i = 0; i < 3; i++) {
         tf_vit *m = tf_vit_load_hf(CASES[i]);
         CHECKF(m && m->cfg.pooling == (i == 1 ? TF_POOL_MEAN : TF_POOL_SEQ), "%s: %s", CASES[i], tf_error());
-        double e = m ? test_gradient_case(CASES[i], m, m->params, vit_loss, &n) : -1;
+        double e = m ? test_gradient_case(CASES[i], m, m->params, test_vit_loss, &n) : -1;
         tf_vit_free(m);
         CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
         if (e > worst) worst = e;

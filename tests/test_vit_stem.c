@@ -44,11 +44,6 @@ TEST(vit_stem_hf_run_matches_pytorch) {
     CHECKF(cases == 6 && failed == 0, "%d of %d cases failed (%s)", failed, cases, STEM_DIR);
 }
 
-static tf_tensor *vit_loss(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels) {
-    tf_vit_outputs o;
-    return tf_vit_run(ctx, model, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &o) ? NULL : o.loss;
-}
-
 /* The loss's gradient for the pixels and every parameter, the stem's included. */
 TEST(vit_stem_gradients_match_pytorch) {
     static const char *const CASES[] = {CLS_CASE, STEM_DIR "/stem_cls_rgb8_p2_relu"};
@@ -56,7 +51,7 @@ TEST(vit_stem_gradients_match_pytorch) {
     int n = 0;
     for (int i = 0; i < 2; i++) {
         tf_vit *m = tf_vit_load_hf(CASES[i]);
-        double e = m ? test_gradient_case(CASES[i], m, m->params, vit_loss, &n) : -1;
+        double e = m ? test_gradient_case(CASES[i], m, m->params, test_vit_loss, &n) : -1;
         tf_vit_free(m);
         CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
         if (e > worst) worst = e;
