@@ -13,7 +13,7 @@
 
 #include "cli.h"
 
-enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, TOP_K, ATTENTION_PNG, THREADS };
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS };
 const cli_flag cmd_classify_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "a ViTForImageClassification, SwinForImageClassification or VivitForVideoClassification folder (a run "
@@ -22,6 +22,7 @@ const cli_flag cmd_classify_flags[] = {
     [SPLIT] = {"split", CLI_STRING, "NAME", "t10k", "which of --data-dir's sets: t10k (the test set) or train"},
     [DATA] = {"data", CLI_STRING, "FILE", "", "scikit-learn's digits.csv(.gz) instead of --data-dir"},
     [BATCH] = {"batch", CLI_INT, "N", "256", "images per forward pass"},
+    [HFLIP_TTA] = CLI_HFLIP_TTA_ROW,
     [TOP_K] = {"top-k", CLI_INT, "K", "1", "PNG files: the K likeliest labels, each with its probability"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "DIR", "",
                        "PNG files: write DIR/<name>.png, the attention rollout from what the classifier reads (the "
@@ -65,17 +66,18 @@ static const char *class_label(const classifier *c, int i, char *buf, size_t n) 
 }
 
 /* Accuracy, loss and per-class accuracy of the model on a labelled set. */
-static void score_set(const cli_verb *v, const classifier *m, const tf_images *s, const char *name, int batch) {
+static void score_set(const cli_verb *v, const classifier *m, const tf_images *s, const char *name, int batch,
+                      int hflip) {
     int32_t *pred = malloc((size_t)s->n * sizeof *pred);
     int64_t L = m->n_labels, correct = 0, *hit = calloc((size_t)L, sizeof *hit), *all = calloc((size_t)L, sizeof *all);
     double loss;
     if (!pred || !hit || !all) cli_die(v, "out of memory");
-    int rc = m->vit ? tf_vit_predict(m->vit, s->pixels, s->n, batch, s->labels, pred, NULL, &loss, &correct)
-                    : tf_swin_predict(m->swin, s->pixels, s->n, batch, s->labels, pred, NULL, &loss, &correct);
+    int rc = m->vit ? tf_vit_predict(m->vit, s->pixels, s->n, batch, hflip, s->labels, pred, NULL, &loss, &correct)
+                    : tf_swin_predict(m->swin, s->pixels, s->n, batch, hflip, s->labels, pred, NULL, &loss, &correct);
     if (rc) cli_die(v, tf_error());
     for (int64_t i = 0; i < s->n; i++) all[s->labels[i]]++, hit[s->labels[i]] += pred[i] == s->labels[i];
-    printf("accuracy %.4f (%lld of %lld images of %s) | loss %.4f\n", (double)correct / (double)s->n,
-           (long long)correct, (long long)s->n, name, loss);
+    printf("accuracy %.4f (%lld of %lld images of %s%s) | loss %.4f\n", (double)correct / (double)s->n,
+           (long long)correct, (long long)s->n, name, hflip ? ", each averaged with its mirror image" : "", loss);
     for (int64_t k = 0; k < L; k++) {
         char buf[32];
         if (all[k]) printf("  %-16s %.4f (%lld of %lld)\n", class_label(m, (int)k, buf, sizeof buf),
@@ -85,7 +87,7 @@ static void score_set(const cli_verb *v, const classifier *m, const tf_images *s
 }
 
 void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                   int batch) {
+                   int batch, int hflip) {
     classifier m = load_classifier(v, model_dir);
     tf_images s;
     char name[4200];
@@ -96,7 +98,7 @@ void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, co
         cli_die(v, name);
     }
     snprintf(name, sizeof name, "%s%s%s", dir ? dir : csv, dir ? " " : "", dir ? split : "");
-    score_set(v, &m, &s, name, batch);
+    score_set(v, &m, &s, name, batch, hflip);
     tf_images_free(&s);
     free_classifier(&m);
 }
@@ -226,15 +228,17 @@ int cmd_classify(const cli_args *a) {
     if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
     const char *att = opt(&a->v[ATTENTION_PNG]);
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
+    if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
     if (!a->n_operands && (a->v[TOP_K].given || att))
         cli_usage_error(a, "--top-k and --attention-png go with PNG files, not with a labelled set");
     if (is_video_model(a->v[MODEL].text)) {
-        if (a->v[TOP_K].given || att) cli_usage_error(a, "--top-k and --attention-png are ViT settings (images)");
+        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given)
+            cli_usage_error(a, "--top-k, --attention-png and --hflip-tta are ViT and Swin settings (images)");
         classify_video(a);
         return 0;
     }
     if (!a->n_operands) {
-        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i);
+        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i, a->v[HFLIP_TTA].given);
         return 0;
     }
     classifier m = load_classifier(a->verb, a->v[MODEL].text);

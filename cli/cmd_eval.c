@@ -6,13 +6,14 @@
 
 #include "cli.h"
 
-enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT, LISTOPS, BATCH, QUANTIZE };
+enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT, HFLIP_TTA, LISTOPS, BATCH, QUANTIZE };
 const cli_flag cmd_eval_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder (GPT, ViT, Swin or ListOps), or a Hugging Face GPT-2 folder with its tokenizer"},
     [DATA] = {"data", CLI_LIST, "FILE...", "", "text files, read in windows of the model's context (required for a GPT)"},
     [THREADS] = CLI_THREADS_ROW,
     [DATA_DIR] = {"data-dir", CLI_STRING, "DIR", "", "a ViT folder instead: the accuracy on this idx folder's --split"},
     [SPLIT] = {"split", CLI_STRING, "NAME", "t10k", "with --data-dir: t10k (the test set) or train"},
+    [HFLIP_TTA] = CLI_HFLIP_TTA_ROW,
     [LISTOPS] = {"listops", CLI_INT, "N", "0",
                  "a ListOps run folder instead: the accuracy on its first N test expressions (LRA: 2000), drawn "
                  "apart from training and validation with the run's settings (listops.json)"},
@@ -54,6 +55,7 @@ int cmd_eval(const cli_args *a) {
     if (dir && a->v[DATA].n) cli_usage_error(a, "give --data (a GPT) or --data-dir (a ViT), not both");
     if (a->v[LISTOPS].i > 0) {
         if (dir || a->v[DATA].n) cli_usage_error(a, "--listops scores a ListOps run folder: no --data or --data-dir");
+        if (a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with an image classifier (--data-dir), not --listops");
         return eval_listops(a, a->v[LISTOPS].i);
     }
     if (dir) {
@@ -61,9 +63,10 @@ int cmd_eval(const cli_args *a) {
             cli_usage_error(a, "--quantize goes with a GPT (--data) or a ListOps run (--listops), not --data-dir yet");
         const char *split = a->v[SPLIT].text;
         if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
-        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, NULL, 256);
+        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, NULL, 256, a->v[HFLIP_TTA].given);
         return 0;
     }
+    if (a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with an image classifier (--data-dir)");
     if (!a->v[DATA].n) cli_usage_error(a, "missing --data (see tformer eval --help)");
     tf_tokenizer *tok;
     tf_gpt *m = cli_load_model(a->verb, a->v[MODEL].text, &tok);

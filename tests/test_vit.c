@@ -4,6 +4,7 @@
  * ViTForImageClassification) to 1e-5; a perturbed weight fails the
  * comparison; tformer's folders round-trip (and, with TFORMER_EXPORT_DIR,
  * are written for transformers to load: make vit-conformance). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -246,4 +247,64 @@ TEST(vit_attentions_and_rollout_match_transformers) {
     float r[64];
     CHECK(m && tf_vit_attention_rollout(m, NULL, 0, r, NULL) == -1 && strstr(tf_error(), "output_attentions"));
     tf_vit_free(m);
+}
+
+/* ---------------------------------------------------------------- predictions, with the mirror images */
+
+/* One image's class probabilities p (L), from the model's forward on x (C,S,S), mirrored when flip. */
+static int image_probs(const tf_vit *m, const float *x, int flip, double *p) {
+    const tf_vit_config *c = &m->cfg;
+    int S = c->image_size, L = c->n_labels;
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_ctx_set_grad(ctx, 0);
+    tf_tensor *px = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, c->channels, S, S}, 0);
+    for (int64_t r = 0; r < (int64_t)c->channels * S; r++)
+        for (int j = 0; j < S; j++) tf_f32(px)[r * S + j] = x[r * S + (flip ? S - 1 - j : j)];
+    tf_vit_outputs o;
+    int rc = tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = px}, &o);
+    double hi = -1e300, sum = 0;
+    for (int k = 0; !rc && k < L; k++) hi = fmax(hi, tf_f32(o.logits)[k]);
+    for (int k = 0; !rc && k < L; k++) sum += p[k] = exp(tf_f32(o.logits)[k] - hi);
+    for (int k = 0; !rc && k < L; k++) p[k] /= sum;
+    tf_ctx_free(ctx);
+    return rc;
+}
+
+/* tf_vit_predict with hflip against the forward run image by image, each
+ * image and its mirror's probabilities averaged here: labels, the winning
+ * probability and the loss (batches of 2 over 5 images); without hflip the
+ * single view's, and the two differ (a model that sees left from right). */
+TEST(vit_predict_hflip_averages_the_mirror_images) {
+    tf_vit_config c = export_config(0);
+    tf_vit *m = tf_vit_new(&c, 11);
+    CHECK(m != NULL);
+    test_randomize_params(m->params, 5);
+    enum { N = 5 };
+    int S = c.image_size, L = c.n_labels;
+    float *x = malloc((size_t)N * S * S * sizeof *x);
+    int32_t labels[N] = {0, 1, 2, 3, 1}, pred[N], pred1[N];
+    float prob[N], prob1[N];
+    uint64_t s = 99;
+    for (int64_t i = 0; i < (int64_t)N * S * S; i++) s = s * 6364136223846793005ULL + 1, x[i] = (float)(s >> 40) / 16777216.0f;
+    double loss, loss1, want_loss = 0, moved = 0;
+    int64_t correct, correct1;
+    CHECK(tf_vit_predict(m, x, N, 2, 1, labels, pred, prob, &loss, &correct) == 0);
+    CHECK(tf_vit_predict(m, x, N, 2, 0, labels, pred1, prob1, &loss1, &correct1) == 0);
+    for (int i = 0; i < N; i++) {
+        double a[16], b[16];
+        CHECK(image_probs(m, x + (int64_t)i * S * S, 0, a) == 0 && image_probs(m, x + (int64_t)i * S * S, 1, b) == 0);
+        int best = 0, best1 = 0;
+        for (int k = 0; k < L; k++) {
+            best = (a[k] + b[k]) > (a[best] + b[best]) ? k : best;
+            best1 = a[k] > a[best1] ? k : best1;
+        }
+        CHECKF(pred[i] == best && fabs(prob[i] - (a[best] + b[best]) / 2) < 1e-5,
+               "image %d: label %d prob %.6f, want %d %.6f", i, pred[i], prob[i], best, (a[best] + b[best]) / 2);
+        CHECKF(pred1[i] == best1 && fabs(prob1[i] - a[best1]) < 1e-5, "image %d without hflip", i);
+        want_loss -= log((a[labels[i]] + b[labels[i]]) / 2) / N;
+        moved = fmax(moved, fabs(prob[i] - prob1[i]));
+    }
+    CHECKF(fabs(loss - want_loss) < 1e-5, "loss %.7f, want %.7f", loss, want_loss);
+    CHECKF(moved > 1e-3, "the mirror images changed no probability (%.2e): the test would not see hflip ignored", moved);
+    free(x), tf_vit_free(m);
 }

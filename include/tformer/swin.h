@@ -96,7 +96,7 @@ typedef struct {
 
 TF_API int tf_swin_run(tf_ctx *ctx, const tf_swin *m, const tf_swin_inputs *in, tf_swin_outputs *out);
 /* As tf_vit_predict. SwinForImageClassification only. */
-TF_API int tf_swin_predict(const tf_swin *m, const float *x, int64_t n, int batch, const int32_t *labels,
+TF_API int tf_swin_predict(const tf_swin *m, const float *x, int64_t n, int batch, int hflip, const int32_t *labels,
                            int32_t *pred, float *prob, double *loss, int64_t *correct);
 
 /* Hugging Face folders: config.json + model.safetensors. */

@@ -129,8 +129,10 @@ TF_API int tf_vit_attention_rollout(const tf_vit *m, const tf_vit_outputs *out, 
  * a time (0: 256): the likeliest label of each into pred (n) and, when prob is
  * not NULL, its softmax probability (n); with labels (n) given (-100 ignored),
  * *loss receives the mean cross-entropy and *correct the right predictions.
+ * hflip 1: test-time augmentation, each image's class probabilities averaged
+ * with those of its mirror image (left-right; two forward passes).
  * ViTForImageClassification only. */
-TF_API int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch, const int32_t *labels,
+TF_API int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch, int hflip, const int32_t *labels,
                           int32_t *pred, float *prob, double *loss, int64_t *correct);
 
 /* Hugging Face folders: config.json + model.safetensors. Keys of ViTConfig

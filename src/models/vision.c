@@ -89,29 +89,72 @@ static void score_rows(const float *logits, int64_t B, int64_t L, const int32_t 
     }
 }
 
+/* z (B,L) <- log((softmax(z) + softmax(zf)) / 2), row by row in log space: the
+ * two views' probabilities averaged, as logits whose softmax they are. */
+static void mean_of_views(float *z, const float *zf, int64_t B, int64_t L) {
+    for (int64_t b = 0; b < B; b++) {
+        float *u = z + b * L;
+        const float *v = zf + b * L;
+        double mu = u[0], mv = v[0], su = 0, sv = 0;
+        for (int64_t k = 1; k < L; k++) mu = fmax(mu, u[k]), mv = fmax(mv, v[k]);
+        for (int64_t k = 0; k < L; k++) su += exp(u[k] - mu), sv += exp(v[k] - mv);
+        double lu = mu + log(su), lv = mv + log(sv);
+        for (int64_t k = 0; k < L; k++) {
+            double a = u[k] - lu, c = v[k] - lv, hi = fmax(a, c);
+            u[k] = (float)(log(0.5) + hi + log1p(exp(-fabs(a - c))));
+        }
+    }
+}
+
+/* The batch's logits (B,L) into z: the model's on x (B, item...) and, with
+ * hflip, averaged with its logits on x mirrored left-right (the last dim). */
+static int batch_logits(tf_ctx *ctx, const void *model, tf_logits_fn logits, const float *x, int ndim,
+                        const int64_t *shape, int hflip, float *z) {
+    int64_t per = 1, W = shape[ndim - 1];
+    for (int d = 0; d < ndim; d++) per *= shape[d];
+    tf_tensor *px = tf_tensor_new(ctx, TF_DTYPE_F32, ndim, shape, 0), *out = NULL;
+    if (!px) return -1;
+    memcpy(px->data, x, (size_t)per * sizeof(float));
+    if (logits(ctx, model, px, &out)) return -1;
+    int64_t nz = tf_numel(out);
+    memcpy(z, tf_f32(out), (size_t)nz * sizeof(float));
+    if (!hflip) return 0;
+    float *m = tf_f32(px);
+    for (int64_t r = 0; r < per / W; r++)  // every row of pixels, reversed in place
+        for (int64_t i = 0, j = W - 1; i < j; i++, j--) {
+            float t = m[r * W + i];
+            m[r * W + i] = m[r * W + j], m[r * W + j] = t;
+        }
+    if (logits(ctx, model, px, &out)) return -1;
+    mean_of_views(z, tf_f32(out), shape[0], nz / shape[0]);
+    return 0;
+}
+
 int tf_predict_batches(const void *model, tf_logits_fn logits, int n_labels, const float *x, int64_t n, int item_ndim,
-                       const int64_t *item, int batch, const int32_t *labels, int32_t *pred, float *prob, double *loss,
-                       int64_t *correct) {
+                       const int64_t *item, int batch, int hflip, const int32_t *labels, int32_t *pred, float *prob,
+                       double *loss, int64_t *correct) {
     if (batch <= 0) batch = 256;
+    if (batch > n) batch = n > 0 ? (int)n : 1;
     int64_t per = 1, counted = 0, hits = 0, shape[8];
     for (int d = 0; d < item_ndim; d++) per *= item[d], shape[d + 1] = item[d];
     double loss_sum = 0;
     tf_ctx *ctx = tf_ctx_new(0);
-    if (!ctx) return tf_set_error("predict: out of memory");
+    float *z = malloc((size_t)batch * (size_t)n_labels * sizeof *z);  // (batch,L)
+    if (!ctx || !z) {
+        tf_ctx_free(ctx), free(z);
+        return tf_set_error("predict: out of memory");
+    }
     tf_ctx_set_grad(ctx, 0);
     int rc = 0;
     for (int64_t first = 0; !rc && first < n; first += batch) {
         int64_t B = n - first < batch ? n - first : batch;
         shape[0] = B;
-        tf_tensor *px = tf_tensor_new(ctx, TF_DTYPE_F32, item_ndim + 1, shape, 0), *z = NULL;
-        if (!px) rc = -1;
-        else memcpy(px->data, x + first * per, (size_t)(B * per) * sizeof(float));  // (B, item...)
-        if (!rc && !(rc = logits(ctx, model, px, &z)))
-            score_rows(tf_f32(z), B, n_labels, labels ? labels + first : NULL, pred + first, prob ? prob + first : NULL,
+        if (!(rc = batch_logits(ctx, model, logits, x + first * per, item_ndim + 1, shape, hflip, z)))
+            score_rows(z, B, n_labels, labels ? labels + first : NULL, pred + first, prob ? prob + first : NULL,
                        &loss_sum, &counted, &hits);
         tf_ctx_reset(ctx);
     }
-    tf_ctx_free(ctx);
+    tf_ctx_free(ctx), free(z);
     if (loss) *loss = counted ? loss_sum / (double)counted : NAN;
     if (correct) *correct = hits;
     return rc;

@@ -44,9 +44,10 @@ int tf_vision_check_labels(const tf_tensor *y, int64_t B, int n_labels, const ch
 /* A model's logits (B,L) for the batch x (B, ...) in ctx. */
 typedef int (*tf_logits_fn)(tf_ctx *ctx, const void *model, tf_tensor *x, tf_tensor **logits);
 /* Predictions for n items of x, each of shape item (item_ndim dims), `batch`
- * at a time (0: 256), without gradients: as tf_vit_predict. */
+ * at a time (0: 256), without gradients; hflip: each item's probabilities
+ * averaged with its mirror image's (the last dim reversed): as tf_vit_predict. */
 int tf_predict_batches(const void *model, tf_logits_fn logits, int n_labels, const float *x, int64_t n, int item_ndim,
-                       const int64_t *item, int batch, const int32_t *labels, int32_t *pred, float *prob, double *loss,
-                       int64_t *correct);
+                       const int64_t *item, int batch, int hflip, const int32_t *labels, int32_t *pred, float *prob,
+                       double *loss, int64_t *correct);
 
 #endif

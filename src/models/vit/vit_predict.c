@@ -9,10 +9,10 @@ static int vit_logits(tf_ctx *ctx, const void *model, tf_tensor *x, tf_tensor **
     return rc;
 }
 
-int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch, const int32_t *labels, int32_t *pred,
+int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch, int hflip, const int32_t *labels, int32_t *pred,
                    float *prob, double *loss, int64_t *correct) {
     const tf_vit_config *c = &m->cfg;
     if (c->head != TF_VIT_IMAGE_CLS) return tf_set_error("vit: predictions need ViTForImageClassification");
     int64_t item[3] = {c->channels, c->image_size, c->image_size};  // (C,S,S)
-    return tf_predict_batches(m, vit_logits, c->n_labels, x, n, 3, item, batch, labels, pred, prob, loss, correct);
+    return tf_predict_batches(m, vit_logits, c->n_labels, x, n, 3, item, batch, hflip, labels, pred, prob, loss, correct);
 }

@@ -205,5 +205,5 @@ int tf_vivit_predict(const tf_vivit *m, const float *x, int64_t n, int batch, co
     const tf_vivit_config *c = &m->cfg;
     if (c->head != TF_VIVIT_VIDEO_CLS) return tf_set_error("vivit: predictions need VivitForVideoClassification");
     int64_t item[4] = {c->num_frames, c->channels, c->image_size, c->image_size};  // (T,C,S,S)
-    return tf_predict_batches(m, vivit_logits, c->n_labels, x, n, 4, item, batch, labels, pred, prob, loss, correct);
+    return tf_predict_batches(m, vivit_logits, c->n_labels, x, n, 4, item, batch, 0, labels, pred, prob, loss, correct);
 }
