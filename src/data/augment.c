@@ -129,3 +129,11 @@ void tf_aug_mix_targets(const int32_t *labels, int rows, int L, double lam, floa
         }
     }
 }
+
+void tf_aug_mirror(float *x, int64_t rows, int64_t W) {
+    for (int64_t row = 0; row < rows; row++)
+        for (int64_t a = 0, b = W - 1; a < b; a++, b--) {
+            float t = x[row * W + a];
+            x[row * W + a] = x[row * W + b], x[row * W + b] = t;
+        }
+}

@@ -69,6 +69,10 @@ void tf_randaug_image(tf_aug_rng *r, int n, double magnitude, double mstd, uint8
  * per pixel (TF_ERASE_PIXEL), per channel (RAND) or 0 (CONST): timm's
  * values in normalised space, brought back to pixels. The box into box
  * (top, left, height, width; height 0: nothing erased). */
+/* x (rows,W) mirrored left-right in place: rows = C*H for one image (C,H,W),
+ * B*C*H for a batch. */
+void tf_aug_mirror(float *x, int64_t rows, int64_t W);
+
 void tf_aug_erase(tf_aug_rng *r, float p, tf_erase_mode mode, const float *mean, const float *std, float *x, int C,
                   int H, int W, int box[4]);
 

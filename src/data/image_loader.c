@@ -42,15 +42,6 @@ static void copy_shifted(const tf_images *s, int64_t i, int dy, int dx, float *d
             }
 }
 
-/* x (C,H,W) mirrored left-right in place. */
-static void mirror(float *x, int64_t C, int64_t H, int64_t W) {
-    for (int64_t row = 0; row < C * H; row++)
-        for (int64_t a = 0, b = W - 1; a < b; a++, b--) {
-            float t = x[row * W + a];
-            x[row * W + a] = x[row * W + b], x[row * W + b] = t;
-        }
-}
-
 /* RandAugment on a grey image as 8-bit values (PIL's), back to [0,1]. */
 static void randaugment(const images_loader *m, tf_aug_rng *r, float *x, uint8_t *buf, int H, int W) {
     int64_t n = (int64_t)H * W;
@@ -75,7 +66,7 @@ static void train_row(const images_loader *m, uint64_t key, int r, float *x, int
     *label = s->labels[i];
     if (a->hflip > 0) {
         tf_aug_rng rf = tf_aug_rng_at(m->seed, key, (uint64_t)r, DRAW_FLIP);
-        if (tf_aug_uniform(&rf) < a->hflip) mirror(x, s->channels, s->height, s->width);
+        if (tf_aug_uniform(&rf) < a->hflip) tf_aug_mirror(x, (int64_t)s->channels * s->height, s->width);
     }
     if (a->randaug_ops > 0) {
         tf_aug_rng rr = tf_aug_rng_at(m->seed, key, (uint64_t)r, DRAW_RANDAUG);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "vision.h"
+#include "../data/augment.h"
 
 /* ---------------------------------------------------------------- folders */
 
@@ -119,12 +120,7 @@ static int batch_logits(tf_ctx *ctx, const void *model, tf_logits_fn logits, con
     int64_t nz = tf_numel(out);
     memcpy(z, tf_f32(out), (size_t)nz * sizeof(float));
     if (!hflip) return 0;
-    float *m = tf_f32(px);
-    for (int64_t r = 0; r < per / W; r++)  // every row of pixels, reversed in place
-        for (int64_t i = 0, j = W - 1; i < j; i++, j--) {
-            float t = m[r * W + i];
-            m[r * W + i] = m[r * W + j], m[r * W + j] = t;
-        }
+    tf_aug_mirror(tf_f32(px), per / W, W);  // every row of pixels, reversed in place
     if (logits(ctx, model, px, &out)) return -1;
     mean_of_views(z, tf_f32(out), shape[0], nz / shape[0]);
     return 0;
