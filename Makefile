@@ -466,9 +466,10 @@ bench-translate: $(BUILD)/tformer $(HF_PYTHON)
 .PHONY: translation-results bench-translate
 
 # docs/vision.md's long run: a ViT on Fashion-MNIST with a DeiT recipe, issue
-# 12's 93% on t10k (about 1 h 40 min on one core; each call trains for at most
-# HOURS, default 2.5, then stops with a checkpoint; call it again to continue;
-# when STEPS are done it scores run/ and run/best/ on t10k). Kept out of CI.
+# 12's 93% on t10k (the fifth run: about 1 h 45 min on both cores, the last
+# 2,000 steps without augmentations; each call trains for at most HOURS,
+# default 2.5, then stops with a checkpoint; call it again to continue; when
+# STEPS are done it scores run/ and run/best/ on t10k). Kept out of CI.
 VISION_RESULTS ?= build/vision_results
 # docs/vision.md's ablation table: the DeiT recipe with each ingredient removed
 # in turn, SEEDS runs a row, on Fashion-MNIST (about 17 minutes a run of 3,000

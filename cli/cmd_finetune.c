@@ -145,8 +145,5 @@ int cmd_finetune(const cli_args *a) {
     if (rc == 0 && tf_dist_agree(first ? evaluate(a, t, out) : 0)) rc = -1;
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());
-    if (rc == 1 && first)
-        printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
-    tf_dist_finalize();
-    return rc == 1 ? 130 : 0;
+    return cli_train_end(rc, first, out);
 }

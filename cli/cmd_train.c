@@ -247,8 +247,5 @@ int cmd_train(const cli_args *a) {
     int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());
-    if (rc == 1 && tf_dist_rank() == 0)
-        printf("interrupted: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n", out);
-    tf_dist_finalize();
-    return rc == 1 ? 130 : 0;
+    return cli_train_end(rc, tf_dist_rank() == 0, out);
 }

@@ -173,6 +173,15 @@ void cli_catch_sigint(void) {
                         "checkpoint stays (continue with --resume)\n";
 }
 
+int cli_train_end(int rc, int say, const char *out) {
+    int asked = rc == 1 && !cli_stop; /* the run's stop_at, not a signal */
+    if (rc == 1 && say)
+        printf("%s: checkpoint written to %s/checkpoint.safetensors (continue with --resume)\n",
+               asked ? "stopped at --stop-at's step" : "interrupted", out);
+    tf_dist_finalize();
+    return rc == 1 && !asked ? 130 : 0;
+}
+
 /* config.json's model_type, or "" (cli.h). */
 void cli_model_type(const char *dir, char *out, size_t n) {
     char path[4200];

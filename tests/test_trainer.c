@@ -125,6 +125,50 @@ TEST(trainer_runs_any_task_with_metrics_and_resumes) {
     CHECK(system(cmd) == 0);
 }
 
+static int64_t toy_step(const char *dir) {
+    size_t n;
+    char *csv = slurp_in(dir, "losses.csv", &n);
+    const char *end = csv && n > 1 ? csv + n - 2 : NULL; /* the last line's start */
+    while (end && end > csv && end[-1] != '\n') end--;
+    int64_t step = end ? atoll(end) : -1;
+    free(csv);
+    return step;
+}
+
+/* stop_at: phases of one schedule, the same bits as a straight run */
+TEST(trainer_stop_at_runs_a_schedule_in_phases) {
+    char a[64], b[64], cmd[200];
+    snprintf(a, sizeof a, "/tmp/tformer_phase_a_%d", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/tformer_phase_b_%d", (int)getpid());
+    tf_train_config c = toy_config();
+    tf_task *t = toy_new(0);
+    CHECK(tf_train(&c, t, a, 0, NULL, NULL, NULL) == 0);
+    tf_task_free(t);
+    int64_t at[3] = {12, 20, 0}, seen[3] = {12, 20, 30};
+    for (int i = 0; i < 3; i++) {
+        c.stop_at = at[i];
+        t = toy_new(0);
+        CHECKF(tf_train(&c, t, b, i > 0, NULL, NULL, NULL) == (at[i] ? 1 : 0), "phase %d: %s", i, tf_error());
+        tf_task_free(t);
+        CHECKF(toy_step(b) == seen[i], "phase %d ended at step %lld", i, (long long)toy_step(b));
+    }
+    snprintf(cmd, sizeof cmd, "cmp -s %s/checkpoint.safetensors %s/checkpoint.safetensors", a, b);
+    CHECK(system(cmd) == 0);
+    /* a stop_at the checkpoint has passed is refused, naming both steps */
+    snprintf(cmd, sizeof cmd, "rm -r %s && mkdir %s", b, b);
+    CHECK(system(cmd) == 0);
+    c.stop_at = 10;
+    t = toy_new(0);
+    CHECK(tf_train(&c, t, b, 0, NULL, NULL, NULL) == 1);
+    tf_task_free(t);
+    t = toy_new(0);
+    CHECK(tf_train(&c, t, b, 1, NULL, NULL, NULL) == -1);
+    CHECKF(strstr(tf_error(), "stop_at 10") && strstr(tf_error(), "step 10 already"), "%s", tf_error());
+    tf_task_free(t);
+    snprintf(cmd, sizeof cmd, "rm -r %s %s", a, b);
+    CHECK(system(cmd) == 0);
+}
+
 TEST(trainer_stops_on_divergence_naming_the_step) {
     char a[64], cmd[128];
     snprintf(a, sizeof a, "/tmp/tformer_toy_nan_%d", (int)getpid());

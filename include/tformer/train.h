@@ -87,6 +87,8 @@ typedef struct {
     int64_t eval_every;      /* validation loss every N steps (and at the end) */
     int eval_batches;
     int64_t checkpoint_every;
+    int64_t stop_at;         /* 0, or stop after this step with a checkpoint (the schedule stays steps long):
+                              * one phase of a run; --resume continues it, with changed settings or not */
     int keep_checkpoints;    /* the weights of the last N checkpoints stay in run_dir/checkpoints/ */
     int average_last;        /* at the end, their mean (the last N) as the model folder run_dir/averaged/ */
     uint64_t seed;
@@ -199,7 +201,8 @@ typedef void (*tf_train_report_fn)(void *user, const tf_train_report *r);
  * checkpoint_every steps and at the end, written by streaming the tensors to
  * a temporary file renamed into place. With resume (TF_RESUME_*), the run
  * continues from run_dir's checkpoint. When *stop becomes non-zero the step in
- * progress finishes, a checkpoint is written and the call returns 1. A loss or
+ * progress finishes, a checkpoint is written and the call returns 1; so it
+ * does after step cfg->stop_at (when not 0). A loss or
  * gradient that is not finite stops the run with an error naming the step
  * (the last checkpoint stays). Returns 0 when done, -1 on error. */
 /* tf_train's resume: none; the checkpoint's run bit for bit (settings that

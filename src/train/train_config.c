@@ -40,6 +40,9 @@ static const tf_field TRAIN_ROWS[] = {
     FREE(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
     FREE(eval_batches, TF_FIELD_INT, "200", "[1,inf)", "validation micro-batches per evaluation"),
     FREE(checkpoint_every, TF_FIELD_INT64, "500", "[1,inf)", "a checkpoint every N steps (and at the end)"),
+    FREE(stop_at, TF_FIELD_INT64, "0", "[0,inf)",
+         "stop after this step with a checkpoint, the schedule still steps long (one phase of a run: continue with "
+         "--resume, e.g. with other augmentations and --allow-changes); 0: run to the end"),
     FREE(keep_checkpoints, TF_FIELD_INT, "0", "[0,1000]", "the weights of the last N checkpoints kept in checkpoints/"),
     FREE(average_last, TF_FIELD_INT, "0", "[0,1000]",
       "at the end, the mean of the last N checkpoints' weights as the model folder averaged/ (keeps N)"),

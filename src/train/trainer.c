@@ -276,6 +276,7 @@ static int run_steps(tf_trainer *t, int64_t step, volatile int *stop, tf_train_r
     int64_t first = step, tokens = t->task->vt->tokens(t->task, t->rows) * c->accum;
     while (step < c->steps) {
         if (tf_dist_any(stop && *stop)) return checkpoint(t, step, 0) ? -1 : 1; /* every rank stops at this step */
+        if (c->stop_at > 0 && step == c->stop_at) return checkpoint(t, step, 0) ? -1 : 1;
         tf_train_report rep = {.step = step + 1, .steps = c->steps, .val_loss = NAN};
         tf_metrics m;
         if (tf_trainer_step(t, step, &rep)) return -1;
@@ -358,6 +359,9 @@ static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *
                                                           : tf_adamw_new_shard(t->ps, oc, lo, hi));
     if (!rc && t->writer) rc = lock_run(t->dir, lock);
     if (tf_dist_agree(rc) || tf_dist_agree(t->resume ? load_checkpoint(t, step) : 0)) return -1;
+    if (cfg->stop_at > 0 && cfg->stop_at <= *step && *step < cfg->steps)
+        return tf_set_error("stop_at %lld: the checkpoint is at step %lld already (give a later step, or 0 to run to "
+                            "the end)", (long long)cfg->stop_at, (long long)*step);
     return same_start(t, cfg, *step, 1);
 }
 
