@@ -461,7 +461,7 @@ TEST(reliability_messages_say_what_is_wrong) {
 
 /* ---------------------------------------------------------------- this stop's new flags */
 
-/* --keep-checkpoints, --average-last, --val-bleu: garbage, negative and NaN
+/* --keep-checkpoints, --average-last, --val-bleu, --stop-at: garbage, negative and NaN
  * are usage errors naming the flag, and nothing is created. */
 TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
     static const struct {
@@ -472,6 +472,10 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--average-last -1", "--average-last expects an integer in [0,1000], got '-1'"},
         {"--arch seq2seq --val-bleu nan", "--val-bleu expects an integer in [0,inf), got 'nan'"},
         {"--arch seq2seq --val-bleu -5", "--val-bleu expects an integer"},
+        {"--stop-at abc", "--stop-at expects an integer in [0,inf), got 'abc'"},
+        {"--stop-at -1", "--stop-at expects an integer in [0,inf), got '-1'"},
+        {"--stop-at nan", "--stop-at expects an integer in [0,inf), got 'nan'"},
+        {"--stop-at 1e99", "--stop-at expects an integer in [0,inf), got '1e99'"},
     };
     char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
     CHECK(mkdtemp(dir) != NULL);
