@@ -427,6 +427,13 @@ static tf_tensor *case_conv2d(tf_ctx *c, int v) {
     return tf_conv2d(c, LEAF(c, 2, 3, 3, 3), LEAF(c, 5, 3, 1, 1), LEAF(c, 5), 1, 0);
 }
 
+/* Both pairings, a transposed (B,H,T,D) view of (B,T,H,D) as attention makes it, a start past 0. */
+static tf_tensor *case_rope(tf_ctx *c, int v) {
+    if (v == 0) return tf_rope(c, LEAF(c, 2, 3, 5, 8), 0, 10000.0f, TF_ROPE_HALVES);
+    if (v == 1) return tf_rope(c, tf_transpose(c, LEAF(c, 2, 5, 3, 6), 1, 2), 7, 100.0f, TF_ROPE_INTERLEAVED);
+    return tf_rope(c, LEAF(c, 6, 4), 3, 10.0f, TF_ROPE_HALVES);
+}
+
 typedef struct {
     tf_op op;
     int variants;
@@ -462,6 +469,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_SPARSE_ATTENTION] = {TF_OP_SPARSE_ATTENTION, 5, case_sparse_attention},
     [TF_OP_RMSNORM] = {TF_OP_RMSNORM, 3, case_rmsnorm},
     [TF_OP_CONV2D] = {TF_OP_CONV2D, 4, case_conv2d},
+    [TF_OP_ROPE] = {TF_OP_ROPE, 3, case_rope},
 };
 
 static double weighted_sum(const tf_tensor *out, const float *R) {

@@ -44,6 +44,10 @@ else
 fi
 aug="--randaug-ops 2 --randaug-magnitude 6 --randaug-mstd 0.5 $mix --erase-prob 0.25 --erase-mode pixel"
 mkdir -p "$out"
+# PROCS > 1: that many processes of THREADS threads each under mpirun (docs/distributed.md: the
+# same bits as one process with --accum PROCS)
+procs=${PROCS:-1} launch=""
+[ "$procs" -gt 1 ] && launch="mpirun -np $procs --bind-to core -x TFORMER_THREADS=$threads"
 # one phase: its flags after the common ones; 124 when HOURS ran out (a checkpoint stays)
 phase() {
     secs=$(awk "BEGIN { printf \"%d\", $hours * 3600 }")
@@ -52,7 +56,7 @@ phase() {
     [ -n "$resume" ] && [ -f "$out/run/augmented" ] && resume="--resume --allow-changes"
     rc=0
     # shellcheck disable=SC2086 # $model and the flags are lists
-    TFORMER_THREADS=$threads timeout -s TERM "$secs" "$tf" train --arch "$arch" --data-dir "$data" --out "$out/run" $resume $model \
+    TFORMER_THREADS=$threads timeout -s TERM "$secs" $launch "$tf" train --arch "$arch" --data-dir "$data" --out "$out/run" $resume $model \
         --label-names "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot" \
         --batch "$batch" --steps "$steps" --val-fraction "$val" \
         --lr 1e-3 --min-lr 1e-5 --warmup 1000 --weight-decay 0.05 --eval-every 1000 --checkpoint-every 500 \

@@ -52,6 +52,8 @@ typedef struct {
     int norm_first;
     tf_pooling pooling;
     int tied;                                 /* MLM decoder = word embeddings (tie_word_embeddings) */
+    int learned_positions;                    /* 1: BERT's position table; 0: none (rotary positions alone,
+                                               * as RoFormer; "tformer-bert") */
     float init_std;                           /* initializer_range */
     tf_attention_options attention;           /* full, local, dilated, bigbird or nystrom */
     /* Hugging Face's BigBirdModel with attention_type "block_sparse" (read from

@@ -95,6 +95,11 @@ typedef struct {
      * them), no attention weights out. */
     int sparse;
     tf_sparse_pattern pattern;
+    /* Rotary positions (tf_rope, off with TF_ROPE_NONE): self-attention's q and k
+     * turned by their positions before the scores (a cache's new positions
+     * continue from its length); not with cross-attention. */
+    tf_rope_kind rope;
+    float rope_base; /* 10000 when 0 */
 } tf_mha_config;
 
 typedef struct {
@@ -272,6 +277,8 @@ typedef struct {
                          * frames (tf_block_args' frames) of S tokens; self-attention runs within each frame,
                          * then the cross roles (X_*, NORM_CROSS) attend within each place across the frames */
     tf_norm_kind norm;  /* TF_NORM_RMS: the norms without bias (no NORM_*_B roles) whatever `bias` says */
+    tf_rope_kind rope;  /* rotary positions in the self-attention (tf_mha_config's rope), TF_ROPE_NONE: none */
+    float rope_base;    /* their base; 10000 when 0 */
 } tf_block_config;
 
 typedef struct {
@@ -397,6 +404,8 @@ typedef struct {
     int block_size;        /* the kernel's blocks of queries and keys (random blocks are drawn in these) */
     uint64_t pattern_seed; /* BigBird's random blocks */
     int landmarks;         /* Nyström: 0 exact softmax; else T must be a multiple of it */
+    tf_rope_kind rope;     /* rotary positions in the self-attention (any kind), TF_ROPE_NONE: none */
+    float rope_base;       /* their base (10000) */
 } tf_attention_options;
 
 /* Its rows ("attention", "window", ... : the flags --attention, --window, ...),

@@ -39,6 +39,7 @@ typedef enum {
     TF_OP_SPARSE_ATTENTION, /* block-sparse flash attention over a tf_sparse_pattern */
     TF_OP_RMSNORM,       /* last dim, no centring and no bias (ImageGPT's LayerNorm) */
     TF_OP_CONV2D,        /* 2-D convolution, any stride and zero padding: im2col + one product (ViT's conv stem) */
+    TF_OP_ROPE,          /* rotary position embedding of (..., T, D) rows (q and k before the scores) */
     TF_OP_COUNT
 } tf_op;
 
@@ -148,6 +149,16 @@ TF_API tf_tensor *tf_depthwise_conv(tf_ctx *ctx, tf_tensor *x, tf_tensor *w);
  * H' = (H + 2 padding - K) / stride + 1 (W' alike), zeros outside the image:
  * PyTorch's torch.nn.functional.conv2d(x, w, b, stride, padding). */
 TF_API tf_tensor *tf_conv2d(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, tf_tensor *b, int stride, int padding);
+/* Rotary position embedding (RoFormer): row t of x's last two dims (T,D), D
+ * even, at position start + t, each pair of its values turned by the angle
+ * position * base^(-2i/D), i the pair's index (< D/2); TF_ROPE_HALVES pairs
+ * x[i] with x[i + D/2] (GPT-NeoX, LLaMA), TF_ROPE_INTERLEAVED x[2i] with
+ * x[2i+1] (RoFormer, GPT-J). base > 1 (10000 in both). */
+typedef enum { TF_ROPE_NONE, TF_ROPE_HALVES, TF_ROPE_INTERLEAVED } tf_rope_kind;
+TF_API tf_tensor *tf_rope(tf_ctx *ctx, tf_tensor *x, int64_t start, float base, tf_rope_kind kind);
+/* A rotary setting: kind none, halves or interleaved; base 0 (10000) or a finite
+ * number > 1; head_dim even with rotary positions. 0, or -1 with a message. */
+TF_API int tf_rope_check(tf_rope_kind kind, float base, int head_dim);
 
 /* ---------------------------------------------------------------- sparse attention */
 

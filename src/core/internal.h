@@ -262,6 +262,7 @@ TF_OP_FUNCS(soft_cross_entropy)
 TF_OP_FUNCS(rmsnorm)
 TF_OP_FUNCS(sparse_attention)
 TF_OP_FUNCS(conv2d)
+TF_OP_FUNCS(rope)
 #undef TF_OP_FUNCS
 
 #endif

@@ -94,7 +94,7 @@ tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t
 }
 
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
-    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}};
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}, TF_ROPE_NONE, 0.0f};
     return c;
 }
 
@@ -103,6 +103,7 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     if (E <= 0 || H <= 0 || E % H || cfg->kdim <= 0 || cfg->vdim <= 0)
         return tf_set_error("attention: d_model %d must be a positive multiple of n_head %d "
                             "(kdim %d, vdim %d)", E, H, cfg->kdim, cfg->vdim);
+    if (tf_rope_check(cfg->rope, cfg->rope_base, E / H)) return -1;
     if (cfg->nystrom && (cfg->landmarks < 0 || cfg->conv_kernel < 0 || (cfg->conv_kernel > 0 && cfg->conv_kernel % 2 == 0)))
         return tf_set_error("attention: Nystrom landmarks %d must be >= 0 and conv_kernel %d 0 or odd", cfg->landmarks,
                             cfg->conv_kernel);
@@ -350,6 +351,19 @@ static int project_query_only(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf
     return qkv[0] ? tf_kv_cache_held(ctx, cache, layer, &qkv[1], &qkv[2]) : -1;
 }
 
+/* Rotary positions: q and k (B,H,T,D) of self-attention turned by their
+ * positions, which continue a cache's; cross-attention is refused. */
+static int rotate(tf_ctx *ctx, const tf_mha *m, const tf_tensor *query, const tf_tensor *key, const tf_kv_cache *cache,
+                  tf_tensor *qkv[3]) {
+    if (m->cfg.rope == TF_ROPE_NONE) return 0;
+    if (key != query) return tf_set_error("attention: rotary positions are a setting of self-attention");
+    int64_t start = cache ? tf_kv_cache_len(cache) : 0;
+    float base = m->cfg.rope_base > 0.0f ? m->cfg.rope_base : 10000.0f;
+    qkv[0] = tf_rope(ctx, qkv[0], start, base, m->cfg.rope);
+    qkv[1] = tf_rope(ctx, qkv[1], start, base, m->cfg.rope);
+    return qkv[0] && qkv[1] ? 0 : -1;
+}
+
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
                          tf_tensor **probs) {
@@ -375,7 +389,7 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
                                 "(no causal or attn_mask, relative positions, averaged weights)"), NULL;
     } else {
         tf_mha_project(ctx, m, query, key, value, qkv);
-        if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
+        if (!qkv[0] || !qkv[1] || !qkv[2] || rotate(ctx, m, query, key, cache, qkv)) return NULL;
         if (cache && tf_kv_cache_append(ctx, cache, layer, qkv[1], qkv[2], &qkv[1], &qkv[2])) return NULL;
     }
     tf_tensor *o = map && held     ? attend_shared(ctx, m, qkv, map, mask, probs)  // o: (B,H,Tq,D)
@@ -397,8 +411,9 @@ tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, 
     if (H < 2 || H % 2 || F <= 0 || N % F)
         return tf_set_error("attention: factorised dot-product attention needs an even n_head (%lld) and %lld "
                             "tokens in %lld frames of equal size", (long long)H, (long long)N, (long long)F), NULL;
-    if (m->cfg.nystrom || m->cfg.sparse)
-        return tf_set_error("attention: factorised dot-product attention is full attention"), NULL;
+    if (m->cfg.nystrom || m->cfg.sparse || m->cfg.rope != TF_ROPE_NONE)
+        return tf_set_error("attention: factorised dot-product attention is full attention without rotary positions"),
+               NULL;
     tf_tensor *qkv[3], *sp[3], *tm[3];
     tf_mha_project(ctx, m, x, x, x, qkv);  // (B,H,N,D) each
     for (int i = 0; i < 3; i++) {

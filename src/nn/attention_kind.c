@@ -7,7 +7,9 @@
 #include "../core/internal.h"
 
 static const char *const KINDS[] = {"full", "local", "dilated", "bigbird", "nystrom", NULL};
-_Static_assert(sizeof(tf_attention_kind) == sizeof(int), "enum rows store an int");
+static const char *const ROPES[] = {"none", "halves", "interleaved", NULL}; /* tf_rope_kind's order */
+_Static_assert(sizeof(tf_attention_kind) == sizeof(int) && sizeof(tf_rope_kind) == sizeof(int),
+               "enum rows store an int");
 
 /* Not in the checkpoint's signature: the weights fit every kind (none adds a
  * tensor). A checkpoint records them with the other settings, so a resume that
@@ -30,13 +32,18 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int), "enum rows store an int
         R(pattern_seed, TF_FIELD_UINT64, P "pattern_seed", "0", NULL, NULL, "bigbird: the seed of the random blocks"), \
         R(landmarks, TF_FIELD_INT, P "landmarks", "64", "[0,inf)", NULL,                                               \
           "nystrom: landmarks (0: exact softmax); the length a multiple of it"),                                       \
+        R(rope, TF_FIELD_ENUM, P "rope", "none", NULL, ROPES,                                                          \
+          "rotary positions in self-attention, any kind: none, halves (LLaMA's pairs x[i], x[i+D/2]) or "             \
+          "interleaved (RoFormer's x[2i], x[2i+1]); a head's width must be even"),                                     \
+        R(rope_base, TF_FIELD_FLOAT, P "rope_base", "10000", "(1,inf)", NULL,                                          \
+          "rotary positions: pair i of a head of D turns by position * rope_base^(-2i/D)"),                            \
     }
 #define R(m, type, name, def, range, choices, help) \
     TF_FIELD_ROW(tf_attention_options, m, type, name, def, range, choices, help, 0, NULL)
 static const tf_field ROWS[] = ROWS_OF("");
 static const tf_field HF_ROWS[] = ROWS_OF("tformer_");
 #undef R
-enum { N_ROWS = (int)(sizeof ROWS / sizeof ROWS[0]) };
+enum { N_ROWS = (int)(sizeof ROWS / sizeof ROWS[0]), N_KNOBS = 8 /* kind and the pattern's knobs; then rope's */ };
 
 const tf_field_table tf_attention_table = {"attention", ROWS, N_ROWS};
 const tf_field_table tf_attention_hf_table = {"config.json attention", HF_ROWS, N_ROWS};
@@ -55,7 +62,7 @@ static int unused_knobs(const tf_attention_options *o) {
     tf_attention_options def;
     tf_fields f = {&tf_attention_table, &def};
     if (tf_fields_defaults(&f, 1)) return -1;
-    for (int r = 1; r < N_ROWS; r++) {
+    for (int r = 1; r < N_KNOBS; r++) {
         if (USES[o->kind] >> r & 1 || !memcmp((const char *)o + ROWS[r].offset, (const char *)&def + ROWS[r].offset,
                                              ROWS[r].size))
             continue;
@@ -70,6 +77,7 @@ int tf_attention_apply(const tf_attention_options *o, tf_block_config *b) {
     if ((unsigned)o->kind > TF_ATTENTION_NYSTROM) return tf_set_error("attention: kind %d unknown", (int)o->kind);
     if (unused_knobs(o)) return -1;
     int causal = b->attn == TF_ATTN_CAUSAL;
+    b->rope = o->rope, b->rope_base = o->rope_base;
     if (o->kind == TF_ATTENTION_FULL) return 0;
     b->attn_dropout = 0.0f;
     if (o->kind == TF_ATTENTION_NYSTROM) {

@@ -41,7 +41,9 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->factorised && (!c->cross || c->attn != TF_ATTN_FULL))
         return tf_set_error("block: factorised attention needs the cross roles (its temporal attention) and full "
                             "attention");
-    return 0;
+    if (c->rope != TF_ROPE_NONE && (c->factorised || c->attn == TF_ATTN_FACTORISED_DOT))
+        return tf_set_error("block: rotary positions are not an option of ViViT's factorised attention");
+    return tf_rope_check(c->rope, c->rope_base, c->d_model / c->n_head);
 }
 
 /* ---------------------------------------------------------------- registration */
@@ -124,6 +126,7 @@ static void attn_config(tf_mha *m, const tf_block_config *c, int self) {
     if (self && c->attn == TF_ATTN_NYSTROM)
         m->cfg.nystrom = 1, m->cfg.landmarks = c->landmarks, m->cfg.conv_kernel = c->conv_kernel;
     if (self && c->attn == TF_ATTN_SPARSE) m->cfg.sparse = 1, m->cfg.pattern = c->sparse;
+    if (self) m->cfg.rope = c->rope, m->cfg.rope_base = c->rope_base;
 }
 
 int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,

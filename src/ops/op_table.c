@@ -35,4 +35,5 @@ const tf_op_def tf_op_table[TF_OP_COUNT] = {
     TF_OP(TF_OP_SPARSE_ATTENTION, sparse_attention),
     TF_OP_W(TF_OP_RMSNORM, rmsnorm),
     TF_OP_W(TF_OP_CONV2D, conv2d),
+    TF_OP_W(TF_OP_ROPE, rope),
 };

@@ -50,8 +50,8 @@ static int register_body(tf_bert *m) {
     char n[256];
     int rc = body_name(m, n, sizeof n, "embeddings.word_embeddings.weight") ||
              tf_params_add(ps, n, &m->emb.word, 2, (int64_t[]){c->vocab_size, c->d_model}, std) ||
-             body_name(m, n, sizeof n, "embeddings.position_embeddings.weight") ||
-             tf_params_add(ps, n, &m->emb.position, 2, (int64_t[]){c->context, c->d_model}, std) ||
+             (c->learned_positions && (body_name(m, n, sizeof n, "embeddings.position_embeddings.weight") ||
+                                       tf_params_add(ps, n, &m->emb.position, 2, (int64_t[]){c->context, c->d_model}, std))) ||
              body_name(m, n, sizeof n, "embeddings.token_type_embeddings.weight") ||
              tf_params_add(ps, n, &m->emb.token_type, 2, (int64_t[]){c->type_vocab_size, c->d_model}, std) ||
              body_name(m, n, sizeof n, "embeddings.LayerNorm") ||
@@ -119,7 +119,8 @@ void tf_bert_free(tf_bert *m) {
 
 /* ---------------------------------------------------------------- forward */
 
-/* (B,T,C) embeddings: LN(word + position + token type), then dropout. */
+/* (B,T,C) embeddings: LN(word + position + token type), then dropout (no
+ * position table with learned_positions false). */
 tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
     const tf_bert_config *c = &m->cfg;
     tf_tensor *ids = in->input_ids;
@@ -132,12 +133,15 @@ tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inp
         tf_check_ids("bert", in->position_ids, "position_ids", B, T, c->context,
                      "must be below max_position_embeddings"))
         return NULL;
-    tf_tensor *pos = in->position_ids ? tf_embedding(ctx, m->emb.position, in->position_ids)   // (B,T,C)
-                                      : tf_posenc_learned(ctx, m->emb.position, 0, T);         // (T,C)
+    if (in->position_ids && !m->emb.position)
+        return tf_set_error("bert: position_ids given, but the model has no position table (learned_positions "
+                            "false: its positions are rotary)"), NULL;
     tf_tensor *types = in->token_type_ids;
     if (!types && (types = tf_tensor_new(ctx, TF_DTYPE_I32, 2, ids->shape, 1)) == NULL) return NULL;  // zeros
     tf_tensor *x = tf_add(ctx, tf_embedding(ctx, m->emb.word, ids), tf_embedding(ctx, m->emb.token_type, types));
-    x = tf_add(ctx, x, pos);
+    if (m->emb.position)
+        x = tf_add(ctx, x, in->position_ids ? tf_embedding(ctx, m->emb.position, in->position_ids)  // (B,T,C)
+                                            : tf_posenc_learned(ctx, m->emb.position, 0, T));      // (T,C)
     return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
 }
 

@@ -15,6 +15,7 @@ _Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) ==
                    sizeof(tf_pooling) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
+#define SIG_NEW (TF_FIELD_SIGNATURE | TF_FIELD_SIG_NEW) /* checkpoints from before the row keep their signature */
 #define R(m, type, def, range, choices, help, flags, alias) \
     TF_FIELD_ROW(tf_bert_config, m, type, #m, def, range, choices, help, flags, alias)
 static const tf_field ROWS[] = {
@@ -40,6 +41,9 @@ static const tf_field ROWS[] = {
     R(pooling, TF_FIELD_ENUM, "cls", NULL, POOLINGS,
       "what the pooler reads: the [CLS] token (BERT) or the tokens' mean, padding left out", SIG, NULL),
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "masked-LM decoder = word embeddings", SIG, NULL),
+    R(learned_positions, TF_FIELD_BOOL, "true", NULL, NULL,
+      "a learned position table added to the embeddings (BERT); false: none, the order from --rope alone "
+      "(RoFormer's embeddings)", SIG_NEW, NULL),
     R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights (initializer_range)", 0, NULL),
     TF_FIELD_SUB(tf_bert_config, attention, tf_attention_table),
 };
@@ -67,6 +71,11 @@ int tf_bert_config_check(const tf_bert_config *c) {
     if (c->pooling == TF_POOL_MAX) return tf_set_error("pooling max: the pooler reads cls or mean");
     if (c->bigbird_sparse && (c->norm_first || c->pooling != TF_POOL_CLS))
         return tf_set_error("a block_sparse BigBird is Hugging Face's: post-LN, the pooler on [CLS]");
+    if (!c->learned_positions && c->attention.rope == TF_ROPE_NONE)
+        return tf_set_error("learned_positions false needs rotary positions (--rope halves or interleaved): an "
+                            "encoder with neither cannot tell the order of its tokens");
+    if (!c->learned_positions && c->bigbird_sparse)
+        return tf_set_error("a block_sparse BigBird is Hugging Face's: learned positions");
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     return tf_attention_apply(&c->attention, &b) || tf_block_config_check(&b) ? -1 : 0;
 }

@@ -82,13 +82,17 @@ static int refuse_unsupported(const cJSON *root, const char *path, tf_bert_confi
     return 0;
 }
 
-/* tformer's own settings (tf_bert_config's norm_first, pooling), written
- * only when they differ from BERT's: tformer_norm_first, tformer_pooling. */
+/* tformer's own settings (tf_bert_config's norm_first, pooling,
+ * learned_positions), written only when they differ from BERT's:
+ * tformer_norm_first, tformer_pooling, tformer_learned_positions. */
 static int read_own(const cJSON *root, const char *path, tf_bert_config *c) {
     const cJSON *nf = cJSON_GetObjectItemCaseSensitive(root, "tformer_norm_first");
     const cJSON *pool = cJSON_GetObjectItemCaseSensitive(root, "tformer_pooling");
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(root, "tformer_learned_positions");
     if (nf && !cJSON_IsBool(nf)) return tf_set_error("%s: \"tformer_norm_first\" must be true or false", path);
+    if (lp && !cJSON_IsBool(lp)) return tf_set_error("%s: \"tformer_learned_positions\" must be true or false", path);
     c->norm_first = cJSON_IsTrue(nf);
+    c->learned_positions = !cJSON_IsFalse(lp);
     if (!pool) return 0;
     int mean = cJSON_IsString(pool) && !strcmp(pool->valuestring, "mean");
     if (!mean && !(cJSON_IsString(pool) && !strcmp(pool->valuestring, "cls")))
@@ -294,12 +298,14 @@ static int write_config(const tf_bert *m, const char *path) {
     cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
     if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
     /* Arithmetic that Hugging Face's BertModel does not have (another
-     * attention kind, pre-LN, mean pooling): model_type "tformer-bert", which
+     * attention kind or rotary positions, pre-LN, mean pooling): model_type "tformer-bert", which
      * transformers refuses rather than run the weights as BERT's. */
-    int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL;
+    int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL ||
+              c->attention.rope != TF_ROPE_NONE || !c->learned_positions;
     cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : "bert");
     if (c->norm_first) cJSON_AddBoolToObject(r, "tformer_norm_first", 1);
     if (c->pooling != TF_POOL_CLS) cJSON_AddStringToObject(r, "tformer_pooling", "mean");
+    if (!c->learned_positions) cJSON_AddBoolToObject(r, "tformer_learned_positions", 0);
     cJSON_AddStringToObject(r, "position_embedding_type", "absolute");
     int rc = !arch || tf_fields_to_json(r, &f, 1);
     if (c->classifier_dropout >= 0) cJSON_AddNumberToObject(r, "classifier_dropout", c->classifier_dropout);

@@ -1,0 +1,219 @@
+/* Rotary position embeddings: tf_rope against transformers' own functions
+ * (tests/ref/gen_rope_fixtures.py: LLaMA's rotate_half pairs, RoFormer's
+ * interleaved pairs), outputs and gradients; the other pairing or a position
+ * off by one fails; the scores of rotated q and k depend on the offset m - n
+ * only; a block with rotary positions gives through a KV cache what its full
+ * pass gives; a BERT with rotary positions and no position table round-trips
+ * its folder; bad settings are errors that name them. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "test.h"
+
+#define ROPE_DIR "tests/fixtures_rope"
+#define TOL 1e-5
+
+/* One case: the largest of the output's max |diff| and the gradient's relative
+ * error; other_pairing or shift change what is computed (the check must fail). */
+static double rope_case(const char *name, int other_pairing, int shift) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s/case.safetensors", ROPE_DIR, name);
+    tf_st_file *f = tf_st_open(p);
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(1);
+    double worst = -1;
+    tf_tensor *x = f ? test_st_tensor(f, "x", a) : NULL, *r = f ? test_st_tensor(f, "r", a) : NULL;
+    tf_tensor *want = f ? test_st_tensor(f, "out", a) : NULL, *gx = f ? test_st_tensor(f, "grad_x", a) : NULL;
+    tf_tensor *spec = f ? test_st_tensor(f, "spec", a) : NULL;  // (3): start, base, kind
+    if (x && r && want && gx && spec && tf_numel(spec) == 3) {
+        tf_tensor *leaf = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
+        memcpy(leaf->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+        int kind = (int)tf_f32(spec)[2];
+        if (other_pairing) kind = kind == TF_ROPE_HALVES ? TF_ROPE_INTERLEAVED : TF_ROPE_HALVES;
+        tf_tensor *y = tf_rope(ctx, leaf, (int64_t)tf_f32(spec)[0] + shift, tf_f32(spec)[1], (tf_rope_kind)kind);
+        if (y && tf_backward(ctx, y, r) == 0) {
+            worst = test_max_abs_diff(tf_f32(y), tf_f32(want), tf_numel(y));
+            double e = test_rel_err(leaf->grad, tf_f32(gx), (long)tf_numel(gx));
+            if (!(e <= worst)) worst = e;
+        }
+    }
+    tf_ctx_free(ctx);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return worst;
+}
+
+TEST(rope_matches_transformers) {
+    static const char *const CASES[] = {"halves_llama", "halves_llama_start13_base500", "interleaved_roformer",
+                                        "interleaved_roformer_start6"};
+    double worst = 0;
+    for (int i = 0; i < 4; i++) {
+        double e = rope_case(CASES[i], 0, 0), paired = rope_case(CASES[i], 1, 0), moved = rope_case(CASES[i], 0, 1);
+        CHECKF(e >= 0 && e <= TOL, "%s: error %g (%s)", CASES[i], e, tf_error());
+        CHECKF(paired > 100 * TOL && moved > 100 * TOL, "%s: the other pairing (%g) or a position off by one (%g) "
+               "passes", CASES[i], paired, moved);
+        if (e > worst) worst = e;
+    }
+    printf("    4 cases (LLaMA's halves, RoFormer's interleaved pairs; starts 0-13, bases 500 and 10000), worst "
+           "error %.2e\n", worst);
+}
+
+/* s (T,T) = rope(q, start) rope(k, start)^T for q, k (1,1,T,D). */
+static tf_tensor *scores(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, int64_t start, tf_rope_kind kind) {
+    return tf_matmul(ctx, tf_rope(ctx, q, start, 10000.0f, kind), tf_rope(ctx, k, start, 10000.0f, kind), 0, 1);
+}
+
+TEST(rope_scores_depend_on_the_offset_only) {
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *q = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, 1, 6, 8}, 0);
+    tf_tensor *k = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, 1, 6, 8}, 0);
+    tf_tensor_fill_normal(q, 1, 1.0f), tf_tensor_fill_normal(k, 2, 1.0f);
+    for (int kind = TF_ROPE_HALVES; kind <= TF_ROPE_INTERLEAVED; kind++) {
+        tf_tensor *s0 = scores(ctx, q, k, 0, (tf_rope_kind)kind), *s9 = scores(ctx, q, k, 9, (tf_rope_kind)kind);
+        tf_tensor *plain = tf_matmul(ctx, q, k, 0, 1);
+        CHECK(s0 && s9 && plain);
+        double same = test_max_abs_diff(tf_f32(s0), tf_f32(s9), 36), moved = test_max_abs_diff(tf_f32(s0), tf_f32(plain), 36);
+        CHECKF(same < 1e-5 && moved > 1e-2, "kind %d: shifted by 9 %g (want ~0), against no rotation %g", kind, same,
+               moved);
+        /* the diagonal (offset 0) is q . k unturned */
+        for (int t = 0; t < 6; t++) CHECK(fabs(tf_f32(s0)[t * 7] - tf_f32(plain)[t * 7]) < 1e-5);
+    }
+    tf_ctx_free(ctx);
+}
+
+static const tf_block_name NAMES_ROWS[] = {
+    {TF_BP_QKV_W, "qkv.w"}, {TF_BP_QKV_B, "qkv.b"}, {TF_BP_OUT_W, "o.w"}, {TF_BP_OUT_B, "o.b"},
+    {TF_BP_NORM_ATTN_W, "n1.w"}, {TF_BP_NORM_ATTN_B, "n1.b"}, {TF_BP_FF_IN_W, "f1.w"}, {TF_BP_FF_IN_B, "f1.b"},
+    {TF_BP_FF_OUT_W, "f2.w"}, {TF_BP_FF_OUT_B, "f2.b"}, {TF_BP_NORM_FF_W, "n3.w"}, {TF_BP_NORM_FF_B, "n3.b"}};
+
+/* x through the two blocks, with a cache or without. */
+static tf_tensor *two_blocks(tf_ctx *ctx, const tf_block bl[2], const tf_block_config *c, tf_tensor *x,
+                             tf_kv_cache *kv) {
+    tf_block_args a = {.cache = kv};
+    for (int l = 0; l < 2; l++) a.layer = l, x = tf_block_forward(ctx, &bl[l], c, x, &a);
+    return x;
+}
+
+/* Two causal pre-LN blocks (d_model 12, 3 heads of 4) with rotary positions:
+ * the full pass on x (2,8,12) differs from the same weights' without them, and
+ * the positions fed in pieces (3, 1, 4) through a KV cache give the full pass. */
+TEST(rope_block_cache_equals_full_pass) {
+    for (int kind = TF_ROPE_HALVES; kind <= TF_ROPE_INTERLEAVED; kind++) {
+        tf_block_config c = tf_block_config_default(12, 3);
+        c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.attn = TF_ATTN_CAUSAL, c.rope = (tf_rope_kind)kind;
+        tf_params *ps = tf_params_new();
+        tf_block bl[2];
+        tf_block_names n = {NAMES_ROWS, (int)(sizeof NAMES_ROWS / sizeof *NAMES_ROWS)};
+        for (int l = 0; l < 2; l++) {
+            char p[16];
+            snprintf(p, sizeof p, "l%d.", l);
+            CHECK(tf_block_register(ps, p, &bl[l], &c, &n, (tf_block_init){0.3f, 0.2f, 0}) == 0);
+        }
+        CHECK(tf_params_init(ps, 8) == 0);
+        tf_ctx *ctx = tf_ctx_new(0);
+        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, 8, 12}, 0);
+        tf_tensor_fill_normal(x, 5, 1.0f);
+        tf_tensor *full = two_blocks(ctx, bl, &c, x, NULL);
+        tf_block_config none = c;
+        none.rope = TF_ROPE_NONE;
+        for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = TF_ROPE_NONE;
+        tf_tensor *plain = two_blocks(ctx, bl, &none, x, NULL);
+        for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = (tf_rope_kind)kind;
+        CHECK(full && plain && test_max_abs_diff(tf_f32(full), tf_f32(plain), tf_numel(full)) > 1e-3);
+        tf_kv_cache *kv = tf_kv_cache_new(2, 2, 3, 4, 8);
+        int pieces[3] = {3, 1, 4}, at = 0;
+        double worst = 0;
+        for (int k = 0; k < 3; k++) {
+            tf_tensor *y = two_blocks(ctx, bl, &c, tf_narrow(ctx, x, 1, at, pieces[k]), kv);
+            CHECK(y && tf_kv_cache_advance(kv, pieces[k]) == 0);
+            for (int64_t b = 0; b < 2; b++)
+                for (int64_t i = 0; i < pieces[k] * 12; i++) {
+                    double d = fabs((double)tf_f32(y)[b * pieces[k] * 12 + i] - tf_f32(full)[(b * 8 + at) * 12 + i]);
+                    worst = d > worst ? d : worst;
+                }
+            at += pieces[k];
+        }
+        CHECKF(worst < 2e-6, "kind %d: the cached pass differs from the full pass by %g", kind, worst);
+        tf_kv_cache_free(kv);
+        tf_ctx_free(ctx);
+        tf_params_free(ps);
+    }
+}
+
+TEST(rope_bad_settings_are_errors) {
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *odd = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){3, 5}, 0);
+    tf_tensor *even = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){3, 4}, 0);
+    CHECK(!tf_rope(ctx, odd, 0, 10000.0f, TF_ROPE_HALVES) && strstr(tf_error(), "D even"));
+    CHECK(!tf_rope(ctx, even, 0, 10000.0f, (tf_rope_kind)7) && strstr(tf_error(), "pairing 7"));
+    CHECK(!tf_rope(ctx, even, 0, 1.0f, TF_ROPE_HALVES) && strstr(tf_error(), "base 1"));
+    CHECK(!tf_rope(ctx, even, -1, 10000.0f, TF_ROPE_HALVES) && strstr(tf_error(), "start -1"));
+    tf_block_config c = tf_block_config_default(12, 4); /* heads of 3 */
+    c.rope = TF_ROPE_HALVES;
+    CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "head dim 3 is odd"));
+    c = tf_block_config_default(12, 2), c.rope = TF_ROPE_INTERLEAVED, c.rope_base = -5.0f;
+    CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "base -5"));
+    c.rope_base = 0.0f, c.attn = TF_ATTN_FACTORISED_DOT;
+    CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "factorised"));
+    /* cross-attention with rotary positions */
+    tf_mha_config mc = tf_mha_config_default(8, 2);
+    mc.rope = TF_ROPE_HALVES;
+    tf_params *ps = tf_params_new();
+    tf_mha m;
+    CHECK(tf_mha_register(ps, "a.", &m, &mc) == 0 && tf_params_init(ps, 1) == 0);
+    tf_tensor *q = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){1, 3, 8}, 0);
+    tf_tensor *mem = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){1, 4, 8}, 0);
+    CHECK(tf_mha_forward(ctx, &m, q, q, q, NULL, NULL) != NULL);
+    CHECK(!tf_mha_forward(ctx, &m, q, mem, mem, NULL, NULL) && strstr(tf_error(), "self-attention"));
+    tf_params_free(ps);
+    tf_ctx_free(ctx);
+}
+
+/* A BERT with rotary positions and no position table (RoFormer's embeddings):
+ * no position tensor, the order of the tokens still matters, the folder is
+ * tformer's and reads back to the same logits; position_ids and a model
+ * with neither kind of position are refused. */
+TEST(rope_bert_without_a_position_table) {
+    tf_bert_config c = tf_bert_config_default(19, 8, 2, 2, 8);
+    c.d_ff = 12, c.head = TF_BERT_SEQ_CLS, c.n_labels = 3, c.dropout = c.attn_dropout = 0, c.pooler = 1;
+    c.learned_positions = 0, c.attention.rope = TF_ROPE_INTERLEAVED;
+    CHECKF(tf_bert_config_check(&c) == 0, "%s", tf_error());
+    tf_bert *m = tf_bert_new(&c, 7);
+    CHECK(m && !tf_params_get(m->params, "bert.embeddings.position_embeddings.weight") &&
+          tf_params_get(m->params, "bert.embeddings.word_embeddings.weight"));
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){2, 6}, 0);
+    for (int i = 0; i < 12; i++) tf_i32(ids)[i] = (i * 7 + 1) % 19;
+    for (int t = 0; t < 6; t++) tf_i32(ids)[6 + t] = tf_i32(ids)[5 - t]; /* row 1: row 0 reversed */
+    tf_bert_inputs in = {.input_ids = ids};
+    tf_bert_outputs out;
+    CHECK(tf_bert_run(ctx, m, &in, &out) == 0);
+    CHECKF(test_max_abs_diff(tf_f32(out.logits), tf_f32(out.logits) + 3, 3) > 1e-4,
+           "a sequence and its reverse give the same logits: the rotary positions did nothing");
+    char dir[] = "/tmp/tformer_rope_XXXXXX", path[600];
+    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t len;
+    char *text = test_slurp(path, &len);
+    CHECK(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_learned_positions\":\tfalse") &&
+          strstr(text, "\"tformer_rope\":\t\"interleaved\""));
+    free(text);
+    tf_bert *r = tf_bert_load_hf(dir, NULL);
+    tf_bert_outputs back;
+    CHECKF(r && !r->cfg.learned_positions && r->cfg.attention.rope == TF_ROPE_INTERLEAVED, "%s",
+           r ? "settings lost" : tf_error());
+    CHECK(r && tf_bert_run(ctx, r, &in, &back) == 0 && !memcmp(back.logits->data, out.logits->data, 2 * 3 * 4));
+    tf_bert_free(r);
+    snprintf(path, sizeof path, "%s/config.json", dir), unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir), unlink(path);
+    rmdir(dir);
+    tf_tensor *pos = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){2, 6}, 1);
+    tf_bert_inputs with_pos = {.input_ids = ids, .position_ids = pos};
+    CHECK(tf_bert_run(ctx, m, &with_pos, &out) != 0 && strstr(tf_error(), "no position table"));
+    c.attention.rope = TF_ROPE_NONE;
+    CHECK(tf_bert_config_check(&c) != 0 && strstr(tf_error(), "needs rotary positions"));
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+}
