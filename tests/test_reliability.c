@@ -461,8 +461,9 @@ TEST(reliability_messages_say_what_is_wrong) {
 
 /* ---------------------------------------------------------------- this stop's new flags */
 
-/* --keep-checkpoints, --average-last, --val-bleu, --stop-at: garbage, negative and NaN
- * are usage errors naming the flag, and nothing is created. */
+/* --keep-checkpoints, --average-last, --val-bleu, --stop-at, --rope, --rope-base,
+ * --learned-positions: garbage, negative and NaN are usage errors naming the flag,
+ * and nothing is created. */
 TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
     static const struct {
         const char *flags, *expect;
@@ -476,6 +477,11 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--stop-at -1", "--stop-at expects an integer in [0,inf), got '-1'"},
         {"--stop-at nan", "--stop-at expects an integer in [0,inf), got 'nan'"},
         {"--stop-at 1e99", "--stop-at expects an integer in [0,inf), got '1e99'"},
+        {"--rope bogus", "--rope expects one of none, halves, interleaved, got 'bogus'"},
+        {"--rope-base nan", "--rope-base expects a number in (1,inf), got 'nan'"},
+        {"--rope-base 1", "--rope-base expects a number in (1,inf), got '1'"},
+        {"--rope-base abc", "--rope-base expects a number in (1,inf), got 'abc'"},
+        {"--arch bert --learned-positions maybe", "--learned-positions expects true or false, got 'maybe'"},
     };
     char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
     CHECK(mkdtemp(dir) != NULL);
