@@ -50,6 +50,17 @@ double test_rel_err(const float *a, const float *b, long n) {
     return r > 0 ? sqrt(d / r) : sqrt(d);
 }
 
+double test_max_diff_at(const tf_tensor *piece, const tf_tensor *full, int64_t at) {
+    int64_t B = piece->shape[0], Tp = piece->shape[1], C = piece->shape[2], T = full->shape[1];
+    double worst = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < Tp * C; i++) {
+            double d = fabs((double)tf_f32(piece)[b * Tp * C + i] - tf_f32(full)[(b * T + at) * C + i]);
+            worst = d > worst ? d : worst;
+        }
+    return worst;
+}
+
 char *test_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

@@ -61,6 +61,9 @@ void test_rm_rf(const char *dir);
 
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);
+/* max |piece - full[:, at:at+Tp, :]| for piece (B,Tp,C) and full (B,T,C), both contiguous:
+ * positions fed in pieces through a KV cache against the full pass. */
+double test_max_diff_at(const tf_tensor *piece, const tf_tensor *full, int64_t at);
 
 /* ---- Hugging Face folders (tests/hf_case.c) ---- */
 

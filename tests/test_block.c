@@ -120,12 +120,7 @@ TEST(block_cache_equals_full_pass) {
         a.cache = kv;
         for (int l = 0; l < 2; l++) a.layer = l, y = tf_block_forward(ctx, &bl[l], &c, y, &a);
         CHECK(y && tf_kv_cache_advance(kv, pieces[k]) == 0);
-        for (int64_t b = 0; b < 2; b++)
-            for (int64_t t = 0; t < pieces[k]; t++)
-                for (int64_t i = 0; i < 12; i++) {
-                    double d = fabs((double)tf_f32(y)[(b * pieces[k] + t) * 12 + i] - tf_f32(full)[(b * 8 + at + t) * 12 + i]);
-                    worst = d > worst ? d : worst;
-                }
+        worst = fmax(worst, test_max_diff_at(y, full, at));
         at += pieces[k];
     }
     CHECKF(worst < 2e-6, "cached pass differs from the full pass by %g", worst);

@@ -128,11 +128,7 @@ TEST(rope_block_cache_equals_full_pass) {
         for (int k = 0; k < 3; k++) {
             tf_tensor *y = two_blocks(ctx, bl, &c, tf_narrow(ctx, x, 1, at, pieces[k]), kv);
             CHECK(y && tf_kv_cache_advance(kv, pieces[k]) == 0);
-            for (int64_t b = 0; b < 2; b++)
-                for (int64_t i = 0; i < pieces[k] * 12; i++) {
-                    double d = fabs((double)tf_f32(y)[b * pieces[k] * 12 + i] - tf_f32(full)[(b * 8 + at) * 12 + i]);
-                    worst = d > worst ? d : worst;
-                }
+            worst = fmax(worst, test_max_diff_at(y, full, at));
             at += pieces[k];
         }
         CHECKF(worst < 2e-6, "kind %d: the cached pass differs from the full pass by %g", kind, worst);
