@@ -247,3 +247,140 @@ TEST(listops_train_smoke) {
     }
     test_rm_rf(dir);
 }
+
+/* Self-pretraining's batches (--listops-objective mlm): the plain loader's batch with about mask_prob of the
+ * expression tokens labelled ([CLS] and padding never), 80% of those [MASK], the rest unchanged where not
+ * labelled, and the same draw each time. */
+static void check_masking(void) {
+    tf_listops_task_config c = tf_listops_task_config_default();
+    c.min_len = 10, c.max_len = 40, c.max_depth = 4, c.max_args = 4, c.model.context = 40;
+    c.model.n_layer = 1, c.model.d_model = 16, c.model.n_head = 2;
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
+    tf_listops_task_config m = c;
+    m.objective = TF_LISTOPS_MLM;
+    char dir[] = "/tmp/tformer_lomask_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    tf_task *t = tf_listops_task_new(&m, dir, 1);
+    tf_loader *plain = tf_listops_loader_new(&o, c.n_train, c.n_valid, 40, 0);
+    CHECKF(t && plain, "%s", tf_error());
+    tf_ctx *ctx = tf_ctx_new(0);
+    int64_t tokens = 0, chosen = 0, masked = 0, changed = 0, bad = 0, again = 0;
+    for (uint64_t key = 0; key < 20; key++) {
+        tf_batch b = {0}, p = {0}, b2 = {0};
+        CHECKF(t->vt->batch(t, ctx, key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, 8, &b) == 0 &&
+                   t->vt->batch(t, ctx, key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, 8, &b2) == 0 &&
+                   tf_loader_next(plain, ctx, key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, 8, &p) == 0,
+               "%s", tf_error());
+        const int32_t *x = tf_i32(tf_batch_get(&b, "input_ids")), *y = tf_i32(tf_batch_get(&b, "labels"));
+        const int32_t *x0 = tf_i32(tf_batch_get(&p, "input_ids")), *am = tf_i32(tf_batch_get(&p, "attention_mask"));
+        int64_t n = tf_numel(tf_batch_get(&b, "labels"));
+        CHECK(n == tf_numel(tf_batch_get(&p, "input_ids")));
+        again += memcmp(x, tf_i32(tf_batch_get(&b2, "input_ids")), (size_t)n * 4) != 0 ||
+                 memcmp(y, tf_i32(tf_batch_get(&b2, "labels")), (size_t)n * 4) != 0;
+        for (int64_t i = 0; i < n; i++) {
+            int expression = am[i] && x0[i] != TF_LISTOPS_CLS;
+            tokens += expression;
+            if (y[i] == -100) {
+                bad += x[i] != x0[i];
+                continue;
+            }
+            bad += !expression || y[i] != x0[i];
+            chosen++, masked += x[i] == TF_LISTOPS_MASK, changed += x[i] != x0[i];
+        }
+        tf_ctx_reset(ctx);
+    }
+    double share = (double)chosen / (double)tokens, mask_share = (double)masked / (double)chosen;
+    CHECKF(bad == 0 && again == 0, "%lld labels or inputs wrong, %lld batches drawn twice differ", (long long)bad,
+           (long long)again);
+    CHECKF(share > 0.12 && share < 0.18 && mask_share > 0.72 && mask_share < 0.88 && changed > masked &&
+               changed < chosen,
+           "%lld of %lld tokens chosen (%.3f), %.3f of them [MASK], %lld changed", (long long)chosen,
+           (long long)tokens, share, mask_share, (long long)changed);
+    printf("    masking: %lld of %lld expression tokens chosen (%.3f), %.3f of those [MASK], %.3f another token\n",
+           (long long)chosen, (long long)tokens, share, mask_share, (double)(changed - masked) / (double)chosen);
+    tf_ctx_free(ctx);
+    tf_loader_free(plain);
+    tf_task_free(t);
+    test_rm_rf(dir);
+}
+
+/* A classifier started from a masked-LM run (--listops-init) holds its encoder's weights, a new pooler. */
+static void check_started(const char *mlm_dir, const char *cls_dir) {
+    tf_listops_task_config c = tf_listops_task_config_default();
+    tf_fields f = {&tf_listops_task_config_table, &c};
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", cls_dir, TF_LISTOPS_SETTINGS);
+    CHECKF(tf_fields_load(&f, 1, path, 0) == 0, "%s", tf_error());
+    snprintf(c.init, sizeof c.init, "%s", mlm_dir);
+    tf_task *t = tf_listops_task_new(&c, cls_dir, 5);
+    tf_bert *from = tf_bert_load_hf(mlm_dir, NULL);
+    CHECKF(t && from, "%s", tf_error());
+    tf_params *ps = t->vt->params(t);
+    const char *names[] = {"bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
+                           "bert.encoder.LayerNorm.weight"};
+    for (int i = 0; i < 3; i++) {
+        tf_tensor *a = tf_params_get(ps, names[i]), *b = tf_params_get(from->params, names[i]);
+        CHECKF(a && b && tf_numel(a) == tf_numel(b) && !memcmp(tf_f32(a), tf_f32(b), (size_t)tf_numel(a) * 4),
+               "%s differs from the masked-LM run's", names[i]);
+    }
+    CHECK(tf_params_get(ps, "bert.pooler.dense.weight") && tf_params_get(ps, "classifier.weight"));
+    CHECK(tf_params_get(from->params, "bert.pooler.dense.weight") == NULL);
+    tf_bert_free(from);
+    tf_task_free(t);
+}
+
+/* Self-pretraining: a masked-LM run, a classifier started from it (trained and scored), and the mistakes
+ * named: the two together, another model, a classifier's folder, a missing one, scoring a masked LM. */
+TEST(listops_self_pretraining) {
+    check_masking();
+    char dir[] = "/tmp/tformer_lopre_XXXXXX", args[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *common = "train --arch listops --threads 1 --listops-min-len 10 --listops-max-len 40 --listops-depth 4 "
+                         "--listops-args 4 --context 40 --n-layer 1 --d-model 16 --n-head 2 --norm-first true "
+                         "--pooling mean --batch 4 --steps 3 --eval-every 3 --eval-batches 1";
+    static const char *const kinds[] = {
+        "--attention nystrom --landmarks 8 --listops-bucket 16",
+        "--attention bigbird --window 4 --block-size 4 --global-tokens 1 --random-blocks 1 --rope interleaved",
+        "--attention full", /* last: the folders mlm and cls below are its */
+    };
+    int rc = 0;
+    for (int i = 0; i < 3; i++) { /* every attention kind's settings read back from the folder as the flags give them */
+        snprintf(args, sizeof args, "%s %s --listops-objective mlm --out %s/mlm", common, kinds[i], dir);
+        rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc == 0 && strstr(out, "mlm_accuracy"), "%s: rc %d\n%s", kinds[i], rc, out);
+        snprintf(args, sizeof args, "%s %s --listops-init %s/mlm --dropout 0 --out %s/cls", common, kinds[i], dir, dir);
+        rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc == 0 && strstr(out, "accuracy"), "%s: rc %d\n%s", kinds[i], rc, out);
+        if (i < 2) {
+            snprintf(args, sizeof args, "%s/mlm", dir), test_rm_rf(args);
+            snprintf(args, sizeof args, "%s/cls", dir), test_rm_rf(args);
+        }
+    }
+    char mlm[512], cls[512];
+    snprintf(mlm, sizeof mlm, "%s/mlm", dir), snprintf(cls, sizeof cls, "%s/cls", dir);
+    check_started(mlm, cls);
+    snprintf(args, sizeof args, "eval --model %s/cls --listops 7 --batch 4 --threads 1", dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "of 7 test expressions"), "rc %d\n%s", rc, out);
+    static const struct {
+        const char *extra, *expect;
+    } bad[] = {
+        {"--listops-objective mlm --listops-init %s/mlm", "starts a classifier: not with listops_objective mlm"},
+        {"--d-model 32 --listops-init %s/mlm", "its model has d_model=16"},
+        {"--listops-init %s/cls", "a run of listops_objective classify, not mlm"},
+        {"--listops-init %s/none", "not a ListOps run folder"},
+        {"--listops-objective guess", "--listops-objective"},
+        {"--listops-mask-prob 1.5", "--listops-mask-prob"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char extra[600];
+        snprintf(extra, sizeof extra, bad[i].extra, dir);
+        snprintf(args, sizeof args, "%s %s --out %s/bad", common, extra, dir);
+        rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc != 0 && strstr(out, bad[i].expect), "%s: rc %d\n%s", extra, rc, out);
+    }
+    snprintf(args, sizeof args, "eval --model %s/mlm --listops 5", dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "not a ListOps classifier"), "rc %d\n%s", rc, out);
+    test_rm_rf(dir);
+}

@@ -213,3 +213,72 @@ TEST(rope_bert_without_a_position_table) {
     tf_ctx_free(ctx);
     tf_bert_free(m);
 }
+
+/* ---------------------------------------------------------------- RoFormer through hf-run */
+
+#define ROFORMER_DIR "tests/fixtures_roformer"
+#define ROFORMER_BODY ROFORMER_DIR "/model_d4_T7"
+#define ROFORMER_MLM ROFORMER_DIR "/mlm_d4_T10_labels"
+
+/* The BERT family with interleaved rotary positions and no position table is
+ * RoFormer: every case of tests/fixtures_roformer (tests/ref/gen_roformer_fixtures.py:
+ * transformers' RoFormerModel and its masked-LM, token and span heads) through hf-run. */
+TEST(rope_roformer_hf_run_matches_transformers) {
+    int cases = 0;
+    double worst = 0;
+    int failed = test_hf_run_dir(test_fixture_dir_or(ROFORMER_DIR), TOL, NULL, NULL, &cases, &worst);
+    printf("    %d RoFormer cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
+    CHECKF(cases >= 7 && failed == 0, "%d of %d cases failed", failed, cases);
+}
+
+/* A moved weight fails the comparison (the rotation runs on q and k of every layer: a
+ * query or key weight of either layer is noticed), and so does rotating the other pairs. */
+TEST(rope_roformer_perturbed_weight_fails_the_comparison) {
+    static const test_weight W[] = {
+        {"encoder.layer.0.attention.self.query.weight", 5}, {"encoder.layer.1.attention.self.key.weight", 9},
+        {"encoder.layer.0.attention.self.value.bias", 2},   {"embeddings.word_embeddings.weight", 12 * 8 + 1}, /* token 12: in both rows */
+        {"embeddings.token_type_embeddings.weight", 3},     {"encoder.layer.1.output.LayerNorm.weight", 4},
+    };
+    const int n = (int)(sizeof W / sizeof *W);
+    double same, least;
+    int missed = test_hf_perturbed(ROFORMER_BODY, W, n, TOL, &same, &least);
+    printf("    unchanged copy %.2e; one element + 1e-3 of each of %d tensors: %.2e or more\n", same, n, least);
+    CHECK(same >= 0 && same <= TOL);
+    CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
+}
+
+/* RoFormer settings tformer does not implement, its classes with other heads, an
+ * argument its forward() lacks and a sinusoid table that is not RoFormer's: errors. */
+#define IDS(b, t, v) {"input_ids", TF_ST_I64, 2, {b, t}, v}
+static const test_bad_case ROFORMER_BAD[] = {
+    {"v turned too", NULL, "\"rotary_value\": false", "\"rotary_value\": true", NULL, {IDS(2, 7, 1)},
+     {"config.json", "\"rotary_value\" must be false"}},
+    {"a projection after the embeddings", NULL, "\"embedding_size\": 8", "\"embedding_size\": 4", NULL,
+     {IDS(2, 7, 1)}, {"config.json", "\"embedding_size\" must be null or hidden_size 8"}},
+    {"another head", NULL, "\"RoFormerModel\"", "\"RoFormerForSequenceClassification\"", NULL, {IDS(2, 7, 1)},
+     {"RoFormerForSequenceClassification", "is not supported by hf-run"}},
+    {"position ids", NULL, NULL, NULL, NULL, {IDS(2, 7, 1), {"position_ids", TF_ST_I64, 2, {2, 7}, 0}},
+     {"'position_ids' is not an argument of RoFormerModel.forward()", NULL}},
+    {"a length past the table", NULL, NULL, NULL, NULL, {IDS(1, 17, 1)}, {"17", "max_position_embeddings 16"}},
+};
+#undef IDS
+
+TEST(rope_roformer_bad_input_is_a_clear_error) {
+    const size_t n = sizeof ROFORMER_BAD / sizeof ROFORMER_BAD[0];
+    int bad = test_hf_run_bad_cases(ROFORMER_BAD, n, ROFORMER_BODY, "ROPE_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
+    char dir[] = "/tmp/tformer_roformer_XXXXXX", args[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *src = test_fixture_dir_or(ROFORMER_MLM);
+    CHECK(test_copy_case(src, dir, NULL, NULL, "roformer.encoder.embed_positions.weight", 2 * 4 + 1, 1e-3f, NULL) == 0);
+    snprintf(args, sizeof args, "hf-run --model %s --input %s/input.safetensors --output %s/o.safetensors", dir, src,
+             dir);
+    int rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "is not RoFormer's sinusoid table (row 2, column 1"), "rc %d\n%s", rc, out);
+    /* RoFormer's own heads, refused by the BERT family itself (hf-run refuses them first) */
+    CHECK(test_copy_config(src, dir, "\"RoFormerForMaskedLM\"", "\"RoFormerForCausalLM\"") == 0);
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    CHECKF(!m && strstr(tf_error(), "\"RoFormerForCausalLM\": tformer reads RoFormerModel"), "%s",
+           m ? "loaded" : tf_error());
+    test_rm_rf(dir);
+}

@@ -26,7 +26,11 @@
 # is free (with more than one, each on TFORMER_THREADS=1 unless set: on this
 # 2-core machine JOBS=2 trains full in one lane, bigbird then nystrom in the
 # other); LISTOPS_ARGS: more flags after these (later flags win: a quick dry
-# run with a short context, say).
+# run with a short context, say). PRETRAIN_STEPS (0): self-pretraining
+# first, that many steps of masked-token prediction on the training
+# expressions (--listops-objective mlm, the same model and schedule, warmup a
+# tenth), whose last model starts the classifier (--listops-init); with the
+# calibration both phases share the budget (the classifier gets what is left).
 # Hours of work: run it on a quiet machine, never on a shared one.
 set -eu
 tf=$1 out=$2
@@ -71,13 +75,26 @@ one() {
             [ "$fit" -lt "$steps" ] && steps=$fit
             echo "$kind: about ${per_step} s a step: $steps steps" | tee "$out/plan_$kind.txt"
         fi
+        pre=${PRETRAIN_STEPS:-0} init="" t0=$(date +%s)
+        if [ "$pre" -gt 0 ]; then
+            [ "$calib" -gt 0 ] && steps=$(( steps < fit - pre ? steps : fit - pre ))
+            [ "$steps" -ge 100 ] || { echo "$kind: PRETRAIN_STEPS=$pre leave $steps steps of the budget" >&2; return 1; }
+            every=$(( pre / 20 > 0 ? pre / 20 : 1 ))
+            if [ ! -f "$run.mlm/done" ]; then
+                # shellcheck disable=SC2086
+                $tf train $common $att --listops-objective mlm --out "$run.mlm" --steps "$pre" --warmup $(( pre / 10 + 1 )) \
+                    --eval-every "$every" --eval-batches $(( 2000 / batch )) --checkpoint-every "$every" > "$run.mlm.log" 2>&1 ||
+                    { tail -3 "$run.mlm.log"; return 1; }
+                touch "$run.mlm/done"
+            fi
+            init="--listops-init $run.mlm"
+        fi
         w=${WARMUP:-$(( steps / 5 + 1 ))} # a fifth of the steps run, budget-cut or not
         every=$(( steps / 20 > 0 ? steps / 20 : 1 ))
-        t0=$(date +%s)
         # shellcheck disable=SC2086
-        $tf train $common $att --out "$run" --steps "$steps" --warmup "$w" --eval-every "$every" \
+        $tf train $common $att $init --out "$run" --steps "$steps" --warmup "$w" --eval-every "$every" \
             --eval-batches $(( 2000 / batch )) --checkpoint-every "$every" > "$run.log" 2>&1 || { tail -3 "$run.log"; return 1; }
-        echo "steps=$steps seconds=$(( $(date +%s) - t0 )) batch=$batch" > "$run/timing.txt"
+        echo "steps=$steps seconds=$(( $(date +%s) - t0 )) batch=$batch pretrain_steps=$pre" > "$run/timing.txt"
     fi
     if [ ! -f "$run/test.txt" ]; then # written whole or not at all: a failed scoring is tried again next call
         "$tf" eval --model "$run/best" --listops "${TEST_N:-2000}" > "$run/test.txt.tmp" || return 1

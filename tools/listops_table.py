@@ -32,10 +32,11 @@ def main():
         t = dict(kv.split("=") for kv in open(timing).read().split())
         acc = [a for _, _, a in validations(run)]
         steps, secs = int(t["steps"]), int(t["seconds"])
+        pre = int(t.get("pretrain_steps", 0))  # masked-LM steps before the classifier's, in the same seconds
         test = os.path.join(run, "test.txt")
         m = re.search(r"accuracy ([0-9.]+) \((\d+) of (\d+)", open(test).read()) if os.path.exists(test) else None
         tcell = f"{100 * float(m.group(1)):.1f}% ({m.group(2)} of {m.group(3)})" if m else "—"
-        print(f"| {kind} | {steps} | {secs / steps:.1f} | {tcell} | {100 * max(acc):.1f}% | {100 * acc[-1]:.1f}% | "
+        print(f"| {kind} | {f'{pre} + ' if pre else ''}{steps} | {secs / (pre + steps):.1f} | {tcell} | {100 * max(acc):.1f}% | {100 * acc[-1]:.1f}% | "
               f"{name} {lra}% |")
 
 

@@ -262,6 +262,9 @@ typedef struct {
 /* Token ids: padding, a [CLS] the classifier reads, the digits, the operators, "]". */
 enum { TF_LISTOPS_PAD, TF_LISTOPS_CLS, TF_LISTOPS_DIGIT0, TF_LISTOPS_MIN = TF_LISTOPS_DIGIT0 + 10, TF_LISTOPS_MAX,
        TF_LISTOPS_MED, TF_LISTOPS_SM, TF_LISTOPS_END, TF_LISTOPS_VOCAB };
+/* [MASK]: only in the vocabulary of self-pretraining (masked LM) and of the
+ * classifiers it starts, which have TF_LISTOPS_VOCAB + 1 tokens. */
+#define TF_LISTOPS_MASK TF_LISTOPS_VOCAB
 
 /* 0, or -1 with a message naming the setting that cannot work. */
 TF_API int tf_listops_check(const tf_listops_opts *o);

@@ -265,13 +265,21 @@ TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
 /* A BERT encoder (BertForSequenceClassification, 10 classes, its attention
  * kind from model.attention) classifying ListOps expressions generated from
  * listops_seed (tf_listops_loader_new); every batch is model.context long, or
- * with bucket > 0 as long as its longest row rounded up to a multiple of it. */
+ * with bucket > 0 as long as its longest row rounded up to a multiple of it.
+ * Self-pretraining (objective TF_LISTOPS_MLM): BertForMaskedLM on the same
+ * expressions, a share mask_prob of their tokens masked; a classifier whose
+ * init names such a run folder starts from its weights (the encoder: the
+ * pooler and classifier are new). */
+typedef enum { TF_LISTOPS_CLASSIFY, TF_LISTOPS_MLM } tf_listops_objective;
 typedef struct {
     tf_bert_config model;  /* vocab, head, labels and pooler are set by the task */
     int min_len, max_len, max_depth, max_args;
     int n_train, n_valid;
     uint64_t listops_seed;
     int bucket;            /* 0, or length bucketing (tf_listops_loader_new) */
+    tf_listops_objective objective;
+    float mask_prob;       /* TF_LISTOPS_MLM: the share of an expression's tokens masked */
+    char init[1024];       /* "", or a TF_LISTOPS_MLM run folder whose weights start a classifier */
 } tf_listops_task_config;
 TF_API tf_listops_task_config tf_listops_task_config_default(void);
 TF_API extern const tf_field_table tf_listops_task_config_table;

@@ -14,10 +14,10 @@
 #define VALUE_P 0.25 /* LRA: a node below max_depth is an operator when random() <= VALUE_P */
 #define ATTEMPTS 1000000
 
-static const char *const NAMES[TF_LISTOPS_VOCAB] = {"[PAD]", "[CLS]", "0", "1", "2", "3", "4", "5", "6", "7",
-                                                     "8", "9", "[MIN", "[MAX", "[MED", "[SM", "]"};
+static const char *const NAMES[TF_LISTOPS_MASK + 1] = {"[PAD]", "[CLS]", "0", "1", "2", "3", "4", "5", "6", "7",
+                                                       "8", "9", "[MIN", "[MAX", "[MED", "[SM", "]", "[MASK]"};
 
-const char *tf_listops_token(int32_t id) { return id >= 0 && id < TF_LISTOPS_VOCAB ? NAMES[id] : "?"; }
+const char *tf_listops_token(int32_t id) { return id >= 0 && id <= TF_LISTOPS_MASK ? NAMES[id] : "?"; }
 
 /* The longest expression the depth and arguments allow (saturating). */
 static int64_t longest(int depth, const tf_listops_opts *o) {

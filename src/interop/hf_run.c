@@ -62,6 +62,17 @@ static const char *const BERT_REFUSED[] = {
     "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
 };
 static const char *const OUT_BERT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
+
+/* RoFormerModel / RoFormerFor*.forward() (transformers 4.x): BERT's inputs but
+ * position_ids (its positions are the rotation's, 0..T-1). */
+#define ROFORMER_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                        {"token_type_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input ROFORMER_INPUTS[] = {ROFORMER_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input ROFORMER_TOKEN_INPUTS[] = {ROFORMER_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input ROFORMER_QA_INPUTS[] = {
+    ROFORMER_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+};
+#undef ROFORMER_COMMON
 static const char *const OUT_BERT_PRE[] = {"prediction_logits", "seq_relationship_logits", "loss", NULL};
 static const char *const OUT_BERT_QA[] = {"start_logits", "end_logits", "loss", NULL};
 
@@ -126,6 +137,10 @@ static const hf_arch ARCHS[] = {
     {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
     {"BigBirdModel", &hf_bert_family, BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
+    {"RoFormerModel", &hf_bert_family, ROFORMER_INPUTS, BERT_REFUSED, OUT_BODY}, /* BERT, rotary, no position table */
+    {"RoFormerForMaskedLM", &hf_bert_family, ROFORMER_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"RoFormerForTokenClassification", &hf_bert_family, ROFORMER_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"RoFormerForQuestionAnswering", &hf_bert_family, ROFORMER_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
     {"MarianMTModel", &hf_marian_family, MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
     {"ViTModel", &hf_vit_family, VIT_INPUTS, VIT_REFUSED, OUT_VIT_BODY},
     {"ViTForImageClassification", &hf_vit_family, VIT_CLS_INPUTS, VIT_REFUSED, OUT_LM},

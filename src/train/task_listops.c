@@ -3,7 +3,11 @@
  * on expressions generated from a seed (src/data/listops.c), cross-entropy
  * over the 10 answers, validation accuracy; saved as a Hugging Face folder
  * (its vocabulary: tf_listops_token). The attention kind is the model's
- * (--attention full|local|dilated|bigbird|nystrom). */
+ * (--attention full|local|dilated|bigbird|nystrom).
+ * Self-pretraining (--listops-objective mlm; Amos, Berant & Gupta 2023, "Never
+ * Train from Scratch"): BertForMaskedLM on the same expressions with a [MASK]
+ * token added, validation masked-token accuracy; a classifier given its folder
+ * (--listops-init) starts from its encoder. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +15,9 @@
 
 #include "../data/listops_internal.h"
 #include "train_internal.h"
+
+static const char *const OBJECTIVES[] = {"classify", "mlm", NULL};
+_Static_assert(sizeof(tf_listops_objective) == sizeof(int), "enum rows store an int");
 
 #define R(m, type, name, def, range, help) TF_FIELD_ROW(tf_listops_task_config, m, type, name, def, range, NULL, help, 0, NULL)
 static const tf_field LO_ROWS[] = {
@@ -25,6 +32,14 @@ static const tf_field LO_ROWS[] = {
     TF_FIELD_ROW(tf_listops_task_config, bucket, TF_FIELD_INT, "listops_bucket", "0", "[0,inf)", NULL,
                  "ListOps: 0, every batch context long; N, batches of about one length, each as long as its longest "
                  "row rounded up to a multiple of N (length bucketing)", TF_FIELD_RESUMABLE, NULL),
+    TF_FIELD_ROW(tf_listops_task_config, objective, TF_FIELD_ENUM, "listops_objective", "classify", NULL, OBJECTIVES,
+                 "ListOps: classify (the answer), or mlm (self-pretraining: the expressions' masked tokens, a folder "
+                 "for --listops-init)", 0, NULL),
+    R(mask_prob, TF_FIELD_FLOAT, "listops_mask_prob", "0.15", "(0,1)",
+      "ListOps mlm: tokens chosen (80% [MASK], 10% a random token, 10% kept)"),
+    R(init, TF_FIELD_STRING, "listops_init", "", NULL,
+      "ListOps classify: a run folder of --listops-objective mlm whose encoder starts the model (the model flags "
+      "must be its own)"),
     TF_FIELD_SUB(tf_listops_task_config, model, tf_bert_config_table),
 };
 #undef R
@@ -44,16 +59,58 @@ typedef struct {
     tf_loader *loader;
 } lo_task;
 
+/* Masked-LM inputs in place (BERT's rule): each token of an expression ([CLS]
+ * and padding never) is chosen with probability p and becomes [MASK] (80%), a
+ * random expression token (10%) or stays (10%); labels (B,T) hold the chosen
+ * tokens' ids, -100 elsewhere. The draws come from (subset, key, position):
+ * a batch is masked alike each time it is drawn (validation too). */
+static int mask_batch(tf_ctx *ctx, float p, tf_subset subset, uint64_t key, tf_batch *b) {
+    tf_tensor *ids = tf_batch_get(b, "input_ids"), *am = tf_batch_get(b, "attention_mask");
+    int64_t B = ids->shape[0], T = ids->shape[1];
+    tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);  // (B,T)
+    if (!y) return -1;
+    int32_t *x = tf_i32(ids), *lab = tf_i32(y);  // (B,T)
+    const int32_t *keep = tf_i32(am);           // (B,T)
+    for (int64_t i = 0; i < B * T; i++) {
+        uint64_t r = tf_key(key, (uint64_t)subset, (uint64_t)i, 17);
+        double u = (double)(r >> 11) * 0x1.0p-53;
+        lab[i] = -100;
+        if (!keep[i] || x[i] == TF_LISTOPS_CLS || u >= p) continue;
+        lab[i] = x[i];
+        u /= p; /* uniform in [0,1) again, given the token was chosen */
+        if (u < 0.8) x[i] = TF_LISTOPS_MASK;
+        else if (u < 0.9) x[i] = TF_LISTOPS_DIGIT0 + (int32_t)(tf_key(r, 1, 2, 3) % (TF_LISTOPS_VOCAB - TF_LISTOPS_DIGIT0));
+    }
+    return tf_batch_set(b, "labels", y);
+}
+
 static int lo_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((lo_task *)t)->loader, ctx, subset, key, rows, b);
+    lo_task *l = (lo_task *)t;
+    if (tf_loader_next(l->loader, ctx, subset, key, rows, b)) return -1;
+    return l->cfg.objective == TF_LISTOPS_MLM ? mask_batch(ctx, l->cfg.mask_prob, subset, key, b) : 0;
+}
+
+/* Masked-token accuracy: logits (N,V) of the labelled positions in order. */
+static void count_masked(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m) {
+    int64_t V = logits->shape[1], k = 0;
+    for (int64_t i = 0; i < tf_numel(labels); i++) {
+        int32_t y = tf_i32(labels)[i];
+        if (y == -100) continue;
+        const float *z = tf_f32(logits) + k++ * V;  // (V)
+        int64_t best = 0;
+        for (int64_t v = 1; v < V; v++) best = z[v] > z[best] ? v : best;
+        m->sum[0] += best == y, m->count[0] += 1;
+    }
 }
 
 static tf_tensor *lo_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    int mlm = ((lo_task *)t)->cfg.objective == TF_LISTOPS_MLM;
     tf_bert_inputs in = {.input_ids = tf_batch_get(b, "input_ids"), .attention_mask = tf_batch_get(b, "attention_mask"),
-                         .labels = tf_batch_get(b, "labels")};
+                         .labels = tf_batch_get(b, "labels"), .loss_only = mlm};
     tf_bert_outputs out;
     if (tf_bert_run(ctx, ((lo_task *)t)->m, &in, &out)) return NULL;
-    if (m) tf_task_count_hits(out.logits, in.labels, m);
+    if (m && mlm) count_masked(out.logits, in.labels, m);
+    else if (m) tf_task_count_hits(out.logits, in.labels, m);
     return out.loss;
 }
 
@@ -88,13 +145,16 @@ static const tf_task_vt LO_TASK = {lo_batch, lo_loss, lo_params, lo_signature, l
 /* The model's settings the task fixes, and the lengths the context must hold. */
 static int fit_model(tf_listops_task_config *c) {
     tf_bert_config *m = &c->model;
-    if (m->vocab_size && m->vocab_size != TF_LISTOPS_VOCAB)
-        return tf_set_error("listops: vocab_size %d: ListOps has %d tokens (leave it 0)", m->vocab_size, TF_LISTOPS_VOCAB);
+    int mlm = c->objective == TF_LISTOPS_MLM, vocab = mlm || c->init[0] ? TF_LISTOPS_MASK + 1 : TF_LISTOPS_VOCAB;
+    if (mlm && c->init[0])
+        return tf_set_error("listops: listops_init %s starts a classifier: not with listops_objective mlm", c->init);
+    if (m->vocab_size && m->vocab_size != vocab)
+        return tf_set_error("listops: vocab_size %d: this ListOps model has %d tokens (leave it 0)", m->vocab_size, vocab);
     if ((m->head != TF_BERT_PRETRAINING && m->head != TF_BERT_SEQ_CLS) || (m->n_labels != 2 && m->n_labels != 10) ||
         !m->pooler || m->problem != TF_BERT_SINGLE_LABEL)
         return tf_set_error("listops: the model is BertForSequenceClassification with 10 labels, a pooler and "
-                            "cross-entropy: leave head, n_labels, pooler and problem unset");
-    m->vocab_size = TF_LISTOPS_VOCAB, m->head = TF_BERT_SEQ_CLS, m->n_labels = 10;
+                            "cross-entropy (BertForMaskedLM for mlm): leave head, n_labels, pooler and problem unset");
+    m->vocab_size = vocab, m->head = mlm ? TF_BERT_MLM : TF_BERT_SEQ_CLS, m->n_labels = 10, m->pooler = !mlm;
     if (m->context < c->max_len)
         return tf_set_error("listops: context %d cannot hold [CLS] and expressions of up to %d tokens (listops_max_len "
                             "%d): set --context %d or more", m->context, c->max_len - 1, c->max_len, c->max_len);
@@ -108,6 +168,59 @@ static int fit_model(tf_listops_task_config *c) {
     return tf_bert_config_check(m);
 }
 
+/* Whether the space-separated words of s include w[0..len). */
+static int has_word(const char *s, const char *w, size_t len) {
+    for (size_t k; *s; s += k + (s[k] == ' '))
+        if ((k = strcspn(s, " ")) == len && !strncmp(s, w, len)) return 1;
+    return 0;
+}
+
+/* The first "name=value" of signature a that b lacks, into out. */
+static void first_difference(const char *a, const char *b, char *out, size_t n) {
+    snprintf(out, n, "?");
+    for (size_t len; *a; a += len + (a[len] == ' '))
+        if (!has_word(b, a, len = strcspn(a, " "))) {
+            snprintf(out, n, "%.*s", (int)len, a);
+            return;
+        }
+}
+
+/* The classifier the flags describe, its encoder's weights (every tensor but
+ * the pooler's and the head's) from a masked-LM ListOps folder with the same
+ * architecture (the signature rows; dropout may differ). */
+static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
+    tf_listops_task_config pre;
+    if (tf_listops_settings_load(c->init, &pre)) return NULL;
+    if (pre.objective != TF_LISTOPS_MLM)
+        return tf_set_error("listops: listops_init %s: a run of listops_objective %s, not mlm (self-pretraining)",
+                            c->init, OBJECTIVES[pre.objective]), NULL;
+    tf_bert *from = tf_bert_load_hf(c->init, NULL), *m = NULL;
+    if (!from) return NULL;
+    tf_bert_config same = from->cfg; /* the head's rows as the classifier's */
+    same.head = c->model.head, same.n_labels = c->model.n_labels, same.pooler = c->model.pooler;
+    char want[4096], got[4096], diff[256];
+    tf_fields fw = {&tf_bert_config_table, (void *)&c->model}, fg = {&tf_bert_config_table, &same};
+    int rc = tf_fields_signature(&fw, 1, want, sizeof want) || tf_fields_signature(&fg, 1, got, sizeof got);
+    if (!rc && strcmp(want, got)) {
+        first_difference(got, want, diff, sizeof diff);
+        rc = tf_set_error("listops: listops_init %s: its model has %s, the flags do not: give the model flags it "
+                          "was trained with", c->init, diff);
+    }
+    if (!rc && !(m = tf_bert_new(&c->model, seed))) rc = -1;
+    for (int i = 0; !rc && i < tf_params_count(from->params); i++) {
+        const char *name = tf_params_name(from->params, i);
+        if (strncmp(name, "bert.", 5) || !strncmp(name, "bert.pooler.", 12)) continue;
+        tf_tensor *src = tf_params_tensor(from->params, i), *dst = tf_params_get(m->params, name);
+        if (!dst || tf_numel(dst) != tf_numel(src))
+            rc = tf_set_error("listops: listops_init %s: tensor %s does not fit the model", c->init, name);
+        else
+            memcpy(tf_f32(dst), tf_f32(src), (size_t)tf_numel(src) * sizeof(float));
+    }
+    tf_bert_free(from);
+    if (rc) tf_bert_free(m);
+    return rc ? NULL : m;
+}
+
 tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed) {
     if (mkdir(run_dir, 0755) && errno != EEXIST)
         return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
@@ -115,12 +228,14 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
     if (!l) return tf_set_error("listops: out of memory"), NULL;
     l->base.vt = &LO_TASK, l->cfg = *c;
     l->base.config = (tf_fields){&tf_listops_task_config_table, &l->cfg};
-    l->base.n_metrics = 1, l->base.metric_names[0] = "accuracy";
+    l->base.n_metrics = 1;
+    l->base.metric_names[0] = c->objective == TF_LISTOPS_MLM ? "mlm_accuracy" : "accuracy";
     l->base.select_metric = 1;
     tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed};
+    seed = seed ? seed : 1;
     if (fit_model(&l->cfg) ||
         !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context, c->bucket)) ||
-        !(l->m = tf_bert_new(&l->cfg.model, seed ? seed : 1))) {
+        !(l->m = c->init[0] ? start_from(&l->cfg, seed) : tf_bert_new(&l->cfg.model, seed))) {
         lo_free(&l->base);
         return NULL;
     }
@@ -154,9 +269,10 @@ static int score_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, int64_
 int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n, int batch,
                      int bucket, float *logits, int64_t *hits, int64_t *confusion) {
     const tf_bert_config *c = &m->cfg;
-    if (c->head != TF_BERT_SEQ_CLS || c->n_labels != 10 || c->vocab_size != TF_LISTOPS_VOCAB)
+    if (c->head != TF_BERT_SEQ_CLS || c->n_labels != 10 ||
+        (c->vocab_size != TF_LISTOPS_VOCAB && c->vocab_size != TF_LISTOPS_MASK + 1))
         return tf_set_error("listops: the model is not a ListOps classifier (BertForSequenceClassification, 10 labels, "
-                            "vocabulary %d)", TF_LISTOPS_VOCAB);
+                            "vocabulary %d, or %d with [MASK])", TF_LISTOPS_VOCAB, TF_LISTOPS_MASK + 1);
     if (c->context < o->max_len)
         return tf_set_error("listops: the model's context %d cannot hold expressions of up to %d tokens", c->context,
                             o->max_len - 1);

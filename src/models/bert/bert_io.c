@@ -4,6 +4,7 @@
  * tensors it lacks are initialised, the ones of its old head left unused. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,13 +113,46 @@ static int read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, 
     return tf_labels_from_json(&m_or_null->labels, *n_labels, map, path);
 }
 
+/* RoFormer's classes whose head is BERT's (their body is BERT's, turned:
+ * read_roformer), as tformer's heads; -1 for the others. */
+static int roformer_head(const char *name) {
+    static const char *const NAMES[] = {"RoFormerModel", "RoFormerForMaskedLM", "RoFormerForTokenClassification",
+                                        "RoFormerForQuestionAnswering"};
+    static const tf_bert_head AS[] = {TF_BERT_BODY, TF_BERT_MLM, TF_BERT_TOKEN_CLS, TF_BERT_QA};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, NAMES[i])) return (int)AS[i];
+    return -1;
+}
+
+/* RoFormer: BERT's body without the position table, q and k of every layer
+ * turned by interleaved pairs at base 10000 (tformer's --rope interleaved
+ * --learned-positions false). A projection after the embeddings
+ * (embedding_size other than hidden_size) and v turned too (rotary_value)
+ * are refused by name. */
+static int read_roformer(const cJSON *root, const char *path, tf_bert_config *c) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "embedding_size");
+    if (e && !cJSON_IsNull(e) && !(cJSON_IsNumber(e) && e->valuedouble == (double)c->d_model))
+        return tf_set_error("%s: RoFormer's \"embedding_size\" must be null or hidden_size %d (the projection after "
+                            "the embeddings is not implemented)", path, c->d_model);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "rotary_value")))
+        return tf_set_error("%s: RoFormer's \"rotary_value\" must be false (tformer turns q and k only)", path);
+    c->learned_positions = 0, c->attention.rope = TF_ROPE_INTERLEAVED, c->attention.rope_base = 10000.0f;
+    return 0;
+}
+
 /* *folder_head: the folder's own head (architectures[0]); c->head: the one asked for. */
 static int read_extras(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                        int *folder_head) {
     const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
     int bigbird = cJSON_IsString(first) && !strcmp(first->valuestring, "BigBirdModel");
-    int head = bigbird ? TF_BERT_BODY : cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
+    int roformer = cJSON_IsString(first) && !strncmp(first->valuestring, "RoFormer", 8);
+    int head = bigbird ? TF_BERT_BODY : roformer ? roformer_head(first->valuestring)
+             : cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
+    if (roformer && head < 0)
+        return tf_set_error("%s: architecture \"%s\": tformer reads RoFormerModel, RoFormerForMaskedLM, "
+                            "RoFormerForTokenClassification and RoFormerForQuestionAnswering (BERT's heads)", path,
+                            first->valuestring);
     if (cJSON_IsString(first) && head < 0)
         return tf_set_error("%s: architecture \"%s\" is not a BERT class tformer has", path, first->valuestring);
     *folder_head = head;
@@ -132,7 +166,7 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
                      ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
     const cJSON *cd = cJSON_GetObjectItemCaseSensitive(root, "classifier_dropout");
     c->classifier_dropout = cJSON_IsNumber(cd) ? (float)cd->valuedouble : -1.0f;
-    return read_own(root, path, c) || refuse_unsupported(root, path, c);
+    return read_own(root, path, c) || refuse_unsupported(root, path, c) || (roformer && read_roformer(root, path, c));
 }
 
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
@@ -153,13 +187,15 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
 
 /* ---------------------------------------------------------------- weights */
 
-/* The file's tensor for one of ours: as named, or with / without "bert.". */
+/* The file's tensor for one of ours: as named, with / without "bert.", or
+ * under RoFormer's "roformer." (its body has BERT's names). */
 static const tf_st_entry *find_as_named(const tf_st_file *f, const char *name) {
     const tf_st_entry *e = tf_st_find(f, name);
+    const char *body = strncmp(name, "bert.", 5) ? name : name + 5;
     char alt[512];
-    if (!e && !strncmp(name, "bert.", 5)) e = tf_st_find(f, name + 5);
-    if (!e && strncmp(name, "bert.", 5) && (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt)
-        e = tf_st_find(f, alt);
+    if (!e && body != name) e = tf_st_find(f, body);
+    if (!e && body == name && (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt) e = tf_st_find(f, alt);
+    if (!e && (size_t)snprintf(alt, sizeof alt, "roformer.%s", body) < sizeof alt) e = tf_st_find(f, alt);
     return e;
 }
 
@@ -181,21 +217,24 @@ static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
     return other ? find_as_named(f, other) : e;
 }
 
-/* Tensors Hugging Face stores besides the parameters: buffers and tied copies. */
+/* Tensors Hugging Face stores besides the parameters: buffers, tied copies
+ * and RoFormer's sinusoid table (checked by check_sinusoids). */
 static int known_extra(const char *name) {
     static const char *const ENDS[] = {"embeddings.position_ids", "cls.predictions.decoder.bias",
-                                       "cls.predictions.decoder.weight"};
+                                       "cls.predictions.decoder.weight", "encoder.embed_positions.weight"};
     size_t n = strlen(name);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         size_t k = strlen(ENDS[i]);
         if (n >= k && !strcmp(name + n - k, ENDS[i])) return 1;
     }
     return 0;
 }
 
-/* A tensor the model has under either prefix. */
+/* A tensor the model has under either prefix (RoFormer's "roformer." as "bert."). */
 static int ours_as_named(const tf_params *ps, const char *name) {
     char alt[512];
+    if (!strncmp(name, "roformer.", 9) && (size_t)snprintf(alt, sizeof alt, "bert.%s", name + 9) < sizeof alt)
+        return ours_as_named(ps, alt);
     if (tf_params_get(ps, name)) return 1;
     if (!strncmp(name, "bert.", 5)) return tf_params_get(ps, name + 5) != NULL;
     return (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt && tf_params_get(ps, alt);
@@ -225,6 +264,34 @@ static int head_tensor(const char *name) {
            strstr(name, "pooler.") != NULL;
 }
 
+/* RoFormer stores its rotation angles' sines and cosines (max_position_embeddings,
+ * head width: sin(p w_i) for i < D/2, then cos(p w_i), w_i = 10000^(-2i/D)) and
+ * transformers uses them as stored; tformer computes them, so a table that is
+ * not those values is refused rather than run to another answer. */
+static int check_sinusoids(const tf_st_file *f, const char *path, const tf_bert_config *c) {
+    const tf_st_entry *e = tf_st_find(f, "roformer.encoder.embed_positions.weight");
+    if (!e) e = tf_st_find(f, "encoder.embed_positions.weight");
+    if (!e) return 0;
+    int64_t P = c->context, D = c->d_model / c->n_head;
+    if (e->ndim != 2 || e->shape[0] != P || e->shape[1] != D)
+        return tf_set_error("%s: tensor '%s' has the wrong shape for config.json", path, e->name);
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *t = a ? tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){P, D}, 0) : NULL;  // (P,D)
+    int rc = !t ? tf_set_error("%s: out of memory", path) : tf_st_read_f32(f, e, t);
+    for (int64_t p = 0; !rc && p < P; p++)
+        for (int64_t j = 0; !rc && j < D; j++) {
+            int64_t i = j < D / 2 ? j : j - D / 2;
+            double angle = (double)p / pow(10000.0, 2.0 * (double)i / (double)D);
+            double want = j < D / 2 ? sin(angle) : cos(angle), got = tf_f32(t)[p * D + j];
+            if (fabs(got - want) > 1e-6)
+                rc = tf_set_error("%s: tensor '%s' is not RoFormer's sinusoid table (row %lld, column %lld: %g, not "
+                                  "%g): tformer computes the rotation from the positions", path, e->name,
+                                  (long long)p, (long long)j, got, want);
+        }
+    tf_arena_free(a);
+    return rc;
+}
+
 /* own_head: the folder's head is the model's (every tensor must be used);
  * else the new head's tensors keep their initial values when absent. */
 static int load_weights(tf_bert *m, const char *path, uint64_t seed, int own_head) {
@@ -243,6 +310,7 @@ static int load_weights(tf_bert *m, const char *path, uint64_t seed, int own_hea
         const char *name = tf_st_entry_at(f, i)->name;
         if (!ours(ps, name) && !known_extra(name)) rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
     }
+    if (!rc) rc = check_sinusoids(f, path, &m->cfg);
     tf_st_close(f);
     return rc;
 }
