@@ -78,7 +78,7 @@ one() {
         pre=${PRETRAIN_STEPS:-0} init="" t0=$(date +%s)
         if [ "$pre" -gt 0 ]; then
             [ "$calib" -gt 0 ] && steps=$(( steps < fit - pre ? steps : fit - pre ))
-            [ "$steps" -ge 100 ] || { echo "$kind: PRETRAIN_STEPS=$pre leave $steps steps of the budget" >&2; return 1; }
+            [ "$steps" -ge 1 ] || { echo "$kind: PRETRAIN_STEPS=$pre leave no steps of the budget for the classifier" >&2; return 1; }
             every=$(( pre / 20 > 0 ? pre / 20 : 1 ))
             if [ ! -f "$run.mlm/done" ]; then
                 # shellcheck disable=SC2086
