@@ -369,6 +369,7 @@ TEST(listops_self_pretraining) {
         {"--d-model 32 --listops-init %s/mlm", "its model has d_model=16"},
         {"--listops-init %s/cls", "a run of listops_objective classify, not mlm"},
         {"--listops-init %s/none", "not a ListOps run folder"},
+        {"--listops-init /dev/null", "not a ListOps run folder"}, /* not a folder at all */
         {"--listops-objective guess", "--listops-objective"},
         {"--listops-mask-prob 1.5", "--listops-mask-prob"},
     };

@@ -482,6 +482,9 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--rope-base 1", "--rope-base expects a number in (1,inf), got '1'"},
         {"--rope-base abc", "--rope-base expects a number in (1,inf), got 'abc'"},
         {"--arch bert --learned-positions maybe", "--learned-positions expects true or false, got 'maybe'"},
+        {"--arch listops --listops-mask-prob nan", "--listops-mask-prob expects a number in (0,1), got 'nan'"},
+        {"--arch listops --listops-mask-prob 1", "--listops-mask-prob expects a number in (0,1), got '1'"},
+        {"--arch listops --listops-objective maybe", "--listops-objective expects one of classify, mlm, got 'maybe'"},
     };
     char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
     CHECK(mkdtemp(dir) != NULL);

@@ -18,14 +18,17 @@ def case_seed(name):
     return zlib.crc32(name.encode()) % 100000
 
 
-def init_bert_like(model, g, wstd):
+def init_bert_like(model, g, wstd, keep=()):
     """LayerNorms N(1, 0.2) and N(0, 0.05), every other tensor N(0, wstd^2):
     transformers' own initialisation (std 0.02) gives nearly constant outputs,
     which would not notice a misplaced weight (gen_nystrom_fixtures.py,
-    gen_bigbird_fixtures.py)."""
+    gen_bigbird_fixtures.py). Parameters whose name holds a string of keep
+    stay as they are (and draw nothing from g): RoFormer's sinusoid table."""
     import torch
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if any(k in name for k in keep):
+                continue
             if "LayerNorm" in name:
                 p.copy_((1.0 if name.endswith("weight") else 0.0) + (0.2 if name.endswith("weight") else 0.05)
                         * torch.randn(p.shape, generator=g))

@@ -69,16 +69,8 @@ CASES = [
 
 
 def init_weights(model, g):
-    """As fixture_cli.init_bert_like, but the sinusoid table stays transformers' own."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "embed_positions" in name:
-                continue
-            if "LayerNorm" in name:
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + (0.2 if name.endswith("weight") else 0.05)
-                        * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(WSTD * torch.randn(p.shape, generator=g))
+    """fixture_cli.init_bert_like; the sinusoid table stays transformers' own."""
+    fixture_cli.init_bert_like(model, g, WSTD, keep=("embed_positions",))
 
 
 def make_inputs(c, arch, spec, g):
