@@ -4,7 +4,9 @@
  *                                     linear layer's three products: GFLOP/s
  *   bench_matmul linear M K N         tformer's Linear forward+backward: GFLOP/s
  *   bench_matmul peak-bf16            vdpbf16ps-bound loop (AVX512-BF16): GFLOP/s
- *   bench_matmul linear-bf16 M K N    the same Linear with bf16 products
+ *   bench_matmul peak-amx             tdpbf16ps-bound loop (AMX-BF16 tiles): GFLOP/s
+ *   bench_matmul linear-bf16 M K N    the same Linear with bf16 products (AMX where
+ *                                     the CPU has it; TFORMER_AMX=0: vdpbf16ps)
  *   bench_matmul infer M K N          inference products Y = X W^T of a Linear (a
  *                                     decoding step's few rows): the bare sgemm, then
  *                                     tformer's dense with TF_QUANT_F32 copies (the
@@ -12,6 +14,7 @@
  * bench_matmul times the OpenBLAS that tformer loaded (the same library and
  * kernels); bench_sgemm_blis is linked against BLIS (sgemm only), so both
  * BLAS are timed the same way. */
+#define _DEFAULT_SOURCE /* syscall(): Linux grants the AMX tile state on request */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +93,43 @@ __attribute__((target("avx512f,avx512bf16"))) static double dpbf16_loop(long ite
     return s[0] + (double)iters * 16 * 16 * 4;
 }
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+/* The same with tdpbf16ps: four 16 x 16 float tiles, each += a 16 x 32 bf16
+ * tile times a 32 x 16 one (16 x 16 x 32 x 2 flops an instruction). */
+__attribute__((target("amx-tile,amx-bf16"))) static double amx_loop(long iters) {
+    struct {
+        unsigned char palette, start, reserved[14];
+        unsigned short colsb[16];
+        unsigned char rows[16];
+    } cfg = {1, 0, {0}, {64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16}};
+    static _Thread_local float c[16 * 16];
+    static _Thread_local unsigned ab[16 * 16];
+    for (int i = 0; i < 256; i++) ab[i] = 0x3a833a83u;
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, ab, 64);
+    _tile_loadd(5, ab, 64);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 5);
+        _tile_dpbf16ps(1, 4, 5);
+        _tile_dpbf16ps(2, 4, 5);
+        _tile_dpbf16ps(3, 4, 5);
+    }
+    _tile_stored(0, c, 64);
+    _tile_release();
+    return c[0] * 0 + (double)iters * 4 * 16 * 16 * 32 * 2;
+}
+static int amx_granted(void) { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
+#else
+static double amx_loop(long iters) { return 0 * iters; }
+static int amx_granted(void) { return 0; }
+#endif
+
 static double peak(int nt, int bf16) {
     int wide = __builtin_cpu_supports("avx512f");
     long iters = 20000000;
@@ -97,7 +137,11 @@ static double peak(int nt, int bf16) {
     for (int r = 0; r < 3; r++) {
         double t0 = bench_now(), flops = 0;
 #pragma omp parallel for num_threads(nt) reduction(+ : flops)
-        for (int t = 0; t < nt; t++) flops += bf16 ? dpbf16_loop(iters) : wide ? fma_loop_512(iters) : fma_loop_256(iters);
+        for (int t = 0; t < nt; t++)
+            flops += bf16 == 2 ? amx_loop(iters / 8)
+                     : bf16    ? dpbf16_loop(iters)
+                     : wide    ? fma_loop_512(iters)
+                               : fma_loop_256(iters);
         double g = flops / (bench_now() - t0) / 1e9;
         if (g > best) best = g;
     }
@@ -203,8 +247,13 @@ int main(int argc, char **argv) {
         if (!__builtin_cpu_supports("avx512bf16")) return fprintf(stderr, "bench_matmul: no AVX512-BF16 here\n"), 1;
         return printf("%.1f\n", peak(nt, 1)), 0;
     }
+    if (argc >= 2 && !strcmp(argv[1], "peak-amx")) {
+        if (!__builtin_cpu_supports("avx512f") || !amx_granted())
+            return fprintf(stderr, "bench_matmul: no AMX-BF16 tiles granted here\n"), 1;
+        return printf("%.1f\n", peak(nt, 2)), 0;
+    }
     if (argc < 5)
-        return fprintf(stderr, "usage: bench_matmul peak | peak-bf16 | sgemm M K N | linear M K N | linear-bf16 M K N\n"), 2;
+        return fprintf(stderr, "usage: bench_matmul peak | peak-bf16 | peak-amx | sgemm M K N | linear M K N | linear-bf16 M K N\n"), 2;
     int M = atoi(argv[2]), K = atoi(argv[3]), N = atoi(argv[4]);
     if (!strcmp(argv[1], "sgemm")) return printf("%.1f\n", sgemm_linear(M, K, N, nt)), 0;
 #ifndef BENCH_BLIS

@@ -103,12 +103,12 @@ TF_API void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed);      /* dropout masks d
 /* The precision of the dense and matmul ops' matrix products recorded from now
  * on (forward and backward): float (the default), or bf16 (both factors
  * rounded to bfloat16, products and sums in float, results float; weights,
- * gradients and every other op stay float) where the CPU has AVX512-BF16 —
+ * gradients and every other op stay float) on AMX or AVX512-BF16 CPUs —
  * elsewhere bf16 products run in float (tf_bf16_info says which). */
 typedef enum { TF_PRECISION_F32, TF_PRECISION_BF16 } tf_precision;
 TF_API void tf_ctx_set_precision(tf_ctx *ctx, tf_precision precision);
 TF_API tf_precision tf_ctx_precision(const tf_ctx *ctx);
-/* Where bf16 products run: "avx512-bf16", or "float (...)" with the reason. */
+/* Where bf16 products run: "amx-bf16", "avx512-bf16", or "float (...)" with the reason. */
 TF_API const char *tf_bf16_info(void);
 TF_API tf_arena *tf_ctx_arena(tf_ctx *ctx);
 /* A tensor in the context's arena (lives until tf_ctx_reset). */

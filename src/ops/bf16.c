@@ -11,8 +11,9 @@
 
 /* A tile sums over at most 2,048 pairs before C goes back to memory: its
  * block of the strip (256 KB) stays in L2; shorter blocks reload C more often
- * (measured: 128 pairs cost 4-12% on GPT-2-sized products). */
-enum { ROWS_PER_TASK = 16 * TF_BF16_MR, PAIRS_PER_BLOCK = 2048 };
+ * (measured: 128 pairs cost 4-12% on GPT-2-sized products). A task's rows are
+ * a multiple of both kernels' tile rows (12, AMX's 32). */
+enum { ROWS_PER_TASK = 192, PAIRS_PER_BLOCK = 2048 };
 
 /* vdpbf16ps's sum: subnormal results are zero (FTZ) */
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
@@ -41,13 +42,19 @@ static void pair_rows_ref(uint32_t *dst, const float *lo, const float *hi, int64
     for (int64_t j = 0; j < n; j++) dst[j] = tf_bf16_pair(lo[j], hi ? hi[j] : 0.0f);
 }
 
-static const tf_bf16_kernels REF = {"portable", tile_ref, round_row_ref, pair_rows_ref};
+static const tf_bf16_kernels REF = {"portable", tile_ref, round_row_ref, pair_rows_ref, TF_BF16_MR};
 const tf_bf16_kernels *tf_bf16_ref(void) { return &REF; }
 
 static const tf_bf16_kernels *best;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-/* Only where the float kernels are AVX-512 too: TFORMER_ISA=portable|avx2 keeps products float. */
-static void choose(void) { best = strcmp(tf_kern()->name, "avx512") == 0 ? tf_bf16_avx512() : NULL; }
+/* Only where the float kernels are AVX-512 too: TFORMER_ISA=portable|avx2 keeps products float;
+ * AMX where it is usable, unless TFORMER_AMX=0. */
+static void choose(void) {
+    if (strcmp(tf_kern()->name, "avx512") != 0) return;
+    const char *amx = getenv("TFORMER_AMX");
+    best = amx && strcmp(amx, "0") == 0 ? NULL : tf_bf16_amx();
+    if (!best) best = tf_bf16_avx512();
+}
 const tf_bf16_kernels *tf_bf16_best(void) {
     pthread_once(&once, choose);
     return best;
@@ -144,8 +151,8 @@ int tf_gemm_bf16_with(const tf_bf16_kernels *k, float *C, const float *A, const 
         const uint32_t *strip = bp + s * K2 * TF_BF16_NR;
         for (int64_t p0 = 0; p0 < K2; p0 += PAIRS_PER_BLOCK) {
             int64_t p1 = p0 + PAIRS_PER_BLOCK < K2 ? p0 + PAIRS_PER_BLOCK : K2;
-            for (int64_t r = r0; r < r1; r += TF_BF16_MR) {
-                int mr = (int)(r1 - r < TF_BF16_MR ? r1 - r : TF_BF16_MR);
+            for (int64_t r = r0; r < r1; r += k->mr) {
+                int mr = (int)(r1 - r < k->mr ? r1 - r : k->mr);
                 k->tile(C + r * N + n0, N, ap + r * K2, K2, strip, p0, p1, mr, nr);
             }
         }

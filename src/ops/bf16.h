@@ -8,7 +8,9 @@
  * (each product is exact in float; each sum rounds to nearest even); inputs
  * and sums that would be subnormal are zero (the instruction's DAZ / FTZ).
  * The reference kernel does exactly that in C, so the AVX-512 kernel gives its
- * bits, and neither depends on the thread count.
+ * bits, and neither depends on the thread count. AMX's tiles (kern_bf16_amx.c)
+ * sum in their own order: within a float sum's error bound of those bits, and
+ * the same on any thread count.
  *
  * Packed layouts (K2 = ceil(K/2) pairs, an odd K padded with a zero):
  *   A: row m's pairs, ap[m*K2 + p] = bf16(a[m][2p]) | bf16(a[m][2p+1]) << 16
@@ -54,13 +56,16 @@ typedef struct {
     void (*round_row)(uint16_t *dst, const float *x, int64_t n);
     /* dst (n) = pairs bf16(lo[j]) | bf16(hi[j]) << 16 (hi NULL: zeros) */
     void (*pair_rows)(uint32_t *dst, const float *lo, const float *hi, int64_t n);
+    int mr; /* the rows a tile call takes at most (TF_BF16_MR; AMX's 32) */
 } tf_bf16_kernels;
 
-/* The reference (any CPU), the AVX512-BF16 kernels (NULL when not built or
- * not supported here), and the ones products use: AVX512-BF16, else NULL
- * (the products then stay float). */
+/* The reference (any CPU), the AVX512-BF16 kernels and the AMX ones (NULL when
+ * not built or not supported here: AMX also needs Linux 5.16+ to grant the
+ * tile state), and the ones products use: AMX, else AVX512-BF16 (TFORMER_AMX=0:
+ * never AMX), else NULL (the products then stay float). */
 const tf_bf16_kernels *tf_bf16_ref(void);
 const tf_bf16_kernels *tf_bf16_avx512(void);
+const tf_bf16_kernels *tf_bf16_amx(void);
 const tf_bf16_kernels *tf_bf16_best(void);
 
 /* C (M,N) += bf16(op(A)) bf16(op(B)) with the kernels k (tf_gemm_acc's

@@ -35,7 +35,7 @@ static const tf_field TRAIN_ROWS[] = {
     R(seed, TF_FIELD_UINT64, "1337", NULL, "initial weights, batches and dropout"),
     TF_FIELD_ROW(tf_train_config, precision, TF_FIELD_ENUM, "precision", "f32", NULL, PRECISIONS,
                  "the training steps' matrix products: f32, or bf16 (factors rounded to bfloat16, sums and weights "
-                 "float) where the CPU has AVX512-BF16, float elsewhere",
+                 "float) on AMX or AVX512-BF16 where the CPU has them, float elsewhere",
                  TF_FIELD_RESUMABLE, NULL),
     FREE(eval_every, TF_FIELD_INT64, "250", "[1,inf)", "validation loss every N steps (and at the end)"),
     FREE(eval_batches, TF_FIELD_INT, "200", "[1,inf)", "validation micro-batches per evaluation"),
