@@ -40,8 +40,8 @@ TEST(vit_stem_hf_run_matches_pytorch) {
     int cases;
     double worst;
     int failed = test_hf_run_dir(STEM_DIR, TOL, NULL, NULL, &cases, &worst);
-    printf("    %d conv-stem and pooled ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
-    CHECKF(cases == 6 && failed == 0, "%d of %d cases failed (%s)", failed, cases, STEM_DIR);
+    printf("    %d conv-stem, pooled and LSA ViT cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
+    CHECKF(cases == 8 && failed == 0, "%d of %d cases failed (%s)", failed, cases, STEM_DIR);
 }
 
 /* The loss's gradient for the pixels and every parameter, the stem's included. */

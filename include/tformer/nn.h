@@ -100,6 +100,12 @@ typedef struct {
      * continue from its length); not with cross-attention. */
     tf_rope_kind rope;
     float rope_base; /* 10000 when 0 */
+    /* Locality self-attention (Lee et al. 2021, "Vision Transformer for Small-Size
+     * Datasets"), off by default: each head's scores q k^T / sqrt(D) multiplied by
+     * a learned `temperature` (H, initially 1), and each query's own key hidden
+     * (the diagonal, key i + Tk - Tq for query i), so attention goes to the other
+     * tokens. Full attention only (not Nyström or sparse). */
+    int lsa;
 } tf_mha_config;
 
 typedef struct {
@@ -113,6 +119,7 @@ typedef struct {
     tf_linear out_proj;         /* (E,E) */
     tf_tensor *rel_bias;        /* (2*rel_max_offset+1, H) or NULL */
     tf_tensor *conv_weight;     /* Nyström's skip on v: (H,1,K,1) with conv_kernel K, else NULL */
+    tf_tensor *temperature;     /* lsa: (H), each head's multiplier of 1/sqrt(D), else NULL */
 } tf_mha;
 
 /* The masks of one attention, in PyTorch's conventions. */
@@ -279,6 +286,7 @@ typedef struct {
     tf_norm_kind norm;  /* TF_NORM_RMS: the norms without bias (no NORM_*_B roles) whatever `bias` says */
     tf_rope_kind rope;  /* rotary positions in the self-attention (tf_mha_config's rope), TF_ROPE_NONE: none */
     float rope_base;    /* their base; 10000 when 0 */
+    int lsa;            /* locality self-attention (tf_mha_config's lsa; role TEMPERATURE): TF_ATTN_FULL only */
 } tf_block_config;
 
 typedef struct {
@@ -300,6 +308,7 @@ typedef enum {
     TF_BP_FF_IN_W, TF_BP_FF_IN_B, TF_BP_FF_OUT_W, TF_BP_FF_OUT_B,
     TF_BP_NORM_FF_W, TF_BP_NORM_FF_B,
     TF_BP_CONV_W,               /* Nyström's convolution on v (H,1,K,1), with conv_kernel K > 0 */
+    TF_BP_TEMPERATURE,          /* locality self-attention's per-head temperature (H), with lsa */
     TF_BP_COUNT
 } tf_block_param;
 

@@ -47,6 +47,7 @@ typedef struct {
                                            * (their mean weighted by a learned score, tf_seq_pool) */
     int pooler;                           /* ViTModel's tanh pooler over the class token */
     float init_std;                       /* initializer_range */
+    int lsa;                              /* locality self-attention in every block (tf_mha_config's lsa) */
 } tf_vit_config;
 
 /* The field table's defaults: Fashion-MNIST's shape (28x28, one channel, 10

@@ -39,7 +39,8 @@ int tf_vision_check_labels(const tf_tensor *y, int64_t B, int n_labels, const ch
     {TF_BP_FF_IN_W, "intermediate.dense.weight"},     {TF_BP_FF_IN_B, "intermediate.dense.bias"},          \
     {TF_BP_FF_OUT_W, "output.dense.weight"},          {TF_BP_FF_OUT_B, "output.dense.bias"},               \
     {TF_BP_NORM_ATTN_W, "layernorm_before.weight"},   {TF_BP_NORM_ATTN_B, "layernorm_before.bias"},        \
-    {TF_BP_NORM_FF_W, "layernorm_after.weight"},      {TF_BP_NORM_FF_B, "layernorm_after.bias"}
+    {TF_BP_NORM_FF_W, "layernorm_after.weight"},      {TF_BP_NORM_FF_B, "layernorm_after.bias"},           \
+    {TF_BP_TEMPERATURE, "attention.attention.temperature"} /* lsa only: tformer's */
 
 /* A model's logits (B,L) for the batch x (B, ...) in ctx. */
 typedef int (*tf_logits_fn)(tf_ctx *ctx, const void *model, tf_tensor *x, tf_tensor **logits);

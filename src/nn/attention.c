@@ -94,7 +94,7 @@ tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t
 }
 
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
-    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}, TF_ROPE_NONE, 0.0f};
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}, TF_ROPE_NONE, 0.0f, 0};
     return c;
 }
 
@@ -104,6 +104,9 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
         return tf_set_error("attention: d_model %d must be a positive multiple of n_head %d "
                             "(kdim %d, vdim %d)", E, H, cfg->kdim, cfg->vdim);
     if (tf_rope_check(cfg->rope, cfg->rope_base, E / H)) return -1;
+    if (cfg->lsa && (cfg->nystrom || cfg->sparse))
+        return tf_set_error("attention: locality self-attention (lsa) is an option of full attention, not of Nystrom "
+                            "or sparse attention");
     if (cfg->nystrom && (cfg->landmarks < 0 || cfg->conv_kernel < 0 || (cfg->conv_kernel > 0 && cfg->conv_kernel % 2 == 0)))
         return tf_set_error("attention: Nystrom landmarks %d must be >= 0 and conv_kernel %d 0 or odd", cfg->landmarks,
                             cfg->conv_kernel);
@@ -127,6 +130,7 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     if (cfg->bias) rc |= ADD(out_proj.bias, 1, TF_INIT_ZEROS, E);
     if (cfg->rel_max_offset > 0) rc |= ADD(rel_bias, 2, 0.02f, 2 * cfg->rel_max_offset + 1, H);
     if (cfg->nystrom && cfg->conv_kernel > 0) rc |= ADD(conv_weight, 4, 0.02f, H, 1, cfg->conv_kernel, 1);
+    if (cfg->lsa) rc |= ADD(temperature, 1, TF_INIT_ONES, H);
 #undef ADD
     return rc ? -1 : 0;
 }
@@ -183,6 +187,22 @@ static tf_tensor *add_opt(tf_ctx *ctx, tf_tensor *acc, tf_tensor *t) {
     return acc ? tf_add(ctx, acc, t) : t;
 }
 
+/* Locality self-attention's mask (Tq,Tk): query i's own key, i + Tk - Tq,
+ * hidden; boolean, or additive (-inf) to join other masks. */
+static tf_tensor *own_key_hidden(tf_ctx *ctx, int64_t Tq, int64_t Tk, int additive_form) {
+    if (Tk < 2) return tf_set_error("attention: locality self-attention hides each query's own key: %lld key(s) leave "
+                                    "a query none", (long long)Tk), NULL;
+    tf_tensor *d = tf_tensor_new(ctx, additive_form ? TF_DTYPE_F32 : TF_DTYPE_U8, 2, (int64_t[]){Tq, Tk}, 0);
+    if (!d) return NULL;
+    for (int64_t i = 0; i < Tq; i++)
+        for (int64_t j = 0; j < Tk; j++) {
+            int own = j == i + Tk - Tq;
+            if (additive_form) tf_f32(d)[i * Tk + j] = own ? -INFINITY : 0.0f;
+            else tf_u8(d)[i * Tk + j] = (uint8_t)own;
+        }
+    return d;
+}
+
 /* All masks of one attention combined into one additive bias broadcastable
  * to (B,H,Tq,Tk); NULL with no error when there is none. */
 static tf_tensor *attention_bias(tf_ctx *ctx, const tf_mha *m, const tf_attn_mask *am, int64_t B,
@@ -214,6 +234,7 @@ static tf_tensor *attention_bias(tf_ctx *ctx, const tf_mha *m, const tf_attn_mas
     }
     if (m->rel_bias && !(acc = add_opt(ctx, acc, tf_posenc_relative_bias(ctx, m->rel_bias, Tq, Tk))))
         return NULL;
+    if (m->cfg.lsa && !(acc = add_opt(ctx, acc, own_key_hidden(ctx, Tq, Tk, acc || causal_needed)))) return NULL;
     if (causal_needed) { /* the unfused path spells the causal rule out as a mask: alone, a boolean one */
         tf_tensor *c = tf_tensor_new(ctx, acc ? TF_DTYPE_F32 : TF_DTYPE_U8, 2, (int64_t[]){Tq, Tk}, 0);
         if (!c) return NULL;
@@ -250,8 +271,11 @@ static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], 
     int unfused = weights || probs || (ctx->training && m->cfg.dropout > 0.0f), failed;
     tf_tensor *bias = attention_bias(ctx, m, mask, B, Tq, Tk, unfused && causal, &failed);
     if (failed) return NULL;
-    if (!unfused) return tf_sdpa(ctx, qkv[0], qkv[1], qkv[2], bias, causal, scale);
-    tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, qkv[0], qkv[1], 0, 1), scale);  // s: (B,H,Tq,Tk)
+    tf_tensor *q = qkv[0];
+    if (m->temperature) /* lsa: head h's scores scaled by temperature[h], through q */
+        q = tf_mul(ctx, q, tf_reshape(ctx, m->temperature, 4, (int64_t[]){1, m->cfg.n_head, 1, 1})); // (B,H,Tq,D)
+    if (!unfused) return tf_sdpa(ctx, q, qkv[1], qkv[2], bias, causal, scale);
+    tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, q, qkv[1], 0, 1), scale);  // s: (B,H,Tq,Tk)
     tf_tensor *p = tf_softmax(ctx, s, bias);                                    // p: (B,H,Tq,Tk)
     if (probs && !(*probs = p)) return NULL;
     p = tf_dropout(ctx, p, m->cfg.dropout);
@@ -372,6 +396,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     if (m->cfg.nystrom && (cache || causal || (mask && mask->causal) || key != query || value != query || weights || probs))
         return tf_set_error("attention: Nystrom attention is self-attention only, without a cache, causal masking "
                             "or attention weights"), NULL;
+    if (m->cfg.lsa && (causal || (mask && mask->causal)))
+        return tf_set_error("attention: locality self-attention hides each query's own key, which leaves a causal "
+                            "first query none: not with causal masking"), NULL;
     if (m->cfg.sparse && (key != query || value != query || weights || probs))
         return tf_set_error("attention: sparse attention (local, dilated, bigbird) is self-attention without "
                             "attention weights"), NULL;

@@ -38,10 +38,18 @@ Linear(d_model, 1) without a bias, pooled = sum_i a_i h_i; the Linear is
 "pooling.score"),
 then the classifier and transformers' loss, CrossEntropyLoss.
 
+An LSA case (lsa_*; spec "lsa") is a ViT with locality self-attention
+(Lee et al. 2021, "Vision Transformer for Small-Size Datasets", as tformer's
+`lsa` setting): each layer's ViTSelfAttention replaced by LSA below, whose
+scores q k^T / sqrt(D) are multiplied by head h's temperature[h] and whose
+diagonal (each token's own key) is -inf before the softmax; the temperatures
+are "...attention.attention.temperature" (H), drawn as the other weights.
+
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
 import copy
 import json
+import math
 import os
 import shutil
 from types import SimpleNamespace
@@ -82,6 +90,14 @@ CASES = [
      dict(image_size=13, patch_size=4, num_channels=3, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
           intermediate_size=12, num_labels=3, qkv_bias=False),
      0, dict(B=2, labels=True, pooling="seq", stem="patch")),
+    ("lsa_cls_grey28_p4_stem", "ViTForImageClassification",
+     dict(image_size=28, patch_size=4, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=24, num_labels=10),
+     4, dict(B=3, labels=True, lsa=True)),
+    ("lsa_model_rgb12_p3_patch", "ViTModel",
+     dict(image_size=12, patch_size=3, num_channels=3, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
+          intermediate_size=20, hidden_act="gelu_new", qkv_bias=False),
+     0, dict(B=2, pooler=False, stem="patch", lsa=True)),
 ]
 
 # (name, B, C, H, W, O, K, stride, padding, bias)
@@ -144,6 +160,33 @@ class Pooled(nn.Module):
         return SimpleNamespace(logits=logits, loss=loss)
 
 
+class LSA(nn.Module):
+    """ViTSelfAttention with locality self-attention: softmax(q k^T / sqrt(D)
+    * temperature[h], the diagonal -inf) v; its outputs as ViTSelfAttention's."""
+
+    def __init__(self, att):
+        super().__init__()
+        self.query, self.key, self.value = att.query, att.key, att.value
+        self.h, self.d = att.num_attention_heads, att.attention_head_size
+        self.temperature = nn.Parameter(torch.ones(self.h))
+
+    def forward(self, hidden_states, head_mask=None, output_attentions=False):
+        B, T, _ = hidden_states.shape
+        split = lambda t: t.view(B, T, self.h, self.d).transpose(1, 2)                 # (B,H,T,D)
+        q, k, v = split(self.query(hidden_states)), split(self.key(hidden_states)), split(self.value(hidden_states))
+        s = q @ k.transpose(-1, -2) / math.sqrt(self.d) * self.temperature.view(1, -1, 1, 1)  # (B,H,T,T)
+        p = s.masked_fill(torch.eye(T, dtype=torch.bool), float("-inf")).softmax(-1)
+        o = (p @ v).transpose(1, 2).reshape(B, T, self.h * self.d)
+        return (o, p) if output_attentions else (o,)
+
+
+def with_lsa(model):
+    body = model.vit if hasattr(model, "vit") else model
+    for layer in body.encoder.layer:
+        layer.attention.attention = LSA(layer.attention.attention)
+    return model
+
+
 def tformer_name(name, n_convs):
     """Hugging Face's name with the stem's Sequential -> tformer's."""
     key = "embeddings.patch_embeddings.projection."
@@ -155,12 +198,14 @@ def tformer_name(name, n_convs):
     return head + ("embeddings.stem.projection." if j == 2 * n_convs else f"embeddings.stem.conv{j // 2}.") + what
 
 
-def tformer_config(cfg, arch, stem_width, pooler, stem="conv", pooling="cls"):
+def tformer_config(cfg, arch, stem_width, pooler, stem="conv", pooling="cls", lsa=False):
     act = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}.get(cfg.hidden_act, cfg.hidden_act)
     c = dict(model_type="tformer-vit", architectures=[arch], image_size=cfg.image_size, patch_size=cfg.patch_size,
              stem=stem, stem_width=stem_width if stem == "conv" else 0, pooling=pooling, channels=cfg.num_channels, n_layer=cfg.num_hidden_layers,
              n_head=cfg.num_attention_heads, d_model=cfg.hidden_size, d_ff=cfg.intermediate_size, activation=act,
              norm_eps=cfg.layer_norm_eps, qkv_bias=cfg.qkv_bias, head=arch, n_labels=cfg.num_labels, pooler=pooler)
+    if lsa:
+        c["lsa"] = True
     return c
 
 
@@ -203,19 +248,21 @@ def write_case(out, name, arch, cfg_kw, stem_width, spec, seed):
     stem, pooling = spec.get("stem", "conv"), spec.get("pooling", "cls")
     model = ARCHS[arch](cfg, **kw)
     model = with_stem(model, cfg, stem_width) if stem == "conv" else model
+    model = with_lsa(model) if spec.get("lsa") else model
     model = Pooled(model, cfg, pooling).eval() if pooling != "cls" else model.eval()
-    fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings"))
+    fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings", "temperature"))
     n_convs = len(stem_widths(cfg, stem_width)) if stem == "conv" else 0
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    c = tformer_config(cfg, arch, stem_width, pooler, stem, pooling)
+    c = tformer_config(cfg, arch, stem_width, pooler, stem, pooling, spec.get("lsa", False))
     json.dump(c, open(os.path.join(d, "config.json"), "w"), indent=2)
     save_file({tformer_name(k, n_convs): v.detach().contiguous() for k, v in model.state_dict().items()},
               os.path.join(d, "model.safetensors"))
     x = fixture_cli.save_image_inputs(d, cfg, spec, g, lambda x: reference(model, arch, x),
                                       lambda x: gradients(model, x, n_convs))
-    print(f"wrote {d} (stem {stem_widths(cfg, stem_width) if n_convs else 'patch'}, pooling {pooling}, transformers {transformers.__version__}; "
+    print(f"wrote {d} (stem {stem_widths(cfg, stem_width) if n_convs else 'patch'}, pooling {pooling}, "
+          f"lsa {bool(spec.get('lsa'))}, transformers {transformers.__version__}; "
           f"inputs {', '.join(x)})")
 
 

@@ -28,7 +28,7 @@ static tf_block_config block_config(const tf_vit_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff, b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 1;
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
-    b.attn = TF_ATTN_FULL, b.w_in_out = 0;
+    b.attn = TF_ATTN_FULL, b.w_in_out = 0, b.lsa = c->lsa;
     return b;
 }
 

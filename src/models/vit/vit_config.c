@@ -50,6 +50,9 @@ static const tf_field ROWS[] = {
       SIG_NEW, NULL),
     R(pooler, TF_FIELD_BOOL, "false", NULL, NULL, "ViTModel: the tanh pooler over the class token", SIG, NULL),
     R(init_std, TF_FIELD_FLOAT, "0.02", "(0,inf)", NULL, "std of the initial weights", 0, "initializer_range"),
+    R(lsa, TF_FIELD_BOOL, "false", NULL, NULL,
+      "locality self-attention (Lee et al. 2021, for small datasets): each head's scores multiplied by a learned "
+      "temperature (initially 1) and each token's own key hidden; tformer folders only", SIG_NEW, NULL),
 };
 #undef R
 

@@ -96,6 +96,9 @@ int tf_vit_save_hf(const tf_vit *m, const char *dir) {
     if (c->stem != TF_VIT_STEM_PATCH)
         return tf_set_error("%s: a ViT with a conv stem has no Hugging Face form (ViTModel embeds patches by one "
                             "strided projection): save it as tformer's folder (tf_vit_save)", dir);
+    if (c->lsa)
+        return tf_set_error("%s: a ViT with locality self-attention (lsa) has no Hugging Face form (ViTSelfAttention "
+                            "has no temperature and hides no key): save it as tformer's folder (tf_vit_save)", dir);
     if (c->pooling != TF_POOL_CLS)
         return tf_set_error("%s: a ViT with %s pooling has no Hugging Face form (ViTForImageClassification reads the "
                             "class token): save it as tformer's folder (tf_vit_save)", dir,
@@ -107,7 +110,7 @@ int tf_vit_save_hf(const tf_vit *m, const char *dir) {
 
 int tf_vit_save(const tf_vit *m, const char *dir) {
     const tf_vit_config *c = &m->cfg;
-    if (c->stem == TF_VIT_STEM_PATCH && c->pooling == TF_POOL_CLS) return tf_vit_save_hf(m, dir);
+    if (c->stem == TF_VIT_STEM_PATCH && c->pooling == TF_POOL_CLS && !c->lsa) return tf_vit_save_hf(m, dir);
     tf_fields f = {&tf_vit_config_table, (void *)c};
     return tf_vision_save(dir, tf_vit_head_name(c->head), "tformer-vit", &f, NULL, m->labels,
                           c->head == TF_VIT_IMAGE_CLS ? c->n_labels : 0, m->params);
