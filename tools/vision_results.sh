@@ -14,6 +14,7 @@
 # Settings: STEPS (30000; Swin 25000), D_MODEL (64; Swin 48), N_LAYER (6), BATCH (128), STEM
 # (conv: the convolutional stem; patch: one strided projection), STEM_WIDTH (0: d_model /
 # patch_size), POOLING (cls; mean, seq: what the classifier reads, docs/vision.md "Pooling"),
+# LSA (false; true: locality self-attention, docs/vision.md "Locality self-attention"),
 # MIX_PROB (0.2: the share of batches mixed by mixup 0.8 / cutmix 1.0; 0: none), DROP_PATH (0.1);
 # Swin's DEPTHS (2,4), HEADS (3,6), WINDOW (7), patch 2 (14x14 tokens, then 7x7), and for it
 # THREADS 1, PROCS 1, VAL_FRACTION 0.1, CLEAN_STEPS 0; DATA (/usr/share/datasets/fashion-mnist,
@@ -37,7 +38,7 @@ if [ "$arch" = swin ]; then
     again=swin-results steps=${STEPS:-25000} threads=${THREADS:-${TFORMER_THREADS:-1}} val=${VAL_FRACTION:-0.1} clean=${CLEAN_STEPS:-0}
 else
     stem=${STEM:-conv}
-    model="--stem $stem --patch-size 4 --d-model ${D_MODEL:-64} --n-layer $n_layer --n-head 4 --pooling ${POOLING:-cls}"
+    model="--stem $stem --patch-size 4 --d-model ${D_MODEL:-64} --n-layer $n_layer --n-head 4 --pooling ${POOLING:-cls} --lsa ${LSA:-false}"
     [ "$stem" = conv ] && model="$model --stem-width ${STEM_WIDTH:-32}"
     again=vision-results steps=${STEPS:-30000} threads=${THREADS:-${TFORMER_THREADS:-1}} val=${VAL_FRACTION:-0.05} clean=${CLEAN_STEPS:-3000}
     procs=${PROCS:-2}
