@@ -42,7 +42,7 @@ static void pair_rows_ref(uint32_t *dst, const float *lo, const float *hi, int64
     for (int64_t j = 0; j < n; j++) dst[j] = tf_bf16_pair(lo[j], hi ? hi[j] : 0.0f);
 }
 
-static const tf_bf16_kernels REF = {"portable", tile_ref, round_row_ref, pair_rows_ref, TF_BF16_MR};
+static const tf_bf16_kernels REF = {"portable", tile_ref, round_row_ref, pair_rows_ref, TF_BF16_MR, NULL};
 const tf_bf16_kernels *tf_bf16_ref(void) { return &REF; }
 
 static const tf_bf16_kernels *best;
@@ -149,6 +149,7 @@ int tf_gemm_bf16_with(const tf_bf16_kernels *k, float *C, const float *A, const 
         int64_t n0 = s * TF_BF16_NR;
         int nr = (int)(N - n0 < TF_BF16_NR ? N - n0 : TF_BF16_NR);
         const uint32_t *strip = bp + s * K2 * TF_BF16_NR;
+        if (k->begin) k->begin();
         for (int64_t p0 = 0; p0 < K2; p0 += PAIRS_PER_BLOCK) {
             int64_t p1 = p0 + PAIRS_PER_BLOCK < K2 ? p0 + PAIRS_PER_BLOCK : K2;
             for (int64_t r = r0; r < r1; r += k->mr) {

@@ -57,6 +57,10 @@ typedef struct {
     /* dst (n) = pairs bf16(lo[j]) | bf16(hi[j]) << 16 (hi NULL: zeros) */
     void (*pair_rows)(uint32_t *dst, const float *lo, const float *hi, int64_t n);
     int mr; /* the rows a tile call takes at most (TF_BF16_MR; AMX's 32) */
+    /* NULL, or called on the calling thread before its tile calls of a task
+     * (AMX: loads the tile configuration, which other code on the thread may
+     * have released or changed since) */
+    void (*begin)(void);
 } tf_bf16_kernels;
 
 /* The reference (any CPU), the AVX512-BF16 kernels and the AMX ones (NULL when

@@ -32,15 +32,14 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
-static _Thread_local int configured;
-
+/* Once per task (tf_bf16_kernels' begin): a thread's configuration lasts
+ * until something releases or replaces it, which tformer cannot see. */
 KA static void configure(void) {
     tile_config c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
     for (int i = 0; i < 8; i++) c.colsb[i] = 64, c.rows[i] = 16;
     _tile_loadconfig(&c);
-    configured = 1;
 }
 
 /* Tiles 0-3: C (rows 0-15 | 16-31) x (columns 0-15 | 16-31); 4, 5: A's halves; 6, 7: B's. */
@@ -63,7 +62,6 @@ KA static void tile_amx(float *C, int64_t ldc, const uint32_t *ap, int64_t lda, 
     float cb[MR * TF_BF16_NR];        // (32,32) C's edge block, zero-padded
     uint32_t ab[MR * PAIRS];          // (32,16) A's pairs, zero-padded
     uint32_t bb[PAIRS * TF_BF16_NR];  // (16,32) the strip's pairs, zero-padded
-    if (!configured) configure();
     int whole = mr == MR && nr == TF_BF16_NR;
     float *c = C;
     int64_t ldcc = ldc;
@@ -119,6 +117,7 @@ static void amx_init(void) {
     AMX.name = "amx-bf16";
     AMX.tile = tile_amx;
     AMX.mr = MR;
+    AMX.begin = configure;
     amx = &AMX;
 }
 

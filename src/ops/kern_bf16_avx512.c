@@ -80,7 +80,7 @@ pair_rows_avx512(uint32_t *dst, const float *lo, const float *hi, int64_t n) {
     for (; j < n; j++) dst[j] = tf_bf16_pair(lo[j], hi ? hi[j] : 0.0f);
 }
 
-static const tf_bf16_kernels AVX512 = {"avx512-bf16", tile_avx512, round_row_avx512, pair_rows_avx512, TF_BF16_MR};
+static const tf_bf16_kernels AVX512 = {"avx512-bf16", tile_avx512, round_row_avx512, pair_rows_avx512, TF_BF16_MR, NULL};
 
 const tf_bf16_kernels *tf_bf16_avx512(void) {
     __builtin_cpu_init();
