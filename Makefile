@@ -325,7 +325,8 @@ bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
 # `tformer hf-run` against Hugging Face transformers 4.x on fresh random GPT-2
 # configurations and inputs (SEED, HF_CASES of them), written by
 # tests/ref/gen_hf_fixtures.py and compared like tests/fixtures_hf, once per
-# kernel set (HF_PYTHON as gpt2-conformance: Debian's torch 1.13 + transformers 4.36).
+# kernel set (HF_PYTHON as gpt2-conformance: Debian's torch 1.13 + transformers 4.36);
+# then BERT and RoFormer folders written by tformer, loaded by transformers and compared.
 HF_CASES ?= 12
 hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/hf_fresh && $(HF_PYTHON) tests/ref/gen_hf_fixtures.py --random $(HF_CASES) --seed $(SEED) --out $(BUILD)/hf_fresh
@@ -334,6 +335,10 @@ hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	TFORMER_EXPORT_DIR=$(BUILD)/bert_export $(BUILD)/run_tests bert_export_for_transformers
 	$(HF_PYTHON) tests/ref/gen_hf_fixtures.py --expected-for $(BUILD)/bert_export
 	$(BUILD)/run_tests --fixtures $(BUILD)/bert_export hf_fixtures
+	rm -rf $(BUILD)/roformer_export && mkdir -p $(BUILD)/roformer_export
+	TFORMER_EXPORT_DIR=$(BUILD)/roformer_export $(BUILD)/run_tests rope_roformer_export_for_transformers
+	$(HF_PYTHON) tests/ref/gen_roformer_fixtures.py --expected-for $(BUILD)/roformer_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/roformer_export rope_roformer_hf_run_matches_transformers
 
 .PHONY: hf-conformance
 

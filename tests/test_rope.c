@@ -226,9 +226,11 @@ TEST(rope_bert_without_a_position_table) {
 TEST(rope_roformer_hf_run_matches_transformers) {
     int cases = 0;
     double worst = 0;
-    int failed = test_hf_run_dir(test_fixture_dir_or(ROFORMER_DIR), TOL, NULL, NULL, &cases, &worst);
+    const char *dir = test_fixture_dir_or(ROFORMER_DIR);
+    int failed = test_hf_run_dir(dir, TOL, NULL, NULL, &cases, &worst);
     printf("    %d RoFormer cases, %d failed, worst max |diff| %.2e\n", cases, failed, worst);
-    CHECKF(cases >= 7 && failed == 0, "%d of %d cases failed", failed, cases);
+    /* the committed seven, or the folders of --fixtures (hf-conformance: four written by tformer) */
+    CHECKF(cases >= (strcmp(dir, ROFORMER_DIR) ? 1 : 7) && failed == 0, "%d of %d cases failed", failed, cases);
 }
 
 /* A moved weight fails the comparison (the rotation runs on q and k of every layer: a
@@ -281,4 +283,88 @@ TEST(rope_roformer_bad_input_is_a_clear_error) {
     CHECKF(!m && strstr(tf_error(), "\"RoFormerForCausalLM\": tformer reads RoFormerModel"), "%s",
            m ? "loaded" : tf_error());
     test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- RoFormer written */
+
+static tf_tensor *int_tensor(tf_ctx *ctx, int64_t B, int64_t T, int mod, int add) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, T ? 2 : 1, T ? (int64_t[]){B, T} : (int64_t[]){B}, 0);
+    for (int64_t i = 0; t && i < tf_numel(t); i++) tf_i32(t)[i] = (int32_t)((i * 7 + add) % mod);
+    return t;
+}
+
+/* A model with exactly RoFormer's arithmetic (interleaved rotary positions,
+ * no position table, post-LN, no pooler) is written as RoFormer: each of the
+ * four classes with random weights reads back to the same outputs (bits), the
+ * folder holds RoFormer's names and its sinusoid table; `make hf-conformance`
+ * keeps the folders (TFORMER_EXPORT_DIR) and has transformers load them and
+ * compute their outputs, compared through hf-run. A pooler keeps tformer's folder. */
+TEST(rope_roformer_export_for_transformers) {
+    static const tf_bert_head HEADS[] = {TF_BERT_BODY, TF_BERT_MLM, TF_BERT_TOKEN_CLS, TF_BERT_QA};
+    const char *keep = getenv("TFORMER_EXPORT_DIR");
+    char root[512] = "/tmp/tformer_roexp_XXXXXX", dir[600], path[700];
+    if (keep) snprintf(root, sizeof root, "%s", keep);
+    CHECK(keep || mkdtemp(root));
+    const int64_t B = 2, T = 6;
+    for (int k = 0; k < 4; k++) {
+        tf_bert_config c = tf_bert_config_default(19, 8, 2, 2, 8);
+        c.d_ff = 12, c.head = HEADS[k], c.n_labels = 3, c.dropout = c.attn_dropout = 0, c.pooler = 0;
+        c.learned_positions = 0, c.attention.rope = TF_ROPE_INTERLEAVED, c.tied = HEADS[k] != TF_BERT_MLM;
+        tf_bert *m = tf_bert_new(&c, 11 + (uint64_t)k);
+        CHECKF(m, "%s", tf_error());
+        for (int i = 0; i < tf_params_count(m->params); i++)
+            tf_tensor_fill_normal(tf_params_tensor(m->params, i), 100 + (uint64_t)i, 0.3f);
+        snprintf(dir, sizeof dir, "%s/roformer_%s", root, tf_bert_head_name(HEADS[k]));
+        CHECKF(tf_bert_save_hf(m, dir) == 0, "%s", tf_error());
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        size_t len;
+        char *text = test_slurp(path, &len);
+        CHECKF(text && strstr(text, "\"model_type\":\t\"roformer\"") && strstr(text, "\"RoFormer"), "%s", text ? text : "");
+        free(text);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        tf_st_file *f = tf_st_open(path);
+        const char *table = k ? "roformer.encoder.embed_positions.weight" : "encoder.embed_positions.weight";
+        CHECKF(f && tf_st_find(f, table) && !tf_st_find(f, "bert.embeddings.word_embeddings.weight"), "%s", path);
+        tf_st_close(f);
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_tensor *mask = int_tensor(ctx, B, T, 2, 0);
+        for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* the second row padded after 4 tokens */
+        tf_bert_inputs in = {.input_ids = int_tensor(ctx, B, T, 19, 1), .attention_mask = mask,
+                             .token_type_ids = int_tensor(ctx, B, T, 2, 0)};
+        if (HEADS[k] == TF_BERT_MLM || HEADS[k] == TF_BERT_TOKEN_CLS)
+            in.labels = int_tensor(ctx, B, T, HEADS[k] == TF_BERT_MLM ? 19 : 3, 2);
+        if (HEADS[k] == TF_BERT_QA) in.start_positions = int_tensor(ctx, B, 0, T, 1), in.end_positions = int_tensor(ctx, B, 0, T, 4);
+        tf_bert *r = tf_bert_load_hf(dir, NULL);
+        tf_bert_outputs a, b;
+        CHECKF(r && tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0, "%s", tf_error());
+        tf_tensor *x = k == 0 ? a.last_hidden_state : k == 3 ? a.start_logits : a.logits;
+        tf_tensor *y = k == 0 ? b.last_hidden_state : k == 3 ? b.start_logits : b.logits;
+        CHECKF(r->cfg.attention.rope == TF_ROPE_INTERLEAVED && !memcmp(x->data, y->data, (size_t)tf_numel(x) * 4),
+               "%s: the folder read back gives other outputs", dir);
+        tf_st_writer *w = tf_st_writer_new();
+        CHECK(w && !tf_st_writer_add(w, "input_ids", in.input_ids) && !tf_st_writer_add(w, "attention_mask", mask) &&
+              !tf_st_writer_add(w, "token_type_ids", in.token_type_ids));
+        if (in.labels) CHECK(!tf_st_writer_add(w, "labels", in.labels));
+        if (in.start_positions)
+            CHECK(!tf_st_writer_add(w, "start_positions", in.start_positions) &&
+                  !tf_st_writer_add(w, "end_positions", in.end_positions));
+        snprintf(path, sizeof path, "%s/input.safetensors", dir);
+        CHECK(tf_st_writer_save(w, path) == 0);
+        tf_st_writer_free(w);
+        tf_bert_free(r), tf_bert_free(m), tf_ctx_free(ctx);
+        if (!keep) test_rm_rf(dir);
+    }
+    /* the same body with a pooler: RoFormerModel has none, so the folder stays tformer's */
+    tf_bert_config c = tf_bert_config_default(19, 8, 2, 2, 8);
+    c.d_ff = 12, c.learned_positions = 0, c.attention.rope = TF_ROPE_INTERLEAVED, c.pooler = 1;
+    tf_bert *m = tf_bert_new(&c, 3);
+    snprintf(dir, sizeof dir, "%s/pooled", root);
+    CHECK(m && tf_bert_save_hf(m, dir) == 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t len;
+    char *text = test_slurp(path, &len);
+    CHECKF(text && strstr(text, "\"tformer-bert\""), "%s", text ? text : "");
+    free(text), tf_bert_free(m);
+    test_rm_rf(dir);
+    if (!keep) rmdir(root);
 }

@@ -10,6 +10,10 @@ transformers' RoFormer, a model-level reference for the rotation.
     python tests/ref/gen_roformer_fixtures.py --random 12 --seed 1234 --out build/roformer_fresh
         fresh random configurations and inputs
 
+    python tests/ref/gen_roformer_fixtures.py --expected-for build/roformer_export
+        transformers loads each folder tformer wrote as RoFormer (test_rope.c's
+        rope_roformer_export_for_transformers) and writes expected.safetensors
+
 A case is a folder: config.json and model.safetensors as save_pretrained
 writes them, input.safetensors (forward()'s arguments: input_ids,
 attention_mask, token_type_ids, labels, start_positions, end_positions; int64)
@@ -103,8 +107,9 @@ def reference(model, arch, x):
     m = ARCHS[arch](model.config)
     m.load_state_dict(model.state_dict())
     m = m.double().eval()
+    args = {k: (v.long() if v.dtype == torch.int32 else v) for k, v in x.items()}
     with torch.no_grad():
-        out = m(**x)
+        out = m(**args)
     if arch == "RoFormerModel":
         return {"last_hidden_state": out.last_hidden_state.float()}
     if arch == "RoFormerForQuestionAnswering":
@@ -150,8 +155,13 @@ def random_case(r):
     return arch, c, spec
 
 
+def expected_for(root):
+    """transformers loads each folder tformer wrote and computes its outputs."""
+    fixture_cli.expected_for(root, ARCHS, reference)
+
+
 def main():
-    fixture_cli.run(CASES, write_case, random_case)
+    fixture_cli.run(CASES, write_case, random_case, expected=expected_for)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 /* BERT models as Hugging Face folders: config.json + model.safetensors, both
- * ways, for BertModel and the five BertFor* heads. A folder can be loaded
+ * ways, for BertModel and the five BertFor* heads; RoFormer's four classes
+ * with BERT's heads both ways (a model with exactly RoFormer's arithmetic is
+ * written as RoFormer). A folder can be loaded
  * with another head than its own (a pre-trained body fine-tuned): the head's
  * tensors it lacks are initialised, the ones of its old head left unused. */
 #include <cjson/cJSON.h>
@@ -387,14 +389,86 @@ static int write_config(const tf_bert *m, const char *path) {
     return rc ? -1 : 0;
 }
 
+/* ---------------------------------------------------------------- RoFormer's form */
+
+/* RoFormer's classes for tformer's heads (roformer_head's inverse); NULL for
+ * the others (its sequence classifier is not BERT's pooler + Linear). */
+static const char *roformer_class(tf_bert_head h) {
+    return h == TF_BERT_BODY ? "RoFormerModel" : h == TF_BERT_MLM ? "RoFormerForMaskedLM"
+         : h == TF_BERT_TOKEN_CLS ? "RoFormerForTokenClassification" : h == TF_BERT_QA ? "RoFormerForQuestionAnswering"
+         : NULL;
+}
+
+/* A model whose arithmetic is exactly RoFormer's (read_roformer's inverse):
+ * rotary positions on q and k by interleaved pairs at base 10000, no position
+ * table, post-LN, full attention, no pooler (RoFormerModel has none), a head
+ * RoFormer has with BERT's layout. */
+static int roformer_form(const tf_bert_config *c) {
+    float base = c->attention.rope_base;
+    return c->attention.rope == TF_ROPE_INTERLEAVED && (base == 0.0f || base == 10000.0f) && !c->learned_positions &&
+           !c->norm_first && c->attention.kind == TF_ATTENTION_FULL && !c->pooler && !c->bigbird_sparse &&
+           roformer_class(c->head) != NULL;
+}
+
+static int write_roformer_config(const tf_bert *m, const char *path) {
+    const tf_bert_config *c = &m->cfg;
+    tf_fields f = {&HF_TABLE, (void *)c};
+    cJSON *r = cJSON_CreateObject();
+    cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
+    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(roformer_class(c->head)));
+    cJSON_AddStringToObject(r, "model_type", "roformer");
+    cJSON_AddNumberToObject(r, "embedding_size", c->d_model);
+    cJSON_AddBoolToObject(r, "rotary_value", 0);
+    int rc = !arch || tf_fields_to_json(r, &f, 1);
+    if (c->classifier_dropout >= 0) cJSON_AddNumberToObject(r, "classifier_dropout", c->classifier_dropout);
+    rc = rc || (c->head == TF_BERT_TOKEN_CLS && tf_labels_to_json(m->labels, c->n_labels, r)) || tf_json_write(path, r);
+    cJSON_Delete(r);
+    return rc ? -1 : 0;
+}
+
+/* model.safetensors as RoFormer names it: "roformer." for "bert.", and the
+ * sinusoid table RoFormer stores (check_sinusoids' values), which tformer computes. */
+static int write_roformer_weights(const tf_bert *m, const char *path) {
+    const tf_bert_config *c = &m->cfg;
+    int64_t P = c->context, D = c->d_model / c->n_head;
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *table = a ? tf_tensor_alloc(a, TF_DTYPE_F32, 2, (int64_t[]){P, D}, 0) : NULL;  // (P,D)
+    tf_st_writer *w = table ? tf_st_writer_new() : NULL;
+    int rc = w ? 0 : tf_set_error("%s: out of memory", path);
+    for (int64_t p = 0; !rc && p < P; p++)
+        for (int64_t j = 0; j < D; j++) {
+            int64_t i = j < D / 2 ? j : j - D / 2;
+            double angle = (double)p / pow(10000.0, 2.0 * (double)i / (double)D);
+            tf_f32(table)[p * D + j] = (float)(j < D / 2 ? sin(angle) : cos(angle));
+        }
+    char name[512];
+    const char *prefix = c->head == TF_BERT_BODY ? "" : "roformer.";
+    for (int i = 0; !rc && i < tf_params_count(m->params); i++) {
+        const char *n = tf_params_name(m->params, i);
+        int body = !strncmp(n, "bert.", 5);
+        snprintf(name, sizeof name, "%s%s", body ? "roformer." : "", body ? n + 5 : n);
+        rc = tf_st_writer_add(w, name, tf_params_tensor(m->params, i));
+    }
+    snprintf(name, sizeof name, "%sencoder.embed_positions.weight", prefix);
+    rc = rc || tf_st_writer_add(w, name, table);
+    if (!rc && c->head == TF_BERT_MLM) /* as BERT's: transformers 5.x reads decoder.bias when untied */
+        rc = tf_st_writer_add(w, "cls.predictions.decoder.bias", m->mlm.decoder.bias);
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc;
+}
+
 int tf_bert_save_hf(const tf_bert *m, const char *dir) {
     if (m->cfg.bigbird_sparse) /* written as BERT it would come back with full attention */
         return tf_set_error("%s: a block_sparse BigBird cannot be saved (tformer writes BERT folders)", dir);
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
+    int roformer = roformer_form(&m->cfg);
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (write_config(m, path)) return -1;
+    if (roformer ? write_roformer_config(m, path) : write_config(m, path)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (roformer) return write_roformer_weights(m, path);
     /* the MLM decoder's bias under both names: transformers 5.x reads decoder.bias when untied */
     return tf_folder_save_weights(m->params, path, "cls.predictions.decoder.bias", m->mlm.decoder.bias);
 }
