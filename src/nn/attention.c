@@ -411,9 +411,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
         if (map && n_map != B)
             return tf_set_error("attention: %lld query rows, but the cache's rows are read by %d", (long long)B, n_map), NULL;
         if (map && (weights || causal || (mask && (mask->causal || mask->mask)) || m->rel_bias || m->cfg.nystrom ||
-                    m->cfg.sparse))
+                    m->cfg.sparse || m->cfg.lsa))
             return tf_set_error("attention: shared cache rows take full attention with a key padding mask at most "
-                                "(no causal or attn_mask, relative positions, averaged weights)"), NULL;
+                                "(no causal or attn_mask, relative positions, averaged weights, lsa)"), NULL;
     } else {
         tf_mha_project(ctx, m, query, key, value, qkv);
         if (!qkv[0] || !qkv[1] || !qkv[2] || rotate(ctx, m, query, key, cache, qkv)) return NULL;
