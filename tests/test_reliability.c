@@ -485,6 +485,8 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--arch listops --listops-mask-prob nan", "--listops-mask-prob expects a number in (0,1), got 'nan'"},
         {"--arch listops --listops-mask-prob 1", "--listops-mask-prob expects a number in (0,1), got '1'"},
         {"--arch listops --listops-objective maybe", "--listops-objective expects one of classify, mlm, got 'maybe'"},
+        {"--arch vit --lsa maybe", "--lsa expects true or false, got 'maybe'"},
+        {"--arch vit --lsa nan", "--lsa expects true or false, got 'nan'"},
     };
     char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
     CHECK(mkdtemp(dir) != NULL);

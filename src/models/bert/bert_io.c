@@ -270,6 +270,12 @@ static int head_tensor(const char *name) {
  * head width: sin(p w_i) for i < D/2, then cos(p w_i), w_i = 10000^(-2i/D)) and
  * transformers uses them as stored; tformer computes them, so a table that is
  * not those values is refused rather than run to another answer. */
+static double roformer_sinusoid(int64_t p, int64_t j, int64_t D) {
+    int64_t i = j < D / 2 ? j : j - D / 2;
+    double angle = (double)p / pow(10000.0, 2.0 * (double)i / (double)D);
+    return j < D / 2 ? sin(angle) : cos(angle);
+}
+
 static int check_sinusoids(const tf_st_file *f, const char *path, const tf_bert_config *c) {
     const tf_st_entry *e = tf_st_find(f, "roformer.encoder.embed_positions.weight");
     if (!e) e = tf_st_find(f, "encoder.embed_positions.weight");
@@ -282,9 +288,7 @@ static int check_sinusoids(const tf_st_file *f, const char *path, const tf_bert_
     int rc = !t ? tf_set_error("%s: out of memory", path) : tf_st_read_f32(f, e, t);
     for (int64_t p = 0; !rc && p < P; p++)
         for (int64_t j = 0; !rc && j < D; j++) {
-            int64_t i = j < D / 2 ? j : j - D / 2;
-            double angle = (double)p / pow(10000.0, 2.0 * (double)i / (double)D);
-            double want = j < D / 2 ? sin(angle) : cos(angle), got = tf_f32(t)[p * D + j];
+            double want = roformer_sinusoid(p, j, D), got = tf_f32(t)[p * D + j];
             if (fabs(got - want) > 1e-6)
                 rc = tf_set_error("%s: tensor '%s' is not RoFormer's sinusoid table (row %lld, column %lld: %g, not "
                                   "%g): tformer computes the rotation from the positions", path, e->name,
@@ -427,7 +431,7 @@ static int write_roformer_config(const tf_bert *m, const char *path) {
 }
 
 /* model.safetensors as RoFormer names it: "roformer." for "bert.", and the
- * sinusoid table RoFormer stores (check_sinusoids' values), which tformer computes. */
+ * sinusoid table RoFormer stores (roformer_sinusoid), which tformer computes. */
 static int write_roformer_weights(const tf_bert *m, const char *path) {
     const tf_bert_config *c = &m->cfg;
     int64_t P = c->context, D = c->d_model / c->n_head;
@@ -436,11 +440,7 @@ static int write_roformer_weights(const tf_bert *m, const char *path) {
     tf_st_writer *w = table ? tf_st_writer_new() : NULL;
     int rc = w ? 0 : tf_set_error("%s: out of memory", path);
     for (int64_t p = 0; !rc && p < P; p++)
-        for (int64_t j = 0; j < D; j++) {
-            int64_t i = j < D / 2 ? j : j - D / 2;
-            double angle = (double)p / pow(10000.0, 2.0 * (double)i / (double)D);
-            tf_f32(table)[p * D + j] = (float)(j < D / 2 ? sin(angle) : cos(angle));
-        }
+        for (int64_t j = 0; j < D; j++) tf_f32(table)[p * D + j] = (float)roformer_sinusoid(p, j, D);
     char name[512];
     const char *prefix = c->head == TF_BERT_BODY ? "" : "roformer.";
     for (int i = 0; !rc && i < tf_params_count(m->params); i++) {
