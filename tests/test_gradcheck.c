@@ -63,6 +63,8 @@ static tf_tensor *case_add(tf_ctx *c, int v) {
 
 static tf_tensor *case_mul(tf_ctx *c, int v) {
     if (v == 0) return tf_mul(c, LEAF(c, 2, 3, 4), LEAF(c, 4));
+    if (v == 2) /* a (B,H,T,D) view of (B,T,H,D) times a per-head scale (1,H,1,1): the row fast path */
+        return tf_mul(c, tf_transpose(c, LEAF(c, 2, 5, 3, 6), 1, 2), LEAF(c, 1, 3, 1, 1));
     tf_tensor *x = LEAF(c, 3, 5);
     return tf_mul(c, x, x); /* the same tensor on both sides */
 }
@@ -444,7 +446,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_COPY] = {TF_OP_COPY, 2, case_copy},
     [TF_OP_MATMUL] = {TF_OP_MATMUL, 8, case_matmul},
     [TF_OP_ADD] = {TF_OP_ADD, 2, case_add},
-    [TF_OP_MUL] = {TF_OP_MUL, 2, case_mul},
+    [TF_OP_MUL] = {TF_OP_MUL, 3, case_mul},
     [TF_OP_SCALE] = {TF_OP_SCALE, 2, case_scale},
     [TF_OP_BIAS_ADD] = {TF_OP_BIAS_ADD, 1, case_bias_add},
     [TF_OP_SOFTMAX] = {TF_OP_SOFTMAX, 3, case_softmax},

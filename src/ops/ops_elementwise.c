@@ -98,11 +98,25 @@ static void binary_forward(tf_node *n, int is_mul) {
     do {
         int64_t oa = 0, ob = 0;
         for (int d = 0; d < p->ndim - 1; d++) oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d];
-        if (is_mul)
+        if (is_mul && la == 1 && lb == 0) { /* (B,H,T,D) * (1,H,1,1): a vector loop */
+            const float bv = b[ob];
+            for (int64_t j = 0; j < W; j++) out[i + j] = a[oa + j] * bv;
+            i += W;
+        } else if (is_mul)
             for (int64_t j = 0; j < W; j++) out[i++] = a[oa + j * la] * b[ob + j * lb];
         else
             for (int64_t j = 0; j < W; j++) out[i++] = a[oa + j * la] + b[ob + j * lb];
     } while (tf_index_next(idx, p->ndim, p->shape));
+}
+
+/* One row of a * b where b is one value along the row (a per-head or
+ * per-channel scale): ga += g b, and gb gets the row's dot product g . a
+ * (summed in tf_dot's fixed order, then added once: a running sum in memory
+ * would wait on its own store every element). */
+static void mul_row_backward(float *ga, float *gb, const float *g, const float *a, float bv, int64_t W) {
+    if (ga)
+        for (int64_t j = 0; j < W; j++) ga[j] += g[j] * bv;
+    if (gb) *gb += tf_dot(g, a, W);
 }
 
 static void binary_backward(tf_node *n, int is_mul) {
@@ -115,6 +129,11 @@ static void binary_backward(tf_node *n, int is_mul) {
     do {
         int64_t oa = 0, ob = 0;
         for (int d = 0; d < p->ndim - 1; d++) oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d];
+        if (is_mul && la == 1 && lb == 0) { /* b constant along the row: a dot product */
+            mul_row_backward(A->grad ? A->grad + oa : NULL, B->grad ? B->grad + ob : NULL, g + i, a + oa, b[ob], W);
+            i += W;
+            continue;
+        }
         for (int64_t j = 0; j < W; j++, i++) {
             int64_t ia = oa + j * la, ib = ob + j * lb;
             if (A->grad) A->grad[ia] += is_mul ? g[i] * b[ib] : g[i];
