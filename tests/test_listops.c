@@ -239,6 +239,8 @@ TEST(listops_train_smoke) {
          "multiples of listops_bucket 12, to be multiples of its 8 landmarks"},
         {"--context 40 --listops-bucket -8", "--listops-bucket"},
         {"--context 40 --data x.txt", "generates its data"},
+        {"--context 40 --attention nystrom --landmarks 8 --conv-kernel 4", "conv_kernel 4 must be 0 or odd"},
+        {"--context 40 --conv-kernel 3", "attention full does not use conv_kernel (set to 3)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(args, sizeof args, "%s %s --out %s/bad", common, bad[i].extra, dir);
@@ -304,8 +306,9 @@ static void check_masking(void) {
     test_rm_rf(dir);
 }
 
-/* A classifier started from a masked-LM run (--listops-init) holds its encoder's weights, a new pooler. */
-static void check_started(const char *mlm_dir, const char *cls_dir) {
+/* A classifier started from a masked-LM run (--listops-init) holds its encoder's weights (and `extra`, when
+ * not NULL), a new pooler. */
+static void check_started(const char *mlm_dir, const char *cls_dir, const char *extra) {
     tf_listops_task_config c = tf_listops_task_config_default();
     tf_fields f = {&tf_listops_task_config_table, &c};
     char path[1100];
@@ -317,8 +320,8 @@ static void check_started(const char *mlm_dir, const char *cls_dir) {
     CHECKF(t && from, "%s", tf_error());
     tf_params *ps = t->vt->params(t);
     const char *names[] = {"bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
-                           "bert.encoder.LayerNorm.weight"};
-    for (int i = 0; i < 3; i++) {
+                           "bert.encoder.LayerNorm.weight", extra};
+    for (int i = 0; i < 3 + (extra != NULL); i++) {
         tf_tensor *a = tf_params_get(ps, names[i]), *b = tf_params_get(from->params, names[i]);
         CHECKF(a && b && tf_numel(a) == tf_numel(b) && !memcmp(tf_f32(a), tf_f32(b), (size_t)tf_numel(a) * 4),
                "%s differs from the masked-LM run's", names[i]);
@@ -339,11 +342,13 @@ TEST(listops_self_pretraining) {
                          "--listops-args 4 --context 40 --n-layer 1 --d-model 16 --n-head 2 --norm-first true "
                          "--pooling mean --batch 4 --steps 3 --eval-every 3 --eval-batches 1";
     static const char *const kinds[] = {
-        "--attention nystrom --landmarks 8 --listops-bucket 16",
+        "--attention nystrom --landmarks 8 --listops-bucket 16 --conv-kernel 3",
         "--attention bigbird --window 4 --block-size 4 --global-tokens 1 --random-blocks 1 --rope interleaved",
         "--attention full", /* last: the folders mlm and cls below are its */
     };
     int rc = 0;
+    char mlm[512], cls[512];
+    snprintf(mlm, sizeof mlm, "%s/mlm", dir), snprintf(cls, sizeof cls, "%s/cls", dir);
     for (int i = 0; i < 3; i++) { /* every attention kind's settings read back from the folder as the flags give them */
         snprintf(args, sizeof args, "%s %s --listops-objective mlm --out %s/mlm", common, kinds[i], dir);
         rc = test_run_cli("", args, out, sizeof out);
@@ -351,14 +356,23 @@ TEST(listops_self_pretraining) {
         snprintf(args, sizeof args, "%s %s --listops-init %s/mlm --dropout 0 --out %s/cls", common, kinds[i], dir, dir);
         rc = test_run_cli("", args, out, sizeof out);
         CHECKF(rc == 0 && strstr(out, "accuracy"), "%s: rc %d\n%s", kinds[i], rc, out);
+        if (i == 0) { /* Nystrom's convolution (a tensor per layer) carried over, and a model without it refused */
+            check_started(mlm, cls, "bert.encoder.layer.0.attention.self.conv.weight");
+            snprintf(args, sizeof args, "%s --attention nystrom --landmarks 8 --listops-bucket 16 --listops-init %s "
+                     "--out %s/bad", common, mlm, dir);
+            rc = test_run_cli("", args, out, sizeof out);
+            CHECKF(rc != 0 && strstr(out, "its model has conv_kernel=3, the flags do not"), "rc %d\n%s", rc, out);
+            snprintf(args, sizeof args, "%s --attention nystrom --landmarks 8 --listops-bucket 16 --conv-kernel 5 "
+                     "--listops-init %s --out %s/bad", common, mlm, dir);
+            rc = test_run_cli("", args, out, sizeof out);
+            CHECKF(rc != 0 && strstr(out, "its model has conv_kernel=3"), "rc %d\n%s", rc, out);
+        }
         if (i < 2) {
             snprintf(args, sizeof args, "%s/mlm", dir), test_rm_rf(args);
             snprintf(args, sizeof args, "%s/cls", dir), test_rm_rf(args);
         }
     }
-    char mlm[512], cls[512];
-    snprintf(mlm, sizeof mlm, "%s/mlm", dir), snprintf(cls, sizeof cls, "%s/cls", dir);
-    check_started(mlm, cls);
+    check_started(mlm, cls, NULL);
     snprintf(args, sizeof args, "eval --model %s/cls --listops 7 --batch 4 --threads 1", dir);
     rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "of 7 test expressions"), "rc %d\n%s", rc, out);
@@ -367,6 +381,8 @@ TEST(listops_self_pretraining) {
     } bad[] = {
         {"--listops-objective mlm --listops-init %s/mlm", "starts a classifier: not with listops_objective mlm"},
         {"--d-model 32 --listops-init %s/mlm", "its model has d_model=16"},
+        {"--attention nystrom --landmarks 8 --listops-bucket 16 --conv-kernel 3 --listops-init %s/mlm",
+         "the flags give conv_kernel=3, its model does not"},
         {"--listops-init %s/cls", "a run of listops_objective classify, not mlm"},
         {"--listops-init %s/none", "not a ListOps run folder"},
         {"--listops-init /dev/null", "not a ListOps run folder"}, /* not a folder at all */

@@ -13,8 +13,9 @@
 # config (2 layers, d_model 64, 2 heads, d_ff 128, batch 32, no weight
 # decay, pre-LN blocks with a final LayerNorm, the classifier on the
 # tokens' mean; NORM_FIRST=false POOLING=cls give BERT's post-LN and
-# [CLS]); its schedule (lr 1e-4, 1,000 warmup steps, 5,000 steps) sat at
-# the most frequent answer for 1,250-1,750 steps here, so: lr 1e-3 (LRA's
+# [CLS]; Nystrom: 64 landmarks and the convolution of 35 taps over the
+# values, CONV_KERNEL, 0: none); its schedule (lr 1e-4, 1,000 warmup
+# steps, 5,000 steps) sat at the most frequent answer for 1,250-1,750 steps here, so: lr 1e-3 (LRA's
 # own peak is about 1.6e-3), warmup a fifth of the run (+1), 3,000 steps,
 # cosine to lr/10: N_LAYER, D_MODEL, N_HEAD, D_FF, BATCH, LR, WARMUP, STEPS.
 # BUDGET_S (default 3 hours) caps each kind: it first runs CALIB_STEPS (20)
@@ -53,7 +54,7 @@ one() {
     case $kind in
     full) att="--attention full" ;;
     bigbird) att="--attention bigbird --window 64 --block-size 64 --global-tokens 1 --random-blocks 3" ;;
-    nystrom) att="--attention nystrom --landmarks 64" ;;
+    nystrom) att="--attention nystrom --landmarks 64 --conv-kernel ${CONV_KERNEL:-35}" ;;
     *) echo "unknown kind $kind" >&2; return 2 ;;
     esac
     run=$out/$kind

@@ -19,8 +19,9 @@ import sys
 
 
 def root_view(tokens):
-    """(root operator, the root's own digit arguments, its nested operators)."""
-    depth, root, digits, nested = 0, None, [], []
+    """(root operator, the root's own digit arguments, its nested operators,
+    its arguments in order: a digit, or "L" for a nested list)."""
+    depth, root, digits, nested, args = 0, None, [], [], []
     for t in tokens:
         if t.startswith("["):
             depth += 1
@@ -28,16 +29,18 @@ def root_view(tokens):
                 root = t[1:]
             elif depth == 2:
                 nested.append(t[1:])
+                args.append("L")
         elif t == "]":
             depth -= 1
         elif depth == 1:
             digits.append(int(t))
-    return root, digits, nested
+            args.append(int(t))
+    return root, digits, nested, args
 
 
 def by_operator(view):
     """The root, and the operator applied to its own digits only (a guess at the answer)."""
-    root, d, nested = view
+    root, d, nested, _ = view
     if not d:
         return (root, None)
     if root == "MAX":
@@ -54,6 +57,10 @@ RULES = [
     ("the root operator", lambda v: v[0]),
     ("the root operator, the largest of its own digits", lambda v: (v[0], max(v[1], default=None))),
     ("the root operator, the smallest of its own digits", lambda v: (v[0], min(v[1], default=None))),
+    # The root's first argument follows its opening token and its last one
+    # precedes the final "]": both are read at a fixed place, no depth counted.
+    ("the root operator, its first and last arguments (a digit or a list)",
+     lambda v: (v[0], v[3][0] if v[3] else None, v[3][-1] if v[3] else None)),
     ("the root operator applied to its own digits (+ their counts for SM, MED)", by_operator),
 ]
 

@@ -413,6 +413,8 @@ typedef struct {
     int block_size;        /* the kernel's blocks of queries and keys (random blocks are drawn in these) */
     uint64_t pattern_seed; /* BigBird's random blocks */
     int landmarks;         /* Nyström: 0 exact softmax; else T must be a multiple of it */
+    int conv_kernel;       /* Nyström: taps K of the depthwise convolution over v added to its output
+                            * (Nyströmformer's conv_kernel_size; a (H,1,K,1) weight per layer); 0: none, else odd */
     tf_rope_kind rope;     /* rotary positions in the self-attention (any kind), TF_ROPE_NONE: none */
     float rope_base;       /* their base (10000) */
 } tf_attention_options;

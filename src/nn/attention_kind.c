@@ -14,7 +14,9 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int) && sizeof(tf_rope_kind) 
 /* Not in the checkpoint's signature: the weights fit every kind (none adds a
  * tensor). A checkpoint records them with the other settings, so a resume that
  * changes them is a change of settings (--allow-changes), and an older
- * checkpoint without them resumes as full attention. */
+ * checkpoint without them resumes as full attention. The one exception is
+ * Nyström's convolution, which adds a tensor per layer: in the signature when
+ * set (SIG_NEW: checkpoints from before the row keep theirs). */
 #define ROWS_OF(P)                                                                                                     \
     {                                                                                                                  \
         R(kind, TF_FIELD_ENUM, P "attention", "full", NULL, KINDS,                                                     \
@@ -32,6 +34,9 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int) && sizeof(tf_rope_kind) 
         R(pattern_seed, TF_FIELD_UINT64, P "pattern_seed", "0", NULL, NULL, "bigbird: the seed of the random blocks"), \
         R(landmarks, TF_FIELD_INT, P "landmarks", "64", "[0,inf)", NULL,                                               \
           "nystrom: landmarks (0: exact softmax); the length a multiple of it"),                                       \
+        RS(conv_kernel, TF_FIELD_INT, P "conv_kernel", "0", "[0,inf)", NULL,                                           \
+           "nystrom: taps of a depthwise convolution over the values added to the attention's output, per head "     \
+           "(Nystromformer's conv_kernel_size; its LRA runs: 35); 0: none, else odd"),                                \
         R(rope, TF_FIELD_ENUM, P "rope", "none", NULL, ROPES,                                                          \
           "rotary positions in self-attention, any kind: none, halves (LLaMA's pairs x[i], x[i+D/2]) or "             \
           "interleaved (RoFormer's x[2i], x[2i+1]); a head's width must be even"),                                     \
@@ -40,21 +45,25 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int) && sizeof(tf_rope_kind) 
     }
 #define R(m, type, name, def, range, choices, help) \
     TF_FIELD_ROW(tf_attention_options, m, type, name, def, range, choices, help, 0, NULL)
+#define RS(m, type, name, def, range, choices, help) \
+    TF_FIELD_ROW(tf_attention_options, m, type, name, def, range, choices, help, \
+                 TF_FIELD_SIGNATURE | TF_FIELD_SIG_NEW, NULL)
 static const tf_field ROWS[] = ROWS_OF("");
 static const tf_field HF_ROWS[] = ROWS_OF("tformer_");
 #undef R
-enum { N_ROWS = (int)(sizeof ROWS / sizeof ROWS[0]), N_KNOBS = 8 /* kind and the pattern's knobs; then rope's */ };
+#undef RS
+enum { N_ROWS = (int)(sizeof ROWS / sizeof ROWS[0]), N_KNOBS = 9 /* kind and the pattern's knobs; then rope's */ };
 
 const tf_field_table tf_attention_table = {"attention", ROWS, N_ROWS};
 const tf_field_table tf_attention_hf_table = {"config.json attention", HF_ROWS, N_ROWS};
 
-/* The knobs (rows 1..7) each kind uses, a bit per row. */
+/* The knobs (rows 1..8) each kind uses, a bit per row. */
 static const unsigned USES[] = {
     [TF_ATTENTION_FULL] = 0,
     [TF_ATTENTION_LOCAL] = 1u << 1 | 1u << 3 | 1u << 5,
     [TF_ATTENTION_DILATED] = 1u << 1 | 1u << 2 | 1u << 3 | 1u << 5,
     [TF_ATTENTION_BIGBIRD] = 1u << 1 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6,
-    [TF_ATTENTION_NYSTROM] = 1u << 7,
+    [TF_ATTENTION_NYSTROM] = 1u << 7 | 1u << 8,
 };
 
 /* A knob the kind does not use must keep its default: a value set for it would be ignored. */
@@ -82,7 +91,10 @@ int tf_attention_apply(const tf_attention_options *o, tf_block_config *b) {
     b->attn_dropout = 0.0f;
     if (o->kind == TF_ATTENTION_NYSTROM) {
         if (causal) return tf_set_error("attention nystrom is not causal: this model needs causal attention");
-        b->attn = TF_ATTN_NYSTROM, b->landmarks = o->landmarks;
+        if (o->conv_kernel % 2 == 0 && o->conv_kernel)
+            return tf_set_error("attention nystrom: conv_kernel %d must be 0 or odd (a convolution centred on each "
+                                "position, as Nystromformer's)", o->conv_kernel);
+        b->attn = TF_ATTN_NYSTROM, b->landmarks = o->landmarks, b->conv_kernel = o->conv_kernel;
         return 0;
     }
     tf_sparse_pattern p = {.block = o->block_size, .causal = causal, .window = o->window,

@@ -175,14 +175,14 @@ static int has_word(const char *s, const char *w, size_t len) {
     return 0;
 }
 
-/* The first "name=value" of signature a that b lacks, into out. */
-static void first_difference(const char *a, const char *b, char *out, size_t n) {
-    snprintf(out, n, "?");
+/* The first "name=value" of signature a that b lacks, into out; 0 when b has every one. */
+static int first_difference(const char *a, const char *b, char *out, size_t n) {
     for (size_t len; *a; a += len + (a[len] == ' '))
         if (!has_word(b, a, len = strcspn(a, " "))) {
             snprintf(out, n, "%.*s", (int)len, a);
-            return;
+            return 1;
         }
+    return 0;
 }
 
 /* The classifier the flags describe, its encoder's weights (every tensor but
@@ -201,10 +201,15 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
     char want[4096], got[4096], diff[256];
     tf_fields fw = {&tf_bert_config_table, (void *)&c->model}, fg = {&tf_bert_config_table, &same};
     int rc = tf_fields_signature(&fw, 1, want, sizeof want) || tf_fields_signature(&fg, 1, got, sizeof got);
-    if (!rc && strcmp(want, got)) {
-        first_difference(got, want, diff, sizeof diff);
-        rc = tf_set_error("listops: listops_init %s: its model has %s, the flags do not: give the model flags it "
-                          "was trained with", c->init, diff);
+    if (!rc && strcmp(want, got)) { /* a row it has that the flags lack, or (rows at their default are left
+                                       * out of a signature: conv_kernel) one only the flags have */
+        if (first_difference(got, want, diff, sizeof diff))
+            rc = tf_set_error("listops: listops_init %s: its model has %s, the flags do not: give the model flags it "
+                              "was trained with", c->init, diff);
+        else
+            first_difference(want, got, diff, sizeof diff),
+                rc = tf_set_error("listops: listops_init %s: the flags give %s, its model does not: give the model "
+                                  "flags it was trained with", c->init, diff);
     }
     if (!rc && !(m = tf_bert_new(&c->model, seed))) rc = -1;
     for (int i = 0; !rc && i < tf_params_count(from->params); i++) {
