@@ -58,9 +58,9 @@ RULES = [
     ("the root operator, the largest of its own digits", lambda v: (v[0], max(v[1], default=None))),
     ("the root operator, the smallest of its own digits", lambda v: (v[0], min(v[1], default=None))),
     # The root's first argument follows its opening token and its last one
-    # precedes the final "]": both are read at a fixed place, no depth counted.
-    ("the root operator, its first and last arguments (a digit or a list)",
-     lambda v: (v[0], v[3][0] if v[3] else None, v[3][-1] if v[3] else None)),
+    # precedes the final "]": each is read at a fixed place, no depth counted.
+    ("the root operator, its first argument (a digit or a list)", lambda v: (v[0], v[3][0] if v[3] else None)),
+    ("the root operator, its last argument (a digit or a list)", lambda v: (v[0], v[3][-1] if v[3] else None)),
     ("the root operator applied to its own digits (+ their counts for SM, MED)", by_operator),
 ]
 
