@@ -206,10 +206,11 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
         if (first_difference(got, want, diff, sizeof diff))
             rc = tf_set_error("listops: listops_init %s: its model has %s, the flags do not: give the model flags it "
                               "was trained with", c->init, diff);
-        else
-            first_difference(want, got, diff, sizeof diff),
-                rc = tf_set_error("listops: listops_init %s: the flags give %s, its model does not: give the model "
-                                  "flags it was trained with", c->init, diff);
+        else {
+            first_difference(want, got, diff, sizeof diff);
+            rc = tf_set_error("listops: listops_init %s: the flags give %s, its model does not: give the model "
+                              "flags it was trained with", c->init, diff);
+        }
     }
     if (!rc && !(m = tf_bert_new(&c->model, seed))) rc = -1;
     for (int i = 0; !rc && i < tf_params_count(from->params); i++) {
