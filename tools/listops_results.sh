@@ -15,8 +15,8 @@
 # tokens' mean; NORM_FIRST=false POOLING=cls give BERT's post-LN and
 # [CLS]; Nystrom: 64 landmarks and the convolution of 35 taps over the
 # values, CONV_KERNEL, 0: none); its schedule (lr 1e-4, 1,000 warmup
-# steps, 5,000 steps) sat at the most frequent answer for 1,250-1,750 steps here, so: lr 1e-3 (LRA's
-# own peak is about 1.6e-3), warmup a fifth of the run (+1), 3,000 steps,
+# steps, 5,000 steps) sat at the most frequent answer for 1,250-1,750
+# steps here, so: lr 1e-3 (LRA's own peak is about 1.6e-3), warmup a fifth of the run (+1), 3,000 steps,
 # cosine to lr/10: N_LAYER, D_MODEL, N_HEAD, D_FF, BATCH, LR, WARMUP, STEPS.
 # BUDGET_S (default 3 hours) caps each kind: it first runs CALIB_STEPS (20)
 # steps, then twice as many, to measure the marginal time of a step, and
