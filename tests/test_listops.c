@@ -38,8 +38,8 @@ static int differing(const fixture *f, int *lines) {
 }
 
 TEST(listops_generator_matches_independent_evaluator) {
-    fixture f[] = {{"tests/fixtures_listops/seed5_test.tsv", {20, 200, 6, 5, 5}, 2},
-                   {"tests/fixtures_listops/seed1_train_lra.tsv", {500, 2000, 10, 10, 1}, 0}};
+    fixture f[] = {{"tests/fixtures_listops/seed5_test.tsv", {20, 200, 6, 5, 5, 0}, 2},
+                   {"tests/fixtures_listops/seed1_train_lra.tsv", {500, 2000, 10, 10, 1, 0}, 0}};
     for (int i = 0; i < 2; i++) {
         int lines, bad = differing(&f[i], &lines);
         printf("    %s: %d expressions, %d differ\n", f[i].file, lines, bad);
@@ -55,16 +55,16 @@ TEST(listops_settings_are_checked) {
         tf_listops_opts o;
         const char *expect;
     } bad[] = {
-        {{500, 2000, 10, 1, 1}, "max_args 1 must lie in [2, 64]"},
-        {{500, 2000, 0, 10, 1}, "max_depth 0 must lie in [1, 64]"},
-        {{100, 101, 10, 10, 1}, "leave no length"},
-        {{10, 100, 2, 3, 1}, "at most 5 tokens, not more than min_len 10"},
+        {{500, 2000, 10, 1, 1, 0}, "max_args 1 must lie in [2, 64]"},
+        {{500, 2000, 0, 10, 1, 0}, "max_depth 0 must lie in [1, 64]"},
+        {{100, 101, 10, 10, 1, 0}, "leave no length"},
+        {{10, 100, 2, 3, 1, 0}, "at most 5 tokens, not more than min_len 10"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = tf_listops_check(&bad[i].o);
         CHECKF(rc != 0 && strstr(tf_error(), bad[i].expect), "case %zu: rc %d, error '%s'", i, rc, tf_error());
     }
-    tf_listops_opts ok = {20, 100, 6, 5, 3};
+    tf_listops_opts ok = {20, 100, 6, 5, 3, 0};
     int32_t ids[99];
     int len, label;
     CHECK(tf_listops_example(&ok, 0, 0, ids, 50, &len, &label) != 0 && strstr(tf_error(), "room for 50 tokens"));
@@ -73,7 +73,7 @@ TEST(listops_settings_are_checked) {
 }
 
 TEST(listops_loader_batches) {
-    tf_listops_opts o = {20, 100, 6, 5, 3};
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0};
     tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128, 0);
     tf_ctx *ctx = tf_ctx_new(1);
     tf_batch a, b, v;
@@ -101,7 +101,7 @@ TEST(listops_loader_batches) {
  * is as long as its longest row rounded up to the bucket; the same draw for
  * the same key; validation batches rounded up too (never past T). */
 TEST(listops_loader_buckets) {
-    tf_listops_opts o = {20, 100, 6, 5, 3};
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0};
     tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128, 16);
     tf_ctx *ctx = tf_ctx_new(1);
     CHECKF(l && ctx, "%s", tf_error());
@@ -133,6 +133,48 @@ TEST(listops_loader_buckets) {
     CHECK(Tv % 16 == 0 && Tv <= 128);
     tf_ctx_free(ctx);
     tf_loader_free(l);
+}
+
+/* --listops-sep: each row is the plain loader's row with [SEP] after the
+ * expression, inside the mask and the bucketed length; a length that cannot
+ * hold it, and a sep other than 0 or 1, are refused. */
+TEST(listops_loader_sep) {
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0}, s = o;
+    s.sep = 1;
+    tf_loader *plain = tf_listops_loader_new(&o, 200, 20, 100, 8), *with = tf_listops_loader_new(&s, 200, 20, 101, 8);
+    tf_ctx *ctx = tf_ctx_new(1);
+    CHECKF(plain && with && ctx, "%s", tf_error());
+    CHECK(!tf_listops_loader_new(&s, 10, 10, 100, 0) && strstr(tf_error(), "cannot hold [CLS], [SEP] and up to 99"));
+    s.sep = 2;
+    CHECK(tf_listops_check(&s) && strstr(tf_error(), "sep 2 must be 0 or 1"));
+    CHECK(!strcmp(tf_listops_token(TF_LISTOPS_SEP), "[SEP]") && !strcmp(tf_listops_token(TF_LISTOPS_SEP + 1), "?"));
+    int rows_checked = 0;
+    for (uint64_t key = 0; key < 6; key++) {
+        tf_subset sub = key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN;
+        tf_batch a, b;
+        CHECK(!tf_loader_next(plain, ctx, sub, key, 4, &a) && !tf_loader_next(with, ctx, sub, key, 4, &b));
+        tf_tensor *xa = tf_batch_get(&a, "input_ids"), *ma = tf_batch_get(&a, "attention_mask");
+        tf_tensor *xb = tf_batch_get(&b, "input_ids"), *mb = tf_batch_get(&b, "attention_mask");
+        CHECK(!memcmp(tf_i32(tf_batch_get(&a, "labels")), tf_i32(tf_batch_get(&b, "labels")), 4 * sizeof(int32_t)));
+        int64_t Ta = xa->shape[1], Tb = xb->shape[1];
+        int hi = 0;
+        for (int r = 0; r < 4; r++) {
+            int n = 0, nb = 0;
+            for (int64_t t = 0; t < Ta; t++) n += tf_i32(ma)[r * Ta + t];
+            for (int64_t t = 0; t < Tb; t++) nb += tf_i32(mb)[r * Tb + t];
+            const int32_t *ra = tf_i32(xa) + r * Ta, *rb = tf_i32(xb) + r * Tb;
+            CHECKF(nb == n + 1 && !memcmp(ra, rb, (size_t)n * sizeof *ra) && rb[n] == TF_LISTOPS_SEP &&
+                       (n + 1 == Tb || rb[n + 1] == TF_LISTOPS_PAD),
+                   "row %d of batch %d: %d tokens with [SEP] against %d", r, (int)key, nb, n);
+            hi = nb > hi ? nb : hi, rows_checked++;
+        }
+        CHECKF(Tb % 8 == 0 && Tb >= hi && Tb < hi + 8, "batch %d long for rows up to %d", (int)Tb, hi);
+        tf_ctx_reset(ctx);
+    }
+    CHECK(rows_checked == 24);
+    tf_ctx_free(ctx);
+    tf_loader_free(plain);
+    tf_loader_free(with);
 }
 
 /* The largest |difference| between logits (n,10) of examples [0, n) of
@@ -177,7 +219,7 @@ static void check_test_scoring(const char *dir) {
     CHECK(c.min_len == 10 && c.max_len == 40 && c.max_depth == 4 && c.max_args == 4 && c.listops_seed == 1);
     tf_bert *m = tf_bert_load_hf(path, &(tf_bert_load_opts){-1, 0, 0});
     CHECKF(m != NULL, "%s", tf_error());
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0};
     int64_t hits = -1, conf[100], diag = 0, total = 0;
     float logits[23 * 10];
     CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, 0, logits, &hits, conf) == 0, "%s", tf_error());
@@ -210,6 +252,32 @@ static void check_test_scoring(const char *dir) {
     CHECKF(rc == 2 && strstr(out, "no --data or --data-dir"), "rc %d\n%s", rc, out);
 }
 
+/* --listops-sep true: a run trains and scores (its folder says so, its
+ * vocabulary has [SEP]); scoring a model with the other setting is refused. */
+static void check_sep_run(const char *dir, const char *common) {
+    char args[1024], out[4096], path[512];
+    snprintf(args, sizeof args, "%s --context 41 --listops-sep true --listops-bucket 8 --out %s/sep", common, dir);
+    int rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "accuracy"), "rc %d\n%s", rc, out);
+    snprintf(args, sizeof args, "eval --model %s/sep --listops 23 --batch 5 --threads 1", dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "of 23 test expressions"), "rc %d\n%s", rc, out);
+    tf_listops_task_config c;
+    snprintf(path, sizeof path, "%s/sep", dir);
+    CHECKF(tf_listops_settings_load(path, &c) == 0 && c.sep == 1, "%s", tf_error());
+    tf_bert *with = tf_bert_load_hf(path, NULL);
+    snprintf(path, sizeof path, "%s/run0", dir);
+    tf_bert *plain = tf_bert_load_hf(path, NULL);
+    CHECKF(with && plain && with->cfg.vocab_size == TF_LISTOPS_SEP + 1, "%s", tf_error());
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0};
+    int64_t hits;
+    CHECK(tf_listops_score(with, &o, 2, 0, 5, 5, 0, NULL, &hits, NULL) && strstr(tf_error(), "has [SEP]"));
+    o.sep = 1;
+    CHECK(tf_listops_score(plain, &o, 2, 0, 5, 5, 0, NULL, &hits, NULL) && strstr(tf_error(), "lacks [SEP]"));
+    CHECKF(tf_listops_score(with, &o, 2, 0, 5, 5, 0, NULL, &hits, NULL) == 0, "%s", tf_error());
+    tf_bert_free(with), tf_bert_free(plain);
+}
+
 /* tformer train --arch listops: 3 steps with full, bigbird and nystrom
  * attention (nystrom with length bucketing); the settings it cannot use are errors. */
 TEST(listops_train_smoke) {
@@ -229,10 +297,12 @@ TEST(listops_train_smoke) {
         CHECKF(rc == 0 && strstr(out, "accuracy"), "%s: rc %d\n%s", kinds[i], rc, out);
     }
     check_test_scoring(dir);
+    check_sep_run(dir, common);
     static const struct {
         const char *extra, *expect;
     } bad[] = {
         {"--context 32", "context 32 cannot hold [CLS] and expressions of up to 39 tokens"},
+        {"--context 40 --listops-sep true", "context 40 cannot hold [CLS], [SEP] and expressions of up to 39 tokens"},
         {"--context 44 --attention nystrom --landmarks 8", "context 44, to be a multiple of its 8 landmarks"},
         {"--context 40 --n-labels 3", "leave head, n_labels, pooler and problem unset"},
         {"--context 40 --attention nystrom --landmarks 8 --listops-bucket 12",
@@ -252,21 +322,21 @@ TEST(listops_train_smoke) {
 
 /* Self-pretraining's batches (--listops-objective mlm): the plain loader's batch with about mask_prob of the
  * expression tokens labelled ([CLS] and padding never), 80% of those [MASK], the rest unchanged where not
- * labelled, and the same draw each time. */
-static void check_masking(void) {
+ * labelled, and the same draw each time; with sep, [SEP] is never chosen either. */
+static void check_masking(int sep) {
     tf_listops_task_config c = tf_listops_task_config_default();
-    c.min_len = 10, c.max_len = 40, c.max_depth = 4, c.max_args = 4, c.model.context = 40;
+    c.min_len = 10, c.max_len = 40, c.max_depth = 4, c.max_args = 4, c.model.context = 40 + sep, c.sep = sep;
     c.model.n_layer = 1, c.model.d_model = 16, c.model.n_head = 2;
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed};
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, sep};
     tf_listops_task_config m = c;
     m.objective = TF_LISTOPS_MLM;
     char dir[] = "/tmp/tformer_lomask_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     tf_task *t = tf_listops_task_new(&m, dir, 1);
-    tf_loader *plain = tf_listops_loader_new(&o, c.n_train, c.n_valid, 40, 0);
+    tf_loader *plain = tf_listops_loader_new(&o, c.n_train, c.n_valid, 40 + sep, 0);
     CHECKF(t && plain, "%s", tf_error());
     tf_ctx *ctx = tf_ctx_new(0);
-    int64_t tokens = 0, chosen = 0, masked = 0, changed = 0, bad = 0, again = 0;
+    int64_t tokens = 0, chosen = 0, masked = 0, changed = 0, bad = 0, again = 0, seps = 0;
     for (uint64_t key = 0; key < 20; key++) {
         tf_batch b = {0}, p = {0}, b2 = {0};
         CHECKF(t->vt->batch(t, ctx, key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, 8, &b) == 0 &&
@@ -280,7 +350,8 @@ static void check_masking(void) {
         again += memcmp(x, tf_i32(tf_batch_get(&b2, "input_ids")), (size_t)n * 4) != 0 ||
                  memcmp(y, tf_i32(tf_batch_get(&b2, "labels")), (size_t)n * 4) != 0;
         for (int64_t i = 0; i < n; i++) {
-            int expression = am[i] && x0[i] != TF_LISTOPS_CLS;
+            int expression = am[i] && x0[i] != TF_LISTOPS_CLS && x0[i] != TF_LISTOPS_SEP;
+            seps += x0[i] == TF_LISTOPS_SEP;
             tokens += expression;
             if (y[i] == -100) {
                 bad += x[i] != x0[i];
@@ -292,14 +363,16 @@ static void check_masking(void) {
         tf_ctx_reset(ctx);
     }
     double share = (double)chosen / (double)tokens, mask_share = (double)masked / (double)chosen;
-    CHECKF(bad == 0 && again == 0, "%lld labels or inputs wrong, %lld batches drawn twice differ", (long long)bad,
-           (long long)again);
+    CHECKF(bad == 0 && again == 0 && seps == (sep ? 20 * 8 : 0),
+           "%lld labels or inputs wrong, %lld batches drawn twice differ, %lld [SEP]", (long long)bad,
+           (long long)again, (long long)seps);
     CHECKF(share > 0.12 && share < 0.18 && mask_share > 0.72 && mask_share < 0.88 && changed > masked &&
                changed < chosen,
            "%lld of %lld tokens chosen (%.3f), %.3f of them [MASK], %lld changed", (long long)chosen,
            (long long)tokens, share, mask_share, (long long)changed);
-    printf("    masking: %lld of %lld expression tokens chosen (%.3f), %.3f of those [MASK], %.3f another token\n",
-           (long long)chosen, (long long)tokens, share, mask_share, (double)(changed - masked) / (double)chosen);
+    printf("    masking%s: %lld of %lld expression tokens chosen (%.3f), %.3f of those [MASK], %.3f another token\n",
+           sep ? " (with [SEP])" : "", (long long)chosen, (long long)tokens, share, mask_share,
+           (double)(changed - masked) / (double)chosen);
     tf_ctx_free(ctx);
     tf_loader_free(plain);
     tf_task_free(t);
@@ -335,7 +408,8 @@ static void check_started(const char *mlm_dir, const char *cls_dir, const char *
 /* Self-pretraining: a masked-LM run, a classifier started from it (trained and scored), and the mistakes
  * named: the two together, another model, a classifier's folder, a missing one, scoring a masked LM. */
 TEST(listops_self_pretraining) {
-    check_masking();
+    check_masking(0);
+    check_masking(1);
     char dir[] = "/tmp/tformer_lopre_XXXXXX", args[1024], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     const char *common = "train --arch listops --threads 1 --listops-min-len 10 --listops-max-len 40 --listops-depth 4 "
@@ -386,6 +460,7 @@ TEST(listops_self_pretraining) {
         {"--listops-init %s/cls", "a run of listops_objective classify, not mlm"},
         {"--listops-init %s/none", "not a ListOps run folder"},
         {"--listops-init /dev/null", "not a ListOps run folder"}, /* not a folder at all */
+        {"--context 41 --listops-sep true --listops-init %s/mlm", "was trained with listops_sep false"},
         {"--listops-objective guess", "--listops-objective"},
         {"--listops-mask-prob 1.5", "--listops-mask-prob"},
     };

@@ -257,6 +257,7 @@ typedef struct {
     int min_len, max_len;  /* LRA: 500, 2000 (tokens: digits, operators and "]") */
     int max_depth, max_args; /* LRA: 10, 10 */
     uint64_t seed;
+    int sep;               /* 0 (LRA), or 1: batches end each expression with [SEP] (BERT's [CLS] x [SEP]) */
 } tf_listops_opts;
 
 /* Token ids: padding, a [CLS] the classifier reads, the digits, the operators, "]". */
@@ -265,6 +266,9 @@ enum { TF_LISTOPS_PAD, TF_LISTOPS_CLS, TF_LISTOPS_DIGIT0, TF_LISTOPS_MIN = TF_LI
 /* [MASK]: only in the vocabulary of self-pretraining (masked LM) and of the
  * classifiers it starts, which have TF_LISTOPS_VOCAB + 1 tokens. */
 #define TF_LISTOPS_MASK TF_LISTOPS_VOCAB
+/* [SEP] after the expression (tf_listops_opts.sep): models that use it have
+ * TF_LISTOPS_SEP + 1 tokens, [MASK] among them. */
+#define TF_LISTOPS_SEP (TF_LISTOPS_MASK + 1)
 
 /* 0, or -1 with a message naming the setting that cannot work. */
 TF_API int tf_listops_check(const tf_listops_opts *o);
@@ -275,11 +279,12 @@ TF_API int tf_listops_example(const tf_listops_opts *o, int subset, int64_t inde
                               int *label);
 /* A token's text ("[MAX", "7", "]", ...). */
 TF_API const char *tf_listops_token(int32_t id);
-/* Batches: "input_ids" (rows, T) = [CLS] + the expression, padded with
- * TF_LISTOPS_PAD; "attention_mask" (rows, T); "labels" (rows). Training
+/* Batches: "input_ids" (rows, T) = [CLS] + the expression (+ [SEP] with
+ * o->sep), padded with TF_LISTOPS_PAD; "attention_mask" (rows, T); "labels"
+ * (rows). Training
  * batch `key` draws its rows among examples 0..n_train-1 from (seed, key,
  * row); validation batch `key` is validation examples key*rows .. (mod
- * n_valid). T >= max_len (max_len - 1 tokens and [CLS]).
+ * n_valid). T >= max_len + sep (max_len - 1 tokens, [CLS] and [SEP]).
  * bucket > 0: length bucketing. Each batch is as long as its longest row
  * rounded up to a multiple of bucket (at most T), and a training batch is a
  * random window of `rows` examples in order of length (the examples are

@@ -269,7 +269,8 @@ TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
  * Self-pretraining (objective TF_LISTOPS_MLM): BertForMaskedLM on the same
  * expressions, a share mask_prob of their tokens masked; a classifier whose
  * init names such a run folder starts from its weights (the encoder: the
- * pooler and classifier are new). */
+ * pooler and classifier are new). With sep, every expression is followed by
+ * [SEP] and the vocabulary is TF_LISTOPS_SEP + 1 tokens. */
 typedef enum { TF_LISTOPS_CLASSIFY, TF_LISTOPS_MLM } tf_listops_objective;
 typedef struct {
     tf_bert_config model;  /* vocab, head, labels and pooler are set by the task */
@@ -277,6 +278,7 @@ typedef struct {
     int n_train, n_valid;
     uint64_t listops_seed;
     int bucket;            /* 0, or length bucketing (tf_listops_loader_new) */
+    int sep;               /* [SEP] after each expression (tf_listops_opts.sep); the vocabulary then has it */
     tf_listops_objective objective;
     float mask_prob;       /* TF_LISTOPS_MLM: the share of an expression's tokens masked */
     char init[1024];       /* "", or a TF_LISTOPS_MLM run folder whose weights start a classifier */
@@ -291,6 +293,7 @@ TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char 
  * file when it is missing or wrong. */
 TF_API int tf_listops_settings_load(const char *dir, tf_listops_task_config *c);
 /* Accuracy of a ListOps classifier on examples first..first+n-1 of subset (2:
+ * o->sep as the model was trained: its vocabulary has [SEP] or not;
  * the test set, drawn apart from training and validation; tf_listops_example), in
  * batches of `batch` padded to the model's context (bucket 0) or to their
  * longest row rounded up to a multiple of bucket: the correct answers in

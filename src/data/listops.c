@@ -14,10 +14,10 @@
 #define VALUE_P 0.25 /* LRA: a node below max_depth is an operator when random() <= VALUE_P */
 #define ATTEMPTS 1000000
 
-static const char *const NAMES[TF_LISTOPS_MASK + 1] = {"[PAD]", "[CLS]", "0", "1", "2", "3", "4", "5", "6", "7",
-                                                       "8", "9", "[MIN", "[MAX", "[MED", "[SM", "]", "[MASK]"};
+static const char *const NAMES[TF_LISTOPS_SEP + 1] = {"[PAD]", "[CLS]", "0", "1", "2", "3", "4", "5", "6", "7", "8",
+                                                      "9", "[MIN", "[MAX", "[MED", "[SM", "]", "[MASK]", "[SEP]"};
 
-const char *tf_listops_token(int32_t id) { return id >= 0 && id <= TF_LISTOPS_MASK ? NAMES[id] : "?"; }
+const char *tf_listops_token(int32_t id) { return id >= 0 && id <= TF_LISTOPS_SEP ? NAMES[id] : "?"; }
 
 /* The longest expression the depth and arguments allow (saturating). */
 static int64_t longest(int depth, const tf_listops_opts *o) {
@@ -34,6 +34,7 @@ int tf_listops_check(const tf_listops_opts *o) {
     if (o->min_len < 0 || o->max_len < o->min_len + 2)
         return tf_set_error("listops: lengths must satisfy 0 <= min_len < length < max_len: min_len %d, max_len %d "
                             "leave no length", o->min_len, o->max_len);
+    if (o->sep != 0 && o->sep != 1) return tf_set_error("listops: sep %d must be 0 or 1", o->sep);
     if (longest(1, o) <= o->min_len)
         return tf_set_error("listops: max_depth %d and max_args %d make expressions of at most %lld tokens, not more "
                             "than min_len %d", o->max_depth, o->max_args, (long long)longest(1, o), o->min_len);
@@ -110,17 +111,20 @@ int tf_listops_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, const in
     for (int r = 0; !rc && r < rows; r++) {
         int len;
         rc = tf_listops_example(o, subset, idx[r], tok + r * cap, (int)cap, &len, &labels[r]);
-        lens[r] = len, longest_row = len + 1 > longest_row ? len + 1 : longest_row;
+        lens[r] = len + o->sep, longest_row = len + o->sep + 1 > longest_row ? len + o->sep + 1 : longest_row;
     }
     int64_t Tb = bucket > 0 ? ((int64_t)longest_row + bucket - 1) / bucket * bucket : T;
     Tb = Tb < T ? Tb : T;
+    if (!rc && longest_row > Tb) /* the callers check T against max_len; this guards the copies below */
+        rc = tf_set_error("listops: a row of %d positions does not fit batches of %lld", longest_row, (long long)Tb);
     if (!rc && (!(*ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, Tb}, 0)) ||  // (rows,Tb)
                 !(*mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){rows, Tb}, 0))))  // (rows,Tb)
         rc = -1;
-    for (int r = 0; !rc && r < rows; r++) { /* [CLS], the tokens, padding; the mask covers the first two */
+    for (int r = 0; !rc && r < rows; r++) { /* [CLS], the tokens, [SEP], padding; the mask covers all but padding */
         int32_t *x = tf_i32(*ids) + r * Tb, *m = tf_i32(*mask) + r * Tb;
         x[0] = TF_LISTOPS_CLS;
-        memcpy(x + 1, tok + r * cap, (size_t)lens[r] * sizeof *x);
+        memcpy(x + 1, tok + r * cap, (size_t)(lens[r] - o->sep) * sizeof *x);
+        if (o->sep) x[lens[r]] = TF_LISTOPS_SEP;
         for (int64_t t = lens[r] + 1; t < Tb; t++) x[t] = TF_LISTOPS_PAD;
         for (int64_t t = 0; t < Tb; t++) m[t] = t <= lens[r];
     }
@@ -207,9 +211,9 @@ tf_loader *tf_listops_loader_new(const tf_listops_opts *o, int64_t n_train, int6
                             (long long)n_train, (long long)n_valid), NULL;
     if (n_train > INT32_MAX) return tf_set_error("listops: %lld training examples: at most %d", (long long)n_train,
                                                  INT32_MAX), NULL;
-    if (T < o->max_len)
-        return tf_set_error("listops: sequences of %d positions cannot hold [CLS] and up to %d tokens (max_len %d)",
-                            T, o->max_len - 1, o->max_len), NULL;
+    if (T < o->max_len + o->sep)
+        return tf_set_error("listops: sequences of %d positions cannot hold [CLS]%s and up to %d tokens (max_len %d)",
+                            T, o->sep ? ", [SEP]" : "", o->max_len - 1, o->max_len), NULL;
     if (bucket < 0) return tf_set_error("listops: bucket %d: 0 (every batch %d long) or a multiple", bucket, T), NULL;
     lo_loader *L = calloc(1, sizeof *L);
     if (!L) return tf_set_error("listops: out of memory"), NULL;

@@ -23,7 +23,7 @@ _Static_assert(sizeof(tf_listops_objective) == sizeof(int), "enum rows store an 
 static const tf_field LO_ROWS[] = {
     R(min_len, TF_FIELD_INT, "listops_min_len", "500", "[0,inf)", "ListOps: expressions longer than this (tokens)"),
     R(max_len, TF_FIELD_INT, "listops_max_len", "2000", "[2,inf)",
-      "ListOps: expressions shorter than this; context must be at least this ([CLS] + tokens)"),
+      "ListOps: expressions shorter than this; context must be at least this ([CLS] + tokens, + [SEP])"),
     R(max_depth, TF_FIELD_INT, "listops_depth", "10", "[1,64]", "ListOps: the deepest node (operators above it)"),
     R(max_args, TF_FIELD_INT, "listops_args", "10", "[2,64]", "ListOps: arguments of an operator, 2 to this"),
     R(n_train, TF_FIELD_INT, "listops_train", "96000", "[1,inf)", "ListOps: training expressions"),
@@ -32,6 +32,9 @@ static const tf_field LO_ROWS[] = {
     TF_FIELD_ROW(tf_listops_task_config, bucket, TF_FIELD_INT, "listops_bucket", "0", "[0,inf)", NULL,
                  "ListOps: 0, every batch context long; N, batches of about one length, each as long as its longest "
                  "row rounded up to a multiple of N (length bucketing)", TF_FIELD_RESUMABLE, NULL),
+    R(sep, TF_FIELD_BOOL, "listops_sep", "false", NULL,
+      "ListOps: [SEP] after each expression (BERT's [CLS] x [SEP]): a token that marks where the expression ends "
+      "(LRA's inputs have none)"),
     TF_FIELD_ROW(tf_listops_task_config, objective, TF_FIELD_ENUM, "listops_objective", "classify", NULL, OBJECTIVES,
                  "ListOps: classify (the answer), or mlm (self-pretraining: the expressions' masked tokens, a folder "
                  "for --listops-init)", 0, NULL),
@@ -75,7 +78,7 @@ static int mask_batch(tf_ctx *ctx, float p, tf_subset subset, uint64_t key, tf_b
         uint64_t r = tf_key(key, (uint64_t)subset, (uint64_t)i, 17);
         double u = (double)(r >> 11) * 0x1.0p-53;
         lab[i] = -100;
-        if (!keep[i] || x[i] == TF_LISTOPS_CLS || u >= p) continue;
+        if (!keep[i] || x[i] == TF_LISTOPS_CLS || x[i] == TF_LISTOPS_SEP || u >= p) continue;
         lab[i] = x[i];
         u /= p; /* uniform in [0,1) again, given the token was chosen */
         if (u < 0.8) x[i] = TF_LISTOPS_MASK;
@@ -145,7 +148,8 @@ static const tf_task_vt LO_TASK = {lo_batch, lo_loss, lo_params, lo_signature, l
 /* The model's settings the task fixes, and the lengths the context must hold. */
 static int fit_model(tf_listops_task_config *c) {
     tf_bert_config *m = &c->model;
-    int mlm = c->objective == TF_LISTOPS_MLM, vocab = mlm || c->init[0] ? TF_LISTOPS_MASK + 1 : TF_LISTOPS_VOCAB;
+    int mlm = c->objective == TF_LISTOPS_MLM;
+    int vocab = c->sep ? TF_LISTOPS_SEP + 1 : mlm || c->init[0] ? TF_LISTOPS_MASK + 1 : TF_LISTOPS_VOCAB;
     if (mlm && c->init[0])
         return tf_set_error("listops: listops_init %s starts a classifier: not with listops_objective mlm", c->init);
     if (m->vocab_size && m->vocab_size != vocab)
@@ -155,9 +159,10 @@ static int fit_model(tf_listops_task_config *c) {
         return tf_set_error("listops: the model is BertForSequenceClassification with 10 labels, a pooler and "
                             "cross-entropy (BertForMaskedLM for mlm): leave head, n_labels, pooler and problem unset");
     m->vocab_size = vocab, m->head = mlm ? TF_BERT_MLM : TF_BERT_SEQ_CLS, m->n_labels = 10, m->pooler = !mlm;
-    if (m->context < c->max_len)
-        return tf_set_error("listops: context %d cannot hold [CLS] and expressions of up to %d tokens (listops_max_len "
-                            "%d): set --context %d or more", m->context, c->max_len - 1, c->max_len, c->max_len);
+    if (m->context < c->max_len + c->sep)
+        return tf_set_error("listops: context %d cannot hold [CLS]%s and expressions of up to %d tokens (listops_max_len "
+                            "%d): set --context %d or more", m->context, c->sep ? ", [SEP]" : "", c->max_len - 1,
+                            c->max_len, c->max_len + c->sep);
     int L = m->attention.landmarks;
     if (m->attention.kind == TF_ATTENTION_NYSTROM && L > 0 && m->context != L && m->context % L)
         return tf_set_error("listops: attention nystrom needs the batches' length, context %d, to be a multiple of "
@@ -194,6 +199,9 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
     if (pre.objective != TF_LISTOPS_MLM)
         return tf_set_error("listops: listops_init %s: a run of listops_objective %s, not mlm (self-pretraining)",
                             c->init, OBJECTIVES[pre.objective]), NULL;
+    if (pre.sep != c->sep)
+        return tf_set_error("listops: listops_init %s was trained with listops_sep %s: give the classifier the same",
+                            c->init, pre.sep ? "true" : "false"), NULL;
     tf_bert *from = tf_bert_load_hf(c->init, NULL), *m = NULL;
     if (!from) return NULL;
     tf_bert_config same = from->cfg; /* the head's rows as the classifier's */
@@ -237,7 +245,7 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
     l->base.n_metrics = 1;
     l->base.metric_names[0] = c->objective == TF_LISTOPS_MLM ? "mlm_accuracy" : "accuracy";
     l->base.select_metric = 1;
-    tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed};
+    tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed, c->sep};
     seed = seed ? seed : 1;
     if (fit_model(&l->cfg) ||
         !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context, c->bucket)) ||
@@ -276,12 +284,16 @@ int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int
                      int bucket, float *logits, int64_t *hits, int64_t *confusion) {
     const tf_bert_config *c = &m->cfg;
     if (c->head != TF_BERT_SEQ_CLS || c->n_labels != 10 ||
-        (c->vocab_size != TF_LISTOPS_VOCAB && c->vocab_size != TF_LISTOPS_MASK + 1))
+        (c->vocab_size != TF_LISTOPS_VOCAB && c->vocab_size != TF_LISTOPS_MASK + 1 && c->vocab_size != TF_LISTOPS_SEP + 1))
         return tf_set_error("listops: the model is not a ListOps classifier (BertForSequenceClassification, 10 labels, "
-                            "vocabulary %d, or %d with [MASK])", TF_LISTOPS_VOCAB, TF_LISTOPS_MASK + 1);
-    if (c->context < o->max_len)
-        return tf_set_error("listops: the model's context %d cannot hold expressions of up to %d tokens", c->context,
-                            o->max_len - 1);
+                            "vocabulary %d, %d with [MASK] or %d with [SEP])", TF_LISTOPS_VOCAB, TF_LISTOPS_MASK + 1,
+                            TF_LISTOPS_SEP + 1);
+    if ((c->vocab_size == TF_LISTOPS_SEP + 1) != (o->sep == 1))
+        return tf_set_error("listops: the model's vocabulary (%d tokens) %s [SEP], the expressions are asked %s it",
+                            c->vocab_size, o->sep ? "lacks" : "has", o->sep ? "with" : "without");
+    if (c->context < o->max_len + o->sep)
+        return tf_set_error("listops: the model's context %d cannot hold [CLS]%s and expressions of up to %d tokens",
+                            c->context, o->sep ? ", [SEP]" : "", o->max_len - 1);
     if (first < 0 || n < 1 || batch < 1 || bucket < 0)
         return tf_set_error("listops: %lld examples from %lld in batches of %d (bucket %d)", (long long)n,
                             (long long)first, batch, bucket);
