@@ -212,6 +212,44 @@ static int read_toy(const char *dir, const char *sub, float *out) {
     return rc;
 }
 
+/* best_after: best/ is the best evaluation after that step only, in a
+ * straight run and in a second phase resumed with it (the first phase's
+ * evaluations in the history are not candidates). */
+TEST(trainer_best_after_chooses_among_later_evaluations) {
+    char a[64], cmd[160];
+    snprintf(a, sizeof a, "/tmp/tformer_toy_best_after_%d", (int)getpid());
+    for (int phases = 0; phases <= 1; phases++) {
+        tf_train_config c = toy_config();
+        c.checkpoint_every = 5, c.eval_every = 5, c.lr = 0.5f;
+        static toy_trace k;
+        memset(&k, 0, sizeof k);
+        k.t = toy_new(0);
+        k.t->select_metric = 1;
+        if (phases) {
+            c.stop_at = 15;
+            CHECK(tf_train(&c, k.t, a, 0, NULL, trace, &k) == 1);
+            tf_task_free(k.t);
+            k.t = toy_new(0);
+            k.t->select_metric = 1;
+            c.stop_at = 0;
+        }
+        c.best_after = 15;
+        CHECKF(tf_train(&c, k.t, a, phases, NULL, trace, &k) == 0, "%s", tf_error());
+        int best_all = 5, best = 20;
+        for (int s = 10; s <= 30; s += 5) best_all = k.acc[s] > k.acc[best_all] ? s : best_all;
+        for (int s = 25; s <= 30; s += 5) best = k.acc[s] > k.acc[best] ? s : best;
+        CHECKF(best_all <= 15, "the toy's first best accuracy is at step %d: the test needs one before 16", best_all);
+        float got[10];
+        CHECK(read_toy(a, "best", got) == 0);
+        for (int i = 0; i < 10; i++)
+            CHECKF(got[i] == k.w[best][i], "phases %d: best/ is not step %d's: %g vs %g", phases, best, got[i],
+                   k.w[best][i]);
+        tf_task_free(k.t);
+        snprintf(cmd, sizeof cmd, "rm -r %s", a);
+        CHECK(system(cmd) == 0);
+    }
+}
+
 /* best/ is the model of the best evaluation (lowest loss, or highest
  * accuracy when the task selects it); checkpoints/ keeps the last N
  * checkpoints' weights; averaged/ is their mean. */

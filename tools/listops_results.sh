@@ -32,6 +32,11 @@
 # expressions (--listops-objective mlm, the same model and schedule, warmup a
 # tenth), whose last model starts the classifier (--listops-init); with the
 # calibration both phases share the budget (the classifier gets what is left).
+# SHORT_STEPS (0): a curriculum, the first that many of the STEPS steps on
+# shorter expressions (SHORT_MIN_LEN 100 < length < SHORT_MAX_LEN 500, the
+# same generator, depth and arguments; validated on 512 of them), the rest on
+# LRA's lengths, resumed (--resume --allow-changes: one schedule; best/ from
+# the LRA-length evaluations only, --best-after).
 # Hours of work: run it on a quiet machine, never on a shared one.
 set -eu
 tf=$1 out=$2
@@ -92,8 +97,21 @@ one() {
         fi
         w=${WARMUP:-$(( steps / 5 + 1 ))} # a fifth of the steps run, budget-cut or not
         every=$(( steps / 20 > 0 ? steps / 20 : 1 ))
+        short=${SHORT_STEPS:-0}
+        if [ "$short" -gt 0 ] && [ ! -f "$run/short_done" ]; then
+            [ "$short" -lt "$steps" ] && [ -z "$init" ] ||
+                { echo "$kind: SHORT_STEPS=$short must be under the $steps steps, without PRETRAIN_STEPS" >&2; return 1; }
+            # shellcheck disable=SC2086
+            $tf train $common $att --out "$run" --steps "$steps" --stop-at "$short" --warmup "$w" --eval-every "$every" \
+                --listops-min-len "${SHORT_MIN_LEN:-100}" --listops-max-len "${SHORT_MAX_LEN:-500}" --listops-valid 512 \
+                --eval-batches $(( 512 / batch )) --checkpoint-every "$every" > "$run.short.log" 2>&1 ||
+                { tail -3 "$run.short.log"; return 1; }
+            touch "$run/short_done"
+        fi
+        resume=""
+        [ "$short" -gt 0 ] && resume="--resume --allow-changes --best-after $short"
         # shellcheck disable=SC2086
-        $tf train $common $att $init --out "$run" --steps "$steps" --warmup "$w" --eval-every "$every" \
+        $tf train $common $att $init $resume --out "$run" --steps "$steps" --warmup "$w" --eval-every "$every" \
             --eval-batches $(( 2000 / batch )) --checkpoint-every "$every" > "$run.log" 2>&1 || { tail -3 "$run.log"; return 1; }
         echo "steps=$steps seconds=$(( $(date +%s) - t0 )) batch=$batch pretrain_steps=$pre" > "$run/timing.txt"
     fi

@@ -89,6 +89,7 @@ typedef struct {
     int64_t checkpoint_every;
     int64_t stop_at;         /* 0, or stop after this step with a checkpoint (the schedule stays steps long):
                               * one phase of a run; --resume continues it, with changed settings or not */
+    int64_t best_after;      /* best/ is chosen among the evaluations after this step only */
     int keep_checkpoints;    /* the weights of the last N checkpoints stay in run_dir/checkpoints/ */
     int average_last;        /* at the end, their mean (the last N) as the model folder run_dir/averaged/ */
     uint64_t seed;

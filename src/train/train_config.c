@@ -43,6 +43,9 @@ static const tf_field TRAIN_ROWS[] = {
     FREE(stop_at, TF_FIELD_INT64, "0", "[0,inf)",
          "stop after this step with a checkpoint, the schedule still steps long (one phase of a run: continue with "
          "--resume, e.g. with other augmentations and --allow-changes); 0: run to the end"),
+    FREE(best_after, TF_FIELD_INT64, "0", "[0,inf)",
+         "best/ is chosen among the evaluations after this step only (a later phase on other data, whose validation "
+         "figures the earlier ones do not compare with); 0: every evaluation"),
     FREE(keep_checkpoints, TF_FIELD_INT, "0", "[0,1000]", "the weights of the last N checkpoints kept in checkpoints/"),
     FREE(average_last, TF_FIELD_INT, "0", "[0,1000]",
       "at the end, the mean of the last N checkpoints' weights as the model folder averaged/ (keeps N)"),

@@ -212,10 +212,11 @@ static double selection(const tf_trainer *t, double loss, const double *metric) 
     return m <= 0 || m > t->task->n_metrics ? v : -v;
 }
 
-/* The best of the history (a resumed run). */
+/* The best of the history (a resumed run) after step cfg.best_after. */
 static double best_so_far(const tf_trainer *t) {
     double best = INFINITY, metric[TF_METRICS_MAX];
     for (int i = 0; i < t->val.n; i++) {
+        if (t->val.x[i] <= (double)t->cfg.best_after) continue;
         for (int m = 0; m < t->task->n_metrics; m++) metric[m] = i < t->metric[m].n ? t->metric[m].y[i] : NAN;
         double v = selection(t, t->val.y[i], metric);
         if (v < best) best = v;
@@ -235,8 +236,8 @@ static void teardown(tf_trainer *t) {
 }
 
 /* Validation loss and metrics into the report and the history; the writer
- * adds the task's score and saves a better model than any before as
- * run_dir/best. Collective. */
+ * adds the task's score and saves a better model than any before (after
+ * step cfg.best_after) as run_dir/best. Collective. */
 static int record_eval(tf_trainer *t, int64_t step, tf_train_report *rep, tf_metrics *m) {
     if (tf_trainer_evaluate(t, &rep->val_loss, m)) return -1;
     int rc = t->writer && t->task->vt->score ? t->task->vt->score(t->task, m) : 0;
@@ -246,7 +247,7 @@ static int record_eval(tf_trainer *t, int64_t step, tf_train_report *rep, tf_met
         rc = tf_series_add(&t->metric[i], (double)step, rep->val_metric[i]);
     }
     double v = rc ? NAN : selection(t, rep->val_loss, rep->val_metric);
-    if (!rc && t->writer && v < t->best) {
+    if (!rc && t->writer && step > t->cfg.best_after && v < t->best) {
         t->best = v;
         rc = tf_run_save_model(t->task, t->dir, "best");
     }
