@@ -281,10 +281,9 @@ TF_API int tf_listops_example(const tf_listops_opts *o, int subset, int64_t inde
 TF_API const char *tf_listops_token(int32_t id);
 /* Batches: "input_ids" (rows, T) = [CLS] + the expression (+ [SEP] with
  * o->sep), padded with TF_LISTOPS_PAD; "attention_mask" (rows, T); "labels"
- * (rows). Training
- * batch `key` draws its rows among examples 0..n_train-1 from (seed, key,
- * row); validation batch `key` is validation examples key*rows .. (mod
- * n_valid). T >= max_len + sep (max_len - 1 tokens, [CLS] and [SEP]).
+ * (rows). Training batch `key` draws its rows among examples 0..n_train-1
+ * from (seed, key, row); validation batch `key` is validation examples
+ * key*rows .. (mod n_valid). T >= max_len + sep (max_len - 1 tokens, [CLS] and [SEP]).
  * bucket > 0: length bucketing. Each batch is as long as its longest row
  * rounded up to a multiple of bucket (at most T), and a training batch is a
  * random window of `rows` examples in order of length (the examples are

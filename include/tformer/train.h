@@ -294,12 +294,12 @@ TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char 
  * file when it is missing or wrong. */
 TF_API int tf_listops_settings_load(const char *dir, tf_listops_task_config *c);
 /* Accuracy of a ListOps classifier on examples first..first+n-1 of subset (2:
- * o->sep as the model was trained: its vocabulary has [SEP] or not;
  * the test set, drawn apart from training and validation; tf_listops_example), in
  * batches of `batch` padded to the model's context (bucket 0) or to their
  * longest row rounded up to a multiple of bucket: the correct answers in
  * *hits; when not NULL, the logits (n,10) and counts by (true, predicted)
- * answer in confusion[10*10]. 0, or -1 with a message. */
+ * answer in confusion[10*10]. o->sep must be the model's own (its vocabulary
+ * has [SEP] or not). 0, or -1 with a message. */
 TF_API int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n,
                             int batch, int bucket, float *logits, int64_t *hits, int64_t *confusion);
 

@@ -109,7 +109,7 @@ int tf_listops_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, const in
     int32_t *tok = malloc((size_t)(rows * cap) * sizeof *tok), *lens = malloc((size_t)rows * sizeof *lens);
     int rc = tok && lens ? 0 : tf_set_error("listops: out of memory"), longest_row = 1;
     for (int r = 0; !rc && r < rows; r++) {
-        int len;
+        int len = 0;
         rc = tf_listops_example(o, subset, idx[r], tok + r * cap, (int)cap, &len, &labels[r]);
         lens[r] = len + o->sep, longest_row = len + o->sep + 1 > longest_row ? len + o->sep + 1 : longest_row;
     }
