@@ -111,7 +111,8 @@ int tf_listops_batch(tf_ctx *ctx, const tf_listops_opts *o, int subset, const in
     for (int r = 0; !rc && r < rows; r++) {
         int len = 0;
         rc = tf_listops_example(o, subset, idx[r], tok + r * cap, (int)cap, &len, &labels[r]);
-        lens[r] = len + o->sep, longest_row = len + o->sep + 1 > longest_row ? len + o->sep + 1 : longest_row;
+        lens[r] = len + o->sep; /* the row's tokens after [CLS], [SEP] included */
+        longest_row = lens[r] + 1 > longest_row ? lens[r] + 1 : longest_row;
     }
     int64_t Tb = bucket > 0 ? ((int64_t)longest_row + bucket - 1) / bucket * bucket : T;
     Tb = Tb < T ? Tb : T;
