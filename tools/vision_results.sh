@@ -15,7 +15,8 @@
 # (conv: the convolutional stem; patch: one strided projection), STEM_WIDTH (0: d_model /
 # patch_size), POOLING (cls; mean, seq: what the classifier reads, docs/vision.md "Pooling"),
 # LSA (false; true: locality self-attention, docs/vision.md "Locality self-attention"),
-# MIX_PROB (0.2: the share of batches mixed by mixup 0.8 / cutmix 1.0; 0: none), DROP_PATH (0.1);
+# SEED (1337, the trainer's default: initial weights, data order, augmentations; the held-out
+# images do not depend on it), MIX_PROB (0.2: the share of batches mixed by mixup 0.8 / cutmix 1.0; 0: none), DROP_PATH (0.1);
 # Swin's DEPTHS (2,4), HEADS (3,6), WINDOW (7), patch 2 (14x14 tokens, then 7x7), and for it
 # THREADS 1, PROCS 1, VAL_FRACTION 0.1, CLEAN_STEPS 0; DATA (/usr/share/datasets/fashion-mnist,
 # Debian's dataset-fashion-mnist); PROCS: that many processes under mpirun (Debian's openmpi-bin),
@@ -32,7 +33,7 @@ set -eu
 tf=$1 out=$2
 data=${DATA:-/usr/share/datasets/fashion-mnist}
 n_layer=${N_LAYER:-6} batch=${BATCH:-128} hours=${HOURS:-2.5} arch=${ARCH:-vit}
-mix_prob=${MIX_PROB:-0.2} drop_path=${DROP_PATH:-0.1}
+mix_prob=${MIX_PROB:-0.2} drop_path=${DROP_PATH:-0.1} seed=${SEED:-1337}
 if [ "$arch" = swin ]; then
     model="--patch-size 2 --d-model ${D_MODEL:-48} --depths ${DEPTHS:-2,4} --heads ${HEADS:-3,6} --window ${WINDOW:-7}"
     again=swin-results steps=${STEPS:-25000} threads=${THREADS:-${TFORMER_THREADS:-1}} val=${VAL_FRACTION:-0.1} clean=${CLEAN_STEPS:-0}
@@ -69,7 +70,7 @@ phase() {
         --label-names "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot" \
         --batch "$batch" --steps "$steps" --val-fraction "$val" \
         --lr 1e-3 --min-lr 1e-5 --warmup 1000 --weight-decay 0.05 --eval-every 1000 --checkpoint-every 500 \
-        --log-every 100 --label-smoothing 0.1 --hflip 0.5 --drop-path "$drop_path" --ema-decay 0.9995 "$@" || rc=$?
+        --log-every 100 --seed "$seed" --label-smoothing 0.1 --hflip 0.5 --drop-path "$drop_path" --ema-decay 0.9995 "$@" || rc=$?
     if [ "$rc" = 124 ]; then
         echo "stopped after $hours h with a checkpoint: run make $again again to continue"
         exit 0
