@@ -38,8 +38,8 @@ static int differing(const fixture *f, int *lines) {
 }
 
 TEST(listops_generator_matches_independent_evaluator) {
-    fixture f[] = {{"tests/fixtures_listops/seed5_test.tsv", {20, 200, 6, 5, 5, 0}, 2},
-                   {"tests/fixtures_listops/seed1_train_lra.tsv", {500, 2000, 10, 10, 1, 0}, 0}};
+    fixture f[] = {{"tests/fixtures_listops/seed5_test.tsv", {20, 200, 6, 5, 5, 0, 0}, 2},
+                   {"tests/fixtures_listops/seed1_train_lra.tsv", {500, 2000, 10, 10, 1, 0, 0}, 0}};
     for (int i = 0; i < 2; i++) {
         int lines, bad = differing(&f[i], &lines);
         printf("    %s: %d expressions, %d differ\n", f[i].file, lines, bad);
@@ -55,16 +55,16 @@ TEST(listops_settings_are_checked) {
         tf_listops_opts o;
         const char *expect;
     } bad[] = {
-        {{500, 2000, 10, 1, 1, 0}, "max_args 1 must lie in [2, 64]"},
-        {{500, 2000, 0, 10, 1, 0}, "max_depth 0 must lie in [1, 64]"},
-        {{100, 101, 10, 10, 1, 0}, "leave no length"},
-        {{10, 100, 2, 3, 1, 0}, "at most 5 tokens, not more than min_len 10"},
+        {{500, 2000, 10, 1, 1, 0, 0}, "max_args 1 must lie in [2, 64]"},
+        {{500, 2000, 0, 10, 1, 0, 0}, "max_depth 0 must lie in [1, 64]"},
+        {{100, 101, 10, 10, 1, 0, 0}, "leave no length"},
+        {{10, 100, 2, 3, 1, 0, 0}, "at most 5 tokens, not more than min_len 10"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = tf_listops_check(&bad[i].o);
         CHECKF(rc != 0 && strstr(tf_error(), bad[i].expect), "case %zu: rc %d, error '%s'", i, rc, tf_error());
     }
-    tf_listops_opts ok = {20, 100, 6, 5, 3, 0};
+    tf_listops_opts ok = {20, 100, 6, 5, 3, 0, 0};
     int32_t ids[99];
     int len, label;
     CHECK(tf_listops_example(&ok, 0, 0, ids, 50, &len, &label) != 0 && strstr(tf_error(), "room for 50 tokens"));
@@ -73,7 +73,7 @@ TEST(listops_settings_are_checked) {
 }
 
 TEST(listops_loader_batches) {
-    tf_listops_opts o = {20, 100, 6, 5, 3, 0};
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0, 0};
     tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128, 0);
     tf_ctx *ctx = tf_ctx_new(1);
     tf_batch a, b, v;
@@ -101,7 +101,7 @@ TEST(listops_loader_batches) {
  * is as long as its longest row rounded up to the bucket; the same draw for
  * the same key; validation batches rounded up too (never past T). */
 TEST(listops_loader_buckets) {
-    tf_listops_opts o = {20, 100, 6, 5, 3, 0};
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0, 0};
     tf_loader *l = tf_listops_loader_new(&o, 1000, 50, 128, 16);
     tf_ctx *ctx = tf_ctx_new(1);
     CHECKF(l && ctx, "%s", tf_error());
@@ -139,7 +139,7 @@ TEST(listops_loader_buckets) {
  * expression, inside the mask and the bucketed length; a length that cannot
  * hold it, and a sep other than 0 or 1, are refused. */
 TEST(listops_loader_sep) {
-    tf_listops_opts o = {20, 100, 6, 5, 3, 0}, s = o;
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0, 0}, s = o;
     s.sep = 1;
     tf_loader *plain = tf_listops_loader_new(&o, 200, 20, 100, 8), *with = tf_listops_loader_new(&s, 200, 20, 101, 8);
     tf_ctx *ctx = tf_ctx_new(1);
@@ -175,6 +175,43 @@ TEST(listops_loader_sep) {
     tf_ctx_free(ctx);
     tf_loader_free(plain);
     tf_loader_free(with);
+}
+
+/* --listops-drop-end (LRA's inputs: its tokenizer keeps alphanumeric tokens
+ * only): each example is the plain one without its "]" tokens, the same
+ * expression (the lengths still count them: the same draws, answers and
+ * operators), and the loader's rows follow; drop_end other than 0 or 1 is refused. */
+TEST(listops_drop_end) {
+    tf_listops_opts o = {20, 100, 6, 5, 3, 0, 0}, d = o;
+    d.drop_end = 1;
+    int32_t a[100], b[100];
+    int ends = 0;
+    for (int subset = 0; subset < 3; subset++)
+        for (int64_t i = 0; i < 30; i++) {
+            int na, nb, la, lb, k = 0;
+            CHECKF(!tf_listops_example(&o, subset, i, a, 100, &na, &la) &&
+                       !tf_listops_example(&d, subset, i, b, 100, &nb, &lb), "%s", tf_error());
+            for (int t = 0; t < na; t++)
+                if (a[t] != TF_LISTOPS_END) CHECK(k < nb && b[k++] == a[t]);
+            CHECKF(k == nb && la == lb && nb < na,
+                   "example %lld of subset %d: %d tokens kept of %d", (long long)i, subset, nb, na);
+            ends += na - nb;
+        }
+    CHECKF(ends > 90 * 2, "%d \"]\" dropped from 90 expressions", ends);
+    tf_loader *l = tf_listops_loader_new(&d, 200, 20, 100, 8);
+    tf_ctx *ctx = tf_ctx_new(1);
+    CHECKF(l && ctx, "%s", tf_error());
+    for (uint64_t key = 0; key < 4; key++) {
+        tf_batch x;
+        CHECK(!tf_loader_next(l, ctx, key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, 4, &x));
+        const tf_tensor *ids = tf_batch_get(&x, "input_ids");
+        for (int64_t t = 0; t < tf_numel(ids); t++) CHECK(tf_i32(ids)[t] != TF_LISTOPS_END);
+        tf_ctx_reset(ctx);
+    }
+    d.drop_end = 2;
+    CHECK(tf_listops_check(&d) && strstr(tf_error(), "drop_end 2 must be 0 or 1"));
+    tf_ctx_free(ctx);
+    tf_loader_free(l);
 }
 
 /* The largest |difference| between logits (n,10) of examples [0, n) of
@@ -219,7 +256,7 @@ static void check_test_scoring(const char *dir) {
     CHECK(c.min_len == 10 && c.max_len == 40 && c.max_depth == 4 && c.max_args == 4 && c.listops_seed == 1);
     tf_bert *m = tf_bert_load_hf(path, &(tf_bert_load_opts){-1, 0, 0});
     CHECKF(m != NULL, "%s", tf_error());
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0};
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0, 0};
     int64_t hits = -1, conf[100], diag = 0, total = 0;
     float logits[23 * 10];
     CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, 0, logits, &hits, conf) == 0, "%s", tf_error());
@@ -253,7 +290,8 @@ static void check_test_scoring(const char *dir) {
 }
 
 /* --listops-sep true: a run trains and scores (its folder says so, its
- * vocabulary has [SEP]); scoring a model with the other setting is refused. */
+ * vocabulary has [SEP]); scoring a model with the other setting is refused.
+ * --listops-drop-end true: a run trains, its folder says so, and it scores. */
 static void check_sep_run(const char *dir, const char *common) {
     char args[1024], out[4096], path[512];
     snprintf(args, sizeof args, "%s --context 41 --listops-sep true --listops-bucket 8 --out %s/sep", common, dir);
@@ -269,13 +307,21 @@ static void check_sep_run(const char *dir, const char *common) {
     snprintf(path, sizeof path, "%s/run0", dir);
     tf_bert *plain = tf_bert_load_hf(path, NULL);
     CHECKF(with && plain && with->cfg.vocab_size == TF_LISTOPS_SEP + 1, "%s", tf_error());
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0};
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0, 0};
     int64_t hits;
     CHECK(tf_listops_score(with, &o, 2, 0, 5, 5, 0, NULL, &hits, NULL) && strstr(tf_error(), "has [SEP]"));
     o.sep = 1;
     CHECK(tf_listops_score(plain, &o, 2, 0, 5, 5, 0, NULL, &hits, NULL) && strstr(tf_error(), "lacks [SEP]"));
     CHECKF(tf_listops_score(with, &o, 2, 0, 5, 5, 0, NULL, &hits, NULL) == 0, "%s", tf_error());
     tf_bert_free(with), tf_bert_free(plain);
+    snprintf(args, sizeof args, "%s --context 40 --listops-drop-end true --out %s/noend", common, dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "accuracy"), "rc %d\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/noend", dir);
+    CHECKF(tf_listops_settings_load(path, &c) == 0 && c.drop_end == 1 && c.sep == 0, "%s", tf_error());
+    snprintf(args, sizeof args, "eval --model %s/noend --listops 9 --batch 4 --threads 1", dir);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "of 9 test expressions"), "rc %d\n%s", rc, out);
 }
 
 /* tformer train --arch listops: 3 steps with full, bigbird and nystrom
@@ -322,12 +368,14 @@ TEST(listops_train_smoke) {
 
 /* Self-pretraining's batches (--listops-objective mlm): the plain loader's batch with about mask_prob of the
  * expression tokens labelled ([CLS] and padding never), 80% of those [MASK], the rest unchanged where not
- * labelled, and the same draw each time; with sep, [SEP] is never chosen either. */
-static void check_masking(int sep) {
+ * labelled, and the same draw each time; with sep, [SEP] is never chosen either; with drop_end, no "]"
+ * comes in as the random token. */
+static void check_masking(int sep, int drop_end) {
     tf_listops_task_config c = tf_listops_task_config_default();
     c.min_len = 10, c.max_len = 40, c.max_depth = 4, c.max_args = 4, c.model.context = 40 + sep, c.sep = sep;
+    c.drop_end = drop_end;
     c.model.n_layer = 1, c.model.d_model = 16, c.model.n_head = 2;
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, sep};
+    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, sep, drop_end};
     tf_listops_task_config m = c;
     m.objective = TF_LISTOPS_MLM;
     char dir[] = "/tmp/tformer_lomask_XXXXXX";
@@ -336,7 +384,7 @@ static void check_masking(int sep) {
     tf_loader *plain = tf_listops_loader_new(&o, c.n_train, c.n_valid, 40 + sep, 0);
     CHECKF(t && plain, "%s", tf_error());
     tf_ctx *ctx = tf_ctx_new(0);
-    int64_t tokens = 0, chosen = 0, masked = 0, changed = 0, bad = 0, again = 0, seps = 0;
+    int64_t tokens = 0, chosen = 0, masked = 0, changed = 0, bad = 0, again = 0, seps = 0, ends = 0;
     for (uint64_t key = 0; key < 20; key++) {
         tf_batch b = {0}, p = {0}, b2 = {0};
         CHECKF(t->vt->batch(t, ctx, key % 2 ? TF_SUBSET_VAL : TF_SUBSET_TRAIN, key, 8, &b) == 0 &&
@@ -351,7 +399,7 @@ static void check_masking(int sep) {
                  memcmp(y, tf_i32(tf_batch_get(&b2, "labels")), (size_t)n * 4) != 0;
         for (int64_t i = 0; i < n; i++) {
             int expression = am[i] && x0[i] != TF_LISTOPS_CLS && x0[i] != TF_LISTOPS_SEP;
-            seps += x0[i] == TF_LISTOPS_SEP;
+            seps += x0[i] == TF_LISTOPS_SEP, ends += x[i] == TF_LISTOPS_END;
             tokens += expression;
             if (y[i] == -100) {
                 bad += x[i] != x0[i];
@@ -363,15 +411,15 @@ static void check_masking(int sep) {
         tf_ctx_reset(ctx);
     }
     double share = (double)chosen / (double)tokens, mask_share = (double)masked / (double)chosen;
-    CHECKF(bad == 0 && again == 0 && seps == (sep ? 20 * 8 : 0),
-           "%lld labels or inputs wrong, %lld batches drawn twice differ, %lld [SEP]", (long long)bad,
-           (long long)again, (long long)seps);
+    CHECKF(bad == 0 && again == 0 && seps == (sep ? 20 * 8 : 0) && (drop_end ? ends == 0 : ends > 0),
+           "%lld labels or inputs wrong, %lld batches drawn twice differ, %lld [SEP], %lld \"]\"", (long long)bad,
+           (long long)again, (long long)seps, (long long)ends);
     CHECKF(share > 0.12 && share < 0.18 && mask_share > 0.72 && mask_share < 0.88 && changed > masked &&
                changed < chosen,
            "%lld of %lld tokens chosen (%.3f), %.3f of them [MASK], %lld changed", (long long)chosen,
            (long long)tokens, share, mask_share, (long long)changed);
-    printf("    masking%s: %lld of %lld expression tokens chosen (%.3f), %.3f of those [MASK], %.3f another token\n",
-           sep ? " (with [SEP])" : "", (long long)chosen, (long long)tokens, share, mask_share,
+    printf("    masking%s%s: %lld of %lld expression tokens chosen (%.3f), %.3f of those [MASK], %.3f another token\n",
+           sep ? " (with [SEP])" : "", drop_end ? " (without \"]\")" : "", (long long)chosen, (long long)tokens, share, mask_share,
            (double)(changed - masked) / (double)chosen);
     tf_ctx_free(ctx);
     tf_loader_free(plain);
@@ -408,8 +456,9 @@ static void check_started(const char *mlm_dir, const char *cls_dir, const char *
 /* Self-pretraining: a masked-LM run, a classifier started from it (trained and scored), and the mistakes
  * named: the two together, another model, a classifier's folder, a missing one, scoring a masked LM. */
 TEST(listops_self_pretraining) {
-    check_masking(0);
-    check_masking(1);
+    check_masking(0, 0);
+    check_masking(1, 0);
+    check_masking(0, 1);
     char dir[] = "/tmp/tformer_lopre_XXXXXX", args[1024], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     const char *common = "train --arch listops --threads 1 --listops-min-len 10 --listops-max-len 40 --listops-depth 4 "
@@ -461,6 +510,7 @@ TEST(listops_self_pretraining) {
         {"--listops-init %s/none", "not a ListOps run folder"},
         {"--listops-init /dev/null", "not a ListOps run folder"}, /* not a folder at all */
         {"--context 41 --listops-sep true --listops-init %s/mlm", "was trained with listops_sep false"},
+        {"--listops-drop-end true --listops-init %s/mlm", "was trained with listops_drop_end false"},
         {"--listops-objective guess", "--listops-objective"},
         {"--listops-mask-prob 1.5", "--listops-mask-prob"},
     };

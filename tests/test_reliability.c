@@ -461,7 +461,7 @@ TEST(reliability_messages_say_what_is_wrong) {
 
 /* ---------------------------------------------------------------- this stop's new flags */
 
-/* --keep-checkpoints, --average-last, --val-bleu, --stop-at, --best-after, --listops-sep, --rope, --rope-base,
+/* --keep-checkpoints, --average-last, --val-bleu, --stop-at, --best-after, --listops-sep, --listops-drop-end, --rope, --rope-base,
  * --learned-positions, --lsa, --conv-kernel: garbage, negative and NaN are usage errors naming the flag,
  * and nothing is created. */
 TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
@@ -480,6 +480,7 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--best-after -5", "--best-after expects an integer in [0,inf), got '-5'"},
         {"--best-after 2.5", "--best-after expects an integer in [0,inf), got '2.5'"},
         {"--arch listops --listops-sep maybe", "--listops-sep expects true or false, got 'maybe'"},
+        {"--arch listops --listops-drop-end 2", "--listops-drop-end expects true or false, got '2'"},
         {"--rope bogus", "--rope expects one of none, halves, interleaved, got 'bogus'"},
         {"--rope-base nan", "--rope-base expects a number in (1,inf), got 'nan'"},
         {"--rope-base 1", "--rope-base expects a number in (1,inf), got '1'"},

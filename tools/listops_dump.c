@@ -10,7 +10,7 @@
 int main(int argc, char **argv) {
     if (argc != 4 && argc != 8)
         return fprintf(stderr, "usage: listops_dump SEED SUBSET N [MIN_LEN MAX_LEN MAX_DEPTH MAX_ARGS]\n"), 2;
-    tf_listops_opts o = {500, 2000, 10, 10, strtoull(argv[1], NULL, 10), 0};
+    tf_listops_opts o = {500, 2000, 10, 10, strtoull(argv[1], NULL, 10), 0, 0};
     if (argc == 8) o.min_len = atoi(argv[4]), o.max_len = atoi(argv[5]), o.max_depth = atoi(argv[6]), o.max_args = atoi(argv[7]);
     int subset = atoi(argv[2]);
     long n = atol(argv[3]);

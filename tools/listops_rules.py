@@ -20,7 +20,8 @@ import sys
 
 def root_view(tokens):
     """(root operator, the root's own digit arguments, its nested operators,
-    its arguments in order: a digit, or "L" for a nested list)."""
+    its arguments in order: a digit, or "L" for a nested list, every digit of
+    the expression in order)."""
     depth, root, digits, nested, args = 0, None, [], [], []
     for t in tokens:
         if t.startswith("["):
@@ -35,12 +36,12 @@ def root_view(tokens):
         elif depth == 1:
             digits.append(int(t))
             args.append(int(t))
-    return root, digits, nested, args
+    return root, digits, nested, args, [int(t) for t in tokens if t.isdigit()]
 
 
 def by_operator(view):
     """The root, and the operator applied to its own digits only (a guess at the answer)."""
-    root, d, nested, _ = view
+    root, d, nested = view[:3]
     if not d:
         return (root, None)
     if root == "MAX":
@@ -61,6 +62,11 @@ RULES = [
     # precedes the final "]": each is read at a fixed place, no depth counted.
     ("the root operator, its first argument (a digit or a list)", lambda v: (v[0], v[3][0] if v[3] else None)),
     ("the root operator, its last argument (a digit or a list)", lambda v: (v[0], v[3][-1] if v[3] else None)),
+    # LRA's inputs have no "]" (its tokenizer keeps alphanumeric tokens only):
+    # the expression's last token is a digit, the root's last argument when
+    # that is a digit, else the last digit of a nested list.
+    ("the root operator, the expression's last digit (LRA's last token)", lambda v: (v[0], v[4][-1])),
+    ("the root operator, the expression's first and last digits", lambda v: (v[0], v[4][0], v[4][-1])),
     ("the root operator applied to its own digits (+ their counts for SM, MED)", by_operator),
 ]
 

@@ -258,6 +258,9 @@ typedef struct {
     int max_depth, max_args; /* LRA: 10, 10 */
     uint64_t seed;
     int sep;               /* 0 (LRA), or 1: batches end each expression with [SEP] (BERT's [CLS] x [SEP]) */
+    int drop_end;          /* 0: each operator closed by "]" (the text); 1: the "]" left out, as LRA's released
+                            * input pipeline does (its tokenizer keeps alphanumeric tokens only); the lengths
+                            * min_len and max_len still count them, so the expressions are the same */
 } tf_listops_opts;
 
 /* Token ids: padding, a [CLS] the classifier reads, the digits, the operators, "]". */
@@ -273,8 +276,8 @@ enum { TF_LISTOPS_PAD, TF_LISTOPS_CLS, TF_LISTOPS_DIGIT0, TF_LISTOPS_MIN = TF_LI
 /* 0, or -1 with a message naming the setting that cannot work. */
 TF_API int tf_listops_check(const tf_listops_opts *o);
 /* Example `index` of subset (0 train, 1 validation, 2 test): its tokens
- * (cap >= max_len ids, no [CLS]) in ids, their count in *len, the answer in
- * *label; 0 or -1. */
+ * (cap >= max_len ids, no [CLS]; no "]" with drop_end) in ids, their count in
+ * *len, the answer in *label; 0 or -1. */
 TF_API int tf_listops_example(const tf_listops_opts *o, int subset, int64_t index, int32_t *ids, int cap, int *len,
                               int *label);
 /* A token's text ("[MAX", "7", "]", ...). */

@@ -280,6 +280,7 @@ typedef struct {
     uint64_t listops_seed;
     int bucket;            /* 0, or length bucketing (tf_listops_loader_new) */
     int sep;               /* [SEP] after each expression (tf_listops_opts.sep); the vocabulary then has it */
+    int drop_end;          /* the "]" tokens left out, as LRA's input pipeline does (tf_listops_opts.drop_end) */
     tf_listops_objective objective;
     float mask_prob;       /* TF_LISTOPS_MLM: the share of an expression's tokens masked */
     char init[1024];       /* "", or a TF_LISTOPS_MLM run folder whose weights start a classifier */

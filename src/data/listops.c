@@ -35,6 +35,7 @@ int tf_listops_check(const tf_listops_opts *o) {
         return tf_set_error("listops: lengths must satisfy 0 <= min_len < length < max_len: min_len %d, max_len %d "
                             "leave no length", o->min_len, o->max_len);
     if (o->sep != 0 && o->sep != 1) return tf_set_error("listops: sep %d must be 0 or 1", o->sep);
+    if (o->drop_end != 0 && o->drop_end != 1) return tf_set_error("listops: drop_end %d must be 0 or 1", o->drop_end);
     if (longest(1, o) <= o->min_len)
         return tf_set_error("listops: max_depth %d and max_args %d make expressions of at most %lld tokens, not more "
                             "than min_len %d", o->max_depth, o->max_args, (long long)longest(1, o), o->min_len);
@@ -88,6 +89,16 @@ static int tree(gen *g, int d) {
     return emit(g, TF_LISTOPS_END) ? -1 : apply(op, v, n);
 }
 
+/* LRA's inputs: its released pipeline tokenizes the text with tfds's
+ * Tokenizer, which keeps alphanumeric tokens only ("[MAX" -> "MAX", "]" and
+ * the parentheses of its files dropped). The length filter has counted them. */
+static int drop_ends(int32_t *ids, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (ids[i] != TF_LISTOPS_END) ids[k++] = ids[i];
+    return k;
+}
+
 int tf_listops_example(const tf_listops_opts *o, int subset, int64_t index, int32_t *ids, int cap, int *len,
                        int *label) {
     if (tf_listops_check(o)) return -1;
@@ -97,7 +108,7 @@ int tf_listops_example(const tf_listops_opts *o, int subset, int64_t index, int3
     for (uint64_t a = 0; a < ATTEMPTS; a++) {
         g.rng = tf_key(o->seed, (uint64_t)subset, (uint64_t)index, a), g.n = 0;
         int v = tree(&g, 1);
-        if (v >= 0 && g.n > o->min_len) return *len = g.n, *label = v, 0;
+        if (v >= 0 && g.n > o->min_len) return *len = o->drop_end ? drop_ends(ids, g.n) : g.n, *label = v, 0;
     }
     return tf_set_error("listops: no expression of %d to %d tokens in %d attempts (max_depth %d, max_args %d)",
                         o->min_len + 1, o->max_len - 1, ATTEMPTS, o->max_depth, o->max_args);

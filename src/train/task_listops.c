@@ -35,6 +35,9 @@ static const tf_field LO_ROWS[] = {
     R(sep, TF_FIELD_BOOL, "listops_sep", "false", NULL,
       "ListOps: [SEP] after each expression (BERT's [CLS] x [SEP]): a token that marks where the expression ends "
       "(LRA's inputs have none)"),
+    R(drop_end, TF_FIELD_BOOL, "listops_drop_end", "false", NULL,
+      "ListOps: leave out the closing \"]\" tokens, as LRA's released input pipeline does (its tokenizer keeps "
+      "alphanumeric tokens only: operators and digits); the lengths still count them"),
     TF_FIELD_ROW(tf_listops_task_config, objective, TF_FIELD_ENUM, "listops_objective", "classify", NULL, OBJECTIVES,
                  "ListOps: classify (the answer), or mlm (self-pretraining: the expressions' masked tokens, a folder "
                  "for --listops-init)", 0, NULL),
@@ -64,10 +67,13 @@ typedef struct {
 
 /* Masked-LM inputs in place (BERT's rule): each token of an expression ([CLS]
  * and padding never) is chosen with probability p and becomes [MASK] (80%), a
- * random expression token (10%) or stays (10%); labels (B,T) hold the chosen
+ * random expression token (10%: a digit or an operator, "]" too unless the
+ * inputs leave it out) or stays (10%); labels (B,T) hold the chosen
  * tokens' ids, -100 elsewhere. The draws come from (subset, key, position):
  * a batch is masked alike each time it is drawn (validation too). */
-static int mask_batch(tf_ctx *ctx, float p, tf_subset subset, uint64_t key, tf_batch *b) {
+static int mask_batch(tf_ctx *ctx, const tf_listops_task_config *c, tf_subset subset, uint64_t key, tf_batch *b) {
+    const double p = c->mask_prob;
+    const uint64_t kinds = (uint64_t)(c->drop_end ? TF_LISTOPS_END : TF_LISTOPS_VOCAB) - TF_LISTOPS_DIGIT0;
     tf_tensor *ids = tf_batch_get(b, "input_ids"), *am = tf_batch_get(b, "attention_mask");
     int64_t B = ids->shape[0], T = ids->shape[1];
     tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);  // (B,T)
@@ -82,7 +88,7 @@ static int mask_batch(tf_ctx *ctx, float p, tf_subset subset, uint64_t key, tf_b
         lab[i] = x[i];
         u /= p; /* uniform in [0,1) again, given the token was chosen */
         if (u < 0.8) x[i] = TF_LISTOPS_MASK;
-        else if (u < 0.9) x[i] = TF_LISTOPS_DIGIT0 + (int32_t)(tf_key(r, 1, 2, 3) % (TF_LISTOPS_VOCAB - TF_LISTOPS_DIGIT0));
+        else if (u < 0.9) x[i] = TF_LISTOPS_DIGIT0 + (int32_t)(tf_key(r, 1, 2, 3) % kinds);
     }
     return tf_batch_set(b, "labels", y);
 }
@@ -90,7 +96,7 @@ static int mask_batch(tf_ctx *ctx, float p, tf_subset subset, uint64_t key, tf_b
 static int lo_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
     lo_task *l = (lo_task *)t;
     if (tf_loader_next(l->loader, ctx, subset, key, rows, b)) return -1;
-    return l->cfg.objective == TF_LISTOPS_MLM ? mask_batch(ctx, l->cfg.mask_prob, subset, key, b) : 0;
+    return l->cfg.objective == TF_LISTOPS_MLM ? mask_batch(ctx, &l->cfg, subset, key, b) : 0;
 }
 
 /* Masked-token accuracy: logits (N,V) of the labelled positions in order. */
@@ -199,9 +205,10 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
     if (pre.objective != TF_LISTOPS_MLM)
         return tf_set_error("listops: listops_init %s: a run of listops_objective %s, not mlm (self-pretraining)",
                             c->init, OBJECTIVES[pre.objective]), NULL;
-    if (pre.sep != c->sep)
-        return tf_set_error("listops: listops_init %s was trained with listops_sep %s: give the classifier the same",
-                            c->init, pre.sep ? "true" : "false"), NULL;
+    if (pre.sep != c->sep || pre.drop_end != c->drop_end)
+        return tf_set_error("listops: listops_init %s was trained with %s %s: give the classifier the same", c->init,
+                            pre.sep != c->sep ? "listops_sep" : "listops_drop_end",
+                            (pre.sep != c->sep ? pre.sep : pre.drop_end) ? "true" : "false"), NULL;
     tf_bert *from = tf_bert_load_hf(c->init, NULL), *m = NULL;
     if (!from) return NULL;
     tf_bert_config same = from->cfg; /* the head's rows as the classifier's */
@@ -245,7 +252,7 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
     l->base.n_metrics = 1;
     l->base.metric_names[0] = c->objective == TF_LISTOPS_MLM ? "mlm_accuracy" : "accuracy";
     l->base.select_metric = 1;
-    tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed, c->sep};
+    tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed, c->sep, c->drop_end};
     seed = seed ? seed : 1;
     if (fit_model(&l->cfg) ||
         !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context, c->bucket)) ||
