@@ -271,7 +271,8 @@ TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
  * expressions, a share mask_prob of their tokens masked; a classifier whose
  * init names such a run folder starts from its weights (the encoder: the
  * pooler and classifier are new). With sep, every expression is followed by
- * [SEP] and the vocabulary is TF_LISTOPS_SEP + 1 tokens. */
+ * [SEP] and the vocabulary is TF_LISTOPS_SEP + 1 tokens; with drop_end, the
+ * "]" tokens are left out (LRA's inputs). */
 typedef enum { TF_LISTOPS_CLASSIFY, TF_LISTOPS_MLM } tf_listops_objective;
 typedef struct {
     tf_bert_config model;  /* vocab, head, labels and pooler are set by the task */
