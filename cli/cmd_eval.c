@@ -31,7 +31,7 @@ static int eval_listops(const cli_args *a, int64_t n) {
     tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
     cli_quantize(a, QUANTIZE, m->params);
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, c.sep, c.drop_end};
+    tf_listops_opts o = tf_listops_task_opts(&c);
     int64_t hits, conf[100];
     if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, c.bucket, NULL, &hits, conf)) cli_die(a->verb, tf_error());
     printf("accuracy %.4f (%lld of %lld test expressions, listops_seed %llu, lengths %d-%d)\n",

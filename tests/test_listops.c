@@ -256,7 +256,7 @@ static void check_test_scoring(const char *dir) {
     CHECK(c.min_len == 10 && c.max_len == 40 && c.max_depth == 4 && c.max_args == 4 && c.listops_seed == 1);
     tf_bert *m = tf_bert_load_hf(path, &(tf_bert_load_opts){-1, 0, 0});
     CHECKF(m != NULL, "%s", tf_error());
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0, 0};
+    tf_listops_opts o = tf_listops_task_opts(&c);
     int64_t hits = -1, conf[100], diag = 0, total = 0;
     float logits[23 * 10];
     CHECKF(tf_listops_score(m, &o, 2, 0, 23, 5, 0, logits, &hits, conf) == 0, "%s", tf_error());
@@ -375,7 +375,7 @@ static void check_masking(int sep, int drop_end) {
     c.min_len = 10, c.max_len = 40, c.max_depth = 4, c.max_args = 4, c.model.context = 40 + sep, c.sep = sep;
     c.drop_end = drop_end;
     c.model.n_layer = 1, c.model.d_model = 16, c.model.n_head = 2;
-    tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, sep, drop_end};
+    tf_listops_opts o = tf_listops_task_opts(&c);
     tf_listops_task_config m = c;
     m.objective = TF_LISTOPS_MLM;
     char dir[] = "/tmp/tformer_lomask_XXXXXX";

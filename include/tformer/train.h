@@ -291,6 +291,8 @@ TF_API extern const tf_field_table tf_listops_task_config_table;
 /* Validation metric: accuracy. The run folder (and best/) holds the model as
  * a Hugging Face folder and these settings as TF_LISTOPS_SETTINGS. */
 TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed);
+/* The expressions a task config describes (its generator's and the batches' settings). */
+TF_API tf_listops_opts tf_listops_task_opts(const tf_listops_task_config *c);
 #define TF_LISTOPS_SETTINGS "listops.json"
 /* A run folder's settings (DIR/listops.json); -1 with a message naming the
  * file when it is missing or wrong. */

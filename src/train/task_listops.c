@@ -205,10 +205,12 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
     if (pre.objective != TF_LISTOPS_MLM)
         return tf_set_error("listops: listops_init %s: a run of listops_objective %s, not mlm (self-pretraining)",
                             c->init, OBJECTIVES[pre.objective]), NULL;
-    if (pre.sep != c->sep || pre.drop_end != c->drop_end)
-        return tf_set_error("listops: listops_init %s was trained with %s %s: give the classifier the same", c->init,
-                            pre.sep != c->sep ? "listops_sep" : "listops_drop_end",
-                            (pre.sep != c->sep ? pre.sep : pre.drop_end) ? "true" : "false"), NULL;
+    if (pre.sep != c->sep)
+        return tf_set_error("listops: listops_init %s was trained with listops_sep %s: give the classifier the same",
+                            c->init, pre.sep ? "true" : "false"), NULL;
+    if (pre.drop_end != c->drop_end)
+        return tf_set_error("listops: listops_init %s was trained with listops_drop_end %s: give the classifier the "
+                            "same", c->init, pre.drop_end ? "true" : "false"), NULL;
     tf_bert *from = tf_bert_load_hf(c->init, NULL), *m = NULL;
     if (!from) return NULL;
     tf_bert_config same = from->cfg; /* the head's rows as the classifier's */
@@ -242,6 +244,10 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
     return rc ? NULL : m;
 }
 
+tf_listops_opts tf_listops_task_opts(const tf_listops_task_config *c) {
+    return (tf_listops_opts){c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed, c->sep, c->drop_end};
+}
+
 tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed) {
     if (mkdir(run_dir, 0755) && errno != EEXIST)
         return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
@@ -252,7 +258,7 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
     l->base.n_metrics = 1;
     l->base.metric_names[0] = c->objective == TF_LISTOPS_MLM ? "mlm_accuracy" : "accuracy";
     l->base.select_metric = 1;
-    tf_listops_opts o = {c->min_len, c->max_len, c->max_depth, c->max_args, c->listops_seed, c->sep, c->drop_end};
+    tf_listops_opts o = tf_listops_task_opts(c);
     seed = seed ? seed : 1;
     if (fit_model(&l->cfg) ||
         !(l->loader = tf_listops_loader_new(&o, c->n_train, c->n_valid, l->cfg.model.context, c->bucket)) ||
