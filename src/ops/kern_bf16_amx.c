@@ -32,15 +32,19 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
+/* Palette 1, tiles 0-7 of 16 rows x 64 bytes. A constant in memory, not one
+ * built on the stack: GCC 12's _tile_loadconfig tells the compiler that it reads
+ * 8 bytes of its operand, so the stores of the other 56 were dropped as dead
+ * (LDTILECFG then read stack garbage and faulted). */
+static const tile_config CONFIG = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
 /* Once per task (tf_bf16_kernels' begin): a thread's configuration lasts
  * until something releases or replaces it, which tformer cannot see. */
-KA static void configure(void) {
-    tile_config c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int i = 0; i < 8; i++) c.colsb[i] = 64, c.rows[i] = 16;
-    _tile_loadconfig(&c);
-}
+KA static void configure(void) { _tile_loadconfig(&CONFIG); }
 
 /* Tiles 0-3: C (rows 0-15 | 16-31) x (columns 0-15 | 16-31); 4, 5: A's halves; 6, 7: B's. */
 KA static inline void step(const uint32_t *a, int64_t lda, const uint32_t *b) {
