@@ -102,6 +102,10 @@ TF_API tf_tensor *tf_drop_path(tf_ctx *ctx, tf_tensor *x, float p);
  * for query i when j > i + Tk - Tq (PyTorch's rule when Tq == Tk). */
 TF_API tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
                    int causal, float scale);
+/* The same attention with the output (B,Tq,H,Dv): the heads side by side in
+ * each row, as the output projection reads them (no copy between the two). */
+TF_API tf_tensor *tf_sdpa_heads_last(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
+                                     int causal, float scale);
 /* act(x W^T + b) in one op: x (..., K), w (N,K), or (K,N) when w_in_out
  * (Hugging Face's Conv1D: act(x W + b)), b (N) or NULL, act a tf_activation
  * or TF_ACT_NONE. Saves the bias pass and, with an activation, one (..., N)

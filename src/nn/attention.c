@@ -147,11 +147,22 @@ static tf_linear projection(tf_ctx *ctx, const tf_mha *m, int i) {
     return l;
 }
 
-/* y (B,T,E) -> (B,H,T,D), a view. */
+/* y (B,T,E) -> (B,H,T,D), a view. A fused projection's q, k and v are
+ * column slices of (B,T,3E) (rows 3E apart): viewed in place, as a reshape
+ * would copy each slice first (the attention reads rows at any stride). */
 static tf_tensor *split_heads(tf_ctx *ctx, tf_tensor *y, int64_t H) {
     if (!y) return NULL;
-    y = tf_reshape(ctx, y, 4, (int64_t[]){y->shape[0], y->shape[1], H, y->shape[2] / H});
-    return tf_transpose(ctx, y, 1, 2);
+    int64_t B = y->shape[0], T = y->shape[1], D = y->shape[2] / H;
+    if (y->stride[2] != 1) {
+        y = tf_reshape(ctx, y, 4, (int64_t[]){B, T, H, D});
+        return tf_transpose(ctx, y, 1, 2);
+    }
+    tf_tensor *v = tf_view_new(ctx, y);
+    if (!v) return NULL;
+    v->ndim = 4;
+    memcpy(v->shape, (int64_t[]){B, H, T, D}, sizeof(int64_t[4]));
+    memcpy(v->stride, (int64_t[]){y->stride[0], D, y->stride[1], 1}, sizeof(int64_t[4]));
+    return v;
 }
 
 /* q, k, v (B,H,T,D). Self-attention with fused weights is one product of
@@ -274,7 +285,8 @@ static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], 
     tf_tensor *q = qkv[0];
     if (m->temperature) /* lsa: head h's scores scaled by temperature[h], through q */
         q = tf_mul(ctx, q, tf_reshape(ctx, m->temperature, 4, (int64_t[]){1, m->cfg.n_head, 1, 1})); // (B,H,Tq,D)
-    if (!unfused) return tf_sdpa(ctx, q, qkv[1], qkv[2], bias, causal, scale);
+    if (!unfused) /* (B,Tq,H,Dv) viewed as (B,H,Tq,Dv): the caller's transpose back is then contiguous */
+        return tf_transpose(ctx, tf_sdpa_heads_last(ctx, q, qkv[1], qkv[2], bias, causal, scale), 1, 2);
     tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, q, qkv[1], 0, 1), scale);  // s: (B,H,Tq,Tk)
     tf_tensor *p = tf_softmax(ctx, s, bias);                                    // p: (B,H,Tq,Tk)
     if (probs && !(*probs = p)) return NULL;

@@ -86,19 +86,19 @@ typedef struct {
     void (*tanh)(float *y, const float *x, int64_t n);
 } tf_kernels;
 
-/* t = a (T, D) transposed tile by tile: key tile j0 (width w <= bk) becomes
+/* t = a (T, D), rows lda apart, transposed tile by tile: key tile j0 (width w <= bk) becomes
  * a contiguous (D, w) block at t + j0 * D, so a tile product Q K_tile^T reads
  * it densely (rows of a whole (D, T) matrix, T apart, fall into the same
  * cache sets). Attention's kernels (ops_attention.c, ops_sparse_attention.c). */
-void tf_tiles_t(float *t, const float *a, int64_t T, int64_t D, int64_t bk);
+void tf_tiles_t(float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk);
 /* Flash attention's online softmax over one key tile of a block of query rows:
  * S (rows, w) scores (-inf hidden) become e^(S - m) in place, with each row's
- * running max m and sum l (double) updated and its output row o (Dv) rescaled
+ * running max m and sum l (double) updated and its output row o (Dv; rows ldo apart) rescaled
  * when the max grows; a row with nothing visible in the tile gets zeros. */
 void tf_flash_tile_rows(const tf_kernels *kern, float *S, int64_t rows, int64_t w, float *m, double *l, float *o,
-                        int64_t Dv);
+                        int64_t ldo, int64_t Dv);
 /* The end of the rows: o /= l, lse = m + log l; a row that saw no key: zeros, lse -inf. */
-void tf_flash_finish(float *o, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv);
+void tf_flash_finish(float *o, int64_t ldo, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv);
 /* x (B,H,T,D) itself when each (batch, head) holds its rows one after another
  * (a KV cache's view), else a contiguous copy: the kernels read rows D apart. */
 tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x);

@@ -26,7 +26,11 @@ typedef struct {
     int causal;
     tf_dtype mask_dtype;
     int64_t ms[4]; /* mask strides broadcast to (B,H,Tq,Tk) */
-    int64_t st[3][2]; /* q, k, v: element strides of the batch and head dims (rows are contiguous) */
+    int64_t st[3][2]; /* q, k, v: element strides of the batch and head dims */
+    int64_t ld[3];    /* q, k, v: their rows' stride (each row contiguous): D for (B,H,T,D) tensors,
+                       * 3E for heads viewed in a fused projection's (B,T,3E) output */
+    int heads_last;   /* the output (B,Tq,H,Dv), ready for the output projection, not (B,H,Tq,Dv) */
+    int64_t ldo;      /* its rows' stride: H Dv, or Dv */
     int threads;   /* backward scratch: one (2, BQ, Tk) block per thread */
     int transposed; /* K^T tiles in saved[1]; 0: a decoding step's one row scores by dot products */
 } tf_sdpa_params;
@@ -47,12 +51,17 @@ static int64_t at(const tf_sdpa_params *p, int i, int64_t bh) {
     return bh / p->H * p->st[i][0] + bh % p->H * p->st[i][1];
 }
 
-void tf_tiles_t(float *t, const float *a, int64_t T, int64_t D, int64_t bk) {
+/* Offset of query row i of (batch, head) bh in the output (and its gradient). */
+static int64_t out_at(const tf_sdpa_params *p, int64_t bh, int64_t i) {
+    return p->heads_last ? (bh / p->H * p->Tq + i) * p->ldo + bh % p->H * p->Dv : (bh * p->Tq + i) * p->Dv;
+}
+
+void tf_tiles_t(float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk) {
     for (int64_t j0 = 0; j0 < T; j0 += bk) {
         int64_t w = T - j0 < bk ? T - j0 : bk;
         float *tt = t + j0 * D;
         for (int64_t c = 0; c < w; c++)
-            for (int64_t d = 0; d < D; d++) tt[d * w + c] = a[(j0 + c) * D + d];
+            for (int64_t d = 0; d < D; d++) tt[d * w + c] = a[(j0 + c) * lda + d];
     }
 }
 
@@ -68,10 +77,10 @@ static void block_scores(float *S, const sdpa_block *k, int64_t j0, int64_t w) {
     const tf_sdpa_params *p = k->p;
     int64_t rows = k->i1 - k->i0, b = k->bh / p->H, h = k->bh % p->H;
     if (k->kt)
-        k->kern->tile_gemm(S, w, k->q + k->i0 * p->D, p->D, 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
+        k->kern->tile_gemm(S, w, k->q + k->i0 * p->ld[0], p->ld[0], 1, k->kt + j0 * p->D, w, rows, w, p->D, 0.0f);
     else /* a decoding step's row: its scores as dot products with the keys' rows */
         for (int64_t r = 0; r < rows; r++)
-            k->kern->dot_rows(S + r * w, k->k + j0 * p->D, p->D, k->q + (k->i0 + r) * p->D, w, p->D, 0.0f);
+            k->kern->dot_rows(S + r * w, k->k + j0 * p->ld[1], p->ld[1], k->q + (k->i0 + r) * p->ld[0], w, p->D, 0.0f);
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = k->i0 + r, last, moff = b * p->ms[0] + h * p->ms[1] + i * p->ms[2], ms = p->ms[3];
         visible_end(p, i, &last);
@@ -97,7 +106,7 @@ static int64_t block_end(const sdpa_block *k) {
 }
 
 void tf_flash_tile_rows(const tf_kernels *kern, float *S, int64_t rows, int64_t w, float *m, double *l, float *o,
-                        int64_t Dv) {
+                        int64_t ldo, int64_t Dv) {
     for (int64_t r = 0; r < rows; r++) {
         float *s = S + r * w, tm = -INFINITY;
         for (int64_t c = 0; c < w; c++) tm = s[c] > tm ? s[c] : tm;
@@ -108,40 +117,42 @@ void tf_flash_tile_rows(const tf_kernels *kern, float *S, int64_t rows, int64_t 
         if (tm > m[r]) { /* a new running max: rescale what was summed so far */
             float f = m[r] == -INFINITY ? 0.0f : expf(m[r] - tm);
             l[r] *= f;
-            for (int64_t c = 0; c < Dv; c++) o[r * Dv + c] *= f;
+            for (int64_t c = 0; c < Dv; c++) o[r * ldo + c] *= f;
             m[r] = tm;
         }
         l[r] += kern->exp_shift(s, s, m[r], w);
     }
 }
 
-void tf_flash_finish(float *o, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv) {
+void tf_flash_finish(float *o, int64_t ldo, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv) {
     for (int64_t r = 0; r < rows; r++) {
         if (l[r] == 0.0) { /* every key excluded: zeros, as in tf_softmax */
             lse[r] = -INFINITY;
             continue;
         }
         float inv = (float)(1.0 / l[r]);
-        for (int64_t c = 0; c < Dv; c++) o[r * Dv + c] *= inv;
+        for (int64_t c = 0; c < Dv; c++) o[r * ldo + c] *= inv;
         lse[r] = m[r] + (float)log(l[r]);
     }
 }
 
-static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv), lse: (rows)
+static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv) rows ldo apart, lse: (rows)
     const tf_sdpa_params *p = k->p;
     const tf_kernels *kern = k->kern;
     int64_t rows = k->i1 - k->i0, end = block_end(k);
     float S[BQ * BK], m[BQ];
     double l[BQ];
-    memset(o, 0, (size_t)(rows * p->Dv) * sizeof *o);
-    for (int64_t r = 0; r < rows; r++) m[r] = -INFINITY, l[r] = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+        memset(o + r * p->ldo, 0, (size_t)p->Dv * sizeof *o);
+        m[r] = -INFINITY, l[r] = 0.0;
+    }
     for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
         block_scores(S, k, j0, w);
-        tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->Dv);
-        kern->tile_gemm(o, p->Dv, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
+        tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->ldo, p->Dv);
+        kern->tile_gemm(o, p->ldo, S, w, 1, k->v + j0 * p->ld[2], p->ld[2], rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
-    tf_flash_finish(o, lse, m, l, rows, p->Dv);
+    tf_flash_finish(o, p->ldo, lse, m, l, rows, p->Dv);
 }
 
 /* Task t of the forward: query block t % nb of (batch, head) t / nb; kt:
@@ -153,7 +164,7 @@ static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t t, in
     sdpa_block k = {p, kern, n->n_in > 3 ? n->in[3] : NULL, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq,
                     tf_f32(n->in[0]) + at(p, 0, bh), kk + at(p, 1, bh), tf_f32(n->in[2]) + at(p, 2, bh),
                     kt ? kt + bh * p->D * p->Tk : NULL, NULL};
-    forward_block(&k, tf_f32(n->out) + (bh * p->Tq + i0) * p->Dv, n->saved[0] + bh * p->Tq + i0);
+    forward_block(&k, tf_f32(n->out) + out_at(p, bh, i0), n->saved[0] + bh * p->Tq + i0);
 }
 
 void tf_op_sdpa_forward(tf_node *n) {
@@ -168,7 +179,7 @@ void tf_op_sdpa_forward(tf_node *n) {
     int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
     if (kt) /* NULL: a decoding step's scores by dot products (tf_sdpa) */
         TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
-                        tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->Tk, p->D, BK));
+                        tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->ld[1], p->Tk, p->D, BK));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
     if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
@@ -189,7 +200,7 @@ static void backward_tile(float *P, float *dP, const sdpa_block *k, const float 
         if (lse[r] == -INFINITY) memset(P + r * w, 0, (size_t)w * sizeof *P);
         else kern->exp_shift(P + r * w, P + r * w, lse[r], w);
     }
-    kern->tile_gemm(dP, w, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
+    kern->tile_gemm(dP, w, go, p->ldo, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
 }
 
 /* One query block of the backward pass, dS = P (dP - delta) with delta =
@@ -203,7 +214,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
     const tf_sdpa_params *p = k->p;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
     int64_t rows = k->i1 - k->i0, end = block_end(k), b = k->bh / p->H, h = k->bh % p->H;
-    const float *go = n->out->grad + (k->bh * p->Tq + k->i0) * p->Dv;  // (rows,Dv)
+    const float *go = n->out->grad + out_at(p, k->bh, k->i0);  // (rows,Dv), rows ldo apart
     const tf_kernels *kern = k->kern;
     float *Pall = scratch, *dPall = scratch + BQ * p->Tk;  // key tile j0 at j0 * rows: (rows, w)
     double delta[BQ] = {0};
@@ -218,7 +229,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         int64_t w = end - j0 < BK ? end - j0 : BK;
         float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         if (V->grad)  // dV_tile += P^T dO
-            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
+            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->ld[2], p->ld[2], P, 1, w, go, p->ldo, w, p->Dv, rows, 1.0f);
         for (int64_t r = 0; r < rows; r++) {
             int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
             for (int64_t c = 0; c < w; c++) {  // dP becomes scale * dS
@@ -228,10 +239,12 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
             }
         }
         if (Q->grad)  // dQ += scale dS K_tile
-            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->D, p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows, p->D, w,
+            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->ld[0], p->ld[0], dP, w, 1, k->k + j0 * p->ld[1], p->ld[1], rows,
+                            p->D, w,
                             1.0f);
         if (K->grad)  // dK_tile += scale dS^T Q
-            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->D, p->D, dP, 1, w, k->q + k->i0 * p->D, p->D, w, p->D, rows,
+            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->ld[1], p->ld[1], dP, 1, w, k->q + k->i0 * p->ld[0], p->ld[0], w,
+                            p->D, rows,
                             1.0f);
     }
 }
@@ -264,7 +277,7 @@ void tf_op_sdpa_backward(tf_node *n) {
         float *scratch = scratch0 + (int64_t)tid * 2 * BQ * p->Tk;  // (2, BQ, Tk) of this thread
         const float *v = tf_f32(n->in[2]) + at(p, 2, bh);
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
-        tf_tiles_t(vt, v, p->Tk, p->Dv, BK);
+        tf_tiles_t(vt, v, p->ld[2], p->Tk, p->Dv, BK);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += BQ) {
             sdpa_block k = {p, kern, M, bh, i0, i0 + BQ < p->Tq ? i0 + BQ : p->Tq, tf_f32(n->in[0]) + at(p, 0, bh),
                             tf_f32(n->in[1]) + at(p, 1, bh), v, n->saved[1] + bh * p->D * p->Tk, vt};
@@ -280,8 +293,15 @@ tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x) {
     return rows ? x : tf_contiguous(ctx, x);
 }
 
-tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask,
-                   int causal, float scale) {
+/* x with each row contiguous, rows at any stride: the heads of a fused
+ * projection are read where they lie (copying q, k, v and their gradients
+ * cost 6-9% of a small GPT's step). */
+static tf_tensor *strided_rows(tf_ctx *ctx, tf_tensor *x) {
+    return x->stride[3] == 1 || x->shape[3] == 1 ? x : tf_contiguous(ctx, x);
+}
+
+static tf_tensor *sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask, int causal,
+                       float scale, int heads_last) {
     if (!q || !k || !v) return NULL;
     char a[64], b[64], c[64];
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || q->dtype != TF_DTYPE_F32 ||
@@ -301,6 +321,8 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
     p->Dv = v->shape[3];
     p->scale = scale;
     p->causal = causal != 0;
+    p->heads_last = heads_last;
+    p->ldo = heads_last ? p->H * p->Dv : p->Dv;
     int64_t full[4] = {p->B, p->H, p->Tq, p->Tk};
     if (mask) {
         if (mask->dtype == TF_DTYPE_I32 || tf_bcast_strides(mask, 4, full, p->ms))
@@ -309,10 +331,13 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
                                 (long long)p->Tq, (long long)p->Tk), NULL;
         p->mask_dtype = mask->dtype;
     }
-    tf_tensor *in[4] = {tf_attn_rows(ctx, q), tf_attn_rows(ctx, k), tf_attn_rows(ctx, v), mask};
+    tf_tensor *in[4] = {strided_rows(ctx, q), strided_rows(ctx, k), strided_rows(ctx, v), mask};
     for (int i = 0; i < 3; i++)
-        if (in[i]) p->st[i][0] = in[i]->stride[0], p->st[i][1] = in[i]->stride[1];
-    int64_t oshape[4] = {p->B, p->H, p->Tq, p->Dv};
+        if (in[i]) {
+            p->st[i][0] = in[i]->stride[0], p->st[i][1] = in[i]->stride[1];
+            p->ld[i] = in[i]->shape[2] == 1 ? in[i]->shape[3] : in[i]->stride[2];
+        }
+    int64_t oshape[4] = {p->B, heads_last ? p->Tq : p->H, heads_last ? p->H : p->Tq, p->Dv};
     tf_node *n = tf_node_new(ctx, TF_OP_SDPA, mask ? 4 : 3, in, TF_DTYPE_F32, 4, oshape, p);
     p->threads = 1;
 #ifdef _OPENMP
@@ -332,4 +357,13 @@ tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_ten
         !(n->saved[1] = tf_ctx_scratch(ctx, kt + scratch)))
         return NULL;
     return tf_node_run(ctx, n);
+}
+
+tf_tensor *tf_sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask, int causal, float scale) {
+    return sdpa(ctx, q, k, v, mask, causal, scale, 0);
+}
+
+tf_tensor *tf_sdpa_heads_last(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf_tensor *mask, int causal,
+                              float scale) {
+    return sdpa(ctx, q, k, v, mask, causal, scale, 1);
 }

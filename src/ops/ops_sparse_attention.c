@@ -84,10 +84,10 @@ static void forward_block(const sp_block *k, float *o, float *lse) {  // o: (row
     for (int64_t t = p->lay.off[k->row]; t < p->lay.off[k->row + 1]; t++) {
         int64_t j0 = (int64_t)p->lay.kblock[t] * p->pat.block, w = tile_width(p, j0);
         tile_scores(S, k, t, j0, w);
-        tf_flash_tile_rows(k->kern, S, rows, w, m, l, o, p->Dv);
+        tf_flash_tile_rows(k->kern, S, rows, w, m, l, o, p->Dv, p->Dv);
         k->kern->tile_gemm(o, p->Dv, S, w, 1, k->v + j0 * p->Dv, p->Dv, rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
-    tf_flash_finish(o, lse, m, l, rows, p->Dv);
+    tf_flash_finish(o, p->Dv, lse, m, l, rows, p->Dv);
 }
 
 /* The first query block holding a query: a cache's new positions start at o. */
@@ -107,7 +107,7 @@ void tf_op_sparse_attention_forward(tf_node *n) {
     int64_t tasks = p->B * p->H * (p->lay.n_qblocks - first_qblock(p));
     int big = p->lay.off[p->lay.n_qblocks] * p->pat.block * p->pat.block * p->D * p->B * p->H >= (1 << 18);
     TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // K^T: (B,H, key blocks of (D,w))
-                    tf_tiles_t(n->saved[1] + bh * p->D * p->T, tf_f32(n->in[1]) + at(p, 1, bh), p->T, p->D,
+                    tf_tiles_t(n->saved[1] + bh * p->D * p->T, tf_f32(n->in[1]) + at(p, 1, bh), p->D, p->T, p->D,
                                p->pat.block));
     if (big && tasks > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
@@ -173,7 +173,7 @@ void tf_op_sparse_attention_backward(tf_node *n) {
         tid = omp_get_thread_num();
 #endif
         sp_block k0 = block_of(n, kern, bh, 0);
-        tf_tiles_t((float *)k0.vt, k0.v, p->T, p->Dv, p->pat.block);  // V^T: (Dv, T) of this (b,h)
+        tf_tiles_t((float *)k0.vt, k0.v, p->Dv, p->T, p->Dv, p->pat.block);  // V^T: (Dv, T) of this (b,h)
         for (int64_t qb = first_qblock(p); qb < p->lay.n_qblocks; qb++) {
             sp_block k = block_of(n, kern, bh, qb);
             backward_block(n, &k, n->saved[0] + bh * p->Tq + k.i0 - p->o, scratch0 + tid * per_thread);
