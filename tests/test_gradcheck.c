@@ -149,6 +149,11 @@ static tf_tensor *case_sdpa(tf_ctx *c, int v) {
     float s = 1.0f / sqrtf(5.0f);
     if (v == 0) return tf_sdpa(c, q, k, vv, NULL, 1, s);
     if (v == 1) return tf_sdpa(c, q, k, vv, LEAF(c, 2, 1, 4, 6), 0, s); /* additive, per batch */
+    if (v == 3) { /* a fused projection's heads read in place (rows 45 apart), the output heads-last */
+        tf_tensor *x = LEAF(c, 2, 6, 9, 5), *in[3];  /* (B,T,3H,D) */
+        for (int i = 0; i < 3; i++) in[i] = tf_transpose(c, tf_narrow(c, x, 2, i * 3, 3), 1, 2);  // (B,H,T,D)
+        return tf_sdpa_heads_last(c, in[0], in[1], in[2], NULL, 1, s);                          // (B,T,H,D)
+    }
     return tf_sdpa(c, q, k, vv, const_u8(c, 2, (int64_t[]){4, 6}, 4), 1, s);
 }
 
@@ -458,7 +463,7 @@ static const gc_entry CASES[TF_OP_COUNT] = {
     [TF_OP_CONCAT] = {TF_OP_CONCAT, 2, case_concat},
     [TF_OP_SUM] = {TF_OP_SUM, 3, case_sum},
     [TF_OP_CROSS_ENTROPY] = {TF_OP_CROSS_ENTROPY, 2, case_cross_entropy},
-    [TF_OP_SDPA] = {TF_OP_SDPA, 3, case_sdpa},
+    [TF_OP_SDPA] = {TF_OP_SDPA, 4, case_sdpa},
     [TF_OP_DENSE] = {TF_OP_DENSE, 8, case_dense},
     [TF_OP_TANH] = {TF_OP_TANH, 2, case_tanh},
     [TF_OP_GRU_CELL] = {TF_OP_GRU_CELL, 4, case_gru_cell},
