@@ -11,7 +11,8 @@ serial build, one thread only) — against tformer's Linear forward + backward
 (bias included, through the autodiff tape). The two alternate over three rounds
 and each reports its median, so a noisy moment hits both alike. Where the CPU
 has AVX512-BF16: the same Linear with bf16 products (--precision bf16) against
-the float one, and the vdpbf16ps loop's peak.
+the float one, and the peak of the bf16 kernel's instruction (AMX's tdpbf16ps
+where the tiles are granted, else vdpbf16ps).
 """
 import os
 import statistics
@@ -47,8 +48,14 @@ def main():
         print("(GFLOP/s; Linear = forward + backward, bias included)")
         if "avx512_bf16" not in open("/proc/cpuinfo").read():
             continue
-        peak16 = run(binary, "peak-bf16", threads=t)
-        print(f"bf16 products, {t} thread(s): peak {peak16:.0f} GFLOP/s (vdpbf16ps loop)")
+        # tformer's bf16 kernel is AMX's where the tiles are granted (TFORMER_AMX=0: vdpbf16ps's)
+        try:
+            if os.environ.get("TFORMER_AMX") == "0":
+                raise subprocess.CalledProcessError(1, "peak-amx")
+            peak16, loop = run(binary, "peak-amx", threads=t), "tdpbf16ps (AMX) loop"
+        except subprocess.CalledProcessError:
+            peak16, loop = run(binary, "peak-bf16", threads=t), "vdpbf16ps loop"
+        print(f"bf16 products, {t} thread(s): peak {peak16:.0f} GFLOP/s ({loop})")
         print(f"{'M x K -> N':<22}{'f32':>9}{'bf16':>9}{'bf16/f32':>10}{'of bf16 peak':>14}")
         for M, K, N in [(512, 768, 3072), (512, 3072, 768), (256, 768, 50257), (768, 128, 512)]:
             f32, b16 = medians(binary, "linear", "linear-bf16", M, K, N, t)
