@@ -229,7 +229,8 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         int64_t w = end - j0 < BK ? end - j0 : BK;
         float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         if (V->grad)  // dV_tile += P^T dO
-            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->ld[2], p->ld[2], P, 1, w, go, p->ldo, w, p->Dv, rows, 1.0f);
+            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->ld[2], p->ld[2], P, 1, w, go, p->ldo, w, p->Dv, rows,
+                            1.0f);
         for (int64_t r = 0; r < rows; r++) {
             int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
             for (int64_t c = 0; c < w; c++) {  // dP becomes scale * dS
@@ -239,13 +240,11 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
             }
         }
         if (Q->grad)  // dQ += scale dS K_tile
-            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->ld[0], p->ld[0], dP, w, 1, k->k + j0 * p->ld[1], p->ld[1], rows,
-                            p->D, w,
-                            1.0f);
+            kern->tile_gemm(Q->grad + at(p, 0, k->bh) + k->i0 * p->ld[0], p->ld[0], dP, w, 1, k->k + j0 * p->ld[1],
+                            p->ld[1], rows, p->D, w, 1.0f);
         if (K->grad)  // dK_tile += scale dS^T Q
-            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->ld[1], p->ld[1], dP, 1, w, k->q + k->i0 * p->ld[0], p->ld[0], w,
-                            p->D, rows,
-                            1.0f);
+            kern->tile_gemm(K->grad + at(p, 1, k->bh) + j0 * p->ld[1], p->ld[1], dP, 1, w, k->q + k->i0 * p->ld[0],
+                            p->ld[0], w, p->D, rows, 1.0f);
     }
 }
 
