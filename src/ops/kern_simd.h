@@ -338,8 +338,15 @@ KT void k_tile_gemm(float *C, int64_t ldc, const float *A, int64_t rs, int64_t c
         int64_t cols = n - j0 < KNV * VW ? n - j0 : KNV * VW;
         int64_t nv = (cols + VW - 1) / VW, tail = cols % VW;
         for (int64_t i0 = 0; i0 < m; i0 += KR) {
+            /* whole row blocks with constant widths: attention's n = D of 16 or 32
+             * (1 or 2 vectors) took the general block, its accumulators not in
+             * registers (15% of a small GPT's step was this kernel) */
             if (m - i0 >= KR && cols == KNV * VW)
                 tile_block(C + i0 * ldc, ldc, A + i0 * rs, rs, cs, B, ldb, KR, j0, KNV, 0, k, beta);
+            else if (m - i0 >= KR && KNV > 2 && cols == 2 * VW)
+                tile_block(C + i0 * ldc, ldc, A + i0 * rs, rs, cs, B, ldb, KR, j0, 2, 0, k, beta);
+            else if (m - i0 >= KR && KNV > 1 && cols == VW)
+                tile_block(C + i0 * ldc, ldc, A + i0 * rs, rs, cs, B, ldb, KR, j0, 1, 0, k, beta);
             else
                 tile_block(C + i0 * ldc, ldc, A + i0 * rs, rs, cs, B, ldb, m - i0 < KR ? m - i0 : KR, j0, nv, tail, k, beta);
         }
