@@ -22,7 +22,7 @@ const tf_op_def tf_op_table[TF_OP_COUNT] = {
     TF_OP(TF_OP_CONCAT, concat),
     TF_OP(TF_OP_SUM, sum),
     TF_OP(TF_OP_CROSS_ENTROPY, cross_entropy),
-    TF_OP(TF_OP_SDPA, sdpa),
+    TF_OP_W(TF_OP_SDPA, sdpa),
     TF_OP_W(TF_OP_DENSE, dense),
     TF_OP_W(TF_OP_TANH, tanh),
     TF_OP_W(TF_OP_GRU_CELL, gru_cell),

@@ -136,6 +136,7 @@ void tf_flash_finish(float *o, int64_t ldo, float *lse, const float *m, const do
     }
 }
 
+/* Writes every element of its rows of o (the op is TF_OP_W: its output is not zero-filled first). */
 static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv) rows ldo apart, lse: (rows)
     const tf_sdpa_params *p = k->p;
     const tf_kernels *kern = k->kern;
