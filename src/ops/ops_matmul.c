@@ -164,6 +164,14 @@ void tf_op_matmul_backward(tf_node *n) {
     tf_tensor *TA = n->in[0], *TB = n->in[1];
     const float *A = tf_f32(TA), *B = tf_f32(TB), *dC = n->out->grad;
     int64_t M = p->M, N = p->N, K = p->K;
+    if (p->batch > 1 && p->a_batched && !p->b_batched && !p->ta) { /* one B for every batch, as in the forward */
+        int64_t R = p->batch * M; /* a tied LM head's (B,T,C) x (V,C)^T: one (B*T)-row product, where T rows a
+                                   * batch went to the few-row tile kernel over all V (a fifth of a GPT-2 step) */
+        if (TA->grad) tf_gemm_acc(TA->grad, dC, B, R, K, N, 0, !p->tb, p->kernel);  // dA (R,K) = dC op(B)^T
+        if (TB->grad && !p->tb) tf_gemm_acc(TB->grad, A, dC, K, N, R, 1, 0, p->kernel);  // dB (K,N) = A^T dC
+        else if (TB->grad) tf_gemm_acc(TB->grad, dC, A, N, K, R, 1, 0, p->kernel);        // dB (N,K) = dC^T A
+        return;
+    }
     for (int64_t b = 0; b < p->batch; b++) {
         const float *a = A + (p->a_batched ? b * M * K : 0), *bb = B + (p->b_batched ? b * K * N : 0);
         const float *dc = dC + b * M * N;
