@@ -153,10 +153,7 @@ static tf_linear projection(tf_ctx *ctx, const tf_mha *m, int i) {
 static tf_tensor *split_heads(tf_ctx *ctx, tf_tensor *y, int64_t H) {
     if (!y) return NULL;
     int64_t B = y->shape[0], T = y->shape[1], D = y->shape[2] / H;
-    if (y->stride[2] != 1) {
-        y = tf_reshape(ctx, y, 4, (int64_t[]){B, T, H, D});
-        return tf_transpose(ctx, y, 1, 2);
-    }
+    if (y->stride[2] != 1 && !(y = tf_contiguous(ctx, y))) return NULL;
     tf_tensor *v = tf_view_new(ctx, y);
     if (!v) return NULL;
     v->ndim = 4;

@@ -100,7 +100,8 @@ void tf_flash_tile_rows(const tf_kernels *kern, float *S, int64_t rows, int64_t 
 /* The end of the rows: o /= l, lse = m + log l; a row that saw no key: zeros, lse -inf. */
 void tf_flash_finish(float *o, int64_t ldo, float *lse, const float *m, const double *l, int64_t rows, int64_t Dv);
 /* x (B,H,T,D) itself when each (batch, head) holds its rows one after another
- * (a KV cache's view), else a contiguous copy: the kernels read rows D apart. */
+ * (a KV cache's view), else a contiguous copy: the sparse kernel reads rows D apart
+ * (the dense one takes any row stride). */
 tf_tensor *tf_attn_rows(tf_ctx *ctx, tf_tensor *x);
 
 /* Products C += A B of fewer rows than this (a decoding step's, a batch of

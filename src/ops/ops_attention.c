@@ -29,8 +29,8 @@ typedef struct {
     int64_t st[3][2]; /* q, k, v: element strides of the batch and head dims */
     int64_t ld[3];    /* q, k, v: their rows' stride (each row contiguous): D for (B,H,T,D) tensors,
                        * 3E for heads viewed in a fused projection's (B,T,3E) output */
-    int heads_last;   /* the output (B,Tq,H,Dv), ready for the output projection, not (B,H,Tq,Dv) */
-    int64_t ldo;      /* its rows' stride: H Dv, or Dv */
+    int64_t os[3];    /* the output's strides of batch, head and row: (B,H,Tq,Dv), or (B,Tq,H,Dv) heads-last
+                       * (rows H Dv apart, as the output projection reads them) */
     int threads;   /* backward scratch: one (2, BQ, Tk) block per thread */
     int transposed; /* K^T tiles in saved[1]; 0: a decoding step's one row scores by dot products */
 } tf_sdpa_params;
@@ -53,7 +53,7 @@ static int64_t at(const tf_sdpa_params *p, int i, int64_t bh) {
 
 /* Offset of query row i of (batch, head) bh in the output (and its gradient). */
 static int64_t out_at(const tf_sdpa_params *p, int64_t bh, int64_t i) {
-    return p->heads_last ? (bh / p->H * p->Tq + i) * p->ldo + bh % p->H * p->Dv : (bh * p->Tq + i) * p->Dv;
+    return bh / p->H * p->os[0] + bh % p->H * p->os[1] + i * p->os[2];
 }
 
 void tf_tiles_t(float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk) {
@@ -137,23 +137,23 @@ void tf_flash_finish(float *o, int64_t ldo, float *lse, const float *m, const do
 }
 
 /* Writes every element of its rows of o (the op is TF_OP_W: its output is not zero-filled first). */
-static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv) rows ldo apart, lse: (rows)
+static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (rows,Dv) rows os[2] apart, lse: (rows)
     const tf_sdpa_params *p = k->p;
     const tf_kernels *kern = k->kern;
     int64_t rows = k->i1 - k->i0, end = block_end(k);
     float S[BQ * BK], m[BQ];
     double l[BQ];
     for (int64_t r = 0; r < rows; r++) {
-        memset(o + r * p->ldo, 0, (size_t)p->Dv * sizeof *o);
+        memset(o + r * p->os[2], 0, (size_t)p->Dv * sizeof *o);
         m[r] = -INFINITY, l[r] = 0.0;
     }
     for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
         block_scores(S, k, j0, w);
-        tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->ldo, p->Dv);
-        kern->tile_gemm(o, p->ldo, S, w, 1, k->v + j0 * p->ld[2], p->ld[2], rows, p->Dv, w, 1.0f);  // o += P V_tile
+        tf_flash_tile_rows(kern, S, rows, w, m, l, o, p->os[2], p->Dv);
+        kern->tile_gemm(o, p->os[2], S, w, 1, k->v + j0 * p->ld[2], p->ld[2], rows, p->Dv, w, 1.0f);  // o += P V_tile
     }
-    tf_flash_finish(o, p->ldo, lse, m, l, rows, p->Dv);
+    tf_flash_finish(o, p->os[2], lse, m, l, rows, p->Dv);
 }
 
 /* Task t of the forward: query block t % nb of (batch, head) t / nb; kt:
@@ -201,7 +201,7 @@ static void backward_tile(float *P, float *dP, const sdpa_block *k, const float 
         if (lse[r] == -INFINITY) memset(P + r * w, 0, (size_t)w * sizeof *P);
         else kern->exp_shift(P + r * w, P + r * w, lse[r], w);
     }
-    kern->tile_gemm(dP, w, go, p->ldo, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
+    kern->tile_gemm(dP, w, go, p->os[2], 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
 }
 
 /* One query block of the backward pass, dS = P (dP - delta) with delta =
@@ -215,7 +215,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
     const tf_sdpa_params *p = k->p;
     tf_tensor *Q = n->in[0], *K = n->in[1], *V = n->in[2];
     int64_t rows = k->i1 - k->i0, end = block_end(k), b = k->bh / p->H, h = k->bh % p->H;
-    const float *go = n->out->grad + out_at(p, k->bh, k->i0);  // (rows,Dv), rows ldo apart
+    const float *go = n->out->grad + out_at(p, k->bh, k->i0);  // (rows,Dv), rows os[2] apart
     const tf_kernels *kern = k->kern;
     float *Pall = scratch, *dPall = scratch + BQ * p->Tk;  // key tile j0 at j0 * rows: (rows, w)
     double delta[BQ] = {0};
@@ -230,7 +230,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         int64_t w = end - j0 < BK ? end - j0 : BK;
         float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         if (V->grad)  // dV_tile += P^T dO
-            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->ld[2], p->ld[2], P, 1, w, go, p->ldo, w, p->Dv, rows,
+            kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->ld[2], p->ld[2], P, 1, w, go, p->os[2], w, p->Dv, rows,
                             1.0f);
         for (int64_t r = 0; r < rows; r++) {
             int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
@@ -321,8 +321,8 @@ static tf_tensor *sdpa(tf_ctx *ctx, tf_tensor *q, tf_tensor *k, tf_tensor *v, tf
     p->Dv = v->shape[3];
     p->scale = scale;
     p->causal = causal != 0;
-    p->heads_last = heads_last;
-    p->ldo = heads_last ? p->H * p->Dv : p->Dv;
+    int64_t hs = heads_last ? p->Dv : p->Tq * p->Dv, rs = heads_last ? p->H * p->Dv : p->Dv;
+    memcpy(p->os, (int64_t[]){p->H * p->Tq * p->Dv, hs, rs}, sizeof p->os);
     int64_t full[4] = {p->B, p->H, p->Tq, p->Tk};
     if (mask) {
         if (mask->dtype == TF_DTYPE_I32 || tf_bcast_strides(mask, 4, full, p->ms))

@@ -145,13 +145,20 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
     gemm_acc_c(C, A, B, M, N, K, ta, tb);
 }
 
+/* A batch of A with one B (a tied LM head's (B,T,C) x (V,C)^T): the batches
+ * fold into one (batch*M)-row product, forward and backward; per batch, T
+ * rows went to the few-row tile kernel over all V columns. */
+static int folds_batches(const tf_matmul_params *p) {
+    return p->batch > 1 && p->a_batched && !p->b_batched && !p->ta;
+}
+
 void tf_op_matmul_forward(tf_node *n) {
     const tf_matmul_params *p = n->params;
     const float *A = tf_f32(n->in[0]), *B = tf_f32(n->in[1]);
     float *C = tf_f32(n->out);  // C: (batch, M, N)
     memset(C, 0, (size_t)tf_numel(n->out) * sizeof *C);
-    if (p->batch > 1 && p->a_batched && !p->b_batched && !p->ta) { /* one B for every batch: one (batch*M,K) product */
-        tf_gemm_acc(C, A, B, p->batch * p->M, p->N, p->K, 0, p->tb, p->kernel); /* (a batch of decoding steps: not one gemv each) */
+    if (folds_batches(p)) { /* (a batch of decoding steps: not one gemv each) */
+        tf_gemm_acc(C, A, B, p->batch * p->M, p->N, p->K, 0, p->tb, p->kernel);
         return;
     }
     for (int64_t b = 0; b < p->batch; b++)
@@ -164,9 +171,8 @@ void tf_op_matmul_backward(tf_node *n) {
     tf_tensor *TA = n->in[0], *TB = n->in[1];
     const float *A = tf_f32(TA), *B = tf_f32(TB), *dC = n->out->grad;
     int64_t M = p->M, N = p->N, K = p->K;
-    if (p->batch > 1 && p->a_batched && !p->b_batched && !p->ta) { /* one B for every batch, as in the forward */
-        int64_t R = p->batch * M; /* a tied LM head's (B,T,C) x (V,C)^T: one (B*T)-row product, where T rows a
-                                   * batch went to the few-row tile kernel over all V (a fifth of a GPT-2 step) */
+    if (folds_batches(p)) {
+        int64_t R = p->batch * M;
         if (TA->grad) tf_gemm_acc(TA->grad, dC, B, R, K, N, 0, !p->tb, p->kernel);  // dA (R,K) = dC op(B)^T
         if (TB->grad && !p->tb) tf_gemm_acc(TB->grad, A, dC, K, N, R, 1, 0, p->kernel);  // dB (K,N) = A^T dC
         else if (TB->grad) tf_gemm_acc(TB->grad, dC, A, N, K, R, 1, 0, p->kernel);        // dB (N,K) = dC^T A
