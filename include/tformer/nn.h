@@ -106,6 +106,14 @@ typedef struct {
      * (the diagonal, key i + Tk - Tq for query i), so attention goes to the other
      * tokens. Full attention only (not Nyström or sparse). */
     int lsa;
+    /* Scalable-Softmax (Nakanishi 2025, "Scalable-Softmax Is Superior for
+     * Attention"), off at 0: each head's scores q k^T / sqrt(D) multiplied by
+     * s[h] ln n, n the keys the query sees (the row's keys not padded, and with
+     * causal masking those not after it; lsa's own key not counted), so a
+     * peaked row stays peaked however many keys it has; s (`ssmax_scale`, (H))
+     * learned, starting at this value. Full attention with a key padding mask
+     * at most (no attn_mask), not Nyström or sparse. */
+    float ssmax;
 } tf_mha_config;
 
 typedef struct {
@@ -120,6 +128,7 @@ typedef struct {
     tf_tensor *rel_bias;        /* (2*rel_max_offset+1, H) or NULL */
     tf_tensor *conv_weight;     /* Nyström's skip on v: (H,1,K,1) with conv_kernel K, else NULL */
     tf_tensor *temperature;     /* lsa: (H), each head's multiplier of 1/sqrt(D), else NULL */
+    tf_tensor *ssmax_scale;     /* ssmax: (H), each head's s (scores times s ln n), else NULL */
 } tf_mha;
 
 /* The masks of one attention, in PyTorch's conventions. */
@@ -287,6 +296,7 @@ typedef struct {
     tf_rope_kind rope;  /* rotary positions in the self-attention (tf_mha_config's rope), TF_ROPE_NONE: none */
     float rope_base;    /* their base; 10000 when 0 */
     int lsa;            /* locality self-attention (tf_mha_config's lsa; role TEMPERATURE): TF_ATTN_FULL only */
+    float ssmax;        /* Scalable-Softmax's initial s (tf_mha_config's ssmax; role SSMAX), 0: off; full or causal */
 } tf_block_config;
 
 typedef struct {
@@ -309,6 +319,7 @@ typedef enum {
     TF_BP_NORM_FF_W, TF_BP_NORM_FF_B,
     TF_BP_CONV_W,               /* Nyström's convolution on v (H,1,K,1), with conv_kernel K > 0 */
     TF_BP_TEMPERATURE,          /* locality self-attention's per-head temperature (H), with lsa */
+    TF_BP_SSMAX,                /* Scalable-Softmax's per-head s (H), with ssmax > 0 */
     TF_BP_COUNT
 } tf_block_param;
 
@@ -417,6 +428,7 @@ typedef struct {
                             * (Nyströmformer's conv_kernel_size; a (H,1,K,1) weight per layer); 0: none, else odd */
     tf_rope_kind rope;     /* rotary positions in the self-attention (any kind), TF_ROPE_NONE: none */
     float rope_base;       /* their base (10000) */
+    float ssmax;           /* Scalable-Softmax's initial s in the self-attention (full kind only), 0: off */
 } tf_attention_options;
 
 /* Its rows ("attention", "window", ... : the flags --attention, --window, ...),

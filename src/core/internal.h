@@ -197,6 +197,10 @@ const int *tf_kv_cache_row_map(const tf_kv_cache *c, int *n);
  * padding mask (B,Tk) U8, 1 = hidden; a wrong shape or dtype is an error
  * starting with who ("gpt", "bert"). */
 tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t Tk, const char *who);
+/* tf_params_add with every element initialised to value (a constant that
+ * tf_params_add's init codes cannot say, e.g. Scalable-Softmax's s). */
+int tf_params_add_filled(tf_params *ps, const char *name, tf_tensor **slot, int ndim, const int64_t *shape,
+                         float value);
 /* The projections q, k, v (B,H,T,D) (views) of query, key, value (B,T,E);
  * one fused product for self-attention with in_proj weights. */
 void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,

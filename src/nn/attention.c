@@ -1,6 +1,7 @@
 /* Linear, LayerNorm, multi-head attention and positional encodings. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
@@ -94,7 +95,7 @@ tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t
 }
 
 tf_mha_config tf_mha_config_default(int d_model, int n_head) {
-    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}, TF_ROPE_NONE, 0.0f, 0};
+    tf_mha_config c = {d_model, n_head, d_model, d_model, 1, 0.0f, 0, 0, 0, 0, 0, 0, {0}, TF_ROPE_NONE, 0.0f, 0, 0.0f};
     return c;
 }
 
@@ -107,6 +108,11 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     if (cfg->lsa && (cfg->nystrom || cfg->sparse))
         return tf_set_error("attention: locality self-attention (lsa) is an option of full attention, not of Nystrom "
                             "or sparse attention");
+    if (!(cfg->ssmax >= 0.0f && cfg->ssmax < INFINITY))
+        return tf_set_error("attention: ssmax %g must be 0 (off) or a positive initial s", cfg->ssmax);
+    if (cfg->ssmax > 0.0f && (cfg->nystrom || cfg->sparse))
+        return tf_set_error("attention: Scalable-Softmax (ssmax) is an option of full attention, not of Nystrom or "
+                            "sparse attention");
     if (cfg->nystrom && (cfg->landmarks < 0 || cfg->conv_kernel < 0 || (cfg->conv_kernel > 0 && cfg->conv_kernel % 2 == 0)))
         return tf_set_error("attention: Nystrom landmarks %d must be >= 0 and conv_kernel %d 0 or odd", cfg->landmarks,
                             cfg->conv_kernel);
@@ -131,6 +137,9 @@ int tf_mha_register(tf_params *ps, const char *prefix, tf_mha *m, const tf_mha_c
     if (cfg->rel_max_offset > 0) rc |= ADD(rel_bias, 2, 0.02f, 2 * cfg->rel_max_offset + 1, H);
     if (cfg->nystrom && cfg->conv_kernel > 0) rc |= ADD(conv_weight, 4, 0.02f, H, 1, cfg->conv_kernel, 1);
     if (cfg->lsa) rc |= ADD(temperature, 1, TF_INIT_ONES, H);
+    if (cfg->ssmax > 0.0f)
+        rc |= (snprintf(name, sizeof name, "%sssmax_scale", prefix),
+               tf_params_add_filled(ps, name, &m->ssmax_scale, 1, (int64_t[]){H}, cfg->ssmax));
 #undef ADD
     return rc ? -1 : 0;
 }
@@ -269,6 +278,36 @@ static int check_inputs(const tf_mha *m, const tf_tensor *query, const tf_tensor
     return 0;
 }
 
+/* Scalable-Softmax's ln n of each query, (B,1,Tq,1): n the keys query i of
+ * row b sees, those the key padding does not hide (U8 nonzero or F32 -inf),
+ * with causal masking only j <= i + Tk - Tq, and under lsa not its own
+ * (key i + Tk - Tq); ln 1 = 0 (a lone key is attended to whatever s), and a
+ * query that sees nothing gets 0 too (its row is all -inf anyway). */
+static tf_tensor *ssmax_log_n(tf_ctx *ctx, const tf_attn_mask *am, int64_t B, int64_t Tq, int64_t Tk, int causal,
+                              int lsa) {
+    const tf_tensor *pad = am ? am->key_padding_mask : NULL;
+    tf_tensor *c = pad ? tf_contiguous(ctx, (tf_tensor *)pad) : NULL;
+    tf_tensor *out = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, 1, Tq, 1}, 0);          // (B,1,Tq,1)
+    if (!out || (pad && !c)) return NULL;
+    int64_t *seen = malloc((size_t)(Tk + 1) * sizeof *seen); /* seen[j]: keys before j not hidden */
+    if (!seen) return tf_set_error("attention: out of memory"), NULL;
+    for (int64_t b = 0; b < B; b++) {
+        seen[0] = 0;
+        for (int64_t j = 0; j < Tk; j++) {
+            int64_t at = b * Tk + j;
+            int hidden = c && (c->dtype == TF_DTYPE_U8 ? tf_u8(c)[at] != 0 : tf_f32(c)[at] == -INFINITY);
+            seen[j + 1] = seen[j] + !hidden;
+        }
+        for (int64_t i = 0; i < Tq; i++) {
+            int64_t own = i + Tk - Tq, last = causal ? own : Tk - 1, n = last < 0 ? 0 : seen[last + 1];
+            if (lsa && own >= 0 && own < Tk) n -= seen[own + 1] - seen[own]; /* its own key, when not padding */
+            tf_f32(out)[b * Tq + i] = n > 1 ? (float)log((double)n) : 0.0f;
+        }
+    }
+    free(seen);
+    return out;
+}
+
 /* softmax(q k^T / sqrt(D) + bias) v, (B,H,Tq,D): fused, or spelled out when
  * the weights or the probabilities are wanted or dropout applies to them.
  * probs gets the probabilities before dropout (Hugging Face's attentions). */
@@ -282,6 +321,10 @@ static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], 
     tf_tensor *q = qkv[0];
     if (m->temperature) /* lsa: head h's scores scaled by temperature[h], through q */
         q = tf_mul(ctx, q, tf_reshape(ctx, m->temperature, 4, (int64_t[]){1, m->cfg.n_head, 1, 1})); // (B,H,Tq,D)
+    if (m->ssmax_scale) { /* Scalable-Softmax: head h's scores of query i times s[h] ln n_i, through q */
+        tf_tensor *s = tf_reshape(ctx, m->ssmax_scale, 4, (int64_t[]){1, m->cfg.n_head, 1, 1});      // (1,H,1,1)
+        q = tf_mul(ctx, tf_mul(ctx, q, s), ssmax_log_n(ctx, mask, B, Tq, Tk, causal, m->cfg.lsa));    // (B,H,Tq,D)
+    }
     if (!unfused) /* (B,Tq,H,Dv) viewed as (B,H,Tq,Dv): the caller's transpose back is then contiguous */
         return tf_transpose(ctx, tf_sdpa_heads_last(ctx, q, qkv[1], qkv[2], bias, causal, scale), 1, 2);
     tf_tensor *s = tf_scale(ctx, tf_matmul(ctx, q, qkv[1], 0, 1), scale);  // s: (B,H,Tq,Tk)
@@ -408,6 +451,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     if (m->cfg.lsa && (causal || (mask && mask->causal)))
         return tf_set_error("attention: locality self-attention hides each query's own key, which leaves a causal "
                             "first query none: not with causal masking"), NULL;
+    if (m->cfg.ssmax > 0.0f && mask && mask->mask)
+        return tf_set_error("attention: Scalable-Softmax (ssmax) counts the keys a query sees from the key padding "
+                            "and causal masking: not with an attn_mask"), NULL;
     if (m->cfg.sparse && (key != query || value != query || weights || probs))
         return tf_set_error("attention: sparse attention (local, dilated, bigbird) is self-attention without "
                             "attention weights"), NULL;
@@ -420,9 +466,9 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
         if (map && n_map != B)
             return tf_set_error("attention: %lld query rows, but the cache's rows are read by %d", (long long)B, n_map), NULL;
         if (map && (weights || causal || (mask && (mask->causal || mask->mask)) || m->rel_bias || m->cfg.nystrom ||
-                    m->cfg.sparse || m->cfg.lsa))
+                    m->cfg.sparse || m->cfg.lsa || m->cfg.ssmax > 0.0f))
             return tf_set_error("attention: shared cache rows take full attention with a key padding mask at most "
-                                "(no causal or attn_mask, relative positions, averaged weights, lsa)"), NULL;
+                                "(no causal or attn_mask, relative positions, averaged weights, lsa, ssmax)"), NULL;
     } else {
         tf_mha_project(ctx, m, query, key, value, qkv);
         if (!qkv[0] || !qkv[1] || !qkv[2] || rotate(ctx, m, query, key, cache, qkv)) return NULL;

@@ -14,9 +14,10 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int) && sizeof(tf_rope_kind) 
 /* Not in the checkpoint's signature: the weights fit every kind (none adds a
  * tensor). A checkpoint records them with the other settings, so a resume that
  * changes them is a change of settings (--allow-changes), and an older
- * checkpoint without them resumes as full attention. The one exception is
- * Nyström's convolution, which adds a tensor per layer: in the signature when
- * set (SIG_NEW: checkpoints from before the row keep theirs). */
+ * checkpoint without them resumes as full attention. The exceptions add a
+ * tensor per layer, Nyström's convolution and Scalable-Softmax's s (ssmax):
+ * in the signature when set (SIG_NEW: checkpoints from before the rows keep
+ * theirs). */
 #define ROWS_OF(P)                                                                                                     \
     {                                                                                                                  \
         R(kind, TF_FIELD_ENUM, P "attention", "full", NULL, KINDS,                                                     \
@@ -42,6 +43,9 @@ _Static_assert(sizeof(tf_attention_kind) == sizeof(int) && sizeof(tf_rope_kind) 
           "interleaved (RoFormer's x[2i], x[2i+1]); a head's width must be even"),                                     \
         R(rope_base, TF_FIELD_FLOAT, P "rope_base", "10000", "(1,inf)", NULL,                                          \
           "rotary positions: pair i of a head of D turns by position * rope_base^(-2i/D)"),                            \
+        RS(ssmax, TF_FIELD_FLOAT, P "ssmax", "0", "[0,inf)", NULL,                                                     \
+           "Scalable-Softmax (full attention): each head's scores times s ln n, n the keys a query sees, s learned "   \
+           "per head from this value; 0: off"),                                                                        \
     }
 #define R(m, type, name, def, range, choices, help) \
     TF_FIELD_ROW(tf_attention_options, m, type, name, def, range, choices, help, 0, NULL)
@@ -86,8 +90,10 @@ int tf_attention_apply(const tf_attention_options *o, tf_block_config *b) {
     if ((unsigned)o->kind > TF_ATTENTION_NYSTROM) return tf_set_error("attention: kind %d unknown", (int)o->kind);
     if (unused_knobs(o)) return -1;
     int causal = b->attn == TF_ATTN_CAUSAL;
-    b->rope = o->rope, b->rope_base = o->rope_base;
+    b->rope = o->rope, b->rope_base = o->rope_base, b->ssmax = o->ssmax;
     if (o->kind == TF_ATTENTION_FULL) return 0;
+    if (o->ssmax != 0.0f)
+        return tf_set_error("attention %s: ssmax (Scalable-Softmax) is an option of full attention", KINDS[o->kind]);
     b->attn_dropout = 0.0f;
     if (o->kind == TF_ATTENTION_NYSTROM) {
         if (causal) return tf_set_error("attention nystrom is not causal: this model needs causal attention");

@@ -45,6 +45,10 @@ int tf_block_config_check(const tf_block_config *c) {
         return tf_set_error("block: rotary positions are not an option of ViViT's factorised attention");
     if (c->lsa && (c->attn != TF_ATTN_FULL || c->factorised))
         return tf_set_error("block: locality self-attention (lsa) needs full, unfactorised self-attention");
+    if (!(c->ssmax >= 0.0f && c->ssmax < INFINITY))
+        return tf_set_error("block: ssmax %g must be 0 (off) or a positive initial s", c->ssmax);
+    if (c->ssmax > 0.0f && ((c->attn != TF_ATTN_FULL && c->attn != TF_ATTN_CAUSAL) || c->factorised))
+        return tf_set_error("block: Scalable-Softmax (ssmax) needs full or causal, unfactorised self-attention");
     return tf_rope_check(c->rope, c->rope_base, c->d_model / c->n_head);
 }
 
@@ -54,7 +58,7 @@ static const char *const ROLE_NAMES[TF_BP_COUNT] = {
     "QKV_W", "QKV_B", "Q_W", "Q_B", "K_W", "K_B", "V_W", "V_B", "OUT_W", "OUT_B", "NORM_ATTN_W", "NORM_ATTN_B",
     "X_QKV_W", "X_QKV_B", "X_Q_W", "X_Q_B", "X_K_W", "X_K_B", "X_V_W", "X_V_B", "X_OUT_W", "X_OUT_B",
     "NORM_CROSS_W", "NORM_CROSS_B", "FF_IN_W", "FF_IN_B", "FF_OUT_W", "FF_OUT_B", "NORM_FF_W", "NORM_FF_B", "CONV_W",
-    "TEMPERATURE"};
+    "TEMPERATURE", "SSMAX"};
 
 /* Where role r lives in b. Attention roles come in two runs of ten (self, cross). */
 static tf_tensor **slot(tf_block *b, int r) {
@@ -77,6 +81,7 @@ static tf_tensor **slot(tf_block *b, int r) {
     case TF_BP_NORM_FF_W: return &b->norm_ff.weight;
     case TF_BP_CONV_W: return &b->self_attn.conv_weight;
     case TF_BP_TEMPERATURE: return &b->self_attn.temperature;
+    case TF_BP_SSMAX: return &b->self_attn.ssmax_scale;
     default: return &b->norm_ff.bias;
     }
 }
@@ -91,6 +96,7 @@ static int named(const tf_block_names *n, int r) {
 static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
     if (r == TF_BP_CONV_W) return c->attn == TF_ATTN_NYSTROM && c->conv_kernel > 0;
     if (r == TF_BP_TEMPERATURE) return c->lsa;
+    if (r == TF_BP_SSMAX) return c->ssmax > 0.0f;
     int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
     int is_bias = r % 2 == 1; /* every _B role is odd */
     if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
@@ -111,6 +117,7 @@ static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *
         return init.fan_in ? 1.0f / sqrtf((float)c->conv_kernel) : init.std;
     }
     if (r == TF_BP_TEMPERATURE) return *ndim = 1, shape[0] = c->n_head, TF_INIT_ONES;
+    if (r == TF_BP_SSMAX) return *ndim = 1, shape[0] = c->n_head, c->ssmax; /* filled with it, not drawn */
     int base = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B ? r - TF_BP_X_QKV_W : r;
     int64_t d = c->d_model, out = d, in = d;
     if (base == TF_BP_QKV_W || base == TF_BP_QKV_B) out = 3 * d;
@@ -132,7 +139,7 @@ static void attn_config(tf_mha *m, const tf_block_config *c, int self) {
     if (self && c->attn == TF_ATTN_NYSTROM)
         m->cfg.nystrom = 1, m->cfg.landmarks = c->landmarks, m->cfg.conv_kernel = c->conv_kernel;
     if (self && c->attn == TF_ATTN_SPARSE) m->cfg.sparse = 1, m->cfg.pattern = c->sparse;
-    if (self) m->cfg.rope = c->rope, m->cfg.rope_base = c->rope_base, m->cfg.lsa = c->lsa;
+    if (self) m->cfg.rope = c->rope, m->cfg.rope_base = c->rope_base, m->cfg.lsa = c->lsa, m->cfg.ssmax = c->ssmax;
 }
 
 int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,
@@ -152,7 +159,9 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
         float std = shape_of(cfg, init, r, &ndim, shape);
         if ((size_t)snprintf(name, sizeof name, "%s%s", prefix, names->rows[i].name) >= sizeof name)
             return tf_set_error("block: name %s%s too long", prefix, names->rows[i].name);
-        if (tf_params_add(ps, name, slot(b, r), ndim, shape, std)) return -1;
+        if (r == TF_BP_SSMAX ? tf_params_add_filled(ps, name, slot(b, r), ndim, shape, std)
+                             : tf_params_add(ps, name, slot(b, r), ndim, shape, std))
+            return -1;
         done[r] = 1;
     }
     for (int r = 0; r < TF_BP_COUNT; r++)

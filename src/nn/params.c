@@ -13,6 +13,7 @@ typedef struct {
     int ndim;
     int64_t shape[TF_MAX_DIMS];
     float init;
+    int filled;      /* tf_params_add_filled: every element `init`, whatever its sign */
     tf_quant *quant; /* the int8 copy of *slot (tf_params_quantize), or NULL */
 } tf_param_entry;
 
@@ -62,10 +63,17 @@ int tf_params_add(tf_params *ps, const char *name, tf_tensor **slot, int ndim,
     e->slot = slot;
     e->ndim = ndim;
     memcpy(e->shape, shape, (size_t)ndim * sizeof *shape);
-    e->init = init, e->quant = NULL;
+    e->init = init, e->filled = 0, e->quant = NULL;
     if (tf_strmap_put(&ps->index, name, len - 1, ps->n)) return free(e->name), -1;
     *slot = NULL;
     ps->n++;
+    return 0;
+}
+
+int tf_params_add_filled(tf_params *ps, const char *name, tf_tensor **slot, int ndim, const int64_t *shape,
+                         float value) {
+    if (tf_params_add(ps, name, slot, ndim, shape, value)) return -1;
+    ps->e[ps->n - 1].filled = 1;
     return 0;
 }
 
@@ -117,7 +125,9 @@ int tf_params_init(tf_params *ps, uint64_t seed) {
     for (int i = 0; i < ps->n; i++) {
         tf_param_entry *e = &ps->e[i];
         if (entry_alloc(ps, e)) return -1;
-        if (e->init > 0) {
+        if (e->filled) {
+            for (int64_t j = 0; j < tf_numel(*e->slot); j++) tf_f32(*e->slot)[j] = e->init;
+        } else if (e->init > 0) {
             tf_tensor_fill_normal(*e->slot, seed * 1000003u + (uint64_t)i, e->init);
         } else if (e->init < 0) {
             for (int64_t j = 0; j < tf_numel(*e->slot); j++) tf_f32(*e->slot)[j] = 1.0f;

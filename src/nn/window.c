@@ -118,6 +118,8 @@ tf_tensor *tf_window_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *h, const tf
     if (h->ndim != 3 || h->shape[1] != Hh * Ww || w < 1 || a->shift < 0 || a->shift >= w)
         return tf_set_error("window attention: x %s is not a %lldx%lld grid, or window %lld / shift %d is wrong",
                             tf_shape_str(h, s, sizeof s), (long long)Hh, (long long)Ww, (long long)w, a->shift), NULL;
+    if (m->cfg.ssmax > 0.0f || m->cfg.lsa)
+        return tf_set_error("window attention: no Scalable-Softmax (ssmax) or locality self-attention (lsa)"), NULL;
     int64_t Hp = (Hh + w - 1) / w * w, Wp = (Ww + w - 1) / w * w;
     tf_tensor *g = tf_reshape(ctx, h, 4, (int64_t[]){B, Hh, Ww, C});
     g = tf_pad_zeros(ctx, tf_pad_zeros(ctx, g, 2, Wp), 1, Hp);                       // (B,Hp,Wp,C)

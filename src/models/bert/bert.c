@@ -25,6 +25,7 @@ static const tf_block_name BERT_BLOCK[] = {
     {TF_BP_FF_OUT_W, "output.dense.weight"},             {TF_BP_FF_OUT_B, "output.dense.bias"},
     {TF_BP_NORM_FF_W, "output.LayerNorm.weight"},        {TF_BP_NORM_FF_B, "output.LayerNorm.bias"},
     {TF_BP_CONV_W, "attention.self.conv.weight"}, /* Nystrom's, with conv_kernel: Nystromformer's name */
+    {TF_BP_SSMAX, "attention.self.ssmax_scale"},  /* Scalable-Softmax's s, with ssmax (tformer's own) */
 };
 
 static tf_block_config block_config(const tf_bert_config *c) {

@@ -372,10 +372,11 @@ static int write_config(const tf_bert *m, const char *path) {
     cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
     if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
     /* Arithmetic that Hugging Face's BertModel does not have (another
-     * attention kind or rotary positions, pre-LN, mean pooling): model_type "tformer-bert", which
-     * transformers refuses rather than run the weights as BERT's. */
+     * attention kind, rotary positions or Scalable-Softmax, pre-LN, mean
+     * pooling): model_type "tformer-bert", which transformers refuses rather
+     * than run the weights as BERT's. */
     int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL ||
-              c->attention.rope != TF_ROPE_NONE || !c->learned_positions;
+              c->attention.rope != TF_ROPE_NONE || !c->learned_positions || c->attention.ssmax > 0.0f;
     cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : "bert");
     if (c->norm_first) cJSON_AddBoolToObject(r, "tformer_norm_first", 1);
     if (c->pooling != TF_POOL_CLS) cJSON_AddStringToObject(r, "tformer_pooling", "mean");
@@ -410,7 +411,8 @@ static const char *roformer_class(tf_bert_head h) {
 static int roformer_form(const tf_bert_config *c) {
     float base = c->attention.rope_base;
     return c->attention.rope == TF_ROPE_INTERLEAVED && (base == 0.0f || base == 10000.0f) && !c->learned_positions &&
-           !c->norm_first && c->attention.kind == TF_ATTENTION_FULL && !c->pooler && !c->bigbird_sparse &&
+           !c->norm_first && c->attention.kind == TF_ATTENTION_FULL && c->attention.ssmax == 0.0f && !c->pooler &&
+           !c->bigbird_sparse &&
            roformer_class(c->head) != NULL;
 }
 

@@ -22,6 +22,7 @@ static const tf_block_name GPT2_BLOCK[] = {
     {TF_BP_NORM_FF_W, "ln_2.weight"},      {TF_BP_NORM_FF_B, "ln_2.bias"},
     {TF_BP_FF_IN_W, "mlp.c_fc.weight"},    {TF_BP_FF_IN_B, "mlp.c_fc.bias"},
     {TF_BP_FF_OUT_W, "mlp.c_proj.weight"}, {TF_BP_FF_OUT_B, "mlp.c_proj.bias"},
+    {TF_BP_SSMAX, "attn.ssmax_scale"}, /* Scalable-Softmax's s, with ssmax (tformer's own) */
 };
 
 static tf_block_config block_config(const tf_gpt_config *c) {

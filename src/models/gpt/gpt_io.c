@@ -153,11 +153,12 @@ static int write_config(const tf_gpt *m, const char *path) {
                             : (m->has_head ? "GPT2LMHeadModel" : "GPT2Model");
     cJSON_AddItemToArray(arch, cJSON_CreateString(name));
     /* Arithmetic that transformers' GPT-2 / ImageGPT does not have (post-LN,
-     * sinusoidal positions, another attention kind, rotary positions): model_type
-     * "tformer-gpt2" / "tformer-imagegpt", which transformers refuses rather
-     * than run the weights as its own; tformer reads both. */
+     * sinusoidal positions, another attention kind, rotary positions,
+     * Scalable-Softmax): model_type "tformer-gpt2" / "tformer-imagegpt", which
+     * transformers refuses rather than run the weights as its own; tformer
+     * reads both. */
     int own = !c->norm_first || c->pos != TF_POS_LEARNED || c->attention.kind != TF_ATTENTION_FULL ||
-              c->attention.rope != TF_ROPE_NONE;
+              c->attention.rope != TF_ROPE_NONE || c->attention.ssmax > 0.0f;
     cJSON_AddStringToObject(r, "model_type", igpt ? (own ? "tformer-imagegpt" : "imagegpt") : own ? "tformer-gpt2" : "gpt2");
     int rc = !r || tf_fields_to_json(r, &f, 1);
     cJSON_AddNumberToObject(r, "n_ctx", m->cfg.context);
