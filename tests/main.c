@@ -61,6 +61,45 @@ double test_max_diff_at(const tf_tensor *piece, const tf_tensor *full, int64_t a
     return worst;
 }
 
+/* Every role a test's self-attention block may have, under short names (rows a block does not use are skipped). */
+static const tf_block_name TEST_BLOCK_ROWS[] = {
+    {TF_BP_QKV_W, "qkv.w"}, {TF_BP_QKV_B, "qkv.b"}, {TF_BP_OUT_W, "o.w"}, {TF_BP_OUT_B, "o.b"},
+    {TF_BP_NORM_ATTN_W, "n1.w"}, {TF_BP_NORM_ATTN_B, "n1.b"}, {TF_BP_FF_IN_W, "f1.w"}, {TF_BP_FF_IN_B, "f1.b"},
+    {TF_BP_FF_OUT_W, "f2.w"}, {TF_BP_FF_OUT_B, "f2.b"}, {TF_BP_NORM_FF_W, "n3.w"}, {TF_BP_NORM_FF_B, "n3.b"},
+    {TF_BP_SSMAX, "s"}};
+
+int test_two_blocks_new(tf_params *ps, tf_block bl[2], const tf_block_config *c) {
+    tf_block_names n = {TEST_BLOCK_ROWS, (int)(sizeof TEST_BLOCK_ROWS / sizeof *TEST_BLOCK_ROWS)};
+    for (int l = 0; l < 2; l++) {
+        char p[16];
+        snprintf(p, sizeof p, "l%d.", l);
+        if (tf_block_register(ps, p, &bl[l], c, &n, (tf_block_init){0.3f, 0.2f, 0})) return -1;
+    }
+    return tf_params_init(ps, 8);
+}
+
+tf_tensor *test_two_blocks(tf_ctx *ctx, const tf_block bl[2], const tf_block_config *c, tf_tensor *x, tf_kv_cache *kv) {
+    tf_block_args a = {.cache = kv};
+    for (int l = 0; l < 2; l++) a.layer = l, x = tf_block_forward(ctx, &bl[l], c, x, &a);
+    return x;
+}
+
+double test_two_blocks_cached(tf_ctx *ctx, const tf_block bl[2], const tf_block_config *c, tf_tensor *x,
+                              const tf_tensor *full) {
+    int64_t B = x->shape[0], T = x->shape[1];
+    tf_kv_cache *kv = tf_kv_cache_new(2, (int)B, c->n_head, c->d_model / c->n_head, (int)T);
+    int pieces[3] = {3, 1, 4}, at = 0;
+    double worst = kv && T == 8 ? 0 : -1;
+    for (int k = 0; k < 3 && worst >= 0; k++) {
+        tf_tensor *y = test_two_blocks(ctx, bl, c, tf_narrow(ctx, x, 1, at, pieces[k]), kv);
+        if (!y || tf_kv_cache_advance(kv, pieces[k])) worst = -1;
+        else worst = fmax(worst, test_max_diff_at(y, full, at));
+        at += pieces[k];
+    }
+    tf_kv_cache_free(kv);
+    return worst;
+}
+
 char *test_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

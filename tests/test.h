@@ -64,6 +64,15 @@ double test_rel_err(const float *a, const float *b, long n);
 /* max |piece - full[:, at:at+Tp, :]| for piece (B,Tp,C) and full (B,T,C), both contiguous:
  * positions fed in pieces through a KV cache against the full pass. */
 double test_max_diff_at(const tf_tensor *piece, const tf_tensor *full, int64_t at);
+/* Two blocks of config c registered as "l0.", "l1." (short names, every self-attention role,
+ * Scalable-Softmax's included) and initialised (seed 8): 0 or -1. */
+int test_two_blocks_new(tf_params *ps, tf_block bl[2], const tf_block_config *c);
+/* x through the two blocks, with a KV cache or without. */
+tf_tensor *test_two_blocks(tf_ctx *ctx, const tf_block bl[2], const tf_block_config *c, tf_tensor *x, tf_kv_cache *kv);
+/* x (B,8,d_model) fed to the two blocks in pieces of 3, 1 and 4 positions through a fresh KV
+ * cache: the largest difference from full, their full pass; -1 when a step fails. */
+double test_two_blocks_cached(tf_ctx *ctx, const tf_block bl[2], const tf_block_config *c, tf_tensor *x,
+                              const tf_tensor *full);
 
 /* ---- Hugging Face folders (tests/hf_case.c) ---- */
 

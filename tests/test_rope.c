@@ -83,19 +83,6 @@ TEST(rope_scores_depend_on_the_offset_only) {
     tf_ctx_free(ctx);
 }
 
-static const tf_block_name NAMES_ROWS[] = {
-    {TF_BP_QKV_W, "qkv.w"}, {TF_BP_QKV_B, "qkv.b"}, {TF_BP_OUT_W, "o.w"}, {TF_BP_OUT_B, "o.b"},
-    {TF_BP_NORM_ATTN_W, "n1.w"}, {TF_BP_NORM_ATTN_B, "n1.b"}, {TF_BP_FF_IN_W, "f1.w"}, {TF_BP_FF_IN_B, "f1.b"},
-    {TF_BP_FF_OUT_W, "f2.w"}, {TF_BP_FF_OUT_B, "f2.b"}, {TF_BP_NORM_FF_W, "n3.w"}, {TF_BP_NORM_FF_B, "n3.b"}};
-
-/* x through the two blocks, with a cache or without. */
-static tf_tensor *two_blocks(tf_ctx *ctx, const tf_block bl[2], const tf_block_config *c, tf_tensor *x,
-                             tf_kv_cache *kv) {
-    tf_block_args a = {.cache = kv};
-    for (int l = 0; l < 2; l++) a.layer = l, x = tf_block_forward(ctx, &bl[l], c, x, &a);
-    return x;
-}
-
 /* Two causal pre-LN blocks (d_model 12, 3 heads of 4) with rotary positions:
  * the full pass on x (2,8,12) differs from the same weights' without them, and
  * the positions fed in pieces (3, 1, 4) through a KV cache give the full pass. */
@@ -105,34 +92,20 @@ TEST(rope_block_cache_equals_full_pass) {
         c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.attn = TF_ATTN_CAUSAL, c.rope = (tf_rope_kind)kind;
         tf_params *ps = tf_params_new();
         tf_block bl[2];
-        tf_block_names n = {NAMES_ROWS, (int)(sizeof NAMES_ROWS / sizeof *NAMES_ROWS)};
-        for (int l = 0; l < 2; l++) {
-            char p[16];
-            snprintf(p, sizeof p, "l%d.", l);
-            CHECK(tf_block_register(ps, p, &bl[l], &c, &n, (tf_block_init){0.3f, 0.2f, 0}) == 0);
-        }
-        CHECK(tf_params_init(ps, 8) == 0);
+        CHECK(test_two_blocks_new(ps, bl, &c) == 0);
         tf_ctx *ctx = tf_ctx_new(0);
         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){2, 8, 12}, 0);
         tf_tensor_fill_normal(x, 5, 1.0f);
-        tf_tensor *full = two_blocks(ctx, bl, &c, x, NULL);
+        tf_tensor *full = test_two_blocks(ctx, bl, &c, x, NULL);
         tf_block_config none = c;
         none.rope = TF_ROPE_NONE;
         for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = TF_ROPE_NONE;
-        tf_tensor *plain = two_blocks(ctx, bl, &none, x, NULL);
+        tf_tensor *plain = test_two_blocks(ctx, bl, &none, x, NULL);
         for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = (tf_rope_kind)kind;
         CHECK(full && plain && test_max_abs_diff(tf_f32(full), tf_f32(plain), tf_numel(full)) > 1e-3);
-        tf_kv_cache *kv = tf_kv_cache_new(2, 2, 3, 4, 8);
-        int pieces[3] = {3, 1, 4}, at = 0;
-        double worst = 0;
-        for (int k = 0; k < 3; k++) {
-            tf_tensor *y = two_blocks(ctx, bl, &c, tf_narrow(ctx, x, 1, at, pieces[k]), kv);
-            CHECK(y && tf_kv_cache_advance(kv, pieces[k]) == 0);
-            worst = fmax(worst, test_max_diff_at(y, full, at));
-            at += pieces[k];
-        }
-        CHECKF(worst < 2e-6, "kind %d: the cached pass differs from the full pass by %g", kind, worst);
-        tf_kv_cache_free(kv);
+        double worst = test_two_blocks_cached(ctx, bl, &c, x, full);
+        CHECKF(worst >= 0 && worst < 2e-6, "kind %d: the cached pass differs from the full pass by %g (%s)", kind, worst,
+               tf_error());
         tf_ctx_free(ctx);
         tf_params_free(ps);
     }
