@@ -339,6 +339,8 @@ hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	TFORMER_EXPORT_DIR=$(BUILD)/roformer_export $(BUILD)/run_tests rope_roformer_export_for_transformers
 	$(HF_PYTHON) tests/ref/gen_roformer_fixtures.py --expected-for $(BUILD)/roformer_export
 	$(BUILD)/run_tests --fixtures $(BUILD)/roformer_export rope_roformer_hf_run_matches_transformers
+	rm -rf $(BUILD)/ssmax_fresh && $(HF_PYTHON) tests/ref/gen_ssmax_fixtures.py --random 8 --seed $(SEED) --out $(BUILD)/ssmax_fresh
+	$(BUILD)/run_tests --fixtures $(BUILD)/ssmax_fresh ssmax_attention_matches_pytorch
 
 .PHONY: hf-conformance
 
