@@ -433,7 +433,8 @@ typedef struct {
 
 /* Its rows ("attention", "window", ... : the flags --attention, --window, ...),
  * flattened into a family's table with TF_FIELD_SUB; settings, not part of the
- * checkpoint's signature (no kind changes the weights' shapes). */
+ * checkpoint's signature (no kind changes the weights' shapes), but for
+ * conv_kernel and ssmax, which add a tensor per layer when set. */
 TF_API extern const struct tf_field_table tf_attention_table;
 /* The same rows with tformer_ in front of each key (config.json of a Hugging Face folder). */
 TF_API extern const struct tf_field_table tf_attention_hf_table;
