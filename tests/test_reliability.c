@@ -462,7 +462,7 @@ TEST(reliability_messages_say_what_is_wrong) {
 /* ---------------------------------------------------------------- this stop's new flags */
 
 /* --keep-checkpoints, --average-last, --val-bleu, --stop-at, --best-after, --listops-sep, --listops-drop-end, --rope, --rope-base,
- * --learned-positions, --lsa, --conv-kernel: garbage, negative and NaN are usage errors naming the flag,
+ * --learned-positions, --lsa, --conv-kernel, --ssmax: garbage, negative and NaN are usage errors naming the flag,
  * and nothing is created. */
 TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
     static const struct {
@@ -493,6 +493,10 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--arch vit --lsa nan", "--lsa expects true or false, got 'nan'"},
         {"--arch bert --conv-kernel -3", "--conv-kernel expects an integer in [0,inf), got '-3'"},
         {"--arch bert --conv-kernel 3.5", "--conv-kernel expects an integer in [0,inf), got '3.5'"},
+        {"--ssmax abc", "--ssmax expects a number in [0,inf), got 'abc'"},
+        {"--ssmax -1", "--ssmax expects a number in [0,inf), got '-1'"},
+        {"--arch bert --ssmax nan", "--ssmax expects a number in [0,inf), got 'nan'"},
+        {"--ssmax inf", "--ssmax expects a number in [0,inf), got 'inf'"},
     };
     char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
     CHECK(mkdtemp(dir) != NULL);
