@@ -356,7 +356,8 @@ marian-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 # ViTModel / ViTForImageClassification through hf-run against transformers 4.x on
 # fresh random configurations (SEED, VIT_CASES of them) from tests/ref/gen_vit_fixtures.py,
-# once per kernel set; then tformer's own folders loaded by transformers and compared.
+# once per kernel set; then tformer's own folders loaded by transformers and compared; then
+# 8 fresh conv-stem / pooled / LSA models from tests/ref/gen_vit_stem_fixtures.py.
 VIT_CASES ?= 10
 vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/vit_fresh && $(HF_PYTHON) tests/ref/gen_vit_fixtures.py --random $(VIT_CASES) --seed $(SEED) --out $(BUILD)/vit_fresh
@@ -365,6 +366,8 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	TFORMER_EXPORT_DIR=$(BUILD)/vit_export $(BUILD)/run_tests vit_folders_round_trip
 	$(HF_PYTHON) tests/ref/gen_vit_fixtures.py --expected-for $(BUILD)/vit_export
 	$(BUILD)/run_tests --fixtures $(BUILD)/vit_export vit_hf_run_matches
+	rm -rf $(BUILD)/vit_stem_fresh && $(HF_PYTHON) tests/ref/gen_vit_stem_fixtures.py --random 8 --seed $(SEED) --out $(BUILD)/vit_stem_fresh
+	$(BUILD)/run_tests --fixtures $(BUILD)/vit_stem_fresh vit_stem_hf_run_matches_pytorch
 
 .PHONY: vit-conformance
 

@@ -13,7 +13,7 @@
 # calling it again continues (--resume) until STEPS are done, then it scores.
 # Settings: STEPS (30000; Swin 25000), D_MODEL (64; Swin 48), N_LAYER (6), BATCH (128), STEM
 # (conv: the convolutional stem; patch: one strided projection), STEM_WIDTH (0: d_model /
-# patch_size), POOLING (cls; mean, seq: what the classifier reads, docs/vision.md "Pooling"),
+# patch_size), STEM_DEPTH (1: 3x3 convolutions per halving, the others of stride 1), POOLING (cls; mean, seq: what the classifier reads, docs/vision.md "Pooling"),
 # LSA (false; true: locality self-attention, docs/vision.md "Locality self-attention"),
 # SEED (1337, the trainer's default: initial weights, data order, augmentations; the held-out
 # images do not depend on it), MIX_PROB (0.2: the share of batches mixed by mixup 0.8 / cutmix 1.0; 0: none), DROP_PATH (0.1);
@@ -40,7 +40,7 @@ if [ "$arch" = swin ]; then
 else
     stem=${STEM:-conv}
     model="--stem $stem --patch-size 4 --d-model ${D_MODEL:-64} --n-layer $n_layer --n-head 4 --pooling ${POOLING:-cls} --lsa ${LSA:-false}"
-    [ "$stem" = conv ] && model="$model --stem-width ${STEM_WIDTH:-32}"
+    [ "$stem" = conv ] && model="$model --stem-width ${STEM_WIDTH:-32} --stem-depth ${STEM_DEPTH:-1}"
     again=vision-results steps=${STEPS:-30000} threads=${THREADS:-${TFORMER_THREADS:-1}} val=${VAL_FRACTION:-0.05} clean=${CLEAN_STEPS:-3000}
     procs=${PROCS:-2}
 fi

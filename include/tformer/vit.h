@@ -23,16 +23,19 @@ typedef enum {
 /* How pixels become tokens. */
 typedef enum {
     TF_VIT_STEM_PATCH, /* one PxP convolution of stride P (Hugging Face's ViTPatchEmbeddings) */
-    TF_VIT_STEM_CONV   /* Xiao et al. 2021: log2(P) 3x3 convolutions of stride 2 with ReLUs, then a 1x1 one */
+    TF_VIT_STEM_CONV   /* Xiao et al. 2021: log2(P) 3x3 convolutions of stride 2 with ReLUs, then a 1x1 one
+                        * (stem_depth > 1: each followed by stem_depth - 1 of stride 1 at its width) */
 } tf_vit_stem;
 
-#define TF_VIT_MAX_STEM 16 /* 3x3 convolutions of a stem at most: patch_size up to 2^16 */
+#define TF_VIT_MAX_STEM 32 /* 3x3 convolutions of a stem at most (log2(patch_size) x stem_depth) */
 
 typedef struct {
     int image_size, patch_size, channels; /* square images of channels x image_size x image_size */
     tf_vit_stem stem;
     int stem_width;                       /* conv stem: the first 3x3 convolution's outputs, doubled by each
-                                           * next one; 0: max(1, d_model / patch_size) */
+                                           * next halving; 0: max(1, d_model / patch_size) */
+    int stem_depth;                       /* conv stem: 3x3 convolutions per halving, the first of stride 2, the
+                                           * others of stride 1 at its width (1: Xiao et al.'s stem) */
     int n_layer, n_head, d_model, d_ff;
     tf_activation activation;             /* Hugging Face's hidden_act: gelu (erf) */
     float norm_eps;                       /* layer_norm_eps: 1e-12 */
@@ -61,8 +64,10 @@ TF_API extern const tf_field_table tf_vit_config_table;
 TF_API float tf_vit_drop_path(const tf_vit_config *c, int l);
 /* Patches of an image: (image_size / patch_size)^2 (a remainder is not seen, as Conv2d). */
 TF_API int tf_vit_patches(const tf_vit_config *c);
-/* The conv stem's 3x3 convolutions (log2(patch_size); 0 for the patch stem)
- * and the outputs of the i-th: stem_width (or its default) times 2^i. */
+/* The conv stem's 3x3 convolutions (log2(patch_size) x stem_depth; 0 for the
+ * patch stem) and the outputs of the i-th: stem_width (or its default) times
+ * 2^(i / stem_depth). The i-th has stride 2 when i is a multiple of stem_depth
+ * (it halves the grid), 1 otherwise. */
 TF_API int tf_vit_stem_convs(const tf_vit_config *c);
 TF_API int tf_vit_stem_channels(const tf_vit_config *c, int i);
 /* "ViTModel", "ViTForImageClassification" and back (-1 when unknown). */
@@ -77,7 +82,7 @@ typedef struct {
     tf_tensor *position;   /* (1,N+1,d_model): the class token's position, then the patches' */
     tf_tensor *patch_w, *patch_b; /* (d_model,C,P,P), (d_model): patch_embeddings.projection;
                                    * conv stem: (d_model,c,1,1), (d_model): stem.projection (the 1x1) */
-    int n_stem;                   /* conv stem: its 3x3 convolutions, log2(patch_size) */
+    int n_stem;                   /* conv stem: its 3x3 convolutions, tf_vit_stem_convs */
     tf_tensor *stem_w[TF_VIT_MAX_STEM], *stem_b[TF_VIT_MAX_STEM]; /* conv stem: stem.conv<i> (c_i,c_{i-1},3,3), (c_i) */
     tf_block *layer;       /* n_layer blocks */
     tf_layer_norm norm;    /* layernorm: the final one */

@@ -22,8 +22,9 @@ model.safetensors, input.safetensors, expected.safetensors and, with labels,
 gradients.safetensors, as gen_vit_fixtures.py writes them. The reference is
 transformers' own ViTModel / ViTForImageClassification with the patch
 embedding's projection (Conv2d(C, D, P, stride=P)) replaced by the stem:
-log2(P) x [Conv2d(c_in, c_i, 3, stride=2, padding=1), ReLU] then
-Conv2d(c, D, 1); ViTPatchEmbeddings flattens and transposes its output as
+log2(P) x [Conv2d(c_in, c_i, 3, stride=2, padding=1), ReLU] (spec
+"stem_depth" d > 1: each followed by d - 1 x [Conv2d(c_i, c_i, 3, stride=1,
+padding=1), ReLU]) then Conv2d(c, D, 1); ViTPatchEmbeddings flattens and transposes its output as
 it does the projection's. Its tensors are renamed for tformer:
 ...patch_embeddings.projection.<2i> -> ...stem.conv<i>, the last ->
 ...stem.projection. Weights as gen_vit_fixtures.py draws them (every other
@@ -78,6 +79,14 @@ CASES = [
      dict(image_size=8, patch_size=2, num_channels=3, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=12, num_labels=4, qkv_bias=False, hidden_act="relu", layer_norm_eps=1e-6),
      5, dict(B=2, labels=True)),
+    ("stem_cls_grey28_p4_depth2", "ViTForImageClassification",
+     dict(image_size=28, patch_size=4, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=24, num_labels=10),
+     4, dict(B=3, labels=True, stem_depth=2)),
+    ("stem_model_rgb16_p8_depth3", "ViTModel",
+     dict(image_size=16, patch_size=8, num_channels=3, hidden_size=12, num_hidden_layers=1, num_attention_heads=2,
+          intermediate_size=20, hidden_act="gelu_new"),
+     3, dict(B=2, pooler=True, stem_depth=3)),
     ("pool_seq_grey28_p4_stem", "ViTForImageClassification",
      dict(image_size=28, patch_size=4, num_channels=1, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
           intermediate_size=24, num_labels=10),
@@ -109,10 +118,12 @@ CONV_CASES = [
 ]
 
 
-def stem_widths(cfg, stem_width):
+def stem_widths(cfg, stem_width, depth=1):
+    """(outputs, stride) of each 3x3 convolution: per halving of the grid one
+    of stride 2, then depth - 1 of stride 1 at its width."""
     k = cfg.patch_size.bit_length() - 1
     first = max(1, stem_width or cfg.hidden_size // cfg.patch_size)
-    return [first << i for i in range(k)]
+    return [(first << i, 2 if j == 0 else 1) for i in range(k) for j in range(depth)]
 
 
 class Stem(nn.Sequential):
@@ -124,11 +135,11 @@ class Stem(nn.Sequential):
         return self[0].weight
 
 
-def with_stem(model, cfg, stem_width):
+def with_stem(model, cfg, stem_width, depth):
     """model's patch projection replaced by the conv stem."""
     layers, c = [], cfg.num_channels
-    for w in stem_widths(cfg, stem_width):
-        layers += [nn.Conv2d(c, w, 3, stride=2, padding=1), nn.ReLU()]
+    for w, stride in stem_widths(cfg, stem_width, depth):
+        layers += [nn.Conv2d(c, w, 3, stride=stride, padding=1), nn.ReLU()]
         c = w
     layers.append(nn.Conv2d(c, cfg.hidden_size, 1))
     body = model.vit if hasattr(model, "vit") else model
@@ -198,7 +209,7 @@ def tformer_name(name, n_convs):
     return head + ("embeddings.stem.projection." if j == 2 * n_convs else f"embeddings.stem.conv{j // 2}.") + what
 
 
-def tformer_config(cfg, arch, stem_width, pooler, stem="conv", pooling="cls", lsa=False):
+def tformer_config(cfg, arch, stem_width, pooler, stem="conv", pooling="cls", lsa=False, depth=1):
     act = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}.get(cfg.hidden_act, cfg.hidden_act)
     c = dict(model_type="tformer-vit", architectures=[arch], image_size=cfg.image_size, patch_size=cfg.patch_size,
              stem=stem, stem_width=stem_width if stem == "conv" else 0, pooling=pooling, channels=cfg.num_channels, n_layer=cfg.num_hidden_layers,
@@ -206,6 +217,8 @@ def tformer_config(cfg, arch, stem_width, pooler, stem="conv", pooling="cls", ls
              norm_eps=cfg.layer_norm_eps, qkv_bias=cfg.qkv_bias, head=arch, n_labels=cfg.num_labels, pooler=pooler)
     if lsa:
         c["lsa"] = True
+    if depth != 1:
+        c["stem_depth"] = depth
     return c
 
 
@@ -247,21 +260,22 @@ def write_case(out, name, arch, cfg_kw, stem_width, spec, seed):
     kw = {"add_pooling_layer": pooler} if arch == "ViTModel" else {}
     stem, pooling = spec.get("stem", "conv"), spec.get("pooling", "cls")
     model = ARCHS[arch](cfg, **kw)
-    model = with_stem(model, cfg, stem_width) if stem == "conv" else model
+    depth = spec.get("stem_depth", 1)
+    model = with_stem(model, cfg, stem_width, depth) if stem == "conv" else model
     model = with_lsa(model) if spec.get("lsa") else model
     model = Pooled(model, cfg, pooling).eval() if pooling != "cls" else model.eval()
     fixture_cli.init_weights(model, g, "layernorm", ("cls_token", "position_embeddings", "temperature"))
-    n_convs = len(stem_widths(cfg, stem_width)) if stem == "conv" else 0
+    n_convs = len(stem_widths(cfg, stem_width, depth)) if stem == "conv" else 0
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    c = tformer_config(cfg, arch, stem_width, pooler, stem, pooling, spec.get("lsa", False))
+    c = tformer_config(cfg, arch, stem_width, pooler, stem, pooling, spec.get("lsa", False), depth)
     json.dump(c, open(os.path.join(d, "config.json"), "w"), indent=2)
     save_file({tformer_name(k, n_convs): v.detach().contiguous() for k, v in model.state_dict().items()},
               os.path.join(d, "model.safetensors"))
     x = fixture_cli.save_image_inputs(d, cfg, spec, g, lambda x: reference(model, arch, x),
                                       lambda x: gradients(model, x, n_convs))
-    print(f"wrote {d} (stem {stem_widths(cfg, stem_width) if n_convs else 'patch'}, pooling {pooling}, "
+    print(f"wrote {d} (stem {stem_widths(cfg, stem_width, depth) if n_convs else 'patch'}, pooling {pooling}, "
           f"lsa {bool(spec.get('lsa'))}, transformers {transformers.__version__}; "
           f"inputs {', '.join(x)})")
 
@@ -300,6 +314,7 @@ def random_case(r):
         cfg["num_labels"] = r.randint(2, 8)
         spec["labels"] = r.random() < 0.5
         spec["pooling"] = r.choice(["cls", "mean", "seq"])
+    spec["stem_depth"] = r.choice([1, 1, 2, 3])
     return arch, cfg, r.choice([0, 1, 3, 4]), spec
 
 

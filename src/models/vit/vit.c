@@ -152,12 +152,15 @@ static int check_inputs(const tf_vit *m, const tf_vit_inputs *in) {
     return tf_vision_check_labels(y, x->shape[0], c->n_labels, "vit", "image");
 }
 
-/* The conv stem: each 3x3 convolution halves the grid, the 1x1 (a patch
- * embedding of 1x1 patches) makes the (B,N,C) tokens of the patch grid. */
+/* The conv stem: the first 3x3 convolution of each stem_depth halves the
+ * grid, the others keep it; the 1x1 (a patch embedding of 1x1 patches) makes
+ * the (B,N,C) tokens of the patch grid. */
 static tf_tensor *conv_stem(tf_ctx *ctx, const tf_vit *m, tf_tensor *pixels) {
     tf_tensor *h = pixels;                                           // (B,channels,S,S)
-    for (int i = 0; i < m->n_stem; i++)
-        h = tf_relu(ctx, tf_conv2d(ctx, h, m->stem_w[i], m->stem_b[i], 2, 1));  // (B,c_i,S/2^(i+1),S/2^(i+1))
+    for (int i = 0; i < m->n_stem; i++) {
+        int stride = i % m->cfg.stem_depth ? 1 : 2;
+        h = tf_relu(ctx, tf_conv2d(ctx, h, m->stem_w[i], m->stem_b[i], stride, 1)); // (B,c_i,S/2^k,S/2^k), k = i/depth+1
+    }
     return tf_patch_embed(ctx, h, m->patch_w, m->patch_b);           // (B,N,C)
 }
 

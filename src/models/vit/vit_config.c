@@ -26,8 +26,11 @@ static const tf_field ROWS[] = {
       "(Xiao et al. 2021: log2(patch_size) 3x3 convolutions of stride 2 with ReLUs, then a 1x1 to d_model; "
       "no normalisation; tformer folders only)", SIG_NEW, NULL),
     R(stem_width, TF_FIELD_INT, "0", "[0,4096]", NULL,
-      "conv stem: outputs of its first 3x3 convolution, doubled by each next one; 0: max(1, d_model / patch_size)",
+      "conv stem: outputs of its first 3x3 convolution, doubled by each next halving; 0: max(1, d_model / patch_size)",
       SIG_NEW, NULL),
+    R(stem_depth, TF_FIELD_INT, "1", "[1,8]", NULL,
+      "conv stem: 3x3 convolutions (with ReLUs) per halving of the grid, the first of stride 2, the others of "
+      "stride 1 at its width; 1: Xiao et al.'s stem", SIG_NEW, NULL),
     R(channels, TF_FIELD_INT, "1", "[1,4]", NULL, "colour channels (1 grey, 3 RGB)", SIG, "num_channels"),
     R(n_layer, TF_FIELD_INT, "4", "[1,10000]", NULL, "Transformer blocks", SIG, "layers|num_hidden_layers"),
     R(n_head, TF_FIELD_INT, "4", "[1,inf)", NULL, "attention heads", SIG, "heads|num_attention_heads"),
@@ -75,12 +78,12 @@ float tf_vit_drop_path(const tf_vit_config *c, int l) {
 int tf_vit_stem_convs(const tf_vit_config *c) {
     int k = 0;
     while (c->stem == TF_VIT_STEM_CONV && (2 << k) <= c->patch_size) k++;
-    return k;
+    return k * (c->stem_depth > 1 ? c->stem_depth : 1);
 }
 
 int tf_vit_stem_channels(const tf_vit_config *c, int i) {
     int first = c->stem_width ? c->stem_width : c->d_model / c->patch_size;
-    return (first > 1 ? first : 1) << i;
+    return (first > 1 ? first : 1) << (i / (c->stem_depth > 1 ? c->stem_depth : 1));
 }
 
 int tf_vit_patches(const tf_vit_config *c) {
@@ -96,9 +99,14 @@ int tf_vit_config_check(const tf_vit_config *c) {
         return tf_set_error("patch_size %d is larger than image_size %d", c->patch_size, c->image_size);
     if (c->stem == TF_VIT_STEM_PATCH && c->stem_width)
         return tf_set_error("stem_width %d goes with stem conv (the stem is patch)", c->stem_width);
+    if (c->stem == TF_VIT_STEM_PATCH && c->stem_depth != 1)
+        return tf_set_error("stem_depth %d goes with stem conv (the stem is patch)", c->stem_depth);
     if (c->stem == TF_VIT_STEM_CONV && (c->patch_size < 2 || (c->patch_size & (c->patch_size - 1))))
         return tf_set_error("stem conv: patch_size %d must be a power of two >= 2 (one stride-2 3x3 convolution "
                             "per halving)", c->patch_size);
+    if (tf_vit_stem_convs(c) > TF_VIT_MAX_STEM)
+        return tf_set_error("stem conv: log2(patch_size %d) x stem_depth %d = %d 3x3 convolutions, more than %d",
+                            c->patch_size, c->stem_depth, tf_vit_stem_convs(c), TF_VIT_MAX_STEM);
     if (c->stem == TF_VIT_STEM_CONV && c->image_size % c->patch_size)
         return tf_set_error("stem conv: image_size %d must be a multiple of patch_size %d (the padded convolutions "
                             "would not give the patch grid)", c->image_size, c->patch_size);
