@@ -18,6 +18,18 @@
 static const char *const WEIGHTS[] = {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias",
                                       "ssmax_scale", "temperature"};
 
+/* s[h]'s gradient sums d scores * scores / s over (b, i, j), terms that cancel
+ * (a softmax's gradient sums to 0 over the keys): its rounding scales with the
+ * terms' sizes, not with the sum, so its error is max_h |got - want| over the
+ * sum of the terms' sizes (the generator's float64 size_grad_ssmax_scale, H). */
+static double s_grad_err(const float *got, const tf_tensor *want, const tf_tensor *size) {
+    if (!size || tf_numel(size) != tf_numel(want)) return INFINITY;
+    double e = 0;
+    for (int64_t h = 0; h < tf_numel(want); h++)
+        e = fmax(e, fabs((double)got[h] - tf_f32(want)[h]) / fmax((double)tf_f32(size)[h], 1e-30));
+    return e;
+}
+
 /* One case through tf_mha: the largest of the output's max |diff| and the
  * gradients' relative errors; spelled_out asks for the weights (the unfused
  * softmax); bump is added to head 0's s after loading (the check must fail). */
@@ -59,6 +71,7 @@ static double ssmax_case(const char *dir, const char *name, int spelled_out, flo
         tf_tensor *t = tf_params_get(ps, WEIGHTS[i]), *want_g = test_st_tensor(f, g, a);
         if (!t) continue;
         e = want_g ? test_rel_err(t->grad, tf_f32(want_g), (long)tf_numel(want_g)) : INFINITY;
+        if (want_g && t == m.ssmax_scale) e = s_grad_err(t->grad, want_g, test_st_tensor(f, "size_grad_ssmax_scale", a));
         if (!(e <= worst)) worst = e;
     }
 done:

@@ -23,7 +23,8 @@ Each case is a folder holding case.safetensors: x (B,T,E), in_proj_weight
 (3E,E), in_proj_bias (3E), out_proj.weight (E,E), out_proj.bias (E),
 ssmax_scale (H), temperature (H) with lsa, padding (B,T) uint8 (1 = padded
 key), r (B,T,E), out (B,T,E), grad_<name> of sum(out * r) for x and every
-weight, and spec (3) float32 [n_head, causal, lsa] (kept out of the file's
+weight, size_grad_ssmax_scale (H: the sum of |terms| of s's gradient, which
+cancels: the test's error for it is relative to this size), and spec (3) float32 [n_head, causal, lsa] (kept out of the file's
 metadata, whose order changes from one run to the next). Weights N(0, 0.4)
 (N(0, 0.02) would give nearly uniform attention, which would not notice a
 wrong n), s U(0.3, 1.2), temperatures U(0.5, 1.5); the arithmetic in float64
@@ -64,8 +65,9 @@ def visible(B, T, padding, causal, lsa):
     return v
 
 
-def ssmax_attention(x, w, H, seen, lsa):
-    """SSMax multi-head attention of x (B,T,E) float64 with the weights w."""
+def ssmax_attention(x, w, H, seen, lsa, keep=None):
+    """SSMax multi-head attention of x (B,T,E) float64 with the weights w;
+    keep (a dict) receives the scores (grad retained) and what s multiplies."""
     B, T, E = x.shape
     D = E // H
     q, k, v = (x @ w["in_proj_weight"].T + w["in_proj_bias"]).split(E, dim=-1)
@@ -76,6 +78,10 @@ def ssmax_attention(x, w, H, seen, lsa):
         factor = factor * w["temperature"].reshape(1, H, 1, 1)
     scores = (q * factor) @ k.transpose(-1, -2) / math.sqrt(D)                  # (B,H,T,T)
     scores = scores.masked_fill(~seen[:, None], float("-inf"))
+    if keep is not None:
+        scores.retain_grad()
+        per_s = factor / w["ssmax_scale"].reshape(1, H, 1, 1)                   # (B,H,T,1)
+        keep.update(scores=scores, per_s=(per_s * q @ k.transpose(-1, -2) / math.sqrt(D)).detach())
     o = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, E)
     return o @ w["out_proj.weight"].T + w["out_proj.bias"]
 
@@ -106,8 +112,13 @@ def write_case(out_dir, name, B, T, E, H, padding, causal, lsa, seed):
     leaves = {k: v.double().requires_grad_(True) for k, v in dict(w, x=x).items()}
     check_against_torch({k: v.detach() for k, v in leaves.items()}, H, x.double())
     seen = visible(B, T, padding, causal, lsa)
-    out = ssmax_attention(leaves["x"], leaves, H, seen, lsa)
+    keep = {}
+    out = ssmax_attention(leaves["x"], leaves, H, seen, lsa, keep)
     (out * r.double()).sum().backward()
+    # s[h]'s gradient is a sum over (b, i, j) of d scores * scores / s, which cancels (a softmax's gradient sums
+    # to 0 over j): its float32 rounding scales with the sum of the terms' sizes, not with the sum itself
+    terms = (keep["scores"].grad * keep["per_s"]).masked_fill(~seen[:, None], 0.0)   # (B,H,T,T)
+    size_ssmax = terms.abs().sum((0, 2, 3))                                           # (H)
     pad = torch.zeros(B, T, dtype=torch.uint8)
     for b, p in enumerate(padding):
         if p:
@@ -115,6 +126,7 @@ def write_case(out_dir, name, B, T, E, H, padding, causal, lsa, seed):
     t = dict(w, x=x, r=r, out=out.detach().float(), padding=pad,
              spec=torch.tensor([H, int(causal), int(lsa)], dtype=torch.float32))
     t.update({"grad_" + k: v.grad.float() for k, v in leaves.items()})
+    t["size_grad_ssmax_scale"] = size_ssmax.float()
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(d, "case.safetensors"))
@@ -127,7 +139,8 @@ def random_case(r):
     B, T = r.randint(1, 3), r.randint(3, 10)
     causal = r.random() < 0.5
     lsa = not causal and r.random() < 0.3  # lsa hides a query's own key: not with causal masking
-    most = T - 2 if lsa else T - 1  # every query keeps a key to see
+    # some query sees two keys or more (ln n > 0, so s matters: one key each would make every s pass)
+    most = T - 3 if lsa else T - 2
     return (B, T, H * 2 * r.randint(1, 3), H, tuple(r.randint(0, most) for _ in range(B)), causal, lsa)
 
 
