@@ -462,8 +462,8 @@ TEST(reliability_messages_say_what_is_wrong) {
 /* ---------------------------------------------------------------- this stop's new flags */
 
 /* --keep-checkpoints, --average-last, --val-bleu, --stop-at, --best-after, --listops-sep, --listops-drop-end, --rope, --rope-base,
- * --learned-positions, --lsa, --conv-kernel, --ssmax: garbage, negative and NaN are usage errors naming the flag,
- * and nothing is created. */
+ * --learned-positions, --lsa, --conv-kernel, --ssmax, --stem-depth: garbage, negative and NaN are usage errors naming
+ * the flag, and nothing is created. */
 TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
     static const struct {
         const char *flags, *expect;
@@ -497,6 +497,11 @@ TEST(reliability_checkpoint_and_bleu_flags_refuse_garbage) {
         {"--ssmax -1", "--ssmax expects a number in [0,inf), got '-1'"},
         {"--arch bert --ssmax nan", "--ssmax expects a number in [0,inf), got 'nan'"},
         {"--ssmax inf", "--ssmax expects a number in [0,inf), got 'inf'"},
+        {"--arch vit --stem conv --stem-depth abc", "--stem-depth expects an integer in [1,8], got 'abc'"},
+        {"--arch vit --stem conv --stem-depth 0", "--stem-depth expects an integer in [1,8], got '0'"},
+        {"--arch vit --stem conv --stem-depth 9", "--stem-depth expects an integer in [1,8], got '9'"},
+        {"--arch vit --stem conv --stem-depth nan", "--stem-depth expects an integer in [1,8], got 'nan'"},
+        {"--arch vit --stem conv --stem-depth 2.5", "--stem-depth expects an integer in [1,8], got '2.5'"},
     };
     char dir[] = "/tmp/tformer_rel_flags_XXXXXX", args[2048], out[8192], p[64];
     CHECK(mkdtemp(dir) != NULL);

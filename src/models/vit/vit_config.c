@@ -75,15 +75,18 @@ float tf_vit_drop_path(const tf_vit_config *c, int l) {
     return l < n / 2 ? step * (float)l : c->drop_path - step * (float)(n - 1 - l);
 }
 
+/* stem_depth, 1 where unset (a struct not from tf_vit_config_default, before the check refuses it). */
+static int stem_depth(const tf_vit_config *c) { return c->stem_depth > 1 ? c->stem_depth : 1; }
+
 int tf_vit_stem_convs(const tf_vit_config *c) {
     int k = 0;
     while (c->stem == TF_VIT_STEM_CONV && (2 << k) <= c->patch_size) k++;
-    return k * (c->stem_depth > 1 ? c->stem_depth : 1);
+    return k * stem_depth(c);
 }
 
 int tf_vit_stem_channels(const tf_vit_config *c, int i) {
     int first = c->stem_width ? c->stem_width : c->d_model / c->patch_size;
-    return (first > 1 ? first : 1) << (i / (c->stem_depth > 1 ? c->stem_depth : 1));
+    return (first > 1 ? first : 1) << (i / stem_depth(c));
 }
 
 int tf_vit_patches(const tf_vit_config *c) {
