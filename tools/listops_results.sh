@@ -22,7 +22,8 @@
 # steps, then twice as many, to measure the marginal time of a step, and
 # trains min(STEPS, the steps that fit 85% of the budget) (the rest:
 # evaluations). CALIB_STEPS=0 skips the calibration (STEPS steps).
-# KINDS (default "full bigbird nystrom"), threads: TFORMER_THREADS; JOBS (1):
+# KINDS (default "full bigbird nystrom"; local: a window of WINDOW (32) keys each side and one
+# global token), threads: TFORMER_THREADS; JOBS (1):
 # lanes of kinds trained side by side, each lane taking the next kind when it
 # is free (with more than one, each on TFORMER_THREADS=1 unless set: on this
 # 2-core machine JOBS=2 trains full in one lane, bigbird then nystrom in the
@@ -60,6 +61,7 @@ one() {
     full) att="--attention full" ;;
     bigbird) att="--attention bigbird --window 64 --block-size 64 --global-tokens 1 --random-blocks 3" ;;
     nystrom) att="--attention nystrom --landmarks 64 --conv-kernel ${CONV_KERNEL:-35}" ;;
+    local) att="--attention local --window ${WINDOW:-32} --global-tokens 1" ;;
     *) echo "unknown kind $kind" >&2; return 2 ;;
     esac
     run=$out/$kind
