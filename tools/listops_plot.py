@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The curves of tools/listops_results.sh: validation accuracy and loss
-against the training step for each run folder (full, bigbird, nystrom) under
+against the training step for each run folder (full, bigbird, nystrom, local) under
 OUT, read from their losses.csv, beside LRA's published test accuracies and
 the most frequent answer's share of the validation set (a model that ignores
 its input scores that). Needs matplotlib (Debian: python3-matplotlib).
@@ -12,7 +12,7 @@ import sys
 
 from listops_table import LRA, validations  # (tools/ is this script's folder)
 
-NAMES = {"full": "full attention", "bigbird": "BigBird", "nystrom": "Nyström"}
+NAMES = {"full": "full attention", "bigbird": "BigBird", "nystrom": "Nyström", "local": "local attention"}
 
 
 def main():

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The table of tools/listops_results.sh: for each run folder (full, bigbird,
-nystrom) under OUT, the best model's test accuracy (test.txt: tformer eval
+nystrom, local) under OUT, the best model's test accuracy (test.txt: tformer eval
 --listops), the best and last validation accuracy (losses.csv), steps,
 seconds per step (timing.txt), beside LRA's published ListOps figures.
 
@@ -11,7 +11,8 @@ import os
 import re
 import sys
 
-LRA = {"full": ("Transformer", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": ("Nystromformer (its re-run)", 37.2)}
+LRA = {"full": ("Transformer", 36.4), "bigbird": ("BigBird", 36.1), "nystrom": ("Nystromformer (its re-run)", 37.2),
+       "local": ("Local Attention", 15.82)}
 
 
 def validations(run):

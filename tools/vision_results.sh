@@ -13,7 +13,7 @@
 # AMD EPYC Zen 5 (the seventh run: D_MODEL=64 STEM_DEPTH=1 STEPS=30000 CLEAN_STEPS=3000, 1 h 53 min). Each call trains for at most HOURS (2.5) and stops with a checkpoint;
 # calling it again continues (--resume) until STEPS are done, then it scores.
 # Settings: STEPS (32000; Swin 25000), D_MODEL (80; Swin 48), N_LAYER (6), BATCH (128), STEM
-# (conv: the convolutional stem; patch: one strided projection), STEM_WIDTH (0: d_model /
+# (conv: the convolutional stem; patch: one strided projection), STEM_WIDTH (32; 0: d_model /
 # patch_size), STEM_DEPTH (2: 3x3 convolutions per halving, the others of stride 1), POOLING (cls; mean, seq: what the classifier reads, docs/vision.md "Pooling"),
 # LSA (false; true: locality self-attention, docs/vision.md "Locality self-attention"),
 # SEED (1337, the trainer's default: initial weights, data order, augmentations; the held-out
