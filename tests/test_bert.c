@@ -182,6 +182,63 @@ TEST(bert_pre_ln_mean_pooling) {
     CHECK(tf_bert_config_check(&c) == -1 && strstr(tf_error(), "pooling max"));
 }
 
+/* The pooler on the last token before the padding (GPT2ForSequenceClassification's
+ * rule): the pooled vector equals tanh(dense(h[b, n_b - 1])) computed here in
+ * double from last_hidden_state; a padded row pools as the row cut short (and
+ * not as its last padding position); the folder says "last" and loads back to
+ * the same bits; the poolings the pooler lacks are refused. */
+TEST(bert_last_pooling) {
+    tf_bert_config c = small(TF_BERT_SEQ_CLS);
+    c.norm_first = 1, c.pooling = TF_POOL_LAST;
+    tf_bert *m = tf_bert_new(&c, 7);
+    CHECK(m != NULL);
+    for (int i = 0; m && i < tf_params_count(m->params); i++)
+        tf_tensor_fill_normal(tf_params_tensor(m->params, i), 60 + (uint64_t)i, 0.3f);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+    for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* row 1: 4 tokens, 2 padding */
+    tf_tensor *ids = ids_tensor(ctx, 19, 1);
+    tf_bert_inputs in = {.input_ids = ids, .attention_mask = mask};
+    tf_bert_outputs out;
+    CHECK(m && tf_bert_run(ctx, m, &in, &out) == 0);
+    const float *h = tf_f32(out.last_hidden_state), *W = tf_f32(m->pooler.dense.weight), *bias = tf_f32(m->pooler.dense.bias);
+    double worst = 0, first = 0;
+    for (int b = 0; b < B; b++) {
+        int end = (b ? 4 : T) - 1;
+        for (int o = 0; o < 8; o++) {
+            double z = bias[o], z0 = bias[o];
+            for (int k = 0; k < 8; k++) z += W[o * 8 + k] * h[(b * T + end) * 8 + k], z0 += W[o * 8 + k] * h[(b * T) * 8 + k];
+            worst = fmax(worst, fabs(tanh(z) - tf_f32(out.pooler_output)[b * 8 + o]));
+            first = fmax(first, fabs(tanh(z0) - tf_f32(out.pooler_output)[b * 8 + o]));
+        }
+    }
+    CHECKF(worst < 1e-6 && first > 1e-3, "pooler_output off by %g (the first token's: %g)", worst, first);
+    tf_tensor *cut = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 0);
+    for (int t = 0; t < 4; t++) tf_i32(cut)[t] = tf_i32(ids)[T + t];
+    tf_bert_inputs in1 = {.input_ids = cut};
+    tf_bert_outputs one;
+    CHECK(tf_bert_run(ctx, m, &in1, &one) == 0);
+    double err = test_rel_err(tf_f32(one.logits), tf_f32(out.logits) + 3, 3);
+    CHECKF(err < 1e-6, "padded row vs cut row: relative error %g", err);
+    char dir[] = "/tmp/tformer_bert_XXXXXX", path[600];
+    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t len;
+    char *text = test_slurp(path, &len);
+    CHECK(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_pooling\":\t\"last\""));
+    free(text);
+    tf_bert *r = tf_bert_load_hf(dir, NULL);
+    CHECKF(r && r->cfg.pooling == TF_POOL_LAST, "%s", r ? "settings lost" : tf_error());
+    tf_bert_outputs back;
+    CHECK(r && tf_bert_run(ctx, r, &in, &back) == 0 && !memcmp(back.logits->data, out.logits->data, 2 * 3 * 4));
+    tf_bert_free(r);
+    remove_folder(dir);
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+    c.pooling = TF_POOL_SEQ;
+    CHECK(tf_bert_config_check(&c) == -1 && strstr(tf_error(), "pooling seq"));
+}
+
 static void expect_load_error(const char *dir, const char *config, const char *needle) {
     char p[512];
     snprintf(p, sizeof p, "%s/config.json", dir);
@@ -217,7 +274,7 @@ TEST(bert_bad_folders) {
         {1, 2, 8, "", "unexpected tensor 'encoder.layer.1."},
         {3, 2, 8, "", "missing tensor 'encoder.layer.2."},
         {2, 2, 8, ",\"num_hidden_layers\":2", "\"num_hidden_layers\" appears twice"},
-        {2, 2, 8, ",\"tformer_pooling\":\"max\"", "\"tformer_pooling\" must be \"cls\" or \"mean\""},
+        {2, 2, 8, ",\"tformer_pooling\":\"max\"", "\"tformer_pooling\" must be \"cls\", \"mean\" or \"last\""},
         {2, 2, 8, ",\"tformer_norm_first\":1", "\"tformer_norm_first\" must be true or false"},
         {2, 2, 8, ",\"tformer_norm_first\":true", "missing tensor 'encoder.LayerNorm.weight'"},
     };

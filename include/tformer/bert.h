@@ -45,8 +45,8 @@ typedef struct {
     /* Two settings outside Hugging Face's BERT, for encoders trained here
      * (docs/long-sequences.md: the Long Range Arena re-runs' classifier):
      * pre-LN blocks with a final LayerNorm ("encoder.LayerNorm"), and the
-     * pooler on the tokens' mean instead of [CLS] (TF_POOL_CLS or
-     * TF_POOL_MEAN). A folder saved with either (or with an attention kind
+     * pooler on the tokens' mean or the last token instead of [CLS]
+     * (TF_POOL_CLS, TF_POOL_MEAN or TF_POOL_LAST). A folder saved with either (or with an attention kind
      * other than full) has model_type "tformer-bert" in config.json, which
      * transformers refuses rather than run the weights as BERT's. */
     int norm_first;

@@ -86,9 +86,11 @@ TF_API tf_tensor *tf_mlm_head_forward(tf_ctx *ctx, const tf_mlm_head *h, tf_tens
 /* ---------------------------------------------------------------- pooler and classifiers */
 
 /* Which tokens a pooled vector summarises: the first ([CLS]), the mean or the
- * maximum over the tokens (padding left out), or their mean weighted by a
- * learned score (tf_seq_pool). Each family's table lists the ones it has. */
-typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX, TF_POOL_SEQ } tf_pooling;
+ * maximum over the tokens (padding left out), their mean weighted by a
+ * learned score (tf_seq_pool), or the last token that is not padding
+ * (GPT2ForSequenceClassification's rule). Each family's table lists the ones
+ * it has. */
+typedef enum { TF_POOL_MEAN, TF_POOL_CLS, TF_POOL_MAX, TF_POOL_SEQ, TF_POOL_LAST } tf_pooling;
 
 /* Sequence pooling (SeqPool, Hassani et al. 2021, "Escaping the Big Data
  * Paradigm with Compact Transformers"): a score per token from a Linear
@@ -119,6 +121,10 @@ TF_API tf_tensor *tf_pooler_forward(tf_ctx *ctx, const tf_pooler *p, tf_tensor *
  * positions where attention_mask (B,T, I32 or U8, 0 = padding; NULL: none) is
  * 0 left out: the mean pooling of Long Range Arena's re-runs. */
 TF_API tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask);
+/* The same dense + tanh on each row's last token that attention_mask keeps
+ * (the last of the row when NULL): where a right-padded sequence ends. A row
+ * with no token kept gives tanh(bias). */
+TF_API tf_tensor *tf_pooler_forward_last(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask);
 
 /* dropout + Linear d_model -> n_labels, on a pooled vector per sequence
  * (BertForSequenceClassification's "classifier"; next-sentence prediction,

@@ -100,20 +100,23 @@ tf_tensor *tf_pooler_forward(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x) {
     return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, first));                               // (B,d_model)
 }
 
-/* The tokens' mean (B,d_model) of x (B,T,d_model), the positions where mask
- * (B,T, I32 or U8; NULL: none) is 0 left out: a product with weights (B,T,1)
- * that hold 1/n at the n kept tokens (no gradient), summed over T. A row with
- * no token kept gives zeros. */
-static tf_tensor *mean_tokens(tf_ctx *ctx, tf_tensor *x, const tf_tensor *mask) {
+/* A weighted sum (B,d_model) of x (B,T,d_model) over the tokens that mask
+ * (B,T, I32 or U8; NULL: none) keeps: weights (B,T,1) with no gradient that
+ * hold 1/n at the n kept tokens (last 0), or 1 at the last kept token (last
+ * 1). A row with no token kept gives zeros. */
+static tf_tensor *pool_tokens(tf_ctx *ctx, tf_tensor *x, const tf_tensor *mask, int last) {
     int64_t B = x->shape[0], T = x->shape[1];
-    tf_tensor *pad = mask ? tf_key_padding(ctx, mask, B, T, "mean pooler") : NULL;  // (B,T) U8, 1 = padding
+    tf_tensor *pad = mask ? tf_key_padding(ctx, mask, B, T, "pooler") : NULL;  // (B,T) U8, 1 = padding
     if (mask && !pad) return NULL;
     tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){B, T, 1}, 0);  // (B,T,1)
     for (int64_t b = 0; w && b < B; b++) {
-        int64_t n = 0;
-        for (int64_t t = 0; t < T; t++) n += !pad || !tf_u8(pad)[b * T + t];
+        int64_t n = 0, end = -1;
         for (int64_t t = 0; t < T; t++)
-            tf_f32(w)[b * T + t] = (pad && tf_u8(pad)[b * T + t]) || !n ? 0.0f : 1.0f / (float)n;
+            if (!pad || !tf_u8(pad)[b * T + t]) n++, end = t;
+        for (int64_t t = 0; t < T; t++) {
+            int kept = !pad || !tf_u8(pad)[b * T + t];
+            tf_f32(w)[b * T + t] = last ? (float)(t == end) : kept ? 1.0f / (float)n : 0.0f;
+        }
     }
     return w ? tf_sum(ctx, tf_mul(ctx, x, w), 1, 0) : NULL;  // (B,d_model)
 }
@@ -121,7 +124,13 @@ static tf_tensor *mean_tokens(tf_ctx *ctx, tf_tensor *x, const tf_tensor *mask) 
 tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask) {
     if (!x) return NULL;
     if (check_input("pooler", "hidden states", x, 3, p->d_model)) return NULL;
-    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, mean_tokens(ctx, x, attention_mask)));  // (B,d_model)
+    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, pool_tokens(ctx, x, attention_mask, 0)));  // (B,d_model)
+}
+
+tf_tensor *tf_pooler_forward_last(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask) {
+    if (!x) return NULL;
+    if (check_input("pooler", "hidden states", x, 3, p->d_model)) return NULL;
+    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, pool_tokens(ctx, x, attention_mask, 1)));  // (B,d_model)
 }
 
 /* ---------------------------------------------------------------- sequence pooling */

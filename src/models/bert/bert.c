@@ -172,6 +172,8 @@ int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert
     tf_tensor *h = out->last_hidden_state;  // (B,T,C)
     if (m->cfg.pooler && !(out->pooler_output = m->cfg.pooling == TF_POOL_MEAN
                                                     ? tf_pooler_forward_mean(ctx, &m->pooler, h, in->attention_mask)
+                                                : m->cfg.pooling == TF_POOL_LAST
+                                                    ? tf_pooler_forward_last(ctx, &m->pooler, h, in->attention_mask)
                                                     : tf_pooler_forward(ctx, &m->pooler, h)))  // (B,C)
         return -1;
     return tf_bert_heads(ctx, m, in, out);

@@ -9,7 +9,7 @@ static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new", 
 static const char *const HEADS[] = {"BertModel", "BertForPreTraining", "BertForMaskedLM",
                                     "BertForSequenceClassification", "BertForTokenClassification",
                                     "BertForQuestionAnswering", NULL};
-static const char *const POOLINGS[] = {"mean", "cls", "max", NULL}; /* tf_pooling's order */
+static const char *const POOLINGS[] = {"mean", "cls", "max", "seq", "last", NULL}; /* tf_pooling's order */
 static const char *const PROBLEMS[] = {"single_label_classification", "regression", NULL};
 _Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) == sizeof(int) &&
                    sizeof(tf_pooling) == sizeof(int), "enum rows store an int");
@@ -39,7 +39,8 @@ static const tf_field ROWS[] = {
     R(norm_first, TF_FIELD_BOOL, "false", NULL, NULL,
       "pre-LN blocks and a final LayerNorm (not Hugging Face's BERT); false: post-LN (BERT)", SIG, NULL),
     R(pooling, TF_FIELD_ENUM, "cls", NULL, POOLINGS,
-      "what the pooler reads: the [CLS] token (BERT) or the tokens' mean, padding left out", SIG, NULL),
+      "what the pooler reads: the [CLS] token (BERT), the tokens' mean (padding left out) or the last token "
+      "before the padding (GPT2ForSequenceClassification's rule)", SIG, NULL),
     R(tied, TF_FIELD_BOOL, "true", NULL, NULL, "masked-LM decoder = word embeddings", SIG, NULL),
     R(learned_positions, TF_FIELD_BOOL, "true", NULL, NULL,
       "a learned position table added to the embeddings (BERT); false: none, the order from --rope alone "
@@ -68,7 +69,8 @@ int tf_bert_config_check(const tf_bert_config *c) {
         return tf_set_error("problem regression needs n_labels 1 (got %d)", c->n_labels);
     if ((c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_PRETRAINING) && !c->pooler)
         return tf_set_error("head %s reads the pooler: pooler must be true", HEADS[c->head]);
-    if (c->pooling == TF_POOL_MAX) return tf_set_error("pooling max: the pooler reads cls or mean");
+    if (c->pooling == TF_POOL_MAX || c->pooling == TF_POOL_SEQ)
+        return tf_set_error("pooling %s: the pooler reads cls, mean or last", c->pooling == TF_POOL_MAX ? "max" : "seq");
     if (c->bigbird_sparse && (c->norm_first || c->pooling != TF_POOL_CLS))
         return tf_set_error("a block_sparse BigBird is Hugging Face's: post-LN, the pooler on [CLS]");
     if (!c->learned_positions && c->attention.rope == TF_ROPE_NONE)

@@ -97,11 +97,11 @@ static int read_own(const cJSON *root, const char *path, tf_bert_config *c) {
     c->norm_first = cJSON_IsTrue(nf);
     c->learned_positions = !cJSON_IsFalse(lp);
     if (!pool) return 0;
-    int mean = cJSON_IsString(pool) && !strcmp(pool->valuestring, "mean");
-    if (!mean && !(cJSON_IsString(pool) && !strcmp(pool->valuestring, "cls")))
-        return tf_set_error("%s: \"tformer_pooling\" must be \"cls\" or \"mean\"", path);
-    c->pooling = mean ? TF_POOL_MEAN : TF_POOL_CLS;
-    return 0;
+    static const char *const NAMES[] = {"cls", "mean", "last"};
+    static const tf_pooling KINDS[] = {TF_POOL_CLS, TF_POOL_MEAN, TF_POOL_LAST};
+    for (int i = 0; i < 3; i++)
+        if (cJSON_IsString(pool) && !strcmp(pool->valuestring, NAMES[i])) return c->pooling = KINDS[i], 0;
+    return tf_set_error("%s: \"tformer_pooling\" must be \"cls\", \"mean\" or \"last\"", path);
 }
 
 /* num_labels from id2label (Hugging Face writes that, not num_labels), and the names. */
@@ -373,13 +373,14 @@ static int write_config(const tf_bert *m, const char *path) {
     if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
     /* Arithmetic that Hugging Face's BertModel does not have (another
      * attention kind, rotary positions or Scalable-Softmax, pre-LN, mean
-     * pooling): model_type "tformer-bert", which transformers refuses rather
+     * or last pooling): model_type "tformer-bert", which transformers refuses rather
      * than run the weights as BERT's. */
     int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL ||
               c->attention.rope != TF_ROPE_NONE || !c->learned_positions || c->attention.ssmax > 0.0f;
     cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : "bert");
     if (c->norm_first) cJSON_AddBoolToObject(r, "tformer_norm_first", 1);
-    if (c->pooling != TF_POOL_CLS) cJSON_AddStringToObject(r, "tformer_pooling", "mean");
+    if (c->pooling != TF_POOL_CLS)
+        cJSON_AddStringToObject(r, "tformer_pooling", c->pooling == TF_POOL_LAST ? "last" : "mean");
     if (!c->learned_positions) cJSON_AddBoolToObject(r, "tformer_learned_positions", 0);
     cJSON_AddStringToObject(r, "position_embedding_type", "absolute");
     int rc = !arch || tf_fields_to_json(r, &f, 1);

@@ -113,7 +113,8 @@ int tf_vit_config_check(const tf_vit_config *c) {
     if (c->stem == TF_VIT_STEM_CONV && c->image_size % c->patch_size)
         return tf_set_error("stem conv: image_size %d must be a multiple of patch_size %d (the padded convolutions "
                             "would not give the patch grid)", c->image_size, c->patch_size);
-    if (c->pooling == TF_POOL_MAX) return tf_set_error("pooling max: the classifier reads cls, mean or seq");
+    if (c->pooling == TF_POOL_MAX || c->pooling == TF_POOL_LAST)
+        return tf_set_error("pooling %s: the classifier reads cls, mean or seq", c->pooling == TF_POOL_MAX ? "max" : "last");
     if (c->pooling != TF_POOL_CLS && c->head != TF_VIT_IMAGE_CLS)
         return tf_set_error("pooling %s: only ViTForImageClassification pools (ViTModel's pooler reads the class token)",
                             c->pooling == TF_POOL_MEAN ? "mean" : "seq");
