@@ -6,6 +6,10 @@ the most frequent answer's share of the validation set (a model that ignores
 its input scores that). Needs matplotlib (Debian: python3-matplotlib).
 
     python3 tools/listops_plot.py OUT PNG
+    python3 tools/listops_plot.py --runs PNG LABEL=RUN_DIR ...   # any run folders, side by side
+
+(the second form: runs of one kind with other settings or seeds, LABEL in the
+legend, RUN_DIR a folder with losses.csv, e.g. OUT/full.)
 """
 import os
 import sys
@@ -15,8 +19,17 @@ from listops_table import LRA, validations  # (tools/ is this script's folder)
 NAMES = {"full": "full attention", "bigbird": "BigBird", "nystrom": "Nyström", "local": "local attention"}
 
 
+def curves(out, runs):
+    """(label, run folder, LRA's figure or None) for each curve: the kinds under
+    out, or the LABEL=RUN_DIR pairs of --runs."""
+    if runs is not None:
+        return [(label, run, None) for label, run in (r.split("=", 1) for r in runs)]
+    return [(name, os.path.join(out, kind), LRA[kind][1]) for kind, name in NAMES.items()]
+
+
 def main():
-    out, png = sys.argv[1], sys.argv[2]
+    runs = sys.argv[3:] if sys.argv[1] == "--runs" else None
+    out, png = (None, sys.argv[2]) if runs is not None else (sys.argv[1], sys.argv[2])
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,18 +37,22 @@ def main():
 
     fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
     top = []
-    for i, (kind, name) in enumerate(NAMES.items()):
-        run, lra = os.path.join(out, kind), LRA[kind][1]
+    for i, (name, run, lra) in enumerate(curves(out, runs)):
         if not os.path.exists(os.path.join(run, "losses.csv")):
+            if runs is not None:
+                sys.exit(f"listops_plot: {run}: no losses.csv")
             continue
         steps, loss, acc = zip(*validations(run))
         acc = [100 * a for a in acc]
         top.extend(acc)
         color = f"C{i}"
         ax_acc.plot(steps, acc, "o-", color=color, ms=3, label=f"{name} (tformer, validation)")
-        ax_acc.axhline(lra, color=color, ls=":", lw=1, label=f"{name}: LRA's published test figure ({lra}%)")
+        if lra is not None:
+            ax_acc.axhline(lra, color=color, ls=":", lw=1, label=f"{name}: LRA's published test figure ({lra}%)")
         ax_loss.plot(steps, loss, "o-", color=color, ms=3, label=name)
     ax_acc.axhline(16.5, color="grey", ls="--", lw=1, label="most frequent answer (16.5%)")
+    if runs is not None:
+        ax_acc.axhline(37.0, color="black", ls=":", lw=1, label="issue 14's goal, test accuracy (37%)")
     ax_acc.set_xlabel("training step (batches of 32)")
     ax_acc.set_ylabel("validation accuracy (%), 1,984 expressions")
     ax_acc.set_title("ListOps (LRA settings, lengths 500-2,000)")
