@@ -119,25 +119,69 @@ TEST(bert_mlm_gathered_loss) {
     tf_bert_free(m);
 }
 
+/* A pre-LN sequence classifier pooling by p, every parameter drawn at random
+ * (LayerNorms not at 1 / 0: every path matters), run on two rows, the second
+ * 4 tokens and 2 padding. */
+static tf_bert *pooling_run(tf_ctx *ctx, tf_pooling p, uint64_t seed, tf_bert_inputs *in, tf_bert_outputs *out) {
+    tf_bert_config c = small(TF_BERT_SEQ_CLS);
+    c.norm_first = 1, c.pooling = p;
+    tf_bert *m = tf_bert_new(&c, 7);
+    for (int i = 0; m && i < tf_params_count(m->params); i++)
+        tf_tensor_fill_normal(tf_params_tensor(m->params, i), seed + (uint64_t)i, 0.3f);
+    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+    for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4;
+    *in = (tf_bert_inputs){.input_ids = ids_tensor(ctx, 19, 1), .attention_mask = mask};
+    if (m && tf_bert_run(ctx, m, in, out)) tf_bert_free(m), m = NULL;
+    return m;
+}
+
+/* The padded row pools as the row cut short (the same logits), and the
+ * folder says model_type "tformer-bert" and tformer_pooling name, and loads
+ * back to the same settings and bits. */
+static void check_cut_row_and_folder(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in,
+                                     const tf_bert_outputs *out, const char *name) {
+    tf_tensor *cut = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 0);
+    for (int t = 0; t < 4; t++) tf_i32(cut)[t] = tf_i32(in->input_ids)[T + t];
+    tf_bert_inputs in1 = {.input_ids = cut};
+    tf_bert_outputs one;
+    CHECK(tf_bert_run(ctx, m, &in1, &one) == 0);
+    double err = test_rel_err(tf_f32(one.logits), tf_f32(out->logits) + 3, 3);
+    CHECKF(err < 1e-6, "padded row vs cut row: relative error %g", err);
+    char dir[] = "/tmp/tformer_bert_XXXXXX", path[600], want[64];
+    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(want, sizeof want, "\"tformer_pooling\":\t\"%s\"", name);
+    size_t len;
+    char *text = test_slurp(path, &len);
+    int marked = text && strstr(text, "\"tformer-bert\"") && strstr(text, want) && strstr(text, "\"tformer_norm_first\":\ttrue");
+    free(text);
+    tf_bert *r = marked ? tf_bert_load_hf(dir, NULL) : NULL;
+    tf_bert_outputs back;
+    int same = r && r->cfg.norm_first && r->cfg.pooling == m->cfg.pooling && tf_bert_run(ctx, r, in, &back) == 0 &&
+               !memcmp(back.logits->data, out->logits->data, 2 * 3 * 4);
+    tf_bert_free(r);
+    remove_folder(dir);
+    CHECKF(marked && same, "%s", !marked ? "config.json lacks the settings" : r ? "settings or logits lost" : tf_error());
+}
+
+/* Frees m; its configuration with pooling p is refused, naming it. */
+static void free_and_refuse(tf_bert *m, tf_pooling p, const char *needle) {
+    tf_bert_config c = m->cfg;
+    tf_bert_free(m);
+    c.pooling = p;
+    CHECK(tf_bert_config_check(&c) == -1 && strstr(tf_error(), needle));
+}
+
 /* Pre-LN blocks with a final LayerNorm and the pooler on the tokens' mean
  * (LRA's classifier; not Hugging Face's BERT): the pooled vector equals
  * tanh(dense(mean)) computed here in double from last_hidden_state over the
- * unpadded tokens; a padded row pools as the same row cut short; the folder
- * says model_type "tformer-bert" and loads back to the same bits. */
+ * unpadded tokens; then check_cut_row_and_folder. */
 TEST(bert_pre_ln_mean_pooling) {
-    tf_bert_config c = small(TF_BERT_SEQ_CLS);
-    c.norm_first = 1, c.pooling = TF_POOL_MEAN;
-    tf_bert *m = tf_bert_new(&c, 7);
-    CHECK(m && m->block.norm_first && tf_params_get(m->params, "bert.encoder.LayerNorm.weight"));
-    for (int i = 0; i < tf_params_count(m->params); i++) /* every path matters: LayerNorms not at 1 / 0 */
-        tf_tensor_fill_normal(tf_params_tensor(m->params, i), 40 + (uint64_t)i, 0.3f);
     tf_ctx *ctx = tf_ctx_new(1);
-    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
-    for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* row 1: 4 tokens, 2 padding */
-    tf_tensor *ids = ids_tensor(ctx, 19, 1);
-    tf_bert_inputs in = {.input_ids = ids, .attention_mask = mask};
+    tf_bert_inputs in;
     tf_bert_outputs out;
-    CHECK(tf_bert_run(ctx, m, &in, &out) == 0);
+    tf_bert *m = pooling_run(ctx, TF_POOL_MEAN, 40, &in, &out);
+    CHECK(m && m->block.norm_first && tf_params_get(m->params, "bert.encoder.LayerNorm.weight"));
     const float *h = tf_f32(out.last_hidden_state), *W = tf_f32(m->pooler.dense.weight), *bias = tf_f32(m->pooler.dense.bias);
     double worst = 0;
     for (int b = 0; b < B; b++) {
@@ -153,54 +197,22 @@ TEST(bert_pre_ln_mean_pooling) {
         }
     }
     CHECKF(worst < 1e-6, "pooler_output off by %g", worst);
-    /* row 1 alone and cut to its 4 tokens: the same pooled vector and logits */
-    tf_tensor *cut = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 0);
-    for (int t = 0; t < 4; t++) tf_i32(cut)[t] = tf_i32(ids)[T + t];
-    tf_bert_inputs in1 = {.input_ids = cut};
-    tf_bert_outputs one;
-    CHECK(tf_bert_run(ctx, m, &in1, &one) == 0);
-    double err = test_rel_err(tf_f32(one.logits), tf_f32(out.logits) + 3, 3);
-    CHECKF(err < 1e-6, "padded row vs cut row: relative error %g", err);
-    /* the folder: marked as tformer's, read back to the same logits */
-    char dir[] = "/tmp/tformer_bert_XXXXXX", path[600];
-    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    size_t len;
-    char *text = test_slurp(path, &len);
-    CHECK(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_pooling\":\t\"mean\"") &&
-          strstr(text, "\"tformer_norm_first\":\ttrue"));
-    free(text);
-    tf_bert *r = tf_bert_load_hf(dir, NULL);
-    CHECKF(r && r->cfg.norm_first && r->cfg.pooling == TF_POOL_MEAN, "%s", r ? "settings lost" : tf_error());
-    tf_bert_outputs back;
-    CHECK(r && tf_bert_run(ctx, r, &in, &back) == 0 && !memcmp(back.logits->data, out.logits->data, 2 * 3 * 4));
-    tf_bert_free(r);
-    remove_folder(dir);
+    check_cut_row_and_folder(ctx, m, &in, &out, "mean");
     tf_ctx_free(ctx);
-    tf_bert_free(m);
-    c.pooling = TF_POOL_MAX;
-    CHECK(tf_bert_config_check(&c) == -1 && strstr(tf_error(), "pooling max"));
+    free_and_refuse(m, TF_POOL_MAX, "pooling max");
 }
 
 /* The pooler on the last token before the padding (GPT2ForSequenceClassification's
  * rule): the pooled vector equals tanh(dense(h[b, n_b - 1])) computed here in
- * double from last_hidden_state; a padded row pools as the row cut short (and
- * not as its last padding position); the folder says "last" and loads back to
- * the same bits; the poolings the pooler lacks are refused. */
+ * double from last_hidden_state (and not the first token's); then
+ * check_cut_row_and_folder (a padded row pools as the row cut short, not as
+ * its last padding position); the poolings the pooler lacks are refused. */
 TEST(bert_last_pooling) {
-    tf_bert_config c = small(TF_BERT_SEQ_CLS);
-    c.norm_first = 1, c.pooling = TF_POOL_LAST;
-    tf_bert *m = tf_bert_new(&c, 7);
-    CHECK(m != NULL);
-    for (int i = 0; m && i < tf_params_count(m->params); i++)
-        tf_tensor_fill_normal(tf_params_tensor(m->params, i), 60 + (uint64_t)i, 0.3f);
     tf_ctx *ctx = tf_ctx_new(1);
-    tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
-    for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* row 1: 4 tokens, 2 padding */
-    tf_tensor *ids = ids_tensor(ctx, 19, 1);
-    tf_bert_inputs in = {.input_ids = ids, .attention_mask = mask};
+    tf_bert_inputs in;
     tf_bert_outputs out;
-    CHECK(m && tf_bert_run(ctx, m, &in, &out) == 0);
+    tf_bert *m = pooling_run(ctx, TF_POOL_LAST, 60, &in, &out);
+    CHECK(m != NULL);
     const float *h = tf_f32(out.last_hidden_state), *W = tf_f32(m->pooler.dense.weight), *bias = tf_f32(m->pooler.dense.bias);
     double worst = 0, first = 0;
     for (int b = 0; b < B; b++) {
@@ -213,30 +225,9 @@ TEST(bert_last_pooling) {
         }
     }
     CHECKF(worst < 1e-6 && first > 1e-3, "pooler_output off by %g (the first token's: %g)", worst, first);
-    tf_tensor *cut = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 0);
-    for (int t = 0; t < 4; t++) tf_i32(cut)[t] = tf_i32(ids)[T + t];
-    tf_bert_inputs in1 = {.input_ids = cut};
-    tf_bert_outputs one;
-    CHECK(tf_bert_run(ctx, m, &in1, &one) == 0);
-    double err = test_rel_err(tf_f32(one.logits), tf_f32(out.logits) + 3, 3);
-    CHECKF(err < 1e-6, "padded row vs cut row: relative error %g", err);
-    char dir[] = "/tmp/tformer_bert_XXXXXX", path[600];
-    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    size_t len;
-    char *text = test_slurp(path, &len);
-    CHECK(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_pooling\":\t\"last\""));
-    free(text);
-    tf_bert *r = tf_bert_load_hf(dir, NULL);
-    CHECKF(r && r->cfg.pooling == TF_POOL_LAST, "%s", r ? "settings lost" : tf_error());
-    tf_bert_outputs back;
-    CHECK(r && tf_bert_run(ctx, r, &in, &back) == 0 && !memcmp(back.logits->data, out.logits->data, 2 * 3 * 4));
-    tf_bert_free(r);
-    remove_folder(dir);
+    check_cut_row_and_folder(ctx, m, &in, &out, "last");
     tf_ctx_free(ctx);
-    tf_bert_free(m);
-    c.pooling = TF_POOL_SEQ;
-    CHECK(tf_bert_config_check(&c) == -1 && strstr(tf_error(), "pooling seq"));
+    free_and_refuse(m, TF_POOL_SEQ, "pooling seq");
 }
 
 static void expect_load_error(const char *dir, const char *config, const char *needle) {
