@@ -46,9 +46,10 @@ typedef struct {
      * (docs/long-sequences.md: the Long Range Arena re-runs' classifier):
      * pre-LN blocks with a final LayerNorm ("encoder.LayerNorm"), and the
      * pooler on the tokens' mean or the last token instead of [CLS]
-     * (TF_POOL_CLS, TF_POOL_MEAN or TF_POOL_LAST). A folder saved with either (or with an attention kind
-     * other than full) has model_type "tformer-bert" in config.json, which
-     * transformers refuses rather than run the weights as BERT's. */
+     * (TF_POOL_CLS, TF_POOL_MEAN or TF_POOL_LAST). A folder saved with
+     * either (or with an attention kind other than full) has model_type
+     * "tformer-bert" in config.json, which transformers refuses rather than
+     * run the weights as BERT's. */
     int norm_first;
     tf_pooling pooling;
     int tied;                                 /* MLM decoder = word embeddings (tie_word_embeddings) */

@@ -373,8 +373,8 @@ static int write_config(const tf_bert *m, const char *path) {
     if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
     /* Arithmetic that Hugging Face's BertModel does not have (another
      * attention kind, rotary positions or Scalable-Softmax, pre-LN, mean
-     * or last pooling): model_type "tformer-bert", which transformers refuses rather
-     * than run the weights as BERT's. */
+     * or last pooling): model_type "tformer-bert", which transformers
+     * refuses rather than run the weights as BERT's. */
     int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL ||
               c->attention.rope != TF_ROPE_NONE || !c->learned_positions || c->attention.ssmax > 0.0f;
     cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : "bert");
