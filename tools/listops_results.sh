@@ -13,8 +13,9 @@
 # config (2 layers, d_model 64, 2 heads, d_ff 128, batch 32, no weight
 # decay, pre-LN blocks with a final LayerNorm, the classifier on the
 # tokens' mean; NORM_FIRST=false POOLING=cls give BERT's post-LN and
-# [CLS], POOLING=last the last token: make listops-best, 37.85-38.50%; Nystrom: 64 landmarks and the convolution of 35 taps over the
-# values, CONV_KERNEL, 0: none); its schedule (lr 1e-4, 1,000 warmup
+# [CLS], POOLING=last the last token (make listops-best, 37.85-38.50%);
+# Nystrom: 64 landmarks and the convolution of 35 taps over the values,
+# CONV_KERNEL, 0: none); its schedule (lr 1e-4, 1,000 warmup
 # steps, 5,000 steps) sat at the most frequent answer for 1,250-1,750
 # steps here, so: lr 1e-3 (LRA's own peak is about 1.6e-3), warmup a fifth of the run (+1), 3,000 steps,
 # cosine to lr/10: N_LAYER, D_MODEL, N_HEAD, D_FF, BATCH, LR, WARMUP, STEPS.
