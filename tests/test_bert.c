@@ -521,6 +521,7 @@ TEST(bert_cli_hostile_input) {
         {"embed --model %s/vocab.txt < /dev/null", 1},
         {"train --arch listops --out %s/run --pooling nan", 2},
         {"train --arch listops --out %s/run --pooling max", 1}, /* a choice the pooler does not have */
+        {"train --arch listops --out %s/run --context 2048 --pooling seq", 1}, /* ViT's, not the pooler's */
         {"train --arch listops --out %s/run --norm-first 1e9", 2},
         {"train --arch listops --out %s/run --norm pre", 2},    /* GPT's older flag */
     };

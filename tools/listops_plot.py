@@ -28,7 +28,12 @@ def curves(out, runs):
 
 
 def main():
+    if len(sys.argv) < 3 or (sys.argv[1] == "--runs" and len(sys.argv) < 4):
+        sys.exit(__doc__.strip().split("\n\n")[1])
     runs = sys.argv[3:] if sys.argv[1] == "--runs" else None
+    bad = [r for r in runs or [] if "=" not in r or not r.split("=", 1)[1]]
+    if bad:
+        sys.exit(f"listops_plot: --runs {bad[0]!r}: each run is LABEL=RUN_DIR")
     out, png = (None, sys.argv[2]) if runs is not None else (sys.argv[1], sys.argv[2])
     import matplotlib
 

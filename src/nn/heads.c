@@ -121,16 +121,19 @@ static tf_tensor *pool_tokens(tf_ctx *ctx, tf_tensor *x, const tf_tensor *mask, 
     return w ? tf_sum(ctx, tf_mul(ctx, x, w), 1, 0) : NULL;  // (B,d_model)
 }
 
-tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask) {
+/* tanh(dense(.)) of pool_tokens: the mean (last 0) or the last token (last 1). */
+static tf_tensor *pooler_masked(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *mask, int last) {
     if (!x) return NULL;
     if (check_input("pooler", "hidden states", x, 3, p->d_model)) return NULL;
-    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, pool_tokens(ctx, x, attention_mask, 0)));  // (B,d_model)
+    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, pool_tokens(ctx, x, mask, last)));  // (B,d_model)
+}
+
+tf_tensor *tf_pooler_forward_mean(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask) {
+    return pooler_masked(ctx, p, x, attention_mask, 0);
 }
 
 tf_tensor *tf_pooler_forward_last(tf_ctx *ctx, const tf_pooler *p, tf_tensor *x, const tf_tensor *attention_mask) {
-    if (!x) return NULL;
-    if (check_input("pooler", "hidden states", x, 3, p->d_model)) return NULL;
-    return tf_tanh(ctx, tf_linear_forward(ctx, &p->dense, pool_tokens(ctx, x, attention_mask, 1)));  // (B,d_model)
+    return pooler_masked(ctx, p, x, attention_mask, 1);
 }
 
 /* ---------------------------------------------------------------- sequence pooling */

@@ -166,15 +166,18 @@ tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *i
     return c->norm_first ? tf_layer_norm_forward(ctx, &m->final_norm, x) : x;  // (B,T,C)
 }
 
+/* The pooler on what cfg.pooling names: [CLS], the tokens' mean or the last token. */
+static tf_tensor *pool(tf_ctx *ctx, const tf_bert *m, tf_tensor *h, const tf_tensor *attention_mask) {
+    switch (m->cfg.pooling) {
+    case TF_POOL_MEAN: return tf_pooler_forward_mean(ctx, &m->pooler, h, attention_mask);  // (B,C)
+    case TF_POOL_LAST: return tf_pooler_forward_last(ctx, &m->pooler, h, attention_mask);  // (B,C)
+    default: return tf_pooler_forward(ctx, &m->pooler, h);                                 // (B,C)
+    }
+}
+
 int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
     memset(out, 0, sizeof *out);
     if (!(out->last_hidden_state = tf_bert_encode(ctx, m, in))) return -1;
-    tf_tensor *h = out->last_hidden_state;  // (B,T,C)
-    if (m->cfg.pooler && !(out->pooler_output = m->cfg.pooling == TF_POOL_MEAN
-                                                    ? tf_pooler_forward_mean(ctx, &m->pooler, h, in->attention_mask)
-                                                : m->cfg.pooling == TF_POOL_LAST
-                                                    ? tf_pooler_forward_last(ctx, &m->pooler, h, in->attention_mask)
-                                                    : tf_pooler_forward(ctx, &m->pooler, h)))  // (B,C)
-        return -1;
+    if (m->cfg.pooler && !(out->pooler_output = pool(ctx, m, out->last_hidden_state, in->attention_mask))) return -1;
     return tf_bert_heads(ctx, m, in, out);
 }
