@@ -1,5 +1,6 @@
 /* The AVX2 and AVX-512 kernels against the portable ones, on sizes that are
  * not multiples of the vector width, and their edge cases. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,18 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     float g0 = ref->exp_shift_f64(s->out0, ys[0], m0, gn), g1 = k->exp_shift_f64(s->out1, ys[0], m0, gn);
     TRACK("exp_shift_f64", max_err(s->out1, s->out0, gn));
     TRACK("exp_shift_f64 sum", fabs(g1 - g0) / fabs(g0));
+    /* softmax's backward: delta = sum P dP in double, then dS over dP (the same bits as the scalar expression) */
+    fill(s->y, n, 16, 1.0f), fill(s->w, n, 17, 3.0f);
+    for (int64_t i = 0; i < n; i++) s->y[i] = fabsf(s->y[i]);
+    double d0 = ref->dot_f64(s->y, s->w, n), d1 = k->dot_f64(s->y, s->w, n), mag = 0.0;
+    for (int64_t i = 0; i < n; i++) mag += fabs((double)s->y[i] * s->w[i]);
+    /* summation orders differ by at most n roundings of the terms' magnitude; a lost term is far more */
+    TRACK("dot_f64", fabs(d1 - d0) / (mag * (double)n * DBL_EPSILON) * 1e-7);
+    memcpy(s->out0, s->w, (size_t)n * 4), memcpy(s->out1, s->w, (size_t)n * 4);
+    ref->softmax_ds(s->out0, s->y, d0, 0.125f, n), k->softmax_ds(s->out1, s->y, d0, 0.125f, n);
+    int same = 1;
+    for (int64_t i = 0; i < n; i++) same &= s->out0[i] == s->out1[i];
+    TRACK("softmax_ds", same ? 0.0 : 1.0);
 #undef TRACK
     return w;
 }

@@ -63,6 +63,8 @@ KT void vd_st(double *p, VD v) { _mm256_storeu_pd(p, v); }
 KT VD vd_ld(const double *p) { return _mm256_loadu_pd(p); }
 KT VD vd_max(VD a, VD b) { return _mm256_max_pd(a, b); }
 KT VD vd_sub(VD a, VD b) { return _mm256_sub_pd(a, b); }
+KT VD vd_add(VD a, VD b) { return _mm256_add_pd(a, b); }
+KT VD vd_mul(VD a, VD b) { return _mm256_mul_pd(a, b); }
 KT double vd_hmax(VD a) {
     __m128d m = _mm_max_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
     return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
@@ -75,7 +77,7 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_
 
 static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                 k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
-                                k_tanh};
+                                k_tanh, k_dot_f64, k_softmax_ds};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else
 const tf_kernels *tf_kern_avx2_table(void) { return NULL; }

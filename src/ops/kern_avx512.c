@@ -48,6 +48,8 @@ KT void vd_st(double *p, VD v) { _mm512_storeu_pd(p, v); }
 KT VD vd_ld(const double *p) { return _mm512_loadu_pd(p); }
 KT VD vd_max(VD a, VD b) { return _mm512_max_pd(a, b); }
 KT VD vd_sub(VD a, VD b) { return _mm512_sub_pd(a, b); }
+KT VD vd_add(VD a, VD b) { return _mm512_add_pd(a, b); }
+KT VD vd_mul(VD a, VD b) { return _mm512_mul_pd(a, b); }
 KT double vd_hmax(VD a) { return _mm512_reduce_max_pd(a); }
 KT V v_cvt2d(VD lo, VD hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1); }
 
@@ -57,7 +59,7 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(_m
 
 static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                   k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
-                                  k_tanh};
+                                  k_tanh, k_dot_f64, k_softmax_ds};
 const tf_kernels *tf_kern_avx512_table(void) { return &avx512; }
 #else
 const tf_kernels *tf_kern_avx512_table(void) { return NULL; }

@@ -190,9 +190,19 @@ static void tanh_rows(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
 }
 
+static double dot_f64(const float *a, const float *b, int64_t n) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+static void softmax_ds(float *dp, const float *p, double delta, float scale, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dp[i] = scale * (float)((double)p[i] * ((double)dp[i] - delta));
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
-                                    tanh_rows};
+                                    tanh_rows, dot_f64, softmax_ds};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

@@ -447,3 +447,36 @@ KT float k_exp_shift_f64(float *y, const double *x, double shift, int64_t n) {
     }
     return v_hsum(s);
 }
+
+/* The sum of a b in double: four chains of VDW lanes (the products exact,
+ * their sums in lanes), added lane by lane at the end, the tail in order. */
+KT double k_dot_f64(const float *a, const float *b, int64_t n) {
+    VD s0 = vd_set(0.0), s1 = vd_set(0.0), s2 = vd_set(0.0), s3 = vd_set(0.0);
+    int64_t i = 0;
+    for (; i + 4 * VDW <= n; i += 4 * VDW) {
+        s0 = vd_fma(vd_ldf(a + i), vd_ldf(b + i), s0);
+        s1 = vd_fma(vd_ldf(a + i + VDW), vd_ldf(b + i + VDW), s1);
+        s2 = vd_fma(vd_ldf(a + i + 2 * VDW), vd_ldf(b + i + 2 * VDW), s2);
+        s3 = vd_fma(vd_ldf(a + i + 3 * VDW), vd_ldf(b + i + 3 * VDW), s3);
+    }
+    for (; i + VDW <= n; i += VDW) s0 = vd_fma(vd_ldf(a + i), vd_ldf(b + i), s0);
+    double lane[VDW], s = 0.0;
+    vd_st(lane, vd_add(vd_add(s0, s1), vd_add(s2, s3)));
+    for (int j = 0; j < VDW; j++) s += lane[j];
+    for (; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+/* dS = scale * (float)(p (dp - delta)): VW floats a pass as two double vectors,
+ * each lane the scalar expression's operations in its order (the same bits). */
+KT void k_softmax_ds(float *dp, const float *p, double delta, float scale, int64_t n) {
+    VD d = vd_set(delta);
+    V sc = v_set(scale);
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        VD lo = vd_mul(vd_ldf(p + i), vd_sub(vd_ldf(dp + i), d));
+        VD hi = vd_mul(vd_ldf(p + i + VDW), vd_sub(vd_ldf(dp + i + VDW), d));
+        v_st(dp + i, v_mul(sc, v_cvt2d(lo, hi)));
+    }
+    for (; i < n; i++) dp[i] = scale * (float)((double)p[i] * ((double)dp[i] - delta));
+}

@@ -84,6 +84,13 @@ typedef struct {
     float (*exp_shift_f64)(float *y, const double *x, double shift, int64_t n);
     /* y (n) = tanh(x), within 1.4 ulp of tanh (measured 1.33 on every 64th float below 32); y may be x */
     void (*tanh)(float *y, const float *x, int64_t n);
+    /* the sum of a[i] b[i] (n) in double, each product exact: a softmax
+     * backward's row sum delta = sum P dP (attention's backward) */
+    double (*dot_f64)(const float *a, const float *b, int64_t n);
+    /* dp (n) = scale * (float)(p (dp - delta)) with the difference and product
+     * in double: the softmax backward's dS, written over dP (the same bits as
+     * the scalar expression on every variant) */
+    void (*softmax_ds)(float *dp, const float *p, double delta, float scale, int64_t n);
 } tf_kernels;
 
 /* t = a (T, D), rows lda apart, transposed tile by tile: key tile j0 (width w <= bk) becomes

@@ -223,8 +223,7 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         int64_t w = end - j0 < BK ? end - j0 : BK;
         float *P = Pall + j0 * rows, *dP = dPall + j0 * rows;
         backward_tile(P, dP, k, go, lse, j0, w);
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < w; c++) delta[r] += (double)P[r * w + c] * dP[r * w + c];
+        for (int64_t r = 0; r < rows; r++) delta[r] += kern->dot_f64(P + r * w, dP + r * w, w);
     }
     for (int64_t j0 = 0; j0 < end; j0 += BK) {
         int64_t w = end - j0 < BK ? end - j0 : BK;
@@ -232,11 +231,15 @@ static void backward_block(const tf_node *n, const sdpa_block *k, const float *l
         if (V->grad)  // dV_tile += P^T dO
             kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->ld[2], p->ld[2], P, 1, w, go, p->os[2], w, p->Dv, rows,
                             1.0f);
-        for (int64_t r = 0; r < rows; r++) {
+        for (int64_t r = 0; r < rows; r++) {  // dP becomes scale * dS
             int64_t moff = b * p->ms[0] + h * p->ms[1] + (k->i0 + r) * p->ms[2];
-            for (int64_t c = 0; c < w; c++) {  // dP becomes scale * dS
+            if (!gmask) {
+                kern->softmax_ds(dP + r * w, P + r * w, delta[r], p->scale, w);
+                continue;
+            }
+            for (int64_t c = 0; c < w; c++) {  /* a float mask's gradient takes each dS in double */
                 double ds = (double)P[r * w + c] * ((double)dP[r * w + c] - delta[r]);
-                if (gmask && P[r * w + c] != 0.0f) gmask[moff + (j0 + c) * p->ms[3]] += ds;
+                if (P[r * w + c] != 0.0f) gmask[moff + (j0 + c) * p->ms[3]] += ds;
                 dP[r * w + c] = p->scale * (float)ds;
             }
         }

@@ -136,17 +136,15 @@ static void backward_block(const tf_node *n, const sp_block *k, const float *lse
             else k->kern->exp_shift(P + r * w, P + r * w, lse[r], w);
         }
         k->kern->tile_gemm(dP, w, go, p->Dv, 1, k->vt + j0 * p->Dv, w, rows, w, p->Dv, 0.0f);  // dO V_tile^T
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < w; c++) delta[r] += (double)P[r * w + c] * dP[r * w + c];
+        for (int64_t r = 0; r < rows; r++) delta[r] += k->kern->dot_f64(P + r * w, dP + r * w, w);
     }
     for (int64_t t = t0; t < t1; t++) {
         int64_t j0 = (int64_t)p->lay.kblock[t] * b, w = tile_width(p, j0);
         float *P = Pall + (t - t0) * rows * b, *dP = dPall + (t - t0) * rows * b;
         if (V->grad)  // dV_tile += P^T dO
             k->kern->tile_gemm(V->grad + at(p, 2, k->bh) + j0 * p->Dv, p->Dv, P, 1, w, go, p->Dv, w, p->Dv, rows, 1.0f);
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < w; c++)  // dP becomes scale * dS
-                dP[r * w + c] = p->scale * (float)((double)P[r * w + c] * ((double)dP[r * w + c] - delta[r]));
+        for (int64_t r = 0; r < rows; r++)  // dP becomes scale * dS
+            k->kern->softmax_ds(dP + r * w, P + r * w, delta[r], p->scale, w);
         if (Q->grad)  // dQ += scale dS K_tile
             k->kern->tile_gemm(Q->grad + at(p, 0, k->bh) + (k->i0 - p->o) * p->D, p->D, dP, w, 1, k->k + j0 * p->D, p->D, rows,
                                p->D, w, 1.0f);
