@@ -112,7 +112,7 @@ static double attention_variant(int fused, int causal, int use_mask, int64_t Tq,
 }
 
 TEST(kernel_fused_attention_matches_reference) {
-    static const int64_t sizes[][2] = {{150, 150}, {37, 200}, {130, 65}, {1, 129}};
+    static const int64_t sizes[][2] = {{150, 150}, {37, 200}, {100, 150}, {300, 333}, {130, 65}, {1, 129}};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int causal = 0; causal < 2; causal++)
             for (int use_mask = 0; use_mask < 2; use_mask++) {
