@@ -75,9 +75,36 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_
 #define KR 4  /* rows per register block */
 #include "kern_simd.h"
 
+/* Eight rows of eight floats at a (lda apart) become eight columns at t (ldt
+ * apart): pairs interleaved, then quads, then the 128-bit halves swapped. */
+__attribute__((target("avx2"))) static void t8x8(float *t, int64_t ldt, const float *a, int64_t lda) {
+    __m256 r[8], u[8], s[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(a + i * lda);
+    for (int i = 0; i < 8; i += 2) u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    for (int i = 0; i < 8; i += 4) {
+        s[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        s[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        s[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        s[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(t + i * ldt, _mm256_permute2f128_ps(s[i], s[i + 4], 0x20));
+        _mm256_storeu_ps(t + (i + 4) * ldt, _mm256_permute2f128_ps(s[i], s[i + 4], 0x31));
+    }
+}
+
+__attribute__((target("avx2"))) void tf_transpose_avx2(float *t, int64_t ldt, const float *a, int64_t lda, int64_t rows,
+                                                      int64_t cols) {
+    int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+    for (int64_t r = 0; r < r8; r += 8)
+        for (int64_t c = 0; c < c8; c += 8) t8x8(t + c * ldt + r, ldt, a + r * lda + c, lda);
+    for (int64_t r = 0; r < rows; r++) /* the edges: columns past c8 of every row, rows past r8 */
+        for (int64_t c = r < r8 ? c8 : 0; c < cols; c++) t[c * ldt + r] = a[r * lda + c];
+}
+
 static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                 k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
-                                k_tanh, k_dot_f64, k_softmax_ds};
+                                k_tanh, k_dot_f64, k_softmax_ds, tf_transpose_avx2};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else
 const tf_kernels *tf_kern_avx2_table(void) { return NULL; }

@@ -200,9 +200,14 @@ static void softmax_ds(float *dp, const float *p, double delta, float scale, int
     for (int64_t i = 0; i < n; i++) dp[i] = scale * (float)((double)p[i] * ((double)dp[i] - delta));
 }
 
+static void transpose(float *t, int64_t ldt, const float *a, int64_t lda, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) t[c * ldt + r] = a[r * lda + c];
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
-                                    tanh_rows, dot_f64, softmax_ds};
+                                    tanh_rows, dot_f64, softmax_ds, transpose};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

@@ -91,7 +91,14 @@ typedef struct {
      * in double: the softmax backward's dS, written over dP (the same bits as
      * the scalar expression on every variant) */
     void (*softmax_ds)(float *dp, const float *p, double delta, float scale, int64_t n);
+    /* t (cols, rows) = a (rows, cols)^T, rows ldt and lda apart: attention's K^T and V^T tiles */
+    void (*transpose)(float *t, int64_t ldt, const float *a, int64_t lda, int64_t rows, int64_t cols);
 } tf_kernels;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* transpose by 8x8 blocks in AVX registers: both x86 tables' (kern_avx2.c) */
+void tf_transpose_avx2(float *t, int64_t ldt, const float *a, int64_t lda, int64_t rows, int64_t cols);
+#endif
 
 /* t = a (T, D), rows lda apart, transposed tile by tile: key tile j0 (width w <= bk) becomes
  * a contiguous (D, w) block at t + j0 * D, so a tile product Q K_tile^T reads

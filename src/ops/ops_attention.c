@@ -63,11 +63,10 @@ static int64_t out_at(const tf_sdpa_params *p, int64_t bh, int64_t i) {
 }
 
 void tf_tiles_t(float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk) {
+    const tf_kernels *kern = tf_kern();
     for (int64_t j0 = 0; j0 < T; j0 += bk) {
         int64_t w = T - j0 < bk ? T - j0 : bk;
-        float *tt = t + j0 * D;
-        for (int64_t c = 0; c < w; c++)
-            for (int64_t d = 0; d < D; d++) tt[d * w + c] = a[(j0 + c) * lda + d];
+        kern->transpose(t + j0 * D, w, a + j0 * lda, lda, w, D);  // (D, w) at t + j0 D
     }
 }
 
