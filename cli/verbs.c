@@ -68,6 +68,8 @@ void cli_usage_all(FILE *f) {
 static int cmd_version(const cli_args *a) {
     (void)a;
     printf("tformer %s\n", TF_VERSION);
+    /* what runs the arithmetic on this machine (docs/performance.md) */
+    printf("kernels: %s\nmatrix products: %s\nbf16 products: %s\n", tf_kernels_info(), tf_blas_info(), tf_bf16_info());
     return 0;
 }
 

@@ -316,9 +316,13 @@ TEST(cli_flags_are_parsed_strictly) {
         int rc = run(bad[i][0], err, sizeof err);
         CHECKF(rc == 2 && strstr(err, bad[i][1]) && strstr(err, "usage: tformer "), "%s: status %d, %s", bad[i][0], rc, err);
     }
-    char out[256], cmd[256];
-    snprintf(cmd, sizeof cmd, "%s version && %s --version", test_tformer_bin(), test_tformer_bin());
+    char out[1024], cmd[512];
+    snprintf(cmd, sizeof cmd, "%s version && OPENBLAS_CORETYPE=Haswell %s --version", test_tformer_bin(),
+             test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strncmp(out, "tformer ", 8));
+    /* what runs the arithmetic, and a BLAS core chosen in the environment named (it can halve the speed) */
+    CHECKF(strstr(out, "\nkernels: ") && strstr(out, "\nmatrix products: ") && strstr(out, "\nbf16 products: "), "%s", out);
+    CHECKF(!strstr(out, "OpenBLAS") || strstr(out, "Haswell kernels; OPENBLAS_CORETYPE=Haswell)"), "%s", out);
 }
 
 TEST(cli_train_config_file_and_flag_overrides) {

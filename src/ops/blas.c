@@ -57,7 +57,12 @@ static void blas_load(void) {
     if (!f) return;
     /* our threads share out blocks of the product; OpenBLAS stays on one thread in each */
     if (set_threads) set_threads(1);
-    snprintf(info, sizeof info, "OpenBLAS (libopenblas.so.0, %s kernels)", corename ? corename() : "default");
+    /* a core chosen in the environment is named: Haswell's kernels on an AVX-512
+     * CPU run at half the speed of SkylakeX's, and nothing else would show it */
+    const char *user = chose ? NULL : getenv("OPENBLAS_CORETYPE");
+    if (user && !*user) user = NULL;
+    snprintf(info, sizeof info, "OpenBLAS (libopenblas.so.0, %s kernels%s%s)", corename ? corename() : "default",
+             user ? "; OPENBLAS_CORETYPE=" : "", user ? user : "");
     sgemm = f;
 }
 
