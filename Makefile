@@ -90,7 +90,7 @@ AVX512_CPU := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo 1)
 VARIANTS := TFORMER_ISA=portable TFORMER_ISA=avx2 TFORMER_ISA=avx512 TFORMER_BLAS=0 \
             $(if $(AVX512_CPU),OPENBLAS_CORETYPE=SkylakeX)
 test-variants: all $(BUILD)/run_tests
-	@for v in $(VARIANTS); do echo "== $$v"; env $$v TFORMER_BIN=$(BUILD)/tformer $(BUILD)/run_tests > $(BUILD)/variant.log \
+	@for v in $(VARIANTS); do echo "== $$v"; env $$v TFORMER_TEST_VARIANT=$$v TFORMER_BIN=$(BUILD)/tformer $(BUILD)/run_tests > $(BUILD)/variant.log \
 	    || { cat $(BUILD)/variant.log; exit 1; }; head -1 $(BUILD)/variant.log; tail -1 $(BUILD)/variant.log; done
 
 # The suite in a build without MPI (as on a machine without libopenmpi-dev): one process.

@@ -323,6 +323,10 @@ TEST(cli_flags_are_parsed_strictly) {
     /* what runs the arithmetic, and a BLAS core chosen in the environment named (it can halve the speed) */
     CHECKF(strstr(out, "\nkernels: ") && strstr(out, "\nmatrix products: ") && strstr(out, "\nbf16 products: "), "%s", out);
     CHECKF(!strstr(out, "OpenBLAS") || strstr(out, "Haswell kernels; OPENBLAS_CORETYPE=Haswell)"), "%s", out);
+    /* a CBLAS named by TFORMER_BLAS that cannot be loaded: the portable kernel, and why */
+    snprintf(cmd, sizeof cmd, "TFORMER_BLAS=/nonexistent/libcblas.so %s --version", test_tformer_bin());
+    CHECK(pipe_run(cmd, out, sizeof out) == 0);
+    CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/nonexistent/libcblas.so: "), "%s", out);
 }
 
 TEST(cli_train_config_file_and_flag_overrides) {

@@ -345,7 +345,8 @@ TEST(quant_f32_copies_for_few_rows) {
     CHECK(!dense(&L, x, 0, 0, yc) && tf_params_quant_bytes(L.ps) == copy);
     double e = err_vs_double(yc, x, w, b);
     CHECKF(e < 1e-6, "the copy's product is %.3g off double (relative to the sum of |terms|)", e);
-    CHECK(!tile || memcmp(yc, yf, sizeof(float) * M * N)); /* another summation order: the tile kernel ran */
+    /* another summation order: the tile kernel ran (MKL's small products sum in its order: the same bits) */
+    CHECK(!tile || !strncmp(tf_blas_info(), "Intel MKL", 9) || memcmp(yc, yf, sizeof(float) * M * N));
     CHECK(!dense_rows(&L, x, 9, 5, yv));
     int64_t bad = 0;
     for (int64_t m = 0; m < M; m++)

@@ -84,7 +84,8 @@ TF_API const char *tf_shape_str(const tf_tensor *t, char *buf, size_t n);
  * thread count. */
 TF_API void tf_set_threads(int n);
 /* Which BLAS serves large matrix products: OpenBLAS is loaded at first use
- * (TFORMER_BLAS=0 keeps the portable kernel); see docs/performance.md. */
+ * (TFORMER_BLAS=0 keeps the portable kernel, TFORMER_BLAS=FILE loads another
+ * library with cblas_sgemm, e.g. Intel's MKL); see docs/performance.md. */
 TF_API const char *tf_blas_info(void);
 /* Which row kernels run: "avx512", "avx2" or "portable" — the widest this CPU
  * has, or TFORMER_ISA=portable|avx2|avx512 (when the CPU has it). */

@@ -18,7 +18,7 @@
 
 #ifdef TF_BLAS
 static tf_sgemm_fn sgemm;
-static char info[160] = "none (portable kernel)";
+static char info[320] = "none (portable kernel)";
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int cpu_has_avx512(void) {
@@ -32,9 +32,49 @@ static int cpu_has_avx512(void) {
 #endif
 }
 
+/* One thread inside each of our tiles: OpenBLAS's pool, and MKL's threading
+ * layer (which must be chosen before any other call into it), set to one. */
+static void single_threaded(void *h) {
+    void (*set_threads)(int);
+    int (*mkl_layer)(int);
+    *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
+    *(void **)&mkl_layer = dlsym(h, "MKL_Set_Threading_Layer");
+    if (set_threads) set_threads(1);
+    if (mkl_layer) mkl_layer(1); /* MKL_THREADING_SEQUENTIAL */
+}
+
+/* "OpenBLAS (file, core kernels[; OPENBLAS_CORETYPE=...])", "Intel MKL (file,
+ * version)" or "file (cblas_sgemm)": what tf_blas_info reports. */
+static void describe(void *h, const char *lib, int chose) {
+    char *(*corename)(void);
+    void (*mkl_version)(char *, int);
+    *(void **)&corename = dlsym(h, "openblas_get_corename");
+    *(void **)&mkl_version = dlsym(h, "MKL_Get_Version_String");
+    if (mkl_version) {
+        char v[200] = ""; /* MKL writes nothing into a buffer shorter than its whole string */
+        mkl_version(v, (int)sizeof v - 1);
+        const char *num = strstr(v, "Version ");
+        int len = num ? (int)strcspn(num + 8, " -") : 0;
+        snprintf(info, sizeof info, "Intel MKL (%s, version %.*s)", lib, len, num ? num + 8 : "");
+    } else if (corename) {
+        /* a core chosen in the environment is named: Haswell's kernels on an AVX-512
+         * CPU run at half the speed of SkylakeX's, and nothing else would show it */
+        const char *user = chose ? NULL : getenv("OPENBLAS_CORETYPE");
+        if (user && !*user) user = NULL;
+        snprintf(info, sizeof info, "OpenBLAS (%s, %s kernels%s%s)", lib, corename(), user ? "; OPENBLAS_CORETYPE=" : "",
+                 user ? user : "");
+    } else {
+        snprintf(info, sizeof info, "%s (cblas_sgemm)", lib);
+    }
+}
+
+/* Debian's OpenBLAS, or the CBLAS library TFORMER_BLAS names (a file or a
+ * soname: Intel's MKL, BLIS, a newer OpenBLAS); TFORMER_BLAS=0: none. One
+ * that cannot be loaded leaves the portable kernel, and tf_blas_info says why. */
 static void blas_load(void) {
-    const char *off = getenv("TFORMER_BLAS");
-    if (off && !strcmp(off, "0")) return;
+    const char *want = getenv("TFORMER_BLAS");
+    if (want && !strcmp(want, "0")) return;
+    const char *lib = want && *want ? want : "libopenblas.so.0";
     int chose = !getenv("OPENBLAS_CORETYPE") && cpu_has_avx512();
     /* OpenBLAS runs on one thread inside our tiles (below): with this set
      * when it loads, it starts no thread pool of its own, whose idle
@@ -43,26 +83,19 @@ static void blas_load(void) {
     int one = !getenv("OPENBLAS_NUM_THREADS");
     if (chose) setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 0);
     if (one) setenv("OPENBLAS_NUM_THREADS", "1", 0);
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    const char *why = h ? "it has no cblas_sgemm" : dlerror();
     if (chose) unsetenv("OPENBLAS_CORETYPE");
     if (one) unsetenv("OPENBLAS_NUM_THREADS");
-    if (!h) return;
     /* POSIX's way to take a function from dlsym (ISO C has no object-to-function cast) */
-    tf_sgemm_fn f;
-    void (*set_threads)(int);
-    char *(*corename)(void);
-    *(void **)&f = dlsym(h, "cblas_sgemm");
-    *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
-    *(void **)&corename = dlsym(h, "openblas_get_corename");
-    if (!f) return;
-    /* our threads share out blocks of the product; OpenBLAS stays on one thread in each */
-    if (set_threads) set_threads(1);
-    /* a core chosen in the environment is named: Haswell's kernels on an AVX-512
-     * CPU run at half the speed of SkylakeX's, and nothing else would show it */
-    const char *user = chose ? NULL : getenv("OPENBLAS_CORETYPE");
-    if (user && !*user) user = NULL;
-    snprintf(info, sizeof info, "OpenBLAS (libopenblas.so.0, %s kernels%s%s)", corename ? corename() : "default",
-             user ? "; OPENBLAS_CORETYPE=" : "", user ? user : "");
+    tf_sgemm_fn f = NULL;
+    if (h) *(void **)&f = dlsym(h, "cblas_sgemm");
+    if (!f) {
+        if (want && *want) snprintf(info, sizeof info, "none (portable kernel; TFORMER_BLAS=%s: %s)", lib, why);
+        return;
+    }
+    single_threaded(h);
+    describe(h, lib, chose);
     sgemm = f;
 }
 
