@@ -3,6 +3,7 @@
  * "generate_tokens_per_s" as a number on stdout (median of runs).
  *   bench_gpt train    LAYERS HEADS WIDTH CONTEXT BATCH VOCAB STEPS
  *   bench_gpt generate LAYERS HEADS WIDTH CONTEXT VOCAB NEW_TOKENS
+ *   bench_gpt info     the BLAS and row kernels in use
  * TFORMER_QUANTIZE=int8: generation on int8 weights (tf_params_quantize).
  * TFORMER_PRECISION=bf16: training steps with bf16 matrix products. */
 #include <stdio.h>
@@ -55,8 +56,10 @@ static double generate(tf_gpt *m, int V, int new_tokens) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "info")) /* what runs the products (TFORMER_BLAS, OPENBLAS_CORETYPE) */
+        return printf("%s; kernels %s\n", tf_blas_info(), tf_kernels_info()), 0;
     if (argc < 8) {
-        fprintf(stderr, "usage: bench_gpt train L H C T B V STEPS | generate L H C T V NEW\n");
+        fprintf(stderr, "usage: bench_gpt train L H C T B V STEPS | generate L H C T V NEW | info\n");
         return 2;
     }
     const char *threads = getenv("TFORMER_THREADS");

@@ -117,6 +117,8 @@ def main():
     env = {"TFORMER_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
     if "OPENBLAS_CORETYPE" in os.environ:  # the same OpenBLAS kernels as PyTorch's in this process
         env["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+    if "TFORMER_BLAS" in os.environ:  # another CBLAS for tformer (docs/performance.md)
+        env["TFORMER_BLAS"] = os.environ["TFORMER_BLAS"]
     run = lambda *a, b=binary: float(subprocess.run([b, *map(str, a)], capture_output=True, text=True, check=True,
                                                     env=env).stdout)
     peak_bin = os.path.join(os.path.dirname(binary), "bench_matmul")
@@ -126,6 +128,8 @@ def main():
     print(f"GPT throughput, {threads} threads, PyTorch {torch.__version__}, "
           f"OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', '(default)')}, peak {peak:.0f} GFLOP/s, "
           f"PyTorch's subnormals {'flushed' if flushed else 'kept (no FTZ on this CPU)'}")
+    info = subprocess.run([binary, "info"], capture_output=True, text=True, env=env).stdout.strip()
+    print(f"tformer's products: {info or '?'}")
     bf16 = "avx512_bf16" in open("/proc/cpuinfo").read() and torch.__version__ >= "2"
     print(f"{'workload':<52}{'tformer':>11}{'PyTorch':>11}{'ratio':>8}{'GFLOP/s':>9}{'of peak':>9}")
     for name, cfg, steps in [("train nanoGPT char (4L 4H 128C T64 B12 V65)", (4, 4, 128, 64, 12, 65), 20),
