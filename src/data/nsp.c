@@ -98,11 +98,15 @@ static void mask_one(const nsp_loader *m, uint64_t *s, example *e, int p) {
 
 /* Choose mask_prob of the non-special positions (1 .. len-2 but the middle [SEP]). */
 static void mask_tokens(const nsp_loader *m, uint64_t *s, example *e) {
-    int chosen = 0;
+    int chosen = 0, candidates = 0;
     for (int p = 0; p < e->len; p++) e->label[p] = -100;
     for (int p = 1; p < e->len - 1; p++)
+        if (e->tok[p] != m->o.sep) candidates++;
+    for (int p = 1; p < e->len - 1; p++)
         if (e->tok[p] != m->o.sep && uniform(s) < m->o.mask_prob) mask_one(m, s, e, p), chosen++;
-    while (!chosen) { /* one at least: every example teaches something */
+    /* one at least: every example teaches something, if it has a token to mask
+     * (sentences of nothing but [SEP] have none: drawing for one never ended) */
+    while (!chosen && candidates) {
         int p = 1 + (int)draw(s, (uint64_t)(e->len - 2));
         if (e->tok[p] != m->o.sep) mask_one(m, s, e, p), chosen++;
     }
