@@ -1,5 +1,6 @@
 /* The BLAS, loaded at run time: OpenBLAS from Debian's libopenblas0 when it is
- * installed, the portable kernel otherwise (the same binary runs on both).
+ * installed (or the CBLAS library TFORMER_BLAS names), the portable kernel
+ * otherwise (the same binary runs on both).
  *
  * Why load it ourselves: OpenBLAS chooses its kernels in a constructor that
  * reads OPENBLAS_CORETYPE, and Debian 12's OpenBLAS (0.3.21) does not know
