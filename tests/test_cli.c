@@ -327,6 +327,9 @@ TEST(cli_flags_are_parsed_strictly) {
     snprintf(cmd, sizeof cmd, "TFORMER_BLAS=/nonexistent/libcblas.so %s --version", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 0);
     CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/nonexistent/libcblas.so: "), "%s", out);
+    snprintf(cmd, sizeof cmd, "TFORMER_BLAS=/tmp %s --version", test_tformer_bin()); /* a folder */
+    CHECK(pipe_run(cmd, out, sizeof out) == 0);
+    CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/tmp: "), "%s", out);
 }
 
 TEST(cli_train_config_file_and_flag_overrides) {

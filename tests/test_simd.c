@@ -154,17 +154,13 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
     TRACK("dot_f64", fabs(d1 - d0) / (mag * (double)n * DBL_EPSILON) * 1e-7);
     memcpy(s->out0, s->w, (size_t)n * 4), memcpy(s->out1, s->w, (size_t)n * 4);
     ref->softmax_ds(s->out0, s->y, d0, 0.125f, n), k->softmax_ds(s->out1, s->y, d0, 0.125f, n);
-    int same = 1;
-    for (int64_t i = 0; i < n; i++) same &= s->out0[i] == s->out1[i];
-    TRACK("softmax_ds", same ? 0.0 : 1.0);
+    TRACK("softmax_ds", memcmp(s->out0, s->out1, (size_t)n * 4) ? 1.0 : 0.0);
     /* transpose: tm x tc2 (8x8 blocks and both edges), rows padded apart on both sides */
     int64_t tc2 = n % 37 + 1, ldt = tm + 3;
     fill(s->w, tm * (tc2 + 2), 18, 1.0f), fill(s->out0, tc2 * ldt, 19, 1.0f);
     memcpy(s->out1, s->out0, (size_t)(tc2 * ldt) * 4);
     ref->transpose(s->out0, ldt, s->w, tc2 + 2, tm, tc2), k->transpose(s->out1, ldt, s->w, tc2 + 2, tm, tc2);
-    same = 1;
-    for (int64_t i = 0; i < tc2 * ldt; i++) same &= s->out0[i] == s->out1[i];
-    TRACK("transpose", same ? 0.0 : 1.0);
+    TRACK("transpose", memcmp(s->out0, s->out1, (size_t)(tc2 * ldt) * 4) ? 1.0 : 0.0);
 #undef TRACK
     return w;
 }

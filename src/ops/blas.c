@@ -93,6 +93,7 @@ static void blas_load(void) {
     if (h) *(void **)&f = dlsym(h, "cblas_sgemm");
     if (!f) {
         if (want && *want) snprintf(info, sizeof info, "none (portable kernel; TFORMER_BLAS=%s: %s)", lib, why);
+        if (h) dlclose(h);
         return;
     }
     single_threaded(h);

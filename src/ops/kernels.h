@@ -104,7 +104,7 @@ void tf_transpose_avx2(float *t, int64_t ldt, const float *a, int64_t lda, int64
  * a contiguous (D, w) block at t + j0 * D, so a tile product Q K_tile^T reads
  * it densely (rows of a whole (D, T) matrix, T apart, fall into the same
  * cache sets). Attention's kernels (ops_attention.c, ops_sparse_attention.c). */
-void tf_tiles_t(float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk);
+void tf_tiles_t(const tf_kernels *kern, float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk);
 /* Flash attention's online softmax over one key tile of a block of query rows:
  * S (rows, w) scores (-inf hidden) become e^(S - m) in place, with each row's
  * running max m and sum l (double) updated and its output row o (Dv; rows ldo apart) rescaled

@@ -62,8 +62,7 @@ static int64_t out_at(const tf_sdpa_params *p, int64_t bh, int64_t i) {
     return bh / p->H * p->os[0] + bh % p->H * p->os[1] + i * p->os[2];
 }
 
-void tf_tiles_t(float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk) {
-    const tf_kernels *kern = tf_kern();
+void tf_tiles_t(const tf_kernels *kern, float *t, const float *a, int64_t lda, int64_t T, int64_t D, int64_t bk) {
     for (int64_t j0 = 0; j0 < T; j0 += bk) {
         int64_t w = T - j0 < bk ? T - j0 : bk;
         kern->transpose(t + j0 * D, w, a + j0 * lda, lda, w, D);  // (D, w) at t + j0 D
@@ -191,7 +190,7 @@ void tf_op_sdpa_forward(tf_node *n) {
     int big = p->Tq * p->Tk * p->D > 4096 && p->B * p->H * p->Tq * p->Tk * p->D >= (1 << 18);
     if (kt) /* NULL: a decoding step's scores by dot products (tf_sdpa) */
         TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
-                        tf_tiles_t(kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->ld[1], p->Tk, p->D, p->bk));
+                        tf_tiles_t(kern, kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->ld[1], p->Tk, p->D, p->bk));
     /* (batch, head, query block) per iteration: every output row is written by one thread */
     if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
@@ -291,7 +290,7 @@ void tf_op_sdpa_backward(tf_node *n) {
         float *scratch = scratch0 + (int64_t)tid * 2 * BQ * p->Tk;  // (2, BQ, Tk) of this thread
         const float *v = tf_f32(n->in[2]) + at(p, 2, bh);
         float *vt = n->saved[1] + p->B * p->H * p->D * p->Tk + bh * p->Dv * p->Tk;  // (Dv,Tk) of this (b,h)
-        tf_tiles_t(vt, v, p->ld[2], p->Tk, p->Dv, p->bk);
+        tf_tiles_t(kern, vt, v, p->ld[2], p->Tk, p->Dv, p->bk);
         for (int64_t i0 = 0; i0 < p->Tq; i0 += p->bq) {
             sdpa_block k = {p, kern, M, bh, i0, i0 + p->bq < p->Tq ? i0 + p->bq : p->Tq, tf_f32(n->in[0]) + at(p, 0, bh),
                             tf_f32(n->in[1]) + at(p, 1, bh), v, n->saved[1] + bh * p->D * p->Tk, vt};

@@ -107,7 +107,7 @@ void tf_op_sparse_attention_forward(tf_node *n) {
     int64_t tasks = p->B * p->H * (p->lay.n_qblocks - first_qblock(p));
     int big = p->lay.off[p->lay.n_qblocks] * p->pat.block * p->pat.block * p->D * p->B * p->H >= (1 << 18);
     TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // K^T: (B,H, key blocks of (D,w))
-                    tf_tiles_t(n->saved[1] + bh * p->D * p->T, tf_f32(n->in[1]) + at(p, 1, bh), p->D, p->T, p->D,
+                    tf_tiles_t(kern, n->saved[1] + bh * p->D * p->T, tf_f32(n->in[1]) + at(p, 1, bh), p->D, p->T, p->D,
                                p->pat.block));
     if (big && tasks > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)
@@ -171,7 +171,7 @@ void tf_op_sparse_attention_backward(tf_node *n) {
         tid = omp_get_thread_num();
 #endif
         sp_block k0 = block_of(n, kern, bh, 0);
-        tf_tiles_t((float *)k0.vt, k0.v, p->Dv, p->T, p->Dv, p->pat.block);  // V^T: (Dv, T) of this (b,h)
+        tf_tiles_t(kern, (float *)k0.vt, k0.v, p->Dv, p->T, p->Dv, p->pat.block);  // V^T: (Dv, T) of this (b,h)
         for (int64_t qb = first_qblock(p); qb < p->lay.n_qblocks; qb++) {
             sp_block k = block_of(n, kern, bh, qb);
             backward_block(n, &k, n->saved[0] + bh * p->Tq + k.i0 - p->o, scratch0 + tid * per_thread);
