@@ -2,7 +2,8 @@
 """Hugging Face MarianMTModel folders and their outputs, for tests/test_marian.c.
 
     python tests/ref/gen_marian_fixtures.py --out tests/fixtures_marian
-        the committed cases (transformers 4.x)
+        the committed cases written by the running transformers' major version
+        (4.x: CASES; 5.x: CASES_V5, named v5_...)
 
     python tests/ref/gen_marian_fixtures.py --random 6 --seed 1234 --out build/marian_fresh
         fresh random configurations, inputs and sources (make marian-conformance)
@@ -31,7 +32,8 @@ except in the runs that name them: forced_eos_token_id "eos" is the config's
 eos; bad_words_ids "top" bans the commonest first token of the same run
 without it (each such run changes some outputs, or the script stops).
 
-transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
+transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv); the 5.x cases
+with transformers 5.x over PyTorch 2.x.
 """
 import json
 import os
@@ -85,6 +87,20 @@ CASES = [
      [dict(num_beams=1, max_length=15), dict(num_beams=3, max_length=15),
       dict(num_beams=2, max_length=15, length_penalty=2.0, early_stopping=True)]),
 ]
+
+# transformers 5.x ties the encoder's and decoder's tables to model.shared only
+# with tie_word_embeddings: shared embeddings untied run (and save) three tables
+# apart, where 4.x's encoder and decoder read model.shared (docs/hf-run.md).
+CASES_V5 = [
+    ("v5_shared_untied_tables",
+     dict(vocab_size=37, d_model=12, encoder_layers=2, decoder_layers=1, encoder_attention_heads=3,
+          decoder_attention_heads=3, encoder_ffn_dim=20, decoder_ffn_dim=20, max_position_embeddings=16,
+          activation_function="gelu", scale_embedding=False, tie_word_embeddings=False, pad_token_id=36,
+          decoder_start_token_id=36, eos_token_id=0),
+     dict(B=2, T=7, U=5, mask="right", labels=True),
+     []),
+]
+MAJOR = int(transformers.__version__.split(".")[0])
 
 
 def padding_mask(g, B, T, side):
@@ -264,7 +280,7 @@ def write_random_case(out, name, cfg, spec, runs, seed):
 
 
 def main():
-    fixture_cli.run(CASES, write_case, random_case, write_random=write_random_case)
+    fixture_cli.run(CASES if MAJOR == 4 else CASES_V5, write_case, random_case, write_random=write_random_case)
 
 if __name__ == "__main__":
     main()

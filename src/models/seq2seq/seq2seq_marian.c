@@ -119,8 +119,9 @@ static const tf_st_entry *find_param(const tf_st_file *f, const tf_seq2seq_confi
 
 /* Tensors transformers may store besides ours: copies of tied or shared tables
  * and the position tables (checked against the computed one). */
-static int known_extra(const tf_seq2seq_config *c, const char *name) {
+static int known_extra(const tf_seq2seq_config *c, int shared_unused, const char *name) {
     if (strstr(name, ".embed_positions.weight")) return 1;
+    if (shared_unused && !strcmp(name, "model.shared.weight")) return 1;
     if (c->share_embeddings && (!strcmp(name, "model.encoder.embed_tokens.weight") ||
                                 !strcmp(name, "model.decoder.embed_tokens.weight")))
         return 1;
@@ -147,7 +148,8 @@ static int check_positions(const tf_st_file *f, const tf_seq2seq_config *c, cons
     return rc;
 }
 
-static int load_weights(tf_seq2seq *m, const char *path) {
+/* shared_unused: transformers 5.x's untied layout (apart_tables), whose model.shared.weight no forward reads. */
+static int load_weights(tf_seq2seq *m, const char *path, int shared_unused) {
     tf_st_file *f = tf_st_open(path);
     if (!f) return -1;
     const tf_seq2seq_config *c = &m->cfg;
@@ -166,13 +168,36 @@ static int load_weights(tf_seq2seq *m, const char *path) {
     }
     for (int i = 0; !rc && i < tf_st_count(f); i++) {
         const char *name = tf_st_entry_at(f, i)->name;
-        if (!tf_params_get(ps, name) && !known_extra(c, name))
+        if (!tf_params_get(ps, name) && !known_extra(c, shared_unused, name))
             rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
     }
     if (!rc) rc = check_positions(f, c, "model.encoder.embed_positions.weight", path);
     if (!rc) rc = check_positions(f, c, "model.decoder.embed_positions.weight", path);
     tf_st_close(f);
     return rc;
+}
+
+/* share_encoder_decoder_embeddings true with tie_word_embeddings false: transformers
+ * 4.x's encoder and decoder both read model.shared (save_pretrained writes it and
+ * lm_head.weight), while 5.x ties them to it only with tie_word_embeddings, so it
+ * runs and writes three tables apart: model.encoder.embed_tokens.weight,
+ * model.decoder.embed_tokens.weight and lm_head.weight (model.shared.weight then
+ * unused). *apart: the file holds both embed_tokens tables (5.x's layout, run as
+ * separate tables; equal copies give the same numbers either way). */
+static int apart_tables(const char *path, const tf_seq2seq_config *c, int *apart) {
+    *apart = 0;
+    if (!c->share_embeddings || c->tied) return 0;
+    tf_st_file *f = tf_st_open(path);
+    if (!f) return -1;
+    const tf_st_entry *dec = tf_st_find(f, "model.decoder.embed_tokens.weight");
+    *apart = dec && tf_st_find(f, "model.encoder.embed_tokens.weight");
+    int rows = *apart && dec->ndim == 2 && dec->shape[0] != c->tgt_vocab; /* 5.x: decoder_vocab_size rows */
+    tf_st_close(f);
+    if (rows)
+        return tf_set_error("%s: model.decoder.embed_tokens.weight has decoder_vocab_size rows, not vocab_size %d: not "
+                            "supported (tformer's target embedding and output layer have one size)", path,
+                            (int)c->tgt_vocab);
+    return 0;
 }
 
 int tf_seq2seq_is_marian(const char *dir) {
@@ -207,8 +232,11 @@ tf_seq2seq *tf_seq2seq_load_marian(const char *dir) {
                                 "safetensors (model.save_pretrained(dir, safe_serialization=True))", dir), NULL;
         return tf_set_error("%s: no model.safetensors", dir), NULL;
     }
+    int apart;
+    if (apart_tables(path, &c, &apart)) return NULL;
+    if (apart) c.share_embeddings = 0; /* the source and target tables as stored */
     tf_seq2seq *m = tf_seq2seq_new(&c, 0);
-    if (m && load_weights(m, path)) {
+    if (m && load_weights(m, path, apart)) {
         tf_seq2seq_free(m);
         return NULL;
     }
