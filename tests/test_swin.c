@@ -225,6 +225,9 @@ static const test_bad_case BAD[] = {
      {PIX(1, 28, 28)}, {"config.json", "use_absolute_embeddings"}},
     {"bias table of another window", NULL, "\"window_size\": 7", "\"window_size\": 6", NULL, {PIX(1, 28, 28)},
      {"model.safetensors", "relative_position_bias_table"}},
+    /* transformers reads num_labels 1 as regression (mean squared error), which tformer does not compute */
+    {"num_labels 1", NULL, "\"image_size\"", "\"num_labels\": 1, \"image_size\"", NULL,
+     {PIX(1, 28, 28), {"labels", TF_ST_I64, 1, {2}, 0}}, {"config.json", "num_labels 1 without problem_type"}},
 };
 
 TEST(swin_hf_run_bad_input_is_a_clear_error) {

@@ -153,6 +153,9 @@ static const test_bad_case BAD[] = {
     {"missing tensor", NULL, NULL, NULL, "classifier.bias", {PIX(1, 28, 28)}, {"model.safetensors", "'classifier.bias'"}},
     {"pooler_act relu", NULL, "\"image_size\"", "\"pooler_act\": \"relu\", \"image_size\"", NULL,
      {PIX(1, 28, 28)}, {"config.json", "pooler_act"}},
+    /* transformers reads num_labels 1 as regression (mean squared error), which tformer does not compute */
+    {"num_labels 1", NULL, "\"image_size\"", "\"num_labels\": 1, \"image_size\"", NULL,
+     {PIX(1, 28, 28), {"labels", TF_ST_I64, 1, {2}, 0}}, {"config.json", "num_labels 1 without problem_type"}},
 };
 
 TEST(vit_hf_run_bad_input_is_a_clear_error) {

@@ -163,6 +163,12 @@ static const test_bad_case BAD[] = {
      {"model.safetensors", "layernorm_temporal.bias"}},
     {"Model 3 saved as Model 1", M3, "\"model_kind\": 3", "\"model_kind\": 1", NULL, {CLIP(6, 1, 12)},
      {"model.safetensors", "missing tensor 'vivit.embeddings.cls_token'"}},
+    /* transformers 4.x reads num_labels 1 as regression (mean squared error) whatever problem_type says */
+    {"num_labels 1", M1, "\"image_size\"", "\"num_labels\": 1, \"image_size\"", NULL,
+     {CLIP(6, 3, 12), {"labels", TF_ST_I64, 1, {2}, 0}}, {"config.json", "num_labels 1: transformers computes a regression"}},
+    {"num_labels 1, single label", M1, "\"image_size\"",
+     "\"num_labels\": 1, \"problem_type\": \"single_label_classification\", \"image_size\"", NULL,
+     {CLIP(6, 3, 12), {"labels", TF_ST_I64, 1, {2}, 0}}, {"config.json", "regression loss"}},
 };
 
 TEST(vivit_hf_run_bad_input_is_a_clear_error) {

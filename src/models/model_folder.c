@@ -209,3 +209,12 @@ int tf_folder_read_classes(const cJSON *root, const char *path, int *n_labels, i
     if (regression) *regression = reg || (!cJSON_IsString(p) && *n_labels == 1);
     return 0;
 }
+
+int tf_folder_refuse_regression(const cJSON *root, const char *path, int n_labels, int always) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    int single = cJSON_IsString(p) && !strcmp(p->valuestring, "single_label_classification");
+    if (n_labels != 1 || (single && !always)) return 0;
+    return tf_set_error("%s: num_labels 1%s: transformers computes a regression loss (mean squared error), which "
+                        "tformer's classifier does not implement", path,
+                        always ? "" : " without problem_type single_label_classification");
+}

@@ -53,6 +53,12 @@ int tf_labels_to_json(char *const *labels, int n, cJSON *root);
  * *regression is 1 when it says so, or when it is absent and n_labels is 1
  * (transformers' rule). Other problem types are refused naming path. */
 int tf_folder_read_classes(const cJSON *root, const char *path, int *n_labels, int *regression);
+/* A classifier without a regression loss (ViT's, Swin's, ViViT's): num_labels 1 is
+ * transformers' regression (mean squared error against float labels) unless
+ * problem_type is single_label_classification (always: whatever problem_type
+ * says, as ViViT's 4.x forward, which reads num_labels alone); refused naming
+ * path rather than run to another loss. 0 for every other num_labels. */
+int tf_folder_refuse_regression(const cJSON *root, const char *path, int n_labels, int always);
 
 /* An optional (B,T) I32 id tensor (t NULL: 0): contiguous, each in [0,hi)
  * ("<what> <hi>" in the error), hi 0: any value. */

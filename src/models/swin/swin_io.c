@@ -49,7 +49,9 @@ static int read_extras(const cJSON *root, const char *path, tf_swin_config *c) {
     int head = cJSON_IsString(first) ? tf_swin_head_from_name(first->valuestring) : TF_SWIN_BODY;
     if (head < 0) return tf_set_error("%s: architecture \"%s\" is not a Swin class tformer has", path, first->valuestring);
     c->head = (tf_swin_head)head;
-    if (tf_folder_read_classes(root, path, &c->n_labels, NULL)) return -1;
+    if (tf_folder_read_classes(root, path, &c->n_labels, NULL) ||
+        (c->head == TF_SWIN_IMAGE_CLS && tf_folder_refuse_regression(root, path, c->n_labels, 0)))
+        return -1;
     if (read_list(root, path, "depths", "2,2,6,2", c->depths, sizeof c->depths) ||
         read_list(root, path, "num_heads", "3,6,12,24", c->heads, sizeof c->heads))
         return -1;

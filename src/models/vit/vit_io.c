@@ -37,7 +37,9 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
     int head = cJSON_IsString(first) ? tf_vit_head_from_name(first->valuestring) : TF_VIT_BODY;
     if (head < 0) return tf_set_error("%s: architecture \"%s\" is not a ViT class tformer has", path, first->valuestring);
     c->head = (tf_vit_head)head;
-    if (tf_folder_read_classes(root, path, &c->n_labels, NULL)) return -1;
+    if (tf_folder_read_classes(root, path, &c->n_labels, NULL) ||
+        (c->head == TF_VIT_IMAGE_CLS && tf_folder_refuse_regression(root, path, c->n_labels, 0)))
+        return -1;
     /* transformers 4.40+: the pooler's activation and width (tanh and hidden_size here) */
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "pooler_act");
     if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && !strcmp(act->valuestring, "tanh")))

@@ -54,7 +54,8 @@ static int read_extras(const cJSON *root, const char *path, tf_vivit_config *c) 
     if (head < 0)
         return tf_set_error("%s: architecture \"%s\" is not a ViViT class tformer has", path, first->valuestring);
     c->head = (tf_vivit_head)head;
-    return tf_folder_read_classes(root, path, &c->n_labels, NULL);
+    return tf_folder_read_classes(root, path, &c->n_labels, NULL) ||
+           (c->head == TF_VIVIT_VIDEO_CLS && tf_folder_refuse_regression(root, path, c->n_labels, 1)) ? -1 : 0;
 }
 
 /* model_type "vivit": Hugging Face's keys (Model 1); "tformer-vivit": the field table's. */
