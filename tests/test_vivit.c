@@ -163,6 +163,11 @@ static const test_bad_case BAD[] = {
      {"model.safetensors", "layernorm_temporal.bias"}},
     {"Model 3 saved as Model 1", M3, "\"model_kind\": 3", "\"model_kind\": 1", NULL, {CLIP(6, 1, 12)},
      {"model.safetensors", "missing tensor 'vivit.embeddings.cls_token'"}},
+    /* 5.x's VivitPooler reads pooler_act and pooler_output_size; tformer's is tanh over hidden_size */
+    {"pooler_act relu", VIVIT_DIR "/m1_model_grey16_t2p4", "\"image_size\"",
+     "\"pooler_act\": \"relu\", \"image_size\"", NULL, {CLIP(4, 1, 16)}, {"config.json", "\"pooler_act\" must be \"tanh\""}},
+    {"pooler_output_size", VIVIT_DIR "/m1_model_grey16_t2p4", "\"image_size\"",
+     "\"pooler_output_size\": 7, \"image_size\"", NULL, {CLIP(4, 1, 16)}, {"config.json", "pooler_output_size"}},
     /* transformers 4.x reads num_labels 1 as regression (mean squared error) whatever problem_type says */
     {"num_labels 1", M1, "\"image_size\"", "\"num_labels\": 1, \"image_size\"", NULL,
      {CLIP(6, 3, 12), {"labels", TF_ST_I64, 1, {2}, 0}}, {"config.json", "num_labels 1: transformers computes a regression"}},

@@ -19,6 +19,16 @@ int tf_vision_read_labels(char ***labels, int n, const cJSON *root, const char *
     return tf_labels_from_json(labels, n, map, path);
 }
 
+int tf_vision_read_pooler(const cJSON *root, const char *path, int d_model) {
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "pooler_act");
+    if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && !strcmp(act->valuestring, "tanh")))
+        return tf_set_error("%s: \"pooler_act\" must be \"tanh\" (other pooler activations are not implemented)", path);
+    const cJSON *width = cJSON_GetObjectItemCaseSensitive(root, "pooler_output_size");
+    if (width && !cJSON_IsNull(width) && !(cJSON_IsNumber(width) && width->valueint == d_model))
+        return tf_set_error("%s: \"pooler_output_size\" must equal hidden_size %d", path, d_model);
+    return 0;
+}
+
 static int write_config(const char *path, const char *arch, const char *model_type, const tf_fields *f, cJSON *extra,
                         char *const *labels, int n_labels) {
     cJSON *r = cJSON_CreateObject();

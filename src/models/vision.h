@@ -14,6 +14,10 @@
 
 /* config.json's id2label when present (root's): an object of n names into *labels. */
 int tf_vision_read_labels(char ***labels, int n, const cJSON *root, const char *path);
+/* ViTConfig's (4.40+) and VivitConfig's (5.x) pooler keys: pooler_act must be
+ * tanh and pooler_output_size hidden_size d_model when present (tformer's
+ * pooler is BERT's), else an error naming path and the key. */
+int tf_vision_read_pooler(const cJSON *root, const char *path, int d_model);
 /* A model folder: dir (created if missing) with config.json = {"architectures":
  * [arch], "model_type", the rows of f, then extra's items (extra is freed; may
  * be NULL), and for a classifier (n_labels > 0) "problem_type" and

@@ -40,13 +40,7 @@ static int read_extras(const cJSON *root, const char *path, tf_vit_config *c) {
     if (tf_folder_read_classes(root, path, &c->n_labels, NULL) ||
         (c->head == TF_VIT_IMAGE_CLS && tf_folder_refuse_regression(root, path, c->n_labels, 0)))
         return -1;
-    /* transformers 4.40+: the pooler's activation and width (tanh and hidden_size here) */
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "pooler_act");
-    if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && !strcmp(act->valuestring, "tanh")))
-        return tf_set_error("%s: \"pooler_act\" must be \"tanh\" (other pooler activations are not implemented)", path);
-    const cJSON *width = cJSON_GetObjectItemCaseSensitive(root, "pooler_output_size");
-    if (width && !cJSON_IsNull(width) && !(cJSON_IsNumber(width) && width->valueint == c->d_model))
-        return tf_set_error("%s: \"pooler_output_size\" must equal hidden_size %d", path, c->d_model);
+    if (tf_vision_read_pooler(root, path, c->d_model)) return -1; /* transformers 4.40+ */
     const cJSON *model_type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(model_type) && strcmp(model_type->valuestring, "vit"))
         return tf_set_error("%s: model_type \"%s\" is not \"vit\"", path, model_type->valuestring);

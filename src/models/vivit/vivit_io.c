@@ -55,7 +55,8 @@ static int read_extras(const cJSON *root, const char *path, tf_vivit_config *c) 
         return tf_set_error("%s: architecture \"%s\" is not a ViViT class tformer has", path, first->valuestring);
     c->head = (tf_vivit_head)head;
     return tf_folder_read_classes(root, path, &c->n_labels, NULL) ||
-           (c->head == TF_VIVIT_VIDEO_CLS && tf_folder_refuse_regression(root, path, c->n_labels, 1)) ? -1 : 0;
+           (c->head == TF_VIVIT_VIDEO_CLS && tf_folder_refuse_regression(root, path, c->n_labels, 1)) ||
+           tf_vision_read_pooler(root, path, c->d_model) /* 5.x's VivitPooler reads both */ ? -1 : 0;
 }
 
 /* model_type "vivit": Hugging Face's keys (Model 1); "tformer-vivit": the field table's. */
