@@ -2,7 +2,8 @@
 """Hugging Face Nystromformer folders and their outputs, for tests/test_nystrom.c.
 
     python tests/ref/gen_nystrom_fixtures.py --out tests/fixtures_nystrom
-        the committed cases (transformers 4.x)
+        the committed cases written by the running transformers' major version
+        (4.x: CASES; 5.x: CASES_V5, named v5_...)
 
     python tests/ref/gen_nystrom_fixtures.py --random 12 --seed 1234 --out build/nystrom_fresh
         fresh random configurations and inputs
@@ -29,7 +30,9 @@ Weights: LayerNorms N(1, 0.2) and N(0, 0.05), every other tensor N(0, WSTD):
 transformers' own initialisation (std 0.02) gives nearly constant outputs,
 which would not notice a misplaced weight.
 
-transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
+transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv); the 5.x cases with
+transformers 5.x over PyTorch 2.x (5.24 fails on an attention_mask unless
+num_landmarks equals segment_means_seq_len, so its cases use the exact branch).
 """
 import os
 import shutil
@@ -78,6 +81,14 @@ CASES = [
     ("tokcls_T15_L5_k3_labels", "NystromformerForTokenClassification", cfg(10, 5, 2, 15, 5, 3, num_labels=4),
      dict(B=2, pad="right", labels=True, types=True)),
 ]
+
+# transformers 5.x keeps the untied MLM decoder's bias (cls.predictions.decoder.bias,
+# the one its forward adds) apart from cls.predictions.bias; 4.x ties the two.
+CASES_V5 = [
+    ("v5_mlm_T8_L8_exact_untied", "NystromformerForMaskedLM", cfg(8, 2, 2, 8, 8, 3, tie_word_embeddings=False),
+     dict(B=2, pad="right", labels=True)),
+]
+MAJOR = int(transformers.__version__.split(".")[0])
 
 
 def init_weights(model, g):
@@ -171,7 +182,7 @@ def random_case(r):
 
 
 def main():
-    fixture_cli.run(CASES, write_case, random_case)
+    fixture_cli.run(CASES if MAJOR == 4 else CASES_V5, write_case, random_case)
 
 if __name__ == "__main__":
     main()
