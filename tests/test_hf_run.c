@@ -222,6 +222,33 @@ TEST(hf_run_bad_input_is_a_clear_error) {
     CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
 }
 
+/* Weights not in model.safetensors: a sharded folder (save_pretrained's
+ * max_shard_size) or PyTorch's pickle only; each named, no output written. */
+TEST(hf_run_weights_not_in_one_file_is_a_clear_error) {
+    char tmp[] = "/tmp/tformer_hfw_XXXXXX", w[64], shard[80], index[80], bin[64], out[64];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(w, sizeof w, "%s/model.safetensors", tmp);
+    snprintf(shard, sizeof shard, "%s/model-00001-of-00001.safetensors", tmp);
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", tmp);
+    snprintf(bin, sizeof bin, "%s/pytorch_model.bin", tmp);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    static const char INDEX[] = "{\"metadata\": {}, \"weight_map\": {}}";
+    CHECK(test_copy_case(LM_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
+    CHECK(rename(w, shard) == 0 && test_write_file(index, INDEX, sizeof INDEX - 1) == 0);
+    int sharded = tf_hf_run(tmp, LM_CASE "/input.safetensors", out, NULL);
+    int sharded_named = strstr(tf_error(), "model.safetensors.index.json") && strstr(tf_error(), "sharded");
+    if (!sharded_named) fprintf(stderr, "    sharded: %s\n", sharded ? tf_error() : "ran");
+    CHECK(unlink(index) == 0 && unlink(shard) == 0 && test_write_file(bin, "PK", 2) == 0);
+    int pickled = tf_hf_run(tmp, LM_CASE "/input.safetensors", out, NULL);
+    int pickle_named = strstr(tf_error(), "only pytorch_model.bin") != NULL;
+    if (!pickle_named) fprintf(stderr, "    pytorch_model.bin: %s\n", pickled ? tf_error() : "ran");
+    int wrote = access(out, F_OK) == 0;
+    test_rm_rf(tmp);
+    CHECK(sharded && sharded_named);
+    CHECK(pickled && pickle_named);
+    CHECK(!wrote);
+}
+
 /* Labels that are all -100: transformers' loss is a mean over nothing, NaN. */
 TEST(hf_run_loss_without_labels_is_nan) {
     char tmp[] = "/tmp/tformer_hfn_XXXXXX", in[64], out[64];

@@ -4,6 +4,7 @@
  * The architecture table below is the one place an architecture is added. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../util/util.h"
 #include "hf_run.h"
@@ -236,6 +237,32 @@ static const hf_arch *read_architecture(const char *dir, FILE *log) {
     return arch;
 }
 
+/* dir/model.safetensors, the one weights file every family reads; without it,
+ * what the folder holds instead, named: a sharded checkpoint (save_pretrained's
+ * max_shard_size, 5 GB by default in 4.x, 50 GB in 5.x) or PyTorch's pickle. */
+static int check_weights_file(const char *dir) {
+    static const struct {
+        const char *file, *what;
+    } OTHER[] = {
+        {"model.safetensors.index.json", "a sharded checkpoint (model.safetensors.index.json and its shards), which "
+                                         "hf-run does not read: re-save it as one file "
+                                         "(model.save_pretrained(dir, max_shard_size=\"1000GB\"))"},
+        {"pytorch_model.bin", "only pytorch_model.bin, which tformer does not read: re-save the model with "
+                              "safetensors (model.save_pretrained(dir, safe_serialization=True))"},
+        {"pytorch_model.bin.index.json", "only a sharded pytorch_model.bin, which tformer does not read: re-save the "
+                                         "model as one safetensors file (model.save_pretrained(dir, "
+                                         "safe_serialization=True, max_shard_size=\"1000GB\"))"},
+    };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!access(path, F_OK)) return 0;
+    for (size_t i = 0; i < sizeof OTHER / sizeof OTHER[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, OTHER[i].file);
+        if (!access(path, F_OK)) return tf_set_error("%s: no model.safetensors; %s", dir, OTHER[i].what);
+    }
+    return tf_set_error("%s: no model.safetensors (the weights save_pretrained writes)", dir);
+}
+
 /* ---------------------------------------------------------------- inputs */
 
 static const char *accepted_list(const hf_arch *arch, char *buf, size_t n) {
@@ -388,7 +415,7 @@ static int write_outputs(const hf_job *job, const hf_arch *arch, const char *pat
 
 int tf_hf_run(const char *model_dir, const char *input_path, const char *output_path, FILE *log) {
     const hf_arch *arch = read_architecture(model_dir, log);
-    if (!arch) return -1;
+    if (!arch || check_weights_file(model_dir)) return -1;
     tf_st_file *f = tf_st_open(input_path);
     tf_ctx *ctx = f ? tf_ctx_new(0) : NULL;
     void *model = NULL;
