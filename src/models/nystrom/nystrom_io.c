@@ -84,15 +84,17 @@ static int read_config(const cJSON *root, const char *path, tf_nystrom_config *c
 #define PREFIX "nystromformer."
 #define PREFIX_LEN 14
 
-/* The file's tensor for one of ours: as named, or with / without the prefix;
- * the MLM bias also as cls.predictions.decoder.bias (tied to it in transformers). */
+/* The file's tensor for one of ours: as named, or with / without the prefix.
+ * The MLM bias: the forward adds cls.predictions.decoder.bias, which 4.x ties
+ * to cls.predictions.bias and 5.x keeps apart when the decoder is untied (as
+ * BERT's): decoder.bias first. */
 static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
-    const tf_st_entry *e = tf_st_find(f, name);
+    const tf_st_entry *e = !strcmp(name, "cls.predictions.bias") ? tf_st_find(f, "cls.predictions.decoder.bias") : NULL;
+    if (!e) e = tf_st_find(f, name);
     char alt[512];
     if (!e && !strncmp(name, PREFIX, PREFIX_LEN)) e = tf_st_find(f, name + PREFIX_LEN);
     if (!e && strncmp(name, PREFIX, PREFIX_LEN) && (size_t)snprintf(alt, sizeof alt, PREFIX "%s", name) < sizeof alt)
         e = tf_st_find(f, alt);
-    if (!e && !strcmp(name, "cls.predictions.bias")) e = tf_st_find(f, "cls.predictions.decoder.bias");
     return e;
 }
 
