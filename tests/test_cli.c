@@ -385,6 +385,16 @@ TEST(header_example_compiles_and_runs) {
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "dL/dW[0] = "), "%s", out);
 }
 
+TEST(headers_stand_alone_and_link_from_cxx) {
+    /* each public header alone in C11 and C++11, and every TF_API function linked from C++
+     * against the shared library (a header without extern "C" fails the link) */
+    char out[8192], cmd[1024];
+    snprintf(cmd, sizeof cmd, "sh tests/check_headers.sh %s '%s' 2>&1",
+             getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build",
+             getenv("TFORMER_CFLAGS") ? getenv("TFORMER_CFLAGS") : "");
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "functions of the headers link from C++"), "%s", out);
+}
+
 TEST(cli_directory_where_a_file_is_expected) {
     char out[4096], cmd[512];
     snprintf(cmd, sizeof cmd, "%s train --data tests --out /tmp/tformer_cli_dir_%d 2>&1; rm -rf /tmp/tformer_cli_dir_%d",
