@@ -459,6 +459,33 @@ TEST(reliability_messages_say_what_is_wrong) {
     rm_dir(dir);
 }
 
+/* A folder of another family given to a verb: its model_type named (generate and eval said
+ * "missing required key \"vocab_size\"", fill-mask and embed the same of a tformer folder). */
+TEST(reliability_a_folder_of_another_family_is_named) {
+    static const struct {
+        const char *type, *verb, *expect;
+    } cases[] = {
+        {"vit", "generate --prompt a", "model_type \"vit\" is not a GPT-2"},
+        {"tformer-seq2seq", "eval --data /dev/null", "model_type \"tformer-seq2seq\" is not a GPT-2"},
+        {"bert", "generate --prompt a", "model_type \"bert\" is not a GPT-2"},
+        {"tformer-seq2seq", "fill-mask --text [MASK]", "model_type \"tformer-seq2seq\" is not a BERT"},
+        {"continual", "embed", "model_type \"continual\" is not a BERT"},
+        {"gpt2", "predict", "model_type \"gpt2\" is not a BERT"},
+    };
+    char dir[] = "/tmp/tformer_rel_family_XXXXXX", p[256], json[256], args[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"hidden_size\": 8, \"image_size\": 4}\n", cases[i].type);
+        CHECK(test_write_text(p, json) == 0);
+        snprintf(args, sizeof args, "%s --model %s < /dev/null", cases[i].verb, dir);
+        int rc = run(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, p) && strstr(out, cases[i].expect), "%s on %s: exit %d\n%s", cases[i].verb,
+               cases[i].type, rc, out);
+    }
+    rm_dir(dir);
+}
+
 /* ---------------------------------------------------------------- this stop's new flags */
 
 /* --keep-checkpoints, --average-last, --val-bleu, --stop-at, --best-after, --listops-sep, --listops-drop-end, --rope, --rope-base,
