@@ -166,6 +166,14 @@ TEST(cli_train_generate_eval) {
     CHECK(pipe_run(cmd, out, sizeof out) == 0);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "more than the context of 16"));
+    /* a refused prompt writes nothing on standard output (it wrote the whole prompt, or a newline) */
+    const char *refused[] = {"'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'", "''"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt %s 2>/dev/null", test_tformer_bin(), dir, refused[i]);
+        CHECKF(pipe_run(cmd, out, sizeof out) == 1 && !*out, "prompt %s: stdout '%s'", refused[i], out);
+    }
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 0", test_tformer_bin(), dir);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "ab\n"), "--max-tokens 0: '%s'", out);
     /* --threads is honoured and changes nothing */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
