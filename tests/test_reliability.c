@@ -402,6 +402,18 @@ TEST(reliability_stdout_write_errors_are_reported) {
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, "tformer bleu: standard output: write error"),
            "status %d: %s", st, err ? err : "");
     free(err);
+    /* --help too (it exited 0 with its text lost) */
+    const char *helps[][2] = {{"--help", "tformer: standard output: write error"},
+                              {"train --help", "tformer train: standard output: write error"},
+                              {"help generate", "tformer generate: standard output: write error"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s > /dev/full 2> /tmp/tformer_rel_err.txt", test_tformer_bin(), helps[i][0]);
+        st = system(cmd);
+        err = test_slurp("/tmp/tformer_rel_err.txt", &n);
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, helps[i][1]), "%s: status %d: %s",
+               helps[i][0], st, err ? err : "");
+        free(err);
+    }
     unlink("/tmp/tformer_rel_hyp.txt"), unlink("/tmp/tformer_rel_err.txt");
 }
 
