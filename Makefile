@@ -54,8 +54,15 @@ $(BUILD)/libtformer.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libtformer.so: $(LIB_OBJ)
-	$(CC) -shared $(SAN) -o $@ $^ $(LDLIBS)
+# The version (tformer --version's) and the shared library's soname: libtformer.so.MAJOR.
+VERSION := $(shell sed -n 's/^\#define TF_VERSION "\(.*\)"/\1/p' cli/verbs.c)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libtformer.so.$(SOMAJOR)
+
+# The soname's link beside it, so that programs linked against $(BUILD) run from it.
+$(BUILD)/libtformer.so: $(LIB_OBJ) Makefile
+	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -o $@ $(LIB_OBJ) $(LDLIBS)
+	ln -sf libtformer.so $(BUILD)/$(SONAME)
 
 $(BUILD)/tformer: $(CLI_SRC) $(wildcard cli/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS)
@@ -80,6 +87,7 @@ example: all
 
 # Every test; the runner's last line is "N passed, N failed".
 test: all $(BUILD)/run_tests
+	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
 
@@ -323,7 +331,58 @@ gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 clean:
 	rm -rf build build-san build-nompi
 
-.PHONY: all demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the headers, libtformer.a, the shared
+# library (libtformer.so.VERSION, its soname and libtformer.so as links), the CLI, and
+# tformer.pc, so that `pkg-config --cflags --libs tformer` builds a program against it
+# (--static adds what libtformer.a needs). make uninstall removes the same files.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PCDIR      ?= $(LIBDIR)/pkgconfig
+# What libtformer.a needs besides itself: pkg-config modules where the build found them.
+PC_REQUIRES := libcjson libpcre2-8 libutf8proc libpng zlib $(if $(shell pkg-config --exists cairo 2>/dev/null && echo 1),cairo) \
+               $(if $(filter 1,$(MPI)),ompi-c)
+PC_LIBS     := $(if $(shell pkg-config --exists cairo 2>/dev/null && echo 1),,-lcairo) $(if $(filter 1,$(OPENMP)),-fopenmp) \
+               $(if $(filter 1,$(BLAS)),-ldl) -lm
+
+# tformer.pc is written at each install: it names PREFIX, LIBDIR and INCLUDEDIR as given now.
+PC_PATH = $(patsubst $(PREFIX)%,$${prefix}%,$(1))
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(INCLUDEDIR)/tformer
+	install -m 644 include/tformer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/tformer/*.h $(DESTDIR)$(INCLUDEDIR)/tformer/
+	install -m 644 $(BUILD)/libtformer.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libtformer.so $(DESTDIR)$(LIBDIR)/libtformer.so.$(VERSION)
+	ln -sf libtformer.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtformer.so
+	install -m 755 $(BUILD)/tformer $(DESTDIR)$(BINDIR)/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call PC_PATH,$(LIBDIR))' 'includedir=$(call PC_PATH,$(INCLUDEDIR))' '' \
+	    'Name: tformer' 'Description: A Transformer toolkit in C11 (tensors, autodiff, the Transformer block, its model families)' \
+	    'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -ltformer' \
+	    'Libs.private: $(strip $(PC_LIBS))' 'Requires.private: $(strip $(PC_REQUIRES))' > $(DESTDIR)$(PCDIR)/tformer.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/tformer.h $(addprefix $(DESTDIR)$(INCLUDEDIR)/tformer/,$(notdir $(wildcard include/tformer/*.h)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/tformer 2>/dev/null
+	rm -f $(DESTDIR)$(LIBDIR)/libtformer.a $(DESTDIR)$(LIBDIR)/libtformer.so $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	    $(DESTDIR)$(LIBDIR)/libtformer.so.$(VERSION) $(DESTDIR)$(BINDIR)/tformer $(DESTDIR)$(PCDIR)/tformer.pc
+
+# Install into a temporary DESTDIR, build include/tformer.h's example against it with
+# pkg-config (shared, then static; C and C++), run both and the CLI, uninstall, and check
+# that nothing is left (tools/install_check.sh).
+INSTALL_CHECK_DIR := $(CURDIR)/$(BUILD)/install-check
+install-check: all
+	rm -rf $(INSTALL_CHECK_DIR)
+	$(MAKE) --no-print-directory -s install DESTDIR=$(INSTALL_CHECK_DIR) PREFIX=/opt/tformer
+	SAN="$(SAN)" sh tools/install_check.sh $(INSTALL_CHECK_DIR) /opt/tformer
+	$(MAKE) --no-print-directory -s uninstall DESTDIR=$(INSTALL_CHECK_DIR) PREFIX=/opt/tformer
+	@left=$$(find $(INSTALL_CHECK_DIR) -type f -o -type l); [ -z "$$left" ] || { echo "uninstall left: $$left"; exit 1; }
+	rm -rf $(INSTALL_CHECK_DIR)
+	@echo "install-check: passed"
+
+.PHONY: all install uninstall install-check demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
 
 # Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from

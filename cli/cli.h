@@ -78,6 +78,9 @@ void cli_help(const cli_args *a, FILE *f);
 /* cli_parse, then the verb. --help / -h prints cli_help and exits 0; a
  * problem prints "tformer VERB: problem" and the usage and exits 2. */
 int cli_run(const cli_verb *v, int argc, char **argv);
+/* rc, or 1 when standard output could not be written (a full disk, a closed pipe), said on
+ * stderr as "tformer VERB: standard output: write error: ..." (verb NULL: "tformer: ..."). */
+int cli_stdout_status(const char *verb, int rc);
 /* The value of --name on the command line being parsed, before parsing
  * (for a verb whose field tables depend on a flag: train --arch), or NULL. */
 const char *cli_peek(const char *name);

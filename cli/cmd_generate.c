@@ -31,6 +31,7 @@ static const tf_field_table OPTIONS = {"generation", OPTION_ROWS, (int)(sizeof O
 
 typedef struct {
     tf_tokenizer *tok;
+    const char *prompt; /* written before the first token, so that a refused prompt writes nothing */
     tf_ids ids;
     size_t printed; /* bytes of the decoded text already written */
     const char *stop;
@@ -43,6 +44,7 @@ static int on_token(void *user, int32_t id) {
     stream *s = user;
     char *text;
     size_t len;
+    if (s->prompt) fputs(s->prompt, stdout), s->prompt = NULL;
     if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) return s->bad_id = id, s->failed = 1;
     int stop = 0;
     if (s->stop && *s->stop) {
@@ -87,13 +89,12 @@ int cmd_generate(const cli_args *a) {
     o.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
     tf_ids ids = {0}, out = {0};
     if (tf_tokenizer_encode(tok, prompt, strlen(prompt), &ids)) cli_die(v, tf_error());
-    stream s = {tok, {0}, 0, a->v[STOP].text, 0, 0};
-    fwrite(prompt, 1, strlen(prompt), stdout);
+    stream s = {tok, prompt, {0}, 0, a->v[STOP].text, 0, 0};
     if (tf_gpt_generate(m, ids.v, (int)ids.n, &o, on_token, &s, &out, NULL)) {
-        printf("\n");
+        if (!s.prompt) printf("\n"); /* end the text written so far */
         cli_die(v, tf_error());
     }
-    printf("\n");
+    printf("%s\n", s.prompt ? s.prompt : ""); /* no token: the prompt alone */
     if (o.beam >= 1 && (int64_t)ids.n + o.max_tokens > m->cfg.context && (int)out.n < o.max_tokens &&
         !(out.n && out.v[out.n - 1] == o.eos_id))
         fprintf(stderr, "tformer generate: note: beam search stops at the model's context of %d tokens (it does not "

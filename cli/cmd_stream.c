@@ -126,6 +126,14 @@ static void token_text(tf_tokenizer *tok, int32_t id, char *buf, size_t cap) {
     free(text);
 }
 
+/* After the last getline: a read error (standard input closed, a folder) is no end of the stream. */
+static void check_read(const stream *st) {
+    if (!ferror(stdin)) return;
+    char msg[300];
+    snprintf(msg, sizeof msg, "cannot read standard input: %s", strerror(errno));
+    cli_die(st->v, msg);
+}
+
 static void stream_text(stream *st, const char *dir) {
     tf_tokenizer *tok = tf_tokenizer_load(dir);
     if (!tok) cli_die(st->v, tf_error());
@@ -153,6 +161,7 @@ static void stream_text(stream *st, const char *dir) {
             run_step(st, id ? tf_coenc_embed(st->ctx, &st->e, id) : NULL, lineno, piece);
         }
     }
+    check_read(st);
     free(line);
     tf_ids_free(&ids);
     tf_tokenizer_free(tok);
@@ -170,6 +179,7 @@ static void stream_vectors(stream *st) {
         parse_line(st->v, line, lineno, tf_f32(x), d);
         run_step(st, x, lineno, NULL);
     }
+    check_read(st);
     free(line);
 }
 

@@ -41,7 +41,8 @@ static const tf_field OPTION_ROWS[] = {
     TF_FIELD_ROW(tf_translate_opts, search.beam_stop, TF_FIELD_ENUM, "beam_stop", NULL, NULL, BEAM_STOPS,
                  "when a beam search ends: tformer (each ended hypothesis narrows the beam until none is live), hf "
                  "(transformers' early_stopping=False, a Marian folder's default), hf-early (True: N ended; "
-                 "CTranslate2's rule), hf-never", 0, NULL),
+                 "CTranslate2's rule), hf-never (\"never\": hf's bound with the longest length when "
+                 "--length-penalty > 0)", 0, NULL),
 };
 #undef R
 static const tf_field_table OPTIONS = {"translation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};

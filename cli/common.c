@@ -97,7 +97,7 @@ static char *read_stream(const cli_verb *v, FILE *f, const char *name, size_t *l
     }
     if (!buf || ferror(f)) {
         char msg[4200];
-        snprintf(msg, sizeof msg, "cannot read %s%s", name, buf ? "" : " (out of memory)");
+        snprintf(msg, sizeof msg, "cannot read %s: %s", name, buf ? strerror(errno) : "out of memory");
         cli_die(v, msg);
     }
     buf[n] = 0;

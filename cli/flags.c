@@ -146,8 +146,9 @@ static int parse_int(cli_args *a, const char *flag, const char *text, long long 
     char *end;
     errno = 0;
     long long x = strtoll(text, &end, 10);
-    if (!isdigit((unsigned char)text[0]) || *end || errno || x > INT_MAX)
-        return fail(a, "%s expects a non-negative integer, got '%s'", flag, text);
+    if (!isdigit((unsigned char)text[0]) || *end) return fail(a, "%s expects a non-negative integer, got '%s'", flag, text);
+    if (errno || x > INT_MAX) /* digits, but more than the int it is kept in */
+        return fail(a, "%s expects a non-negative integer, got '%s': more than the largest it holds (%d)", flag, text, INT_MAX);
     *out = x;
     return 0;
 }
@@ -291,6 +292,16 @@ void cli_apply(const cli_args *a) {
         if (tf_fields_set(a->tables, a->n_tables, a->sets[2 * i], a->sets[2 * i + 1])) cli_usage_error(a, "%s", tf_error());
 }
 
+int cli_stdout_status(const char *verb, int rc) {
+    errno = 0;
+    if (fflush(stdout) || ferror(stdout)) { /* a full disk, a closed pipe: never exit 0 on lost output */
+        fprintf(stderr, "tformer%s%s: standard output: write error%s%s\n", verb ? " " : "", verb ? verb : "",
+                errno ? ": " : "", errno ? strerror(errno) : "");
+        rc = rc ? rc : 1;
+    }
+    return rc;
+}
+
 int cli_run(const cli_verb *v, int argc, char **argv) {
     cli_args a;
     int parsed = cli_parse(v, argc, argv, &a);
@@ -299,14 +310,8 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
         cli_usage(&a, stderr);
         exit(2);
     }
-    if (parsed > 0) cli_help(&a, stdout), exit(0);
-    int rc = v->run(&a);
-    errno = 0;
-    if (fflush(stdout) || ferror(stdout)) { /* a full disk, a closed pipe: never exit 0 on lost output */
-        fprintf(stderr, "tformer %s: standard output: write error%s%s\n", v->name, errno ? ": " : "",
-                errno ? strerror(errno) : "");
-        rc = rc ? rc : 1;
-    }
+    if (parsed > 0) cli_help(&a, stdout), exit(cli_stdout_status(v->name, 0));
+    int rc = cli_stdout_status(v->name, v->run(&a));
     cli_args_free(&a);
     return rc;
 }

@@ -7,7 +7,7 @@
 
 int main(int argc, char **argv) {
     if (argc < 2) return cli_usage_all(stderr), 2;
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return cli_usage_all(stdout), 0;
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return cli_usage_all(stdout), cli_stdout_status(NULL, 0);
     if (!strcmp(argv[1], "--version")) return cli_run(cli_find_verb("version"), 0, argv + 2);
     const cli_verb *v = cli_find_verb(argv[1]);
     if (!v) {

@@ -166,6 +166,14 @@ TEST(cli_train_generate_eval) {
     CHECK(pipe_run(cmd, out, sizeof out) == 0);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "more than the context of 16"));
+    /* a refused prompt writes nothing on standard output (it wrote the whole prompt, or a newline) */
+    const char *refused[] = {"'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'", "''"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt %s 2>/dev/null", test_tformer_bin(), dir, refused[i]);
+        CHECKF(pipe_run(cmd, out, sizeof out) == 1 && !*out, "prompt %s: stdout '%s'", refused[i], out);
+    }
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 0", test_tformer_bin(), dir);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "ab\n"), "--max-tokens 0: '%s'", out);
     /* --threads is honoured and changes nothing */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
@@ -383,6 +391,16 @@ TEST(header_example_compiles_and_runs) {
              getenv("TFORMER_CFLAGS") ? getenv("TFORMER_CFLAGS") : "",  /* the library's sanitizer flags */
              getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build");
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "dL/dW[0] = "), "%s", out);
+}
+
+TEST(headers_stand_alone_and_link_from_cxx) {
+    /* each public header alone in C11 and C++11, and every TF_API function linked from C++
+     * against the shared library (a header without extern "C" fails the link) */
+    char out[8192], cmd[1024];
+    snprintf(cmd, sizeof cmd, "sh tests/check_headers.sh %s '%s' 2>&1",
+             getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build",
+             getenv("TFORMER_CFLAGS") ? getenv("TFORMER_CFLAGS") : "");
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "functions of the headers link from C++"), "%s", out);
 }
 
 TEST(cli_directory_where_a_file_is_expected) {

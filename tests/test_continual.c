@@ -289,6 +289,14 @@ TEST(continual_stream_cli) {
         int rc = test_run_cli("", cmd, out, 1 << 16);
         CHECKF(rc == 1 && strstr(out, bad[i].want), "case %zu: status %d, output %s", i, rc, out);
     }
+    /* standard input closed, or a folder: a read error, not the end of a stream (it exited 0) */
+    const char *unreadable[] = {"<&-", "<"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "stream --model %s %s %s", dir, unreadable[i], i ? dir : "");
+        int rc = test_run_cli("", cmd, out, 1 << 16);
+        CHECKF(rc == 1 && strstr(out, "tformer stream: cannot read standard input: "), "%s: status %d, output %s",
+               unreadable[i], rc, out);
+    }
     tf_ctx_free(ctx), free(xs), free(out), tf_coenc_free(&e), tf_params_free(ps);
     test_rm_rf(dir);
 }

@@ -402,6 +402,18 @@ TEST(reliability_stdout_write_errors_are_reported) {
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, "tformer bleu: standard output: write error"),
            "status %d: %s", st, err ? err : "");
     free(err);
+    /* --help too (it exited 0 with its text lost) */
+    const char *helps[][2] = {{"--help", "tformer: standard output: write error"},
+                              {"train --help", "tformer train: standard output: write error"},
+                              {"help generate", "tformer generate: standard output: write error"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s > /dev/full 2> /tmp/tformer_rel_err.txt", test_tformer_bin(), helps[i][0]);
+        st = system(cmd);
+        err = test_slurp("/tmp/tformer_rel_err.txt", &n);
+        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err && strstr(err, helps[i][1]), "%s: status %d: %s",
+               helps[i][0], st, err ? err : "");
+        free(err);
+    }
     unlink("/tmp/tformer_rel_hyp.txt"), unlink("/tmp/tformer_rel_err.txt");
 }
 
@@ -456,6 +468,33 @@ TEST(reliability_messages_say_what_is_wrong) {
     const char *e = tf_error(), *again = strstr(e + 1, "params: cannot allocate");
     CHECKF(strstr(e, "params: cannot allocate huge: ") == e && !again, "%s", e);
     tf_params_free(ps);
+    rm_dir(dir);
+}
+
+/* A folder of another family given to a verb: its model_type named (generate and eval said
+ * "missing required key \"vocab_size\"", fill-mask and embed the same of a tformer folder). */
+TEST(reliability_a_folder_of_another_family_is_named) {
+    static const struct {
+        const char *type, *verb, *expect;
+    } cases[] = {
+        {"vit", "generate --prompt a", "model_type \"vit\" is not a GPT-2"},
+        {"tformer-seq2seq", "eval --data /dev/null", "model_type \"tformer-seq2seq\" is not a GPT-2"},
+        {"bert", "generate --prompt a", "model_type \"bert\" is not a GPT-2"},
+        {"tformer-seq2seq", "fill-mask --text [MASK]", "model_type \"tformer-seq2seq\" is not a BERT"},
+        {"continual", "embed", "model_type \"continual\" is not a BERT"},
+        {"gpt2", "predict", "model_type \"gpt2\" is not a BERT"},
+    };
+    char dir[] = "/tmp/tformer_rel_family_XXXXXX", p[256], json[256], args[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"hidden_size\": 8, \"image_size\": 4}\n", cases[i].type);
+        CHECK(test_write_text(p, json) == 0);
+        snprintf(args, sizeof args, "%s --model %s < /dev/null", cases[i].verb, dir);
+        int rc = run(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, p) && strstr(out, cases[i].expect), "%s on %s: exit %d\n%s", cases[i].verb,
+               cases[i].type, rc, out);
+    }
     rm_dir(dir);
 }
 

@@ -103,6 +103,16 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
     } cases[] = {
         {"generate --model %s/m --prompt a --max-tokens 1e12", "--max-tokens expects an integer in [0,inf), got '1e12'", 2},
         {"generate --model %s/m --prompt a --max-tokens abc", "--max-tokens expects an integer", 2},
+        /* whole numbers in the range but past the member's type: its limit said ("expects an integer in
+         * [0,inf), got '99999999999'" alone read as a contradiction) */
+        {"generate --model %s/m --prompt a --max-tokens 99999999999",
+         "--max-tokens expects an integer in [0,inf), got '99999999999': more than the largest it holds (2147483647)", 2},
+        {"generate --model %s/m --prompt a --seed 18446744073709551616",
+         "got '18446744073709551616': more than the largest it holds (18446744073709551615)", 2},
+        {"eval --model %s/m --listops 99999999999",
+         "--listops expects a non-negative integer, got '99999999999': more than the largest it holds (2147483647)", 2},
+        {"train --data %s/corpus.txt --out %s/x --context 3000000000",
+         "--context expects an integer in [1,inf), got '3000000000': more than the largest it holds (2147483647)", 2},
         {"generate --model %s/m --prompt a --temperature nan", "--temperature expects a number in [0,inf), got 'nan'", 2},
         {"generate --model %s/m --prompt a --seed 18446744073709551616", "--seed expects a non-negative integer", 2},
         {"generate --model %s/m --prompt a --top-p 0", "--top-p expects a number in (0,1]", 2},

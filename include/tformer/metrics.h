@@ -17,6 +17,10 @@
 
 #include "core.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TF_BLEU_ORDER 4
 #define TF_CHRF_ORDER 6
 
@@ -63,4 +67,7 @@ TF_API int tf_chrf_add(tf_chrf_stats *s, int lowercase, const char *hyp, size_t 
 /* chrF2 in percent. */
 TF_API double tf_chrf_compute(const tf_chrf_stats *s);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -53,6 +53,19 @@ int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, c
     return tf_params_save(ps, path);
 }
 
+int tf_folder_check_type(const cJSON *root, const char *path, const char *family, const char *const *types) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (!cJSON_IsString(mt)) return 0; /* a hand-written folder may name none */
+    char list[256];
+    size_t n = 0;
+    list[0] = 0;
+    for (int k = 0; types[k]; k++) {
+        if (!strcmp(mt->valuestring, types[k])) return 0;
+        if (n < sizeof list) n += (size_t)snprintf(list + n, sizeof list - n, "%s\"%s\"", k ? ", " : "", types[k]);
+    }
+    return tf_set_error("%s: model_type \"%s\" is not a %s folder (%s)", path, mt->valuestring, family, list);
+}
+
 /* ---------------------------------------------------------------- Hugging Face weights */
 
 /* Entry e exists and has the registered shape; else an error naming the file and tensor. */

@@ -17,6 +17,10 @@ int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, c
 
 /* ---- pieces every family's Hugging Face folder needs ---- */
 
+/* config.json's model_type, when it names one, is one of types (NULL-ended); else an error
+ * naming path, the type and the family (a folder of another family given to this one's loader). */
+int tf_folder_check_type(const cJSON *root, const char *path, const char *family, const char *const *types);
+
 /* Finds the file's tensor for parameter `name` (a family's prefixes). */
 typedef const tf_st_entry *(*tf_folder_find_fn)(const tf_st_file *f, const char *name);
 /* Whether a tensor of the file is known to the family (a parameter under one

@@ -152,6 +152,21 @@ static int bad_value(const tf_field *f, const char *label, const char *got) {
     return tf_set_error("%s expects %s, got '%.80s'", label, what, got);
 }
 
+/* A whole number the row's range admits (its bound that side is inf) but its member cannot
+ * hold: the message says the type's limit, not just the range the number is in. */
+static int beyond_type(const tf_field *f, const char *label, const char *text, int negative) {
+    char *end, what[256];
+    double lo = f->range ? strtod(f->range + 1, &end) : -INFINITY;
+    double hi = f->range && *end == ',' ? strtod(end + 1, NULL) : INFINITY;
+    if (!isinf(negative ? lo : hi)) return bad_value(f, label, text);
+    const char *limit = f->type == TF_FIELD_UINT64 ? "18446744073709551615"
+                      : f->type == TF_FIELD_INT64 ? (negative ? "-9223372036854775808" : "9223372036854775807")
+                      : negative ? "-2147483648" : "2147483647";
+    expects(f, what, sizeof what);
+    return tf_set_error("%s expects %s, got '%.80s': %s than the %s it holds (%s)", label, what, text,
+                        negative ? "less" : "more", negative ? "smallest" : "largest", limit);
+}
+
 /* Strict integers: digits with an optional sign, nothing after, within range. */
 static int set_integer(const tf_field *f, char *p, const char *text, const char *label) {
     const char *d = text + (text[0] == '-' || text[0] == '+');
@@ -163,7 +178,9 @@ static int set_integer(const tf_field *f, char *p, const char *text, const char 
     if (f->type == TF_FIELD_UINT64) u = strtoull(text, &end, 10);
     else v = strtoll(text, &end, 10);
     double x = f->type == TF_FIELD_UINT64 ? (double)u : (double)v;
-    if (*end || errno == ERANGE || !in_range(f, x)) return bad_value(f, label, text);
+    int beyond = errno == ERANGE || (f->type == TF_FIELD_INT && (v > INT_MAX || v < INT_MIN));
+    if (!*end && beyond) return beyond_type(f, label, text, text[0] == '-');
+    if (*end || !in_range(f, x)) return bad_value(f, label, text);
     if (f->type == TF_FIELD_INT) *(int *)p = (int)v;
     else if (f->type == TF_FIELD_INT64) *(int64_t *)p = (int64_t)v;
     else *(uint64_t *)p = (uint64_t)u;

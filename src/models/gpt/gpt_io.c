@@ -113,7 +113,9 @@ static int read_extras(const cJSON *root, const char *path, int *body) {
 }
 
 int tf_gpt_config_from_hf(const cJSON *root, const char *path, tf_gpt_config *c, int *body) {
-    return read_config(root, path, c) || read_extras(root, path, body) ? -1 : 0;
+    static const char *const TYPES[] = {"gpt2", "tformer-gpt2", "imagegpt", "tformer-imagegpt", NULL};
+    return tf_folder_check_type(root, path, "GPT-2 / ImageGPT", TYPES) || read_config(root, path, c) ||
+                   read_extras(root, path, body) ? -1 : 0;
 }
 
 static tf_gpt *load(const char *dir, int mapped) {
