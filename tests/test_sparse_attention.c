@@ -208,6 +208,35 @@ TEST(sparse_attention_last_queries_equal_full_rows) {
     tf_ctx_free(c);
 }
 
+/* A causal pattern's query sees the same keys whatever follows it: decoding
+ * one position at a time (keys 0..t, query t) gives the full sequence's row
+ * t. A dilation beyond the block size with random blocks: the window's marks
+ * of a block the sequence ends inside once came from its rows present only,
+ * so its random blocks were drawn among other candidates (rows off by O(1)). */
+TEST(sparse_attention_causal_rows_do_not_depend_on_what_follows) {
+    tf_sparse_pattern p = {.block = 2, .causal = 1, .window = 1, .dilation = 5, .random = 2, .seed = 86};
+    enum { T = 19 };
+    tf_ctx *c = tf_ctx_new(1);
+    tf_tensor *q = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){B_, H_, T, D_}, 0);
+    tf_tensor *k = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){B_, H_, T, D_}, 0);
+    tf_tensor *v = tf_tensor_new(c, TF_DTYPE_F32, 4, (int64_t[]){B_, H_, T, DV_}, 0);
+    tf_tensor_fill_normal(q, 1, 1.0f), tf_tensor_fill_normal(k, 2, 1.0f), tf_tensor_fill_normal(v, 3, 1.0f);
+    tf_tensor *all = tf_sparse_attention(c, q, k, v, NULL, &p, 0.4f);
+    CHECK(all);
+    double worst = 0;
+    for (int64_t t = 1; t <= T; t++) {
+        tf_tensor *row = tf_sparse_attention(c, tf_narrow(c, q, 2, t - 1, 1), tf_narrow(c, k, 2, 0, t),
+                                             tf_narrow(c, v, 2, 0, t), NULL, &p, 0.4f);
+        CHECK(row);
+        for (int64_t bh = 0; bh < B_ * H_; bh++) {
+            double e = test_rel_err(tf_f32(row) + bh * DV_, tf_f32(all) + (bh * T + t - 1) * DV_, DV_);
+            worst = e > worst ? e : worst;
+        }
+    }
+    CHECKF(worst <= 1e-6, "query t over keys 0..t against the full pass: relative error %g", worst);
+    tf_ctx_free(c);
+}
+
 /* The comparison notices one flipped mask entry, and a different random draw. */
 TEST(sparse_attention_perturbed_reference_fails) {
     tf_sparse_pattern p = pattern(4, 4, 0);

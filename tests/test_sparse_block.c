@@ -126,6 +126,55 @@ TEST(sparse_gpt_cache_equals_full_pass) {
     tf_gpt_free(m);
 }
 
+/* The same with padding (an attention_mask over the cached and the new
+ * positions, row 1 left-padded with a hole): the key padding is checked
+ * against the keys, not the new queries (a step of 5 positions after 7 was
+ * refused as "(2,12) should be (2,5)"). */
+TEST(sparse_gpt_cache_with_padding_equals_full_pass) {
+    tf_gpt_config cfg = tf_gpt_config_default(17, 24, 2, 2, 16);
+    cfg.attention.kind = TF_ATTENTION_LOCAL, cfg.attention.window = 5, cfg.attention.block_size = 4;
+    tf_gpt *m = tf_gpt_new(&cfg, 7);
+    CHECK(m);
+    enum { B = 2, T = 19 };
+    int32_t ids[B * T];
+    uint8_t am[B * T];
+    for (int i = 0; i < B * T; i++) ids[i] = (i * 7 + 3) % 17, am[i] = !(i >= T && (i - T < 3 || i - T == 9));
+    tf_ctx *c = tf_ctx_new(1);
+    tf_tensor *all = tf_tensor_new(c, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
+    tf_tensor *mask = tf_tensor_new(c, TF_DTYPE_U8, 2, (int64_t[]){B, T}, 0);
+    memcpy(tf_i32(all), ids, sizeof ids), memcpy(tf_u8(mask), am, sizeof am);
+    tf_gpt_inputs in = {.input_ids = all, .attention_mask = mask};
+    tf_gpt_outputs full = {0};
+    CHECK(tf_gpt_run(c, m, &in, &full) == 0);
+    tf_kv_cache *cache = tf_gpt_cache_new(m, B, T);
+    double worst = 0;
+    for (int t0 = 0, k = 0; t0 < T; k++) {
+        int n = k == 0 ? 7 : k == 1 ? 5 : 1;
+        tf_ctx *s = tf_ctx_new(1);
+        tf_tensor *x = tf_tensor_new(s, TF_DTYPE_I32, 2, (int64_t[]){B, n}, 0);
+        tf_tensor *mk = tf_tensor_new(s, TF_DTYPE_U8, 2, (int64_t[]){B, t0 + n}, 0);
+        for (int b = 0; b < B; b++) {
+            memcpy(tf_i32(x) + b * n, ids + b * T + t0, (size_t)n * sizeof *ids);
+            memcpy(tf_u8(mk) + b * (t0 + n), am + b * T, (size_t)(t0 + n));
+        }
+        tf_gpt_inputs step = {.input_ids = x, .attention_mask = mk, .cache = cache};
+        tf_gpt_outputs out = {0};
+        CHECK(tf_gpt_run(s, m, &step, &out) == 0);
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < n; t++) {
+                if (!am[b * T + t0 + t]) continue; /* a padded query: not compared */
+                double e = test_rel_err(tf_f32(out.logits) + (b * n + t) * 17, tf_f32(full.logits) + (b * T + t0 + t) * 17, 17);
+                worst = e > worst ? e : worst;
+            }
+        tf_ctx_free(s);
+        t0 += n;
+    }
+    CHECKF(worst <= 1e-6, "cached logits: relative error %g", worst);
+    tf_kv_cache_free(cache);
+    tf_ctx_free(c);
+    tf_gpt_free(m);
+}
+
 /* BERT with padding: a pattern that hides nothing equals full attention. */
 TEST(sparse_bert_wide_window_equals_full) {
     tf_bert_config cfg = tf_bert_config_default(23, 32, 2, 2, 16);

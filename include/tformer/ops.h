@@ -177,7 +177,9 @@ TF_API int tf_rope_check(tf_rope_kind kind, float base, int head_dim);
  * repeats, among the key blocks the window and the global keys do not already
  * visit (causal: blocks up to the query block's own) from a hash of (seed,
  * query block): the same pattern and T always give the same blocks, for every
- * batch row and head. */
+ * batch row and head; a causal pattern's do not depend on T (the window's
+ * blocks are those of the query block's whole extent), so a query sees the
+ * same keys whatever follows it, as a KV cache's decoding needs. */
 typedef struct {
     int block;          /* b in [1, TF_SPARSE_MAX_BLOCK] */
     int causal;

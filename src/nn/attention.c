@@ -353,8 +353,9 @@ static tf_tensor *sparse_padding(tf_ctx *ctx, tf_tensor *t, int64_t B, int64_t T
     return pad;
 }
 
-/* Sparse self-attention of q, k, v (B,H,T,D): the pattern's keys and no
- * others; the key padding mask its only mask. */
+/* Sparse self-attention of q (B,H,Tq,D) over k, v (B,H,T,D) (Tq < T: a
+ * cache's new positions): the pattern's keys and no others; the key padding
+ * mask (B,T), over the keys, its only mask. */
 static tf_tensor *attend_sparse(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask,
                                 int causal) {
     const tf_sparse_pattern *p = &m->cfg.pattern;
@@ -365,7 +366,7 @@ static tf_tensor *attend_sparse(tf_ctx *ctx, const tf_mha *m, tf_tensor *const q
                             "positions)"), NULL;
     tf_tensor *pad = NULL;
     if (mask && mask->key_padding_mask &&
-        !(pad = sparse_padding(ctx, mask->key_padding_mask, qkv[0]->shape[0], qkv[0]->shape[2])))
+        !(pad = sparse_padding(ctx, mask->key_padding_mask, qkv[1]->shape[0], qkv[1]->shape[2])))
         return NULL;
     float scale = 1.0f / sqrtf((float)(m->cfg.d_model / m->cfg.n_head));
     return tf_sparse_attention(ctx, qkv[0], qkv[1], qkv[2], pad, p, scale);

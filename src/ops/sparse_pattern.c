@@ -57,21 +57,26 @@ static int has_multiple(int64_t a, int64_t c, int64_t r) {
 
 /* mark[kb] = 1 for the key blocks query block qb needs through its global
  * rows, its window and the global keys; last is the last block it may visit;
- * first_global (key blocks): each block's first global position, or T. */
+ * first_global (key blocks): each block's first global position, or T.
+ * A causal pattern's window marks are those of the block's whole extent
+ * [i0, i0 + b), also when the sequence ends inside it: the unmarked blocks
+ * are the random draw's candidates, so a query's random blocks (and its
+ * output) must not depend on how many positions follow it (a KV cache's
+ * one-at-a-time decoding against the full pass). */
 static void structural_blocks(uint8_t *mark, const tf_sparse_pattern *p, const uint8_t *is_global,
                               const int64_t *first_global, int64_t T, int64_t qb, int64_t last) {
-    int64_t b = p->block, i0 = qb * b, i1 = i0 + b < T ? i0 + b : T;
+    int64_t b = p->block, i0 = qb * b, i1 = i0 + b < T ? i0 + b : T, iw = p->causal ? i0 + b : i1;
     int global_row = 0;
     for (int64_t i = i0; i < i1; i++) global_row |= is_global[i];
     for (int64_t kb = 0; kb <= last; kb++)
         mark[kb] = global_row || first_global[kb] < (p->causal ? i1 : T);
     if (p->window < 0) return;
     int64_t span = (int64_t)p->window * p->dilation;
-    int64_t lo = i0 - span < 0 ? 0 : (i0 - span) / b, hi = (i1 - 1 + (p->causal ? 0 : span)) / b;
+    int64_t lo = i0 - span < 0 ? 0 : (i0 - span) / b, hi = (iw - 1 + (p->causal ? 0 : span)) / b;
     hi = hi > last ? last : hi;
     for (int64_t kb = lo; kb <= hi; kb++) {  // offsets d = i - j over the block pair, clipped to the window
         int64_t j0 = kb * b, j1 = (j0 + b < T ? j0 + b : T) - 1;
-        int64_t dlo = i0 - j1, dhi = i1 - 1 - j0;
+        int64_t dlo = i0 - j1, dhi = iw - 1 - j0;
         dlo = dlo < -span ? -span : dlo;
         dlo = p->causal && dlo < 0 ? 0 : dlo;
         dhi = dhi > span ? span : dhi;
