@@ -117,8 +117,8 @@ int cli_threads(const cli_val *threads);
 /* --resume and --allow-changes of train and finetune, and their TF_RESUME_* mode. */
 #define CLI_RESUME_ROW                                                                                           \
     {"resume", CLI_SWITCH, NULL, "off",                                                                          \
-     "continue from the run folder's checkpoint, bit for bit (give the same settings; steps and how often to "   \
-     "evaluate or keep checkpoints may change)"}
+     "continue from the run folder's checkpoint, bit for bit (give the same settings; how often to evaluate "     \
+     "or keep checkpoints may change, and steps under the inverse_sqrt or constant schedule)"}
 #define CLI_ALLOW_CHANGES_ROW                                                                                    \
     {"allow-changes", CLI_SWITCH, NULL, "off",                                                                   \
      "with --resume: continue with changed settings (lr, batch, dropout...), listed on stderr"}
