@@ -60,8 +60,8 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libtformer.so.$(SOMAJOR)
 
 # The soname's link beside it, so that programs linked against $(BUILD) run from it.
-$(BUILD)/libtformer.so: $(LIB_OBJ) Makefile
-	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -o $@ $(LIB_OBJ) $(LDLIBS)
+$(BUILD)/libtformer.so: $(LIB_OBJ) Makefile src/tformer.map
+	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -Wl,--version-script=src/tformer.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libtformer.so $(BUILD)/$(SONAME)
 
 $(BUILD)/tformer: $(CLI_SRC) $(wildcard cli/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a

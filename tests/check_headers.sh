@@ -3,7 +3,8 @@
 # and in C++11 (warnings as errors), then a C++ program that takes the address of
 # every function the headers declare (TF_API), linked against the shared library:
 # a header without extern "C" leaves mangled names the link cannot find, and a
-# declared function the library lacks fails the same way.
+# declared function the library lacks fails the same way. Last, the library
+# exports tf_* names only (src/tformer.map: no private or OpenMP lock symbols).
 #   sh tests/check_headers.sh LIB_DIR [EXTRA_FLAGS]   (run from the project root)
 lib=${1:-build}
 extra=$2
@@ -33,5 +34,8 @@ n=$(wc -l < "$d/names")
 } > "$d/all.cpp"
 $cxx -std=c++11 -Iinclude $extra -o "$d/all" "$d/all.cpp" -L"$lib" -ltformer -Wl,-rpath,"$(cd "$lib" && pwd)" 2>"$d/link.log" ||
     { grep -o "undefined reference to \`[^']*'" "$d/link.log" | sort -u | head -20; [ -s "$d/link.log" ] && tail -3 "$d/link.log"; rc=1; }
+# The library exports the tf_* functions and nothing else (src/tformer.map).
+others=$(nm -D --defined-only "$lib/libtformer.so" | awk '{print $3}' | grep -v '^tf_' | head -5)
+[ -z "$others" ] || { echo "libtformer.so exports symbols without the tf_ prefix: $others"; rc=1; }
 [ $rc -eq 0 ] && "$d/all" && echo "$n functions of the headers link from C++"
 exit $rc
