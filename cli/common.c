@@ -12,6 +12,12 @@
 
 #include "cli.h"
 
+/* msg without a leading "<verb>: " (the library names its function, the CLI the verb: said once). */
+static const char *without_verb(const cli_verb *v, const char *msg) {
+    size_t n = strlen(v->name);
+    return !strncmp(msg, v->name, n) && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
 _Noreturn void cli_die(const cli_verb *v, const char *msg) {
     if (tf_dist_size() > 1) { /* every rank learns the lowest failing rank's message; rank 0 prints it */
         if (msg != tf_error() || !tf_dist_error_shared()) {
@@ -20,11 +26,11 @@ _Noreturn void cli_die(const cli_verb *v, const char *msg) {
             tf_set_error("%s", copy);
             tf_dist_agree(-1);
         }
-        if (tf_dist_rank() == 0) fprintf(stderr, "tformer %s: %s\n", v->name, tf_error());
+        if (tf_dist_rank() == 0) fprintf(stderr, "tformer %s: %s\n", v->name, without_verb(v, tf_error()));
         tf_dist_finalize();
         exit(1);
     }
-    fprintf(stderr, "tformer %s: %s\n", v->name, msg);
+    fprintf(stderr, "tformer %s: %s\n", v->name, without_verb(v, msg));
     tf_dist_finalize(); /* a job of one process (mpirun -np 1) */
     exit(1);
 }
