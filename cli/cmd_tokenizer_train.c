@@ -31,6 +31,23 @@ int cmd_tokenizer_train_tables(const tf_fields **t) {
     return 1;
 }
 
+/* The size written, on stderr, and why when it is not --vocab-size: the special tokens and
+ * the alphabet come first whatever the size asked (Hugging Face's trainers' rule), and merges
+ * stop when no pair is left that occurs --min-frequency times. */
+static void report_size(const cli_args *a, const tf_tokenizer_train_opts *o) {
+    tf_tokenizer *tok = tf_tokenizer_load(a->v[0].text);
+    if (!tok) cli_die(a->verb, tf_error());
+    int n = (int)tf_tokenizer_vocab_size(tok);
+    tf_tokenizer_free(tok);
+    if (o->kind == TF_TOKENIZER_CHAR || n == o->vocab_size) {
+        fprintf(stderr, "tformer %s: %s: %d tokens\n", a->verb->name, a->v[0].text, n);
+        return;
+    }
+    fprintf(stderr, "tformer %s: %s: %d tokens, not --vocab-size %d: %s\n", a->verb->name, a->v[0].text, n,
+            o->vocab_size, n > o->vocab_size ? "the special tokens and the alphabet alone are more"
+                                             : "no pair is left that occurs --min-frequency times (at least once)");
+}
+
 int cmd_tokenizer_train(const cli_args *a) {
     cli_apply(a);
     const tf_tokenizer_train_opts *o = &g_opts;
@@ -38,5 +55,6 @@ int cmd_tokenizer_train(const cli_args *a) {
         cli_usage_error(a, "--type %s needs --vocab-size", KINDS[o->kind]);
     if (tf_tokenizer_train(o, (const char *const *)a->operands, a->n_operands, a->v[0].text))
         cli_die(a->verb, tf_error());
+    report_size(a, o);
     return 0;
 }

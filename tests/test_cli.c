@@ -141,6 +141,15 @@ TEST(cli_encode_decode_train) {
     CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "usage"));
     snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_x /nonexistent 2>&1", test_tformer_bin());
     CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "/nonexistent: cannot open"));
+    /* the size written is said, and why when it is not --vocab-size (it was silently another) */
+    const char *sizes[][2] = {{"wordpiece --vocab-size 20", "tokens, not --vocab-size 20: the special tokens and the alphabet"},
+                              {"bpe --vocab-size 100000", "tokens, not --vocab-size 100000: no pair is left"},
+                              {"bpe --vocab-size 30", ": 30 tokens\n"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s tokenizer-train --type %s --out /tmp/tformer_cli_tok_%d tests/data/seed_bpe.txt 2>&1;"
+                 " rm -r /tmp/tformer_cli_tok_%d", test_tformer_bin(), sizes[i][0], (int)getpid(), (int)getpid());
+        CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, sizes[i][1]), "%s: %s", sizes[i][0], out);
+    }
 }
 
 TEST(cli_train_generate_eval) {
