@@ -123,6 +123,9 @@ int cli_threads(const cli_val *threads);
     {"allow-changes", CLI_SWITCH, NULL, "off",                                                                   \
      "with --resume: continue with changed settings (lr, batch, dropout...), listed on stderr"}
 int cli_resume_mode(const cli_args *a, int resume, int allow_changes);
+/* A --max-len style flag's value (0: unset) above the model's context: exits naming the flag
+ * and both numbers, as finetune's check (inputs are never cut to a length other than asked). */
+void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, int context);
 /* --quantize of the inference verbs: int8 weights (tf_params_quantize). */
 #define CLI_QUANTIZE_ROW                                                                                         \
     {"quantize", CLI_STRING, "none|int8", "none",                                                                \

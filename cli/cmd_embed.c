@@ -79,10 +79,12 @@ int cmd_embed(const cli_args *a) {
     if (pool < 0) cli_usage_error(a, "--pooling expects mean, cls, max or none, got '%s'", pooling);
     o.pooling = (tf_pooling)(pool < 3 ? pool : 0);
     o.normalize |= a->v[NORMALIZE].given;
-    if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
-    if (a->v[BATCH].i > 0) o.batch = (int)a->v[BATCH].i;
+    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
+    o.batch = (int)a->v[BATCH].i;
     tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
+    cli_check_max_len(v, "--max-length", a->v[MAX_LENGTH].i, m->cfg.context);
+    if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
     size_t len, *lens = NULL;
     char *text = cli_read_stdin(v, &len), **lines = NULL;

@@ -36,6 +36,7 @@ static tf_finetune_config settings(const cli_args *a, const tf_bert *m) {
         if (k < 0) cli_usage_error(a, "--task expects classify, pairs, tag or span, got '%s'", a->v[TASK].text);
         c.task = (tf_finetune_kind)k;
     }
+    cli_check_max_len(a->verb, "--max-len", a->v[MAX_LEN].i, m->cfg.context);
     if (a->v[MAX_LEN].given) c.max_len = (int)a->v[MAX_LEN].i;
     if (!c.max_len || c.max_len > m->cfg.context) c.max_len = m->cfg.context;
     return c;
@@ -61,6 +62,7 @@ int cmd_predict(const cli_args *a) {
     if (!m) cli_die(a->verb, tf_error());
     tf_tokenizer *tok = cli_load_tokenizer(a->verb, a->v[MODEL].text);
     tf_finetune_config c = settings(a, m);
+    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
     size_t len;
     char *text = cli_read_stdin(a->verb, &len);
     tf_finetune_set s;
@@ -69,7 +71,7 @@ int cmd_predict(const cli_args *a) {
     free(text);
     if (tf_finetune_encode(tok, &s, NULL, 0, c.max_len, &d)) cli_die(a->verb, tf_error());
     tf_finetune_prediction *p = calloc((size_t)d.n, sizeof *p);
-    if (!p || tf_finetune_predict(m, &d, a->v[BATCH].i > 0 ? (int)a->v[BATCH].i : 16, c.max_answer, p))
+    if (!p || tf_finetune_predict(m, &d, (int)a->v[BATCH].i, c.max_answer, p))
         cli_die(a->verb, p ? tf_error() : "out of memory");
     for (int i = 0; i < d.n; i++) print_one(m, &s.ex[i], &p[i], c.task);
     if (d.n_truncated) fprintf(stderr, "tformer predict: %d of %d inputs cut to %d ids\n", d.n_truncated, d.n, c.max_len);

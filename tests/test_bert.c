@@ -519,6 +519,10 @@ TEST(bert_cli_hostile_input) {
         {"embed --model %s --pooling nan < /dev/null", 2},
         {"embed --model %s --batch -3 < /dev/null", 2},
         {"embed --model %s/vocab.txt < /dev/null", 1},
+        {"embed --model %s --batch 0 < /dev/null", 2},            /* was taken as the default */
+        {"embed --model %s --max-length 100000 < /dev/null", 1},  /* was cut to the context */
+        {"predict --model %s --batch 0 < /dev/null", 2},
+        {"predict --model %s --max-len 100000 < /dev/null", 1},
         {"train --arch listops --out %s/run --pooling nan", 2},
         {"train --arch listops --out %s/run --pooling max", 1}, /* a choice the pooler does not have */
         {"train --arch listops --out %s/run --context 2048 --pooling seq", 1}, /* ViT's, not the pooler's */
