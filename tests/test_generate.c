@@ -97,3 +97,33 @@ TEST(generate_stops_at_the_capacity_of_a_decoder_that_cannot_slide) {
     tf_decoder_free(d);
     CHECK(live == 0);
 }
+
+/* A temperature near 0 samples the most likely token, as temperature 0
+ * does: each logit divided by 1e-38 in float overflowed to inf (the table's
+ * largest is 3.7), inf - inf made every weight NaN and the draw fell through
+ * to the least likely token. */
+TEST(generate_tiny_temperature_is_greedy) {
+    int live = 0;
+    int32_t prompt[2] = {2, 4};
+    tf_generate_opts o = tf_generate_opts_default();
+    o.max_tokens = 12, o.temperature = 0;
+    tf_ids greedy = {0};
+    tf_decoder *d = bigram_new(16, &live);
+    CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &greedy, NULL) == 0 && greedy.n == 12);
+    tf_decoder_free(d);
+    const float tiny[] = {1e-30f, 1e-38f, 1e-45f};
+    for (int t = 0; t < 3; t++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            tf_ids out = {0};
+            o.temperature = tiny[t], o.seed = seed, o.top_k = (int)seed - 1; /* top-k 0 (off), 1, 2 */
+            d = bigram_new(16, &live);
+            CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == 0);
+            CHECKF(out.n == greedy.n && !memcmp(out.v, greedy.v, out.n * sizeof *out.v),
+                   "temperature %g, seed %d: sampled %d %d %d ..., greedy %d %d %d ...", tiny[t], (int)seed, out.v[0],
+                   out.v[1], out.v[2], greedy.v[0], greedy.v[1], greedy.v[2]);
+            tf_ids_free(&out);
+            tf_decoder_free(d);
+        }
+    tf_ids_free(&greedy);
+    CHECK(live == 0);
+}

@@ -84,16 +84,19 @@ static void penalise(float *logits, const tf_ids *seen, float penalty) {
 }
 
 /* One id from logits (V): penalty, temperature, top-k, top-p, then a draw
- * from `draw`. order (V) and p (V) are scratch. */
+ * from `draw`. order (V) and p (V) are scratch. The logits are ranked as
+ * they are (dividing by the temperature keeps their order) and each one's
+ * weight is exp((l - l_max) / T) in double: l / T in float overflows to inf
+ * for a small T (1e-38 and a logit of 4), and inf - inf made every weight NaN. */
 static int32_t sample(float *logits, int32_t V, const tf_generate_opts *o, const tf_ids *seen, uint64_t draw,
                       ranked *order, double *p) {
     if (o->repetition_penalty != 1.0f) penalise(logits, seen, o->repetition_penalty);
     if (o->temperature <= 0.0f) return argmax(logits, V);
-    for (int32_t i = 0; i < V; i++) order[i] = (ranked){logits[i] / o->temperature, i};
+    for (int32_t i = 0; i < V; i++) order[i] = (ranked){logits[i], i};
     qsort(order, (size_t)V, sizeof *order, by_value_desc);
     int32_t keep = o->top_k > 0 && o->top_k < V ? o->top_k : V;
     double sum = 0;
-    for (int32_t i = 0; i < keep; i++) sum += (p[i] = exp((double)order[i].v - order[0].v));
+    for (int32_t i = 0; i < keep; i++) sum += (p[i] = exp(((double)order[i].v - order[0].v) / o->temperature));
     if (o->top_p < 1.0f) { /* the smallest prefix whose mass reaches top_p */
         double cum = 0;
         for (int32_t i = 0; i < keep; i++)
