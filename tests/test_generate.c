@@ -127,3 +127,29 @@ TEST(generate_tiny_temperature_is_greedy) {
     tf_ids_free(&greedy);
     CHECK(live == 0);
 }
+
+/* A repetition penalty below 1 favours the tokens already in the context;
+ * at 1e-38 (in the CLI's range) it turns a seen token's logit above 3.4
+ * into inf, and the draw's weights exp(inf - inf) were NaN: the least
+ * likely token came out, one never seen. Now only seen tokens come out. */
+TEST(generate_tiny_repetition_penalty_repeats_the_context) {
+    int live = 0;
+    CHECKF(isinf(table(3, 0) / 1e-38f), "the table's logit %g does not overflow: the test cannot fail", table(3, 0));
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        int32_t prompt[3] = {0, (int32_t)seed % V, 3}; /* after 3, token 0's logit 3.7 overflows */
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 10, o.temperature = 1, o.seed = seed, o.repetition_penalty = 1e-38f;
+        tf_ids out = {0};
+        tf_decoder *d = bigram_new(16, &live);
+        CHECK(tf_generate(d, prompt, 3, &o, NULL, NULL, &out, NULL) == 0 && out.n == 10);
+        for (size_t i = 0; i < out.n; i++) {
+            int seen = 0;
+            for (int k = 0; k < 3; k++) seen |= prompt[k] == out.v[i];
+            for (size_t k = 0; k < i; k++) seen |= out.v[k] == out.v[i];
+            CHECKF(seen, "seed %d: token %zu is %d, not in the context", (int)seed, i, out.v[i]);
+        }
+        tf_ids_free(&out);
+        tf_decoder_free(d);
+    }
+    CHECK(live == 0);
+}

@@ -87,7 +87,8 @@ static void penalise(float *logits, const tf_ids *seen, float penalty) {
  * from `draw`. order (V) and p (V) are scratch. The logits are ranked as
  * they are (dividing by the temperature keeps their order) and each one's
  * weight is exp((l - l_max) / T) in double: l / T in float overflows to inf
- * for a small T (1e-38 and a logit of 4), and inf - inf made every weight NaN. */
+ * for a small T (1e-38 and a logit of 4), and inf - inf made every weight NaN;
+ * a logit the repetition penalty made infinite ties with the others there. */
 static int32_t sample(float *logits, int32_t V, const tf_generate_opts *o, const tf_ids *seen, uint64_t draw,
                       ranked *order, double *p) {
     if (o->repetition_penalty != 1.0f) penalise(logits, seen, o->repetition_penalty);
@@ -96,7 +97,10 @@ static int32_t sample(float *logits, int32_t V, const tf_generate_opts *o, const
     qsort(order, (size_t)V, sizeof *order, by_value_desc);
     int32_t keep = o->top_k > 0 && o->top_k < V ? o->top_k : V;
     double sum = 0;
-    for (int32_t i = 0; i < keep; i++) sum += (p[i] = exp(((double)order[i].v - order[0].v) / o->temperature));
+    for (int32_t i = 0; i < keep; i++) { /* logits equal to the largest weigh 1, infinite ones too (a penalty 1e-38) */
+        double gap = order[i].v == order[0].v ? 0.0 : (double)order[i].v - order[0].v;
+        sum += (p[i] = exp(gap / o->temperature));
+    }
     if (o->top_p < 1.0f) { /* the smallest prefix whose mass reaches top_p */
         double cum = 0;
         for (int32_t i = 0; i < keep; i++)
