@@ -153,3 +153,30 @@ TEST(generate_tiny_repetition_penalty_repeats_the_context) {
     }
     CHECK(live == 0);
 }
+
+/* The searches know only the prompt: a decoder that already holds
+ * positions is refused. Sampling used to slide its window over the latest
+ * 3/4 of the capacity from a history shorter than that (read before the
+ * buffer's start: "token 1041 outside the vocabulary of 50" on a GPT), and
+ * beam search counted its steps from the prompt alone and overran the
+ * capacity half-way. After a reset the same decoder generates. */
+TEST(generate_refuses_a_decoder_that_holds_positions) {
+    int live = 0;
+    int32_t held[3] = {1, 2, 3}, prompt[2] = {0, 4};
+    float logits[V];
+    for (int beam = 0; beam <= 2; beam += 2) {
+        tf_decoder *d = bigram_new(6, &live);
+        d->can_slide = 1; /* a language model's window */
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 10, o.temperature = 0, o.beam = beam;
+        tf_ids out = {0};
+        CHECK(tf_decoder_step(d, held, 3, logits) == 0);
+        CHECKF(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == -1 &&
+               strstr(tf_error(), "already holds 3 positions"), "beam %d: %zu tokens [%s]", beam, out.n, tf_error());
+        tf_decoder_reset(d);
+        CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == 0 && out.n == (beam ? 4u : 10u)); /* beam: the capacity */
+        tf_ids_free(&out);
+        tf_decoder_free(d);
+    }
+    CHECK(live == 0);
+}

@@ -176,9 +176,13 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
                 void *user, tf_ids *out, double *score) {
     if (n_prompt < 1) return tf_set_error("generate: the prompt is empty (give at least one token)");
     if (d->rows != 1) return tf_set_error("generate: the decoder holds %d rows (tf_generate_rows searches them)", d->rows);
-    if (n_prompt > d->capacity - d->len)
-        return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt,
-                            d->capacity - d->len);
+    /* the searches know only the prompt: a window slid past the capacity
+     * would be read before the history's start, beam search would overrun */
+    if (d->len != 0)
+        return tf_set_error("generate: the decoder already holds %d positions: give a fresh one (tf_decoder_reset "
+                            "forgets them) and the whole context as the prompt", d->len);
+    if (n_prompt > d->capacity)
+        return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt, d->capacity);
     if (o->beam > TF_GENERATE_MAX_BEAM) /* each hypothesis holds a decoder and its cache */
         return tf_set_error("generate: beam %d: at most %d hypotheses", o->beam, TF_GENERATE_MAX_BEAM);
     if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) || !(o->repetition_penalty > 0) ||
@@ -189,9 +193,9 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
         if (prompt[i] < 0 || prompt[i] >= d->vocab_size)
             return tf_set_error("generate: prompt token %d outside the vocabulary", prompt[i]);
     if (tf_gen_check_processors(o, d->vocab_size)) return -1;
-    if (o->beam >= 1 && o->max_tokens > 0 && n_prompt >= d->capacity - d->len) /* 0 tokens would be silent */
+    if (o->beam >= 1 && o->max_tokens > 0 && n_prompt >= d->capacity) /* 0 tokens would be silent */
         return tf_set_error("generate: the prompt's %d tokens fill the context of %d: beam search needs room for new "
-                            "tokens (it does not slide a window); shorten the prompt", n_prompt, d->capacity - d->len);
+                            "tokens (it does not slide a window); shorten the prompt", n_prompt, d->capacity);
     tf_ids p = {(int32_t *)prompt, (size_t)n_prompt, (size_t)n_prompt}; /* borrowed, never grown */
     return o->beam >= 1 ? tf_gen_beam(d, &p, o, on_token, user, out, score)
                         : generate_sampled(d, &p, o, on_token, user, out, score);
