@@ -52,7 +52,22 @@ static int is_imagegpt(const cJSON *root) {
            !strncmp(architecture(root), "ImageGPT", 8);
 }
 
+/* A model_type of another family is named rather than read as GPT-2's keys
+ * (a translation folder had said 'missing required key "vocab_size"'). */
+static int check_model_type(const cJSON *root, const char *path) {
+    static const char *const OURS[] = {"gpt2", "tformer-gpt2", "imagegpt", "tformer-imagegpt"};
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (!cJSON_IsString(t)) return 0; /* older GPT-2 folders leave it out */
+    for (size_t i = 0; i < sizeof OURS / sizeof *OURS; i++)
+        if (!strcmp(t->valuestring, OURS[i])) return 0;
+    int translation = !strcmp(t->valuestring, "marian") || !strcmp(t->valuestring, "tformer-seq2seq") ||
+                      !strcmp(t->valuestring, "tformer-rnn-seq2seq");
+    return tf_set_error("%s: model_type \"%s\", expected \"gpt2\" (or \"tformer-gpt2\", \"imagegpt\")%s", path,
+                        t->valuestring, translation ? ": a translation model (tformer translate runs it)" : "");
+}
+
 static int read_config(const cJSON *root, const char *path, tf_gpt_config *c) {
+    if (check_model_type(root, path)) return -1;
     *c = tf_gpt_config_default(0, 0, 0, 0, 0); /* fields Hugging Face does not set (dropout) */
     tf_fields f = {&HF_TABLE, c};
     if (tf_fields_defaults(&f, 1)) return -1;
