@@ -180,3 +180,27 @@ TEST(generate_refuses_a_decoder_that_holds_positions) {
     }
     CHECK(live == 0);
 }
+
+/* Options no flag parser checked (a program calling the library): a NaN
+ * temperature sampled garbage (every weight NaN: the last token kept), a
+ * negative one was greedy, a NaN length penalty made every beam score NaN;
+ * each is an error naming the values. */
+TEST(generate_refuses_options_out_of_range) {
+    int live = 0;
+    int32_t prompt[2] = {1, 2};
+    for (int k = 0; k < 4; k++) {
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 4;
+        if (k == 0) o.temperature = NAN;
+        if (k == 1) o.temperature = -0.5f;
+        if (k == 2) o.beam = 2, o.length_penalty = NAN;
+        if (k == 3) o.top_k = -1;
+        tf_ids out = {0};
+        tf_decoder *d = bigram_new(16, &live);
+        CHECKF(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == -1 && strstr(tf_error(), "temperature in [0,inf)"),
+               "case %d: %zu tokens [%s]", k, out.n, tf_error());
+        tf_ids_free(&out);
+        tf_decoder_free(d);
+    }
+    CHECK(live == 0);
+}

@@ -161,6 +161,20 @@ static int generate_sampled(tf_decoder *d, const tf_ids *prompt, const tf_genera
     return rc > 0 ? 0 : rc; /* 1: the decoder cannot slide, the sequence ends at its capacity */
 }
 
+int tf_gen_check_options(const tf_generate_opts *o) {
+    /* a NaN or negative temperature, a NaN length penalty: no arithmetic would notice */
+    if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) ||
+        !(o->repetition_penalty > 0 && o->repetition_penalty < INFINITY) ||
+        !(o->temperature >= 0 && o->temperature < INFINITY) || o->top_k < 0 || !isfinite(o->length_penalty) ||
+        o->beam_stop < TF_BEAM_TFORMER || o->beam_stop > TF_BEAM_HF_NEVER)
+        return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty in (0,inf), "
+                            "temperature in [0,inf), top_k >= 0, a finite length_penalty, beam_stop a tf_beam_stop "
+                            "(got max_tokens %d, beam %d, top_p %g, repetition_penalty %g, temperature %g, top_k %d, "
+                            "length_penalty %g, beam_stop %d)", o->max_tokens, o->beam, o->top_p, o->repetition_penalty,
+                            o->temperature, o->top_k, o->length_penalty, (int)o->beam_stop);
+    return 0;
+}
+
 int tf_gen_check_processors(const tf_generate_opts *o, int32_t V) {
     if (o->forced_eos_id < -1 || o->forced_eos_id >= V)
         return tf_set_error("generate: forced_eos_id %d outside the vocabulary of %d (-1: off)", o->forced_eos_id, V);
@@ -185,10 +199,7 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
         return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt, d->capacity);
     if (o->beam > TF_GENERATE_MAX_BEAM) /* each hypothesis holds a decoder and its cache */
         return tf_set_error("generate: beam %d: at most %d hypotheses", o->beam, TF_GENERATE_MAX_BEAM);
-    if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) || !(o->repetition_penalty > 0) ||
-        o->beam_stop < TF_BEAM_TFORMER || o->beam_stop > TF_BEAM_HF_NEVER)
-        return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty > 0, "
-                            "beam_stop a tf_beam_stop");
+    if (tf_gen_check_options(o)) return -1;
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= d->vocab_size)
             return tf_set_error("generate: prompt token %d outside the vocabulary", prompt[i]);
