@@ -97,3 +97,110 @@ TEST(generate_stops_at_the_capacity_of_a_decoder_that_cannot_slide) {
     tf_decoder_free(d);
     CHECK(live == 0);
 }
+
+/* A temperature near 0 samples the most likely token, as temperature 0
+ * does: each logit divided by 1e-38 in float overflowed to inf (the table's
+ * largest is 3.7), inf - inf made every weight NaN and the draw fell through
+ * to the least likely token. */
+TEST(generate_tiny_temperature_is_greedy) {
+    int live = 0;
+    int32_t prompt[2] = {2, 4};
+    tf_generate_opts o = tf_generate_opts_default();
+    o.max_tokens = 12, o.temperature = 0;
+    tf_ids greedy = {0};
+    tf_decoder *d = bigram_new(16, &live);
+    CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &greedy, NULL) == 0 && greedy.n == 12);
+    tf_decoder_free(d);
+    const float tiny[] = {1e-30f, 1e-38f, 1e-45f};
+    for (int t = 0; t < 3; t++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            tf_ids out = {0};
+            o.temperature = tiny[t], o.seed = seed, o.top_k = (int)seed - 1; /* top-k 0 (off), 1, 2 */
+            d = bigram_new(16, &live);
+            CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == 0);
+            CHECKF(out.n == greedy.n && !memcmp(out.v, greedy.v, out.n * sizeof *out.v),
+                   "temperature %g, seed %d: sampled %d %d %d ..., greedy %d %d %d ...", tiny[t], (int)seed, out.v[0],
+                   out.v[1], out.v[2], greedy.v[0], greedy.v[1], greedy.v[2]);
+            tf_ids_free(&out);
+            tf_decoder_free(d);
+        }
+    tf_ids_free(&greedy);
+    CHECK(live == 0);
+}
+
+/* A repetition penalty below 1 favours the tokens already in the context;
+ * at 1e-38 (in the CLI's range) it turns a seen token's logit above 3.4
+ * into inf, and the draw's weights exp(inf - inf) were NaN: the least
+ * likely token came out, one never seen. Now only seen tokens come out. */
+TEST(generate_tiny_repetition_penalty_repeats_the_context) {
+    int live = 0;
+    CHECKF(isinf(table(3, 0) / 1e-38f), "the table's logit %g does not overflow: the test cannot fail", table(3, 0));
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        int32_t prompt[3] = {0, (int32_t)seed % V, 3}; /* after 3, token 0's logit 3.7 overflows */
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 10, o.temperature = 1, o.seed = seed, o.repetition_penalty = 1e-38f;
+        tf_ids out = {0};
+        tf_decoder *d = bigram_new(16, &live);
+        CHECK(tf_generate(d, prompt, 3, &o, NULL, NULL, &out, NULL) == 0 && out.n == 10);
+        for (size_t i = 0; i < out.n; i++) {
+            int seen = 0;
+            for (int k = 0; k < 3; k++) seen |= prompt[k] == out.v[i];
+            for (size_t k = 0; k < i; k++) seen |= out.v[k] == out.v[i];
+            CHECKF(seen, "seed %d: token %zu is %d, not in the context", (int)seed, i, out.v[i]);
+        }
+        tf_ids_free(&out);
+        tf_decoder_free(d);
+    }
+    CHECK(live == 0);
+}
+
+/* The searches know only the prompt: a decoder that already holds
+ * positions is refused. Sampling used to slide its window over the latest
+ * 3/4 of the capacity from a history shorter than that (read before the
+ * buffer's start: "token 1041 outside the vocabulary of 50" on a GPT), and
+ * beam search counted its steps from the prompt alone and overran the
+ * capacity half-way. After a reset the same decoder generates. */
+TEST(generate_refuses_a_decoder_that_holds_positions) {
+    int live = 0;
+    int32_t held[3] = {1, 2, 3}, prompt[2] = {0, 4};
+    float logits[V];
+    for (int beam = 0; beam <= 2; beam += 2) {
+        tf_decoder *d = bigram_new(6, &live);
+        d->can_slide = 1; /* a language model's window */
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 10, o.temperature = 0, o.beam = beam;
+        tf_ids out = {0};
+        CHECK(tf_decoder_step(d, held, 3, logits) == 0);
+        CHECKF(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == -1 &&
+               strstr(tf_error(), "already holds 3 positions"), "beam %d: %zu tokens [%s]", beam, out.n, tf_error());
+        tf_decoder_reset(d);
+        CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == 0 && out.n == (beam ? 4u : 10u)); /* beam: the capacity */
+        tf_ids_free(&out);
+        tf_decoder_free(d);
+    }
+    CHECK(live == 0);
+}
+
+/* Options no flag parser checked (a program calling the library): a NaN
+ * temperature sampled garbage (every weight NaN: the last token kept), a
+ * negative one was greedy, a NaN length penalty made every beam score NaN;
+ * each is an error naming the values. */
+TEST(generate_refuses_options_out_of_range) {
+    int live = 0;
+    int32_t prompt[2] = {1, 2};
+    for (int k = 0; k < 4; k++) {
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 4;
+        if (k == 0) o.temperature = NAN;
+        if (k == 1) o.temperature = -0.5f;
+        if (k == 2) o.beam = 2, o.length_penalty = NAN;
+        if (k == 3) o.top_k = -1;
+        tf_ids out = {0};
+        tf_decoder *d = bigram_new(16, &live);
+        CHECKF(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, NULL) == -1 && strstr(tf_error(), "temperature in [0,inf)"),
+               "case %d: %zu tokens [%s]", k, out.n, tf_error());
+        tf_ids_free(&out);
+        tf_decoder_free(d);
+    }
+    CHECK(live == 0);
+}

@@ -299,3 +299,17 @@ TEST(gpt_bad_input_is_a_clear_error) {
     snprintf(cmd, sizeof cmd, "rm -r %s %s", dir, empty);
     CHECK(system(cmd) == 0);
 }
+
+/* A folder of another family (a translation model given to tformer
+ * generate or eval) is named by its model_type, not read as GPT-2's keys:
+ * it said 'missing required key "vocab_size"' (tformer's seq2seq) or
+ * '"n_positions"' (Marian). */
+TEST(gpt_load_names_another_model_type) {
+    tf_gpt *m = tf_gpt_load_hf("tests/fixtures_marian/shared_tied_swish_scaled");
+    CHECKF(!m && strstr(tf_error(), "model_type \"marian\" is not a GPT-2") && strstr(tf_error(), "tformer translate runs it"),
+           "%s", m ? "loaded" : tf_error());
+    tf_gpt_free(m);
+    m = tf_gpt_load_hf("tests/fixtures_gpt2/tiny_gelu_new"); /* model_type "gpt2" */
+    CHECKF(m != NULL, "%s", tf_error());
+    tf_gpt_free(m);
+}

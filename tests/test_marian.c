@@ -277,6 +277,56 @@ TEST(marian_perturbed_bias_fails_the_comparison) {
     CHECKF(bad_moved == 1, "a final_logits_bias moved by 1e-3 still passed");
 }
 
+/* The shared case's weights into dir/model.safetensors with one more tensor:
+ * `extra`, a copy of model.shared.weight with element 5 moved by `bump`. */
+static int with_copy(const char *dir, const char *extra, float bump) {
+    char p[1200], q[1200];
+    snprintf(p, sizeof p, "%s/model.safetensors", SHARED_CASE), snprintf(q, sizeof q, "%s/model.safetensors", dir);
+    tf_st_file *f = tf_st_open(p);
+    tf_st_writer *w = tf_st_writer_new();
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *copy = NULL;
+    int rc = f && w && a ? 0 : -1;
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, a);
+        if (t && !strcmp(e->name, "model.shared.weight")) copy = tf_st_to_tensor(f, e, a);
+        rc = t ? tf_st_writer_add(w, e->name, t) : -1;
+    }
+    if (!rc && copy) tf_f32(copy)[5] += bump;
+    if (!rc) rc = !copy || tf_st_writer_add(w, extra, copy) || tf_st_writer_save(w, q);
+    tf_st_close(f);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    return rc ? -1 : 0;
+}
+
+/* A shared (or tied) table stored under several names must be one table:
+ * transformers 5 saves model.shared, both embed_tokens and lm_head apart
+ * when tie_word_embeddings is false, and then reads the encoder's and
+ * decoder's own (4.36 the last one loaded); reading model.shared alone gave
+ * logits off by up to 5 on such a folder (found against transformers 5.24's
+ * generate(): 158 of 632 sequences differed). Equal copies still load. */
+TEST(marian_differing_copies_of_a_shared_table_are_refused) {
+    char tmp[] = "/tmp/tformer_marian_copies_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    static const char *const COPIES[] = {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
+                                         "lm_head.weight"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(test_copy_config(SHARED_CASE, tmp, NULL, NULL) == 0 && with_copy(tmp, COPIES[i], 0.0f) == 0);
+        tf_seq2seq *m = tf_seq2seq_load(tmp);
+        CHECKF(m != NULL, "an equal copy %s: %s", COPIES[i], tf_error());
+        tf_seq2seq_free(m);
+        CHECK(with_copy(tmp, COPIES[i], 0.25f) == 0);
+        m = tf_seq2seq_load(tmp);
+        CHECKF(m == NULL && strstr(tf_error(), COPIES[i]) && strstr(tf_error(), "differs from 'model.shared.weight'"),
+               "a differing copy %s: %s", COPIES[i], m ? "loaded" : tf_error());
+        tf_seq2seq_free(m);
+    }
+    remove_files(tmp);
+    rmdir(tmp);
+}
+
 /* The special ids: tformer's V+k convention by default, Marian's from config.json;
  * a Marian model saved as a tformer folder reloads with the same settings and logits. */
 TEST(marian_special_ids_and_tformer_folder_round_trip) {

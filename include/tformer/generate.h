@@ -92,7 +92,8 @@ TF_API tf_generate_opts tf_generate_opts_default(void);
  * at the end); a non-zero return stops generation. */
 typedef int (*tf_token_fn)(void *user, int32_t id);
 
-/* Continue the prompt (at least one id) from a fresh decoder d, which is
+/* Continue the prompt (at least one id) from a fresh decoder d (one that holds
+ * positions already is refused: the prompt is the whole context), which is
  * left after the tokens it was fed. The generated ids are appended to out;
  * *score (if asked) gets the sequence's log-probability (beam: the
  * length-penalised score). Sampling past d's capacity slides a window over

@@ -4,6 +4,8 @@
 
 #include "../core/internal.h"
 
+/* o's numbers in their ranges; 0 or -1 with a message naming them. */
+int tf_gen_check_options(const tf_generate_opts *o);
 /* forced_eos_id and bad_ids of o inside a vocabulary of V; 0 or -1 with a message. */
 int tf_gen_check_processors(const tf_generate_opts *o, int32_t V);
 /* Beam search from a fresh one-row decoder d (tf_generate's, arguments checked). */

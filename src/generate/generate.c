@@ -84,16 +84,23 @@ static void penalise(float *logits, const tf_ids *seen, float penalty) {
 }
 
 /* One id from logits (V): penalty, temperature, top-k, top-p, then a draw
- * from `draw`. order (V) and p (V) are scratch. */
+ * from `draw`. order (V) and p (V) are scratch. The logits are ranked as
+ * they are (dividing by the temperature keeps their order) and each one's
+ * weight is exp((l - l_max) / T) in double: l / T in float overflows to inf
+ * for a small T (1e-38 and a logit of 4), and inf - inf made every weight NaN;
+ * a logit the repetition penalty made infinite ties with the others there. */
 static int32_t sample(float *logits, int32_t V, const tf_generate_opts *o, const tf_ids *seen, uint64_t draw,
                       ranked *order, double *p) {
     if (o->repetition_penalty != 1.0f) penalise(logits, seen, o->repetition_penalty);
     if (o->temperature <= 0.0f) return argmax(logits, V);
-    for (int32_t i = 0; i < V; i++) order[i] = (ranked){logits[i] / o->temperature, i};
+    for (int32_t i = 0; i < V; i++) order[i] = (ranked){logits[i], i};
     qsort(order, (size_t)V, sizeof *order, by_value_desc);
     int32_t keep = o->top_k > 0 && o->top_k < V ? o->top_k : V;
     double sum = 0;
-    for (int32_t i = 0; i < keep; i++) sum += (p[i] = exp((double)order[i].v - order[0].v));
+    for (int32_t i = 0; i < keep; i++) { /* logits equal to the largest weigh 1, infinite ones too (a penalty 1e-38) */
+        double gap = order[i].v == order[0].v ? 0.0 : (double)order[i].v - order[0].v;
+        sum += (p[i] = exp(gap / o->temperature));
+    }
     if (o->top_p < 1.0f) { /* the smallest prefix whose mass reaches top_p */
         double cum = 0;
         for (int32_t i = 0; i < keep; i++)
@@ -154,6 +161,20 @@ static int generate_sampled(tf_decoder *d, const tf_ids *prompt, const tf_genera
     return rc > 0 ? 0 : rc; /* 1: the decoder cannot slide, the sequence ends at its capacity */
 }
 
+int tf_gen_check_options(const tf_generate_opts *o) {
+    /* a NaN or negative temperature, a NaN length penalty: no arithmetic would notice */
+    if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) ||
+        !(o->repetition_penalty > 0 && o->repetition_penalty < INFINITY) ||
+        !(o->temperature >= 0 && o->temperature < INFINITY) || o->top_k < 0 || !isfinite(o->length_penalty) ||
+        o->beam_stop < TF_BEAM_TFORMER || o->beam_stop > TF_BEAM_HF_NEVER)
+        return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty in (0,inf), "
+                            "temperature in [0,inf), top_k >= 0, a finite length_penalty, beam_stop a tf_beam_stop "
+                            "(got max_tokens %d, beam %d, top_p %g, repetition_penalty %g, temperature %g, top_k %d, "
+                            "length_penalty %g, beam_stop %d)", o->max_tokens, o->beam, o->top_p, o->repetition_penalty,
+                            o->temperature, o->top_k, o->length_penalty, (int)o->beam_stop);
+    return 0;
+}
+
 int tf_gen_check_processors(const tf_generate_opts *o, int32_t V) {
     if (o->forced_eos_id < -1 || o->forced_eos_id >= V)
         return tf_set_error("generate: forced_eos_id %d outside the vocabulary of %d (-1: off)", o->forced_eos_id, V);
@@ -169,22 +190,23 @@ int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_gen
                 void *user, tf_ids *out, double *score) {
     if (n_prompt < 1) return tf_set_error("generate: the prompt is empty (give at least one token)");
     if (d->rows != 1) return tf_set_error("generate: the decoder holds %d rows (tf_generate_rows searches them)", d->rows);
-    if (n_prompt > d->capacity - d->len)
-        return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt,
-                            d->capacity - d->len);
+    /* the searches know only the prompt: a window slid past the capacity
+     * would be read before the history's start, beam search would overrun */
+    if (d->len != 0)
+        return tf_set_error("generate: the decoder already holds %d positions: give a fresh one (tf_decoder_reset "
+                            "forgets them) and the whole context as the prompt", d->len);
+    if (n_prompt > d->capacity)
+        return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt, d->capacity);
     if (o->beam > TF_GENERATE_MAX_BEAM) /* each hypothesis holds a decoder and its cache */
         return tf_set_error("generate: beam %d: at most %d hypotheses", o->beam, TF_GENERATE_MAX_BEAM);
-    if (o->max_tokens < 0 || o->beam < 0 || !(o->top_p > 0 && o->top_p <= 1) || !(o->repetition_penalty > 0) ||
-        o->beam_stop < TF_BEAM_TFORMER || o->beam_stop > TF_BEAM_HF_NEVER)
-        return tf_set_error("generate: max_tokens >= 0, beam >= 0, top_p in (0,1], repetition_penalty > 0, "
-                            "beam_stop a tf_beam_stop");
+    if (tf_gen_check_options(o)) return -1;
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= d->vocab_size)
             return tf_set_error("generate: prompt token %d outside the vocabulary", prompt[i]);
     if (tf_gen_check_processors(o, d->vocab_size)) return -1;
-    if (o->beam >= 1 && o->max_tokens > 0 && n_prompt >= d->capacity - d->len) /* 0 tokens would be silent */
+    if (o->beam >= 1 && o->max_tokens > 0 && n_prompt >= d->capacity) /* 0 tokens would be silent */
         return tf_set_error("generate: the prompt's %d tokens fill the context of %d: beam search needs room for new "
-                            "tokens (it does not slide a window); shorten the prompt", n_prompt, d->capacity - d->len);
+                            "tokens (it does not slide a window); shorten the prompt", n_prompt, d->capacity);
     tf_ids p = {(int32_t *)prompt, (size_t)n_prompt, (size_t)n_prompt}; /* borrowed, never grown */
     return o->beam >= 1 ? tf_gen_beam(d, &p, o, on_token, user, out, score)
                         : generate_sampled(d, &p, o, on_token, user, out, score);

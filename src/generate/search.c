@@ -401,7 +401,7 @@ int tf_generate_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, const t
     if (o->beam < 1 || o->beam > TF_BEAM_MAX) return tf_set_error("generate: rows need a beam of 1 to %d", TF_BEAM_MAX);
     if (n_prompt < 1 || n_prompt >= d->capacity - d->len)
         return tf_set_error("generate: a prompt of %d tokens in a context of %d", n_prompt, d->capacity - d->len);
-    if (tf_gen_check_processors(o, d->vocab_size)) return -1;
+    if (tf_gen_check_options(o) || tf_gen_check_processors(o, d->vocab_size)) return -1;
     search z = {0};
     int n = d->rows, room = d->capacity - d->len - n_prompt, rc = search_alloc(&z, n, d->vocab_size, o);
     int *steps = rc ? NULL : malloc((size_t)n * sizeof *steps);

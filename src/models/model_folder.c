@@ -53,6 +53,23 @@ int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, c
     return tf_params_save(ps, path);
 }
 
+/* The verbs that run a folder of model_type t, or NULL: the hint for a folder given to another family's loader. */
+static const char *verbs_for(const char *t) {
+    static const struct {
+        const char *type, *verbs;
+    } V[] = {
+        {"gpt2", "generate or eval"}, {"tformer-gpt2", "generate or eval"}, {"imagegpt", "complete-image"},
+        {"tformer-imagegpt", "complete-image"}, {"bert", "embed, fill-mask or predict"},
+        {"tformer-bert", "embed, fill-mask or predict"}, {"roformer", "hf-run"}, {"big_bird", "hf-run"},
+        {"nystromformer", "hf-run"}, {"marian", "translate"}, {"tformer-seq2seq", "translate"},
+        {"tformer-rnn-seq2seq", "translate"}, {"vit", "classify"}, {"tformer-vit", "classify"}, {"swin", "classify"},
+        {"vivit", "classify"}, {"tformer-vivit", "classify"}, {"continual", "stream"},
+    };
+    for (size_t i = 0; i < sizeof V / sizeof V[0]; i++)
+        if (!strcmp(t, V[i].type)) return V[i].verbs;
+    return NULL;
+}
+
 int tf_folder_check_type(const cJSON *root, const char *path, const char *family, const char *const *types) {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (!cJSON_IsString(mt)) return 0; /* a hand-written folder may name none */
@@ -63,7 +80,9 @@ int tf_folder_check_type(const cJSON *root, const char *path, const char *family
         if (!strcmp(mt->valuestring, types[k])) return 0;
         if (n < sizeof list) n += (size_t)snprintf(list + n, sizeof list - n, "%s\"%s\"", k ? ", " : "", types[k]);
     }
-    return tf_set_error("%s: model_type \"%s\" is not a %s folder (%s)", path, mt->valuestring, family, list);
+    const char *verbs = verbs_for(mt->valuestring);
+    return tf_set_error("%s: model_type \"%s\" is not a %s folder (%s)%s%s%s", path, mt->valuestring, family, list,
+                        verbs ? ": tformer " : "", verbs ? verbs : "", verbs ? " runs it" : "");
 }
 
 /* ---------------------------------------------------------------- Hugging Face weights */

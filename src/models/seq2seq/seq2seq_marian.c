@@ -148,6 +148,41 @@ static int check_positions(const tf_st_file *f, const tf_seq2seq_config *c, cons
     return rc;
 }
 
+/* The table a stored copy (known_extra) repeats: the shared one, or the
+ * decoder's under tie_word_embeddings; NULL for the position tables and for
+ * model.shared.weight where no forward reads it (shared_unused). */
+static const char *copied_table(const tf_seq2seq_config *c, int shared_unused, const char *name) {
+    if (strstr(name, ".embed_positions.weight") || (shared_unused && !strcmp(name, "model.shared.weight")))
+        return NULL;
+    return c->share_embeddings ? "model.shared.weight" : "model.decoder.embed_tokens.weight";
+}
+
+/* Every stored copy of a shared or tied table must hold the values read for
+ * it (a folder whose copies differ is no model transformers 4.x and 5.x read
+ * alike: 4.x loads the last copy into its one table). 5.x's untied layout of
+ * shared embeddings, its tables apart, is read apart (apart_tables) and its
+ * model.shared.weight, which no forward reads, is not compared. */
+static int check_copies(const tf_st_file *f, const tf_params *ps, const tf_seq2seq_config *c, int shared_unused,
+                        const char *path) {
+    tf_arena *a = tf_arena_new(0);
+    int rc = a ? 0 : tf_set_error("%s: out of memory", path);
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        const char *of = tf_params_get(ps, e->name) ? NULL : copied_table(c, shared_unused, e->name);
+        tf_tensor *table = of ? tf_params_get(ps, of) : NULL;  // (V,C) as read
+        tf_tensor *copy = table ? tf_st_to_tensor(f, e, a) : NULL;  // (V,C) stored under another name
+        if (table && !copy) rc = -1;
+        else if (copy && (tf_numel(copy) != tf_numel(table) ||
+                          memcmp(tf_f32(copy), tf_f32(table), (size_t)tf_numel(table) * sizeof(float))))
+            rc = tf_set_error("%s: tensor '%s' differs from '%s', which config.json makes one table with it "
+                              "(share_encoder_decoder_embeddings %s, tie_word_embeddings %s): tformer reads one "
+                              "table and refuses to choose", path, e->name, of,
+                              c->share_embeddings ? "true" : "false", c->tied ? "true" : "false");
+    }
+    tf_arena_free(a);
+    return rc;
+}
+
 /* shared_unused: transformers 5.x's untied layout (apart_tables), whose model.shared.weight no forward reads. */
 static int load_weights(tf_seq2seq *m, const char *path, int shared_unused) {
     tf_st_file *f = tf_st_open(path);
@@ -171,6 +206,7 @@ static int load_weights(tf_seq2seq *m, const char *path, int shared_unused) {
         if (!tf_params_get(ps, name) && !known_extra(c, shared_unused, name))
             rc = tf_set_error("%s: unexpected tensor '%s'", path, name);
     }
+    if (!rc) rc = check_copies(f, ps, c, shared_unused, path);
     if (!rc) rc = check_positions(f, c, "model.encoder.embed_positions.weight", path);
     if (!rc) rc = check_positions(f, c, "model.decoder.embed_positions.weight", path);
     tf_st_close(f);
