@@ -37,7 +37,8 @@ static tf_finetune_config settings(const cli_args *a, const tf_bert *m) {
         c.task = (tf_finetune_kind)k;
     }
     if (a->v[MAX_LEN].given) c.max_len = (int)a->v[MAX_LEN].i;
-    if (!c.max_len || c.max_len > m->cfg.context) c.max_len = m->cfg.context;
+    int most = tf_bert_max_tokens(&m->cfg);
+    if (!c.max_len || c.max_len > most) c.max_len = most;
     return c;
 }
 

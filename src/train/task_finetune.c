@@ -130,7 +130,7 @@ static int load_model(ft_task *f, const char *model_dir, char **labels, int n_la
     tf_bert_load_opts o = {(int)HEADS[f->cfg.task], f->cfg.task == TF_FINETUNE_SPAN ? 0 : n_labels, seed ? seed : 1};
     if (!(f->m = tf_bert_load_hf(model_dir, &o))) return -1;
     if (labels && tf_bert_set_labels(f->m, (const char *const *)labels, n_labels)) return -1;
-    int ctx = f->m->cfg.context;
+    int ctx = tf_bert_max_tokens(&f->m->cfg);
     if (f->cfg.max_len > ctx)
         return tf_set_error("max_len %d exceeds the model's context (max_position_embeddings) %d", f->cfg.max_len, ctx);
     f->max_len = f->cfg.max_len ? f->cfg.max_len : ctx;
