@@ -320,3 +320,191 @@ TEST(roberta_export_for_transformers) {
     }
     if (!keep) rmdir(root);
 }
+
+/* ---------------------------------------------------------------- sentence embeddings */
+
+#include <cjson/cJSON.h>
+
+#define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
+
+static cJSON *st_answers(void) {
+    size_t n;
+    char *text = test_slurp(ST_DIR "/answers.json", &n);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return root;
+}
+
+/* The ids of one answer against tformer's (0 when equal; prints both otherwise). */
+static int ids_differ(const cJSON *want, const tf_ids *got, const char *what) {
+    int n = cJSON_GetArraySize(want), bad = n != (int)got->n;
+    for (int i = 0; !bad && i < n; i++) bad = cJSON_GetArrayItem(want, i)->valueint != got->v[i];
+    if (bad) {
+        fprintf(stderr, "    '%s': transformers", what);
+        for (int i = 0; i < n; i++) fprintf(stderr, " %d", cJSON_GetArrayItem(want, i)->valueint);
+        fprintf(stderr, "; tformer");
+        for (size_t i = 0; i < got->n; i++) fprintf(stderr, " %d", got->v[i]);
+        fprintf(stderr, "\n");
+    }
+    return bad;
+}
+
+/* A RoBERTa tokenizer.json (byte-level BPE, RobertaProcessing) encodes as
+ * transformers' RobertaTokenizerFast, id for id: texts as <s> text </s> cut
+ * to 16 ids (spaces leading, trailing and repeated, tabs, accents, CJK,
+ * emoji, words never seen, <mask> with its lstrip, an empty text), pairs as
+ * <s> a </s></s> b </s>, a pair cut longest first to 10; token types all 0. */
+TEST(roberta_tokenizer_json_matches_transformers) {
+    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
+    cJSON *root = st_answers();
+    CHECKF(tok && root, "%s", tok ? "answers.json" : tf_error());
+    int bad = 0, n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) {
+        const char *text = cJSON_GetObjectItem(e, "text")->valuestring;
+        tf_ids ids = {0}, types = {0};
+        CHECK(tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 16, &ids, &types) == 0);
+        bad += ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, text);
+        for (size_t i = 0; i < types.n; i++) bad += types.v[i] != 0;
+        tf_ids_free(&ids), tf_ids_free(&types), n++;
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "pairs")) {
+        const char *a = cJSON_GetObjectItem(e, "a")->valuestring, *b = cJSON_GetObjectItem(e, "b")->valuestring;
+        const cJSON *max = cJSON_GetObjectItem(e, "max_len");
+        tf_ids ids = {0}, types = {0};
+        CHECK(tf_tokenizer_encode_pair(tok, a, strlen(a), b, strlen(b), max ? (size_t)max->valueint : 0, &ids, &types) == 0);
+        bad += ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, a);
+        for (size_t i = 0; i < types.n; i++) bad += types.v[i] != 0;
+        tf_ids_free(&ids), tf_ids_free(&types), n++;
+    }
+    cJSON_Delete(root);
+    tf_tokenizer_free(tok);
+    printf("    %d texts and pairs, %d differ from transformers\n", n, bad);
+    CHECKF(n == 15 && bad == 0, "%d of %d encodings differ", bad, n);
+}
+
+/* `tformer embed` on a RoBERTa sentence-transformers folder (mean pooling,
+ * Normalize, max_seq_length 16: the long text is cut) against
+ * SentenceTransformer.encode() in float64, through the library and the CLI. */
+TEST(roberta_embed_matches_sentence_transformers) {
+    cJSON *root = st_answers();
+    tf_embed_opts o;
+    CHECK(root && tf_embed_opts_load(ST_DIR, &o) == 0 && o.pooling == TF_POOL_MEAN && o.normalize && o.max_len == 16);
+    tf_bert *m = tf_bert_load_hf(ST_DIR, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
+    CHECKF(m && tok && m->cfg.roberta, "%s", tf_error());
+    const char *texts[16];
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) texts[n++] = cJSON_GetObjectItem(e, "text")->valuestring;
+    tf_arena *a = tf_arena_new(0);
+    tf_st_file *f = tf_st_open(ST_DIR "/embeddings.safetensors");
+    tf_tensor *want = f ? test_st_tensor(f, "embeddings", a) : NULL;
+    float got[16 * 16];
+    CHECK(want && tf_numel(want) == n * 16 && tf_bert_embed(m, tok, texts, NULL, n, &o, got) == 0);
+    double d = test_max_abs_diff(got, tf_f32(want), n * 16), rel = test_rel_err(got, tf_f32(want), n * 16);
+    /* the CLI on the first three texts: the library's numbers as printed */
+    char cmd[600], out[8192], lines[] = "/tmp/tformer_rbemb_XXXXXX", body[600];
+    snprintf(body, sizeof body, "%s\n%s\n%s\n", texts[0], texts[1], texts[2]);
+    int rc = test_temp_file(lines) || test_write_text(lines, body);
+    snprintf(cmd, sizeof cmd, "embed --model %s < %s", ST_DIR, lines);
+    rc = rc || test_run_cli("", cmd, out, sizeof out);
+    unlink(lines);
+    char *s = out;
+    double cli = 0;
+    for (int i = 0; !rc && i < 3 * 16; i++) cli = fmax(cli, fabs(strtod(s, &s) - got[i]));
+    printf("    %d texts: max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from the library's\n", n, d,
+           rel, cli);
+    tf_st_close(f);
+    tf_arena_free(a);
+    tf_tokenizer_free(tok);
+    tf_bert_free(m);
+    cJSON_Delete(root);
+    CHECKF(d <= 1e-5 && rel <= TOL, "embeddings: max |diff| %g, relative error %g", d, rel);
+    CHECKF(rc == 0 && cli < 1e-6, "embed CLI: status %d, off by %g\n%s", rc, cli, out);
+}
+
+/* ---------------------------------------------------------------- fine-tuning */
+
+/* n lines "pos|neg<TAB><good|bad> <animal> the mat" (pairs: the mat as text b): the label from one word. */
+static int rb_sentiment(const char *path, int n, uint64_t seed, int pairs) {
+    static const char *const ANIMALS[] = {"cat", "dog", "fox", "children"};
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int pos = (seed >> 33) & 1, k = (int)(seed >> 40) % 4;
+        fprintf(f, "%s\t%s %s%sthe mat\n", pos ? "pos" : "neg", pos ? "good" : "bad", ANIMALS[k], pairs ? "\t" : " ");
+    }
+    return fclose(f);
+}
+
+/* A RobertaModel of tf_bert_new's initialisation (N(0, 0.02): the fixture's
+ * N(0, 0.3) weights saturate and learn slowly) with the fixture's tokenizer files. */
+static int rb_tiny_folder(char *dir) {
+    if (!mkdtemp(dir)) return -1;
+    tf_bert_config c = tf_bert_config_default(320, 18, 2, 2, 16);
+    c.d_ff = 32, c.head = TF_BERT_BODY, c.type_vocab_size = 1, c.roberta = 1, c.pad_token_id = 1, c.pooler = 1;
+    tf_bert *m = tf_bert_new(&c, 21);
+    int rc = !m || tf_bert_save_hf(m, dir);
+    tf_bert_free(m);
+    static const char *const FILES[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"};
+    char from[600], to[600];
+    for (int i = 0; !rc && i < 3; i++) {
+        size_t n;
+        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, FILES[i]);
+        char *text = test_slurp(from, &n);
+        rc = !text || test_write_file(to, text, n);
+        free(text);
+    }
+    return rc ? -1 : 0;
+}
+
+/* `tformer finetune --task classify` puts RoBERTa's classifier (dense + tanh +
+ * out_proj, no pooler) on a RobertaModel folder with a byte-level BPE
+ * tokenizer.json, learns a one-word rule, writes a RobertaForSequenceClassification
+ * folder that hf-run and `tformer predict` read; pairs run too; tag and span
+ * (words onto WordPiece pieces) are refused naming the task. */
+TEST(roberta_finetune_and_predict) {
+    char run[] = "/tmp/tformer_rbft_XXXXXX", train[] = "/tmp/tformer_rbft_XXXXXX", valid[] = "/tmp/tformer_rbft_XXXXXX";
+    char model[] = "/tmp/tformer_rbftm_XXXXXX", args[2048], path[600];
+    static char out[16384];
+    CHECK(rb_tiny_folder(model) == 0 && mkdtemp(run) && !test_temp_file(train) && !test_temp_file(valid));
+    CHECK(rb_sentiment(train, 200, 1, 0) == 0 && rb_sentiment(valid, 40, 2, 0) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --train %s --valid %s --out %s/c --steps 40 --batch 16 --lr 5e-3 "
+             "--min-lr 1e-4 --warmup 3 --eval-every 40 --threads 1 2>&1", model, train, valid, run);
+    int rc = test_run_cli("", args, out, sizeof out);
+    const char *acc = strstr(out, "valid: accuracy");
+    double a = acc ? strtod(acc + 16, NULL) : 0;
+    printf("    classify: %s", acc ? acc : out);
+    CHECKF(rc == 0 && a > 0.9, "status %d\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/c/config.json", run);
+    size_t n;
+    char *cfg = test_slurp(path, &n);
+    int named = cfg && strstr(cfg, "\"RobertaForSequenceClassification\"") && strstr(cfg, "\"model_type\":\t\"roberta\"");
+    free(cfg);
+    CHECKF(named, "%s is not RoBERTa's", path);
+    snprintf(path, sizeof path, "%s/c/model.safetensors", run);
+    tf_st_file *f = tf_st_open(path);
+    CHECKF(f && tf_st_find(f, "classifier.dense.weight") && tf_st_find(f, "classifier.out_proj.weight") &&
+           !tf_st_find(f, "roberta.pooler.dense.weight"), "%s lacks RoBERTa's classifier", path);
+    tf_st_close(f);
+    char inputs[] = "/tmp/tformer_rbft_XXXXXX";
+    CHECK(!test_temp_file(inputs) && test_write_text(inputs, "good fox the mat\nbad cat the mat\n") == 0);
+    snprintf(args, sizeof args, "predict --model %s/c --threads 1 < %s", run, inputs);
+    rc = test_run_cli("", args, out, sizeof out);
+    printf("    predict: %s", out);
+    CHECKF(rc == 0 && !strncmp(out, "pos\t", 4) && strstr(out, "\nneg\t"), "status %d\n%s", rc, out);
+    CHECK(rb_sentiment(train, 40, 3, 1) == 0 && rb_sentiment(valid, 8, 4, 1) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task pairs --train %s --valid %s --out %s/p --steps 2 --batch 8 "
+             "--threads 1 2>&1", model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "valid: accuracy"), "pairs: status %d\n%s", rc, out);
+    CHECK(test_write_text(train, "the\tO\ncat\tB\n\n") == 0 && test_write_text(valid, "the\tO\ncat\tB\n\n") == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task tag --train %s --valid %s --out %s/t --steps 2 --threads 1",
+             model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "or for classify and pairs RoBERTa's byte-level BPE"), "tag: status %d\n%s", rc, out);
+    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid), unlink(inputs);
+}

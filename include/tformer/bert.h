@@ -173,7 +173,9 @@ typedef struct {
  * pooling, no normalisation, the model's context, batches of 32. */
 TF_API int tf_embed_opts_load(const char *dir, tf_embed_opts *o);
 /* Embeddings (n, d_model) of n texts (lens NULL: NUL-terminated), each
- * [CLS] text [SEP] truncated to max_len, as sentence-transformers' encode(). */
+ * stripped of whitespace at both ends (Python's str.strip()) and encoded as
+ * [CLS] text [SEP] (RoBERTa: <s> text </s>) truncated to max_len, as
+ * sentence-transformers' encode(). */
 TF_API int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n,
                          const tf_embed_opts *o, float *out);
 

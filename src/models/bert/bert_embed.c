@@ -1,5 +1,7 @@
 /* Sentence embeddings as sentence-transformers computes them: each text
- * encoded as [CLS] text [SEP] (RoBERTa's <s> text </s>; truncated to max_len), run through the
+ * stripped of whitespace at both ends (str.strip(), as sentence-transformers'
+ * tokenize(): byte-level BPE would see it) and encoded as [CLS] text [SEP]
+ * (RoBERTa's <s> text </s>; truncated to max_len), run through the
  * encoder in batches of similar lengths (padding masked), pooled over its
  * tokens (mean, [CLS] or max) and optionally L2-normalised.
  *
@@ -116,8 +118,8 @@ static encoded *encode_all(tf_tokenizer *tok, const char *const *texts, const si
     for (int i = 0; i < n && !rc; i++) {
         tf_ids types = {0};
         rows[i].index = i;
-        rc = tf_tokenizer_encode_pair(tok, texts[i], lens ? lens[i] : strlen(texts[i]), NULL, 0, max_len,
-                                      &rows[i].ids, &types);
+        size_t start, n_bytes = tf_py_strip(texts[i], lens ? lens[i] : strlen(texts[i]), &start); /* as s-t's tokenize() */
+        rc = tf_tokenizer_encode_pair(tok, texts[i] + start, n_bytes, NULL, 0, max_len, &rows[i].ids, &types);
         tf_ids_free(&types);
         if (rc) {
             char msg[400];
