@@ -496,6 +496,20 @@ nystrom-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: nystrom-conformance
 
+# RobertaModel / RobertaFor* through hf-run against transformers 4.x on fresh random
+# configurations (SEED, ROBERTA_CASES of them) from tests/ref/gen_roberta_fixtures.py,
+# once per kernel set; then tformer's own RoBERTa folders loaded by transformers.
+ROBERTA_CASES ?= 12
+roberta-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/roberta_fresh && $(HF_PYTHON) tests/ref/gen_roberta_fixtures.py --random $(ROBERTA_CASES) --seed $(SEED) --out $(BUILD)/roberta_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/roberta_fresh roberta_hf_run_matches || exit 1; done
+	rm -rf $(BUILD)/roberta_export && mkdir -p $(BUILD)/roberta_export
+	TFORMER_EXPORT_DIR=$(BUILD)/roberta_export $(BUILD)/run_tests roberta_export_for_transformers
+	$(HF_PYTHON) tests/ref/gen_roberta_fixtures.py --expected-for $(BUILD)/roberta_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/roberta_export roberta_hf_run_matches
+
+.PHONY: roberta-conformance
+
 # Fresh random block-sparse BigBird cases against transformers (transformers'
 # random blocks handed over as rand_attn in the training-mode ones).
 BIGBIRD_CASES ?= 30

@@ -63,10 +63,11 @@ int cmd_fill_mask(const cli_args *a) {
     tf_ids ids = {0}, types = {0};
     if (mask < 0) cli_die(v, "the tokenizer has no mask token ([MASK])");
     if (tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 0, &ids, &types)) cli_die(v, tf_error());
-    if (ids.n > (size_t)m->cfg.context) { /* cut as sentence-transformers and the pipeline do: [SEP] kept */
-        fprintf(stderr, "tformer fill-mask: the text has %zu ids; cut to the model's %d\n", ids.n, m->cfg.context);
-        ids.v[m->cfg.context - 1] = ids.v[ids.n - 1];
-        ids.n = (size_t)m->cfg.context;
+    int most = tf_bert_max_tokens(&m->cfg);
+    if (ids.n > (size_t)most) { /* cut as sentence-transformers and the pipeline do: [SEP] kept */
+        fprintf(stderr, "tformer fill-mask: the text has %zu ids; cut to the model's %d\n", ids.n, most);
+        ids.v[most - 1] = ids.v[ids.n - 1];
+        ids.n = (size_t)most;
     }
     tf_ctx *ctx = tf_ctx_new(0);
     tf_ctx_set_grad(ctx, 0);

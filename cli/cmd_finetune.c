@@ -45,7 +45,7 @@ static void print_counts(const tf_task *t) {
     if (tr->kind == TF_FINETUNE_SPAN)
         printf(" | answers cut away: train %d, valid %d", tr->n_answers_lost, va->n_answers_lost);
     if (tr->kind == TF_FINETUNE_TAG) printf(" | words cut away: train %d, valid %d", tr->n_words_lost, va->n_words_lost);
-    printf(" (max_len %d)\n", g_ft.max_len ? g_ft.max_len : tf_finetune_task_model(t)->cfg.context);
+    printf(" (max_len %d)\n", g_ft.max_len ? g_ft.max_len : tf_bert_max_tokens(&tf_finetune_task_model(t)->cfg));
 }
 
 static void print_metrics(const tf_finetune_metrics *m, const char *const *labels) {

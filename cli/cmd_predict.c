@@ -38,7 +38,8 @@ static tf_finetune_config settings(const cli_args *a, const tf_bert *m) {
     }
     cli_check_max_len(a->verb, "--max-len", a->v[MAX_LEN].i, m->cfg.context);
     if (a->v[MAX_LEN].given) c.max_len = (int)a->v[MAX_LEN].i;
-    if (!c.max_len || c.max_len > m->cfg.context) c.max_len = m->cfg.context;
+    int most = tf_bert_max_tokens(&m->cfg);
+    if (!c.max_len || c.max_len > most) c.max_len = most;
     return c;
 }
 

@@ -65,6 +65,20 @@ typedef struct {
      * full attention, longer ones are padded to a multiple of the block with
      * pad_token_id, as Hugging Face does. */
     int bigbird_sparse, bigbird_block, bigbird_random, pad_token_id;
+    /* Hugging Face's RoBERTa (read from config.json: the Roberta* classes;
+     * docs/bert.md): BERT's body under "roberta.", with
+     *   positions, when position_ids are not given, counted over the tokens
+     *     that are not pad_token_id from pad_token_id + 1 (padding tokens get
+     *     pad_token_id itself), so the table has max_position_embeddings rows
+     *     and a sequence at most max_position_embeddings - pad_token_id - 1
+     *     tokens; the word and position rows pad_token_id take no gradient
+     *     (nn.Embedding's padding_idx);
+     *   the MLM head "lm_head.dense" + erf GELU (whatever hidden_act says) +
+     *     "lm_head.layer_norm" + the decoder + "lm_head.bias";
+     *   the sequence classifier out_proj(tanh(dense(x[:, 0]))) ("classifier.dense",
+     *     "classifier.out_proj", dropout before each), no pooler;
+     *   no pre-training head. Post-LN, full attention and learned positions only. */
+    int roberta;
 } tf_bert_config;
 
 /* BERT-base's shape scaled to the given sizes: erf GELU, eps 1e-12, 2 token
@@ -76,6 +90,9 @@ TF_API int tf_bert_config_check(const tf_bert_config *c);
 TF_API extern const tf_field_table tf_bert_config_table;
 /* "BertModel", "BertForPreTraining", ... and back (-1 when unknown). */
 TF_API const char *tf_bert_head_name(tf_bert_head h);
+/* The Hugging Face class of c's head: tf_bert_head_name's, or RoBERTa's
+ * ("RobertaForMaskedLM", ...) with c->roberta. */
+TF_API const char *tf_bert_class_name(const tf_bert_config *c);
 TF_API int tf_bert_head_from_name(const char *name);
 
 typedef struct {
@@ -93,7 +110,8 @@ typedef struct {
     tf_pooler pooler;      /* with cfg.pooler */
     tf_mlm_head mlm;       /* PRETRAINING, MLM */
     tf_classifier nsp;     /* PRETRAINING: cls.seq_relationship */
-    tf_classifier cls;     /* SEQ_CLS, TOKEN_CLS: classifier */
+    tf_classifier cls;     /* SEQ_CLS, TOKEN_CLS: classifier (RoBERTa's SEQ_CLS: classifier.out_proj) */
+    tf_linear cls_dense;   /* RoBERTa's SEQ_CLS: classifier.dense (d_model,d_model), tanh after it */
     tf_span_head span;     /* QA: qa_outputs */
     char **labels;         /* n_labels names (config.json's id2label), or NULL */
 } tf_bert;
@@ -101,6 +119,8 @@ typedef struct {
 /* A model initialised as Hugging Face does (N(0, init_std^2), biases 0,
  * LayerNorms 1), or with its tensors left for loading when seed == 0. */
 TF_API tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed);
+/* The longest sequence: max_position_embeddings (RoBERTa: less pad_token_id + 1). */
+TF_API int tf_bert_max_tokens(const tf_bert_config *c);
 TF_API void tf_bert_free(tf_bert *m);
 
 /* Name the classification labels (copied); n must be cfg.n_labels. */
@@ -114,7 +134,7 @@ typedef struct {
     tf_tensor *input_ids;       /* (B,T) I32 */
     tf_tensor *attention_mask;  /* (B,T) I32 or U8, 1 = token, 0 = padding (hidden as a key) */
     tf_tensor *token_type_ids;  /* (B,T) I32; NULL: all 0 (sentence A) */
-    tf_tensor *position_ids;    /* (B,T) I32; NULL: 0..T-1 */
+    tf_tensor *position_ids;    /* (B,T) I32; NULL: 0..T-1 (RoBERTa: from input_ids, see tf_bert_config) */
     tf_tensor *labels;          /* MLM, token classification: (B,T) I32, -100 ignored;
                                  * sequence classification: (B) I32 or, for regression, (B) F32 */
     tf_tensor *next_sentence_label;            /* (B) I32: 0 = B follows A, 1 = random */
@@ -153,7 +173,9 @@ typedef struct {
  * pooling, no normalisation, the model's context, batches of 32. */
 TF_API int tf_embed_opts_load(const char *dir, tf_embed_opts *o);
 /* Embeddings (n, d_model) of n texts (lens NULL: NUL-terminated), each
- * [CLS] text [SEP] truncated to max_len, as sentence-transformers' encode(). */
+ * stripped of whitespace at both ends (Python's str.strip()) and encoded as
+ * [CLS] text [SEP] (RoBERTa: <s> text </s>) truncated to max_len, as
+ * sentence-transformers' encode(). */
 TF_API int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n,
                          const tf_embed_opts *o, float *out);
 

@@ -61,8 +61,10 @@ TF_API int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf
 /* The text of ids, malloc'ed and NUL-terminated; an id out of range is an error. */
 TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 /* BERT inputs: [CLS] a [SEP] (b [SEP]) with token type ids 0 / 1, truncated
- * (longest first) to max_len ids when max_len > 0. WordPiece only; the cls
- * and sep tokens are those of tf_tokenizer_special_id. */
+ * (longest first) to max_len ids when max_len > 0. WordPiece, or a
+ * tokenizer.json whose post_processor is RobertaProcessing: then RoBERTa's
+ * <s> a </s> (</s> b </s>) with token type ids all 0. The cls and sep tokens
+ * are those of tf_tokenizer_special_id. */
 TF_API int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
                              size_t max_len, tf_ids *ids, tf_ids *type_ids);
 

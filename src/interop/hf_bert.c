@@ -1,5 +1,5 @@
-/* hf-run's BERT family: BertModel and the five BertFor* heads through
- * tf_bert_load_hf / tf_bert_run. */
+/* hf-run's BERT family: BertModel and the five BertFor* heads (RoBERTa's,
+ * BigBird's and RoFormer's classes too) through tf_bert_load_hf / tf_bert_run. */
 #include <math.h>
 
 #include "../util/util.h"

@@ -42,7 +42,7 @@ static const char *const IMAGEGPT_REFUSED[] = {
 static const char *const OUT_LM[] = {"logits", "loss", NULL};
 static const char *const OUT_BODY[] = {"last_hidden_state", NULL};
 
-/* BertModel / BertFor*.forward() (transformers 4.x and 5.x). */
+/* BertModel / BertFor*.forward() (transformers 4.x and 5.x); RobertaModel / RobertaFor* take the same. */
 #define BERT_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
                     {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
 static const hf_input BERT_INPUTS[] = {BERT_COMMON, {NULL, 0, NULL, 0}};
@@ -137,6 +137,11 @@ static const hf_arch ARCHS[] = {
     {"BertForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"BertForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {"RobertaModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* BERT, positions from the ids */
+    {"RobertaForMaskedLM", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"RobertaForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
+    {"RobertaForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"RobertaForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
     {"BigBirdModel", &hf_bert_family, BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
     {"RoFormerModel", &hf_bert_family, ROFORMER_INPUTS, BERT_REFUSED, OUT_BODY}, /* BERT, rotary, no position table */
     {"RoFormerForMaskedLM", &hf_bert_family, ROFORMER_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
@@ -218,7 +223,7 @@ static const char *supported_list(char *buf, size_t n) {
 
 /* architectures[0] of dir/config.json, looked up in the table. */
 static const hf_arch *read_architecture(const char *dir, FILE *log) {
-    char path[4096], list[1024];
+    char path[4096], list[2048];
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *root = tf_json_read(path);
     if (!root) return NULL;

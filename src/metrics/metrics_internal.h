@@ -9,8 +9,7 @@
 
 /* 0, or -1 with tf_error naming the byte offset of the first invalid UTF-8. */
 int tf_py_check_utf8(const char *s, size_t n);
-/* str.isspace() of one code point. */
-int tf_py_isspace(int32_t c);
+/* str.isspace() of one code point: tf_py_isspace (util.h). */
 /* The length of s without trailing whitespace: str.rstrip(). */
 size_t tf_py_rstrip_len(const char *s, size_t n);
 /* out = sep.join(s.split()), with sep " " or "" (str.split(): runs of

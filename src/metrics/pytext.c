@@ -17,11 +17,6 @@ int tf_py_check_utf8(const char *s, size_t n) {
     return 0;
 }
 
-int tf_py_isspace(int32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
 /* The code point at s[i] (valid UTF-8) and its length. */
 static int32_t code_at(const char *s, size_t n, size_t i, int *len) {
     utf8proc_int32_t c;

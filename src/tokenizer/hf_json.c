@@ -340,6 +340,7 @@ static int resolve_roles(const hf *h, tf_tokenizer *t) {
     const cJSON *post = item(h->root, "post_processor");
     const char *type = cJSON_IsString(item(post, "type")) ? item(post, "type")->valuestring : "";
     if (strcmp(type, "BertProcessing") && strcmp(type, "RobertaProcessing")) return 0;
+    t->roberta_pairs = !strcmp(type, "RobertaProcessing");
     static const char *const keys[2] = {"cls", "sep"};
     for (int k = 0; k < 2; k++) {
         const cJSON *p = item(post, keys[k]);

@@ -79,6 +79,7 @@ struct tf_tokenizer {
     void *impl;
     int32_t role[TF_N_ROLES]; /* ids of the special tokens by role, -1 when absent */
     int64_t max_length;       /* model_max_length, 0 when unknown */
+    int roberta_pairs;        /* tokenizer.json's post_processor RobertaProcessing: <s> a </s></s> b </s> */
 };
 
 /* Added tokens (Hugging Face) or the vocabulary's own special tokens. */

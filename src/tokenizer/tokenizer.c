@@ -249,12 +249,15 @@ const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_tok
 
 int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
                              size_t max_len, tf_ids *ids, tf_ids *type_ids) {
-    if (t->kind != TF_TOKENIZER_WORDPIECE) return tf_set_error("encode_pair: WordPiece tokenizers only");
+    int roberta = t->roberta_pairs && t->kind != TF_TOKENIZER_WORDPIECE;
+    if (t->kind != TF_TOKENIZER_WORDPIECE && !roberta)
+        return tf_set_error("encode_pair: WordPiece tokenizers, or a tokenizer.json with RoBERTa's post_processor "
+                            "(RobertaProcessing), only");
     int32_t cls = t->role[TF_ROLE_CLS], sep = t->role[TF_ROLE_SEP];
     if (cls < 0 || sep < 0) return tf_set_error("encode_pair: the tokenizer has no %s token", cls < 0 ? "cls" : "sep");
     tf_ids x = {0}, y = {0};
     int rc = tf_tokenizer_encode(t, a, la, &x) || (b && tf_tokenizer_encode(t, b, lb, &y));
-    size_t extra = b ? 3 : 2;
+    size_t extra = b ? 3 + (size_t)roberta : 2; /* RoBERTa: </s></s> between the two */
     if (!rc && max_len && max_len < extra) rc = tf_set_error("encode_pair: max_len %zu leaves no room", max_len);
     /* truncate the longer sequence one id at a time (Hugging Face's longest_first) */
     while (!rc && max_len && x.n + y.n + extra > max_len) {
@@ -263,9 +266,10 @@ int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const ch
     }
     for (int part = 0; !rc && part < (b ? 2 : 1); part++) {
         const tf_ids *s = part ? &y : &x;
-        if (!part) rc = tf_ids_push(ids, cls) || tf_ids_push(type_ids, 0);
-        for (size_t i = 0; !rc && i < s->n; i++) rc = tf_ids_push(ids, s->v[i]) || tf_ids_push(type_ids, part);
-        if (!rc) rc = tf_ids_push(ids, sep) || tf_ids_push(type_ids, part);
+        int type = roberta ? 0 : part; /* RoBERTa's token types are all 0 (type_vocab_size 1) */
+        if (!part || roberta) rc = tf_ids_push(ids, part ? sep : cls) || tf_ids_push(type_ids, 0);
+        for (size_t i = 0; !rc && i < s->n; i++) rc = tf_ids_push(ids, s->v[i]) || tf_ids_push(type_ids, type);
+        if (!rc) rc = tf_ids_push(ids, sep) || tf_ids_push(type_ids, type);
     }
     tf_ids_free(&x);
     tf_ids_free(&y);

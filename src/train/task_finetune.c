@@ -130,7 +130,7 @@ static int load_model(ft_task *f, const char *model_dir, char **labels, int n_la
     tf_bert_load_opts o = {(int)HEADS[f->cfg.task], f->cfg.task == TF_FINETUNE_SPAN ? 0 : n_labels, seed ? seed : 1};
     if (!(f->m = tf_bert_load_hf(model_dir, &o))) return -1;
     if (labels && tf_bert_set_labels(f->m, (const char *const *)labels, n_labels)) return -1;
-    int ctx = f->m->cfg.context;
+    int ctx = tf_bert_max_tokens(&f->m->cfg);
     if (f->cfg.max_len > ctx)
         return tf_set_error("max_len %d exceeds the model's context (max_position_embeddings) %d", f->cfg.max_len, ctx);
     f->max_len = f->cfg.max_len ? f->cfg.max_len : ctx;
@@ -179,8 +179,11 @@ tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir
                               : c->task == TF_FINETUNE_SPAN ? "exact_match" : "accuracy";
     int rc = tf_task_tokenizer_prepare(model_dir, NULL, 0, run_dir, resume);
     if (!rc && !(f->tok = tf_tokenizer_load(run_dir))) rc = -1;
-    if (!rc && tf_tokenizer_kind_of(f->tok) != TF_TOKENIZER_WORDPIECE)
-        rc = tf_set_error("%s: fine-tuning needs a BERT WordPiece tokenizer (vocab.txt)", model_dir);
+    int pieces = !rc && tf_tokenizer_kind_of(f->tok) == TF_TOKENIZER_WORDPIECE;
+    int classes = c->task == TF_FINETUNE_CLASSIFY || c->task == TF_FINETUNE_PAIRS;
+    if (!rc && !pieces && !(classes && tf_tokenizer_kind_of(f->tok) == TF_TOKENIZER_BYTE_BPE))
+        rc = tf_set_error("%s: fine-tuning needs a BERT WordPiece tokenizer (vocab.txt), or for classify and pairs "
+                          "RoBERTa's byte-level BPE tokenizer.json", model_dir);
     if (rc || load_all(f, model_dir, train, valid, seed)) {
         ft_free(&f->base);
         return NULL;

@@ -92,6 +92,13 @@ int tf_json_unique_keys(const cJSON *node, const char *where);
 /* Pretty-printed with a final newline, atomically. */
 int tf_json_write(const char *path, const cJSON *root);
 
+/* ---------------------------------------------------------------- Python's str (text.c) */
+
+/* str.isspace() of one code point. */
+int tf_py_isspace(int32_t c);
+/* str.strip(): the length of s without whitespace at either end, *start its first byte. */
+size_t tf_py_strip(const char *s, size_t n, size_t *start);
+
 /* ---------------------------------------------------------------- field tables at the cJSON level (fields.c) */
 
 /* Set rows from the keys of a JSON object; path names it in messages. An

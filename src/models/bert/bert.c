@@ -7,6 +7,11 @@
  *   x = LN(x)                      norm_first only          (B,T,C)
  *   pooled = tanh(dense(x[:, 0]))  (or of the tokens' mean) (B,C)
  *   head: MLM (B,T,V) | NSP (B,2) | classes (B,L) | tags (B,T,L) | span 2 x (B,T)
+ *
+ * RoBERTa (cfg.roberta) is the same body under "roberta.": positions from
+ * the ids (pad_token_id + 1 + the count of non-padding tokens so far, padding
+ * at pad_token_id), an MLM head named lm_head.*, the sequence classifier
+ * out_proj(tanh(dense(x[:, 0]))) without a pooler.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +43,10 @@ static tf_block_config block_config(const tf_bert_config *c) {
     return b;
 }
 
-/* "bert." before the body's names when a head sits on it (Hugging Face's layout). */
+/* "bert." ("roberta.") before the body's names when a head sits on it (Hugging Face's layout). */
 static int body_name(const tf_bert *m, char *out, size_t n, const char *name) {
-    if ((size_t)snprintf(out, n, "%s%s", m->cfg.head == TF_BERT_BODY ? "" : "bert.", name) >= n)
+    const char *prefix = m->cfg.head == TF_BERT_BODY ? "" : m->cfg.roberta ? "roberta." : "bert.";
+    if ((size_t)snprintf(out, n, "%s%s", prefix, name) >= n)
         return tf_set_error("bert: parameter name %s too long", name);
     return 0;
 }
@@ -73,10 +79,27 @@ static int register_body(tf_bert *m) {
     return rc;
 }
 
+/* RoBERTa's heads: RobertaLMHead (erf GELU whatever hidden_act says) and
+ * RobertaClassificationHead; its token and span heads are BERT's. */
+static int register_roberta_head(tf_bert *m, float cls_dropout) {
+    const tf_bert_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    if (c->head == TF_BERT_MLM) {
+        tf_mlm_head_names names = {"lm_head.dense", "lm_head.layer_norm", c->tied ? NULL : "lm_head.decoder.weight",
+                                   "lm_head.bias"};
+        tf_mlm_head_config hc = {c->d_model, c->vocab_size, TF_ACT_GELU, c->norm_eps, c->init_std};
+        return tf_mlm_head_register(ps, &names, &m->mlm, &hc, c->tied ? &m->emb.word : NULL);
+    }
+    return tf_linear_register(ps, "classifier.dense", &m->cls_dense, c->d_model, c->d_model, 1, c->init_std) ||
+           tf_classifier_register(ps, "classifier.out_proj", &m->cls, c->d_model, c->n_labels, cls_dropout,
+                                  c->init_std);
+}
+
 static int register_head(tf_bert *m) {
     const tf_bert_config *c = &m->cfg;
     tf_params *ps = m->params;
     float cls_dropout = c->classifier_dropout >= 0 ? c->classifier_dropout : c->dropout;
+    if (c->roberta && (c->head == TF_BERT_MLM || c->head == TF_BERT_SEQ_CLS)) return register_roberta_head(m, cls_dropout);
     switch (c->head) {
     case TF_BERT_PRETRAINING:
     case TF_BERT_MLM: {
@@ -94,6 +117,10 @@ static int register_head(tf_bert *m) {
     case TF_BERT_QA: return tf_span_head_register(ps, "qa_outputs", &m->span, c->d_model, c->init_std);
     default: return 0;
     }
+}
+
+int tf_bert_max_tokens(const tf_bert_config *c) {
+    return c->roberta ? c->context - c->pad_token_id - 1 : c->context;
 }
 
 tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed) {
@@ -121,12 +148,45 @@ void tf_bert_free(tf_bert *m) {
 
 /* ---------------------------------------------------------------- forward */
 
+/* RoBERTa's positions (B,T) from the ids: pad + the count of non-padding
+ * tokens up to and including t, pad itself at padding (transformers'
+ * create_position_ids_from_input_ids). */
+static tf_tensor *roberta_positions(tf_ctx *ctx, const tf_bert_config *c, const tf_tensor *ids) {
+    int64_t B = ids->shape[0], T = ids->shape[1];
+    int32_t pad = c->pad_token_id;
+    tf_tensor *pos = tf_tensor_new(ctx, TF_DTYPE_I32, 2, ids->shape, 0);  // (B,T)
+    for (int64_t b = 0; pos && b < B; b++) {
+        int32_t n = 0;
+        for (int64_t t = 0; t < T; t++) {
+            int real = tf_i32(ids)[b * T + t] != pad;
+            n += real;
+            tf_i32(pos)[b * T + t] = real ? pad + n : pad;  // below context: T <= tf_bert_max_tokens
+        }
+    }
+    return pos;
+}
+
+/* RoBERTa's embeddings: LN(word + token type + position), rows pad_token_id
+ * of the word and position tables without gradient (nn.Embedding's padding_idx). */
+static tf_tensor *roberta_embed(tf_ctx *ctx, const tf_bert *m, tf_tensor *ids, tf_tensor *types, tf_tensor *pos) {
+    const tf_bert_config *c = &m->cfg;
+    if (!pos && !(pos = roberta_positions(ctx, c, ids))) return NULL;
+    tf_tensor *x = tf_add(ctx, tf_embedding_padded(ctx, m->emb.word, ids, c->pad_token_id),
+                          tf_embedding(ctx, m->emb.token_type, types));
+    x = tf_add(ctx, x, tf_embedding_padded(ctx, m->emb.position, pos, c->pad_token_id));  // (B,T,C)
+    return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
+}
+
 /* (B,T,C) embeddings: LN(word + position + token type), then dropout (no
  * position table with learned_positions false). */
 tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
     const tf_bert_config *c = &m->cfg;
     tf_tensor *ids = in->input_ids;
     int64_t B = ids->shape[0], T = ids->shape[1];
+    if (T > tf_bert_max_tokens(c) && c->roberta && !in->position_ids)
+        return tf_set_error("bert: %lld tokens exceed %d, max_position_embeddings %d - pad_token_id %d - 1 (RoBERTa's "
+                            "positions start at pad_token_id + 1)", (long long)T, tf_bert_max_tokens(c), c->context,
+                            c->pad_token_id), NULL;
     if (T > c->context)
         return tf_set_error("bert: %lld tokens exceed max_position_embeddings %d", (long long)T, c->context), NULL;
     if (tf_check_ids("bert", ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
@@ -140,6 +200,7 @@ tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inp
                             "false: its positions are rotary)"), NULL;
     tf_tensor *types = in->token_type_ids;
     if (!types && (types = tf_tensor_new(ctx, TF_DTYPE_I32, 2, ids->shape, 1)) == NULL) return NULL;  // zeros
+    if (c->roberta) return roberta_embed(ctx, m, ids, types, in->position_ids);
     tf_tensor *x = tf_add(ctx, tf_embedding(ctx, m->emb.word, ids), tf_embedding(ctx, m->emb.token_type, types));
     if (m->emb.position)
         x = tf_add(ctx, x, in->position_ids ? tf_embedding(ctx, m->emb.position, in->position_ids)  // (B,T,C)

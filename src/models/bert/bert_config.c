@@ -9,6 +9,10 @@ static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new", 
 static const char *const HEADS[] = {"BertModel", "BertForPreTraining", "BertForMaskedLM",
                                     "BertForSequenceClassification", "BertForTokenClassification",
                                     "BertForQuestionAnswering", NULL};
+/* RoBERTa's classes for the same heads (no pre-training head: NULL). */
+static const char *const ROBERTA_HEADS[] = {"RobertaModel", NULL, "RobertaForMaskedLM",
+                                            "RobertaForSequenceClassification", "RobertaForTokenClassification",
+                                            "RobertaForQuestionAnswering"};
 static const char *const POOLINGS[] = {"mean", "cls", "max", "seq", "last", NULL}; /* tf_pooling's order */
 static const char *const PROBLEMS[] = {"single_label_classification", "regression", NULL};
 _Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) == sizeof(int) &&
@@ -60,6 +64,24 @@ tf_bert_config tf_bert_config_default(int vocab_size, int context, int n_layer, 
     return c;
 }
 
+/* RoBERTa: Hugging Face's arithmetic only (a folder written from it says RoBERTa). */
+static int roberta_check(const tf_bert_config *c) {
+    if (c->head == TF_BERT_PRETRAINING) return tf_set_error("RoBERTa has no pre-training head (BertForPreTraining's NSP)");
+    if (c->head == TF_BERT_SEQ_CLS && c->pooler)
+        return tf_set_error("RobertaForSequenceClassification has no pooler (its classifier reads the first token)");
+    if (c->norm_first || c->pooling != TF_POOL_CLS || !c->learned_positions || c->bigbird_sparse ||
+        c->attention.kind != TF_ATTENTION_FULL || c->attention.rope != TF_ROPE_NONE || c->attention.ssmax > 0.0f)
+        return tf_set_error("RoBERTa is post-LN with full attention, learned positions and the pooler on the first "
+                            "token");
+    if (c->pad_token_id < 0 || c->pad_token_id >= c->vocab_size)
+        return tf_set_error("RoBERTa's pad_token_id %d must be below vocab_size %d", c->pad_token_id, c->vocab_size);
+    if (c->context < c->pad_token_id + 2)
+        return tf_set_error("RoBERTa's max_position_embeddings %d leaves no position: positions start at pad_token_id "
+                            "+ 1 = %d", c->context, c->pad_token_id + 1);
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    return tf_block_config_check(&b);
+}
+
 int tf_bert_config_check(const tf_bert_config *c) {
     tf_fields f = {&tf_bert_config_table, (void *)c};
     if (tf_fields_check(&f, 1)) return -1;
@@ -67,6 +89,7 @@ int tf_bert_config_check(const tf_bert_config *c) {
     if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
     if (c->head == TF_BERT_SEQ_CLS && c->problem == TF_BERT_REGRESSION && c->n_labels != 1)
         return tf_set_error("problem regression needs n_labels 1 (got %d)", c->n_labels);
+    if (c->roberta) return roberta_check(c);
     if ((c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_PRETRAINING) && !c->pooler)
         return tf_set_error("head %s reads the pooler: pooler must be true", HEADS[c->head]);
     if (c->pooling == TF_POOL_MAX || c->pooling == TF_POOL_SEQ)
@@ -84,6 +107,17 @@ int tf_bert_config_check(const tf_bert_config *c) {
 
 const char *tf_bert_head_name(tf_bert_head h) {
     return h >= TF_BERT_BODY && h <= TF_BERT_QA ? HEADS[h] : "unknown";
+}
+
+const char *tf_bert_class_name(const tf_bert_config *c) {
+    if (!c->roberta) return tf_bert_head_name(c->head);
+    return c->head >= TF_BERT_BODY && c->head <= TF_BERT_QA && ROBERTA_HEADS[c->head] ? ROBERTA_HEADS[c->head] : "unknown";
+}
+
+int tf_bert_roberta_head_from_name(const char *name) {
+    for (int i = 0; name && i <= TF_BERT_QA; i++)
+        if (ROBERTA_HEADS[i] && !strcmp(ROBERTA_HEADS[i], name)) return i;
+    return -1;
 }
 
 int tf_bert_head_from_name(const char *name) {

@@ -1,5 +1,7 @@
 /* Sentence embeddings as sentence-transformers computes them: each text
- * encoded as [CLS] text [SEP] (truncated to max_len), run through the
+ * stripped of whitespace at both ends (str.strip(), as sentence-transformers'
+ * tokenize(): byte-level BPE would see it) and encoded as [CLS] text [SEP]
+ * (RoBERTa's <s> text </s>; truncated to max_len), run through the
  * encoder in batches of similar lengths (padding masked), pooled over its
  * tokens (mean, [CLS] or max) and optionally L2-normalised.
  *
@@ -58,6 +60,7 @@ static int embed_batch(tf_ctx *ctx, const tf_bert *m, const encoded *rows, int64
     tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_U8, 2, (int64_t[]){B, T}, 1);   // (B,T)
     int32_t *len = malloc((size_t)B * sizeof *len);
     if (!ids || !mask || !len) return free(len), -1;
+    for (int64_t i = 0; m->cfg.roberta && i < B * T; i++) tf_i32(ids)[i] = m->cfg.pad_token_id;  // RoBERTa's <pad>
     for (int64_t b = 0; b < B; b++) {
         len[b] = (int32_t)rows[b].ids.n;
         memcpy(tf_i32(ids) + b * T, rows[b].ids.v, rows[b].ids.n * sizeof(int32_t));
@@ -115,8 +118,8 @@ static encoded *encode_all(tf_tokenizer *tok, const char *const *texts, const si
     for (int i = 0; i < n && !rc; i++) {
         tf_ids types = {0};
         rows[i].index = i;
-        rc = tf_tokenizer_encode_pair(tok, texts[i], lens ? lens[i] : strlen(texts[i]), NULL, 0, max_len,
-                                      &rows[i].ids, &types);
+        size_t start, n_bytes = tf_py_strip(texts[i], lens ? lens[i] : strlen(texts[i]), &start); /* as s-t's tokenize() */
+        rc = tf_tokenizer_encode_pair(tok, texts[i] + start, n_bytes, NULL, 0, max_len, &rows[i].ids, &types);
         tf_ids_free(&types);
         if (rc) {
             char msg[400];
@@ -133,7 +136,8 @@ static encoded *encode_all(tf_tokenizer *tok, const char *const *texts, const si
 int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts, const size_t *lens, int n,
                   const tf_embed_opts *o, float *out) {
     if (o->pooling < TF_POOL_MEAN || o->pooling > TF_POOL_MAX) return tf_set_error("embed: unknown pooling %d", o->pooling);
-    size_t max_len = o->max_len > 0 && o->max_len < m->cfg.context ? (size_t)o->max_len : (size_t)m->cfg.context;
+    int most = tf_bert_max_tokens(&m->cfg);
+    size_t max_len = o->max_len > 0 && o->max_len < most ? (size_t)o->max_len : (size_t)most;
     encoded *rows = n > 0 ? encode_all(tok, texts, lens, n, max_len) : NULL;
     if (n > 0 && !rows) return -1;
     int batch = o->batch > 0 ? o->batch : 32;

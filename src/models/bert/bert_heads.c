@@ -2,7 +2,8 @@
  * computes from its labels (Hugging Face's definitions):
  *   pre-training       CE(MLM logits, labels; -100 ignored) + CE(NSP logits, next_sentence_label)
  *   masked LM          CE(logits, labels; -100 ignored)
- *   sequence classes   CE(logits, labels), or MSE for regression (n_labels 1)
+ *   sequence classes   CE(logits, labels), or MSE for regression (n_labels 1); RoBERTa's
+ *                      classifier reads the first token through dense + tanh, not the pooler
  *   token classes      CE(logits, labels; -100 ignored)
  *   question answering (CE(start, s) + CE(end, e)) / 2, positions clamped to [0,T], T ignored */
 #include <math.h>
@@ -86,8 +87,17 @@ static int pretraining(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, 
     return out->loss ? 0 : -1;
 }
 
+/* RoBERTa's RobertaClassificationHead: out_proj(dropout(tanh(dense(dropout(x[:, 0]))))), no pooler. */
+static tf_tensor *roberta_cls(tf_ctx *ctx, const tf_bert *m, tf_tensor *h) {
+    int64_t B = h->shape[0], C = h->shape[2];
+    tf_tensor *x = tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){B, C});  // (B,C)
+    x = tf_dense(ctx, tf_dropout(ctx, x, m->cls.dropout), m->cls_dense.weight, 0, m->cls_dense.bias, TF_ACT_NONE);
+    return tf_classifier_seq_forward(ctx, &m->cls, tf_tanh(ctx, x));  // (B,L)
+}
+
 static int seq_cls(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
-    out->logits = tf_classifier_seq_forward(ctx, &m->cls, out->pooler_output);  // (B,L)
+    out->logits = m->cfg.roberta ? roberta_cls(ctx, m, out->last_hidden_state)          // (B,L)
+                                 : tf_classifier_seq_forward(ctx, &m->cls, out->pooler_output);
     tf_tensor *labels = in->labels;
     if (!out->logits || !labels) return out->logits ? 0 : -1;
     int64_t B = out->logits->shape[0];

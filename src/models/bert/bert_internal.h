@@ -22,4 +22,7 @@ int tf_bert_heads(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_be
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                            int *folder_head);
 
+/* RobertaModel, RobertaFor... as a tf_bert_head, or -1 (bert_config.c). */
+int tf_bert_roberta_head_from_name(const char *name);
+
 #endif

@@ -1,5 +1,6 @@
 /* BERT models as Hugging Face folders: config.json + model.safetensors, both
- * ways, for BertModel and the five BertFor* heads; RoFormer's four classes
+ * ways, for BertModel and the five BertFor* heads; RoBERTa's five classes
+ * (tf_bert_config.roberta) both ways; RoFormer's four classes
  * with BERT's heads both ways (a model with exactly RoFormer's arithmetic is
  * written as RoFormer). A folder can be loaded
  * with another head than its own (a pre-trained body fine-tuned): the head's
@@ -142,6 +143,25 @@ static int read_roformer(const cJSON *root, const char *path, tf_bert_config *c)
     return 0;
 }
 
+/* RoBERTa (architectures Roberta* or model_type "roberta"): BERT's body with
+ * RoBERTa's positions and heads (tf_bert_config.roberta); its pad_token_id
+ * (transformers' default 1) sets the positions. The classes tformer lacks
+ * (RobertaForCausalLM, RobertaForMultipleChoice) are refused by name. */
+static int read_roberta(const cJSON *root, const char *path, const char *arch, tf_bert_config *c, int *head) {
+    *head = arch ? tf_bert_roberta_head_from_name(arch) : TF_BERT_BODY;
+    if (*head < 0)
+        return tf_set_error("%s: architecture \"%s\": tformer reads RobertaModel, RobertaForMaskedLM, "
+                            "RobertaForSequenceClassification, RobertaForTokenClassification and "
+                            "RobertaForQuestionAnswering", path, arch);
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
+    if (pad && !(cJSON_IsNumber(pad) && pad->valuedouble == (double)pad->valueint && pad->valueint >= 0 &&
+                 pad->valueint < c->vocab_size))
+        return tf_set_error("%s: RoBERTa's \"pad_token_id\" must be an id below vocab_size %d (its positions count "
+                            "from it)", path, c->vocab_size);
+    c->roberta = 1, c->pad_token_id = pad ? pad->valueint : 1;
+    return 0;
+}
+
 /* *folder_head: the folder's own head (architectures[0]); c->head: the one asked for. */
 static int read_extras(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                        int *folder_head) {
@@ -149,8 +169,12 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
     int bigbird = cJSON_IsString(first) && !strcmp(first->valuestring, "BigBirdModel");
     int roformer = cJSON_IsString(first) && !strncmp(first->valuestring, "RoFormer", 8);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    int roberta = (cJSON_IsString(first) && !strncmp(first->valuestring, "Roberta", 7)) ||
+                  (cJSON_IsString(type) && !strcmp(type->valuestring, "roberta"));
     int head = bigbird ? TF_BERT_BODY : roformer ? roformer_head(first->valuestring)
              : cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
+    if (roberta && read_roberta(root, path, cJSON_IsString(first) ? first->valuestring : NULL, c, &head)) return -1;
     if (roformer && head < 0)
         return tf_set_error("%s: architecture \"%s\": tformer reads RoFormerModel, RoFormerForMaskedLM, "
                             "RoFormerForTokenClassification and RoFormerForQuestionAnswering (BERT's heads)", path,
@@ -179,6 +203,7 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
     if (tf_folder_check_type(root, path, "BERT (RoFormer, BigBird)", TYPES) || tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
         read_extras(root, path, o, c, folder_head))
         return -1;
+    if (c->roberta) c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load_hf: the body's file says) */
     if (c->bigbird_sparse && c->head != TF_BERT_BODY)
         return tf_set_error("%s: a block_sparse BigBird is read as BigBirdModel only (hf-run); tformer has no head or "
                             "training for it", path);
@@ -190,14 +215,20 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
 
 /* ---------------------------------------------------------------- weights */
 
-/* The file's tensor for one of ours: as named, with / without "bert.", or
- * under RoFormer's "roformer." (its body has BERT's names). */
+/* A body name without its "bert." or "roberta." prefix. */
+static const char *strip_body_prefix(const char *name) {
+    return !strncmp(name, "bert.", 5) ? name + 5 : !strncmp(name, "roberta.", 8) ? name + 8 : name;
+}
+
+/* The file's tensor for one of ours: as named, with / without "bert." or
+ * "roberta.", or under RoFormer's "roformer." (its body has BERT's names). */
 static const tf_st_entry *find_as_named(const tf_st_file *f, const char *name) {
     const tf_st_entry *e = tf_st_find(f, name);
-    const char *body = strncmp(name, "bert.", 5) ? name : name + 5;
+    const char *body = strip_body_prefix(name);
     char alt[512];
     if (!e && body != name) e = tf_st_find(f, body);
     if (!e && body == name && (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt) e = tf_st_find(f, alt);
+    if (!e && body == name && (size_t)snprintf(alt, sizeof alt, "roberta.%s", name) < sizeof alt) e = tf_st_find(f, alt);
     if (!e && (size_t)snprintf(alt, sizeof alt, "roformer.%s", body) < sizeof alt) e = tf_st_find(f, alt);
     return e;
 }
@@ -224,9 +255,10 @@ static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
  * and RoFormer's sinusoid table (checked by check_sinusoids). */
 static int known_extra(const char *name) {
     static const char *const ENDS[] = {"embeddings.position_ids", "cls.predictions.decoder.bias",
-                                       "cls.predictions.decoder.weight", "encoder.embed_positions.weight"};
+                                       "cls.predictions.decoder.weight", "encoder.embed_positions.weight",
+                                       "lm_head.decoder.bias", "lm_head.decoder.weight"};
     size_t n = strlen(name);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         size_t k = strlen(ENDS[i]);
         if (n >= k && !strcmp(name + n - k, ENDS[i])) return 1;
     }
@@ -239,8 +271,10 @@ static int ours_as_named(const tf_params *ps, const char *name) {
     if (!strncmp(name, "roformer.", 9) && (size_t)snprintf(alt, sizeof alt, "bert.%s", name + 9) < sizeof alt)
         return ours_as_named(ps, alt);
     if (tf_params_get(ps, name)) return 1;
-    if (!strncmp(name, "bert.", 5)) return tf_params_get(ps, name + 5) != NULL;
-    return (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt && tf_params_get(ps, alt);
+    const char *body = strip_body_prefix(name);
+    if (body != name) return tf_params_get(ps, body) != NULL;
+    return ((size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt && tf_params_get(ps, alt)) ||
+           ((size_t)snprintf(alt, sizeof alt, "roberta.%s", name) < sizeof alt && tf_params_get(ps, alt));
 }
 
 static int ours(const tf_params *ps, const char *name) {
@@ -250,9 +284,11 @@ static int ours(const tf_params *ps, const char *name) {
 }
 
 static int read_tensor(const tf_st_file *f, const char *path, const char *name, tf_tensor *t, int may_miss) {
-    /* The MLM decoder's bias: Hugging Face's forward adds cls.predictions.decoder.bias, which
-     * 4.x ties to cls.predictions.bias and 5.x keeps apart when the decoder is untied. */
-    const tf_st_entry *e = !strcmp(name, "cls.predictions.bias") ? tf_st_find(f, "cls.predictions.decoder.bias") : NULL;
+    /* The MLM decoder's bias: Hugging Face's forward adds cls.predictions.decoder.bias (RoBERTa's
+     * lm_head.decoder.bias), which 4.x ties to cls.predictions.bias (lm_head.bias) and 5.x keeps
+     * apart when the decoder is untied. */
+    const tf_st_entry *e = !strcmp(name, "cls.predictions.bias") ? tf_st_find(f, "cls.predictions.decoder.bias")
+                         : !strcmp(name, "lm_head.bias") ? tf_st_find(f, "lm_head.decoder.bias") : NULL;
     if (!e) e = find_param(f, name);
     if (!e) return may_miss ? 0 : tf_set_error("%s: missing tensor '%s'", path, name);
     int same = e->ndim == t->ndim;
@@ -264,7 +300,7 @@ static int read_tensor(const tf_st_file *f, const char *path, const char *name, 
 /* The head's tensors (the pooler's too): initialised when a folder lacks them. */
 static int head_tensor(const char *name) {
     return !strncmp(name, "cls.", 4) || !strncmp(name, "classifier.", 11) || !strncmp(name, "qa_outputs.", 11) ||
-           strstr(name, "pooler.") != NULL;
+           !strncmp(name, "lm_head.", 8) || strstr(name, "pooler.") != NULL;
 }
 
 /* RoFormer stores its rotation angles' sines and cosines (max_position_embeddings,
@@ -311,7 +347,7 @@ static int load_weights(tf_bert *m, const char *path, uint64_t seed, int own_hea
         rc = read_tensor(f, path, name, tf_params_tensor(ps, i), seed && head_tensor(name));
         if (rc && !own_head && head_tensor(name) && !find_param(f, name))
             rc = tf_set_error("%s: no tensor '%s': the folder has no %s head", path, name,
-                              tf_bert_head_name(m->cfg.head));
+                              tf_bert_class_name(&m->cfg));
     }
     for (int i = 0; !rc && own_head && i < tf_st_count(f); i++) {
         const char *name = tf_st_entry_at(f, i)->name;
@@ -340,7 +376,7 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
     int folder_head = -1, pooled = 1;
     int rc = !root || tf_bert_config_from_hf(root, path, opts, &c, &folder_head);
     if (!rc && c.head == TF_BERT_BODY) rc = has_pooler(weights, &pooled);
-    c.pooler = c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || c.head == TF_BERT_SEQ_CLS;
+    c.pooler = c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || (c.head == TF_BERT_SEQ_CLS && !c.roberta);
     tf_bert *m = rc ? NULL : tf_bert_new(&c, 0);
     int n_labels;
     if (m && (int)c.head == folder_head && read_labels(root, path, m, &n_labels)) rc = -1;
@@ -371,14 +407,15 @@ static int write_config(const tf_bert *m, const char *path) {
     tf_fields f = {&HF_TABLE, (void *)c};
     cJSON *r = cJSON_CreateObject();
     cJSON *arch = r ? cJSON_AddArrayToObject(r, "architectures") : NULL;
-    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_head_name(c->head)));
+    if (arch) cJSON_AddItemToArray(arch, cJSON_CreateString(tf_bert_class_name(c)));
     /* Arithmetic that Hugging Face's BertModel does not have (another
      * attention kind, rotary positions or Scalable-Softmax, pre-LN, mean
      * or last pooling): model_type "tformer-bert", which transformers
      * refuses rather than run the weights as BERT's. */
     int own = c->norm_first || c->pooling != TF_POOL_CLS || c->attention.kind != TF_ATTENTION_FULL ||
               c->attention.rope != TF_ROPE_NONE || !c->learned_positions || c->attention.ssmax > 0.0f;
-    cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : "bert");
+    cJSON_AddStringToObject(r, "model_type", own ? "tformer-bert" : c->roberta ? "roberta" : "bert");
+    if (c->roberta) cJSON_AddNumberToObject(r, "pad_token_id", c->pad_token_id); /* its positions count from it */
     if (c->norm_first) cJSON_AddBoolToObject(r, "tformer_norm_first", 1);
     if (c->pooling != TF_POOL_CLS)
         cJSON_AddStringToObject(r, "tformer_pooling", c->pooling == TF_POOL_LAST ? "last" : "mean");
@@ -474,5 +511,6 @@ int tf_bert_save_hf(const tf_bert *m, const char *dir) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (roformer) return write_roformer_weights(m, path);
     /* the MLM decoder's bias under both names: transformers 5.x reads decoder.bias when untied */
-    return tf_folder_save_weights(m->params, path, "cls.predictions.decoder.bias", m->mlm.decoder.bias);
+    return tf_folder_save_weights(m->params, path, m->cfg.roberta ? "lm_head.decoder.bias" : "cls.predictions.decoder.bias",
+                                  m->mlm.decoder.bias);
 }

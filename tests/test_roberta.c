@@ -1,0 +1,510 @@
+/* RoBERTa (the BERT family with tf_bert_config.roberta) against Hugging Face
+ * transformers (tests/ref/gen_roberta_fixtures.py, 4.x and 5.x): every case of
+ * tests/fixtures_roberta through `tformer hf-run` to 1e-5 relative L2 error
+ * per field (the BERT cases' tolerance); the loss's gradients with respect to
+ * every parameter against PyTorch's float64 autograd; RoBERTa's positions
+ * given by hand as position_ids agree and BERT's 0..T-1 fail; a moved weight
+ * fails, a position row RoBERTa never reads does not; refused settings and bad
+ * inputs are clear errors; tformer's own RoBERTa folders round trip (and, in
+ * `make roberta-conformance`, load in transformers). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define TOL 1e-5      /* relative L2 error of each output field, as tests/test_hf_run.c */
+#define GRAD_TOL 1e-4 /* relative L2 error of each parameter's gradient, as the Nystromformer cases */
+#define RB_DIR "tests/fixtures_roberta"
+#define BODY_CASE RB_DIR "/v4_body_rightpad_pooler"
+#define MLM_CASE RB_DIR "/v4_mlm_tied_relu_labels_grad"
+#define SEQ_CASE RB_DIR "/v4_seqcls_3labels_grad"
+
+TEST(roberta_hf_run_matches_transformers) {
+    const char *dir = test_fixture_dir_or(RB_DIR);
+    char *names[256], path[1200], out[] = "/tmp/tformer_rb_out_XXXXXX";
+    int n = test_dir_entries(dir, names, 256), failed = 0;
+    CHECKF(n > 0, "no cases in %s", dir);
+    CHECK(test_temp_file(out) == 0);
+    double worst = 0, worst_abs = 0, rel;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        free(names[i]);
+        double d = test_hf_run_case(path, path, out, &rel);
+        if (d < 0 || d != d || !(rel <= TOL)) failed += fprintf(stderr, "    %s: relative error %.3g\n", path, rel) > 0;
+        if (rel > worst) worst = rel;
+        if (d > worst_abs) worst_abs = d;
+    }
+    unlink(out);
+    printf("    %d RoBERTa cases, %d failed, worst relative L2 error %.2e (max |diff| %.2e)\n", n, failed, worst,
+           worst_abs);
+    CHECKF(n >= (strcmp(dir, RB_DIR) ? 1 : 12) && failed == 0, "%d of %d cases failed", failed, n);
+}
+
+/* ---------------------------------------------------------------- gradients against PyTorch */
+
+static double gradient_case(const char *dir, int *n_tensors) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
+    tf_st_file *g = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    double worst = -1;
+    if (g && in && m) {
+        tf_bert_inputs x = {.input_ids = test_st_tensor(in, "input_ids", a),
+                            .attention_mask = test_st_tensor(in, "attention_mask", a),
+                            .token_type_ids = test_st_tensor(in, "token_type_ids", a),
+                            .position_ids = test_st_tensor(in, "position_ids", a),
+                            .labels = test_st_tensor(in, "labels", a)};
+        tf_bert_outputs o;
+        tf_params_zero_grad(m->params);
+        if (!tf_bert_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
+            worst = test_gradient_error(m->params, NULL, NULL, g, a, dir);
+            *n_tensors = tf_params_count(m->params);
+        }
+    }
+    tf_arena_free(a);
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+    tf_st_close(in), tf_st_close(g);
+    return worst;
+}
+
+/* Backward through the whole model and RoBERTa's heads: the MLM head (erf
+ * GELU under a relu body, the decoder tied to the word table), the
+ * classifier's dense + tanh + out_proj, the token classifier on rows with
+ * pad_token_id among the attended tokens (whose word and position rows take no
+ * gradient, nn.Embedding's padding_idx). */
+TEST(roberta_gradients_match_pytorch) {
+    static const char *const CASES[] = {MLM_CASE, SEQ_CASE, RB_DIR "/v4_tokcls_pad_inside_grad"};
+    double worst = 0;
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        double e = gradient_case(CASES[i], &n);
+        CHECKF(e >= 0 && e <= GRAD_TOL, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
+        if (e > worst) worst = e;
+    }
+    printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+}
+
+/* ---------------------------------------------------------------- positions */
+
+/* BODY_CASE's inputs with position_ids: RoBERTa's (computed here from the ids:
+ * pad + 1 + the count of non-padding tokens, pad at padding) or BERT's 0..T-1.
+ * The relative error of hf-run's outputs against transformers' (without
+ * position_ids), or -1. */
+static double with_positions(int roberta, const char *tmp) {
+    char in[600], out[600];
+    snprintf(in, sizeof in, "%s/in.safetensors", tmp);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    tf_st_file *f = tf_st_open(BODY_CASE "/input.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    tf_tensor *ids = f ? test_st_tensor(f, "input_ids", a) : NULL, *mask = f ? test_st_tensor(f, "attention_mask", a) : NULL;
+    tf_tensor *pos = ids ? tf_tensor_alloc(a, TF_DTYPE_I32, 2, ids->shape, 0) : NULL;
+    const int32_t pad = 1; /* the case's pad_token_id */
+    for (int64_t b = 0; pos && b < ids->shape[0]; b++)
+        for (int64_t t = 0, n = 0, T = ids->shape[1]; t < T; t++) {
+            int real = tf_i32(ids)[b * T + t] != pad;
+            n += real;
+            tf_i32(pos)[b * T + t] = (int32_t)(roberta ? (real ? pad + n : pad) : t);
+        }
+    tf_st_writer *w = pos && mask ? tf_st_writer_new() : NULL;
+    int rc = !w || tf_st_writer_add(w, "input_ids", ids) || tf_st_writer_add(w, "attention_mask", mask) ||
+             tf_st_writer_add(w, "position_ids", pos) || tf_st_writer_save(w, in);
+    tf_st_writer_free(w);
+    tf_arena_free(a);
+    tf_st_close(f);
+    double rel = -1;
+    if (!rc && !tf_hf_run(BODY_CASE, in, out, NULL) && test_compare_outputs(BODY_CASE "/expected.safetensors", out, &rel) < 0)
+        rel = -1;
+    return rel;
+}
+
+/* Without position_ids RoBERTa makes them from input_ids: the same positions
+ * given by hand agree with transformers; BERT's 0..T-1 do not (the comparison
+ * notices positions that start at 0 instead of pad_token_id + 1). */
+TEST(roberta_positions_from_the_ids) {
+    char tmp[] = "/tmp/tformer_rbpos_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    double ours = with_positions(1, tmp), bert = with_positions(0, tmp);
+    test_rm_rf(tmp);
+    printf("    RoBERTa's positions given: %.2e; BERT's 0..T-1: %.2e\n", ours, bert);
+    CHECKF(ours >= 0 && ours <= TOL, "RoBERTa's positions given by hand: relative error %g", ours);
+    CHECKF(bert > 100 * TOL, "BERT's positions pass the comparison: relative error %g", bert);
+}
+
+/* The comparison notices a moved weight of each kind RoBERTa adds (its MLM
+ * head, its classifier, the position row of its first token, pad_token_id + 1),
+ * and a position row that RoBERTa never reads (row 0, below pad_token_id 1)
+ * changes nothing. */
+TEST(roberta_perturbed_weight_fails_the_comparison) {
+    static const test_weight MLM[] = {{"lm_head.dense.weight", 5}, {"lm_head.layer_norm.weight", 3},
+                                      {"lm_head.bias", 7}, {"roberta.embeddings.position_embeddings.weight", 2 * 8 + 1},
+                                      {"roberta.embeddings.token_type_embeddings.weight", 2}};
+    static const test_weight SEQ[] = {{"classifier.dense.weight", 13}, {"classifier.dense.bias", 4},
+                                      {"classifier.out_proj.weight", 9}, {"classifier.out_proj.bias", 1}};
+    double same[2], least[2], unused;
+    int missed = test_hf_perturbed(MLM_CASE, MLM, 5, TOL, &same[0], &least[0]) +
+                 test_hf_perturbed(SEQ_CASE, SEQ, 4, TOL, &same[1], &least[1]);
+    char tmp[] = "/tmp/tformer_rbp_XXXXXX", out[64];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    CHECK(test_copy_case(MLM_CASE, tmp, NULL, NULL, "roberta.embeddings.position_embeddings.weight", 3, 1e-3f, NULL) == 0);
+    unused = test_hf_run_case(tmp, MLM_CASE, out, NULL);
+    test_rm_rf(tmp);
+    printf("    unchanged copies %.2e, %.2e; one element + 1e-3 of each of 9 tensors: %.2e or more; position row 0: %.2e\n",
+           same[0], same[1], least[0] < least[1] ? least[0] : least[1], unused);
+    CHECK(same[0] >= 0 && same[0] <= TOL && same[1] >= 0 && same[1] <= TOL);
+    CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
+    CHECKF(unused == same[0], "position row 0 changed the outputs (max |diff| %g, unchanged %g)", unused, same[0]);
+}
+
+/* ---------------------------------------------------------------- refused and bad */
+
+#define IDS(b, t, v) {"input_ids", TF_ST_I64, 2, {b, t}, v}
+static const test_bad_case BAD[] = {
+    {"a decoder", NULL, "\"hidden_act\"", "\"is_decoder\": true, \"hidden_act\"", NULL, {IDS(2, 5, 3)},
+     {"config.json", "\"is_decoder\" must be false"}},
+    {"cross-attention", NULL, "\"hidden_act\"", "\"add_cross_attention\": true, \"hidden_act\"", NULL, {IDS(2, 5, 3)},
+     {"config.json", "\"add_cross_attention\" must be false"}},
+    {"relative positions", NULL, "\"absolute\"", "\"relative_key_query\"", NULL, {IDS(2, 5, 3)},
+     {"config.json", "\"position_embedding_type\" must be \"absolute\""}},
+    {"multi-label", NULL, "\"hidden_act\"", "\"problem_type\": \"multi_label_classification\", \"hidden_act\"", NULL,
+     {IDS(2, 5, 3)}, {"config.json", "multi_label_classification is not implemented"}},
+    {"the causal LM", NULL, "\"RobertaForSequenceClassification\"", "\"RobertaForCausalLM\"", NULL, {IDS(2, 5, 3)},
+     {"\"RobertaForCausalLM\" is not supported by hf-run", NULL}},
+    {"multiple choice", NULL, "\"RobertaForSequenceClassification\"", "\"RobertaForMultipleChoice\"", NULL,
+     {IDS(2, 5, 3)}, {"\"RobertaForMultipleChoice\" is not supported by hf-run", NULL}},
+    {"pad_token_id past the vocabulary", NULL, "\"pad_token_id\": 1", "\"pad_token_id\": 25", NULL, {IDS(2, 5, 3)},
+     {"config.json", "\"pad_token_id\" must be an id below vocab_size 25"}},
+    {"pad_token_id null", NULL, "\"pad_token_id\": 1", "\"pad_token_id\": null", NULL, {IDS(2, 5, 3)},
+     {"config.json", "\"pad_token_id\" must be an id"}},
+    {"a table too short for its first position", NULL, "\"max_position_embeddings\": 13",
+     "\"max_position_embeddings\": 2", NULL, {IDS(1, 2, 3)}, {"config.json", "leaves no position"}},
+    {"more tokens than positions", NULL, NULL, NULL, NULL, {IDS(1, 12, 3)},
+     {"12 tokens exceed 11, max_position_embeddings 13 - pad_token_id 1 - 1", NULL}},
+    {"a token type past type_vocab_size 1", NULL, NULL, NULL, NULL,
+     {IDS(2, 5, 3), {"token_type_ids", TF_ST_I64, 2, {2, 5}, 1}}, {"token_type_ids", "type_vocab_size"}},
+    {"a position past the table", NULL, NULL, NULL, NULL, {IDS(2, 5, 3), {"position_ids", TF_ST_I64, 2, {2, 5}, 13}},
+     {"position_ids", "max_position_embeddings"}},
+    {"a class past num_labels", NULL, NULL, NULL, NULL, {IDS(2, 5, 3), {"labels", TF_ST_I64, 1, {2}, 3}},
+     {"labels holds 3", "[0,3)"}},
+    {"the classifier's dense missing", NULL, NULL, NULL, "classifier.dense.weight", {IDS(2, 5, 3)},
+     {"missing tensor 'classifier.dense.weight'", NULL}},
+    {"the MLM head's dense missing", MLM_CASE, NULL, NULL, "lm_head.dense.weight", {IDS(2, 5, 3)},
+     {"missing tensor 'lm_head.dense.weight'", NULL}},
+    {"a pooler in a classifier's folder", SEQ_CASE, NULL, NULL, NULL, {IDS(2, 5, 3), {"next_sentence_label", TF_ST_I64, 1, {2}, 0}},
+     {"'next_sentence_label' is not an argument of RobertaForSequenceClassification.forward()", NULL}},
+};
+#undef IDS
+
+TEST(roberta_hf_run_bad_input_is_a_clear_error) {
+    const size_t n = sizeof BAD / sizeof BAD[0];
+    int bad = test_hf_run_bad_cases(BAD, n, SEQ_CASE, "RB_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
+    /* the classes tformer lacks, refused by the BERT family itself too (hf-run refuses them first) */
+    char dir[] = "/tmp/tformer_rbbad_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_copy_case(SEQ_CASE, dir, "\"RobertaForSequenceClassification\"", "\"RobertaForCausalLM\"", NULL, 0, 0,
+                         NULL) == 0);
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    CHECKF(!m && strstr(tf_error(), "\"RobertaForCausalLM\": tformer reads RobertaModel"), "%s", m ? "loaded" : tf_error());
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- tformer's RoBERTa folders */
+
+#define RB_B 2
+#define RB_T 6
+
+static tf_tensor *rb_ints(tf_ctx *ctx, int ndim, int mod, int add) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, ndim, (int64_t[]){RB_B, RB_T}, 0);
+    for (int64_t i = 0; t && i < tf_numel(t); i++) tf_i32(t)[i] = (int32_t)((i * 7 + add) % mod);
+    return t;
+}
+
+/* Inputs of a RobertaFor* of 19 ids (pad_token_id 1): the second row padded
+ * after 4 tokens (pad_token_id there, attention_mask 0), labels for the head. */
+static int rb_inputs(tf_ctx *ctx, tf_bert_head h, tf_bert_inputs *in) {
+    tf_tensor *ids = rb_ints(ctx, 2, 17, 1), *mask = rb_ints(ctx, 2, 1, 0);
+    if (!ids || !mask) return -1;
+    for (int i = 0; i < RB_B * RB_T; i++) {
+        tf_i32(ids)[i] += 2; /* 2 .. 18: pad_token_id only where padded */
+        tf_i32(mask)[i] = i < RB_T + 4;
+        if (!tf_i32(mask)[i]) tf_i32(ids)[i] = 1;
+    }
+    *in = (tf_bert_inputs){.input_ids = ids, .attention_mask = mask};
+    if (h == TF_BERT_MLM || h == TF_BERT_TOKEN_CLS) {
+        in->labels = rb_ints(ctx, 2, h == TF_BERT_MLM ? 19 : 3, 2);
+        for (int i = 0; in->labels && i < RB_B * RB_T; i += 2) tf_i32(in->labels)[i] = -100;
+    } else if (h == TF_BERT_SEQ_CLS) {
+        in->labels = rb_ints(ctx, 1, 3, 1);
+    } else if (h == TF_BERT_QA) {
+        in->start_positions = rb_ints(ctx, 1, 5, 1), in->end_positions = rb_ints(ctx, 1, 6, 3);
+    }
+    return 0;
+}
+
+static int rb_save_inputs(const tf_bert_inputs *in, const char *path) {
+    tf_st_writer *w = tf_st_writer_new();
+    const char *names[] = {"input_ids", "attention_mask", "labels", "start_positions", "end_positions"};
+    tf_tensor *ts[] = {in->input_ids, in->attention_mask, in->labels, in->start_positions, in->end_positions};
+    int rc = !w;
+    for (int i = 0; !rc && i < 5; i++) rc = ts[i] && tf_st_writer_add(w, names[i], ts[i]);
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc ? -1 : 0;
+}
+
+/* The first output of the head (logits, start logits or the hidden states). */
+static const tf_tensor *rb_first(const tf_bert_outputs *o) {
+    return o->logits ? o->logits : o->start_logits ? o->start_logits : o->last_hidden_state;
+}
+
+/* Every RoBERTa head tformer has, with random weights (N(0,0.3)), saved as a
+ * RoBERTa folder (model_type "roberta", the Roberta* class, "roberta." names,
+ * pad_token_id) and read back to the same outputs and loss, bit for bit;
+ * `make roberta-conformance` keeps the folders and inputs (TFORMER_EXPORT_DIR)
+ * and has transformers load them and compute their outputs, compared through
+ * hf-run. */
+TEST(roberta_export_for_transformers) {
+    static const tf_bert_head HEADS[] = {TF_BERT_BODY, TF_BERT_MLM, TF_BERT_SEQ_CLS, TF_BERT_TOKEN_CLS, TF_BERT_QA};
+    const char *keep = getenv("TFORMER_EXPORT_DIR");
+    char root[512] = "/tmp/tformer_rbexp_XXXXXX", dir[600], path[700];
+    if (keep) snprintf(root, sizeof root, "%s", keep);
+    CHECK(keep || mkdtemp(root));
+    for (int k = 0; k < 5; k++) {
+        tf_bert_config c = tf_bert_config_default(19, 9, 2, 2, 8);
+        c.d_ff = 12, c.head = HEADS[k], c.n_labels = 3, c.dropout = c.attn_dropout = 0, c.type_vocab_size = 1;
+        c.roberta = 1, c.pad_token_id = 1, c.pooler = HEADS[k] == TF_BERT_BODY, c.tied = HEADS[k] != TF_BERT_MLM;
+        c.activation = TF_ACT_RELU; /* the MLM head's GELU is RoBERTa's whatever the body's is */
+        tf_bert *m = tf_bert_new(&c, 11 + (uint64_t)k);
+        CHECKF(m, "%s", tf_error());
+        for (int i = 0; i < tf_params_count(m->params); i++)
+            tf_tensor_fill_normal(tf_params_tensor(m->params, i), 200 + (uint64_t)i, 0.3f);
+        snprintf(dir, sizeof dir, "%s/roberta_%s", root, tf_bert_class_name(&c));
+        CHECKF(tf_bert_save_hf(m, dir) == 0, "%s", tf_error());
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        size_t len;
+        char *text = test_slurp(path, &len);
+        char want[96];
+        snprintf(want, sizeof want, "\"%s\"", tf_bert_class_name(&c));
+        int marked = text && strstr(text, "\"model_type\":\t\"roberta\"") && strstr(text, want) &&
+                     strstr(text, "\"pad_token_id\":\t1");
+        CHECKF(marked, "%s", text ? text : path);
+        free(text);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        tf_st_file *f = tf_st_open(path);
+        const char *word = k ? "roberta.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight";
+        CHECKF(f && tf_st_find(f, word) && (k != 1 || tf_st_find(f, "lm_head.decoder.bias")), "%s", path);
+        tf_st_close(f);
+        tf_bert *r = tf_bert_load_hf(dir, NULL);
+        CHECKF(r && r->cfg.roberta && r->cfg.head == c.head && r->cfg.pooler == c.pooler, "%s", tf_error());
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_bert_inputs in;
+        tf_bert_outputs a, b;
+        CHECK(rb_inputs(ctx, HEADS[k], &in) == 0 && tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0);
+        const tf_tensor *x = rb_first(&a), *y = rb_first(&b);
+        CHECK(tf_numel(x) == tf_numel(y) && !memcmp(x->data, y->data, (size_t)tf_numel(x) * 4));
+        CHECK(!a.loss == (k == 0) && (!a.loss || tf_f32(a.loss)[0] == tf_f32(b.loss)[0]));
+        snprintf(path, sizeof path, "%s/input.safetensors", dir);
+        CHECK(!keep || rb_save_inputs(&in, path) == 0);
+        tf_ctx_free(ctx);
+        tf_bert_free(r);
+        tf_bert_free(m);
+        if (!keep) test_rm_rf(dir);
+    }
+    if (!keep) rmdir(root);
+}
+
+/* ---------------------------------------------------------------- sentence embeddings */
+
+#include <cjson/cJSON.h>
+
+#define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
+
+static cJSON *st_answers(void) {
+    size_t n;
+    char *text = test_slurp(ST_DIR "/answers.json", &n);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return root;
+}
+
+/* The ids of one answer against tformer's (0 when equal; prints both otherwise). */
+static int ids_differ(const cJSON *want, const tf_ids *got, const char *what) {
+    int n = cJSON_GetArraySize(want), bad = n != (int)got->n;
+    for (int i = 0; !bad && i < n; i++) bad = cJSON_GetArrayItem(want, i)->valueint != got->v[i];
+    if (bad) {
+        fprintf(stderr, "    '%s': transformers", what);
+        for (int i = 0; i < n; i++) fprintf(stderr, " %d", cJSON_GetArrayItem(want, i)->valueint);
+        fprintf(stderr, "; tformer");
+        for (size_t i = 0; i < got->n; i++) fprintf(stderr, " %d", got->v[i]);
+        fprintf(stderr, "\n");
+    }
+    return bad;
+}
+
+/* A RoBERTa tokenizer.json (byte-level BPE, RobertaProcessing) encodes as
+ * transformers' RobertaTokenizerFast, id for id: texts as <s> text </s> cut
+ * to 16 ids (spaces leading, trailing and repeated, tabs, accents, CJK,
+ * emoji, words never seen, <mask> with its lstrip, an empty text), pairs as
+ * <s> a </s></s> b </s>, a pair cut longest first to 10; token types all 0. */
+TEST(roberta_tokenizer_json_matches_transformers) {
+    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
+    cJSON *root = st_answers();
+    CHECKF(tok && root, "%s", tok ? "answers.json" : tf_error());
+    int bad = 0, n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) {
+        const char *text = cJSON_GetObjectItem(e, "text")->valuestring;
+        tf_ids ids = {0}, types = {0};
+        CHECK(tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 16, &ids, &types) == 0);
+        bad += ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, text);
+        for (size_t i = 0; i < types.n; i++) bad += types.v[i] != 0;
+        tf_ids_free(&ids), tf_ids_free(&types), n++;
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "pairs")) {
+        const char *a = cJSON_GetObjectItem(e, "a")->valuestring, *b = cJSON_GetObjectItem(e, "b")->valuestring;
+        const cJSON *max = cJSON_GetObjectItem(e, "max_len");
+        tf_ids ids = {0}, types = {0};
+        CHECK(tf_tokenizer_encode_pair(tok, a, strlen(a), b, strlen(b), max ? (size_t)max->valueint : 0, &ids, &types) == 0);
+        bad += ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, a);
+        for (size_t i = 0; i < types.n; i++) bad += types.v[i] != 0;
+        tf_ids_free(&ids), tf_ids_free(&types), n++;
+    }
+    cJSON_Delete(root);
+    tf_tokenizer_free(tok);
+    printf("    %d texts and pairs, %d differ from transformers\n", n, bad);
+    CHECKF(n == 15 && bad == 0, "%d of %d encodings differ", bad, n);
+}
+
+/* `tformer embed` on a RoBERTa sentence-transformers folder (mean pooling,
+ * Normalize, max_seq_length 16: the long text is cut) against
+ * SentenceTransformer.encode() in float64, through the library and the CLI. */
+TEST(roberta_embed_matches_sentence_transformers) {
+    cJSON *root = st_answers();
+    tf_embed_opts o;
+    CHECK(root && tf_embed_opts_load(ST_DIR, &o) == 0 && o.pooling == TF_POOL_MEAN && o.normalize && o.max_len == 16);
+    tf_bert *m = tf_bert_load_hf(ST_DIR, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
+    CHECKF(m && tok && m->cfg.roberta, "%s", tf_error());
+    const char *texts[16];
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) texts[n++] = cJSON_GetObjectItem(e, "text")->valuestring;
+    tf_arena *a = tf_arena_new(0);
+    tf_st_file *f = tf_st_open(ST_DIR "/embeddings.safetensors");
+    tf_tensor *want = f ? test_st_tensor(f, "embeddings", a) : NULL;
+    float got[16 * 16];
+    CHECK(want && tf_numel(want) == n * 16 && tf_bert_embed(m, tok, texts, NULL, n, &o, got) == 0);
+    double d = test_max_abs_diff(got, tf_f32(want), n * 16), rel = test_rel_err(got, tf_f32(want), n * 16);
+    /* the CLI on the first three texts: the library's numbers as printed */
+    char cmd[600], out[8192], lines[] = "/tmp/tformer_rbemb_XXXXXX", body[600];
+    snprintf(body, sizeof body, "%s\n%s\n%s\n", texts[0], texts[1], texts[2]);
+    int rc = test_temp_file(lines) || test_write_text(lines, body);
+    snprintf(cmd, sizeof cmd, "embed --model %s < %s", ST_DIR, lines);
+    rc = rc || test_run_cli("", cmd, out, sizeof out);
+    unlink(lines);
+    char *s = out;
+    double cli = 0;
+    for (int i = 0; !rc && i < 3 * 16; i++) cli = fmax(cli, fabs(strtod(s, &s) - got[i]));
+    printf("    %d texts: max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from the library's\n", n, d,
+           rel, cli);
+    tf_st_close(f);
+    tf_arena_free(a);
+    tf_tokenizer_free(tok);
+    tf_bert_free(m);
+    cJSON_Delete(root);
+    CHECKF(d <= 1e-5 && rel <= TOL, "embeddings: max |diff| %g, relative error %g", d, rel);
+    CHECKF(rc == 0 && cli < 1e-6, "embed CLI: status %d, off by %g\n%s", rc, cli, out);
+}
+
+/* ---------------------------------------------------------------- fine-tuning */
+
+/* n lines "pos|neg<TAB><good|bad> <animal> the mat" (pairs: the mat as text b): the label from one word. */
+static int rb_sentiment(const char *path, int n, uint64_t seed, int pairs) {
+    static const char *const ANIMALS[] = {"cat", "dog", "fox", "children"};
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int pos = (seed >> 33) & 1, k = (int)(seed >> 40) % 4;
+        fprintf(f, "%s\t%s %s%sthe mat\n", pos ? "pos" : "neg", pos ? "good" : "bad", ANIMALS[k], pairs ? "\t" : " ");
+    }
+    return fclose(f);
+}
+
+/* A RobertaModel of tf_bert_new's initialisation (N(0, 0.02): the fixture's
+ * N(0, 0.3) weights saturate and learn slowly) with the fixture's tokenizer files. */
+static int rb_tiny_folder(char *dir) {
+    if (!mkdtemp(dir)) return -1;
+    tf_bert_config c = tf_bert_config_default(320, 18, 2, 2, 16);
+    c.d_ff = 32, c.head = TF_BERT_BODY, c.type_vocab_size = 1, c.roberta = 1, c.pad_token_id = 1, c.pooler = 1;
+    tf_bert *m = tf_bert_new(&c, 21);
+    int rc = !m || tf_bert_save_hf(m, dir);
+    tf_bert_free(m);
+    static const char *const FILES[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"};
+    char from[600], to[600];
+    for (int i = 0; !rc && i < 3; i++) {
+        size_t n;
+        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, FILES[i]);
+        char *text = test_slurp(from, &n);
+        rc = !text || test_write_file(to, text, n);
+        free(text);
+    }
+    return rc ? -1 : 0;
+}
+
+/* `tformer finetune --task classify` puts RoBERTa's classifier (dense + tanh +
+ * out_proj, no pooler) on a RobertaModel folder with a byte-level BPE
+ * tokenizer.json, learns a one-word rule, writes a RobertaForSequenceClassification
+ * folder that hf-run and `tformer predict` read; pairs run too; tag and span
+ * (words onto WordPiece pieces) are refused naming the task. */
+TEST(roberta_finetune_and_predict) {
+    char run[] = "/tmp/tformer_rbft_XXXXXX", train[] = "/tmp/tformer_rbft_XXXXXX", valid[] = "/tmp/tformer_rbft_XXXXXX";
+    char model[] = "/tmp/tformer_rbftm_XXXXXX", args[2048], path[600];
+    static char out[16384];
+    CHECK(rb_tiny_folder(model) == 0 && mkdtemp(run) && !test_temp_file(train) && !test_temp_file(valid));
+    CHECK(rb_sentiment(train, 200, 1, 0) == 0 && rb_sentiment(valid, 40, 2, 0) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --train %s --valid %s --out %s/c --steps 40 --batch 16 --lr 5e-3 "
+             "--min-lr 1e-4 --warmup 3 --eval-every 40 --threads 1 2>&1", model, train, valid, run);
+    int rc = test_run_cli("", args, out, sizeof out);
+    const char *acc = strstr(out, "valid: accuracy");
+    double a = acc ? strtod(acc + 16, NULL) : 0;
+    printf("    classify: %s", acc ? acc : out);
+    CHECKF(rc == 0 && a > 0.9, "status %d\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/c/config.json", run);
+    size_t n;
+    char *cfg = test_slurp(path, &n);
+    int named = cfg && strstr(cfg, "\"RobertaForSequenceClassification\"") && strstr(cfg, "\"model_type\":\t\"roberta\"");
+    free(cfg);
+    CHECKF(named, "%s is not RoBERTa's", path);
+    snprintf(path, sizeof path, "%s/c/model.safetensors", run);
+    tf_st_file *f = tf_st_open(path);
+    CHECKF(f && tf_st_find(f, "classifier.dense.weight") && tf_st_find(f, "classifier.out_proj.weight") &&
+           !tf_st_find(f, "roberta.pooler.dense.weight"), "%s lacks RoBERTa's classifier", path);
+    tf_st_close(f);
+    char inputs[] = "/tmp/tformer_rbft_XXXXXX";
+    CHECK(!test_temp_file(inputs) && test_write_text(inputs, "good fox the mat\nbad cat the mat\n") == 0);
+    snprintf(args, sizeof args, "predict --model %s/c --threads 1 < %s", run, inputs);
+    rc = test_run_cli("", args, out, sizeof out);
+    printf("    predict: %s", out);
+    CHECKF(rc == 0 && !strncmp(out, "pos\t", 4) && strstr(out, "\nneg\t"), "status %d\n%s", rc, out);
+    CHECK(rb_sentiment(train, 40, 3, 1) == 0 && rb_sentiment(valid, 8, 4, 1) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task pairs --train %s --valid %s --out %s/p --steps 2 --batch 8 "
+             "--threads 1 2>&1", model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "valid: accuracy"), "pairs: status %d\n%s", rc, out);
+    CHECK(test_write_text(train, "the\tO\ncat\tB\n\n") == 0 && test_write_text(valid, "the\tO\ncat\tB\n\n") == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task tag --train %s --valid %s --out %s/t --steps 2 --threads 1",
+             model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "or for classify and pairs RoBERTa's byte-level BPE"), "tag: status %d\n%s", rc, out);
+    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid), unlink(inputs);
+}
