@@ -197,10 +197,10 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
 
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                            int *folder_head) {
-    static const char *const TYPES[] = {"bert", "tformer-bert", "roformer", "big_bird", NULL};
+    static const char *const TYPES[] = {"bert", "tformer-bert", "roformer", "big_bird", "roberta", NULL};
     *c = tf_bert_config_default(0, 0, 0, 0, 0);
     tf_fields f = {&HF_TABLE, c};
-    if (tf_folder_check_type(root, path, "BERT (RoFormer, BigBird)", TYPES) || tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
+    if (tf_folder_check_type(root, path, "BERT (RoBERTa, RoFormer, BigBird)", TYPES) || tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
         read_extras(root, path, o, c, folder_head))
         return -1;
     if (c->roberta) c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load_hf: the body's file says) */
