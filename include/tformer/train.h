@@ -65,7 +65,9 @@ typedef enum {
 /* The learning rate of the 0-based step. */
 TF_API float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr);
 /* Scale every gradient so that their global L2 norm is at most max_norm (no
- * clipping when max_norm <= 0); returns the norm before clipping. */
+ * clipping when max_norm <= 0), as torch.nn.utils.clip_grad_norm_: by
+ * max_norm / (norm + 1e-6) when that is below 1; returns the norm before
+ * clipping (in double: torch's float32 norm within 1e-7). */
 TF_API double tf_clip_grad_norm(tf_params *ps, double max_norm);
 
 
