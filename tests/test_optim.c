@@ -325,3 +325,65 @@ TEST(clip_grad_norm_matches_torch) {
         CHECKF(g <= CLIP_TOL && n <= CLIP_TOL, "%s: gradients %.3g, norm %.3g", CLIP_CASES[c], g, n);
     }
 }
+
+/* ---------------------------------------------------------------- schedules */
+
+/* tf_lr_schedule for every step of a 50-step run (lr 1e-3, min_lr 1e-4)
+ * against transformers.optimization's LambdaLR rates (entry k: after k
+ * scheduler steps; an HF Trainer's 0-based step k uses entry k). tformer
+ * counts its warmup from 1 (lr * (i + 1) / warmup at the 0-based step i: no
+ * step at lr 0, the Transformer paper's and Karpathy's build-nanogpt's), so
+ * its step i is transformers' entry i + 1 for inverse_sqrt and constant; its
+ * cosine decays from the 0-based step (build-nanogpt's get_lr exactly), so
+ * the warmup is get_cosine_with_min_lr_schedule_with_warmup_lr_rate's (whose
+ * warmup counts from 1 too) and the decay get_cosine_with_min_lr_schedule_
+ * with_warmup's at the same index: the peak lr at steps warmup - 1 and
+ * warmup, min_lr at step `steps` (one past the last). Without a warmup,
+ * inverse_sqrt is lr / sqrt(i + 1): transformers' with timescale 1. */
+#define SCHED_TOL 1e-6
+#define SCHED_STEPS 50
+
+typedef struct {
+    tf_schedule kind;
+    int64_t warmup;
+    const char *hf;   /* the fixture's entry */
+    int shift;        /* tformer's step i is entry i + shift */
+    int64_t from, to; /* over tformer's steps [from, to) */
+} sched_row;
+
+static const sched_row SCHED_ROWS[] = {
+    {TF_SCHEDULE_COSINE, 10, "cosine_min_lr_rate", 0, 0, 10},
+    {TF_SCHEDULE_COSINE, 10, "cosine_min_lr", 0, 10, SCHED_STEPS + 1},
+    {TF_SCHEDULE_COSINE, 0, "cosine_min_lr_w0", 0, 0, SCHED_STEPS + 1},
+    {TF_SCHEDULE_INVERSE_SQRT, 10, "inverse_sqrt", 1, 0, SCHED_STEPS},
+    {TF_SCHEDULE_INVERSE_SQRT, 0, "inverse_sqrt_w0_t1", 0, 0, SCHED_STEPS + 1},
+    {TF_SCHEDULE_CONSTANT, 10, "constant_with_warmup", 1, 0, SCHED_STEPS},
+};
+
+TEST(lr_schedules_match_transformers) {
+    tf_st_file *f = tf_st_open(OPT_DIR "/schedules.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    CHECK(f && a);
+    double overall = 0;
+    for (size_t r = 0; r < sizeof SCHED_ROWS / sizeof *SCHED_ROWS; r++) {
+        const sched_row *row = &SCHED_ROWS[r];
+        tf_tensor *want = test_st_tensor(f, row->hf, a);
+        CHECK(want && tf_numel(want) == SCHED_STEPS + 1);
+        double worst = 0;
+        for (int64_t i = row->from; i < row->to; i++) {
+            float got = tf_lr_schedule(row->kind, i, row->warmup, SCHED_STEPS, 1e-3f, 1e-4f);
+            double w = tf_f32(want)[i + row->shift], d = fabs(got - w) / w;
+            CHECKF(d <= SCHED_TOL, "%s (warmup %lld): step %lld: %.9g, transformers' %.9g", row->hf,
+                   (long long)row->warmup, (long long)i, got, w);
+            worst = d > worst ? d : worst;
+        }
+        printf("    %-21s warmup %2lld, steps [%lld, %lld) = entries + %d: worst %.2e\n", row->hf,
+               (long long)row->warmup, (long long)row->from, (long long)row->to, row->shift, worst);
+        overall = worst > overall ? worst : overall;
+    }
+    /* the index matters: transformers' warmup at tformer's own index is a step behind */
+    tf_tensor *c = test_st_tensor(f, "constant_with_warmup", a);
+    CHECK(c && fabs(tf_lr_schedule(TF_SCHEDULE_CONSTANT, 3, 10, SCHED_STEPS, 1e-3f, 1e-4f) - tf_f32(c)[3]) > 1e-5);
+    printf("    worst %.2e\n", overall);
+    tf_arena_free(a), tf_st_close(f);
+}
