@@ -323,6 +323,25 @@ attention-peers: $(BUILD)/bench_attention_kinds $(HF_PYTHON)
 	    $(if $(wildcard $(PT2_PYTHON)),--sdpa-python $(PT2_PYTHON))
 .PHONY: attention-peers
 
+# The training path end to end against PyTorch (tests/test_train_ref.c, gpt_training_matches_torch) on
+# the first TRAIN_REF_BYTES of TRAIN_REF_DATA (tinyshakespeare in the shared data folder), the fixture
+# made fresh: tformer's initial weights and batches exported, trained by transformers' GPT2LMHeadModel
+# with torch.optim.AdamW, clip_grad_norm_ and transformers' schedules (tests/ref/gen_train_fixtures.py:
+# PyTorch 2.x and transformers >= 4.50, TRAIN_PYTHON), then compared on every kernel set.
+TRAIN_REF_DATA ?= $(firstword $(wildcard ../shared/data/tinyshakespeare/input.txt /work/shared/data/tinyshakespeare/input.txt))
+TRAIN_REF_BYTES ?= 65536
+TRAIN_PYTHON ?= $(PT2_PYTHON)
+train-conformance: $(BUILD)/run_tests
+	@test -n "$(TRAIN_REF_DATA)" || { echo "train-conformance: give TRAIN_REF_DATA=FILE (tinyshakespeare's input.txt)"; exit 1; }
+	$(TRAIN_PYTHON) -c "import transformers, safetensors" || { echo "train-conformance: TRAIN_PYTHON=$(TRAIN_PYTHON) needs torch 2.x, safetensors and transformers"; exit 1; }
+	rm -rf $(BUILD)/train_ref && mkdir -p $(BUILD)/train_ref
+	head -c $(TRAIN_REF_BYTES) $(TRAIN_REF_DATA) > $(BUILD)/train_ref/input.txt
+	TFORMER_EXPORT_DIR=$(BUILD)/train_ref TFORMER_TRAIN_REF_DATA=$(BUILD)/train_ref/input.txt $(BUILD)/run_tests gpt_training_matches_torch
+	$(TRAIN_PYTHON) tests/ref/gen_train_fixtures.py $(BUILD)/train_ref
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v TFORMER_TRAIN_REF_DATA=$(BUILD)/train_ref/input.txt \
+	    TFORMER_TRAIN_REF_FIXTURE=$(BUILD)/train_ref/expected.safetensors $(BUILD)/run_tests gpt_training_matches_torch || exit 1; done
+.PHONY: train-conformance
+
 gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/export && mkdir -p $(BUILD)/export
 	TFORMER_EXPORT_DIR=$(BUILD)/export $(BUILD)/run_tests gpt_hugging_face_logits

@@ -54,9 +54,11 @@ TF_API tf_adamw *tf_sgd_new(tf_params *ps, tf_sgd_config cfg);
 typedef enum { TF_OPTIM_ADAMW, TF_OPTIM_SGD } tf_optim_kind;
 
 /* Learning-rate schedules: each rises linearly to lr over `warmup` steps
- * (lr * s / warmup at the 1-based step s), then: */
+ * (lr * s / warmup at the 1-based step s), then (docs/gpt.md: tested against
+ * transformers.optimization's): */
 typedef enum {
-    TF_SCHEDULE_COSINE,       /* cosine decay to min_lr at max_steps (nanoGPT) */
+    TF_SCHEDULE_COSINE,       /* cosine decay from lr at the 0-based step warmup to min_lr at the
+                               * 0-based step max_steps, one past a run's last (build-nanogpt's get_lr) */
     TF_SCHEDULE_INVERSE_SQRT, /* lr * sqrt(warmup / s): the Transformer paper's
                                * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5), scaled to peak at lr */
     TF_SCHEDULE_CONSTANT      /* lr */
@@ -65,7 +67,9 @@ typedef enum {
 /* The learning rate of the 0-based step. */
 TF_API float tf_lr_schedule(tf_schedule kind, int64_t step, int64_t warmup, int64_t max_steps, float lr, float min_lr);
 /* Scale every gradient so that their global L2 norm is at most max_norm (no
- * clipping when max_norm <= 0); returns the norm before clipping. */
+ * clipping when max_norm <= 0), as torch.nn.utils.clip_grad_norm_: by
+ * max_norm / (norm + 1e-6) when that is below 1; returns the norm before
+ * clipping (in double: torch's float32 norm within 1e-7). */
 TF_API double tf_clip_grad_norm(tf_params *ps, double max_norm);
 
 

@@ -234,6 +234,11 @@ static double sum_squares(const float *x, int64_t n) {
     return ss;
 }
 
+float tf_clip_factor(double norm, double max_norm) {
+    double s = max_norm / (norm + 1e-6);
+    return max_norm > 0 && s < 1.0 ? (float)s : 1.0f;
+}
+
 double tf_clip_grad_norm(tf_params *ps, double max_norm) {
     double ss = 0.0;
     for (int i = 0; i < tf_params_count(ps); i++) {
@@ -241,8 +246,8 @@ double tf_clip_grad_norm(tf_params *ps, double max_norm) {
         ss += sum_squares(p->grad, tf_numel(p));
     }
     double norm = sqrt(ss);
-    if (max_norm > 0 && norm > max_norm) {
-        float s = (float)(max_norm / (norm + 1e-6));
+    float s = tf_clip_factor(norm, max_norm);
+    if (s < 1.0f) {
         for (int i = 0; i < tf_params_count(ps); i++) {
             tf_tensor *p = tf_params_tensor(ps, i);
             tf_grad_scale(p->grad, tf_numel(p), s);

@@ -53,6 +53,10 @@ int64_t tf_norm_chunk(int64_t n);
 double tf_squares(const float *x, int64_t n);
 /* g (n) *= s */
 void tf_grad_scale(float *g, int64_t n, float s);
+/* The gradients' scale for global norm `norm` under max_norm (<= 0: none):
+ * torch.nn.utils.clip_grad_norm_'s max_norm / (norm + 1e-6) clamped at 1,
+ * so a norm within 1e-6 below the limit is scaled too; 1 when none. */
+float tf_clip_factor(double norm, double max_norm);
 
 /* ---------------------------------------------------------------- what a run keeps (snapshots.c) */
 

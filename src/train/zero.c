@@ -110,8 +110,8 @@ int tf_zero_clip(tf_zero *z, tf_params *ps, double max_norm, double *norm) {
         ss += param;
     }
     *norm = sqrt(ss);
-    if (max_norm > 0 && *norm > max_norm) {
-        float s = (float)(max_norm / (*norm + 1e-6));
+    float s = tf_clip_factor(*norm, max_norm);
+    if (s < 1.0f) {
         for (int u = a; u < b; u++)
             tf_grad_scale(tf_params_tensor(ps, z->unit_param[u])->grad + z->unit_first[u],
                      z->unit_start[u + 1] - z->unit_start[u], s);
