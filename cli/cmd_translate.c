@@ -35,7 +35,7 @@ static const char *const BEAM_STOPS[] = {"tformer", "hf", "hf-early", "hf-never"
 static const tf_field OPTION_ROWS[] = {
     R(search.beam, "beam", TF_FIELD_INT, "[1,64]", "beam width; 1: greedy"),
     R(search.length_penalty, "length_penalty", TF_FIELD_FLOAT, "[-10,10]", "beam scores are sum(log p) / length^X"),
-    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens"),
+    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens, EOS included (0 and 0: empty translations)"),
     R(max_len_b, "max_len_b", TF_FIELD_INT, "[0,inf)", "target tokens beyond --max-len-a's share; the model's context bounds both"),
     R(batch, "batch", TF_FIELD_INT, "[1,1024]", "sentences decoded together (sorted by length; output in input order); 1: one at a time"),
     TF_FIELD_ROW(tf_translate_opts, search.beam_stop, TF_FIELD_ENUM, "beam_stop", NULL, NULL, BEAM_STOPS,

@@ -451,6 +451,43 @@ TEST(marian_translate_cli_matches_generate) {
     CHECK(system(cmd) == 0);
 }
 
+/* A zero length budget (--max-len-a 0 --max-len-b 0) gives an empty line per
+ * source, batched and one at a time: it gave one token (the budget was
+ * raised to 1); a budget of one gives at most one word a line. */
+TEST(marian_translate_zero_budget_is_empty) {
+    char tmp[] = "/tmp/tformer_marian_zero_XXXXXX", path[1200], args[1600], out[4096];
+    CHECK(mkdtemp(tmp) != NULL);
+    size_t len;
+    snprintf(path, sizeof path, "%s/generate.json", SHARED_CASE);
+    char *text = test_slurp(path, &len);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    tf_seq2seq *m = tf_seq2seq_load(SHARED_CASE);
+    const cJSON *srcs = cJSON_GetObjectItem(root, "sources");
+    CHECK(m && srcs && write_vocab(tmp, m, srcs) == 0 && test_marian_generate_config(SHARED_CASE, tmp, NULL) == 0);
+    char in[2048] = "";
+    for (int i = 0; i < cJSON_GetArraySize(srcs); i++) ids_line(in, sizeof in, cJSON_GetArrayItem(srcs, i), 0, 1);
+    snprintf(path, sizeof path, "%s/src.txt", tmp);
+    CHECK(test_write_text(path, in) == 0);
+    snprintf(path, sizeof path, "cp %s/model.safetensors %s/", SHARED_CASE, tmp);
+    CHECK(system(path) == 0);
+    for (int k = 0; k < 4; k++) { /* budgets 0 and 1, batched and --batch 1 */
+        snprintf(args, sizeof args, "translate --model %s --max-len-a 0 --max-len-b %d --beam %d %s < %s/src.txt", tmp,
+                 k / 2, k % 2 ? 3 : 1, k % 2 ? "--batch 1" : "", tmp);
+        CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s: %s", args, out);
+        int lines = 0, words = 0, most = 0;
+        for (const char *c = out; *c; c++) {
+            if (*c == '\n') lines++, most = words > most ? words : most, words = 0;
+            else if (*c != ' ' && (c == out || c[-1] == ' ' || c[-1] == '\n')) words++;
+        }
+        CHECKF(lines == cJSON_GetArraySize(srcs) && most == k / 2, "%s: %d lines, at most %d words:\n%s", args, lines,
+               most, out);
+    }
+    tf_seq2seq_free(m);
+    cJSON_Delete(root);
+    free(text);
+    test_rm_rf(tmp);
+}
+
 /* generate()'s settings of a Marian folder: generation_config.json first,
  * else config.json (MarianConfig's forced_eos_token_id 0); what tformer
  * cannot apply is an error naming the file. */

@@ -135,7 +135,8 @@ typedef struct {
 
 typedef struct {
     tf_generate_opts search;        /* beam (1: greedy), length_penalty; max_tokens and eos_id are set here */
-    float max_len_a;                /* at most a * source ids + b target ids (and the context) */
+    float max_len_a;                /* at most a * source ids + b target ids (and the context), EOS included;
+                                     * a budget under 1 (0 and 0): an empty translation */
     int max_len_b;
     int batch;                      /* tf_translate_lines: sentences decoded together (similar lengths) */
 } tf_translate_opts;
