@@ -575,12 +575,14 @@ TEST(marian_generation_settings_of_a_folder) {
            g.length_penalty, (int)g.beam_stop);
     CHECK(test_write_text(p, "{\"num_beams\": 4, \"bad_words_ids\": [[59], [7]], \"max_length\": 512, "
                              "\"length_penalty\": 0.6, \"early_stopping\": \"never\", \"no_repeat_ngram_size\": 0, "
-                             "\"repetition_penalty\": 1.0, \"do_sample\": false, \"suppress_tokens\": []}") == 0);
+                             "\"repetition_penalty\": 1.0, \"do_sample\": false, \"suppress_tokens\": [], "
+                             "\"renormalize_logits\": true}") == 0);
     CHECK(tf_seq2seq_marian_generation(tmp, &g) == 0);
     CHECKF(g.forced_eos_id == -1 && g.n_bad_ids == 2 && g.bad_ids[0] == 59 && g.bad_ids[1] == 7 && g.num_beams == 4,
            "%d %d %d", g.forced_eos_id, g.n_bad_ids, g.num_beams);
-    CHECKF(g.max_new_tokens == 511 && g.length_penalty == 0.6f && g.beam_stop == TF_BEAM_HF_NEVER, "%d %g %d",
-           g.max_new_tokens, g.length_penalty, (int)g.beam_stop);
+    CHECKF(g.max_new_tokens == 511 && g.length_penalty == 0.6f && g.beam_stop == TF_BEAM_HF_NEVER &&
+               g.renormalize_logits == 1, "%d %g %d %d", g.max_new_tokens, g.length_penalty, (int)g.beam_stop,
+           g.renormalize_logits);
     CHECK(test_write_text(p, "{\"max_length\": 512, \"max_new_tokens\": 40, \"early_stopping\": true}") == 0);
     CHECK(tf_seq2seq_marian_generation(tmp, &g) == 0);
     CHECKF(g.max_new_tokens == 40 && g.beam_stop == TF_BEAM_HF_EARLY, "%d %d", g.max_new_tokens, (int)g.beam_stop);

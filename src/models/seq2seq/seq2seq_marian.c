@@ -312,7 +312,7 @@ static const struct {
     {"do_sample", NAN}, {"penalty_alpha", NAN}, {"forced_bos_token_id", NAN}, {"suppress_tokens", NAN},
     {"begin_suppress_tokens", NAN}, {"forced_decoder_ids", NAN}, {"exponential_decay_length_penalty", NAN},
     {"sequence_bias", NAN}, {"guidance_scale", 1}, {"force_words_ids", NAN}, {"constraints", NAN},
-    {"max_time", NAN}, {"renormalize_logits", NAN}, {"num_return_sequences", 1},
+    {"max_time", NAN}, {"num_return_sequences", 1},
 };
 
 static int check_not_applied(const cJSON *src, const char *path) {
@@ -347,12 +347,13 @@ static int read_lengths(const cJSON *src, const char *path, tf_marian_generation
     if (cJSON_IsNumber(fresh)) g->max_new_tokens = fresh->valueint;
     if (lp) g->length_penalty = (float)lp->valuedouble;
     if (es) g->beam_stop = cJSON_IsString(es) ? TF_BEAM_HF_NEVER : cJSON_IsTrue(es) ? TF_BEAM_HF_EARLY : TF_BEAM_HF_HEURISTIC;
+    g->renormalize_logits = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(src, "renormalize_logits"));
     return 0;
 }
 
 int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g) {
     char path[4096];
-    *g = (tf_marian_generation){0, {0}, 0, 1, 19, 1.0f, TF_BEAM_HF_HEURISTIC};
+    *g = (tf_marian_generation){0, {0}, 0, 1, 19, 1.0f, TF_BEAM_HF_HEURISTIC, 0};
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *cfg = tf_json_read(path);
     const cJSON *v = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "decoder_vocab_size") : NULL;
