@@ -21,9 +21,11 @@ static const tf_field OPTION_ROWS[] = {
     R(temperature, TF_FIELD_FLOAT, "[0,inf)", "0: greedy"),
     R(top_k, TF_FIELD_INT, "[0,inf)", "draw from the k most likely tokens; 0: all"),
     R(top_p, TF_FIELD_FLOAT, "(0,1]", "draw from the most likely tokens up to this probability; 1: all"),
-    R(repetition_penalty, TF_FIELD_FLOAT, "(0,inf)", "> 1 discourages tokens already in the context"),
+    R(repetition_penalty, TF_FIELD_FLOAT, "(0,inf)",
+      "> 1 discourages tokens already in the context, < 1 favours them: sampling divides a positive logit by it "
+      "(multiplies a negative one), beam search multiplies their log-probabilities (transformers' rule in each)"),
     R(seed, TF_FIELD_UINT64, NULL, "the draws' seed"),
-    R(beam, TF_FIELD_INT, "[0,256]", "beam search of that width (deterministic; sampling options ignored); 0: sampling"),
+    R(beam, TF_FIELD_INT, "[0,256]", "beam search of that width (deterministic: temperature, top-k, top-p and the seed ignored; the repetition penalty applies); 0: sampling"),
     R(length_penalty, TF_FIELD_FLOAT, NULL, "beam scores are sum(log p) / length^length_penalty"),
 };
 #undef R

@@ -33,16 +33,16 @@ static const char *const BEAM_STOPS[] = {"tformer", "hf", "hf-early", "hf-never"
 /* The search's options: ranges and --help from one table (the flag parser's numbers). */
 #define R(m, name, type, range, help) TF_FIELD_ROW(tf_translate_opts, m, type, name, NULL, range, NULL, help, 0, NULL)
 static const tf_field OPTION_ROWS[] = {
-    R(search.beam, "beam", TF_FIELD_INT, "[1,64]", "beam width; 1: greedy"),
-    R(search.length_penalty, "length_penalty", TF_FIELD_FLOAT, "[-10,10]", "beam scores are sum(log p) / length^X"),
-    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens"),
+    R(search.beam, "beam", TF_FIELD_INT, "[1,64]", "beam width; 1: greedy (a Marian folder: its num_beams unless given)"),
+    R(search.length_penalty, "length_penalty", TF_FIELD_FLOAT, "[-10,10]", "beam scores are sum(log p) / length^X (a Marian folder: its length_penalty unless given)"),
+    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens, EOS included (0 and 0: empty translations); a Marian folder without either flag: its max_length - 1, as generate()"),
     R(max_len_b, "max_len_b", TF_FIELD_INT, "[0,inf)", "target tokens beyond --max-len-a's share; the model's context bounds both"),
     R(batch, "batch", TF_FIELD_INT, "[1,1024]", "sentences decoded together (sorted by length; output in input order); 1: one at a time"),
     TF_FIELD_ROW(tf_translate_opts, search.beam_stop, TF_FIELD_ENUM, "beam_stop", NULL, NULL, BEAM_STOPS,
                  "when a beam search ends: tformer (each ended hypothesis narrows the beam until none is live), hf "
-                 "(transformers' early_stopping=False, a Marian folder's default), hf-early (True: N ended; "
+                 "(transformers' early_stopping=False), hf-early (True: N ended; "
                  "CTranslate2's rule), hf-never (\"never\": hf's bound with the longest length when "
-                 "--length-penalty > 0)", 0, NULL),
+                 "--length-penalty > 0); a Marian folder: its early_stopping unless given", 0, NULL),
 };
 #undef R
 static const tf_field_table OPTIONS = {"translation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};
@@ -320,12 +320,19 @@ int cmd_translate(const cli_args *a) {
     tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
                        m.decoder_new_batch};
     tf_marian_generation gen;
-    if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings */
+    if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings, flags first */
         if (tf_seq2seq_marian_generation(dir, &gen)) cli_die(v, tf_error());
-        if (!cli_table_given(a, "--beam-stop")) o.search.beam_stop = TF_BEAM_HF_HEURISTIC;
+        if (!cli_table_given(a, "--beam-stop")) o.search.beam_stop = gen.beam_stop;
         o.search.forced_eos_id = gen.forced_eos_id;
         o.search.bad_ids = gen.bad_ids, o.search.n_bad_ids = gen.n_bad_ids;
         if (!cli_table_given(a, "--beam")) o.search.beam = gen.num_beams;
+        if (!cli_table_given(a, "--length-penalty")) o.search.length_penalty = gen.length_penalty;
+        if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b")) /* max_length, as generate() */
+            o.max_len_a = 0, o.max_len_b = gen.max_new_tokens;
+        if (gen.renormalize_logits && o.search.beam > 1 && gen.n_bad_ids)
+            fprintf(stderr, "tformer translate: note: %s sets renormalize_logits, which tformer does not apply: beam "
+                    "scores leave out the log-softmax after the banned ids, so a translation can differ from "
+                    "generate()'s where hypotheses are close\n", dir);
     }
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());

@@ -80,6 +80,51 @@ TEST(generate_beam_equals_exhaustive_on_any_decoder) {
     CHECK(live == 0);
 }
 
+/* The repetition penalty in beam search, as transformers' on the beam's
+ * log-probabilities: a token of the prompt or of the hypothesis has
+ * log p * penalty (in float). With a beam as wide as every continuation,
+ * both rules find the best sum of penalised log-probabilities that
+ * exhaustive search finds, for a penalty above 1 and one below (which
+ * raises a seen token's score). Beam search ignored the penalty. */
+TEST(generate_beam_repetition_penalty_equals_exhaustive) {
+    int live = 0, changed = 0;
+    int32_t prompt[2] = {1, 2};
+    const float penalties[] = {1.8f, 0.4f};
+    for (int p = 0; p < 2; p++)
+        for (int rule = 0; rule < 2; rule++) {
+            double best = -INFINITY, plain_best = -INFINITY;
+            int best_seq = -1, plain_seq = -1;
+            for (int s = 0; s < V * V * V; s++) { /* every 3-token continuation */
+                int32_t prev = prompt[1], seq[3] = {s / 25, s / 5 % 5, s % 5};
+                double total = 0, plain = 0;
+                for (int k = 0; k < 3; k++) {
+                    int seen = seq[k] == prompt[0] || seq[k] == prompt[1];
+                    for (int j = 0; j < k; j++) seen |= seq[j] == seq[k];
+                    double lp = log_p(prev, seq[k]);
+                    total += seen ? (double)((float)lp * penalties[p]) : lp, plain += lp, prev = seq[k];
+                }
+                if (total > best) best = total, best_seq = s;
+                if (plain > plain_best) plain_best = plain, plain_seq = s;
+            }
+            changed += best_seq != plain_seq;
+            tf_decoder *d = bigram_new(10, &live);
+            tf_generate_opts o = tf_generate_opts_default();
+            o.max_tokens = 3, o.beam = V * V * V, o.length_penalty = 0, o.repetition_penalty = penalties[p];
+            o.beam_stop = rule ? TF_BEAM_HF_HEURISTIC : TF_BEAM_TFORMER;
+            tf_ids out = {0};
+            double score;
+            CHECK(tf_generate(d, prompt, 2, &o, NULL, NULL, &out, &score) == 0 && out.n == 3);
+            CHECKF(out.v[0] * 25 + out.v[1] * 5 + out.v[2] == best_seq, "penalty %g, rule %d: beam %d %d %d, exhaustive %d",
+                   penalties[p], rule, out.v[0], out.v[1], out.v[2], best_seq);
+            CHECKF(fabs(score - best) < 1e-6, "penalty %g, rule %d: score %.9g, exhaustive %.9g", penalties[p], rule,
+                   score, best);
+            tf_ids_free(&out);
+            tf_decoder_free(d);
+        }
+    CHECKF(changed == 4, "the penalty changes the best of %d of 4 searches: the test could pass without it", changed);
+    CHECK(live == 0);
+}
+
 TEST(generate_stops_at_the_capacity_of_a_decoder_that_cannot_slide) {
     int live = 0;
     tf_decoder *d = bigram_new(6, &live); /* room for the prompt and 4 tokens */

@@ -451,6 +451,114 @@ TEST(marian_translate_cli_matches_generate) {
     CHECK(system(cmd) == 0);
 }
 
+/* Each run of dir/generate.json as the folder's generation_config.json
+ * (num_beams, max_length, length_penalty, early_stopping, forced eos, bad
+ * words), through tformer translate without a flag: generate()'s ids. */
+static int folder_settings_case(const char *dir, const char *tmp, int *n) {
+    char path[1300], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/generate.json", dir);
+    if (!(text = test_slurp(path, &len))) return 0;
+    cJSON *root = cJSON_Parse(text);
+    tf_seq2seq *m = tf_seq2seq_load(dir);
+    const cJSON *srcs = cJSON_GetObjectItem(root, "sources"), *run;
+    int bad = !m || write_vocab(tmp, m, srcs) || test_marian_generate_config(dir, tmp, NULL);
+    static char in[8192], want[16384], got[16384], cmd[4096];
+    in[0] = 0;
+    for (int i = 0; i < cJSON_GetArraySize(srcs); i++) ids_line(in, sizeof in, cJSON_GetArrayItem(srcs, i), 0, 1);
+    snprintf(path, sizeof path, "%s/src.txt", tmp);
+    bad += test_write_text(path, in) != 0;
+    const cJSON *runs = bad ? NULL : cJSON_GetObjectItem(root, "runs");
+    cJSON_ArrayForEach(run, runs) {
+        const cJSON *outs = cJSON_GetObjectItem(run, "outputs"), *o;
+        want[0] = 0;
+        cJSON_ArrayForEach(o, outs) {
+            int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
+            ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
+        }
+        cJSON *gen = cJSON_Duplicate(run, 1);
+        cJSON_DeleteItemFromObject(gen, "outputs");
+        if (!cJSON_GetObjectItem(gen, "forced_eos_token_id")) cJSON_AddNullToObject(gen, "forced_eos_token_id");
+        char *g = cJSON_Print(gen);
+        snprintf(path, sizeof path, "%s/generation_config.json", tmp);
+        bad += !g || test_write_text(path, g) != 0;
+        free(g), cJSON_Delete(gen);
+        snprintf(cmd, sizeof cmd, "cp %s/model.safetensors %s/ && %s translate --model %s < %s/src.txt", dir, tmp,
+                 test_tformer_bin(), tmp, tmp);
+        FILE *p = popen(cmd, "r");
+        size_t k = p ? fread(got, 1, sizeof got - 1, p) : 0;
+        got[k] = 0;
+        int rc = p ? pclose(p) : -1;
+        (*n)++;
+        if (rc || strcmp(got, want))
+            bad += fprintf(stderr, "    %s: %s\n    got:\n%s    want:\n%s", dir, cJSON_PrintUnformatted(run), got, want) > 0;
+    }
+    snprintf(path, sizeof path, "%s/generation_config.json", tmp);
+    unlink(path);
+    tf_seq2seq_free(m);
+    cJSON_Delete(root);
+    free(text);
+    return bad;
+}
+
+/* tformer translate on a Marian folder takes generate()'s settings from the
+ * folder unless flags are given: max_length (the length budget was
+ * tformer's 1.5 * source + 10, and a forced eos landed there: the long case
+ * runs to max_length 30), length_penalty and early_stopping (were ignored:
+ * length penalty 1, early_stopping false). */
+TEST(marian_translate_follows_the_folder_settings) {
+    const char *dir = test_fixture_dir_or(MARIAN_DIR);
+    char *names[256], path[1200], tmp[] = "/tmp/tformer_marian_gen_cli_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    int n = test_dir_entries(dir, names, 256), bad = 0, runs = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        bad += folder_settings_case(path, tmp, &runs);
+        free(names[i]);
+    }
+    printf("    tformer translate with each run's settings in generation_config.json, no flags: %d runs, %d differ "
+           "from generate()\n", runs, bad);
+    CHECK(runs > 0 && bad == 0);
+    test_rm_rf(tmp);
+}
+
+/* A zero length budget (--max-len-a 0 --max-len-b 0) gives an empty line per
+ * source, batched and one at a time: it gave one token (the budget was
+ * raised to 1); a budget of one gives at most one word a line. */
+TEST(marian_translate_zero_budget_is_empty) {
+    char tmp[] = "/tmp/tformer_marian_zero_XXXXXX", path[1200], args[1600], out[4096];
+    CHECK(mkdtemp(tmp) != NULL);
+    size_t len;
+    snprintf(path, sizeof path, "%s/generate.json", SHARED_CASE);
+    char *text = test_slurp(path, &len);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    tf_seq2seq *m = tf_seq2seq_load(SHARED_CASE);
+    const cJSON *srcs = cJSON_GetObjectItem(root, "sources");
+    CHECK(m && srcs && write_vocab(tmp, m, srcs) == 0 && test_marian_generate_config(SHARED_CASE, tmp, NULL) == 0);
+    char in[2048] = "";
+    for (int i = 0; i < cJSON_GetArraySize(srcs); i++) ids_line(in, sizeof in, cJSON_GetArrayItem(srcs, i), 0, 1);
+    snprintf(path, sizeof path, "%s/src.txt", tmp);
+    CHECK(test_write_text(path, in) == 0);
+    snprintf(path, sizeof path, "cp %s/model.safetensors %s/", SHARED_CASE, tmp);
+    CHECK(system(path) == 0);
+    for (int k = 0; k < 4; k++) { /* budgets 0 and 1, batched and --batch 1 */
+        snprintf(args, sizeof args, "translate --model %s --max-len-a 0 --max-len-b %d --beam %d %s < %s/src.txt", tmp,
+                 k / 2, k % 2 ? 3 : 1, k % 2 ? "--batch 1" : "", tmp);
+        CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s: %s", args, out);
+        int lines = 0, words = 0, most = 0;
+        for (const char *c = out; *c; c++) {
+            if (*c == '\n') lines++, most = words > most ? words : most, words = 0;
+            else if (*c != ' ' && (c == out || c[-1] == ' ' || c[-1] == '\n')) words++;
+        }
+        CHECKF(lines == cJSON_GetArraySize(srcs) && most == k / 2, "%s: %d lines, at most %d words:\n%s", args, lines,
+               most, out);
+    }
+    tf_seq2seq_free(m);
+    cJSON_Delete(root);
+    free(text);
+    test_rm_rf(tmp);
+}
+
 /* generate()'s settings of a Marian folder: generation_config.json first,
  * else config.json (MarianConfig's forced_eos_token_id 0); what tformer
  * cannot apply is an error naming the file. */
@@ -462,18 +570,37 @@ TEST(marian_generation_settings_of_a_folder) {
     CHECKF(g.forced_eos_id == 0 && g.n_bad_ids == 0 && g.num_beams == 1, "%d %d %d", g.forced_eos_id, g.n_bad_ids,
            g.num_beams);
     snprintf(p, sizeof p, "%s/generation_config.json", tmp);
-    CHECK(test_write_text(p, "{\"num_beams\": 4, \"bad_words_ids\": [[59], [7]], \"max_length\": 512}") == 0);
+    CHECKF(g.max_new_tokens == 19 && g.length_penalty == 1.0f && g.beam_stop == TF_BEAM_HF_HEURISTIC,
+           "GenerationConfig's max_length 20, length_penalty 1, early_stopping False: %d %g %d", g.max_new_tokens,
+           g.length_penalty, (int)g.beam_stop);
+    CHECK(test_write_text(p, "{\"num_beams\": 4, \"bad_words_ids\": [[59], [7]], \"max_length\": 512, "
+                             "\"length_penalty\": 0.6, \"early_stopping\": \"never\", \"no_repeat_ngram_size\": 0, "
+                             "\"repetition_penalty\": 1.0, \"do_sample\": false, \"suppress_tokens\": [], "
+                             "\"renormalize_logits\": true}") == 0);
     CHECK(tf_seq2seq_marian_generation(tmp, &g) == 0);
     CHECKF(g.forced_eos_id == -1 && g.n_bad_ids == 2 && g.bad_ids[0] == 59 && g.bad_ids[1] == 7 && g.num_beams == 4,
            "%d %d %d", g.forced_eos_id, g.n_bad_ids, g.num_beams);
+    CHECKF(g.max_new_tokens == 511 && g.length_penalty == 0.6f && g.beam_stop == TF_BEAM_HF_NEVER &&
+               g.renormalize_logits == 1, "%d %g %d %d", g.max_new_tokens, g.length_penalty, (int)g.beam_stop,
+           g.renormalize_logits);
+    CHECK(test_write_text(p, "{\"max_length\": 512, \"max_new_tokens\": 40, \"early_stopping\": true}") == 0);
+    CHECK(tf_seq2seq_marian_generation(tmp, &g) == 0);
+    CHECKF(g.max_new_tokens == 40 && g.beam_stop == TF_BEAM_HF_EARLY, "%d %d", g.max_new_tokens, (int)g.beam_stop);
     static const char *const WRONG[][2] = {
         {"{\"bad_words_ids\": [[3, 4]]}", "more than one token"},
         {"{\"bad_words_ids\": [[60]]}", "outside the vocabulary of 60"},
         {"{\"forced_eos_token_id\": -2}", "forced_eos_token_id"},
         {"{\"num_beams\": 0}", "num_beams"},
         {"{\"num_beams\": 2", "generation_config.json"},
+        {"{\"max_length\": 0}", "\"max_length\" must be a positive integer"},
+        {"{\"max_new_tokens\": 2.5}", "\"max_new_tokens\" must be"},
+        {"{\"early_stopping\": \"sometimes\"}", "\"early_stopping\" must be"},
+        {"{\"no_repeat_ngram_size\": 3}", "\"no_repeat_ngram_size\" is set, which tformer's decoding does not apply"},
+        {"{\"repetition_penalty\": 1.2}", "\"repetition_penalty\" is set"},
+        {"{\"do_sample\": true}", "\"do_sample\" is set"},
+        {"{\"num_return_sequences\": 2}", "\"num_return_sequences\" is set"},
     };
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < (int)(sizeof WRONG / sizeof WRONG[0]); i++) {
         CHECK(test_write_text(p, WRONG[i][0]) == 0);
         CHECKF(tf_seq2seq_marian_generation(tmp, &g) == -1 && strstr(tf_error(), WRONG[i][1]) &&
                    strstr(tf_error(), "generation_config.json"),

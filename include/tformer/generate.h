@@ -71,9 +71,14 @@ typedef struct {
     float temperature;        /* 0: greedy */
     int top_k;                /* 0: off */
     float top_p;              /* 1: off */
-    float repetition_penalty; /* 1: off; >1 discourages tokens already in the context (CTRL's rule) */
+    float repetition_penalty; /* 1: off; >1 discourages tokens already in the context (the prompt and those
+                               * generated), <1 favours them. Sampling: CTRL's rule on the logits (a positive
+                               * one divided, a negative one multiplied); beam search: their log-probabilities
+                               * multiplied (transformers' RepetitionPenaltyLogitsProcessor on the beam's
+                               * log-softmax, before bad_ids and forced_eos_id) */
     uint64_t seed;
-    int beam;                 /* >= 1: beam search of that width (deterministic; sampling options ignored); 0: sampling */
+    int beam;                 /* >= 1: beam search of that width (deterministic: temperature, top_k, top_p, seed
+                               * ignored; repetition_penalty applies); 0: sampling */
     float length_penalty;     /* beam scores are sum(log p) / length^length_penalty */
     int32_t eos_id;           /* ends a sequence (-1: none) */
     tf_beam_stop beam_stop;   /* beam search's rule (default TF_BEAM_TFORMER) */
@@ -130,7 +135,8 @@ typedef struct {
 
 typedef struct {
     tf_generate_opts search;        /* beam (1: greedy), length_penalty; max_tokens and eos_id are set here */
-    float max_len_a;                /* at most a * source ids + b target ids (and the context) */
+    float max_len_a;                /* at most a * source ids + b target ids (and the context), EOS included;
+                                     * a budget under 1 (0 and 0): an empty translation */
     int max_len_b;
     int batch;                      /* tf_translate_lines: sentences decoded together (similar lengths) */
 } tf_translate_opts;

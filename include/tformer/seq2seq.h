@@ -120,13 +120,24 @@ TF_API tf_seq2seq *tf_seq2seq_load(const char *dir);
 
 /* The decoding settings a Hugging Face Marian folder gives transformers'
  * generate() (4.x): generation_config.json when the folder has one, else
- * config.json with MarianConfig's defaults for what it leaves out. */
+ * config.json with MarianConfig's defaults for what it leaves out (and
+ * GenerationConfig's for the rest). A setting that changes generate()'s
+ * ids and that tformer does not apply (no_repeat_ngram_size, min_length,
+ * repetition_penalty, do_sample, ...: docs/translation.md) is an error
+ * naming the file and the key, not left out silently. */
 #define TF_MARIAN_MAX_BAD 64
 typedef struct {
     int32_t forced_eos_id;               /* forced_eos_token_id (MarianConfig's default 0; -1: null) */
     int32_t bad_ids[TF_MARIAN_MAX_BAD];  /* bad_words_ids, each of one token (Helsinki-NLP's: [[pad]]) */
     int n_bad_ids;
     int num_beams;                       /* 1 when not given */
+    int max_new_tokens;                  /* target ids after the start token: max_new_tokens when given, else
+                                          * max_length - 1 (GenerationConfig's max_length 20; Helsinki-NLP's 512) */
+    float length_penalty;                /* 1 when not given */
+    tf_beam_stop beam_stop;              /* early_stopping: false (default) TF_BEAM_HF_HEURISTIC, true
+                                          * TF_BEAM_HF_EARLY, "never" TF_BEAM_HF_NEVER */
+    int renormalize_logits;              /* renormalize_logits true: read, not applied (a log-softmax after the
+                                          * processors: beam scores then differ by the banned ids' mass) */
 } tf_marian_generation;
 TF_API int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g);
 

@@ -96,10 +96,14 @@ static int cand_before(cand x, cand y) {
     return x.b != y.b ? x.b < y.b : x.v < y.v;
 }
 
-/* transformers' logits processors on token v's log-probability lp, in their
- * order: a bad id -inf; at the last step every token but forced_eos_id -inf,
- * that one 0. */
-static double processed(const tf_generate_opts *o, int last, int32_t v, double lp) {
+/* transformers' logits processors on token v's log-probability lp, in the
+ * order of 4.36's _get_logits_processor: a token of the sequence (seen:
+ * the prompt and the hypothesis' ids) has lp * repetition_penalty
+ * (RepetitionPenaltyLogitsProcessor on log-probabilities, all <= 0: a
+ * penalty > 1 lowers it, < 1 raises it; in float, as there); a bad id
+ * -inf; at the last step every token but forced_eos_id -inf, that one 0. */
+static double processed(const tf_generate_opts *o, int last, int32_t v, double lp, int seen) {
+    if (seen) lp = (double)((float)lp * o->repetition_penalty);
     for (int i = 0; i < o->n_bad_ids; i++)
         if (o->bad_ids[i] == v) lp = -INFINITY;
     if (last && o->forced_eos_id >= 0) lp = v == o->forced_eos_id ? 0.0 : -INFINITY;
@@ -115,31 +119,53 @@ static void insert(cand *best, int *k, int n, cand c) {
 }
 
 /* Each row's log-sum-exp and the largest logit of each block of LSE_BLOCK
- * tokens (rows, ceil(V / LSE_BLOCK)), found in one pass (lse_rows). */
+ * tokens (rows, ceil(V / LSE_BLOCK)), found in one pass (lse_rows); the
+ * prompt, and scratch marks of the tokens a hypothesis has seen (V) and of
+ * the blocks holding one (ceil(V / LSE_BLOCK)), all zero between calls. */
 enum { LSE_BLOCK = 64 };
 typedef struct {
     const float *lse, *bmax;
+    const int32_t *prompt;
+    int n_prompt;
+    unsigned char *seen, *seen_block;
 } row_stats;
+
+/* Mark (on) or clear the tokens of the prompt and of hypothesis h in st's scratch. */
+static void mark_seen(const row_stats *st, const hyp *h, unsigned char on) {
+    for (int i = 0; i < st->n_prompt; i++)
+        st->seen[st->prompt[i]] = on, st->seen_block[st->prompt[i] / LSE_BLOCK] = on;
+    for (size_t i = 0; i < h->toks.n; i++)
+        st->seen[h->toks.v[i]] = on, st->seen_block[h->toks.v[i] / LSE_BLOCK] = on;
+}
 
 /* The n best candidates over every live hypothesis and token (insertion
  * into a sorted list of n); a token's log-probability is its logit minus
- * its row's log-sum-exp (then processed: the last step is `last`).
+ * its row's log-sum-exp, then processed (the last step is `last`).
  * Unprocessed, a candidate's score score + (lp[v] - l) grows with lp[v] and
  * ties rank the earlier (b,v) first, so once n are held a block of tokens
- * whose largest logit does not beat the n-th is skipped whole. */
+ * whose largest logit does not beat the n-th is skipped whole, where
+ * processing cannot raise a score: not at a forced last step (the forced
+ * token's becomes 0), nor, under a repetition penalty below 1, in a block
+ * holding a token of the sequence (its score is multiplied towards 0). */
 static int select_best(const seq *s, const float *logits, const row_stats *st, int32_t V, int n, cand *best,
                        const tf_generate_opts *o, int last) {
-    int k = 0, plain = !o->n_bad_ids && !(last && o->forced_eos_id >= 0), nb = (V + LSE_BLOCK - 1) / LSE_BLOCK;
+    int forced = last && o->forced_eos_id >= 0, penalty = o->repetition_penalty != 1.0f;
+    int plain = !o->n_bad_ids && !forced && !penalty, nb = (V + LSE_BLOCK - 1) / LSE_BLOCK, k = 0;
     for (int b = 0; b < s->n_cur; b++) {
         const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = st->lse[s->cur[b].row];
         const float *bmax = st->bmax + (size_t)s->cur[b].row * (size_t)nb;
         double score = s->cur[b].score;
+        if (penalty) mark_seen(st, &s->cur[b], 1);
         for (int32_t v0 = 0; v0 < V; v0 += LSE_BLOCK) {
             int32_t v1 = V - v0 < LSE_BLOCK ? V : v0 + LSE_BLOCK;
-            if (plain && k == n && !(score + (bmax[v0 / LSE_BLOCK] - l) > best[n - 1].score)) continue;
+            int lowers = !forced && !(o->repetition_penalty < 1.0f && st->seen_block[v0 / LSE_BLOCK]);
+            if (lowers && k == n && !(score + (bmax[v0 / LSE_BLOCK] - l) > best[n - 1].score)) continue;
             for (int32_t v = v0; v < v1; v++)
-                insert(best, &k, n, (cand){score + (plain ? lp[v] - l : processed(o, last, v, lp[v] - l)), b, v});
+                insert(best, &k, n,
+                       (cand){score + (plain ? lp[v] - l : processed(o, last, v, lp[v] - l, penalty && st->seen[v])),
+                              b, v});
         }
+        if (penalty) mark_seen(st, &s->cur[b], 0);
     }
     return k;
 }
@@ -237,6 +263,9 @@ typedef struct {
     float *lse;     /* (rows): their log-sum-exp */
     float *bmax;    /* (rows, ceil(V / LSE_BLOCK)): their blocks' largest logits */
     float *scratch; /* (V) */
+    const int32_t *prompt; /* (n_prompt): every row's, seen by the repetition penalty */
+    int n_prompt;
+    unsigned char *seen, *seen_block; /* (V), (ceil(V / LSE_BLOCK)): select_best's marks, zero between calls */
     int *parents;   /* (rows) */
     char *taken;    /* (rows): place_children's rows given */
     int *placed;    /* (rows): place_children's row of each child, in order */
@@ -295,7 +324,7 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
         seq *s = &z->s[i];
         s->n_next = 0;
         if (s->done || !s->n_cur || step >= s->steps) continue;
-        row_stats st = {z->lse, z->bmax};
+        row_stats st = {z->lse, z->bmax, z->prompt, z->n_prompt, z->seen, z->seen_block};
         rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, &st, z->V, o, step, z->sel)
                                              : step_hf(s, z->logp, &st, z->V, o, step, z->sel);
         n += s->n_next;
@@ -324,7 +353,8 @@ static int search_alloc(search *z, int n_seq, int32_t V, const tf_generate_opts 
         !(z->placed = malloc(rows * sizeof *z->placed)) || !(z->toks = malloc(rows * sizeof *z->toks)) ||
         !(z->lse = malloc(rows * sizeof *z->lse)) ||
         !(z->bmax = malloc(rows * (size_t)((V + LSE_BLOCK - 1) / LSE_BLOCK) * sizeof *z->bmax)) ||
-        !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) ||
+        !(z->scratch = malloc((size_t)V * sizeof *z->scratch)) || !(z->seen = calloc((size_t)V, 1)) ||
+        !(z->seen_block = calloc((size_t)(V + LSE_BLOCK - 1) / LSE_BLOCK, 1)) ||
         !(z->sel = malloc((size_t)2 * (size_t)o->beam * sizeof *z->sel)))
         return tf_set_error("generate: out of memory for a beam of %d over %d sequences", o->beam, n_seq);
     for (int i = 0; i < n_seq; i++) {
@@ -347,7 +377,7 @@ static void search_free(search *z, int beam) {
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
     tf_buf_give(z->logp, z->logp_room);
-    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->parents), free(z->taken), free(z->placed), free(z->toks), free(z->sel);
+    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->seen), free(z->seen_block), free(z->parents), free(z->taken), free(z->placed), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best
@@ -371,8 +401,10 @@ static int result(const seq *s, const tf_generate_opts *o, tf_ids *out, double *
 static int run(search *z, rowset *r, const tf_generate_opts *o, const int *steps, tf_ids *outs, double *scores) {
     int rc = 0, any = 1, most = 0;
     /* one live hypothesis that ends at its first eos: the rules that look at
-     * scores (transformers' early_stopping=False, "never") still need them */
-    z->logits_only = o->beam == 1 && !scores && (o->beam_stop == TF_BEAM_TFORMER || o->beam_stop == TF_BEAM_HF_EARLY);
+     * scores (transformers' early_stopping=False, "never") still need them,
+     * and so does the repetition penalty (it multiplies log-probabilities) */
+    z->logits_only = o->beam == 1 && !scores && (o->beam_stop == TF_BEAM_TFORMER || o->beam_stop == TF_BEAM_HF_EARLY) &&
+                     o->repetition_penalty == 1.0f;
     for (int i = 0; i < z->n_seq; i++) {
         seq *s = &z->s[i];
         s->steps = steps ? steps[i] : o->max_tokens;
@@ -411,6 +443,7 @@ int tf_generate_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, const t
         steps[i] = want < room ? want : room;
     }
     rowset r = {d, NULL, n, n};
+    z.prompt = prompt, z.n_prompt = n_prompt;
     if (!rc) rc = prompt_rows(d, prompt, n_prompt, z.logp) || run(&z, &r, o, steps, outs, scores);
     free(steps);
     search_free(&z, o->beam);
@@ -426,6 +459,7 @@ int tf_gen_beam(tf_decoder *d, const tf_ids *prompt, const tf_generate_opts *o, 
     int rc = search_alloc(&z, 1, d->vocab_size, o) || tf_decoder_step(d, prompt->v, (int)prompt->n, z.logp);
     if (!rc && !r.d && !(r.one = malloc(sizeof *r.one))) rc = tf_set_error("generate: out of memory");
     if (!rc && !r.d && !(r.one[0] = tf_decoder_fork(d))) rc = -1; /* d stays after the prompt */
+    z.prompt = prompt->v, z.n_prompt = (int)prompt->n;
     if (!rc) rc = run(&z, &r, o, &steps, &best, score);
     for (size_t i = 0; !rc && i < best.n; i++) {
         rc = tf_ids_push(out, best.v[i]);

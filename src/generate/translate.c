@@ -4,6 +4,7 @@
  * source length and decoded a batch at a time (one forward per step for all
  * of a batch's hypotheses). tformer translate and the translation task's
  * validation BLEU both go through here. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,19 @@ tf_translate_opts tf_translate_opts_default(void) {
     return o;
 }
 
-/* New target ids for a source of n_src ids: a * n_src + b, within the context (BOS takes a position). */
+/* New target ids for a source of n_src ids: a * n_src + b, within the context (BOS takes a position).
+ * 0 (a zero budget): an empty translation, nothing decoded. */
 static int max_new(const tf_translator *t, const tf_translate_opts *o, int n_src) {
     double want = (double)o->max_len_a * n_src + o->max_len_b;
     int m = want < t->context - 1 ? (int)want : t->context - 1;
-    return m < 1 ? 1 : m;
+    return m < 0 ? 0 : m;
+}
+
+static int check_lengths(const tf_translate_opts *o) {
+    if (!(o->max_len_a >= 0 && o->max_len_a < INFINITY) || o->max_len_b < 0)
+        return tf_set_error("translate: max_len_a in [0,inf) and max_len_b >= 0 (got %g and %d)", o->max_len_a,
+                            o->max_len_b);
+    return 0;
 }
 
 /* EOS, padding or BOS, should a model produce them, are not text: out->v[first..) filtered. */
@@ -34,8 +43,10 @@ static void keep_text_ids(const tf_translator *t, tf_ids *out, size_t first) {
 
 int tf_translate_ids(const tf_translator *t, const tf_translate_opts *o, const int32_t *src, int n_src, tf_ids *out) {
     if (n_src > t->context) return tf_set_error("%d source ids, more than the model's context of %d", n_src, t->context);
+    if (check_lengths(o)) return -1;
     tf_generate_opts g = o->search;
     g.max_tokens = max_new(t, o, n_src), g.eos_id = t->eos_id;
+    if (g.max_tokens == 0) return 0;
     size_t first = out->n;
     tf_decoder *d = t->decoder_new(t->model, src, n_src, g.max_tokens + 1);
     int rc = !d || tf_generate(d, &t->bos_id, 1, &g, NULL, NULL, out, NULL);
@@ -92,6 +103,11 @@ static int translate_batch(const tf_translator *t, const tf_translate_opts *o, c
     }
     tf_generate_opts g = o->search;
     g.eos_id = t->eos_id, g.max_tokens = most;
+    if (!rc && most == 0) { /* every budget zero: empty translations */
+        for (int i = 0; i < n; i++) out[order[i]].n = 0;
+        free(s), free(len), free(steps), free(res);
+        return 0;
+    }
     tf_decoder *d = rc ? NULL : t->decoder_new_batch(t->model, s, len, n, most + 1);
     if (!rc) rc = !d || tf_generate_rows(d, &t->bos_id, 1, &g, steps, res, NULL);
     for (int i = 0; i < n; i++) {
@@ -166,6 +182,7 @@ int tf_translate_lines(const tf_translator *t, const tf_translate_opts *o, int n
                        const size_t *lens, char **texts, size_t *text_lens, int *bad) {
     if (bad) *bad = -1;
     if (n <= 0) return n < 0 ? tf_set_error("translate: %d lines", n) : 0;
+    if (check_lengths(o)) return -1;
     tf_ids *src = calloc((size_t)n + 1, sizeof *src), *out = calloc((size_t)n + 1, sizeof *out);
     int rc = src && out ? 0 : tf_set_error("translate: out of memory"), i = 0;
     for (; !rc && i < n; i++) rc = source_ids(t, lines[i], lens[i], &src[i]);

@@ -86,6 +86,19 @@ CASES = [
      dict(B=3, T=5, U=8, mask="right", dec_mask=True, eos_bias=3.0),
      [dict(num_beams=1, max_length=15), dict(num_beams=3, max_length=15),
       dict(num_beams=2, max_length=15, length_penalty=2.0, early_stopping=True)]),
+    # eos lowered: outputs run to max_length (29 new ids), past tformer's own
+    # default budget of 1.5 * source + 10 (at most 20 here), where the forced
+    # eos lands (test marian_translate_follows_the_folder_settings)
+    ("long_outputs_forced_eos",
+     dict(vocab_size=30, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+          decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, max_position_embeddings=40,
+          activation_function="swish", scale_embedding=True, pad_token_id=29, decoder_start_token_id=29,
+          eos_token_id=0),
+     dict(B=2, T=6, U=5, mask="right", eos_bias=-1.0),
+     [dict(num_beams=1, max_length=30, forced_eos_token_id="eos"),
+      dict(num_beams=3, max_length=30, forced_eos_token_id="eos"),
+      dict(num_beams=4, max_length=26, length_penalty=2.0, early_stopping=True),
+      dict(num_beams=2, max_length=28, length_penalty=0.5, early_stopping="never")]),
 ]
 
 # transformers 5.x ties the encoder's and decoder's tables to model.shared only

@@ -300,9 +300,60 @@ static int read_bad_words(const cJSON *bad, const char *path, int32_t vocab, tf_
     return 0;
 }
 
+/* generate()'s settings that change its ids and that tformer does not
+ * apply, with the value that leaves them off (NAN: only null, false or
+ * absent; an empty list is off too). */
+static const struct {
+    const char *key;
+    double off;
+} NOT_APPLIED[] = {
+    {"no_repeat_ngram_size", 0}, {"encoder_no_repeat_ngram_size", 0}, {"min_length", 0}, {"min_new_tokens", 0},
+    {"repetition_penalty", 1}, {"encoder_repetition_penalty", 1}, {"diversity_penalty", 0}, {"num_beam_groups", 1},
+    {"do_sample", NAN}, {"penalty_alpha", NAN}, {"forced_bos_token_id", NAN}, {"suppress_tokens", NAN},
+    {"begin_suppress_tokens", NAN}, {"forced_decoder_ids", NAN}, {"exponential_decay_length_penalty", NAN},
+    {"sequence_bias", NAN}, {"guidance_scale", 1}, {"force_words_ids", NAN}, {"constraints", NAN},
+    {"max_time", NAN}, {"num_return_sequences", 1},
+};
+
+static int check_not_applied(const cJSON *src, const char *path) {
+    for (size_t i = 0; i < sizeof NOT_APPLIED / sizeof NOT_APPLIED[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, NOT_APPLIED[i].key);
+        int off = !v || cJSON_IsNull(v) || cJSON_IsFalse(v) || (cJSON_IsArray(v) && !cJSON_GetArraySize(v)) ||
+                  (cJSON_IsNumber(v) && v->valuedouble == NOT_APPLIED[i].off);
+        if (!off)
+            return tf_set_error("%s: \"%s\" is set, which tformer's decoding does not apply (generate() would give "
+                                "other ids): remove it, or decode with transformers", path, NOT_APPLIED[i].key);
+    }
+    return 0;
+}
+
+/* max_new_tokens, else max_length - 1 (the start token is the first of max_length); GenerationConfig's 20. */
+static int read_lengths(const cJSON *src, const char *path, tf_marian_generation *g) {
+    const cJSON *most = cJSON_GetObjectItemCaseSensitive(src, "max_length");
+    const cJSON *fresh = cJSON_GetObjectItemCaseSensitive(src, "max_new_tokens");
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(src, "length_penalty");
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(src, "early_stopping");
+    if (most && !cJSON_IsNull(most) && (!cJSON_IsNumber(most) || most->valuedouble != (double)most->valueint ||
+                                       most->valueint < 1))
+        return tf_set_error("%s: \"max_length\" must be a positive integer", path);
+    if (fresh && !cJSON_IsNull(fresh) && (!cJSON_IsNumber(fresh) || fresh->valuedouble != (double)fresh->valueint ||
+                                         fresh->valueint < 1))
+        return tf_set_error("%s: \"max_new_tokens\" must be a positive integer or null", path);
+    if (lp && (!cJSON_IsNumber(lp) || !isfinite(lp->valuedouble)))
+        return tf_set_error("%s: \"length_penalty\" must be a number", path);
+    if (es && !cJSON_IsBool(es) && !(cJSON_IsString(es) && !strcmp(es->valuestring, "never")))
+        return tf_set_error("%s: \"early_stopping\" must be true, false or \"never\"", path);
+    if (cJSON_IsNumber(most)) g->max_new_tokens = most->valueint - 1;
+    if (cJSON_IsNumber(fresh)) g->max_new_tokens = fresh->valueint;
+    if (lp) g->length_penalty = (float)lp->valuedouble;
+    if (es) g->beam_stop = cJSON_IsString(es) ? TF_BEAM_HF_NEVER : cJSON_IsTrue(es) ? TF_BEAM_HF_EARLY : TF_BEAM_HF_HEURISTIC;
+    g->renormalize_logits = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(src, "renormalize_logits"));
+    return 0;
+}
+
 int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g) {
     char path[4096];
-    *g = (tf_marian_generation){0, {0}, 0, 1};
+    *g = (tf_marian_generation){0, {0}, 0, 1, 19, 1.0f, TF_BEAM_HF_HEURISTIC, 0};
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *cfg = tf_json_read(path);
     const cJSON *v = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "decoder_vocab_size") : NULL;
@@ -326,6 +377,7 @@ int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g) {
         rc = tf_set_error("%s: \"num_beams\" must be 1 to 64", path);
     else if (!rc && beams) g->num_beams = beams->valueint;
     if (!rc) rc = read_bad_words(cJSON_GetObjectItemCaseSensitive(src, "bad_words_ids"), path, vocab, g);
+    if (!rc && (read_lengths(src, path, g) || check_not_applied(src, path))) rc = -1;
     cJSON_Delete(gen), cJSON_Delete(cfg);
     return rc;
 }
