@@ -329,10 +329,7 @@ int cmd_translate(const cli_args *a) {
         if (!cli_table_given(a, "--length-penalty")) o.search.length_penalty = gen.length_penalty;
         if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b")) /* max_length, as generate() */
             o.max_len_a = 0, o.max_len_b = gen.max_new_tokens;
-        if (gen.renormalize_logits && o.search.beam > 1 && gen.n_bad_ids)
-            fprintf(stderr, "tformer translate: note: %s sets renormalize_logits, which tformer does not apply: beam "
-                    "scores leave out the log-softmax after the banned ids, so a translation can differ from "
-                    "generate()'s where hypotheses are close\n", dir);
+        o.search.renormalize = gen.renormalize_logits;
     }
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());

@@ -228,6 +228,9 @@ int test_marian_generate_config(const char *src, const char *dst, const struct c
     cJSON *f = rc ? NULL : forced ? cJSON_Duplicate(forced, 1) : cJSON_CreateNull();
     if (!rc && !cJSON_AddItemToObject(cfg, "forced_eos_token_id", f)) rc = -1;
     if (!rc && bad && !cJSON_AddItemToObject(cfg, "bad_words_ids", cJSON_Duplicate(bad, 1))) rc = -1;
+    const cJSON *renorm = run ? cJSON_GetObjectItem(run, "renormalize_logits") : NULL;
+    cJSON_DeleteItemFromObject(cfg, "renormalize_logits");
+    if (!rc && renorm && !cJSON_AddItemToObject(cfg, "renormalize_logits", cJSON_Duplicate(renorm, 1))) rc = -1;
     char *out = rc ? NULL : cJSON_Print(cfg);
     snprintf(p, sizeof p, "%s/config.json", dst);
     rc = out ? test_write_text(p, out) : -1;

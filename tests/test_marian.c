@@ -130,6 +130,7 @@ static int generate_case(const char *dir, int own, int *n) {
         const cJSON *banned = cJSON_GetObjectItem(run, "bad_words_ids");
         int32_t bad_ids[8];
         if (cJSON_IsNumber(forced)) o.forced_eos_id = forced->valueint;
+        o.renormalize = cJSON_IsTrue(cJSON_GetObjectItem(run, "renormalize_logits"));
         for (int k = 0; cJSON_IsArray(banned) && k < cJSON_GetArraySize(banned) && k < 8; k++) /* one token each */
             bad_ids[o.n_bad_ids++] = cJSON_GetArrayItem(cJSON_GetArrayItem(banned, k), 0)->valueint;
         o.bad_ids = bad_ids;

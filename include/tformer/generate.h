@@ -87,6 +87,10 @@ typedef struct {
     const int32_t *bad_ids;   /* n_bad_ids tokens never chosen: their log-probability -inf after the
                                * softmax (transformers' bad_words_ids of one token each) */
     int n_bad_ids;
+    int renormalize;          /* beam search: after the processors above, each hypothesis' log-probabilities
+                               * are log-softmaxed again (transformers' renormalize_logits, LogitNormalization
+                               * last): the mass of the banned ids, and the penalty's change, no longer leave
+                               * that hypothesis' scores short of a distribution. 0: off */
 } tf_generate_opts;
 
 TF_API tf_generate_opts tf_generate_opts_default(void);

@@ -136,8 +136,8 @@ typedef struct {
     float length_penalty;                /* 1 when not given */
     tf_beam_stop beam_stop;              /* early_stopping: false (default) TF_BEAM_HF_HEURISTIC, true
                                           * TF_BEAM_HF_EARLY, "never" TF_BEAM_HF_NEVER */
-    int renormalize_logits;              /* renormalize_logits true: read, not applied (a log-softmax after the
-                                          * processors: beam scores then differ by the banned ids' mass) */
+    int renormalize_logits;              /* renormalize_logits true: beam scores log-softmaxed again after the
+                                          * processors (tf_generate_opts.renormalize) */
 } tf_marian_generation;
 TF_API int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g);
 

@@ -8,7 +8,7 @@
 #include "gen_internal.h"
 
 tf_generate_opts tf_generate_opts_default(void) {
-    tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1, TF_BEAM_TFORMER, -1, NULL, 0};
+    tf_generate_opts o = {100, 1.0f, 0, 1.0f, 1.0f, 1, 0, 1.0f, -1, TF_BEAM_TFORMER, -1, NULL, 0, 0};
     return o;
 }
 

@@ -147,6 +147,21 @@ static void mark_seen(const row_stats *st, const hyp *h, unsigned char on) {
  * processing cannot raise a score: not at a forced last step (the forced
  * token's becomes 0), nor, under a repetition penalty below 1, in a block
  * holding a token of the sequence (its score is multiplied towards 0). */
+/* renormalize: the log-sum-exp of hypothesis row lp's processed log-probabilities
+ * (l its logits' log-sum-exp), which LogitNormalization subtracts from each; 0 when
+ * processing changed nothing. In double, from the largest: -inf rows (every token
+ * banned) give -inf, which leaves the hypothesis' candidates at -inf. */
+static double processed_lse(const tf_generate_opts *o, int last, const float *lp, float l, int32_t V,
+                            const row_stats *st, int penalty) {
+    double most = -INFINITY, sum = 0.0;
+    for (int32_t v = 0; v < V; v++) {
+        double x = processed(o, last, v, lp[v] - l, penalty && st->seen[v]);
+        if (x > most) sum = sum * exp(most - x) + 1.0, most = x;
+        else if (x > -INFINITY) sum += exp(x - most);
+    }
+    return most == -INFINITY ? -INFINITY : most + log(sum);
+}
+
 static int select_best(const seq *s, const float *logits, const row_stats *st, int32_t V, int n, cand *best,
                        const tf_generate_opts *o, int last) {
     int forced = last && o->forced_eos_id >= 0, penalty = o->repetition_penalty != 1.0f;
@@ -154,8 +169,10 @@ static int select_best(const seq *s, const float *logits, const row_stats *st, i
     for (int b = 0; b < s->n_cur; b++) {
         const float *lp = logits + (size_t)s->cur[b].row * (size_t)V, l = st->lse[s->cur[b].row];
         const float *bmax = st->bmax + (size_t)s->cur[b].row * (size_t)nb;
-        double score = s->cur[b].score;
         if (penalty) mark_seen(st, &s->cur[b], 1);
+        /* renormalized, every candidate of the row moves by -shift: the skip bound moves with it */
+        double shift = o->renormalize && !plain ? processed_lse(o, last, lp, l, V, st, penalty) : 0.0;
+        double score = s->cur[b].score - (shift == -INFINITY ? 0.0 : shift);
         for (int32_t v0 = 0; v0 < V; v0 += LSE_BLOCK) {
             int32_t v1 = V - v0 < LSE_BLOCK ? V : v0 + LSE_BLOCK;
             int lowers = !forced && !(o->repetition_penalty < 1.0f && st->seen_block[v0 / LSE_BLOCK]);

@@ -30,7 +30,9 @@ values, tformer gives zeros). generate() is called with forced_eos_token_id
 None and no bad_words_ids (MarianConfig's default forces eos at max_length)
 except in the runs that name them: forced_eos_token_id "eos" is the config's
 eos; bad_words_ids "top" bans the commonest first token of the same run
-without it (each such run changes some outputs, or the script stops).
+without it (each such run changes some outputs, or the script stops);
+"common" bans the three commonest tokens of its outputs; renormalize_logits true
+(LogitNormalization after the processors) must change some outputs too.
 
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv); the 5.x cases
 with transformers 5.x over PyTorch 2.x.
@@ -48,6 +50,17 @@ import fixture_cli
 
 # (name, config, inputs, generate runs)
 CASES = [
+    # renormalize_logits with bans: a beam's scores shift by the mass its hypotheses lose,
+    # which changes few outputs of such a model: 40 sources, so that some change
+    ("renormalized_bans",
+     dict(vocab_size=60, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+          decoder_attention_heads=2, encoder_ffn_dim=24, decoder_ffn_dim=24, max_position_embeddings=24,
+          activation_function="swish", scale_embedding=True, pad_token_id=59, decoder_start_token_id=59,
+          eos_token_id=0),
+     dict(B=2, T=5, U=4, mask="right", eos_bias=3.0, sources=40),
+     [dict(num_beams=4, max_length=12, bad_words_ids="common", renormalize_logits=True),
+      dict(num_beams=3, max_length=8, forced_eos_token_id="eos", bad_words_ids="common", renormalize_logits=True,
+           length_penalty=0.6)]),
     ("shared_tied_swish_scaled",
      dict(vocab_size=60, d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
           decoder_attention_heads=2, encoder_ffn_dim=24, decoder_ffn_dim=24, max_position_embeddings=24,
@@ -213,7 +226,15 @@ def generate_runs(model, g, runs, n_sources):
             plain = generate({k: v for k, v in opts.items() if k != "bad_words_ids"})
             firsts = [ids[1] for ids in plain if len(ids) > 1 and ids[1] != cfg.eos_token_id]
             opts["bad_words_ids"] = [[max(set(firsts), key=lambda t: (firsts.count(t), -t))]]
+        if opts.get("bad_words_ids") == "common":  # the three commonest tokens of the run without them
+            plain = generate({k: v for k, v in opts.items() if k != "bad_words_ids"})
+            toks = [t for ids in plain for t in ids[1:] if t != cfg.eos_token_id]
+            opts["bad_words_ids"] = [[t] for t in sorted(set(toks), key=lambda t: (-toks.count(t), t))[:3]]
         ids = generate(opts)
+        if opts.get("renormalize_logits"):  # the test must be able to fail: the log-softmax changes some outputs
+            changed = sum(a != b for a, b in zip(ids, generate(dict(opts, renormalize_logits=False))))
+            print(f"  {run}: {changed} of {len(ids)} outputs change with renormalize_logits")
+            assert changed > 0
         if "forced_eos_token_id" in opts or "bad_words_ids" in opts:  # the test must be able to fail
             bare = {k: v for k, v in opts.items() if k not in ("forced_eos_token_id", "bad_words_ids")}
             changed = sum(a != b for a, b in zip(ids, generate(bare)))
@@ -259,7 +280,7 @@ def write_case(out, name, cfg_kw, spec, runs, seed):
     sens = sensitivity(model, x)
     if runs:
         with open(os.path.join(d, "generate.json"), "w") as f:
-            json.dump(generate_runs(model, g, runs, 6), f, indent=1)
+            json.dump(generate_runs(model, g, runs, spec.get("sources", 6)), f, indent=1)
     print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)}; sensitivity {sens:.1e})")
     return sens
 
