@@ -532,7 +532,8 @@ static int db_tiny_folder(char *dir) {
  * (pre_classifier + ReLU + classifier, no pooler) on a DistilBertModel
  * folder, learns a one-word rule, writes a DistilBertForSequenceClassification
  * folder that `tformer predict` reads; pairs (no token types: DistilBERT has
- * none) and tag (WordPiece pieces) run too; a sinusoidal table is refused. */
+ * none), tag (WordPiece pieces) and span run too (a DistilBertForQuestionAnswering
+ * folder); a sinusoidal table is refused. */
 TEST(distilbert_finetune_and_predict) {
     char run[] = "/tmp/tformer_dbft_XXXXXX", train[] = "/tmp/tformer_dbft_XXXXXX", valid[] = "/tmp/tformer_dbft_XXXXXX";
     char model[] = "/tmp/tformer_dbftm_XXXXXX", args[2048], path[600];
@@ -574,6 +575,18 @@ TEST(distilbert_finetune_and_predict) {
              "2>&1", model, train, valid, run);
     rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "valid:"), "tag: status %d\n%s", rc, out);
+    static const char SPAN[] = "{\"context\": \"paris is the capital of france\", \"question\": \"what is the capital\", "
+                               "\"answer_start\": 0, \"answer\": \"paris\"}\n";
+    CHECK(test_write_text(train, SPAN) == 0 && test_write_text(valid, SPAN) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task span --train %s --valid %s --out %s/q --steps 2 "
+             "--threads 1 2>&1", model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "valid:"), "span: status %d\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/q/config.json", run);
+    cfg = test_slurp(path, &n);
+    CHECKF(cfg && strstr(cfg, "\"DistilBertForQuestionAnswering\""), "%s", cfg ? cfg : path);
+    free(cfg);
+    CHECK(db_sentiment(train, 20, 5, 0) == 0 && db_sentiment(valid, 4, 6, 0) == 0);
     snprintf(path, sizeof path, "%s/config.json", model); /* the same folder with sinusoidal_pos_embds */
     cfg = test_slurp(path, &n);
     char *sin = cfg ? test_replaced(cfg, "\"sinusoidal_pos_embds\":\tfalse", "\"sinusoidal_pos_embds\": true") : NULL;
