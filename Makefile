@@ -529,6 +529,18 @@ roberta-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: roberta-conformance
 
+# DistilBertModel / DistilBertFor* the same way (tests/ref/gen_distilbert_fixtures.py).
+DISTILBERT_CASES ?= 12
+distilbert-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	rm -rf $(BUILD)/distilbert_fresh && $(HF_PYTHON) tests/ref/gen_distilbert_fixtures.py --random $(DISTILBERT_CASES) --seed $(SEED) --out $(BUILD)/distilbert_fresh
+	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/distilbert_fresh distilbert_hf_run_matches || exit 1; done
+	rm -rf $(BUILD)/distilbert_export && mkdir -p $(BUILD)/distilbert_export
+	TFORMER_EXPORT_DIR=$(BUILD)/distilbert_export $(BUILD)/run_tests distilbert_export_for_transformers
+	$(HF_PYTHON) tests/ref/gen_distilbert_fixtures.py --expected-for $(BUILD)/distilbert_export
+	$(BUILD)/run_tests --fixtures $(BUILD)/distilbert_export distilbert_hf_run_matches
+
+.PHONY: distilbert-conformance
+
 # Fresh random block-sparse BigBird cases against transformers (transformers'
 # random blocks handed over as rand_attn in the training-mode ones).
 BIGBIRD_CASES ?= 30

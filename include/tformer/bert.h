@@ -79,6 +79,29 @@ typedef struct {
      *     "classifier.out_proj", dropout before each), no pooler;
      *   no pre-training head. Post-LN, full attention and learned positions only. */
     int roberta;
+    /* Hugging Face's DistilBERT (read from config.json: the DistilBert* classes
+     * or model_type distilbert, with its own keys dim, n_layers, n_heads,
+     * hidden_dim, activation, dropout, attention_dropout, seq_classif_dropout,
+     * qa_dropout; docs/bert.md): BERT's block under DistilBERT's names
+     * ("distilbert." before the body with a head, "transformer.layer.N.",
+     * q_lin / k_lin / v_lin / out_lin, sa_layer_norm, ffn.lin1 / lin2,
+     * output_layer_norm), with
+     *   no token type table (token_type_ids refused), positions 0..T-1, the
+     *     word row pad_token_id without gradient (-1: none; padding_idx), every
+     *     LayerNorm eps 1e-12, no dropout on the attention's output (on its
+     *     weights and the feed-forward's output only);
+     *   the MLM head "vocab_transform" + activation (the body's) +
+     *     "vocab_layer_norm" + "vocab_projector" (tied or not, with its bias);
+     *   the sequence classifier classifier(dropout(relu(pre_classifier(x[:, 0]))))
+     *     (classifier_dropout: seq_classif_dropout), no pooler; the token
+     *     classifier's dropout is `dropout`; qa_dropout before qa_outputs;
+     *   no pre-training head. Post-LN, full attention, a position table.
+     * distilbert_sinusoidal: config.json's sinusoidal_pos_embds; the stored
+     * position table is used as transformers does (4.x leaves it random and
+     * frozen, 5.x fills it with the sinusoid and trains it), so a model with it
+     * runs (hf-run, embed, fill-mask, predict) but is not trained. */
+    int distilbert, distilbert_sinusoidal;
+    float qa_dropout;
 } tf_bert_config;
 
 /* BERT-base's shape scaled to the given sizes: erf GELU, eps 1e-12, 2 token
@@ -91,12 +114,13 @@ TF_API extern const tf_field_table tf_bert_config_table;
 /* "BertModel", "BertForPreTraining", ... and back (-1 when unknown). */
 TF_API const char *tf_bert_head_name(tf_bert_head h);
 /* The Hugging Face class of c's head: tf_bert_head_name's, or RoBERTa's
- * ("RobertaForMaskedLM", ...) with c->roberta. */
+ * ("RobertaForMaskedLM", ...) with c->roberta, DistilBERT's
+ * ("DistilBertForMaskedLM", ...) with c->distilbert. */
 TF_API const char *tf_bert_class_name(const tf_bert_config *c);
 TF_API int tf_bert_head_from_name(const char *name);
 
 typedef struct {
-    tf_tensor *word, *position, *token_type; /* (V,C), (P,C), (TV,C) */
+    tf_tensor *word, *position, *token_type; /* (V,C), (P,C), (TV,C); DistilBERT: no token_type */
     tf_layer_norm norm;                      /* embeddings.LayerNorm */
 } tf_bert_embeddings;
 
@@ -111,7 +135,8 @@ typedef struct {
     tf_mlm_head mlm;       /* PRETRAINING, MLM */
     tf_classifier nsp;     /* PRETRAINING: cls.seq_relationship */
     tf_classifier cls;     /* SEQ_CLS, TOKEN_CLS: classifier (RoBERTa's SEQ_CLS: classifier.out_proj) */
-    tf_linear cls_dense;   /* RoBERTa's SEQ_CLS: classifier.dense (d_model,d_model), tanh after it */
+    tf_linear cls_dense;   /* RoBERTa's SEQ_CLS: classifier.dense (d_model,d_model), tanh after it;
+                            * DistilBERT's: pre_classifier, ReLU after it */
     tf_span_head span;     /* QA: qa_outputs */
     char **labels;         /* n_labels names (config.json's id2label), or NULL */
 } tf_bert;
@@ -133,7 +158,7 @@ TF_API const char *tf_bert_label(const tf_bert *m, int i, char *buf, size_t n);
 typedef struct {
     tf_tensor *input_ids;       /* (B,T) I32 */
     tf_tensor *attention_mask;  /* (B,T) I32 or U8, 1 = token, 0 = padding (hidden as a key) */
-    tf_tensor *token_type_ids;  /* (B,T) I32; NULL: all 0 (sentence A) */
+    tf_tensor *token_type_ids;  /* (B,T) I32; NULL: all 0 (sentence A); DistilBERT: must be NULL */
     tf_tensor *position_ids;    /* (B,T) I32; NULL: 0..T-1 (RoBERTa: from input_ids, see tf_bert_config) */
     tf_tensor *labels;          /* MLM, token classification: (B,T) I32, -100 ignored;
                                  * sequence classification: (B) I32 or, for regression, (B) F32 */

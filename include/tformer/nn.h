@@ -284,6 +284,7 @@ typedef struct {
     tf_attn_kind attn;
     int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder) */
     float activation_dropout; /* after the feed-forward activation (PyTorch's layers: = dropout) */
+    int self_out_undropped; /* 1: no dropout on the self-attention's output, the feed-forward's kept (DistilBERT) */
     int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2) */
     int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
     int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */

@@ -64,6 +64,22 @@ static const char *const BERT_REFUSED[] = {
 };
 static const char *const OUT_BERT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
 
+/* DistilBertModel / DistilBertFor*.forward(): no token_type_ids; position_ids
+ * is 5.x's (4.x's forward() has none and counts 0..T-1, as hf-run does
+ * without it); head_mask is 4.x's. */
+#define DISTIL_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                      {"position_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input DISTIL_INPUTS[] = {DISTIL_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input DISTIL_TOKEN_INPUTS[] = {DISTIL_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input DISTIL_SEQ_INPUTS[] = {DISTIL_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+static const hf_input DISTIL_QA_INPUTS[] = {
+    DISTIL_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+};
+#undef DISTIL_COMMON
+static const char *const DISTIL_REFUSED[] = {
+    "head_mask", "inputs_embeds", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+
 /* RoFormerModel / RoFormerFor*.forward() (transformers 4.x): BERT's inputs but
  * position_ids (its positions are the rotation's, 0..T-1). */
 #define ROFORMER_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
@@ -142,6 +158,11 @@ static const hf_arch ARCHS[] = {
     {"RobertaForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
     {"RobertaForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
     {"RobertaForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {"DistilBertModel", &hf_bert_family, DISTIL_INPUTS, DISTIL_REFUSED, OUT_BODY}, /* BERT's block, no token types */
+    {"DistilBertForMaskedLM", &hf_bert_family, DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, OUT_LM},
+    {"DistilBertForSequenceClassification", &hf_bert_family, DISTIL_SEQ_INPUTS, DISTIL_REFUSED, OUT_LM},
+    {"DistilBertForTokenClassification", &hf_bert_family, DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, OUT_LM},
+    {"DistilBertForQuestionAnswering", &hf_bert_family, DISTIL_QA_INPUTS, DISTIL_REFUSED, OUT_BERT_QA},
     {"BigBirdModel", &hf_bert_family, BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
     {"RoFormerModel", &hf_bert_family, ROFORMER_INPUTS, BERT_REFUSED, OUT_BODY}, /* BERT, rotary, no position table */
     {"RoFormerForMaskedLM", &hf_bert_family, ROFORMER_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},

@@ -183,7 +183,8 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
         return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), c->dropout);
     if (which == SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
-                                             a->cache, a->layer, NULL, a->self_probs), c->dropout);
+                                             a->cache, a->layer, NULL, a->self_probs),
+                          c->self_out_undropped ? 0.0f : c->dropout);
     if (which == TIME) /* factorised: the cross roles as self-attention across frames */
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, h, h, NULL, 0, NULL, 0, NULL, NULL), c->dropout);
     if (which == CROSS) { /* with a cross cache: memory projected once, read after */

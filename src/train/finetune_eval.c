@@ -53,7 +53,7 @@ static int predict_rows(const tf_bert *m, const tf_finetune_data *d, tf_ctx *ctx
     tf_batch b = {0};
     if (tf_finetune_batch(d, ctx, first, rows, &b)) return -1;
     tf_bert_inputs in = {.input_ids = tf_batch_get(&b, "input_ids"), .attention_mask = tf_batch_get(&b, "attention_mask"),
-                         .token_type_ids = tf_batch_get(&b, "token_type_ids")};
+                         .token_type_ids = m->cfg.distilbert ? NULL : tf_batch_get(&b, "token_type_ids")};
     tf_bert_outputs o;
     if (tf_bert_run(ctx, m, &in, &o)) return -1;
     int64_t T = in.input_ids->shape[1];

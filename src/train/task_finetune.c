@@ -72,13 +72,15 @@ static void count_spans(const tf_bert_outputs *o, const tf_tensor *s, const tf_t
 }
 
 static tf_tensor *ft_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
+    const tf_bert *model = ((ft_task *)t)->m;
     tf_bert_inputs in = {
         .input_ids = tf_batch_get(b, "input_ids"), .attention_mask = tf_batch_get(b, "attention_mask"),
-        .token_type_ids = tf_batch_get(b, "token_type_ids"), .labels = tf_batch_get(b, "labels"),
+        /* DistilBERT has no token types (its tokenizer gives none) */
+        .token_type_ids = model->cfg.distilbert ? NULL : tf_batch_get(b, "token_type_ids"), .labels = tf_batch_get(b, "labels"),
         .start_positions = tf_batch_get(b, "start_positions"), .end_positions = tf_batch_get(b, "end_positions"),
     };
     tf_bert_outputs out;
-    if (tf_bert_run(ctx, ((ft_task *)t)->m, &in, &out)) return NULL;
+    if (tf_bert_run(ctx, model, &in, &out)) return NULL;
     if (m && in.labels) count_accuracy(out.logits, in.labels, m);
     if (m && in.start_positions) count_spans(&out, in.start_positions, in.end_positions, m);
     return out.loss;
@@ -129,6 +131,10 @@ static const tf_bert_head HEADS[] = {TF_BERT_SEQ_CLS, TF_BERT_SEQ_CLS, TF_BERT_T
 static int load_model(ft_task *f, const char *model_dir, char **labels, int n_labels, uint64_t seed) {
     tf_bert_load_opts o = {(int)HEADS[f->cfg.task], f->cfg.task == TF_FINETUNE_SPAN ? 0 : n_labels, seed ? seed : 1};
     if (!(f->m = tf_bert_load_hf(model_dir, &o))) return -1;
+    if (f->m->cfg.distilbert_sinusoidal) /* transformers 4.x freezes the table, 5.x trains it: no one answer */
+        return tf_set_error("%s: DistilBERT with sinusoidal_pos_embds true is not fine-tuned (transformers 4.x keeps "
+                            "the position table fixed, 5.x trains it); hf-run, embed, fill-mask and predict run it",
+                            model_dir);
     if (labels && tf_bert_set_labels(f->m, (const char *const *)labels, n_labels)) return -1;
     int ctx = tf_bert_max_tokens(&f->m->cfg);
     if (f->cfg.max_len > ctx)

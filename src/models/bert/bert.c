@@ -12,6 +12,11 @@
  * the ids (pad_token_id + 1 + the count of non-padding tokens so far, padding
  * at pad_token_id), an MLM head named lm_head.*, the sequence classifier
  * out_proj(tanh(dense(x[:, 0]))) without a pooler.
+ *
+ * DistilBERT (cfg.distilbert) is the same block under other names
+ * ("distilbert.", "transformer.layer.N.": DISTIL_BLOCK), without token types
+ * or pooler, the attention's output undropped, its heads vocab_* (MLM) and
+ * classifier(relu(pre_classifier(x[:, 0]))).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,19 +38,33 @@ static const tf_block_name BERT_BLOCK[] = {
     {TF_BP_SSMAX, "attention.self.ssmax_scale"},  /* Scalable-Softmax's s, with ssmax (tformer's own) */
 };
 
+/* DistilBERT's TransformerBlock: the same roles under its names. */
+static const tf_block_name DISTIL_BLOCK[] = {
+    {TF_BP_Q_W, "attention.q_lin.weight"},      {TF_BP_Q_B, "attention.q_lin.bias"},
+    {TF_BP_K_W, "attention.k_lin.weight"},      {TF_BP_K_B, "attention.k_lin.bias"},
+    {TF_BP_V_W, "attention.v_lin.weight"},      {TF_BP_V_B, "attention.v_lin.bias"},
+    {TF_BP_OUT_W, "attention.out_lin.weight"},  {TF_BP_OUT_B, "attention.out_lin.bias"},
+    {TF_BP_NORM_ATTN_W, "sa_layer_norm.weight"}, {TF_BP_NORM_ATTN_B, "sa_layer_norm.bias"},
+    {TF_BP_FF_IN_W, "ffn.lin1.weight"},         {TF_BP_FF_IN_B, "ffn.lin1.bias"},
+    {TF_BP_FF_OUT_W, "ffn.lin2.weight"},        {TF_BP_FF_OUT_B, "ffn.lin2.bias"},
+    {TF_BP_NORM_FF_W, "output_layer_norm.weight"}, {TF_BP_NORM_FF_B, "output_layer_norm.bias"},
+};
+
 static tf_block_config block_config(const tf_bert_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
     b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout;
     b.attn = TF_ATTN_FULL, b.w_in_out = 0;
+    b.self_out_undropped = c->distilbert; /* DistilBERT: dropout on the attention weights and the FFN's output */
     tf_attention_apply(&c->attention, &b); /* checked by tf_bert_config_check */
     return b;
 }
 
-/* "bert." ("roberta.") before the body's names when a head sits on it (Hugging Face's layout). */
+/* "bert." ("roberta.", "distilbert.") before the body's names when a head sits on it (Hugging Face's layout). */
 static int body_name(const tf_bert *m, char *out, size_t n, const char *name) {
-    const char *prefix = m->cfg.head == TF_BERT_BODY ? "" : m->cfg.roberta ? "roberta." : "bert.";
+    const char *prefix = m->cfg.head == TF_BERT_BODY ? "" : m->cfg.roberta ? "roberta."
+                       : m->cfg.distilbert ? "distilbert." : "bert.";
     if ((size_t)snprintf(out, n, "%s%s", prefix, name) >= n)
         return tf_set_error("bert: parameter name %s too long", name);
     return 0;
@@ -60,15 +79,17 @@ static int register_body(tf_bert *m) {
              tf_params_add(ps, n, &m->emb.word, 2, (int64_t[]){c->vocab_size, c->d_model}, std) ||
              (c->learned_positions && (body_name(m, n, sizeof n, "embeddings.position_embeddings.weight") ||
                                        tf_params_add(ps, n, &m->emb.position, 2, (int64_t[]){c->context, c->d_model}, std))) ||
-             body_name(m, n, sizeof n, "embeddings.token_type_embeddings.weight") ||
-             tf_params_add(ps, n, &m->emb.token_type, 2, (int64_t[]){c->type_vocab_size, c->d_model}, std) ||
+             (!c->distilbert && (body_name(m, n, sizeof n, "embeddings.token_type_embeddings.weight") ||
+                                 tf_params_add(ps, n, &m->emb.token_type, 2, (int64_t[]){c->type_vocab_size, c->d_model},
+                                               std))) ||
              body_name(m, n, sizeof n, "embeddings.LayerNorm") ||
              tf_layer_norm_register(ps, n, &m->emb.norm, c->d_model, c->norm_eps, 1);
     tf_block_names names = {BERT_BLOCK, (int)(sizeof BERT_BLOCK / sizeof *BERT_BLOCK)};
+    if (c->distilbert) names = (tf_block_names){DISTIL_BLOCK, (int)(sizeof DISTIL_BLOCK / sizeof *DISTIL_BLOCK)};
     tf_block_init init = {std, std, 0};
     for (int i = 0; !rc && i < c->n_layer; i++) {
         char layer[64];
-        snprintf(layer, sizeof layer, "encoder.layer.%d.", i);
+        snprintf(layer, sizeof layer, c->distilbert ? "transformer.layer.%d." : "encoder.layer.%d.", i);
         rc = body_name(m, n, sizeof n, layer) || tf_block_register(ps, n, &m->layer[i], &m->block, &names, init);
     }
     if (!rc && c->norm_first)
@@ -95,10 +116,34 @@ static int register_roberta_head(tf_bert *m, float cls_dropout) {
                                   c->init_std);
 }
 
+/* DistilBERT's heads: vocab_transform + its activation + vocab_layer_norm +
+ * vocab_projector; pre_classifier + ReLU + classifier; the token classifier
+ * after `dropout`; qa_outputs (qa_dropout before it: bert_heads.c). */
+static int register_distil_head(tf_bert *m, float cls_dropout) {
+    const tf_bert_config *c = &m->cfg;
+    tf_params *ps = m->params;
+    switch (c->head) {
+    case TF_BERT_MLM: {
+        tf_mlm_head_names names = {"vocab_transform", "vocab_layer_norm", c->tied ? NULL : "vocab_projector.weight",
+                                   "vocab_projector.bias"};
+        tf_mlm_head_config hc = {c->d_model, c->vocab_size, c->activation, c->norm_eps, c->init_std};
+        return tf_mlm_head_register(ps, &names, &m->mlm, &hc, c->tied ? &m->emb.word : NULL);
+    }
+    case TF_BERT_SEQ_CLS:
+        return tf_linear_register(ps, "pre_classifier", &m->cls_dense, c->d_model, c->d_model, 1, c->init_std) ||
+               tf_classifier_register(ps, "classifier", &m->cls, c->d_model, c->n_labels, cls_dropout, c->init_std);
+    case TF_BERT_TOKEN_CLS:
+        return tf_classifier_register(ps, "classifier", &m->cls, c->d_model, c->n_labels, c->dropout, c->init_std);
+    case TF_BERT_QA: return tf_span_head_register(ps, "qa_outputs", &m->span, c->d_model, c->init_std);
+    default: return 0;
+    }
+}
+
 static int register_head(tf_bert *m) {
     const tf_bert_config *c = &m->cfg;
     tf_params *ps = m->params;
     float cls_dropout = c->classifier_dropout >= 0 ? c->classifier_dropout : c->dropout;
+    if (c->distilbert) return register_distil_head(m, cls_dropout);
     if (c->roberta && (c->head == TF_BERT_MLM || c->head == TF_BERT_SEQ_CLS)) return register_roberta_head(m, cls_dropout);
     switch (c->head) {
     case TF_BERT_PRETRAINING:
@@ -177,6 +222,17 @@ static tf_tensor *roberta_embed(tf_ctx *ctx, const tf_bert *m, tf_tensor *ids, t
     return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
 }
 
+/* DistilBERT's embeddings: LN(word + position), positions 0..T-1 unless
+ * given, the word row pad_token_id without gradient; no token types. */
+static tf_tensor *distil_embed(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
+    const tf_bert_config *c = &m->cfg;
+    int64_t T = in->input_ids->shape[1];
+    tf_tensor *x = tf_embedding_padded(ctx, m->emb.word, in->input_ids, c->pad_token_id);  // (B,T,C)
+    x = tf_add(ctx, x, in->position_ids ? tf_embedding(ctx, m->emb.position, in->position_ids)  // (B,T,C)
+                                        : tf_posenc_learned(ctx, m->emb.position, 0, T));      // (T,C)
+    return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
+}
+
 /* (B,T,C) embeddings: LN(word + position + token type), then dropout (no
  * position table with learned_positions false). */
 tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
@@ -189,6 +245,9 @@ tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inp
                             c->pad_token_id), NULL;
     if (T > c->context)
         return tf_set_error("bert: %lld tokens exceed max_position_embeddings %d", (long long)T, c->context), NULL;
+    if (c->distilbert && in->token_type_ids)
+        return tf_set_error("bert: token_type_ids given, but DistilBERT has no token types (its forward() takes none)"),
+               NULL;
     if (tf_check_ids("bert", ids, "input_ids", B, T, c->vocab_size, "ids must be below vocab_size") ||
         tf_check_ids("bert", in->token_type_ids, "token_type_ids", B, T, c->type_vocab_size,
                      "must be below type_vocab_size") ||
@@ -198,6 +257,7 @@ tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inp
     if (in->position_ids && !m->emb.position)
         return tf_set_error("bert: position_ids given, but the model has no position table (learned_positions "
                             "false: its positions are rotary)"), NULL;
+    if (c->distilbert) return distil_embed(ctx, m, in);
     tf_tensor *types = in->token_type_ids;
     if (!types && (types = tf_tensor_new(ctx, TF_DTYPE_I32, 2, ids->shape, 1)) == NULL) return NULL;  // zeros
     if (c->roberta) return roberta_embed(ctx, m, ids, types, in->position_ids);

@@ -13,6 +13,10 @@ static const char *const HEADS[] = {"BertModel", "BertForPreTraining", "BertForM
 static const char *const ROBERTA_HEADS[] = {"RobertaModel", NULL, "RobertaForMaskedLM",
                                             "RobertaForSequenceClassification", "RobertaForTokenClassification",
                                             "RobertaForQuestionAnswering"};
+/* DistilBERT's (no pre-training head either). */
+static const char *const DISTIL_HEADS[] = {"DistilBertModel", NULL, "DistilBertForMaskedLM",
+                                           "DistilBertForSequenceClassification", "DistilBertForTokenClassification",
+                                           "DistilBertForQuestionAnswering"};
 static const char *const POOLINGS[] = {"mean", "cls", "max", "seq", "last", NULL}; /* tf_pooling's order */
 static const char *const PROBLEMS[] = {"single_label_classification", "regression", NULL};
 _Static_assert(sizeof(tf_bert_head) == sizeof(int) && sizeof(tf_bert_problem) == sizeof(int) &&
@@ -82,6 +86,24 @@ static int roberta_check(const tf_bert_config *c) {
     return tf_block_config_check(&b);
 }
 
+/* DistilBERT: Hugging Face's arithmetic only, as RoBERTa. */
+static int distil_check(const tf_bert_config *c) {
+    if (c->roberta) return tf_set_error("a model is RoBERTa or DistilBERT, not both");
+    if (c->head == TF_BERT_PRETRAINING) return tf_set_error("DistilBERT has no pre-training head (BertForPreTraining's NSP)");
+    if (c->pooler) return tf_set_error("DistilBERT has no pooler (its sequence classifier reads the first token)");
+    if (c->norm_first || c->pooling != TF_POOL_CLS || !c->learned_positions || c->bigbird_sparse ||
+        c->attention.kind != TF_ATTENTION_FULL || c->attention.rope != TF_ROPE_NONE || c->attention.ssmax > 0.0f)
+        return tf_set_error("DistilBERT is post-LN with full attention and a position table");
+    if (c->norm_eps != 1e-12f) return tf_set_error("DistilBERT's LayerNorms have eps 1e-12 (got %g)", c->norm_eps);
+    if (c->pad_token_id < -1 || c->pad_token_id >= c->vocab_size)
+        return tf_set_error("DistilBERT's pad_token_id %d must be below vocab_size %d (or -1: none)", c->pad_token_id,
+                            c->vocab_size);
+    if (!(c->qa_dropout >= 0.0f && c->qa_dropout < 1.0f))
+        return tf_set_error("DistilBERT's qa_dropout %g must lie in [0,1)", c->qa_dropout);
+    tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
+    return tf_block_config_check(&b);
+}
+
 int tf_bert_config_check(const tf_bert_config *c) {
     tf_fields f = {&tf_bert_config_table, (void *)c};
     if (tf_fields_check(&f, 1)) return -1;
@@ -89,6 +111,7 @@ int tf_bert_config_check(const tf_bert_config *c) {
     if (c->d_model % c->n_head) return tf_set_error("d_model %d is not a multiple of n_head %d", c->d_model, c->n_head);
     if (c->head == TF_BERT_SEQ_CLS && c->problem == TF_BERT_REGRESSION && c->n_labels != 1)
         return tf_set_error("problem regression needs n_labels 1 (got %d)", c->n_labels);
+    if (c->distilbert) return distil_check(c);
     if (c->roberta) return roberta_check(c);
     if ((c->head == TF_BERT_SEQ_CLS || c->head == TF_BERT_PRETRAINING) && !c->pooler)
         return tf_set_error("head %s reads the pooler: pooler must be true", HEADS[c->head]);
@@ -110,15 +133,19 @@ const char *tf_bert_head_name(tf_bert_head h) {
 }
 
 const char *tf_bert_class_name(const tf_bert_config *c) {
-    if (!c->roberta) return tf_bert_head_name(c->head);
-    return c->head >= TF_BERT_BODY && c->head <= TF_BERT_QA && ROBERTA_HEADS[c->head] ? ROBERTA_HEADS[c->head] : "unknown";
+    const char *const *names = c->distilbert ? DISTIL_HEADS : c->roberta ? ROBERTA_HEADS : HEADS;
+    return c->head >= TF_BERT_BODY && c->head <= TF_BERT_QA && names[c->head] ? names[c->head] : "unknown";
 }
 
-int tf_bert_roberta_head_from_name(const char *name) {
+static int head_in(const char *const *names, const char *name) {
     for (int i = 0; name && i <= TF_BERT_QA; i++)
-        if (ROBERTA_HEADS[i] && !strcmp(ROBERTA_HEADS[i], name)) return i;
+        if (names[i] && !strcmp(names[i], name)) return i;
     return -1;
 }
+
+int tf_bert_roberta_head_from_name(const char *name) { return head_in(ROBERTA_HEADS, name); }
+
+int tf_bert_distil_head_from_name(const char *name) { return head_in(DISTIL_HEADS, name); }
 
 int tf_bert_head_from_name(const char *name) {
     for (int i = 0; name && HEADS[i]; i++)

@@ -3,7 +3,8 @@
  *   pre-training       CE(MLM logits, labels; -100 ignored) + CE(NSP logits, next_sentence_label)
  *   masked LM          CE(logits, labels; -100 ignored)
  *   sequence classes   CE(logits, labels), or MSE for regression (n_labels 1); RoBERTa's
- *                      classifier reads the first token through dense + tanh, not the pooler
+ *                      classifier reads the first token through dense + tanh, not the pooler;
+ *                      DistilBERT's through pre_classifier + ReLU
  *   token classes      CE(logits, labels; -100 ignored)
  *   question answering (CE(start, s) + CE(end, e)) / 2, positions clamped to [0,T], T ignored */
 #include <math.h>
@@ -95,9 +96,19 @@ static tf_tensor *roberta_cls(tf_ctx *ctx, const tf_bert *m, tf_tensor *h) {
     return tf_classifier_seq_forward(ctx, &m->cls, tf_tanh(ctx, x));  // (B,L)
 }
 
+/* DistilBERT's: classifier(dropout(relu(pre_classifier(x[:, 0])))), no pooler. */
+static tf_tensor *distil_cls(tf_ctx *ctx, const tf_bert *m, tf_tensor *h) {
+    int64_t B = h->shape[0], C = h->shape[2];
+    tf_tensor *x = tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){B, C});  // (B,C)
+    x = tf_dense(ctx, x, m->cls_dense.weight, 0, m->cls_dense.bias, TF_ACT_RELU);     // (B,C)
+    return tf_classifier_seq_forward(ctx, &m->cls, x);                                // (B,L)
+}
+
 static int seq_cls(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
-    out->logits = m->cfg.roberta ? roberta_cls(ctx, m, out->last_hidden_state)          // (B,L)
-                                 : tf_classifier_seq_forward(ctx, &m->cls, out->pooler_output);
+    tf_tensor *h = out->last_hidden_state;
+    out->logits = m->cfg.roberta      ? roberta_cls(ctx, m, h)  // (B,L)
+                : m->cfg.distilbert ? distil_cls(ctx, m, h)
+                                    : tf_classifier_seq_forward(ctx, &m->cls, out->pooler_output);
     tf_tensor *labels = in->labels;
     if (!out->logits || !labels) return out->logits ? 0 : -1;
     int64_t B = out->logits->shape[0];
@@ -138,6 +149,7 @@ static tf_tensor *clamped(tf_ctx *ctx, const tf_tensor *pos, const char *name, i
 
 static int span(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
     tf_tensor *h = out->last_hidden_state;
+    if (m->cfg.distilbert) h = tf_dropout(ctx, h, m->cfg.qa_dropout);  // DistilBERT's qa_dropout  (B,T,C)
     if (tf_span_head_forward(ctx, &m->span, h, &out->start_logits, &out->end_logits)) return -1;  // (B,T) each
     if (!in->start_positions || !in->end_positions) return 0;
     int64_t B = h->shape[0], T = h->shape[1];

@@ -24,5 +24,21 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
 
 /* RobertaModel, RobertaFor... as a tf_bert_head, or -1 (bert_config.c). */
 int tf_bert_roberta_head_from_name(const char *name);
+/* DistilBertModel, DistilBertFor... as a tf_bert_head, or -1 (bert_config.c). */
+int tf_bert_distil_head_from_name(const char *name);
+
+/* DistilBERT's config.json (model_type distilbert or a DistilBert* class):
+ * its own keys read into c, the settings tformer lacks refused by name; the
+ * head as tf_bert_config_from_hf (bert_distil.c). */
+int tf_bert_distil_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
+                                  int *folder_head);
+/* Its config.json for m (bert_distil.c). */
+int tf_bert_distil_write_config(const tf_bert *m, const char *path);
+/* The labels of a classification head: num_labels (id2label's size when
+ * absent) and, with m, the names (bert_io.c). */
+int tf_bert_read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, int *n_labels);
+/* The head asked for (o's, else the folder's), n_labels and problem_type
+ * (multi-label refused), shared by BERT's and DistilBERT's readers (bert_io.c). */
+int tf_bert_read_head(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c, int head);
 
 #endif

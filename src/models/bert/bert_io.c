@@ -1,6 +1,7 @@
 /* BERT models as Hugging Face folders: config.json + model.safetensors, both
  * ways, for BertModel and the five BertFor* heads; RoBERTa's five classes
- * (tf_bert_config.roberta) both ways; RoFormer's four classes
+ * (tf_bert_config.roberta) and DistilBERT's (tf_bert_config.distilbert, its
+ * config.json in bert_distil.c) both ways; RoFormer's four classes
  * with BERT's heads both ways (a model with exactly RoFormer's arithmetic is
  * written as RoFormer). A folder can be loaded
  * with another head than its own (a pre-trained body fine-tuned): the head's
@@ -106,7 +107,7 @@ static int read_own(const cJSON *root, const char *path, tf_bert_config *c) {
 }
 
 /* num_labels from id2label (Hugging Face writes that, not num_labels), and the names. */
-static int read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, int *n_labels) {
+int tf_bert_read_labels(const cJSON *root, const char *path, tf_bert *m_or_null, int *n_labels) {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
     *n_labels = cJSON_IsNumber(n) ? n->valueint : map ? cJSON_GetArraySize(map) : 2;
@@ -162,6 +163,18 @@ static int read_roberta(const cJSON *root, const char *path, const char *arch, t
     return 0;
 }
 
+int tf_bert_read_head(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c, int head) {
+    c->head = o && o->head >= 0 ? (tf_bert_head)o->head : (tf_bert_head)head;
+    if (tf_bert_read_labels(root, path, NULL, &c->n_labels)) return -1;
+    if (o && o->n_labels > 0) c->n_labels = o->n_labels;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    if (cJSON_IsString(p) && !strcmp(p->valuestring, "multi_label_classification"))
+        return tf_set_error("%s: problem_type multi_label_classification is not implemented", path);
+    c->problem = (cJSON_IsString(p) && !strcmp(p->valuestring, "regression")) || (!cJSON_IsString(p) && c->n_labels == 1)
+                     ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
+    return 0;
+}
+
 /* *folder_head: the folder's own head (architectures[0]); c->head: the one asked for. */
 static int read_extras(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                        int *folder_head) {
@@ -182,14 +195,7 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
     if (cJSON_IsString(first) && head < 0)
         return tf_set_error("%s: architecture \"%s\" is not a BERT class tformer has", path, first->valuestring);
     *folder_head = head;
-    c->head = o && o->head >= 0 ? (tf_bert_head)o->head : (tf_bert_head)head;
-    if (read_labels(root, path, NULL, &c->n_labels)) return -1;
-    if (o && o->n_labels > 0) c->n_labels = o->n_labels;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
-    if (cJSON_IsString(p) && !strcmp(p->valuestring, "multi_label_classification"))
-        return tf_set_error("%s: problem_type multi_label_classification is not implemented", path);
-    c->problem = (cJSON_IsString(p) && !strcmp(p->valuestring, "regression")) || (!cJSON_IsString(p) && c->n_labels == 1)
-                     ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
+    if (tf_bert_read_head(root, path, o, c, head)) return -1;
     const cJSON *cd = cJSON_GetObjectItemCaseSensitive(root, "classifier_dropout");
     c->classifier_dropout = cJSON_IsNumber(cd) ? (float)cd->valuedouble : -1.0f;
     return read_own(root, path, c) || refuse_unsupported(root, path, c) || (roformer && read_roformer(root, path, c));
@@ -197,11 +203,17 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
 
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                            int *folder_head) {
-    static const char *const TYPES[] = {"bert", "tformer-bert", "roformer", "big_bird", "roberta", NULL};
+    static const char *const TYPES[] = {"bert", "tformer-bert", "roformer", "big_bird", "roberta", "distilbert", NULL};
     *c = tf_bert_config_default(0, 0, 0, 0, 0);
     tf_fields f = {&HF_TABLE, c};
-    if (tf_folder_check_type(root, path, "BERT (RoBERTa, RoFormer, BigBird)", TYPES) || tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
-        read_extras(root, path, o, c, folder_head))
+    if (tf_folder_check_type(root, path, "BERT (RoBERTa, DistilBERT, RoFormer, BigBird)", TYPES)) return -1;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
+    if ((cJSON_IsString(type) && !strcmp(type->valuestring, "distilbert")) ||
+        (cJSON_IsString(first) && !strncmp(first->valuestring, "DistilBert", 10)))
+        return tf_bert_distil_config_from_hf(root, path, o, c, folder_head); /* its own keys */
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || read_extras(root, path, o, c, folder_head))
         return -1;
     if (c->roberta) c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load_hf: the body's file says) */
     if (c->bigbird_sparse && c->head != TF_BERT_BODY)
@@ -215,9 +227,14 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
 
 /* ---------------------------------------------------------------- weights */
 
-/* A body name without its "bert." or "roberta." prefix. */
+/* The body's prefixes with a head on it (BERT's, RoBERTa's, DistilBERT's). */
+static const char *const BODY_PREFIXES[] = {"bert.", "roberta.", "distilbert."};
+
+/* A body name without its prefix. */
 static const char *strip_body_prefix(const char *name) {
-    return !strncmp(name, "bert.", 5) ? name + 5 : !strncmp(name, "roberta.", 8) ? name + 8 : name;
+    for (int i = 0; i < 3; i++)
+        if (!strncmp(name, BODY_PREFIXES[i], strlen(BODY_PREFIXES[i]))) return name + strlen(BODY_PREFIXES[i]);
+    return name;
 }
 
 /* The file's tensor for one of ours: as named, with / without "bert." or
@@ -227,8 +244,8 @@ static const tf_st_entry *find_as_named(const tf_st_file *f, const char *name) {
     const char *body = strip_body_prefix(name);
     char alt[512];
     if (!e && body != name) e = tf_st_find(f, body);
-    if (!e && body == name && (size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt) e = tf_st_find(f, alt);
-    if (!e && body == name && (size_t)snprintf(alt, sizeof alt, "roberta.%s", name) < sizeof alt) e = tf_st_find(f, alt);
+    for (int i = 0; !e && body == name && i < 3; i++)
+        if ((size_t)snprintf(alt, sizeof alt, "%s%s", BODY_PREFIXES[i], name) < sizeof alt) e = tf_st_find(f, alt);
     if (!e && (size_t)snprintf(alt, sizeof alt, "roformer.%s", body) < sizeof alt) e = tf_st_find(f, alt);
     return e;
 }
@@ -256,9 +273,9 @@ static const tf_st_entry *find_param(const tf_st_file *f, const char *name) {
 static int known_extra(const char *name) {
     static const char *const ENDS[] = {"embeddings.position_ids", "cls.predictions.decoder.bias",
                                        "cls.predictions.decoder.weight", "encoder.embed_positions.weight",
-                                       "lm_head.decoder.bias", "lm_head.decoder.weight"};
+                                       "lm_head.decoder.bias", "lm_head.decoder.weight", "vocab_projector.weight"};
     size_t n = strlen(name);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         size_t k = strlen(ENDS[i]);
         if (n >= k && !strcmp(name + n - k, ENDS[i])) return 1;
     }
@@ -273,8 +290,10 @@ static int ours_as_named(const tf_params *ps, const char *name) {
     if (tf_params_get(ps, name)) return 1;
     const char *body = strip_body_prefix(name);
     if (body != name) return tf_params_get(ps, body) != NULL;
-    return ((size_t)snprintf(alt, sizeof alt, "bert.%s", name) < sizeof alt && tf_params_get(ps, alt)) ||
-           ((size_t)snprintf(alt, sizeof alt, "roberta.%s", name) < sizeof alt && tf_params_get(ps, alt));
+    for (int i = 0; i < 3; i++)
+        if ((size_t)snprintf(alt, sizeof alt, "%s%s", BODY_PREFIXES[i], name) < sizeof alt && tf_params_get(ps, alt))
+            return 1;
+    return 0;
 }
 
 static int ours(const tf_params *ps, const char *name) {
@@ -300,7 +319,8 @@ static int read_tensor(const tf_st_file *f, const char *path, const char *name, 
 /* The head's tensors (the pooler's too): initialised when a folder lacks them. */
 static int head_tensor(const char *name) {
     return !strncmp(name, "cls.", 4) || !strncmp(name, "classifier.", 11) || !strncmp(name, "qa_outputs.", 11) ||
-           !strncmp(name, "lm_head.", 8) || strstr(name, "pooler.") != NULL;
+           !strncmp(name, "lm_head.", 8) || !strncmp(name, "vocab_", 6) || !strncmp(name, "pre_classifier.", 15) ||
+           strstr(name, "pooler.") != NULL;
 }
 
 /* RoFormer stores its rotation angles' sines and cosines (max_position_embeddings,
@@ -376,10 +396,11 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
     int folder_head = -1, pooled = 1;
     int rc = !root || tf_bert_config_from_hf(root, path, opts, &c, &folder_head);
     if (!rc && c.head == TF_BERT_BODY) rc = has_pooler(weights, &pooled);
-    c.pooler = c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || (c.head == TF_BERT_SEQ_CLS && !c.roberta);
+    c.pooler = c.distilbert ? 0
+             : c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || (c.head == TF_BERT_SEQ_CLS && !c.roberta);
     tf_bert *m = rc ? NULL : tf_bert_new(&c, 0);
     int n_labels;
-    if (m && (int)c.head == folder_head && read_labels(root, path, m, &n_labels)) rc = -1;
+    if (m && (int)c.head == folder_head && tf_bert_read_labels(root, path, m, &n_labels)) rc = -1;
     cJSON_Delete(root);
     uint64_t seed = opts && (int)c.head != folder_head ? opts->seed : 0; /* 0: every tensor must be there */
     if (m && (rc || load_weights(m, weights, seed, (int)c.head == folder_head))) {
@@ -507,6 +528,11 @@ int tf_bert_save_hf(const tf_bert *m, const char *dir) {
     char path[4096];
     int roformer = roformer_form(&m->cfg);
     snprintf(path, sizeof path, "%s/config.json", dir);
+    if (m->cfg.distilbert) { /* the tied decoder is the word table: transformers ties it on loading */
+        if (tf_bert_distil_write_config(m, path)) return -1;
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        return tf_folder_save_weights(m->params, path, NULL, NULL);
+    }
     if (roformer ? write_roformer_config(m, path) : write_config(m, path)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (roformer) return write_roformer_weights(m, path);

@@ -1,0 +1,600 @@
+/* DistilBERT (the BERT family with tf_bert_config.distilbert) against Hugging
+ * Face transformers (tests/ref/gen_distilbert_fixtures.py, 4.x and 5.x): every
+ * case of tests/fixtures_distilbert through `tformer hf-run` to 1e-5 relative
+ * L2 error per field (the BERT and RoBERTa cases' tolerance); the loss's
+ * gradients with respect to every parameter against PyTorch's float64
+ * autograd; a moved weight fails, and so do the two LayerNorms of a block
+ * swapped; refused settings and bad inputs are clear errors; tformer's own
+ * DistilBERT folders round trip (and, in `make distilbert-conformance`, load
+ * in transformers); `tformer embed` against sentence-transformers, fill-mask
+ * against transformers' pipeline, finetune / predict. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define TOL 1e-5      /* relative L2 error of each output field, as tests/test_hf_run.c */
+#define GRAD_TOL 1e-4 /* relative L2 error of each parameter's gradient, as the RoBERTa cases */
+#define DB_DIR "tests/fixtures_distilbert"
+#define BODY_CASE DB_DIR "/v4_body_rightpad"
+#define MLM_CASE DB_DIR "/v4_mlm_tied_relu_labels_grad"
+#define SEQ_CASE DB_DIR "/v4_seqcls_3labels_grad"
+
+TEST(distilbert_hf_run_matches_transformers) {
+    const char *dir = test_fixture_dir_or(DB_DIR);
+    char *names[256], path[1200], out[] = "/tmp/tformer_db_out_XXXXXX";
+    int n = test_dir_entries(dir, names, 256), failed = 0;
+    CHECKF(n > 0, "no cases in %s", dir);
+    CHECK(test_temp_file(out) == 0);
+    double worst[2] = {0, 0}, worst_abs = 0, rel;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        int v5 = !strncmp(names[i], "v5", 2);
+        free(names[i]);
+        double d = test_hf_run_case(path, path, out, &rel);
+        if (d < 0 || d != d || !(rel <= TOL)) failed += fprintf(stderr, "    %s: relative error %.3g\n", path, rel) > 0;
+        if (rel > worst[v5]) worst[v5] = rel;
+        if (d > worst_abs) worst_abs = d;
+    }
+    unlink(out);
+    printf("    %d DistilBERT cases, %d failed, worst relative L2 error 4.x %.2e, 5.x %.2e (max |diff| %.2e)\n", n,
+           failed, worst[0], worst[1], worst_abs);
+    CHECKF(n >= (strcmp(dir, DB_DIR) ? 1 : 13) && failed == 0, "%d of %d cases failed", failed, n);
+}
+
+/* ---------------------------------------------------------------- gradients against PyTorch */
+
+static double gradient_case(const char *dir, int *n_tensors) {
+    char p[1300];
+    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
+    tf_st_file *g = tf_st_open(p);
+    snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_st_file *in = tf_st_open(p);
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_arena *a = tf_arena_new(0);
+    double worst = -1;
+    if (g && in && m) {
+        tf_bert_inputs x = {.input_ids = test_st_tensor(in, "input_ids", a),
+                            .attention_mask = test_st_tensor(in, "attention_mask", a),
+                            .position_ids = test_st_tensor(in, "position_ids", a),
+                            .labels = test_st_tensor(in, "labels", a)};
+        tf_bert_outputs o;
+        tf_params_zero_grad(m->params);
+        if (!tf_bert_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
+            worst = test_gradient_error(m->params, NULL, NULL, g, a, dir);
+            *n_tensors = tf_params_count(m->params);
+        }
+    }
+    tf_arena_free(a);
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+    tf_st_close(in), tf_st_close(g);
+    return worst;
+}
+
+/* Backward through the whole model and DistilBERT's heads: the MLM head (relu
+ * from config.activation, the projector tied to the word table), the
+ * classifier's pre_classifier + ReLU + classifier (4.x, and 5.x with
+ * pad_token_id null), the token classifier; pad_token_id among the attended
+ * tokens, whose word row takes no gradient (nn.Embedding's padding_idx). */
+TEST(distilbert_gradients_match_pytorch) {
+    static const char *const CASES[] = {MLM_CASE, SEQ_CASE, DB_DIR "/v4_tokcls_pad_inside_grad",
+                                        DB_DIR "/v5_seqcls_leftpad_padnull_grad"};
+    double worst = 0;
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        double e = gradient_case(CASES[i], &n);
+        CHECKF(e >= 0 && e <= GRAD_TOL, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
+        if (e > worst) worst = e;
+    }
+    printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+}
+
+/* ---------------------------------------------------------------- moved and swapped weights */
+
+/* The comparison notices a moved weight of each kind DistilBERT names its own
+ * way (its MLM head, its classifier, every role of a block, the position
+ * table). The heads' elements are of units the ReLU lets through on these
+ * inputs (most of the relu MLM head's are dead; a key's bias changes no score). */
+TEST(distilbert_perturbed_weight_fails_the_comparison) {
+    static const test_weight MLM[] = {
+        {"vocab_transform.weight", 3 * 8 + 5}, {"vocab_transform.bias", 3}, {"vocab_layer_norm.weight", 3},
+        {"vocab_layer_norm.bias", 2}, {"vocab_projector.bias", 7}, {"distilbert.embeddings.position_embeddings.weight", 9},
+        {"distilbert.embeddings.LayerNorm.bias", 1}, {"distilbert.transformer.layer.0.attention.q_lin.weight", 21},
+        {"distilbert.transformer.layer.0.attention.k_lin.weight", 10}, {"distilbert.transformer.layer.1.attention.v_lin.weight", 6},
+        {"distilbert.transformer.layer.1.attention.out_lin.bias", 2}, {"distilbert.transformer.layer.0.sa_layer_norm.weight", 4},
+        {"distilbert.transformer.layer.1.ffn.lin1.weight", 11}, {"distilbert.transformer.layer.0.ffn.lin2.bias", 0},
+        {"distilbert.transformer.layer.1.output_layer_norm.bias", 5}};
+    static const test_weight SEQ[] = {{"pre_classifier.weight", 2 * 12 + 5}, {"pre_classifier.bias", 3},
+                                      {"classifier.weight", 9}, {"classifier.bias", 1}};
+    const int n_mlm = (int)(sizeof MLM / sizeof MLM[0]);
+    double same[2], least[2];
+    int missed = test_hf_perturbed(MLM_CASE, MLM, n_mlm, TOL, &same[0], &least[0]) +
+                 test_hf_perturbed(SEQ_CASE, SEQ, 4, TOL, &same[1], &least[1]);
+    printf("    unchanged copies %.2e, %.2e; one element + 1e-3 of each of %d tensors: %.2e or more\n", same[0], same[1],
+           n_mlm + 4, least[0] < least[1] ? least[0] : least[1]);
+    CHECK(same[0] >= 0 && same[0] <= TOL && same[1] >= 0 && same[1] <= TOL);
+    CHECKF(missed == 0, "%d perturbed tensors went unnoticed", missed);
+}
+
+/* BODY_CASE with sa_layer_norm and output_layer_norm of layer 0 exchanged in
+ * the file: the outputs must no longer be transformers'. */
+TEST(distilbert_swapped_norms_fail_the_comparison) {
+    char tmp[] = "/tmp/tformer_dbsw_XXXXXX", path[600], out[600];
+    CHECK(mkdtemp(tmp) != NULL);
+    CHECK(test_copy_case(BODY_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    tf_st_file *f = tf_st_open(BODY_CASE "/model.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    tf_st_writer *w = f ? tf_st_writer_new() : NULL;
+    int rc = !w;
+    for (int i = 0; !rc && i < tf_st_count(f); i++) {
+        const char *name = tf_st_entry_at(f, i)->name, *p = strstr(name, "layer.0.sa_layer_norm.");
+        const char *q = strstr(name, "layer.0.output_layer_norm.");
+        char other[300];
+        if (p) snprintf(other, sizeof other, "transformer.layer.0.output_layer_norm.%s", p + 22);
+        if (q) snprintf(other, sizeof other, "transformer.layer.0.sa_layer_norm.%s", q + 26);
+        tf_tensor *t = test_st_tensor(f, (p || q) ? other : name, a);
+        rc = !t || tf_st_writer_add(w, name, t);
+    }
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    tf_st_close(f);
+    tf_arena_free(a);
+    snprintf(out, sizeof out, "%s/out.safetensors", tmp);
+    double rel = -1, d = rc ? -1 : test_hf_run_case(tmp, BODY_CASE, out, &rel);
+    test_rm_rf(tmp);
+    printf("    layer 0's norms swapped: relative error %.2e\n", rel);
+    CHECKF(d >= 0 && rel > 100 * TOL, "swapped norms pass the comparison: relative error %g", rel);
+}
+
+/* ---------------------------------------------------------------- refused and bad */
+
+#define IDS(b, t, v) {"input_ids", TF_ST_I64, 2, {b, t}, v}
+static const test_bad_case BAD[] = {
+    {"token types", BODY_CASE, NULL, NULL, NULL, {IDS(2, 5, 3), {"token_type_ids", TF_ST_I64, 2, {2, 5}, 0}},
+     {"'token_type_ids' is not an argument of DistilBertModel.forward()", NULL}},
+    {"a head mask", BODY_CASE, NULL, NULL, NULL, {IDS(2, 5, 3), {"head_mask", TF_ST_F32, 1, {3}, 1}},
+     {"head_mask", NULL}},
+    {"multiple choice", NULL, "\"DistilBertForSequenceClassification\"", "\"DistilBertForMultipleChoice\"", NULL,
+     {IDS(2, 5, 3)}, {"\"DistilBertForMultipleChoice\" is not supported by hf-run", NULL}},
+    {"an activation tformer lacks", NULL, "\"activation\": \"gelu\"", "\"activation\": \"silu\"", NULL,
+     {IDS(2, 5, 3)}, {"config.json", "activation"}},
+    {"multi-label", NULL, "\"activation\"", "\"problem_type\": \"multi_label_classification\", \"activation\"", NULL,
+     {IDS(2, 5, 3)}, {"config.json", "multi_label_classification is not implemented"}},
+    {"pad_token_id past the vocabulary", NULL, "\"pad_token_id\": 0", "\"pad_token_id\": 25", NULL, {IDS(2, 5, 3)},
+     {"config.json", "\"pad_token_id\" must be null or an id below vocab_size 25"}},
+    {"a question answerer of 3 labels", DB_DIR "/v4_qa_clamped", "\"activation\"", "\"num_labels\": 3, \"activation\"",
+     NULL, {IDS(2, 5, 3)}, {"config.json", "DistilBertForQuestionAnswering needs num_labels 2 (got 3)"}},
+    {"more tokens than positions", NULL, NULL, NULL, NULL, {IDS(1, 14, 3)},
+     {"14 tokens exceed max_position_embeddings 13", NULL}},
+    {"a position past the table", DB_DIR "/v5_body_rightpad_posids", NULL, NULL, NULL,
+     {IDS(2, 5, 3), {"position_ids", TF_ST_I64, 2, {2, 5}, 14}}, {"position_ids", "max_position_embeddings"}},
+    {"a class past num_labels", NULL, NULL, NULL, NULL, {IDS(2, 5, 3), {"labels", TF_ST_I64, 1, {2}, 3}},
+     {"labels holds 3", "[0,3)"}},
+    {"pre_classifier missing", NULL, NULL, NULL, "pre_classifier.weight", {IDS(2, 5, 3)},
+     {"missing tensor 'pre_classifier.weight'", NULL}},
+    {"the MLM head's transform missing", MLM_CASE, NULL, NULL, "vocab_transform.weight", {IDS(2, 5, 3)},
+     {"missing tensor 'vocab_transform.weight'", NULL}},
+    {"a next-sentence label", NULL, NULL, NULL, NULL, {IDS(2, 5, 3), {"next_sentence_label", TF_ST_I64, 1, {2}, 0}},
+     {"'next_sentence_label' is not an argument of DistilBertForSequenceClassification.forward()", NULL}},
+};
+#undef IDS
+
+TEST(distilbert_hf_run_bad_input_is_a_clear_error) {
+    const size_t n = sizeof BAD / sizeof BAD[0];
+    int bad = test_hf_run_bad_cases(BAD, n, SEQ_CASE, "DB_VERBOSE");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
+    /* the classes tformer lacks, refused by the BERT family itself too (hf-run refuses them first) */
+    char dir[] = "/tmp/tformer_dbbad_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_copy_case(SEQ_CASE, dir, "\"DistilBertForSequenceClassification\"", "\"DistilBertForMultipleChoice\"",
+                         NULL, 0, 0, NULL) == 0);
+    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    CHECKF(!m && strstr(tf_error(), "\"DistilBertForMultipleChoice\": tformer reads DistilBertModel"), "%s",
+           m ? "loaded" : tf_error());
+    test_rm_rf(dir);
+    /* token_type_ids handed to the library directly */
+    m = tf_bert_load_hf(BODY_CASE, NULL);
+    tf_ctx *ctx = tf_ctx_new(1);
+    CHECKF(m && ctx, "%s", tf_error());
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 1);
+    tf_bert_outputs o;
+    int rc = tf_bert_run(ctx, m, &(tf_bert_inputs){.input_ids = ids, .token_type_ids = ids}, &o);
+    CHECKF(rc != 0 && strstr(tf_error(), "DistilBERT has no token types"), "%s", rc ? tf_error() : "ran");
+    tf_ctx_free(ctx);
+    tf_bert_free(m);
+}
+
+/* The config keys DistilBERT ignores are ignored: a layer_norm_eps of 1e-3
+ * (the 4.x sinusoidal case's config.json has one, and passes above) leaves
+ * every eps 1e-12; BERT's key names are not read (hidden_size is dim's
+ * alias, as DistilBertConfig's attribute_map). */
+TEST(distilbert_reads_its_own_config_keys) {
+    tf_bert *m = tf_bert_load_hf(DB_DIR "/v4_body_leftpad_pad3_sinusoidal", NULL);
+    CHECKF(m, "%s", tf_error());
+    CHECK(m->cfg.distilbert && m->cfg.distilbert_sinusoidal && m->cfg.norm_eps == 1e-12f && m->cfg.pad_token_id == 3);
+    CHECK(m->emb.token_type == NULL && m->cfg.d_model == 10 && m->cfg.d_ff == 14 && m->cfg.n_layer == 2);
+    tf_bert_free(m);
+    char dir[] = "/tmp/tformer_dbkeys_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_copy_case(BODY_CASE, dir, "\"dim\"", "\"hidden_size\"", NULL, 0, 0, NULL) == 0);
+    m = tf_bert_load_hf(dir, NULL);
+    CHECKF(m && m->cfg.d_model == 12, "%s", m ? "d_model" : tf_error());
+    tf_bert_free(m);
+    test_rm_rf(dir);
+}
+
+/* The start logits of the QA case, in training mode when train (dropout on). */
+static int qa_logits(const tf_bert *m, int train, float *out, int64_t *n) {
+    tf_st_file *f = tf_st_open(DB_DIR "/v4_qa_clamped/input.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(1);
+    tf_ctx_set_training(ctx, train);
+    tf_ctx_set_grad(ctx, 0);
+    tf_bert_inputs in = {.input_ids = f ? test_st_tensor(f, "input_ids", a) : NULL,
+                         .attention_mask = f ? test_st_tensor(f, "attention_mask", a) : NULL};
+    tf_bert_outputs o;
+    int rc = !in.input_ids || tf_bert_run(ctx, m, &in, &o);
+    if (!rc) *n = tf_numel(o.start_logits), memcpy(out, o.start_logits->data, (size_t)*n * sizeof *out);
+    tf_ctx_free(ctx);
+    tf_arena_free(a);
+    tf_st_close(f);
+    return rc ? -1 : 0;
+}
+
+/* Dropout where DistilBERT has it: seq_classif_dropout and qa_dropout read
+ * into the heads, the attention's output undropped (BERT drops it), and
+ * qa_dropout before qa_outputs (the QA case's dropout 0 and qa_dropout 0.5:
+ * training mode changes the logits; with qa_dropout 0 it does not). */
+TEST(distilbert_dropouts_where_transformers_has_them) {
+    char dir[] = "/tmp/tformer_dbdrop_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_copy_case(DB_DIR "/v4_qa_clamped", dir, "\"qa_dropout\": 0.0", "\"qa_dropout\": 0.5", NULL, 0, 0,
+                         NULL) == 0);
+    tf_bert *drop = tf_bert_load_hf(dir, NULL), *none = tf_bert_load_hf(DB_DIR "/v4_qa_clamped", NULL);
+    test_rm_rf(dir);
+    CHECKF(drop && none, "%s", tf_error());
+    CHECK(drop->cfg.qa_dropout == 0.5f && drop->block.self_out_undropped && none->cfg.qa_dropout == 0.0f);
+    float e[64], t[64], n0[64], n1[64];
+    int64_t n = 0;
+    CHECK(qa_logits(drop, 0, e, &n) == 0 && qa_logits(drop, 1, t, &n) == 0 && qa_logits(none, 0, n0, &n) == 0 &&
+          qa_logits(none, 1, n1, &n) == 0 && n <= 64);
+    CHECK(memcmp(e, n0, (size_t)n * 4) == 0 && memcmp(n0, n1, (size_t)n * 4) == 0);
+    CHECKF(memcmp(e, t, (size_t)n * 4) != 0, "qa_dropout 0.5 changed nothing in training mode");
+    tf_bert_free(drop), tf_bert_free(none);
+    tf_bert *seq = tf_bert_load_hf(SEQ_CASE, NULL), *tok = tf_bert_load_hf(DB_DIR "/v4_tokcls_pad_inside_grad", NULL);
+    CHECKF(seq && tok && seq->cls.dropout == 0.0f && tok->cls.dropout == tok->cfg.dropout, "%s", tf_error());
+    tf_bert_free(seq), tf_bert_free(tok);
+}
+
+/* ---------------------------------------------------------------- tformer's DistilBERT folders */
+
+#define DB_B 2
+#define DB_T 6
+
+static tf_tensor *db_ints(tf_ctx *ctx, int ndim, int mod, int add) {
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, ndim, (int64_t[]){DB_B, DB_T}, 0);
+    for (int64_t i = 0; t && i < tf_numel(t); i++) tf_i32(t)[i] = (int32_t)((i * 7 + add) % mod);
+    return t;
+}
+
+/* Inputs of a DistilBertFor* of 19 ids (pad_token_id 0): the second row padded
+ * after 4 tokens, labels for the head. */
+static int db_inputs(tf_ctx *ctx, tf_bert_head h, tf_bert_inputs *in) {
+    tf_tensor *ids = db_ints(ctx, 2, 18, 1), *mask = db_ints(ctx, 2, 1, 0);
+    if (!ids || !mask) return -1;
+    for (int i = 0; i < DB_B * DB_T; i++) {
+        tf_i32(ids)[i] += 1;
+        tf_i32(mask)[i] = i < DB_T + 4;
+        if (!tf_i32(mask)[i]) tf_i32(ids)[i] = 0;
+    }
+    *in = (tf_bert_inputs){.input_ids = ids, .attention_mask = mask};
+    if (h == TF_BERT_MLM || h == TF_BERT_TOKEN_CLS) {
+        in->labels = db_ints(ctx, 2, h == TF_BERT_MLM ? 19 : 3, 2);
+        for (int i = 0; in->labels && i < DB_B * DB_T; i += 2) tf_i32(in->labels)[i] = -100;
+    } else if (h == TF_BERT_SEQ_CLS) {
+        in->labels = db_ints(ctx, 1, 3, 1);
+    } else if (h == TF_BERT_QA) {
+        in->start_positions = db_ints(ctx, 1, 5, 1), in->end_positions = db_ints(ctx, 1, 6, 3);
+    }
+    return 0;
+}
+
+static int db_save_inputs(const tf_bert_inputs *in, const char *path) {
+    tf_st_writer *w = tf_st_writer_new();
+    const char *names[] = {"input_ids", "attention_mask", "labels", "start_positions", "end_positions"};
+    tf_tensor *ts[] = {in->input_ids, in->attention_mask, in->labels, in->start_positions, in->end_positions};
+    int rc = !w;
+    for (int i = 0; !rc && i < 5; i++) rc = ts[i] && tf_st_writer_add(w, names[i], ts[i]);
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc ? -1 : 0;
+}
+
+static const tf_tensor *db_first(const tf_bert_outputs *o) {
+    return o->logits ? o->logits : o->start_logits ? o->start_logits : o->last_hidden_state;
+}
+
+/* Every DistilBERT head tformer has, with random weights (N(0,0.3)), saved as
+ * a DistilBERT folder (model_type "distilbert", the DistilBert* class, its
+ * keys and names) and read back to the same outputs and loss, bit for bit;
+ * `make distilbert-conformance` keeps the folders and inputs
+ * (TFORMER_EXPORT_DIR) and has transformers load them and compute their
+ * outputs, compared through hf-run. */
+TEST(distilbert_export_for_transformers) {
+    static const tf_bert_head HEADS[] = {TF_BERT_BODY, TF_BERT_MLM, TF_BERT_SEQ_CLS, TF_BERT_TOKEN_CLS, TF_BERT_QA};
+    const char *keep = getenv("TFORMER_EXPORT_DIR");
+    char root[512] = "/tmp/tformer_dbexp_XXXXXX", dir[600], path[700];
+    if (keep) snprintf(root, sizeof root, "%s", keep);
+    CHECK(keep || mkdtemp(root));
+    for (int k = 0; k < 5; k++) {
+        tf_bert_config c = tf_bert_config_default(19, 9, 2, 2, 8);
+        c.d_ff = 12, c.head = HEADS[k], c.n_labels = 3, c.dropout = c.attn_dropout = 0, c.type_vocab_size = 1;
+        c.distilbert = 1, c.pad_token_id = 0, c.pooler = 0, c.tied = HEADS[k] != TF_BERT_MLM;
+        c.activation = k % 2 ? TF_ACT_RELU : TF_ACT_GELU, c.classifier_dropout = 0.2f;
+        tf_bert *m = tf_bert_new(&c, 11 + (uint64_t)k);
+        CHECKF(m, "%s", tf_error());
+        for (int i = 0; i < tf_params_count(m->params); i++)
+            tf_tensor_fill_normal(tf_params_tensor(m->params, i), 200 + (uint64_t)i, 0.3f);
+        snprintf(dir, sizeof dir, "%s/distilbert_%s", root, tf_bert_class_name(&c));
+        CHECKF(tf_bert_save_hf(m, dir) == 0, "%s", tf_error());
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        size_t len;
+        char *text = test_slurp(path, &len);
+        char want[96];
+        snprintf(want, sizeof want, "\"%s\"", tf_bert_class_name(&c));
+        int marked = text && strstr(text, "\"model_type\":\t\"distilbert\"") && strstr(text, want) &&
+                     strstr(text, "\"dim\":\t8") && strstr(text, "\"hidden_dim\":\t12") && strstr(text, "\"n_layers\":\t2") &&
+                     strstr(text, "\"seq_classif_dropout\":\t0.2") && !strstr(text, "hidden_size");
+        CHECKF(marked, "%s", text ? text : path);
+        free(text);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        tf_st_file *f = tf_st_open(path);
+        const char *word = k ? "distilbert.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight";
+        const char *layer = k ? "distilbert.transformer.layer.1.ffn.lin2.weight" : "transformer.layer.1.ffn.lin2.weight";
+        CHECKF(f && tf_st_find(f, word) && tf_st_find(f, layer) && (k != 1 || tf_st_find(f, "vocab_projector.weight")),
+               "%s", path);
+        tf_st_close(f);
+        tf_bert *r = tf_bert_load_hf(dir, NULL);
+        CHECKF(r && r->cfg.distilbert && r->cfg.head == c.head && !r->cfg.pooler, "%s", tf_error());
+        tf_ctx *ctx = tf_ctx_new(1);
+        tf_bert_inputs in;
+        tf_bert_outputs a, b;
+        CHECK(db_inputs(ctx, HEADS[k], &in) == 0 && tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0);
+        const tf_tensor *x = db_first(&a), *y = db_first(&b);
+        CHECK(tf_numel(x) == tf_numel(y) && !memcmp(x->data, y->data, (size_t)tf_numel(x) * 4));
+        CHECK(!a.loss == (k == 0) && (!a.loss || tf_f32(a.loss)[0] == tf_f32(b.loss)[0]));
+        snprintf(path, sizeof path, "%s/input.safetensors", dir);
+        CHECK(!keep || db_save_inputs(&in, path) == 0);
+        tf_ctx_free(ctx);
+        tf_bert_free(r);
+        tf_bert_free(m);
+        if (!keep) test_rm_rf(dir);
+    }
+    if (!keep) rmdir(root);
+}
+
+/* ---------------------------------------------------------------- embed, fill-mask */
+
+#include <cjson/cJSON.h>
+
+#define ST_DIR "tests/fixtures_distilbert_st/tiny_distilbert_st"
+#define MLM_DIR "tests/fixtures_distilbert_st/tiny_distilbert_mlm"
+
+static cJSON *read_json(const char *path) {
+    size_t n;
+    char *text = test_slurp(path, &n);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return root;
+}
+
+/* The tokenizer (tokenizer.json, and vocab.txt alone) gives transformers'
+ * ids; `tformer embed` on a DistilBERT sentence-transformers folder (mean
+ * pooling, no Normalize, max_seq_length 16 under 20 positions: the long text
+ * is cut) matches SentenceTransformer.encode() in float64, library and CLI. */
+TEST(distilbert_embed_matches_sentence_transformers) {
+    cJSON *root = read_json(ST_DIR "/answers.json");
+    tf_embed_opts o;
+    CHECK(root && tf_embed_opts_load(ST_DIR, &o) == 0 && o.pooling == TF_POOL_MEAN && !o.normalize && o.max_len == 16);
+    tf_bert *m = tf_bert_load_hf(ST_DIR, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
+    CHECKF(m && tok && m->cfg.distilbert, "%s", tf_error());
+    /* vocab.txt alone (tokenizer_config.json's do_lower_case) */
+    char vdir[] = "/tmp/tformer_dbvocab_XXXXXX", from[600], to[600];
+    CHECK(mkdtemp(vdir) != NULL);
+    static const char *const FILES[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
+    for (int i = 0; i < 3; i++) {
+        size_t n;
+        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
+        snprintf(to, sizeof to, "%s/%s", vdir, FILES[i]);
+        char *text = test_slurp(from, &n);
+        CHECK(text && test_write_file(to, text, n) == 0);
+        free(text);
+    }
+    tf_tokenizer *vtok = tf_tokenizer_load(vdir);
+    test_rm_rf(vdir);
+    CHECKF(vtok, "%s", tf_error());
+    const char *texts[16];
+    int n = 0, bad = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) {
+        texts[n++] = cJSON_GetObjectItem(e, "text")->valuestring;
+        const cJSON *want = cJSON_GetObjectItem(e, "ids");
+        for (int t = 0; t < 2; t++) {
+            tf_ids ids = {0}, types = {0};
+            CHECK(tf_tokenizer_encode_pair(t ? vtok : tok, texts[n - 1], strlen(texts[n - 1]), NULL, 0, 16, &ids,
+                                           &types) == 0);
+            int differ = cJSON_GetArraySize(want) != (int)ids.n;
+            for (size_t i = 0; !differ && i < ids.n; i++) differ = cJSON_GetArrayItem(want, (int)i)->valueint != ids.v[i];
+            if (differ) fprintf(stderr, "    %s: '%s' encoded otherwise\n", t ? "vocab.txt" : "tokenizer.json", texts[n - 1]);
+            bad += differ;
+            tf_ids_free(&ids), tf_ids_free(&types);
+        }
+    }
+    tf_arena *a = tf_arena_new(0);
+    tf_st_file *f = tf_st_open(ST_DIR "/embeddings.safetensors");
+    tf_tensor *want = f ? test_st_tensor(f, "embeddings", a) : NULL;
+    float got[16 * 16];
+    CHECK(want && tf_numel(want) == n * 16 && tf_bert_embed(m, tok, texts, NULL, n, &o, got) == 0);
+    double d = test_max_abs_diff(got, tf_f32(want), n * 16), rel = test_rel_err(got, tf_f32(want), n * 16);
+    char cmd[600], out[8192], lines[] = "/tmp/tformer_dbemb_XXXXXX", body[600];
+    snprintf(body, sizeof body, "%s\n%s\n%s\n", texts[0], texts[1], texts[2]);
+    int rc = test_temp_file(lines) || test_write_text(lines, body);
+    snprintf(cmd, sizeof cmd, "embed --model %s < %s", ST_DIR, lines);
+    rc = rc || test_run_cli("", cmd, out, sizeof out);
+    unlink(lines);
+    char *s = out;
+    double cli = 0;
+    for (int i = 0; !rc && i < 3 * 16; i++) cli = fmax(cli, fabs(strtod(s, &s) - got[i]));
+    printf("    %d texts, %d encodings differ; max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from "
+           "the library's\n", n, bad, d, rel, cli);
+    tf_st_close(f);
+    tf_arena_free(a);
+    tf_tokenizer_free(vtok);
+    tf_tokenizer_free(tok);
+    tf_bert_free(m);
+    cJSON_Delete(root);
+    CHECKF(bad == 0, "%d encodings differ from transformers'", bad);
+    CHECKF(d <= 1e-5 && rel <= TOL, "embeddings: max |diff| %g, relative error %g", d, rel);
+    CHECKF(rc == 0 && cli < 1e-6, "embed CLI: status %d, off by %g\n%s", rc, cli, out);
+}
+
+/* `tformer fill-mask` on a DistilBertForMaskedLM folder: transformers'
+ * fill-mask pipeline's top 3 (ids and probabilities, float64). */
+TEST(distilbert_fill_mask_matches_the_pipeline) {
+    cJSON *root = read_json(MLM_DIR "/answers.json");
+    CHECK(root != NULL);
+    char cmd[700], out[4096];
+    snprintf(cmd, sizeof cmd, "fill-mask --model %s --text '%s' --top-k 3 --threads 1", MLM_DIR,
+             cJSON_GetObjectItem(root, "text")->valuestring);
+    int rc = test_run_cli("", cmd, out, sizeof out);
+    double worst = 0;
+    int i = 0, ok = rc == 0;
+    const char *s = strchr(out, '\n');
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "top")) {
+        char *end;
+        double p = s ? strtod(s + 1, &end) : -1;
+        const char *id = s ? strstr(s, "(id ") : NULL;
+        ok = ok && id && atoi(id + 4) == cJSON_GetObjectItem(e, "token")->valueint;
+        worst = fmax(worst, fabs(p - cJSON_GetObjectItem(e, "score")->valuedouble));
+        s = id ? strchr(id, '\n') : NULL;
+        i++;
+    }
+    cJSON_Delete(root);
+    printf("    top %d as the pipeline's, probabilities %.1e apart (printed to 6 places)\n", i, worst);
+    CHECKF(ok && i == 3 && worst <= 1e-6, "status %d, probabilities %g apart\n%s", rc, worst, out);
+}
+
+/* ---------------------------------------------------------------- fine-tuning */
+
+/* n lines "pos|neg<TAB><good|bad> <animal> the mat" (pairs: the mat as text b). */
+static int db_sentiment(const char *path, int n, uint64_t seed, int pairs) {
+    static const char *const ANIMALS[] = {"cat", "dog", "children", "people"};
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int pos = (seed >> 33) & 1, k = (int)(seed >> 40) % 4;
+        fprintf(f, "%s\t%s %s%sthe mat\n", pos ? "pos" : "neg", pos ? "paris" : "berlin", ANIMALS[k], pairs ? "\t" : " ");
+    }
+    return fclose(f);
+}
+
+/* A DistilBertModel of tf_bert_new's initialisation with the fixture's tokenizer files. */
+static int db_tiny_folder(char *dir) {
+    if (!mkdtemp(dir)) return -1;
+    tf_bert_config c = tf_bert_config_default(217, 20, 2, 2, 16);
+    c.d_ff = 32, c.head = TF_BERT_BODY, c.type_vocab_size = 1, c.distilbert = 1, c.pad_token_id = 0, c.pooler = 0;
+    tf_bert *m = tf_bert_new(&c, 21);
+    int rc = !m || tf_bert_save_hf(m, dir);
+    tf_bert_free(m);
+    static const char *const FILES[] = {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"};
+    char from[600], to[600];
+    for (int i = 0; !rc && i < 4; i++) {
+        size_t n;
+        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, FILES[i]);
+        char *text = test_slurp(from, &n);
+        rc = !text || test_write_file(to, text, n);
+        free(text);
+    }
+    return rc ? -1 : 0;
+}
+
+/* `tformer finetune --task classify` puts DistilBERT's classifier
+ * (pre_classifier + ReLU + classifier, no pooler) on a DistilBertModel
+ * folder, learns a one-word rule, writes a DistilBertForSequenceClassification
+ * folder that `tformer predict` reads; pairs (no token types: DistilBERT has
+ * none), tag (WordPiece pieces) and span run too (a DistilBertForQuestionAnswering
+ * folder); a sinusoidal table is refused. */
+TEST(distilbert_finetune_and_predict) {
+    char run[] = "/tmp/tformer_dbft_XXXXXX", train[] = "/tmp/tformer_dbft_XXXXXX", valid[] = "/tmp/tformer_dbft_XXXXXX";
+    char model[] = "/tmp/tformer_dbftm_XXXXXX", args[2048], path[600];
+    static char out[16384];
+    CHECK(db_tiny_folder(model) == 0 && mkdtemp(run) && !test_temp_file(train) && !test_temp_file(valid));
+    CHECK(db_sentiment(train, 200, 1, 0) == 0 && db_sentiment(valid, 40, 2, 0) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --train %s --valid %s --out %s/c --steps 80 --batch 16 --lr 5e-3 "
+             "--min-lr 1e-4 --warmup 3 --eval-every 80 --threads 1 2>&1", model, train, valid, run);
+    int rc = test_run_cli("", args, out, sizeof out);
+    const char *acc = strstr(out, "valid: accuracy");
+    double a = acc ? strtod(acc + 16, NULL) : 0;
+    printf("    classify: %s", acc ? acc : out);
+    CHECKF(rc == 0 && a > 0.9, "status %d\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/c/config.json", run);
+    size_t n;
+    char *cfg = test_slurp(path, &n);
+    int named = cfg && strstr(cfg, "\"DistilBertForSequenceClassification\"") &&
+                strstr(cfg, "\"model_type\":\t\"distilbert\"");
+    free(cfg);
+    CHECKF(named, "%s is not DistilBERT's", path);
+    snprintf(path, sizeof path, "%s/c/model.safetensors", run);
+    tf_st_file *f = tf_st_open(path);
+    CHECKF(f && tf_st_find(f, "pre_classifier.weight") && tf_st_find(f, "classifier.weight") &&
+           tf_st_find(f, "distilbert.transformer.layer.0.attention.q_lin.weight"), "%s lacks DistilBERT's names", path);
+    tf_st_close(f);
+    char inputs[] = "/tmp/tformer_dbft_XXXXXX";
+    CHECK(!test_temp_file(inputs) && test_write_text(inputs, "paris dog the mat\nberlin cat the mat\n") == 0);
+    snprintf(args, sizeof args, "predict --model %s/c --threads 1 < %s", run, inputs);
+    rc = test_run_cli("", args, out, sizeof out);
+    printf("    predict: %s", out);
+    CHECKF(rc == 0 && !strncmp(out, "pos\t", 4) && strstr(out, "\nneg\t"), "status %d\n%s", rc, out);
+    CHECK(db_sentiment(train, 40, 3, 1) == 0 && db_sentiment(valid, 8, 4, 1) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task pairs --train %s --valid %s --out %s/p --steps 2 --batch 8 "
+             "--threads 1 2>&1", model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "valid: accuracy"), "pairs: status %d\n%s", rc, out);
+    CHECK(test_write_text(train, "the\tO\ncat\tB\nsat\tO\n\n") == 0 && test_write_text(valid, "the\tO\ncat\tB\n\n") == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task tag --train %s --valid %s --out %s/t --steps 2 --threads 1 "
+             "2>&1", model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "valid:"), "tag: status %d\n%s", rc, out);
+    static const char SPAN[] = "{\"context\": \"paris is the capital of france\", \"question\": \"what is the capital\", "
+                               "\"answer_start\": 0, \"answer\": \"paris\"}\n";
+    CHECK(test_write_text(train, SPAN) == 0 && test_write_text(valid, SPAN) == 0);
+    snprintf(args, sizeof args, "finetune --model %s --task span --train %s --valid %s --out %s/q --steps 2 "
+             "--threads 1 2>&1", model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "valid:"), "span: status %d\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/q/config.json", run);
+    cfg = test_slurp(path, &n);
+    CHECKF(cfg && strstr(cfg, "\"DistilBertForQuestionAnswering\""), "%s", cfg ? cfg : path);
+    free(cfg);
+    CHECK(db_sentiment(train, 20, 5, 0) == 0 && db_sentiment(valid, 4, 6, 0) == 0);
+    snprintf(path, sizeof path, "%s/config.json", model); /* the same folder with sinusoidal_pos_embds */
+    cfg = test_slurp(path, &n);
+    char *sin = cfg ? test_replaced(cfg, "\"sinusoidal_pos_embds\":\tfalse", "\"sinusoidal_pos_embds\": true") : NULL;
+    CHECKF(sin && test_write_text(path, sin) == 0, "%s", cfg ? cfg : path);
+    free(cfg), free(sin);
+    snprintf(args, sizeof args, "finetune --model %s --train %s --valid %s --out %s/s --steps 2 --threads 1 2>&1",
+             model, train, valid, run);
+    rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc != 0 && strstr(out, "sinusoidal_pos_embds true is not fine-tuned"), "sinusoidal: status %d\n%s", rc, out);
+    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid), unlink(inputs);
+}
