@@ -91,7 +91,8 @@ int cmd_embed(const cli_args *a) {
     int n = split_lines(text, len, &lines, &lens);
     if (n < 0) cli_die(v, "out of memory");
     if (pool == 3) {
-        embed_tokens(v, m, tok, lines, lens, n, o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg));
+        embed_tokens(v, m, tok, lines, lens, n,
+                     o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg));
     } else {
         float *e = malloc(((size_t)n + 1) * (size_t)m->cfg.d_model * sizeof *e);
         if (!e || tf_bert_embed(m, tok, (const char *const *)lines, lens, n, &o, e)) cli_die(v, e ? tf_error() : "out of memory");

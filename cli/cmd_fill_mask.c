@@ -9,7 +9,9 @@
 
 enum { MODEL, TEXT, TOP_K, THREADS };
 const cli_flag cmd_fill_mask_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a BERT folder with a masked-LM head (BertForMaskedLM, BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM)"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL,
+               "a BERT folder with a masked-LM head (BertForMaskedLM, BertForPreTraining, RobertaForMaskedLM, "
+               "DistilBertForMaskedLM)"},
     [TEXT] = {"text", CLI_STRING, "TEXT", NULL, "the text, with [MASK] where tokens are to be filled in"},
     [TOP_K] = {"top-k", CLI_INT, "N", "5", "tokens per [MASK]"},
     [THREADS] = CLI_THREADS_ROW,

@@ -25,7 +25,9 @@ static const tf_field OPTION_ROWS[] = {
       "> 1 discourages tokens already in the context, < 1 favours them: sampling divides a positive logit by it "
       "(multiplies a negative one), beam search multiplies their log-probabilities (transformers' rule in each)"),
     R(seed, TF_FIELD_UINT64, NULL, "the draws' seed"),
-    R(beam, TF_FIELD_INT, "[0,256]", "beam search of that width (deterministic: temperature, top-k, top-p and the seed ignored; the repetition penalty applies); 0: sampling"),
+    R(beam, TF_FIELD_INT, "[0,256]",
+      "beam search of that width (deterministic: temperature, top-k, top-p and the seed ignored; the repetition "
+      "penalty applies); 0: sampling"),
     R(length_penalty, TF_FIELD_FLOAT, NULL, "beam scores are sum(log p) / length^length_penalty"),
 };
 #undef R

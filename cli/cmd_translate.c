@@ -33,16 +33,23 @@ static const char *const BEAM_STOPS[] = {"tformer", "hf", "hf-early", "hf-never"
 /* The search's options: ranges and --help from one table (the flag parser's numbers). */
 #define R(m, name, type, range, help) TF_FIELD_ROW(tf_translate_opts, m, type, name, NULL, range, NULL, help, 0, NULL)
 static const tf_field OPTION_ROWS[] = {
-    R(search.beam, "beam", TF_FIELD_INT, "[1,64]", "beam width; 1: greedy (a Marian folder: its num_beams unless given)"),
-    R(search.length_penalty, "length_penalty", TF_FIELD_FLOAT, "[-10,10]", "beam scores are sum(log p) / length^X (a Marian folder: its length_penalty unless given)"),
-    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]", "at most X * source tokens + --max-len-b target tokens, EOS included (0 and 0: empty translations); a Marian folder without either flag: its max_length - 1, as generate()"),
-    R(max_len_b, "max_len_b", TF_FIELD_INT, "[0,inf)", "target tokens beyond --max-len-a's share; the model's context bounds both"),
-    R(batch, "batch", TF_FIELD_INT, "[1,1024]", "sentences decoded together (sorted by length; output in input order); 1: one at a time"),
+    R(search.beam, "beam", TF_FIELD_INT, "[1,64]",
+      "beam width; 1: greedy (a Marian folder: its num_beams unless given)"),
+    R(search.length_penalty, "length_penalty", TF_FIELD_FLOAT, "[-10,10]",
+      "beam scores are sum(log p) / length^X (a Marian folder: its length_penalty unless given)"),
+    R(max_len_a, "max_len_a", TF_FIELD_FLOAT, "[0,100]",
+      "at most X * source tokens + --max-len-b target tokens, EOS included (0 and 0: empty translations); a Marian "
+      "folder without either flag: its max_length - 1, as generate()"),
+    R(max_len_b, "max_len_b", TF_FIELD_INT, "[0,inf)",
+      "target tokens beyond --max-len-a's share; the model's context bounds both"),
+    R(batch, "batch", TF_FIELD_INT, "[1,1024]",
+      "sentences decoded together (sorted by length; output in input order); 1: one at a time"),
     TF_FIELD_ROW(tf_translate_opts, search.beam_stop, TF_FIELD_ENUM, "beam_stop", NULL, NULL, BEAM_STOPS,
                  "when a beam search ends: tformer (each ended hypothesis narrows the beam until none is live), hf "
                  "(transformers' early_stopping=False), hf-early (True: N ended; "
                  "CTranslate2's rule), hf-never (\"never\": hf's bound with the longest length when "
-                 "--length-penalty > 0); a Marian folder: its early_stopping unless given", 0, NULL),
+                 "--length-penalty > 0); a Marian folder: its early_stopping unless given",
+                 0, NULL),
 };
 #undef R
 static const tf_field_table OPTIONS = {"translation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};

@@ -80,7 +80,8 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
 void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, int context) {
     if (max_len <= context) return;
     char msg[200];
-    snprintf(msg, sizeof msg, "%s %lld exceeds the model's context (max_position_embeddings) %d", flag, max_len, context);
+    snprintf(msg, sizeof msg, "%s %lld exceeds the model's context (max_position_embeddings) %d", flag, max_len,
+             context);
     cli_die(v, msg);
 }
 

@@ -146,9 +146,11 @@ static int parse_int(cli_args *a, const char *flag, const char *text, long long 
     char *end;
     errno = 0;
     long long x = strtoll(text, &end, 10);
-    if (!isdigit((unsigned char)text[0]) || *end) return fail(a, "%s expects a non-negative integer, got '%s'", flag, text);
+    if (!isdigit((unsigned char)text[0]) || *end)
+        return fail(a, "%s expects a non-negative integer, got '%s'", flag, text);
     if (errno || x > INT_MAX) /* digits, but more than the int it is kept in */
-        return fail(a, "%s expects a non-negative integer, got '%s': more than the largest it holds (%d)", flag, text, INT_MAX);
+        return fail(a, "%s expects a non-negative integer, got '%s': more than the largest it holds (%d)", flag, text,
+                    INT_MAX);
     *out = x;
     return 0;
 }

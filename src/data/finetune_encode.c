@@ -190,9 +190,11 @@ int tf_finetune_encode(tf_tokenizer *tok, const tf_finetune_set *s, char *const 
     if (sp.cls < 0 || sp.sep < 0 || out->pad < 0)
         return tf_set_error("finetune: the tokenizer lacks a cls, sep or pad token ([CLS], [SEP], [PAD] of a BERT "
                             "WordPiece vocabulary; RoBERTa's <s>, </s>, <pad>)");
-    if (tf_tokenizer_kind_of(tok) != TF_TOKENIZER_WORDPIECE && (s->kind == TF_FINETUNE_TAG || s->kind == TF_FINETUNE_SPAN))
+    if (tf_tokenizer_kind_of(tok) != TF_TOKENIZER_WORDPIECE &&
+        (s->kind == TF_FINETUNE_TAG || s->kind == TF_FINETUNE_SPAN))
         return tf_set_error("finetune: --task %s maps words onto WordPiece pieces; with a byte-level BPE tokenizer "
-                            "(RoBERTa's) only classify and pairs are implemented", s->kind == TF_FINETUNE_TAG ? "tag" : "span");
+                            "(RoBERTa's) only classify and pairs are implemented",
+                            s->kind == TF_FINETUNE_TAG ? "tag" : "span");
     out->kind = s->kind, out->labelled = s->labelled;
     if (!(out->ex = calloc((size_t)s->n, sizeof *out->ex))) return tf_set_error("finetune: out of memory");
     out->n = s->n;

@@ -394,7 +394,8 @@ static void search_free(search *z, int beam) {
         tf_ids_free(&s->best), free(s->cur), free(s->next), free(s->h);
     }
     tf_buf_give(z->logp, z->logp_room);
-    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->seen), free(z->seen_block), free(z->parents), free(z->taken), free(z->placed), free(z->toks), free(z->sel);
+    free(z->s), free(z->lse), free(z->bmax), free(z->scratch), free(z->seen), free(z->seen_block), free(z->parents),
+        free(z->taken), free(z->placed), free(z->toks), free(z->sel);
 }
 
 /* The result of sequence s: tformer's best ended, or transformers' best

@@ -58,12 +58,26 @@ static const char *verbs_for(const char *t) {
     static const struct {
         const char *type, *verbs;
     } V[] = {
-        {"gpt2", "generate or eval"}, {"tformer-gpt2", "generate or eval"}, {"imagegpt", "complete-image"},
-        {"tformer-imagegpt", "complete-image"}, {"bert", "embed, fill-mask or predict"},
-        {"tformer-bert", "embed, fill-mask or predict"}, {"roberta", "embed, fill-mask or predict"}, {"distilbert", "embed, fill-mask or predict"}, {"roformer", "hf-run"}, {"big_bird", "hf-run"},
-        {"nystromformer", "hf-run"}, {"marian", "translate"}, {"tformer-seq2seq", "translate"},
-        {"tformer-rnn-seq2seq", "translate"}, {"vit", "classify"}, {"tformer-vit", "classify"}, {"swin", "classify"},
-        {"vivit", "classify"}, {"tformer-vivit", "classify"}, {"continual", "stream"},
+        {"gpt2", "generate or eval"},
+        {"tformer-gpt2", "generate or eval"},
+        {"imagegpt", "complete-image"},
+        {"tformer-imagegpt", "complete-image"},
+        {"bert", "embed, fill-mask or predict"},
+        {"tformer-bert", "embed, fill-mask or predict"},
+        {"roberta", "embed, fill-mask or predict"},
+        {"distilbert", "embed, fill-mask or predict"},
+        {"roformer", "hf-run"},
+        {"big_bird", "hf-run"},
+        {"nystromformer", "hf-run"},
+        {"marian", "translate"},
+        {"tformer-seq2seq", "translate"},
+        {"tformer-rnn-seq2seq", "translate"},
+        {"vit", "classify"},
+        {"tformer-vit", "classify"},
+        {"swin", "classify"},
+        {"vivit", "classify"},
+        {"tformer-vivit", "classify"},
+        {"continual", "stream"},
     };
     for (size_t i = 0; i < sizeof V / sizeof V[0]; i++)
         if (!strcmp(t, V[i].type)) return V[i].verbs;

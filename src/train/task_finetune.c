@@ -74,10 +74,13 @@ static void count_spans(const tf_bert_outputs *o, const tf_tensor *s, const tf_t
 static tf_tensor *ft_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
     const tf_bert *model = ((ft_task *)t)->m;
     tf_bert_inputs in = {
-        .input_ids = tf_batch_get(b, "input_ids"), .attention_mask = tf_batch_get(b, "attention_mask"),
+        .input_ids = tf_batch_get(b, "input_ids"),
+        .attention_mask = tf_batch_get(b, "attention_mask"),
         /* DistilBERT has no token types (its tokenizer gives none) */
-        .token_type_ids = model->cfg.distilbert ? NULL : tf_batch_get(b, "token_type_ids"), .labels = tf_batch_get(b, "labels"),
-        .start_positions = tf_batch_get(b, "start_positions"), .end_positions = tf_batch_get(b, "end_positions"),
+        .token_type_ids = model->cfg.distilbert ? NULL : tf_batch_get(b, "token_type_ids"),
+        .labels = tf_batch_get(b, "labels"),
+        .start_positions = tf_batch_get(b, "start_positions"),
+        .end_positions = tf_batch_get(b, "end_positions"),
     };
     tf_bert_outputs out;
     if (tf_bert_run(ctx, model, &in, &out)) return NULL;

@@ -77,11 +77,12 @@ static int register_body(tf_bert *m) {
     char n[256];
     int rc = body_name(m, n, sizeof n, "embeddings.word_embeddings.weight") ||
              tf_params_add(ps, n, &m->emb.word, 2, (int64_t[]){c->vocab_size, c->d_model}, std) ||
-             (c->learned_positions && (body_name(m, n, sizeof n, "embeddings.position_embeddings.weight") ||
-                                       tf_params_add(ps, n, &m->emb.position, 2, (int64_t[]){c->context, c->d_model}, std))) ||
-             (!c->distilbert && (body_name(m, n, sizeof n, "embeddings.token_type_embeddings.weight") ||
-                                 tf_params_add(ps, n, &m->emb.token_type, 2, (int64_t[]){c->type_vocab_size, c->d_model},
-                                               std))) ||
+             (c->learned_positions &&
+              (body_name(m, n, sizeof n, "embeddings.position_embeddings.weight") ||
+               tf_params_add(ps, n, &m->emb.position, 2, (int64_t[]){c->context, c->d_model}, std))) ||
+             (!c->distilbert &&
+              (body_name(m, n, sizeof n, "embeddings.token_type_embeddings.weight") ||
+               tf_params_add(ps, n, &m->emb.token_type, 2, (int64_t[]){c->type_vocab_size, c->d_model}, std))) ||
              body_name(m, n, sizeof n, "embeddings.LayerNorm") ||
              tf_layer_norm_register(ps, n, &m->emb.norm, c->d_model, c->norm_eps, 1);
     tf_block_names names = {BERT_BLOCK, (int)(sizeof BERT_BLOCK / sizeof *BERT_BLOCK)};
@@ -144,7 +145,8 @@ static int register_head(tf_bert *m) {
     tf_params *ps = m->params;
     float cls_dropout = c->classifier_dropout >= 0 ? c->classifier_dropout : c->dropout;
     if (c->distilbert) return register_distil_head(m, cls_dropout);
-    if (c->roberta && (c->head == TF_BERT_MLM || c->head == TF_BERT_SEQ_CLS)) return register_roberta_head(m, cls_dropout);
+    if (c->roberta && (c->head == TF_BERT_MLM || c->head == TF_BERT_SEQ_CLS))
+        return register_roberta_head(m, cls_dropout);
     switch (c->head) {
     case TF_BERT_PRETRAINING:
     case TF_BERT_MLM: {

@@ -70,7 +70,8 @@ tf_bert_config tf_bert_config_default(int vocab_size, int context, int n_layer, 
 
 /* RoBERTa: Hugging Face's arithmetic only (a folder written from it says RoBERTa). */
 static int roberta_check(const tf_bert_config *c) {
-    if (c->head == TF_BERT_PRETRAINING) return tf_set_error("RoBERTa has no pre-training head (BertForPreTraining's NSP)");
+    if (c->head == TF_BERT_PRETRAINING)
+        return tf_set_error("RoBERTa has no pre-training head (BertForPreTraining's NSP)");
     if (c->head == TF_BERT_SEQ_CLS && c->pooler)
         return tf_set_error("RobertaForSequenceClassification has no pooler (its classifier reads the first token)");
     if (c->norm_first || c->pooling != TF_POOL_CLS || !c->learned_positions || c->bigbird_sparse ||
@@ -89,7 +90,8 @@ static int roberta_check(const tf_bert_config *c) {
 /* DistilBERT: Hugging Face's arithmetic only, as RoBERTa. */
 static int distil_check(const tf_bert_config *c) {
     if (c->roberta) return tf_set_error("a model is RoBERTa or DistilBERT, not both");
-    if (c->head == TF_BERT_PRETRAINING) return tf_set_error("DistilBERT has no pre-training head (BertForPreTraining's NSP)");
+    if (c->head == TF_BERT_PRETRAINING)
+        return tf_set_error("DistilBERT has no pre-training head (BertForPreTraining's NSP)");
     if (c->pooler) return tf_set_error("DistilBERT has no pooler (its sequence classifier reads the first token)");
     if (c->norm_first || c->pooling != TF_POOL_CLS || !c->learned_positions || c->bigbird_sparse ||
         c->attention.kind != TF_ATTENTION_FULL || c->attention.rope != TF_ROPE_NONE || c->attention.ssmax > 0.0f)

@@ -15,7 +15,8 @@
 
 /* transformers' get_activation(config.activation): the ones tformer has. */
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};
-#define HF(m, type, name, def, flags, alias) TF_FIELD_ROW(tf_bert_config, m, type, name, def, NULL, NULL, NULL, flags, alias)
+#define HF(m, type, name, def, flags, alias)                                                                           \
+    TF_FIELD_ROW(tf_bert_config, m, type, name, def, NULL, NULL, NULL, flags, alias)
 static const tf_field ROWS[] = {
     HF(vocab_size, TF_FIELD_INT, "vocab_size", NULL, TF_FIELD_REQUIRED, NULL),
     HF(context, TF_FIELD_INT, "max_position_embeddings", "512", 0, NULL),

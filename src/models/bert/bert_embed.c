@@ -118,7 +118,8 @@ static encoded *encode_all(tf_tokenizer *tok, const char *const *texts, const si
     for (int i = 0; i < n && !rc; i++) {
         tf_ids types = {0};
         rows[i].index = i;
-        size_t start, n_bytes = tf_py_strip(texts[i], lens ? lens[i] : strlen(texts[i]), &start); /* as s-t's tokenize() */
+        size_t start,
+            n_bytes = tf_py_strip(texts[i], lens ? lens[i] : strlen(texts[i]), &start); /* as s-t's tokenize() */
         rc = tf_tokenizer_encode_pair(tok, texts[i] + start, n_bytes, NULL, 0, max_len, &rows[i].ids, &types);
         tf_ids_free(&types);
         if (rc) {

@@ -170,8 +170,10 @@ int tf_bert_read_head(const cJSON *root, const char *path, const tf_bert_load_op
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
     if (cJSON_IsString(p) && !strcmp(p->valuestring, "multi_label_classification"))
         return tf_set_error("%s: problem_type multi_label_classification is not implemented", path);
-    c->problem = (cJSON_IsString(p) && !strcmp(p->valuestring, "regression")) || (!cJSON_IsString(p) && c->n_labels == 1)
-                     ? TF_BERT_REGRESSION : TF_BERT_SINGLE_LABEL;
+    c->problem =
+        (cJSON_IsString(p) && !strcmp(p->valuestring, "regression")) || (!cJSON_IsString(p) && c->n_labels == 1)
+            ? TF_BERT_REGRESSION
+            : TF_BERT_SINGLE_LABEL;
     return 0;
 }
 
@@ -213,9 +215,11 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
     if ((cJSON_IsString(type) && !strcmp(type->valuestring, "distilbert")) ||
         (cJSON_IsString(first) && !strncmp(first->valuestring, "DistilBert", 10)))
         return tf_bert_distil_config_from_hf(root, path, o, c, folder_head); /* its own keys */
-    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) || read_extras(root, path, o, c, folder_head))
+    if (tf_fields_defaults(&f, 1) || tf_fields_from_json(root, &f, 1, path, 1) ||
+        read_extras(root, path, o, c, folder_head))
         return -1;
-    if (c->roberta) c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load_hf: the body's file says) */
+    if (c->roberta)
+        c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load_hf: the body's file says) */
     if (c->bigbird_sparse && c->head != TF_BERT_BODY)
         return tf_set_error("%s: a block_sparse BigBird is read as BigBirdModel only (hf-run); tformer has no head or "
                             "training for it", path);
@@ -396,8 +400,9 @@ tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
     int folder_head = -1, pooled = 1;
     int rc = !root || tf_bert_config_from_hf(root, path, opts, &c, &folder_head);
     if (!rc && c.head == TF_BERT_BODY) rc = has_pooler(weights, &pooled);
-    c.pooler = c.distilbert ? 0
-             : c.head == TF_BERT_BODY ? pooled : c.head == TF_BERT_PRETRAINING || (c.head == TF_BERT_SEQ_CLS && !c.roberta);
+    c.pooler = c.distilbert             ? 0
+               : c.head == TF_BERT_BODY ? pooled
+                                        : c.head == TF_BERT_PRETRAINING || (c.head == TF_BERT_SEQ_CLS && !c.roberta);
     tf_bert *m = rc ? NULL : tf_bert_new(&c, 0);
     int n_labels;
     if (m && (int)c.head == folder_head && tf_bert_read_labels(root, path, m, &n_labels)) rc = -1;
@@ -537,6 +542,6 @@ int tf_bert_save_hf(const tf_bert *m, const char *dir) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (roformer) return write_roformer_weights(m, path);
     /* the MLM decoder's bias under both names: transformers 5.x reads decoder.bias when untied */
-    return tf_folder_save_weights(m->params, path, m->cfg.roberta ? "lm_head.decoder.bias" : "cls.predictions.decoder.bias",
-                                  m->mlm.decoder.bias);
+    return tf_folder_save_weights(
+        m->params, path, m->cfg.roberta ? "lm_head.decoder.bias" : "cls.predictions.decoder.bias", m->mlm.decoder.bias);
 }

@@ -346,7 +346,10 @@ static int read_lengths(const cJSON *src, const char *path, tf_marian_generation
     if (cJSON_IsNumber(most)) g->max_new_tokens = most->valueint - 1;
     if (cJSON_IsNumber(fresh)) g->max_new_tokens = fresh->valueint;
     if (lp) g->length_penalty = (float)lp->valuedouble;
-    if (es) g->beam_stop = cJSON_IsString(es) ? TF_BEAM_HF_NEVER : cJSON_IsTrue(es) ? TF_BEAM_HF_EARLY : TF_BEAM_HF_HEURISTIC;
+    if (es)
+        g->beam_stop = cJSON_IsString(es) ? TF_BEAM_HF_NEVER
+                       : cJSON_IsTrue(es) ? TF_BEAM_HF_EARLY
+                                          : TF_BEAM_HF_HEURISTIC;
     g->renormalize_logits = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(src, "renormalize_logits"));
     return 0;
 }
