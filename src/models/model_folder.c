@@ -60,7 +60,8 @@ static const char *verbs_for(const char *t) {
     } V[] = {
         {"gpt2", "generate or eval"}, {"tformer-gpt2", "generate or eval"}, {"imagegpt", "complete-image"},
         {"tformer-imagegpt", "complete-image"}, {"bert", "embed, fill-mask or predict"},
-        {"tformer-bert", "embed, fill-mask or predict"}, {"roberta", "embed, fill-mask or predict"}, {"roformer", "hf-run"}, {"big_bird", "hf-run"},
+        {"tformer-bert", "embed, fill-mask or predict"}, {"roberta", "embed, fill-mask or predict"},
+        {"xlm-roberta", "embed, fill-mask or predict"}, {"roformer", "hf-run"}, {"big_bird", "hf-run"},
         {"nystromformer", "hf-run"}, {"marian", "translate"}, {"tformer-seq2seq", "translate"},
         {"tformer-rnn-seq2seq", "translate"}, {"vit", "classify"}, {"tformer-vit", "classify"}, {"swin", "classify"},
         {"vivit", "classify"}, {"tformer-vivit", "classify"}, {"continual", "stream"},
