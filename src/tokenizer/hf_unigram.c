@@ -309,7 +309,7 @@ void *tf_hf_unigram_new(const tf_hf_unigram_src *s) {
         u->tok_len[i] = (uint32_t)strlen(s->tok[i]);
         if (!(u->tok[i] = strdup(s->tok[i]))) rc = tf_set_error("tokenizer: out of memory");
     }
-    if (!rc) {
+    if (!rc && u->n_added) { /* memcpy from NULL is undefined even for 0 bytes */
         memcpy(u->add_ids, s->added->ids, (size_t)u->n_added * sizeof *u->add_ids);
         memcpy(u->add_flags, s->added->flags, (size_t)u->n_added);
         tf_sort_longest_first(u->add_ids, u->add_flags, u->n_added, u->tok_len);
