@@ -300,6 +300,20 @@ spm-conformance: all $(HF_PYTHON)
 	$(HF_PYTHON) tests/ref/spm_ref.py check $(BUILD)/tformer
 .PHONY: spm-conformance
 
+# Unigram tokenizer.json (XLM-RoBERTa's) against tokenizers and transformers (tests/ref/unigram_ref.py):
+# a sentencepiece model and a tokenizers-trained Unigram on Multi30k, converted by transformers 4.x
+# (HF_PYTHON) and, where HF5_PYTHON exists (transformers 5.x; sentencepiece + protobuf put under
+# build/py5), 5.x; every Multi30k line, each file whole, hostile lines; decoded text.
+HF5_PYTHON ?= /work/wt/venv/bin/python
+unigram-conformance: all $(HF_PYTHON)
+	$(HF_PYTHON) -c "import sentencepiece, google.protobuf" 2>/dev/null || build/hfvenv/bin/pip install -q sentencepiece "protobuf<5"
+	rm -rf $(BUILD)/unigram_ref && $(HF_PYTHON) tests/ref/unigram_ref.py make $(BUILD)/unigram_ref
+	$(HF_PYTHON) tests/ref/unigram_ref.py check $(BUILD)/tformer $(BUILD)/unigram_ref
+	if [ -x $(HF5_PYTHON) ]; then [ -d build/py5 ] || $(HF5_PYTHON) -m pip install -q --target build/py5 sentencepiece protobuf; \
+	    PYTHONPATH=build/py5 $(HF5_PYTHON) tests/ref/unigram_ref.py make5 $(BUILD)/unigram_ref && \
+	    $(HF5_PYTHON) tests/ref/unigram_ref.py check $(BUILD)/tformer $(BUILD)/unigram_ref; fi
+.PHONY: unigram-conformance
+
 # Models exported by tformer, loaded by Hugging Face transformers (GPT2LMHeadModel)
 # and compared: a venv over Debian's python3-torch with transformers 4.36 from pip.
 HF_PYTHON ?= build/hfvenv/bin/python

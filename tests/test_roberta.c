@@ -91,6 +91,35 @@ TEST(roberta_gradients_match_pytorch) {
     printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
 }
 
+/* XLM-RoBERTa (tests/fixtures_xlmr, TF_XLMR=1 tests/ref/gen_roberta_fixtures.py:
+ * 5 cases from transformers 4.36, 3 from 5.24): XLMRobertaModel and
+ * XLMRobertaFor* through hf-run, model_type "xlm-roberta", weights under
+ * "roberta."; the loss's gradients in the two *_grad cases. */
+#define XR_DIR "tests/fixtures_xlmr"
+TEST(xlmr_hf_run_matches_transformers) {
+    char *names[64], path[1200], out[] = "/tmp/tformer_xr_out_XXXXXX";
+    int n = test_dir_entries(XR_DIR, names, 64), failed = 0, nt = 0;
+    CHECKF(n == 8, "%d cases in " XR_DIR, n);
+    CHECK(test_temp_file(out) == 0);
+    double worst = 0, rel, gworst = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", XR_DIR, names[i]);
+        double d = test_hf_run_case(path, path, out, &rel);
+        if (d < 0 || d != d || !(rel <= TOL)) failed += fprintf(stderr, "    %s: relative error %.3g\n", path, rel) > 0;
+        if (rel > worst) worst = rel;
+        if (strstr(names[i], "_grad")) {
+            double e = gradient_case(path, &nt);
+            CHECKF(e >= 0 && e <= GRAD_TOL, "%s: relative gradient error %g (%s)", path, e, tf_error());
+            if (e > gworst) gworst = e;
+        }
+        free(names[i]);
+    }
+    unlink(out);
+    printf("    %d XLM-RoBERTa cases, %d failed, worst relative L2 error %.2e; gradients worst %.2e\n", n, failed, worst,
+           gworst);
+    CHECKF(failed == 0, "%d of %d cases failed", failed, n);
+}
+
 /* ---------------------------------------------------------------- positions */
 
 /* BODY_CASE's inputs with position_ids: RoBERTa's (computed here from the ids:

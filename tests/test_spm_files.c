@@ -76,7 +76,7 @@ TEST(spm_malformed_protobuf_is_an_error) {
     msg w = {.n = 0};
     base_model(&w);
     tf_spm *m = tf_spm_parse(w.b, w.n, WHERE);
-    CHECK(m && m->n == 7 && m->unk_id == 0 && m->add_dummy_prefix && m->escape_whitespaces && !m->units);
+    CHECK(m && m->n == 7 && m->unk_id == 0 && m->add_dummy_prefix && m->escape_whitespaces && !m->cmap.units);
     tf_spm_free(m);
     msg bad = w;
     bad.b[bad.n++] = 0x0A; /* pieces, length missing */
@@ -185,7 +185,7 @@ TEST(spm_charsmap_trie_checked) {
     bad = w, put_charsmap(&bad, &c);
     tf_spm *m = tf_spm_parse(bad.b, bad.n, WHERE);
     tf_buf out = {0};
-    CHECK(m && m->n_units == 512 && tf_spm_normalize(m, "axbx", 4, &out) == 0);
+    CHECK(m && m->cmap.n_units == 512 && tf_spm_normalize(m, "axbx", 4, &out) == 0);
     CHECKF(!strcmp(out.p, "\xE2\x96\x81" "ayby"), "got %s", out.p);
     free(out.p), tf_spm_free(m);
     good_charsmap(&c), c.u[0] = 600u << 10;

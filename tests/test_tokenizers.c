@@ -393,8 +393,8 @@ TEST(tokenizer_json_refused) {
     static const struct {
         const char *fixture, *from, *to, *expect;
     } cases[] = {
-        {HF_WP, "\"type\": \"WordPiece\",\n  \"unk", "\"type\": \"Unigram\",\n  \"unk",
-         "model type \"Unigram\" is not supported (supported: WordPiece, BPE)"},
+        {HF_WP, "\"type\": \"WordPiece\",\n  \"unk", "\"type\": \"WordLevel\",\n  \"unk",
+         "model type \"WordLevel\" is not supported (supported: WordPiece, BPE, Unigram)"},
         {HF_WP, "\"type\": \"BertNormalizer\"", "\"type\": \"NFKC\"", "normalizer type \"NFKC\" is not supported"},
         {HF_WP, "\"type\": \"BertPreTokenizer\"", "\"type\": \"Whitespace\"", "pre_tokenizer type \"Whitespace\" is not supported"},
         {HF_WP, "\"vocab\": {", "\"vocabulary\": {", "missing \"model.vocab\""},

@@ -163,6 +163,11 @@ static const hf_arch ARCHS[] = {
     {"DistilBertForSequenceClassification", &hf_bert_family, DISTIL_SEQ_INPUTS, DISTIL_REFUSED, OUT_LM},
     {"DistilBertForTokenClassification", &hf_bert_family, DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, OUT_LM},
     {"DistilBertForQuestionAnswering", &hf_bert_family, DISTIL_QA_INPUTS, DISTIL_REFUSED, OUT_BERT_QA},
+    {"XLMRobertaModel", &hf_bert_family, BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* RoBERTa's arithmetic, "roberta." */
+    {"XLMRobertaForMaskedLM", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"XLMRobertaForSequenceClassification", &hf_bert_family, BERT_SEQ_INPUTS, BERT_REFUSED, OUT_LM},
+    {"XLMRobertaForTokenClassification", &hf_bert_family, BERT_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},
+    {"XLMRobertaForQuestionAnswering", &hf_bert_family, BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
     {"BigBirdModel", &hf_bert_family, BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
     {"RoFormerModel", &hf_bert_family, ROFORMER_INPUTS, BERT_REFUSED, OUT_BODY}, /* BERT, rotary, no position table */
     {"RoFormerForMaskedLM", &hf_bert_family, ROFORMER_TOKEN_INPUTS, BERT_REFUSED, OUT_LM},

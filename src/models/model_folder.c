@@ -66,6 +66,7 @@ static const char *verbs_for(const char *t) {
         {"tformer-bert", "embed, fill-mask or predict"},
         {"roberta", "embed, fill-mask or predict"},
         {"distilbert", "embed, fill-mask or predict"},
+        {"xlm-roberta", "embed, fill-mask or predict"},
         {"roformer", "hf-run"},
         {"big_bird", "hf-run"},
         {"nystromformer", "hf-run"},

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
+#include "hf_pipe.h"
 
 typedef struct {
     const char *path;
@@ -26,43 +26,48 @@ static const cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObje
 static int is_null(const cJSON *v) { return !v || cJSON_IsNull(v); }
 
 /* The "type" of a component object; NULL + error when it has none. */
-static const char *type_of(const hf *h, const cJSON *o, const char *what) {
+const char *tf_hfj_type(const char *path, const cJSON *o, const char *what) {
     const cJSON *t = cJSON_IsObject(o) ? item(o, "type") : NULL;
-    if (!cJSON_IsString(t)) return tf_set_error("%s: \"%s\" has no \"type\"", h->path, what), NULL;
+    if (!cJSON_IsString(t)) return tf_set_error("%s: \"%s\" has no \"type\"", path, what), NULL;
     return t->valuestring;
 }
 
-static int unsupported(const hf *h, const char *what, const char *type, const char *supported) {
-    return tf_set_error("%s: %s type \"%s\" is not supported (supported: %s)", h->path, what, type, supported);
+int tf_hfj_unsupported(const char *path, const char *what, const char *type, const char *supported) {
+    return tf_set_error("%s: %s type \"%s\" is not supported (supported: %s)", path, what, type, supported);
 }
 
 /* Optional keys of object o (named ctx in messages): absent or null gives def. */
-static int get_bool(const hf *h, const cJSON *o, const char *ctx, const char *key, int def, int *out) {
+int tf_hfj_bool(const char *path, const cJSON *o, const char *ctx, const char *key, int def, int *out) {
     const cJSON *v = item(o, key);
     *out = def;
     if (is_null(v)) return 0;
-    if (!cJSON_IsBool(v)) return tf_set_error("%s: %s.%s must be true or false", h->path, ctx, key);
+    if (!cJSON_IsBool(v)) return tf_set_error("%s: %s.%s must be true or false", path, ctx, key);
     *out = cJSON_IsTrue(v);
     return 0;
 }
 
-static int get_int(const hf *h, const cJSON *o, const char *ctx, const char *key, int def, int *out) {
+int tf_hfj_int(const char *path, const cJSON *o, const char *ctx, const char *key, int def, int *out) {
     const cJSON *v = item(o, key);
     *out = def;
     if (is_null(v)) return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e9 || (int)v->valuedouble != v->valuedouble)
-        return tf_set_error("%s: %s.%s must be a non-negative integer", h->path, ctx, key);
+        return tf_set_error("%s: %s.%s must be a non-negative integer", path, ctx, key);
     *out = (int)v->valuedouble;
     return 0;
 }
 
-static int get_str(const hf *h, const cJSON *o, const char *ctx, const char *key, const char *def, const char **out) {
+int tf_hfj_str(const char *path, const cJSON *o, const char *ctx, const char *key, const char *def, const char **out) {
     const cJSON *v = item(o, key);
     *out = def;
     if (is_null(v)) return 0;
-    if (!cJSON_IsString(v)) return tf_set_error("%s: %s.%s must be a string", h->path, ctx, key);
+    if (!cJSON_IsString(v)) return tf_set_error("%s: %s.%s must be a string", path, ctx, key);
     *out = v->valuestring;
     return 0;
+}
+
+static const char *type_of(const hf *h, const cJSON *o, const char *what) { return tf_hfj_type(h->path, o, what); }
+static int unsupported(const hf *h, const char *what, const char *type, const char *supported) {
+    return tf_hfj_unsupported(h->path, what, type, supported);
 }
 
 /* ---------------------------------------------------------------- added tokens */
@@ -80,8 +85,8 @@ static int read_added_one(hf *h, const cJSON *e, int i) {
     if (!cJSON_IsString(content) || !content->valuestring[0])
         return tf_set_error("%s: %s.content must be a non-empty string", h->path, ctx);
     int single, lstrip, rstrip;
-    if (get_bool(h, e, ctx, "single_word", 0, &single) || get_bool(h, e, ctx, "lstrip", 0, &lstrip) ||
-        get_bool(h, e, ctx, "rstrip", 0, &rstrip))
+    if (tf_hfj_bool(h->path, e, ctx, "single_word", 0, &single) || tf_hfj_bool(h->path, e, ctx, "lstrip", 0, &lstrip) ||
+        tf_hfj_bool(h->path, e, ctx, "rstrip", 0, &rstrip))
         return -1;
     if (single)
         return tf_set_error("%s: %s (\"%.40s\"): single_word true is not supported", h->path, ctx, content->valuestring);
@@ -120,6 +125,8 @@ static int check_added_in_vocab(const hf *h, int k) {
     return 0;
 }
 
+static int place_added(hf *h);
+
 /* The tokens by id: model.vocab (ids exactly 0..n-1), then the added tokens
  * beyond it, which must continue the ids without gaps. */
 static int assemble_vocab(hf *h, const cJSON *vocab) {
@@ -127,6 +134,11 @@ static int assemble_vocab(hf *h, const cJSON *vocab) {
     snprintf(where, sizeof where, "%s: model.vocab", h->path);
     if (!vocab) return tf_set_error("%s: missing \"model.vocab\"", h->path);
     if (tf_vocab_by_id(vocab, where, h->n_added, &h->tok, &h->n_model)) return -1;
+    return place_added(h);
+}
+
+/* The added tokens into the table h->tok[0..n_model) (room for n_added more). */
+static int place_added(hf *h) {
     h->n = h->n_model;
     for (int k = 0; k < h->n_added; k++) {
         int32_t id = h->add_id[k];
@@ -190,9 +202,9 @@ static void apply_config(const tf_hf_config *c, tf_bert_norm *nm, int *strip_raw
 
 static int read_bert_normalizer(const hf *h, const cJSON *n, tf_bert_norm *nm, int *strip_raw) {
     const cJSON *s = item(n, "strip_accents");
-    if (get_bool(h, n, "normalizer", "clean_text", 1, &nm->clean_text) ||
-        get_bool(h, n, "normalizer", "handle_chinese_chars", 1, &nm->handle_chinese_chars) ||
-        get_bool(h, n, "normalizer", "lowercase", 1, &nm->lowercase) || get_bool(h, n, "normalizer", "strip_accents", 0, strip_raw))
+    if (tf_hfj_bool(h->path, n, "normalizer", "clean_text", 1, &nm->clean_text) ||
+        tf_hfj_bool(h->path, n, "normalizer", "handle_chinese_chars", 1, &nm->handle_chinese_chars) ||
+        tf_hfj_bool(h->path, n, "normalizer", "lowercase", 1, &nm->lowercase) || tf_hfj_bool(h->path, n, "normalizer", "strip_accents", 0, strip_raw))
         return -1;
     if (is_null(s)) *strip_raw = -1;
     return 0;
@@ -229,9 +241,9 @@ static int build_wordpiece(hf *h, tf_tokenizer *t) {
     const char *unk, *prefix;
     int max_chars;
     if (read_normalizer(h, &norm) || !one_component(h, "pre_tokenizer", "pretokenizers", "BertPreTokenizer") ||
-        check_decoder(h, "WordPiece") || get_str(h, m, "model", "unk_token", "[UNK]", &unk) ||
-        get_str(h, m, "model", "continuing_subword_prefix", "##", &prefix) ||
-        get_int(h, m, "model", "max_input_chars_per_word", 100, &max_chars) || assemble_vocab(h, item(m, "vocab")))
+        check_decoder(h, "WordPiece") || tf_hfj_str(h->path, m, "model", "unk_token", "[UNK]", &unk) ||
+        tf_hfj_str(h->path, m, "model", "continuing_subword_prefix", "##", &prefix) ||
+        tf_hfj_int(h->path, m, "model", "max_input_chars_per_word", 100, &max_chars) || assemble_vocab(h, item(m, "vocab")))
         return -1;
     uint32_t *len = malloc(((size_t)h->n + 1) * sizeof *len);
     if (!len) return tf_set_error("tokenizer: out of memory");
@@ -282,9 +294,9 @@ static int check_bpe_model(const hf *h, const cJSON *m) {
     int fallback, ignore;
     if (!is_null(d) && !(cJSON_IsNumber(d) && d->valuedouble == 0))
         return tf_set_error("%s: model.dropout is not supported (BPE dropout makes encoding random)", h->path);
-    if (get_str(h, m, "model", "continuing_subword_prefix", "", &cont) ||
-        get_str(h, m, "model", "end_of_word_suffix", "", &suffix) ||
-        get_bool(h, m, "model", "byte_fallback", 0, &fallback) || get_bool(h, m, "model", "ignore_merges", 0, &ignore))
+    if (tf_hfj_str(h->path, m, "model", "continuing_subword_prefix", "", &cont) ||
+        tf_hfj_str(h->path, m, "model", "end_of_word_suffix", "", &suffix) ||
+        tf_hfj_bool(h->path, m, "model", "byte_fallback", 0, &fallback) || tf_hfj_bool(h->path, m, "model", "ignore_merges", 0, &ignore))
         return -1;
     if (*cont || *suffix)
         return tf_set_error("%s: model.%s \"%s\" is not supported with a byte-level vocabulary", h->path,
@@ -307,8 +319,8 @@ static int build_bpe(hf *h, tf_tokenizer *t) {
         return type ? unsupported(h, "normalizer", type, "null with a BPE model") : -1;
     }
     if (!(pre = one_component(h, "pre_tokenizer", "pretokenizers", "ByteLevel")) ||
-        get_bool(h, pre, "pre_tokenizer", "add_prefix_space", 1, &prefix) ||
-        get_bool(h, pre, "pre_tokenizer", "use_regex", 1, &regex) || check_decoder(h, "ByteLevel"))
+        tf_hfj_bool(h->path, pre, "pre_tokenizer", "add_prefix_space", 1, &prefix) ||
+        tf_hfj_bool(h->path, pre, "pre_tokenizer", "use_regex", 1, &regex) || check_decoder(h, "ByteLevel"))
         return -1;
     if (!regex) return tf_set_error("%s: pre_tokenizer ByteLevel with use_regex false is not supported", h->path);
     if (assemble_vocab(h, item(m, "vocab"))) return -1;
@@ -319,6 +331,38 @@ static int build_bpe(hf *h, tf_tokenizer *t) {
     return t->impl ? 0 : -1;
 }
 
+/* Unigram: model.vocab a list of [piece, score] in id order, unk_id (required:
+ * tformer's Viterbi needs an unknown piece), byte_fallback. */
+static int build_unigram(hf *h, tf_tokenizer *t) {
+    const cJSON *m = item(h->root, "model"), *v = item(m, "vocab"), *unk = item(m, "unk_id");
+    int fallback, n = cJSON_GetArraySize(v), i = 0;
+    if (!cJSON_IsArray(v) || !n) return tf_set_error("%s: model.vocab must be a non-empty list of [piece, score]", h->path);
+    if (!cJSON_IsNumber(unk) || unk->valuedouble < 0 || unk->valuedouble >= n || (int)unk->valuedouble != unk->valuedouble)
+        return tf_set_error("%s: model.unk_id must be the id of a vocabulary entry (0..%d)", h->path, n - 1);
+    if (tf_hfj_bool(h->path, m, "model", "byte_fallback", 0, &fallback)) return -1;
+    double *score = malloc(((size_t)n + 1) * sizeof *score);
+    h->tok = calloc((size_t)n + (size_t)h->n_added + 1, sizeof *h->tok);
+    if (!score || !h->tok) return free(score), tf_set_error("tokenizer: out of memory");
+    for (const cJSON *e = v->child; e; e = e->next, i++) {
+        const cJSON *p = cJSON_IsArray(e) ? e->child : NULL, *sc = p ? p->next : NULL;
+        if (cJSON_GetArraySize(e) != 2 || !cJSON_IsString(p) || !cJSON_IsNumber(sc)) {
+            free(score);
+            return tf_set_error("%s: model.vocab[%d] must be [piece, score]", h->path, i);
+        }
+        h->tok[i] = p->valuestring, score[i] = sc->valuedouble;
+    }
+    h->n_model = n;
+    int rc = place_added(h);
+    tf_added added = {h->add_id, h->add_flags, h->n_added};
+    tf_hf_unigram_src src = {h->root, h->path, h->tok, score, h->n, h->n_model, (int32_t)unk->valuedouble, fallback,
+                             &added};
+    t->kind = TF_TOKENIZER_SPM, t->vt = &tf_hf_unigram_vt;
+    if (!rc) t->impl = tf_hf_unigram_new(&src);
+    free(score);
+    if (t->impl) t->role[TF_ROLE_UNK] = (int32_t)unk->valuedouble;
+    return t->impl ? 0 : -1;
+}
+
 /* ---------------------------------------------------------------- roles and loading */
 
 /* A special token's id: an added token's text, else a vocabulary entry. */
@@ -326,6 +370,52 @@ static int32_t find_token(const hf *h, const tf_tokenizer *t, const char *text) 
     for (int k = 0; k < h->n_added; k++)
         if (!strcmp(h->add_text[k], text)) return h->add_id[k];
     return t->vt->token_id(t->impl, text);
+}
+
+/* One TemplateProcessing list ("single" or "pair") into tp, ids from special_tokens. */
+static int read_template(const hf *h, const cJSON *post, const char *key, tf_template *tp) {
+    const cJSON *list = item(post, key), *specials = item(post, "special_tokens");
+    tp->n = 0;
+    if (!cJSON_IsArray(list)) return tf_set_error("%s: post_processor TemplateProcessing: \"%s\" must be a list", h->path, key);
+    int i = 0;
+    for (const cJSON *e = list->child; e; e = e->next, i++) {
+        const cJSON *sp = item(e, "SpecialToken"), *sq = item(e, "Sequence"), *o = sp ? sp : sq;
+        const cJSON *id = item(o, "id"), *type = item(o, "type_id");
+        if (!cJSON_IsObject(o) || !cJSON_IsString(id) || !cJSON_IsNumber(type) || type->valuedouble < 0 || type->valuedouble > 255)
+            return tf_set_error("%s: post_processor.%s[%d] must be {\"SpecialToken\" or \"Sequence\": {\"id\", \"type_id\"}}",
+                                h->path, key, i);
+        const cJSON *ids = sp ? item(item(specials, id->valuestring), "ids") : NULL;
+        int count = sp ? cJSON_GetArraySize(ids) : 1;
+        if (sp && (!cJSON_IsArray(ids) || !count))
+            return tf_set_error("%s: post_processor.%s[%d]: \"%.40s\" has no ids in special_tokens", h->path, key, i,
+                                id->valuestring);
+        if (sq && strcmp(id->valuestring, "A") && strcmp(id->valuestring, "B"))
+            return tf_set_error("%s: post_processor.%s[%d]: a Sequence is \"A\" or \"B\"", h->path, key, i);
+        const cJSON *x = sp ? ids->child : NULL;
+        for (int k = 0; k < count; k++, x = x ? x->next : NULL) {
+            if (tp->n == TF_TEMPLATE_MAX) return tf_set_error("%s: post_processor.%s: more than %d items", h->path, key, TF_TEMPLATE_MAX);
+            if (sp && !(cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble < h->n && (int32_t)x->valuedouble == x->valuedouble))
+                return tf_set_error("%s: post_processor: special token \"%.40s\" has an id outside the vocabulary [0,%d)",
+                                    h->path, id->valuestring, h->n);
+            tp->id[tp->n] = sp ? (int32_t)x->valuedouble : -1;
+            tp->seq[tp->n] = (int8_t)(sp ? -1 : id->valuestring[0] - 'A');
+            tp->type[tp->n++] = (uint8_t)type->valuedouble;
+        }
+    }
+    return 0;
+}
+
+/* TemplateProcessing: both layouts; cls and sep (when no settings file named
+ * them) the single layout's special tokens before and after A. */
+static int read_templates(const hf *h, tf_tokenizer *t, const cJSON *post) {
+    if (read_template(h, post, "single", &t->template[0]) || read_template(h, post, "pair", &t->template[1])) return -1;
+    t->has_template = 1;
+    const tf_template *s = &t->template[0];
+    int a = 0;
+    while (a < s->n && s->seq[a] != 0) a++;
+    if (a > 0 && t->role[TF_ROLE_CLS] < 0) t->role[TF_ROLE_CLS] = s->id[0];
+    if (a + 1 < s->n && s->seq[a + 1] < 0 && t->role[TF_ROLE_SEP] < 0) t->role[TF_ROLE_SEP] = s->id[a + 1];
+    return 0;
 }
 
 /* Roles from the settings files, then BertProcessing's / RobertaProcessing's cls and sep. */
@@ -339,6 +429,7 @@ static int resolve_roles(const hf *h, tf_tokenizer *t) {
     }
     const cJSON *post = item(h->root, "post_processor");
     const char *type = cJSON_IsString(item(post, "type")) ? item(post, "type")->valuestring : "";
+    if (!strcmp(type, "TemplateProcessing")) return read_templates(h, t, post);
     if (strcmp(type, "BertProcessing") && strcmp(type, "RobertaProcessing")) return 0;
     t->roberta_pairs = !strcmp(type, "RobertaProcessing");
     static const char *const keys[2] = {"cls", "sep"};
@@ -360,7 +451,8 @@ static int load_model(hf *h, tf_tokenizer *t) {
     if (!type) return -1;
     if (!strcmp(type, "WordPiece")) return build_wordpiece(h, t);
     if (!strcmp(type, "BPE")) return build_bpe(h, t);
-    return unsupported(h, "model", type, "WordPiece, BPE");
+    if (!strcmp(type, "Unigram")) return build_unigram(h, t);
+    return unsupported(h, "model", type, "WordPiece, BPE, Unigram");
 }
 
 int tf_hf_tokenizer_load(tf_tokenizer *t, const char *path) {

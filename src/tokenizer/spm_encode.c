@@ -5,6 +5,7 @@
  * scores (unknown characters at the lowest score minus 10, user-defined
  * pieces at (bytes - 1) x 0.1, as sentencepiece 0.2.3), runs of unknown pieces merged,
  * byte fallback; and decoding pieces back to text. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static size_t user_match(const tf_spm *m, const char *s, size_t n) {
 static size_t norm_prefix(const tf_spm *m, const char *s, size_t n, const char **rep, size_t *rep_len) {
     size_t used = user_match(m, s, n);
     if (used) return *rep = s, *rep_len = used, used;
-    if ((used = tf_spm_charsmap_match(m, s, n, rep))) return *rep_len = strlen(*rep), used;
+    if ((used = tf_charsmap_match(&m->cmap, s, n, 1, rep))) return *rep_len = strlen(*rep), used;
     int k;
     if (tf_utf8_decode((const unsigned char *)s, n, &k) < 0) return *rep = "\xEF\xBF\xBD", *rep_len = 3, 1;
     return *rep = s, *rep_len = (size_t)k, (size_t)k;
@@ -74,14 +75,16 @@ int tf_spm_normalize(const tf_spm *m, const char *s, size_t n, tf_buf *out) {
 
 /* The best path ending at each byte position: its score, where its last piece starts (SIZE_MAX: none yet) and that piece. */
 typedef struct {
-    float *score;
+    double *score;
     size_t *from;
     int32_t *id;
 } best_path;
 
-/* A candidate ending at end: the path's score there plus the piece's, in float. */
-static void offer(best_path *b, float till, size_t at, size_t end, int32_t id, float score) {
-    float cand = score + till;
+/* A candidate ending at end: the path's score there plus the piece's, in float
+ * as sentencepiece (the double sum rounded once: the same as float addition),
+ * in double as Hugging Face's Unigram. */
+static void offer(const tf_spm *m, best_path *b, double till, size_t at, size_t end, int32_t id, double score) {
+    double cand = m->hf ? score + till : (double)(float)(score + till);
     if (b->from[end] != SIZE_MAX && !(cand > b->score[end])) return;
     b->score[end] = cand, b->from[end] = at, b->id[end] = id;
 }
@@ -89,12 +92,12 @@ static void offer(best_path *b, float till, size_t at, size_t end, int32_t id, f
 /* Path scores beyond +-1e5 are taken relative to the current position (every
  * path reaching it or beyond, up to the furthest end so far), as sentencepiece
  * 0.2.1+ does to keep float precision on long inputs. */
-static float rebase(best_path *b, size_t at, size_t furthest) {
-    float till = b->score[at];
-    if (!(till < -1e5f) && !(till > 1e5f)) return till;
+static double rebase(const tf_spm *m, best_path *b, size_t at, size_t furthest) {
+    double till = b->score[at];
+    if (m->hf || (!(till < -1e5) && !(till > 1e5))) return till; /* Hugging Face never rebases */
     for (size_t i = at; i <= furthest; i++)
-        if (i == at || b->from[i] != SIZE_MAX) b->score[i] -= till;
-    return 0.0f;
+        if (i == at || b->from[i] != SIZE_MAX) b->score[i] = (double)(float)(b->score[i] - till);
+    return 0.0;
 }
 
 /* sentencepiece's optimised Viterbi (0.2.3): at each character boundary every
@@ -103,10 +106,10 @@ static float rebase(best_path *b, size_t at, size_t furthest) {
  * minus 10, covers one character where no single-character piece does. The
  * first of equal scores is kept. */
 static void viterbi(const tf_spm *m, const uint8_t *t, size_t size, best_path *b) {
-    const float unk_score = m->min_score - 10.0f;
+    const double unk_score = m->hf ? m->min_score - 10.0 : (double)(float)(m->min_score - 10.0);
     size_t furthest = 0;
     for (size_t at = 0; at < size;) {
-        float till = rebase(b, at, furthest);
+        double till = rebase(m, b, at, furthest);
         size_t mblen = one_char_len(t[at]);
         if (mblen > size - at) mblen = size - at;
         int single = 0;
@@ -114,14 +117,15 @@ static void viterbi(const tf_spm *m, const uint8_t *t, size_t size, best_path *b
         for (size_t k = at; k < size; k++) {
             if ((node = tf_pairmap_get(&m->trie, node, t[k], NULL)) < 0) break;
             int32_t id = m->node_id[node];
-            if (id < 0 || m->type[id] == TF_SPM_UNUSED) continue;
+            if (id < 0 || (m->type[id] == TF_SPM_UNUSED && !m->hf)) continue;
             size_t len = k + 1 - at;
             furthest = k + 1 > furthest ? k + 1 : furthest;
-            offer(b, till, at, k + 1, id, m->type[id] == TF_SPM_USER ? (float)((double)(len - 1) * 0.1) : m->score[id]);
+            double score = m->type[id] == TF_SPM_USER ? (double)(float)((double)(len - 1) * 0.1) : m->score[id];
+            offer(m, b, till, at, k + 1, id, score);
             single |= len == mblen;
         }
         if (!single) {
-            offer(b, till, at, at + mblen, m->unk_id, unk_score);
+            offer(m, b, till, at, at + mblen, m->unk_id, unk_score);
             furthest = at + mblen > furthest ? at + mblen : furthest;
         }
         at += mblen;
@@ -178,24 +182,65 @@ static int emit(const tf_spm *m, const char *t, size_t size, const best_path *b,
     return rc;
 }
 
+/* The best paths over t[0, size) (size > 0) into b, allocated here. */
+static int best_paths(const tf_spm *m, const char *t, size_t size, best_path *b) {
+    if (size >= SIZE_MAX / sizeof(size_t) - 1) return tf_set_error("tokenizer: text too long");
+    b->score = calloc(size + 1, sizeof *b->score);
+    b->from = malloc((size + 1) * sizeof *b->from);
+    b->id = calloc(size + 1, sizeof *b->id);
+    if (!b->score || !b->from || !b->id) return tf_set_error("tokenizer: out of memory");
+    for (size_t i = 0; i <= size; i++) b->from[i] = SIZE_MAX;
+    viterbi(m, (const uint8_t *)t, size, b);
+    return 0;
+}
+
+static void best_paths_free(best_path *b) { free(b->score), free(b->from), free(b->id); }
+
 int tf_spm_encode(const tf_spm *m, const char *s, size_t n, tf_spm_pieces *out) {
     tf_buf norm = {0};
     best_path b = {0};
     int rc = tf_spm_normalize(m, s, n, &norm);
-    size_t size = norm.n;
-    if (!rc && size) {
-        if (size >= SIZE_MAX / sizeof(size_t) - 1) rc = tf_set_error("tokenizer: text too long");
-        b.score = rc ? NULL : calloc(size + 1, sizeof *b.score);
-        b.from = rc ? NULL : malloc((size + 1) * sizeof *b.from);
-        b.id = rc ? NULL : calloc(size + 1, sizeof *b.id);
-        if (!rc && (!b.score || !b.from || !b.id)) rc = tf_set_error("tokenizer: out of memory");
+    if (!rc && norm.n) rc = best_paths(m, norm.p, norm.n, &b) || emit(m, norm.p, norm.n, &b, out);
+    best_paths_free(&b), free(norm.p);
+    return rc;
+}
+
+/* One piece of Hugging Face's path by its text: its id, else its bytes'
+ * <0xXX> pieces when byte_fallback has them all, else the unknown id. */
+static int hf_lookup(const tf_spm *m, const char *s, size_t n, tf_ids *out) {
+    int32_t id = tf_strmap_get(&m->ids, s, n);
+    if (id >= 0) return tf_ids_push(out, id);
+    size_t all = m->byte_fallback;
+    for (size_t j = 0; all && j < n; j++) {
+        char piece[8];
+        snprintf(piece, sizeof piece, "<0x%02X>", (unsigned)(uint8_t)s[j]);
+        all = tf_strmap_get(&m->ids, piece, 6) >= 0;
     }
-    if (!rc && size) {
-        for (size_t i = 0; i <= size; i++) b.from[i] = SIZE_MAX;
-        viterbi(m, (const uint8_t *)norm.p, size, &b);
-        rc = emit(m, norm.p, size, &b, out);
+    if (!all) return tf_ids_push(out, m->unk_id);
+    for (size_t j = 0; j < n; j++) {
+        char piece[8];
+        snprintf(piece, sizeof piece, "<0x%02X>", (unsigned)(uint8_t)s[j]);
+        if (tf_ids_push(out, tf_strmap_get(&m->ids, piece, 6))) return -1;
     }
-    free(b.score), free(b.from), free(b.id), free(norm.p);
+    return 0;
+}
+
+int tf_spm_hf_segment(const tf_spm *m, const char *s, size_t n, tf_ids *out) {
+    best_path b = {0};
+    size_t k = 0, *ends = NULL;
+    int rc = n ? best_paths(m, s, n, &b) : 0;
+    for (size_t e = n; !rc && e > 0; e = b.from[e], k++) /* every boundary is reached: a guard, not a case */
+        if (b.from[e] >= e) rc = tf_set_error("tokenizer: no segmentation reaches byte %zu", e);
+    if (!rc && k && !(ends = malloc(k * sizeof *ends))) rc = tf_set_error("tokenizer: out of memory");
+    size_t i = k;
+    for (size_t e = n; !rc && e > 0; e = b.from[e]) ends[--i] = e;
+    for (i = 0; !rc && i < k; i++) { /* runs of unknown pieces fused into one string, as Unigram.encode */
+        size_t start = b.from[ends[i]], end = ends[i];
+        while (b.id[end] == m->unk_id && i + 1 < k && b.id[ends[i + 1]] == m->unk_id) end = ends[++i];
+        rc = hf_lookup(m, s + start, end - start, out);
+    }
+    free(ends);
+    best_paths_free(&b);
     return rc;
 }
 

@@ -7,6 +7,7 @@
  * past the end, groups, a charsmap trie whose offsets leave it: an error
  * naming the file and the byte. Only unigram models are accepted. */
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,82 +215,6 @@ static int read_model(const uint8_t *data, size_t n, const char *where, raw_mode
     return k < 0 ? -1 : 0;
 }
 
-/* ---------------------------------------------------------------- the charsmap's double array */
-
-/* darts-clone's unit: label (bits 0-7, bit 31 marks a value), has_leaf (bit 8),
- * offset (bits 10-31, shifted by 8 more when bit 9 is set), value (bits 0-30). */
-static uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
-static uint32_t unit_label(uint32_t u) { return u & ((1u << 31) | 0xFFu); }
-static int unit_has_leaf(uint32_t u) { return (u >> 8) & 1; }
-
-size_t tf_spm_charsmap_match(const tf_spm *m, const char *s, size_t n, const char **rep) {
-    if (!m->units) return 0;
-    uint32_t pos = unit_offset(m->units[0]);
-    size_t best = 0;
-    for (size_t i = 0; i < n; i++) { /* every position reached was checked by charsmap_check */
-        uint8_t c = (uint8_t)s[i];
-        pos ^= c;
-        uint32_t u = m->units[pos];
-        if (unit_label(u) != c) break;
-        pos ^= unit_offset(u);
-        if (unit_has_leaf(u)) best = i + 1, *rep = m->repl + (m->units[pos] & 0x7FFFFFFFu);
-    }
-    return best;
-}
-
-/* Every node reachable from the root by any bytes: its 256 children's units
- * inside the array, each leaf's value the start of a NUL-terminated string of the blob. */
-static int charsmap_check(const tf_spm *m, size_t n_text) {
-    size_t n = m->n_units, top = 0;
-    uint8_t *seen = calloc(n, 1);
-    uint32_t *stack = malloc(n * sizeof *stack);
-    int rc = seen && stack ? 0 : tf_set_error("%s: out of memory", m->where);
-    uint32_t root = unit_offset(m->units[0]);
-    if (!rc && root >= n) rc = tf_set_error("%s: precompiled_charsmap: the trie's root offset %u is outside its %zu units", m->where, root, n);
-    if (!rc) seen[root] = 1, stack[top++] = root;
-    while (!rc && top) {
-        uint32_t s = stack[--top];
-        if ((size_t)(s | 0xFFu) >= n) {
-            rc = tf_set_error("%s: precompiled_charsmap: trie node %u has children outside its %zu units", m->where, s, n);
-            break;
-        }
-        for (uint32_t b = 0; !rc && b < 256; b++) {
-            uint32_t p = s ^ b, u = m->units[p];
-            if (unit_label(u) != b) continue;
-            uint32_t c = p ^ unit_offset(u);
-            if (c >= n) {
-                rc = tf_set_error("%s: precompiled_charsmap: trie offset %u (unit %u) is outside its %zu units", m->where, c, p, n);
-            } else if (unit_has_leaf(u)) {
-                uint32_t v = m->units[c] & 0x7FFFFFFFu;
-                if (v >= n_text || !memchr(m->repl + v, 0, n_text - v))
-                    rc = tf_set_error("%s: precompiled_charsmap: replacement at %u is not a NUL-terminated string of "
-                                      "the %zu-byte table", m->where, v, n_text);
-            }
-            if (!rc && !seen[c]) seen[c] = 1, stack[top++] = c;
-        }
-    }
-    free(seen), free(stack);
-    return rc;
-}
-
-/* The blob: trie size (uint32, little-endian), the trie's units, the replacement strings. */
-static int charsmap_load(tf_spm *m, pb_str blob) {
-    if (!blob.len) return 0;
-    if (blob.len <= 4) return tf_set_error("%s: precompiled_charsmap of %zu bytes is too short", m->where, blob.len);
-    uint64_t trie = le_bytes(blob.s, 4);
-    if (trie == 0 || trie % 4 || trie > blob.len - 4)
-        return tf_set_error("%s: precompiled_charsmap: trie size %llu is not a positive multiple of 4 within its %zu "
-                            "bytes", m->where, (unsigned long long)trie, blob.len);
-    m->n_units = (size_t)trie / 4, m->n_repl = blob.len - 4 - (size_t)trie;
-    m->units = malloc(m->n_units * sizeof *m->units);
-    m->repl = malloc(m->n_repl + 1);
-    if (!m->units || !m->repl) return tf_set_error("%s: out of memory", m->where);
-    for (size_t i = 0; i < m->n_units; i++) m->units[i] = (uint32_t)le_bytes(blob.s + 4 + 4 * i, 4);
-    memcpy(m->repl, blob.s + 4 + trie, m->n_repl);
-    m->repl[m->n_repl] = 0;
-    return charsmap_check(m, m->n_repl);
-}
-
 /* ---------------------------------------------------------------- the model */
 
 static char *copy_str(pb_str s, const char *dflt) {
@@ -309,19 +234,21 @@ static int byte_of_piece(const char *p, size_t n) {
     return (int)((h - hex) * 16 + (l - hex));
 }
 
-static int in_trie(int type) { return type == TF_SPM_NORMAL || type == TF_SPM_USER || type == TF_SPM_UNUSED; }
+static int in_trie(const tf_spm *m, int type) {
+    return m->hf || type == TF_SPM_NORMAL || type == TF_SPM_USER || type == TF_SPM_UNUSED;
+}
 
 /* Pieces of type NORMAL, USER_DEFINED and UNUSED (sentencepiece's pieces_) as a byte trie. */
 static int trie_build(tf_spm *m) {
     size_t total = 1;
-    for (int32_t i = 0; i < m->n; i++) total += in_trie(m->type[i]) ? m->len[i] : 0;
+    for (int32_t i = 0; i < m->n; i++) total += in_trie(m, m->type[i]) ? m->len[i] : 0;
     if (total >= INT32_MAX) return tf_set_error("%s: pieces too long", m->where);
     m->node_id = malloc(total * sizeof *m->node_id);
     if (!m->node_id || tf_pairmap_init(&m->trie, total)) return tf_set_error("%s: out of memory", m->where);
     for (size_t i = 0; i < total; i++) m->node_id[i] = -1;
     m->n_nodes = 1;
     for (int32_t i = 0; i < m->n; i++) {
-        if (!in_trie(m->type[i])) continue;
+        if (!in_trie(m, m->type[i])) continue;
         int32_t node = 0;
         for (uint32_t k = 0; k < m->len[i]; k++) {
             uint8_t c = (uint8_t)m->piece[i][k];
@@ -339,7 +266,7 @@ static int trie_build(tf_spm *m) {
 }
 
 /* One piece into the model: unique, not empty; the unknown piece and byte pieces noted. */
-static int add_piece(tf_spm *m, const raw_piece *p) {
+static int add_piece(tf_spm *m, const raw_piece *p, double score) {
     int32_t i = m->n;
     const char *text = (const char *)p->text.s;
     if (!p->text.len) return tf_set_error("%s: piece %d is empty", m->where, i);
@@ -349,7 +276,7 @@ static int add_piece(tf_spm *m, const raw_piece *p) {
         return tf_set_error("%s: piece %d \"%.*s\" repeats piece %d", m->where, i,
                             (int)(p->text.len > 40 ? 40 : p->text.len), text, prev);
     if (tf_strmap_put(&m->ids, text, p->text.len, i)) return -1;
-    m->len[i] = (uint32_t)p->text.len, m->score[i] = p->score, m->type[i] = p->type;
+    m->len[i] = (uint32_t)p->text.len, m->score[i] = score, m->type[i] = p->type;
     if (p->type == TF_SPM_UNKNOWN) {
         if (m->unk_id >= 0) return tf_set_error("%s: pieces %d and %d are both the unknown piece", m->where, m->unk_id, i);
         m->unk_id = i;
@@ -362,9 +289,9 @@ static int add_piece(tf_spm *m, const raw_piece *p) {
         if (b < 0) return tf_set_error("%s: byte piece %d \"%.*s\" is not <0xXX>", m->where, i, (int)(p->text.len > 40 ? 40 : p->text.len), text);
         m->byte_id[b] = i;
     }
-    if (p->type == TF_SPM_NORMAL) {
-        m->min_score = p->score < m->min_score ? p->score : m->min_score;
-        m->max_score = p->score > m->max_score ? p->score : m->max_score;
+    if (p->type == TF_SPM_NORMAL || m->hf) {
+        m->min_score = score < m->min_score ? score : m->min_score;
+        m->max_score = score > m->max_score ? score : m->max_score;
     }
     m->n++;
     return 0;
@@ -407,11 +334,11 @@ static int build(tf_spm *m, const raw_model *b) {
     m->unk_id = -1, m->min_score = FLT_MAX, m->max_score = FLT_MIN;
     for (int k = 0; k < 256; k++) m->byte_id[k] = -1;
     for (size_t i = 0; i < n; i++)
-        if (add_piece(m, &b->piece[i])) return -1;
+        if (add_piece(m, &b->piece[i], b->piece[i].score)) return -1;
     for (size_t i = 0; i < m->ids.cap; i++) /* piece strings: the map's NUL-terminated copies */
         if (m->ids.keys[i]) m->piece[m->ids.vals[i]] = m->ids.keys[i];
     if (m->unk_id < 0) return tf_set_error("%s: no unknown piece (type UNKNOWN)", m->where);
-    return trie_build(m) || charsmap_load(m, b->charsmap) ? -1 : 0;
+    return trie_build(m) || tf_charsmap_load(&m->cmap, b->charsmap.s, b->charsmap.len, m->where) ? -1 : 0;
 }
 
 tf_spm *tf_spm_parse(const uint8_t *data, size_t n, const char *where) {
@@ -439,13 +366,44 @@ tf_spm *tf_spm_load(const char *path) {
     return m;
 }
 
+/* Hugging Face's Unigram: every entry a piece of the trie (the unknown one
+ * too, matched where its text appears), the lowest score over all of them. */
+tf_spm *tf_spm_hf_new(const tf_spm_hf_src *s) {
+    tf_spm *m = calloc(1, sizeof *m);
+    size_t n = (size_t)s->n;
+    if (!m || !(m->where = strdup(s->where))) {
+        free(m);
+        return tf_set_error("%s: out of memory", s->where), NULL;
+    }
+    m->hf = 1, m->byte_fallback = s->byte_fallback, m->unk_id = -1;
+    m->min_score = HUGE_VAL, m->max_score = -HUGE_VAL;
+    for (int k = 0; k < 256; k++) m->byte_id[k] = -1;
+    m->piece = calloc(n + 1, sizeof *m->piece), m->len = calloc(n + 1, sizeof *m->len);
+    m->score = calloc(n + 1, sizeof *m->score), m->type = calloc(n + 1, 1);
+    m->unk_surface = copy_str((pb_str){0}, ""), m->norm_name = copy_str((pb_str){0}, "");
+    for (int r = 0; r < 4; r++) m->role_piece[r] = copy_str((pb_str){0}, "");
+    int rc = m->piece && m->len && m->score && m->type && m->unk_surface && m->norm_name && m->role_piece[3] &&
+                     !tf_strmap_init(&m->ids, n + 1) ? 0 : tf_set_error("%s: out of memory", s->where);
+    for (int32_t i = 0; !rc && i < s->n; i++) {
+        raw_piece p = {{(const uint8_t *)s->piece[i], strlen(s->piece[i])}, 0.0f,
+                       (uint8_t)(i == s->unk_id ? TF_SPM_UNKNOWN : TF_SPM_NORMAL)};
+        rc = add_piece(m, &p, s->score[i]);
+    }
+    for (size_t i = 0; !rc && i < m->ids.cap; i++)
+        if (m->ids.keys[i]) m->piece[m->ids.vals[i]] = m->ids.keys[i];
+    if (!rc) rc = trie_build(m);
+    if (rc) tf_spm_free(m);
+    return rc ? NULL : m;
+}
+
 void tf_spm_free(tf_spm *m) {
     if (!m) return;
     tf_strmap_free(&m->ids);
     tf_pairmap_free(&m->trie);
     free(m->piece), free(m->len), free(m->score), free(m->type), free(m->unk_surface), free(m->norm_name);
     for (int r = 0; r < 4; r++) free(m->role_piece[r]);
-    free(m->units), free(m->repl), free(m->node_id), free(m->where), free(m);
+    tf_charsmap_free(&m->cmap);
+    free(m->node_id), free(m->where), free(m);
 }
 
 int32_t tf_spm_piece_id(const tf_spm *m, const char *piece, size_t len) { return tf_strmap_get(&m->ids, piece, len); }

@@ -73,6 +73,16 @@ typedef struct {
 enum { TF_ROLE_CLS, TF_ROLE_SEP, TF_ROLE_PAD, TF_ROLE_MASK, TF_ROLE_UNK, TF_ROLE_BOS, TF_ROLE_EOS, TF_N_ROLES };
 extern const char *const tf_role_names[TF_N_ROLES];
 
+/* A TemplateProcessing layout: each item a special token's id (seq -1) or
+ * sequence A / B (seq 0 / 1), with its token type id. */
+enum { TF_TEMPLATE_MAX = 16 };
+typedef struct {
+    int n;
+    int32_t id[TF_TEMPLATE_MAX];
+    int8_t seq[TF_TEMPLATE_MAX];
+    uint8_t type[TF_TEMPLATE_MAX];
+} tf_template;
+
 struct tf_tokenizer {
     tf_tokenizer_kind kind;
     const tf_tok_vtable *vt;
@@ -80,6 +90,8 @@ struct tf_tokenizer {
     int32_t role[TF_N_ROLES]; /* ids of the special tokens by role, -1 when absent */
     int64_t max_length;       /* model_max_length, 0 when unknown */
     int roberta_pairs;        /* tokenizer.json's post_processor RobertaProcessing: <s> a </s></s> b </s> */
+    int has_template;         /* its post_processor TemplateProcessing: template[0] single, [1] pair */
+    tf_template template[2];
 };
 
 /* Added tokens (Hugging Face) or the vocabulary's own special tokens. */

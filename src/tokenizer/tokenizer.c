@@ -247,23 +247,52 @@ const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_tok
 
 /* ---------------------------------------------------------------- BERT pairs */
 
+/* Longest-first truncation (Hugging Face's): the longer sequence loses its last id until all fits. */
+static int truncate_pair(tf_ids *x, tf_ids *y, size_t extra, size_t max_len) {
+    if (max_len && max_len < extra) return tf_set_error("encode_pair: max_len %zu leaves no room", max_len);
+    while (max_len && x->n + y->n + extra > max_len) {
+        if (x->n >= y->n) x->n--;
+        else y->n--;
+    }
+    return 0;
+}
+
+/* A TemplateProcessing layout: the single one, or the pair one when b is given. */
+static int encode_template(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb, size_t max_len,
+                           tf_ids *ids, tf_ids *type_ids) {
+    const tf_template *tp = &t->template[b ? 1 : 0];
+    tf_ids seq[2] = {{0}, {0}};
+    size_t extra = 0;
+    for (int i = 0; i < tp->n; i++) extra += tp->seq[i] < 0;
+    int rc = tf_tokenizer_encode(t, a, la, &seq[0]) || (b && tf_tokenizer_encode(t, b, lb, &seq[1])) ||
+             truncate_pair(&seq[0], &seq[1], extra, max_len);
+    for (int i = 0; !rc && i < tp->n; i++) {
+        if (tp->seq[i] < 0) {
+            rc = tf_ids_push(ids, tp->id[i]) || tf_ids_push(type_ids, tp->type[i]);
+            continue;
+        }
+        const tf_ids *s = &seq[tp->seq[i]];
+        for (size_t k = 0; !rc && k < s->n; k++) rc = tf_ids_push(ids, s->v[k]) || tf_ids_push(type_ids, tp->type[i]);
+    }
+    tf_ids_free(&seq[0]);
+    tf_ids_free(&seq[1]);
+    return rc ? -1 : 0;
+}
+
 int tf_tokenizer_encode_pair(tf_tokenizer *t, const char *a, size_t la, const char *b, size_t lb,
                              size_t max_len, tf_ids *ids, tf_ids *type_ids) {
+    if (t->has_template && t->kind != TF_TOKENIZER_WORDPIECE)
+        return encode_template(t, a, la, b, lb, max_len, ids, type_ids);
     int roberta = t->roberta_pairs && t->kind != TF_TOKENIZER_WORDPIECE;
     if (t->kind != TF_TOKENIZER_WORDPIECE && !roberta)
-        return tf_set_error("encode_pair: WordPiece tokenizers, or a tokenizer.json with RoBERTa's post_processor "
-                            "(RobertaProcessing), only");
+        return tf_set_error("encode_pair: WordPiece tokenizers, or a tokenizer.json whose post_processor is "
+                            "RobertaProcessing or TemplateProcessing, only");
     int32_t cls = t->role[TF_ROLE_CLS], sep = t->role[TF_ROLE_SEP];
     if (cls < 0 || sep < 0) return tf_set_error("encode_pair: the tokenizer has no %s token", cls < 0 ? "cls" : "sep");
     tf_ids x = {0}, y = {0};
     int rc = tf_tokenizer_encode(t, a, la, &x) || (b && tf_tokenizer_encode(t, b, lb, &y));
     size_t extra = b ? 3 + (size_t)roberta : 2; /* RoBERTa: </s></s> between the two */
-    if (!rc && max_len && max_len < extra) rc = tf_set_error("encode_pair: max_len %zu leaves no room", max_len);
-    /* truncate the longer sequence one id at a time (Hugging Face's longest_first) */
-    while (!rc && max_len && x.n + y.n + extra > max_len) {
-        if (x.n >= y.n) x.n--;
-        else y.n--;
-    }
+    if (!rc) rc = truncate_pair(&x, &y, extra, max_len);
     for (int part = 0; !rc && part < (b ? 2 : 1); part++) {
         const tf_ids *s = part ? &y : &x;
         int type = roberta ? 0 : part; /* RoBERTa's token types are all 0 (type_vocab_size 1) */

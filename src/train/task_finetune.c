@@ -190,9 +190,10 @@ tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir
     if (!rc && !(f->tok = tf_tokenizer_load(run_dir))) rc = -1;
     int pieces = !rc && tf_tokenizer_kind_of(f->tok) == TF_TOKENIZER_WORDPIECE;
     int classes = c->task == TF_FINETUNE_CLASSIFY || c->task == TF_FINETUNE_PAIRS;
-    if (!rc && !pieces && !(classes && tf_tokenizer_kind_of(f->tok) == TF_TOKENIZER_BYTE_BPE))
+    tf_tokenizer_kind kind = rc ? TF_TOKENIZER_CHAR : tf_tokenizer_kind_of(f->tok);
+    if (!rc && !pieces && !(classes && (kind == TF_TOKENIZER_BYTE_BPE || kind == TF_TOKENIZER_SPM)))
         rc = tf_set_error("%s: fine-tuning needs a BERT WordPiece tokenizer (vocab.txt), or for classify and pairs "
-                          "RoBERTa's byte-level BPE tokenizer.json", model_dir);
+                          "RoBERTa's byte-level BPE or XLM-RoBERTa's Unigram tokenizer.json", model_dir);
     if (rc || load_all(f, model_dir, train, valid, seed)) {
         ft_free(&f->base);
         return NULL;

@@ -3,7 +3,8 @@
  * accept or reject the file with an error, never crash; a loaded tokenizer
  * must encode the text, and a byte-level one decode it back byte for byte
  * unless the file names lstrip / rstrip / add_prefix_space (which drop or
- * add spaces). */
+ * add spaces). A Unigram one (normalizers, Metaspace, decoders) must give ids
+ * inside its vocabulary, decode them, and encode its pair layout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tf_tokenizer_decode(t, ids.v, ids.n, &back, &blen) == 0 && tf_tokenizer_kind_of(t) == TF_TOKENIZER_BYTE_BPE &&
         !strips && (blen != tlen || memcmp(back, text, tlen)))
         abort(); /* a lossless tokenizer lost bytes */
+    if (tf_tokenizer_kind_of(t) == TF_TOKENIZER_SPM) {
+        for (size_t i = 0; i < ids.n; i++)
+            if (ids.v[i] < 0 || ids.v[i] >= tf_tokenizer_vocab_size(t)) abort(); /* an id outside the vocabulary */
+        tf_ids p = {0}, ty = {0};
+        if (!tf_tokenizer_encode_pair(t, (const char *)text, tlen, (const char *)text, tlen / 2, 9, &p, &ty) && p.n > 9 &&
+            tf_tokenizer_special_id(t, "sep") >= 0)
+            abort(); /* truncation past max_len */
+        tf_ids_free(&p), tf_ids_free(&ty);
+    }
     (void)tf_tokenizer_special_id(t, "cls");
     free(back);
     tf_ids_free(&ids);

@@ -29,6 +29,10 @@ sequence classifier is dense + tanh + out_proj on the first token.
 
 transformers 4.36.2 runs over Debian's torch 1.13 (build/hfvenv); 5.x needs
 PyTorch 2.x (/work/wt/venv or /tmp/hf5).
+
+With TF_XLMR=1 the same for XLM-RoBERTa (XLMRobertaConfig, XLMRobertaModel and
+XLMRobertaFor*: RoBERTa's arithmetic under other names): CASES_XLMR, written
+to tests/fixtures_xlmr.
 """
 import os
 import shutil
@@ -42,6 +46,7 @@ from transformers import (RobertaConfig, RobertaForMaskedLM, RobertaForQuestionA
 import fixture_cli
 
 MAJOR = int(transformers.__version__.split(".")[0])
+XLM = os.environ.get("TF_XLMR") == "1"
 ARCHS = {"RobertaModel": RobertaModel, "RobertaForMaskedLM": RobertaForMaskedLM,
          "RobertaForSequenceClassification": RobertaForSequenceClassification,
          "RobertaForTokenClassification": RobertaForTokenClassification,
@@ -50,6 +55,21 @@ OUT = {"RobertaModel": ("last_hidden_state", "pooler_output"), "RobertaForMasked
        "RobertaForSequenceClassification": ("logits", "loss"), "RobertaForTokenClassification": ("logits", "loss"),
        "RobertaForQuestionAnswering": ("start_logits", "end_logits", "loss")}
 WSTD = 0.3
+Config = RobertaConfig
+if XLM:
+    from transformers import (XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaForQuestionAnswering,
+                              XLMRobertaForSequenceClassification, XLMRobertaForTokenClassification, XLMRobertaModel)
+    ARCHS = {"XLMRobertaModel": XLMRobertaModel, "XLMRobertaForMaskedLM": XLMRobertaForMaskedLM,
+             "XLMRobertaForSequenceClassification": XLMRobertaForSequenceClassification,
+             "XLMRobertaForTokenClassification": XLMRobertaForTokenClassification,
+             "XLMRobertaForQuestionAnswering": XLMRobertaForQuestionAnswering}
+    OUT = {"XLM" + k: v for k, v in OUT.items()}
+    Config = XLMRobertaConfig
+
+
+def base(arch):
+    """RoBERTa's class name of an XLM-RoBERTa one."""
+    return arch[3:] if arch.startswith("XLM") else arch
 
 
 def cfg(V, C, L, H, F, P, **kw):
@@ -91,6 +111,24 @@ CASES = [
 ]
 
 
+# XLM-RoBERTa (TF_XLMR=1): one case per class and version, RoBERTa's inputs.
+CASES_XLMR = [
+    (4, "v4_body_rightpad_pooler", "XLMRobertaModel", cfg(29, 12, 2, 3, 20, 14), dict(B=3, T=9, pad="right", pooler=True)),
+    (4, "v4_mlm_tied_labels_grad", "XLMRobertaForMaskedLM", cfg(21, 8, 2, 2, 12, 12), dict(B=2, T=7, pad="right", labels=True)),
+    (4, "v4_seqcls_3labels_grad", "XLMRobertaForSequenceClassification", cfg(25, 12, 2, 4, 10, 13, num_labels=3),
+     dict(B=4, T=9, pad="left", labels=True)),
+    (4, "v4_tokcls_pad_inside", "XLMRobertaForTokenClassification", cfg(13, 15, 2, 5, 9, 14, num_labels=4),
+     dict(B=3, T=10, pad="inside", labels=True)),
+    (4, "v4_qa_clamped", "XLMRobertaForQuestionAnswering", cfg(21, 6, 3, 2, 10, 12), dict(B=3, T=9, pad="right", labels=True)),
+    (5, "v5_body_nopooler_pad3_types", "XLMRobertaModel", cfg(19, 10, 2, 2, 14, 16, pad_token_id=3, type_vocab_size=2),
+     dict(B=3, T=8, pad="left", types=True, pooler=False)),
+    (5, "v5_mlm_untied_labels", "XLMRobertaForMaskedLM", cfg(17, 12, 2, 4, 8, 12, tie_word_embeddings=False),
+     dict(B=3, T=8, pad="right", labels=True)),
+    (5, "v5_seqcls_labels", "XLMRobertaForSequenceClassification", cfg(23, 9, 1, 1, 5, 12, num_labels=2),
+     dict(B=3, T=9, pad="right", labels=True)),
+]
+
+
 def make_inputs(c, arch, spec, g):
     B, T, pad = spec["B"], spec["T"], c.pad_token_id
     ids = torch.randint(0, c.vocab_size, (B, T), generator=g)
@@ -116,15 +154,15 @@ def make_inputs(c, arch, spec, g):
     if spec.get("positions"):
         x["position_ids"] = torch.randint(0, c.max_position_embeddings, (B, T), generator=g)
     if spec.get("labels"):
-        if arch == "RobertaForSequenceClassification":
+        if base(arch) == "RobertaForSequenceClassification":
             x["labels"] = (torch.randn(B, generator=g) if c.num_labels == 1
                            else torch.randint(0, c.num_labels, (B,), generator=g))
-        elif arch == "RobertaForQuestionAnswering":  # some outside [0,T): clamped to T and ignored
+        elif base(arch) == "RobertaForQuestionAnswering":  # some outside [0,T): clamped to T and ignored
             x["start_positions"] = torch.randint(-1, T + 2, (B,), generator=g)
             x["end_positions"] = torch.randint(0, T + 3, (B,), generator=g)
             x["start_positions"][0], x["end_positions"][0] = 0, T - 1
         else:
-            n = c.vocab_size if arch == "RobertaForMaskedLM" else c.num_labels
+            n = c.vocab_size if base(arch) == "RobertaForMaskedLM" else c.num_labels
             lab = torch.randint(0, n, (B, T), generator=g)
             lab[torch.rand(B, T, generator=g) < 0.3] = -100
             lab[~real] = -100
@@ -137,7 +175,7 @@ def make_inputs(c, arch, spec, g):
 
 
 def build(arch, config, pooler=True):
-    return ARCHS[arch](config, add_pooling_layer=pooler) if arch == "RobertaModel" else ARCHS[arch](config)
+    return ARCHS[arch](config, add_pooling_layer=pooler) if base(arch) == "RobertaModel" else ARCHS[arch](config)
 
 
 def reference(model, arch, x, train=False):
@@ -159,7 +197,7 @@ def reference(model, arch, x, train=False):
 def write_case(out, name, arch, cfg_kw, spec, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    c = RobertaConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
+    c = Config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     model = build(arch, c, spec.get("pooler", True)).eval()
     fixture_cli.init_bert_like(model, g, WSTD)
     d = os.path.join(out, name)
@@ -183,15 +221,15 @@ def random_case(r):
     pad = r.choice([1, 1, 0, 2])
     kw = dict(hidden_act=r.choice(["gelu", "gelu_new", "relu"]), layer_norm_eps=r.choice([1e-12, 1e-5, 1e-3]),
               pad_token_id=pad, type_vocab_size=r.choice([1, 1, 2]))
-    if arch in ("RobertaForSequenceClassification", "RobertaForTokenClassification"):
+    if base(arch) in ("RobertaForSequenceClassification", "RobertaForTokenClassification"):
         kw["num_labels"] = r.randint(1 if arch.endswith("SequenceClassification") else 2, 6)
-    if arch == "RobertaForMaskedLM" and r.random() < 0.3:
+    if base(arch) == "RobertaForMaskedLM" and r.random() < 0.3:
         kw["tie_word_embeddings"] = False
     c = cfg(r.randint(pad + 3, 40), heads * r.randint(1, 5), r.randint(1, 3), heads, r.randint(1, 20),
             T + pad + 1 + r.randint(0, 4), **kw)
     spec = dict(B=r.randint(2, 4), T=T, pad=r.choice([None, "right", "left", "inside"]) if T >= 3 else None,
                 types=kw["type_vocab_size"] > 1 and r.random() < 0.6, positions=r.random() < 0.2,
-                labels=arch != "RobertaModel" and r.random() < 0.7, pooler=r.random() < 0.5,
+                labels=base(arch) != "RobertaModel" and r.random() < 0.7, pooler=r.random() < 0.5,
                 ids_dtype=r.choice(["int64", "int32"]))
     return arch, c, spec
 
@@ -202,7 +240,7 @@ def expected_for(root):
 
 
 def main():
-    cases = [case[1:] for case in CASES if case[0] == MAJOR]
+    cases = [case[1:] for case in (CASES_XLMR if XLM else CASES) if case[0] == MAJOR]
     fixture_cli.run(cases, write_case, random_case, expected=expected_for, random_name=f"v{MAJOR}_random_{{:02d}}")
 
 

@@ -149,11 +149,13 @@ static int read_roformer(const cJSON *root, const char *path, tf_bert_config *c)
  * (transformers' default 1) sets the positions. The classes tformer lacks
  * (RobertaForCausalLM, RobertaForMultipleChoice) are refused by name. */
 static int read_roberta(const cJSON *root, const char *path, const char *arch, tf_bert_config *c, int *head) {
-    *head = arch ? tf_bert_roberta_head_from_name(arch) : TF_BERT_BODY;
+    int xlm = arch && !strncmp(arch, "XLM", 3); /* XLM-RoBERTa: RoBERTa's classes under other names */
+    *head = arch ? tf_bert_roberta_head_from_name(arch + (xlm ? 3 : 0)) : TF_BERT_BODY;
     if (*head < 0)
-        return tf_set_error("%s: architecture \"%s\": tformer reads RobertaModel, RobertaForMaskedLM, "
-                            "RobertaForSequenceClassification, RobertaForTokenClassification and "
-                            "RobertaForQuestionAnswering", path, arch);
+        return tf_set_error("%s: architecture \"%s\": tformer reads %sRobertaModel, %sRobertaForMaskedLM, "
+                            "%sRobertaForSequenceClassification, %sRobertaForTokenClassification and "
+                            "%sRobertaForQuestionAnswering", path, arch, xlm ? "XLM" : "", xlm ? "XLM" : "",
+                            xlm ? "XLM" : "", xlm ? "XLM" : "", xlm ? "XLM" : "");
     const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
     if (pad && !(cJSON_IsNumber(pad) && pad->valuedouble == (double)pad->valueint && pad->valueint >= 0 &&
                  pad->valueint < c->vocab_size))
@@ -185,8 +187,9 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
     int bigbird = cJSON_IsString(first) && !strcmp(first->valuestring, "BigBirdModel");
     int roformer = cJSON_IsString(first) && !strncmp(first->valuestring, "RoFormer", 8);
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    int roberta = (cJSON_IsString(first) && !strncmp(first->valuestring, "Roberta", 7)) ||
-                  (cJSON_IsString(type) && !strcmp(type->valuestring, "roberta"));
+    int roberta = (cJSON_IsString(first) && (!strncmp(first->valuestring, "Roberta", 7) ||
+                                             !strncmp(first->valuestring, "XLMRoberta", 10))) ||
+                  (cJSON_IsString(type) && (!strcmp(type->valuestring, "roberta") || !strcmp(type->valuestring, "xlm-roberta")));
     int head = bigbird ? TF_BERT_BODY : roformer ? roformer_head(first->valuestring)
              : cJSON_IsString(first) ? tf_bert_head_from_name(first->valuestring) : TF_BERT_BODY;
     if (roberta && read_roberta(root, path, cJSON_IsString(first) ? first->valuestring : NULL, c, &head)) return -1;
@@ -205,10 +208,11 @@ static int read_extras(const cJSON *root, const char *path, const tf_bert_load_o
 
 int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c,
                            int *folder_head) {
-    static const char *const TYPES[] = {"bert", "tformer-bert", "roformer", "big_bird", "roberta", "distilbert", NULL};
+    static const char *const TYPES[] = {"bert",    "tformer-bert", "roformer",   "big_bird",
+                                        "roberta", "xlm-roberta",  "distilbert", NULL};
     *c = tf_bert_config_default(0, 0, 0, 0, 0);
     tf_fields f = {&HF_TABLE, c};
-    if (tf_folder_check_type(root, path, "BERT (RoBERTa, DistilBERT, RoFormer, BigBird)", TYPES)) return -1;
+    if (tf_folder_check_type(root, path, "BERT (RoBERTa, XLM-RoBERTa, DistilBERT, RoFormer, BigBird)", TYPES)) return -1;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(arch) ? cJSON_GetArrayItem(arch, 0) : NULL;
