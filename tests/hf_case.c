@@ -99,6 +99,20 @@ char *test_replaced(const char *text, const char *from, const char *to) {
     return out;
 }
 
+int test_copy_files(const char *src, const char *dst, const char *const *names, int n) {
+    char from[1200], to[1200];
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        size_t len;
+        snprintf(from, sizeof from, "%s/%s", src, names[i]);
+        snprintf(to, sizeof to, "%s/%s", dst, names[i]);
+        char *text = test_slurp(from, &len);
+        rc = !text || test_write_file(to, text, len);
+        free(text);
+    }
+    return rc ? -1 : 0;
+}
+
 int test_copy_config(const char *src, const char *dst, const char *from, const char *to) {
     char p[1200];
     size_t n;

@@ -96,6 +96,8 @@ int test_write_file(const char *path, const void *data, size_t n);
 int test_write_text(const char *path, const char *text);
 /* text with its first `from` replaced by `to` (malloc'ed), NULL when absent. */
 char *test_replaced(const char *text, const char *from, const char *to);
+/* The n files names[] of folder src into folder dst; 0 or -1. */
+int test_copy_files(const char *src, const char *dst, const char *const *names, int n);
 /* src/config.json into dst, `from` replaced by `to` when from is given. */
 int test_copy_config(const char *src, const char *dst, const char *from, const char *to);
 /* src into dst: config.json as test_copy_config; model.safetensors with
@@ -182,7 +184,31 @@ int test_write_idx_set(const char *dir, const char *split, int n, int side, int 
 /* An 8-bit grey PNG of w x h pixels, row by row. */
 int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h);
 
+/* ---- sentence-transformers folders (tests/embed_case.c) ---- */
+
 struct cJSON;
+/* A JSON file parsed (cJSON_Delete it), or NULL. */
+struct cJSON *test_read_json(const char *path);
+/* 0 when got holds want's ids (a JSON list); 1, both said on stderr (who, what: the text), when not. */
+int test_ids_differ(const struct cJSON *want, const tf_ids *got, const char *who, const char *what);
+/* tok's encoding (tf_tokenizer_encode_pair, cut to max_len) of each "text" of
+ * root's "texts" against its "ids": how many differ (types: a token type
+ * other than 0 counts too), -1 when one cannot be encoded; *n counts the texts. */
+int test_texts_differ(tf_tokenizer *tok, const struct cJSON *root, size_t max_len, int types, const char *who, int *n);
+typedef struct {
+    tf_embed_opts opts;    /* the folder's */
+    tf_bert_config cfg;    /* the model's */
+    int n;                 /* texts */
+    double max_diff, rel;  /* tf_bert_embed against embeddings.safetensors */
+    int cli_rc;            /* `tformer embed` on the first three texts: its status (-1: not run) */
+    double cli;            /* and the largest gap between its numbers and the library's */
+    char cli_out[8192];
+} test_embed_result;
+/* The texts of dir/answers.json through tf_bert_embed (dir's model, tokenizer
+ * and settings) against dir/embeddings.safetensors (SentenceTransformer.encode()),
+ * and through the CLI; -1 (tf_error) when it cannot run. */
+int test_st_embed(const char *dir, test_embed_result *r);
+
 /* src/config.json (a Marian folder) into dst with one generate() run's
  * forced_eos_token_id and bad_words_ids (null and none when it names none). */
 int test_marian_generate_config(const char *src, const char *dst, const struct cJSON *run);

@@ -386,89 +386,43 @@ TEST(distilbert_export_for_transformers) {
 #define ST_DIR "tests/fixtures_distilbert_st/tiny_distilbert_st"
 #define MLM_DIR "tests/fixtures_distilbert_st/tiny_distilbert_mlm"
 
-static cJSON *read_json(const char *path) {
-    size_t n;
-    char *text = test_slurp(path, &n);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return root;
-}
-
 /* The tokenizer (tokenizer.json, and vocab.txt alone) gives transformers'
  * ids; `tformer embed` on a DistilBERT sentence-transformers folder (mean
  * pooling, no Normalize, max_seq_length 16 under 20 positions: the long text
  * is cut) matches SentenceTransformer.encode() in float64, library and CLI. */
 TEST(distilbert_embed_matches_sentence_transformers) {
-    cJSON *root = read_json(ST_DIR "/answers.json");
-    tf_embed_opts o;
-    CHECK(root && tf_embed_opts_load(ST_DIR, &o) == 0 && o.pooling == TF_POOL_MEAN && !o.normalize && o.max_len == 16);
-    tf_bert *m = tf_bert_load_hf(ST_DIR, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    cJSON *root = test_read_json(ST_DIR "/answers.json");
     tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
-    CHECKF(m && tok && m->cfg.distilbert, "%s", tf_error());
+    CHECKF(root && tok, "%s", tok ? "answers.json" : tf_error());
     /* vocab.txt alone (tokenizer_config.json's do_lower_case) */
-    char vdir[] = "/tmp/tformer_dbvocab_XXXXXX", from[600], to[600];
+    char vdir[] = "/tmp/tformer_dbvocab_XXXXXX";
     CHECK(mkdtemp(vdir) != NULL);
     static const char *const FILES[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
-    for (int i = 0; i < 3; i++) {
-        size_t n;
-        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
-        snprintf(to, sizeof to, "%s/%s", vdir, FILES[i]);
-        char *text = test_slurp(from, &n);
-        CHECK(text && test_write_file(to, text, n) == 0);
-        free(text);
-    }
+    CHECK(test_copy_files(ST_DIR, vdir, FILES, 3) == 0);
     tf_tokenizer *vtok = tf_tokenizer_load(vdir);
     test_rm_rf(vdir);
     CHECKF(vtok, "%s", tf_error());
-    const char *texts[16];
-    int n = 0, bad = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) {
-        texts[n++] = cJSON_GetObjectItem(e, "text")->valuestring;
-        const cJSON *want = cJSON_GetObjectItem(e, "ids");
-        for (int t = 0; t < 2; t++) {
-            tf_ids ids = {0}, types = {0};
-            CHECK(tf_tokenizer_encode_pair(t ? vtok : tok, texts[n - 1], strlen(texts[n - 1]), NULL, 0, 16, &ids,
-                                           &types) == 0);
-            int differ = cJSON_GetArraySize(want) != (int)ids.n;
-            for (size_t i = 0; !differ && i < ids.n; i++) differ = cJSON_GetArrayItem(want, (int)i)->valueint != ids.v[i];
-            if (differ) fprintf(stderr, "    %s: '%s' encoded otherwise\n", t ? "vocab.txt" : "tokenizer.json", texts[n - 1]);
-            bad += differ;
-            tf_ids_free(&ids), tf_ids_free(&types);
-        }
-    }
-    tf_arena *a = tf_arena_new(0);
-    tf_st_file *f = tf_st_open(ST_DIR "/embeddings.safetensors");
-    tf_tensor *want = f ? test_st_tensor(f, "embeddings", a) : NULL;
-    float got[16 * 16];
-    CHECK(want && tf_numel(want) == n * 16 && tf_bert_embed(m, tok, texts, NULL, n, &o, got) == 0);
-    double d = test_max_abs_diff(got, tf_f32(want), n * 16), rel = test_rel_err(got, tf_f32(want), n * 16);
-    char cmd[600], out[8192], lines[] = "/tmp/tformer_dbemb_XXXXXX", body[600];
-    snprintf(body, sizeof body, "%s\n%s\n%s\n", texts[0], texts[1], texts[2]);
-    int rc = test_temp_file(lines) || test_write_text(lines, body);
-    snprintf(cmd, sizeof cmd, "embed --model %s < %s", ST_DIR, lines);
-    rc = rc || test_run_cli("", cmd, out, sizeof out);
-    unlink(lines);
-    char *s = out;
-    double cli = 0;
-    for (int i = 0; !rc && i < 3 * 16; i++) cli = fmax(cli, fabs(strtod(s, &s) - got[i]));
-    printf("    %d texts, %d encodings differ; max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from "
-           "the library's\n", n, bad, d, rel, cli);
-    tf_st_close(f);
-    tf_arena_free(a);
+    int n = 0, bad = test_texts_differ(tok, root, 16, 0, "tokenizer.json", &n);
+    int vbad = test_texts_differ(vtok, root, 16, 0, "vocab.txt", &n);
+    CHECK(bad >= 0 && vbad >= 0);
+    bad += vbad;
     tf_tokenizer_free(vtok);
     tf_tokenizer_free(tok);
-    tf_bert_free(m);
     cJSON_Delete(root);
+    test_embed_result r;
+    CHECK(test_st_embed(ST_DIR, &r) == 0);
+    CHECK(r.opts.pooling == TF_POOL_MEAN && !r.opts.normalize && r.opts.max_len == 16 && r.cfg.distilbert);
+    printf("    %d texts, %d encodings differ; max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from "
+           "the library's\n", r.n, bad, r.max_diff, r.rel, r.cli);
     CHECKF(bad == 0, "%d encodings differ from transformers'", bad);
-    CHECKF(d <= 1e-5 && rel <= TOL, "embeddings: max |diff| %g, relative error %g", d, rel);
-    CHECKF(rc == 0 && cli < 1e-6, "embed CLI: status %d, off by %g\n%s", rc, cli, out);
+    CHECKF(r.max_diff <= 1e-5 && r.rel <= TOL, "embeddings: max |diff| %g, relative error %g", r.max_diff, r.rel);
+    CHECKF(r.cli_rc == 0 && r.cli < 1e-6, "embed CLI: status %d, off by %g\n%s", r.cli_rc, r.cli, r.cli_out);
 }
 
 /* `tformer fill-mask` on a DistilBertForMaskedLM folder: transformers'
  * fill-mask pipeline's top 3 (ids and probabilities, float64). */
 TEST(distilbert_fill_mask_matches_the_pipeline) {
-    cJSON *root = read_json(MLM_DIR "/answers.json");
+    cJSON *root = test_read_json(MLM_DIR "/answers.json");
     CHECK(root != NULL);
     char cmd[700], out[4096];
     snprintf(cmd, sizeof cmd, "fill-mask --model %s --text '%s' --top-k 3 --threads 1", MLM_DIR,

@@ -356,28 +356,6 @@ TEST(roberta_export_for_transformers) {
 
 #define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
 
-static cJSON *st_answers(void) {
-    size_t n;
-    char *text = test_slurp(ST_DIR "/answers.json", &n);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return root;
-}
-
-/* The ids of one answer against tformer's (0 when equal; prints both otherwise). */
-static int ids_differ(const cJSON *want, const tf_ids *got, const char *what) {
-    int n = cJSON_GetArraySize(want), bad = n != (int)got->n;
-    for (int i = 0; !bad && i < n; i++) bad = cJSON_GetArrayItem(want, i)->valueint != got->v[i];
-    if (bad) {
-        fprintf(stderr, "    '%s': transformers", what);
-        for (int i = 0; i < n; i++) fprintf(stderr, " %d", cJSON_GetArrayItem(want, i)->valueint);
-        fprintf(stderr, "; tformer");
-        for (size_t i = 0; i < got->n; i++) fprintf(stderr, " %d", got->v[i]);
-        fprintf(stderr, "\n");
-    }
-    return bad;
-}
-
 /* A RoBERTa tokenizer.json (byte-level BPE, RobertaProcessing) encodes as
  * transformers' RobertaTokenizerFast, id for id: texts as <s> text </s> cut
  * to 16 ids (spaces leading, trailing and repeated, tabs, accents, CJK,
@@ -385,24 +363,17 @@ static int ids_differ(const cJSON *want, const tf_ids *got, const char *what) {
  * <s> a </s></s> b </s>, a pair cut longest first to 10; token types all 0. */
 TEST(roberta_tokenizer_json_matches_transformers) {
     tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
-    cJSON *root = st_answers();
+    cJSON *root = test_read_json(ST_DIR "/answers.json");
     CHECKF(tok && root, "%s", tok ? "answers.json" : tf_error());
-    int bad = 0, n = 0;
+    int n = 0, bad = test_texts_differ(tok, root, 16, 1, "tokenizer.json", &n);
+    CHECK(bad >= 0);
     const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) {
-        const char *text = cJSON_GetObjectItem(e, "text")->valuestring;
-        tf_ids ids = {0}, types = {0};
-        CHECK(tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 16, &ids, &types) == 0);
-        bad += ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, text);
-        for (size_t i = 0; i < types.n; i++) bad += types.v[i] != 0;
-        tf_ids_free(&ids), tf_ids_free(&types), n++;
-    }
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "pairs")) {
         const char *a = cJSON_GetObjectItem(e, "a")->valuestring, *b = cJSON_GetObjectItem(e, "b")->valuestring;
         const cJSON *max = cJSON_GetObjectItem(e, "max_len");
         tf_ids ids = {0}, types = {0};
         CHECK(tf_tokenizer_encode_pair(tok, a, strlen(a), b, strlen(b), max ? (size_t)max->valueint : 0, &ids, &types) == 0);
-        bad += ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, a);
+        bad += test_ids_differ(cJSON_GetObjectItem(e, "ids"), &ids, "tokenizer.json", a);
         for (size_t i = 0; i < types.n; i++) bad += types.v[i] != 0;
         tf_ids_free(&ids), tf_ids_free(&types), n++;
     }
@@ -416,41 +387,41 @@ TEST(roberta_tokenizer_json_matches_transformers) {
  * Normalize, max_seq_length 16: the long text is cut) against
  * SentenceTransformer.encode() in float64, through the library and the CLI. */
 TEST(roberta_embed_matches_sentence_transformers) {
-    cJSON *root = st_answers();
-    tf_embed_opts o;
-    CHECK(root && tf_embed_opts_load(ST_DIR, &o) == 0 && o.pooling == TF_POOL_MEAN && o.normalize && o.max_len == 16);
-    tf_bert *m = tf_bert_load_hf(ST_DIR, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
-    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
-    CHECKF(m && tok && m->cfg.roberta, "%s", tf_error());
-    const char *texts[16];
-    int n = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) texts[n++] = cJSON_GetObjectItem(e, "text")->valuestring;
-    tf_arena *a = tf_arena_new(0);
-    tf_st_file *f = tf_st_open(ST_DIR "/embeddings.safetensors");
-    tf_tensor *want = f ? test_st_tensor(f, "embeddings", a) : NULL;
-    float got[16 * 16];
-    CHECK(want && tf_numel(want) == n * 16 && tf_bert_embed(m, tok, texts, NULL, n, &o, got) == 0);
-    double d = test_max_abs_diff(got, tf_f32(want), n * 16), rel = test_rel_err(got, tf_f32(want), n * 16);
-    /* the CLI on the first three texts: the library's numbers as printed */
-    char cmd[600], out[8192], lines[] = "/tmp/tformer_rbemb_XXXXXX", body[600];
-    snprintf(body, sizeof body, "%s\n%s\n%s\n", texts[0], texts[1], texts[2]);
-    int rc = test_temp_file(lines) || test_write_text(lines, body);
-    snprintf(cmd, sizeof cmd, "embed --model %s < %s", ST_DIR, lines);
-    rc = rc || test_run_cli("", cmd, out, sizeof out);
-    unlink(lines);
-    char *s = out;
-    double cli = 0;
-    for (int i = 0; !rc && i < 3 * 16; i++) cli = fmax(cli, fabs(strtod(s, &s) - got[i]));
-    printf("    %d texts: max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from the library's\n", n, d,
-           rel, cli);
-    tf_st_close(f);
-    tf_arena_free(a);
-    tf_tokenizer_free(tok);
-    tf_bert_free(m);
+    test_embed_result r;
+    CHECK(test_st_embed(ST_DIR, &r) == 0);
+    CHECK(r.opts.pooling == TF_POOL_MEAN && r.opts.normalize && r.opts.max_len == 16 && r.cfg.roberta);
+    printf("    %d texts: max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from the library's\n", r.n,
+           r.max_diff, r.rel, r.cli);
+    CHECKF(r.max_diff <= 1e-5 && r.rel <= TOL, "embeddings: max |diff| %g, relative error %g", r.max_diff, r.rel);
+    CHECKF(r.cli_rc == 0 && r.cli < 1e-6, "embed CLI: status %d, off by %g\n%s", r.cli_rc, r.cli, r.cli_out);
+}
+
+#define XR_ST_DIR "tests/fixtures_xlmr_st/tiny_xlmr_st"
+
+/* `tformer embed` on an XLM-RoBERTa sentence-transformers folder
+ * (tests/ref/gen_xlmr_embed_fixture.py: an XLMRobertaModel, mean pooling, no
+ * Normalize, max_seq_length 16; the Unigram tokenizer.json of
+ * tests/fixtures_unigram/xlmr_tiny): the 11 texts' ids as
+ * XLMRobertaTokenizerFast gives them (Metaspace's prefix, the charsmap,
+ * repeated spaces, <mask> with its lstrip, unknown pieces, an empty text, a
+ * text cut to 16), and their embeddings as SentenceTransformer.encode() in
+ * float64 (texts stripped first: spaces and U+3000, which the charsmap would
+ * make a piece, at both ends), through the library and the CLI. */
+TEST(xlmr_embed_matches_sentence_transformers) {
+    tf_tokenizer *tok = tf_tokenizer_load(XR_ST_DIR);
+    cJSON *root = test_read_json(XR_ST_DIR "/answers.json");
+    CHECKF(tok && root, "%s", tok ? "answers.json" : tf_error());
+    int n = 0, bad = test_texts_differ(tok, root, 16, 1, "tokenizer.json", &n);
     cJSON_Delete(root);
-    CHECKF(d <= 1e-5 && rel <= TOL, "embeddings: max |diff| %g, relative error %g", d, rel);
-    CHECKF(rc == 0 && cli < 1e-6, "embed CLI: status %d, off by %g\n%s", rc, cli, out);
+    tf_tokenizer_free(tok);
+    test_embed_result r;
+    CHECK(test_st_embed(XR_ST_DIR, &r) == 0);
+    CHECK(r.opts.pooling == TF_POOL_MEAN && !r.opts.normalize && r.opts.max_len == 16 && r.cfg.roberta);
+    printf("    %d texts, %d encodings differ; max |diff| %.2e, relative L2 error %.2e; the CLI's numbers %.1e from "
+           "the library's\n", r.n, bad, r.max_diff, r.rel, r.cli);
+    CHECKF(n == 11 && bad == 0, "%d of %d encodings differ from XLMRobertaTokenizerFast's", bad, n);
+    CHECKF(r.max_diff <= 1e-5 && r.rel <= TOL, "embeddings: max |diff| %g, relative error %g", r.max_diff, r.rel);
+    CHECKF(r.cli_rc == 0 && r.cli < 1e-6, "embed CLI: status %d, off by %g\n%s", r.cli_rc, r.cli, r.cli_out);
 }
 
 /* ---------------------------------------------------------------- fine-tuning */
