@@ -1,5 +1,8 @@
 """What the Hugging Face fixture scripts share (gen_hf_fixtures.py,
-gen_vit_fixtures.py, gen_nystrom_fixtures.py, gen_marian_fixtures.py, ...):
+gen_vit_fixtures.py, gen_nystrom_fixtures.py, gen_marian_fixtures.py,
+gen_roberta_fixtures.py, ...): the command line, the weights, the text
+models' inputs and labels, their float64 reference and their case folders.
+The command line:
 
     --out DIR                  the committed cases, each seeded by its name
                                (adding a case leaves the others as they are)
@@ -34,6 +37,154 @@ def init_bert_like(model, g, wstd, keep=()):
                         * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(wstd * torch.randn(p.shape, generator=g))
+
+
+def major_version():
+    import transformers
+    return int(transformers.__version__.split(".")[0])
+
+
+def seeded(seed):
+    """torch's global seed set (what a model's own initialisation draws) and a generator of the same seed."""
+    import torch
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def random_shape(r, archs):
+    """A random case's class (of archs), heads (1-4) and length (2-12)."""
+    return r.choice(sorted(archs)), r.randint(1, 4), r.randint(2, 12)
+
+
+def random_head(r, arch, kw):
+    """kw with a random case's num_labels (a classifier's) and, for 30% of the MLMs, untied weights."""
+    if arch.endswith(("SequenceClassification", "TokenClassification")):
+        kw["num_labels"] = r.randint(1 if arch.endswith("SequenceClassification") else 2, 6)
+    if arch.endswith("MaskedLM") and r.random() < 0.3:
+        kw["tie_word_embeddings"] = False
+    return kw
+
+
+def pad_mask(B, T, side):
+    """attention_mask (B,T) int64: row 0 whole, row b > 0 without its last
+    (side "right") or first ("left") 1 + (5 b) % (T // 2) tokens."""
+    import torch
+    mask = torch.ones(B, T, dtype=torch.int64)
+    for b in range(1, B):
+        n = 1 + (b * 5) % (T // 2)
+        if side == "right":
+            mask[b, T - n:] = 0
+        else:
+            mask[b, :n] = 0
+    return mask
+
+
+def class_labels(c, B, g):
+    """A sequence classifier's labels: classes below c.num_labels, values N(0, 1) for regression (num_labels 1)."""
+    import torch
+    return torch.randn(B, generator=g) if c.num_labels == 1 else torch.randint(0, c.num_labels, (B,), generator=g)
+
+
+def token_labels(n, B, T, g, real=None):
+    """(B,T) labels below n, about 30% -100 (and -100 where real is False)."""
+    import torch
+    lab = torch.randint(0, n, (B, T), generator=g)
+    lab[torch.rand(B, T, generator=g) < 0.3] = -100
+    if real is not None:
+        lab[~real] = -100
+    return lab
+
+
+def clamped_spans(x, B, T, g):
+    """A question answerer's start_positions / end_positions, some outside [0,T)
+    (clamped to T and ignored), row 0's the whole text (one counted pair at least)."""
+    import torch
+    x["start_positions"] = torch.randint(-1, T + 2, (B,), generator=g)
+    x["end_positions"] = torch.randint(0, T + 3, (B,), generator=g)
+    x["start_positions"][0], x["end_positions"][0] = 0, T - 1
+
+
+def bert_like_inputs(c, arch, spec, g, pad, inside=()):
+    """forward()'s arguments for a BERT-like case of arch (spec: B, T; pad
+    "right" / "left": `pad` and attention_mask 0 there, "inside": `pad` at
+    random places and at (b, t) of inside, attended to; types; positions;
+    labels for arch's head; ids_dtype "int32"). `pad` stands nowhere else."""
+    import torch
+    B, T = spec["B"], spec["T"]
+    ids = torch.randint(0, c.vocab_size, (B, T), generator=g)
+    ids[ids == pad] = (pad + 1) % c.vocab_size
+    x = {"input_ids": ids}
+    real = torch.ones(B, T, dtype=torch.bool)
+    if spec.get("pad") in ("right", "left"):
+        mask = pad_mask(B, T, spec["pad"])
+        ids[mask == 0] = pad
+        x["attention_mask"] = mask
+        real = mask.bool()
+    elif spec.get("pad") == "inside":
+        ids[torch.rand(B, T, generator=g) < 0.3] = pad
+        for b, t in inside:
+            ids[b, t] = pad
+    if spec.get("types"):
+        x["token_type_ids"] = torch.randint(0, c.type_vocab_size, (B, T), generator=g)
+    if spec.get("positions"):
+        x["position_ids"] = torch.randint(0, c.max_position_embeddings, (B, T), generator=g)
+    if spec.get("labels"):
+        if arch.endswith("SequenceClassification"):
+            x["labels"] = class_labels(c, B, g)
+        elif arch.endswith("QuestionAnswering"):
+            clamped_spans(x, B, T, g)
+        else:
+            x["labels"] = token_labels(c.vocab_size if arch.endswith("MaskedLM") else c.num_labels, B, T, g, real)
+    if spec.get("ids_dtype") == "int32":
+        for k in ("input_ids", "position_ids", "token_type_ids"):
+            if k in x:
+                x[k] = x[k].to(torch.int32)
+    return x
+
+
+def double_forward(build, model, x, train=False):
+    """A float64 copy of model (build(model.config) given its weights) on x
+    (floating inputs as float64, integer ones as int64): the outputs, computed
+    from the float32 weights for the caller to round once; train: the loss's
+    gradients by parameter name instead (dropout must be 0)."""
+    import torch
+    m = build(model.config)
+    m.load_state_dict(model.state_dict())
+    m = m.double()
+    m.train(train)
+    args = {k: (v.double() if v.is_floating_point() else v.long()) for k, v in x.items()}
+    with torch.set_grad_enabled(train):
+        out = m(**args)
+    if train:
+        out.loss.backward()
+        return {k: p.grad.float().contiguous() for k, p in m.named_parameters() if p.grad is not None}
+    return out
+
+
+def fields(out, names):
+    """The output fields named (those present), rounded to float32."""
+    return {k: getattr(out, k).float().contiguous() for k in names if getattr(out, k, None) is not None}
+
+
+def save_case(out, name, model, arch, x, reference, grad=False, drop=("generation_config.json",)):
+    """A text model's case folder out/name: model.save_pretrained (without
+    the files in drop, which hf-run does not read), input.safetensors (x),
+    expected.safetensors (reference(x)) and with grad gradients.safetensors
+    (reference(x, train=True))."""
+    import shutil
+    import transformers
+    from safetensors.torch import save_file
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    for extra in drop:
+        if os.path.exists(os.path.join(d, extra)):
+            os.remove(os.path.join(d, extra))
+    save_file({k: v.contiguous() for k, v in x.items()}, os.path.join(d, "input.safetensors"))
+    save_file(reference(x), os.path.join(d, "expected.safetensors"))
+    if grad:
+        save_file(reference(x, train=True), os.path.join(d, "gradients.safetensors"))
+    print(f"wrote {d} ({arch}, transformers {transformers.__version__}; inputs {', '.join(x)})")
 
 
 def expected_for(root, archs, reference, load_kwargs=None):
@@ -143,3 +294,12 @@ def run(cases, write_case, random_case, expected=None, random_name="random_{:02d
         write_case(a.out, name, *args, case_seed(name))
     if extra:
         extra(a.out)
+
+
+def run_by_major(cases, write_case, random_case, archs, reference):
+    """run() on the cases (major version, name, *args) of the running
+    transformers' major version, random cases named v<major>_random_NN, and
+    --expected-for through expected_for(root, archs, reference)."""
+    major = major_version()
+    run([case[1:] for case in cases if case[0] == major], write_case, random_case,
+        expected=lambda root: expected_for(root, archs, reference), random_name=f"v{major}_random_{{:02d}}")

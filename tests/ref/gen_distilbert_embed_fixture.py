@@ -21,19 +21,14 @@ transformers' fill-mask pipeline (top_k 3) on FILL_TEXT, in float64.
 
 Needs sentence-transformers and tokenizers (build/hfvenv: torch 1.13, transformers 4.36).
 """
-import argparse
 import json
 import os
 import shutil
-import tempfile
 
-import torch
-from safetensors.torch import save_file
-from sentence_transformers import SentenceTransformer, models
 from tokenizers import BertWordPieceTokenizer
 from transformers import DistilBertConfig, DistilBertModel, DistilBertTokenizerFast
 
-import fixture_cli
+import st_fixture
 
 CORPUS = """The cat sat on the mat. A dog ran in the park, and the children played football.
 Two men are playing guitar on a stage while a woman sings. Don't stop! I'll be there; you're late.
@@ -64,13 +59,9 @@ def write_mlm(out, tok):
     from transformers import DistilBertForMaskedLM, pipeline
     d = os.path.join(out, "tiny_distilbert_mlm")
     shutil.rmtree(d, ignore_errors=True)
-    seed = fixture_cli.case_seed("tiny_distilbert_mlm")
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
     cfg = DistilBertConfig(vocab_size=len(tok), dim=8, n_layers=1, n_heads=2, hidden_dim=12, activation="relu",
                            max_position_embeddings=MAX_LEN, dropout=0.0, attention_dropout=0.0)
-    model = DistilBertForMaskedLM(cfg).eval()
-    fixture_cli.init_bert_like(model, g, 0.5)
+    model = st_fixture.random_model("tiny_distilbert_mlm", DistilBertForMaskedLM, cfg, 0.5)
     model.save_pretrained(d, safe_serialization=True)
     tok.save_pretrained(d)
     model = model.double()
@@ -82,42 +73,17 @@ def write_mlm(out, tok):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    d = os.path.join(a.out, "tiny_distilbert_st")
-    shutil.rmtree(d, ignore_errors=True)
-    tmp = tempfile.mkdtemp()
-    wp = BertWordPieceTokenizer(lowercase=True)
-    wp.train_from_iterator([CORPUS], vocab_size=300, min_frequency=1,
-                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False)
-    wp.save_model(tmp)
+    out, d = st_fixture.out_folder("tiny_distilbert_st")
+    tmp = st_fixture.learn(BertWordPieceTokenizer(lowercase=True), CORPUS, 300,
+                           ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     tok = DistilBertTokenizerFast(os.path.join(tmp, "vocab.txt"), do_lower_case=True, model_max_length=MAX_LEN)
-    seed = fixture_cli.case_seed("tiny_distilbert_st")
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
     cfg = DistilBertConfig(vocab_size=len(tok), dim=16, n_layers=2, n_heads=2, hidden_dim=24,
                            max_position_embeddings=MAX_LEN + 4, dropout=0.0, attention_dropout=0.0)
-    model = DistilBertModel(cfg).eval()
-    fixture_cli.init_bert_like(model, g, 0.3)
-    hf_dir = os.path.join(tmp, "hf")
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    tok.save_pretrained(hf_dir)
-    word = models.Transformer(hf_dir, max_seq_length=MAX_LEN)
-    st = SentenceTransformer(modules=[word, models.Pooling(16, pooling_mode="mean")], device="cpu")
-    st.save(d, safe_serialization=True)
-    shutil.rmtree(tmp)
-    for extra in ("README.md", "config_sentence_transformers.json"):
-        if os.path.exists(os.path.join(d, extra)):
-            os.remove(os.path.join(d, extra))
-    st = SentenceTransformer(d, device="cpu").double()
-    emb = torch.tensor(st.encode(TEXTS, batch_size=4, convert_to_numpy=True))
-    save_file({"embeddings": emb.float().contiguous()}, os.path.join(d, "embeddings.safetensors"))
-    tok = st.tokenizer
-    answers = {"texts": [{"text": t, "ids": tok(t, truncation=True, max_length=MAX_LEN)["input_ids"]} for t in TEXTS]}
-    with open(os.path.join(d, "answers.json"), "w", encoding="utf-8") as f:
-        json.dump(answers, f, ensure_ascii=False, indent=1)
-    write_mlm(a.out, tok)
+    model = st_fixture.random_model("tiny_distilbert_st", DistilBertModel, cfg, 0.3)
+    st_fixture.save_folder(d, model, tok, MAX_LEN, normalize=False)
+    shutil.rmtree(tmp)  # after the tokenizer is saved: its files are there
+    tok = st_fixture.save_answers(d, TEXTS, MAX_LEN)
+    write_mlm(out, tok)
     print(f"wrote {d}: {len(tok)} tokens, {len(TEXTS)} texts; token_type_ids given: "
           f"{'token_type_ids' in tok('a')}")
 

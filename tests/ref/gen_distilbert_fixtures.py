@@ -2,22 +2,13 @@
 """DistilBERT model folders and their outputs, for `tformer hf-run` (tests/test_distilbert.c).
 
     python tests/ref/gen_distilbert_fixtures.py --out tests/fixtures_distilbert
-        the committed cases written by the running transformers' major version
-        (run it once with transformers 4.x and once with 5.x: each writes its own)
+        the committed cases of the running transformers' major version (run
+        it with 4.x and with 5.x); --random N --seed S --out DIR, fresh ones
+        (make distilbert-conformance); --expected-for DIR, transformers'
+        outputs for folders tformer wrote (fixture_cli.py)
 
-    python tests/ref/gen_distilbert_fixtures.py --random 12 --seed 1234 --out build/distilbert_fresh
-        fresh random configurations and inputs (make distilbert-conformance)
-
-    python tests/ref/gen_distilbert_fixtures.py --expected-for DIR
-        folders tformer wrote (config.json, model.safetensors, input.safetensors):
-        each loaded with from_pretrained, its outputs written as expected.safetensors
-
-Each case is a folder: config.json and model.safetensors as save_pretrained
-writes them (DistilBertConfig, F32), input.safetensors (tensors named as
-forward()'s arguments) and expected.safetensors (the output fields by HF's
-names), computed in float64 from the float32 weights and rounded once; cases
-named *_grad also hold gradients.safetensors: the loss's gradient with
-respect to every parameter (by its name), from float64 autograd.
+A case is a folder as fixture_cli.save_case writes it (DistilBertConfig, F32;
+the outputs in float64, rounded once; *_grad cases with the loss's gradients).
 
 What DistilBERT changes from BERT, and so what the inputs exercise: its own
 config keys (dim, n_layers, n_heads, hidden_dim, activation); no token types;
@@ -34,17 +25,12 @@ transformers 4.36.2 runs over Debian's torch 1.13 (build/hfvenv); 5.x needs
 PyTorch 2.x (/work/wt/venv).
 """
 import os
-import shutil
 
-import torch
-import transformers
-from safetensors.torch import save_file
 from transformers import (DistilBertConfig, DistilBertForMaskedLM, DistilBertForQuestionAnswering,
                           DistilBertForSequenceClassification, DistilBertForTokenClassification, DistilBertModel)
 
 import fixture_cli
 
-MAJOR = int(transformers.__version__.split(".")[0])
 ARCHS = {"DistilBertModel": DistilBertModel, "DistilBertForMaskedLM": DistilBertForMaskedLM,
          "DistilBertForSequenceClassification": DistilBertForSequenceClassification,
          "DistilBertForTokenClassification": DistilBertForTokenClassification,
@@ -96,113 +82,42 @@ CASES = [
 
 
 def make_inputs(c, arch, spec, g):
-    B, T = spec["B"], spec["T"]
     pad = c.pad_token_id if c.pad_token_id is not None else 0  # [PAD] is 0 where no pad_token_id is set
-    ids = torch.randint(0, c.vocab_size, (B, T), generator=g)
-    ids[ids == pad] = (pad + 1) % c.vocab_size  # pad_token_id only where the case puts it
-    x = {"input_ids": ids}
-    real = torch.ones(B, T, dtype=torch.bool)
-    if spec.get("pad") in ("right", "left"):
-        mask = torch.ones(B, T, dtype=torch.int64)
-        for b in range(1, B):  # row 0 whole; the others lose 1 .. T/2 tokens
-            n = 1 + (b * 5) % (T // 2)
-            if spec["pad"] == "right":
-                mask[b, T - n:] = 0
-            else:
-                mask[b, :n] = 0
-        ids[mask == 0] = pad
-        x["attention_mask"] = mask
-        real = mask.bool()
-    elif spec.get("pad") == "inside":  # pad_token_id among the tokens, attended to (no mask)
-        ids[torch.rand(B, T, generator=g) < 0.3] = pad
-        ids[0, 1] = pad
-    if spec.get("positions"):
-        x["position_ids"] = torch.randint(0, c.max_position_embeddings, (B, T), generator=g)
-    if spec.get("labels"):
-        if arch == "DistilBertForSequenceClassification":
-            x["labels"] = (torch.randn(B, generator=g) if c.num_labels == 1
-                           else torch.randint(0, c.num_labels, (B,), generator=g))
-        elif arch == "DistilBertForQuestionAnswering":  # some outside [0,T): clamped to T and ignored
-            x["start_positions"] = torch.randint(-1, T + 2, (B,), generator=g)
-            x["end_positions"] = torch.randint(0, T + 3, (B,), generator=g)
-            x["start_positions"][0], x["end_positions"][0] = 0, T - 1
-        else:
-            n = c.vocab_size if arch == "DistilBertForMaskedLM" else c.num_labels
-            lab = torch.randint(0, n, (B, T), generator=g)
-            lab[torch.rand(B, T, generator=g) < 0.3] = -100
-            lab[~real] = -100
-            x["labels"] = lab
-    if spec.get("ids_dtype") == "int32":
-        for k in ("input_ids", "position_ids"):
-            if k in x:
-                x[k] = x[k].to(torch.int32)
-    return x
+    return fixture_cli.bert_like_inputs(c, arch, spec, g, pad, inside=((0, 1),))
 
 
 def reference(model, arch, x, train=False):
-    """transformers' outputs in float64 from the float32 weights, rounded once
-    (and, with train, the loss's gradients by parameter name)."""
-    m = ARCHS[arch](model.config)
-    m.load_state_dict(model.state_dict())
-    m = m.double()
-    m.train(train)  # dropout is 0
-    args = {k: (v.double() if v.is_floating_point() else v.long()) for k, v in x.items()}
-    with torch.set_grad_enabled(train):
-        out = m(**args)
-    if train:
-        out.loss.backward()
-        return {k: p.grad.float().contiguous() for k, p in m.named_parameters() if p.grad is not None}
-    return {k: getattr(out, k).float().contiguous() for k in OUT[arch] if getattr(out, k, None) is not None}
+    """transformers' outputs (or, with train, the loss's gradients)."""
+    out = fixture_cli.double_forward(ARCHS[arch], model, x, train)
+    return out if train else fixture_cli.fields(out, OUT[arch])
 
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
+    g = fixture_cli.seeded(seed)
     c = DistilBertConfig(dropout=0.0, attention_dropout=0.0, qa_dropout=0.0, seq_classif_dropout=0.0, **cfg_kw)
     model = ARCHS[arch](c).eval()
     # 5.x's sinusoidal table is the sinusoid: kept (4.x's is random already)
-    keep = ("position_embeddings",) if c.sinusoidal_pos_embds and MAJOR >= 5 else ()
+    keep = ("position_embeddings",) if c.sinusoidal_pos_embds and fixture_cli.major_version() >= 5 else ()
     fixture_cli.init_bert_like(model, g, WSTD, keep=keep)
-    d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    for extra in ("generation_config.json",):  # not read by hf-run
-        if os.path.exists(os.path.join(d, extra)):
-            os.remove(os.path.join(d, extra))
-    x = make_inputs(c, arch, spec, g)
-    save_file({k: v.contiguous() for k, v in x.items()}, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    if name.endswith("_grad"):
-        save_file(reference(model, arch, x, train=True), os.path.join(d, "gradients.safetensors"))
-    print(f"wrote {d} ({arch}, transformers {transformers.__version__}; inputs {', '.join(x)})")
+    fixture_cli.save_case(out, name, model, arch, make_inputs(c, arch, spec, g),
+                          lambda x, train=False: reference(model, arch, x, train), name.endswith("_grad"))
 
 
 def random_case(r):
-    arch = r.choice(sorted(ARCHS))
-    heads = r.randint(1, 4)
-    T = r.randint(2, 12)
-    kw = dict(activation=r.choice(["gelu", "gelu_new", "relu"]), pad_token_id=r.choice([0, 0, 1, 3, None]),
-              sinusoidal_pos_embds=r.random() < 0.2)
-    if arch in ("DistilBertForSequenceClassification", "DistilBertForTokenClassification"):
-        kw["num_labels"] = r.randint(1 if arch.endswith("SequenceClassification") else 2, 6)
-    if arch == "DistilBertForMaskedLM" and r.random() < 0.3:
-        kw["tie_word_embeddings"] = False
+    arch, heads, T = fixture_cli.random_shape(r, ARCHS)
+    kw = fixture_cli.random_head(r, arch, dict(activation=r.choice(["gelu", "gelu_new", "relu"]),
+                                               pad_token_id=r.choice([0, 0, 1, 3, None]),
+                                               sinusoidal_pos_embds=r.random() < 0.2))
     c = cfg(r.randint(5, 40), heads * r.randint(1, 5), r.randint(1, 3), heads, r.randint(1, 20), T + r.randint(0, 4),
             **kw)
     spec = dict(B=r.randint(2, 4), T=T, pad=r.choice([None, "right", "left", "inside"]) if T >= 3 else None,
-                positions=MAJOR >= 5 and r.random() < 0.2, labels=arch != "DistilBertModel" and r.random() < 0.7,
-                ids_dtype=r.choice(["int64", "int32"]))
+                positions=fixture_cli.major_version() >= 5 and r.random() < 0.2,
+                labels=arch != "DistilBertModel" and r.random() < 0.7, ids_dtype=r.choice(["int64", "int32"]))
     return arch, c, spec
 
 
-def expected_for(root):
-    """transformers loads each folder tformer wrote and computes its outputs."""
-    fixture_cli.expected_for(root, ARCHS, reference)
-
-
 def main():
-    cases = [case[1:] for case in CASES if case[0] == MAJOR]
-    fixture_cli.run(cases, write_case, random_case, expected=expected_for, random_name=f"v{MAJOR}_random_{{:02d}}")
+    fixture_cli.run_by_major(CASES, write_case, random_case, ARCHS, reference)
 
 
 if __name__ == "__main__":

@@ -31,19 +31,15 @@ transformers 4.36.2 runs over Debian's torch 1.13 (/tmp/hfvenv or build/hfvenv);
 """
 import math
 import os
-import shutil
 
 import torch
 import torch.nn.functional as F
-import transformers
-from safetensors.torch import save_file
 from transformers import (BertConfig, BertForMaskedLM, BigBirdConfig, BigBirdModel, BertForPreTraining, BertForQuestionAnswering,
                           BertForSequenceClassification, BertForTokenClassification, BertModel, GPT2Config,
                           GPT2LMHeadModel, GPT2Model)
 
 import fixture_cli
 
-MAJOR = int(transformers.__version__.split(".")[0])
 GPT2_ARCHS = {"GPT2LMHeadModel": GPT2LMHeadModel, "GPT2Model": GPT2Model}
 BERT_ARCHS = {"BertModel": BertModel, "BertForPreTraining": BertForPreTraining, "BertForMaskedLM": BertForMaskedLM,
               "BertForSequenceClassification": BertForSequenceClassification,
@@ -162,18 +158,13 @@ def bert_labels(g, arch, cfg, B, T, x, mask):
     """The labels of each BertFor* head: classes with some -100, float values for regression."""
     if arch in ("BertForPreTraining", "BertForMaskedLM", "BertForTokenClassification"):
         n = cfg.vocab_size if arch != "BertForTokenClassification" else cfg.num_labels
-        labels = torch.randint(0, n, (B, T), generator=g)
-        labels[torch.rand(B, T, generator=g) < 0.3] = -100
-        x["labels"] = labels
+        x["labels"] = fixture_cli.token_labels(n, B, T, g)
         if arch == "BertForPreTraining":
             x["next_sentence_label"] = torch.randint(0, 2, (B,), generator=g)
     elif arch == "BertForSequenceClassification":
-        x["labels"] = (torch.randn(B, generator=g) if cfg.num_labels == 1
-                       else torch.randint(0, cfg.num_labels, (B,), generator=g))
-    elif arch == "BertForQuestionAnswering":  # some outside [0,T): clamped to T and ignored
-        x["start_positions"] = torch.randint(-1, T + 2, (B,), generator=g)
-        x["end_positions"] = torch.randint(0, T + 3, (B,), generator=g)
-        x["start_positions"][0], x["end_positions"][0] = 0, T - 1  # one counted pair at least
+        x["labels"] = fixture_cli.class_labels(cfg, B, g)
+    elif arch == "BertForQuestionAnswering":
+        fixture_cli.clamped_spans(x, B, T, g)
 
 
 def make_bert_inputs(g, arch, cfg, spec):
@@ -274,17 +265,8 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
     with torch.no_grad():  # larger than the default 0.02 so that every path matters
         for p in model.parameters():
             p.normal_(0.0, 0.3)
-    d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    for extra in ("generation_config.json",):  # not read by hf-run
-        if os.path.exists(os.path.join(d, extra)):
-            os.remove(os.path.join(d, extra))
     g = torch.Generator().manual_seed(seed + 1)
-    x = make_inputs(g, cfg, spec, arch)
-    save_file(x, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    print(f"wrote {d} ({arch}, transformers {transformers.__version__}; inputs {', '.join(x)})")
+    fixture_cli.save_case(out, name, model, arch, make_inputs(g, cfg, spec, arch), lambda x: reference(model, arch, x))
 
 
 def random_bert_case(r, arch):
@@ -334,14 +316,9 @@ def random_case(r):
     return arch, cfg, spec
 
 
-def expected_for(root):
-    """transformers loads each folder tformer wrote and computes its outputs."""
-    fixture_cli.expected_for(root, ARCHS, reference)
-
-
 def main():
-    cases = [case[1:] for case in CASES if case[0] == MAJOR]
-    fixture_cli.run(cases, write_case, random_case, expected=expected_for, random_name=f"v{MAJOR}_random_{{:02d}}")
+    fixture_cli.run_by_major(CASES, write_case, random_case, ARCHS, reference)
+
 
 if __name__ == "__main__":
     main()

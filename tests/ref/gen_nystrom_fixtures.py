@@ -35,11 +35,9 @@ transformers 5.x over PyTorch 2.x (5.24 fails on an attention_mask unless
 num_landmarks equals segment_means_seq_len, so its cases use the exact branch).
 """
 import os
-import shutil
 
 import torch
 import transformers
-from safetensors.torch import save_file
 
 import fixture_cli
 from transformers import (NystromformerConfig, NystromformerForMaskedLM, NystromformerForSequenceClassification,
@@ -99,66 +97,35 @@ def make_inputs(c, arch, spec, g):
     B, T = spec["B"], spec.get("T", c.segment_means_seq_len)
     x = {"input_ids": torch.randint(0, c.vocab_size, (B, T), generator=g)}
     if "pad" in spec:
-        mask = torch.ones(B, T, dtype=torch.int64)
-        for b in range(1, B):  # row 0 whole; the others lose 1 .. T/2 tokens
-            n = 1 + (b * 5) % (T // 2)
-            if spec["pad"] == "right":
-                mask[b, T - n:] = 0
-            else:
-                mask[b, :n] = 0
-        x["attention_mask"] = mask
+        x["attention_mask"] = fixture_cli.pad_mask(B, T, spec["pad"])
     if spec.get("types"):
         x["token_type_ids"] = torch.randint(0, c.type_vocab_size, (B, T), generator=g)
     if spec.get("positions"):
         x["position_ids"] = torch.randint(0, c.max_position_embeddings + 2, (B, T), generator=g)
     if spec.get("labels"):
         if arch == "NystromformerForSequenceClassification":
-            x["labels"] = (torch.randn(B, generator=g) if c.num_labels == 1
-                           else torch.randint(0, c.num_labels, (B,), generator=g))
+            x["labels"] = fixture_cli.class_labels(c, B, g)
         else:
             n = c.vocab_size if arch == "NystromformerForMaskedLM" else c.num_labels
-            lab = torch.randint(0, n, (B, T), generator=g)
-            lab[torch.rand(B, T, generator=g) < 0.3] = -100
-            x["labels"] = lab
+            x["labels"] = fixture_cli.token_labels(n, B, T, g)
     return x
 
 
 def reference(model, arch, x, train=False):
-    """transformers' outputs in float64 from the float32 weights, rounded once
-    (and, with train, the loss's gradients by parameter name)."""
-    m = ARCHS[arch](model.config)
-    m.load_state_dict(model.state_dict())
-    m = m.double()
-    m.train(train)  # dropout is 0
-    args = {k: (v.double() if v.is_floating_point() else v) for k, v in x.items()}
-    with torch.set_grad_enabled(train):
-        out = m(**args)
+    """transformers' outputs (or, with train, the loss's gradients)."""
+    out = fixture_cli.double_forward(ARCHS[arch], model, x, train)
     if train:
-        out.loss.backward()
-        return {k: p.grad.float().contiguous() for k, p in m.named_parameters()}
-    if arch == "NystromformerModel":
-        return {"last_hidden_state": out.last_hidden_state.float()}
-    res = {"logits": out.logits.float()}
-    if out.loss is not None:
-        res["loss"] = out.loss.float().reshape(())
-    return res
+        return out
+    return fixture_cli.fields(out, ("last_hidden_state",) if arch == "NystromformerModel" else ("logits", "loss"))
 
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
+    g = fixture_cli.seeded(seed)
     c = NystromformerConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     model = ARCHS[arch](c).eval()
     init_weights(model, g)
-    d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    x = make_inputs(c, arch, spec, g)
-    save_file({k: v.contiguous() for k, v in x.items()}, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    if spec.get("grad"):
-        save_file(reference(model, arch, x, train=True), os.path.join(d, "gradients.safetensors"))
-    print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
+    fixture_cli.save_case(out, name, model, arch, make_inputs(c, arch, spec, g),
+                          lambda x, train=False: reference(model, arch, x, train), spec.get("grad"))
 
 
 def random_case(r):

@@ -17,19 +17,13 @@ texts, computed in float64 from the float32 weights and rounded once.
 
 Needs sentence-transformers and tokenizers (build/hfvenv: torch 1.13, transformers 4.36).
 """
-import argparse
-import json
 import os
 import shutil
-import tempfile
 
-import torch
-from safetensors.torch import save_file
-from sentence_transformers import SentenceTransformer, models
 from tokenizers import ByteLevelBPETokenizer
 from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
 
-import fixture_cli
+import st_fixture
 
 CORPUS = """The cat sat on the mat. A dog ran in the park, and the children played football.
 Two men are playing guitar on a stage while a woman sings. Don't stop! I'll be there; you're late.
@@ -56,51 +50,25 @@ PAIRS = [("The cat sat on the mat.", "A dog ran in the park."),
          ("Several   spaces", " and a leading one")]
 PAIR_CUT = [("The quick brown fox jumps over the lazy dog", "Two men are playing guitar on a stage", 10)]
 MAX_LEN = 16
+# RobertaConfig's settings but vocab_size (gen_xlmr_embed_fixture.py's too)
+CONFIG = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
+              max_position_embeddings=MAX_LEN + 2, type_vocab_size=1, hidden_dropout_prob=0.0,
+              attention_probs_dropout_prob=0.0, layer_norm_eps=1e-5)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    d = os.path.join(a.out, "tiny_roberta_st")
-    shutil.rmtree(d, ignore_errors=True)
-    tmp = tempfile.mkdtemp()
-    bpe = ByteLevelBPETokenizer(add_prefix_space=False)
-    bpe.train_from_iterator([CORPUS], vocab_size=320, min_frequency=1,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
-    bpe.save_model(tmp)
+    _, d = st_fixture.out_folder("tiny_roberta_st")
+    tmp = st_fixture.learn(ByteLevelBPETokenizer(add_prefix_space=False), CORPUS, 320,
+                           ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     tok = RobertaTokenizerFast(os.path.join(tmp, "vocab.json"), os.path.join(tmp, "merges.txt"),
                                model_max_length=MAX_LEN)
-    seed = fixture_cli.case_seed("tiny_roberta_st")
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    cfg = RobertaConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=24, max_position_embeddings=MAX_LEN + 2, type_vocab_size=1,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, layer_norm_eps=1e-5)
-    model = RobertaModel(cfg).eval()
-    fixture_cli.init_bert_like(model, g, 0.3)
-    hf_dir = os.path.join(tmp, "hf")
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    tok.save_pretrained(hf_dir)
-    word = models.Transformer(hf_dir, max_seq_length=MAX_LEN)
-    st = SentenceTransformer(modules=[word, models.Pooling(16, pooling_mode="mean"), models.Normalize()], device="cpu")
-    st.save(d, safe_serialization=True)
-    shutil.rmtree(tmp)
-    for extra in ("README.md", "config_sentence_transformers.json", "vocab.json", "merges.txt"):
-        if os.path.exists(os.path.join(d, extra)):
-            os.remove(os.path.join(d, extra))  # tformer reads tokenizer.json
-    st = SentenceTransformer(d, device="cpu").double()
-    emb = torch.tensor(st.encode(TEXTS, batch_size=4, convert_to_numpy=True))
-    save_file({"embeddings": emb.float().contiguous()}, os.path.join(d, "embeddings.safetensors"))
-    tok = st.tokenizer
-    answers = {
-        "texts": [{"text": t, "ids": tok(t, truncation=True, max_length=MAX_LEN)["input_ids"]} for t in TEXTS],
-        "pairs": [{"a": x, "b": y, "ids": tok(x, y)["input_ids"]} for x, y in PAIRS] +
-                 [{"a": x, "b": y, "max_len": n, "ids": tok(x, y, truncation=True, max_length=n)["input_ids"]}
-                  for x, y, n in PAIR_CUT],
-    }
-    with open(os.path.join(d, "answers.json"), "w", encoding="utf-8") as f:
-        json.dump(answers, f, ensure_ascii=False, indent=1)
+    model = st_fixture.random_model("tiny_roberta_st", RobertaModel, RobertaConfig(vocab_size=len(tok), **CONFIG), 0.3)
+    st_fixture.save_folder(d, model, tok, MAX_LEN, normalize=True, drop=("vocab.json", "merges.txt"))
+    shutil.rmtree(tmp)  # after the tokenizer is saved: its files are there
+    pairs = lambda tok: {"pairs": [{"a": x, "b": y, "ids": tok(x, y)["input_ids"]} for x, y in PAIRS] +
+                         [{"a": x, "b": y, "max_len": n, "ids": tok(x, y, truncation=True, max_length=n)["input_ids"]}
+                          for x, y, n in PAIR_CUT]}
+    tok = st_fixture.save_answers(d, TEXTS, MAX_LEN, pairs)
     print(f"wrote {d}: {len(tok)} tokens, {len(TEXTS)} texts")
 
 

@@ -2,22 +2,13 @@
 """RoBERTa model folders and their outputs, for `tformer hf-run` (tests/test_roberta.c).
 
     python tests/ref/gen_roberta_fixtures.py --out tests/fixtures_roberta
-        the committed cases written by the running transformers' major version
-        (run it once with transformers 4.x and once with 5.x: each writes its own)
+        the committed cases of the running transformers' major version (run
+        it with 4.x and with 5.x); --random N --seed S --out DIR, fresh ones
+        (make roberta-conformance); --expected-for DIR, transformers' outputs
+        for folders tformer wrote (fixture_cli.py)
 
-    python tests/ref/gen_roberta_fixtures.py --random 12 --seed 1234 --out build/roberta_fresh
-        fresh random configurations and inputs (make roberta-conformance)
-
-    python tests/ref/gen_roberta_fixtures.py --expected-for DIR
-        folders tformer wrote (config.json, model.safetensors, input.safetensors):
-        each loaded with from_pretrained, its outputs written as expected.safetensors
-
-Each case is a folder: config.json and model.safetensors as save_pretrained
-writes them (RobertaConfig, F32), input.safetensors (tensors named as
-forward()'s arguments) and expected.safetensors (the output fields by HF's
-names), computed in float64 from the float32 weights and rounded once; cases
-named *_grad also hold gradients.safetensors: the loss's gradient with
-respect to every parameter (by its name), from float64 autograd.
+A case is a folder as fixture_cli.save_case writes it (RobertaConfig, F32;
+the outputs in float64, rounded once; *_grad cases with the loss's gradients).
 
 What RoBERTa changes from BERT, and so what the inputs exercise: positions are
 made from input_ids when position_ids are not given (pad_token_id + 1 + the
@@ -35,17 +26,12 @@ XLMRobertaFor*: RoBERTa's arithmetic under other names): CASES_XLMR, written
 to tests/fixtures_xlmr.
 """
 import os
-import shutil
 
-import torch
-import transformers
-from safetensors.torch import save_file
 from transformers import (RobertaConfig, RobertaForMaskedLM, RobertaForQuestionAnswering,
                           RobertaForSequenceClassification, RobertaForTokenClassification, RobertaModel)
 
 import fixture_cli
 
-MAJOR = int(transformers.__version__.split(".")[0])
 XLM = os.environ.get("TF_XLMR") == "1"
 ARCHS = {"RobertaModel": RobertaModel, "RobertaForMaskedLM": RobertaForMaskedLM,
          "RobertaForSequenceClassification": RobertaForSequenceClassification,
@@ -130,48 +116,8 @@ CASES_XLMR = [
 
 
 def make_inputs(c, arch, spec, g):
-    B, T, pad = spec["B"], spec["T"], c.pad_token_id
-    ids = torch.randint(0, c.vocab_size, (B, T), generator=g)
-    ids[ids == pad] = (pad + 1) % c.vocab_size  # pad_token_id only where the case puts it
-    x = {"input_ids": ids}
-    real = torch.ones(B, T, dtype=torch.bool)
-    if spec.get("pad") in ("right", "left"):
-        mask = torch.ones(B, T, dtype=torch.int64)
-        for b in range(1, B):  # row 0 whole; the others lose 1 .. T/2 tokens
-            n = 1 + (b * 5) % (T // 2)
-            if spec["pad"] == "right":
-                mask[b, T - n:] = 0
-            else:
-                mask[b, :n] = 0
-        ids[mask == 0] = pad
-        x["attention_mask"] = mask
-        real = mask.bool()
-    elif spec.get("pad") == "inside":  # pad_token_id among the tokens, attended to (no mask)
-        ids[torch.rand(B, T, generator=g) < 0.3] = pad
-        ids[0, 0], ids[0, T - 1] = pad, pad
-    if spec.get("types"):
-        x["token_type_ids"] = torch.randint(0, c.type_vocab_size, (B, T), generator=g)
-    if spec.get("positions"):
-        x["position_ids"] = torch.randint(0, c.max_position_embeddings, (B, T), generator=g)
-    if spec.get("labels"):
-        if base(arch) == "RobertaForSequenceClassification":
-            x["labels"] = (torch.randn(B, generator=g) if c.num_labels == 1
-                           else torch.randint(0, c.num_labels, (B,), generator=g))
-        elif base(arch) == "RobertaForQuestionAnswering":  # some outside [0,T): clamped to T and ignored
-            x["start_positions"] = torch.randint(-1, T + 2, (B,), generator=g)
-            x["end_positions"] = torch.randint(0, T + 3, (B,), generator=g)
-            x["start_positions"][0], x["end_positions"][0] = 0, T - 1
-        else:
-            n = c.vocab_size if base(arch) == "RobertaForMaskedLM" else c.num_labels
-            lab = torch.randint(0, n, (B, T), generator=g)
-            lab[torch.rand(B, T, generator=g) < 0.3] = -100
-            lab[~real] = -100
-            x["labels"] = lab
-    if spec.get("ids_dtype") == "int32":
-        for k in ("input_ids", "position_ids", "token_type_ids"):
-            if k in x:
-                x[k] = x[k].to(torch.int32)
-    return x
+    # pad_token_id at both ends of row 0 too when inside
+    return fixture_cli.bert_like_inputs(c, arch, spec, g, c.pad_token_id, inside=((0, 0), (0, spec["T"] - 1)))
 
 
 def build(arch, config, pooler=True):
@@ -179,52 +125,27 @@ def build(arch, config, pooler=True):
 
 
 def reference(model, arch, x, train=False):
-    """transformers' outputs in float64 from the float32 weights, rounded once
-    (and, with train, the loss's gradients by parameter name)."""
-    m = build(arch, model.config, getattr(model, "pooler", None) is not None)
-    m.load_state_dict(model.state_dict())
-    m = m.double()
-    m.train(train)  # dropout is 0
-    args = {k: (v.double() if v.is_floating_point() else v.long()) for k, v in x.items()}
-    with torch.set_grad_enabled(train):
-        out = m(**args)
-    if train:
-        out.loss.backward()
-        return {k: p.grad.float().contiguous() for k, p in m.named_parameters()}
-    return {k: getattr(out, k).float().contiguous() for k in OUT[arch] if getattr(out, k, None) is not None}
+    """transformers' outputs (or, with train, the loss's gradients)."""
+    out = fixture_cli.double_forward(lambda c: build(arch, c, getattr(model, "pooler", None) is not None), model, x,
+                                     train)
+    return out if train else fixture_cli.fields(out, OUT[arch])
 
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
+    g = fixture_cli.seeded(seed)
     c = Config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     model = build(arch, c, spec.get("pooler", True)).eval()
     fixture_cli.init_bert_like(model, g, WSTD)
-    d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    for extra in ("generation_config.json",):  # not read by hf-run
-        if os.path.exists(os.path.join(d, extra)):
-            os.remove(os.path.join(d, extra))
-    x = make_inputs(c, arch, spec, g)
-    save_file({k: v.contiguous() for k, v in x.items()}, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    if name.endswith("_grad"):
-        save_file(reference(model, arch, x, train=True), os.path.join(d, "gradients.safetensors"))
-    print(f"wrote {d} ({arch}, transformers {transformers.__version__}; inputs {', '.join(x)})")
+    fixture_cli.save_case(out, name, model, arch, make_inputs(c, arch, spec, g),
+                          lambda x, train=False: reference(model, arch, x, train), name.endswith("_grad"))
 
 
 def random_case(r):
-    arch = r.choice(sorted(ARCHS))
-    heads = r.randint(1, 4)
-    T = r.randint(2, 12)
+    arch, heads, T = fixture_cli.random_shape(r, ARCHS)
     pad = r.choice([1, 1, 0, 2])
-    kw = dict(hidden_act=r.choice(["gelu", "gelu_new", "relu"]), layer_norm_eps=r.choice([1e-12, 1e-5, 1e-3]),
-              pad_token_id=pad, type_vocab_size=r.choice([1, 1, 2]))
-    if base(arch) in ("RobertaForSequenceClassification", "RobertaForTokenClassification"):
-        kw["num_labels"] = r.randint(1 if arch.endswith("SequenceClassification") else 2, 6)
-    if base(arch) == "RobertaForMaskedLM" and r.random() < 0.3:
-        kw["tie_word_embeddings"] = False
+    kw = fixture_cli.random_head(r, arch, dict(hidden_act=r.choice(["gelu", "gelu_new", "relu"]), pad_token_id=pad,
+                                               layer_norm_eps=r.choice([1e-12, 1e-5, 1e-3]),
+                                               type_vocab_size=r.choice([1, 1, 2])))
     c = cfg(r.randint(pad + 3, 40), heads * r.randint(1, 5), r.randint(1, 3), heads, r.randint(1, 20),
             T + pad + 1 + r.randint(0, 4), **kw)
     spec = dict(B=r.randint(2, 4), T=T, pad=r.choice([None, "right", "left", "inside"]) if T >= 3 else None,
@@ -234,14 +155,8 @@ def random_case(r):
     return arch, c, spec
 
 
-def expected_for(root):
-    """transformers loads each folder tformer wrote and computes its outputs."""
-    fixture_cli.expected_for(root, ARCHS, reference)
-
-
 def main():
-    cases = [case[1:] for case in (CASES_XLMR if XLM else CASES) if case[0] == MAJOR]
-    fixture_cli.run(cases, write_case, random_case, expected=expected_for, random_name=f"v{MAJOR}_random_{{:02d}}")
+    fixture_cli.run_by_major(CASES_XLMR if XLM else CASES, write_case, random_case, ARCHS, reference)
 
 
 if __name__ == "__main__":

@@ -33,11 +33,8 @@ untied, ForTokenClassification, ForQuestionAnswering).
 transformers 4.36.2 over Debian's torch 1.13 (build/hfvenv).
 """
 import os
-import shutil
 
 import torch
-import transformers
-from safetensors.torch import save_file
 
 import fixture_cli
 from transformers import (RoFormerConfig, RoFormerForMaskedLM, RoFormerForQuestionAnswering,
@@ -81,59 +78,32 @@ def make_inputs(c, arch, spec, g):
     B, T = spec["B"], spec["T"]
     x = {"input_ids": torch.randint(0, c.vocab_size, (B, T), generator=g)}
     if "pad" in spec:
-        mask = torch.ones(B, T, dtype=torch.int64)
-        for b in range(1, B):  # row 0 whole; the others lose 1 .. T/2 tokens
-            n = 1 + (b * 5) % (T // 2)
-            if spec["pad"] == "right":
-                mask[b, T - n:] = 0
-            else:
-                mask[b, :n] = 0
-        x["attention_mask"] = mask
+        x["attention_mask"] = fixture_cli.pad_mask(B, T, spec["pad"])
     if spec.get("types"):
         x["token_type_ids"] = torch.randint(0, c.type_vocab_size, (B, T), generator=g)
     if spec.get("labels"):
-        n = c.vocab_size if arch == "RoFormerForMaskedLM" else c.num_labels
-        lab = torch.randint(0, n, (B, T), generator=g)
-        lab[torch.rand(B, T, generator=g) < 0.3] = -100
-        x["labels"] = lab
+        x["labels"] = fixture_cli.token_labels(c.vocab_size if arch == "RoFormerForMaskedLM" else c.num_labels, B, T, g)
     if spec.get("spans"):
         x["start_positions"] = torch.randint(0, T, (B,), generator=g)
         x["end_positions"] = torch.randint(0, T, (B,), generator=g)
     return x
 
 
+OUT = {"RoFormerModel": ("last_hidden_state",), "RoFormerForQuestionAnswering": ("start_logits", "end_logits", "loss")}
+
+
 def reference(model, arch, x):
     """transformers' outputs in float64 from the float32 weights, rounded once."""
-    m = ARCHS[arch](model.config)
-    m.load_state_dict(model.state_dict())
-    m = m.double().eval()
-    args = {k: (v.long() if v.dtype == torch.int32 else v) for k, v in x.items()}
-    with torch.no_grad():
-        out = m(**args)
-    if arch == "RoFormerModel":
-        return {"last_hidden_state": out.last_hidden_state.float()}
-    if arch == "RoFormerForQuestionAnswering":
-        res = {"start_logits": out.start_logits.float(), "end_logits": out.end_logits.float()}
-    else:
-        res = {"logits": out.logits.float()}
-    if out.loss is not None:
-        res["loss"] = out.loss.float().reshape(())
-    return res
+    return fixture_cli.fields(fixture_cli.double_forward(ARCHS[arch], model, x), OUT.get(arch, ("logits", "loss")))
 
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
+    g = fixture_cli.seeded(seed)
     c = RoFormerConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **cfg_kw)
     model = ARCHS[arch](c).eval()
     init_weights(model, g)
-    d = os.path.join(out, name)
-    shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
-    x = make_inputs(c, arch, spec, g)
-    save_file({k: v.contiguous() for k, v in x.items()}, os.path.join(d, "input.safetensors"))
-    save_file(reference(model, arch, x), os.path.join(d, "expected.safetensors"))
-    print(f"wrote {d} (transformers {transformers.__version__}; inputs {', '.join(x)})")
+    fixture_cli.save_case(out, name, model, arch, make_inputs(c, arch, spec, g), lambda x: reference(model, arch, x),
+                          drop=())
 
 
 def random_case(r):

@@ -6,7 +6,7 @@
 
 writes OUT/tiny_xlmr_st: what SentenceTransformer.save() writes for an
 XLMRobertaModel (random weights, 2 layers, width 16) under mean pooling, no
-Normalize, max_seq_length 16, with the Unigram tokenizer of
+Normalize, max_seq_length 16 (RoBERTa's settings of gen_roberta_embed_fixture.py), with the Unigram tokenizer of
 tests/fixtures_unigram/xlmr_tiny (tiny_rules.spm as XLMRobertaTokenizerFast
 saves it: Precompiled charsmap, Replace " {2,}", Metaspace, <s> A </s>;
 122 pieces) saved again as XLMRobertaTokenizerFast saves it; then
@@ -17,18 +17,12 @@ float32 weights and rounded once.
 
 Needs sentence-transformers (build/hfvenv: torch 1.13, transformers 4.36).
 """
-import argparse
-import json
 import os
-import shutil
-import tempfile
 
-import torch
-from safetensors.torch import save_file
-from sentence_transformers import SentenceTransformer, models
 from transformers import AutoTokenizer, XLMRobertaConfig, XLMRobertaModel
 
-import fixture_cli
+import st_fixture
+from gen_roberta_embed_fixture import CONFIG, MAX_LEN
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER = os.path.join(HERE, "..", "fixtures_unigram", "xlmr_tiny")
@@ -46,42 +40,15 @@ TEXTS = [
     "A little boy in a red shirt jumps over the ball while a woman walks through the snow on the grass",
     "A",
 ]
-MAX_LEN = 16
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    d = os.path.join(a.out, "tiny_xlmr_st")
-    shutil.rmtree(d, ignore_errors=True)
-    tmp = tempfile.mkdtemp()
+    _, d = st_fixture.out_folder("tiny_xlmr_st")
     tok = AutoTokenizer.from_pretrained(TOKENIZER, model_max_length=MAX_LEN)
-    seed = fixture_cli.case_seed("tiny_xlmr_st")
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    cfg = XLMRobertaConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                           intermediate_size=24, max_position_embeddings=MAX_LEN + 2, type_vocab_size=1,
-                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, layer_norm_eps=1e-5)
-    model = XLMRobertaModel(cfg).eval()
-    fixture_cli.init_bert_like(model, g, 0.3)
-    hf_dir = os.path.join(tmp, "hf")
-    model.save_pretrained(hf_dir, safe_serialization=True)
-    tok.save_pretrained(hf_dir)
-    word = models.Transformer(hf_dir, max_seq_length=MAX_LEN)
-    st = SentenceTransformer(modules=[word, models.Pooling(16, pooling_mode="mean")], device="cpu")
-    st.save(d, safe_serialization=True)
-    shutil.rmtree(tmp)
-    for extra in ("README.md", "config_sentence_transformers.json", "sentencepiece.bpe.model"):
-        if os.path.exists(os.path.join(d, extra)):
-            os.remove(os.path.join(d, extra))  # tformer reads tokenizer.json
-    st = SentenceTransformer(d, device="cpu").double()
-    emb = torch.tensor(st.encode(TEXTS, batch_size=4, convert_to_numpy=True))
-    save_file({"embeddings": emb.float().contiguous()}, os.path.join(d, "embeddings.safetensors"))
-    tok = st.tokenizer
-    answers = {"texts": [{"text": t, "ids": tok(t, truncation=True, max_length=MAX_LEN)["input_ids"]} for t in TEXTS]}
-    with open(os.path.join(d, "answers.json"), "w", encoding="utf-8") as f:
-        json.dump(answers, f, ensure_ascii=False, indent=1)
+    cfg = XLMRobertaConfig(vocab_size=len(tok), **CONFIG)
+    model = st_fixture.random_model("tiny_xlmr_st", XLMRobertaModel, cfg, 0.3)
+    st_fixture.save_folder(d, model, tok, MAX_LEN, normalize=False, drop=("sentencepiece.bpe.model",))
+    tok = st_fixture.save_answers(d, TEXTS, MAX_LEN)
     print(f"wrote {d}: {type(tok).__name__}, {len(tok)} tokens, {len(TEXTS)} texts")
 
 
