@@ -45,6 +45,19 @@ int test_texts_differ(tf_tokenizer *tok, const cJSON *root, size_t max_len, int 
     return bad;
 }
 
+int test_folder_texts_differ(const char *tok_dir, const char *answers_dir, size_t max_len, int types, const char *who,
+                             int *n) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/answers.json", answers_dir);
+    tf_tokenizer *tok = tf_tokenizer_load(tok_dir);
+    cJSON *root = tok ? test_read_json(path) : NULL;
+    int bad = root ? test_texts_differ(tok, root, max_len, types, who, n) : -1;
+    if (tok && !root) fprintf(stderr, "    %s: unreadable\n", path);
+    cJSON_Delete(root);
+    tf_tokenizer_free(tok);
+    return bad;
+}
+
 /* `tformer embed --model dir` on the first three texts: its status, and
  * the largest gap between the numbers it prints and got's (3, C). */
 static int embed_cli(const char *dir, const char *const *texts, const float *got, int64_t C, test_embed_result *r) {
@@ -81,15 +94,17 @@ int test_st_embed(const char *dir, test_embed_result *r) {
     snprintf(path, sizeof path, "%s/answers.json", dir);
     memset(r, 0, sizeof *r);
     cJSON *root = test_read_json(path);
-    tf_bert *m = root && !tf_embed_opts_load(dir, &r->opts) ? tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1})
-                                                            : NULL;
+    tf_bert *m = root && !tf_embed_opts_load(dir, &r->opts)
+                     ? tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1})
+                     : NULL;
     tf_tokenizer *tok = m ? tf_tokenizer_load(dir) : NULL;
     int n = root ? cJSON_GetArraySize(cJSON_GetObjectItem(root, "texts")) : 0, rc = -1;
     const char **texts = calloc((size_t)n + 1, sizeof *texts);
     float *got = m ? calloc((size_t)n * (size_t)m->cfg.d_model + 1, sizeof *got) : NULL;
     if (tok && texts && got && n >= 3) {
         const cJSON *e;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) texts[r->n++] = cJSON_GetObjectItem(e, "text")->valuestring;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "texts")) texts[r->n++] =
+            cJSON_GetObjectItem(e, "text")->valuestring;
         r->cfg = m->cfg;
         rc = embed_lib(dir, m, tok, texts, n, got, r);
         r->cli_rc = rc ? -1 : embed_cli(dir, texts, got, m->cfg.d_model, r);

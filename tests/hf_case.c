@@ -348,26 +348,47 @@ int test_write_grey_png(const char *path, const unsigned char *pixels, int w, in
     return fclose(f);
 }
 
-int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
-                    double *worst) {
+int test_hf_run_dir_stats(const char *dir, double tol, int by_rel, void (*each)(const char *path, void *arg), void *arg,
+                          test_hf_dir_stats *s) {
     char *names[256], path[1200], out[] = "/tmp/tformer_hfcase_out_XXXXXX";
     int n = test_dir_entries(dir, names, 256), failed = 0;
-    *cases = 0, *worst = 0;
+    *s = (test_hf_dir_stats){0};
     if (test_temp_file(out)) n = -1;
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        int v5 = !strncmp(names[i], "v5", 2);
         free(names[i]);
         if (!is_model_case(path)) continue;
-        double d = test_hf_run_case(path, path, out, NULL);
+        double rel = 0, d = test_hf_run_case(path, path, out, &rel), e = by_rel ? rel : d;
         if (each) each(path, arg);
-        ++*cases;
-        if (d < 0 || d != d || d > tol) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
-        else if (d > *worst) *worst = d;
+        ++s->cases;
+        if (rel > s->worst_rel[v5]) s->worst_rel[v5] = rel;
+        if (d < 0 || d != d || !(e <= tol))
+            failed += fprintf(stderr, "    %s: %s %.3g\n", path, by_rel ? "relative error" : "max |diff|", e) > 0;
+        else if (d > s->worst) s->worst = d;
     }
     unlink(out);
     return n < 0 ? -1 : failed;
 }
 
+int test_hf_run_family(const char *dir, const char *family, double tol, int by_rel,
+                       void (*each)(const char *path, void *arg), void *arg, int *cases) {
+    test_hf_dir_stats s;
+    int failed = test_hf_run_dir_stats(dir, tol, by_rel, each, arg, &s);
+    printf("    %d %s cases, %d failed, worst relative L2 error %.2e", s.cases, family, failed, s.worst_rel[0]);
+    if (s.worst_rel[1] > 0) printf(" (4.x), %.2e (5.x)", s.worst_rel[1]);
+    printf(", worst max |diff| %.2e\n", s.worst);
+    *cases = s.cases;
+    return failed;
+}
+
+int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
+                    double *worst) {
+    test_hf_dir_stats s;
+    int failed = test_hf_run_dir_stats(dir, tol, 0, each, arg, &s);
+    *cases = s.cases, *worst = s.worst;
+    return failed;
+}
 
 /* ---------------------------------------------------------------- gradients */
 
@@ -395,7 +416,13 @@ double test_gradient_error(const tf_params *ps, tf_tensor *extra, const char *ex
     return worst;
 }
 
-double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors) {
+/* dir's gradients.safetensors against ps's gradients of the loss that run
+ * computes on dir's input.safetensors (and of *extra, an input it returns
+ * there when it has one, named extra_name). */
+static double gradient_frame(const char *dir, tf_params *ps, const char *extra_name, int *n_tensors,
+                             tf_tensor *(*run)(tf_ctx *ctx, const tf_st_file *in, tf_arena *a, void *arg,
+                                               tf_tensor **extra),
+                             void *arg) {
     char p[1300];
     snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
     tf_st_file *g = tf_st_open(p);
@@ -404,21 +431,65 @@ double test_gradient_case(const char *dir, const void *model, tf_params *ps, tes
     tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
     double worst = -1;
-    tf_tensor *x = in ? test_st_tensor(in, "pixel_values", a) : NULL, *y = in ? test_st_tensor(in, "labels", a) : NULL;
-    if (g && x && y) {
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+    tf_tensor *extra = NULL, *l = NULL;
+    if (g && in) {
         tf_params_zero_grad(ps);
-        tf_tensor *l = loss(ctx, model, lx, y);
-        if (l && !tf_backward(ctx, l, NULL) && (worst = test_gradient_error(ps, lx, "pixel_values", g, a, dir)) >= 0)
-            *n_tensors = tf_params_count(ps) + 1;
+        l = run(ctx, in, a, arg, &extra);
     }
+    if (l && !tf_backward(ctx, l, NULL) && (worst = test_gradient_error(ps, extra, extra_name, g, a, dir)) >= 0)
+        *n_tensors = tf_params_count(ps) + (extra ? 1 : 0);
     tf_arena_free(a);
     tf_ctx_free(ctx);
     tf_st_close(in), tf_st_close(g);
     return worst;
 }
 
+typedef struct {
+    const void *model;
+    test_loss_fn loss;
+    test_text_loss_fn text_loss;
+} loss_arg;
+
+/* pixel_values (a copy that takes a gradient) and labels through an image model's loss */
+static tf_tensor *image_loss(tf_ctx *ctx, const tf_st_file *in, tf_arena *a, void *arg, tf_tensor **extra) {
+    const loss_arg *la = arg;
+    tf_tensor *x = test_st_tensor(in, "pixel_values", a), *y = test_st_tensor(in, "labels", a);
+    if (!x || !y) return NULL;
+    tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
+    memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+    *extra = lx;
+    return la->loss(ctx, la->model, lx, y);
+}
+
+static tf_tensor *text_loss(tf_ctx *ctx, const tf_st_file *in, tf_arena *a, void *arg, tf_tensor **extra) {
+    const loss_arg *la = arg;
+    (void)extra;
+    return la->text_loss(ctx, la->model, in, a);
+}
+
+int test_gradient_cases(const char *const *cases, int n, double tol, double (*one)(const char *dir, int *n_tensors)) {
+    double worst = 0;
+    int bad = 0, tensors = 0;
+    for (int i = 0; i < n; i++) {
+        double e = one(cases[i], &tensors);
+        if (!(e >= 0 && e <= tol))
+            bad += fprintf(stderr, "    %s: relative gradient error %g (%s)\n", cases[i], e, tf_error()) > 0;
+        if (e > worst) worst = e;
+    }
+    printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", tensors, worst);
+    return bad;
+}
+
+double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors) {
+    loss_arg la = {model, loss, NULL};
+    return gradient_frame(dir, ps, "pixel_values", n_tensors, image_loss, &la);
+}
+
+double test_text_gradient_case(const char *dir, const void *model, tf_params *ps, test_text_loss_fn loss,
+                               int *n_tensors) {
+    loss_arg la = {model, NULL, loss};
+    return gradient_frame(dir, ps, NULL, n_tensors, text_loss, &la);
+}
 
 int test_write_image_input(const char *path, int64_t B, int channels, int size, int n_labels, int labels) {
     tf_arena *a = tf_arena_new(0);

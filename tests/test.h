@@ -154,6 +154,18 @@ double test_unfold_case(const char *dir, float bump);
  * when not NULL. */
 int test_hf_run_dir(const char *dir, double tol, void (*each)(const char *path, void *arg), void *arg, int *cases,
                     double *worst);
+typedef struct {
+    int cases;
+    double worst;        /* the largest max |diff| of the cases that pass */
+    double worst_rel[2]; /* the largest relative L2 error of the cases not named v5*, of those named v5* */
+} test_hf_dir_stats;
+/* test_hf_run_dir_stats, its figures said on stdout (family: the cases' kind); the failures, *cases. */
+int test_hf_run_family(const char *dir, const char *family, double tol, int by_rel,
+                       void (*each)(const char *path, void *arg), void *arg, int *cases);
+/* test_hf_run_dir with the relative errors too; by_rel: a case fails on its
+ * worst relative L2 error over tol (else on its max |diff|); -1: no folder. */
+int test_hf_run_dir_stats(const char *dir, double tol, int by_rel, void (*each)(const char *path, void *arg), void *arg,
+                          test_hf_dir_stats *s);
 /* The loss of model on a batch (NULL on error). */
 typedef tf_tensor *(*test_loss_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels);
 /* The loss's gradient with respect to dir/input.safetensors' pixel_values and
@@ -161,6 +173,14 @@ typedef tf_tensor *(*test_loss_fn)(tf_ctx *ctx, const void *model, tf_tensor *pi
  * the worst relative L2 error (a gradient zero in exact arithmetic, as a key
  * bias's, against the largest norm); -1 when it cannot run. */
 double test_gradient_case(const char *dir, const void *model, tf_params *ps, test_loss_fn loss, int *n_tensors);
+/* one(dir, &n_tensors) (a gradient comparison as test_gradient_case's) of each of the n cases within tol: how
+ * many were not (each said on stderr); the worst said on stdout. */
+int test_gradient_cases(const char *const *cases, int n, double tol, double (*one)(const char *dir, int *n_tensors));
+/* The loss of a text model on a case's input file (NULL on error). */
+typedef tf_tensor *(*test_text_loss_fn)(tf_ctx *ctx, const void *model, const tf_st_file *in, tf_arena *a);
+/* The same for a text model: every parameter of ps (model's), no input's gradient. */
+double test_text_gradient_case(const char *dir, const void *model, tf_params *ps, test_text_loss_fn loss,
+                               int *n_tensors);
 /* The same comparison for gradients already computed: extra (an input, named
  * extra_name; NULL: none) and every parameter of ps against g's tensors. */
 double test_gradient_error(const tf_params *ps, tf_tensor *extra, const char *extra_name, const tf_st_file *g,
@@ -184,6 +204,66 @@ int test_write_idx_set(const char *dir, const char *split, int n, int side, int 
 /* An 8-bit grey PNG of w x h pixels, row by row. */
 int test_write_grey_png(const char *path, const unsigned char *pixels, int w, int h);
 
+/* ---- the BERT family's variants (tests/bert_case.c) ---- */
+
+/* The loss's gradients of a BERT-family case (dir/input.safetensors: input_ids,
+ * attention_mask, token_type_ids, position_ids, labels where present) against
+ * dir/gradients.safetensors, every parameter: the worst relative L2 error; -1
+ * when it cannot run. */
+double test_bert_gradient_case(const char *dir, int *n_tensors);
+/* 0 when case_dir with `from` replaced by `to` in config.json is refused by
+ * tf_bert_load_hf with a message holding expect; -1 (said on stderr) when not. */
+int test_bert_refuses(const char *case_dir, const char *from, const char *to, const char *expect);
+/* test_hf_run_bad_cases, and the class `lacking` in the place of cls in
+ * model's config.json refused by tf_bert_load_hf too with a message holding
+ * expect (hf-run refuses it first): how many were not a clear error. */
+int test_bert_bad_cases(const test_bad_case *cases, size_t n, const char *model, const char *verbose_env,
+                        const char *cls, const char *lacking, const char *expect);
+/* tf_bert_new(c, seed) with every parameter N(0, 0.3) (tensor i seeded 200 + i). */
+tf_bert *test_bert_random(const tf_bert_config *c, uint64_t seed);
+/* m and r (m's folder read back) on (2,6) ids (i * 7 + 1) % ids_mod + ids_add,
+ * the second row padded after 4 (m's pad_token_id there), labels for m's head:
+ * the same first output and loss, bit for bit, and a loss but for the body;
+ * save (not NULL): the inputs into that file. 0, or -1 (said on stderr). */
+int test_bert_same_outputs(const tf_bert *m, const tf_bert *r, int ids_mod, int ids_add, const char *save);
+/* n lines "pos|neg<TAB><words[0]|words[1]> <animal> the mat" (pairs: the mat
+ * as text b), the label from that one word, seeded; 0 or -1. */
+int test_sentiment_file(const char *path, int n, uint64_t seed, int pairs, const char *const words[2],
+                        const char *const animals[4]);
+/* mkdtemp(dir) holding c's model (tf_bert_new's initialisation) and the n
+ * tokenizer files names[] of tok_dir; 0 or -1. */
+int test_bert_folder(char *dir, const tf_bert_config *c, uint64_t seed, const char *tok_dir, const char *const *files,
+                     int n);
+
+/* `tformer finetune --task classify`, `predict` and `--task pairs` on a family's folder. */
+typedef struct {
+    const char *model;                          /* the folder */
+    int steps;                                  /* of the classify run */
+    const char *cls, *type;                     /* in the run folder's config.json: its class, its model_type */
+    const char *lines;                          /* two texts for predict: pos's, then neg's */
+    const char *const *words, *const *animals;  /* test_sentiment_file's */
+} test_finetune_spec;
+/* classify on test_sentiment_file's lines (200 to train, 40 to validate) into
+ * run/c for s->steps steps, a valid accuracy over 0.9, a run folder of s->cls;
+ * predict on s->lines, pos then neg; pairs, 2 steps, into run/p. 0, or -1
+ * (said on stderr; out holds the last command's output). */
+int test_finetune_classify(const test_finetune_spec *s, const char *run, char *out, size_t n);
+/* tformer's own folders of every head (tf_bert_config_default(19, 9, 2, 2, 8),
+ * d_ff 12, 3 labels, no dropout, one token type, then the family's settings),
+ * random weights (test_bert_random, seed 11 + k), saved as <family>_<Class>:
+ * config.json and the tensors as the family wants them, read back with the
+ * family's settings, to the same outputs and loss bit for bit
+ * (test_bert_same_outputs); $TFORMER_EXPORT_DIR: kept there with their inputs. */
+typedef struct {
+    const char *family;
+    void (*configure)(tf_bert_config *c, int k);
+    int (*check_files)(const char *dir, const char *config_text, const tf_bert_config *c, int k); /* 0 or -1 */
+    int (*check_back)(const tf_bert *back, const tf_bert_config *c);                             /* 0 or -1 */
+    int ids_mod, ids_add;                                                                        /* the inputs' ids */
+} test_bert_export;
+/* How many of the five heads failed (each said on stderr). */
+int test_bert_export_heads(const test_bert_export *x);
+
 /* ---- sentence-transformers folders (tests/embed_case.c) ---- */
 
 struct cJSON;
@@ -191,6 +271,9 @@ struct cJSON;
 struct cJSON *test_read_json(const char *path);
 /* 0 when got holds want's ids (a JSON list); 1, both said on stderr (who, what: the text), when not. */
 int test_ids_differ(const struct cJSON *want, const tf_ids *got, const char *who, const char *what);
+/* test_texts_differ of the tokenizer of tok_dir on answers_dir/answers.json; -1 when either cannot be read. */
+int test_folder_texts_differ(const char *tok_dir, const char *answers_dir, size_t max_len, int types, const char *who,
+                             int *n);
 /* tok's encoding (tf_tokenizer_encode_pair, cut to max_len) of each "text" of
  * root's "texts" against its "ids": how many differ (types: a token type
  * other than 0 counts too), -1 when one cannot be encoded; *n counts the texts. */

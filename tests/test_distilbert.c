@@ -25,56 +25,11 @@
 
 TEST(distilbert_hf_run_matches_transformers) {
     const char *dir = test_fixture_dir_or(DB_DIR);
-    char *names[256], path[1200], out[] = "/tmp/tformer_db_out_XXXXXX";
-    int n = test_dir_entries(dir, names, 256), failed = 0;
-    CHECKF(n > 0, "no cases in %s", dir);
-    CHECK(test_temp_file(out) == 0);
-    double worst[2] = {0, 0}, worst_abs = 0, rel;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        int v5 = !strncmp(names[i], "v5", 2);
-        free(names[i]);
-        double d = test_hf_run_case(path, path, out, &rel);
-        if (d < 0 || d != d || !(rel <= TOL)) failed += fprintf(stderr, "    %s: relative error %.3g\n", path, rel) > 0;
-        if (rel > worst[v5]) worst[v5] = rel;
-        if (d > worst_abs) worst_abs = d;
-    }
-    unlink(out);
-    printf("    %d DistilBERT cases, %d failed, worst relative L2 error 4.x %.2e, 5.x %.2e (max |diff| %.2e)\n", n,
-           failed, worst[0], worst[1], worst_abs);
-    CHECKF(n >= (strcmp(dir, DB_DIR) ? 1 : 13) && failed == 0, "%d of %d cases failed", failed, n);
+    int cases, failed = test_hf_run_family(dir, "DistilBERT", TOL, 1, NULL, NULL, &cases);
+    CHECKF(cases >= (strcmp(dir, DB_DIR) ? 1 : 13) && failed == 0, "%d of %d cases failed", failed, cases);
 }
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
-
-static double gradient_case(const char *dir, int *n_tensors) {
-    char p[1300];
-    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
-    tf_st_file *g = tf_st_open(p);
-    snprintf(p, sizeof p, "%s/input.safetensors", dir);
-    tf_st_file *in = tf_st_open(p);
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
-    tf_ctx *ctx = tf_ctx_new(1);
-    tf_arena *a = tf_arena_new(0);
-    double worst = -1;
-    if (g && in && m) {
-        tf_bert_inputs x = {.input_ids = test_st_tensor(in, "input_ids", a),
-                            .attention_mask = test_st_tensor(in, "attention_mask", a),
-                            .position_ids = test_st_tensor(in, "position_ids", a),
-                            .labels = test_st_tensor(in, "labels", a)};
-        tf_bert_outputs o;
-        tf_params_zero_grad(m->params);
-        if (!tf_bert_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
-            worst = test_gradient_error(m->params, NULL, NULL, g, a, dir);
-            *n_tensors = tf_params_count(m->params);
-        }
-    }
-    tf_arena_free(a);
-    tf_ctx_free(ctx);
-    tf_bert_free(m);
-    tf_st_close(in), tf_st_close(g);
-    return worst;
-}
 
 /* Backward through the whole model and DistilBERT's heads: the MLM head (relu
  * from config.activation, the projector tied to the word table), the
@@ -84,14 +39,8 @@ static double gradient_case(const char *dir, int *n_tensors) {
 TEST(distilbert_gradients_match_pytorch) {
     static const char *const CASES[] = {MLM_CASE, SEQ_CASE, DB_DIR "/v4_tokcls_pad_inside_grad",
                                         DB_DIR "/v5_seqcls_leftpad_padnull_grad"};
-    double worst = 0;
-    int n = 0;
-    for (int i = 0; i < 4; i++) {
-        double e = gradient_case(CASES[i], &n);
-        CHECKF(e >= 0 && e <= GRAD_TOL, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
-        if (e > worst) worst = e;
-    }
-    printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+    int bad = test_gradient_cases(CASES, 4, GRAD_TOL, test_bert_gradient_case);
+    CHECKF(bad == 0, "%d of 4 cases' gradients differ", bad);
 }
 
 /* ---------------------------------------------------------------- moved and swapped weights */
@@ -185,21 +134,16 @@ static const test_bad_case BAD[] = {
 };
 #undef IDS
 
+/* The table; a class tformer lacks, refused by the BERT family itself too;
+ * token types handed to the library. */
 TEST(distilbert_hf_run_bad_input_is_a_clear_error) {
     const size_t n = sizeof BAD / sizeof BAD[0];
-    int bad = test_hf_run_bad_cases(BAD, n, SEQ_CASE, "DB_VERBOSE");
-    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
-    /* the classes tformer lacks, refused by the BERT family itself too (hf-run refuses them first) */
-    char dir[] = "/tmp/tformer_dbbad_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    CHECK(test_copy_case(SEQ_CASE, dir, "\"DistilBertForSequenceClassification\"", "\"DistilBertForMultipleChoice\"",
-                         NULL, 0, 0, NULL) == 0);
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
-    CHECKF(!m && strstr(tf_error(), "\"DistilBertForMultipleChoice\": tformer reads DistilBertModel"), "%s",
-           m ? "loaded" : tf_error());
-    test_rm_rf(dir);
+    int bad = test_bert_bad_cases(BAD, n, SEQ_CASE, "DB_VERBOSE", "\"DistilBertForSequenceClassification\"",
+                                  "\"DistilBertForMultipleChoice\"",
+                                  "\"DistilBertForMultipleChoice\": tformer reads DistilBertModel");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n + 1);
     /* token_type_ids handed to the library directly */
-    m = tf_bert_load_hf(BODY_CASE, NULL);
+    tf_bert *m = tf_bert_load_hf(BODY_CASE, NULL);
     tf_ctx *ctx = tf_ctx_new(1);
     CHECKF(m && ctx, "%s", tf_error());
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 1);
@@ -274,109 +218,44 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
 
 /* ---------------------------------------------------------------- tformer's DistilBERT folders */
 
-#define DB_B 2
-#define DB_T 6
-
-static tf_tensor *db_ints(tf_ctx *ctx, int ndim, int mod, int add) {
-    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, ndim, (int64_t[]){DB_B, DB_T}, 0);
-    for (int64_t i = 0; t && i < tf_numel(t); i++) tf_i32(t)[i] = (int32_t)((i * 7 + add) % mod);
-    return t;
-}
-
-/* Inputs of a DistilBertFor* of 19 ids (pad_token_id 0): the second row padded
- * after 4 tokens, labels for the head. */
-static int db_inputs(tf_ctx *ctx, tf_bert_head h, tf_bert_inputs *in) {
-    tf_tensor *ids = db_ints(ctx, 2, 18, 1), *mask = db_ints(ctx, 2, 1, 0);
-    if (!ids || !mask) return -1;
-    for (int i = 0; i < DB_B * DB_T; i++) {
-        tf_i32(ids)[i] += 1;
-        tf_i32(mask)[i] = i < DB_T + 4;
-        if (!tf_i32(mask)[i]) tf_i32(ids)[i] = 0;
-    }
-    *in = (tf_bert_inputs){.input_ids = ids, .attention_mask = mask};
-    if (h == TF_BERT_MLM || h == TF_BERT_TOKEN_CLS) {
-        in->labels = db_ints(ctx, 2, h == TF_BERT_MLM ? 19 : 3, 2);
-        for (int i = 0; in->labels && i < DB_B * DB_T; i += 2) tf_i32(in->labels)[i] = -100;
-    } else if (h == TF_BERT_SEQ_CLS) {
-        in->labels = db_ints(ctx, 1, 3, 1);
-    } else if (h == TF_BERT_QA) {
-        in->start_positions = db_ints(ctx, 1, 5, 1), in->end_positions = db_ints(ctx, 1, 6, 3);
-    }
-    return 0;
-}
-
-static int db_save_inputs(const tf_bert_inputs *in, const char *path) {
-    tf_st_writer *w = tf_st_writer_new();
-    const char *names[] = {"input_ids", "attention_mask", "labels", "start_positions", "end_positions"};
-    tf_tensor *ts[] = {in->input_ids, in->attention_mask, in->labels, in->start_positions, in->end_positions};
-    int rc = !w;
-    for (int i = 0; !rc && i < 5; i++) rc = ts[i] && tf_st_writer_add(w, names[i], ts[i]);
-    rc = rc || tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    return rc ? -1 : 0;
-}
-
-static const tf_tensor *db_first(const tf_bert_outputs *o) {
-    return o->logits ? o->logits : o->start_logits ? o->start_logits : o->last_hidden_state;
-}
-
 /* Every DistilBERT head tformer has, with random weights (N(0,0.3)), saved as
  * a DistilBERT folder (model_type "distilbert", the DistilBert* class, its
  * keys and names) and read back to the same outputs and loss, bit for bit;
  * `make distilbert-conformance` keeps the folders and inputs
  * (TFORMER_EXPORT_DIR) and has transformers load them and compute their
  * outputs, compared through hf-run. */
+static void db_configure(tf_bert_config *c, int k) {
+    c->distilbert = 1, c->pad_token_id = 0, c->pooler = 0, c->tied = c->head != TF_BERT_MLM;
+    c->activation = k % 2 ? TF_ACT_RELU : TF_ACT_GELU, c->classifier_dropout = 0.2f;
+}
+
+/* config.json: model_type distilbert, the class, DistilBertConfig's keys and
+ * none of BERT's; the tensors under "distilbert." (the body's at the top), a
+ * block's by DistilBERT's names, the MLM's projector. */
+static int db_check_files(const char *dir, const char *text, const tf_bert_config *c, int k) {
+    char want[96], path[700];
+    snprintf(want, sizeof want, "\"%s\"", tf_bert_class_name(c));
+    int marked = strstr(text, "\"model_type\":\t\"distilbert\"") && strstr(text, want) && strstr(text, "\"dim\":\t8") &&
+                 strstr(text, "\"hidden_dim\":\t12") && strstr(text, "\"n_layers\":\t2") &&
+                 strstr(text, "\"seq_classif_dropout\":\t0.2") && !strstr(text, "hidden_size");
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    tf_st_file *f = tf_st_open(path);
+    const char *word = k ? "distilbert.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight";
+    const char *layer = k ? "distilbert.transformer.layer.1.ffn.lin2.weight" : "transformer.layer.1.ffn.lin2.weight";
+    int named = f && tf_st_find(f, word) && tf_st_find(f, layer) && (k != 1 || tf_st_find(f, "vocab_projector.weight"));
+    tf_st_close(f);
+    return marked && named ? 0 : -1;
+}
+
+static int db_check_back(const tf_bert *r, const tf_bert_config *c) {
+    return r->cfg.distilbert && r->cfg.head == c->head && !r->cfg.pooler ? 0 : -1;
+}
+
 TEST(distilbert_export_for_transformers) {
-    static const tf_bert_head HEADS[] = {TF_BERT_BODY, TF_BERT_MLM, TF_BERT_SEQ_CLS, TF_BERT_TOKEN_CLS, TF_BERT_QA};
-    const char *keep = getenv("TFORMER_EXPORT_DIR");
-    char root[512] = "/tmp/tformer_dbexp_XXXXXX", dir[600], path[700];
-    if (keep) snprintf(root, sizeof root, "%s", keep);
-    CHECK(keep || mkdtemp(root));
-    for (int k = 0; k < 5; k++) {
-        tf_bert_config c = tf_bert_config_default(19, 9, 2, 2, 8);
-        c.d_ff = 12, c.head = HEADS[k], c.n_labels = 3, c.dropout = c.attn_dropout = 0, c.type_vocab_size = 1;
-        c.distilbert = 1, c.pad_token_id = 0, c.pooler = 0, c.tied = HEADS[k] != TF_BERT_MLM;
-        c.activation = k % 2 ? TF_ACT_RELU : TF_ACT_GELU, c.classifier_dropout = 0.2f;
-        tf_bert *m = tf_bert_new(&c, 11 + (uint64_t)k);
-        CHECKF(m, "%s", tf_error());
-        for (int i = 0; i < tf_params_count(m->params); i++)
-            tf_tensor_fill_normal(tf_params_tensor(m->params, i), 200 + (uint64_t)i, 0.3f);
-        snprintf(dir, sizeof dir, "%s/distilbert_%s", root, tf_bert_class_name(&c));
-        CHECKF(tf_bert_save_hf(m, dir) == 0, "%s", tf_error());
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        size_t len;
-        char *text = test_slurp(path, &len);
-        char want[96];
-        snprintf(want, sizeof want, "\"%s\"", tf_bert_class_name(&c));
-        int marked = text && strstr(text, "\"model_type\":\t\"distilbert\"") && strstr(text, want) &&
-                     strstr(text, "\"dim\":\t8") && strstr(text, "\"hidden_dim\":\t12") && strstr(text, "\"n_layers\":\t2") &&
-                     strstr(text, "\"seq_classif_dropout\":\t0.2") && !strstr(text, "hidden_size");
-        CHECKF(marked, "%s", text ? text : path);
-        free(text);
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        tf_st_file *f = tf_st_open(path);
-        const char *word = k ? "distilbert.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight";
-        const char *layer = k ? "distilbert.transformer.layer.1.ffn.lin2.weight" : "transformer.layer.1.ffn.lin2.weight";
-        CHECKF(f && tf_st_find(f, word) && tf_st_find(f, layer) && (k != 1 || tf_st_find(f, "vocab_projector.weight")),
-               "%s", path);
-        tf_st_close(f);
-        tf_bert *r = tf_bert_load_hf(dir, NULL);
-        CHECKF(r && r->cfg.distilbert && r->cfg.head == c.head && !r->cfg.pooler, "%s", tf_error());
-        tf_ctx *ctx = tf_ctx_new(1);
-        tf_bert_inputs in;
-        tf_bert_outputs a, b;
-        CHECK(db_inputs(ctx, HEADS[k], &in) == 0 && tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0);
-        const tf_tensor *x = db_first(&a), *y = db_first(&b);
-        CHECK(tf_numel(x) == tf_numel(y) && !memcmp(x->data, y->data, (size_t)tf_numel(x) * 4));
-        CHECK(!a.loss == (k == 0) && (!a.loss || tf_f32(a.loss)[0] == tf_f32(b.loss)[0]));
-        snprintf(path, sizeof path, "%s/input.safetensors", dir);
-        CHECK(!keep || db_save_inputs(&in, path) == 0);
-        tf_ctx_free(ctx);
-        tf_bert_free(r);
-        tf_bert_free(m);
-        if (!keep) test_rm_rf(dir);
-    }
-    if (!keep) rmdir(root);
+    /* ids 1 .. 18: pad_token_id 0 only where padded */
+    static const test_bert_export X = {"distilbert", db_configure, db_check_files, db_check_back, 18, 1};
+    int bad = test_bert_export_heads(&X);
+    CHECKF(bad == 0, "%d of 5 DistilBERT folders are not DistilBERT's or do not read back", bad);
 }
 
 /* ---------------------------------------------------------------- embed, fill-mask */
@@ -391,24 +270,16 @@ TEST(distilbert_export_for_transformers) {
  * pooling, no Normalize, max_seq_length 16 under 20 positions: the long text
  * is cut) matches SentenceTransformer.encode() in float64, library and CLI. */
 TEST(distilbert_embed_matches_sentence_transformers) {
-    cJSON *root = test_read_json(ST_DIR "/answers.json");
-    tf_tokenizer *tok = tf_tokenizer_load(ST_DIR);
-    CHECKF(root && tok, "%s", tok ? "answers.json" : tf_error());
-    /* vocab.txt alone (tokenizer_config.json's do_lower_case) */
+    /* and vocab.txt alone (tokenizer_config.json's do_lower_case) */
     char vdir[] = "/tmp/tformer_dbvocab_XXXXXX";
     CHECK(mkdtemp(vdir) != NULL);
     static const char *const FILES[] = {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
     CHECK(test_copy_files(ST_DIR, vdir, FILES, 3) == 0);
-    tf_tokenizer *vtok = tf_tokenizer_load(vdir);
+    int n = 0, bad = test_folder_texts_differ(ST_DIR, ST_DIR, 16, 0, "tokenizer.json", &n);
+    int vbad = test_folder_texts_differ(vdir, ST_DIR, 16, 0, "vocab.txt", &n);
     test_rm_rf(vdir);
-    CHECKF(vtok, "%s", tf_error());
-    int n = 0, bad = test_texts_differ(tok, root, 16, 0, "tokenizer.json", &n);
-    int vbad = test_texts_differ(vtok, root, 16, 0, "vocab.txt", &n);
-    CHECK(bad >= 0 && vbad >= 0);
+    CHECKF(bad >= 0 && vbad >= 0, "%s", tf_error());
     bad += vbad;
-    tf_tokenizer_free(vtok);
-    tf_tokenizer_free(tok);
-    cJSON_Delete(root);
     test_embed_result r;
     CHECK(test_st_embed(ST_DIR, &r) == 0);
     CHECK(r.opts.pooling == TF_POOL_MEAN && !r.opts.normalize && r.opts.max_len == 16 && r.cfg.distilbert);
@@ -448,38 +319,14 @@ TEST(distilbert_fill_mask_matches_the_pipeline) {
 
 /* ---------------------------------------------------------------- fine-tuning */
 
-/* n lines "pos|neg<TAB><good|bad> <animal> the mat" (pairs: the mat as text b). */
-static int db_sentiment(const char *path, int n, uint64_t seed, int pairs) {
-    static const char *const ANIMALS[] = {"cat", "dog", "children", "people"};
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    for (int i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        int pos = (seed >> 33) & 1, k = (int)(seed >> 40) % 4;
-        fprintf(f, "%s\t%s %s%sthe mat\n", pos ? "pos" : "neg", pos ? "paris" : "berlin", ANIMALS[k], pairs ? "\t" : " ");
-    }
-    return fclose(f);
-}
+static const char *const DB_WORDS[] = {"paris", "berlin"}, *const DB_ANIMALS[] = {"cat", "dog", "children", "people"};
 
 /* A DistilBertModel of tf_bert_new's initialisation with the fixture's tokenizer files. */
 static int db_tiny_folder(char *dir) {
-    if (!mkdtemp(dir)) return -1;
     tf_bert_config c = tf_bert_config_default(217, 20, 2, 2, 16);
     c.d_ff = 32, c.head = TF_BERT_BODY, c.type_vocab_size = 1, c.distilbert = 1, c.pad_token_id = 0, c.pooler = 0;
-    tf_bert *m = tf_bert_new(&c, 21);
-    int rc = !m || tf_bert_save_hf(m, dir);
-    tf_bert_free(m);
     static const char *const FILES[] = {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"};
-    char from[600], to[600];
-    for (int i = 0; !rc && i < 4; i++) {
-        size_t n;
-        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, FILES[i]);
-        char *text = test_slurp(from, &n);
-        rc = !text || test_write_file(to, text, n);
-        free(text);
-    }
-    return rc ? -1 : 0;
+    return test_bert_folder(dir, &c, 21, ST_DIR, FILES, 4);
 }
 
 /* `tformer finetune --task classify` puts DistilBERT's classifier
@@ -493,37 +340,17 @@ TEST(distilbert_finetune_and_predict) {
     char model[] = "/tmp/tformer_dbftm_XXXXXX", args[2048], path[600];
     static char out[16384];
     CHECK(db_tiny_folder(model) == 0 && mkdtemp(run) && !test_temp_file(train) && !test_temp_file(valid));
-    CHECK(db_sentiment(train, 200, 1, 0) == 0 && db_sentiment(valid, 40, 2, 0) == 0);
-    snprintf(args, sizeof args, "finetune --model %s --train %s --valid %s --out %s/c --steps 80 --batch 16 --lr 5e-3 "
-             "--min-lr 1e-4 --warmup 3 --eval-every 80 --threads 1 2>&1", model, train, valid, run);
-    int rc = test_run_cli("", args, out, sizeof out);
-    const char *acc = strstr(out, "valid: accuracy");
-    double a = acc ? strtod(acc + 16, NULL) : 0;
-    printf("    classify: %s", acc ? acc : out);
-    CHECKF(rc == 0 && a > 0.9, "status %d\n%s", rc, out);
-    snprintf(path, sizeof path, "%s/c/config.json", run);
-    size_t n;
-    char *cfg = test_slurp(path, &n);
-    int named = cfg && strstr(cfg, "\"DistilBertForSequenceClassification\"") &&
-                strstr(cfg, "\"model_type\":\t\"distilbert\"");
-    free(cfg);
-    CHECKF(named, "%s is not DistilBERT's", path);
+    test_finetune_spec s = {model, 80, "\"DistilBertForSequenceClassification\"", "\"model_type\":\t\"distilbert\"",
+                            "paris dog the mat\nberlin cat the mat\n", DB_WORDS, DB_ANIMALS};
+    CHECKF(test_finetune_classify(&s, run, out, sizeof out) == 0, "classify, predict or pairs failed\n%s", out);
     snprintf(path, sizeof path, "%s/c/model.safetensors", run);
     tf_st_file *f = tf_st_open(path);
     CHECKF(f && tf_st_find(f, "pre_classifier.weight") && tf_st_find(f, "classifier.weight") &&
            tf_st_find(f, "distilbert.transformer.layer.0.attention.q_lin.weight"), "%s lacks DistilBERT's names", path);
     tf_st_close(f);
-    char inputs[] = "/tmp/tformer_dbft_XXXXXX";
-    CHECK(!test_temp_file(inputs) && test_write_text(inputs, "paris dog the mat\nberlin cat the mat\n") == 0);
-    snprintf(args, sizeof args, "predict --model %s/c --threads 1 < %s", run, inputs);
-    rc = test_run_cli("", args, out, sizeof out);
-    printf("    predict: %s", out);
-    CHECKF(rc == 0 && !strncmp(out, "pos\t", 4) && strstr(out, "\nneg\t"), "status %d\n%s", rc, out);
-    CHECK(db_sentiment(train, 40, 3, 1) == 0 && db_sentiment(valid, 8, 4, 1) == 0);
-    snprintf(args, sizeof args, "finetune --model %s --task pairs --train %s --valid %s --out %s/p --steps 2 --batch 8 "
-             "--threads 1 2>&1", model, train, valid, run);
-    rc = test_run_cli("", args, out, sizeof out);
-    CHECKF(rc == 0 && strstr(out, "valid: accuracy"), "pairs: status %d\n%s", rc, out);
+    int rc;
+    size_t n;
+    char *cfg;
     CHECK(test_write_text(train, "the\tO\ncat\tB\nsat\tO\n\n") == 0 && test_write_text(valid, "the\tO\ncat\tB\n\n") == 0);
     snprintf(args, sizeof args, "finetune --model %s --task tag --train %s --valid %s --out %s/t --steps 2 --threads 1 "
              "2>&1", model, train, valid, run);
@@ -540,7 +367,8 @@ TEST(distilbert_finetune_and_predict) {
     cfg = test_slurp(path, &n);
     CHECKF(cfg && strstr(cfg, "\"DistilBertForQuestionAnswering\""), "%s", cfg ? cfg : path);
     free(cfg);
-    CHECK(db_sentiment(train, 20, 5, 0) == 0 && db_sentiment(valid, 4, 6, 0) == 0);
+    CHECK(test_sentiment_file(train, 20, 5, 0, DB_WORDS, DB_ANIMALS) == 0 &&
+          test_sentiment_file(valid, 4, 6, 0, DB_WORDS, DB_ANIMALS) == 0);
     snprintf(path, sizeof path, "%s/config.json", model); /* the same folder with sinusoidal_pos_embds */
     cfg = test_slurp(path, &n);
     char *sin = cfg ? test_replaced(cfg, "\"sinusoidal_pos_embds\":\tfalse", "\"sinusoidal_pos_embds\": true") : NULL;
@@ -550,5 +378,5 @@ TEST(distilbert_finetune_and_predict) {
              model, train, valid, run);
     rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc != 0 && strstr(out, "sinusoidal_pos_embds true is not fine-tuned"), "sinusoidal: status %d\n%s", rc, out);
-    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid), unlink(inputs);
+    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid);
 }

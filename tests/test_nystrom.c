@@ -18,54 +18,25 @@
 #define BODY_CASE NYS_DIR "/model_T16_L4_k3"
 
 TEST(nystrom_hf_run_matches_transformers) {
-    const char *dir = test_fixture_dir_or(NYS_DIR);
-    char *names[256], path[1200], out[] = "/tmp/tformer_nys_out_XXXXXX";
-    int n = test_dir_entries(dir, names, 256), failed = 0, cases = 0;
-    CHECKF(n > 0, "no cases in %s", dir);
-    CHECK(test_temp_file(out) == 0);
-    double worst = 0, worst_rel = 0, rel;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        free(names[i]);
-        double d = test_hf_run_case(path, path, out, &rel);
-        cases++;
-        if (d < 0 || d != d || d > TOL) failed += fprintf(stderr, "    %s: max |diff| %.3g\n", path, d) > 0;
-        else if (d > worst) worst = d;
-        if (rel > worst_rel) worst_rel = rel;
-    }
-    unlink(out);
-    printf("    %d Nystromformer cases, %d failed, worst max |diff| %.2e, worst relative L2 error %.2e\n", cases,
-           failed, worst, worst_rel);
+    int cases, failed = test_hf_run_family(test_fixture_dir_or(NYS_DIR), "Nystromformer", TOL, 0, NULL, NULL, &cases);
     CHECKF(cases > 0 && failed == 0, "%d of %d cases failed", failed, cases);
 }
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
 
+static tf_tensor *nystrom_loss(tf_ctx *ctx, const void *m, const tf_st_file *in, tf_arena *a) {
+    tf_nystrom_inputs x = {test_st_tensor(in, "input_ids", a), test_st_tensor(in, "attention_mask", a),
+                           test_st_tensor(in, "token_type_ids", a), test_st_tensor(in, "position_ids", a),
+                           test_st_tensor(in, "labels", a)};
+    tf_nystrom_outputs o;
+    return tf_nystrom_run(ctx, m, &x, &o) ? NULL : o.loss;
+}
+
 static double gradient_case(const char *dir, int *n_tensors) {
-    char p[1300];
-    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
-    tf_st_file *g = tf_st_open(p);
-    snprintf(p, sizeof p, "%s/input.safetensors", dir);
-    tf_st_file *in = tf_st_open(p);
     tf_nystrom *m = tf_nystrom_load_hf(dir);
-    tf_ctx *ctx = tf_ctx_new(1);
-    tf_arena *a = tf_arena_new(0);
-    double worst = -1;
-    if (g && in && m) {
-        tf_nystrom_inputs x = {test_st_tensor(in, "input_ids", a), test_st_tensor(in, "attention_mask", a), test_st_tensor(in, "token_type_ids", a),
-                               test_st_tensor(in, "position_ids", a), test_st_tensor(in, "labels", a)};
-        tf_nystrom_outputs o;
-        tf_params_zero_grad(m->params);
-        if (!tf_nystrom_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
-            worst = test_gradient_error(m->params, NULL, NULL, g, a, dir);
-            *n_tensors = tf_params_count(m->params);
-        }
-    }
-    tf_arena_free(a);
-    tf_ctx_free(ctx);
+    double e = m ? test_text_gradient_case(dir, m, m->params, nystrom_loss, n_tensors) : -1;
     tf_nystrom_free(m);
-    tf_st_close(in), tf_st_close(g);
-    return worst;
+    return e;
 }
 
 /* Backward through the whole model: the heads, LayerNorms, the feed-forward
@@ -74,14 +45,8 @@ static double gradient_case(const char *dir, int *n_tensors) {
  * padding mask), against transformers' float64 autograd. */
 TEST(nystrom_gradients_match_pytorch) {
     static const char *const CASES[] = {SEQ_CASE, NYS_DIR "/mlm_T12_L4_k3_labels_grad"};
-    double worst = 0;
-    int n = 0;
-    for (int i = 0; i < 2; i++) {
-        double e = gradient_case(CASES[i], &n);
-        CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
-        if (e > worst) worst = e;
-    }
-    printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+    int bad = test_gradient_cases(CASES, 2, 1e-4, gradient_case);
+    CHECKF(bad == 0, "%d of 2 cases' gradients differ", bad);
 }
 
 /* The comparison notices a changed weight: one element of each of these

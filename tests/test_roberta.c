@@ -23,56 +23,11 @@
 
 TEST(roberta_hf_run_matches_transformers) {
     const char *dir = test_fixture_dir_or(RB_DIR);
-    char *names[256], path[1200], out[] = "/tmp/tformer_rb_out_XXXXXX";
-    int n = test_dir_entries(dir, names, 256), failed = 0;
-    CHECKF(n > 0, "no cases in %s", dir);
-    CHECK(test_temp_file(out) == 0);
-    double worst = 0, worst_abs = 0, rel;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        free(names[i]);
-        double d = test_hf_run_case(path, path, out, &rel);
-        if (d < 0 || d != d || !(rel <= TOL)) failed += fprintf(stderr, "    %s: relative error %.3g\n", path, rel) > 0;
-        if (rel > worst) worst = rel;
-        if (d > worst_abs) worst_abs = d;
-    }
-    unlink(out);
-    printf("    %d RoBERTa cases, %d failed, worst relative L2 error %.2e (max |diff| %.2e)\n", n, failed, worst,
-           worst_abs);
-    CHECKF(n >= (strcmp(dir, RB_DIR) ? 1 : 12) && failed == 0, "%d of %d cases failed", failed, n);
+    int cases, failed = test_hf_run_family(dir, "RoBERTa", TOL, 1, NULL, NULL, &cases);
+    CHECKF(cases >= (strcmp(dir, RB_DIR) ? 1 : 12) && failed == 0, "%d of %d cases failed", failed, cases);
 }
 
 /* ---------------------------------------------------------------- gradients against PyTorch */
-
-static double gradient_case(const char *dir, int *n_tensors) {
-    char p[1300];
-    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
-    tf_st_file *g = tf_st_open(p);
-    snprintf(p, sizeof p, "%s/input.safetensors", dir);
-    tf_st_file *in = tf_st_open(p);
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
-    tf_ctx *ctx = tf_ctx_new(1);
-    tf_arena *a = tf_arena_new(0);
-    double worst = -1;
-    if (g && in && m) {
-        tf_bert_inputs x = {.input_ids = test_st_tensor(in, "input_ids", a),
-                            .attention_mask = test_st_tensor(in, "attention_mask", a),
-                            .token_type_ids = test_st_tensor(in, "token_type_ids", a),
-                            .position_ids = test_st_tensor(in, "position_ids", a),
-                            .labels = test_st_tensor(in, "labels", a)};
-        tf_bert_outputs o;
-        tf_params_zero_grad(m->params);
-        if (!tf_bert_run(ctx, m, &x, &o) && o.loss && !tf_backward(ctx, o.loss, NULL)) {
-            worst = test_gradient_error(m->params, NULL, NULL, g, a, dir);
-            *n_tensors = tf_params_count(m->params);
-        }
-    }
-    tf_arena_free(a);
-    tf_ctx_free(ctx);
-    tf_bert_free(m);
-    tf_st_close(in), tf_st_close(g);
-    return worst;
-}
 
 /* Backward through the whole model and RoBERTa's heads: the MLM head (erf
  * GELU under a relu body, the decoder tied to the word table), the
@@ -81,14 +36,8 @@ static double gradient_case(const char *dir, int *n_tensors) {
  * gradient, nn.Embedding's padding_idx). */
 TEST(roberta_gradients_match_pytorch) {
     static const char *const CASES[] = {MLM_CASE, SEQ_CASE, RB_DIR "/v4_tokcls_pad_inside_grad"};
-    double worst = 0;
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
-        double e = gradient_case(CASES[i], &n);
-        CHECKF(e >= 0 && e <= GRAD_TOL, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
-        if (e > worst) worst = e;
-    }
-    printf("    every parameter (%d tensors in the last case): worst relative error %.2e\n", n, worst);
+    int bad = test_gradient_cases(CASES, 3, GRAD_TOL, test_bert_gradient_case);
+    CHECKF(bad == 0, "%d of 3 cases' gradients differ", bad);
 }
 
 /* XLM-RoBERTa (tests/fixtures_xlmr, TF_XLMR=1 tests/ref/gen_roberta_fixtures.py:
@@ -96,28 +45,27 @@ TEST(roberta_gradients_match_pytorch) {
  * XLMRobertaFor* through hf-run, model_type "xlm-roberta", weights under
  * "roberta."; the loss's gradients in the two *_grad cases. */
 #define XR_DIR "tests/fixtures_xlmr"
+
+typedef struct {
+    int grads, n_tensors;
+    double worst; /* the gradients' worst relative error; infinite when one did not run */
+} xr_grads;
+
+static void xr_gradient(const char *path, void *arg) {
+    xr_grads *g = arg;
+    if (!strstr(path, "_grad")) return;
+    double e = test_bert_gradient_case(path, &g->n_tensors);
+    if (!(e >= 0 && e <= GRAD_TOL)) fprintf(stderr, "    %s: relative gradient error %g (%s)\n", path, e, tf_error());
+    g->worst = e >= 0 ? fmax(g->worst, e) : INFINITY, g->grads++;
+}
+
 TEST(xlmr_hf_run_matches_transformers) {
-    char *names[64], path[1200], out[] = "/tmp/tformer_xr_out_XXXXXX";
-    int n = test_dir_entries(XR_DIR, names, 64), failed = 0, nt = 0;
-    CHECKF(n == 8, "%d cases in " XR_DIR, n);
-    CHECK(test_temp_file(out) == 0);
-    double worst = 0, rel, gworst = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", XR_DIR, names[i]);
-        double d = test_hf_run_case(path, path, out, &rel);
-        if (d < 0 || d != d || !(rel <= TOL)) failed += fprintf(stderr, "    %s: relative error %.3g\n", path, rel) > 0;
-        if (rel > worst) worst = rel;
-        if (strstr(names[i], "_grad")) {
-            double e = gradient_case(path, &nt);
-            CHECKF(e >= 0 && e <= GRAD_TOL, "%s: relative gradient error %g (%s)", path, e, tf_error());
-            if (e > gworst) gworst = e;
-        }
-        free(names[i]);
-    }
-    unlink(out);
-    printf("    %d XLM-RoBERTa cases, %d failed, worst relative L2 error %.2e; gradients worst %.2e\n", n, failed, worst,
-           gworst);
-    CHECKF(failed == 0, "%d of %d cases failed", failed, n);
+    xr_grads g = {0, 0, 0};
+    int cases, failed = test_hf_run_family(XR_DIR, "XLM-RoBERTa", TOL, 1, xr_gradient, &g, &cases);
+    printf("    the loss's gradients in %d cases: worst relative error %.2e\n", g.grads, g.worst);
+    CHECKF(cases == 8, "%d cases in " XR_DIR, cases);
+    CHECKF(g.worst <= GRAD_TOL, "relative gradient error %g", g.worst);
+    CHECKF(failed == 0, "%d of %d cases failed", failed, cases);
 }
 
 /* ---------------------------------------------------------------- positions */
@@ -231,68 +179,15 @@ static const test_bad_case BAD[] = {
 };
 #undef IDS
 
+/* The table; and a class tformer lacks, refused by the BERT family itself too. */
 TEST(roberta_hf_run_bad_input_is_a_clear_error) {
     const size_t n = sizeof BAD / sizeof BAD[0];
-    int bad = test_hf_run_bad_cases(BAD, n, SEQ_CASE, "RB_VERBOSE");
-    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n);
-    /* the classes tformer lacks, refused by the BERT family itself too (hf-run refuses them first) */
-    char dir[] = "/tmp/tformer_rbbad_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    CHECK(test_copy_case(SEQ_CASE, dir, "\"RobertaForSequenceClassification\"", "\"RobertaForCausalLM\"", NULL, 0, 0,
-                         NULL) == 0);
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
-    CHECKF(!m && strstr(tf_error(), "\"RobertaForCausalLM\": tformer reads RobertaModel"), "%s", m ? "loaded" : tf_error());
-    test_rm_rf(dir);
+    int bad = test_bert_bad_cases(BAD, n, SEQ_CASE, "RB_VERBOSE", "\"RobertaForSequenceClassification\"",
+                                  "\"RobertaForCausalLM\"", "\"RobertaForCausalLM\": tformer reads RobertaModel");
+    CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n + 1);
 }
 
 /* ---------------------------------------------------------------- tformer's RoBERTa folders */
-
-#define RB_B 2
-#define RB_T 6
-
-static tf_tensor *rb_ints(tf_ctx *ctx, int ndim, int mod, int add) {
-    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, ndim, (int64_t[]){RB_B, RB_T}, 0);
-    for (int64_t i = 0; t && i < tf_numel(t); i++) tf_i32(t)[i] = (int32_t)((i * 7 + add) % mod);
-    return t;
-}
-
-/* Inputs of a RobertaFor* of 19 ids (pad_token_id 1): the second row padded
- * after 4 tokens (pad_token_id there, attention_mask 0), labels for the head. */
-static int rb_inputs(tf_ctx *ctx, tf_bert_head h, tf_bert_inputs *in) {
-    tf_tensor *ids = rb_ints(ctx, 2, 17, 1), *mask = rb_ints(ctx, 2, 1, 0);
-    if (!ids || !mask) return -1;
-    for (int i = 0; i < RB_B * RB_T; i++) {
-        tf_i32(ids)[i] += 2; /* 2 .. 18: pad_token_id only where padded */
-        tf_i32(mask)[i] = i < RB_T + 4;
-        if (!tf_i32(mask)[i]) tf_i32(ids)[i] = 1;
-    }
-    *in = (tf_bert_inputs){.input_ids = ids, .attention_mask = mask};
-    if (h == TF_BERT_MLM || h == TF_BERT_TOKEN_CLS) {
-        in->labels = rb_ints(ctx, 2, h == TF_BERT_MLM ? 19 : 3, 2);
-        for (int i = 0; in->labels && i < RB_B * RB_T; i += 2) tf_i32(in->labels)[i] = -100;
-    } else if (h == TF_BERT_SEQ_CLS) {
-        in->labels = rb_ints(ctx, 1, 3, 1);
-    } else if (h == TF_BERT_QA) {
-        in->start_positions = rb_ints(ctx, 1, 5, 1), in->end_positions = rb_ints(ctx, 1, 6, 3);
-    }
-    return 0;
-}
-
-static int rb_save_inputs(const tf_bert_inputs *in, const char *path) {
-    tf_st_writer *w = tf_st_writer_new();
-    const char *names[] = {"input_ids", "attention_mask", "labels", "start_positions", "end_positions"};
-    tf_tensor *ts[] = {in->input_ids, in->attention_mask, in->labels, in->start_positions, in->end_positions};
-    int rc = !w;
-    for (int i = 0; !rc && i < 5; i++) rc = ts[i] && tf_st_writer_add(w, names[i], ts[i]);
-    rc = rc || tf_st_writer_save(w, path);
-    tf_st_writer_free(w);
-    return rc ? -1 : 0;
-}
-
-/* The first output of the head (logits, start logits or the hidden states). */
-static const tf_tensor *rb_first(const tf_bert_outputs *o) {
-    return o->logits ? o->logits : o->start_logits ? o->start_logits : o->last_hidden_state;
-}
 
 /* Every RoBERTa head tformer has, with random weights (N(0,0.3)), saved as a
  * RoBERTa folder (model_type "roberta", the Roberta* class, "roberta." names,
@@ -300,54 +195,36 @@ static const tf_tensor *rb_first(const tf_bert_outputs *o) {
  * `make roberta-conformance` keeps the folders and inputs (TFORMER_EXPORT_DIR)
  * and has transformers load them and compute their outputs, compared through
  * hf-run. */
+static void rb_configure(tf_bert_config *c, int k) {
+    (void)k;
+    c->roberta = 1, c->pad_token_id = 1, c->pooler = c->head == TF_BERT_BODY, c->tied = c->head != TF_BERT_MLM;
+    c->activation = TF_ACT_RELU; /* the MLM head's GELU is RoBERTa's whatever the body's is */
+}
+
+/* config.json: model_type roberta, the class, pad_token_id; the tensors under
+ * "roberta." (the body's at the top), the MLM's decoder bias written. */
+static int rb_check_files(const char *dir, const char *text, const tf_bert_config *c, int k) {
+    char want[96], path[700];
+    snprintf(want, sizeof want, "\"%s\"", tf_bert_class_name(c));
+    int marked =
+        strstr(text, "\"model_type\":\t\"roberta\"") && strstr(text, want) && strstr(text, "\"pad_token_id\":\t1");
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    tf_st_file *f = tf_st_open(path);
+    const char *word = k ? "roberta.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight";
+    int named = f && tf_st_find(f, word) && (k != 1 || tf_st_find(f, "lm_head.decoder.bias"));
+    tf_st_close(f);
+    return marked && named ? 0 : -1;
+}
+
+static int rb_check_back(const tf_bert *r, const tf_bert_config *c) {
+    return r->cfg.roberta && r->cfg.head == c->head && r->cfg.pooler == c->pooler ? 0 : -1;
+}
+
 TEST(roberta_export_for_transformers) {
-    static const tf_bert_head HEADS[] = {TF_BERT_BODY, TF_BERT_MLM, TF_BERT_SEQ_CLS, TF_BERT_TOKEN_CLS, TF_BERT_QA};
-    const char *keep = getenv("TFORMER_EXPORT_DIR");
-    char root[512] = "/tmp/tformer_rbexp_XXXXXX", dir[600], path[700];
-    if (keep) snprintf(root, sizeof root, "%s", keep);
-    CHECK(keep || mkdtemp(root));
-    for (int k = 0; k < 5; k++) {
-        tf_bert_config c = tf_bert_config_default(19, 9, 2, 2, 8);
-        c.d_ff = 12, c.head = HEADS[k], c.n_labels = 3, c.dropout = c.attn_dropout = 0, c.type_vocab_size = 1;
-        c.roberta = 1, c.pad_token_id = 1, c.pooler = HEADS[k] == TF_BERT_BODY, c.tied = HEADS[k] != TF_BERT_MLM;
-        c.activation = TF_ACT_RELU; /* the MLM head's GELU is RoBERTa's whatever the body's is */
-        tf_bert *m = tf_bert_new(&c, 11 + (uint64_t)k);
-        CHECKF(m, "%s", tf_error());
-        for (int i = 0; i < tf_params_count(m->params); i++)
-            tf_tensor_fill_normal(tf_params_tensor(m->params, i), 200 + (uint64_t)i, 0.3f);
-        snprintf(dir, sizeof dir, "%s/roberta_%s", root, tf_bert_class_name(&c));
-        CHECKF(tf_bert_save_hf(m, dir) == 0, "%s", tf_error());
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        size_t len;
-        char *text = test_slurp(path, &len);
-        char want[96];
-        snprintf(want, sizeof want, "\"%s\"", tf_bert_class_name(&c));
-        int marked = text && strstr(text, "\"model_type\":\t\"roberta\"") && strstr(text, want) &&
-                     strstr(text, "\"pad_token_id\":\t1");
-        CHECKF(marked, "%s", text ? text : path);
-        free(text);
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        tf_st_file *f = tf_st_open(path);
-        const char *word = k ? "roberta.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight";
-        CHECKF(f && tf_st_find(f, word) && (k != 1 || tf_st_find(f, "lm_head.decoder.bias")), "%s", path);
-        tf_st_close(f);
-        tf_bert *r = tf_bert_load_hf(dir, NULL);
-        CHECKF(r && r->cfg.roberta && r->cfg.head == c.head && r->cfg.pooler == c.pooler, "%s", tf_error());
-        tf_ctx *ctx = tf_ctx_new(1);
-        tf_bert_inputs in;
-        tf_bert_outputs a, b;
-        CHECK(rb_inputs(ctx, HEADS[k], &in) == 0 && tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0);
-        const tf_tensor *x = rb_first(&a), *y = rb_first(&b);
-        CHECK(tf_numel(x) == tf_numel(y) && !memcmp(x->data, y->data, (size_t)tf_numel(x) * 4));
-        CHECK(!a.loss == (k == 0) && (!a.loss || tf_f32(a.loss)[0] == tf_f32(b.loss)[0]));
-        snprintf(path, sizeof path, "%s/input.safetensors", dir);
-        CHECK(!keep || rb_save_inputs(&in, path) == 0);
-        tf_ctx_free(ctx);
-        tf_bert_free(r);
-        tf_bert_free(m);
-        if (!keep) test_rm_rf(dir);
-    }
-    if (!keep) rmdir(root);
+    /* ids 2 .. 18: pad_token_id 1 only where padded */
+    static const test_bert_export X = {"roberta", rb_configure, rb_check_files, rb_check_back, 17, 2};
+    int bad = test_bert_export_heads(&X);
+    CHECKF(bad == 0, "%d of 5 RoBERTa folders are not RoBERTa's or do not read back", bad);
 }
 
 /* ---------------------------------------------------------------- sentence embeddings */
@@ -408,12 +285,8 @@ TEST(roberta_embed_matches_sentence_transformers) {
  * float64 (texts stripped first: spaces and U+3000, which the charsmap would
  * make a piece, at both ends), through the library and the CLI. */
 TEST(xlmr_embed_matches_sentence_transformers) {
-    tf_tokenizer *tok = tf_tokenizer_load(XR_ST_DIR);
-    cJSON *root = test_read_json(XR_ST_DIR "/answers.json");
-    CHECKF(tok && root, "%s", tok ? "answers.json" : tf_error());
-    int n = 0, bad = test_texts_differ(tok, root, 16, 1, "tokenizer.json", &n);
-    cJSON_Delete(root);
-    tf_tokenizer_free(tok);
+    int n = 0, bad = test_folder_texts_differ(XR_ST_DIR, XR_ST_DIR, 16, 1, "tokenizer.json", &n);
+    CHECKF(bad >= 0, "%s", tf_error());
     test_embed_result r;
     CHECK(test_st_embed(XR_ST_DIR, &r) == 0);
     CHECK(r.opts.pooling == TF_POOL_MEAN && !r.opts.normalize && r.opts.max_len == 16 && r.cfg.roberta);
@@ -426,39 +299,13 @@ TEST(xlmr_embed_matches_sentence_transformers) {
 
 /* ---------------------------------------------------------------- fine-tuning */
 
-/* n lines "pos|neg<TAB><good|bad> <animal> the mat" (pairs: the mat as text b): the label from one word. */
-static int rb_sentiment(const char *path, int n, uint64_t seed, int pairs) {
-    static const char *const ANIMALS[] = {"cat", "dog", "fox", "children"};
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    for (int i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        int pos = (seed >> 33) & 1, k = (int)(seed >> 40) % 4;
-        fprintf(f, "%s\t%s %s%sthe mat\n", pos ? "pos" : "neg", pos ? "good" : "bad", ANIMALS[k], pairs ? "\t" : " ");
-    }
-    return fclose(f);
-}
-
 /* A RobertaModel of tf_bert_new's initialisation (N(0, 0.02): the fixture's
  * N(0, 0.3) weights saturate and learn slowly) with the fixture's tokenizer files. */
 static int rb_tiny_folder(char *dir) {
-    if (!mkdtemp(dir)) return -1;
     tf_bert_config c = tf_bert_config_default(320, 18, 2, 2, 16);
     c.d_ff = 32, c.head = TF_BERT_BODY, c.type_vocab_size = 1, c.roberta = 1, c.pad_token_id = 1, c.pooler = 1;
-    tf_bert *m = tf_bert_new(&c, 21);
-    int rc = !m || tf_bert_save_hf(m, dir);
-    tf_bert_free(m);
     static const char *const FILES[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"};
-    char from[600], to[600];
-    for (int i = 0; !rc && i < 3; i++) {
-        size_t n;
-        snprintf(from, sizeof from, "%s/%s", ST_DIR, FILES[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, FILES[i]);
-        char *text = test_slurp(from, &n);
-        rc = !text || test_write_file(to, text, n);
-        free(text);
-    }
-    return rc ? -1 : 0;
+    return test_bert_folder(dir, &c, 21, ST_DIR, FILES, 3);
 }
 
 /* `tformer finetune --task classify` puts RoBERTa's classifier (dense + tanh +
@@ -467,44 +314,23 @@ static int rb_tiny_folder(char *dir) {
  * folder that hf-run and `tformer predict` read; pairs run too; tag and span
  * (words onto WordPiece pieces) are refused naming the task. */
 TEST(roberta_finetune_and_predict) {
+    static const char *const WORDS[] = {"good", "bad"}, *const ANIMALS[] = {"cat", "dog", "fox", "children"};
     char run[] = "/tmp/tformer_rbft_XXXXXX", train[] = "/tmp/tformer_rbft_XXXXXX", valid[] = "/tmp/tformer_rbft_XXXXXX";
     char model[] = "/tmp/tformer_rbftm_XXXXXX", args[2048], path[600];
     static char out[16384];
     CHECK(rb_tiny_folder(model) == 0 && mkdtemp(run) && !test_temp_file(train) && !test_temp_file(valid));
-    CHECK(rb_sentiment(train, 200, 1, 0) == 0 && rb_sentiment(valid, 40, 2, 0) == 0);
-    snprintf(args, sizeof args, "finetune --model %s --train %s --valid %s --out %s/c --steps 40 --batch 16 --lr 5e-3 "
-             "--min-lr 1e-4 --warmup 3 --eval-every 40 --threads 1 2>&1", model, train, valid, run);
-    int rc = test_run_cli("", args, out, sizeof out);
-    const char *acc = strstr(out, "valid: accuracy");
-    double a = acc ? strtod(acc + 16, NULL) : 0;
-    printf("    classify: %s", acc ? acc : out);
-    CHECKF(rc == 0 && a > 0.9, "status %d\n%s", rc, out);
-    snprintf(path, sizeof path, "%s/c/config.json", run);
-    size_t n;
-    char *cfg = test_slurp(path, &n);
-    int named = cfg && strstr(cfg, "\"RobertaForSequenceClassification\"") && strstr(cfg, "\"model_type\":\t\"roberta\"");
-    free(cfg);
-    CHECKF(named, "%s is not RoBERTa's", path);
+    test_finetune_spec s = {model, 40, "\"RobertaForSequenceClassification\"", "\"model_type\":\t\"roberta\"",
+                            "good fox the mat\nbad cat the mat\n", WORDS, ANIMALS};
+    CHECKF(test_finetune_classify(&s, run, out, sizeof out) == 0, "classify, predict or pairs failed\n%s", out);
     snprintf(path, sizeof path, "%s/c/model.safetensors", run);
     tf_st_file *f = tf_st_open(path);
     CHECKF(f && tf_st_find(f, "classifier.dense.weight") && tf_st_find(f, "classifier.out_proj.weight") &&
            !tf_st_find(f, "roberta.pooler.dense.weight"), "%s lacks RoBERTa's classifier", path);
     tf_st_close(f);
-    char inputs[] = "/tmp/tformer_rbft_XXXXXX";
-    CHECK(!test_temp_file(inputs) && test_write_text(inputs, "good fox the mat\nbad cat the mat\n") == 0);
-    snprintf(args, sizeof args, "predict --model %s/c --threads 1 < %s", run, inputs);
-    rc = test_run_cli("", args, out, sizeof out);
-    printf("    predict: %s", out);
-    CHECKF(rc == 0 && !strncmp(out, "pos\t", 4) && strstr(out, "\nneg\t"), "status %d\n%s", rc, out);
-    CHECK(rb_sentiment(train, 40, 3, 1) == 0 && rb_sentiment(valid, 8, 4, 1) == 0);
-    snprintf(args, sizeof args, "finetune --model %s --task pairs --train %s --valid %s --out %s/p --steps 2 --batch 8 "
-             "--threads 1 2>&1", model, train, valid, run);
-    rc = test_run_cli("", args, out, sizeof out);
-    CHECKF(rc == 0 && strstr(out, "valid: accuracy"), "pairs: status %d\n%s", rc, out);
     CHECK(test_write_text(train, "the\tO\ncat\tB\n\n") == 0 && test_write_text(valid, "the\tO\ncat\tB\n\n") == 0);
     snprintf(args, sizeof args, "finetune --model %s --task tag --train %s --valid %s --out %s/t --steps 2 --threads 1",
              model, train, valid, run);
-    rc = test_run_cli("", args, out, sizeof out);
+    int rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc != 0 && strstr(out, "or for classify and pairs RoBERTa's byte-level BPE"), "tag: status %d\n%s", rc, out);
-    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid), unlink(inputs);
+    test_rm_rf(run), test_rm_rf(model), unlink(train), unlink(valid);
 }

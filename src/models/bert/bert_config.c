@@ -68,16 +68,22 @@ tf_bert_config tf_bert_config_default(int vocab_size, int context, int n_layer, 
     return c;
 }
 
-/* RoBERTa: Hugging Face's arithmetic only (a folder written from it says RoBERTa). */
-static int roberta_check(const tf_bert_config *c) {
+/* What RoBERTa and DistilBERT share: Hugging Face's arithmetic only (a
+ * folder written from the model says the family): no pre-training head,
+ * post-LN, full attention, a position table, the first token pooled. */
+static int variant_check(const tf_bert_config *c, const char *family, const char *shape) {
     if (c->head == TF_BERT_PRETRAINING)
-        return tf_set_error("RoBERTa has no pre-training head (BertForPreTraining's NSP)");
-    if (c->head == TF_BERT_SEQ_CLS && c->pooler)
-        return tf_set_error("RobertaForSequenceClassification has no pooler (its classifier reads the first token)");
+        return tf_set_error("%s has no pre-training head (BertForPreTraining's NSP)", family);
     if (c->norm_first || c->pooling != TF_POOL_CLS || !c->learned_positions || c->bigbird_sparse ||
         c->attention.kind != TF_ATTENTION_FULL || c->attention.rope != TF_ROPE_NONE || c->attention.ssmax > 0.0f)
-        return tf_set_error("RoBERTa is post-LN with full attention, learned positions and the pooler on the first "
-                            "token");
+        return tf_set_error("%s is post-LN with full attention%s", family, shape);
+    return 0;
+}
+
+static int roberta_check(const tf_bert_config *c) {
+    if (c->head == TF_BERT_SEQ_CLS && c->pooler)
+        return tf_set_error("RobertaForSequenceClassification has no pooler (its classifier reads the first token)");
+    if (variant_check(c, "RoBERTa", ", learned positions and the pooler on the first token")) return -1;
     if (c->pad_token_id < 0 || c->pad_token_id >= c->vocab_size)
         return tf_set_error("RoBERTa's pad_token_id %d must be below vocab_size %d", c->pad_token_id, c->vocab_size);
     if (c->context < c->pad_token_id + 2)
@@ -87,15 +93,10 @@ static int roberta_check(const tf_bert_config *c) {
     return tf_block_config_check(&b);
 }
 
-/* DistilBERT: Hugging Face's arithmetic only, as RoBERTa. */
 static int distil_check(const tf_bert_config *c) {
     if (c->roberta) return tf_set_error("a model is RoBERTa or DistilBERT, not both");
-    if (c->head == TF_BERT_PRETRAINING)
-        return tf_set_error("DistilBERT has no pre-training head (BertForPreTraining's NSP)");
     if (c->pooler) return tf_set_error("DistilBERT has no pooler (its sequence classifier reads the first token)");
-    if (c->norm_first || c->pooling != TF_POOL_CLS || !c->learned_positions || c->bigbird_sparse ||
-        c->attention.kind != TF_ATTENTION_FULL || c->attention.rope != TF_ROPE_NONE || c->attention.ssmax > 0.0f)
-        return tf_set_error("DistilBERT is post-LN with full attention and a position table");
+    if (variant_check(c, "DistilBERT", " and a position table")) return -1;
     if (c->norm_eps != 1e-12f) return tf_set_error("DistilBERT's LayerNorms have eps 1e-12 (got %g)", c->norm_eps);
     if (c->pad_token_id < -1 || c->pad_token_id >= c->vocab_size)
         return tf_set_error("DistilBERT's pad_token_id %d must be below vocab_size %d (or -1: none)", c->pad_token_id,

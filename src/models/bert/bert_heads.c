@@ -88,20 +88,22 @@ static int pretraining(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, 
     return out->loss ? 0 : -1;
 }
 
+/* h[:, 0] of h (B,T,C): the first token's states, where RoBERTa's and DistilBERT's classifiers read. */
+static tf_tensor *first_token(tf_ctx *ctx, tf_tensor *h) {
+    return tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){h->shape[0], h->shape[2]});  // (B,C)
+}
+
 /* RoBERTa's RobertaClassificationHead: out_proj(dropout(tanh(dense(dropout(x[:, 0]))))), no pooler. */
 static tf_tensor *roberta_cls(tf_ctx *ctx, const tf_bert *m, tf_tensor *h) {
-    int64_t B = h->shape[0], C = h->shape[2];
-    tf_tensor *x = tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){B, C});  // (B,C)
+    tf_tensor *x = first_token(ctx, h);  // (B,C)
     x = tf_dense(ctx, tf_dropout(ctx, x, m->cls.dropout), m->cls_dense.weight, 0, m->cls_dense.bias, TF_ACT_NONE);
     return tf_classifier_seq_forward(ctx, &m->cls, tf_tanh(ctx, x));  // (B,L)
 }
 
 /* DistilBERT's: classifier(dropout(relu(pre_classifier(x[:, 0])))), no pooler. */
 static tf_tensor *distil_cls(tf_ctx *ctx, const tf_bert *m, tf_tensor *h) {
-    int64_t B = h->shape[0], C = h->shape[2];
-    tf_tensor *x = tf_reshape(ctx, tf_narrow(ctx, h, 1, 0, 1), 2, (int64_t[]){B, C});  // (B,C)
-    x = tf_dense(ctx, x, m->cls_dense.weight, 0, m->cls_dense.bias, TF_ACT_RELU);     // (B,C)
-    return tf_classifier_seq_forward(ctx, &m->cls, x);                                // (B,L)
+    tf_tensor *x = tf_dense(ctx, first_token(ctx, h), m->cls_dense.weight, 0, m->cls_dense.bias, TF_ACT_RELU);
+    return tf_classifier_seq_forward(ctx, &m->cls, x);  // (B,L)
 }
 
 static int seq_cls(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
