@@ -391,114 +391,123 @@ static void ids_line(char *b, size_t cap, const cJSON *ids, int from, int cut) {
     snprintf(b + k, cap - k, "\n");
 }
 
-/* Each run of generate.json with transformers' default early_stopping
- * (False) through the command line: source ids as words, the words out
- * equal to generate()'s ids. */
-static int translate_case(const char *dir, const char *tmp, int *n) {
-    char path[1300], *text;
+/* A fixture folder's generate.json for the command line: its sources as
+ * words in tmp/src.txt, a vocabulary that names them, the model. */
+typedef struct {
+    char *text;
+    cJSON *root;
+    tf_seq2seq *m;
+} cli_case;
+
+/* 1: set up; 0: dir has no generate runs; -1: a failure (said by the caller's count). */
+static int cli_case_open(cli_case *c, const char *dir, const char *tmp) {
+    char path[1300];
     size_t len;
     snprintf(path, sizeof path, "%s/generate.json", dir);
-    if (!(text = test_slurp(path, &len))) return 0;
-    cJSON *root = cJSON_Parse(text);
-    tf_seq2seq *m = tf_seq2seq_load(dir);
-    const cJSON *srcs = cJSON_GetObjectItem(root, "sources"), *run;
-    int bad = !m || write_vocab(tmp, m, srcs);
-    static char in[8192], want[8192], got[8192], cmd[4096];
+    *c = (cli_case){test_slurp(path, &len), NULL, NULL};
+    if (!c->text) return 0;
+    c->root = cJSON_Parse(c->text);
+    c->m = tf_seq2seq_load(dir);
+    const cJSON *srcs = cJSON_GetObjectItem(c->root, "sources");
+    static char in[8192];
     in[0] = 0;
     for (int i = 0; i < cJSON_GetArraySize(srcs); i++) ids_line(in, sizeof in, cJSON_GetArrayItem(srcs, i), 0, 1);
     snprintf(path, sizeof path, "%s/src.txt", tmp);
-    FILE *f = fopen(path, "w");
-    bad += !f || fputs(in, f) < 0 || fclose(f);
-    const cJSON *runs = bad ? NULL : cJSON_GetObjectItem(root, "runs");
+    if (!c->m || write_vocab(tmp, c->m, srcs) || test_write_text(path, in)) return -1;
+    snprintf(path, sizeof path, "cp %s/model.safetensors %s/", dir, tmp);
+    return system(path) == 0 ? 1 : -1;
+}
+
+static void cli_case_close(cli_case *c) {
+    tf_seq2seq_free(c->m);
+    cJSON_Delete(c->root);
+    free(c->text);
+}
+
+/* One run: tformer translate --model tmp FLAGS < tmp/src.txt against the run's
+ * outputs as words (without the start id and a final EOS); 1 when they differ. */
+static int cli_run_differs(const cli_case *c, const char *tmp, const cJSON *run, const char *flags, const char *dir) {
+    static char want[16384], got[16384], cmd[4096];
+    const cJSON *o;
+    want[0] = 0;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(run, "outputs")) {
+        int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
+        ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&c->m->cfg, 1).eos);
+    }
+    snprintf(cmd, sizeof cmd, "%s translate --model %s %s < %s/src.txt", test_tformer_bin(), tmp, flags, tmp);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(got, 1, sizeof got - 1, p) : 0;
+    got[k] = 0;
+    int rc = p ? pclose(p) : -1;
+    if (!rc && !strcmp(got, want)) return 0;
+    char *r = cJSON_PrintUnformatted(run);
+    fprintf(stderr, "    %s: %s %s\n    got:\n%s    want:\n%s", dir, r ? r : "", flags, got, want);
+    free(r);
+    return 1;
+}
+
+/* fn on every fixture folder with one scratch folder: the sum of its failures. */
+static int each_cli_case(int (*fn)(const char *dir, const char *tmp, int *n), int *runs) {
+    const char *dir = test_fixture_dir_or(MARIAN_DIR);
+    char *names[256], path[1200], tmp[] = "/tmp/tformer_marian_cli_XXXXXX";
+    if (!mkdtemp(tmp)) return 1;
+    int n = test_dir_entries(dir, names, 256), bad = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        bad += fn(path, tmp, runs);
+        free(names[i]);
+    }
+    test_rm_rf(tmp);
+    return bad;
+}
+
+/* Each run of generate.json with transformers' default early_stopping
+ * (False) through the command line, its settings as flags: source ids as
+ * words, the words out equal to generate()'s ids. */
+static int translate_case(const char *dir, const char *tmp, int *n) {
+    cli_case c;
+    int ok = cli_case_open(&c, dir, tmp), bad = ok < 0;
+    const cJSON *run, *runs = ok > 0 ? cJSON_GetObjectItem(c.root, "runs") : NULL;
     cJSON_ArrayForEach(run, runs) {
         if (!cJSON_IsFalse(cJSON_GetObjectItem(run, "early_stopping"))) continue;
-        const cJSON *outs = cJSON_GetObjectItem(run, "outputs"), *o;
-        want[0] = 0;
-        cJSON_ArrayForEach(o, outs) { /* without the start id and a final EOS */
-            int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
-            ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
-        }
-        if (test_marian_generate_config(dir, tmp, run)) bad++;
-        snprintf(cmd, sizeof cmd, "cp %s/model.safetensors %s/ && %s translate --model %s --beam %d "
-                 "--length-penalty %g --max-len-a 0 --max-len-b %d < %s/src.txt", dir, tmp, test_tformer_bin(), tmp,
-                 cJSON_GetObjectItem(run, "num_beams")->valueint, cJSON_GetObjectItem(run, "length_penalty")->valuedouble,
-                 cJSON_GetObjectItem(run, "max_length")->valueint - 1, tmp);
-        FILE *p = popen(cmd, "r");
-        size_t k = p ? fread(got, 1, sizeof got - 1, p) : 0;
-        got[k] = 0;
-        int rc = p ? pclose(p) : -1;
+        char flags[200];
+        snprintf(flags, sizeof flags, "--beam %d --length-penalty %g --max-len-a 0 --max-len-b %d",
+                 cJSON_GetObjectItem(run, "num_beams")->valueint,
+                 cJSON_GetObjectItem(run, "length_penalty")->valuedouble,
+                 cJSON_GetObjectItem(run, "max_length")->valueint - 1);
+        bad += test_marian_generate_config(dir, tmp, run) != 0 || cli_run_differs(&c, tmp, run, flags, dir);
         (*n)++;
-        if (rc || strcmp(got, want)) bad += fprintf(stderr, "    %s: %s\n    got:\n%s    want:\n%s", dir, cmd, got, want) > 0;
     }
-    tf_seq2seq_free(m);
-    cJSON_Delete(root);
-    free(text);
+    cli_case_close(&c);
     return bad;
 }
 
 TEST(marian_translate_cli_matches_generate) {
-    const char *dir = test_fixture_dir_or(MARIAN_DIR);
-    char *names[256], path[1200], tmp[] = "/tmp/tformer_marian_cli_XXXXXX", cmd[1300];
-    CHECK(mkdtemp(tmp) != NULL);
-    int n = test_dir_entries(dir, names, 256), bad = 0, runs = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        bad += translate_case(path, tmp, &runs);
-        free(names[i]);
-    }
+    int runs = 0, bad = each_cli_case(translate_case, &runs);
     printf("    tformer translate: %d runs (greedy and beam, every source), %d differ from generate()\n", runs, bad);
     CHECK(runs > 0 && bad == 0);
-    snprintf(cmd, sizeof cmd, "rm -r %s", tmp);
-    CHECK(system(cmd) == 0);
 }
 
 /* Each run of dir/generate.json as the folder's generation_config.json
  * (num_beams, max_length, length_penalty, early_stopping, forced eos, bad
  * words), through tformer translate without a flag: generate()'s ids. */
 static int folder_settings_case(const char *dir, const char *tmp, int *n) {
-    char path[1300], *text;
-    size_t len;
-    snprintf(path, sizeof path, "%s/generate.json", dir);
-    if (!(text = test_slurp(path, &len))) return 0;
-    cJSON *root = cJSON_Parse(text);
-    tf_seq2seq *m = tf_seq2seq_load(dir);
-    const cJSON *srcs = cJSON_GetObjectItem(root, "sources"), *run;
-    int bad = !m || write_vocab(tmp, m, srcs) || test_marian_generate_config(dir, tmp, NULL);
-    static char in[8192], want[16384], got[16384], cmd[4096];
-    in[0] = 0;
-    for (int i = 0; i < cJSON_GetArraySize(srcs); i++) ids_line(in, sizeof in, cJSON_GetArrayItem(srcs, i), 0, 1);
-    snprintf(path, sizeof path, "%s/src.txt", tmp);
-    bad += test_write_text(path, in) != 0;
-    const cJSON *runs = bad ? NULL : cJSON_GetObjectItem(root, "runs");
+    cli_case c;
+    int ok = cli_case_open(&c, dir, tmp), bad = ok < 0 || (ok > 0 && test_marian_generate_config(dir, tmp, NULL));
+    char path[1300];
+    snprintf(path, sizeof path, "%s/generation_config.json", tmp);
+    const cJSON *run, *runs = ok > 0 && !bad ? cJSON_GetObjectItem(c.root, "runs") : NULL;
     cJSON_ArrayForEach(run, runs) {
-        const cJSON *outs = cJSON_GetObjectItem(run, "outputs"), *o;
-        want[0] = 0;
-        cJSON_ArrayForEach(o, outs) {
-            int last = cJSON_GetArrayItem(o, cJSON_GetArraySize(o) - 1)->valueint;
-            ids_line(want, sizeof want, o, 1, last == tf_seq2seq_special_ids(&m->cfg, 1).eos);
-        }
         cJSON *gen = cJSON_Duplicate(run, 1);
         cJSON_DeleteItemFromObject(gen, "outputs");
         if (!cJSON_GetObjectItem(gen, "forced_eos_token_id")) cJSON_AddNullToObject(gen, "forced_eos_token_id");
         char *g = cJSON_Print(gen);
-        snprintf(path, sizeof path, "%s/generation_config.json", tmp);
-        bad += !g || test_write_text(path, g) != 0;
+        bad += !g || test_write_text(path, g) != 0 || cli_run_differs(&c, tmp, run, "", dir);
         free(g), cJSON_Delete(gen);
-        snprintf(cmd, sizeof cmd, "cp %s/model.safetensors %s/ && %s translate --model %s < %s/src.txt", dir, tmp,
-                 test_tformer_bin(), tmp, tmp);
-        FILE *p = popen(cmd, "r");
-        size_t k = p ? fread(got, 1, sizeof got - 1, p) : 0;
-        got[k] = 0;
-        int rc = p ? pclose(p) : -1;
         (*n)++;
-        if (rc || strcmp(got, want))
-            bad += fprintf(stderr, "    %s: %s\n    got:\n%s    want:\n%s", dir, cJSON_PrintUnformatted(run), got, want) > 0;
     }
-    snprintf(path, sizeof path, "%s/generation_config.json", tmp);
     unlink(path);
-    tf_seq2seq_free(m);
-    cJSON_Delete(root);
-    free(text);
+    cli_case_close(&c);
     return bad;
 }
 
@@ -508,19 +517,10 @@ static int folder_settings_case(const char *dir, const char *tmp, int *n) {
  * runs to max_length 30), length_penalty and early_stopping (were ignored:
  * length penalty 1, early_stopping false). */
 TEST(marian_translate_follows_the_folder_settings) {
-    const char *dir = test_fixture_dir_or(MARIAN_DIR);
-    char *names[256], path[1200], tmp[] = "/tmp/tformer_marian_gen_cli_XXXXXX";
-    CHECK(mkdtemp(tmp) != NULL);
-    int n = test_dir_entries(dir, names, 256), bad = 0, runs = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        bad += folder_settings_case(path, tmp, &runs);
-        free(names[i]);
-    }
+    int runs = 0, bad = each_cli_case(folder_settings_case, &runs);
     printf("    tformer translate with each run's settings in generation_config.json, no flags: %d runs, %d differ "
            "from generate()\n", runs, bad);
     CHECK(runs > 0 && bad == 0);
-    test_rm_rf(tmp);
 }
 
 /* A zero length budget (--max-len-a 0 --max-len-b 0) gives an empty line per
