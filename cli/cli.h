@@ -173,11 +173,11 @@ CLI_VERB(classify);
 /* dir/config.json's model_type, or "" when it has none or cannot be read (the family's loader then
  * names what is wrong). */
 void cli_model_type(const char *dir, char *out, size_t n);
-/* Accuracy, loss and per-class accuracy of a ViT or Swin classifier folder on an idx folder's split
+/* Accuracy, loss and per-class accuracy of an image classifier folder (any family with classify-image) on an idx folder's split
  * or a digits CSV (classify, eval), hflip: averaged with the mirror images' predictions; exits with
  * a message on failure. */
-void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                   int batch, int hflip);
+void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
+                      int batch, int hflip);
 /* The --hflip-tta row of classify and eval. */
 #define CLI_HFLIP_TTA_ROW                                                                                          \
     {"hflip-tta", CLI_SWITCH, NULL, "off",                                                                         \

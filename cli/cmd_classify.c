@@ -33,107 +33,80 @@ const cli_flag cmd_classify_flags[] = {
 
 static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
 
-/* An image classifier: a ViT or a Swin (config.json's model_type), its shape. */
-typedef struct {
-    tf_vit *vit;
-    tf_swin *swin;
-    int channels, size, n_labels;
-} classifier;
-
-static classifier load_classifier(const cli_verb *v, const char *model_dir) {
-    char type[64];
-    cli_model_type(model_dir, type, sizeof type);
-    classifier c = {0};
-    if (!strcmp(type, "swin")) {
-        if (!(c.swin = tf_swin_load_hf(model_dir))) cli_die(v, tf_error());
-        if (c.swin->cfg.head != TF_SWIN_IMAGE_CLS)
-            cli_die(v, "the folder is a SwinModel: scoring needs SwinForImageClassification");
-        if (tf_params_check_finite(c.swin->params, NULL)) cli_die(v, tf_error());
-        c.channels = c.swin->cfg.channels, c.size = c.swin->cfg.image_size, c.n_labels = c.swin->cfg.n_labels;
-        return c;
-    }
-    if (!(c.vit = tf_vit_load_hf(model_dir))) cli_die(v, tf_error());
-    if (c.vit->cfg.head != TF_VIT_IMAGE_CLS) cli_die(v, "the folder is a ViTModel: scoring needs ViTForImageClassification");
-    if (tf_params_check_finite(c.vit->params, NULL)) cli_die(v, tf_error());
-    c.channels = c.vit->cfg.channels, c.size = c.vit->cfg.image_size, c.n_labels = c.vit->cfg.n_labels;
-    return c;
-}
-
-static void free_classifier(classifier *c) { tf_vit_free(c->vit), tf_swin_free(c->swin); }
-
-static const char *class_label(const classifier *c, int i, char *buf, size_t n) {
-    return c->vit ? tf_vit_label(c->vit, i, buf, n) : tf_swin_label(c->swin, i, buf, n);
+/* An image classifier folder (any family with classify-image), its weights checked finite. */
+static tf_model *load_classifier(const cli_verb *v, const char *model_dir) {
+    tf_model *m = tf_model_load(model_dir, NULL);
+    if (!m || tf_model_require(m, TF_CAP_CLASSIFY_IMAGE) || tf_model_check_finite(m)) cli_die(v, tf_error());
+    return m;
 }
 
 /* Accuracy, loss and per-class accuracy of the model on a labelled set. */
-static void score_set(const cli_verb *v, const classifier *m, const tf_images *s, const char *name, int batch,
+static void score_set(const cli_verb *v, const tf_model *m, const tf_images *s, const char *name, int batch,
                       int hflip) {
+    int channels, size, n_labels;
+    tf_model_image_shape(m, &channels, &size, &n_labels);
     int32_t *pred = malloc((size_t)s->n * sizeof *pred);
-    int64_t L = m->n_labels, correct = 0, *hit = calloc((size_t)L, sizeof *hit), *all = calloc((size_t)L, sizeof *all);
+    int64_t L = n_labels, correct = 0, *hit = calloc((size_t)L, sizeof *hit), *all = calloc((size_t)L, sizeof *all);
     double loss;
     if (!pred || !hit || !all) cli_die(v, "out of memory");
-    int rc = m->vit ? tf_vit_predict(m->vit, s->pixels, s->n, batch, hflip, s->labels, pred, NULL, &loss, &correct)
-                    : tf_swin_predict(m->swin, s->pixels, s->n, batch, hflip, s->labels, pred, NULL, &loss, &correct);
-    if (rc) cli_die(v, tf_error());
+    if (tf_model_classify_images(m, s->pixels, s->n, batch, hflip, s->labels, pred, NULL, &loss, &correct))
+        cli_die(v, tf_error());
     for (int64_t i = 0; i < s->n; i++) all[s->labels[i]]++, hit[s->labels[i]] += pred[i] == s->labels[i];
     printf("accuracy %.4f (%lld of %lld images of %s%s) | loss %.4f\n", (double)correct / (double)s->n,
            (long long)correct, (long long)s->n, name, hflip ? ", each averaged with its mirror image" : "", loss);
     for (int64_t k = 0; k < L; k++) {
         char buf[32];
-        if (all[k]) printf("  %-16s %.4f (%lld of %lld)\n", class_label(m, (int)k, buf, sizeof buf),
+        if (all[k]) printf("  %-16s %.4f (%lld of %lld)\n", tf_model_label(m, (int)k, buf, sizeof buf),
                            (double)hit[k] / (double)all[k], (long long)hit[k], (long long)all[k]);
     }
     free(pred), free(hit), free(all);
 }
 
-void cli_vit_score(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                   int batch, int hflip) {
-    classifier m = load_classifier(v, model_dir);
+void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
+                      int batch, int hflip) {
+    tf_model *m = load_classifier(v, model_dir);
+    int channels, size, n_labels;
+    tf_model_image_shape(m, &channels, &size, &n_labels);
     tf_images s;
     char name[4200];
-    if (dir ? tf_images_read_dir(dir, split, m.n_labels, &s) : tf_images_read_digits(csv, &s)) cli_die(v, tf_error());
-    if (s.channels != m.channels || s.height != m.size || s.width != m.size) {
+    if (dir ? tf_images_read_dir(dir, split, n_labels, &s) : tf_images_read_digits(csv, &s)) cli_die(v, tf_error());
+    if (s.channels != channels || s.height != size || s.width != size) {
         snprintf(name, sizeof name, "%s: images of %dx%d with %d channel(s); the model takes %dx%d with %d",
-                 dir ? dir : csv, s.width, s.height, s.channels, m.size, m.size, m.channels);
+                 dir ? dir : csv, s.width, s.height, s.channels, size, size, channels);
         cli_die(v, name);
     }
     snprintf(name, sizeof name, "%s%s%s", dir ? dir : csv, dir ? " " : "", dir ? split : "");
-    score_set(v, &m, &s, name, batch, hflip);
+    score_set(v, m, &s, name, batch, hflip);
     tf_images_free(&s);
-    free_classifier(&m);
+    tf_model_free(m);
 }
 
-/* DIR/<file's base name without .png>.png: where the model looked (out.attentions of image 0). */
-static void attention_png(const cli_verb *v, const tf_vit *m, const tf_images *im, const tf_vit_outputs *out,
+/* DIR/<file's base name without .png>.png: where the model looked (maps: the rollout, then each head). */
+static void attention_png(const cli_verb *v, const tf_model *m, const tf_images *im, const float *maps,
                           const char *file, const char *dir, const char *title) {
-    const tf_vit_config *c = &m->cfg;
-    int g = c->image_size / c->patch_size, H = c->n_head;
-    float *maps = malloc((size_t)g * (size_t)g * (size_t)(H + 1) * sizeof *maps);
-    if (!maps) cli_die(v, "out of memory");
-    if (tf_vit_attention_rollout(m, out, 0, maps, maps + g * g)) cli_die(v, tf_error());
+    int g, H, patch;
+    if (tf_model_attention_grid(m, &g, &H, &patch)) cli_die(v, tf_error());
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     size_t n = strlen(base) > 4 && !strcmp(base + strlen(base) - 4, ".png") ? strlen(base) - 4 : strlen(base);
     char path[4200];
     snprintf(path, sizeof path, "%s/%.*s.png", dir, (int)n, base);
-    tf_image_attention_plot p = {im->pixels, im->channels, im->height, im->width, maps, g, g, c->patch_size,
+    tf_image_attention_plot p = {im->pixels, im->channels, im->height, im->width, maps, g, g, patch,
                                  maps + g * g, H, title};
     if (tf_plot_image_attention(path, &p)) cli_die(v, tf_error());
     fprintf(stderr, "wrote %s\n", path);
-    free(maps);
 }
 
 /* Image 0's labels by probability, the k likeliest as "label\tprobability" after the file's name. */
-static void print_top(const classifier *m, const tf_tensor *logits, const char *file, int k, char *title, size_t n) {
-    int L = m->n_labels;
+static void print_top(const tf_model *m, int L, const float *logits, const char *file, int k, char *title, size_t n) {
     float p[L > 0 ? L : 1], hi = -INFINITY, sum = 0;
-    for (int j = 0; j < L; j++) hi = fmaxf(hi, tf_f32(logits)[j]);
-    for (int j = 0; j < L; j++) sum += p[j] = expf(tf_f32(logits)[j] - hi);
+    for (int j = 0; j < L; j++) hi = fmaxf(hi, logits[j]);
+    for (int j = 0; j < L; j++) sum += p[j] = expf(logits[j] - hi);
     printf("%s", file);
     for (int r = 0; r < k && r < L; r++) {
         int best = 0;
         for (int j = 1; j < L; j++) best = p[j] > p[best] ? j : best;
         char buf[32];
-        const char *name = class_label(m, best, buf, sizeof buf);
+        const char *name = tf_model_label(m, best, buf, sizeof buf);
         printf("\t%s\t%.4f", name, p[best] / sum);
         if (r == 0) snprintf(title, n, "%s: %s %.4f", file, name, p[best] / sum);
         p[best] = -1;
@@ -143,35 +116,29 @@ static void print_top(const classifier *m, const tf_tensor *logits, const char *
 
 /* Each PNG file: its k likeliest labels with their probabilities; with
  * attention_dir, the picture of where the model looked. */
-static void classify_pngs(const cli_args *a, const classifier *m, int k, const char *attention_dir) {
-    const classifier *c = m;
-    tf_ctx *ctx = tf_ctx_new(0);
-    if (!ctx) cli_die(a->verb, "out of memory");
-    tf_ctx_set_grad(ctx, 0);
+static void classify_pngs(const cli_args *a, const tf_model *m, int k, const char *attention_dir) {
+    int channels, size, L, g = 0, H = 0, patch;
+    tf_model_image_shape(m, &channels, &size, &L);
+    if (attention_dir && tf_model_attention_grid(m, &g, &H, &patch)) cli_die(a->verb, tf_error());
+    float *logits = malloc((size_t)(L > 0 ? L : 1) * sizeof *logits);
+    float *maps = attention_dir ? malloc((size_t)g * (size_t)g * (size_t)(H + 1) * sizeof *maps) : NULL;
+    if (!logits || (attention_dir && !maps)) cli_die(a->verb, "out of memory");
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
-        if (tf_images_read_png(a->operands[i], c->channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
-        if (im.height != c->size || im.width != c->size || im.channels != c->channels) {
+        if (tf_images_read_png(a->operands[i], channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
+        if (im.height != size || im.width != size || im.channels != channels) {
             char msg[4200];
             snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],
-                     im.width, im.height, c->size, c->size, c->channels);
+                     im.width, im.height, size, size, channels);
             cli_die(a->verb, msg);
         }
-        tf_ctx_reset(ctx);
-        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, c->channels, c->size, c->size}, 0);
-        if (!x) cli_die(a->verb, tf_error());
-        memcpy(x->data, im.pixels, (size_t)tf_numel(x) * sizeof(float));
-        tf_vit_outputs out;
-        tf_swin_outputs sout;
-        tf_vit_inputs in = {.pixel_values = x, .output_attentions = attention_dir != NULL};
-        if (m->vit ? tf_vit_run(ctx, m->vit, &in, &out) : tf_swin_run(ctx, m->swin, &(tf_swin_inputs){.pixel_values = x}, &sout))
-            cli_die(a->verb, tf_error());
+        if (tf_model_image_logits(m, im.pixels, logits, maps)) cli_die(a->verb, tf_error());
         char title[4300];
-        print_top(m, m->vit ? out.logits : sout.logits, a->operands[i], k, title, sizeof title);
-        if (attention_dir) attention_png(a->verb, m->vit, &im, &out, a->operands[i], attention_dir, title);
+        print_top(m, L, logits, a->operands[i], k, title, sizeof title);
+        if (attention_dir) attention_png(a->verb, m, &im, maps, a->operands[i], attention_dir, title);
         tf_images_free(&im);
     }
-    tf_ctx_free(ctx);
+    free(logits), free(maps);
 }
 
 /* Each clip folder: its frames (PNG files in name order), its likeliest label and that label's probability. */
@@ -201,21 +168,11 @@ static void classify_clips(const cli_args *a, const tf_vivit *m) {
     }
 }
 
-static int is_video_model(const char *dir) {
-    char type[64];
-    cli_model_type(dir, type, sizeof type);
-    return !strcmp(type, "vivit") || !strcmp(type, "tformer-vivit");
-}
-
-static void classify_video(const cli_args *a) {
+static void classify_video(const cli_args *a, const tf_model *m) {
     if (!a->n_operands)
         cli_usage_error(a, "a video model classifies clips: give clip folders (PNG frames), not --data-dir or --data");
-    tf_vivit *m = tf_vivit_load(a->v[MODEL].text);
-    if (!m) cli_die(a->verb, tf_error());
-    if (m->cfg.head != TF_VIVIT_VIDEO_CLS) cli_die(a->verb, "the folder is a VivitModel: classifying needs VivitForVideoClassification");
-    if (tf_params_check_finite(m->params, NULL)) cli_die(a->verb, tf_error());
-    classify_clips(a, m);
-    tf_vivit_free(m);
+    if (tf_model_require(m, TF_CAP_CLASSIFY_CLIP) || tf_model_check_finite(m)) cli_die(a->verb, tf_error());
+    classify_clips(a, tf_model_impl(m));
 }
 
 int cmd_classify(const cli_args *a) {
@@ -231,23 +188,28 @@ int cmd_classify(const cli_args *a) {
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
     if (!a->n_operands && (a->v[TOP_K].given || att))
         cli_usage_error(a, "--top-k and --attention-png go with PNG files, not with a labelled set");
-    if (is_video_model(a->v[MODEL].text)) {
+    tf_model *m = tf_model_load(a->v[MODEL].text, NULL);
+    if (!m) cli_die(a->verb, tf_error());
+    if (tf_model_family(m)->caps & TF_CAP_CLASSIFY_CLIP) { /* a video family, whatever its folder's head */
         if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given)
-            cli_usage_error(a, "--top-k, --attention-png and --hflip-tta are ViT and Swin settings (images)");
-        classify_video(a);
-        return 0;
+            cli_usage_error(a, "--top-k, --attention-png and --hflip-tta are image settings, not a video model's");
+        classify_video(a, m);
+        return tf_model_free(m), 0;
     }
+    if (tf_model_require(m, TF_CAP_CLASSIFY_IMAGE) || tf_model_check_finite(m)) cli_die(a->verb, tf_error());
     if (!a->n_operands) {
-        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i, a->v[HFLIP_TTA].given);
+        tf_model_free(m);
+        cli_score_images(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i, a->v[HFLIP_TTA].given);
         return 0;
     }
-    classifier m = load_classifier(a->verb, a->v[MODEL].text);
-    if (a->v[TOP_K].i > m.n_labels)
-        cli_usage_error(a, "--top-k %lld: the model has %d labels", (long long)a->v[TOP_K].i, m.n_labels);
-    if (att && !m.vit)
-        cli_usage_error(a, "--attention-png: the rollout follows a ViT's class token; a Swin model has none");
+    int channels, size, n_labels, g, heads, patch;
+    tf_model_image_shape(m, &channels, &size, &n_labels);
+    if (a->v[TOP_K].i > n_labels)
+        cli_usage_error(a, "--top-k %lld: the model has %d labels", (long long)a->v[TOP_K].i, n_labels);
+    if (att && tf_model_attention_grid(m, &g, &heads, &patch))
+        cli_usage_error(a, "--attention-png: %s", tf_error());
     if (att) cli_make_folder(a->verb, "--attention-png", att);
-    classify_pngs(a, &m, (int)a->v[TOP_K].i, att);
-    free_classifier(&m);
+    classify_pngs(a, m, (int)a->v[TOP_K].i, att);
+    tf_model_free(m);
     return 0;
 }

@@ -63,7 +63,7 @@ int cmd_eval(const cli_args *a) {
             cli_usage_error(a, "--quantize goes with a GPT (--data) or a ListOps run (--listops), not --data-dir yet");
         const char *split = a->v[SPLIT].text;
         if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
-        cli_vit_score(a->verb, a->v[MODEL].text, dir, split, NULL, 256, a->v[HFLIP_TTA].given);
+        cli_score_images(a->verb, a->v[MODEL].text, dir, split, NULL, 256, a->v[HFLIP_TTA].given);
         return 0;
     }
     if (a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with an image classifier (--data-dir)");

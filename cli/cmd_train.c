@@ -1,29 +1,25 @@
-/* tformer train: a GPT (next-token prediction) or a BERT (masked LM +
- * next-sentence prediction) on text files, an encoder-decoder on
- * line-aligned source and target files (--arch seq2seq: the Transformer;
- * --arch rnn: the RNN baseline with Bahdanau attention), or a ViT on
- * labelled images (--arch vit; --arch swin: a Swin Transformer; idx files or scikit-learn's digits), an ImageGPT on images as
- * colour tokens (--arch imagegpt: a GPT on k-means pixel tokens), a ViViT on moving-object clips made
- * from idx images (--arch vivit), or a Continual Transformer labelling each token of a stream
- * (--arch continual: a --data file per class), or a BERT encoder classifying
- * generated ListOps expressions (--arch listops, docs/long-sequences.md). Its flags are the trainer's and
- * the task's field tables (the model's included), so every setting has a
- * flag, a JSON key for --config and a line in --help; --arch picks the task
- * (`tformer train --arch bert --help` lists BERT's rows). */
+/* tformer train: any family of the registry (tformer/model.h) that trains,
+ * picked by --arch: a GPT (next-token prediction), a BERT (masked LM +
+ * next-sentence prediction), an encoder-decoder on line-aligned source and
+ * target files, an image or video classifier, an ImageGPT, a Continual
+ * Transformer or a ListOps classifier (`tformer train --help` lists them).
+ * Its flags are the trainer's and the family's task field tables (the
+ * model's included), so every setting has a flag, a JSON key for --config and
+ * a line in --help; `tformer train --arch bert --help` lists BERT's rows. The
+ * family's row checks its own arguments, makes its task and bounds its
+ * validation pass; this file knows no family by name. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
+/* --arch's value list and help, from the registry (filled before the flags are parsed). */
+static char g_arch_names[256], g_arch_help[2048];
+
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR };
 const cli_flag cmd_train_flags[] = {
-    [ARCH] = {"arch", CLI_STRING, "gpt|bert|seq2seq|rnn|vit|swin|imagegpt|vivit|continual|listops", "gpt",
-              "the model family: gpt (next token), bert (masked LM + NSP), seq2seq (translation), rnn (RNN translation), "
-              "vit (image classification), swin (image classification by a Swin Transformer), imagegpt (next pixel: a "
-              "GPT on colour tokens), vivit (video classification on moving-object clips), continual (each token of a "
-              "stream classified by a Continual Transformer), listops (a BERT encoder classifying generated ListOps "
-              "expressions)"},
+    [ARCH] = {"arch", CLI_STRING, g_arch_names, "gpt", g_arch_help},
     [DATA] = {"data", CLI_LIST, "FILE...", "",
               "text files to train on (gpt, bert; continual: one a class); vit, swin, imagegpt: one digits.csv(.gz)"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL, "the run folder: model, tokenizer, checkpoint, losses.csv, loss.png"},
@@ -48,47 +44,39 @@ const cli_flag cmd_train_flags[] = {
 };
 
 static tf_train_config g_train;
-static tf_lm_config g_lm;
-static tf_bert_pretrain_config g_bert;
-static tf_seq2seq_task_config g_s2s;
-static tf_rnn_seq2seq_task_config g_rnn;
-static tf_vit_task_config g_vit;
-static tf_swin_task_config g_swin;
-static tf_imagegpt_task_config g_igpt;
-static tf_vivit_task_config g_vivit;
-static tf_costream_config g_co;
-static tf_listops_task_config g_lo;
+static void *g_task; /* the family's task configuration (its row's task_size bytes) */
 static tf_fields g_tables[2];
 
-static int is_arch(const char *name) {
-    const char *arch = cli_peek("arch");
-    return arch && !strcmp(arch, name);
+/* --arch's family; the default's when the value names none (check_usage refuses it). */
+static const tf_family *arch_family(const char *name) {
+    const tf_family *f = tf_family_find(name);
+    return f && f->task_new ? f : tf_family_find("gpt");
+}
+
+/* --arch's metavar ("gpt|bert|...") and help (each family's summary) from the registry. */
+static void describe_families(void) {
+    size_t k = 0, h = (size_t)snprintf(g_arch_help, sizeof g_arch_help, "the model family:");
+    const tf_family *const *f = tf_families();
+    for (int i = 0; f[i]; i++) {
+        if (!f[i]->task_new) continue;
+        if (k < sizeof g_arch_names)
+            k += (size_t)snprintf(g_arch_names + k, sizeof g_arch_names - k, "%s%s", k ? "|" : "", f[i]->name);
+        if (h < sizeof g_arch_help)
+            h += (size_t)snprintf(g_arch_help + h, sizeof g_arch_help - h, "%s %s (%s)", i ? "," : "", f[i]->name,
+                                  f[i]->summary);
+    }
 }
 
 int cmd_train_tables(const tf_fields **t) {
-    g_train = tf_train_config_default(), g_lm = tf_lm_config_default(), g_bert = tf_bert_pretrain_config_default();
-    g_s2s = tf_seq2seq_task_config_default(), g_rnn = tf_rnn_seq2seq_task_config_default();
-    g_vit = tf_vit_task_config_default(), g_swin = tf_swin_task_config_default(), g_igpt = tf_imagegpt_task_config_default();
-    g_vivit = tf_vivit_task_config_default();
-    g_vivit.model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
-    g_co = tf_costream_config_default(), g_lo = tf_listops_task_config_default();
-    if (is_arch("vit") || is_arch("swin")) { /* image classification's own defaults (AdamW as DeiT, larger batches) */
-        g_train.batch = 128, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.min_lr = 1e-5f;
-        g_train.eval_batches = 1000; /* at most one pass over the validation images (train_vit) */
-    }
-    if (is_arch("vivit")) g_train.batch = 32, g_train.weight_decay = 0.05f, g_train.beta2 = 0.999f, g_train.eval_batches = 1000;
+    const char *arch = cli_peek("arch");
+    const tf_family *f = arch_family(arch ? arch : "gpt");
+    describe_families();
+    g_train = tf_train_config_default();
+    free(g_task);
+    if (!(g_task = calloc(1, f->task_size))) return 0;
+    f->task_defaults(g_task, &g_train);
     g_tables[0] = (tf_fields){&tf_train_config_table, &g_train};
-    if (is_arch("imagegpt")) g_train.eval_batches = 1000; /* at most one pass over the validation images */
-    g_tables[1] = is_arch("vit") ? (tf_fields){&tf_vit_task_config_table, &g_vit}
-                : is_arch("swin") ? (tf_fields){&tf_swin_task_config_table, &g_swin}
-                : is_arch("imagegpt") ? (tf_fields){&tf_imagegpt_task_config_table, &g_igpt}
-                : is_arch("vivit") ? (tf_fields){&tf_vivit_task_config_table, &g_vivit}
-                : is_arch("bert") ? (tf_fields){&tf_bert_pretrain_config_table, &g_bert}
-                : is_arch("seq2seq") ? (tf_fields){&tf_seq2seq_task_config_table, &g_s2s}
-                : is_arch("rnn") ? (tf_fields){&tf_rnn_seq2seq_task_config_table, &g_rnn}
-                : is_arch("continual") ? (tf_fields){&tf_costream_config_table, &g_co}
-                : is_arch("listops") ? (tf_fields){&tf_listops_task_config_table, &g_lo}
-                                     : (tf_fields){&tf_lm_config_table, &g_lm};
+    g_tables[1] = (tf_fields){f->task_table, g_task};
     *t = g_tables;
     return 2;
 }
@@ -127,124 +115,79 @@ static int same_args(const cli_args *a) {
     return rc;
 }
 
-/* Validation over at most one pass of n held-out items, in micro-batches (a short last
- * batch is padded, its padding not counted). */
-static void one_pass(int64_t n) {
-    int64_t rows = g_train.batch / (g_train.accum * tf_dist_size()); /* a micro-batch's (tf_train checks the split) */
-    int64_t passes = rows > 0 ? (n + rows - 1) / rows : 1;
-    if (g_train.eval_batches > passes) g_train.eval_batches = (int)passes;
+/* The family's arguments from the command line. */
+static tf_task_args task_args(const cli_args *a, int resume) {
+    int64_t split = (int64_t)g_train.accum * tf_dist_size(); /* tf_train checks the split (accum 0 included) */
+    int64_t rows = split > 0 ? g_train.batch / split : 0;   /* a micro-batch's */
+    return (tf_task_args){
+        .data = (const char *const *)a->v[DATA].list, .n_data = a->v[DATA].n,
+        .tokenizer = a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL,
+        .src = opt(&a->v[SRC]), .tgt = opt(&a->v[TGT]), .valid_src = opt(&a->v[VALID_SRC]),
+        .valid_tgt = opt(&a->v[VALID_TGT]), .data_dir = opt(&a->v[DATA_DIR]), .run_dir = a->v[OUT].text,
+        .resume = resume, .norm_given = a->v[NORM].text != NULL,
+        .accum = g_train.accum * tf_dist_size(), /* the micro-batches of a step over every process */
+        .rows = rows, .seed = g_train.seed,
+    };
 }
 
 typedef struct {
-    const cli_args *a;
-    const char *arch, *out;
-    int resume;
-} task_args;
+    const tf_family *f;
+    tf_task_args args;
+} task_job;
 
-/* The task of --arch (made on rank 0 first when several processes train). */
+/* The family's task (made on rank 0 first when several processes train). */
 static tf_task *make_task(void *arg) {
-    const task_args *t = arg;
-    const cli_args *a = t->a;
-    const char *tok = a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL;
-    const char *const *data = (const char *const *)a->v[DATA].list;
-    int accum = g_train.accum * tf_dist_size(); /* the micro-batches of a step over every process */
-    if (!strcmp(t->arch, "bert"))
-        return tf_bert_pretrain_task_new(&g_bert, data, a->v[DATA].n, tok, t->out, t->resume, g_train.seed);
-    if (!strcmp(t->arch, "listops")) return tf_listops_task_new(&g_lo, t->out, g_train.seed);
-    if (!strcmp(t->arch, "continual"))
-        return tf_costream_task_new(&g_co, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
-    if (!strcmp(t->arch, "gpt"))
-        return tf_lm_task_new(&g_lm, data, a->v[DATA].n, a->v[TOKENIZER].text, t->out, t->resume, g_train.seed);
-    if (!strcmp(t->arch, "vit") || !strcmp(t->arch, "swin")) { /* --data-dir's train split, or one digits CSV;
-                                                                   * validation: the last val_fraction */
-        const char *dir = opt(&a->v[DATA_DIR]);
-        int swin = !strcmp(t->arch, "swin"), n_labels = swin ? g_swin.model.n_labels : g_vit.model.n_labels;
-        tf_images train;
-        if (dir ? tf_images_read_dir(dir, "train", n_labels, &train) : tf_images_read_digits(data[0], &train))
-            return NULL;
-        return swin ? tf_swin_task_new(&g_swin, &train, NULL, t->out, g_train.seed)
-                    : tf_vit_task_new(&g_vit, &train, NULL, t->out, g_train.seed);
-    }
-    if (!strcmp(t->arch, "vivit")) { /* the clips are made of --data-dir's train split; validation: its last part */
-        tf_images images;
-        if (tf_images_read_dir(opt(&a->v[DATA_DIR]), "train", 0, &images)) return NULL;
-        return tf_vivit_task_new(&g_vivit, &images, t->out, g_train.seed);
-    }
-    if (!strcmp(t->arch, "imagegpt")) { /* --data-dir's train and t10k splits, or one digits CSV and its tail */
-        const char *dir = opt(&a->v[DATA_DIR]);
-        tf_images train, test;
-        if (!dir) return tf_images_read_digits(data[0], &train) ? NULL
-                                                                  : tf_imagegpt_task_new(&g_igpt, &train, NULL, t->out, g_train.seed);
-        if (tf_images_read_dir(dir, "train", 0, &train)) return NULL;
-        if (tf_images_read_dir(dir, "t10k", 0, &test)) return tf_images_free(&train), NULL;
-        return tf_imagegpt_task_new(&g_igpt, &train, &test, t->out, g_train.seed);
-    }
-    if (!strcmp(t->arch, "rnn"))
-        return tf_rnn_seq2seq_task_new(&g_rnn, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]),
-                                       opt(&a->v[VALID_TGT]), tok, t->out, t->resume, accum, g_train.seed);
-    return tf_seq2seq_task_new(&g_s2s, opt(&a->v[SRC]), opt(&a->v[TGT]), opt(&a->v[VALID_SRC]), opt(&a->v[VALID_TGT]),
-                               tok, t->out, t->resume, accum, g_train.seed);
+    const task_job *j = arg;
+    return j->f->task_new(g_task, &j->args);
 }
 
-/* What the command line must hold for --arch (usage errors, before any process joins a run). */
-static void check_usage(const cli_args *a, const char *arch) {
-    int translation = !strcmp(arch, "seq2seq") || !strcmp(arch, "rnn"), video = !strcmp(arch, "vivit");
-    int classify = !strcmp(arch, "vit") || !strcmp(arch, "swin");
-    int vision = classify || !strcmp(arch, "imagegpt") || video, listops = !strcmp(arch, "listops");
-    if (strcmp(arch, "gpt") && strcmp(arch, "bert") && strcmp(arch, "continual") && !translation && !vision && !listops)
-        cli_usage_error(a, "--arch expects gpt, bert, seq2seq, rnn, vit, swin, imagegpt, vivit, continual or listops, "
-                        "got '%s'", arch);
-    if (listops && (a->v[DATA].n || a->v[TOKENIZER].given || a->v[NORM].text))
-        cli_usage_error(a, "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm "
-                           "(the blocks' order: --norm-first true|false)");
-    if (!strcmp(arch, "continual") && a->v[DATA].n < 2)
-        cli_usage_error(a, "--arch continual needs a --data file per class (at least 2)");
-    if (!vision && opt(&a->v[DATA_DIR])) cli_usage_error(a, "--data-dir is an image setting (--arch vit, swin, imagegpt or vivit)");
-    if (video && (!opt(&a->v[DATA_DIR]) || a->v[DATA].n))
-        cli_usage_error(a, "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)");
-    if ((classify || video) && a->v[NORM].text)
-        cli_usage_error(a, "--norm is a GPT setting (ViT, Swin and ViViT are pre-LN)");
-    if (vision && a->v[TOKENIZER].given)
-        cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
-    if (vision && !video && (!opt(&a->v[DATA_DIR]) == !a->v[DATA].n || a->v[DATA].n > 1))
+/* What the command line must hold for the family's input (usage errors, before any process joins a run). */
+static void check_usage(const cli_args *a, const tf_family *f, const tf_task_args *t) {
+    char buf[1024], list[256];
+    if (!tf_family_find(a->v[ARCH].text) || !tf_family_find(a->v[ARCH].text)->task_new)
+        cli_usage_error(a, "--arch expects %s, got '%s'", tf_family_train_list(list, sizeof list, ~0u), a->v[ARCH].text);
+    const char *why = f->task_check ? f->task_check(g_task, t, buf, sizeof buf) : NULL;
+    if (why) cli_usage_error(a, "%s", why);
+    const char *arch = f->name;
+    int images = f->input == TF_TRAIN_IMAGES, vision = images || f->input == TF_TRAIN_CLIPS;
+    int translation = f->input == TF_TRAIN_PARALLEL;
+    if (!vision && t->data_dir)
+        cli_usage_error(a, "--data-dir is an image setting (--arch %s)",
+                        tf_family_train_list(list, sizeof list, 1u << TF_TRAIN_IMAGES | 1u << TF_TRAIN_CLIPS));
+    if (vision && t->tokenizer) cli_usage_error(a, "--tokenizer is a text setting: --arch %s reads images", arch);
+    if (images && (!t->data_dir == !t->n_data || t->n_data > 1))
         cli_usage_error(a, "--arch %s reads --data-dir DIR (idx files) or --data FILE (one digits.csv), one of them",
                         arch);
-    if (!translation && !vision && !listops && !a->v[DATA].n) cli_usage_error(a, "missing --data");
-    if (!translation)
-        for (int k = SRC; k <= VALID_TGT; k++)
-            if (opt(&a->v[k]))
-                cli_usage_error(a, "--%s is a seq2seq setting (--arch seq2seq or rnn)", cmd_train_flags[k].name);
-    if (translation && a->v[DATA].n) cli_usage_error(a, "--arch %s reads --src and --tgt, not --data", arch);
+    if (f->input == TF_TRAIN_TEXT && !t->n_data) cli_usage_error(a, "missing --data");
+    for (int k = SRC; !translation && k <= VALID_TGT; k++)
+        if (opt(&a->v[k]))
+            cli_usage_error(a, "--%s is a seq2seq setting (--arch %s)", cmd_train_flags[k].name,
+                            tf_family_train_list(list, sizeof list, 1u << TF_TRAIN_PARALLEL));
+    if (translation && t->n_data) cli_usage_error(a, "--arch %s reads --src and --tgt, not --data", arch);
     for (int k = SRC; translation && k <= VALID_TGT; k++)
         if (!opt(&a->v[k])) cli_usage_error(a, "--arch %s needs --%s", arch, cmd_train_flags[k].name);
-    if (!strcmp(arch, "bert") && a->v[NORM].text)
-        cli_usage_error(a, "--norm is GPT's older flag: BERT's blocks take --norm-first true|false (default false, post-LN)");
-    if (!strcmp(arch, "bert") && g_bert.model.head != TF_BERT_PRETRAINING)
-        cli_usage_error(a, "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer "
-                           "finetune)");
 }
 
 /* Under mpirun every rank runs this; rank 0 alone prints and writes (docs/distributed.md). */
 int cmd_train(const cli_args *a) {
     configure(a);
     int every = a->v[LOG_EVERY].i > 0 ? (int)a->v[LOG_EVERY].i : 1;
-    const char *out = a->v[OUT].text, *arch = a->v[ARCH].text;
-    check_usage(a, arch);
+    const char *out = a->v[OUT].text;
+    const tf_family *f = arch_family(a->v[ARCH].text);
+    task_job job = {f, task_args(a, 0)};
+    check_usage(a, f, &job.args);
     tf_set_threads(cli_threads(&a->v[THREADS]));
     if (tf_dist_init()) cli_die(a->verb, tf_error());
     cli_catch_sigint();
-    task_args ta = {a, arch, out, cli_resume_mode(a, RESUME, ALLOW_CHANGES)};
+    job.args = task_args(a, cli_resume_mode(a, RESUME, ALLOW_CHANGES)); /* the processes are known now */
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
-    tf_task *t = tf_dist_task_new(make_task, &ta, out);
+    tf_task *t = tf_dist_task_new(make_task, &job, out);
     if (!t) cli_die(a->verb, tf_error());
     if (g_train.precision == TF_PRECISION_BF16 && tf_dist_rank() == 0)
         fprintf(stderr, "precision bf16: matrix products on %s\n", tf_bf16_info());
-    if ((!strcmp(arch, "seq2seq") || !strcmp(arch, "rnn")) && g_train.eval_batches > tf_seq2seq_task_val_batches(t))
-        g_train.eval_batches = (int)tf_seq2seq_task_val_batches(t); /* one pass over the validation set at most */
-    if (!strcmp(arch, "vit") || !strcmp(arch, "swin")) one_pass(tf_vit_task_images(t, TF_SUBSET_VAL));
-    if (!strcmp(arch, "vivit")) one_pass(tf_vivit_task_clips(t, TF_SUBSET_VAL));
-    if (!strcmp(arch, "imagegpt")) one_pass(tf_imagegpt_task_images(t, TF_SUBSET_VAL));
-    int rc = tf_train(&g_train, t, out, ta.resume, &cli_stop, cli_train_progress, &every);
+    int64_t pass = f->val_batches ? f->val_batches(t, &job.args) : -1;
+    if (pass >= 0 && g_train.eval_batches > pass) g_train.eval_batches = (int)pass; /* one pass at most */
+    int rc = tf_train(&g_train, t, out, job.args.resume, &cli_stop, cli_train_progress, &every);
     tf_task_free(t);
     if (rc < 0) cli_die(a->verb, tf_error());
     return cli_train_end(rc, tf_dist_rank() == 0, out);

@@ -6,8 +6,8 @@
  * (a Hugging Face Marian folder: source.spm and target.spm with vocab.json);
  * ids V, V+1, V+2 after a tokenizer's V are padding, BOS and EOS (Marian:
  * the config's pad, decoder start and eos ids). The
- * folder's model_type picks the family: "tformer-seq2seq" (the Transformer)
- * or "tformer-rnn-seq2seq" (the RNN baseline); each gives a decoder. */
+ * folder's family (the model handle: the Transformer, the RNN baseline, Marian)
+ * gives the decoders. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,96 +64,11 @@ int cmd_translate_tables(const tf_fields **t) {
     return 1;
 }
 
-/* One sentence's attention, malloc'd: the panel (T,S) and, for the
- * Transformer, every decoder layer's and head's cross-attention (L,H,T,S)
- * (the panel is then their average); T target rows, S source columns. */
-typedef struct {
-    float *panel, *grid;
-    int rows, cols;
-    const char *what; /* the panel's title */
-} attn_maps;
-
-/* A loaded translation model of either family: its sizes, its decoder
- * constructor and its attention over a source (1,S) given the target fed (1,T). */
-typedef struct {
-    void *m;
-    int src_vocab, tgt_vocab, context;
-    tf_seq2seq_special src_ids, tgt_ids; /* padding, start, end on each side */
-    int inside;                          /* the specials are tokenizer ids (Marian), not V, V+1, V+2 after them */
-    tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
-    tf_decoder *(*decoder_new_batch)(const void *m, const int32_t *const *src, const int *n_src, int n, int capacity);
-    int (*attend)(const void *m, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a);
-    void (*free)(void *m);
-} translator;
-
-static tf_decoder *tr_decoder(const void *m, const int32_t *src, int n, int cap) { return tf_seq2seq_decoder_new(m, src, n, cap); }
-static tf_decoder *tr_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
-    return tf_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
-}
-static void tr_free(void *m) { tf_seq2seq_free(m); }
-static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap) {
-    return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
-}
-static tf_decoder *rnn_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
-    return tf_rnn_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
-}
-static void rnn_free(void *m) { tf_rnn_seq2seq_free(m); }
-
-/* The Transformer's cross-attentions, one forward with output_attentions:
- * each layer's (1,H,T,S) into the grid, their mean over layers and heads the panel. */
-static int tr_attend(const void *mv, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a) {
-    const tf_seq2seq *m = mv;
-    tf_seq2seq_inputs in = {.input_ids = src, .decoder_input_ids = tgt, .output_attentions = 1};
-    tf_seq2seq_outputs out;
-    if (tf_seq2seq_run(ctx, m, &in, &out)) return -1;
-    int L = m->cfg.n_decoder_layers, H = m->cfg.n_head;
-    size_t per = (size_t)H * (size_t)(tgt->shape[1] * src->shape[1]), maps = (size_t)L * (size_t)H;
-    a->rows = L, a->cols = H, a->what = "cross-attention: the average of every layer and head";
-    a->grid = malloc(L * per * sizeof *a->grid), a->panel = calloc(per / (size_t)H, sizeof *a->panel);
-    if (!a->grid || !a->panel) return tf_set_error("out of memory");
-    for (int l = 0; l < L; l++) {
-        tf_tensor *p = tf_contiguous(ctx, out.cross_attentions[l]);  // p: (1,H,T,S)
-        if (!p) return -1;
-        memcpy(a->grid + l * per, tf_f32(p), per * sizeof *a->grid);
-    }
-    for (size_t k = 0; k < maps; k++)
-        for (size_t i = 0; i < per / (size_t)H; i++) a->panel[i] += a->grid[k * (per / (size_t)H) + i] / (float)maps;
-    return 0;
-}
-
-/* The RNN's alignment alpha (1,T,S), the panel alone. */
-static int rnn_attend(const void *mv, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, attn_maps *a) {
-    tf_rnn_seq2seq_inputs in = {.input_ids = src, .decoder_input_ids = tgt, .output_attentions = 1};
-    tf_rnn_seq2seq_outputs out;
-    if (tf_rnn_seq2seq_run(ctx, mv, &in, &out)) return -1;
-    tf_tensor *p = tf_contiguous(ctx, out.attentions);  // p: (1,T,S)
-    size_t n = (size_t)(tgt->shape[1] * src->shape[1]);
-    a->what = "Bahdanau attention: the alignment \xCE\xB1 (each row sums to 1)";
-    if (!p) return -1;
-    if (!(a->panel = malloc(n * sizeof *a->panel))) return tf_set_error("out of memory");
-    memcpy(a->panel, tf_f32(p), n * sizeof *a->panel);
-    return 0;
-}
-
-static void load_model(const cli_verb *v, const char *dir, translator *t) {
-    char type[64];
-    cli_model_type(dir, type, sizeof type);
-    if (!strcmp(type, "tformer-rnn-seq2seq")) {
-        tf_rnn_seq2seq *m = tf_rnn_seq2seq_load(dir);
-        if (!m) cli_die(v, tf_error());
-        const int S = m->cfg.src_vocab, T = m->cfg.tgt_vocab;
-        *t = (translator){m, S, T, m->cfg.context,
-                          {tf_seq2seq_pad_id(S), tf_seq2seq_bos_id(S), tf_seq2seq_eos_id(S)},
-                          {tf_seq2seq_pad_id(T), tf_seq2seq_bos_id(T), tf_seq2seq_eos_id(T)}, 0,
-                          rnn_decoder, rnn_decoder_batch, rnn_attend, rnn_free};
-    } else { /* tformer's Transformer or a Marian folder */
-        tf_seq2seq *m = tf_seq2seq_load(dir);
-        /* decoding steps read (in,out) copies of the weights through the tile kernel (nn.h) */
-        if (!m || tf_params_quantize(m->params, TF_QUANT_F32)) cli_die(v, tf_error());
-        *t = (translator){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context,
-                          tf_seq2seq_special_ids(&m->cfg, 0), tf_seq2seq_special_ids(&m->cfg, 1), m->cfg.eos_id >= 0,
-                          tr_decoder, tr_decoder_batch, tr_attend, tr_free};
-    }
+/* The folder through the model handle: a family that translates (its row's decoders). */
+static tf_model *load_model(const cli_verb *v, const char *dir, tf_translation *t) {
+    tf_model *m = tf_model_load(dir, NULL);
+    if (!m || tf_model_translation(m, t)) cli_die(v, tf_error());
+    return m;
 }
 
 /* The tokenizers: a Marian folder's source.spm and target.spm (with vocab.json
@@ -223,7 +138,7 @@ static void free_labels(char **l, int n) {
 
 /* The shared pieces of every picture of a run. */
 typedef struct {
-    const translator *m;
+    const tf_translation *m;
     const tf_translator *t;
     const char *out;
     tf_ctx *ctx;
@@ -241,10 +156,10 @@ static int draw_sentence(const cli_verb *v, const picture_job *j, int line_no, c
     memcpy(tf_i32(s), src->v, (size_t)S * sizeof *src->v);
     tf_i32(g)[0] = j->t->bos_id;
     memcpy(tf_i32(g) + 1, hyp->v, hyp->n * sizeof *hyp->v);
-    attn_maps a = {0};
+    tf_attention_maps a = {0};
     char **sl = labels(v, j->t->src_tok, src->v, S, j->t->src_eos_id, NULL);
     char **tl = labels(v, j->t->tgt_tok, hyp->v, T - 1, j->t->eos_id, "</s>");
-    rc = j->m->attend(j->m->m, j->ctx, s, g, &a);
+    rc = j->m->attend(j->m->model, j->ctx, s, g, &a);
     if (!rc) {
         char path[4200], title[64];
         snprintf(path, sizeof path, "%s/%04d.png", j->out, line_no);
@@ -318,13 +233,13 @@ int cmd_translate(const cli_args *a) {
     cli_apply(a);
     tf_translate_opts o = g_opts;
     if (pictures) cli_make_folder(v, "--attention-png", pictures);
-    translator m;
-    load_model(v, dir, &m);
+    tf_translation m;
+    tf_model *model = load_model(v, dir, &m);
     tf_tokenizer *src, *tgt;
     load_tokenizers(v, dir, &src, &tgt);
     check_vocab(v, dir, "source", src, m.src_vocab, m.inside);
     check_vocab(v, dir, "target", tgt, m.tgt_vocab, m.inside);
-    tf_translator t = {m.m, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
+    tf_translator t = {m.model, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
                        m.decoder_new_batch};
     tf_marian_generation gen;
     if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings, flags first */
@@ -349,6 +264,6 @@ int cmd_translate(const cli_args *a) {
     if (job.ctx) tf_ctx_free(job.ctx);
     if (tgt != src) tf_tokenizer_free(tgt);
     tf_tokenizer_free(src);
-    m.free(m.m);
+    tf_model_free(model);
     return fflush(stdout) ? 1 : 0;
 }

@@ -64,5 +64,6 @@
 #include "tformer/seq2seq.h"
 #include "tformer/rnn_seq2seq.h"
 #include "tformer/metrics.h"
+#include "tformer/model.h"
 
 #endif /* TFORMER_H */

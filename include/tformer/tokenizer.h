@@ -56,7 +56,8 @@ TF_API int64_t tf_tokenizer_max_length(const tf_tokenizer *t);
  * names ([CLS] [SEP] [PAD] [MASK] [UNK] or <unk>, <|endoftext|> for bos and
  * eos); -1 when absent or the role is unknown. */
 TF_API int32_t tf_tokenizer_special_id(const tf_tokenizer *t, const char *role);
-/* Append the ids of text (any bytes; see docs/tokenizers.md for invalid UTF-8). */
+/* Append the ids of text (any bytes; see docs/tokenizers.md for invalid UTF-8). Thread-safe (one
+ * encoding at a time per tokenizer). */
 TF_API int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out);
 /* The text of ids, malloc'ed and NUL-terminated; an id out of range is an error. */
 TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "family.h"
 #include "model_folder.h"
 
 int tf_folder_read_config(const char *dir, const char *type, const tf_field_table *t, void *cfg) {
@@ -53,36 +54,11 @@ int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, c
     return tf_params_save(ps, path);
 }
 
-/* The verbs that run a folder of model_type t, or NULL: the hint for a folder given to another family's loader. */
+/* The verbs that run a folder of model_type t (its family's row), or NULL: the hint for a folder
+ * given to another family's loader. */
 static const char *verbs_for(const char *t) {
-    static const struct {
-        const char *type, *verbs;
-    } V[] = {
-        {"gpt2", "generate or eval"},
-        {"tformer-gpt2", "generate or eval"},
-        {"imagegpt", "complete-image"},
-        {"tformer-imagegpt", "complete-image"},
-        {"bert", "embed, fill-mask or predict"},
-        {"tformer-bert", "embed, fill-mask or predict"},
-        {"roberta", "embed, fill-mask or predict"},
-        {"distilbert", "embed, fill-mask or predict"},
-        {"xlm-roberta", "embed, fill-mask or predict"},
-        {"roformer", "hf-run"},
-        {"big_bird", "hf-run"},
-        {"nystromformer", "hf-run"},
-        {"marian", "translate"},
-        {"tformer-seq2seq", "translate"},
-        {"tformer-rnn-seq2seq", "translate"},
-        {"vit", "classify"},
-        {"tformer-vit", "classify"},
-        {"swin", "classify"},
-        {"vivit", "classify"},
-        {"tformer-vivit", "classify"},
-        {"continual", "stream"},
-    };
-    for (size_t i = 0; i < sizeof V / sizeof V[0]; i++)
-        if (!strcmp(t, V[i].type)) return V[i].verbs;
-    return NULL;
+    const tf_family *f = tf_family_of_type(t);
+    return f ? f->verbs : NULL;
 }
 
 int tf_folder_check_type(const cJSON *root, const char *path, const char *family, const char *const *types) {

@@ -2,6 +2,8 @@
 #ifndef TF_TOK_INTERNAL_H
 #define TF_TOK_INTERNAL_H
 
+#include <pthread.h>
+
 #include "../util/util.h"
 
 /* UTF-8: decode one code point at s (n bytes left); -1 for an invalid sequence. */
@@ -92,6 +94,7 @@ struct tf_tokenizer {
     int roberta_pairs;        /* tokenizer.json's post_processor RobertaProcessing: <s> a </s></s> b </s> */
     int has_template;         /* its post_processor TemplateProcessing: template[0] single, [1] pair */
     tf_template template[2];
+    pthread_mutex_t lock;     /* encoding uses the model's caches and scratch: one caller at a time */
 };
 
 /* Added tokens (Hugging Face) or the vocabulary's own special tokens. */

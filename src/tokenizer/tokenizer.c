@@ -105,6 +105,11 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
     return t->impl ? 0 : -1;
 }
 
+static void free_tokenizer(tf_tokenizer *t) {
+    t->vt->free(t->impl);
+    free(t);
+}
+
 tf_tokenizer *tf_tokenizer_load(const char *dir) {
     tf_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return tf_set_error("tokenizer: out of memory"), NULL;
@@ -117,13 +122,17 @@ tf_tokenizer *tf_tokenizer_load(const char *dir) {
         return NULL;
     }
     default_roles(t); /* roles no settings file gave: the usual token names */
+    if (pthread_mutex_init(&t->lock, NULL)) {
+        free_tokenizer(t);
+        return tf_set_error("tokenizer: cannot make its lock"), NULL;
+    }
     return t;
 }
 
 void tf_tokenizer_free(tf_tokenizer *t) {
     if (!t) return;
-    t->vt->free(t->impl);
-    free(t);
+    pthread_mutex_destroy(&t->lock);
+    free_tokenizer(t);
 }
 
 tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t) { return t->kind; }
@@ -137,8 +146,12 @@ int32_t tf_tokenizer_special_id(const tf_tokenizer *t, const char *role) {
     return -1;
 }
 
+/* Thread-safe: the tokenizer's lock is held while its model encodes (a BPE's word cache grows). */
 int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out) {
-    return t->vt->encode(t->impl, text, len, out);
+    pthread_mutex_lock(&t->lock);
+    int rc = t->vt->encode(t->impl, text, len, out);
+    pthread_mutex_unlock(&t->lock);
+    return rc;
 }
 
 int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {

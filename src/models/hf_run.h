@@ -1,11 +1,13 @@
-/* Private: `tformer hf-run`. The driver (hf_run.c) reads config.json, finds
- * architectures[0] in the architecture table, checks and converts the named
- * inputs and writes the named outputs; a family file (hf_gpt2.c, ...) loads
- * and runs its models. Adding an architecture is one table row (hf_run.c)
- * and, for a new family, one hf_family. */
+/* Private to src/models: `tformer hf-run` and tf_model_run. The driver
+ * (hf_run.c) reads config.json, finds architectures[0] in the registry's
+ * families (each family's `archs` table, in its <family>_hf.c), checks and
+ * converts the named inputs and writes the named outputs; the family's row
+ * loads and runs its models. Adding an architecture is one row of its
+ * family's table. */
 #ifndef TF_HF_RUN_H
 #define TF_HF_RUN_H
 
+#include "family.h"
 #include "../core/internal.h"
 
 #define HF_MAX_TENSORS 16
@@ -39,27 +41,18 @@ typedef struct {
 } hf_tensors;
 
 /* What a family's run function sees. */
-typedef struct {
+typedef struct tf_hf_job {
     tf_ctx *ctx;
-    const void *model;      /* from hf_family.load */
+    const void *model;      /* from the family's load */
     const char *input_path; /* for messages naming the file */
     FILE *log;              /* warnings, or NULL */
     hf_tensors in;          /* checked inputs, converted as their kind says */
     hf_tensors out;         /* every field computed, by Hugging Face's name */
 } hf_job;
 
-/* A model family: how to load a folder and run a forward pass. run puts every
- * field it computes into job->out; the architecture's row picks those written. */
-typedef struct {
-    void *(*load)(const char *dir, const char *architecture);
-    void (*free)(void *model);
-    int (*run)(hf_job *job);
-} hf_family;
-
 /* One row of the architecture table. */
-typedef struct {
-    const char *name;              /* config.json architectures[0] */
-    const hf_family *family;
+typedef struct tf_hf_arch {
+    const char *name;              /* config.json architectures[0]; NULL ends a family's table */
     const hf_input *inputs;        /* forward() arguments hf-run takes, {NULL}-terminated */
     const char *const *refused;    /* forward() arguments hf-run does not take, NULL-terminated */
     const char *const *outputs;    /* output fields written when computed, NULL-terminated */
@@ -74,13 +67,24 @@ int hf_put(hf_tensors *ts, const char *name, tf_tensor *t);
 int hf_check_range(const hf_job *job, const char *name, int32_t lo, int32_t hi, int32_t skip,
                    const char *what);
 
-/* The families. */
-extern const hf_family hf_gpt2_family;
-extern const hf_family hf_bert_family;
-extern const hf_family hf_marian_family;
-extern const hf_family hf_vit_family;
-extern const hf_family hf_vivit_family;
-extern const hf_family hf_swin_family;
-extern const hf_family hf_nystrom_family;
+/* An error of a forward pass, named after the input file. */
+int hf_input_error(const hf_job *job);
+/* A classifier's output fields (last_hidden_state, pooler_output, logits,
+ * loss); PyTorch's mean over no labels is 0/0: loss NaN when every label is -100. */
+int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *last, tf_tensor *pooled,
+                              tf_tensor *logits, tf_tensor *loss);
+
+/* Output field lists shared by several families. */
+extern const char *const hf_out_lm[];   /* logits, loss */
+extern const char *const hf_out_body[]; /* last_hidden_state */
+extern const char *const hf_out_pooled[]; /* last_hidden_state, pooler_output */
+
+/* The architecture of dir/config.json's architectures[0] and its family (*family), or NULL
+ * with an error naming the file and listing what is supported. */
+const hf_arch *hf_read_architecture(const char *dir, FILE *log, const tf_family **family);
+/* The inputs of input_path through arch's forward (model: loaded, or NULL: loaded from
+ * model_dir after the inputs are checked), the output fields into output_path. */
+int hf_run_file(const tf_family *family, const hf_arch *arch, const void *model, const char *model_dir,
+                const char *input_path, const char *output_path, FILE *log);
 
 #endif

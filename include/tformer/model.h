@@ -1,0 +1,233 @@
+/* tformer: one door to every model — the family registry and the model handle.
+ *
+ * A family is a folder (src/models/<family>/) and one row of the registry
+ * (src/models/registry.c): its name, the model types of its folders, how it
+ * trains (the task's field table, defaults, constructor and checks) and what
+ * a loaded model of it can do (its capabilities). `tformer train --arch`,
+ * the verbs and the folder dispatch read the rows; nothing outside
+ * src/models/ compares a family's name.
+ *
+ * Thread-safety: a loaded tf_model is read-only. Every capability call makes
+ * its own context, so any number of threads may call one model at once; the
+ * results equal serial calls (tested: model_handle_threads_match_serial). */
+#ifndef TFORMER_MODEL_H
+#define TFORMER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core.h"
+#include "config.h"
+#include "images.h"
+#include "bert.h"
+#include "generate.h"
+#include "seq2seq.h"
+#include "tokenizer.h"
+#include "train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- capabilities */
+
+typedef enum {
+    TF_CAP_RUN = 1u << 0,            /* named tensors in and out, as hf-run */
+    TF_CAP_GENERATE = 1u << 1,       /* text from a prompt */
+    TF_CAP_TRANSLATE = 1u << 2,      /* a sentence into another language */
+    TF_CAP_EMBED = 1u << 3,          /* a vector per text */
+    TF_CAP_CLASSIFY_TEXT = 1u << 4,  /* a label per text (or pair) */
+    TF_CAP_CLASSIFY_IMAGE = 1u << 5, /* a label per image */
+    TF_CAP_CLASSIFY_CLIP = 1u << 6,  /* a label per clip of frames */
+    TF_CAP_FILL_MASK = 1u << 7,      /* the likeliest tokens at [MASK] */
+    TF_CAP_STREAM = 1u << 8,         /* a label per token of a stream (continual inference) */
+    TF_CAP_CAPTION = 1u << 9,        /* a sentence per image */
+    TF_CAP_COMPLETE_IMAGE = 1u << 10 /* the rest of an image from its top rows */
+} tf_cap;
+enum { TF_CAP_COUNT = 11 };
+
+/* "generate", "classify-image", ...: the capability's name (one bit of caps). */
+TF_API const char *tf_cap_name(unsigned cap);
+/* caps as names, comma-separated, into buf. */
+TF_API const char *tf_caps_list(unsigned caps, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- training */
+
+/* What a family's task reads (the training command line's inputs). */
+typedef enum {
+    TF_TRAIN_TEXT,      /* --data text files (with --tokenizer) */
+    TF_TRAIN_PARALLEL,  /* --src, --tgt, --valid-src, --valid-tgt: line-aligned sentence pairs */
+    TF_TRAIN_IMAGES,    /* --data-dir (idx files) or --data FILE (one digits.csv) */
+    TF_TRAIN_CLIPS,     /* --data-dir (idx files the clips are made of) */
+    TF_TRAIN_GENERATED  /* none: the task makes its data */
+} tf_train_input;
+
+/* The arguments every family's task constructor takes. */
+typedef struct {
+    const char *const *data;      /* --data files */
+    int n_data;
+    const char *tokenizer;        /* --tokenizer, or NULL when not given */
+    const char *src, *tgt, *valid_src, *valid_tgt; /* translation, or NULL */
+    const char *data_dir;         /* images, or NULL */
+    const char *run_dir;
+    int resume;                   /* tf_train's resume mode */
+    int norm_given;               /* --norm (GPT's older pre|post flag) was given */
+    int accum;                    /* micro-batches of a step over every process */
+    int64_t rows;                 /* rows of a micro-batch (for one validation pass) */
+    uint64_t seed;
+} tf_task_args;
+
+/* ---------------------------------------------------------------- translation */
+
+/* One sentence's attention, malloc'd: the panel (T,S) and, for a Transformer, every decoder
+ * layer's and head's cross-attention (rows = L, cols = H: (L,H,T,S); the panel is then their
+ * average; NULL for the RNN); T target rows, S source columns; what: the panel's title. */
+typedef struct {
+    float *panel, *grid;
+    int rows, cols;
+    const char *what;
+} tf_attention_maps;
+
+/* What translation needs of a model (TF_CAP_TRANSLATE): its sizes, the special ids on each
+ * side, the decoders the search steps (generate.h) and its attention over a source (1,S)
+ * given the target fed (1,T). */
+typedef struct {
+    const void *model;                   /* the family's object */
+    int src_vocab, tgt_vocab, context;
+    tf_seq2seq_special src_ids, tgt_ids; /* padding, start, end on each side */
+    int inside;                          /* the specials are tokenizer ids (Marian), not V, V+1, V+2 after them */
+    tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
+    tf_decoder *(*decoder_new_batch)(const void *m, const int32_t *const *src, const int *n_src, int n, int capacity);
+    int (*attend)(const void *m, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, tf_attention_maps *a);
+} tf_translation;
+
+/* ---------------------------------------------------------------- the registry */
+
+typedef struct tf_family tf_family;
+struct tf_hf_arch; /* a Hugging Face architecture the family reads (src/models/hf_run.h) */
+struct tf_hf_job;  /* one hf-run forward: named tensors in and out (src/models/hf_run.h) */
+struct tf_family {
+    const char *name;               /* `train --arch NAME`; the family's one name */
+    const char *summary;            /* one line for --help */
+    const char *const *model_types; /* config.json model_type values of its folders, NULL-ended (or NULL) */
+    const char *verbs;              /* the verbs that run its folders ("generate or eval"), for hints */
+    unsigned caps;                  /* what a loaded model may do (a folder's head may narrow it) */
+
+    /* Training (NULL task_new: the family is not trained by `tformer train`). */
+    tf_train_input input;
+    const tf_field_table *task_table;
+    size_t task_size;               /* bytes of the task's configuration */
+    /* The task's defaults into cfg, and the family's changes to the trainer's. */
+    void (*task_defaults)(void *cfg, tf_train_config *train);
+    /* A usage error for this family's arguments (static text or buf), or NULL. */
+    const char *(*task_check)(const void *cfg, const tf_task_args *a, char *buf, size_t n);
+    tf_task *(*task_new)(const void *cfg, const tf_task_args *a);
+    /* Validation batches in one pass over the held-out set, or -1 (no bound). */
+    int64_t (*val_batches)(const tf_task *t, const tf_task_args *a);
+
+    /* A folder of the family: load (architecture: config.json's architectures[0], or NULL),
+     * free, and the capabilities the loaded model has (its head may narrow caps; NULL: caps). */
+    void *(*load)(const char *dir, const char *architecture);
+    void (*free)(void *model);
+    unsigned (*model_caps)(const void *model);
+    /* The model's parameters (NULL: none exposed). */
+    const tf_params *(*params)(const void *model);
+    /* Named tensors in and out (hf-run) for the architectures of archs (name NULL-ended). */
+    const struct tf_hf_arch *archs;
+    int (*run)(struct tf_hf_job *job);
+    /* Capability calls on a loaded model (NULL where the family lacks the capability). */
+    int (*embed)(const void *model, tf_tokenizer *tok, const char *const *texts, int n, const tf_embed_opts *o,
+                 float *out);
+    int (*embed_dim)(const void *model);
+    int (*classify_images)(const void *model, const float *pixels, int64_t n, int batch, int hflip,
+                           const int32_t *labels, int32_t *pred, float *prob, double *loss, int64_t *correct);
+    /* The input images' shape (channels, height = width) and the number of labels. */
+    void (*image_shape)(const void *model, int *channels, int *size, int *n_labels);
+    const char *(*label)(const void *model, int i, char *buf, size_t n);
+    /* One image (channels, size, size) -> logits (n_labels); maps (NULL: none) -> where it
+     * looked: the attention rollout (g,g) then each head of the last layer (heads,g,g). */
+    int (*image_logits)(const void *model, const float *pixels, float *logits, float *maps);
+    /* The maps' grid g (patches a side), heads and patch size; NULL: the family draws none. */
+    void (*attention_grid)(const void *model, int *g, int *heads, int *patch);
+    /* Translation: the model prepared for decoding (its weights' copies for the tile kernel) and described. */
+    int (*translation)(void *model, tf_translation *t);
+};
+
+/* The families, in registry order, NULL-ended. */
+TF_API const tf_family *const *tf_families(void);
+/* The family named name (`--arch`), or NULL. */
+TF_API const tf_family *tf_family_find(const char *name);
+/* The family whose folders carry model_type type, or NULL. */
+TF_API const tf_family *tf_family_of_type(const char *type);
+/* The names of the trainable families whose input is in `inputs` (bits 1 << tf_train_input;
+ * ~0u: all) as "a, b or c" into buf. */
+TF_API const char *tf_family_train_list(char *buf, size_t n, unsigned inputs);
+
+/* ---------------------------------------------------------------- the model handle */
+
+/* Any folder tformer reads or writes: a Hugging Face folder of a supported
+ * architecture, or a tformer run folder (its best/ or averaged/ too). */
+typedef struct tf_model tf_model;
+
+typedef struct {
+    int threads; /* > 0: tf_set_threads(threads) first; 0: leave the setting as it is */
+} tf_model_opts;
+
+/* dir's config.json picks the family: architectures[0] when it names one the
+ * registry reads, else model_type. Errors name what was looked for: a folder
+ * without config.json, a model type or architecture the registry lacks (with
+ * the supported ones). opts may be NULL. */
+TF_API tf_model *tf_model_load(const char *dir, const tf_model_opts *opts);
+TF_API void tf_model_free(tf_model *m);
+TF_API const tf_family *tf_model_family(const tf_model *m);
+/* The folder's model_type ("" when config.json names none) and architecture (NULL when none). */
+TF_API const char *tf_model_type(const tf_model *m);
+TF_API const char *tf_model_architecture(const tf_model *m);
+TF_API const char *tf_model_dir(const tf_model *m);
+/* What this model can do (TF_CAP_* bits): its family's capabilities as its folder's head narrows them. */
+TF_API unsigned tf_model_caps(const tf_model *m);
+/* 0 when m has cap, else -1 with "DIR: model (FAMILY) cannot CAP; it can: ..." in tf_error(). */
+TF_API int tf_model_require(const tf_model *m, unsigned cap);
+/* The family's own object (tf_gpt *, tf_bert *, tf_vit *, ...: the family's header), for what the
+ * handle does not wrap yet. */
+TF_API const void *tf_model_impl(const tf_model *m);
+/* -1 with an error naming the tensor when the weights hold a NaN or an infinity (a diverged
+ * training); 0 otherwise, or when the family exposes no parameters. */
+TF_API int tf_model_check_finite(const tf_model *m);
+
+/* TF_CAP_RUN: the inputs of a safetensors file, named as forward()'s arguments, through the
+ * model; the output fields Hugging Face returns into output_path (hf-run). log: warnings, or NULL. */
+TF_API int tf_model_run_file(const tf_model *m, const char *input_path, const char *output_path, FILE *log);
+
+/* TF_CAP_EMBED: n texts (NUL-ended) -> *out, n rows of tf_model_embed_dim floats (malloc'd: the
+ * caller keeps it and frees it with free()). o NULL: the folder's settings (tf_embed_opts_load). */
+TF_API int tf_model_embed(const tf_model *m, const char *const *texts, int n, const tf_embed_opts *o, float **out);
+TF_API int tf_model_embed_dim(const tf_model *m);
+
+/* TF_CAP_CLASSIFY_IMAGE: n images (n, channels, size, size) in [0,1] -> pred[n] and, where not NULL,
+ * prob[n] (the predicted label's probability); with labels, *loss (mean cross-entropy) and *correct.
+ * hflip: each image's probabilities averaged with its mirror image's. batch: images a forward. */
+TF_API int tf_model_classify_images(const tf_model *m, const float *pixels, int64_t n, int batch, int hflip,
+                                    const int32_t *labels, int32_t *pred, float *prob, double *loss,
+                                    int64_t *correct);
+/* The images the classifier takes, and its labels' names (Hugging Face's id2label, else "LABEL_<i>"). */
+TF_API void tf_model_image_shape(const tf_model *m, int *channels, int *size, int *n_labels);
+TF_API const char *tf_model_label(const tf_model *m, int i, char *buf, size_t n);
+/* One image (channels, size, size) in [0,1] -> logits (n_labels); maps, when not NULL, ->
+ * (1 + heads) g x g maps (tf_model_attention_grid): the attention rollout from what the
+ * classifier reads, then each head of the last layer. */
+TF_API int tf_model_image_logits(const tf_model *m, const float *pixels, float *logits, float *maps);
+/* The attention maps' grid (patches a side), heads and patch size; -1 with an error naming
+ * the family when it draws none. */
+TF_API int tf_model_attention_grid(const tf_model *m, int *g, int *heads, int *patch);
+
+/* TF_CAP_TRANSLATE: the model's decoders and sizes. The first call prepares the weights for
+ * decoding (copies for the tile kernel): make it before threads share the model. */
+TF_API int tf_model_translation(tf_model *m, tf_translation *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFORMER_MODEL_H */

@@ -1,0 +1,278 @@
+/* The BERT family's registry rows (tformer/model.h): BERT and the classes
+ * that are options or name maps of its code (RoBERTa, DistilBERT, XLM-R),
+ * the ListOps classifier (a BERT encoder on generated expressions), and the
+ * Hugging Face families that run through hf-run only (RoFormer, BigBird). */
+#include <math.h>
+
+#include "../family.h"
+#include "../../util/util.h"
+#include "../hf_run.h"
+
+/* ---------------------------------------------------------------- hf-run: forward()'s arguments */
+
+/* BertModel / BertFor*.forward() (transformers 4.x and 5.x); RobertaModel / RobertaFor* take the same. */
+#define BERT_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                    {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input BERT_INPUTS[] = {BERT_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input BERT_PRE_INPUTS[] = {
+    BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {"next_sentence_label", HF_IN_IDS, "B", 0}, {NULL, 0, NULL, 0},
+};
+/* BigBirdModel: rand_attn is tformer's, not forward()'s: block_sparse's random
+ * key blocks per layer (docs/long-sequences.md); absent, transformers' eval mode. */
+static const hf_input BIGBIRD_INPUTS[] = {BERT_COMMON, {"rand_attn", HF_IN_IDS, "L,H,N,R", 0}, {NULL, 0, NULL, 0}};
+static const hf_input BERT_TOKEN_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input BERT_SEQ_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+static const hf_input BERT_QA_INPUTS[] = {
+    BERT_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+};
+#undef BERT_COMMON
+static const char *const BERT_REFUSED[] = {
+    "head_mask", "inputs_embeds", "encoder_hidden_states", "encoder_attention_mask", "past_key_values",
+    "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+static const char *const OUT_BERT_BODY[] = {"last_hidden_state", "pooler_output", NULL};
+
+/* DistilBertModel / DistilBertFor*.forward(): no token_type_ids; position_ids
+ * is 5.x's (4.x's forward() has none and counts 0..T-1, as hf-run does
+ * without it); head_mask is 4.x's. */
+#define DISTIL_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                      {"position_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input DISTIL_INPUTS[] = {DISTIL_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input DISTIL_TOKEN_INPUTS[] = {DISTIL_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input DISTIL_SEQ_INPUTS[] = {DISTIL_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+static const hf_input DISTIL_QA_INPUTS[] = {
+    DISTIL_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+};
+#undef DISTIL_COMMON
+static const char *const DISTIL_REFUSED[] = {
+    "head_mask", "inputs_embeds", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+
+/* RoFormerModel / RoFormerFor*.forward() (transformers 4.x): BERT's inputs but
+ * position_ids (its positions are the rotation's, 0..T-1). */
+#define ROFORMER_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                        {"token_type_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input ROFORMER_INPUTS[] = {ROFORMER_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input ROFORMER_TOKEN_INPUTS[] = {ROFORMER_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input ROFORMER_QA_INPUTS[] = {
+    ROFORMER_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+};
+#undef ROFORMER_COMMON
+static const char *const OUT_BERT_PRE[] = {"prediction_logits", "seq_relationship_logits", "loss", NULL};
+static const char *const OUT_BERT_QA[] = {"start_logits", "end_logits", "loss", NULL};
+
+static const hf_arch BERT_ARCHS[] = {
+    {"BertModel", BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY},
+    {"BertForPreTraining", BERT_PRE_INPUTS, BERT_REFUSED, OUT_BERT_PRE},
+    {"BertForMaskedLM", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"BertForSequenceClassification", BERT_SEQ_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"BertForTokenClassification", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"BertForQuestionAnswering", BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {"RobertaModel", BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* BERT, positions from the ids */
+    {"RobertaForMaskedLM", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"RobertaForSequenceClassification", BERT_SEQ_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"RobertaForTokenClassification", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"RobertaForQuestionAnswering", BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {"DistilBertModel", DISTIL_INPUTS, DISTIL_REFUSED, hf_out_body}, /* BERT's block, no token types */
+    {"DistilBertForMaskedLM", DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, hf_out_lm},
+    {"DistilBertForSequenceClassification", DISTIL_SEQ_INPUTS, DISTIL_REFUSED, hf_out_lm},
+    {"DistilBertForTokenClassification", DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, hf_out_lm},
+    {"DistilBertForQuestionAnswering", DISTIL_QA_INPUTS, DISTIL_REFUSED, OUT_BERT_QA},
+    {"XLMRobertaModel", BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* RoBERTa's arithmetic, "roberta." */
+    {"XLMRobertaForMaskedLM", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"XLMRobertaForSequenceClassification", BERT_SEQ_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"XLMRobertaForTokenClassification", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"XLMRobertaForQuestionAnswering", BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const hf_arch ROFORMER_ARCHS[] = {
+    {"RoFormerModel", ROFORMER_INPUTS, BERT_REFUSED, hf_out_body}, /* BERT, rotary, no position table */
+    {"RoFormerForMaskedLM", ROFORMER_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"RoFormerForTokenClassification", ROFORMER_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
+    {"RoFormerForQuestionAnswering", ROFORMER_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const hf_arch BIGBIRD_ARCHS[] = {
+    {"BigBirdModel", BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
+    {NULL, NULL, NULL, NULL},
+};
+
+/* ---------------------------------------------------------------- loading and running */
+
+static void *bert_load(const char *dir, const char *architecture) {
+    (void)architecture; /* config.json's architectures[0] picks the head */
+    return tf_bert_load_hf(dir, NULL);
+}
+
+static void bert_free(void *model) { tf_bert_free(model); }
+
+/* PyTorch's mean over no labels is 0/0: every label ignored gives NaN. */
+static int all_ignored(const tf_tensor *t, int32_t ignore) {
+    if (!t || t->dtype != TF_DTYPE_I32) return 0;
+    for (int64_t i = 0; i < tf_numel(t); i++)
+        if (tf_i32(t)[i] != ignore) return 0;
+    return 1;
+}
+
+/* Positions outside [0,T) are clamped to T and ignored (Hugging Face). */
+static int all_outside(const tf_tensor *t, int64_t T) {
+    for (int64_t i = 0; t && i < tf_numel(t); i++)
+        if (tf_i32(t)[i] >= 0 && tf_i32(t)[i] < T) return 0;
+    return t != NULL;
+}
+
+static int no_labels(const hf_job *job, const tf_bert *m, int64_t T) {
+    if (m->cfg.head == TF_BERT_QA)
+        return all_outside(hf_get(&job->in, "start_positions"), T) || all_outside(hf_get(&job->in, "end_positions"), T);
+    return all_ignored(hf_get(&job->in, "labels"), -100);
+}
+
+static int bert_run(hf_job *job) {
+    const tf_bert *m = job->model;
+    tf_tensor *ids = hf_get(&job->in, "input_ids");
+    tf_bert_inputs in = {
+        .input_ids = ids,
+        .attention_mask = hf_get(&job->in, "attention_mask"),
+        .token_type_ids = hf_get(&job->in, "token_type_ids"),
+        .position_ids = hf_get(&job->in, "position_ids"),
+        .labels = hf_get(&job->in, "labels"),
+        .next_sentence_label = hf_get(&job->in, "next_sentence_label"),
+        .start_positions = hf_get(&job->in, "start_positions"),
+        .end_positions = hf_get(&job->in, "end_positions"),
+        .rand_attn = hf_get(&job->in, "rand_attn"),
+    };
+    tf_bert_outputs out;
+    if (tf_bert_run(job->ctx, m, &in, &out)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tf_error());
+        return tf_set_error("%s: %s", job->input_path, msg);
+    }
+    if (out.loss && no_labels(job, m, ids->shape[1])) tf_f32(out.loss)[0] = NAN;
+    int pre = m->cfg.head == TF_BERT_PRETRAINING;
+    return hf_put(&job->out, "last_hidden_state", out.last_hidden_state) ||
+           hf_put(&job->out, "pooler_output", out.pooler_output) ||
+           hf_put(&job->out, pre ? "prediction_logits" : "logits", out.logits) ||
+           hf_put(&job->out, "seq_relationship_logits", out.seq_relationship_logits) ||
+           hf_put(&job->out, "start_logits", out.start_logits) || hf_put(&job->out, "end_logits", out.end_logits) ||
+           hf_put(&job->out, "loss", out.loss);
+}
+
+/* ---------------------------------------------------------------- capabilities */
+
+/* Every head embeds (the body's states); fill-mask needs a masked LM, classify a sequence classifier. */
+static unsigned bert_caps(const void *model) {
+    const tf_bert *m = model;
+    unsigned caps = TF_CAP_RUN | TF_CAP_EMBED;
+    if (m->cfg.head == TF_BERT_MLM || m->cfg.head == TF_BERT_PRETRAINING) caps |= TF_CAP_FILL_MASK;
+    if (m->cfg.head == TF_BERT_SEQ_CLS) caps |= TF_CAP_CLASSIFY_TEXT;
+    return caps;
+}
+
+static int bert_embed(const void *model, tf_tokenizer *tok, const char *const *texts, int n, const tf_embed_opts *o,
+                      float *out) {
+    return tf_bert_embed(model, tok, texts, NULL, n, o, out);
+}
+
+static int bert_embed_dim(const void *model) { return ((const tf_bert *)model)->cfg.d_model; }
+
+static const tf_params *bert_params(const void *model) { return ((const tf_bert *)model)->params; }
+
+/* ---------------------------------------------------------------- the rows */
+
+static const char *const BERT_TYPES[] = {"bert", "tformer-bert", "roberta", "distilbert", "xlm-roberta", NULL};
+static const char *const ROFORMER_TYPES[] = {"roformer", NULL};
+static const char *const BIGBIRD_TYPES[] = {"big_bird", NULL};
+
+static void bert_defaults(void *cfg, tf_train_config *train) {
+    (void)train;
+    *(tf_bert_pretrain_config *)cfg = tf_bert_pretrain_config_default();
+}
+
+static const char *bert_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
+    (void)buf, (void)n;
+    if (a->norm_given)
+        return "--norm is GPT's older flag: BERT's blocks take --norm-first true|false (default false, post-LN)";
+    if (((const tf_bert_pretrain_config *)cfg)->model.head != TF_BERT_PRETRAINING)
+        return "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer finetune)";
+    return NULL;
+}
+
+static tf_task *bert_task(const void *cfg, const tf_task_args *a) {
+    return tf_bert_pretrain_task_new(cfg, a->data, a->n_data, a->tokenizer, a->run_dir, a->resume, a->seed);
+}
+
+const tf_family tf_family_bert = {
+    .name = "bert",
+    .summary = "masked LM + NSP",
+    .model_types = BERT_TYPES,
+    .verbs = "embed, fill-mask or predict",
+    .caps = TF_CAP_RUN | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT,
+    .load = bert_load,
+    .free = bert_free,
+    .model_caps = bert_caps,
+    .params = bert_params,
+    .archs = BERT_ARCHS,
+    .run = bert_run,
+    .embed = bert_embed,
+    .embed_dim = bert_embed_dim,
+    .input = TF_TRAIN_TEXT,
+    .task_table = &tf_bert_pretrain_config_table,
+    .task_size = sizeof(tf_bert_pretrain_config),
+    .task_defaults = bert_defaults,
+    .task_check = bert_check,
+    .task_new = bert_task,
+};
+
+static void listops_defaults(void *cfg, tf_train_config *train) {
+    (void)train;
+    *(tf_listops_task_config *)cfg = tf_listops_task_config_default();
+}
+
+static const char *listops_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
+    (void)cfg, (void)buf, (void)n;
+    if (a->n_data || a->tokenizer || a->norm_given)
+        return "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm "
+               "(the blocks' order: --norm-first true|false)";
+    return NULL;
+}
+
+static tf_task *listops_task(const void *cfg, const tf_task_args *a) {
+    return tf_listops_task_new(cfg, a->run_dir, a->seed);
+}
+
+const tf_family tf_family_listops = {
+    .name = "listops",
+    .summary = "a BERT encoder classifying generated ListOps expressions",
+    .input = TF_TRAIN_GENERATED,
+    .task_table = &tf_listops_task_config_table,
+    .task_size = sizeof(tf_listops_task_config),
+    .task_defaults = listops_defaults,
+    .task_check = listops_check,
+    .task_new = listops_task,
+};
+
+const tf_family tf_family_roformer = {
+    .name = "roformer",
+    .summary = "RoFormer: BERT with rotary positions (hf-run)",
+    .model_types = ROFORMER_TYPES,
+    .verbs = "hf-run",
+    .caps = TF_CAP_RUN,
+    .load = bert_load,
+    .free = bert_free,
+    .archs = ROFORMER_ARCHS,
+    .run = bert_run,
+};
+
+const tf_family tf_family_bigbird = {
+    .name = "bigbird",
+    .summary = "BigBird: BERT with block-sparse attention (hf-run)",
+    .model_types = BIGBIRD_TYPES,
+    .verbs = "hf-run",
+    .caps = TF_CAP_RUN,
+    .load = bert_load,
+    .free = bert_free,
+    .archs = BIGBIRD_ARCHS,
+    .run = bert_run,
+};

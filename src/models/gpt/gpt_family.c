@@ -1,0 +1,207 @@
+/* The GPT family's registry rows (tformer/model.h): the GPT on text, and
+ * ImageGPT, a GPT on colour tokens. */
+#include <math.h>
+
+#include "../family.h"
+#include "../../util/util.h"
+#include "../hf_run.h"
+
+/* ---------------------------------------------------------------- hf-run: forward()'s arguments */
+
+/* GPT2Model.forward() / GPT2LMHeadModel.forward() (transformers 4.x and 5.x):
+ * the arguments hf-run takes, and those it refuses by name. */
+static const hf_input GPT2_INPUTS[] = {
+    {"input_ids", HF_IN_IDS, "B,T", 1},
+    {"attention_mask", HF_IN_MASK, "B,T", 0},
+    {"token_type_ids", HF_IN_IDS, "B,T", 0},
+    {"position_ids", HF_IN_IDS, "B,T", 0},
+    {NULL, 0, NULL, 0},
+};
+static const hf_input GPT2_LM_INPUTS[] = {
+    {"input_ids", HF_IN_IDS, "B,T", 1},
+    {"attention_mask", HF_IN_MASK, "B,T", 0},
+    {"token_type_ids", HF_IN_IDS, "B,T", 0},
+    {"position_ids", HF_IN_IDS, "B,T", 0},
+    {"labels", HF_IN_LABELS, "B,T", 0},
+    {NULL, 0, NULL, 0},
+};
+static const char *const GPT2_REFUSED[] = {
+    "past_key_values", "head_mask", "inputs_embeds", "encoder_hidden_states", "encoder_attention_mask",
+    "cache_position", "logits_to_keep", "use_cache", "output_attentions", "output_hidden_states",
+    "return_dict", NULL,
+};
+/* ImageGPTModel / ImageGPTForCausalImageModeling.forward() (transformers 4.x): GPT-2's
+ * arguments; the deprecated pixel_values (token ids under another name) is refused. */
+static const char *const IMAGEGPT_REFUSED[] = {
+    "pixel_values", "past_key_values", "head_mask", "inputs_embeds", "encoder_hidden_states",
+    "encoder_attention_mask", "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+
+static const hf_arch GPT_ARCHS[] = {
+    {"GPT2LMHeadModel", GPT2_LM_INPUTS, GPT2_REFUSED, hf_out_lm},
+    {"GPT2Model", GPT2_INPUTS, GPT2_REFUSED, hf_out_body},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const hf_arch IMAGEGPT_ARCHS[] = {
+    {"ImageGPTForCausalImageModeling", GPT2_LM_INPUTS, IMAGEGPT_REFUSED, hf_out_lm},
+    {"ImageGPTModel", GPT2_INPUTS, IMAGEGPT_REFUSED, hf_out_body},
+    {NULL, NULL, NULL, NULL},
+};
+
+/* ---------------------------------------------------------------- loading and running */
+
+static void *gpt2_load(const char *dir, const char *architecture) {
+    (void)architecture; /* the folder's tensors tell a body from a model with a head */
+    return tf_gpt_load_hf(dir); /* which refuses GPT-2 settings it does not compute */
+}
+
+static void gpt2_free(void *model) { tf_gpt_free(model); }
+
+/* Hugging Face shifts labels inside the model: the loss is the cross-entropy
+ * of logits[:, :-1] against labels[:, 1:], -100 ignored. tf_gpt_run takes the
+ * next token at each position (-1 ignored): targets[:, t] = labels[:, t+1]. */
+static tf_tensor *shift_labels(tf_ctx *ctx, const tf_tensor *labels) {
+    int64_t B = labels->shape[0], T = labels->shape[1];
+    tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, 2, labels->shape, 0);  // (B,T)
+    if (!t) return NULL;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < T; i++) {
+            int32_t v = i + 1 < T ? tf_i32(labels)[b * T + i + 1] : -100;
+            tf_i32(t)[b * T + i] = v == -100 ? -1 : v;
+        }
+    return t;
+}
+
+/* transformers 5.x called with use_cache=False reads position_ids that do not
+ * count up by one, given without an attention_mask, as sequences packed in a
+ * row (attention within each); its default call and 4.x attend across the
+ * whole row, as tformer does. */
+static void warn_packed(const hf_job *job) {
+    const tf_tensor *pos = hf_get(&job->in, "position_ids");
+    if (!job->log || !pos || hf_get(&job->in, "attention_mask")) return;
+    int64_t B = pos->shape[0], T = pos->shape[1];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 1; t < T; t++)
+            if (tf_i32(pos)[b * T + t] != tf_i32(pos)[b * T + t - 1] + 1) {
+                fprintf(job->log, "warning: %s: position_ids[%lld,%lld] does not continue its row: attending across "
+                        "the row, as transformers' default call (5.x with use_cache=False reads packed sequences)\n",
+                        job->input_path, (long long)b, (long long)t);
+                return;
+            }
+}
+
+static int no_targets(const tf_tensor *targets) {
+    for (int64_t i = 0; i < tf_numel(targets); i++)
+        if (tf_i32(targets)[i] != -1) return 0;
+    return 1;
+}
+
+static int gpt2_run(hf_job *job) {
+    const tf_gpt *m = job->model;
+    int V = m->cfg.vocab_size, P = m->cfg.context, n_out = V - !m->cfg.predict_last; /* ImageGPT: no start-token logit */
+    tf_tensor *ids = hf_get(&job->in, "input_ids"), *labels = hf_get(&job->in, "labels");
+    if (ids->shape[1] > P)
+        return tf_set_error("%s: input_ids has %lld positions; the model's n_positions is %d", job->input_path,
+                            (long long)ids->shape[1], P);
+    if (hf_check_range(job, "input_ids", 0, V, -1, "ids must be below vocab_size") ||
+        hf_check_range(job, "token_type_ids", 0, V, -1, "GPT-2 embeds them with the token table: below vocab_size") ||
+        hf_check_range(job, "position_ids", 0, P, -1, "positions must be below n_positions") ||
+        hf_check_range(job, "labels", 0, n_out, -100,
+                       n_out < V ? "labels must be below vocab_size - 1 (the start token is never a label), or -100"
+                                 : "labels must be below vocab_size, or -100 (ignored)"))
+        return -1;
+    warn_packed(job);
+    tf_gpt_inputs in = {
+        .input_ids = ids,
+        .attention_mask = hf_get(&job->in, "attention_mask"),
+        .position_ids = hf_get(&job->in, "position_ids"),
+        .token_type_ids = hf_get(&job->in, "token_type_ids"),
+        .targets = labels ? shift_labels(job->ctx, labels) : NULL,
+    };
+    tf_gpt_outputs out;
+    if ((labels && !in.targets) || tf_gpt_run(job->ctx, m, &in, &out)) return -1;
+    if (out.loss && no_targets(in.targets)) tf_f32(out.loss)[0] = NAN; /* PyTorch's mean over no labels: 0/0 */
+    return hf_put(&job->out, "last_hidden_state", out.last_hidden_state) || hf_put(&job->out, "logits", out.logits) ||
+           hf_put(&job->out, "loss", out.loss);
+}
+
+/* A GPT2Model (no head) only runs. */
+static unsigned gpt2_caps(const void *model) {
+    return ((const tf_gpt *)model)->has_head ? ~0u : TF_CAP_RUN;
+}
+
+static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
+
+/* ---------------------------------------------------------------- the rows */
+
+static const char *const GPT_TYPES[] = {"gpt2", "tformer-gpt2", NULL};
+static const char *const IMAGEGPT_TYPES[] = {"imagegpt", "tformer-imagegpt", NULL};
+
+static void gpt_defaults(void *cfg, tf_train_config *train) {
+    (void)train;
+    *(tf_lm_config *)cfg = tf_lm_config_default();
+}
+
+static tf_task *gpt_task(const void *cfg, const tf_task_args *a) {
+    return tf_lm_task_new(cfg, a->data, a->n_data, a->tokenizer ? a->tokenizer : "char", a->run_dir, a->resume,
+                          a->seed);
+}
+
+const tf_family tf_family_gpt = {
+    .name = "gpt",
+    .summary = "next token",
+    .model_types = GPT_TYPES,
+    .verbs = "generate or eval",
+    .caps = TF_CAP_RUN | TF_CAP_GENERATE,
+    .load = gpt2_load,
+    .free = gpt2_free,
+    .model_caps = gpt2_caps,
+    .params = gpt2_params,
+    .archs = GPT_ARCHS,
+    .run = gpt2_run,
+    .input = TF_TRAIN_TEXT,
+    .task_table = &tf_lm_config_table,
+    .task_size = sizeof(tf_lm_config),
+    .task_defaults = gpt_defaults,
+    .task_new = gpt_task,
+};
+
+static void imagegpt_defaults(void *cfg, tf_train_config *train) {
+    *(tf_imagegpt_task_config *)cfg = tf_imagegpt_task_config_default();
+    train->eval_batches = 1000; /* at most one pass over the validation images */
+}
+
+/* --data-dir's train and t10k splits, or one digits CSV and its tail. */
+static tf_task *imagegpt_task(const void *cfg, const tf_task_args *a) {
+    tf_images train, test;
+    if (!a->data_dir)
+        return tf_images_read_digits(a->data[0], &train) ? NULL : tf_imagegpt_task_new(cfg, &train, NULL, a->run_dir, a->seed);
+    if (tf_images_read_dir(a->data_dir, "train", 0, &train)) return NULL;
+    if (tf_images_read_dir(a->data_dir, "t10k", 0, &test)) return tf_images_free(&train), NULL;
+    return tf_imagegpt_task_new(cfg, &train, &test, a->run_dir, a->seed);
+}
+
+static int64_t imagegpt_val(const tf_task *t, const tf_task_args *a) {
+    return tf_family_one_pass(tf_imagegpt_task_images(t, TF_SUBSET_VAL), a->rows);
+}
+
+const tf_family tf_family_imagegpt = {
+    .name = "imagegpt",
+    .summary = "next pixel: a GPT on colour tokens",
+    .model_types = IMAGEGPT_TYPES,
+    .verbs = "complete-image",
+    .caps = TF_CAP_RUN | TF_CAP_COMPLETE_IMAGE,
+    .load = gpt2_load,
+    .free = gpt2_free,
+    .model_caps = gpt2_caps,
+    .params = gpt2_params,
+    .archs = IMAGEGPT_ARCHS,
+    .run = gpt2_run,
+    .input = TF_TRAIN_IMAGES,
+    .task_table = &tf_imagegpt_task_config_table,
+    .task_size = sizeof(tf_imagegpt_task_config),
+    .task_defaults = imagegpt_defaults,
+    .task_new = imagegpt_task,
+    .val_batches = imagegpt_val,
+};

@@ -1,0 +1,177 @@
+/* The model handle (tformer/model.h): one door to every folder tformer
+ * reads. config.json names the family (architectures[0] through the
+ * families' hf-run tables, else model_type through their rows); the family's
+ * row loads the folder and says what the model can do. The handle holds the
+ * loaded model read-only: every call makes its own context. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../util/util.h"
+#include "hf_run.h"
+
+struct tf_model {
+    const tf_family *f;
+    const hf_arch *arch;     /* config.json's architectures[0], when a family reads it */
+    void *impl;              /* the family's object */
+    unsigned caps;
+    char *dir;
+    char type[64];           /* config.json's model_type, or "" */
+    tf_tokenizer *tok;       /* the folder's tokenizer, for the text capabilities that need one */
+};
+
+/* Every model type the registry reads, for messages. */
+static const char *type_list(char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    const tf_family *const *f = tf_families();
+    for (int i = 0; f[i]; i++)
+        for (const char *const *t = f[i]->model_types; t && *t && k < n; t++)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", *t);
+    return buf;
+}
+
+/* The family of dir/config.json (and its architecture, when hf-run reads it). */
+static int find_family(tf_model *m) {
+    char path[4096], list[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/config.json", m->dir);
+    if (stat(path, &st))
+        return tf_set_error("%s: %s (tformer reads a Hugging Face folder or a tformer run folder: config.json and "
+                            "model.safetensors)", path, strerror(errno));
+    cJSON *root = tf_json_read(path);
+    if (!root) return -1;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, 0) : NULL;
+    if (cJSON_IsString(mt)) snprintf(m->type, sizeof m->type, "%s", mt->valuestring);
+    const tf_family *by_arch = NULL;
+    if (cJSON_IsString(first)) {
+        const tf_family *const *f = tf_families();
+        for (int i = 0; f[i] && !m->arch; i++)
+            for (const hf_arch *r = f[i]->archs; r && r->name && !m->arch; r++)
+                if (!strcmp(r->name, first->valuestring)) m->arch = r, by_arch = f[i];
+    }
+    m->f = by_arch ? by_arch : tf_family_of_type(m->type);
+    int rc = 0;
+    if (!m->f && cJSON_IsString(first))
+        rc = tf_set_error("%s: architecture \"%s\" (model_type \"%s\") is not one tformer reads (model types: %s)", path,
+                          first->valuestring, m->type, type_list(list, sizeof list));
+    else if (!m->f)
+        rc = tf_set_error("%s: model_type %s%s%s is not one tformer reads (supported: %s)", path, *m->type ? "\"" : "",
+                          *m->type ? m->type : "missing", *m->type ? "\"" : "", type_list(list, sizeof list));
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* The capabilities that read text through the folder's tokenizer. */
+#define TEXT_CAPS (TF_CAP_GENERATE | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT)
+
+tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
+    if (!dir) return tf_set_error("tf_model_load: no folder"), NULL;
+    if (opts && opts->threads > 0) tf_set_threads(opts->threads);
+    tf_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->dir = strdup(dir))) return free(m), tf_set_error("out of memory"), NULL;
+    if (find_family(m)) return tf_model_free(m), NULL;
+    if (!m->f->load)
+        return tf_set_error("%s: a %s folder: tformer runs it with %s", dir, m->f->name, m->f->verbs), tf_model_free(m),
+               NULL;
+    if (!(m->impl = m->f->load(dir, m->arch ? m->arch->name : NULL))) return tf_model_free(m), NULL;
+    m->caps = m->f->caps & (m->f->model_caps ? m->f->model_caps(m->impl) : ~0u);
+    if (!m->arch || !m->f->run) m->caps &= ~(unsigned)TF_CAP_RUN;
+    if (m->caps & TEXT_CAPS && !(m->tok = tf_tokenizer_load(dir))) m->caps &= ~(unsigned)TEXT_CAPS; /* none in the folder */
+    return m;
+}
+
+void tf_model_free(tf_model *m) {
+    if (!m) return;
+    if (m->impl) m->f->free(m->impl);
+    tf_tokenizer_free(m->tok);
+    free(m->dir);
+    free(m);
+}
+
+const tf_family *tf_model_family(const tf_model *m) { return m->f; }
+const char *tf_model_type(const tf_model *m) { return m->type; }
+const char *tf_model_architecture(const tf_model *m) { return m->arch ? m->arch->name : NULL; }
+const char *tf_model_dir(const tf_model *m) { return m->dir; }
+unsigned tf_model_caps(const tf_model *m) { return m->caps; }
+const void *tf_model_impl(const tf_model *m) { return m->impl; }
+
+int tf_model_check_finite(const tf_model *m) {
+    const tf_params *ps = m->f->params ? m->f->params(m->impl) : NULL;
+    return ps ? tf_params_check_finite(ps, NULL) : 0;
+}
+
+int tf_model_require(const tf_model *m, unsigned cap) {
+    if (m->caps & cap) return 0;
+    char list[256];
+    tf_caps_list(m->caps, list, sizeof list);
+    const char *why = m->f->caps & cap && cap & TEXT_CAPS && !m->tok ? " (the folder holds no tokenizer)"
+                      : m->f->caps & cap                             ? " (not with this folder's head)"
+                                                                     : "";
+    return tf_set_error("%s: model %s (%s) cannot %s%s; it can: %s", m->dir, m->arch ? m->arch->name : m->type,
+                        m->f->name, tf_cap_name(cap), why, *list ? list : "nothing");
+}
+
+/* ---------------------------------------------------------------- capabilities */
+
+int tf_model_run_file(const tf_model *m, const char *input_path, const char *output_path, FILE *log) {
+    if (tf_model_require(m, TF_CAP_RUN)) return -1;
+    return hf_run_file(m->f, m->arch, m->impl, m->dir, input_path, output_path, log);
+}
+
+int tf_model_embed_dim(const tf_model *m) { return m->caps & TF_CAP_EMBED ? m->f->embed_dim(m->impl) : 0; }
+
+int tf_model_embed(const tf_model *m, const char *const *texts, int n, const tf_embed_opts *o, float **out) {
+    *out = NULL;
+    if (tf_model_require(m, TF_CAP_EMBED)) return -1;
+    if (n < 0) return tf_set_error("embed: %d texts", n);
+    tf_embed_opts own;
+    if (!o && tf_embed_opts_load(m->dir, &own)) return -1;
+    size_t d = (size_t)m->f->embed_dim(m->impl), rows = n > 0 ? (size_t)n : 1;
+    if (rows > SIZE_MAX / sizeof(float) / d) return tf_set_error("embed: %d texts of %zu floats is too large", n, d);
+    float *e = malloc(rows * d * sizeof *e);
+    if (!e) return tf_set_error("embed: out of memory");
+    if (m->f->embed(m->impl, m->tok, texts, n, o ? o : &own, e)) return free(e), -1;
+    *out = e;
+    return 0;
+}
+
+int tf_model_classify_images(const tf_model *m, const float *pixels, int64_t n, int batch, int hflip,
+                             const int32_t *labels, int32_t *pred, float *prob, double *loss, int64_t *correct) {
+    if (tf_model_require(m, TF_CAP_CLASSIFY_IMAGE)) return -1;
+    return m->f->classify_images(m->impl, pixels, n, batch, hflip, labels, pred, prob, loss, correct);
+}
+
+void tf_model_image_shape(const tf_model *m, int *channels, int *size, int *n_labels) {
+    *channels = *size = *n_labels = 0;
+    if (m->f->image_shape) m->f->image_shape(m->impl, channels, size, n_labels);
+}
+
+int tf_model_image_logits(const tf_model *m, const float *pixels, float *logits, float *maps) {
+    if (tf_model_require(m, TF_CAP_CLASSIFY_IMAGE)) return -1;
+    if (maps && tf_model_attention_grid(m, &(int){0}, &(int){0}, &(int){0})) return -1;
+    return m->f->image_logits(m->impl, pixels, logits, maps);
+}
+
+int tf_model_attention_grid(const tf_model *m, int *g, int *heads, int *patch) {
+    *g = *heads = *patch = 0;
+    if (!m->f->attention_grid)
+        return tf_set_error("%s: the attention rollout follows a class token; a %s model has none", m->dir,
+                            m->f->name);
+    m->f->attention_grid(m->impl, g, heads, patch);
+    return 0;
+}
+
+int tf_model_translation(tf_model *m, tf_translation *t) {
+    if (tf_model_require(m, TF_CAP_TRANSLATE)) return -1;
+    return m->f->translation(m->impl, t);
+}
+
+const char *tf_model_label(const tf_model *m, int i, char *buf, size_t n) {
+    if (m->f->label) return m->f->label(m->impl, i, buf, n);
+    snprintf(buf, n, "LABEL_%d", i);
+    return buf;
+}

@@ -1,0 +1,73 @@
+/* The Nystromformer's registry row (tformer/model.h): Hugging Face folders run by hf-run. */
+#include <math.h>
+
+#include "../family.h"
+#include "../hf_run.h"
+
+/* ---------------------------------------------------------------- hf-run: forward()'s arguments */
+
+/* NystromformerModel / NystromformerFor*.forward() (transformers 4.x): BERT's inputs. */
+#define NYSTROM_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
+                       {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
+static const hf_input NYSTROM_INPUTS[] = {NYSTROM_COMMON, {NULL, 0, NULL, 0}};
+static const hf_input NYSTROM_TOKEN_INPUTS[] = {NYSTROM_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+static const hf_input NYSTROM_SEQ_INPUTS[] = {NYSTROM_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+#undef NYSTROM_COMMON
+static const char *const NYSTROM_REFUSED[] = {
+    "head_mask", "inputs_embeds", "output_attentions", "output_hidden_states", "return_dict", NULL,
+};
+
+static const hf_arch NYSTROM_ARCHS[] = {
+    {"NystromformerModel", NYSTROM_INPUTS, NYSTROM_REFUSED, hf_out_body},
+    {"NystromformerForMaskedLM", NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, hf_out_lm},
+    {"NystromformerForSequenceClassification", NYSTROM_SEQ_INPUTS, NYSTROM_REFUSED, hf_out_lm},
+    {"NystromformerForTokenClassification", NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, hf_out_lm},
+    {NULL, NULL, NULL, NULL},
+};
+
+/* ---------------------------------------------------------------- loading and running */
+
+static void *nystrom_load(const char *dir, const char *architecture) {
+    (void)architecture; /* config.json's architectures[0] picks the head */
+    return tf_nystrom_load_hf(dir);
+}
+
+static void nystrom_free(void *model) { tf_nystrom_free(model); }
+
+static int nystrom_run(hf_job *job) {
+    const tf_nystrom *m = job->model;
+    tf_nystrom_inputs in = {
+        .input_ids = hf_get(&job->in, "input_ids"),
+        .attention_mask = hf_get(&job->in, "attention_mask"),
+        .token_type_ids = hf_get(&job->in, "token_type_ids"),
+        .position_ids = hf_get(&job->in, "position_ids"),
+        .labels = hf_get(&job->in, "labels"),
+    };
+    tf_nystrom_outputs out;
+    if (tf_nystrom_run(job->ctx, m, &in, &out)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tf_error());
+        return tf_set_error("%s: %s", job->input_path, msg);
+    }
+    int all_ignored = in.labels && in.labels->dtype == TF_DTYPE_I32; /* PyTorch's mean over no labels is 0/0 */
+    for (int64_t i = 0; all_ignored && i < tf_numel(in.labels); i++) all_ignored = tf_i32(in.labels)[i] == -100;
+    if (out.loss && all_ignored) tf_f32(out.loss)[0] = NAN;
+    return hf_put(&job->out, "last_hidden_state", out.last_hidden_state) ||
+           hf_put(&job->out, "logits", out.logits) || hf_put(&job->out, "loss", out.loss);
+}
+
+/* ---------------------------------------------------------------- the rows */
+
+static const char *const NYSTROM_TYPES[] = {"nystromformer", NULL};
+
+const tf_family tf_family_nystrom = {
+    .name = "nystromformer",
+    .summary = "Nystromformer: Nystrom attention (hf-run)",
+    .model_types = NYSTROM_TYPES,
+    .verbs = "hf-run",
+    .caps = TF_CAP_RUN,
+    .load = nystrom_load,
+    .free = nystrom_free,
+    .archs = NYSTROM_ARCHS,
+    .run = nystrom_run,
+};

@@ -1,0 +1,76 @@
+/* The family registry (tformer/model.h): one line per family. A family's
+ * row is defined in its own folder (src/models/<family>/<family>_family.c);
+ * the order here is the order of `train --arch`'s list and of --help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "family.h"
+
+static const tf_family *const FAMILIES[] = {
+    &tf_family_gpt,
+    &tf_family_bert,
+    &tf_family_seq2seq,
+    &tf_family_rnn,
+    &tf_family_vit,
+    &tf_family_swin,
+    &tf_family_imagegpt,
+    &tf_family_vivit,
+    &tf_family_continual,
+    &tf_family_listops,
+    &tf_family_roformer,
+    &tf_family_bigbird,
+    &tf_family_nystrom,
+    NULL,
+};
+
+const tf_family *const *tf_families(void) { return FAMILIES; }
+
+const tf_family *tf_family_find(const char *name) {
+    for (int i = 0; name && FAMILIES[i]; i++)
+        if (!strcmp(FAMILIES[i]->name, name)) return FAMILIES[i];
+    return NULL;
+}
+
+const tf_family *tf_family_of_type(const char *type) {
+    for (int i = 0; type && FAMILIES[i]; i++)
+        for (const char *const *t = FAMILIES[i]->model_types; t && *t; t++)
+            if (!strcmp(*t, type)) return FAMILIES[i];
+    return NULL;
+}
+
+const char *tf_family_train_list(char *buf, size_t n, unsigned inputs) {
+    int count = 0, total = 0;
+    for (int i = 0; FAMILIES[i]; i++) total += FAMILIES[i]->task_new && (inputs >> FAMILIES[i]->input & 1u);
+    size_t k = 0;
+    if (n) buf[0] = 0;
+    for (int i = 0; FAMILIES[i] && k < n; i++) {
+        if (!FAMILIES[i]->task_new || !(inputs >> FAMILIES[i]->input & 1u)) continue;
+        const char *sep = !count ? "" : count == total - 1 ? " or " : ", ";
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", sep, FAMILIES[i]->name);
+        count++;
+    }
+    return buf;
+}
+
+int64_t tf_family_one_pass(int64_t n, int64_t rows) { return rows > 0 ? (n + rows - 1) / rows : 1; }
+
+/* ---------------------------------------------------------------- capabilities */
+
+static const char *const CAP_NAMES[TF_CAP_COUNT] = {
+    "run", "generate", "translate", "embed", "classify-text", "classify-image", "classify-clip", "fill-mask",
+    "stream", "caption", "complete-image",
+};
+
+const char *tf_cap_name(unsigned cap) {
+    for (int i = 0; i < TF_CAP_COUNT; i++)
+        if (cap == 1u << i) return CAP_NAMES[i];
+    return "?";
+}
+
+const char *tf_caps_list(unsigned caps, char *buf, size_t n) {
+    size_t k = 0;
+    if (n) buf[0] = 0;
+    for (int i = 0; i < TF_CAP_COUNT && k < n; i++)
+        if (caps >> i & 1u) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", CAP_NAMES[i]);
+    return buf;
+}

@@ -1,0 +1,142 @@
+/* The Vision Transformer's registry row (tformer/model.h). */
+#include <math.h>
+#include <string.h>
+
+#include "../hf_run.h"
+#include "../vision_family.h"
+
+/* ---------------------------------------------------------------- hf-run: forward()'s arguments */
+
+/* ViTModel / ViTForImageClassification.forward() (transformers 4.x). */
+static const hf_input VIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
+static const hf_input VIT_CLS_INPUTS[] = {
+    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+};
+static const char *const VIT_REFUSED[] = {
+    "bool_masked_pos", "head_mask", "interpolate_pos_encoding", "output_attentions", "output_hidden_states",
+    "return_dict", NULL,
+};
+
+static const hf_arch VIT_ARCHS[] = {
+    {"ViTModel", VIT_INPUTS, VIT_REFUSED, hf_out_pooled},
+    {"ViTForImageClassification", VIT_CLS_INPUTS, VIT_REFUSED, hf_out_lm},
+    {NULL, NULL, NULL, NULL},
+};
+
+/* ---------------------------------------------------------------- loading and running */
+
+static void *vit_load(const char *dir, const char *architecture) {
+    (void)architecture; /* config.json's architectures[0] picks the head */
+    return tf_vit_load_hf(dir);
+}
+
+static void vit_free(void *model) { tf_vit_free(model); }
+
+static int vit_run(hf_job *job) {
+    const tf_vit *m = job->model;
+    tf_vit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
+    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
+        return -1;
+    tf_vit_outputs out;
+    if (tf_vit_run(job->ctx, m, &in, &out)) return hf_input_error(job);
+    return hf_put_classifier_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+}
+
+/* ---------------------------------------------------------------- capabilities */
+
+static unsigned vit_caps(const void *model) {
+    return ((const tf_vit *)model)->cfg.head == TF_VIT_IMAGE_CLS ? TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE : TF_CAP_RUN;
+}
+
+static int vit_classify(const void *model, const float *pixels, int64_t n, int batch, int hflip, const int32_t *labels,
+                        int32_t *pred, float *prob, double *loss, int64_t *correct) {
+    return tf_vit_predict(model, pixels, n, batch, hflip, labels, pred, prob, loss, correct);
+}
+
+static void vit_shape(const void *model, int *channels, int *size, int *n_labels) {
+    const tf_vit *m = model;
+    *channels = m->cfg.channels, *size = m->cfg.image_size, *n_labels = m->cfg.n_labels;
+}
+
+static const char *vit_label(const void *model, int i, char *buf, size_t n) { return tf_vit_label(model, i, buf, n); }
+
+/* One image through the forward (with its attention probabilities when maps are asked for). */
+static int vit_logits(const void *model, const float *pixels, float *logits, float *maps) {
+    const tf_vit *m = model;
+    const tf_vit_config *c = &m->cfg;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) return tf_set_error("out of memory");
+    tf_ctx_set_grad(ctx, 0);
+    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, c->channels, c->image_size, c->image_size}, 0);
+    tf_vit_outputs out;
+    tf_vit_inputs in = {.pixel_values = x, .output_attentions = maps != NULL};
+    int g = c->image_size / c->patch_size, rc = -1;
+    if (x) memcpy(x->data, pixels, (size_t)tf_numel(x) * sizeof(float));
+    if (x && !tf_vit_run(ctx, m, &in, &out)) {
+        memcpy(logits, tf_f32(out.logits), (size_t)c->n_labels * sizeof *logits); // out.logits: (1,n_labels)
+        rc = maps ? tf_vit_attention_rollout(m, &out, 0, maps, maps + g * g) : 0;
+    }
+    tf_ctx_free(ctx);
+    return rc;
+}
+
+static void vit_grid(const void *model, int *g, int *heads, int *patch) {
+    const tf_vit_config *c = &((const tf_vit *)model)->cfg;
+    *g = c->image_size / c->patch_size, *heads = c->n_head, *patch = c->patch_size;
+}
+
+static const tf_params *vit_params(const void *model) { return ((const tf_vit *)model)->params; }
+
+/* ---------------------------------------------------------------- the row */
+
+static const char *const VIT_TYPES[] = {"vit", "tformer-vit", NULL};
+
+static void vit_defaults(void *cfg, tf_train_config *train) {
+    *(tf_vit_task_config *)cfg = tf_vit_task_config_default();
+    tf_vision_train_defaults(train);
+    train->batch = 128, train->min_lr = 1e-5f;
+}
+
+static const char *vit_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
+    (void)cfg, (void)buf, (void)n;
+    return a->norm_given ? TF_VISION_NORM_REFUSAL : NULL;
+}
+
+/* --data-dir's train split, or one digits CSV; validation: the last val_fraction. */
+static tf_task *vit_task(const void *cfg, const tf_task_args *a) {
+    tf_images train;
+    int n_labels = ((const tf_vit_task_config *)cfg)->model.n_labels;
+    if (a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, &train) : tf_images_read_digits(a->data[0], &train))
+        return NULL;
+    return tf_vit_task_new(cfg, &train, NULL, a->run_dir, a->seed);
+}
+
+static int64_t vit_val(const tf_task *t, const tf_task_args *a) {
+    return tf_family_one_pass(tf_vit_task_images(t, TF_SUBSET_VAL), a->rows);
+}
+
+const tf_family tf_family_vit = {
+    .name = "vit",
+    .summary = "image classification",
+    .model_types = VIT_TYPES,
+    .verbs = "classify",
+    .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE,
+    .load = vit_load,
+    .free = vit_free,
+    .archs = VIT_ARCHS,
+    .run = vit_run,
+    .model_caps = vit_caps,
+    .classify_images = vit_classify,
+    .image_shape = vit_shape,
+    .label = vit_label,
+    .params = vit_params,
+    .image_logits = vit_logits,
+    .attention_grid = vit_grid,
+    .input = TF_TRAIN_IMAGES,
+    .task_table = &tf_vit_task_config_table,
+    .task_size = sizeof(tf_vit_task_config),
+    .task_defaults = vit_defaults,
+    .task_check = vit_check,
+    .task_new = vit_task,
+    .val_batches = vit_val,
+};

@@ -1,0 +1,98 @@
+/* ViViT's registry row (tformer/model.h): video classification on moving-object clips. */
+#include <math.h>
+
+#include "../hf_run.h"
+#include "../vision_family.h"
+
+/* ---------------------------------------------------------------- hf-run: forward()'s arguments */
+
+/* VivitModel / VivitForVideoClassification.forward() (transformers 4.x): clips (B,T,C,H,W). */
+static const hf_input VIVIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {NULL, 0, NULL, 0}};
+static const hf_input VIVIT_CLS_INPUTS[] = {
+    {"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+};
+static const char *const VIVIT_REFUSED[] = {"head_mask", "output_attentions", "output_hidden_states", "return_dict", NULL};
+
+static const hf_arch VIVIT_ARCHS[] = {
+    {"VivitModel", VIVIT_INPUTS, VIVIT_REFUSED, hf_out_pooled},
+    {"VivitForVideoClassification", VIVIT_CLS_INPUTS, VIVIT_REFUSED, hf_out_lm},
+    {NULL, NULL, NULL, NULL},
+};
+
+/* ---------------------------------------------------------------- loading and running */
+
+static void *vivit_load(const char *dir, const char *architecture) {
+    (void)architecture;
+    return tf_vivit_load(dir);
+}
+
+static void vivit_free(void *model) { tf_vivit_free(model); }
+
+static int vivit_run(hf_job *job) {
+    const tf_vivit *m = job->model;
+    tf_vivit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
+    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
+        return -1;
+    tf_vivit_outputs out;
+    if (tf_vivit_run(job->ctx, m, &in, &out)) return hf_input_error(job);
+    return hf_put_classifier_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+}
+
+static unsigned vivit_caps(const void *model) {
+    return ((const tf_vivit *)model)->cfg.head == TF_VIVIT_VIDEO_CLS ? TF_CAP_RUN | TF_CAP_CLASSIFY_CLIP : TF_CAP_RUN;
+}
+
+static const char *vivit_label(const void *model, int i, char *buf, size_t n) { return tf_vivit_label(model, i, buf, n); }
+
+static const tf_params *vivit_params(const void *model) { return ((const tf_vivit *)model)->params; }
+
+/* ---------------------------------------------------------------- the row */
+
+static const char *const VIVIT_TYPES[] = {"vivit", "tformer-vivit", NULL};
+
+static void vivit_defaults(void *cfg, tf_train_config *train) {
+    tf_vivit_task_config *c = cfg;
+    *c = tf_vivit_task_config_default();
+    c->model.n_labels = 40; /* the default labels: 10 classes x 4 directions */
+    tf_vision_train_defaults(train);
+    train->batch = 32;
+}
+
+static const char *vivit_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
+    (void)cfg, (void)buf, (void)n;
+    if (!a->data_dir || a->n_data) return "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)";
+    return a->norm_given ? TF_VISION_NORM_REFUSAL : NULL;
+}
+
+/* The clips are made of --data-dir's train split; validation: its last part. */
+static tf_task *vivit_task(const void *cfg, const tf_task_args *a) {
+    tf_images images;
+    if (tf_images_read_dir(a->data_dir, "train", 0, &images)) return NULL;
+    return tf_vivit_task_new(cfg, &images, a->run_dir, a->seed);
+}
+
+static int64_t vivit_val(const tf_task *t, const tf_task_args *a) {
+    return tf_family_one_pass(tf_vivit_task_clips(t, TF_SUBSET_VAL), a->rows);
+}
+
+const tf_family tf_family_vivit = {
+    .name = "vivit",
+    .summary = "video classification on moving-object clips",
+    .model_types = VIVIT_TYPES,
+    .verbs = "classify",
+    .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_CLIP,
+    .load = vivit_load,
+    .free = vivit_free,
+    .archs = VIVIT_ARCHS,
+    .run = vivit_run,
+    .model_caps = vivit_caps,
+    .label = vivit_label,
+    .params = vivit_params,
+    .input = TF_TRAIN_CLIPS,
+    .task_table = &tf_vivit_task_config_table,
+    .task_size = sizeof(tf_vivit_task_config),
+    .task_defaults = vivit_defaults,
+    .task_check = vivit_check,
+    .task_new = vivit_task,
+    .val_batches = vivit_val,
+};

@@ -1,0 +1,197 @@
+/* The family registry and the model handle (tformer/model.h): every folder
+ * opens through one door with its family's capabilities, what it lacks is
+ * refused by name, concurrent calls equal serial ones, and no code outside
+ * src/models/ compares a family's name. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
+
+TEST(registry_rows_are_unique_and_complete) {
+    const tf_family *const *f = tf_families();
+    int n = 0;
+    for (int i = 0; f[i]; i++, n++) {
+        CHECKF(f[i]->name && *f[i]->name && f[i]->summary, "row %d lacks a name or summary", i);
+        CHECKF(tf_family_find(f[i]->name) == f[i], "%s: found as another row", f[i]->name);
+        if (f[i]->task_new)
+            CHECKF(f[i]->task_table && f[i]->task_size && f[i]->task_defaults, "%s: a task without its table", f[i]->name);
+        if (f[i]->model_types) CHECKF(f[i]->load && f[i]->free && f[i]->verbs, "%s: folders it cannot load", f[i]->name);
+        for (const char *const *t = f[i]->model_types; t && *t; t++)
+            CHECKF(tf_family_of_type(*t) == f[i], "model_type %s belongs to two rows", *t);
+        CHECKF(!f[i]->archs == !f[i]->run, "%s: architectures without a run function, or the reverse", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_RUN) == !f[i]->archs, "%s: run capability and architectures disagree", f[i]->name);
+    }
+    CHECK(n >= 13);
+    char list[256];
+    CHECK(!strcmp(tf_family_train_list(list, sizeof list, 1u << TF_TRAIN_PARALLEL), "seq2seq or rnn"));
+    CHECK(!strcmp(tf_caps_list(TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE, list, sizeof list), "run, classify-image"));
+    CHECK(!tf_family_find("llama") && !tf_family_of_type("llama"));
+}
+
+TEST(model_handle_opens_each_family_with_its_capabilities) {
+    static const struct {
+        const char *dir, *family;
+        unsigned caps;
+    } C[] = {
+        {"tests/fixtures_gpt2/tiny_gelu_new", "gpt", TF_CAP_RUN}, /* no tokenizer files: no generate */
+        {"tests/fixtures_hf/v4_bert_seqcls_5labels", "bert", TF_CAP_RUN},
+        {ST_DIR, "bert", TF_CAP_RUN | TF_CAP_EMBED},
+        {"tests/fixtures_marian/renormalized_bans", "seq2seq", TF_CAP_RUN | TF_CAP_TRANSLATE},
+        {"tests/fixtures_vit/cls_grey28_p4_labels", "vit", TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE},
+        {"tests/fixtures_vit/model_grey10_p5_nopooler", "vit", TF_CAP_RUN},
+        {"tests/fixtures_swin/cls_grey28_p2_w7_labels", "swin", TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE},
+        {"tests/fixtures_vivit/m2_cls_grey12_t2p4_labels", "vivit", TF_CAP_RUN | TF_CAP_CLASSIFY_CLIP},
+        {"tests/fixtures_nystrom/model_T10_L2_noconv", "nystromformer", TF_CAP_RUN},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        tf_model *m = tf_model_load(C[i].dir, NULL);
+        CHECKF(m, "%s: %s", C[i].dir, tf_error());
+        char got[256], want[256];
+        int ok = !strcmp(tf_model_family(m)->name, C[i].family) && tf_model_caps(m) == C[i].caps;
+        tf_caps_list(tf_model_caps(m), got, sizeof got), tf_caps_list(C[i].caps, want, sizeof want);
+        CHECKF(ok, "%s: %s with %s, expected %s with %s", C[i].dir, tf_model_family(m)->name, got, C[i].family, want);
+        tf_model_free(m);
+    }
+}
+
+/* A temporary folder holding config.json = json (NULL: none). */
+static void folder_with_config(char *dir, const char *json) {
+    strcpy(dir, "/tmp/tf_model_XXXXXX");
+    if (!mkdtemp(dir)) return;
+    if (!json) return;
+    char path[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (f) fputs(json, f), fclose(f);
+}
+
+TEST(model_handle_refuses_by_name) {
+    char dir[64];
+    folder_with_config(dir, NULL);
+    CHECKF(!tf_model_load(dir, NULL) && strstr(tf_error(), "/config.json: No such file or directory (tformer reads"), "%s",
+           tf_error());
+    test_rm_rf(dir);
+    folder_with_config(dir, "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"]}");
+    CHECK(!tf_model_load(dir, NULL));
+    CHECKF(strstr(tf_error(), "\"LlamaForCausalLM\"") && strstr(tf_error(), "not one tformer reads") &&
+               strstr(tf_error(), "gpt2") && strstr(tf_error(), "vivit"),
+           "%s", tf_error());
+    test_rm_rf(dir);
+    folder_with_config(dir, "{\"hidden_size\": 8}");
+    CHECKF(!tf_model_load(dir, NULL) && strstr(tf_error(), "model_type missing is not one tformer reads"), "%s",
+           tf_error());
+    test_rm_rf(dir);
+    CHECK(!tf_model_load("tests/no_such_folder", NULL) && strstr(tf_error(), "tests/no_such_folder/config.json: No such"));
+    tf_model *m = tf_model_load("tests/fixtures_vit/model_grey10_p5_nopooler", NULL);
+    CHECK(m);
+    CHECKF(tf_model_require(m, TF_CAP_TRANSLATE) && strstr(tf_error(), "ViTModel (vit) cannot translate; it can: run"),
+           "%s", tf_error());
+    CHECKF(tf_model_require(m, TF_CAP_CLASSIFY_IMAGE) && strstr(tf_error(), "not with this folder's head"), "%s",
+           tf_error());
+    float *e = NULL;
+    CHECK(tf_model_embed(m, (const char *const[]){"x"}, 1, NULL, &e) && !e && strstr(tf_error(), "cannot embed"));
+    tf_model_free(m);
+    m = tf_model_load("tests/fixtures_gpt2/tiny_gelu_new", NULL);
+    CHECK(m && tf_model_require(m, TF_CAP_GENERATE) && strstr(tf_error(), "holds no tokenizer"));
+    tf_model_free(m);
+}
+
+/* ---------------------------------------------------------------- threads */
+
+static const char *const TEXTS[] = {
+    "a man rides a horse", "  two dogs play in the snow ", "", "the quick brown fox jumps over the lazy dog",
+    "ein Hund", "x", "children are playing soccer on a field near the school", "a",
+};
+enum { N_TEXTS = sizeof TEXTS / sizeof TEXTS[0], N_THREADS = 4, ROUNDS = 3 };
+
+typedef struct {
+    const tf_model *m;
+    float *out[ROUNDS];
+    int rc;
+} embed_job;
+
+static void *embed_thread(void *arg) {
+    embed_job *j = arg;
+    for (int r = 0; r < ROUNDS && !j->rc; r++) j->rc = tf_model_embed(j->m, TEXTS, N_TEXTS, NULL, &j->out[r]);
+    return NULL;
+}
+
+TEST(model_handle_threads_match_serial) {
+    tf_model *m = tf_model_load(ST_DIR, NULL);
+    CHECK(m);
+    float *serial = NULL;
+    CHECK(!tf_model_embed(m, TEXTS, N_TEXTS, NULL, &serial));
+    int d = tf_model_embed_dim(m);
+    CHECK(d > 0);
+    embed_job jobs[N_THREADS] = {{0}};
+    pthread_t th[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        jobs[t].m = m;
+        CHECK(!pthread_create(&th[t], NULL, embed_thread, &jobs[t]));
+    }
+    for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < N_THREADS; t++) {
+        CHECKF(!jobs[t].rc, "thread %d: %s", t, tf_error());
+        for (int r = 0; r < ROUNDS; r++) {
+            CHECKF(!memcmp(jobs[t].out[r], serial, (size_t)N_TEXTS * (size_t)d * sizeof *serial),
+                   "thread %d round %d: embeddings differ from the serial call", t, r);
+            free(jobs[t].out[r]);
+        }
+    }
+    free(serial);
+    tf_model_free(m);
+}
+
+/* ---------------------------------------------------------------- the one door */
+
+/* Whether line holds a comparison (strcmp, strncmp, strcasecmp) against the quoted word w. */
+static int compares_word(const char *line, const char *w) {
+    if (!strstr(line, "strcmp(") && !strstr(line, "strncmp(") && !strstr(line, "strcasecmp(")) return 0;
+    char quoted[80];
+    snprintf(quoted, sizeof quoted, "\"%s\"", w);
+    return strstr(line, quoted) != NULL;
+}
+
+/* "file:line: text" of the first comparison against a family's name or model type in dir/<*.c|*.h>, or "". */
+static void find_comparison(const char *dir, char *hit, size_t n) { /* n: room for a path and a 1 KB line */
+    hit[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(hit, n, "%s: cannot open", dir);
+        return;
+    }
+    for (struct dirent *e; !*hit && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 3 || (strcmp(e->d_name + len - 2, ".c") && strcmp(e->d_name + len - 2, ".h"))) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        char line[1024];
+        for (int no = 1; f && !*hit && fgets(line, sizeof line, f); no++)
+            for (const tf_family *const *fam = tf_families(); *fam && !*hit; fam++) {
+                int bad = compares_word(line, (*fam)->name);
+                for (const char *const *t = (*fam)->model_types; t && *t && !bad; t++) bad = compares_word(line, *t);
+                if (bad) snprintf(hit, n, "%s:%d: %s", path, no, line);
+            }
+        if (f) fclose(f);
+    }
+    closedir(d);
+}
+
+TEST(no_family_name_compared_outside_models) {
+    static const char *const DIRS[] = {"cli", "src/train", "src/generate", "src/data", "src/interop"};
+    char hit[2400];
+    for (size_t i = 0; i < sizeof DIRS / sizeof DIRS[0]; i++) {
+        find_comparison(DIRS[i], hit, sizeof hit);
+        CHECKF(!*hit, "a family compared by name outside src/models/ (use the registry): %s", hit);
+    }
+    /* the check finds one: a line as cmd_train.c had them */
+    CHECK(compares_word("    if (!strcmp(t->arch, \"vivit\")) {", "vivit"));
+    CHECK(!compares_word("    if (!strcmp(t->arch, \"vivid\")) {", "vivit"));
+}
