@@ -283,7 +283,7 @@ record() {
         echo "# tformer bit-identity fingerprints (tools/fingerprints.sh): <threads> <case> <sha256>"
         echo "# day: $(date -u +%Y-%m-%d)"
         echo "# cpu: $(grep -m1 '^model name' /proc/cpuinfo | sed 's/^[^:]*: *//')"
-        "$tf" --version 2>&1 | head -n 3 | sed 's/^/# /'
+        "$tf" --version 2>&1 | head -n 8 | sed 's/^/# /'
         echo "# threads: $*"
         LC_ALL=C sort "$list"
     } >"$outfile.tmp" && mv "$outfile.tmp" "$outfile" || die "cannot write $outfile"
