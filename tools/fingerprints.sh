@@ -79,7 +79,8 @@ PY
 # pairs SRC.gz TGT.gz N OUT_SRC OUT_TGT: the first N line pairs both under 60 characters.
 pairs() {
     gzip -dc "$1" | head -n 3000 >"$data/p.src" && gzip -dc "$2" | head -n 3000 >"$data/p.tgt" &&
-        paste "$data/p.src" "$data/p.tgt" | awk -F '\t' 'length($1) < 60 && length($2) < 60' | head -n "$3" >"$data/p.tsv" &&
+        paste "$data/p.src" "$data/p.tgt" | awk -F '\t' 'length($1) < 60 && length($2) < 60' |
+        head -n "$3" >"$data/p.tsv" &&
         cut -f1 "$data/p.tsv" >"$4" && cut -f2 "$data/p.tsv" >"$5" && rm -f "$data/p.src" "$data/p.tgt" "$data/p.tsv"
 }
 
@@ -92,8 +93,8 @@ make_data() {
     make_images "$data" || die "cannot write the images (python3)"
     head -c 30000 "$shared/tinyshakespeare/input.txt" >"$data/text.txt"
     m=$shared/multi30k
-    pairs "$m/train.de.gz" "$m/train.en.gz" 300 "$data/train.de" "$data/train.en" &&
-        pairs "$m/val.de.gz" "$m/val.en.gz" 40 "$data/val.de" "$data/val.en" || die "cannot read $m"
+    { pairs "$m/train.de.gz" "$m/train.en.gz" 300 "$data/train.de" "$data/train.en" &&
+        pairs "$m/val.de.gz" "$m/val.en.gz" 40 "$data/val.de" "$data/val.en"; } || die "cannot read $m"
     head -n 5 "$data/val.de" >"$data/five.de"
     for c in computers food; do head -c 12000 "$fortunes/$c" >"$data/$c"; done
     # finetune: label<TAB>text, a fortune line of each category (3 of 4 train, 1 of 4 valid)
@@ -180,13 +181,14 @@ families() {
     fi
     fx=$root/tests/fixtures_distilbert_st/tiny_distilbert_mlm
     if run finetune/distilbert "$tf" finetune --model "$fx" --train "$d/ft.train" --valid "$d/ft.valid" \
-        --out "$work/ft2" --threads "$threads" --steps 3 --batch 8 --warmup 1 --lr 1e-3 --max-len 16 --eval-every 3; then
+        --out "$work/ft2" --threads "$threads" --steps 3 --batch 8 --warmup 1 --lr 1e-3 --max-len 16 \
+        --eval-every 3; then
         for f in model.safetensors losses.csv metrics.json; do fp "finetune/distilbert/$f" "$work/ft2/$f"; done
         verb predict/distilbert "<$d/ft.texts" "$tf" predict --model "$work/ft2"
     fi
     verb fill-mask/distilbert "$tf" fill-mask --model "$fx" --text "the king is [MASK] ." --top-k 3
-    for st in distilbert_st/tiny_distilbert_st roberta_st/tiny_roberta_st xlmr_st/tiny_xlmr_st; do
-        verb "embed/${st#*/}" "<$d/sents" "$tf" embed --model "$root/tests/fixtures_$st"
+    for fx in distilbert_st/tiny_distilbert_st roberta_st/tiny_roberta_st xlmr_st/tiny_xlmr_st; do
+        verb "embed/${fx#*/}" "<$d/sents" "$tf" embed --model "$root/tests/fixtures_$fx"
     done
 
     s2s="--src $d/train.de --tgt $d/train.en --valid-src $d/val.de --valid-tgt $d/val.en --context 64 --max-len 64"
@@ -205,32 +207,33 @@ families() {
         fp translate/seq2seq-attention/0001.png "$work/translate/seq2seq-attention/png/0001.png"
     fi
 
-    img="--data-dir $d/img"
     # shellcheck disable=SC2086
-    train vit $img --image-size 12 --patch-size 3 $small --n-labels 3 --steps 5 --batch 16 --warmup 2 \
+    train vit --data-dir "$d/img" --image-size 12 --patch-size 3 $small --n-labels 3 --steps 5 --batch 16 --warmup 2 \
         --eval-every 5 --label-names rows,columns,diagonals
     # shellcheck disable=SC2086
-    train swin $img --image-size 12 --patch-size 2 --d-model 8 --depths 1,1 --heads 2,2 --window 3 --n-labels 3 \
-        --steps 5 --batch 16 --warmup 2 --eval-every 5
+    train swin --data-dir "$d/img" --image-size 12 --patch-size 2 --d-model 8 --depths 1,1 --heads 2,2 --window 3 \
+        --n-labels 3 --steps 5 --batch 16 --warmup 2 --eval-every 5
     for m in vit swin; do
-        verb "classify/$m-idx" "$tf" classify --model "$work/$m" $img
+        verb "classify/$m-idx" "$tf" classify --model "$work/$m" --data-dir "$d/img"
         verb "classify/$m-png" "$tf" classify --model "$work/$m" --top-k 2 "$d/diag.png"
     done
-    verb eval/vit "$tf" eval --model "$work/vit" $img --split train
+    verb eval/vit "$tf" eval --model "$work/vit" --data-dir "$d/img" --split train
     if verb classify/vit-attention "$tf" classify --model "$work/vit" --attention-png "$work/att" "$d/diag.png"; then
         fp classify/vit-attention/diag.png "$work/att/diag.png"
     fi
     # shellcheck disable=SC2086
-    train imagegpt $img --image-size 6 --n-clusters 8 --kmeans-iters 10 --context 37 $small --steps 5 --batch 8 \
-        --warmup 2 --eval-every 5 --eval-batches 2
+    train imagegpt --data-dir "$d/img" --image-size 6 --n-clusters 8 --kmeans-iters 10 --context 37 $small \
+        --steps 5 --batch 8 --warmup 2 --eval-every 5 --eval-batches 2
     if run complete-image/sampled "$tf" complete-image --model "$work/imagegpt" --input "$d/small.png" --keep-rows 2 \
         --samples 3 --seed 5 --out "$work/grid.png"; then fp complete-image/sampled/grid.png "$work/grid.png"; fi
     if run complete-image/greedy "$tf" complete-image --model "$work/imagegpt" --input "$d/small.png" --keep-rows 2 \
-        --samples 2 --temperature 0 --out "$work/grid0.png"; then fp complete-image/greedy/grid.png "$work/grid0.png"; fi
+        --samples 2 --temperature 0 --out "$work/grid0.png"; then
+        fp complete-image/greedy/grid.png "$work/grid0.png"
+    fi
     # shellcheck disable=SC2086
-    train vivit $img --image-size 18 --object-size 6 --speed 2 --num-frames 4 --tubelet-t 2 --tubelet-h 6 \
-        --tubelet-w 6 $small --n-layer-temporal 1 --labels direction --n-labels 4 --steps 5 --batch 8 --warmup 2 \
-        --eval-every 5 --val-clips 16
+    train vivit --data-dir "$d/img" --image-size 18 --object-size 6 --speed 2 --num-frames 4 --tubelet-t 2 \
+        --tubelet-h 6 --tubelet-w 6 $small --n-layer-temporal 1 --labels direction --n-labels 4 --steps 5 --batch 8 \
+        --warmup 2 --eval-every 5 --val-clips 16
     verb classify/vivit-clip "$tf" classify --model "$work/vivit" "$d/clip"
 
     # shellcheck disable=SC2086
@@ -273,7 +276,7 @@ record() {
     for threads in "$@"; do
         case $threads in '' | *[!0-9]*) die "threads '$threads': not a number" ;; esac
         work=$tmp/run
-        rm -rf "$work" && mkdir -p "$work" && ln -s "$data" "$work/data" || die "cannot write $work"
+        { rm -rf "$work" && mkdir -p "$work" && ln -s "$data" "$work/data"; } || die "cannot write $work"
         TFORMER_THREADS=$threads
         export TFORMER_THREADS
         families
@@ -286,7 +289,8 @@ record() {
         "$tf" --version 2>&1 | head -n 8 | sed 's/^/# /'
         echo "# threads: $*"
         LC_ALL=C sort "$list"
-    } >"$outfile.tmp" && mv "$outfile.tmp" "$outfile" || die "cannot write $outfile"
+    } >"$outfile.tmp" || die "cannot write $outfile.tmp"
+    mv "$outfile.tmp" "$outfile" || die "cannot write $outfile"
     n=$(grep -cv '^#' "$outfile")
     echo "$me: $n fingerprints ($failed failed) -> $outfile" >&2
     [ "$failed" -eq 0 ]
@@ -294,16 +298,19 @@ record() {
 
 # diff A B: "N equal, M differ" and the cases that differ; 1 if any differ or failed.
 diff_files() {
-    grep -v '^#' "$1" | LC_ALL=C sort >"$tmp/a" && grep -v '^#' "$2" | LC_ALL=C sort >"$tmp/b" || die "cannot read $1 or $2"
-    awk '{ print $1 "|" $2, $3 }' "$tmp/a" | LC_ALL=C sort >"$tmp/a.key"
-    awk '{ print $1 "|" $2, $3 }' "$tmp/b" | LC_ALL=C sort >"$tmp/b.key"
+    for f in "$1" "$2"; do [ -r "$f" ] || die "cannot read $f"; done
+    grep -v '^#' "$1" | awk '{ print $1 "|" $2, $3 }' | LC_ALL=C sort >"$tmp/a.key"
+    grep -v '^#' "$2" | awk '{ print $1 "|" $2, $3 }' | LC_ALL=C sort >"$tmp/b.key"
     LC_ALL=C join -a1 -a2 -e ABSENT -o 0,1.2,2.2 "$tmp/a.key" "$tmp/b.key" >"$tmp/joined"
     awk -v a="$1" -v b="$2" '
         { split($1, k, "|"); name = "threads " k[1] " " k[2] }
         $2 == $3 && $2 !~ /^FAILED|^MISSING/ { eq++; next }
         $2 == $3 { bad++; print "  both failed: " name " (" $2 ")"; next }
         { ne++; print "  differs: " name (($2 ~ /^[0-9a-f]+$/ && $3 ~ /^[0-9a-f]+$/) ? "" : " (" $2 " / " $3 ")") }
-        END { printf "%d equal, %d differ%s\n", eq, ne, bad ? ", " bad " failed in both" : ""; exit (ne + bad > 0) }' "$tmp/joined"
+        END {
+            printf "%d equal, %d differ%s\n", eq, ne, bad ? ", " bad " failed in both" : ""
+            exit (ne + bad > 0)
+        }' "$tmp/joined"
 }
 
 tmp=$(mktemp -d /tmp/tformer_fingerprints_XXXXXX) || die "cannot make a temporary folder"
@@ -339,12 +346,12 @@ case $1 in
     echo "$me: building this tree ($root)" >&2
     make -C "$root" -j2 build/tformer >"$tmp/build-here.log" 2>&1 ||
         { tail -n 30 "$tmp/build-here.log" >&2; die "the build of this tree failed"; }
-    st=0
-    record "$wt/build/tformer" "$tmp/before.txt" "$@" || st=1
-    record "$root/build/tformer" "$tmp/after.txt" "$@" || st=1
+    cmp_rc=0
+    record "$wt/build/tformer" "$tmp/before.txt" "$@" || cmp_rc=1
+    record "$root/build/tformer" "$tmp/after.txt" "$@" || cmp_rc=1
     echo "$me: $rev ($(echo "$sha" | cut -c1-7)) against this tree:"
-    diff_files "$tmp/before.txt" "$tmp/after.txt" || st=1
-    exit $st
+    diff_files "$tmp/before.txt" "$tmp/after.txt" || cmp_rc=1
+    exit $cmp_rc
     ;;
 -h | --help) usage ;;
 -*) usage ;;
