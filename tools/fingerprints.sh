@@ -296,7 +296,8 @@ record() {
     [ "$failed" -eq 0 ]
 }
 
-# diff A B: "N equal, M differ" and the cases that differ; 1 if any differ or failed.
+# diff A B: "N equal, M differ" and the cases that differ (and those of one file only:
+# other thread counts or workloads, the first 10 listed); 1 if any differ or failed.
 diff_files() {
     for f in "$1" "$2"; do [ -r "$f" ] || die "cannot read $f"; done
     grep -v '^#' "$1" | awk '{ print $1 "|" $2, $3 }' | LC_ALL=C sort >"$tmp/a.key"
@@ -304,11 +305,21 @@ diff_files() {
     LC_ALL=C join -a1 -a2 -e ABSENT -o 0,1.2,2.2 "$tmp/a.key" "$tmp/b.key" >"$tmp/joined"
     awk -v a="$1" -v b="$2" '
         { split($1, k, "|"); name = "threads " k[1] " " k[2] }
+        $2 == "ABSENT" || $3 == "ABSENT" {
+            side = $2 == "ABSENT" ? b : a
+            only[side]++
+            if (only[side] <= 10) print "  only in " side ": " name
+            next
+        }
         $2 == $3 && $2 !~ /^FAILED|^MISSING/ { eq++; next }
         $2 == $3 { bad++; print "  both failed: " name " (" $2 ")"; next }
         { ne++; print "  differs: " name (($2 ~ /^[0-9a-f]+$/ && $3 ~ /^[0-9a-f]+$/) ? "" : " (" $2 " / " $3 ")") }
         END {
-            printf "%d equal, %d differ%s\n", eq, ne, bad ? ", " bad " failed in both" : ""
+            printf "%d equal, %d differ", eq, ne
+            if (bad) printf ", %d failed in both", bad
+            if (only[a]) printf ", %d only in %s", only[a], a
+            if (only[b]) printf ", %d only in %s", only[b], b
+            printf "\n"
             exit (ne + bad > 0)
         }' "$tmp/joined"
 }
