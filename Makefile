@@ -669,3 +669,14 @@ bert-results: $(BUILD)/tformer $(MINILM)/config.json $(HF_PYTHON)
 	$(HF_PYTHON) -c "import sklearn" 2>/dev/null || build/hfvenv/bin/pip install -q scikit-learn
 	sh tools/bert_results.sh $(BUILD)/tformer $(MINILM) $(BERT_RESULTS) $(HF_PYTHON)
 .PHONY: bert-results
+
+# Bit-identity fingerprints (docs/design.md): SHA-256 of the outputs of small
+# fixed-seed runs of every family (train of each --arch, the verbs, every hf-run
+# and torch-run fixture) under FINGERPRINT_THREADS into FINGERPRINTS (half a
+# minute); REV=main: build REV in a temporary git worktree and compare its
+# outputs with this tree's ("N equal, M differ"; fails if any differ).
+FINGERPRINTS ?= $(BUILD)/fingerprints.txt
+FINGERPRINT_THREADS ?= 1 2
+fingerprints: $(BUILD)/tformer
+	sh tools/fingerprints.sh $(if $(REV),--compare $(REV),$(BUILD)/tformer $(FINGERPRINTS)) $(FINGERPRINT_THREADS)
+.PHONY: fingerprints
