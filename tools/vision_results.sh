@@ -1,10 +1,10 @@
 #!/bin/sh
-# docs/vision.md's long runs (make vision-results; make swin-results, ARCH=swin):
+# The long runs of docs/results/vision-runs.md (make vision-results; make swin-results, ARCH=swin):
 # a ViT (or a Swin) trained from scratch on Fashion-MNIST with a DeiT recipe sized for a
 # 0.3-0.5 M-parameter model on 28x28 images (issue 12's 93% on the t10k test set), then the last and
 # the best (EMA) models scored on t10k, with and without the mirror-image average.
 #   sh tools/vision_results.sh TFORMER OUT_DIR
-# The ViT's defaults are docs/vision.md's fourteenth run (93.29% on t10k): d_model 80, 32,000 steps
+# The ViT's defaults are the fourteenth run of docs/results/vision-runs.md (93.29% on t10k): d_model 80, 32,000 steps
 # on both cores as two processes of one thread (PROCS, 2; THREADS, 1: under mpirun, a batch's two
 # halves side by side), the last CLEAN_STEPS (3,200) without RandAugment, mixup, cutmix and erasing
 # (a first phase stopped by --stop-at, then --resume --allow-changes), a twentieth of the training
@@ -26,7 +26,7 @@
 # The recipe: AdamW (lr 1e-3, 1,000 warmup steps, cosine to 1e-5, weight decay 0.05), label
 # smoothing 0.1, horizontal flips, RandAugment 2 ops at magnitude 6 (DeiT's 9 moves a 28-pixel
 # image by up to 11 pixels), random erasing 0.25, stochastic depth and mixing as above, EMA
-# 0.9995; no repeated augmentation. Earlier runs (docs/vision.md): the first STEPS=18000
+# 0.9995; no repeated augmentation. Earlier runs (docs/results/vision-runs.md): the first STEPS=18000
 # STEM=patch MIX_PROB=0.5 VAL_FRACTION=0.1 CLEAN_STEPS=0 THREADS=1; the second STEPS=25000
 # STEM_WIDTH=0 VAL_FRACTION=0.1 CLEAN_STEPS=0 THREADS=1 PROCS=1; the fifth STEPS=22000
 # CLEAN_STEPS=2000 THREADS=2 PROCS=1.
