@@ -141,6 +141,25 @@ void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
 /* All of standard input, NUL-terminated; exits on a read error. */
 char *cli_read_stdin(const cli_verb *v, size_t *len);
+/* Standard input a chunk of lines at a time (lines.c): memory bounded by the chunk, not the input. */
+typedef struct {
+    int fd;
+    char *buf;
+    size_t len, cap;
+    size_t start, consumed; /* the current chunk's first byte; the first byte after it */
+    int eof;
+    long long line_no;      /* lines handed out so far */
+} cli_lines;
+void cli_lines_init(cli_lines *r, int fd);
+/* Up to max lines (CR before the newline dropped; the last line may lack its newline) into
+ * lines / lens, pointing into r's buffer until the next call; fewer when the input ends or
+ * nothing more is ready without waiting (each chunk is answered before more is read); 0 at the
+ * end. A line over 64 MiB or a read error exits naming standard input. */
+int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines, size_t *lens);
+void cli_lines_free(cli_lines *r);
+/* Flush standard output after a chunk: a write error (a closed pipe with SIGPIPE ignored, a
+ * full disk) exits 1 at once with its cause. */
+void cli_flush_or_die(const cli_verb *v);
 /* All of a file, NUL-terminated; exits with a message naming it on failure. */
 char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
 /* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every

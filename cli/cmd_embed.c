@@ -2,7 +2,8 @@
  * line (space-separated floats) on standard output, as sentence-transformers'
  * encode() computes them from the folder's settings (max_seq_length, pooling,
  * normalisation); flags override them. --pooling none writes every token's
- * vector, one per line, with an empty line after each text. */
+ * vector, one per line, with an empty line after each text. Input is read a
+ * chunk at a time and each chunk's embeddings written before more is read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,35 +20,13 @@ const cli_flag cmd_embed_flags[] = {
     CLI_END,
 };
 
-/* The lines of standard input (CR stripped): pointers into text. */
-static int split_lines(char *text, size_t len, char ***lines, size_t **lens) {
-    int n = 0, cap = 64;
-    *lines = malloc((size_t)cap * sizeof **lines), *lens = malloc((size_t)cap * sizeof **lens);
-    for (size_t i = 0; i < len && *lines && *lens;) {
-        size_t e = i;
-        while (e < len && text[e] != '\n') e++;
-        if (n == cap) {
-            cap *= 2;
-            char **nl = realloc(*lines, (size_t)cap * sizeof *nl);
-            size_t *ns = nl ? realloc(*lens, (size_t)cap * sizeof *ns) : NULL;
-            if (nl) *lines = nl;
-            if (!ns) return -1;
-            *lens = ns;
-        }
-        (*lines)[n] = text + i;
-        (*lens)[n++] = e > i && text[e - 1] == '\r' ? e - i - 1 : e - i;
-        i = e + 1;
-    }
-    return *lines && *lens ? n : -1;
-}
-
 static void print_row(const float *x, int64_t C) {
     for (int64_t c = 0; c < C; c++) printf(c ? " %.8g" : "%.8g", x[c]);
     putchar('\n');
 }
 
 /* --pooling none: each text's token vectors. */
-static void embed_tokens(const cli_verb *v, const tf_bert *m, tf_tokenizer *tok, char **lines, size_t *lens, int n,
+static void embed_tokens(const cli_verb *v, const tf_bert *m, tf_tokenizer *tok, const char **lines, size_t *lens, int n,
                          size_t max_len) {
     tf_ctx *ctx = tf_ctx_new(0);
     for (int i = 0; i < n; i++) {
@@ -67,6 +46,9 @@ static void embed_tokens(const cli_verb *v, const tf_bert *m, tf_tokenizer *tok,
     tf_ctx_free(ctx);
 }
 
+/* Lines read, embedded and written at a time: memory bounded by it, whatever the input's length. */
+enum { CHUNK = 1024 };
+
 int cmd_embed(const cli_args *a) {
     const cli_verb *v = a->verb;
     const char *dir = a->v[MODEL].text, *pooling = a->v[POOLING].text;
@@ -79,27 +61,30 @@ int cmd_embed(const cli_args *a) {
     if (pool < 0) cli_usage_error(a, "--pooling expects mean, cls, max or none, got '%s'", pooling);
     o.pooling = (tf_pooling)(pool < 3 ? pool : 0);
     o.normalize |= a->v[NORMALIZE].given;
-    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CHUNK)
+        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CHUNK, a->v[BATCH].i);
     o.batch = (int)a->v[BATCH].i;
     tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
     cli_check_max_len(v, "--max-length", a->v[MAX_LENGTH].i, m->cfg.context);
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
-    size_t len, *lens = NULL;
-    char *text = cli_read_stdin(v, &len), **lines = NULL;
-    int n = split_lines(text, len, &lines, &lens);
-    if (n < 0) cli_die(v, "out of memory");
-    if (pool == 3) {
-        embed_tokens(v, m, tok, lines, lens, n,
-                     o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg));
-    } else {
-        float *e = malloc(((size_t)n + 1) * (size_t)m->cfg.d_model * sizeof *e);
-        if (!e || tf_bert_embed(m, tok, (const char *const *)lines, lens, n, &o, e)) cli_die(v, e ? tf_error() : "out of memory");
+    size_t max_len = o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg), lens[CHUNK];
+    const char *lines[CHUNK];
+    float *e = malloc((size_t)CHUNK * (size_t)m->cfg.d_model * sizeof *e);
+    if (!e) cli_die(v, "out of memory");
+    cli_lines in;
+    cli_lines_init(&in, 0);
+    for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v)) {
+        if (pool == 3) {
+            embed_tokens(v, m, tok, lines, lens, n, max_len);
+            continue;
+        }
+        if (tf_bert_embed(m, tok, lines, lens, n, &o, e)) cli_die(v, tf_error());
         for (int i = 0; i < n; i++) print_row(e + (size_t)i * (size_t)m->cfg.d_model, m->cfg.d_model);
-        free(e);
     }
-    free(lines), free(lens), free(text);
+    cli_lines_free(&in);
+    free(e);
     tf_tokenizer_free(tok);
     tf_bert_free(m);
     return 0;

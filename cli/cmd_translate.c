@@ -179,51 +179,42 @@ static _Noreturn void die_line(const cli_verb *v, int line_no) {
     cli_die(v, msg);
 }
 
-/* Each line of input translated to standard output (and drawn when job is non-NULL). */
-static void translate_lines(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, const char *input,
-                            size_t n, const picture_job *job) {
+/* Lines read, translated and written at a time (tf_translate_lines batches and sorts them):
+ * memory bounded by it, whatever the input's length. */
+enum { CHUNK = 1024 };
+
+/* Each line of input translated to standard output and drawn (job): one at a time. */
+static void translate_lines(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, cli_lines *in,
+                            const picture_job *job) {
     tf_ids src = {0}, hyp = {0};
+    const char *lines[CHUNK];
+    size_t lens[CHUNK];
     int line_no = 0;
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        while (e < n && input[e] != '\n') e++;
-        size_t len = e > i && input[e - 1] == '\r' ? e - i - 1 : e - i;
-        char *text;
-        size_t tl;
-        line_no++;
-        if (tf_translate_line_ids(t, o, input + i, len, &text, &tl, job ? &src : NULL, job ? &hyp : NULL))
-            die_line(v, line_no);
-        fwrite(text, 1, tl, stdout), putchar('\n');
-        free(text);
-        if (job && draw_sentence(v, job, line_no, &src, &hyp)) die_line(v, line_no);
-        i = e + 1;
-    }
+    for (int n; (n = cli_lines_next(v, in, CHUNK, lines, lens)) > 0;)
+        for (int k = 0; k < n; k++) {
+            char *text;
+            size_t tl;
+            line_no++;
+            if (tf_translate_line_ids(t, o, lines[k], lens[k], &text, &tl, &src, &hyp)) die_line(v, line_no);
+            fwrite(text, 1, tl, stdout), putchar('\n');
+            free(text);
+            if (draw_sentence(v, job, line_no, &src, &hyp)) die_line(v, line_no);
+            cli_flush_or_die(v);
+        }
     tf_ids_free(&src), tf_ids_free(&hyp);
 }
 
-/* Lines CHUNK at a time through tf_translate_lines (batched), printed in input order. */
-enum { CHUNK = 1024 };
-static void translate_chunks(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, const char *input,
-                             size_t n) {
-    const char **lines = malloc(CHUNK * sizeof *lines);
-    size_t *lens = malloc(CHUNK * sizeof *lens), *out_len = malloc(CHUNK * sizeof *out_len);
-    char **out = malloc(CHUNK * sizeof *out);
-    if (!lines || !lens || !out_len || !out) cli_die(v, "out of memory");
+/* Lines a chunk at a time through tf_translate_lines (batched), printed in input order. */
+static void translate_chunks(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, cli_lines *in) {
+    const char *lines[CHUNK];
+    size_t lens[CHUNK], out_len[CHUNK];
+    char *out[CHUNK];
     int first = 1; /* the chunk's first line number */
-    for (size_t i = 0; i < n;) {
-        int k = 0;
-        for (; k < CHUNK && i < n; k++) {
-            size_t e = i;
-            while (e < n && input[e] != '\n') e++;
-            lines[k] = input + i, lens[k] = e > i && input[e - 1] == '\r' ? e - i - 1 : e - i;
-            i = e + 1;
-        }
-        int bad;
+    for (int k, bad; (k = cli_lines_next(v, in, CHUNK, lines, lens)) > 0; first += k) {
         if (tf_translate_lines(t, o, k, lines, lens, out, out_len, &bad)) die_line(v, first + (bad > 0 ? bad : 0));
         for (int j = 0; j < k; j++) fwrite(out[j], 1, out_len[j], stdout), putchar('\n'), free(out[j]);
-        first += k;
+        cli_flush_or_die(v);
     }
-    free(lines), free(lens), free(out_len), free(out);
 }
 
 int cmd_translate(const cli_args *a) {
@@ -256,11 +247,11 @@ int cmd_translate(const cli_args *a) {
     picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
-    size_t n;
-    char *input = cli_read_stdin(v, &n);
-    if (pictures) translate_lines(v, &t, &o, input, n, &job);
-    else translate_chunks(v, &t, &o, input, n);
-    free(input);
+    cli_lines in;
+    cli_lines_init(&in, 0);
+    if (pictures) translate_lines(v, &t, &o, &in, &job);
+    else translate_chunks(v, &t, &o, &in);
+    cli_lines_free(&in);
     if (job.ctx) tf_ctx_free(job.ctx);
     if (tgt != src) tf_tokenizer_free(tgt);
     tf_tokenizer_free(src);

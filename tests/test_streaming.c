@@ -1,0 +1,189 @@
+/* Verbs that read standard input work a chunk at a time (issue 54's bounded
+ * streaming): the first answer comes before the input ends, memory does not
+ * grow with the input's length, and a closed standard output ends the verb
+ * at once with its cause. The verbs run as child processes fed through pipes;
+ * their peak memory is the child's ru_maxrss (wait4). */
+#define _DEFAULT_SOURCE /* wait4 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
+
+/* A child running "tformer <args>" with its standard input and output on our pipes. */
+typedef struct {
+    pid_t pid;
+    int in, out;             /* our ends: we write its input, read its output */
+    long long out_bytes;     /* read so far */
+    long long out_before_eof; /* read before its input was closed */
+    long fed;                 /* lines written to it whole */
+} child;
+
+static int spawn(child *c, const char *args) {
+    int in[2], out[2];
+    if (pipe(in) || pipe(out)) return -1;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s %s 2>/dev/null", test_tformer_bin(), args);
+    c->pid = fork();
+    if (c->pid == 0) {
+        dup2(in[0], 0), dup2(out[1], 1);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]), close(out[1]);
+    c->in = in[1], c->out = out[0], c->out_bytes = c->out_before_eof = 0;
+    fcntl(c->in, F_SETFL, O_NONBLOCK);
+    return c->pid > 0 ? 0 : -1;
+}
+
+/* Read what the child wrote (waiting at most ms); 0 at its end. */
+static ssize_t drain(child *c, int ms) {
+    struct pollfd p = {c->out, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return -1;
+    char buf[65536];
+    ssize_t got = read(c->out, buf, sizeof buf);
+    if (got > 0) c->out_bytes += got;
+    return got;
+}
+
+/* Feed n generated lines ("<word> <i mod 100>": a tokenizer cache stays small), reading its output as it comes; then close its input. */
+static void feed(child *c, long n, const char *word) {
+    char line[128];
+    size_t len = 0, off = 0;
+    long i = 0;
+    for (; i < n || off < len;) {
+        if (off == len && i < n) len = (size_t)snprintf(line, sizeof line, "%s %ld\n", word, i++ % 100), off = 0;
+        struct pollfd p[2] = {{c->in, POLLOUT, 0}, {c->out, POLLIN, 0}};
+        if (poll(p, 2, 10000) <= 0) break;
+        if (p[1].revents) drain(c, 0);
+        if (p[0].revents & POLLOUT) {
+            ssize_t w = write(c->in, line + off, len - off);
+            if (w > 0) off += (size_t)w;
+            else if (errno != EAGAIN) break;
+        } else if (p[0].revents) {
+            break; /* the child is gone */
+        }
+    }
+    c->out_before_eof = c->out_bytes;
+    c->fed = off == len ? i : i - 1;
+    close(c->in);
+}
+
+/* Drain to the end, then its exit status (128 + signal) and peak memory in KiB. */
+static int finish(child *c, long *maxrss_kb) {
+    while (drain(c, 60000) > 0) {}
+    close(c->out);
+    int st;
+    struct rusage ru;
+    if (wait4(c->pid, &st, 0, &ru) < 0) return -1;
+    *maxrss_kb = ru.ru_maxrss;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST(embed_answers_before_its_input_ends) {
+    child c;
+    CHECK(!spawn(&c, "embed --model " ST_DIR " --threads 1"));
+    CHECK(write(c.in, "a man rides a horse\n", 20) == 20);
+    int got = 0;
+    for (int t = 0; t < 60 && !got; t++) got = drain(&c, 1000) > 0; /* its input still open */
+    close(c.in);
+    long rss;
+    int rc = finish(&c, &rss);
+    CHECKF(got, "no embedding within 60 s of the first line while the input stayed open (exit %d)", rc);
+    CHECK(rc == 0);
+}
+
+TEST(embed_memory_does_not_grow_with_the_input) {
+    long rss[2];
+    long long bytes[2];
+    for (int k = 0; k < 2; k++) { /* 2,000 lines, then 200,000: the same peak memory within 16 MiB */
+        child c;
+        CHECK(!spawn(&c, "embed --model " ST_DIR " --threads 1"));
+        feed(&c, k ? 200000 : 2000, "two dogs play in the snow");
+        CHECK(finish(&c, &rss[k]) == 0);
+        bytes[k] = c.out_bytes;
+        CHECKF(!k || c.out_before_eof > 0, "200,000 lines: no output before the input ended");
+        CHECKF(c.fed == (k ? 200000 : 2000), "run %d: the verb stopped reading after %ld lines", k, c.fed);
+    }
+    printf("    peak memory %ld KiB after 2,000 lines, %ld KiB after 200,000 (%lld MB written)\n", rss[0], rss[1],
+           bytes[1] >> 20);
+    CHECKF(rss[1] - rss[0] < 16384, "peak memory grew from %ld to %ld KiB with the input", rss[0], rss[1]);
+}
+
+TEST(stdin_verbs_stop_when_their_output_is_gone) {
+    char out[4096];
+    /* standard output closed: the first chunk's write fails, the verb ends with its cause */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "yes 'a man rides a horse' 2>/dev/null | timeout 60 %s embed --model " ST_DIR " --threads 1 "
+             "2>&1 >&- | head -c 300", test_tformer_bin());
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    int st = p ? pclose(p) : -1;
+    CHECKF(st == 0 && strstr(out, "tformer embed: standard output: write error: Bad file descriptor"),
+           "an endless input into a closed standard output: %s", out);
+    /* SIGPIPE ignored and the reader gone: EPIPE ends it with exit 1 */
+    snprintf(cmd, sizeof cmd, "trap '' PIPE; yes 'a man rides a horse' 2>/dev/null | (timeout 60 %s embed --model " ST_DIR
+             " --threads 1 2>/tmp/tf_epipe_err; echo \"exit $?\" > /tmp/tf_epipe_rc) | head -c 10 > /dev/null; "
+             "sleep 1; cat /tmp/tf_epipe_rc /tmp/tf_epipe_err", test_tformer_bin());
+    p = popen(cmd, "r");
+    k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    if (p) pclose(p);
+    unlink("/tmp/tf_epipe_rc"), unlink("/tmp/tf_epipe_err");
+    CHECKF(strstr(out, "exit 1") && strstr(out, "write error: Broken pipe"), "reader gone, SIGPIPE ignored: %s", out);
+}
+
+/* A seq2seq run folder trained for 2 steps on a few word pairs (its translations are noise; what is
+ * tested is when they come). */
+static int tiny_translator(char *dir) {
+    strcpy(dir, "/tmp/tformer_strm_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char path[128], args[1024], out[4096];
+    for (int f = 0; f < 2; f++) {
+        snprintf(path, sizeof path, "%s/%s", dir, f ? "t.tgt" : "t.src");
+        FILE *fp = fopen(path, "w");
+        for (int i = 0; fp && i < 40; i++) fprintf(fp, f ? "b%d a%d\n" : "a%d b%d\n", i % 7, i % 5);
+        if (!fp || fclose(fp)) return -1;
+    }
+    snprintf(args, sizeof args,
+             "train --arch seq2seq --src %s/t.src --tgt %s/t.tgt --valid-src %s/t.src --valid-tgt %s/t.tgt --out %s/run "
+             "--steps 2 --d-model 16 --n-head 2 --n-encoder-layers 1 --n-decoder-layers 1 --max-tokens 64 --context 16 "
+             "--max-len 16 --eval-every 2 --threads 1",
+             dir, dir, dir, dir, dir);
+    return test_run_cli("", args, out, sizeof out);
+}
+
+TEST(translate_streams_and_stops_when_its_output_is_gone) {
+    char dir[64], args[512];
+    CHECK(tiny_translator(dir) == 0);
+    child c;
+    snprintf(args, sizeof args, "translate --model %s/run --threads 1 --max-len-a 0 --max-len-b 3", dir);
+    CHECK(!spawn(&c, args));
+    CHECK(write(c.in, "a1 b2\n", 6) == 6);
+    int got = 0;
+    for (int t = 0; t < 60 && !got; t++) got = drain(&c, 1000) > 0; /* its input still open */
+    close(c.in);
+    long rss;
+    CHECK(finish(&c, &rss) == 0);
+    CHECKF(got, "no translation within 60 s of the first line while the input stayed open");
+    char cmd[1024], out[2048];
+    snprintf(cmd, sizeof cmd, "yes 'a1 b2' 2>/dev/null | timeout 60 %s %s 2>&1 >&- | head -c 300", test_tformer_bin(),
+             args);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    CHECKF(p && pclose(p) == 0 && strstr(out, "tformer translate: standard output: write error: Bad file descriptor"),
+           "an endless input into a closed standard output: %s", out);
+    test_rm_rf(dir);
+}
