@@ -34,15 +34,15 @@ char *tf_resume_step_batch(const char *stored);
 /* AdamW holding the moments of elements [lo, hi) of the parameters
  * flattened in order (hi < 0: to the end), updating those elements alone:
  * ZeRO-1's shard. Elementwise, so a shard's elements get the bits of the whole update. */
-tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi);
+tf_optim *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi);
 /* SGD the same way: its momentum buffer's elements [lo, hi). */
-tf_adamw *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi);
+tf_optim *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi);
 /* The bytes of its moments. */
-int64_t tf_adamw_state_bytes(const tf_adamw *o);
+int64_t tf_optim_state_bytes(const tf_optim *o);
 /* Collective: every rank's shard (parts[j] elements on rank j, in order) to
- * rank 0, which may then tf_adamw_save the whole state; tf_adamw_release frees that copy. */
-int tf_adamw_gather(tf_adamw *o, const size_t *parts);
-void tf_adamw_release(tf_adamw *o);
+ * rank 0, which may then tf_optim_save the whole state; tf_optim_release frees that copy. */
+int tf_optim_gather(tf_optim *o, const size_t *parts);
+void tf_optim_release(tf_optim *o);
 
 /* The global gradient norm's pieces (tf_clip_grad_norm's order, which the
  * sharded norm repeats): a parameter of n elements is summed in chunks of
@@ -105,7 +105,7 @@ void tf_dist_sum_free(tf_dist_sum *s);
 typedef struct tf_zero tf_zero;
 tf_zero *tf_zero_new(const tf_params *ps, int rank, int ranks);
 void tf_zero_free(tf_zero *z);
-/* Elements per rank (ranks counts), for tf_dist_sum_new and tf_adamw_gather. */
+/* Elements per rank (ranks counts), for tf_dist_sum_new and tf_optim_gather. */
 const size_t *tf_zero_parts(const tf_zero *z);
 /* The norm's chunks rank holds (what its norm contribution sends). */
 int tf_zero_units(const tf_zero *z, int rank);
