@@ -4,6 +4,7 @@
 
 #include "../util/util.h"
 #include "hf_run.h"
+#include "tformer/bert.h"
 
 static void *bert_load(const char *dir, const char *architecture) {
     (void)architecture; /* config.json's architectures[0] picks the head */

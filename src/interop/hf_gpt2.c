@@ -6,6 +6,7 @@
 
 #include "../util/util.h"
 #include "hf_run.h"
+#include "tformer/gpt.h"
 
 static void *gpt2_load(const char *dir, const char *architecture) {
     (void)architecture; /* the folder's tensors tell a body from a model with a head */

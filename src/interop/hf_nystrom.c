@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "hf_run.h"
+#include "tformer/nystrom.h"
 
 static void *nystrom_load(const char *dir, const char *architecture) {
     (void)architecture; /* config.json's architectures[0] picks the head */

@@ -8,6 +8,8 @@
 
 #include "../util/util.h"
 #include "hf_run.h"
+#include "tformer/interop.h"
+#include "tformer/safetensors.h"
 
 /* ---------------------------------------------------------------- the architecture table */
 

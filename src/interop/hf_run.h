@@ -6,7 +6,7 @@
 #ifndef TF_HF_RUN_H
 #define TF_HF_RUN_H
 
-#include "../core/internal.h"
+#include "tformer/core.h"
 
 #define HF_MAX_TENSORS 16
 

@@ -6,6 +6,8 @@
 #include <math.h>
 
 #include "hf_run.h"
+#include "tformer/swin.h"
+#include "tformer/vivit.h"
 
 static void *vit_load(const char *dir, const char *architecture) {
     (void)architecture; /* config.json's architectures[0] picks the head */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../nn/nn_internal.h"
 #include "model_folder.h"
 
 int tf_folder_read_config(const char *dir, const char *type, const tf_field_table *t, void *cfg) {

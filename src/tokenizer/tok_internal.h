@@ -3,6 +3,7 @@
 #define TF_TOK_INTERNAL_H
 
 #include "../util/util.h"
+#include "tformer/tokenizer.h"
 
 /* UTF-8: decode one code point at s (n bytes left); -1 for an invalid sequence. */
 int32_t tf_utf8_decode(const unsigned char *s, size_t n, int *used);

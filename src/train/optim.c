@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "../ops/kernels.h"
+#include "tformer/dist.h"
+#include "tformer/schedule.h"
 #include "train_internal.h"
 
 struct tf_optim {

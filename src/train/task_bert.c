@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/bert.h"
 #include "train_internal.h"
 
 static const tf_field PRE_ROWS[] = {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/core_internal.h"
+#include "tformer/continual.h"
 #include "train_internal.h"
 
 #define ROW(m, type, def, range, choices, help) \

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/bert.h"
 #include "train_internal.h"
 
 static const char *const KINDS[] = {"classify", "pairs", "tag", "span", NULL};

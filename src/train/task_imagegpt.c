@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/gpt.h"
 #include "train_internal.h"
 
 #define ROW(m, type, def, range, help) TF_FIELD_ROW(tf_imagegpt_task_config, m, type, #m, def, range, NULL, help, 0, NULL)

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/core_internal.h"
 #include "../data/listops_internal.h"
+#include "tformer/bert.h"
 #include "train_internal.h"
 
 static const char *const OBJECTIVES[] = {"classify", "mlm", NULL};

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/dist.h"
+#include "tformer/trainer.h"
 #include "train_internal.h"
 
 typedef struct {

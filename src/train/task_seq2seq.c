@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/metrics.h"
+#include "tformer/seq2seq.h"
 #include "train_internal.h"
 
 static const tf_field ROWS[] = {TF_TRANSLATION_ROWS(tf_seq2seq_task_config, tf_seq2seq_config_table)};

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "tformer/dist.h"
 #include "train_internal.h"
 
 static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/swin.h"
 #include "train_internal.h"
 
 static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};

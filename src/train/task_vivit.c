@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tformer/vivit.h"
 #include "train_internal.h"
 
 static const char *const LABELS[] = {"direction", "class_direction|class-direction", NULL};

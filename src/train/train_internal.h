@@ -5,6 +5,10 @@
 #include <stddef.h>
 
 #include "../util/util.h"
+#include "tformer/generate.h"
+#include "tformer/images.h"
+#include "tformer/optim.h"
+#include "tformer/task.h"
 
 /* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
  * tf_tokenizer_load reads, or learn the data's characters ("char"). */

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
+#include "tformer/dist.h"
 #include "trainer_internal.h"
 
 /* ---------------------------------------------------------------- the split */

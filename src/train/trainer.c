@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../io/io_internal.h"
+#include "tformer/dist.h"
 #include "trainer_internal.h"
 
 int tf_series_add(tf_series *s, double x, double y) {

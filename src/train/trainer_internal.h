@@ -4,6 +4,7 @@
 #ifndef TF_TRAINER_INTERNAL_H
 #define TF_TRAINER_INTERNAL_H
 
+#include "tformer/trainer.h"
 #include "train_internal.h"
 
 typedef struct {
