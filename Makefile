@@ -85,8 +85,13 @@ example: all
 	    --input $(EXAMPLE)/input.safetensors --output $(BUILD)/example_output.safetensors
 	$(BUILD)/tformer compare $(EXAMPLE)/expected.safetensors $(BUILD)/example_output.safetensors
 
+# The layering of src/, cli/ and include/: no file includes a header of a higher
+# layer (tools/check_layers.py holds the map of layers and prints file:line).
+layers:
+	python3 tools/check_layers.py
+
 # Every test; the runner's last line is "N passed, N failed".
-test: all $(BUILD)/run_tests
+test: layers all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
@@ -441,7 +446,7 @@ install-check: all
 	rm -rf $(INSTALL_CHECK_DIR)
 	@echo "install-check: passed"
 
-.PHONY: all install uninstall install-check demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+.PHONY: all layers install uninstall install-check demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
 
 # Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from
