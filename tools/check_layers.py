@@ -5,7 +5,8 @@ Every source file and header of src/, cli/ and include/ belongs to one module of
 the map below, and every public header include/tformer/<x>.h too. A file may
 include a header of its own module or of a module of a lower layer; a header
 of a higher layer, or of another module of the same layer, is an error reported
-as file:line. A file or a public header the map does not place is an error too
+as file:line; so is an include of an umbrella header (tformer.h, train.h) from
+src/. A file or a public header the map does not place is an error too
 (a new folder or header gets its line here). Only quoted includes are read; a
 private header is found beside the including file, a public one under include/.
 
@@ -36,6 +37,10 @@ LAYERS = [
     (9, 'train', ['src/train'], ['optim.h', 'schedule.h', 'trainer.h', 'train.h']),
     (10, 'cli', ['cli'], ['../tformer.h']),  # the umbrella include/tformer.h: for programs, never the library
 ]
+
+# Umbrellas for programs (every header of a part at once): the library (src/) includes the
+# narrow headers, never these.
+UMBRELLAS = {'include/tformer.h', 'include/tformer/train.h'}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -86,7 +91,10 @@ def check(root):
                     errors.append('%s:%d: "%s" not found beside the file or under include/' % (path, no, m.group(1)))
                     continue
                 theirs = module_of(target)
-                if theirs is None:
+                if target in UMBRELLAS and path.startswith('src/'):
+                    errors.append('%s:%d: includes the umbrella %s: the library includes the narrow headers'
+                                  % (path, no, target))
+                elif theirs is None:
                     errors.append('%s:%d: %s is not in the layer map' % (path, no, target))
                 elif theirs[1] != mine[1] and theirs[0] >= mine[0]:
                     how = 'a higher layer' if theirs[0] > mine[0] else 'another module of its layer'

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../task/task_internal.h"
 #include "tformer/bert.h"
-#include "train_internal.h"
 
 static const char *const KINDS[] = {"classify", "pairs", "tag", "span", NULL};
 static const tf_field FT_ROWS[] = {

@@ -15,8 +15,8 @@
 
 #include "../core/core_internal.h"
 #include "../data/listops_internal.h"
+#include "../task/task_internal.h"
 #include "tformer/bert.h"
-#include "train_internal.h"
 
 static const char *const OBJECTIVES[] = {"classify", "mlm", NULL};
 _Static_assert(sizeof(tf_listops_objective) == sizeof(int), "enum rows store an int");

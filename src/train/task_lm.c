@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../task/task_internal.h"
 #include "tformer/dist.h"
 #include "tformer/trainer.h"
-#include "train_internal.h"
 
 typedef struct {
     tf_task base;

@@ -7,8 +7,8 @@
 
 #include <unistd.h>
 
+#include "../task/task_internal.h"
 #include "tformer/dist.h"
-#include "train_internal.h"
 
 static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
                                               "tokenizer.tformer.json", "tokenizer.json", "tokenizer_config.json",
