@@ -85,8 +85,13 @@ example: all
 	    --input $(EXAMPLE)/input.safetensors --output $(BUILD)/example_output.safetensors
 	$(BUILD)/tformer compare $(EXAMPLE)/expected.safetensors $(BUILD)/example_output.safetensors
 
+# The layering of src/, cli/ and include/: no file includes a header of a higher
+# layer (tools/check_layers.py holds the map of layers and prints file:line).
+layers:
+	python3 tools/check_layers.py
+
 # Every test; the runner's last line is "N passed, N failed".
-test: all $(BUILD)/run_tests
+test: layers all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
@@ -109,12 +114,38 @@ test-nompi:
 test-sanitize:
 	$(MAKE) BUILD=build-san OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
+# The conformance recipe, written once. $(call each_kernel_set,ENV,ARGS): build/run_tests ARGS
+# (with the assignments ENV, may be empty) once per kernel set, the default first; the first
+# failure stops it.
+define each_kernel_set
+@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(1) $(BUILD)/run_tests $(2) || exit 1; done
+endef
+# $(call fresh_cases,NAME,SCRIPT,CASES): CASES fresh random cases (SEED) written by tests/ref/SCRIPT
+# (HF_PYTHON) into $(BUILD)/NAME_fresh. $(call fresh_conformance,NAME,SCRIPT,CASES,TESTS): the same,
+# then the tests TESTS on them once per kernel set.
+define fresh_cases
+rm -rf $(BUILD)/$(1)_fresh && $(HF_PYTHON) tests/ref/$(2) --random $(3) --seed $(SEED) --out $(BUILD)/$(1)_fresh
+endef
+define fresh_conformance
+$(call fresh_cases,$(1),$(2),$(3))
+$(call each_kernel_set,,--fixtures $(BUILD)/$(1)_fresh $(4))
+endef
+# $(call export_conformance,NAME,WRITE_TEST,SCRIPT,CHECK_TEST): tformer's own folders, written by
+# the test WRITE_TEST into $(BUILD)/NAME_export, given the reference's outputs by tests/ref/SCRIPT
+# (--expected-for), then compared by CHECK_TEST.
+define export_conformance
+rm -rf $(BUILD)/$(1)_export && mkdir -p $(BUILD)/$(1)_export
+TFORMER_EXPORT_DIR=$(BUILD)/$(1)_export $(BUILD)/run_tests $(2)
+$(HF_PYTHON) tests/ref/$(3) --expected-for $(BUILD)/$(1)_export
+$(BUILD)/run_tests --fixtures $(BUILD)/$(1)_export $(4)
+endef
+
 # Compare against PyTorch on cases generated now with a fresh seed (needs python3-torch).
 SEED ?= $(shell date +%s)
 PYTHON ?= /usr/bin/python3
 conformance: $(BUILD)/run_tests
 	rm -rf $(BUILD)/fresh && $(PYTHON) tests/ref/gen_torch_fixtures.py --seed $(SEED) --random-sizes --out $(BUILD)/fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/fresh torch_ || exit 1; done
+	$(call each_kernel_set,,--fixtures $(BUILD)/fresh torch_)
 
 # Bounded libFuzzer runs (clang), FUZZ_TIME seconds per target, each from a
 # fresh copy of its seed corpus under tests/fuzz/: the safetensors reader, the
@@ -352,8 +383,8 @@ train-conformance: $(BUILD)/run_tests
 	head -c $(TRAIN_REF_BYTES) $(TRAIN_REF_DATA) > $(BUILD)/train_ref/input.txt
 	TFORMER_EXPORT_DIR=$(BUILD)/train_ref TFORMER_TRAIN_REF_DATA=$(BUILD)/train_ref/input.txt $(BUILD)/run_tests gpt_training_matches_torch
 	$(TRAIN_PYTHON) tests/ref/gen_train_fixtures.py $(BUILD)/train_ref
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v TFORMER_TRAIN_REF_DATA=$(BUILD)/train_ref/input.txt \
-	    TFORMER_TRAIN_REF_FIXTURE=$(BUILD)/train_ref/expected.safetensors $(BUILD)/run_tests gpt_training_matches_torch || exit 1; done
+	$(call each_kernel_set,TFORMER_TRAIN_REF_DATA=$(BUILD)/train_ref/input.txt \
+	    TFORMER_TRAIN_REF_FIXTURE=$(BUILD)/train_ref/expected.safetensors,gpt_training_matches_torch)
 .PHONY: train-conformance
 
 gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
@@ -415,7 +446,7 @@ install-check: all
 	rm -rf $(INSTALL_CHECK_DIR)
 	@echo "install-check: passed"
 
-.PHONY: all install uninstall install-check demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
+.PHONY: all layers install uninstall install-check demo example bench bench-continual callgrind test-nompi test-variants tokenizer-conformance gpt2-conformance test test-sanitize conformance fuzz clean
 
 # Peak memory of a GPT-2-124M-shaped training run (10 steps, one checkpoint) and the
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from
@@ -436,17 +467,10 @@ bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
 # then BERT and RoFormer folders written by tformer, loaded by transformers and compared.
 HF_CASES ?= 12
 hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/hf_fresh && $(HF_PYTHON) tests/ref/gen_hf_fixtures.py --random $(HF_CASES) --seed $(SEED) --out $(BUILD)/hf_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/hf_fresh hf_fixtures || exit 1; done
-	rm -rf $(BUILD)/bert_export && mkdir -p $(BUILD)/bert_export
-	TFORMER_EXPORT_DIR=$(BUILD)/bert_export $(BUILD)/run_tests bert_export_for_transformers
-	$(HF_PYTHON) tests/ref/gen_hf_fixtures.py --expected-for $(BUILD)/bert_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/bert_export hf_fixtures
-	rm -rf $(BUILD)/roformer_export && mkdir -p $(BUILD)/roformer_export
-	TFORMER_EXPORT_DIR=$(BUILD)/roformer_export $(BUILD)/run_tests rope_roformer_export_for_transformers
-	$(HF_PYTHON) tests/ref/gen_roformer_fixtures.py --expected-for $(BUILD)/roformer_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/roformer_export rope_roformer_hf_run_matches_transformers
-	rm -rf $(BUILD)/ssmax_fresh && $(HF_PYTHON) tests/ref/gen_ssmax_fixtures.py --random 8 --seed $(SEED) --out $(BUILD)/ssmax_fresh
+	$(call fresh_conformance,hf,gen_hf_fixtures.py,$(HF_CASES),hf_fixtures)
+	$(call export_conformance,bert,bert_export_for_transformers,gen_hf_fixtures.py,hf_fixtures)
+	$(call export_conformance,roformer,rope_roformer_export_for_transformers,gen_roformer_fixtures.py,rope_roformer_hf_run_matches_transformers)
+	$(call fresh_cases,ssmax,gen_ssmax_fixtures.py,8)
 	$(BUILD)/run_tests --fixtures $(BUILD)/ssmax_fresh ssmax_attention_matches_pytorch
 
 .PHONY: hf-conformance
@@ -456,8 +480,7 @@ hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # by tests/ref/gen_marian_fixtures.py and compared like tests/fixtures_marian.
 MARIAN_CASES ?= 6
 marian-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/marian_fresh && $(HF_PYTHON) tests/ref/gen_marian_fixtures.py --random $(MARIAN_CASES) --seed $(SEED) --out $(BUILD)/marian_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/marian_fresh marian_hf marian_generate || exit 1; done
+	$(call fresh_conformance,marian,gen_marian_fixtures.py,$(MARIAN_CASES),marian_hf marian_generate)
 
 .PHONY: marian-conformance
 
@@ -467,13 +490,9 @@ marian-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # 8 fresh conv-stem / pooled / LSA models from tests/ref/gen_vit_stem_fixtures.py.
 VIT_CASES ?= 10
 vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/vit_fresh && $(HF_PYTHON) tests/ref/gen_vit_fixtures.py --random $(VIT_CASES) --seed $(SEED) --out $(BUILD)/vit_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vit_fresh vit_hf_run_matches || exit 1; done
-	rm -rf $(BUILD)/vit_export && mkdir -p $(BUILD)/vit_export
-	TFORMER_EXPORT_DIR=$(BUILD)/vit_export $(BUILD)/run_tests vit_folders_round_trip
-	$(HF_PYTHON) tests/ref/gen_vit_fixtures.py --expected-for $(BUILD)/vit_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/vit_export vit_hf_run_matches
-	rm -rf $(BUILD)/vit_stem_fresh && $(HF_PYTHON) tests/ref/gen_vit_stem_fixtures.py --random 8 --seed $(SEED) --out $(BUILD)/vit_stem_fresh
+	$(call fresh_conformance,vit,gen_vit_fixtures.py,$(VIT_CASES),vit_hf_run_matches)
+	$(call export_conformance,vit,vit_folders_round_trip,gen_vit_fixtures.py,vit_hf_run_matches)
+	$(call fresh_cases,vit_stem,gen_vit_stem_fixtures.py,8)
 	$(BUILD)/run_tests --fixtures $(BUILD)/vit_stem_fresh vit_stem_hf_run_matches_pytorch
 
 .PHONY: vit-conformance
@@ -483,12 +502,8 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # then tformer's own Swin folders loaded by transformers (the same outputs).
 SWIN_CASES ?= 12
 swin-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/swin_fresh && $(HF_PYTHON) tests/ref/gen_swin_fixtures.py --random $(SWIN_CASES) --seed $(SEED) --out $(BUILD)/swin_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/swin_fresh swin_hf_run_matches || exit 1; done
-	rm -rf $(BUILD)/swin_export && mkdir -p $(BUILD)/swin_export
-	TFORMER_EXPORT_DIR=$(BUILD)/swin_export $(BUILD)/run_tests swin_folders_round_trip
-	$(HF_PYTHON) tests/ref/gen_swin_fixtures.py --expected-for $(BUILD)/swin_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/swin_export swin_hf_run_matches
+	$(call fresh_conformance,swin,gen_swin_fixtures.py,$(SWIN_CASES),swin_hf_run_matches)
+	$(call export_conformance,swin,swin_folders_round_trip,gen_swin_fixtures.py,swin_hf_run_matches)
 
 .PHONY: swin-conformance
 
@@ -499,9 +514,9 @@ swin-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # once per kernel set.
 VIVIT_CASES ?= 12
 vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/vivit_fresh && $(HF_PYTHON) tests/ref/gen_vivit_fixtures.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
+	$(call fresh_cases,vivit,gen_vivit_fixtures.py,$(VIVIT_CASES))
 	$(HF_PYTHON) tests/ref/vivit_model4.py --random $(VIVIT_CASES) --seed $(SEED) --out $(BUILD)/vivit_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/vivit_fresh vivit_hf_run_matches || exit 1; done
+	$(call each_kernel_set,,--fixtures $(BUILD)/vivit_fresh vivit_hf_run_matches)
 
 .PHONY: vivit-conformance
 
@@ -510,12 +525,8 @@ vivit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # once per kernel set; then tformer's ImageGPT-layout folder loaded by transformers.
 IGPT_CASES ?= 12
 imagegpt-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/igpt_fresh && $(HF_PYTHON) tests/ref/gen_imagegpt_hf_fixtures.py --random $(IGPT_CASES) --seed $(SEED) --out $(BUILD)/igpt_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/igpt_fresh imagegpt_hf_run_matches || exit 1; done
-	rm -rf $(BUILD)/igpt_export && mkdir -p $(BUILD)/igpt_export
-	TFORMER_EXPORT_DIR=$(BUILD)/igpt_export $(BUILD)/run_tests imagegpt_hf_folder_round_trip
-	$(HF_PYTHON) tests/ref/gen_imagegpt_hf_fixtures.py --expected-for $(BUILD)/igpt_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/igpt_export imagegpt_hf_run_matches
+	$(call fresh_conformance,igpt,gen_imagegpt_hf_fixtures.py,$(IGPT_CASES),imagegpt_hf_run_matches)
+	$(call export_conformance,igpt,imagegpt_hf_folder_round_trip,gen_imagegpt_hf_fixtures.py,imagegpt_hf_run_matches)
 
 .PHONY: imagegpt-conformance
 
@@ -524,8 +535,7 @@ imagegpt-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # once per kernel set.
 NYSTROM_CASES ?= 12
 nystrom-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/nystrom_fresh && $(HF_PYTHON) tests/ref/gen_nystrom_fixtures.py --random $(NYSTROM_CASES) --seed $(SEED) --out $(BUILD)/nystrom_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/nystrom_fresh nystrom_hf_run_matches || exit 1; done
+	$(call fresh_conformance,nystrom,gen_nystrom_fixtures.py,$(NYSTROM_CASES),nystrom_hf_run_matches)
 
 .PHONY: nystrom-conformance
 
@@ -534,24 +544,16 @@ nystrom-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # once per kernel set; then tformer's own RoBERTa folders loaded by transformers.
 ROBERTA_CASES ?= 12
 roberta-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/roberta_fresh && $(HF_PYTHON) tests/ref/gen_roberta_fixtures.py --random $(ROBERTA_CASES) --seed $(SEED) --out $(BUILD)/roberta_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/roberta_fresh roberta_hf_run_matches || exit 1; done
-	rm -rf $(BUILD)/roberta_export && mkdir -p $(BUILD)/roberta_export
-	TFORMER_EXPORT_DIR=$(BUILD)/roberta_export $(BUILD)/run_tests roberta_export_for_transformers
-	$(HF_PYTHON) tests/ref/gen_roberta_fixtures.py --expected-for $(BUILD)/roberta_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/roberta_export roberta_hf_run_matches
+	$(call fresh_conformance,roberta,gen_roberta_fixtures.py,$(ROBERTA_CASES),roberta_hf_run_matches)
+	$(call export_conformance,roberta,roberta_export_for_transformers,gen_roberta_fixtures.py,roberta_hf_run_matches)
 
 .PHONY: roberta-conformance
 
 # DistilBertModel / DistilBertFor* the same way (tests/ref/gen_distilbert_fixtures.py).
 DISTILBERT_CASES ?= 12
 distilbert-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/distilbert_fresh && $(HF_PYTHON) tests/ref/gen_distilbert_fixtures.py --random $(DISTILBERT_CASES) --seed $(SEED) --out $(BUILD)/distilbert_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/distilbert_fresh distilbert_hf_run_matches || exit 1; done
-	rm -rf $(BUILD)/distilbert_export && mkdir -p $(BUILD)/distilbert_export
-	TFORMER_EXPORT_DIR=$(BUILD)/distilbert_export $(BUILD)/run_tests distilbert_export_for_transformers
-	$(HF_PYTHON) tests/ref/gen_distilbert_fixtures.py --expected-for $(BUILD)/distilbert_export
-	$(BUILD)/run_tests --fixtures $(BUILD)/distilbert_export distilbert_hf_run_matches
+	$(call fresh_conformance,distilbert,gen_distilbert_fixtures.py,$(DISTILBERT_CASES),distilbert_hf_run_matches)
+	$(call export_conformance,distilbert,distilbert_export_for_transformers,gen_distilbert_fixtures.py,distilbert_hf_run_matches)
 
 .PHONY: distilbert-conformance
 
@@ -559,8 +561,7 @@ distilbert-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # random blocks handed over as rand_attn in the training-mode ones).
 BIGBIRD_CASES ?= 30
 bigbird-conformance: $(BUILD)/run_tests $(HF_PYTHON)
-	rm -rf $(BUILD)/bigbird_fresh && $(HF_PYTHON) tests/ref/gen_bigbird_fixtures.py --random $(BIGBIRD_CASES) --seed $(SEED) --out $(BUILD)/bigbird_fresh
-	@for v in "" $(VARIANTS); do echo "== $${v:-default kernels}"; env $$v $(BUILD)/run_tests --fixtures $(BUILD)/bigbird_fresh bigbird_block_sparse_matches || exit 1; done
+	$(call fresh_conformance,bigbird,gen_bigbird_fixtures.py,$(BIGBIRD_CASES),bigbird_block_sparse_matches)
 
 .PHONY: bigbird-conformance
 

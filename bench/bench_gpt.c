@@ -14,7 +14,7 @@
 #include "tformer.h"
 
 static double train(tf_gpt *m, int B, int T, int V, int steps) {
-    tf_adamw *o = tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.99f, 1e-8f, 0.1f});
+    tf_optim *o = tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.99f, 1e-8f, 0.1f});
     tf_ctx *ctx = tf_ctx_new(1);
     tf_ctx_set_training(ctx, 1);
     const char *p = getenv("TFORMER_PRECISION");
@@ -31,12 +31,12 @@ static double train(tf_gpt *m, int B, int T, int V, int steps) {
         tf_tensor *loss = tf_gpt_forward(ctx, m, x, y, NULL);
         tf_backward(ctx, loss, NULL);
         tf_clip_grad_norm(m->params, 1.0);
-        tf_adamw_step(o, 1e-3f);
+        tf_optim_step(o, 1e-3f);
         if (s >= 0) times[s] = bench_now() - t0;
     }
     double median = bench_median(times, n);
     tf_ctx_free(ctx);
-    tf_adamw_free(o);
+    tf_optim_free(o);
     return (double)B * T / median;
 }
 

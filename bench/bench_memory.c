@@ -29,7 +29,7 @@ static long long status_bytes(const char *field) {
 }
 
 /* One training step as the trainer takes it (accumulation 1). */
-static int step(tf_ctx *ctx, tf_gpt *m, tf_adamw *o, int B, int T, int V, int s) {
+static int step(tf_ctx *ctx, tf_gpt *m, tf_optim *o, int B, int T, int V, int s) {
     tf_params_zero_grad(m->params);
     tf_ctx_reset(ctx);
     tf_ctx_set_training(ctx, 1);
@@ -40,17 +40,17 @@ static int step(tf_ctx *ctx, tf_gpt *m, tf_adamw *o, int B, int T, int V, int s)
     tf_tensor *loss = tf_gpt_forward(ctx, m, x, y, NULL);
     if (!loss || tf_backward(ctx, loss, NULL)) return -1;
     tf_clip_grad_norm(m->params, 1.0);
-    tf_adamw_step(o, 1e-4f);
+    tf_optim_step(o, 1e-4f);
     return 0;
 }
 
 /* checkpoint.safetensors as the trainer writes it (less its metadata). */
-static int save_checkpoint(const tf_gpt *m, const tf_adamw *o, const char *path) {
+static int save_checkpoint(const tf_gpt *m, const tf_optim *o, const char *path) {
     tf_st_writer *w = tf_st_writer_new();
     int rc = w ? tf_st_writer_set_metadata(w, "tformer_step", "10") : -1;
     for (int i = 0; !rc && i < tf_params_count(m->params); i++)
         rc = tf_st_writer_add(w, tf_params_name(m->params, i), tf_params_tensor(m->params, i));
-    rc = rc || tf_adamw_save(o, w) || tf_st_writer_save(w, path);
+    rc = rc || tf_optim_save(o, w) || tf_st_writer_save(w, path);
     tf_st_writer_free(w);
     return rc;
 }
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     tf_set_threads(threads ? atoi(threads) : 0);
     tf_gpt_config c = tf_gpt_config_default(V, T, L, H, C);
     tf_gpt *m = tf_gpt_new(&c, 1);
-    tf_adamw *o = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.99f, 1e-8f, 0.1f}) : NULL;
+    tf_optim *o = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.99f, 1e-8f, 0.1f}) : NULL;
     tf_ctx *ctx = tf_ctx_new(1);
     if (!m || !o || !ctx) return fprintf(stderr, "bench_memory: %s\n", tf_error()), 1;
     long long P = 0;
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
     if (tf_gpt_save_hf(m, dir)) return fprintf(stderr, "bench_memory: %s\n", tf_error()), 1;
     printf("save_model_s %.3f\nhwm_model_saved_bytes %lld\n", bench_now() - t1, status_bytes("VmHWM"));
     tf_ctx_free(ctx);
-    tf_adamw_free(o);
+    tf_optim_free(o);
     tf_gpt_free(m);
     return 0;
 }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/core/internal.h" /* tf_nystrom_attend: the library has no public Nystrom op */
+#include "../src/nn/nn_internal.h" /* tf_nystrom_attend: the library has no public Nystrom op */
 #include "tformer.h"
 
 enum { H = 4, D = 64, R = 8, SEEDS = 3 };

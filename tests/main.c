@@ -11,19 +11,28 @@
 
 #include "test.h"
 
-#define MAX_TESTS 512
-
 typedef struct {
     const char *name;
     tf_test_fn fn;
 } test_entry;
 
-static test_entry g_tests[MAX_TESTS];
-static int g_n, g_failed;
+/* Every registered test: the array grows as TEST's constructors register them (no limit);
+ * a registration that cannot be kept ends the runner before any test runs. */
+static test_entry *g_tests;
+static int g_n, g_room, g_failed;
 static const char *g_fixtures = "tests/fixtures";
 
 void test_register(const char *name, tf_test_fn fn) {
-    if (g_n < MAX_TESTS) g_tests[g_n++] = (test_entry){name, fn};
+    if (g_n == g_room) {
+        int room = g_room ? 2 * g_room : 256;
+        test_entry *t = realloc(g_tests, (size_t)room * sizeof *t);
+        if (!t) {
+            fprintf(stderr, "run_tests: out of memory registering test %d (%s)\n", g_n + 1, name);
+            exit(2);
+        }
+        g_tests = t, g_room = room;
+    }
+    g_tests[g_n++] = (test_entry){name, fn};
 }
 
 void test_fail(const char *file, int line, const char *fmt, ...) {
@@ -174,6 +183,28 @@ int test_dir_entries(const char *dir, char **names, int max) {
     return n;
 }
 
+/* The runner holds every test the sources define: each line of a tests/ C file that starts with
+ * "TEST(" is one registered test (the count a fixed-size table would silently cut). */
+TEST(runner_registers_every_test) {
+    char *names[256];
+    int n = test_dir_entries("tests", names, 256), defined = 0;
+    CHECKF(n > 0 && n < 256, "tests/ holds %d entries", n);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        if (len > 2 && !strcmp(names[i] + len - 2, ".c")) {
+            char path[512], line[4096];
+            snprintf(path, sizeof path, "tests/%s", names[i]);
+            FILE *f = fopen(path, "r");
+            CHECKF(f != NULL, "cannot read %s", path);
+            while (f && fgets(line, sizeof line, f))
+                if (!strncmp(line, "TEST(", 5)) defined++;
+            if (f) fclose(f);
+        }
+        free(names[i]);
+    }
+    CHECKF(defined > 300 && defined == g_n, "%d tests defined in tests/*.c, %d registered", defined, g_n);
+}
+
 static int by_name(const void *a, const void *b) {
     return strcmp(((const test_entry *)a)->name, ((const test_entry *)b)->name);
 }
@@ -185,6 +216,12 @@ int main(int argc, char **argv) {
         first = 3;
     }
     qsort(g_tests, (size_t)g_n, sizeof g_tests[0], by_name);
+    /* Two tests of one name would be selected and reported as one: refuse them at start-up. */
+    for (int i = 1; i < g_n; i++)
+        if (!strcmp(g_tests[i - 1].name, g_tests[i].name)) {
+            fprintf(stderr, "run_tests: test %s registered twice\n", g_tests[i].name);
+            return 2;
+        }
     printf("kernels: %s; matrix products: %s\n", tf_kernels_info(), tf_blas_info());
     int passed = 0, failed = 0;
     for (int i = 0; i < g_n; i++) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core_internal.h"
 #include "ops/bf16.h"
 #include "test.h"
 

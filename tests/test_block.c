@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "nn/nn_internal.h"
 #include "test.h"
 
 static const tf_block_name FUSED[] = {

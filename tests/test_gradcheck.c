@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/core_internal.h"
 #include "test.h"
 
 #define MAX_LEAVES 32

@@ -8,7 +8,7 @@
 #include <zlib.h>
 
 #include "test.h"
-#include "train/train_internal.h"
+#include "task/task_internal.h"
 
 static char g_dir[64];
 

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
 #include "ops/kernels.h"
+#include "ops/ops_internal.h"
 #include "test.h"
 
 TEST(kernel_gemm_variants_match_portable) {

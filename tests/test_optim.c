@@ -81,7 +81,7 @@ static tf_params *make_params_big(int n, int big) {
 static tf_params *make_params(int n) { return make_params_big(n, 0); }
 
 /* Steps [from, STEPS) of case k on o; the worst difference, -1 on failure. */
-static double run_steps(tf_adamw *o, tf_params *ps, const tf_st_file *f, int from) {
+static double run_steps(tf_optim *o, tf_params *ps, const tf_st_file *f, int from) {
     tf_arena *a = tf_arena_new(0);
     tf_tensor *lr = test_st_tensor(f, "lr", a);
     double worst = lr ? 0 : -1;
@@ -90,7 +90,7 @@ static double run_steps(tf_adamw *o, tf_params *ps, const tf_st_file *f, int fro
         snprintf(prefix, sizeof prefix, "grad.%d", s);
         if (set_params(ps, f, prefix, 1)) worst = -1;
         if (worst < 0) break;
-        tf_adamw_step(o, tf_f32(lr)[s]);
+        tf_optim_step(o, tf_f32(lr)[s]);
         double d = step_diff(ps, f, s);
         worst = d < 0 || d > worst ? d : worst;
     }
@@ -106,7 +106,7 @@ TEST(sgd_matches_torch_step_for_step) {
         tf_st_file *f = tf_st_open(path);
         tf_params *ps = make_params(N_SGD);
         CHECK(f && ps && set_params(ps, f, "init", 0) == 0);
-        tf_adamw *o = tf_sgd_new(ps, CASES[k].cfg);
+        tf_optim *o = tf_sgd_new(ps, CASES[k].cfg);
         CHECK(o != NULL);
         double d = run_steps(o, ps, f, 0);
         printf("    %-20s %d steps, max |param - torch| %.2e\n", CASES[k].name, STEPS, d);
@@ -116,11 +116,11 @@ TEST(sgd_matches_torch_step_for_step) {
         tf_sgd_config wrong = CASES[k].cfg;
         if (wrong.momentum > 0) wrong.nesterov = !wrong.nesterov;
         else wrong.weight_decay *= 0.5f;
-        tf_adamw_free(o);
+        tf_optim_free(o);
         CHECK(set_params(ps, f, "init", 0) == 0 && (o = tf_sgd_new(ps, wrong)) != NULL);
         double w = run_steps(o, ps, f, 0);
         CHECKF(w > 100 * TOL, "%s: a wrong setting passes (%.3g)", CASES[k].name, w);
-        tf_adamw_free(o), tf_params_free(ps), tf_st_close(f);
+        tf_optim_free(o), tf_params_free(ps), tf_st_close(f);
     }
     printf("    worst %.2e\n", overall);
 }
@@ -130,7 +130,7 @@ TEST(sgd_momentum_survives_a_checkpoint) {
     tf_st_file *f = tf_st_open(OPT_DIR "/sgd_nesterov.safetensors");
     tf_params *ps = make_params(N_SGD);
     CHECK(f && ps && set_params(ps, f, "init", 0) == 0);
-    tf_adamw *o = tf_sgd_new(ps, CASES[1].cfg);
+    tf_optim *o = tf_sgd_new(ps, CASES[1].cfg);
     tf_arena *a = tf_arena_new(0);
     tf_tensor *lr = test_st_tensor(f, "lr", a);
     CHECK(o && lr);
@@ -138,21 +138,21 @@ TEST(sgd_momentum_survives_a_checkpoint) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "grad.%d", s);
         CHECK(set_params(ps, f, prefix, 1) == 0);
-        tf_adamw_step(o, tf_f32(lr)[s]);
+        tf_optim_step(o, tf_f32(lr)[s]);
     }
     char path[] = "/tmp/tformer_sgd_XXXXXX";
     CHECK(test_temp_file(path) == 0);
     tf_st_writer *w = tf_st_writer_new();
-    CHECK(w && tf_adamw_save(o, w) == 0 && tf_st_writer_save(w, path) == 0);
-    tf_st_writer_free(w), tf_adamw_free(o);
+    CHECK(w && tf_optim_save(o, w) == 0 && tf_st_writer_save(w, path) == 0);
+    tf_st_writer_free(w), tf_optim_free(o);
     tf_st_file *ck = tf_st_open(path);
     CHECK(ck && tf_st_find(ck, "sgd.momentum.emb") && !tf_st_find(ck, "adam.m.emb"));
     o = tf_sgd_new(ps, CASES[1].cfg);
-    CHECK(o && tf_adamw_load(o, ck, 2) == 0);
+    CHECK(o && tf_optim_load(o, ck, 2) == 0);
     double d = run_steps(o, ps, f, 2);
     printf("    resumed after 2 of %d steps: max |param - torch| %.2e\n", STEPS, d);
     CHECK(d >= 0 && d <= TOL);
-    tf_adamw_free(o), tf_st_close(ck), unlink(path), tf_arena_free(a), tf_params_free(ps), tf_st_close(f);
+    tf_optim_free(o), tf_st_close(ck), unlink(path), tf_arena_free(a), tf_params_free(ps), tf_st_close(f);
 }
 
 TEST(sgd_bad_settings_are_refused) {
@@ -199,10 +199,10 @@ static double rel_diff(const tf_st_file *f, const char *prefix, float *const *go
 }
 
 /* The optimizer's moments (k 0: m, 1: v) through a save: got[i] points into *ck (close it). */
-static int moments(const tf_adamw *o, int n, int k, tf_st_file **ck, float **got) {
+static int moments(const tf_optim *o, int n, int k, tf_st_file **ck, float **got) {
     char path[] = "/tmp/tformer_adamw_XXXXXX", name[64];
     tf_st_writer *w = tf_st_writer_new();
-    int rc = test_temp_file(path) || !w || tf_adamw_save(o, w) || tf_st_writer_save(w, path) || !(*ck = tf_st_open(path));
+    int rc = test_temp_file(path) || !w || tf_optim_save(o, w) || tf_st_writer_save(w, path) || !(*ck = tf_st_open(path));
     tf_st_writer_free(w), unlink(path);
     for (int i = 0; !rc && i < n; i++) {
         snprintf(name, sizeof name, "adam.%s.%s", k ? "v" : "m", NAMES[i]);
@@ -219,14 +219,14 @@ static int adamw_run(const tf_st_file *f, tf_adamw_config cfg, double worst[3]) 
     tf_params *ps = make_params(N_ADAMW);
     tf_arena *a = tf_arena_new(0);
     tf_tensor *lr = test_st_tensor(f, "lr", a);
-    tf_adamw *o = ps && lr && !set_params(ps, f, "init", 0) ? tf_adamw_new(ps, cfg) : NULL;
+    tf_optim *o = ps && lr && !set_params(ps, f, "init", 0) ? tf_adamw_new(ps, cfg) : NULL;
     int rc = o ? 0 : -1;
     worst[0] = worst[1] = worst[2] = 0;
     for (int s = 0; s < STEPS && !rc; s++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "grad.%d", s);
         if ((rc = set_params(ps, f, prefix, 1))) break;
-        tf_adamw_step(o, tf_f32(lr)[s]);
+        tf_optim_step(o, tf_f32(lr)[s]);
         float *got[N_ADAMW];
         for (int i = 0; i < N_ADAMW; i++) got[i] = tf_f32(tf_params_get(ps, NAMES[i]));
         double d[3];
@@ -243,7 +243,7 @@ static int adamw_run(const tf_st_file *f, tf_adamw_config cfg, double worst[3]) 
             worst[j] = d[j] > worst[j] || d[j] != d[j] ? d[j] : worst[j];
         }
     }
-    tf_adamw_free(o), tf_arena_free(a), tf_params_free(ps);
+    tf_optim_free(o), tf_arena_free(a), tf_params_free(ps);
     return rc;
 }
 

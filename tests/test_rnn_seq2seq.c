@@ -217,7 +217,7 @@ static int make_pair(uint64_t *s, int32_t *src, int32_t *tgt) {
 }
 
 /* One batch of B pairs padded to L: a training step's loss. */
-static float train_step(tf_rnn_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, int B, float lr) {
+static float train_step(tf_rnn_seq2seq *m, tf_optim *opt, tf_ctx *ctx, uint64_t *s, int B, float lr) {
     int32_t src[64 * L], mask[64 * L], tin[64 * L], lab[64 * L], one_s[L], one_t[L];
     for (int b = 0; b < B; b++) {
         int n = make_pair(s, one_s, one_t);
@@ -235,7 +235,7 @@ static float train_step(tf_rnn_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t 
     if (tf_rnn_seq2seq_run(ctx, m, &in, &out) || tf_backward(ctx, out.loss, NULL))
         return fprintf(stderr, "    %s\n", tf_error()), NAN;
     tf_clip_grad_norm(m->params, 1.0);
-    tf_adamw_step(opt, lr);
+    tf_optim_step(opt, lr);
     return tf_f32(out.loss)[0];
 }
 
@@ -243,14 +243,14 @@ static tf_rnn_seq2seq *train_reverser(float *first, float *last) {
     tf_rnn_seq2seq_config c = tf_rnn_seq2seq_config_default(VOCAB, VOCAB);
     c.emb_dim = 16, c.hidden = 32, c.attn_size = 32, c.context = 16, c.dropout = 0, c.share_embeddings = 1;
     tf_rnn_seq2seq *m = tf_rnn_seq2seq_new(&c, 42);
-    tf_adamw *opt = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.98f, 1e-9f, 0.0f}) : NULL;
+    tf_optim *opt = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.98f, 1e-9f, 0.0f}) : NULL;
     tf_ctx *ctx = tf_ctx_new(0);
     uint64_t s = 1;
     *first = *last = opt && ctx ? train_step(m, opt, ctx, &s, 32, 1e-5f) : NAN;
     for (int step = 1; step < 800 && isfinite(*last); step++)
         *last = train_step(m, opt, ctx, &s, 32, tf_lr_schedule(TF_SCHEDULE_COSINE, step, 50, 800, 1e-2f, 1e-4f));
     tf_ctx_free(ctx);
-    tf_adamw_free(opt);
+    tf_optim_free(opt);
     return m;
 }
 

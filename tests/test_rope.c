@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"
 #include "test.h"
 
 #define ROPE_DIR "tests/fixtures_rope"

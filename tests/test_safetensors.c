@@ -154,7 +154,7 @@ static tf_tensor swapped(const tf_tensor *t, int d0, int d1) {
     return v;
 }
 
-/* As tf_adamw_save does: a header on the stack that is gone before the save. */
+/* As tf_optim_save does: a header on the stack that is gone before the save. */
 static int add_stack_header(tf_st_writer *w, const tf_tensor *t) {
     tf_tensor v = *t;
     v.shape[0] = 3, v.shape[1] = 2, v.stride[0] = 1, v.stride[1] = 3; /* (2,3) read as its transpose */

@@ -148,7 +148,7 @@ static int make_pair(uint64_t *s, const toy_ids *t, int32_t *src, int32_t *tgt) 
 }
 
 /* One batch of B pairs padded to MAXLEN + 1: a training step's loss. */
-static float train_step(tf_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, const toy_ids *ti, int B, float lr) {
+static float train_step(tf_seq2seq *m, tf_optim *opt, tf_ctx *ctx, uint64_t *s, const toy_ids *ti, int B, float lr) {
     enum { L = MAXLEN + 1 };
     int32_t src[64 * L], mask[64 * L], tin[64 * L], lab[64 * L], one_s[L], one_t[L];
     for (int b = 0; b < B; b++) {
@@ -166,7 +166,7 @@ static float train_step(tf_seq2seq *m, tf_adamw *opt, tf_ctx *ctx, uint64_t *s, 
     tf_params_zero_grad(m->params);
     if (tf_seq2seq_run(ctx, m, &in, &out) || tf_backward(ctx, out.loss, NULL)) return fprintf(stderr, "    %s\n", tf_error()), NAN;
     tf_clip_grad_norm(m->params, 1.0);
-    tf_adamw_step(opt, lr);
+    tf_optim_step(opt, lr);
     return tf_f32(out.loss)[0];
 }
 
@@ -176,14 +176,14 @@ static tf_seq2seq *train_reverser(int vocab, const toy_ids *ti, float *first, fl
     c.d_model = 32, c.n_head = 4, c.d_ff = 64, c.n_encoder_layers = 2, c.n_decoder_layers = 2, c.context = 16;
     c.dropout = 0, c.share_embeddings = 1, c.norm_first = 1;
     tf_seq2seq *m = tf_seq2seq_new(&c, 42);
-    tf_adamw *opt = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.98f, 1e-9f, 0.0f}) : NULL;
+    tf_optim *opt = m ? tf_adamw_new(m->params, (tf_adamw_config){0.9f, 0.98f, 1e-9f, 0.0f}) : NULL;
     tf_ctx *ctx = tf_ctx_new(0);
     uint64_t s = 1;
     *first = *last = opt && ctx ? train_step(m, opt, ctx, &s, ti, 32, 1e-5f) : NAN;
     for (int step = 1; step < 800 && isfinite(*last); step++)
         *last = train_step(m, opt, ctx, &s, ti, 32, tf_lr_schedule(TF_SCHEDULE_COSINE, step, 50, 800, 3e-3f, 1e-4f));
     tf_ctx_free(ctx);
-    tf_adamw_free(opt);
+    tf_optim_free(opt);
     return m;
 }
 

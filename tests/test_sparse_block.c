@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
 #include "test.h"
 
 /* Output and every parameter's and the input's gradient of one mha, sparse or masked dense. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "nn/nn_internal.h"
 #include "test.h"
 
 #define SSMAX_DIR "tests/fixtures_ssmax"

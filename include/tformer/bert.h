@@ -10,6 +10,8 @@
 #include "nn.h"
 #include "safetensors.h"
 #include "tokenizer.h"
+#include "data.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -214,6 +216,128 @@ typedef struct {
 TF_API tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts);
 /* Writes config.json and model.safetensors into dir (created if missing). */
 TF_API int tf_bert_save_hf(const tf_bert *m, const char *dir);
+
+/* ---------------------------------------------------------------- BERT pre-training */
+
+/* Masked LM + next-sentence prediction (tf_nsp_loader_new) on a
+ * BertForPreTraining; its rows flat beside the trainer's, like tf_lm_config. */
+typedef struct {
+    tf_bert_config model;   /* vocab_size 0: the tokenizer's size; head and pooler are set */
+    float val_fraction;     /* documents held out */
+    float mask_prob;        /* 0.15 */
+} tf_bert_pretrain_config;
+TF_API tf_bert_pretrain_config tf_bert_pretrain_config_default(void);
+TF_API extern const tf_field_table tf_bert_pretrain_config_table;
+/* The task over text files (documents separated by blank lines, a sentence a
+ * line); tokenizer: a WordPiece folder or vocab.txt, copied into run_dir
+ * (unless resuming). Validation metrics: mlm_accuracy, nsp_accuracy. */
+TF_API tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char *const *data, int n_data,
+                                          const char *tokenizer, const char *run_dir, int resume, uint64_t seed);
+TF_API const tf_bert *tf_bert_pretrain_task_model(const tf_task *t);
+
+/* ---------------------------------------------------------------- ListOps (docs/long-sequences.md) */
+
+/* A BERT encoder (BertForSequenceClassification, 10 classes, its attention
+ * kind from model.attention) classifying ListOps expressions generated from
+ * listops_seed (tf_listops_loader_new); every batch is model.context long, or
+ * with bucket > 0 as long as its longest row rounded up to a multiple of it.
+ * Self-pretraining (objective TF_LISTOPS_MLM): BertForMaskedLM on the same
+ * expressions, a share mask_prob of their tokens masked; a classifier whose
+ * init names such a run folder starts from its weights (the encoder: the
+ * pooler and classifier are new). With sep, every expression is followed by
+ * [SEP] and the vocabulary is TF_LISTOPS_SEP + 1 tokens; with drop_end, the
+ * "]" tokens are left out (LRA's inputs). */
+typedef enum { TF_LISTOPS_CLASSIFY, TF_LISTOPS_MLM } tf_listops_objective;
+typedef struct {
+    tf_bert_config model;  /* vocab, head, labels and pooler are set by the task */
+    int min_len, max_len, max_depth, max_args;
+    int n_train, n_valid;
+    uint64_t listops_seed;
+    int bucket;            /* 0, or length bucketing (tf_listops_loader_new) */
+    int sep;               /* [SEP] after each expression (tf_listops_opts.sep); the vocabulary then has it */
+    int drop_end;          /* the "]" tokens left out, as LRA's input pipeline does (tf_listops_opts.drop_end) */
+    tf_listops_objective objective;
+    float mask_prob;       /* TF_LISTOPS_MLM: the share of an expression's tokens masked */
+    char init[1024];       /* "", or a TF_LISTOPS_MLM run folder whose weights start a classifier */
+} tf_listops_task_config;
+TF_API tf_listops_task_config tf_listops_task_config_default(void);
+TF_API extern const tf_field_table tf_listops_task_config_table;
+/* Validation metric: accuracy. The run folder (and best/) holds the model as
+ * a Hugging Face folder and these settings as TF_LISTOPS_SETTINGS. */
+TF_API tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed);
+/* The expressions a task config describes (its generator's and the batches' settings). */
+TF_API tf_listops_opts tf_listops_task_opts(const tf_listops_task_config *c);
+#define TF_LISTOPS_SETTINGS "listops.json"
+/* A run folder's settings (DIR/listops.json); -1 with a message naming the
+ * file when it is missing or wrong. */
+TF_API int tf_listops_settings_load(const char *dir, tf_listops_task_config *c);
+/* Accuracy of a ListOps classifier on examples first..first+n-1 of subset (2:
+ * the test set, drawn apart from training and validation; tf_listops_example), in
+ * batches of `batch` padded to the model's context (bucket 0) or to their
+ * longest row rounded up to a multiple of bucket: the correct answers in
+ * *hits; when not NULL, the logits (n,10) and counts by (true, predicted)
+ * answer in confusion[10*10]. o->sep must be the model's own (its vocabulary
+ * has [SEP] or not). 0, or -1 with a message. */
+TF_API int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int64_t first, int64_t n,
+                            int batch, int bucket, float *logits, int64_t *hits, int64_t *confusion);
+
+
+/* ---------------------------------------------------------------- BERT fine-tuning (docs/bert.md) */
+
+/* The fine-tuning task's settings (its field table: --task, --max-len, ...). */
+typedef struct {
+    tf_finetune_kind task; /* classify, pairs, tag, span */
+    int max_len;           /* ids per example, [CLS]/[SEP] included; 0: the model's context */
+    int max_answer;        /* span: the longest answer predicted, in pieces */
+} tf_finetune_config;
+TF_API tf_finetune_config tf_finetune_config_default(void);
+TF_API extern const tf_field_table tf_finetune_config_table;
+
+/* Fine-tune the pre-trained BERT folder model_dir (its tokenizer, a
+ * WordPiece vocab.txt, is copied into run_dir) under the task's head:
+ * BertForSequenceClassification (classify, pairs; labels = the sorted labels
+ * of the training file, saved as id2label), BertForTokenClassification
+ * (tag), BertForQuestionAnswering (span); the head initialised from seed.
+ * The loss is Hugging Face's for the head; validation metrics: accuracy
+ * (classify, pairs), token_accuracy (tag: first pieces), exact_match (span). */
+TF_API tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir, const char *train,
+                                     const char *valid, const char *run_dir, int resume, uint64_t seed);
+TF_API const tf_bert *tf_finetune_task_model(const tf_task *t);
+/* The encoded validation set (for tf_finetune_predict / tf_finetune_score) and the training set. */
+TF_API const tf_finetune_data *tf_finetune_task_data(const tf_task *t, tf_subset subset);
+
+/* One prediction. */
+typedef struct {
+    int label;        /* classify, pairs: the likeliest label */
+    float prob;       /* its softmax probability */
+    int *tags;        /* tag: n_tags = the sentence's words; -1 for a word cut away */
+    int n_tags;
+    int start, end;   /* span: the best span's pieces (start <= end < start + max_answer, in the context) */
+    size_t answer_off, answer_len; /* span: its bytes in the context (0, 0 when none) */
+} tf_finetune_prediction;
+
+/* Predictions for every example of d (n = d->n), `batch` at a time, in order. */
+TF_API int tf_finetune_predict(const tf_bert *m, const tf_finetune_data *d, int batch, int max_answer,
+                               tf_finetune_prediction *out);
+TF_API void tf_finetune_predictions_free(tf_finetune_prediction *p, int n);
+
+/* Scores of predictions against a labelled set. */
+typedef struct {
+    tf_finetune_kind kind;
+    int n_labels;
+    int64_t *confusion;            /* (n_labels, n_labels): [gold][predicted]; tag: words (first pieces) */
+    double *precision, *recall, *f1; /* (n_labels) each */
+    int64_t *support;              /* (n_labels): gold count */
+    double accuracy;               /* classify, pairs: examples; tag: token (word) accuracy */
+    double macro_f1;               /* the mean F1 over labels with support or predictions */
+    double exact_match, span_f1;   /* span: start and end both right; F1 of the pieces' overlap */
+    int64_t n, lost;               /* examples (tag: words) scored; tag: words cut away (counted wrong) */
+} tf_finetune_metrics;
+TF_API int tf_finetune_score(const tf_finetune_data *gold, const tf_finetune_prediction *p, int n_labels,
+                             tf_finetune_metrics *out);
+TF_API void tf_finetune_metrics_free(tf_finetune_metrics *m);
+/* metrics.json: the task, counts, the metrics, per label precision / recall / F1 / support, the confusion matrix. */
+TF_API int tf_finetune_metrics_save(const tf_finetune_metrics *m, const char *const *labels, const char *path);
 
 #ifdef __cplusplus
 }

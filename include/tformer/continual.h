@@ -6,38 +6,11 @@
 
 #include "config.h"
 #include "nn.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---------------------------------------------------------------- continual attention */
-
-/* Retroactive (CoReAtt): each step updates the outputs of all n queries of
- * the window (removes the oldest key, adds the newest). Single-output
- * (CoSiAtt): only the newest query, over the cached keys and values. */
-typedef enum { TF_COATT_RETRO, TF_COATT_SINGLE } tf_coatt_kind;
-
-/* The cached state of one self-attention over a batch of streams. */
-typedef struct tf_coatt tf_coatt;
-
-/* State for the self-attention m (fused or separate q/k/v projections of width
- * d_model, weights (out,in), no relative positions, no Nyström) over `batch`
- * streams with window n >= 1. Retroactive rows keep a running maximum per
- * row (rescaling when a larger score arrives) and sums in double; a row whose
- * sum loses most of its mass when the oldest key leaves is recomputed. */
-TF_API tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window);
-TF_API void tf_coatt_free(tf_coatt *s);
-/* Forget the stream (the next step is step 0). */
-TF_API void tf_coatt_reset(tf_coatt *s);
-/* Steps taken, and how many rows were recomputed to avoid cancellation. */
-TF_API int64_t tf_coatt_steps(const tf_coatt *s);
-TF_API int64_t tf_coatt_recomputed(const tf_coatt *s);
-/* One step: x (B,d_model), each stream's new input. Returns 1 and *out
- * (retroactive: (B,n,d_model), oldest first; single-output: (B,d_model)) once
- * the window is full, 0 (*out NULL) during the first n-1 steps, -1 on an
- * error. The projections run as ops in ctx (no gradient is recorded). */
-TF_API int tf_coatt_step(tf_ctx *ctx, tf_coatt *s, tf_tensor *x, tf_tensor **out);
 
 /* ---------------------------------------------------------------- the continual encoder */
 
@@ -108,6 +81,21 @@ TF_API int64_t tf_coenc_state_steps(const tf_coenc_state *s);
  * were seen (equal to tf_coenc_forward on the last window), 0 before, -1 on
  * an error (a NaN or infinity in x is one, naming the step). */
 TF_API int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out);
+
+/* ---------------------------------------------------------------- stream classification */
+
+/* A Continual Transformer encoder classifying each token of a stream (task_continual.c):
+ * one data file a class; the encoder's rows flat beside these. */
+typedef struct {
+    tf_coenc_config model;   /* vocab_size, n_labels 0: the tokenizer's size, the number of files */
+    float val_fraction;      /* the last part of the stream is held out */
+} tf_costream_config;
+TF_API extern const tf_field_table tf_costream_config_table;
+TF_API tf_costream_config tf_costream_config_default(void);
+/* Lines of the data files (file i: class i) shuffled by seed into one
+ * stream; windows of model.window tokens name their last token's class. */
+TF_API tf_task *tf_costream_task_new(const tf_costream_config *c, const char *const *data, int n_data,
+                                     const char *tokenizer, const char *run_dir, int resume, uint64_t seed);
 
 #ifdef __cplusplus
 }

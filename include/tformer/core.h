@@ -123,6 +123,54 @@ TF_API int tf_backward(tf_ctx *ctx, tf_tensor *out, const tf_tensor *grad_out);
 /* Run every recorded op's forward again, in order (used by gradient checks). */
 TF_API void tf_tape_replay(tf_ctx *ctx);
 
+/* ---------------------------------------------------------------- the tape's op codes and views */
+
+/* What the tape records: each op's forward and backward are the ops layer's
+ * (ops.h, src/ops/op_table.c). */
+typedef enum {
+    TF_OP_COPY,          /* strided view -> contiguous copy */
+    TF_OP_MATMUL,        /* batched, either side transposed */
+    TF_OP_ADD,           /* broadcasting */
+    TF_OP_MUL,           /* broadcasting */
+    TF_OP_SCALE,         /* times a constant */
+    TF_OP_BIAS_ADD,      /* (...,N) + (N) */
+    TF_OP_SOFTMAX,       /* last dim, optional additive or boolean mask */
+    TF_OP_LAYERNORM,     /* last dim */
+    TF_OP_RELU,
+    TF_OP_GELU,          /* exact erf or tanh approximation */
+    TF_OP_DROPOUT,       /* seeded, inverted scaling */
+    TF_OP_EMBEDDING,     /* rows of a table */
+    TF_OP_CONCAT,
+    TF_OP_SUM,           /* over one dim or all; mean is a scaled sum */
+    TF_OP_CROSS_ENTROPY, /* logits, ignore index, label smoothing */
+    TF_OP_SDPA,          /* fused scaled dot-product attention */
+    TF_OP_DENSE,         /* x W^T + b, then an optional activation, fused */
+    TF_OP_TANH,          /* the pooler's activation */
+    TF_OP_GRU_CELL,      /* PyTorch's GRUCell, fused */
+    TF_OP_LSTM_CELL,     /* PyTorch's LSTMCell, fused: (2,B,H) = [h', c'] */
+    TF_OP_PATCH_EMBED,   /* non-overlapping patches / tubelets, each projected: Conv2d / Conv3d(stride=kernel) flattened */
+    TF_OP_MAX,           /* over one dim or all; the gradient shared by the maxima */
+    TF_OP_RECIPROCAL,    /* 1/x */
+    TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
+    TF_OP_SOFT_CROSS_ENTROPY, /* logits against a distribution over the classes (mixup's targets) */
+    TF_OP_SPARSE_ATTENTION, /* block-sparse flash attention over a tf_sparse_pattern */
+    TF_OP_RMSNORM,       /* last dim, no centring and no bias (ImageGPT's LayerNorm) */
+    TF_OP_CONV2D,        /* 2-D convolution, any stride and zero padding: im2col + one product (ViT's conv stem) */
+    TF_OP_ROPE,          /* rotary position embedding of (..., T, D) rows (q and k before the scores) */
+    TF_OP_COUNT
+} tf_op;
+
+TF_API const char *tf_op_name(tf_op op);
+
+/* Views: no copy, no tape entry; data and gradient alias the base. */
+TF_API tf_tensor *tf_reshape(tf_ctx *ctx, tf_tensor *x, int ndim, const int64_t *shape); /* -1 = infer */
+TF_API tf_tensor *tf_transpose(tf_ctx *ctx, tf_tensor *x, int d0, int d1);
+TF_API tf_tensor *tf_narrow(tf_ctx *ctx, tf_tensor *x, int dim, int64_t start, int64_t len);
+TF_API tf_tensor *tf_unsqueeze(tf_ctx *ctx, tf_tensor *x, int dim);
+/* A contiguous copy of x (an op of ops.h, recorded on the tape; the views
+ * above reshape through it): x itself if already contiguous. */
+TF_API tf_tensor *tf_contiguous(tf_ctx *ctx, tf_tensor *x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 
 #include "core.h"
 #include "tokenizer.h"
+#include "plot.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -170,27 +171,6 @@ TF_API int tf_translate_lines(const tf_translator *t, const tf_translate_opts *o
  * large model's batches); a program that is done translating for a while
  * calls it. Not while another thread decodes. */
 TF_API void tf_translate_trim(void);
-
-/* ---------------------------------------------------------------- attention pictures */
-
-/* One sentence's attention as a picture: a large panel (target tokens down,
- * source tokens across, each cell a probability on a fixed 0-1 colour scale
- * shown beside it) and optionally, under it, a grid of small maps (rows x
- * cols: the Transformer's decoder layers x heads). Labels are UTF-8 text. */
-typedef struct {
-    const char *title;               /* at the top ("sentence 3") */
-    const char *panel_title;         /* over the panel ("cross-attention, average of 4 layers x 4 heads") */
-    const char *const *src_tokens;   /* n_src labels: the columns */
-    const char *const *tgt_tokens;   /* n_tgt labels: the rows */
-    int n_src, n_tgt;
-    const float *panel;              /* (n_tgt, n_src) */
-    const float *grid;               /* (rows, cols, n_tgt, n_src), or NULL: the panel alone */
-    int rows, cols;
-    const char *row_name, *col_name; /* the grid's captions: "layer 1", "head 1" */
-} tf_attention_plot;
-
-/* A PNG at path (cairo; written to path.tmp, then renamed). */
-TF_API int tf_plot_attention(const char *path, const tf_attention_plot *p);
 
 #ifdef __cplusplus
 }

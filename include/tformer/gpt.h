@@ -8,6 +8,7 @@
 #include "images.h"
 #include "nn.h"
 #include "safetensors.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,6 +121,62 @@ TF_API tf_decoder *tf_imagegpt_decoder_new(const tf_gpt *m, const tf_image_token
  * top_k, top_p and seed) after the start token and the kept pixels; out (H*W). */
 TF_API int tf_imagegpt_complete(const tf_gpt *m, const tf_image_tokens *tokens, const int32_t *image, int keep_rows,
                                 const tf_generate_opts *o, int32_t *out);
+
+/* ---------------------------------------------------------------- the language-modelling task */
+
+/* The language-modelling task: a GPT learning the next token of a text. */
+typedef struct {
+    tf_gpt_config model;     /* vocab_size 0: the tokenizer's size */
+    float val_fraction;      /* the last part of the tokens is held out */
+} tf_lm_config;
+
+/* nanoGPT's character-level model (tf_gpt_config_table's defaults), val_fraction 0.1. */
+TF_API tf_lm_config tf_lm_config_default(void);
+TF_API int tf_lm_config_check(const tf_lm_config *c);
+/* val_fraction and the model's rows, flat ("n_layer", not "model.n_layer"):
+ * a training config file is one JSON object read with both tables,
+ * tf_fields_load({{&tf_train_config_table, &train}, {&tf_lm_config_table, &lm}}, 2, path, 0). */
+TF_API extern const tf_field_table tf_lm_config_table;
+
+/* The language-modelling task over text files: the tokenizer (a folder, or
+ * "char" for the data's characters) is copied into run_dir (unless resuming),
+ * the text tokenized and windowed (tf_lm_loader_new), the GPT initialised
+ * from seed. */
+TF_API tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_data, const char *tokenizer,
+                               const char *run_dir, int resume, uint64_t seed);
+TF_API const tf_gpt *tf_lm_task_model(const tf_task *t);
+
+/* Mean next-token loss of a model on the text of files (windows of the context). */
+TF_API int tf_gpt_evaluate(const tf_gpt *m, tf_tokenizer *tok, const char *const *data, int n_data, double *loss,
+                    int64_t *tokens);
+
+/* ---------------------------------------------------------------- ImageGPT (docs/vision.md) */
+
+/* A GPT on images as raster-order colour tokens (tf_image_tokens): its
+ * vocabulary the clusters plus the start token, its context the pixels;
+ * next-pixel cross-entropy; validation metric "bpd", bits per pixel (the
+ * mean negative log-likelihood of each pixel's token in nats / ln 2; a
+ * grey pixel is one dimension). Saved as a GPT-2 folder with image_tokens.json. */
+typedef struct {
+    tf_gpt_config model;   /* vocab_size (0: n_clusters + 1) and context (set to the pixels) follow the images */
+    float val_fraction;    /* without a validation set: the last part of the training images */
+    int n_clusters;        /* k-means colour clusters (16 for grey) */
+    int image_size;        /* images resized to image_size x image_size first (box filter); 0: as they are */
+    int kmeans_iters;      /* Lloyd rounds at most */
+    int64_t kmeans_pixels; /* pixels of the training set the clusters are fitted on (drawn under the seed); 0: all */
+    int val_images;        /* validation images evaluated (the first ones); 0: all */
+} tf_imagegpt_task_config;
+TF_API tf_imagegpt_task_config tf_imagegpt_task_config_default(void);
+TF_API extern const tf_field_table tf_imagegpt_task_config_table;
+/* The task: *train (and *valid, or NULL: the last val_fraction of train held
+ * out) moved into it as with tf_vit_task_new; clusters fitted on the
+ * training images under seed; the GPT initialised from seed. */
+TF_API tf_task *tf_imagegpt_task_new(const tf_imagegpt_task_config *c, tf_images *train, tf_images *valid,
+                                     const char *run_dir, uint64_t seed);
+TF_API const tf_gpt *tf_imagegpt_task_model(const tf_task *t);
+TF_API const tf_image_tokens *tf_imagegpt_task_tokens(const tf_task *t);
+/* Images of a subset (validation: those evaluated). */
+TF_API int64_t tf_imagegpt_task_images(const tf_task *t, tf_subset subset);
 
 #ifdef __cplusplus
 }

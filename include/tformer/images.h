@@ -6,6 +6,7 @@
 #define TFORMER_IMAGES_H
 
 #include "data.h"
+#include "plot.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -201,21 +202,6 @@ TF_API int tf_images_read_clip(const char *dir, int channels, tf_images *out);
  * counted). */
 TF_API tf_loader *tf_clips_loader_new(const tf_images *train, const tf_images *valid, const tf_clips_config *c,
                                       int64_t val_clips, uint64_t seed);
-
-/* Where a vision Transformer looks: the image, then the image under each map
- * (the attention rollout, then each head), maps over the patches grid. */
-typedef struct {
-    const float *image;      /* (channels, height, width), any range: stretched for display */
-    int channels, height, width;
-    const float *rollout;    /* (grid_h, grid_w) */
-    int grid_h, grid_w, patch; /* the maps cover grid_h*patch x grid_w*patch pixels from the top left */
-    const float *heads;      /* (n_head, grid_h, grid_w), or NULL with n_head 0 */
-    int n_head;
-    const char *title;       /* or NULL */
-} tf_image_attention_plot;
-
-/* A PNG at path (cairo; written to path.tmp, then renamed). */
-TF_API int tf_plot_image_attention(const char *path, const tf_image_attention_plot *p);
 
 #ifdef __cplusplus
 }

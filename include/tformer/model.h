@@ -24,7 +24,8 @@
 #include "generate.h"
 #include "seq2seq.h"
 #include "tokenizer.h"
-#include "train.h"
+#include "task.h"
+#include "train_config.h"
 
 #ifdef __cplusplus
 extern "C" {

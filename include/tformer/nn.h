@@ -3,6 +3,7 @@
 #define TFORMER_NN_H
 
 #include "ops.h"
+#include "safetensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,11 +51,12 @@ TF_API int tf_params_quantize(tf_params *ps, tf_quant_kind kind);
 /* Bytes held by the copies built so far. */
 TF_API size_t tf_params_quant_bytes(const tf_params *ps);
 
-/* ---------------------------------------------------------------- layers */
+/* Load every registered parameter from a safetensors file: a missing tensor, a
+ * wrong shape or (when strict) an unexpected tensor is an error naming it. */
+TF_API int tf_params_load(tf_params *ps, const tf_st_file *f, int strict);
+TF_API int tf_params_save(const tf_params *ps, const char *path);
 
-/* TF_ACT_SILU: x sigmoid(x) (Marian's "swish"); TF_ACT_QUICK_GELU: x sigmoid(1.702 x) (ImageGPT's
- * "quick_gelu"). TF_ACT_NONE stays last: range checks read it. */
-typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_QUICK_GELU, TF_ACT_NONE } tf_activation;
+/* ---------------------------------------------------------------- layers */
 
 typedef struct {
     tf_tensor *weight; /* (out,in), PyTorch's layout */
@@ -481,6 +483,34 @@ TF_API void tf_transformer_free(tf_transformer *t);
 TF_API tf_tensor *tf_transformer_forward(tf_ctx *ctx, const tf_transformer *t, const tf_block_config *cfg,
                                          tf_tensor *src, tf_tensor *tgt, const tf_attn_mask *src_mask,
                                          const tf_attn_mask *tgt_mask, const tf_attn_mask *memory_mask);
+
+/* ---------------------------------------------------------------- continual attention */
+
+/* Retroactive (CoReAtt): each step updates the outputs of all n queries of
+ * the window (removes the oldest key, adds the newest). Single-output
+ * (CoSiAtt): only the newest query, over the cached keys and values. */
+typedef enum { TF_COATT_RETRO, TF_COATT_SINGLE } tf_coatt_kind;
+
+/* The cached state of one self-attention over a batch of streams. */
+typedef struct tf_coatt tf_coatt;
+
+/* State for the self-attention m (fused or separate q/k/v projections of width
+ * d_model, weights (out,in), no relative positions, no Nyström) over `batch`
+ * streams with window n >= 1. Retroactive rows keep a running maximum per
+ * row (rescaling when a larger score arrives) and sums in double; a row whose
+ * sum loses most of its mass when the oldest key leaves is recomputed. */
+TF_API tf_coatt *tf_coatt_new(const tf_mha *m, tf_coatt_kind kind, int batch, int window);
+TF_API void tf_coatt_free(tf_coatt *s);
+/* Forget the stream (the next step is step 0). */
+TF_API void tf_coatt_reset(tf_coatt *s);
+/* Steps taken, and how many rows were recomputed to avoid cancellation. */
+TF_API int64_t tf_coatt_steps(const tf_coatt *s);
+TF_API int64_t tf_coatt_recomputed(const tf_coatt *s);
+/* One step: x (B,d_model), each stream's new input. Returns 1 and *out
+ * (retroactive: (B,n,d_model), oldest first; single-output: (B,d_model)) once
+ * the window is full, 0 (*out NULL) during the first n-1 steps, -1 on an
+ * error. The projections run as ops in ctx (no gradient is recorded). */
+TF_API int tf_coatt_step(tf_ctx *ctx, tf_coatt *s, tf_tensor *x, tf_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* tformer: The op table: views and differentiable operations. */
+/* tformer: The differentiable operations (the tape's op codes and the views: core.h). */
 #ifndef TFORMER_OPS_H
 #define TFORMER_OPS_H
 
@@ -8,53 +8,15 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- the op table */
-
-typedef enum {
-    TF_OP_COPY,          /* strided view -> contiguous copy */
-    TF_OP_MATMUL,        /* batched, either side transposed */
-    TF_OP_ADD,           /* broadcasting */
-    TF_OP_MUL,           /* broadcasting */
-    TF_OP_SCALE,         /* times a constant */
-    TF_OP_BIAS_ADD,      /* (...,N) + (N) */
-    TF_OP_SOFTMAX,       /* last dim, optional additive or boolean mask */
-    TF_OP_LAYERNORM,     /* last dim */
-    TF_OP_RELU,
-    TF_OP_GELU,          /* exact erf or tanh approximation */
-    TF_OP_DROPOUT,       /* seeded, inverted scaling */
-    TF_OP_EMBEDDING,     /* rows of a table */
-    TF_OP_CONCAT,
-    TF_OP_SUM,           /* over one dim or all; mean is a scaled sum */
-    TF_OP_CROSS_ENTROPY, /* logits, ignore index, label smoothing */
-    TF_OP_SDPA,          /* fused scaled dot-product attention */
-    TF_OP_DENSE,         /* x W^T + b, then an optional activation, fused */
-    TF_OP_TANH,          /* the pooler's activation */
-    TF_OP_GRU_CELL,      /* PyTorch's GRUCell, fused */
-    TF_OP_LSTM_CELL,     /* PyTorch's LSTMCell, fused: (2,B,H) = [h', c'] */
-    TF_OP_PATCH_EMBED,   /* non-overlapping patches / tubelets, each projected: Conv2d / Conv3d(stride=kernel) flattened */
-    TF_OP_MAX,           /* over one dim or all; the gradient shared by the maxima */
-    TF_OP_RECIPROCAL,    /* 1/x */
-    TF_OP_DEPTHWISE_CONV, /* per channel along the sequence: Conv2d((K,1), groups=C) (Nystromformer's skip on V) */
-    TF_OP_SOFT_CROSS_ENTROPY, /* logits against a distribution over the classes (mixup's targets) */
-    TF_OP_SPARSE_ATTENTION, /* block-sparse flash attention over a tf_sparse_pattern */
-    TF_OP_RMSNORM,       /* last dim, no centring and no bias (ImageGPT's LayerNorm) */
-    TF_OP_CONV2D,        /* 2-D convolution, any stride and zero padding: im2col + one product (ViT's conv stem) */
-    TF_OP_ROPE,          /* rotary position embedding of (..., T, D) rows (q and k before the scores) */
-    TF_OP_COUNT
-} tf_op;
-
-TF_API const char *tf_op_name(tf_op op);
-
 typedef enum { TF_GELU_ERF, TF_GELU_TANH } tf_gelu_kind;
 
-/* Views: no copy, no tape entry; data and gradient alias the base. */
-TF_API tf_tensor *tf_reshape(tf_ctx *ctx, tf_tensor *x, int ndim, const int64_t *shape); /* -1 = infer */
-TF_API tf_tensor *tf_transpose(tf_ctx *ctx, tf_tensor *x, int d0, int d1);
-TF_API tf_tensor *tf_narrow(tf_ctx *ctx, tf_tensor *x, int dim, int64_t start, int64_t len);
-TF_API tf_tensor *tf_unsqueeze(tf_ctx *ctx, tf_tensor *x, int dim);
+/* Activations (tf_dense's fused one, the layers' and blocks' settings).
+ * TF_ACT_SILU: x sigmoid(x) (Marian's "swish"); TF_ACT_QUICK_GELU: x sigmoid(1.702 x) (ImageGPT's
+ * "quick_gelu"). TF_ACT_NONE stays last: range checks read it. */
+typedef enum { TF_ACT_RELU, TF_ACT_GELU, TF_ACT_GELU_TANH, TF_ACT_SILU, TF_ACT_QUICK_GELU, TF_ACT_NONE } tf_activation;
 
-/* Ops (recorded on the tape when gradients are on). Negative dims count from the end. */
-TF_API tf_tensor *tf_contiguous(tf_ctx *ctx, tf_tensor *x); /* x itself if already contiguous */
+/* Ops (recorded on the tape when gradients are on; tf_contiguous, the copy, is
+ * declared with the views in core.h). Negative dims count from the end. */
 TF_API tf_tensor *tf_matmul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b, int trans_a, int trans_b);
 TF_API tf_tensor *tf_add(tf_ctx *ctx, tf_tensor *a, tf_tensor *b);
 TF_API tf_tensor *tf_mul(tf_ctx *ctx, tf_tensor *a, tf_tensor *b);

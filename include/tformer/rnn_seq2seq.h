@@ -23,6 +23,7 @@
 #include "generate.h"
 #include "heads.h"
 #include "nn.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,6 +103,23 @@ TF_API tf_decoder *tf_rnn_seq2seq_decoder_new_batch(const tf_rnn_seq2seq *m, con
 /* The alignment of the last token fed to d (its first row; one of tf_rnn_seq2seq_decoder_new's
  * or their forks): alpha (n_src), or NULL before the first step. */
 TF_API const float *tf_rnn_seq2seq_decoder_alpha(const tf_decoder *d);
+
+/* ---------------------------------------------------------------- translation (docs/translation.md) */
+
+/* The RNN baseline (rnn_seq2seq.h) on the same task: the same settings, data,
+ * batches and folder (tf_seq2seq_task_val_batches serves its task too). */
+typedef struct {
+    tf_rnn_seq2seq_config model; /* src_vocab / tgt_vocab 0: the tokenizer's size + 3 (padding, BOS, EOS) */
+    int max_tokens, max_len;
+    float label_smoothing;
+    int val_bleu;
+} tf_rnn_seq2seq_task_config;
+TF_API tf_rnn_seq2seq_task_config tf_rnn_seq2seq_task_config_default(void);
+TF_API extern const tf_field_table tf_rnn_seq2seq_task_config_table;
+TF_API tf_task *tf_rnn_seq2seq_task_new(const tf_rnn_seq2seq_task_config *c, const char *src, const char *tgt,
+                                        const char *valid_src, const char *valid_tgt, const char *tokenizer,
+                                        const char *run_dir, int resume, int accum, uint64_t seed);
+TF_API const tf_rnn_seq2seq *tf_rnn_seq2seq_task_model(const tf_task *t);
 
 #ifdef __cplusplus
 }

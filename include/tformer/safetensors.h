@@ -2,7 +2,7 @@
 #ifndef TFORMER_SAFETENSORS_H
 #define TFORMER_SAFETENSORS_H
 
-#include "nn.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,11 +71,6 @@ TF_API int tf_st_writer_set_metadata(tf_st_writer *w, const char *key, const cha
 TF_API int tf_st_writer_save(tf_st_writer *w, const char *path);
 /* A __metadata__ string of an open file, or NULL. */
 TF_API const char *tf_st_metadata(const tf_st_file *f, const char *key);
-
-/* Load every registered parameter from a safetensors file: a missing tensor, a
- * wrong shape or (when strict) an unexpected tensor is an error naming it. */
-TF_API int tf_params_load(tf_params *ps, const tf_st_file *f, int strict);
-TF_API int tf_params_save(const tf_params *ps, const char *path);
 
 #ifdef __cplusplus
 }

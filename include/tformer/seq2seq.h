@@ -20,6 +20,7 @@
 #include "generate.h"
 #include "heads.h"
 #include "nn.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -150,6 +151,31 @@ TF_API tf_decoder *tf_seq2seq_decoder_new(const tf_seq2seq *m, const int32_t *sr
  * rows; beam search selects rows (tf_generate_rows). */
 TF_API tf_decoder *tf_seq2seq_decoder_new_batch(const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int n,
                                                 int capacity);
+
+/* ---------------------------------------------------------------- translation (docs/translation.md) */
+
+/* The encoder-decoder on line-aligned source and target files. */
+typedef struct {
+    tf_seq2seq_config model;   /* src_vocab / tgt_vocab 0: the tokenizer's size + 3 (padding, BOS, EOS) */
+    int max_tokens;            /* a batch's padded tokens at most (rows x longest row): batches by token count */
+    int max_len;               /* ids per sentence at most (tokens + EOS); longer ones are an error */
+    float label_smoothing;     /* the paper: 0.1 */
+    int val_bleu;              /* validation lines translated (greedy) for BLEU at each evaluation; 0: none.
+                                * With BLEU, run_dir/best/ is the model of highest validation BLEU */
+} tf_seq2seq_task_config;
+TF_API tf_seq2seq_task_config tf_seq2seq_task_config_default(void);
+TF_API extern const tf_field_table tf_seq2seq_task_config_table;
+/* The task: tokenizer (a folder, or "char": the training files' characters) copied
+ * into run_dir unless resuming, used for both languages (a joint vocabulary);
+ * batches from tf_parallel_loader_new (key: the trainer's step * 1024 + micro, read
+ * with the accumulation count accum: the micro-batches of a step over every
+ * process, processes x the trainer's accum). Validation loss: the mean over the validation
+ * batches the trainer asks for (tf_seq2seq_task_val_batches: one pass). */
+TF_API tf_task *tf_seq2seq_task_new(const tf_seq2seq_task_config *c, const char *src, const char *tgt,
+                                    const char *valid_src, const char *valid_tgt, const char *tokenizer,
+                                    const char *run_dir, int resume, int accum, uint64_t seed);
+TF_API int64_t tf_seq2seq_task_val_batches(const tf_task *t);
+TF_API const tf_seq2seq *tf_seq2seq_task_model(const tf_task *t);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #include "config.h"
 #include "heads.h"
 #include "nn.h"
+#include "vit.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,6 +104,19 @@ TF_API int tf_swin_predict(const tf_swin *m, const float *x, int64_t n, int batc
 /* Hugging Face folders: config.json + model.safetensors. */
 TF_API tf_swin *tf_swin_load_hf(const char *dir);
 TF_API int tf_swin_save_hf(const tf_swin *m, const char *dir);
+
+/* ---------------------------------------------------------------- image classification (docs/vision.md) */
+
+/* A SwinForImageClassification on labelled images: the same task as ViT's. */
+typedef struct {
+    tf_swin_config model;    /* channels, image_size and n_labels must fit the images */
+    tf_image_recipe recipe;
+} tf_swin_task_config;
+TF_API tf_swin_task_config tf_swin_task_config_default(void);
+TF_API extern const tf_field_table tf_swin_task_config_table;
+TF_API tf_task *tf_swin_task_new(const tf_swin_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                                 uint64_t seed);
+TF_API const tf_swin *tf_swin_task_model(const tf_task *t);
 
 #ifdef __cplusplus
 }

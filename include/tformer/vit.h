@@ -9,6 +9,8 @@
 #include "config.h"
 #include "heads.h"
 #include "nn.h"
+#include "images.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +153,49 @@ TF_API int tf_vit_save_hf(const tf_vit *m, const char *dir);
 /* Hugging Face's folder for the patch stem, tformer's own (model_type
  * "tformer-vit", the field table's keys) for the conv stem. */
 TF_API int tf_vit_save(const tf_vit *m, const char *dir);
+
+/* ---------------------------------------------------------------- image classification (docs/vision.md) */
+
+/* Image classification's data handling and DeiT's recipe, shared by the
+ * ViT and Swin tasks: its rows flat beside the model's and the trainer's. */
+typedef struct {
+    float val_fraction;      /* without a validation set: the last part of the training images */
+    float label_smoothing;   /* 0.1 (DeiT) */
+    int shift;               /* training images moved by up to this many pixels (0: none) */
+    float hflip;             /* training images mirrored left-right with this probability (0: none) */
+    char label_names[2048];  /* comma-separated class names for the folder's id2label; "": LABEL_<i> */
+    /* DeiT's recipe (docs/vision.md), each off by default; DeiT's value in brackets */
+    int randaug_ops;         /* RandAugment's ops per image (2); 0: none */
+    float randaug_magnitude; /* (9) */
+    float randaug_mstd;      /* (0.5) */
+    float mixup, cutmix;     /* Beta(alpha, alpha) of mixup (0.8) and cutmix (1); 0: none */
+    float mix_prob;          /* a batch is mixed with this probability (1) */
+    float switch_prob;       /* with both: cutmix rather than mixup (0.5) */
+    float erase_prob;        /* random erasing (0.25) */
+    tf_erase_mode erase_mode;/* its values (pixel) */
+    int repeats;             /* repeated augmentation (3); 1: none */
+    float ema_decay;         /* EMA of the weights, evaluated and saved as the model (0.99996); 0: none */
+} tf_image_recipe;
+TF_API extern const tf_field_table tf_image_recipe_table;
+
+/* A ViTForImageClassification on labelled images: cross-entropy with label
+ * smoothing, validation accuracy. */
+typedef struct {
+    tf_vit_config model;     /* channels, image_size and n_labels must fit the images */
+    tf_image_recipe recipe;
+} tf_vit_task_config;
+TF_API tf_vit_task_config tf_vit_task_config_default(void);
+TF_API extern const tf_field_table tf_vit_task_config_table;
+/* The task: *train (and *valid, or NULL: the last val_fraction of train held
+ * out) moved into it (the caller's structs are emptied, also on failure); the
+ * model initialised from seed; validation metric "accuracy" (run_dir/best/:
+ * the highest). The images must be square, of the model's channels and size,
+ * labelled in [0,n_labels). */
+TF_API tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
+                                uint64_t seed);
+TF_API const tf_vit *tf_vit_task_model(const tf_task *t);
+/* Images of a subset (of a ViT or a Swin task). */
+TF_API int64_t tf_vit_task_images(const tf_task *t, tf_subset subset);
 
 #ifdef __cplusplus
 }

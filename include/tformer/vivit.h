@@ -24,6 +24,8 @@
 #include "config.h"
 #include "heads.h"
 #include "nn.h"
+#include "images.h"
+#include "task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,6 +119,30 @@ TF_API int tf_vivit_predict(const tf_vivit *m, const float *x, int64_t n, int ba
  * the field table's keys), which transformers refuses rather than misreads. */
 TF_API tf_vivit *tf_vivit_load(const char *dir);
 TF_API int tf_vivit_save(const tf_vivit *m, const char *dir);
+
+/* ---------------------------------------------------------------- video classification (docs/video.md) */
+
+/* A ViViT (VivitForVideoClassification, any model kind and embedding) on
+ * moving-object clips made from labelled images (tf_clips_loader_new): the
+ * clips' canvas and frames are the model's image_size and num_frames. */
+typedef struct {
+    tf_vivit_config model;   /* n_labels must be the clip labels' classes */
+    float val_fraction;      /* the last part of the images, held out for the validation clips */
+    int val_clips;           /* validation clips */
+    float label_smoothing;
+    int object_size;         /* the image drawn at this size; 0: its own */
+    float speed;             /* pixels per frame */
+    tf_clip_label labels;    /* direction, or class and direction */
+    int shuffle_frames;      /* the control: each clip's frames in a random order */
+} tf_vivit_task_config;
+TF_API tf_vivit_task_config tf_vivit_task_config_default(void);
+TF_API extern const tf_field_table tf_vivit_task_config_table;
+/* The task: *images (labelled, one channel or more) moved into it (emptied,
+ * also on failure), the last val_fraction held out; validation metric
+ * "accuracy". */
+TF_API tf_task *tf_vivit_task_new(const tf_vivit_task_config *c, tf_images *images, const char *run_dir, uint64_t seed);
+TF_API const tf_vivit *tf_vivit_task_model(const tf_task *t);
+TF_API int64_t tf_vivit_task_clips(const tf_task *t, tf_subset subset); /* validation: val_clips; training: 0 */
 
 #ifdef __cplusplus
 }

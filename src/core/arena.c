@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "core_internal.h"
 
 static _Thread_local char g_error[1024];
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "augment.h"
 
 /* ---------------------------------------------------------------- random draws */

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../core/internal.h"
+#include "tformer/images.h"
 
 /* ---------------------------------------------------------------- random draws */
 

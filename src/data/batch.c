@@ -1,7 +1,7 @@
 /* Batches of named tensors and the loader interface. */
 #include <string.h>
 
-#include "../core/internal.h"
+#include "tformer/data.h"
 
 int tf_batch_set(tf_batch *b, const char *name, tf_tensor *t) {
     for (int i = 0; i < b->n; i++)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <strings.h>
 
+#include "../core/core_internal.h"
 #include "augment.h"
 
 enum { DRAW_CLIP = 7 };

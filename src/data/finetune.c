@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "finetune_internal.h"
+#include "tformer/data.h"
 
 static const char *const KIND_NAMES[] = {"classify", "pairs", "tag", "span"};
 

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "finetune_internal.h"
+#include "tformer/data.h"
+#include "tformer/tokenizer.h"
 
 #define IGNORE (-100)
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "augment.h"
 
 /* The draws of a row and of a batch: separate streams of one key. */

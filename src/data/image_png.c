@@ -10,8 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
 #include "../util/util.h"
+#include "tformer/images.h"
 
 typedef struct {
     char msg[256];

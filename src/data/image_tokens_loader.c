@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
+#include "tformer/images.h"
 
 typedef struct {
     tf_loader base;

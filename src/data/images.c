@@ -7,7 +7,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
+#include "tformer/images.h"
 
 /* ---------------------------------------------------------------- whole files through zlib */
 

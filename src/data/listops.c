@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
 #include "listops_internal.h"
 
 #define MAX_ARGS_LIMIT 64 /* a node's arguments are held on the stack for the median */

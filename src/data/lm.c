@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
+#include "tformer/data.h"
 
 typedef struct {
     tf_loader base;

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "../util/util.h"
+#include "tformer/data.h"
+#include "tformer/tokenizer.h"
 
 typedef struct {
     int64_t start, len; /* ids[start .. start+len) */

@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "../util/util.h"
+#include "tformer/data.h"
+#include "tformer/tokenizer.h"
 
 #define IGNORE (-100)
 

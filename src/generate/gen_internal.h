@@ -2,7 +2,7 @@
 #ifndef TF_GEN_INTERNAL_H
 #define TF_GEN_INTERNAL_H
 
-#include "../core/internal.h"
+#include "tformer/generate.h"
 
 /* o's numbers in their ranges; 0 or -1 with a message naming them. */
 int tf_gen_check_options(const tf_generate_opts *o);

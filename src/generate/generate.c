@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/ops_internal.h"
 #include "gen_internal.h"
 
 tf_generate_opts tf_generate_opts_default(void) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/ops_internal.h"
 #include "gen_internal.h"
 
 #define TF_BEAM_MAX TF_GENERATE_MAX_BEAM /* Hugging Face's ended list is fixed-size */

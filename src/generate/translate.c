@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
 #include "tformer/generate.h"
 
 tf_translate_opts tf_translate_opts_default(void) {

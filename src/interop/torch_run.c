@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tformer/interop.h"
 #include "torch_run.h"
 
 /* The forward() arguments of each module: sequences first, then masks. */

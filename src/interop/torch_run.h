@@ -2,7 +2,7 @@
 #ifndef TF_TORCH_RUN_H
 #define TF_TORCH_RUN_H
 
-#include "../core/internal.h"
+#include "tformer/continual.h"
 
 typedef enum {
     TR_MHA, TR_ENCODER_LAYER, TR_DECODER_LAYER, TR_ENCODER, TR_DECODER, TR_TRANSFORMER,

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "../core/internal.h"
 #include "draw.h"
-#include "tformer/generate.h"
+#include "io_internal.h"
+#include "tformer/plot.h"
 
 #define PAD 16.0
 #define TITLE_FONT 16.0

@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/internal.h"
 #include "draw.h"
+#include "io_internal.h"
+#include "tformer/plot.h"
 
 #define FONT 13.0
 #define PAD 16.0

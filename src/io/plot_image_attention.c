@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../core/internal.h"
 #include "draw.h"
-#include "tformer/images.h"
+#include "io_internal.h"
+#include "tformer/plot.h"
 
 #define PAD 14.0
 #define FONT 13.0

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
 #include "../util/util.h"
+#include "io_internal.h"
 
 #define W 760
 #define H 440

@@ -12,8 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
 #include "../util/util.h"
+#include "tformer/safetensors.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit: 100 MB */
 

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/core_internal.h"
 #include "../util/util.h"
+#include "tformer/safetensors.h"
 
 /* Output chunk for tensors that are converted or strided (64 KiB). */
 enum { ST_CHUNK = 1 << 16 };

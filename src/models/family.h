@@ -3,7 +3,6 @@
 #ifndef TF_FAMILY_H
 #define TF_FAMILY_H
 
-#include "tformer.h"
 #include "tformer/model.h"
 
 /* Validation batches of `rows` rows in one pass over n held-out items (1 when rows is 0). */

@@ -3,12 +3,14 @@
  * arguments, writing the output fields Hugging Face returns, by its names.
  * An architecture is a row of its family's table (src/models/<family>/<family>_family.c),
  * found through the registry. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../util/util.h"
 #include "hf_run.h"
+#include "tformer/interop.h"
 
 /* ---------------------------------------------------------------- output fields */
 

@@ -7,8 +7,8 @@
 #ifndef TF_HF_RUN_H
 #define TF_HF_RUN_H
 
+#include "tformer/core.h"
 #include "family.h"
-#include "../core/internal.h"
 
 #define HF_MAX_TENSORS 16
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../nn/nn_internal.h"
 #include "family.h"
 #include "model_folder.h"
 

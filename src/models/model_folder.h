@@ -7,6 +7,7 @@
 #define TF_MODEL_FOLDER_H
 
 #include "../util/util.h"
+#include "tformer/nn.h"
 
 /* cfg (of table t) from dir/config.json, defaults first; another or no model_type is an error. */
 int tf_folder_read_config(const char *dir, const char *type, const tf_field_table *t, void *cfg);

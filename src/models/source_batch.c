@@ -1,7 +1,9 @@
 /* Padded source batches of the translation decoders (source_batch.h). */
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "source_batch.h"
+#include "tformer/generate.h"
 
 int tf_source_batch_check(const int *n_src, int n, int context, int *S) {
     if (n < 1) return tf_set_error("translate: a batch of %d sources", n);

@@ -5,7 +5,7 @@
 #ifndef TF_SOURCE_BATCH_H
 #define TF_SOURCE_BATCH_H
 
-#include "../core/internal.h"
+#include "tformer/core.h"
 
 typedef struct {
     tf_ctx *mem_ctx[2]; /* the batch's tensors live in mem_ctx[cur]; select gathers into the other */

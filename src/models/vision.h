@@ -8,7 +8,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "../core/internal.h"
 #include "../util/util.h"
 #include "model_folder.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 tf_tensor *tf_linear_forward(tf_ctx *ctx, const tf_linear *l, tf_tensor *x) {
     return tf_dense(ctx, x, l->weight, 0, l->bias, TF_ACT_NONE);  // (..., out) = x (..., in) W^T + b

@@ -4,7 +4,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "tformer/config.h"
+#include "tformer/nn.h"
 
 static const char *const KINDS[] = {"full", "local", "dilated", "bigbird", "nystrom", NULL};
 static const char *const ROPES[] = {"none", "halves", "interleaved", NULL}; /* tf_rope_kind's order */

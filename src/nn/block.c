@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "nn_internal.h"
+#include "tformer/heads.h"
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
     tf_block_config c = {.d_model = d_model, .n_head = n_head, .d_ff = 2048, .activation = TF_ACT_RELU, .norm_eps = 1e-5f,

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
 #include "../ops/kernels.h"
+#include "nn_internal.h"
 
 #define CANCEL 1e-3 /* recompute a row whose sum fell below this fraction of its peak */
 #define KTILE 32    /* keys per tile of a single-output step's transposed keys */

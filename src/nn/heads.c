@@ -2,7 +2,8 @@
  * head, BERT's pooler, sequence and token classifiers, and the span head. */
 #include <stdio.h>
 
-#include "../core/internal.h"
+#include "nn_internal.h"
+#include "tformer/heads.h"
 
 /* Hidden states of a head: F32 with `rank` dims (0: at least 2) and a last
  * dim of d_model; else an error naming the head, the input's shape and the

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 struct tf_kv_cache {
     int L, B, H, D, cap;

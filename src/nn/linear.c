@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../core/internal.h"
+#include "tformer/heads.h"
 
 /* "<name><suffix>" into out; an error naming the parameter when it does not fit. */
 static int param_name(char *out, size_t n, const char *layer, const char *name, const char *suffix) {

@@ -21,7 +21,7 @@
  * queries and the convolution, as in transformers. */
 #include <math.h>
 
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 #define PINV_STEPS 6
 

@@ -6,6 +6,7 @@
 
 #include "../ops/quant.h"
 #include "../util/util.h"
+#include "nn_internal.h"
 
 typedef struct {
     char *name;

@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
+#include "tformer/heads.h"
 
 /* ---------------------------------------------------------------- registration */
 

@@ -12,7 +12,7 @@
  * gradients are the ops' own. */
 #include <string.h>
 
-#include "../core/internal.h"
+#include "nn_internal.h"
 
 tf_tensor *tf_pad_zeros(tf_ctx *ctx, tf_tensor *x, int d, int64_t n) {
     if (!x || x->shape[d] >= n) return x;

@@ -19,9 +19,9 @@
 #ifndef TF_BF16_H
 #define TF_BF16_H
 
+#include <stdint.h>
 #include <string.h>
 
-#include "../core/internal.h"
 
 enum { TF_BF16_NR = 32, TF_BF16_MR = 12 };
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "ops_internal.h"
 
 #ifdef TF_BLAS
 static tf_sgemm_fn sgemm;

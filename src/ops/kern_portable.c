@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ops_internal.h"
 
 static void gelu_tanh(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) {

@@ -1,3 +1,5 @@
+
+#include "kernels.h"
 /* The SIMD kernels, written once over a small vector vocabulary that
  * kern_avx2.c and kern_avx512.c define before including this file:
  *   V, VW (lanes), KT (function attributes), v_ld, v_st, v_ldt(p, n, fill)

@@ -7,7 +7,7 @@
 #ifndef TF_KERNELS_H
 #define TF_KERNELS_H
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
 
 #define TF_SQRT1_2 0.70710678118654752440
 #define TF_SQRT2_PI 0.79788456080286535588 /* sqrt(2/pi) */

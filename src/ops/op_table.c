@@ -1,6 +1,6 @@
 /* The one op table: adding an op means one enum value in tformer.h, one line
  * here, and its forward/backward next to its constructor. */
-#include "../core/internal.h"
+#include "ops_internal.h"
 
 #define TF_OP(e, name) [e] = {#name, tf_op_##name##_forward, tf_op_##name##_backward, 0}
 /* An op whose forward writes every element of its output (the arena need not zero it first). */

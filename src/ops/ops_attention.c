@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "tformer/ops.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "../core/internal.h"
+#include "ops_internal.h"
 
 typedef struct {
     int64_t B, C, T, D, K;

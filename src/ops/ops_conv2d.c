@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "tformer/ops.h"
 
 typedef struct {
     int64_t B, C, H, W;   /* x (B,C,H,W) */

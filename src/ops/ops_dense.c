@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ops_internal.h"
 #include "quant.h"
 
 typedef struct {

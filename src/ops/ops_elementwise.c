@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ops_internal.h"
 
 /* Offsets of a strided tensor walked in row-major order of `shape`: calls
  * body(i, off) for every element i of a contiguous tensor of that shape. */

@@ -2,7 +2,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/core_internal.h"
+#include "tformer/ops.h"
 
 /* ---------------------------------------------------------------- embedding */
 

@@ -3,6 +3,7 @@
 
 #include "bf16.h"
 #include "kernels.h"
+#include "ops_internal.h"
 
 #ifdef _OPENMP
 #include <omp.h>

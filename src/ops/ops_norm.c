@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "tformer/ops.h"
 
 /* ---------------------------------------------------------------- softmax */
 

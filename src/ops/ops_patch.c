@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ops_internal.h"
 
 typedef struct {
     int64_t B, T, C, H, W;   /* x (B,T,C,H,W); an image (B,C,H,W) is T = 1 */

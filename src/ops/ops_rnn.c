@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ops_internal.h"
 
 typedef struct {
     int64_t B, I, H;

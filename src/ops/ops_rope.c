@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "tformer/ops.h"
 
 typedef struct {
     int64_t R, T, D;  /* x viewed as (R,T,D), R the leading dims' product */

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "kernels.h"
+#include "ops_internal.h"
 #include "quant.h"
 
 enum { EMPTY, BUILDING, READY, FAILED };

@@ -15,7 +15,7 @@
 #ifndef TF_QUANT_H
 #define TF_QUANT_H
 
-#include "../core/internal.h"
+#include "tformer/core.h"
 
 enum { TF_QUANT_PAD = 64, TF_QUANT_MAX_K = 65536 };
 

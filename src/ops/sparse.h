@@ -3,7 +3,7 @@
 #ifndef TF_OPS_SPARSE_H
 #define TF_OPS_SPARSE_H
 
-#include "../core/internal.h"
+#include "tformer/ops.h"
 
 /* Does query i see key j? is_global (T) marks the global positions; rnd: j's
  * key block was drawn at random for i's query block. */

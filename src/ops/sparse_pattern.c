@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
 #include "sparse.h"
 
 /* Hugging Face's layout: whole blocks, the first and last global. T ==

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "../util/util.h"
+#include "tformer/tokenizer.h"
 
 /* UTF-8: decode one code point at s (n bytes left); -1 for an invalid sequence. */
 int32_t tf_utf8_decode(const unsigned char *s, size_t n, int *used);

@@ -1,6 +1,6 @@
 /* Private: the BPE learner shared by the sub-word, byte-level and WordPiece trainers. */
-#ifndef TF_TRAIN_INTERNAL_H
-#define TF_TRAIN_INTERNAL_H
+#ifndef TF_TOKENIZER_TRAIN_INTERNAL_H
+#define TF_TOKENIZER_TRAIN_INTERNAL_H
 
 #include "tok_internal.h"
 

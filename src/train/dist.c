@@ -12,6 +12,7 @@
 #include <mpi.h>
 #endif
 
+#include "tformer/dist.h"
 #include "train_internal.h"
 
 static struct {

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tformer/dist.h"
+#include "tformer/trainer.h"
 #include "train_internal.h"
 
 #define FNV_PRIME 1099511628211ull

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tformer/bert.h"
 #include "train_internal.h"
 
 /* ---------------------------------------------------------------- predictions */

@@ -7,16 +7,18 @@
 #include <string.h>
 
 #include "../ops/kernels.h"
+#include "tformer/dist.h"
+#include "tformer/schedule.h"
 #include "train_internal.h"
 
-struct tf_adamw {
+struct tf_optim {
     tf_params *ps;
     tf_adamw_config cfg;
     int sgd;           /* SGD (sgd_cfg, momentum buffer in m) instead of AdamW */
     tf_sgd_config sgd_cfg;
     int n_state;       /* state arrays: AdamW 2 (m, v), SGD 1 (its buffer) or 0 (no momentum) */
     float *m, *v;  /* the moments of elements [lo, hi) of the parameters flattened in order */
-    float *whole;  /* a shard's writer at a save (tf_adamw_gather): every rank's m, then every rank's v */
+    float *whole;  /* a shard's writer at a save (tf_optim_gather): every rank's m, then every rank's v */
     int64_t *off;  /* parameter i is elements [off[i], off[i + 1]) of the flattened vector */
     int64_t lo, hi;
     int n;
@@ -24,11 +26,11 @@ struct tf_adamw {
 };
 
 /* The object for n_state state arrays over elements [lo, hi). */
-static tf_adamw *optim_new(tf_params *ps, int n_state, int64_t lo, int64_t hi) {
-    tf_adamw *o = calloc(1, sizeof *o);
+static tf_optim *optim_new(tf_params *ps, int n_state, int64_t lo, int64_t hi) {
+    tf_optim *o = calloc(1, sizeof *o);
     int n = tf_params_count(ps);
     if (!o || !(o->off = calloc((size_t)n + 1, sizeof *o->off))) {
-        tf_adamw_free(o);
+        tf_optim_free(o);
         return tf_set_error("optimizer: out of memory"), NULL;
     }
     o->ps = ps, o->n = n, o->n_state = n_state;
@@ -36,42 +38,42 @@ static tf_adamw *optim_new(tf_params *ps, int n_state, int64_t lo, int64_t hi) {
     o->lo = lo < 0 ? 0 : lo, o->hi = hi < 0 || hi > o->off[n] ? o->off[n] : hi;
     size_t len = o->hi > o->lo ? (size_t)(o->hi - o->lo) : 1;
     if ((n_state > 0 && !(o->m = calloc(len, sizeof *o->m))) || (n_state > 1 && !(o->v = calloc(len, sizeof *o->v)))) {
-        tf_adamw_free(o);
+        tf_optim_free(o);
         return tf_set_error("optimizer: out of memory for the state of %zu parameters", len), NULL;
     }
     return o;
 }
 
-tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi) {
-    tf_adamw *o = optim_new(ps, 2, lo, hi);
+tf_optim *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi) {
+    tf_optim *o = optim_new(ps, 2, lo, hi);
     if (o) o->cfg = cfg;
     return o;
 }
 
-tf_adamw *tf_adamw_new(tf_params *ps, tf_adamw_config cfg) { return tf_adamw_new_shard(ps, cfg, 0, -1); }
+tf_optim *tf_adamw_new(tf_params *ps, tf_adamw_config cfg) { return tf_adamw_new_shard(ps, cfg, 0, -1); }
 
-tf_adamw *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi) {
+tf_optim *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi) {
     if (!(cfg.momentum >= 0.0f) || !(cfg.weight_decay >= 0.0f) || (cfg.nesterov && cfg.momentum <= 0.0f))
         return tf_set_error("sgd: momentum %g and weight_decay %g must be >= 0, nesterov needs momentum > 0",
                             cfg.momentum, cfg.weight_decay), NULL;
-    tf_adamw *o = optim_new(ps, cfg.momentum > 0.0f, lo, hi);
+    tf_optim *o = optim_new(ps, cfg.momentum > 0.0f, lo, hi);
     if (o) o->sgd = 1, o->sgd_cfg = cfg;
     return o;
 }
 
-tf_adamw *tf_sgd_new(tf_params *ps, tf_sgd_config cfg) { return tf_sgd_new_shard(ps, cfg, 0, -1); }
+tf_optim *tf_sgd_new(tf_params *ps, tf_sgd_config cfg) { return tf_sgd_new_shard(ps, cfg, 0, -1); }
 
-void tf_adamw_free(tf_adamw *o) {
+void tf_optim_free(tf_optim *o) {
     if (!o) return;
     free(o->m), free(o->v), free(o->whole), free(o->off), free(o);
 }
 
-int64_t tf_adamw_steps(const tf_adamw *o) { return o->t; }
+int64_t tf_optim_steps(const tf_optim *o) { return o->t; }
 
-int64_t tf_adamw_state_bytes(const tf_adamw *o) { return o->n_state * (o->hi - o->lo) * (int64_t)sizeof(float); }
+int64_t tf_optim_state_bytes(const tf_optim *o) { return o->n_state * (o->hi - o->lo) * (int64_t)sizeof(float); }
 
 /* The part of parameter i inside [lo, hi): its first element (in the parameter) and length; 0 when none. */
-static int64_t overlap(const tf_adamw *o, int i, int64_t *first) {
+static int64_t overlap(const tf_optim *o, int i, int64_t *first) {
     int64_t a = o->off[i] > o->lo ? o->off[i] : o->lo, b = o->off[i + 1] < o->hi ? o->off[i + 1] : o->hi;
     *first = a - o->off[i];
     return b > a ? b - a : 0;
@@ -92,7 +94,7 @@ static void sgd_update(float *w, const float *g, float *b, int64_t n, const tf_s
     }
 }
 
-static void sgd_step(tf_adamw *o, float lr) {
+static void sgd_step(tf_optim *o, float lr) {
     for (int i = 0; i < o->n; i++) {
         tf_tensor *p = tf_params_tensor(o->ps, i);
         int64_t first, len = overlap(o, i, &first);
@@ -104,7 +106,7 @@ static void sgd_step(tf_adamw *o, float lr) {
     }
 }
 
-void tf_adamw_step(tf_adamw *o, float lr) {
+void tf_optim_step(tf_optim *o, float lr) {
     o->t++;
     if (o->sgd) {
         sgd_step(o, lr);
@@ -126,7 +128,7 @@ void tf_adamw_step(tf_adamw *o, float lr) {
     }
 }
 
-int tf_adamw_gather(tf_adamw *o, const size_t *parts) {
+int tf_optim_gather(tf_optim *o, const size_t *parts) {
     size_t total = (size_t)o->off[o->n];
     int rc = 0;
     free(o->whole), o->whole = NULL;
@@ -139,14 +141,14 @@ int tf_adamw_gather(tf_adamw *o, const size_t *parts) {
     return 0;
 }
 
-void tf_adamw_release(tf_adamw *o) { free(o->whole), o->whole = NULL; }
+void tf_optim_release(tf_optim *o) { free(o->whole), o->whole = NULL; }
 
 /* State array k's name for parameter i in checkpoints. */
-static void state_name(const tf_adamw *o, int k, int i, char *name, size_t n) {
+static void state_name(const tf_optim *o, int k, int i, char *name, size_t n) {
     snprintf(name, n, "%s%s", o->sgd ? "sgd.momentum." : k ? "adam.v." : "adam.m.", tf_params_name(o->ps, i));
 }
 
-int tf_adamw_save(const tf_adamw *o, tf_st_writer *w) {
+int tf_optim_save(const tf_optim *o, tf_st_writer *w) {
     char name[300];
     int whole = o->lo == 0 && o->hi == o->off[o->n];
     if (!whole && !o->whole) return tf_set_error("optimizer: this process holds a shard of the state: gather it first");
@@ -163,7 +165,7 @@ int tf_adamw_save(const tf_adamw *o, tf_st_writer *w) {
 }
 
 /* Parameter i's moment k (0: m, 1: v) from the checkpoint: the part in [lo, hi). */
-static int load_moment(tf_adamw *o, const tf_st_file *f, int i, int k, float *scratch) {
+static int load_moment(tf_optim *o, const tf_st_file *f, int i, int k, float *scratch) {
     char name[300];
     state_name(o, k, i, name, sizeof name);
     const tf_st_entry *e = tf_st_find(f, name);
@@ -177,7 +179,7 @@ static int load_moment(tf_adamw *o, const tf_st_file *f, int i, int k, float *sc
     return 0;
 }
 
-int tf_adamw_load(tf_adamw *o, const tf_st_file *f, int64_t steps) {
+int tf_optim_load(tf_optim *o, const tf_st_file *f, int64_t steps) {
     int64_t most = 0;
     for (int i = 0; i < o->n; i++) most = o->off[i + 1] - o->off[i] > most ? o->off[i + 1] - o->off[i] : most;
     float *scratch = malloc((size_t)(most ? most : 1) * sizeof *scratch);

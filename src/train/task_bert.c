@@ -8,7 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/bert.h"
 
 static const tf_field PRE_ROWS[] = {
     TF_FIELD_ROW(tf_bert_pretrain_config, val_fraction, TF_FIELD_FLOAT, "val_fraction", "0.1", "(0,1)", NULL,

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../core/core_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/continual.h"
 
 #define ROW(m, type, def, range, choices, help) \
     TF_FIELD_ROW(tf_costream_config, m, type, #m, def, range, choices, help, 0, NULL)

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/bert.h"
 
 static const char *const KINDS[] = {"classify", "pairs", "tag", "span", NULL};
 static const tf_field FT_ROWS[] = {

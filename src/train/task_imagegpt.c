@@ -13,7 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/gpt.h"
 
 #define ROW(m, type, def, range, help) TF_FIELD_ROW(tf_imagegpt_task_config, m, type, #m, def, range, NULL, help, 0, NULL)
 static const tf_field IMAGEGPT_ROWS[] = {

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/core_internal.h"
 #include "../data/listops_internal.h"
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/bert.h"
 
 static const char *const OBJECTIVES[] = {"classify", "mlm", NULL};
 _Static_assert(sizeof(tf_listops_objective) == sizeof(int), "enum rows store an int");

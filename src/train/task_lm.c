@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/dist.h"
+#include "tformer/trainer.h"
 
 typedef struct {
     tf_task base;

@@ -2,7 +2,8 @@
  * include/tformer/rnn_seq2seq.h): the shared translation task of
  * task_seq2seq.c (tokenizer, parallel loader, label smoothing, folder)
  * with this family's tables and calls. */
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/rnn_seq2seq.h"
 
 static const tf_field ROWS[] = {TF_TRANSLATION_ROWS(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_config_table)};
 const tf_field_table tf_rnn_seq2seq_task_config_table = {"RNN translation", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};

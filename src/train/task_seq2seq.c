@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/metrics.h"
+#include "tformer/seq2seq.h"
 
 static const tf_field ROWS[] = {TF_TRANSLATION_ROWS(tf_seq2seq_task_config, tf_seq2seq_config_table)};
 const tf_field_table tf_seq2seq_task_config_table = {"translation", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};

@@ -7,7 +7,8 @@
 
 #include <unistd.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/dist.h"
 
 static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",
                                               "tokenizer.tformer.json", "tokenizer.json", "tokenizer_config.json",

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/swin.h"
 
 static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};
 _Static_assert(sizeof(tf_erase_mode) == sizeof(int), "enum rows store an int");

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "train_internal.h"
+#include "../task/task_internal.h"
+#include "tformer/vivit.h"
 
 static const char *const LABELS[] = {"direction", "class_direction|class-direction", NULL};
 _Static_assert(sizeof(tf_clip_label) == sizeof(int), "enum rows store an int");

@@ -1,7 +1,7 @@
 /* The training configuration: the trainer's settings and the language-
  * modelling task's, each one field table (defaults: nanoGPT's character-level
  * Shakespeare run). */
-#include "../core/internal.h"
+#include "tformer/trainer.h"
 
 static const char *const SCHEDULES[] = {"cosine", "inverse_sqrt", "constant", NULL};
 static const char *const OPTIMIZERS[] = {"adamw", "sgd", NULL};

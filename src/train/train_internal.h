@@ -1,24 +1,14 @@
-/* Private: shared by the trainer and its tasks. */
+/* Private: the trainer's parts (resume, the optimizer's shards, snapshots,
+ * several processes, ZeRO); what its tasks share is src/task/task_internal.h. */
 #ifndef TF_TRAIN_INTERNAL_H
 #define TF_TRAIN_INTERNAL_H
 
 #include <stddef.h>
 
+#include "../task/task_internal.h"
 #include "../util/util.h"
-
-/* Copy a tokenizer folder (or a WordPiece vocab.txt) into dir in a layout
- * tf_tokenizer_load reads, or learn the data's characters ("char"). */
-int tf_task_tokenizer_install(const char *spec, const char *const *data, int n_data, const char *dir);
-/* A run's start: install as above; with resume, check there is a checkpoint to resume instead. */
-int tf_task_tokenizer_prepare(const char *spec, const char *const *data, int n_data, const char *dir, int resume);
-/* dir's tokenizer files into the checkpoint's metadata (a checkpoint is complete by itself). */
-int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
-/* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
-int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
-
-/* An image task's validation set: *valid when it holds images, else the
- * last val_fraction of *train moved into it (train keeps the rest). */
-int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction);
+#include "tformer/optim.h"
+#include "tformer/task.h"
 
 /* The settings of now that differ from the checkpoint's (stored: its
  * tformer_config JSON) and steer the training, as "name A -> B, ..." in out;
@@ -34,15 +24,15 @@ char *tf_resume_step_batch(const char *stored);
 /* AdamW holding the moments of elements [lo, hi) of the parameters
  * flattened in order (hi < 0: to the end), updating those elements alone:
  * ZeRO-1's shard. Elementwise, so a shard's elements get the bits of the whole update. */
-tf_adamw *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi);
+tf_optim *tf_adamw_new_shard(tf_params *ps, tf_adamw_config cfg, int64_t lo, int64_t hi);
 /* SGD the same way: its momentum buffer's elements [lo, hi). */
-tf_adamw *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi);
+tf_optim *tf_sgd_new_shard(tf_params *ps, tf_sgd_config cfg, int64_t lo, int64_t hi);
 /* The bytes of its moments. */
-int64_t tf_adamw_state_bytes(const tf_adamw *o);
+int64_t tf_optim_state_bytes(const tf_optim *o);
 /* Collective: every rank's shard (parts[j] elements on rank j, in order) to
- * rank 0, which may then tf_adamw_save the whole state; tf_adamw_release frees that copy. */
-int tf_adamw_gather(tf_adamw *o, const size_t *parts);
-void tf_adamw_release(tf_adamw *o);
+ * rank 0, which may then tf_optim_save the whole state; tf_optim_release frees that copy. */
+int tf_optim_gather(tf_optim *o, const size_t *parts);
+void tf_optim_release(tf_optim *o);
 
 /* The global gradient norm's pieces (tf_clip_grad_norm's order, which the
  * sharded norm repeats): a parameter of n elements is summed in chunks of
@@ -105,7 +95,7 @@ void tf_dist_sum_free(tf_dist_sum *s);
 typedef struct tf_zero tf_zero;
 tf_zero *tf_zero_new(const tf_params *ps, int rank, int ranks);
 void tf_zero_free(tf_zero *z);
-/* Elements per rank (ranks counts), for tf_dist_sum_new and tf_adamw_gather. */
+/* Elements per rank (ranks counts), for tf_dist_sum_new and tf_optim_gather. */
 const size_t *tf_zero_parts(const tf_zero *z);
 /* The norm's chunks rank holds (what its norm contribution sends). */
 int tf_zero_units(const tf_zero *z, int rank);
@@ -119,56 +109,5 @@ int tf_zero_clip(tf_zero *z, tf_params *ps, double max_norm, double *norm);
 /* FNV-1a over n bytes, 8 at a time, continuing from h (TF_DIST_HASH_INIT to start). */
 #define TF_DIST_HASH_INIT 14695981039346656037ull
 uint64_t tf_dist_hash(uint64_t h, const void *p, size_t n);
-
-/* ---------------------------------------------------------------- translation families */
-
-/* A translation task's settings shared by every family (task_seq2seq.c):
- * the rows of a task struct T with members max_tokens, max_len,
- * label_smoothing, val_bleu, and model (the family's configuration, whose table is mt). */
-#define TF_TRANSLATION_ROWS(T, mt)                                                                                  \
-    TF_FIELD_ROW(T, max_tokens, TF_FIELD_INT, "max_tokens", "4096", "[2,inf)", NULL,                                 \
-                 "a batch's padded tokens at most: batches by token count", 0, NULL),                              \
-    TF_FIELD_ROW(T, max_len, TF_FIELD_INT, "max_len", "128", "[2,inf)", NULL,                                        \
-                 "ids per sentence at most (tokens + EOS); longer is an error", 0, NULL),                          \
-    TF_FIELD_ROW(T, label_smoothing, TF_FIELD_FLOAT, "label_smoothing", "0.1", "[0,1)", NULL,                       \
-                 "label smoothing of the target (the paper: 0.1)", 0, NULL),                                        \
-    TF_FIELD_ROW(T, val_bleu, TF_FIELD_INT, "val_bleu", "1000", "[0,inf)", NULL,                                    \
-                 "validation lines translated (greedy) for BLEU at each evaluation; 0: none. With BLEU the "       \
-                 "best model (best/) is the one of highest BLEU", TF_FIELD_RESUMABLE, NULL),                                         \
-    TF_FIELD_SUB(T, model, mt)
-
-/* A model family under the translation task: where its task struct T keeps
- * the shared settings and its model struct M the vocabularies and context
- * (TF_TRANSLATION_LAYOUT(T, M) fills the first nine members), and the model's calls. */
-typedef struct {
-    const tf_field_table *task_table, *model_table;
-    size_t cfg_size, model_off, max_tokens_off, max_len_off, smoothing_off, val_bleu_off;
-    size_t src_vocab_off, tgt_vocab_off, context_off;   /* inside the model's struct */
-    void *(*model_new)(const void *model_cfg, uint64_t seed);
-    void (*model_free)(void *m);
-    tf_params *(*params)(const void *m);
-    /* batch "src_ids", "src_mask", "tgt_in", "tgt_out" -> the scalar loss */
-    tf_tensor *(*loss)(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing);
-    int (*save)(const void *m, const char *dir);
-    /* A decoder over one source sentence (tf_translator's) */
-    tf_decoder *(*decoder_new)(const void *m, const int32_t *src, int n_src, int capacity);
-    /* ... and over a batch of sources (NULL: none) */
-    tf_decoder *(*decoder_new_batch)(const void *m, const int32_t *const *src, const int *n_src, int n, int capacity);
-} tf_translation_family;
-#define TF_TRANSLATION_LAYOUT(T, M)                                                                                 \
-    sizeof(T), offsetof(T, model), offsetof(T, max_tokens), offsetof(T, max_len), offsetof(T, label_smoothing),    \
-        offsetof(T, val_bleu), offsetof(M, src_vocab), offsetof(M, tgt_vocab), offsetof(M, context)
-
-/* The task of tf_seq2seq_task_new for any family; cfg a family's task struct. */
-tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *cfg, const char *src, const char *tgt,
-                                 const char *valid_src, const char *valid_tgt, const char *tokenizer,
-                                 const char *run_dir, int resume, int accum, uint64_t seed);
-/* The task's model when it is of family fam, else NULL. */
-const void *tf_translation_task_model(const tf_task *t, const tf_translation_family *fam);
-
-/* ---------------------------------------------------------------- classification tasks (task_util.c) */
-
-/* Hits of the argmax of logits (B,L) against labels (B) into metric 0 of m. */
-void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m);
 
 #endif

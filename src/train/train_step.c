@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core_internal.h"
+#include "tformer/dist.h"
 #include "trainer_internal.h"
 
 /* ---------------------------------------------------------------- the split */
@@ -147,7 +149,7 @@ int tf_trainer_step(tf_trainer *t, int64_t step, tf_train_report *rep) {
         return tf_set_error("train: diverged at step %lld: loss %g, gradient norm %g (lr %g); the last checkpoint "
                             "is intact — lower lr or lengthen the warmup",
                             (long long)step + 1, loss, rep->grad_norm, rep->lr);
-    tf_adamw_step(t->opt, rep->lr);
+    tf_optim_step(t->opt, rep->lr);
     if (t->zero) { /* every rank's updated part of the weights to every rank */
         size_t lo, len;
         float *part = tf_dist_sum_part(t->sum, &lo, &len);

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../io/io_internal.h"
+#include "tformer/dist.h"
 #include "trainer_internal.h"
 
 int tf_series_add(tf_series *s, double x, double y) {
@@ -133,7 +135,7 @@ static int save_checkpoint(const tf_trainer *t, int64_t step) {
     free(cj);
     for (int i = 0; !rc && i < tf_params_count(t->ps); i++) /* streamed at save: no copy */
         rc = tf_st_writer_add(w, tf_params_name(t->ps, i), tf_params_tensor(t->ps, i));
-    rc = rc || tf_adamw_save(t->opt, w);
+    rc = rc || tf_optim_save(t->opt, w);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
     /* the history and the model first: a run killed before the checkpoint's
      * rename resumes from the one before, whose rows the history still holds */
@@ -191,7 +193,7 @@ static int load_checkpoint(tf_trainer *t, int64_t *step) {
     if (!f) return -1;
     int rc = check_checkpoint(t, f, path, step) ||
              (t->task->vt->check_meta && t->task->vt->check_meta(t->task, f, path)) || tf_params_load(t->ps, f, 0) ||
-             tf_adamw_load(t->opt, f, *step);
+             tf_optim_load(t->opt, f, *step);
     if (rc && !strstr(tf_error(), path)) {
         char msg[900];
         snprintf(msg, sizeof msg, "%s", tf_error());
@@ -228,7 +230,7 @@ static double best_so_far(const tf_trainer *t) {
 
 static void teardown(tf_trainer *t) {
     tf_trainer_split_free(t);
-    tf_adamw_free(t->opt);
+    tf_optim_free(t->opt);
     tf_ctx_free(t->ctx);
     tf_series *s[] = {&t->train, &t->val, &t->lr, &t->gnorm};
     for (int i = 0; i < 4; i++) free(s[i]->x), free(s[i]->y);
@@ -265,9 +267,9 @@ static int keep_and_average(tf_trainer *t, int64_t step) {
 /* A checkpoint by the writer (collective: every rank learns how it went). */
 static int checkpoint(tf_trainer *t, int64_t step, int keep) {
     /* ZeRO: the writer saves the whole AdamW state, gathered from every rank's part */
-    if (t->zero && tf_adamw_gather(t->opt, tf_zero_parts(t->zero))) return -1;
+    if (t->zero && tf_optim_gather(t->opt, tf_zero_parts(t->zero))) return -1;
     int rc = t->writer ? save_checkpoint(t, step) || (keep && keep_and_average(t, step)) : 0;
-    tf_adamw_release(t->opt);
+    tf_optim_release(t->opt);
     return tf_dist_agree(rc);
 }
 

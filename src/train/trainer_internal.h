@@ -4,6 +4,7 @@
 #ifndef TF_TRAINER_INTERNAL_H
 #define TF_TRAINER_INTERNAL_H
 
+#include "tformer/trainer.h"
 #include "train_internal.h"
 
 typedef struct {
@@ -25,7 +26,7 @@ typedef struct {
     tf_task *task;
     const char *dir;
     tf_params *ps;
-    tf_adamw *opt;
+    tf_optim *opt;
     tf_ctx *ctx;
     int rank, ranks;                   /* this process, the processes (tf_dist) */
     int writer;                        /* rank 0: writes the run folder, reports, scores */

@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
-#include "../core/internal.h"
+#include "tformer/config.h"
 
 /* Byte string -> int32, open addressing; keys are copied into an arena. */
 typedef struct {

@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bert_internal.h"
+#include "../../nn/nn_internal.h"
 #include "../model_folder.h"
+#include "bert_internal.h"
 
 /* Hugging Face's names for a BertLayer's tensors, in its checkpoint order. */
 static const tf_block_name BERT_BLOCK[] = {

@@ -7,6 +7,7 @@
  * runs them with full attention (bert.c). */
 #include <string.h>
 
+#include "../../nn/nn_internal.h"
 #include "bert_internal.h"
 
 /* x (B,T) I32 or U8 as I32 (B,Tp), positions T.. set to v; NULL stays NULL

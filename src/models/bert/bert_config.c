@@ -3,7 +3,7 @@
  * Face's architectures. */
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "bert_internal.h"
 
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new", NULL};
 static const char *const HEADS[] = {"BertModel", "BertForPreTraining", "BertForMaskedLM",

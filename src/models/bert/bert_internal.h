@@ -4,7 +4,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../core/internal.h"
+#include "tformer/bert.h"
 
 /* The encoder's output (B,T,C): embeddings and the blocks (bert.c). */
 tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);

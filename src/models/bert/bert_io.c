@@ -13,9 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../nn/nn_internal.h"
 #include "../../util/util.h"
-#include "bert_internal.h"
 #include "../model_folder.h"
+#include "bert_internal.h"
 
 /* config.json's keys through a field table; the many other keys are ignored. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};

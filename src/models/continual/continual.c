@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../core/core_internal.h"
+#include "tformer/continual.h"
+#include "tformer/heads.h"
 
 static const char *const POS_KINDS[] = {"learned", "sinusoidal", NULL};
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", "silu", NULL};

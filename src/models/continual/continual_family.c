@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../family.h"
+#include "tformer/continual.h"
 
 static const char *const CONTINUAL_TYPES[] = {"continual", NULL};
 

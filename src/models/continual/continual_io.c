@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/internal.h"
 #include "../model_folder.h"
+#include "tformer/continual.h"
 
 #define MODEL_TYPE "continual"
 

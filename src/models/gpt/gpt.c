@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../nn/nn_internal.h"
 #include "gpt_internal.h"
 
 /* GPT-2's names for the block's tensors, in its checkpoint order. */

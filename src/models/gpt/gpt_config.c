@@ -1,6 +1,6 @@
 /* The GPT configuration: one field table drives its defaults, checks, JSON
  * keys, the training flags and the checkpoint signature. */
-#include "../../core/internal.h"
+#include "tformer/gpt.h"
 
 static const char *const POS[] = {"learned", "sinusoidal", NULL};
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", "silu", "quick_gelu", NULL};

@@ -2,9 +2,10 @@
  * ImageGPT, a GPT on colour tokens. */
 #include <math.h>
 
-#include "../family.h"
 #include "../../util/util.h"
+#include "../family.h"
 #include "../hf_run.h"
+#include "tformer/gpt.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 

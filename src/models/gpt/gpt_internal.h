@@ -4,7 +4,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../core/internal.h"
+#include "tformer/gpt.h"
 
 /* A model; has_head 0 leaves out the output projection (GPT2Model). */
 tf_gpt *tf_gpt_new_body(const tf_gpt_config *cfg, uint64_t seed, int has_head);

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../nn/nn_internal.h"
 #include "../model_folder.h"
+#include "tformer/nystrom.h"
 
 /* Hugging Face's names for a NystromformerLayer's tensors, in its checkpoint order. */
 static const tf_block_name NYSTROM_BLOCK[] = {

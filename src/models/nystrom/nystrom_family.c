@@ -3,6 +3,7 @@
 
 #include "../family.h"
 #include "../hf_run.h"
+#include "tformer/nystrom.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 

@@ -6,6 +6,7 @@
 
 #include "../../util/util.h"
 #include "../model_folder.h"
+#include "tformer/nystrom.h"
 
 /* config.json's keys through a field table, with transformers' defaults; other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", NULL};

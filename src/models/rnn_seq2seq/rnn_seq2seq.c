@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../nn/nn_internal.h"
 #include "tformer/rnn_seq2seq.h"
 
 /* PyTorch's Linear / RNN initialisation variance: U(-1/sqrt(in), 1/sqrt(in)). */

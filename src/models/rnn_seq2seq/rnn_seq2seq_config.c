@@ -2,7 +2,6 @@
  * checks, JSON keys, training flags (tformer train --arch rnn) and the
  * checkpoint signature. Defaults: the paper's layout (a GRU, 620-wide
  * embeddings, 1000 hidden units) scaled down for two cores. */
-#include "../../core/internal.h"
 #include "tformer/rnn_seq2seq.h"
 
 static const char *const CELLS[] = {"gru", "lstm", NULL}; /* in tf_rnn_kind's order */

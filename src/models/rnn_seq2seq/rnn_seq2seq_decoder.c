@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../core/core_internal.h"
 #include "../source_batch.h"
 #include "tformer/rnn_seq2seq.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../family.h"
+#include "tformer/rnn_seq2seq.h"
 
 static const char *const RNN_TYPES[] = {"tformer-rnn-seq2seq", NULL};
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../nn/nn_internal.h"
 #include "tformer/seq2seq.h"
 
 /* BART / Marian's names for a layer's tensors, in their checkpoint order. */

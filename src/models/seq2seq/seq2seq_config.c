@@ -1,7 +1,6 @@
 /* The encoder-decoder's configuration: one field table drives its defaults,
  * checks, JSON keys, training flags and the checkpoint signature. Defaults:
  * the paper's base layout scaled down for Multi30k on two cores. */
-#include "../../core/internal.h"
 #include "tformer/seq2seq.h"
 
 static const char *const POS[] = {"learned", "sinusoidal", "sinusoidal_halves", NULL};

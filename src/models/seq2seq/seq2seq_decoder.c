@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../nn/nn_internal.h"
 #include "../source_batch.h"
 #include "tformer/seq2seq.h"
 

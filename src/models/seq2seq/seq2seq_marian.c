@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../core/internal.h"
+#include "../../nn/nn_internal.h"
 #include "../../util/util.h"
 #include "seq2seq_internal.h"
 

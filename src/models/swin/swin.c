@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../nn/nn_internal.h"
 #include "swin_internal.h"
 
 static const tf_block_name SWIN_BLOCK[] = {

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
 #include "swin_internal.h"
 
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};

@@ -3,6 +3,7 @@
 #define TF_SWIN_INTERNAL_H
 
 #include "../vision.h"
+#include "tformer/swin.h"
 
 /* "2,2,6" into out: the count, or -1 with an error naming field. */
 int tf_swin_parse_list(const char *s, const char *field, int out[TF_SWIN_MAX_STAGES]);

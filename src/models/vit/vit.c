@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "../../core/core_internal.h"
 #include "../vision.h"
+#include "tformer/vit.h"
 
 static const tf_block_name VIT_BLOCK[] = {TF_VIT_LAYER_NAMES};
 

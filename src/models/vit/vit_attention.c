@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
 #include "tformer/vit.h"
 
 /* Ã = (mean over heads of A + I) / 2, rows renormalised: the residual

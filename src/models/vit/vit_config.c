@@ -4,7 +4,7 @@
  * architectures. */
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "tformer/vit.h"
 
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh|gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
 static const char *const HEADS[] = {"ViTModel", "ViTForImageClassification", NULL};

@@ -4,6 +4,7 @@
 
 #include "../hf_run.h"
 #include "../vision_family.h"
+#include "tformer/vit.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 

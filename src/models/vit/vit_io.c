@@ -8,6 +8,7 @@
 
 #include "../../util/util.h"
 #include "../vision.h"
+#include "tformer/vit.h"
 
 /* config.json's keys through a field table; the other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};

@@ -1,6 +1,6 @@
 /* ViT inference over a set of images: tf_predict_batches over the forward. */
-#include "../../core/internal.h"
 #include "../vision.h"
+#include "tformer/vit.h"
 
 static int vit_logits(tf_ctx *ctx, const void *model, tf_tensor *x, tf_tensor **logits) {
     tf_vit_outputs o;

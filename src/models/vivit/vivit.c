@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/internal.h"
 #include "../vision.h"
+#include "tformer/vivit.h"
 
 static const tf_block_name JOINT[] = {TF_VIT_LAYER_NAMES};
 /* Model 3: the temporal attention and its LayerNorm beside VivitLayer's tensors. */

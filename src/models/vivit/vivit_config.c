@@ -3,7 +3,7 @@
  * keys are its aliases where they exist. */
 #include <string.h>
 
-#include "../../core/internal.h"
+#include "tformer/vivit.h"
 
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_fast|gelu_tanh|gelu_new|gelu_pytorch_tanh",
                                           "silu|swish", NULL};

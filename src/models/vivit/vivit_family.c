@@ -3,6 +3,7 @@
 
 #include "../hf_run.h"
 #include "../vision_family.h"
+#include "tformer/vivit.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 

@@ -7,6 +7,7 @@
 
 #include "../model_folder.h"
 #include "../vision.h"
+#include "tformer/vivit.h"
 
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_fast|gelu_new|gelu_pytorch_tanh", "silu|swish",
                                              NULL};
