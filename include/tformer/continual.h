@@ -84,7 +84,7 @@ TF_API int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor
 
 /* ---------------------------------------------------------------- stream classification */
 
-/* A Continual Transformer encoder classifying each token of a stream (task_continual.c):
+/* A Continual Transformer encoder classifying each token of a stream (src/models/continual/continual_task.c):
  * one data file a class; the encoder's rows flat beside these. */
 typedef struct {
     tf_coenc_config model;   /* vocab_size, n_labels 0: the tokenizer's size, the number of files */

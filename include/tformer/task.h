@@ -24,7 +24,7 @@ typedef struct {
 
 /* What the trainer needs of a model family's task: batches, a loss, the
  * parameters, a signature that tells models apart, and a save as a Hugging
- * Face folder. A family implements the table (src/train/task_lm.c is the
+ * Face folder. A family implements the table (src/models/gpt/gpt_task.c is the
  * worked example); the trainer knows nothing else. */
 typedef struct tf_task tf_task;
 

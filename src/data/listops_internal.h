@@ -1,5 +1,5 @@
 /* ListOps batches as the loader holds them, shared by the loader (src/data/listops.c)
- * and the test-set scoring (src/train/task_listops.c). Private to the library. */
+ * and the test-set scoring (src/models/bert/listops_task.c). Private to the library. */
 #ifndef TF_LISTOPS_INTERNAL_H
 #define TF_LISTOPS_INTERNAL_H
 

@@ -8,11 +8,4 @@
 /* Validation batches of `rows` rows in one pass over n held-out items (1 when rows is 0). */
 int64_t tf_family_one_pass(int64_t n, int64_t rows);
 
-/* The rows, each defined in its family's folder and listed once in registry.c. */
-extern const tf_family tf_family_gpt, tf_family_imagegpt;
-extern const tf_family tf_family_bert, tf_family_listops, tf_family_roformer, tf_family_bigbird;
-extern const tf_family tf_family_seq2seq, tf_family_rnn;
-extern const tf_family tf_family_vit, tf_family_swin, tf_family_vivit;
-extern const tf_family tf_family_continual, tf_family_nystrom;
-
 #endif

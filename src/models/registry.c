@@ -1,27 +1,23 @@
 /* The family registry (tformer/model.h): one line per family. A family's
  * row is defined in its own folder (src/models/<family>/<family>_family.c);
- * the order here is the order of `train --arch`'s list and of --help. */
+ * the order of TF_FAMILIES is the order of `train --arch`'s list and of --help. */
 #include <stdio.h>
 #include <string.h>
 
 #include "family.h"
 
-static const tf_family *const FAMILIES[] = {
-    &tf_family_gpt,
-    &tf_family_bert,
-    &tf_family_seq2seq,
-    &tf_family_rnn,
-    &tf_family_vit,
-    &tf_family_swin,
-    &tf_family_imagegpt,
-    &tf_family_vivit,
-    &tf_family_continual,
-    &tf_family_listops,
-    &tf_family_roformer,
-    &tf_family_bigbird,
-    &tf_family_nystrom,
-    NULL,
-};
+/* One line per family: its row, tf_family_<name>, is defined in src/models/<name>/<name>_family.c. */
+#define TF_FAMILIES(X)                                                                                            \
+    X(gpt) X(bert) X(seq2seq) X(rnn) X(vit) X(swin) X(imagegpt) X(vivit) X(continual) X(listops) X(roformer)     \
+    X(bigbird) X(nystrom)
+
+#define DECLARE(name) extern const tf_family tf_family_##name;
+TF_FAMILIES(DECLARE)
+#undef DECLARE
+
+#define ROW(name) &tf_family_##name,
+static const tf_family *const FAMILIES[] = {TF_FAMILIES(ROW) NULL};
+#undef ROW
 
 const tf_family *const *tf_families(void) { return FAMILIES; }
 

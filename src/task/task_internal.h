@@ -3,7 +3,7 @@
  * checkpoint, an image task's validation split, the translation task shared by the
  * encoder-decoder families, classification hits. The task layer, below the families,
  * so that a family's task beside its model may include it; implemented today in
- * src/train/task_util.c and task_seq2seq.c. */
+ * src/task/task_util.c and src/models/seq2seq/seq2seq_task.c. */
 #ifndef TF_TASK_INTERNAL_H
 #define TF_TASK_INTERNAL_H
 
@@ -30,7 +30,7 @@ int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction)
 
 /* ---------------------------------------------------------------- translation families */
 
-/* A translation task's settings shared by every family (task_seq2seq.c):
+/* A translation task's settings shared by every family (seq2seq_task.c):
  * the rows of a task struct T with members max_tokens, max_len,
  * label_smoothing, val_bleu, and model (the family's configuration, whose table is mt). */
 #define TF_TRANSLATION_ROWS(T, mt)                                                                                  \
@@ -74,7 +74,7 @@ tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *c
 /* The task's model when it is of family fam, else NULL. */
 const void *tf_translation_task_model(const tf_task *t, const tf_translation_family *fam);
 
-/* ---------------------------------------------------------------- classification tasks (task_util.c) */
+/* ---------------------------------------------------------------- classification tasks (src/task/task_util.c) */
 
 /* Hits of the argmax of logits (B,L) against labels (B) into metric 0 of m. */
 void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m);

@@ -18,7 +18,7 @@ static tf_task *rnn_task(const void *cfg, const tf_task_args *a) {
                                    a->resume, a->accum, a->seed);
 }
 
-/* The task's validation batches, counted as the Transformer's task counts them (task_seq2seq.c). */
+/* The task's validation batches, counted as the Transformer's task counts them (seq2seq_task.c). */
 static int64_t rnn_val(const tf_task *t, const tf_task_args *a) {
     (void)a;
     return tf_seq2seq_task_val_batches(t);

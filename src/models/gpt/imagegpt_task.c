@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/gpt.h"
 
 #define ROW(m, type, def, range, help) TF_FIELD_ROW(tf_imagegpt_task_config, m, type, #m, def, range, NULL, help, 0, NULL)
@@ -113,8 +113,17 @@ static void ig_free(tf_task *t) {
     free(g);
 }
 
-static const tf_task_vt IMAGEGPT_TASK = {ig_batch, ig_loss,   ig_params, ig_signature, ig_save, ig_save_meta,
-                                         ig_check_meta, ig_tokens, ig_free,  NULL,         NULL};
+static const tf_task_vt IMAGEGPT_TASK = {
+    .batch = ig_batch,
+    .loss = ig_loss,
+    .params = ig_params,
+    .signature = ig_signature,
+    .save = ig_save,
+    .save_meta = ig_save_meta,
+    .check_meta = ig_check_meta,
+    .tokens = ig_tokens,
+    .free = ig_free,
+};
 
 /* ---------------------------------------------------------------- construction */
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/bert.h"
 
 static const tf_field PRE_ROWS[] = {
@@ -94,8 +94,17 @@ static void bt_free(tf_task *t) {
     free(l);
 }
 
-static const tf_task_vt BERT_TASK = {bt_batch, bt_loss, bt_params, bt_signature, bt_save,
-                                     bt_save_meta, bt_check_meta, bt_tokens, bt_free, NULL, NULL};
+static const tf_task_vt BERT_TASK = {
+    .batch = bt_batch,
+    .loss = bt_loss,
+    .params = bt_params,
+    .signature = bt_signature,
+    .save = bt_save,
+    .save_meta = bt_save_meta,
+    .check_meta = bt_check_meta,
+    .tokens = bt_tokens,
+    .free = bt_free,
+};
 
 /* The run folder's WordPiece tokenizer, the pairs loader, the model's vocabulary size. */
 static int load_data(bert_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,

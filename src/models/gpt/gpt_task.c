@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/dist.h"
-#include "tformer/trainer.h"
+#include "tformer/gpt.h"
 
 typedef struct {
     tf_task base;
@@ -77,8 +77,17 @@ static void lm_free(tf_task *t) {
     free(l);
 }
 
-static const tf_task_vt LM_TASK = {lm_batch, lm_loss, lm_params, lm_signature, lm_save,
-                                   lm_save_meta, lm_check_meta, lm_tokens, lm_free, NULL, NULL};
+static const tf_task_vt LM_TASK = {
+    .batch = lm_batch,
+    .loss = lm_loss,
+    .params = lm_params,
+    .signature = lm_signature,
+    .save = lm_save,
+    .save_meta = lm_save_meta,
+    .check_meta = lm_check_meta,
+    .tokens = lm_tokens,
+    .free = lm_free,
+};
 
 /* ---------------------------------------------------------------- construction */
 
@@ -121,32 +130,6 @@ tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_da
 }
 
 const tf_gpt *tf_lm_task_model(const tf_task *t) { return ((const lm_task *)t)->m; }
-
-typedef struct {
-    const tf_lm_config *c;
-    const char *const *data;
-    int n_data;
-    const char *tokenizer, *run_dir;
-    int resume;
-    uint64_t seed;
-} lm_args;
-
-static tf_task *make_lm(void *arg) {
-    const lm_args *a = arg;
-    return tf_lm_task_new(a->c, a->data, a->n_data, a->tokenizer, a->run_dir, a->resume, a->seed);
-}
-
-int tf_gpt_train(const tf_train_config *cfg, const tf_lm_config *lm, const char *const *data, int n_data,
-                 const char *tokenizer, const char *run_dir, int resume, volatile int *stop, tf_train_report_fn report,
-                 void *user) {
-    lm_args args = {lm, data, n_data, tokenizer, run_dir, resume, cfg->seed};
-    if (tf_dist_agree(tf_train_config_check(cfg))) return -1;
-    tf_task *t = tf_dist_task_new(make_lm, &args, run_dir);
-    if (!t) return -1;
-    int rc = tf_train(cfg, t, run_dir, resume, stop, report, user);
-    tf_task_free(t);
-    return rc;
-}
 
 /* ---------------------------------------------------------------- evaluation */
 

@@ -1,8 +1,8 @@
 /* The translation task for the RNN baseline (Bahdanau attention,
  * include/tformer/rnn_seq2seq.h): the shared translation task of
- * task_seq2seq.c (tokenizer, parallel loader, label smoothing, folder)
+ * seq2seq_task.c (tokenizer, parallel loader, label smoothing, folder)
  * with this family's tables and calls. */
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/rnn_seq2seq.h"
 
 static const tf_field ROWS[] = {TF_TRANSLATION_ROWS(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_config_table)};

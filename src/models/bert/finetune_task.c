@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/bert.h"
 
 static const char *const KINDS[] = {"classify", "pairs", "tag", "span", NULL};
@@ -124,8 +124,17 @@ static void ft_free(tf_task *t) {
     free(f);
 }
 
-static const tf_task_vt FT_TASK = {ft_batch, ft_loss, ft_params, ft_signature, ft_save,
-                                   ft_save_meta, ft_check_meta, ft_tokens, ft_free, NULL, NULL};
+static const tf_task_vt FT_TASK = {
+    .batch = ft_batch,
+    .loss = ft_loss,
+    .params = ft_params,
+    .signature = ft_signature,
+    .save = ft_save,
+    .save_meta = ft_save_meta,
+    .check_meta = ft_check_meta,
+    .tokens = ft_tokens,
+    .free = ft_free,
+};
 
 /* ---------------------------------------------------------------- construction */
 

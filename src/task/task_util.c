@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include "../task/task_internal.h"
+#include "task_internal.h"
 #include "tformer/dist.h"
 
 static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab.txt", "chars.txt",

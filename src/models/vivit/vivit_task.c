@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/vivit.h"
 
 static const char *const LABELS[] = {"direction", "class_direction|class-direction", NULL};
@@ -88,8 +88,15 @@ static void vv_free(tf_task *t) {
     free(v);
 }
 
-static const tf_task_vt VIVIT_TASK = {vv_batch, vv_loss, vv_params, vv_signature, vv_save, NULL,
-                                      NULL,     vv_tokens, vv_free,  NULL,         NULL};
+static const tf_task_vt VIVIT_TASK = {
+    .batch = vv_batch,
+    .loss = vv_loss,
+    .params = vv_params,
+    .signature = vv_signature,
+    .save = vv_save,
+    .tokens = vv_tokens,
+    .free = vv_free,
+};
 
 /* ---------------------------------------------------------------- construction */
 

@@ -1,5 +1,5 @@
 /* The translation task: an encoder-decoder (any family: the Transformer
- * here, the RNN baseline in task_rnn_seq2seq.c) on line-aligned source and
+ * here, the RNN baseline in rnn_seq2seq_task.c) on line-aligned source and
  * target files, batches by token count (tf_parallel_loader_new), label-
  * smoothed cross-entropy on the target, saved as a translation folder with
  * its tokenizer (tformer translate reads it). One tokenizer serves both
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/metrics.h"
 #include "tformer/seq2seq.h"
 
@@ -151,8 +151,18 @@ static void s2s_free(tf_task *t) {
     free(s);
 }
 
-static const tf_task_vt S2S_TASK = {s2s_batch, s2s_loss, s2s_params, s2s_signature, s2s_save,
-                                    s2s_save_meta, s2s_check_meta, s2s_tokens, s2s_free, s2s_score, NULL};
+static const tf_task_vt S2S_TASK = {
+    .batch = s2s_batch,
+    .loss = s2s_loss,
+    .params = s2s_params,
+    .signature = s2s_signature,
+    .save = s2s_save,
+    .save_meta = s2s_save_meta,
+    .check_meta = s2s_check_meta,
+    .tokens = s2s_tokens,
+    .free = s2s_free,
+    .score = s2s_score,
+};
 
 /* ---------------------------------------------------------------- construction */
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/core_internal.h"
-#include "../task/task_internal.h"
+#include "../../core/core_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/continual.h"
 
 #define ROW(m, type, def, range, choices, help) \
@@ -95,8 +95,17 @@ static void co_free(tf_task *t) {
     free(c);
 }
 
-static const tf_task_vt COSTREAM_TASK = {co_batch, co_loss, co_params, co_signature, co_save,
-                                         co_save_meta, co_check_meta, co_tokens, co_free, NULL, NULL};
+static const tf_task_vt COSTREAM_TASK = {
+    .batch = co_batch,
+    .loss = co_loss,
+    .params = co_params,
+    .signature = co_signature,
+    .save = co_save,
+    .save_meta = co_save_meta,
+    .check_meta = co_check_meta,
+    .tokens = co_tokens,
+    .free = co_free,
+};
 
 /* ---------------------------------------------------------------- the stream */
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../task/task_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/swin.h"
 
 static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};
@@ -251,8 +251,18 @@ static void vt_free(tf_task *t) {
     free(v);
 }
 
-static const tf_task_vt VIT_TASK = {vt_batch,      vt_loss,  vt_params, vt_signature, vt_save, vt_save_meta,
-                                    vt_check_meta, vt_tokens, vt_free,  NULL,         vt_after_step};
+static const tf_task_vt VIT_TASK = {
+    .batch = vt_batch,
+    .loss = vt_loss,
+    .params = vt_params,
+    .signature = vt_signature,
+    .save = vt_save,
+    .save_meta = vt_save_meta,
+    .check_meta = vt_check_meta,
+    .tokens = vt_tokens,
+    .free = vt_free,
+    .after_step = vt_after_step,
+};
 
 /* ---------------------------------------------------------------- construction */
 

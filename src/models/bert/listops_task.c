@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/core_internal.h"
-#include "../data/listops_internal.h"
-#include "../task/task_internal.h"
+#include "../../core/core_internal.h"
+#include "../../data/listops_internal.h"
+#include "../../task/task_internal.h"
 #include "tformer/bert.h"
 
 static const char *const OBJECTIVES[] = {"classify", "mlm", NULL};
@@ -150,8 +150,15 @@ static void lo_free(tf_task *t) {
     free(l);
 }
 
-static const tf_task_vt LO_TASK = {lo_batch, lo_loss, lo_params, lo_signature, lo_save,
-                                   NULL, NULL, lo_tokens, lo_free, NULL, NULL};
+static const tf_task_vt LO_TASK = {
+    .batch = lo_batch,
+    .loss = lo_loss,
+    .params = lo_params,
+    .signature = lo_signature,
+    .save = lo_save,
+    .tokens = lo_tokens,
+    .free = lo_free,
+};
 
 /* The model's settings the task fixes, and the lengths the context must hold. */
 static int fit_model(tf_listops_task_config *c) {
