@@ -24,6 +24,26 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
 int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
 
+/* What a task on the run folder's tokenizer holds besides its model and settings: its first
+ * member, so that the calls below fill its table (batch, save_meta, check_meta). */
+typedef struct {
+    tf_task base;
+    tf_tokenizer *tok;
+    tf_loader *loader;
+    char *dir;          /* the run folder, holding the tokenizer the checkpoint carries */
+    tf_params *params;  /* the model's, set once it is made */
+    tf_fields model;    /* the model's configuration: the checkpoint's signature */
+    int64_t context;    /* tokens a row */
+} tf_text_task;
+int tf_text_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b);
+int tf_text_task_save_meta(tf_task *t, tf_st_writer *w);
+int tf_text_task_check_meta(tf_task *t, const tf_st_file *f, const char *ck);
+tf_params *tf_text_task_params(tf_task *t);
+int tf_text_task_signature(tf_task *t, char *out, size_t n);
+int64_t tf_text_task_tokens(tf_task *t, int rows);
+/* The tokenizer, the loader and the folder's name freed (the model is the task's own). */
+void tf_text_task_release(tf_text_task *t);
+
 /* An image task's validation set: *valid when it holds images, else the
  * last val_fraction of *train moved into it (train keeps the rest). */
 int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction);

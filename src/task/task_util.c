@@ -120,3 +120,29 @@ int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction)
     *train = head;
     return 0;
 }
+
+/* ---------------------------------------------------------------- tasks on text */
+
+int tf_text_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((tf_text_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+int tf_text_task_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((tf_text_task *)t)->dir, w); }
+
+int tf_text_task_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
+    return tf_task_tokenizer_check(((tf_text_task *)t)->dir, f, ck);
+}
+
+tf_params *tf_text_task_params(tf_task *t) { return ((tf_text_task *)t)->params; }
+
+int tf_text_task_signature(tf_task *t, char *out, size_t n) {
+    return tf_fields_signature(&((tf_text_task *)t)->model, 1, out, n);
+}
+
+int64_t tf_text_task_tokens(tf_task *t, int rows) { return (int64_t)rows * ((tf_text_task *)t)->context; }
+
+void tf_text_task_release(tf_text_task *t) {
+    tf_tokenizer_free(t->tok);
+    tf_loader_free(t->loader);
+    free(t->dir);
+}

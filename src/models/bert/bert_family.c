@@ -204,25 +204,14 @@ static tf_task *bert_task(const void *cfg, const tf_task_args *a) {
 }
 
 const tf_family tf_family_bert = {
-    .name = "bert",
-    .summary = "masked LM + NSP",
-    .model_types = BERT_TYPES,
-    .verbs = "embed, fill-mask or predict",
+    .name = "bert", .summary = "masked LM + NSP",
+    .model_types = BERT_TYPES, .verbs = "embed, fill-mask or predict",
     .caps = TF_CAP_RUN | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT,
-    .load = bert_load,
-    .free = bert_free,
-    .model_caps = bert_caps,
-    .params = bert_params,
-    .archs = BERT_ARCHS,
-    .run = bert_run,
-    .embed = bert_embed,
-    .embed_dim = bert_embed_dim,
-    .input = TF_TRAIN_TEXT,
-    .task_table = &tf_bert_pretrain_config_table,
-    .task_size = sizeof(tf_bert_pretrain_config),
-    .task_defaults = bert_defaults,
-    .task_check = bert_check,
-    .task_new = bert_task,
+    .load = bert_load, .free = bert_free, .model_caps = bert_caps, .params = bert_params,
+    .archs = BERT_ARCHS, .run = bert_run,
+    .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
+    .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
+    .embed = bert_embed, .embed_dim = bert_embed_dim,
 };
 
 static void listops_defaults(void *cfg, tf_train_config *train) {
@@ -243,36 +232,22 @@ static tf_task *listops_task(const void *cfg, const tf_task_args *a) {
 }
 
 const tf_family tf_family_listops = {
-    .name = "listops",
-    .summary = "a BERT encoder classifying generated ListOps expressions",
-    .input = TF_TRAIN_GENERATED,
-    .task_table = &tf_listops_task_config_table,
+    .name = "listops", .summary = "a BERT encoder classifying generated ListOps expressions",
+    .input = TF_TRAIN_GENERATED, .task_table = &tf_listops_task_config_table,
     .task_size = sizeof(tf_listops_task_config),
-    .task_defaults = listops_defaults,
-    .task_check = listops_check,
-    .task_new = listops_task,
+    .task_defaults = listops_defaults, .task_check = listops_check, .task_new = listops_task,
 };
 
 const tf_family tf_family_roformer = {
-    .name = "roformer",
-    .summary = "RoFormer: BERT with rotary positions (hf-run)",
-    .model_types = ROFORMER_TYPES,
-    .verbs = "hf-run",
-    .caps = TF_CAP_RUN,
-    .load = bert_load,
-    .free = bert_free,
-    .archs = ROFORMER_ARCHS,
-    .run = bert_run,
+    .name = "roformer", .summary = "RoFormer: BERT with rotary positions (hf-run)",
+    .model_types = ROFORMER_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
+    .load = bert_load, .free = bert_free,
+    .archs = ROFORMER_ARCHS, .run = bert_run,
 };
 
 const tf_family tf_family_bigbird = {
-    .name = "bigbird",
-    .summary = "BigBird: BERT with block-sparse attention (hf-run)",
-    .model_types = BIGBIRD_TYPES,
-    .verbs = "hf-run",
-    .caps = TF_CAP_RUN,
-    .load = bert_load,
-    .free = bert_free,
-    .archs = BIGBIRD_ARCHS,
-    .run = bert_run,
+    .name = "bigbird", .summary = "BigBird: BERT with block-sparse attention (hf-run)",
+    .model_types = BIGBIRD_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
+    .load = bert_load, .free = bert_free,
+    .archs = BIGBIRD_ARCHS, .run = bert_run,
 };

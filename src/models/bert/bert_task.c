@@ -29,17 +29,10 @@ tf_bert_pretrain_config tf_bert_pretrain_config_default(void) {
 }
 
 typedef struct {
-    tf_task base;
+    tf_text_task text; /* base, tokenizer, loader, run folder */
     tf_bert_pretrain_config cfg;
     tf_bert *m;
-    tf_tokenizer *tok;
-    tf_loader *loader;
-    char *dir;
 } bert_task;
-
-static int bt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((bert_task *)t)->loader, ctx, subset, key, rows, b);
-}
 
 static int64_t argmax(const float *x, int64_t n) {
     int64_t best = 0;
@@ -71,38 +64,23 @@ static tf_tensor *bt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return out.loss;
 }
 
-static tf_params *bt_params(tf_task *t) { return ((bert_task *)t)->m->params; }
-
-static int bt_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_bert_config_table, &((bert_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
-}
-
 static int bt_save(tf_task *t, const char *dir) { return tf_bert_save_hf(((bert_task *)t)->m, dir); }
-static int bt_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((bert_task *)t)->dir, w); }
-static int bt_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
-    return tf_task_tokenizer_check(((bert_task *)t)->dir, f, ck);
-}
-static int64_t bt_tokens(tf_task *t, int rows) { return (int64_t)rows * ((bert_task *)t)->cfg.model.context; }
-
 static void bt_free(tf_task *t) {
     bert_task *l = (bert_task *)t;
     tf_bert_free(l->m);
-    tf_tokenizer_free(l->tok);
-    tf_loader_free(l->loader);
-    free(l->dir);
+    tf_text_task_release(&l->text);
     free(l);
 }
 
 static const tf_task_vt BERT_TASK = {
-    .batch = bt_batch,
+    .batch = tf_text_task_batch,
     .loss = bt_loss,
-    .params = bt_params,
-    .signature = bt_signature,
+    .params = tf_text_task_params,
+    .signature = tf_text_task_signature,
     .save = bt_save,
-    .save_meta = bt_save_meta,
-    .check_meta = bt_check_meta,
-    .tokens = bt_tokens,
+    .save_meta = tf_text_task_save_meta,
+    .check_meta = tf_text_task_check_meta,
+    .tokens = tf_text_task_tokens,
     .free = bt_free,
 };
 
@@ -114,18 +92,18 @@ static int load_data(bert_task *l, const char *const *data, int n_data, const ch
         return tf_set_error("BERT needs a WordPiece tokenizer with [CLS], [SEP], [MASK] and [PAD]: --tokenizer "
                             "a vocab.txt (../shared/data/bert/bert-base-uncased-vocab.txt) or a folder "
                             "(tformer tokenizer-train --type wordpiece)");
-    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->dir, resume)) return -1;
-    if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
-    int vocab = tf_tokenizer_vocab_size(l->tok);
+    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->text.dir, resume)) return -1;
+    if (!(l->text.tok = tf_tokenizer_load(l->text.dir))) return -1;
+    int vocab = tf_tokenizer_vocab_size(l->text.tok);
     if (model->vocab_size && model->vocab_size != vocab)
         return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
     model->vocab_size = vocab;
     model->head = TF_BERT_PRETRAINING, model->pooler = 1;
-    tf_nsp_opts o = {model->context, l->cfg.mask_prob, l->cfg.val_fraction, tf_tokenizer_special_id(l->tok, "cls"),
-                     tf_tokenizer_special_id(l->tok, "sep"), tf_tokenizer_special_id(l->tok, "mask"),
-                     tf_tokenizer_special_id(l->tok, "pad"), vocab};
+    tf_nsp_opts o = {model->context, l->cfg.mask_prob, l->cfg.val_fraction, tf_tokenizer_special_id(l->text.tok, "cls"),
+                     tf_tokenizer_special_id(l->text.tok, "sep"), tf_tokenizer_special_id(l->text.tok, "mask"),
+                     tf_tokenizer_special_id(l->text.tok, "pad"), vocab};
     if (tf_bert_config_check(model)) return -1;
-    return (l->loader = tf_nsp_loader_new(l->tok, data, n_data, &o, seed)) ? 0 : -1;
+    return (l->text.loader = tf_nsp_loader_new(l->text.tok, data, n_data, &o, seed)) ? 0 : -1;
 }
 
 tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char *const *data, int n_data,
@@ -134,16 +112,18 @@ tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char 
     if (mkdir(run_dir, 0755) && errno != EEXIST)
         return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
     bert_task *l = calloc(1, sizeof *l);
-    if (!l || !(l->dir = strdup(run_dir))) return free(l), tf_set_error("train: out of memory"), NULL;
-    l->base.vt = &BERT_TASK, l->cfg = *c;
-    l->base.config = (tf_fields){&tf_bert_pretrain_config_table, &l->cfg};
-    l->base.n_metrics = 2;
-    l->base.metric_names[0] = "mlm_accuracy", l->base.metric_names[1] = "nsp_accuracy";
+    if (!l || !(l->text.dir = strdup(run_dir))) return free(l), tf_set_error("train: out of memory"), NULL;
+    l->text.base.vt = &BERT_TASK, l->cfg = *c;
+    l->text.base.config = (tf_fields){&tf_bert_pretrain_config_table, &l->cfg};
+    l->text.base.n_metrics = 2;
+    l->text.base.metric_names[0] = "mlm_accuracy", l->text.base.metric_names[1] = "nsp_accuracy";
     if (load_data(l, data, n_data, tokenizer, resume, seed) || !(l->m = tf_bert_new(&l->cfg.model, seed ? seed : 1))) {
-        bt_free(&l->base);
+        bt_free(&l->text.base);
         return NULL;
     }
-    return &l->base;
+    l->text.params = l->m->params, l->text.model = (tf_fields){&tf_bert_config_table, &l->m->cfg};
+    l->text.context = l->cfg.model.context;
+    return &l->text.base;
 }
 
 const tf_bert *tf_bert_pretrain_task_model(const tf_task *t) { return ((const bert_task *)t)->m; }

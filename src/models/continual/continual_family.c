@@ -45,17 +45,9 @@ static void *continual_load(const char *dir, const char *architecture) {
 }
 
 const tf_family tf_family_continual = {
-    .name = "continual",
-    .summary = "each token of a stream classified by a Continual Transformer",
-    .model_types = CONTINUAL_TYPES,
-    .verbs = "stream",
-    .caps = TF_CAP_STREAM,
-    .input = TF_TRAIN_TEXT,
-    .task_table = &tf_costream_config_table,
-    .task_size = sizeof(tf_costream_config),
-    .task_defaults = continual_defaults,
-    .task_check = continual_check,
-    .task_new = continual_task,
-    .load = continual_load,
-    .free = continual_free,
+    .name = "continual", .summary = "each token of a stream classified by a Continual Transformer",
+    .model_types = CONTINUAL_TYPES, .verbs = "stream", .caps = TF_CAP_STREAM,
+    .load = continual_load, .free = continual_free,
+    .input = TF_TRAIN_TEXT, .task_table = &tf_costream_config_table, .task_size = sizeof(tf_costream_config),
+    .task_defaults = continual_defaults, .task_check = continual_check, .task_new = continual_task,
 };

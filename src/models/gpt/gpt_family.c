@@ -150,22 +150,12 @@ static tf_task *gpt_task(const void *cfg, const tf_task_args *a) {
 }
 
 const tf_family tf_family_gpt = {
-    .name = "gpt",
-    .summary = "next token",
-    .model_types = GPT_TYPES,
-    .verbs = "generate or eval",
-    .caps = TF_CAP_RUN | TF_CAP_GENERATE,
-    .load = gpt2_load,
-    .free = gpt2_free,
-    .model_caps = gpt2_caps,
-    .params = gpt2_params,
-    .archs = GPT_ARCHS,
-    .run = gpt2_run,
-    .input = TF_TRAIN_TEXT,
-    .task_table = &tf_lm_config_table,
-    .task_size = sizeof(tf_lm_config),
-    .task_defaults = gpt_defaults,
-    .task_new = gpt_task,
+    .name = "gpt", .summary = "next token",
+    .model_types = GPT_TYPES, .verbs = "generate or eval", .caps = TF_CAP_RUN | TF_CAP_GENERATE,
+    .load = gpt2_load, .free = gpt2_free, .model_caps = gpt2_caps, .params = gpt2_params,
+    .archs = GPT_ARCHS, .run = gpt2_run,
+    .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
+    .task_defaults = gpt_defaults, .task_new = gpt_task,
 };
 
 static void imagegpt_defaults(void *cfg, tf_train_config *train) {
@@ -188,21 +178,11 @@ static int64_t imagegpt_val(const tf_task *t, const tf_task_args *a) {
 }
 
 const tf_family tf_family_imagegpt = {
-    .name = "imagegpt",
-    .summary = "next pixel: a GPT on colour tokens",
-    .model_types = IMAGEGPT_TYPES,
-    .verbs = "complete-image",
-    .caps = TF_CAP_RUN | TF_CAP_COMPLETE_IMAGE,
-    .load = gpt2_load,
-    .free = gpt2_free,
-    .model_caps = gpt2_caps,
-    .params = gpt2_params,
-    .archs = IMAGEGPT_ARCHS,
-    .run = gpt2_run,
-    .input = TF_TRAIN_IMAGES,
-    .task_table = &tf_imagegpt_task_config_table,
+    .name = "imagegpt", .summary = "next pixel: a GPT on colour tokens",
+    .model_types = IMAGEGPT_TYPES, .verbs = "complete-image", .caps = TF_CAP_RUN | TF_CAP_COMPLETE_IMAGE,
+    .load = gpt2_load, .free = gpt2_free, .model_caps = gpt2_caps, .params = gpt2_params,
+    .archs = IMAGEGPT_ARCHS, .run = gpt2_run,
+    .input = TF_TRAIN_IMAGES, .task_table = &tf_imagegpt_task_config_table,
     .task_size = sizeof(tf_imagegpt_task_config),
-    .task_defaults = imagegpt_defaults,
-    .task_new = imagegpt_task,
-    .val_batches = imagegpt_val,
+    .task_defaults = imagegpt_defaults, .task_new = imagegpt_task, .val_batches = imagegpt_val,
 };

@@ -13,12 +13,9 @@
 #include "tformer/gpt.h"
 
 typedef struct {
-    tf_task base;
+    tf_text_task text; /* base, tokenizer, loader, run folder */
     tf_lm_config cfg;
     tf_gpt *m;
-    tf_tokenizer *tok;
-    tf_loader *loader;
-    char *dir;
 } lm_task;
 
 /* Every file's tokens, one stream; errors name the file. */
@@ -40,10 +37,6 @@ static int tokenize_files(tf_tokenizer *tok, const char *const *data, int n_data
 
 /* ---------------------------------------------------------------- the task's table */
 
-static int lm_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((lm_task *)t)->loader, ctx, subset, key, rows, b);
-}
-
 static tf_tensor *lm_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
     (void)m;
     tf_gpt_inputs in = {.input_ids = tf_batch_get(b, "input_ids"), .targets = tf_batch_get(b, "targets")};
@@ -51,41 +44,24 @@ static tf_tensor *lm_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return tf_gpt_run(ctx, ((lm_task *)t)->m, &in, &out) ? NULL : out.loss;
 }
 
-static tf_params *lm_params(tf_task *t) { return ((lm_task *)t)->m->params; }
-
-static int lm_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_gpt_config_table, &((lm_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
-}
-
 static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save_hf(((lm_task *)t)->m, dir); }
-
-static int lm_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((lm_task *)t)->dir, w); }
-
-static int lm_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
-    return tf_task_tokenizer_check(((lm_task *)t)->dir, f, ck);
-}
-
-static int64_t lm_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lm_task *)t)->cfg.model.context; }
 
 static void lm_free(tf_task *t) {
     lm_task *l = (lm_task *)t;
     tf_gpt_free(l->m);
-    tf_tokenizer_free(l->tok);
-    tf_loader_free(l->loader);
-    free(l->dir);
+    tf_text_task_release(&l->text);
     free(l);
 }
 
 static const tf_task_vt LM_TASK = {
-    .batch = lm_batch,
+    .batch = tf_text_task_batch,
     .loss = lm_loss,
-    .params = lm_params,
-    .signature = lm_signature,
+    .params = tf_text_task_params,
+    .signature = tf_text_task_signature,
     .save = lm_save,
-    .save_meta = lm_save_meta,
-    .check_meta = lm_check_meta,
-    .tokens = lm_tokens,
+    .save_meta = tf_text_task_save_meta,
+    .check_meta = tf_text_task_check_meta,
+    .tokens = tf_text_task_tokens,
     .free = lm_free,
 };
 
@@ -95,16 +71,16 @@ static const tf_task_vt LM_TASK = {
 static int load_data(lm_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
                      uint64_t seed) {
     tf_gpt_config *model = &l->cfg.model;
-    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->dir, resume)) return -1;
-    if (!(l->tok = tf_tokenizer_load(l->dir))) return -1;
-    int vocab = tf_tokenizer_vocab_size(l->tok);
+    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->text.dir, resume)) return -1;
+    if (!(l->text.tok = tf_tokenizer_load(l->text.dir))) return -1;
+    int vocab = tf_tokenizer_vocab_size(l->text.tok);
     if (model->vocab_size && model->vocab_size != vocab)
         return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
     model->vocab_size = vocab;
     if (tf_lm_config_check(&l->cfg)) return -1;
     tf_ids ids = {0};
-    int rc = tokenize_files(l->tok, data, n_data, &ids);
-    if (!rc && !(l->loader = tf_lm_loader_new(ids.v, (int64_t)ids.n, l->cfg.val_fraction, model->context, seed)))
+    int rc = tokenize_files(l->text.tok, data, n_data, &ids);
+    if (!rc && !(l->text.loader = tf_lm_loader_new(ids.v, (int64_t)ids.n, l->cfg.val_fraction, model->context, seed)))
         rc = -1;
     tf_ids_free(&ids);
     return rc;
@@ -117,16 +93,18 @@ tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_da
         return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
     lm_task *l = calloc(1, sizeof *l);
     size_t n = strlen(run_dir) + 1;
-    if (!l || !(l->dir = malloc(n))) return free(l), tf_set_error("train: out of memory"), NULL;
-    memcpy(l->dir, run_dir, n);
-    l->base.vt = &LM_TASK, l->cfg = *c;
-    l->base.config = (tf_fields){&tf_lm_config_table, &l->cfg};
+    if (!l || !(l->text.dir = malloc(n))) return free(l), tf_set_error("train: out of memory"), NULL;
+    memcpy(l->text.dir, run_dir, n);
+    l->text.base.vt = &LM_TASK, l->cfg = *c;
+    l->text.base.config = (tf_fields){&tf_lm_config_table, &l->cfg};
     if (load_data(l, data, n_data, tokenizer ? tokenizer : "char", resume, seed) ||
         !(l->m = tf_gpt_new(&l->cfg.model, seed ? seed : 1))) {
-        lm_free(&l->base);
+        lm_free(&l->text.base);
         return NULL;
     }
-    return &l->base;
+    l->text.params = l->m->params, l->text.model = (tf_fields){&tf_gpt_config_table, &l->m->cfg};
+    l->text.context = l->cfg.model.context;
+    return &l->text.base;
 }
 
 const tf_gpt *tf_lm_task_model(const tf_task *t) { return ((const lm_task *)t)->m; }

@@ -62,13 +62,8 @@ static int nystrom_run(hf_job *job) {
 static const char *const NYSTROM_TYPES[] = {"nystromformer", NULL};
 
 const tf_family tf_family_nystrom = {
-    .name = "nystromformer",
-    .summary = "Nystromformer: Nystrom attention (hf-run)",
-    .model_types = NYSTROM_TYPES,
-    .verbs = "hf-run",
-    .caps = TF_CAP_RUN,
-    .load = nystrom_load,
-    .free = nystrom_free,
-    .archs = NYSTROM_ARCHS,
-    .run = nystrom_run,
+    .name = "nystromformer", .summary = "Nystromformer: Nystrom attention (hf-run)",
+    .model_types = NYSTROM_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
+    .load = nystrom_load, .free = nystrom_free,
+    .archs = NYSTROM_ARCHS, .run = nystrom_run,
 };

@@ -63,18 +63,11 @@ static int rnn_translation(void *model, tf_translation *t) {
 }
 
 const tf_family tf_family_rnn = {
-    .name = "rnn",
-    .summary = "RNN translation",
-    .model_types = RNN_TYPES,
-    .verbs = "translate",
-    .caps = TF_CAP_TRANSLATE,
-    .input = TF_TRAIN_PARALLEL,
-    .task_table = &tf_rnn_seq2seq_task_config_table,
+    .name = "rnn", .summary = "RNN translation",
+    .model_types = RNN_TYPES, .verbs = "translate", .caps = TF_CAP_TRANSLATE,
+    .load = rnn_load, .free = rnn_free,
+    .input = TF_TRAIN_PARALLEL, .task_table = &tf_rnn_seq2seq_task_config_table,
     .task_size = sizeof(tf_rnn_seq2seq_task_config),
-    .task_defaults = rnn_defaults,
-    .task_new = rnn_task,
-    .val_batches = rnn_val,
-    .load = rnn_load,
-    .free = rnn_free,
+    .task_defaults = rnn_defaults, .task_new = rnn_task, .val_batches = rnn_val,
     .translation = rnn_translation,
 };

@@ -157,20 +157,12 @@ static int64_t seq2seq_val(const tf_task *t, const tf_task_args *a) {
 }
 
 const tf_family tf_family_seq2seq = {
-    .name = "seq2seq",
-    .summary = "translation",
-    .model_types = SEQ2SEQ_TYPES,
-    .verbs = "translate",
-    .caps = TF_CAP_RUN | TF_CAP_TRANSLATE,
-    .load = marian_load,
-    .free = marian_free,
-    .archs = SEQ2SEQ_ARCHS,
-    .run = marian_run,
-    .input = TF_TRAIN_PARALLEL,
-    .task_table = &tf_seq2seq_task_config_table,
+    .name = "seq2seq", .summary = "translation",
+    .model_types = SEQ2SEQ_TYPES, .verbs = "translate", .caps = TF_CAP_RUN | TF_CAP_TRANSLATE,
+    .load = marian_load, .free = marian_free,
+    .archs = SEQ2SEQ_ARCHS, .run = marian_run,
+    .input = TF_TRAIN_PARALLEL, .task_table = &tf_seq2seq_task_config_table,
     .task_size = sizeof(tf_seq2seq_task_config),
-    .task_defaults = seq2seq_defaults,
-    .task_new = seq2seq_task,
-    .val_batches = seq2seq_val,
+    .task_defaults = seq2seq_defaults, .task_new = seq2seq_task, .val_batches = seq2seq_val,
     .translation = tr_translation,
 };
