@@ -30,6 +30,10 @@ MPI_CPPFLAGS := -DTF_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cfl
 LDLIBS += $(shell pkg-config --libs ompi-c)
 endif
 .DEFAULT_GOAL := all
+# What a program linked against $(BUILD)/libtformer.a needs (setup.py links the Python extension with it).
+print-ldlibs:
+	@echo $(LDLIBS)
+.PHONY: print-ldlibs
 # The one file that calls MPI is rebuilt when MPI changes (build/.mpi holds the setting).
 $(shell mkdir -p $(BUILD) && echo $(MPI) | cmp -s - $(BUILD)/.mpi || echo $(MPI) > $(BUILD)/.mpi)
 $(BUILD)/src/train/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
