@@ -1,0 +1,36 @@
+"""Shared fixtures of the Python tests: the repository's committed model folders and the CLI."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ST_DIR = os.path.join(ROOT, "tests", "fixtures_roberta_st", "tiny_roberta_st")
+VIT_DIR = os.path.join(ROOT, "tests", "fixtures_vit", "cls_grey28_p4_labels")
+BERT_DIR = os.path.join(ROOT, "tests", "fixtures_hf", "v4_bert_seqcls_5labels")
+# hf-run's tolerance in the C tests (tests/test_vit.c, TOL): max |diff| against transformers.
+RUN_TOL = 1e-5
+
+
+def cli_path():
+    """The tformer CLI: $TFORMER_BIN, else build/tformer, else one on PATH; None when there is none."""
+    for p in (os.environ.get("TFORMER_BIN"), os.path.join(ROOT, "build", "tformer"), shutil.which("tformer")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """A function running the CLI (args, stdin text) -> stdout; the tests using it skip without a CLI."""
+    exe = cli_path()
+    if not exe:
+        pytest.skip("no tformer CLI (make build/tformer, or set TFORMER_BIN)")
+
+    def run(args, stdin=""):
+        r = subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, check=False)
+        assert r.returncode == 0, f"tformer {' '.join(args)}: {r.stderr}"
+        return r.stdout
+
+    return run

@@ -1,0 +1,69 @@
+"""Type stubs of the tformer package (docs/python.md)."""
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+
+import numpy as np
+import numpy.typing as npt
+
+PathLike = Union[str, os.PathLike[str]]
+Image = Union[npt.NDArray[Any], PathLike]
+
+class Error(Exception):
+    """tformer's errors: the library's message, naming the file or argument."""
+
+class ModelNotFoundError(Error, FileNotFoundError):
+    """A folder that is not a model (no config.json)."""
+
+class CapabilityError(Error, ValueError):
+    """A call the model cannot make; the message lists what it can."""
+
+class InputError(Error, ValueError):
+    """An argument of the wrong type, dtype, shape or value."""
+
+kernels: str
+"""The row kernels and BLAS the library runs on this CPU."""
+
+def set_threads(n: int) -> None:
+    """The library's thread count, for every model of the process."""
+
+def load(path: PathLike, threads: Optional[int] = None) -> Model:
+    """Opens a model folder (config.json picks the family)."""
+
+class Classification(TypedDict):
+    label: str
+    score: float
+    top_k: List[Tuple[str, float]]
+
+class Model:
+    """A loaded model: read-only, shareable between threads; every call releases the GIL."""
+
+    family: str
+    model_type: str
+    architecture: Optional[str]
+    path: str
+    capabilities: List[str]
+    def __init__(self, path: PathLike, threads: Optional[int] = None) -> None: ...
+    @property
+    def config(self) -> Dict[str, Any]:
+        """config.json as a dict."""
+    def close(self) -> None:
+        """Frees the C memory now; later calls raise Error."""
+    def __enter__(self) -> Model: ...
+    def __exit__(self, *exc: Any) -> None: ...
+    def embed(
+        self,
+        texts: Union[str, Sequence[str]],
+        batch_size: int = 32,
+        normalize: Optional[bool] = None,
+        pooling: Optional[str] = None,
+        max_length: Optional[int] = None,
+    ) -> npt.NDArray[np.float32]:
+        """(n, d) float32 sentence embeddings, as `tformer embed`."""
+    def labels(self) -> List[str]:
+        """The image classifier's label names."""
+    def image_logits(self, images: Union[npt.NDArray[Any], Sequence[Image]]) -> npt.NDArray[np.float32]:
+        """(n, labels) float32 logits of images."""
+    def classify(self, images: Union[npt.NDArray[Any], Sequence[Image], PathLike], top_k: int = 1) -> List[Classification]:
+        """A {label, score, top_k} dict per image."""
+    def run(self, inputs: Dict[str, npt.NDArray[Any]]) -> Dict[str, npt.NDArray[Any]]:
+        """Hugging Face's forward, as `tformer hf-run`."""
