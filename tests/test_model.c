@@ -2,7 +2,9 @@
  * opens through one door with its family's capabilities, what it lacks is
  * refused by name, concurrent calls equal serial ones, and no code outside
  * src/models/ compares a family's name. */
+#include <cjson/cJSON.h>
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "test.h"
 
 #define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
+#define MLM_DIR "tests/fixtures_distilbert_st/tiny_distilbert_mlm"
 
 TEST(registry_rows_are_unique_and_complete) {
     const tf_family *const *f = tf_families();
@@ -26,6 +29,9 @@ TEST(registry_rows_are_unique_and_complete) {
             CHECKF(tf_family_of_type(*t) == f[i], "model_type %s belongs to two rows", *t);
         CHECKF(!f[i]->archs == !f[i]->run, "%s: architectures without a run function, or the reverse", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_RUN) == !f[i]->archs, "%s: run capability and architectures disagree", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_FILL_MASK) || f[i]->mask_logits, "%s: fill-mask without mask_logits", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_EMBED) || (f[i]->embed && f[i]->embed_dim), "%s: embed without its calls",
+               f[i]->name);
     }
     CHECK(n >= 13);
     char list[256];
@@ -99,6 +105,36 @@ TEST(model_handle_refuses_by_name) {
     tf_model_free(m);
     m = tf_model_load("tests/fixtures_gpt2/tiny_gelu_new", NULL);
     CHECK(m && tf_model_require(m, TF_CAP_GENERATE) && strstr(tf_error(), "holds no tokenizer"));
+    tf_model_free(m);
+}
+
+/* tf_model_fill_mask: transformers' fill-mask pipeline's top 3 on the DistilBertForMaskedLM fixture
+ * (answers.json: ids and float64 probabilities); a text without a mask and a head without an LM refused. */
+TEST(model_handle_fills_masks_as_the_pipeline) {
+    tf_model *m = tf_model_load(MLM_DIR, NULL);
+    CHECKF(m && tf_model_caps(m) & TF_CAP_FILL_MASK, "%s", m ? "no fill-mask" : tf_error());
+    cJSON *root = test_read_json(MLM_DIR "/answers.json");
+    CHECK(root != NULL);
+    tf_fill_mask_result r;
+    CHECKF(!tf_model_fill_mask(m, cJSON_GetObjectItem(root, "text")->valuestring, 3, &r), "%s", tf_error());
+    CHECK(r.n == 1 && r.k == 3 && r.positions[0] == 3);
+    double worst = 0;
+    int j = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "top")) {
+        CHECKF(j < r.k && r.ids[j] == cJSON_GetObjectItem(e, "token")->valueint, "choice %d: id %d", j, r.ids[j]);
+        worst = fmax(worst, fabs(r.probs[j] - cJSON_GetObjectItem(e, "score")->valuedouble)), j++;
+    }
+    printf("    top %d as the pipeline's, probabilities %.1e apart\n", j, worst);
+    CHECK(j == 3 && worst <= 1e-6);
+    tf_fill_mask_result_free(&r);
+    CHECK(tf_model_fill_mask(m, "no mask here", 3, &r) && strstr(tf_error(), "holds no mask token") && !r.ids);
+    CHECK(!tf_model_fill_mask(m, "a [MASK] b [MASK]", 100000, &r) && r.n == 2 && r.k == 217);
+    tf_fill_mask_result_free(&r);
+    cJSON_Delete(root);
+    tf_model_free(m);
+    m = tf_model_load(ST_DIR, NULL);
+    CHECK(m && tf_model_fill_mask(m, "a <mask>", 3, &r) && strstr(tf_error(), "cannot fill-mask"));
     tf_model_free(m);
 }
 

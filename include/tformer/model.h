@@ -152,6 +152,10 @@ struct tf_family {
     void (*attention_grid)(const void *model, int *g, int *heads, int *patch);
     /* Translation: the model prepared for decoding (its weights' copies for the tile kernel) and described. */
     int (*translation)(void *model, tf_translation *t);
+    /* Fill-mask: text -> its ids (cut to the model's length as the family's reference cuts them) and
+     * the masked LM's logits at each of them (*logits malloc'd: ids->n rows of *vocab). */
+    int (*mask_logits)(const void *model, tf_tokenizer *tok, const char *text, tf_ids *ids, float **logits,
+                       int *vocab);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -221,6 +225,22 @@ TF_API int tf_model_image_logits(const tf_model *m, const float *pixels, float *
 /* The attention maps' grid (patches a side), heads and patch size; -1 with an error naming
  * the family when it draws none. */
 TF_API int tf_model_attention_grid(const tf_model *m, int *g, int *heads, int *patch);
+
+/* TF_CAP_FILL_MASK: the k likeliest tokens at each mask token of a text, as Hugging Face's fill-mask
+ * pipeline ranks them (softmax over the vocabulary; equal probabilities: the lower id first). */
+typedef struct {
+    int n;          /* mask tokens in the text */
+    int k;          /* choices per mask: the k asked, at most the vocabulary */
+    int *positions; /* (n): each mask's index among the text's ids */
+    int32_t *ids;   /* (n, k): the choices' token ids, likeliest first */
+    double *probs;  /* (n, k): their probabilities */
+} tf_fill_mask_result;
+/* text must hold the tokenizer's mask token; r is filled (free it with tf_fill_mask_result_free). */
+TF_API int tf_model_fill_mask(const tf_model *m, const char *text, int k, tf_fill_mask_result *r);
+TF_API void tf_fill_mask_result_free(tf_fill_mask_result *r);
+
+/* The folder's tokenizer (encode and decode are safe from several threads), or NULL when it holds none. */
+TF_API tf_tokenizer *tf_model_tokenizer(const tf_model *m);
 
 /* TF_CAP_TRANSLATE: the model's decoders and sizes. The first call prepares the weights for
  * decoding (copies for the tile kernel): make it before threads share the model. */
