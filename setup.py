@@ -31,8 +31,10 @@ class BuildWithLibrary(build_ext):
     def run(self):
         make(LIB_BUILD + "/libtformer.a")
         libs = shlex.split(make("-s", "print-ldlibs").strip())
+        lib = os.path.join(ROOT, LIB_BUILD, "libtformer.a")
         for ext in self.extensions:
-            ext.extra_objects = [os.path.join(ROOT, LIB_BUILD, "libtformer.a")]
+            ext.extra_objects = [lib]
+            ext.depends = [lib]  # relinked when the library changed, not only the extension's source
             ext.extra_link_args = libs + ["-Wl,--exclude-libs,ALL", "-Wl,--strip-debug"]
         super().run()
 

@@ -8,6 +8,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ST_DIR = os.path.join(ROOT, "tests", "fixtures_roberta_st", "tiny_roberta_st")
 VIT_DIR = os.path.join(ROOT, "tests", "fixtures_vit", "cls_grey28_p4_labels")
+MLM_DIR = os.path.join(ROOT, "tests", "fixtures_distilbert_st", "tiny_distilbert_mlm")
 BERT_DIR = os.path.join(ROOT, "tests", "fixtures_hf", "v4_bert_seqcls_5labels")
 # hf-run's tolerance in the C tests (tests/test_vit.c, TOL): max |diff| against transformers.
 RUN_TOL = 1e-5

@@ -9,7 +9,7 @@ import pytest
 
 import tformer
 from tformer import _safetensors
-from conftest import BERT_DIR, RUN_TOL, ST_DIR, VIT_DIR
+from conftest import BERT_DIR, MLM_DIR, RUN_TOL, ST_DIR, VIT_DIR
 
 
 def fixture_texts():
@@ -119,3 +119,19 @@ def test_image_logits_equal_run_logits():
     logits = m.image_logits(inputs["pixel_values"][:, 0])
     assert np.abs(logits - m.run({"pixel_values": inputs["pixel_values"]})["logits"]).max() <= 1e-6
     assert len(m.labels()) == logits.shape[1]
+
+
+def test_fill_mask_matches_the_pipeline_and_the_cli(cli):
+    with open(os.path.join(MLM_DIR, "answers.json"), encoding="utf-8") as f:
+        want = json.load(f)
+    m = tformer.load(MLM_DIR)
+    assert "fill-mask" in m.capabilities
+    got = m.fill_mask(want["text"], top_k=3)
+    assert len(got) == 1 and [c["token_id"] for c in got[0]] == [t["token"] for t in want["top"]]
+    assert max(abs(c["score"] - t["score"]) for c, t in zip(got[0], want["top"])) <= 1e-6
+    text = "the cat [MASK] on the [MASK]."
+    got = m.fill_mask(text, top_k=4)
+    out = cli(["fill-mask", "--model", MLM_DIR, "--text", text, "--top-k", "4"]).splitlines()
+    rows = [line.split() for line in out if not line.startswith("[MASK]")]
+    assert len(got) == 2 and [c["position"] for c in got[0]] == [3] * 4
+    assert rows == [[f"{c['score']:.6f}", c["token"], "(id", f"{c['token_id']})"] for m_ in got for c in m_]

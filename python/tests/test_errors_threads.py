@@ -8,7 +8,7 @@ import pytest
 
 import tformer
 from tformer import _safetensors
-from conftest import BERT_DIR, ST_DIR, VIT_DIR
+from conftest import BERT_DIR, MLM_DIR, ST_DIR, VIT_DIR
 
 
 def test_a_folder_without_config_json(tmp_path):
@@ -127,3 +127,13 @@ def test_the_gil_is_released_while_embedding():
         gap, last, ticks = max(gap, now - last), now, ticks + 1
     t.join()
     assert ticks > 100 and gap < call / 2, f"the main thread paused {gap:.3f} s of a {call:.3f} s call"
+
+
+def test_fill_mask_refusals():
+    m = tformer.load(MLM_DIR)
+    with pytest.raises(tformer.InputError, match="holds no mask token"):
+        m.fill_mask("no mask here")
+    with pytest.raises(tformer.InputError, match="top_k"):
+        m.fill_mask("a [MASK]", top_k=0)
+    with pytest.raises(tformer.CapabilityError, match=r"cannot fill-mask \(not with this folder's head\); it can: run, embed"):
+        tformer.load(ST_DIR).fill_mask("a <mask>")

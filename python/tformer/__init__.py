@@ -131,6 +131,21 @@ class Model:
         buf = self._h.embed(tuple(texts), batch_size, norm, _POOLINGS.get(pooling, -1), max_length or 0)
         return np.asarray(buf)
 
+    def fill_mask(self, text: str, top_k: int = 5) -> List[List[Dict[str, Any]]]:
+        """The ``top_k`` likeliest tokens at each mask token of ``text`` ([MASK], or <mask> for RoBERTa).
+
+        Returns a list per mask token, in the text's order, of dicts {"token_id", "token", "score",
+        "position"}, likeliest first: the scores are the softmax over the vocabulary, as Hugging
+        Face's fill-mask pipeline and ``tformer fill-mask`` give them; ``position`` is the mask's
+        index among the text's ids. A text without a mask token raises :class:`InputError`.
+        """
+        if not isinstance(text, str):
+            raise InputError(f"fill_mask(): text must be str, got {type(text).__name__}")
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise InputError(f"fill_mask(): top_k must be a positive int, got {top_k!r}")
+        return [[{"token_id": i, "token": t, "score": p, "position": pos} for pos, i, t, p in row]
+                for row in self._h.fill_mask(text, top_k)]
+
     def labels(self) -> List[str]:
         """The image classifier's label names, in the order of its logits."""
         return self._h.labels()

@@ -34,6 +34,12 @@ class Classification(TypedDict):
     score: float
     top_k: List[Tuple[str, float]]
 
+class FillMaskChoice(TypedDict):
+    token_id: int
+    token: str
+    score: float
+    position: int
+
 class Model:
     """A loaded model: read-only, shareable between threads; every call releases the GIL."""
 
@@ -59,6 +65,8 @@ class Model:
         max_length: Optional[int] = None,
     ) -> npt.NDArray[np.float32]:
         """(n, d) float32 sentence embeddings, as `tformer embed`."""
+    def fill_mask(self, text: str, top_k: int = 5) -> List[List[FillMaskChoice]]:
+        """The top_k likeliest tokens at each mask token, as the fill-mask pipeline."""
     def labels(self) -> List[str]:
         """The image classifier's label names."""
     def image_logits(self, images: Union[npt.NDArray[Any], Sequence[Image]]) -> npt.NDArray[np.float32]:

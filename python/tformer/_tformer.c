@@ -304,6 +304,57 @@ static PyObject *model_image_logits(Model *self, PyObject *arg) {
     return buffer_new(logits, (Py_ssize_t)n, l);
 }
 
+/* ---------------------------------------------------------------- fill-mask */
+
+/* A token's text, as tformer fill-mask prints it (the tokenizer's decoding of the one id). */
+static PyObject *token_text(tf_tokenizer *tok, int32_t id) {
+    char *s;
+    size_t n;
+    if (tf_tokenizer_decode(tok, &id, 1, &s, &n)) return raise_tf(Error);
+    PyObject *o = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    free(s);
+    return o;
+}
+
+/* r as [[(position, token_id, token, score), ...k] per mask]. */
+static PyObject *fill_mask_list(tf_tokenizer *tok, const tf_fill_mask_result *r) {
+    PyObject *all = PyList_New(r->n);
+    for (int i = 0; all && i < r->n; i++) {
+        PyObject *row = PyList_New(r->k);
+        for (int j = 0; row && j < r->k; j++) {
+            size_t c = (size_t)i * (size_t)r->k + (size_t)j;
+            PyObject *t = token_text(tok, r->ids[c]);
+            PyObject *e = t ? Py_BuildValue("(iiNd)", r->positions[i], (int)r->ids[c], t, r->probs[c]) : NULL;
+            if (!e) Py_CLEAR(row);
+            else PyList_SET_ITEM(row, j, e);
+        }
+        if (!row) Py_CLEAR(all);
+        else PyList_SET_ITEM(all, i, row);
+    }
+    return all;
+}
+
+/* _fill_mask(text, k) -> [[(position, token_id, token, score)] per mask token]. */
+static PyObject *model_fill_mask(Model *self, PyObject *args) {
+    const char *text;
+    Py_ssize_t len;
+    int k, rc;
+    if (!PyArg_ParseTuple(args, "s#i", &text, &len, &k)) return NULL;
+    if (model_require(self, TF_CAP_FILL_MASK)) return NULL;
+    if ((size_t)len != strlen(text)) return PyErr_Format(InputError, "fill_mask(): the text holds a NUL character");
+    if (k < 1) return PyErr_Format(InputError, "fill_mask(): top_k must be at least 1, got %d", k);
+    tf_fill_mask_result r;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tf_model_fill_mask(self->m, text, k, &r);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    if (rc) return raise_tf(InputError);
+    PyObject *res = fill_mask_list(tf_model_tokenizer(self->m), &r);
+    tf_fill_mask_result_free(&r);
+    return res;
+}
+
 /* ---------------------------------------------------------------- run */
 
 /* _run_file(input_path, output_path): hf-run's forward, the GIL released. */
@@ -339,6 +390,8 @@ static PyMethodDef model_methods[] = {
      "read_png(path) -> Buffer (channels, size*size): the PNG's pixels in [0, 1] for this model."},
     {"image_logits", (PyCFunction)model_image_logits, METH_O,
      "image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels): the classifier's logits."},
+    {"fill_mask", (PyCFunction)model_fill_mask, METH_VARARGS,
+     "fill_mask(text, k) -> [[(position, token_id, token, score), ...] per mask token], likeliest first."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
      "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
     {NULL, NULL, 0, NULL},
