@@ -30,6 +30,7 @@ TEST(registry_rows_are_unique_and_complete) {
         CHECKF(!f[i]->archs == !f[i]->run, "%s: architectures without a run function, or the reverse", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_RUN) == !f[i]->archs, "%s: run capability and architectures disagree", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_FILL_MASK) || f[i]->mask_logits, "%s: fill-mask without mask_logits", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_GENERATE) || f[i]->generate, "%s: generate without its call", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_EMBED) || (f[i]->embed && f[i]->embed_dim), "%s: embed without its calls",
                f[i]->name);
     }
@@ -136,6 +137,58 @@ TEST(model_handle_fills_masks_as_the_pipeline) {
     m = tf_model_load(ST_DIR, NULL);
     CHECK(m && tf_model_fill_mask(m, "a <mask>", 3, &r) && strstr(tf_error(), "cannot fill-mask"));
     tf_model_free(m);
+}
+
+typedef struct {
+    char text[256];
+    size_t len;
+    int pieces;
+} text_sink;
+
+static int collect(void *user, const char *piece, size_t len) {
+    text_sink *s = user;
+    if (s->len + len < sizeof s->text) memcpy(s->text + s->len, piece, len), s->len += len;
+    s->pieces++;
+    return 0;
+}
+
+/* tf_model_generate on a run folder trained here: the CLI's text (greedy, sampled with a seed, beam);
+ * the pieces streamed add up to it; a stop string cuts it. */
+TEST(model_handle_generates_as_the_cli) {
+    char dir[64], out[4096], cmd[512];
+    snprintf(dir, sizeof dir, "/tmp/tformer_model_gen_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "train --data tests/data/unicode_stress.txt --tokenizer char --out %s --steps 6 --layers 1 "
+             "--heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2", dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s", out);
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m && tf_model_caps(m) & TF_CAP_GENERATE, "%s", m ? "no generate" : tf_error());
+    static const char *const FLAGS[] = {"--temperature 0", "--temperature 0.9 --top-k 5 --seed 7", "--beam 3"};
+    for (int i = 0; i < 3; i++) {
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 10;
+        o.temperature = i == 0 ? 0.f : 0.9f, o.top_k = i == 1 ? 5 : o.top_k, o.seed = i == 1 ? 7 : o.seed;
+        o.beam = i == 2 ? 3 : 0;
+        text_sink s = {{0}, 0, 0};
+        char *text;
+        size_t len;
+        CHECKF(!tf_model_generate(m, "ab", &o, NULL, collect, &s, &text, &len), "%s", tf_error());
+        snprintf(cmd, sizeof cmd, "generate --model %s --prompt ab --max-tokens 10 %s", dir, FLAGS[i]);
+        CHECK(test_run_cli("", cmd, out, sizeof out) == 0);
+        CHECKF(!strncmp(out, "ab", 2) && strlen(out) == len + 3 && !memcmp(out + 2, text, len), "%s: '%s' vs the CLI's '%s'",
+               FLAGS[i], text, out);
+        CHECK(s.len == len && !memcmp(s.text, text, len) && s.pieces >= 1);
+        if (len > 2) { /* the text's third byte as a stop string: the text before it */
+            char stop[2] = {text[2], 0};
+            char *cut;
+            size_t cut_len;
+            CHECK(!tf_model_generate(m, "ab", &o, stop, NULL, NULL, &cut, &cut_len));
+            CHECK(cut_len == (size_t)(strchr(text, stop[0]) - text) && !memcmp(cut, text, cut_len));
+            free(cut);
+        }
+        free(text);
+    }
+    tf_model_free(m);
+    test_rm_rf(dir);
 }
 
 /* ---------------------------------------------------------------- threads */

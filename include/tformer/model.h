@@ -156,6 +156,10 @@ struct tf_family {
      * the masked LM's logits at each of them (*logits malloc'd: ids->n rows of *vocab). */
     int (*mask_logits)(const void *model, tf_tokenizer *tok, const char *text, tf_ids *ids, float **logits,
                        int *vocab);
+    /* Generate: the prompt's ids continued (o's eos_id -1: the family sets its tokenizer's end
+     * token), each new id through on_token, all of them appended to out. */
+    int (*generate)(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
+                    const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -238,6 +242,14 @@ typedef struct {
 /* text must hold the tokenizer's mask token; r is filled (free it with tf_fill_mask_result_free). */
 TF_API int tf_model_fill_mask(const tf_model *m, const char *text, int k, tf_fill_mask_result *r);
 TF_API void tf_fill_mask_result_free(tf_fill_mask_result *r);
+
+/* TF_CAP_GENERATE: prompt continued (o: tf_generate_opts_default() and changes; its eos_id is the
+ * family's). Each new piece of text, as the ids decode, goes to on_text (NULL: none; a non-zero
+ * return stops); stop (NULL or "": none) ends the text before its first occurrence. *text
+ * (malloc'd, NUL-ended, *len bytes) gets the continuation, the prompt not included. */
+typedef int (*tf_text_fn)(void *user, const char *piece, size_t len);
+TF_API int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
+                             tf_text_fn on_text, void *user, char **text, size_t *len);
 
 /* The folder's tokenizer (encode and decode are safe from several threads), or NULL when it holds none. */
 TF_API tf_tokenizer *tf_model_tokenizer(const tf_model *m);

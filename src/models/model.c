@@ -235,3 +235,55 @@ int tf_model_fill_mask(const tf_model *m, const char *text, int k, tf_fill_mask_
     tf_ids_free(&ids);
     return rc;
 }
+
+/* ---------------------------------------------------------------- generate */
+
+/* The text of the ids generated so far, cut at the stop string, its new part passed on as it grows. */
+typedef struct {
+    tf_tokenizer *tok;
+    tf_ids ids;
+    char *text;       /* the decoded continuation, cut at stop */
+    size_t len, sent; /* its bytes, and those passed to on_text */
+    const char *stop;
+    tf_text_fn on_text;
+    void *user;
+    int failed;       /* an id could not be decoded (tf_error() says why) */
+    int32_t bad_id;
+} gen_stream;
+
+static int gen_token(void *user, int32_t id) {
+    gen_stream *s = user;
+    char *text;
+    size_t len;
+    if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len))
+        return s->bad_id = id, s->failed = 1;
+    int stop = 0;
+    char *hit = s->stop && *s->stop ? strstr(text, s->stop) : NULL;
+    if (hit) len = (size_t)(hit - text), stop = 1;
+    free(s->text);
+    s->text = text, s->len = len;
+    if (len > s->sent && s->on_text) stop |= s->on_text(s->user, text + s->sent, len - s->sent) != 0;
+    if (len > s->sent) s->sent = len;
+    return stop;
+}
+
+int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
+                      tf_text_fn on_text, void *user, char **text, size_t *len) {
+    *text = NULL, *len = 0;
+    if (tf_model_require(m, TF_CAP_GENERATE)) return -1;
+    if (!prompt || !o) return tf_set_error("generate: no prompt or options");
+    tf_ids ids = {0}, out = {0};
+    gen_stream s = {.tok = m->tok, .stop = stop, .on_text = on_text, .user = user};
+    int rc = tf_tokenizer_encode(m->tok, prompt, strlen(prompt), &ids);
+    if (!rc) rc = m->f->generate(m->impl, m->tok, ids.v, (int)ids.n, o, gen_token, &s, &out);
+    if (!rc && s.failed) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", tf_error());
+        rc = tf_set_error("generate: cannot decode the generated id %d: %s", (int)s.bad_id, why);
+    }
+    if (!rc && !s.text && !(s.text = calloc(1, 1))) rc = tf_set_error("generate: out of memory");
+    if (!rc) s.text[s.len] = 0, *text = s.text, *len = s.len, s.text = NULL;
+    free(s.text);
+    tf_ids_free(&s.ids), tf_ids_free(&ids), tf_ids_free(&out);
+    return rc;
+}
