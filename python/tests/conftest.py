@@ -35,3 +35,13 @@ def cli():
         return r.stdout
 
     return run
+
+
+@pytest.fixture(scope="session")
+def gpt_dir(cli, tmp_path_factory):
+    """A tiny GPT run folder (character tokenizer) trained here by `tformer train` in a few seconds."""
+    out = str(tmp_path_factory.mktemp("gpt") / "run")
+    cli(["train", "--data", os.path.join(ROOT, "tests", "data", "unicode_stress.txt"), "--tokenizer", "char",
+         "--out", out, "--steps", "6", "--layers", "1", "--heads", "2", "--width", "16", "--context", "16",
+         "--batch", "4", "--eval-every", "3", "--eval-batches", "2"])
+    return out

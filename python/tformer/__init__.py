@@ -8,10 +8,14 @@ Errors raise :class:`Error` subclasses carrying the library's message (docs/pyth
 """
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import os
+import queue
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Union
+import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -145,6 +149,98 @@ class Model:
             raise InputError(f"fill_mask(): top_k must be a positive int, got {top_k!r}")
         return [[{"token_id": i, "token": t, "score": p, "position": pos} for pos, i, t, p in row]
                 for row in self._h.fill_mask(text, top_k)]
+
+    def _generate_args(self, prompt: str, kw: Dict[str, Any]) -> tuple:
+        """generate()'s arguments checked, the library's defaults for those not given (None)."""
+        if not isinstance(prompt, str):
+            raise InputError(f"generate(): prompt must be str, got {type(prompt).__name__}")
+        d = self._h.generate_defaults()
+        for k, v in kw.items():
+            if k == "stop" or v is None:
+                continue
+            if k in ("max_tokens", "top_k", "beam", "seed") and (not isinstance(v, int) or isinstance(v, bool)):
+                raise InputError(f"generate(): {k} must be an int, got {v!r}")
+            if k not in ("max_tokens", "top_k", "beam", "seed") and (not isinstance(v, (int, float)) or math.isnan(v)):
+                raise InputError(f"generate(): {k} must be a number, got {v!r}")
+        a = {k: (d[k] if v is None else v) for k, v in kw.items() if k != "stop"}
+        ranges = {"max_tokens": a["max_tokens"] >= 0, "temperature": a["temperature"] >= 0,
+                  "top_k": a["top_k"] >= 0, "top_p": 0 < a["top_p"] <= 1, "repetition_penalty": a["repetition_penalty"] > 0,
+                  "beam": 0 <= a["beam"] <= 256, "seed": 0 <= a["seed"] < 2**64,
+                  "length_penalty": math.isfinite(a["length_penalty"])}
+        for k, ok in ranges.items():
+            if not ok:
+                raise InputError(f"generate(): {k} {kw[k]!r} is out of range (max_tokens >= 0, temperature >= 0, "
+                                 "top_k >= 0, 0 < top_p <= 1, repetition_penalty > 0, 0 <= beam <= 256)")
+        stop = kw.get("stop")
+        if stop is not None and not isinstance(stop, str):
+            raise InputError(f"generate(): stop must be str, got {type(stop).__name__}")
+        return (prompt, a["max_tokens"], a["temperature"], a["top_k"], a["top_p"], a["repetition_penalty"], a["beam"],
+                a["seed"], a["length_penalty"], stop or None)
+
+    def generate(self, prompt: str, max_tokens: Optional[int] = None, temperature: Optional[float] = None,
+                 top_k: Optional[int] = None, top_p: Optional[float] = None,
+                 repetition_penalty: Optional[float] = None, beam: Optional[int] = None, seed: Optional[int] = None,
+                 length_penalty: Optional[float] = None, stop: Optional[str] = None) -> str:
+        """The prompt's continuation (the prompt not included), as ``tformer generate`` writes it.
+
+        The settings are ``tformer generate``'s flags; None takes the library's default (100 tokens,
+        temperature 1, top_k 0 = all, top_p 1, repetition_penalty 1, beam 0 = sampling, seed 1,
+        length_penalty 1). ``temperature=0`` is greedy; ``beam=N`` a beam search of width N. The text
+        ends at the model's end token, after ``max_tokens``, or before the first ``stop``. The GIL is
+        released while the model runs.
+        """
+        args = self._generate_args(prompt, dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k,
+                                                top_p=top_p, repetition_penalty=repetition_penalty, beam=beam,
+                                                seed=seed, length_penalty=length_penalty, stop=stop))
+        return self._h.generate(*args, None).decode("utf-8", "replace")
+
+    def generate_stream(self, prompt: str, **settings: Any) -> Iterator[str]:
+        """:meth:`generate`, yielding the text piece by piece as the tokens come.
+
+        Takes :meth:`generate`'s settings. The model runs in a worker thread (the GIL released);
+        closing the iterator early stops the generation at the next token. The pieces joined are
+        :meth:`generate`'s text (bytes of a character split between tokens wait for the rest).
+        """
+        known = ("max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "beam", "seed",
+                 "length_penalty", "stop")
+        for k in settings:
+            if k not in known:
+                raise InputError(f"generate_stream(): unknown setting {k!r} (settings: {', '.join(known)})")
+        return self._stream(self._generate_args(prompt, {k: settings.get(k) for k in known}))
+
+    def _stream(self, args: tuple) -> Iterator[str]:
+        """generate_stream()'s generator, over arguments already checked."""
+        pieces: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        closed, failure = threading.Event(), []
+
+        def on_text(piece: bytes) -> bool:
+            pieces.put(piece)
+            return closed.is_set()
+
+        def work() -> None:
+            try:
+                self._h.generate(*args, on_text)
+            except BaseException as e:  # handed to the consumer
+                failure.append(e)
+            finally:
+                pieces.put(None)
+
+        worker = threading.Thread(target=work, name="tformer-generate", daemon=True)
+        worker.start()
+        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            while (piece := pieces.get()) is not None:
+                text = utf8.decode(piece)
+                if text:
+                    yield text
+            text = utf8.decode(b"", final=True)
+            if text:
+                yield text
+        finally:
+            closed.set()
+            worker.join()
+        if failure:
+            raise failure[0]
 
     def labels(self) -> List[str]:
         """The image classifier's label names, in the order of its logits."""

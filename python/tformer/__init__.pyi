@@ -1,6 +1,6 @@
 """Type stubs of the tformer package (docs/python.md)."""
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +67,22 @@ class Model:
         """(n, d) float32 sentence embeddings, as `tformer embed`."""
     def fill_mask(self, text: str, top_k: int = 5) -> List[List[FillMaskChoice]]:
         """The top_k likeliest tokens at each mask token, as the fill-mask pipeline."""
+    def generate(
+        self,
+        prompt: str,
+        max_tokens: Optional[int] = None,
+        temperature: Optional[float] = None,
+        top_k: Optional[int] = None,
+        top_p: Optional[float] = None,
+        repetition_penalty: Optional[float] = None,
+        beam: Optional[int] = None,
+        seed: Optional[int] = None,
+        length_penalty: Optional[float] = None,
+        stop: Optional[str] = None,
+    ) -> str:
+        """The prompt's continuation, as `tformer generate`."""
+    def generate_stream(self, prompt: str, **settings: Any) -> Iterator[str]:
+        """generate()'s text piece by piece."""
     def labels(self) -> List[str]:
         """The image classifier's label names."""
     def image_logits(self, images: Union[npt.NDArray[Any], Sequence[Image]]) -> npt.NDArray[np.float32]:

@@ -355,6 +355,70 @@ static PyObject *model_fill_mask(Model *self, PyObject *args) {
     return res;
 }
 
+/* ---------------------------------------------------------------- generate */
+
+/* on_text's Python callable, called with each piece (bytes) under the GIL; its exception kept. */
+typedef struct {
+    PyObject *fn;
+    PyObject *exc_type, *exc_value, *exc_tb;
+} text_callback;
+
+static int call_on_text(void *user, const char *piece, size_t len) {
+    text_callback *c = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 1;
+    if (!c->exc_type) {
+        PyObject *r = PyObject_CallFunction(c->fn, "y#", piece, (Py_ssize_t)len);
+        stop = r ? PyObject_IsTrue(r) != 0 : 1;
+        Py_XDECREF(r);
+        if (PyErr_Occurred()) PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
+    }
+    PyGILState_Release(g);
+    return stop;
+}
+
+static PyObject *model_generate_defaults(Model *self, PyObject *unused) {
+    tf_generate_opts o = tf_generate_opts_default();
+    return Py_BuildValue("{s:i,s:d,s:i,s:d,s:d,s:i,s:K,s:d}", "max_tokens", o.max_tokens, "temperature",
+                         (double)o.temperature, "top_k", o.top_k, "top_p", (double)o.top_p, "repetition_penalty",
+                         (double)o.repetition_penalty, "beam", o.beam, "seed", (unsigned long long)o.seed,
+                         "length_penalty", (double)o.length_penalty);
+}
+
+/* _generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty,
+ * stop, on_text) -> bytes: the continuation (the arguments checked by the Python layer). */
+static PyObject *model_generate(Model *self, PyObject *args) {
+    const char *prompt, *stop;
+    Py_ssize_t plen;
+    unsigned long long seed;
+    PyObject *fn;
+    tf_generate_opts o = tf_generate_opts_default();
+    if (!PyArg_ParseTuple(args, "s#ififfiKfzO", &prompt, &plen, &o.max_tokens, &o.temperature, &o.top_k, &o.top_p,
+                          &o.repetition_penalty, &o.beam, &seed, &o.length_penalty, &stop, &fn))
+        return NULL;
+    o.seed = seed;
+    if (model_require(self, TF_CAP_GENERATE)) return NULL;
+    if ((size_t)plen != strlen(prompt)) return PyErr_Format(InputError, "generate(): the prompt holds a NUL character");
+    text_callback cb = {fn != Py_None ? fn : NULL, NULL, NULL, NULL};
+    char *text;
+    size_t len;
+    int rc;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tf_model_generate(self->m, prompt, &o, stop, cb.fn ? call_on_text : NULL, &cb, &text, &len);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    if (cb.exc_type) {
+        if (!rc) free(text);
+        PyErr_Restore(cb.exc_type, cb.exc_value, cb.exc_tb);
+        return NULL;
+    }
+    if (rc) return raise_tf(InputError);
+    PyObject *res = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
+    free(text);
+    return res;
+}
+
 /* ---------------------------------------------------------------- run */
 
 /* _run_file(input_path, output_path): hf-run's forward, the GIL released. */
@@ -392,6 +456,11 @@ static PyMethodDef model_methods[] = {
      "image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels): the classifier's logits."},
     {"fill_mask", (PyCFunction)model_fill_mask, METH_VARARGS,
      "fill_mask(text, k) -> [[(position, token_id, token, score), ...] per mask token], likeliest first."},
+    {"generate_defaults", (PyCFunction)model_generate_defaults, METH_NOARGS,
+     "The library's generation defaults (tf_generate_opts_default) as a dict."},
+    {"generate", (PyCFunction)model_generate, METH_VARARGS,
+     "generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty, stop, "
+     "on_text) -> bytes: the continuation; on_text(piece: bytes) -> bool (True stops) or None."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
      "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
     {NULL, NULL, 0, NULL},
