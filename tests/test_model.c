@@ -191,6 +191,68 @@ TEST(model_handle_generates_as_the_cli) {
     test_rm_rf(dir);
 }
 
+int test_marian_spm_folder(char *dir); /* tests/test_marian_spm.c */
+
+typedef struct {
+    const tf_model *m;
+    const tf_translate_opts *o;
+    const char *const *texts;
+    int n, rc;
+    char **out;
+} translate_job;
+
+static void *translate_thread(void *arg) {
+    translate_job *j = arg;
+    j->rc = tf_model_translate(j->m, j->n, j->texts, j->o, j->out, NULL);
+    return NULL;
+}
+
+/* tf_model_translate on a Marian folder (source.spm / target.spm): transformers' generate() texts
+ * (greedy and beam 4, tests/fixtures_marian_spm/generate.json); two threads at once the same. */
+TEST(model_handle_translates_as_generate) {
+    char dir[] = "/tmp/tformer_model_tr_XXXXXX";
+    static const char *const MODEL_FILE[] = {"model.safetensors"};
+    size_t len;
+    char *json = test_slurp("tests/fixtures_marian_spm/generate.json", &len);
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    free(json);
+    CHECK(root && !test_marian_spm_folder(dir) && !test_marian_generate_config("tests/fixtures_marian_spm", dir, NULL) &&
+          !test_copy_files("tests/fixtures_marian_spm", dir, MODEL_FILE, 1));
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m && tf_model_translate(m, 0, NULL, NULL, NULL, NULL) && strstr(tf_error(), "tf_model_translator first"),
+           "%s", tf_error());
+    tf_translate_opts o;
+    CHECKF(!tf_model_translator(m, NULL, NULL, &o), "%s", tf_error());
+    const char *texts[16];
+    int n = 0, bad = 0;
+    const cJSON *e, *run;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "sentences")) if (n < 16) texts[n++] = e->valuestring;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(root, "runs")) {
+        o.search.beam = cJSON_GetObjectItem(run, "num_beams")->valueint;
+        o.search.length_penalty = (float)cJSON_GetObjectItem(run, "length_penalty")->valuedouble;
+        o.max_len_a = 0, o.max_len_b = cJSON_GetObjectItem(run, "max_length")->valueint - 1;
+        char *out[2][16];
+        translate_job jobs[2] = {{m, &o, texts, n, 0, out[0]}, {m, &o, texts, n, 0, out[1]}};
+        pthread_t th[2];
+        for (int t = 0; t < 2; t++) CHECK(!pthread_create(&th[t], NULL, translate_thread, &jobs[t]));
+        for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        CHECKF(!jobs[0].rc && !jobs[1].rc, "%s", tf_error());
+        for (int i = 0; i < n; i++) {
+            const char *want = cJSON_GetArrayItem(cJSON_GetObjectItem(run, "texts"), i)->valuestring;
+            bad += strcmp(out[0][i], want) != 0 || strcmp(out[1][i], want) != 0;
+            free(out[0][i]), free(out[1][i]);
+        }
+    }
+    printf("    %d sentences x 3 runs in two threads at once: %d differ from generate()\n", n, bad);
+    CHECK(n == 8 && bad == 0);
+    tf_model_free(m);
+    test_rm_rf(dir);
+    cJSON_Delete(root);
+    m = tf_model_load(ST_DIR, NULL);
+    CHECK(m && tf_model_translator(m, NULL, NULL, NULL) && strstr(tf_error(), "cannot translate"));
+    tf_model_free(m);
+}
+
 /* ---------------------------------------------------------------- threads */
 
 static const char *const TEXTS[] = {

@@ -156,6 +156,10 @@ struct tf_family {
      * the masked LM's logits at each of them (*logits malloc'd: ids->n rows of *vocab). */
     int (*mask_logits)(const void *model, tf_tokenizer *tok, const char *text, tf_ids *ids, float **logits,
                        int *vocab);
+    /* Translation's settings of a folder (NULL: tf_translate_opts_default() for all): *o (the defaults
+     * on entry) as the folder's own configuration sets them (a Marian folder's generation settings);
+     * banned ids go into bad_ids (room for TF_MARIAN_MAX_BAD), which o->search.bad_ids may point to. */
+    int (*translate_settings)(const void *model, const char *dir, tf_translate_opts *o, int32_t *bad_ids);
     /* Generate: the prompt's ids continued (o's eos_id -1: the family sets its tokenizer's end
      * token), each new id through on_token, all of them appended to out. */
     int (*generate)(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
@@ -257,6 +261,20 @@ TF_API tf_tokenizer *tf_model_tokenizer(const tf_model *m);
 /* TF_CAP_TRANSLATE: the model's decoders and sizes. The first call prepares the weights for
  * decoding (copies for the tile kernel): make it before threads share the model. */
 TF_API int tf_model_translation(tf_model *m, tf_translation *t);
+
+/* TF_CAP_TRANSLATE: the folder's translator, made by the first call (which prepares the weights:
+ * make it before threads share the model): its tokenizers (a Marian folder's source.spm and
+ * target.spm, else DIR/source/ and DIR/target/, else the folder's one for both), checked against the
+ * model's vocabularies; *tr (may be NULL) the model's description; *o (may be NULL) the folder's
+ * settings: a Marian folder's as transformers' generate() reads them (beam, length penalty, max
+ * length, early stopping, forced EOS, banned ids), else tf_translate_opts_default(). The
+ * translator belongs to the model. */
+TF_API int tf_model_translator(tf_model *m, const tf_translator **t, const tf_translation **tr, tf_translate_opts *o);
+/* n texts (NUL-ended) translated with o (NULL: the folder's settings): texts[i] (malloc'd, NUL-ended)
+ * and, when lens is not NULL, lens[i]. Needs tf_model_translator first; any number of threads may
+ * then translate at once. An error names the text's index. */
+TF_API int tf_model_translate(const tf_model *m, int n, const char *const *texts, const tf_translate_opts *o,
+                              char **out, size_t *lens);
 
 #ifdef __cplusplus
 }

@@ -11,16 +11,7 @@
 
 #include "../util/util.h"
 #include "hf_run.h"
-
-struct tf_model {
-    const tf_family *f;
-    const hf_arch *arch;     /* config.json's architectures[0], when a family reads it */
-    void *impl;              /* the family's object */
-    unsigned caps;
-    char *dir;
-    char type[64];           /* config.json's model_type, or "" */
-    tf_tokenizer *tok;       /* the folder's tokenizer, for the text capabilities that need one */
-};
+#include "model_impl.h"
 
 /* Every model type the registry reads, for messages. */
 static const char *type_list(char *buf, size_t n) {
@@ -89,6 +80,8 @@ void tf_model_free(tf_model *m) {
     if (!m) return;
     if (m->impl) m->f->free(m->impl);
     tf_tokenizer_free(m->tok);
+    if (m->tgt_tok != m->src_tok) tf_tokenizer_free(m->tgt_tok);
+    tf_tokenizer_free(m->src_tok);
     free(m->dir);
     free(m);
 }
