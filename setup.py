@@ -34,7 +34,7 @@ class BuildWithLibrary(build_ext):
         lib = os.path.join(ROOT, LIB_BUILD, "libtformer.a")
         for ext in self.extensions:
             ext.extra_objects = [lib]
-            ext.depends = [lib]  # relinked when the library changed, not only the extension's source
+            ext.depends = ext.depends + [lib]  # relinked when the library changed, not only the sources
             ext.extra_link_args = libs + ["-Wl,--exclude-libs,ALL", "-Wl,--strip-debug"]
         super().run()
 
@@ -50,7 +50,8 @@ setup(
     ext_modules=[
         Extension(
             "tformer._tformer",
-            sources=["python/tformer/_tformer.c"],
+            sources=["python/tformer/_tformer.c", "python/tformer/_text.c"],
+            depends=["python/tformer/_tformer.h"],
             include_dirs=["include"],
             define_macros=[("_POSIX_C_SOURCE", "200809L")],
             extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Wno-unused-parameter",

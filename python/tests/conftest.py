@@ -1,4 +1,5 @@
 """Shared fixtures of the Python tests: the repository's committed model folders and the CLI."""
+import json
 import os
 import shutil
 import subprocess
@@ -45,3 +46,20 @@ def gpt_dir(cli, tmp_path_factory):
          "--out", out, "--steps", "6", "--layers", "1", "--heads", "2", "--width", "16", "--context", "16",
          "--batch", "4", "--eval-every", "3", "--eval-batches", "2"])
     return out
+
+
+@pytest.fixture(scope="session")
+def marian_dir(tmp_path_factory):
+    """A Marian folder: tests/fixtures_marian_spm with the SentencePiece models of tests/fixtures_spm
+    (as tests/test_marian_spm.c assembles it) and forced_eos_token_id null, as its generate.json ran."""
+    src, d = os.path.join(ROOT, "tests", "fixtures_marian_spm"), tmp_path_factory.mktemp("marian")
+    for name in ("vocab.json", "tokenizer_config.json", "special_tokens_map.json", "model.safetensors"):
+        shutil.copy(os.path.join(src, name), d / name)
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures_spm", "en_nfkc.spm"), d / "source.spm")
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures_spm", "de_user.spm"), d / "target.spm")
+    with open(os.path.join(src, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg.pop("bad_words_ids", None), cfg.pop("renormalize_logits", None)
+    cfg["forced_eos_token_id"] = None
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)

@@ -25,6 +25,7 @@ from ._tformer import CapabilityError, Error, Handle, InputError, ModelNotFoundE
 __all__ = ["load", "Model", "Error", "ModelNotFoundError", "CapabilityError", "InputError", "set_threads", "kernels"]
 
 _POOLINGS = {"mean": 0, "cls": 1, "max": 2}
+_BEAM_STOPS = {"tformer": 0, "hf": 1, "hf-early": 2, "hf-never": 3}
 
 
 def load(path: Union[str, os.PathLike], threads: Optional[int] = None) -> "Model":
@@ -241,6 +242,36 @@ class Model:
             worker.join()
         if failure:
             raise failure[0]
+
+    def translate(self, texts: Union[str, Sequence[str]], beam: Optional[int] = None,
+                  length_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
+                  max_len_b: Optional[int] = None, batch_size: Optional[int] = None,
+                  beam_stop: Optional[str] = None) -> List[str]:
+        """Each text translated, as ``tformer translate`` translates its lines (a str gives a list of one).
+
+        None takes the folder's setting (a Marian folder's generation settings, as transformers'
+        generate() reads them; else greedy, at most 1.5 x source + 10 tokens, batches of 32).
+        ``beam`` (1..64; 1: greedy), ``length_penalty``, ``max_len_a`` / ``max_len_b`` (at most
+        a x source ids + b target ids; giving either sets both, the library's default for the
+        other), ``batch_size`` (sentences decoded together, 1..1024), ``beam_stop`` ("tformer",
+        "hf", "hf-early", "hf-never"): the CLI's flags. The GIL is released while the model runs.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        checks = [("beam", beam, int, lambda v: 1 <= v <= 64), ("max_len_b", max_len_b, int, lambda v: v >= 0),
+                  ("batch_size", batch_size, int, lambda v: 1 <= v <= 1024),
+                  ("length_penalty", length_penalty, (int, float), lambda v: -10 <= v <= 10),
+                  ("max_len_a", max_len_a, (int, float), lambda v: 0 <= v <= 100)]
+        for name, v, kind, ok in checks:
+            if v is not None and (not isinstance(v, kind) or isinstance(v, bool) or not ok(v)):
+                raise InputError(f"translate(): {name} {v!r} is out of range (beam 1..64, length_penalty -10..10, "
+                                 "max_len_a 0..100, max_len_b >= 0, batch_size 1..1024)")
+        if beam_stop is not None and beam_stop not in _BEAM_STOPS:
+            raise InputError(f"translate(): beam_stop must be one of {', '.join(_BEAM_STOPS)}, got {beam_stop!r}")
+        nan = float("nan")
+        return self._h.translate(tuple(texts), beam or 0, nan if length_penalty is None else length_penalty,
+                                 nan if max_len_a is None else max_len_a, -1 if max_len_b is None else max_len_b,
+                                 batch_size or 0, _BEAM_STOPS.get(beam_stop, -1))
 
     def labels(self) -> List[str]:
         """The image classifier's label names, in the order of its logits."""

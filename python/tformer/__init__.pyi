@@ -83,6 +83,17 @@ class Model:
         """The prompt's continuation, as `tformer generate`."""
     def generate_stream(self, prompt: str, **settings: Any) -> Iterator[str]:
         """generate()'s text piece by piece."""
+    def translate(
+        self,
+        texts: Union[str, Sequence[str]],
+        beam: Optional[int] = None,
+        length_penalty: Optional[float] = None,
+        max_len_a: Optional[float] = None,
+        max_len_b: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        beam_stop: Optional[str] = None,
+    ) -> List[str]:
+        """Each text translated, as `tformer translate`."""
     def labels(self) -> List[str]:
         """The image classifier's label names."""
     def image_logits(self, images: Union[npt.NDArray[Any], Sequence[Image]]) -> npt.NDArray[np.float32]:

@@ -8,8 +8,7 @@
  * object (Buffer) that exports them by the buffer protocol and free()s them
  * when the last array over them goes. The Python layer (__init__.py) turns
  * arguments into the contiguous arrays checked here. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_tformer.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -17,9 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tformer/model.h"
-
-static PyObject *Error, *NotFound, *CapabilityError, *InputError;
+PyObject *Error, *NotFound, *CapabilityError, *InputError;
 
 /* ---------------------------------------------------------------- Buffer: a malloc'd array of floats */
 
@@ -76,25 +73,19 @@ static PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
 
 /* ---------------------------------------------------------------- Model */
 
-typedef struct {
-    PyObject_HEAD
-    tf_model *m;
-    int busy; /* calls running with the GIL released; close() waits for none */
-} Model;
-
 /* The library's message (tf_error(), this thread's) as exception type. */
-static PyObject *raise_tf(PyObject *type) {
+PyObject *raise_tf(PyObject *type) {
     PyErr_SetString(type, tf_error());
     return NULL;
 }
 
-static int model_check_open(Model *self) {
+int model_check_open(Model *self) {
     if (self->m) return 0;
     PyErr_SetString(Error, "the model is closed (Model.close() was called)");
     return -1;
 }
 
-static int model_require(Model *self, unsigned cap) {
+int model_require(Model *self, unsigned cap) {
     if (model_check_open(self)) return -1;
     if (tf_model_require(self->m, cap)) return raise_tf(CapabilityError), -1;
     return 0;
@@ -119,9 +110,15 @@ static int model_init(Model *self, PyObject *args, PyObject *kw) {
     if (self->m) tf_model_free(self->m), self->m = NULL;
     tf_model_opts opts = {threads};
     tf_model *m;
+    char *why = NULL;
     Py_BEGIN_ALLOW_THREADS
     m = tf_model_load(path, &opts);
+    /* the translator now, before threads share the model (it prepares the weights); its error at translate() */
+    if (m && tf_model_caps(m) & TF_CAP_TRANSLATE && tf_model_translator(m, NULL, NULL, NULL))
+        why = strdup(tf_error());
     Py_END_ALLOW_THREADS
+    free(self->translate_error);
+    self->translate_error = why;
     if (!m) {
         char cfg[4096];
         struct stat st;
@@ -135,6 +132,7 @@ static int model_init(Model *self, PyObject *args, PyObject *kw) {
 
 static void model_dealloc(Model *self) {
     tf_model_free(self->m);
+    free(self->translate_error);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -167,20 +165,19 @@ static PyObject *model_info(Model *self, PyObject *unused) {
 
 /* ---------------------------------------------------------------- embed */
 
-/* texts (a tuple of str, no NUL inside) -> their UTF-8 bytes (owned by the tuple's strings). */
-static const char **utf8_texts(PyObject *tuple, Py_ssize_t n) {
+const char **utf8_texts(PyObject *tuple, Py_ssize_t n, const char *what) {
     const char **t = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *t);
     if (!t) return (const char **)PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *s = PyTuple_GET_ITEM(tuple, i);
         Py_ssize_t len;
         if (!PyUnicode_Check(s)) {
-            PyErr_Format(InputError, "embed(): texts[%zd] is %s, not str", i, Py_TYPE(s)->tp_name);
+            PyErr_Format(InputError, "%s(): texts[%zd] is %s, not str", what, i, Py_TYPE(s)->tp_name);
             return PyMem_Free(t), NULL;
         }
         if (!(t[i] = PyUnicode_AsUTF8AndSize(s, &len))) return PyMem_Free(t), NULL;
         if ((size_t)len != strlen(t[i])) {
-            PyErr_Format(InputError, "embed(): texts[%zd] holds a NUL character", i);
+            PyErr_Format(InputError, "%s(): texts[%zd] holds a NUL character", what, i);
             return PyMem_Free(t), NULL;
         }
     }
@@ -203,7 +200,7 @@ static PyObject *model_embed(Model *self, PyObject *args) {
     if (pooling >= 0) o.pooling = (tf_pooling)pooling;
     if (max_len > 0) o.max_len = max_len;
     o.batch = batch;
-    const char **texts = utf8_texts(tuple, n);
+    const char **texts = utf8_texts(tuple, n, "embed");
     if (!texts) return NULL;
     float *out = NULL;
     int rc, d = tf_model_embed_dim(self->m);
@@ -304,121 +301,6 @@ static PyObject *model_image_logits(Model *self, PyObject *arg) {
     return buffer_new(logits, (Py_ssize_t)n, l);
 }
 
-/* ---------------------------------------------------------------- fill-mask */
-
-/* A token's text, as tformer fill-mask prints it (the tokenizer's decoding of the one id). */
-static PyObject *token_text(tf_tokenizer *tok, int32_t id) {
-    char *s;
-    size_t n;
-    if (tf_tokenizer_decode(tok, &id, 1, &s, &n)) return raise_tf(Error);
-    PyObject *o = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
-    free(s);
-    return o;
-}
-
-/* r as [[(position, token_id, token, score), ...k] per mask]. */
-static PyObject *fill_mask_list(tf_tokenizer *tok, const tf_fill_mask_result *r) {
-    PyObject *all = PyList_New(r->n);
-    for (int i = 0; all && i < r->n; i++) {
-        PyObject *row = PyList_New(r->k);
-        for (int j = 0; row && j < r->k; j++) {
-            size_t c = (size_t)i * (size_t)r->k + (size_t)j;
-            PyObject *t = token_text(tok, r->ids[c]);
-            PyObject *e = t ? Py_BuildValue("(iiNd)", r->positions[i], (int)r->ids[c], t, r->probs[c]) : NULL;
-            if (!e) Py_CLEAR(row);
-            else PyList_SET_ITEM(row, j, e);
-        }
-        if (!row) Py_CLEAR(all);
-        else PyList_SET_ITEM(all, i, row);
-    }
-    return all;
-}
-
-/* _fill_mask(text, k) -> [[(position, token_id, token, score)] per mask token]. */
-static PyObject *model_fill_mask(Model *self, PyObject *args) {
-    const char *text;
-    Py_ssize_t len;
-    int k, rc;
-    if (!PyArg_ParseTuple(args, "s#i", &text, &len, &k)) return NULL;
-    if (model_require(self, TF_CAP_FILL_MASK)) return NULL;
-    if ((size_t)len != strlen(text)) return PyErr_Format(InputError, "fill_mask(): the text holds a NUL character");
-    if (k < 1) return PyErr_Format(InputError, "fill_mask(): top_k must be at least 1, got %d", k);
-    tf_fill_mask_result r;
-    self->busy++;
-    Py_BEGIN_ALLOW_THREADS
-    rc = tf_model_fill_mask(self->m, text, k, &r);
-    Py_END_ALLOW_THREADS
-    self->busy--;
-    if (rc) return raise_tf(InputError);
-    PyObject *res = fill_mask_list(tf_model_tokenizer(self->m), &r);
-    tf_fill_mask_result_free(&r);
-    return res;
-}
-
-/* ---------------------------------------------------------------- generate */
-
-/* on_text's Python callable, called with each piece (bytes) under the GIL; its exception kept. */
-typedef struct {
-    PyObject *fn;
-    PyObject *exc_type, *exc_value, *exc_tb;
-} text_callback;
-
-static int call_on_text(void *user, const char *piece, size_t len) {
-    text_callback *c = user;
-    PyGILState_STATE g = PyGILState_Ensure();
-    int stop = 1;
-    if (!c->exc_type) {
-        PyObject *r = PyObject_CallFunction(c->fn, "y#", piece, (Py_ssize_t)len);
-        stop = r ? PyObject_IsTrue(r) != 0 : 1;
-        Py_XDECREF(r);
-        if (PyErr_Occurred()) PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
-    }
-    PyGILState_Release(g);
-    return stop;
-}
-
-static PyObject *model_generate_defaults(Model *self, PyObject *unused) {
-    tf_generate_opts o = tf_generate_opts_default();
-    return Py_BuildValue("{s:i,s:d,s:i,s:d,s:d,s:i,s:K,s:d}", "max_tokens", o.max_tokens, "temperature",
-                         (double)o.temperature, "top_k", o.top_k, "top_p", (double)o.top_p, "repetition_penalty",
-                         (double)o.repetition_penalty, "beam", o.beam, "seed", (unsigned long long)o.seed,
-                         "length_penalty", (double)o.length_penalty);
-}
-
-/* _generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty,
- * stop, on_text) -> bytes: the continuation (the arguments checked by the Python layer). */
-static PyObject *model_generate(Model *self, PyObject *args) {
-    const char *prompt, *stop;
-    Py_ssize_t plen;
-    unsigned long long seed;
-    PyObject *fn;
-    tf_generate_opts o = tf_generate_opts_default();
-    if (!PyArg_ParseTuple(args, "s#ififfiKfzO", &prompt, &plen, &o.max_tokens, &o.temperature, &o.top_k, &o.top_p,
-                          &o.repetition_penalty, &o.beam, &seed, &o.length_penalty, &stop, &fn))
-        return NULL;
-    o.seed = seed;
-    if (model_require(self, TF_CAP_GENERATE)) return NULL;
-    if ((size_t)plen != strlen(prompt)) return PyErr_Format(InputError, "generate(): the prompt holds a NUL character");
-    text_callback cb = {fn != Py_None ? fn : NULL, NULL, NULL, NULL};
-    char *text;
-    size_t len;
-    int rc;
-    self->busy++;
-    Py_BEGIN_ALLOW_THREADS
-    rc = tf_model_generate(self->m, prompt, &o, stop, cb.fn ? call_on_text : NULL, &cb, &text, &len);
-    Py_END_ALLOW_THREADS
-    self->busy--;
-    if (cb.exc_type) {
-        if (!rc) free(text);
-        PyErr_Restore(cb.exc_type, cb.exc_value, cb.exc_tb);
-        return NULL;
-    }
-    if (rc) return raise_tf(InputError);
-    PyObject *res = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
-    free(text);
-    return res;
-}
-
 /* ---------------------------------------------------------------- run */
 
 /* _run_file(input_path, output_path): hf-run's forward, the GIL released. */
@@ -461,6 +343,9 @@ static PyMethodDef model_methods[] = {
     {"generate", (PyCFunction)model_generate, METH_VARARGS,
      "generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty, stop, "
      "on_text) -> bytes: the continuation; on_text(piece: bytes) -> bool (True stops) or None."},
+    {"translate", (PyCFunction)model_translate, METH_VARARGS,
+     "translate(texts: tuple[str], beam (0: the folder's), length_penalty (nan: the folder's), max_len_a (nan), "
+     "max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
      "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
     {NULL, NULL, 0, NULL},
