@@ -64,6 +64,8 @@ def test_embed_options_and_ownership():
     assert m.embed("The cat sat on the mat.").shape == (1, 16)
     assert m.embed([]).shape == (0, 16)
     assert not e.flags["OWNDATA"] and e.flags["WRITEABLE"] and e.flags["C_CONTIGUOUS"]
+    if hasattr(np, "from_dlpack"):  # numpy's DLPack export (torch.from_dlpack reads the same), no copy
+        assert np.shares_memory(np.from_dlpack(e), e)
     e[0, 0] = 42  # the caller's array: writable, freed with it
     del e
 
