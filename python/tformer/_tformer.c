@@ -34,6 +34,11 @@ static void buffer_dealloc(Buffer *b) {
 }
 
 static int buffer_get(Buffer *b, Py_buffer *view, int flags) {
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && b->shape[0] > 1 && b->shape[1] > 1) {
+        view->obj = NULL;
+        PyErr_SetString(PyExc_BufferError, "tformer's arrays are C-contiguous (row-major), not Fortran-contiguous");
+        return -1;
+    }
     view->buf = b->data;
     view->obj = (PyObject *)b;
     Py_INCREF(b);
