@@ -30,6 +30,10 @@ MPI_CPPFLAGS := -DTF_HAVE_MPI $(patsubst -I%,-isystem %,$(shell pkg-config --cfl
 LDLIBS += $(shell pkg-config --libs ompi-c)
 endif
 .DEFAULT_GOAL := all
+# What a program linked against $(BUILD)/libtformer.a needs (setup.py links the Python extension with it).
+print-ldlibs:
+	@echo $(LDLIBS)
+.PHONY: print-ldlibs
 # The one file that calls MPI is rebuilt when MPI changes (build/.mpi holds the setting).
 $(shell mkdir -p $(BUILD) && echo $(MPI) | cmp -s - $(BUILD)/.mpi || echo $(MPI) > $(BUILD)/.mpi)
 $(BUILD)/src/train/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
@@ -391,6 +395,18 @@ gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	rm -rf $(BUILD)/export && mkdir -p $(BUILD)/export
 	TFORMER_EXPORT_DIR=$(BUILD)/export $(BUILD)/run_tests gpt_hugging_face_logits
 	for d in $(BUILD)/export/*/; do $(HF_PYTHON) tests/ref/gen_gpt2_fixtures.py --check-export $$d || exit 1; done
+
+# The Python package (docs/python.md): `pip install .` into a venv under $(BUILD) (numpy from the
+# interpreter's site-packages where it has it, else from pip), then its tests against this build's
+# CLI. pytest's summary is the last line; its status is the target's.
+PY ?= python3
+PYVENV := $(BUILD)/pyvenv
+python-test: $(BUILD)/tformer
+	test -x $(PYVENV)/bin/python || $(PY) -m venv --system-site-packages $(PYVENV)
+	$(PYVENV)/bin/python -c "import pytest" 2>/dev/null || $(PYVENV)/bin/pip install -q --disable-pip-version-check pytest
+	$(PYVENV)/bin/pip install -q --disable-pip-version-check .
+	TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
+.PHONY: python-test
 
 clean:
 	rm -rf build build-san build-nompi

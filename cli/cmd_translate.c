@@ -64,44 +64,6 @@ int cmd_translate_tables(const tf_fields **t) {
     return 1;
 }
 
-/* The folder through the model handle: a family that translates (its row's decoders). */
-static tf_model *load_model(const cli_verb *v, const char *dir, tf_translation *t) {
-    tf_model *m = tf_model_load(dir, NULL);
-    if (!m || tf_model_translation(m, t)) cli_die(v, tf_error());
-    return m;
-}
-
-/* The tokenizers: a Marian folder's source.spm and target.spm (with vocab.json
- * beside them), else DIR/source and DIR/target when present, else DIR's one for both. */
-static void load_tokenizers(const cli_verb *v, const char *dir, tf_tokenizer **src, tf_tokenizer **tgt) {
-    char s[4200], t[4200];
-    struct stat st;
-    snprintf(s, sizeof s, "%s/source.spm", dir), snprintf(t, sizeof t, "%s/target.spm", dir);
-    int apart = !stat(s, &st) && S_ISREG(st.st_mode) && !stat(t, &st) && S_ISREG(st.st_mode);
-    if (!apart) {
-        snprintf(s, sizeof s, "%s/source", dir), snprintf(t, sizeof t, "%s/target", dir);
-        apart = !stat(s, &st) && S_ISDIR(st.st_mode);
-    }
-    *src = tf_tokenizer_load(apart ? s : dir);
-    *tgt = *src && apart ? tf_tokenizer_load(t) : *src;
-    if (!*src || !*tgt) cli_die(v, tf_error());
-}
-
-/* tformer's folders: the model's vocabulary is the tokenizer's + 3; Marian's: the tokenizer's ids fit in it. */
-static void check_vocab(const cli_verb *v, const char *dir, const char *side, const tf_tokenizer *tok, int model_vocab,
-                        int inside) {
-    int V = (int)tf_tokenizer_vocab_size(tok);
-    if (inside ? V <= model_vocab : V + TF_SEQ2SEQ_SPECIALS == model_vocab) return;
-    char msg[4400];
-    if (inside)
-        snprintf(msg, sizeof msg, "%s: the %s tokenizer has %d tokens, more than the model's %s vocabulary of %d", dir,
-                 side, V, side, model_vocab);
-    else
-        snprintf(msg, sizeof msg, "%s: the %s tokenizer has %d tokens, the model's %s vocabulary %d (expected tokens + %d)",
-                 dir, side, V, side, model_vocab, TF_SEQ2SEQ_SPECIALS);
-    cli_die(v, msg);
-}
-
 /* id's text as a label: the specials named, a sub-word BPE's word end (its
  * trailing space) dropped and "@@" after a piece that continues a word
  * (subword-nmt's convention), other spaces trimmed, a bare space shown as U+2423. */
@@ -224,27 +186,21 @@ int cmd_translate(const cli_args *a) {
     cli_apply(a);
     tf_translate_opts o = g_opts;
     if (pictures) cli_make_folder(v, "--attention-png", pictures);
-    tf_translation m;
-    tf_model *model = load_model(v, dir, &m);
-    tf_tokenizer *src, *tgt;
-    load_tokenizers(v, dir, &src, &tgt);
-    check_vocab(v, dir, "source", src, m.src_vocab, m.inside);
-    check_vocab(v, dir, "target", tgt, m.tgt_vocab, m.inside);
-    tf_translator t = {m.model, m.decoder_new, m.context, src, tgt, m.src_ids.eos, m.tgt_ids.bos, m.tgt_ids.eos,
-                       m.decoder_new_batch};
-    tf_marian_generation gen;
-    if (m.inside) { /* a Marian folder: as transformers' generate() with the folder's settings, flags first */
-        if (tf_seq2seq_marian_generation(dir, &gen)) cli_die(v, tf_error());
-        if (!cli_table_given(a, "--beam-stop")) o.search.beam_stop = gen.beam_stop;
-        o.search.forced_eos_id = gen.forced_eos_id;
-        o.search.bad_ids = gen.bad_ids, o.search.n_bad_ids = gen.n_bad_ids;
-        if (!cli_table_given(a, "--beam")) o.search.beam = gen.num_beams;
-        if (!cli_table_given(a, "--length-penalty")) o.search.length_penalty = gen.length_penalty;
-        if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b")) /* max_length, as generate() */
-            o.max_len_a = 0, o.max_len_b = gen.max_new_tokens;
-        o.search.renormalize = gen.renormalize_logits;
-    }
-    picture_job job = {&m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
+    tf_model *model = tf_model_load(dir, NULL);
+    const tf_translator *tp;
+    const tf_translation *m;
+    tf_translate_opts f; /* the folder's settings (a Marian folder's generate() settings): flags first */
+    if (!model || tf_model_translator(model, &tp, &m, &f)) cli_die(v, tf_error());
+    tf_translator t = *tp;
+    if (!cli_table_given(a, "--beam-stop")) o.search.beam_stop = f.search.beam_stop;
+    o.search.forced_eos_id = f.search.forced_eos_id;
+    o.search.bad_ids = f.search.bad_ids, o.search.n_bad_ids = f.search.n_bad_ids;
+    if (!cli_table_given(a, "--beam")) o.search.beam = f.search.beam;
+    if (!cli_table_given(a, "--length-penalty")) o.search.length_penalty = f.search.length_penalty;
+    if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b"))
+        o.max_len_a = f.max_len_a, o.max_len_b = f.max_len_b;
+    o.search.renormalize = f.search.renormalize;
+    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
     cli_lines in;
@@ -253,8 +209,6 @@ int cmd_translate(const cli_args *a) {
     else translate_chunks(v, &t, &o, &in);
     cli_lines_free(&in);
     if (job.ctx) tf_ctx_free(job.ctx);
-    if (tgt != src) tf_tokenizer_free(tgt);
-    tf_tokenizer_free(src);
     tf_model_free(model);
     return fflush(stdout) ? 1 : 0;
 }

@@ -2,7 +2,9 @@
  * opens through one door with its family's capabilities, what it lacks is
  * refused by name, concurrent calls equal serial ones, and no code outside
  * src/models/ compares a family's name. */
+#include <cjson/cJSON.h>
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "test.h"
 
 #define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
+#define MLM_DIR "tests/fixtures_distilbert_st/tiny_distilbert_mlm"
 
 TEST(registry_rows_are_unique_and_complete) {
     const tf_family *const *f = tf_families();
@@ -26,6 +29,10 @@ TEST(registry_rows_are_unique_and_complete) {
             CHECKF(tf_family_of_type(*t) == f[i], "model_type %s belongs to two rows", *t);
         CHECKF(!f[i]->archs == !f[i]->run, "%s: architectures without a run function, or the reverse", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_RUN) == !f[i]->archs, "%s: run capability and architectures disagree", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_FILL_MASK) || f[i]->mask_logits, "%s: fill-mask without mask_logits", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_GENERATE) || f[i]->generate, "%s: generate without its call", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_EMBED) || (f[i]->embed && f[i]->embed_dim), "%s: embed without its calls",
+               f[i]->name);
     }
     CHECK(n >= 13);
     char list[256];
@@ -99,6 +106,150 @@ TEST(model_handle_refuses_by_name) {
     tf_model_free(m);
     m = tf_model_load("tests/fixtures_gpt2/tiny_gelu_new", NULL);
     CHECK(m && tf_model_require(m, TF_CAP_GENERATE) && strstr(tf_error(), "holds no tokenizer"));
+    tf_model_free(m);
+}
+
+/* tf_model_fill_mask: transformers' fill-mask pipeline's top 3 on the DistilBertForMaskedLM fixture
+ * (answers.json: ids and float64 probabilities); a text without a mask and a head without an LM refused. */
+TEST(model_handle_fills_masks_as_the_pipeline) {
+    tf_model *m = tf_model_load(MLM_DIR, NULL);
+    CHECKF(m && tf_model_caps(m) & TF_CAP_FILL_MASK, "%s", m ? "no fill-mask" : tf_error());
+    cJSON *root = test_read_json(MLM_DIR "/answers.json");
+    CHECK(root != NULL);
+    tf_fill_mask_result r;
+    CHECKF(!tf_model_fill_mask(m, cJSON_GetObjectItem(root, "text")->valuestring, 3, &r), "%s", tf_error());
+    CHECK(r.n == 1 && r.k == 3 && r.positions[0] == 3);
+    double worst = 0;
+    int j = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "top")) {
+        CHECKF(j < r.k && r.ids[j] == cJSON_GetObjectItem(e, "token")->valueint, "choice %d: id %d", j, r.ids[j]);
+        worst = fmax(worst, fabs(r.probs[j] - cJSON_GetObjectItem(e, "score")->valuedouble)), j++;
+    }
+    printf("    top %d as the pipeline's, probabilities %.1e apart\n", j, worst);
+    CHECK(j == 3 && worst <= 1e-6);
+    tf_fill_mask_result_free(&r);
+    CHECK(tf_model_fill_mask(m, "no mask here", 3, &r) && strstr(tf_error(), "holds no mask token") && !r.ids);
+    CHECK(!tf_model_fill_mask(m, "a [MASK] b [MASK]", 100000, &r) && r.n == 2 && r.k == 217);
+    tf_fill_mask_result_free(&r);
+    cJSON_Delete(root);
+    tf_model_free(m);
+    m = tf_model_load(ST_DIR, NULL);
+    CHECK(m && tf_model_fill_mask(m, "a <mask>", 3, &r) && strstr(tf_error(), "cannot fill-mask"));
+    tf_model_free(m);
+}
+
+typedef struct {
+    char text[256];
+    size_t len;
+    int pieces;
+} text_sink;
+
+static int collect(void *user, const char *piece, size_t len) {
+    text_sink *s = user;
+    if (s->len + len < sizeof s->text) memcpy(s->text + s->len, piece, len), s->len += len;
+    s->pieces++;
+    return 0;
+}
+
+/* tf_model_generate on a run folder trained here: the CLI's text (greedy, sampled with a seed, beam);
+ * the pieces streamed add up to it; a stop string cuts it. */
+TEST(model_handle_generates_as_the_cli) {
+    char dir[64], out[4096], cmd[512];
+    snprintf(dir, sizeof dir, "/tmp/tformer_model_gen_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "train --data tests/data/unicode_stress.txt --tokenizer char --out %s --steps 6 --layers 1 "
+             "--heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2", dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s", out);
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m && tf_model_caps(m) & TF_CAP_GENERATE, "%s", m ? "no generate" : tf_error());
+    static const char *const FLAGS[] = {"--temperature 0", "--temperature 0.9 --top-k 5 --seed 7", "--beam 3"};
+    for (int i = 0; i < 3; i++) {
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 10;
+        o.temperature = i == 0 ? 0.f : 0.9f, o.top_k = i == 1 ? 5 : o.top_k, o.seed = i == 1 ? 7 : o.seed;
+        o.beam = i == 2 ? 3 : 0;
+        text_sink s = {{0}, 0, 0};
+        char *text;
+        size_t len;
+        CHECKF(!tf_model_generate(m, "ab", &o, NULL, collect, &s, &text, &len), "%s", tf_error());
+        snprintf(cmd, sizeof cmd, "generate --model %s --prompt ab --max-tokens 10 %s", dir, FLAGS[i]);
+        CHECK(test_run_cli("", cmd, out, sizeof out) == 0);
+        CHECKF(!strncmp(out, "ab", 2) && strlen(out) == len + 3 && !memcmp(out + 2, text, len), "%s: '%s' vs the CLI's '%s'",
+               FLAGS[i], text, out);
+        CHECK(s.len == len && !memcmp(s.text, text, len) && s.pieces >= 1);
+        if (len > 2) { /* the text's third byte as a stop string: the text before it */
+            char stop[2] = {text[2], 0};
+            char *cut;
+            size_t cut_len;
+            CHECK(!tf_model_generate(m, "ab", &o, stop, NULL, NULL, &cut, &cut_len));
+            CHECK(cut_len == (size_t)(strchr(text, stop[0]) - text) && !memcmp(cut, text, cut_len));
+            free(cut);
+        }
+        free(text);
+    }
+    tf_model_free(m);
+    test_rm_rf(dir);
+}
+
+int test_marian_spm_folder(char *dir); /* tests/test_marian_spm.c */
+
+typedef struct {
+    const tf_model *m;
+    const tf_translate_opts *o;
+    const char *const *texts;
+    int n, rc;
+    char **out;
+} translate_job;
+
+static void *translate_thread(void *arg) {
+    translate_job *j = arg;
+    j->rc = tf_model_translate(j->m, j->n, j->texts, j->o, j->out, NULL);
+    return NULL;
+}
+
+/* tf_model_translate on a Marian folder (source.spm / target.spm): transformers' generate() texts
+ * (greedy and beam 4, tests/fixtures_marian_spm/generate.json); two threads at once the same. */
+TEST(model_handle_translates_as_generate) {
+    char dir[] = "/tmp/tformer_model_tr_XXXXXX";
+    static const char *const MODEL_FILE[] = {"model.safetensors"};
+    size_t len;
+    char *json = test_slurp("tests/fixtures_marian_spm/generate.json", &len);
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    free(json);
+    CHECK(root && !test_marian_spm_folder(dir) && !test_marian_generate_config("tests/fixtures_marian_spm", dir, NULL) &&
+          !test_copy_files("tests/fixtures_marian_spm", dir, MODEL_FILE, 1));
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m && tf_model_translate(m, 0, NULL, NULL, NULL, NULL) && strstr(tf_error(), "tf_model_translator first"),
+           "%s", tf_error());
+    tf_translate_opts o;
+    CHECKF(!tf_model_translator(m, NULL, NULL, &o), "%s", tf_error());
+    const char *texts[16];
+    int n = 0, bad = 0;
+    const cJSON *e, *run;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "sentences")) if (n < 16) texts[n++] = e->valuestring;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(root, "runs")) {
+        o.search.beam = cJSON_GetObjectItem(run, "num_beams")->valueint;
+        o.search.length_penalty = (float)cJSON_GetObjectItem(run, "length_penalty")->valuedouble;
+        o.max_len_a = 0, o.max_len_b = cJSON_GetObjectItem(run, "max_length")->valueint - 1;
+        char *out[2][16];
+        translate_job jobs[2] = {{m, &o, texts, n, 0, out[0]}, {m, &o, texts, n, 0, out[1]}};
+        pthread_t th[2];
+        for (int t = 0; t < 2; t++) CHECK(!pthread_create(&th[t], NULL, translate_thread, &jobs[t]));
+        for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        CHECKF(!jobs[0].rc && !jobs[1].rc, "%s", tf_error());
+        for (int i = 0; i < n; i++) {
+            const char *want = cJSON_GetArrayItem(cJSON_GetObjectItem(run, "texts"), i)->valuestring;
+            bad += strcmp(out[0][i], want) != 0 || strcmp(out[1][i], want) != 0;
+            free(out[0][i]), free(out[1][i]);
+        }
+    }
+    printf("    %d sentences x 3 runs in two threads at once: %d differ from generate()\n", n, bad);
+    CHECK(n == 8 && bad == 0);
+    tf_model_free(m);
+    test_rm_rf(dir);
+    cJSON_Delete(root);
+    m = tf_model_load(ST_DIR, NULL);
+    CHECK(m && tf_model_translator(m, NULL, NULL, NULL) && strstr(tf_error(), "cannot translate"));
     tf_model_free(m);
 }
 

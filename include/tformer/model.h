@@ -153,6 +153,18 @@ struct tf_family {
     void (*attention_grid)(const void *model, int *g, int *heads, int *patch);
     /* Translation: the model prepared for decoding (its weights' copies for the tile kernel) and described. */
     int (*translation)(void *model, tf_translation *t);
+    /* Fill-mask: text -> its ids (cut to the model's length as the family's reference cuts them) and
+     * the masked LM's logits at each of them (*logits malloc'd: ids->n rows of *vocab). */
+    int (*mask_logits)(const void *model, tf_tokenizer *tok, const char *text, tf_ids *ids, float **logits,
+                       int *vocab);
+    /* Translation's settings of a folder (NULL: tf_translate_opts_default() for all): *o (the defaults
+     * on entry) as the folder's own configuration sets them (a Marian folder's generation settings);
+     * banned ids go into bad_ids (room for TF_MARIAN_MAX_BAD), which o->search.bad_ids may point to. */
+    int (*translate_settings)(const void *model, const char *dir, tf_translate_opts *o, int32_t *bad_ids);
+    /* Generate: the prompt's ids continued (o's eos_id -1: the family sets its tokenizer's end
+     * token), each new id through on_token, all of them appended to out. */
+    int (*generate)(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
+                    const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -223,9 +235,47 @@ TF_API int tf_model_image_logits(const tf_model *m, const float *pixels, float *
  * the family when it draws none. */
 TF_API int tf_model_attention_grid(const tf_model *m, int *g, int *heads, int *patch);
 
+/* TF_CAP_FILL_MASK: the k likeliest tokens at each mask token of a text, as Hugging Face's fill-mask
+ * pipeline ranks them (softmax over the vocabulary; equal probabilities: the lower id first). */
+typedef struct {
+    int n;          /* mask tokens in the text */
+    int k;          /* choices per mask: the k asked, at most the vocabulary */
+    int *positions; /* (n): each mask's index among the text's ids */
+    int32_t *ids;   /* (n, k): the choices' token ids, likeliest first */
+    double *probs;  /* (n, k): their probabilities */
+} tf_fill_mask_result;
+/* text must hold the tokenizer's mask token; r is filled (free it with tf_fill_mask_result_free). */
+TF_API int tf_model_fill_mask(const tf_model *m, const char *text, int k, tf_fill_mask_result *r);
+TF_API void tf_fill_mask_result_free(tf_fill_mask_result *r);
+
+/* TF_CAP_GENERATE: prompt continued (o: tf_generate_opts_default() and changes; its eos_id is the
+ * family's). Each new piece of text, as the ids decode, goes to on_text (NULL: none; a non-zero
+ * return stops); stop (NULL or "": none) ends the text before its first occurrence. *text
+ * (malloc'd, NUL-ended, *len bytes) gets the continuation, the prompt not included. */
+typedef int (*tf_text_fn)(void *user, const char *piece, size_t len);
+TF_API int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
+                             tf_text_fn on_text, void *user, char **text, size_t *len);
+
+/* The folder's tokenizer (encode and decode are safe from several threads), or NULL when it holds none. */
+TF_API tf_tokenizer *tf_model_tokenizer(const tf_model *m);
+
 /* TF_CAP_TRANSLATE: the model's decoders and sizes. The first call prepares the weights for
  * decoding (copies for the tile kernel): make it before threads share the model. */
 TF_API int tf_model_translation(tf_model *m, tf_translation *t);
+
+/* TF_CAP_TRANSLATE: the folder's translator, made by the first call (which prepares the weights:
+ * make it before threads share the model): its tokenizers (a Marian folder's source.spm and
+ * target.spm, else DIR/source/ and DIR/target/, else the folder's one for both), checked against the
+ * model's vocabularies; *tr (may be NULL) the model's description; *o (may be NULL) the folder's
+ * settings: a Marian folder's as transformers' generate() reads them (beam, length penalty, max
+ * length, early stopping, forced EOS, banned ids), else tf_translate_opts_default(). The
+ * translator belongs to the model. */
+TF_API int tf_model_translator(tf_model *m, const tf_translator **t, const tf_translation **tr, tf_translate_opts *o);
+/* n texts (NUL-ended) translated with o (NULL: the folder's settings): texts[i] (malloc'd, NUL-ended)
+ * and, when lens is not NULL, lens[i]. Needs tf_model_translator first; any number of threads may
+ * then translate at once. An error names the text's index. */
+TF_API int tf_model_translate(const tf_model *m, int n, const char *const *texts, const tf_translate_opts *o,
+                              char **out, size_t *lens);
 
 #ifdef __cplusplus
 }

@@ -4,22 +4,14 @@
  * row loads the folder and says what the model can do. The handle holds the
  * loaded model read-only: every call makes its own context. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "../util/util.h"
 #include "hf_run.h"
-
-struct tf_model {
-    const tf_family *f;
-    const hf_arch *arch;     /* config.json's architectures[0], when a family reads it */
-    void *impl;              /* the family's object */
-    unsigned caps;
-    char *dir;
-    char type[64];           /* config.json's model_type, or "" */
-    tf_tokenizer *tok;       /* the folder's tokenizer, for the text capabilities that need one */
-};
+#include "model_impl.h"
 
 /* Every model type the registry reads, for messages. */
 static const char *type_list(char *buf, size_t n) {
@@ -88,6 +80,8 @@ void tf_model_free(tf_model *m) {
     if (!m) return;
     if (m->impl) m->f->free(m->impl);
     tf_tokenizer_free(m->tok);
+    if (m->tgt_tok != m->src_tok) tf_tokenizer_free(m->tgt_tok);
+    tf_tokenizer_free(m->src_tok);
     free(m->dir);
     free(m);
 }
@@ -174,4 +168,115 @@ const char *tf_model_label(const tf_model *m, int i, char *buf, size_t n) {
     if (m->f->label) return m->f->label(m->impl, i, buf, n);
     snprintf(buf, n, "LABEL_%d", i);
     return buf;
+}
+
+tf_tokenizer *tf_model_tokenizer(const tf_model *m) { return m->tok; }
+
+/* ---------------------------------------------------------------- fill-mask */
+
+void tf_fill_mask_result_free(tf_fill_mask_result *r) {
+    free(r->positions), free(r->ids), free(r->probs);
+    memset(r, 0, sizeof *r);
+}
+
+/* Softmax of row (V) into p (double, as the pipeline's float64 ranking would); the k likeliest into
+ * ids / probs, the lower id first among equals. p is consumed. */
+static void top_k(const float *row, int V, int k, double *p, int32_t *ids, double *probs) {
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++) mx = fmax(mx, row[i]);
+    for (int i = 0; i < V; i++) sum += p[i] = exp((double)row[i] - mx);
+    for (int j = 0; j < k; j++) {
+        int best = 0;
+        for (int i = 1; i < V; i++) best = p[i] > p[best] ? i : best;
+        ids[j] = best, probs[j] = p[best] / sum;
+        p[best] = -1; /* taken */
+    }
+}
+
+/* The mask positions of ids into r (allocated for every mask found). */
+static int find_masks(const tf_ids *ids, int32_t mask, int k, tf_fill_mask_result *r) {
+    for (size_t t = 0; t < ids->n; t++) r->n += ids->v[t] == mask;
+    if (!r->n) return tf_set_error("fill-mask: the text holds no mask token (id %d)", (int)mask);
+    size_t cells = (size_t)r->n * (size_t)k;
+    r->k = k;
+    r->positions = malloc((size_t)r->n * sizeof *r->positions);
+    r->ids = malloc(cells * sizeof *r->ids), r->probs = malloc(cells * sizeof *r->probs);
+    if (!r->positions || !r->ids || !r->probs) return tf_set_error("fill-mask: out of memory");
+    for (size_t t = 0, j = 0; t < ids->n; t++)
+        if (ids->v[t] == mask) r->positions[j++] = (int)t;
+    return 0;
+}
+
+int tf_model_fill_mask(const tf_model *m, const char *text, int k, tf_fill_mask_result *r) {
+    memset(r, 0, sizeof *r);
+    if (tf_model_require(m, TF_CAP_FILL_MASK)) return -1;
+    if (!text) return tf_set_error("fill-mask: no text");
+    if (k < 1) return tf_set_error("fill-mask: top_k must be at least 1, got %d", k);
+    int32_t mask = tf_tokenizer_special_id(m->tok, "mask");
+    if (mask < 0) return tf_set_error("%s: the tokenizer has no mask token", m->dir);
+    tf_ids ids = {0};
+    float *logits = NULL;
+    double *p = NULL;
+    int V = 0, rc = m->f->mask_logits(m->impl, m->tok, text, &ids, &logits, &V);
+    if (!rc) rc = find_masks(&ids, mask, k < V ? k : V, r);
+    if (!rc && !(p = malloc((size_t)V * sizeof *p))) rc = tf_set_error("fill-mask: out of memory");
+    for (int j = 0; !rc && j < r->n; j++)
+        top_k(logits + (size_t)r->positions[j] * (size_t)V, V, r->k, p, r->ids + (size_t)j * (size_t)r->k,
+              r->probs + (size_t)j * (size_t)r->k);
+    if (rc) tf_fill_mask_result_free(r);
+    free(p), free(logits);
+    tf_ids_free(&ids);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- generate */
+
+/* The text of the ids generated so far, cut at the stop string, its new part passed on as it grows. */
+typedef struct {
+    tf_tokenizer *tok;
+    tf_ids ids;
+    char *text;       /* the decoded continuation, cut at stop */
+    size_t len, sent; /* its bytes, and those passed to on_text */
+    const char *stop;
+    tf_text_fn on_text;
+    void *user;
+    int failed;       /* an id could not be decoded (tf_error() says why) */
+    int32_t bad_id;
+} gen_stream;
+
+static int gen_token(void *user, int32_t id) {
+    gen_stream *s = user;
+    char *text;
+    size_t len;
+    if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len))
+        return s->bad_id = id, s->failed = 1;
+    int stop = 0;
+    char *hit = s->stop && *s->stop ? strstr(text, s->stop) : NULL;
+    if (hit) len = (size_t)(hit - text), stop = 1;
+    free(s->text);
+    s->text = text, s->len = len;
+    if (len > s->sent && s->on_text) stop |= s->on_text(s->user, text + s->sent, len - s->sent) != 0;
+    if (len > s->sent) s->sent = len;
+    return stop;
+}
+
+int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
+                      tf_text_fn on_text, void *user, char **text, size_t *len) {
+    *text = NULL, *len = 0;
+    if (tf_model_require(m, TF_CAP_GENERATE)) return -1;
+    if (!prompt || !o) return tf_set_error("generate: no prompt or options");
+    tf_ids ids = {0}, out = {0};
+    gen_stream s = {.tok = m->tok, .stop = stop, .on_text = on_text, .user = user};
+    int rc = tf_tokenizer_encode(m->tok, prompt, strlen(prompt), &ids);
+    if (!rc) rc = m->f->generate(m->impl, m->tok, ids.v, (int)ids.n, o, gen_token, &s, &out);
+    if (!rc && s.failed) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", tf_error());
+        rc = tf_set_error("generate: cannot decode the generated id %d: %s", (int)s.bad_id, why);
+    }
+    if (!rc && !s.text && !(s.text = calloc(1, 1))) rc = tf_set_error("generate: out of memory");
+    if (!rc) s.text[s.len] = 0, *text = s.text, *len = s.len, s.text = NULL;
+    free(s.text);
+    tf_ids_free(&s.ids), tf_ids_free(&ids), tf_ids_free(&out);
+    return rc;
 }

@@ -3,6 +3,8 @@
  * the ListOps classifier (a BERT encoder on generated expressions), and the
  * Hugging Face families that run through hf-run only (RoFormer, BigBird). */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../family.h"
 #include "../../util/util.h"
@@ -177,6 +179,33 @@ static int bert_embed(const void *model, tf_tokenizer *tok, const char *const *t
 
 static int bert_embed_dim(const void *model) { return ((const tf_bert *)model)->cfg.d_model; }
 
+/* text -> [CLS] text [SEP] cut to the model's length with [SEP] kept (as the fill-mask pipeline
+ * cuts), and the masked LM's logits at each id. */
+static int bert_mask_logits(const void *model, tf_tokenizer *tok, const char *text, tf_ids *ids, float **logits,
+                            int *vocab) {
+    const tf_bert *m = model;
+    tf_ids types = {0};
+    *logits = NULL, *vocab = m->cfg.vocab_size;
+    int bad = tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 0, ids, &types);
+    tf_ids_free(&types);
+    if (bad) return -1;
+    size_t most = (size_t)tf_bert_max_tokens(&m->cfg);
+    if (ids->n > most) ids->v[most - 1] = ids->v[ids->n - 1], ids->n = most;
+    size_t cells = ids->n * (size_t)*vocab;
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx || !(*logits = malloc(cells * sizeof **logits))) return tf_ctx_free(ctx), tf_set_error("out of memory");
+    tf_ctx_set_grad(ctx, 0);
+    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, (int64_t)ids->n}, 0);
+    tf_bert_outputs out;
+    int rc = x ? 0 : -1;
+    if (x) memcpy(x->data, ids->v, ids->n * sizeof *ids->v);
+    if (!rc) rc = tf_bert_run(ctx, m, &(tf_bert_inputs){.input_ids = x}, &out);
+    if (!rc) memcpy(*logits, tf_f32(out.logits), cells * sizeof **logits);
+    tf_ctx_free(ctx);
+    if (rc) free(*logits), *logits = NULL;
+    return rc;
+}
+
 static const tf_params *bert_params(const void *model) { return ((const tf_bert *)model)->params; }
 
 /* ---------------------------------------------------------------- the rows */
@@ -211,7 +240,7 @@ const tf_family tf_family_bert = {
     .archs = BERT_ARCHS, .run = bert_run,
     .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
-    .embed = bert_embed, .embed_dim = bert_embed_dim,
+    .embed = bert_embed, .embed_dim = bert_embed_dim, .mask_logits = bert_mask_logits,
 };
 
 static void listops_defaults(void *cfg, tf_train_config *train) {

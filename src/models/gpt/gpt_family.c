@@ -132,6 +132,18 @@ static unsigned gpt2_caps(const void *model) {
     return ((const tf_gpt *)model)->has_head ? ~0u : TF_CAP_RUN;
 }
 
+/* GPT-2's end of text ends a sequence; every id the model can emit must have a text. */
+static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
+                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out) {
+    const tf_gpt *m = model;
+    if (tf_tokenizer_vocab_size(tok) != m->cfg.vocab_size)
+        return tf_set_error("generate: the tokenizer has %d tokens, the model %d (every id needs a text, every "
+                            "token an id)", (int)tf_tokenizer_vocab_size(tok), m->cfg.vocab_size);
+    tf_generate_opts g = *o;
+    g.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
+    return tf_gpt_generate(m, prompt, n_prompt, &g, on_token, user, out, NULL);
+}
+
 static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
 
 /* ---------------------------------------------------------------- the rows */
@@ -156,6 +168,7 @@ const tf_family tf_family_gpt = {
     .archs = GPT_ARCHS, .run = gpt2_run,
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
     .task_defaults = gpt_defaults, .task_new = gpt_task,
+    .generate = gpt2_generate,
 };
 
 static void imagegpt_defaults(void *cfg, tf_train_config *train) {

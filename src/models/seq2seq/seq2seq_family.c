@@ -137,6 +137,22 @@ static int tr_translation(void *model, tf_translation *t) {
     return 0;
 }
 
+/* A Marian folder translates as transformers' generate() with its generation settings; tformer's
+ * folders with the defaults. */
+static int tr_settings(const void *model, const char *dir, tf_translate_opts *o, int32_t *bad_ids) {
+    const tf_seq2seq *m = model;
+    if (m->cfg.eos_id < 0) return 0; /* tformer's: the specials after the vocabulary */
+    tf_marian_generation gen;
+    if (tf_seq2seq_marian_generation(dir, &gen)) return -1;
+    memcpy(bad_ids, gen.bad_ids, (size_t)gen.n_bad_ids * sizeof *bad_ids);
+    o->search.beam_stop = gen.beam_stop, o->search.forced_eos_id = gen.forced_eos_id;
+    o->search.bad_ids = bad_ids, o->search.n_bad_ids = gen.n_bad_ids;
+    o->search.beam = gen.num_beams, o->search.length_penalty = gen.length_penalty;
+    o->max_len_a = 0, o->max_len_b = gen.max_new_tokens; /* max_length, as generate() */
+    o->search.renormalize = gen.renormalize_logits;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 static const char *const SEQ2SEQ_TYPES[] = {"tformer-seq2seq", "marian", NULL};
@@ -164,5 +180,5 @@ const tf_family tf_family_seq2seq = {
     .input = TF_TRAIN_PARALLEL, .task_table = &tf_seq2seq_task_config_table,
     .task_size = sizeof(tf_seq2seq_task_config),
     .task_defaults = seq2seq_defaults, .task_new = seq2seq_task, .val_batches = seq2seq_val,
-    .translation = tr_translation,
+    .translation = tr_translation, .translate_settings = tr_settings,
 };

@@ -1,0 +1,65 @@
+"""Shared fixtures of the Python tests: the repository's committed model folders and the CLI."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ST_DIR = os.path.join(ROOT, "tests", "fixtures_roberta_st", "tiny_roberta_st")
+VIT_DIR = os.path.join(ROOT, "tests", "fixtures_vit", "cls_grey28_p4_labels")
+MLM_DIR = os.path.join(ROOT, "tests", "fixtures_distilbert_st", "tiny_distilbert_mlm")
+BERT_DIR = os.path.join(ROOT, "tests", "fixtures_hf", "v4_bert_seqcls_5labels")
+# hf-run's tolerance in the C tests (tests/test_vit.c, TOL): max |diff| against transformers.
+RUN_TOL = 1e-5
+
+
+def cli_path():
+    """The tformer CLI: $TFORMER_BIN, else build/tformer, else one on PATH; None when there is none."""
+    for p in (os.environ.get("TFORMER_BIN"), os.path.join(ROOT, "build", "tformer"), shutil.which("tformer")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """A function running the CLI (args, stdin text) -> stdout; the tests using it skip without a CLI."""
+    exe = cli_path()
+    if not exe:
+        pytest.skip("no tformer CLI (make build/tformer, or set TFORMER_BIN)")
+
+    def run(args, stdin=""):
+        r = subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, check=False)
+        assert r.returncode == 0, f"tformer {' '.join(args)}: {r.stderr}"
+        return r.stdout
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def gpt_dir(cli, tmp_path_factory):
+    """A tiny GPT run folder (character tokenizer) trained here by `tformer train` in a few seconds."""
+    out = str(tmp_path_factory.mktemp("gpt") / "run")
+    cli(["train", "--data", os.path.join(ROOT, "tests", "data", "unicode_stress.txt"), "--tokenizer", "char",
+         "--out", out, "--steps", "6", "--layers", "1", "--heads", "2", "--width", "16", "--context", "16",
+         "--batch", "4", "--eval-every", "3", "--eval-batches", "2"])
+    return out
+
+
+@pytest.fixture(scope="session")
+def marian_dir(tmp_path_factory):
+    """A Marian folder: tests/fixtures_marian_spm with the SentencePiece models of tests/fixtures_spm
+    (as tests/test_marian_spm.c assembles it) and forced_eos_token_id null, as its generate.json ran."""
+    src, d = os.path.join(ROOT, "tests", "fixtures_marian_spm"), tmp_path_factory.mktemp("marian")
+    for name in ("vocab.json", "tokenizer_config.json", "special_tokens_map.json", "model.safetensors"):
+        shutil.copy(os.path.join(src, name), d / name)
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures_spm", "en_nfkc.spm"), d / "source.spm")
+    shutil.copy(os.path.join(ROOT, "tests", "fixtures_spm", "de_user.spm"), d / "target.spm")
+    with open(os.path.join(src, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    cfg.pop("bad_words_ids", None), cfg.pop("renormalize_logits", None)
+    cfg["forced_eos_token_id"] = None
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)

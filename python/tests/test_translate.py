@@ -1,0 +1,70 @@
+"""translate() against transformers' generate() texts and `tformer translate` on a Marian folder."""
+import json
+import os
+import threading
+
+import pytest
+
+import tformer
+from conftest import ROOT, ST_DIR
+
+
+def runs():
+    with open(os.path.join(ROOT, "tests", "fixtures_marian_spm", "generate.json"), encoding="utf-8") as f:
+        g = json.load(f)
+    return g["sentences"], g["runs"]
+
+
+def test_translate_equals_generate_and_the_cli(cli, marian_dir):
+    m = tformer.load(marian_dir)
+    assert m.family == "seq2seq" and "translate" in m.capabilities
+    sentences, cases = runs()
+    for r in cases:
+        kw = dict(beam=r["num_beams"], length_penalty=r["length_penalty"], max_len_a=0, max_len_b=r["max_length"] - 1)
+        got = m.translate(sentences, **kw)
+        assert got == r["texts"]
+        assert m.translate(sentences, batch_size=1, **kw) == got
+        out = cli(["translate", "--model", marian_dir, "--beam", str(kw["beam"]), "--length-penalty",
+                   str(kw["length_penalty"]), "--max-len-a", "0", "--max-len-b", str(kw["max_len_b"])],
+                  "\n".join(sentences) + "\n")
+        assert out == "".join(t + "\n" for t in got)
+    # the folder's own settings, as the CLI without flags
+    assert "".join(t + "\n" for t in m.translate(sentences)) == cli(["translate", "--model", marian_dir],
+                                                                  "\n".join(sentences) + "\n")
+    assert m.translate([]) == [] and m.translate(sentences[0]) == m.translate(sentences[:1])
+
+
+def test_threads_translate_as_serial(marian_dir):
+    m = tformer.load(marian_dir)
+    sentences, _ = runs()
+    serial = m.translate(sentences * 4, beam=4)
+    got = [None, None]
+
+    def work(i):
+        got[i] = m.translate(sentences * 4, beam=4)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [serial, serial]
+
+
+def test_translate_refusals(marian_dir, tmp_path):
+    m = tformer.load(marian_dir)
+    with pytest.raises(tformer.InputError, match="beam 0 is out of range"):
+        m.translate(["a"], beam=0)
+    with pytest.raises(tformer.InputError, match="beam_stop"):
+        m.translate(["a"], beam_stop="soon")
+    with pytest.raises(tformer.InputError, match=r"translate\(\): texts\[0\] is int"):
+        m.translate([1])
+    with pytest.raises(tformer.CapabilityError, match="cannot translate"):
+        tformer.load(ST_DIR).translate(["a"])
+    # a Marian folder without its SentencePiece models: loads (run works), translate says why
+    for name in os.listdir(marian_dir):
+        if not name.endswith(".spm"):
+            os.symlink(os.path.join(marian_dir, name), tmp_path / name)
+    bare = tformer.load(tmp_path)
+    with pytest.raises(tformer.Error, match=str(tmp_path)):
+        bare.translate(["a"])

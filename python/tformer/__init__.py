@@ -1,0 +1,341 @@
+"""tformer: a Transformer toolkit in C, from Python.
+
+``tformer.load(path)`` opens any folder tformer reads (Hugging Face folders of the supported
+architectures, tformer run folders) and returns a :class:`Model` whose methods are the model's
+capabilities: :meth:`Model.embed`, :meth:`Model.classify`, :meth:`Model.run`. Every computation runs
+in C with the GIL released; results are numpy arrays over the library's own buffers (no copy).
+Errors raise :class:`Error` subclasses carrying the library's message (docs/python.md).
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import math
+import os
+import queue
+import tempfile
+import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _safetensors
+from ._tformer import CapabilityError, Error, Handle, InputError, ModelNotFoundError, kernels, set_threads
+
+__all__ = ["load", "Model", "Error", "ModelNotFoundError", "CapabilityError", "InputError", "set_threads", "kernels"]
+
+_POOLINGS = {"mean": 0, "cls": 1, "max": 2}
+_BEAM_STOPS = {"tformer": 0, "hf": 1, "hf-early": 2, "hf-never": 3}
+
+
+def load(path: Union[str, os.PathLike], threads: Optional[int] = None) -> "Model":
+    """Opens the model folder at ``path`` (config.json picks the family).
+
+    ``threads``: the library's thread count (a process-wide setting, as ``--threads``); None leaves
+    it as it is (OMP_NUM_THREADS, else every core). Raises :class:`ModelNotFoundError` (a
+    FileNotFoundError) for a folder without config.json, :class:`Error` for a folder tformer cannot
+    read, both with the library's message naming the file.
+    """
+    return Model(path, threads)
+
+
+def _as_pixels(img: Any, index: int, channels: int, size: int) -> np.ndarray:
+    """One image (H, W[, C]) uint8 (0..255) or float (0..1) -> float32 (channels, size, size)."""
+    a = np.asarray(img)
+    if a.dtype == np.uint8:
+        a = a.astype(np.float32) / np.float32(255)
+    elif a.dtype.kind == "f":
+        a = a.astype(np.float32, copy=False)
+        if a.size and (not np.all(np.isfinite(a)) or a.min() < 0 or a.max() > 1):
+            raise InputError(f"classify(): images[{index}] holds values outside [0, 1] (float pixels are 0..1)")
+    else:
+        raise InputError(f"classify(): images[{index}] is {a.dtype}; images are uint8 or float (H, W[, C]) arrays "
+                         "or PNG paths")
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or a.shape[2] not in (1, 3):
+        raise InputError(f"classify(): images[{index}] has shape {a.shape}; an image is (H, W), (H, W, 1) or (H, W, 3)")
+    if a.shape[0] != size or a.shape[1] != size:
+        raise InputError(f"classify(): images[{index}] is {a.shape[1]}x{a.shape[0]}; the model takes {size}x{size} "
+                         f"with {channels} channel(s)")
+    if channels == 1 and a.shape[2] == 3:  # PIL's L, as the PNG reader converts
+        a = (a @ np.array([0.299, 0.587, 0.114], dtype=np.float32))[:, :, None]
+    elif channels == 3 and a.shape[2] == 1:
+        a = np.repeat(a, 3, axis=2)
+    elif a.shape[2] != channels:
+        raise InputError(f"classify(): images[{index}] has {a.shape[2]} channels; the model takes {channels}")
+    return np.ascontiguousarray(a.transpose(2, 0, 1))
+
+
+class Model:
+    """A loaded tformer model: read-only, shareable between threads.
+
+    Attributes: ``family`` (the registry's family name: "bert", "vit", ...), ``capabilities`` (the
+    names of what it can do: "run", "embed", "classify-image", ...), ``config`` (config.json as a
+    dict), ``model_type``, ``architecture`` (config.json's architectures[0], or None), ``path``.
+    Calling a capability the model lacks raises :class:`CapabilityError` with the library's message.
+    ``close()`` frees the C memory at once (otherwise freed when the object is collected).
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], threads: Optional[int] = None) -> None:
+        """Loads the folder; see :func:`load`."""
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise InputError(f"load(): threads must be a positive int, got {threads!r}")
+        self._h = Handle(os.fspath(path), threads or 0)
+        info = self._h.info()
+        self.family: str = info["family"]
+        self.model_type: str = info["model_type"]
+        self.architecture: Optional[str] = info["architecture"]
+        self.path: str = info["dir"]
+        self.capabilities: List[str] = list(info["capabilities"])
+        self._config: Optional[Dict[str, Any]] = None
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """config.json of the folder, as a dict (read once)."""
+        if self._config is None:
+            with open(os.path.join(self.path, "config.json"), encoding="utf-8") as f:
+                self._config = json.load(f)
+        return self._config
+
+    def __repr__(self) -> str:
+        """Model('path', family=..., capabilities=[...])."""
+        return f"tformer.Model({self.path!r}, family={self.family!r}, capabilities={self.capabilities!r})"
+
+    def close(self) -> None:
+        """Frees the model's C memory now; later calls raise :class:`Error`."""
+        self._h.close()
+
+    def __enter__(self) -> "Model":
+        """``with tformer.load(path) as m:`` closes the model at the end of the block."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """Closes the model."""
+        self.close()
+
+    def embed(self, texts: Union[str, Sequence[str]], batch_size: int = 32, normalize: Optional[bool] = None,
+              pooling: Optional[str] = None, max_length: Optional[int] = None) -> np.ndarray:
+        """Sentence embeddings: an (n, d) float32 array, one row per text (as ``tformer embed``).
+
+        A single str gives one row (shape (1, d)). ``normalize`` (L2), ``pooling`` ("mean", "cls" or
+        "max") and ``max_length`` (ids per text with [CLS] and [SEP]) default to the folder's
+        sentence-transformers settings (modules.json, 1_Pooling/config.json,
+        sentence_bert_config.json), else mean pooling, no normalisation, the model's context.
+        ``batch_size``: texts a forward pass. The GIL is released while the model runs; the array is
+        the library's buffer, freed when the array is.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        if pooling is not None and pooling not in _POOLINGS:
+            raise InputError(f"embed(): pooling must be 'mean', 'cls' or 'max', got {pooling!r}")
+        for name, v in (("batch_size", batch_size), ("max_length", max_length)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise InputError(f"embed(): {name} must be a positive int, got {v!r}")
+        norm = -1 if normalize is None else int(bool(normalize))
+        buf = self._h.embed(tuple(texts), batch_size, norm, _POOLINGS.get(pooling, -1), max_length or 0)
+        return np.asarray(buf)
+
+    def fill_mask(self, text: str, top_k: int = 5) -> List[List[Dict[str, Any]]]:
+        """The ``top_k`` likeliest tokens at each mask token of ``text`` ([MASK], or <mask> for RoBERTa).
+
+        Returns a list per mask token, in the text's order, of dicts {"token_id", "token", "score",
+        "position"}, likeliest first: the scores are the softmax over the vocabulary, as Hugging
+        Face's fill-mask pipeline and ``tformer fill-mask`` give them; ``position`` is the mask's
+        index among the text's ids. A text without a mask token raises :class:`InputError`.
+        """
+        if not isinstance(text, str):
+            raise InputError(f"fill_mask(): text must be str, got {type(text).__name__}")
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise InputError(f"fill_mask(): top_k must be a positive int, got {top_k!r}")
+        return [[{"token_id": i, "token": t, "score": p, "position": pos} for pos, i, t, p in row]
+                for row in self._h.fill_mask(text, top_k)]
+
+    def _generate_args(self, prompt: str, kw: Dict[str, Any]) -> tuple:
+        """generate()'s arguments checked, the library's defaults for those not given (None)."""
+        if not isinstance(prompt, str):
+            raise InputError(f"generate(): prompt must be str, got {type(prompt).__name__}")
+        d = self._h.generate_defaults()
+        for k, v in kw.items():
+            if k == "stop" or v is None:
+                continue
+            if k in ("max_tokens", "top_k", "beam", "seed") and (not isinstance(v, int) or isinstance(v, bool)):
+                raise InputError(f"generate(): {k} must be an int, got {v!r}")
+            if k not in ("max_tokens", "top_k", "beam", "seed") and (not isinstance(v, (int, float)) or math.isnan(v)):
+                raise InputError(f"generate(): {k} must be a number, got {v!r}")
+        a = {k: (d[k] if v is None else v) for k, v in kw.items() if k != "stop"}
+        ranges = {"max_tokens": a["max_tokens"] >= 0, "temperature": a["temperature"] >= 0,
+                  "top_k": a["top_k"] >= 0, "top_p": 0 < a["top_p"] <= 1, "repetition_penalty": a["repetition_penalty"] > 0,
+                  "beam": 0 <= a["beam"] <= 256, "seed": 0 <= a["seed"] < 2**64,
+                  "length_penalty": math.isfinite(a["length_penalty"])}
+        for k, ok in ranges.items():
+            if not ok:
+                raise InputError(f"generate(): {k} {kw[k]!r} is out of range (max_tokens >= 0, temperature >= 0, "
+                                 "top_k >= 0, 0 < top_p <= 1, repetition_penalty > 0, 0 <= beam <= 256)")
+        stop = kw.get("stop")
+        if stop is not None and not isinstance(stop, str):
+            raise InputError(f"generate(): stop must be str, got {type(stop).__name__}")
+        return (prompt, a["max_tokens"], a["temperature"], a["top_k"], a["top_p"], a["repetition_penalty"], a["beam"],
+                a["seed"], a["length_penalty"], stop or None)
+
+    def generate(self, prompt: str, max_tokens: Optional[int] = None, temperature: Optional[float] = None,
+                 top_k: Optional[int] = None, top_p: Optional[float] = None,
+                 repetition_penalty: Optional[float] = None, beam: Optional[int] = None, seed: Optional[int] = None,
+                 length_penalty: Optional[float] = None, stop: Optional[str] = None) -> str:
+        """The prompt's continuation (the prompt not included), as ``tformer generate`` writes it.
+
+        The settings are ``tformer generate``'s flags; None takes the library's default (100 tokens,
+        temperature 1, top_k 0 = all, top_p 1, repetition_penalty 1, beam 0 = sampling, seed 1,
+        length_penalty 1). ``temperature=0`` is greedy; ``beam=N`` a beam search of width N. The text
+        ends at the model's end token, after ``max_tokens``, or before the first ``stop``. The GIL is
+        released while the model runs.
+        """
+        args = self._generate_args(prompt, dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k,
+                                                top_p=top_p, repetition_penalty=repetition_penalty, beam=beam,
+                                                seed=seed, length_penalty=length_penalty, stop=stop))
+        return self._h.generate(*args, None).decode("utf-8", "replace")
+
+    def generate_stream(self, prompt: str, **settings: Any) -> Iterator[str]:
+        """:meth:`generate`, yielding the text piece by piece as the tokens come.
+
+        Takes :meth:`generate`'s settings. The model runs in a worker thread (the GIL released);
+        closing the iterator early stops the generation at the next token. The pieces joined are
+        :meth:`generate`'s text (bytes of a character split between tokens wait for the rest).
+        """
+        known = ("max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "beam", "seed",
+                 "length_penalty", "stop")
+        for k in settings:
+            if k not in known:
+                raise InputError(f"generate_stream(): unknown setting {k!r} (settings: {', '.join(known)})")
+        return self._stream(self._generate_args(prompt, {k: settings.get(k) for k in known}))
+
+    def _stream(self, args: tuple) -> Iterator[str]:
+        """generate_stream()'s generator, over arguments already checked."""
+        pieces: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        closed, failure = threading.Event(), []
+
+        def on_text(piece: bytes) -> bool:
+            pieces.put(piece)
+            return closed.is_set()
+
+        def work() -> None:
+            try:
+                self._h.generate(*args, on_text)
+            except BaseException as e:  # handed to the consumer
+                failure.append(e)
+            finally:
+                pieces.put(None)
+
+        worker = threading.Thread(target=work, name="tformer-generate", daemon=True)
+        worker.start()
+        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            while (piece := pieces.get()) is not None:
+                text = utf8.decode(piece)
+                if text:
+                    yield text
+            text = utf8.decode(b"", final=True)
+            if text:
+                yield text
+        finally:
+            closed.set()
+            worker.join()
+        if failure:
+            raise failure[0]
+
+    def translate(self, texts: Union[str, Sequence[str]], beam: Optional[int] = None,
+                  length_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
+                  max_len_b: Optional[int] = None, batch_size: Optional[int] = None,
+                  beam_stop: Optional[str] = None) -> List[str]:
+        """Each text translated, as ``tformer translate`` translates its lines (a str gives a list of one).
+
+        None takes the folder's setting (a Marian folder's generation settings, as transformers'
+        generate() reads them; else greedy, at most 1.5 x source + 10 tokens, batches of 32).
+        ``beam`` (1..64; 1: greedy), ``length_penalty``, ``max_len_a`` / ``max_len_b`` (at most
+        a x source ids + b target ids; giving either sets both, the library's default for the
+        other), ``batch_size`` (sentences decoded together, 1..1024), ``beam_stop`` ("tformer",
+        "hf", "hf-early", "hf-never"): the CLI's flags. The GIL is released while the model runs.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        checks = [("beam", beam, int, lambda v: 1 <= v <= 64), ("max_len_b", max_len_b, int, lambda v: v >= 0),
+                  ("batch_size", batch_size, int, lambda v: 1 <= v <= 1024),
+                  ("length_penalty", length_penalty, (int, float), lambda v: -10 <= v <= 10),
+                  ("max_len_a", max_len_a, (int, float), lambda v: 0 <= v <= 100)]
+        for name, v, kind, ok in checks:
+            if v is not None and (not isinstance(v, kind) or isinstance(v, bool) or not ok(v)):
+                raise InputError(f"translate(): {name} {v!r} is out of range (beam 1..64, length_penalty -10..10, "
+                                 "max_len_a 0..100, max_len_b >= 0, batch_size 1..1024)")
+        if beam_stop is not None and beam_stop not in _BEAM_STOPS:
+            raise InputError(f"translate(): beam_stop must be one of {', '.join(_BEAM_STOPS)}, got {beam_stop!r}")
+        nan = float("nan")
+        return self._h.translate(tuple(texts), beam or 0, nan if length_penalty is None else length_penalty,
+                                 nan if max_len_a is None else max_len_a, -1 if max_len_b is None else max_len_b,
+                                 batch_size or 0, _BEAM_STOPS.get(beam_stop, -1))
+
+    def labels(self) -> List[str]:
+        """The image classifier's label names, in the order of its logits."""
+        return self._h.labels()
+
+    def image_logits(self, images: Union[np.ndarray, Sequence[Any]]) -> np.ndarray:
+        """The classifier's logits (n, labels) float32 of images (see :meth:`classify`)."""
+        channels, size, _ = self._h.image_shape()
+        one = isinstance(images, np.ndarray) and images.ndim == 3 and images.shape[2] in (1, 3) \
+            and images.shape[:2] == (size, size)  # one (H, W, C) image rather than n grey ones
+        if isinstance(images, np.ndarray) and images.ndim in (3, 4) and not one:
+            images = list(images)
+        elif isinstance(images, (str, os.PathLike, np.ndarray)):  # one path, (H, W) or (H, W, C)
+            images = [images]
+        pixels = np.empty((len(images), channels, size, size), dtype=np.float32)
+        for i, img in enumerate(images):
+            if isinstance(img, (str, os.PathLike)):
+                pixels[i] = np.asarray(self._h.read_png(os.fspath(img))).reshape(channels, size, size)
+            else:
+                pixels[i] = _as_pixels(img, i, channels, size)
+        return np.asarray(self._h.image_logits(pixels))
+
+    def classify(self, images: Union[np.ndarray, Sequence[Any], str, os.PathLike],
+                 top_k: int = 1) -> List[Dict[str, Any]]:
+        """Image classification: a dict per image, {"label", "score", "top_k": [(label, score), ...]}.
+
+        ``images``: a list of images, each an array (H, W[, C]) uint8 (0..255) or float (0..1), or a
+        PNG file's path; an array (n, H, W[, C]) is n images; a single path or (H, W) array is one.
+        Each must have the model's size (an error names the image); grey and RGB are converted to
+        the model's channels as the PNG reader does. A 3-d array is one (H, W, C) image when its
+        last axis is 1 or 3 and H and W are the model's size, else n grey (n, H, W) images. ``score`` is the label's softmax probability,
+        as ``tformer classify --top-k`` prints it.
+        """
+        if not isinstance(top_k, int) or top_k < 1:
+            raise InputError(f"classify(): top_k must be a positive int, got {top_k!r}")
+        if isinstance(images, np.ndarray) and images.ndim == 2:
+            images = [images]
+        logits = self.image_logits(images).astype(np.float64)
+        names = self._h.labels()
+        p = np.exp(logits - logits.max(axis=1, keepdims=True)) if len(logits) else logits
+        p = p / p.sum(axis=1, keepdims=True) if len(p) else p
+        out = []
+        for row in p:
+            order = np.argsort(-row, kind="stable")[:top_k]
+            top = [(names[j], float(row[j])) for j in order]
+            out.append({"label": top[0][0], "score": top[0][1], "top_k": top})
+        return out
+
+    def run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        """Hugging Face's forward, as ``tformer hf-run``: named arrays in, the output fields out.
+
+        ``inputs`` are named as the architecture's forward() arguments (input_ids, attention_mask,
+        pixel_values, labels, ...); the outputs as the fields transformers returns (logits,
+        last_hidden_state, loss, ...). The inputs are checked as hf-run checks a file (a missing,
+        extra or misnamed input, float ids, ids outside the vocabulary raise :class:`InputError`).
+        Arrays of float32/float16/int64/int32/int8/uint8/bool are taken; others raise.
+        """
+        if not isinstance(inputs, dict):
+            raise InputError(f"run(): inputs must be a dict of name -> array, got {type(inputs).__name__}")
+        with tempfile.TemporaryDirectory(prefix="tformer-run-") as tmp:
+            src, dst = os.path.join(tmp, "inputs.safetensors"), os.path.join(tmp, "outputs.safetensors")
+            _safetensors.save(inputs, src)
+            try:
+                self._h.run_file(src, dst)
+            except InputError as e:
+                raise InputError(str(e).replace(src, "run() inputs")) from None
+            return _safetensors.load(dst)

@@ -1,0 +1,420 @@
+/* tformer's CPython extension: the model handle (tformer/model.h) as a Python
+ * object, written with the Python C API and the buffer protocol alone.
+ *
+ * Every computation runs with the GIL released: a loaded tf_model is
+ * read-only and each capability call makes its own context, so two Python
+ * threads may call one model at once. Output arrays are the library's own
+ * malloc'd buffers, handed to numpy without a copy through a small owner
+ * object (Buffer) that exports them by the buffer protocol and free()s them
+ * when the last array over them goes. The Python layer (__init__.py) turns
+ * arguments into the contiguous arrays checked here. */
+#include "_tformer.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+PyObject *Error, *NotFound, *CapabilityError, *InputError;
+
+/* ---------------------------------------------------------------- Buffer: a malloc'd array of floats */
+
+typedef struct {
+    PyObject_HEAD
+    float *data;         /* malloc'd by the library; free()d here */
+    int ndim;
+    Py_ssize_t shape[2];
+    Py_ssize_t strides[2];
+} Buffer;
+
+static void buffer_dealloc(Buffer *b) {
+    free(b->data);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static int buffer_get(Buffer *b, Py_buffer *view, int flags) {
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && b->shape[0] > 1 && b->shape[1] > 1) {
+        view->obj = NULL;
+        PyErr_SetString(PyExc_BufferError, "tformer's arrays are C-contiguous (row-major), not Fortran-contiguous");
+        return -1;
+    }
+    view->buf = b->data;
+    view->obj = (PyObject *)b;
+    Py_INCREF(b);
+    view->len = (Py_ssize_t)sizeof(float);
+    for (int i = 0; i < b->ndim; i++) view->len *= b->shape[i];
+    view->readonly = 0;
+    view->itemsize = sizeof(float);
+    view->format = (flags & PyBUF_FORMAT) ? "f" : NULL;
+    view->ndim = b->ndim;
+    view->shape = (flags & PyBUF_ND) ? b->shape : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? b->strides : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    return 0;
+}
+
+static PyBufferProcs buffer_procs = {(getbufferproc)buffer_get, NULL};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer.Buffer",
+    .tp_basicsize = sizeof(Buffer),
+    .tp_dealloc = (destructor)buffer_dealloc,
+    .tp_as_buffer = &buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A float32 array the library allocated, exported by the buffer protocol and freed with the last view.",
+};
+
+/* A Buffer owning data (rows, cols) floats; data is freed on failure too. */
+static PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
+    Buffer *b = PyObject_New(Buffer, &BufferType);
+    if (!b) return free(data), NULL;
+    b->data = data, b->ndim = 2;
+    b->shape[0] = rows, b->shape[1] = cols;
+    b->strides[1] = sizeof(float), b->strides[0] = cols * (Py_ssize_t)sizeof(float);
+    return (PyObject *)b;
+}
+
+/* ---------------------------------------------------------------- Model */
+
+/* The library's message (tf_error(), this thread's) as exception type. */
+PyObject *raise_tf(PyObject *type) {
+    PyErr_SetString(type, tf_error());
+    return NULL;
+}
+
+int model_check_open(Model *self) {
+    if (self->m) return 0;
+    PyErr_SetString(Error, "the model is closed (Model.close() was called)");
+    return -1;
+}
+
+int model_require(Model *self, unsigned cap) {
+    if (model_check_open(self)) return -1;
+    if (tf_model_require(self->m, cap)) return raise_tf(CapabilityError), -1;
+    return 0;
+}
+
+static int model_init(Model *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"path", "threads", NULL};
+    PyObject *path_obj;
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|i", names, PyUnicode_FSConverter, &path_obj, &threads)) return -1;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    if (threads < 0) {
+        Py_DECREF(path_obj);
+        PyErr_Format(InputError, "threads must be positive, got %d", threads);
+        return -1;
+    }
+    if (self->busy) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(Error, "the model is running in another thread");
+        return -1;
+    }
+    if (self->m) tf_model_free(self->m), self->m = NULL;
+    tf_model_opts opts = {threads};
+    tf_model *m;
+    char *why = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    m = tf_model_load(path, &opts);
+    /* the translator now, before threads share the model (it prepares the weights); its error at translate() */
+    if (m && tf_model_caps(m) & TF_CAP_TRANSLATE && tf_model_translator(m, NULL, NULL, NULL))
+        why = strdup(tf_error());
+    Py_END_ALLOW_THREADS
+    free(self->translate_error);
+    self->translate_error = why;
+    if (!m) {
+        char cfg[4096];
+        struct stat st;
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        raise_tf(stat(cfg, &st) ? NotFound : Error);
+    }
+    Py_DECREF(path_obj);
+    self->m = m;
+    return m ? 0 : -1;
+}
+
+static void model_dealloc(Model *self) {
+    tf_model_free(self->m);
+    free(self->translate_error);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *model_close(Model *self, PyObject *unused) {
+    if (self->busy) {
+        PyErr_SetString(Error, "close(): the model is running in another thread");
+        return NULL;
+    }
+    tf_model_free(self->m);
+    self->m = NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *model_info(Model *self, PyObject *unused) {
+    if (model_check_open(self)) return NULL;
+    const char *arch = tf_model_architecture(self->m);
+    unsigned caps = tf_model_caps(self->m);
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < TF_CAP_COUNT; i++) {
+        if (!(caps >> i & 1u)) continue;
+        PyObject *s = PyUnicode_FromString(tf_cap_name(1u << i));
+        if (!s || PyList_Append(list, s)) Py_CLEAR(list);
+        Py_XDECREF(s);
+    }
+    if (!list) return NULL;
+    return Py_BuildValue("{s:s,s:s,s:z,s:O&,s:N}", "family", tf_model_family(self->m)->name, "model_type",
+                         tf_model_type(self->m), "architecture", arch, "dir", PyUnicode_DecodeFSDefault,
+                         tf_model_dir(self->m), "capabilities", list);
+}
+
+/* ---------------------------------------------------------------- embed */
+
+const char **utf8_texts(PyObject *tuple, Py_ssize_t n, const char *what) {
+    const char **t = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *t);
+    if (!t) return (const char **)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyTuple_GET_ITEM(tuple, i);
+        Py_ssize_t len;
+        if (!PyUnicode_Check(s)) {
+            PyErr_Format(InputError, "%s(): texts[%zd] is %s, not str", what, i, Py_TYPE(s)->tp_name);
+            return PyMem_Free(t), NULL;
+        }
+        if (!(t[i] = PyUnicode_AsUTF8AndSize(s, &len))) return PyMem_Free(t), NULL;
+        if ((size_t)len != strlen(t[i])) {
+            PyErr_Format(InputError, "%s(): texts[%zd] holds a NUL character", what, i);
+            return PyMem_Free(t), NULL;
+        }
+    }
+    return t;
+}
+
+/* _embed(texts: tuple[str], batch: int, normalize: -1|0|1, pooling: -1|mean|cls|max, max_length: int) */
+static PyObject *model_embed(Model *self, PyObject *args) {
+    PyObject *tuple;
+    int batch, normalize, pooling, max_len;
+    if (!PyArg_ParseTuple(args, "O!iiii", &PyTuple_Type, &tuple, &batch, &normalize, &pooling, &max_len)) return NULL;
+    if (model_require(self, TF_CAP_EMBED)) return NULL;
+    if (batch < 1) return PyErr_Format(InputError, "embed(): batch_size must be at least 1, got %d", batch);
+    if (max_len < 0) return PyErr_Format(InputError, "embed(): max_length must be positive, got %d", max_len);
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    if (n > INT32_MAX) return PyErr_Format(InputError, "embed(): %zd texts; at most %d a call", n, INT32_MAX);
+    tf_embed_opts o;
+    if (tf_embed_opts_load(tf_model_dir(self->m), &o)) return raise_tf(Error);
+    if (normalize >= 0) o.normalize = normalize;
+    if (pooling >= 0) o.pooling = (tf_pooling)pooling;
+    if (max_len > 0) o.max_len = max_len;
+    o.batch = batch;
+    const char **texts = utf8_texts(tuple, n, "embed");
+    if (!texts) return NULL;
+    float *out = NULL;
+    int rc, d = tf_model_embed_dim(self->m);
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tf_model_embed(self->m, texts, (int)n, &o, &out);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    PyMem_Free(texts);
+    if (rc) return raise_tf(Error);
+    return buffer_new(out, n, d);
+}
+
+/* ---------------------------------------------------------------- images */
+
+static PyObject *model_image_shape(Model *self, PyObject *unused) {
+    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
+    int c, s, l;
+    tf_model_image_shape(self->m, &c, &s, &l);
+    return Py_BuildValue("(iii)", c, s, l);
+}
+
+static PyObject *model_labels(Model *self, PyObject *unused) {
+    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
+    int c, s, l;
+    tf_model_image_shape(self->m, &c, &s, &l);
+    PyObject *list = PyList_New(l);
+    for (int i = 0; list && i < l; i++) {
+        char buf[256];
+        const char *label = tf_model_label(self->m, i, buf, sizeof buf);
+        PyObject *name = PyUnicode_DecodeUTF8(label, (Py_ssize_t)strlen(label), "replace");
+        if (!name) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, name);
+    }
+    return list;
+}
+
+/* _read_png(path) -> Buffer (C, S*S): the PNG's pixels in [0,1] for the model's channels and size. */
+static PyObject *model_read_png(Model *self, PyObject *arg) {
+    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
+    PyObject *path_obj;
+    if (!PyUnicode_FSConverter(arg, &path_obj)) return NULL;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    int c, s, l, rc;
+    tf_model_image_shape(self->m, &c, &s, &l);
+    tf_images im;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tf_images_read_png(path, c == 1 ? 1 : 3, &im);
+    Py_END_ALLOW_THREADS
+    if (rc) return Py_DECREF(path_obj), raise_tf(InputError);
+    PyObject *res = NULL;
+    if (im.height != s || im.width != s || im.channels != c)
+        PyErr_Format(InputError, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", path, im.width,
+                     im.height, s, s, c);
+    else
+        res = buffer_new(im.pixels, c, (Py_ssize_t)s * s), im.pixels = NULL;
+    tf_images_free(&im);
+    Py_DECREF(path_obj);
+    return res;
+}
+
+/* A C-contiguous float32 (n, C, S, S) view of obj for this model, or -1 with InputError. */
+static int pixels_view(Model *self, PyObject *obj, Py_buffer *v, int64_t *n) {
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) return -1;
+    int c, s, l;
+    tf_model_image_shape(self->m, &c, &s, &l);
+    int ok = v->format && !strcmp(v->format, "f") && v->ndim == 4 && v->shape[1] == c && v->shape[2] == s &&
+             v->shape[3] == s;
+    if (!ok) {
+        PyBuffer_Release(v);
+        PyErr_Format(InputError, "classify(): pixels must be float32 (n, %d, %d, %d)", c, s, s);
+        return -1;
+    }
+    *n = v->shape[0];
+    return 0;
+}
+
+/* _image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels). */
+static PyObject *model_image_logits(Model *self, PyObject *arg) {
+    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
+    Py_buffer v;
+    int64_t n;
+    if (pixels_view(self, arg, &v, &n)) return NULL;
+    int c, s, l, rc = 0;
+    tf_model_image_shape(self->m, &c, &s, &l);
+    size_t per = (size_t)c * (size_t)s * (size_t)s, rows = n > 0 ? (size_t)n : 1;
+    float *logits = rows <= SIZE_MAX / sizeof(float) / (size_t)(l > 0 ? l : 1) ? malloc(rows * (size_t)l * sizeof(float))
+                                                                                : NULL;
+    if (!logits) return PyBuffer_Release(&v), PyErr_NoMemory();
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n && !rc; i++)
+        rc = tf_model_image_logits(self->m, (const float *)v.buf + (size_t)i * per, logits + (size_t)i * (size_t)l, NULL);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    PyBuffer_Release(&v);
+    if (rc) return free(logits), raise_tf(Error);
+    return buffer_new(logits, (Py_ssize_t)n, l);
+}
+
+/* ---------------------------------------------------------------- run */
+
+/* _run_file(input_path, output_path): hf-run's forward, the GIL released. */
+static PyObject *model_run_file(Model *self, PyObject *args) {
+    PyObject *in_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "O&O&", PyUnicode_FSConverter, &in_obj, PyUnicode_FSConverter, &out_obj)) return NULL;
+    int rc = -1;
+    if (!model_require(self, TF_CAP_RUN)) {
+        const char *in = PyBytes_AS_STRING(in_obj), *out = PyBytes_AS_STRING(out_obj);
+        self->busy++;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tf_model_run_file(self->m, in, out, NULL);
+        Py_END_ALLOW_THREADS
+        self->busy--;
+        if (rc) raise_tf(InputError);
+    }
+    Py_DECREF(in_obj);
+    Py_DECREF(out_obj);
+    if (rc) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef model_methods[] = {
+    {"close", (PyCFunction)model_close, METH_NOARGS, "Free the model's memory now; later calls raise tformer.Error."},
+    {"info", (PyCFunction)model_info, METH_NOARGS,
+     "A dict: family, model_type, architecture (or None), dir, capabilities (a list of names)."},
+    {"embed", (PyCFunction)model_embed, METH_VARARGS,
+     "embed(texts: tuple[str], batch, normalize (-1: the folder's), pooling (-1: the folder's; 0 mean, 1 cls, 2 max), "
+     "max_length (0: the folder's)) -> Buffer (n, d) float32."},
+    {"image_shape", (PyCFunction)model_image_shape, METH_NOARGS, "(channels, size, labels) of an image classifier."},
+    {"labels", (PyCFunction)model_labels, METH_NOARGS, "The classifier's label names, in order."},
+    {"read_png", (PyCFunction)model_read_png, METH_O,
+     "read_png(path) -> Buffer (channels, size*size): the PNG's pixels in [0, 1] for this model."},
+    {"image_logits", (PyCFunction)model_image_logits, METH_O,
+     "image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels): the classifier's logits."},
+    {"fill_mask", (PyCFunction)model_fill_mask, METH_VARARGS,
+     "fill_mask(text, k) -> [[(position, token_id, token, score), ...] per mask token], likeliest first."},
+    {"generate_defaults", (PyCFunction)model_generate_defaults, METH_NOARGS,
+     "The library's generation defaults (tf_generate_opts_default) as a dict."},
+    {"generate", (PyCFunction)model_generate, METH_VARARGS,
+     "generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty, stop, "
+     "on_text) -> bytes: the continuation; on_text(piece: bytes) -> bool (True stops) or None."},
+    {"translate", (PyCFunction)model_translate, METH_VARARGS,
+     "translate(texts: tuple[str], beam (0: the folder's), length_penalty (nan: the folder's), max_len_a (nan), "
+     "max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
+    {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
+     "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer.Handle",
+    .tp_basicsize = sizeof(Model),
+    .tp_dealloc = (destructor)model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Handle(path, threads=0): a loaded tformer model (tf_model_load). Use tformer.load().",
+    .tp_methods = model_methods,
+    .tp_init = (initproc)model_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---------------------------------------------------------------- the module */
+
+static PyObject *module_set_threads(PyObject *mod, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1 || n > 4096) return PyErr_Format(InputError, "threads must be in 1..4096, got %ld", n);
+    tf_set_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_threads", module_set_threads, METH_O, "set_threads(n): the library's thread count (every model's)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "tformer._tformer", "tformer's C extension: the model handle (tformer/model.h).", -1,
+    module_methods, NULL, NULL, NULL, NULL,
+};
+
+/* An exception class tformer.NAME with bases, added to the module. */
+static PyObject *add_error(PyObject *mod, const char *name, const char *doc, PyObject *bases) {
+    char full[64];
+    snprintf(full, sizeof full, "tformer.%s", name);
+    PyObject *e = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+    if (e && PyModule_AddObjectRef(mod, name, e)) Py_CLEAR(e);
+    return e;
+}
+
+PyMODINIT_FUNC PyInit__tformer(void) {
+    if (PyType_Ready(&BufferType) || PyType_Ready(&ModelType)) return NULL;
+    PyObject *mod = PyModule_Create(&module_def);
+    if (!mod) return NULL;
+    PyObject *b1 = NULL, *b2 = NULL, *b3 = NULL;
+    Error = add_error(mod, "Error", "tformer's errors: the library's message, naming the file or argument.", NULL);
+    if (Error) b1 = PyTuple_Pack(2, Error, PyExc_FileNotFoundError), b2 = PyTuple_Pack(2, Error, PyExc_ValueError);
+    if (b1 && b2) {
+        NotFound = add_error(mod, "ModelNotFoundError", "A folder that is not a model (no config.json).", b1);
+        CapabilityError = add_error(mod, "CapabilityError", "A call the model cannot make (its capabilities).", b2);
+        InputError = add_error(mod, "InputError", "An argument of the wrong type, dtype, shape or value.", b2);
+        b3 = PyUnicode_FromString(tf_kernels_info());
+    }
+    Py_XDECREF(b1), Py_XDECREF(b2);
+    if (!NotFound || !CapabilityError || !InputError || !b3 || PyModule_AddObjectRef(mod, "Handle", (PyObject *)&ModelType) ||
+        PyModule_AddObject(mod, "kernels", b3)) {
+        Py_XDECREF(b3);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}

@@ -1,0 +1,37 @@
+/* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, run;
+ * _text.c: fill-mask, generate, translate). */
+#ifndef TFORMER_PY_H
+#define TFORMER_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "tformer/model.h"
+
+/* A loaded model (tformer._tformer.Handle). */
+typedef struct {
+    PyObject_HEAD
+    tf_model *m;
+    int busy;              /* calls running with the GIL released; close() refuses while any does */
+    char *translate_error; /* why the translator could not be made at load (malloc'd), or NULL */
+} Model;
+
+/* tformer.Error and its subclasses. */
+extern PyObject *Error, *NotFound, *CapabilityError, *InputError;
+
+/* The library's message (tf_error(), this thread's) raised as type; NULL. */
+PyObject *raise_tf(PyObject *type);
+/* 0, or -1 with Error when the model was closed. */
+int model_check_open(Model *self);
+/* 0, or -1 with CapabilityError (the library's message) when the model lacks cap. */
+int model_require(Model *self, unsigned cap);
+/* texts (a tuple of str, no NUL inside) -> their UTF-8 bytes (owned by the tuple's strings), PyMem; what: the
+ * method, for messages. */
+const char **utf8_texts(PyObject *tuple, Py_ssize_t n, const char *what);
+
+PyObject *model_fill_mask(Model *self, PyObject *args);
+PyObject *model_generate_defaults(Model *self, PyObject *unused);
+PyObject *model_generate(Model *self, PyObject *args);
+PyObject *model_translate(Model *self, PyObject *args);
+
+#endif
