@@ -167,6 +167,14 @@ int cli_resume_mode(const cli_args *a, int resume, int allow_changes) {
     return !a->v[resume].given ? TF_RESUME_NONE : a->v[allow_changes].given ? TF_RESUME_CHANGED : TF_RESUME_EXACT;
 }
 
+void cli_run_folder(const cli_args *a, int kind, const char *out, int resume, int overwrite) {
+    int replace = a->v[overwrite].given;
+    if (replace && resume)
+        cli_usage_error(a, "--overwrite and --resume exclude each other: continue the run in --out, or replace it");
+    int rc = tf_dist_rank() == 0 ? tf_run_folder_begin(out, kind, resume, replace) : 0;
+    if (tf_dist_agree(rc)) cli_die(a->verb, tf_error());
+}
+
 volatile int cli_stop;
 static const char *g_stop_notice; /* written at the first signal: rank 0 of several processes */
 

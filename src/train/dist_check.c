@@ -194,7 +194,7 @@ static void remove_new_folder(const char *dir) {
 /* Rank 0's make(), with the folder it created removed again when it fails. */
 static tf_task *make_first(tf_task *(*make)(void *arg), void *arg, const char *run_dir) {
     struct stat st;
-    int existed = !run_dir || stat(run_dir, &st) == 0;
+    int existed = !run_dir || (stat(run_dir, &st) == 0 && !tf_run_created(run_dir));
     tf_task *t = make(arg);
     if (!t && !existed) remove_new_folder(run_dir);
     return t;

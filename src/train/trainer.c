@@ -260,8 +260,9 @@ static int record_eval(tf_trainer *t, int64_t step, tf_train_report *rep, tf_met
 static int keep_and_average(tf_trainer *t, int64_t step) {
     const tf_train_config *c = &t->cfg;
     int keep = c->keep_checkpoints > c->average_last ? c->keep_checkpoints : c->average_last;
-    if (keep > 0 && tf_run_keep_weights(t->ps, t->dir, step, keep)) return -1;
-    return c->average_last > 0 && step == c->steps ? tf_run_average(t->task, t->dir, c->average_last, NULL) : 0;
+    if (keep > 0 && tf_run_keep_weights(t->ps, t->dir, t->run_id, step, keep)) return -1;
+    return c->average_last > 0 && step == c->steps ? tf_run_average(t->task, t->dir, t->run_id, c->average_last, NULL)
+                                                   : 0;
 }
 
 /* A checkpoint by the writer (collective: every rank learns how it went). */
@@ -300,19 +301,12 @@ static int run_steps(tf_trainer *t, int64_t step, volatile int *stop, tf_train_r
 }
 
 /* One writer per run folder: an exclusive lock on run_dir/.lock, held until
- * the run ends (closing the descriptor releases it, a killed run's too);
+ * the run ends (closing the descriptor releases it, a killed run's too; a
+ * command that began the folder, tf_run_folder_begin, holds it already);
  * then the temporaries a killed run left behind are removed. */
-static int lock_run(const char *run_dir, int *fd) {
+static int lock_run(const char *run_dir) {
     char path[4200];
-    if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    snprintf(path, sizeof path, "%s/.lock", run_dir);
-    if ((*fd = open(path, O_RDWR | O_CREAT, 0666)) < 0) return tf_set_error("%s: cannot create: %s", path, strerror(errno));
-    if (flock(*fd, LOCK_EX | LOCK_NB)) {
-        int busy = errno == EWOULDBLOCK;
-        close(*fd), *fd = -1;
-        return busy ? tf_set_error("%s: another training is writing into this folder (it holds %s)", run_dir, path)
-                    : tf_set_error("%s: cannot lock: %s", path, strerror(errno));
-    }
+    if (tf_run_lock(run_dir)) return -1;
     DIR *d = opendir(run_dir);
     for (struct dirent *e; d && (e = readdir(d));)
         if (strstr(e->d_name, ".tmp.")) {
@@ -360,7 +354,8 @@ static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *
     tf_sgd_config sc = {cfg->momentum, cfg->weight_decay, cfg->nesterov};
     rc = rc || !(t->opt = cfg->optimizer == TF_OPTIM_SGD ? tf_sgd_new_shard(t->ps, sc, lo, hi)
                                                           : tf_adamw_new_shard(t->ps, oc, lo, hi));
-    if (!rc && t->writer) rc = lock_run(t->dir, lock);
+    if (!rc && t->writer && !(rc = lock_run(t->dir))) *lock = 1;
+    if (!rc && (t->writer || t->resume)) rc = tf_run_id(t->dir, t->resume, t->run_id, sizeof t->run_id);
     if (tf_dist_agree(rc) || tf_dist_agree(t->resume ? load_checkpoint(t, step) : 0)) return -1;
     if (cfg->stop_at > 0 && cfg->stop_at <= *step && *step < cfg->steps)
         return tf_set_error("stop_at %lld: the checkpoint is at step %lld already (give a later step, or 0 to run to "
@@ -376,7 +371,7 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     tf_trainer t;
     memset(&t, 0, sizeof t);
     t.task = task, t.dir = run_dir, t.ps = task->vt->params(task), t.best = INFINITY, t.resume = resume;
-    int lock = -1;
+    int lock = 0;
     int64_t step = 0;
     int rc = start(&t, cfg, &lock, &step);
     char info[1024];
@@ -393,7 +388,7 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     if (!rc) t.best = best_so_far(&t);
     if (!rc) rc = run_steps(&t, step, stop, report, user);
     teardown(&t);
-    if (lock >= 0) close(lock);
+    if (lock > 0) tf_run_unlock(run_dir);
     return rc;
 }
 

@@ -1,0 +1,146 @@
+/* Hostile input, round two (issue 54): a run folder holds one run (a fresh
+ * run into a folder that holds one is refused, --overwrite replaces it, a
+ * run id keeps another run's kept checkpoints out of the pruning and the
+ * average). The cases run the CLI (TFORMER_BIN); each checks the exit
+ * status and the message. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "util/util.h"
+
+static int run(const char *args, char *out, size_t n) { return test_run_cli("", args, out, n); }
+
+static int write_corpus(const char *path, int lines) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < lines; i++) fputs("abcab cabca\n", f);
+    return fclose(f);
+}
+
+#define NET "--layers 1 --heads 2 --context 8 --batch 2 --threads 1"
+#define KEEP "--keep-checkpoints 2 --average-last 2 --checkpoint-every 1"
+
+static int exists(const char *dir, const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* The bytes of dir/name equal those of the file other/name2. */
+static int same_bytes(const char *dir, const char *name, const char *other, const char *name2) {
+    char p[512], q[512];
+    size_t n, m;
+    snprintf(p, sizeof p, "%s/%s", dir, name), snprintf(q, sizeof q, "%s/%s", other, name2);
+    char *a = test_slurp(p, &n), *b = test_slurp(q, &m);
+    int same = a && b && n == m && !memcmp(a, b, n);
+    free(a), free(b);
+    return same;
+}
+
+/* dir/checkpoints' names, space-separated, into out. */
+static void kept(const char *dir, char *out, size_t n) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s/checkpoints | tr '\\n' ' '", dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, n - 1, p) : 0;
+    out[k] = 0;
+    if (p) pclose(p);
+}
+
+/* The largest difference between tensor name of file c and the mean of files a and b. */
+static double mean_error(const char *a, const char *b, const char *c, const char *name) {
+    tf_st_file *f[3] = {tf_st_open(a), tf_st_open(b), tf_st_open(c)};
+    tf_arena *ar = tf_arena_new(0);
+    tf_tensor *t[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        if (f[i] && tf_st_find(f[i], name)) t[i] = tf_st_to_tensor(f[i], tf_st_find(f[i], name), ar);
+    double worst = t[0] && t[1] && t[2] && tf_numel(t[0]) == tf_numel(t[2]) ? 0 : INFINITY;
+    for (int64_t i = 0; isfinite(worst) && i < tf_numel(t[0]); i++) {
+        double d = fabs(0.5 * ((double)tf_f32(t[0])[i] + tf_f32(t[1])[i]) - tf_f32(t[2])[i]);
+        worst = d > worst ? d : worst;
+    }
+    for (int i = 0; i < 3; i++) tf_st_close(f[i]);
+    tf_arena_free(ar);
+    return worst;
+}
+
+/* ---------------------------------------------------------------- item 1: a run folder holds one run */
+
+TEST(reliability_a_run_folder_holds_one_run) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_run_XXXXXX", args[2048], run_dir[256], b[256], names[512], cmd[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "%s/corpus.txt", dir);
+    CHECK(write_corpus(args, 30) == 0);
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir), snprintf(b, sizeof b, "%s/b", dir);
+    /* run A: 8 steps, the last 2 kept and averaged */
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --width 16 --steps 8 " NET " " KEEP,
+             dir, run_dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "cp -r %s/checkpoints %s/a_kept && cp %s/model.safetensors %s/a_model", run_dir, dir,
+             run_dir, dir);
+    CHECK(system(cmd) == 0);
+    /* a fresh run into it: refused, the model untouched */
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --width 16 --steps 4 " NET, dir,
+             run_dir);
+    int rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, run_dir) && strstr(out, "holds a run already") && strstr(out, "--resume") &&
+               strstr(out, "--overwrite") && strstr(out, "model.safetensors"),
+           "train again: %d: %s", rc, out);
+    printf("    %s", out);
+    CHECK(same_bytes(run_dir, "model.safetensors", dir, "a_model"));
+    /* finetune and tokenizer-train: the same rule, before anything is read */
+    snprintf(args, sizeof args, "finetune --model %s/none --train %s/none.tsv --valid %s/none.tsv --out %s", dir, dir,
+             dir, run_dir);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "holds a run already") && strstr(out, "--overwrite"), "finetune: %d: %s", rc, out);
+    snprintf(args, sizeof args, "tokenizer-train --type char --out %s %s/corpus.txt", run_dir, dir);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, run_dir) && strstr(out, "--overwrite"), "tokenizer-train: %d: %s", rc, out);
+    /* --resume with --overwrite: a usage error */
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --steps 8 --resume --overwrite " NET,
+             dir, run_dir);
+    CHECKF(run(args, out, sizeof out) == 2 && strstr(out, "--overwrite and --resume"), "%s", out);
+    /* --overwrite: the old run's files go (another width: best/ and checkpoints/ are the new run's); a user's file stays */
+    snprintf(args, sizeof args, "%s/notes.txt", run_dir);
+    CHECK(test_write_text(args, "mine") == 0);
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --width 8 --steps 2 --overwrite " NET
+             " " KEEP, dir, run_dir);
+    CHECKF(run(args, out, sizeof out) == 0, "--overwrite: %s", out);
+    kept(run_dir, names, sizeof names);
+    CHECKF(!strcmp(names, "step-00000001.safetensors step-00000002.safetensors "), "checkpoints/ after --overwrite: %s",
+           names);
+    snprintf(args, sizeof args, "%s/best/config.json", run_dir);
+    size_t n;
+    char *cfg = test_slurp(args, &n);
+    CHECKF(cfg && strstr(cfg, "\"n_embd\":\t8,"), "best/ is not the new run's model: %s", cfg ? cfg : "(none)");
+    free(cfg);
+    CHECK(exists(run_dir, "notes.txt") && exists(run_dir, "run_id"));
+    /* run B, stopped at step 2; another run's kept checkpoints (A's steps 7 and 8) put beside its own */
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --width 16 --steps 4 --stop-at 2 "
+             NET " " KEEP, dir, b);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "cp %s/a_kept/step-0000000[78].safetensors %s/checkpoints/", dir, b);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --width 16 --steps 4 --resume " NET
+             " " KEEP, dir, b);
+    CHECKF(run(args, out, sizeof out) == 0, "resume: %s", out);
+    /* B's last 2 are kept and averaged; A's files are neither pruned nor counted (before: B's own were deleted, and
+     * averaged/ was the mean of A's) */
+    kept(b, names, sizeof names);
+    CHECKF(!strcmp(names, "step-00000003.safetensors step-00000004.safetensors step-00000007.safetensors "
+                          "step-00000008.safetensors "),
+           "B's checkpoints/: %s", names);
+    CHECK(same_bytes(b, "checkpoints/step-00000007.safetensors", dir, "a_kept/step-00000007.safetensors"));
+    char p3[512], p4[512], avg[512];
+    snprintf(p3, sizeof p3, "%s/checkpoints/step-00000003.safetensors", b);
+    snprintf(p4, sizeof p4, "%s/checkpoints/step-00000004.safetensors", b);
+    snprintf(avg, sizeof avg, "%s/averaged/model.safetensors", b);
+    double e = mean_error(p3, p4, avg, "transformer.wpe.weight");
+    CHECKF(e < 1e-6, "averaged/ is not the mean of B's steps 3 and 4: %g", e);
+    test_rm_rf(dir);
+}
