@@ -1,8 +1,9 @@
 /* Hostile input, round two (issue 54): a run folder holds one run (a fresh
  * run into a folder that holds one is refused, --overwrite replaces it, a
  * run id keeps another run's kept checkpoints out of the pruning and the
- * average). The cases run the CLI (TFORMER_BIN); each checks the exit
- * status and the message. */
+ * average), stale tokenizer files never win (tokenizer-train refuses a folder
+ * that holds one, a folder holding two tokenizers is an error naming both).
+ * The cases run the CLI (TFORMER_BIN); each checks the exit status and the message. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,5 +143,69 @@ TEST(reliability_a_run_folder_holds_one_run) {
     snprintf(avg, sizeof avg, "%s/averaged/model.safetensors", b);
     double e = mean_error(p3, p4, avg, "transformer.wpe.weight");
     CHECKF(e < 1e-6, "averaged/ is not the mean of B's steps 3 and 4: %g", e);
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- item 2: stale tokenizer files never win */
+
+TEST(reliability_stale_tokenizer_never_wins) {
+    static char out[16384], want[4096];
+    char dir[] = "/tmp/tformer_rel_tok_XXXXXX", args[2048], d[256], w[256], cmd[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "%s/w.txt", dir);
+    FILE *f = fopen(args, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < 20; i++) fputs("the cat sat on the mat\nthe dog sat on the log\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "%s/in.txt", dir);
+    CHECK(test_write_text(args, "the cat sat on the log\n") == 0);
+    snprintf(d, sizeof d, "%s/D", dir), snprintf(w, sizeof w, "%s/W", dir);
+    /* W: a WordPiece folder; its ids of in.txt are the ones to get */
+    snprintf(args, sizeof args, "tokenizer-train --type wordpiece --vocab-size 300 --out %s %s/w.txt", w, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "encode --tokenizer %s < %s/in.txt", w, dir);
+    CHECKF(run(args, want, sizeof want) == 0, "%s", want);
+    /* D: byte-level BPE, then WordPiece into the same folder: refused; with --overwrite, D is WordPiece alone */
+    snprintf(args, sizeof args, "tokenizer-train --type byte-bpe --vocab-size 300 --out %s %s/w.txt", d, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "tokenizer-train --type wordpiece --vocab-size 300 --out %s %s/w.txt", d, dir);
+    int rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, d) && strstr(out, "--overwrite"), "wordpiece over byte-bpe: %d: %s", rc, out);
+    printf("    %s", out);
+    snprintf(args, sizeof args, "tokenizer-train --type wordpiece --vocab-size 300 --overwrite --out %s %s/w.txt", d, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    CHECK(!exists(d, "vocab.json") && !exists(d, "merges.txt") && !exists(d, "tokenizer.tformer.json"));
+    snprintf(args, sizeof args, "encode --tokenizer %s < %s/in.txt", d, dir);
+    CHECKF(run(args, out, sizeof out) == 0 && !strcmp(out, want), "D encodes as '%s', W as '%s'", out, want);
+    /* a folder holding two tokenizers: an error naming both; naming the file picks one */
+    snprintf(cmd, sizeof cmd, "rm -r %s && mkdir %s", d, d);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "tokenizer-train --type byte-bpe --vocab-size 300 --out %s %s/w.txt", d, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "cp %s/vocab.txt %s/", w, d);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "encode --tokenizer %s < %s/in.txt", d, dir);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "holds two tokenizers") && strstr(out, "vocab.json + merges.txt") &&
+               strstr(out, "vocab.txt (WordPiece)"),
+           "two tokenizers: %d: %s", rc, out);
+    printf("    %s", out);
+    snprintf(args, sizeof args, "encode --tokenizer %s/vocab.txt < %s/in.txt", d, dir);
+    CHECKF(run(args, out, sizeof out) == 0 && !strcmp(out, want), "D/vocab.txt: '%s'", out);
+    /* train --tokenizer W into a folder that held a byte-BPE run: refused; with --overwrite, the run's tokenizer is W */
+    snprintf(cmd, sizeof cmd, "rm %s/vocab.txt", d);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "train --data %s/w.txt --tokenizer %s --out %s/R --width 16 --steps 1 " NET, dir, d, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "train --data %s/w.txt --tokenizer %s --out %s/R --width 16 --steps 1 " NET, dir, w, dir);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "holds a run already"), "train --tokenizer W into R: %d: %s", rc, out);
+    snprintf(args, sizeof args, "train --data %s/w.txt --tokenizer %s --out %s/R --width 16 --steps 1 --overwrite " NET,
+             dir, w, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "encode --tokenizer %s/R < %s/in.txt", dir, dir);
+    CHECKF(run(args, out, sizeof out) == 0 && !strcmp(out, want), "R encodes as '%s', W as '%s'", out, want);
+    snprintf(args, sizeof args, "%s/R", dir);
+    CHECK(!exists(args, "vocab.json") && !exists(args, "merges.txt"));
     test_rm_rf(dir);
 }
