@@ -2,8 +2,10 @@
  * run into a folder that holds one is refused, --overwrite replaces it, a
  * run id keeps another run's kept checkpoints out of the pruning and the
  * average), stale tokenizer files never win (tokenizer-train refuses a folder
- * that holds one, a folder holding two tokenizers is an error naming both).
- * The cases run the CLI (TFORMER_BIN); each checks the exit status and the message. */
+ * that holds one, a folder holding two tokenizers is an error naming both),
+ * and a FIFO or device given where a file is read is refused at once. The
+ * cases run the CLI (TFORMER_BIN); each checks the exit status and the message. */
+#define _DEFAULT_SOURCE /* mkfifo */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,8 @@
 #include "util/util.h"
 
 static int run(const char *args, char *out, size_t n) { return test_run_cli("", args, out, n); }
+/* Under timeout(1): a command that blocks fails the case (status 124) instead of hanging the suite. */
+static int run_bounded(const char *args, char *out, size_t n) { return test_run_cli("timeout 20", args, out, n); }
 
 static int write_corpus(const char *path, int lines) {
     FILE *f = fopen(path, "w");
@@ -207,5 +211,49 @@ TEST(reliability_stale_tokenizer_never_wins) {
     CHECKF(run(args, out, sizeof out) == 0 && !strcmp(out, want), "R encodes as '%s', W as '%s'", out, want);
     snprintf(args, sizeof args, "%s/R", dir);
     CHECK(!exists(args, "vocab.json") && !exists(args, "merges.txt"));
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- item 13: FIFOs and devices where a file is read */
+
+TEST(reliability_fifo_and_devices_are_refused_when_read) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_fifo_XXXXXX", args[2048], p[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    CHECK(write_corpus(p, 30) == 0);
+    snprintf(args, sizeof args, "train --data %s --out %s/model --tokenizer char --width 16 --steps 1 " NET, p, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    /* inspect FIFO (it blocked forever) */
+    snprintf(args, sizeof args, "inspect %s", p);
+    int rc = run_bounded(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, p) && strstr(out, "FIFO"), "inspect FIFO: %d: %s", rc, out);
+    printf("    %s", out);
+    /* --data FIFO, --data a character device */
+    snprintf(args, sizeof args, "eval --model %s/model --data %s", dir, p);
+    rc = run_bounded(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, p) && strstr(out, "FIFO"), "eval --data FIFO: %d: %s", rc, out);
+    snprintf(args, sizeof args, "eval --model %s/model --data /dev/zero", dir);
+    rc = run_bounded(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "/dev/zero") && strstr(out, "character device"), "eval --data /dev/zero: %d: %s", rc,
+           out);
+    /* a FIFO named model.safetensors, then one named config.json, in a model folder */
+    static const char *const names[] = {"model.safetensors", "config.json", "chars.txt"};
+    for (int i = 0; i < 3; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "rm -rf %s/m && cp -r %s/model %s/m && rm %s/m/%s && mkfifo %s/m/%s", dir, dir, dir, dir,
+                 names[i], dir, names[i]);
+        CHECK(system(cmd) == 0);
+        snprintf(args, sizeof args, "generate --model %s/m --prompt ab --max-tokens 2", dir);
+        rc = run_bounded(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, names[i]) && strstr(out, "FIFO"), "generate, %s a FIFO: %d: %s", names[i], rc, out);
+    }
+    /* the library's readers */
+    CHECK(!tf_st_open(p) && strstr(tf_error(), "FIFO"));
+    size_t n;
+    CHECK(!tf_read_file(p, &n) && strstr(tf_error(), "FIFO"));
+    CHECK(tf_open_regular("/dev/null") < 0 && strstr(tf_error(), "character device"));
     test_rm_rf(dir);
 }

@@ -25,10 +25,12 @@ void tf_ids_free(tf_ids *ids) {
     memset(ids, 0, sizeof *ids);
 }
 
+/* Present and not a folder (a FIFO or device in its place is then refused by
+ * its reader, naming it, rather than taken for a missing file). */
 static int file_exists(const char *dir, const char *name, char *path, size_t n) {
     struct stat st;
     snprintf(path, n, "%s/%s", dir, name);
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 /* tokenizer.tformer.json: {"type": "bpe" | "char" | ...} written by tf_tokenizer_train. */

@@ -31,10 +31,10 @@ uint64_t tf_dist_hash(uint64_t h, const void *p, size_t n) {
 /* "N bytes, hash H" of a file's content, or why it cannot be read. */
 static void file_digest(const char *path, char *out, size_t cap) {
     enum { BLOCK = 1 << 20 };
-    FILE *f = fopen(path, "rb");
+    FILE *f = tf_fopen_read(path);
     unsigned char *buf = f ? malloc(BLOCK) : NULL;
     if (!f || !buf) {
-        snprintf(out, cap, "cannot be read (%s)", f ? "out of memory" : strerror(errno));
+        snprintf(out, cap, "cannot be read (%s)", f ? "out of memory" : tf_error());
         if (f) fclose(f);
         return;
     }
