@@ -3,7 +3,8 @@
  * run id keeps another run's kept checkpoints out of the pruning and the
  * average), stale tokenizer files never win (tokenizer-train refuses a folder
  * that holds one, a folder holding two tokenizers is an error naming both),
- * and a FIFO or device given where a file is read is refused at once. The
+ * a FIFO or device given where a file is read is refused at once, and a
+ * resume refuses a checkpoint whose tensors are not finite. The
  * cases run the CLI (TFORMER_BIN); each checks the exit status and the message. */
 #define _DEFAULT_SOURCE /* mkfifo */
 #include <math.h>
@@ -255,5 +256,63 @@ TEST(reliability_fifo_and_devices_are_refused_when_read) {
     size_t n;
     CHECK(!tf_read_file(p, &n) && strstr(tf_error(), "FIFO"));
     CHECK(tf_open_regular("/dev/null") < 0 && strstr(tf_error(), "character device"));
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- item 8: a resume from non-finite tensors */
+
+/* value at element 1 of tensor name in the safetensors file path, rewritten in place (header and metadata kept). */
+static int poison_in_place(const char *path, const char *name, float value) {
+    size_t n;
+    char *buf = test_slurp(path, &n);
+    tf_st_file *f = buf ? tf_st_open_memory(buf, n, path) : NULL;
+    const tf_st_entry *e = f ? tf_st_find(f, name) : NULL;
+    int rc = e && e->dtype == TF_ST_F32 && e->nbytes >= 2 * sizeof value ? 0 : -1;
+    if (!rc) memcpy(buf + ((const char *)e->data - buf) + sizeof value, &value, sizeof value);
+    tf_st_close(f);
+    if (!rc) {
+        FILE *out = fopen(path, "wb");
+        rc = !out || fwrite(buf, 1, n, out) != n;
+        if (out && fclose(out)) rc = -1;
+    }
+    free(buf);
+    return rc;
+}
+
+TEST(reliability_resume_refuses_a_non_finite_checkpoint) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_nan_XXXXXX", args[2048], cmd[1024], ck[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "%s/corpus.txt", dir);
+    CHECK(write_corpus(args, 30) == 0);
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/run --tokenizer char --width 16 --steps 4 --stop-at 2 "
+             NET, dir, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    static const struct {
+        const char *tensor;
+        float value;
+        const char *what;
+    } cases[] = {{"transformer.h.0.attn.c_attn.weight", NAN, "NaN"},
+                 {"adam.v.transformer.wte.weight", INFINITY, "inf"},
+                 {"adam.m.transformer.ln_f.bias", -INFINITY, "-inf"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s/bad && cp -r %s/run %s/bad", dir, dir, dir);
+        CHECK(system(cmd) == 0);
+        snprintf(ck, sizeof ck, "%s/bad/checkpoint.safetensors", dir);
+        CHECKF(poison_in_place(ck, cases[i].tensor, cases[i].value) == 0, "cannot poison %s in %s", cases[i].tensor, ck);
+        snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/bad --tokenizer char --width 16 --steps 4 "
+                 "--resume " NET, dir, dir);
+        int rc = run(args, out, sizeof out);
+        char expect[256];
+        snprintf(expect, sizeof expect, "tensor '%s' holds %s at element 1 (1 of ", cases[i].tensor, cases[i].what);
+        CHECKF(rc == 1 && strstr(out, ck) && strstr(out, expect) && strstr(out, "refusing to resume") &&
+                   !strstr(out, "step 3/4"),
+               "%s: %d: %s", cases[i].tensor, rc, out);
+        if (i == 0) printf("    %s", out);
+    }
+    /* the checkpoint as written resumes */
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/run --tokenizer char --width 16 --steps 4 --resume "
+             NET, dir, dir);
+    CHECKF(run(args, out, sizeof out) == 0 && strstr(out, "step 4/4"), "%s", out);
     test_rm_rf(dir);
 }

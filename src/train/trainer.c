@@ -185,13 +185,35 @@ static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path
     return check_settings(t, f, path);
 }
 
+/* Every float tensor of the checkpoint (weights, AdamW's m and v, a task's
+ * state) finite: a resume from a NaN only diverged some steps later. The
+ * first tensor that is not is named, with its first bad element. */
+static int check_finite(const tf_st_file *f, const char *path) {
+    for (int i = 0; i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        if (e->dtype != TF_ST_F32) continue;
+        const unsigned char *p = e->data;
+        size_t n = e->nbytes / sizeof(float), bad = 0, first = 0;
+        float x, v = 0;
+        for (size_t j = 0; j < n; j++) {
+            memcpy(&x, p + j * sizeof x, sizeof x); /* the mapping may be unaligned */
+            if (!isfinite(x) && !bad++) first = j, v = x;
+        }
+        if (bad)
+            return tf_set_error("%s: tensor '%s' holds %s at element %zu (%zu of %zu values not finite): refusing to "
+                                "resume from it (a diverged or damaged run; resume an earlier checkpoint or start "
+                                "afresh)", path, e->name, isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf", first, bad, n);
+    }
+    return 0;
+}
+
 /* Weights, optimizer state and step from run_dir/checkpoint.safetensors. */
 static int load_checkpoint(tf_trainer *t, int64_t *step) {
     char path[4096];
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
     tf_st_file *f = tf_st_open(path);
     if (!f) return -1;
-    int rc = check_checkpoint(t, f, path, step) ||
+    int rc = check_checkpoint(t, f, path, step) || check_finite(f, path) ||
              (t->task->vt->check_meta && t->task->vt->check_meta(t->task, f, path)) || tf_params_load(t->ps, f, 0) ||
              tf_optim_load(t->opt, f, *step);
     if (rc && !strstr(tf_error(), path)) {
