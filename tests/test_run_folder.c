@@ -3,8 +3,9 @@
  * run id keeps another run's kept checkpoints out of the pruning and the
  * average), stale tokenizer files never win (tokenizer-train refuses a folder
  * that holds one, a folder holding two tokenizers is an error naming both),
- * a FIFO or device given where a file is read is refused at once, and a
- * resume refuses a checkpoint whose tensors are not finite. The
+ * a FIFO or device given where a file is read is refused at once, a
+ * resume refuses a checkpoint whose tensors are not finite, and a NUL byte
+ * in a text is named as U+0000 with its file and line. The
  * cases run the CLI (TFORMER_BIN); each checks the exit status and the message. */
 #define _DEFAULT_SOURCE /* mkfifo */
 #include <math.h>
@@ -314,5 +315,44 @@ TEST(reliability_resume_refuses_a_non_finite_checkpoint) {
     snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/run --tokenizer char --width 16 --steps 4 --resume "
              NET, dir, dir);
     CHECKF(run(args, out, sizeof out) == 0 && strstr(out, "step 4/4"), "%s", out);
+    test_rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- item 10: a NUL byte in a text */
+
+TEST(reliability_nul_in_text_is_named) {
+    static char out[16384];
+    char dir[] = "/tmp/tformer_rel_nul_XXXXXX", args[2048], nul[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(nul, sizeof nul, "%s/nul.txt", dir);
+    FILE *f = fopen(nul, "wb");
+    CHECK(f != NULL);
+    for (int i = 0; i < 10; i++) fwrite(i == 1 ? "ab\0c abca\n" : "abc abcab\n", 1, 10, f);
+    fclose(f);
+    /* learning a vocabulary from it, every kind: refused naming the file, the line and U+0000 (the alphabet left NUL
+     * out, and encoding the same file then failed) */
+    static const char *const kinds[] = {"char", "bpe --vocab-size 40", "byte-bpe --vocab-size 300",
+                                        "wordpiece --vocab-size 40"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, "tokenizer-train --type %s --out %s/tok%d %s", kinds[i], dir, i, nul);
+        int rc = run(args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, nul) && strstr(out, "nul.txt:2: a NUL byte (U+0000) at column 3"),
+               "tokenizer-train --type %s: %d: %s", kinds[i], rc, out);
+        if (i == 0) printf("    %s", out);
+    }
+    /* train learning its characters from it: the same, and no folder left behind */
+    snprintf(args, sizeof args, "train --data %s --out %s/run --tokenizer char --width 16 --steps 1 " NET, nul, dir);
+    int rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "nul.txt:2: a NUL byte (U+0000)"), "train: %d: %s", rc, out);
+    CHECK(!exists(dir, "run"));
+    /* encoding it with an alphabet without NUL: U+0000 and the line named, never the raw byte */
+    snprintf(args, sizeof args, "%s/clean.txt", dir);
+    CHECK(write_corpus(args, 3) == 0);
+    snprintf(args, sizeof args, "tokenizer-train --type char --out %s/clean %s/clean.txt", dir, dir);
+    CHECKF(run(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "encode --tokenizer %s/clean < %s", dir, nul);
+    rc = run(args, out, sizeof out);
+    CHECKF(rc == 1 && strstr(out, "character U+0000 at byte 12 (line 2) is not in the alphabet"), "encode: %d: %s", rc,
+           out);
     test_rm_rf(dir);
 }

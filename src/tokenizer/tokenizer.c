@@ -269,8 +269,16 @@ static int chartok_encode(void *impl, const char *text, size_t len, tf_ids *out)
         if (!c->bytes) {
             if (tf_utf8_decode((const unsigned char *)text + i, len - i, &used) < 0)
                 return tf_set_error("encode: invalid UTF-8 at byte %zu", i);
-            if ((id = tf_strmap_get(&c->map, text + i, (size_t)used)) < 0)
-                return tf_set_error("encode: character '%.*s' at byte %zu is not in the alphabet", used, text + i, i);
+            if ((id = tf_strmap_get(&c->map, text + i, (size_t)used)) < 0) {
+                size_t line = 1;
+                for (size_t k = 0; k < i; k++) line += text[k] == '\n';
+                unsigned char b = (unsigned char)text[i];
+                if (b < 0x20 || b == 0x7f) /* a control character (NUL...): its code point, never the raw byte */
+                    return tf_set_error("encode: character U+%04X at byte %zu (line %zu) is not in the alphabet", b,
+                                        i, line);
+                return tf_set_error("encode: character '%.*s' at byte %zu (line %zu) is not in the alphabet", used,
+                                    text + i, i, line);
+            }
         }
         if (tf_ids_push(out, id)) return -1;
         i += (size_t)used;
