@@ -142,7 +142,7 @@ void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, i
 /* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
  * any other value than int8 is a usage error naming the flag (exit 2). */
 void cli_quantize(const cli_args *a, int i, tf_params *ps);
-/* A model folder (weights mapped: tf_gpt_load_hf_mapped) and its tokenizer; exits with a message on failure. */
+/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer; exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
  * (a diverged training): eval and generate refuse such a model. */

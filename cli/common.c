@@ -67,7 +67,7 @@ tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
 }
 
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
-    tf_gpt *m = tf_gpt_load_hf_mapped(dir);
+    tf_gpt *m = tf_gpt_load_mapped(dir);
     if (!m) cli_die(v, tf_error());
     *tok = cli_load_tokenizer(v, dir);
     if (tf_tokenizer_vocab_size(*tok) > m->cfg.vocab_size) {

@@ -143,7 +143,7 @@ TEST(distilbert_hf_run_bad_input_is_a_clear_error) {
                                   "\"DistilBertForMultipleChoice\": tformer reads DistilBertModel");
     CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n + 1);
     /* token_type_ids handed to the library directly */
-    tf_bert *m = tf_bert_load_hf(BODY_CASE, NULL);
+    tf_bert *m = tf_bert_load(BODY_CASE, NULL);
     tf_ctx *ctx = tf_ctx_new(1);
     CHECKF(m && ctx, "%s", tf_error());
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 1);
@@ -159,7 +159,7 @@ TEST(distilbert_hf_run_bad_input_is_a_clear_error) {
  * every eps 1e-12; BERT's key names are not read (hidden_size is dim's
  * alias, as DistilBertConfig's attribute_map). */
 TEST(distilbert_reads_its_own_config_keys) {
-    tf_bert *m = tf_bert_load_hf(DB_DIR "/v4_body_leftpad_pad3_sinusoidal", NULL);
+    tf_bert *m = tf_bert_load(DB_DIR "/v4_body_leftpad_pad3_sinusoidal", NULL);
     CHECKF(m, "%s", tf_error());
     CHECK(m->cfg.distilbert && m->cfg.distilbert_sinusoidal && m->cfg.norm_eps == 1e-12f && m->cfg.pad_token_id == 3);
     CHECK(m->emb.token_type == NULL && m->cfg.d_model == 10 && m->cfg.d_ff == 14 && m->cfg.n_layer == 2);
@@ -167,7 +167,7 @@ TEST(distilbert_reads_its_own_config_keys) {
     char dir[] = "/tmp/tformer_dbkeys_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     CHECK(test_copy_case(BODY_CASE, dir, "\"dim\"", "\"hidden_size\"", NULL, 0, 0, NULL) == 0);
-    m = tf_bert_load_hf(dir, NULL);
+    m = tf_bert_load(dir, NULL);
     CHECKF(m && m->cfg.d_model == 12, "%s", m ? "d_model" : tf_error());
     tf_bert_free(m);
     test_rm_rf(dir);
@@ -200,7 +200,7 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
     CHECK(mkdtemp(dir) != NULL);
     CHECK(test_copy_case(DB_DIR "/v4_qa_clamped", dir, "\"qa_dropout\": 0.0", "\"qa_dropout\": 0.5", NULL, 0, 0,
                          NULL) == 0);
-    tf_bert *drop = tf_bert_load_hf(dir, NULL), *none = tf_bert_load_hf(DB_DIR "/v4_qa_clamped", NULL);
+    tf_bert *drop = tf_bert_load(dir, NULL), *none = tf_bert_load(DB_DIR "/v4_qa_clamped", NULL);
     test_rm_rf(dir);
     CHECKF(drop && none, "%s", tf_error());
     CHECK(drop->cfg.qa_dropout == 0.5f && drop->block.self_out_undropped && none->cfg.qa_dropout == 0.0f);
@@ -211,7 +211,7 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
     CHECK(memcmp(e, n0, (size_t)n * 4) == 0 && memcmp(n0, n1, (size_t)n * 4) == 0);
     CHECKF(memcmp(e, t, (size_t)n * 4) != 0, "qa_dropout 0.5 changed nothing in training mode");
     tf_bert_free(drop), tf_bert_free(none);
-    tf_bert *seq = tf_bert_load_hf(SEQ_CASE, NULL), *tok = tf_bert_load_hf(DB_DIR "/v4_tokcls_pad_inside_grad", NULL);
+    tf_bert *seq = tf_bert_load(SEQ_CASE, NULL), *tok = tf_bert_load(DB_DIR "/v4_tokcls_pad_inside_grad", NULL);
     CHECKF(seq && tok && seq->cls.dropout == 0.0f && tok->cls.dropout == tok->cfg.dropout, "%s", tf_error());
     tf_bert_free(seq), tf_bert_free(tok);
 }

@@ -33,7 +33,7 @@ static tf_tensor *nystrom_loss(tf_ctx *ctx, const void *m, const tf_st_file *in,
 }
 
 static double gradient_case(const char *dir, int *n_tensors) {
-    tf_nystrom *m = tf_nystrom_load_hf(dir);
+    tf_nystrom *m = tf_nystrom_load(dir);
     double e = m ? test_text_gradient_case(dir, m, m->params, nystrom_loss, n_tensors) : -1;
     tf_nystrom_free(m);
     return e;

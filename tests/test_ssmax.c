@@ -196,13 +196,13 @@ TEST(ssmax_bert_folder_round_trips) {
     int len[1] = {7};
     tf_tensor *want = logits(ctx, m, ids, 1, 7, len);
     char dir[] = "/tmp/tformer_ssmax_XXXXXX", path[600];
-    CHECK(want && mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    CHECK(want && mkdtemp(dir) != NULL && tf_bert_save(m, dir) == 0);
     snprintf(path, sizeof path, "%s/config.json", dir);
     size_t n;
     char *text = test_slurp(path, &n);
     CHECKF(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_ssmax\":\t0.3"), "%s", text);
     free(text);
-    tf_bert *back = tf_bert_load_hf(dir, NULL);
+    tf_bert *back = tf_bert_load(dir, NULL);
     CHECKF(back && back->cfg.attention.ssmax == 0.3f, "%s", back ? "ssmax lost" : tf_error());
     tf_tensor *got = logits(ctx, back, ids, 1, 7, len);
     CHECK(got && !memcmp(got->data, want->data, 3 * sizeof(float)));

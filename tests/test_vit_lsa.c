@@ -17,7 +17,7 @@
 #define LSA_CASE "tests/fixtures_vit_stem/lsa_cls_grey28_p4_stem"
 
 TEST(vit_lsa_gradients_match_pytorch) {
-    tf_vit *m = tf_vit_load_hf(LSA_CASE);
+    tf_vit *m = tf_vit_load(LSA_CASE);
     CHECKF(m && m->cfg.lsa && m->layer[1].self_attn.temperature, "%s: %s", LSA_CASE, tf_error());
     int n = 0;
     double e = test_gradient_case(LSA_CASE, m, m->params, test_vit_loss, &n);

@@ -231,7 +231,7 @@ tf_st_file *tf_st_open(const char *path) {
     f->len = (size_t)st.st_size;
     if (f->len > 0) {
         /* writable and private: weights that read the mapping in place
-         * (tf_gpt_load_hf_mapped) may be written, into copies of their pages */
+         * (tf_gpt_load_mapped) may be written, into copies of their pages */
         void *m = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
             close(fd);
