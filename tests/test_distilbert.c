@@ -203,7 +203,7 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
     tf_bert *drop = tf_bert_load(dir, NULL), *none = tf_bert_load(DB_DIR "/v4_qa_clamped", NULL);
     test_rm_rf(dir);
     CHECKF(drop && none, "%s", tf_error());
-    CHECK(drop->cfg.qa_dropout == 0.5f && drop->block.self_out_undropped && none->cfg.qa_dropout == 0.0f);
+    CHECK(drop->cfg.qa_dropout == 0.5f && drop->cfg.distilbert && none->cfg.qa_dropout == 0.0f);
     float e[64], t[64], n0[64], n1[64];
     int64_t n = 0;
     CHECK(qa_logits(drop, 0, e, &n) == 0 && qa_logits(drop, 1, t, &n) == 0 && qa_logits(none, 0, n0, &n) == 0 &&

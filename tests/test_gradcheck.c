@@ -241,7 +241,7 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
     else { /* the family blocks: attention dropout apart, no dropout after the activation */
         int gpt = v != 5;
         cfg.attn_dropout = 0.1f, cfg.activation_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
-        cfg.w_in_out = gpt, cfg.attn = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
+        cfg.w_in_out = gpt, cfg.self_attn.kind = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
         if (v == 6) cfg.norm = TF_NORM_RMS, cfg.activation = TF_ACT_QUICK_GELU;
         tf_block_names n = {gpt ? GPT2_ROWS : BERT_ROWS, gpt ? 12 : 16};
         tf_block_register(G_params, "", &layer, &cfg, &n, (tf_block_init){0.3f, 0.2f, 0});
@@ -287,8 +287,8 @@ static tf_tensor *case_nystrom(tf_ctx *c, int v) {
     memcpy(rows, BERT_ROWS, sizeof BERT_ROWS);
     rows[16] = (tf_block_name){TF_BP_CONV_W, "conv.weight"};
     tf_block_config cfg = tf_block_config_default(6, 2);
-    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.attn = TF_ATTN_NYSTROM;
-    cfg.landmarks = landmarks[v], cfg.conv_kernel = kernel[v];
+    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.self_attn.kind = TF_ATTN_NYSTROM;
+    cfg.self_attn.landmarks = landmarks[v], cfg.self_attn.conv_kernel = kernel[v];
     static tf_block layer;
     G_params = tf_params_new();
     tf_tensor *x = LEAF(c, B[v], T[v], 6);

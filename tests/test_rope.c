@@ -88,7 +88,7 @@ TEST(rope_scores_depend_on_the_offset_only) {
 TEST(rope_block_cache_equals_full_pass) {
     for (int kind = TF_ROPE_HALVES; kind <= TF_ROPE_INTERLEAVED; kind++) {
         tf_block_config c = tf_block_config_default(12, 3);
-        c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.attn = TF_ATTN_CAUSAL, c.rope = (tf_rope_kind)kind;
+        c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.self_attn.kind = TF_ATTN_CAUSAL, c.self_attn.rope = (tf_rope_kind)kind;
         tf_params *ps = tf_params_new();
         tf_block bl[2];
         CHECK(test_two_blocks_new(ps, bl, &c) == 0);
@@ -97,7 +97,7 @@ TEST(rope_block_cache_equals_full_pass) {
         tf_tensor_fill_normal(x, 5, 1.0f);
         tf_tensor *full = test_two_blocks(ctx, bl, &c, x, NULL);
         tf_block_config none = c;
-        none.rope = TF_ROPE_NONE;
+        none.self_attn.rope = TF_ROPE_NONE;
         for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = TF_ROPE_NONE;
         tf_tensor *plain = test_two_blocks(ctx, bl, &none, x, NULL);
         for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = (tf_rope_kind)kind;
@@ -119,11 +119,11 @@ TEST(rope_bad_settings_are_errors) {
     CHECK(!tf_rope(ctx, even, 0, 1.0f, TF_ROPE_HALVES) && strstr(tf_error(), "base 1"));
     CHECK(!tf_rope(ctx, even, -1, 10000.0f, TF_ROPE_HALVES) && strstr(tf_error(), "start -1"));
     tf_block_config c = tf_block_config_default(12, 4); /* heads of 3 */
-    c.rope = TF_ROPE_HALVES;
+    c.self_attn.rope = TF_ROPE_HALVES;
     CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "head dim 3 is odd"));
-    c = tf_block_config_default(12, 2), c.rope = TF_ROPE_INTERLEAVED, c.rope_base = -5.0f;
+    c = tf_block_config_default(12, 2), c.self_attn.rope = TF_ROPE_INTERLEAVED, c.self_attn.rope_base = -5.0f;
     CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "base -5"));
-    c.rope_base = 0.0f, c.attn = TF_ATTN_FACTORISED_DOT;
+    c.self_attn.rope_base = 0.0f, c.self_attn.kind = TF_ATTN_FACTORISED_DOT;
     CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "factorised"));
     /* cross-attention with rotary positions */
     tf_mha_config mc = tf_mha_config_default(8, 2);
