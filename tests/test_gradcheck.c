@@ -257,22 +257,22 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
  * they wrap), a class token, the last block single-output; 1 three pre-LN
  * blocks, sinusoidal positions, no class token. */
 static tf_tensor *case_continual(tf_ctx *c, int v) {
-    tf_coenc_config cfg;
-    tf_fields f = {tf_coenc_config_fields(), &cfg};
+    tf_continual_config cfg;
+    tf_fields f = {tf_continual_config_fields(), &cfg};
     tf_fields_defaults(&f, 1);
     cfg.d_model = 8, cfg.n_head = 2, cfg.d_ff = 5, cfg.window = 3, cfg.pos_len = 4, cfg.n_layer = 2 + v;
     cfg.activation = TF_ACT_GELU; /* smooth: central differences across a ReLU kink are not the gradient */
     cfg.norm_first = v, cfg.cls_token = !v, cfg.pos = v ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
-    tf_coenc e;
+    tf_continual e;
     G_params = tf_params_new();
     tf_tensor *x = LEAF(c, 2, 3, 8);
-    if (tf_coenc_register(G_params, "", &e, &cfg)) return tf_coenc_free(&e), NULL;
+    if (tf_continual_register(G_params, "", &e, &cfg)) return tf_continual_free(&e), NULL;
     params_as_leaves(G_params);
     for (int i = 0; i < tf_params_count(G_params); i++) /* LayerNorm gains near 1, as trained ones are */
         if (strstr(tf_params_name(G_params, i), "norm") && strstr(tf_params_name(G_params, i), "weight"))
             for (int64_t j = 0; j < tf_numel(tf_params_tensor(G_params, i)); j++) tf_f32(tf_params_tensor(G_params, i))[j] += 1.0f;
-    tf_tensor *y = tf_coenc_forward(c, &e, x, 3);
-    tf_coenc_free(&e); /* the tape holds the parameters (G_params), not the layer array */
+    tf_tensor *y = tf_continual_forward(c, &e, x, 3);
+    tf_continual_free(&e); /* the tape holds the parameters (G_params), not the layer array */
     return y;
 }
 
