@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "models/bert/bert_internal.h"
 
 #define TOL 1e-5      /* relative L2 error of each output field, as tests/test_hf_run.c */
 #define GRAD_TOL 1e-4 /* relative L2 error of each parameter's gradient, as the RoBERTa cases */
@@ -214,6 +215,42 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
     tf_bert *seq = tf_bert_load(SEQ_CASE, NULL), *tok = tf_bert_load(DB_DIR "/v4_tokcls_pad_inside_grad", NULL);
     CHECKF(seq && tok && seq->cls.dropout == 0.0f && tok->cls.dropout == tok->cfg.dropout, "%s", tf_error());
     tf_bert_free(seq), tf_bert_free(tok);
+}
+
+/* The encoder's output of v4_body_rightpad's ids in training mode (seed 7, dropout 0.5 on each
+ * sub-layer's output): tformer's forward (rule 0), the composition DistilBERT's TransformerBlock
+ * is (rule 1: the attention's output undropped), or BERT's block (rule 2). */
+static int encode_with(const tf_bert *m, int rule, float *out, size_t cap, int64_t *n) {
+    tf_st_file *f = tf_st_open(DB_DIR "/v4_body_rightpad/input.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(7);
+    tf_ctx_set_training(ctx, 1), tf_ctx_set_grad(ctx, 0);
+    tf_bert_inputs in = {.input_ids = f ? test_st_tensor(f, "input_ids", a) : NULL};
+    tf_tensor *x = !in.input_ids ? NULL : rule == 0 ? tf_bert_encode(ctx, m, &in) : tf_bert_embed_inputs(ctx, m, &in);
+    for (int i = 0; x && rule && i < m->cfg.n_layer; i++)
+        x = rule == 2 ? tf_block_forward(ctx, &m->layer[i], &m->block, x, NULL)
+                      : tf_block_sublayer(ctx, &m->layer[i], &m->block, TF_SUBLAYER_FF,
+                                          tf_block_sublayer(ctx, &m->layer[i], &m->block, TF_SUBLAYER_SELF, x, NULL, 0),
+                                          NULL, m->block.dropout);
+    int rc = x && (size_t)tf_numel(x) <= cap ? 0 : -1;
+    if (!rc) *n = tf_numel(x), memcpy(out, x->data, (size_t)*n * sizeof *out);
+    tf_ctx_free(ctx), tf_arena_free(a), tf_st_close(f);
+    return rc;
+}
+
+/* DistilBERT's rule as its own composition of the block's sub-layers: no dropout on the
+ * attention's output, the feed-forward's kept (BERT drops both). */
+TEST(distilbert_layer_leaves_the_attention_output_undropped) {
+    tf_bert *m = tf_bert_load(DB_DIR "/v4_body_rightpad", NULL);
+    CHECKF(m && m->cfg.distilbert, "%s", tf_error());
+    m->block.dropout = 0.5f, m->block.attn_dropout = 0.0f;
+    static float run[1 << 14], mine[1 << 14], bert[1 << 14];
+    int64_t n = 0, n1 = 0, n2 = 0;
+    CHECK(!encode_with(m, 0, run, 1 << 14, &n) && !encode_with(m, 1, mine, 1 << 14, &n1) &&
+          !encode_with(m, 2, bert, 1 << 14, &n2) && n == n1 && n == n2 && n > 0);
+    CHECKF(!memcmp(run, mine, (size_t)n * sizeof *run), "the forward is not DistilBERT's composition");
+    CHECKF(memcmp(run, bert, (size_t)n * sizeof *run), "the forward drops the attention's output (BERT's rule)");
+    tf_bert_free(m);
 }
 
 /* ---------------------------------------------------------------- tformer's DistilBERT folders */
