@@ -391,14 +391,8 @@ typedef struct {
     tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
-    int frames;                        /* factorised blocks and TF_ATTN_FACTORISED_DOT: the frames F of
-                                        * x (B,F*S,d_model) */
-    const tf_window_attn *window;      /* non-NULL: the self-attention runs within (shifted) windows */
-    /* Continual inference (include/tformer/continual.h): */
-    tf_tensor *self_attn_out;          /* (B,T,d_model): the self-attention sub-layer's output computed
-                                        * elsewhere (a retroactive step), used in place of attending */
-    int query_last;                    /* only the last position queries: output (B,1,d_model), keys and
-                                        * values from all T rows (a single-output block) */
+    int frames;                        /* TF_ATTN_FACTORISED_DOT (and ViViT's factorised blocks): the
+                                        * frames F of x (B,F*S,d_model) */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,
@@ -413,7 +407,7 @@ TF_API tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_bloc
 
 /* The block's sub-layers, for a family that composes its own layer. */
 typedef enum {
-    TF_SUBLAYER_SELF,  /* the self-attention (norm_attn): the kind of cfg->self_attn, args' window */
+    TF_SUBLAYER_SELF,  /* the self-attention (norm_attn): the kind of cfg->self_attn */
     TF_SUBLAYER_CROSS, /* the cross-attention over args' memory (norm_cross) */
     TF_SUBLAYER_FF,    /* the feed-forward network (norm_ff) */
     TF_SUBLAYER_TIME   /* the cross roles as a self-attention over x itself (norm_cross): ViViT's attention

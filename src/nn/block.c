@@ -173,8 +173,6 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
 /* Sub-layer `which` of h (B,T,d_model), dropout p on its output. */
 static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_sublayer which, tf_tensor *h,
                          const tf_block_args *a, float p) {
-    if (which == TF_SUBLAYER_SELF && a->window)
-        return tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, a->window, a->self_probs), p);
     if (which == TF_SUBLAYER_SELF && c->self_attn.kind == TF_ATTN_FACTORISED_DOT)
         return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), p);
     if (which == TF_SUBLAYER_SELF)
@@ -207,41 +205,15 @@ tf_tensor *tf_block_sublayer(tf_ctx *ctx, const tf_block *b, const tf_block_conf
                                                                        a->drop_path)));
 }
 
-/* The self-attention sub-layer, continual variants included: attention
- * computed elsewhere (self_attn_out), or only the last row querying. */
-static tf_tensor *residual_self(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
-                                const tf_block_args *a) {
-    if (a->self_attn_out) {
-        tf_tensor *y = tf_add(ctx, x, a->self_attn_out);
-        return c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
-    }
-    if (!a->query_last) return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_SELF, x, a, c->dropout);
-    if (!x) return NULL;
-    tf_tensor *h = c->norm_first ? tf_layer_norm_forward(ctx, &b->norm_attn, x) : x;  // h: (B,T,d_model)
-    tf_tensor *last = tf_narrow(ctx, x, 1, x->shape[1] - 1, 1);                      // (B,1,d_model)
-    tf_tensor *q = h ? tf_narrow(ctx, h, 1, h->shape[1] - 1, 1) : NULL;
-    tf_tensor *att = tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, q, h, h, a->self_mask,
-                                                   c->self_attn.kind == TF_ATTN_CAUSAL, NULL, 0, NULL, NULL),
-                                c->dropout);
-    tf_tensor *y = tf_add(ctx, last, tf_drop_path(ctx, att, a->drop_path));
-    return c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
-}
-
 tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
                             const tf_block_args *args) {
     tf_block_args none = {0};
     const tf_block_args *a = args ? args : &none;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
-    if (a->window && (cross || a->cache || cfg->self_attn.kind != TF_ATTN_FULL || a->self_attn_out || a->query_last))
-        return tf_set_error("block: window attention is full self-attention only (no cross-attention, cache, "
-                            "other attention kind or continual step)"), NULL;
-    if ((a->self_attn_out || a->query_last || a->cache) && cfg->self_attn.kind == TF_ATTN_FACTORISED_DOT)
-        return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache, no continual "
-                            "inference)"), NULL;
-    if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->self_attn.kind == TF_ATTN_NYSTROM))
-        return tf_set_error("block: continual self-attention has no cross-attention, cache or Nystrom"), NULL;
-    x = residual_self(ctx, b, cfg, x, a);
+    if (a->cache && cfg->self_attn.kind == TF_ATTN_FACTORISED_DOT)
+        return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache)"), NULL;
+    x = tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_SELF, x, a, cfg->dropout);
     if (cross) x = tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_CROSS, x, a, cfg->dropout);
     return tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_FF, x, a, cfg->dropout);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../core/core_internal.h"
+#include "../../nn/nn_internal.h"
 #include "tformer/continual.h"
 #include "tformer/heads.h"
 
@@ -149,11 +150,35 @@ static tf_tensor *append_cls(tf_ctx *ctx, const tf_continual *e, tf_tensor *z) {
     return parts[1] ? tf_concat(ctx, 2, parts, 1) : NULL;
 }
 
+/* The single-output block (the deck's last layer): every row of z (B,T,E)
+ * gives keys and values, only the last queries; then the feed-forward. (B,1,E). */
+static tf_tensor *last_block(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *z) {
+    if (!z) return NULL;
+    tf_tensor *h = c->norm_first ? tf_layer_norm_forward(ctx, &b->norm_attn, z) : z;  // h: (B,T,E)
+    tf_tensor *last = tf_narrow(ctx, z, 1, z->shape[1] - 1, 1);                      // (B,1,E)
+    tf_tensor *q = h ? tf_narrow(ctx, h, 1, h->shape[1] - 1, 1) : NULL;
+    tf_tensor *att = tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, q, h, h, NULL,
+                                                   c->self_attn.kind == TF_ATTN_CAUSAL, NULL, 0, NULL, NULL),
+                                c->dropout);
+    tf_tensor *y = tf_add(ctx, last, tf_drop_path(ctx, att, 0.0f));
+    y = c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
+    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, y, NULL, c->dropout);
+}
+
+/* A retroactive step's block: the self-attention's output att (B,T,E) computed by
+ * the continual attention (tf_coatt_step) added in place of attending; then the feed-forward. */
+static tf_tensor *block_with_attention(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
+                                       tf_tensor *att) {
+    tf_tensor *y = tf_add(ctx, x, att);
+    y = c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
+    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, y, NULL, c->dropout);
+}
+
 /* Blocks from..L-1 on z (B,T,E), the last one single-output: (B,E). */
 static tf_tensor *upper_blocks(tf_ctx *ctx, const tf_continual *e, tf_tensor *z, int from) {
     int L = e->cfg.n_layer;
-    tf_block_args last = {.query_last = 1};
-    for (int i = from; i < L; i++) z = tf_block_forward(ctx, &e->layers[i], &e->block, z, i == L - 1 ? &last : NULL);
+    for (int i = from; i < L; i++)
+        z = i == L - 1 ? last_block(ctx, &e->layers[i], &e->block, z) : tf_block_forward(ctx, &e->layers[i], &e->block, z, NULL);
     return z ? tf_reshape(ctx, z, 2, (int64_t[]){z->shape[0], z->shape[2]}) : NULL;
 }
 
@@ -244,12 +269,11 @@ int tf_continual_step(tf_ctx *ctx, tf_continual_state *s, tf_tensor *x, tf_tenso
         for (int i = 0; i < s->B; i++)
             memcpy(s->u + ((size_t)i * n + s->t % n) * E, tf_f32(u) + (size_t)i * E, (size_t)E * sizeof(float));
     if (rc == 1 && e->cfg.n_layer == 1) {  // a: (B,E)
-        tf_block_args args = {.self_attn_out = tf_reshape(ctx, a, 3, (int64_t[]){s->B, 1, E})};
-        y = upper_blocks(ctx, e, tf_block_forward(ctx, b0, &e->block, tf_reshape(ctx, u, 3, (int64_t[]){s->B, 1, E}),
-                                                  &args), 1);
+        tf_tensor *a3 = tf_reshape(ctx, a, 3, (int64_t[]){s->B, 1, E});
+        y = upper_blocks(ctx, e, block_with_attention(ctx, b0, &e->block, tf_reshape(ctx, u, 3, (int64_t[]){s->B, 1, E}),
+                                                      a3), 1);
     } else if (rc == 1) {                  // a: (B,n,E), every row of the window updated
-        tf_block_args args = {.self_attn_out = a};
-        tf_tensor *z = tf_block_forward(ctx, b0, &e->block, window_inputs(ctx, s), &args);  // z: (B,n,E)
+        tf_tensor *z = block_with_attention(ctx, b0, &e->block, window_inputs(ctx, s), a);  // z: (B,n,E)
         y = upper_blocks(ctx, e, append_cls(ctx, e, z), 1);
     }
     s->t++;

@@ -1,6 +1,7 @@
 /* Swin: Hugging Face's SwinModel / SwinForImageClassification on the one
- * Transformer block (pre-LN, separate q/k/v; its self-attention through
- * tf_block_args' window: src/nn/window.c).
+ * Transformer block's sub-layers (pre-LN, separate q/k/v): its own block,
+ * window_block, attends within (shifted) windows (tf_window_attend, src/nn/window.c),
+ * then runs the block's feed-forward sub-layer.
  *
  *   x = LN(patch_embed(pad(pixels)))                  (B,G*G,C)   G = ceil(S/P)
  *   stage s: x = block_j(x) in windows, j odd shifted (B,Gs*Gs,C*2^s)
@@ -160,6 +161,17 @@ static tf_tensor *embed(tf_ctx *ctx, const tf_swin *m, tf_tensor *pixels) {
     return tf_dropout(ctx, x, m->cfg.dropout);
 }
 
+/* Swin's block: pre-LN, the self-attention within (shifted) windows, then the
+ * feed-forward; each sub-layer's output through dropout and drop path. */
+static tf_tensor *window_block(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
+                               const tf_window_attn *win, float drop_path) {
+    tf_block_args a = {.drop_path = drop_path};
+    tf_tensor *h = tf_layer_norm_forward(ctx, &b->norm_attn, x);                          // (B,H*W,C)
+    tf_tensor *att = tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, win, NULL), c->dropout);
+    x = tf_add(ctx, x, tf_drop_path(ctx, att, drop_path));
+    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, x, &a, c->dropout);
+}
+
 /* x (B,h*w,C) -> (B,ceil(h/2)*ceil(w/2),2C): the 2x2 neighbours [x00,x10,x01,x11] concatenated, LN, linear. */
 static tf_tensor *merge(tf_ctx *ctx, const tf_swin_stage *st, tf_tensor *x) {
     if (!x) return NULL;
@@ -183,8 +195,7 @@ static tf_tensor *encode(tf_ctx *ctx, const tf_swin *m, tf_tensor *x) {
         for (int j = 0; j < st->depth; j++, l++) {
             tf_window_attn win = {st->height, st->width, st->window, j % 2 ? st->shift : 0, NULL};
             if (!(win.bias = tf_window_relative_bias(ctx, st->rel_table[j], st->window))) return NULL;
-            tf_block_args args = {.window = &win, .drop_path = tf_swin_drop_path(&m->cfg, l, total)};
-            x = tf_block_forward(ctx, &st->blocks[j], &st->block, x, &args);
+            x = window_block(ctx, &st->blocks[j], &st->block, x, &win, tf_swin_drop_path(&m->cfg, l, total));
         }
         if (s < m->n_stage - 1) x = merge(ctx, st, x);
     }
