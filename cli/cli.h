@@ -230,6 +230,12 @@ int cmd_complete_image_tables(const tf_fields **t);
 
 /* Every verb, in the order `tformer --help` lists them (verbs.c); *n: how many. */
 const cli_verb *cli_verbs(int *n);
+/* Other tools' spellings of a verb's flags, as typed (sacreBLEU's "-lc" for bleu's "lowercase"):
+ * the parser takes them as the flag, --help lists them (verbs.c); *n: how many. */
+typedef struct {
+    const char *verb, *word, *flag;
+} cli_alias;
+const cli_alias *cli_aliases(int *n);
 /* The verb named name, or NULL. */
 const cli_verb *cli_find_verb(const char *name);
 /* "usage: tformer <command> ..." and the list of verbs. */

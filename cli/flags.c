@@ -9,10 +9,24 @@
 
 #include "cli.h"
 
-static int find_flag(const cli_verb *v, const char *name) {
+static int find_name(const cli_verb *v, const char *name) {
     for (int k = 0; v->flags && v->flags[k].name; k++)
         if (!strcmp(v->flags[k].name, name)) return k;
     return -1;
+}
+
+/* The verb's row of a word as typed ("--lowercase", or an alias: "-lc"), or -1. */
+static int find_flag(const cli_verb *v, const char *word) {
+    int n;
+    const cli_alias *al = cli_aliases(&n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(al[i].verb, v->name) && !strcmp(al[i].word, word)) return find_name(v, al[i].flag);
+    return strncmp(word, "--", 2) ? -1 : find_name(v, word + 2);
+}
+
+/* A flag rather than a value or an operand: "--..." or one of the verb's aliases ("-lc"). */
+static int is_flag_word(const cli_verb *v, const char *word) {
+    return !strncmp(word, "--", 2) || (word[0] == '-' && find_flag(v, word) >= 0);
 }
 
 /* "n_layer" -> "--n-layer" */
@@ -105,6 +119,18 @@ static void help_table(FILE *f, const tf_field_table *t, const char *obj) {
     }
 }
 
+/* "; also -lc" after a verb flag's default: its aliases (cli_aliases). */
+static void also_alias(const cli_verb *v, const char *name, char *def, size_t cap) {
+    int n, first = 1;
+    const cli_alias *al = cli_aliases(&n);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(al[i].verb, v->name) || strcmp(al[i].flag, name)) continue;
+        size_t len = strlen(def);
+        snprintf(def + len, cap - len, "%s%s", first ? "; also " : ", ", al[i].word);
+        first = 0;
+    }
+}
+
 void cli_help(const cli_args *a, FILE *f) {
     const cli_verb *v = a->verb;
     cli_usage(a, f);
@@ -115,10 +141,80 @@ void cli_help(const cli_args *a, FILE *f) {
         snprintf(flag, sizeof flag, "--%s", r->name);
         if (!r->def) snprintf(def, sizeof def, "required");
         else snprintf(def, sizeof def, "default %s", *r->def ? r->def : "none");
+        also_alias(v, r->name, def, sizeof def);
         help_line(f, flag, r->kind == CLI_SWITCH ? NULL : r->arg, r->help, def);
     }
     for (int i = 0; i < a->n_tables; i++) help_table(f, a->tables[i].table, a->tables[i].obj);
     fprintf(f, "\n  %-34s %s\n", "-h, --help", "this text");
+}
+
+/* ---------------------------------------------------------------- "did you mean" */
+
+/* Edits (insert, delete, replace, swap two neighbours) from a to b, dashes ignored at
+ * their starts; words longer than 63 bytes are far from everything. */
+static int edit_distance(const char *a, const char *b) {
+    while (*a == '-') a++;
+    while (*b == '-') b++;
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+typedef struct {
+    const char *typed;
+    char best[64]; /* the closest flag as typed ("--prompt"), "" when none is close */
+    int dist;
+} near_ctx;
+
+/* flag ("--prompt", "-lc") is a candidate: kept when closer than any before and close
+ * enough to be a slip: 1 edit in words up to 4 letters, 2 up to 9, 3 beyond, and fewer
+ * edits than the candidate has letters. */
+static void consider(near_ctx *c, const char *flag) {
+    size_t len = strlen(c->typed + strspn(c->typed, "-")), flen = strlen(flag + strspn(flag, "-"));
+    int d = edit_distance(c->typed, flag), most = len <= 4 ? 1 : len <= 9 ? 2 : 3;
+    if (d <= most && d < (int)flen && d < c->dist) c->dist = d, snprintf(c->best, sizeof c->best, "%s", flag);
+}
+
+/* A table row's flag and its aliases' ("max_tokens|max_new_tokens" -> --max-tokens, --max-new-tokens). */
+static int near_table_fn(void *user, const tf_field *r, void *obj) {
+    (void)obj;
+    char flag[64], word[64];
+    flag_of(r->name, flag, sizeof flag);
+    consider(user, flag);
+    for (const char *p = r->alias; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+        snprintf(word, sizeof word, "%.*s", (int)strcspn(p, "|"), p);
+        flag_of(word, flag, sizeof flag);
+        consider(user, flag);
+    }
+    return 0;
+}
+
+/* The verb's flag (its rows, their aliases, its tables' rows and aliases) closest to typed, or "". */
+static void suggest(const cli_args *a, const char *typed, char *out, size_t cap) {
+    near_ctx c = {typed, "", 99};
+    int n;
+    const cli_alias *al = cli_aliases(&n);
+    for (const cli_flag *r = a->verb->flags; r && r->name; r++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", r->name);
+        consider(&c, flag);
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(al[i].verb, a->verb->name)) consider(&c, al[i].word);
+    tf_fields_each(a->tables, a->n_tables, near_table_fn, &c);
+    snprintf(out, cap, "%s", c.best);
 }
 
 /* The problem into a->err (malloc'd: a message quotes what was typed, however long); -1. */
@@ -157,7 +253,7 @@ static int parse_int(cli_args *a, const char *flag, const char *text, long long 
 
 /* The word after flag argv[*i], which must not be another flag; NULL after fail(). */
 static const char *next_value(cli_args *a, int argc, char **argv, int *i) {
-    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
+    if (*i + 1 >= argc || is_flag_word(a->verb, argv[*i + 1])) {
         fail(a, "option '%s' needs a value (see tformer %s --help)", argv[*i], a->verb->name);
         return NULL;
     }
@@ -171,7 +267,7 @@ static int parse_list(cli_args *a, cli_val *val, int argc, char **argv, int *i, 
     int before = val->n;
     if (!val->list && !(val->list = calloc((size_t)argc + 1, sizeof *val->list))) return fail(a, "out of memory");
     if (value) val->list[val->n++] = (char *)value;
-    for (; *i + 1 < argc && strncmp(argv[*i + 1], "--", 2); ++*i) val->list[val->n++] = argv[*i + 1];
+    for (; *i + 1 < argc && !is_flag_word(a->verb, argv[*i + 1]); ++*i) val->list[val->n++] = argv[*i + 1];
     if (val->n == before) return fail(a, "option '%s' needs a value (see tformer %s --help)", flag, a->verb->name);
     return 0;
 }
@@ -181,10 +277,14 @@ static int parse_flag(cli_args *a, int argc, char **argv, int i) {
     char *eq = strchr(argv[i], '=');
     if (eq) *eq = 0;
     const char *flag = argv[i], *value = eq ? eq + 1 : NULL;
-    int k = find_flag(a->verb, flag + 2);
+    int k = find_flag(a->verb, flag);
     if (k < 0) {
-        if (!tf_fields_find(a->tables, a->n_tables, flag, NULL))
-            return fail(a, "unknown option '%s' (see tformer %s --help)", flag, a->verb->name);
+        if (!tf_fields_find(a->tables, a->n_tables, flag, NULL)) {
+            char near[80];
+            suggest(a, flag, near, sizeof near);
+            return fail(a, "unknown option '%s' (%s%s%ssee tformer %s --help)", flag, *near ? "did you mean " : "",
+                        near, *near ? "? " : "", a->verb->name);
+        }
         if (!value && !(value = next_value(a, argc, argv, &i))) return -1;
         a->sets[2 * a->n_sets] = flag;
         a->sets[2 * a->n_sets++ + 1] = value;
@@ -215,6 +315,14 @@ int cli_table_given(const cli_args *a, const char *flag) {
     return r && flag_given((void *)a, r);
 }
 
+/* An operand too many; a word like a flag ("-promt") gets the verb's flag closest to it. */
+static int unexpected(cli_args *a, const char *word) {
+    char near[80] = "";
+    if (word[0] == '-') suggest(a, word, near, sizeof near);
+    if (!*near) return fail(a, "unexpected argument '%s'", word);
+    return fail(a, "unexpected argument '%s' (did you mean %s? see tformer %s --help)", word, near, a->verb->name);
+}
+
 /* Defaults of the flags not given; every required flag and operand present. */
 static int finish(cli_args *a) {
     const cli_verb *v = a->verb;
@@ -233,7 +341,7 @@ static int finish(cli_args *a) {
         return fail(a, "missing %s (see tformer %s --help)", flag, v->name);
     }
     if (v->max_operands >= 0 && a->n_operands > v->max_operands)
-        return fail(a, "unexpected argument '%s'", a->operands[v->max_operands]);
+        return unexpected(a, a->operands[v->max_operands]);
     if (a->n_operands < v->min_operands) return fail(a, "missing %s", v->operands);
     return 0;
 }
@@ -275,7 +383,7 @@ int cli_parse(const cli_verb *v, int argc, char **argv, cli_args *a) {
     for (int i = 0; i < argc; i++) {
         if (!rest && !strcmp(argv[i], "-h")) return 1;
         if (!rest && !strcmp(argv[i], "--")) rest = 1;
-        else if (rest || strncmp(argv[i], "--", 2)) a->operands[a->n_operands++] = argv[i];
+        else if (rest || !is_flag_word(v, argv[i])) a->operands[a->n_operands++] = argv[i];
         else if ((i = parse_flag(a, argc, argv, i)) < 0) return -1;
     }
     return finish(a);

@@ -49,6 +49,17 @@ static const cli_verb VERBS[] = {
 };
 enum { N_VERBS = sizeof VERBS / sizeof VERBS[0] };
 
+/* sacreBLEU's short flags (its smoothing and tokeniser names are bleu's values too). */
+static const cli_alias ALIASES[] = {
+    {"bleu", "-lc", "lowercase"}, {"bleu", "-tok", "tokenize"}, {"bleu", "-m", "metrics"},
+    {"bleu", "-s", "smooth"},     {"bleu", "-sv", "smooth-value"},
+};
+
+const cli_alias *cli_aliases(int *n) {
+    *n = (int)(sizeof ALIASES / sizeof ALIASES[0]);
+    return ALIASES;
+}
+
 const cli_verb *cli_verbs(int *n) {
     *n = N_VERBS;
     return VERBS;

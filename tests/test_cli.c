@@ -353,6 +353,43 @@ TEST(cli_flags_are_parsed_strictly) {
     CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/tmp: "), "%s", out);
 }
 
+TEST(cli_misspelt_flag_gets_did_you_mean) {
+    char err[4096];
+    static const char *const cases[][2] = { /* arguments, what stderr must say */
+        {"generate --promt x --model m", "unknown option '--promt' (did you mean --prompt? see tformer generate --help)"},
+        {"generate --model m --prompt a --max-token 5", "(did you mean --max-tokens? see"},     /* a table's row */
+        {"train --data a --out b --stpes 3", "(did you mean --steps? see"},                    /* two letters swapped */
+        {"bleu --ref a --lowercsae", "(did you mean --lowercase? see"},
+        {"bleu -lcc --ref a", "unexpected argument '-lcc' (did you mean -lc? see tformer bleu --help)"},
+        /* nothing close: no guess */
+        {"generate --model m --prompt a --frobnicate 1", "unknown option '--frobnicate' (see tformer generate --help)"},
+        {"train --data a --out b --x 1", "unknown option '--x' (see tformer train --help)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run(cases[i][0], err, sizeof err);
+        CHECKF(rc == 2 && strstr(err, cases[i][1]), "%s: status %d, %s", cases[i][0], rc, err);
+    }
+}
+
+/* The spellings users bring from other tools: sacreBLEU's short flags. */
+TEST(cli_accepts_the_names_users_bring) {
+    char out[16384], cmd[1024], ref[] = "/tmp/tformer_cli_ref_XXXXXX";
+    CHECK(test_temp_file(ref) == 0);
+    FILE *f = fopen(ref, "w");
+    CHECK(f && fputs("The Cat sat on the mat.\nA dog ran in the park today.\n", f) >= 0 && !fclose(f));
+    const char *hyp = "printf 'the cat sat on the mat.\\na dog ran in the park today.\\n'";
+    static const char *const flags[][2] = {{"--lowercase", "BLEU = 100.00"}, {"-lc", "BLEU = 100.00"},
+                                           {"-lc -tok none -s floor -sv 0.2 -m bleu chrf", "BLEU = 100.00"},
+                                           {"-m chrf -lc", "chrF2 = 100.00"}, {"", "BLEU = 7"}};
+    for (int i = 0; i < 5; i++) {
+        snprintf(cmd, sizeof cmd, "%s | %s bleu --ref %s %s 2>&1", hyp, test_tformer_bin(), ref, flags[i][0]);
+        CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, flags[i][1]), "bleu %s: %s", flags[i][0], out);
+    }
+    unlink(ref);
+    snprintf(cmd, sizeof cmd, "%s bleu --help", test_tformer_bin());
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "also -lc") && strstr(out, "also -tok"), "%s", out);
+}
+
 TEST(cli_train_config_file_and_flag_overrides) {
     char out[8192], cmd[2048], dir[64], cfg[80], p[128];
     snprintf(dir, sizeof dir, "/tmp/tformer_cli_cfgrun_%d", (int)getpid());
