@@ -17,7 +17,8 @@ const cli_flag cmd_generate_flags[] = {
 /* The search's options: ranges and --help from one table, defaults the library's. */
 #define R(m, type, range, help) TF_FIELD_ROW(tf_generate_opts, m, type, #m, NULL, range, NULL, help, 0, NULL)
 static const tf_field OPTION_ROWS[] = {
-    R(max_tokens, TF_FIELD_INT, "[0,inf)", "new tokens at most"),
+    TF_FIELD_ROW(tf_generate_opts, max_tokens, TF_FIELD_INT, "max_tokens", NULL, "[0,inf)", NULL,
+                 "new tokens at most", 0, "max_new_tokens"), /* Hugging Face's name */
     R(temperature, TF_FIELD_FLOAT, "[0,inf)", "0: greedy"),
     R(top_k, TF_FIELD_INT, "[0,inf)", "draw from the k most likely tokens; 0: all"),
     R(top_p, TF_FIELD_FLOAT, "(0,1]", "draw from the most likely tokens up to this probability; 1: all"),

@@ -188,6 +188,9 @@ TEST(cli_train_generate_eval) {
     /* --threads is honoured and changes nothing */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
+    /* Hugging Face's name for --max-tokens */
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-new-tokens 10 --temperature 0", test_tformer_bin(), dir);
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--max-new-tokens: '%s', not '%s'", out, first);
     snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", test_tformer_bin(), dir);
     CHECK(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
     /* int8 weights: generation and evaluation run, the loss within a few per cent of the float one's */
@@ -358,6 +361,7 @@ TEST(cli_misspelt_flag_gets_did_you_mean) {
     static const char *const cases[][2] = { /* arguments, what stderr must say */
         {"generate --promt x --model m", "unknown option '--promt' (did you mean --prompt? see tformer generate --help)"},
         {"generate --model m --prompt a --max-token 5", "(did you mean --max-tokens? see"},     /* a table's row */
+        {"generate --model m --prompt a --max-new-token 5", "(did you mean --max-new-tokens? see"}, /* its alias */
         {"train --data a --out b --stpes 3", "(did you mean --steps? see"},                    /* two letters swapped */
         {"bleu --ref a --lowercsae", "(did you mean --lowercase? see"},
         {"bleu -lcc --ref a", "unexpected argument '-lcc' (did you mean -lc? see tformer bleu --help)"},
@@ -371,7 +375,7 @@ TEST(cli_misspelt_flag_gets_did_you_mean) {
     }
 }
 
-/* The spellings users bring from other tools: sacreBLEU's short flags. */
+/* The spellings users bring from other tools: sacreBLEU's short flags, Hugging Face's --max-new-tokens. */
 TEST(cli_accepts_the_names_users_bring) {
     char out[16384], cmd[1024], ref[] = "/tmp/tformer_cli_ref_XXXXXX";
     CHECK(test_temp_file(ref) == 0);
@@ -388,6 +392,10 @@ TEST(cli_accepts_the_names_users_bring) {
     unlink(ref);
     snprintf(cmd, sizeof cmd, "%s bleu --help", test_tformer_bin());
     CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "also -lc") && strstr(out, "also -tok"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s generate --help", test_tformer_bin());
+    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "also --max-new-tokens"), "%s", out);
+    CHECK(run("generate --model m --prompt a --max-new-tokens 5x", out, sizeof out) == 2 &&
+          strstr(out, "--max-new-tokens expects an integer in [0,inf), got '5x'"));
 }
 
 TEST(cli_train_config_file_and_flag_overrides) {
