@@ -6,7 +6,7 @@ token by token by a continual model trained with `tformer train --arch
 continual`; the script scores the labels.
 
     python3 tools/langid_eval.py --tformer build/tformer --model RUN \\
-        --data val.en val.de --names en,de [--seed 1] [--lines 400]
+        --data val.en.gz val.de.gz --names en,de [--seed 1] [--lines 400]
 
 Prints per-step accuracy (steps whose window is full), accuracy by distance
 from the last language switch (the window holds a mix there), and steps/s of
@@ -15,13 +15,17 @@ run of the same text. The model must be character-level (its tokens are the
 text's characters, as `--tokenizer char` trains).
 """
 import argparse
+import gzip
 import random
 import subprocess
 import sys
 
 
 def read_lines(path):
-    with open(path, encoding="utf-8") as f:
+    """A text file's non-empty lines, gzip'ed (val.en.gz, as Multi30k ships it) or plain."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    with (gzip.open if gz else open)(path, "rt", encoding="utf-8") as f:
         return [line.rstrip("\r\n") for line in f if line.strip("\r\n")]
 
 

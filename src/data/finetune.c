@@ -221,7 +221,7 @@ int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const
 int tf_finetune_read(tf_finetune_kind kind, const char *path, int labelled, tf_finetune_set *out) {
     size_t len;
     memset(out, 0, sizeof *out);
-    char *text = tf_read_file(path, &len);
+    char *text = tf_read_data(path, &len);
     if (!text) return -1;
     int rc = tf_finetune_parse(kind, text, len, path, labelled, out);
     free(text);

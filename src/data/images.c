@@ -1,7 +1,8 @@
 /* Labelled image sets: idx files (Fashion-MNIST, MNIST) and scikit-learn's
- * digits.csv, gzip'ed or plain (zlib's gzread passes plain files through),
- * as float pixels in [0,1], NCHW; a set's sub-range. PNG files:
- * image_png.c; the loader of batches: image_loader.c. */
+ * digits.csv, gzip'ed or plain (idx streamed through zlib's gzread, which passes
+ * plain files through; digits.csv by tf_read_data), as float pixels in [0,1],
+ * NCHW; a set's sub-range. PNG files: image_png.c; the loader of batches:
+ * image_loader.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,6 @@
 #include "../util/util.h"
 #include "tformer/images.h"
 
-/* ---------------------------------------------------------------- whole files through zlib */
-
 /* A regular file opened through zlib; NULL + an error naming it (a FIFO or
  * device is refused, never waited on: tf_open_regular). */
 static gzFile open_gz(const char *path) {
@@ -23,35 +22,6 @@ static gzFile open_gz(const char *path) {
     gzFile f = gzdopen(fd, "rb");
     if (!f) close(fd), tf_set_error("%s: cannot open: out of memory", path);
     return f;
-}
-
-/* The file's bytes, gunzipped when it is gzip'ed; NULL + an error naming it.
- * A truncated gzip stream reads as a short file with Z_BUF_ERROR set: an error. */
-static unsigned char *read_gz(const char *path, size_t *len) {
-    gzFile f = open_gz(path);
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    int got = buf ? 1 : 0, err = Z_OK;
-    while (got > 0) {
-        if (cap - n < (1 << 16)) {
-            unsigned char *nb = cap > SIZE_MAX / 4 ? NULL : realloc(buf, cap * 2);
-            if (!nb) break;
-            buf = nb, cap *= 2;
-        }
-        if ((got = gzread(f, buf + n, 1 << 16)) > 0) n += (size_t)got;
-    }
-    const char *msg = gzerror(f, &err);
-    if (got > 0 || !buf) tf_set_error("%s: out of memory after %zu bytes", path, n);
-    else if (got < 0 || err != Z_OK) { /* zlib's message starts with the path */
-        size_t k = strlen(path);
-        if (msg && !strncmp(msg, path, k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
-        tf_set_error("%s: not a readable gzip file: %s", path, msg && *msg ? msg : "read error");
-    }
-    gzclose(f);
-    if (got != 0 || err != Z_OK || !buf) return free(buf), NULL;
-    *len = n;
-    return buf;
 }
 
 static uint32_t be32(const unsigned char *p) {
@@ -244,7 +214,7 @@ static int digits_line(const char *path, int line, const char *s, const char *en
 int tf_images_read_digits(const char *path, tf_images *out) {
     memset(out, 0, sizeof *out);
     size_t len;
-    unsigned char *text = read_gz(path, &len);
+    unsigned char *text = (unsigned char *)tf_read_data(path, &len);
     if (!text) return -1;
     int64_t lines = 0;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n' || (i + 1 == len);

@@ -178,7 +178,7 @@ static int end_doc(tf_buf *docs, int *first, int n_sent) {
  * run of them. Errors name the file and line. */
 static int read_file_docs(tf_tokenizer *tok, const char *path, tf_ids *ids, tf_buf *sents, tf_buf *docs) {
     size_t len;
-    char *text = tf_read_file(path, &len);
+    char *text = tf_read_data(path, &len);
     if (!text) return -1;
     int rc = 0, lineno = 1, first = (int)(sents->n / sizeof(span));
     for (size_t i = 0; i < len && !rc; lineno++) {

@@ -135,7 +135,7 @@ int tf_parallel_read(tf_tokenizer *src_tok, tf_tokenizer *tgt_tok, const char *s
     memset(out, 0, sizeof *out);
     if (check_opts(o) || resolve_specials(src_tok, tgt_tok, o, out)) return -1;
     side src = {src_path, NULL, 0, 0, src_tok}, tgt = {tgt_path, NULL, 0, 0, tgt_tok};
-    char *st = tf_read_file(src_path, &src.len), *tt = st ? tf_read_file(tgt_path, &tgt.len) : NULL;
+    char *st = tf_read_data(src_path, &src.len), *tt = st ? tf_read_data(tgt_path, &tgt.len) : NULL;
     src.text = st, tgt.text = tt;
     int rc = st && tt ? 0 : -1;
     int64_t ns = rc ? 0 : count_lines(st, src.len), nt = rc ? 0 : count_lines(tt, tgt.len);

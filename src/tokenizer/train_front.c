@@ -185,7 +185,7 @@ static int refuse_nul(const char *path, const char *text, size_t len) {
 static int read_corpus(tf_trainer *t, const char *const *files, int n_files, text_fn fn) {
     for (int f = 0; f < n_files; f++) {
         size_t len;
-        char *text = tf_read_file(files[f], &len);
+        char *text = tf_read_data(files[f], &len);
         if (!text) return -1;
         if (refuse_nul(files[f], text, len)) return free(text), -1;
         int rc = fn(t, text, len);

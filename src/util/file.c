@@ -194,28 +194,3 @@ int tf_copy_file(const char *from, const char *to) {
     free(data);
     return rc;
 }
-
-int tf_lines_read(const char *path, tf_lines *out) {
-    memset(out, 0, sizeof *out);
-    size_t n, lines = 0;
-    if (!(out->text = tf_read_file(path, &n))) return -1;
-    for (size_t i = 0; i < n; i++) lines += out->text[i] == '\n';
-    lines += n > 0 && out->text[n - 1] != '\n';
-    if (lines > INT32_MAX) return tf_lines_free(out), tf_set_error("%s: more than %d lines", path, INT32_MAX);
-    out->start = malloc((lines ? lines : 1) * sizeof *out->start);
-    out->len = malloc((lines ? lines : 1) * sizeof *out->len);
-    if (!out->start || !out->len) return tf_lines_free(out), tf_set_error("%s: out of memory", path);
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        while (e < n && out->text[e] != '\n') e++;
-        out->start[out->n] = i;
-        out->len[out->n++] = e > i && out->text[e - 1] == '\r' ? e - i - 1 : e - i;
-        i = e + 1;
-    }
-    return 0;
-}
-
-void tf_lines_free(tf_lines *l) {
-    free(l->text), free(l->start), free(l->len);
-    memset(l, 0, sizeof *l);
-}

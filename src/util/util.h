@@ -57,6 +57,9 @@ FILE *tf_fopen_read(const char *path);
 /* A whole file (NUL-terminated); NULL + tf_error naming it on failure
  * (not a regular file: refused, tf_open_regular). */
 char *tf_read_file(const char *path, size_t *len);
+/* The same, gunzipped when it starts with gzip's magic bytes (train.en.gz, idx images): every
+ * reader of data files (text, TSV, idx, digits.csv) goes through it. */
+char *tf_read_data(const char *path, size_t *len);
 
 /* Atomic writing: a temporary file beside path, then fsync and rename; the
  * file gets the umask's permissions (0666 & ~umask), as fopen would give.

@@ -120,7 +120,7 @@ static int build_stream(tf_tokenizer *tok, const char *const *data, int n_data, 
     int rc = texts ? 0 : tf_set_error("train: out of memory");
     for (int f = 0; !rc && f < n_data; f++) {
         size_t len;
-        if (!(texts[f] = tf_read_file(data[f], &len))) rc = -1;
+        if (!(texts[f] = tf_read_data(data[f], &len))) rc = -1;
         for (size_t i = 0; !rc && i < len;) {
             size_t e = i;
             while (e < len && texts[f][e] != '\n') e++;

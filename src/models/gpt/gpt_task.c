@@ -22,7 +22,7 @@ typedef struct {
 static int tokenize_files(tf_tokenizer *tok, const char *const *data, int n_data, tf_ids *ids) {
     for (int i = 0; i < n_data; i++) {
         size_t len;
-        char *text = tf_read_file(data[i], &len);
+        char *text = tf_read_data(data[i], &len);
         if (!text) return -1;
         int rc = tf_tokenizer_encode(tok, text, len, ids);
         free(text);

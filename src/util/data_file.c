@@ -1,0 +1,73 @@
+/* Data files, gzip'ed or plain (train.en.gz as Multi30k ships it): whole, and as lines. Apart
+ * from file.c, so that a program linking only the rest of the library needs no zlib. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "util.h"
+
+/* zlib's error for f, or NULL: a stream cut short reads as a short file with Z_BUF_ERROR set. */
+static const char *gz_problem(gzFile f, const char *path, int got) {
+    int err = Z_OK;
+    const char *msg = gzerror(f, &err);
+    if (got >= 0 && err == Z_OK) return NULL;
+    size_t k = strlen(path); /* zlib's message starts with the path */
+    if (msg && !strncmp(msg, path, k) && !strncmp(msg + k, ": ", 2)) msg += k + 2;
+    return msg && *msg ? msg : "read error";
+}
+
+/* The rest of f, gunzipped (f closed). */
+static char *read_gunzipped(gzFile f, const char *path, size_t *len) {
+    tf_buf b = {0};
+    char chunk[65536];
+    int got;
+    while ((got = gzread(f, chunk, sizeof chunk)) > 0)
+        if (tf_buf_put(&b, chunk, (size_t)got)) {
+            tf_set_error("%s: out of memory after %zu bytes", path, b.n);
+            return gzclose(f), free(b.p), NULL;
+        }
+    const char *msg = gz_problem(f, path, got);
+    if (msg) tf_set_error("%s: not a readable gzip file: %s", path, msg);
+    gzclose(f);
+    if (!msg && !b.p && tf_buf_put(&b, "", 0)) return NULL;
+    if (msg) return free(b.p), NULL;
+    *len = b.n;
+    return b.p;
+}
+
+char *tf_read_data(const char *path, size_t *len) {
+    int fd = tf_open_regular(path); /* a FIFO or a device is refused, never waited on */
+    if (fd < 0) return NULL;
+    unsigned char m[2];
+    if (pread(fd, m, 2, 0) != 2 || m[0] != 0x1f || m[1] != 0x8b) return close(fd), tf_read_file(path, len);
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) return close(fd), tf_set_error("%s: cannot open: out of memory", path), NULL;
+    return read_gunzipped(f, path, len);
+}
+
+int tf_lines_read(const char *path, tf_lines *out) {
+    memset(out, 0, sizeof *out);
+    size_t n, lines = 0;
+    if (!(out->text = tf_read_data(path, &n))) return -1;
+    for (size_t i = 0; i < n; i++) lines += out->text[i] == '\n';
+    lines += n > 0 && out->text[n - 1] != '\n';
+    if (lines > INT32_MAX) return tf_lines_free(out), tf_set_error("%s: more than %d lines", path, INT32_MAX);
+    out->start = malloc((lines ? lines : 1) * sizeof *out->start);
+    out->len = malloc((lines ? lines : 1) * sizeof *out->len);
+    if (!out->start || !out->len) return tf_lines_free(out), tf_set_error("%s: out of memory", path);
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && out->text[e] != '\n') e++;
+        out->start[out->n] = i;
+        out->len[out->n++] = e > i && out->text[e - 1] == '\r' ? e - i - 1 : e - i;
+        i = e + 1;
+    }
+    return 0;
+}
+
+void tf_lines_free(tf_lines *l) {
+    free(l->text), free(l->start), free(l->len);
+    memset(l, 0, sizeof *l);
+}
