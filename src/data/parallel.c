@@ -86,8 +86,8 @@ static int encode_side(tf_tokenizer *tok, const char *path, int line, const char
     size_t len = all->n - start, limit = o->max_len > 0 ? (size_t)o->max_len - 1 : (size_t)INT32_MAX - 1;
     if (len > limit) {
         if (!o->truncate)
-            return tf_set_error("%s line %d: %zu tokens + 1 = %zu ids, more than max_len %zu (or set truncate)", path,
-                                line, len, len + 1, limit + 1);
+            return tf_set_error("%s line %d: %zu tokens + 1 = %zu ids, more than max_len %zu", path, line, len,
+                                len + 1, limit + 1);
         all->n = start + limit, len = limit, s->n_truncated++;
     }
     for (size_t i = start; i < all->n; i++) s->max_id = all->v[i] > s->max_id ? all->v[i] : s->max_id;

@@ -166,12 +166,22 @@ static const tf_task_vt S2S_TASK = {
 
 /* ---------------------------------------------------------------- construction */
 
-/* The tokenizer (learned from both training files for "char"), the vocabularies, both sets, the loader. */
+/* A sentence longer than max_len (tf_parallel_read's error): what to change, by the flags' names. */
+static int length_hint(int max_len, int context, int chars) {
+    if (!strstr(tf_error(), " ids, more than max_len ")) return -1;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tf_error());
+    return tf_set_error("%s: raise --max-len (now %d; at most --context, now %d)%s", msg, max_len, context,
+                        chars ? ", or give a sub-word --tokenizer (the tokens are now the data's characters)" : "");
+}
+
+/* The tokenizer (learned from both training files for "char"; NULL: "char"), the vocabularies, both sets, the loader. */
 static int load_data(s2s_task *s, const char *src, const char *tgt, const char *vsrc, const char *vtgt,
                      const char *tokenizer, int resume, uint64_t seed) {
     const tf_translation_family *fam = s->fam;
     const char *files[2] = {src, tgt};
-    if (tf_task_tokenizer_prepare(tokenizer, files, 2, s->dir, resume)) return -1;
+    int chars = !tokenizer || !strcmp(tokenizer, "char");
+    if (tf_task_tokenizer_prepare(chars ? "char" : tokenizer, files, 2, s->dir, resume)) return -1;
     if (!(s->tok = tf_tokenizer_load(s->dir))) return -1;
     int *sv = model_int(s, fam->src_vocab_off), *tv = model_int(s, fam->tgt_vocab_off);
     int context = *model_int(s, fam->context_off), max_len = *cfg_int(s, fam->max_len_off);
@@ -180,7 +190,7 @@ static int load_data(s2s_task *s, const char *src, const char *tgt, const char *
         return tf_set_error("src_vocab %d, tgt_vocab %d: the tokenizer has %d tokens + %d specials = %d", *sv, *tv,
                             vocab - TF_SEQ2SEQ_SPECIALS, TF_SEQ2SEQ_SPECIALS, vocab);
     *sv = *tv = vocab;
-    if (max_len > context) return tf_set_error("max_len %d exceeds the model's context of %d", max_len, context);
+    if (max_len > context) return tf_set_error("--max-len %d exceeds the model's --context %d", max_len, context);
     tf_parallel_opts o = tf_parallel_opts_default();
     o.max_len = max_len;
     o.src_pad = o.tgt_pad = tf_seq2seq_pad_id(vocab);
@@ -188,7 +198,7 @@ static int load_data(s2s_task *s, const char *src, const char *tgt, const char *
     o.src_eos = o.tgt_eos = tf_seq2seq_eos_id(vocab);
     if (tf_parallel_read(s->tok, s->tok, src, tgt, &o, &s->train) ||
         tf_parallel_read(s->tok, s->tok, vsrc, vtgt, &o, &s->valid))
-        return -1;
+        return length_hint(max_len, context, chars);
     if (*cfg_int(s, fam->val_bleu_off) > 0) {
         if (tf_lines_read(vsrc, &s->vsrc) || tf_lines_read(vtgt, &s->vtgt)) return -1;
         s->base.n_metrics = 1, s->base.metric_names[0] = "bleu", s->base.select_metric = 1;
@@ -215,7 +225,7 @@ tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *c
     memcpy(s->cfg, cfg, fam->cfg_size);
     s->base.vt = &S2S_TASK, s->fam = fam, s->accum = accum, s->base.token_batches = 1;
     s->base.config = (tf_fields){fam->task_table, s->cfg};
-    if (load_data(s, src, tgt, valid_src, valid_tgt, tokenizer ? tokenizer : "char", resume, seed) ||
+    if (load_data(s, src, tgt, valid_src, valid_tgt, tokenizer, resume, seed) ||
         !(s->m = fam->model_new(model_cfg(s), seed ? seed : 1))) {
         s2s_free(&s->base);
         return NULL;
