@@ -174,9 +174,13 @@ char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
 /* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every
  * *(int *)user steps, at evaluations and at the end. */
 void cli_train_progress(void *user, const tf_train_report *r);
-/* After tf_train's rc 0 or 1: says where a stopped run's checkpoint is (when
- * say), ends the processes, and gives the exit status: 130 after a signal, 0
- * when done or stopped at --stop-at. */
+/* On stderr, once the task is made: "tformer train: gpt, 12345 parameters, vocabulary 87 (the
+ * data's characters: no --tokenizer given); data a.txt (1.2 MB); writing to run/" (family: its
+ * registry name; the vocabulary: the run folder's tokenizer, when it has one). */
+void cli_train_summary(const cli_verb *v, const char *family, const tf_task_args *a, tf_task *t);
+/* After tf_train's rc 0 or 1: says where a stopped run's checkpoint is, or "saved to DIR/: its
+ * files" on stderr when done (when say), ends the processes, and gives the exit status: 130
+ * after a signal, 0 when done or stopped at --stop-at. */
 int cli_train_end(int rc, int say, const char *out);
 /* Set by Ctrl-C, SIGTERM, SIGHUP or SIGUSR1 once cli_catch_sigint is called: the trainer's
  * stop flag (the step finishes, a checkpoint is written). Call it after tf_dist_init. */

@@ -57,3 +57,27 @@ TEST(cli_seq2seq_length_error_names_the_flags_to_change) {
     CHECKF(run_err(args, err, sizeof err) == 1 && strstr(err, "--max-len 300 exceeds the model's --context 128"), "%s", err);
     test_rm_rf(dir);
 }
+
+TEST(cli_train_says_what_it_starts_and_where_it_saved) {
+    char dir[64], args[1024], err[8192], want[512];
+    snprintf(dir, sizeof dir, "/tmp/tformer_said_XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    const char *tiny = "--steps 2 --n-layer 1 --n-head 2 --d-model 16 --context 16 --batch 4 --log-every 1";
+    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/run %s", dir, tiny);
+    CHECKF(run_err(args, err, sizeof err) == 0, "%s", err);
+    /* on stderr: the family, its parameters, the vocabulary and why characters, the data and its size, the folder */
+    long long params = 0;
+    const char *p = strstr(err, "tformer train: gpt, ");
+    CHECKF(p && sscanf(p, "tformer train: gpt, %lld parameters, ", &params) == 1 && params > 1000, "%s", err);
+    snprintf(want, sizeof want, "parameters, vocabulary 210 (the data's characters: no --tokenizer given); data "
+             "tests/data/unicode_stress.txt (7.6 kB); writing to %s/run/\n", dir);
+    CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
+    snprintf(want, sizeof want, "saved to %s/run/: best/, chars.txt, checkpoint.safetensors, config.json, loss.png, "
+             "losses.csv, model.safetensors, run_id, tokenizer.tformer.json\n", dir);
+    CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
+    /* a resumed run says so */
+    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/run %s --steps 3 --resume "
+             "--allow-changes", dir, tiny);
+    CHECKF(run_err(args, err, sizeof err) == 0 && strstr(err, "; resuming in "), "%s", err);
+    test_rm_rf(dir);
+}
