@@ -81,3 +81,13 @@ TEST(cli_train_says_what_it_starts_and_where_it_saved) {
     CHECKF(run_err(args, err, sizeof err) == 0 && strstr(err, "; resuming in "), "%s", err);
     test_rm_rf(dir);
 }
+
+TEST(cli_finetune_says_first_that_a_folder_is_not_a_bert) {
+    char err[4096];
+    int rc = run_err("finetune --model tests/fixtures_gpt2/tiny_gelu_new --task classify --train /dev/null --valid "
+                     "/dev/null --out /tmp/tformer_said_never", err, sizeof err);
+    CHECKF(rc == 1 && strstr(err, "tformer finetune: tests/fixtures_gpt2/tiny_gelu_new is a \"gpt2\" model (the gpt "
+                             "family: tformer generate or eval runs it), not a BERT: finetune needs a BERT-family "
+                             "folder (model_type bert, "), "status %d: %s", rc, err);
+    CHECK(!is_dir("/tmp/tformer_said_never"));
+}

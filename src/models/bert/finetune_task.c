@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../../task/task_internal.h"
+#include "../family.h"
 #include "tformer/bert.h"
 
 static const char *const KINDS[] = {"classify", "pairs", "tag", "span", NULL};
@@ -181,12 +182,37 @@ static int load_all(ft_task *f, const char *model_dir, const char *train, const 
     return rc ? -1 : 0;
 }
 
+extern const tf_family tf_family_bert; /* bert_family.c */
+
+/* A folder of a family the BERT loader does not read (config.json's model_type in the registry) is refused
+ * first, by what it is: its tokenizer files would be refused otherwise, before its kind is said. */
+static int check_family(const char *model_dir) {
+    char path[4200], types[256];
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    cJSON *root = tf_json_read(path); /* none, or unreadable: the loader says what is wrong */
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const tf_family *f = cJSON_IsString(mt) ? tf_family_of_type(mt->valuestring) : NULL;
+    const tf_family *bert = &tf_family_bert;
+    int rc = 0;
+    if (f && f->load != bert->load) {
+        size_t n = 0;
+        types[0] = 0;
+        for (int k = 0; bert->model_types[k] && n < sizeof types; k++)
+            n += (size_t)snprintf(types + n, sizeof types - n, "%s%s", k ? ", " : "", bert->model_types[k]);
+        rc = tf_set_error("%s is a \"%s\" model (the %s family%s%s%s), not a BERT: finetune needs a BERT-family "
+                          "folder (model_type %s)", model_dir, mt->valuestring, f->name, f->verbs ? ": tformer " : "",
+                          f->verbs ? f->verbs : "", f->verbs ? " runs it" : "", types);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
 tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir, const char *train,
                               const char *valid, const char *run_dir, int resume, uint64_t seed) {
     tf_fields cf = {&tf_finetune_config_table, (void *)c};
     if (!model_dir || !train || !valid || !run_dir)
         return tf_set_error("finetune: a model folder, training and validation files and a run folder are needed"), NULL;
-    if (tf_fields_check(&cf, 1)) return NULL;
+    if (tf_fields_check(&cf, 1) || check_family(model_dir)) return NULL;
     if (mkdir(run_dir, 0755) && errno != EEXIST)
         return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
     ft_task *f = calloc(1, sizeof *f);
