@@ -145,9 +145,9 @@ static _Noreturn void die_line(const cli_verb *v, int line_no) {
  * memory bounded by it, whatever the input's length. */
 enum { CHUNK = 1024 };
 
-/* Each line of input translated to standard output and drawn (job): one at a time. */
-static void translate_lines(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, cli_lines *in,
-                            const picture_job *job) {
+/* Each line of input translated to standard output and drawn (job): one at a time; the lines. */
+static int translate_lines(const cli_verb *v, const tf_translator *t, const tf_translate_opts *o, cli_lines *in,
+                           const picture_job *job) {
     tf_ids src = {0}, hyp = {0};
     const char *lines[CHUNK];
     size_t lens[CHUNK];
@@ -164,6 +164,16 @@ static void translate_lines(const cli_verb *v, const tf_translator *t, const tf_
             cli_flush_or_die(v);
         }
     tf_ids_free(&src), tf_ids_free(&hyp);
+    return line_no;
+}
+
+/* Where the pictures of n lines went, on stderr. */
+static void say_pictures(const cli_verb *v, const char *dir, int n) {
+    char last[32] = "";
+    if (n > 1) snprintf(last, sizeof last, " to %04d.png", n);
+    if (!n) fprintf(stderr, "tformer %s: no input lines, no attention pictures in %s/\n", v->name, dir);
+    else fprintf(stderr, "tformer %s: %d attention picture%s in %s/: 0001.png%s\n", v->name, n, n == 1 ? "" : "s", dir,
+                 last);
 }
 
 /* Lines a chunk at a time through tf_translate_lines (batched), printed in input order. */
@@ -205,7 +215,7 @@ int cmd_translate(const cli_args *a) {
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
     cli_lines in;
     cli_lines_init(&in, 0);
-    if (pictures) translate_lines(v, &t, &o, &in, &job);
+    if (pictures) say_pictures(v, pictures, translate_lines(v, &t, &o, &in, &job));
     else translate_chunks(v, &t, &o, &in);
     cli_lines_free(&in);
     if (job.ctx) tf_ctx_free(job.ctx);

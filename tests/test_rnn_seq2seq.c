@@ -316,9 +316,15 @@ TEST(rnn_seq2seq_learns_to_reverse_and_decodes_greedy_beam_and_cli) {
     tf_tokenizer_train_opts to = {.kind = TF_TOKENIZER_CHAR};
     CHECKF(tf_tokenizer_train(&to, files, 1, dir) == 0, "%s", tf_error());
     CHECK(tf_rnn_seq2seq_save(m, dir) == 0);
-    snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n8888\\n' | %s translate --model %s --beam 3 --attention-png %s/att",
-             test_tformer_bin(), dir, dir);
+    snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n8888\\n' | %s translate --model %s --beam 3 --attention-png %s/att "
+             "2>%s/said", test_tformer_bin(), dir, dir, dir);
     CHECKF(run(cmd, out, sizeof out) == 0 && !strcmp(out, "543\n72109\n8888\n"), "output:\n%s", out);
+    snprintf(path, sizeof path, "%s/said", dir); /* where the pictures went */
+    size_t said_len;
+    char *said = test_slurp(path, &said_len), want[700];
+    snprintf(want, sizeof want, "tformer translate: 3 attention pictures in %s/att/: 0001.png to 0003.png\n", dir);
+    CHECKF(said && strstr(said, want), "stderr: %s", said ? said : "(none)");
+    free(said);
     /* (stderr apart: under the sanitizers LeakSanitizer reports the fontconfig suppression there) */
     for (int i = 1; i <= 4; i++) { /* one picture per line: the alignment alone */
         int w, h;
