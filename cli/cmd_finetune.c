@@ -123,6 +123,17 @@ static int same_args(const cli_args *a) {
     return tf_dist_same_fields(g_tables, 2, it, (int)(sizeof it / sizeof *it));
 }
 
+/* The start-up line, as train's: the folder's family (config.json's model_type), the task's parameters. */
+static void summary(const cli_args *a, tf_task *t, int resume) {
+    char type[128];
+    cli_model_type(a->v[MODEL].text, type, sizeof type);
+    const tf_family *f = tf_family_of_type(type);
+    const char *data[] = {a->v[TRAIN].text, a->v[VALID].text};
+    tf_task_args ta = {.data = data, .n_data = 2, .tokenizer = a->v[MODEL].text, .run_dir = a->v[OUT].text,
+                       .resume = resume};
+    cli_train_summary(a->verb, f ? f->name : type, &ta, t);
+}
+
 /* Under mpirun every rank trains; rank 0 alone prints, writes and evaluates at the end. */
 int cmd_finetune(const cli_args *a) {
     if (a->v[CONFIG].text && tf_fields_load(g_tables, 2, a->v[CONFIG].text, 0)) cli_die(a->verb, tf_error());
@@ -138,7 +149,7 @@ int cmd_finetune(const cli_args *a) {
     tf_task *t = tf_dist_task_new(make_task, &ta, out);
     if (!t) cli_die(a->verb, tf_error());
     int first = tf_dist_rank() == 0;
-    if (first) print_counts(t);
+    if (first) print_counts(t), summary(a, t, ta.resume);
     int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, micro = g_train.accum * tf_dist_size();
     int rows = g_train.batch % micro ? g_train.batch : g_train.batch / micro; /* tf_train refuses the first */
     int cover = (n_val + rows - 1) / rows;

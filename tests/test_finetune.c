@@ -246,6 +246,14 @@ TEST(finetune_cli_help_train_and_predict) {
     CHECKF(run_cli(args, out, sizeof out) == 0, "%s", out);
     printf("%s", out);
     CHECKF(strstr(out, "train: 200 examples, 0 truncated") && strstr(out, "valid: accuracy"), "%s", out);
+    /* what it starts (as train's line) and where it saved */
+    char said[600];
+    snprintf(said, sizeof said, " parameters, vocabulary 30; data %s (", train);
+    CHECKF(strstr(out, "tformer finetune: bert, ") && strstr(out, said), "%s", out);
+    snprintf(said, sizeof said, " kB), %s (", valid);
+    CHECKF(strstr(out, said), "%s", out);
+    snprintf(said, sizeof said, "saved to %s/: best/, checkpoint.safetensors, config.json, confusion.png, ", run);
+    CHECKF(strstr(out, said) && strstr(out, "metrics.json"), "%s", out);
     char path[256];
     struct stat st;
     snprintf(path, sizeof path, "%s/confusion.png", run);
