@@ -240,6 +240,11 @@ typedef struct {
     const char *verb, *word, *flag;
 } cli_alias;
 const cli_alias *cli_aliases(int *n);
+/* Edits (insert, delete, replace, swap two neighbours) from a to b, leading dashes ignored; and
+ * whether d edits are a slip rather than another word: 1 in words up to 4 letters, 2 up to 9,
+ * 3 beyond, and fewer than the candidate has letters (the "did you mean" of flags and verbs). */
+int cli_edit_distance(const char *a, const char *b);
+int cli_is_near(int d, size_t typed_len, size_t candidate_len);
 /* The verb named name, or NULL. */
 const cli_verb *cli_find_verb(const char *name);
 /* "usage: tformer <command> ..." and the list of verbs. */

@@ -150,9 +150,8 @@ void cli_help(const cli_args *a, FILE *f) {
 
 /* ---------------------------------------------------------------- "did you mean" */
 
-/* Edits (insert, delete, replace, swap two neighbours) from a to b, dashes ignored at
- * their starts; words longer than 63 bytes are far from everything. */
-static int edit_distance(const char *a, const char *b) {
+/* Words longer than 63 bytes are far from everything (cli.h). */
+int cli_edit_distance(const char *a, const char *b) {
     while (*a == '-') a++;
     while (*b == '-') b++;
     size_t n = strlen(a), m = strlen(b);
@@ -178,13 +177,16 @@ typedef struct {
     int dist;
 } near_ctx;
 
-/* flag ("--prompt", "-lc") is a candidate: kept when closer than any before and close
- * enough to be a slip: 1 edit in words up to 4 letters, 2 up to 9, 3 beyond, and fewer
- * edits than the candidate has letters. */
+int cli_is_near(int d, size_t typed_len, size_t candidate_len) {
+    int most = typed_len <= 4 ? 1 : typed_len <= 9 ? 2 : 3;
+    return d <= most && d < (int)candidate_len;
+}
+
+/* flag ("--prompt", "-lc") is a candidate: kept when closer than any before and near (cli_is_near). */
 static void consider(near_ctx *c, const char *flag) {
     size_t len = strlen(c->typed + strspn(c->typed, "-")), flen = strlen(flag + strspn(flag, "-"));
-    int d = edit_distance(c->typed, flag), most = len <= 4 ? 1 : len <= 9 ? 2 : 3;
-    if (d <= most && d < (int)flen && d < c->dist) c->dist = d, snprintf(c->best, sizeof c->best, "%s", flag);
+    int d = cli_edit_distance(c->typed, flag);
+    if (cli_is_near(d, len, flen) && d < c->dist) c->dist = d, snprintf(c->best, sizeof c->best, "%s", flag);
 }
 
 /* A table row's flag and its aliases' ("max_tokens|max_new_tokens" -> --max-tokens, --max-new-tokens). */

@@ -368,6 +368,8 @@ TEST(cli_misspelt_flag_gets_did_you_mean) {
         /* nothing close: no guess */
         {"generate --model m --prompt a --frobnicate 1", "unknown option '--frobnicate' (see tformer generate --help)"},
         {"train --data a --out b --x 1", "unknown option '--x' (see tformer train --help)"},
+        {"genrate --prompt x", "tformer: unknown command 'genrate' (did you mean generate?)"}, /* a verb too */
+        {"frobnicate", "tformer: unknown command 'frobnicate'\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = run(cases[i][0], err, sizeof err);
