@@ -90,21 +90,40 @@ static tf_tensor *cap_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metric
     return out.loss;
 }
 
-/* The held-out scenes captioned greedily: the share exactly right into metric 1. */
+/* The cell (0..8) the words after a shape word name ("top left" ... "bottom right"; none: the centre). */
+static int named_cell(const int32_t *w, int n) {
+    int row = 1, col = 1;
+    for (int k = 0; k < n && w[k] >= 8 && w[k] <= 12; k++) { /* top bottom left right centre */
+        if (w[k] == 8 || w[k] == 9) row = w[k] == 8 ? 0 : 2;
+        if (w[k] == 10 || w[k] == 11) col = w[k] == 10 ? 0 : 2;
+    }
+    return row * 3 + col;
+}
+
+/* Attention precision: for each shape word, the share of its step's attention on the cell the
+ * caption names for it (metric 2; the grid must be the scenes' 3 x 3). */
+static void count_precision(const int32_t *w, int n, const float *att, tf_metrics *m) {
+    for (int t = 0; t < n; t++)
+        if (w[t] >= 2 && w[t] <= 7) m->sum[2] += att[t * 9 + named_cell(w + t + 1, n - t - 1)], m->count[2] += 1;
+}
+
+/* The held-out scenes captioned greedily: the share exactly right into metric 1, and with
+ * attention, its precision into metric 2. */
 static int cap_score(tf_task *t, tf_metrics *m) {
     const cap_task *c = (const cap_task *)t;
-    float px[TF_CAPTION_SCENE_SIZE * TF_CAPTION_SCENE_SIZE];
+    float px[TF_CAPTION_SCENE_SIZE * TF_CAPTION_SCENE_SIZE], att[65 * 9];
     int32_t want[64], got[64];
-    int nw, ng;
+    int nw, ng, maps = c->base.n_metrics > 2;
     tf_caption_scene s;
     tf_generate_opts o = tf_generate_opts_default();
     o.temperature = 0, o.beam = 0, o.eos_id = -1, o.max_tokens = 0;
     for (int i = 0; i < c->cfg.n_valid; i++) {
         uint64_t index = (uint64_t)c->cfg.n_train + (uint64_t)i;
         if (tf_caption_scene_make(c->cfg.scene_seed, index, c->cfg.max_items, px, &s, want, 64, &nw) ||
-            tf_caption_generate(c->m, px, &o, got, 64, &ng, NULL))
+            tf_caption_generate(c->m, px, &o, got, 64, &ng, maps ? att : NULL))
             return -1;
         m->sum[1] += ng == nw && !memcmp(want, got, (size_t)nw * sizeof *got), m->count[1] += 1;
+        if (maps) count_precision(got, ng, att, m);
     }
     return 0;
 }
@@ -163,14 +182,15 @@ tf_task *tf_caption_task_new(const tf_caption_task_config *cfg, const char *run_
         return tf_set_error("caption: the scenes are %dx%d grey images with %d words: vocab %d, image_size %d, "
                             "channels %d", TF_CAPTION_SCENE_SIZE, TF_CAPTION_SCENE_SIZE, TF_CAPTION_VOCAB,
                             c.model.vocab, c.model.image_size, c.model.channels), NULL;
-    if (c.model.context < 5 * c.max_items)
-        return tf_set_error("caption: context %d cannot hold captions of %d items (%d words and EOS)", c.model.context,
-                            c.max_items, 5 * c.max_items - 1), NULL;
+    if (c.model.context < 5 * c.max_items || c.model.context > 64)
+        return tf_set_error("caption: context %d: at most 64, and room for captions of %d items (%d words and EOS)",
+                            c.model.context, c.max_items, 5 * c.max_items - 1), NULL;
     cap_task *t = calloc(1, sizeof *t);
     if (!t) return tf_set_error("caption: out of memory"), NULL;
     t->cfg = c;
-    t->base = (tf_task){.vt = &CAP_TASK, .config = {&tf_caption_task_config_table, &t->cfg}, .n_metrics = 2,
-                        .metric_names = {"word_accuracy", "exact"}, .select_metric = 2};
+    int maps = c.model.attention && tf_caption_grid(&c.model) == 3; /* the grid's cells are the scenes' */
+    t->base = (tf_task){.vt = &CAP_TASK, .config = {&tf_caption_task_config_table, &t->cfg}, .n_metrics = 2 + maps,
+                        .metric_names = {"word_accuracy", "exact", "attention_precision"}, .select_metric = 2};
     if (!(t->m = tf_caption_new(&c.model, seed ? seed : 1)) || (run_dir && write_samples(&c, run_dir))) {
         cap_free(&t->base);
         return NULL;
