@@ -230,6 +230,15 @@ TEST(caption_train_learns_then_caption_cli) {
     snprintf(csv, sizeof csv, "%s/att/01.png", dir);
     int w, h;
     CHECK(test_png_size(csv, &w, &h) == 0 && w > 600 && h > 200);
+    tf_images rgb; /* an RGB PNG for a grey model: converted (PIL's L), the same caption */
+    char grey[600], colour[600], *tab;
+    snprintf(grey, sizeof grey, "%s/run/scenes/00.png", dir), snprintf(colour, sizeof colour, "%s/rgb.png", dir);
+    CHECK(tf_images_read_png(grey, 3, &rgb) == 0 && rgb.channels == 3 && tf_images_write_png(&rgb, 0, colour) == 0);
+    tf_images_free(&rgb);
+    snprintf(args, sizeof args, "caption --model %s/run %s %s", dir, grey, colour);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0 && (tab = strchr(out, '\t')) && strchr(tab, '\n'), "%s", out);
+    *strchr(tab, '\n') = 0;
+    CHECKF(strstr(tab + strlen(tab) + 1, tab), "%s", out);
     snprintf(args, sizeof args, "caption --model %s/run --beam 0 %s/run/scenes/00.png", dir, dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 2 && strstr(out, "--beam 0"), "%s", out);
     snprintf(args, sizeof args, "caption --model %s/run %s/att/01.png", dir, dir); /* an image of another size */
