@@ -22,6 +22,13 @@ static tf_caption_config fixture_config(int channels, tf_rnn_kind cell, int atte
     return c;
 }
 
+/* The Transformer fixture's (TCFG). */
+static tf_caption_config transformer_config(void) {
+    tf_caption_config c = fixture_config(1, TF_RNN_GRU, 1);
+    c.decoder = TF_CAPTION_TRANSFORMER, c.hidden = 8, c.n_head = 2, c.d_ff = 12, c.n_layer = 2;
+    return c;
+}
+
 /* A float tensor of the file as I32 (the fixture stores ids as F32). */
 static tf_tensor *as_ids(tf_ctx *ctx, const tf_tensor *f) {
     tf_tensor *t = tf_tensor_new(ctx, TF_DTYPE_I32, f->ndim, f->shape, 0);
@@ -41,11 +48,11 @@ static double compare(const tf_st_file *f, tf_arena *a, const char *name, const 
 }
 
 /* One fixture case: logits, attentions and loss, then the gradient of every parameter and of the pixels. */
-static int check_case(const char *name, int channels, tf_rnn_kind cell, int attention, double *worst) {
+static int check_case(const char *name, tf_caption_config c, double *worst) {
     char path[256];
+    int attention = c.attention;
     snprintf(path, sizeof path, FXC "/%s.safetensors", name);
     tf_st_file *f = tf_st_open(path);
-    tf_caption_config c = fixture_config(channels, cell, attention);
     tf_caption *m = tf_caption_new(&c, 0);
     tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
@@ -75,11 +82,12 @@ static int check_case(const char *name, int channels, tf_rnn_kind cell, int atte
 }
 
 TEST(caption_matches_pytorch_forward_regulariser_and_gradients) {
-    struct { const char *name; int channels; tf_rnn_kind cell; int attention; } cases[] = {
-        {"gru_att", 1, TF_RNN_GRU, 1}, {"lstm_att", 3, TF_RNN_LSTM, 1}, {"gru_base", 1, TF_RNN_GRU, 0}};
-    for (int i = 0; i < 3; i++) {
+    struct { const char *name; tf_caption_config c; } cases[] = {
+        {"gru_att", fixture_config(1, TF_RNN_GRU, 1)}, {"lstm_att", fixture_config(3, TF_RNN_LSTM, 1)},
+        {"gru_base", fixture_config(1, TF_RNN_GRU, 0)}, {"transformer", transformer_config()}};
+    for (int i = 0; i < 4; i++) {
         double worst = 0;
-        int bad = check_case(cases[i].name, cases[i].channels, cases[i].cell, cases[i].attention, &worst);
+        int bad = check_case(cases[i].name, cases[i].c, &worst);
         CHECKF(bad == 0, "%s: %d tensors differ from PyTorch (%s)", cases[i].name, bad, bad < 0 ? tf_error() : "");
         printf("    %-9s worst relative error %.2e\n", cases[i].name, worst);
     }
@@ -87,8 +95,9 @@ TEST(caption_matches_pytorch_forward_regulariser_and_gradients) {
 
 /* The decoder fed one word (or two) at a time gives the teacher-forced forward's logits. */
 TEST(caption_step_decoding_equals_full_forward) {
-    for (int variant = 0; variant < 3; variant++) {
-        tf_caption_config c = fixture_config(variant == 1 ? 3 : 1, variant == 1 ? TF_RNN_LSTM : TF_RNN_GRU, variant != 2);
+    for (int variant = 0; variant < 4; variant++) {
+        tf_caption_config c = variant == 3 ? transformer_config()
+                                           : fixture_config(variant == 1 ? 3 : 1, variant == 1 ? TF_RNN_LSTM : TF_RNN_GRU, variant != 2);
         tf_caption *m = tf_caption_new(&c, 7 + (uint64_t)variant);
         tf_ctx *ctx = tf_ctx_new(0);
         tf_ctx_set_grad(ctx, 0);

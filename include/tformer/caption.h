@@ -12,6 +12,11 @@
  *   loss    = cross-entropy + alpha_c sum_i (1 - sum_t alpha_ti)^2   (the doubly-stochastic
  *             regulariser, averaged over the batch; t over each caption's words)
  *
+ * The Transformer captioner (decoder transformer): memory = W_p a + P_grid (B,N,H); the words
+ * E y + P_t through n_layer pre-LN decoder blocks (causal self-attention, cross-attention over
+ * the memory, ReLU feed-forward), a final LayerNorm, logits = W_o h. Its attention maps are the
+ * cross-attention averaged over layers and heads; alpha_c does not apply.
+ *
  * The baseline without attention (attention false): nothing is attended, the pooled
  * vector abar starts the RNN alone: h_t = f(h_{t-1}, E y_{t-1}), logits = W_o [h_t; E y_{t-1}].
  *
@@ -59,6 +64,10 @@ TF_API int tf_caption_scene_make(uint64_t seed, uint64_t index, int max_items, f
 
 /* ---------------------------------------------------------------- the model */
 
+/* The decoder: the deck's RNN, or a Transformer decoder (pre-LN blocks with causal self-attention
+ * and cross-attention over the grid, PyTorch's nn.TransformerDecoderLayer). */
+typedef enum { TF_CAPTION_RNN, TF_CAPTION_TRANSFORMER } tf_caption_decoder_kind;
+
 typedef struct {
     int image_size;   /* the images' side (square) */
     int channels;     /* 1 (grey) or 3 (RGB) */
@@ -73,6 +82,8 @@ typedef struct {
     int attention;    /* 1: attend over the grid at each word; 0: the baseline (pooled vector only) */
     float alpha_c;    /* the doubly-stochastic regulariser's weight (0: none) */
     float dropout;    /* on the output layer's input */
+    tf_caption_decoder_kind decoder;
+    int n_layer, n_head, d_ff; /* the Transformer decoder's (d_model = hidden) */
 } tf_caption_config;
 
 TF_API extern const tf_field_table tf_caption_config_table;
@@ -89,7 +100,13 @@ typedef struct {
     tf_tensor *embed;                 /* "decoder.embed.weight" (V,E) */
     tf_additive_attn attn;            /* "decoder.attention.W_a" (A,H), "U_a" (A,D), "v_a" (1,A) */
     tf_rnn rnn;                       /* "decoder.cell.weight_ih" (G*H, E[+D]), ... */
-    tf_linear out;                    /* "decoder.out" (V, H[+D]+E) */
+    tf_linear out;                    /* "decoder.out" (V, H[+D]+E); Transformer: (V,H) */
+    /* The Transformer decoder (embed is then (V,H)): */
+    tf_linear proj;                   /* "encoder.proj" (H,D): the grid into the decoder's width */
+    tf_tensor *grid_pos, *tok_pos;    /* "encoder.pos" (N,H), "decoder.pos" (context,H) */
+    tf_block layers[8];               /* "decoder.layers.<i>." (PyTorch's TransformerDecoderLayer names) */
+    tf_block_config block;
+    tf_layer_norm norm;               /* "decoder.norm" */
 } tf_caption;
 
 TF_API tf_caption *tf_caption_new(const tf_caption_config *cfg, uint64_t seed);
@@ -101,13 +118,14 @@ typedef struct {
     tf_tensor *labels;       /* (B,T) I32: the caption then EOS, -100 = padding: the loss */
     int output_attentions;   /* fill outputs.attentions */
     /* Decoding (from an earlier call's outputs): */
-    tf_tensor *annotations;  /* (B,N,D) */
+    tf_tensor *annotations;  /* (B,N,D) (Transformer: the memory (B,N,H)) */
     tf_tensor *keys;         /* (B,N,A) U_a a_i, or NULL */
     const tf_rnn_state *state; /* h (and c) before these words; NULL: h_0 from the image */
+    tf_kv_cache *cache, *cross_cache; /* Transformer: the words so far, the memory's keys and values */
 } tf_caption_inputs;
 
 typedef struct {
-    tf_tensor *annotations; /* (B,N,D) */
+    tf_tensor *annotations; /* (B,N,D); Transformer: the memory (B,N,H), projected with positions */
     tf_tensor *keys;        /* (B,N,A); NULL for the baseline */
     tf_rnn_state state;     /* after the last word (before any: h_0, c_0) */
     tf_tensor *logits;      /* (B,T,V) */

@@ -17,7 +17,10 @@ One safetensors file per case: the parameters, pixel_values, input_ids and label
 out.logits, out.attentions (attention only), out.loss, and grad.<name> of the loss for
 every parameter and pixel_values. Computed in float64 from float32 values, rounded once.
 Cases: gru_att (1 channel, GRU, attention), lstm_att (3 channels, LSTM, attention),
-gru_base (the baseline without attention).
+gru_base (the baseline without attention), transformer (the Transformer captioner: memory =
+proj(a) + encoder.pos, words embed + decoder.pos through 2 pre-LN nn.TransformerDecoderLayer
+blocks (checked against the module itself), decoder.norm, decoder.out; out.attentions the
+cross-attention averaged over heads and layers; cross-entropy alone).
 """
 import argparse
 import json
@@ -111,6 +114,71 @@ def forward(p, x, ids, labels, lstm, att):
     return logits, A, loss
 
 
+TCFG = dict(hidden=8, n_head=2, d_ff=12, n_layer=2, context=8)
+
+
+def transformer_case(name, seed, out):
+    import torch.nn as nn
+    g = torch.Generator().manual_seed(seed)
+    c, H, V, D, N = CFG, TCFG["hidden"], CFG["vocab"], CFG["cnn_dim"], 4
+    p = {}
+    for i in range(c["n_conv"]):
+        p[f"encoder.conv.{i}.weight"] = f32((D, 1 if i == 0 else D, 3, 3), g, 0.5)
+        p[f"encoder.conv.{i}.bias"] = f32((D,), g, 0.1)
+    p["decoder.embed.weight"] = f32((V, H), g)
+    p["encoder.proj.weight"], p["encoder.proj.bias"] = f32((H, D), g, 0.5), f32((H,), g, 0.1)
+    p["encoder.pos"], p["decoder.pos"] = f32((N, H), g, 0.3), f32((TCFG["context"], H), g, 0.3)
+    layers = []
+    for i in range(TCFG["n_layer"]):
+        layer = nn.TransformerDecoderLayer(H, TCFG["n_head"], TCFG["d_ff"], dropout=0.0, batch_first=True,
+                                           norm_first=True).double()
+        with torch.no_grad():
+            for k, v in layer.state_dict().items():
+                v.copy_(f32(v.shape, g, 0.4) + (1.0 if k.startswith("norm") and k.endswith("weight") else 0.0))
+        layers.append(layer)
+        for k, v in layer.named_parameters():
+            p[f"decoder.layers.{i}.{k}"] = v
+    p["decoder.norm.weight"], p["decoder.norm.bias"] = 1 + f32((H,), g, 0.1), f32((H,), g, 0.1)
+    p["decoder.out.weight"], p["decoder.out.bias"] = f32((V, H), g, 0.5), f32((V,), g, 0.1)
+    for k in p:
+        if not p[k].requires_grad:
+            p[k].requires_grad_(True)
+    x = torch.rand((2, 1, 8, 8), generator=g).to(torch.float32).to(torch.float64).requires_grad_(True)
+    ids = torch.tensor([[5, 1, 2, 3], [5, 4, 0, 6]])
+    labels = torch.tensor([[1, 2, 3, 6], [4, 6, -100, -100]])
+    a = x
+    for i in range(c["n_conv"]):
+        a = F.relu(F.conv2d(a, p[f"encoder.conv.{i}.weight"], p[f"encoder.conv.{i}.bias"], stride=2, padding=1))
+    B = a.shape[0]
+    a = a.reshape(B, D, N).transpose(1, 2)
+    mem = F.linear(a, p["encoder.proj.weight"], p["encoder.proj.bias"]) + p["encoder.pos"]
+    T = ids.shape[1]
+    h = p["decoder.embed.weight"][ids] + p["decoder.pos"][:T]
+    causal = torch.triu(torch.full((T, T), float("-inf"), dtype=torch.float64), 1)
+    maps = []
+    for layer in layers:
+        want = layer(h, mem, tgt_mask=causal)
+        y = layer.norm1(h)
+        h = h + layer.self_attn(y, y, y, attn_mask=causal, need_weights=False)[0]
+        y = layer.norm2(h)
+        cross, w = layer.multihead_attn(y, mem, mem, need_weights=True, average_attn_weights=True)
+        h = h + cross
+        h = h + layer.linear2(F.relu(layer.linear1(layer.norm3(h))))
+        assert torch.allclose(h, want, atol=1e-12), "the written-out layer differs from nn.TransformerDecoderLayer"
+        maps.append(w)
+    h = F.layer_norm(h, (H,), p["decoder.norm.weight"], p["decoder.norm.bias"], 1e-5)
+    logits = F.linear(h, p["decoder.out.weight"], p["decoder.out.bias"])
+    loss = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), ignore_index=-100)
+    loss.backward()
+    t = dict(p)
+    t.update({"pixel_values": x, "input_ids": ids.double(), "labels": labels.double(), "out.logits": logits,
+              "out.loss": loss.reshape(1), "out.attentions": sum(maps) / len(maps)})
+    for k, v in p.items():
+        t["grad." + k] = v.grad
+    t["grad.pixel_values"] = x.grad
+    save_safetensors(os.path.join(out, name + ".safetensors"), t)
+
+
 def case(name, channels, lstm, att, seed, out):
     g = torch.Generator().manual_seed(seed)
     p = {k: v.requires_grad_(True) for k, v in params(channels, lstm, att, g).items()}
@@ -139,6 +207,7 @@ def main():
     case("gru_att", 1, False, True, 1, a.out)
     case("lstm_att", 3, True, True, 2, a.out)
     case("gru_base", 1, False, False, 3, a.out)
+    transformer_case("transformer", 4, a.out)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
-#include "tformer/caption.h"
+#include "caption_internal.h"
 
 /* PyTorch's Linear / RNN initialisation variance: U(-1/sqrt(in), 1/sqrt(in)). */
 static float fan_in_std(int64_t in) { return (float)(1.0 / sqrt(3.0 * (double)in)); }
@@ -37,6 +37,12 @@ static int register_all(tf_caption *m) {
     int64_t D = c->cnn_dim, E = c->emb_dim, H = c->hidden, V = c->vocab, att = c->attention;
     int64_t O = H + att * D + E; /* o_t's width */
     int rc = register_cnn(m);
+    if (!rc && c->decoder == TF_CAPTION_TRANSFORMER) {
+        rc = tf_params_add(ps, "decoder.embed.weight", &m->embed, 2, (int64_t[]){V, H}, 0.02f) ||  // (V,H)
+             tf_caption_transformer_register(m) ||
+             tf_linear_register(ps, "decoder.out", &m->out, H, V, 1, fan_in_std(H));  // W_o (V,H)
+        return rc ? -1 : 0;
+    }
     if (!rc) rc = tf_linear_register(ps, "decoder.init_h", &m->init_h, D, H, 1, fan_in_std(D));
     if (!rc && c->cell == TF_RNN_LSTM) rc = tf_linear_register(ps, "decoder.init_c", &m->init_c, D, H, 1, fan_in_std(D));
     if (!rc) rc = tf_params_add(ps, "decoder.embed.weight", &m->embed, 2, (int64_t[]){V, E}, 1.0f);  // (V,E)
@@ -76,6 +82,7 @@ static int encode(tf_ctx *ctx, const tf_caption *m, tf_tensor *x, tf_caption_out
     for (int i = 0; i < c->n_conv && x; i++) x = tf_relu(ctx, tf_conv2d(ctx, x, m->conv_w[i], m->conv_b[i], 2, 1));
     tf_tensor *g = tf_reshape(ctx, x, 3, (int64_t[]){B, D, G * G});                     // (B,D,N)
     tf_tensor *a = tf_contiguous(ctx, tf_transpose(ctx, g, 1, 2));                       // (B,N,D)
+    if (c->decoder == TF_CAPTION_TRANSFORMER) return (out->annotations = tf_caption_memory(ctx, m, a)) ? 0 : -1;
     tf_tensor *abar = tf_mean(ctx, a, 1, 0);                                             // (B,D)
     out->annotations = a;
     out->state.h = tf_tanh(ctx, tf_linear_forward(ctx, &m->init_h, abar));               // (B,H)
@@ -158,11 +165,12 @@ static int check_inputs(const tf_caption *m, const tf_caption_inputs *in) {
               x->shape[2] != c->image_size || x->shape[3] != c->image_size))
         return tf_set_error("caption: pixel_values %s must be F32 (B,%d,%d,%d)", tf_shape_str(x, s, sizeof s),
                             c->channels, c->image_size, c->image_size);
-    if (!x && (!a || !in->state || !in->state->h))
+    int rnn = c->decoder == TF_CAPTION_RNN, width = rnn ? c->cnn_dim : c->hidden;
+    if (!x && (!a || (rnn && (!in->state || !in->state->h))))
         return tf_set_error("caption: pixel_values missing (or annotations with the decoder state)");
-    if (!x && (a->ndim != 3 || a->shape[1] != N || a->shape[2] != c->cnn_dim))
+    if (!x && (a->ndim != 3 || a->shape[1] != N || a->shape[2] != width))
         return tf_set_error("caption: annotations %s must be (B,%lld,%d)", tf_shape_str(a, s, sizeof s), (long long)N,
-                            c->cnn_dim);
+                            width);
     B = x ? x->shape[0] : a->shape[0];
     if (in->input_ids && check_ids(in->input_ids, "input_ids", c->vocab, B, 0)) return -1;
     if (in->input_ids && in->input_ids->shape[1] > c->context)
@@ -182,11 +190,14 @@ int tf_caption_run(tf_ctx *ctx, const tf_caption *m, const tf_caption_inputs *in
         out->annotations = in->annotations, out->keys = in->keys;
     }
     if (in->state) out->state = *in->state;
-    if (m->cfg.attention && !out->keys && !(out->keys = tf_additive_attn_keys(ctx, &m->attn, out->annotations)))
+    int rnn = m->cfg.decoder == TF_CAPTION_RNN;
+    if (rnn && m->cfg.attention && !out->keys && !(out->keys = tf_additive_attn_keys(ctx, &m->attn, out->annotations)))
         return -1;  // U_a a_i (B,N,A)
     if (!in->input_ids) return 0; /* the encoder alone: annotations, keys, h_0 */
-    int ds = in->labels && m->cfg.attention && m->cfg.alpha_c > 0;
-    if (decode(ctx, m, in->input_ids, in->output_attentions || ds, out)) return -1;
+    int ds = rnn && in->labels && m->cfg.attention && m->cfg.alpha_c > 0;
+    if (rnn ? decode(ctx, m, in->input_ids, in->output_attentions || ds, out)
+            : tf_caption_transformer_decode(ctx, m, in->input_ids, in->cache, in->cross_cache, in->output_attentions, out))
+        return -1;
     if (!in->labels) return 0;
     out->loss = out->xent = tf_cross_entropy(ctx, out->logits, in->labels, -100, 0.0f);
     if (ds && out->xent) out->loss = tf_add(ctx, out->xent, doubly_stochastic(ctx, m, out->attentions, in->labels));

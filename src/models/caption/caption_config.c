@@ -4,6 +4,8 @@
 #include "tformer/caption.h"
 
 static const char *const CELLS[] = {"gru", "lstm", NULL}; /* in tf_rnn_kind's order */
+static const char *const DECODERS[] = {"rnn", "transformer", NULL}; /* in tf_caption_decoder_kind's order */
+_Static_assert(sizeof(tf_caption_decoder_kind) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
 #define R(m, type, def, range, choices, help, flags) \
@@ -26,6 +28,12 @@ static const tf_field ROWS[] = {
     R(alpha_c, TF_FIELD_FLOAT, "1", "[0,inf)", NULL,
       "weight of the doubly-stochastic attention regulariser sum_i (1 - sum_t alpha_ti)^2", 0),
     R(dropout, TF_FIELD_FLOAT, "0", "[0,1)", NULL, "dropout on the output layer's input", 0),
+    R(decoder, TF_FIELD_ENUM, "rnn", NULL, DECODERS,
+      "rnn (the deck's: a GRU or LSTM with additive attention) or transformer (pre-LN blocks with cross-attention over "
+      "the grid; d_model = hidden)", SIG),
+    R(n_layer, TF_FIELD_INT, "2", "[1,8]", NULL, "transformer: decoder blocks", SIG),
+    R(n_head, TF_FIELD_INT, "4", "[1,64]", NULL, "transformer: attention heads (hidden a multiple of it)", SIG),
+    R(d_ff, TF_FIELD_INT, "128", "[1,65536]", NULL, "transformer: the feed-forward's width", SIG),
 };
 #undef R
 
@@ -47,5 +55,9 @@ int tf_caption_config_check(const tf_caption_config *c) {
     int g = tf_caption_grid(c);
     if (g < 1 || g << c->n_conv != c->image_size)
         return tf_set_error("caption: image_size %d is not a multiple of 2^n_conv = %d", c->image_size, 1 << c->n_conv);
+    if (c->decoder == TF_CAPTION_TRANSFORMER && c->hidden % c->n_head)
+        return tf_set_error("caption: hidden %d is not a multiple of n_head %d", c->hidden, c->n_head);
+    if (c->decoder == TF_CAPTION_TRANSFORMER && !c->attention)
+        return tf_set_error("caption: the transformer decoder attends: attention false is the rnn's baseline");
     return 0;
 }

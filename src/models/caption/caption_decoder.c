@@ -1,6 +1,7 @@
 /* The decoder interface over the captioner, one image: the image is encoded once (the
- * annotations a_i and keys U_a a_i, shared by forks); each step runs tf_caption_run (the one
- * forward) on the new words from the kept state h (and c). Beam search forks. */
+ * annotations a_i and keys U_a a_i, or the Transformer's memory, shared by forks); each step
+ * runs tf_caption_run (the one forward) on the new words from the kept state h (and c), or the
+ * Transformer's KV caches (its words' and the memory's keys and values). Beam search forks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ typedef struct {
     const tf_caption *m;
     shared *sh;
     float *s; /* (2,H): h, c */
+    tf_kv_cache *cache, *cross; /* the Transformer's, else NULL */
 } cap_decoder;
 
 static void shared_free(shared *sh) {
@@ -47,13 +49,15 @@ static int cap_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     tf_ctx *ctx = g->sh->step;
     tf_ctx_reset(ctx);
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);  // (1,n)
-    tf_rnn_state st = {state_tensor(ctx, g->s, H, 0), lstm ? state_tensor(ctx, g->s, H, 1) : NULL};
-    if (!ids || !st.h || (lstm && !st.c)) return -1;
+    int rnn = !g->cache;
+    tf_rnn_state st = {rnn ? state_tensor(ctx, g->s, H, 0) : NULL, rnn && lstm ? state_tensor(ctx, g->s, H, 1) : NULL};
+    if (!ids || (rnn && !st.h) || (rnn && lstm && !st.c)) return -1;
     memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
-    tf_caption_inputs in = {.input_ids = ids, .annotations = g->sh->annotations, .keys = g->sh->keys, .state = &st};
+    tf_caption_inputs in = {.input_ids = ids, .annotations = g->sh->annotations, .keys = g->sh->keys,
+                            .state = rnn ? &st : NULL, .cache = g->cache, .cross_cache = g->cross};
     tf_caption_outputs out;
-    if (tf_caption_run(ctx, g->m, &in, &out) || keep(ctx, g->s, out.state.h, H, 0) ||
-        (lstm && keep(ctx, g->s, out.state.c, H, 1)))
+    if (tf_caption_run(ctx, g->m, &in, &out) || (rnn && keep(ctx, g->s, out.state.h, H, 0)) ||
+        (rnn && lstm && keep(ctx, g->s, out.state.c, H, 1)))
         return -1;
     memcpy(logits, tf_f32(out.logits) + (int64_t)(n - 1) * V, (size_t)V * sizeof *logits);  // the last word's (V)
     return 0;
@@ -62,12 +66,14 @@ static int cap_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
 static void cap_free(tf_decoder *d) {
     cap_decoder *g = (cap_decoder *)d;
     shared_free(g->sh);
+    tf_kv_cache_free(g->cache), tf_kv_cache_free(g->cross);
     free(g->s), free(g);
 }
 
 static void cap_reset(tf_decoder *d) {
     cap_decoder *g = (cap_decoder *)d;
     memcpy(g->s, g->sh->s0, 2 * (size_t)g->m->cfg.hidden * sizeof *g->s);
+    if (g->cache) tf_kv_cache_reset(g->cache), tf_kv_cache_reset(g->cross);
 }
 
 static tf_decoder *cap_fork(const tf_decoder *d) {
@@ -75,9 +81,11 @@ static tf_decoder *cap_fork(const tf_decoder *d) {
     cap_decoder *f = malloc(sizeof *f);
     size_t bytes = 2 * (size_t)g->m->cfg.hidden * sizeof *f->s;
     if (!f || !(f->s = malloc(bytes))) return free(f), tf_set_error("decoder: out of memory"), NULL;
-    f->base = g->base, f->m = g->m, f->sh = g->sh;
+    f->base = g->base, f->m = g->m, f->sh = g->sh, f->cache = f->cross = NULL;
     f->sh->refs++;
     memcpy(f->s, g->s, bytes);
+    if (g->cache && (!(f->cache = tf_kv_cache_fork(g->cache)) || !(f->cross = tf_kv_cache_fork(g->cross))))
+        return cap_free(&f->base), tf_set_error("decoder: out of memory"), NULL;
     return &f->base;
 }
 
@@ -96,6 +104,7 @@ static int encode_image(shared *sh, const tf_caption *m, const float *pixels) {
     tf_caption_outputs out;
     if (tf_caption_run(sh->mem, m, &(tf_caption_inputs){.pixel_values = x}, &out)) return -1;
     sh->annotations = out.annotations, sh->keys = out.keys;
+    if (c->decoder == TF_CAPTION_TRANSFORMER) return 0; /* no state: the caches */
     return keep(sh->mem, sh->s0, out.state.h, H, 0) || (out.state.c && keep(sh->mem, sh->s0, out.state.c, H, 1));
 }
 
@@ -109,6 +118,13 @@ tf_decoder *tf_caption_decoder_new(const tf_caption *m, const float *pixels) {
     }
     g->base = (tf_decoder){&CAPTION_DECODER, m->cfg.vocab, m->cfg.context, 0, 0, 1};
     g->m = m, g->sh->refs = 1;
+    const tf_caption_config *c = &m->cfg;
+    int N = tf_caption_grid(c) * tf_caption_grid(c), hd = c->hidden / c->n_head;
+    if (c->decoder == TF_CAPTION_TRANSFORMER && (!(g->cache = tf_kv_cache_new(c->n_layer, 1, c->n_head, hd, c->context)) ||
+                                                 !(g->cross = tf_kv_cache_new(c->n_layer, 1, c->n_head, hd, N)))) {
+        cap_free(&g->base);
+        return NULL;
+    }
     if (encode_image(g->sh, m, pixels)) {
         cap_free(&g->base);
         return NULL;
