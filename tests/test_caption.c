@@ -155,6 +155,14 @@ TEST(caption_folder_round_trip_and_bad_inputs) {
         tf_tensor *p = tf_params_tensor(m->params, i), *q = tf_params_get(r->params, tf_params_name(m->params, i));
         CHECK(q && !memcmp(p->data, q->data, (size_t)tf_numel(p) * sizeof(float)));
     }
+    tf_caption_config tc = transformer_config(); /* the Transformer captioner's folder too */
+    tf_caption *t = tf_caption_new(&tc, 5), *t2 = NULL;
+    snprintf(cmd, sizeof cmd, "%s/transformer", dir);
+    CHECKF(t && tf_caption_save(t, cmd) == 0 && (t2 = tf_caption_load(cmd)) && t2->cfg.decoder == TF_CAPTION_TRANSFORMER &&
+           tf_params_count(t2->params) == tf_params_count(t->params), "%s", tf_error());
+    tf_caption_free(t), tf_caption_free(t2);
+    tc.hidden = 9;
+    CHECK(tf_caption_new(&tc, 1) == NULL && strstr(tf_error(), "hidden 9 is not a multiple of n_head 2"));
     tf_ctx *ctx = tf_ctx_new(0);
     tf_caption_outputs out;
     tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){1, 1, 9, 9}, 0);

@@ -70,7 +70,7 @@ static int cap_caption(const void *model, const float *pixels, const tf_generate
 }
 
 const tf_family tf_family_caption = {
-    .name = "caption", .summary = "image captioning: a CNN grid, an RNN with attention",
+    .name = "caption", .summary = "image captioning: a CNN grid, an RNN with attention or a Transformer decoder",
     .model_types = CAPTION_TYPES, .verbs = "caption", .caps = TF_CAP_CAPTION,
     .load = cap_load, .free = cap_free, .params = cap_params,
     .input = TF_TRAIN_GENERATED, .task_table = &tf_caption_task_config_table,
