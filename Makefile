@@ -33,7 +33,7 @@ endif
 # What a program linked against $(BUILD)/libtformer.a needs (setup.py links the Python extension with it).
 print-ldlibs:
 	@echo $(LDLIBS)
-.PHONY: print-ldlibs
+.PHONY: print-ldlibs links
 # The one file that calls MPI is rebuilt when MPI changes (build/.mpi holds the setting).
 $(shell mkdir -p $(BUILD) && echo $(MPI) | cmp -s - $(BUILD)/.mpi || echo $(MPI) > $(BUILD)/.mpi)
 $(BUILD)/src/train/dist.o: CPPFLAGS += $(MPI_CPPFLAGS)
@@ -94,8 +94,12 @@ example: all
 layers:
 	python3 tools/check_layers.py
 
+# Every relative link and #anchor of README.md and docs/ resolves.
+links:
+	python3 tools/check_links.py
+
 # Every test; the runner's last line is "N passed, N failed".
-test: layers all $(BUILD)/run_tests
+test: layers links all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests

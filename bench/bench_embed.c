@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
     const char *threads = getenv("TFORMER_THREADS");
     tf_set_threads(threads ? atoi(threads) : 0);
     double t0 = bench_now();
-    tf_bert *m = tf_bert_load_hf(argv[1], &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_bert *m = tf_bert_load(argv[1], &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     tf_tokenizer *tok = m ? tf_tokenizer_load(argv[1]) : NULL;
     double load = bench_now() - t0;
     tf_embed_opts o;

@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     if (save_checkpoint(m, o, path)) return fprintf(stderr, "bench_memory: %s\n", tf_error()), 1;
     double t1 = bench_now();
     printf("save_checkpoint_s %.3f\nhwm_checkpoint_bytes %lld\n", t1 - t0, status_bytes("VmHWM"));
-    if (tf_gpt_save_hf(m, dir)) return fprintf(stderr, "bench_memory: %s\n", tf_error()), 1;
+    if (tf_gpt_save(m, dir)) return fprintf(stderr, "bench_memory: %s\n", tf_error()), 1;
     printf("save_model_s %.3f\nhwm_model_saved_bytes %lld\n", bench_now() - t1, status_bytes("VmHWM"));
     tf_ctx_free(ctx);
     tf_optim_free(o);

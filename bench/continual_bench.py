@@ -36,7 +36,7 @@ def core_block(n, d, f):
 def flops(L, n, d, f):
     """(regular, as run, continual) multiply-adds per step of an L-block encoder with window n:
     the paper's regular network (every block on all n rows), tformer's regular network as
-    bench_continual runs it (tf_coenc_forward: the last block queries only the last row), and
+    bench_continual runs it (tf_continual_forward: the last block queries only the last row), and
     step mode."""
     regular = L * regular_block(n, d, f)
     as_run = (L - 1) * regular_block(n, d, f) + single_output_block(n, d, f)

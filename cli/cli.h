@@ -123,6 +123,15 @@ int cli_threads(const cli_val *threads);
     {"allow-changes", CLI_SWITCH, NULL, "off",                                                                   \
      "with --resume: continue with changed settings (lr, batch, dropout...), listed on stderr"}
 int cli_resume_mode(const cli_args *a, int resume, int allow_changes);
+/* --overwrite of train, finetune and tokenizer-train: an --out that holds a run is replaced. */
+#define CLI_OVERWRITE_ROW                                                                                        \
+    {"overwrite", CLI_SWITCH, NULL, "off",                                                                       \
+     "--out holds a run (or a tokenizer) already: remove its files (checkpoints, best/, averaged/, model, "       \
+     "tokenizer, losses, pictures) and start afresh; without it such a folder is refused"}
+/* Before the task writes into OUT: its lock, and a run already there refused unless
+ * --resume or --overwrite (tf_run_folder_begin; kind TF_RUN_FOLDER_*). Collective
+ * under mpirun (rank 0 checks the folder); exits with the message on failure. */
+void cli_run_folder(const cli_args *a, int kind, const char *out, int resume, int overwrite);
 /* A --max-len style flag's value (0: unset) above the model's context: exits naming the flag
  * and both numbers, as finetune's check (inputs are never cut to a length other than asked). */
 void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, int context);
@@ -133,7 +142,7 @@ void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, i
 /* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
  * any other value than int8 is a usage error naming the flag (exit 2). */
 void cli_quantize(const cli_args *a, int i, tf_params *ps);
-/* A model folder (weights mapped: tf_gpt_load_hf_mapped) and its tokenizer; exits with a message on failure. */
+/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer; exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
  * (a diverged training): eval and generate refuse such a model. */

@@ -64,7 +64,7 @@ int cmd_embed(const cli_args *a) {
     if (a->v[BATCH].i < 1 || a->v[BATCH].i > CHUNK)
         cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CHUNK, a->v[BATCH].i);
     o.batch = (int)a->v[BATCH].i;
-    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
     cli_check_max_len(v, "--max-length", a->v[MAX_LENGTH].i, m->cfg.context);
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;

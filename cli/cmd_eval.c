@@ -28,7 +28,7 @@ static int eval_listops(const cli_args *a, int64_t n) {
     if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch: %lld must be at least 1", a->v[BATCH].i);
     tf_listops_task_config c;
     if (tf_listops_settings_load(dir, &c)) cli_die(a->verb, tf_error());
-    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){-1, 0, 0});
+    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
     cli_quantize(a, QUANTIZE, m->params);
     tf_listops_opts o = tf_listops_task_opts(&c);

@@ -56,7 +56,7 @@ int cmd_fill_mask(const cli_args *a) {
     const char *dir = a->v[MODEL].text, *text = a->v[TEXT].text;
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1, got %lld", a->v[TOP_K].i);
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_MLM, 0, 0});
+    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_MLM, 0, 0});
     if (!m) cli_die(v, tf_error());
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
     int32_t mask = tf_tokenizer_special_id(tok, "mask");

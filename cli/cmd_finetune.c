@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-enum { MODEL, TRAIN, VALID, OUT, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY };
+enum { MODEL, TRAIN, VALID, OUT, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, OVERWRITE };
 const cli_flag cmd_finetune_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a pre-trained BERT folder (config.json, model.safetensors, vocab.txt)"},
     [TRAIN] = {"train", CLI_STRING, "FILE", NULL, "labelled training examples (the label set is theirs)"},
@@ -20,6 +20,7 @@ const cli_flag cmd_finetune_flags[] = {
     [ALLOW_CHANGES] = CLI_ALLOW_CHANGES_ROW,
     [THREADS] = CLI_THREADS_ROW,
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
+    [OVERWRITE] = CLI_OVERWRITE_ROW,
     CLI_END,
 };
 
@@ -133,6 +134,7 @@ int cmd_finetune(const cli_args *a) {
     cli_catch_sigint();
     task_args ta = {a, cli_resume_mode(a, RESUME, ALLOW_CHANGES)};
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
+    cli_run_folder(a, TF_RUN_FOLDER_TRAIN, out, ta.resume, OVERWRITE);
     tf_task *t = tf_dist_task_new(make_task, &ta, out);
     if (!t) cli_die(a->verb, tf_error());
     int first = tf_dist_rank() == 0;

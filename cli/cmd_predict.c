@@ -59,7 +59,7 @@ static void print_one(const tf_bert *m, const tf_finetune_example *x, const tf_f
 
 int cmd_predict(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    tf_bert *m = tf_bert_load_hf(a->v[MODEL].text, &(tf_bert_load_opts){-1, 0, 0});
+    tf_bert *m = tf_bert_load(a->v[MODEL].text, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
     tf_tokenizer *tok = cli_load_tokenizer(a->verb, a->v[MODEL].text);
     tf_finetune_config c = settings(a, m);

@@ -52,8 +52,8 @@ static void parse_line(const cli_verb *v, char *line, long long lineno, float *x
 /* What a stream run holds: the model, its state, the window of inputs for --recompute. */
 typedef struct {
     const cli_verb *v;
-    tf_coenc e;
-    tf_coenc_state *s;
+    tf_continual e;
+    tf_continual_state *s;
     tf_ctx *ctx;
     char **labels;  /* n_labels names, or NULL */
     int recompute;
@@ -64,7 +64,7 @@ typedef struct {
 
 /* One step of input x (1,d_model): 1 and *out (1,d_model) once the window is full. */
 static int step(stream *st, tf_tensor *x, tf_tensor **out) {
-    if (!st->recompute) return tf_coenc_step(st->ctx, st->s, x, out);
+    if (!st->recompute) return tf_continual_step(st->ctx, st->s, x, out);
     int n = st->e.cfg.window, d = st->e.cfg.d_model;
     memcpy(st->ring + (st->t % n) * d, tf_f32(x), (size_t)d * sizeof(float));
     *out = NULL;
@@ -72,7 +72,7 @@ static int step(stream *st, tf_tensor *x, tf_tensor **out) {
     tf_tensor *w = tf_tensor_new(st->ctx, TF_DTYPE_F32, 3, (int64_t[]){1, n, d}, 0);  // (1,n,d): oldest first
     for (int j = 0; w && j < n; j++)
         memcpy(tf_f32(w) + (size_t)j * d, st->ring + ((st->t + j) % n) * d, (size_t)d * sizeof(float));
-    return (*out = tf_coenc_forward(st->ctx, &st->e, w, st->t - n)) ? 1 : -1;
+    return (*out = tf_continual_forward(st->ctx, &st->e, w, st->t - n)) ? 1 : -1;
 }
 
 /* The step's output line: the vector, or the likeliest label and its probability. */
@@ -100,7 +100,7 @@ static void run_step(stream *st, tf_tensor *x, long long lineno, const char *tok
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     int rc = x ? step(st, x, &out) : -1;
-    if (rc == 1 && st->e.head.weight) out = tf_coenc_classify(st->ctx, &st->e, out), rc = out ? 1 : -1;
+    if (rc == 1 && st->e.head.weight) out = tf_continual_classify(st->ctx, &st->e, out), rc = out ? 1 : -1;
     clock_gettime(CLOCK_MONOTONIC, &b);
     st->seconds += (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
     if (rc < 0) {
@@ -158,7 +158,7 @@ static void stream_text(stream *st, const char *dir) {
             tf_tensor *id = tf_tensor_new(st->ctx, TF_DTYPE_I32, 1, (int64_t[]){1}, 0);
             if (id) tf_i32(id)[0] = ids.v[i];
             token_text(tok, ids.v[i], piece, sizeof piece);
-            run_step(st, id ? tf_coenc_embed(st->ctx, &st->e, id) : NULL, lineno, piece);
+            run_step(st, id ? tf_continual_embed(st->ctx, &st->e, id) : NULL, lineno, piece);
         }
     }
     check_read(st);
@@ -202,11 +202,10 @@ static char **split_labels(const char *list, int n) {
 
 int cmd_stream(const cli_args *a) {
     stream st = {.v = a->verb, .recompute = a->v[RECOMPUTE].given};
-    tf_params *ps = tf_params_new();
     long long w = a->v[WINDOW].i; /* given: replaces the config's (a huge one is refused by the check) */
-    if (!ps || tf_coenc_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : -1, ps, &st.e))
+    if (tf_continual_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : -1, &st.e))
         cli_die(st.v, tf_error());
-    st.s = st.recompute ? NULL : tf_coenc_state_new(&st.e, 1);
+    st.s = st.recompute ? NULL : tf_continual_state_new(&st.e, 1);
     st.ctx = tf_ctx_new(0);
     if (st.recompute) st.ring = calloc((size_t)st.e.cfg.window * (size_t)st.e.cfg.d_model, sizeof *st.ring);
     if ((!st.s && !st.recompute) || !st.ctx || (st.recompute && !st.ring)) cli_die(st.v, "out of memory");
@@ -214,13 +213,13 @@ int cmd_stream(const cli_args *a) {
     st.labels = split_labels(st.e.cfg.label_names, st.e.cfg.n_labels);
     if (st.e.cfg.vocab_size > 0) stream_text(&st, a->v[MODEL].text);
     else stream_vectors(&st);
-    int64_t steps = st.recompute ? st.t : tf_coenc_state_steps(st.s);
+    int64_t steps = st.recompute ? st.t : tf_continual_state_steps(st.s);
     if (a->v[TIMING].given)
         fprintf(stderr, "%lld steps in %.3f s (%s): %.1f steps/s\n", (long long)steps, st.seconds,
                 st.recompute ? "the regular network on each window" : "step mode",
                 st.seconds > 0 ? (double)steps / st.seconds : 0.0);
     for (int i = 0; st.labels && i < st.e.cfg.n_labels; i++) free(st.labels[i]);
     free(st.labels), free(st.ring);
-    tf_coenc_state_free(st.s), tf_ctx_free(st.ctx), tf_coenc_free(&st.e), tf_params_free(ps);
+    tf_continual_state_free(st.s), tf_ctx_free(st.ctx), tf_continual_free(&st.e);
     return 0;
 }

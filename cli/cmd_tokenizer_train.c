@@ -3,6 +3,7 @@
 
 const cli_flag cmd_tokenizer_train_flags[] = {
     {"out", CLI_STRING, "DIR", NULL, "where the vocabulary is written (created if missing)"},
+    CLI_OVERWRITE_ROW,
     CLI_END,
 };
 
@@ -53,6 +54,7 @@ int cmd_tokenizer_train(const cli_args *a) {
     const tf_tokenizer_train_opts *o = &g_opts;
     if (o->kind != TF_TOKENIZER_CHAR && o->vocab_size <= 0)
         cli_usage_error(a, "--type %s needs --vocab-size", KINDS[o->kind]);
+    cli_run_folder(a, TF_RUN_FOLDER_TOKENIZER, a->v[0].text, 0, 1);
     if (tf_tokenizer_train(o, (const char *const *)a->operands, a->n_operands, a->v[0].text))
         cli_die(a->verb, tf_error());
     report_size(a, o);

@@ -17,7 +17,7 @@
 static char g_arch_names[256], g_arch_help[2048];
 
 enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
-       DATA_DIR };
+       DATA_DIR, OVERWRITE };
 const cli_flag cmd_train_flags[] = {
     [ARCH] = {"arch", CLI_STRING, g_arch_names, "gpt", g_arch_help},
     [DATA] = {"data", CLI_LIST, "FILE...", "",
@@ -40,6 +40,7 @@ const cli_flag cmd_train_flags[] = {
                   "vit, swin, imagegpt, vivit: a folder of MNIST-style idx files: train-images-idx3-ubyte(.gz), "
                   "train-labels-idx1-ubyte(.gz); imagegpt validates on its t10k-* files (the test set); vivit makes its "
                   "clips of the train images"},
+    [OVERWRITE] = CLI_OVERWRITE_ROW,
     CLI_END,
 };
 
@@ -181,6 +182,7 @@ int cmd_train(const cli_args *a) {
     cli_catch_sigint();
     job.args = task_args(a, cli_resume_mode(a, RESUME, ALLOW_CHANGES)); /* the processes are known now */
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
+    cli_run_folder(a, TF_RUN_FOLDER_TRAIN, out, job.args.resume, OVERWRITE);
     tf_task *t = tf_dist_task_new(make_task, &job, out);
     if (!t) cli_die(a->verb, tf_error());
     if (g_train.precision == TF_PRECISION_BF16 && tf_dist_rank() == 0)

@@ -1,6 +1,7 @@
 /* What several verbs share: errors, threads, loading a model or a tokenizer,
  * reading standard input, training progress lines. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <string.h>
 #include <signal.h>
@@ -66,7 +67,7 @@ tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
 }
 
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
-    tf_gpt *m = tf_gpt_load_hf_mapped(dir);
+    tf_gpt *m = tf_gpt_load_mapped(dir);
     if (!m) cli_die(v, tf_error());
     *tok = cli_load_tokenizer(v, dir);
     if (tf_tokenizer_vocab_size(*tok) > m->cfg.vocab_size) {
@@ -122,9 +123,22 @@ static char *read_stream(const cli_verb *v, FILE *f, const char *name, size_t *l
 char *cli_read_stdin(const cli_verb *v, size_t *len) { return read_stream(v, stdin, "standard input", len); }
 
 char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
+    /* a regular file only: a FIFO or device is refused, never waited on (checked before the open,
+     * which does not block, and again on the descriptor) */
+    struct stat st;
+    char msg[4200];
+    int fd = stat(path, &st) || S_ISREG(st.st_mode) ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -2;
+    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) close(fd), fd = -2;
+    if (fd == -2) {
+        snprintf(msg, sizeof msg, "%s: %s, not a regular file: refusing to read it", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (a named pipe)"
+                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
+        cli_die(v, msg);
+    }
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
-        char msg[4200];
+        if (fd >= 0) close(fd);
         snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));
         cli_die(v, msg);
     }
@@ -165,6 +179,14 @@ void cli_train_progress(void *user, const tf_train_report *r) {
 int cli_resume_mode(const cli_args *a, int resume, int allow_changes) {
     if (a->v[allow_changes].given && !a->v[resume].given) cli_usage_error(a, "--allow-changes goes with --resume");
     return !a->v[resume].given ? TF_RESUME_NONE : a->v[allow_changes].given ? TF_RESUME_CHANGED : TF_RESUME_EXACT;
+}
+
+void cli_run_folder(const cli_args *a, int kind, const char *out, int resume, int overwrite) {
+    int replace = a->v[overwrite].given;
+    if (replace && resume)
+        cli_usage_error(a, "--overwrite and --resume exclude each other: continue the run in --out, or replace it");
+    int rc = tf_dist_rank() == 0 ? tf_run_folder_begin(out, kind, resume, replace) : 0;
+    if (tf_dist_agree(rc)) cli_die(a->verb, tf_error());
 }
 
 volatile int cli_stop;

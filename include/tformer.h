@@ -21,7 +21,7 @@
  *         int64_t shape[3] = {2, 5, 16};                          // x: (B,T,C)
  *         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 3, shape, 0);
  *         tf_tensor_fill_normal(x, 1, 1.0f);
- *         cfg.attn = TF_ATTN_CAUSAL;                               // a decoder's self-attention
+ *         cfg.self_attn.kind = TF_ATTN_CAUSAL;                     // a decoder's self-attention
  *         tf_tensor *y = tf_block_forward(ctx, &layer, &cfg, x, NULL);
  *         if (!y || tf_backward(ctx, y, NULL) != 0) { fprintf(stderr, "%s\n", tf_error()); return 1; }
  *         printf("y[0] = %f, dL/dW[0] = %f\n", tf_f32(y)[0],

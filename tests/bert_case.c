@@ -21,7 +21,7 @@ static tf_tensor *bert_loss(tf_ctx *ctx, const void *m, const tf_st_file *in, tf
 }
 
 double test_bert_gradient_case(const char *dir, int *n_tensors) {
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_bert *m = tf_bert_load(dir, NULL);
     double e = m ? test_text_gradient_case(dir, m, m->params, bert_loss, n_tensors) : -1;
     tf_bert_free(m);
     return e;
@@ -36,7 +36,7 @@ int test_bert_refuses(const char *case_dir, const char *from, const char *to, co
     char dir[] = "/tmp/tformer_bertbad_XXXXXX";
     if (!mkdtemp(dir)) return -1;
     int rc = test_copy_case(case_dir, dir, from, to, NULL, 0, 0, NULL);
-    tf_bert *m = rc ? NULL : tf_bert_load_hf(dir, NULL);
+    tf_bert *m = rc ? NULL : tf_bert_load(dir, NULL);
     test_rm_rf(dir);
     if (rc || m || !strstr(tf_error(), expect)) fprintf(stderr, "    %s: %s\n", to, m ? "loaded" : tf_error());
     rc = rc || m || !strstr(tf_error(), expect) ? -1 : 0;
@@ -134,7 +134,7 @@ int test_bert_folder(char *dir, const tf_bert_config *c, uint64_t seed, const ch
                      int n) {
     if (!mkdtemp(dir)) return -1;
     tf_bert *m = tf_bert_new(c, seed);
-    int rc = !m || tf_bert_save_hf(m, dir);
+    int rc = !m || tf_bert_save(m, dir);
     tf_bert_free(m);
     return rc || test_copy_files(tok_dir, dir, files, n) ? -1 : 0;
 }
@@ -181,13 +181,13 @@ static int export_head(const test_bert_export *x, tf_bert_config *c, int k, cons
     char dir[600], path[700];
     tf_bert *m = test_bert_random(c, 11 + (uint64_t)k), *r = NULL;
     snprintf(dir, sizeof dir, "%s/%s_%s", root, x->family, tf_bert_class_name(c));
-    int rc = !m || tf_bert_save_hf(m, dir);
+    int rc = !m || tf_bert_save(m, dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
     size_t len;
     char *text = rc ? NULL : test_slurp(path, &len);
     if (!rc && (!text || x->check_files(dir, text, c, k))) rc = fprintf(stderr, "    %s\n", text ? text : path) > 0;
     free(text);
-    if (!rc && (!(r = tf_bert_load_hf(dir, NULL)) || x->check_back(r, c)))
+    if (!rc && (!(r = tf_bert_load(dir, NULL)) || x->check_back(r, c)))
         rc = fprintf(stderr, "    %s read back: %s\n", dir, r ? "settings differ" : tf_error()) > 0;
     snprintf(path, sizeof path, "%s/input.safetensors", dir);
     rc = rc || test_bert_same_outputs(m, r, x->ids_mod, x->ids_add, keep ? path : NULL);

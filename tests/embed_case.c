@@ -95,7 +95,7 @@ int test_st_embed(const char *dir, test_embed_result *r) {
     memset(r, 0, sizeof *r);
     cJSON *root = test_read_json(path);
     tf_bert *m = root && !tf_embed_opts_load(dir, &r->opts)
-                     ? tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1})
+                     ? tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1})
                      : NULL;
     tf_tokenizer *tok = m ? tf_tokenizer_load(dir) : NULL;
     int n = root ? cJSON_GetArraySize(cJSON_GetObjectItem(root, "texts")) : 0, rc = -1;

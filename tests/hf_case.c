@@ -520,7 +520,7 @@ int test_vit_folder_matches(const tf_vit *m, const char *dir, tf_vit **back) {
     snprintf(out, sizeof out, "%s/logits.safetensors", dir);
     *back = NULL;
     if (tf_vit_save(m, own) || test_write_image_input(in, 2, m->cfg.channels, m->cfg.image_size, m->cfg.n_labels, 1) ||
-        !(*back = tf_vit_load_hf(own)) || tf_hf_run(own, in, out, NULL))
+        !(*back = tf_vit_load(own)) || tf_hf_run(own, in, out, NULL))
         return -1;
     tf_st_file *f = tf_st_open(in), *a = tf_st_open(out);
     tf_arena *ar = tf_arena_new(0);

@@ -212,10 +212,10 @@ int test_write_grey_png(const char *path, const unsigned char *pixels, int w, in
  * when it cannot run. */
 double test_bert_gradient_case(const char *dir, int *n_tensors);
 /* 0 when case_dir with `from` replaced by `to` in config.json is refused by
- * tf_bert_load_hf with a message holding expect; -1 (said on stderr) when not. */
+ * tf_bert_load with a message holding expect; -1 (said on stderr) when not. */
 int test_bert_refuses(const char *case_dir, const char *from, const char *to, const char *expect);
 /* test_hf_run_bad_cases, and the class `lacking` in the place of cls in
- * model's config.json refused by tf_bert_load_hf too with a message holding
+ * model's config.json refused by tf_bert_load too with a message holding
  * expect (hf-run refuses it first): how many were not a clear error. */
 int test_bert_bad_cases(const test_bad_case *cases, size_t n, const char *model, const char *verbose_env,
                         const char *cls, const char *lacking, const char *expect);

@@ -39,8 +39,8 @@ TEST(bert_save_load_every_head) {
     for (int h = TF_BERT_BODY; h <= TF_BERT_QA; h++) {
         tf_bert_config c = small((tf_bert_head)h);
         tf_bert *m = tf_bert_new(&c, 5);
-        CHECK(m && tf_bert_save_hf(m, dir) == 0);
-        tf_bert *r = tf_bert_load_hf(dir, NULL);
+        CHECK(m && tf_bert_save(m, dir) == 0);
+        tf_bert *r = tf_bert_load(dir, NULL);
         CHECKF(r != NULL, "%s: %s", tf_bert_head_name((tf_bert_head)h), tf_error());
         int classes = h == TF_BERT_SEQ_CLS || h == TF_BERT_TOKEN_CLS;
         CHECK(r->cfg.head == c.head && (!classes || r->cfg.n_labels == c.n_labels) && r->cfg.pooler == c.pooler);
@@ -65,22 +65,22 @@ TEST(bert_body_under_new_head) {
     CHECK(mkdtemp(dir) != NULL);
     tf_bert_config c = small(TF_BERT_MLM);
     tf_bert *m = tf_bert_new(&c, 9);
-    CHECK(m && tf_bert_save_hf(m, dir) == 0);
+    CHECK(m && tf_bert_save(m, dir) == 0);
     tf_bert_load_opts o = {TF_BERT_SEQ_CLS, 4, 3};
-    tf_bert *r = tf_bert_load_hf(dir, &o);
+    tf_bert *r = tf_bert_load(dir, &o);
     CHECK(r && r->cfg.head == TF_BERT_SEQ_CLS && r->cfg.n_labels == 4 && r->cfg.pooler);
     tf_tensor *w0 = tf_params_get(m->params, "bert.encoder.layer.1.output.dense.weight");
     tf_tensor *w1 = tf_params_get(r->params, "bert.encoder.layer.1.output.dense.weight");
     CHECK(w0 && w1 && !memcmp(w0->data, w1->data, (size_t)tf_numel(w0) * 4));
     CHECK(tf_params_get(r->params, "classifier.weight") != NULL);
     const char *names[] = {"sport", "food", "law", "love"};
-    CHECK(tf_bert_set_labels(r, names, 4) == 0 && tf_bert_save_hf(r, dir) == 0);
-    tf_bert *s = tf_bert_load_hf(dir, NULL);
+    CHECK(tf_bert_set_labels(r, names, 4) == 0 && tf_bert_save(r, dir) == 0);
+    tf_bert *s = tf_bert_load(dir, NULL);
     char buf[32];
     CHECK(s && !strcmp(tf_bert_label(s, 2, buf, sizeof buf), "law"));
     /* the folder's own head: its unexpected tensors are errors, a missing one too */
     tf_bert_load_opts strict = {TF_BERT_SEQ_CLS, 4, 0};
-    tf_bert_free(tf_bert_load_hf(dir, &strict)); /* own head: fine */
+    tf_bert_free(tf_bert_load(dir, &strict)); /* own head: fine */
     tf_bert_free(m);
     tf_bert_free(r);
     tf_bert_free(s);
@@ -148,14 +148,14 @@ static void check_cut_row_and_folder(tf_ctx *ctx, const tf_bert *m, const tf_ber
     double err = test_rel_err(tf_f32(one.logits), tf_f32(out->logits) + 3, 3);
     CHECKF(err < 1e-6, "padded row vs cut row: relative error %g", err);
     char dir[] = "/tmp/tformer_bert_XXXXXX", path[600], want[64];
-    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    CHECK(mkdtemp(dir) != NULL && tf_bert_save(m, dir) == 0);
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(want, sizeof want, "\"tformer_pooling\":\t\"%s\"", name);
     size_t len;
     char *text = test_slurp(path, &len);
     int marked = text && strstr(text, "\"tformer-bert\"") && strstr(text, want) && strstr(text, "\"tformer_norm_first\":\ttrue");
     free(text);
-    tf_bert *r = marked ? tf_bert_load_hf(dir, NULL) : NULL;
+    tf_bert *r = marked ? tf_bert_load(dir, NULL) : NULL;
     tf_bert_outputs back;
     int same = r && r->cfg.norm_first && r->cfg.pooling == m->cfg.pooling && tf_bert_run(ctx, r, in, &back) == 0 &&
                !memcmp(back.logits->data, out->logits->data, 2 * 3 * 4);
@@ -237,7 +237,7 @@ static void expect_load_error(const char *dir, const char *config, const char *n
         test_fail(__FILE__, __LINE__, "cannot write %s", p);
         return;
     }
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_bert *m = tf_bert_load(dir, NULL);
     if (m || !strstr(tf_error(), needle))
         test_fail(__FILE__, __LINE__, "expected an error with '%s', got %s", needle, m ? "a model" : tf_error());
     tf_bert_free(m);
@@ -248,7 +248,7 @@ TEST(bert_bad_folders) {
     CHECK(mkdtemp(dir) != NULL);
     tf_bert_config c = small(TF_BERT_BODY);
     tf_bert *m = tf_bert_new(&c, 2);
-    CHECK(m && tf_bert_save_hf(m, dir) == 0);
+    CHECK(m && tf_bert_save(m, dir) == 0);
     tf_bert_free(m);
     /* layers, heads, hidden size, then extra keys */
     const char *base = "{\"architectures\":[\"BertModel\"],\"vocab_size\":19,\"max_position_embeddings\":8,"
@@ -341,7 +341,7 @@ TEST(bert_export_for_transformers) {
             tf_tensor_fill_normal(tf_params_tensor(m->params, i), 100 + (uint64_t)i, 0.3f);
         snprintf(dir, sizeof dir, "%s/export_%s", root, tf_bert_head_name((tf_bert_head)h));
         mkdir(dir, 0755);
-        CHECK(tf_bert_save_hf(m, dir) == 0);
+        CHECK(tf_bert_save(m, dir) == 0);
         tf_ctx *ctx = tf_ctx_new(1);
         tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 0);
         for (int i = 0; i < B * T; i++) tf_i32(mask)[i] = i < T + 4; /* the second row padded after 4 tokens */
@@ -381,7 +381,7 @@ static int tiny_mlm_folder(char *dir) {
     tf_bert *m = tf_bert_new(&c, 21);
     for (int i = 0; m && i < tf_params_count(m->params); i++)
         tf_tensor_fill_normal(tf_params_tensor(m->params, i), 300 + (uint64_t)i, 0.5f);
-    int rc = !m || tf_bert_save_hf(m, dir);
+    int rc = !m || tf_bert_save(m, dir);
     tf_bert_free(m);
     snprintf(p, sizeof p, "%s/vocab.txt", dir);
     return rc || test_write_text(p, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\nmat\na\ndog\nran\n.\n,\nbig\nred\n##s\nhat\n");
@@ -397,7 +397,7 @@ TEST(bert_fill_mask_cli_gives_the_softmax_top_k) {
     out[k] = 0;
     CHECK(p && pclose(p) == 0);
     /* in-process: [CLS] the cat [MASK] on the mat [SEP] = 2 5 6 4 8 5 9 3, the mask at 3 */
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_bert *m = tf_bert_load(dir, NULL);
     tf_ctx *ctx = tf_ctx_new(1);
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 8}, 0);
     const int32_t x[8] = {2, 5, 6, 4, 8, 5, 9, 3};
@@ -446,7 +446,7 @@ TEST(bert_embed_cli_equals_the_library) {
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;
     CHECK(p && pclose(p) == 0);
-    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     tf_tokenizer *tok = tf_tokenizer_load(dir);
     const char *texts[] = {"the cat sat on the mat.", "a big red dog ran"};
     tf_embed_opts o = {TF_POOL_MEAN, 1, 0, 32};
@@ -472,7 +472,7 @@ TEST(bert_embed_cli_equals_the_library) {
 TEST(bert_embed_threads_and_batches_agree) {
     char dir[] = "/tmp/tformer_fm_XXXXXX", cmd[600];
     CHECK(tiny_mlm_folder(dir) == 0);
-    tf_bert *m = tf_bert_load_hf(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
+    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     tf_tokenizer *tok = tf_tokenizer_load(dir);
     static const char *words[] = {"the", "cat", "sat", "on", "mat", "a", "big", "red", "dog", "ran"};
     enum { N = 37, C = 8 };

@@ -165,7 +165,7 @@ TEST(bert_pretrain_learns) {
     printf("    after 600 steps: mlm_accuracy %.3f, nsp_accuracy %.3f\n", mlm, nsp);
     CHECKF(mlm > 0.7 && nsp > 0.8, "mlm accuracy %.3f, nsp accuracy %.3f", mlm, nsp);
     free(csv);
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_bert *m = tf_bert_load(dir, NULL);
     CHECK(m && m->cfg.head == TF_BERT_PRETRAINING);
     tf_bert_free(m);
     snprintf(p, sizeof p, "rm -r %s", dir); /* the run folder, its best/ model too */

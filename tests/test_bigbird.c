@@ -41,7 +41,7 @@ static double table_case(const tf_bert *m, tf_st_file *in, tf_st_file *exp, int6
 /* The random blocks matter: one entry of transformers' table moved to
  * another block, or no table (its evaluation mode), fails the comparison. */
 TEST(bigbird_perturbed_random_table_fails) {
-    tf_bert *m = tf_bert_load_hf(TRAIN_CASE, NULL);
+    tf_bert *m = tf_bert_load(TRAIN_CASE, NULL);
     tf_st_file *in = tf_st_open(TRAIN_CASE "/input.safetensors"), *exp = tf_st_open(TRAIN_CASE "/expected.safetensors");
     CHECK(m && in && exp);
     double same = table_case(m, in, exp, -1, 0, 0), none = table_case(m, in, exp, -1, 0, 1), least = 1e30;
@@ -77,9 +77,9 @@ TEST(bigbird_block_sparse_bad_input_is_a_clear_error) {
     CHECKF(n == 0, "%d of the block-sparse BigBird refusals were not a clear error", n);
     /* no other head, no save: written as BERT it would come back with full attention */
     tf_bert_load_opts o = {TF_BERT_SEQ_CLS, 3, 1};
-    CHECK(!tf_bert_load_hf(TRAIN_CASE, &o) && strstr(tf_error(), "read as BigBirdModel only"));
-    tf_bert *m = tf_bert_load_hf(TRAIN_CASE, NULL);
-    CHECK(m && tf_bert_save_hf(m, "/tmp/tformer_bigbird_never") != 0 && strstr(tf_error(), "cannot be saved"));
+    CHECK(!tf_bert_load(TRAIN_CASE, &o) && strstr(tf_error(), "read as BigBirdModel only"));
+    tf_bert *m = tf_bert_load(TRAIN_CASE, NULL);
+    CHECK(m && tf_bert_save(m, "/tmp/tformer_bigbird_never") != 0 && strstr(tf_error(), "cannot be saved"));
     tf_bert_free(m);
 }
 

@@ -23,7 +23,7 @@ static const tf_block_name APART[] = {
 static tf_block_config small_config(int norm_first, int in_out) {
     tf_block_config c = tf_block_config_default(12, 3);
     c.d_ff = 20, c.norm_first = norm_first, c.w_in_out = in_out, c.activation = TF_ACT_GELU;
-    c.attn = TF_ATTN_CAUSAL;
+    c.self_attn.kind = TF_ATTN_CAUSAL;
     return c;
 }
 

@@ -325,7 +325,7 @@ TEST(config_hugging_face_config_json) {
     tf_gpt_config c = tf_gpt_config_default(11, 8, 1, 2, 8);
     c.d_ff = 12, c.activation = TF_ACT_RELU, c.norm_eps = 1e-3f, c.tied = 0, c.pos = TF_POS_SINUSOIDAL, c.norm_first = 0;
     tf_gpt *m = tf_gpt_new(&c, 3);
-    CHECK(m && tf_gpt_save_hf(m, dir) == 0);
+    CHECK(m && tf_gpt_save(m, dir) == 0);
     tf_gpt_free(m);
     size_t n;
     char *text = test_slurp(path, &n);
@@ -333,25 +333,25 @@ TEST(config_hugging_face_config_json) {
                strstr(text, "\"tformer_position\":\t\"sinusoidal\"") && strstr(text, "\"layer_norm_epsilon\":\t0.00100000005"),
            "%s", text);
     free(text);
-    CHECK((m = tf_gpt_load_hf(dir)) && !memcmp(&m->cfg, &c, sizeof c));
+    CHECK((m = tf_gpt_load(dir)) && !memcmp(&m->cfg, &c, sizeof c));
     tf_gpt_free(m);
     /* Hugging Face's own keys: null n_inner, the other tanh GELU name, many unknown keys */
     c = tf_gpt_config_default(11, 8, 1, 2, 8);
     m = tf_gpt_new(&c, 3);
-    CHECK(m && tf_gpt_save_hf(m, dir) == 0);
+    CHECK(m && tf_gpt_save(m, dir) == 0);
     tf_gpt_free(m);
     CHECK(test_write_text(path, "{\"model_type\": \"gpt2\", \"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1,"
                            " \"n_head\": 2, \"n_inner\": null, \"activation_function\": \"gelu_pytorch_tanh\","
                            " \"resid_pdrop\": 0.1, \"task_specific_params\": {\"x\": 1}}") == 0);
-    CHECK((m = tf_gpt_load_hf(dir)) && !memcmp(&m->cfg, &c, sizeof c));
+    CHECK((m = tf_gpt_load(dir)) && !memcmp(&m->cfg, &c, sizeof c));
     tf_gpt_free(m);
     CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_layer\": 1, \"n_head\": 2}") == 0);
-    CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "config.json: missing required key \"n_embd\""));
+    CHECK(!tf_gpt_load(dir) && strstr(tf_error(), "config.json: missing required key \"n_embd\""));
     CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 3}") == 0);
-    CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "config.json: d_model 8 is not a multiple of n_head 3"));
+    CHECK(!tf_gpt_load(dir) && strstr(tf_error(), "config.json: d_model 8 is not a multiple of n_head 3"));
     CHECK(test_write_text(path, "{\"vocab_size\": 11, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1, \"n_head\": 2,"
                            " \"activation_function\": \"gelu_fast\"}") == 0);
-    CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "\"activation_function\" expects one of relu, gelu, "
+    CHECK(!tf_gpt_load(dir) && strstr(tf_error(), "\"activation_function\" expects one of relu, gelu, "
                                                      "gelu_new/gelu_pytorch_tanh, silu/swish, quick_gelu"));
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);

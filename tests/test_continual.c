@@ -131,20 +131,20 @@ TEST(continual_attention_bad_input) {
 
 /* Worst relative error over a stream of T steps between step mode and batch
  * mode on the same window; shift 1 compares with the previous window instead. */
-static double encoder_err(const tf_coenc_config *c, int B, int T, int shift) {
-    tf_coenc e;
+static double encoder_err(const tf_continual_config *c, int B, int T, int shift) {
+    tf_continual e;
     tf_params *ps = tf_params_new();
-    if (!ps || tf_coenc_register(ps, "", &e, c) || tf_params_init(ps, 21)) return tf_params_free(ps), INFINITY;
+    if (!ps || tf_continual_register(ps, "", &e, c) || tf_params_init(ps, 21)) return tf_params_free(ps), INFINITY;
     for (int i = 0; i < tf_params_count(ps); i++) tf_tensor_fill_normal(tf_params_tensor(ps, i), 40 + i, 0.3f);
     int n = c->window, E = c->d_model;
     float *xs = random_stream((int64_t)T * B * E, 17, 1.0f);
-    tf_coenc_state *s = tf_coenc_state_new(&e, B);
+    tf_continual_state *s = tf_continual_state_new(&e, B);
     tf_ctx *ctx = tf_ctx_new(1);
     double worst = xs && s && ctx ? 0.0 : INFINITY;
     for (int64_t t = 0; worst < INFINITY && t < T; t++, tf_ctx_reset(ctx)) {
         tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){B, E}, 0), *out;
         memcpy(tf_f32(x), xs + (size_t)t * B * E, (size_t)B * E * sizeof(float));
-        int rc = tf_coenc_step(ctx, s, x, &out);
+        int rc = tf_continual_step(ctx, s, x, &out);
         if (rc < 0 || (rc == 0) != (t < n - 1)) worst = INFINITY;
         if (rc != 1 || t - shift < n - 1) continue;
         int64_t t0 = t - shift - n + 1;
@@ -152,17 +152,17 @@ static double encoder_err(const tf_coenc_config *c, int B, int T, int shift) {
         for (int b = 0; b < B; b++)
             for (int j = 0; j < n; j++)
                 memcpy(tf_f32(w) + ((size_t)b * n + j) * E, xs + ((size_t)(t0 + j) * B + b) * E, E * sizeof(float));
-        tf_tensor *ref = tf_coenc_forward(ctx, &e, w, t0);
+        tf_tensor *ref = tf_continual_forward(ctx, &e, w, t0);
         double err = ref ? test_rel_err(tf_f32(out), tf_f32(ref), (long)tf_numel(ref)) : INFINITY;
         if (!(err <= worst)) worst = err;
     }
-    tf_coenc_state_free(s), tf_ctx_free(ctx), free(xs), tf_coenc_free(&e), tf_params_free(ps);
+    tf_continual_state_free(s), tf_ctx_free(ctx), free(xs), tf_continual_free(&e), tf_params_free(ps);
     return worst;
 }
 
 TEST(continual_encoder_step_equals_batch) {
-    tf_coenc_config c;
-    tf_fields f = {tf_coenc_config_fields(), &c};
+    tf_continual_config c;
+    tf_fields f = {tf_continual_config_fields(), &c};
     CHECK(tf_fields_defaults(&f, 1) == 0);
     c.d_model = 8, c.n_head = 2, c.d_ff = 16, c.window = 5, c.pos_len = 7; /* 7 > 5: the positions wrap */
     double worst = 0.0;
@@ -182,28 +182,28 @@ TEST(continual_encoder_step_equals_batch) {
 }
 
 TEST(continual_encoder_bad_input) {
-    tf_coenc_config c;
-    tf_fields f = {tf_coenc_config_fields(), &c};
+    tf_continual_config c;
+    tf_fields f = {tf_continual_config_fields(), &c};
     CHECK(tf_fields_defaults(&f, 1) == 0);
     c.d_model = 4, c.n_head = 2, c.d_ff = 8, c.window = 9, c.pos_len = 8;
-    tf_coenc e;
+    tf_continual e;
     tf_params *ps = tf_params_new();
-    CHECK(tf_coenc_register(ps, "", &e, &c) == -1 && strstr(tf_error(), "window 9 is larger than the position table"));
-    tf_coenc_free(&e), tf_params_free(ps);
+    CHECK(tf_continual_register(ps, "", &e, &c) == -1 && strstr(tf_error(), "window 9 is larger than the position table"));
+    tf_continual_free(&e), tf_params_free(ps);
     c.window = 0;
     ps = tf_params_new();
-    CHECK(tf_coenc_register(ps, "", &e, &c) == -1 && strstr(tf_error(), "window"));
-    tf_coenc_free(&e), tf_params_free(ps);
+    CHECK(tf_continual_register(ps, "", &e, &c) == -1 && strstr(tf_error(), "window"));
+    tf_continual_free(&e), tf_params_free(ps);
     c.window = 3;
     ps = tf_params_new();
-    CHECK(tf_coenc_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 1) == 0);
-    tf_coenc_state *s = tf_coenc_state_new(&e, 1);
+    CHECK(tf_continual_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 1) == 0);
+    tf_continual_state *s = tf_continual_state_new(&e, 1);
     tf_ctx *ctx = tf_ctx_new(0);
     tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 2, (int64_t[]){1, 4}, 0), *out;
-    CHECK(s && x && tf_coenc_step(ctx, s, x, &out) == 0);
+    CHECK(s && x && tf_continual_step(ctx, s, x, &out) == 0);
     tf_f32(x)[2] = NAN;
-    CHECK(tf_coenc_step(ctx, s, x, &out) == -1 && strstr(tf_error(), "step 1"));
-    tf_coenc_state_free(s), tf_ctx_free(ctx), tf_coenc_free(&e), tf_params_free(ps);
+    CHECK(tf_continual_step(ctx, s, x, &out) == -1 && strstr(tf_error(), "step 1"));
+    tf_continual_state_free(s), tf_ctx_free(ctx), tf_continual_free(&e), tf_params_free(ps);
 }
 
 /* torch-run on continual-inference's modules: clear errors for what it cannot run. */
@@ -233,15 +233,15 @@ TEST(continual_torch_run_bad_config) {
 /* ---------------------------------------------------------------- tformer stream */
 
 TEST(continual_stream_cli) {
-    tf_coenc_config c;
-    tf_fields f = {tf_coenc_config_fields(), &c};
+    tf_continual_config c;
+    tf_fields f = {tf_continual_config_fields(), &c};
     CHECK(tf_fields_defaults(&f, 1) == 0);
     c.d_model = 4, c.n_head = 2, c.d_ff = 8, c.n_layer = 3, c.window = 3, c.pos_len = 5, c.cls_token = 1;
-    tf_coenc e;
+    tf_continual e;
     tf_params *ps = tf_params_new();
-    CHECK(tf_coenc_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 4) == 0);
+    CHECK(tf_continual_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 4) == 0);
     char dir[] = "/tmp/tformer_costream_XXXXXX", in[1200], cmd[2600], *out = malloc(1 << 16);
-    CHECK(mkdtemp(dir) && out && tf_coenc_save(dir, &e, ps) == 0);
+    CHECK(mkdtemp(dir) && out && tf_continual_save(dir, &e, ps) == 0);
     const int T = 9, E = 4;
     float *xs = random_stream(T * E, 5, 1.0f);
     snprintf(in, sizeof in, "%s/in.txt", dir);
@@ -260,7 +260,7 @@ TEST(continual_stream_cli) {
     for (int t = c.window - 1; t < T; t++, lines++) {
         tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){1, c.window, E}, 0);
         memcpy(tf_f32(w), xs + (t - c.window + 1) * E, (size_t)c.window * E * sizeof(float));
-        tf_tensor *ref = tf_coenc_forward(ctx, &e, w, t - c.window + 1);
+        tf_tensor *ref = tf_continual_forward(ctx, &e, w, t - c.window + 1);
         float got[4];
         for (int i = 0; i < E; i++) got[i] = strtof(p, &p);
         CHECK(ref);
@@ -297,22 +297,22 @@ TEST(continual_stream_cli) {
         CHECKF(rc == 1 && strstr(out, "tformer stream: cannot read standard input: "), "%s: status %d, output %s",
                unreadable[i], rc, out);
     }
-    tf_ctx_free(ctx), free(xs), free(out), tf_coenc_free(&e), tf_params_free(ps);
+    tf_ctx_free(ctx), free(xs), free(out), tf_continual_free(&e), tf_params_free(ps);
     test_rm_rf(dir);
 }
 
 /* Each output is written when its step is done, not at the end of the input:
  * with standard input still open, the first output arrives after `window` lines. */
 TEST(continual_stream_flushes_each_step) {
-    tf_coenc_config c;
-    tf_fields f = {tf_coenc_config_fields(), &c};
+    tf_continual_config c;
+    tf_fields f = {tf_continual_config_fields(), &c};
     CHECK(tf_fields_defaults(&f, 1) == 0);
     c.d_model = 4, c.n_head = 2, c.d_ff = 8, c.n_layer = 2, c.window = 2, c.pos_len = 2;
-    tf_coenc e;
+    tf_continual e;
     tf_params *ps = tf_params_new();
     char dir[] = "/tmp/tformer_coflush_XXXXXX";
-    CHECK(tf_coenc_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 4) == 0 && mkdtemp(dir) &&
-          tf_coenc_save(dir, &e, ps) == 0);
+    CHECK(tf_continual_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 4) == 0 && mkdtemp(dir) &&
+          tf_continual_save(dir, &e, ps) == 0);
     int in[2], out[2];
     CHECK(pipe(in) == 0 && pipe(out) == 0);
     pid_t pid = fork();
@@ -334,7 +334,7 @@ TEST(continual_stream_flushes_each_step) {
     int st;
     waitpid(pid, &st, 0);
     close(out[0]);
-    tf_coenc_free(&e), tf_params_free(ps), test_rm_rf(dir);
+    tf_continual_free(&e), tf_params_free(ps), test_rm_rf(dir);
     CHECKF(ready == 1 && k > 0 && strchr(buf, '\n'), "no output line before the input ended (poll %d, read %zd)", ready, k);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

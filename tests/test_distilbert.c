@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "models/bert/bert_internal.h"
 
 #define TOL 1e-5      /* relative L2 error of each output field, as tests/test_hf_run.c */
 #define GRAD_TOL 1e-4 /* relative L2 error of each parameter's gradient, as the RoBERTa cases */
@@ -143,7 +144,7 @@ TEST(distilbert_hf_run_bad_input_is_a_clear_error) {
                                   "\"DistilBertForMultipleChoice\": tformer reads DistilBertModel");
     CHECKF(bad == 0, "%d of %zu bad inputs were not a clear error", bad, n + 1);
     /* token_type_ids handed to the library directly */
-    tf_bert *m = tf_bert_load_hf(BODY_CASE, NULL);
+    tf_bert *m = tf_bert_load(BODY_CASE, NULL);
     tf_ctx *ctx = tf_ctx_new(1);
     CHECKF(m && ctx, "%s", tf_error());
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, 4}, 1);
@@ -159,7 +160,7 @@ TEST(distilbert_hf_run_bad_input_is_a_clear_error) {
  * every eps 1e-12; BERT's key names are not read (hidden_size is dim's
  * alias, as DistilBertConfig's attribute_map). */
 TEST(distilbert_reads_its_own_config_keys) {
-    tf_bert *m = tf_bert_load_hf(DB_DIR "/v4_body_leftpad_pad3_sinusoidal", NULL);
+    tf_bert *m = tf_bert_load(DB_DIR "/v4_body_leftpad_pad3_sinusoidal", NULL);
     CHECKF(m, "%s", tf_error());
     CHECK(m->cfg.distilbert && m->cfg.distilbert_sinusoidal && m->cfg.norm_eps == 1e-12f && m->cfg.pad_token_id == 3);
     CHECK(m->emb.token_type == NULL && m->cfg.d_model == 10 && m->cfg.d_ff == 14 && m->cfg.n_layer == 2);
@@ -167,7 +168,7 @@ TEST(distilbert_reads_its_own_config_keys) {
     char dir[] = "/tmp/tformer_dbkeys_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     CHECK(test_copy_case(BODY_CASE, dir, "\"dim\"", "\"hidden_size\"", NULL, 0, 0, NULL) == 0);
-    m = tf_bert_load_hf(dir, NULL);
+    m = tf_bert_load(dir, NULL);
     CHECKF(m && m->cfg.d_model == 12, "%s", m ? "d_model" : tf_error());
     tf_bert_free(m);
     test_rm_rf(dir);
@@ -200,10 +201,10 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
     CHECK(mkdtemp(dir) != NULL);
     CHECK(test_copy_case(DB_DIR "/v4_qa_clamped", dir, "\"qa_dropout\": 0.0", "\"qa_dropout\": 0.5", NULL, 0, 0,
                          NULL) == 0);
-    tf_bert *drop = tf_bert_load_hf(dir, NULL), *none = tf_bert_load_hf(DB_DIR "/v4_qa_clamped", NULL);
+    tf_bert *drop = tf_bert_load(dir, NULL), *none = tf_bert_load(DB_DIR "/v4_qa_clamped", NULL);
     test_rm_rf(dir);
     CHECKF(drop && none, "%s", tf_error());
-    CHECK(drop->cfg.qa_dropout == 0.5f && drop->block.self_out_undropped && none->cfg.qa_dropout == 0.0f);
+    CHECK(drop->cfg.qa_dropout == 0.5f && drop->cfg.distilbert && none->cfg.qa_dropout == 0.0f);
     float e[64], t[64], n0[64], n1[64];
     int64_t n = 0;
     CHECK(qa_logits(drop, 0, e, &n) == 0 && qa_logits(drop, 1, t, &n) == 0 && qa_logits(none, 0, n0, &n) == 0 &&
@@ -211,9 +212,45 @@ TEST(distilbert_dropouts_where_transformers_has_them) {
     CHECK(memcmp(e, n0, (size_t)n * 4) == 0 && memcmp(n0, n1, (size_t)n * 4) == 0);
     CHECKF(memcmp(e, t, (size_t)n * 4) != 0, "qa_dropout 0.5 changed nothing in training mode");
     tf_bert_free(drop), tf_bert_free(none);
-    tf_bert *seq = tf_bert_load_hf(SEQ_CASE, NULL), *tok = tf_bert_load_hf(DB_DIR "/v4_tokcls_pad_inside_grad", NULL);
+    tf_bert *seq = tf_bert_load(SEQ_CASE, NULL), *tok = tf_bert_load(DB_DIR "/v4_tokcls_pad_inside_grad", NULL);
     CHECKF(seq && tok && seq->cls.dropout == 0.0f && tok->cls.dropout == tok->cfg.dropout, "%s", tf_error());
     tf_bert_free(seq), tf_bert_free(tok);
+}
+
+/* The encoder's output of v4_body_rightpad's ids in training mode (seed 7, dropout 0.5 on each
+ * sub-layer's output): tformer's forward (rule 0), the composition DistilBERT's TransformerBlock
+ * is (rule 1: the attention's output undropped), or BERT's block (rule 2). */
+static int encode_with(const tf_bert *m, int rule, float *out, size_t cap, int64_t *n) {
+    tf_st_file *f = tf_st_open(DB_DIR "/v4_body_rightpad/input.safetensors");
+    tf_arena *a = tf_arena_new(0);
+    tf_ctx *ctx = tf_ctx_new(7);
+    tf_ctx_set_training(ctx, 1), tf_ctx_set_grad(ctx, 0);
+    tf_bert_inputs in = {.input_ids = f ? test_st_tensor(f, "input_ids", a) : NULL};
+    tf_tensor *x = !in.input_ids ? NULL : rule == 0 ? tf_bert_encode(ctx, m, &in) : tf_bert_embed_inputs(ctx, m, &in);
+    for (int i = 0; x && rule && i < m->cfg.n_layer; i++)
+        x = rule == 2 ? tf_block_forward(ctx, &m->layer[i], &m->block, x, NULL)
+                      : tf_block_sublayer(ctx, &m->layer[i], &m->block, TF_SUBLAYER_FF,
+                                          tf_block_sublayer(ctx, &m->layer[i], &m->block, TF_SUBLAYER_SELF, x, NULL, 0),
+                                          NULL, m->block.dropout);
+    int rc = x && (size_t)tf_numel(x) <= cap ? 0 : -1;
+    if (!rc) *n = tf_numel(x), memcpy(out, x->data, (size_t)*n * sizeof *out);
+    tf_ctx_free(ctx), tf_arena_free(a), tf_st_close(f);
+    return rc;
+}
+
+/* DistilBERT's rule as its own composition of the block's sub-layers: no dropout on the
+ * attention's output, the feed-forward's kept (BERT drops both). */
+TEST(distilbert_layer_leaves_the_attention_output_undropped) {
+    tf_bert *m = tf_bert_load(DB_DIR "/v4_body_rightpad", NULL);
+    CHECKF(m && m->cfg.distilbert, "%s", tf_error());
+    m->block.dropout = 0.5f, m->block.attn_dropout = 0.0f;
+    static float run[1 << 14], mine[1 << 14], bert[1 << 14];
+    int64_t n = 0, n1 = 0, n2 = 0;
+    CHECK(!encode_with(m, 0, run, 1 << 14, &n) && !encode_with(m, 1, mine, 1 << 14, &n1) &&
+          !encode_with(m, 2, bert, 1 << 14, &n2) && n == n1 && n == n2 && n > 0);
+    CHECKF(!memcmp(run, mine, (size_t)n * sizeof *run), "the forward is not DistilBERT's composition");
+    CHECKF(memcmp(run, bert, (size_t)n * sizeof *run), "the forward drops the attention's output (BERT's rule)");
+    tf_bert_free(m);
 }
 
 /* ---------------------------------------------------------------- tformer's DistilBERT folders */

@@ -31,7 +31,7 @@ static int tiny_bert(char *dir) {
     tf_bert_config c = tf_bert_config_default(N_VOCAB, 32, 2, 2, 32);
     c.dropout = c.attn_dropout = 0.0f, c.head = TF_BERT_MLM;
     tf_bert *m = tf_bert_new(&c, 3);
-    int rc = !m || tf_bert_save_hf(m, dir);
+    int rc = !m || tf_bert_save(m, dir);
     tf_bert_free(m);
     return rc ? -1 : 0;
 }

@@ -23,7 +23,7 @@ TEST(gpt_hugging_face_logits) {
         char dir[256], path[300];
         snprintf(dir, sizeof dir, FXG "/%s", cases[i]);
         snprintf(path, sizeof path, "%s/expected.safetensors", dir);
-        tf_gpt *m = tf_gpt_load_hf(dir);
+        tf_gpt *m = tf_gpt_load(dir);
         tf_st_file *f = tf_st_open(path);
         CHECKF(m && f, "%s: %s", cases[i], tf_error());
         tf_arena *a = tf_arena_new(0);
@@ -36,7 +36,7 @@ TEST(gpt_hugging_face_logits) {
         /* loaded for inference (generate, eval): the file's mapped pages, no gradients, the same logits;
          * a write lands in a private copy of the page, never in the file */
         for (int pass = 0; pass < 2; pass++) {
-            tf_gpt *mm = tf_gpt_load_hf_mapped(dir);
+            tf_gpt *mm = tf_gpt_load_mapped(dir);
             CHECKF(mm, "%s mapped: %s", cases[i], tf_error());
             tf_tensor *w0 = tf_params_tensor(mm->params, 0);
             tf_tensor *lm = full_logits(ctx, mm, tf_i32(ids), ids->shape[0], ids->shape[1]);
@@ -50,13 +50,13 @@ TEST(gpt_hugging_face_logits) {
         char out[512] = "/tmp/tformer_gpt_XXXXXX";
         const char *keep = getenv("TFORMER_EXPORT_DIR");
         if (keep) snprintf(out, sizeof out, "%s/%s", keep, cases[i]);
-        CHECK((keep || mkdtemp(out)) && tf_gpt_save_hf(m, out) == 0);
+        CHECK((keep || mkdtemp(out)) && tf_gpt_save(m, out) == 0);
         if (keep) {
             char cp[1200];
             snprintf(cp, sizeof cp, "cp %s %s/expected.safetensors", path, out);
             CHECK(system(cp) == 0);
         }
-        tf_gpt *back = tf_gpt_load_hf(out);
+        tf_gpt *back = tf_gpt_load(out);
         tf_tensor *again = back ? full_logits(ctx, back, tf_i32(ids), ids->shape[0], ids->shape[1]) : NULL;
         CHECK(again && !memcmp(again->data, got->data, (size_t)tf_numel(got) * 4));
         char cmd[600];
@@ -119,14 +119,14 @@ TEST(gpt_own_variants_are_marked) {
         if (variant == 3) c.attention.kind = TF_ATTENTION_LOCAL;
         tf_gpt *m = tf_gpt_new(&c, 3);
         char dir[] = "/tmp/tformer_gpt_XXXXXX", path[600];
-        CHECK(m && mkdtemp(dir) && tf_gpt_save_hf(m, dir) == 0);
+        CHECK(m && mkdtemp(dir) && tf_gpt_save(m, dir) == 0);
         snprintf(path, sizeof path, "%s/config.json", dir);
         size_t n;
         char *text = test_slurp(path, &n);
         const char *want = variant ? "\"model_type\":\t\"tformer-gpt2\"" : "\"model_type\":\t\"gpt2\"";
         CHECKF(text && strstr(text, want), "variant %d: no %s in config.json", variant, want);
         free(text);
-        tf_gpt *back = tf_gpt_load_hf(dir);
+        tf_gpt *back = tf_gpt_load(dir);
         CHECKF(back && back->cfg.norm_first == c.norm_first && back->cfg.pos == c.pos &&
                    back->cfg.attention.kind == c.attention.kind, "variant %d: %s", variant, back ? "settings lost" : tf_error());
         tf_gpt_free(back), tf_gpt_free(m);
@@ -276,14 +276,14 @@ TEST(gpt_bad_input_is_a_clear_error) {
     snprintf(cmd, sizeof cmd, "mv %s.chars %s/chars.txt", dir, dir);
     CHECK(system(cmd) == 0);
     /* ids outside the vocabulary: an error, not a crash */
-    tf_gpt *mm = tf_gpt_load_hf(dir);
+    tf_gpt *mm = tf_gpt_load(dir);
     tf_ctx *ctx = tf_ctx_new(0);
     int32_t bad[3] = {1, -5, 2};
     CHECK(mm && !full_logits(ctx, mm, bad, 1, 3) && strstr(tf_error(), "id -5"));
     tf_ctx_free(ctx);
     tf_gpt_free(mm);
     /* a prompt longer than the context */
-    tf_gpt *m = tf_gpt_load_hf(dir);
+    tf_gpt *m = tf_gpt_load(dir);
     CHECK(m != NULL);
     int32_t prompt[40] = {0};
     tf_generate_opts o = tf_generate_opts_default();
@@ -295,7 +295,7 @@ TEST(gpt_bad_input_is_a_clear_error) {
     CHECK(system(cmd) == 0);
     cfg = tiny_train(4, &lm);
     CHECK(tf_gpt_train(&cfg, &lm, data, 1, "char", dir, 1, NULL, NULL, NULL) != 0 && strstr(tf_error(), "checkpoint.safetensors"));
-    CHECK(!tf_gpt_load_hf(dir) && strstr(tf_error(), "model.safetensors"));
+    CHECK(!tf_gpt_load(dir) && strstr(tf_error(), "model.safetensors"));
     snprintf(cmd, sizeof cmd, "rm -r %s %s", dir, empty);
     CHECK(system(cmd) == 0);
 }
@@ -305,11 +305,11 @@ TEST(gpt_bad_input_is_a_clear_error) {
  * it said 'missing required key "vocab_size"' (tformer's seq2seq) or
  * '"n_positions"' (Marian). */
 TEST(gpt_load_names_another_model_type) {
-    tf_gpt *m = tf_gpt_load_hf("tests/fixtures_marian/shared_tied_swish_scaled");
+    tf_gpt *m = tf_gpt_load("tests/fixtures_marian/shared_tied_swish_scaled");
     CHECKF(!m && strstr(tf_error(), "model_type \"marian\" is not a GPT-2") && strstr(tf_error(), "tformer translate runs it"),
            "%s", m ? "loaded" : tf_error());
     tf_gpt_free(m);
-    m = tf_gpt_load_hf("tests/fixtures_gpt2/tiny_gelu_new"); /* model_type "gpt2" */
+    m = tf_gpt_load("tests/fixtures_gpt2/tiny_gelu_new"); /* model_type "gpt2" */
     CHECKF(m != NULL, "%s", tf_error());
     tf_gpt_free(m);
 }

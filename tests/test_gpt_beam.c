@@ -32,7 +32,7 @@ static int beam_case(const char *dir, int *n, int *bad, int *bare) {
     snprintf(path, sizeof path, "%s/generate.json", dir);
     char *text = test_slurp(path, &len);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
-    tf_gpt *m = root ? tf_gpt_load_hf(dir) : NULL;
+    tf_gpt *m = root ? tf_gpt_load(dir) : NULL;
     if (!m) return fprintf(stderr, "    %s: %s\n", dir, root ? tf_error() : "no generate.json"), free(text), -1;
     const cJSON *prompts = cJSON_GetObjectItem(root, "prompts"), *run;
     int32_t eos = cJSON_GetObjectItem(root, "eos_token_id")->valueint;

@@ -241,7 +241,7 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
     else { /* the family blocks: attention dropout apart, no dropout after the activation */
         int gpt = v != 5;
         cfg.attn_dropout = 0.1f, cfg.activation_dropout = 0, cfg.activation = v == 4 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
-        cfg.w_in_out = gpt, cfg.attn = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
+        cfg.w_in_out = gpt, cfg.self_attn.kind = gpt ? TF_ATTN_CAUSAL : TF_ATTN_FULL, cfg.norm_first = gpt;
         if (v == 6) cfg.norm = TF_NORM_RMS, cfg.activation = TF_ACT_QUICK_GELU;
         tf_block_names n = {gpt ? GPT2_ROWS : BERT_ROWS, gpt ? 12 : 16};
         tf_block_register(G_params, "", &layer, &cfg, &n, (tf_block_init){0.3f, 0.2f, 0});
@@ -257,22 +257,22 @@ static tf_tensor *case_layer(tf_ctx *c, int v) {
  * they wrap), a class token, the last block single-output; 1 three pre-LN
  * blocks, sinusoidal positions, no class token. */
 static tf_tensor *case_continual(tf_ctx *c, int v) {
-    tf_coenc_config cfg;
-    tf_fields f = {tf_coenc_config_fields(), &cfg};
+    tf_continual_config cfg;
+    tf_fields f = {tf_continual_config_fields(), &cfg};
     tf_fields_defaults(&f, 1);
     cfg.d_model = 8, cfg.n_head = 2, cfg.d_ff = 5, cfg.window = 3, cfg.pos_len = 4, cfg.n_layer = 2 + v;
     cfg.activation = TF_ACT_GELU; /* smooth: central differences across a ReLU kink are not the gradient */
     cfg.norm_first = v, cfg.cls_token = !v, cfg.pos = v ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
-    tf_coenc e;
+    tf_continual e;
     G_params = tf_params_new();
     tf_tensor *x = LEAF(c, 2, 3, 8);
-    if (tf_coenc_register(G_params, "", &e, &cfg)) return tf_coenc_free(&e), NULL;
+    if (tf_continual_register(G_params, "", &e, &cfg)) return tf_continual_free(&e), NULL;
     params_as_leaves(G_params);
     for (int i = 0; i < tf_params_count(G_params); i++) /* LayerNorm gains near 1, as trained ones are */
         if (strstr(tf_params_name(G_params, i), "norm") && strstr(tf_params_name(G_params, i), "weight"))
             for (int64_t j = 0; j < tf_numel(tf_params_tensor(G_params, i)); j++) tf_f32(tf_params_tensor(G_params, i))[j] += 1.0f;
-    tf_tensor *y = tf_coenc_forward(c, &e, x, 3);
-    tf_coenc_free(&e); /* the tape holds the parameters (G_params), not the layer array */
+    tf_tensor *y = tf_continual_forward(c, &e, x, 3);
+    tf_continual_free(&e); /* the tape holds the parameters (G_params), not the layer array */
     return y;
 }
 
@@ -287,8 +287,8 @@ static tf_tensor *case_nystrom(tf_ctx *c, int v) {
     memcpy(rows, BERT_ROWS, sizeof BERT_ROWS);
     rows[16] = (tf_block_name){TF_BP_CONV_W, "conv.weight"};
     tf_block_config cfg = tf_block_config_default(6, 2);
-    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.attn = TF_ATTN_NYSTROM;
-    cfg.landmarks = landmarks[v], cfg.conv_kernel = kernel[v];
+    cfg.d_ff = 5, cfg.activation = TF_ACT_GELU, cfg.self_attn.kind = TF_ATTN_NYSTROM;
+    cfg.self_attn.landmarks = landmarks[v], cfg.self_attn.conv_kernel = kernel[v];
     static tf_block layer;
     G_params = tf_params_new();
     tf_tensor *x = LEAF(c, B[v], T[v], 6);

@@ -29,7 +29,7 @@ TEST(imagegpt_hf_run_matches_transformers) {
 /* Max |logits - expected| of the causal case's model as loaded, after
  * `change` (0 none, 1 LayerNorm for the RMS norms, 2 tanh GELU for quick_gelu). */
 static double causal_diff(int change) {
-    tf_gpt *m = tf_gpt_load_hf(CAUSAL_CASE);
+    tf_gpt *m = tf_gpt_load(CAUSAL_CASE);
     tf_st_file *in = tf_st_open(CAUSAL_CASE "/input.safetensors"), *exp = tf_st_open(CAUSAL_CASE "/expected.safetensors");
     tf_ctx *ctx = tf_ctx_new(1);
     double d = -1;
@@ -114,7 +114,7 @@ TEST(imagegpt_hf_folder_round_trip) {
     snprintf(dir, sizeof dir, "%s/imagegpt_export", export ? export : tmp);
     snprintf(in, sizeof in, "%s/input.safetensors", dir);
     snprintf(out, sizeof out, "%s/out.safetensors", tmp);
-    CHECK(tf_gpt_save_hf(m, dir) == 0);
+    CHECK(tf_gpt_save(m, dir) == 0);
     test_input x[2] = {{"input_ids", TF_ST_I64, 2, {2, 16}, 16}};
     CHECK(test_write_inputs(x, 2, in) == 0);
     size_t n;
@@ -137,7 +137,7 @@ TEST(imagegpt_hf_folder_round_trip) {
     /* a mixture neither GPT-2 nor ImageGPT computes is refused */
     m->cfg.predict_last = 1;
     snprintf(path, sizeof path, "%s/mixed", tmp);
-    CHECK(tf_gpt_save_hf(m, path) != 0 && strstr(tf_error(), "neither GPT-2's layout nor ImageGPT's"));
+    CHECK(tf_gpt_save(m, path) != 0 && strstr(tf_error(), "neither GPT-2's layout nor ImageGPT's"));
     tf_gpt_free(m);
     test_rm_rf(tmp);
 }

@@ -63,7 +63,7 @@ TEST(imagegpt_train_bpd_falls) {
     /* 4 batches of 16 rows cover the 64 images once: bpd is the mean loss in bits */
     CHECKF(fabs(s.last_bpd - s.last_loss / log(2.0)) < 1e-6 * s.last_bpd, "bpd %g, loss %g nats", s.last_bpd, s.last_loss);
     tf_task_free(t);
-    tf_gpt *back = tf_gpt_load_hf(run); /* a GPT-2 folder ... */
+    tf_gpt *back = tf_gpt_load(run); /* a GPT-2 folder ... */
     CHECK(back && back->cfg.vocab_size == 5 && back->cfg.context == SIDE * SIDE);
     tf_gpt_free(back);
     tf_image_tokens k; /* ... with the clusters */

@@ -254,7 +254,7 @@ static void check_test_scoring(const char *dir) {
     tf_listops_task_config c;
     CHECKF(tf_listops_settings_load(path, &c) == 0, "%s", tf_error());
     CHECK(c.min_len == 10 && c.max_len == 40 && c.max_depth == 4 && c.max_args == 4 && c.listops_seed == 1);
-    tf_bert *m = tf_bert_load_hf(path, &(tf_bert_load_opts){-1, 0, 0});
+    tf_bert *m = tf_bert_load(path, &(tf_bert_load_opts){-1, 0, 0});
     CHECKF(m != NULL, "%s", tf_error());
     tf_listops_opts o = tf_listops_task_opts(&c);
     int64_t hits = -1, conf[100], diag = 0, total = 0;
@@ -303,9 +303,9 @@ static void check_sep_run(const char *dir, const char *common) {
     tf_listops_task_config c;
     snprintf(path, sizeof path, "%s/sep", dir);
     CHECKF(tf_listops_settings_load(path, &c) == 0 && c.sep == 1, "%s", tf_error());
-    tf_bert *with = tf_bert_load_hf(path, NULL);
+    tf_bert *with = tf_bert_load(path, NULL);
     snprintf(path, sizeof path, "%s/run0", dir);
-    tf_bert *plain = tf_bert_load_hf(path, NULL);
+    tf_bert *plain = tf_bert_load(path, NULL);
     CHECKF(with && plain && with->cfg.vocab_size == TF_LISTOPS_SEP + 1, "%s", tf_error());
     tf_listops_opts o = {c.min_len, c.max_len, c.max_depth, c.max_args, c.listops_seed, 0, 0};
     int64_t hits;
@@ -437,7 +437,7 @@ static void check_started(const char *mlm_dir, const char *cls_dir, const char *
     CHECKF(tf_fields_load(&f, 1, path, 0) == 0, "%s", tf_error());
     snprintf(c.init, sizeof c.init, "%s", mlm_dir);
     tf_task *t = tf_listops_task_new(&c, cls_dir, 5);
-    tf_bert *from = tf_bert_load_hf(mlm_dir, NULL);
+    tf_bert *from = tf_bert_load(mlm_dir, NULL);
     CHECKF(t && from, "%s", tf_error());
     tf_params *ps = t->vt->params(t);
     const char *names[] = {"bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",

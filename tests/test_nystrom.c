@@ -33,7 +33,7 @@ static tf_tensor *nystrom_loss(tf_ctx *ctx, const void *m, const tf_st_file *in,
 }
 
 static double gradient_case(const char *dir, int *n_tensors) {
-    tf_nystrom *m = tf_nystrom_load_hf(dir);
+    tf_nystrom *m = tf_nystrom_load(dir);
     double e = m ? test_text_gradient_case(dir, m, m->params, nystrom_loss, n_tensors) : -1;
     tf_nystrom_free(m);
     return e;
@@ -121,13 +121,13 @@ TEST(nystrom_attention_rules) {
         {TF_BP_FF_OUT_B, "f2.bias"}, {TF_BP_NORM_FF_W, "n2.weight"}, {TF_BP_NORM_FF_B, "n2.bias"},
         {TF_BP_CONV_W, "conv.weight"}};
     tf_block_config c = tf_block_config_default(8, 2);
-    c.d_ff = 16, c.attn = TF_ATTN_NYSTROM, c.landmarks = 3, c.conv_kernel = 3;
+    c.d_ff = 16, c.self_attn.kind = TF_ATTN_NYSTROM, c.self_attn.landmarks = 3, c.self_attn.conv_kernel = 3;
     tf_params *ps = tf_params_new();
     tf_block b[2];
     tf_block_names names = {ROWS, (int)(sizeof ROWS / sizeof *ROWS)};
     CHECK(tf_block_register(ps, "a.", &b[0], &c, &names, (tf_block_init){0.3f, 0.3f, 0}) == 0);
     tf_block_config exact = c;
-    exact.landmarks = 0;
+    exact.self_attn.landmarks = 0;
     CHECK(tf_block_register(ps, "b.", &b[1], &exact, &names, (tf_block_init){0.3f, 0.3f, 0}) == 0);
     CHECK(tf_params_init(ps, 3) == 0);
     for (int i = 0; i < tf_params_count(ps); i++) /* both blocks the same weights */
@@ -149,7 +149,7 @@ TEST(nystrom_attention_rules) {
     CHECK(tf_block_forward(ctx, &b[0], &c, x3, &(tf_block_args){.self_mask = &causal}) == NULL);
     CHECKF(strstr(tf_error(), "Nystrom attention"), "%s", tf_error());
     tf_block_config full = c;
-    full.attn = TF_ATTN_FULL;
+    full.self_attn.kind = TF_ATTN_FULL;
     CHECK(tf_block_config_check(&full) == -1 && strstr(tf_error(), "settings of Nystrom attention"));
     tf_ctx_free(ctx);
     tf_params_free(ps);

@@ -433,7 +433,7 @@ TEST(reliability_beam_is_bounded_and_a_full_context_is_said) {
     /* the library's bound */
     tf_gpt *m = NULL;
     snprintf(args, sizeof args, "%s/model", dir);
-    CHECK((m = tf_gpt_load_hf(args)) != NULL);
+    CHECK((m = tf_gpt_load(args)) != NULL);
     tf_generate_opts o = tf_generate_opts_default();
     o.beam = TF_GENERATE_MAX_BEAM + 1, o.max_tokens = 2;
     tf_ids ids = {0};

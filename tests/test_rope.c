@@ -88,7 +88,7 @@ TEST(rope_scores_depend_on_the_offset_only) {
 TEST(rope_block_cache_equals_full_pass) {
     for (int kind = TF_ROPE_HALVES; kind <= TF_ROPE_INTERLEAVED; kind++) {
         tf_block_config c = tf_block_config_default(12, 3);
-        c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.attn = TF_ATTN_CAUSAL, c.rope = (tf_rope_kind)kind;
+        c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.self_attn.kind = TF_ATTN_CAUSAL, c.self_attn.rope = (tf_rope_kind)kind;
         tf_params *ps = tf_params_new();
         tf_block bl[2];
         CHECK(test_two_blocks_new(ps, bl, &c) == 0);
@@ -97,7 +97,7 @@ TEST(rope_block_cache_equals_full_pass) {
         tf_tensor_fill_normal(x, 5, 1.0f);
         tf_tensor *full = test_two_blocks(ctx, bl, &c, x, NULL);
         tf_block_config none = c;
-        none.rope = TF_ROPE_NONE;
+        none.self_attn.rope = TF_ROPE_NONE;
         for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = TF_ROPE_NONE;
         tf_tensor *plain = test_two_blocks(ctx, bl, &none, x, NULL);
         for (int l = 0; l < 2; l++) bl[l].self_attn.cfg.rope = (tf_rope_kind)kind;
@@ -119,11 +119,11 @@ TEST(rope_bad_settings_are_errors) {
     CHECK(!tf_rope(ctx, even, 0, 1.0f, TF_ROPE_HALVES) && strstr(tf_error(), "base 1"));
     CHECK(!tf_rope(ctx, even, -1, 10000.0f, TF_ROPE_HALVES) && strstr(tf_error(), "start -1"));
     tf_block_config c = tf_block_config_default(12, 4); /* heads of 3 */
-    c.rope = TF_ROPE_HALVES;
+    c.self_attn.rope = TF_ROPE_HALVES;
     CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "head dim 3 is odd"));
-    c = tf_block_config_default(12, 2), c.rope = TF_ROPE_INTERLEAVED, c.rope_base = -5.0f;
+    c = tf_block_config_default(12, 2), c.self_attn.rope = TF_ROPE_INTERLEAVED, c.self_attn.rope_base = -5.0f;
     CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "base -5"));
-    c.rope_base = 0.0f, c.attn = TF_ATTN_FACTORISED_DOT;
+    c.self_attn.rope_base = 0.0f, c.self_attn.kind = TF_ATTN_FACTORISED_DOT;
     CHECK(tf_block_config_check(&c) != 0 && strstr(tf_error(), "factorised"));
     /* cross-attention with rotary positions */
     tf_mha_config mc = tf_mha_config_default(8, 2);
@@ -161,14 +161,14 @@ TEST(rope_bert_without_a_position_table) {
     CHECKF(test_max_abs_diff(tf_f32(out.logits), tf_f32(out.logits) + 3, 3) > 1e-4,
            "a sequence and its reverse give the same logits: the rotary positions did nothing");
     char dir[] = "/tmp/tformer_rope_XXXXXX", path[600];
-    CHECK(mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    CHECK(mkdtemp(dir) != NULL && tf_bert_save(m, dir) == 0);
     snprintf(path, sizeof path, "%s/config.json", dir);
     size_t len;
     char *text = test_slurp(path, &len);
     CHECK(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_learned_positions\":\tfalse") &&
           strstr(text, "\"tformer_rope\":\t\"interleaved\""));
     free(text);
-    tf_bert *r = tf_bert_load_hf(dir, NULL);
+    tf_bert *r = tf_bert_load(dir, NULL);
     tf_bert_outputs back;
     CHECKF(r && !r->cfg.learned_positions && r->cfg.attention.rope == TF_ROPE_INTERLEAVED, "%s",
            r ? "settings lost" : tf_error());
@@ -251,7 +251,7 @@ TEST(rope_roformer_bad_input_is_a_clear_error) {
     CHECKF(rc != 0 && strstr(out, "is not RoFormer's sinusoid table (row 2, column 1"), "rc %d\n%s", rc, out);
     /* RoFormer's own heads, refused by the BERT family itself (hf-run refuses them first) */
     CHECK(test_copy_config(src, dir, "\"RoFormerForMaskedLM\"", "\"RoFormerForCausalLM\"") == 0);
-    tf_bert *m = tf_bert_load_hf(dir, NULL);
+    tf_bert *m = tf_bert_load(dir, NULL);
     CHECKF(!m && strstr(tf_error(), "\"RoFormerForCausalLM\": tformer reads RoFormerModel"), "%s",
            m ? "loaded" : tf_error());
     test_rm_rf(dir);
@@ -287,7 +287,7 @@ TEST(rope_roformer_export_for_transformers) {
         for (int i = 0; i < tf_params_count(m->params); i++)
             tf_tensor_fill_normal(tf_params_tensor(m->params, i), 100 + (uint64_t)i, 0.3f);
         snprintf(dir, sizeof dir, "%s/roformer_%s", root, tf_bert_head_name(HEADS[k]));
-        CHECKF(tf_bert_save_hf(m, dir) == 0, "%s", tf_error());
+        CHECKF(tf_bert_save(m, dir) == 0, "%s", tf_error());
         snprintf(path, sizeof path, "%s/config.json", dir);
         size_t len;
         char *text = test_slurp(path, &len);
@@ -306,7 +306,7 @@ TEST(rope_roformer_export_for_transformers) {
         if (HEADS[k] == TF_BERT_MLM || HEADS[k] == TF_BERT_TOKEN_CLS)
             in.labels = int_tensor(ctx, B, T, HEADS[k] == TF_BERT_MLM ? 19 : 3, 2);
         if (HEADS[k] == TF_BERT_QA) in.start_positions = int_tensor(ctx, B, 0, T, 1), in.end_positions = int_tensor(ctx, B, 0, T, 4);
-        tf_bert *r = tf_bert_load_hf(dir, NULL);
+        tf_bert *r = tf_bert_load(dir, NULL);
         tf_bert_outputs a, b;
         CHECKF(r && tf_bert_run(ctx, m, &in, &a) == 0 && tf_bert_run(ctx, r, &in, &b) == 0, "%s", tf_error());
         tf_tensor *x = k == 0 ? a.last_hidden_state : k == 3 ? a.start_logits : a.logits;
@@ -331,7 +331,7 @@ TEST(rope_roformer_export_for_transformers) {
     c.d_ff = 12, c.learned_positions = 0, c.attention.rope = TF_ROPE_INTERLEAVED, c.pooler = 1;
     tf_bert *m = tf_bert_new(&c, 3);
     snprintf(dir, sizeof dir, "%s/pooled", root);
-    CHECK(m && tf_bert_save_hf(m, dir) == 0);
+    CHECK(m && tf_bert_save(m, dir) == 0);
     snprintf(path, sizeof path, "%s/config.json", dir);
     size_t len;
     char *text = test_slurp(path, &len);

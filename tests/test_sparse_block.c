@@ -65,7 +65,7 @@ TEST(sparse_gpt_wide_window_equals_full) {
     cfg.attention.kind = TF_ATTENTION_BIGBIRD, cfg.attention.window = 23, cfg.attention.block_size = 8;
     cfg.attention.global_tokens = 1;
     tf_gpt *sp = tf_gpt_new(&cfg, 7);
-    CHECK(full && sp && sp->block.attn == TF_ATTN_SPARSE && sp->block.sparse.causal);
+    CHECK(full && sp && sp->block.self_attn.kind == TF_ATTN_SPARSE && sp->block.self_attn.sparse.causal);
     float *res[2][2];
     tf_gpt *ms[2] = {full, sp};
     for (int k = 0; k < 2; k++) {
@@ -181,7 +181,7 @@ TEST(sparse_bert_wide_window_equals_full) {
     tf_bert *full = tf_bert_new(&cfg, 3);
     cfg.attention.kind = TF_ATTENTION_LOCAL, cfg.attention.window = 20, cfg.attention.block_size = 4;
     tf_bert *sp = tf_bert_new(&cfg, 3);
-    CHECK(full && sp && sp->block.attn == TF_ATTN_SPARSE && !sp->block.sparse.causal);
+    CHECK(full && sp && sp->block.self_attn.kind == TF_ATTN_SPARSE && !sp->block.self_attn.sparse.causal);
     float *h[2];
     tf_bert *ms[2] = {full, sp};
     for (int k = 0; k < 2; k++) {
@@ -211,7 +211,7 @@ TEST(sparse_attention_options_refuse_unused_knobs) {
     cfg.attention.kind = TF_ATTENTION_DILATED, cfg.attention.dilation = 3;
     CHECK(tf_gpt_config_check(&cfg) == 0);
     tf_block_config b = tf_block_config_default(16, 2);
-    b.attn = TF_ATTN_SPARSE, b.sparse = (tf_sparse_pattern){.block = 4, .window = 1, .dilation = 1};
+    b.self_attn.kind = TF_ATTN_SPARSE, b.self_attn.sparse = (tf_sparse_pattern){.block = 4, .window = 1, .dilation = 1};
     b.attn_dropout = 0.1f;
     CHECK(tf_block_config_check(&b) == -1 && strstr(tf_error(), "no dropout on the attention weights"));
 }

@@ -107,7 +107,7 @@ TEST(ssmax_attention_matches_pytorch) {
  * cache). */
 TEST(ssmax_block_cache_equals_full_pass) {
     tf_block_config c = tf_block_config_default(12, 3);
-    c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.attn = TF_ATTN_CAUSAL, c.ssmax = 0.7f;
+    c.d_ff = 20, c.norm_first = 1, c.activation = TF_ACT_GELU, c.self_attn.kind = TF_ATTN_CAUSAL, c.self_attn.ssmax = 0.7f;
     tf_params *ps = tf_params_new();
     tf_block bl[2];
     CHECK(test_two_blocks_new(ps, bl, &c) == 0 && bl[1].self_attn.ssmax_scale &&
@@ -196,13 +196,13 @@ TEST(ssmax_bert_folder_round_trips) {
     int len[1] = {7};
     tf_tensor *want = logits(ctx, m, ids, 1, 7, len);
     char dir[] = "/tmp/tformer_ssmax_XXXXXX", path[600];
-    CHECK(want && mkdtemp(dir) != NULL && tf_bert_save_hf(m, dir) == 0);
+    CHECK(want && mkdtemp(dir) != NULL && tf_bert_save(m, dir) == 0);
     snprintf(path, sizeof path, "%s/config.json", dir);
     size_t n;
     char *text = test_slurp(path, &n);
     CHECKF(text && strstr(text, "\"tformer-bert\"") && strstr(text, "\"tformer_ssmax\":\t0.3"), "%s", text);
     free(text);
-    tf_bert *back = tf_bert_load_hf(dir, NULL);
+    tf_bert *back = tf_bert_load(dir, NULL);
     CHECKF(back && back->cfg.attention.ssmax == 0.3f, "%s", back ? "ssmax lost" : tf_error());
     tf_tensor *got = logits(ctx, back, ids, 1, 7, len);
     CHECK(got && !memcmp(got->data, want->data, 3 * sizeof(float)));
@@ -239,7 +239,7 @@ TEST(ssmax_bad_settings_are_clear_errors) {
     tf_ctx_free(c);
     tf_params_free(ps);
     tf_block_config b = tf_block_config_default(8, 2);
-    b.ssmax = 0.5f, b.attn = TF_ATTN_NYSTROM;
+    b.self_attn.ssmax = 0.5f, b.self_attn.kind = TF_ATTN_NYSTROM;
     CHECK(tf_block_config_check(&b) == -1 && strstr(tf_error(), "full or causal"));
     tf_attention_options o = {.kind = TF_ATTENTION_BIGBIRD, .window = 16, .dilation = 2, .random_blocks = 3,
                               .block_size = 16, .landmarks = 64, .rope_base = 10000.0f, .ssmax = 0.5f};

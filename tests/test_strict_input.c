@@ -154,7 +154,7 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
         {"generate --model %s/m --prompt a --quantize nan", "--quantize nan: none or int8", 2},
         {"eval --model %s/m --data %s/corpus.txt --quantize int8x", "--quantize int8x: none or int8", 2},
         {"eval --model %s/m --data-dir %s/missing --quantize int8", "--quantize goes with a GPT", 2},
-        {"generate --model %s/mdir --prompt a --quantize int8", "mdir/model.safetensors: not a regular file", 1},
+        {"generate --model %s/mdir --prompt a --quantize int8", "mdir/model.safetensors: is a directory, not a file", 1},
         {"generate --model %s/mcut --prompt a", "mcut/model.safetensors: header length", 1},
         {"tokenizer-train --out %s/t --type bpe --vocab-size 1e12 %s/corpus.txt", "--vocab-size expects an integer", 2},
         {"tokenizer-train --out %s/t --type bpe --min-frequency abc %s/corpus.txt", "--min-frequency expects an integer", 2},

@@ -49,7 +49,7 @@ static double edited_case(const char *dir, void (*edit)(tf_swin *m)) {
     tf_st_file *in = tf_st_open(p);
     snprintf(p, sizeof p, "%s/expected.safetensors", dir);
     tf_st_file *ex = tf_st_open(p);
-    tf_swin *m = in && ex ? tf_swin_load_hf(dir) : NULL;
+    tf_swin *m = in && ex ? tf_swin_load(dir) : NULL;
     tf_ctx *ctx = tf_ctx_new(0);
     tf_arena *a = tf_arena_new(0);
     double d = -1;
@@ -111,7 +111,7 @@ TEST(swin_gradients_match_pytorch) {
     double worst = 0;
     int n = 0;
     for (int i = 0; i < 3; i++) {
-        tf_swin *m = tf_swin_load_hf(CASES[i]);
+        tf_swin *m = tf_swin_load(CASES[i]);
         double e = m ? test_gradient_case(CASES[i], m, m->params, swin_loss, &n) : -1;
         tf_swin_free(m);
         CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());
@@ -172,9 +172,9 @@ TEST(swin_folders_round_trip) {
         if (c.head == TF_SWIN_IMAGE_CLS) CHECK(tf_swin_set_labels(m, names, c.n_labels) == 0);
         snprintf(dir, sizeof dir, "%s/swin_export_%d", export ? export : tmp, k);
         snprintf(in, sizeof in, "%s/input.safetensors", dir);
-        CHECK(tf_swin_save_hf(m, dir) == 0 &&
+        CHECK(tf_swin_save(m, dir) == 0 &&
               test_write_image_input(in, 2, c.channels, c.image_size, c.n_labels, c.head == TF_SWIN_IMAGE_CLS) == 0);
-        tf_swin *back = tf_swin_load_hf(dir);
+        tf_swin *back = tf_swin_load(dir);
         char b1[32], b2[32];
         CHECK(back != NULL && !strcmp(back->cfg.depths, c.depths) && !strcmp(back->cfg.heads, c.heads) &&
               back->cfg.qkv_bias == c.qkv_bias && !strcmp(tf_swin_label(back, 2, b1, sizeof b1), tf_swin_label(m, 2, b2, sizeof b2)));
@@ -243,11 +243,11 @@ TEST(swin_changed_relative_position_index_is_refused) {
     const char *name = "swin.encoder.layers.0.blocks.1.attention.self.relative_position_index";
     CHECK(mkdtemp(tmp) != NULL);
     CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, NULL, 0, 0, NULL) == 0);
-    tf_swin *m = tf_swin_load_hf(tmp);
+    tf_swin *m = tf_swin_load(tmp);
     CHECKF(m != NULL, "%s", tf_error());
     tf_swin_free(m);
     CHECK(test_copy_case(CLS_CASE, tmp, NULL, NULL, name, 5, 1.0f, NULL) == 0);
-    m = tf_swin_load_hf(tmp);
+    m = tf_swin_load(tmp);
     CHECKF(!m && strstr(tf_error(), "is not the relative position index of a 7x7 window") && strstr(tf_error(), name),
            "%s", m ? "loaded" : tf_error());
     tf_swin_free(m);

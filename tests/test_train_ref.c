@@ -153,7 +153,7 @@ TEST(gpt_training_matches_torch) {
     CHECK(t != NULL);
     if (export) { /* the script's inputs: the initial weights, the batches, the settings */
         snprintf(path, sizeof path, "%s/init", export);
-        CHECK(tf_gpt_save_hf(tf_lm_task_model(t), path) == 0);
+        CHECK(tf_gpt_save(tf_lm_task_model(t), path) == 0);
         snprintf(path, sizeof path, "%s/batches.safetensors", export);
         CHECK(export_batches(run, data, &c, &lm, path) == 0);
         snprintf(path, sizeof path, "%s/train.json", export);
@@ -167,7 +167,7 @@ TEST(gpt_training_matches_torch) {
     CHECK(f && ar);
     /* the fixture must be of these initial weights (tformer's init, seed 1337) */
     snprintf(path, sizeof path, "%s/init", run);
-    CHECK(tf_gpt_save_hf(tf_lm_task_model(t), path) == 0);
+    CHECK(tf_gpt_save(tf_lm_task_model(t), path) == 0);
     double noise = 0, init = weights_diff(path, f, "init", ar, &noise);
     CHECKF(init == 0, "the initial weights are not the fixture's (%.3g): regenerate it (tests/ref/gen_train_fixtures.py)",
            init);

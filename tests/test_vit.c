@@ -95,7 +95,7 @@ TEST(vit_folders_round_trip) {
         snprintf(out_a, sizeof out_a, "%s/a.safetensors", tmp);
         snprintf(out_b, sizeof out_b, "%s/b.safetensors", tmp);
         CHECK(tf_vit_save_hf(m, dir) == 0 && test_write_image_input(in, 3, c.channels, c.image_size, c.n_labels, c.head == TF_VIT_IMAGE_CLS) == 0);
-        tf_vit *back = tf_vit_load_hf(dir);
+        tf_vit *back = tf_vit_load(dir);
         CHECK(back != NULL && back->cfg.pooler == c.pooler && back->cfg.qkv_bias == c.qkv_bias);
         char b1[32], b2[32];
         if (c.head == TF_VIT_IMAGE_CLS) CHECK(!strcmp(tf_vit_label(back, 3, b1, sizeof b1), tf_vit_label(m, 3, b2, sizeof b2)));
@@ -174,7 +174,7 @@ TEST(vit_hf_run_bad_input_is_a_clear_error) {
 /* ||a - b|| and ||b|| in double. */
 
 static double gradient_case(const char *dir, int *n_tensors) {
-    tf_vit *m = tf_vit_load_hf(dir);
+    tf_vit *m = tf_vit_load(dir);
     double e = m ? test_gradient_case(dir, m, m->params, test_vit_loss, n_tensors) : -1;
     tf_vit_free(m);
     return e;
@@ -203,7 +203,7 @@ static double attention_case(const char *dir) {
     tf_st_file *ref = tf_st_open(p);
     snprintf(p, sizeof p, "%s/input.safetensors", dir);
     tf_st_file *in = tf_st_open(p);
-    tf_vit *m = ref && in ? tf_vit_load_hf(dir) : NULL;
+    tf_vit *m = ref && in ? tf_vit_load(dir) : NULL;
     tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
     tf_vit_outputs o;
@@ -246,7 +246,7 @@ TEST(vit_attentions_and_rollout_match_transformers) {
         if (d > worst) worst = d;
     }
     printf("    3 cases: attentions, rollout and heads, worst max |diff| %.2e\n", worst);
-    tf_vit *m = tf_vit_load_hf(CLS_CASE);
+    tf_vit *m = tf_vit_load(CLS_CASE);
     float r[64];
     CHECK(m && tf_vit_attention_rollout(m, NULL, 0, r, NULL) == -1 && strstr(tf_error(), "output_attentions"));
     tf_vit_free(m);

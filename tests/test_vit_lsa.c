@@ -17,7 +17,7 @@
 #define LSA_CASE "tests/fixtures_vit_stem/lsa_cls_grey28_p4_stem"
 
 TEST(vit_lsa_gradients_match_pytorch) {
-    tf_vit *m = tf_vit_load_hf(LSA_CASE);
+    tf_vit *m = tf_vit_load(LSA_CASE);
     CHECKF(m && m->cfg.lsa && m->layer[1].self_attn.temperature, "%s: %s", LSA_CASE, tf_error());
     int n = 0;
     double e = test_gradient_case(LSA_CASE, m, m->params, test_vit_loss, &n);
@@ -100,7 +100,7 @@ TEST(vit_lsa_bad_settings_are_clear_errors) {
     CHECK(!tf_mha_forward(c, &m, x, x, x, NULL, NULL) && strstr(tf_error(), "1 key(s) leave a query none"));
     CHECK(!tf_mha_forward(c, &m, x, x, x, &causal, NULL) && strstr(tf_error(), "not with causal masking"));
     tf_block_config b = tf_block_config_default(8, 2);
-    b.lsa = 1, b.attn = TF_ATTN_CAUSAL;
-    CHECK(tf_block_config_check(&b) == -1 && strstr(tf_error(), "full, unfactorised self-attention"));
+    b.self_attn.lsa = 1, b.self_attn.kind = TF_ATTN_CAUSAL;
+    CHECK(tf_block_config_check(&b) == -1 && strstr(tf_error(), "needs full self-attention"));
     tf_ctx_free(c), tf_params_free(ps);
 }

@@ -23,7 +23,7 @@ TEST(vit_pool_gradients_match_pytorch) {
     double worst = 0;
     int n = 0;
     for (int i = 0; i < 3; i++) {
-        tf_vit *m = tf_vit_load_hf(CASES[i]);
+        tf_vit *m = tf_vit_load(CASES[i]);
         CHECKF(m && m->cfg.pooling == (i == 1 ? TF_POOL_MEAN : TF_POOL_SEQ), "%s: %s", CASES[i], tf_error());
         double e = m ? test_gradient_case(CASES[i], m, m->params, test_vit_loss, &n) : -1;
         tf_vit_free(m);

@@ -55,7 +55,7 @@ TEST(vit_stem_gradients_match_pytorch) {
     double worst = 0;
     int n = 0;
     for (int i = 0; i < 3; i++) {
-        tf_vit *m = tf_vit_load_hf(CASES[i]);
+        tf_vit *m = tf_vit_load(CASES[i]);
         double e = m ? test_gradient_case(CASES[i], m, m->params, test_vit_loss, &n) : -1;
         tf_vit_free(m);
         CHECKF(e >= 0 && e <= 1e-4, "%s: relative gradient error %g (%s)", CASES[i], e, tf_error());

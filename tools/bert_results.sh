@@ -12,7 +12,7 @@ python3 tools/bert_data.py "$out/data"
 "$py" tools/bert_baselines.py "$out/data" "$out/baselines.json" > /dev/null
 [ -f "$out/tok/vocab.txt" ] || "$tf" tokenizer-train --type wordpiece --vocab-size 8000 --out "$out/tok" "$out/data/pretrain.txt"
 if [ ! -f "$out/pretrain/model.safetensors" ]; then
-    "$tf" train --arch bert --data "$out/data/pretrain.txt" --tokenizer "$out/tok" --out "$out/pretrain" \
+    "$tf" train --arch bert --data "$out/data/pretrain.txt" --tokenizer "$out/tok" --out "$out/pretrain" --overwrite \
         --steps "$pre_steps" --context 64 --d-model 256 --n-layer 4 --n-head 4 --batch 32 --lr 3e-4 --min-lr 3e-5 \
         --warmup 200 --eval-every 250 --eval-batches 20 --log-every 50 --checkpoint-every 250
 fi
@@ -26,7 +26,7 @@ for init in scratch minilm; do
         [ "$init" = scratch ] && [ "$len" -gt 64 ] && len=64 # its context
         [ -f "$run/metrics.json" ] && continue
         "$tf" finetune --model "$model" --task "$2" --train "$out/data/$1_train.$3" --valid "$out/data/$1_valid.$3" \
-            --out "$run" --steps "$ft_steps" --batch "$5" --max-len "$len" --lr "$lr" --warmup 40 --eval-every "$ft_steps" \
+            --out "$run" --overwrite --steps "$ft_steps" --batch "$5" --max-len "$len" --lr "$lr" --warmup 40 --eval-every "$ft_steps" \
             --log-every 50
     done
 done

@@ -14,10 +14,10 @@ mkdir -p "$out"
 common="--arch vit --data $digits --image-size 8 --patch-size 2 --d-model 64 --n-layer 4 --n-head 4 --batch 64
     --lr 1e-3 --val-fraction 0.2 --eval-every 500 --log-every 500 --label-smoothing 0.1 --shift 1"
 # shellcheck disable=SC2086 # $common is a list of flags
-"$tf" train $common --steps 3000 --warmup 200 --out "$out/plain" > "$out/plain.log" 2>&1
+"$tf" train $common --steps 3000 --warmup 200 --out "$out/plain" --overwrite > "$out/plain.log" 2>&1
 # shellcheck disable=SC2086
 "$tf" train $common --steps 6000 --warmup 300 --randaug-ops 2 --randaug-magnitude 5 --drop-path 0.1 \
-    --ema-decay 0.999 --out "$out/deit" > "$out/deit.log" 2>&1
+    --ema-decay 0.999 --out "$out/deit" --overwrite > "$out/deit.log" 2>&1
 for r in plain deit; do
     echo "ViT $r: held-out accuracy at the last step: $(tail -n 1 "$out/$r/losses.csv" | awk -F, '{print $NF}')"
 done

@@ -14,7 +14,7 @@ data=${DATA:-/usr/share/datasets/fashion-mnist} img=${IMG:-docs/img}
 steps=${STEPS:-20000} d_model=${D_MODEL:-128} n_layer=${N_LAYER:-4} batch=${BATCH:-32} hours=${HOURS:-2.5}
 size=${SIZE:-14} clusters=${CLUSTERS:-16}
 mkdir -p "$out" "$img"
-resume=""
+resume=--overwrite # a folder without a checkpoint starts afresh
 [ -f "$out/run/checkpoint.safetensors" ] && resume=--resume
 if [ ! -f "$out/run/done" ]; then
     secs=$(awk "BEGIN { printf \"%d\", $hours * 3600 }")

@@ -91,7 +91,7 @@ one() {
             every=$(( pre / 20 > 0 ? pre / 20 : 1 ))
             if [ ! -f "$run.mlm/done" ]; then
                 # shellcheck disable=SC2086
-                $tf train $common $att --listops-objective mlm --out "$run.mlm" --steps "$pre" --warmup $(( pre / 10 + 1 )) \
+                $tf train $common $att --listops-objective mlm --out "$run.mlm" --overwrite --steps "$pre" --warmup $(( pre / 10 + 1 )) \
                     --eval-every "$every" --eval-batches $(( 2000 / batch )) --checkpoint-every "$every" > "$run.mlm.log" 2>&1 ||
                     { tail -3 "$run.mlm.log"; return 1; }
                 touch "$run.mlm/done"
@@ -105,13 +105,13 @@ one() {
             [ "$short" -lt "$steps" ] && [ -z "$init" ] ||
                 { echo "$kind: SHORT_STEPS=$short must be under the $steps steps, without PRETRAIN_STEPS" >&2; return 1; }
             # shellcheck disable=SC2086
-            $tf train $common $att --out "$run" --steps "$steps" --stop-at "$short" --warmup "$w" --eval-every "$every" \
+            $tf train $common $att --out "$run" --overwrite --steps "$steps" --stop-at "$short" --warmup "$w" --eval-every "$every" \
                 --listops-min-len "${SHORT_MIN_LEN:-100}" --listops-max-len "${SHORT_MAX_LEN:-500}" --listops-valid 512 \
                 --eval-batches $(( 512 / batch )) --checkpoint-every "$every" > "$run.short.log" 2>&1 ||
                 { tail -3 "$run.short.log"; return 1; }
             touch "$run/short_done"
         fi
-        resume=""
+        resume=--overwrite
         [ "$short" -gt 0 ] && resume="--resume --allow-changes --best-after $short"
         # shellcheck disable=SC2086
         $tf train $common $att $init $resume --out "$run" --steps "$steps" --warmup "$w" --eval-every "$every" \

@@ -34,7 +34,7 @@ else
         --n-decoder-layers 4 --share-embeddings true --schedule inverse_sqrt --lr 2e-3 --warmup 500
         --dropout ${DROPOUT:-0.3} --attn-dropout ${ATTN_DROPOUT:-0.1} --activation-dropout ${ACTIVATION_DROPOUT:-0.1}"
 fi
-resume=""
+resume=--overwrite # a folder without a checkpoint starts afresh
 [ -f "$out/$run/checkpoint.safetensors" ] && resume=--resume
 if [ ! -f "$out/$run/done" ]; then
     # shellcheck disable=SC2086 # the settings are words

@@ -41,7 +41,7 @@ echo "model,embedding,shuffled,parameters,flops,accuracy,train_s,cpu_s,clips_per
 run() {
     name=m$1_$2$([ "$3" = true ] && echo _shuffled || true)
     # shellcheck disable=SC2086
-    /usr/bin/time -f "%e %U %S" -o "$out/$name.time" nice -n 10 "$tf" train --arch vivit --data-dir "$data" --out "$out/$name" $clip $model \
+    /usr/bin/time -f "%e %U %S" -o "$out/$name.time" nice -n 10 "$tf" train --arch vivit --data-dir "$data" --out "$out/$name" --overwrite $clip $model \
         --model-kind "$1" --embedding "$2" --shuffle-frames "$3" --steps "$steps" --batch $batch --warmup 100 \
         --lr 1e-3 --eval-every "$steps" --checkpoint-every "$steps" --log-every 500 --val-clips "$val" \
         --seed 1337 --threads "$threads" >"$out/$name.log" 2>&1 || { cat "$out/$name.log" >&2; exit 1; }

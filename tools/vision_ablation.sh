@@ -43,7 +43,7 @@ one() {
     name=$1 s=$2 minus=$3 run="$out/$1/$2"
     mkdir -p "$out/$name"
     if [ ! -f "$run/done" ]; then
-        resume=""
+        resume=--overwrite # a folder without a checkpoint starts afresh
         [ -f "$run/checkpoint.safetensors" ] && resume=--resume
         # shellcheck disable=SC2086
         "$tf" train --arch vit --data-dir "$data" --out "$run" $resume --seed "$s" \

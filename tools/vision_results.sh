@@ -62,9 +62,9 @@ fi
 # one phase: its flags after the common ones; 124 when HOURS ran out (a checkpoint stays)
 phase() {
     secs=$(awk "BEGIN { printf \"%d\", $hours * 3600 }")
-    resume=""
+    resume=--overwrite # a folder without a checkpoint starts afresh
     [ -f "$out/run/checkpoint.safetensors" ] && resume=--resume
-    [ -n "$resume" ] && [ -f "$out/run/augmented" ] && resume="--resume --allow-changes"
+    [ "$resume" = --resume ] && [ -f "$out/run/augmented" ] && resume="--resume --allow-changes"
     rc=0
     # shellcheck disable=SC2086 # $model and the flags are lists
     TFORMER_THREADS=$threads timeout -s TERM "$secs" $launch "$tf" train --arch "$arch" --data-dir "$data" --out "$out/run" $resume $model \

@@ -213,9 +213,9 @@ typedef struct {
     uint64_t seed;     /* initialise the head's tensors the folder lacks (a body fine-tuned);
                         * 0: a missing tensor is an error */
 } tf_bert_load_opts;
-TF_API tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts);
+TF_API tf_bert *tf_bert_load(const char *dir, const tf_bert_load_opts *opts);
 /* Writes config.json and model.safetensors into dir (created if missing). */
-TF_API int tf_bert_save_hf(const tf_bert *m, const char *dir);
+TF_API int tf_bert_save(const tf_bert *m, const char *dir);
 
 /* ---------------------------------------------------------------- BERT pre-training */
 

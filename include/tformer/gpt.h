@@ -99,13 +99,13 @@ TF_API int tf_gpt_generate(const tf_gpt *m, const int32_t *prompt, int n_prompt,
 
 
 /* Hugging Face GPT-2 folders: config.json + model.safetensors. */
-TF_API tf_gpt *tf_gpt_load_hf(const char *dir);
+TF_API tf_gpt *tf_gpt_load(const char *dir);
 /* The same for inference: the weights are the model file's mapped pages
  * (no copy, nothing zero-filled; F16/BF16 tensors are converted) and track
  * no gradients; writing to them writes private copies of their pages, never
  * the file. generate and eval load models this way. */
-TF_API tf_gpt *tf_gpt_load_hf_mapped(const char *dir);
-TF_API int tf_gpt_save_hf(const tf_gpt *m, const char *dir);
+TF_API tf_gpt *tf_gpt_load_mapped(const char *dir);
+TF_API int tf_gpt_save(const tf_gpt *m, const char *dir);
 
 /* ---------------------------------------------------------------- ImageGPT: a GPT on pixel tokens */
 

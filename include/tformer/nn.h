@@ -272,9 +272,25 @@ typedef enum {
                             * within each frame, half within each place across the frames (n_head even) */
 } tf_attn_kind;
 
+/* The self-attention's kind and the options of its kinds (the options live
+ * with the attention they change; a family sets what it uses). */
+typedef struct {
+    tf_attn_kind kind;
+    int landmarks;            /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
+    int conv_kernel;          /* TF_ATTN_NYSTROM: K > 0 (odd) adds the depthwise convolution of v (role CONV_W) */
+    tf_sparse_pattern sparse; /* TF_ATTN_SPARSE: which keys each query sees; attn_dropout must be 0 */
+    tf_rope_kind rope;        /* rotary positions (tf_mha_config's rope), TF_ROPE_NONE: none */
+    float rope_base;          /* their base; 10000 when 0 */
+    int lsa;                  /* locality self-attention (tf_mha_config's lsa; role TEMPERATURE): TF_ATTN_FULL only */
+    float ssmax;              /* Scalable-Softmax's initial s (tf_mha_config's ssmax; role SSMAX), 0: off; full or causal */
+    int qkv_no_bias;          /* with the block's bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
+} tf_self_attn_config;
+
 /* One block serves every family: self-attention, an optional cross-attention
  * and a feed-forward network, each a residual sub-layer, pre-LN
- * x + f(LN(x)) or post-LN LN(x + f(x)). */
+ * x + f(LN(x)) or post-LN LN(x + f(x)). What one family alone does is its own
+ * composition of the sub-layers (tf_block_sublayer): DistilBERT's undropped
+ * attention output, ViViT's factorised self-attention. */
 typedef struct {
     int d_model, n_head, d_ff;
     tf_activation activation;
@@ -283,23 +299,12 @@ typedef struct {
     float attn_dropout; /* on the attention weights */
     int norm_first;     /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
     int bias;           /* projections and LayerNorms have biases */
-    tf_attn_kind attn;
-    int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder) */
+    tf_self_attn_config self_attn;
+    int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder; ViViT's factorised
+                         * blocks: the attention across frames) */
     float activation_dropout; /* after the feed-forward activation (PyTorch's layers: = dropout) */
-    int self_out_undropped; /* 1: no dropout on the self-attention's output, the feed-forward's kept (DistilBERT) */
-    int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2) */
-    int qkv_no_bias;    /* with bias: q, k and v without theirs all the same (ViT's qkv_bias false) */
-    int landmarks;      /* TF_ATTN_NYSTROM: landmarks L (0: exact softmax), T a multiple of L */
-    int conv_kernel;    /* TF_ATTN_NYSTROM: K > 0 (odd) adds the depthwise convolution of v (role CONV_W) */
-    tf_sparse_pattern sparse; /* TF_ATTN_SPARSE: which keys each query sees; attn_dropout must be 0 */
-    int factorised;     /* ViViT's factorised self-attention (Model 3), with cross: x (B,F*S,d_model) holds F
-                         * frames (tf_block_args' frames) of S tokens; self-attention runs within each frame,
-                         * then the cross roles (X_*, NORM_CROSS) attend within each place across the frames */
+    int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2, ImageGPT) */
     tf_norm_kind norm;  /* TF_NORM_RMS: the norms without bias (no NORM_*_B roles) whatever `bias` says */
-    tf_rope_kind rope;  /* rotary positions in the self-attention (tf_mha_config's rope), TF_ROPE_NONE: none */
-    float rope_base;    /* their base; 10000 when 0 */
-    int lsa;            /* locality self-attention (tf_mha_config's lsa; role TEMPERATURE): TF_ATTN_FULL only */
-    float ssmax;        /* Scalable-Softmax's initial s (tf_mha_config's ssmax; role SSMAX), 0: off; full or causal */
 } tf_block_config;
 
 typedef struct {
@@ -405,6 +410,20 @@ TF_API int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, con
 /* x (B,T,d_model) -> (B,T,d_model); args may be NULL. */
 TF_API tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
                                    const tf_block_args *args);
+
+/* The block's sub-layers, for a family that composes its own layer. */
+typedef enum {
+    TF_SUBLAYER_SELF,  /* the self-attention (norm_attn): the kind of cfg->self_attn, args' window */
+    TF_SUBLAYER_CROSS, /* the cross-attention over args' memory (norm_cross) */
+    TF_SUBLAYER_FF,    /* the feed-forward network (norm_ff) */
+    TF_SUBLAYER_TIME   /* the cross roles as a self-attention over x itself (norm_cross): ViViT's attention
+                        * across frames */
+} tf_sublayer;
+/* One residual sub-layer: pre-LN x + f(LN(x)) or post-LN LN(x + f(x)), f's
+ * output through dropout p, then args' drop path. tf_block_forward is SELF,
+ * CROSS (with a cross-attention), FF, each with cfg->dropout. */
+TF_API tf_tensor *tf_block_sublayer(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_sublayer which,
+                                    tf_tensor *x, const tf_block_args *args, float p);
 
 /* ---------------------------------------------------------------- attention kinds of a family */
 

@@ -86,7 +86,7 @@ TF_API int tf_nystrom_run(tf_ctx *ctx, const tf_nystrom *m, const tf_nystrom_inp
 /* A Hugging Face folder: config.json + model.safetensors (the weights with or
  * without the "nystromformer." prefix); settings transformers would not run
  * as configured, or that tformer does not implement, are refused by name. */
-TF_API tf_nystrom *tf_nystrom_load_hf(const char *dir);
+TF_API tf_nystrom *tf_nystrom_load(const char *dir);
 
 #ifdef __cplusplus
 }

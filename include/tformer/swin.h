@@ -102,8 +102,8 @@ TF_API int tf_swin_predict(const tf_swin *m, const float *x, int64_t n, int batc
                            int32_t *pred, float *prob, double *loss, int64_t *correct);
 
 /* Hugging Face folders: config.json + model.safetensors. */
-TF_API tf_swin *tf_swin_load_hf(const char *dir);
-TF_API int tf_swin_save_hf(const tf_swin *m, const char *dir);
+TF_API tf_swin *tf_swin_load(const char *dir);
+TF_API int tf_swin_save(const tf_swin *m, const char *dir);
 
 /* ---------------------------------------------------------------- image classification (docs/vision.md) */
 

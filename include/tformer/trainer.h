@@ -47,6 +47,26 @@ enum { TF_RESUME_NONE = 0, TF_RESUME_EXACT = 1, TF_RESUME_CHANGED = 2 };
 
 TF_API int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int resume, volatile int *stop,
                     tf_train_report_fn report, void *user);
+/* A run folder holds one run. Call tf_run_folder_begin before making the
+ * task (which writes its tokenizer into run_dir): it creates run_dir and
+ * takes its lock (this process then holds it until tf_run_folder_end or its
+ * exit; tf_train takes it again without conflict; another process is
+ * refused), then, unless resume:
+ *  - a folder that holds a run (checkpoint, model, config.json, losses,
+ *    pictures, tokenizer files, checkpoints/, best/, averaged/...) is
+ *    refused naming what it holds and --resume / --overwrite, unless
+ *    overwrite, which removes those files first (other files stay);
+ *  - kind TF_RUN_FOLDER_TRAIN: a new run id is written to run_dir/run_id.
+ *    tf_train records it in every kept checkpoint (checkpoints/step-*,
+ *    metadata tformer_run and tformer_step) and counts, keeps, prunes and
+ *    averages only the kept checkpoints that carry it (checkpoint.safetensors
+ *    stays byte for byte the same for equal runs, so it carries none).
+ * kind TF_RUN_FOLDER_TOKENIZER (tokenizer-train): the same rules, no run id.
+ * Returns 0, or -1 with tf_error naming the folder. */
+enum { TF_RUN_FOLDER_TRAIN = 0, TF_RUN_FOLDER_TOKENIZER = 1 };
+TF_API int tf_run_folder_begin(const char *run_dir, int kind, int resume, int overwrite);
+TF_API void tf_run_folder_end(const char *run_dir);
+
 /* Under mpirun (tf_dist_init, dist.h) tf_train is collective: every rank
  * calls it with the same settings and a task over the same data; rank 0
  * writes run_dir and reports, the others only read it (the checkpoint on

@@ -146,7 +146,7 @@ TF_API int tf_vit_predict(const tf_vit *m, const float *x, int64_t n, int batch,
 /* Hugging Face folders: config.json + model.safetensors. Keys of ViTConfig
  * that change the arithmetic and that tformer lacks are refused by name.
  * tformer's own folders (model_type "tformer-vit": a conv stem) load too. */
-TF_API tf_vit *tf_vit_load_hf(const char *dir);
+TF_API tf_vit *tf_vit_load(const char *dir);
 /* Writes config.json and model.safetensors into dir (created if missing) as
  * Hugging Face's ViT; a conv stem is refused (ViTModel has none). */
 TF_API int tf_vit_save_hf(const tf_vit *m, const char *dir);

@@ -112,8 +112,8 @@ static int decode(const char *path, png_structp p, png_infop info, FILE *f, cons
 int tf_images_read_png(const char *path, int channels, tf_images *out) {
     memset(out, 0, sizeof *out);
     if (channels != 1 && channels != 3) return tf_set_error("%s: channels %d must be 1 or 3", path, channels);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tf_set_error("%s: cannot open: %s", path, strerror(errno));
+    FILE *f = tf_fopen_read(path); /* a FIFO or device: refused, never waited on */
+    if (!f) return -1;
     unsigned char sig[8];
     if (fread(sig, 1, 8, f) != 8 || png_sig_cmp(sig, 0, 8)) {
         fclose(f);

@@ -5,18 +5,31 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../core/core_internal.h"
+#include "../util/util.h"
 #include "tformer/images.h"
 
 /* ---------------------------------------------------------------- whole files through zlib */
 
+/* A regular file opened through zlib; NULL + an error naming it (a FIFO or
+ * device is refused, never waited on: tf_open_regular). */
+static gzFile open_gz(const char *path) {
+    int fd = tf_open_regular(path);
+    if (fd < 0) return NULL;
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) close(fd), tf_set_error("%s: cannot open: out of memory", path);
+    return f;
+}
+
 /* The file's bytes, gunzipped when it is gzip'ed; NULL + an error naming it.
  * A truncated gzip stream reads as a short file with Z_BUF_ERROR set: an error. */
 static unsigned char *read_gz(const char *path, size_t *len) {
-    gzFile f = gzopen(path, "rb");
-    if (!f) return tf_set_error("%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory"), NULL;
+    gzFile f = open_gz(path);
+    if (!f) return NULL;
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
     int got = buf ? 1 : 0, err = Z_OK;
@@ -131,8 +144,8 @@ static int idx_stream_data(idx_stream *s, uint32_t n_items) {
 
 /* The data bytes of path (an idx file of ndim dimensions), or NULL + an error naming it. */
 static unsigned char *idx_read(const char *path, int ndim, uint32_t dim[3]) {
-    idx_stream s = {gzopen(path, "rb"), path, ndim == 3 ? "images" : "labels", ndim, 0, 0, NULL};
-    if (!s.f) return tf_set_error("%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory"), NULL;
+    idx_stream s = {open_gz(path), path, ndim == 3 ? "images" : "labels", ndim, 0, 0, NULL};
+    if (!s.f) return NULL;
     int rc = idx_stream_header(&s, dim) || idx_stream_data(&s, dim[0]);
     gzclose(s.f);
     if (rc) free(s.data), s.data = NULL;
@@ -179,13 +192,12 @@ int tf_images_read_idx(const char *images, const char *labels, int n_classes, tf
 static int find_idx(const char *dir, const char *split, const char *kind, char *path, size_t n) {
     int k = snprintf(path, n, "%s/%s-%s-ubyte.gz", dir, split, kind);
     if (k < 0 || (size_t)k >= n) return tf_set_error("%s: path too long", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    struct stat st; /* which exists (a FIFO is refused when read, never opened here) */
+    if (stat(path, &st)) {
         path[k - 3] = 0; /* the plain file */
-        f = fopen(path, "rb");
+        if (stat(path, &st))
+            return tf_set_error("%s: no %s-%s-ubyte.gz or %s-%s-ubyte", dir, split, kind, split, kind);
     }
-    if (!f) return tf_set_error("%s: no %s-%s-ubyte.gz or %s-%s-ubyte", dir, split, kind, split, kind);
-    fclose(f);
     return 0;
 }
 

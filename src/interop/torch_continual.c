@@ -23,19 +23,19 @@ static const tf_block_name CO_SINGLE_LAYER[] = {
 
 int tr_continual_register(tf_params *ps, const tr_config *c, tr_continual *w) {
     if (c->kind != TR_CO_ENCODER) return tf_mha_register(ps, "", &w->mha, &c->mha);
-    tf_coenc_config e;
-    tf_fields f = {tf_coenc_config_fields(), &e};
+    tf_continual_config e;
+    tf_fields f = {tf_continual_config_fields(), &e};
     if (tf_fields_defaults(&f, 1)) return -1;
     e.d_model = c->layer.d_model, e.n_head = c->layer.n_head, e.d_ff = c->layer.d_ff, e.n_layer = c->num_layers;
     e.window = c->sequence_len, e.pos_len = 0, e.activation = c->layer.activation, e.norm_eps = c->layer.norm_eps;
     tf_block_names names[2] = {{CO_SINGLE_LAYER, COUNT(CO_SINGLE_LAYER)}, {CO_SINGLE_LAYER, COUNT(CO_SINGLE_LAYER)}};
     const char *one[1] = {"layers.0."}, *two[2] = {"layers.0.", "layers.1.fn."};
     if (c->num_layers == 2) names[0] = (tf_block_names){CO_RETRO_LAYER, COUNT(CO_RETRO_LAYER)};
-    return tf_coenc_register_names(ps, "", &w->enc, &e, c->num_layers == 1 ? one : two, names);
+    return tf_continual_register_names(ps, "", &w->enc, &e, c->num_layers == 1 ? one : two, names);
 }
 
 void tr_continual_free(const tr_config *c, tr_continual *w) {
-    if (c->kind == TR_CO_ENCODER) tf_coenc_free(&w->enc);
+    if (c->kind == TR_CO_ENCODER) tf_continual_free(&w->enc);
 }
 
 /* Step t of x: query (B,T,E) -> (B,E); input (B,C,T) -> (B,C). */
@@ -78,14 +78,14 @@ tf_tensor *tr_continual_forward(tf_ctx *ctx, const tr_config *c, const tr_contin
     tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_F32, c->kind == TR_CO_RETRO ? 4 : 3, shape, 0);
     tf_ctx *step = tf_ctx_new(0); /* one step's activations, dropped after each */
     tf_coatt *att = enc ? NULL : tf_coatt_new(&w->mha, c->kind == TR_CO_RETRO ? TF_COATT_RETRO : TF_COATT_SINGLE, (int)B, (int)n);
-    tf_coenc_state *st = enc ? tf_coenc_state_new(&w->enc, (int)B) : NULL;
+    tf_continual_state *st = enc ? tf_continual_state_new(&w->enc, (int)B) : NULL;
     int ok = y && step && (att || st);
     for (int64_t t = 0; ok && t < T; t++, tf_ctx_reset(step)) {
         tf_tensor *out = NULL, *xt = step_input(step, x, t, enc);
-        int rc = !xt ? -1 : enc ? tf_coenc_step(step, st, xt, &out) : tf_coatt_step(step, att, xt, &out);
+        int rc = !xt ? -1 : enc ? tf_continual_step(step, st, xt, &out) : tf_coatt_step(step, att, xt, &out);
         if (rc < 0) ok = 0;
         else if (rc == 1) place(y, out, t - n + 1, c->kind);
     }
-    tf_coatt_free(att), tf_coenc_state_free(st), tf_ctx_free(step);
+    tf_coatt_free(att), tf_continual_state_free(st), tf_ctx_free(step);
     return ok ? y : NULL;
 }

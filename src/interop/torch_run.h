@@ -31,7 +31,7 @@ int tr_config_load(const char *path, tr_config *c, FILE *log);
  * forward_steps over the whole stream computed step by step. */
 typedef struct {
     tf_mha mha;
-    tf_coenc enc;
+    tf_continual enc;
 } tr_continual;
 int tr_continual_register(tf_params *ps, const tr_config *c, tr_continual *w);
 void tr_continual_free(const tr_config *c, tr_continual *w);

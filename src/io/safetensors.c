@@ -215,12 +215,12 @@ tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label) {
 }
 
 tf_st_file *tf_st_open(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return tf_set_error("%s: cannot open: %s", path, strerror(errno)), NULL;
+    int fd = tf_open_regular(path); /* a FIFO or device is refused, never waited on */
+    if (fd < 0) return NULL;
     struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st)) {
         close(fd);
-        return tf_set_error("%s: not a regular file", path), NULL;
+        return tf_set_error("%s: cannot read: %s", path, strerror(errno)), NULL;
     }
     tf_st_file *f = calloc(1, sizeof *f);
     if (!f) {
@@ -231,7 +231,7 @@ tf_st_file *tf_st_open(const char *path) {
     f->len = (size_t)st.st_size;
     if (f->len > 0) {
         /* writable and private: weights that read the mapping in place
-         * (tf_gpt_load_hf_mapped) may be written, into copies of their pages */
+         * (tf_gpt_load_mapped) may be written, into copies of their pages */
         void *m = mmap(NULL, f->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
             close(fd);

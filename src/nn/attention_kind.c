@@ -90,8 +90,8 @@ static int unused_knobs(const tf_attention_options *o) {
 int tf_attention_apply(const tf_attention_options *o, tf_block_config *b) {
     if ((unsigned)o->kind > TF_ATTENTION_NYSTROM) return tf_set_error("attention: kind %d unknown", (int)o->kind);
     if (unused_knobs(o)) return -1;
-    int causal = b->attn == TF_ATTN_CAUSAL;
-    b->rope = o->rope, b->rope_base = o->rope_base, b->ssmax = o->ssmax;
+    int causal = b->self_attn.kind == TF_ATTN_CAUSAL;
+    b->self_attn.rope = o->rope, b->self_attn.rope_base = o->rope_base, b->self_attn.ssmax = o->ssmax;
     if (o->kind == TF_ATTENTION_FULL) return 0;
     if (o->ssmax != 0.0f)
         return tf_set_error("attention %s: ssmax (Scalable-Softmax) is an option of full attention", KINDS[o->kind]);
@@ -101,13 +101,13 @@ int tf_attention_apply(const tf_attention_options *o, tf_block_config *b) {
         if (o->conv_kernel % 2 == 0 && o->conv_kernel)
             return tf_set_error("attention nystrom: conv_kernel %d must be 0 or odd (a convolution centred on each "
                                 "position, as Nystromformer's)", o->conv_kernel);
-        b->attn = TF_ATTN_NYSTROM, b->landmarks = o->landmarks, b->conv_kernel = o->conv_kernel;
+        b->self_attn.kind = TF_ATTN_NYSTROM, b->self_attn.landmarks = o->landmarks, b->self_attn.conv_kernel = o->conv_kernel;
         return 0;
     }
     tf_sparse_pattern p = {.block = o->block_size, .causal = causal, .window = o->window,
                            .dilation = o->kind == TF_ATTENTION_DILATED ? o->dilation : 1,
                            .global_first = o->global_tokens,
                            .random = o->kind == TF_ATTENTION_BIGBIRD ? o->random_blocks : 0, .seed = o->pattern_seed};
-    b->attn = TF_ATTN_SPARSE, b->sparse = p;
+    b->self_attn.kind = TF_ATTN_SPARSE, b->self_attn.sparse = p;
     return 0;
 }

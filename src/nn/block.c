@@ -12,7 +12,7 @@
 
 tf_block_config tf_block_config_default(int d_model, int n_head) {
     tf_block_config c = {.d_model = d_model, .n_head = n_head, .d_ff = 2048, .activation = TF_ACT_RELU, .norm_eps = 1e-5f,
-                         .bias = 1, .attn = TF_ATTN_FULL, .norm = TF_NORM_LAYER};
+                         .bias = 1, .self_attn.kind = TF_ATTN_FULL, .norm = TF_NORM_LAYER};
     return c;
 }
 
@@ -26,31 +26,28 @@ int tf_block_config_check(const tf_block_config *c) {
                             c->attn_dropout, c->activation_dropout);
     if (!(c->norm_eps > 0.0f)) return tf_set_error("block: norm_eps %g must be positive", c->norm_eps);
     if (c->norm != TF_NORM_LAYER && c->norm != TF_NORM_RMS) return tf_set_error("block: unknown norm kind %d", (int)c->norm);
-    if (c->attn != TF_ATTN_NYSTROM && (c->landmarks || c->conv_kernel))
+    if (c->self_attn.kind != TF_ATTN_NYSTROM && (c->self_attn.landmarks || c->self_attn.conv_kernel))
         return tf_set_error("block: landmarks %d and conv_kernel %d are settings of Nystrom attention (TF_ATTN_NYSTROM)",
-                            c->landmarks, c->conv_kernel);
-    if (c->attn == TF_ATTN_SPARSE && c->attn_dropout > 0.0f)
+                            c->self_attn.landmarks, c->self_attn.conv_kernel);
+    if (c->self_attn.kind == TF_ATTN_SPARSE && c->attn_dropout > 0.0f)
         return tf_set_error("block: sparse attention has no dropout on the attention weights (attn_dropout %g)",
                             c->attn_dropout);
-    if (c->attn == TF_ATTN_SPARSE && tf_sparse_check(&c->sparse, INT64_MAX)) return -1;
-    if (c->landmarks < 0 || c->conv_kernel < 0 || (c->conv_kernel > 0 && c->conv_kernel % 2 == 0))
-        return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->landmarks,
-                            c->conv_kernel);
-    if (c->attn == TF_ATTN_FACTORISED_DOT && (c->n_head % 2 || c->cross || c->factorised))
-        return tf_set_error("block: factorised dot-product attention needs an even n_head (%d), no cross-attention "
-                            "and no factorised self-attention", c->n_head);
-    if (c->factorised && (!c->cross || c->attn != TF_ATTN_FULL))
-        return tf_set_error("block: factorised attention needs the cross roles (its temporal attention) and full "
-                            "attention");
-    if (c->rope != TF_ROPE_NONE && (c->factorised || c->attn == TF_ATTN_FACTORISED_DOT))
+    if (c->self_attn.kind == TF_ATTN_SPARSE && tf_sparse_check(&c->self_attn.sparse, INT64_MAX)) return -1;
+    if (c->self_attn.landmarks < 0 || c->self_attn.conv_kernel < 0 || (c->self_attn.conv_kernel > 0 && c->self_attn.conv_kernel % 2 == 0))
+        return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->self_attn.landmarks,
+                            c->self_attn.conv_kernel);
+    if (c->self_attn.kind == TF_ATTN_FACTORISED_DOT && (c->n_head % 2 || c->cross))
+        return tf_set_error("block: factorised dot-product attention needs an even n_head (%d) and no "
+                            "cross-attention", c->n_head);
+    if (c->self_attn.rope != TF_ROPE_NONE && c->self_attn.kind == TF_ATTN_FACTORISED_DOT)
         return tf_set_error("block: rotary positions are not an option of ViViT's factorised attention");
-    if (c->lsa && (c->attn != TF_ATTN_FULL || c->factorised))
-        return tf_set_error("block: locality self-attention (lsa) needs full, unfactorised self-attention");
-    if (!(c->ssmax >= 0.0f && c->ssmax < INFINITY))
-        return tf_set_error("block: ssmax %g must be 0 (off) or a positive initial s", c->ssmax);
-    if (c->ssmax > 0.0f && ((c->attn != TF_ATTN_FULL && c->attn != TF_ATTN_CAUSAL) || c->factorised))
-        return tf_set_error("block: Scalable-Softmax (ssmax) needs full or causal, unfactorised self-attention");
-    return tf_rope_check(c->rope, c->rope_base, c->d_model / c->n_head);
+    if (c->self_attn.lsa && c->self_attn.kind != TF_ATTN_FULL)
+        return tf_set_error("block: locality self-attention (lsa) needs full self-attention");
+    if (!(c->self_attn.ssmax >= 0.0f && c->self_attn.ssmax < INFINITY))
+        return tf_set_error("block: ssmax %g must be 0 (off) or a positive initial s", c->self_attn.ssmax);
+    if (c->self_attn.ssmax > 0.0f && c->self_attn.kind != TF_ATTN_FULL && c->self_attn.kind != TF_ATTN_CAUSAL)
+        return tf_set_error("block: Scalable-Softmax (ssmax) needs full or causal self-attention");
+    return tf_rope_check(c->self_attn.rope, c->self_attn.rope_base, c->d_model / c->n_head);
 }
 
 /* ---------------------------------------------------------------- registration */
@@ -95,14 +92,14 @@ static int named(const tf_block_names *n, int r) {
 
 /* Does the configuration use role r (given which fused rows the map names)? */
 static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
-    if (r == TF_BP_CONV_W) return c->attn == TF_ATTN_NYSTROM && c->conv_kernel > 0;
-    if (r == TF_BP_TEMPERATURE) return c->lsa;
-    if (r == TF_BP_SSMAX) return c->ssmax > 0.0f;
+    if (r == TF_BP_CONV_W) return c->self_attn.kind == TF_ATTN_NYSTROM && c->self_attn.conv_kernel > 0;
+    if (r == TF_BP_TEMPERATURE) return c->self_attn.lsa;
+    if (r == TF_BP_SSMAX) return c->self_attn.ssmax > 0.0f;
     int cross = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B, base = cross ? r - TF_BP_X_QKV_W : r;
     int is_bias = r % 2 == 1; /* every _B role is odd */
     if ((cross && !c->cross) || (is_bias && !c->bias)) return 0;
     if (c->norm == TF_NORM_RMS && (r == TF_BP_NORM_ATTN_B || r == TF_BP_NORM_CROSS_B || r == TF_BP_NORM_FF_B)) return 0;
-    if (is_bias && base <= TF_BP_V_B && c->qkv_no_bias) return 0;
+    if (is_bias && base <= TF_BP_V_B && c->self_attn.qkv_no_bias) return 0;
     if (base <= TF_BP_V_B) { /* q, k, v: fused or apart, weights and biases separately */
         int fused = named(n, (is_bias ? TF_BP_QKV_B : TF_BP_QKV_W) + (cross ? TF_BP_X_QKV_W : 0));
         return base <= TF_BP_QKV_B ? fused : !fused;
@@ -114,11 +111,11 @@ static int needed(const tf_block_config *c, const tf_block_names *n, int r) {
  * Nyström's convolution (H,1,K,1). */
 static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *ndim, int64_t shape[4]) {
     if (r == TF_BP_CONV_W) {
-        *ndim = 4, shape[0] = c->n_head, shape[1] = 1, shape[2] = c->conv_kernel, shape[3] = 1;
-        return init.fan_in ? 1.0f / sqrtf((float)c->conv_kernel) : init.std;
+        *ndim = 4, shape[0] = c->n_head, shape[1] = 1, shape[2] = c->self_attn.conv_kernel, shape[3] = 1;
+        return init.fan_in ? 1.0f / sqrtf((float)c->self_attn.conv_kernel) : init.std;
     }
     if (r == TF_BP_TEMPERATURE) return *ndim = 1, shape[0] = c->n_head, TF_INIT_ONES;
-    if (r == TF_BP_SSMAX) return *ndim = 1, shape[0] = c->n_head, c->ssmax; /* filled with it, not drawn */
+    if (r == TF_BP_SSMAX) return *ndim = 1, shape[0] = c->n_head, c->self_attn.ssmax; /* filled with it, not drawn */
     int base = r >= TF_BP_X_QKV_W && r <= TF_BP_NORM_CROSS_B ? r - TF_BP_X_QKV_W : r;
     int64_t d = c->d_model, out = d, in = d;
     if (base == TF_BP_QKV_W || base == TF_BP_QKV_B) out = 3 * d;
@@ -137,10 +134,10 @@ static float shape_of(const tf_block_config *c, tf_block_init init, int r, int *
 static void attn_config(tf_mha *m, const tf_block_config *c, int self) {
     m->cfg = tf_mha_config_default(c->d_model, c->n_head);
     m->cfg.bias = c->bias, m->cfg.dropout = c->attn_dropout, m->cfg.w_in_out = c->w_in_out;
-    if (self && c->attn == TF_ATTN_NYSTROM)
-        m->cfg.nystrom = 1, m->cfg.landmarks = c->landmarks, m->cfg.conv_kernel = c->conv_kernel;
-    if (self && c->attn == TF_ATTN_SPARSE) m->cfg.sparse = 1, m->cfg.pattern = c->sparse;
-    if (self) m->cfg.rope = c->rope, m->cfg.rope_base = c->rope_base, m->cfg.lsa = c->lsa, m->cfg.ssmax = c->ssmax;
+    if (self && c->self_attn.kind == TF_ATTN_NYSTROM)
+        m->cfg.nystrom = 1, m->cfg.landmarks = c->self_attn.landmarks, m->cfg.conv_kernel = c->self_attn.conv_kernel;
+    if (self && c->self_attn.kind == TF_ATTN_SPARSE) m->cfg.sparse = 1, m->cfg.pattern = c->self_attn.sparse;
+    if (self) m->cfg.rope = c->self_attn.rope, m->cfg.rope_base = c->self_attn.rope_base, m->cfg.lsa = c->self_attn.lsa, m->cfg.ssmax = c->self_attn.ssmax;
 }
 
 int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_block_config *cfg,
@@ -173,51 +170,41 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
 
 /* ---------------------------------------------------------------- forward */
 
-enum { SELF, CROSS, FF, TIME };
-
-/* Sub-layer `which` of h (B,T,d_model), dropout on its output. */
-static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which, tf_tensor *h,
-                         const tf_block_args *a) {
-    if (which == SELF && a->window)
-        return tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, a->window, a->self_probs), c->dropout);
-    if (which == SELF && c->attn == TF_ATTN_FACTORISED_DOT)
-        return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), c->dropout);
-    if (which == SELF)
-        return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask, c->attn == TF_ATTN_CAUSAL,
-                                             a->cache, a->layer, NULL, a->self_probs),
-                          c->self_out_undropped ? 0.0f : c->dropout);
-    if (which == TIME) /* factorised: the cross roles as self-attention across frames */
-        return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, h, h, NULL, 0, NULL, 0, NULL, NULL), c->dropout);
-    if (which == CROSS) { /* with a cross cache: memory projected once, read after */
+/* Sub-layer `which` of h (B,T,d_model), dropout p on its output. */
+static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_sublayer which, tf_tensor *h,
+                         const tf_block_args *a, float p) {
+    if (which == TF_SUBLAYER_SELF && a->window)
+        return tf_dropout(ctx, tf_window_attend(ctx, &b->self_attn, h, a->window, a->self_probs), p);
+    if (which == TF_SUBLAYER_SELF && c->self_attn.kind == TF_ATTN_FACTORISED_DOT)
+        return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), p);
+    if (which == TF_SUBLAYER_SELF)
+        return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask,
+                                             c->self_attn.kind == TF_ATTN_CAUSAL, a->cache, a->layer, NULL,
+                                             a->self_probs), p);
+    if (which == TF_SUBLAYER_TIME)
+        return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, h, h, NULL, 0, NULL, 0, NULL, NULL), p);
+    if (which == TF_SUBLAYER_CROSS) { /* with a cross cache: memory projected once, read after */
         tf_tensor *mem = a->cross_cache && tf_kv_cache_len(a->cross_cache) > 0 ? NULL : a->memory;
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, mem, mem, a->cross_mask, 0, a->cross_cache,
-                                             a->layer, NULL, a->cross_probs), c->dropout);
+                                             a->layer, NULL, a->cross_probs), p);
     }
     tf_tensor *u = tf_dense(ctx, h, b->ff_in.weight, c->w_in_out, b->ff_in.bias, c->activation);  // u: (B,T,d_ff)
     u = tf_dropout(ctx, u, c->activation_dropout);
-    return tf_dropout(ctx, tf_dense(ctx, u, b->ff_out.weight, c->w_in_out, b->ff_out.bias, TF_ACT_NONE), c->dropout);
+    return tf_dropout(ctx, tf_dense(ctx, u, b->ff_out.weight, c->w_in_out, b->ff_out.bias, TF_ACT_NONE), p);
 }
 
 /* pre-LN x + f(LN(x)), or post-LN LN(x + f(x)); f's output through drop path (timm's Block) */
-static tf_tensor *residual(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, int which,
-                           const tf_layer_norm *norm, tf_tensor *x, const tf_block_args *a) {
+tf_tensor *tf_block_sublayer(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_sublayer which, tf_tensor *x,
+                             const tf_block_args *args, float p) {
+    tf_block_args none = {0};
+    const tf_block_args *a = args ? args : &none;
+    const tf_layer_norm *norm = which == TF_SUBLAYER_SELF ? &b->norm_attn : which == TF_SUBLAYER_FF ? &b->norm_ff
+                                                                                                 : &b->norm_cross;
     if (c->norm_first)
-        return tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a),
+        return tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a, p),
                                            a->drop_path));
-    return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, x, a), a->drop_path)));
-}
-
-/* x (B,F*S,C) frame-major -> (B*F,S,C) spatial groups, self-attention in
- * each; -> (B*S,F,C) temporal groups, the second attention in each; back. */
-static tf_tensor *factorised(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
-                             const tf_block_args *a) {
-    int64_t B = x->shape[0], N = x->shape[1], C = x->shape[2], F = a->frames, S = F > 0 ? N / F : 0;
-    if (F <= 0 || N % F) return tf_set_error("block: %lld tokens are not %lld frames of equal size", (long long)N, (long long)F), NULL;
-    tf_tensor *xs = residual(ctx, b, c, SELF, &b->norm_attn, tf_reshape(ctx, x, 3, (int64_t[]){B * F, S, C}), a);
-    tf_tensor *xt = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xs, 4, (int64_t[]){B, F, S, C}), 1, 2));
-    xt = residual(ctx, b, c, TIME, &b->norm_cross, tf_reshape(ctx, xt, 3, (int64_t[]){B * S, F, C}), a);  // (B*S,F,C)
-    tf_tensor *y = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xt, 4, (int64_t[]){B, S, F, C}), 1, 2));
-    return tf_reshape(ctx, y, 3, (int64_t[]){B, N, C});  // (B,F*S,C)
+    return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, x, a, p),
+                                                                       a->drop_path)));
 }
 
 /* The self-attention sub-layer, continual variants included: attention
@@ -228,13 +215,14 @@ static tf_tensor *residual_self(tf_ctx *ctx, const tf_block *b, const tf_block_c
         tf_tensor *y = tf_add(ctx, x, a->self_attn_out);
         return c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
     }
-    if (!a->query_last) return residual(ctx, b, c, SELF, &b->norm_attn, x, a);
+    if (!a->query_last) return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_SELF, x, a, c->dropout);
     if (!x) return NULL;
     tf_tensor *h = c->norm_first ? tf_layer_norm_forward(ctx, &b->norm_attn, x) : x;  // h: (B,T,d_model)
     tf_tensor *last = tf_narrow(ctx, x, 1, x->shape[1] - 1, 1);                      // (B,1,d_model)
     tf_tensor *q = h ? tf_narrow(ctx, h, 1, h->shape[1] - 1, 1) : NULL;
     tf_tensor *att = tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, q, h, h, a->self_mask,
-                                                   c->attn == TF_ATTN_CAUSAL, NULL, 0, NULL, NULL), c->dropout);
+                                                   c->self_attn.kind == TF_ATTN_CAUSAL, NULL, 0, NULL, NULL),
+                                c->dropout);
     tf_tensor *y = tf_add(ctx, last, tf_drop_path(ctx, att, a->drop_path));
     return c->norm_first ? y : tf_layer_norm_forward(ctx, &b->norm_attn, y);
 }
@@ -243,20 +231,19 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
                             const tf_block_args *args) {
     tf_block_args none = {0};
     const tf_block_args *a = args ? args : &none;
-    if (cfg->factorised) return x ? residual(ctx, b, cfg, FF, &b->norm_ff, factorised(ctx, b, cfg, x, a), a) : NULL;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
-    if (a->window && (cross || a->cache || cfg->attn != TF_ATTN_FULL || a->self_attn_out || a->query_last))
+    if (a->window && (cross || a->cache || cfg->self_attn.kind != TF_ATTN_FULL || a->self_attn_out || a->query_last))
         return tf_set_error("block: window attention is full self-attention only (no cross-attention, cache, "
                             "other attention kind or continual step)"), NULL;
-    if ((a->self_attn_out || a->query_last || a->cache) && cfg->attn == TF_ATTN_FACTORISED_DOT)
+    if ((a->self_attn_out || a->query_last || a->cache) && cfg->self_attn.kind == TF_ATTN_FACTORISED_DOT)
         return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache, no continual "
                             "inference)"), NULL;
-    if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->attn == TF_ATTN_NYSTROM))
+    if ((a->self_attn_out || a->query_last) && (cross || a->cache || cfg->self_attn.kind == TF_ATTN_NYSTROM))
         return tf_set_error("block: continual self-attention has no cross-attention, cache or Nystrom"), NULL;
     x = residual_self(ctx, b, cfg, x, a);
-    if (cross) x = residual(ctx, b, cfg, CROSS, &b->norm_cross, x, a);
-    return residual(ctx, b, cfg, FF, &b->norm_ff, x, a);
+    if (cross) x = tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_CROSS, x, a, cfg->dropout);
+    return tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_FF, x, a, cfg->dropout);
 }
 
 /* ---------------------------------------------------------------- PyTorch's layers and stacks */

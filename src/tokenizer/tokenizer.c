@@ -25,10 +25,12 @@ void tf_ids_free(tf_ids *ids) {
     memset(ids, 0, sizeof *ids);
 }
 
+/* Present and not a folder (a FIFO or device in its place is then refused by
+ * its reader, naming it, rather than taken for a missing file). */
 static int file_exists(const char *dir, const char *name, char *path, size_t n) {
     struct stat st;
     snprintf(path, n, "%s/%s", dir, name);
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 /* tokenizer.tformer.json: {"type": "bpe" | "char" | ...} written by tf_tokenizer_train. */
@@ -73,11 +75,51 @@ static int load_file(tf_tokenizer *t, const char *path) {
     return t->impl ? 0 : -1;
 }
 
+/* Stale files never win: a folder holding two tokenizers is an error naming
+ * both. tformer's declaration (tokenizer.tformer.json) names one kind; the
+ * files of another kind beside it are another tokenizer. Without it,
+ * tokenizer.json is Hugging Face's whole tokenizer and the slow files beside
+ * it are the same one; without tokenizer.json, BPE files (vocab.json +
+ * merges.txt, or encoder.json + vocab.bpe) and a WordPiece vocab.txt are two. */
+static int two_tokenizers(const char *dir, int has_decl, tf_tokenizer_kind declared) {
+    char p[4096];
+    int hf = file_exists(dir, "tokenizer.json", p, sizeof p), wp = file_exists(dir, "vocab.txt", p, sizeof p);
+    int bpe = file_exists(dir, "vocab.json", p, sizeof p) && file_exists(dir, "merges.txt", p, sizeof p);
+    int gpt2 = file_exists(dir, "encoder.json", p, sizeof p) && file_exists(dir, "vocab.bpe", p, sizeof p);
+    int chars = file_exists(dir, "chars.txt", p, sizeof p);
+    static const char *const kind_names[] = {"char", "bpe", "byte-bpe", "wordpiece"};
+    const char *one = NULL, *other = NULL;
+    char mine[160];
+    if (has_decl) {
+        const char *files = declared == TF_TOKENIZER_CHAR ? "chars.txt"
+                          : declared == TF_TOKENIZER_WORDPIECE ? "vocab.txt" : "vocab.json + merges.txt";
+        snprintf(mine, sizeof mine, "%s (%s, as tokenizer.tformer.json declares)", files, kind_names[declared]);
+        one = mine;
+        if (hf) other = "tokenizer.json (Hugging Face's)";
+        else if (declared != TF_TOKENIZER_WORDPIECE && wp) other = "vocab.txt (WordPiece)";
+        else if (declared == TF_TOKENIZER_CHAR && (bpe || gpt2)) other = bpe ? "vocab.json + merges.txt (BPE)" : "encoder.json + vocab.bpe (BPE)";
+        else if (declared == TF_TOKENIZER_WORDPIECE && (bpe || gpt2 || chars))
+            other = bpe ? "vocab.json + merges.txt (BPE)" : gpt2 ? "encoder.json + vocab.bpe (BPE)" : "chars.txt (char)";
+        else if ((declared == TF_TOKENIZER_BPE || declared == TF_TOKENIZER_BYTE_BPE) && chars) other = "chars.txt (char)";
+        else if ((declared == TF_TOKENIZER_BPE || declared == TF_TOKENIZER_BYTE_BPE) && !bpe)
+            return tf_set_error("%s: tokenizer.tformer.json declares a %s tokenizer but vocab.json + merges.txt are "
+                                "missing", dir, kind_names[declared]);
+    } else if (!hf && wp && (bpe || gpt2)) {
+        one = bpe ? "vocab.json + merges.txt (BPE)" : "encoder.json + vocab.bpe (BPE)", other = "vocab.txt (WordPiece)";
+    }
+    if (!other) return 0;
+    return tf_set_error("%s holds two tokenizers: %s and %s; which one counts is ambiguous (a file left by another "
+                        "run or tokenizer-train?): remove one (tokenizer-train --overwrite, train --overwrite), or "
+                        "name the file to use where a verb takes --tokenizer (DIR/vocab.txt, DIR/tokenizer.json)",
+                        dir, one, other);
+}
+
 static int load_dir(tf_tokenizer *t, const char *dir) {
     char a[4096], b[4096], d[4096];
     tf_tokenizer_kind declared = TF_TOKENIZER_BYTE_BPE;
     int has_decl = strcmp(dir, "char") && file_exists(dir, "tokenizer.tformer.json", d, sizeof d);
     if (has_decl && declared_kind(d, &declared)) return -1;
+    if (strcmp(dir, "char") && two_tokenizers(dir, has_decl, declared)) return -1;
     if (!strcmp(dir, "char") || (has_decl && declared == TF_TOKENIZER_CHAR)) {
         /* "char" alone means the 256 bytes; a folder declaring char holds its characters */
         int bytes = !strcmp(dir, "char");
@@ -227,8 +269,16 @@ static int chartok_encode(void *impl, const char *text, size_t len, tf_ids *out)
         if (!c->bytes) {
             if (tf_utf8_decode((const unsigned char *)text + i, len - i, &used) < 0)
                 return tf_set_error("encode: invalid UTF-8 at byte %zu", i);
-            if ((id = tf_strmap_get(&c->map, text + i, (size_t)used)) < 0)
-                return tf_set_error("encode: character '%.*s' at byte %zu is not in the alphabet", used, text + i, i);
+            if ((id = tf_strmap_get(&c->map, text + i, (size_t)used)) < 0) {
+                size_t line = 1;
+                for (size_t k = 0; k < i; k++) line += text[k] == '\n';
+                unsigned char b = (unsigned char)text[i];
+                if (b < 0x20 || b == 0x7f) /* a control character (NUL...): its code point, never the raw byte */
+                    return tf_set_error("encode: character U+%04X at byte %zu (line %zu) is not in the alphabet", b,
+                                        i, line);
+                return tf_set_error("encode: character '%.*s' at byte %zu (line %zu) is not in the alphabet", used,
+                                    text + i, i, line);
+            }
         }
         if (tf_ids_push(out, id)) return -1;
         i += (size_t)used;

@@ -170,11 +170,24 @@ static int words_gpt2(tf_trainer *t, const char *s, size_t n) {
     return rc;
 }
 
+/* A NUL byte in a text: refused, named as U+0000 with its line and column
+ * (the vocabulary left it out, and encoding the same text then failed). */
+static int refuse_nul(const char *path, const char *text, size_t len) {
+    const char *nul = memchr(text, 0, len);
+    if (!nul) return 0;
+    size_t line = 1, start = 0;
+    for (size_t i = 0; i < (size_t)(nul - text); i++)
+        if (text[i] == '\n') line++, start = i + 1;
+    return tf_set_error("%s:%zu: a NUL byte (U+0000) at column %zu (byte %zu): a text file holds no NUL (a binary "
+                        "file?); remove it", path, line, (size_t)(nul - text) - start + 1, (size_t)(nul - text));
+}
+
 static int read_corpus(tf_trainer *t, const char *const *files, int n_files, text_fn fn) {
     for (int f = 0; f < n_files; f++) {
         size_t len;
         char *text = tf_read_file(files[f], &len);
         if (!text) return -1;
+        if (refuse_nul(files[f], text, len)) return free(text), -1;
         int rc = fn(t, text, len);
         free(text);
         if (rc) {

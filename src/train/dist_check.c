@@ -31,10 +31,10 @@ uint64_t tf_dist_hash(uint64_t h, const void *p, size_t n) {
 /* "N bytes, hash H" of a file's content, or why it cannot be read. */
 static void file_digest(const char *path, char *out, size_t cap) {
     enum { BLOCK = 1 << 20 };
-    FILE *f = fopen(path, "rb");
+    FILE *f = tf_fopen_read(path);
     unsigned char *buf = f ? malloc(BLOCK) : NULL;
     if (!f || !buf) {
-        snprintf(out, cap, "cannot be read (%s)", f ? "out of memory" : strerror(errno));
+        snprintf(out, cap, "cannot be read (%s)", f ? "out of memory" : tf_error());
         if (f) fclose(f);
         return;
     }
@@ -194,7 +194,7 @@ static void remove_new_folder(const char *dir) {
 /* Rank 0's make(), with the folder it created removed again when it fails. */
 static tf_task *make_first(tf_task *(*make)(void *arg), void *arg, const char *run_dir) {
     struct stat st;
-    int existed = !run_dir || stat(run_dir, &st) == 0;
+    int existed = !run_dir || (stat(run_dir, &st) == 0 && !tf_run_created(run_dir));
     tf_task *t = make(arg);
     if (!t && !existed) remove_new_folder(run_dir);
     return t;

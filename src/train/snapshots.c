@@ -15,7 +15,7 @@
 /* The run's files that are neither its state nor its model: the tokenizer's. */
 static int is_run_own(const char *name) {
     static const char *const OWN[] = {"checkpoint.safetensors", "model.safetensors", "config.json", "losses.csv",
-                                      "loss.png", NULL};
+                                      "loss.png", "run_id", NULL};
     for (int i = 0; OWN[i]; i++)
         if (!strcmp(name, OWN[i])) return 1;
     return name[0] == '.' || strstr(name, ".tmp") != NULL;
@@ -40,8 +40,22 @@ int tf_run_save_model(tf_task *task, const char *run_dir, const char *sub) {
     return rc;
 }
 
-/* The steps of the kept weights, ascending (malloc'd; *n of them). */
-static int kept_steps(const char *dir, int64_t **steps, int *n) {
+/* Whether a kept file is run_id's: its tformer_run (none: "", a run from
+ * before run ids) and its tformer_step (when there) the name's. A file of
+ * another run is neither counted, kept, pruned nor averaged as this one's. */
+static int is_this_runs(const char *dir, const char *name, long long step, const char *run_id) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tf_st_file *f = tf_st_open(path);
+    if (!f) return 0; /* unreadable: not this run's (a killed write is a .tmp file, removed at the start) */
+    const char *id = tf_st_metadata(f, "tformer_run"), *s = tf_st_metadata(f, "tformer_step");
+    int ours = !strcmp(id ? id : "", run_id) && (!s || strtoll(s, NULL, 10) == step);
+    tf_st_close(f);
+    return ours;
+}
+
+/* The steps of run_id's kept weights, ascending (malloc'd; *n of them). */
+static int kept_steps(const char *dir, const char *run_id, int64_t **steps, int *n) {
     *steps = NULL, *n = 0;
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? 0 : tf_set_error("%s: cannot list: %s", dir, strerror(errno));
@@ -50,6 +64,7 @@ static int kept_steps(const char *dir, int64_t **steps, int *n) {
         long long s;
         char tail[32];
         if (sscanf(e->d_name, "step-%lld%31s", &s, tail) != 2 || strcmp(tail, ".safetensors")) continue;
+        if (!is_this_runs(dir, e->d_name, s, run_id)) continue;
         if (*n == cap) {
             int64_t *p = realloc(*steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *p);
             if (!p) rc = tf_set_error("train: out of memory");
@@ -70,14 +85,31 @@ static void kept_path(char *out, size_t n, const char *run_dir, int64_t step) {
     snprintf(out, n, "%s/checkpoints/step-%08lld.safetensors", run_dir, (long long)step);
 }
 
-int tf_run_keep_weights(const tf_params *ps, const char *run_dir, int64_t step, int keep) {
+/* ps with the run id and step, as a safetensors file. */
+static int save_kept(const tf_params *ps, const char *path, const char *run_id, int64_t step) {
+    tf_st_writer *w = tf_st_writer_new();
+    if (!w) return tf_set_error("train: out of memory");
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)step);
+    int rc = tf_st_writer_set_metadata(w, "tformer_step", num) ||
+             (run_id[0] && tf_st_writer_set_metadata(w, "tformer_run", run_id));
+    for (int i = 0; !rc && i < tf_params_count(ps); i++) {
+        const tf_tensor *t = tf_params_tensor(ps, i);
+        if (t) rc = tf_st_writer_add(w, tf_params_name(ps, i), t);
+    }
+    rc = rc || tf_st_writer_save(w, path);
+    tf_st_writer_free(w);
+    return rc ? -1 : 0;
+}
+
+int tf_run_keep_weights(const tf_params *ps, const char *run_dir, const char *run_id, int64_t step, int keep) {
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     kept_path(path, sizeof path, run_dir, step);
     int64_t *steps;
     int n;
-    if (tf_params_save(ps, path) || kept_steps(dir, &steps, &n)) return -1;
+    if (save_kept(ps, path, run_id, step) || kept_steps(dir, run_id, &steps, &n)) return -1;
     for (int i = 0; i < n - keep; i++) { /* the oldest beyond the last `keep` */
         kept_path(path, sizeof path, run_dir, steps[i]);
         if (remove(path) && errno != ENOENT) {
@@ -117,13 +149,13 @@ static int sum_kept(tf_params *ps, const char *run_dir, const int64_t *steps, in
     return 0;
 }
 
-int tf_run_average(tf_task *task, const char *run_dir, int last, int *n_used) {
+int tf_run_average(tf_task *task, const char *run_dir, const char *run_id, int last, int *n_used) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
     tf_params *ps = task->vt->params(task);
     int np = tf_params_count(ps), n;
     int64_t *steps;
-    if (kept_steps(dir, &steps, &n)) return -1;
+    if (kept_steps(dir, run_id, &steps, &n)) return -1;
     int first = n > last ? n - last : 0;
     float **acc = calloc((size_t)np, sizeof *acc), **now = calloc((size_t)np, sizeof *now);
     int rc = !acc || !now ? tf_set_error("train: out of memory") : n == 0 ? tf_set_error("%s: no weights kept", dir) : 0;

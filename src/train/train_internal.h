@@ -52,11 +52,25 @@ float tf_clip_factor(double norm, double max_norm);
 
 /* The task's model folder as run_dir/sub, with the run's tokenizer files. */
 int tf_run_save_model(tf_task *task, const char *run_dir, const char *sub);
-/* ps into run_dir/checkpoints/step-<step>.safetensors; only the last `keep` files stay. */
-int tf_run_keep_weights(const tf_params *ps, const char *run_dir, int64_t step, int keep);
-/* The mean of the last `last` kept weights as the folder run_dir/averaged;
- * the task's weights are left as they were. *n_used: files averaged. */
-int tf_run_average(tf_task *task, const char *run_dir, int last, int *n_used);
+/* ps into run_dir/checkpoints/step-<step>.safetensors (with the run id and
+ * step); only the last `keep` files of run run_id stay (another run's files
+ * are never counted nor removed). */
+int tf_run_keep_weights(const tf_params *ps, const char *run_dir, const char *run_id, int64_t step, int keep);
+/* The mean of run run_id's last `last` kept weights as the folder
+ * run_dir/averaged; the task's weights are left as they were. *n_used: files averaged. */
+int tf_run_average(tf_task *task, const char *run_dir, const char *run_id, int last, int *n_used);
+
+/* ---------------------------------------------------------------- the run folder (run_folder.c) */
+
+/* run_dir's lock (created if missing): taken, or counted once more when this
+ * process holds it already; -1 naming the folder when another process does. */
+int tf_run_lock(const char *run_dir);
+void tf_run_unlock(const char *run_dir);
+/* Whether this process's lock on run_dir created the folder (a failed start removes it again). */
+int tf_run_created(const char *run_dir);
+/* The run's id: the one tf_run_folder_begin wrote; with resume, run_dir/run_id's
+ * ("" when missing: a run from before run ids); else a new one, written. */
+int tf_run_id(const char *run_dir, int resume, char *id, size_t n);
 
 /* ---------------------------------------------------------------- several processes (dist.c, dist_check.c) */
 

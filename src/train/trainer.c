@@ -185,13 +185,35 @@ static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path
     return check_settings(t, f, path);
 }
 
+/* Every float tensor of the checkpoint (weights, AdamW's m and v, a task's
+ * state) finite: a resume from a NaN only diverged some steps later. The
+ * first tensor that is not is named, with its first bad element. */
+static int check_finite(const tf_st_file *f, const char *path) {
+    for (int i = 0; i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        if (e->dtype != TF_ST_F32) continue;
+        const unsigned char *p = e->data;
+        size_t n = e->nbytes / sizeof(float), bad = 0, first = 0;
+        float x, v = 0;
+        for (size_t j = 0; j < n; j++) {
+            memcpy(&x, p + j * sizeof x, sizeof x); /* the mapping may be unaligned */
+            if (!isfinite(x) && !bad++) first = j, v = x;
+        }
+        if (bad)
+            return tf_set_error("%s: tensor '%s' holds %s at element %zu (%zu of %zu values not finite): refusing to "
+                                "resume from it (a diverged or damaged run; resume an earlier checkpoint or start "
+                                "afresh)", path, e->name, isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf", first, bad, n);
+    }
+    return 0;
+}
+
 /* Weights, optimizer state and step from run_dir/checkpoint.safetensors. */
 static int load_checkpoint(tf_trainer *t, int64_t *step) {
     char path[4096];
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
     tf_st_file *f = tf_st_open(path);
     if (!f) return -1;
-    int rc = check_checkpoint(t, f, path, step) ||
+    int rc = check_checkpoint(t, f, path, step) || check_finite(f, path) ||
              (t->task->vt->check_meta && t->task->vt->check_meta(t->task, f, path)) || tf_params_load(t->ps, f, 0) ||
              tf_optim_load(t->opt, f, *step);
     if (rc && !strstr(tf_error(), path)) {
@@ -260,8 +282,9 @@ static int record_eval(tf_trainer *t, int64_t step, tf_train_report *rep, tf_met
 static int keep_and_average(tf_trainer *t, int64_t step) {
     const tf_train_config *c = &t->cfg;
     int keep = c->keep_checkpoints > c->average_last ? c->keep_checkpoints : c->average_last;
-    if (keep > 0 && tf_run_keep_weights(t->ps, t->dir, step, keep)) return -1;
-    return c->average_last > 0 && step == c->steps ? tf_run_average(t->task, t->dir, c->average_last, NULL) : 0;
+    if (keep > 0 && tf_run_keep_weights(t->ps, t->dir, t->run_id, step, keep)) return -1;
+    return c->average_last > 0 && step == c->steps ? tf_run_average(t->task, t->dir, t->run_id, c->average_last, NULL)
+                                                   : 0;
 }
 
 /* A checkpoint by the writer (collective: every rank learns how it went). */
@@ -300,19 +323,12 @@ static int run_steps(tf_trainer *t, int64_t step, volatile int *stop, tf_train_r
 }
 
 /* One writer per run folder: an exclusive lock on run_dir/.lock, held until
- * the run ends (closing the descriptor releases it, a killed run's too);
+ * the run ends (closing the descriptor releases it, a killed run's too; a
+ * command that began the folder, tf_run_folder_begin, holds it already);
  * then the temporaries a killed run left behind are removed. */
-static int lock_run(const char *run_dir, int *fd) {
+static int lock_run(const char *run_dir) {
     char path[4200];
-    if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    snprintf(path, sizeof path, "%s/.lock", run_dir);
-    if ((*fd = open(path, O_RDWR | O_CREAT, 0666)) < 0) return tf_set_error("%s: cannot create: %s", path, strerror(errno));
-    if (flock(*fd, LOCK_EX | LOCK_NB)) {
-        int busy = errno == EWOULDBLOCK;
-        close(*fd), *fd = -1;
-        return busy ? tf_set_error("%s: another training is writing into this folder (it holds %s)", run_dir, path)
-                    : tf_set_error("%s: cannot lock: %s", path, strerror(errno));
-    }
+    if (tf_run_lock(run_dir)) return -1;
     DIR *d = opendir(run_dir);
     for (struct dirent *e; d && (e = readdir(d));)
         if (strstr(e->d_name, ".tmp.")) {
@@ -360,7 +376,8 @@ static int start(tf_trainer *t, const tf_train_config *cfg, int *lock, int64_t *
     tf_sgd_config sc = {cfg->momentum, cfg->weight_decay, cfg->nesterov};
     rc = rc || !(t->opt = cfg->optimizer == TF_OPTIM_SGD ? tf_sgd_new_shard(t->ps, sc, lo, hi)
                                                           : tf_adamw_new_shard(t->ps, oc, lo, hi));
-    if (!rc && t->writer) rc = lock_run(t->dir, lock);
+    if (!rc && t->writer && !(rc = lock_run(t->dir))) *lock = 1;
+    if (!rc && (t->writer || t->resume)) rc = tf_run_id(t->dir, t->resume, t->run_id, sizeof t->run_id);
     if (tf_dist_agree(rc) || tf_dist_agree(t->resume ? load_checkpoint(t, step) : 0)) return -1;
     if (cfg->stop_at > 0 && cfg->stop_at <= *step && *step < cfg->steps)
         return tf_set_error("stop_at %lld: the checkpoint is at step %lld already (give a later step, or 0 to run to "
@@ -376,7 +393,7 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     tf_trainer t;
     memset(&t, 0, sizeof t);
     t.task = task, t.dir = run_dir, t.ps = task->vt->params(task), t.best = INFINITY, t.resume = resume;
-    int lock = -1;
+    int lock = 0;
     int64_t step = 0;
     int rc = start(&t, cfg, &lock, &step);
     char info[1024];
@@ -393,7 +410,7 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     if (!rc) t.best = best_so_far(&t);
     if (!rc) rc = run_steps(&t, step, stop, report, user);
     teardown(&t);
-    if (lock >= 0) close(lock);
+    if (lock > 0) tf_run_unlock(run_dir);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* Growable buffers and whole files: read, and written atomically. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,46 @@ const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m) 
     return NULL;
 }
 
-char *tf_read_file(const char *path, size_t *len) {
+/* What a path that is not a regular file names, for a refusal. */
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "is a directory, not a file"
+         : S_ISFIFO(m) ? "is a FIFO (a named pipe), not a regular file: refusing to read it (it would wait for a writer)"
+         : S_ISCHR(m) ? "is a character device, not a regular file: refusing to read it"
+         : S_ISBLK(m) ? "is a block device, not a regular file: refusing to read it"
+         : S_ISSOCK(m) ? "is a socket, not a regular file: refusing to read it"
+                      : "is not a regular file: refusing to read it";
+}
+
+int tf_open_regular(const char *path) {
     struct stat st;
-    if (!stat(path, &st) && S_ISDIR(st.st_mode)) return tf_set_error("%s: is a directory, not a file", path), NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tf_set_error("%s: cannot open: %s", path, strerror(errno)), NULL;
+    if (!stat(path, &st) && !S_ISREG(st.st_mode)) return tf_set_error("%s: %s", path, file_kind(st.st_mode));
+    /* O_NONBLOCK: a FIFO put in its place since never blocks the open; fstat decides */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return tf_set_error("%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        return tf_set_error("%s: %s", path, S_ISREG(st.st_mode) ? strerror(e) : file_kind(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        close(fd);
+        return tf_set_error("%s: cannot open: %s", path, strerror(errno));
+    }
+    return fd;
+}
+
+FILE *tf_fopen_read(const char *path) {
+    int fd = tf_open_regular(path);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) close(fd), tf_set_error("%s: cannot open: %s", path, strerror(errno));
+    return f;
+}
+
+char *tf_read_file(const char *path, size_t *len) {
+    FILE *f = tf_fopen_read(path);
+    if (!f) return NULL;
     tf_buf b = {0};
     char chunk[65536];
     size_t n;

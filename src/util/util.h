@@ -48,7 +48,14 @@ int tf_buf_put(tf_buf *b, const void *data, size_t n);
 /* First occurrence of needle in hay, or NULL. */
 const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
 
-/* A whole file (NUL-terminated); NULL + tf_error naming it on failure. */
+/* A regular file opened for reading: a descriptor, or -1 + tf_error naming
+ * the file; a folder, FIFO, device or socket is refused (checked before the
+ * open and again on the descriptor, opened without blocking), never waited on. */
+int tf_open_regular(const char *path);
+/* The same as a stdio stream ("rb"), or NULL + tf_error. */
+FILE *tf_fopen_read(const char *path);
+/* A whole file (NUL-terminated); NULL + tf_error naming it on failure
+ * (not a regular file: refused, tf_open_regular). */
 char *tf_read_file(const char *path, size_t *len);
 
 /* Atomic writing: a temporary file beside path, then fsync and rename; the

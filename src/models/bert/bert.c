@@ -56,8 +56,7 @@ static tf_block_config block_config(const tf_bert_config *c) {
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
     b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first;
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout;
-    b.attn = TF_ATTN_FULL, b.w_in_out = 0;
-    b.self_out_undropped = c->distilbert; /* DistilBERT: dropout on the attention weights and the FFN's output */
+    b.self_attn.kind = TF_ATTN_FULL, b.w_in_out = 0;
     tf_attention_apply(&c->attention, &b); /* checked by tf_bert_config_check */
     return b;
 }
@@ -236,6 +235,14 @@ static tf_tensor *distil_embed(tf_ctx *ctx, const tf_bert *m, const tf_bert_inpu
     return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
 }
 
+/* Layer i: BERT's block, or DistilBERT's (its TransformerBlock drops out the
+ * attention weights and the feed-forward's output, not the attention's output). */
+static tf_tensor *layer_forward(tf_ctx *ctx, const tf_bert *m, int i, tf_tensor *x, const tf_block_args *a) {
+    if (!m->cfg.distilbert) return tf_block_forward(ctx, &m->layer[i], &m->block, x, a);
+    x = tf_block_sublayer(ctx, &m->layer[i], &m->block, TF_SUBLAYER_SELF, x, a, 0.0f);
+    return tf_block_sublayer(ctx, &m->layer[i], &m->block, TF_SUBLAYER_FF, x, a, m->block.dropout);
+}
+
 /* (B,T,C) embeddings: LN(word + position + token type), then dropout (no
  * position table with learned_positions false). */
 tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
@@ -286,7 +293,7 @@ tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *i
         return NULL;
     tf_tensor *x = tf_bert_embed_inputs(ctx, m, in);
     tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL};
-    for (int i = 0; i < m->cfg.n_layer; i++) x = tf_block_forward(ctx, &m->layer[i], &m->block, x, &args);
+    for (int i = 0; i < m->cfg.n_layer; i++) x = layer_forward(ctx, m, i, x, &args);
     return c->norm_first ? tf_layer_norm_forward(ctx, &m->final_norm, x) : x;  // (B,T,C)
 }
 

@@ -105,7 +105,7 @@ static const hf_arch BIGBIRD_ARCHS[] = {
 
 static void *bert_load(const char *dir, const char *architecture) {
     (void)architecture; /* config.json's architectures[0] picks the head */
-    return tf_bert_load_hf(dir, NULL);
+    return tf_bert_load(dir, NULL);
 }
 
 static void bert_free(void *model) { tf_bert_free(model); }

@@ -224,7 +224,7 @@ int tf_bert_config_from_hf(const cJSON *root, const char *path, const tf_bert_lo
         read_extras(root, path, o, c, folder_head))
         return -1;
     if (c->roberta)
-        c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load_hf: the body's file says) */
+        c->pooler = c->head == TF_BERT_BODY; /* its heads have none (tf_bert_load: the body's file says) */
     if (c->bigbird_sparse && c->head != TF_BERT_BODY)
         return tf_set_error("%s: a block_sparse BigBird is read as BigBirdModel only (hf-run); tformer has no head or "
                             "training for it", path);
@@ -396,7 +396,7 @@ static int has_pooler(const char *path, int *pooler) {
     return 0;
 }
 
-tf_bert *tf_bert_load_hf(const char *dir, const tf_bert_load_opts *opts) {
+tf_bert *tf_bert_load(const char *dir, const tf_bert_load_opts *opts) {
     char path[4096], weights[4096];
     tf_bert_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -531,7 +531,7 @@ static int write_roformer_weights(const tf_bert *m, const char *path) {
     return rc;
 }
 
-int tf_bert_save_hf(const tf_bert *m, const char *dir) {
+int tf_bert_save(const tf_bert *m, const char *dir) {
     if (m->cfg.bigbird_sparse) /* written as BERT it would come back with full attention */
         return tf_set_error("%s: a block_sparse BigBird cannot be saved (tformer writes BERT folders)", dir);
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));

@@ -64,7 +64,7 @@ static tf_tensor *bt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return out.loss;
 }
 
-static int bt_save(tf_task *t, const char *dir) { return tf_bert_save_hf(((bert_task *)t)->m, dir); }
+static int bt_save(tf_task *t, const char *dir) { return tf_bert_save(((bert_task *)t)->m, dir); }
 static void bt_free(tf_task *t) {
     bert_task *l = (bert_task *)t;
     tf_bert_free(l->m);

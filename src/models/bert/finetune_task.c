@@ -104,7 +104,7 @@ static int ft_save(tf_task *t, const char *dir) {
     tf_finetune_config c = f->cfg;
     c.max_len = f->max_len;
     tf_fields fs = {&tf_finetune_config_table, &c};
-    return tf_bert_save_hf(f->m, dir) || tf_fields_save(&fs, 1, path) ? -1 : 0;
+    return tf_bert_save(f->m, dir) || tf_fields_save(&fs, 1, path) ? -1 : 0;
 }
 
 static int ft_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((ft_task *)t)->dir, w); }
@@ -143,7 +143,7 @@ static const tf_bert_head HEADS[] = {TF_BERT_SEQ_CLS, TF_BERT_SEQ_CLS, TF_BERT_T
 /* The model under the task's head, with the label names; max_len fitted to its context. */
 static int load_model(ft_task *f, const char *model_dir, char **labels, int n_labels, uint64_t seed) {
     tf_bert_load_opts o = {(int)HEADS[f->cfg.task], f->cfg.task == TF_FINETUNE_SPAN ? 0 : n_labels, seed ? seed : 1};
-    if (!(f->m = tf_bert_load_hf(model_dir, &o))) return -1;
+    if (!(f->m = tf_bert_load(model_dir, &o))) return -1;
     if (f->m->cfg.distilbert_sinusoidal) /* transformers 4.x freezes the table, 5.x trains it: no one answer */
         return tf_set_error("%s: DistilBERT with sinusoidal_pos_embds true is not fine-tuned (transformers 4.x keeps "
                             "the position table fixed, 5.x trains it); hf-run, embed, fill-mask and predict run it",

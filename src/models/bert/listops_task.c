@@ -139,7 +139,7 @@ static int lo_save(tf_task *t, const char *dir) {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s", dir, TF_LISTOPS_SETTINGS) >= (int)sizeof path)
         return tf_set_error("%s: path too long", dir);
-    return tf_bert_save_hf(l->m, dir) || tf_fields_save(&l->base.config, 1, path);
+    return tf_bert_save(l->m, dir) || tf_fields_save(&l->base.config, 1, path);
 }
 static int64_t lo_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lo_task *)t)->cfg.model.context; }
 
@@ -220,7 +220,7 @@ static tf_bert *start_from(const tf_listops_task_config *c, uint64_t seed) {
     if (pre.drop_end != c->drop_end)
         return tf_set_error("listops: listops_init %s was trained with listops_drop_end %s: give the classifier the "
                             "same", c->init, pre.drop_end ? "true" : "false"), NULL;
-    tf_bert *from = tf_bert_load_hf(c->init, NULL), *m = NULL;
+    tf_bert *from = tf_bert_load(c->init, NULL), *m = NULL;
     if (!from) return NULL;
     tf_bert_config same = from->cfg; /* the head's rows as the classifier's */
     same.head = c->model.head, same.n_labels = c->model.n_labels, same.pooler = c->model.pooler;

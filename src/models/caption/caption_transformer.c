@@ -18,7 +18,7 @@ int tf_caption_transformer_register(tf_caption *m) {
     tf_params *ps = m->params;
     int64_t H = c->hidden, G = tf_caption_grid(c);
     m->block = tf_block_config_default(c->hidden, c->n_head);
-    m->block.d_ff = c->d_ff, m->block.norm_first = 1, m->block.attn = TF_ATTN_CAUSAL, m->block.cross = 1;
+    m->block.d_ff = c->d_ff, m->block.norm_first = 1, m->block.self_attn.kind = TF_ATTN_CAUSAL, m->block.cross = 1;
     if (tf_block_config_check(&m->block) ||
         tf_linear_register(ps, "encoder.proj", &m->proj, c->cnn_dim, H, 1, (float)(1.0 / sqrt(3.0 * c->cnn_dim))) ||
         tf_params_add(ps, "encoder.pos", &m->grid_pos, 2, (int64_t[]){G * G, H}, 0.02f) ||

@@ -22,7 +22,7 @@ static const char *const POS_KINDS[] = {"learned", "sinusoidal", NULL};
 static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh", "silu", NULL};
 
 #define ROW(m, type, name, def, range, choices, help, flags) \
-    TF_FIELD_ROW(tf_coenc_config, m, type, name, def, range, choices, help, flags, NULL)
+    TF_FIELD_ROW(tf_continual_config, m, type, name, def, range, choices, help, flags, NULL)
 static const tf_field COENC_ROWS[] = {
     ROW(d_model, TF_FIELD_INT, "d_model", "64", "[1,inf)", NULL, "width of a step's feature vector", TF_FIELD_SIGNATURE),
     ROW(n_head, TF_FIELD_INT, "n_head", "4", "[1,inf)", NULL, "attention heads", TF_FIELD_SIGNATURE),
@@ -44,12 +44,12 @@ static const tf_field COENC_ROWS[] = {
     ROW(label_names, TF_FIELD_STRING, "label_names", "", NULL, NULL,
         "the classes' names, comma-separated (training: default the data files' names)", 0),
 };
-const tf_field_table tf_coenc_config_table = {"continual", COENC_ROWS, (int)(sizeof COENC_ROWS / sizeof *COENC_ROWS)};
+const tf_field_table tf_continual_config_table = {"continual", COENC_ROWS, (int)(sizeof COENC_ROWS / sizeof *COENC_ROWS)};
 
-const tf_field_table *tf_coenc_config_fields(void) { return &tf_coenc_config_table; }
+const tf_field_table *tf_continual_config_fields(void) { return &tf_continual_config_table; }
 
-int tf_coenc_config_check(const tf_coenc_config *c) {
-    tf_fields f = {&tf_coenc_config_table, (void *)c};
+int tf_continual_config_check(const tf_continual_config *c) {
+    tf_fields f = {&tf_continual_config_table, (void *)c};
     if (tf_fields_check(&f, 1)) return -1;
     if (c->pos != TF_POS_LEARNED && c->pos != TF_POS_SINUSOIDAL)
         return tf_set_error("continual: pos must be learned or sinusoidal");
@@ -62,10 +62,10 @@ int tf_coenc_config_check(const tf_coenc_config *c) {
     return 0;
 }
 
-int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg,
+int tf_continual_register_names(tf_params *ps, const char *prefix, tf_continual *e, const tf_continual_config *cfg,
                             const char *const *layer_prefix, const tf_block_names *names) {
     memset(e, 0, sizeof *e);
-    if (tf_coenc_config_check(cfg)) return -1;
+    if (tf_continual_config_check(cfg)) return -1;
     e->cfg = *cfg;
     tf_block_config b = tf_block_config_default(cfg->d_model, cfg->n_head);
     b.d_ff = cfg->d_ff, b.activation = cfg->activation, b.norm_eps = cfg->norm_eps, b.dropout = cfg->dropout;
@@ -97,7 +97,7 @@ int tf_coenc_register_names(tf_params *ps, const char *prefix, tf_coenc *e, cons
     return 0;
 }
 
-tf_tensor *tf_coenc_embed(tf_ctx *ctx, const tf_coenc *e, tf_tensor *ids) {
+tf_tensor *tf_continual_embed(tf_ctx *ctx, const tf_continual *e, tf_tensor *ids) {
     char s[64];
     if (!e->embed) return tf_set_error("continual: the model takes feature vectors (vocab_size 0), not token ids"), NULL;
     if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim < 1 || ids->ndim > 2)
@@ -110,23 +110,24 @@ tf_tensor *tf_coenc_embed(tf_ctx *ctx, const tf_coenc *e, tf_tensor *ids) {
     return tf_embedding(ctx, e->embed, ids);  // (B,d_model) or (B,T,d_model)
 }
 
-tf_tensor *tf_coenc_classify(tf_ctx *ctx, const tf_coenc *e, tf_tensor *h) {
+tf_tensor *tf_continual_classify(tf_ctx *ctx, const tf_continual *e, tf_tensor *h) {
     if (!e->head.weight) return tf_set_error("continual: the model has no classifier (n_labels 0)"), NULL;
     return tf_linear_forward(ctx, &e->head, h);  // (B,n_labels)
 }
 
-int tf_coenc_register(tf_params *ps, const char *prefix, tf_coenc *e, const tf_coenc_config *cfg) {
-    return tf_coenc_register_names(ps, prefix, e, cfg, NULL, NULL);
+int tf_continual_register(tf_params *ps, const char *prefix, tf_continual *e, const tf_continual_config *cfg) {
+    return tf_continual_register_names(ps, prefix, e, cfg, NULL, NULL);
 }
 
-void tf_coenc_free(tf_coenc *e) {
+void tf_continual_free(tf_continual *e) {
     free(e->layers);
-    e->layers = NULL;
+    tf_params_free(e->params); /* a loaded model's own; NULL otherwise */
+    e->layers = NULL, e->params = NULL;
 }
 
 /* x (T,E) or (B,T,E) plus the positional encoding of T steps from position
  * start, recycled mod P; x itself without positions (pos_len 0). */
-static tf_tensor *add_positions(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_t start, int64_t T) {
+static tf_tensor *add_positions(tf_ctx *ctx, const tf_continual *e, tf_tensor *x, int64_t start, int64_t T) {
     int64_t P = e->cfg.pos_len, E = e->cfg.d_model;
     if (P == 0) return x;
     start = ((start % P) + P) % P;
@@ -141,7 +142,7 @@ static tf_tensor *add_positions(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, in
 }
 
 /* z (B,T,E) with the class token appended: (B,T+1,E). */
-static tf_tensor *append_cls(tf_ctx *ctx, const tf_coenc *e, tf_tensor *z) {
+static tf_tensor *append_cls(tf_ctx *ctx, const tf_continual *e, tf_tensor *z) {
     if (!e->cls || !z) return z;
     tf_tensor *zero = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){z->shape[0], 1, z->shape[2]}, 0);
     tf_tensor *parts[2] = {z, tf_add(ctx, zero, e->cls)};  // cls broadcast to (B,1,E)
@@ -149,14 +150,14 @@ static tf_tensor *append_cls(tf_ctx *ctx, const tf_coenc *e, tf_tensor *z) {
 }
 
 /* Blocks from..L-1 on z (B,T,E), the last one single-output: (B,E). */
-static tf_tensor *upper_blocks(tf_ctx *ctx, const tf_coenc *e, tf_tensor *z, int from) {
+static tf_tensor *upper_blocks(tf_ctx *ctx, const tf_continual *e, tf_tensor *z, int from) {
     int L = e->cfg.n_layer;
     tf_block_args last = {.query_last = 1};
     for (int i = from; i < L; i++) z = tf_block_forward(ctx, &e->layers[i], &e->block, z, i == L - 1 ? &last : NULL);
     return z ? tf_reshape(ctx, z, 2, (int64_t[]){z->shape[0], z->shape[2]}) : NULL;
 }
 
-tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_t pos_start) {
+tf_tensor *tf_continual_forward(tf_ctx *ctx, const tf_continual *e, tf_tensor *x, int64_t pos_start) {
     char s[64];
     if (!x) return NULL;
     if (x->ndim != 3 || x->shape[1] != e->cfg.window || x->shape[2] != e->cfg.d_model)
@@ -170,16 +171,16 @@ tf_tensor *tf_coenc_forward(tf_ctx *ctx, const tf_coenc *e, tf_tensor *x, int64_
 
 /* ---------------------------------------------------------------- step mode */
 
-struct tf_coenc_state {
-    const tf_coenc *e;
+struct tf_continual_state {
+    const tf_continual *e;
     int B;
     int64_t t;
     tf_coatt *att; /* the first block's attention: single-output (L == 1) or retroactive */
     float *u;      /* (B,n,E) ring of the first block's inputs, slot t % n (retroactive residual) */
 };
 
-tf_coenc_state *tf_coenc_state_new(const tf_coenc *e, int batch) {
-    tf_coenc_state *s = calloc(1, sizeof *s);
+tf_continual_state *tf_continual_state_new(const tf_continual *e, int batch) {
+    tf_continual_state *s = calloc(1, sizeof *s);
     if (!s) return tf_set_error("continual: out of memory"), NULL;
     s->e = e, s->B = batch;
     int retro = e->cfg.n_layer > 1;
@@ -189,21 +190,21 @@ tf_coenc_state *tf_coenc_state_new(const tf_coenc *e, int batch) {
     if (ok && retro) ok = (s->u = calloc(cells, sizeof *s->u)) != NULL;
     if (!ok) {
         if (s->att) tf_set_error("continual: out of memory");
-        return tf_coenc_state_free(s), NULL;
+        return tf_continual_state_free(s), NULL;
     }
     return s;
 }
 
-void tf_coenc_state_free(tf_coenc_state *s) {
+void tf_continual_state_free(tf_continual_state *s) {
     if (!s) return;
     tf_coatt_free(s->att);
     free(s->u);
     free(s);
 }
 
-int64_t tf_coenc_state_steps(const tf_coenc_state *s) { return s->t; }
+int64_t tf_continual_state_steps(const tf_continual_state *s) { return s->t; }
 
-static int check_step(const tf_coenc_state *s, const tf_tensor *x) {
+static int check_step(const tf_continual_state *s, const tf_tensor *x) {
     char a[64];
     int64_t E = s->e->cfg.d_model;
     if (!x) return -1;
@@ -218,7 +219,7 @@ static int check_step(const tf_coenc_state *s, const tf_tensor *x) {
 }
 
 /* The window of first-block inputs from the ring, oldest first: (B,n,E). */
-static tf_tensor *window_inputs(tf_ctx *ctx, const tf_coenc_state *s) {
+static tf_tensor *window_inputs(tf_ctx *ctx, const tf_continual_state *s) {
     int n = s->e->cfg.window, E = s->e->cfg.d_model;
     tf_tensor *w = tf_tensor_new(ctx, TF_DTYPE_F32, 3, (int64_t[]){s->B, n, E}, 0);
     for (int b = 0; w && b < s->B; b++)
@@ -228,10 +229,10 @@ static tf_tensor *window_inputs(tf_ctx *ctx, const tf_coenc_state *s) {
     return w;
 }
 
-int tf_coenc_step(tf_ctx *ctx, tf_coenc_state *s, tf_tensor *x, tf_tensor **out) {
+int tf_continual_step(tf_ctx *ctx, tf_continual_state *s, tf_tensor *x, tf_tensor **out) {
     *out = NULL;
     if (check_step(s, x)) return -1;
-    const tf_coenc *e = s->e;
+    const tf_continual *e = s->e;
     const tf_block *b0 = &e->layers[0];
     int n = e->cfg.window, E = e->cfg.d_model, grad = ctx->grad_enabled, training = ctx->training, rc;
     ctx->grad_enabled = 0, ctx->training = 0; /* step mode is inference: no tape, no dropout */

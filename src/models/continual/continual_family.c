@@ -9,7 +9,7 @@ static const char *const CONTINUAL_TYPES[] = {"continual", NULL};
 
 static void continual_defaults(void *cfg, tf_train_config *train) {
     (void)train;
-    *(tf_costream_config *)cfg = tf_costream_config_default();
+    *(tf_continual_task_config *)cfg = tf_continual_task_config_default();
 }
 
 static const char *continual_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
@@ -18,36 +18,27 @@ static const char *continual_check(const void *cfg, const tf_task_args *a, char 
 }
 
 static tf_task *continual_task(const void *cfg, const tf_task_args *a) {
-    return tf_costream_task_new(cfg, a->data, a->n_data, a->tokenizer ? a->tokenizer : "char", a->run_dir, a->resume,
+    return tf_continual_task_new(cfg, a->data, a->n_data, a->tokenizer ? a->tokenizer : "char", a->run_dir, a->resume,
                                 a->seed);
 }
 
-/* A continual folder: the encoder over parameters of its own. */
-typedef struct {
-    tf_params *ps;
-    tf_coenc e;
-} continual_model;
-
 static void continual_free(void *model) {
-    continual_model *c = model;
-    if (!c) return;
-    tf_coenc_free(&c->e);
-    tf_params_free(c->ps);
-    free(c);
+    if (model) tf_continual_free(model);
+    free(model);
 }
 
 static void *continual_load(const char *dir, const char *architecture) {
     (void)architecture;
-    continual_model *c = calloc(1, sizeof *c);
-    if (!c || !(c->ps = tf_params_new())) return free(c), tf_set_error("out of memory"), NULL;
-    if (tf_coenc_load(dir, -1, c->ps, &c->e)) return tf_params_free(c->ps), free(c), NULL;
-    return c;
+    tf_continual *m = calloc(1, sizeof *m);
+    if (!m) return tf_set_error("out of memory"), NULL;
+    if (tf_continual_load(dir, -1, m)) return free(m), NULL;
+    return m;
 }
 
 const tf_family tf_family_continual = {
     .name = "continual", .summary = "each token of a stream classified by a Continual Transformer",
     .model_types = CONTINUAL_TYPES, .verbs = "stream", .caps = TF_CAP_STREAM,
     .load = continual_load, .free = continual_free,
-    .input = TF_TRAIN_TEXT, .task_table = &tf_costream_config_table, .task_size = sizeof(tf_costream_config),
+    .input = TF_TRAIN_TEXT, .task_table = &tf_continual_task_config_table, .task_size = sizeof(tf_continual_task_config),
     .task_defaults = continual_defaults, .task_check = continual_check, .task_new = continual_task,
 };

@@ -17,28 +17,28 @@
 #include "tformer/continual.h"
 
 #define ROW(m, type, def, range, choices, help) \
-    TF_FIELD_ROW(tf_costream_config, m, type, #m, def, range, choices, help, 0, NULL)
+    TF_FIELD_ROW(tf_continual_task_config, m, type, #m, def, range, choices, help, 0, NULL)
 static const tf_field COSTREAM_ROWS[] = {
     ROW(val_fraction, TF_FIELD_FLOAT, "0.1", "(0,1)", NULL, "the last part of the stream is held out"),
-    TF_FIELD_SUB(tf_costream_config, model, tf_coenc_config_table),
+    TF_FIELD_SUB(tf_continual_task_config, model, tf_continual_config_table),
 };
 #undef ROW
-const tf_field_table tf_costream_config_table = {"stream classification", COSTREAM_ROWS,
+const tf_field_table tf_continual_task_config_table = {"stream classification", COSTREAM_ROWS,
                                                  (int)(sizeof COSTREAM_ROWS / sizeof COSTREAM_ROWS[0])};
 
-tf_costream_config tf_costream_config_default(void) {
-    tf_costream_config c;
+tf_continual_task_config tf_continual_task_config_default(void) {
+    tf_continual_task_config c;
     memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_costream_config_table, &c};
+    tf_fields f = {&tf_continual_task_config_table, &c};
     tf_fields_defaults(&f, 1);
     return c;
 }
 
 typedef struct {
     tf_task base;
-    tf_costream_config cfg;
+    tf_continual_task_config cfg;
     tf_params *params;
-    tf_coenc enc;
+    tf_continual enc;
     tf_tokenizer *tok;
     tf_loader *loader;
     char *dir;
@@ -55,8 +55,8 @@ static tf_tensor *co_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     int64_t B = ids->shape[0], n = ids->shape[1], L = c->cfg.model.n_labels;
     tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){B}, 0);  // (B): the last tokens' classes
     for (int64_t i = 0; y && i < B; i++) tf_i32(y)[i] = tf_i32(labels)[i * n + n - 1];
-    tf_tensor *h = tf_coenc_forward(ctx, &c->enc, tf_coenc_embed(ctx, &c->enc, ids), 0);  // (B,d_model)
-    tf_tensor *logits = h ? tf_coenc_classify(ctx, &c->enc, h) : NULL;                    // (B,L)
+    tf_tensor *h = tf_continual_forward(ctx, &c->enc, tf_continual_embed(ctx, &c->enc, ids), 0);  // (B,d_model)
+    tf_tensor *logits = h ? tf_continual_classify(ctx, &c->enc, h) : NULL;                    // (B,L)
     for (int64_t i = 0; m && logits && i < B; i++) {
         const float *z = tf_f32(logits) + i * L;
         int64_t best = 0;
@@ -69,13 +69,13 @@ static tf_tensor *co_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static tf_params *co_params(tf_task *t) { return ((co_task *)t)->params; }
 
 static int co_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_coenc_config_table, &((co_task *)t)->cfg.model};
+    tf_fields f = {&tf_continual_config_table, &((co_task *)t)->cfg.model};
     return tf_fields_signature(&f, 1, out, n);
 }
 
 static int co_save(tf_task *t, const char *dir) {
     co_task *c = (co_task *)t;
-    if (tf_coenc_save(dir, &c->enc, c->params)) return -1;
+    if (tf_continual_save(dir, &c->enc, c->params)) return -1;
     return strcmp(dir, c->dir) ? tf_task_tokenizer_install(c->dir, NULL, 0, dir) : 0; /* best/: its own copy */
 }
 
@@ -87,7 +87,7 @@ static int64_t co_tokens(tf_task *t, int rows) { return (int64_t)rows * ((co_tas
 
 static void co_free(tf_task *t) {
     co_task *c = (co_task *)t;
-    tf_coenc_free(&c->enc);
+    tf_continual_free(&c->enc);
     tf_params_free(c->params);
     tf_tokenizer_free(c->tok);
     tf_loader_free(c->loader);
@@ -150,7 +150,7 @@ static int build_stream(tf_tokenizer *tok, const char *const *data, int n_data, 
 
 static int load_data(co_task *c, const char *const *data, int n_data, const char *tokenizer, int resume,
                      uint64_t seed) {
-    tf_coenc_config *model = &c->cfg.model;
+    tf_continual_config *model = &c->cfg.model;
     if (tf_task_tokenizer_prepare(tokenizer, data, n_data, c->dir, resume)) return -1;
     if (!(c->tok = tf_tokenizer_load(c->dir))) return -1;
     int vocab = tf_tokenizer_vocab_size(c->tok);
@@ -159,7 +159,7 @@ static int load_data(co_task *c, const char *const *data, int n_data, const char
     if (model->n_labels && model->n_labels != n_data)
         return tf_set_error("n_labels %d: %d data files (one class each)", model->n_labels, n_data);
     model->vocab_size = vocab, model->n_labels = n_data;
-    if (tf_coenc_config_check(model)) return -1;
+    if (tf_continual_config_check(model)) return -1;
     tf_ids ids = {0}, labels = {0};
     int rc = build_stream(c->tok, data, n_data, seed, &ids, &labels);
     if (!rc && !(c->loader = tf_stream_loader_new(ids.v, labels.v, (int64_t)ids.n, c->cfg.val_fraction, model->window,
@@ -170,7 +170,7 @@ static int load_data(co_task *c, const char *const *data, int n_data, const char
 }
 
 /* label_names: empty (the files' base names) or exactly one per file. */
-static int set_label_names(tf_coenc_config *c, const char *const *data, int n_data) {
+static int set_label_names(tf_continual_config *c, const char *const *data, int n_data) {
     if (c->label_names[0]) {
         int k = 1;
         for (const char *p = c->label_names; *p; p++) k += *p == ',';
@@ -187,7 +187,7 @@ static int set_label_names(tf_coenc_config *c, const char *const *data, int n_da
     return 0;
 }
 
-tf_task *tf_costream_task_new(const tf_costream_config *cfg, const char *const *data, int n_data,
+tf_task *tf_continual_task_new(const tf_continual_task_config *cfg, const char *const *data, int n_data,
                               const char *tokenizer, const char *run_dir, int resume, uint64_t seed) {
     if (n_data < 2) return tf_set_error("train --arch continual: give a --data file per class (at least 2)"), NULL;
     if (mkdir(run_dir, 0755) && errno != EEXIST)
@@ -196,12 +196,12 @@ tf_task *tf_costream_task_new(const tf_costream_config *cfg, const char *const *
     if (!c || !(c->dir = strdup(run_dir)) || !(c->params = tf_params_new()))
         return c ? co_free(&c->base) : (void)0, tf_set_error("train: out of memory"), NULL;
     c->base.vt = &COSTREAM_TASK, c->cfg = *cfg;
-    c->base.config = (tf_fields){&tf_costream_config_table, &c->cfg};
+    c->base.config = (tf_fields){&tf_continual_task_config_table, &c->cfg};
     c->base.n_metrics = 1, c->base.metric_names[0] = "accuracy", c->base.select_metric = 1;
-    tf_fields f = {&tf_costream_config_table, &c->cfg};
+    tf_fields f = {&tf_continual_task_config_table, &c->cfg};
     if (tf_fields_check(&f, 1) || set_label_names(&c->cfg.model, data, n_data) ||
         load_data(c, data, n_data, tokenizer ? tokenizer : "char", resume, seed) ||
-        tf_coenc_register(c->params, "", &c->enc, &c->cfg.model) || tf_params_init(c->params, seed ? seed : 1)) {
+        tf_continual_register(c->params, "", &c->enc, &c->cfg.model) || tf_params_init(c->params, seed ? seed : 1)) {
         co_free(&c->base);
         return NULL;
     }

@@ -31,7 +31,7 @@ static tf_block_config block_config(const tf_gpt_config *c) {
     b.d_ff = c->d_ff ? c->d_ff : 4 * c->d_model;
     b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = c->norm_first, b.norm = c->norm;
     b.dropout = b.attn_dropout = c->dropout;
-    b.attn = TF_ATTN_CAUSAL, b.w_in_out = 1;
+    b.self_attn.kind = TF_ATTN_CAUSAL, b.w_in_out = 1;
     tf_attention_apply(&c->attention, &b); /* checked by tf_gpt_config_check */
     return b;
 }

@@ -50,6 +50,6 @@ int tf_gpt_config_check(const tf_gpt_config *c) {
     if (!c->predict_last && (c->tied || c->vocab_size < 2))
         return tf_set_error("predict_last false needs an untied head (tied false) and vocab_size >= 2");
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
-    b.attn = TF_ATTN_CAUSAL;
+    b.self_attn.kind = TF_ATTN_CAUSAL;
     return tf_attention_apply(&c->attention, &b) || tf_block_config_check(&b) ? -1 : 0;
 }

@@ -54,7 +54,7 @@ static const hf_arch IMAGEGPT_ARCHS[] = {
 
 static void *gpt2_load(const char *dir, const char *architecture) {
     (void)architecture; /* the folder's tensors tell a body from a model with a head */
-    return tf_gpt_load_hf(dir); /* which refuses GPT-2 settings it does not compute */
+    return tf_gpt_load(dir); /* which refuses GPT-2 settings it does not compute */
 }
 
 static void gpt2_free(void *model) { tf_gpt_free(model); }

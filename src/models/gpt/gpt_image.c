@@ -9,7 +9,7 @@
 
 tf_gpt *tf_imagegpt_load(const char *dir, tf_image_tokens *tokens) {
     if (tf_image_tokens_load(dir, tokens)) return NULL;
-    tf_gpt *m = tf_gpt_load_hf(dir);
+    tf_gpt *m = tf_gpt_load(dir);
     int64_t HW = (int64_t)tokens->height * tokens->width;
     if (m && (m->cfg.vocab_size != tokens->k + 1 || m->cfg.context < HW)) {
         tf_set_error("%s: config.json (vocab_size %d, n_positions %d) does not fit image_tokens.json (%d clusters + the "

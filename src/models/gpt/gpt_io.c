@@ -136,8 +136,8 @@ static tf_gpt *load(const char *dir, int mapped) {
     return m;
 }
 
-tf_gpt *tf_gpt_load_hf(const char *dir) { return load(dir, 0); }
-tf_gpt *tf_gpt_load_hf_mapped(const char *dir) { return load(dir, 1); }
+tf_gpt *tf_gpt_load(const char *dir) { return load(dir, 0); }
+tf_gpt *tf_gpt_load_mapped(const char *dir) { return load(dir, 1); }
 
 /* GPT-2's layout, or ImageGPT's (RMS norms and a head without the start
  * token's logit); the mixtures neither class computes are refused. */
@@ -170,7 +170,7 @@ static int write_config(const tf_gpt *m, const char *path) {
     return rc ? -1 : 0;
 }
 
-int tf_gpt_save_hf(const tf_gpt *m, const char *dir) {
+int tf_gpt_save(const tf_gpt *m, const char *dir) {
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);

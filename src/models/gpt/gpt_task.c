@@ -44,7 +44,7 @@ static tf_tensor *lm_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return tf_gpt_run(ctx, ((lm_task *)t)->m, &in, &out) ? NULL : out.loss;
 }
 
-static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save_hf(((lm_task *)t)->m, dir); }
+static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save(((lm_task *)t)->m, dir); }
 
 static void lm_free(tf_task *t) {
     lm_task *l = (lm_task *)t;

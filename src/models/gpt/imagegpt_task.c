@@ -79,7 +79,7 @@ static int ig_signature(tf_task *t, char *out, size_t n) {
 
 static int ig_save(tf_task *t, const char *dir) {
     igpt_task *g = (igpt_task *)t;
-    return tf_gpt_save_hf(g->m, dir) || tf_image_tokens_save(&g->tokens, dir) ? -1 : 0;
+    return tf_gpt_save(g->m, dir) || tf_image_tokens_save(&g->tokens, dir) ? -1 : 0;
 }
 
 /* The clusters in the checkpoint (g->clusters: alive until the writer saves):

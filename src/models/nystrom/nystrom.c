@@ -69,9 +69,9 @@ static tf_block_config block_config(const tf_nystrom_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff, b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 0;
     b.dropout = c->dropout, b.attn_dropout = 0.0f, b.w_in_out = 0;
-    b.attn = TF_ATTN_NYSTROM;
-    b.landmarks = c->landmarks == c->seq_len ? 0 : c->landmarks; /* transformers' exact branch */
-    b.conv_kernel = c->conv_kernel;
+    b.self_attn.kind = TF_ATTN_NYSTROM;
+    b.self_attn.landmarks = c->landmarks == c->seq_len ? 0 : c->landmarks; /* transformers' exact branch */
+    b.self_attn.conv_kernel = c->conv_kernel;
     return b;
 }
 

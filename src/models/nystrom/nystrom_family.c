@@ -30,7 +30,7 @@ static const hf_arch NYSTROM_ARCHS[] = {
 
 static void *nystrom_load(const char *dir, const char *architecture) {
     (void)architecture; /* config.json's architectures[0] picks the head */
-    return tf_nystrom_load_hf(dir);
+    return tf_nystrom_load(dir);
 }
 
 static void nystrom_free(void *model) { tf_nystrom_free(model); }

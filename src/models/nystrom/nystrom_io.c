@@ -108,7 +108,7 @@ static int known(const tf_params *ps, const char *name) {
     return (size_t)snprintf(alt, sizeof alt, PREFIX "%s", name) < sizeof alt && tf_params_get(ps, alt);
 }
 
-tf_nystrom *tf_nystrom_load_hf(const char *dir) {
+tf_nystrom *tf_nystrom_load(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);

@@ -37,7 +37,7 @@ static tf_block_config block_config(const tf_seq2seq_config *c, int decoder) {
     b.dropout = c->dropout, b.w_in_out = 0;
     b.attn_dropout = c->attn_dropout >= 0 ? c->attn_dropout : c->dropout;
     b.activation_dropout = c->activation_dropout >= 0 ? c->activation_dropout : c->dropout;
-    b.attn = decoder ? TF_ATTN_CAUSAL : TF_ATTN_FULL;
+    b.self_attn.kind = decoder ? TF_ATTN_CAUSAL : TF_ATTN_FULL;
     b.cross = decoder;
     return b;
 }

@@ -51,8 +51,8 @@ static int plan_stages(tf_swin *m) {
         st->shift = g <= c->window ? 0 : c->window / 2;
         tf_block_config b = tf_block_config_default(st->d_model, st->n_head);
         b.d_ff = (int)(c->mlp_ratio * (float)st->d_model), b.activation = c->activation, b.norm_eps = c->norm_eps;
-        b.norm_first = 1, b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
-        b.attn = TF_ATTN_FULL, b.w_in_out = 0;
+        b.norm_first = 1, b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.self_attn.qkv_no_bias = !c->qkv_bias;
+        b.self_attn.kind = TF_ATTN_FULL, b.w_in_out = 0;
         st->block = b;
         if (!(st->blocks = calloc((size_t)st->depth, sizeof *st->blocks)) ||
             !(st->rel_table = calloc((size_t)st->depth, sizeof *st->rel_table)))

@@ -27,7 +27,7 @@ static const hf_arch SWIN_ARCHS[] = {
 
 static void *swin_load(const char *dir, const char *architecture) {
     (void)architecture;
-    return tf_swin_load_hf(dir);
+    return tf_swin_load(dir);
 }
 
 static void swin_free(void *model) { tf_swin_free(model); }

@@ -107,7 +107,7 @@ static int check_indices(const tf_swin *m, const tf_st_file *f, const char *path
     return rc;
 }
 
-tf_swin *tf_swin_load_hf(const char *dir) {
+tf_swin *tf_swin_load(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
@@ -157,7 +157,7 @@ static cJSON *int_array(const char *list) {
     return n > 0 ? cJSON_CreateIntArray(v, n) : NULL;
 }
 
-int tf_swin_save_hf(const tf_swin *m, const char *dir) {
+int tf_swin_save(const tf_swin *m, const char *dir) {
     const tf_swin_config *c = &m->cfg;
     tf_fields f = {&HF_TABLE, (void *)c};
     cJSON *extra = cJSON_CreateObject();

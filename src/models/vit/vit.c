@@ -28,8 +28,8 @@ static const tf_block_name VIT_BLOCK[] = {TF_VIT_LAYER_NAMES};
 static tf_block_config block_config(const tf_vit_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff, b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 1;
-    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
-    b.attn = TF_ATTN_FULL, b.w_in_out = 0, b.lsa = c->lsa;
+    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.self_attn.qkv_no_bias = !c->qkv_bias;
+    b.self_attn.kind = TF_ATTN_FULL, b.w_in_out = 0, b.self_attn.lsa = c->lsa;
     return b;
 }
 

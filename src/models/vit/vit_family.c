@@ -28,7 +28,7 @@ static const hf_arch VIT_ARCHS[] = {
 
 static void *vit_load(const char *dir, const char *architecture) {
     (void)architecture; /* config.json's architectures[0] picks the head */
-    return tf_vit_load_hf(dir);
+    return tf_vit_load(dir);
 }
 
 static void vit_free(void *model) { tf_vit_free(model); }

@@ -68,7 +68,7 @@ static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
 
 /* ---------------------------------------------------------------- weights */
 
-tf_vit *tf_vit_load_hf(const char *dir) {
+tf_vit *tf_vit_load(const char *dir) {
     char path[4096], weights[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);

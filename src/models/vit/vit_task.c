@@ -124,7 +124,7 @@ static void *swin_create(const void *cfg, uint64_t seed) { return tf_swin_new(cf
 static void swin_destroy(void *m) { tf_swin_free(m); }
 static tf_params *swin_params(const void *m) { return ((const tf_swin *)m)->params; }
 static int swin_set_labels(void *m, const char *const *names, int n) { return tf_swin_set_labels(m, names, n); }
-static int swin_save(const void *m, const char *dir) { return tf_swin_save_hf(m, dir); }
+static int swin_save(const void *m, const char *dir) { return tf_swin_save(m, dir); }
 /* The first stage's tokens (the most attended over). */
 static int64_t swin_tokens(const void *m) {
     const tf_swin_stage *st = &((const tf_swin *)m)->stage[0];

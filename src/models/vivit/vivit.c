@@ -31,10 +31,10 @@ static const tf_block_name FACTORISED[] = {
 static tf_block_config block_config(const tf_vivit_config *c) {
     tf_block_config b = tf_block_config_default(c->d_model, c->n_head);
     b.d_ff = c->d_ff, b.activation = c->activation, b.norm_eps = c->norm_eps, b.norm_first = 1;
-    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.qkv_no_bias = !c->qkv_bias;
-    b.attn = TF_ATTN_FULL, b.w_in_out = 0;
-    b.cross = b.factorised = c->model_kind == 3;
-    if (c->model_kind == 4) b.attn = TF_ATTN_FACTORISED_DOT;
+    b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.self_attn.qkv_no_bias = !c->qkv_bias;
+    b.self_attn.kind = TF_ATTN_FULL, b.w_in_out = 0;
+    b.cross = c->model_kind == 3; /* Model 3: the cross roles attend across the frames (factorised_block) */
+    if (c->model_kind == 4) b.self_attn.kind = TF_ATTN_FACTORISED_DOT;
     return b;
 }
 
@@ -142,6 +142,24 @@ static int check_inputs(const tf_vivit *m, const tf_vivit_inputs *in) {
     return tf_vision_check_labels(y, x->shape[0], c->n_labels, "vivit", "clip");
 }
 
+/* Model 3's block, factorised self-attention: x (B,F*S,C) frame-major ->
+ * (B*F,S,C) spatial groups, the self-attention within each frame; ->
+ * (B*S,F,C) temporal groups, the cross roles attending within each place
+ * across the frames; back to (B,F*S,C); then the feed-forward. */
+static tf_tensor *factorised_block(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
+                                   const tf_block_args *a) {
+    if (!x) return NULL;
+    int64_t B = x->shape[0], N = x->shape[1], C = x->shape[2], F = a->frames, S = F > 0 ? N / F : 0;
+    if (F <= 0 || N % F) return tf_set_error("vivit: %lld tokens are not %lld frames of equal size", (long long)N, (long long)F), NULL;
+    tf_tensor *xs = tf_block_sublayer(ctx, b, c, TF_SUBLAYER_SELF, tf_reshape(ctx, x, 3, (int64_t[]){B * F, S, C}), a,
+                                      c->dropout);
+    tf_tensor *xt = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xs, 4, (int64_t[]){B, F, S, C}), 1, 2));
+    xt = tf_block_sublayer(ctx, b, c, TF_SUBLAYER_TIME, tf_reshape(ctx, xt, 3, (int64_t[]){B * S, F, C}), a,
+                           c->dropout);                                                          // (B*S,F,C)
+    tf_tensor *y = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xt, 4, (int64_t[]){B, S, F, C}), 1, 2));
+    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, tf_reshape(ctx, y, 3, (int64_t[]){B, N, C}), a, c->dropout);
+}
+
 /* x (B,N,C): the class token before it (if any), positions, the blocks, the final LayerNorm. */
 static tf_tensor *encode(tf_ctx *ctx, const tf_vivit *m, const tf_vivit_encoder *e, int n_layer, tf_tensor *x,
                          int frames) {
@@ -154,7 +172,9 @@ static tf_tensor *encode(tf_ctx *ctx, const tf_vivit *m, const tf_vivit_encoder 
     }
     x = tf_dropout(ctx, tf_add(ctx, x, e->position), m->cfg.dropout);
     tf_block_args args = {.frames = frames};
-    for (int i = 0; i < n_layer; i++) x = tf_block_forward(ctx, &e->layer[i], &m->block, x, &args);
+    for (int i = 0; i < n_layer; i++)
+        x = m->cfg.model_kind == 3 ? factorised_block(ctx, &e->layer[i], &m->block, x, &args)
+                                   : tf_block_forward(ctx, &e->layer[i], &m->block, x, &args);
     return tf_layer_norm_forward(ctx, &e->norm, x);
 }
 
