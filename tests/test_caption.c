@@ -128,6 +128,56 @@ TEST(caption_step_decoding_equals_full_forward) {
     }
 }
 
+/* Beam search over the captioner's decoder (forks: RNN state, Transformer caches) equals
+ * exhaustive search: every 3-word caption of a 7-word vocabulary scored by one teacher-forced
+ * forward of all 343 at once. */
+TEST(caption_beam_equals_exhaustive_search) {
+    for (int variant = 0; variant < 2; variant++) {
+        tf_caption_config c = variant ? transformer_config() : fixture_config(1, TF_RNN_LSTM, 1);
+        tf_caption *m = tf_caption_new(&c, 21 + (uint64_t)variant);
+        tf_ctx *ctx = tf_ctx_new(0);
+        tf_ctx_set_grad(ctx, 0);
+        enum { K = 7 * 7 * 7 };
+        float px[64];
+        for (int i = 0; i < 64; i++) px[i] = (float)((i * 29) % 13) / 12.0f;
+        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){K, 1, 8, 8}, 0);
+        tf_tensor *y = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){K, 3}, 0);
+        for (int k = 0; k < K; k++) {
+            memcpy(tf_f32(x) + k * 64, px, sizeof px);
+            int32_t *r = tf_i32(y) + k * 3;
+            r[0] = 5, r[1] = k / 49, r[2] = k / 7 % 7; /* BOS (5 here), then the first two words */
+        }
+        tf_caption_outputs out;
+        CHECKF(m && tf_caption_run(ctx, m, &(tf_caption_inputs){.pixel_values = x, .input_ids = y}, &out) == 0, "%s",
+               tf_error());
+        double best = -INFINITY;
+        int best_k = -1;
+        for (int k = 0; k < K; k++) {
+            int32_t w[3] = {k / 49, k / 7 % 7, k % 7};
+            double total = 0;
+            for (int t = 0; t < 3; t++) {
+                const float *z = tf_f32(out.logits) + (k * 3 + t) * 7;
+                double mx = -1e30, sum = 0;
+                for (int v = 0; v < 7; v++) mx = fmax(mx, z[v]);
+                for (int v = 0; v < 7; v++) sum += exp(z[v] - mx);
+                total += z[w[t]] - mx - log(sum);
+            }
+            if (total > best) best = total, best_k = k;
+        }
+        tf_decoder *d = tf_caption_decoder_new(m, px);
+        tf_generate_opts o = tf_generate_opts_default();
+        o.max_tokens = 3, o.beam = 49, o.length_penalty = 0, o.eos_id = -1;
+        tf_ids ids = {0};
+        double score;
+        int32_t bos = 5;
+        CHECKF(d && tf_generate(d, &bos, 1, &o, NULL, NULL, &ids, &score) == 0 && ids.n == 3, "%s", tf_error());
+        CHECKF(ids.n == 3 && ids.v[0] * 49 + ids.v[1] * 7 + ids.v[2] == best_k && fabs(score - best) < 1e-4,
+               "variant %d: beam %d (%.6f), exhaustive %d (%.6f)", variant,
+               ids.n == 3 ? ids.v[0] * 49 + ids.v[1] * 7 + ids.v[2] : -1, score, best_k, best);
+        tf_ids_free(&ids), tf_decoder_free(d), tf_ctx_free(ctx), tf_caption_free(m);
+    }
+}
+
 TEST(caption_scene_grammar_is_seeded_and_names_the_cells) {
     float a[576], b[576];
     int32_t w[64], v[64];
