@@ -202,6 +202,7 @@ CLI_VERB(fill_mask);
 CLI_VERB(finetune);
 CLI_VERB(predict);
 CLI_VERB(classify);
+CLI_VERB(caption);
 /* dir/config.json's model_type, or "" when it has none or cannot be read (the family's loader then
  * names what is wrong). */
 void cli_model_type(const char *dir, char *out, size_t n);

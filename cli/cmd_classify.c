@@ -91,7 +91,7 @@ static void attention_png(const cli_verb *v, const tf_model *m, const tf_images 
     char path[4200];
     snprintf(path, sizeof path, "%s/%.*s.png", dir, (int)n, base);
     tf_image_attention_plot p = {im->pixels, im->channels, im->height, im->width, maps, g, g, patch,
-                                 maps + g * g, H, title};
+                                 maps + g * g, H, title, NULL};
     if (tf_plot_image_attention(path, &p)) cli_die(v, tf_error());
     fprintf(stderr, "wrote %s\n", path);
 }

@@ -29,6 +29,8 @@ static const cli_verb VERBS[] = {
      cmd_predict_flags, NULL, NULL, 0, 0},
     {"classify", "Accuracy of a ViT on labelled images, the labels of PNG files, or of clips for a ViViT (docs/vision.md, video.md)",
      cmd_classify, cmd_classify_flags, NULL, "[FILE.png... | CLIP_DIR...]", 0, -1},
+    {"caption", "Caption PNG images with a captioner folder, and draw where each word looked (docs/caption.md)",
+     cmd_caption, cmd_caption_flags, NULL, "FILE.png...", 1, -1},
     {"complete-image", "Complete an image from its top rows with an ImageGPT folder: a PNG grid (docs/vision.md)",
      cmd_complete_image, cmd_complete_image_flags, cmd_complete_image_tables, NULL, 0, 0},
     {"translate", "Translate sentences on standard input with an encoder-decoder folder (docs/translation.md)",

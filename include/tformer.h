@@ -68,6 +68,7 @@
 #include "tformer/continual.h"
 #include "tformer/seq2seq.h"
 #include "tformer/rnn_seq2seq.h"
+#include "tformer/caption.h"
 #include "tformer/model.h"
 #include "tformer/interop.h"
 #include "tformer/trainer.h"

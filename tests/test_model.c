@@ -31,6 +31,8 @@ TEST(registry_rows_are_unique_and_complete) {
         CHECKF(!(f[i]->caps & TF_CAP_RUN) == !f[i]->archs, "%s: run capability and architectures disagree", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_FILL_MASK) || f[i]->mask_logits, "%s: fill-mask without mask_logits", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_GENERATE) || f[i]->generate, "%s: generate without its call", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_CAPTION) || (f[i]->caption && f[i]->image_shape), "%s: caption without its calls",
+               f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_EMBED) || (f[i]->embed && f[i]->embed_dim), "%s: embed without its calls",
                f[i]->name);
     }

@@ -103,6 +103,18 @@ typedef struct {
     int (*attend)(const void *m, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt, tf_attention_maps *a);
 } tf_translation;
 
+/* ---------------------------------------------------------------- captions */
+
+/* One image's caption (TF_CAP_CAPTION): its words and, for a model that attends, each word's
+ * attention over the image's grid, then the end's (the row that chose the end of the caption). */
+typedef struct {
+    char *text;       /* the words joined by spaces (malloc'd) */
+    int n_words;
+    char **words;     /* (n_words), each malloc'd */
+    float *attention; /* (n_words + 1, grid, grid), or NULL when the model attends to nothing */
+    int grid;         /* the grid's side (cells a row) */
+} tf_caption_result;
+
 /* ---------------------------------------------------------------- the registry */
 
 typedef struct tf_family tf_family;
@@ -165,6 +177,9 @@ struct tf_family {
      * token), each new id through on_token, all of them appended to out. */
     int (*generate)(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
                     const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out);
+    /* Caption: one image (channels, size, size; image_shape) in [0,1] -> r, searched with o
+     * (beam >= 1, or greedy with temperature 0; eos_id and max_tokens the family's when -1 / 0). */
+    int (*caption)(const void *model, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -255,6 +270,11 @@ TF_API void tf_fill_mask_result_free(tf_fill_mask_result *r);
 typedef int (*tf_text_fn)(void *user, const char *piece, size_t len);
 TF_API int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
                              tf_text_fn on_text, void *user, char **text, size_t *len);
+
+/* TF_CAP_CAPTION: one image (tf_model_image_shape's channels, size, size) in [0,1] -> its caption
+ * (o: tf_generate_opts_default() and changes, NULL: greedy); free r with tf_caption_result_free. */
+TF_API int tf_model_caption(const tf_model *m, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
+TF_API void tf_caption_result_free(tf_caption_result *r);
 
 /* The folder's tokenizer (encode and decode are safe from several threads), or NULL when it holds none. */
 TF_API tf_tokenizer *tf_model_tokenizer(const tf_model *m);

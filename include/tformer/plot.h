@@ -42,6 +42,8 @@ typedef struct {
     const float *heads;      /* (n_head, grid_h, grid_w), or NULL with n_head 0 */
     int n_head;
     const char *title;       /* or NULL */
+    const char *const *labels; /* the maps' captions, 1 + n_head (a caption's words), or NULL:
+                                * "rollout", then "last layer, head <i>" */
 } tf_image_attention_plot;
 
 /* A PNG at path (cairo; written to path.tmp, then renamed). */

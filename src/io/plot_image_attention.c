@@ -138,9 +138,10 @@ int tf_plot_image_attention(const char *path, const tf_image_attention_plot *p) 
     cairo_surface_t *img = image_surface(p);
     int64_t n = (int64_t)p->grid_h * p->grid_w;
     for (int k = 0; k < panels; k++) {
-        char caption[32];
+        char caption[64];
         const float *map = k == 0 ? NULL : k == 1 ? p->rollout : p->heads + (k - 2) * n;
-        snprintf(caption, sizeof caption, k == 0 ? "image" : k == 1 ? "rollout" : "last layer, head %d", k - 1);
+        if (k > 0 && p->labels) snprintf(caption, sizeof caption, "%s", p->labels[k - 1]);
+        else snprintf(caption, sizeof caption, k == 0 ? "image" : k == 1 ? "rollout" : "last layer, head %d", k - 1);
         draw_panel(cr, p, img, map, PAD + (k % COLS) * (pw + PAD), top + (k / COLS) * cell_h, scale, caption);
     }
     draw_scale(cr, PAD + cols * (pw + PAD), top, ph);

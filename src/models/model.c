@@ -144,6 +144,24 @@ void tf_model_image_shape(const tf_model *m, int *channels, int *size, int *n_la
     if (m->f->image_shape) m->f->image_shape(m->impl, channels, size, n_labels);
 }
 
+int tf_model_caption(const tf_model *m, const float *pixels, const tf_generate_opts *o, tf_caption_result *r) {
+    memset(r, 0, sizeof *r);
+    if (tf_model_require(m, TF_CAP_CAPTION)) return -1;
+    if (!pixels) return tf_set_error("%s: caption: no image", m->dir);
+    tf_generate_opts greedy = tf_generate_opts_default();
+    greedy.temperature = 0, greedy.eos_id = -1, greedy.max_tokens = 0;
+    if (o && o->beam < 0) return tf_set_error("caption: beam %d: 1 or more (0: greedy)", o->beam);
+    if (m->f->caption(m->impl, pixels, o ? o : &greedy, r)) return tf_caption_result_free(r), -1;
+    return 0;
+}
+
+void tf_caption_result_free(tf_caption_result *r) {
+    if (!r) return;
+    for (int i = 0; r->words && i < r->n_words; i++) free(r->words[i]);
+    free(r->words), free(r->text), free(r->attention);
+    memset(r, 0, sizeof *r);
+}
+
 int tf_model_image_logits(const tf_model *m, const float *pixels, float *logits, float *maps) {
     if (tf_model_require(m, TF_CAP_CLASSIFY_IMAGE)) return -1;
     if (maps && tf_model_attention_grid(m, &(int){0}, &(int){0}, &(int){0})) return -1;

@@ -9,7 +9,7 @@
 /* One line per family: its row, tf_family_<name>, is defined in src/models/<name>/<name>_family.c. */
 #define TF_FAMILIES(X)                                                                                            \
     X(gpt) X(bert) X(seq2seq) X(rnn) X(vit) X(swin) X(imagegpt) X(vivit) X(continual) X(listops) X(roformer)     \
-    X(bigbird) X(nystrom)
+    X(bigbird) X(nystrom) X(caption)
 
 #define DECLARE(name) extern const tf_family tf_family_##name;
 TF_FAMILIES(DECLARE)

@@ -1,0 +1,172 @@
+/* tformer: image captioning — the deck's captioner (Show, Attend and Tell; Xu et al. 2015):
+ * a small CNN turns the image into a G x G grid of feature vectors, and a GRU or LSTM
+ * decoder attends over the grid at each word (docs/caption.md).
+ *
+ *   a       = CNN(x)                    n_conv 3x3 stride-2 convolutions + ReLU    (B,N,D), N = G*G
+ *   abar    = mean_i a_i                                                             (B,D)
+ *   h_0     = tanh(W_h abar)            (LSTM: c_0 = tanh(W_c abar))                 (B,H)
+ *   e_ti    = v^T tanh(W_a h_{t-1} + U_a a_i)     alpha_t = softmax_i(e_t)           (B,N)
+ *   z_t     = sum_i alpha_ti a_i                                                     (B,D)
+ *   h_t     = f(h_{t-1}, [E y_{t-1}; z_t])        a GRU or LSTM cell                 (B,H)
+ *   logits  = W_o [h_t; z_t; E y_{t-1}] + b_o                                        (B,V)
+ *   loss    = cross-entropy + alpha_c sum_i (1 - sum_t alpha_ti)^2   (the doubly-stochastic
+ *             regulariser, averaged over the batch; t over each caption's words)
+ *
+ * The Transformer captioner (decoder transformer): memory = W_p a + P_grid (B,N,H); the words
+ * E y + P_t through n_layer pre-LN decoder blocks (causal self-attention, cross-attention over
+ * the memory, ReLU feed-forward), a final LayerNorm, logits = W_o h. Its attention maps are the
+ * cross-attention averaged over layers and heads; alpha_c does not apply.
+ *
+ * The baseline without attention (attention false): nothing is attended, the pooled
+ * vector abar starts the RNN alone: h_t = f(h_{t-1}, E y_{t-1}), logits = W_o [h_t; E y_{t-1}].
+ *
+ * The words are the scene grammar's (tf_caption_word): a fixed vocabulary of
+ * TF_CAPTION_WORDS words, then padding, BOS and EOS. */
+#ifndef TFORMER_CAPTION_H
+#define TFORMER_CAPTION_H
+
+#include "config.h"
+#include "generate.h"
+#include "heads.h"
+#include "images.h"
+#include "nn.h"
+#include "task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- the scene grammar */
+
+/* Synthetic scenes with known truth: 1 to max_items shapes (square, frame, cross, bar, column,
+ * diagonal) in distinct cells of a 3 x 3 grid of 8 x 8 cells (24 x 24 grey pixels), placed with
+ * up to 1 pixel of jitter; the caption names them in reading order ("a cross top left and a
+ * square centre"). */
+enum { TF_CAPTION_WORDS = 13, TF_CAPTION_SHAPES = 6, TF_CAPTION_CELLS = 9, TF_CAPTION_SCENE_SIZE = 24 };
+#define TF_CAPTION_PAD TF_CAPTION_WORDS
+#define TF_CAPTION_BOS (TF_CAPTION_WORDS + 1)
+#define TF_CAPTION_EOS (TF_CAPTION_WORDS + 2)
+#define TF_CAPTION_VOCAB (TF_CAPTION_WORDS + 3)
+
+/* Word id's text ("<pad>", "<s>", "</s>" for the specials), or NULL out of range. */
+TF_API const char *tf_caption_word(int id);
+
+typedef struct {
+    int n;                        /* items */
+    int shape[TF_CAPTION_CELLS];  /* in reading order of their cells */
+    int cell[TF_CAPTION_CELLS];   /* 0..8, row by row */
+} tf_caption_scene;
+
+/* Scene `index` of a seeded stream: pixels (24*24) in [0,1], its items, and its caption's ids
+ * (at most cap; EOS not included) with their count in *n_ids. */
+TF_API int tf_caption_scene_make(uint64_t seed, uint64_t index, int max_items, float *pixels, tf_caption_scene *s,
+                                 int32_t *ids, int cap, int *n_ids);
+
+/* ---------------------------------------------------------------- the model */
+
+/* The decoder: the deck's RNN, or a Transformer decoder (pre-LN blocks with causal self-attention
+ * and cross-attention over the grid, PyTorch's nn.TransformerDecoderLayer). */
+typedef enum { TF_CAPTION_RNN, TF_CAPTION_TRANSFORMER } tf_caption_decoder_kind;
+
+typedef struct {
+    int image_size;   /* the images' side (square) */
+    int channels;     /* 1 (grey) or 3 (RGB) */
+    int n_conv;       /* 3x3 stride-2 convolutions: G = image_size / 2^n_conv */
+    int cnn_dim;      /* D: each convolution's channels, the grid's feature width */
+    int vocab;        /* V: words + 3 specials (TF_CAPTION_VOCAB) */
+    int context;      /* the longest caption (BOS or EOS included) */
+    int emb_dim;      /* E */
+    int hidden;       /* H */
+    tf_rnn_kind cell; /* gru or lstm */
+    int attn_size;    /* A: the attention MLP's width */
+    int attention;    /* 1: attend over the grid at each word; 0: the baseline (pooled vector only) */
+    float alpha_c;    /* the doubly-stochastic regulariser's weight (0: none) */
+    float dropout;    /* on the output layer's input */
+    tf_caption_decoder_kind decoder;
+    int n_layer, n_head, d_ff; /* the Transformer decoder's (d_model = hidden) */
+} tf_caption_config;
+
+TF_API extern const tf_field_table tf_caption_config_table;
+TF_API tf_caption_config tf_caption_config_default(void);
+TF_API int tf_caption_config_check(const tf_caption_config *c);
+/* G: the grid's side. */
+TF_API int tf_caption_grid(const tf_caption_config *c);
+
+typedef struct {
+    tf_caption_config cfg;
+    tf_params *params;
+    tf_tensor *conv_w[8], *conv_b[8]; /* "encoder.conv.<i>.weight" (D,C|D,3,3), ".bias" (D) */
+    tf_linear init_h, init_c;         /* "decoder.init_h" (H,D); LSTM: "decoder.init_c" */
+    tf_tensor *embed;                 /* "decoder.embed.weight" (V,E) */
+    tf_additive_attn attn;            /* "decoder.attention.W_a" (A,H), "U_a" (A,D), "v_a" (1,A) */
+    tf_rnn rnn;                       /* "decoder.cell.weight_ih" (G*H, E[+D]), ... */
+    tf_linear out;                    /* "decoder.out" (V, H[+D]+E); Transformer: (V,H) */
+    /* The Transformer decoder (embed is then (V,H)): */
+    tf_linear proj;                   /* "encoder.proj" (H,D): the grid into the decoder's width */
+    tf_tensor *grid_pos, *tok_pos;    /* "encoder.pos" (N,H), "decoder.pos" (context,H) */
+    tf_block layers[8];               /* "decoder.layers.<i>." (PyTorch's TransformerDecoderLayer names) */
+    tf_block_config block;
+    tf_layer_norm norm;               /* "decoder.norm" */
+} tf_caption;
+
+TF_API tf_caption *tf_caption_new(const tf_caption_config *cfg, uint64_t seed);
+TF_API void tf_caption_free(tf_caption *m);
+
+typedef struct {
+    tf_tensor *pixel_values; /* (B,C,S,S) F32; NULL when annotations are given */
+    tf_tensor *input_ids;    /* (B,T) I32: BOS then the caption; NULL: the encoder alone */
+    tf_tensor *labels;       /* (B,T) I32: the caption then EOS, -100 = padding: the loss */
+    int output_attentions;   /* fill outputs.attentions */
+    /* Decoding (from an earlier call's outputs): */
+    tf_tensor *annotations;  /* (B,N,D) (Transformer: the memory (B,N,H)) */
+    tf_tensor *keys;         /* (B,N,A) U_a a_i, or NULL */
+    const tf_rnn_state *state; /* h (and c) before these words; NULL: h_0 from the image */
+    tf_kv_cache *cache, *cross_cache; /* Transformer: the words so far, the memory's keys and values */
+} tf_caption_inputs;
+
+typedef struct {
+    tf_tensor *annotations; /* (B,N,D); Transformer: the memory (B,N,H), projected with positions */
+    tf_tensor *keys;        /* (B,N,A); NULL for the baseline */
+    tf_rnn_state state;     /* after the last word (before any: h_0, c_0) */
+    tf_tensor *logits;      /* (B,T,V) */
+    tf_tensor *attentions;  /* (B,T,N) with output_attentions (and for the loss); NULL for the baseline */
+    tf_tensor *loss;        /* cross-entropy + the regulariser, with labels */
+    tf_tensor *xent;        /* the cross-entropy alone */
+} tf_caption_outputs;
+
+TF_API int tf_caption_run(tf_ctx *ctx, const tf_caption *m, const tf_caption_inputs *in, tf_caption_outputs *out);
+
+/* Folders: config.json (model_type "tformer-caption", the table's keys) and model.safetensors. */
+TF_API tf_caption *tf_caption_load(const char *dir);
+TF_API int tf_caption_save(const tf_caption *m, const char *dir);
+
+/* A decoder over one image (C,S,S) for the shared searches (generate.h); BOS is fed first. */
+TF_API tf_decoder *tf_caption_decoder_new(const tf_caption *m, const float *pixels);
+
+/* One image's caption: o's search (beam or greedy; eos and max_tokens set here when -1 / 0),
+ * the ids (EOS not included) into ids (room for cap), and, when attention is not NULL and
+ * the model attends, each word's attention (n, G, G) (the EOS step's after them: room for
+ * (cap + 1) G*G). */
+TF_API int tf_caption_generate(const tf_caption *m, const float *pixels, const tf_generate_opts *o, int32_t *ids,
+                               int cap, int *n, float *attention);
+
+/* ---------------------------------------------------------------- training */
+
+typedef struct {
+    int max_items;      /* items a scene, 1 to this */
+    int n_train;        /* training scenes (a fixed set, drawn with replacement) */
+    int n_valid;        /* validation scenes */
+    uint64_t scene_seed;
+    tf_caption_config model;
+} tf_caption_task_config;
+
+TF_API extern const tf_field_table tf_caption_task_config_table;
+TF_API tf_caption_task_config tf_caption_task_config_default(void);
+/* The task; run_dir/scenes/ gets 8 validation scenes as PNGs and their captions (captions.tsv). */
+TF_API tf_task *tf_caption_task_new(const tf_caption_task_config *c, const char *run_dir, uint64_t seed);
+TF_API const tf_caption *tf_caption_task_model(const tf_task *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFORMER_CAPTION_H */
