@@ -255,6 +255,26 @@ TEST(model_handle_translates_as_generate) {
     tf_model_free(m);
 }
 
+/* A folder saved through the handle opens as the same family with the same capabilities; a
+ * family whose folders tformer only reads says so. */
+TEST(model_handle_saves_what_it_loads) {
+    static const char *const DIRS[] = {
+        "tests/fixtures_vit/cls_grey28_p4_labels", "tests/fixtures_gpt2/tiny_gelu_new",
+        "tests/fixtures_hf/v4_bert_seqcls_5labels", "tests/fixtures_vivit/m2_cls_grey12_t2p4_labels",
+    };
+    for (size_t i = 0; i < sizeof DIRS / sizeof *DIRS; i++) {
+        char dir[64];
+        folder_with_config(dir, NULL);
+        tf_model *m = tf_model_load(DIRS[i], NULL), *back = NULL;
+        CHECKF(m && !tf_model_save(m, dir) && (back = tf_model_load(dir, NULL)), "%s: %s", DIRS[i], tf_error());
+        CHECKF(tf_model_family(back) == tf_model_family(m) && tf_model_caps(back) == tf_model_caps(m), "%s", DIRS[i]);
+        tf_model_free(m), tf_model_free(back), test_rm_rf(dir);
+    }
+    tf_model *n = tf_model_load("tests/fixtures_nystrom/model_T10_L2_noconv", NULL);
+    CHECK(n && tf_model_save(n, "/tmp/tf_never_written") && strstr(tf_error(), "does not write them"));
+    tf_model_free(n);
+}
+
 /* ---------------------------------------------------------------- threads */
 
 static const char *const TEXTS[] = {

@@ -143,6 +143,10 @@ struct tf_family {
      * free, and the capabilities the loaded model has (its head may narrow caps; NULL: caps). */
     void *(*load)(const char *dir, const char *architecture);
     void (*free)(void *model);
+    /* The model's configuration table (its config.json keys, flags and signature), and its
+     * folder written into dir (NULL: the family's folders are read, not written). */
+    const tf_field_table *config_table;
+    int (*save)(const void *model, const char *dir);
     unsigned (*model_caps)(const void *model);
     /* The model's parameters (NULL: none exposed). */
     const tf_params *(*params)(const void *model);
@@ -223,6 +227,11 @@ TF_API const void *tf_model_impl(const tf_model *m);
 /* -1 with an error naming the tensor when the weights hold a NaN or an infinity (a diverged
  * training); 0 otherwise, or when the family exposes no parameters. */
 TF_API int tf_model_check_finite(const tf_model *m);
+
+/* The model's folder written into dir (config.json and model.safetensors, and what else the
+ * family writes; not its tokenizer), as its family saves it; an error naming the family
+ * when it writes none. */
+TF_API int tf_model_save(const tf_model *m, const char *dir);
 
 /* TF_CAP_RUN: the inputs of a safetensors file, named as forward()'s arguments, through the
  * model; the output fields Hugging Face returns into output_path (hf-run). log: warnings, or NULL. */

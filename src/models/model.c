@@ -93,6 +93,11 @@ const char *tf_model_dir(const tf_model *m) { return m->dir; }
 unsigned tf_model_caps(const tf_model *m) { return m->caps; }
 const void *tf_model_impl(const tf_model *m) { return m->impl; }
 
+int tf_model_save(const tf_model *m, const char *dir) {
+    if (!m->f->save) return tf_set_error("%s: tformer reads %s folders but does not write them", m->dir, m->f->name);
+    return m->f->save(m->impl, dir);
+}
+
 int tf_model_check_finite(const tf_model *m) {
     const tf_params *ps = m->f->params ? m->f->params(m->impl) : NULL;
     return ps ? tf_params_check_finite(ps, NULL) : 0;

@@ -208,6 +208,8 @@ static int bert_mask_logits(const void *model, tf_tokenizer *tok, const char *te
 
 static const tf_params *bert_params(const void *model) { return ((const tf_bert *)model)->params; }
 
+static int bert_save(const void *model, const char *dir) { return tf_bert_save(model, dir); }
+
 /* ---------------------------------------------------------------- the rows */
 
 static const char *const BERT_TYPES[] = {"bert", "tformer-bert", "roberta", "distilbert", "xlm-roberta", NULL};
@@ -237,6 +239,7 @@ const tf_family tf_family_bert = {
     .model_types = BERT_TYPES, .verbs = "embed, fill-mask or predict",
     .caps = TF_CAP_RUN | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT,
     .load = bert_load, .free = bert_free, .model_caps = bert_caps, .params = bert_params,
+    .config_table = &tf_bert_config_table, .save = bert_save,
     .archs = BERT_ARCHS, .run = bert_run,
     .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
@@ -271,6 +274,7 @@ const tf_family tf_family_roformer = {
     .name = "roformer", .summary = "RoFormer: BERT with rotary positions (hf-run)",
     .model_types = ROFORMER_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
     .load = bert_load, .free = bert_free,
+    .config_table = &tf_bert_config_table, .save = bert_save,
     .archs = ROFORMER_ARCHS, .run = bert_run,
 };
 
@@ -278,5 +282,6 @@ const tf_family tf_family_bigbird = {
     .name = "bigbird", .summary = "BigBird: BERT with block-sparse attention (hf-run)",
     .model_types = BIGBIRD_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
     .load = bert_load, .free = bert_free,
+    .config_table = &tf_bert_config_table, .save = bert_save,
     .archs = BIGBIRD_ARCHS, .run = bert_run,
 };

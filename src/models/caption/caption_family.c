@@ -68,11 +68,14 @@ static int cap_caption(const void *model, const float *pixels, const tf_generate
     free(ids);
     return rc;
 }
+static int cap_save(const void *model, const char *dir) { return tf_caption_save(model, dir); }
+
 
 const tf_family tf_family_caption = {
     .name = "caption", .summary = "image captioning: a CNN grid, an RNN with attention or a Transformer decoder",
     .model_types = CAPTION_TYPES, .verbs = "caption", .caps = TF_CAP_CAPTION,
     .load = cap_load, .free = cap_free, .params = cap_params,
+    .config_table = &tf_caption_config_table, .save = cap_save,
     .input = TF_TRAIN_GENERATED, .task_table = &tf_caption_task_config_table,
     .task_size = sizeof(tf_caption_task_config),
     .task_defaults = cap_defaults, .task_check = cap_check, .task_new = cap_task, .val_batches = cap_val,

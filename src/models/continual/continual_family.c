@@ -35,10 +35,14 @@ static void *continual_load(const char *dir, const char *architecture) {
     return m;
 }
 
+static int continual_save(const void *model, const char *dir) { return tf_continual_save(dir, model, NULL); }
+
 const tf_family tf_family_continual = {
     .name = "continual", .summary = "each token of a stream classified by a Continual Transformer",
     .model_types = CONTINUAL_TYPES, .verbs = "stream", .caps = TF_CAP_STREAM,
     .load = continual_load, .free = continual_free,
-    .input = TF_TRAIN_TEXT, .task_table = &tf_continual_task_config_table, .task_size = sizeof(tf_continual_task_config),
+    .config_table = &tf_continual_config_table, .save = continual_save,
+    .input = TF_TRAIN_TEXT, .task_table = &tf_continual_task_config_table,
+    .task_size = sizeof(tf_continual_task_config),
     .task_defaults = continual_defaults, .task_check = continual_check, .task_new = continual_task,
 };

@@ -146,6 +146,8 @@ static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *pr
 
 static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
 
+static int gpt2_save(const void *model, const char *dir) { return tf_gpt_save(model, dir); }
+
 /* ---------------------------------------------------------------- the rows */
 
 static const char *const GPT_TYPES[] = {"gpt2", "tformer-gpt2", NULL};
@@ -165,6 +167,7 @@ const tf_family tf_family_gpt = {
     .name = "gpt", .summary = "next token",
     .model_types = GPT_TYPES, .verbs = "generate or eval", .caps = TF_CAP_RUN | TF_CAP_GENERATE,
     .load = gpt2_load, .free = gpt2_free, .model_caps = gpt2_caps, .params = gpt2_params,
+    .config_table = &tf_gpt_config_table, .save = gpt2_save,
     .archs = GPT_ARCHS, .run = gpt2_run,
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
     .task_defaults = gpt_defaults, .task_new = gpt_task,
@@ -194,6 +197,7 @@ const tf_family tf_family_imagegpt = {
     .name = "imagegpt", .summary = "next pixel: a GPT on colour tokens",
     .model_types = IMAGEGPT_TYPES, .verbs = "complete-image", .caps = TF_CAP_RUN | TF_CAP_COMPLETE_IMAGE,
     .load = gpt2_load, .free = gpt2_free, .model_caps = gpt2_caps, .params = gpt2_params,
+    .config_table = &tf_gpt_config_table, .save = gpt2_save,
     .archs = IMAGEGPT_ARCHS, .run = gpt2_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_imagegpt_task_config_table,
     .task_size = sizeof(tf_imagegpt_task_config),

@@ -61,11 +61,14 @@ static int rnn_translation(void *model, tf_translation *t) {
                           rnn_decoder, rnn_decoder_batch, rnn_attend};
     return 0;
 }
+static int rnn_save(const void *model, const char *dir) { return tf_rnn_seq2seq_save(model, dir); }
+
 
 const tf_family tf_family_rnn = {
     .name = "rnn", .summary = "RNN translation",
     .model_types = RNN_TYPES, .verbs = "translate", .caps = TF_CAP_TRANSLATE,
     .load = rnn_load, .free = rnn_free,
+    .config_table = &tf_rnn_seq2seq_config_table, .save = rnn_save,
     .input = TF_TRAIN_PARALLEL, .task_table = &tf_rnn_seq2seq_task_config_table,
     .task_size = sizeof(tf_rnn_seq2seq_task_config),
     .task_defaults = rnn_defaults, .task_new = rnn_task, .val_batches = rnn_val,

@@ -153,6 +153,8 @@ static int tr_settings(const void *model, const char *dir, tf_translate_opts *o,
     return 0;
 }
 
+static int marian_save(const void *model, const char *dir) { return tf_seq2seq_save(model, dir); }
+
 /* ---------------------------------------------------------------- the rows */
 
 static const char *const SEQ2SEQ_TYPES[] = {"tformer-seq2seq", "marian", NULL};
@@ -176,6 +178,7 @@ const tf_family tf_family_seq2seq = {
     .name = "seq2seq", .summary = "translation",
     .model_types = SEQ2SEQ_TYPES, .verbs = "translate", .caps = TF_CAP_RUN | TF_CAP_TRANSLATE,
     .load = marian_load, .free = marian_free,
+    .config_table = &tf_seq2seq_config_table, .save = marian_save,
     .archs = SEQ2SEQ_ARCHS, .run = marian_run,
     .input = TF_TRAIN_PARALLEL, .task_table = &tf_seq2seq_task_config_table,
     .task_size = sizeof(tf_seq2seq_task_config),

@@ -83,6 +83,8 @@ static int swin_logits(const void *model, const float *pixels, float *logits, fl
 
 static const tf_params *swin_params(const void *model) { return ((const tf_swin *)model)->params; }
 
+static int swin_save(const void *model, const char *dir) { return tf_swin_save(model, dir); }
+
 /* ---------------------------------------------------------------- the row */
 
 static const char *const SWIN_TYPES[] = {"swin", NULL};
@@ -116,6 +118,7 @@ const tf_family tf_family_swin = {
     .name = "swin", .summary = "image classification by a Swin Transformer",
     .model_types = SWIN_TYPES, .verbs = "classify", .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE,
     .load = swin_load, .free = swin_free, .model_caps = swin_caps, .params = swin_params,
+    .config_table = &tf_swin_config_table, .save = swin_save,
     .archs = SWIN_ARCHS, .run = swin_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_swin_task_config_table, .task_size = sizeof(tf_swin_task_config),
     .task_defaults = swin_defaults, .task_check = swin_check, .task_new = swin_task, .val_batches = swin_val,

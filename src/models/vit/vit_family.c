@@ -88,6 +88,8 @@ static void vit_grid(const void *model, int *g, int *heads, int *patch) {
 
 static const tf_params *vit_params(const void *model) { return ((const tf_vit *)model)->params; }
 
+static int vit_save(const void *model, const char *dir) { return tf_vit_save(model, dir); }
+
 /* ---------------------------------------------------------------- the row */
 
 static const char *const VIT_TYPES[] = {"vit", "tformer-vit", NULL};
@@ -120,6 +122,7 @@ const tf_family tf_family_vit = {
     .name = "vit", .summary = "image classification",
     .model_types = VIT_TYPES, .verbs = "classify", .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE,
     .load = vit_load, .free = vit_free, .model_caps = vit_caps, .params = vit_params,
+    .config_table = &tf_vit_config_table, .save = vit_save,
     .archs = VIT_ARCHS, .run = vit_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_vit_task_config_table, .task_size = sizeof(tf_vit_task_config),
     .task_defaults = vit_defaults, .task_check = vit_check, .task_new = vit_task, .val_batches = vit_val,

@@ -47,6 +47,8 @@ static const char *vivit_label(const void *model, int i, char *buf, size_t n) { 
 
 static const tf_params *vivit_params(const void *model) { return ((const tf_vivit *)model)->params; }
 
+static int vivit_save(const void *model, const char *dir) { return tf_vivit_save(model, dir); }
+
 /* ---------------------------------------------------------------- the row */
 
 static const char *const VIVIT_TYPES[] = {"vivit", "tformer-vivit", NULL};
@@ -80,6 +82,7 @@ const tf_family tf_family_vivit = {
     .name = "vivit", .summary = "video classification on moving-object clips",
     .model_types = VIVIT_TYPES, .verbs = "classify", .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_CLIP,
     .load = vivit_load, .free = vivit_free, .model_caps = vivit_caps, .params = vivit_params,
+    .config_table = &tf_vivit_config_table, .save = vivit_save,
     .archs = VIVIT_ARCHS, .run = vivit_run,
     .input = TF_TRAIN_CLIPS, .task_table = &tf_vivit_task_config_table, .task_size = sizeof(tf_vivit_task_config),
     .task_defaults = vivit_defaults, .task_check = vivit_check, .task_new = vivit_task, .val_batches = vivit_val,
