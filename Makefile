@@ -68,11 +68,15 @@ $(BUILD)/libtformer.so: $(LIB_OBJ) Makefile src/tformer.map
 	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -Wl,--version-script=src/tformer.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libtformer.so $(BUILD)/$(SONAME)
 
+# tformer serve: HTTP through libmicrohttpd (the CLI only; its tests talk to it with libcurl).
+SERVE_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd) -lpthread
+CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+
 $(BUILD)/tformer: $(CLI_SRC) $(wildcard cli/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS) $(SERVE_LIBS)
 
 $(BUILD)/run_tests: $(TEST_SRC) $(wildcard tests/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS) $(CURL_LIBS)
 
 # The main job: train a character-level GPT on the fortunes package's text
 # (or DATA="files"), print samples and the validation loss (~5 minutes, 2 cores).
