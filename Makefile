@@ -412,6 +412,12 @@ python-test: $(BUILD)/tformer
 	TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
 .PHONY: python-test
 
+# tformer serve with the real `openai` Python client (PyPI; skipped when not installed): models.list,
+# embeddings.create and completions.create (plain, stream=True) against the CLI's results (docs/serve.md).
+serve-openai: $(BUILD)/tformer
+	TFORMER_BIN=$(BUILD)/tformer $(PYTHON) tests/ref/serve_openai.py
+.PHONY: serve-openai
+
 clean:
 	rm -rf build build-san build-nompi
 

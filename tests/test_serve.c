@@ -2,7 +2,10 @@
  * 127.0.0.1, talked to with libcurl. Embeddings equal `tformer embed`'s, greedy completions
  * `tformer generate`'s (streamed pieces add up to the same text), every error status, and the
  * server still answers after bad requests; SIGTERM finishes in-flight requests and exits 0. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <poll.h>
@@ -226,6 +229,40 @@ TEST(serve_refuses_bad_requests_and_stays_up) {
     CHECK(server_stop(&sv) == 0);
 }
 
+/* A connection to the server (-1 on failure). */
+static int connect_to(const server *sv) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET, a.sin_port = htons((uint16_t)sv->port), a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a)) close(fd), fd = -1;
+    return fd;
+}
+
+/* 64 idle connections and one that sends half a request: the server answers others meanwhile,
+ * and closes the slow one after --timeout. */
+TEST(serve_survives_idle_and_slow_clients) {
+    server sv;
+    CHECK(!server_start(&sv, "--model st=" ST_DIR " --timeout 1 --max-connections 128"));
+    enum { IDLE = 64 };
+    int fds[IDLE], slow = connect_to(&sv);
+    for (int i = 0; i < IDLE; i++) fds[i] = connect_to(&sv);
+    const char *half = "POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\":";
+    CHECK(slow >= 0 && write(slow, half, strlen(half)) == (ssize_t)strlen(half));
+    char *r;
+    CHECK(http(&sv, "/health", NULL, 0, NULL, &r) == 200);
+    free(r);
+    struct pollfd p = {slow, POLLIN, 0};
+    char got[512];
+    CHECKF(poll(&p, 1, 5000) == 1 && read(slow, got, sizeof got) >= 0, "the slow client was not let go");
+    int opened = 0;
+    for (int i = 0; i < IDLE; i++) opened += fds[i] >= 0, close(fds[i]);
+    CHECK(opened == IDLE);
+    close(slow);
+    CHECK(http(&sv, "/health", NULL, 0, NULL, &r) == 200);
+    free(r);
+    CHECK(server_stop(&sv) == 0);
+}
+
 /* ---------------------------------------------------------------- completions */
 
 /* The text of the events of a stream (each "data: {...}"'s choices[0].text), and whether it ended with [DONE]. */
@@ -244,6 +281,29 @@ static int stream_text(const char *reply, char *text, size_t n, int *events) {
         cJSON_Delete(o), free(one);
     }
     return done;
+}
+
+static size_t hang_up(char *d, size_t size, size_t k, void *user) {
+    (void)d, (void)size, (void)k, (void)user;
+    return 0; /* libcurl aborts the transfer */
+}
+
+/* A 512-token stream dropped at its first bytes: 0 when libcurl saw the abort. */
+static int stream_and_hang_up(const server *sv) {
+    CURL *c = curl_easy_init();
+    char url[256];
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer k3y");
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", sv->port);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":512,\"stream\":true}");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, hang_up);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return rc == CURLE_WRITE_ERROR ? 0 : -1;
 }
 
 typedef struct {
@@ -282,8 +342,20 @@ TEST(serve_completions_equal_the_cli) {
     free(r);
     long st = post(&sv, "/v1/completions", greedy, "k3y", &r);
     cJSON *o = cJSON_Parse(r);
-    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "text");
+    const cJSON *t;
+    t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "text");
     CHECKF(st == 200 && cJSON_IsString(t) && !strcmp(t->valuestring, cli), "%ld %s vs the CLI's '%s'", st, r, cli);
+    cJSON_Delete(o), free(r);
+    /* sampled with a seed: the CLI's text for the same seed */
+    char sampled[4096];
+    snprintf(cmd, sizeof cmd, "generate --model %s --prompt ab --max-tokens 12 --temperature 0.9 --seed 7", dir);
+    CHECK(test_run_cli("", cmd, sampled, sizeof sampled) == 0);
+    sampled[strlen(sampled) - 1] = 0;
+    st = post(&sv, "/v1/completions", "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":12,\"temperature\":0.9,"
+              "\"seed\":7}", "k3y", &r);
+    o = cJSON_Parse(r);
+    t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "text");
+    CHECKF(st == 200 && cJSON_IsString(t) && !strcmp(t->valuestring, sampled + 2), "%s vs the CLI's '%s'", r, sampled + 2);
     cJSON_Delete(o), free(r);
     /* streamed: the pieces add up to the same text, then [DONE] */
     st = post(&sv, "/v1/completions", "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":10,\"temperature\":0,\"stream\":true}",
@@ -291,6 +363,10 @@ TEST(serve_completions_equal_the_cli) {
     char text[1024];
     int events;
     CHECKF(st == 200 && stream_text(r, text, sizeof text, &events) && !strcmp(text, cli) && events >= 2, "%ld %s", st, r);
+    free(r);
+    /* a client that goes away after the first event: the server carries on */
+    CHECK(stream_and_hang_up(&sv) == 0);
+    CHECK(http(&sv, "/health", NULL, 0, NULL, &r) == 200);
     free(r);
     static const struct {
         const char *body;
