@@ -75,8 +75,8 @@ static void put(text *t, const char *fmt, ...) {
 }
 
 static void histograms(text *t, const serve_metrics *s) {
-    put(t, "# HELP tformer_request_duration_seconds Time from a request's first byte to its reply (streams: to the "
-           "first byte of the reply).\n# TYPE tformer_request_duration_seconds histogram\n");
+    put(t, "# HELP tformer_request_duration_seconds Time from a request's arrival to the end of its reply (a "
+           "stream: its last event).\n# TYPE tformer_request_duration_seconds histogram\n");
     for (int e = 0; e < EP_COUNT; e++) {
         uint64_t cum = 0;
         for (int b = 0; b < SERVE_N_BUCKETS; b++) {

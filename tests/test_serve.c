@@ -411,3 +411,26 @@ TEST(serve_completions_equal_the_cli) {
     CHECK(rc == 0);
     test_rm_rf(dir);
 }
+
+/* /v1/fill-mask: transformers' pipeline's choices (the fixture's answers.json), as tformer fill-mask. */
+TEST(serve_fills_masks_as_the_pipeline) {
+    server sv;
+    CHECK(!server_start(&sv, "--model mlm=tests/fixtures_distilbert_st/tiny_distilbert_mlm"));
+    char *r;
+    long st = post(&sv, "/v1/fill-mask", "{\"model\":\"mlm\",\"input\":\"the cat [MASK] on the mat.\",\"top_k\":3}", NULL, &r);
+    cJSON *o = cJSON_Parse(r), *ref = test_read_json("tests/fixtures_distilbert_st/tiny_distilbert_mlm/answers.json");
+    const cJSON *c = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "data"), 0), "candidates"), *e;
+    CHECKF(st == 200 && cJSON_GetArraySize(c) == 3 && ref, "%ld %s", st, r);
+    free(r);
+    int i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(ref, "top")) {
+        const cJSON *got = cJSON_GetArrayItem(c, i++);
+        CHECK(cJSON_GetObjectItem(got, "token_id")->valueint == cJSON_GetObjectItem(e, "token")->valueint);
+        CHECK(fabs(cJSON_GetObjectItem(got, "score")->valuedouble - cJSON_GetObjectItem(e, "score")->valuedouble) < 1e-5);
+    }
+    cJSON_Delete(o), cJSON_Delete(ref);
+    CHECK(post(&sv, "/v1/fill-mask", "{\"model\":\"mlm\",\"input\":\"no mask here\"}", NULL, &r) == 400 && is_error(r) &&
+          strstr(r, "no mask token"));
+    free(r);
+    CHECK(server_stop(&sv) == 0);
+}
