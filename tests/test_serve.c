@@ -434,3 +434,35 @@ TEST(serve_fills_masks_as_the_pipeline) {
     free(r);
     CHECK(server_stop(&sv) == 0);
 }
+
+int test_marian_spm_folder(char *dir); /* tests/test_marian_spm.c */
+
+/* /v1/translations on a Marian folder (source.spm / target.spm): tformer translate's lines. */
+TEST(serve_translates_as_the_cli) {
+    char dir[] = "/tmp/tformer_serve_tr_XXXXXX", out[8192], cmd[512];
+    static const char *const MODEL_FILE[] = {"model.safetensors"};
+    CHECK(!test_marian_spm_folder(dir) && !test_marian_generate_config("tests/fixtures_marian_spm", dir, NULL) &&
+          !test_copy_files("tests/fixtures_marian_spm", dir, MODEL_FILE, 1));
+    snprintf(cmd, sizeof cmd, "translate --model %s < tests/data/serve_sentences.txt", dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s", out);
+    server sv;
+    snprintf(cmd, sizeof cmd, "--model mt=%s", dir);
+    CHECK(!server_start(&sv, cmd));
+    char *r;
+    long st = post(&sv, "/v1/translations", "{\"model\":\"mt\",\"input\":[\"The cat sat on the mat.\",\"A dog ran.\"]}",
+                   NULL, &r);
+    cJSON *o = cJSON_Parse(r), *e;
+    CHECKF(st == 200 && cJSON_GetArraySize(cJSON_GetObjectItem(o, "data")) == 2, "%ld %s", st, r);
+    free(r);
+    char *line = out;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "data")) {
+        const char *t = cJSON_GetObjectItem(e, "text")->valuestring;
+        char *nl = strchr(line, '\n');
+        CHECKF(nl && (size_t)(nl - line) == strlen(t) && !strncmp(line, t, strlen(t)), "'%s' vs the CLI's '%.*s'", t,
+               nl ? (int)(nl - line) : 0, line);
+        line = nl + 1;
+    }
+    cJSON_Delete(o);
+    CHECK(server_stop(&sv) == 0);
+    test_rm_rf(dir);
+}
