@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "serve.h"
 
-enum { MODEL, HOST, PORT, API_KEY, THREADS, MAX_BATCH, MAX_BODY, MAX_TOKENS, MAX_INPUTS, MAX_INPUT, MAX_N, TIMEOUT,
+enum { MODEL, HOST, PORT, API_KEY, THREADS, PARALLEL, MAX_BATCH, BATCH_WINDOW, MAX_BODY, MAX_TOKENS, MAX_INPUTS, MAX_INPUT, MAX_N, TIMEOUT,
        MAX_CONNECTIONS };
 const cli_flag cmd_serve_flags[] = {
     [MODEL] = {"model", CLI_LIST, "NAME=DIR...", NULL,
@@ -18,7 +18,11 @@ const cli_flag cmd_serve_flags[] = {
     [API_KEY] = {"api-key", CLI_STRING, "KEY", "",
                  "ask every request but /health for 'Authorization: Bearer KEY' (default: $TFORMER_API_KEY, else none)"},
     [THREADS] = CLI_THREADS_ROW,
-    [MAX_BATCH] = {"max-batch", CLI_INT, "N", "4", "model calls computed at once; other requests wait their turn"},
+    [PARALLEL] = {"parallel", CLI_INT, "N", "2", "model calls computed at once; other requests wait their turn"},
+    [MAX_BATCH] = {"max-batch", CLI_INT, "N", "1",
+                   "concurrent embedding requests of a model coalesced into one call (1: none; above 1 a text's "
+                   "vector may differ from its vector alone in the last bits: docs/serve.md)"},
+    [BATCH_WINDOW] = {"batch-window", CLI_INT, "MICROSECONDS", "2000", "how long a batch waits for more requests"},
     [MAX_BODY] = {"max-body", CLI_INT, "BYTES", "1048576", "the largest request body (413 past it)"},
     [MAX_TOKENS] = {"max-tokens", CLI_INT, "N", "512", "the largest max_tokens a completion may ask"},
     [MAX_INPUTS] = {"max-inputs", CLI_INT, "N", "256", "texts (or prompts) per request"},
@@ -75,7 +79,8 @@ int cmd_serve(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     const char *key = a->v[API_KEY].text ? a->v[API_KEY].text : getenv("TFORMER_API_KEY");
     serve_opts o = {a->v[HOST].text, (int)ranged(a, PORT, 0, 65535), key && *key ? key : NULL,
-                    (int)ranged(a, MAX_BATCH, 1, 1024), (size_t)ranged(a, MAX_BODY, 64, 1LL << 30),
+                    (int)ranged(a, PARALLEL, 1, 1024), (int)ranged(a, MAX_BATCH, 1, 1024),
+                    (int)ranged(a, BATCH_WINDOW, 0, 999999), (size_t)ranged(a, MAX_BODY, 64, 1LL << 30),
                     (int)ranged(a, MAX_TOKENS, 1, 1 << 20), (int)ranged(a, MAX_INPUTS, 1, 1 << 16),
                     (size_t)ranged(a, MAX_INPUT, 1, 1LL << 30), (int)ranged(a, MAX_N, 1, 128),
                     (int)ranged(a, TIMEOUT, 1, 3600), (int)ranged(a, MAX_CONNECTIONS, 1, 1 << 16)};

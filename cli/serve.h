@@ -18,7 +18,9 @@ typedef struct {
     const char *host;   /* the address bound: 127.0.0.1 unless told otherwise */
     int port;           /* 0: any free port (serve_port says which) */
     const char *api_key; /* NULL: no key asked */
-    int max_batch;      /* model calls computed at once (requests wait their turn) */
+    int parallel;       /* model calls computed at once (requests wait their turn) */
+    int max_batch;      /* embedding requests coalesced into one call */
+    int batch_window_us; /* how long a batch waits for more requests */
     size_t max_body;    /* bytes of a request's body (413 past it) */
     int max_tokens;     /* new tokens a completion may ask */
     int max_inputs;     /* texts per request */
@@ -45,11 +47,13 @@ typedef struct {
     uint64_t latency[EP_COUNT][SERVE_N_BUCKETS + 1];
     double latency_sum[EP_COUNT];
     uint64_t prompt_tokens, completion_tokens, embedded_texts;
+    uint64_t batches, batched_requests; /* embedding calls, and the requests they answered */
     int in_flight, computing;
 } serve_metrics;
 
 void serve_metrics_init(serve_metrics *s);
 void serve_metrics_request(serve_metrics *s, serve_endpoint ep, int status, double seconds);
+void serve_metrics_batch(serve_metrics *s, int requests);
 void serve_metrics_tokens(serve_metrics *s, uint64_t prompt, uint64_t completion, uint64_t texts);
 /* The Prometheus text (malloc'd), or NULL. */
 char *serve_metrics_text(serve_metrics *s);
@@ -59,11 +63,14 @@ const char *serve_endpoint_name(serve_endpoint ep);
 
 /* ---------------------------------------------------------------- the server */
 
+typedef struct serve_queue serve_queue; /* a model's embedding requests waiting for a batch (serve_batch.c) */
+
 typedef struct serve {
     serve_opts o;
     serve_model *models;
     int n_models;
-    sem_t compute;           /* max_batch model calls at once */
+    sem_t compute;           /* parallel model calls at once */
+    serve_queue *queues;     /* one per model */
     volatile int stopping;   /* a signal came: 503 to new requests */
     serve_metrics metrics;
     struct MHD_Daemon *d;
@@ -107,6 +114,16 @@ void serve_compute_end(serve *s);
 
 int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body, size_t len, serve_reply *r);
 int serve_api_completions(serve *s, const cJSON *req, serve_reply *r); /* serve_complete.c */
+
+/* ---------------------------------------------------------------- batching (serve_batch.c) */
+
+serve_queue *serve_queues_new(int n);
+void serve_queues_free(serve_queue *q, int n);
+/* tf_model_embed of the texts, in a batch with the model's other waiting requests; -1 with the
+ * library's message in err. *out: (n, dim) floats, malloc'd. */
+int serve_embed(serve *s, const serve_model *sm, const char *const *texts, int n, float **out, char *err, size_t n_err);
+/* serve_error with msg, the model's folder taken off its front. */
+int serve_msg_error(serve_reply *r, int status, const tf_model *m, const char *code, const char *msg);
 
 /* ---------------------------------------------------------------- streaming (serve_stream.c) */
 

@@ -163,10 +163,8 @@ static int embeddings(serve *s, const cJSON *req, serve_reply *r) {
     int n;
     if (texts_of(s, req, &texts, &n, r)) return -1;
     float *e = NULL;
-    serve_compute_begin(s);
-    int rc = tf_model_embed(sm->m, texts, n, NULL, &e);
-    serve_compute_end(s);
-    if (rc) return free(texts), serve_lib_error(r, 400, sm->m, "model_error");
+    char err[768];
+    if (serve_embed(s, sm, texts, n, &e, err, sizeof err)) return free(texts), serve_msg_error(r, 400, sm->m, "model_error", err);
     uint64_t tokens = count_tokens(sm->m, texts, n);
     serve_metrics_tokens(&s->metrics, 0, 0, (uint64_t)n);
     free(texts);

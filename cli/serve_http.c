@@ -64,7 +64,11 @@ int serve_json(serve_reply *r, int status, cJSON *obj) {
 }
 
 int serve_lib_error(serve_reply *r, int status, const tf_model *m, const char *code) {
-    const char *msg = tf_error(), *dir = m ? tf_model_dir(m) : NULL;
+    return serve_msg_error(r, status, m, code, tf_error());
+}
+
+int serve_msg_error(serve_reply *r, int status, const tf_model *m, const char *code, const char *msg) {
+    const char *dir = m ? tf_model_dir(m) : NULL;
     size_t n = dir ? strlen(dir) : 0;
     if (n && !strncmp(msg, dir, n) && !strncmp(msg + n, ": ", 2)) msg += n + 2; /* the server's paths stay its own */
     return serve_error(r, status, NULL, code, "%s", msg);
@@ -197,7 +201,8 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
     if (!s) return snprintf(err, n_err, "out of memory"), NULL;
     s->o = *o, s->models = models, s->n_models = n_models, s->created = (long long)time(NULL);
     serve_metrics_init(&s->metrics);
-    sem_init(&s->compute, 0, (unsigned)o->max_batch);
+    sem_init(&s->compute, 0, (unsigned)o->parallel);
+    if (!(s->queues = serve_queues_new(n_models))) return snprintf(err, n_err, "out of memory"), free(s), NULL;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
@@ -208,6 +213,7 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
     if (!s->d) {
         snprintf(err, n_err, "cannot listen on %s port %d: %s", o->host, o->port, errno ? strerror(errno) : "failed");
         sem_destroy(&s->compute);
+        serve_queues_free(s->queues, n_models);
         free(s);
         return NULL;
     }
@@ -234,6 +240,7 @@ void serve_stop(serve *s) {
     MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     sem_destroy(&s->compute);
+    serve_queues_free(s->queues, s->n_models);
     free(s);
 }
 

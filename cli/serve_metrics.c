@@ -44,6 +44,12 @@ void serve_metrics_tokens(serve_metrics *s, uint64_t prompt, uint64_t completion
     pthread_mutex_unlock(&s->mu);
 }
 
+void serve_metrics_batch(serve_metrics *s, int requests) {
+    pthread_mutex_lock(&s->mu);
+    s->batches++, s->batched_requests += (uint64_t)requests;
+    pthread_mutex_unlock(&s->mu);
+}
+
 typedef struct {
     char *buf;
     size_t len, cap;
@@ -112,9 +118,15 @@ char *serve_metrics_text(serve_metrics *s) {
             "tformer_completion_tokens_total %llu\n", (unsigned long long)s->completion_tokens);
     put(&t, "# HELP tformer_embedded_texts_total Texts embedded.\n# TYPE tformer_embedded_texts_total counter\n"
             "tformer_embedded_texts_total %llu\n", (unsigned long long)s->embedded_texts);
+    put(&t, "# HELP tformer_embedding_batches_total Embedding calls (each answers one or more requests).\n"
+            "# TYPE tformer_embedding_batches_total counter\ntformer_embedding_batches_total %llu\n"
+            "# HELP tformer_embedding_batched_requests_total Embedding requests answered by those calls "
+            "(over batches: the mean batch size).\n# TYPE tformer_embedding_batched_requests_total counter\n"
+            "tformer_embedding_batched_requests_total %llu\n", (unsigned long long)s->batches,
+            (unsigned long long)s->batched_requests);
     put(&t, "# HELP tformer_requests_in_flight Requests being received, computed or sent.\n"
             "# TYPE tformer_requests_in_flight gauge\ntformer_requests_in_flight %d\n", s->in_flight);
-    put(&t, "# HELP tformer_model_calls_running Model calls computing now (at most --max-batch).\n"
+    put(&t, "# HELP tformer_model_calls_running Model calls computing now (at most --parallel).\n"
             "# TYPE tformer_model_calls_running gauge\ntformer_model_calls_running %d\n", s->computing);
     pthread_mutex_unlock(&s->mu);
     if (t.failed) return free(t.buf), NULL;

@@ -486,3 +486,64 @@ TEST(serve_translates_as_the_cli) {
     CHECK(server_stop(&sv) == 0);
     test_rm_rf(dir);
 }
+
+typedef struct {
+    const server *sv;
+    char body[256];
+    long status;
+    char *reply;
+} embed_call;
+
+static void *embed_thread(void *arg) {
+    embed_call *c = arg;
+    c->status = post(c->sv, "/v1/embeddings", c->body, NULL, &c->reply);
+    return NULL;
+}
+
+/* The embedding's floats of a reply (base64), how many. */
+static int reply_floats(const char *reply, float *out, int max) {
+    cJSON *o = cJSON_Parse(reply), *e;
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(o, "data")) {
+        const cJSON *v = cJSON_GetObjectItem(e, "embedding");
+        if (cJSON_IsString(v)) n += b64_floats(v->valuestring, out + n, max - n);
+    }
+    cJSON_Delete(o);
+    return n;
+}
+
+/* 16 embedding requests at once, coalesced into batches: each answer equal to the request's answer
+ * alone within 1e-6 (the batch pads the texts to its longest), in fewer calls than requests. */
+TEST(serve_batches_embeddings) {
+    server sv;
+    CHECK(!server_start(&sv, "--model st=" ST_DIR " --max-batch 16 --batch-window 20000"));
+    enum { N = 16 };
+    static const char *const WORDS[] = {"cat", "dog", "a much longer sentence with many words in it", "x"};
+    embed_call calls[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        calls[i] = (embed_call){&sv, "", 0, NULL};
+        snprintf(calls[i].body, sizeof calls[i].body, "{\"model\":\"st\",\"input\":[\"%s %d\"%s],\"encoding_format\":\"base64\"}",
+                 WORDS[i % 4], i, i % 3 ? "" : ",\"and a second text\"");
+        pthread_create(&th[i], NULL, embed_thread, &calls[i]);
+    }
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    int close_enough = 0;
+    for (int i = 0; i < N; i++) {
+        char *alone;
+        float a[512], b[512];
+        long st = post(&sv, "/v1/embeddings", calls[i].body, NULL, &alone);
+        int na = reply_floats(alone, a, 512), nb = calls[i].status == 200 ? reply_floats(calls[i].reply, b, 512) : -1;
+        double worst = 0;
+        for (int k = 0; k < na && na == nb; k++) worst = fmax(worst, fabs(a[k] - b[k]));
+        close_enough += st == 200 && na > 0 && na == nb && worst < 1e-6;
+        free(alone), free(calls[i].reply);
+    }
+    CHECKF(close_enough == N, "%d of %d batched answers are the answer alone", close_enough, N);
+    char *r;
+    CHECK(http(&sv, "/metrics", NULL, 0, NULL, &r) == 200);
+    const char *batches = strstr(r, "\ntformer_embedding_batches_total ");
+    CHECKF(batches && atoi(batches + 34) < 2 * N, "%s", r); /* the 16 at once took fewer calls than requests */
+    free(r);
+    CHECK(server_stop(&sv) == 0);
+}
