@@ -179,8 +179,9 @@ $(FUZZ_DIR)/libtformer.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# fuzz_cli parses against the verb table: cli/ without main().
+# fuzz_cli parses against the verb table: cli/ without main() (serve's files need libmicrohttpd).
 $(FUZZ_DIR)/fuzz_cli: $(FUZZ_CLI_OBJ)
+$(FUZZ_DIR)/fuzz_cli: LDLIBS += $(SERVE_LIBS)
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libtformer.a \
                    $(wildcard include/*.h include/tformer/*.h cli/*.h src/*/*.h src/models/*/*.h)
 	clang $(CPPFLAGS) -Isrc $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(FUZZ_DIR)/libtformer.a $(LDLIBS)
