@@ -415,8 +415,10 @@ python-test: $(BUILD)/tformer
 
 # tformer serve with the real `openai` Python client (PyPI; skipped when not installed): models.list,
 # embeddings.create and completions.create (plain, stream=True) against the CLI's results (docs/serve.md).
+# SERVE_PYTHON: the interpreter pip installed openai for (default python3 on PATH).
+SERVE_PYTHON ?= python3
 serve-openai: $(BUILD)/tformer
-	TFORMER_BIN=$(BUILD)/tformer $(PYTHON) tests/ref/serve_openai.py
+	TFORMER_BIN=$(BUILD)/tformer $(SERVE_PYTHON) tests/ref/serve_openai.py
 .PHONY: serve-openai
 
 clean:

@@ -61,7 +61,12 @@ def check_completions(client, tformer, gpt_dir):
     pieces = [c.choices[0].text for c in client.completions.create(model="gpt", prompt="ab", max_tokens=10,
                                                                      temperature=0, stream=True)]
     assert "".join(pieces) == want, (pieces, want)
-    print("serve_openai: completions.create (plain and stream=True) equals tformer generate: %r" % want)
+    seeded = cli(tformer, "generate", "--model", gpt_dir, "--prompt", "ab", "--max-tokens", "12", "--temperature", "0.9",
+                 "--seed", "7")[2:].rstrip("\n")
+    got = client.completions.create(model="gpt", prompt="ab", max_tokens=12, temperature=0.9, seed=7)
+    assert got.choices[0].text == seeded, (got.choices[0].text, seeded)
+    print("serve_openai: completions.create (greedy, seeded, stream=True) equals tformer generate: %r, %r"
+          % (want, seeded))
 
 
 def main():
