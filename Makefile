@@ -68,11 +68,15 @@ $(BUILD)/libtformer.so: $(LIB_OBJ) Makefile src/tformer.map
 	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -Wl,--version-script=src/tformer.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libtformer.so $(BUILD)/$(SONAME)
 
+# tformer serve: HTTP through libmicrohttpd (the CLI only; its tests talk to it with libcurl).
+SERVE_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd) -lpthread
+CURL_LIBS  := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+
 $(BUILD)/tformer: $(CLI_SRC) $(wildcard cli/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $(CLI_SRC) $(BUILD)/libtformer.a $(LDLIBS) $(SERVE_LIBS)
 
 $(BUILD)/run_tests: $(TEST_SRC) $(wildcard tests/*.h include/*.h include/tformer/*.h) $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Isrc $(WARN) $(CFLAGS) $(SAN) -o $@ $(TEST_SRC) $(BUILD)/libtformer.a $(LDLIBS) $(CURL_LIBS)
 
 # The main job: train a character-level GPT on the fortunes package's text
 # (or DATA="files"), print samples and the validation loss (~5 minutes, 2 cores).
@@ -179,8 +183,9 @@ $(FUZZ_DIR)/libtformer.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# fuzz_cli parses against the verb table: cli/ without main().
+# fuzz_cli parses against the verb table: cli/ without main() (serve's files need libmicrohttpd).
 $(FUZZ_DIR)/fuzz_cli: $(FUZZ_CLI_OBJ)
+$(FUZZ_DIR)/fuzz_cli: LDLIBS += $(SERVE_LIBS)
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DIR)/libtformer.a \
                    $(wildcard include/*.h include/tformer/*.h cli/*.h src/*/*.h src/models/*/*.h)
 	clang $(CPPFLAGS) -Isrc $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(FUZZ_DIR)/libtformer.a $(LDLIBS)
@@ -411,6 +416,14 @@ python-test: $(BUILD)/tformer
 	$(PYVENV)/bin/pip install -q --disable-pip-version-check .
 	TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
 .PHONY: python-test
+
+# tformer serve with the real `openai` Python client (PyPI; skipped when not installed): models.list,
+# embeddings.create and completions.create (plain, stream=True) against the CLI's results (docs/serve.md).
+# SERVE_PYTHON: the interpreter pip installed openai for (default python3 on PATH).
+SERVE_PYTHON ?= python3
+serve-openai: $(BUILD)/tformer
+	TFORMER_BIN=$(BUILD)/tformer $(SERVE_PYTHON) tests/ref/serve_openai.py
+.PHONY: serve-openai
 
 clean:
 	rm -rf build build-san build-nompi

@@ -225,6 +225,7 @@ CLI_VERB(tokenizer_train);
 CLI_VERB(inspect);
 CLI_VERB(compare);
 CLI_VERB(stream);
+CLI_VERB(serve);
 int cmd_train_tables(const tf_fields **t);
 int cmd_generate_tables(const tf_fields **t);
 int cmd_translate_tables(const tf_fields **t);

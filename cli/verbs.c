@@ -43,6 +43,8 @@ static const cli_verb VERBS[] = {
      cmd_tokenizer_train_flags, cmd_tokenizer_train_tables, "FILE...", 1, -1},
     {"stream", "Run a continual model on a stream: one feature vector per line in, one output per step out "
      "(docs/continual.md)", cmd_stream, cmd_stream_flags, NULL, NULL, 0, 0},
+    {"serve", "Serve models over HTTP: an OpenAI-compatible API (embeddings, completions, ...) (docs/serve.md)",
+     cmd_serve, cmd_serve_flags, NULL, NULL, 0, 0},
     {"inspect", "List the tensors of a safetensors file", cmd_inspect, cmd_inspect_flags, NULL, "FILE.safetensors", 1, 1},
     {"compare", "Relative L2 error of every tensor of B against the tensor of the same name in A", cmd_compare,
      cmd_compare_flags, NULL, "A.safetensors B.safetensors", 2, 2},

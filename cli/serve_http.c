@@ -1,0 +1,260 @@
+/* The daemon of tformer serve: libmicrohttpd with a thread per connection, the limits
+ * (body size, time to send a request, connections), the API key, dispatch, and a shutdown
+ * that finishes the requests in flight. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+/* What a connection's current request holds between the handler's calls. */
+typedef struct {
+    serve_endpoint ep;
+    double start;
+    char *body;
+    size_t len, cap;
+    int answered; /* a reply is queued: the rest of the upload is not read */
+    int status;   /* the reply's, for the metrics (0: none sent) */
+} request;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+int serve_error(serve_reply *r, int status, const char *param, const char *code, const char *fmt, ...) {
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *type = status == 401 ? "authentication_error"
+                       : status == 404 ? "not_found_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    if (e) {
+        cJSON_AddStringToObject(e, "message", msg);
+        cJSON_AddStringToObject(e, "type", type);
+        if (param) cJSON_AddStringToObject(e, "param", param);
+        else cJSON_AddNullToObject(e, "param");
+        if (code) cJSON_AddStringToObject(e, "code", code);
+        else cJSON_AddNullToObject(e, "code");
+    }
+    serve_json(r, status, o);
+    return -1;
+}
+
+int serve_json(serve_reply *r, int status, cJSON *obj) {
+    free(r->body);
+    r->body = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    r->status = r->body ? status : 500;
+    r->type = NULL;
+    cJSON_Delete(obj);
+    return 0;
+}
+
+int serve_lib_error(serve_reply *r, int status, const tf_model *m, const char *code) {
+    return serve_msg_error(r, status, m, code, tf_error());
+}
+
+int serve_msg_error(serve_reply *r, int status, const tf_model *m, const char *code, const char *msg) {
+    const char *dir = m ? tf_model_dir(m) : NULL;
+    size_t n = dir ? strlen(dir) : 0;
+    if (n && !strncmp(msg, dir, n) && !strncmp(msg + n, ": ", 2)) msg += n + 2; /* the server's paths stay its own */
+    return serve_error(r, status, NULL, code, "%s", msg);
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, request *q, serve_reply *r) {
+    struct MHD_Response *resp = r->stream;
+    if (!resp) {
+        if (!r->body) r->status = 500, r->body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":"
+                                                        "\"server_error\",\"param\":null,\"code\":null}}");
+        if (!r->body) return MHD_NO;
+        resp = MHD_create_response_from_buffer(strlen(r->body), r->body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) return free(r->body), MHD_NO;
+        MHD_add_response_header(resp, "Content-Type", r->type ? r->type : "application/json");
+    }
+    q->answered = 1, q->status = r->status;
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- checks before the body */
+
+/* The key, compared in a time that depends on the key's length only. */
+static int key_ok(const serve *s, struct MHD_Connection *c) {
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *key = s->o.api_key;
+    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    h += 7;
+    size_t lk = strlen(key), lh = strlen(h);
+    unsigned diff = lk != lh;
+    for (size_t i = 0; i < lk; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < lh ? h[i] : 0);
+    return diff == 0;
+}
+
+/* 0, or an error reply before any body is read. */
+static int early_check(serve *s, struct MHD_Connection *c, const request *q, const char *method, serve_reply *r) {
+    int get = q->ep == EP_HEALTH || q->ep == EP_METRICS || q->ep == EP_MODELS;
+    if (s->stopping) return serve_error(r, 503, NULL, "shutting_down", "the server is shutting down"), -1;
+    if (q->ep == EP_OTHER) return serve_error(r, 404, NULL, "unknown_url", "no endpoint here"), -1;
+    if (strcmp(method, get ? "GET" : "POST"))
+        return serve_error(r, 405, NULL, "method_not_allowed", "%s expects %s", serve_endpoint_name(q->ep),
+                           get ? "GET" : "POST"), -1;
+    if (q->ep != EP_HEALTH && s->o.api_key && !key_ok(s, c))
+        return serve_error(r, 401, NULL, "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)"), -1;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno || *end || n > s->o.max_body)
+            return serve_error(r, 413, NULL, "body_too_large", "the body is over the limit of %zu bytes",
+                               s->o.max_body), -1;
+    }
+    return 0;
+}
+
+/* The body's next bytes; 0, or -1 with a 413 (too large) or 408 (too slow) in r. */
+static int take_body(serve *s, request *q, const char *data, size_t n, serve_reply *r) {
+    if (now() - q->start > s->o.timeout)
+        return serve_error(r, 408, NULL, "request_timeout", "the request took over %d s to send", s->o.timeout), -1;
+    if (n > s->o.max_body - q->len)
+        return serve_error(r, 413, NULL, "body_too_large", "the body is over the limit of %zu bytes", s->o.max_body), -1;
+    if (q->len + n + 1 > q->cap) {
+        size_t cap = q->cap ? q->cap : 4096;
+        while (cap < q->len + n + 1) cap *= 2; /* bounded by max_body + 1 times 2 */
+        char *b = realloc(q->body, cap);
+        if (!b) return serve_error(r, 500, NULL, NULL, "out of memory"), -1;
+        q->body = b, q->cap = cap;
+    }
+    memcpy(q->body + q->len, data, n);
+    q->len += n;
+    q->body[q->len] = 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the handler */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **ctx) {
+    serve *s = cls;
+    request *q = *ctx;
+    serve_reply r = {0};
+    (void)version;
+    if (!q) {
+        if (!(q = calloc(1, sizeof *q))) return MHD_NO;
+        q->ep = serve_endpoint_of(url), q->start = now();
+        *ctx = q;
+        pthread_mutex_lock(&s->metrics.mu);
+        s->metrics.in_flight++;
+        pthread_mutex_unlock(&s->metrics.mu);
+        if (early_check(s, c, q, method, &r)) return send_reply(c, q, &r);
+        return MHD_YES;
+    }
+    if (q->answered) return *upload_size = 0, MHD_YES; /* the rest of a refused body */
+    if (*upload_size) {
+        int bad = take_body(s, q, upload, *upload_size, &r);
+        *upload_size = 0;
+        return bad ? send_reply(c, q, &r) : MHD_YES;
+    }
+    serve_api(s, q->ep, method, q->body ? q->body : "", q->len, &r);
+    return send_reply(c, q, &r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode why) {
+    serve *s = cls;
+    request *q = *ctx;
+    (void)c, (void)why;
+    if (!q) return;
+    if (q->status) serve_metrics_request(&s->metrics, q->ep, q->status, now() - q->start);
+    pthread_mutex_lock(&s->metrics.mu);
+    s->metrics.in_flight--;
+    pthread_mutex_unlock(&s->metrics.mu);
+    free(q->body);
+    free(q);
+    *ctx = NULL;
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char *err, size_t n_err) {
+    struct sockaddr_in a4 = {0};
+    struct sockaddr_in6 a6 = {0};
+    int v6 = strchr(o->host, ':') != NULL;
+    if (v6 ? inet_pton(AF_INET6, o->host, &a6.sin6_addr) != 1 : inet_pton(AF_INET, o->host, &a4.sin_addr) != 1)
+        return snprintf(err, n_err, "--host expects an IPv4 or IPv6 address, got '%s'", o->host), NULL;
+    a4.sin_family = AF_INET, a4.sin_port = htons((uint16_t)o->port);
+    a6.sin6_family = AF_INET6, a6.sin6_port = htons((uint16_t)o->port);
+    serve *s = calloc(1, sizeof *s);
+    if (!s) return snprintf(err, n_err, "out of memory"), NULL;
+    s->o = *o, s->models = models, s->n_models = n_models, s->created = (long long)time(NULL);
+    serve_metrics_init(&s->metrics);
+    sem_init(&s->compute, 0, (unsigned)o->parallel);
+    if (!(s->queues = serve_queues_new(n_models))) return snprintf(err, n_err, "out of memory"), free(s), NULL;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+                     (v6 ? MHD_USE_IPv6 : 0);
+    s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!s->d) {
+        snprintf(err, n_err, "cannot listen on %s port %d: %s", o->host, o->port, errno ? strerror(errno) : "failed");
+        sem_destroy(&s->compute);
+        serve_queues_free(s->queues, n_models);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int serve_port(const serve *s) {
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    return i ? (int)i->port : -1;
+}
+
+void serve_stop(serve *s) {
+    s->stopping = 1;
+    MHD_socket fd = MHD_quiesce_daemon(s->d); /* no new connections */
+    /* The requests in flight finish (a stream ends with its completion); bounded by the time
+     * they may take: --timeout to send, then the model's work. */
+    for (;;) {
+        pthread_mutex_lock(&s->metrics.mu);
+        int busy = s->metrics.in_flight;
+        pthread_mutex_unlock(&s->metrics.mu);
+        if (!busy) break;
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+    MHD_stop_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+    sem_destroy(&s->compute);
+    serve_queues_free(s->queues, s->n_models);
+    free(s);
+}
+
+void serve_compute_begin(serve *s) {
+    while (sem_wait(&s->compute) && errno == EINTR) {
+    }
+    pthread_mutex_lock(&s->metrics.mu);
+    s->metrics.computing++;
+    pthread_mutex_unlock(&s->metrics.mu);
+}
+
+void serve_compute_end(serve *s) {
+    pthread_mutex_lock(&s->metrics.mu);
+    s->metrics.computing--;
+    pthread_mutex_unlock(&s->metrics.mu);
+    sem_post(&s->compute);
+}

@@ -1,0 +1,162 @@
+/* A completion as server-sent events: a thread generates (tf_model_generate's pieces, each a
+ * "data: {chunk}" event) into a buffer that libmicrohttpd's reader drains on the connection's
+ * own thread; the last chunk carries finish_reason, then "data: [DONE]". A client that goes
+ * away stops the generation at its next piece. */
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve.h"
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *buf;
+    size_t len, cap, sent; /* bytes written, room, bytes handed to the connection */
+    int done, failed_alloc;
+    atomic_int cancel; /* the client went away */
+    pthread_t thread;
+    serve *s;
+    const serve_model *sm;
+    char *prompt, *stop, id[48];
+    tf_generate_opts o;
+    long long created;
+    uint64_t pieces;
+} sse;
+
+/* Append bytes (under the lock); the buffer shrinks as the connection drains it. */
+static void push(sse *e, const char *p, size_t n) {
+    pthread_mutex_lock(&e->mu);
+    if (e->sent) { /* drop what is sent */
+        memmove(e->buf, e->buf + e->sent, e->len - e->sent);
+        e->len -= e->sent, e->sent = 0;
+    }
+    if (n > e->cap - e->len) {
+        size_t cap = e->cap ? e->cap : 1024;
+        while (cap - e->len < n && cap < SIZE_MAX / 2) cap *= 2;
+        char *b = cap - e->len >= n ? realloc(e->buf, cap) : NULL;
+        if (!b) e->failed_alloc = 1;
+        else e->buf = b, e->cap = cap;
+    }
+    if (!e->failed_alloc) memcpy(e->buf + e->len, p, n), e->len += n;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* One event: "data: " the object's JSON (consumed), a blank line. */
+static void event(sse *e, cJSON *o) {
+    char *t = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!t) {
+        e->failed_alloc = 1;
+        return;
+    }
+    push(e, "data: ", 6), push(e, t, strlen(t)), push(e, "\n\n", 2);
+    free(t);
+}
+
+static cJSON *chunk(const sse *e, const char *text, size_t len, const char *finish) {
+    cJSON *o = cJSON_CreateObject(), *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    char *t = malloc(len + 1);
+    if (!choices || !c || !t) return cJSON_Delete(o), cJSON_Delete(c), free(t), NULL;
+    memcpy(t, text, len), t[len] = 0;
+    cJSON_AddStringToObject(o, "id", e->id);
+    cJSON_AddStringToObject(o, "object", "text_completion");
+    cJSON_AddNumberToObject(o, "created", (double)e->created);
+    cJSON_AddStringToObject(o, "model", e->sm->name);
+    cJSON_AddStringToObject(c, "text", t);
+    free(t);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNullToObject(c, "logprobs");
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(choices, c);
+    return o;
+}
+
+static int on_piece(void *user, const char *piece, size_t len) {
+    sse *e = user;
+    e->pieces++;
+    event(e, chunk(e, piece, len, NULL));
+    return e->cancel || e->failed_alloc;
+}
+
+static void *generate(void *arg) {
+    sse *e = arg;
+    char *text = NULL;
+    size_t len = 0;
+    serve_compute_begin(e->s);
+    int rc = e->cancel ? 0 : tf_model_generate(e->sm->m, e->prompt, &e->o, e->stop, on_piece, e, &text, &len);
+    serve_compute_end(e->s);
+    if (rc) { /* the stream has begun (status 200): the error goes as an event in OpenAI's shape */
+        serve_reply r = {0};
+        serve_lib_error(&r, 400, e->sm->m, "model_error");
+        if (r.body) push(e, "data: ", 6), push(e, r.body, strlen(r.body)), push(e, "\n\n", 2);
+        free(r.body);
+    } else {
+        tf_ids ids = {0};
+        uint64_t k = tf_tokenizer_encode(tf_model_tokenizer(e->sm->m), text, len, &ids) ? 0 : ids.n;
+        tf_ids_free(&ids);
+        serve_metrics_tokens(&e->s->metrics, 0, k, 0);
+        event(e, chunk(e, "", 0, !e->stop && k >= (uint64_t)e->o.max_tokens ? "length" : "stop"));
+    }
+    free(text);
+    push(e, "data: [DONE]\n\n", 14);
+    pthread_mutex_lock(&e->mu);
+    e->done = 1;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* libmicrohttpd asks for the next bytes: wait for them (the connection has its own thread). */
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    sse *e = cls;
+    (void)pos;
+    pthread_mutex_lock(&e->mu);
+    while (e->sent == e->len && !e->done) pthread_cond_wait(&e->cv, &e->mu);
+    size_t n = e->len - e->sent;
+    if (n > max) n = max;
+    memcpy(buf, e->buf + e->sent, n);
+    e->sent += n;
+    int end = n == 0 && e->done;
+    pthread_mutex_unlock(&e->mu);
+    return end ? (e->failed_alloc ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM) : (ssize_t)n;
+}
+
+static void release(void *cls) {
+    sse *e = cls;
+    e->cancel = 1; /* a client gone: the generation stops at its next piece */
+    pthread_join(e->thread, NULL);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->buf), free(e->prompt), free(e->stop);
+    free(e);
+}
+
+int serve_stream_start(serve *s, const serve_model *sm, const char *prompt, const tf_generate_opts *o,
+                       const char *stop, serve_reply *r) {
+    static atomic_uint_fast64_t ids;
+    sse *e = calloc(1, sizeof *e);
+    if (!e || !(e->prompt = strdup(prompt)) || (stop && !(e->stop = strdup(stop)))) {
+        if (e) free(e->prompt), free(e);
+        return serve_error(r, 500, NULL, NULL, "out of memory"), -1;
+    }
+    e->s = s, e->sm = sm, e->o = *o, e->created = (long long)time(NULL);
+    snprintf(e->id, sizeof e->id, "cmpl-s%llu", (unsigned long long)atomic_fetch_add(&ids, 1));
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    if (pthread_create(&e->thread, NULL, generate, e)) {
+        pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv);
+        free(e->prompt), free(e->stop), free(e);
+        return serve_error(r, 500, NULL, NULL, "cannot start a thread"), -1;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, e, release);
+    if (!resp) return release(e), serve_error(r, 500, NULL, NULL, "out of memory"), -1;
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    r->stream = resp, r->status = 200;
+    return 0;
+}

@@ -1,0 +1,115 @@
+"""tformer serve against the real `openai` Python client (PyPI): models.list, embeddings.create
+(float and base64) and completions.create (plain and stream=True), each compared with what the
+CLI prints for the same input (`tformer embed`, `tformer generate`). Loopback only.
+
+    python3 tests/ref/serve_openai.py [--tformer build/tformer]     (make serve-openai)
+
+Exits 0 with "skipped" when the openai package is not installed."""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ST_DIR = "tests/fixtures_roberta_st/tiny_roberta_st"
+KEY = "sk-tformer-test"
+
+
+def start(tformer, models):
+    args = [tformer, "serve", "--port", "0", "--threads", "1", "--api-key", KEY]
+    for m in models:
+        args += ["--model", m]
+    p = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    for line in p.stderr:
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/v1", line)
+        if m:
+            return p, int(m.group(1))
+    p.kill()
+    sys.exit("serve_openai: the server did not start")
+
+
+def cli(tformer, *args, stdin=None):
+    return subprocess.run([tformer, *args], input=stdin, capture_output=True, text=True, check=True).stdout
+
+
+def check_embeddings(client, tformer):
+    texts = ["The cat sat on the mat.", "A dog ran."]
+    want = [[float(x) for x in line.split()] for line in cli(tformer, "embed", "--model", ST_DIR,
+                                                             stdin="\n".join(texts) + "\n").splitlines()]
+    got = client.embeddings.create(model="st", input=texts)
+    assert len(got.data) == 2 and got.usage.prompt_tokens > 0, got
+    for row, ref in zip(got.data, want):
+        assert len(row.embedding) == len(ref)
+        assert max(abs(a - b) for a, b in zip(row.embedding, ref)) < 1e-6, (row.embedding[:4], ref[:4])
+    # the client asks base64 by default when numpy is installed; ask it explicitly here
+    b64 = client.embeddings.create(model="st", input=texts[1], encoding_format="base64")
+    import base64
+    import struct
+    raw = b64.data[0].embedding
+    vals = struct.unpack("<%df" % (len(want[1])), base64.b64decode(raw)) if isinstance(raw, str) else raw
+    assert max(abs(a - b) for a, b in zip(vals, want[1])) < 1e-6
+    print("serve_openai: embeddings.create equals tformer embed (float and base64)")
+
+
+def check_completions(client, tformer, gpt_dir):
+    want = cli(tformer, "generate", "--model", gpt_dir, "--prompt", "ab", "--max-tokens", "10", "--temperature", "0")
+    want = want[2:].rstrip("\n")
+    got = client.completions.create(model="gpt", prompt="ab", max_tokens=10, temperature=0)
+    assert got.choices[0].text == want, (got.choices[0].text, want)
+    pieces = [c.choices[0].text for c in client.completions.create(model="gpt", prompt="ab", max_tokens=10,
+                                                                     temperature=0, stream=True)]
+    assert "".join(pieces) == want, (pieces, want)
+    seeded = cli(tformer, "generate", "--model", gpt_dir, "--prompt", "ab", "--max-tokens", "12", "--temperature", "0.9",
+                 "--seed", "7")[2:].rstrip("\n")
+    got = client.completions.create(model="gpt", prompt="ab", max_tokens=12, temperature=0.9, seed=7)
+    assert got.choices[0].text == seeded, (got.choices[0].text, seeded)
+    print("serve_openai: completions.create (greedy, seeded, stream=True) equals tformer generate: %r, %r"
+          % (want, seeded))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tformer", default=os.environ.get("TFORMER_BIN", "build/tformer"))
+    a = ap.parse_args()
+    try:
+        import openai
+    except ImportError:
+        print("serve_openai: skipped (pip install openai)")
+        return
+    gpt_dir = tempfile.mkdtemp(prefix="tformer_serve_openai_")
+    p = None
+    try:
+        cli(a.tformer, "train", "--data", "tests/data/unicode_stress.txt", "--tokenizer", "char", "--out", gpt_dir,
+            "--steps", "6", "--layers", "1", "--heads", "2", "--width", "16", "--context", "16", "--batch", "4",
+            "--eval-every", "3", "--eval-batches", "2")
+        p, port = start(a.tformer, ["st=" + ST_DIR, "gpt=" + gpt_dir])
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key=KEY, max_retries=0, timeout=60)
+        ids = sorted(m.id for m in client.models.list())
+        assert ids == ["gpt", "st"], ids
+        print("serve_openai: models.list:", ids)
+        check_embeddings(client, a.tformer)
+        check_completions(client, a.tformer, gpt_dir)
+        try:
+            client.embeddings.create(model="gpt", input="ab")
+            raise AssertionError("a GPT embedded")
+        except openai.UnprocessableEntityError as e:
+            assert "cannot embed" in str(e), e
+        bad = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="wrong", max_retries=0)
+        try:
+            bad.models.list()
+            raise AssertionError("a wrong key was taken")
+        except openai.AuthenticationError:
+            pass
+        print("serve_openai: 422 and 401 as openai's exceptions")
+    finally:
+        if p:
+            p.terminate()
+            assert p.wait(timeout=60) == 0
+        shutil.rmtree(gpt_dir, ignore_errors=True)
+    print("serve_openai: ok")
+
+
+if __name__ == "__main__":
+    main()
