@@ -1,0 +1,123 @@
+/* Issue 54, reliability round two: PNG bombs refused from their header,
+ * --resume checks its data, a broken losses.csv kept beside a fresh one,
+ * invalid UTF-8 labels refused when read. The CLI runs as a child process
+ * (TFORMER_BIN); its time and peak memory come from wait4. */
+#define _DEFAULT_SOURCE /* wait4, mkdtemp */
+#include <fcntl.h>
+#include <png.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* "tformer <args>" with stdout and stderr into out; its exit status, wall
+ * seconds and peak memory (KiB). */
+static int run_measured(const char *args, char *out, size_t n, double *secs, long *maxrss_kb) {
+    int pipefd[2];
+    if (pipe(pipefd)) return -1;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s %s 2>&1", test_tformer_bin(), args);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        close(pipefd[0]), close(pipefd[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    size_t k = 0;
+    for (ssize_t got; (got = read(pipefd[0], out + k, n - 1 - k)) > 0 && k + (size_t)got < n - 1;) k += (size_t)got;
+    out[k] = 0;
+    close(pipefd[0]);
+    int st;
+    struct rusage ru;
+    if (wait4(pid, &st, 0, &ru) < 0) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    *maxrss_kb = ru.ru_maxrss;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A valid grey 8-bit PNG of w x h, all zero, written a row at a time (the file stays small). */
+static int write_zero_png(const char *path, int w, int h) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    png_bytep row = calloc((size_t)w, 1);
+    int rc = -1;
+    if (info && row && !setjmp(png_jmpbuf(p))) {
+        png_init_io(p, f);
+        png_set_IHDR(p, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_set_filter(p, 0, PNG_FILTER_NONE);
+        png_set_compression_level(p, 9);
+        png_write_info(p, info);
+        for (int y = 0; y < h; y++) png_write_row(p, row);
+        png_write_end(p, NULL);
+        rc = 0;
+    }
+    png_destroy_write_struct(&p, info ? &info : NULL);
+    free(row);
+    return fclose(f) || rc ? -1 : 0;
+}
+
+#define VIT_28 "tests/fixtures_vit/cls_grey28_p4_labels"
+#define VIVIT "tests/fixtures_vivit/m2_cls_grey12_t2p4_labels"
+
+/* Item 6: a 20000x20000 PNG of a few hundred KB (1.96 GB and 4-5 s to decode)
+ * is refused from its header, naming its size, in well under a second. */
+TEST(reliability_png_bomb_refused_from_its_header) {
+    char dir[] = "/tmp/tf_pngbomb_XXXXXX", png[128], clip[128], frame[160], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(png, sizeof png, "%s/bomb.png", dir);
+    CHECK(write_zero_png(png, 20000, 20000) == 0);
+    struct stat st;
+    CHECK(stat(png, &st) == 0 && st.st_size < 1 << 20);
+    double secs;
+    long rss;
+    char args[512];
+    snprintf(args, sizeof args, "classify --model " VIT_28 " --threads 1 %s", png);
+    int rc = run_measured(args, out, sizeof out, &secs, &rss);
+    printf("    classify on a %lld-byte 20000x20000 PNG: exit %d in %.2f s, peak %ld KiB\n", (long long)st.st_size, rc,
+           secs, rss);
+    CHECKF(rc == 1 && strstr(out, "bomb.png: an image of 20000x20000; the model takes 28x28"), "exit %d: %s", rc, out);
+    CHECKF(secs < 1.0 && rss < 200 * 1024, "%.2f s, %ld KiB", secs, rss);
+
+    /* the library alone: the pixel limit, before anything is allocated */
+    tf_images im;
+    CHECK(tf_images_read_png(png, 1, &im) != 0 && strstr(tf_error(), "above the limit of 33554432 pixels"));
+    int w = 0, h = 0;
+    CHECK(tf_images_png_size(png, &w, &h) == 0 && w == 20000 && h == 20000);
+
+    /* a clip folder whose second frame is the bomb: refused from the frame's header */
+    snprintf(clip, sizeof clip, "%s/clip", dir);
+    CHECK(mkdir(clip, 0755) == 0);
+    for (int t = 0; t < 2; t++) {
+        snprintf(frame, sizeof frame, "%s/f%d.png", clip, t);
+        if (t == 0) CHECK(write_zero_png(frame, 12, 12) == 0);
+        else CHECK(rename(png, frame) == 0);
+    }
+    snprintf(args, sizeof args, "classify --model " VIVIT " --threads 1 %s", clip);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    printf("    classify on a clip with a 20000x20000 frame: exit %d in %.2f s, peak %ld KiB\n", rc, secs, rss);
+    CHECKF(rc == 1 && strstr(out, "f1.png: a frame of 20000x20000, but") && strstr(out, "is 12x12"), "exit %d: %s", rc,
+           out);
+    CHECKF(secs < 1.0 && rss < 200 * 1024, "%.2f s, %ld KiB", secs, rss);
+    /* a clip whose first frame is the bomb: the pixel limit */
+    snprintf(frame, sizeof frame, "%s/f0.png", clip);
+    CHECK(unlink(frame) == 0);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 1 && strstr(out, "f1.png: an image of 20000x20000 (400000000 pixels) is above the limit"), "exit %d: %s",
+           rc, out);
+    CHECKF(secs < 1.0 && rss < 200 * 1024, "%.2f s, %ld KiB", secs, rss);
+    test_rm_rf(dir);
+}
