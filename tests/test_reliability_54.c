@@ -121,3 +121,53 @@ TEST(reliability_png_bomb_refused_from_its_header) {
     CHECKF(secs < 1.0 && rss < 200 * 1024, "%.2f s, %ld KiB", secs, rss);
     test_rm_rf(dir);
 }
+
+static int write_text(const char *dir, const char *name, const char *line, int times) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f) return -1;
+    for (int i = 0; i < times; i++) fprintf(f, "%s %d\n", line, i % 10);
+    return fclose(f);
+}
+
+#define NET "--layers 1 --heads 2 --context 8 --batch 2 --threads 1 --width 16 --tokenizer char"
+
+/* Item 7: the checkpoint records each data file's size and content hash; a
+ * resume with other data (another file, the same file three times) is
+ * refused naming the file, --allow-changes lets it through with a warning. */
+TEST(reliability_resume_checks_the_data) {
+    static char out[16384];
+    char dir[] = "/tmp/tf_resume_data_XXXXXX", args[2048];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_text(dir, "a.txt", "the cat sat on the mat", 40) == 0);
+    CHECK(write_text(dir, "b.txt", "the mat sat on the cat", 40) == 0);
+    snprintf(args, sizeof args, "cp %s/a.txt %s/copy.txt", dir, dir);
+    CHECK(system(args) == 0);
+    double secs;
+    long rss;
+    snprintf(args, sizeof args, "train --data %s/a.txt --out %s/run --steps 6 --stop-at 2 " NET, dir, dir);
+    CHECKF(run_measured(args, out, sizeof out, &secs, &rss) == 0, "%s", out);
+    /* another file */
+    snprintf(args, sizeof args, "train --data %s/b.txt --out %s/run --steps 6 --resume " NET, dir, dir);
+    int rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 1 && strstr(out, "resuming with other data: data file 1, ") && strstr(out, "b.txt (") &&
+               strstr(out, "is not the checkpoint's ") && strstr(out, "a.txt (") && strstr(out, "--allow-changes"),
+           "another file: exit %d: %s", rc, out);
+    /* the same file three times */
+    snprintf(args, sizeof args, "train --data %s/a.txt %s/a.txt %s/a.txt --out %s/run --steps 6 --resume " NET, dir, dir,
+             dir, dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 1 && strstr(out, "3 data files where the checkpoint was trained on 1 (added: ") && strstr(out, "a.txt)"),
+           "the file three times: exit %d: %s", rc, out);
+    /* the same bytes under another name: resumes */
+    snprintf(args, sizeof args, "train --data %s/copy.txt --out %s/run --steps 6 --stop-at 4 --resume " NET, dir, dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && !strstr(out, "warning"), "a copy: exit %d: %s", rc, out);
+    /* --allow-changes: through, with a warning naming the file */
+    snprintf(args, sizeof args, "train --data %s/b.txt --out %s/run --steps 6 --resume --allow-changes " NET, dir, dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && strstr(out, "warning: resuming with changed settings: data file 1, ") && strstr(out, "b.txt ("),
+           "--allow-changes: exit %d: %s", rc, out);
+    test_rm_rf(dir);
+}

@@ -131,6 +131,7 @@ static int save_checkpoint(const tf_trainer *t, int64_t step) {
     tf_fields f[2] = {{&tf_train_config_table, (void *)&t->cfg}, t->task->config};
     char *cj = rc ? NULL : tf_fields_json(f, t->task->config.table ? 2 : 1);
     rc = rc || !cj || tf_st_writer_set_metadata(w, "tformer_config", cj) ||
+         (t->task->data_digest && tf_st_writer_set_metadata(w, "tformer_data", t->task->data_digest)) ||
          (t->task->vt->save_meta && t->task->vt->save_meta(t->task, w));
     free(cj);
     for (int i = 0; !rc && i < tf_params_count(t->ps); i++) /* streamed at save: no copy */
@@ -164,7 +165,54 @@ static int check_settings(tf_trainer *t, const tf_st_file *f, const char *path) 
                                                        "process: processes x --accum" : "");
 }
 
-/* The checkpoint's step, model, seed and settings against this run's. */
+/* Line i (0-based) of a "name\tdigest\n" list: its name and digest parts; 0 when absent. */
+static int data_line(const char *list, int i, const char **name, int *name_len, const char **digest, int *digest_len) {
+    for (; i > 0 && list; i--) list = strchr(list, '\n'), list = list ? list + 1 : NULL;
+    const char *tab = list ? strchr(list, '\t') : NULL, *end = tab ? strchr(tab, '\n') : NULL;
+    if (!tab || !end) return 0;
+    *name = list, *name_len = (int)(tab - list), *digest = tab + 1, *digest_len = (int)(end - tab - 1);
+    return 1;
+}
+
+static int data_count(const char *list) {
+    int n = 0;
+    for (; (list = strchr(list, '\n')); list++) n++;
+    return n;
+}
+
+/* The data files (their sizes and content hashes, in order) against the
+ * checkpoint's: equal, or the run allows changes (kept for the notice). */
+static int check_data(tf_trainer *t, const tf_st_file *f, const char *path) {
+    const char *was = tf_st_metadata(f, "tformer_data"), *now = t->task->data_digest;
+    if (!was || !now) return 0; /* a checkpoint from before the data were recorded, or a task without files */
+    int n_was = data_count(was), n_now = data_count(now);
+    char why[1024] = "";
+    for (int i = 0; i < n_was && i < n_now && !why[0]; i++) {
+        const char *a, *ad, *b, *bd;
+        int al, adl, bl, bdl;
+        if (!data_line(was, i, &a, &al, &ad, &adl) || !data_line(now, i, &b, &bl, &bd, &bdl)) break;
+        if (adl != bdl || memcmp(ad, bd, (size_t)adl))
+            snprintf(why, sizeof why, "data file %d, %.*s (%.*s), is not the checkpoint's %.*s (%.*s)", i + 1, bl, b, bdl,
+                     bd, al, a, adl, ad);
+    }
+    if (!why[0] && n_was != n_now) {
+        const char *a = "", *ad;
+        int al = 0, adl;
+        data_line(n_was > n_now ? was : now, n_was > n_now ? n_now : n_was, &a, &al, &ad, &adl);
+        snprintf(why, sizeof why, "%d data file%s where the checkpoint was trained on %d (%s %.*s)", n_now,
+                 n_now == 1 ? "" : "s", n_was, n_was > n_now ? "missing:" : "added:", al, a);
+    }
+    if (!why[0]) return 0;
+    if (t->resume == TF_RESUME_CHANGED) {
+        size_t k = strlen(t->changed);
+        snprintf(t->changed + k, sizeof t->changed - k, "%s%s", k ? "; " : "", why);
+        return 0;
+    }
+    return tf_set_error("%s: resuming with other data: %s: a resume continues bit for bit only with the checkpoint's "
+                        "data; give the same files again, or allow the change (--allow-changes)", path, why);
+}
+
+/* The checkpoint's step, model, seed, settings and data against this run's. */
 static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path, int64_t *step) {
     char sig[1024], want_seed[32];
     const char *s = tf_st_metadata(f, "tformer_step"), *msig = tf_st_metadata(f, "tformer_model");
@@ -182,7 +230,7 @@ static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path
         return tf_set_error("%s: its step \"%.40s\" is not a whole number", path, s);
     if (*step > t->cfg.steps)
         return tf_set_error("%s: step %s is outside the run's %lld steps", path, s, (long long)t->cfg.steps);
-    return check_settings(t, f, path);
+    return check_settings(t, f, path) || check_data(t, f, path);
 }
 
 /* Every float tensor of the checkpoint (weights, AdamW's m and v, a task's
@@ -415,5 +463,5 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
 }
 
 void tf_task_free(tf_task *t) {
-    if (t) t->vt->free(t);
+    if (t) free(t->data_digest), t->vt->free(t);
 }
