@@ -171,3 +171,74 @@ TEST(reliability_resume_checks_the_data) {
            "--allow-changes: exit %d: %s", rc, out);
     test_rm_rf(dir);
 }
+
+/* The text of dir/name ("" when unreadable), into out. */
+static void slurp_into(const char *dir, const char *name, char *out, size_t n) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    size_t len;
+    char *s = test_slurp(p, &len);
+    snprintf(out, n, "%s", s ? s : "");
+    free(s);
+}
+
+/* Item 12: --resume after losses.csv was filled with garbage, cut short or
+ * deleted: said on stderr, the broken file kept beside a fresh one. */
+TEST(reliability_resume_keeps_a_broken_history) {
+    static char out[16384], text[8192];
+    char dir[] = "/tmp/tf_resume_hist_XXXXXX", run_dir[128], args[2048];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_text(dir, "a.txt", "the cat sat on the mat", 40) == 0);
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    double secs;
+    long rss;
+    snprintf(args, sizeof args, "train --data %s/a.txt --out %s --steps 8 --stop-at 2 " NET, dir, run_dir);
+    CHECKF(run_measured(args, out, sizeof out, &secs, &rss) == 0, "%s", out);
+    /* garbage */
+    snprintf(args, sizeof args, "printf 'garbage\\n1,2,3\\n' > %s/losses.csv", run_dir);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "train --data %s/a.txt --out %s --steps 8 --stop-at 4 --resume " NET, dir, run_dir);
+    int rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && strstr(out, "warning: ") && strstr(out, "losses.csv: not a history: line 1 is not") &&
+               strstr(out, "kept as ") && strstr(out, "losses.csv.broken-1"),
+           "garbage: exit %d: %s", rc, out);
+    slurp_into(run_dir, "losses.csv.broken-1", text, sizeof text);
+    CHECKF(!strcmp(text, "garbage\n1,2,3\n"), "the garbage kept: %s", text);
+    slurp_into(run_dir, "losses.csv", text, sizeof text);
+    CHECKF(!strncmp(text, "step,train_loss", 15) && strstr(text, "\n3,") && strstr(text, "\n4,") && !strstr(text, "\n2,"),
+           "a fresh history from step 3: %s", text);
+    /* cut short: rows up to step 3, the checkpoint at 4 */
+    char *row4 = strstr(text, "\n4,");
+    CHECK(row4 != NULL);
+    row4[1] = 0;
+    char p[256];
+    snprintf(p, sizeof p, "%s/losses.csv", run_dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+    snprintf(args, sizeof args, "train --data %s/a.txt --out %s --steps 8 --stop-at 6 --resume " NET, dir, run_dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && strstr(out, "losses.csv: cut short: its rows end at step 3, the checkpoint is at step 4") &&
+               strstr(out, "losses.csv.broken-2") && strstr(out, "holds the 1 step read"),
+           "cut short: exit %d: %s", rc, out);
+    slurp_into(run_dir, "losses.csv", text, sizeof text);
+    CHECKF(strstr(text, "\n3,") && !strstr(text, "\n4,") && strstr(text, "\n5,") && strstr(text, "\n6,"), "%s", text);
+    /* a row cut in its middle */
+    size_t len = strlen(text);
+    text[len - 4] = 0;
+    f = fopen(p, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+    snprintf(args, sizeof args, "train --data %s/a.txt --out %s --steps 8 --stop-at 7 --resume " NET, dir, run_dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && strstr(out, "losses.csv: line 4 is not a row of a step after 5 (the file ends inside it)") &&
+               strstr(out, "losses.csv.broken-3"),
+           "a row cut: exit %d: %s", rc, out);
+    /* deleted */
+    CHECK(unlink(p) == 0);
+    snprintf(args, sizeof args, "train --data %s/a.txt --out %s --steps 8 --resume " NET, dir, run_dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && strstr(out, "losses.csv: missing (") && strstr(out, "the history of steps 1 to 7 is lost"),
+           "deleted: exit %d: %s", rc, out);
+    slurp_into(run_dir, "losses.csv", text, sizeof text);
+    CHECKF(strstr(text, "\n8,") && !strstr(text, "\n7,"), "%s", text);
+    test_rm_rf(dir);
+}

@@ -91,18 +91,57 @@ static int csv_fields(const char *line, double *f, int max) {
     return n;
 }
 
-/* The history up to the checkpoint's step (the plot continues). */
+/* losses.csv found broken on resume: kept beside as losses.csv.broken-<n>
+ * (the first n free), a fresh one written from the rows that could be read;
+ * the notice says so. Only the writer touches the folder. */
+static int keep_broken_history(tf_trainer *t, const char *path, const char *why, int64_t upto) {
+    char kept[4200] = "";
+    for (int n = 1; t->writer && n < 1000 && !kept[0]; n++) {
+        snprintf(kept, sizeof kept, "%s.broken-%d", path, n);
+        if (!access(kept, F_OK)) kept[0] = 0;
+    }
+    if (t->writer && kept[0] && rename(path, kept))
+        return tf_set_error("%s: %s, and it cannot be kept as %s: %s", path, why, kept, strerror(errno));
+    snprintf(t->history, sizeof t->history, "%s: %s: kept as %s; a fresh losses.csv holds the %d step%s read before "
+             "the problem (the checkpoint is at step %lld)", path, why, kept[0] ? kept : "(not kept)", t->train.n,
+             t->train.n == 1 ? "" : "s", (long long)upto);
+    return t->writer ? write_history(t) : 0;
+}
+
+/* The history up to the checkpoint's step (the plot continues): a row per
+ * step from 1, rows after the checkpoint's step dropped (a run killed after
+ * writing them). A missing file is reported; one that is garbage or ends
+ * before the checkpoint's step is reported and kept beside a fresh one. */
 static int read_history(tf_trainer *t, int64_t upto) {
-    char path[4096];
+    char path[4096], why[512] = "";
     snprintf(path, sizeof path, "%s/losses.csv", t->dir);
     size_t len;
     char *text = tf_read_file(path, &len);
-    if (!text) return 0; /* no history: the plot restarts */
+    if (!text) {
+        if (upto > 0)
+            snprintf(t->history, sizeof t->history, "%s: missing (%s): the history of steps 1 to %lld is lost; a fresh "
+                     "losses.csv starts at step %lld", path, tf_error(), (long long)upto, (long long)upto + 1);
+        return 0; /* the plot restarts */
+    }
     int rc = 0;
-    for (char *line = strchr(text, '\n'); line && line[1] && !rc; line = strchr(line + 1, '\n')) {
+    static const char HEADER[] = "step,train_loss,val_loss,lr,grad_norm";
+    if (strncmp(text, HEADER, sizeof HEADER - 1) || strlen(text) != len)
+        snprintf(why, sizeof why, "not a history: line 1 is not \"%s...\"%s", HEADER,
+                 strlen(text) != len ? " (it holds a NUL byte)" : "");
+    int64_t last = 0, line_no = 1; /* steps increase (a history restarted after a loss has a gap) */
+    for (char *line = strchr(text, '\n'); !why[0] && line && line[1] && !rc && last < upto;
+         line = strchr(line + 1, '\n')) {
+        line_no++;
         double f[5 + TF_METRICS_MAX];
         int n = csv_fields(line + 1, f, 5 + TF_METRICS_MAX);
-        if (n < 5 || isnan(f[0]) || f[0] > (double)upto) break;
+        char *eol = strchr(line + 1, '\n');
+        if (!eol || n < 5 || !(f[0] > (double)last) || f[0] != floor(f[0]) || !isfinite(f[1])) {
+            snprintf(why, sizeof why, "line %lld is not a row of a step after %lld%s", (long long)line_no,
+                     (long long)last, !eol ? " (the file ends inside it)" : "");
+            break;
+        }
+        if (f[0] > (double)upto) break; /* rows after the checkpoint: recomputed */
+        last = (int64_t)f[0];
         rc = tf_series_add(&t->train, f[0], f[1]) || tf_series_add(&t->lr, f[0], f[3]) ||
              tf_series_add(&t->gnorm, f[0], f[4]);
         if (!rc && !isnan(f[2])) {
@@ -111,8 +150,11 @@ static int read_history(tf_trainer *t, int64_t upto) {
                 rc = tf_series_add(&t->metric[m], f[0], 5 + m < n ? f[5 + m] : NAN);
         }
     }
+    if (!rc && !why[0] && last < upto)
+        snprintf(why, sizeof why, "cut short: its rows end at step %lld, the checkpoint is at step %lld",
+                 (long long)last, (long long)upto);
     free(text);
-    return rc;
+    return rc || !why[0] ? rc : keep_broken_history(t, path, why, upto);
 }
 
 /* ---------------------------------------------------------------- checkpoints */
@@ -447,6 +489,10 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
     char info[1024];
     if (!rc && report && t.writer && tf_trainer_describe(&t, cfg->zero, info, sizeof info)) {
         tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .info = info};
+        report(user, &rep);
+    }
+    if (!rc && t.history[0] && report && t.writer) {
+        tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .notice = t.history};
         report(user, &rep);
     }
     if (!rc && t.changed[0] && report && t.writer) {
