@@ -242,3 +242,33 @@ TEST(reliability_resume_keeps_a_broken_history) {
     CHECKF(strstr(text, "\n8,") && !strstr(text, "\n7,"), "%s", text);
     test_rm_rf(dir);
 }
+
+/* Item 9: a TSV whose label is not UTF-8 is refused when read, naming file
+ * and line, before any step (it trained fully, wrote a config.json JSON
+ * parsers reject, then failed on the confusion picture). */
+TEST(reliability_finetune_refuses_a_label_that_is_not_utf8) {
+    static char out[16384];
+    char dir[] = "/tmp/tf_utf8_label_XXXXXX", args[2048], p[256];
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *const CASES[][2] = {
+        {"pos\ta good dog\nneg\ta bad cat\n\xff\xfe\tan odd mat\npos\ta nice dog\n",
+         "t.tsv:3: not valid UTF-8 in the label: byte 0xFF at column 1"},
+        {"pos\ta good dog\nne\xc3\tan odd mat\n", "t.tsv:2: not valid UTF-8 in the label: byte 0xC3 at column 3"},
+        {"pos\ta good dog\nneg\ta \xed\xa0\x80 cat\n", "t.tsv:2: not valid UTF-8: byte 0xED at column 7"},
+        {"pos\ta good dog\n\xc0\xafneg\ta cat\n", "t.tsv:2: not valid UTF-8 in the label: byte 0xC0 at column 1"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+        snprintf(p, sizeof p, "%s/t.tsv", dir);
+        FILE *f = fopen(p, "w");
+        CHECK(f && fputs(CASES[i][0], f) >= 0 && fclose(f) == 0);
+        snprintf(args, sizeof args, "finetune --model tests/fixtures_roberta_st/tiny_roberta_st --train %s --valid %s "
+                 "--out %s/o --steps 2 --threads 1", p, p, dir);
+        double secs;
+        long rss;
+        int rc = run_measured(args, out, sizeof out, &secs, &rss);
+        CHECKF(rc == 1 && strstr(out, CASES[i][1]) && !strstr(out, "step "), "case %zu: exit %d: %s", i, rc, out);
+        snprintf(p, sizeof p, "%s/o/config.json", dir);
+        CHECKF(access(p, F_OK) != 0, "case %zu: %s written", i, p);
+    }
+    test_rm_rf(dir);
+}
