@@ -190,7 +190,8 @@ int cmd_classify(const cli_args *a) {
         cli_usage_error(a, "give one of --data-dir DIR, --data FILE or PNG files");
     if (a->v[SPLIT].given && !dir) cli_usage_error(a, "--split goes with --data-dir");
     if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
-    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
+        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     const char *att = opt(&a->v[ATTENTION_PNG]);
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
