@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "util/util.h"
 
 /* "tformer <args>" with stdout and stderr into out; its exit status, wall
  * seconds and peak memory (KiB). */
@@ -269,6 +270,46 @@ TEST(reliability_finetune_refuses_a_label_that_is_not_utf8) {
         CHECKF(rc == 1 && strstr(out, CASES[i][1]) && !strstr(out, "step "), "case %zu: exit %d: %s", i, rc, out);
         snprintf(p, sizeof p, "%s/o/config.json", dir);
         CHECKF(access(p, F_OK) != 0, "case %zu: %s written", i, p);
+    }
+    test_rm_rf(dir);
+}
+
+/* Item 14: errors name their real cause. A full disk while writing a PNG
+ * said "Input/output error" (the failed fwrite's errno was lost); JSON
+ * nested a million deep said "not valid JSON"; translate onto a full disk
+ * names the cause too (tests/test_streaming.c writes to a closed pipe). */
+TEST(reliability_errors_name_their_cause) {
+    /* a PNG larger than stdio's buffer, so the write itself fails, onto /dev/full */
+    tf_images im = {1, 1, 128, 128, NULL, NULL, 0};
+    CHECK((im.pixels = malloc(128 * 128 * sizeof(float))) != NULL);
+    unsigned x = 1;
+    for (int i = 0; i < 128 * 128; i++) x = x * 1103515245u + 12345u, im.pixels[i] = (float)(x >> 16 & 255) / 255.0f;
+    CHECK(tf_images_write_png(&im, 0, "/dev/full") != 0);
+    CHECKF(strstr(tf_error(), "/dev/full: write failed: No space left on device"), "%s", tf_error());
+    free(im.pixels);
+    static const char big[70000] = {0};
+    CHECK(tf_write_file("/dev/full", big, sizeof big) != 0 && strstr(tf_error(), "No space left on device"));
+    /* JSON nested a million deep, and one level past the limit */
+    char dir[] = "/tmp/tf_cause_XXXXXX", p[128], args[512];
+    static char out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/deep.json", dir);
+        FILE *f = fopen(p, "w");
+        int n = k ? 1001 : 1000000;
+        CHECK(f != NULL);
+        fputs("{\"a\": ", f);
+        for (int i = 0; i < n; i++) fputc('[', f);
+        for (int i = 0; i < n; i++) fputc(']', f);
+        fputs("}\n", f);
+        CHECK(fclose(f) == 0);
+        snprintf(args, sizeof args, "train --config %s --data %s --out %s/o", p, p, dir);
+        double secs;
+        long rss;
+        int rc = run_measured(args, out, sizeof out, &secs, &rss);
+        CHECKF(rc == 1 && strstr(out, "deep.json: arrays and objects nested deeper than 1000 levels (the JSON reader's "
+                                      "limit), at byte "),
+               "nested %d deep: exit %d: %s", n, rc, out);
     }
     test_rm_rf(dir);
 }

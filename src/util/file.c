@@ -166,12 +166,13 @@ void tf_atomic_abort(tf_atomic_file *a) {
 }
 
 int tf_atomic_commit(tf_atomic_file *a, int ok) {
+    int caller = !ok || ferror(a->f) ? errno : 0; /* the cause of the caller's failed write (a full disk: ENOSPC) */
     errno = 0;
     ok = ok && !ferror(a->f) && fflush(a->f) == 0 && (!a->tmp || fsync(fileno(a->f)) == 0);
     ok = fclose(a->f) == 0 && ok;
     a->f = NULL;
     if (!ok || (a->tmp && rename(a->tmp, a->path) != 0)) {
-        tf_set_error("%s: write failed: %s", a->path, strerror(errno ? errno : EIO));
+        tf_set_error("%s: write failed: %s", a->path, strerror(caller ? caller : errno ? errno : EIO));
         if (a->tmp) unlink(a->tmp);
         free(a->tmp), free(a->target), a->tmp = NULL, a->target = NULL;
         return -1;
