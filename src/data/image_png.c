@@ -89,16 +89,16 @@ static int decode(const char *path, png_structp p, png_infop info, FILE *f, cons
     size_t total;
     if (s.H > 65535 || s.W > 65535 || !tf_mul_size(s.rowbytes, (size_t)s.H, &total))
         return tf_set_error("%s: an image of %lldx%lld is too large", path, (long long)s.W, (long long)s.H);
-    if (s.H * s.W > TF_IMAGES_MAX_PIXELS) /* a PNG bomb: a small file whose header declares a huge image */
-        return tf_set_error("%s: an image of %lldx%lld (%lld pixels) is above the limit of %lld pixels "
-                            "(TF_IMAGES_MAX_PIXELS): refusing to decode it",
-                            path, (long long)s.W, (long long)s.H, (long long)(s.H * s.W), (long long)TF_IMAGES_MAX_PIXELS);
     struct stat st;
     double least = s.raw_bits / 8.0 / DEFLATE_MAX_RATIO;
     if (!fstat(fileno(f), &st) && (double)st.st_size < least)
         return tf_set_error("%s: not a readable PNG: its %lldx%lld pixels need at least %.0f bytes of compressed data, "
                             "the file has %lld (truncated or corrupt)", path, (long long)s.W, (long long)s.H, least,
                             (long long)st.st_size);
+    if (s.H * s.W > TF_IMAGES_MAX_PIXELS) /* a PNG bomb: a small file whose header declares a huge image */
+        return tf_set_error("%s: an image of %lldx%lld (%lld pixels) is above the limit of %lld pixels "
+                            "(TF_IMAGES_MAX_PIXELS): refusing to decode it",
+                            path, (long long)s.W, (long long)s.H, (long long)(s.H * s.W), (long long)TF_IMAGES_MAX_PIXELS);
     png_bytep *rows = calloc((size_t)s.H, sizeof *rows), data = malloc(total);
     int rc = rows && data ? 0 : tf_set_error("%s: out of memory", path);
     for (int64_t y = 0; !rc && y < s.H; y++) rows[y] = data + (size_t)y * s.rowbytes;
