@@ -313,3 +313,31 @@ TEST(reliability_errors_name_their_cause) {
     }
     test_rm_rf(dir);
 }
+
+/* Item 14: a folder whose weights are sharded safetensors or a PyTorch
+ * pickle said "model.safetensors: cannot open"; it names what is there. */
+TEST(reliability_other_weight_formats_are_named) {
+    static char out[8192];
+    char dir[] = "/tmp/tf_shards_XXXXXX", args[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "cp tests/fixtures_gpt2/gelu_untied/config.json %s/ && echo '{}' > "
+             "%s/model.safetensors.index.json", dir, dir);
+    CHECK(system(args) == 0);
+    double secs;
+    long rss;
+    snprintf(args, sizeof args, "inspect %s/model.safetensors", dir);
+    int rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 1 && strstr(out, "model.safetensors: missing; the folder holds model.safetensors.index.json instead, "
+                                  "sharded safetensors") && strstr(out, "one model.safetensors file"),
+           "inspect: exit %d: %s", rc, out);
+    snprintf(args, sizeof args, "eval --model %s --data README.md", dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 1 && strstr(out, "holds model.safetensors.index.json instead"), "eval: exit %d: %s", rc, out);
+    snprintf(args, sizeof args, "rm %s/model.safetensors.index.json && touch %s/pytorch_model.bin", dir, dir);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "eval --model %s --data README.md", dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 1 && strstr(out, "the folder holds pytorch_model.bin instead, PyTorch's pickle format"),
+           "eval: exit %d: %s", rc, out);
+    test_rm_rf(dir);
+}

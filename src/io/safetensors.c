@@ -214,9 +214,34 @@ tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label) {
     return parse(f);
 }
 
+/* A missing model.safetensors whose folder holds the weights in another
+ * form (item 14 of issue 54: it said only "cannot open"): named, with what
+ * tformer reads. Leaves the error as it is otherwise. */
+static void name_other_weights(const char *path) {
+    size_t n = strlen(path), k = sizeof "model.safetensors" - 1;
+    if (n < k || strcmp(path + n - k, "model.safetensors") || (n > k && path[n - k - 1] != '/') || !access(path, F_OK))
+        return;
+    static const char *const OTHER[][2] = {
+        {"model.safetensors.index.json", "sharded safetensors (an index and model-0000N-of-0000M.safetensors files)"},
+        {"pytorch_model.bin.index.json", "sharded PyTorch pickles"},
+        {"pytorch_model.bin", "PyTorch's pickle format"},
+        {"tf_model.h5", "TensorFlow's HDF5 format"},
+        {"flax_model.msgpack", "Flax's msgpack format"},
+    };
+    char other[4200];
+    for (size_t i = 0; i < sizeof OTHER / sizeof *OTHER; i++) {
+        snprintf(other, sizeof other, "%.*s%s", (int)(n - k), path, OTHER[i][0]);
+        if (access(other, F_OK)) continue;
+        tf_set_error("%s: missing; the folder holds %s instead, %s: tformer reads the weights from one "
+                     "model.safetensors file (in Python, transformers' model.save_pretrained(dir, "
+                     "safe_serialization=True, max_shard_size=\"1000GB\") writes one)", path, OTHER[i][0], OTHER[i][1]);
+        return;
+    }
+}
+
 tf_st_file *tf_st_open(const char *path) {
     int fd = tf_open_regular(path); /* a FIFO or device is refused, never waited on */
-    if (fd < 0) return NULL;
+    if (fd < 0) return name_other_weights(path), NULL;
     struct stat st;
     if (fstat(fd, &st)) {
         close(fd);
