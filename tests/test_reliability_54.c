@@ -314,30 +314,78 @@ TEST(reliability_errors_name_their_cause) {
     test_rm_rf(dir);
 }
 
-/* Item 14: a folder whose weights are sharded safetensors or a PyTorch
- * pickle said "model.safetensors: cannot open"; it names what is there. */
+/* Item 14: a folder whose weights are a PyTorch pickle said
+ * "model.safetensors: cannot open"; it names what is there. */
 TEST(reliability_other_weight_formats_are_named) {
     static char out[8192];
     char dir[] = "/tmp/tf_shards_XXXXXX", args[1024];
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(args, sizeof args, "cp tests/fixtures_gpt2/gelu_untied/config.json %s/ && echo '{}' > "
-             "%s/model.safetensors.index.json", dir, dir);
-    CHECK(system(args) == 0);
     double secs;
     long rss;
-    snprintf(args, sizeof args, "inspect %s/model.safetensors", dir);
-    int rc = run_measured(args, out, sizeof out, &secs, &rss);
-    CHECKF(rc == 1 && strstr(out, "model.safetensors: missing; the folder holds model.safetensors.index.json instead, "
-                                  "sharded safetensors") && strstr(out, "one model.safetensors file"),
-           "inspect: exit %d: %s", rc, out);
-    snprintf(args, sizeof args, "eval --model %s --data README.md", dir);
-    rc = run_measured(args, out, sizeof out, &secs, &rss);
-    CHECKF(rc == 1 && strstr(out, "holds model.safetensors.index.json instead"), "eval: exit %d: %s", rc, out);
-    snprintf(args, sizeof args, "rm %s/model.safetensors.index.json && touch %s/pytorch_model.bin", dir, dir);
+    int rc;
+    snprintf(args, sizeof args, "cp tests/fixtures_gpt2/gelu_untied/config.json %s/ && touch %s/pytorch_model.bin",
+             dir, dir);
     CHECK(system(args) == 0);
     snprintf(args, sizeof args, "eval --model %s --data README.md", dir);
     rc = run_measured(args, out, sizeof out, &secs, &rss);
     CHECKF(rc == 1 && strstr(out, "the folder holds pytorch_model.bin instead, PyTorch's pickle format"),
            "eval: exit %d: %s", rc, out);
+    test_rm_rf(dir);
+}
+
+/* Item 14: a sharded safetensors folder (model.safetensors.index.json and
+ * its shards, as save_pretrained writes past max_shard_size) reads as one
+ * file: the same tensors, byte for byte. */
+TEST(reliability_sharded_safetensors_folders_load) {
+    static char out[8192];
+    char dir[] = "/tmp/tf_sharded_XXXXXX", args[1024], p[256];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *src = "tests/fixtures_gpt2/gelu_untied";
+    tf_st_file *f = tf_st_open("tests/fixtures_gpt2/gelu_untied/model.safetensors");
+    CHECK(f != NULL);
+    tf_arena *ar = tf_arena_new(0);
+    tf_st_writer *w[2] = {tf_st_writer_new(), tf_st_writer_new()};
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    FILE *idx = fopen(p, "w");
+    CHECK(idx && ar && w[0] && w[1]);
+    fprintf(idx, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
+    int n = tf_st_count(f);
+    for (int i = 0; i < n; i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, ar);
+        CHECK(t && tf_st_writer_add(w[i % 2], e->name, t) == 0);
+        fprintf(idx, "%s\"%s\": \"model-0000%d-of-00002.safetensors\"", i ? ", " : "", e->name, i % 2 + 1);
+    }
+    fprintf(idx, "}}\n");
+    CHECK(fclose(idx) == 0);
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/model-0000%d-of-00002.safetensors", dir, k + 1);
+        CHECK(tf_st_writer_save(w[k], p) == 0);
+        tf_st_writer_free(w[k]);
+    }
+    tf_arena_free(ar);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    tf_st_file *g = tf_st_open(p);
+    CHECKF(g != NULL, "%s", tf_error());
+    CHECK(tf_st_count(g) == n);
+    for (int i = 0; i < n; i++) {
+        const tf_st_entry *a = tf_st_entry_at(f, i), *b = tf_st_find(g, a->name);
+        CHECKF(b && b->nbytes == a->nbytes && !memcmp(a->data, b->data, a->nbytes), "tensor %s", a->name);
+    }
+    tf_st_close(g), tf_st_close(f);
+    /* the CLI: compare, and eval of the folder beside the single file's */
+    snprintf(args, sizeof args, "compare %s/model.safetensors %s/model.safetensors", src, dir);
+    double secs;
+    long rss;
+    int rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0, "compare: exit %d: %s", rc, out);
+    snprintf(args, sizeof args, "inspect %s/model.safetensors", dir);
+    rc = run_measured(args, out, sizeof out, &secs, &rss);
+    CHECKF(rc == 0 && strstr(out, "transformer.h.0.attn.c_attn.weight"), "inspect: exit %d: %s", rc, out);
+    /* a shard the index names but that is missing: named */
+    snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", dir);
+    CHECK(unlink(p) == 0);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    CHECK(tf_st_open(p) == NULL && strstr(tf_error(), "model-00002-of-00002.safetensors"));
     test_rm_rf(dir);
 }
