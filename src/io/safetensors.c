@@ -234,9 +234,9 @@ static void name_other_weights(const char *path) {
     for (size_t i = 0; i < sizeof OTHER / sizeof *OTHER; i++) {
         snprintf(other, sizeof other, "%.*s%s", (int)(n - k), path, OTHER[i][0]);
         if (access(other, F_OK)) continue;
-        tf_set_error("%s: missing; the folder holds %s instead, %s: tformer reads the weights from one "
-                     "model.safetensors file (in Python, transformers' model.save_pretrained(dir, "
-                     "safe_serialization=True, max_shard_size=\"1000GB\") writes one)", path, OTHER[i][0], OTHER[i][1]);
+        tf_set_error("%s: missing; the folder holds %s instead, %s: tformer reads safetensors weights, "
+                     "model.safetensors or a sharded model.safetensors.index.json (in Python, transformers' "
+                     "model.save_pretrained(dir, safe_serialization=True) writes them)", path, OTHER[i][0], OTHER[i][1]);
         return;
     }
 }
