@@ -389,3 +389,24 @@ TEST(reliability_sharded_safetensors_folders_load) {
     CHECK(tf_st_open(p) == NULL && strstr(tf_error(), "model-00002-of-00002.safetensors"));
     test_rm_rf(dir);
 }
+
+/* Item 11 (in part): a --data file too large for memory (a 2 GB sparse file
+ * under a 1.5 GB address-space limit) said "out of memory" without naming
+ * it; the message names the file, what was read and its size. (Skipped
+ * under the sanitizers, whose shadow memory needs the address space.) */
+TEST(reliability_a_file_too_large_to_read_is_named) {
+    const char *san = getenv("TFORMER_CFLAGS");
+    if (san && strstr(san, "sanitize")) return;
+    char dir[] = "/tmp/tf_bigdata_XXXXXX", cmd[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "truncate -s 2G %s/big.txt && ulimit -v 1500000 && %s train --data %s/big.txt --out %s/run "
+             "--tokenizer char --steps 1 2>&1", dir, test_tformer_bin(), dir, dir);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    int st = p ? pclose(p) : -1;
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(out, "big.txt: out of memory after reading ") &&
+               strstr(out, "of its 2147483648 bytes (the file is read whole)"),
+           "exit %d: %s", st, out);
+    test_rm_rf(dir);
+}

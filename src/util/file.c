@@ -80,12 +80,17 @@ char *tf_read_file(const char *path, size_t *len) {
     tf_buf b = {0};
     char chunk[65536];
     size_t n;
+    struct stat st; /* the buffer sized once for a regular file: no doubling past its size */
+    long long size = !fstat(fileno(f), &st) ? (long long)st.st_size : -1;
+    if (size > 0 && (uint64_t)size < SIZE_MAX / 2 && (b.p = malloc((size_t)size + 1))) b.cap = (size_t)size + 1;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         if (tf_buf_put(&b, chunk, n)) {
             free(b.p);
             fclose(f);
-            return NULL;
+            return tf_set_error("%s: out of memory after reading %zu of its %lld bytes (the file is read whole)", path,
+                                b.n, size), NULL;
         }
+
     int err = ferror(f);
     fclose(f);
     if (err) {
