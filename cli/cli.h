@@ -158,8 +158,11 @@ typedef struct {
     size_t start, consumed; /* the current chunk's first byte; the first byte after it */
     int eof;
     long long line_no;      /* lines handed out so far */
+    int keep_cr;            /* set after cli_lines_init: a CR before the newline stays part of the line */
 } cli_lines;
 void cli_lines_init(cli_lines *r, int fd);
+/* The most --batch takes on any verb (inputs per forward pass, a chunk of standard input's lines). */
+enum { CLI_BATCH_MAX = 1024 };
 /* Up to max lines (CR before the newline dropped; the last line may lack its newline) into
  * lines / lens, pointing into r's buffer until the next call; fewer when the input ends or
  * nothing more is ready without waiting (each chunk is answered before more is read); 0 at the

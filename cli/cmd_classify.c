@@ -125,6 +125,14 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
     if (!logits || (attention_dir && !maps)) cli_die(a->verb, "out of memory");
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
+        int w, h; /* the header's size checked before anything is decoded (a PNG bomb: 20000x20000 in 389 KB) */
+        if (tf_images_png_size(a->operands[i], &w, &h)) cli_die(a->verb, tf_error());
+        if (w != size || h != size) {
+            char msg[4200];
+            snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i], w, h,
+                     size, size, channels);
+            cli_die(a->verb, msg);
+        }
         if (tf_images_read_png(a->operands[i], channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
         if (im.height != size || im.width != size || im.channels != channels) {
             char msg[4200];
@@ -182,7 +190,8 @@ int cmd_classify(const cli_args *a) {
         cli_usage_error(a, "give one of --data-dir DIR, --data FILE or PNG files");
     if (a->v[SPLIT].given && !dir) cli_usage_error(a, "--split goes with --data-dir");
     if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
-    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
+        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     const char *att = opt(&a->v[ATTENTION_PNG]);
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");

@@ -44,14 +44,16 @@ int cmd_complete_image_tables(const tf_fields **t) {
 /* The input as the model's size: refused (or resized with --resize) when it differs. */
 static void read_input(const cli_args *a, const tf_image_tokens *k, tf_images *im) {
     const char *path = a->v[INPUT].text;
-    if (tf_images_read_png(path, k->channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
-    if (im->height == k->height && im->width == k->width) return;
-    if (!a->v[RESIZE].given) {
+    int w, h; /* the header's size, checked before anything is decoded */
+    if (tf_images_png_size(path, &w, &h)) cli_die(a->verb, tf_error());
+    if ((h != k->height || w != k->width) && !a->v[RESIZE].given) {
         char msg[4300];
-        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d (give --resize to resize it)", path,
-                 im->width, im->height, k->width, k->height);
+        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d (give --resize to resize it)", path, w,
+                 h, k->width, k->height);
         cli_die(a->verb, msg);
     }
+    if (tf_images_read_png(path, k->channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
+    if (im->height == k->height && im->width == k->width) return;
     tf_images r;
     if (tf_images_resize(im, k->height, k->width, &r)) cli_die(a->verb, tf_error());
     tf_images_free(im);

@@ -61,8 +61,8 @@ int cmd_embed(const cli_args *a) {
     if (pool < 0) cli_usage_error(a, "--pooling expects mean, cls, max or none, got '%s'", pooling);
     o.pooling = (tf_pooling)(pool < 3 ? pool : 0);
     o.normalize |= a->v[NORMALIZE].given;
-    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CHUNK)
-        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CHUNK, a->v[BATCH].i);
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
+        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     o.batch = (int)a->v[BATCH].i;
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());

@@ -22,16 +22,21 @@ static void put_ids(const cli_verb *v, tf_tokenizer *t, const char *text, size_t
 int cmd_encode(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_tokenizer *t = cli_load_tokenizer(v, a->v[0].text);
-    size_t len;
-    char *text = cli_read_stdin(v, &len);
-    if (!a->v[1].given) put_ids(v, t, text, len);
-    for (size_t b = 0; a->v[1].given && b < len;) {
-        const char *nl = memchr(text + b, '\n', len - b);
-        size_t e = nl ? (size_t)(nl - text) : len;
-        put_ids(v, t, text + b, e - b);
-        b = e + 1;
+    if (a->v[1].given) { /* --lines: a chunk of lines at a time, each chunk's ids written before more is read */
+        const char *lines[CLI_BATCH_MAX];
+        size_t lens[CLI_BATCH_MAX];
+        cli_lines in;
+        cli_lines_init(&in, 0);
+        in.keep_cr = 1; /* the bytes of the line as they are, as before */
+        for (int n; (n = cli_lines_next(v, &in, CLI_BATCH_MAX, lines, lens)) > 0; cli_flush_or_die(v))
+            for (int i = 0; i < n; i++) put_ids(v, t, lines[i], lens[i]);
+        cli_lines_free(&in);
+    } else { /* the whole input is one text */
+        size_t len;
+        char *text = cli_read_stdin(v, &len);
+        put_ids(v, t, text, len);
+        free(text);
     }
-    free(text);
     tf_tokenizer_free(t);
     return 0;
 }

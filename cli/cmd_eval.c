@@ -25,7 +25,8 @@ const cli_flag cmd_eval_flags[] = {
 /* --listops: the run's settings, its model, the test set's accuracy and where the errors fall. */
 static int eval_listops(const cli_args *a, int64_t n) {
     const char *dir = a->v[MODEL].text;
-    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch: %lld must be at least 1", a->v[BATCH].i);
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
+        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     tf_listops_task_config c;
     if (tf_listops_settings_load(dir, &c)) cli_die(a->verb, tf_error());
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){-1, 0, 0});

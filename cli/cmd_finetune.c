@@ -147,7 +147,8 @@ int cmd_finetune(const cli_args *a) {
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
     cli_run_folder(a, TF_RUN_FOLDER_TRAIN, out, ta.resume, OVERWRITE);
     tf_task *t = tf_dist_task_new(make_task, &ta, out);
-    if (!t) cli_die(a->verb, tf_error());
+    const char *files[] = {a->v[TRAIN].text, a->v[VALID].text}; /* resume checks them */
+    if (!t || tf_task_set_data(t, files, files[1] ? 2 : 1)) cli_die(a->verb, tf_error());
     int first = tf_dist_rank() == 0;
     if (first) print_counts(t), summary(a, t, ta.resume);
     int n_val = tf_finetune_task_data(t, TF_SUBSET_VAL)->n, micro = g_train.accum * tf_dist_size();

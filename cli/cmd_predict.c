@@ -57,27 +57,90 @@ static void print_one(const tf_bert *m, const tf_finetune_example *x, const tf_f
     }
 }
 
-int cmd_predict(const cli_args *a) {
-    tf_set_threads(cli_threads(&a->v[THREADS]));
-    tf_bert *m = tf_bert_load(a->v[MODEL].text, &(tf_bert_load_opts){-1, 0, 0});
-    if (!m) cli_die(a->verb, tf_error());
-    tf_tokenizer *tok = cli_load_tokenizer(a->verb, a->v[MODEL].text);
-    tf_finetune_config c = settings(a, m);
-    if (a->v[BATCH].i < 1) cli_usage_error(a, "--batch must be at least 1");
-    size_t len;
-    char *text = cli_read_stdin(a->verb, &len);
+/* A chunk's error "<stdin>:N: ..." with N counted over the whole input (the chunk starts at line first). */
+static void die_at(const cli_verb *v, long long first) {
+    const char *e = tf_error();
+    char *end;
+    long long n = strncmp(e, "<stdin>:", 8) ? 0 : strtoll(e + 8, &end, 10);
+    if (n <= 0 || *end != ':') cli_die(v, e);
+    char msg[1400];
+    snprintf(msg, sizeof msg, "<stdin>:%lld%s", first + n - 1, end);
+    cli_die(v, msg);
+}
+
+typedef struct {
+    const cli_args *a;
+    const tf_bert *m;
+    tf_tokenizer *tok;
+    tf_finetune_config c;
+    int n, truncated; /* inputs answered, and cut, so far */
+} predictor;
+
+/* The inputs of text (whole lines, the first of them line `first`): parsed, predicted and written. */
+static void predict_text(predictor *pr, const char *text, size_t len, long long first) {
+    size_t blank = 0;
+    while (blank < len && strchr(" \t\r\n", text[blank])) blank++;
+    if (blank == len) return; /* no input in it (blank lines) */
+    const cli_verb *v = pr->a->verb;
     tf_finetune_set s;
     tf_finetune_data d;
-    if (tf_finetune_parse(c.task, text, len, "<stdin>", 0, &s)) cli_die(a->verb, tf_error());
-    free(text);
-    if (tf_finetune_encode(tok, &s, NULL, 0, c.max_len, &d)) cli_die(a->verb, tf_error());
+    if (tf_finetune_parse(pr->c.task, text, len, "<stdin>", 0, &s)) die_at(v, first);
+    if (tf_finetune_encode(pr->tok, &s, NULL, 0, pr->c.max_len, &d)) cli_die(v, tf_error());
     tf_finetune_prediction *p = calloc((size_t)d.n, sizeof *p);
-    if (!p || tf_finetune_predict(m, &d, (int)a->v[BATCH].i, c.max_answer, p))
-        cli_die(a->verb, p ? tf_error() : "out of memory");
-    for (int i = 0; i < d.n; i++) print_one(m, &s.ex[i], &p[i], c.task);
-    if (d.n_truncated) fprintf(stderr, "tformer predict: %d of %d inputs cut to %d ids\n", d.n_truncated, d.n, c.max_len);
+    if (!p || tf_finetune_predict(pr->m, &d, (int)pr->a->v[BATCH].i, pr->c.max_answer, p))
+        cli_die(v, p ? tf_error() : "out of memory");
+    for (int i = 0; i < d.n; i++) print_one(pr->m, &s.ex[i], &p[i], pr->c.task);
+    pr->n += d.n, pr->truncated += d.n_truncated;
     tf_finetune_predictions_free(p, d.n), free(p);
     tf_finetune_data_free(&d), tf_finetune_set_free(&s);
-    tf_tokenizer_free(tok), tf_bert_free(m);
+    cli_flush_or_die(v); /* each chunk answered before more is read; a write error ends the verb */
+}
+
+/* Standard input a chunk of lines at a time (tag: whole sentences, up to a blank line). */
+static void predict_stdin(predictor *pr) {
+    const cli_verb *v = pr->a->verb;
+    const char *lines[CLI_BATCH_MAX];
+    size_t lens[CLI_BATCH_MAX];
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    long long first = 1, line_no = 0; /* text's first line; lines read */
+    cli_lines in;
+    cli_lines_init(&in, 0);
+    for (int n; (n = cli_lines_next(v, &in, CLI_BATCH_MAX, lines, lens)) > 0;) {
+        size_t cut = 0; /* text up to here is whole inputs (after the last blank line for tag) */
+        long long cut_line = first;
+        for (int i = 0; i < n; i++) {
+            if (len + lens[i] + 1 >= cap) {
+                while (len + lens[i] + 1 >= cap) cap = cap ? 2 * cap : 65536;
+                char *grown = realloc(text, cap);
+                if (!grown) cli_die(v, "cannot read standard input: out of memory");
+                text = grown;
+            }
+            memcpy(text + len, lines[i], lens[i]);
+            len += lens[i], text[len++] = '\n', line_no++;
+            if (pr->c.task != TF_FINETUNE_TAG || !lens[i]) cut = len, cut_line = line_no + 1;
+        }
+        if (!cut) continue;
+        predict_text(pr, text, cut, first);
+        memmove(text, text + cut, len - cut);
+        len -= cut, first = cut_line;
+    }
+    predict_text(pr, text ? text : "", len, first);
+    cli_lines_free(&in);
+    free(text);
+    if (!pr->n) cli_die(v, "<stdin>: no examples");
+}
+
+int cmd_predict(const cli_args *a) {
+    tf_set_threads(cli_threads(&a->v[THREADS]));
+    if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
+        cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
+    tf_bert *m = tf_bert_load(a->v[MODEL].text, &(tf_bert_load_opts){-1, 0, 0});
+    if (!m) cli_die(a->verb, tf_error());
+    predictor pr = {a, m, cli_load_tokenizer(a->verb, a->v[MODEL].text), settings(a, m), 0, 0};
+    predict_stdin(&pr); /* the model, its tokenizer and the task are checked first */
+    if (pr.truncated)
+        fprintf(stderr, "tformer predict: %d of %d inputs cut to %d ids\n", pr.truncated, pr.n, pr.c.max_len);
+    tf_tokenizer_free(pr.tok), tf_bert_free(m);
     return 0;
 }

@@ -160,6 +160,7 @@ static void stream_text(stream *st, const char *dir) {
             token_text(tok, ids.v[i], piece, sizeof piece);
             run_step(st, id ? tf_continual_embed(st->ctx, &st->e, id) : NULL, lineno, piece);
         }
+        cli_flush_or_die(st->v); /* each line answered before the next is read; a write error ends the verb */
     }
     check_read(st);
     free(line);
@@ -178,6 +179,7 @@ static void stream_vectors(stream *st) {
         if (!x) cli_die(st->v, tf_error());
         parse_line(st->v, line, lineno, tf_f32(x), d);
         run_step(st, x, lineno, NULL);
+        cli_flush_or_die(st->v);
     }
     check_read(st);
     free(line);

@@ -184,7 +184,7 @@ int cmd_train(const cli_args *a) {
     if (same_args(a) || tf_dist_agree(tf_train_config_check(&g_train))) cli_die(a->verb, tf_error());
     cli_run_folder(a, TF_RUN_FOLDER_TRAIN, out, job.args.resume, OVERWRITE);
     tf_task *t = tf_dist_task_new(make_task, &job, out);
-    if (!t) cli_die(a->verb, tf_error());
+    if (!t || tf_task_set_data(t, job.args.data, job.args.n_data)) cli_die(a->verb, tf_error()); /* resume checks them */
     if (tf_dist_rank() == 0) cli_train_summary(a->verb, f->name, &job.args, t);
     if (g_train.precision == TF_PRECISION_BF16 && tf_dist_rank() == 0)
         fprintf(stderr, "precision bf16: matrix products on %s\n", tf_bf16_info());

@@ -4,6 +4,7 @@
  * `max` lines, at the end of the input, or when the lines read so far are
  * all that is ready (poll: nothing more to read without waiting). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines,
         char *nl = at < r->len ? memchr(r->buf + at, '\n', r->len - at) : NULL;
         if (nl || (r->eof && at < r->len)) {
             size_t e = nl ? (size_t)(nl - r->buf) : r->len, len = e - at;
-            if (len && r->buf[e - 1] == '\r') len--;
+            if (len && r->buf[e - 1] == '\r' && !r->keep_cr) len--;
             off[n] = rel, lens[n++] = len;
             rel = (nl ? e + 1 : r->len) - r->start;
             continue;
@@ -87,6 +88,7 @@ int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines,
 void cli_flush_or_die(const cli_verb *v) {
     errno = 0;
     if (!fflush(stdout) && !ferror(stdout)) return;
+    if (!errno && fcntl(fileno(stdout), F_GETFL) < 0) errno = EBADF; /* an earlier write failed: a closed descriptor? */
     char msg[256];
     snprintf(msg, sizeof msg, "standard output: write error%s%s", errno ? ": " : "", errno ? strerror(errno) : "");
     cli_die(v, msg);

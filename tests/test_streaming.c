@@ -187,3 +187,84 @@ TEST(translate_streams_and_stops_when_its_output_is_gone) {
            "an endless input into a closed standard output: %s", out);
     test_rm_rf(dir);
 }
+
+/* The first answer of "tformer <args>" comes while its input (one line) stays open: 1, else 0. */
+static int answers_before_eof(const char *args, const char *line, int *rc) {
+    child c;
+    if (spawn(&c, args)) return 0;
+    if (write(c.in, line, strlen(line)) != (ssize_t)strlen(line)) return 0;
+    int got = 0;
+    for (int t = 0; t < 60 && !got; t++) got = drain(&c, 1000) > 0;
+    close(c.in);
+    long rss;
+    *rc = finish(&c, &rss);
+    return got;
+}
+
+/* An endless input into a closed standard output: the verb's stderr (it must end with the cause). */
+static void closed_output(const char *input, const char *args, char *out, size_t n) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "yes '%s' 2>/dev/null | timeout 60 %s %s 2>&1 >&- | head -c 300", input,
+             test_tformer_bin(), args);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, n - 1, p) : 0;
+    out[k] = 0;
+    if (p) pclose(p);
+}
+
+/* predict, encode --lines and stream (issue 54 items 3-5): each answers before its input ends and
+ * stops at once when its output is gone; --batch is bounded on every verb that has it. */
+TEST(predict_encode_stream_answer_before_their_input_ends) {
+    char dir[] = "/tmp/tformer_strm_pr_XXXXXX", args[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "%s/t.tsv", dir);
+    FILE *f = fopen(args, "w");
+    CHECK(f && fputs("pos\ta good dog\nneg\ta bad cat\npos\ta nice dog\nneg\ta sad cat\n", f) >= 0 && !fclose(f));
+    snprintf(args, sizeof args, "finetune --model " ST_DIR " --train %s/t.tsv --valid %s/t.tsv --out %s/ft --steps 2 "
+             "--threads 1", dir, dir, dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "%s/lang", dir);
+    CHECK((f = fopen(args, "w")) != NULL);
+    for (int i = 0; i < 40; i++) fputs("abc abd bca\npqr pqs rqp\n", f);
+    CHECK(!fclose(f));
+    snprintf(args, sizeof args, "train --arch continual --data %s/lang %s/lang --out %s/co --steps 2 --batch 4 "
+             "--window 12 --pos-len 12 --d-model 16 --n-head 2 --d-ff 16 --n-layer 1 --threads 1", dir, dir, dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    int rc;
+    snprintf(args, sizeof args, "predict --model %s/ft --threads 1", dir);
+    CHECKF(answers_before_eof(args, "a good dog\n", &rc) && rc == 0, "predict: no answer while the input stayed open "
+           "(exit %d)", rc);
+    CHECKF(answers_before_eof("encode --tokenizer char --lines", "abc\n", &rc) && rc == 0,
+           "encode --lines: no answer while the input stayed open (exit %d)", rc);
+    snprintf(args, sizeof args, "stream --model %s/co", dir);
+    CHECKF(answers_before_eof(args, "abc pqr abc pqr abc pqr\n", &rc) && rc == 0, "stream: no answer while the input stayed open "
+           "(exit %d)", rc);
+    /* standard output closed: each ends at once with the cause (stream ran until killed) */
+    closed_output("abc pqr", args, out, sizeof out);
+    CHECKF(strstr(out, "tformer stream: standard output: write error: Bad file descriptor"), "stream: %s", out);
+    snprintf(args, sizeof args, "predict --model %s/ft --threads 1", dir);
+    closed_output("a good dog", args, out, sizeof out);
+    CHECKF(strstr(out, "tformer predict: standard output: write error: Bad file descriptor"), "predict: %s", out);
+    closed_output("abc", "encode --tokenizer char --lines", out, sizeof out);
+    CHECKF(strstr(out, "tformer encode: standard output: write error: Bad file descriptor"), "encode: %s", out);
+    /* a line's number counts over the whole input, across chunks */
+    snprintf(args, sizeof args, "sh -c 'i=0; while [ $i -lt 1499 ]; do printf \"a\\tb\\n\"; i=$((i+1)); done; echo bad' | "
+             "%s predict --model %s/ft --task pairs --threads 1 2>&1 >/dev/null", test_tformer_bin(), dir);
+    FILE *p = popen(args, "r");
+    size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[k] = 0;
+    if (p) pclose(p);
+    CHECKF(strstr(out, "<stdin>:1500: no tab"), "%s", out);
+    /* --batch bounded on every verb that takes it */
+    static const char *const BIG[] = {"predict --model %s/ft --batch 2000000000 < /dev/null",
+                                      "embed --model " ST_DIR " --batch 1025 < /dev/null",
+                                      "classify --model tests/fixtures_vit/cls_grey28_p4_labels --batch 2000000000 x.png",
+                                      "eval --listops 10 --model %s/ft --batch 2000000000"};
+    for (size_t i = 0; i < sizeof BIG / sizeof *BIG; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, BIG[i], dir);
+        rc = test_run_cli("", cmd, out, sizeof out);
+        CHECKF(rc == 2 && strstr(out, "--batch expects an integer in [1,1024]"), "%s: exit %d: %s", cmd, rc, out);
+    }
+    test_rm_rf(dir);
+}

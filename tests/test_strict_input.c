@@ -144,7 +144,7 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
          "--stem-width expects an integer in [0,4096], got '1e9'", 2},
         {"eval --model %s/m --listops abc", "--listops expects a non-negative integer, got 'abc'", 2},
         {"eval --model %s/m --listops 1e12", "--listops expects a non-negative integer, got '1e12'", 2},
-        {"eval --model %s/m --listops 3 --batch 0", "--batch: 0 must be at least 1", 2},
+        {"eval --model %s/m --listops 3 --batch 0", "--batch expects an integer in [1,1024], got 0", 2},
         {"eval --model %s/m --listops 3", "m/listops.json: No such file or directory: not a ListOps run folder", 1},
         {"eval --model %s/m --listops 3 --hflip-tta", "--hflip-tta goes with an image classifier (--data-dir), not --listops", 2},
         {"eval --model %s/m --data %s/corpus.txt --hflip-tta", "--hflip-tta goes with an image classifier (--data-dir)", 2},

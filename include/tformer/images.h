@@ -43,8 +43,14 @@ TF_API int tf_images_read_digits(const char *path, tf_images *out);
  * alpha is dropped, 16-bit samples are divided by 65535, others by 255
  * (palette and low-bit grey expanded first); RGB to grey is PIL's
  * L = 0.299 R + 0.587 G + 0.114 B, grey to RGB repeats it. A file that is
- * not a readable PNG is an error naming it and libpng's reason. */
+ * not a readable PNG is an error naming it and libpng's reason. The size is
+ * read from the header first: an image above TF_IMAGES_MAX_PIXELS pixels (a
+ * small file can declare 20000x20000) is refused before anything is decoded. */
 TF_API int tf_images_read_png(const char *path, int channels, tf_images *out);
+#define TF_IMAGES_MAX_PIXELS (1LL << 25) /* 33,554,432 pixels: an 8K frame (7680x4320) fits */
+/* The width and height a PNG file's header declares, nothing decoded: to
+ * check an image against a model before reading it. */
+TF_API int tf_images_png_size(const char *path, int *width, int *height);
 
 /* Image i of the set as an 8-bit grey (1 channel) or RGB (3) PNG file,
  * written to a temporary name and renamed. */

@@ -64,8 +64,16 @@ struct tf_task {
     int model_is_ema;                            /* the task evaluates and saves an EMA of the weights it
                                                   * trains: average_last (an average of the trained
                                                   * weights) is refused */
+    char *data_digest;                           /* the data files' names, sizes and content hashes
+                                                  * (tf_task_set_data): recorded in each checkpoint,
+                                                  * compared on resume; NULL: not checked */
 };
 
+/* Record the files a task trains on (name, size and content hash of each, in
+ * order): checkpoints keep them and a resume with other data (another file,
+ * the same file repeated) is refused naming the file, unless the resume
+ * allows changes (TF_RESUME_CHANGED: a notice). 0, or -1 naming the file. */
+TF_API int tf_task_set_data(tf_task *t, const char *const *paths, int n);
 TF_API void tf_task_free(tf_task *t);
 
 #ifdef __cplusplus

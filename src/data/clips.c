@@ -191,7 +191,12 @@ int tf_images_read_clip(const char *dir, int channels, tf_images *out) {
     for (int t = 0; !rc && t < n; t++) {
         tf_images f = {0};
         snprintf(path, sizeof path, "%s/%s", dir, names[t]);
-        if (tf_images_read_png(path, channels, &f)) rc = -1;
+        int w, h; /* a later frame's size from its header, before it is decoded */
+        if (t > 0 && tf_images_png_size(path, &w, &h)) rc = -1;
+        else if (t > 0 && (h != out->height || w != out->width))
+            rc = tf_set_error("%s: a frame of %dx%d, but %s is %dx%d: a clip's frames must have one size", path, w, h,
+                              first, out->width, out->height);
+        else if (tf_images_read_png(path, channels, &f)) rc = -1;
         else if (t == 0) snprintf(first, sizeof first, "%s", path);
         if (!rc && t == 0) {
             *out = (tf_images){n, f.channels, f.height, f.width, NULL, NULL, 0};

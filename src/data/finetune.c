@@ -199,6 +199,35 @@ static int parse_line(tf_finetune_set *s, int *cap, sentence *st, const char *p,
     return text_line(s, cap, p, n, name, line);
 }
 
+/* The length of the valid UTF-8 sequence at s (strict: no overlong forms,
+ * surrogates or code points above U+10FFFF), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t k = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (!k || k > n) return 0;
+    for (size_t j = 1; j < k; j++)
+        if ((s[j] & 0xC0) != 0x80) return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+        (c == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return k;
+}
+
+/* A line's bytes as UTF-8: labels and texts go into config.json and the tokenizer. */
+static int check_utf8(const tf_finetune_set *s, const char *p, size_t n, const char *name, int line) {
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_len((const unsigned char *)p + i, n - i))) {
+            const char *tab = memchr(p, '\t', n);
+            int in_label = s->labelled && (s->kind == TF_FINETUNE_CLASSIFY || s->kind == TF_FINETUNE_PAIRS) &&
+                           (!tab || p + i < tab);
+            int in_tag = s->labelled && s->kind == TF_FINETUNE_TAG && tab && p + i > tab;
+            return tf_set_error("%s:%d: not valid UTF-8%s: byte 0x%02X at column %zu; a text file must be UTF-8", name,
+                                line, in_label ? " in the label" : in_tag ? " in the tag" : "",
+                                (unsigned char)p[i], i + 1);
+        }
+    return 0;
+}
+
 int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const char *name, int labelled,
                       tf_finetune_set *out) {
     memset(out, 0, sizeof *out);
@@ -211,7 +240,7 @@ int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const
         size_t n = nl ? (size_t)(nl - p) : len - i;
         i += n + (nl != NULL);
         if (n && p[n - 1] == '\r') n--;
-        rc = parse_line(out, &cap, &st, p, n, name, line + 1);
+        rc = check_utf8(out, p, n, name, line + 1) || parse_line(out, &cap, &st, p, n, name, line + 1);
     }
     if (!rc && !out->n) rc = tf_set_error("%s: no examples", name);
     if (rc) tf_finetune_set_free(out);

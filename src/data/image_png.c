@@ -95,6 +95,10 @@ static int decode(const char *path, png_structp p, png_infop info, FILE *f, cons
         return tf_set_error("%s: not a readable PNG: its %lldx%lld pixels need at least %.0f bytes of compressed data, "
                             "the file has %lld (truncated or corrupt)", path, (long long)s.W, (long long)s.H, least,
                             (long long)st.st_size);
+    if (s.H * s.W > TF_IMAGES_MAX_PIXELS) /* a PNG bomb: a small file whose header declares a huge image */
+        return tf_set_error("%s: an image of %lldx%lld (%lld pixels) is above the limit of %lld pixels "
+                            "(TF_IMAGES_MAX_PIXELS): refusing to decode it",
+                            path, (long long)s.W, (long long)s.H, (long long)(s.H * s.W), (long long)TF_IMAGES_MAX_PIXELS);
     png_bytep *rows = calloc((size_t)s.H, sizeof *rows), data = malloc(total);
     int rc = rows && data ? 0 : tf_set_error("%s: out of memory", path);
     for (int64_t y = 0; !rc && y < s.H; y++) rows[y] = data + (size_t)y * s.rowbytes;
@@ -109,17 +113,51 @@ static int decode(const char *path, png_structp p, png_infop info, FILE *f, cons
     return rc;
 }
 
-int tf_images_read_png(const char *path, int channels, tf_images *out) {
-    memset(out, 0, sizeof *out);
-    if (channels != 1 && channels != 3) return tf_set_error("%s: channels %d must be 1 or 3", path, channels);
+/* The file opened at its start, its PNG signature checked; NULL on error. */
+static FILE *open_png(const char *path) {
     FILE *f = tf_fopen_read(path); /* a FIFO or device: refused, never waited on */
-    if (!f) return -1;
+    if (!f) return NULL;
     unsigned char sig[8];
     if (fread(sig, 1, 8, f) != 8 || png_sig_cmp(sig, 0, 8)) {
         fclose(f);
-        return tf_set_error("%s: not a PNG file (no PNG signature)", path);
+        tf_set_error("%s: not a PNG file (no PNG signature)", path);
+        return NULL;
     }
     rewind(f);
+    return f;
+}
+
+static int header_only(png_structp p, png_infop info, FILE *f, png_uint_32 *w, png_uint_32 *h) {
+    if (setjmp(png_jmpbuf(p))) return -1;
+    png_init_io(p, f);
+    png_read_info(p, info); /* the chunks before the pixels: nothing is decoded or allocated for them */
+    *w = png_get_image_width(p, info), *h = png_get_image_height(p, info);
+    return 0;
+}
+
+int tf_images_png_size(const char *path, int *width, int *height) {
+    FILE *f = open_png(path);
+    if (!f) return -1;
+    png_err_buf err = {{0}};
+    png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    png_uint_32 w = 0, h = 0;
+    int rc = !info ? tf_set_error("%s: out of memory", path)
+             : header_only(p, info, f, &w, &h) ? tf_set_error("%s: not a readable PNG: %s", path, err.msg)
+             : w > 65535 || h > 65535 ? tf_set_error("%s: an image of %lux%lu is too large", path, (unsigned long)w,
+                                                     (unsigned long)h)
+                                      : 0;
+    png_destroy_read_struct(&p, info ? &info : NULL, NULL);
+    fclose(f);
+    if (!rc) *width = (int)w, *height = (int)h;
+    return rc;
+}
+
+int tf_images_read_png(const char *path, int channels, tf_images *out) {
+    memset(out, 0, sizeof *out);
+    if (channels != 1 && channels != 3) return tf_set_error("%s: channels %d must be 1 or 3", path, channels);
+    FILE *f = open_png(path);
+    if (!f) return -1;
     png_err_buf err = {{0}};
     png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, on_error, on_warning);
     png_infop info = p ? png_create_info_struct(p) : NULL;

@@ -40,6 +40,9 @@ struct tf_st_file {
     tf_strmap index; /* name -> entry: duplicates and lookups in O(1), not O(n) (200k tensors) */
     char **meta; /* __metadata__ strings: key, value, ... */
     int n_meta, meta_cap;
+    tf_st_file **shards; /* a sharded folder read as one file: the shards its entries point into, */
+    char **shard_files;  /* and their file names */
+    int n_shards;
 };
 
 const char *tf_st_dtype_name(tf_st_dtype dt) {
@@ -214,9 +217,89 @@ tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label) {
     return parse(f);
 }
 
+/* A missing model.safetensors whose folder holds the weights in another
+ * form (item 14 of issue 54: it said only "cannot open"): named, with what
+ * tformer reads. Leaves the error as it is otherwise. */
+static void name_other_weights(const char *path) {
+    size_t n = strlen(path), k = sizeof "model.safetensors" - 1;
+    if (n < k || strcmp(path + n - k, "model.safetensors") || (n > k && path[n - k - 1] != '/') || !access(path, F_OK))
+        return;
+    static const char *const OTHER[][2] = {
+        {"pytorch_model.bin.index.json", "sharded PyTorch pickles"},
+        {"pytorch_model.bin", "PyTorch's pickle format"},
+        {"tf_model.h5", "TensorFlow's HDF5 format"},
+        {"flax_model.msgpack", "Flax's msgpack format"},
+    };
+    char other[4200];
+    for (size_t i = 0; i < sizeof OTHER / sizeof *OTHER; i++) {
+        snprintf(other, sizeof other, "%.*s%s", (int)(n - k), path, OTHER[i][0]);
+        if (access(other, F_OK)) continue;
+        tf_set_error("%s: missing; the folder holds %s instead, %s: tformer reads safetensors weights, "
+                     "model.safetensors or a sharded model.safetensors.index.json (in Python, transformers' "
+                     "model.save_pretrained(dir, safe_serialization=True) writes them)", path, OTHER[i][0], OTHER[i][1]);
+        return;
+    }
+}
+
+/* The shard `file` of a sharded folder (dir: its prefix, "DIR/"), opened once. */
+static tf_st_file *shard(tf_st_file *f, const char *dir, size_t dir_len, const char *file, const char *index) {
+    char path[4200];
+    snprintf(path, sizeof path, "%.*s%s", (int)dir_len, dir, file);
+    for (int i = 0; i < f->n_shards; i++)
+        if (!strcmp(f->shard_files[i], file)) return f->shards[i];
+    if (!*file || strchr(file, '/') || file[0] == '.' || !strcmp(file, "model.safetensors"))
+        return tf_set_error("%s: shard \"%.100s\" is not a file name beside the index", index, file), NULL;
+    char *name = strdup(file);
+    tf_st_file *s = name ? tf_st_open(path) : NULL;
+    if (!name) tf_set_error("%s: out of memory", index);
+    if (s) f->shards[f->n_shards] = s, f->shard_files[f->n_shards++] = name;
+    else free(name);
+    return s;
+}
+
+/* DIR/model.safetensors.index.json's weight_map (tensor -> shard file) as
+ * one file whose entries point into the shards' mappings. */
+static tf_st_file *open_sharded(const char *path, const char *index) {
+    cJSON *root = tf_json_read(index), *map = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    if (root && !cJSON_IsObject(map)) tf_set_error("%s: no \"weight_map\" object (tensor name -> shard file)", index);
+    int n = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
+    tf_st_file *f = cJSON_IsObject(map) ? calloc(1, sizeof *f) : NULL;
+    if (cJSON_IsObject(map) && !f) tf_set_error("safetensors: out of memory");
+    int rc = f ? 0 : -1;
+    if (f) {
+        snprintf(f->label, sizeof f->label, "%.255s", index);
+        f->e = calloc((size_t)(n ? n : 1), sizeof *f->e), f->shards = calloc((size_t)(n ? n : 1), sizeof *f->shards);
+        f->shard_files = calloc((size_t)(n ? n : 1), sizeof *f->shard_files);
+        if (!f->e || !f->shards || !f->shard_files || tf_strmap_init(&f->index, (size_t)(n ? n : 1)))
+            rc = tf_set_error("%s: out of memory", index);
+    }
+    size_t dir_len = strlen(path) - (sizeof "model.safetensors" - 1);
+    for (const cJSON *c = map ? map->child : NULL; !rc && c; c = c->next) {
+        if (!cJSON_IsString(c)) {
+            rc = tf_set_error("%s: weight_map[\"%.100s\"] is not a file name", index, c->string);
+            break;
+        }
+        tf_st_file *s = shard(f, path, dir_len, c->valuestring, index);
+        const tf_st_entry *e = s ? tf_st_find(s, c->string) : NULL;
+        if (!s) rc = -1;
+        else if (!e) rc = tf_set_error("%s: tensor '%.100s' is not in %s, where the index puts it", index, c->string, s->label);
+        else if (!(rc = tf_strmap_put(&f->index, e->name, strlen(e->name), f->n))) f->e[f->n++] = *e;
+    }
+    cJSON_Delete(root);
+    if (rc) tf_st_close(f), f = NULL;
+    return f;
+}
+
 tf_st_file *tf_st_open(const char *path) {
     int fd = tf_open_regular(path); /* a FIFO or device is refused, never waited on */
-    if (fd < 0) return NULL;
+    size_t n = strlen(path), k = sizeof "model.safetensors" - 1;
+    if (fd < 0 && n >= k && !strcmp(path + n - k, "model.safetensors") && (n == k || path[n - k - 1] == '/') &&
+        access(path, F_OK)) { /* a sharded folder: DIR/model.safetensors.index.json and its shards */
+        char index[4200];
+        snprintf(index, sizeof index, "%s.index.json", path);
+        if (!access(index, F_OK)) return open_sharded(path, index);
+    }
+    if (fd < 0) return name_other_weights(path), NULL;
     struct stat st;
     if (fstat(fd, &st)) {
         close(fd);
@@ -253,6 +336,8 @@ void tf_st_close(tf_st_file *f) {
     free(f->e);
     free(f->names);
     tf_strmap_free(&f->index);
+    for (int i = 0; i < f->n_shards; i++) tf_st_close(f->shards[i]), free(f->shard_files[i]);
+    free(f->shards), free(f->shard_files);
     free(f);
 }
 

@@ -49,6 +49,28 @@ static void file_digest(const char *path, char *out, size_t cap) {
     free(buf);
 }
 
+int tf_task_set_data(tf_task *t, const char *const *paths, int n) {
+    tf_buf b = {0};
+    char digest[128];
+    for (int i = 0; i < n; i++) {
+        file_digest(paths[i], digest, sizeof digest);
+        if (!strncmp(digest, "cannot", 6)) {
+            free(b.p);
+            return tf_set_error("%s: %s", paths[i], digest);
+        }
+        /* "name\tdigest\n", tabs and newlines in a name made spaces */
+        for (const char *c = paths[i]; *c; c++) {
+            char ch = *c == '\t' || *c == '\n' ? ' ' : *c;
+            if (tf_buf_put(&b, &ch, 1)) return free(b.p), tf_set_error("out of memory");
+        }
+        if (tf_buf_put(&b, "\t", 1) || tf_buf_put(&b, digest, strlen(digest)) || tf_buf_put(&b, "\n", 1))
+            return free(b.p), tf_set_error("out of memory");
+    }
+    free(t->data_digest);
+    t->data_digest = b.p; /* tf_buf keeps it NUL-terminated */
+    return 0;
+}
+
 /* One "name\tvalue\n" line per item; tabs and newlines inside become spaces. */
 static int put_clean(tf_buf *b, const char *s) {
     for (; *s; s++) {

@@ -91,18 +91,57 @@ static int csv_fields(const char *line, double *f, int max) {
     return n;
 }
 
-/* The history up to the checkpoint's step (the plot continues). */
+/* losses.csv found broken on resume: kept beside as losses.csv.broken-<n>
+ * (the first n free), a fresh one written from the rows that could be read;
+ * the notice says so. Only the writer touches the folder. */
+static int keep_broken_history(tf_trainer *t, const char *path, const char *why, int64_t upto) {
+    char kept[4200] = "";
+    for (int n = 1; t->writer && n < 1000 && !kept[0]; n++) {
+        snprintf(kept, sizeof kept, "%s.broken-%d", path, n);
+        if (!access(kept, F_OK)) kept[0] = 0;
+    }
+    if (t->writer && kept[0] && rename(path, kept))
+        return tf_set_error("%s: %s, and it cannot be kept as %s: %s", path, why, kept, strerror(errno));
+    snprintf(t->history, sizeof t->history, "%s: %s: kept as %s; a fresh losses.csv holds the %d step%s read before "
+             "the problem (the checkpoint is at step %lld)", path, why, kept[0] ? kept : "(not kept)", t->train.n,
+             t->train.n == 1 ? "" : "s", (long long)upto);
+    return t->writer ? write_history(t) : 0;
+}
+
+/* The history up to the checkpoint's step (the plot continues): a row per
+ * step from 1, rows after the checkpoint's step dropped (a run killed after
+ * writing them). A missing file is reported; one that is garbage or ends
+ * before the checkpoint's step is reported and kept beside a fresh one. */
 static int read_history(tf_trainer *t, int64_t upto) {
-    char path[4096];
+    char path[4096], why[512] = "";
     snprintf(path, sizeof path, "%s/losses.csv", t->dir);
     size_t len;
     char *text = tf_read_file(path, &len);
-    if (!text) return 0; /* no history: the plot restarts */
+    if (!text) {
+        if (upto > 0)
+            snprintf(t->history, sizeof t->history, "%s: missing (%s): the history of steps 1 to %lld is lost; a fresh "
+                     "losses.csv starts at step %lld", path, tf_error(), (long long)upto, (long long)upto + 1);
+        return 0; /* the plot restarts */
+    }
     int rc = 0;
-    for (char *line = strchr(text, '\n'); line && line[1] && !rc; line = strchr(line + 1, '\n')) {
+    static const char HEADER[] = "step,train_loss,val_loss,lr,grad_norm";
+    if (strncmp(text, HEADER, sizeof HEADER - 1) || strlen(text) != len)
+        snprintf(why, sizeof why, "not a history: line 1 is not \"%s...\"%s", HEADER,
+                 strlen(text) != len ? " (it holds a NUL byte)" : "");
+    int64_t last = 0, line_no = 1; /* steps increase (a history restarted after a loss has a gap) */
+    for (char *line = strchr(text, '\n'); !why[0] && line && line[1] && !rc && last < upto;
+         line = strchr(line + 1, '\n')) {
+        line_no++;
         double f[5 + TF_METRICS_MAX];
         int n = csv_fields(line + 1, f, 5 + TF_METRICS_MAX);
-        if (n < 5 || isnan(f[0]) || f[0] > (double)upto) break;
+        char *eol = strchr(line + 1, '\n');
+        if (!eol || n < 5 || !(f[0] > (double)last) || f[0] != floor(f[0]) || !isfinite(f[1])) {
+            snprintf(why, sizeof why, "line %lld is not a row of a step after %lld%s", (long long)line_no,
+                     (long long)last, !eol ? " (the file ends inside it)" : "");
+            break;
+        }
+        if (f[0] > (double)upto) break; /* rows after the checkpoint: recomputed */
+        last = (int64_t)f[0];
         rc = tf_series_add(&t->train, f[0], f[1]) || tf_series_add(&t->lr, f[0], f[3]) ||
              tf_series_add(&t->gnorm, f[0], f[4]);
         if (!rc && !isnan(f[2])) {
@@ -111,8 +150,11 @@ static int read_history(tf_trainer *t, int64_t upto) {
                 rc = tf_series_add(&t->metric[m], f[0], 5 + m < n ? f[5 + m] : NAN);
         }
     }
+    if (!rc && !why[0] && last < upto)
+        snprintf(why, sizeof why, "cut short: its rows end at step %lld, the checkpoint is at step %lld",
+                 (long long)last, (long long)upto);
     free(text);
-    return rc;
+    return rc || !why[0] ? rc : keep_broken_history(t, path, why, upto);
 }
 
 /* ---------------------------------------------------------------- checkpoints */
@@ -131,6 +173,7 @@ static int save_checkpoint(const tf_trainer *t, int64_t step) {
     tf_fields f[2] = {{&tf_train_config_table, (void *)&t->cfg}, t->task->config};
     char *cj = rc ? NULL : tf_fields_json(f, t->task->config.table ? 2 : 1);
     rc = rc || !cj || tf_st_writer_set_metadata(w, "tformer_config", cj) ||
+         (t->task->data_digest && tf_st_writer_set_metadata(w, "tformer_data", t->task->data_digest)) ||
          (t->task->vt->save_meta && t->task->vt->save_meta(t->task, w));
     free(cj);
     for (int i = 0; !rc && i < tf_params_count(t->ps); i++) /* streamed at save: no copy */
@@ -164,7 +207,54 @@ static int check_settings(tf_trainer *t, const tf_st_file *f, const char *path) 
                                                        "process: processes x --accum" : "");
 }
 
-/* The checkpoint's step, model, seed and settings against this run's. */
+/* Line i (0-based) of a "name\tdigest\n" list: its name and digest parts; 0 when absent. */
+static int data_line(const char *list, int i, const char **name, int *name_len, const char **digest, int *digest_len) {
+    for (; i > 0 && list; i--) list = strchr(list, '\n'), list = list ? list + 1 : NULL;
+    const char *tab = list ? strchr(list, '\t') : NULL, *end = tab ? strchr(tab, '\n') : NULL;
+    if (!tab || !end) return 0;
+    *name = list, *name_len = (int)(tab - list), *digest = tab + 1, *digest_len = (int)(end - tab - 1);
+    return 1;
+}
+
+static int data_count(const char *list) {
+    int n = 0;
+    for (; (list = strchr(list, '\n')); list++) n++;
+    return n;
+}
+
+/* The data files (their sizes and content hashes, in order) against the
+ * checkpoint's: equal, or the run allows changes (kept for the notice). */
+static int check_data(tf_trainer *t, const tf_st_file *f, const char *path) {
+    const char *was = tf_st_metadata(f, "tformer_data"), *now = t->task->data_digest;
+    if (!was || !now) return 0; /* a checkpoint from before the data were recorded, or a task without files */
+    int n_was = data_count(was), n_now = data_count(now);
+    char why[1024] = "";
+    for (int i = 0; i < n_was && i < n_now && !why[0]; i++) {
+        const char *a, *ad, *b, *bd;
+        int al, adl, bl, bdl;
+        if (!data_line(was, i, &a, &al, &ad, &adl) || !data_line(now, i, &b, &bl, &bd, &bdl)) break;
+        if (adl != bdl || memcmp(ad, bd, (size_t)adl))
+            snprintf(why, sizeof why, "data file %d, %.*s (%.*s), is not the checkpoint's %.*s (%.*s)", i + 1, bl, b, bdl,
+                     bd, al, a, adl, ad);
+    }
+    if (!why[0] && n_was != n_now) {
+        const char *a = "", *ad;
+        int al = 0, adl;
+        data_line(n_was > n_now ? was : now, n_was > n_now ? n_now : n_was, &a, &al, &ad, &adl);
+        snprintf(why, sizeof why, "%d data file%s where the checkpoint was trained on %d (%s %.*s)", n_now,
+                 n_now == 1 ? "" : "s", n_was, n_was > n_now ? "missing:" : "added:", al, a);
+    }
+    if (!why[0]) return 0;
+    if (t->resume == TF_RESUME_CHANGED) {
+        size_t k = strlen(t->changed);
+        snprintf(t->changed + k, sizeof t->changed - k, "%s%s", k ? "; " : "", why);
+        return 0;
+    }
+    return tf_set_error("%s: resuming with other data: %s: a resume continues bit for bit only with the checkpoint's "
+                        "data; give the same files again, or allow the change (--allow-changes)", path, why);
+}
+
+/* The checkpoint's step, model, seed, settings and data against this run's. */
 static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path, int64_t *step) {
     char sig[1024], want_seed[32];
     const char *s = tf_st_metadata(f, "tformer_step"), *msig = tf_st_metadata(f, "tformer_model");
@@ -182,7 +272,7 @@ static int check_checkpoint(tf_trainer *t, const tf_st_file *f, const char *path
         return tf_set_error("%s: its step \"%.40s\" is not a whole number", path, s);
     if (*step > t->cfg.steps)
         return tf_set_error("%s: step %s is outside the run's %lld steps", path, s, (long long)t->cfg.steps);
-    return check_settings(t, f, path);
+    return check_settings(t, f, path) || check_data(t, f, path);
 }
 
 /* Every float tensor of the checkpoint (weights, AdamW's m and v, a task's
@@ -401,6 +491,10 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
         tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .info = info};
         report(user, &rep);
     }
+    if (!rc && t.history[0] && report && t.writer) {
+        tf_train_report rep = {.step = step, .steps = cfg->steps, .val_loss = NAN, .notice = t.history};
+        report(user, &rep);
+    }
     if (!rc && t.changed[0] && report && t.writer) {
         char notice[1100];
         snprintf(notice, sizeof notice, "resuming with changed settings: %s", t.changed);
@@ -415,5 +509,5 @@ int tf_train(const tf_train_config *cfg, tf_task *task, const char *run_dir, int
 }
 
 void tf_task_free(tf_task *t) {
-    if (t) t->vt->free(t);
+    if (t) free(t->data_digest), t->vt->free(t);
 }

@@ -41,6 +41,7 @@ typedef struct {
     double best;                       /* the selection's best so far (lower is better: metrics negated) */
     int resume;                        /* TF_RESUME_* */
     char changed[1024];                /* settings changed on resume, "name A -> B, ..." */
+    char history[5000];                /* losses.csv missing or broken on resume: the notice */
     char run_id[40];                   /* run_dir/run_id: recorded in each kept checkpoint ("" for an older run) */
 } tf_trainer;
 

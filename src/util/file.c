@@ -80,12 +80,17 @@ char *tf_read_file(const char *path, size_t *len) {
     tf_buf b = {0};
     char chunk[65536];
     size_t n;
+    struct stat st; /* the buffer sized once for a regular file: no doubling past its size */
+    long long size = !fstat(fileno(f), &st) ? (long long)st.st_size : -1;
+    if (size > 0 && (uint64_t)size < SIZE_MAX / 2 && (b.p = malloc((size_t)size + 1))) b.cap = (size_t)size + 1;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         if (tf_buf_put(&b, chunk, n)) {
             free(b.p);
             fclose(f);
-            return NULL;
+            return tf_set_error("%s: out of memory after reading %zu of its %lld bytes (the file is read whole)", path,
+                                b.n, size), NULL;
         }
+
     int err = ferror(f);
     fclose(f);
     if (err) {
@@ -166,12 +171,13 @@ void tf_atomic_abort(tf_atomic_file *a) {
 }
 
 int tf_atomic_commit(tf_atomic_file *a, int ok) {
+    int caller = !ok || ferror(a->f) ? errno : 0; /* the cause of the caller's failed write (a full disk: ENOSPC) */
     errno = 0;
     ok = ok && !ferror(a->f) && fflush(a->f) == 0 && (!a->tmp || fsync(fileno(a->f)) == 0);
     ok = fclose(a->f) == 0 && ok;
     a->f = NULL;
     if (!ok || (a->tmp && rename(a->tmp, a->path) != 0)) {
-        tf_set_error("%s: write failed: %s", a->path, strerror(errno ? errno : EIO));
+        tf_set_error("%s: write failed: %s", a->path, strerror(caller ? caller : errno ? errno : EIO));
         if (a->tmp) unlink(a->tmp);
         free(a->tmp), free(a->target), a->tmp = NULL, a->target = NULL;
         return -1;

@@ -28,13 +28,37 @@ int tf_json_unique_keys(const cJSON *node, const char *path) {
     return rc;
 }
 
+/* The depth of arrays and objects open at text + at (strings skipped). */
+static long depth_at(const char *text, size_t at) {
+    long depth = 0;
+    for (size_t i = 0, in_str = 0; i < at; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            depth++;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return depth;
+}
+
 cJSON *tf_json_read_any(const char *path) {
     size_t len;
     char *text = tf_read_file(path, &len);
     if (!text) return NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) tf_set_error("%s: not valid JSON (error near byte %ld)", path, end ? (long)(end - text) : 0L);
+    size_t at = end && end >= text ? (size_t)(end - text) : 0;
+    if (!root && at < len && depth_at(text, at + 1) > CJSON_NESTING_LIMIT)
+        tf_set_error("%s: arrays and objects nested deeper than %d levels (the JSON reader's limit), at byte %zu", path,
+                     CJSON_NESTING_LIMIT, at);
+    else if (!root)
+        tf_set_error("%s: not valid JSON (error near byte %ld)", path, end ? (long)(end - text) : 0L);
     free(text);
     if (root && tf_json_unique_keys(root, path)) cJSON_Delete(root), root = NULL;
     return root;
