@@ -117,6 +117,9 @@ TEST(embed_memory_does_not_grow_with_the_input) {
     }
     printf("    peak memory %ld KiB after 2,000 lines, %ld KiB after 200,000 (%lld MB written)\n", rss[0], rss[1],
            bytes[1] >> 20);
+    /* under the sanitizers freed memory waits in ASan's quarantine (256 MB): peaks say nothing there */
+    const char *san = getenv("TFORMER_CFLAGS");
+    if (san && strstr(san, "sanitize")) return;
     CHECKF(rss[1] - rss[0] < 16384, "peak memory grew from %ld to %ld KiB with the input", rss[0], rss[1]);
 }
 
