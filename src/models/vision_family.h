@@ -14,4 +14,16 @@ static inline void tf_vision_train_defaults(tf_train_config *train) {
 /* --norm is GPT's older flag; these families are pre-LN. */
 #define TF_VISION_NORM_REFUSAL "--norm is a GPT setting (ViT, Swin and ViViT are pre-LN)"
 
+/* The image classifiers' usage check (their row's task_check). */
+static inline const char *tf_vision_task_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
+    (void)cfg, (void)buf, (void)n;
+    return a->norm_given ? TF_VISION_NORM_REFUSAL : NULL;
+}
+
+/* An image classifier's training images: --data-dir's train split (labels below n_labels), or
+ * one digits CSV; validation is the task's last val_fraction. */
+static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf_images *train) {
+    return a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, train) : tf_images_read_digits(a->data[0], train);
+}
+
 #endif

@@ -95,17 +95,9 @@ static void swin_defaults(void *cfg, tf_train_config *train) {
     train->batch = 128, train->min_lr = 1e-5f;
 }
 
-static const char *swin_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
-    (void)cfg, (void)buf, (void)n;
-    return a->norm_given ? TF_VISION_NORM_REFUSAL : NULL;
-}
-
-/* --data-dir's train split, or one digits CSV; validation: the last val_fraction. */
 static tf_task *swin_task(const void *cfg, const tf_task_args *a) {
     tf_images train;
-    int n_labels = ((const tf_swin_task_config *)cfg)->model.n_labels;
-    if (a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, &train) : tf_images_read_digits(a->data[0], &train))
-        return NULL;
+    if (tf_vision_train_images(a, ((const tf_swin_task_config *)cfg)->model.n_labels, &train)) return NULL;
     return tf_swin_task_new(cfg, &train, NULL, a->run_dir, a->seed);
 }
 
@@ -121,6 +113,6 @@ const tf_family tf_family_swin = {
     .config_table = &tf_swin_config_table, .save = swin_save,
     .archs = SWIN_ARCHS, .run = swin_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_swin_task_config_table, .task_size = sizeof(tf_swin_task_config),
-    .task_defaults = swin_defaults, .task_check = swin_check, .task_new = swin_task, .val_batches = swin_val,
+    .task_defaults = swin_defaults, .task_check = tf_vision_task_check, .task_new = swin_task, .val_batches = swin_val,
     .classify_images = swin_classify, .image_shape = swin_shape, .label = swin_label, .image_logits = swin_logits,
 };

@@ -100,17 +100,9 @@ static void vit_defaults(void *cfg, tf_train_config *train) {
     train->batch = 128, train->min_lr = 1e-5f;
 }
 
-static const char *vit_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
-    (void)cfg, (void)buf, (void)n;
-    return a->norm_given ? TF_VISION_NORM_REFUSAL : NULL;
-}
-
-/* --data-dir's train split, or one digits CSV; validation: the last val_fraction. */
 static tf_task *vit_task(const void *cfg, const tf_task_args *a) {
     tf_images train;
-    int n_labels = ((const tf_vit_task_config *)cfg)->model.n_labels;
-    if (a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, &train) : tf_images_read_digits(a->data[0], &train))
-        return NULL;
+    if (tf_vision_train_images(a, ((const tf_vit_task_config *)cfg)->model.n_labels, &train)) return NULL;
     return tf_vit_task_new(cfg, &train, NULL, a->run_dir, a->seed);
 }
 
@@ -125,7 +117,7 @@ const tf_family tf_family_vit = {
     .config_table = &tf_vit_config_table, .save = vit_save,
     .archs = VIT_ARCHS, .run = vit_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_vit_task_config_table, .task_size = sizeof(tf_vit_task_config),
-    .task_defaults = vit_defaults, .task_check = vit_check, .task_new = vit_task, .val_batches = vit_val,
+    .task_defaults = vit_defaults, .task_check = tf_vision_task_check, .task_new = vit_task, .val_batches = vit_val,
     .classify_images = vit_classify, .image_shape = vit_shape, .label = vit_label, .image_logits = vit_logits,
     .attention_grid = vit_grid,
 };
