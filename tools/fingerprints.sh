@@ -15,6 +15,7 @@
 #     every --arch (gpt bert seq2seq rnn vit swin imagegpt vivit continual listops)
 #     on tiny data: tinyshakespeare, Multi30k (../shared/data), Debian's fortunes,
 #     synthetic idx images and PNG frames written here (python3, no packages);
+#     and checkpoint.tensors: the checkpoint's tensors without its __metadata__;
 #   verb/...: generate (greedy, sampled, beam, int8), eval, translate (greedy,
 #     beam, attention PNGs), classify (idx, PNG, attention, clips), embed,
 #     fill-mask, finetune + predict, stream, complete-image on those folders and on
@@ -151,6 +152,20 @@ train() {
     shift
     run "train/$arch" "$tf" train --arch "$arch" --out "$work/$arch" --threads "$threads" "$@" || return 0
     for f in model.safetensors checkpoint.safetensors losses.csv; do fp "train/$arch/$f" "$work/$arch/$f"; done
+    # the checkpoint's tensors alone (names, shapes, bytes), without its
+    # __metadata__, so that a change to what a checkpoint records about its run
+    # (as the data files' digests) is told apart from a change to the weights
+    "$py" - "$work/$arch/checkpoint.safetensors" >"$work/$arch/checkpoint.tensors" <<'PY' || return 0
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n])
+head.pop("__metadata__", None)
+sys.stdout.write(json.dumps(head, sort_keys=True) + "\n")
+sys.stdout.flush()
+sys.stdout.buffer.write(raw[8 + n:])
+PY
+    fp "train/$arch/checkpoint.tensors" "$work/$arch/checkpoint.tensors"
 }
 
 # The trained folders and what runs on them, under $threads threads.
@@ -342,7 +357,13 @@ case $1 in
 --compare)
     shift
     rev=
-    case ${1:-} in '' | *[!0-9]*) [ $# -ge 1 ] && rev=$1 && shift ;; esac
+    # REV unless it is a thread count; an all-digit abbreviated hash (4 or more
+    # digits, as 5654695) that names a commit is a REV too
+    case ${1:-} in
+    '') ;;
+    *[!0-9]*) rev=$1 && shift ;;
+    ????*) git -C "$root" rev-parse -q --verify "$1^{commit}" >/dev/null && rev=$1 && shift ;;
+    esac
     [ -n "$rev" ] || rev=$(git -C "$root" merge-base HEAD main) || die "no merge-base of HEAD and main: give REV"
     [ $# -ge 1 ] || set -- 1 2
     sha=$(git -C "$root" rev-parse --verify "$rev^{commit}") || die "$rev: not a commit"
