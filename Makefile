@@ -102,8 +102,13 @@ layers:
 links:
 	python3 tools/check_links.py
 
+# The benchmark record and its comparison (bench/bench_record.py, tools/bench_compare.py).
+bench-record-check:
+	python3 tests/py/test_bench_record.py
+.PHONY: bench-record-check
+
 # Every test; the runner's last line is "N passed, N failed".
-test: layers links all $(BUILD)/run_tests
+test: layers links bench-record-check all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
@@ -305,7 +310,12 @@ build/pt2venv/bin/python:
 # Both sides use OpenBLAS's AVX-512 (SkylakeX) kernels on a CPU that has
 # AVX-512 (Debian's OpenBLAS does not recognise Zen 4/5; docs/performance.md).
 BENCH_CORETYPE ?= $(if $(AVX512_CPU),SkylakeX)
-BENCH_ENV := $(if $(BENCH_CORETYPE),OPENBLAS_CORETYPE=$(BENCH_CORETYPE))
+# Every ratio a bench script prints is also a row of BENCH_RECORD, one JSON file
+# a make run (bench/bench_record.py; tools/bench_compare.py OLD NEW: what moved).
+ifndef BENCH_RECORD
+BENCH_RECORD := bench/results/$(shell date -u +%Y-%m-%dT%H%M)-$(shell uname -n).json
+endif
+BENCH_ENV := $(if $(BENCH_CORETYPE),OPENBLAS_CORETYPE=$(BENCH_CORETYPE)) BENCH_RECORD=$(BENCH_RECORD)
 BENCH_THREADS ?= 2
 BENCH_BLIS := $(if $(wildcard $(BLIS_DIR)/cblas.h),$(BUILD)/bench_sgemm_blis)
 bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BUILD)/bench_matmul $(BENCH_BLIS) \

@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+import bench_record
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask the hub
 REPS = 3
 ROUNDS = 3
@@ -175,6 +177,9 @@ def main():
         cell = lambda t: f"{n / t:7.1f} ({flops / t / pk:4.0%})"
         print(f"{th:>7} {pk / 1e9:7.1f} {cell(t_tf):>15}" + "".join(f" {cell(t):>15}" for t in ts) +
               f" {min(ts) / t_tf:>7.2f}x", flush=True)
+        for (name, *_), t in zip(peers, ts):
+            bench_record.row("embed", f"MiniLM embeddings, {n} texts", th, n / t_tf, name, n / t, "sentences/s",
+                             binary=binary, of_peak=flops / t_tf / pk, peer_of_peak=flops / t / pk)
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--peer"]:

@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+import bench_record
+
 import numpy as np
 import torch
 from safetensors.numpy import load_file
@@ -247,6 +249,8 @@ def main():
             for r in rows:
                 if r[0] == beam and not r[1].startswith("tformer"):
                     print(f"beam {beam}  {mine:30s} vs {r[1]:40s} {base / r[2]:6.2f}x")
+                    bench_record.row("translate", f"Multi30k beam {beam}, {mine}", a.threads, base, r[1], r[2],
+                                     "sentences/s", binary=a.tformer)
 
 
 if __name__ == "__main__":
