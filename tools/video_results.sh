@@ -13,7 +13,8 @@
 # time; clips/s: STEPS x BATCH over the wall time.
 # --timing-only: TIMING_STEPS (200) steps per configuration, 32 scoring clips, no
 # control, to re-measure the time columns quickly (accuracy then meaningless).
-# Settings: STEPS (2000), THREADS (1), DATA (/usr/share/datasets/fashion-mnist).
+# Settings: STEPS (2000), THREADS (1), DATA (/usr/share/datasets/fashion-mnist);
+# RUNS: only these cells, each MODEL,EMBEDDING,SHUFFLED (e.g. "4,tubelet,false").
 set -eu
 tf=$1 out=$2 timing=${3:-}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
@@ -52,10 +53,16 @@ run() {
     tail -n 1 "$csv"
 }
 
-for kind in 1 2 3 4; do
-    for emb in tubelet frame; do run $kind $emb false; done
+# Every model x embedding in order, or RUNS' cells only (make results-check)
+cells=${RUNS:-"1,tubelet,false 1,frame,false 2,tubelet,false 2,frame,false 3,tubelet,false 3,frame,false
+    4,tubelet,false 4,frame,false"}
+for cell in $cells; do
+    IFS=, read -r kind emb shuf <<EOF_CELL
+$cell
+EOF_CELL
+    run "$kind" "$emb" "$shuf"
 done
-if [ "$timing" != --timing-only ]; then
+if [ "$timing" != --timing-only ] && [ -z "${RUNS:-}" ]; then
     for kind in 1 2 3 4; do run $kind tubelet true; done
     best=$(awk -F, 'NR > 1 && $3 == "false" && $6 > a { a = $6; b = $1 "," $2 } END { print b }' "$csv")
     case $best in *,frame) run "${best%,*}" frame true ;; esac
