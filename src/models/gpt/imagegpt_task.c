@@ -7,11 +7,9 @@
  * (transformers loads it) with image_tokens.json (the clusters and the image
  * size); --norm layer --predict-last true --tied true --activation gelu_tanh
  * gives GPT-2's network and folder instead. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/gpt.h"
@@ -34,9 +32,7 @@ const tf_field_table tf_imagegpt_task_config_table = {"ImageGPT", IMAGEGPT_ROWS,
 
 tf_imagegpt_task_config tf_imagegpt_task_config_default(void) {
     tf_imagegpt_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_imagegpt_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
+    tf_fields_reset(&tf_imagegpt_task_config_table, &c, sizeof c);
     c.model.norm = TF_NORM_RMS, c.model.predict_last = 0, c.model.tied = 0; /* ImageGPT's (ImageGPTConfig) */
     c.model.activation = TF_ACT_QUICK_GELU;
     return c;
@@ -73,8 +69,7 @@ static tf_tensor *ig_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static tf_params *ig_params(tf_task *t) { return ((igpt_task *)t)->m->params; }
 
 static int ig_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_gpt_config_table, &((igpt_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
+    return tf_task_signature_of(&tf_gpt_config_table, &((igpt_task *)t)->m->cfg, out, n);
 }
 
 static int ig_save(tf_task *t, const char *dir) {
@@ -172,21 +167,13 @@ static int make_model(igpt_task *g, uint64_t seed) {
 tf_task *tf_imagegpt_task_new(const tf_imagegpt_task_config *c, tf_images *train, tf_images *valid,
                               const char *run_dir, uint64_t seed) {
     igpt_task *g = calloc(1, sizeof *g);
-    if (g) { /* the sets are the task's from here on */
-        g->train = *train;
-        if (valid) g->valid = *valid;
-    } else {
-        tf_images_free(train), tf_images_free(valid);
-    }
-    memset(train, 0, sizeof *train);
-    if (valid) memset(valid, 0, sizeof *valid);
+    tf_task_images_move(g ? &g->train : NULL, g ? &g->valid : NULL, train, valid); /* the task's from here on */
     if (!g) return tf_set_error("train: out of memory"), NULL;
     g->base.vt = &IMAGEGPT_TASK, g->cfg = *c;
     g->base.config = (tf_fields){&tf_imagegpt_task_config_table, &g->cfg};
     g->base.n_metrics = 1, g->base.metric_names[0] = "bpd";
-    tf_fields f = {&tf_imagegpt_task_config_table, &g->cfg};
-    int rc = tf_fields_check(&f, 1);
-    if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
+    int rc = tf_fields_check(&g->base.config, 1);
+    rc = rc || tf_task_make_dir(run_dir);
     if (rc || prepare_sets(g) || make_model(g, seed)) {
         ig_free(&g->base);
         return NULL;

@@ -5,10 +5,8 @@
  * mixup / cutmix's soft targets when they are on), stochastic depth (the
  * model's drop_path), an EMA of the weights; validation accuracy; saved as a
  * Hugging Face folder (a conv-stem ViT: tformer's) with the class names as id2label. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/swin.h"
@@ -64,21 +62,9 @@ static const tf_field SWIN_TASK_ROWS[] = {
 };
 const tf_field_table tf_swin_task_config_table = {"image classification (Swin)", SWIN_TASK_ROWS, 2};
 
-tf_vit_task_config tf_vit_task_config_default(void) {
-    tf_vit_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_vit_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_vit_task_config, tf_vit_task_config_default, tf_vit_task_config_table)
 
-tf_swin_task_config tf_swin_task_config_default(void) {
-    tf_swin_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_swin_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_swin_task_config, tf_swin_task_config_default, tf_swin_task_config_table)
 
 /* ---------------------------------------------------------------- the models it trains */
 
@@ -183,8 +169,8 @@ static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->im->params(((v
 
 static int vt_signature(tf_task *t, char *out, size_t n) {
     vit_task *v = (vit_task *)t;
-    tf_fields f = {v->im->model_table, v->im == &VIT_MODEL ? (void *)&v->vit.model : (void *)&v->swin.model};
-    return tf_fields_signature(&f, 1, out, n);
+    const void *cfg = v->im == &VIT_MODEL ? (const void *)&v->vit.model : (const void *)&v->swin.model;
+    return tf_task_signature_of(v->im->model_table, cfg, out, n);
 }
 
 static int vt_save(tf_task *t, const char *dir) {
@@ -322,15 +308,12 @@ static int make_models(vit_task *v, const void *cfg, int n_labels, uint64_t seed
 /* The task over v's config (set by the caller): the sets moved into it. */
 static tf_task *task_new(vit_task *v, const void *cfg, tf_images *train, tf_images *valid, const char *run_dir,
                          uint64_t seed) {
-    v->train = *train;
-    if (valid) v->valid = *valid;
-    memset(train, 0, sizeof *train);
-    if (valid) memset(valid, 0, sizeof *valid);
+    tf_task_images_move(&v->train, &v->valid, train, valid);
     v->base.vt = &VIT_TASK;
-    v->base.n_metrics = 1, v->base.metric_names[0] = "accuracy", v->base.select_metric = 1;
+    tf_task_use_accuracy(&v->base);
     int channels = 0, size = 0, n_labels = 0;
     int rc = tf_fields_check(&v->base.config, 1) || v->im->check(cfg, &channels, &size, &n_labels);
-    if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
+    rc = rc || tf_task_make_dir(run_dir);
     rc = rc || check_images(channels, size, n_labels, &v->train, "training") ||
          tf_task_images_split(&v->train, &v->valid, v->rc->val_fraction) ||
          check_images(channels, size, n_labels, &v->valid, "validation") || make_models(v, cfg, n_labels, seed) ||
@@ -345,9 +328,7 @@ static tf_task *task_new(vit_task *v, const void *cfg, tf_images *train, tf_imag
 static vit_task *task_alloc(tf_images *train, tf_images *valid) {
     vit_task *v = calloc(1, sizeof *v);
     if (v) return v;
-    tf_images_free(train), tf_images_free(valid);
-    memset(train, 0, sizeof *train);
-    if (valid) memset(valid, 0, sizeof *valid);
+    tf_task_images_move(NULL, NULL, train, valid);
     return tf_set_error("train: out of memory"), NULL;
 }
 
