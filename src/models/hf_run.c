@@ -37,6 +37,14 @@ int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *l
            hf_put(&job->out, "logits", logits) || hf_put(&job->out, "loss", loss);
 }
 
+int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward) {
+    tf_tensor *pixels = hf_get(&job->in, "pixel_values"), *labels = hf_get(&job->in, "labels");
+    if (hf_check_range(job, "labels", 0, n_labels, -100, "labels must be below num_labels (or -100)")) return -1;
+    hf_classifier_out o;
+    if (forward(job->ctx, job->model, pixels, labels, &o)) return hf_input_error(job);
+    return hf_put_classifier_outputs(job, labels, o.last_hidden_state, o.pooler_output, o.logits, o.loss);
+}
+
 /* ---------------------------------------------------------------- named tensors */
 
 tf_tensor *hf_get(const hf_tensors *ts, const char *name) {

@@ -74,6 +74,17 @@ int hf_input_error(const hf_job *job);
 int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *last, tf_tensor *pooled,
                               tf_tensor *logits, tf_tensor *loss);
 
+/* An image or video classifier's outputs (ViT's, Swin's, ViViT's alike; NULL where it has none). */
+typedef struct {
+    tf_tensor *last_hidden_state, *pooler_output, *logits, *loss;
+} hf_classifier_out;
+/* A classifier's forward on pixels with labels (or NULL): its outputs into *o; 0 or -1. */
+typedef int (*hf_classifier_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels,
+                                hf_classifier_out *o);
+/* A classifier's run: pixel_values and labels (below n_labels, or -100) through forward, its outputs
+ * as hf_put_classifier_outputs. */
+int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward);
+
 /* Output field lists shared by several families. */
 extern const char *const hf_out_lm[];   /* logits, loss */
 extern const char *const hf_out_body[]; /* last_hidden_state */

@@ -1,5 +1,4 @@
 /* The Vision Transformer's registry row (tformer/model.h). */
-#include <math.h>
 #include <string.h>
 
 #include "../hf_run.h"
@@ -33,14 +32,15 @@ static void *vit_load(const char *dir, const char *architecture) {
 
 static void vit_free(void *model) { tf_vit_free(model); }
 
-static int vit_run(hf_job *job) {
-    const tf_vit *m = job->model;
-    tf_vit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
-    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
-        return -1;
+static int vit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, hf_classifier_out *o) {
     tf_vit_outputs out;
-    if (tf_vit_run(job->ctx, m, &in, &out)) return hf_input_error(job);
-    return hf_put_classifier_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+    if (tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &out)) return -1;
+    *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
+    return 0;
+}
+
+static int vit_run(hf_job *job) {
+    return hf_run_classifier(job, ((const tf_vit *)job->model)->cfg.n_labels, vit_forward);
 }
 
 /* ---------------------------------------------------------------- capabilities */
@@ -96,18 +96,13 @@ static const char *const VIT_TYPES[] = {"vit", "tformer-vit", NULL};
 
 static void vit_defaults(void *cfg, tf_train_config *train) {
     *(tf_vit_task_config *)cfg = tf_vit_task_config_default();
-    tf_vision_train_defaults(train);
-    train->batch = 128, train->min_lr = 1e-5f;
+    tf_vision_deit_defaults(train);
 }
 
 static tf_task *vit_task(const void *cfg, const tf_task_args *a) {
     tf_images train;
     if (tf_vision_train_images(a, ((const tf_vit_task_config *)cfg)->model.n_labels, &train)) return NULL;
     return tf_vit_task_new(cfg, &train, NULL, a->run_dir, a->seed);
-}
-
-static int64_t vit_val(const tf_task *t, const tf_task_args *a) {
-    return tf_family_one_pass(tf_vit_task_images(t, TF_SUBSET_VAL), a->rows);
 }
 
 const tf_family tf_family_vit = {
@@ -117,7 +112,8 @@ const tf_family tf_family_vit = {
     .config_table = &tf_vit_config_table, .save = vit_save,
     .archs = VIT_ARCHS, .run = vit_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_vit_task_config_table, .task_size = sizeof(tf_vit_task_config),
-    .task_defaults = vit_defaults, .task_check = tf_vision_task_check, .task_new = vit_task, .val_batches = vit_val,
+    .task_defaults = vit_defaults, .task_check = tf_vision_task_check, .task_new = vit_task,
+    .val_batches = tf_vision_image_val,
     .classify_images = vit_classify, .image_shape = vit_shape, .label = vit_label, .image_logits = vit_logits,
     .attention_grid = vit_grid,
 };
