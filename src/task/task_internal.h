@@ -74,9 +74,21 @@ void tf_text_task_set_model(tf_text_task *t, tf_params *ps, const tf_field_table
 /* An image task's validation set: *valid when it holds images, else the
  * last val_fraction of *train moved into it (train keeps the rest). */
 int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction);
-/* An image task's sets handed to it: moved into *to_train and *to_valid, or freed when to_train is
- * NULL (the task was not made); the caller's are emptied either way. valid may be NULL. */
-void tf_task_images_move(tf_images *to_train, tf_images *to_valid, tf_images *train, tf_images *valid);
+/* What an image task holds besides its model and settings: its first member, so that the calls
+ * below serve it. */
+typedef struct {
+    tf_task base;
+    tf_images train, valid;
+    tf_loader *loader;
+} tf_image_task;
+/* A task struct of size bytes whose first member is a tf_image_task, zeroed, with its table vt and
+ * the sets moved into it (valid may be NULL); the caller's are emptied either way. NULL with the error. */
+void *tf_image_task_alloc(size_t size, const tf_task_vt *vt, tf_images *train, tf_images *valid);
+int tf_image_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b);
+/* Images in a subset: the validation set's, else the training set's. */
+int64_t tf_image_task_images(const tf_task *t, tf_subset subset);
+/* The loader and both sets freed (the model is the task's own). */
+void tf_image_task_release(tf_image_task *t);
 
 /* ---------------------------------------------------------------- translation families */
 

@@ -140,7 +140,9 @@ int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction)
     return 0;
 }
 
-void tf_task_images_move(tf_images *to_train, tf_images *to_valid, tf_images *train, tf_images *valid) {
+/* An image task's sets handed to it: moved into *to_train and *to_valid, or freed when to_train is
+ * NULL (the task was not made); the caller's are emptied either way. valid may be NULL. */
+static void images_move(tf_images *to_train, tf_images *to_valid, tf_images *train, tf_images *valid) {
     if (to_train) {
         *to_train = *train;
         if (valid) *to_valid = *valid;
@@ -149,6 +151,28 @@ void tf_task_images_move(tf_images *to_train, tf_images *to_valid, tf_images *tr
     }
     memset(train, 0, sizeof *train);
     if (valid) memset(valid, 0, sizeof *valid);
+}
+
+void *tf_image_task_alloc(size_t size, const tf_task_vt *vt, tf_images *train, tf_images *valid) {
+    tf_image_task *t = calloc(1, size);
+    images_move(t ? &t->train : NULL, t ? &t->valid : NULL, train, valid);
+    if (!t) return tf_set_error("train: out of memory"), NULL;
+    t->base.vt = vt;
+    return t;
+}
+
+int tf_image_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((tf_image_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+int64_t tf_image_task_images(const tf_task *t, tf_subset subset) {
+    const tf_image_task *g = (const tf_image_task *)t;
+    return subset == TF_SUBSET_VAL ? g->valid.n : g->train.n;
+}
+
+void tf_image_task_release(tf_image_task *t) {
+    tf_loader_free(t->loader);
+    tf_images_free(&t->train), tf_images_free(&t->valid);
 }
 
 /* ---------------------------------------------------------------- tasks on text */

@@ -134,7 +134,7 @@ static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_swin_co
                                        swin_params, swin_set_labels, swin_run, swin_save, swin_tokens, swin_check};
 
 typedef struct {
-    tf_task base;
+    tf_image_task img; /* base, the sets, the augmenting loader */
     const image_model *im;
     tf_vit_task_config vit;   /* the task's config: one of the two, */
     tf_swin_task_config swin; /* as im says */
@@ -142,15 +142,9 @@ typedef struct {
     void *m;
     void *ema;     /* with ema_decay: the moving average, evaluated and saved */
     int ema_fresh; /* resumed from a checkpoint without one: it starts from the weights at the next step */
-    tf_images train, valid;
-    tf_loader *loader;
 } vit_task;
 
 /* ---------------------------------------------------------------- the task's table */
-
-static int vt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((vit_task *)t)->loader, ctx, subset, key, rows, b);
-}
 
 /* Validation (m given) runs the EMA when there is one. A training batch with
  * "targets" (mixup / cutmix) takes the soft-target loss, smoothing inside. */
@@ -232,13 +226,12 @@ static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * ((vit_ta
 static void vt_free(tf_task *t) {
     vit_task *v = (vit_task *)t;
     if (v->im) v->im->destroy(v->m), v->im->destroy(v->ema);
-    tf_loader_free(v->loader);
-    tf_images_free(&v->train), tf_images_free(&v->valid);
+    tf_image_task_release(&v->img);
     free(v);
 }
 
 static const tf_task_vt VIT_TASK = {
-    .batch = vt_batch,
+    .batch = tf_image_task_batch,
     .loss = vt_loss,
     .params = vt_params,
     .signature = vt_signature,
@@ -293,7 +286,7 @@ static tf_loader *make_loader(const vit_task *v, int n_labels, uint64_t seed) {
     a.randaug_mstd = c->randaug_mstd, a.erase_prob = c->erase_prob, a.erase_mode = c->erase_mode;
     a.repeats = c->repeats, a.mixup_alpha = c->mixup, a.cutmix_alpha = c->cutmix, a.mix_prob = c->mix_prob;
     a.switch_prob = c->switch_prob, a.label_smoothing = c->label_smoothing, a.n_labels = n_labels;
-    return tf_images_loader_aug(&v->train, &v->valid, &a, seed);
+    return tf_images_loader_aug(&v->img.train, &v->img.valid, &a, seed);
 }
 
 /* The model, and its EMA (the same initial weights) with ema_decay. */
@@ -301,53 +294,43 @@ static int make_models(vit_task *v, const void *cfg, int n_labels, uint64_t seed
     const image_model *im = v->im;
     if (!(v->m = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->m, n_labels, v->rc->label_names)) return -1;
     if (v->rc->ema_decay <= 0) return 0;
-    v->base.model_is_ema = 1;
+    v->img.base.model_is_ema = 1;
     return !(v->ema = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->ema, n_labels, v->rc->label_names) ? -1 : 0;
 }
 
-/* The task over v's config (set by the caller): the sets moved into it. */
-static tf_task *task_new(vit_task *v, const void *cfg, tf_images *train, tf_images *valid, const char *run_dir,
-                         uint64_t seed) {
-    tf_task_images_move(&v->train, &v->valid, train, valid);
-    v->base.vt = &VIT_TASK;
-    tf_task_use_accuracy(&v->base);
+/* The task over v's config (set by the caller; v holds the sets). */
+static tf_task *task_new(vit_task *v, const void *cfg, const char *run_dir, uint64_t seed) {
+    tf_task_use_accuracy(&v->img.base);
     int channels = 0, size = 0, n_labels = 0;
-    int rc = tf_fields_check(&v->base.config, 1) || v->im->check(cfg, &channels, &size, &n_labels);
+    int rc = tf_fields_check(&v->img.base.config, 1) || v->im->check(cfg, &channels, &size, &n_labels);
     rc = rc || tf_task_make_dir(run_dir);
-    rc = rc || check_images(channels, size, n_labels, &v->train, "training") ||
-         tf_task_images_split(&v->train, &v->valid, v->rc->val_fraction) ||
-         check_images(channels, size, n_labels, &v->valid, "validation") || make_models(v, cfg, n_labels, seed) ||
-         !(v->loader = make_loader(v, n_labels, seed));
+    rc = rc || check_images(channels, size, n_labels, &v->img.train, "training") ||
+         tf_task_images_split(&v->img.train, &v->img.valid, v->rc->val_fraction) ||
+         check_images(channels, size, n_labels, &v->img.valid, "validation") || make_models(v, cfg, n_labels, seed) ||
+         !(v->img.loader = make_loader(v, n_labels, seed));
     if (rc) {
-        vt_free(&v->base);
+        vt_free(&v->img.base);
         return NULL;
     }
-    return &v->base;
-}
-
-static vit_task *task_alloc(tf_images *train, tf_images *valid) {
-    vit_task *v = calloc(1, sizeof *v);
-    if (v) return v;
-    tf_task_images_move(NULL, NULL, train, valid);
-    return tf_set_error("train: out of memory"), NULL;
+    return &v->img.base;
 }
 
 tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
                          uint64_t seed) {
-    vit_task *v = task_alloc(train, valid);
+    vit_task *v = tf_image_task_alloc(sizeof *v, &VIT_TASK, train, valid);
     if (!v) return NULL;
     v->im = &VIT_MODEL, v->vit = *c, v->rc = &v->vit.recipe;
-    v->base.config = (tf_fields){&tf_vit_task_config_table, &v->vit};
-    return task_new(v, &v->vit.model, train, valid, run_dir, seed);
+    v->img.base.config = (tf_fields){&tf_vit_task_config_table, &v->vit};
+    return task_new(v, &v->vit.model, run_dir, seed);
 }
 
 tf_task *tf_swin_task_new(const tf_swin_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
                           uint64_t seed) {
-    vit_task *v = task_alloc(train, valid);
+    vit_task *v = tf_image_task_alloc(sizeof *v, &VIT_TASK, train, valid);
     if (!v) return NULL;
     v->im = &SWIN_MODEL, v->swin = *c, v->rc = &v->swin.recipe;
-    v->base.config = (tf_fields){&tf_swin_task_config_table, &v->swin};
-    return task_new(v, &v->swin.model, train, valid, run_dir, seed);
+    v->img.base.config = (tf_fields){&tf_swin_task_config_table, &v->swin};
+    return task_new(v, &v->swin.model, run_dir, seed);
 }
 
 const tf_vit *tf_vit_task_model(const tf_task *t) {
@@ -360,7 +343,4 @@ const tf_swin *tf_swin_task_model(const tf_task *t) {
     return v->im == &SWIN_MODEL ? v->m : NULL;
 }
 
-int64_t tf_vit_task_images(const tf_task *t, tf_subset subset) {
-    const vit_task *v = (const vit_task *)t;
-    return subset == TF_SUBSET_VAL ? v->valid.n : v->train.n;
-}
+int64_t tf_vit_task_images(const tf_task *t, tf_subset subset) { return tf_image_task_images(t, subset); }
