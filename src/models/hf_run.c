@@ -17,6 +17,10 @@
 const char *const hf_out_lm[] = {"logits", "loss", NULL};
 const char *const hf_out_body[] = {"last_hidden_state", NULL};
 const char *const hf_out_pooled[] = {"last_hidden_state", "pooler_output", NULL};
+const hf_input hf_in_image[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
+const hf_input hf_in_image_cls[] = {
+    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+};
 
 /* ---------------------------------------------------------------- shared by the families */
 
@@ -41,7 +45,7 @@ int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward) {
     tf_tensor *pixels = hf_get(&job->in, "pixel_values"), *labels = hf_get(&job->in, "labels");
     if (hf_check_range(job, "labels", 0, n_labels, -100, "labels must be below num_labels (or -100)")) return -1;
     hf_classifier_out o;
-    if (forward(job->ctx, job->model, pixels, labels, &o)) return hf_input_error(job);
+    if (forward(job->ctx, job->model, pixels, labels, 0.0f, &o)) return hf_input_error(job);
     return hf_put_classifier_outputs(job, labels, o.last_hidden_state, o.pooler_output, o.logits, o.loss);
 }
 

@@ -78,9 +78,10 @@ int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *l
 typedef struct {
     tf_tensor *last_hidden_state, *pooler_output, *logits, *loss;
 } hf_classifier_out;
-/* A classifier's forward on pixels with labels (or NULL): its outputs into *o; 0 or -1. */
+/* A classifier's forward on pixels with labels (or NULL) and the loss's label smoothing: its outputs
+ * into *o; 0 or -1. */
 typedef int (*hf_classifier_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels,
-                                hf_classifier_out *o);
+                                float smoothing, hf_classifier_out *o);
 /* A classifier's run: pixel_values and labels (below n_labels, or -100) through forward, its outputs
  * as hf_put_classifier_outputs. */
 int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward);
@@ -89,6 +90,10 @@ int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward);
 extern const char *const hf_out_lm[];   /* logits, loss */
 extern const char *const hf_out_body[]; /* last_hidden_state */
 extern const char *const hf_out_pooled[]; /* last_hidden_state, pooler_output */
+/* Input lists shared by the image models (ViT's and Swin's forward()): pixel_values (B,C,H,W), and
+ * for a classifier labels (B). */
+extern const hf_input hf_in_image[];
+extern const hf_input hf_in_image_cls[];
 
 /* The architecture of dir/config.json's architectures[0] and its family (*family), or NULL
  * with an error naming the file and listing what is supported. */

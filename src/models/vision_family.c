@@ -13,7 +13,7 @@ int tf_vision_image_logits(const void *model, hf_classifier_fn forward, int chan
     hf_classifier_out out;
     int rc = -1;
     if (x) memcpy(x->data, pixels, (size_t)tf_numel(x) * sizeof(float));
-    if (x && !forward(ctx, model, x, NULL, &out)) {
+    if (x && !forward(ctx, model, x, NULL, 0.0f, &out)) {
         memcpy(logits, tf_f32(out.logits), (size_t)n_labels * sizeof *logits); // out.logits: (1,n_labels)
         rc = 0;
     }

@@ -33,6 +33,11 @@ static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf
     return a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, train) : tf_images_read_digits(a->data[0], train);
 }
 
+/* ViT's and Swin's classifier forwards (their rows' files), which their training task runs too. */
+int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                              hf_classifier_out *o);
+int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                               hf_classifier_out *o);
 /* One image (channels x size x size) through an image classifier's forward: its n_labels logits. */
 int tf_vision_image_logits(const void *model, hf_classifier_fn forward, int channels, int size, int n_labels,
                            const float *pixels, float *logits);

@@ -54,8 +54,9 @@ int tf_text_task_check_meta(tf_task *t, const tf_st_file *f, const char *ck);
 tf_params *tf_text_task_params(tf_task *t);
 int tf_text_task_signature(tf_task *t, char *out, size_t n);
 int64_t tf_text_task_tokens(tf_task *t, int rows);
-/* The tokenizer, the loader and the folder's name freed (the model is the task's own). */
-void tf_text_task_release(tf_text_task *t);
+/* A text task's struct freed with its tokenizer, loader and folder's name (its model freed first by
+ * the task's own free). */
+void tf_text_task_free(tf_task *t);
 /* A task struct of size bytes whose first member is a tf_text_task, zeroed, with its table vt: there is
  * data to train on (n_data), the run folder is made and named in dir. NULL with the error. */
 void *tf_text_task_alloc(size_t size, const tf_task_vt *vt, int n_data, const char *run_dir);
@@ -87,8 +88,8 @@ void *tf_image_task_alloc(size_t size, const tf_task_vt *vt, tf_images *train, t
 int tf_image_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b);
 /* Images in a subset: the validation set's, else the training set's. */
 int64_t tf_image_task_images(const tf_task *t, tf_subset subset);
-/* The loader and both sets freed (the model is the task's own). */
-void tf_image_task_release(tf_image_task *t);
+/* An image task's struct freed with its loader and both sets (its model freed first by the task's own free). */
+void tf_image_task_free(tf_task *t);
 
 /* ---------------------------------------------------------------- translation families */
 

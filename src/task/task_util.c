@@ -170,9 +170,11 @@ int64_t tf_image_task_images(const tf_task *t, tf_subset subset) {
     return subset == TF_SUBSET_VAL ? g->valid.n : g->train.n;
 }
 
-void tf_image_task_release(tf_image_task *t) {
-    tf_loader_free(t->loader);
-    tf_images_free(&t->train), tf_images_free(&t->valid);
+void tf_image_task_free(tf_task *t) {
+    tf_image_task *g = (tf_image_task *)t;
+    tf_loader_free(g->loader);
+    tf_images_free(&g->train), tf_images_free(&g->valid);
+    free(g);
 }
 
 /* ---------------------------------------------------------------- tasks on text */
@@ -195,10 +197,12 @@ int tf_text_task_signature(tf_task *t, char *out, size_t n) {
 
 int64_t tf_text_task_tokens(tf_task *t, int rows) { return (int64_t)rows * ((tf_text_task *)t)->context; }
 
-void tf_text_task_release(tf_text_task *t) {
-    tf_tokenizer_free(t->tok);
-    tf_loader_free(t->loader);
-    free(t->dir);
+void tf_text_task_free(tf_task *t) {
+    tf_text_task *x = (tf_text_task *)t;
+    tf_tokenizer_free(x->tok);
+    tf_loader_free(x->loader);
+    free(x->dir);
+    free(x);
 }
 
 void *tf_text_task_alloc(size_t size, const tf_task_vt *vt, int n_data, const char *run_dir) {

@@ -55,10 +55,8 @@ static tf_tensor *bt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 
 static int bt_save(tf_task *t, const char *dir) { return tf_bert_save(((bert_task *)t)->m, dir); }
 static void bt_free(tf_task *t) {
-    bert_task *l = (bert_task *)t;
-    tf_bert_free(l->m);
-    tf_text_task_release(&l->text);
-    free(l);
+    tf_bert_free(((bert_task *)t)->m);
+    tf_text_task_free(t);
 }
 
 static const tf_task_vt BERT_TASK = TF_TEXT_TASK_VT(bt_loss, bt_save, bt_free);

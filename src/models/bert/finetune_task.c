@@ -84,9 +84,8 @@ static int ft_save(tf_task *t, const char *dir) {
 static void ft_free(tf_task *t) {
     ft_task *f = (ft_task *)t;
     tf_bert_free(f->m);
-    tf_text_task_release(&f->text);
     tf_finetune_data_free(&f->train), tf_finetune_data_free(&f->valid);
-    free(f);
+    tf_text_task_free(t);
 }
 
 static const tf_task_vt FT_TASK = TF_TEXT_TASK_VT(ft_loss, ft_save, ft_free);

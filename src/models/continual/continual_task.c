@@ -57,8 +57,7 @@ static void co_free(tf_task *t) {
     co_task *c = (co_task *)t;
     tf_continual_free(&c->enc);
     tf_params_free(c->text.params);
-    tf_text_task_release(&c->text);
-    free(c);
+    tf_text_task_free(t);
 }
 
 static const tf_task_vt COSTREAM_TASK = TF_TEXT_TASK_VT(co_loss, co_save, co_free);

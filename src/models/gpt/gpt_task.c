@@ -45,10 +45,8 @@ static tf_tensor *lm_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save(((lm_task *)t)->m, dir); }
 
 static void lm_free(tf_task *t) {
-    lm_task *l = (lm_task *)t;
-    tf_gpt_free(l->m);
-    tf_text_task_release(&l->text);
-    free(l);
+    tf_gpt_free(((lm_task *)t)->m);
+    tf_text_task_free(t);
 }
 
 static const tf_task_vt LM_TASK = TF_TEXT_TASK_VT(lm_loss, lm_save, lm_free);

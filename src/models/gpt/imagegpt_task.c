@@ -97,8 +97,7 @@ static void ig_free(tf_task *t) {
     tf_gpt_free(g->m);
     tf_image_tokens_free(&g->tokens);
     tf_ctx_free(g->meta);
-    tf_image_task_release(&g->img);
-    free(g);
+    tf_image_task_free(t);
 }
 
 static const tf_task_vt IMAGEGPT_TASK = {

@@ -5,18 +5,14 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* SwinModel / SwinForImageClassification.forward(): ViT's inputs. */
-static const hf_input SWIN_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
-static const hf_input SWIN_CLS_INPUTS[] = {
-    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
-};
+/* SwinModel / SwinForImageClassification.forward(): ViT's inputs (hf_in_image(_cls)), and refused: */
 static const char *const SWIN_REFUSED[] = {
     "bool_masked_pos", "head_mask", "output_attentions", "output_hidden_states", "return_dict", NULL,
 };
 
 static const hf_arch SWIN_ARCHS[] = {
-    {"SwinModel", SWIN_INPUTS, SWIN_REFUSED, hf_out_pooled},
-    {"SwinForImageClassification", SWIN_CLS_INPUTS, SWIN_REFUSED, hf_out_lm},
+    {"SwinModel", hf_in_image, SWIN_REFUSED, hf_out_pooled},
+    {"SwinForImageClassification", hf_in_image_cls, SWIN_REFUSED, hf_out_lm},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -29,16 +25,18 @@ static void *swin_load(const char *dir, const char *architecture) {
 
 static void swin_free(void *model) { tf_swin_free(model); }
 
-static int swin_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, hf_classifier_out *o) {
+int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                               hf_classifier_out *o) {
     tf_swin_outputs out;
-    if (tf_swin_run(ctx, m, &(tf_swin_inputs){.pixel_values = pixels, .labels = labels}, &out)) return -1;
+    tf_swin_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
+    if (tf_swin_run(ctx, m, &in, &out)) return -1;
     if (out.logits) out.last_hidden_state = out.pooler_output = NULL; /* SwinForImageClassification: logits, loss */
     *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
     return 0;
 }
 
 static int swin_run(hf_job *job) {
-    return hf_run_classifier(job, ((const tf_swin *)job->model)->cfg.n_labels, swin_forward);
+    return hf_run_classifier(job, ((const tf_swin *)job->model)->cfg.n_labels, tf_swin_classifier_forward);
 }
 
 /* ---------------------------------------------------------------- capabilities */
@@ -63,7 +61,8 @@ static const char *swin_label(const void *model, int i, char *buf, size_t n) { r
 static int swin_logits(const void *model, const float *pixels, float *logits, float *maps) {
     (void)maps; /* no attention_grid: the handle asks for none */
     const tf_swin_config *c = &((const tf_swin *)model)->cfg;
-    return tf_vision_image_logits(model, swin_forward, c->channels, c->image_size, c->n_labels, pixels, logits);
+    return tf_vision_image_logits(model, tf_swin_classifier_forward, c->channels, c->image_size, c->n_labels, pixels,
+                                  logits);
 }
 
 static const tf_params *swin_params(const void *model) { return ((const tf_swin *)model)->params; }

@@ -7,19 +7,15 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* ViTModel / ViTForImageClassification.forward() (transformers 4.x). */
-static const hf_input VIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
-static const hf_input VIT_CLS_INPUTS[] = {
-    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
-};
+/* ViTModel / ViTForImageClassification.forward() (transformers 4.x): hf_in_image(_cls), and refused: */
 static const char *const VIT_REFUSED[] = {
     "bool_masked_pos", "head_mask", "interpolate_pos_encoding", "output_attentions", "output_hidden_states",
     "return_dict", NULL,
 };
 
 static const hf_arch VIT_ARCHS[] = {
-    {"ViTModel", VIT_INPUTS, VIT_REFUSED, hf_out_pooled},
-    {"ViTForImageClassification", VIT_CLS_INPUTS, VIT_REFUSED, hf_out_lm},
+    {"ViTModel", hf_in_image, VIT_REFUSED, hf_out_pooled},
+    {"ViTForImageClassification", hf_in_image_cls, VIT_REFUSED, hf_out_lm},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -32,15 +28,17 @@ static void *vit_load(const char *dir, const char *architecture) {
 
 static void vit_free(void *model) { tf_vit_free(model); }
 
-static int vit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, hf_classifier_out *o) {
+int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                              hf_classifier_out *o) {
     tf_vit_outputs out;
-    if (tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels}, &out)) return -1;
+    tf_vit_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
+    if (tf_vit_run(ctx, m, &in, &out)) return -1;
     *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
     return 0;
 }
 
 static int vit_run(hf_job *job) {
-    return hf_run_classifier(job, ((const tf_vit *)job->model)->cfg.n_labels, vit_forward);
+    return hf_run_classifier(job, ((const tf_vit *)job->model)->cfg.n_labels, tf_vit_classifier_forward);
 }
 
 /* ---------------------------------------------------------------- capabilities */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../task/task_internal.h"
+#include "../vision_family.h"
 #include "tformer/swin.h"
 
 static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};
@@ -68,34 +69,24 @@ TF_FIELDS_DEFAULT_FN(tf_swin_task_config, tf_swin_task_config_default, tf_swin_t
 
 /* ---------------------------------------------------------------- the models it trains */
 
-/* What the task asks of a classifier; cfg is the family's config. */
+extern const tf_family tf_family_vit, tf_family_swin; /* vit_family.c, swin_family.c */
+
+/* What the task asks of a classifier besides its registry row; cfg is the family's config. */
 typedef struct {
     const char *arch;                   /* its head's Hugging Face name, for messages */
-    const tf_field_table *model_table;  /* the signature's rows */
+    const tf_family *family;            /* its registry row: free, save, config_table (the signature's rows) */
     void *(*create)(const void *cfg, uint64_t seed);
-    void (*destroy)(void *m);
     tf_params *(*params)(const void *m);
     int (*set_labels)(void *m, const char *const *names, int n);
-    int (*run)(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
-               tf_tensor **loss);
-    int (*save)(const void *m, const char *dir);
+    hf_classifier_fn run;               /* the forward, as the family's row runs it */
     int64_t (*tokens)(const void *m);   /* per image */
     int (*check)(const void *cfg, int *channels, int *size, int *n_labels); /* the config valid and a classifier */
 } image_model;
 
 static void *vit_create(const void *cfg, uint64_t seed) { return tf_vit_new(cfg, seed); }
-static void vit_destroy(void *m) { tf_vit_free(m); }
 static tf_params *vit_params(const void *m) { return ((const tf_vit *)m)->params; }
 static int vit_set_labels(void *m, const char *const *names, int n) { return tf_vit_set_labels(m, names, n); }
-static int vit_save(const void *m, const char *dir) { return tf_vit_save(m, dir); }
 static int64_t vit_tokens(const void *m) { return tf_vit_patches(&((const tf_vit *)m)->cfg) + 1; }
-static int vit_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
-                   tf_tensor **loss) {
-    tf_vit_outputs o;
-    int rc = tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing}, &o);
-    *logits = o.logits, *loss = o.loss;
-    return rc;
-}
 static int vit_check(const void *cfg, int *channels, int *size, int *n_labels) {
     const tf_vit_config *c = cfg;
     if (tf_vit_config_check(c)) return -1;
@@ -103,25 +94,16 @@ static int vit_check(const void *cfg, int *channels, int *size, int *n_labels) {
     *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
     return 0;
 }
-static const image_model VIT_MODEL = {"ViTForImageClassification", &tf_vit_config_table, vit_create, vit_destroy,
-                                      vit_params, vit_set_labels, vit_run, vit_save, vit_tokens, vit_check};
+static const image_model VIT_MODEL = {"ViTForImageClassification", &tf_family_vit, vit_create, vit_params,
+                                      vit_set_labels, tf_vit_classifier_forward, vit_tokens, vit_check};
 
 static void *swin_create(const void *cfg, uint64_t seed) { return tf_swin_new(cfg, seed); }
-static void swin_destroy(void *m) { tf_swin_free(m); }
 static tf_params *swin_params(const void *m) { return ((const tf_swin *)m)->params; }
 static int swin_set_labels(void *m, const char *const *names, int n) { return tf_swin_set_labels(m, names, n); }
-static int swin_save(const void *m, const char *dir) { return tf_swin_save(m, dir); }
 /* The first stage's tokens (the most attended over). */
 static int64_t swin_tokens(const void *m) {
     const tf_swin_stage *st = &((const tf_swin *)m)->stage[0];
     return (int64_t)st->height * st->width;
-}
-static int swin_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
-                    tf_tensor **loss) {
-    tf_swin_outputs o;
-    int rc = tf_swin_run(ctx, m, &(tf_swin_inputs){.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing}, &o);
-    *logits = o.logits, *loss = o.loss;
-    return rc;
 }
 static int swin_check(const void *cfg, int *channels, int *size, int *n_labels) {
     const tf_swin_config *c = cfg;
@@ -130,8 +112,8 @@ static int swin_check(const void *cfg, int *channels, int *size, int *n_labels) 
     *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
     return 0;
 }
-static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_swin_config_table, swin_create, swin_destroy,
-                                       swin_params, swin_set_labels, swin_run, swin_save, swin_tokens, swin_check};
+static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_family_swin, swin_create, swin_params,
+                                       swin_set_labels, tf_swin_classifier_forward, swin_tokens, swin_check};
 
 typedef struct {
     tf_image_task img; /* base, the sets, the augmenting loader */
@@ -152,11 +134,10 @@ static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     vit_task *v = (vit_task *)t;
     const void *model = m && v->ema ? v->ema : v->m;
     tf_tensor *soft = m ? NULL : tf_batch_get(b, "targets"), *labels = soft ? NULL : tf_batch_get(b, "labels");
-    tf_tensor *logits, *loss;
-    if (v->im->run(ctx, model, tf_batch_get(b, "pixel_values"), labels, v->rc->label_smoothing, &logits, &loss))
-        return NULL;
-    if (m) tf_task_count_hits(logits, labels, m); /* accuracy of the argmax */
-    return soft ? tf_soft_cross_entropy(ctx, logits, soft) : loss;
+    hf_classifier_out o;
+    if (v->im->run(ctx, model, tf_batch_get(b, "pixel_values"), labels, v->rc->label_smoothing, &o)) return NULL;
+    if (m) tf_task_count_hits(o.logits, labels, m); /* accuracy of the argmax */
+    return soft ? tf_soft_cross_entropy(ctx, o.logits, soft) : o.loss;
 }
 
 static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->im->params(((vit_task *)t)->m); }
@@ -164,12 +145,12 @@ static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->im->params(((v
 static int vt_signature(tf_task *t, char *out, size_t n) {
     vit_task *v = (vit_task *)t;
     const void *cfg = v->im == &VIT_MODEL ? (const void *)&v->vit.model : (const void *)&v->swin.model;
-    return tf_task_signature_of(v->im->model_table, cfg, out, n);
+    return tf_task_signature_of(v->im->family->config_table, cfg, out, n);
 }
 
 static int vt_save(tf_task *t, const char *dir) {
     vit_task *v = (vit_task *)t;
-    return v->im->save(v->ema ? v->ema : v->m, dir);
+    return v->im->family->save(v->ema ? v->ema : v->m, dir);
 }
 
 /* ---------------------------------------------------------------- the EMA of the weights */
@@ -225,9 +206,8 @@ static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * ((vit_ta
 
 static void vt_free(tf_task *t) {
     vit_task *v = (vit_task *)t;
-    if (v->im) v->im->destroy(v->m), v->im->destroy(v->ema);
-    tf_image_task_release(&v->img);
-    free(v);
+    if (v->im) v->im->family->free(v->m), v->im->family->free(v->ema);
+    tf_image_task_free(t);
 }
 
 static const tf_task_vt VIT_TASK = {

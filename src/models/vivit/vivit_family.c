@@ -28,9 +28,11 @@ static void *vivit_load(const char *dir, const char *architecture) {
 
 static void vivit_free(void *model) { tf_vivit_free(model); }
 
-static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, hf_classifier_out *o) {
+static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                         hf_classifier_out *o) {
     tf_vivit_outputs out;
-    if (tf_vivit_run(ctx, m, &(tf_vivit_inputs){.pixel_values = pixels, .labels = labels}, &out)) return -1;
+    tf_vivit_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
+    if (tf_vivit_run(ctx, m, &in, &out)) return -1;
     *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
     return 0;
 }

@@ -66,10 +66,8 @@ static int64_t vv_tokens(tf_task *t, int rows) {
 }
 
 static void vv_free(tf_task *t) {
-    vivit_task *v = (vivit_task *)t;
-    tf_vivit_free(v->m);
-    tf_image_task_release(&v->img);
-    free(v);
+    tf_vivit_free(((vivit_task *)t)->m);
+    tf_image_task_free(t);
 }
 
 static const tf_task_vt VIVIT_TASK = {
