@@ -25,6 +25,12 @@ const hf_input hf_in_image_cls[] = {
 /* ---------------------------------------------------------------- shared by the families */
 
 /* An error of the forward, named after the input file. */
+int hf_all_ignored(const tf_tensor *labels) {
+    int all = labels && labels->dtype == TF_DTYPE_I32;
+    for (int64_t i = 0; all && i < tf_numel(labels); i++) all = tf_i32(labels)[i] == -100;
+    return all;
+}
+
 int hf_input_error(const hf_job *job) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tf_error());
@@ -34,9 +40,7 @@ int hf_input_error(const hf_job *job) {
 /* The output fields of a classifier's forward; PyTorch's mean over no labels is 0/0. */
 int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *last, tf_tensor *pooled,
                               tf_tensor *logits, tf_tensor *loss) {
-    int all_ignored = labels != NULL;
-    for (int64_t i = 0; labels && i < tf_numel(labels); i++) all_ignored &= tf_i32(labels)[i] == -100;
-    if (loss && all_ignored) tf_f32(loss)[0] = NAN;
+    if (loss && hf_all_ignored(labels)) tf_f32(loss)[0] = NAN;
     return hf_put(&job->out, "last_hidden_state", last) || hf_put(&job->out, "pooler_output", pooled) ||
            hf_put(&job->out, "logits", logits) || hf_put(&job->out, "loss", loss);
 }

@@ -67,6 +67,8 @@ int hf_put(hf_tensors *ts, const char *name, tf_tensor *t);
 int hf_check_range(const hf_job *job, const char *name, int32_t lo, int32_t hi, int32_t skip,
                    const char *what);
 
+/* Whether labels are I32 and every one is -100 (ignored): PyTorch's mean over no labels is 0/0 (NaN). */
+int hf_all_ignored(const tf_tensor *labels);
 /* An error of a forward pass, named after the input file. */
 int hf_input_error(const hf_job *job);
 /* A classifier's output fields (last_hidden_state, pooler_output, logits,
