@@ -145,6 +145,52 @@ int test_run_cli(const char *env, const char *args, char *out, size_t n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+int test_popen(const char *cmd, char *out, size_t n) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+const char *test_path_in(const char *dir, const char *name) {
+    static char p[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+int test_same_bytes(const char *path_a, const char *path_b) {
+    size_t na, nb;
+    char *x = test_slurp(path_a, &na), *y = test_slurp(path_b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x), free(y);
+    return same;
+}
+
+int test_same_file(const char *a, const char *b, const char *name) {
+    return test_same_bytes(test_path_in(a, name), test_path_in(b, name));
+}
+
+int test_cp_weights(const char *from_dir, const char *dir) {
+    size_t n;
+    char *w = test_slurp(test_path_in(from_dir, "model.safetensors"), &n);
+    int rc = w ? test_write_file(test_path_in(dir, "model.safetensors"), w, n) : -1;
+    free(w);
+    return rc;
+}
+
+int test_edit_config(const char *dir, const char *from, const char *to) {
+    const char *path = test_path_in(dir, "config.json");
+    size_t n;
+    char *text = test_slurp(path, &n), *out = text ? test_replaced(text, from, to) : NULL;
+    int rc = out ? test_write_text(path, out) : -1;
+    free(text), free(out);
+    return rc;
+}
+
 void test_rm_rf(const char *dir) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

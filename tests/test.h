@@ -58,6 +58,18 @@ const char *test_tformer_bin(void);
 int test_run_cli(const char *env, const char *args, char *out, size_t n);
 /* rm -rf dir (a mkdtemp folder). */
 void test_rm_rf(const char *dir);
+/* Run a shell command; its exit status (128 when it did not exit), its stdout in out (cut at n - 1 bytes). */
+int test_popen(const char *cmd, char *out, size_t n);
+/* "dir/name" in one of 4 buffers used in turn: valid until the fourth call after. */
+const char *test_path_in(const char *dir, const char *name);
+/* Whether two files hold the same bytes (both readable). */
+int test_same_bytes(const char *path_a, const char *path_b);
+/* Whether folders a and b hold the same bytes in their file name. */
+int test_same_file(const char *a, const char *b, const char *name);
+/* The model.safetensors of folder from_dir copied over dir's (weights that do not fit it); 0 or -1. */
+int test_cp_weights(const char *from_dir, const char *dir);
+/* dir/config.json with its first "from" replaced by "to", in place; 0 or -1 (none there). */
+int test_edit_config(const char *dir, const char *from, const char *to);
 
 /* Relative L2 error ||a - b|| / ||b|| (absolute when ||b|| == 0), in double. */
 double test_rel_err(const float *a, const float *b, long n);

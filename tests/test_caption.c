@@ -230,11 +230,9 @@ TEST(caption_folder_round_trip_and_bad_inputs) {
     tf_caption *other = tf_caption_new(&c, 1);
     snprintf(cmd, sizeof cmd, "%s/other", dir);
     CHECK(other && tf_caption_save(other, cmd) == 0);
-    snprintf(cmd, sizeof cmd, "cp %s/other/model.safetensors %s/model.safetensors", dir, dir);
-    CHECK(system(cmd) == 0);
+    CHECK(test_cp_weights(cmd, dir) == 0);
     CHECKF(tf_caption_load(dir) == NULL && strstr(tf_error(), "decoder."), "%s", tf_error());
-    snprintf(cmd, sizeof cmd, "sed -i 's/tformer-caption/tformer-rnn-seq2seq/' %s/config.json", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(test_edit_config(dir, "tformer-caption", "tformer-rnn-seq2seq") == 0);
     CHECK(tf_caption_load(dir) == NULL && strstr(tf_error(), "model_type \"tformer-rnn-seq2seq\""));
     tf_ctx_free(ctx), tf_caption_free(m), tf_caption_free(r), tf_caption_free(other);
     test_rm_rf(dir);

@@ -109,38 +109,28 @@ TEST(cli_warns_on_unknown_config_keys) {
     unlink("/tmp/tformer_cli_cfg.json");
 }
 
-/* Run a shell pipeline; returns its exit status and fills out with stdout. */
-static int pipe_run(const char *cmd, char *out, size_t n) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t k = fread(out, 1, n - 1, p);
-    out[k] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 TEST(cli_encode_decode_train) {
     char out[4096], cmd[1024];
     snprintf(cmd, sizeof cmd, "printf 'hello world' | %s encode --tokenizer ../shared/data/gpt2", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "31373 995\n"));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "31373 995\n"));
     snprintf(cmd, sizeof cmd, "echo '31373 995' | %s decode --tokenizer ../shared/data/gpt2", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "hello world"));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "hello world"));
     snprintf(cmd, sizeof cmd, "printf 'Hello, my dog is cute' | %s encode --tokenizer ../shared/data/bert/bert-base-uncased-vocab.txt", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "7592 1010 2026 3899 2003 10140\n"));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "7592 1010 2026 3899 2003 10140\n"));
     snprintf(cmd, sizeof cmd, "printf 'hi' | %s encode --tokenizer char && echo '104 105' | %s decode --tokenizer char", test_tformer_bin(), test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "104 105\nhi"));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "104 105\nhi"));
     snprintf(cmd, sizeof cmd, "echo '1 99999' | %s decode --tokenizer ../shared/data/gpt2 2>&1", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "id 99999 at position 1"));
+    CHECK(test_popen(cmd, out, sizeof out) == 1 && strstr(out, "id 99999 at position 1"));
     snprintf(cmd, sizeof cmd, "echo '1 x2' | %s decode --tokenizer char 2>&1", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "'x2' is not an id"));
+    CHECK(test_popen(cmd, out, sizeof out) == 1 && strstr(out, "'x2' is not an id"));
     snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_tok_%d tests/data/seed_bpe.txt 2>/dev/null"
              " && printf 'see the sea' | %s encode --tokenizer /tmp/tformer_cli_tok_%d | %s decode --tokenizer /tmp/tformer_cli_tok_%d"
              " && rm -r /tmp/tformer_cli_tok_%d", test_tformer_bin(), (int)getpid(), test_tformer_bin(), (int)getpid(), test_tformer_bin(), (int)getpid(), (int)getpid());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "see the sea "));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "see the sea "));
     snprintf(cmd, sizeof cmd, "%s tokenizer-train --type lstm --vocab-size 30 --out /tmp/x f 2>&1", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "usage"));
+    CHECK(test_popen(cmd, out, sizeof out) == 2 && strstr(out, "usage"));
     snprintf(cmd, sizeof cmd, "%s tokenizer-train --type bpe --vocab-size 30 --out /tmp/tformer_cli_x /nonexistent 2>&1", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "/nonexistent: cannot open"));
+    CHECK(test_popen(cmd, out, sizeof out) == 1 && strstr(out, "/nonexistent: cannot open"));
     /* the size written is said, and why when it is not --vocab-size (it was silently another) */
     const char *sizes[][2] = {{"wordpiece --vocab-size 20", "tokens, not --vocab-size 20: the special tokens and the alphabet"},
                               {"bpe --vocab-size 100000", "tokens, not --vocab-size 100000: no pair is left"},
@@ -148,7 +138,7 @@ TEST(cli_encode_decode_train) {
     for (int i = 0; i < 3; i++) {
         snprintf(cmd, sizeof cmd, "%s tokenizer-train --type %s --out /tmp/tformer_cli_tok_%d tests/data/seed_bpe.txt 2>&1;"
                  " rm -r /tmp/tformer_cli_tok_%d", test_tformer_bin(), sizes[i][0], (int)getpid(), (int)getpid());
-        CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, sizes[i][1]), "%s: %s", sizes[i][0], out);
+        CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, sizes[i][1]), "%s: %s", sizes[i][0], out);
     }
 }
 
@@ -157,7 +147,7 @@ TEST(cli_train_generate_eval) {
     snprintf(dir, sizeof dir, "/tmp/tformer_cli_run_%d", (int)getpid());
     const char *tiny = "--steps 6 --layers 1 --heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2 --log-every 1";
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --tokenizer char --out %s %s 2>&1", test_tformer_bin(), dir, tiny);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "step 6/6 | loss") && strstr(out, "val") && strstr(out, "tok/s | ETA"),
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "step 6/6 | loss") && strstr(out, "val") && strstr(out, "tok/s | ETA"),
            "train: %s", out);
     const char *files[] = {"config.json", "model.safetensors", "checkpoint.safetensors", "losses.csv", "loss.png", "chars.txt"};
     for (int i = 0; i < 6; i++) {
@@ -167,55 +157,55 @@ TEST(cli_train_generate_eval) {
     }
     char first[256];
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0", test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, first, sizeof first) == 0 && !strncmp(first, "ab", 2) && strlen(first) >= 12);
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first)); /* greedy is deterministic */
+    CHECK(test_popen(cmd, first, sizeof first) == 0 && !strncmp(first, "ab", 2) && strlen(first) >= 12);
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, first)); /* greedy is deterministic */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --beam 3 --length-penalty 0.5 &&"
              " %s generate --model %s --prompt 'ab' --max-tokens 8 --temperature 0.9 --top-k 5 --top-p 0.9"
              " --repetition-penalty 1.3 --seed 4", test_tformer_bin(), dir, test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, out, sizeof out) == 0);
+    CHECK(test_popen(cmd, out, sizeof out) == 0);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' 2>&1", test_tformer_bin(), dir);
     /* the verb said once: the library's "generate: " prefix is not repeated after the CLI's */
-    CHECKF(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "tformer generate: the prompt has 40 tokens, more than the "
+    CHECKF(test_popen(cmd, out, sizeof out) == 1 && strstr(out, "tformer generate: the prompt has 40 tokens, more than the "
            "context of 16"), "%s", out);
     /* a refused prompt writes nothing on standard output (it wrote the whole prompt, or a newline) */
     const char *refused[] = {"'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'", "''"};
     for (int i = 0; i < 2; i++) {
         snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt %s 2>/dev/null", test_tformer_bin(), dir, refused[i]);
-        CHECKF(pipe_run(cmd, out, sizeof out) == 1 && !*out, "prompt %s: stdout '%s'", refused[i], out);
+        CHECKF(test_popen(cmd, out, sizeof out) == 1 && !*out, "prompt %s: stdout '%s'", refused[i], out);
     }
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 0", test_tformer_bin(), dir);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, "ab\n"), "--max-tokens 0: '%s'", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "ab\n"), "--max-tokens 0: '%s'", out);
     /* --threads is honoured and changes nothing */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --threads 1", test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, first));
     /* Hugging Face's name for --max-tokens */
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-new-tokens 10 --temperature 0", test_tformer_bin(), dir);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--max-new-tokens: '%s', not '%s'", out, first);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, first), "--max-new-tokens: '%s', not '%s'", out, first);
     snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt", test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "perplexity"));
     /* int8 weights: generation and evaluation run, the loss within a few per cent of the float one's */
     double lf = -1, lq = -1;
     sscanf(out, "loss %lf", &lf);
     snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt --quantize int8", test_tformer_bin(), dir);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && sscanf(out, "loss %lf", &lq) == 1 && lf > 0 &&
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && sscanf(out, "loss %lf", &lq) == 1 && lf > 0 &&
            fabs(lq - lf) < 0.02 * lf, "eval --quantize int8: %s (float loss %g)", out, lf);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --quantize int8",
              test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strncmp(out, "ab", 2) && strlen(out) >= 12);
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strncmp(out, "ab", 2) && strlen(out) >= 12);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --quantize int4 2>&1", test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "--quantize int4: none or int8"));
+    CHECK(test_popen(cmd, out, sizeof out) == 2 && strstr(out, "--quantize int4: none or int8"));
     /* an empty file (a device such as /dev/null is refused where a file is read: reliability_fifo_and_devices_...) */
     snprintf(cmd, sizeof cmd, ": > %s/empty.txt && %s train --data %s/empty.txt --out %s.x %s 2>&1", dir,
              test_tformer_bin(), dir, dir, tiny);
-    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "no words"));
+    CHECK(test_popen(cmd, out, sizeof out) == 1 && strstr(out, "no words"));
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/seed_bpe.txt --out %s --steps x 2>&1", test_tformer_bin(), dir);
-    CHECK(pipe_run(cmd, out, sizeof out) == 2 && strstr(out, "--steps expects"));
+    CHECK(test_popen(cmd, out, sizeof out) == 2 && strstr(out, "--steps expects"));
     /* Ctrl-C: the step finishes, a checkpoint is written, exit status 130 */
     snprintf(cmd, sizeof cmd, "rm -r %s; %s train --data tests/data/unicode_stress.txt --tokenizer char --out %s "
              "--steps 1000000 --layers 1 --heads 2 --width 16 --context 16 --batch 4 --log-every 1000000 > %s.log 2>&1 &"
              " pid=$!; sleep 2; kill -INT $pid; wait $pid; echo rc=$?; cat %s.log; rm -f %s.log",
              dir, test_tformer_bin(), dir, dir, dir, dir);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "rc=130") && strstr(out, "interrupted"), "SIGINT: %s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "rc=130") && strstr(out, "interrupted"), "SIGINT: %s", out);
     char ck[256];
     snprintf(ck, sizeof ck, "%s/checkpoint.safetensors", dir);
     CHECK(exists(ck));
@@ -280,7 +270,7 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         for (int form = 0; form < 2; form++) { /* --help and -h */
             snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", test_tformer_bin(), verbs[i].verb, form ? "-h" : "--help");
-            CHECKF(pipe_run(cmd, h.text, sizeof h.text) == 0, "%s", cmd);
+            CHECKF(test_popen(cmd, h.text, sizeof h.text) == 0, "%s", cmd);
             CHECKF(!strncmp(h.text, "usage: tformer ", 15) && strstr(h.text, "-h, --help"), "%s: %s", cmd, h.text);
         }
         for (int k = 0; verbs[i].flags[k]; k++)
@@ -298,7 +288,7 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
     }
     /* train's flags are the trainer's, the task's and the model's tables, every row */
     snprintf(cmd, sizeof cmd, "%s train --help", test_tformer_bin());
-    CHECK(pipe_run(cmd, h.text, sizeof h.text) == 0);
+    CHECK(test_popen(cmd, h.text, sizeof h.text) == 0);
     tf_train_config t = tf_train_config_default();
     tf_lm_config lm = tf_lm_config_default();
     tf_fields f[2] = {{&tf_train_config_table, &t}, {&tf_lm_config_table, &lm}};
@@ -309,7 +299,7 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
     /* the check itself can fail: a flag no verb has */
     CHECK(!lists_flag(h.text, "--frobnicate") && !lists_flag(h.text, "--step"));
     snprintf(cmd, sizeof cmd, "%s help generate", test_tformer_bin());
-    CHECK(pipe_run(cmd, h.text, sizeof h.text) == 0 && lists_flag(h.text, "--top-p"));
+    CHECK(test_popen(cmd, h.text, sizeof h.text) == 0 && lists_flag(h.text, "--top-p"));
 }
 
 TEST(cli_flags_are_parsed_strictly) {
@@ -342,16 +332,16 @@ TEST(cli_flags_are_parsed_strictly) {
     char out[1024], cmd[512];
     snprintf(cmd, sizeof cmd, "%s version && OPENBLAS_CORETYPE=Haswell %s --version", test_tformer_bin(),
              test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0 && !strncmp(out, "tformer ", 8));
+    CHECK(test_popen(cmd, out, sizeof out) == 0 && !strncmp(out, "tformer ", 8));
     /* what runs the arithmetic, and a BLAS core chosen in the environment named (it can halve the speed) */
     CHECKF(strstr(out, "\nkernels: ") && strstr(out, "\nmatrix products: ") && strstr(out, "\nbf16 products: "), "%s", out);
     CHECKF(!strstr(out, "OpenBLAS") || strstr(out, "Haswell kernels; OPENBLAS_CORETYPE=Haswell)"), "%s", out);
     /* a CBLAS named by TFORMER_BLAS that cannot be loaded: the portable kernel, and why */
     snprintf(cmd, sizeof cmd, "TFORMER_BLAS=/nonexistent/libcblas.so %s --version", test_tformer_bin());
-    CHECK(pipe_run(cmd, out, sizeof out) == 0);
+    CHECK(test_popen(cmd, out, sizeof out) == 0);
     CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/nonexistent/libcblas.so: "), "%s", out);
     snprintf(cmd, sizeof cmd, "TFORMER_BLAS=/tmp %s --version", test_tformer_bin()); /* a folder */
-    CHECK(pipe_run(cmd, out, sizeof out) == 0);
+    CHECK(test_popen(cmd, out, sizeof out) == 0);
     CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/tmp: "), "%s", out);
 }
 
@@ -388,13 +378,13 @@ TEST(cli_accepts_the_names_users_bring) {
                                            {"-m chrf -lc", "chrF2 = 100.00"}, {"", "BLEU = 7"}};
     for (int i = 0; i < 5; i++) {
         snprintf(cmd, sizeof cmd, "%s | %s bleu --ref %s %s 2>&1", hyp, test_tformer_bin(), ref, flags[i][0]);
-        CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, flags[i][1]), "bleu %s: %s", flags[i][0], out);
+        CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, flags[i][1]), "bleu %s: %s", flags[i][0], out);
     }
     unlink(ref);
     snprintf(cmd, sizeof cmd, "%s bleu --help", test_tformer_bin());
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "also -lc") && strstr(out, "also -tok"), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "also -lc") && strstr(out, "also -tok"), "%s", out);
     snprintf(cmd, sizeof cmd, "%s generate --help", test_tformer_bin());
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "also --max-new-tokens"), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "also --max-new-tokens"), "%s", out);
     CHECK(run("generate --model m --prompt a --max-new-tokens 5x", out, sizeof out) == 2 &&
           strstr(out, "--max-new-tokens expects an integer in [0,inf), got '5x'"));
 }
@@ -411,7 +401,7 @@ TEST(cli_train_config_file_and_flag_overrides) {
     /* the file sets everything; --steps, --width (an alias of d_model) and --norm override it */
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --steps 4 --width 8"
              " --norm post --pos sinusoidal --log-every 1 2>&1", test_tformer_bin(), dir, cfg);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "step 4/4") && !strstr(out, "/3 "), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "step 4/4") && !strstr(out, "/3 "), "%s", out);
     snprintf(p, sizeof p, "%s/config.json", dir);
     size_t n;
     char *hf = test_slurp(p, &n);
@@ -429,12 +419,12 @@ TEST(cli_train_config_file_and_flag_overrides) {
     CHECK(f && fputs(meta, f) >= 0 && fclose(f) == 0);
     tf_st_close(ck);
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --resume 2>&1", test_tformer_bin(), dir, cfg);
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0, "resume from the recorded config: %s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0, "resume from the recorded config: %s", out);
     /* a bad key in the file names it and the file */
     f = fopen(cfg, "w");
     CHECK(f && fputs("{\"steps\": 3, \"n_embed\": 16}", f) >= 0 && fclose(f) == 0);
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s 2>&1", test_tformer_bin(), dir, cfg);
-    CHECK(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, cfg) && strstr(out, "unknown key \"n_embed\""));
+    CHECK(test_popen(cmd, out, sizeof out) == 1 && strstr(out, cfg) && strstr(out, "unknown key \"n_embed\""));
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, cfg);
     CHECK(system(cmd) == 0);
 }
@@ -449,7 +439,7 @@ TEST(header_example_compiles_and_runs) {
              " -lcjson -lpcre2-8 -lutf8proc -lpng -lm -fopenmp -ldl 2>&1 && $d/ex 2>&1; rc=$?; rm -rf $d; exit $rc",
              getenv("TFORMER_CFLAGS") ? getenv("TFORMER_CFLAGS") : "",  /* the library's sanitizer flags */
              getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build");
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "dL/dW[0] = "), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "dL/dW[0] = "), "%s", out);
 }
 
 TEST(headers_stand_alone_and_link_from_cxx) {
@@ -459,14 +449,14 @@ TEST(headers_stand_alone_and_link_from_cxx) {
     snprintf(cmd, sizeof cmd, "sh tests/check_headers.sh %s '%s' 2>&1",
              getenv("TFORMER_LIB_DIR") ? getenv("TFORMER_LIB_DIR") : "build",
              getenv("TFORMER_CFLAGS") ? getenv("TFORMER_CFLAGS") : "");
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "functions of the headers link from C++"), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "functions of the headers link from C++"), "%s", out);
 }
 
 TEST(cli_directory_where_a_file_is_expected) {
     char out[4096], cmd[512];
     snprintf(cmd, sizeof cmd, "%s train --data tests --out /tmp/tformer_cli_dir_%d 2>&1; rm -rf /tmp/tformer_cli_dir_%d",
              test_tformer_bin(), (int)getpid(), (int)getpid());
-    CHECKF(pipe_run(cmd, out, sizeof out) == 0 && strstr(out, "tests: is a directory"), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "tests: is a directory"), "%s", out);
     snprintf(cmd, sizeof cmd, "%s torch-run --config tests --weights x --input y --output /tmp/tformer_dir.st 2>&1", test_tformer_bin());
-    CHECKF(pipe_run(cmd, out, sizeof out) == 1 && strstr(out, "tests: is a directory"), "%s", out);
+    CHECKF(test_popen(cmd, out, sizeof out) == 1 && strstr(out, "tests: is a directory"), "%s", out);
 }

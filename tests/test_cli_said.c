@@ -11,12 +11,7 @@
 static int run_err(const char *args, char *err, size_t n) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", test_tformer_bin(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t k = fread(err, 1, n - 1, p);
-    err[k] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return test_popen(cmd, err, n);
 }
 
 /* lines lines of six words, then one of 50 words when long_line (else of one) */

@@ -382,3 +382,39 @@ TEST(config_torch_run_tables) {
     CHECK(tr_config_load(path, &c, NULL) == -1 && strstr(tf_error(), "\"add_zero_attn\" is not supported"));
     unlink(path), unlink(log_path);
 }
+
+/* got (a _default() of table t) as a JSON file equals the table's defaults (tf_fields_defaults on zeros). */
+static int holds_table_defaults(const tf_field_table *t, const void *got, size_t size) {
+    void *want = calloc(1, size);
+    char pa[] = "/tmp/tformer_cfg_got_XXXXXX", pb[] = "/tmp/tformer_cfg_want_XXXXXX";
+    tf_fields a = {t, (void *)got}, b = {t, want};
+    int same = want && !test_temp_file(pa) && !test_temp_file(pb) && !tf_fields_defaults(&b, 1) &&
+               !tf_fields_save(&a, 1, pa) && !tf_fields_save(&b, 1, pb) && test_same_bytes(pa, pb);
+    unlink(pa), unlink(pb);
+    free(want);
+    return same;
+}
+
+/* Every task's _default() (TF_FIELDS_DEFAULT_FN: tf_fields_reset) is its table's defaults. */
+TEST(config_task_defaults_are_their_tables) {
+#define SAME(T, fn, table)                                                                                         \
+    do {                                                                                                           \
+        T got = fn();                                                                                              \
+        CHECKF(holds_table_defaults(&table, &got, sizeof got), #fn "() differs from " #table "'s defaults");      \
+    } while (0)
+    SAME(tf_bert_pretrain_config, tf_bert_pretrain_config_default, tf_bert_pretrain_config_table);
+    SAME(tf_finetune_config, tf_finetune_config_default, tf_finetune_config_table);
+    SAME(tf_listops_task_config, tf_listops_task_config_default, tf_listops_task_config_table);
+    SAME(tf_continual_task_config, tf_continual_task_config_default, tf_continual_task_config_table);
+    SAME(tf_vit_task_config, tf_vit_task_config_default, tf_vit_task_config_table);
+    SAME(tf_swin_task_config, tf_swin_task_config_default, tf_swin_task_config_table);
+    SAME(tf_vivit_task_config, tf_vivit_task_config_default, tf_vivit_task_config_table);
+    SAME(tf_seq2seq_task_config, tf_seq2seq_task_config_default, tf_seq2seq_task_config_table);
+    SAME(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_task_config_default, tf_rnn_seq2seq_task_config_table);
+    SAME(tf_caption_task_config, tf_caption_task_config_default, tf_caption_task_config_table);
+    SAME(tf_caption_config, tf_caption_config_default, tf_caption_config_table);
+#undef SAME
+    /* ImageGPT's differs from its table on purpose: ImageGPTConfig's norm, head and activation */
+    tf_imagegpt_task_config g = tf_imagegpt_task_config_default();
+    CHECK(!holds_table_defaults(&tf_imagegpt_task_config_table, &g, sizeof g));
+}

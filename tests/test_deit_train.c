@@ -55,17 +55,6 @@ static int train(const tf_vit_task_config *c, const tf_train_config *t, const ch
     return rc;
 }
 
-/* A file of dir, the same bytes in both folders. */
-static int same_file(const char *a, const char *b, const char *name) {
-    char pa[512], pb[512];
-    size_t na, nb;
-    snprintf(pa, sizeof pa, "%s/%s", a, name), snprintf(pb, sizeof pb, "%s/%s", b, name);
-    char *x = test_slurp(pa, &na), *y = test_slurp(pb, &nb);
-    int same = x && y && na == nb && !memcmp(x, y, na);
-    free(x), free(y);
-    return same;
-}
-
 TEST(deit_ema_is_the_closed_form_and_the_saved_model) {
     char dir[] = "/tmp/tformer_deit_ema_XXXXXX", path[512];
     CHECK(mkdtemp(dir) != NULL);
@@ -122,16 +111,17 @@ TEST(deit_full_recipe_repeats_and_resumes_bit_for_bit) {
     tf_train_config t = small_train(8);
     volatile int stop = 0;
     CHECK(train(&c, &t, a, 0, NULL) == 0 && train(&c, &t, b, 0, NULL) == 0);
-    CHECK(same_file(a, b, "losses.csv") && same_file(a, b, "model.safetensors") && same_file(a, b, "checkpoint.safetensors"));
+    CHECK(test_same_file(a, b, "losses.csv") && test_same_file(a, b, "model.safetensors") &&
+          test_same_file(a, b, "checkpoint.safetensors"));
     CHECK(train(&c, &t, cdir, 0, &stop) == 1); /* stopped after step 4, then resumed */
     CHECK(train(&c, &t, cdir, TF_RESUME_EXACT, NULL) == 0);
-    CHECK(same_file(a, cdir, "losses.csv") && same_file(a, cdir, "model.safetensors"));
-    CHECK(same_file(a, cdir, "checkpoint.safetensors") && same_file(a, cdir, "best/model.safetensors"));
+    CHECK(test_same_file(a, cdir, "losses.csv") && test_same_file(a, cdir, "model.safetensors"));
+    CHECK(test_same_file(a, cdir, "checkpoint.safetensors") && test_same_file(a, cdir, "best/model.safetensors"));
     tf_train_config other = t;
     other.seed = 22;
     test_rm_rf(b);
     CHECK(mkdtemp(strcpy(b, "/tmp/tformer_deit_b_XXXXXX")) && train(&c, &other, b, 0, NULL) == 0);
-    CHECK(!same_file(a, b, "losses.csv"));
+    CHECK(!test_same_file(a, b, "losses.csv"));
     printf("    8 steps with every ingredient: two runs and a run stopped at step 4 and resumed give the same files\n");
     test_rm_rf(a), test_rm_rf(b), test_rm_rf(cdir);
 }

@@ -36,17 +36,6 @@ static int exists(const char *p) {
     return stat(p, &st) == 0;
 }
 
-/* Do dirs a and b hold the same bytes in file? */
-static int same_file(const char *a, const char *b, const char *file) {
-    char pa[512], pb[512];
-    snprintf(pa, sizeof pa, "%s/%s", a, file), snprintf(pb, sizeof pb, "%s/%s", b, file);
-    size_t na, nb;
-    char *x = test_slurp(pa, &na), *y = test_slurp(pb, &nb);
-    int same = x && y && na == nb && !memcmp(x, y, na);
-    free(x), free(y);
-    return same;
-}
-
 /* How often needle occurs in hay. */
 static int count(const char *hay, const char *needle) {
     int n = 0;
@@ -88,7 +77,7 @@ static void same_as_first(const char *dir, const char *base, const char *const *
     for (int i = 1; i < 4; i++) {
         snprintf(x, sizeof x, "%s/%d", dir, i);
         for (int f = 0; f < N_OUTPUTS; f++)
-            CHECKF(same_file(a, x, OUTPUTS[f]), "%s differs: %s vs %s %s", OUTPUTS[f], how[0], env[i], how[i]);
+            CHECKF(test_same_file(a, x, OUTPUTS[f]), "%s differs: %s vs %s %s", OUTPUTS[f], how[0], env[i], how[i]);
         CHECKF(!strcmp(lines[0], lines[i]), "progress differs:\n%s\nvs\n%s", lines[0], lines[i]);
     }
 }
@@ -127,8 +116,8 @@ TEST(dist_checkpoint_resumes_on_other_process_counts) {
     snprintf(args, sizeof args, R " --steps 6 --accum 1 --resume --out %s 2>&1", c);
     CHECKF(test_run_cli(MPIRUN " -np 4", args, out, sizeof out) == 0, "2 processes -> 4: %s", out);
     for (int f = 0; f < N_OUTPUTS; f++) {
-        CHECKF(same_file(a, b, OUTPUTS[f]), "%s differs: resumed on 1 process", OUTPUTS[f]);
-        CHECKF(same_file(a, c, OUTPUTS[f]), "%s differs: resumed on 4 processes", OUTPUTS[f]);
+        CHECKF(test_same_file(a, b, OUTPUTS[f]), "%s differs: resumed on 1 process", OUTPUTS[f]);
+        CHECKF(test_same_file(a, c, OUTPUTS[f]), "%s differs: resumed on 4 processes", OUTPUTS[f]);
     }
     /* 2 micro-batches a step where the checkpoint has 4: a changed setting, named */
     snprintf(args, sizeof args, R " --steps 6 --accum 1 --resume --out %s 2>&1", c);
@@ -218,8 +207,8 @@ TEST(dist_zero_checkpoint_resumes_with_or_without_zero) {
     snprintf(args, sizeof args, R " --steps 6 --accum 1 --zero 1 --resume --out %s 2>&1", c);
     CHECKF(test_run_cli(MPIRUN " -np 4", args, out, sizeof out) == 0, "1 process -> ZeRO on 4: %s", out);
     for (int f = 0; f < N_OUTPUTS; f++) {
-        CHECKF(same_file(a, b, OUTPUTS[f]), "%s differs: ZeRO on 2 processes resumed on 1", OUTPUTS[f]);
-        CHECKF(same_file(a, c, OUTPUTS[f]), "%s differs: 1 process resumed with ZeRO on 4", OUTPUTS[f]);
+        CHECKF(test_same_file(a, b, OUTPUTS[f]), "%s differs: ZeRO on 2 processes resumed on 1", OUTPUTS[f]);
+        CHECKF(test_same_file(a, c, OUTPUTS[f]), "%s differs: 1 process resumed with ZeRO on 4", OUTPUTS[f]);
     }
 #undef R
     test_rm_rf(dir);

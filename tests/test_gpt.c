@@ -208,14 +208,6 @@ static void stop_at_5(void *user, const tf_train_report *r) {
     if (r->step == 5) *(volatile int *)user = 1;
 }
 
-static int same_file(const char *a, const char *b, const char *name) {
-    size_t la, lb;
-    char *x = file_of(a, name, &la), *y = file_of(b, name, &lb);
-    int same = x && y && la == lb && !memcmp(x, y, la);
-    free(x), free(y);
-    return same;
-}
-
 TEST(gpt_training_is_reproducible_and_resumes_exactly) {
     /* 10 steps straight; 10 steps on one thread; 5 steps, a stop (as SIGINT
      * does), then --resume: losses, weights and optimizer state agree bit for bit. */
@@ -239,14 +231,14 @@ TEST(gpt_training_is_reproducible_and_resumes_exactly) {
     tf_set_threads(0);
     const char *files[] = {"losses.csv", "model.safetensors", "checkpoint.safetensors"};
     for (int i = 0; i < 3; i++) {
-        CHECKF(same_file(a, b, files[i]), "%s differs after stop + resume", files[i]);
-        CHECKF(same_file(a, c, files[i]), "%s differs on one thread", files[i]);
+        CHECKF(test_same_file(a, b, files[i]), "%s differs after stop + resume", files[i]);
+        CHECKF(test_same_file(a, c, files[i]), "%s differs on one thread", files[i]);
     }
     /* a different seed gives different losses: the comparison can fail */
     cfg.seed = 99;
     snprintf(cmd, sizeof cmd, "rm -r %s", c);
     CHECK(system(cmd) == 0 && tf_gpt_train(&cfg, &lm, data, 1, "char", c, 0, NULL, NULL, NULL) == 0);
-    CHECK(!same_file(a, c, "losses.csv"));
+    CHECK(!test_same_file(a, c, "losses.csv"));
     snprintf(cmd, sizeof cmd, "rm -r %s %s %s", a, b, c);
     CHECK(system(cmd) == 0);
 }

@@ -11,13 +11,7 @@
 
 static char g_dir[64];
 
-static const char *tmp_path(const char *name) {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
-    return p[k];
-}
+static const char *tmp_path(const char *name) { return test_path_in(g_dir, name); }
 
 /* text into path, and gzip'ed into path.gz (the first n bytes of the stream only when cut). */
 static int write_pair(const char *path, const char *text, size_t cut) {

@@ -19,13 +19,7 @@ static int fresh_dir(void) {
     return mkdtemp(g_dir) ? 0 : -1;
 }
 
-static const char *tmp_path(const char *name) {
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
-    return p[k];
-}
+static const char *tmp_path(const char *name) { return test_path_in(g_dir, name); }
 
 /* Bytes into a file, gzip'ed when gz. */
 static int write_bytes(const char *path, const void *b, size_t n, int gz) {

@@ -359,11 +359,9 @@ TEST(rnn_seq2seq_folder_round_trip_and_bad_folders) {
     tf_rnn_seq2seq *other = tf_rnn_seq2seq_new(&c, 1);
     snprintf(sub, sizeof sub, "%s/other", dir);
     CHECK(other && tf_rnn_seq2seq_save(other, sub) == 0);
-    snprintf(cmd, sizeof cmd, "cp %s/other/model.safetensors %s/model.safetensors", dir, dir);
-    CHECK(system(cmd) == 0);
+    CHECK(test_cp_weights(sub, dir) == 0);
     CHECKF(tf_rnn_seq2seq_load(dir) == NULL && strstr(tf_error(), "encoder"), "%s", tf_error());
-    snprintf(cmd, sizeof cmd, "sed -i 's/tformer-rnn-seq2seq/tformer-seq2seq/' %s/config.json", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(test_edit_config(dir, "tformer-rnn-seq2seq", "tformer-seq2seq") == 0);
     CHECK(tf_rnn_seq2seq_load(dir) == NULL && strstr(tf_error(), "model_type \"tformer-seq2seq\""));
     tf_ctx_free(ctx);
     tf_rnn_seq2seq_free(m), tf_rnn_seq2seq_free(other);

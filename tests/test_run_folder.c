@@ -28,6 +28,14 @@ static int write_corpus(const char *path, int lines) {
     return fclose(f);
 }
 
+/* A fresh folder from the template dir (mkdtemp) holding corpus.txt of 30 lines; 0 or -1. */
+static int corpus_dir(char *dir) {
+    char p[512];
+    if (!mkdtemp(dir)) return -1;
+    snprintf(p, sizeof p, "%s/corpus.txt", dir);
+    return write_corpus(p, 30);
+}
+
 #define NET "--layers 1 --heads 2 --context 8 --batch 2 --threads 1"
 #define KEEP "--keep-checkpoints 2 --average-last 2 --checkpoint-every 1"
 
@@ -35,17 +43,6 @@ static int exists(const char *dir, const char *name) {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     return access(p, F_OK) == 0;
-}
-
-/* The bytes of dir/name equal those of the file other/name2. */
-static int same_bytes(const char *dir, const char *name, const char *other, const char *name2) {
-    char p[512], q[512];
-    size_t n, m;
-    snprintf(p, sizeof p, "%s/%s", dir, name), snprintf(q, sizeof q, "%s/%s", other, name2);
-    char *a = test_slurp(p, &n), *b = test_slurp(q, &m);
-    int same = a && b && n == m && !memcmp(a, b, n);
-    free(a), free(b);
-    return same;
 }
 
 /* dir/checkpoints' names, space-separated, into out. */
@@ -80,9 +77,7 @@ static double mean_error(const char *a, const char *b, const char *c, const char
 TEST(reliability_a_run_folder_holds_one_run) {
     static char out[16384];
     char dir[] = "/tmp/tformer_rel_run_XXXXXX", args[2048], run_dir[256], b[256], names[512], cmd[1024];
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(args, sizeof args, "%s/corpus.txt", dir);
-    CHECK(write_corpus(args, 30) == 0);
+    CHECK(corpus_dir(dir) == 0);
     snprintf(run_dir, sizeof run_dir, "%s/run", dir), snprintf(b, sizeof b, "%s/b", dir);
     /* run A: 8 steps, the last 2 kept and averaged */
     snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s --tokenizer char --width 16 --steps 8 " NET " " KEEP,
@@ -99,7 +94,7 @@ TEST(reliability_a_run_folder_holds_one_run) {
                strstr(out, "--overwrite") && strstr(out, "model.safetensors"),
            "train again: %d: %s", rc, out);
     printf("    %s", out);
-    CHECK(same_bytes(run_dir, "model.safetensors", dir, "a_model"));
+    CHECK(test_same_bytes(test_path_in(run_dir, "model.safetensors"), test_path_in(dir, "a_model")));
     /* finetune and tokenizer-train: the same rule, before anything is read */
     snprintf(args, sizeof args, "finetune --model %s/none --train %s/none.tsv --valid %s/none.tsv --out %s", dir, dir,
              dir, run_dir);
@@ -142,7 +137,8 @@ TEST(reliability_a_run_folder_holds_one_run) {
     CHECKF(!strcmp(names, "step-00000003.safetensors step-00000004.safetensors step-00000007.safetensors "
                           "step-00000008.safetensors "),
            "B's checkpoints/: %s", names);
-    CHECK(same_bytes(b, "checkpoints/step-00000007.safetensors", dir, "a_kept/step-00000007.safetensors"));
+    CHECK(test_same_bytes(test_path_in(b, "checkpoints/step-00000007.safetensors"),
+                          test_path_in(dir, "a_kept/step-00000007.safetensors")));
     char p3[512], p4[512], avg[512];
     snprintf(p3, sizeof p3, "%s/checkpoints/step-00000003.safetensors", b);
     snprintf(p4, sizeof p4, "%s/checkpoints/step-00000004.safetensors", b);
@@ -221,10 +217,9 @@ TEST(reliability_stale_tokenizer_never_wins) {
 TEST(reliability_fifo_and_devices_are_refused_when_read) {
     static char out[16384];
     char dir[] = "/tmp/tformer_rel_fifo_XXXXXX", args[2048], p[256];
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(p, sizeof p, "%s/corpus.txt", dir);
-    CHECK(write_corpus(p, 30) == 0);
-    snprintf(args, sizeof args, "train --data %s --out %s/model --tokenizer char --width 16 --steps 1 " NET, p, dir);
+    CHECK(corpus_dir(dir) == 0);
+    snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/model --tokenizer char --width 16 --steps 1 " NET,
+             dir, dir);
     CHECKF(run(args, out, sizeof out) == 0, "%s", out);
     snprintf(p, sizeof p, "%s/fifo", dir);
     CHECK(mkfifo(p, 0600) == 0);
@@ -283,9 +278,7 @@ static int poison_in_place(const char *path, const char *name, float value) {
 TEST(reliability_resume_refuses_a_non_finite_checkpoint) {
     static char out[16384];
     char dir[] = "/tmp/tformer_rel_nan_XXXXXX", args[2048], cmd[1024], ck[512];
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(args, sizeof args, "%s/corpus.txt", dir);
-    CHECK(write_corpus(args, 30) == 0);
+    CHECK(corpus_dir(dir) == 0);
     snprintf(args, sizeof args, "train --data %s/corpus.txt --out %s/run --tokenizer char --width 16 --steps 4 --stop-at 2 "
              NET, dir, dir);
     CHECKF(run(args, out, sizeof out) == 0, "%s", out);

@@ -69,6 +69,16 @@ typedef struct {
 
 /* Every row with a default gets it. 0, or -1 when a default does not parse (a bug). */
 TF_API int tf_fields_defaults(const tf_fields *s, int n);
+/* A configuration's defaults: cfg (size bytes) zeroed, then every row with a default set (a
+ * default that does not parse is a table bug, which tests/test_config.c catches). */
+TF_API void tf_fields_reset(const tf_field_table *t, void *cfg, size_t size);
+/* Defines `T fn(void)`, which returns a T at the defaults of table (tf_fields_reset). */
+#define TF_FIELDS_DEFAULT_FN(T, fn, table)            \
+    T fn(void) {                                      \
+        T c_;                                         \
+        tf_fields_reset(&(table), &c_, sizeof c_);    \
+        return c_;                                    \
+    }
 /* Every value within its row's range and choices; -1 with a message naming
  * the field and what it allows. */
 TF_API int tf_fields_check(const tf_fields *s, int n);

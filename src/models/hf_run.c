@@ -17,10 +17,20 @@
 const char *const hf_out_lm[] = {"logits", "loss", NULL};
 const char *const hf_out_body[] = {"last_hidden_state", NULL};
 const char *const hf_out_pooled[] = {"last_hidden_state", "pooler_output", NULL};
+const hf_input hf_in_image[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
+const hf_input hf_in_image_cls[] = {
+    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+};
 
 /* ---------------------------------------------------------------- shared by the families */
 
 /* An error of the forward, named after the input file. */
+int hf_all_ignored(const tf_tensor *labels) {
+    int all = labels && labels->dtype == TF_DTYPE_I32;
+    for (int64_t i = 0; all && i < tf_numel(labels); i++) all = tf_i32(labels)[i] == -100;
+    return all;
+}
+
 int hf_input_error(const hf_job *job) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tf_error());
@@ -30,11 +40,17 @@ int hf_input_error(const hf_job *job) {
 /* The output fields of a classifier's forward; PyTorch's mean over no labels is 0/0. */
 int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *last, tf_tensor *pooled,
                               tf_tensor *logits, tf_tensor *loss) {
-    int all_ignored = labels != NULL;
-    for (int64_t i = 0; labels && i < tf_numel(labels); i++) all_ignored &= tf_i32(labels)[i] == -100;
-    if (loss && all_ignored) tf_f32(loss)[0] = NAN;
+    if (loss && hf_all_ignored(labels)) tf_f32(loss)[0] = NAN;
     return hf_put(&job->out, "last_hidden_state", last) || hf_put(&job->out, "pooler_output", pooled) ||
            hf_put(&job->out, "logits", logits) || hf_put(&job->out, "loss", loss);
+}
+
+int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward) {
+    tf_tensor *pixels = hf_get(&job->in, "pixel_values"), *labels = hf_get(&job->in, "labels");
+    if (hf_check_range(job, "labels", 0, n_labels, -100, "labels must be below num_labels (or -100)")) return -1;
+    hf_classifier_out o;
+    if (forward(job->ctx, job->model, pixels, labels, 0.0f, &o)) return hf_input_error(job);
+    return hf_put_classifier_outputs(job, labels, o.last_hidden_state, o.pooler_output, o.logits, o.loss);
 }
 
 /* ---------------------------------------------------------------- named tensors */

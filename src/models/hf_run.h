@@ -67,6 +67,8 @@ int hf_put(hf_tensors *ts, const char *name, tf_tensor *t);
 int hf_check_range(const hf_job *job, const char *name, int32_t lo, int32_t hi, int32_t skip,
                    const char *what);
 
+/* Whether labels are I32 and every one is -100 (ignored): PyTorch's mean over no labels is 0/0 (NaN). */
+int hf_all_ignored(const tf_tensor *labels);
 /* An error of a forward pass, named after the input file. */
 int hf_input_error(const hf_job *job);
 /* A classifier's output fields (last_hidden_state, pooler_output, logits,
@@ -74,10 +76,26 @@ int hf_input_error(const hf_job *job);
 int hf_put_classifier_outputs(hf_job *job, const tf_tensor *labels, tf_tensor *last, tf_tensor *pooled,
                               tf_tensor *logits, tf_tensor *loss);
 
+/* An image or video classifier's outputs (ViT's, Swin's, ViViT's alike; NULL where it has none). */
+typedef struct {
+    tf_tensor *last_hidden_state, *pooler_output, *logits, *loss;
+} hf_classifier_out;
+/* A classifier's forward on pixels with labels (or NULL) and the loss's label smoothing: its outputs
+ * into *o; 0 or -1. */
+typedef int (*hf_classifier_fn)(tf_ctx *ctx, const void *model, tf_tensor *pixels, tf_tensor *labels,
+                                float smoothing, hf_classifier_out *o);
+/* A classifier's run: pixel_values and labels (below n_labels, or -100) through forward, its outputs
+ * as hf_put_classifier_outputs. */
+int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward);
+
 /* Output field lists shared by several families. */
 extern const char *const hf_out_lm[];   /* logits, loss */
 extern const char *const hf_out_body[]; /* last_hidden_state */
 extern const char *const hf_out_pooled[]; /* last_hidden_state, pooler_output */
+/* Input lists shared by the image models (ViT's and Swin's forward()): pixel_values (B,C,H,W), and
+ * for a classifier labels (B). */
+extern const hf_input hf_in_image[];
+extern const hf_input hf_in_image_cls[];
 
 /* The architecture of dir/config.json's architectures[0] and its family (*family), or NULL
  * with an error naming the file and listing what is supported. */

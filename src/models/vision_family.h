@@ -4,11 +4,18 @@
 #define TF_VISION_FAMILY_H
 
 #include "family.h"
+#include "hf_run.h"
 
 /* AdamW as DeiT (weight decay 0.05, beta2 0.999) and at most one validation pass. */
 static inline void tf_vision_train_defaults(tf_train_config *train) {
     train->weight_decay = 0.05f, train->beta2 = 0.999f;
     train->eval_batches = 1000; /* at most one pass over the validation images */
+}
+
+/* ViT's and Swin's, by DeiT's recipe: the above, batches of 128, min_lr 1e-5. */
+static inline void tf_vision_deit_defaults(tf_train_config *train) {
+    tf_vision_train_defaults(train);
+    train->batch = 128, train->min_lr = 1e-5f;
 }
 
 /* --norm is GPT's older flag; these families are pre-LN. */
@@ -25,5 +32,16 @@ static inline const char *tf_vision_task_check(const void *cfg, const tf_task_ar
 static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf_images *train) {
     return a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, train) : tf_images_read_digits(a->data[0], train);
 }
+
+/* ViT's and Swin's classifier forwards (their rows' files), which their training task runs too. */
+int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                              hf_classifier_out *o);
+int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                               hf_classifier_out *o);
+/* One image (channels x size x size) through an image classifier's forward: its n_labels logits. */
+int tf_vision_image_logits(const void *model, hf_classifier_fn forward, int channels, int size, int n_labels,
+                           const float *pixels, float *logits);
+/* Validation batches of an image-classification task (ViT's or Swin's: tf_vit_task_new's): one pass. */
+int64_t tf_vision_image_val(const tf_task *t, const tf_task_args *a);
 
 #endif

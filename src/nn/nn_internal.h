@@ -79,4 +79,10 @@ tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, 
  * a key padding mask (B,T), applied where a query (or landmark) meets every key. */
 tf_tensor *tf_nystrom_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask);
 
+/* PyTorch's Linear / RNN initialisation, U(-1/sqrt(in), 1/sqrt(in)), as a normal's std: 1/sqrt(3 in). */
+float tf_fan_in_std(int64_t in);
+/* One step of r's cell (a GRUCell or an LSTMCell) on x (B,I): st's h (and c) (B,H) replaced by the
+ * next state, except in the rows where pad (B) is nonzero (NULL: none). 0, or -1 (st->h NULL). */
+int tf_rnn_cell_step(tf_ctx *ctx, const tf_rnn *r, tf_tensor *x, tf_tensor *pad, tf_rnn_state *st);
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../core/core_internal.h"
+#include "nn_internal.h"
 #include "tformer/heads.h"
 
 /* ---------------------------------------------------------------- registration */
@@ -34,7 +35,7 @@ int tf_rnn_register(tf_params *ps, const char *prefix, const char *suffix, tf_rn
     r->kind = kind, r->input_size = input_size, r->hidden_size = hidden_size, r->reverse = reverse != 0;
     int64_t GH = (kind == TF_RNN_GRU ? 3 : 4) * hidden_size;
     /* PyTorch draws every tensor from U(-k, k), k = 1/sqrt(H): the same variance */
-    float std = (float)(1.0 / sqrt(3.0 * (double)hidden_size));
+    float std = tf_fan_in_std(hidden_size);
     char n[4][512];
     static const char *const what[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
     for (int k = 0; k < 4; k++)
@@ -120,17 +121,24 @@ static int rnn_check(const tf_rnn *r, const tf_tensor *x) {
     return 0;
 }
 
+float tf_fan_in_std(int64_t in) { return (float)(1.0 / sqrt(3.0 * (double)in)); }
+
+int tf_rnn_cell_step(tf_ctx *ctx, const tf_rnn *r, tf_tensor *x, tf_tensor *pad, tf_rnn_state *st) {
+    if (r->kind == TF_RNN_GRU) {
+        st->h = tf_gru_cell_masked(ctx, x, st->h, r->weight_ih, r->weight_hh, r->bias_ih, r->bias_hh, pad);  // (B,H)
+    } else {
+        tf_tensor *hc = tf_lstm_cell_masked(ctx, x, st->h, st->c, r->weight_ih, r->weight_hh, r->bias_ih,
+                                            r->bias_hh, pad);  // (2,B,H)
+        st->h = tf_lstm_cell_h(ctx, hc), st->c = tf_lstm_cell_c(ctx, hc);
+    }
+    return st->h ? 0 : -1;
+}
+
 /* One step at position t: the new state in st, the output (B,1,H) returned. */
 static tf_tensor *rnn_step(tf_ctx *ctx, const tf_rnn *r, tf_tensor *xs, int64_t t, tf_tensor *pad, tf_rnn_state *st) {
     int64_t B = xs->shape[1], I = xs->shape[2], H = r->hidden_size;
     tf_tensor *xt = tf_reshape(ctx, tf_narrow(ctx, xs, 0, t, 1), 2, (int64_t[]){B, I});  // (B,I)
-    if (r->kind == TF_RNN_GRU) {
-        st->h = tf_gru_cell_masked(ctx, xt, st->h, r->weight_ih, r->weight_hh, r->bias_ih, r->bias_hh, pad);
-    } else {
-        tf_tensor *hc = tf_lstm_cell_masked(ctx, xt, st->h, st->c, r->weight_ih, r->weight_hh, r->bias_ih,
-                                            r->bias_hh, pad);  // (2,B,H)
-        st->h = tf_lstm_cell_h(ctx, hc), st->c = tf_lstm_cell_c(ctx, hc);
-    }
+    tf_rnn_cell_step(ctx, r, xt, pad, st);
     return tf_reshape(ctx, st->h, 3, (int64_t[]){B, 1, H});  // (B,1,H)
 }
 

@@ -24,6 +24,19 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w);
 /* On resume dir's tokenizer must be the one the checkpoint (path ck) was trained with. */
 int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck);
 
+/* ---------------------------------------------------------------- what every task does (task_util.c) */
+
+/* The run folder made (one that exists is fine). */
+int tf_task_make_dir(const char *run_dir);
+/* A model configuration's signature: a task's signature call. */
+int tf_task_signature_of(const tf_field_table *t, const void *cfg, char *out, size_t n);
+/* The index of the largest of x[0..n), the first of equals. */
+int64_t tf_task_argmax(const float *x, int64_t n);
+/* One validation metric, "accuracy", of which the highest selects best/. */
+void tf_task_use_accuracy(tf_task *t);
+
+/* ---------------------------------------------------------------- tasks on text (task_util.c) */
+
 /* What a task on the run folder's tokenizer holds besides its model and settings: its first
  * member, so that the calls below fill its table (batch, save_meta, check_meta). */
 typedef struct {
@@ -41,12 +54,42 @@ int tf_text_task_check_meta(tf_task *t, const tf_st_file *f, const char *ck);
 tf_params *tf_text_task_params(tf_task *t);
 int tf_text_task_signature(tf_task *t, char *out, size_t n);
 int64_t tf_text_task_tokens(tf_task *t, int rows);
-/* The tokenizer, the loader and the folder's name freed (the model is the task's own). */
-void tf_text_task_release(tf_text_task *t);
+/* A text task's struct freed with its tokenizer, loader and folder's name (its model freed first by
+ * the task's own free). */
+void tf_text_task_free(tf_task *t);
+/* A task struct of size bytes whose first member is a tf_text_task, zeroed, with its table vt: there is
+ * data to train on (n_data), the run folder is made and named in dir. NULL with the error. */
+void *tf_text_task_alloc(size_t size, const tf_task_vt *vt, int n_data, const char *run_dir);
+/* The run folder's tokenizer into t->tok: spec installed there, or on resume the one there
+ * (tf_task_tokenizer_prepare); its size into *vocab_size, which when set must equal it. */
+int tf_text_task_tokenizer(tf_text_task *t, const char *spec, const char *const *data, int n_data, int resume,
+                           int *vocab_size);
+/* With its model made: the model's parameters, its configuration (table t, cfg) and tokens a row. */
+void tf_text_task_set_model(tf_text_task *t, tf_params *ps, const tf_field_table *table, void *cfg, int64_t context);
+/* The table of a task whose calls are the text task's but for its loss, save and free. */
+#define TF_TEXT_TASK_VT(loss_fn, save_fn, free_fn)                                                                \
+    {.batch = tf_text_task_batch, .loss = (loss_fn), .params = tf_text_task_params,                               \
+     .signature = tf_text_task_signature, .save = (save_fn), .save_meta = tf_text_task_save_meta,                 \
+     .check_meta = tf_text_task_check_meta, .tokens = tf_text_task_tokens, .free = (free_fn)}
 
 /* An image task's validation set: *valid when it holds images, else the
  * last val_fraction of *train moved into it (train keeps the rest). */
 int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction);
+/* What an image task holds besides its model and settings: its first member, so that the calls
+ * below serve it. */
+typedef struct {
+    tf_task base;
+    tf_images train, valid;
+    tf_loader *loader;
+} tf_image_task;
+/* A task struct of size bytes whose first member is a tf_image_task, zeroed, with its table vt and
+ * the sets moved into it (valid may be NULL); the caller's are emptied either way. NULL with the error. */
+void *tf_image_task_alloc(size_t size, const tf_task_vt *vt, tf_images *train, tf_images *valid);
+int tf_image_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b);
+/* Images in a subset: the validation set's, else the training set's. */
+int64_t tf_image_task_images(const tf_task *t, tf_subset subset);
+/* An image task's struct freed with its loader and both sets (its model freed first by the task's own free). */
+void tf_image_task_free(tf_task *t);
 
 /* ---------------------------------------------------------------- translation families */
 

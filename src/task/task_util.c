@@ -1,6 +1,7 @@
 /* What every task does with its tokenizer: install it into the run folder,
  * record its files in the checkpoint, check them on resume; and what the
  * image tasks do with their sets. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,14 +93,32 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
 }
 
 
+/* ---------------------------------------------------------------- what every task does */
+
+int tf_task_make_dir(const char *run_dir) {
+    if (mkdir(run_dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
+    return 0;
+}
+
+int tf_task_signature_of(const tf_field_table *t, const void *cfg, char *out, size_t n) {
+    tf_fields f = {t, (void *)cfg};
+    return tf_fields_signature(&f, 1, out, n);
+}
+
+int64_t tf_task_argmax(const float *x, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++) best = x[i] > x[best] ? i : best;
+    return best;
+}
+
+void tf_task_use_accuracy(tf_task *t) { t->n_metrics = 1, t->metric_names[0] = "accuracy", t->select_metric = 1; }
+
 /* ---------------------------------------------------------------- classification tasks */
 
 void tf_task_count_hits(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m) {
     int64_t L = logits->shape[1];
     for (int64_t i = 0; i < labels->shape[0]; i++) {
-        const float *z = tf_f32(logits) + i * L;
-        int64_t best = 0;
-        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
+        int64_t best = tf_task_argmax(tf_f32(logits) + i * L, L);
         if (tf_i32(labels)[i] < 0) continue; /* a padding row (ignore index) */
         m->sum[0] += best == tf_i32(labels)[i], m->count[0] += 1;
     }
@@ -119,6 +138,43 @@ int tf_task_images_split(tf_images *train, tf_images *valid, float val_fraction)
     tf_images_free(train);
     *train = head;
     return 0;
+}
+
+/* An image task's sets handed to it: moved into *to_train and *to_valid, or freed when to_train is
+ * NULL (the task was not made); the caller's are emptied either way. valid may be NULL. */
+static void images_move(tf_images *to_train, tf_images *to_valid, tf_images *train, tf_images *valid) {
+    if (to_train) {
+        *to_train = *train;
+        if (valid) *to_valid = *valid;
+    } else {
+        tf_images_free(train), tf_images_free(valid);
+    }
+    memset(train, 0, sizeof *train);
+    if (valid) memset(valid, 0, sizeof *valid);
+}
+
+void *tf_image_task_alloc(size_t size, const tf_task_vt *vt, tf_images *train, tf_images *valid) {
+    tf_image_task *t = calloc(1, size);
+    images_move(t ? &t->train : NULL, t ? &t->valid : NULL, train, valid);
+    if (!t) return tf_set_error("train: out of memory"), NULL;
+    t->base.vt = vt;
+    return t;
+}
+
+int tf_image_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
+    return tf_loader_next(((tf_image_task *)t)->loader, ctx, subset, key, rows, b);
+}
+
+int64_t tf_image_task_images(const tf_task *t, tf_subset subset) {
+    const tf_image_task *g = (const tf_image_task *)t;
+    return subset == TF_SUBSET_VAL ? g->valid.n : g->train.n;
+}
+
+void tf_image_task_free(tf_task *t) {
+    tf_image_task *g = (tf_image_task *)t;
+    tf_loader_free(g->loader);
+    tf_images_free(&g->train), tf_images_free(&g->valid);
+    free(g);
 }
 
 /* ---------------------------------------------------------------- tasks on text */
@@ -141,8 +197,34 @@ int tf_text_task_signature(tf_task *t, char *out, size_t n) {
 
 int64_t tf_text_task_tokens(tf_task *t, int rows) { return (int64_t)rows * ((tf_text_task *)t)->context; }
 
-void tf_text_task_release(tf_text_task *t) {
-    tf_tokenizer_free(t->tok);
-    tf_loader_free(t->loader);
-    free(t->dir);
+void tf_text_task_free(tf_task *t) {
+    tf_text_task *x = (tf_text_task *)t;
+    tf_tokenizer_free(x->tok);
+    tf_loader_free(x->loader);
+    free(x->dir);
+    free(x);
+}
+
+void *tf_text_task_alloc(size_t size, const tf_task_vt *vt, int n_data, const char *run_dir) {
+    if (n_data < 1) return tf_set_error("train: no data files"), NULL;
+    if (tf_task_make_dir(run_dir)) return NULL;
+    tf_text_task *t = calloc(1, size);
+    if (!t || !(t->dir = strdup(run_dir))) return free(t), tf_set_error("train: out of memory"), NULL;
+    t->base.vt = vt;
+    return t;
+}
+
+int tf_text_task_tokenizer(tf_text_task *t, const char *spec, const char *const *data, int n_data, int resume,
+                           int *vocab_size) {
+    if (tf_task_tokenizer_prepare(spec, data, n_data, t->dir, resume)) return -1;
+    if (!(t->tok = tf_tokenizer_load(t->dir))) return -1;
+    int vocab = tf_tokenizer_vocab_size(t->tok);
+    if (*vocab_size && *vocab_size != vocab)
+        return tf_set_error("vocab_size %d: the tokenizer has %d tokens", *vocab_size, vocab);
+    *vocab_size = vocab;
+    return 0;
+}
+
+void tf_text_task_set_model(tf_text_task *t, tf_params *ps, const tf_field_table *table, void *cfg, int64_t context) {
+    t->params = ps, t->model = (tf_fields){table, cfg}, t->context = context;
 }

@@ -262,6 +262,12 @@ static int default_fn(void *user, const tf_field *f, void *obj) {
 
 int tf_fields_defaults(const tf_fields *s, int n) { return tf_fields_each(s, n, default_fn, NULL); }
 
+void tf_fields_reset(const tf_field_table *t, void *cfg, size_t size) {
+    memset(cfg, 0, size);
+    tf_fields f = {t, cfg};
+    tf_fields_defaults(&f, 1);
+}
+
 static int check_fn(void *user, const tf_field *f, void *obj) {
     (void)user;
     const char *p = (const char *)obj + f->offset;

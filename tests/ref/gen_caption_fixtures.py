@@ -23,31 +23,14 @@ blocks (checked against the module itself), decoder.norm, decoder.out; out.atten
 cross-attention averaged over heads and layers; cross-entropy alone).
 """
 import argparse
-import json
 import os
-import struct
 
 import torch
 import torch.nn.functional as F
 
+from torch_st import f32, save_f32
+
 CFG = dict(image_size=8, n_conv=2, cnn_dim=4, vocab=7, emb_dim=3, hidden=5, attn_size=4, alpha_c=0.7)
-
-
-def save_safetensors(path, tensors):
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, t in tensors.items():
-        raw = t.detach().to(torch.float32).contiguous().cpu().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def f32(shape, g, scale=1.0):
-    return (scale * torch.randn(shape, generator=g)).to(torch.float32).to(torch.float64)
 
 
 def params(channels, lstm, att, g):
@@ -176,7 +159,7 @@ def transformer_case(name, seed, out):
     for k, v in p.items():
         t["grad." + k] = v.grad
     t["grad.pixel_values"] = x.grad
-    save_safetensors(os.path.join(out, name + ".safetensors"), t)
+    save_f32(os.path.join(out, name + ".safetensors"), t)
 
 
 def case(name, channels, lstm, att, seed, out):
@@ -196,7 +179,7 @@ def case(name, channels, lstm, att, seed, out):
     for k, v in p.items():
         t["grad." + k] = v.grad
     t["grad.pixel_values"] = x.grad
-    save_safetensors(os.path.join(out, name + ".safetensors"), t)
+    save_f32(os.path.join(out, name + ".safetensors"), t)
 
 
 def main():

@@ -25,31 +25,13 @@ does). Needs only torch (Debian's python3-torch): the files are written with
 the standard safetensors layout by hand.
 """
 import argparse
-import json
 import os
-import struct
 
 import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-
-def save_safetensors(path, tensors):
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, t in tensors.items():
-        raw = t.detach().to(torch.float32).contiguous().cpu().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def f32(shape, g, scale=1.0):
-    """A float32 random tensor, returned in float64 (exactly representable)."""
-    return (scale * torch.randn(shape, generator=g)).to(torch.float32).to(torch.float64)
+from torch_st import f32, save_f32
 
 
 def randomize_(module, g, scale):
@@ -162,7 +144,7 @@ def main():
     cases = {"gru_cell": cell_case("gru", g), "lstm_cell": cell_case("lstm", g), "gru_bi": bi_case("gru", g),
              "lstm_bi": bi_case("lstm", g), "bahdanau": bahdanau_case(g)}
     for name, tensors in cases.items():
-        save_safetensors(os.path.join(args.out, name + ".safetensors"), tensors)
+        save_f32(os.path.join(args.out, name + ".safetensors"), tensors)
         print(name, len(tensors), "tensors")
 
 

@@ -21,27 +21,12 @@ import argparse
 import json
 import os
 import random
-import struct
 
 import torch
 import torch.nn as nn
 
-DTYPES = {torch.float32: "F32", torch.bool: "BOOL", torch.int64: "I64"}
+from torch_st import save_safetensors
 
-
-def save_safetensors(path, tensors):
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().contiguous().cpu()
-        raw = (t.to(torch.uint8) if t.dtype == torch.bool else t).numpy().tobytes()
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 class Sizes:

@@ -146,11 +146,7 @@ static int bert_run(hf_job *job) {
         .rand_attn = hf_get(&job->in, "rand_attn"),
     };
     tf_bert_outputs out;
-    if (tf_bert_run(job->ctx, m, &in, &out)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tf_error());
-        return tf_set_error("%s: %s", job->input_path, msg);
-    }
+    if (tf_bert_run(job->ctx, m, &in, &out)) return hf_input_error(job);
     if (out.loss && no_labels(job, m, ids->shape[1])) tf_f32(out.loss)[0] = NAN;
     int pre = m->cfg.head == TF_BERT_PRETRAINING;
     return hf_put(&job->out, "last_hidden_state", out.last_hidden_state) ||

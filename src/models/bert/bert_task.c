@@ -3,10 +3,8 @@
  * BertForPreTraining (MLM cross-entropy on the masked tokens + NSP
  * cross-entropy), validation MLM and NSP accuracy; saved as a Hugging Face
  * BertForPreTraining folder with its WordPiece tokenizer. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/bert.h"
@@ -21,12 +19,7 @@ static const tf_field PRE_ROWS[] = {
 const tf_field_table tf_bert_pretrain_config_table = {"BERT pre-training", PRE_ROWS,
                                                       (int)(sizeof PRE_ROWS / sizeof PRE_ROWS[0])};
 
-tf_bert_pretrain_config tf_bert_pretrain_config_default(void) {
-    tf_bert_pretrain_config c = {0};
-    tf_fields f = {&tf_bert_pretrain_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_bert_pretrain_config, tf_bert_pretrain_config_default, tf_bert_pretrain_config_table)
 
 typedef struct {
     tf_text_task text; /* base, tokenizer, loader, run folder */
@@ -34,22 +27,18 @@ typedef struct {
     tf_bert *m;
 } bert_task;
 
-static int64_t argmax(const float *x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++) best = x[i] > x[best] ? i : best;
-    return best;
-}
-
 /* Masked-token accuracy (logits (N,V) of the labelled rows in order) and NSP accuracy. */
 static void count_metrics(const tf_bert_outputs *out, const tf_tensor *labels, const tf_tensor *nsp, tf_metrics *m) {
     int64_t V = out->logits->shape[1], k = 0;
     for (int64_t i = 0; i < tf_numel(labels); i++) {
         int32_t y = tf_i32(labels)[i];
         if (y == -100) continue;
-        m->sum[0] += argmax(tf_f32(out->logits) + k++ * V, V) == y, m->count[0] += 1;
+        m->sum[0] += tf_task_argmax(tf_f32(out->logits) + k++ * V, V) == y, m->count[0] += 1;
     }
-    for (int64_t b = 0; b < tf_numel(nsp); b++)
-        m->sum[1] += argmax(tf_f32(out->seq_relationship_logits) + 2 * b, 2) == tf_i32(nsp)[b], m->count[1] += 1;
+    for (int64_t b = 0; b < tf_numel(nsp); b++) {
+        int64_t best = tf_task_argmax(tf_f32(out->seq_relationship_logits) + 2 * b, 2);
+        m->sum[1] += best == tf_i32(nsp)[b], m->count[1] += 1;
+    }
 }
 
 static tf_tensor *bt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
@@ -66,23 +55,11 @@ static tf_tensor *bt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 
 static int bt_save(tf_task *t, const char *dir) { return tf_bert_save(((bert_task *)t)->m, dir); }
 static void bt_free(tf_task *t) {
-    bert_task *l = (bert_task *)t;
-    tf_bert_free(l->m);
-    tf_text_task_release(&l->text);
-    free(l);
+    tf_bert_free(((bert_task *)t)->m);
+    tf_text_task_free(t);
 }
 
-static const tf_task_vt BERT_TASK = {
-    .batch = tf_text_task_batch,
-    .loss = bt_loss,
-    .params = tf_text_task_params,
-    .signature = tf_text_task_signature,
-    .save = bt_save,
-    .save_meta = tf_text_task_save_meta,
-    .check_meta = tf_text_task_check_meta,
-    .tokens = tf_text_task_tokens,
-    .free = bt_free,
-};
+static const tf_task_vt BERT_TASK = TF_TEXT_TASK_VT(bt_loss, bt_save, bt_free);
 
 /* The run folder's WordPiece tokenizer, the pairs loader, the model's vocabulary size. */
 static int load_data(bert_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
@@ -92,12 +69,8 @@ static int load_data(bert_task *l, const char *const *data, int n_data, const ch
         return tf_set_error("BERT needs a WordPiece tokenizer with [CLS], [SEP], [MASK] and [PAD]: --tokenizer "
                             "a vocab.txt (../shared/data/bert/bert-base-uncased-vocab.txt) or a folder "
                             "(tformer tokenizer-train --type wordpiece)");
-    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->text.dir, resume)) return -1;
-    if (!(l->text.tok = tf_tokenizer_load(l->text.dir))) return -1;
-    int vocab = tf_tokenizer_vocab_size(l->text.tok);
-    if (model->vocab_size && model->vocab_size != vocab)
-        return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
-    model->vocab_size = vocab;
+    if (tf_text_task_tokenizer(&l->text, tokenizer, data, n_data, resume, &model->vocab_size)) return -1;
+    int vocab = model->vocab_size;
     model->head = TF_BERT_PRETRAINING, model->pooler = 1;
     tf_nsp_opts o = {model->context, l->cfg.mask_prob, l->cfg.val_fraction, tf_tokenizer_special_id(l->text.tok, "cls"),
                      tf_tokenizer_special_id(l->text.tok, "sep"), tf_tokenizer_special_id(l->text.tok, "mask"),
@@ -108,12 +81,9 @@ static int load_data(bert_task *l, const char *const *data, int n_data, const ch
 
 tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char *const *data, int n_data,
                                    const char *tokenizer, const char *run_dir, int resume, uint64_t seed) {
-    if (n_data < 1) return tf_set_error("train: no data files"), NULL;
-    if (mkdir(run_dir, 0755) && errno != EEXIST)
-        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
-    bert_task *l = calloc(1, sizeof *l);
-    if (!l || !(l->text.dir = strdup(run_dir))) return free(l), tf_set_error("train: out of memory"), NULL;
-    l->text.base.vt = &BERT_TASK, l->cfg = *c;
+    bert_task *l = tf_text_task_alloc(sizeof *l, &BERT_TASK, n_data, run_dir);
+    if (!l) return NULL;
+    l->cfg = *c;
     l->text.base.config = (tf_fields){&tf_bert_pretrain_config_table, &l->cfg};
     l->text.base.n_metrics = 2;
     l->text.base.metric_names[0] = "mlm_accuracy", l->text.base.metric_names[1] = "nsp_accuracy";
@@ -121,8 +91,7 @@ tf_task *tf_bert_pretrain_task_new(const tf_bert_pretrain_config *c, const char 
         bt_free(&l->text.base);
         return NULL;
     }
-    l->text.params = l->m->params, l->text.model = (tf_fields){&tf_bert_config_table, &l->m->cfg};
-    l->text.context = l->cfg.model.context;
+    tf_text_task_set_model(&l->text, l->m->params, &tf_bert_config_table, &l->m->cfg, l->cfg.model.context);
     return &l->text.base;
 }
 

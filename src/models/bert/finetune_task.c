@@ -4,10 +4,8 @@
  * head, validation accuracy / token accuracy / exact match; saved as a
  * Hugging Face folder with its tokenizer, the label names (id2label) and
  * finetune.json (this task's settings, which `tformer predict` reads). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "../family.h"
@@ -25,50 +23,32 @@ static const tf_field FT_ROWS[] = {
 };
 const tf_field_table tf_finetune_config_table = {"fine-tuning", FT_ROWS, (int)(sizeof FT_ROWS / sizeof FT_ROWS[0])};
 
-tf_finetune_config tf_finetune_config_default(void) {
-    tf_finetune_config c = {0};
-    tf_fields f = {&tf_finetune_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_finetune_config, tf_finetune_config_default, tf_finetune_config_table)
 
 typedef struct {
-    tf_task base;
+    tf_text_task text; /* base, tokenizer, loader, run folder; context: max_len */
     tf_finetune_config cfg;
     tf_bert *m;
-    tf_tokenizer *tok;
     tf_finetune_data train, valid;
-    tf_loader *loader;
-    char *dir;
     int max_len;
 } ft_task;
 
 /* ---------------------------------------------------------------- the task's table */
-
-static int ft_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((ft_task *)t)->loader, ctx, subset, key, rows, b);
-}
-
-static int64_t argmax(const float *x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++) best = x[i] > x[best] ? i : best;
-    return best;
-}
 
 /* Accuracy of the argmax over the last dimension where labels (any shape) are not -100. */
 static void count_accuracy(const tf_tensor *logits, const tf_tensor *labels, tf_metrics *m) {
     int64_t L = logits->shape[logits->ndim - 1];
     for (int64_t i = 0; i < tf_numel(labels); i++) {
         int32_t y = tf_i32(labels)[i];
-        if (y != -100) m->sum[0] += argmax(tf_f32(logits) + i * L, L) == y, m->count[0] += 1;
+        if (y != -100) m->sum[0] += tf_task_argmax(tf_f32(logits) + i * L, L) == y, m->count[0] += 1;
     }
 }
 
 static void count_spans(const tf_bert_outputs *o, const tf_tensor *s, const tf_tensor *e, tf_metrics *m) {
     int64_t B = o->start_logits->shape[0], T = o->start_logits->shape[1];
     for (int64_t b = 0; b < B; b++) {
-        int hit = argmax(tf_f32(o->start_logits) + b * T, T) == tf_i32(s)[b] &&
-                  argmax(tf_f32(o->end_logits) + b * T, T) == tf_i32(e)[b];
+        int hit = tf_task_argmax(tf_f32(o->start_logits) + b * T, T) == tf_i32(s)[b] &&
+                  tf_task_argmax(tf_f32(o->end_logits) + b * T, T) == tf_i32(e)[b];
         m->sum[0] += hit, m->count[0] += 1;
     }
 }
@@ -91,13 +71,6 @@ static tf_tensor *ft_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return out.loss;
 }
 
-static tf_params *ft_params(tf_task *t) { return ((ft_task *)t)->m->params; }
-
-static int ft_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_bert_config_table, &((ft_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
-}
-
 static int ft_save(tf_task *t, const char *dir) {
     ft_task *f = (ft_task *)t;
     char path[4096];
@@ -108,34 +81,14 @@ static int ft_save(tf_task *t, const char *dir) {
     return tf_bert_save(f->m, dir) || tf_fields_save(&fs, 1, path) ? -1 : 0;
 }
 
-static int ft_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((ft_task *)t)->dir, w); }
-static int ft_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
-    return tf_task_tokenizer_check(((ft_task *)t)->dir, f, ck);
-}
-
-static int64_t ft_tokens(tf_task *t, int rows) { return (int64_t)rows * ((ft_task *)t)->max_len; }
-
 static void ft_free(tf_task *t) {
     ft_task *f = (ft_task *)t;
     tf_bert_free(f->m);
-    tf_tokenizer_free(f->tok);
-    tf_loader_free(f->loader);
     tf_finetune_data_free(&f->train), tf_finetune_data_free(&f->valid);
-    free(f->dir);
-    free(f);
+    tf_text_task_free(t);
 }
 
-static const tf_task_vt FT_TASK = {
-    .batch = ft_batch,
-    .loss = ft_loss,
-    .params = ft_params,
-    .signature = ft_signature,
-    .save = ft_save,
-    .save_meta = ft_save_meta,
-    .check_meta = ft_check_meta,
-    .tokens = ft_tokens,
-    .free = ft_free,
-};
+static const tf_task_vt FT_TASK = TF_TEXT_TASK_VT(ft_loss, ft_save, ft_free);
 
 /* ---------------------------------------------------------------- construction */
 
@@ -154,9 +107,10 @@ static int load_model(ft_task *f, const char *model_dir, char **labels, int n_la
     if (f->cfg.max_len > ctx)
         return tf_set_error("max_len %d exceeds the model's context (max_position_embeddings) %d", f->cfg.max_len, ctx);
     f->max_len = f->cfg.max_len ? f->cfg.max_len : ctx;
-    if (tf_tokenizer_vocab_size(f->tok) > f->m->cfg.vocab_size)
+    tf_text_task_set_model(&f->text, f->m->params, &tf_bert_config_table, &f->m->cfg, f->max_len);
+    if (tf_tokenizer_vocab_size(f->text.tok) > f->m->cfg.vocab_size)
         return tf_set_error("%s: the tokenizer has %d tokens, the model only %d", model_dir,
-                            tf_tokenizer_vocab_size(f->tok), f->m->cfg.vocab_size);
+                            tf_tokenizer_vocab_size(f->text.tok), f->m->cfg.vocab_size);
     return 0;
 }
 
@@ -172,11 +126,11 @@ static int load_all(ft_task *f, const char *model_dir, const char *train, const 
     if (!rc && !span) rc = tf_finetune_check_labels(&vs, valid, labels, n_labels);
     if (!rc) rc = load_model(f, model_dir, labels, n_labels, seed);
     char msg[1024];
-    if (!rc && tf_finetune_encode(f->tok, &ts, labels, n_labels, f->max_len, &f->train))
+    if (!rc && tf_finetune_encode(f->text.tok, &ts, labels, n_labels, f->max_len, &f->train))
         snprintf(msg, sizeof msg, "%s", tf_error()), rc = tf_set_error("%s: %s", train, msg);
-    if (!rc && tf_finetune_encode(f->tok, &vs, labels, n_labels, f->max_len, &f->valid))
+    if (!rc && tf_finetune_encode(f->text.tok, &vs, labels, n_labels, f->max_len, &f->valid))
         snprintf(msg, sizeof msg, "%s", tf_error()), rc = tf_set_error("%s: %s", valid, msg);
-    if (!rc && !(f->loader = tf_finetune_loader_new(&f->train, &f->valid, seed))) rc = -1;
+    if (!rc && !(f->text.loader = tf_finetune_loader_new(&f->train, &f->valid, seed))) rc = -1;
     tf_finetune_labels_free(labels, n_labels);
     tf_finetune_set_free(&ts), tf_finetune_set_free(&vs);
     return rc ? -1 : 0;
@@ -213,28 +167,27 @@ tf_task *tf_finetune_task_new(const tf_finetune_config *c, const char *model_dir
     if (!model_dir || !train || !valid || !run_dir)
         return tf_set_error("finetune: a model folder, training and validation files and a run folder are needed"), NULL;
     if (tf_fields_check(&cf, 1) || check_family(model_dir)) return NULL;
-    if (mkdir(run_dir, 0755) && errno != EEXIST)
-        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
-    ft_task *f = calloc(1, sizeof *f);
-    if (!f || !(f->dir = strdup(run_dir))) return free(f), tf_set_error("finetune: out of memory"), NULL;
-    f->base.vt = &FT_TASK, f->cfg = *c;
-    f->base.config = (tf_fields){&tf_finetune_config_table, &f->cfg};
-    f->base.n_metrics = 1;
-    f->base.metric_names[0] = c->task == TF_FINETUNE_TAG ? "token_accuracy"
-                              : c->task == TF_FINETUNE_SPAN ? "exact_match" : "accuracy";
-    int rc = tf_task_tokenizer_prepare(model_dir, NULL, 0, run_dir, resume);
-    if (!rc && !(f->tok = tf_tokenizer_load(run_dir))) rc = -1;
-    int pieces = !rc && tf_tokenizer_kind_of(f->tok) == TF_TOKENIZER_WORDPIECE;
+    ft_task *f = tf_text_task_alloc(sizeof *f, &FT_TASK, 2, run_dir); /* its data: the two files */
+    if (!f) return NULL;
+    tf_task *base = &f->text.base;
+    f->cfg = *c;
+    base->config = (tf_fields){&tf_finetune_config_table, &f->cfg};
+    base->n_metrics = 1;
+    base->metric_names[0] = c->task == TF_FINETUNE_TAG ? "token_accuracy"
+                            : c->task == TF_FINETUNE_SPAN ? "exact_match" : "accuracy";
+    int vocab = 0; /* the model's is checked against it when it is loaded */
+    int rc = tf_text_task_tokenizer(&f->text, model_dir, NULL, 0, resume, &vocab);
+    int pieces = !rc && tf_tokenizer_kind_of(f->text.tok) == TF_TOKENIZER_WORDPIECE;
     int classes = c->task == TF_FINETUNE_CLASSIFY || c->task == TF_FINETUNE_PAIRS;
-    tf_tokenizer_kind kind = rc ? TF_TOKENIZER_CHAR : tf_tokenizer_kind_of(f->tok);
+    tf_tokenizer_kind kind = rc ? TF_TOKENIZER_CHAR : tf_tokenizer_kind_of(f->text.tok);
     if (!rc && !pieces && !(classes && (kind == TF_TOKENIZER_BYTE_BPE || kind == TF_TOKENIZER_SPM)))
         rc = tf_set_error("%s: fine-tuning needs a BERT WordPiece tokenizer (vocab.txt), or for classify and pairs "
                           "RoBERTa's byte-level BPE or XLM-RoBERTa's Unigram tokenizer.json", model_dir);
     if (rc || load_all(f, model_dir, train, valid, seed)) {
-        ft_free(&f->base);
+        ft_free(base);
         return NULL;
     }
-    return &f->base;
+    return base;
 }
 
 const tf_bert *tf_finetune_task_model(const tf_task *t) { return ((const ft_task *)t)->m; }

@@ -53,12 +53,7 @@ static const tf_field LO_ROWS[] = {
 #undef R
 const tf_field_table tf_listops_task_config_table = {"ListOps", LO_ROWS, (int)(sizeof LO_ROWS / sizeof LO_ROWS[0])};
 
-tf_listops_task_config tf_listops_task_config_default(void) {
-    tf_listops_task_config c = {0};
-    tf_fields f = {&tf_listops_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_listops_task_config, tf_listops_task_config_default, tf_listops_task_config_table)
 
 typedef struct {
     tf_task base;
@@ -107,10 +102,7 @@ static void count_masked(const tf_tensor *logits, const tf_tensor *labels, tf_me
     for (int64_t i = 0; i < tf_numel(labels); i++) {
         int32_t y = tf_i32(labels)[i];
         if (y == -100) continue;
-        const float *z = tf_f32(logits) + k++ * V;  // (V)
-        int64_t best = 0;
-        for (int64_t v = 1; v < V; v++) best = z[v] > z[best] ? v : best;
-        m->sum[0] += best == y, m->count[0] += 1;
+        m->sum[0] += tf_task_argmax(tf_f32(logits) + k++ * V, V) == y, m->count[0] += 1;
     }
 }
 
@@ -128,8 +120,7 @@ static tf_tensor *lo_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static tf_params *lo_params(tf_task *t) { return ((lo_task *)t)->m->params; }
 
 static int lo_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_bert_config_table, &((lo_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
+    return tf_task_signature_of(&tf_bert_config_table, &((lo_task *)t)->m->cfg, out, n);
 }
 
 /* The model as a Hugging Face folder, and beside it the task's settings
@@ -258,8 +249,7 @@ tf_listops_opts tf_listops_task_opts(const tf_listops_task_config *c) {
 }
 
 tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_dir, uint64_t seed) {
-    if (mkdir(run_dir, 0755) && errno != EEXIST)
-        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
+    if (tf_task_make_dir(run_dir)) return NULL;
     lo_task *l = calloc(1, sizeof *l);
     if (!l) return tf_set_error("listops: out of memory"), NULL;
     l->base.vt = &LO_TASK, l->cfg = *c;
@@ -333,8 +323,7 @@ int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int
         for (int r = 0; !rc && r < B; r++) {
             const float *z = tf_f32(out.logits) + r * 10;  // (B,10)
             if (logits) memcpy(logits + (done + r) * 10, z, 10 * sizeof *z);
-            int best = 0;
-            for (int k = 1; k < 10; k++) best = z[k] > z[best] ? k : best;
+            int best = (int)tf_task_argmax(z, 10);
             *hits += best == y[r];
             if (confusion) confusion[y[r] * 10 + best]++;
         }

@@ -13,9 +13,6 @@
 #include "../../nn/nn_internal.h"
 #include "caption_internal.h"
 
-/* PyTorch's Linear / RNN initialisation variance: U(-1/sqrt(in), 1/sqrt(in)). */
-static float fan_in_std(int64_t in) { return (float)(1.0 / sqrt(3.0 * (double)in)); }
-
 static int register_cnn(tf_caption *m) {
     const tf_caption_config *c = &m->cfg;
     int64_t D = c->cnn_dim;
@@ -40,15 +37,15 @@ static int register_all(tf_caption *m) {
     if (!rc && c->decoder == TF_CAPTION_TRANSFORMER) {
         rc = tf_params_add(ps, "decoder.embed.weight", &m->embed, 2, (int64_t[]){V, H}, 0.02f) ||  // (V,H)
              tf_caption_transformer_register(m) ||
-             tf_linear_register(ps, "decoder.out", &m->out, H, V, 1, fan_in_std(H));  // W_o (V,H)
+             tf_linear_register(ps, "decoder.out", &m->out, H, V, 1, tf_fan_in_std(H));  // W_o (V,H)
         return rc ? -1 : 0;
     }
-    if (!rc) rc = tf_linear_register(ps, "decoder.init_h", &m->init_h, D, H, 1, fan_in_std(D));
-    if (!rc && c->cell == TF_RNN_LSTM) rc = tf_linear_register(ps, "decoder.init_c", &m->init_c, D, H, 1, fan_in_std(D));
+    if (!rc) rc = tf_linear_register(ps, "decoder.init_h", &m->init_h, D, H, 1, tf_fan_in_std(D));
+    if (!rc && c->cell == TF_RNN_LSTM) rc = tf_linear_register(ps, "decoder.init_c", &m->init_c, D, H, 1, tf_fan_in_std(D));
     if (!rc) rc = tf_params_add(ps, "decoder.embed.weight", &m->embed, 2, (int64_t[]){V, E}, 1.0f);  // (V,E)
-    if (!rc && att) rc = tf_additive_attn_register(ps, "decoder.attention.", &m->attn, H, D, c->attn_size, 0, fan_in_std(H));
+    if (!rc && att) rc = tf_additive_attn_register(ps, "decoder.attention.", &m->attn, H, D, c->attn_size, 0, tf_fan_in_std(H));
     if (!rc) rc = tf_rnn_register(ps, "decoder.cell.", "", &m->rnn, c->cell, E + att * D, H, 1, 0);
-    if (!rc) rc = tf_linear_register(ps, "decoder.out", &m->out, O, V, 1, fan_in_std(O));  // W_o (V,O)
+    if (!rc) rc = tf_linear_register(ps, "decoder.out", &m->out, O, V, 1, tf_fan_in_std(O));  // W_o (V,O)
     return rc ? -1 : 0;
 }
 
@@ -93,20 +90,13 @@ static int encode(tf_ctx *ctx, const tf_caption *m, tf_tensor *x, tf_caption_out
 /* One word: z_t from h_{t-1} (with attention), the cell into st; returns o_t (B,O), alpha_t into *alpha. */
 static tf_tensor *step(tf_ctx *ctx, const tf_caption *m, tf_tensor *ey, tf_tensor *a, tf_tensor *keys,
                        tf_rnn_state *st, tf_tensor **alpha) {
-    const tf_rnn *r = &m->rnn;
     tf_tensor *z = m->cfg.attention ? tf_additive_attn_forward(ctx, &m->attn, st->h, a, keys, NULL, alpha) : NULL;
     if (m->cfg.attention && !z) return NULL;
     tf_tensor *xin[2] = {ey, z};
     tf_tensor *x = z ? tf_concat(ctx, 2, xin, 1) : ey;  // (B,E[+D])
-    if (!x) return NULL;
-    if (r->kind == TF_RNN_GRU) {
-        st->h = tf_gru_cell(ctx, x, st->h, r->weight_ih, r->weight_hh, r->bias_ih, r->bias_hh);  // (B,H)
-    } else {
-        tf_tensor *hc = tf_lstm_cell(ctx, x, st->h, st->c, r->weight_ih, r->weight_hh, r->bias_ih, r->bias_hh);  // (2,B,H)
-        st->h = tf_lstm_cell_h(ctx, hc), st->c = tf_lstm_cell_c(ctx, hc);
-    }
+    if (!x || tf_rnn_cell_step(ctx, &m->rnn, x, NULL, st)) return NULL;  // h_t (B,H)
     tf_tensor *oin[3] = {st->h, z ? z : ey, ey};
-    return st->h ? tf_concat(ctx, z ? 3 : 2, oin, 1) : NULL;  // (B,H[+D]+E)
+    return tf_concat(ctx, z ? 3 : 2, oin, 1);  // (B,H[+D]+E)
 }
 
 /* Teacher forcing over input_ids (B,T): logits (B,T,V), alphas (B,T,N), the final state. */

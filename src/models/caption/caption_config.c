@@ -39,12 +39,7 @@ static const tf_field ROWS[] = {
 
 const tf_field_table tf_caption_config_table = {"captioner", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};
 
-tf_caption_config tf_caption_config_default(void) {
-    tf_caption_config c = {0};
-    tf_fields f = {&tf_caption_config_table, &c};
-    tf_fields_defaults(&f, 1); /* cannot fail: tests/test_config.c parses every table's defaults */
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_caption_config, tf_caption_config_default, tf_caption_config_table)
 
 int tf_caption_grid(const tf_caption_config *c) { return c->n_conv >= 1 && c->n_conv <= 8 ? c->image_size >> c->n_conv : 0; }
 

@@ -22,13 +22,7 @@ static const tf_field TASK_ROWS[] = {
 #undef R
 const tf_field_table tf_caption_task_config_table = {"captioning", TASK_ROWS, (int)(sizeof TASK_ROWS / sizeof TASK_ROWS[0])};
 
-tf_caption_task_config tf_caption_task_config_default(void) {
-    tf_caption_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_caption_task_config_table, &c};
-    tf_fields_defaults(&f, 1); /* cannot fail: tests/test_caption.c checks the defaults */
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_caption_task_config, tf_caption_task_config_default, tf_caption_task_config_table)
 
 typedef struct {
     tf_task base;

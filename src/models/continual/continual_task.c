@@ -7,10 +7,8 @@
  * the window's last token; `tformer stream` then runs it step by step, one
  * label per token. The run folder is a continual model folder with its
  * tokenizer (docs/continual.md, "A real stream"). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../core/core_internal.h"
 #include "../../task/task_internal.h"
@@ -26,27 +24,13 @@ static const tf_field COSTREAM_ROWS[] = {
 const tf_field_table tf_continual_task_config_table = {"stream classification", COSTREAM_ROWS,
                                                  (int)(sizeof COSTREAM_ROWS / sizeof COSTREAM_ROWS[0])};
 
-tf_continual_task_config tf_continual_task_config_default(void) {
-    tf_continual_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_continual_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_continual_task_config, tf_continual_task_config_default, tf_continual_task_config_table)
 
 typedef struct {
-    tf_task base;
+    tf_text_task text; /* base, tokenizer, loader, run folder, parameters; context: the window */
     tf_continual_task_config cfg;
-    tf_params *params;
     tf_continual enc;
-    tf_tokenizer *tok;
-    tf_loader *loader;
-    char *dir;
 } co_task;
-
-static int co_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((co_task *)t)->loader, ctx, subset, key, rows, b);
-}
 
 /* Each window (B,n) -> the class of its last token; accuracy on validation. */
 static tf_tensor *co_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
@@ -57,55 +41,26 @@ static tf_tensor *co_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     for (int64_t i = 0; y && i < B; i++) tf_i32(y)[i] = tf_i32(labels)[i * n + n - 1];
     tf_tensor *h = tf_continual_forward(ctx, &c->enc, tf_continual_embed(ctx, &c->enc, ids), 0);  // (B,d_model)
     tf_tensor *logits = h ? tf_continual_classify(ctx, &c->enc, h) : NULL;                    // (B,L)
-    for (int64_t i = 0; m && logits && i < B; i++) {
-        const float *z = tf_f32(logits) + i * L;
-        int64_t best = 0;
-        for (int64_t k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
-        m->sum[0] += best == tf_i32(y)[i], m->count[0] += 1;
-    }
+    for (int64_t i = 0; m && logits && i < B; i++)
+        m->sum[0] += tf_task_argmax(tf_f32(logits) + i * L, L) == tf_i32(y)[i], m->count[0] += 1;
     return logits && y ? tf_cross_entropy(ctx, logits, y, -100, 0.0f) : NULL;
-}
-
-static tf_params *co_params(tf_task *t) { return ((co_task *)t)->params; }
-
-static int co_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_continual_config_table, &((co_task *)t)->cfg.model};
-    return tf_fields_signature(&f, 1, out, n);
 }
 
 static int co_save(tf_task *t, const char *dir) {
     co_task *c = (co_task *)t;
-    if (tf_continual_save(dir, &c->enc, c->params)) return -1;
-    return strcmp(dir, c->dir) ? tf_task_tokenizer_install(c->dir, NULL, 0, dir) : 0; /* best/: its own copy */
+    if (tf_continual_save(dir, &c->enc, c->text.params)) return -1;
+    /* best/: its own copy of the tokenizer */
+    return strcmp(dir, c->text.dir) ? tf_task_tokenizer_install(c->text.dir, NULL, 0, dir) : 0;
 }
-
-static int co_save_meta(tf_task *t, tf_st_writer *w) { return tf_task_tokenizer_save(((co_task *)t)->dir, w); }
-static int co_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
-    return tf_task_tokenizer_check(((co_task *)t)->dir, f, ck);
-}
-static int64_t co_tokens(tf_task *t, int rows) { return (int64_t)rows * ((co_task *)t)->cfg.model.window; }
 
 static void co_free(tf_task *t) {
     co_task *c = (co_task *)t;
     tf_continual_free(&c->enc);
-    tf_params_free(c->params);
-    tf_tokenizer_free(c->tok);
-    tf_loader_free(c->loader);
-    free(c->dir);
-    free(c);
+    tf_params_free(c->text.params);
+    tf_text_task_free(t);
 }
 
-static const tf_task_vt COSTREAM_TASK = {
-    .batch = co_batch,
-    .loss = co_loss,
-    .params = co_params,
-    .signature = co_signature,
-    .save = co_save,
-    .save_meta = co_save_meta,
-    .check_meta = co_check_meta,
-    .tokens = co_tokens,
-    .free = co_free,
-};
+static const tf_task_vt COSTREAM_TASK = TF_TEXT_TASK_VT(co_loss, co_save, co_free);
 
 /* ---------------------------------------------------------------- the stream */
 
@@ -151,19 +106,15 @@ static int build_stream(tf_tokenizer *tok, const char *const *data, int n_data, 
 static int load_data(co_task *c, const char *const *data, int n_data, const char *tokenizer, int resume,
                      uint64_t seed) {
     tf_continual_config *model = &c->cfg.model;
-    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, c->dir, resume)) return -1;
-    if (!(c->tok = tf_tokenizer_load(c->dir))) return -1;
-    int vocab = tf_tokenizer_vocab_size(c->tok);
-    if (model->vocab_size && model->vocab_size != vocab)
-        return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
+    if (tf_text_task_tokenizer(&c->text, tokenizer, data, n_data, resume, &model->vocab_size)) return -1;
     if (model->n_labels && model->n_labels != n_data)
         return tf_set_error("n_labels %d: %d data files (one class each)", model->n_labels, n_data);
-    model->vocab_size = vocab, model->n_labels = n_data;
+    model->n_labels = n_data;
     if (tf_continual_config_check(model)) return -1;
     tf_ids ids = {0}, labels = {0};
-    int rc = build_stream(c->tok, data, n_data, seed, &ids, &labels);
-    if (!rc && !(c->loader = tf_stream_loader_new(ids.v, labels.v, (int64_t)ids.n, c->cfg.val_fraction, model->window,
-                                                  seed)))
+    int rc = build_stream(c->text.tok, data, n_data, seed, &ids, &labels);
+    if (!rc && !(c->text.loader = tf_stream_loader_new(ids.v, labels.v, (int64_t)ids.n, c->cfg.val_fraction,
+                                                       model->window, seed)))
         rc = -1;
     tf_ids_free(&ids), tf_ids_free(&labels);
     return rc;
@@ -190,20 +141,20 @@ static int set_label_names(tf_continual_config *c, const char *const *data, int 
 tf_task *tf_continual_task_new(const tf_continual_task_config *cfg, const char *const *data, int n_data,
                               const char *tokenizer, const char *run_dir, int resume, uint64_t seed) {
     if (n_data < 2) return tf_set_error("train --arch continual: give a --data file per class (at least 2)"), NULL;
-    if (mkdir(run_dir, 0755) && errno != EEXIST)
-        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
-    co_task *c = calloc(1, sizeof *c);
-    if (!c || !(c->dir = strdup(run_dir)) || !(c->params = tf_params_new()))
-        return c ? co_free(&c->base) : (void)0, tf_set_error("train: out of memory"), NULL;
-    c->base.vt = &COSTREAM_TASK, c->cfg = *cfg;
-    c->base.config = (tf_fields){&tf_continual_task_config_table, &c->cfg};
-    c->base.n_metrics = 1, c->base.metric_names[0] = "accuracy", c->base.select_metric = 1;
-    tf_fields f = {&tf_continual_task_config_table, &c->cfg};
-    if (tf_fields_check(&f, 1) || set_label_names(&c->cfg.model, data, n_data) ||
+    co_task *c = tf_text_task_alloc(sizeof *c, &COSTREAM_TASK, n_data, run_dir);
+    if (!c) return NULL;
+    if (!(c->text.params = tf_params_new())) return co_free(&c->text.base), tf_set_error("train: out of memory"), NULL;
+    c->cfg = *cfg;
+    tf_task *base = &c->text.base;
+    base->config = (tf_fields){&tf_continual_task_config_table, &c->cfg};
+    tf_task_use_accuracy(base);
+    tf_text_task_set_model(&c->text, c->text.params, &tf_continual_config_table, &c->cfg.model, c->cfg.model.window);
+    if (tf_fields_check(&base->config, 1) || set_label_names(&c->cfg.model, data, n_data) ||
         load_data(c, data, n_data, tokenizer ? tokenizer : "char", resume, seed) ||
-        tf_continual_register(c->params, "", &c->enc, &c->cfg.model) || tf_params_init(c->params, seed ? seed : 1)) {
-        co_free(&c->base);
+        tf_continual_register(c->text.params, "", &c->enc, &c->cfg.model) ||
+        tf_params_init(c->text.params, seed ? seed : 1)) {
+        co_free(base);
         return NULL;
     }
-    return &c->base;
+    return base;
 }

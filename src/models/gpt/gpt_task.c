@@ -3,10 +3,8 @@
  * with its tokenizer. The run folder gets its own copy of the tokenizer,
  * which also goes into the checkpoint's metadata (a resume must find the
  * same one). */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/dist.h"
@@ -47,23 +45,11 @@ static tf_tensor *lm_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static int lm_save(tf_task *t, const char *dir) { return tf_gpt_save(((lm_task *)t)->m, dir); }
 
 static void lm_free(tf_task *t) {
-    lm_task *l = (lm_task *)t;
-    tf_gpt_free(l->m);
-    tf_text_task_release(&l->text);
-    free(l);
+    tf_gpt_free(((lm_task *)t)->m);
+    tf_text_task_free(t);
 }
 
-static const tf_task_vt LM_TASK = {
-    .batch = tf_text_task_batch,
-    .loss = lm_loss,
-    .params = tf_text_task_params,
-    .signature = tf_text_task_signature,
-    .save = lm_save,
-    .save_meta = tf_text_task_save_meta,
-    .check_meta = tf_text_task_check_meta,
-    .tokens = tf_text_task_tokens,
-    .free = lm_free,
-};
+static const tf_task_vt LM_TASK = TF_TEXT_TASK_VT(lm_loss, lm_save, lm_free);
 
 /* ---------------------------------------------------------------- construction */
 
@@ -71,13 +57,9 @@ static const tf_task_vt LM_TASK = {
 static int load_data(lm_task *l, const char *const *data, int n_data, const char *tokenizer, int resume,
                      uint64_t seed) {
     tf_gpt_config *model = &l->cfg.model;
-    if (tf_task_tokenizer_prepare(tokenizer, data, n_data, l->text.dir, resume)) return -1;
-    if (!(l->text.tok = tf_tokenizer_load(l->text.dir))) return -1;
-    int vocab = tf_tokenizer_vocab_size(l->text.tok);
-    if (model->vocab_size && model->vocab_size != vocab)
-        return tf_set_error("vocab_size %d: the tokenizer has %d tokens", model->vocab_size, vocab);
-    model->vocab_size = vocab;
-    if (tf_lm_config_check(&l->cfg)) return -1;
+    if (tf_text_task_tokenizer(&l->text, tokenizer, data, n_data, resume, &model->vocab_size) ||
+        tf_lm_config_check(&l->cfg))
+        return -1;
     tf_ids ids = {0};
     int rc = tokenize_files(l->text.tok, data, n_data, &ids);
     if (!rc && !(l->text.loader = tf_lm_loader_new(ids.v, (int64_t)ids.n, l->cfg.val_fraction, model->context, seed)))
@@ -88,22 +70,16 @@ static int load_data(lm_task *l, const char *const *data, int n_data, const char
 
 tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_data, const char *tokenizer,
                         const char *run_dir, int resume, uint64_t seed) {
-    if (n_data < 1) return tf_set_error("train: no data files"), NULL;
-    if (mkdir(run_dir, 0755) && errno != EEXIST)
-        return tf_set_error("%s: cannot create: %s", run_dir, strerror(errno)), NULL;
-    lm_task *l = calloc(1, sizeof *l);
-    size_t n = strlen(run_dir) + 1;
-    if (!l || !(l->text.dir = malloc(n))) return free(l), tf_set_error("train: out of memory"), NULL;
-    memcpy(l->text.dir, run_dir, n);
-    l->text.base.vt = &LM_TASK, l->cfg = *c;
+    lm_task *l = tf_text_task_alloc(sizeof *l, &LM_TASK, n_data, run_dir);
+    if (!l) return NULL;
+    l->cfg = *c;
     l->text.base.config = (tf_fields){&tf_lm_config_table, &l->cfg};
     if (load_data(l, data, n_data, tokenizer ? tokenizer : "char", resume, seed) ||
         !(l->m = tf_gpt_new(&l->cfg.model, seed ? seed : 1))) {
         lm_free(&l->text.base);
         return NULL;
     }
-    l->text.params = l->m->params, l->text.model = (tf_fields){&tf_gpt_config_table, &l->m->cfg};
-    l->text.context = l->cfg.model.context;
+    tf_text_task_set_model(&l->text, l->m->params, &tf_gpt_config_table, &l->m->cfg, l->cfg.model.context);
     return &l->text.base;
 }
 

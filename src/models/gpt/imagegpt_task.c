@@ -7,11 +7,9 @@
  * (transformers loads it) with image_tokens.json (the clusters and the image
  * size); --norm layer --predict-last true --tied true --activation gelu_tanh
  * gives GPT-2's network and folder instead. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/gpt.h"
@@ -34,30 +32,22 @@ const tf_field_table tf_imagegpt_task_config_table = {"ImageGPT", IMAGEGPT_ROWS,
 
 tf_imagegpt_task_config tf_imagegpt_task_config_default(void) {
     tf_imagegpt_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_imagegpt_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
+    tf_fields_reset(&tf_imagegpt_task_config_table, &c, sizeof c);
     c.model.norm = TF_NORM_RMS, c.model.predict_last = 0, c.model.tied = 0; /* ImageGPT's (ImageGPTConfig) */
     c.model.activation = TF_ACT_QUICK_GELU;
     return c;
 }
 
 typedef struct {
-    tf_task base;
+    tf_image_task img; /* base, the sets (resized), the token images' loader */
     tf_imagegpt_task_config cfg;
     tf_gpt *m;
     tf_image_tokens tokens;
     tf_ctx *meta;          /* holds clusters (k,channels): the checkpoint's copy of tokens.centers */
     tf_tensor *clusters;
-    tf_images train, valid;
-    tf_loader *loader;
 } igpt_task;
 
 /* ---------------------------------------------------------------- the task's table */
-
-static int ig_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((igpt_task *)t)->loader, ctx, subset, key, rows, b);
-}
 
 /* Next-pixel cross-entropy (nats); validation adds the batch's bits over its pixels. */
 static tf_tensor *ig_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
@@ -73,8 +63,7 @@ static tf_tensor *ig_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static tf_params *ig_params(tf_task *t) { return ((igpt_task *)t)->m->params; }
 
 static int ig_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_gpt_config_table, &((igpt_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
+    return tf_task_signature_of(&tf_gpt_config_table, &((igpt_task *)t)->m->cfg, out, n);
 }
 
 static int ig_save(tf_task *t, const char *dir) {
@@ -108,13 +97,11 @@ static void ig_free(tf_task *t) {
     tf_gpt_free(g->m);
     tf_image_tokens_free(&g->tokens);
     tf_ctx_free(g->meta);
-    tf_loader_free(g->loader);
-    tf_images_free(&g->train), tf_images_free(&g->valid);
-    free(g);
+    tf_image_task_free(t);
 }
 
 static const tf_task_vt IMAGEGPT_TASK = {
-    .batch = ig_batch,
+    .batch = tf_image_task_batch,
     .loss = ig_loss,
     .params = ig_params,
     .signature = ig_signature,
@@ -130,7 +117,7 @@ static const tf_task_vt IMAGEGPT_TASK = {
 /* Resized (image_size) and split: the validation set given, or the training set's tail. */
 static int prepare_sets(igpt_task *g) {
     const tf_imagegpt_task_config *c = &g->cfg;
-    tf_images *sets[2] = {&g->train, &g->valid};
+    tf_images *sets[2] = {&g->img.train, &g->img.valid};
     for (int i = 0; i < 2 && c->image_size; i++) {
         tf_images r;
         if (!sets[i]->n) continue;
@@ -138,12 +125,13 @@ static int prepare_sets(igpt_task *g) {
         tf_images_free(sets[i]);
         *sets[i] = r;
     }
-    return tf_task_images_split(&g->train, &g->valid, c->val_fraction);
+    return tf_task_images_split(&g->img.train, &g->img.valid, c->val_fraction);
 }
 
 /* The clusters, both sets as tokens, the loader and the model sized for them. */
-static int make_model(igpt_task *g, uint64_t seed) {
-    tf_imagegpt_task_config *c = &g->cfg;
+static int make_model(igpt_task *t, uint64_t seed) {
+    tf_imagegpt_task_config *c = &t->cfg;
+    tf_image_task *g = &t->img;
     if (g->valid.channels != g->train.channels || g->valid.height != g->train.height || g->valid.width != g->train.width)
         return tf_set_error("the validation images (%dx%d) differ in size or channels from the training images (%dx%d)",
                             g->valid.width, g->valid.height, g->train.width, g->train.height);
@@ -153,51 +141,38 @@ static int make_model(igpt_task *g, uint64_t seed) {
     int64_t HW = (int64_t)g->train.height * g->train.width;
     int64_t n_val = c->val_images && c->val_images < g->valid.n ? c->val_images : g->valid.n;
     c->model.vocab_size = c->n_clusters + 1, c->model.context = (int)HW;
-    if (tf_image_tokens_fit(&g->train, c->n_clusters, c->kmeans_iters, c->kmeans_pixels, seed, &g->tokens)) return -1;
-    if (!(g->meta = tf_ctx_new(0)) ||
-        !(g->clusters = tf_tensor_new(g->meta, TF_DTYPE_F32, 2, (int64_t[]){c->n_clusters, g->train.channels}, 0)))
+    if (tf_image_tokens_fit(&g->train, c->n_clusters, c->kmeans_iters, c->kmeans_pixels, seed, &t->tokens)) return -1;
+    if (!(t->meta = tf_ctx_new(0)) ||
+        !(t->clusters = tf_tensor_new(t->meta, TF_DTYPE_F32, 2, (int64_t[]){c->n_clusters, g->train.channels}, 0)))
         return tf_set_error("train: out of memory");
-    memcpy(g->clusters->data, g->tokens.centers, (size_t)c->n_clusters * g->train.channels * sizeof(float));
+    memcpy(t->clusters->data, t->tokens.centers, (size_t)c->n_clusters * g->train.channels * sizeof(float));
     int32_t *tr = malloc((size_t)(g->train.n * HW) * sizeof *tr), *va = malloc((size_t)(n_val * HW) * sizeof *va);
     int rc = !tr || !va ? tf_set_error("train: out of memory for the token images") : 0;
     tf_images head = g->valid;
     head.n = n_val;
-    rc = rc || tf_image_tokens_encode(&g->tokens, &g->train, tr) || tf_image_tokens_encode(&g->tokens, &head, va);
+    rc = rc || tf_image_tokens_encode(&t->tokens, &g->train, tr) || tf_image_tokens_encode(&t->tokens, &head, va);
     if (!rc && !(g->loader = tf_image_tokens_loader_new(tr, g->train.n, va, n_val, (int)HW, c->n_clusters, seed))) rc = -1;
     free(tr), free(va);
     if (!rc) g->valid.n = n_val; /* the images evaluated (the rest of the buffer is freed with it) */
-    return rc || !(g->m = tf_gpt_new(&c->model, seed ? seed : 1)) ? -1 : 0;
+    return rc || !(t->m = tf_gpt_new(&c->model, seed ? seed : 1)) ? -1 : 0;
 }
 
 tf_task *tf_imagegpt_task_new(const tf_imagegpt_task_config *c, tf_images *train, tf_images *valid,
                               const char *run_dir, uint64_t seed) {
-    igpt_task *g = calloc(1, sizeof *g);
-    if (g) { /* the sets are the task's from here on */
-        g->train = *train;
-        if (valid) g->valid = *valid;
-    } else {
-        tf_images_free(train), tf_images_free(valid);
-    }
-    memset(train, 0, sizeof *train);
-    if (valid) memset(valid, 0, sizeof *valid);
-    if (!g) return tf_set_error("train: out of memory"), NULL;
-    g->base.vt = &IMAGEGPT_TASK, g->cfg = *c;
-    g->base.config = (tf_fields){&tf_imagegpt_task_config_table, &g->cfg};
-    g->base.n_metrics = 1, g->base.metric_names[0] = "bpd";
-    tf_fields f = {&tf_imagegpt_task_config_table, &g->cfg};
-    int rc = tf_fields_check(&f, 1);
-    if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    if (rc || prepare_sets(g) || make_model(g, seed)) {
-        ig_free(&g->base);
+    igpt_task *g = tf_image_task_alloc(sizeof *g, &IMAGEGPT_TASK, train, valid); /* the sets are the task's */
+    if (!g) return NULL;
+    tf_task *base = &g->img.base;
+    g->cfg = *c;
+    base->config = (tf_fields){&tf_imagegpt_task_config_table, &g->cfg};
+    base->n_metrics = 1, base->metric_names[0] = "bpd";
+    if (tf_fields_check(&base->config, 1) || tf_task_make_dir(run_dir) || prepare_sets(g) || make_model(g, seed)) {
+        ig_free(base);
         return NULL;
     }
-    return &g->base;
+    return base;
 }
 
 const tf_gpt *tf_imagegpt_task_model(const tf_task *t) { return ((const igpt_task *)t)->m; }
 const tf_image_tokens *tf_imagegpt_task_tokens(const tf_task *t) { return &((const igpt_task *)t)->tokens; }
 
-int64_t tf_imagegpt_task_images(const tf_task *t, tf_subset subset) {
-    const igpt_task *g = (const igpt_task *)t;
-    return subset == TF_SUBSET_VAL ? g->valid.n : g->train.n;
-}
+int64_t tf_imagegpt_task_images(const tf_task *t, tf_subset subset) { return tf_image_task_images(t, subset); }

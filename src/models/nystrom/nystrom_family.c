@@ -45,14 +45,8 @@ static int nystrom_run(hf_job *job) {
         .labels = hf_get(&job->in, "labels"),
     };
     tf_nystrom_outputs out;
-    if (tf_nystrom_run(job->ctx, m, &in, &out)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tf_error());
-        return tf_set_error("%s: %s", job->input_path, msg);
-    }
-    int all_ignored = in.labels && in.labels->dtype == TF_DTYPE_I32; /* PyTorch's mean over no labels is 0/0 */
-    for (int64_t i = 0; all_ignored && i < tf_numel(in.labels); i++) all_ignored = tf_i32(in.labels)[i] == -100;
-    if (out.loss && all_ignored) tf_f32(out.loss)[0] = NAN;
+    if (tf_nystrom_run(job->ctx, m, &in, &out)) return hf_input_error(job);
+    if (out.loss && hf_all_ignored(in.labels)) tf_f32(out.loss)[0] = NAN; /* PyTorch's mean over no labels: 0/0 */
     return hf_put(&job->out, "last_hidden_state", out.last_hidden_state) ||
            hf_put(&job->out, "logits", out.logits) || hf_put(&job->out, "loss", out.loss);
 }

@@ -19,9 +19,6 @@
 #include "../../nn/nn_internal.h"
 #include "tformer/rnn_seq2seq.h"
 
-/* PyTorch's Linear / RNN initialisation variance: U(-1/sqrt(in), 1/sqrt(in)). */
-static float fan_in_std(int64_t in) { return (float)(1.0 / sqrt(3.0 * (double)in)); }
-
 static int register_all(tf_rnn_seq2seq *m) {
     const tf_rnn_seq2seq_config *c = &m->cfg;
     tf_params *ps = m->params;
@@ -35,12 +32,12 @@ static int register_all(tf_rnn_seq2seq *m) {
              tf_params_add(ps, "decoder.embed_tokens.weight", &m->tgt_embed, 2, (int64_t[]){c->tgt_vocab, E}, 1.0f);
     }
     if (!rc) rc = tf_birnn_register(ps, "encoder.rnn.", 0, &m->encoder, c->cell, E, H, 1);
-    if (!rc) rc = tf_linear_register(ps, "decoder.init", &m->init, H, H, 1, fan_in_std(H));  // W_s (H,H)
-    if (!rc) rc = tf_additive_attn_register(ps, "decoder.attention.", &m->attn, H, 2 * H, c->attn_size, 0, fan_in_std(H));
+    if (!rc) rc = tf_linear_register(ps, "decoder.init", &m->init, H, H, 1, tf_fan_in_std(H));  // W_s (H,H)
+    if (!rc) rc = tf_additive_attn_register(ps, "decoder.attention.", &m->attn, H, 2 * H, c->attn_size, 0, tf_fan_in_std(H));
     if (!rc) rc = tf_rnn_register(ps, "decoder.cell.", "", &m->cell, c->cell, E + 2 * H, H, 1, 0);
     int64_t O = 3 * H + E, L = c->maxout;  // o_i's width, the maxout units
-    if (!rc && L) rc = tf_linear_register(ps, "decoder.deep_out", &m->deep_out, O, 2 * L, 1, fan_in_std(O));  // U_o (2L,O)
-    if (!rc) rc = tf_linear_register(ps, "decoder.out", &m->out, L ? L : O, V, 1, fan_in_std(L ? L : O));  // W_o (V,L|O)
+    if (!rc && L) rc = tf_linear_register(ps, "decoder.deep_out", &m->deep_out, O, 2 * L, 1, tf_fan_in_std(O));  // U_o (2L,O)
+    if (!rc) rc = tf_linear_register(ps, "decoder.out", &m->out, L ? L : O, V, 1, tf_fan_in_std(L ? L : O));  // W_o (V,L|O)
     return rc ? -1 : 0;
 }
 
@@ -96,19 +93,12 @@ static int encode(tf_ctx *ctx, const tf_rnn_seq2seq *m, tf_tensor *ids, tf_tenso
  * returns o_i = [s_i; c_i; E y_{i-1}] (B,3H+E); alpha_i (B,S) into *alpha. */
 static tf_tensor *decode_step(tf_ctx *ctx, const tf_rnn_seq2seq *m, tf_tensor *ey, tf_tensor *h, tf_tensor *keys,
                               tf_tensor *pad, tf_rnn_state *st, tf_tensor **alpha) {
-    const tf_rnn *r = &m->cell;
     tf_tensor *c = tf_additive_attn_forward(ctx, &m->attn, st->h, h, keys, pad, alpha);  // c_i (B,2H)
     tf_tensor *xin[2] = {ey, c};
     tf_tensor *x = c ? tf_concat(ctx, 2, xin, 1) : NULL;  // (B,E+2H)
-    if (!x) return NULL;
-    if (r->kind == TF_RNN_GRU) {
-        st->h = tf_gru_cell(ctx, x, st->h, r->weight_ih, r->weight_hh, r->bias_ih, r->bias_hh);  // (B,H)
-    } else {
-        tf_tensor *hc = tf_lstm_cell(ctx, x, st->h, st->c, r->weight_ih, r->weight_hh, r->bias_ih, r->bias_hh);  // (2,B,H)
-        st->h = tf_lstm_cell_h(ctx, hc), st->c = tf_lstm_cell_c(ctx, hc);
-    }
+    if (!x || tf_rnn_cell_step(ctx, &m->cell, x, NULL, st)) return NULL;  // s_i (B,H)
     tf_tensor *oin[3] = {st->h, c, ey};
-    return st->h ? tf_concat(ctx, 3, oin, 1) : NULL;  // (B,3H+E)
+    return tf_concat(ctx, 3, oin, 1);  // (B,3H+E)
 }
 
 /* The output layer over every position at once: o (B,T,3H+E) -> logits (B,T,V). */

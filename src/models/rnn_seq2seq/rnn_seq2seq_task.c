@@ -8,12 +8,7 @@
 static const tf_field ROWS[] = {TF_TRANSLATION_ROWS(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_config_table)};
 const tf_field_table tf_rnn_seq2seq_task_config_table = {"RNN translation", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};
 
-tf_rnn_seq2seq_task_config tf_rnn_seq2seq_task_config_default(void) {
-    tf_rnn_seq2seq_task_config c = {0};
-    tf_fields f = {&tf_rnn_seq2seq_task_config_table, &c};
-    tf_fields_defaults(&f, 1); /* cannot fail: test_rnn_seq2seq checks the defaults */
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_rnn_seq2seq_task_config, tf_rnn_seq2seq_task_config_default, tf_rnn_seq2seq_task_config_table)
 
 static void *rnn_new(const void *cfg, uint64_t seed) { return tf_rnn_seq2seq_new(cfg, seed); }
 static void rnn_free(void *m) { tf_rnn_seq2seq_free(m); }

@@ -55,12 +55,6 @@ static tf_tensor *shift_right(tf_ctx *ctx, const tf_tensor *labels, int32_t star
     return t;
 }
 
-static int all_ignored(const tf_tensor *labels) {
-    for (int64_t i = 0; i < tf_numel(labels); i++)
-        if (tf_i32(labels)[i] != -100) return 0;
-    return 1;
-}
-
 static int check_inputs(const hf_job *job, const tf_seq2seq_config *c) {
     const tf_tensor *ids = hf_get(&job->in, "input_ids"), *dec = hf_get(&job->in, "decoder_input_ids");
     const tf_tensor *labels = hf_get(&job->in, "labels");
@@ -88,12 +82,8 @@ static int marian_run(hf_job *job) {
         .labels = labels,
     };
     tf_seq2seq_outputs out;
-    if (tf_seq2seq_run(job->ctx, m, &in, &out)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tf_error());
-        return tf_set_error("%s: %s", job->input_path, msg);
-    }
-    if (out.loss && all_ignored(labels)) tf_f32(out.loss)[0] = NAN; /* PyTorch's mean over no labels: 0/0 */
+    if (tf_seq2seq_run(job->ctx, m, &in, &out)) return hf_input_error(job);
+    if (out.loss && hf_all_ignored(labels)) tf_f32(out.loss)[0] = NAN; /* PyTorch's mean over no labels: 0/0 */
     return hf_put(&job->out, "logits", out.logits) || hf_put(&job->out, "loss", out.loss) ||
            hf_put(&job->out, "encoder_last_hidden_state", out.encoder_last_hidden_state);
 }

@@ -20,12 +20,7 @@
 static const tf_field ROWS[] = {TF_TRANSLATION_ROWS(tf_seq2seq_task_config, tf_seq2seq_config_table)};
 const tf_field_table tf_seq2seq_task_config_table = {"translation", ROWS, (int)(sizeof ROWS / sizeof ROWS[0])};
 
-tf_seq2seq_task_config tf_seq2seq_task_config_default(void) {
-    tf_seq2seq_task_config c = {0};
-    tf_fields f = {&tf_seq2seq_task_config_table, &c};
-    tf_fields_defaults(&f, 1); /* cannot fail: test_seq2seq checks the defaults */
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_seq2seq_task_config, tf_seq2seq_task_config_default, tf_seq2seq_task_config_table)
 
 /* ---------------------------------------------------------------- the Transformer family */
 

@@ -1,5 +1,4 @@
 /* The Vision Transformer's registry row (tformer/model.h). */
-#include <math.h>
 #include <string.h>
 
 #include "../hf_run.h"
@@ -8,19 +7,15 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* ViTModel / ViTForImageClassification.forward() (transformers 4.x). */
-static const hf_input VIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
-static const hf_input VIT_CLS_INPUTS[] = {
-    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
-};
+/* ViTModel / ViTForImageClassification.forward() (transformers 4.x): hf_in_image(_cls), and refused: */
 static const char *const VIT_REFUSED[] = {
     "bool_masked_pos", "head_mask", "interpolate_pos_encoding", "output_attentions", "output_hidden_states",
     "return_dict", NULL,
 };
 
 static const hf_arch VIT_ARCHS[] = {
-    {"ViTModel", VIT_INPUTS, VIT_REFUSED, hf_out_pooled},
-    {"ViTForImageClassification", VIT_CLS_INPUTS, VIT_REFUSED, hf_out_lm},
+    {"ViTModel", hf_in_image, VIT_REFUSED, hf_out_pooled},
+    {"ViTForImageClassification", hf_in_image_cls, VIT_REFUSED, hf_out_lm},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -33,14 +28,17 @@ static void *vit_load(const char *dir, const char *architecture) {
 
 static void vit_free(void *model) { tf_vit_free(model); }
 
-static int vit_run(hf_job *job) {
-    const tf_vit *m = job->model;
-    tf_vit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
-    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
-        return -1;
+int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                              hf_classifier_out *o) {
     tf_vit_outputs out;
-    if (tf_vit_run(job->ctx, m, &in, &out)) return hf_input_error(job);
-    return hf_put_classifier_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+    tf_vit_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
+    if (tf_vit_run(ctx, m, &in, &out)) return -1;
+    *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
+    return 0;
+}
+
+static int vit_run(hf_job *job) {
+    return hf_run_classifier(job, ((const tf_vit *)job->model)->cfg.n_labels, tf_vit_classifier_forward);
 }
 
 /* ---------------------------------------------------------------- capabilities */
@@ -96,18 +94,13 @@ static const char *const VIT_TYPES[] = {"vit", "tformer-vit", NULL};
 
 static void vit_defaults(void *cfg, tf_train_config *train) {
     *(tf_vit_task_config *)cfg = tf_vit_task_config_default();
-    tf_vision_train_defaults(train);
-    train->batch = 128, train->min_lr = 1e-5f;
+    tf_vision_deit_defaults(train);
 }
 
 static tf_task *vit_task(const void *cfg, const tf_task_args *a) {
     tf_images train;
     if (tf_vision_train_images(a, ((const tf_vit_task_config *)cfg)->model.n_labels, &train)) return NULL;
     return tf_vit_task_new(cfg, &train, NULL, a->run_dir, a->seed);
-}
-
-static int64_t vit_val(const tf_task *t, const tf_task_args *a) {
-    return tf_family_one_pass(tf_vit_task_images(t, TF_SUBSET_VAL), a->rows);
 }
 
 const tf_family tf_family_vit = {
@@ -117,7 +110,8 @@ const tf_family tf_family_vit = {
     .config_table = &tf_vit_config_table, .save = vit_save,
     .archs = VIT_ARCHS, .run = vit_run,
     .input = TF_TRAIN_IMAGES, .task_table = &tf_vit_task_config_table, .task_size = sizeof(tf_vit_task_config),
-    .task_defaults = vit_defaults, .task_check = tf_vision_task_check, .task_new = vit_task, .val_batches = vit_val,
+    .task_defaults = vit_defaults, .task_check = tf_vision_task_check, .task_new = vit_task,
+    .val_batches = tf_vision_image_val,
     .classify_images = vit_classify, .image_shape = vit_shape, .label = vit_label, .image_logits = vit_logits,
     .attention_grid = vit_grid,
 };

@@ -5,12 +5,11 @@
  * mixup / cutmix's soft targets when they are on), stochastic depth (the
  * model's drop_path), an EMA of the weights; validation accuracy; saved as a
  * Hugging Face folder (a conv-stem ViT: tformer's) with the class names as id2label. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
+#include "../vision_family.h"
 #include "tformer/swin.h"
 
 static const char *const ERASE_MODES[] = {"const", "rand", "pixel", NULL};
@@ -64,52 +63,30 @@ static const tf_field SWIN_TASK_ROWS[] = {
 };
 const tf_field_table tf_swin_task_config_table = {"image classification (Swin)", SWIN_TASK_ROWS, 2};
 
-tf_vit_task_config tf_vit_task_config_default(void) {
-    tf_vit_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_vit_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_vit_task_config, tf_vit_task_config_default, tf_vit_task_config_table)
 
-tf_swin_task_config tf_swin_task_config_default(void) {
-    tf_swin_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_swin_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_swin_task_config, tf_swin_task_config_default, tf_swin_task_config_table)
 
 /* ---------------------------------------------------------------- the models it trains */
 
-/* What the task asks of a classifier; cfg is the family's config. */
+extern const tf_family tf_family_vit, tf_family_swin; /* vit_family.c, swin_family.c */
+
+/* What the task asks of a classifier besides its registry row; cfg is the family's config. */
 typedef struct {
     const char *arch;                   /* its head's Hugging Face name, for messages */
-    const tf_field_table *model_table;  /* the signature's rows */
+    const tf_family *family;            /* its registry row: free, save, config_table (the signature's rows) */
     void *(*create)(const void *cfg, uint64_t seed);
-    void (*destroy)(void *m);
     tf_params *(*params)(const void *m);
     int (*set_labels)(void *m, const char *const *names, int n);
-    int (*run)(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
-               tf_tensor **loss);
-    int (*save)(const void *m, const char *dir);
+    hf_classifier_fn run;               /* the forward, as the family's row runs it */
     int64_t (*tokens)(const void *m);   /* per image */
     int (*check)(const void *cfg, int *channels, int *size, int *n_labels); /* the config valid and a classifier */
 } image_model;
 
 static void *vit_create(const void *cfg, uint64_t seed) { return tf_vit_new(cfg, seed); }
-static void vit_destroy(void *m) { tf_vit_free(m); }
 static tf_params *vit_params(const void *m) { return ((const tf_vit *)m)->params; }
 static int vit_set_labels(void *m, const char *const *names, int n) { return tf_vit_set_labels(m, names, n); }
-static int vit_save(const void *m, const char *dir) { return tf_vit_save(m, dir); }
 static int64_t vit_tokens(const void *m) { return tf_vit_patches(&((const tf_vit *)m)->cfg) + 1; }
-static int vit_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
-                   tf_tensor **loss) {
-    tf_vit_outputs o;
-    int rc = tf_vit_run(ctx, m, &(tf_vit_inputs){.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing}, &o);
-    *logits = o.logits, *loss = o.loss;
-    return rc;
-}
 static int vit_check(const void *cfg, int *channels, int *size, int *n_labels) {
     const tf_vit_config *c = cfg;
     if (tf_vit_config_check(c)) return -1;
@@ -117,25 +94,16 @@ static int vit_check(const void *cfg, int *channels, int *size, int *n_labels) {
     *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
     return 0;
 }
-static const image_model VIT_MODEL = {"ViTForImageClassification", &tf_vit_config_table, vit_create, vit_destroy,
-                                      vit_params, vit_set_labels, vit_run, vit_save, vit_tokens, vit_check};
+static const image_model VIT_MODEL = {"ViTForImageClassification", &tf_family_vit, vit_create, vit_params,
+                                      vit_set_labels, tf_vit_classifier_forward, vit_tokens, vit_check};
 
 static void *swin_create(const void *cfg, uint64_t seed) { return tf_swin_new(cfg, seed); }
-static void swin_destroy(void *m) { tf_swin_free(m); }
 static tf_params *swin_params(const void *m) { return ((const tf_swin *)m)->params; }
 static int swin_set_labels(void *m, const char *const *names, int n) { return tf_swin_set_labels(m, names, n); }
-static int swin_save(const void *m, const char *dir) { return tf_swin_save(m, dir); }
 /* The first stage's tokens (the most attended over). */
 static int64_t swin_tokens(const void *m) {
     const tf_swin_stage *st = &((const tf_swin *)m)->stage[0];
     return (int64_t)st->height * st->width;
-}
-static int swin_run(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, tf_tensor **logits,
-                    tf_tensor **loss) {
-    tf_swin_outputs o;
-    int rc = tf_swin_run(ctx, m, &(tf_swin_inputs){.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing}, &o);
-    *logits = o.logits, *loss = o.loss;
-    return rc;
 }
 static int swin_check(const void *cfg, int *channels, int *size, int *n_labels) {
     const tf_swin_config *c = cfg;
@@ -144,11 +112,11 @@ static int swin_check(const void *cfg, int *channels, int *size, int *n_labels) 
     *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
     return 0;
 }
-static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_swin_config_table, swin_create, swin_destroy,
-                                       swin_params, swin_set_labels, swin_run, swin_save, swin_tokens, swin_check};
+static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_family_swin, swin_create, swin_params,
+                                       swin_set_labels, tf_swin_classifier_forward, swin_tokens, swin_check};
 
 typedef struct {
-    tf_task base;
+    tf_image_task img; /* base, the sets, the augmenting loader */
     const image_model *im;
     tf_vit_task_config vit;   /* the task's config: one of the two, */
     tf_swin_task_config swin; /* as im says */
@@ -156,15 +124,9 @@ typedef struct {
     void *m;
     void *ema;     /* with ema_decay: the moving average, evaluated and saved */
     int ema_fresh; /* resumed from a checkpoint without one: it starts from the weights at the next step */
-    tf_images train, valid;
-    tf_loader *loader;
 } vit_task;
 
 /* ---------------------------------------------------------------- the task's table */
-
-static int vt_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((vit_task *)t)->loader, ctx, subset, key, rows, b);
-}
 
 /* Validation (m given) runs the EMA when there is one. A training batch with
  * "targets" (mixup / cutmix) takes the soft-target loss, smoothing inside. */
@@ -172,24 +134,23 @@ static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     vit_task *v = (vit_task *)t;
     const void *model = m && v->ema ? v->ema : v->m;
     tf_tensor *soft = m ? NULL : tf_batch_get(b, "targets"), *labels = soft ? NULL : tf_batch_get(b, "labels");
-    tf_tensor *logits, *loss;
-    if (v->im->run(ctx, model, tf_batch_get(b, "pixel_values"), labels, v->rc->label_smoothing, &logits, &loss))
-        return NULL;
-    if (m) tf_task_count_hits(logits, labels, m); /* accuracy of the argmax */
-    return soft ? tf_soft_cross_entropy(ctx, logits, soft) : loss;
+    hf_classifier_out o;
+    if (v->im->run(ctx, model, tf_batch_get(b, "pixel_values"), labels, v->rc->label_smoothing, &o)) return NULL;
+    if (m) tf_task_count_hits(o.logits, labels, m); /* accuracy of the argmax */
+    return soft ? tf_soft_cross_entropy(ctx, o.logits, soft) : o.loss;
 }
 
 static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->im->params(((vit_task *)t)->m); }
 
 static int vt_signature(tf_task *t, char *out, size_t n) {
     vit_task *v = (vit_task *)t;
-    tf_fields f = {v->im->model_table, v->im == &VIT_MODEL ? (void *)&v->vit.model : (void *)&v->swin.model};
-    return tf_fields_signature(&f, 1, out, n);
+    const void *cfg = v->im == &VIT_MODEL ? (const void *)&v->vit.model : (const void *)&v->swin.model;
+    return tf_task_signature_of(v->im->family->config_table, cfg, out, n);
 }
 
 static int vt_save(tf_task *t, const char *dir) {
     vit_task *v = (vit_task *)t;
-    return v->im->save(v->ema ? v->ema : v->m, dir);
+    return v->im->family->save(v->ema ? v->ema : v->m, dir);
 }
 
 /* ---------------------------------------------------------------- the EMA of the weights */
@@ -245,14 +206,12 @@ static int64_t vt_tokens(tf_task *t, int rows) { return (int64_t)rows * ((vit_ta
 
 static void vt_free(tf_task *t) {
     vit_task *v = (vit_task *)t;
-    if (v->im) v->im->destroy(v->m), v->im->destroy(v->ema);
-    tf_loader_free(v->loader);
-    tf_images_free(&v->train), tf_images_free(&v->valid);
-    free(v);
+    if (v->im) v->im->family->free(v->m), v->im->family->free(v->ema);
+    tf_image_task_free(t);
 }
 
 static const tf_task_vt VIT_TASK = {
-    .batch = vt_batch,
+    .batch = tf_image_task_batch,
     .loss = vt_loss,
     .params = vt_params,
     .signature = vt_signature,
@@ -307,7 +266,7 @@ static tf_loader *make_loader(const vit_task *v, int n_labels, uint64_t seed) {
     a.randaug_mstd = c->randaug_mstd, a.erase_prob = c->erase_prob, a.erase_mode = c->erase_mode;
     a.repeats = c->repeats, a.mixup_alpha = c->mixup, a.cutmix_alpha = c->cutmix, a.mix_prob = c->mix_prob;
     a.switch_prob = c->switch_prob, a.label_smoothing = c->label_smoothing, a.n_labels = n_labels;
-    return tf_images_loader_aug(&v->train, &v->valid, &a, seed);
+    return tf_images_loader_aug(&v->img.train, &v->img.valid, &a, seed);
 }
 
 /* The model, and its EMA (the same initial weights) with ema_decay. */
@@ -315,58 +274,43 @@ static int make_models(vit_task *v, const void *cfg, int n_labels, uint64_t seed
     const image_model *im = v->im;
     if (!(v->m = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->m, n_labels, v->rc->label_names)) return -1;
     if (v->rc->ema_decay <= 0) return 0;
-    v->base.model_is_ema = 1;
+    v->img.base.model_is_ema = 1;
     return !(v->ema = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->ema, n_labels, v->rc->label_names) ? -1 : 0;
 }
 
-/* The task over v's config (set by the caller): the sets moved into it. */
-static tf_task *task_new(vit_task *v, const void *cfg, tf_images *train, tf_images *valid, const char *run_dir,
-                         uint64_t seed) {
-    v->train = *train;
-    if (valid) v->valid = *valid;
-    memset(train, 0, sizeof *train);
-    if (valid) memset(valid, 0, sizeof *valid);
-    v->base.vt = &VIT_TASK;
-    v->base.n_metrics = 1, v->base.metric_names[0] = "accuracy", v->base.select_metric = 1;
+/* The task over v's config (set by the caller; v holds the sets). */
+static tf_task *task_new(vit_task *v, const void *cfg, const char *run_dir, uint64_t seed) {
+    tf_task_use_accuracy(&v->img.base);
     int channels = 0, size = 0, n_labels = 0;
-    int rc = tf_fields_check(&v->base.config, 1) || v->im->check(cfg, &channels, &size, &n_labels);
-    if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || check_images(channels, size, n_labels, &v->train, "training") ||
-         tf_task_images_split(&v->train, &v->valid, v->rc->val_fraction) ||
-         check_images(channels, size, n_labels, &v->valid, "validation") || make_models(v, cfg, n_labels, seed) ||
-         !(v->loader = make_loader(v, n_labels, seed));
+    int rc = tf_fields_check(&v->img.base.config, 1) || v->im->check(cfg, &channels, &size, &n_labels);
+    rc = rc || tf_task_make_dir(run_dir);
+    rc = rc || check_images(channels, size, n_labels, &v->img.train, "training") ||
+         tf_task_images_split(&v->img.train, &v->img.valid, v->rc->val_fraction) ||
+         check_images(channels, size, n_labels, &v->img.valid, "validation") || make_models(v, cfg, n_labels, seed) ||
+         !(v->img.loader = make_loader(v, n_labels, seed));
     if (rc) {
-        vt_free(&v->base);
+        vt_free(&v->img.base);
         return NULL;
     }
-    return &v->base;
-}
-
-static vit_task *task_alloc(tf_images *train, tf_images *valid) {
-    vit_task *v = calloc(1, sizeof *v);
-    if (v) return v;
-    tf_images_free(train), tf_images_free(valid);
-    memset(train, 0, sizeof *train);
-    if (valid) memset(valid, 0, sizeof *valid);
-    return tf_set_error("train: out of memory"), NULL;
+    return &v->img.base;
 }
 
 tf_task *tf_vit_task_new(const tf_vit_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
                          uint64_t seed) {
-    vit_task *v = task_alloc(train, valid);
+    vit_task *v = tf_image_task_alloc(sizeof *v, &VIT_TASK, train, valid);
     if (!v) return NULL;
     v->im = &VIT_MODEL, v->vit = *c, v->rc = &v->vit.recipe;
-    v->base.config = (tf_fields){&tf_vit_task_config_table, &v->vit};
-    return task_new(v, &v->vit.model, train, valid, run_dir, seed);
+    v->img.base.config = (tf_fields){&tf_vit_task_config_table, &v->vit};
+    return task_new(v, &v->vit.model, run_dir, seed);
 }
 
 tf_task *tf_swin_task_new(const tf_swin_task_config *c, tf_images *train, tf_images *valid, const char *run_dir,
                           uint64_t seed) {
-    vit_task *v = task_alloc(train, valid);
+    vit_task *v = tf_image_task_alloc(sizeof *v, &VIT_TASK, train, valid);
     if (!v) return NULL;
     v->im = &SWIN_MODEL, v->swin = *c, v->rc = &v->swin.recipe;
-    v->base.config = (tf_fields){&tf_swin_task_config_table, &v->swin};
-    return task_new(v, &v->swin.model, train, valid, run_dir, seed);
+    v->img.base.config = (tf_fields){&tf_swin_task_config_table, &v->swin};
+    return task_new(v, &v->swin.model, run_dir, seed);
 }
 
 const tf_vit *tf_vit_task_model(const tf_task *t) {
@@ -379,7 +323,4 @@ const tf_swin *tf_swin_task_model(const tf_task *t) {
     return v->im == &SWIN_MODEL ? v->m : NULL;
 }
 
-int64_t tf_vit_task_images(const tf_task *t, tf_subset subset) {
-    const vit_task *v = (const vit_task *)t;
-    return subset == TF_SUBSET_VAL ? v->valid.n : v->train.n;
-}
+int64_t tf_vit_task_images(const tf_task *t, tf_subset subset) { return tf_image_task_images(t, subset); }

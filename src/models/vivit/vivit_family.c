@@ -1,5 +1,4 @@
 /* ViViT's registry row (tformer/model.h): video classification on moving-object clips. */
-#include <math.h>
 
 #include "../hf_run.h"
 #include "../vision_family.h"
@@ -29,14 +28,17 @@ static void *vivit_load(const char *dir, const char *architecture) {
 
 static void vivit_free(void *model) { tf_vivit_free(model); }
 
-static int vivit_run(hf_job *job) {
-    const tf_vivit *m = job->model;
-    tf_vivit_inputs in = {.pixel_values = hf_get(&job->in, "pixel_values"), .labels = hf_get(&job->in, "labels")};
-    if (hf_check_range(job, "labels", 0, m->cfg.n_labels, -100, "labels must be below num_labels (or -100)"))
-        return -1;
+static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                         hf_classifier_out *o) {
     tf_vivit_outputs out;
-    if (tf_vivit_run(job->ctx, m, &in, &out)) return hf_input_error(job);
-    return hf_put_classifier_outputs(job, in.labels, out.last_hidden_state, out.pooler_output, out.logits, out.loss);
+    tf_vivit_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
+    if (tf_vivit_run(ctx, m, &in, &out)) return -1;
+    *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
+    return 0;
+}
+
+static int vivit_run(hf_job *job) {
+    return hf_run_classifier(job, ((const tf_vivit *)job->model)->cfg.n_labels, vivit_forward);
 }
 
 static unsigned vivit_caps(const void *model) {

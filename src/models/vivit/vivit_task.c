@@ -4,10 +4,8 @@
  * that need time (the direction of motion, with or without the object's
  * class), optionally frame-shuffled as a control; cross-entropy, validation
  * accuracy; saved as a ViViT folder with the label names as id2label. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/vivit.h"
@@ -36,25 +34,13 @@ static const tf_field VIVIT_TASK_ROWS[] = {
 const tf_field_table tf_vivit_task_config_table = {"video classification", VIVIT_TASK_ROWS,
                                                    (int)(sizeof VIVIT_TASK_ROWS / sizeof VIVIT_TASK_ROWS[0])};
 
-tf_vivit_task_config tf_vivit_task_config_default(void) {
-    tf_vivit_task_config c;
-    memset(&c, 0, sizeof c);
-    tf_fields f = {&tf_vivit_task_config_table, &c};
-    tf_fields_defaults(&f, 1);
-    return c;
-}
+TF_FIELDS_DEFAULT_FN(tf_vivit_task_config, tf_vivit_task_config_default, tf_vivit_task_config_table)
 
 typedef struct {
-    tf_task base;
+    tf_image_task img; /* base, the images the clips are made of, the clips' loader */
     tf_vivit_task_config cfg;
     tf_vivit *m;
-    tf_images train, valid;
-    tf_loader *loader;
 } vivit_task;
-
-static int vv_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, int rows, tf_batch *b) {
-    return tf_loader_next(((vivit_task *)t)->loader, ctx, subset, key, rows, b);
-}
 
 static tf_tensor *vv_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics *m) {
     vivit_task *v = (vivit_task *)t;
@@ -68,8 +54,7 @@ static tf_tensor *vv_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static tf_params *vv_params(tf_task *t) { return ((vivit_task *)t)->m->params; }
 
 static int vv_signature(tf_task *t, char *out, size_t n) {
-    tf_fields f = {&tf_vivit_config_table, &((vivit_task *)t)->m->cfg};
-    return tf_fields_signature(&f, 1, out, n);
+    return tf_task_signature_of(&tf_vivit_config_table, &((vivit_task *)t)->m->cfg, out, n);
 }
 
 static int vv_save(tf_task *t, const char *dir) { return tf_vivit_save(((vivit_task *)t)->m, dir); }
@@ -81,15 +66,12 @@ static int64_t vv_tokens(tf_task *t, int rows) {
 }
 
 static void vv_free(tf_task *t) {
-    vivit_task *v = (vivit_task *)t;
-    tf_vivit_free(v->m);
-    tf_loader_free(v->loader);
-    tf_images_free(&v->train), tf_images_free(&v->valid);
-    free(v);
+    tf_vivit_free(((vivit_task *)t)->m);
+    tf_image_task_free(t);
 }
 
 static const tf_task_vt VIVIT_TASK = {
-    .batch = vv_batch,
+    .batch = tf_image_task_batch,
     .loss = vv_loss,
     .params = vv_params,
     .signature = vv_signature,
@@ -138,25 +120,22 @@ static int check_setup(const tf_vivit_task_config *c, const tf_images *s) {
 }
 
 tf_task *tf_vivit_task_new(const tf_vivit_task_config *c, tf_images *images, const char *run_dir, uint64_t seed) {
-    vivit_task *v = calloc(1, sizeof *v);
-    if (v) v->train = *images; /* the images are the task's from here on */
-    else tf_images_free(images);
-    memset(images, 0, sizeof *images);
-    if (!v) return tf_set_error("train: out of memory"), NULL;
-    v->base.vt = &VIVIT_TASK, v->cfg = *c;
-    v->base.config = (tf_fields){&tf_vivit_task_config_table, &v->cfg};
-    v->base.n_metrics = 1, v->base.metric_names[0] = "accuracy", v->base.select_metric = 1;
+    vivit_task *v = tf_image_task_alloc(sizeof *v, &VIVIT_TASK, images, NULL); /* the images are the task's */
+    if (!v) return NULL;
+    tf_image_task *g = &v->img;
+    v->cfg = *c;
+    g->base.config = (tf_fields){&tf_vivit_task_config_table, &v->cfg};
+    tf_task_use_accuracy(&g->base);
     tf_clips_config cc = clips_config(c);
-    int rc = check_setup(c, &v->train);
-    if (!rc && mkdir(run_dir, 0755) && errno != EEXIST) rc = tf_set_error("%s: cannot create: %s", run_dir, strerror(errno));
-    rc = rc || tf_task_images_split(&v->train, &v->valid, c->val_fraction) ||
-         !(v->m = tf_vivit_new(&c->model, seed ? seed : 1)) || name_labels(v->m, c->labels) ||
-         !(v->loader = tf_clips_loader_new(&v->train, &v->valid, &cc, c->val_clips, seed));
+    int rc = check_setup(c, &g->train) || tf_task_make_dir(run_dir) ||
+             tf_task_images_split(&g->train, &g->valid, c->val_fraction) ||
+             !(v->m = tf_vivit_new(&c->model, seed ? seed : 1)) || name_labels(v->m, c->labels) ||
+             !(g->loader = tf_clips_loader_new(&g->train, &g->valid, &cc, c->val_clips, seed));
     if (rc) {
-        vv_free(&v->base);
+        vv_free(&g->base);
         return NULL;
     }
-    return &v->base;
+    return &g->base;
 }
 
 const tf_vivit *tf_vivit_task_model(const tf_task *t) { return ((const vivit_task *)t)->m; }
