@@ -5,7 +5,7 @@
 #include "../../util/util.h"
 #include "../family.h"
 #include "../hf_run.h"
-#include "tformer/gpt.h"
+#include "gpt_internal.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
@@ -133,15 +133,27 @@ static unsigned gpt2_caps(const void *model) {
 }
 
 /* GPT-2's end of text ends a sequence; every id the model can emit must have a text. */
-static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
-                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out) {
-    const tf_gpt *m = model;
+static int gpt2_checks(const tf_gpt *m, tf_tokenizer *tok) {
     if (tf_tokenizer_vocab_size(tok) != m->cfg.vocab_size)
         return tf_set_error("generate: the tokenizer has %d tokens, the model %d (every id needs a text, every "
                             "token an id)", (int)tf_tokenizer_vocab_size(tok), m->cfg.vocab_size);
+    return 0;
+}
+
+static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
+                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out) {
+    const tf_gpt *m = model;
+    if (gpt2_checks(m, tok)) return -1;
     tf_generate_opts g = *o;
     g.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
     return tf_gpt_generate(m, prompt, n_prompt, &g, on_token, user, out, NULL);
+}
+
+static tf_decoder *gpt2_decoder(const void *model, tf_tokenizer *tok, int n_prompt, int max_tokens, int32_t *eos_id) {
+    const tf_gpt *m = model;
+    if (gpt2_checks(m, tok)) return NULL;
+    *eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
+    return tf_gpt_decoder_for(m, n_prompt, max_tokens);
 }
 
 static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
@@ -172,6 +184,7 @@ const tf_family tf_family_gpt = {
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
     .task_defaults = gpt_defaults, .task_new = gpt_task,
     .generate = gpt2_generate,
+    .decoder = gpt2_decoder,
 };
 
 static void imagegpt_defaults(void *cfg, tf_train_config *train) {
