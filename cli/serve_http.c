@@ -203,6 +203,10 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
     serve_metrics_init(&s->metrics);
     sem_init(&s->compute, 0, (unsigned)o->parallel);
     if (!(s->queues = serve_queues_new(n_models))) return snprintf(err, n_err, "out of memory"), free(s), NULL;
+    if (!(s->scheds = serve_scheds_new(s))) {
+        serve_queues_free(s->queues, n_models), free(s);
+        return snprintf(err, n_err, "cannot start the completions' schedulers"), NULL;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
@@ -212,6 +216,7 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, n_err, "cannot listen on %s port %d: %s", o->host, o->port, errno ? strerror(errno) : "failed");
+        serve_scheds_free(s);
         sem_destroy(&s->compute);
         serve_queues_free(s->queues, n_models);
         free(s);
@@ -239,6 +244,7 @@ void serve_stop(serve *s) {
     }
     MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
+    serve_scheds_free(s);
     sem_destroy(&s->compute);
     serve_queues_free(s->queues, s->n_models);
     free(s);

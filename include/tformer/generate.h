@@ -133,7 +133,8 @@ typedef struct tf_gen_seq tf_gen_seq;
 TF_API tf_gen_seq *tf_gen_seq_new(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o);
 TF_API void tf_gen_seq_free(tf_gen_seq *s);
 /* One step of each sequence not done: its decoder fed (the prompt at its first step, then its
- * last id) and its next id chosen. -1 on error, *bad (when not NULL) the sequence's index. */
+ * last id) and its next id chosen. -1 on error: seqs[*bad] (bad may be NULL) failed, those
+ * before it took this step, those after it did not. */
 TF_API int tf_gen_seqs_step(tf_gen_seq *const *seqs, int n, int *bad);
 /* The id the last step chose, or -1 when it chose none (the sequence was done, or ended at
  * max_tokens 0 or at a capacity it cannot slide past); *logprob (when not NULL) its

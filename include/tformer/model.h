@@ -297,8 +297,9 @@ typedef struct tf_completion tf_completion;
 TF_API tf_completion *tf_model_completion_new(const tf_model *m, const char *prompt, const tf_generate_opts *o,
                                               const char *const *stops, int n_stops);
 TF_API void tf_completion_free(tf_completion *c);
-/* One step of each completion not done (tf_gen_seqs_step), then its text; -1 on error, *bad (when
- * not NULL) the completion's index. */
+/* One step of each completion not done (tf_gen_seqs_step), then its text. -1 on error: c[*bad]
+ * (bad may be NULL) failed (tf_error() says why), those before it took this step, those after
+ * it did not; the caller drops the bad one and steps the others again. */
 TF_API int tf_model_completions_step(tf_completion *const *c, int n, int *bad);
 TF_API int tf_completion_done(const tf_completion *c);
 /* End it now (a client gone): later steps skip it; its finish reason is "stop". */

@@ -146,9 +146,12 @@ int tf_model_completions_step(tf_completion *const *c, int n, int *bad) {
     tf_gen_seq *few[64] = {0}, **seqs = n <= 64 ? few : malloc((size_t)n * sizeof *seqs);
     if (!seqs) return tf_set_error("generate: out of memory");
     for (int i = 0; i < n; i++) seqs[i] = c[i]->seq;
-    int rc = tf_gen_seqs_step(seqs, n, bad);
-    for (int i = 0; !rc && i < n; i++)
-        if ((rc = take(c[i])) && bad) *bad = i;
+    int failed = n, rc = tf_gen_seqs_step(seqs, n, &failed);
+    int first = -1; /* a text that failed (an id that does not decode): the first one */
+    for (int i = 0; i < failed; i++) /* those before a failed step took it */
+        if (take(c[i]) && first < 0) first = i;
+    if (first >= 0) failed = first, rc = -1;
+    if (rc && bad) *bad = failed;
     if (seqs != few) free(seqs);
     return rc;
 }
