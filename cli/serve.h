@@ -148,7 +148,7 @@ struct serve_job {
     void *user;
     int top_logprobs;                     /* -1: no logprobs kept; else the alternatives kept per token */
     cJSON *logprobs;                      /* OpenAI's logprobs object, kept as the steps go (top_logprobs >= 0) */
-    size_t offset;                        /* the next token's text_offset (the echoed prompt's bytes first) */
+    size_t offset;                        /* the next token's text_offset in characters (the echoed prompt's first) */
     atomic_int cancel;                    /* the client went away: ended at the next step */
     int done, failed;
     char err[768];                        /* failed: the library's message */

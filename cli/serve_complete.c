@@ -92,19 +92,27 @@ static int read_request(serve *s, const cJSON *req, completion *c, serve_reply *
     return 0;
 }
 
+/* Characters (code points) of n bytes of UTF-8: text_offset counts them, as Python's str does. */
+static size_t chars(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
 /* A token's text for logprobs: its bytes when they are UTF-8, else "bytes:\\xNN..." as OpenAI writes them. */
 static char *token_text(const tf_model *m, int32_t id, size_t *n) {
     char *t = NULL;
     size_t len = 0;
     if (tf_tokenizer_decode(tf_model_tokenizer(m), &id, 1, &t, &len)) t = NULL, len = 0;
-    if (t && serve_utf8_ok(t, len) && strlen(t) == len) return *n = len, t;
+    if (t && serve_utf8_ok(t, len) && strlen(t) == len) return *n = chars(t, len), t;
     char *b = malloc(6 + 4 * len + 1);
     if (b) {
         strcpy(b, "bytes:");
         for (size_t i = 0; i < len; i++) snprintf(b + 6 + 4 * i, 5, "\\x%02x", (unsigned char)t[i]);
     }
+    *n = t ? chars(t, len) : 0; /* the characters those bytes begin */
     free(t);
-    return *n = len, b;
+    return b;
 }
 
 /* {"tokens", "token_logprobs", "top_logprobs", "text_offset"}, empty. */
@@ -181,7 +189,7 @@ static int make_job(const serve_model *sm, const completion *c, int i, serve_job
     const char *prompt = c->prompts[i / c->n];
     if (!(j->c = tf_model_completion_new(sm->m, prompt, &o, c->stops, c->n_stops)))
         return serve_lib_error(r, 400, sm->m, "model_error"), -1;
-    j->top_logprobs = c->logprobs, j->offset = c->echo ? strlen(prompt) : 0;
+    j->top_logprobs = c->logprobs, j->offset = c->echo ? chars(prompt, strlen(prompt)) : 0;
     return 0;
 }
 

@@ -2,8 +2,10 @@
  * with its own prompt, settings and seed, get what each gets alone, bit for bit, while the steps
  * carry several completions each; logprobs, several stop strings, a full queue (503) and a
  * client that leaves mid-stream (its completion ends at the next step). */
-#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,14 +18,15 @@
 
 typedef struct {
     const server *sv;
-    char body[256];
+    const char *body;
+    char text[256];
     long status;
     char *reply;
 } call;
 
 static void *call_thread(void *arg) {
     call *c = arg;
-    c->status = post(c->sv, "/v1/completions", c->body, NULL, &c->reply);
+    c->status = post(c->sv, "/v1/completions", c->body ? c->body : c->text, NULL, &c->reply);
     return NULL;
 }
 
@@ -84,9 +87,9 @@ TEST(serve_batches_completions_as_alone) {
     char *alone[N];
     for (int i = 0; i < N; i++) { /* each alone first, one at a time */
         calls[i] = (call){.sv = &sv};
-        request(i, calls[i].body, sizeof calls[i].body);
+        request(i, calls[i].text, sizeof calls[i].text);
         call_thread(&calls[i]);
-        CHECKF(calls[i].status == 200, "%s: %ld %s", calls[i].body, calls[i].status, calls[i].reply);
+        CHECKF(calls[i].status == 200, "%s: %ld %s", calls[i].text, calls[i].status, calls[i].reply);
         alone[i] = answer(calls[i].reply);
         free(calls[i].reply);
     }
@@ -100,7 +103,7 @@ TEST(serve_batches_completions_as_alone) {
     for (int i = 0; i < N; i++) {
         char *a = calls[i].status == 200 ? answer(calls[i].reply) : NULL;
         if (a && !strcmp(a, alone[i])) same++;
-        else fprintf(stderr, "    %s\n      together: %s\n      alone:    %s\n", calls[i].body, a ? a : calls[i].reply, alone[i]);
+        else fprintf(stderr, "    %s\n      together: %s\n      alone:    %s\n", calls[i].text, a ? a : calls[i].reply, alone[i]);
         free(a), free(alone[i]), free(calls[i].reply);
     }
     double steps = metric(&sv, "tformer_completion_step_rows_count") - steps0;
@@ -139,7 +142,9 @@ TEST(serve_completions_logprobs_and_stops) {
                !strcmp(best->string, cJSON_GetArrayItem(toks, i)->valuestring) && best->valuedouble == v,
                "token %d: %g, the likeliest %s %g", i, v, best ? best->string : "-", best ? best->valuedouble : 0);
         for (const cJSON *a = alt->child; a; a = a->next) CHECK(a->valuedouble <= best->valuedouble);
-        CHECK((size_t)cJSON_GetArrayItem(off, i)->valuedouble == strlen(spelled));
+        size_t chars = 0; /* text_offset: characters, as Python counts them */
+        for (const char *q = spelled; *q; q++) chars += (*q & 0xC0) != 0x80;
+        CHECK((size_t)cJSON_GetArrayItem(off, i)->valuedouble == chars);
         strncat(spelled, cJSON_GetArrayItem(toks, i)->valuestring, sizeof spelled - strlen(spelled) - 1);
     }
     CHECKF(!strcmp(spelled, cli) && !strcmp(cJSON_GetObjectItem(ch, "text")->valuestring, cli), "%s vs '%s'", spelled, cli);
@@ -191,6 +196,69 @@ TEST(serve_completions_logprobs_and_stops) {
         CHECKF(st == 400 && is_error(r), "%s: %ld %s", BAD[i], st, r);
         free(r);
     }
+    CHECK(http(&sv, "/health", NULL, 0, NULL, &r) == 200);
+    free(r);
+    CHECK(server_stop(&sv) == 0);
+    test_rm_rf(dir);
+}
+
+/* A stream asked for a million tokens over a raw socket; 0 once its first event arrived. */
+static int open_stream(const server *sv, int *fd) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const char *body = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":1000000,\"stream\":true}";
+    char req[512], got[256];
+    snprintf(req, sizeof req, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+    if ((*fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 || connect(*fd, (struct sockaddr *)&a, sizeof a) ||
+        write(*fd, req, strlen(req)) != (ssize_t)strlen(req))
+        return -1;
+    size_t n = 0;
+    while (n < sizeof got - 1) { /* the headers, then the first event */
+        ssize_t k = read(*fd, got + n, sizeof got - 1 - n);
+        if (k <= 0) return -1;
+        n += (size_t)k, got[n] = 0;
+        if (strstr(got, "data: ")) return 0;
+    }
+    return 0;
+}
+
+/* Until the metric reads want (60 s at most); 0 when it did. */
+static int wait_metric(const server *sv, const char *name, double want) {
+    for (int i = 0; i < 600; i++) {
+        if (metric(sv, name) == want) return 0;
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+    }
+    return -1;
+}
+
+/* --max-rows 1 --max-queue 1: one completion runs, one waits, the next is refused (503); the
+ * client of the running one leaves mid-stream and its completion ends at the next step (far
+ * short of its million tokens), after which the waiting one runs. */
+TEST(serve_completions_queue_and_client_gone) {
+    char dir[64] = "", cli[1024], args[256], *r;
+    CHECK(!gpt_and_cli_text(dir, sizeof dir, "--max-tokens 5 --temperature 0", cli, sizeof cli));
+    server sv;
+    snprintf(args, sizeof args, "--model gpt=%s --max-rows 1 --max-queue 1 --max-tokens 1000000", dir);
+    CHECK(!server_start(&sv, args));
+    int fd = -1;
+    CHECK(!open_stream(&sv, &fd));
+    CHECK(!wait_metric(&sv, "tformer_completions_running", 1));
+    call waiting = {.sv = &sv, .body = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":5,\"temperature\":0}"};
+    pthread_t th;
+    pthread_create(&th, NULL, call_thread, &waiting);
+    CHECK(!wait_metric(&sv, "tformer_completions_queued", 1));
+    long st = post(&sv, "/v1/completions", waiting.body, NULL, &r);
+    CHECKF(st == 503 && is_error(r) && strstr(r, "queue_full"), "%ld %s", st, r);
+    free(r);
+    close(fd); /* the stream's client goes */
+    pthread_join(th, NULL);
+    CHECKF(waiting.status == 200 && strstr(waiting.reply, cli), "%ld %s", waiting.status, waiting.reply);
+    free(waiting.reply);
+    CHECK(!wait_metric(&sv, "tformer_completions_running", 0) && metric(&sv, "tformer_completions_queued") == 0);
+    double tokens = metric(&sv, "tformer_completion_tokens_total");
+    printf("    the stream whose client left ended after %g of its 1000000 tokens\n", tokens - 5);
+    CHECKF(tokens > 5 && tokens < 1000000, "%g tokens", tokens);
     CHECK(http(&sv, "/health", NULL, 0, NULL, &r) == 200);
     free(r);
     CHECK(server_stop(&sv) == 0);
