@@ -276,6 +276,7 @@ int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body,
              : ep == EP_COMPLETIONS  ? serve_api_completions(s, req, r)
              : ep == EP_FILL_MASK    ? fill_mask(s, req, r)
              : ep == EP_TRANSLATIONS ? translations(s, req, r)
+             : ep == EP_CLASSIFICATIONS ? serve_api_classifications(s, req, r)
                                      : serve_error(r, 404, NULL, "unknown_url", "no endpoint here");
     cJSON_Delete(req);
     return rc;
