@@ -136,3 +136,79 @@ TEST(model_completion_logprobs_and_end) {
     tf_model_free(m);
     test_rm_rf(dir);
 }
+
+/* A tensor of the model by its Hugging Face name, with or without "transformer.". */
+static const float *weight(const tf_gpt *g, const char *name) {
+    char full[128];
+    tf_tensor *t = tf_params_get(g->params, name);
+    snprintf(full, sizeof full, "transformer.%s", name);
+    if (!t) t = tf_params_get(g->params, full);
+    return t ? tf_f32(t) : NULL;
+}
+
+/* tf_model_text_attention on the GPT trained here: each row a distribution over the ids up to it
+ * (causal), and layer 0's maps equal the ones computed here in double from the weights: the
+ * embeddings, ln_1, c_attn's query and key, softmax(q k / sqrt(D)) over the positions so far. */
+TEST(model_text_attention_as_computed_from_the_weights) {
+    char dir[64];
+    CHECK(train_gpt(dir, sizeof dir) == 0);
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m, "%s", tf_error());
+    tf_text_attention a;
+    CHECKF(!tf_model_text_attention(m, "hello ab", &a), "%s", tf_error());
+    int n = a.n, H = a.n_head;
+    CHECK(n == 8 && a.n_layer == 1 && H == 2);
+    for (int l = 0; l < a.n_layer; l++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < n; i++) {
+                const float *row = a.probs + (((size_t)l * H + h) * n + i) * n;
+                double sum = 0;
+                for (int j = 0; j < n; j++) {
+                    CHECKF(j <= i || row[j] == 0, "layer %d head %d: query %d sees key %d", l, h, i, j);
+                    sum += row[j];
+                }
+                CHECKF(fabs(sum - 1) < 1e-5, "layer %d head %d row %d sums to %g", l, h, i, sum);
+            }
+    const tf_gpt *g = tf_model_impl(m);
+    int C = g->cfg.d_model, D = C / H;
+    const float *wte = weight(g, "wte.weight"), *wpe = weight(g, "wpe.weight"), *lw = weight(g, "h.0.ln_1.weight"),
+                *lb = weight(g, "h.0.ln_1.bias"), *W = weight(g, "h.0.attn.c_attn.weight"),
+                *b = weight(g, "h.0.attn.c_attn.bias");
+    CHECK(wte && wpe && lw && lb && W && b && C <= 64);
+    double q[16][64], k[16][64], worst = 0;
+    for (int t = 0; t < n; t++) {
+        double x[64], mean = 0, var = 0;
+        for (int c = 0; c < C; c++) mean += x[c] = (double)wte[a.ids[t] * C + c] + wpe[t * C + c];
+        mean /= C;
+        for (int c = 0; c < C; c++) var += (x[c] - mean) * (x[c] - mean);
+        var /= C;
+        for (int c = 0; c < C; c++) x[c] = (x[c] - mean) / sqrt(var + g->cfg.norm_eps) * lw[c] + lb[c];
+        for (int o = 0; o < 2 * C; o++) {
+            double s = b[o];
+            for (int c = 0; c < C; c++) s += x[c] * W[c * 3 * C + o];
+            if (o < C) q[t][o] = s;
+            else k[t][o - C] = s;
+        }
+    }
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < n; i++) {
+            double s[16], top = -INFINITY, sum = 0;
+            for (int j = 0; j <= i; j++) {
+                s[j] = 0;
+                for (int d = 0; d < D; d++) s[j] += q[i][h * D + d] * k[j][h * D + d];
+                s[j] /= sqrt(D), top = fmax(top, s[j]);
+            }
+            for (int j = 0; j <= i; j++) sum += s[j] = exp(s[j] - top);
+            for (int j = 0; j <= i; j++)
+                worst = fmax(worst, fabs(s[j] / sum - a.probs[((size_t)h * n + i) * n + j]));
+        }
+    printf("    layer 0: the largest difference from the maps computed in double: %.2e\n", worst);
+    CHECKF(worst < 1e-5, "layer 0's attention differs by %g", worst);
+    tf_text_attention_free(&a);
+    CHECK(tf_model_text_attention(m, "", &a) && strstr(tf_error(), "no tokens"));
+    tf_model_free(m);
+    m = tf_model_load("tests/fixtures_roberta_st/tiny_roberta_st", NULL);
+    CHECK(m && tf_model_text_attention(m, "ab", &a) && strstr(tf_error(), "shows no attention"));
+    tf_model_free(m);
+    test_rm_rf(dir);
+}

@@ -115,6 +115,15 @@ typedef struct {
     int grid;         /* the grid's side (cells a row) */
 } tf_caption_result;
 
+/* ---------------------------------------------------------------- a text's attention */
+
+/* Each layer's and head's self-attention over a text's ids (tf_model_text_attention). */
+typedef struct {
+    int n_layer, n_head, n; /* n ids */
+    int32_t *ids;           /* (n), malloc'd */
+    float *probs;           /* (n_layer, n_head, n, n), malloc'd: row i, the query at id i; column j, the key */
+} tf_text_attention;
+
 /* ---------------------------------------------------------------- the registry */
 
 typedef struct tf_family tf_family;
@@ -185,6 +194,9 @@ struct tf_family {
      * n_prompt ids and up to max_tokens new ones, sized as generate sizes its own, and *eos_id the
      * family's end token (NULL: the family generates through generate only). */
     tf_decoder *(*decoder)(const void *model, tf_tokenizer *tok, int n_prompt, int max_tokens, int32_t *eos_id);
+    /* A text's self-attention: the ids (their first ones when they pass the context; a->n says how
+     * many) through the model, each layer's and head's probabilities into a (malloc'd). NULL: none. */
+    int (*text_attention)(const void *model, const int32_t *ids, int n, tf_text_attention *a);
     /* Caption: one image (channels, size, size; image_shape) in [0,1] -> r, searched with o
      * (beam >= 1, or greedy with temperature 0; eos_id and max_tokens the family's when -1 / 0). */
     int (*caption)(const void *model, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
@@ -316,6 +328,12 @@ TF_API int tf_completion_tokens(const tf_completion *c, int *prompt_tokens);
 /* Why it ended: "stop" (the end token, a stop string, tf_completion_end) or "length" (max_tokens,
  * or a context it cannot slide past); NULL while it runs. */
 TF_API const char *tf_completion_finish(const tf_completion *c);
+
+/* A text's self-attention, each layer and head (a language model's: causal): the tokenizer's ids
+ * (the first ones that fit the context), as the model attends while it reads them. An error names
+ * the family when it exposes none. Free a with tf_text_attention_free. */
+TF_API int tf_model_text_attention(const tf_model *m, const char *text, tf_text_attention *a);
+TF_API void tf_text_attention_free(tf_text_attention *a);
 
 /* TF_CAP_CAPTION: one image (tf_model_image_shape's channels, size, size) in [0,1] -> its caption
  * (o: tf_generate_opts_default() and changes, NULL: greedy); free r with tf_caption_result_free. */

@@ -1,7 +1,7 @@
 /* TF_CAP_GENERATE through the model handle: tf_model_generate (the family's generate, beam
  * search included) and completions stepped one token at a time (tf_completion over
  * tf_gen_seq), which a server steps together. Both cut their text at the stop strings the same
- * way (gen_text). */
+ * way (gen_text). And a text's attention (tf_model_text_attention), what a page draws of it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +71,26 @@ int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_o
     free(s.text);
     tf_ids_free(&s.ids), tf_ids_free(&ids), tf_ids_free(&out);
     return rc;
+}
+
+int tf_model_text_attention(const tf_model *m, const char *text, tf_text_attention *a) {
+    memset(a, 0, sizeof *a);
+    if (!text) return tf_set_error("attention: no text");
+    if (!m->f->text_attention || !m->tok)
+        return tf_set_error("attention: the %s family shows no attention over a text%s", m->f->name,
+                            m->tok ? "" : " (and the folder holds no tokenizer)");
+    tf_ids ids = {0};
+    int rc = tf_tokenizer_encode(m->tok, text, strlen(text), &ids);
+    if (!rc && !ids.n) rc = tf_set_error("attention: the text has no tokens");
+    if (!rc) rc = m->f->text_attention(m->impl, ids.v, (int)ids.n, a);
+    tf_ids_free(&ids);
+    if (rc) tf_text_attention_free(a);
+    return rc;
+}
+
+void tf_text_attention_free(tf_text_attention *a) {
+    free(a->ids), free(a->probs);
+    memset(a, 0, sizeof *a);
 }
 
 /* ---------------------------------------------------------------- one token at a time */

@@ -1,7 +1,10 @@
 /* The GPT family's registry rows (tformer/model.h): the GPT on text, and
  * ImageGPT, a GPT on colour tokens. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "../../core/core_internal.h"
 #include "../../util/util.h"
 #include "../family.h"
 #include "../hf_run.h"
@@ -156,6 +159,35 @@ static tf_decoder *gpt2_decoder(const void *model, tf_tokenizer *tok, int n_prom
     return tf_gpt_decoder_for(m, n_prompt, max_tokens);
 }
 
+/* The first context ids through the model, each layer's attention (1,H,n,n) copied out. */
+static int gpt2_text_attention(const void *model, const int32_t *ids, int n, tf_text_attention *a) {
+    const tf_gpt *m = model;
+    const tf_gpt_config *c = &m->cfg;
+    n = n < c->context ? n : c->context;
+    size_t per = (size_t)c->n_head * (size_t)n * (size_t)n, total;
+    if (!tf_mul_size(per, (size_t)c->n_layer, &total) || !tf_mul_size(total, sizeof(float), &total))
+        return tf_set_error("attention: %d ids are too many", n);
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_tensor *t = ctx ? tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0) : NULL;
+    a->ids = malloc((size_t)n * sizeof *a->ids), a->probs = malloc(total);
+    int rc = t && a->ids && a->probs ? 0 : tf_set_error("attention: out of memory");
+    tf_gpt_outputs out;
+    if (!rc) {
+        tf_ctx_set_grad(ctx, 0);
+        memcpy(t->data, ids, (size_t)n * sizeof *ids), memcpy(a->ids, ids, (size_t)n * sizeof *ids);
+        rc = tf_gpt_run(ctx, m, &(tf_gpt_inputs){.input_ids = t, .output_attentions = 1}, &out);
+    }
+    for (int l = 0; !rc && l < c->n_layer; l++) {
+        if (!out.attentions[l] || tf_numel(out.attentions[l]) != (int64_t)per)
+            rc = tf_set_error("attention: layer %d's attention was not kept", l);
+        else
+            memcpy(a->probs + (size_t)l * per, tf_f32(out.attentions[l]), per * sizeof(float));
+    }
+    a->n_layer = c->n_layer, a->n_head = c->n_head, a->n = n;
+    tf_ctx_free(ctx);
+    return rc;
+}
+
 static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
 
 static int gpt2_save(const void *model, const char *dir) { return tf_gpt_save(model, dir); }
@@ -185,6 +217,7 @@ const tf_family tf_family_gpt = {
     .task_defaults = gpt_defaults, .task_new = gpt_task,
     .generate = gpt2_generate,
     .decoder = gpt2_decoder,
+    .text_attention = gpt2_text_attention,
 };
 
 static void imagegpt_defaults(void *cfg, tf_train_config *train) {
