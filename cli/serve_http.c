@@ -106,13 +106,13 @@ static int key_ok(const serve *s, struct MHD_Connection *c) {
 
 /* 0, or an error reply before any body is read. */
 static int early_check(serve *s, struct MHD_Connection *c, const request *q, const char *method, serve_reply *r) {
-    int get = q->ep == EP_HEALTH || q->ep == EP_METRICS || q->ep == EP_MODELS;
+    int get = q->ep == EP_HEALTH || q->ep == EP_METRICS || q->ep == EP_MODELS || q->ep == EP_PAGE;
     if (s->stopping) return serve_error(r, 503, NULL, "shutting_down", "the server is shutting down"), -1;
     if (q->ep == EP_OTHER) return serve_error(r, 404, NULL, "unknown_url", "no endpoint here"), -1;
     if (strcmp(method, get ? "GET" : "POST"))
         return serve_error(r, 405, NULL, "method_not_allowed", "%s expects %s", serve_endpoint_name(q->ep),
                            get ? "GET" : "POST"), -1;
-    if (q->ep != EP_HEALTH && s->o.api_key && !key_ok(s, c))
+    if (q->ep != EP_HEALTH && q->ep != EP_PAGE && s->o.api_key && !key_ok(s, c)) /* the page asks for the key */
         return serve_error(r, 401, NULL, "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)"), -1;
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl) {
