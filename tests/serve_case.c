@@ -141,3 +141,16 @@ int gpt_and_cli_text(char *dir, size_t n_dir, const char *flags, char *text, siz
     return 0;
 }
 
+
+void *serve_call_thread(void *arg) {
+    serve_call *c = arg;
+    c->status = post(c->sv, c->path, c->body ? c->body : c->text, c->key, &c->reply);
+    return NULL;
+}
+
+int gpt_serve(server *sv, char *dir, size_t n_dir, const char *cli_flags, char *cli, size_t n_cli, const char *server_flags) {
+    char args[512];
+    if (gpt_and_cli_text(dir, n_dir, cli_flags, cli, n_cli)) return -1;
+    snprintf(args, sizeof args, "--model gpt=%s %s", dir, server_flags);
+    return server_start(sv, args);
+}

@@ -27,4 +27,16 @@ int stream_text(const char *reply, char *text, size_t n, int *events);
 /* A GPT trained here into dir (when *dir is "") and the CLI's continuation of "ab" with flags into text. */
 int gpt_and_cli_text(char *dir, size_t n_dir, const char *flags, char *text, size_t n);
 
+/* A request made on its own thread (serve_call_thread): POST path with body (NULL: text) and key. */
+typedef struct {
+    const server *sv;
+    const char *path, *key, *body;
+    char text[256];
+    long status;
+    char *reply;
+} serve_call;
+void *serve_call_thread(void *arg);
+/* gpt_and_cli_text's GPT and text (cli_flags), then a server of it: "--model gpt=DIR " server_flags. */
+int gpt_serve(server *sv, char *dir, size_t n_dir, const char *cli_flags, char *cli, size_t n_cli, const char *server_flags);
+
 #endif

@@ -191,18 +191,6 @@ static int stream_and_hang_up(const server *sv) {
     return rc == CURLE_WRITE_ERROR ? 0 : -1;
 }
 
-typedef struct {
-    const server *sv;
-    const char *body;
-    long status;
-    char *reply;
-} call;
-
-static void *call_thread(void *arg) {
-    call *c = arg;
-    c->status = post(c->sv, "/v1/completions", c->body, "k3y", &c->reply);
-    return NULL;
-}
 
 /* POST body to /v1/completions: 0 when choices[0].text is want. */
 static int completion_is(const server *sv, const char *body, const char *want) {
@@ -281,16 +269,18 @@ TEST(serve_completions_refuse_share_and_shut_down) {
           strstr(r, "cannot embed"));
     free(r);
     enum { N = 8 };
-    call calls[N];
+    serve_call calls[N];
     pthread_t th[N];
     const char *greedy = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":10,\"temperature\":0}";
-    for (int i = 0; i < N; i++) calls[i] = (call){&g_gpt, greedy, 0, NULL}, pthread_create(&th[i], NULL, call_thread, &calls[i]);
+    for (int i = 0; i < N; i++) calls[i] = (serve_call){.sv = &g_gpt, .path = "/v1/completions", .key = "k3y", .body = greedy},
+        pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int same = 0;
     for (int i = 0; i < N; i++) same += calls[i].status == 200 && strstr(calls[i].reply, cli), free(calls[i].reply);
     CHECKF(same == N, "%d of %d clients got the greedy text", same, N);
     const char *slow = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":512,\"temperature\":0}";
-    for (int i = 0; i < N; i++) calls[i] = (call){&g_gpt, slow, 0, NULL}, pthread_create(&th[i], NULL, call_thread, &calls[i]);
+    for (int i = 0; i < N; i++) calls[i] = (serve_call){.sv = &g_gpt, .path = "/v1/completions", .key = "k3y", .body = slow},
+        pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     nanosleep(&(struct timespec){0, 100000000}, NULL); /* the requests are in flight */
     int rc = server_stop(&g_gpt), done = 0;
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
@@ -354,18 +344,6 @@ TEST(serve_translates_as_the_cli) {
     test_rm_rf(dir);
 }
 
-typedef struct {
-    const server *sv;
-    char body[256];
-    long status;
-    char *reply;
-} embed_call;
-
-static void *embed_thread(void *arg) {
-    embed_call *c = arg;
-    c->status = post(c->sv, "/v1/embeddings", c->body, NULL, &c->reply);
-    return NULL;
-}
 
 /* The embedding's floats of a reply (base64), how many. */
 static int reply_floats(const char *reply, float *out, int max) {
@@ -386,20 +364,20 @@ TEST(serve_batches_embeddings) {
     CHECK(!server_start(&sv, "--model st=" ST_DIR " --max-batch 16 --batch-window 20000"));
     enum { N = 16 };
     static const char *const WORDS[] = {"cat", "dog", "a much longer sentence with many words in it", "x"};
-    embed_call calls[N];
+    serve_call calls[N];
     pthread_t th[N];
     for (int i = 0; i < N; i++) {
-        calls[i] = (embed_call){&sv, "", 0, NULL};
-        snprintf(calls[i].body, sizeof calls[i].body, "{\"model\":\"st\",\"input\":[\"%s %d\"%s],\"encoding_format\":\"base64\"}",
+        calls[i] = (serve_call){.sv = &sv, .path = "/v1/embeddings"};
+        snprintf(calls[i].text, sizeof calls[i].text, "{\"model\":\"st\",\"input\":[\"%s %d\"%s],\"encoding_format\":\"base64\"}",
                  WORDS[i % 4], i, i % 3 ? "" : ",\"and a second text\"");
-        pthread_create(&th[i], NULL, embed_thread, &calls[i]);
+        pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     }
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int close_enough = 0;
     for (int i = 0; i < N; i++) {
         char *alone;
         float a[512], b[512];
-        long st = post(&sv, "/v1/embeddings", calls[i].body, NULL, &alone);
+        long st = post(&sv, "/v1/embeddings", calls[i].text, NULL, &alone);
         int na = reply_floats(alone, a, 512), nb = calls[i].status == 200 ? reply_floats(calls[i].reply, b, 512) : -1;
         double worst = 0;
         for (int k = 0; k < na && na == nb; k++) worst = fmax(worst, fabs(a[k] - b[k]));

@@ -16,18 +16,9 @@
 #include "serve_case.h"
 #include "test.h"
 
-typedef struct {
-    const server *sv;
-    const char *body;
-    char text[256];
-    long status;
-    char *reply;
-} call;
-
-static void *call_thread(void *arg) {
-    call *c = arg;
-    c->status = post(c->sv, "/v1/completions", c->body ? c->body : c->text, NULL, &c->reply);
-    return NULL;
+/* A completion request on its own thread, without a key. */
+static serve_call completion_call(const server *sv, const char *body) {
+    return (serve_call){.sv = sv, .path = "/v1/completions", .body = body};
 }
 
 /* Request i of the mix: greedy and sampled, windows slid past the context of 16, stop lists, n = 2,
@@ -77,18 +68,15 @@ static double metric(const server *sv, const char *name) {
 
 TEST(serve_batches_completions_as_alone) {
     char dir[64] = "", cli[1024];
-    CHECK(!gpt_and_cli_text(dir, sizeof dir, "--max-tokens 33 --temperature 0", cli, sizeof cli));
     server sv;
-    char args[256];
-    snprintf(args, sizeof args, "--model gpt=%s --max-rows 16", dir);
-    CHECK(!server_start(&sv, args));
+    CHECK(!gpt_serve(&sv, dir, sizeof dir, "--max-tokens 33 --temperature 0", cli, sizeof cli, "--max-rows 16"));
     enum { N = 64 };
-    static call calls[N];
+    static serve_call calls[N];
     char *alone[N];
     for (int i = 0; i < N; i++) { /* each alone first, one at a time */
-        calls[i] = (call){.sv = &sv};
+        calls[i] = completion_call(&sv, NULL);
         request(i, calls[i].text, sizeof calls[i].text);
-        call_thread(&calls[i]);
+        serve_call_thread(&calls[i]);
         CHECKF(calls[i].status == 200, "%s: %ld %s", calls[i].text, calls[i].status, calls[i].reply);
         alone[i] = answer(calls[i].reply);
         free(calls[i].reply);
@@ -97,7 +85,7 @@ TEST(serve_batches_completions_as_alone) {
     double steps0 = metric(&sv, "tformer_completion_step_rows_count"), rows0 = metric(&sv, "tformer_completion_step_rows_sum");
     CHECKF(steps0 > 0 && rows0 < 2 * steps0, "alone: %g rows in %g steps", rows0, steps0); /* n = 2, two prompts: 4 */
     pthread_t th[N];
-    for (int i = 0; i < N; i++) pthread_create(&th[i], NULL, call_thread, &calls[i]);
+    for (int i = 0; i < N; i++) pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int same = 0;
     for (int i = 0; i < N; i++) {
@@ -120,11 +108,9 @@ TEST(serve_batches_completions_as_alone) {
 /* logprobs: a token each with its log-probability and the likeliest alternatives (greedy: the first
  * of them); the tokens spell the text. Several stop strings cut at the first. Bad values: 400. */
 TEST(serve_completions_logprobs_and_stops) {
-    char dir[64] = "", cli[1024], args[256], *r;
-    CHECK(!gpt_and_cli_text(dir, sizeof dir, "--max-tokens 12 --temperature 0", cli, sizeof cli));
+    char dir[64] = "", cli[1024], *r;
     server sv;
-    snprintf(args, sizeof args, "--model gpt=%s", dir);
-    CHECK(!server_start(&sv, args));
+    CHECK(!gpt_serve(&sv, dir, sizeof dir, "--max-tokens 12 --temperature 0", cli, sizeof cli, ""));
     CHECK(post(&sv, "/v1/completions", "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":12,\"temperature\":0,"
                "\"logprobs\":3}", NULL, &r) == 200);
     cJSON *o = cJSON_Parse(r), *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0);
@@ -236,17 +222,16 @@ static int wait_metric(const server *sv, const char *name, double want) {
  * client of the running one leaves mid-stream and its completion ends at the next step (far
  * short of its million tokens), after which the waiting one runs. */
 TEST(serve_completions_queue_and_client_gone) {
-    char dir[64] = "", cli[1024], args[256], *r;
-    CHECK(!gpt_and_cli_text(dir, sizeof dir, "--max-tokens 5 --temperature 0", cli, sizeof cli));
+    char dir[64] = "", cli[1024], *r;
     server sv;
-    snprintf(args, sizeof args, "--model gpt=%s --max-rows 1 --max-queue 1 --max-tokens 1000000", dir);
-    CHECK(!server_start(&sv, args));
+    CHECK(!gpt_serve(&sv, dir, sizeof dir, "--max-tokens 5 --temperature 0", cli, sizeof cli,
+                     "--max-rows 1 --max-queue 1 --max-tokens 1000000"));
     int fd = -1;
     CHECK(!open_stream(&sv, &fd));
     CHECK(!wait_metric(&sv, "tformer_completions_running", 1));
-    call waiting = {.sv = &sv, .body = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":5,\"temperature\":0}"};
+    serve_call waiting = completion_call(&sv, "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":5,\"temperature\":0}");
     pthread_t th;
-    pthread_create(&th, NULL, call_thread, &waiting);
+    pthread_create(&th, NULL, serve_call_thread, &waiting);
     CHECK(!wait_metric(&sv, "tformer_completions_queued", 1));
     long st = post(&sv, "/v1/completions", waiting.body, NULL, &r);
     CHECKF(st == 503 && is_error(r) && strstr(r, "queue_full"), "%ld %s", st, r);

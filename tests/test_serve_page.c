@@ -40,11 +40,10 @@ static char *text_of(const char *dom, const char *id) {
 }
 
 TEST(serve_page_completes_and_draws_attention_in_chromium) {
-    char dir[64] = "", cli[1024], args[256], url[512], *r;
-    CHECK(!gpt_and_cli_text(dir, sizeof dir, "--max-tokens 8 --temperature 0", cli, sizeof cli));
+    char dir[64] = "", cli[1024], url[512], *r;
     server sv;
-    snprintf(args, sizeof args, "--model gpt=%s --model st=" ST_DIR " --api-key pg-k3y", dir);
-    CHECK(!server_start(&sv, args));
+    CHECK(!gpt_serve(&sv, dir, sizeof dir, "--max-tokens 8 --temperature 0", cli, sizeof cli,
+                     "--model st=" ST_DIR " --api-key pg-k3y"));
     CHECK(http(&sv, "/", NULL, 0, NULL, &r) == 200 && strstr(r, "<html") && strstr(r, "/v1/attention"));
     free(r);
     CHECK(http(&sv, "/v1/models", NULL, 0, NULL, &r) == 401);
