@@ -12,7 +12,7 @@ static int train_gpt(char *dir, size_t n) {
     char out[4096], cmd[512];
     snprintf(dir, n, "/tmp/tformer_completion_%d", (int)getpid());
     snprintf(cmd, sizeof cmd, "train --data tests/data/unicode_stress.txt --tokenizer char --out %s --steps 6 --layers 1 "
-             "--heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2", dir);
+             "--heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2 --overwrite", dir);
     int rc = test_run_cli("", cmd, out, sizeof out);
     if (rc) fprintf(stderr, "%s\n", out);
     return rc;
