@@ -88,15 +88,11 @@ static void on_step(serve_job *j) {
     if (e->cancel || e->failed_alloc) j->cancel = 1;
 }
 
+/* The completion's end awaited (it was queued by serve_stream_start), then the last events. */
 static void *generate(void *arg) {
     sse *e = arg;
     serve_job *j = &e->job;
-    if (serve_gen_submit(e->s, e->sm, &j, 1)) {
-        tf_set_error("the queue of completions is full (--max-queue %d): try again later", e->s->o.max_queue);
-        j->failed = 1;
-        snprintf(j->err, sizeof j->err, "%s", tf_error());
-    } else
-        serve_gen_wait(e->s, e->sm, &j, 1);
+    serve_gen_wait(e->s, e->sm, &j, 1);
     if (j->failed) { /* the stream has begun (status 200): the error goes as an event in OpenAI's shape */
         serve_reply r = {0};
         serve_msg_error(&r, 400, e->sm->m, "model_error", j->err);
@@ -150,10 +146,18 @@ int serve_stream_start(serve *s, const serve_model *sm, tf_completion *c, int to
     snprintf(e->id, sizeof e->id, "cmpl-s%llu", (unsigned long long)atomic_fetch_add(&ids, 1));
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
-    if (pthread_create(&e->thread, NULL, generate, e)) {
+    serve_job *j = &e->job;
+    int queued = !serve_gen_submit(s, sm, &j, 1); /* before the status is sent: a full queue is a 503 */
+    if (!queued || pthread_create(&e->thread, NULL, generate, e)) {
+        if (queued) { /* the scheduler lets it go */
+            j->cancel = 1;
+            serve_gen_wait(s, sm, &j, 1);
+        }
         pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv);
-        tf_completion_free(c), free(e);
-        return serve_error(r, 500, NULL, NULL, "cannot start a thread"), -1;
+        tf_completion_free(c), cJSON_Delete(j->logprobs), free(e->buf), free(e);
+        return queued ? serve_error(r, 500, NULL, NULL, "cannot start a thread")
+                      : serve_error(r, 503, NULL, "queue_full", "the queue of completions is full (--max-queue %d): "
+                                    "try again later", s->o.max_queue), -1;
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, e, release);
     if (!resp) return release(e), serve_error(r, 500, NULL, NULL, "out of memory"), -1;

@@ -236,6 +236,9 @@ TEST(serve_completions_queue_and_client_gone) {
     long st = post(&sv, "/v1/completions", waiting.body, NULL, &r);
     CHECKF(st == 503 && is_error(r) && strstr(r, "queue_full"), "%ld %s", st, r);
     free(r);
+    st = post(&sv, "/v1/completions", "{\"model\":\"gpt\",\"prompt\":\"ab\",\"stream\":true}", NULL, &r);
+    CHECKF(st == 503 && is_error(r) && strstr(r, "queue_full"), "a stream: %ld %s", st, r); /* before it begins */
+    free(r);
     close(fd); /* the stream's client goes */
     pthread_join(th, NULL);
     CHECKF(waiting.status == 200 && strstr(waiting.reply, cli), "%ld %s", waiting.status, waiting.reply);
