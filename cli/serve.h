@@ -45,7 +45,7 @@ typedef struct {
 
 enum { SERVE_N_BUCKETS = 12 };
 typedef enum { EP_HEALTH, EP_METRICS, EP_MODELS, EP_EMBEDDINGS, EP_COMPLETIONS, EP_TRANSLATIONS, EP_FILL_MASK,
-               EP_CLASSIFICATIONS, EP_ATTENTION, EP_PAGE, EP_OTHER, EP_COUNT } serve_endpoint;
+               EP_CLASSIFICATIONS, EP_CAPTIONS, EP_ATTENTION, EP_PAGE, EP_OTHER, EP_COUNT } serve_endpoint;
 typedef struct {
     pthread_mutex_t mu;
     uint64_t requests[EP_COUNT], errors[EP_COUNT];
@@ -126,7 +126,8 @@ void serve_compute_end(serve *s);
 
 int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body, size_t len, serve_reply *r);
 int serve_api_completions(serve *s, const cJSON *req, serve_reply *r); /* serve_complete.c */
-int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r); /* serve_classify.c */
+int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r); /* serve_images.c */
+int serve_api_captions(serve *s, const cJSON *req, serve_reply *r);        /* serve_images.c */
 int serve_api_attention(serve *s, const cJSON *req, serve_reply *r);       /* serve_attention.c */
 /* GET /: the page (serve_page.c). */
 int serve_page(serve_reply *r);

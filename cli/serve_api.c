@@ -279,6 +279,7 @@ int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body,
              : ep == EP_TRANSLATIONS ? translations(s, req, r)
              : ep == EP_CLASSIFICATIONS ? serve_api_classifications(s, req, r)
              : ep == EP_ATTENTION ? serve_api_attention(s, req, r)
+             : ep == EP_CAPTIONS ? serve_api_captions(s, req, r)
                                      : serve_error(r, 404, NULL, "unknown_url", "no endpoint here");
     cJSON_Delete(req);
     return rc;

@@ -6,7 +6,7 @@
 #include "serve.h"
 
 static const char *const EP_NAMES[EP_COUNT] = {"health", "metrics", "models", "embeddings", "completions",
-                                               "translations", "fill-mask", "classifications", "attention", "page", "other"};
+                                               "translations", "fill-mask", "classifications", "captions", "attention", "page", "other"};
 /* Latency buckets' upper bounds, seconds. */
 static const double BUCKETS[SERVE_N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
 
@@ -17,7 +17,7 @@ void serve_metrics_init(serve_metrics *s) {
 
 static const char *const PATHS[EP_COUNT] = {"/health", "/metrics", "/v1/models", "/v1/embeddings",
                                             "/v1/completions", "/v1/translations", "/v1/fill-mask",
-                                            "/v1/classifications", "/v1/attention", "/", "other"};
+                                            "/v1/classifications", "/v1/captions", "/v1/attention", "/", "other"};
 
 const char *serve_endpoint_name(serve_endpoint ep) { return PATHS[ep]; }
 

@@ -1,6 +1,7 @@
-/* tformer serve's /v1/classifications: a base64 PNG (or a data: URL of one) through a ViT
- * classifier gives `tformer classify FILE.png`'s labels and probabilities; bad images are a 400,
- * a model that classifies no images a 422, and the server answers after each. */
+/* tformer serve's endpoints on images: a base64 PNG (or a data: URL of one) through a ViT
+ * classifier gives `tformer classify FILE.png`'s labels and probabilities (/v1/classifications),
+ * through a captioner `tformer caption FILE.png`'s caption (/v1/captions); bad images are a 400,
+ * a model without the capability a 422, and the server answers after each. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,4 +93,46 @@ TEST(serve_classifies_images_as_the_cli) {
     free(r);
     CHECK(server_stop(&sv) == 0);
     unlink(path);
+}
+
+/* /v1/captions: a captioner trained here (4 steps) captions its scenes as `tformer caption` does. */
+TEST(serve_captions_as_the_cli) {
+    char dir[64], cmd[600], out[4096], png[128], args[256], *r;
+    snprintf(dir, sizeof dir, "/tmp/tformer_serve_capt_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "train --arch caption --out %s --scene-items 1 --steps 4 --batch 4 --cnn-dim 16 --hidden 32 "
+             "--emb-dim 16 --attn-size 16 --eval-every 4 --eval-batches 1 --scene-valid 4 --log-every 4 --overwrite", dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s", out);
+    server sv;
+    snprintf(args, sizeof args, "--model capt=%s --model vit=%s", dir, VIT_DIR);
+    CHECK(!server_start(&sv, args));
+    cJSON *req = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(req, "input");
+    cJSON_AddStringToObject(req, "model", "capt");
+    char want[3][256];
+    for (int i = 0; i < 3; i++) {
+        size_t n;
+        snprintf(png, sizeof png, "%s/scenes/%02d.png", dir, i);
+        snprintf(cmd, sizeof cmd, "caption --model %s %s", dir, png);
+        const char *tab;
+        CHECK(test_run_cli("", cmd, out, sizeof out) == 0 && (tab = strchr(out, '\t')));
+        snprintf(want[i], sizeof want[i], "%.*s", (int)strcspn(tab + 1, "\n"), tab + 1);
+        char *bytes = test_slurp(png, &n), *b = b64((const unsigned char *)bytes, n);
+        cJSON_AddItemToArray(list, cJSON_CreateString(b));
+        free(bytes), free(b);
+    }
+    char *body = cJSON_PrintUnformatted(req);
+    CHECK(post(&sv, "/v1/captions", body, NULL, &r) == 200);
+    cJSON *o = cJSON_Parse(r), *data = cJSON_GetObjectItem(o, "data");
+    for (int i = 0; i < 3; i++) {
+        const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(data, i), "text");
+        CHECKF(cJSON_IsString(t) && !strcmp(t->valuestring, want[i]), "scene %d: '%s', the CLI's '%s'", i,
+               cJSON_IsString(t) ? t->valuestring : "-", want[i]);
+    }
+    printf("    3 scenes captioned as tformer caption does ('%s', ...)\n", want[0]);
+    cJSON_Delete(o), free(r), free(body), cJSON_Delete(req);
+    CHECK(post(&sv, "/v1/captions", "{\"model\":\"capt\",\"input\":\"@@@\"}", NULL, &r) == 400 && is_error(r));
+    free(r);
+    CHECK(post(&sv, "/v1/captions", "{\"model\":\"vit\",\"input\":\"QUJD\"}", NULL, &r) == 422 && strstr(r, "cannot caption"));
+    free(r);
+    CHECK(server_stop(&sv) == 0);
+    test_rm_rf(dir);
 }

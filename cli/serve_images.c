@@ -1,7 +1,8 @@
-/* POST /v1/classifications: images (each a base64 PNG, or a data: URL of one) through an image
- * classifier (TF_CAP_CLASSIFY_IMAGE): each image's top_k labels and their probabilities, as
- * `tformer classify FILE.png` prints them. The PNG's header is checked against the model's size
- * before anything is decoded. */
+/* The endpoints on images, each given as a base64 PNG or a data: URL of one (its header checked
+ * against the model's size before anything is decoded): POST /v1/classifications through an
+ * image classifier (TF_CAP_CLASSIFY_IMAGE: each image's top_k labels and their probabilities, as
+ * `tformer classify FILE.png` prints them) and POST /v1/captions through a captioner
+ * (TF_CAP_CAPTION: each image's caption, greedy, as `tformer caption FILE.png` writes it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,17 +79,23 @@ static cJSON *top_labels(const tf_model *m, const float *logits, int L, int k) {
     return list;
 }
 
-/* Input i: decoded, classified, appended to data. */
-static int classify_one(serve *s, const serve_model *sm, const char *text, int i, int k, cJSON *data, serve_reply *r) {
+/* Input i (base64, or a data: URL) as the model's image into im; 0, or -1 with a 400 in r. */
+static int image_of(const serve_model *sm, const char *text, int i, tf_images *im, serve_reply *r) {
     const char *comma = strncmp(text, "data:", 5) ? NULL : strchr(text, ',');
     unsigned char *png = NULL;
     size_t n = 0;
     if (b64_decode(comma ? comma + 1 : text, &png, &n))
         return serve_error(r, 400, "input", "invalid_value", "input %d is not base64 (a PNG's bytes, or a data: URL)", i), -1;
-    tf_images im;
-    int rc = read_png(sm, png, n, i, &im, r), channels, size, L;
+    int rc = read_png(sm, png, n, i, im, r);
     free(png);
-    if (rc) return -1;
+    return rc;
+}
+
+/* Input i: decoded, classified, appended to data. */
+static int classify_one(serve *s, const serve_model *sm, const char *text, int i, int k, cJSON *data, serve_reply *r) {
+    tf_images im;
+    int rc, channels, size, L;
+    if (image_of(sm, text, i, &im, r)) return -1;
     tf_model_image_shape(sm->m, &channels, &size, &L);
     float *logits = malloc((size_t)(L > 0 ? L : 1) * sizeof *logits);
     if (logits) {
@@ -106,17 +113,31 @@ static int classify_one(serve *s, const serve_model *sm, const char *text, int i
     return 0;
 }
 
-int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r) {
-    const serve_model *sm = serve_find_model(s, req, TF_CAP_CLASSIFY_IMAGE, r);
-    if (!sm) return -1;
-    int channels, size, L;
-    tf_model_image_shape(sm->m, &channels, &size, &L);
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input"), *top = cJSON_GetObjectItemCaseSensitive(req, "top_k");
-    int n = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 1, k = 5;
+/* "input": a string or a list of 1 to --max-inputs; their count, or -1 with a 400 in r. */
+static int inputs(serve *s, const cJSON *in, serve_reply *r) {
+    int n = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 1;
     if (!cJSON_IsString(in) && !cJSON_IsArray(in))
         return serve_error(r, 400, "input", "invalid_type", "\"input\" must be a base64 PNG or a list of them"), -1;
     if (n < 1 || n > s->o.max_inputs)
         return serve_error(r, 400, "input", "invalid_value", "%d images: 1 to %d are taken", n, s->o.max_inputs), -1;
+    for (int i = 0; i < n; i++)
+        if (!cJSON_IsString(cJSON_IsArray(in) ? cJSON_GetArrayItem(in, i) : in))
+            return serve_error(r, 400, "input", "invalid_type", "input %d is not a string", i), -1;
+    return n;
+}
+
+static const char *input_at(const cJSON *in, int i) {
+    return (cJSON_IsArray(in) ? cJSON_GetArrayItem(in, i) : in)->valuestring;
+}
+
+int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r) {
+    const serve_model *sm = serve_find_model(s, req, TF_CAP_CLASSIFY_IMAGE, r);
+    if (!sm) return -1;
+    int channels, size, L, k = 5;
+    tf_model_image_shape(sm->m, &channels, &size, &L);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input"), *top = cJSON_GetObjectItemCaseSensitive(req, "top_k");
+    int n = inputs(s, in, r);
+    if (n < 0) return -1;
     if (top && !cJSON_IsNull(top)) {
         if (!cJSON_IsNumber(top) || top->valuedouble != floor(top->valuedouble) || top->valuedouble < 1 || top->valuedouble > L)
             return serve_error(r, 400, "top_k", "invalid_value", "\"top_k\" must be an integer in [1, %d]", L), -1;
@@ -124,11 +145,35 @@ int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r) {
     }
     cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
     if (!data) return cJSON_Delete(o), serve_error(r, 500, NULL, NULL, "out of memory");
+    for (int i = 0; i < n; i++)
+        if (classify_one(s, sm, input_at(in, i), i, k, data, r)) return cJSON_Delete(o), -1;
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON_AddStringToObject(o, "model", sm->name);
+    return serve_json(r, 200, o);
+}
+
+int serve_api_captions(serve *s, const cJSON *req, serve_reply *r) {
+    const serve_model *sm = serve_find_model(s, req, TF_CAP_CAPTION, r);
+    if (!sm) return -1;
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input");
+    int n = inputs(s, in, r);
+    if (n < 0) return -1;
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
+    if (!data) return cJSON_Delete(o), serve_error(r, 500, NULL, NULL, "out of memory");
     for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_IsArray(in) ? cJSON_GetArrayItem(in, i) : in;
-        if (!cJSON_IsString(e))
-            return cJSON_Delete(o), serve_error(r, 400, "input", "invalid_type", "input %d is not a string", i), -1;
-        if (classify_one(s, sm, e->valuestring, i, k, data, r)) return cJSON_Delete(o), -1;
+        tf_images im;
+        tf_caption_result c;
+        if (image_of(sm, input_at(in, i), i, &im, r)) return cJSON_Delete(o), -1;
+        serve_compute_begin(s);
+        int rc = tf_model_caption(sm->m, im.pixels, NULL, &c);
+        serve_compute_end(s);
+        tf_images_free(&im);
+        if (rc) return cJSON_Delete(o), serve_lib_error(r, 400, sm->m, "model_error");
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddNumberToObject(item, "index", i);
+        cJSON_AddStringToObject(item, "text", c.text);
+        cJSON_AddItemToArray(data, item);
+        tf_caption_result_free(&c);
     }
     cJSON_AddStringToObject(o, "object", "list");
     cJSON_AddStringToObject(o, "model", sm->name);
