@@ -626,6 +626,22 @@ bench-embed: $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM)/config.json $(
 	    $(if $(wildcard $(PT2_PYTHON)),--pt2 $(PT2_PYTHON)) 1 2
 .PHONY: embed-conformance bench-embed
 
+# tformer serve under load (bench/serve_bench.py; docs/serve.md): GPT-2-124M greedy completions
+# and all-MiniLM-L6-v2 embeddings at 1, 4, 16 and 64 clients on 127.0.0.1, batched against one at
+# a time and against llama.cpp's llama-server (F32, Q8_0; --parallel slots) on the same GPT-2 (a
+# random one, bench/llama_cpp_prep.sh). Each level bounded by SERVE_BENCH_REQUESTS requests and
+# SERVE_BENCH_SECONDS seconds. Minutes of compiling llama.cpp the first time; a quiet machine only.
+SERVE_BENCH_REQUESTS ?= 64
+SERVE_BENCH_SECONDS ?= 60
+bench-serve: $(BUILD)/tformer $(MINILM)/config.json $(HF_PYTHON) $(PT2_PYTHON)
+	$(PT2_PYTHON) -c "import transformers" 2>/dev/null || $(dir $(PT2_PYTHON))pip install -q transformers
+	TARGETS="llama-bench llama-server" HF_PY=$(HF_PYTHON) CONV_PY=$(PT2_PYTHON) sh bench/llama_cpp_prep.sh $(LLAMA_WORK)
+	python3 bench/serve_bench.py --tformer $(BUILD)/tformer --gpt2 $(LLAMA_WORK)/gpt2 --minilm $(MINILM) \
+	    --llama-server $(LLAMA_WORK)/src/vendor/llama.cpp/build/bin/llama-server \
+	    --gguf-f32 $(LLAMA_WORK)/gpt2-f32.gguf --gguf-q8 $(LLAMA_WORK)/gpt2-q8_0.gguf \
+	    --requests $(SERVE_BENCH_REQUESTS) --seconds $(SERVE_BENCH_SECONDS)
+.PHONY: bench-serve
+
 # `tformer bleu` against the sacreBLEU command line on Multi30k's German
 # validation side, perturbed four ways, default / --lowercase / --tokenize intl
 # (every printed figure equal; sacrebleu from pip into HF_PYTHON's venv).

@@ -14,32 +14,8 @@ set -eu
 build=$1 work=$2
 rounds=${ROUNDS:-2} new=${NEW_TOKENS:-64}
 hf_py=${HF_PY:-build/hfvenv/bin/python} conv_py=${CONV_PY:-build/pt2venv/bin/python}
-mkdir -p "$work"
-if [ ! -d "$work"/src ]; then
-    /usr/bin/python3 -m pip download -q llama-cpp-python --no-deps --no-binary :all: -d "$work"
-    mkdir -p "$work"/src && tar xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"/src --strip-components=1
-fi
+TARGETS=llama-bench HF_PY=$hf_py CONV_PY=$conv_py sh "$(dirname "$0")"/llama_cpp_prep.sh "$work"
 ll=$work/src/vendor/llama.cpp
-if [ ! -x "$ll"/build/bin/llama-bench ]; then
-    cmake -S "$ll" -B "$ll"/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF > "$work"/cmake.log
-    cmake --build "$ll"/build --target llama-bench -j 2 > "$work"/build.log
-fi
-model=$work/gpt2
-if [ ! -f "$model"/model.safetensors ]; then
-    # transformers 5 leaves n_ctx out of GPT-2 configs; the converter reads it
-    "$hf_py" -c "
-import json, sys, torch, transformers
-torch.manual_seed(0)
-transformers.GPT2LMHeadModel(transformers.GPT2Config()).save_pretrained(sys.argv[1], safe_serialization=True)
-c = json.load(open(sys.argv[1] + '/config.json')); c['n_ctx'] = c['n_positions']
-json.dump(c, open(sys.argv[1] + '/config.json', 'w'), indent=1)" "$model"
-    cp ../shared/data/gpt2/encoder.json "$model"/vocab.json && cp ../shared/data/gpt2/vocab.bpe "$model"/merges.txt
-fi
-for t in f32 q8_0; do
-    [ -f "$work"/gpt2-$t.gguf ] || PYTHONPATH="$ll"/gguf-py "$conv_py" "$ll"/convert_hf_to_gguf.py "$model" \
-        --outtype $t --outfile "$work"/gpt2-$t.gguf > "$work"/convert_$t.log 2>&1
-done
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $new tokens, tokens/s"
 # The memory's limit for F32: a token reads the model's 498 MB of float weights once
 # (bench_stream: the read rate of a plain sum, GB/s).

@@ -47,7 +47,7 @@ typedef struct cli_verb {
     int min_operands, max_operands; /* max -1: any number */
 } cli_verb;
 
-enum { CLI_MAX_FLAGS = 16 };
+enum { CLI_MAX_FLAGS = 24 };
 
 /* A parsed command line. Flags of field tables (config.h) are kept as given,
  * in order, to be set by cli_apply after the verb has read any config file. */

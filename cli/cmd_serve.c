@@ -9,7 +9,7 @@
 #include "serve.h"
 
 enum { MODEL, HOST, PORT, API_KEY, THREADS, PARALLEL, MAX_BATCH, BATCH_WINDOW, MAX_BODY, MAX_TOKENS, MAX_INPUTS, MAX_INPUT, MAX_N, TIMEOUT,
-       MAX_CONNECTIONS };
+       MAX_CONNECTIONS, MAX_ROWS, MAX_QUEUE };
 const cli_flag cmd_serve_flags[] = {
     [MODEL] = {"model", CLI_LIST, "NAME=DIR...", NULL,
                "the models served, each NAME=DIR (its id NAME) or DIR (its id the folder's name); the flag may repeat"},
@@ -30,6 +30,9 @@ const cli_flag cmd_serve_flags[] = {
     [MAX_N] = {"max-n", CLI_INT, "N", "8", "completions per prompt (n)"},
     [TIMEOUT] = {"timeout", CLI_INT, "SECONDS", "30", "time to send a request, and the idle time before a connection closes"},
     [MAX_CONNECTIONS] = {"max-connections", CLI_INT, "N", "256", "connections open at once"},
+    [MAX_ROWS] = {"max-rows", CLI_INT, "N", "32",
+                  "completions of a model stepped together (continuous batching; each one's answer is its answer alone)"},
+    [MAX_QUEUE] = {"max-queue", CLI_INT, "N", "256", "completions of a model waiting for a row (503 past it)"},
     CLI_END,
 };
 
@@ -83,7 +86,8 @@ int cmd_serve(const cli_args *a) {
                     (int)ranged(a, BATCH_WINDOW, 0, 999999), (size_t)ranged(a, MAX_BODY, 64, 1LL << 30),
                     (int)ranged(a, MAX_TOKENS, 1, 1 << 20), (int)ranged(a, MAX_INPUTS, 1, 1 << 16),
                     (size_t)ranged(a, MAX_INPUT, 1, 1LL << 30), (int)ranged(a, MAX_N, 1, 128),
-                    (int)ranged(a, TIMEOUT, 1, 3600), (int)ranged(a, MAX_CONNECTIONS, 1, 1 << 16)};
+                    (int)ranged(a, TIMEOUT, 1, 3600), (int)ranged(a, MAX_CONNECTIONS, 1, 1 << 16),
+                    (int)ranged(a, MAX_ROWS, 1, 4096), (int)ranged(a, MAX_QUEUE, 1, 1 << 20)};
     int n;
     serve_model *ms = load_models(a, &n);
     /* The signals are taken by sigwait here: every thread the server starts inherits them blocked. */

@@ -7,12 +7,16 @@
 
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
 
 #include "tformer.h"
+
+enum { SERVE_MAX_LOGPROBS = 5 };    /* the likeliest alternatives a token's logprobs may list (OpenAI's bound) */
+enum { SERVE_MAX_ATTENTION = 256 }; /* tokens of /v1/attention's text */
 
 typedef struct {
     const char *host;   /* the address bound: 127.0.0.1 unless told otherwise */
@@ -28,6 +32,8 @@ typedef struct {
     int max_n;          /* completions per request (n) */
     int timeout;        /* seconds to send a request, and idle seconds before a connection closes */
     int max_connections;
+    int max_rows;       /* completions stepped together (continuous batching) */
+    int max_queue;      /* completions waiting for a row (503 past it) */
 } serve_opts;
 
 typedef struct {
@@ -38,8 +44,8 @@ typedef struct {
 /* ---------------------------------------------------------------- metrics (serve_metrics.c) */
 
 enum { SERVE_N_BUCKETS = 12 };
-typedef enum { EP_HEALTH, EP_METRICS, EP_MODELS, EP_EMBEDDINGS, EP_COMPLETIONS, EP_TRANSLATIONS, EP_FILL_MASK, EP_OTHER,
-               EP_COUNT } serve_endpoint;
+typedef enum { EP_HEALTH, EP_METRICS, EP_MODELS, EP_EMBEDDINGS, EP_COMPLETIONS, EP_TRANSLATIONS, EP_FILL_MASK,
+               EP_CLASSIFICATIONS, EP_CAPTIONS, EP_ATTENTION, EP_PAGE, EP_OTHER, EP_COUNT } serve_endpoint;
 typedef struct {
     pthread_mutex_t mu;
     uint64_t requests[EP_COUNT], errors[EP_COUNT];
@@ -48,13 +54,17 @@ typedef struct {
     double latency_sum[EP_COUNT];
     uint64_t prompt_tokens, completion_tokens, embedded_texts;
     uint64_t batches, batched_requests; /* embedding calls, and the requests they answered */
-    int in_flight, computing;
+    uint64_t steps, step_rows;          /* completion steps, and the completions they stepped */
+    uint64_t step_sizes[8];             /* steps by completions stepped: 1, 2, 3-4, 5-8, ... 65+ */
+    int in_flight, computing, queued, stepping; /* queued: completions waiting; stepping: being stepped */
 } serve_metrics;
 
 void serve_metrics_init(serve_metrics *s);
 void serve_metrics_request(serve_metrics *s, serve_endpoint ep, int status, double seconds);
 void serve_metrics_batch(serve_metrics *s, int requests);
 void serve_metrics_tokens(serve_metrics *s, uint64_t prompt, uint64_t completion, uint64_t texts);
+/* One completion step of rows completions. */
+void serve_metrics_step(serve_metrics *s, int rows);
 /* The Prometheus text (malloc'd), or NULL. */
 char *serve_metrics_text(serve_metrics *s);
 serve_endpoint serve_endpoint_of(const char *url);
@@ -64,6 +74,7 @@ const char *serve_endpoint_name(serve_endpoint ep);
 /* ---------------------------------------------------------------- the server */
 
 typedef struct serve_queue serve_queue; /* a model's embedding requests waiting for a batch (serve_batch.c) */
+typedef struct serve_sched serve_sched; /* a model's completions stepped together (serve_sched.c) */
 
 typedef struct serve {
     serve_opts o;
@@ -71,6 +82,7 @@ typedef struct serve {
     int n_models;
     sem_t compute;           /* parallel model calls at once */
     serve_queue *queues;     /* one per model */
+    serve_sched *scheds;     /* one per model */
     volatile int stopping;   /* a signal came: 503 to new requests */
     serve_metrics metrics;
     struct MHD_Daemon *d;
@@ -114,6 +126,11 @@ void serve_compute_end(serve *s);
 
 int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body, size_t len, serve_reply *r);
 int serve_api_completions(serve *s, const cJSON *req, serve_reply *r); /* serve_complete.c */
+int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r); /* serve_images.c */
+int serve_api_captions(serve *s, const cJSON *req, serve_reply *r);        /* serve_images.c */
+int serve_api_attention(serve *s, const cJSON *req, serve_reply *r);       /* serve_attention.c */
+/* GET /: the page (serve_page.c). */
+int serve_page(serve_reply *r);
 
 /* ---------------------------------------------------------------- batching (serve_batch.c) */
 
@@ -125,11 +142,39 @@ int serve_embed(serve *s, const serve_model *sm, const char *const *texts, int n
 /* serve_error with msg, the model's folder taken off its front. */
 int serve_msg_error(serve_reply *r, int status, const tf_model *m, const char *code, const char *msg);
 
+/* ---------------------------------------------------------------- continuous batching (serve_sched.c) */
+
+/* A completion handed to its model's scheduler: a thread that steps every running completion of
+ * the model together (tf_model_completions_step), lets waiting ones join between steps (at most
+ * --max-rows at once) and lets each leave when it ends or its client goes. */
+typedef struct serve_job serve_job;
+struct serve_job {
+    tf_completion *c;                     /* the caller's; stepped by the scheduler until done */
+    void (*on_step)(serve_job *j);        /* NULL, or called on the scheduler's thread after each step j took */
+    void *user;
+    int top_logprobs;                     /* -1: no logprobs kept; else the alternatives kept per token */
+    cJSON *logprobs;                      /* OpenAI's logprobs object, kept as the steps go (top_logprobs >= 0) */
+    size_t offset;                        /* the next token's text_offset in characters (the echoed prompt's first) */
+    atomic_int cancel;                    /* the client went away: ended at the next step */
+    int done, failed;
+    char err[768];                        /* failed: the library's message */
+    serve_job *next;
+};
+serve_sched *serve_scheds_new(serve *s);
+/* Stop the schedulers (after the requests in flight are answered). */
+void serve_scheds_free(serve *s);
+/* Queue n jobs of model sm at once; -1 (nothing queued) when the queue has no room for them. */
+int serve_gen_submit(serve *s, const serve_model *sm, serve_job *const *jobs, int n);
+/* Until every one of the n jobs is done. */
+void serve_gen_wait(serve *s, const serve_model *sm, serve_job *const *jobs, int n);
+
 /* ---------------------------------------------------------------- streaming (serve_stream.c) */
 
-/* A completion streamed as server-sent events: r->stream gets the response (its own thread
- * generates into it); o is copied, prompt and stop too. */
-int serve_stream_start(serve *s, const serve_model *sm, const char *prompt, const tf_generate_opts *o,
-                       const char *stop, serve_reply *r);
+/* A completion streamed as server-sent events: r->stream gets the response (the model's scheduler
+ * steps it; a thread waits for its end); c is taken (freed with the stream). */
+int serve_stream_start(serve *s, const serve_model *sm, tf_completion *c, int top_logprobs, serve_reply *r);
+/* OpenAI's logprobs of the job's last step appended to j->logprobs (tokens, token_logprobs,
+ * top_logprobs, text_offset); 0, or -1 out of memory. */
+int serve_logprobs_add(const tf_model *m, serve_job *j);
 
 #endif

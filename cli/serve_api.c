@@ -259,6 +259,7 @@ int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body,
     (void)method;
     if (ep == EP_HEALTH) return serve_json(r, 200, cJSON_Parse("{\"status\":\"ok\"}"));
     if (ep == EP_MODELS) return models(s, r);
+    if (ep == EP_PAGE) return serve_page(r);
     if (ep == EP_METRICS) {
         r->body = serve_metrics_text(&s->metrics);
         r->status = r->body ? 200 : 500, r->type = "text/plain; version=0.0.4";
@@ -276,6 +277,9 @@ int serve_api(serve *s, serve_endpoint ep, const char *method, const char *body,
              : ep == EP_COMPLETIONS  ? serve_api_completions(s, req, r)
              : ep == EP_FILL_MASK    ? fill_mask(s, req, r)
              : ep == EP_TRANSLATIONS ? translations(s, req, r)
+             : ep == EP_CLASSIFICATIONS ? serve_api_classifications(s, req, r)
+             : ep == EP_ATTENTION ? serve_api_attention(s, req, r)
+             : ep == EP_CAPTIONS ? serve_api_captions(s, req, r)
                                      : serve_error(r, 404, NULL, "unknown_url", "no endpoint here");
     cJSON_Delete(req);
     return rc;

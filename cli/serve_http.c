@@ -106,13 +106,13 @@ static int key_ok(const serve *s, struct MHD_Connection *c) {
 
 /* 0, or an error reply before any body is read. */
 static int early_check(serve *s, struct MHD_Connection *c, const request *q, const char *method, serve_reply *r) {
-    int get = q->ep == EP_HEALTH || q->ep == EP_METRICS || q->ep == EP_MODELS;
+    int get = q->ep == EP_HEALTH || q->ep == EP_METRICS || q->ep == EP_MODELS || q->ep == EP_PAGE;
     if (s->stopping) return serve_error(r, 503, NULL, "shutting_down", "the server is shutting down"), -1;
     if (q->ep == EP_OTHER) return serve_error(r, 404, NULL, "unknown_url", "no endpoint here"), -1;
     if (strcmp(method, get ? "GET" : "POST"))
         return serve_error(r, 405, NULL, "method_not_allowed", "%s expects %s", serve_endpoint_name(q->ep),
                            get ? "GET" : "POST"), -1;
-    if (q->ep != EP_HEALTH && s->o.api_key && !key_ok(s, c))
+    if (q->ep != EP_HEALTH && q->ep != EP_PAGE && s->o.api_key && !key_ok(s, c)) /* the page asks for the key */
         return serve_error(r, 401, NULL, "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)"), -1;
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl) {
@@ -203,6 +203,10 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
     serve_metrics_init(&s->metrics);
     sem_init(&s->compute, 0, (unsigned)o->parallel);
     if (!(s->queues = serve_queues_new(n_models))) return snprintf(err, n_err, "out of memory"), free(s), NULL;
+    if (!(s->scheds = serve_scheds_new(s))) {
+        serve_queues_free(s->queues, n_models), free(s);
+        return snprintf(err, n_err, "cannot start the completions' schedulers"), NULL;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
@@ -212,6 +216,7 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, n_err, "cannot listen on %s port %d: %s", o->host, o->port, errno ? strerror(errno) : "failed");
+        serve_scheds_free(s);
         sem_destroy(&s->compute);
         serve_queues_free(s->queues, n_models);
         free(s);
@@ -239,6 +244,7 @@ void serve_stop(serve *s) {
     }
     MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
+    serve_scheds_free(s);
     sem_destroy(&s->compute);
     serve_queues_free(s->queues, s->n_models);
     free(s);

@@ -6,7 +6,7 @@
 #include "serve.h"
 
 static const char *const EP_NAMES[EP_COUNT] = {"health", "metrics", "models", "embeddings", "completions",
-                                               "translations", "fill-mask", "other"};
+                                               "translations", "fill-mask", "classifications", "captions", "attention", "page", "other"};
 /* Latency buckets' upper bounds, seconds. */
 static const double BUCKETS[SERVE_N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
 
@@ -16,7 +16,8 @@ void serve_metrics_init(serve_metrics *s) {
 }
 
 static const char *const PATHS[EP_COUNT] = {"/health", "/metrics", "/v1/models", "/v1/embeddings",
-                                            "/v1/completions", "/v1/translations", "/v1/fill-mask", "other"};
+                                            "/v1/completions", "/v1/translations", "/v1/fill-mask",
+                                            "/v1/classifications", "/v1/captions", "/v1/attention", "/", "other"};
 
 const char *serve_endpoint_name(serve_endpoint ep) { return PATHS[ep]; }
 
@@ -47,6 +48,14 @@ void serve_metrics_tokens(serve_metrics *s, uint64_t prompt, uint64_t completion
 void serve_metrics_batch(serve_metrics *s, int requests) {
     pthread_mutex_lock(&s->mu);
     s->batches++, s->batched_requests += (uint64_t)requests;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void serve_metrics_step(serve_metrics *s, int rows) {
+    int b = 0; /* 1, 2, 3-4, 5-8, ..., 65+ */
+    while (b < 7 && rows > (1 << b)) b++;
+    pthread_mutex_lock(&s->mu);
+    s->steps++, s->step_rows += (uint64_t)rows, s->step_sizes[b]++;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -98,6 +107,23 @@ static void histograms(text *t, const serve_metrics *s) {
     }
 }
 
+/* Completion steps as a histogram of the completions each stepped (the batch sizes). */
+static void steps(text *t, const serve_metrics *s) {
+    put(t, "# HELP tformer_completion_step_rows Completions stepped together by each step of the decoder "
+           "(continuous batching).\n# TYPE tformer_completion_step_rows histogram\n");
+    uint64_t cum = 0;
+    for (int b = 0; b < 7; b++)
+        cum += s->step_sizes[b], put(t, "tformer_completion_step_rows_bucket{le=\"%d\"} %llu\n", 1 << b, (unsigned long long)cum);
+    cum += s->step_sizes[7];
+    put(t, "tformer_completion_step_rows_bucket{le=\"+Inf\"} %llu\ntformer_completion_step_rows_sum %llu\n"
+           "tformer_completion_step_rows_count %llu\n", (unsigned long long)cum, (unsigned long long)s->step_rows,
+        (unsigned long long)s->steps);
+    put(t, "# HELP tformer_completions_queued Completions waiting for a row (at most --max-queue).\n"
+           "# TYPE tformer_completions_queued gauge\ntformer_completions_queued %d\n"
+           "# HELP tformer_completions_running Completions being stepped (at most --max-rows a model).\n"
+           "# TYPE tformer_completions_running gauge\ntformer_completions_running %d\n", s->queued, s->stepping);
+}
+
 char *serve_metrics_text(serve_metrics *s) {
     text t = {malloc(4096), 0, 4096, 0};
     if (!t.buf) return NULL;
@@ -128,6 +154,7 @@ char *serve_metrics_text(serve_metrics *s) {
             "# TYPE tformer_requests_in_flight gauge\ntformer_requests_in_flight %d\n", s->in_flight);
     put(&t, "# HELP tformer_model_calls_running Model calls computing now (at most --parallel).\n"
             "# TYPE tformer_model_calls_running gauge\ntformer_model_calls_running %d\n", s->computing);
+    steps(&t, s);
     pthread_mutex_unlock(&s->mu);
     if (t.failed) return free(t.buf), NULL;
     return t.buf;

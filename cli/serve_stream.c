@@ -1,7 +1,8 @@
-/* A completion as server-sent events: a thread generates (tf_model_generate's pieces, each a
- * "data: {chunk}" event) into a buffer that libmicrohttpd's reader drains on the connection's
- * own thread; the last chunk carries finish_reason, then "data: [DONE]". A client that goes
- * away stops the generation at its next piece. */
+/* A completion as server-sent events: the model's scheduler steps it with the others
+ * (serve_sched.c) and each step's new text goes as a "data: {chunk}" event into a buffer that
+ * libmicrohttpd's reader drains on the connection's own thread; a thread waits for its end, then
+ * the last chunk carries finish_reason, then "data: [DONE]". A client that goes away ends the
+ * completion at the next step. */
 #include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,8 +21,8 @@ typedef struct {
     pthread_t thread;
     serve *s;
     const serve_model *sm;
-    char *prompt, *stop, id[48];
-    tf_generate_opts o;
+    serve_job job;       /* job.c: the completion */
+    char id[48];
     long long created;
     uint64_t pieces;
 } sse;
@@ -57,7 +58,8 @@ static void event(sse *e, cJSON *o) {
     free(t);
 }
 
-static cJSON *chunk(const sse *e, const char *text, size_t len, const char *finish) {
+/* A chunk of text; the logprobs kept since the last chunk go with it (taken). */
+static cJSON *chunk(sse *e, const char *text, size_t len, const char *finish) {
     cJSON *o = cJSON_CreateObject(), *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
     char *t = malloc(len + 1);
     if (!choices || !c || !t) return cJSON_Delete(o), cJSON_Delete(c), free(t), NULL;
@@ -69,40 +71,38 @@ static cJSON *chunk(const sse *e, const char *text, size_t len, const char *fini
     cJSON_AddStringToObject(c, "text", t);
     free(t);
     cJSON_AddNumberToObject(c, "index", 0);
-    cJSON_AddNullToObject(c, "logprobs");
+    if (e->job.logprobs) cJSON_AddItemToObject(c, "logprobs", e->job.logprobs), e->job.logprobs = NULL;
+    else cJSON_AddNullToObject(c, "logprobs");
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(choices, c);
     return o;
 }
 
-static int on_piece(void *user, const char *piece, size_t len) {
-    sse *e = user;
-    e->pieces++;
-    event(e, chunk(e, piece, len, NULL));
-    return e->cancel || e->failed_alloc;
+/* After each step (the scheduler's thread): its new text as an event. */
+static void on_step(serve_job *j) {
+    sse *e = j->user;
+    size_t len, added;
+    const char *text = tf_completion_text(j->c, &len, &added);
+    if (added) e->pieces++, event(e, chunk(e, text + len - added, added, NULL));
+    if (e->cancel || e->failed_alloc) j->cancel = 1;
 }
 
+/* The completion's end awaited (it was queued by serve_stream_start), then the last events. */
 static void *generate(void *arg) {
     sse *e = arg;
-    char *text = NULL;
-    size_t len = 0;
-    serve_compute_begin(e->s);
-    int rc = e->cancel ? 0 : tf_model_generate(e->sm->m, e->prompt, &e->o, e->stop, on_piece, e, &text, &len);
-    serve_compute_end(e->s);
-    if (rc) { /* the stream has begun (status 200): the error goes as an event in OpenAI's shape */
+    serve_job *j = &e->job;
+    serve_gen_wait(e->s, e->sm, &j, 1);
+    if (j->failed) { /* the stream has begun (status 200): the error goes as an event in OpenAI's shape */
         serve_reply r = {0};
-        serve_lib_error(&r, 400, e->sm->m, "model_error");
+        serve_msg_error(&r, 400, e->sm->m, "model_error", j->err);
         if (r.body) push(e, "data: ", 6), push(e, r.body, strlen(r.body)), push(e, "\n\n", 2);
         free(r.body);
     } else {
-        tf_ids ids = {0};
-        uint64_t k = tf_tokenizer_encode(tf_model_tokenizer(e->sm->m), text, len, &ids) ? 0 : ids.n;
-        tf_ids_free(&ids);
-        serve_metrics_tokens(&e->s->metrics, 0, k, 0);
-        event(e, chunk(e, "", 0, !e->stop && k >= (uint64_t)e->o.max_tokens ? "length" : "stop"));
+        int prompt_tokens, k = tf_completion_tokens(j->c, &prompt_tokens);
+        serve_metrics_tokens(&e->s->metrics, (uint64_t)prompt_tokens, (uint64_t)k, 0);
+        event(e, chunk(e, "", 0, tf_completion_finish(j->c)));
     }
-    free(text);
     push(e, "data: [DONE]\n\n", 14);
     pthread_mutex_lock(&e->mu);
     e->done = 1;
@@ -128,30 +128,36 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void release(void *cls) {
     sse *e = cls;
-    e->cancel = 1; /* a client gone: the generation stops at its next piece */
+    e->job.cancel = 1;
+    e->cancel = 1; /* a client gone: the completion ends at the next step */
     pthread_join(e->thread, NULL);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
-    free(e->buf), free(e->prompt), free(e->stop);
-    free(e);
+    tf_completion_free(e->job.c), cJSON_Delete(e->job.logprobs);
+    free(e->buf), free(e);
 }
 
-int serve_stream_start(serve *s, const serve_model *sm, const char *prompt, const tf_generate_opts *o,
-                       const char *stop, serve_reply *r) {
+int serve_stream_start(serve *s, const serve_model *sm, tf_completion *c, int top_logprobs, serve_reply *r) {
     static atomic_uint_fast64_t ids;
     sse *e = calloc(1, sizeof *e);
-    if (!e || !(e->prompt = strdup(prompt)) || (stop && !(e->stop = strdup(stop)))) {
-        if (e) free(e->prompt), free(e);
-        return serve_error(r, 500, NULL, NULL, "out of memory"), -1;
-    }
-    e->s = s, e->sm = sm, e->o = *o, e->created = (long long)time(NULL);
+    if (!e) return tf_completion_free(c), serve_error(r, 500, NULL, NULL, "out of memory"), -1;
+    e->s = s, e->sm = sm, e->created = (long long)time(NULL);
+    e->job = (serve_job){.c = c, .on_step = on_step, .user = e, .top_logprobs = top_logprobs};
     snprintf(e->id, sizeof e->id, "cmpl-s%llu", (unsigned long long)atomic_fetch_add(&ids, 1));
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
-    if (pthread_create(&e->thread, NULL, generate, e)) {
+    serve_job *j = &e->job;
+    int queued = !serve_gen_submit(s, sm, &j, 1); /* before the status is sent: a full queue is a 503 */
+    if (!queued || pthread_create(&e->thread, NULL, generate, e)) {
+        if (queued) { /* the scheduler lets it go */
+            j->cancel = 1;
+            serve_gen_wait(s, sm, &j, 1);
+        }
         pthread_mutex_destroy(&e->mu), pthread_cond_destroy(&e->cv);
-        free(e->prompt), free(e->stop), free(e);
-        return serve_error(r, 500, NULL, NULL, "cannot start a thread"), -1;
+        tf_completion_free(c), cJSON_Delete(j->logprobs), free(e->buf), free(e);
+        return queued ? serve_error(r, 500, NULL, NULL, "cannot start a thread")
+                      : serve_error(r, 503, NULL, "queue_full", "the queue of completions is full (--max-queue %d): "
+                                    "try again later", s->o.max_queue), -1;
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, e, release);
     if (!resp) return release(e), serve_error(r, 500, NULL, NULL, "out of memory"), -1;

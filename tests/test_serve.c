@@ -19,105 +19,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "serve_case.h"
 #include "test.h"
-
-#define ST_DIR "tests/fixtures_roberta_st/tiny_roberta_st"
-
-typedef struct {
-    pid_t pid;
-    int port, err_fd;
-} server;
-
-/* tformer serve ARGS --port 0 in a child; the port from its "listening on" line (30 s at most). */
-static int server_start(server *sv, const char *args) {
-    int fds[2];
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "exec %s serve --port 0 --threads 1 %s", test_tformer_bin(), args);
-    if (pipe(fds)) return -1;
-    sv->pid = fork();
-    if (sv->pid < 0) return -1;
-    if (!sv->pid) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(fds[1], 2), dup2(null, 1), close(fds[0]), close(fds[1]), close(null);
-        prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed check returns early: the server goes with the tests */
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    sv->err_fd = fds[0], sv->port = 0;
-    char log[8192] = "";
-    size_t n = 0;
-    for (int waited = 0; waited < 300 && !sv->port; waited++) {
-        struct pollfd p = {fds[0], POLLIN, 0};
-        if (poll(&p, 1, 100) <= 0) continue;
-        ssize_t k = read(fds[0], log + n, sizeof log - 1 - n);
-        if (k <= 0) break;
-        n += (size_t)k, log[n] = 0;
-        const char *at = strstr(log, "listening on http://127.0.0.1:");
-        if (at) sv->port = atoi(at + strlen("listening on http://127.0.0.1:"));
-    }
-    if (!sv->port) fprintf(stderr, "server did not start: %s\n", log), kill(sv->pid, SIGKILL), waitpid(sv->pid, NULL, 0);
-    return sv->port ? 0 : -1;
-}
-
-/* SIGTERM; the exit status (128 + signal when killed). */
-static int server_stop(server *sv) {
-    int st;
-    kill(sv->pid, SIGTERM);
-    waitpid(sv->pid, &st, 0);
-    close(sv->err_fd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-typedef struct {
-    char *p;
-    size_t n;
-} buf;
-
-static size_t on_data(char *d, size_t size, size_t k, void *user) {
-    buf *b = user;
-    size_t n = size * k;
-    char *p = realloc(b->p, b->n + n + 1);
-    if (!p) return 0;
-    memcpy(p + b->n, d, n), b->p = p, b->n += n, p[b->n] = 0;
-    return n;
-}
-
-/* METHOD path with body (NULL: GET) and key (NULL: none); the status, the reply in *out (malloc'd). */
-static long http(const server *sv, const char *path, const char *body, size_t len, const char *key, char **out) {
-    CURL *c = curl_easy_init();
-    char url[256], auth[256];
-    buf b = {calloc(1, 1), 0};
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", sv->port, path);
-    if (key) snprintf(auth, sizeof auth, "Authorization: Bearer %s", key), h = curl_slist_append(h, auth);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body), curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
-    long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    *out = b.p;
-    return status;
-}
-
-static long post(const server *sv, const char *path, const char *body, const char *key, char **out) {
-    return http(sv, path, body, strlen(body), key, out);
-}
-
-/* The reply is OpenAI's error shape. */
-static int is_error(const char *reply) {
-    cJSON *o = cJSON_Parse(reply), *e = cJSON_GetObjectItem(o, "error");
-    int ok = cJSON_IsString(cJSON_GetObjectItem(e, "message")) && cJSON_IsString(cJSON_GetObjectItem(e, "type")) &&
-             cJSON_GetObjectItem(e, "param") && cJSON_GetObjectItem(e, "code");
-    cJSON_Delete(o);
-    return ok;
-}
 
 /* ---------------------------------------------------------------- embeddings */
 
@@ -265,24 +168,6 @@ TEST(serve_survives_idle_and_slow_clients) {
 
 /* ---------------------------------------------------------------- completions */
 
-/* The text of the events of a stream (each "data: {...}"'s choices[0].text), and whether it ended with [DONE]. */
-static int stream_text(const char *reply, char *text, size_t n, int *events) {
-    size_t len = 0;
-    int done = 0;
-    *events = 0, text[0] = 0;
-    for (const char *p = strstr(reply, "data: "); p; p = strstr(p + 1, "data: ")) {
-        if (!strncmp(p, "data: [DONE]", 12)) done = 1;
-        const char *end = strstr(p, "\n\n");
-        char *one = end ? strndup(p + 6, (size_t)(end - p - 6)) : NULL;
-        cJSON *o = one && !done ? cJSON_Parse(one) : NULL;
-        const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "text");
-        if (cJSON_IsString(t) && len + strlen(t->valuestring) < n)
-            strcpy(text + len, t->valuestring), len += strlen(t->valuestring), ++*events;
-        cJSON_Delete(o), free(one);
-    }
-    return done;
-}
-
 static size_t hang_up(char *d, size_t size, size_t k, void *user) {
     (void)d, (void)size, (void)k, (void)user;
     return 0; /* libcurl aborts the transfer */
@@ -306,36 +191,6 @@ static int stream_and_hang_up(const server *sv) {
     return rc == CURLE_WRITE_ERROR ? 0 : -1;
 }
 
-typedef struct {
-    const server *sv;
-    const char *body;
-    long status;
-    char *reply;
-} call;
-
-static void *call_thread(void *arg) {
-    call *c = arg;
-    c->status = post(c->sv, "/v1/completions", c->body, "k3y", &c->reply);
-    return NULL;
-}
-
-/* A GPT trained here into dir and the CLI's continuation of "ab" with flags into text (its prompt
- * and newline taken off); 0 or -1. */
-static int gpt_and_cli_text(char *dir, size_t n_dir, const char *flags, char *text, size_t n) {
-    char cmd[512], out[4096];
-    if (!*dir) {
-        snprintf(dir, n_dir, "/tmp/tformer_serve_gpt_%d", (int)getpid());
-        snprintf(cmd, sizeof cmd, "train --data tests/data/unicode_stress.txt --tokenizer char --out %s --steps 6 "
-                 "--layers 1 --heads 2 --width 16 --context 16 --batch 4 --eval-every 3 --eval-batches 2", dir);
-        if (test_run_cli("", cmd, out, sizeof out)) return fprintf(stderr, "%s\n", out), -1;
-    }
-    snprintf(cmd, sizeof cmd, "generate --model %s --prompt ab %s", dir, flags);
-    if (test_run_cli("", cmd, out, sizeof out) || strncmp(out, "ab", 2) || strlen(out) < 3) return -1;
-    size_t k = strlen(out) - 3; /* without "ab" and the newline */
-    if (k >= n) return -1;
-    memcpy(text, out + 2, k), text[k] = 0;
-    return 0;
-}
 
 /* POST body to /v1/completions: 0 when choices[0].text is want. */
 static int completion_is(const server *sv, const char *body, const char *want) {
@@ -414,16 +269,18 @@ TEST(serve_completions_refuse_share_and_shut_down) {
           strstr(r, "cannot embed"));
     free(r);
     enum { N = 8 };
-    call calls[N];
+    serve_call calls[N];
     pthread_t th[N];
     const char *greedy = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":10,\"temperature\":0}";
-    for (int i = 0; i < N; i++) calls[i] = (call){&g_gpt, greedy, 0, NULL}, pthread_create(&th[i], NULL, call_thread, &calls[i]);
+    for (int i = 0; i < N; i++) calls[i] = (serve_call){.sv = &g_gpt, .path = "/v1/completions", .key = "k3y", .body = greedy},
+        pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int same = 0;
     for (int i = 0; i < N; i++) same += calls[i].status == 200 && strstr(calls[i].reply, cli), free(calls[i].reply);
     CHECKF(same == N, "%d of %d clients got the greedy text", same, N);
     const char *slow = "{\"model\":\"gpt\",\"prompt\":\"ab\",\"max_tokens\":512,\"temperature\":0}";
-    for (int i = 0; i < N; i++) calls[i] = (call){&g_gpt, slow, 0, NULL}, pthread_create(&th[i], NULL, call_thread, &calls[i]);
+    for (int i = 0; i < N; i++) calls[i] = (serve_call){.sv = &g_gpt, .path = "/v1/completions", .key = "k3y", .body = slow},
+        pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     nanosleep(&(struct timespec){0, 100000000}, NULL); /* the requests are in flight */
     int rc = server_stop(&g_gpt), done = 0;
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
@@ -487,18 +344,6 @@ TEST(serve_translates_as_the_cli) {
     test_rm_rf(dir);
 }
 
-typedef struct {
-    const server *sv;
-    char body[256];
-    long status;
-    char *reply;
-} embed_call;
-
-static void *embed_thread(void *arg) {
-    embed_call *c = arg;
-    c->status = post(c->sv, "/v1/embeddings", c->body, NULL, &c->reply);
-    return NULL;
-}
 
 /* The embedding's floats of a reply (base64), how many. */
 static int reply_floats(const char *reply, float *out, int max) {
@@ -519,20 +364,20 @@ TEST(serve_batches_embeddings) {
     CHECK(!server_start(&sv, "--model st=" ST_DIR " --max-batch 16 --batch-window 20000"));
     enum { N = 16 };
     static const char *const WORDS[] = {"cat", "dog", "a much longer sentence with many words in it", "x"};
-    embed_call calls[N];
+    serve_call calls[N];
     pthread_t th[N];
     for (int i = 0; i < N; i++) {
-        calls[i] = (embed_call){&sv, "", 0, NULL};
-        snprintf(calls[i].body, sizeof calls[i].body, "{\"model\":\"st\",\"input\":[\"%s %d\"%s],\"encoding_format\":\"base64\"}",
+        calls[i] = (serve_call){.sv = &sv, .path = "/v1/embeddings"};
+        snprintf(calls[i].text, sizeof calls[i].text, "{\"model\":\"st\",\"input\":[\"%s %d\"%s],\"encoding_format\":\"base64\"}",
                  WORDS[i % 4], i, i % 3 ? "" : ",\"and a second text\"");
-        pthread_create(&th[i], NULL, embed_thread, &calls[i]);
+        pthread_create(&th[i], NULL, serve_call_thread, &calls[i]);
     }
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     int close_enough = 0;
     for (int i = 0; i < N; i++) {
         char *alone;
         float a[512], b[512];
-        long st = post(&sv, "/v1/embeddings", calls[i].body, NULL, &alone);
+        long st = post(&sv, "/v1/embeddings", calls[i].text, NULL, &alone);
         int na = reply_floats(alone, a, 512), nb = calls[i].status == 200 ? reply_floats(calls[i].reply, b, 512) : -1;
         double worst = 0;
         for (int k = 0; k < na && na == nb; k++) worst = fmax(worst, fabs(a[k] - b[k]));

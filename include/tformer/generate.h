@@ -120,6 +120,37 @@ TF_API int tf_generate(tf_decoder *d, const int32_t *prompt, int n_prompt, const
 TF_API int tf_generate_rows(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
                             const int *max_tokens, tf_ids *outs, double *scores);
 
+/* ---------------------------------------------------------------- one token at a time */
+
+/* A sampled continuation (beam 0) stepped one token at a time: what tf_generate does, its draws
+ * and its window past the capacity included, so that a caller can step many sequences together
+ * (a server's continuous batching), start one between any two steps and end one at any step.
+ * Each sequence's ids are the ones tf_generate gives it alone, whatever else is stepped with it
+ * (tested: model_completions_match_generate). The sequence borrows d: a fresh one-row decoder that
+ * it alone steps and that outlives it. */
+typedef struct tf_gen_seq tf_gen_seq;
+/* tf_generate's checks of the arguments (beam must be 0); NULL with a message. */
+TF_API tf_gen_seq *tf_gen_seq_new(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o);
+TF_API void tf_gen_seq_free(tf_gen_seq *s);
+/* One step of each sequence not done: its decoder fed (the prompt at its first step, then its
+ * last id) and its next id chosen. -1 on error: seqs[*bad] (bad may be NULL) failed, those
+ * before it took this step, those after it did not. */
+TF_API int tf_gen_seqs_step(tf_gen_seq *const *seqs, int n, int *bad);
+/* The id the last step chose, or -1 when it chose none (the sequence was done, or ended at
+ * max_tokens 0 or at a capacity it cannot slide past); *logprob (when not NULL) its
+ * log-probability under the model (log-softmax of its logits, before any processor). */
+TF_API int32_t tf_gen_seq_last(const tf_gen_seq *s, double *logprob);
+/* The last step's logits as the model gave them (vocab_size floats) and their log-sum-exp
+ * (their log-softmax: logits - lse), or NULL when it chose no id. Valid until the next step. */
+TF_API const float *tf_gen_seq_logits(const tf_gen_seq *s, float *lse);
+/* 1 once the sequence has ended: eos, max_tokens, its capacity, or tf_gen_seq_end. */
+TF_API int tf_gen_seq_done(const tf_gen_seq *s);
+/* End it now (a stop string seen, a client gone): later steps skip it. */
+TF_API void tf_gen_seq_end(tf_gen_seq *s);
+/* Ids chosen so far, and the sum of their log-probabilities. */
+TF_API int tf_gen_seq_steps(const tf_gen_seq *s);
+TF_API double tf_gen_seq_score(const tf_gen_seq *s);
+
 /* ---------------------------------------------------------------- translation */
 
 /* An encoder-decoder of any family (the Transformer, the RNN baseline, a

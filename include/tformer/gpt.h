@@ -74,6 +74,7 @@ typedef struct {
     tf_tensor *token_type_ids; /* (B,T) I32, embedded with the token table (as GPT-2 does) */
     tf_tensor *targets;        /* (B,T) I32 next tokens (-1 = ignore): the loss */
     tf_kv_cache *cache;        /* past_key_values: the positions before these (attention_mask then covers both) */
+    int output_attentions;     /* fill outputs.attentions (the scores are then materialised, not fused) */
 } tf_gpt_inputs;
 
 /* Its outputs, named as Hugging Face's output fields; NULL when not asked for. */
@@ -81,6 +82,8 @@ typedef struct {
     tf_tensor *last_hidden_state; /* (B,T,d_model), after the final LayerNorm */
     tf_tensor *logits;            /* (B,T,V) */
     tf_tensor *loss;              /* scalar, with targets */
+    tf_tensor **attentions;       /* with output_attentions: n_layer tensors (B,H,T,S), each layer's attention
+                                   * probabilities over the S positions held (the cache's, then these) */
 } tf_gpt_outputs;
 
 /* One forward pass; 0, or -1 with a message. A query at a padded position

@@ -115,6 +115,15 @@ typedef struct {
     int grid;         /* the grid's side (cells a row) */
 } tf_caption_result;
 
+/* ---------------------------------------------------------------- a text's attention */
+
+/* Each layer's and head's self-attention over a text's ids (tf_model_text_attention). */
+typedef struct {
+    int n_layer, n_head, n; /* n ids */
+    int32_t *ids;           /* (n), malloc'd */
+    float *probs;           /* (n_layer, n_head, n, n), malloc'd: row i, the query at id i; column j, the key */
+} tf_text_attention;
+
 /* ---------------------------------------------------------------- the registry */
 
 typedef struct tf_family tf_family;
@@ -181,6 +190,13 @@ struct tf_family {
      * token), each new id through on_token, all of them appended to out. */
     int (*generate)(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
                     const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out);
+    /* Generate one token at a time (tf_model_completion_new): a fresh one-row decoder for a prompt of
+     * n_prompt ids and up to max_tokens new ones, sized as generate sizes its own, and *eos_id the
+     * family's end token (NULL: the family generates through generate only). */
+    tf_decoder *(*decoder)(const void *model, tf_tokenizer *tok, int n_prompt, int max_tokens, int32_t *eos_id);
+    /* A text's self-attention: the ids (their first ones when they pass the context; a->n says how
+     * many) through the model, each layer's and head's probabilities into a (malloc'd). NULL: none. */
+    int (*text_attention)(const void *model, const int32_t *ids, int n, tf_text_attention *a);
     /* Caption: one image (channels, size, size; image_shape) in [0,1] -> r, searched with o
      * (beam >= 1, or greedy with temperature 0; eos_id and max_tokens the family's when -1 / 0). */
     int (*caption)(const void *model, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
@@ -279,6 +295,45 @@ TF_API void tf_fill_mask_result_free(tf_fill_mask_result *r);
 typedef int (*tf_text_fn)(void *user, const char *piece, size_t len);
 TF_API int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
                              tf_text_fn on_text, void *user, char **text, size_t *len);
+
+/* TF_CAP_GENERATE one token at a time: a prompt's completion that a caller steps together with
+ * others (tf_model_completions_step: a server's continuous batching), starting one between any
+ * two steps and ending one at any step. Its ids, text and pieces are tf_model_generate's for the
+ * same prompt, options and stop string, whatever else is stepped with it (tested:
+ * model_completions_match_generate). o: sampling (beam 0; temperature 0: greedy); stops: up to
+ * TF_MAX_STOPS strings (NULL or "" ones ignored), the text ending before the first occurrence of
+ * any of them. An error (NULL) names the cause: a model without the capability or whose family
+ * does not step (its generate only), a prompt past the context, options out of range. */
+#define TF_MAX_STOPS 4
+typedef struct tf_completion tf_completion;
+TF_API tf_completion *tf_model_completion_new(const tf_model *m, const char *prompt, const tf_generate_opts *o,
+                                              const char *const *stops, int n_stops);
+TF_API void tf_completion_free(tf_completion *c);
+/* One step of each completion not done (tf_gen_seqs_step), then its text. -1 on error: c[*bad]
+ * (bad may be NULL) failed (tf_error() says why), those before it took this step, those after
+ * it did not; the caller drops the bad one and steps the others again. */
+TF_API int tf_model_completions_step(tf_completion *const *c, int n, int *bad);
+TF_API int tf_completion_done(const tf_completion *c);
+/* End it now (a client gone): later steps skip it; its finish reason is "stop". */
+TF_API void tf_completion_end(tf_completion *c);
+/* The text so far (the continuation, cut at a stop string; NUL-ended), *len its bytes and
+ * *added (when not NULL) the bytes at its end that the last step added: the piece to stream. */
+TF_API const char *tf_completion_text(const tf_completion *c, size_t *len, size_t *added);
+/* The last step's id (-1: none) and its log-probability; its logits as the model gave them
+ * (*vocab of them; NULL when no id) and their log-sum-exp: for the likeliest alternatives. */
+TF_API int32_t tf_completion_last(const tf_completion *c, double *logprob);
+TF_API const float *tf_completion_logits(const tf_completion *c, float *lse, int *vocab);
+/* Ids generated so far; *prompt_tokens (when not NULL) the prompt's ids. */
+TF_API int tf_completion_tokens(const tf_completion *c, int *prompt_tokens);
+/* Why it ended: "stop" (the end token, a stop string, tf_completion_end) or "length" (max_tokens,
+ * or a context it cannot slide past); NULL while it runs. */
+TF_API const char *tf_completion_finish(const tf_completion *c);
+
+/* A text's self-attention, each layer and head (a language model's: causal): the tokenizer's ids
+ * (the first ones that fit the context), as the model attends while it reads them. An error names
+ * the family when it exposes none. Free a with tf_text_attention_free. */
+TF_API int tf_model_text_attention(const tf_model *m, const char *text, tf_text_attention *a);
+TF_API void tf_text_attention_free(tf_text_attention *a);
 
 /* TF_CAP_CAPTION: one image (tf_model_image_shape's channels, size, size) in [0,1] -> its caption
  * (o: tf_generate_opts_default() and changes, NULL: greedy); free r with tf_caption_result_free. */

@@ -1,6 +1,7 @@
 """tformer serve against the real `openai` Python client (PyPI): models.list, embeddings.create
 (float and base64) and completions.create (plain and stream=True), each compared with what the
-CLI prints for the same input (`tformer embed`, `tformer generate`). Loopback only.
+CLI prints for the same input (`tformer embed`, `tformer generate`); logprobs, stop lists, n,
+and 16 clients at once (continuous batching) each getting their answer alone. Loopback only.
 
     python3 tests/ref/serve_openai.py [--tformer build/tformer]     (make serve-openai)
 
@@ -69,6 +70,31 @@ def check_completions(client, tformer, gpt_dir):
           % (want, seeded))
 
 
+def check_batched(client):
+    """logprobs and a stop list through the client's types; 16 threads at once equal one at a time."""
+    got = client.completions.create(model="gpt", prompt="ab", max_tokens=8, temperature=0, logprobs=2)
+    lp = got.choices[0].logprobs
+    assert "".join(lp.tokens) == got.choices[0].text and len(lp.token_logprobs) == 8, lp
+    assert all(v <= 0 for v in lp.token_logprobs) and all(1 <= len(t) <= 2 for t in lp.top_logprobs), lp
+    assert all(max(t.values()) == v for t, v in zip(lp.top_logprobs, lp.token_logprobs)), lp  # greedy: the likeliest
+    assert lp.text_offset == [sum(len(t) for t in lp.tokens[:i]) for i in range(8)], lp
+    full = client.completions.create(model="gpt", prompt="ab", max_tokens=12, temperature=0.9, seed=3).choices[0].text
+    stops = [full[4:6], full[2], "\u00a7never"]
+    cut = min(full.find(s) for s in stops if s and s in full)
+    got = client.completions.create(model="gpt", prompt="ab", max_tokens=12, temperature=0.9, seed=3, stop=stops)
+    assert got.choices[0].text == full[:cut] and got.choices[0].finish_reason == "stop", (got, full, stops)
+    reqs = [dict(model="gpt", prompt=["ab", "x", "hello"][i % 3], max_tokens=5 + i, temperature=0.1 * (i % 4),
+                 seed=i, n=1 + i % 2, top_p=0.9) for i in range(16)]
+    alone = [client.completions.create(**r) for r in reqs]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(16) as pool:
+        together = list(pool.map(lambda r: client.completions.create(**r), reqs))
+    for a, t in zip(alone, together):
+        assert [(c.text, c.finish_reason) for c in a.choices] == [(c.text, c.finish_reason) for c in t.choices], (a, t)
+        assert a.usage == t.usage, (a.usage, t.usage)
+    print("serve_openai: logprobs, stop lists, and 16 clients at once equal to one at a time")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tformer", default=os.environ.get("TFORMER_BIN", "build/tformer"))
@@ -91,6 +117,7 @@ def main():
         print("serve_openai: models.list:", ids)
         check_embeddings(client, a.tformer)
         check_completions(client, a.tformer, gpt_dir)
+        check_batched(client)
         try:
             client.embeddings.create(model="gpt", input="ab")
             raise AssertionError("a GPT embedded")

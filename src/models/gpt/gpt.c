@@ -109,7 +109,7 @@ static int check_ids(const tf_tensor *t, const char *name, int64_t B, int64_t T)
 }
 
 /* The blocks' output (B,T,C) after the final LayerNorm. */
-static tf_tensor *hidden(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in) {
+static tf_tensor *hidden(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_tensor **attentions) {
     const tf_gpt_config *c = &m->cfg;
     tf_tensor *ids = in->input_ids;
     int64_t B = ids->shape[0], T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
@@ -128,6 +128,7 @@ static tf_tensor *hidden(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in) 
     tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL, .cache = in->cache};
     for (int i = 0; i < c->n_layer; i++) {
         args.layer = i;
+        args.self_probs = attentions ? &attentions[i] : NULL;
         x = tf_block_forward(ctx, &m->h[i], &m->block, x, &args);
     }
     if (c->norm_first) x = tf_layer_norm_forward(ctx, &m->ln_f, x);
@@ -145,7 +146,10 @@ int tf_gpt_run(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_gpt_out
     tf_tensor *ids = in->input_ids;
     memset(out, 0, sizeof *out);
     if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("gpt: input_ids must be I32 (B,T)");
-    if (!(out->last_hidden_state = hidden(ctx, m, in))) return -1;
+    if (in->output_attentions &&
+        !(out->attentions = tf_ctx_alloc(ctx, (size_t)m->cfg.n_layer * sizeof *out->attentions)))
+        return -1;
+    if (!(out->last_hidden_state = hidden(ctx, m, in, out->attentions))) return -1;
     if (!m->has_head && !in->targets) return 0;
     out->logits = head(ctx, m, out->last_hidden_state);
     if (out->logits && in->targets) out->loss = tf_cross_entropy(ctx, out->logits, in->targets, -1, 0.0f);
@@ -173,7 +177,7 @@ int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const i
     if (!ids) return -1;
     memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
     tf_gpt_inputs in = {.input_ids = ids, .cache = cache};
-    tf_tensor *h = hidden(ctx, m, &in);
+    tf_tensor *h = hidden(ctx, m, &in, NULL);
     tf_tensor *y = head(ctx, m, tf_narrow(ctx, h, 1, n - 1, 1));  // y: (1,1,V)
     if (!y) return -1;
     int out = m->cfg.vocab_size - !m->cfg.predict_last; /* the start token without a logit: -inf */

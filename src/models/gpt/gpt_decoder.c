@@ -60,12 +60,17 @@ tf_decoder *tf_gpt_decoder_new(const tf_gpt *m, int capacity) {
     return &g->base;
 }
 
+tf_decoder *tf_gpt_decoder_for(const tf_gpt *m, int n_prompt, int max_tokens) {
+    int64_t want = (int64_t)n_prompt + (max_tokens > 0 ? max_tokens : 0);
+    if (n_prompt > m->cfg.context)
+        return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt, m->cfg.context),
+               NULL;
+    return tf_gpt_decoder_new(m, want < m->cfg.context ? (int)(want > 0 ? want : 1) : m->cfg.context);
+}
+
 int tf_gpt_generate(const tf_gpt *m, const int32_t *prompt, int n_prompt, const tf_generate_opts *o,
                     tf_token_fn on_token, void *user, tf_ids *out, double *score) {
-    int64_t want = (int64_t)n_prompt + (o->max_tokens > 0 ? o->max_tokens : 0);
-    if (n_prompt > m->cfg.context)
-        return tf_set_error("generate: the prompt has %d tokens, more than the context of %d", n_prompt, m->cfg.context);
-    tf_decoder *d = tf_gpt_decoder_new(m, want < m->cfg.context ? (int)(want > 0 ? want : 1) : m->cfg.context);
+    tf_decoder *d = tf_gpt_decoder_for(m, n_prompt, o->max_tokens);
     if (!d) return -1;
     int rc = tf_generate(d, prompt, n_prompt, o, on_token, user, out, score);
     tf_decoder_free(d);

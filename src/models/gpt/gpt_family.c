@@ -1,11 +1,14 @@
 /* The GPT family's registry rows (tformer/model.h): the GPT on text, and
  * ImageGPT, a GPT on colour tokens. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "../../core/core_internal.h"
 #include "../../util/util.h"
 #include "../family.h"
 #include "../hf_run.h"
-#include "tformer/gpt.h"
+#include "gpt_internal.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
@@ -133,15 +136,56 @@ static unsigned gpt2_caps(const void *model) {
 }
 
 /* GPT-2's end of text ends a sequence; every id the model can emit must have a text. */
-static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
-                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out) {
-    const tf_gpt *m = model;
+static int gpt2_checks(const tf_gpt *m, tf_tokenizer *tok) {
     if (tf_tokenizer_vocab_size(tok) != m->cfg.vocab_size)
         return tf_set_error("generate: the tokenizer has %d tokens, the model %d (every id needs a text, every "
                             "token an id)", (int)tf_tokenizer_vocab_size(tok), m->cfg.vocab_size);
+    return 0;
+}
+
+static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
+                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out) {
+    const tf_gpt *m = model;
+    if (gpt2_checks(m, tok)) return -1;
     tf_generate_opts g = *o;
     g.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
     return tf_gpt_generate(m, prompt, n_prompt, &g, on_token, user, out, NULL);
+}
+
+static tf_decoder *gpt2_decoder(const void *model, tf_tokenizer *tok, int n_prompt, int max_tokens, int32_t *eos_id) {
+    const tf_gpt *m = model;
+    if (gpt2_checks(m, tok)) return NULL;
+    *eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
+    return tf_gpt_decoder_for(m, n_prompt, max_tokens);
+}
+
+/* The first context ids through the model, each layer's attention (1,H,n,n) copied out. */
+static int gpt2_text_attention(const void *model, const int32_t *ids, int n, tf_text_attention *a) {
+    const tf_gpt *m = model;
+    const tf_gpt_config *c = &m->cfg;
+    n = n < c->context ? n : c->context;
+    size_t per = (size_t)c->n_head * (size_t)n * (size_t)n, total;
+    if (!tf_mul_size(per, (size_t)c->n_layer, &total) || !tf_mul_size(total, sizeof(float), &total))
+        return tf_set_error("attention: %d ids are too many", n);
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_tensor *t = ctx ? tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0) : NULL;
+    a->ids = malloc((size_t)n * sizeof *a->ids), a->probs = malloc(total);
+    int rc = t && a->ids && a->probs ? 0 : tf_set_error("attention: out of memory");
+    tf_gpt_outputs out;
+    if (!rc) {
+        tf_ctx_set_grad(ctx, 0);
+        memcpy(t->data, ids, (size_t)n * sizeof *ids), memcpy(a->ids, ids, (size_t)n * sizeof *ids);
+        rc = tf_gpt_run(ctx, m, &(tf_gpt_inputs){.input_ids = t, .output_attentions = 1}, &out);
+    }
+    for (int l = 0; !rc && l < c->n_layer; l++) {
+        if (!out.attentions[l] || tf_numel(out.attentions[l]) != (int64_t)per)
+            rc = tf_set_error("attention: layer %d's attention was not kept", l);
+        else
+            memcpy(a->probs + (size_t)l * per, tf_f32(out.attentions[l]), per * sizeof(float));
+    }
+    a->n_layer = c->n_layer, a->n_head = c->n_head, a->n = n;
+    tf_ctx_free(ctx);
+    return rc;
 }
 
 static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
@@ -172,6 +216,8 @@ const tf_family tf_family_gpt = {
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
     .task_defaults = gpt_defaults, .task_new = gpt_task,
     .generate = gpt2_generate,
+    .decoder = gpt2_decoder,
+    .text_attention = gpt2_text_attention,
 };
 
 static void imagegpt_defaults(void *cfg, tf_train_config *train) {

@@ -14,5 +14,8 @@ int tf_gpt_config_from_hf(const cJSON *root, const char *path, tf_gpt_config *c,
 /* Feed n tokens through the cache; logits (V) of the position after them. */
 int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const int32_t *tokens, int n,
                        float *logits);
+/* A fresh decoder for a prompt of n_prompt ids and max_tokens new ones: their positions, at most
+ * the context (sampling slides a window past it); an error when the prompt is past the context. */
+tf_decoder *tf_gpt_decoder_for(const tf_gpt *m, int n_prompt, int max_tokens);
 
 #endif
