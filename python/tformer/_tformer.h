@@ -1,5 +1,5 @@
-/* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, run;
- * _text.c: fill-mask, generate, translate). */
+/* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, caption, run;
+ * _text.c: fill-mask, generate, translate; _tokenizer.c: the tokenizer; _train.c: train). */
 #ifndef TFORMER_PY_H
 #define TFORMER_PY_H
 
@@ -33,5 +33,9 @@ PyObject *model_fill_mask(Model *self, PyObject *args);
 PyObject *model_generate_defaults(Model *self, PyObject *unused);
 PyObject *model_generate(Model *self, PyObject *args);
 PyObject *model_translate(Model *self, PyObject *args);
+
+/* tformer._tformer.TokenizerHandle (_tokenizer.c) and train (_train.c). */
+extern PyTypeObject TokenizerType;
+PyObject *module_train(PyObject *mod, PyObject *args);
 
 #endif
