@@ -5,6 +5,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 
 import numpy as np
@@ -56,20 +57,33 @@ def test_train_interrupted_then_resumed_equals_one_run(tmp_path):
     assert _read(tmp_path / "cut" / "model.safetensors") == _read(tmp_path / "whole" / "model.safetensors")
 
 
-def test_train_stops_on_ctrl_c(tmp_path):
-    """A real SIGINT while the library trains (the GIL released): KeyboardInterrupt, the checkpoint written."""
+@pytest.mark.parametrize("callback", [True, False])
+def test_train_stops_on_ctrl_c(tmp_path, callback):
+    """A real SIGINT while the library trains (the GIL released): KeyboardInterrupt, the checkpoint written; with a
+    Python callback (its frame runs the handler) and without one (the report runs Python's signal handlers)."""
     out = tmp_path / "run"
-    code = (f"import sys, tformer\n"
+    code = (f"import sys, time, tformer\n"
             f"def tick(r):\n    print(r['step'], flush=True)\n"
+            f"print('start', flush=True)\n"
             f"tformer.train('gpt', {str(out)!r}, data={DATA!r}, steps=100000, layers=1, heads=2, width=16, context=16,"
-            f" batch=4, eval_every=100000, eval_batches=1, checkpoint_every=100000, progress=tick)\n")
+            f" batch=4, eval_every=100000, eval_batches=1, checkpoint_every=100000,"
+            f" progress={'tick' if callback else 'None'})\n")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "1"
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=120)
+    try:
+        assert p.stdout.readline().strip() == "start"
+        if callback:
+            assert p.stdout.readline().strip() == "1"
+        else:
+            time.sleep(1.5)  # in the library by then: making the task takes milliseconds
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
     assert p.returncode != 0 and "KeyboardInterrupt" in err, err
-    assert os.path.exists(out / "checkpoint.safetensors")
     assert _read(out / "checkpoint.safetensors")[:8]  # written whole (tf_train writes it atomically)
+    with open(out / "losses.csv", encoding="utf-8") as f:
+        steps = int(f.read().splitlines()[-1].split(",")[0])
+    assert 1 <= steps < 100000  # stopped early, not at the end of the run
 
 
 def test_train_errors(tmp_path):
