@@ -282,11 +282,13 @@ static PyObject *model_read_png(Model *self, PyObject *arg) {
     return res;
 }
 
-/* A C-contiguous float32 (n, C, S, S) view of obj for this model, or -1 with InputError. */
-static int pixels_view(Model *self, PyObject *obj, Py_buffer *v, int64_t *n, const char *what) {
-    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) return -1;
-    int c, s, l;
-    tf_model_image_shape(self->m, &c, &s, &l);
+/* For a model with cap: a C-contiguous float32 (n, C, S, S) view of obj, *per = C * S * S and *labels; or -1 with
+ * CapabilityError or InputError (what: the method, for messages). */
+static int pixels_view(Model *self, PyObject *obj, unsigned cap, const char *what, Py_buffer *v, int64_t *n,
+                       size_t *per, int *labels) {
+    if (model_require(self, cap) || PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) return -1;
+    int c, s;
+    tf_model_image_shape(self->m, &c, &s, labels);
     int ok = v->format && !strcmp(v->format, "f") && v->ndim == 4 && v->shape[1] == c && v->shape[2] == s &&
              v->shape[3] == s;
     if (!ok) {
@@ -294,19 +296,18 @@ static int pixels_view(Model *self, PyObject *obj, Py_buffer *v, int64_t *n, con
         PyErr_Format(InputError, "%s(): pixels must be float32 (n, %d, %d, %d)", what, c, s, s);
         return -1;
     }
-    *n = v->shape[0];
+    *n = v->shape[0], *per = (size_t)c * (size_t)s * (size_t)s;
     return 0;
 }
 
 /* _image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels). */
 static PyObject *model_image_logits(Model *self, PyObject *arg) {
-    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
     Py_buffer v;
     int64_t n;
-    if (pixels_view(self, arg, &v, &n, "classify")) return NULL;
-    int c, s, l, rc = 0;
-    tf_model_image_shape(self->m, &c, &s, &l);
-    size_t per = (size_t)c * (size_t)s * (size_t)s, rows = n > 0 ? (size_t)n : 1;
+    size_t per;
+    int l, rc = 0;
+    if (pixels_view(self, arg, TF_CAP_CLASSIFY_IMAGE, "classify", &v, &n, &per, &l)) return NULL;
+    size_t rows = n > 0 ? (size_t)n : 1;
     float *logits = rows <= SIZE_MAX / sizeof(float) / (size_t)(l > 0 ? l : 1) ? malloc(rows * (size_t)l * sizeof(float))
                                                                                 : NULL;
     if (!logits) return PyBuffer_Release(&v), PyErr_NoMemory();
@@ -349,13 +350,11 @@ static PyObject *model_caption(Model *self, PyObject *args) {
     PyObject *pixels;
     int beam, max_tokens;
     if (!PyArg_ParseTuple(args, "Oii", &pixels, &beam, &max_tokens)) return NULL;
-    if (model_require(self, TF_CAP_CAPTION)) return NULL;
     Py_buffer v;
     int64_t n;
-    if (pixels_view(self, pixels, &v, &n, "caption")) return NULL;
-    int c, s, l, rc = 0;
-    tf_model_image_shape(self->m, &c, &s, &l);
-    size_t per = (size_t)c * (size_t)s * (size_t)s;
+    size_t per;
+    int l, rc = 0;
+    if (pixels_view(self, pixels, TF_CAP_CAPTION, "caption", &v, &n, &per, &l)) return NULL;
     tf_generate_opts o = tf_generate_opts_default();
     o.temperature = 0, o.eos_id = -1, o.max_tokens = max_tokens, o.beam = beam > 1 ? beam : 0;
     PyObject *list = PyList_New((Py_ssize_t)n);
