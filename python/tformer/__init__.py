@@ -22,10 +22,11 @@ import numpy as np
 from . import _safetensors
 from ._tformer import CapabilityError, Error, Handle, InputError, ModelNotFoundError, kernels, set_threads
 from ._tok import Tokenizer
+from ._streams import Stream
 from ._st import SentenceTransformer
 from ._training import train
 
-__all__ = ["load", "Model", "Tokenizer", "SentenceTransformer", "train", "Error", "ModelNotFoundError",
+__all__ = ["load", "Model", "Tokenizer", "SentenceTransformer", "Stream", "train", "Error", "ModelNotFoundError",
            "CapabilityError", "InputError", "set_threads", "kernels"]
 
 _POOLINGS = {"mean": 0, "cls": 1, "max": 2}
@@ -328,6 +329,18 @@ class Model:
             maps = None if att is None else np.asarray(att).reshape(len(words) + 1, grid, grid)
             out.append({"text": text, "words": words, "attention": maps})
         return out
+
+    def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:
+        """A continual model (``tformer train --arch continual``) on a stream, as ``tformer stream``.
+
+        With ``step_inputs`` (feature vectors (n, d_model), or ids / a str for a model of tokens): a
+        fresh stream through them, the outputs of the steps that complete a window, (k, d_model) or
+        (k, labels) logits. Without: a :class:`Stream` whose ``feed()`` continues its state from call
+        to call. ``window`` replaces the model's (``--window``).
+        """
+        self._h.require("stream")
+        s = Stream(self.path, window)
+        return s if step_inputs is None else s.feed(step_inputs)
 
     @property
     def tokenizer(self) -> "Tokenizer":

@@ -110,9 +110,29 @@ class Model:
         attention: bool = False,
     ) -> List[Any]:
         """A caption (str) per image, as `tformer caption`; with attention=True a Caption dict per image."""
+    def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:
+        """A continual model on a stream: the outputs of step_inputs, or a Stream when none are given."""
     @property
     def tokenizer(self) -> Tokenizer:
         """The folder's tokenizer."""
+
+class Stream:
+    """A continual model in step mode, its state kept between feed() calls."""
+
+    path: str
+    d_model: int
+    window: int
+    vocab_size: int
+    labels: Optional[List[str]]
+    def __init__(self, path: str, window: Optional[int] = None) -> None: ...
+    @property
+    def steps(self) -> int: ...
+    def ids(self, text: str) -> List[int]:
+        """A model of tokens: text's ids."""
+    def feed(self, step_inputs: Union[str, npt.NDArray[Any], List[Any]]) -> npt.NDArray[np.float32]:
+        """(k, d_model) outputs, or (k, labels) logits, of the steps that complete a window."""
+    def classify(self, logits: npt.NDArray[Any]) -> List[Dict[str, Any]]:
+        """{label, score} per row of a classifier's logits."""
 
 class Caption(TypedDict):
     text: str

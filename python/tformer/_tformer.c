@@ -66,8 +66,7 @@ static PyTypeObject BufferType = {
     .tp_doc = "A float32 array the library allocated, exported by the buffer protocol and freed with the last view.",
 };
 
-/* A Buffer owning data (rows, cols) floats; data is freed on failure too. */
-static PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
+PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
     Buffer *b = PyObject_New(Buffer, &BufferType);
     if (!b) return free(data), NULL;
     b->data = data, b->ndim = 2;
@@ -471,7 +470,7 @@ static PyObject *add_error(PyObject *mod, const char *name, const char *doc, PyO
 }
 
 PyMODINIT_FUNC PyInit__tformer(void) {
-    if (PyType_Ready(&BufferType) || PyType_Ready(&ModelType) || PyType_Ready(&TokenizerType)) return NULL;
+    if (PyType_Ready(&BufferType) || PyType_Ready(&ModelType) || PyType_Ready(&TokenizerType) || PyType_Ready(&StreamType)) return NULL;
     PyObject *mod = PyModule_Create(&module_def);
     if (!mod) return NULL;
     PyObject *b1 = NULL, *b2 = NULL, *b3 = NULL;
@@ -486,6 +485,7 @@ PyMODINIT_FUNC PyInit__tformer(void) {
     Py_XDECREF(b1), Py_XDECREF(b2);
     if (!NotFound || !CapabilityError || !InputError || !b3 || PyModule_AddObjectRef(mod, "Handle", (PyObject *)&ModelType) ||
         PyModule_AddObjectRef(mod, "TokenizerHandle", (PyObject *)&TokenizerType) ||
+        PyModule_AddObjectRef(mod, "StreamHandle", (PyObject *)&StreamType) ||
         PyModule_AddObject(mod, "kernels", b3)) {
         Py_XDECREF(b3);
         Py_DECREF(mod);

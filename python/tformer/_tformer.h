@@ -1,5 +1,6 @@
 /* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, caption, run;
- * _text.c: fill-mask, generate, translate; _tokenizer.c: the tokenizer; _train.c: train). */
+ * _text.c: fill-mask, generate, translate; _tokenizer.c: the tokenizer; _stream.c: continual streams;
+ * _train.c: train). */
 #ifndef TFORMER_PY_H
 #define TFORMER_PY_H
 
@@ -34,8 +35,11 @@ PyObject *model_generate_defaults(Model *self, PyObject *unused);
 PyObject *model_generate(Model *self, PyObject *args);
 PyObject *model_translate(Model *self, PyObject *args);
 
-/* tformer._tformer.TokenizerHandle (_tokenizer.c) and train (_train.c). */
-extern PyTypeObject TokenizerType;
+/* A float32 array object (rows, cols) owning data (malloc'd; freed with the last view, or at once on failure). */
+PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols);
+
+/* tformer._tformer.TokenizerHandle (_tokenizer.c), StreamHandle (_stream.c) and train (_train.c). */
+extern PyTypeObject TokenizerType, StreamType;
 PyObject *module_train(PyObject *mod, PyObject *args);
 
 #endif
