@@ -2,9 +2,14 @@
 import json
 import os
 import shutil
+import struct
 import subprocess
+import zlib
 
 import pytest
+
+import tformer
+from tformer import _safetensors
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ST_DIR = os.path.join(ROOT, "tests", "fixtures_roberta_st", "tiny_roberta_st")
@@ -116,3 +121,48 @@ SENTENCES = [
     " ".join(["The committee reviewed every proposal in detail before the vote, and several members asked for "
               "further clarification on the budget, the schedule and the expected outcomes."] * 12),
 ]
+
+
+CAPTION = dict(steps=8, scene_train=64, scene_valid=16, batch=8, eval_every=4, eval_batches=2)
+CAPTION_FLAGS = ["--steps", "8", "--scene-train", "64", "--scene-valid", "16", "--batch", "8", "--eval-every", "4",
+                 "--eval-batches", "2"]
+
+
+def png(path, img):
+    """A grey 8-bit PNG of img (H, W) uint8."""
+    raw = b"".join(b"\0" + row.tobytes() for row in img)
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    hdr = struct.pack(">IIBBBBB", img.shape[1], img.shape[0], 8, 0, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", hdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+@pytest.fixture(scope="session")
+def captioner(cli, tmp_path_factory):
+    """A captioner that tformer.train makes in a second (and equal, byte for byte, to `tformer train`'s)."""
+    d = tmp_path_factory.mktemp("caption")
+    tformer.train("caption", d / "py", progress=None, **CAPTION)
+    cli(["train", "--arch", "caption", "--out", str(d / "cli"), *CAPTION_FLAGS])
+    with open(d / "py" / "model.safetensors", "rb") as a, open(d / "cli" / "model.safetensors", "rb") as b:
+        assert a.read() == b.read()  # tformer.train's captioner is the CLI's
+    return str(d / "py")
+
+
+@pytest.fixture(scope="session")
+def continual(tmp_path_factory):
+    """A continual classifier of tokens tformer.train makes, and a model of feature vectors made from it (its
+    embedding and head taken away): their folders."""
+    d = tmp_path_factory.mktemp("continual")
+    (d / "a.txt").write_text("the cat sat on the mat and the dog ran far away\n" * 4)
+    (d / "b.txt").write_text("one two three four five six seven eight nine ten\n" * 4)
+    tformer.train("continual", d / "tok", data=[d / "a.txt", d / "b.txt"], progress=None, steps=6, d_model=16,
+                  n_head=2, d_ff=32, window=4, pos_len=6, batch=4, eval_every=3, eval_batches=1)
+    t = _safetensors.load(str(d / "tok" / "model.safetensors"))
+    for name in ("embed", "head.weight", "head.bias"):
+        t.pop(name)
+    os.makedirs(d / "vec")
+    _safetensors.save(t, str(d / "vec" / "model.safetensors"))
+    cfg = json.loads((d / "tok" / "config.json").read_text())
+    cfg.update(vocab_size=0, n_labels=0, label_names="")
+    (d / "vec" / "config.json").write_text(json.dumps(cfg))
+    return str(d / "tok"), str(d / "vec")

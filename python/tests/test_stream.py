@@ -1,34 +1,12 @@
 """Model.stream against `tformer stream`: a continual classifier of tokens trained here by tformer.train, and a
 model of feature vectors made from it (its embedding and head taken away)."""
-import json
-import os
-
 import numpy as np
 import pytest
 
 import tformer
 from conftest import ST_DIR
-from tformer import _safetensors
 
 LINES = ["the cat sat on the mat", "and the dog ran far away", "one two three four"]
-
-
-@pytest.fixture(scope="module")
-def continual(tmp_path_factory):
-    d = tmp_path_factory.mktemp("continual")
-    (d / "a.txt").write_text("the cat sat on the mat and the dog ran far away\n" * 4)
-    (d / "b.txt").write_text("one two three four five six seven eight nine ten\n" * 4)
-    tformer.train("continual", d / "tok", data=[d / "a.txt", d / "b.txt"], progress=None, steps=6, d_model=16,
-                  n_head=2, d_ff=32, window=4, pos_len=6, batch=4, eval_every=3, eval_batches=1)
-    t = _safetensors.load(str(d / "tok" / "model.safetensors"))
-    for name in ("embed", "head.weight", "head.bias"):
-        t.pop(name)
-    os.makedirs(d / "vec")
-    _safetensors.save(t, str(d / "vec" / "model.safetensors"))
-    cfg = json.loads((d / "tok" / "config.json").read_text())
-    cfg.update(vocab_size=0, n_labels=0, label_names="")
-    (d / "vec" / "config.json").write_text(json.dumps(cfg))
-    return str(d / "tok"), str(d / "vec")
 
 
 def test_stream_of_tokens_equals_the_cli(cli, continual):

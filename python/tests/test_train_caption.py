@@ -2,25 +2,20 @@
 Model.caption against `tformer caption` on a captioner trained here."""
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
-import zlib
 
 import numpy as np
 import pytest
 
 import tformer
-from conftest import ROOT, cli_path
+from conftest import ROOT, png
 
 DATA = os.path.join(ROOT, "tests", "data", "unicode_stress.txt")
 GPT = dict(steps=6, layers=1, heads=2, width=16, context=16, batch=4, eval_every=3, eval_batches=2)
 GPT_FLAGS = ["--steps", "6", "--layers", "1", "--heads", "2", "--width", "16", "--context", "16", "--batch", "4",
              "--eval-every", "3", "--eval-batches", "2"]
-CAPTION = dict(steps=8, scene_train=64, scene_valid=16, batch=8, eval_every=4, eval_batches=2)
-CAPTION_FLAGS = ["--steps", "8", "--scene-train", "64", "--scene-valid", "16", "--batch", "8", "--eval-every", "4",
-                 "--eval-batches", "2"]
 
 
 def _read(path):
@@ -106,24 +101,6 @@ def test_train_errors(tmp_path):
         tformer.train("gpt", tmp_path / "b", data=DATA, overwrite=True, progress=lambda r: int("x"), **GPT)
 
 
-def _png(path, img):
-    """A grey 8-bit PNG of img (H, W) uint8."""
-    raw = b"".join(b"\0" + row.tobytes() for row in img)
-    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
-    hdr = struct.pack(">IIBBBBB", img.shape[1], img.shape[0], 8, 0, 0, 0, 0)
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", hdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-
-
-@pytest.fixture(scope="module")
-def captioner(cli, tmp_path_factory):
-    d = tmp_path_factory.mktemp("caption")
-    tformer.train("caption", d / "py", progress=None, **CAPTION)
-    cli(["train", "--arch", "caption", "--out", str(d / "cli"), *CAPTION_FLAGS])
-    assert _read(d / "py" / "model.safetensors") == _read(d / "cli" / "model.safetensors")
-    return str(d / "py")
-
-
 def test_caption_equals_the_cli(cli, captioner, tmp_path):
     m = tformer.load(captioner)
     assert "caption" in m.capabilities
@@ -135,7 +112,7 @@ def test_caption_equals_the_cli(cli, captioner, tmp_path):
             img[y:y + 4 + s % 6, x:x + 4 + s % 5] = 255
     paths = [str(tmp_path / f"s{i}.png") for i in range(len(imgs))]
     for p, img in zip(paths, imgs):
-        _png(p, img)
+        png(p, img)
     for beam in (1, 3):
         lines = cli(["caption", "--model", captioner, "--beam", str(beam), *paths]).splitlines()
         want = [line.split("\t", 1)[1] for line in lines]
