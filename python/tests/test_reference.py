@@ -131,3 +131,14 @@ def test_tokenizer_errors():
         tok.encode("a", max_length=0)
     assert tok.encode("") == [] and tok.decode([]) == "" and tok.encode_batch([]) == []
     assert tformer.load(ST_DIR).tokenizer.encode("The cat") == tok.encode("The cat")
+
+
+def test_dlpack_to_torch_without_a_copy():
+    torch = reference("torch")
+    e = tformer.load(ST_DIR).embed(["The cat sat on the mat.", "A dog ran in the park."])
+    t = torch.from_dlpack(e)
+    assert t.shape == (2, 16) and t.dtype == torch.float32
+    t[1, 3] = 42.0  # the same memory: the library's buffer, seen by numpy and torch
+    assert e[1, 3] == 42.0
+    del e
+    assert float(t[1, 3]) == 42.0  # torch's view keeps the buffer alive
