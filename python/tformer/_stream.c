@@ -132,13 +132,5 @@ static PyMethodDef stream_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject StreamType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer.StreamHandle",
-    .tp_basicsize = sizeof(Stream),
-    .tp_dealloc = (destructor)stream_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "StreamHandle(path, window=-1): a continual model in step mode (tf_continual_step). Use Model.stream().",
-    .tp_methods = stream_methods,
-    .tp_init = (initproc)stream_init,
-    .tp_new = PyType_GenericNew,
-};
+PyTypeObject StreamType = HANDLE_TYPE("StreamHandle", Stream, stream_dealloc, stream_methods, stream_init,
+    "StreamHandle(path, window=-1): a continual model in step mode (tf_continual_step). Use Model.stream().");

@@ -426,16 +426,8 @@ static PyMethodDef model_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject ModelType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer.Handle",
-    .tp_basicsize = sizeof(Model),
-    .tp_dealloc = (destructor)model_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Handle(path, threads=0): a loaded tformer model (tf_model_load). Use tformer.load().",
-    .tp_methods = model_methods,
-    .tp_init = (initproc)model_init,
-    .tp_new = PyType_GenericNew,
-};
+static PyTypeObject ModelType = HANDLE_TYPE("Handle", Model, model_dealloc, model_methods, model_init,
+    "Handle(path, threads=0): a loaded tformer model (tf_model_load). Use tformer.load().");
 
 /* ---------------------------------------------------------------- the module */
 

@@ -35,6 +35,14 @@ PyObject *model_generate_defaults(Model *self, PyObject *unused);
 PyObject *model_generate(Model *self, PyObject *args);
 PyObject *model_translate(Model *self, PyObject *args);
 
+/* A handle type: tformer._tformer.NAME over struct T, made by init, freed by dealloc, with methods. */
+#define HANDLE_TYPE(NAME, T, dealloc, methods, init, doc)                                                 \
+    {                                                                                                      \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer." NAME, .tp_basicsize = sizeof(T),      \
+        .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = (doc),              \
+        .tp_methods = (methods), .tp_init = (initproc)(init), .tp_new = PyType_GenericNew,                 \
+    }
+
 /* A float32 array object (rows, cols) owning data (malloc'd; freed with the last view, or at once on failure). */
 PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols);
 

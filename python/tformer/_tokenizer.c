@@ -200,13 +200,5 @@ static PyMethodDef tok_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject TokenizerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer.TokenizerHandle",
-    .tp_basicsize = sizeof(Tok),
-    .tp_dealloc = (destructor)tok_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "TokenizerHandle(path): a loaded tokenizer (tf_tokenizer_load). Use tformer.Tokenizer.load().",
-    .tp_methods = tok_methods,
-    .tp_init = (initproc)tok_init,
-    .tp_new = PyType_GenericNew,
-};
+PyTypeObject TokenizerType = HANDLE_TYPE("TokenizerHandle", Tok, tok_dealloc, tok_methods, tok_init,
+    "TokenizerHandle(path): a loaded tokenizer (tf_tokenizer_load). Use tformer.Tokenizer.load().");
