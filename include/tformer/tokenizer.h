@@ -62,7 +62,9 @@ TF_API int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf
 /* The text of ids, malloc'ed and NUL-terminated; an id out of range is an error. */
 TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 /* BERT inputs: [CLS] a [SEP] (b [SEP]) with token type ids 0 / 1, truncated
- * (longest first) to max_len ids when max_len > 0. WordPiece, or a
+ * (longest first, as Hugging Face's fast tokenizers: the shorter stays whole when
+ * the longer can take the rest, else each keeps half the room and the longer one
+ * the odd id) to max_len ids when max_len > 0. WordPiece, or a
  * tokenizer.json whose post_processor is RobertaProcessing: then RoBERTa's
  * <s> a </s> (</s> b </s>) with token type ids all 0. The cls and sep tokens
  * are those of tf_tokenizer_special_id. */

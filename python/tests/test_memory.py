@@ -8,7 +8,7 @@ import pytest
 
 import tformer
 from tformer import _safetensors
-from conftest import MLM_DIR, ST_DIR, VIT_DIR
+from conftest import MLM_DIR, ST_DIR, VIT_DIR, SENTENCES
 
 
 class _MallInfo2(ctypes.Structure):
@@ -53,3 +53,32 @@ def test_calls_and_loads_do_not_grow_the_heap():
             load_and_close()
     grown = heap_in_use() - before
     assert grown < 64 * 1024, f"the heap grew {grown} bytes over 1,000 rounds"
+
+
+def test_tokenizers_streams_captions_do_not_grow_the_heap(continual, captioner):
+    tok_dir, vec_dir = continual
+    cap, st = tformer.load(captioner), tformer.SentenceTransformer(ST_DIR)
+    x = np.random.default_rng(1).standard_normal((6, 16)).astype(np.float32)
+    img = np.zeros((24, 24), np.uint8)
+    img[4:12, 6:14] = 255
+
+    def round_of_calls():
+        tok = tformer.Tokenizer.load(ST_DIR)
+        ids = tok.encode_batch(SENTENCES[:4], add_special_tokens=True)
+        tok.decode_batch(ids)
+        with pytest.raises(tformer.InputError):
+            tok.decode([10 ** 9])
+        st.encode(SENTENCES[:2])
+        s = tformer.load(vec_dir).stream()
+        s.feed(x), s.feed(x[:2])
+        tformer.load(tok_dir).stream("the cat sat ")
+        cap.caption([img], attention=True)
+        cap.caption([img], beam=2)
+
+    for _ in range(20):
+        round_of_calls()
+    before = heap_in_use()
+    for _ in range(300):
+        round_of_calls()
+    grown = heap_in_use() - before
+    assert grown < 64 * 1024, f"the heap grew {grown} bytes over 300 rounds"

@@ -21,8 +21,13 @@ import numpy as np
 
 from . import _safetensors
 from ._tformer import CapabilityError, Error, Handle, InputError, ModelNotFoundError, kernels, set_threads
+from ._tok import Tokenizer
+from ._streams import Stream
+from ._st import SentenceTransformer
+from ._training import train
 
-__all__ = ["load", "Model", "Error", "ModelNotFoundError", "CapabilityError", "InputError", "set_threads", "kernels"]
+__all__ = ["load", "Model", "Tokenizer", "SentenceTransformer", "Stream", "train", "Error", "ModelNotFoundError",
+           "CapabilityError", "InputError", "set_threads", "kernels"]
 
 _POOLINGS = {"mean": 0, "cls": 1, "max": 2}
 _BEAM_STOPS = {"tformer": 0, "hf": 1, "hf-early": 2, "hf-never": 3}
@@ -39,31 +44,32 @@ def load(path: Union[str, os.PathLike], threads: Optional[int] = None) -> "Model
     return Model(path, threads)
 
 
-def _as_pixels(img: Any, index: int, channels: int, size: int) -> np.ndarray:
-    """One image (H, W[, C]) uint8 (0..255) or float (0..1) -> float32 (channels, size, size)."""
+def _as_pixels(img: Any, index: int, channels: int, size: int, what: str = "classify") -> np.ndarray:
+    """One image (H, W[, C]) uint8 (0..255) or float (0..1) -> float32 (channels, size, size); what: the
+    method, for messages."""
     a = np.asarray(img)
     if a.dtype == np.uint8:
         a = a.astype(np.float32) / np.float32(255)
     elif a.dtype.kind == "f":
         a = a.astype(np.float32, copy=False)
         if a.size and (not np.all(np.isfinite(a)) or a.min() < 0 or a.max() > 1):
-            raise InputError(f"classify(): images[{index}] holds values outside [0, 1] (float pixels are 0..1)")
+            raise InputError(f"{what}(): images[{index}] holds values outside [0, 1] (float pixels are 0..1)")
     else:
-        raise InputError(f"classify(): images[{index}] is {a.dtype}; images are uint8 or float (H, W[, C]) arrays "
+        raise InputError(f"{what}(): images[{index}] is {a.dtype}; images are uint8 or float (H, W[, C]) arrays "
                          "or PNG paths")
     if a.ndim == 2:
         a = a[:, :, None]
     if a.ndim != 3 or a.shape[2] not in (1, 3):
-        raise InputError(f"classify(): images[{index}] has shape {a.shape}; an image is (H, W), (H, W, 1) or (H, W, 3)")
+        raise InputError(f"{what}(): images[{index}] has shape {a.shape}; an image is (H, W), (H, W, 1) or (H, W, 3)")
     if a.shape[0] != size or a.shape[1] != size:
-        raise InputError(f"classify(): images[{index}] is {a.shape[1]}x{a.shape[0]}; the model takes {size}x{size} "
+        raise InputError(f"{what}(): images[{index}] is {a.shape[1]}x{a.shape[0]}; the model takes {size}x{size} "
                          f"with {channels} channel(s)")
     if channels == 1 and a.shape[2] == 3:  # PIL's L, as the PNG reader converts
         a = (a @ np.array([0.299, 0.587, 0.114], dtype=np.float32))[:, :, None]
     elif channels == 3 and a.shape[2] == 1:
         a = np.repeat(a, 3, axis=2)
     elif a.shape[2] != channels:
-        raise InputError(f"classify(): images[{index}] has {a.shape[2]} channels; the model takes {channels}")
+        raise InputError(f"{what}(): images[{index}] has {a.shape[2]} channels; the model takes {channels}")
     return np.ascontiguousarray(a.transpose(2, 0, 1))
 
 
@@ -279,6 +285,10 @@ class Model:
 
     def image_logits(self, images: Union[np.ndarray, Sequence[Any]]) -> np.ndarray:
         """The classifier's logits (n, labels) float32 of images (see :meth:`classify`)."""
+        return np.asarray(self._h.image_logits(self._pixels(images, "classify")))
+
+    def _pixels(self, images: Any, what: str) -> np.ndarray:
+        """images (see :meth:`classify`) -> float32 (n, channels, size, size) in [0, 1] for this model."""
         channels, size, _ = self._h.image_shape()
         one = isinstance(images, np.ndarray) and images.ndim == 3 and images.shape[2] in (1, 3) \
             and images.shape[:2] == (size, size)  # one (H, W, C) image rather than n grey ones
@@ -291,8 +301,53 @@ class Model:
             if isinstance(img, (str, os.PathLike)):
                 pixels[i] = np.asarray(self._h.read_png(os.fspath(img))).reshape(channels, size, size)
             else:
-                pixels[i] = _as_pixels(img, i, channels, size)
-        return np.asarray(self._h.image_logits(pixels))
+                pixels[i] = _as_pixels(img, i, channels, size, what)
+        return pixels
+
+    def caption(self, images: Union[np.ndarray, Sequence[Any], str, os.PathLike], beam: int = 1,
+                max_tokens: Optional[int] = None, attention: bool = False) -> List[Any]:
+        """A caption per image (a captioner: ``tformer train --arch caption``), as ``tformer caption``.
+
+        ``images`` as :meth:`classify` takes them (arrays (H, W[, C]) uint8 or float in [0, 1], PNG
+        paths, an (n, H, W[, C]) array). ``beam``: 1 greedy, N a beam search of width N (at most 64);
+        ``max_tokens``: words at most, the end included (None: the model's context - 1). Returns a
+        str per image, or with ``attention=True`` a dict per image: {"text", "words", "attention"}, the
+        last a float32 (words + 1, grid, grid) array (each word's attention over the image's grid,
+        then the end's) or None for a model that attends to nothing. The GIL is released.
+        """
+        for name, v, lo, hi in (("beam", beam, 1, 64), ("max_tokens", max_tokens, 1, 1 << 20)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
+                raise InputError(f"caption(): {name} must be an int in {lo}..{hi}, got {v!r}")
+        self._h.require("caption")
+        if isinstance(images, np.ndarray) and images.ndim == 2:
+            images = [images]
+        out = []
+        for text, words, att, grid in self._h.caption(self._pixels(images, "caption"), beam, max_tokens or 0):
+            if not attention:
+                out.append(text)
+                continue
+            maps = None if att is None else np.asarray(att).reshape(len(words) + 1, grid, grid)
+            out.append({"text": text, "words": words, "attention": maps})
+        return out
+
+    def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:
+        """A continual model (``tformer train --arch continual``) on a stream, as ``tformer stream``.
+
+        With ``step_inputs`` (feature vectors (n, d_model), or ids / a str for a model of tokens): a
+        fresh stream through them, the outputs of the steps that complete a window, (k, d_model) or
+        (k, labels) logits. Without: a :class:`Stream` whose ``feed()`` continues its state from call
+        to call. ``window`` replaces the model's (``--window``).
+        """
+        self._h.require("stream")
+        s = Stream(self.path, window)
+        return s if step_inputs is None else s.feed(step_inputs)
+
+    @property
+    def tokenizer(self) -> "Tokenizer":
+        """The folder's tokenizer (:class:`Tokenizer`), loaded at the first use."""
+        if getattr(self, "_tokenizer", None) is None:
+            self._tokenizer = Tokenizer.load(self.path)
+        return self._tokenizer
 
     def classify(self, images: Union[np.ndarray, Sequence[Any], str, os.PathLike],
                  top_k: int = 1) -> List[Dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Type stubs of the tformer package (docs/python.md)."""
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -102,3 +102,145 @@ class Model:
         """A {label, score, top_k} dict per image."""
     def run(self, inputs: Dict[str, npt.NDArray[Any]]) -> Dict[str, npt.NDArray[Any]]:
         """Hugging Face's forward, as `tformer hf-run`."""
+    def caption(
+        self,
+        images: Union[npt.NDArray[Any], Sequence[Image], PathLike],
+        beam: int = 1,
+        max_tokens: Optional[int] = None,
+        attention: bool = False,
+    ) -> List[Any]:
+        """A caption (str) per image, as `tformer caption`; with attention=True a Caption dict per image."""
+    def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:
+        """A continual model on a stream: the outputs of step_inputs, or a Stream when none are given."""
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The folder's tokenizer."""
+
+class Stream:
+    """A continual model in step mode, its state kept between feed() calls."""
+
+    path: str
+    d_model: int
+    window: int
+    vocab_size: int
+    labels: Optional[List[str]]
+    def __init__(self, path: str, window: Optional[int] = None) -> None: ...
+    @property
+    def steps(self) -> int: ...
+    def ids(self, text: str) -> List[int]:
+        """A model of tokens: text's ids."""
+    def feed(self, step_inputs: Union[str, npt.NDArray[Any], List[Any]]) -> npt.NDArray[np.float32]:
+        """(k, d_model) outputs, or (k, labels) logits, of the steps that complete a window."""
+    def classify(self, logits: npt.NDArray[Any]) -> List[Dict[str, Any]]:
+        """{label, score} per row of a classifier's logits."""
+
+class Caption(TypedDict):
+    text: str
+    words: List[str]
+    attention: Optional[npt.NDArray[np.float32]]
+
+class Tokenizer:
+    """A tokenizer folder or file, as `tformer encode` / `tformer decode` read it."""
+
+    path: str
+    kind: str
+    vocab_size: int
+    model_max_length: int
+    special_ids: Dict[str, Optional[int]]
+    def __init__(self, path: PathLike) -> None: ...
+    @classmethod
+    def load(cls, path: PathLike) -> Tokenizer:
+        """Loads a tokenizer (what --tokenizer takes)."""
+    def __len__(self) -> int: ...
+    def encode(
+        self, text: str, pair: Optional[str] = None, add_special_tokens: bool = False, max_length: Optional[int] = None
+    ) -> List[int]:
+        """The ids of text (with the model's special tokens when asked)."""
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        pairs: Optional[Sequence[str]] = None,
+        add_special_tokens: bool = False,
+        max_length: Optional[int] = None,
+    ) -> List[List[int]]:
+        """encode() of each text, the GIL released for the batch."""
+    def encode_with_types(
+        self, text: str, pair: Optional[str] = None, max_length: Optional[int] = None
+    ) -> Tuple[List[int], List[int]]:
+        """(ids, token type ids) with the special tokens."""
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ids (special tokens kept)."""
+    def decode_batch(self, batch: Sequence[Sequence[int]]) -> List[str]:
+        """decode() of each id list."""
+    def token_to_id(self, token: str) -> Optional[int]:
+        """A vocabulary entry's id, or None."""
+
+class SentenceTransformer:
+    """sentence-transformers' SentenceTransformer (encode and its usual arguments) on tformer."""
+
+    model: Model
+    prompts: Dict[str, str]
+    default_prompt_name: Optional[str]
+    truncate_dim: Optional[int]
+    device: str
+    def __init__(
+        self,
+        model_name_or_path: str,
+        device: Optional[str] = None,
+        prompts: Optional[Dict[str, str]] = None,
+        default_prompt_name: Optional[str] = None,
+        truncate_dim: Optional[int] = None,
+        threads: Optional[int] = None,
+        **unused: Any,
+    ) -> None: ...
+    @property
+    def max_seq_length(self) -> Optional[int]: ...
+    @max_seq_length.setter
+    def max_seq_length(self, n: int) -> None: ...
+    def get_sentence_embedding_dimension(self) -> int: ...
+    def get_max_seq_length(self) -> Optional[int]: ...
+    def encode(
+        self,
+        sentences: Union[str, List[str]],
+        prompt_name: Optional[str] = None,
+        prompt: Optional[str] = None,
+        batch_size: int = 32,
+        show_progress_bar: Optional[bool] = None,
+        output_value: Optional[str] = "sentence_embedding",
+        precision: str = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: Optional[str] = None,
+        normalize_embeddings: bool = False,
+    ) -> Any:
+        """(n, d) float32 for a list, (d,) for one str, as sentence-transformers' encode."""
+    def similarity(self, a: Any, b: Any) -> npt.NDArray[np.float32]:
+        """Cosine similarities of two sets of embeddings."""
+
+class TrainResult(TypedDict):
+    run_dir: str
+    stopped: bool
+    steps: int
+    last: Dict[str, float]
+    history: Dict[str, List[float]]
+
+def train(
+    arch: str = "gpt",
+    out: Optional[PathLike] = None,
+    *,
+    data: Optional[Union[PathLike, Sequence[PathLike]]] = None,
+    tokenizer: Optional[str] = None,
+    src: Optional[str] = None,
+    tgt: Optional[str] = None,
+    valid_src: Optional[str] = None,
+    valid_tgt: Optional[str] = None,
+    data_dir: Optional[str] = None,
+    config: Optional[str] = None,
+    resume: bool = False,
+    allow_changes: bool = False,
+    overwrite: bool = False,
+    threads: Optional[int] = None,
+    progress: Union[bool, None, Callable[[Dict[str, Any]], Any]] = True,
+    **settings: Any,
+) -> TrainResult:
+    """`tformer train --arch ARCH --out OUT ...` in this process; the run folder's metrics."""

@@ -66,8 +66,7 @@ static PyTypeObject BufferType = {
     .tp_doc = "A float32 array the library allocated, exported by the buffer protocol and freed with the last view.",
 };
 
-/* A Buffer owning data (rows, cols) floats; data is freed on failure too. */
-static PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
+PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
     Buffer *b = PyObject_New(Buffer, &BufferType);
     if (!b) return free(data), NULL;
     b->data = data, b->ndim = 2;
@@ -151,6 +150,15 @@ static PyObject *model_close(Model *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* require(name): None, or CapabilityError (the library's message) when the model cannot do the named capability. */
+static PyObject *model_require_named(Model *self, PyObject *arg) {
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!name) return PyErr_Format(InputError, "require(): a capability's name");
+    for (int i = 0; i < TF_CAP_COUNT; i++)
+        if (!strcmp(tf_cap_name(1u << i), name)) return model_require(self, 1u << i) ? NULL : Py_NewRef(Py_None);
+    return PyErr_Format(InputError, "require(): no capability is named '%s'", name);
+}
+
 static PyObject *model_info(Model *self, PyObject *unused) {
     if (model_check_open(self)) return NULL;
     const char *arch = tf_model_architecture(self->m);
@@ -221,8 +229,14 @@ static PyObject *model_embed(Model *self, PyObject *args) {
 
 /* ---------------------------------------------------------------- images */
 
+/* 0 when the model takes images (a classifier or a captioner), else -1 with CapabilityError. */
+static int require_images(Model *self) {
+    if (model_check_open(self)) return -1;
+    return model_require(self, tf_model_caps(self->m) & TF_CAP_CAPTION ? TF_CAP_CAPTION : TF_CAP_CLASSIFY_IMAGE);
+}
+
 static PyObject *model_image_shape(Model *self, PyObject *unused) {
-    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
+    if (require_images(self)) return NULL;
     int c, s, l;
     tf_model_image_shape(self->m, &c, &s, &l);
     return Py_BuildValue("(iii)", c, s, l);
@@ -245,7 +259,7 @@ static PyObject *model_labels(Model *self, PyObject *unused) {
 
 /* _read_png(path) -> Buffer (C, S*S): the PNG's pixels in [0,1] for the model's channels and size. */
 static PyObject *model_read_png(Model *self, PyObject *arg) {
-    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
+    if (require_images(self)) return NULL;
     PyObject *path_obj;
     if (!PyUnicode_FSConverter(arg, &path_obj)) return NULL;
     const char *path = PyBytes_AS_STRING(path_obj);
@@ -267,31 +281,32 @@ static PyObject *model_read_png(Model *self, PyObject *arg) {
     return res;
 }
 
-/* A C-contiguous float32 (n, C, S, S) view of obj for this model, or -1 with InputError. */
-static int pixels_view(Model *self, PyObject *obj, Py_buffer *v, int64_t *n) {
-    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) return -1;
-    int c, s, l;
-    tf_model_image_shape(self->m, &c, &s, &l);
+/* For a model with cap: a C-contiguous float32 (n, C, S, S) view of obj, *per = C * S * S and *labels; or -1 with
+ * CapabilityError or InputError (what: the method, for messages). */
+static int pixels_view(Model *self, PyObject *obj, unsigned cap, const char *what, Py_buffer *v, int64_t *n,
+                       size_t *per, int *labels) {
+    if (model_require(self, cap) || PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) return -1;
+    int c, s;
+    tf_model_image_shape(self->m, &c, &s, labels);
     int ok = v->format && !strcmp(v->format, "f") && v->ndim == 4 && v->shape[1] == c && v->shape[2] == s &&
              v->shape[3] == s;
     if (!ok) {
         PyBuffer_Release(v);
-        PyErr_Format(InputError, "classify(): pixels must be float32 (n, %d, %d, %d)", c, s, s);
+        PyErr_Format(InputError, "%s(): pixels must be float32 (n, %d, %d, %d)", what, c, s, s);
         return -1;
     }
-    *n = v->shape[0];
+    *n = v->shape[0], *per = (size_t)c * (size_t)s * (size_t)s;
     return 0;
 }
 
 /* _image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels). */
 static PyObject *model_image_logits(Model *self, PyObject *arg) {
-    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
     Py_buffer v;
     int64_t n;
-    if (pixels_view(self, arg, &v, &n)) return NULL;
-    int c, s, l, rc = 0;
-    tf_model_image_shape(self->m, &c, &s, &l);
-    size_t per = (size_t)c * (size_t)s * (size_t)s, rows = n > 0 ? (size_t)n : 1;
+    size_t per;
+    int l, rc = 0;
+    if (pixels_view(self, arg, TF_CAP_CLASSIFY_IMAGE, "classify", &v, &n, &per, &l)) return NULL;
+    size_t rows = n > 0 ? (size_t)n : 1;
     float *logits = rows <= SIZE_MAX / sizeof(float) / (size_t)(l > 0 ? l : 1) ? malloc(rows * (size_t)l * sizeof(float))
                                                                                 : NULL;
     if (!logits) return PyBuffer_Release(&v), PyErr_NoMemory();
@@ -304,6 +319,57 @@ static PyObject *model_image_logits(Model *self, PyObject *arg) {
     PyBuffer_Release(&v);
     if (rc) return free(logits), raise_tf(Error);
     return buffer_new(logits, (Py_ssize_t)n, l);
+}
+
+/* One caption as (text, words, attention Buffer (words + 1, grid * grid) or None, grid); r is freed. */
+static PyObject *caption_tuple(tf_caption_result *r) {
+    PyObject *words = PyList_New(r->n_words), *att = Py_None;
+    for (int i = 0; words && i < r->n_words; i++) {
+        PyObject *w = PyUnicode_DecodeUTF8(r->words[i], (Py_ssize_t)strlen(r->words[i]), "replace");
+        if (!w) Py_CLEAR(words);
+        else PyList_SET_ITEM(words, i, w);
+    }
+    if (r->attention) {
+        att = buffer_new(r->attention, r->n_words + 1, (Py_ssize_t)r->grid * r->grid);
+        r->attention = NULL;
+    } else {
+        Py_INCREF(att);
+    }
+    PyObject *res = NULL;
+    if (words && att) /* N: both taken, on failure too */
+        res = Py_BuildValue("(s#NNi)", r->text, (Py_ssize_t)strlen(r->text), words, att, r->grid);
+    else
+        Py_XDECREF(words), Py_XDECREF(att);
+    tf_caption_result_free(r);
+    return res;
+}
+
+/* _caption(pixels: float32 (n, C, S, S), beam (1: greedy), max_tokens (0: the model's)) -> [caption_tuple]. */
+static PyObject *model_caption(Model *self, PyObject *args) {
+    PyObject *pixels;
+    int beam, max_tokens;
+    if (!PyArg_ParseTuple(args, "Oii", &pixels, &beam, &max_tokens)) return NULL;
+    Py_buffer v;
+    int64_t n;
+    size_t per;
+    int l, rc = 0;
+    if (pixels_view(self, pixels, TF_CAP_CAPTION, "caption", &v, &n, &per, &l)) return NULL;
+    tf_generate_opts o = tf_generate_opts_default();
+    o.temperature = 0, o.eos_id = -1, o.max_tokens = max_tokens, o.beam = beam > 1 ? beam : 0;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; list && i < n; i++) {
+        tf_caption_result r;
+        self->busy++;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tf_model_caption(self->m, (const float *)v.buf + (size_t)i * per, &o, &r);
+        Py_END_ALLOW_THREADS
+        self->busy--;
+        PyObject *t = rc ? raise_tf(InputError) : caption_tuple(&r);
+        if (!t) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    PyBuffer_Release(&v);
+    return list;
 }
 
 /* ---------------------------------------------------------------- run */
@@ -330,6 +396,8 @@ static PyObject *model_run_file(Model *self, PyObject *args) {
 
 static PyMethodDef model_methods[] = {
     {"close", (PyCFunction)model_close, METH_NOARGS, "Free the model's memory now; later calls raise tformer.Error."},
+    {"require", (PyCFunction)model_require_named, METH_O,
+     "require(name): None, or CapabilityError when the model cannot do it (\"caption\", \"embed\", ...)."},
     {"info", (PyCFunction)model_info, METH_NOARGS,
      "A dict: family, model_type, architecture (or None), dir, capabilities (a list of names)."},
     {"embed", (PyCFunction)model_embed, METH_VARARGS,
@@ -351,21 +419,15 @@ static PyMethodDef model_methods[] = {
     {"translate", (PyCFunction)model_translate, METH_VARARGS,
      "translate(texts: tuple[str], beam (0: the folder's), length_penalty (nan: the folder's), max_len_a (nan), "
      "max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
+    {"caption", (PyCFunction)model_caption, METH_VARARGS,
+     "caption(pixels: float32 (n, C, S, S), beam, max_tokens) -> [(text, words, attention Buffer | None, grid)]."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
      "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject ModelType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer.Handle",
-    .tp_basicsize = sizeof(Model),
-    .tp_dealloc = (destructor)model_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Handle(path, threads=0): a loaded tformer model (tf_model_load). Use tformer.load().",
-    .tp_methods = model_methods,
-    .tp_init = (initproc)model_init,
-    .tp_new = PyType_GenericNew,
-};
+static PyTypeObject ModelType = HANDLE_TYPE("Handle", Model, model_dealloc, model_methods, model_init,
+    "Handle(path, threads=0): a loaded tformer model (tf_model_load). Use tformer.load().");
 
 /* ---------------------------------------------------------------- the module */
 
@@ -379,6 +441,9 @@ static PyObject *module_set_threads(PyObject *mod, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"set_threads", module_set_threads, METH_O, "set_threads(n): the library's thread count (every model's)."},
+    {"train", module_train, METH_VARARGS,
+     "train(arch, out, settings, data, tokenizer, src, tgt, valid_src, valid_tgt, data_dir, config, resume, overwrite, "
+     "callback) -> 0 done, 1 stopped at stop_at; the GIL released, the callback called with each step's report."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -397,7 +462,7 @@ static PyObject *add_error(PyObject *mod, const char *name, const char *doc, PyO
 }
 
 PyMODINIT_FUNC PyInit__tformer(void) {
-    if (PyType_Ready(&BufferType) || PyType_Ready(&ModelType)) return NULL;
+    if (PyType_Ready(&BufferType) || PyType_Ready(&ModelType) || PyType_Ready(&TokenizerType) || PyType_Ready(&StreamType)) return NULL;
     PyObject *mod = PyModule_Create(&module_def);
     if (!mod) return NULL;
     PyObject *b1 = NULL, *b2 = NULL, *b3 = NULL;
@@ -411,6 +476,8 @@ PyMODINIT_FUNC PyInit__tformer(void) {
     }
     Py_XDECREF(b1), Py_XDECREF(b2);
     if (!NotFound || !CapabilityError || !InputError || !b3 || PyModule_AddObjectRef(mod, "Handle", (PyObject *)&ModelType) ||
+        PyModule_AddObjectRef(mod, "TokenizerHandle", (PyObject *)&TokenizerType) ||
+        PyModule_AddObjectRef(mod, "StreamHandle", (PyObject *)&StreamType) ||
         PyModule_AddObject(mod, "kernels", b3)) {
         Py_XDECREF(b3);
         Py_DECREF(mod);

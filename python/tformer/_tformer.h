@@ -1,5 +1,6 @@
-/* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, run;
- * _text.c: fill-mask, generate, translate). */
+/* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, caption, run;
+ * _text.c: fill-mask, generate, translate; _tokenizer.c: the tokenizer; _stream.c: continual streams;
+ * _train.c: train). */
 #ifndef TFORMER_PY_H
 #define TFORMER_PY_H
 
@@ -33,5 +34,20 @@ PyObject *model_fill_mask(Model *self, PyObject *args);
 PyObject *model_generate_defaults(Model *self, PyObject *unused);
 PyObject *model_generate(Model *self, PyObject *args);
 PyObject *model_translate(Model *self, PyObject *args);
+
+/* A handle type: tformer._tformer.NAME over struct T, made by init, freed by dealloc, with methods. */
+#define HANDLE_TYPE(NAME, T, dealloc, methods, init, doc)                                                 \
+    {                                                                                                      \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tformer._tformer." NAME, .tp_basicsize = sizeof(T),      \
+        .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = (doc),              \
+        .tp_methods = (methods), .tp_init = (initproc)(init), .tp_new = PyType_GenericNew,                 \
+    }
+
+/* A float32 array object (rows, cols) owning data (malloc'd; freed with the last view, or at once on failure). */
+PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols);
+
+/* tformer._tformer.TokenizerHandle (_tokenizer.c), StreamHandle (_stream.c) and train (_train.c). */
+extern PyTypeObject TokenizerType, StreamType;
+PyObject *module_train(PyObject *mod, PyObject *args);
 
 #endif

@@ -310,13 +310,18 @@ const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_tok
 
 /* ---------------------------------------------------------------- BERT pairs */
 
-/* Longest-first truncation (Hugging Face's): the longer sequence loses its last id until all fits. */
+/* Longest-first truncation, as Hugging Face's tokenizers (the fast tokenizers, tokenizer.json) cut a pair to
+ * room = max_len - extra ids: the shorter keeps all its ids when the longer can take the rest; otherwise each is
+ * cut to room / 2, the longer (the second on a tie) keeping the odd id. */
 static int truncate_pair(tf_ids *x, tf_ids *y, size_t extra, size_t max_len) {
     if (max_len && max_len < extra) return tf_set_error("encode_pair: max_len %zu leaves no room", max_len);
-    while (max_len && x->n + y->n + extra > max_len) {
-        if (x->n >= y->n) x->n--;
-        else y->n--;
-    }
+    size_t room = max_len - extra;
+    if (!max_len || x->n + y->n <= room) return 0;
+    tf_ids *s = x->n > y->n ? y : x, *l = s == x ? y : x;
+    size_t ns = s->n, nl = ns > room ? ns : room - ns > ns ? room - ns : ns;
+    if (ns + nl > room) ns = room / 2, nl = ns + room % 2;
+    if (ns < s->n) s->n = ns;
+    if (nl < l->n) l->n = nl;
     return 0;
 }
 

@@ -6,6 +6,9 @@
         writes the Unicode stress file and the small committed fixtures:
         unicode_stress.txt, stress_gpt2_ids.txt, stress_bert_ids.txt, bert_pairs.json
 
+    python3 tests/ref/tokenizer_ref.py fast-pairs
+        prints the cases of bert_pairs.json that BertTokenizerFast cuts (fast_pair_cases)
+
     python3 tests/ref/tokenizer_ref.py check build/tformer
         encodes whole corpora with `tformer encode` and with the references
         and compares every id: GPT-2 on tinyshakespeare, the German side of
@@ -128,9 +131,25 @@ def write_fixtures(out):
         kw = dict(truncation="longest_first", max_length=max_len) if max_len else {}
         enc = bert(a, b, **kw) if b else bert(a, **kw)
         cases.append(dict(a=a, b=b, max_len=max_len, ids=enc["input_ids"], type_ids=enc["token_type_ids"]))
+    cases += fast_pair_cases()
     with open(os.path.join(out, "bert_pairs.json"), "w") as f:
         json.dump(cases, f, indent=1, ensure_ascii=False)
     print(f"wrote fixtures to {out}: {len(ids)} GPT-2 ids for the stress file")
+
+
+def fast_pair_cases():
+    """Pairs that both outgrow half the room, cut by BertTokenizerFast (tokenizers' longest_first: the longer one
+    keeps the odd id; the Python BertTokenizer cuts the second on a tie instead): the first longer, the second
+    longer, equal lengths, an odd and an even room."""
+    from transformers import BertTokenizerFast
+    fast = BertTokenizerFast(BERT_VOCAB)
+    a = "one two three four five six seven eight nine ten eleven twelve thirteen"
+    b = "alpha beta gamma delta epsilon"
+    cases = []
+    for x, y, max_len in ((a, b, 10), (b, a, 10), (a, b, 11), (b, a, 12), (b, b, 9)):
+        enc = fast(x, y, truncation="longest_first", max_length=max_len)
+        cases.append(dict(a=x, b=y, max_len=max_len, ids=enc["input_ids"], type_ids=enc["token_type_ids"]))
+    return cases
 
 
 def compare(name, ours, ref):
@@ -299,6 +318,8 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "fixtures":
         write_fixtures(sys.argv[2])
+    elif cmd == "fast-pairs":  # the cases fast_pair_cases() adds to bert_pairs.json, printed
+        print(json.dumps(fast_pair_cases(), indent=1, ensure_ascii=False))
     elif cmd == "check":
         sys.exit(check(sys.argv[2]))
     elif cmd == "train-check":
