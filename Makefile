@@ -530,6 +530,16 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: vit-conformance
 
+# VisionEncoderDecoderModel (ViT + GPT-2 with cross-attention) through hf-run against transformers 4.x
+# on fresh random configurations (SEED, CAPTION_HF_CASES of them) from tests/ref/gen_caption_hf_fixtures.py,
+# once per kernel set, gradients included; then the folders tformer writes loaded by transformers.
+CAPTION_HF_CASES ?= 8
+caption-hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	$(call fresh_conformance,caption_hf,gen_caption_hf_fixtures.py,$(CAPTION_HF_CASES),caption_hf_run_matches)
+	$(call export_conformance,caption_hf,caption_hf_folder_round_trip,gen_caption_hf_fixtures.py,caption_hf_run_matches)
+
+.PHONY: caption-hf-conformance
+
 # SwinModel / SwinForImageClassification through hf-run on fresh random
 # configurations (SEED, SWIN_CASES of them) from tests/ref/gen_swin_fixtures.py,
 # then tformer's own Swin folders loaded by transformers (the same outputs).
