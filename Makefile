@@ -538,7 +538,17 @@ caption-hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	$(call fresh_conformance,caption_hf,gen_caption_hf_fixtures.py,$(CAPTION_HF_CASES),caption_hf_run_matches)
 	$(call export_conformance,caption_hf,caption_hf_folder_round_trip,gen_caption_hf_fixtures.py,caption_hf_run_matches)
 
-.PHONY: caption-hf-conformance
+# CIDEr-D and BLEU-4 against pycocoevalcap (PyPI, into HF_PYTHON's venv when missing) on CAPTION_CORPORA
+# fresh random corpora (SEED) from tests/ref/gen_caption_metric_fixtures.py.
+CAPTION_CORPORA ?= 60
+caption-metrics-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	$(HF_PYTHON) -c "import pycocoevalcap" 2>/dev/null || build/hfvenv/bin/pip install -q pycocoevalcap
+	rm -rf $(BUILD)/caption_metrics_fresh && mkdir -p $(BUILD)/caption_metrics_fresh
+	$(HF_PYTHON) tests/ref/gen_caption_metric_fixtures.py --seed $(SEED) --random $(CAPTION_CORPORA) \
+	    --out $(BUILD)/caption_metrics_fresh/corpora.json
+	$(BUILD)/run_tests --fixtures $(BUILD)/caption_metrics_fresh caption_cider_d
+
+.PHONY: caption-hf-conformance caption-metrics-conformance
 
 # SwinModel / SwinForImageClassification through hf-run on fresh random
 # configurations (SEED, SWIN_CASES of them) from tests/ref/gen_swin_fixtures.py,

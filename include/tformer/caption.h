@@ -219,6 +219,20 @@ TF_API tf_decoder *tf_caption_ved_decoder_new(const tf_caption_ved *m, const flo
 TF_API int tf_caption_ved_generate(const tf_caption_ved *m, const float *pixels, const tf_generate_opts *o,
                                    int32_t *ids, int cap, int *n, float *attention);
 
+/* ---------------------------------------------------------------- caption metrics */
+
+/* CIDEr-D of n images' hypotheses against their references (image i: n_refs[i] >= 1 of refs[i]),
+ * on pre-tokenised text (words split at ASCII whitespace, as Python's str.split() on ASCII), as
+ * pycocoevalcap's Cider computes it (caption_metrics.c has the formula): each image's score into
+ * scores (may be NULL), their mean into *mean. */
+TF_API int tf_caption_cider_d(const char *const *hyps, const char *const *const *refs, const int *n_refs, int n,
+                              double *scores, double *mean);
+/* Corpus BLEU-4 (0..1) with several references: the tformer bleu code without tokenisation or
+ * smoothing (clipped counts against the references' most, the closest reference length, the
+ * shorter on a tie): pycocoevalcap's Bleu(4) "closest" but for its 1e-9 and 1e-15 guards. */
+TF_API int tf_caption_bleu4(const char *const *hyps, const char *const *const *refs, const int *n_refs, int n,
+                            double *bleu);
+
 /* ---------------------------------------------------------------- training */
 
 typedef struct {
