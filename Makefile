@@ -247,6 +247,16 @@ listops-check: $(BUILD)/listops_dump
 	$(BUILD)/listops_dump 2 1 $(LISTOPS_N) 20 300 6 5 | python3 tests/ref/listops_eval.py --check
 .PHONY: listops-check
 
+# docs/caption.md's results table: the three captioners (four rows) trained on the same scenes and
+# steps, timed (tools/captioning_results.sh: about 7 minutes on 2 shared cores); the table in
+# $(CAPTION_RESULTS)/results.md, the attention figures into CAPTION_IMG. A smoke run:
+# make captioning-results STEPS=20 VALID=20.
+CAPTION_RESULTS ?= build/captioning_results
+CAPTION_IMG ?= $(CAPTION_RESULTS)/img
+captioning-results: $(BUILD)/tformer
+	IMG=$(CAPTION_IMG) sh tools/captioning_results.sh $(BUILD)/tformer $(CAPTION_RESULTS)
+.PHONY: captioning-results
+
 # docs/long-sequences.md's ListOps results: full, BigBird and Nystrom attention,
 # up to 3 hours each (BUDGET_S) -- hours of work for a quiet machine only.
 LISTOPS_RESULTS ?= build/listops_results
