@@ -18,36 +18,32 @@
 #define TOL 1e-5
 #define GRAD_TOL 1e-4
 
-/* pixel_values (a copy that takes a gradient), decoder_input_ids, the mask and labels of a case
- * through the model: the loss's gradients against gradients.safetensors. */
+/* The model and a case's decoder inputs, for test_gradient_case's loss (pixels and labels). */
+typedef struct {
+    const tf_caption_ved *m;
+    tf_tensor *ids, *mask;
+} ved_arg;
+
+static tf_tensor *ved_loss(tf_ctx *ctx, const void *arg, tf_tensor *pixels, tf_tensor *labels) {
+    const ved_arg *a = arg;
+    tf_caption_ved_inputs in = {.pixel_values = pixels, .decoder_input_ids = a->ids, .decoder_attention_mask = a->mask,
+                                .labels = labels};
+    tf_caption_ved_outputs o;
+    return tf_caption_ved_run(ctx, a->m, &in, &o) ? NULL : o.loss;
+}
+
+/* The loss's gradients for pixel_values and every parameter against gradients.safetensors. */
 static double gradient_case(const char *dir, int *n_tensors) {
-    tf_caption_ved *m = tf_caption_ved_load(dir);
     char p[600];
     snprintf(p, sizeof p, "%s/input.safetensors", dir);
+    tf_caption_ved *m = tf_caption_ved_load(dir);
     tf_st_file *in = tf_st_open(p);
-    snprintf(p, sizeof p, "%s/gradients.safetensors", dir);
-    tf_st_file *g = tf_st_open(p);
-    tf_ctx *ctx = tf_ctx_new(1);
     tf_arena *a = tf_arena_new(0);
-    double worst = -1;
-    tf_tensor *x = in ? test_st_tensor(in, "pixel_values", a) : NULL;
-    if (m && g && x) {
-        tf_tensor *lx = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 1);
-        memcpy(lx->data, x->data, (size_t)tf_numel(x) * sizeof(float));
-        tf_caption_ved_inputs ci = {.pixel_values = lx, .decoder_input_ids = test_st_tensor(in, "decoder_input_ids", a),
-                                    .labels = test_st_tensor(in, "labels", a)};
-        tf_tensor *mask = tf_st_find(in, "decoder_attention_mask") ? test_st_tensor(in, "decoder_attention_mask", a) : NULL;
-        tf_tensor *m8 = mask ? tf_tensor_new(ctx, TF_DTYPE_U8, 2, mask->shape, 0) : NULL;
-        for (int64_t i = 0; m8 && i < tf_numel(mask); i++) tf_u8(m8)[i] = tf_i32(mask)[i] != 0;
-        ci.decoder_attention_mask = m8;
-        tf_caption_ved_outputs o;
-        tf_params_zero_grad(m->params);
-        if (!tf_caption_ved_run(ctx, m, &ci, &o) && o.loss && !tf_backward(ctx, o.loss, NULL))
-            worst = test_gradient_error(m->params, lx, "pixel_values", g, a, dir);
-        *n_tensors = tf_params_count(m->params) + 1;
-    }
-    tf_arena_free(a), tf_ctx_free(ctx), tf_st_close(in), tf_st_close(g), tf_caption_ved_free(m);
-    return worst;
+    ved_arg arg = {m, in ? test_st_tensor(in, "decoder_input_ids", a) : NULL, NULL};
+    if (in && tf_st_find(in, "decoder_attention_mask")) arg.mask = test_st_tensor(in, "decoder_attention_mask", a);
+    double e = m && arg.ids ? test_gradient_case(dir, &arg, m->params, ved_loss, n_tensors) : -1;
+    tf_arena_free(a), tf_st_close(in), tf_caption_ved_free(m);
+    return e;
 }
 
 typedef struct {
