@@ -240,6 +240,7 @@ TEST(caption_hf_bad_folders_are_clear_errors) {
         {"\"model_type\": \"vit\"", "\"model_type\": \"deit\"", "encoder model_type \"deit\" is not supported"},
         {"\"add_cross_attention\": true", "\"add_cross_attention\": false", "\"add_cross_attention\" must be true"},
         {"\"decoder_start_token_id\": 24", "\"decoder_start_token_id\": 99", "decoder_start_token_id 99"},
+        {"\"num_channels\": 3", "\"num_channels\": 4", "encoder num_channels 4: an image has 1 or 3"},
     };
     char dir[] = "/tmp/tformer_caphfb_XXXXXX", sub[300];
     CHECK(mkdtemp(dir) != NULL);

@@ -207,6 +207,12 @@ static int read_tokenizer(tf_caption_ved *m, const char *dir) {
     return (m->tok = tf_tokenizer_load(dir)) ? 0 : -1;
 }
 
+/* An image's channels: the image processor's mean and std have one each. */
+static int channels(const tf_vit_config *c, const char *path) {
+    return c->channels == 1 || c->channels == 3
+               ? 0 : tf_set_error("%s: encoder num_channels %d: an image has 1 or 3", path, c->channels);
+}
+
 static int read_ids(tf_caption_ved *m, const cJSON *root, const cJSON *dec, const char *path) {
     m->start_id = int_key(root, "decoder_start_token_id", int_key(dec, "bos_token_id", -1));
     m->eos_id = int_key(root, "eos_token_id", int_key(dec, "eos_token_id", -1));
@@ -228,11 +234,10 @@ tf_caption_ved *tf_caption_ved_load(const char *dir) {
     tf_vit_config vc;
     tf_gpt_config gc;
     int rc = !m || !root || sub_type(root, path, "encoder", "vit", &enc) || sub_type(root, path, "decoder", "gpt2", &dec) ||
-             tf_vit_config_from_hf(enc, path, &vc) || decoder_config(dec, path, &gc) || build(m, &vc, &gc, weights);
+             tf_vit_config_from_hf(enc, path, &vc) || channels(&vc, path) || decoder_config(dec, path, &gc) ||
+             build(m, &vc, &gc, weights);
     if (!rc && (read_ids(m, root, dec, path) || read_preprocessor(m, dir) || read_tokenizer(m, dir))) rc = 1;
     if (!rc && !(m->config = cJSON_PrintUnformatted(root))) rc = tf_set_error("caption: out of memory");
-    if (!rc && m->encoder->cfg.channels > 3)
-        rc = tf_set_error("%s: %d channels: an image has 1 or 3", path, m->encoder->cfg.channels);
     cJSON_Delete(root);
     if (rc && !m) tf_set_error("caption: out of memory");
     if (rc) tf_caption_ved_free(m), m = NULL;
