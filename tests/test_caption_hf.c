@@ -67,8 +67,9 @@ TEST(caption_hf_run_matches_transformers) {
     ved_grads g = {0, 0, 0};
     const char *dir = test_fixture_dir_or(FXH);
     int cases, failed = test_hf_run_family(dir, "VisionEncoderDecoderModel", TOL, 1, each_gradient, &g, &cases);
-    printf("    the loss's gradients in %d cases (pixels and %d tensors in the last): worst relative error %.2e\n",
-           g.grads, g.n_tensors - 1, g.worst);
+    if (g.grads) /* a folder tformer wrote has no gradients file */
+        printf("    the loss's gradients in %d cases (pixels and %d tensors in the last): worst relative error %.2e\n",
+               g.grads, g.n_tensors - 1, g.worst);
     CHECKF(cases >= 2 && failed == 0, "%d of %d cases failed", failed, cases);
     CHECKF((g.grads >= 2 || strcmp(dir, FXH)) && g.worst <= GRAD_TOL, "%d gradient cases, relative error %g", g.grads,
            g.worst);
