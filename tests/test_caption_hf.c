@@ -208,7 +208,8 @@ TEST(caption_hf_folder_round_trip) {
 }
 
 /* tformer caption on a VisionEncoderDecoderModel folder: greedy and beam through the shared
- * search, --attention-png; words are "<id>" without a tokenizer in the folder. */
+ * search, --attention-png, a folder found by its model_type alone; words are "<id>" without a
+ * tokenizer in the folder; an image of another size refused. */
 TEST(caption_hf_cli_captions_an_image) {
     char dir[] = "/tmp/tformer_caphfc_XXXXXX", args[1200], out[8192], png[300];
     CHECK(mkdtemp(dir) != NULL);
@@ -223,6 +224,12 @@ TEST(caption_hf_cli_captions_an_image) {
     CHECK(test_png_size(png, &w, &h) == 0 && w > 0 && h > 0);
     snprintf(args, sizeof args, "caption --beam 3 --model " FXH "/ved_grey12_p3_proj %s/img.png", dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "img.png\t"), "%s", out);
+    char noarch[300]; /* a folder naming no architecture: its model_type */
+    snprintf(noarch, sizeof noarch, "%s/noarch", dir);
+    CHECK(mkdir(noarch, 0755) == 0 && test_copy_case(FXH "/ved_grey12_p3_proj", noarch, "\"VisionEncoderDecoderModel\"",
+                                                     "", NULL, -1, 0, NULL) == 0);
+    snprintf(args, sizeof args, "caption --model %s %s/img.png", noarch, dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "img.png\t<"), "%s", out);
     unsigned char big[16 * 16] = {0};
     snprintf(png, sizeof png, "%s/big.png", dir);
     CHECK(test_write_grey_png(png, big, 16, 16) == 0);

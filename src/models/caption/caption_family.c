@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../util/util.h"
 #include "../family.h"
 #include "../hf_run.h"
 #include "caption_internal.h"
@@ -78,10 +79,23 @@ static int64_t cap_val(const tf_task *t, const tf_task_args *a) {
     return tf_family_one_pass(((const tf_caption_task_config *)t->config.obj)->n_valid, a->rows);
 }
 
+/* A VisionEncoderDecoderModel folder: its architecture, or without one its model_type (tformer's own
+ * folders name no architecture). */
+static int is_ved(const char *dir, const char *architecture) {
+    if (architecture) return !strcmp(architecture, CAPTION_ARCHS[0].name);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cJSON *root = tf_json_read(path);
+    const cJSON *t = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+    int ved = cJSON_IsString(t) && !strcmp(t->valuestring, CAPTION_TYPES[1]);
+    cJSON_Delete(root);
+    return ved;
+}
+
 static void *cap_load(const char *dir, const char *architecture) {
     cap_model *w = calloc(1, sizeof *w);
     if (!w) return tf_set_error("caption: out of memory"), NULL;
-    int hf = architecture && !strcmp(architecture, CAPTION_ARCHS[0].name); /* tformer's own folders name none */
+    int hf = is_ved(dir, architecture);
     if (hf ? !(w->ved = tf_caption_ved_load(dir)) : !(w->own = tf_caption_load(dir))) return free(w), NULL;
     return w;
 }
