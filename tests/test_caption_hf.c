@@ -209,7 +209,7 @@ TEST(caption_hf_folder_round_trip) {
 
 /* tformer caption on a VisionEncoderDecoderModel folder: greedy and beam through the shared
  * search, --attention-png, a folder found by its model_type alone; words are "<id>" without a
- * tokenizer in the folder; an image of another size refused. */
+ * tokenizer in the folder and its tokenizer's text with one; an image of another size refused. */
 TEST(caption_hf_cli_captions_an_image) {
     char dir[] = "/tmp/tformer_caphfc_XXXXXX", args[1200], out[8192], png[300];
     CHECK(mkdtemp(dir) != NULL);
@@ -224,12 +224,26 @@ TEST(caption_hf_cli_captions_an_image) {
     CHECK(test_png_size(png, &w, &h) == 0 && w > 0 && h > 0);
     snprintf(args, sizeof args, "caption --beam 3 --model " FXH "/ved_grey12_p3_proj %s/img.png", dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "img.png\t"), "%s", out);
-    char noarch[300]; /* a folder naming no architecture: its model_type */
+    char noarch[100]; /* a folder naming no architecture: its model_type */
     snprintf(noarch, sizeof noarch, "%s/noarch", dir);
     CHECK(mkdir(noarch, 0755) == 0 && test_copy_case(FXH "/ved_grey12_p3_proj", noarch, "\"VisionEncoderDecoderModel\"",
                                                      "", NULL, -1, 0, NULL) == 0);
     snprintf(args, sizeof args, "caption --model %s %s/img.png", noarch, dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "img.png\t<"), "%s", out);
+    /* the folder's tokenizer names the words: a WordPiece tokenizer.json of [UNK], a..z and 6 pieces (33 ids) */
+    snprintf(png, sizeof png, "%s/tokenizer.json", noarch);
+    FILE *f = fopen(png, "w");
+    CHECK(f != NULL);
+    fprintf(f, "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": {\"type\": "
+               "\"BertPreTokenizer\"}, \"post_processor\": null, \"decoder\": {\"type\": \"WordPiece\", \"prefix\": \"##\", "
+               "\"cleanup\": true}, \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+               "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 100, \"vocab\": {\"[UNK]\": 0");
+    for (int i = 1; i < 33; i++) fprintf(f, i <= 26 ? ", \"%c\": %d" : ", \"##%c\": %d", i <= 26 ? 'a' + i - 1 : 'a' + i - 27, i);
+    fprintf(f, "}}}\n");
+    CHECK(fclose(f) == 0);
+    snprintf(args, sizeof args, "caption --model %s %s/img.png", noarch, dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "img.png\t") && !strchr(out, '<') &&
+               strchr("abcdefghijklmnopqrstuvwxyz", strchr(out, '\t')[1]), "%s", out);
     unsigned char big[16 * 16] = {0};
     snprintf(png, sizeof png, "%s/big.png", dir);
     CHECK(test_write_grey_png(png, big, 16, 16) == 0);
