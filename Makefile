@@ -252,6 +252,16 @@ listops-check: $(BUILD)/listops_dump
 	$(BUILD)/listops_dump 2 1 $(LISTOPS_N) 20 300 6 5 | python3 tests/ref/listops_eval.py --check
 .PHONY: listops-check
 
+# docs/caption.md's results table: the three captioners (four rows) trained on the same scenes and
+# steps, timed (tools/captioning_results.sh: about 7 minutes on 2 shared cores); the table in
+# $(CAPTION_RESULTS)/results.md, the attention figures into CAPTION_IMG. A smoke run:
+# make captioning-results STEPS=20 VALID=20.
+CAPTION_RESULTS ?= build/captioning_results
+CAPTION_IMG ?= $(CAPTION_RESULTS)/img
+captioning-results: $(BUILD)/tformer
+	IMG=$(CAPTION_IMG) sh tools/captioning_results.sh $(BUILD)/tformer $(CAPTION_RESULTS)
+.PHONY: captioning-results
+
 # docs/long-sequences.md's ListOps results: full, BigBird and Nystrom attention,
 # up to 3 hours each (BUDGET_S) -- hours of work for a quiet machine only.
 LISTOPS_RESULTS ?= build/listops_results
@@ -555,6 +565,26 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	$(BUILD)/run_tests --fixtures $(BUILD)/vit_stem_fresh vit_stem_hf_run_matches_pytorch
 
 .PHONY: vit-conformance
+
+# VisionEncoderDecoderModel (ViT + GPT-2 with cross-attention) through hf-run against transformers 4.x
+# on fresh random configurations (SEED, CAPTION_HF_CASES of them) from tests/ref/gen_caption_hf_fixtures.py,
+# once per kernel set, gradients included; then the folders tformer writes loaded by transformers.
+CAPTION_HF_CASES ?= 8
+caption-hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	$(call fresh_conformance,caption_hf,gen_caption_hf_fixtures.py,$(CAPTION_HF_CASES),caption_hf_run_matches)
+	$(call export_conformance,caption_hf,caption_hf_folder_round_trip,gen_caption_hf_fixtures.py,caption_hf_run_matches)
+
+# CIDEr-D and BLEU-4 against pycocoevalcap (PyPI, into HF_PYTHON's venv when missing) on CAPTION_CORPORA
+# fresh random corpora (SEED) from tests/ref/gen_caption_metric_fixtures.py.
+CAPTION_CORPORA ?= 60
+caption-metrics-conformance: $(BUILD)/run_tests $(HF_PYTHON)
+	$(HF_PYTHON) -c "import pycocoevalcap" 2>/dev/null || build/hfvenv/bin/pip install -q pycocoevalcap
+	rm -rf $(BUILD)/caption_metrics_fresh && mkdir -p $(BUILD)/caption_metrics_fresh
+	$(HF_PYTHON) tests/ref/gen_caption_metric_fixtures.py --seed $(SEED) --random $(CAPTION_CORPORA) \
+	    --out $(BUILD)/caption_metrics_fresh/corpora.json
+	$(BUILD)/run_tests --fixtures $(BUILD)/caption_metrics_fresh caption_cider_d
+
+.PHONY: caption-hf-conformance caption-metrics-conformance
 
 # SwinModel / SwinForImageClassification through hf-run on fresh random
 # configurations (SEED, SWIN_CASES of them) from tests/ref/gen_swin_fixtures.py,

@@ -238,19 +238,29 @@ TEST(caption_folder_round_trip_and_bad_inputs) {
     test_rm_rf(dir);
 }
 
-/* losses.csv: the first step's training loss, the last line's validation loss and attention precision. */
-static int losses(const char *path, double *first, double *last_val, double *precision) {
+/* Field `col` (0-based) of a CSV line. */
+static double csv_field(const char *line, int col) {
+    for (int i = 0; i < col && line; i++) line = strchr(line, ',') ? strchr(line, ',') + 1 : NULL;
+    return line ? atof(line) : NAN;
+}
+
+/* losses.csv: the first step's training loss, the last line's validation loss, attention precision
+ * and BLEU-4 (its column found by name in the header). */
+static int losses(const char *path, double *first, double *last_val, double *precision, double *bleu) {
     FILE *f = fopen(path, "r");
-    char line[512];
-    int n = 0;
+    char line[512], *at;
+    int n = 0, bleu_col = -1;
     if (!f) return -1;
     while (fgets(line, sizeof line, f)) {
+        if (n == 0 && (at = strstr(line, "val_bleu4,val_cider_d,")))
+            for (char *p = line; p < at; p++) bleu_col += *p == ',' ? 1 : 0;
         if (n++ == 1) sscanf(line, "%*d,%lf", first);
         sscanf(line, "%*d,%*f,%lf", last_val);
         if (strrchr(line, ',')) *precision = atof(strrchr(line, ',') + 1);
+        if (bleu_col >= 0) *bleu = csv_field(line, bleu_col + 1);
     }
     fclose(f);
-    return n > 2 ? 0 : -1;
+    return n > 2 && bleu_col >= 0 ? 0 : -1;
 }
 
 /* tformer train --arch caption on one-item scenes (without the regulariser, which spreads the
@@ -265,9 +275,9 @@ TEST(caption_train_learns_then_caption_cli) {
              "--weight-decay 0 --log-every 800 --threads 2", dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
     char csv[600];
-    double first = 0, last_val = 0, precision = 0;
+    double first = 0, last_val = 0, precision = 0, bleu = 0;
     snprintf(csv, sizeof csv, "%s/run/losses.csv", dir);
-    CHECK(losses(csv, &first, &last_val, &precision) == 0);
+    CHECK(losses(csv, &first, &last_val, &precision, &bleu) == 0);
     tf_model *m = NULL;
     snprintf(csv, sizeof csv, "%s/run", dir);
     CHECKF((m = tf_model_load(csv, NULL)) != NULL && tf_model_caps(m) == TF_CAP_CAPTION, "%s", tf_error());
@@ -285,9 +295,10 @@ TEST(caption_train_learns_then_caption_cli) {
         right += !strcmp(r.text, want);
         tf_caption_result_free(&r);
     }
-    printf("    loss %.3f -> validation %.3f; %d of 50 held-out scenes captioned exactly; attention precision %.3f\n",
-           first, last_val, right, precision);
+    printf("    loss %.3f -> validation %.3f; %d of 50 held-out scenes captioned exactly; BLEU-4 %.3f; attention "
+           "precision %.3f\n", first, last_val, right, bleu, precision);
     CHECK(last_val < first / 10 && right >= 45 && precision > 0.5); /* a uniform map: 1/9 */
+    CHECKF(right < 50 ? bleu > 0.5 && bleu < 1 : bleu == 1, "BLEU-4 %g with %d of 50 exact", bleu, right);
     tf_model_free(m);
     snprintf(args, sizeof args, "caption --model %s/run --beam 3 --attention-png %s/att %s/run/scenes/00.png "
              "%s/run/scenes/01.png", dir, dir, dir, dir);

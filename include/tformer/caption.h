@@ -31,6 +31,9 @@
 #include "images.h"
 #include "nn.h"
 #include "task.h"
+#include "tokenizer.h"
+#include "gpt.h"
+#include "vit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -149,6 +152,86 @@ TF_API tf_decoder *tf_caption_decoder_new(const tf_caption *m, const float *pixe
  * (cap + 1) G*G). */
 TF_API int tf_caption_generate(const tf_caption *m, const float *pixels, const tf_generate_opts *o, int32_t *ids,
                                int cap, int *n, float *attention);
+
+/* ---------------------------------------------------------------- Hugging Face's captioners */
+
+/* A VisionEncoderDecoderModel folder (transformers' vit-gpt2 layout): a ViT encoder (ViTModel;
+ * its pooler is read and ignored, as the decoder reads the last hidden state), optionally
+ * enc_to_dec_proj (a Linear from the encoder's width to the decoder's when they differ), and a
+ * GPT-2 decoder with cross-attention (GPT2LMHeadModel with add_cross_attention). Each decoder
+ * block is GPT-2's, composed from the shared block's sub-layers in GPT-2's order:
+ *   x = x + attn(ln_1(x))                              causal self-attention (c_attn: q, k, v)
+ *   x = x + crossattention(ln_cross_attn(x), memory)   q = q_attn(x), [k v] = c_attn(memory) (fused)
+ *   x = x + mlp(ln_2(x))
+ * Parameters under Hugging Face's names ("encoder.", "decoder.", "enc_to_dec_proj."). */
+typedef struct {
+    tf_linear q, kv, proj; /* q_attn (E,E), c_attn (E,2E): k then v, c_proj (E,E); Conv1D's (in,out) */
+    tf_layer_norm norm;    /* ln_cross_attn */
+} tf_caption_xattn;
+
+typedef struct {
+    tf_vit *encoder;
+    tf_gpt *decoder;
+    tf_caption_xattn *xattn;    /* decoder->cfg.n_layer */
+    tf_linear enc_to_dec;       /* weight NULL when the widths agree */
+    tf_params *proj_params;     /* enc_to_dec_proj's */
+    tf_params *params;          /* every tensor above by its folder name (the same tensors) */
+    tf_tensor **alias;          /* params' slots */
+    int start_id, eos_id, pad_id; /* decoder_start_token_id, eos_token_id (-1: none), pad_token_id */
+    int normalize;              /* the image processor's: pixels (x - mean) / std */
+    float mean[3], std[3];
+    tf_tokenizer *tok;          /* the folder's, or NULL: words are "<id>" */
+    char *config, *preprocessor; /* config.json's and preprocessor_config.json's text (or NULL), saved back */
+} tf_caption_ved;
+
+/* VisionEncoderDecoderModel.forward()'s arguments. */
+typedef struct {
+    tf_tensor *pixel_values;           /* (B,C,S,S) F32, normalised; NULL when memory is given */
+    tf_tensor *memory;                 /* (B,N+1,E) the decoder's view of the encoder (an earlier call's) */
+    tf_tensor *decoder_input_ids;      /* (B,T) I32, or NULL: the encoder alone */
+    tf_tensor *decoder_attention_mask; /* (B,T) (or (B,past+T) with a cache): 1 = attend, or NULL */
+    tf_tensor *labels;                 /* (B,T) I32, -100 ignored: the mean cross-entropy (no shift) */
+    int output_attentions;             /* fill cross_attentions */
+    tf_kv_cache *cache, *cross_cache;  /* decoding: the words so far, the memory's keys and values */
+} tf_caption_ved_inputs;
+
+typedef struct {
+    tf_tensor *encoder_last_hidden_state; /* (B,N+1,D) */
+    tf_tensor *memory;                    /* (B,N+1,E): through enc_to_dec_proj when there is one */
+    tf_tensor *logits;                    /* (B,T,V) */
+    tf_tensor *loss;
+    tf_tensor **cross_attentions;         /* n_layer of (B,H,T,N+1) */
+} tf_caption_ved_outputs;
+
+TF_API tf_caption_ved *tf_caption_ved_load(const char *dir);
+TF_API void tf_caption_ved_free(tf_caption_ved *m);
+/* A VisionEncoderDecoderModel folder transformers reads: config.json, model.safetensors and
+ * preprocessor_config.json. */
+TF_API int tf_caption_ved_save(const tf_caption_ved *m, const char *dir);
+TF_API int tf_caption_ved_run(tf_ctx *ctx, const tf_caption_ved *m, const tf_caption_ved_inputs *in,
+                              tf_caption_ved_outputs *out);
+/* A decoder over one image (C,S,S) in [0,1] (normalised here) for the shared searches; the start
+ * token is fed first. */
+TF_API tf_decoder *tf_caption_ved_decoder_new(const tf_caption_ved *m, const float *pixels);
+/* One image's caption (as tf_caption_generate): ids into ids (room for cap), and with attention
+ * (room for (cap + 1) g*g floats, g patches a side) each word's cross-attention over the patches,
+ * averaged over the layers and heads (the class token's share left out, the rest renormalised). */
+TF_API int tf_caption_ved_generate(const tf_caption_ved *m, const float *pixels, const tf_generate_opts *o,
+                                   int32_t *ids, int cap, int *n, float *attention);
+
+/* ---------------------------------------------------------------- caption metrics */
+
+/* CIDEr-D of n images' hypotheses against their references (image i: n_refs[i] >= 1 of refs[i]),
+ * on pre-tokenised text (words split at ASCII whitespace, as Python's str.split() on ASCII), as
+ * pycocoevalcap's Cider computes it (caption_metrics.c has the formula): each image's score into
+ * scores (may be NULL), their mean into *mean. */
+TF_API int tf_caption_cider_d(const char *const *hyps, const char *const *const *refs, const int *n_refs, int n,
+                              double *scores, double *mean);
+/* Corpus BLEU-4 (0..1) with several references: the tformer bleu code without tokenisation or
+ * smoothing (clipped counts against the references' most, the closest reference length, the
+ * shorter on a tie): pycocoevalcap's Bleu(4) "closest" but for its 1e-9 and 1e-15 guards. */
+TF_API int tf_caption_bleu4(const char *const *hyps, const char *const *const *refs, const int *n_refs, int n,
+                            double *bleu);
 
 /* ---------------------------------------------------------------- training */
 

@@ -1,11 +1,13 @@
 /* The decoder interface over the captioner, one image: the image is encoded once (the
  * annotations a_i and keys U_a a_i, or the Transformer's memory, shared by forks); each step
  * runs tf_caption_run (the one forward) on the new words from the kept state h (and c), or the
- * Transformer's KV caches (its words' and the memory's keys and values). Beam search forks. */
+ * Transformer's KV caches (its words' and the memory's keys and values). Beam search forks.
+ * A VisionEncoderDecoderModel's decoder is the same with its own step (tf_caption_ved_run on
+ * the ViT's memory through the GPT-2's caches) and no RNN state. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "tformer/caption.h"
+#include "caption_internal.h"
 
 typedef struct {
     tf_ctx *mem, *step;          /* the image's tensors; each step's scratch */
@@ -16,8 +18,10 @@ typedef struct {
 
 typedef struct {
     tf_decoder base;
-    const tf_caption *m;
-    shared *sh;
+    const tf_caption *m;      /* or: */
+    const tf_caption_ved *ved;
+    shared *sh;               /* a VisionEncoderDecoderModel's memory in annotations */
+    int hidden;               /* H of the RNN state; 0 without one */
     float *s; /* (2,H): h, c */
     tf_kv_cache *cache, *cross; /* the Transformer's, else NULL */
 } cap_decoder;
@@ -72,18 +76,19 @@ static void cap_free(tf_decoder *d) {
 
 static void cap_reset(tf_decoder *d) {
     cap_decoder *g = (cap_decoder *)d;
-    memcpy(g->s, g->sh->s0, 2 * (size_t)g->m->cfg.hidden * sizeof *g->s);
+    if (g->hidden) memcpy(g->s, g->sh->s0, 2 * (size_t)g->hidden * sizeof *g->s);
     if (g->cache) tf_kv_cache_reset(g->cache), tf_kv_cache_reset(g->cross);
 }
 
 static tf_decoder *cap_fork(const tf_decoder *d) {
     const cap_decoder *g = (const cap_decoder *)d;
     cap_decoder *f = malloc(sizeof *f);
-    size_t bytes = 2 * (size_t)g->m->cfg.hidden * sizeof *f->s;
-    if (!f || !(f->s = malloc(bytes))) return free(f), tf_set_error("decoder: out of memory"), NULL;
-    f->base = g->base, f->m = g->m, f->sh = g->sh, f->cache = f->cross = NULL;
+    size_t bytes = 2 * (size_t)g->hidden * sizeof *f->s;
+    float *st = bytes ? malloc(bytes) : NULL;
+    if (!f || (bytes && !st)) return free(f), free(st), tf_set_error("decoder: out of memory"), NULL;
+    *f = *g, f->s = st, f->cache = f->cross = NULL;
     f->sh->refs++;
-    memcpy(f->s, g->s, bytes);
+    if (bytes) memcpy(f->s, g->s, bytes);
     if (g->cache && (!(f->cache = tf_kv_cache_fork(g->cache)) || !(f->cross = tf_kv_cache_fork(g->cross))))
         return cap_free(&f->base), tf_set_error("decoder: out of memory"), NULL;
     return &f->base;
@@ -117,7 +122,7 @@ tf_decoder *tf_caption_decoder_new(const tf_caption *m, const float *pixels) {
         return tf_set_error("decoder: out of memory"), NULL;
     }
     g->base = (tf_decoder){&CAPTION_DECODER, m->cfg.vocab, m->cfg.context, 0, 0, 1};
-    g->m = m, g->sh->refs = 1;
+    g->m = m, g->hidden = m->cfg.hidden, g->sh->refs = 1;
     const tf_caption_config *c = &m->cfg;
     int N = tf_caption_grid(c) * tf_caption_grid(c), hd = c->hidden / c->n_head;
     if (c->decoder == TF_CAPTION_TRANSFORMER && (!(g->cache = tf_kv_cache_new(c->n_layer, 1, c->n_head, hd, c->context)) ||
@@ -178,4 +183,46 @@ int tf_caption_generate(const tf_caption *m, const float *pixels, const tf_gener
     tf_ids_free(&out);
     if (!rc && attention && m->cfg.attention) rc = attention_maps(m, pixels, ids, *n, attention);
     return rc;
+}
+
+/* ---------------------------------------------------------------- a VisionEncoderDecoderModel's */
+
+static int ved_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
+    cap_decoder *g = (cap_decoder *)d;
+    int64_t V = g->ved->decoder->cfg.vocab_size;
+    tf_ctx *ctx = g->sh->step;
+    tf_ctx_reset(ctx);
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);  // (1,n)
+    if (!ids) return -1;
+    memcpy(ids->data, tokens, (size_t)n * sizeof *tokens);
+    tf_caption_ved_inputs in = {.memory = g->sh->annotations, .decoder_input_ids = ids, .cache = g->cache,
+                                .cross_cache = g->cross};
+    tf_caption_ved_outputs out;
+    if (tf_caption_ved_run(ctx, g->ved, &in, &out)) return -1;
+    memcpy(logits, tf_f32(out.logits) + (int64_t)(n - 1) * V, (size_t)V * sizeof *logits);  // the last id's (V)
+    return 0;
+}
+
+static const tf_decoder_vt VED_DECODER = {ved_step, cap_fork, cap_reset, cap_free, NULL};
+
+tf_decoder *tf_caption_ved_decoder_new(const tf_caption_ved *m, const float *pixels) {
+    if (!m || !pixels) return tf_set_error("caption: no model or no image"), NULL;
+    const tf_gpt_config *c = &m->decoder->cfg;
+    int N = tf_vit_patches(&m->encoder->cfg) + 1, hd = c->d_model / c->n_head;
+    cap_decoder *g = calloc(1, sizeof *g);
+    if (!g || !(g->sh = calloc(1, sizeof *g->sh))) return free(g), tf_set_error("decoder: out of memory"), NULL;
+    g->base = (tf_decoder){&VED_DECODER, c->vocab_size, c->context, 0, 0, 1};
+    g->ved = m, g->sh->refs = 1;
+    tf_caption_ved_outputs out;
+    int rc = !(g->cache = tf_kv_cache_new(c->n_layer, 1, c->n_head, hd, c->context)) ||
+             !(g->cross = tf_kv_cache_new(c->n_layer, 1, c->n_head, hd, N)) || !(g->sh->mem = tf_ctx_new(0)) ||
+             !(g->sh->step = tf_ctx_new(0));
+    if (!rc) {
+        tf_ctx_set_grad(g->sh->mem, 0), tf_ctx_set_grad(g->sh->step, 0);
+        tf_tensor *x = tf_caption_ved_pixels(g->sh->mem, m, pixels);
+        rc = !x || tf_caption_ved_run(g->sh->mem, m, &(tf_caption_ved_inputs){.pixel_values = x}, &out);
+    }
+    if (rc) return cap_free(&g->base), NULL;
+    g->sh->annotations = out.memory;
+    return &g->base;
 }

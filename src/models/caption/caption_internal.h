@@ -13,4 +13,8 @@ tf_tensor *tf_caption_memory(tf_ctx *ctx, const tf_caption *m, tf_tensor *a);
 int tf_caption_transformer_decode(tf_ctx *ctx, const tf_caption *m, tf_tensor *ids, tf_kv_cache *cache,
                                   tf_kv_cache *cross_cache, int want_alpha, tf_caption_outputs *out);
 
+/* One image (C,S,S) in [0,1] as a VisionEncoderDecoderModel reads it (1,C,S,S): normalised as its
+ * image processor says. */
+tf_tensor *tf_caption_ved_pixels(tf_ctx *ctx, const tf_caption_ved *m, const float *pixels);
+
 #endif

@@ -1,7 +1,8 @@
 /* Captioning on the scene grammar (tformer/caption.h): scenes made from a seed (n_train for
  * training, drawn with replacement, and n_valid held out), the captioner's loss (cross-entropy
  * + the doubly-stochastic regulariser), validation word accuracy and, after each evaluation,
- * the share of held-out scenes captioned exactly (greedy); saved as tformer's folder. */
+ * the share of held-out scenes captioned exactly (greedy), their corpus BLEU-4 and CIDEr-D against
+ * the scenes' captions, and the attention's precision; saved as tformer's folder. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,31 +96,64 @@ static int named_cell(const int32_t *w, int n) {
 }
 
 /* Attention precision: for each shape word, the share of its step's attention on the cell the
- * caption names for it (metric 2; the grid must be the scenes' 3 x 3). */
+ * caption names for it (metric 4; the grid must be the scenes' 3 x 3). */
 static void count_precision(const int32_t *w, int n, const float *att, tf_metrics *m) {
     for (int t = 0; t < n; t++)
-        if (w[t] >= 2 && w[t] <= 7) m->sum[2] += att[t * 9 + named_cell(w + t + 1, n - t - 1)], m->count[2] += 1;
+        if (w[t] >= 2 && w[t] <= 7) m->sum[4] += att[t * 9 + named_cell(w + t + 1, n - t - 1)], m->count[4] += 1;
 }
 
-/* The held-out scenes captioned greedily: the share exactly right into metric 1, and with
- * attention, its precision into metric 2. */
+/* ids as words joined by spaces (malloc'd). */
+static char *words(const int32_t *ids, int n) {
+    size_t len = 1;
+    for (int i = 0; i < n; i++) len += strlen(tf_caption_word(ids[i])) + 1;
+    char *s = malloc(len);
+    if (!s) return tf_set_error("caption: out of memory"), NULL;
+    s[0] = 0;
+    for (int i = 0; i < n; i++) strcat(strcat(s, i ? " " : ""), tf_caption_word(ids[i]));
+    return s;
+}
+
+/* Corpus BLEU-4 and CIDEr-D of the greedy captions against the scenes' into metrics 2 and 3. */
+static int corpus_scores(char **hyp, char **ref, int n, tf_metrics *m) {
+    int *one = malloc((size_t)n * sizeof *one);
+    const char *const **refs = malloc((size_t)n * sizeof *refs);
+    double bleu = 0, cider = 0;
+    int rc = one && refs ? 0 : tf_set_error("caption: out of memory");
+    for (int i = 0; !rc && i < n; i++) one[i] = 1, refs[i] = (const char *const *)&ref[i];
+    if (!rc) rc = tf_caption_bleu4((const char *const *)hyp, refs, one, n, &bleu) ||
+                  tf_caption_cider_d((const char *const *)hyp, refs, one, n, NULL, &cider);
+    if (!rc) m->sum[2] += bleu, m->count[2] += 1, m->sum[3] += cider, m->count[3] += 1;
+    free(one), free(refs);
+    return rc ? -1 : 0;
+}
+
+/* The held-out scenes captioned greedily: the share exactly right into metric 1, BLEU-4 and
+ * CIDEr-D into 2 and 3, and with attention, its precision into metric 4. */
 static int cap_score(tf_task *t, tf_metrics *m) {
     const cap_task *c = (const cap_task *)t;
     float px[TF_CAPTION_SCENE_SIZE * TF_CAPTION_SCENE_SIZE], att[65 * 9];
     int32_t want[64], got[64];
-    int nw, ng, maps = c->base.n_metrics > 2;
+    int nw, ng, maps = c->base.n_metrics > 4, n = c->cfg.n_valid, rc = 0;
+    char **hyp = calloc((size_t)n, sizeof *hyp), **ref = calloc((size_t)n, sizeof *ref);
     tf_caption_scene s;
     tf_generate_opts o = tf_generate_opts_default();
     o.temperature = 0, o.beam = 0, o.eos_id = -1, o.max_tokens = 0;
-    for (int i = 0; i < c->cfg.n_valid; i++) {
+    if (!hyp || !ref) rc = tf_set_error("caption: out of memory");
+    for (int i = 0; !rc && i < n; i++) {
         uint64_t index = (uint64_t)c->cfg.n_train + (uint64_t)i;
         if (tf_caption_scene_make(c->cfg.scene_seed, index, c->cfg.max_items, px, &s, want, 64, &nw) ||
-            tf_caption_generate(c->m, px, &o, got, 64, &ng, maps ? att : NULL))
-            return -1;
+            tf_caption_generate(c->m, px, &o, got, 64, &ng, maps ? att : NULL) || !(hyp[i] = words(got, ng)) ||
+            !(ref[i] = words(want, nw))) {
+            rc = -1;
+            break;
+        }
         m->sum[1] += ng == nw && !memcmp(want, got, (size_t)nw * sizeof *got), m->count[1] += 1;
         if (maps) count_precision(got, ng, att, m);
     }
-    return 0;
+    if (!rc) rc = corpus_scores(hyp, ref, n, m);
+    for (int i = 0; i < n && hyp && ref; i++) free(hyp[i]), free(ref[i]);
+    free(hyp), free(ref);
+    return rc;
 }
 
 static tf_params *cap_params(tf_task *t) { return ((cap_task *)t)->m->params; }
@@ -183,8 +217,9 @@ tf_task *tf_caption_task_new(const tf_caption_task_config *cfg, const char *run_
     if (!t) return tf_set_error("caption: out of memory"), NULL;
     t->cfg = c;
     int maps = c.model.attention && tf_caption_grid(&c.model) == 3; /* the grid's cells are the scenes' */
-    t->base = (tf_task){.vt = &CAP_TASK, .config = {&tf_caption_task_config_table, &t->cfg}, .n_metrics = 2 + maps,
-                        .metric_names = {"word_accuracy", "exact", "attention_precision"}, .select_metric = 2};
+    t->base = (tf_task){.vt = &CAP_TASK, .config = {&tf_caption_task_config_table, &t->cfg}, .n_metrics = 4 + maps,
+                        .metric_names = {"word_accuracy", "exact", "bleu4", "cider_d", "attention_precision"},
+                        .select_metric = 2};
     if (!(t->m = tf_caption_new(&c.model, seed ? seed : 1)) || (run_dir && write_samples(&c, run_dir))) {
         cap_free(&t->base);
         return NULL;

@@ -8,7 +8,7 @@
 
 #include "../../util/util.h"
 #include "../vision.h"
-#include "tformer/vit.h"
+#include "vit_internal.h"
 
 /* config.json's keys through a field table; the other keys are ignored or refused below. */
 static const char *const HF_ACTIVATIONS[] = {"relu", "gelu", "gelu_new|gelu_pytorch_tanh", "silu|swish", NULL};
@@ -52,7 +52,7 @@ static int read_labels(tf_vit *m, const cJSON *root, const char *path) {
     return m->cfg.head == TF_VIT_IMAGE_CLS ? tf_vision_read_labels(&m->labels, m->cfg.n_labels, root, path) : 0;
 }
 /* model_type "vit" (or none): Hugging Face's keys; "tformer-vit": the field table's. */
-static int read_config(const cJSON *root, const char *path, tf_vit_config *c) {
+int tf_vit_config_from_hf(const cJSON *root, const char *path, tf_vit_config *c) {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     int own = cJSON_IsString(mt) && !strcmp(mt->valuestring, "tformer-vit");
     *c = tf_vit_config_default();
@@ -74,7 +74,7 @@ tf_vit *tf_vit_load(const char *dir) {
     snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
     tf_vit_config c;
     cJSON *root = tf_json_read(path);
-    tf_st_file *f = root && !read_config(root, path, &c) ? tf_st_open(weights) : NULL;
+    tf_st_file *f = root && !tf_vit_config_from_hf(root, path, &c) ? tf_st_open(weights) : NULL;
     c.pooler = f && c.head == TF_VIT_BODY && tf_st_find(f, "pooler.dense.weight"); /* add_pooling_layer */
     tf_vit *m = f ? tf_vit_new(&c, 0) : NULL;
     if (m && (read_labels(m, root, path) || tf_folder_read_weights(f, weights, m->params, NULL, NULL))) {
