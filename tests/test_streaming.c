@@ -396,3 +396,13 @@ TEST(encode_decode_in_pieces_keep_the_ids) {
     }
     free(text);
 }
+
+/* encode and decode on an endless input into a closed standard output: the first piece's write fails and the
+ * verb ends at once with its cause (the old code read until its memory ran out). */
+TEST(encode_decode_stop_when_their_output_is_gone) {
+    char out[4096];
+    closed_output("a man rides a horse", "encode --tokenizer char", out, sizeof out);
+    CHECKF(strstr(out, "tformer encode: standard output: write error: Bad file descriptor"), "encode: %s", out);
+    closed_output("65 32 109 97 110", "decode --tokenizer char", out, sizeof out);
+    CHECKF(strstr(out, "tformer decode: standard output: write error: Bad file descriptor"), "decode: %s", out);
+}
