@@ -447,3 +447,28 @@ TEST(reliability_train_reads_its_text_in_pieces) {
     CHECKF(per_byte < 6, "%.2f bytes of peak memory per byte of text", per_byte);
     test_rm_rf(dir);
 }
+
+/* Item 2, two model formats: model.safetensors beside a sharded checkpoint's index (save_pretrained leaves the
+ * other form's files behind when it switches) is an error naming both and the newer; the old code read
+ * model.safetensors silently (hf-run exit 0). */
+TEST(reliability_two_weight_forms_are_refused) {
+    char dir[] = "/tmp/tf_twoforms_XXXXXX", cmd[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "cp tests/fixtures_hf/v4_lm_tanh_labels/* %s/ && sleep 0.01 && "
+             "cp tests/fixtures_hf/v4_lm_sharded_labels/model-* tests/fixtures_hf/v4_lm_sharded_labels/model.safetensors.index.json %s/",
+             dir, dir);
+    CHECK(system(cmd) == 0);
+    static const char *const VERB[] = {"hf-run --model %s --input %s/input.safetensors --output %s/out.safetensors",
+                                       "inspect %s/model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, VERB[i], dir, dir, dir);
+        int rc = test_run_cli("", args, out, sizeof out);
+        CHECKF(rc == 1 && strstr(out, "holds two forms of the weights") && strstr(out, "/model.safetensors (one file)") &&
+                   strstr(out, "model.safetensors.index.json (a sharded") && strstr(out, "the index is the newer"),
+               "%s: exit %d: %s", args, rc, out);
+    }
+    snprintf(cmd, sizeof cmd, "%s/out.safetensors", dir);
+    CHECKF(access(cmd, F_OK) != 0, "hf-run wrote an output");
+    test_rm_rf(dir);
+}
