@@ -160,7 +160,7 @@ static int tiny_translator(char *dir) {
     for (int f = 0; f < 2; f++) {
         snprintf(path, sizeof path, "%s/%s", dir, f ? "t.tgt" : "t.src");
         FILE *fp = fopen(path, "w");
-        for (int i = 0; fp && i < 40; i++) fprintf(fp, f ? "b%d a%d\n" : "a%d b%d\n", i % 7, i % 5);
+        for (int i = 0; fp && i < 40; i++) fprintf(fp, f ? "b%d a%d %d\n" : "a%d b%d %d\n", i % 7, i % 5, i % 10);
         if (!fp || fclose(fp)) return -1;
     }
     snprintf(args, sizeof args,
@@ -193,6 +193,29 @@ TEST(translate_streams_and_stops_when_its_output_is_gone) {
     CHECKF(p && pclose(p) == 0 && strstr(out, "tformer translate: standard output: write error: Bad file descriptor"),
            "an endless input into a closed standard output: %s", out);
     test_rm_rf(dir);
+}
+
+/* The acceptance's bounded-memory test for translate: 2,000 and 200,000 lines peak at the same memory (within
+ * 16 MiB), and translations come before the input ends. */
+TEST(translate_memory_does_not_grow_with_the_input) {
+    char dir[64], args[512];
+    CHECK(tiny_translator(dir) == 0);
+    snprintf(args, sizeof args, "translate --model %s/run --threads 1 --max-len-a 0 --max-len-b 3", dir);
+    long rss[2];
+    for (int k = 0; k < 2; k++) {
+        child c;
+        CHECK(!spawn(&c, args));
+        feed(&c, k ? 200000 : 2000, "a1 b2");
+        int rc = finish(&c, &rss[k]);
+        CHECKF(rc == 0, "%s, %d lines: exit %d", args, k ? 200000 : 2000, rc);
+        CHECKF(!k || c.out_before_eof > 0, "200,000 lines: no translation before the input ended");
+        CHECKF(c.fed == (k ? 200000 : 2000), "run %d: the verb stopped reading after %ld lines", k, c.fed);
+    }
+    printf("    peak memory %ld KiB after 2,000 lines, %ld KiB after 200,000\n", rss[0], rss[1]);
+    test_rm_rf(dir);
+    const char *san = getenv("TFORMER_CFLAGS"); /* ASan's quarantine: see embed_memory_does_not_grow_with_the_input */
+    if (san && strstr(san, "sanitize")) return;
+    CHECKF(rss[1] - rss[0] < 16384, "peak memory grew from %ld to %ld KiB with the input", rss[0], rss[1]);
 }
 
 /* The first answer of "tformer <args>" comes while its input (one line) stays open: 1, else 0. */

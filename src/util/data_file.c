@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -72,6 +73,8 @@ int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn f
     gzFile gz = NULL;
     if (pread(fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b && !(gz = gzdopen(fd, "rb")))
         return close(fd), tf_set_error("%s: cannot open: out of memory", path);
+    struct stat st;
+    long long size = fstat(fd, &st) ? -1 : (long long)st.st_size;
     size_t cap = 2 * PIECE, n = 0;
     char *buf = malloc(cap);
     int rc = buf ? 0 : tf_set_error("%s: out of memory", path);
@@ -79,7 +82,8 @@ int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn f
         if (cap - n < PIECE) { /* no place to cut in what is held: hold more */
             char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (!nb) {
-                rc = tf_set_error("%s: out of memory: %zu bytes without a place to cut the text", path, n);
+                rc = tf_set_error("%s (%lld bytes%s): out of memory: %zu bytes without a place to cut the text (a "
+                                  "line too long?)", path, size, gz ? " gzip'ed" : "", n);
                 break;
             }
             buf = nb, cap *= 2;
