@@ -36,10 +36,14 @@ static void encode_whole(const cli_verb *v, tf_tokenizer *t) {
     cli_lines_init(&in, 0);
     long long line = 1, byte = 0;
     int first = 1, eof = 0;
+    size_t seen = 0; /* bytes searched for a cut already, less 2 (a cut depends on the 2 bytes before it) */
     while (!eof) {
         const char *p;
-        size_t n = cli_bytes_next(v, &in, &p, &eof);
-        size_t cut = eof ? n : n >= (1u << 20) || !cli_bytes_waiting(&in) ? tf_tokenizer_encode_cut(t, p, n) : 0;
+        size_t n = cli_bytes_next(v, &in, &p, &eof), cut = eof ? n : 0;
+        if (!eof && (n >= (1u << 20) || !cli_bytes_waiting(&in))) {
+            if ((cut = tf_tokenizer_encode_cut(t, p + seen, n - seen))) cut += seen, seen = 0;
+            else seen = n > 2 ? n - 2 : 0;
+        }
         if (!cut && !eof) continue;
         put_ids(v, t, p, cut, &first, line, byte);
         for (size_t i = 0; i < cut; i++) line += p[i] == '\n';

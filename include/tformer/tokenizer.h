@@ -64,7 +64,7 @@ TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t
 /* For reading text in pieces (tformer encode on standard input): the last offset b <= len at which text can be
  * cut so that the ids of text[0,b) followed by those of text[b,...) are the ids of the whole, whatever follows
  * len; 0 when there is none in text. Cuts fall before a line that starts with an ASCII letter or digit; never in a
- * SentencePiece tokenizer (its normaliser joins whitespace, a Marian side ends with </s>) or a byte-level BPE that
+ * SentencePiece tokenizer (its normaliser joins and strips whitespace, adds a prefix space) or a byte-level BPE that
  * adds a prefix space. */
 TF_API size_t tf_tokenizer_encode_cut(const tf_tokenizer *t, const char *text, size_t len);
 /* 1 when ids can be decoded in pieces: the text of a ++ b is the text of a followed by what the text of

@@ -75,7 +75,7 @@ int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn f
         return close(fd), tf_set_error("%s: cannot open: out of memory", path);
     struct stat st;
     long long size = fstat(fd, &st) ? -1 : (long long)st.st_size;
-    size_t cap = 2 * PIECE, n = 0;
+    size_t cap = 2 * PIECE, n = 0, seen = 0; /* seen: held bytes already searched for a cut, less 2 */
     char *buf = malloc(cap);
     int rc = buf ? 0 : tf_set_error("%s: out of memory", path);
     for (long got = 1; !rc && got > 0;) {
@@ -90,8 +90,11 @@ int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn f
         }
         if ((got = read_some(gz, fd, path, buf + n, cap - n)) < 0) rc = -1;
         n += got > 0 ? (size_t)got : 0;
-        size_t k = got == 0 ? n : n >= PIECE ? cut(ctx, buf, n) : 0;
+        size_t k = got == 0 ? n : n >= PIECE ? cut(ctx, buf + seen, n - seen) : 0;
+        if (k && got) k += seen; /* a cut depends on the 2 bytes before it: the search goes on from there */
+        if (!k && n >= PIECE) seen = n - 2;
         if (rc || (!k && got)) continue;
+        seen = 0;
         rc = fn(ctx, buf, k);
         memmove(buf, buf + k, n - k), n -= k;
     }
