@@ -159,6 +159,7 @@ typedef struct {
     int eof;
     long long line_no;      /* lines handed out so far */
     int keep_cr;            /* set after cli_lines_init: a CR before the newline stays part of the line */
+    const char *name;       /* for messages; NULL: standard input */
 } cli_lines;
 void cli_lines_init(cli_lines *r, int fd);
 /* The most --batch takes on any verb (inputs per forward pass, a chunk of standard input's lines). */
@@ -169,11 +170,20 @@ enum { CLI_BATCH_MAX = 1024 };
  * end. A line over 64 MiB or a read error exits naming standard input. */
 int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines, size_t *lens);
 void cli_lines_free(cli_lines *r);
+/* Bytes rather than lines (a text that is one whole, ids): cli_bytes_next reads once more (blocking) unless the
+ * input ended, and gives the bytes read and not yet taken (*p valid until the next call; *eof at the end of the
+ * input); cli_bytes_take marks the first n of them done with. cli_bytes_waiting: more input is ready at once. */
+size_t cli_bytes_next(const cli_verb *v, cli_lines *r, const char **p, int *eof);
+void cli_bytes_take(cli_lines *r, size_t n);
+int cli_bytes_waiting(const cli_lines *r);
 /* Flush standard output after a chunk: a write error (a closed pipe with SIGPIPE ignored, a
  * full disk) exits 1 at once with its cause. */
 void cli_flush_or_die(const cli_verb *v);
 /* All of a file, NUL-terminated; exits with a message naming it on failure. */
 char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
+/* A regular file opened for reading (a blocking descriptor; a FIFO or device refused, never waited on); exits
+ * with a message naming it on failure. */
+int cli_open_file(const cli_verb *v, const char *path);
 /* A tf_train_report_fn printing "step N/M | loss ... | val ... | lr ... | tok/s | ETA" every
  * *(int *)user steps, at evaluations and at the end. */
 void cli_train_progress(void *user, const tf_train_report *r);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -19,40 +20,6 @@ const cli_flag cmd_bleu_flags[] = {
     [SMOOTH_VALUE] = {"smooth-value", CLI_STRING, "X", "", "floor: 0.1, add-k: 1 unless given"},
     CLI_END,
 };
-
-typedef struct {
-    char *text;
-    char **line;
-    size_t *len;
-    int n;
-} lines;
-
-/* Split at "\n" as Python's newline="\n" does: a final line without one counts. */
-static int split(lines *l, char *text, size_t n) {
-    int cap = 0;
-    l->text = text, l->n = 0, l->line = NULL, l->len = NULL;
-    for (size_t i = 0; i < n;) {
-        size_t e = i;
-        while (e < n && text[e] != '\n') e++;
-        if (l->n == cap) {
-            cap = cap ? 2 * cap : 256;
-            char **nl = realloc(l->line, (size_t)cap * sizeof *nl);
-            size_t *ns = nl ? realloc(l->len, (size_t)cap * sizeof *ns) : NULL;
-            if (nl) l->line = nl;
-            if (!ns) return -1;
-            l->len = ns;
-        }
-        l->line[l->n] = text + i, l->len[l->n++] = e - i;
-        i = e + 1;
-    }
-    return 0;
-}
-
-static void load(const cli_verb *v, lines *l, const char *path) {
-    size_t n;
-    char *text = path ? cli_read_file(v, path, &n) : cli_read_stdin(v, &n);
-    if (split(l, text, n)) cli_die(v, "out of memory");
-}
 
 static int parse_choice(const cli_args *a, const char *flag, const char *value, const char *const *names, int n) {
     for (int k = 0; k < n; k++)
@@ -82,55 +49,89 @@ static void options(const cli_args *a, tf_bleu_opts *o, int *bleu, int *chrf) {
     }
 }
 
+/* The lines left in r, counted to its end (for a message). */
+static long long rest(const cli_verb *v, cli_lines *r) {
+    const char *l[CLI_BATCH_MAX];
+    size_t len[CLI_BATCH_MAX];
+    long long n = 0;
+    for (int k; (k = cli_lines_next(v, r, CLI_BATCH_MAX, l, len)) > 0;) n += k;
+    return n;
+}
+
+static _Noreturn void unequal(const cli_verb *v, const char *ref, long long n_ref, long long n_hyp) {
+    char msg[4400];
+    snprintf(msg, sizeof msg, "%s has %lld lines, the hypotheses on standard input %lld", ref, n_ref, n_hyp);
+    cli_die(v, msg);
+}
+
+/* Line i of the hypotheses and each reference into the statistics; an error names the file that fails alone. */
+static void add_line(const cli_args *a, const tf_bleu_opts *o, const int want[2], tf_bleu_stats *bs,
+                     tf_chrf_stats *cs, const char *hyp, size_t hyp_len, const char **seg, const size_t *seg_len,
+                     long long line) {
+    int nr = a->v[REF].n;
+    if ((want[0] && tf_bleu_add(bs, o, hyp, hyp_len, seg, seg_len, nr)) ||
+        (want[1] && tf_chrf_add(cs, o->lowercase, hyp, hyp_len, seg, seg_len, nr))) {
+        char msg[4400], what[1024];
+        snprintf(what, sizeof what, "%s", tf_error());
+        const char *file = "standard input";
+        for (int r = 0; r < nr; r++) {
+            size_t tn;
+            char *t = tf_bleu_tokenize_text(o, seg[r], seg_len[r], &tn);
+            if (!t) file = a->v[REF].list[r];
+            free(t);
+        }
+        snprintf(msg, sizeof msg, "%s line %lld: %s", file, line, what);
+        cli_die(a->verb, msg);
+    }
+}
+
+/* The hypotheses and the references a chunk of lines at a time (the statistics are sums over lines): memory
+ * bounded by the chunk, whatever the lengths. */
 int cmd_bleu(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_bleu_opts o;
-    int want_bleu, want_chrf, nr = a->v[REF].n;
-    options(a, &o, &want_bleu, &want_chrf);
-    lines hyp, *ref = calloc((size_t)nr, sizeof *ref);
-    const char **seg = malloc((size_t)nr * sizeof *seg);
-    size_t *seg_len = malloc((size_t)nr * sizeof *seg_len);
-    if (!ref || !seg || !seg_len) cli_die(v, "out of memory");
-    for (int r = 0; r < nr; r++) load(v, &ref[r], a->v[REF].list[r]);
-    load(v, &hyp, NULL);
-    if (hyp.n == 0) cli_die(v, "no hypotheses on standard input (one line per reference line)");
-    for (int r = 0; r < nr; r++)
-        if (ref[r].n != hyp.n) {
-            char msg[4400];
-            snprintf(msg, sizeof msg, "%s has %d lines, the hypotheses on standard input %d", a->v[REF].list[r],
-                     ref[r].n, hyp.n);
-            cli_die(v, msg);
-        }
+    int want[2], nr = a->v[REF].n;
+    options(a, &o, &want[0], &want[1]);
+    cli_lines hyp, *ref = calloc((size_t)nr, sizeof *ref);
+    const char **seg = malloc((size_t)nr * sizeof *seg), **rl = malloc((size_t)nr * CLI_BATCH_MAX * sizeof *rl);
+    size_t *seg_len = malloc((size_t)nr * sizeof *seg_len), *rlen = malloc((size_t)nr * CLI_BATCH_MAX * sizeof *rlen);
+    if (!ref || !seg || !seg_len || !rl || !rlen) cli_die(v, "out of memory");
+    for (int r = 0; r < nr; r++) {
+        cli_lines_init(&ref[r], cli_open_file(v, a->v[REF].list[r]));
+        ref[r].keep_cr = 1, ref[r].name = a->v[REF].list[r];
+    }
+    cli_lines_init(&hyp, 0);
+    hyp.keep_cr = 1; /* a CR is trailing whitespace to the tokenisers, as before */
     tf_bleu_stats bs = {0};
     tf_chrf_stats cs = {0};
-    for (int i = 0; i < hyp.n; i++) {
-        for (int r = 0; r < nr; r++) seg[r] = ref[r].line[i], seg_len[r] = ref[r].len[i];
-        if ((want_bleu && tf_bleu_add(&bs, &o, hyp.line[i], hyp.len[i], seg, seg_len, nr)) ||
-            (want_chrf && tf_chrf_add(&cs, o.lowercase, hyp.line[i], hyp.len[i], seg, seg_len, nr))) {
-            char msg[4400], what[1024];
-            snprintf(what, sizeof what, "%s", tf_error());
-            /* which file: the hypothesis or a reference is the one that fails alone */
-            const char *file = "standard input";
-            for (int r = 0; r < nr; r++) {
-                size_t tn;
-                char *t = tf_bleu_tokenize_text(&o, seg[r], seg_len[r], &tn);
-                if (!t) file = a->v[REF].list[r];
-                free(t);
-            }
-            snprintf(msg, sizeof msg, "%s line %d: %s", file, i + 1, what);
-            cli_die(v, msg);
+    const char *hl[CLI_BATCH_MAX];
+    size_t hlen[CLI_BATCH_MAX];
+    long long n_hyp = 0;
+    for (int n; (n = cli_lines_next(v, &hyp, CLI_BATCH_MAX, hl, hlen)) > 0; n_hyp += n) {
+        for (int r = 0; r < nr; r++) {
+            int got = cli_lines_next(v, &ref[r], n, rl + (size_t)r * CLI_BATCH_MAX, rlen + (size_t)r * CLI_BATCH_MAX);
+            if (got < n) unequal(v, a->v[REF].list[r], n_hyp + got, n_hyp + n + rest(v, &hyp));
+        }
+        for (int i = 0; i < n; i++) {
+            for (int r = 0; r < nr; r++) seg[r] = rl[(size_t)r * CLI_BATCH_MAX + i], seg_len[r] = rlen[(size_t)r * CLI_BATCH_MAX + i];
+            add_line(a, &o, want, &bs, &cs, hl[i], hlen[i], seg, seg_len, n_hyp + i + 1);
         }
     }
-    if (want_bleu) {
+    if (n_hyp == 0) cli_die(v, "no hypotheses on standard input (one line per reference line)");
+    for (int r = 0; r < nr; r++) {
+        long long more = rest(v, &ref[r]);
+        if (more) unequal(v, a->v[REF].list[r], n_hyp + more, n_hyp);
+    }
+    if (want[0]) {
         tf_bleu_score s;
         char out[256];
         tf_bleu_compute(&bs, &o, &s);
         tf_bleu_format(&s, out, sizeof out);
         printf("%s\n", out);
     }
-    if (want_chrf) printf("chrF2 = %.2f\n", tf_chrf_compute(&cs));
-    for (int r = 0; r < nr; r++) free(ref[r].text), free(ref[r].line), free(ref[r].len);
-    free(hyp.text), free(hyp.line), free(hyp.len);
-    free(ref), free(seg), free(seg_len);
+    if (want[1]) printf("chrF2 = %.2f\n", tf_chrf_compute(&cs));
+    for (int r = 0; r < nr; r++) close(ref[r].fd), cli_lines_free(&ref[r]);
+    cli_lines_free(&hyp);
+    free(ref), free(seg), free(seg_len), free(rl), free(rlen);
     return fflush(stdout) ? 1 : 0;
 }

@@ -123,7 +123,7 @@ static char *read_stream(const cli_verb *v, FILE *f, const char *name, size_t *l
 
 char *cli_read_stdin(const cli_verb *v, size_t *len) { return read_stream(v, stdin, "standard input", len); }
 
-char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
+int cli_open_file(const cli_verb *v, const char *path) {
     /* a regular file only: a FIFO or device is refused, never waited on (checked before the open,
      * which does not block, and again on the descriptor) */
     struct stat st;
@@ -137,10 +137,21 @@ char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
         cli_die(v, msg);
     }
     int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
-    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
         if (fd >= 0) close(fd);
         snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));
+        cli_die(v, msg);
+    }
+    return fd;
+}
+
+char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
+    int fd = cli_open_file(v, path);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        char msg[4200];
+        snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));
+        close(fd);
         cli_die(v, msg);
     }
     char *buf = read_stream(v, f, path, len);

@@ -48,8 +48,8 @@ static ssize_t fill(const cli_verb *v, cli_lines *r) {
     ssize_t got;
     while ((got = read(r->fd, r->buf + r->len, r->cap - r->len)) < 0 && errno == EINTR) {}
     if (got < 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "cannot read standard input: %s", strerror(errno));
+        char msg[4300];
+        snprintf(msg, sizeof msg, "cannot read %s: %s", r->name ? r->name : "standard input", strerror(errno));
         cli_die(v, msg);
     }
     r->len += (size_t)got;
@@ -72,9 +72,9 @@ int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines,
         }
         if (r->eof || (n > 0 && !ready(r->fd))) break;
         if (r->len - at > LINES_MAX_LINE) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "standard input line %lld: longer than %d MiB", (long long)(r->line_no + n + 1),
-                     LINES_MAX_LINE >> 20);
+            char msg[4300];
+            snprintf(msg, sizeof msg, "%s line %lld: longer than %d MiB", r->name ? r->name : "standard input",
+                     (long long)(r->line_no + n + 1), LINES_MAX_LINE >> 20);
             cli_die(v, msg);
         }
         if (fill(v, r) == 0) r->eof = 1;
@@ -84,6 +84,18 @@ int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines,
     r->line_no += n;
     return n;
 }
+
+size_t cli_bytes_next(const cli_verb *v, cli_lines *r, const char **p, int *eof) {
+    r->start = r->consumed; /* the bytes taken are done with: fill may move the rest down */
+    if (!r->eof && fill(v, r) == 0) r->eof = 1;
+    *p = r->buf ? r->buf + r->consumed : "";
+    *eof = r->eof;
+    return r->len - r->consumed;
+}
+
+void cli_bytes_take(cli_lines *r, size_t n) { r->consumed += n; }
+
+int cli_bytes_waiting(const cli_lines *r) { return !r->eof && ready(r->fd); }
 
 void cli_flush_or_die(const cli_verb *v) {
     errno = 0;

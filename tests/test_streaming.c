@@ -26,6 +26,8 @@ typedef struct {
     long long out_bytes;     /* read so far */
     long long out_before_eof; /* read before its input was closed */
     long fed;                 /* lines written to it whole */
+    char *got;                /* when set: what it wrote (up to got_max bytes) */
+    size_t got_n, got_max;
 } child;
 
 static int spawn(child *c, const char *args) {
@@ -42,6 +44,7 @@ static int spawn(child *c, const char *args) {
     }
     close(in[0]), close(out[1]);
     c->in = in[1], c->out = out[0], c->out_bytes = c->out_before_eof = 0;
+    c->got = NULL, c->got_n = c->got_max = 0;
     fcntl(c->in, F_SETFL, O_NONBLOCK);
     return c->pid > 0 ? 0 : -1;
 }
@@ -53,6 +56,7 @@ static ssize_t drain(child *c, int ms) {
     char buf[65536];
     ssize_t got = read(c->out, buf, sizeof buf);
     if (got > 0) c->out_bytes += got;
+    for (ssize_t i = 0; c->got && i < got && c->got_n < c->got_max; i++) c->got[c->got_n++] = buf[i];
     return got;
 }
 
@@ -156,7 +160,7 @@ static int tiny_translator(char *dir) {
     for (int f = 0; f < 2; f++) {
         snprintf(path, sizeof path, "%s/%s", dir, f ? "t.tgt" : "t.src");
         FILE *fp = fopen(path, "w");
-        for (int i = 0; fp && i < 40; i++) fprintf(fp, f ? "b%d a%d\n" : "a%d b%d\n", i % 7, i % 5);
+        for (int i = 0; fp && i < 40; i++) fprintf(fp, f ? "b%d a%d %d\n" : "a%d b%d %d\n", i % 7, i % 5, i % 10);
         if (!fp || fclose(fp)) return -1;
     }
     snprintf(args, sizeof args,
@@ -189,6 +193,29 @@ TEST(translate_streams_and_stops_when_its_output_is_gone) {
     CHECKF(p && pclose(p) == 0 && strstr(out, "tformer translate: standard output: write error: Bad file descriptor"),
            "an endless input into a closed standard output: %s", out);
     test_rm_rf(dir);
+}
+
+/* The acceptance's bounded-memory test for translate: 2,000 and 200,000 lines peak at the same memory (within
+ * 16 MiB), and translations come before the input ends. */
+TEST(translate_memory_does_not_grow_with_the_input) {
+    char dir[64], args[512];
+    CHECK(tiny_translator(dir) == 0);
+    snprintf(args, sizeof args, "translate --model %s/run --threads 1 --max-len-a 0 --max-len-b 3", dir);
+    long rss[2];
+    for (int k = 0; k < 2; k++) {
+        child c;
+        CHECK(!spawn(&c, args));
+        feed(&c, k ? 200000 : 2000, "a1 b2");
+        int rc = finish(&c, &rss[k]);
+        CHECKF(rc == 0, "%s, %d lines: exit %d", args, k ? 200000 : 2000, rc);
+        CHECKF(!k || c.out_before_eof > 0, "200,000 lines: no translation before the input ended");
+        CHECKF(c.fed == (k ? 200000 : 2000), "run %d: the verb stopped reading after %ld lines", k, c.fed);
+    }
+    printf("    peak memory %ld KiB after 2,000 lines, %ld KiB after 200,000\n", rss[0], rss[1]);
+    test_rm_rf(dir);
+    const char *san = getenv("TFORMER_CFLAGS"); /* ASan's quarantine: see embed_memory_does_not_grow_with_the_input */
+    if (san && strstr(san, "sanitize")) return;
+    CHECKF(rss[1] - rss[0] < 16384, "peak memory grew from %ld to %ld KiB with the input", rss[0], rss[1]);
 }
 
 /* The first answer of "tformer <args>" comes while its input (one line) stays open: 1, else 0. */
@@ -270,4 +297,135 @@ TEST(predict_encode_stream_answer_before_their_input_ends) {
         CHECKF(rc == 2 && strstr(out, "--batch expects an integer in [1,1024]"), "%s: exit %d: %s", cmd, rc, out);
     }
     test_rm_rf(dir);
+}
+
+/* encode, decode and bleu (issue 54 item 4): memory does not grow with the input; encode and decode answer
+ * before it ends. */
+TEST(encode_decode_bleu_memory_does_not_grow_with_the_input) {
+    char dir[] = "/tmp/tformer_strm_tx_XXXXXX", args[512];
+    CHECK(mkdtemp(dir) != NULL);
+    static const struct {
+        const char *args, *word;
+    } V[] = {{"encode --tokenizer " ST_DIR, "the quick brown fox jumps over the lazy dog and then sits on the mat"},
+             {"decode --tokenizer char", "116 104 101 32 113 117 105 99 107 32 98 114 111 119 110 32 102 111 120 32"},
+             {"bleu --ref %s/ref --metrics bleu chrf", "a quick brown fox jumps over a lazy dog and sits on a mat"}};
+    for (size_t v = 0; v < sizeof V / sizeof *V; v++) {
+        long rss[2];
+        for (int k = 0; k < 2; k++) { /* 2,000 lines, then 200,000 */
+            long n = k ? 200000 : 2000;
+            snprintf(args, sizeof args, "%s/ref", dir);
+            FILE *f = fopen(args, "w");
+            for (long i = 0; f && i < n; i++) fprintf(f, "the quick brown fox jumps over the lazy dog %ld\n", i % 100);
+            CHECK(f && !fclose(f));
+            snprintf(args, sizeof args, V[v].args, dir);
+            child c;
+            CHECK(!spawn(&c, args));
+            feed(&c, n, V[v].word);
+            int rc = finish(&c, &rss[k]);
+            CHECKF(rc == 0, "%s: exit %d", args, rc);
+            CHECKF(c.fed == n, "%s: the verb stopped reading after %ld lines", args, c.fed);
+            CHECKF(!k || v == 2 || c.out_before_eof > 0, "%s, 200,000 lines: no output before the input ended", args);
+        }
+        printf("    %s: peak memory %ld KiB after 2,000 lines, %ld KiB after 200,000\n", args, rss[0], rss[1]);
+        const char *san = getenv("TFORMER_CFLAGS"); /* ASan's quarantine: see embed_memory_does_not_grow_with_the_input */
+        CHECKF((san && strstr(san, "sanitize")) || rss[1] - rss[0] < 16384, "%s: peak memory grew from %ld to %ld KiB "
+               "with the input", args, rss[0], rss[1]);
+    }
+    test_rm_rf(dir);
+}
+
+/* A text meant to trip cuts: blank lines, lines that start with spaces, tabs, CRs, punctuation, special tokens
+ * or non-ASCII letters. */
+static char *tricky_text(size_t *len) {
+    static const char *const W[] = {"the", "a", "dog", "\xc3\xa9t\xc3\xa9", "<mask>", "[SEP]", "x.", "3.14",
+                                    "don't", "  ", "\t", "\r", "'s", "Hello", "WORLD", "\xe4\xb8\xad", "-", "!!"};
+    size_t cap = 1 << 20, n = 0;
+    char *s = malloc(cap);
+    unsigned r = 7;
+    for (int line = 0; s && line < 12000; line++) {
+        int k = (int)((r = r * 1103515245u + 12345u) >> 16) % 7;
+        for (int i = 0; i < k; i++) {
+            const char *w = W[((r = r * 1103515245u + 12345u) >> 16) % (sizeof W / sizeof *W)];
+            n += (size_t)snprintf(s + n, cap - n, i ? " %s" : "%s", w);
+        }
+        s[n++] = '\n';
+    }
+    *len = n;
+    return s;
+}
+
+/* Run args on input fed in pieces of 997 bytes with a pause after each (so the verb sees its input wait):
+ * what it wrote, NUL-terminated; *early: bytes written before the input ended. */
+static char *paced(const char *args, const char *in, size_t n, long long *early, int *rc) {
+    child c;
+    if (spawn(&c, args)) return NULL;
+    c.got_max = 16u << 20, c.got = malloc(c.got_max + 1);
+    for (size_t off = 0; c.got && off < n;) {
+        struct pollfd p[2] = {{c.in, POLLOUT, 0}, {c.out, POLLIN, 0}};
+        if (poll(p, 2, 10000) <= 0) break;
+        if (p[1].revents) drain(&c, 0);
+        if (p[0].revents & POLLOUT) {
+            ssize_t w = write(c.in, in + off, n - off < 997 ? n - off : 997);
+            if (w > 0) off += (size_t)w, usleep(200);
+            else if (errno != EAGAIN) break;
+        } else if (p[0].revents) {
+            break;
+        }
+    }
+    *early = c.out_bytes;
+    close(c.in);
+    long rss;
+    *rc = finish(&c, &rss);
+    if (c.got) c.got[c.got_n] = 0;
+    return c.got;
+}
+
+/* encode and decode in pieces give the whole text's ids and text, byte for byte (the library on the whole
+ * text), and answer before the input ends where the tokenizer can be cut (tf_tokenizer_encode_cut). */
+TEST(encode_decode_in_pieces_keep_the_ids) {
+    static const struct {
+        const char *tok;
+        int cuts;
+    } T[] = {{ST_DIR, 1}, {"tests/fixtures_distilbert_st/tiny_distilbert_st", 1}, {"char", 1},
+             {"tests/fixtures_xlmr_st/tiny_xlmr_st", 0}};
+    size_t n;
+    char *text = tricky_text(&n), args[512];
+    CHECK(text != NULL);
+    for (size_t k = 0; k < sizeof T / sizeof *T; k++) {
+        tf_tokenizer *t = tf_tokenizer_load(strcmp(T[k].tok, "char") ? T[k].tok : "char");
+        CHECK(t != NULL);
+        tf_ids ids = {0};
+        CHECK(!tf_tokenizer_encode(t, text, n, &ids));
+        size_t cap = ids.n * 12 + 2, m = 0;
+        char *want = malloc(cap), *back;
+        for (size_t i = 0; want && i < ids.n; i++) m += (size_t)snprintf(want + m, cap - m, i ? " %d" : "%d", ids.v[i]);
+        want[m++] = '\n', want[m] = 0;
+        size_t back_n;
+        CHECK(!tf_tokenizer_decode(t, ids.v, ids.n, &back, &back_n));
+        long long early;
+        int rc;
+        snprintf(args, sizeof args, "encode --tokenizer %s", T[k].tok);
+        char *got = paced(args, text, n, &early, &rc);
+        CHECKF(got && rc == 0 && !strcmp(got, want), "%s: exit %d, its ids differ from the whole text's", args, rc);
+        CHECKF(!T[k].cuts || early > 0, "%s: nothing written before the input ended", args);
+        free(got);
+        snprintf(args, sizeof args, "decode --tokenizer %s", T[k].tok);
+        got = paced(args, want, m, &early, &rc);
+        CHECKF(got && rc == 0 && strlen(got) == back_n && !memcmp(got, back, back_n), "%s: exit %d, its text differs "
+               "from the whole ids' text", args, rc);
+        CHECKF(!T[k].cuts || early > 0, "%s: nothing written before the input ended", args);
+        printf("    %s: %zu ids\n", T[k].tok, ids.n);
+        free(got), free(want), free(back), tf_ids_free(&ids), tf_tokenizer_free(t);
+    }
+    free(text);
+}
+
+/* encode and decode on an endless input into a closed standard output: the first piece's write fails and the
+ * verb ends at once with its cause (the old code read until its memory ran out). */
+TEST(encode_decode_stop_when_their_output_is_gone) {
+    char out[4096];
+    closed_output("a man rides a horse", "encode --tokenizer char", out, sizeof out);
+    CHECKF(strstr(out, "tformer encode: standard output: write error: Bad file descriptor"), "encode: %s", out);
+    closed_output("65 32 109 97 110", "decode --tokenizer char", out, sizeof out);
+    CHECKF(strstr(out, "tformer decode: standard output: write error: Bad file descriptor"), "decode: %s", out);
 }

@@ -54,6 +54,9 @@ TF_API void tf_loader_free(tf_loader *l);
  * out for validation; both parts need more than context + 1 tokens (the
  * error says how many). The ids are copied. */
 TF_API tf_loader *tf_lm_loader_new(const int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed);
+/* The same on a malloc'ed ids array it takes (freed with the loader, or at once on failure): a large token
+ * stream is not held twice. */
+TF_API tf_loader *tf_lm_loader_take(int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed);
 /* The same windows over a labelled stream: "input_ids" (rows, context) and
  * "labels" (rows, context), each token's class (labels[i] for ids[i]). */
 TF_API tf_loader *tf_stream_loader_new(const int32_t *ids, const int32_t *labels, int64_t n, float val_fraction,

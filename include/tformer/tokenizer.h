@@ -61,6 +61,16 @@ TF_API int32_t tf_tokenizer_special_id(const tf_tokenizer *t, const char *role);
 TF_API int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, tf_ids *out);
 /* The text of ids, malloc'ed and NUL-terminated; an id out of range is an error. */
 TF_API int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+/* For reading text in pieces (tformer encode on standard input): the last offset b <= len at which text can be
+ * cut so that the ids of text[0,b) followed by those of text[b,...) are the ids of the whole, whatever follows
+ * len; 0 when there is none in text. Cuts fall before a line that starts with an ASCII letter or digit; never in a
+ * SentencePiece tokenizer (its normaliser joins and strips whitespace, adds a prefix space) or a byte-level BPE that
+ * adds a prefix space. */
+TF_API size_t tf_tokenizer_encode_cut(const tf_tokenizer *t, const char *text, size_t len);
+/* 1 when ids can be decoded in pieces: the text of a ++ b is the text of a followed by what the text of
+ * (a's last id ++ b) adds to the text of a's last id (characters, BPE, byte-level BPE, WordPiece); 0 when
+ * decoding sees the whole (SentencePiece strips and joins). */
+TF_API int tf_tokenizer_decode_concatenates(const tf_tokenizer *t);
 /* BERT inputs: [CLS] a [SEP] (b [SEP]) with token type ids 0 / 1, truncated
  * (longest first, as Hugging Face's fast tokenizers: the shorter stays whole when
  * the longer can take the rest, else each keeps half the room and the longer one

@@ -40,22 +40,22 @@ static void lm_free(tf_loader *l) {
 static const tf_loader_vt LM_LOADER = {lm_next, lm_free};
 
 static tf_loader *loader_new(const int32_t *ids, const int32_t *labels, int64_t n, float val_fraction, int context,
-                             uint64_t seed) {
+                             uint64_t seed, int32_t *take) {
     int64_t T = context, n_val = (int64_t)((double)n * val_fraction);
     if (!(val_fraction > 0.0f && val_fraction < 1.0f) || context < 1)
-        return tf_set_error("data: val_fraction %g must lie in (0,1) and context %d be positive", val_fraction,
+        return free(take), tf_set_error("data: val_fraction %g must lie in (0,1) and context %d be positive", val_fraction,
                             context), NULL;
     if (n - n_val < T + 2 || n_val < T + 2)
-        return tf_set_error("data: %lld tokens are too few: with val_fraction %g and context %lld, at least %lld are needed",
+        return free(take), tf_set_error("data: %lld tokens are too few: with val_fraction %g and context %lld, at least %lld are needed",
                             (long long)n, val_fraction, (long long)T,
                             (long long)((T + 2) / (val_fraction < 0.5f ? val_fraction : 0.5f)) + 1), NULL;
     lm_loader *m = calloc(1, sizeof *m);
     size_t bytes;
-    if (!m || !tf_mul_size((size_t)n, sizeof *ids, &bytes) || !(m->ids = malloc(bytes))) {
-        free(m);
+    if (!m || !tf_mul_size((size_t)n, sizeof *ids, &bytes) || !(m->ids = take ? take : malloc(bytes))) {
+        free(m), free(take);
         return tf_set_error("data: out of memory for %lld tokens", (long long)n), NULL;
     }
-    memcpy(m->ids, ids, bytes);
+    if (!take) memcpy(m->ids, ids, bytes);
     if (labels && !(m->labels = malloc(bytes))) {
         free(m->ids), free(m);
         return tf_set_error("data: out of memory for %lld tokens", (long long)n), NULL;
@@ -66,10 +66,14 @@ static tf_loader *loader_new(const int32_t *ids, const int32_t *labels, int64_t 
 }
 
 tf_loader *tf_lm_loader_new(const int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed) {
-    return loader_new(ids, NULL, n, val_fraction, context, seed);
+    return loader_new(ids, NULL, n, val_fraction, context, seed, NULL);
+}
+
+tf_loader *tf_lm_loader_take(int32_t *ids, int64_t n, float val_fraction, int context, uint64_t seed) {
+    return loader_new(ids, NULL, n, val_fraction, context, seed, ids);
 }
 
 tf_loader *tf_stream_loader_new(const int32_t *ids, const int32_t *labels, int64_t n, float val_fraction, int context,
                                 uint64_t seed) {
-    return loader_new(ids, labels, n, val_fraction, context, seed);
+    return loader_new(ids, labels, n, val_fraction, context, seed, NULL);
 }

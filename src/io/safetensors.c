@@ -290,9 +290,28 @@ static tf_st_file *open_sharded(const char *path, const char *index) {
     return f;
 }
 
+/* DIR/model.safetensors beside DIR/model.safetensors.index.json: two forms of the weights (save_pretrained
+ * leaves the other form's files when it switches between one file and shards), and which one is the model is
+ * ambiguous (issue 54 item 2: a stale file never wins). An error naming both, the newer first; 0 when not so. */
+static int two_weight_forms(const char *path, size_t n, size_t k) {
+    char index[4200];
+    struct stat a, b;
+    snprintf(index, sizeof index, "%s.index.json", path);
+    if (stat(path, &a) || stat(index, &b)) return 0;
+    int index_newer = b.st_mtim.tv_sec != a.st_mtim.tv_sec ? b.st_mtim.tv_sec > a.st_mtim.tv_sec
+                                                           : b.st_mtim.tv_nsec > a.st_mtim.tv_nsec;
+    return tf_set_error("%.*s holds two forms of the weights: %s (one file) and %s (a sharded checkpoint's index); "
+                        "which one is the model is ambiguous (save_pretrained leaves the other form's files behind; "
+                        "%s is the newer): remove the stale one", (int)(n - k - (n > k)), path, path, index,
+                        index_newer ? "the index" : "model.safetensors");
+}
+
 tf_st_file *tf_st_open(const char *path) {
-    int fd = tf_open_regular(path); /* a FIFO or device is refused, never waited on */
     size_t n = strlen(path), k = sizeof "model.safetensors" - 1;
+    if (n >= k && !strcmp(path + n - k, "model.safetensors") && (n == k || path[n - k - 1] == '/') &&
+        two_weight_forms(path, n, k))
+        return NULL;
+    int fd = tf_open_regular(path); /* a FIFO or device is refused, never waited on */
     if (fd < 0 && n >= k && !strcmp(path + n - k, "model.safetensors") && (n == k || path[n - k - 1] == '/') &&
         access(path, F_OK)) { /* a sharded folder: DIR/model.safetensors.index.json and its shards */
         char index[4200];

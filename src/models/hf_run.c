@@ -137,16 +137,13 @@ const hf_arch *hf_read_architecture(const char *dir, FILE *log, const tf_family 
     return arch;
 }
 
-/* dir/model.safetensors, the one weights file every family reads; without it,
- * what the folder holds instead, named: a sharded checkpoint (save_pretrained's
- * max_shard_size, 5 GB by default in 4.x, 50 GB in 5.x) or PyTorch's pickle. */
+/* dir/model.safetensors, or a sharded checkpoint (model.safetensors.index.json and its shards, as
+ * save_pretrained's max_shard_size writes them: 5 GB by default in 4.x, 50 GB in 5.x), which tf_st_open reads
+ * as one file; without either, what the folder holds instead, named: PyTorch's pickle. */
 static int check_weights_file(const char *dir) {
     static const struct {
         const char *file, *what;
     } OTHER[] = {
-        {"model.safetensors.index.json", "a sharded checkpoint (model.safetensors.index.json and its shards), which "
-                                         "hf-run does not read: re-save it as one file "
-                                         "(model.save_pretrained(dir, max_shard_size=\"1000GB\"))"},
         {"pytorch_model.bin", "only pytorch_model.bin, which tformer does not read: re-save the model with "
                               "safetensors (model.save_pretrained(dir, safe_serialization=True))"},
         {"pytorch_model.bin.index.json", "only a sharded pytorch_model.bin, which tformer does not read: re-save the "
@@ -156,11 +153,14 @@ static int check_weights_file(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!access(path, F_OK)) return 0;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (!access(path, F_OK)) return 0;
     for (size_t i = 0; i < sizeof OTHER / sizeof OTHER[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, OTHER[i].file);
         if (!access(path, F_OK)) return tf_set_error("%s: no model.safetensors; %s", dir, OTHER[i].what);
     }
-    return tf_set_error("%s: no model.safetensors (the weights save_pretrained writes)", dir);
+    return tf_set_error("%s: no model.safetensors or model.safetensors.index.json (the weights save_pretrained "
+                        "writes)", dir);
 }
 
 /* ---------------------------------------------------------------- inputs */

@@ -145,4 +145,6 @@ static int32_t bpe_token_id(const void *impl, const char *token) {
 
 static int32_t bpe_vocab_size(const void *impl) { return ((const bpe *)impl)->n; }
 
-const tf_tok_vtable tf_bpe_vt = {bpe_encode, bpe_decode, bpe_token_id, bpe_vocab_size, bpe_free};
+static size_t bpe_cut(const void *impl, const char *s, size_t n) { return tf_cut_before_line(s, n); }
+
+const tf_tok_vtable tf_bpe_vt = {bpe_encode, bpe_decode, bpe_token_id, bpe_vocab_size, bpe_free, bpe_cut, 1};

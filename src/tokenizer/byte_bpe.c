@@ -292,4 +292,13 @@ static int32_t bytebpe_token_id(const void *impl, const char *token) {
 
 static int32_t bytebpe_vocab_size(const void *impl) { return ((const bytebpe *)impl)->n_vocab; }
 
-const tf_tok_vtable tf_bytebpe_vt = {bytebpe_encode, bytebpe_decode, bytebpe_token_id, bytebpe_vocab_size, bytebpe_free};
+/* GPT-2's pattern makes a newline between two printable characters a token of its own; a prefix space would be
+ * added after a cut. */
+static size_t bytebpe_cut(const void *impl, const char *s, size_t n) {
+    const bytebpe *b = impl;
+    tf_specials sp = {b->special, b->n_special, b->tok, b->tok_len, b->flags};
+    return b->add_prefix_space || !tf_specials_allow_cut(&sp) ? 0 : tf_cut_before_line(s, n);
+}
+
+const tf_tok_vtable tf_bytebpe_vt = {bytebpe_encode, bytebpe_decode, bytebpe_token_id, bytebpe_vocab_size, bytebpe_free,
+                                     bytebpe_cut, 1};

@@ -293,7 +293,7 @@ static int32_t hfu_token_id(const void *impl, const char *token) {
 
 static int32_t hfu_vocab_size(const void *impl) { return ((const hfu *)impl)->n; }
 
-const tf_tok_vtable tf_hf_unigram_vt = {hfu_encode, hfu_decode, hfu_token_id, hfu_vocab_size, hfu_free};
+const tf_tok_vtable tf_hf_unigram_vt = {hfu_encode, hfu_decode, hfu_token_id, hfu_vocab_size, hfu_free, NULL, 0};
 
 void *tf_hf_unigram_new(const tf_hf_unigram_src *s) {
     hfu *u = calloc(1, sizeof *u);

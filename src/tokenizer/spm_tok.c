@@ -213,7 +213,8 @@ static int32_t spm_vocab_size(const void *impl) {
     return k->marian ? k->n_vocab : k->spm->n;
 }
 
-const tf_tok_vtable tf_spm_vt = {spm_encode_any, spm_decode_any, spm_token_id, spm_vocab_size, spm_tok_free};
+/* No cuts: the normaliser joins and strips whitespace and adds a prefix space; decoding strips. */
+const tf_tok_vtable tf_spm_vt = {spm_encode_any, spm_decode_any, spm_token_id, spm_vocab_size, spm_tok_free, NULL, 0};
 
 /* ---------------------------------------------------------------- loading */
 

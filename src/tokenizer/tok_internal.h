@@ -28,6 +28,12 @@ typedef struct {
 } tf_specials;
 typedef int (*tf_encode_fn)(void *impl, const char *s, size_t n, tf_ids *out);
 /* Encode text: special tokens as their ids, the spans between them with plain. */
+/* The last offset b <= n with s[b-2] a printable ASCII character, s[b-1] a newline and s[b] an ASCII letter or
+ * digit: a cut there leaves the ids of every tokenizer that splits words at whitespace (or encodes characters
+ * one by one) unchanged, and GPT-2's pattern too (the newline is a token of its own); 0 when none. */
+size_t tf_cut_before_line(const char *s, size_t n);
+/* Whether specials allow such cuts: none holds a newline or starts with an ASCII letter or digit. */
+int tf_specials_allow_cut(const tf_specials *sp);
 int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp, tf_encode_fn plain, void *impl,
                             tf_ids *out);
 
@@ -70,6 +76,10 @@ typedef struct {
     int32_t (*token_id)(const void *impl, const char *token);
     int32_t (*vocab_size)(const void *impl);
     void (*free)(void *impl);
+    /* The last offset <= n where the text can be cut without changing its ids (tf_tokenizer_encode_cut), 0 when
+     * none; NULL: never. */
+    size_t (*cut)(const void *impl, const char *s, size_t n);
+    int decode_concat; /* decode(a ++ b) = decode(a) ++ what decode(a's last id ++ b) adds to decode(a's last id) */
 } tf_tok_vtable;
 
 /* Roles of special tokens (tf_tokenizer_special_id). */

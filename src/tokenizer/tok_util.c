@@ -106,6 +106,23 @@ static size_t space_fwd(const char *s, size_t start, size_t n) {
     return start;
 }
 
+static int ascii_alnum(char c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+
+size_t tf_cut_before_line(const char *s, size_t n) {
+    for (size_t b = n; b >= 2; b--)
+        if (b < n && s[b - 1] == '\n' && ascii_alnum(s[b]) && s[b - 2] > ' ' && s[b - 2] < 0x7f) return b;
+    return 0;
+}
+
+int tf_specials_allow_cut(const tf_specials *sp) {
+    for (int k = 0; k < sp->n; k++) {
+        const char *t = sp->tok[sp->ids[k]];
+        uint32_t l = sp->tok_len[sp->ids[k]];
+        if (!l || memchr(t, '\n', l) || ascii_alnum(t[0])) return 0;
+    }
+    return 1;
+}
+
 int tf_encode_with_specials(const char *text, size_t len, const tf_specials *sp, tf_encode_fn plain, void *impl,
                             tf_ids *out) {
     size_t pos = 0;

@@ -207,6 +207,12 @@ int tf_tokenizer_decode(const tf_tokenizer *t, const int32_t *ids, size_t n, cha
     return 0;
 }
 
+size_t tf_tokenizer_encode_cut(const tf_tokenizer *t, const char *text, size_t len) {
+    return t->vt->cut ? t->vt->cut(t->impl, text, len) : 0;
+}
+
+int tf_tokenizer_decode_concatenates(const tf_tokenizer *t) { return t->vt->decode_concat; }
+
 /* ---------------------------------------------------------------- characters */
 
 /* Either the 256 bytes (id = byte), or the characters (UTF-8) of chars.txt, one
@@ -306,7 +312,10 @@ static int32_t chartok_token_id(const void *impl, const char *token) {
 
 static int32_t chartok_vocab_size(const void *impl) { return ((const chartok *)impl)->n; }
 
-const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_token_id, chartok_vocab_size, chartok_free};
+static size_t chartok_cut(const void *impl, const char *s, size_t n) { return tf_cut_before_line(s, n); }
+
+const tf_tok_vtable tf_chartok_vt = {chartok_encode, chartok_decode, chartok_token_id, chartok_vocab_size, chartok_free,
+                                     chartok_cut, 1};
 
 /* ---------------------------------------------------------------- BERT pairs */
 

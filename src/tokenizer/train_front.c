@@ -170,31 +170,54 @@ static int words_gpt2(tf_trainer *t, const char *s, size_t n) {
     return rc;
 }
 
-/* A NUL byte in a text: refused, named as U+0000 with its line and column
- * (the vocabulary left it out, and encoding the same text then failed). */
-static int refuse_nul(const char *path, const char *text, size_t len) {
-    const char *nul = memchr(text, 0, len);
-    if (!nul) return 0;
-    size_t line = 1, start = 0;
-    for (size_t i = 0; i < (size_t)(nul - text); i++)
-        if (text[i] == '\n') line++, start = i + 1;
-    return tf_set_error("%s:%zu: a NUL byte (U+0000) at column %zu (byte %zu): a text file holds no NUL (a binary "
-                        "file?); remove it", path, line, (size_t)(nul - text) - start + 1, (size_t)(nul - text));
+/* A file being counted a piece of whole lines at a time: the words never span lines. */
+typedef struct {
+    tf_trainer *t;
+    text_fn fn;
+    const char *path;
+    size_t line, byte; /* where the piece starts: its line (from 1) and byte */
+} corpus_piece;
+
+/* After the last newline; all of it when it holds a NUL byte (refused at once, not held). */
+static size_t after_last_line(void *ctx, const char *text, size_t n) {
+    (void)ctx;
+    if (memchr(text, 0, n)) return n;
+    while (n > 0 && text[n - 1] != '\n') n--;
+    return n;
 }
 
+/* A NUL byte in a text: refused, named as U+0000 with its line and column
+ * (the vocabulary left it out, and encoding the same text then failed). */
+static int refuse_nul(const corpus_piece *p, const char *text, size_t len) {
+    const char *nul = memchr(text, 0, len);
+    if (!nul) return 0;
+    size_t line = p->line, start = 0, at = (size_t)(nul - text);
+    for (size_t i = 0; i < at; i++)
+        if (text[i] == '\n') line++, start = i + 1;
+    return tf_set_error("%s:%zu: a NUL byte (U+0000) at column %zu (byte %zu): a text file holds no NUL (a binary "
+                        "file?); remove it", p->path, line, at - start + 1, p->byte + at);
+}
+
+static int count_piece(void *ctx, const char *text, size_t n) {
+    corpus_piece *p = ctx;
+    if (refuse_nul(p, text, n)) return -1;
+    if (p->fn(p->t, text, n)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tf_error());
+        if (!p->byte) return tf_set_error("%s: %s", p->path, msg);
+        return tf_set_error("%s: in the text from line %zu (byte %zu) on: %s", p->path, p->line, p->byte, msg);
+    }
+    for (size_t i = 0; i < n; i++) p->line += text[i] == '\n';
+    p->byte += n;
+    return 0;
+}
+
+/* Each file read a piece of whole lines at a time (tf_read_data_pieces), never whole: the words' counts are
+ * what is kept. */
 static int read_corpus(tf_trainer *t, const char *const *files, int n_files, text_fn fn) {
     for (int f = 0; f < n_files; f++) {
-        size_t len;
-        char *text = tf_read_data(files[f], &len);
-        if (!text) return -1;
-        if (refuse_nul(files[f], text, len)) return free(text), -1;
-        int rc = fn(t, text, len);
-        free(text);
-        if (rc) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", tf_error());
-            return tf_set_error("%s: %s", files[f], msg);
-        }
+        corpus_piece p = {t, fn, files[f], 1, 0};
+        if (tf_read_data_pieces(files[f], after_last_line, count_piece, &p)) return -1;
     }
     if (!t->n_words && n_files == 1) return tf_set_error("%s: holds no words to learn a vocabulary from", files[0]);
     if (!t->n_words)

@@ -315,5 +315,11 @@ static int32_t wordpiece_token_id(const void *impl, const char *token) {
 
 static int32_t wordpiece_vocab_size(const void *impl) { return ((const wordpiece *)impl)->n; }
 
+static size_t wordpiece_cut(const void *impl, const char *s, size_t n) {
+    const wordpiece *w = impl;
+    tf_specials sp = {w->special, w->n_special, w->tok, w->tok_len, w->flags};
+    return tf_specials_allow_cut(&sp) ? tf_cut_before_line(s, n) : 0;
+}
+
 const tf_tok_vtable tf_wordpiece_vt = {wordpiece_encode, wordpiece_decode, wordpiece_token_id,
-                                       wordpiece_vocab_size, wordpiece_free};
+                                       wordpiece_vocab_size, wordpiece_free, wordpiece_cut, 1};

@@ -1,8 +1,11 @@
 /* Data files, gzip'ed or plain (train.en.gz as Multi30k ships it): whole, and as lines. Apart
  * from file.c, so that a program linking only the rest of the library needs no zlib. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -45,6 +48,60 @@ char *tf_read_data(const char *path, size_t *len) {
     gzFile f = gzdopen(fd, "rb");
     if (!f) return close(fd), tf_set_error("%s: cannot open: out of memory", path), NULL;
     return read_gunzipped(f, path, len);
+}
+
+enum { PIECE = 1 << 20 };
+
+/* Up to cap bytes of f or fd (gzip or plain) into buf: the count, 0 at the end, -1 + an error naming path. */
+static long read_some(gzFile gz, int fd, const char *path, char *buf, size_t cap) {
+    if (gz) {
+        int got = gzread(gz, buf, (unsigned)cap);
+        const char *msg = gz_problem(gz, path, got);
+        if (msg) return tf_set_error("%s: not a readable gzip file: %s", path, msg), -1;
+        return got;
+    }
+    ssize_t got;
+    while ((got = read(fd, buf, cap)) < 0 && errno == EINTR) {}
+    if (got < 0) return tf_set_error("%s: read error: %s", path, strerror(errno)), -1;
+    return (long)got;
+}
+
+int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn fn, void *ctx) {
+    int fd = tf_open_regular(path); /* a FIFO or a device is refused, never waited on */
+    if (fd < 0) return -1;
+    unsigned char m[2];
+    gzFile gz = NULL;
+    if (pread(fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b && !(gz = gzdopen(fd, "rb")))
+        return close(fd), tf_set_error("%s: cannot open: out of memory", path);
+    struct stat st;
+    long long size = fstat(fd, &st) ? -1 : (long long)st.st_size;
+    size_t cap = 2 * PIECE, n = 0, seen = 0; /* seen: held bytes already searched for a cut, less 2 */
+    char *buf = malloc(cap);
+    int rc = buf ? 0 : tf_set_error("%s: out of memory", path);
+    for (long got = 1; !rc && got > 0;) {
+        if (cap - n < PIECE) { /* no place to cut in what is held: hold more */
+            char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                rc = tf_set_error("%s (%lld bytes%s): out of memory: %zu bytes without a place to cut the text (a "
+                                  "line too long?)", path, size, gz ? " gzip'ed" : "", n);
+                break;
+            }
+            buf = nb, cap *= 2;
+        }
+        if ((got = read_some(gz, fd, path, buf + n, cap - n)) < 0) rc = -1;
+        n += got > 0 ? (size_t)got : 0;
+        size_t k = got == 0 ? n : n >= PIECE ? cut(ctx, buf + seen, n - seen) : 0;
+        if (k && got) k += seen; /* a cut depends on the 2 bytes before it: the search goes on from there */
+        if (!k && n >= PIECE) seen = n - 2;
+        if (rc || (!k && got)) continue;
+        seen = 0;
+        rc = fn(ctx, buf, k);
+        memmove(buf, buf + k, n - k), n -= k;
+    }
+    free(buf);
+    if (gz) gzclose(gz);
+    else close(fd);
+    return rc;
 }
 
 int tf_lines_read(const char *path, tf_lines *out) {

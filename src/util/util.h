@@ -60,6 +60,14 @@ char *tf_read_file(const char *path, size_t *len);
 /* The same, gunzipped when it starts with gzip's magic bytes (train.en.gz, idx images): every
  * reader of data files (text, TSV, idx, digits.csv) goes through it. */
 char *tf_read_data(const char *path, size_t *len);
+/* A data file (gunzipped as tf_read_data) a piece at a time, never whole: text holds the bytes read and not yet
+ * handed out (about 1 MiB, more when cut finds no place), and each piece is text[0, cut(ctx, text, n)) (0: read
+ * on; as a cut may depend on the 2 bytes before it, a later search starts 2 bytes before where the last one
+ * ended: cut sees text + s); at the end of the file the rest is the last piece. fn's failure stops the reading (-1); errors name the
+ * file. */
+typedef size_t (*tf_data_cut_fn)(void *ctx, const char *text, size_t n);
+typedef int (*tf_data_piece_fn)(void *ctx, const char *piece, size_t n);
+int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn fn, void *ctx);
 
 /* Atomic writing: a temporary file beside path, then fsync and rename; the
  * file gets the umask's permissions (0666 & ~umask), as fopen would give.

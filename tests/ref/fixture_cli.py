@@ -166,9 +166,10 @@ def fields(out, names):
     return {k: getattr(out, k).float().contiguous() for k in names if getattr(out, k, None) is not None}
 
 
-def save_case(out, name, model, arch, x, reference, grad=False, drop=("generation_config.json",)):
+def save_case(out, name, model, arch, x, reference, grad=False, drop=("generation_config.json",), shard=None):
     """A text model's case folder out/name: model.save_pretrained (without
-    the files in drop, which hf-run does not read), input.safetensors (x),
+    the files in drop, which hf-run does not read; with shard, its
+    max_shard_size: model.safetensors.index.json and its shards), input.safetensors (x),
     expected.safetensors (reference(x)) and with grad gradients.safetensors
     (reference(x, train=True))."""
     import shutil
@@ -176,7 +177,7 @@ def save_case(out, name, model, arch, x, reference, grad=False, drop=("generatio
     from safetensors.torch import save_file
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
-    model.save_pretrained(d, safe_serialization=True)
+    model.save_pretrained(d, safe_serialization=True, **({"max_shard_size": shard} if shard else {}))
     for extra in drop:
         if os.path.exists(os.path.join(d, extra)):
             os.remove(os.path.join(d, extra))

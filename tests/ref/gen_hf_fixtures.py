@@ -64,6 +64,14 @@ CASES = [
     (4, "v4_lm_tanh_labels", "GPT2LMHeadModel",
      dict(vocab_size=37, n_positions=16, n_embd=12, n_layer=2, n_head=3),
      dict(B=2, T=9, labels=True)),
+    # sharded folders (model.safetensors.index.json and its shards, each under 4 KB)
+    (4, "v4_lm_sharded_labels", "GPT2LMHeadModel",
+     dict(vocab_size=33, n_positions=12, n_embd=12, n_layer=2, n_head=2),
+     dict(B=2, T=7, labels=True, shard="4KB")),
+    (4, "v4_bert_mlm_sharded", "BertForMaskedLM",
+     dict(vocab_size=29, max_position_embeddings=12, hidden_size=12, num_hidden_layers=2, num_attention_heads=2,
+          intermediate_size=16),
+     dict(B=2, T=8, mask="right", labels=True, shard="4KB")),
     (4, "v4_lm_relu_untied_rightpad", "GPT2LMHeadModel",
      dict(vocab_size=29, n_positions=12, n_embd=10, n_layer=1, n_head=2, n_inner=18,
           activation_function="relu", tie_word_embeddings=False),
@@ -252,6 +260,8 @@ def reference(model, arch, x):
 
 
 def write_case(out, name, arch, cfg_kw, spec, seed):
+    spec = dict(spec)
+    shard = spec.pop("shard", None)  # save_pretrained's max_shard_size: a sharded folder
     torch.manual_seed(seed)
     if arch == "BigBirdModel":
         cfg = BigBirdConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=0,
@@ -266,7 +276,8 @@ def write_case(out, name, arch, cfg_kw, spec, seed):
         for p in model.parameters():
             p.normal_(0.0, 0.3)
     g = torch.Generator().manual_seed(seed + 1)
-    fixture_cli.save_case(out, name, model, arch, make_inputs(g, cfg, spec, arch), lambda x: reference(model, arch, x))
+    fixture_cli.save_case(out, name, model, arch, make_inputs(g, cfg, spec, arch), lambda x: reference(model, arch, x),
+                          shard=shard)
 
 
 def random_bert_case(r, arch):

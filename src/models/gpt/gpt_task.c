@@ -5,6 +5,8 @@
  * same one). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../task/task_internal.h"
 #include "tformer/dist.h"
@@ -16,19 +18,48 @@ typedef struct {
     tf_gpt *m;
 } lm_task;
 
-/* Every file's tokens, one stream; errors name the file. */
+/* A file being tokenized a piece at a time: where the piece starts, and the bound on the ids held. */
+typedef struct {
+    tf_tokenizer *tok;
+    tf_ids *ids;
+    const char *path;
+    long long line, byte, size;
+    size_t max_ids;
+} file_pieces;
+
+static size_t piece_cut(void *ctx, const char *text, size_t n) {
+    return tf_tokenizer_encode_cut(((file_pieces *)ctx)->tok, text, n);
+}
+
+static int piece_encode(void *ctx, const char *text, size_t n) {
+    file_pieces *p = ctx;
+    if (tf_tokenizer_encode(p->tok, text, n, p->ids)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tf_error());
+        if (!p->byte) return tf_set_error("%s: %s", p->path, msg);
+        return tf_set_error("%s: in the text from line %lld (byte %lld) on: %s", p->path, p->line, p->byte, msg);
+    }
+    for (size_t i = 0; i < n; i++) p->line += text[i] == '\n';
+    p->byte += (long long)n;
+    if (p->ids->n > p->max_ids)
+        return tf_set_error("%s (%lld bytes): its token ids reached %zu MB after %lld of its bytes; a training holds "
+                            "every token id in memory (twice while its loader is made), at most a quarter of this "
+                            "machine's memory (%zu MB): give less data", p->path, p->size,
+                            p->ids->n * sizeof(int32_t) >> 20, p->byte, p->max_ids * sizeof(int32_t) * 4 >> 20);
+    return 0;
+}
+
+/* Every file's tokens, one stream, each file read a piece at a time (tf_read_data_pieces: cut where the
+ * tokenizer's ids cannot change), never whole; the ids are bounded by a quarter of the machine's memory. Errors
+ * name the file. */
 static int tokenize_files(tf_tokenizer *tok, const char *const *data, int n_data, tf_ids *ids) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t mem = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : SIZE_MAX;
     for (int i = 0; i < n_data; i++) {
-        size_t len;
-        char *text = tf_read_data(data[i], &len);
-        if (!text) return -1;
-        int rc = tf_tokenizer_encode(tok, text, len, ids);
-        free(text);
-        if (rc) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", tf_error());
-            return tf_set_error("%s: %s", data[i], msg);
-        }
+        struct stat st;
+        file_pieces p = {tok, ids, data[i], 1, 0, stat(data[i], &st) ? -1 : (long long)st.st_size,
+                         mem / 4 / sizeof(int32_t)};
+        if (tf_read_data_pieces(data[i], piece_cut, piece_encode, &p)) return -1;
     }
     return 0;
 }
@@ -62,10 +93,11 @@ static int load_data(lm_task *l, const char *const *data, int n_data, const char
         return -1;
     tf_ids ids = {0};
     int rc = tokenize_files(l->text.tok, data, n_data, &ids);
-    if (!rc && !(l->text.loader = tf_lm_loader_new(ids.v, (int64_t)ids.n, l->cfg.val_fraction, model->context, seed)))
-        rc = -1;
-    tf_ids_free(&ids);
-    return rc;
+    if (rc) return tf_ids_free(&ids), -1;
+    int32_t *v = ids.n ? realloc(ids.v, ids.n * sizeof *ids.v) : NULL; /* no spare capacity held while training */
+    if (!v) v = ids.v;
+    if (!(l->text.loader = tf_lm_loader_take(v, (int64_t)ids.n, l->cfg.val_fraction, model->context, seed))) return -1;
+    return 0;
 }
 
 tf_task *tf_lm_task_new(const tf_lm_config *c, const char *const *data, int n_data, const char *tokenizer,
