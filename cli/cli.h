@@ -142,8 +142,14 @@ void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, i
 /* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
  * any other value than int8 is a usage error naming the flag (exit 2). */
 void cli_quantize(const cli_args *a, int i, tf_params *ps);
-/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer; exits with a message on failure. */
-tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
+/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer (tokenizer: a --tokenizer
+ * given, else NULL or "": the folder's own); exits with a message on failure. */
+tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok);
+/* The --tokenizer row of the verbs that load a GPT folder. */
+#define CLI_GPT_TOKENIZER_ROW                                                                                    \
+    {"tokenizer", CLI_STRING, "DIR|FILE", "",                                                                    \
+     "the tokenizer, for a model folder without tokenizer files: a folder or file as encode's --tokenizer "     \
+     "(docs/tokenizers.md)"}
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
  * (a diverged training): eval and generate refuse such a model. */
 void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
@@ -211,9 +217,9 @@ CLI_VERB(caption);
 void cli_model_type(const char *dir, char *out, size_t n);
 /* Accuracy, loss and per-class accuracy of an image classifier folder (any family with classify-image) on an idx folder's split
  * or a digits CSV (classify, eval), hflip: averaged with the mirror images' predictions; exits with
- * a message on failure. */
+ * a message on failure; json: as one JSON object (docs/json.md). */
 void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                      int batch, int hflip);
+                      int batch, int hflip, int json);
 /* The --hflip-tta row of classify and eval. */
 #define CLI_HFLIP_TTA_ROW                                                                                          \
     {"hflip-tta", CLI_SWITCH, NULL, "off",                                                                         \
@@ -257,6 +263,22 @@ void cli_usage_all(FILE *f);
 
 /* OUT and its parents, as mkdir -p; a message naming flag when one cannot be made (exits). */
 void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
+
+/* ---------------------------------------------------------------- --json (json_out.c, docs/json.md) */
+
+/* The --json row of the verbs that print results. */
+#define CLI_JSON_ROW                                                                                             \
+    {"json", CLI_SWITCH, NULL, "off", "print one JSON object instead of the text (its keys: docs/json.md)"}
+struct cJSON;
+/* A new object (o NULL: the top one, for cli_json_print), or one added to o under key (o an array:
+ * appended); out of memory exits, as for every call below. */
+struct cJSON *cli_json_object(const cli_verb *v, struct cJSON *o, const char *key);
+struct cJSON *cli_json_array(const cli_verb *v, struct cJSON *o, const char *key);
+void cli_json_num(const cli_verb *v, struct cJSON *o, const char *key, double x);
+void cli_json_str(const cli_verb *v, struct cJSON *o, const char *key, const char *s); /* NULL: null */
+void cli_json_bool(const cli_verb *v, struct cJSON *o, const char *key, int b);
+/* o on one line of standard output, then freed. */
+void cli_json_print(const cli_verb *v, struct cJSON *o);
 
 /* Was the field-table flag ("--beam") given on the command line? */
 int cli_table_given(const cli_args *a, const char *flag);

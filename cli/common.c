@@ -67,12 +67,17 @@ tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
     return t;
 }
 
-tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
+tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok) {
     tf_gpt *m = tf_gpt_load_mapped(dir);
     if (!m) cli_die(v, tf_error());
-    *tok = cli_load_tokenizer(v, dir);
+    const char *spec = tokenizer && *tokenizer ? tokenizer : dir;
+    if (!(*tok = tf_tokenizer_load(spec))) {
+        fprintf(stderr, "tformer %s: %s%s\n", v->name, tf_error(),
+                spec == dir ? " (a folder without tokenizer files: give one with --tokenizer DIR|FILE)" : "");
+        exit(1);
+    }
     if (tf_tokenizer_vocab_size(*tok) > m->cfg.vocab_size) {
-        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model only %d\n", v->name, dir,
+        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model only %d\n", v->name, spec,
                 tf_tokenizer_vocab_size(*tok), m->cfg.vocab_size);
         exit(1);
     }

@@ -56,7 +56,7 @@ enum { N_VERBS = sizeof VERBS / sizeof VERBS[0] };
 /* sacreBLEU's short flags (its smoothing and tokeniser names are bleu's values too). */
 static const cli_alias ALIASES[] = {
     {"bleu", "-lc", "lowercase"}, {"bleu", "-tok", "tokenize"}, {"bleu", "-m", "metrics"},
-    {"bleu", "-s", "smooth"},     {"bleu", "-sv", "smooth-value"},
+    {"bleu", "-s", "smooth"},     {"bleu", "-sv", "smooth-value"}, {"bleu", "-l", "language-pair"},
 };
 
 const cli_alias *cli_aliases(int *n) {

@@ -1,0 +1,45 @@
+/* --json of the verbs that print results: one JSON object on standard output, its keys
+ * documented in docs/json.md (stable: a key is added, never renamed or removed). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+static void *must(const cli_verb *v, void *p) {
+    if (!p) cli_die(v, "out of memory");
+    return p;
+}
+
+/* item into o (an array: appended, key unused), owned by o from here; item. */
+static cJSON *add(const cli_verb *v, cJSON *o, const char *key, cJSON *item) {
+    must(v, item);
+    if (cJSON_IsArray(o) ? !cJSON_AddItemToArray(o, item) : !cJSON_AddItemToObject(o, key, item)) {
+        cJSON_Delete(item);
+        cli_die(v, "out of memory");
+    }
+    return item;
+}
+
+cJSON *cli_json_object(const cli_verb *v, cJSON *o, const char *key) {
+    return o ? add(v, o, key, cJSON_CreateObject()) : must(v, cJSON_CreateObject());
+}
+
+cJSON *cli_json_array(const cli_verb *v, cJSON *o, const char *key) { return add(v, o, key, cJSON_CreateArray()); }
+
+void cli_json_num(const cli_verb *v, cJSON *o, const char *key, double x) { add(v, o, key, cJSON_CreateNumber(x)); }
+
+void cli_json_str(const cli_verb *v, cJSON *o, const char *key, const char *s) {
+    add(v, o, key, s ? cJSON_CreateString(s) : cJSON_CreateNull());
+}
+
+void cli_json_bool(const cli_verb *v, cJSON *o, const char *key, int b) { add(v, o, key, cJSON_CreateBool(b)); }
+
+void cli_json_print(const cli_verb *v, cJSON *o) {
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!text) cli_die(v, "out of memory");
+    printf("%s\n", text);
+    cJSON_free(text);
+}

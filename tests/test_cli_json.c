@@ -1,0 +1,138 @@
+/* --json of the verbs that print results, read by Python's json module (issue 55: keys in
+ * docs/json.md), and --tokenizer for a GPT folder without tokenizer files. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test.h"
+
+#define GPT_NO_TOKENIZER "tests/fixtures_gpt2/tiny_gelu_new" /* config.json + model.safetensors, vocab 37 */
+#define VIT_28 "tests/fixtures_vit/cls_grey28_p4_labels"
+
+/* dir/vocab.txt: a WordPiece vocabulary of 37 tokens, the tiny GPT-2's vocab_size. */
+static int write_vocab37(const char *dir) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", f);
+    for (char c = 'a'; c <= 'z'; c++) fprintf(f, "%c\n", c);
+    fputs("the\nhello\nworld\n##s\n.\n,\n", f);
+    return fclose(f) ? -1 : 0;
+}
+
+/* `tformer ARGS` (run in the shell: redirections allowed), its standard output read by
+ * python3 into d = json.load(...) and `text` (the same command's output without --json,
+ * when text_args is given), then CHECKS (Python statements, asserts); the exit status. */
+static int json_check(const char *dir, const char *args, const char *text_args, const char *checks) {
+    char cmd[4096], py[256];
+    snprintf(py, sizeof py, "%s/check.py", dir);
+    FILE *f = fopen(py, "w");
+    if (!f) return -1;
+    fprintf(f, "import json, sys\nd = json.load(open(sys.argv[1]))\ntext = open(sys.argv[2]).read()\n%s\n", checks);
+    if (fclose(f)) return -1;
+    snprintf(cmd, sizeof cmd, "%s %s > %s/out.json && %s %s > %s/out.txt && python3 %s %s/out.json %s/out.txt",
+             test_tformer_bin(), args, dir, text_args ? test_tformer_bin() : "true", text_args ? text_args : "", dir, py,
+             dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static unsigned char stripes(int i, int c, int y, int x) { return (unsigned char)((x * 9 + y * 5 + c * 40 + i) % 256); }
+
+TEST(cli_json_outputs_parse_with_pythons_json_module) {
+    char dir[] = "/tmp/tformer_json_XXXXXX", args[2048], text[2048], png[300];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_vocab37(dir) == 0);
+    /* bleu: sacreBLEU's figures, the same numbers as the text */
+    snprintf(args, sizeof args, "printf 'a cat sat on the mat .\\nhello world\\n' > %s/ref; printf 'the cat sat on the "
+             "mat .\\nhello world !\\n' > %s/hyp", dir, dir);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "bleu --ref %s/ref -m bleu chrf --json < %s/hyp", dir, dir);
+    snprintf(text, sizeof text, "bleu --ref %s/ref -m bleu chrf < %s/hyp", dir, dir);
+    CHECK(json_check(dir, args, text,
+                     "b = d['bleu']\n"
+                     "assert text.startswith('BLEU = %.2f ' % b['score']) and len(b['precisions']) == 4, (d, text)\n"
+                     "assert ('hyp_len = %d ref_len = %d' % (b['hyp_len'], b['ref_len'])) in text\n"
+                     "assert ('chrF2 = %.2f' % d['chrf']['score']) in text and d['sentences'] == 2\n"
+                     "assert b['tokenize'] == '13a' and b['lowercase'] is False and d['language_pair'] is None") == 0);
+    /* generate: the continuation the text mode writes after the prompt, and its ids */
+    snprintf(args, sizeof args, "generate --model " GPT_NO_TOKENIZER " --tokenizer %s --prompt 'hello world' "
+             "--max-tokens 4 --json", dir);
+    snprintf(text, sizeof text, "generate --model " GPT_NO_TOKENIZER " --tokenizer %s --prompt 'hello world' "
+             "--max-tokens 4", dir);
+    CHECK(json_check(dir, args, text,
+                     "assert d['prompt'] == 'hello world' and d['new_tokens'] == 4 and len(d['ids']) == 4, d\n"
+                     "assert text == d['prompt'] + d['text'] + '\\n', (text, d)\n"
+                     "assert d['stop'] == 'length' and d['prompt_tokens'] == 2") == 0);
+    /* eval of a GPT: loss, perplexity, tokens */
+    snprintf(args, sizeof args, "eval --model " GPT_NO_TOKENIZER " --tokenizer %s --data %s/ref --json", dir, dir);
+    snprintf(text, sizeof text, "eval --model " GPT_NO_TOKENIZER " --tokenizer %s --data %s/ref", dir, dir);
+    CHECK(json_check(dir, args, text,
+                     "import math\n"
+                     "assert text == 'loss %.4f perplexity %.3f over %d tokens\\n' % (d['loss'], d['perplexity'], "
+                     "d['tokens']), (text, d)\n"
+                     "assert abs(math.exp(d['loss']) - d['perplexity']) < 1e-9 * d['perplexity'] and len(d['data']) == 1") == 0);
+    /* classify: PNG files' likeliest labels */
+    unsigned char pixels[28 * 28];
+    for (int k = 0; k < 28 * 28; k++) pixels[k] = stripes(0, 1, k / 28, k % 28);
+    snprintf(png, sizeof png, "%s/x.png", dir);
+    CHECK(test_write_grey_png(png, pixels, 28, 28) == 0);
+    snprintf(args, sizeof args, "classify --model " VIT_28 " --top-k 2 %s %s --json", png, png);
+    snprintf(text, sizeof text, "classify --model " VIT_28 " --top-k 2 %s %s", png, png);
+    CHECK(json_check(dir, args, text,
+                     "rows = [l.split('\\t') for l in text.splitlines()]\n"
+                     "assert len(d['images']) == 2 and all(len(i['top']) == 2 for i in d['images']), d\n"
+                     "for i, r in zip(d['images'], rows):\n"
+                     "    assert r == [i['file']] + [x for t in i['top'] for x in (t['label'], '%.4f' % t['probability'])]\n"
+                     "    assert i['top'][0]['probability'] >= i['top'][1]['probability']") == 0);
+    /* classify and eval on a labelled idx set: accuracy, loss, per class */
+    CHECK(test_write_idx_set(dir, "t10k", 12, 28, 3, stripes) == 0);
+    for (int v = 0; v < 2; v++) {
+        snprintf(args, sizeof args, "%s --model " VIT_28 " --data-dir %s --json", v ? "eval" : "classify", dir);
+        snprintf(text, sizeof text, "%s --model " VIT_28 " --data-dir %s", v ? "eval" : "classify", dir);
+        CHECK(json_check(dir, args, text,
+                         "assert d['total'] == 12 and 0 <= d['correct'] <= 12 and d['accuracy'] == d['correct'] / 12, d\n"
+                         "assert text.startswith('accuracy %.4f (%d of 12 images' % (d['accuracy'], d['correct']))\n"
+                         "assert ('loss %.4f' % d['loss']) in text and d['hflip_tta'] is False\n"
+                         "assert sum(c['total'] for c in d['per_class']) == 12 and len(d['per_class']) == 3") == 0);
+    }
+    /* inspect and compare */
+    CHECK(json_check(dir, "inspect tests/data/all_dtypes.safetensors --json", "inspect tests/data/all_dtypes.safetensors",
+                     "names = [l.split()[0] for l in text.splitlines()]\n"
+                     "assert [t['name'] for t in d['tensors']] == names and d['file'].endswith('all_dtypes.safetensors')\n"
+                     "assert all(isinstance(t['shape'], list) and t['dtype'] for t in d['tensors'])") == 0);
+    snprintf(args, sizeof args, "compare " GPT_NO_TOKENIZER "/model.safetensors " GPT_NO_TOKENIZER
+             "/model.safetensors --json");
+    CHECK(json_check(dir, args, NULL,
+                     "assert d['problems'] == 0 and d['worst_relative_error'] == 0 and d['compared'] == len(d['tensors'])\n"
+                     "assert all(t['relative_error'] == 0 for t in d['tensors']) and d['compared'] > 0, d") == 0);
+    /* a problem is an entry with its text, and the exit status stays 1 */
+    snprintf(args, sizeof args, "%s compare " GPT_NO_TOKENIZER "/model.safetensors tests/data/all_dtypes.safetensors "
+             "--json > %s/c.json 2>/dev/null; test $? = 1 && python3 -c \"import json; d = json.load(open('%s/c.json')); "
+             "assert d['problems'] > 0 and any('missing from' in (t.get('problem') or '') for t in d['tensors'])\"",
+             test_tformer_bin(), dir, dir);
+    CHECKF(system(args) == 0, "%s", args);
+    test_rm_rf(dir);
+}
+
+TEST(cli_tokenizer_flag_gives_a_gpt_folder_its_tokenizer) {
+    char dir[] = "/tmp/tformer_tok_XXXXXX", cmd[1024], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_vocab37(dir) == 0);
+    /* without --tokenizer: refused, and the message names the flag */
+    snprintf(cmd, sizeof cmd, "%s generate --model " GPT_NO_TOKENIZER " --prompt hello 2>&1", test_tformer_bin());
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    size_t k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    CHECKF(WEXITSTATUS(st) == 1 && strstr(out, "no tokenizer files") && strstr(out, "give one with --tokenizer"), "%s", out);
+    for (int v = 0; v < 2; v++) { /* with it: a folder or the file itself */
+        snprintf(cmd, sizeof cmd, "%s %s --model " GPT_NO_TOKENIZER " --tokenizer %s%s %s > /dev/null",
+                 test_tformer_bin(), v ? "eval" : "generate", dir, v ? "/vocab.txt" : "",
+                 v ? "--data tests/data/seed_bpe.txt" : "--prompt 'hello world' --max-tokens 3");
+        CHECKF(system(cmd) == 0, "%s", cmd);
+    }
+    test_rm_rf(dir);
+}
