@@ -102,8 +102,13 @@ layers:
 links:
 	python3 tools/check_links.py
 
+# Every flag that an error or hint message, a --help text, README.md or docs/*.md names is a
+# real flag of some verb (tools/check_flags.py reads every verb's --help).
+flags: $(BUILD)/tformer
+	python3 tools/check_flags.py $(BUILD)/tformer
+
 # Every test; the runner's last line is "N passed, N failed".
-test: layers links all $(BUILD)/run_tests
+test: layers links flags all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
@@ -624,7 +629,7 @@ $(BUILD)/val.de: ../shared/data/multi30k/val.de.gz
 bleu-conformance: $(BUILD)/tformer $(BUILD)/val.de $(HF_PYTHON)
 	$(HF_PYTHON) -c "import sacrebleu" 2>/dev/null || build/hfvenv/bin/pip install -q sacrebleu
 	$(HF_PYTHON) tests/ref/bleu_ref.py check $(BUILD)/tformer $(BUILD)/val.de $(BUILD)/val.de
-.PHONY: bleu-conformance
+.PHONY: bleu-conformance flags
 
 # docs/translation.md's results: Multi30k en->de, the Transformer (or with
 # MODEL=rnn the GRU + Bahdanau baseline) trained on these cores (STEPS,

@@ -91,3 +91,24 @@ TEST(cli_finetune_says_first_that_a_folder_is_not_a_bert) {
                              "folder (model_type bert, "), "status %d: %s", rc, err);
     CHECK(!is_dir("/tmp/tformer_said_never"));
 }
+
+/* Each flag's default is said once in --help: a flag whose help explains an empty default
+ * ("(default: the folder's, else mean)") does not also say "(default none)" (embed --pooling's
+ * two defaults disagreed: "none" is one of its values). */
+TEST(cli_help_says_each_default_once) {
+    char cmd[1024], line[4096];
+    snprintf(cmd, sizeof cmd, "T=%s; for v in $($T --help | awk '/^  [a-z]/ {print $1}'); do $T $v --help; done",
+             test_tformer_bin());
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    int lines = 0, twice = 0, pooling = 0;
+    while (fgets(line, sizeof line, p)) {
+        lines++;
+        char *first = strstr(line, "(default");
+        if (first && strstr(first + 1, "(default")) twice++, fprintf(stderr, "    said twice: %s", line);
+        if (strstr(line, "--pooling mean|cls|max|none") && strstr(line, "(default: the folder's, else mean)\n")) pooling = 1;
+    }
+    pclose(p);
+    CHECKF(lines > 200 && twice == 0 && pooling, "%d lines, %d with two defaults, embed --pooling %s", lines, twice,
+           pooling ? "right" : "not found as expected");
+}
