@@ -15,7 +15,7 @@
 
 #include "cli.h"
 
-enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON };
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON, RESIZE };
 const cli_flag cmd_classify_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "a ViTForImageClassification, SwinForImageClassification or VivitForVideoClassification folder (a run "
@@ -31,6 +31,9 @@ const cli_flag cmd_classify_flags[] = {
                        "class token, or the pooled patches) over the image and each head of the last layer (ViT)"},
     [THREADS] = CLI_THREADS_ROW,
     [JSON] = CLI_JSON_ROW,
+    [RESIZE] = {"resize", CLI_SWITCH, NULL, "off",
+                "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
+                "(PIL's BOX filter), said on stderr; without it such a file is refused"},
     CLI_END,
 };
 
@@ -149,6 +152,27 @@ static void print_top(const cli_verb *v, const tf_model *m, int L, const float *
     if (!img) printf("\n");
 }
 
+/* A PNG file as the model takes it: its header's size checked before anything is decoded (a PNG
+ * bomb: 20000x20000 in 389 KB), another size refused or, with --resize, scaled (said on stderr). */
+static void read_png(const cli_args *a, const char *file, int size, int channels, tf_images *im) {
+    int w, h;
+    char msg[4400];
+    if (tf_images_png_size(file, &w, &h)) cli_die(a->verb, tf_error());
+    if ((w != size || h != size) && !a->v[RESIZE].given) {
+        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s) (--resize scales it)",
+                 file, w, h, size, size, channels);
+        cli_die(a->verb, msg);
+    }
+    if (tf_images_read_png(file, channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
+    if (w == size && h == size) return;
+    tf_images r;
+    if (tf_images_resize(im, size, size, &r)) cli_die(a->verb, tf_error());
+    tf_images_free(im);
+    *im = r;
+    fprintf(stderr, "tformer %s: %s: %dx%d resized to %dx%d (--resize: box filter)\n", a->verb->name, file, w, h, size,
+            size);
+}
+
 /* Each PNG file: its k likeliest labels with their probabilities; with
  * attention_dir, the picture of where the model looked. */
 static void classify_pngs(const cli_args *a, const tf_model *m, int k, const char *attention_dir) {
@@ -162,15 +186,7 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
     if (!logits || (attention_dir && !maps)) cli_die(a->verb, "out of memory");
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
-        int w, h; /* the header's size checked before anything is decoded (a PNG bomb: 20000x20000 in 389 KB) */
-        if (tf_images_png_size(a->operands[i], &w, &h)) cli_die(a->verb, tf_error());
-        if (w != size || h != size) {
-            char msg[4200];
-            snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i], w, h,
-                     size, size, channels);
-            cli_die(a->verb, msg);
-        }
-        if (tf_images_read_png(a->operands[i], channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
+        read_png(a, a->operands[i], size, channels, &im);
         if (im.height != size || im.width != size || im.channels != channels) {
             char msg[4200];
             snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],
@@ -241,13 +257,13 @@ int cmd_classify(const cli_args *a) {
     const char *att = opt(&a->v[ATTENTION_PNG]);
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
-    if (!a->n_operands && (a->v[TOP_K].given || att))
-        cli_usage_error(a, "--top-k and --attention-png go with PNG files, not with a labelled set");
+    if (!a->n_operands && (a->v[TOP_K].given || att || a->v[RESIZE].given))
+        cli_usage_error(a, "--top-k, --attention-png and --resize go with PNG files, not with a labelled set");
     tf_model *m = tf_model_load(a->v[MODEL].text, NULL);
     if (!m) cli_die(a->verb, tf_error());
     if (tf_model_family(m)->caps & TF_CAP_CLASSIFY_CLIP) { /* a video family, whatever its folder's head */
-        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given)
-            cli_usage_error(a, "--top-k, --attention-png and --hflip-tta are image settings, not a video model's");
+        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given || a->v[RESIZE].given)
+            cli_usage_error(a, "--top-k, --attention-png, --hflip-tta and --resize are image settings, not a video model's");
         classify_video(a, m);
         return tf_model_free(m), 0;
     }

@@ -136,3 +136,29 @@ TEST(cli_tokenizer_flag_gives_a_gpt_folder_its_tokenizer) {
     }
     test_rm_rf(dir);
 }
+
+/* classify --resize: a PNG of twice the model's size, each pixel repeated 2x2, gives what the
+ * model's own size gives (the box filter averages equal pixels); without it, the refusal names
+ * the flag; and a labelled set refuses the flag. */
+TEST(cli_classify_resize_scales_a_png_to_the_model) {
+    char dir[] = "/tmp/tformer_resize_XXXXXX", small[300], big[300], cmd[2048];
+    CHECK(mkdtemp(dir) != NULL);
+    unsigned char px[28 * 28], px2[56 * 56];
+    for (int k = 0; k < 28 * 28; k++) px[k] = stripes(3, 2, k / 28, k % 28);
+    for (int k = 0; k < 56 * 56; k++) px2[k] = px[(k / 56 / 2) * 28 + (k % 56) / 2];
+    snprintf(small, sizeof small, "%s/small.png", dir);
+    snprintf(big, sizeof big, "%s/big.png", dir);
+    CHECK(test_write_grey_png(small, px, 28, 28) == 0 && test_write_grey_png(big, px2, 56, 56) == 0);
+    snprintf(cmd, sizeof cmd, "%s classify --model " VIT_28 " --top-k 3 %s > %s/a.txt && %s classify --model " VIT_28
+             " --top-k 3 --resize %s > %s/b.txt 2> %s/b.err && sed 's/big.png/small.png/' %s/b.txt | cmp - %s/a.txt && "
+             "grep -q 'big.png: 56x56 resized to 28x28' %s/b.err", test_tformer_bin(), small, dir, test_tformer_bin(), big,
+             dir, dir, dir, dir, dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "%s classify --model " VIT_28 " %s 2>&1 | grep -q 'big.png: an image of 56x56; the model "
+             "takes 28x28 with 1 channel(s) (--resize scales it)'", test_tformer_bin(), big);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "%s classify --model " VIT_28 " --data-dir %s --resize 2>&1 | grep -q 'and --resize go with "
+             "PNG files'", test_tformer_bin(), dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    test_rm_rf(dir);
+}
