@@ -107,8 +107,14 @@ links:
 flags: $(BUILD)/tformer
 	python3 tools/check_flags.py $(BUILD)/tformer
 
+# The docs' commands against the CLI: every `tformer` command of README.md and docs/*.md parsed
+# (TFORMER_CHECK_ARGS=1), every block marked <!-- runnable --> run in a temporary folder
+# (tools/docs_run.py; seconds).
+docs-run: $(BUILD)/tformer
+	python3 tools/docs_run.py $(BUILD)/tformer
+
 # Every test; the runner's last line is "N passed, N failed".
-test: layers links flags all $(BUILD)/run_tests
+test: layers links flags docs-run all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
@@ -629,7 +635,7 @@ $(BUILD)/val.de: ../shared/data/multi30k/val.de.gz
 bleu-conformance: $(BUILD)/tformer $(BUILD)/val.de $(HF_PYTHON)
 	$(HF_PYTHON) -c "import sacrebleu" 2>/dev/null || build/hfvenv/bin/pip install -q sacrebleu
 	$(HF_PYTHON) tests/ref/bleu_ref.py check $(BUILD)/tformer $(BUILD)/val.de $(BUILD)/val.de
-.PHONY: bleu-conformance flags
+.PHONY: bleu-conformance flags docs-run
 
 # docs/translation.md's results: Multi30k en->de, the Transformer (or with
 # MODEL=rnn the GRU + Bahdanau baseline) trained on these cores (STEPS,

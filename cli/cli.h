@@ -76,7 +76,10 @@ void cli_args_free(cli_args *a);
 void cli_usage(const cli_args *a, FILE *f);
 void cli_help(const cli_args *a, FILE *f);
 /* cli_parse, then the verb. --help / -h prints cli_help and exits 0; a
- * problem prints "tformer VERB: problem" and the usage and exits 2. */
+ * problem prints "tformer VERB: problem" and the usage and exits 2. With
+ * TFORMER_CHECK_ARGS set (not "0"), a command line that parses, its table
+ * flags' values included, exits 0 without running the verb (tools/docs_run.py
+ * checks the docs' commands so). */
 int cli_run(const cli_verb *v, int argc, char **argv);
 /* rc, or 1 when standard output could not be written (a full disk, a closed pipe), said on
  * stderr as "tformer VERB: standard output: write error: ..." (verb NULL: "tformer: ..."). */
