@@ -14,7 +14,7 @@ const cli_flag cmd_embed_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a BERT folder (Hugging Face or sentence-transformers) with its tokenizer"},
     [POOLING] = {"pooling", CLI_STRING, "mean|cls|max|none", "", "pooling over the tokens (default: the folder's, else mean)"},
     [NORMALIZE] = {"normalize", CLI_SWITCH, NULL, "off", "L2-normalise (on anyway when modules.json has Normalize)"},
-    [MAX_LENGTH] = {"max-length", CLI_INT, "N", "0", "ids per text with [CLS] and [SEP]; 0: max_seq_length, else the context"},
+    [MAX_LENGTH] = {"max-len", CLI_INT, "N", "0", "ids per text with [CLS] and [SEP]; 0: max_seq_length, else the context"},
     [BATCH] = {"batch", CLI_INT, "N", "32", "texts per forward pass"},
     [THREADS] = CLI_THREADS_ROW,
     CLI_END,
@@ -66,7 +66,7 @@ int cmd_embed(const cli_args *a) {
     o.batch = (int)a->v[BATCH].i;
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
-    cli_check_max_len(v, "--max-length", a->v[MAX_LENGTH].i, m->cfg.context);
+    cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, m->cfg.context);
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
     size_t max_len = o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg), lens[CHUNK];

@@ -53,8 +53,10 @@ static const cli_verb VERBS[] = {
 };
 enum { N_VERBS = sizeof VERBS / sizeof VERBS[0] };
 
-/* sacreBLEU's short flags (its smoothing and tokeniser names are bleu's values too). */
+/* sacreBLEU's short flags (its smoothing and tokeniser names are bleu's values too); the length
+ * limit's other names (one name per setting: --max-len for inputs, --max-tokens for new tokens). */
 static const cli_alias ALIASES[] = {
+    {"embed", "--max-length", "max-len"}, /* Hugging Face tokenizers' max_length */
     {"bleu", "-lc", "lowercase"}, {"bleu", "-tok", "tokenize"}, {"bleu", "-m", "metrics"},
     {"bleu", "-s", "smooth"},     {"bleu", "-sv", "smooth-value"}, {"bleu", "-l", "language-pair"},
 };

@@ -112,3 +112,48 @@ TEST(cli_help_says_each_default_once) {
     CHECKF(lines > 200 && twice == 0 && pooling, "%d lines, %d with two defaults, embed --pooling %s", lines, twice,
            pooling ? "right" : "not found as expected");
 }
+
+/* --out a/b/run makes its missing parents, as save_pretrained does (it was "cannot create: No such
+ * file or directory"), and says the folder once with one slash; a parent that cannot be made is named. */
+TEST(cli_out_makes_its_parent_folders) {
+    char dir[64], args[1024], err[8192], want[256];
+    snprintf(dir, sizeof dir, "/tmp/tformer_said_XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    const char *tiny = "--steps 1 --n-layer 1 --n-head 2 --d-model 16 --context 16 --batch 2";
+    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/runs/gpt/a/ %s", dir, tiny);
+    CHECKF(run_err(args, err, sizeof err) == 0, "%s", err);
+    snprintf(want, sizeof want, "writing to %s/runs/gpt/a/\n", dir);
+    CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
+    snprintf(want, sizeof want, "saved to %s/runs/gpt/a/: best/", dir);
+    CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
+    snprintf(args, sizeof args, "%s/runs/gpt/a/model.safetensors", dir);
+    CHECK(access(args, F_OK) == 0);
+    snprintf(args, sizeof args, "%s/file", dir);
+    FILE *f = fopen(args, "w");
+    CHECK(f != NULL && fclose(f) == 0);
+    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/file/x/run %s", dir, tiny);
+    snprintf(want, sizeof want, "--out %s/file/x/run: cannot create %s/file/x: Not a directory", dir, dir);
+    CHECKF(run_err(args, err, sizeof err) == 1 && strstr(err, want), "%s", err);
+    test_rm_rf(dir);
+}
+
+/* One name per setting: embed's input length is --max-len as finetune's and predict's, with
+ * --max-length (Hugging Face tokenizers' name) taken as the same flag. */
+TEST(cli_embed_max_len_is_the_one_name) {
+    char err[4096];
+    const char *m = "tests/fixtures_distilbert_st/tiny_distilbert_st";
+    char args[512];
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "embed --model %s %s 100000 < /dev/null", m, k ? "--max-length" : "--max-len");
+        CHECKF(run_err(args, err, sizeof err) == 1 && strstr(err, "--max-len 100000 exceeds the model's context"), "%s",
+               err);
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s embed --help 2>&1", test_tformer_bin());
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    size_t n = fread(err, 1, sizeof err - 1, p);
+    err[n] = 0;
+    pclose(p);
+    CHECKF(strstr(err, "--max-len N ") && strstr(err, "also --max-length)"), "%s", err);
+}
