@@ -18,12 +18,15 @@
 
 #include "cli.h"
 
-enum { MODEL, ATTENTION_PNG, THREADS };
+enum { MODEL, ATTENTION_PNG, THREADS, JSON };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn) or a Hugging Face MarianMTModel folder"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
                        "write OUT/0001.png ... (one per input line, OUT created if absent): the attention of each translation"},
     [THREADS] = CLI_THREADS_ROW,
+    [JSON] = {"json", CLI_SWITCH, NULL, "off",
+              "one JSON object per input line, {\"source\", \"translation\"}, instead of the text (JSON Lines; "
+              "docs/json.md)"},
     CLI_END,
 };
 
@@ -141,6 +144,22 @@ static _Noreturn void die_line(const cli_verb *v, int line_no) {
     cli_die(v, msg);
 }
 
+static int g_json; /* --json */
+
+/* One translation: its line, or with --json {"source", "translation"} on one line. */
+static void emit(const cli_verb *v, const char *src, size_t src_len, const char *text, size_t len) {
+    if (!g_json) {
+        fwrite(text, 1, len, stdout), putchar('\n');
+        return;
+    }
+    char *s = strndup(src, src_len), *t = strndup(text, len);
+    if (!s || !t) cli_die(v, "out of memory");
+    cJSON *j = cli_json_object(v, NULL, NULL);
+    cli_json_str(v, j, "source", s), cli_json_str(v, j, "translation", t);
+    cli_json_print(v, j);
+    free(s), free(t);
+}
+
 /* Lines read, translated and written at a time (tf_translate_lines batches and sorts them):
  * memory bounded by it, whatever the input's length. */
 enum { CHUNK = 1024 };
@@ -158,7 +177,7 @@ static int translate_lines(const cli_verb *v, const tf_translator *t, const tf_t
             size_t tl;
             line_no++;
             if (tf_translate_line_ids(t, o, lines[k], lens[k], &text, &tl, &src, &hyp)) die_line(v, line_no);
-            fwrite(text, 1, tl, stdout), putchar('\n');
+            emit(v, lines[k], lens[k], text, tl);
             free(text);
             if (draw_sentence(v, job, line_no, &src, &hyp)) die_line(v, line_no);
             cli_flush_or_die(v);
@@ -184,7 +203,7 @@ static void translate_chunks(const cli_verb *v, const tf_translator *t, const tf
     int first = 1; /* the chunk's first line number */
     for (int k, bad; (k = cli_lines_next(v, in, CHUNK, lines, lens)) > 0; first += k) {
         if (tf_translate_lines(t, o, k, lines, lens, out, out_len, &bad)) die_line(v, first + (bad > 0 ? bad : 0));
-        for (int j = 0; j < k; j++) fwrite(out[j], 1, out_len[j], stdout), putchar('\n'), free(out[j]);
+        for (int j = 0; j < k; j++) emit(v, lines[j], lens[j], out[j], out_len[j]), free(out[j]);
         cli_flush_or_die(v);
     }
 }
@@ -195,6 +214,7 @@ int cmd_translate(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_apply(a);
     tf_translate_opts o = g_opts;
+    g_json = a->v[JSON].given;
     if (pictures) cli_make_folder(v, "--attention-png", pictures);
     tf_model *model = tf_model_load(dir, NULL);
     const tf_translator *tp;

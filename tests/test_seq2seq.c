@@ -304,6 +304,14 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
         out[k] = 0;
         CHECKF(p && pclose(p) != 0 && strstr(out, "line 2") && strstr(out, "context of 16"), "batch %d: %s", batch, out);
     }
+    /* --json: one {"source", "translation"} per line (JSON Lines), batched and with pictures (one at a time) */
+    for (int pictures = 0; pictures < 2; pictures++) {
+        snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n' | %s translate --model %s --json %s%s | python3 -c \"import json, "
+                 "sys; r = [json.loads(l) for l in sys.stdin]; assert r == [{'source': '345', 'translation': '543'}, "
+                 "{'source': '90127', 'translation': '72109'}], r\"", test_tformer_bin(), dir,
+                 pictures ? "--attention-png " : "", pictures ? dir : "");
+        CHECKF(system(cmd) == 0, "%s", cmd);
+    }
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
 }
