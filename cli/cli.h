@@ -273,8 +273,8 @@ void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
 #define CLI_JSON_ROW                                                                                             \
     {"json", CLI_SWITCH, NULL, "off", "print one JSON object instead of the text (its keys: docs/json.md)"}
 struct cJSON;
-/* A new object (o NULL: the top one, for cli_json_print), or one added to o under key (o an array:
- * appended); out of memory exits, as for every call below. */
+/* A new object or array (o NULL: the top one, for cli_json_print), or one added to o under key (o
+ * an array: appended); out of memory exits, as for every call below. */
 struct cJSON *cli_json_object(const cli_verb *v, struct cJSON *o, const char *key);
 struct cJSON *cli_json_array(const cli_verb *v, struct cJSON *o, const char *key);
 void cli_json_num(const cli_verb *v, struct cJSON *o, const char *key, double x);

@@ -6,10 +6,13 @@
  * chunk at a time and each chunk's embeddings written before more is read. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "cli.h"
 
-enum { MODEL, POOLING, NORMALIZE, MAX_LENGTH, BATCH, THREADS };
+enum { MODEL, POOLING, NORMALIZE, MAX_LENGTH, BATCH, THREADS, FORMAT };
 const cli_flag cmd_embed_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a BERT folder (Hugging Face or sentence-transformers) with its tokenizer"},
     [POOLING] = {"pooling", CLI_STRING, "mean|cls|max|none", "", "pooling over the tokens (default: the folder's, else mean)"},
@@ -17,12 +20,41 @@ const cli_flag cmd_embed_flags[] = {
     [MAX_LENGTH] = {"max-len", CLI_INT, "N", "0", "ids per text with [CLS] and [SEP]; 0: max_seq_length, else the context"},
     [BATCH] = {"batch", CLI_INT, "N", "32", "texts per forward pass"},
     [THREADS] = CLI_THREADS_ROW,
+    [FORMAT] = {"format", CLI_STRING, "text|json|npy", "text",
+                "text: a line of floats per vector; json: a JSON array per vector (JSON Lines); npy: one (texts, "
+                "width) float32 array, numpy's .npy, standard output a file (> out.npy)"},
     CLI_END,
 };
 
-static void print_row(const float *x, int64_t C) {
+enum { TEXT, JSON_LINES, NPY };
+#define TF_LITTLE_ENDIAN (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+static int g_format;
+
+static void print_row(const cli_verb *v, const float *x, int64_t C) {
+    if (g_format == NPY) {
+        if (fwrite(x, sizeof *x, (size_t)C, stdout) != (size_t)C) cli_flush_or_die(v);
+        return;
+    }
+    if (g_format == JSON_LINES) {
+        cJSON *row = cli_json_array(v, NULL, NULL);
+        for (int64_t c = 0; c < C; c++) cli_json_num(v, row, NULL, x[c]);
+        cli_json_print(v, row);
+        return;
+    }
     for (int64_t c = 0; c < C; c++) printf(c ? " %.8g" : "%.8g", x[c]);
     putchar('\n');
+}
+
+/* numpy's .npy header (version 1.0) of a little-endian float32 (rows, cols) array, always 128 bytes:
+ * written first with 0 rows, then again over itself when the rows are known. */
+static void npy_header(const cli_verb *v, int64_t rows, int64_t cols) {
+    char h[128];
+    int n = snprintf(h, sizeof h, "\x93NUMPY\x01%c%c%c{'descr': '%cf4', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                     0, 0, 0, TF_LITTLE_ENDIAN ? '<' : '>', (long long)rows, (long long)cols);
+    memset(h + n, ' ', sizeof h - (size_t)n);
+    h[127] = '\n';
+    h[8] = (char)(sizeof h - 10), h[9] = 0; /* the length of the dictionary and its padding */
+    if (fwrite(h, 1, sizeof h, stdout) != sizeof h) cli_flush_or_die(v);
 }
 
 /* --pooling none: each text's token vectors. */
@@ -39,8 +71,18 @@ static void embed_tokens(const cli_verb *v, const tf_bert *m, tf_tokenizer *tok,
         tf_bert_outputs out;
         tf_bert_inputs in = {.input_ids = x};
         if (tf_bert_run(ctx, m, &in, &out)) cli_die(v, tf_error());
-        for (size_t t = 0; t < ids.n; t++) print_row(tf_f32(out.last_hidden_state) + t * (size_t)m->cfg.d_model, m->cfg.d_model);
-        putchar('\n');
+        const float *h = tf_f32(out.last_hidden_state);
+        if (g_format == JSON_LINES) { /* the text's vectors as one array of arrays */
+            cJSON *rows = cli_json_array(v, NULL, NULL);
+            for (size_t t = 0; t < ids.n; t++) {
+                cJSON *row = cli_json_array(v, rows, NULL);
+                for (int c = 0; c < m->cfg.d_model; c++) cli_json_num(v, row, NULL, h[t * (size_t)m->cfg.d_model + c]);
+            }
+            cli_json_print(v, rows);
+        } else {
+            for (size_t t = 0; t < ids.n; t++) print_row(v, h + t * (size_t)m->cfg.d_model, m->cfg.d_model);
+            putchar('\n');
+        }
         tf_ids_free(&ids), tf_ids_free(&types);
     }
     tf_ctx_free(ctx);
@@ -64,6 +106,14 @@ int cmd_embed(const cli_args *a) {
     if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
         cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     o.batch = (int)a->v[BATCH].i;
+    static const char *const FORMATS[] = {"text", "json", "npy"};
+    for (g_format = 0; g_format < 3 && strcmp(a->v[FORMAT].text, FORMATS[g_format]); g_format++) continue;
+    if (g_format == 3) cli_usage_error(a, "--format expects text, json or npy, got '%s'", a->v[FORMAT].text);
+    if (g_format == NPY && pool == 3)
+        cli_usage_error(a, "--format npy holds one vector per text: not with --pooling none (each token's vector)");
+    if (g_format == NPY && (isatty(1) || lseek(1, 0, SEEK_CUR) < 0))
+        cli_usage_error(a, "--format npy writes a file: send standard output to one (> out.npy), not to a pipe or "
+                        "a terminal (its header, written last, says how many texts)");
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
     cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, m->cfg.context);
@@ -75,13 +125,19 @@ int cmd_embed(const cli_args *a) {
     if (!e) cli_die(v, "out of memory");
     cli_lines in;
     cli_lines_init(&in, 0);
-    for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v)) {
+    int64_t rows = 0;
+    if (g_format == NPY) npy_header(v, 0, m->cfg.d_model);
+    for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v), rows += n) {
         if (pool == 3) {
             embed_tokens(v, m, tok, lines, lens, n, max_len);
             continue;
         }
         if (tf_bert_embed(m, tok, lines, lens, n, &o, e)) cli_die(v, tf_error());
-        for (int i = 0; i < n; i++) print_row(e + (size_t)i * (size_t)m->cfg.d_model, m->cfg.d_model);
+        for (int i = 0; i < n; i++) print_row(v, e + (size_t)i * (size_t)m->cfg.d_model, m->cfg.d_model);
+    }
+    if (g_format == NPY) { /* the rows, now known, into the header */
+        if (fflush(stdout) || fseek(stdout, 0, SEEK_SET)) cli_flush_or_die(v);
+        npy_header(v, rows, m->cfg.d_model);
     }
     cli_lines_free(&in);
     free(e);

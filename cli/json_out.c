@@ -26,7 +26,9 @@ cJSON *cli_json_object(const cli_verb *v, cJSON *o, const char *key) {
     return o ? add(v, o, key, cJSON_CreateObject()) : must(v, cJSON_CreateObject());
 }
 
-cJSON *cli_json_array(const cli_verb *v, cJSON *o, const char *key) { return add(v, o, key, cJSON_CreateArray()); }
+cJSON *cli_json_array(const cli_verb *v, cJSON *o, const char *key) {
+    return o ? add(v, o, key, cJSON_CreateArray()) : must(v, cJSON_CreateArray());
+}
 
 void cli_json_num(const cli_verb *v, cJSON *o, const char *key, double x) { add(v, o, key, cJSON_CreateNumber(x)); }
 

@@ -162,3 +162,27 @@ TEST(cli_classify_resize_scales_a_png_to_the_model) {
     CHECKF(system(cmd) == 0, "%s", cmd);
     test_rm_rf(dir);
 }
+
+/* embed --format npy|json|text: numpy reads the .npy (its header written last with the count),
+ * the JSON Lines hold the same float32 values, the text the same at its 8 digits; npy to a pipe
+ * is refused, and --pooling none is an array of token vectors per text in JSON. */
+TEST(cli_embed_formats_npy_json_text_agree) {
+    char dir[] = "/tmp/tformer_fmt_XXXXXX", cmd[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *m = "tests/fixtures_distilbert_st/tiny_distilbert_st", *t = test_tformer_bin();
+    snprintf(cmd, sizeof cmd, "printf 'a man runs\\nhello world\\nthe cat\\n' > %s/s.txt && %s embed --model %s --format npy "
+             "< %s/s.txt > %s/e.npy && %s embed --model %s --format json < %s/s.txt > %s/e.jsonl && %s embed --model %s "
+             "< %s/s.txt > %s/e.txt && %s embed --model %s --format json --pooling none < %s/s.txt > %s/t.jsonl && "
+             "python3 -c \"import numpy as np, json; d = '%s'; a = np.load(d + '/e.npy'); "
+             "j = np.array([json.loads(l) for l in open(d + '/e.jsonl')], dtype=np.float32); "
+             "x = np.loadtxt(d + '/e.txt', dtype=np.float64); "
+             "assert a.shape == (3, 16) and a.dtype == np.float32 and np.array_equal(a, j), (a.shape, a.dtype); "
+             "assert np.abs(a - x).max() <= 1e-7 * np.abs(a).max(), np.abs(a - x).max(); "
+             "tok = [np.array(json.loads(l)) for l in open(d + '/t.jsonl')]; "
+             "assert len(tok) == 3 and all(v.ndim == 2 and v.shape[1] == 16 for v in tok)\"",
+             dir, t, m, dir, dir, t, m, dir, dir, t, m, dir, dir, t, m, dir, dir, dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "echo hi | %s embed --model %s --format npy 2>&1 | grep -q 'format npy writes a file'", t, m);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    test_rm_rf(dir);
+}
