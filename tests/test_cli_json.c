@@ -186,3 +186,29 @@ TEST(cli_embed_formats_npy_json_text_agree) {
     CHECKF(system(cmd) == 0, "%s", cmd);
     test_rm_rf(dir);
 }
+
+/* hf-run --text: the text as input_ids and attention_mask (with [CLS]/[SEP] when the tokenizer has
+ * them), so its last_hidden_state is embed --pooling none's token vectors; a folder without
+ * tokenizer files takes --tokenizer, and its absence names the flag. */
+TEST(cli_hf_run_text_and_tokenizer) {
+    char dir[] = "/tmp/tformer_hftext_XXXXXX", cmd[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(write_vocab37(dir) == 0);
+    const char *m = "tests/fixtures_distilbert_st/tiny_distilbert_st", *t = test_tformer_bin();
+    snprintf(cmd, sizeof cmd, "%s hf-run --model %s --text 'a man runs' --output %s/o.safetensors 2> %s/err && "
+             "echo 'a man runs' | %s embed --model %s --pooling none --format json > %s/e.jsonl && "
+             "grep -q -- '--text as 8 tokens' %s/err && python3 -c \"import json, struct, numpy as np; d = '%s'; "
+             "b = open(d + '/o.safetensors', 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; "
+             "h = json.loads(b[8:8 + n]); e = h['last_hidden_state']; s, t = e['data_offsets']; "
+             "x = np.frombuffer(b[8 + n + s:8 + n + t], dtype=np.float32).reshape(e['shape']); "
+             "y = np.array(json.loads(open(d + '/e.jsonl').readline()), dtype=np.float32); "
+             "assert x.shape == (1,) + y.shape and np.array_equal(x[0], y), (x.shape, y.shape, np.abs(x[0] - y).max())\"",
+             t, m, dir, dir, t, m, dir, dir, dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "%s hf-run --model " GPT_NO_TOKENIZER " --text hello --output %s/o2.safetensors 2>&1 | "
+             "grep -q 'give one with --tokenizer' && %s hf-run --model " GPT_NO_TOKENIZER " --text 'hello world' "
+             "--tokenizer %s --output %s/o2.safetensors 2>/dev/null && %s inspect %s/o2.safetensors | grep -q '(1,4,37)'",
+             t, dir, t, dir, dir, t, dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
+    test_rm_rf(dir);
+}
