@@ -18,7 +18,7 @@
 
 #include "cli.h"
 
-enum { MODEL, ATTENTION_PNG, THREADS, JSON };
+enum { MODEL, ATTENTION_PNG, THREADS, JSON, ATTENTION_SCALE };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn) or a Hugging Face MarianMTModel folder"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
@@ -27,6 +27,9 @@ const cli_flag cmd_translate_flags[] = {
     [JSON] = {"json", CLI_SWITCH, NULL, "off",
               "one JSON object per input line, {\"source\", \"translation\"}, instead of the text (JSON Lines; "
               "docs/json.md)"},
+    [ATTENTION_SCALE] = {"attention-scale", CLI_STRING, "fixed|auto", "fixed",
+                         "--attention-png's colours: fixed (0 to 1, pictures comparable) or auto (0 to the largest "
+                         "weight of each picture, said on its colour bar: a flat map is not one dark block)"},
     CLI_END,
 };
 
@@ -107,6 +110,7 @@ typedef struct {
     const tf_translator *t;
     const char *out;
     tf_ctx *ctx;
+    int auto_scale; /* --attention-scale auto */
 } picture_job;
 
 /* OUT/<line>.png: the attention of the chosen translation, from one forward
@@ -130,7 +134,7 @@ static int draw_sentence(const cli_verb *v, const picture_job *j, int line_no, c
         snprintf(path, sizeof path, "%s/%04d.png", j->out, line_no);
         snprintf(title, sizeof title, "sentence %d", line_no);
         tf_attention_plot p = {title, a.what, (const char *const *)sl, (const char *const *)tl, S, T, a.panel, a.grid,
-                               a.rows, a.cols, "layer", "head"};
+                               a.rows, a.cols, "layer", "head", j->auto_scale};
         rc = tf_plot_attention(path, &p);
     }
     free(a.panel), free(a.grid);
@@ -230,7 +234,11 @@ int cmd_translate(const cli_args *a) {
     if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b"))
         o.max_len_a = f.max_len_a, o.max_len_b = f.max_len_b;
     o.search.renormalize = f.search.renormalize;
-    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
+    const char *scale = a->v[ATTENTION_SCALE].text;
+    if (strcmp(scale, "fixed") && strcmp(scale, "auto"))
+        cli_usage_error(a, "--attention-scale expects fixed or auto, got '%s'", scale);
+    if (a->v[ATTENTION_SCALE].given && !pictures) cli_usage_error(a, "--attention-scale goes with --attention-png");
+    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL, !strcmp(scale, "auto")};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
     cli_lines in;

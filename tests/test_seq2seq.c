@@ -312,6 +312,12 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
                  pictures ? "--attention-png " : "", pictures ? dir : "");
         CHECKF(system(cmd) == 0, "%s", cmd);
     }
+    /* --attention-scale auto draws the pictures; it needs --attention-png */
+    snprintf(cmd, sizeof cmd, "printf '345\\n' | %s translate --model %s --attention-png %s/auto --attention-scale auto "
+             "> /dev/null 2>&1 && test -s %s/auto/0001.png && printf '345\\n' | %s translate --model %s "
+             "--attention-scale auto 2>&1 | grep -q 'attention-scale goes with --attention-png'",
+             test_tformer_bin(), dir, dir, dir, test_tformer_bin(), dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
 }
