@@ -13,7 +13,7 @@
 
 enum { MODEL, TASK, MAX_LEN, BATCH, THREADS, JSON };
 const cli_flag cmd_predict_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a fine-tuned BERT folder with its vocab.txt"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a fine-tuned BERT folder with its tokenizer (tokenizer.json or vocab.txt)"},
     [TASK] = {"task", CLI_STRING, "classify|pairs|tag|span", "",
               "the input format (default: the folder's finetune.json, else its head)"},
     [MAX_LEN] = {"max-len", CLI_INT, "N", "0", "ids per input, longer ones cut (0: finetune.json's, else the context)"},

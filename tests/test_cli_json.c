@@ -1,5 +1,6 @@
 /* --json of the verbs that print results, read by Python's json module (issue 55: keys in
  * docs/json.md), and --tokenizer for a GPT folder without tokenizer files. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 
 #define GPT_NO_TOKENIZER "tests/fixtures_gpt2/tiny_gelu_new" /* config.json + model.safetensors, vocab 37 */
 #define VIT_28 "tests/fixtures_vit/cls_grey28_p4_labels"
+#define ST_MODEL "tests/fixtures_distilbert_st/tiny_distilbert_st" /* sentence-transformers, width 16 */
 
 /* dir/vocab.txt: a WordPiece vocabulary of 37 tokens, the tiny GPT-2's vocab_size. */
 static int write_vocab37(const char *dir) {
@@ -21,36 +23,46 @@ static int write_vocab37(const char *dir) {
     return fclose(f) ? -1 : 0;
 }
 
-/* `tformer ARGS` (run in the shell: redirections allowed), its standard output read by
- * python3 into d = json.load(...) and `text` (the same command's output without --json,
- * when text_args is given), then CHECKS (Python statements, asserts); the exit status. */
-static int json_check(const char *dir, const char *args, const char *text_args, const char *checks) {
-    char cmd[4096], py[256];
+/* `tformer CMD --json` (run in the shell: redirections allowed), its standard output read by
+ * python3 into d = json.load(...), and into `text` the same command's output without --json
+ * (when text is set), then CHECKS (Python statements, asserts); the exit status. */
+static int json_check(const char *dir, const char *cmd, int text, const char *checks) {
+    char line[4096], py[256];
     snprintf(py, sizeof py, "%s/check.py", dir);
     FILE *f = fopen(py, "w");
     if (!f) return -1;
     fprintf(f, "import json, sys\nd = json.load(open(sys.argv[1]))\ntext = open(sys.argv[2]).read()\n%s\n", checks);
     if (fclose(f)) return -1;
-    snprintf(cmd, sizeof cmd, "%s %s > %s/out.json && %s %s > %s/out.txt && python3 %s %s/out.json %s/out.txt",
-             test_tformer_bin(), args, dir, text_args ? test_tformer_bin() : "true", text_args ? text_args : "", dir, py,
-             dir, dir);
-    int st = system(cmd);
+    snprintf(line, sizeof line, "%s %s --json > %s/out.json && %s %s > %s/out.txt && python3 %s %s/out.json %s/out.txt",
+             test_tformer_bin(), cmd, dir, text ? test_tformer_bin() : "true", text ? cmd : "", dir, py, dir, dir);
+    int st = system(line);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A shell command from fmt; its exit status (said with the command on stderr when not 0). */
+static int sh(const char *fmt, ...) {
+    static char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd), rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (rc) fprintf(stderr, "    exit %d: %s\n", rc, cmd);
+    return rc;
 }
 
 static unsigned char stripes(int i, int c, int y, int x) { return (unsigned char)((x * 9 + y * 5 + c * 40 + i) % 256); }
 
 TEST(cli_json_outputs_parse_with_pythons_json_module) {
-    char dir[] = "/tmp/tformer_json_XXXXXX", args[2048], text[2048], png[300];
+    char dir[] = "/tmp/tformer_json_XXXXXX", args[2048], png[300];
     CHECK(mkdtemp(dir) != NULL);
     CHECK(write_vocab37(dir) == 0);
     /* bleu: sacreBLEU's figures, the same numbers as the text */
     snprintf(args, sizeof args, "printf 'a cat sat on the mat .\\nhello world\\n' > %s/ref; printf 'the cat sat on the "
              "mat .\\nhello world !\\n' > %s/hyp", dir, dir);
     CHECK(system(args) == 0);
-    snprintf(args, sizeof args, "bleu --ref %s/ref -m bleu chrf --json < %s/hyp", dir, dir);
-    snprintf(text, sizeof text, "bleu --ref %s/ref -m bleu chrf < %s/hyp", dir, dir);
-    CHECK(json_check(dir, args, text,
+    snprintf(args, sizeof args, "bleu --ref %s/ref -m bleu chrf < %s/hyp", dir, dir);
+    CHECK(json_check(dir, args, 1,
                      "b = d['bleu']\n"
                      "assert text.startswith('BLEU = %.2f ' % b['score']) and len(b['precisions']) == 4, (d, text)\n"
                      "assert ('hyp_len = %d ref_len = %d' % (b['hyp_len'], b['ref_len'])) in text\n"
@@ -58,17 +70,14 @@ TEST(cli_json_outputs_parse_with_pythons_json_module) {
                      "assert b['tokenize'] == '13a' and b['lowercase'] is False and d['language_pair'] is None") == 0);
     /* generate: the continuation the text mode writes after the prompt, and its ids */
     snprintf(args, sizeof args, "generate --model " GPT_NO_TOKENIZER " --tokenizer %s --prompt 'hello world' "
-             "--max-tokens 4 --json", dir);
-    snprintf(text, sizeof text, "generate --model " GPT_NO_TOKENIZER " --tokenizer %s --prompt 'hello world' "
              "--max-tokens 4", dir);
-    CHECK(json_check(dir, args, text,
+    CHECK(json_check(dir, args, 1,
                      "assert d['prompt'] == 'hello world' and d['new_tokens'] == 4 and len(d['ids']) == 4, d\n"
                      "assert text == d['prompt'] + d['text'] + '\\n', (text, d)\n"
                      "assert d['stop'] == 'length' and d['prompt_tokens'] == 2") == 0);
     /* eval of a GPT: loss, perplexity, tokens */
-    snprintf(args, sizeof args, "eval --model " GPT_NO_TOKENIZER " --tokenizer %s --data %s/ref --json", dir, dir);
-    snprintf(text, sizeof text, "eval --model " GPT_NO_TOKENIZER " --tokenizer %s --data %s/ref", dir, dir);
-    CHECK(json_check(dir, args, text,
+    snprintf(args, sizeof args, "eval --model " GPT_NO_TOKENIZER " --tokenizer %s --data %s/ref", dir, dir);
+    CHECK(json_check(dir, args, 1,
                      "import math\n"
                      "assert text == 'loss %.4f perplexity %.3f over %d tokens\\n' % (d['loss'], d['perplexity'], "
                      "d['tokens']), (text, d)\n"
@@ -78,9 +87,8 @@ TEST(cli_json_outputs_parse_with_pythons_json_module) {
     for (int k = 0; k < 28 * 28; k++) pixels[k] = stripes(0, 1, k / 28, k % 28);
     snprintf(png, sizeof png, "%s/x.png", dir);
     CHECK(test_write_grey_png(png, pixels, 28, 28) == 0);
-    snprintf(args, sizeof args, "classify --model " VIT_28 " --top-k 2 %s %s --json", png, png);
-    snprintf(text, sizeof text, "classify --model " VIT_28 " --top-k 2 %s %s", png, png);
-    CHECK(json_check(dir, args, text,
+    snprintf(args, sizeof args, "classify --model " VIT_28 " --top-k 2 %s %s", png, png);
+    CHECK(json_check(dir, args, 1,
                      "rows = [l.split('\\t') for l in text.splitlines()]\n"
                      "assert len(d['images']) == 2 and all(len(i['top']) == 2 for i in d['images']), d\n"
                      "for i, r in zip(d['images'], rows):\n"
@@ -89,22 +97,20 @@ TEST(cli_json_outputs_parse_with_pythons_json_module) {
     /* classify and eval on a labelled idx set: accuracy, loss, per class */
     CHECK(test_write_idx_set(dir, "t10k", 12, 28, 3, stripes) == 0);
     for (int v = 0; v < 2; v++) {
-        snprintf(args, sizeof args, "%s --model " VIT_28 " --data-dir %s --json", v ? "eval" : "classify", dir);
-        snprintf(text, sizeof text, "%s --model " VIT_28 " --data-dir %s", v ? "eval" : "classify", dir);
-        CHECK(json_check(dir, args, text,
+        snprintf(args, sizeof args, "%s --model " VIT_28 " --data-dir %s", v ? "eval" : "classify", dir);
+        CHECK(json_check(dir, args, 1,
                          "assert d['total'] == 12 and 0 <= d['correct'] <= 12 and d['accuracy'] == d['correct'] / 12, d\n"
                          "assert text.startswith('accuracy %.4f (%d of 12 images' % (d['accuracy'], d['correct']))\n"
                          "assert ('loss %.4f' % d['loss']) in text and d['hflip_tta'] is False\n"
                          "assert sum(c['total'] for c in d['per_class']) == 12 and len(d['per_class']) == 3") == 0);
     }
     /* inspect and compare */
-    CHECK(json_check(dir, "inspect tests/data/all_dtypes.safetensors --json", "inspect tests/data/all_dtypes.safetensors",
+    CHECK(json_check(dir, "inspect tests/data/all_dtypes.safetensors", 1,
                      "names = [l.split()[0] for l in text.splitlines()]\n"
                      "assert [t['name'] for t in d['tensors']] == names and d['file'].endswith('all_dtypes.safetensors')\n"
                      "assert all(isinstance(t['shape'], list) and t['dtype'] for t in d['tensors'])") == 0);
-    snprintf(args, sizeof args, "compare " GPT_NO_TOKENIZER "/model.safetensors " GPT_NO_TOKENIZER
-             "/model.safetensors --json");
-    CHECK(json_check(dir, args, NULL,
+    snprintf(args, sizeof args, "compare " GPT_NO_TOKENIZER "/model.safetensors " GPT_NO_TOKENIZER "/model.safetensors");
+    CHECK(json_check(dir, args, 0,
                      "assert d['problems'] == 0 and d['worst_relative_error'] == 0 and d['compared'] == len(d['tensors'])\n"
                      "assert all(t['relative_error'] == 0 for t in d['tensors']) and d['compared'] > 0, d") == 0);
     /* a problem is an entry with its text, and the exit status stays 1 */
@@ -167,10 +173,10 @@ TEST(cli_classify_resize_scales_a_png_to_the_model) {
  * the JSON Lines hold the same float32 values, the text the same at its 8 digits; npy to a pipe
  * is refused, and --pooling none is an array of token vectors per text in JSON. */
 TEST(cli_embed_formats_npy_json_text_agree) {
-    char dir[] = "/tmp/tformer_fmt_XXXXXX", cmd[4096];
+    char dir[] = "/tmp/tformer_fmt_XXXXXX";
+    const char *m = ST_MODEL, *t = test_tformer_bin();
     CHECK(mkdtemp(dir) != NULL);
-    const char *m = "tests/fixtures_distilbert_st/tiny_distilbert_st", *t = test_tformer_bin();
-    snprintf(cmd, sizeof cmd, "printf 'a man runs\\nhello world\\nthe cat\\n' > %s/s.txt && %s embed --model %s --format npy "
+    CHECK(sh("printf 'a man runs\\nhello world\\nthe cat\\n' > %s/s.txt && %s embed --model %s --format npy "
              "< %s/s.txt > %s/e.npy && %s embed --model %s --format json < %s/s.txt > %s/e.jsonl && %s embed --model %s "
              "< %s/s.txt > %s/e.txt && %s embed --model %s --format json --pooling none < %s/s.txt > %s/t.jsonl && "
              "python3 -c \"import numpy as np, json; d = '%s'; a = np.load(d + '/e.npy'); "
@@ -180,10 +186,8 @@ TEST(cli_embed_formats_npy_json_text_agree) {
              "assert np.abs(a - x).max() <= 1e-7 * np.abs(a).max(), np.abs(a - x).max(); "
              "tok = [np.array(json.loads(l)) for l in open(d + '/t.jsonl')]; "
              "assert len(tok) == 3 and all(v.ndim == 2 and v.shape[1] == 16 for v in tok)\"",
-             dir, t, m, dir, dir, t, m, dir, dir, t, m, dir, dir, t, m, dir, dir, dir);
-    CHECKF(system(cmd) == 0, "%s", cmd);
-    snprintf(cmd, sizeof cmd, "echo hi | %s embed --model %s --format npy 2>&1 | grep -q 'format npy writes a file'", t, m);
-    CHECKF(system(cmd) == 0, "%s", cmd);
+             dir, t, m, dir, dir, t, m, dir, dir, t, m, dir, dir, t, m, dir, dir, dir) == 0);
+    CHECK(sh("echo hi | %s embed --model %s --format npy 2>&1 | grep -q 'format npy writes a file'", t, m) == 0);
     test_rm_rf(dir);
 }
 
@@ -191,11 +195,10 @@ TEST(cli_embed_formats_npy_json_text_agree) {
  * them), so its last_hidden_state is embed --pooling none's token vectors; a folder without
  * tokenizer files takes --tokenizer, and its absence names the flag. */
 TEST(cli_hf_run_text_and_tokenizer) {
-    char dir[] = "/tmp/tformer_hftext_XXXXXX", cmd[4096];
-    CHECK(mkdtemp(dir) != NULL);
-    CHECK(write_vocab37(dir) == 0);
-    const char *m = "tests/fixtures_distilbert_st/tiny_distilbert_st", *t = test_tformer_bin();
-    snprintf(cmd, sizeof cmd, "%s hf-run --model %s --text 'a man runs' --output %s/o.safetensors 2> %s/err && "
+    char dir[] = "/tmp/tformer_hftext_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL && write_vocab37(dir) == 0);
+    const char *t = test_tformer_bin();
+    CHECK(sh("%s hf-run --model %s --text 'a man runs' --output %s/o.safetensors 2> %s/err && "
              "echo 'a man runs' | %s embed --model %s --pooling none --format json > %s/e.jsonl && "
              "grep -q -- '--text as 8 tokens' %s/err && python3 -c \"import json, struct, numpy as np; d = '%s'; "
              "b = open(d + '/o.safetensors', 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; "
@@ -203,12 +206,10 @@ TEST(cli_hf_run_text_and_tokenizer) {
              "x = np.frombuffer(b[8 + n + s:8 + n + t], dtype=np.float32).reshape(e['shape']); "
              "y = np.array(json.loads(open(d + '/e.jsonl').readline()), dtype=np.float32); "
              "assert x.shape == (1,) + y.shape and np.array_equal(x[0], y), (x.shape, y.shape, np.abs(x[0] - y).max())\"",
-             t, m, dir, dir, t, m, dir, dir, dir);
-    CHECKF(system(cmd) == 0, "%s", cmd);
-    snprintf(cmd, sizeof cmd, "%s hf-run --model " GPT_NO_TOKENIZER " --text hello --output %s/o2.safetensors 2>&1 | "
+             t, ST_MODEL, dir, dir, t, ST_MODEL, dir, dir, dir) == 0);
+    CHECK(sh("%s hf-run --model " GPT_NO_TOKENIZER " --text hello --output %s/o2.safetensors 2>&1 | "
              "grep -q 'give one with --tokenizer' && %s hf-run --model " GPT_NO_TOKENIZER " --text 'hello world' "
              "--tokenizer %s --output %s/o2.safetensors 2>/dev/null && %s inspect %s/o2.safetensors | grep -q '(1,4,37)'",
-             t, dir, t, dir, dir, t, dir);
-    CHECKF(system(cmd) == 0, "%s", cmd);
+             t, dir, t, dir, dir, t, dir) == 0);
     test_rm_rf(dir);
 }

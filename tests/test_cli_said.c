@@ -115,13 +115,18 @@ TEST(cli_help_says_each_default_once) {
 
 /* --out a/b/run makes its missing parents, as save_pretrained does (it was "cannot create: No such
  * file or directory"), and says the folder once with one slash; a parent that cannot be made is named. */
+/* One step of a tiny GPT into dir/sub; the exit status, stderr in err. */
+static int train_one_step(const char *dir, const char *sub, char *err, size_t n) {
+    char args[1024];
+    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/%s --steps 1 --n-layer 1 "
+             "--n-head 2 --d-model 16 --context 16 --batch 2", dir, sub);
+    return run_err(args, err, n);
+}
+
 TEST(cli_out_makes_its_parent_folders) {
-    char dir[64], args[1024], err[8192], want[256];
-    snprintf(dir, sizeof dir, "/tmp/tformer_said_XXXXXX");
+    char dir[] = "/tmp/tformer_said_XXXXXX", args[1024], err[8192], want[256];
     CHECK(mkdtemp(dir) != NULL);
-    const char *tiny = "--steps 1 --n-layer 1 --n-head 2 --d-model 16 --context 16 --batch 2";
-    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/runs/gpt/a/ %s", dir, tiny);
-    CHECKF(run_err(args, err, sizeof err) == 0, "%s", err);
+    CHECKF(train_one_step(dir, "runs/gpt/a/", err, sizeof err) == 0, "%s", err);
     snprintf(want, sizeof want, "writing to %s/runs/gpt/a/\n", dir);
     CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
     snprintf(want, sizeof want, "saved to %s/runs/gpt/a/: best/", dir);
@@ -131,9 +136,8 @@ TEST(cli_out_makes_its_parent_folders) {
     snprintf(args, sizeof args, "%s/file", dir);
     FILE *f = fopen(args, "w");
     CHECK(f != NULL && fclose(f) == 0);
-    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/file/x/run %s", dir, tiny);
     snprintf(want, sizeof want, "--out %s/file/x/run: cannot create %s/file/x: Not a directory", dir, dir);
-    CHECKF(run_err(args, err, sizeof err) == 1 && strstr(err, want), "%s", err);
+    CHECKF(train_one_step(dir, "file/x/run", err, sizeof err) == 1 && strstr(err, want), "%s", err);
     test_rm_rf(dir);
 }
 
