@@ -236,6 +236,7 @@ CLI_VERB(decode);
 CLI_VERB(tokenizer_train);
 CLI_VERB(inspect);
 CLI_VERB(compare);
+CLI_VERB(convert);
 CLI_VERB(stream);
 CLI_VERB(serve);
 int cmd_train_tables(const tf_fields **t);
@@ -282,6 +283,9 @@ void cli_json_str(const cli_verb *v, struct cJSON *o, const char *key, const cha
 void cli_json_bool(const cli_verb *v, struct cJSON *o, const char *key, int b);
 /* o on one line of standard output, then freed. */
 void cli_json_print(const cli_verb *v, struct cJSON *o);
+/* numpy's .npy header (version 1.0, always 128 bytes, so that a count known only at the end can be
+ * written over it) of a C-order array of type ("f4", "i4", "u1") and shape, to f; exits on failure. */
+void cli_npy_header(const cli_verb *v, FILE *f, const char *type, const int64_t *shape, int ndim);
 
 /* Was the field-table flag ("--beam") given on the command line? */
 int cli_table_given(const cli_args *a, const char *flag);

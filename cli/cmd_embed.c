@@ -27,7 +27,6 @@ const cli_flag cmd_embed_flags[] = {
 };
 
 enum { TEXT, JSON_LINES, NPY };
-#define TF_LITTLE_ENDIAN (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
 static int g_format;
 
 static void print_row(const cli_verb *v, const float *x, int64_t C) {
@@ -43,18 +42,6 @@ static void print_row(const cli_verb *v, const float *x, int64_t C) {
     }
     for (int64_t c = 0; c < C; c++) printf(c ? " %.8g" : "%.8g", x[c]);
     putchar('\n');
-}
-
-/* numpy's .npy header (version 1.0) of a little-endian float32 (rows, cols) array, always 128 bytes:
- * written first with 0 rows, then again over itself when the rows are known. */
-static void npy_header(const cli_verb *v, int64_t rows, int64_t cols) {
-    char h[128];
-    int n = snprintf(h, sizeof h, "\x93NUMPY\x01%c%c%c{'descr': '%cf4', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                     0, 0, 0, TF_LITTLE_ENDIAN ? '<' : '>', (long long)rows, (long long)cols);
-    memset(h + n, ' ', sizeof h - (size_t)n);
-    h[127] = '\n';
-    h[8] = (char)(sizeof h - 10), h[9] = 0; /* the length of the dictionary and its padding */
-    if (fwrite(h, 1, sizeof h, stdout) != sizeof h) cli_flush_or_die(v);
 }
 
 /* --pooling none: each text's token vectors. */
@@ -126,7 +113,7 @@ int cmd_embed(const cli_args *a) {
     cli_lines in;
     cli_lines_init(&in, 0);
     int64_t rows = 0;
-    if (g_format == NPY) npy_header(v, 0, m->cfg.d_model);
+    if (g_format == NPY) cli_npy_header(v, stdout, "f4", (int64_t[]){0, m->cfg.d_model}, 2);
     for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v), rows += n) {
         if (pool == 3) {
             embed_tokens(v, m, tok, lines, lens, n, max_len);
@@ -137,7 +124,7 @@ int cmd_embed(const cli_args *a) {
     }
     if (g_format == NPY) { /* the rows, now known, into the header */
         if (fflush(stdout) || fseek(stdout, 0, SEEK_SET)) cli_flush_or_die(v);
-        npy_header(v, rows, m->cfg.d_model);
+        cli_npy_header(v, stdout, "f4", (int64_t[]){rows, m->cfg.d_model}, 2);
     }
     cli_lines_free(&in);
     free(e);

@@ -2,6 +2,7 @@
  * documented in docs/json.md (stable: a key is added, never renamed or removed). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -37,6 +38,22 @@ void cli_json_str(const cli_verb *v, cJSON *o, const char *key, const char *s) {
 }
 
 void cli_json_bool(const cli_verb *v, cJSON *o, const char *key, int b) { add(v, o, key, cJSON_CreateBool(b)); }
+
+void cli_npy_header(const cli_verb *v, FILE *f, const char *type, const int64_t *shape, int ndim) {
+    char h[128], dims[96] = "";
+    size_t k = 0;
+    for (int d = 0; d < ndim && k < sizeof dims; d++)
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%lld,%s", (long long)shape[d], d + 1 < ndim ? " " : "");
+    if (ndim > 1) dims[k - 1] = 0; /* "(3, 16)", but "(3,)" */
+    char order = type[0] == 'u' && type[1] == '1' ? '|' : __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
+    int n = snprintf(h, sizeof h, "\x93NUMPY\x01%c%c%c{'descr': '%c%s', 'fortran_order': False, 'shape': (%s), }", 0, 0,
+                     0, order, type, dims);
+    if (n < 0 || n >= (int)sizeof h) cli_die(v, ".npy: too many dimensions for its header");
+    memset(h + n, ' ', sizeof h - (size_t)n);
+    h[127] = '\n';
+    h[8] = (char)(sizeof h - 10); /* the dictionary's length with its padding, little-endian */
+    if (fwrite(h, 1, sizeof h, f) != sizeof h) cli_die(v, "cannot write the .npy header");
+}
 
 void cli_json_print(const cli_verb *v, cJSON *o) {
     char *text = cJSON_PrintUnformatted(o);

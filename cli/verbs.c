@@ -48,6 +48,8 @@ static const cli_verb VERBS[] = {
     {"inspect", "List the tensors of a safetensors file", cmd_inspect, cmd_inspect_flags, NULL, "FILE.safetensors", 1, 1},
     {"compare", "Relative L2 error of every tensor of B against the tensor of the same name in A", cmd_compare,
      cmd_compare_flags, NULL, "A.safetensors B.safetensors", 2, 2},
+    {"convert", "Convert files: idx images to PNG, a safetensors tensor to .npy or JSON, a text of ids to "
+     "safetensors (hf-run's input)", cmd_convert, cmd_convert_flags, NULL, "IN OUT", 2, 2},
     {"version", "Print the version", cmd_version, no_flags, NULL, NULL, 0, 0},
     {"help", "This text; help VERB: the verb's flags", cmd_help, no_flags, NULL, "[VERB]", 0, 1},
 };

@@ -213,3 +213,33 @@ TEST(cli_hf_run_text_and_tokenizer) {
              t, dir, t, dir, dir, t, dir) == 0);
     test_rm_rf(dir);
 }
+
+/* tformer convert: an idx image to the PNG classify reads (the same pixels), a safetensors tensor
+ * to .npy and JSON (numpy and json read the same values), a text of ids to the safetensors file
+ * hf-run takes; rows of different lengths are refused naming the line. */
+TEST(cli_convert_idx_safetensors_and_ids) {
+    char dir[] = "/tmp/tformer_conv_XXXXXX", path[300];
+    const char *t = test_tformer_bin();
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_write_idx_set(dir, "t10k", 3, 28, 3, stripes) == 0);
+    CHECK(sh("%s convert %s/t10k-images-idx3-ubyte %s/one.png --index 1 2>/dev/null", t, dir, dir) == 0);
+    snprintf(path, sizeof path, "%s/one.png", dir);
+    tf_images im;
+    CHECK(tf_images_read_png(path, 1, &im) == 0 && im.width == 28 && im.height == 28);
+    int same = 1;
+    for (int k = 0; k < 28 * 28; k++) same &= im.pixels[k] == stripes(1, 1, k / 28, k % 28) / 255.0f;
+    tf_images_free(&im);
+    CHECK(same);
+    CHECK(sh("%s convert " GPT_NO_TOKENIZER "/model.safetensors %s/w.npy --tensor transformer.wpe.weight 2>/dev/null && "
+             "%s convert " GPT_NO_TOKENIZER "/model.safetensors %s/all.json 2>/dev/null && python3 -c \"import json, "
+             "numpy as np; d = '%s'; a = np.load(d + '/w.npy'); j = json.load(open(d + '/all.json')); "
+             "w = j['transformer.wpe.weight']; b = np.array(w['values'], dtype=np.float32).reshape(w['shape']); "
+             "assert a.dtype == np.float32 and a.shape == (16, 12) and np.array_equal(a, b) and w['dtype'] == 'F32'; "
+             "assert len(j) > 10\"", t, dir, t, dir, dir) == 0);
+    CHECK(sh("printf '1 2 3\\n4 5 6\\n' > %s/ids.txt && %s convert %s/ids.txt %s/in.safetensors 2>/dev/null && %s hf-run "
+             "--model " GPT_NO_TOKENIZER " --input %s/in.safetensors --output %s/out.safetensors && %s inspect "
+             "%s/out.safetensors | grep -q '(2,3,37)'", dir, t, dir, dir, t, dir, dir, t, dir) == 0);
+    CHECK(sh("printf '1 2 3\\n4 5\\n' > %s/bad.txt && %s convert %s/bad.txt %s/x.safetensors 2>&1 | grep -q 'bad.txt line "
+             "2: 2 ids, the lines before 3'", dir, t, dir, dir) == 0);
+    test_rm_rf(dir);
+}
