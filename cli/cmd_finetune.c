@@ -10,7 +10,7 @@
 
 enum { MODEL, TRAIN, VALID, OUT, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, OVERWRITE };
 const cli_flag cmd_finetune_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a pre-trained BERT folder (config.json, model.safetensors, vocab.txt)"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a pre-trained BERT folder (config.json, model.safetensors, and its tokenizer: tokenizer.json or vocab.txt)"},
     [TRAIN] = {"train", CLI_STRING, "FILE", NULL, "labelled training examples (the label set is theirs)"},
     [VALID] = {"valid", CLI_STRING, "FILE", NULL, "labelled validation examples, all scored at the end"},
     [OUT] = {"out", CLI_STRING, "DIR", NULL,

@@ -2,15 +2,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
-enum { MODEL, PROMPT, STOP, THREADS, QUANTIZE };
+enum { MODEL, PROMPT, STOP, THREADS, QUANTIZE, TOKENIZER, JSON };
 const cli_flag cmd_generate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder, or a Hugging Face GPT-2 folder with its tokenizer"},
     [PROMPT] = {"prompt", CLI_STRING, "TEXT", NULL, "the text to continue"},
     [STOP] = {"stop", CLI_STRING, "TEXT", "", "end at the first occurrence of TEXT"},
     [THREADS] = CLI_THREADS_ROW,
     [QUANTIZE] = CLI_QUANTIZE_ROW,
+    [TOKENIZER] = CLI_GPT_TOKENIZER_ROW,
+    [JSON] = CLI_JSON_ROW,
     CLI_END,
 };
 
@@ -40,6 +44,8 @@ typedef struct {
     tf_ids ids;
     size_t printed; /* bytes of the decoded text already written */
     const char *stop;
+    int json;       /* --json: nothing written until the end */
+    int stopped;    /* the stop string was met */
     int failed;     /* a token could not be decoded: tf_error() says why */
     int32_t bad_id; /* that token */
 } stream;
@@ -49,17 +55,37 @@ static int on_token(void *user, int32_t id) {
     stream *s = user;
     char *text;
     size_t len;
-    if (s->prompt) fputs(s->prompt, stdout), s->prompt = NULL;
+    if (s->prompt && !s->json) fputs(s->prompt, stdout);
+    s->prompt = NULL;
     if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) return s->bad_id = id, s->failed = 1;
     int stop = 0;
     if (s->stop && *s->stop) {
         char *hit = strstr(text, s->stop);
-        if (hit) len = (size_t)(hit - text), stop = 1;
+        if (hit) len = (size_t)(hit - text), stop = s->stopped = 1;
     }
-    if (len > s->printed) fwrite(text + s->printed, 1, len - s->printed, stdout), s->printed = len;
+    if (len > s->printed && !s->json) fwrite(text + s->printed, 1, len - s->printed, stdout);
+    if (len > s->printed) s->printed = len;
     fflush(stdout);
     free(text);
     return stop;
+}
+
+/* --json: {"prompt", "text" (the continuation), "prompt_tokens", "new_tokens", "ids", "stop"} (docs/json.md). */
+static void print_json(const cli_verb *v, const stream *s, const char *prompt, size_t n_prompt, const tf_ids *out,
+                       int32_t eos) {
+    char *text = NULL;
+    size_t len = 0;
+    if (s->ids.n && tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) cli_die(v, tf_error());
+    cJSON *j = cli_json_object(v, NULL, NULL), *ids;
+    char *cont = strndup(text ? text : "", s->printed); /* up to the stop string */
+    if (!cont) cli_die(v, "out of memory");
+    cli_json_str(v, j, "prompt", prompt), cli_json_str(v, j, "text", cont);
+    cli_json_num(v, j, "prompt_tokens", (double)n_prompt), cli_json_num(v, j, "new_tokens", (double)out->n);
+    ids = cli_json_array(v, j, "ids");
+    for (size_t i = 0; i < out->n; i++) cli_json_num(v, ids, NULL, out->v[i]);
+    cli_json_str(v, j, "stop", s->stopped ? "stop" : out->n && out->v[out->n - 1] == eos ? "eos" : "length");
+    cli_json_print(v, j);
+    free(cont), free(text);
 }
 
 static tf_generate_opts g_opts;
@@ -81,7 +107,7 @@ int cmd_generate(const cli_args *a) {
     const char *prompt = a->v[PROMPT].text;
     tf_tokenizer *tok;
     const char *dir = a->v[MODEL].text;
-    tf_gpt *m = cli_load_model(v, dir, &tok);
+    tf_gpt *m = cli_load_model(v, dir, a->v[TOKENIZER].text, &tok);
     cli_check_weights(v, dir, m);
     cli_quantize(a, QUANTIZE, m->params);
     /* Every id the model can emit must have a text: a smaller tokenizer would stop the output. */
@@ -94,12 +120,13 @@ int cmd_generate(const cli_args *a) {
     o.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
     tf_ids ids = {0}, out = {0};
     if (tf_tokenizer_encode(tok, prompt, strlen(prompt), &ids)) cli_die(v, tf_error());
-    stream s = {tok, prompt, {0}, 0, a->v[STOP].text, 0, 0};
+    stream s = {tok, prompt, {0}, 0, a->v[STOP].text, a->v[JSON].given, 0, 0, 0};
     if (tf_gpt_generate(m, ids.v, (int)ids.n, &o, on_token, &s, &out, NULL)) {
-        if (!s.prompt) printf("\n"); /* end the text written so far */
+        if (!s.prompt && !s.json) printf("\n"); /* end the text written so far */
         cli_die(v, tf_error());
     }
-    printf("%s\n", s.prompt ? s.prompt : ""); /* no token: the prompt alone */
+    if (s.json && !s.failed) print_json(v, &s, prompt, ids.n, &out, o.eos_id);
+    else if (!s.json) printf("%s\n", s.prompt ? s.prompt : ""); /* no token: the prompt alone */
     if (o.beam >= 1 && (int64_t)ids.n + o.max_tokens > m->cfg.context && (int)out.n < o.max_tokens &&
         !(out.n && out.v[out.n - 1] == o.eos_id))
         fprintf(stderr, "tformer generate: note: beam search stops at the model's context of %d tokens (it does not "

@@ -7,16 +7,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
-enum { MODEL, TASK, MAX_LEN, BATCH, THREADS };
+enum { MODEL, TASK, MAX_LEN, BATCH, THREADS, JSON };
 const cli_flag cmd_predict_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a fine-tuned BERT folder with its vocab.txt"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a fine-tuned BERT folder with its tokenizer (tokenizer.json or vocab.txt)"},
     [TASK] = {"task", CLI_STRING, "classify|pairs|tag|span", "",
               "the input format (default: the folder's finetune.json, else its head)"},
     [MAX_LEN] = {"max-len", CLI_INT, "N", "0", "ids per input, longer ones cut (0: finetune.json's, else the context)"},
     [BATCH] = {"batch", CLI_INT, "N", "16", "inputs per forward pass"},
     [THREADS] = CLI_THREADS_ROW,
+    [JSON] = {"json", CLI_SWITCH, NULL, "off",
+              "one JSON object per input line instead of the text (JSON Lines; its keys: docs/json.md)"},
     CLI_END,
 };
 
@@ -41,6 +45,27 @@ static tf_finetune_config settings(const cli_args *a, const tf_bert *m) {
     int most = tf_bert_max_tokens(&m->cfg);
     if (!c.max_len || c.max_len > most) c.max_len = most;
     return c;
+}
+
+/* --json: {"label", "probability"}, {"tags": [label or null per word]} or {"answer", "start", "end"}. */
+static void json_one(const cli_verb *v, const tf_bert *m, const tf_finetune_example *x, const tf_finetune_prediction *p,
+                     tf_finetune_kind kind) {
+    char buf[64], *answer;
+    cJSON *j = cli_json_object(v, NULL, NULL), *tags;
+    if (kind == TF_FINETUNE_SPAN) {
+        if (!(answer = strndup(x->b + p->answer_off, p->answer_len))) cli_die(v, "out of memory");
+        cli_json_str(v, j, "answer", answer);
+        cli_json_num(v, j, "start", (double)p->answer_off), cli_json_num(v, j, "end", (double)(p->answer_off + p->answer_len));
+        free(answer);
+    } else if (kind == TF_FINETUNE_TAG) {
+        tags = cli_json_array(v, j, "tags");
+        for (int w = 0; w < p->n_tags; w++)
+            cli_json_str(v, tags, NULL, p->tags[w] < 0 ? NULL : tf_bert_label(m, p->tags[w], buf, sizeof buf));
+    } else {
+        cli_json_str(v, j, "label", tf_bert_label(m, p->label, buf, sizeof buf));
+        cli_json_num(v, j, "probability", p->prob);
+    }
+    cli_json_print(v, j);
 }
 
 static void print_one(const tf_bert *m, const tf_finetune_example *x, const tf_finetune_prediction *p,
@@ -89,7 +114,9 @@ static void predict_text(predictor *pr, const char *text, size_t len, long long 
     tf_finetune_prediction *p = calloc((size_t)d.n, sizeof *p);
     if (!p || tf_finetune_predict(pr->m, &d, (int)pr->a->v[BATCH].i, pr->c.max_answer, p))
         cli_die(v, p ? tf_error() : "out of memory");
-    for (int i = 0; i < d.n; i++) print_one(pr->m, &s.ex[i], &p[i], pr->c.task);
+    for (int i = 0; i < d.n; i++)
+        if (pr->a->v[JSON].given) json_one(pr->a->verb, pr->m, &s.ex[i], &p[i], pr->c.task);
+        else print_one(pr->m, &s.ex[i], &p[i], pr->c.task);
     pr->n += d.n, pr->truncated += d.n_truncated;
     tf_finetune_predictions_free(p, d.n), free(p);
     tf_finetune_data_free(&d), tf_finetune_set_free(&s);

@@ -18,12 +18,18 @@
 
 #include "cli.h"
 
-enum { MODEL, ATTENTION_PNG, THREADS };
+enum { MODEL, ATTENTION_PNG, THREADS, JSON, ATTENTION_SCALE };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn) or a Hugging Face MarianMTModel folder"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
                        "write OUT/0001.png ... (one per input line, OUT created if absent): the attention of each translation"},
     [THREADS] = CLI_THREADS_ROW,
+    [JSON] = {"json", CLI_SWITCH, NULL, "off",
+              "one JSON object per input line, {\"source\", \"translation\"}, instead of the text (JSON Lines; "
+              "docs/json.md)"},
+    [ATTENTION_SCALE] = {"attention-scale", CLI_STRING, "fixed|auto", "fixed",
+                         "--attention-png's colours: fixed (0 to 1, pictures comparable) or auto (0 to the largest "
+                         "weight of each picture, said on its colour bar: a flat map is not one dark block)"},
     CLI_END,
 };
 
@@ -104,6 +110,7 @@ typedef struct {
     const tf_translator *t;
     const char *out;
     tf_ctx *ctx;
+    int auto_scale; /* --attention-scale auto */
 } picture_job;
 
 /* OUT/<line>.png: the attention of the chosen translation, from one forward
@@ -127,7 +134,7 @@ static int draw_sentence(const cli_verb *v, const picture_job *j, int line_no, c
         snprintf(path, sizeof path, "%s/%04d.png", j->out, line_no);
         snprintf(title, sizeof title, "sentence %d", line_no);
         tf_attention_plot p = {title, a.what, (const char *const *)sl, (const char *const *)tl, S, T, a.panel, a.grid,
-                               a.rows, a.cols, "layer", "head"};
+                               a.rows, a.cols, "layer", "head", j->auto_scale};
         rc = tf_plot_attention(path, &p);
     }
     free(a.panel), free(a.grid);
@@ -139,6 +146,22 @@ static _Noreturn void die_line(const cli_verb *v, int line_no) {
     char msg[1200];
     snprintf(msg, sizeof msg, "standard input line %d: %s", line_no, tf_error());
     cli_die(v, msg);
+}
+
+static int g_json; /* --json */
+
+/* One translation: its line, or with --json {"source", "translation"} on one line. */
+static void emit(const cli_verb *v, const char *src, size_t src_len, const char *text, size_t len) {
+    if (!g_json) {
+        fwrite(text, 1, len, stdout), putchar('\n');
+        return;
+    }
+    char *s = strndup(src, src_len), *t = strndup(text, len);
+    if (!s || !t) cli_die(v, "out of memory");
+    cJSON *j = cli_json_object(v, NULL, NULL);
+    cli_json_str(v, j, "source", s), cli_json_str(v, j, "translation", t);
+    cli_json_print(v, j);
+    free(s), free(t);
 }
 
 /* Lines read, translated and written at a time (tf_translate_lines batches and sorts them):
@@ -158,7 +181,7 @@ static int translate_lines(const cli_verb *v, const tf_translator *t, const tf_t
             size_t tl;
             line_no++;
             if (tf_translate_line_ids(t, o, lines[k], lens[k], &text, &tl, &src, &hyp)) die_line(v, line_no);
-            fwrite(text, 1, tl, stdout), putchar('\n');
+            emit(v, lines[k], lens[k], text, tl);
             free(text);
             if (draw_sentence(v, job, line_no, &src, &hyp)) die_line(v, line_no);
             cli_flush_or_die(v);
@@ -184,7 +207,7 @@ static void translate_chunks(const cli_verb *v, const tf_translator *t, const tf
     int first = 1; /* the chunk's first line number */
     for (int k, bad; (k = cli_lines_next(v, in, CHUNK, lines, lens)) > 0; first += k) {
         if (tf_translate_lines(t, o, k, lines, lens, out, out_len, &bad)) die_line(v, first + (bad > 0 ? bad : 0));
-        for (int j = 0; j < k; j++) fwrite(out[j], 1, out_len[j], stdout), putchar('\n'), free(out[j]);
+        for (int j = 0; j < k; j++) emit(v, lines[j], lens[j], out[j], out_len[j]), free(out[j]);
         cli_flush_or_die(v);
     }
 }
@@ -195,6 +218,7 @@ int cmd_translate(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     cli_apply(a);
     tf_translate_opts o = g_opts;
+    g_json = a->v[JSON].given;
     if (pictures) cli_make_folder(v, "--attention-png", pictures);
     tf_model *model = tf_model_load(dir, NULL);
     const tf_translator *tp;
@@ -210,7 +234,11 @@ int cmd_translate(const cli_args *a) {
     if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b"))
         o.max_len_a = f.max_len_a, o.max_len_b = f.max_len_b;
     o.search.renormalize = f.search.renormalize;
-    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL};
+    const char *scale = a->v[ATTENTION_SCALE].text;
+    if (strcmp(scale, "fixed") && strcmp(scale, "auto"))
+        cli_usage_error(a, "--attention-scale expects fixed or auto, got '%s'", scale);
+    if (a->v[ATTENTION_SCALE].given && !pictures) cli_usage_error(a, "--attention-scale goes with --attention-png");
+    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL, !strcmp(scale, "auto")};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
     cli_lines in;

@@ -67,12 +67,17 @@ tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
     return t;
 }
 
-tf_gpt *cli_load_model(const cli_verb *v, const char *dir, tf_tokenizer **tok) {
+tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok) {
     tf_gpt *m = tf_gpt_load_mapped(dir);
     if (!m) cli_die(v, tf_error());
-    *tok = cli_load_tokenizer(v, dir);
+    const char *spec = tokenizer && *tokenizer ? tokenizer : dir;
+    if (!(*tok = tf_tokenizer_load(spec))) {
+        fprintf(stderr, "tformer %s: %s%s\n", v->name, tf_error(),
+                spec == dir ? " (a folder without tokenizer files: give one with --tokenizer DIR|FILE)" : "");
+        exit(1);
+    }
     if (tf_tokenizer_vocab_size(*tok) > m->cfg.vocab_size) {
-        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model only %d\n", v->name, dir,
+        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model only %d\n", v->name, spec,
                 tf_tokenizer_vocab_size(*tok), m->cfg.vocab_size);
         exit(1);
     }
@@ -193,12 +198,24 @@ int cli_resume_mode(const cli_args *a, int resume, int allow_changes) {
     return !a->v[resume].given ? TF_RESUME_NONE : a->v[allow_changes].given ? TF_RESUME_CHANGED : TF_RESUME_EXACT;
 }
 
+static int make_dirs(const char *flag, const char *out, int parents_only, char *msg, size_t n);
+
+/* A folder's name without trailing slashes ("run/" -> "run"; "/" stays), to add one "/" after it. */
+static int folder_len(const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    return n == 1 && dir[0] == '/' ? 0 : (int)n;
+}
+
 void cli_run_folder(const cli_args *a, int kind, const char *out, int resume, int overwrite) {
     int replace = a->v[overwrite].given;
     if (replace && resume)
         cli_usage_error(a, "--overwrite and --resume exclude each other: continue the run in --out, or replace it");
-    int rc = tf_dist_rank() == 0 ? tf_run_folder_begin(out, kind, resume, replace) : 0;
-    if (tf_dist_agree(rc)) cli_die(a->verb, tf_error());
+    char msg[4400] = "";
+    /* the parents as save_pretrained makes them (--out runs/gpt/a: runs/gpt/ too), then the run's own folder */
+    int rc = tf_dist_rank() == 0 ? make_dirs("--out", out, 1, msg, sizeof msg) : 0;
+    if (!rc) rc = tf_dist_rank() == 0 ? tf_run_folder_begin(out, kind, resume, replace) : 0;
+    if (tf_dist_agree(rc)) cli_die(a->verb, *msg ? msg : tf_error());
 }
 
 volatile int cli_stop;
@@ -269,8 +286,8 @@ void cli_train_summary(const cli_verb *v, const char *family, const tf_task_args
     }
     tf_tokenizer_free(tok);
     data_list(a, data, sizeof data);
-    fprintf(stderr, "tformer %s: %s, %lld parameters%s; %s; %s %s/\n", v->name, family, (long long)n, vocab, data,
-            a->resume ? "resuming in" : "writing to", a->run_dir);
+    fprintf(stderr, "tformer %s: %s, %lld parameters%s; %s; %s %.*s/\n", v->name, family, (long long)n, vocab, data,
+            a->resume ? "resuming in" : "writing to", folder_len(a->run_dir), a->run_dir);
 }
 
 /* The folder's entries, sorted, as "a, b, c" into buf. */
@@ -304,7 +321,7 @@ int cli_train_end(int rc, int say, const char *out) {
     if (rc == 0 && say) {
         char files[2048];
         folder_files(out, files, sizeof files);
-        fprintf(stderr, "saved to %s/: %s\n", out, files);
+        fprintf(stderr, "saved to %.*s/: %s\n", folder_len(out), out, files);
     }
     tf_dist_finalize();
     return rc == 1 && !asked ? 130 : 0;
@@ -328,21 +345,29 @@ void cli_model_type(const char *dir, char *out, size_t n) {
 }
 
 /* OUT and its parents, as mkdir -p; a clear message when one cannot be made. */
-void cli_make_folder(const cli_verb *v, const char *flag, const char *out) {
-    char path[4096], msg[4400];
-    struct stat st;
-    snprintf(path, sizeof path, "%s", out);
+/* mkdir -p of out (parents_only: of its parent folders, not out itself); -1 with msg naming
+ * flag and the folder that could not be made. */
+static int make_dirs(const char *flag, const char *out, int parents_only, char *msg, size_t n) {
+    char path[4096];
+    size_t len = (size_t)snprintf(path, sizeof path, "%s", out);
+    while (len > 1 && len < sizeof path && path[len - 1] == '/') path[--len] = 0; /* "run/" is run */
     for (char *p = path + 1;; p++) {
         char c = *p;
         if (c != '/' && c) continue;
+        if (!c && parents_only) break;
         *p = 0;
-        if (mkdir(path, 0755) && errno != EEXIST) {
-            snprintf(msg, sizeof msg, "%s %s: cannot create %s: %s", flag, out, path, strerror(errno));
-            cli_die(v, msg);
-        }
+        if (mkdir(path, 0755) && errno != EEXIST)
+            return snprintf(msg, n, "%s %s: cannot create %s: %s", flag, out, path, strerror(errno)), -1;
         *p = c;
         if (!c) break;
     }
+    return 0;
+}
+
+void cli_make_folder(const cli_verb *v, const char *flag, const char *out) {
+    char msg[4400];
+    struct stat st;
+    if (make_dirs(flag, out, 0, msg, sizeof msg)) cli_die(v, msg);
     if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
         snprintf(msg, sizeof msg, "%s %s: not a folder", flag, out);
         cli_die(v, msg);

@@ -90,10 +90,11 @@ _Noreturn void cli_usage_error(const cli_args *a, const char *fmt, ...) {
     exit(2);
 }
 
+/* def NULL: the help says the default itself ("(default: the folder's, else mean)"). */
 static void help_line(FILE *f, const char *flag, const char *arg, const char *help, const char *def) {
     char left[256];
     snprintf(left, sizeof left, "%s%s%s", flag, arg ? " " : "", arg ? arg : "");
-    fprintf(f, "  %-34s %s (%s)\n", left, help, def);
+    fprintf(f, "  %-34s %s%s%s%s\n", left, help, def ? " (" : "", def ? def : "", def ? ")" : "");
 }
 
 static void help_table(FILE *f, const tf_field_table *t, const char *obj) {
@@ -142,7 +143,9 @@ void cli_help(const cli_args *a, FILE *f) {
         if (!r->def) snprintf(def, sizeof def, "required");
         else snprintf(def, sizeof def, "default %s", *r->def ? r->def : "none");
         also_alias(v, r->name, def, sizeof def);
-        help_line(f, flag, r->kind == CLI_SWITCH ? NULL : r->arg, r->help, def);
+        /* an empty default that the help explains is said once, not also as "default none" */
+        int said = r->def && !*r->def && strstr(r->help, "(default") && !strstr(def, "; also");
+        help_line(f, flag, r->kind == CLI_SWITCH ? NULL : r->arg, r->help, said ? NULL : def);
     }
     for (int i = 0; i < a->n_tables; i++) help_table(f, a->tables[i].table, a->tables[i].obj);
     fprintf(f, "\n  %-34s %s\n", "-h, --help", "this text");
@@ -423,6 +426,12 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
         exit(2);
     }
     if (parsed > 0) cli_help(&a, stdout), exit(cli_stdout_status(v->name, 0));
+    const char *check = getenv("TFORMER_CHECK_ARGS"); /* tools/docs_run.py: the command line alone */
+    if (check && *check && strcmp(check, "0")) {
+        cli_apply(&a); /* a table flag's bad value exits 2 naming it */
+        cli_args_free(&a);
+        exit(0);
+    }
     int rc = cli_stdout_status(v->name, v->run(&a));
     cli_args_free(&a);
     return rc;

@@ -48,15 +48,19 @@ static const cli_verb VERBS[] = {
     {"inspect", "List the tensors of a safetensors file", cmd_inspect, cmd_inspect_flags, NULL, "FILE.safetensors", 1, 1},
     {"compare", "Relative L2 error of every tensor of B against the tensor of the same name in A", cmd_compare,
      cmd_compare_flags, NULL, "A.safetensors B.safetensors", 2, 2},
+    {"convert", "Convert files: idx images to PNG, a safetensors tensor to .npy or JSON, a text of ids to "
+     "safetensors (hf-run's input)", cmd_convert, cmd_convert_flags, NULL, "IN OUT", 2, 2},
     {"version", "Print the version", cmd_version, no_flags, NULL, NULL, 0, 0},
     {"help", "This text; help VERB: the verb's flags", cmd_help, no_flags, NULL, "[VERB]", 0, 1},
 };
 enum { N_VERBS = sizeof VERBS / sizeof VERBS[0] };
 
-/* sacreBLEU's short flags (its smoothing and tokeniser names are bleu's values too). */
+/* sacreBLEU's short flags (its smoothing and tokeniser names are bleu's values too); the length
+ * limit's other names (one name per setting: --max-len for inputs, --max-tokens for new tokens). */
 static const cli_alias ALIASES[] = {
+    {"embed", "--max-length", "max-len"}, /* Hugging Face tokenizers' max_length */
     {"bleu", "-lc", "lowercase"}, {"bleu", "-tok", "tokenize"}, {"bleu", "-m", "metrics"},
-    {"bleu", "-s", "smooth"},     {"bleu", "-sv", "smooth-value"},
+    {"bleu", "-s", "smooth"},     {"bleu", "-sv", "smooth-value"}, {"bleu", "-l", "language-pair"},
 };
 
 const cli_alias *cli_aliases(int *n) {

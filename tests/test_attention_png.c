@@ -133,7 +133,7 @@ TEST(attention_png_renderer_draws_and_refuses) {
     const char *src[3] = {"Mädchen", "gr\xFF\xFEn", "</s>"}, *tgt[2] = {"girl", "</s>"};
     float panel[6] = {0.9f, 0.1f, 0, 0.2f, 0.3f, 0.5f}, grid[2 * 3 * 6];
     for (int i = 0; i < 36; i++) grid[i] = panel[i % 6];
-    tf_attention_plot p = {"sentence 1", "average", src, tgt, 3, 2, panel, grid, 2, 3, "layer", "head"};
+    tf_attention_plot p = {"sentence 1", "average", src, tgt, 3, 2, panel, grid, 2, 3, "layer", "head", 0};
     int w1, h1, w2, h2;
     CHECKF(tf_plot_attention(a, &p) == 0, "%s", tf_error());
     p.grid = NULL;
@@ -148,6 +148,38 @@ TEST(attention_png_renderer_draws_and_refuses) {
     char tmp[700];
     snprintf(tmp, sizeof tmp, "%s/grid.png.tmp", dir);
     CHECK(access(tmp, F_OK) != 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* Pixels of viridis' top colour (yellow, 0.993 0.906 0.144) in a PNG, -1 when unreadable. */
+static long top_colour_pixels(const char *path) {
+    tf_images im;
+    if (tf_images_read_png(path, 3, &im)) return -1;
+    long n = 0, hw = (long)im.height * im.width;
+    for (long i = 0; i < hw; i++)
+        n += im.pixels[i] > 0.95f && im.pixels[hw + i] > 0.85f && im.pixels[hw + i] < 0.95f && im.pixels[2 * hw + i] < 0.3f;
+    tf_images_free(&im);
+    return n;
+}
+
+/* --attention-scale auto (auto_scale): a flat map of 0.2 fills the panel with the top colour, where
+ * the fixed 0-1 scale draws it as one dark block (issue 55); fixed is the default. */
+TEST(attention_png_auto_scale_spreads_a_flat_map) {
+    char dir[] = "/tmp/tformer_attscale_XXXXXX", fixed[600], autos[600];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fixed, sizeof fixed, "%s/fixed.png", dir), snprintf(autos, sizeof autos, "%s/auto.png", dir);
+    const char *src[4] = {"a", "b", "c", "</s>"}, *tgt[4] = {"w", "x", "y", "</s>"};
+    float panel[16];
+    for (int i = 0; i < 16; i++) panel[i] = 0.2f;
+    tf_attention_plot p = {"flat", "average", src, tgt, 4, 4, panel, NULL, 0, 0, NULL, NULL, 0};
+    CHECKF(tf_plot_attention(fixed, &p) == 0, "%s", tf_error());
+    p.auto_scale = 1;
+    CHECKF(tf_plot_attention(autos, &p) == 0, "%s", tf_error());
+    long f = top_colour_pixels(fixed), a = top_colour_pixels(autos);
+    /* the panel is 4 x 4 cells of at least 8 pixels a side: 1024 pixels or more */
+    CHECKF(f >= 0 && a > f + 1000, "top-colour pixels: fixed %ld, auto %ld", f, a);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);

@@ -32,7 +32,8 @@ static int run_case(const cJSON *c, tf_bleu_score *b, double *chrf) {
     const cJSON *hyps = cJSON_GetObjectItem(c, "hyps"), *refs = cJSON_GetObjectItem(c, "refs");
     const char *tok = cJSON_GetObjectItem(c, "tokenize")->valuestring, *sm = cJSON_GetObjectItem(c, "smooth")->valuestring;
     tf_bleu_opts o = {.lowercase = cJSON_IsTrue(cJSON_GetObjectItem(c, "lowercase"))};
-    o.tokenize = !strcmp(tok, "13a") ? TF_BLEU_TOK_13A : !strcmp(tok, "intl") ? TF_BLEU_TOK_INTL : TF_BLEU_TOK_NONE;
+    o.tokenize = !strcmp(tok, "13a") ? TF_BLEU_TOK_13A : !strcmp(tok, "intl") ? TF_BLEU_TOK_INTL
+               : !strcmp(tok, "zh") ? TF_BLEU_TOK_ZH : TF_BLEU_TOK_NONE;
     o.smooth = !strcmp(sm, "exp") ? TF_BLEU_SMOOTH_EXP : !strcmp(sm, "none") ? TF_BLEU_SMOOTH_NONE
              : !strcmp(sm, "floor") ? TF_BLEU_SMOOTH_FLOOR : TF_BLEU_SMOOTH_ADD_K;
     int nr = cJSON_GetArraySize(refs);
@@ -153,4 +154,28 @@ TEST(bleu_cli_references_and_bad_input) {
         CHECKF(st == CASES[i].status && strstr(a, CASES[i].want), "bleu %s: status %d, output: %s", CASES[i].args, st, a);
     }
     CHECK(system("rm -f /tmp/tformer_bleu_r1 /tmp/tformer_bleu_r2 /tmp/tformer_bleu_bad /tmp/tformer_bleu_in /tmp/tformer_bleu_out") == 0);
+}
+
+/* sacreBLEU's -l SRC-TGT: a Chinese target takes the zh tokeniser unless -tok is given, Japanese
+ * and Korean (MeCab) are refused, any other target keeps 13a (issue 55). */
+TEST(bleu_language_pair_picks_sacrebleus_tokenizer) {
+    FILE *f = fopen("/tmp/tformer_bleu_r1", "wb");
+    fputs("我爱北京天安门。\n今天天气很好，不是吗？\n", f);
+    fclose(f);
+    const char *hyp = "我爱北京天安门\n今天天气好，是吗？\n";
+    char zh[512], tok_zh[512], de[512], tok_13a[512], zh_13a[512], err[512];
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1 -l en-zh", hyp, zh, sizeof zh) == 0);
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1 --tokenize zh", hyp, tok_zh, sizeof tok_zh) == 0);
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1 --language-pair zh-de", hyp, de, sizeof de) == 0);
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1", hyp, tok_13a, sizeof tok_13a) == 0);
+    CHECK(run_cli("--ref /tmp/tformer_bleu_r1 -l en-zh -tok 13a", hyp, zh_13a, sizeof zh_13a) == 0);
+    /* sacreBLEU 2.6.0: sacrebleu REF -l en-zh -i HYP */
+    CHECKF(!strcmp(zh, "BLEU = 60.61 100.0/85.7/66.7/50.0 (BP = 0.829 ratio = 0.842 hyp_len = 16 ref_len = 19)\n"), "%s", zh);
+    CHECKF(!strcmp(zh, tok_zh) && !strcmp(de, tok_13a) && !strcmp(zh_13a, tok_13a) && strcmp(zh, de), "%s%s%s%s", zh,
+           tok_zh, de, zh_13a);
+    CHECKF(run_cli("--ref /tmp/tformer_bleu_r1 -l en-ja", hyp, err, sizeof err) == 2 &&
+           strstr(err, "--language-pair en-ja: sacreBLEU tokenises Japanese with ja-mecab (MeCab)"), "%s", err);
+    CHECKF(run_cli("--ref /tmp/tformer_bleu_r1 -l ende", hyp, err, sizeof err) == 2 &&
+           strstr(err, "--language-pair expects SRC-TGT (en-de), got 'ende'"), "%s", err);
+    CHECK(system("rm -f /tmp/tformer_bleu_r1 /tmp/tformer_bleu_in /tmp/tformer_bleu_out") == 0);
 }

@@ -86,3 +86,73 @@ TEST(cli_finetune_says_first_that_a_folder_is_not_a_bert) {
                              "folder (model_type bert, "), "status %d: %s", rc, err);
     CHECK(!is_dir("/tmp/tformer_said_never"));
 }
+
+/* Each flag's default is said once in --help: a flag whose help explains an empty default
+ * ("(default: the folder's, else mean)") does not also say "(default none)" (embed --pooling's
+ * two defaults disagreed: "none" is one of its values). */
+TEST(cli_help_says_each_default_once) {
+    char cmd[1024], line[4096];
+    snprintf(cmd, sizeof cmd, "T=%s; for v in $($T --help | awk '/^  [a-z]/ {print $1}'); do $T $v --help; done",
+             test_tformer_bin());
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    int lines = 0, twice = 0, pooling = 0;
+    while (fgets(line, sizeof line, p)) {
+        lines++;
+        char *first = strstr(line, "(default");
+        if (first && strstr(first + 1, "(default")) twice++, fprintf(stderr, "    said twice: %s", line);
+        if (strstr(line, "--pooling mean|cls|max|none") && strstr(line, "(default: the folder's, else mean)\n")) pooling = 1;
+    }
+    pclose(p);
+    CHECKF(lines > 200 && twice == 0 && pooling, "%d lines, %d with two defaults, embed --pooling %s", lines, twice,
+           pooling ? "right" : "not found as expected");
+}
+
+/* --out a/b/run makes its missing parents, as save_pretrained does (it was "cannot create: No such
+ * file or directory"), and says the folder once with one slash; a parent that cannot be made is named. */
+/* One step of a tiny GPT into dir/sub; the exit status, stderr in err. */
+static int train_one_step(const char *dir, const char *sub, char *err, size_t n) {
+    char args[1024];
+    snprintf(args, sizeof args, "train --data tests/data/unicode_stress.txt --out %s/%s --steps 1 --n-layer 1 "
+             "--n-head 2 --d-model 16 --context 16 --batch 2", dir, sub);
+    return run_err(args, err, n);
+}
+
+TEST(cli_out_makes_its_parent_folders) {
+    char dir[] = "/tmp/tformer_said_XXXXXX", args[1024], err[8192], want[256];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECKF(train_one_step(dir, "runs/gpt/a/", err, sizeof err) == 0, "%s", err);
+    snprintf(want, sizeof want, "writing to %s/runs/gpt/a/\n", dir);
+    CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
+    snprintf(want, sizeof want, "saved to %s/runs/gpt/a/: best/", dir);
+    CHECKF(strstr(err, want), "no '%s' in:\n%s", want, err);
+    snprintf(args, sizeof args, "%s/runs/gpt/a/model.safetensors", dir);
+    CHECK(access(args, F_OK) == 0);
+    snprintf(args, sizeof args, "%s/file", dir);
+    FILE *f = fopen(args, "w");
+    CHECK(f != NULL && fclose(f) == 0);
+    snprintf(want, sizeof want, "--out %s/file/x/run: cannot create %s/file/x: Not a directory", dir, dir);
+    CHECKF(train_one_step(dir, "file/x/run", err, sizeof err) == 1 && strstr(err, want), "%s", err);
+    test_rm_rf(dir);
+}
+
+/* One name per setting: embed's input length is --max-len as finetune's and predict's, with
+ * --max-length (Hugging Face tokenizers' name) taken as the same flag. */
+TEST(cli_embed_max_len_is_the_one_name) {
+    char err[4096];
+    const char *m = "tests/fixtures_distilbert_st/tiny_distilbert_st";
+    char args[512];
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "embed --model %s %s 100000 < /dev/null", m, k ? "--max-length" : "--max-len");
+        CHECKF(run_err(args, err, sizeof err) == 1 && strstr(err, "--max-len 100000 exceeds the model's context"), "%s",
+               err);
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s embed --help 2>&1", test_tformer_bin());
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    size_t n = fread(err, 1, sizeof err - 1, p);
+    err[n] = 0;
+    pclose(p);
+    CHECKF(strstr(err, "--max-len N ") && strstr(err, "also --max-length)"), "%s", err);
+}

@@ -271,5 +271,11 @@ TEST(finetune_cli_help_train_and_predict) {
     CHECKF(run_cli(args, out, sizeof out) == 0, "%s", out);
     printf("    predict: %s", out);
     CHECKF(!strncmp(out, "pos\t", 4) && strstr(out, "\nneg\t"), "%s", out);
+    /* --json: one object per input line (JSON Lines), read by Python's json module, the text's figures */
+    snprintf(args, sizeof args, "%s predict --model %s --threads 1 --json < %s | python3 -c \"import json, sys; "
+             "rows = [json.loads(l) for l in sys.stdin]; want = [l.split() for l in sys.argv[1].splitlines()]; "
+             "assert [[r['label'], '%%.4f' %% r['probability']] for r in rows] == want, (rows, want)\" '%.200s'",
+             test_tformer_bin(), run, inputs, out);
+    CHECKF(system(args) == 0, "%s", args);
     rm_dir(dir), rm_dir(run), unlink(train), unlink(valid), unlink(inputs);
 }

@@ -304,6 +304,20 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
         out[k] = 0;
         CHECKF(p && pclose(p) != 0 && strstr(out, "line 2") && strstr(out, "context of 16"), "batch %d: %s", batch, out);
     }
+    /* --json: one {"source", "translation"} per line (JSON Lines), batched and with pictures (one at a time) */
+    for (int pictures = 0; pictures < 2; pictures++) {
+        snprintf(cmd, sizeof cmd, "printf '345\\n90127\\n' | %s translate --model %s --json %s%s | python3 -c \"import json, "
+                 "sys; r = [json.loads(l) for l in sys.stdin]; assert r == [{'source': '345', 'translation': '543'}, "
+                 "{'source': '90127', 'translation': '72109'}], r\"", test_tformer_bin(), dir,
+                 pictures ? "--attention-png " : "", pictures ? dir : "");
+        CHECKF(system(cmd) == 0, "%s", cmd);
+    }
+    /* --attention-scale auto draws the pictures; it needs --attention-png */
+    snprintf(cmd, sizeof cmd, "printf '345\\n' | %s translate --model %s --attention-png %s/auto --attention-scale auto "
+             "> /dev/null 2>&1 && test -s %s/auto/0001.png && printf '345\\n' | %s translate --model %s "
+             "--attention-scale auto 2>&1 | grep -q 'attention-scale goes with --attention-png'",
+             test_tformer_bin(), dir, dir, dir, test_tformer_bin(), dir);
+    CHECKF(system(cmd) == 0, "%s", cmd);
     snprintf(cmd, sizeof cmd, "rm -r %s", dir);
     CHECK(system(cmd) == 0);
 }

@@ -24,7 +24,9 @@ extern "C" {
 #define TF_BLEU_ORDER 4
 #define TF_CHRF_ORDER 6
 
-typedef enum { TF_BLEU_TOK_13A, TF_BLEU_TOK_NONE, TF_BLEU_TOK_INTL } tf_bleu_tokenize;
+/* ZH: sacreBLEU's "zh" (each CJK character a token, then 13a's rules without its preprocessing),
+ * the tokeniser that sacreBLEU's -l picks for a Chinese target. */
+typedef enum { TF_BLEU_TOK_13A, TF_BLEU_TOK_NONE, TF_BLEU_TOK_INTL, TF_BLEU_TOK_ZH } tf_bleu_tokenize;
 typedef enum { TF_BLEU_SMOOTH_EXP, TF_BLEU_SMOOTH_NONE, TF_BLEU_SMOOTH_FLOOR, TF_BLEU_SMOOTH_ADD_K } tf_bleu_smooth;
 
 typedef struct {

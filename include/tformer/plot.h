@@ -27,6 +27,8 @@ typedef struct {
     const float *grid;               /* (rows, cols, n_tgt, n_src), or NULL: the panel alone */
     int rows, cols;
     const char *row_name, *col_name; /* the grid's captions: "layer 1", "head 1" */
+    int auto_scale;                  /* 0: the colours span 0 to 1; 1: 0 to the largest weight drawn (panel and
+                                      * grid; a flat map is then not one dark block), the colour bar's ticks say so */
 } tf_attention_plot;
 
 /* A PNG at path (cairo; written to path.tmp, then renamed). */

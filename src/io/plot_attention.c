@@ -31,6 +31,7 @@
 typedef struct {
     double font, cell, x, y;   /* the panel: label font, cell side, its top-left corner */
     double sc, gx, gy, mw, mh; /* the grid: cell side, first map's corner, a map's size */
+    double top;                /* the weight of the top colour (scale_top) */
     double w, h;               /* the picture */
 } layout;
 
@@ -62,12 +63,23 @@ static double widest(cairo_t *cr, const label *l, int n) {
     return w;
 }
 
-/* One map (n_tgt, n_src) with cells of side c at (x, y). */
-static void draw_map(cairo_t *cr, const float *m, int n_tgt, int n_src, double x, double y, double c) {
+/* The weight drawn as the top colour: 1, or with auto_scale the largest finite one drawn (1 when none is above 0). */
+static double scale_top(const tf_attention_plot *p) {
+    size_t per = (size_t)p->n_tgt * (size_t)p->n_src, n = per * (p->grid ? (size_t)p->rows * (size_t)p->cols : 0);
+    double top = 0;
+    for (size_t i = 0; p->auto_scale && i < per + n; i++) {
+        double x = i < per ? p->panel[i] : p->grid[i - per];
+        if (isfinite(x) && x > top) top = x;
+    }
+    return top > 0 ? top : 1;
+}
+
+/* One map (n_tgt, n_src) with cells of side c at (x, y), its weights over top. */
+static void draw_map(cairo_t *cr, const float *m, int n_tgt, int n_src, double x, double y, double c, double top) {
     double rgb[3];
     for (int i = 0; i < n_tgt; i++)
         for (int j = 0; j < n_src; j++) {
-            tf_draw_viridis(m[(size_t)i * n_src + j], rgb);
+            tf_draw_viridis(m[(size_t)i * n_src + j] / top, rgb);
             cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
             cairo_rectangle(cr, x + j * c, y + i * c, c + 0.5, c + 0.5); /* +0.5: no seams between cells */
             cairo_fill(cr);
@@ -85,7 +97,7 @@ static layout plan(cairo_t *cr, const tf_attention_plot *p, const label *src, co
     double top = widest(cr, src, p->n_src) + 8;
     g.x = PAD + left, g.y = PAD + TITLE_FONT + 8 + FONT + 10 + top;
     double pw = g.cell * p->n_src, ph = g.cell * p->n_tgt, bar_h = fmax(ph, 120);
-    g.w = g.x + pw + PAD + BAR_W + 6 + 4 * FONT + PAD;
+    g.w = g.x + pw + PAD + BAR_W + 6 + (p->auto_scale ? 8 : 4) * FONT + PAD; /* "0.123 (max)" is wider than "0.75" */
     g.h = g.y + bar_h + PAD;
     cairo_set_font_size(cr, TITLE_FONT);
     g.w = fmax(g.w, tf_draw_text_width(cr, p->title ? p->title : "") + 2 * PAD);
@@ -105,7 +117,7 @@ static layout plan(cairo_t *cr, const tf_attention_plot *p, const label *src, co
 
 /* The panel, its labels (target down the left, source rotated along the top), its titles. */
 static void draw_panel(cairo_t *cr, const layout *g, const tf_attention_plot *p, const label *src, const label *tgt) {
-    draw_map(cr, p->panel, p->n_tgt, p->n_src, g->x, g->y, g->cell);
+    draw_map(cr, p->panel, p->n_tgt, p->n_src, g->x, g->y, g->cell, g->top);
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_font_size(cr, g->font);
     for (int i = 0; i < p->n_tgt; i++)
@@ -125,7 +137,8 @@ static void draw_panel(cairo_t *cr, const layout *g, const tf_attention_plot *p,
     tf_draw_text(cr, PAD, PAD + TITLE_FONT + 8 + FONT, p->panel_title ? p->panel_title : "");
 }
 
-/* The colour scale right of the panel: 0 at the bottom, 1 at the top, ticks every 0.25. */
+/* The colour scale right of the panel: 0 at the bottom, g->top at the top, ticks every quarter
+ * (with auto_scale, "max" after the top one's number). */
 static void draw_legend(cairo_t *cr, const layout *g, const tf_attention_plot *p) {
     double x = g->x + g->cell * p->n_src + PAD, h = fmax(g->cell * p->n_tgt, 120), steps = 100, rgb[3];
     for (int k = 0; k < steps; k++) {
@@ -142,7 +155,7 @@ static void draw_legend(cairo_t *cr, const layout *g, const tf_attention_plot *p
         double y = g->y + h * (1 - t / 4.0);
         cairo_move_to(cr, x + BAR_W, y), cairo_line_to(cr, x + BAR_W + 4, y);
         cairo_stroke(cr);
-        snprintf(num, sizeof num, "%g", t / 4.0);
+        snprintf(num, sizeof num, "%.3g%s", g->top * t / 4.0, p->auto_scale && t == 4 ? " (max)" : "");
         tf_draw_text(cr, x + BAR_W + 6, y + SMALL_FONT / 3, num);
     }
 }
@@ -159,7 +172,7 @@ static void draw_grid(cairo_t *cr, const layout *g, const tf_attention_plot *p) 
     for (int i = 0; i < p->rows; i++)
         for (int j = 0; j < p->cols; j++) {
             double x = g->gx + j * (g->mw + GAP), y = g->gy + i * (g->mh + GAP);
-            draw_map(cr, p->grid + ((size_t)i * p->cols + j) * per, p->n_tgt, p->n_src, x, y, g->sc);
+            draw_map(cr, p->grid + ((size_t)i * p->cols + j) * per, p->n_tgt, p->n_src, x, y, g->sc, g->top);
             cairo_set_source_rgb(cr, 0, 0, 0);
             if (i == 0) {
                 snprintf(cap, sizeof cap, "%s %d", p->col_name ? p->col_name : "", j + 1);
@@ -188,6 +201,7 @@ static cairo_surface_t *render(const char *path, const tf_attention_plot *p, con
     cairo_t *cr = cairo_create(probe);
     cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     layout g = plan(cr, p, src, tgt);
+    g.top = scale_top(p);
     cairo_destroy(cr), cairo_surface_destroy(probe);
     if (g.w > MAX_SIDE || g.h > MAX_SIDE)
         return tf_set_error("%s: a picture of %.0f x %.0f pixels is too large", path, g.w, g.h), NULL;

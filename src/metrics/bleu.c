@@ -12,7 +12,9 @@
  * The 13a tokeniser is mteval-v13a's: the four regular expressions of
  * sacreBLEU's TokenizerRegexp, applied in turn with PCRE2 (the same
  * leftmost, non-overlapping replacement as Python's re.sub); intl is
- * mteval-v14's Unicode punctuation and symbol rules. */
+ * mteval-v14's Unicode punctuation and symbol rules; zh is sacreBLEU's
+ * TokenizerZh: each character of its CJK ranges spaced apart, then 13a's
+ * four rules (no <skipped>, entities or padding). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <math.h>
 #include <pcre2.h>
@@ -114,6 +116,37 @@ static int preprocess_13a(tf_buf *out, const char *s, size_t n) {
     return rc;
 }
 
+/* TokenizerZh's _UCODE_RANGES as sacreBLEU 2.x compares them: its Extension B
+ * and Compatibility Supplement bounds are written '\u20000' and '\u2f800' (two
+ * characters each), so a single character falls in [U+2001, U+2A6D] and
+ * [U+2F81, U+2FA1] instead. */
+static int is_zh_char(int32_t c) {
+    static const int32_t R[][2] = {
+        {0x3400, 0x4DB5}, {0x4E00, 0x9FA5}, {0x9FA6, 0x9FBB}, {0xF900, 0xFA2D}, {0xFA30, 0xFA6A}, {0xFA70, 0xFAD9},
+        {0x2001, 0x2A6D}, {0x2F81, 0x2FA1}, {0xFF00, 0xFFEF}, {0x2E80, 0x2EFF}, {0x3000, 0x303F}, {0x31C0, 0x31EF},
+        {0x2F00, 0x2FDF}, {0x2FF0, 0x2FFF}, {0x3100, 0x312F}, {0x31A0, 0x31BF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F},
+        {0x2600, 0x26FF}, {0x2700, 0x27BF}, {0x3200, 0x32FF}, {0x3300, 0x33FF},
+    };
+    for (size_t k = 0; k < sizeof R / sizeof R[0]; k++)
+        if (c >= R[k][0] && c <= R[k][1]) return 1;
+    return 0;
+}
+
+/* TokenizerZh before its 13a rules: s stripped, each CJK character as " c " (valid UTF-8). */
+static int space_zh(tf_buf *out, const char *s, size_t n) {
+    size_t i = tf_py_lstrip_off(s, n);
+    while (i < n) {
+        size_t len = (size_t)tf_utf8_len((unsigned char)s[i]);
+        unsigned char b0 = (unsigned char)s[i];
+        int32_t c = len == 1 ? b0 : len == 2 ? b0 & 0x1F : len == 3 ? b0 & 0x0F : b0 & 0x07;
+        for (size_t k = 1; k < len && i + k < n; k++) c = (c << 6) | ((unsigned char)s[i + k] & 0x3F);
+        int zh = is_zh_char(c);
+        if ((zh && tf_buf_put(out, " ", 1)) || tf_buf_put(out, s + i, len) || (zh && tf_buf_put(out, " ", 1))) return -1;
+        i += len;
+    }
+    return 0;
+}
+
 char *tf_bleu_tokenize_text(const tf_bleu_opts *o, const char *text, size_t len, size_t *out_len) {
     if (tf_py_check_utf8(text, len)) return NULL;
     pthread_once(&compiled, compile_all);
@@ -123,8 +156,8 @@ char *tf_bleu_tokenize_text(const tf_bleu_opts *o, const char *text, size_t len,
     const char *s = o->lowercase ? low.p : text;
     size_t n = tf_py_rstrip_len(s, o->lowercase ? low.n : len);
     int rc = 0;
-    if (o->tokenize == TF_BLEU_TOK_13A) {
-        rc = preprocess_13a(&b, s, n);
+    if (o->tokenize == TF_BLEU_TOK_13A || o->tokenize == TF_BLEU_TOK_ZH) {
+        rc = o->tokenize == TF_BLEU_TOK_ZH ? space_zh(&b, s, n) || tf_buf_put(&b, "", 0) : preprocess_13a(&b, s, n);
         for (int k = 0; k < N_13A && !rc; k++) rc = substitute(&b, code_13a[k], RULES_13A[k].replacement);
     } else {
         rc = tf_buf_put(&b, s, n);

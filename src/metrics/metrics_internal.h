@@ -12,6 +12,8 @@ int tf_py_check_utf8(const char *s, size_t n);
 /* str.isspace() of one code point: tf_py_isspace (util.h). */
 /* The length of s without trailing whitespace: str.rstrip(). */
 size_t tf_py_rstrip_len(const char *s, size_t n);
+/* The offset of s's first non-whitespace byte: what str.lstrip() drops. */
+size_t tf_py_lstrip_off(const char *s, size_t n);
 /* out = sep.join(s.split()), with sep " " or "" (str.split(): runs of
  * Unicode whitespace, none at either end). Appends to out. */
 int tf_py_split_join(tf_buf *out, const char *s, size_t n, const char *sep);

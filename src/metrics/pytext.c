@@ -42,6 +42,12 @@ size_t tf_py_rstrip_len(const char *s, size_t n) {
     return n;
 }
 
+size_t tf_py_lstrip_off(const char *s, size_t n) {
+    size_t i = 0;
+    for (int len; i < n && tf_py_isspace(code_at(s, n, i, &len));) i += (size_t)len;
+    return i;
+}
+
 int tf_py_split_join(tf_buf *out, const char *s, size_t n, const char *sep) {
     int first = 1;
     for (size_t i = 0; i < n;) {

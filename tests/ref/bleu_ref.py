@@ -6,7 +6,8 @@
       their sacreBLEU scores, for tests/test_bleu.c: perturbed sentences,
       punctuation, numbers, HTML entities, <skipped>, Unicode (umlauts,
       Greek sigma, CJK, symbols, odd whitespace), empty lines, several
-      references, every tokenisation, smoothing and lower-casing.
+      references, every tokenisation (zh: Chinese text with and without
+      spaces), smoothing and lower-casing.
   bleu_ref.py check TFORMER HYP REF...
       perturbs HYP several ways and compares `tformer bleu` with sacreBLEU's
       command line, line for line as printed (BLEU and chrF).
@@ -25,11 +26,19 @@ WORDS = ("the a man woman dog cat runs sits on in under street park red blue two
          "3.14 1,000 10-20 2020. U.S.A. e-mail it's \"quoted\" (paren) [br] {cb} a/b a&b &amp; &quot;x&quot; "
          "&lt;tag&gt; <skipped> $5 100% #1 @home ~tilde ^caret `tick` — – … · ¿qué? ¡sí! € ™ © "
          "İstanbul DİNÇ ǅ ﬁ").split()
+# for the zh tokeniser (sacreBLEU's -l xx-zh): CJK, full-width forms, CJK punctuation, the
+# characters its mistyped Extension B bounds take in (U+2001-U+2A6D: dashes, arrows, math) and the
+# ones next to them (U+2000, U+2A6E), Latin words and numbers between
+ZH_WORDS = ("我 爱 北京 天安门 今天 天气 很好 不是 吗 中文 翻译 模型 你好 世界 。 ， ？ ！ 、 （ ） 《 》 「 」 "
+            "ＡＢＣ １２３ ｶﾀｶﾅ 한국 ㄅㄆ ㈠ ㌀ ⺀ ⼀ ☃ ✂ ︰ ︐ 丽 𠀀 — … → ∑ ≈ ⨀   ⩮ 𪛖 the cat 3.14 "
+            "1,000 e-mail U.S.A. (paren) 東京 2020年 5月").split()
 SPACES = [" ", " ", " ", "  ", "\t", "\u00a0", "\u2003", "\u3000", " \u200b"]
 
 
-def sentence(rng, n):
-    return "".join(rng.choice(WORDS) + (rng.choice(SPACES) if i < n - 1 else "") for i in range(n))
+def sentence(rng, n, words=WORDS, space=None):
+    """n words apart (by SPACES; space: always that one, "" for Chinese written without spaces)."""
+    return "".join(rng.choice(words) + ((rng.choice(SPACES) if space is None else space) if i < n - 1 else "")
+                   for i in range(n))
 
 
 def perturb(rng, s):
@@ -51,11 +60,11 @@ def perturb(rng, s):
     return " ".join(w) + rng.choice(["", "", " ", "\r", " \t"])
 
 
-def corpus(rng, n, n_refs):
+def corpus(rng, n, n_refs, words=WORDS, space=None):
     refs = [[] for _ in range(n_refs)]
     hyps = []
     for _ in range(n):
-        base = sentence(rng, rng.randint(0, 14)) if rng.random() > 0.05 else ""
+        base = sentence(rng, rng.randint(0, 14), words, space) if rng.random() > 0.05 else ""
         for r in refs:
             r.append(perturb(rng, base) if rng.random() < 0.7 else base)
         hyps.append(perturb(rng, base) if rng.random() > 0.05 else "")
@@ -87,6 +96,14 @@ def cases(out):
         for low in (False, True):
             result.append({"tokenize": "13a", "lowercase": low, "smooth": "exp", "hyps": hyps, "refs": refs,
                            **score_case(hyps, refs, "13a", low, "exp")})
+    # sacreBLEU's zh tokeniser, as -l xx-zh picks it
+    zh = random.Random(55)
+    for k in range(8):
+        n, n_refs = zh.choice([1, 3, 20]), zh.choice([1, 2])
+        hyps, refs = corpus(zh, n, n_refs, ZH_WORDS, zh.choice(["", " "]))
+        low, smooth = (k % 2 == 1), ("exp", "floor")[k % 3 == 2]
+        result.append({"tokenize": "zh", "lowercase": low, "smooth": smooth, "hyps": hyps, "refs": refs,
+                       **score_case(hyps, refs, "zh", low, smooth)})
     json.dump({"sacrebleu": sacrebleu.__version__, "cases": result}, open(out, "w", encoding="utf-8"),
               ensure_ascii=False, indent=0)
     print(f"{len(result)} cases -> {out}")
