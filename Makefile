@@ -116,7 +116,7 @@ flags: $(BUILD)/tformer
 # (TFORMER_CHECK_ARGS=1), every block marked <!-- runnable --> run in a temporary folder
 # (tools/docs_run.py; seconds).
 docs-run: $(BUILD)/tformer
-	python3 tools/docs_run.py $(BUILD)/tformer
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp python3 tools/docs_run.py $(BUILD)/tformer
 
 # Every test; the runner's last line is "N passed, N failed".
 test: layers links bench-record-check flags docs-run all $(BUILD)/run_tests
