@@ -119,7 +119,13 @@ static void ids_to_safetensors(const cli_args *a, const char *in, const char *ou
                 snprintf(msg, sizeof msg, "%s line %lld: '%.20s' is not an id", in, (long long)rows + 1, p);
                 cli_die(v, msg);
             }
-            if (x < 0 || x > INT32_MAX || tf_ids_push(&ids, (int32_t)x)) cli_die(v, "an id out of range, or out of memory");
+            if (x < 0 || x > INT32_MAX) {
+                const char *id = p + strspn(p, " \t\r"); /* strtoll skipped these */
+                snprintf(msg, sizeof msg, "%s line %lld: id '%.*s' is out of range [0, %d]", in, (long long)rows + 1,
+                         (int)(end - id < 20 ? end - id : 20), id, INT32_MAX);
+                cli_die(v, msg);
+            }
+            if (tf_ids_push(&ids, (int32_t)x)) cli_die(v, "out of memory");
             n++;
         }
         if (!n) continue;

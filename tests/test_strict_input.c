@@ -258,3 +258,48 @@ TEST(strict_decode_writes_nul_bytes) {
     int rc = test_run_cli("", args, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "A  \\0   B"), "exit %d: %s", rc, out);
 }
+
+/* ---------------------------------------------------------------- convert: hostile input */
+
+/* Each bad input to `tformer convert` is refused with an exit status and a message naming the
+ * argument, the file or the line: garbage numbers, missing and non-regular files, cut files. */
+TEST(strict_convert_refuses_hostile_input) {
+    char dir[] = "/tmp/tformer_strict_convert_XXXXXX", cmd[1024], out[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && python3 -c \"import struct; open('t10k-images-idx3-ubyte','wb').write(struct.pack('>IIII',"
+             "0x803,2,4,4) + bytes(32))\" && head -c 20 t10k-images-idx3-ubyte > cut-images-idx3-ubyte && "
+             "mkdir d-images-idx3-ubyte dir.txt && printf '1 x 3\\n' > g.txt && printf 'nan\\n' > n.txt && "
+             "printf '1 99999999999\\n' > big.txt && printf '1 2\\n3\\n' > ragged.txt && "
+             "printf 'abc' > cut.safetensors",
+             dir);
+    CHECK(system(cmd) == 0);
+    static const struct {
+        const char *args, *expect;
+        int rc;
+    } cases[] = {
+        {"convert %s/t10k-images-idx3-ubyte %s/o.png --index abc", "--index expects a non-negative integer, got 'abc'", 2},
+        {"convert %s/t10k-images-idx3-ubyte %s/o.png --index -1", "--index expects a non-negative integer, got '-1'", 2},
+        {"convert %s/t10k-images-idx3-ubyte %s/o.png --index nan", "--index expects a non-negative integer, got 'nan'", 2},
+        {"convert %s/t10k-images-idx3-ubyte %s/o.png --index 5", "--index 5: ", 2},
+        {"convert %s/t10k-images-idx3-ubyte", "missing IN OUT", 2},
+        {"convert %s/x.idx %s/o.png", "no conversion from ", 2},
+        {"convert %s/missing-images-idx3-ubyte %s/o.png", "missing-images-idx3-ubyte: cannot open", 1},
+        {"convert %s/d-images-idx3-ubyte %s/o.png", "d-images-idx3-ubyte: is a directory, not a file", 1},
+        {"convert %s/cut-images-idx3-ubyte %s/o.png", "cut-images-idx3-ubyte: truncated", 1},
+        {"convert %s/dir.txt %s/o.safetensors", "dir.txt: a directory, not a regular file", 1},
+        {"convert %s/g.txt %s/o.safetensors", "g.txt line 1: 'x 3' is not an id", 1},
+        {"convert %s/n.txt %s/o.safetensors", "n.txt line 1: 'nan' is not an id", 1},
+        {"convert %s/big.txt %s/o.safetensors", "big.txt line 1: id '99999999999' is out of range", 1},
+        {"convert %s/ragged.txt %s/o.safetensors", "ragged.txt line 2: 1 ids", 1},
+        {"convert %s/cut.safetensors %s/w.npy", "cut.safetensors: ", 1},
+        {"convert %s/t10k-images-idx3-ubyte %s/no/such/o.png", "o.png: cannot create", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char a[512];
+        snprintf(a, sizeof a, cases[i].args, dir, dir);
+        int rc = run(a, out, sizeof out);
+        CHECKF(rc == cases[i].rc && strstr(out, cases[i].expect), "%s: exit %d, %s", a, rc, out);
+    }
+    test_rm_rf(dir);
+}
