@@ -17,9 +17,19 @@
 const char *const hf_out_lm[] = {"logits", "loss", NULL};
 const char *const hf_out_body[] = {"last_hidden_state", NULL};
 const char *const hf_out_pooled[] = {"last_hidden_state", "pooler_output", NULL};
+
+/* ---------------------------------------------------------------- input lists */
+
+const hf_input hf_in_text[] = {
+    {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0},
+    {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}, {NULL, 0, NULL, 0},
+};
 const hf_input hf_in_image[] = {{"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {NULL, 0, NULL, 0}};
-const hf_input hf_in_image_cls[] = {
-    {"pixel_values", HF_IN_FLOAT, "B,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
+const hf_input hf_head_token_labels[] = {{"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
+const hf_input hf_head_class_labels[] = {{"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0}};
+const hf_input hf_head_targets[] = {{"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
+const hf_input hf_head_spans[] = {
+    {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
 };
 
 /* ---------------------------------------------------------------- shared by the families */
@@ -165,16 +175,28 @@ static int check_weights_file(const char *dir) {
 
 /* ---------------------------------------------------------------- inputs */
 
+/* The i-th argument arch takes (its inputs, then its head's), or NULL past the last. */
+static const hf_input *arch_input(const hf_arch *arch, int i) {
+    int n = 0;
+    while (arch->inputs[n].name) n++;
+    if (i < n) return &arch->inputs[i];
+    for (int k = 0; arch->head && arch->head[k].name; k++)
+        if (k == i - n) return &arch->head[k];
+    return NULL;
+}
+
 static const char *accepted_list(const hf_arch *arch, char *buf, size_t n) {
     size_t k = 0;
     buf[0] = 0;
-    for (const hf_input *in = arch->inputs; in->name && k < n; in++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%s", in == arch->inputs ? "" : ", ", in->name);
+    const hf_input *in;
+    for (int i = 0; (in = arch_input(arch, i)) && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", in->name);
     return buf;
 }
 
 static const hf_input *find_input(const hf_arch *arch, const char *name) {
-    for (const hf_input *in = arch->inputs; in->name; in++)
+    const hf_input *in;
+    for (int i = 0; (in = arch_input(arch, i)); i++)
         if (!strcmp(in->name, name)) return in;
     return NULL;
 }
@@ -286,7 +308,8 @@ static int load_inputs(hf_job *job, const hf_arch *arch, const tf_st_file *f) {
     if (check_names(arch, f, job->input_path)) return -1;
     hf_dims d;
     memset(&d, 0, sizeof d);
-    for (const hf_input *in = arch->inputs; in->name; in++) {
+    const hf_input *in;
+    for (int i = 0; (in = arch_input(arch, i)); i++) {
         const tf_st_entry *e = tf_st_find(f, in->name);
         if (!e && in->required)
             return tf_set_error("%s: missing input '%s' (%s.forward() needs it)", job->input_path, in->name, arch->name);

@@ -56,6 +56,8 @@ typedef struct tf_hf_arch {
     const hf_input *inputs;        /* forward() arguments hf-run takes, {NULL}-terminated */
     const char *const *refused;    /* forward() arguments hf-run does not take, NULL-terminated */
     const char *const *outputs;    /* output fields written when computed, NULL-terminated */
+    const hf_input *head;          /* arguments the architecture adds after inputs (its head's labels, ...),
+                                      {NULL}-terminated; NULL: none */
 } hf_arch;
 
 /* The input named name, or NULL when not given. */
@@ -92,10 +94,14 @@ int hf_run_classifier(hf_job *job, int n_labels, hf_classifier_fn forward);
 extern const char *const hf_out_lm[];   /* logits, loss */
 extern const char *const hf_out_body[]; /* last_hidden_state */
 extern const char *const hf_out_pooled[]; /* last_hidden_state, pooler_output */
-/* Input lists shared by the image models (ViT's and Swin's forward()): pixel_values (B,C,H,W), and
- * for a classifier labels (B). */
-extern const hf_input hf_in_image[];
-extern const hf_input hf_in_image_cls[];
+/* Input lists shared by several families' forward(): */
+extern const hf_input hf_in_text[];  /* input_ids, attention_mask, token_type_ids, position_ids (B,T): BERT's, GPT-2's */
+extern const hf_input hf_in_image[]; /* pixel_values (B,C,H,W): ViT's, Swin's */
+/* Head lists (an hf_arch's head) shared by several families: */
+extern const hf_input hf_head_token_labels[]; /* labels (B,T): a label per token (LM, token classification) */
+extern const hf_input hf_head_class_labels[]; /* labels (B): class ids (image and clip classification) */
+extern const hf_input hf_head_targets[];      /* labels (B): class ids or regression values (sequence classification) */
+extern const hf_input hf_head_spans[];        /* start_positions, end_positions (B): question answering */
 
 /* The architecture of dir/config.json's architectures[0] and its family (*family), or NULL
  * with an error naming the file and listing what is supported. */

@@ -12,22 +12,14 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* BertModel / BertFor*.forward() (transformers 4.x and 5.x); RobertaModel / RobertaFor* take the same. */
-#define BERT_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
-                    {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
-static const hf_input BERT_INPUTS[] = {BERT_COMMON, {NULL, 0, NULL, 0}};
-static const hf_input BERT_PRE_INPUTS[] = {
-    BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {"next_sentence_label", HF_IN_IDS, "B", 0}, {NULL, 0, NULL, 0},
+/* BertModel / BertFor*.forward() (transformers 4.x and 5.x): hf_in_text; RobertaModel / RobertaFor*
+ * take the same. Their heads add hf_head_* lists; BertForPreTraining its two labels. */
+static const hf_input BERT_PRE_HEAD[] = {
+    {"labels", HF_IN_LABELS, "B,T", 0}, {"next_sentence_label", HF_IN_IDS, "B", 0}, {NULL, 0, NULL, 0},
 };
 /* BigBirdModel: rand_attn is tformer's, not forward()'s: block_sparse's random
  * key blocks per layer (docs/long-sequences.md); absent, transformers' eval mode. */
-static const hf_input BIGBIRD_INPUTS[] = {BERT_COMMON, {"rand_attn", HF_IN_IDS, "L,H,N,R", 0}, {NULL, 0, NULL, 0}};
-static const hf_input BERT_TOKEN_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
-static const hf_input BERT_SEQ_INPUTS[] = {BERT_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
-static const hf_input BERT_QA_INPUTS[] = {
-    BERT_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
-};
-#undef BERT_COMMON
+static const hf_input BIGBIRD_EXTRA[] = {{"rand_attn", HF_IN_IDS, "L,H,N,R", 0}, {NULL, 0, NULL, 0}};
 static const char *const BERT_REFUSED[] = {
     "head_mask", "inputs_embeds", "encoder_hidden_states", "encoder_attention_mask", "past_key_values",
     "use_cache", "output_attentions", "output_hidden_states", "return_dict", NULL,
@@ -37,68 +29,59 @@ static const char *const OUT_BERT_BODY[] = {"last_hidden_state", "pooler_output"
 /* DistilBertModel / DistilBertFor*.forward(): no token_type_ids; position_ids
  * is 5.x's (4.x's forward() has none and counts 0..T-1, as hf-run does
  * without it); head_mask is 4.x's. */
-#define DISTIL_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
-                      {"position_ids", HF_IN_IDS, "B,T", 0}
-static const hf_input DISTIL_INPUTS[] = {DISTIL_COMMON, {NULL, 0, NULL, 0}};
-static const hf_input DISTIL_TOKEN_INPUTS[] = {DISTIL_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
-static const hf_input DISTIL_SEQ_INPUTS[] = {DISTIL_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
-static const hf_input DISTIL_QA_INPUTS[] = {
-    DISTIL_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+static const hf_input DISTIL_INPUTS[] = {
+    {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0},
+    {"position_ids", HF_IN_IDS, "B,T", 0}, {NULL, 0, NULL, 0},
 };
-#undef DISTIL_COMMON
 static const char *const DISTIL_REFUSED[] = {
     "head_mask", "inputs_embeds", "output_attentions", "output_hidden_states", "return_dict", NULL,
 };
 
 /* RoFormerModel / RoFormerFor*.forward() (transformers 4.x): BERT's inputs but
  * position_ids (its positions are the rotation's, 0..T-1). */
-#define ROFORMER_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
-                        {"token_type_ids", HF_IN_IDS, "B,T", 0}
-static const hf_input ROFORMER_INPUTS[] = {ROFORMER_COMMON, {NULL, 0, NULL, 0}};
-static const hf_input ROFORMER_TOKEN_INPUTS[] = {ROFORMER_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
-static const hf_input ROFORMER_QA_INPUTS[] = {
-    ROFORMER_COMMON, {"start_positions", HF_IN_INT, "B", 0}, {"end_positions", HF_IN_INT, "B", 0}, {NULL, 0, NULL, 0},
+static const hf_input ROFORMER_INPUTS[] = {
+    {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0},
+    {"token_type_ids", HF_IN_IDS, "B,T", 0}, {NULL, 0, NULL, 0},
 };
-#undef ROFORMER_COMMON
 static const char *const OUT_BERT_PRE[] = {"prediction_logits", "seq_relationship_logits", "loss", NULL};
 static const char *const OUT_BERT_QA[] = {"start_logits", "end_logits", "loss", NULL};
 
 static const hf_arch BERT_ARCHS[] = {
-    {"BertModel", BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY},
-    {"BertForPreTraining", BERT_PRE_INPUTS, BERT_REFUSED, OUT_BERT_PRE},
-    {"BertForMaskedLM", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"BertForSequenceClassification", BERT_SEQ_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"BertForTokenClassification", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"BertForQuestionAnswering", BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
-    {"RobertaModel", BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* BERT, positions from the ids */
-    {"RobertaForMaskedLM", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"RobertaForSequenceClassification", BERT_SEQ_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"RobertaForTokenClassification", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"RobertaForQuestionAnswering", BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
-    {"DistilBertModel", DISTIL_INPUTS, DISTIL_REFUSED, hf_out_body}, /* BERT's block, no token types */
-    {"DistilBertForMaskedLM", DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, hf_out_lm},
-    {"DistilBertForSequenceClassification", DISTIL_SEQ_INPUTS, DISTIL_REFUSED, hf_out_lm},
-    {"DistilBertForTokenClassification", DISTIL_TOKEN_INPUTS, DISTIL_REFUSED, hf_out_lm},
-    {"DistilBertForQuestionAnswering", DISTIL_QA_INPUTS, DISTIL_REFUSED, OUT_BERT_QA},
-    {"XLMRobertaModel", BERT_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* RoBERTa's arithmetic, "roberta." */
-    {"XLMRobertaForMaskedLM", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"XLMRobertaForSequenceClassification", BERT_SEQ_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"XLMRobertaForTokenClassification", BERT_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"XLMRobertaForQuestionAnswering", BERT_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
-    {NULL, NULL, NULL, NULL},
+    {"BertModel", hf_in_text, BERT_REFUSED, OUT_BERT_BODY, NULL},
+    {"BertForPreTraining", hf_in_text, BERT_REFUSED, OUT_BERT_PRE, BERT_PRE_HEAD},
+    {"BertForMaskedLM", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"BertForSequenceClassification", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_targets},
+    {"BertForTokenClassification", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"BertForQuestionAnswering", hf_in_text, BERT_REFUSED, OUT_BERT_QA, hf_head_spans},
+    {"RobertaModel", hf_in_text, BERT_REFUSED, OUT_BERT_BODY, NULL}, /* BERT, positions from the ids */
+    {"RobertaForMaskedLM", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"RobertaForSequenceClassification", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_targets},
+    {"RobertaForTokenClassification", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"RobertaForQuestionAnswering", hf_in_text, BERT_REFUSED, OUT_BERT_QA, hf_head_spans},
+    {"DistilBertModel", DISTIL_INPUTS, DISTIL_REFUSED, hf_out_body, NULL}, /* BERT's block, no token types */
+    {"DistilBertForMaskedLM", DISTIL_INPUTS, DISTIL_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"DistilBertForSequenceClassification", DISTIL_INPUTS, DISTIL_REFUSED, hf_out_lm, hf_head_targets},
+    {"DistilBertForTokenClassification", DISTIL_INPUTS, DISTIL_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"DistilBertForQuestionAnswering", DISTIL_INPUTS, DISTIL_REFUSED, OUT_BERT_QA, hf_head_spans},
+    {"XLMRobertaModel", hf_in_text, BERT_REFUSED, OUT_BERT_BODY, NULL}, /* RoBERTa's arithmetic, "roberta." */
+    {"XLMRobertaForMaskedLM", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"XLMRobertaForSequenceClassification", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_targets},
+    {"XLMRobertaForTokenClassification", hf_in_text, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"XLMRobertaForQuestionAnswering", hf_in_text, BERT_REFUSED, OUT_BERT_QA, hf_head_spans},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static const hf_arch ROFORMER_ARCHS[] = {
-    {"RoFormerModel", ROFORMER_INPUTS, BERT_REFUSED, hf_out_body}, /* BERT, rotary, no position table */
-    {"RoFormerForMaskedLM", ROFORMER_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"RoFormerForTokenClassification", ROFORMER_TOKEN_INPUTS, BERT_REFUSED, hf_out_lm},
-    {"RoFormerForQuestionAnswering", ROFORMER_QA_INPUTS, BERT_REFUSED, OUT_BERT_QA},
-    {NULL, NULL, NULL, NULL},
+    {"RoFormerModel", ROFORMER_INPUTS, BERT_REFUSED, hf_out_body, NULL}, /* BERT, rotary, no position table */
+    {"RoFormerForMaskedLM", ROFORMER_INPUTS, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"RoFormerForTokenClassification", ROFORMER_INPUTS, BERT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"RoFormerForQuestionAnswering", ROFORMER_INPUTS, BERT_REFUSED, OUT_BERT_QA, hf_head_spans},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static const hf_arch BIGBIRD_ARCHS[] = {
-    {"BigBirdModel", BIGBIRD_INPUTS, BERT_REFUSED, OUT_BERT_BODY}, /* original_full or block_sparse */
-    {NULL, NULL, NULL, NULL},
+    {"BigBirdModel", hf_in_text, BERT_REFUSED, OUT_BERT_BODY, BIGBIRD_EXTRA}, /* original_full or block_sparse */
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */

@@ -29,8 +29,8 @@ static const char *const VED_REFUSED[] = {
 };
 static const char *const VED_OUTPUTS[] = {"logits", "loss", "encoder_last_hidden_state", NULL};
 static const hf_arch CAPTION_ARCHS[] = {
-    {"VisionEncoderDecoderModel", VED_INPUTS, VED_REFUSED, VED_OUTPUTS},
-    {NULL, NULL, NULL, NULL},
+    {"VisionEncoderDecoderModel", VED_INPUTS, VED_REFUSED, VED_OUTPUTS, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* A loaded folder: tformer's captioner or Hugging Face's. */

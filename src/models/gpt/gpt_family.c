@@ -13,22 +13,7 @@
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
 /* GPT2Model.forward() / GPT2LMHeadModel.forward() (transformers 4.x and 5.x):
- * the arguments hf-run takes, and those it refuses by name. */
-static const hf_input GPT2_INPUTS[] = {
-    {"input_ids", HF_IN_IDS, "B,T", 1},
-    {"attention_mask", HF_IN_MASK, "B,T", 0},
-    {"token_type_ids", HF_IN_IDS, "B,T", 0},
-    {"position_ids", HF_IN_IDS, "B,T", 0},
-    {NULL, 0, NULL, 0},
-};
-static const hf_input GPT2_LM_INPUTS[] = {
-    {"input_ids", HF_IN_IDS, "B,T", 1},
-    {"attention_mask", HF_IN_MASK, "B,T", 0},
-    {"token_type_ids", HF_IN_IDS, "B,T", 0},
-    {"position_ids", HF_IN_IDS, "B,T", 0},
-    {"labels", HF_IN_LABELS, "B,T", 0},
-    {NULL, 0, NULL, 0},
-};
+ * hf_in_text (the LM head's hf_head_token_labels), and the arguments hf-run refuses by name. */
 static const char *const GPT2_REFUSED[] = {
     "past_key_values", "head_mask", "inputs_embeds", "encoder_hidden_states", "encoder_attention_mask",
     "cache_position", "logits_to_keep", "use_cache", "output_attentions", "output_hidden_states",
@@ -42,15 +27,15 @@ static const char *const IMAGEGPT_REFUSED[] = {
 };
 
 static const hf_arch GPT_ARCHS[] = {
-    {"GPT2LMHeadModel", GPT2_LM_INPUTS, GPT2_REFUSED, hf_out_lm},
-    {"GPT2Model", GPT2_INPUTS, GPT2_REFUSED, hf_out_body},
-    {NULL, NULL, NULL, NULL},
+    {"GPT2LMHeadModel", hf_in_text, GPT2_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"GPT2Model", hf_in_text, GPT2_REFUSED, hf_out_body, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static const hf_arch IMAGEGPT_ARCHS[] = {
-    {"ImageGPTForCausalImageModeling", GPT2_LM_INPUTS, IMAGEGPT_REFUSED, hf_out_lm},
-    {"ImageGPTModel", GPT2_INPUTS, IMAGEGPT_REFUSED, hf_out_body},
-    {NULL, NULL, NULL, NULL},
+    {"ImageGPTForCausalImageModeling", hf_in_text, IMAGEGPT_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"ImageGPTModel", hf_in_text, IMAGEGPT_REFUSED, hf_out_body, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */

@@ -7,23 +7,17 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* NystromformerModel / NystromformerFor*.forward() (transformers 4.x): BERT's inputs. */
-#define NYSTROM_COMMON {"input_ids", HF_IN_IDS, "B,T", 1}, {"attention_mask", HF_IN_MASK, "B,T", 0}, \
-                       {"token_type_ids", HF_IN_IDS, "B,T", 0}, {"position_ids", HF_IN_IDS, "B,T", 0}
-static const hf_input NYSTROM_INPUTS[] = {NYSTROM_COMMON, {NULL, 0, NULL, 0}};
-static const hf_input NYSTROM_TOKEN_INPUTS[] = {NYSTROM_COMMON, {"labels", HF_IN_LABELS, "B,T", 0}, {NULL, 0, NULL, 0}};
-static const hf_input NYSTROM_SEQ_INPUTS[] = {NYSTROM_COMMON, {"labels", HF_IN_TARGETS, "B", 0}, {NULL, 0, NULL, 0}};
-#undef NYSTROM_COMMON
+/* NystromformerModel / NystromformerFor*.forward() (transformers 4.x): BERT's inputs (hf_in_text). */
 static const char *const NYSTROM_REFUSED[] = {
     "head_mask", "inputs_embeds", "output_attentions", "output_hidden_states", "return_dict", NULL,
 };
 
 static const hf_arch NYSTROM_ARCHS[] = {
-    {"NystromformerModel", NYSTROM_INPUTS, NYSTROM_REFUSED, hf_out_body},
-    {"NystromformerForMaskedLM", NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, hf_out_lm},
-    {"NystromformerForSequenceClassification", NYSTROM_SEQ_INPUTS, NYSTROM_REFUSED, hf_out_lm},
-    {"NystromformerForTokenClassification", NYSTROM_TOKEN_INPUTS, NYSTROM_REFUSED, hf_out_lm},
-    {NULL, NULL, NULL, NULL},
+    {"NystromformerModel", hf_in_text, NYSTROM_REFUSED, hf_out_body, NULL},
+    {"NystromformerForMaskedLM", hf_in_text, NYSTROM_REFUSED, hf_out_lm, hf_head_token_labels},
+    {"NystromformerForSequenceClassification", hf_in_text, NYSTROM_REFUSED, hf_out_lm, hf_head_targets},
+    {"NystromformerForTokenClassification", hf_in_text, NYSTROM_REFUSED, hf_out_lm, hf_head_token_labels},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */

@@ -29,8 +29,8 @@ static const char *const MARIAN_REFUSED[] = {
 static const char *const OUT_SEQ2SEQ_LM[] = {"logits", "loss", "encoder_last_hidden_state", NULL};
 
 static const hf_arch SEQ2SEQ_ARCHS[] = {
-    {"MarianMTModel", MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM},
-    {NULL, NULL, NULL, NULL},
+    {"MarianMTModel", MARIAN_INPUTS, MARIAN_REFUSED, OUT_SEQ2SEQ_LM, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */

@@ -5,15 +5,16 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* SwinModel / SwinForImageClassification.forward(): ViT's inputs (hf_in_image(_cls)), and refused: */
+/* SwinModel / SwinForImageClassification.forward(): ViT's inputs (hf_in_image, the classifier's
+ * hf_head_class_labels), and refused: */
 static const char *const SWIN_REFUSED[] = {
     "bool_masked_pos", "head_mask", "output_attentions", "output_hidden_states", "return_dict", NULL,
 };
 
 static const hf_arch SWIN_ARCHS[] = {
-    {"SwinModel", hf_in_image, SWIN_REFUSED, hf_out_pooled},
-    {"SwinForImageClassification", hf_in_image_cls, SWIN_REFUSED, hf_out_lm},
-    {NULL, NULL, NULL, NULL},
+    {"SwinModel", hf_in_image, SWIN_REFUSED, hf_out_pooled, NULL},
+    {"SwinForImageClassification", hf_in_image, SWIN_REFUSED, hf_out_lm, hf_head_class_labels},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */

@@ -7,16 +7,17 @@
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
-/* ViTModel / ViTForImageClassification.forward() (transformers 4.x): hf_in_image(_cls), and refused: */
+/* ViTModel / ViTForImageClassification.forward() (transformers 4.x): hf_in_image (the classifier's
+ * hf_head_class_labels), and refused: */
 static const char *const VIT_REFUSED[] = {
     "bool_masked_pos", "head_mask", "interpolate_pos_encoding", "output_attentions", "output_hidden_states",
     "return_dict", NULL,
 };
 
 static const hf_arch VIT_ARCHS[] = {
-    {"ViTModel", hf_in_image, VIT_REFUSED, hf_out_pooled},
-    {"ViTForImageClassification", hf_in_image_cls, VIT_REFUSED, hf_out_lm},
-    {NULL, NULL, NULL, NULL},
+    {"ViTModel", hf_in_image, VIT_REFUSED, hf_out_pooled, NULL},
+    {"ViTForImageClassification", hf_in_image, VIT_REFUSED, hf_out_lm, hf_head_class_labels},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */

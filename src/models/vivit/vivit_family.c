@@ -8,15 +8,12 @@
 
 /* VivitModel / VivitForVideoClassification.forward() (transformers 4.x): clips (B,T,C,H,W). */
 static const hf_input VIVIT_INPUTS[] = {{"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {NULL, 0, NULL, 0}};
-static const hf_input VIVIT_CLS_INPUTS[] = {
-    {"pixel_values", HF_IN_FLOAT, "B,T,C,H,W", 1}, {"labels", HF_IN_LABELS, "B", 0}, {NULL, 0, NULL, 0},
-};
 static const char *const VIVIT_REFUSED[] = {"head_mask", "output_attentions", "output_hidden_states", "return_dict", NULL};
 
 static const hf_arch VIVIT_ARCHS[] = {
-    {"VivitModel", VIVIT_INPUTS, VIVIT_REFUSED, hf_out_pooled},
-    {"VivitForVideoClassification", VIVIT_CLS_INPUTS, VIVIT_REFUSED, hf_out_lm},
-    {NULL, NULL, NULL, NULL},
+    {"VivitModel", VIVIT_INPUTS, VIVIT_REFUSED, hf_out_pooled, NULL},
+    {"VivitForVideoClassification", VIVIT_INPUTS, VIVIT_REFUSED, hf_out_lm, hf_head_class_labels},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ---------------------------------------------------------------- loading and running */
