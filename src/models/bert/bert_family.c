@@ -185,9 +185,7 @@ static int bert_mask_logits(const void *model, tf_tokenizer *tok, const char *te
     return rc;
 }
 
-static const tf_params *bert_params(const void *model) { return ((const tf_bert *)model)->params; }
-
-static int bert_save(const void *model, const char *dir) { return tf_bert_save(model, dir); }
+TF_FAMILY_SAVE_PARAMS(bert, tf_bert)
 
 /* ---------------------------------------------------------------- the rows */
 

@@ -40,12 +40,9 @@ static const hf_arch IMAGEGPT_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-static void *gpt2_load(const char *dir, const char *architecture) {
-    (void)architecture; /* the folder's tensors tell a body from a model with a head */
-    return tf_gpt_load(dir); /* which refuses GPT-2 settings it does not compute */
-}
-
-static void gpt2_free(void *model) { tf_gpt_free(model); }
+/* tf_gpt_load refuses GPT-2 settings it does not compute. */
+TF_FAMILY_LOAD_FREE(gpt2, tf_gpt)
+TF_FAMILY_SAVE_PARAMS(gpt2, tf_gpt)
 
 /* Hugging Face shifts labels inside the model: the loss is the cross-entropy
  * of logits[:, :-1] against labels[:, 1:], -100 ignored. tf_gpt_run takes the
@@ -172,10 +169,6 @@ static int gpt2_text_attention(const void *model, const int32_t *ids, int n, tf_
     tf_ctx_free(ctx);
     return rc;
 }
-
-static const tf_params *gpt2_params(const void *model) { return ((const tf_gpt *)model)->params; }
-
-static int gpt2_save(const void *model, const char *dir) { return tf_gpt_save(model, dir); }
 
 /* ---------------------------------------------------------------- the rows */
 

@@ -22,12 +22,7 @@ static const hf_arch NYSTROM_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-static void *nystrom_load(const char *dir, const char *architecture) {
-    (void)architecture; /* config.json's architectures[0] picks the head */
-    return tf_nystrom_load(dir);
-}
-
-static void nystrom_free(void *model) { tf_nystrom_free(model); }
+TF_FAMILY_LOAD_FREE(nystrom, tf_nystrom)
 
 static int nystrom_run(hf_job *job) {
     const tf_nystrom *m = job->model;

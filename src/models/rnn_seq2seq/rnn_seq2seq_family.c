@@ -24,12 +24,7 @@ static int64_t rnn_val(const tf_task *t, const tf_task_args *a) {
     return tf_seq2seq_task_val_batches(t);
 }
 
-static void *rnn_load(const char *dir, const char *architecture) {
-    (void)architecture; /* tformer's own folders name none */
-    return tf_rnn_seq2seq_load(dir);
-}
-
-static void rnn_free(void *model) { tf_rnn_seq2seq_free(model); }
+TF_FAMILY_LOAD_FREE(rnn, tf_rnn_seq2seq)
 
 static tf_decoder *rnn_decoder(const void *m, const int32_t *src, int n, int cap) {
     return tf_rnn_seq2seq_decoder_new(m, src, n, cap);
@@ -62,7 +57,6 @@ static int rnn_translation(void *model, tf_translation *t) {
     return 0;
 }
 static int rnn_save(const void *model, const char *dir) { return tf_rnn_seq2seq_save(model, dir); }
-
 
 const tf_family tf_family_rnn = {
     .name = "rnn", .summary = "RNN translation",

@@ -19,12 +19,8 @@ static const hf_arch SWIN_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-static void *swin_load(const char *dir, const char *architecture) {
-    (void)architecture;
-    return tf_swin_load(dir);
-}
-
-static void swin_free(void *model) { tf_swin_free(model); }
+TF_FAMILY_LOAD_FREE(swin, tf_swin)
+TF_FAMILY_SAVE_PARAMS(swin, tf_swin)
 
 int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                                hf_classifier_out *o) {
@@ -65,10 +61,6 @@ static int swin_logits(const void *model, const float *pixels, float *logits, fl
     return tf_vision_image_logits(model, tf_swin_classifier_forward, c->channels, c->image_size, c->n_labels, pixels,
                                   logits);
 }
-
-static const tf_params *swin_params(const void *model) { return ((const tf_swin *)model)->params; }
-
-static int swin_save(const void *model, const char *dir) { return tf_swin_save(model, dir); }
 
 /* ---------------------------------------------------------------- the row */
 

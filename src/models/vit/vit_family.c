@@ -22,12 +22,8 @@ static const hf_arch VIT_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-static void *vit_load(const char *dir, const char *architecture) {
-    (void)architecture; /* config.json's architectures[0] picks the head */
-    return tf_vit_load(dir);
-}
-
-static void vit_free(void *model) { tf_vit_free(model); }
+TF_FAMILY_LOAD_FREE(vit, tf_vit)
+TF_FAMILY_SAVE_PARAMS(vit, tf_vit)
 
 int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                               hf_classifier_out *o) {
@@ -84,10 +80,6 @@ static void vit_grid(const void *model, int *g, int *heads, int *patch) {
     const tf_vit_config *c = &((const tf_vit *)model)->cfg;
     *g = c->image_size / c->patch_size, *heads = c->n_head, *patch = c->patch_size;
 }
-
-static const tf_params *vit_params(const void *model) { return ((const tf_vit *)model)->params; }
-
-static int vit_save(const void *model, const char *dir) { return tf_vit_save(model, dir); }
 
 /* ---------------------------------------------------------------- the row */
 

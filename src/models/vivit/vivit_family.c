@@ -18,12 +18,8 @@ static const hf_arch VIVIT_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-static void *vivit_load(const char *dir, const char *architecture) {
-    (void)architecture;
-    return tf_vivit_load(dir);
-}
-
-static void vivit_free(void *model) { tf_vivit_free(model); }
+TF_FAMILY_LOAD_FREE(vivit, tf_vivit)
+TF_FAMILY_SAVE_PARAMS(vivit, tf_vivit)
 
 static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                          hf_classifier_out *o) {
@@ -43,10 +39,6 @@ static unsigned vivit_caps(const void *model) {
 }
 
 static const char *vivit_label(const void *model, int i, char *buf, size_t n) { return tf_vivit_label(model, i, buf, n); }
-
-static const tf_params *vivit_params(const void *model) { return ((const tf_vivit *)model)->params; }
-
-static int vivit_save(const void *model, const char *dir) { return tf_vivit_save(model, dir); }
 
 /* ---------------------------------------------------------------- the row */
 
