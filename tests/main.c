@@ -145,6 +145,18 @@ int test_run_cli(const char *env, const char *args, char *out, size_t n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+int test_cli_cases(const test_cli_case *cases, size_t n_cases, const char *dir, char *why, size_t n) {
+    char args[1024], out[8192];
+    for (size_t i = 0; i < n_cases; i++) {
+        int k = snprintf(args, sizeof args, cases[i].args, dir, dir);
+        snprintf(args + k, sizeof args - (size_t)k, " < /dev/null");
+        int rc = test_run_cli("", args, out, sizeof out);
+        if (rc != cases[i].rc || !strstr(out, cases[i].expect))
+            return snprintf(why, n, "%s: exit %d (expected %d), %s", args, rc, cases[i].rc, out), -1;
+    }
+    return 0;
+}
+
 int test_popen(const char *cmd, char *out, size_t n) {
     FILE *p = popen(cmd, "r");
     if (!p) return -1;

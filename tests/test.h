@@ -56,6 +56,15 @@ const char *test_tformer_bin(void);
 /* Run "<env> tformer <args>" through the shell; its exit status (128 + signal
  * when killed), stdout and stderr together in out (cut at n - 1 bytes). */
 int test_run_cli(const char *env, const char *args, char *out, size_t n);
+/* A command line the CLI must refuse: args (a format of up to two %s, each the case's folder), the
+ * exit status and a piece of what it prints. */
+typedef struct {
+    const char *args, *expect;
+    int rc;
+} test_cli_case;
+/* Each case run with stdin from /dev/null: 0, or -1 with the first that differs (its command line, exit
+ * status and output) in why (cut at n - 1 bytes). */
+int test_cli_cases(const test_cli_case *cases, size_t n_cases, const char *dir, char *why, size_t n);
 /* rm -rf dir (a mkdtemp folder). */
 void test_rm_rf(const char *dir);
 /* Run a shell command; its exit status (128 when it did not exit), its stdout in out (cut at n - 1 bytes). */

@@ -436,10 +436,7 @@ TEST(seq2seq_train_cli_then_translate) {
 
 /* Hostile input to translate: clear messages and exit statuses, no crash. */
 TEST(seq2seq_translate_cli_hostile_input) {
-    static const struct {
-        const char *args, *want;
-        int status;
-    } CASES[] = {
+    static const test_cli_case CASES[] = {
         {"translate --model /nonexistent/run", "/nonexistent/run/config.json", 1},
         {"translate --model /dev/null", "/dev/null/config.json", 1},
         {"translate --model /tmp --beam 0", "--beam expects an integer in [1,64], got '0'", 2},
@@ -451,14 +448,6 @@ TEST(seq2seq_translate_cli_hostile_input) {
         {"translate --model /tmp --attention-png /dev/null", "--attention-png /dev/null: not a folder", 1},
         {"translate", "missing --model", 2},
     };
-    char cmd[1200], out[2048];
-    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s %s < /dev/null 2>&1", test_tformer_bin(), CASES[i].args);
-        FILE *p = popen(cmd, "r");
-        size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[k] = 0;
-        int st = p ? pclose(p) : -1;
-        CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == CASES[i].status && strstr(out, CASES[i].want), "%s: status %d, %s",
-               CASES[i].args, st, out);
-    }
+    char why[8192];
+    CHECKF(test_cli_cases(CASES, sizeof CASES / sizeof CASES[0], "", why, sizeof why) == 0, "%s", why);
 }

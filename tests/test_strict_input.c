@@ -97,10 +97,7 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
     CHECK(write_corpus(p) == 0);
     snprintf(args, sizeof args, "train --data %s --out %s/m --steps 1 " TINY, p, dir);
     CHECKF(run(args, out, sizeof out) == 0, "%s", out);
-    static const struct {
-        const char *args, *expect;
-        int rc;
-    } cases[] = {
+    static const test_cli_case cases[] = {
         {"generate --model %s/m --prompt a --max-tokens 1e12", "--max-tokens expects an integer in [0,inf), got '1e12'", 2},
         {"generate --model %s/m --prompt a --max-tokens abc", "--max-tokens expects an integer", 2},
         /* whole numbers in the range but past the member's type: its limit said ("expects an integer in
@@ -171,12 +168,7 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
     snprintf(args, sizeof args, "%s/garb", dir), mkdir(args, 0755);
     snprintf(args, sizeof args, "%s/garb/listops.json", dir);
     CHECK(test_write_text(args, "{\"listops_depth\": \"x\"}\n") == 0);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char a[512];
-        snprintf(a, sizeof a, cases[i].args, dir, dir);
-        int rc = run(a, out, sizeof out);
-        CHECKF(rc == cases[i].rc && strstr(out, cases[i].expect), "%s: exit %d, %s", a, rc, out);
-    }
+    CHECKF(test_cli_cases(cases, sizeof cases / sizeof cases[0], dir, out, sizeof out) == 0, "%s", out);
     /* seeds past 2^63 stay distinct (they collapsed to one value) */
     char *w[2] = {NULL, NULL};
     size_t n[2] = {0, 0};
@@ -274,10 +266,7 @@ TEST(strict_convert_refuses_hostile_input) {
              "printf 'abc' > cut.safetensors",
              dir);
     CHECK(system(cmd) == 0);
-    static const struct {
-        const char *args, *expect;
-        int rc;
-    } cases[] = {
+    static const test_cli_case cases[] = {
         {"convert %s/t10k-images-idx3-ubyte %s/o.png --index abc", "--index expects a non-negative integer, got 'abc'", 2},
         {"convert %s/t10k-images-idx3-ubyte %s/o.png --index -1", "--index expects a non-negative integer, got '-1'", 2},
         {"convert %s/t10k-images-idx3-ubyte %s/o.png --index nan", "--index expects a non-negative integer, got 'nan'", 2},
@@ -295,11 +284,6 @@ TEST(strict_convert_refuses_hostile_input) {
         {"convert %s/cut.safetensors %s/w.npy", "cut.safetensors: ", 1},
         {"convert %s/t10k-images-idx3-ubyte %s/no/such/o.png", "o.png: cannot create", 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char a[512];
-        snprintf(a, sizeof a, cases[i].args, dir, dir);
-        int rc = run(a, out, sizeof out);
-        CHECKF(rc == cases[i].rc && strstr(out, cases[i].expect), "%s: exit %d, %s", a, rc, out);
-    }
+    CHECKF(test_cli_cases(cases, sizeof cases / sizeof cases[0], dir, out, sizeof out) == 0, "%s", out);
     test_rm_rf(dir);
 }
