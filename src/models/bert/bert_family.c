@@ -211,13 +211,15 @@ static tf_task *bert_task(const void *cfg, const tf_task_args *a) {
     return tf_bert_pretrain_task_new(cfg, a->data, a->n_data, a->tokenizer, a->run_dir, a->resume, a->seed);
 }
 
+/* The model half of the BERT, RoFormer and BigBird rows: their folders are one model (tf_bert). */
+#define BERT_MODEL_CALLS \
+    .load = bert_load, .free = bert_free, .config_table = &tf_bert_config_table, .save = bert_save, .run = bert_run
+
 const tf_family tf_family_bert = {
     .name = "bert", .summary = "masked LM + NSP",
     .model_types = BERT_TYPES, .verbs = "embed, fill-mask or predict",
     .caps = TF_CAP_RUN | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT,
-    .load = bert_load, .free = bert_free, .model_caps = bert_caps, .params = bert_params,
-    .config_table = &tf_bert_config_table, .save = bert_save,
-    .archs = BERT_ARCHS, .run = bert_run,
+    BERT_MODEL_CALLS, .model_caps = bert_caps, .params = bert_params, .archs = BERT_ARCHS,
     .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
     .embed = bert_embed, .embed_dim = bert_embed_dim, .mask_logits = bert_mask_logits,
@@ -249,16 +251,10 @@ const tf_family tf_family_listops = {
 
 const tf_family tf_family_roformer = {
     .name = "roformer", .summary = "RoFormer: BERT with rotary positions (hf-run)",
-    .model_types = ROFORMER_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
-    .load = bert_load, .free = bert_free,
-    .config_table = &tf_bert_config_table, .save = bert_save,
-    .archs = ROFORMER_ARCHS, .run = bert_run,
+    .model_types = ROFORMER_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN, BERT_MODEL_CALLS, .archs = ROFORMER_ARCHS,
 };
 
 const tf_family tf_family_bigbird = {
     .name = "bigbird", .summary = "BigBird: BERT with block-sparse attention (hf-run)",
-    .model_types = BIGBIRD_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN,
-    .load = bert_load, .free = bert_free,
-    .config_table = &tf_bert_config_table, .save = bert_save,
-    .archs = BIGBIRD_ARCHS, .run = bert_run,
+    .model_types = BIGBIRD_TYPES, .verbs = "hf-run", .caps = TF_CAP_RUN, BERT_MODEL_CALLS, .archs = BIGBIRD_ARCHS,
 };
