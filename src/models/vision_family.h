@@ -33,6 +33,31 @@ static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf
     return a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, train) : tf_images_read_digits(a->data[0], train);
 }
 
+/* A classifier row's typed calls for a model type T whose cfg holds head and n_labels: prefix_run (hf-run
+ * through forward), prefix_caps (TF_CAP_RUN, and cap when cfg.head is cls) and prefix_label (T_label). */
+#define TF_CLASSIFIER_CALLS(prefix, T, forward, cls, cap)                                                       \
+    static int prefix##_run(hf_job *job) {                                                                      \
+        return hf_run_classifier(job, ((const T *)job->model)->cfg.n_labels, forward);                          \
+    }                                                                                                           \
+    static unsigned prefix##_caps(const void *model) {                                                          \
+        return ((const T *)model)->cfg.head == (cls) ? TF_CAP_RUN | (cap) : TF_CAP_RUN;                         \
+    }                                                                                                           \
+    static const char *prefix##_label(const void *model, int i, char *buf, size_t n) {                          \
+        return T##_label(model, i, buf, n);                                                                     \
+    }
+
+/* And an image classifier's (cfg.channels, cfg.image_size; T_predict): prefix_classify and prefix_shape. */
+#define TF_IMAGE_CLASSIFIER_CALLS(prefix, T)                                                                    \
+    static int prefix##_classify(const void *model, const float *pixels, int64_t n, int batch, int hflip,       \
+                                 const int32_t *labels, int32_t *pred, float *prob, double *loss,               \
+                                 int64_t *correct) {                                                            \
+        return T##_predict(model, pixels, n, batch, hflip, labels, pred, prob, loss, correct);                  \
+    }                                                                                                           \
+    static void prefix##_shape(const void *model, int *channels, int *size, int *n_labels) {                    \
+        const T *m = model;                                                                                     \
+        *channels = m->cfg.channels, *size = m->cfg.image_size, *n_labels = m->cfg.n_labels;                    \
+    }
+
 /* ViT's and Swin's classifier forwards (their rows' files), which their training task runs too. */
 int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                               hf_classifier_out *o);

@@ -32,27 +32,10 @@ int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf
     return 0;
 }
 
-static int swin_run(hf_job *job) {
-    return hf_run_classifier(job, ((const tf_swin *)job->model)->cfg.n_labels, tf_swin_classifier_forward);
-}
-
 /* ---------------------------------------------------------------- capabilities */
 
-static unsigned swin_caps(const void *model) {
-    return ((const tf_swin *)model)->cfg.head == TF_SWIN_IMAGE_CLS ? TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE : TF_CAP_RUN;
-}
-
-static int swin_classify(const void *model, const float *pixels, int64_t n, int batch, int hflip, const int32_t *labels,
-                        int32_t *pred, float *prob, double *loss, int64_t *correct) {
-    return tf_swin_predict(model, pixels, n, batch, hflip, labels, pred, prob, loss, correct);
-}
-
-static void swin_shape(const void *model, int *channels, int *size, int *n_labels) {
-    const tf_swin *m = model;
-    *channels = m->cfg.channels, *size = m->cfg.image_size, *n_labels = m->cfg.n_labels;
-}
-
-static const char *swin_label(const void *model, int i, char *buf, size_t n) { return tf_swin_label(model, i, buf, n); }
+TF_CLASSIFIER_CALLS(swin, tf_swin, tf_swin_classifier_forward, TF_SWIN_IMAGE_CLS, TF_CAP_CLASSIFY_IMAGE)
+TF_IMAGE_CLASSIFIER_CALLS(swin, tf_swin)
 
 /* One image through the forward. */
 static int swin_logits(const void *model, const float *pixels, float *logits, float *maps) {

@@ -34,27 +34,10 @@ int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_
     return 0;
 }
 
-static int vit_run(hf_job *job) {
-    return hf_run_classifier(job, ((const tf_vit *)job->model)->cfg.n_labels, tf_vit_classifier_forward);
-}
-
 /* ---------------------------------------------------------------- capabilities */
 
-static unsigned vit_caps(const void *model) {
-    return ((const tf_vit *)model)->cfg.head == TF_VIT_IMAGE_CLS ? TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE : TF_CAP_RUN;
-}
-
-static int vit_classify(const void *model, const float *pixels, int64_t n, int batch, int hflip, const int32_t *labels,
-                        int32_t *pred, float *prob, double *loss, int64_t *correct) {
-    return tf_vit_predict(model, pixels, n, batch, hflip, labels, pred, prob, loss, correct);
-}
-
-static void vit_shape(const void *model, int *channels, int *size, int *n_labels) {
-    const tf_vit *m = model;
-    *channels = m->cfg.channels, *size = m->cfg.image_size, *n_labels = m->cfg.n_labels;
-}
-
-static const char *vit_label(const void *model, int i, char *buf, size_t n) { return tf_vit_label(model, i, buf, n); }
+TF_CLASSIFIER_CALLS(vit, tf_vit, tf_vit_classifier_forward, TF_VIT_IMAGE_CLS, TF_CAP_CLASSIFY_IMAGE)
+TF_IMAGE_CLASSIFIER_CALLS(vit, tf_vit)
 
 /* One image through the forward (with its attention probabilities when maps are asked for). */
 static int vit_logits(const void *model, const float *pixels, float *logits, float *maps) {

@@ -30,15 +30,7 @@ static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tenso
     return 0;
 }
 
-static int vivit_run(hf_job *job) {
-    return hf_run_classifier(job, ((const tf_vivit *)job->model)->cfg.n_labels, vivit_forward);
-}
-
-static unsigned vivit_caps(const void *model) {
-    return ((const tf_vivit *)model)->cfg.head == TF_VIVIT_VIDEO_CLS ? TF_CAP_RUN | TF_CAP_CLASSIFY_CLIP : TF_CAP_RUN;
-}
-
-static const char *vivit_label(const void *model, int i, char *buf, size_t n) { return tf_vivit_label(model, i, buf, n); }
+TF_CLASSIFIER_CALLS(vivit, tf_vivit, vivit_forward, TF_VIVIT_VIDEO_CLS, TF_CAP_CLASSIFY_CLIP)
 
 /* ---------------------------------------------------------------- the row */
 
