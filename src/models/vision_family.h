@@ -33,6 +33,19 @@ static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf
     return a->data_dir ? tf_images_read_dir(a->data_dir, "train", n_labels, train) : tf_images_read_digits(a->data[0], train);
 }
 
+/* A DeiT-recipe image classifier's training calls (ViT's, Swin's) for a model type T with T_task_config,
+ * T_task_config_default and T_task_new: prefix_defaults and prefix_task (tf_vision_train_images). */
+#define TF_DEIT_TASK_CALLS(prefix, T)                                                                           \
+    static void prefix##_defaults(void *cfg, tf_train_config *train) {                                          \
+        *(T##_task_config *)cfg = T##_task_config_default();                                                    \
+        tf_vision_deit_defaults(train);                                                                         \
+    }                                                                                                           \
+    static tf_task *prefix##_task(const void *cfg, const tf_task_args *a) {                                     \
+        tf_images train;                                                                                        \
+        if (tf_vision_train_images(a, ((const T##_task_config *)cfg)->model.n_labels, &train)) return NULL;     \
+        return T##_task_new(cfg, &train, NULL, a->run_dir, a->seed);                                            \
+    }
+
 /* A classifier row's typed calls for a model type T whose cfg holds head and n_labels: prefix_run (hf-run
  * through forward), prefix_caps (TF_CAP_RUN, and cap when cfg.head is cls) and prefix_label (T_label). */
 #define TF_CLASSIFIER_CALLS(prefix, T, forward, cls, cap)                                                       \

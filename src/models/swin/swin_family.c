@@ -49,16 +49,7 @@ static int swin_logits(const void *model, const float *pixels, float *logits, fl
 
 static const char *const SWIN_TYPES[] = {"swin", NULL};
 
-static void swin_defaults(void *cfg, tf_train_config *train) {
-    *(tf_swin_task_config *)cfg = tf_swin_task_config_default();
-    tf_vision_deit_defaults(train);
-}
-
-static tf_task *swin_task(const void *cfg, const tf_task_args *a) {
-    tf_images train;
-    if (tf_vision_train_images(a, ((const tf_swin_task_config *)cfg)->model.n_labels, &train)) return NULL;
-    return tf_swin_task_new(cfg, &train, NULL, a->run_dir, a->seed);
-}
+TF_DEIT_TASK_CALLS(swin, tf_swin)
 
 const tf_family tf_family_swin = {
     .name = "swin", .summary = "image classification by a Swin Transformer",

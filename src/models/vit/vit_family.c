@@ -68,16 +68,7 @@ static void vit_grid(const void *model, int *g, int *heads, int *patch) {
 
 static const char *const VIT_TYPES[] = {"vit", "tformer-vit", NULL};
 
-static void vit_defaults(void *cfg, tf_train_config *train) {
-    *(tf_vit_task_config *)cfg = tf_vit_task_config_default();
-    tf_vision_deit_defaults(train);
-}
-
-static tf_task *vit_task(const void *cfg, const tf_task_args *a) {
-    tf_images train;
-    if (tf_vision_train_images(a, ((const tf_vit_task_config *)cfg)->model.n_labels, &train)) return NULL;
-    return tf_vit_task_new(cfg, &train, NULL, a->run_dir, a->seed);
-}
+TF_DEIT_TASK_CALLS(vit, tf_vit)
 
 const tf_family tf_family_vit = {
     .name = "vit", .summary = "image classification",
