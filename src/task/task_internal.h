@@ -81,6 +81,8 @@ typedef struct {
     tf_task base;
     tf_images train, valid;
     tf_loader *loader;
+    tf_params *params; /* the model's, set once it is made (tf_image_task_set_model) */
+    tf_fields model;   /* the model's configuration: the checkpoint's signature */
 } tf_image_task;
 /* A task struct of size bytes whose first member is a tf_image_task, zeroed, with its table vt and
  * the sets moved into it (valid may be NULL); the caller's are emptied either way. NULL with the error. */
@@ -90,6 +92,15 @@ int tf_image_task_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key,
 int64_t tf_image_task_images(const tf_task *t, tf_subset subset);
 /* An image task's struct freed with its loader and both sets (its model freed first by the task's own free). */
 void tf_image_task_free(tf_task *t);
+/* With its model made: the model's parameters and its configuration (table, cfg). */
+void tf_image_task_set_model(tf_image_task *t, tf_params *ps, const tf_field_table *table, void *cfg);
+tf_params *tf_image_task_params(tf_task *t);
+int tf_image_task_signature(tf_task *t, char *out, size_t n);
+/* The calls of an image task's table (tf_task_vt's initialisers) that are the image task's, with its loss,
+ * save, tokens and free. */
+#define TF_IMAGE_TASK_CALLS(loss_fn, save_fn, tokens_fn, free_fn)                                                  \
+    .batch = tf_image_task_batch, .loss = (loss_fn), .params = tf_image_task_params,                               \
+    .signature = tf_image_task_signature, .save = (save_fn), .tokens = (tokens_fn), .free = (free_fn)
 
 /* ---------------------------------------------------------------- translation families */
 

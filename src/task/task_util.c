@@ -170,6 +170,16 @@ int64_t tf_image_task_images(const tf_task *t, tf_subset subset) {
     return subset == TF_SUBSET_VAL ? g->valid.n : g->train.n;
 }
 
+void tf_image_task_set_model(tf_image_task *t, tf_params *ps, const tf_field_table *table, void *cfg) {
+    t->params = ps, t->model = (tf_fields){table, cfg};
+}
+
+tf_params *tf_image_task_params(tf_task *t) { return ((tf_image_task *)t)->params; }
+
+int tf_image_task_signature(tf_task *t, char *out, size_t n) {
+    return tf_fields_signature(&((tf_image_task *)t)->model, 1, out, n);
+}
+
 void tf_image_task_free(tf_task *t) {
     tf_image_task *g = (tf_image_task *)t;
     tf_loader_free(g->loader);

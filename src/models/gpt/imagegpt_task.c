@@ -60,12 +60,6 @@ static tf_tensor *ig_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return out.loss;
 }
 
-static tf_params *ig_params(tf_task *t) { return ((igpt_task *)t)->m->params; }
-
-static int ig_signature(tf_task *t, char *out, size_t n) {
-    return tf_task_signature_of(&tf_gpt_config_table, &((igpt_task *)t)->m->cfg, out, n);
-}
-
 static int ig_save(tf_task *t, const char *dir) {
     igpt_task *g = (igpt_task *)t;
     return tf_gpt_save(g->m, dir) || tf_image_tokens_save(&g->tokens, dir) ? -1 : 0;
@@ -101,15 +95,7 @@ static void ig_free(tf_task *t) {
 }
 
 static const tf_task_vt IMAGEGPT_TASK = {
-    .batch = tf_image_task_batch,
-    .loss = ig_loss,
-    .params = ig_params,
-    .signature = ig_signature,
-    .save = ig_save,
-    .save_meta = ig_save_meta,
-    .check_meta = ig_check_meta,
-    .tokens = ig_tokens,
-    .free = ig_free,
+    TF_IMAGE_TASK_CALLS(ig_loss, ig_save, ig_tokens, ig_free), .save_meta = ig_save_meta, .check_meta = ig_check_meta,
 };
 
 /* ---------------------------------------------------------------- construction */
@@ -154,7 +140,9 @@ static int make_model(igpt_task *t, uint64_t seed) {
     if (!rc && !(g->loader = tf_image_tokens_loader_new(tr, g->train.n, va, n_val, (int)HW, c->n_clusters, seed))) rc = -1;
     free(tr), free(va);
     if (!rc) g->valid.n = n_val; /* the images evaluated (the rest of the buffer is freed with it) */
-    return rc || !(t->m = tf_gpt_new(&c->model, seed ? seed : 1)) ? -1 : 0;
+    if (rc || !(t->m = tf_gpt_new(&c->model, seed ? seed : 1))) return -1;
+    tf_image_task_set_model(g, t->m->params, &tf_gpt_config_table, &t->m->cfg);
+    return 0;
 }
 
 tf_task *tf_imagegpt_task_new(const tf_imagegpt_task_config *c, tf_images *train, tf_images *valid,

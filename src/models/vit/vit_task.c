@@ -140,14 +140,6 @@ static tf_tensor *vt_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return soft ? tf_soft_cross_entropy(ctx, o.logits, soft) : o.loss;
 }
 
-static tf_params *vt_params(tf_task *t) { return ((vit_task *)t)->im->params(((vit_task *)t)->m); }
-
-static int vt_signature(tf_task *t, char *out, size_t n) {
-    vit_task *v = (vit_task *)t;
-    const void *cfg = v->im == &VIT_MODEL ? (const void *)&v->vit.model : (const void *)&v->swin.model;
-    return tf_task_signature_of(v->im->family->config_table, cfg, out, n);
-}
-
 static int vt_save(tf_task *t, const char *dir) {
     vit_task *v = (vit_task *)t;
     return v->im->family->save(v->ema ? v->ema : v->m, dir);
@@ -211,16 +203,8 @@ static void vt_free(tf_task *t) {
 }
 
 static const tf_task_vt VIT_TASK = {
-    .batch = tf_image_task_batch,
-    .loss = vt_loss,
-    .params = vt_params,
-    .signature = vt_signature,
-    .save = vt_save,
-    .save_meta = vt_save_meta,
-    .check_meta = vt_check_meta,
-    .tokens = vt_tokens,
-    .free = vt_free,
-    .after_step = vt_after_step,
+    TF_IMAGE_TASK_CALLS(vt_loss, vt_save, vt_tokens, vt_free),
+    .save_meta = vt_save_meta, .check_meta = vt_check_meta, .after_step = vt_after_step,
 };
 
 /* ---------------------------------------------------------------- construction */
@@ -269,10 +253,11 @@ static tf_loader *make_loader(const vit_task *v, int n_labels, uint64_t seed) {
     return tf_images_loader_aug(&v->img.train, &v->img.valid, &a, seed);
 }
 
-/* The model, and its EMA (the same initial weights) with ema_decay. */
+/* The model (cfg: the task's, its signature), and its EMA (the same initial weights) with ema_decay. */
 static int make_models(vit_task *v, const void *cfg, int n_labels, uint64_t seed) {
     const image_model *im = v->im;
     if (!(v->m = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->m, n_labels, v->rc->label_names)) return -1;
+    tf_image_task_set_model(&v->img, im->params(v->m), im->family->config_table, (void *)cfg);
     if (v->rc->ema_decay <= 0) return 0;
     v->img.base.model_is_ema = 1;
     return !(v->ema = im->create(cfg, seed ? seed : 1)) || set_label_names(im, v->ema, n_labels, v->rc->label_names) ? -1 : 0;

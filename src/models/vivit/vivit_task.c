@@ -51,12 +51,6 @@ static tf_tensor *vv_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
     return out.loss;
 }
 
-static tf_params *vv_params(tf_task *t) { return ((vivit_task *)t)->m->params; }
-
-static int vv_signature(tf_task *t, char *out, size_t n) {
-    return tf_task_signature_of(&tf_vivit_config_table, &((vivit_task *)t)->m->cfg, out, n);
-}
-
 static int vv_save(tf_task *t, const char *dir) { return tf_vivit_save(((vivit_task *)t)->m, dir); }
 
 /* Tokens per clip: the embedded tubes. */
@@ -70,15 +64,7 @@ static void vv_free(tf_task *t) {
     tf_image_task_free(t);
 }
 
-static const tf_task_vt VIVIT_TASK = {
-    .batch = tf_image_task_batch,
-    .loss = vv_loss,
-    .params = vv_params,
-    .signature = vv_signature,
-    .save = vv_save,
-    .tokens = vv_tokens,
-    .free = vv_free,
-};
+static const tf_task_vt VIVIT_TASK = {TF_IMAGE_TASK_CALLS(vv_loss, vv_save, vv_tokens, vv_free)};
 
 /* ---------------------------------------------------------------- construction */
 
@@ -135,6 +121,7 @@ tf_task *tf_vivit_task_new(const tf_vivit_task_config *c, tf_images *images, con
         vv_free(&g->base);
         return NULL;
     }
+    tf_image_task_set_model(g, v->m->params, &tf_vivit_config_table, &v->m->cfg);
     return &g->base;
 }
 
