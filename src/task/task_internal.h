@@ -141,6 +141,34 @@ typedef struct {
     sizeof(T), offsetof(T, model), offsetof(T, max_tokens), offsetof(T, max_len), offsetof(T, label_smoothing),    \
         offsetof(T, val_bleu), offsetof(M, src_vocab), offsetof(M, tgt_vocab), offsetof(M, context)
 
+/* A translation family's table NAME and its calls (prefix_new, ...) for a model type T with T_new,
+ * T_free, T_save, T_decoder_new(_batch), T_run on T_inputs (input_ids, attention_mask,
+ * decoder_input_ids, labels, label_smoothing) giving T_outputs' loss, and its params; its task's
+ * settings T_task_config (table T_task_config_table) and configuration T_config (T_config_table). */
+#define TF_TRANSLATION_FAMILY(NAME, prefix, T)                                                                      \
+    static void *prefix##_new(const void *cfg, uint64_t seed) { return T##_new(cfg, seed); }                        \
+    static void prefix##_free(void *m) { T##_free(m); }                                                             \
+    static tf_params *prefix##_params(const void *m) { return ((const T *)m)->params; }                             \
+    static int prefix##_save(const void *m, const char *dir) { return T##_save(m, dir); }                           \
+    static tf_decoder *prefix##_decoder(const void *m, const int32_t *src, int n, int cap) {                        \
+        return T##_decoder_new(m, src, n, cap);                                                                     \
+    }                                                                                                               \
+    static tf_decoder *prefix##_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n,    \
+                                              int cap) {                                                            \
+        return T##_decoder_new_batch(m, src, n_src, n, cap);                                                        \
+    }                                                                                                               \
+    static tf_tensor *prefix##_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing) {         \
+        T##_inputs in = {.input_ids = tf_batch_get(b, "src_ids"), .attention_mask = tf_batch_get(b, "src_mask"),    \
+                         .decoder_input_ids = tf_batch_get(b, "tgt_in"), .labels = tf_batch_get(b, "tgt_out"),      \
+                         .label_smoothing = label_smoothing};                                                       \
+        T##_outputs out;                                                                                            \
+        return T##_run(ctx, m, &in, &out) ? NULL : out.loss;                                                        \
+    }                                                                                                               \
+    static const tf_translation_family NAME = {                                                                     \
+        &T##_task_config_table, &T##_config_table, TF_TRANSLATION_LAYOUT(T##_task_config, T##_config),              \
+        prefix##_new, prefix##_free, prefix##_params, prefix##_loss, prefix##_save, prefix##_decoder,               \
+        prefix##_decoder_batch}
+
 /* The task of tf_seq2seq_task_new for any family; cfg a family's task struct. */
 tf_task *tf_translation_task_new(const tf_translation_family *fam, const void *cfg, const char *src, const char *tgt,
                                  const char *valid_src, const char *valid_tgt, const char *tokenizer,

@@ -24,27 +24,7 @@ TF_FIELDS_DEFAULT_FN(tf_seq2seq_task_config, tf_seq2seq_task_config_default, tf_
 
 /* ---------------------------------------------------------------- the Transformer family */
 
-static void *tr_new(const void *cfg, uint64_t seed) { return tf_seq2seq_new(cfg, seed); }
-static void tr_free(void *m) { tf_seq2seq_free(m); }
-static tf_params *tr_params(const void *m) { return ((const tf_seq2seq *)m)->params; }
-static int tr_save(const void *m, const char *dir) { return tf_seq2seq_save(m, dir); }
-static tf_decoder *tr_decoder(const void *m, const int32_t *src, int n, int cap) { return tf_seq2seq_decoder_new(m, src, n, cap); }
-static tf_decoder *tr_decoder_batch(const void *m, const int32_t *const *src, const int *n_src, int n, int cap) {
-    return tf_seq2seq_decoder_new_batch(m, src, n_src, n, cap);
-}
-
-static tf_tensor *tr_loss(tf_ctx *ctx, const void *m, const tf_batch *b, float label_smoothing) {
-    tf_seq2seq_inputs in = {.input_ids = tf_batch_get(b, "src_ids"), .attention_mask = tf_batch_get(b, "src_mask"),
-                            .decoder_input_ids = tf_batch_get(b, "tgt_in"), .labels = tf_batch_get(b, "tgt_out"),
-                            .label_smoothing = label_smoothing};
-    tf_seq2seq_outputs out;
-    return tf_seq2seq_run(ctx, m, &in, &out) ? NULL : out.loss;
-}
-
-static const tf_translation_family TRANSFORMER = {
-    &tf_seq2seq_task_config_table, &tf_seq2seq_config_table,
-    TF_TRANSLATION_LAYOUT(tf_seq2seq_task_config, tf_seq2seq_config),
-    tr_new, tr_free, tr_params, tr_loss, tr_save, tr_decoder, tr_decoder_batch};
+TF_TRANSLATION_FAMILY(TRANSFORMER, tr, tf_seq2seq);
 
 /* ---------------------------------------------------------------- the task (any family) */
 
