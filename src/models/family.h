@@ -10,17 +10,20 @@ int64_t tf_family_one_pass(int64_t n, int64_t rows);
 
 /* The typed adapters of a family's row for a model type T with T_load(dir) and T_free(T *):
  * prefix_load (architecture unused: the folder's config and tensors tell the head) and prefix_free. */
-#define TF_FAMILY_LOAD_FREE(prefix, T)                                        \
-    static void *prefix##_load(const char *dir, const char *architecture) { \
-        (void)architecture;                                                  \
-        return T##_load(dir);                                                \
-    }                                                                        \
+#define TF_FAMILY_LOAD_FREE(prefix, T)                                                                  \
+    static void *prefix##_load(const char *dir, const char *architecture) {                             \
+        (void)architecture;                                                                             \
+        return T##_load(dir);                                                                           \
+    }                                                                                                   \
     static void prefix##_free(void *model) { T##_free(model); }
 
 /* And for a T with T_save(const T *, dir) whose struct holds its parameters (params):
  * prefix_save and prefix_params. */
 #define TF_FAMILY_SAVE_PARAMS(prefix, T)                                                                \
-    static int prefix##_save(const void *model, const char *dir) { return T##_save(model, dir); } \
+    static int prefix##_save(const void *model, const char *dir) { return T##_save(model, dir); }       \
     static const tf_params *prefix##_params(const void *model) { return ((const T *)model)->params; }
+
+/* All four, for a T with each of them. */
+#define TF_FAMILY_MODEL_CALLS(prefix, T) TF_FAMILY_LOAD_FREE(prefix, T) TF_FAMILY_SAVE_PARAMS(prefix, T)
 
 #endif

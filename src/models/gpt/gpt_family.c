@@ -41,8 +41,7 @@ static const hf_arch IMAGEGPT_ARCHS[] = {
 /* ---------------------------------------------------------------- loading and running */
 
 /* tf_gpt_load refuses GPT-2 settings it does not compute. */
-TF_FAMILY_LOAD_FREE(gpt2, tf_gpt)
-TF_FAMILY_SAVE_PARAMS(gpt2, tf_gpt)
+TF_FAMILY_MODEL_CALLS(gpt2, tf_gpt)
 
 /* Hugging Face shifts labels inside the model: the loss is the cross-entropy
  * of logits[:, :-1] against labels[:, 1:], -100 ignored. tf_gpt_run takes the

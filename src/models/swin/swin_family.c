@@ -19,8 +19,7 @@ static const hf_arch SWIN_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-TF_FAMILY_LOAD_FREE(swin, tf_swin)
-TF_FAMILY_SAVE_PARAMS(swin, tf_swin)
+TF_FAMILY_MODEL_CALLS(swin, tf_swin)
 
 int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                                hf_classifier_out *o) {

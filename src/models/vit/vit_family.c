@@ -22,8 +22,7 @@ static const hf_arch VIT_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-TF_FAMILY_LOAD_FREE(vit, tf_vit)
-TF_FAMILY_SAVE_PARAMS(vit, tf_vit)
+TF_FAMILY_MODEL_CALLS(vit, tf_vit)
 
 int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                               hf_classifier_out *o) {

@@ -18,8 +18,7 @@ static const hf_arch VIVIT_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-TF_FAMILY_LOAD_FREE(vivit, tf_vivit)
-TF_FAMILY_SAVE_PARAMS(vivit, tf_vivit)
+TF_FAMILY_MODEL_CALLS(vivit, tf_vivit)
 
 static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                          hf_classifier_out *o) {
