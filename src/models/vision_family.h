@@ -71,11 +71,26 @@ static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf
         *channels = m->cfg.channels, *size = m->cfg.image_size, *n_labels = m->cfg.n_labels;                    \
     }
 
-/* ViT's and Swin's classifier forwards (their rows' files), which their training task runs too. */
+/* Defines T_classifier_forward (an hf_classifier_fn, declared below) for a model type T whose T_inputs hold
+ * pixel_values, labels and label_smoothing and whose T_outputs hold hf_classifier_out's four tensors. */
+#define TF_CLASSIFIER_FORWARD(T)                                                                                \
+    int T##_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing, \
+                               hf_classifier_out *o) {                                                          \
+        T##_outputs out;                                                                                        \
+        T##_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};               \
+        if (T##_run(ctx, m, &in, &out)) return -1;                                                              \
+        *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};               \
+        return 0;                                                                                               \
+    }
+
+/* ViT's, Swin's and ViViT's classifier forwards (their rows' files), which ViT's and Swin's training task
+ * runs too. */
 int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                               hf_classifier_out *o);
 int tf_swin_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
                                hf_classifier_out *o);
+int tf_vivit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
+                                hf_classifier_out *o);
 /* One image (channels x size x size) through an image classifier's forward: its n_labels logits. */
 int tf_vision_image_logits(const void *model, hf_classifier_fn forward, int channels, int size, int n_labels,
                            const float *pixels, float *logits);

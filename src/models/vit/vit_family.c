@@ -24,14 +24,7 @@ static const hf_arch VIT_ARCHS[] = {
 
 TF_FAMILY_MODEL_CALLS(vit, tf_vit)
 
-int tf_vit_classifier_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
-                              hf_classifier_out *o) {
-    tf_vit_outputs out;
-    tf_vit_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
-    if (tf_vit_run(ctx, m, &in, &out)) return -1;
-    *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
-    return 0;
-}
+TF_CLASSIFIER_FORWARD(tf_vit)
 
 /* ---------------------------------------------------------------- capabilities */
 

@@ -20,16 +20,9 @@ static const hf_arch VIVIT_ARCHS[] = {
 
 TF_FAMILY_MODEL_CALLS(vivit, tf_vivit)
 
-static int vivit_forward(tf_ctx *ctx, const void *m, tf_tensor *pixels, tf_tensor *labels, float smoothing,
-                         hf_classifier_out *o) {
-    tf_vivit_outputs out;
-    tf_vivit_inputs in = {.pixel_values = pixels, .labels = labels, .label_smoothing = smoothing};
-    if (tf_vivit_run(ctx, m, &in, &out)) return -1;
-    *o = (hf_classifier_out){out.last_hidden_state, out.pooler_output, out.logits, out.loss};
-    return 0;
-}
+TF_CLASSIFIER_FORWARD(tf_vivit)
 
-TF_CLASSIFIER_CALLS(vivit, tf_vivit, vivit_forward, TF_VIVIT_VIDEO_CLS, TF_CAP_CLASSIFY_CLIP)
+TF_CLASSIFIER_CALLS(vivit, tf_vivit, tf_vivit_classifier_forward, TF_VIVIT_VIDEO_CLS, TF_CAP_CLASSIFY_CLIP)
 
 /* ---------------------------------------------------------------- the row */
 
