@@ -25,5 +25,9 @@ int64_t tf_family_one_pass(int64_t n, int64_t rows);
 
 /* All four, for a T with each of them. */
 #define TF_FAMILY_MODEL_CALLS(prefix, T) TF_FAMILY_LOAD_FREE(prefix, T) TF_FAMILY_SAVE_PARAMS(prefix, T)
+/* The row's fields for them (tf_family's initialisers), with prefix_caps, prefix_run and T_config_table. */
+#define TF_FAMILY_MODEL_ROW(prefix, T)                                                                         \
+    .load = prefix##_load, .free = prefix##_free, .model_caps = prefix##_caps, .params = prefix##_params,      \
+    .config_table = &T##_config_table, .save = prefix##_save, .run = prefix##_run
 
 #endif

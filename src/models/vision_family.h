@@ -46,6 +46,12 @@ static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf
         return T##_task_new(cfg, &train, NULL, a->run_dir, a->seed);                                            \
     }
 
+/* The row's fields for them (tf_family's initialisers): DeiT's image input and its checks. */
+#define TF_DEIT_TASK_ROW(prefix, T)                                                                             \
+    .input = TF_TRAIN_IMAGES, .task_table = &T##_task_config_table, .task_size = sizeof(T##_task_config),      \
+    .task_defaults = prefix##_defaults, .task_check = tf_vision_task_check, .task_new = prefix##_task,          \
+    .val_batches = tf_vision_image_val
+
 /* A classifier row's typed calls for a model type T whose cfg holds head and n_labels: prefix_run (hf-run
  * through forward), prefix_caps (TF_CAP_RUN, and cap when cfg.head is cls) and prefix_label (T_label). */
 #define TF_CLASSIFIER_CALLS(prefix, T, forward, cls, cap)                                                       \

@@ -184,15 +184,10 @@ static tf_task *gpt_task(const void *cfg, const tf_task_args *a) {
                           a->seed);
 }
 
-/* The model half of both rows: GPT-2's and ImageGPT's folders are one model (tf_gpt). */
-#define GPT2_MODEL_CALLS                                                                            \
-    .load = gpt2_load, .free = gpt2_free, .model_caps = gpt2_caps, .params = gpt2_params,          \
-    .config_table = &tf_gpt_config_table, .save = gpt2_save, .run = gpt2_run
-
 const tf_family tf_family_gpt = {
     .name = "gpt", .summary = "next token",
     .model_types = GPT_TYPES, .verbs = "generate or eval", .caps = TF_CAP_RUN | TF_CAP_GENERATE,
-    GPT2_MODEL_CALLS, .archs = GPT_ARCHS,
+    TF_FAMILY_MODEL_ROW(gpt2, tf_gpt), .archs = GPT_ARCHS,
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
     .task_defaults = gpt_defaults, .task_new = gpt_task,
     .generate = gpt2_generate,
@@ -222,7 +217,7 @@ static int64_t imagegpt_val(const tf_task *t, const tf_task_args *a) {
 const tf_family tf_family_imagegpt = {
     .name = "imagegpt", .summary = "next pixel: a GPT on colour tokens",
     .model_types = IMAGEGPT_TYPES, .verbs = "complete-image", .caps = TF_CAP_RUN | TF_CAP_COMPLETE_IMAGE,
-    GPT2_MODEL_CALLS, .archs = IMAGEGPT_ARCHS,
+    TF_FAMILY_MODEL_ROW(gpt2, tf_gpt), .archs = IMAGEGPT_ARCHS, /* GPT-2's model */
     .input = TF_TRAIN_IMAGES, .task_table = &tf_imagegpt_task_config_table,
     .task_size = sizeof(tf_imagegpt_task_config),
     .task_defaults = imagegpt_defaults, .task_new = imagegpt_task, .val_batches = imagegpt_val,

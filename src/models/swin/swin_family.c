@@ -53,11 +53,7 @@ TF_DEIT_TASK_CALLS(swin, tf_swin)
 const tf_family tf_family_swin = {
     .name = "swin", .summary = "image classification by a Swin Transformer",
     .model_types = SWIN_TYPES, .verbs = "classify", .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE,
-    .load = swin_load, .free = swin_free, .model_caps = swin_caps, .params = swin_params,
-    .config_table = &tf_swin_config_table, .save = swin_save,
-    .archs = SWIN_ARCHS, .run = swin_run,
-    .input = TF_TRAIN_IMAGES, .task_table = &tf_swin_task_config_table, .task_size = sizeof(tf_swin_task_config),
-    .task_defaults = swin_defaults, .task_check = tf_vision_task_check, .task_new = swin_task,
-    .val_batches = tf_vision_image_val,
+    TF_FAMILY_MODEL_ROW(swin, tf_swin), .archs = SWIN_ARCHS,
+    TF_DEIT_TASK_ROW(swin, tf_swin),
     .classify_images = swin_classify, .image_shape = swin_shape, .label = swin_label, .image_logits = swin_logits,
 };

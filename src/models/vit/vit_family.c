@@ -65,12 +65,8 @@ TF_DEIT_TASK_CALLS(vit, tf_vit)
 const tf_family tf_family_vit = {
     .name = "vit", .summary = "image classification",
     .model_types = VIT_TYPES, .verbs = "classify", .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_IMAGE,
-    .load = vit_load, .free = vit_free, .model_caps = vit_caps, .params = vit_params,
-    .config_table = &tf_vit_config_table, .save = vit_save,
-    .archs = VIT_ARCHS, .run = vit_run,
-    .input = TF_TRAIN_IMAGES, .task_table = &tf_vit_task_config_table, .task_size = sizeof(tf_vit_task_config),
-    .task_defaults = vit_defaults, .task_check = tf_vision_task_check, .task_new = vit_task,
-    .val_batches = tf_vision_image_val,
+    TF_FAMILY_MODEL_ROW(vit, tf_vit), .archs = VIT_ARCHS,
+    TF_DEIT_TASK_ROW(vit, tf_vit),
     .classify_images = vit_classify, .image_shape = vit_shape, .label = vit_label, .image_logits = vit_logits,
     .attention_grid = vit_grid,
 };

@@ -56,9 +56,7 @@ static int64_t vivit_val(const tf_task *t, const tf_task_args *a) {
 const tf_family tf_family_vivit = {
     .name = "vivit", .summary = "video classification on moving-object clips",
     .model_types = VIVIT_TYPES, .verbs = "classify", .caps = TF_CAP_RUN | TF_CAP_CLASSIFY_CLIP,
-    .load = vivit_load, .free = vivit_free, .model_caps = vivit_caps, .params = vivit_params,
-    .config_table = &tf_vivit_config_table, .save = vivit_save,
-    .archs = VIVIT_ARCHS, .run = vivit_run,
+    TF_FAMILY_MODEL_ROW(vivit, tf_vivit), .archs = VIVIT_ARCHS,
     .input = TF_TRAIN_CLIPS, .task_table = &tf_vivit_task_config_table, .task_size = sizeof(tf_vivit_task_config),
     .task_defaults = vivit_defaults, .task_check = vivit_check, .task_new = vivit_task, .val_batches = vivit_val,
     .label = vivit_label,
