@@ -16,6 +16,24 @@ int tf_folder_load_weights(const char *dir, tf_params *ps);
 /* dir (created if missing): config.json and model.safetensors. */
 int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, const void *cfg, const tf_params *ps);
 
+/* A model type T's folder calls (T_config, T_config_table, T_new, T_free; its cfg and params members), of
+ * model_type type: `static T *read_folder(const char *dir)` (config.json then model.safetensors; NULL with
+ * the error) and T_save (tformer/<family>.h declares it). */
+#define TF_FOLDER_CALLS(T, type)                                                                                    \
+    static T *read_folder(const char *dir) {                                                                        \
+        T##_config c;                                                                                               \
+        if (tf_folder_read_config(dir, type, &T##_config_table, &c)) return NULL;                                   \
+        T *m = T##_new(&c, 0);                                                                                      \
+        if (m && tf_folder_load_weights(dir, m->params)) {                                                          \
+            T##_free(m);                                                                                            \
+            return NULL;                                                                                            \
+        }                                                                                                           \
+        return m;                                                                                                   \
+    }                                                                                                               \
+    int T##_save(const T *m, const char *dir) {                                                                     \
+        return tf_folder_save(dir, type, &T##_config_table, &m->cfg, m->params);                                    \
+    }
+
 /* ---- pieces every family's Hugging Face folder needs ---- */
 
 /* config.json's model_type, when it names one, is one of types (NULL-ended); else an error
