@@ -3,19 +3,6 @@
 #include "../model_folder.h"
 #include "tformer/caption.h"
 
-#define MODEL_TYPE "tformer-caption"
+TF_FOLDER_CALLS(tf_caption, "tformer-caption")
 
-tf_caption *tf_caption_load(const char *dir) {
-    tf_caption_config c;
-    if (tf_folder_read_config(dir, MODEL_TYPE, &tf_caption_config_table, &c)) return NULL;
-    tf_caption *m = tf_caption_new(&c, 0);
-    if (m && tf_folder_load_weights(dir, m->params)) {
-        tf_caption_free(m);
-        return NULL;
-    }
-    return m;
-}
-
-int tf_caption_save(const tf_caption *m, const char *dir) {
-    return tf_folder_save(dir, MODEL_TYPE, &tf_caption_config_table, &m->cfg, m->params);
-}
+tf_caption *tf_caption_load(const char *dir) { return read_folder(dir); }
