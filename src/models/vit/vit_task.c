@@ -83,37 +83,32 @@ typedef struct {
     int (*check)(const void *cfg, int *channels, int *size, int *n_labels); /* the config valid and a classifier */
 } image_model;
 
-static void *vit_create(const void *cfg, uint64_t seed) { return tf_vit_new(cfg, seed); }
-static tf_params *vit_params(const void *m) { return ((const tf_vit *)m)->params; }
-static int vit_set_labels(void *m, const char *const *names, int n) { return tf_vit_set_labels(m, names, n); }
-static int64_t vit_tokens(const void *m) { return tf_vit_patches(&((const tf_vit *)m)->cfg) + 1; }
-static int vit_check(const void *cfg, int *channels, int *size, int *n_labels) {
-    const tf_vit_config *c = cfg;
-    if (tf_vit_config_check(c)) return -1;
-    if (c->head != TF_VIT_IMAGE_CLS) return tf_set_error("head: training needs ViTForImageClassification");
-    *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
-    return 0;
-}
-static const image_model VIT_MODEL = {"ViTForImageClassification", &tf_family_vit, vit_create, vit_params,
-                                      vit_set_labels, tf_vit_classifier_forward, vit_tokens, vit_check};
+/* The table of a model type T (ViT's, Swin's) with T_new, T_set_labels, T_config_check, its params and cfg
+ * (head cls for arch, the Hugging Face name), its family's row and prefix_tokens. */
+#define IMAGE_MODEL(NAME, prefix, T, cls, arch, family)                                                             \
+    static void *prefix##_create(const void *cfg, uint64_t seed) { return T##_new(cfg, seed); }                     \
+    static tf_params *prefix##_params(const void *m) { return ((const T *)m)->params; }                             \
+    static int prefix##_set_labels(void *m, const char *const *names, int n) { return T##_set_labels(m, names, n); } \
+    static int prefix##_check(const void *cfg, int *channels, int *size, int *n_labels) {                           \
+        const T##_config *c = cfg;                                                                                  \
+        if (T##_config_check(c)) return -1;                                                                         \
+        if (c->head != (cls)) return tf_set_error("head: training needs " arch);                                    \
+        *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;                                    \
+        return 0;                                                                                                   \
+    }                                                                                                               \
+    static const image_model NAME = {arch, &(family), prefix##_create, prefix##_params, prefix##_set_labels,        \
+                                     T##_classifier_forward, prefix##_tokens, prefix##_check}
 
-static void *swin_create(const void *cfg, uint64_t seed) { return tf_swin_new(cfg, seed); }
-static tf_params *swin_params(const void *m) { return ((const tf_swin *)m)->params; }
-static int swin_set_labels(void *m, const char *const *names, int n) { return tf_swin_set_labels(m, names, n); }
+static int64_t vit_tokens(const void *m) { return tf_vit_patches(&((const tf_vit *)m)->cfg) + 1; }
+IMAGE_MODEL(VIT_MODEL, vit, tf_vit, TF_VIT_IMAGE_CLS, "ViTForImageClassification", tf_family_vit);
+
 /* The first stage's tokens (the most attended over). */
 static int64_t swin_tokens(const void *m) {
     const tf_swin_stage *st = &((const tf_swin *)m)->stage[0];
     return (int64_t)st->height * st->width;
 }
-static int swin_check(const void *cfg, int *channels, int *size, int *n_labels) {
-    const tf_swin_config *c = cfg;
-    if (tf_swin_config_check(c)) return -1;
-    if (c->head != TF_SWIN_IMAGE_CLS) return tf_set_error("head: training needs SwinForImageClassification");
-    *channels = c->channels, *size = c->image_size, *n_labels = c->n_labels;
-    return 0;
-}
-static const image_model SWIN_MODEL = {"SwinForImageClassification", &tf_family_swin, swin_create, swin_params,
-                                       swin_set_labels, tf_swin_classifier_forward, swin_tokens, swin_check};
+IMAGE_MODEL(SWIN_MODEL, swin, tf_swin, TF_SWIN_IMAGE_CLS, "SwinForImageClassification", tf_family_swin);
+#undef IMAGE_MODEL
 
 typedef struct {
     tf_image_task img; /* base, the sets, the augmenting loader */
