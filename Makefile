@@ -730,6 +730,22 @@ bench-translate: $(BUILD)/tformer $(HF_PYTHON)
 	    --src $(TRANSLATION_RESULTS)/data/test_2016_flickr.en --hf-n 100 --repeat 5
 .PHONY: translation-results bench-translate
 
+# Reduced precision for inference (docs/precision.md): embed (all-MiniLM-L6-v2) in f32, bf16 and int8
+# against sentence-transformers, ONNX Runtime and ONNX Runtime's quantize_dynamic int8, then the
+# translation-results model in f32, bf16 and int8 against CTranslate2 in float and int8 (skipped,
+# said, when that model is not trained). Rows into BENCH_RECORD with their precision. A quiet machine only.
+bench-precision: $(BUILD)/tformer $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM)/config.json $(BUILD)/val.en \
+                 $(HF_PYTHON)
+	$(HF_PYTHON) -c "import onnxruntime, ctranslate2" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime ctranslate2
+	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM) $(BUILD)/val.en \
+	    --precision f32,bf16,int8 $(BENCH_THREADS)
+	if test -f $(TRANSLATION_RESULTS)/run/best/config.json; then \
+	    $(BENCH_ENV) $(HF_PYTHON) bench/translate_bench.py --tformer $(BUILD)/tformer \
+	        --model $(TRANSLATION_RESULTS)/run/best --src $(TRANSLATION_RESULTS)/data/test_2016_flickr.en --hf-n 100 \
+	        --repeat 5 --precision bf16,int8; \
+	else echo "bench-precision: no $(TRANSLATION_RESULTS)/run/best (make translation-results): translate skipped"; fi
+.PHONY: bench-precision
+
 # docs/vision.md's long run: a ViT on Fashion-MNIST with a DeiT recipe, issue
 # 12's 93% on t10k (the fourteenth run: 93.29% in 1 h 45 min on both cores, the
 # last 3,200 steps without augmentations; each call trains for at most HOURS,

@@ -1,7 +1,8 @@
 /* Sentence embeddings per second of a BERT folder (tf_bert_embed on the
  * folder's sentence-transformers settings), the model loaded once; the
  * median of reps runs over every line of a text file, on $TFORMER_THREADS
- * threads (unset or 0: every core, as the CLI).
+ * threads (unset or 0: every core, as the CLI), in the precision
+ * $TFORMER_PRECISION names (f32, bf16 or int8: embed's --precision; unset: f32).
  *     bench_embed MODEL_DIR TEXTS [reps]
  * prints: threads N sentences N tokens_mean X load_s X median_s X sentences_per_s X */
 #include <stdio.h>
@@ -36,6 +37,10 @@ int main(int argc, char **argv) {
     double t0 = bench_now();
     tf_bert *m = tf_bert_load(argv[1], &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     tf_tokenizer *tok = m ? tf_tokenizer_load(argv[1]) : NULL;
+    const char *pname = getenv("TFORMER_PRECISION");
+    tf_precision p = TF_PRECISION_F32;
+    if (m && pname && *pname && (tf_precision_parse(pname, &p) || tf_params_set_precision(m->params, p)))
+        return fprintf(stderr, "bench_embed: TFORMER_PRECISION: %s\n", tf_error()), 2;
     double load = bench_now() - t0;
     tf_embed_opts o;
     char **lines = read_lines(argv[2], &n);

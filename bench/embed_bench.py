@@ -5,7 +5,13 @@ cores, at each thread count. A shared machine's speed drifts over minutes, so
 the contenders take turns: ROUNDS rounds of one process each (the median of
 REPS runs, the model loaded once), and each one's median round is reported.
 
-    python bench/embed_bench.py BENCH_EMBED BENCH_MATMUL MODEL_DIR TEXTS [--pt2 PYTHON] THREADS...
+    python bench/embed_bench.py BENCH_EMBED BENCH_MATMUL MODEL_DIR TEXTS [--pt2 PYTHON]
+        [--precision f32,bf16,int8] THREADS...
+
+--precision (default f32): tformer in each precision listed (bench_embed under
+TFORMER_PRECISION; docs/precision.md), each a row per peer; with int8, ONNX
+Runtime's int8 too (onnxruntime.quantization.quantize_dynamic of the same
+export: int8 weights, activations quantised per call) as a peer.
 
 Every peer runs in a process of its own, started with its thread count (torch
 and ONNX Runtime keep thread pools for the life of a process):
@@ -115,8 +121,8 @@ def run_peer(python, kind, model, texts, threads, extra=()):
     return json.loads(out.stdout.strip().splitlines()[-1])["median_s"]
 
 
-def bench_tformer(binary, model, texts, threads):
-    env = dict(os.environ, TFORMER_THREADS=str(threads))
+def bench_tformer(binary, model, texts, threads, precision="f32"):
+    env = dict(os.environ, TFORMER_THREADS=str(threads), TFORMER_PRECISION=precision)
     out = subprocess.run([binary, model, texts, str(REPS)], env=env, capture_output=True, text=True, check=True).stdout
     f = out.split()
     ran = int(f[f.index("threads") + 1])
@@ -148,13 +154,28 @@ def peak(bench_matmul, threads):
     return best
 
 
+def quantize_onnx(path):
+    """ONNX Runtime's dynamic int8 of an export (weights int8, activations quantised per call)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    out = path.replace(".onnx", ".int8.onnx")
+    quantize_dynamic(path, out, weight_type=QuantType.QInt8)
+    return out
+
+
+def option(args, name, default):
+    """The value of `name VALUE` in args (removed from them), else default."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
 def main():
     args = sys.argv[1:]
-    pt2 = None
-    if "--pt2" in args:
-        i = args.index("--pt2")
-        pt2 = args[i + 1]
-        del args[i:i + 2]
+    pt2 = option(args, "--pt2", None)
+    precisions = option(args, "--precision", "f32").split(",")
     binary, bench_matmul, model, texts = args[0], args[1], os.path.abspath(args[2]), args[3]
     threads = [int(t) for t in args[4:]] or [1, 2]
     lines = open(texts, encoding="utf-8").read().splitlines()
@@ -167,19 +188,25 @@ def main():
     print("sentences/s, and GFLOP/s as a fraction of the FMA peak on those threads")
     peers = [("sent-tr 1.13", sys.executable, "st", ())] + ([("sent-tr 2.x", pt2, "st", ())] if pt2 else []) + \
             [("onnxrt", sys.executable, "ort", (onnx_path,))]
-    head = f"{'threads':>7} {'peak':>7} {'tformer':>15}" + "".join(f" {p[0]:>15}" for p in peers) + f" {'vs best':>8}"
+    if "int8" in precisions:
+        peers.append(("onnxrt int8", sys.executable, "ort", (quantize_onnx(onnx_path),)))
+    head = f"{'threads':>7} {'peak':>7}" + "".join(f" {'tformer ' + p:>15}" for p in precisions) + \
+        "".join(f" {p[0]:>15}" for p in peers) + f" {'vs best':>8}"
     print(head)
     for th in threads:
         pk = peak(bench_matmul, th)
-        rounds = [[bench_tformer(binary, model, texts, th)] +
+        rounds = [[bench_tformer(binary, model, texts, th, p) for p in precisions] +
                   [run_peer(py, kind, model, texts, th, extra) for _, py, kind, extra in peers] for _ in range(ROUNDS)]
-        t_tf, *ts = [sorted(r[i] for r in rounds)[ROUNDS // 2] for i in range(len(peers) + 1)]
+        med = [sorted(r[i] for r in rounds)[ROUNDS // 2] for i in range(len(precisions) + len(peers))]
+        t_mine, ts = med[:len(precisions)], med[len(precisions):]
         cell = lambda t: f"{n / t:7.1f} ({flops / t / pk:4.0%})"
-        print(f"{th:>7} {pk / 1e9:7.1f} {cell(t_tf):>15}" + "".join(f" {cell(t):>15}" for t in ts) +
-              f" {min(ts) / t_tf:>7.2f}x", flush=True)
-        for (name, *_), t in zip(peers, ts):
-            bench_record.row("embed", f"MiniLM embeddings, {n} texts", th, n / t_tf, name, n / t, "sentences/s",
-                             binary=binary, of_peak=flops / t_tf / pk, peer_of_peak=flops / t / pk)
+        print(f"{th:>7} {pk / 1e9:7.1f}" + "".join(f" {cell(t):>15}" for t in t_mine + ts) +
+              f" {min(ts) / min(t_mine):>7.2f}x", flush=True)
+        for p, t_tf in zip(precisions, t_mine):
+            for (name, *_), t in zip(peers, ts):
+                bench_record.row("embed", f"MiniLM embeddings, {n} texts", th, n / t_tf, name, n / t, "sentences/s",
+                                 precision="fp32" if p == "f32" else p, binary=binary, of_peak=flops / t_tf / pk,
+                                 peer_of_peak=flops / t / pk)
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--peer"]:

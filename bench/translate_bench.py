@@ -15,8 +15,13 @@ process of its own (torch's idle threads in this one slowed it 2-6x), with
 its threads as intra-op threads (1 x T) and as T translators (T x 1).
 
     python3 bench/translate_bench.py --model RUN/averaged --src test.en [--n 1000] [--threads 2]
+        [--precision bf16,int8]
 
 Prints sentences/s per system, beam 1 and 5, and the ratios tformer / peer.
+--precision: then tformer translate --precision P (docs/precision.md) for each P
+listed, greedy and beam 5, against CTranslate2 in float and with
+compute_type int8 (int8 weights, activations quantised per call), each a row
+of precision P; how many sentences each equals the f32 translation on is said.
 """
 import argparse
 import json
@@ -121,13 +126,13 @@ def strip(seq, V, special):
     return [i for i in seq if i < V and i not in special]
 
 
-def run_tformer(binary, folder, lines, beam, threads, batch=32):
+def run_tformer(binary, folder, lines, beam, threads, batch=32, precision="f32"):
     """The whole command (model loading and tokenisation included), with
     CTranslate2's beam rule (hf-early: N hypotheses ended; equal outputs)."""
     text = "\n".join(lines) + "\n"
     t0 = time.perf_counter()
     out = tformer_lines(binary, ["translate", "--model", folder, "--beam", str(beam), "--batch", str(batch),
-                                 "--beam-stop", "hf-early"], text, threads)
+                                 "--beam-stop", "hf-early", "--precision", precision], text, threads)
     return time.perf_counter() - t0, out.rstrip("\n").split("\n")
 
 
@@ -152,7 +157,8 @@ CT2_CHILD = r"""
 import json, sys, time
 import ctranslate2
 a = json.load(open(sys.argv[1]))
-tr = ctranslate2.Translator(a["model"], device="cpu", inter_threads=a["inter"], intra_threads=a["intra"])
+tr = ctranslate2.Translator(a["model"], device="cpu", inter_threads=a["inter"], intra_threads=a["intra"],
+                            compute_type=a["compute_type"])
 toks = [[f"t{i}" for i in s] for s in a["src"]]
 times, hyps = [], None
 for _ in range(a["repeat"]):
@@ -164,12 +170,12 @@ json.dump({"times": times, "hyps": hyps}, open(sys.argv[1], "w"))
 """
 
 
-def run_ct2(model_dir, src, beam, batch, max_len, inter, intra, repeat):
+def run_ct2(model_dir, src, beam, batch, max_len, inter, intra, repeat, compute_type="default"):
     """CTranslate2 in a process of its own: torch's OpenMP threads, idle but
     spinning in this one, took 2-6x of its speed when it ran here."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"model": model_dir, "src": src, "beam": beam, "batch": batch, "max_len": max_len, "inter": inter,
-                   "intra": intra, "repeat": repeat}, f)
+                   "intra": intra, "repeat": repeat, "compute_type": compute_type}, f)
     subprocess.run([sys.executable, "-c", CT2_CHILD, f.name], check=True)
     r = json.load(open(f.name))
     os.unlink(f.name)
@@ -186,6 +192,7 @@ def main():
     ap.add_argument("--check", type=int, default=1000, help="sentences whose outputs are compared (greedy and beam 5)")
     ap.add_argument("--tformer", default="build/tformer")
     ap.add_argument("--hf-n", type=int, default=200, help="sentences for transformers' generate (it is slow)")
+    ap.add_argument("--precision", default="", help="tformer's reduced precisions to add: bf16,int8 (rows of each)")
     a = ap.parse_args()
     import ctranslate2
 
@@ -251,6 +258,27 @@ def main():
                     print(f"beam {beam}  {mine:30s} vs {r[1]:40s} {base / r[2]:6.2f}x")
                     bench_record.row("translate", f"Multi30k beam {beam}, {mine}", a.threads, base, r[1], r[2],
                                      "sentences/s", binary=a.tformer)
+    if a.precision:
+        bench_precisions(a, lines, src, work, max_len)
+
+
+def bench_precisions(a, lines, src, work, max_len):
+    """tformer in each of a.precision's precisions against CTranslate2 in float and in int8 (batch 32)."""
+    for beam in (1, 5):
+        _, ref = run_tformer(a.tformer, a.model, lines, beam, a.threads)
+        peers = [(f"ctranslate2 {ct} (batch 32, 1 x {a.threads} threads)", ct) for ct in ("default", "int8")]
+        ct_rate = {name: len(lines) / statistics.median(run_ct2(work, src, beam, 32, max_len, 1, a.threads, a.repeat,
+                                                                ct)[0]) for name, ct in peers}
+        for p in a.precision.split(","):
+            runs = [run_tformer(a.tformer, a.model, lines, beam, a.threads, 32, p) for _ in range(a.repeat)]
+            same = sum(x == y for x, y in zip(runs[0][1], ref))
+            mine = len(lines) / statistics.median(r[0] for r in runs)
+            print(f"beam {beam}  tformer --precision {p:5s} {mine:8.1f} sentences/s; equals f32 on {same}/{len(ref)}")
+            for name, rate in ct_rate.items():
+                print(f"beam {beam}  tformer {p} vs {name:40s} {mine / rate:6.2f}x", flush=True)
+                bench_record.row("translate", f"Multi30k beam {beam}, tformer (batch 32) --precision {p}", a.threads,
+                                 mine, name, rate, "sentences/s", precision=p, binary=a.tformer,
+                                 same_as_f32=same / len(ref))
 
 
 if __name__ == "__main__":

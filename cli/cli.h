@@ -138,13 +138,17 @@ void cli_run_folder(const cli_args *a, int kind, const char *out, int resume, in
 /* A --max-len style flag's value (0: unset) above the model's context: exits naming the flag
  * and both numbers, as finetune's check (inputs are never cut to a length other than asked). */
 void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, int context);
-/* --quantize of the inference verbs: int8 weights (tf_params_quantize). */
-#define CLI_QUANTIZE_ROW                                                                                         \
-    {"quantize", CLI_STRING, "none|int8", "none",                                                                \
-     "int8: the matrix products on int8 weights with per-row scales (faster, smaller; docs/performance.md)"}
-/* Apply flag i's --quantize to ps (NULL: only check it); "none" does nothing,
- * any other value than int8 is a usage error naming the flag (exit 2). */
-void cli_quantize(const cli_args *a, int i, tf_params *ps);
+/* --precision of the inference verbs (embed, classify, predict, translate, generate, caption, eval):
+ * the products with the weights in f32, bf16 or int8 (tf_params_set_precision; docs/precision.md). */
+#define CLI_PRECISION_ROW                                                                                        \
+    {"precision", CLI_STRING, "f32|bf16|int8", "f32",                                                            \
+     "the products with the weights: f32 as trained; bf16 (AMX / AVX512-BF16; float elsewhere); int8 weights "   \
+     "with per-row scales and each input row quantised per call (VNNI) (docs/precision.md)"}
+/* Flag i's --precision: any other value than f32, bf16 or int8 is a usage error naming the flag
+ * (exit 2); bf16 on a CPU without bf16 products says on stderr that they run in float. */
+tf_precision cli_precision(const cli_args *a, int i);
+/* ps (may be NULL: the family exposes none) set to precision; exits with the error on failure. */
+void cli_set_precision(const cli_verb *v, tf_params *ps, tf_precision precision);
 /* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer (tokenizer: a --tokenizer
  * given, else NULL or "": the folder's own); exits with a message on failure. */
 tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok);
@@ -232,7 +236,7 @@ void cli_model_type(const char *dir, char *out, size_t n);
  * or a digits CSV (classify, eval), hflip: averaged with the mirror images' predictions; exits with
  * a message on failure; json: as one JSON object (docs/json.md). */
 void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                      int batch, int hflip, int json);
+                      int batch, int hflip, int json, tf_precision precision);
 /* The --hflip-tta row of classify and eval. */
 #define CLI_HFLIP_TTA_ROW                                                                                          \
     {"hflip-tta", CLI_SWITCH, NULL, "off",                                                                         \

@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-enum { MODEL, BEAM, MAX_TOKENS, ATTENTION_PNG, THREADS };
+enum { MODEL, BEAM, MAX_TOKENS, ATTENTION_PNG, THREADS, PRECISION };
 const cli_flag cmd_caption_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a captioner folder (a run folder of train --arch caption, or best/)"},
     [BEAM] = {"beam", CLI_INT, "N", "1", "beam search of width N (1: greedy)"},
@@ -15,6 +15,7 @@ const cli_flag cmd_caption_flags[] = {
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "DIR", "",
                        "write DIR/<name>.png: the image, then each word's attention over the image's grid"},
     [THREADS] = CLI_THREADS_ROW,
+    [PRECISION] = CLI_PRECISION_ROW,
     CLI_END,
 };
 
@@ -43,7 +44,7 @@ int cmd_caption(const cli_args *a) {
     if (a->v[BEAM].i < 1) cli_usage_error(a, "--beam %lld: 1 or more (1: greedy)", a->v[BEAM].i);
     if (a->v[BEAM].i > TF_GENERATE_MAX_BEAM) cli_usage_error(a, "--beam at most %d", TF_GENERATE_MAX_BEAM);
     const char *att = a->v[ATTENTION_PNG].text && *a->v[ATTENTION_PNG].text ? a->v[ATTENTION_PNG].text : NULL;
-    tf_model *m = tf_model_load(a->v[MODEL].text, NULL);
+    tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){0, cli_precision(a, PRECISION)});
     if (!m || tf_model_require(m, TF_CAP_CAPTION) || tf_model_check_finite(m)) cli_die(a->verb, tf_error());
     if (att) cli_make_folder(a->verb, "--attention-png", att);
     int channels, size, unused;

@@ -15,7 +15,7 @@
 
 #include "cli.h"
 
-enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON, RESIZE };
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON, RESIZE, PRECISION };
 const cli_flag cmd_classify_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "a ViTForImageClassification, SwinForImageClassification or VivitForVideoClassification folder (a run "
@@ -34,14 +34,15 @@ const cli_flag cmd_classify_flags[] = {
     [RESIZE] = {"resize", CLI_SWITCH, NULL, "off",
                 "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
                 "(PIL's BOX filter), said on stderr; without it such a file is refused"},
+    [PRECISION] = CLI_PRECISION_ROW,
     CLI_END,
 };
 
 static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
 
 /* An image classifier folder (any family with classify-image), its weights checked finite. */
-static tf_model *load_classifier(const cli_verb *v, const char *model_dir) {
-    tf_model *m = tf_model_load(model_dir, NULL);
+static tf_model *load_classifier(const cli_verb *v, const char *model_dir, tf_precision precision) {
+    tf_model *m = tf_model_load(model_dir, &(tf_model_opts){0, precision});
     if (!m || tf_model_require(m, TF_CAP_CLASSIFY_IMAGE) || tf_model_check_finite(m)) cli_die(v, tf_error());
     return m;
 }
@@ -94,8 +95,8 @@ static void score_set(const cli_verb *v, const tf_model *m, const tf_images *s, 
 }
 
 void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
-                      int batch, int hflip, int json) {
-    tf_model *m = load_classifier(v, model_dir);
+                      int batch, int hflip, int json, tf_precision precision) {
+    tf_model *m = load_classifier(v, model_dir, precision);
     int channels, size, n_labels;
     tf_model_image_shape(m, &channels, &size, &n_labels);
     tf_images s;
@@ -259,7 +260,8 @@ int cmd_classify(const cli_args *a) {
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
     if (!a->n_operands && (a->v[TOP_K].given || att || a->v[RESIZE].given))
         cli_usage_error(a, "--top-k, --attention-png and --resize go with PNG files, not with a labelled set");
-    tf_model *m = tf_model_load(a->v[MODEL].text, NULL);
+    tf_precision precision = cli_precision(a, PRECISION);
+    tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){0, precision});
     if (!m) cli_die(a->verb, tf_error());
     if (tf_model_family(m)->caps & TF_CAP_CLASSIFY_CLIP) { /* a video family, whatever its folder's head */
         if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given || a->v[RESIZE].given)
@@ -271,7 +273,7 @@ int cmd_classify(const cli_args *a) {
     if (!a->n_operands) {
         tf_model_free(m);
         cli_score_images(a->verb, a->v[MODEL].text, dir, split, csv, (int)a->v[BATCH].i, a->v[HFLIP_TTA].given,
-                         a->v[JSON].given);
+                         a->v[JSON].given, precision);
         return 0;
     }
     int channels, size, n_labels, g, heads, patch;

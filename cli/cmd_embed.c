@@ -12,7 +12,7 @@
 
 #include "cli.h"
 
-enum { MODEL, POOLING, NORMALIZE, MAX_LENGTH, BATCH, THREADS, FORMAT };
+enum { MODEL, POOLING, NORMALIZE, MAX_LENGTH, BATCH, THREADS, FORMAT, PRECISION };
 const cli_flag cmd_embed_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a BERT folder (Hugging Face or sentence-transformers) with its tokenizer"},
     [POOLING] = {"pooling", CLI_STRING, "mean|cls|max|none", "", "pooling over the tokens (default: the folder's, else mean)"},
@@ -23,6 +23,7 @@ const cli_flag cmd_embed_flags[] = {
     [FORMAT] = {"format", CLI_STRING, "text|json|npy", "text",
                 "text: a line of floats per vector; json: a JSON array per vector (JSON Lines); npy: one (texts, "
                 "width) float32 array, numpy's .npy, standard output a file (> out.npy)"},
+    [PRECISION] = CLI_PRECISION_ROW,
     CLI_END,
 };
 
@@ -101,8 +102,10 @@ int cmd_embed(const cli_args *a) {
     if (g_format == NPY && (isatty(1) || lseek(1, 0, SEEK_CUR) < 0))
         cli_usage_error(a, "--format npy writes a file: send standard output to one (> out.npy), not to a pipe or "
                         "a terminal (its header, written last, says how many texts)");
+    tf_precision precision = cli_precision(a, PRECISION);
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
     if (!m) cli_die(v, tf_error());
+    cli_set_precision(v, m->params, precision);
     cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, m->cfg.context);
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT, HFLIP_TTA, LISTOPS, BATCH, QUANTIZE, JSON, TOKENIZER };
+enum { MODEL, DATA, THREADS, DATA_DIR, SPLIT, HFLIP_TTA, LISTOPS, BATCH, PRECISION, JSON, TOKENIZER };
 const cli_flag cmd_eval_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder (GPT, ViT, Swin or ListOps), or a Hugging Face GPT-2 folder with its tokenizer"},
     [DATA] = {"data", CLI_LIST, "FILE...", "", "text files, read in windows of the model's context (required for a GPT)"},
@@ -20,7 +20,7 @@ const cli_flag cmd_eval_flags[] = {
                  "a ListOps run folder instead: the accuracy on its first N test expressions (LRA: 2000), drawn "
                  "apart from training and validation with the run's settings (listops.json)"},
     [BATCH] = {"batch", CLI_INT, "N", "16", "with --listops: expressions per forward pass"},
-    [QUANTIZE] = CLI_QUANTIZE_ROW,
+    [PRECISION] = CLI_PRECISION_ROW,
     [JSON] = CLI_JSON_ROW,
     [TOKENIZER] = CLI_GPT_TOKENIZER_ROW,
     CLI_END,
@@ -52,7 +52,7 @@ static int eval_listops(const cli_args *a, int64_t n) {
     if (tf_listops_settings_load(dir, &c)) cli_die(a->verb, tf_error());
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
-    cli_quantize(a, QUANTIZE, m->params);
+    cli_set_precision(a->verb, m->params, cli_precision(a, PRECISION));
     tf_listops_opts o = tf_listops_task_opts(&c);
     int64_t hits, conf[100];
     if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, c.bucket, NULL, &hits, conf)) cli_die(a->verb, tf_error());
@@ -73,7 +73,7 @@ static int eval_listops(const cli_args *a, int64_t n) {
 
 int cmd_eval(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    cli_quantize(a, QUANTIZE, NULL);
+    tf_precision precision = cli_precision(a, PRECISION);
     const char *dir = a->v[DATA_DIR].text && *a->v[DATA_DIR].text ? a->v[DATA_DIR].text : NULL;
     if (dir && a->v[DATA].n) cli_usage_error(a, "give --data (a GPT) or --data-dir (a ViT), not both");
     if ((dir || a->v[LISTOPS].i > 0) && a->v[TOKENIZER].given)
@@ -84,11 +84,10 @@ int cmd_eval(const cli_args *a) {
         return eval_listops(a, a->v[LISTOPS].i);
     }
     if (dir) {
-        if (strcmp(a->v[QUANTIZE].text, "none"))
-            cli_usage_error(a, "--quantize goes with a GPT (--data) or a ListOps run (--listops), not --data-dir yet");
         const char *split = a->v[SPLIT].text;
         if (strcmp(split, "t10k") && strcmp(split, "train")) cli_usage_error(a, "--split expects t10k or train, got '%s'", split);
-        cli_score_images(a->verb, a->v[MODEL].text, dir, split, NULL, 256, a->v[HFLIP_TTA].given, a->v[JSON].given);
+        cli_score_images(a->verb, a->v[MODEL].text, dir, split, NULL, 256, a->v[HFLIP_TTA].given, a->v[JSON].given,
+                         precision);
         return 0;
     }
     if (a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with an image classifier (--data-dir)");
@@ -96,7 +95,7 @@ int cmd_eval(const cli_args *a) {
     tf_tokenizer *tok;
     tf_gpt *m = cli_load_model(a->verb, a->v[MODEL].text, a->v[TOKENIZER].text, &tok);
     cli_check_weights(a->verb, a->v[MODEL].text, m);
-    cli_quantize(a, QUANTIZE, m->params);
+    cli_set_precision(a->verb, m->params, precision);
     double loss;
     int64_t n;
     if (tf_gpt_evaluate(m, tok, (const char *const *)a->v[DATA].list, a->v[DATA].n, &loss, &n)) cli_die(a->verb, tf_error());

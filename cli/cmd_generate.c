@@ -6,13 +6,13 @@
 
 #include "cli.h"
 
-enum { MODEL, PROMPT, STOP, THREADS, QUANTIZE, TOKENIZER, JSON };
+enum { MODEL, PROMPT, STOP, THREADS, PRECISION, TOKENIZER, JSON };
 const cli_flag cmd_generate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a run folder, or a Hugging Face GPT-2 folder with its tokenizer"},
     [PROMPT] = {"prompt", CLI_STRING, "TEXT", NULL, "the text to continue"},
     [STOP] = {"stop", CLI_STRING, "TEXT", "", "end at the first occurrence of TEXT"},
     [THREADS] = CLI_THREADS_ROW,
-    [QUANTIZE] = CLI_QUANTIZE_ROW,
+    [PRECISION] = CLI_PRECISION_ROW,
     [TOKENIZER] = CLI_GPT_TOKENIZER_ROW,
     [JSON] = CLI_JSON_ROW,
     CLI_END,
@@ -103,13 +103,13 @@ int cmd_generate(const cli_args *a) {
     cli_apply(a);
     tf_generate_opts o = g_opts;
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    cli_quantize(a, QUANTIZE, NULL);
+    tf_precision precision = cli_precision(a, PRECISION);
     const char *prompt = a->v[PROMPT].text;
     tf_tokenizer *tok;
     const char *dir = a->v[MODEL].text;
     tf_gpt *m = cli_load_model(v, dir, a->v[TOKENIZER].text, &tok);
     cli_check_weights(v, dir, m);
-    cli_quantize(a, QUANTIZE, m->params);
+    cli_set_precision(v, m->params, precision);
     /* Every id the model can emit must have a text: a smaller tokenizer would stop the output. */
     if (tf_tokenizer_vocab_size(tok) < m->cfg.vocab_size) {
         fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model %d: the model's ids %d to %d have no text\n",

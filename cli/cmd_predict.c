@@ -11,7 +11,7 @@
 
 #include "cli.h"
 
-enum { MODEL, TASK, MAX_LEN, BATCH, THREADS, JSON };
+enum { MODEL, TASK, MAX_LEN, BATCH, THREADS, JSON, PRECISION };
 const cli_flag cmd_predict_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a fine-tuned BERT folder with its tokenizer (tokenizer.json or vocab.txt)"},
     [TASK] = {"task", CLI_STRING, "classify|pairs|tag|span", "",
@@ -21,6 +21,7 @@ const cli_flag cmd_predict_flags[] = {
     [THREADS] = CLI_THREADS_ROW,
     [JSON] = {"json", CLI_SWITCH, NULL, "off",
               "one JSON object per input line instead of the text (JSON Lines; its keys: docs/json.md)"},
+    [PRECISION] = CLI_PRECISION_ROW,
     CLI_END,
 };
 
@@ -162,8 +163,10 @@ int cmd_predict(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
     if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
         cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
+    tf_precision precision = cli_precision(a, PRECISION);
     tf_bert *m = tf_bert_load(a->v[MODEL].text, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
+    cli_set_precision(a->verb, m->params, precision);
     predictor pr = {a, m, cli_load_tokenizer(a->verb, a->v[MODEL].text), settings(a, m), 0, 0};
     predict_stdin(&pr); /* the model, its tokenizer and the task are checked first */
     if (pr.truncated)

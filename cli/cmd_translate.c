@@ -18,7 +18,7 @@
 
 #include "cli.h"
 
-enum { MODEL, ATTENTION_PNG, THREADS, JSON, ATTENTION_SCALE };
+enum { MODEL, ATTENTION_PNG, THREADS, JSON, ATTENTION_SCALE, PRECISION };
 const cli_flag cmd_translate_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a translation folder (tformer train --arch seq2seq or rnn) or a Hugging Face MarianMTModel folder"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "OUT", "",
@@ -30,6 +30,7 @@ const cli_flag cmd_translate_flags[] = {
     [ATTENTION_SCALE] = {"attention-scale", CLI_STRING, "fixed|auto", "fixed",
                          "--attention-png's colours: fixed (0 to 1, pictures comparable) or auto (0 to the largest "
                          "weight of each picture, said on its colour bar: a flat map is not one dark block)"},
+    [PRECISION] = CLI_PRECISION_ROW,
     CLI_END,
 };
 
@@ -220,7 +221,7 @@ int cmd_translate(const cli_args *a) {
     tf_translate_opts o = g_opts;
     g_json = a->v[JSON].given;
     if (pictures) cli_make_folder(v, "--attention-png", pictures);
-    tf_model *model = tf_model_load(dir, NULL);
+    tf_model *model = tf_model_load(dir, &(tf_model_opts){0, cli_precision(a, PRECISION)});
     const tf_translator *tp;
     const tf_translation *m;
     tf_translate_opts f; /* the folder's settings (a Marian folder's generate() settings): flags first */

@@ -92,11 +92,18 @@ void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, i
     cli_die(v, msg);
 }
 
-void cli_quantize(const cli_args *a, int i, tf_params *ps) {
-    const char *q = a->v[i].text;
-    if (!q || !strcmp(q, "none")) return;
-    if (strcmp(q, "int8")) cli_usage_error(a, "--quantize %s: none or int8", q);
-    if (ps && tf_params_quantize(ps, TF_QUANT_INT8)) cli_die(a->verb, tf_error());
+tf_precision cli_precision(const cli_args *a, int i) {
+    tf_precision p;
+    if (tf_precision_parse(a->v[i].text, &p)) cli_usage_error(a, "--precision %s: f32, bf16 or int8", a->v[i].text);
+    if (p == TF_PRECISION_BF16 && strncmp(tf_bf16_info(), "float", 5) == 0)
+        fprintf(stderr, "tformer %s: --precision bf16: the products run in %s\n", a->verb->name, tf_bf16_info());
+    return p;
+}
+
+void cli_set_precision(const cli_verb *v, tf_params *ps, tf_precision precision) {
+    if (precision == TF_PRECISION_F32) return;
+    if (!ps) cli_die(v, "--precision: this model runs in f32 only");
+    if (tf_params_set_precision(ps, precision)) cli_die(v, tf_error());
 }
 
 void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {

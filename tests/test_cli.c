@@ -186,14 +186,14 @@ TEST(cli_train_generate_eval) {
     /* int8 weights: generation and evaluation run, the loss within a few per cent of the float one's */
     double lf = -1, lq = -1;
     sscanf(out, "loss %lf", &lf);
-    snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt --quantize int8", test_tformer_bin(), dir);
+    snprintf(cmd, sizeof cmd, "%s eval --model %s --data tests/data/seed_bpe.txt --precision int8", test_tformer_bin(), dir);
     CHECKF(test_popen(cmd, out, sizeof out) == 0 && sscanf(out, "loss %lf", &lq) == 1 && lf > 0 &&
-           fabs(lq - lf) < 0.02 * lf, "eval --quantize int8: %s (float loss %g)", out, lf);
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --quantize int8",
+           fabs(lq - lf) < 0.02 * lf, "eval --precision int8: %s (float loss %g)", out, lf);
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --max-tokens 10 --temperature 0 --precision int8",
              test_tformer_bin(), dir);
     CHECK(test_popen(cmd, out, sizeof out) == 0 && !strncmp(out, "ab", 2) && strlen(out) >= 12);
-    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --quantize int4 2>&1", test_tformer_bin(), dir);
-    CHECK(test_popen(cmd, out, sizeof out) == 2 && strstr(out, "--quantize int4: none or int8"));
+    snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'ab' --precision int4 2>&1", test_tformer_bin(), dir);
+    CHECK(test_popen(cmd, out, sizeof out) == 2 && strstr(out, "--precision int4: f32, bf16 or int8"));
     /* an empty file (a device such as /dev/null is refused where a file is read: reliability_fifo_and_devices_...) */
     snprintf(cmd, sizeof cmd, ": > %s/empty.txt && %s train --data %s/empty.txt --out %s.x %s 2>&1", dir,
              test_tformer_bin(), dir, dir, tiny);
@@ -252,11 +252,13 @@ TEST(cli_every_verb_has_help_listing_every_flag) {
     } verbs[] = {
         {"train", {"--data", "--out", "--tokenizer", "--config", "--resume", "--threads", "--log-every", "--norm"}},
         {"generate", {"--model", "--prompt", "--stop", "--threads", "--max-tokens", "--temperature", "--top-k", "--top-p",
-                      "--repetition-penalty", "--seed", "--beam", "--length-penalty", "--quantize"}},
-        {"eval", {"--model", "--data", "--threads", "--quantize"}},
+                      "--repetition-penalty", "--seed", "--beam", "--length-penalty", "--precision"}},
+        {"eval", {"--model", "--data", "--threads", "--precision"}},
         {"torch-run", {"--config", "--weights", "--input", "--output"}},
         {"hf-run", {"--model", "--input", "--output"}},
-        {"caption", {"--model", "--beam", "--max-tokens", "--attention-png", "--threads"}},
+        {"caption", {"--model", "--beam", "--max-tokens", "--attention-png", "--threads", "--precision"}},
+        {"classify", {"--model", "--split", "--batch", "--threads", "--precision"}},
+        {"translate", {"--model", "--threads", "--precision"}},
         {"encode", {"--tokenizer"}},
         {"decode", {"--tokenizer"}},
         {"tokenizer-train", {"--out", "--type", "--vocab-size", "--min-frequency"}},

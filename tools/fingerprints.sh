@@ -179,9 +179,9 @@ families() {
         --top-p 0.9 --temperature 0.8
     verb generate/gpt-beam "$tf" generate --model "$work/gpt" --prompt "ROMEO:" --max-tokens 20 --beam 3
     verb generate/gpt-int8 "$tf" generate --model "$work/gpt" --prompt "ROMEO:" --max-tokens 20 --temperature 0 \
-        --quantize int8
+        --precision int8
     verb eval/gpt "$tf" eval --model "$work/gpt" --data "$d/text.txt"
-    verb eval/gpt-int8 "$tf" eval --model "$work/gpt" --data "$d/text.txt" --quantize int8
+    verb eval/gpt-int8 "$tf" eval --model "$work/gpt" --data "$d/text.txt" --precision int8
 
     # shellcheck disable=SC2086
     train bert --data "$d/text.txt" --tokenizer "$shared/bert/bert-base-uncased-vocab.txt" --steps 6 --batch 4 \

@@ -105,8 +105,14 @@ TF_API void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed);      /* dropout masks d
  * on (forward and backward): float (the default), or bf16 (both factors
  * rounded to bfloat16, products and sums in float, results float; weights,
  * gradients and every other op stay float) on AMX or AVX512-BF16 CPUs —
- * elsewhere bf16 products run in float (tf_bf16_info says which). */
-typedef enum { TF_PRECISION_F32, TF_PRECISION_BF16 } tf_precision;
+ * elsewhere bf16 products run in float (tf_bf16_info says which). INT8 is a
+ * precision of inference weights only (tf_params_set_precision): a context
+ * set to it computes in float. */
+typedef enum { TF_PRECISION_F32, TF_PRECISION_BF16, TF_PRECISION_INT8 } tf_precision;
+/* "f32", "bf16", "int8" (the --precision values); NULL for another value. */
+TF_API const char *tf_precision_name(tf_precision precision);
+/* *precision from its name; -1 with an error listing the names when name is none of them. */
+TF_API int tf_precision_parse(const char *name, tf_precision *precision);
 TF_API void tf_ctx_set_precision(tf_ctx *ctx, tf_precision precision);
 TF_API tf_precision tf_ctx_precision(const tf_ctx *ctx);
 /* Where bf16 products run: "amx-bf16", "avx512-bf16", or "float (...)" with the reason. */

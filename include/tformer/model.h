@@ -220,6 +220,7 @@ typedef struct tf_model tf_model;
 
 typedef struct {
     int threads; /* > 0: tf_set_threads(threads) first; 0: leave the setting as it is */
+    tf_precision precision; /* the weights' products (tf_model_set_precision); 0: f32 */
 } tf_model_opts;
 
 /* dir's config.json picks the family: architectures[0] when it names one the
@@ -240,6 +241,11 @@ TF_API int tf_model_require(const tf_model *m, unsigned cap);
 /* The family's own object (tf_gpt *, tf_bert *, tf_vit *, ...: the family's header), for what the
  * handle does not wrap yet. */
 TF_API const void *tf_model_impl(const tf_model *m);
+/* Inference in another precision (`--precision`; docs/precision.md): f32 (as the weights are),
+ * bf16 or int8 products with the weights, as tf_params_set_precision. Call it before threads share
+ * the model; an error names the family when it exposes no parameters (precision other than f32). */
+TF_API int tf_model_set_precision(tf_model *m, tf_precision precision);
+TF_API tf_precision tf_model_precision(const tf_model *m);
 /* -1 with an error naming the tensor when the weights hold a NaN or an infinity (a diverged
  * training); 0 otherwise, or when the family exposes no parameters. */
 TF_API int tf_model_check_finite(const tf_model *m);

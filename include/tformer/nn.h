@@ -46,8 +46,22 @@ TF_API int tf_params_check_finite(const tf_params *ps, const char **name);
  * the tile kernel, where a BLAS would repack the weight at every call: the
  * same products summed in another order (1.3-3.7x faster on AVX-512,
  * bench_matmul infer). TF_QUANT_NONE drops the copies. */
-typedef enum { TF_QUANT_NONE, TF_QUANT_INT8, TF_QUANT_F32 } tf_quant_kind;
+typedef enum { TF_QUANT_NONE, TF_QUANT_INT8, TF_QUANT_F32, TF_QUANT_BF16 } tf_quant_kind;
 TF_API int tf_params_quantize(tf_params *ps, tf_quant_kind kind);
+/* The precision of inference with these weights (the inference verbs'
+ * --precision; docs/precision.md): TF_PRECISION_F32, the weights as they are;
+ * TF_PRECISION_INT8, tf_params_quantize(ps, TF_QUANT_INT8); TF_PRECISION_BF16,
+ * tf_params_quantize(ps, TF_QUANT_BF16): every dense product that tracks no
+ * gradient rounds its input and the weight to bfloat16 and sums in float, as
+ * tf_ctx_set_precision's bf16 (AMX or AVX512-BF16; float where the CPU has
+ * neither, tf_bf16_info). Products that track gradients, and those between
+ * activations (attention's scores), stay float. F32 on weights already F32
+ * keeps their copies (TF_QUANT_F32, built for decoding). Call it before threads
+ * share the weights. */
+TF_API int tf_params_set_precision(tf_params *ps, tf_precision precision);
+/* The weights' precision: the last tf_params_set_precision's, or tf_params_quantize's
+ * (INT8 -> int8, BF16 -> bf16, NONE and F32 -> f32); f32 at first. */
+TF_API tf_precision tf_params_precision(const tf_params *ps);
 /* Bytes held by the copies built so far. */
 TF_API size_t tf_params_quant_bytes(const tf_params *ps);
 

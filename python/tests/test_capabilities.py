@@ -52,6 +52,21 @@ def test_embed_matches_sentence_transformers_live():
     assert np.abs(got - want).max() <= 1e-5
 
 
+def test_embed_in_reduced_precision_equals_the_cli(cli):
+    """load(precision=...) is the CLI's --precision: the same vectors, within 0.999 cosine of f32's."""
+    texts = fixture_texts()
+    f32 = tformer.load(ST_DIR).embed(texts)
+    for p in ("bf16", "int8"):
+        got = tformer.load(ST_DIR, precision=p).embed(texts)
+        out = cli(["embed", "--model", ST_DIR, "--precision", p], "\n".join(texts) + "\n")
+        want = np.array([[float(x) for x in line.split()] for line in out.splitlines()])
+        assert np.all(np.abs(got - want) <= 6e-8 * np.abs(want) + 1e-12), (p, np.abs(got - want).max())
+        cos = np.sum(got * f32, 1) / np.linalg.norm(got, axis=1) / np.linalg.norm(f32, axis=1)
+        assert cos.min() >= 0.999, (p, cos.min())
+    with pytest.raises(tformer.InputError, match="precision must be f32, bf16 or int8"):
+        tformer.load(ST_DIR, precision="fp16")
+
+
 def test_embed_options_and_ownership():
     m = tformer.load(ST_DIR)
     texts = fixture_texts()[:3]

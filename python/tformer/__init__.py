@@ -33,15 +33,16 @@ _POOLINGS = {"mean": 0, "cls": 1, "max": 2}
 _BEAM_STOPS = {"tformer": 0, "hf": 1, "hf-early": 2, "hf-never": 3}
 
 
-def load(path: Union[str, os.PathLike], threads: Optional[int] = None) -> "Model":
+def load(path: Union[str, os.PathLike], threads: Optional[int] = None, precision: str = "f32") -> "Model":
     """Opens the model folder at ``path`` (config.json picks the family).
 
     ``threads``: the library's thread count (a process-wide setting, as ``--threads``); None leaves
-    it as it is (OMP_NUM_THREADS, else every core). Raises :class:`ModelNotFoundError` (a
+    it as it is (OMP_NUM_THREADS, else every core). ``precision``: "f32" (as trained), "bf16" or
+    "int8": the products with the weights, as the CLI's ``--precision`` (docs/precision.md). Raises :class:`ModelNotFoundError` (a
     FileNotFoundError) for a folder without config.json, :class:`Error` for a folder tformer cannot
     read, both with the library's message naming the file.
     """
-    return Model(path, threads)
+    return Model(path, threads, precision)
 
 
 def _as_pixels(img: Any, index: int, channels: int, size: int, what: str = "classify") -> np.ndarray:
@@ -83,11 +84,13 @@ class Model:
     ``close()`` frees the C memory at once (otherwise freed when the object is collected).
     """
 
-    def __init__(self, path: Union[str, os.PathLike], threads: Optional[int] = None) -> None:
+    def __init__(self, path: Union[str, os.PathLike], threads: Optional[int] = None, precision: str = "f32") -> None:
         """Loads the folder; see :func:`load`."""
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise InputError(f"load(): threads must be a positive int, got {threads!r}")
-        self._h = Handle(os.fspath(path), threads or 0)
+        if not isinstance(precision, str):
+            raise InputError(f"load(): precision must be f32, bf16 or int8, got {precision!r}")
+        self._h = Handle(os.fspath(path), threads or 0, precision)
         info = self._h.info()
         self.family: str = info["family"]
         self.model_type: str = info["model_type"]

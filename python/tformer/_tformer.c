@@ -96,14 +96,18 @@ int model_require(Model *self, unsigned cap) {
 }
 
 static int model_init(Model *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"path", "threads", NULL};
+    static char *names[] = {"path", "threads", "precision", NULL};
     PyObject *path_obj;
     int threads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|i", names, PyUnicode_FSConverter, &path_obj, &threads)) return -1;
+    const char *pname = "f32";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|is", names, PyUnicode_FSConverter, &path_obj, &threads, &pname))
+        return -1;
     const char *path = PyBytes_AS_STRING(path_obj);
-    if (threads < 0) {
+    tf_precision precision;
+    if (threads < 0 || tf_precision_parse(pname, &precision)) {
         Py_DECREF(path_obj);
-        PyErr_Format(InputError, "threads must be positive, got %d", threads);
+        if (threads < 0) PyErr_Format(InputError, "threads must be positive, got %d", threads);
+        else PyErr_Format(InputError, "precision must be f32, bf16 or int8, got '%s'", pname);
         return -1;
     }
     if (self->busy) {
@@ -112,7 +116,7 @@ static int model_init(Model *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     if (self->m) tf_model_free(self->m), self->m = NULL;
-    tf_model_opts opts = {threads};
+    tf_model_opts opts = {threads, precision};
     tf_model *m;
     char *why = NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -427,7 +431,7 @@ static PyMethodDef model_methods[] = {
 };
 
 static PyTypeObject ModelType = HANDLE_TYPE("Handle", Model, model_dealloc, model_methods, model_init,
-    "Handle(path, threads=0): a loaded tformer model (tf_model_load). Use tformer.load().");
+    "Handle(path, threads=0, precision='f32'): a loaded tformer model (tf_model_load). Use tformer.load().");
 
 /* ---------------------------------------------------------------- the module */
 

@@ -262,6 +262,18 @@ void tf_ctx_set_training(tf_ctx *ctx, int training) { ctx->training = training; 
 void tf_ctx_set_seed(tf_ctx *ctx, uint64_t seed) { ctx->rng = seed; }
 void tf_ctx_set_precision(tf_ctx *ctx, tf_precision precision) { ctx->precision = precision == TF_PRECISION_BF16; }
 tf_precision tf_ctx_precision(const tf_ctx *ctx) { return ctx->precision ? TF_PRECISION_BF16 : TF_PRECISION_F32; }
+
+static const char *const PRECISION_NAMES[] = {"f32", "bf16", "int8"};
+
+const char *tf_precision_name(tf_precision precision) {
+    return (unsigned)precision < 3 ? PRECISION_NAMES[precision] : NULL;
+}
+
+int tf_precision_parse(const char *name, tf_precision *precision) {
+    for (int i = 0; i < 3; i++)
+        if (name && !strcmp(name, PRECISION_NAMES[i])) return *precision = (tf_precision)i, 0;
+    return tf_set_error("precision '%s': f32, bf16 or int8", name ? name : "(none)");
+}
 tf_arena *tf_ctx_arena(tf_ctx *ctx) { return ctx->arena; }
 void *tf_ctx_alloc(tf_ctx *ctx, size_t bytes) { return tf_arena_alloc(ctx->arena, bytes); }
 

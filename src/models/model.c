@@ -73,7 +73,22 @@ tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     m->caps = m->f->caps & (m->f->model_caps ? m->f->model_caps(m->impl) : ~0u);
     if (!m->arch || !m->f->run) m->caps &= ~(unsigned)TF_CAP_RUN;
     if (m->caps & TEXT_CAPS && !(m->tok = tf_tokenizer_load(dir))) m->caps &= ~(unsigned)TEXT_CAPS; /* none in the folder */
+    if (opts && opts->precision != TF_PRECISION_F32 && tf_model_set_precision(m, opts->precision))
+        return tf_model_free(m), NULL;
     return m;
+}
+
+int tf_model_set_precision(tf_model *m, tf_precision precision) {
+    /* the handle owns its model: its parameters are the handle's to change */
+    tf_params *ps = m->f->params ? (tf_params *)m->f->params(m->impl) : NULL;
+    if (ps) return tf_params_set_precision(ps, precision);
+    if (precision == TF_PRECISION_F32) return 0;
+    return tf_set_error("%s: a %s model runs in f32 only (--precision %s)", m->dir, m->f->name,
+                        tf_precision_name(precision) ? tf_precision_name(precision) : "?");
+}
+
+tf_precision tf_model_precision(const tf_model *m) {
+    return m->f->params ? tf_params_precision(m->f->params(m->impl)) : TF_PRECISION_F32;
 }
 
 void tf_model_free(tf_model *m) {

@@ -15,7 +15,7 @@ typedef struct {
     int64_t shape[TF_MAX_DIMS];
     float init;
     int filled;      /* tf_params_add_filled: every element `init`, whatever its sign */
-    tf_quant *quant; /* the int8 copy of *slot (tf_params_quantize), or NULL */
+    tf_quant *quant; /* the int8, float or bf16 copy of *slot (tf_params_quantize), or NULL */
 } tf_param_entry;
 
 struct tf_params {
@@ -24,6 +24,7 @@ struct tf_params {
     tf_strmap index; /* name -> entry */
     tf_arena *arena; /* the tensors' storage */
     tf_st_file *file; /* the mapped weights some tensors read (tf_params_keep_file), or NULL */
+    tf_precision precision; /* of inference (tf_params_set_precision) */
 };
 
 tf_params *tf_params_new(void) {
@@ -161,8 +162,9 @@ int tf_params_check_finite(const tf_params *ps, const char **name) {
 
 int tf_params_quantize(tf_params *ps, tf_quant_kind kind) {
     if (!ps) return tf_set_error("quantize: no parameters");
-    if (kind != TF_QUANT_NONE && kind != TF_QUANT_INT8 && kind != TF_QUANT_F32)
+    if (kind != TF_QUANT_NONE && kind != TF_QUANT_INT8 && kind != TF_QUANT_F32 && kind != TF_QUANT_BF16)
         return tf_set_error("quantize: unknown kind %d", (int)kind);
+    ps->precision = kind == TF_QUANT_INT8 ? TF_PRECISION_INT8 : kind == TF_QUANT_BF16 ? TF_PRECISION_BF16 : TF_PRECISION_F32;
     for (int i = 0; i < ps->n; i++) {
         tf_param_entry *e = &ps->e[i];
         tf_tensor *t = *e->slot;
@@ -171,11 +173,24 @@ int tf_params_quantize(tf_params *ps, tf_quant_kind kind) {
         e->quant = NULL;
         /* every matrix: only those a dense product reads are ever built */
         if (kind == TF_QUANT_NONE || !t || t->dtype != TF_DTYPE_F32 || t->ndim != 2) continue;
-        if (!(e->quant = tf_quant_new(t, kind == TF_QUANT_F32))) return tf_set_error("quantize: out of memory");
+        int copy = kind == TF_QUANT_F32 ? TF_QUANT_COPY_F32 : kind == TF_QUANT_BF16 ? TF_QUANT_COPY_BF16 : TF_QUANT_COPY_INT8;
+        if (!(e->quant = tf_quant_new(t, copy))) return tf_set_error("quantize: out of memory");
         t->quant = e->quant;
     }
     return 0;
 }
+
+int tf_params_set_precision(tf_params *ps, tf_precision precision) {
+    if (!ps) return tf_set_error("precision: no parameters");
+    switch (precision) {
+    case TF_PRECISION_F32: return ps->precision == TF_PRECISION_F32 ? 0 : tf_params_quantize(ps, TF_QUANT_NONE);
+    case TF_PRECISION_BF16: return tf_params_quantize(ps, TF_QUANT_BF16);
+    case TF_PRECISION_INT8: return tf_params_quantize(ps, TF_QUANT_INT8);
+    }
+    return tf_set_error("precision: unknown value %d", (int)precision);
+}
+
+tf_precision tf_params_precision(const tf_params *ps) { return ps ? ps->precision : TF_PRECISION_F32; }
 
 size_t tf_params_quant_bytes(const tf_params *ps) {
     size_t n = 0;

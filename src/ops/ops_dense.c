@@ -12,7 +12,7 @@ typedef struct {
     int64_t M, N, K; /* x (M,K), w (N,K) or (K,N) when w_in_out, out (M,N) */
     int w_in_out;
     int act;         /* tf_activation or TF_ACT_NONE */
-    int kernel;      /* TF_GEMM_AUTO, or TF_GEMM_BF16 (the context's precision when recorded) */
+    int kernel;      /* TF_GEMM_AUTO, or TF_GEMM_BF16 (the context's precision when recorded, or w's mark) */
     const tf_quant *q; /* int8 or transposed float copy of w (no gradients tracked), or NULL */
     int64_t q_row0;    /* the copy's row of w's first */
     uint8_t *xq;       // (M,Kp) x quantised, with q
@@ -93,6 +93,7 @@ tf_tensor *tf_dense(tf_ctx *ctx, tf_tensor *x, tf_tensor *w, int w_in_out, tf_te
         if (!(n->saved[0] = tf_ctx_scratch(ctx, p->M * p->N))) return NULL;
         if (n->out->grad && !(n->saved[1] = tf_ctx_scratch(ctx, p->M * p->N))) return NULL;
     }
-    if (!n->out->grad && in[1]->quant && use_quant(ctx, p, in[1])) return NULL;
+    if (!n->out->grad && tf_quant_is_bf16(in[1]->quant)) p->kernel = TF_GEMM_BF16; /* tf_params_set_precision */
+    else if (!n->out->grad && in[1]->quant && use_quant(ctx, p, in[1])) return NULL;
     return tf_node_run(ctx, n);
 }

@@ -24,15 +24,17 @@ struct tf_quant {
     int8_t *q;          // (N,Kp)
     float *scale;       // (N)
     int32_t *sum;       // (N) sum of each row's q
-    int f32;            /* TF_QUANT_F32: no int8 rows, but t */
+    int f32;            /* TF_QUANT_COPY_F32: no int8 rows, but t */
+    int bf16;           /* TF_QUANT_COPY_BF16: no copy at all, a mark */
     float *t;           // (K,N) an (out,in) weight transposed, for the tile kernel
 };
 
-tf_quant *tf_quant_new(const tf_tensor *w, int f32) {
+tf_quant *tf_quant_new(const tf_tensor *w, int kind) {
     tf_quant *q = calloc(1, sizeof *q);
     if (!q) return NULL;
     atomic_init(&q->state, EMPTY);
-    q->src = w->data, q->rows = w->shape[0], q->cols = w->shape[1], q->f32 = f32 != 0;
+    q->src = w->data, q->rows = w->shape[0], q->cols = w->shape[1];
+    q->f32 = kind == TF_QUANT_COPY_F32, q->bf16 = kind == TF_QUANT_COPY_BF16;
     return q;
 }
 
@@ -217,7 +219,7 @@ static int ready(tf_quant *q, int in_out) {
 
 const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0) {
     tf_quant *q = w ? w->quant : NULL;
-    if (!q || w->dtype != TF_DTYPE_F32 || w->ndim != 2 || !tf_is_contiguous(w)) return NULL;
+    if (!q || q->bf16 || w->dtype != TF_DTYPE_F32 || w->ndim != 2 || !tf_is_contiguous(w)) return NULL;
     const float *src = q->src, *d = tf_f32(w);
     if (d < src || d >= src + q->rows * q->cols || w->shape[1] != q->cols) return NULL;
     int64_t off = d - src;
@@ -239,6 +241,7 @@ void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
 
 
 int tf_quant_is_f32(const tf_quant *q) { return q && q->f32; }
+int tf_quant_is_bf16(const tf_quant *q) { return q && q->bf16; }
 
 int tf_quant_f32_serves(const tf_tensor *w, int64_t M) {
     const tf_quant *q = w->quant;

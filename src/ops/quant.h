@@ -64,8 +64,12 @@ const tf_q8_kernels *tf_q8_best(void);
  * or with f32 (TF_QUANT_F32) an (out,in) weight's float values transposed,
  * (in,out), which the tile kernel reads in place for products of a few rows
  * (tf_tile_rows; a BLAS repacks the weight on every call). */
-tf_quant *tf_quant_new(const tf_tensor *w, int f32);
-int tf_quant_is_f32(const tf_quant *q); /* NULL: 0 */
+enum { TF_QUANT_COPY_INT8, TF_QUANT_COPY_F32, TF_QUANT_COPY_BF16 };
+/* kind TF_QUANT_COPY_*: BF16 holds no copy, it marks w for bf16 products (the
+ * dense op's kernel TF_GEMM_BF16 when it tracks no gradient: bf16.h). */
+tf_quant *tf_quant_new(const tf_tensor *w, int kind);
+int tf_quant_is_f32(const tf_quant *q);  /* NULL: 0 */
+int tf_quant_is_bf16(const tf_quant *q); /* NULL: 0 */
 /* Whether w's float copy serves a product of M rows with w (an (out,in)
  * weight or a view of some of its rows): a few rows (tf_tile_rows), or the
  * whole weight (more rows: the BLAS reads the copy untransposed, which it

@@ -41,6 +41,7 @@ static void *marian_load(const char *dir, const char *architecture) {
 }
 
 static void marian_free(void *model) { tf_seq2seq_free(model); }
+static const tf_params *marian_params(const void *model) { return ((const tf_seq2seq *)model)->params; }
 
 /* transformers' shift_tokens_right: decoder_input_ids from labels when not
  * given, (B,U): the start token, then labels[:, :-1] with -100 as padding. */
@@ -117,10 +118,11 @@ static int tr_attend(const void *mv, tf_ctx *ctx, tf_tensor *src, tf_tensor *tgt
     return 0;
 }
 
-/* Decoding steps read (in,out) copies of the weights through the tile kernel (nn.h). */
+/* Decoding steps read (in,out) copies of the weights through the tile kernel (nn.h), unless the
+ * weights run in another precision (tf_params_set_precision). */
 static int tr_translation(void *model, tf_translation *t) {
     tf_seq2seq *m = model;
-    if (tf_params_quantize(m->params, TF_QUANT_F32)) return -1;
+    if (tf_params_precision(m->params) == TF_PRECISION_F32 && tf_params_quantize(m->params, TF_QUANT_F32)) return -1;
     *t = (tf_translation){m, m->cfg.src_vocab, m->cfg.tgt_vocab, m->cfg.context, tf_seq2seq_special_ids(&m->cfg, 0),
                           tf_seq2seq_special_ids(&m->cfg, 1), m->cfg.eos_id >= 0, tr_decoder, tr_decoder_batch,
                           tr_attend};
@@ -167,7 +169,7 @@ static int64_t seq2seq_val(const tf_task *t, const tf_task_args *a) {
 const tf_family tf_family_seq2seq = {
     .name = "seq2seq", .summary = "translation",
     .model_types = SEQ2SEQ_TYPES, .verbs = "translate", .caps = TF_CAP_RUN | TF_CAP_TRANSLATE,
-    .load = marian_load, .free = marian_free,
+    .load = marian_load, .free = marian_free, .params = marian_params,
     .config_table = &tf_seq2seq_config_table, .save = marian_save,
     .archs = SEQ2SEQ_ARCHS, .run = marian_run,
     .input = TF_TRAIN_PARALLEL, .task_table = &tf_seq2seq_task_config_table,
