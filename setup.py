@@ -51,7 +51,7 @@ setup(
         Extension(
             "tformer._tformer",
             sources=["python/tformer/_tformer.c", "python/tformer/_text.c", "python/tformer/_tokenizer.c",
-                     "python/tformer/_stream.c", "python/tformer/_train.c"],
+                     "python/tformer/_stream.c", "python/tformer/_train.c", "python/tformer/_classify.c"],
             depends=["python/tformer/_tformer.h"],
             include_dirs=["include"],
             define_macros=[("_POSIX_C_SOURCE", "200809L")],

@@ -103,6 +103,12 @@ int tf_model_check_finite(const tf_model *m) {
     return ps ? tf_params_check_finite(ps, NULL) : 0;
 }
 
+int tf_model_quantize(tf_model *m, tf_quant_kind kind) {
+    const tf_params *ps = m->f->params ? m->f->params(m->impl) : NULL;
+    if (!ps) return tf_set_error("%s: a %s model exposes no weights to quantize", m->dir, m->f->name);
+    return tf_params_quantize((tf_params *)ps, kind); /* the family's own parameters, const only through params() */
+}
+
 int tf_model_require(const tf_model *m, unsigned cap) {
     if (m->caps & cap) return 0;
     char list[256];
