@@ -1,7 +1,7 @@
 /* Text classification through the model handle (tf_model_classify_texts): texts or text pairs
  * encoded, cut and batched exactly as `tformer predict --task classify|pairs` does (the folder's
- * finetune.json's max_len, tf_finetune_encode, tf_finetune_batch of 16), so the logits are the
- * ones the CLI's probabilities come from. */
+ * finetune.json's max_len, tf_finetune_encode, tf_finetune_forward of 16), so the logits are the
+ * ones the CLI's probabilities come from; and the forward of a fine-tuning batch both use. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,14 +24,19 @@ static int classify_max_len(const tf_bert *m, const char *dir, int *max_len) {
     return 0;
 }
 
-/* Rows first .. first+rows-1 of d through the model: their logits into out (rows, L). */
-static int classify_rows(const tf_bert *m, const tf_finetune_data *d, tf_ctx *ctx, int first, int rows, float *out) {
+int tf_bert_finetune_forward(tf_ctx *ctx, const tf_bert *m, const tf_finetune_data *d, int first, int rows,
+                             tf_bert_outputs *out) {
     tf_batch b = {0};
     if (tf_finetune_batch(d, ctx, first, rows, &b)) return -1;
     tf_bert_inputs in = {.input_ids = tf_batch_get(&b, "input_ids"), .attention_mask = tf_batch_get(&b, "attention_mask"),
                          .token_type_ids = m->cfg.distilbert ? NULL : tf_batch_get(&b, "token_type_ids")};
+    return tf_bert_run(ctx, m, &in, out);
+}
+
+/* Rows first .. first+rows-1 of d through the model: their logits into out (rows, L). */
+static int classify_rows(const tf_bert *m, const tf_finetune_data *d, tf_ctx *ctx, int first, int rows, float *out) {
     tf_bert_outputs o;
-    if (tf_bert_run(ctx, m, &in, &o)) return -1;
+    if (tf_bert_finetune_forward(ctx, m, d, first, rows, &o)) return -1;
     if (o.logits->ndim != 2 || o.logits->shape[1] != m->cfg.n_labels)
         return tf_set_error("classify: the model's logits are not (rows, %d)", m->cfg.n_labels);
     memcpy(out, tf_f32(o.logits), (size_t)rows * (size_t)m->cfg.n_labels * sizeof *out);
