@@ -453,6 +453,39 @@ python-test: python-venv
 	TFORMER_PY_REFERENCES=1 TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
 .PHONY: python-venv python-test
 
+# The same tests with the extension and its library built with AddressSanitizer and UBSan (build/pylib-san,
+# installed into $(PYSAN) for python-venv's interpreter): libasan preloaded (python3 is not instrumented),
+# CPython's allocator off (PYTHONMALLOC=malloc) so every object is checked. An ASan or UBSan error stops the
+# run; LeakSanitizer writes its reports into $(PYSAN)/lsan.* and tests/py/lsan_check.py fails on any leak
+# whose stack passes through tformer's code (the interpreter's own objects, not freed at exit, are counted).
+# The CLI the tests compare with runs without the preload.
+PYSAN := $(BUILD)/pysan
+PY_SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+python-test-sanitize: python-venv
+	rm -rf $(PYSAN) && mkdir -p $(PYSAN)
+	TFORMER_PY_BUILD=build/pylib-san TFORMER_PY_SAN="$(PY_SAN_FLAGS)" $(PYVENV)/bin/pip install -q \
+	    --disable-pip-version-check --no-deps --target $(PYSAN) .
+	printf '#!/bin/sh\nunset LD_PRELOAD\nexec %s "$$@"\n' "$(CURDIR)/$(BUILD)/tformer" > $(PYSAN)/tformer-cli
+	chmod +x $(PYSAN)/tformer-cli
+	TFORMER_PY_REFERENCES=1 TFORMER_BIN=$(CURDIR)/$(PYSAN)/tformer-cli PYTHONPATH=$(CURDIR)/$(PYSAN) \
+	    PYTHONMALLOC=malloc LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    LSAN_OPTIONS=exitcode=0:log_path=$(CURDIR)/$(PYSAN)/lsan \
+	    $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests $(PY_SAN_TESTS)
+	$(PYVENV)/bin/python tests/py/lsan_check.py $(PYSAN)
+.PHONY: python-test-sanitize
+
+# The wheel as a user gets it: `pip wheel .` into $(BUILD)/wheel, installed into a new venv of its own
+# (no system packages: numpy comes from the wheel's requirement), then `import tformer` and an embed there,
+# out of the repository (no python/ on the path). The venv is made anew each run.
+python-wheel-check:
+	rm -rf $(BUILD)/wheel $(BUILD)/wheel-venv
+	$(PY) -m venv $(BUILD)/wheel-venv
+	$(BUILD)/wheel-venv/bin/pip wheel -q --disable-pip-version-check --no-deps -w $(BUILD)/wheel .
+	$(BUILD)/wheel-venv/bin/pip install -q --disable-pip-version-check $(BUILD)/wheel/tformer-*.whl
+	cd / && $(CURDIR)/$(BUILD)/wheel-venv/bin/python $(CURDIR)/tests/py/wheel_check.py $(CURDIR)/tests/fixtures_roberta_st/tiny_roberta_st
+.PHONY: python-wheel-check
+
 # Issue 56's benchmark (bench/python_bench.py): what Python adds a call, and all-MiniLM-L6-v2's sentences/s
 # from Python against the C library, sentence-transformers (Debian's torch; PyTorch 2.x where PT2_PYTHON
 # exists) and ONNX Runtime at 1 and 2 threads, in python-venv's interpreter. On a quiet machine only.

@@ -16,12 +16,16 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 LIB_BUILD = os.environ.get("TFORMER_PY_BUILD", "build/pylib")
+# Sanitizer flags (make python-test-sanitize: "-fsanitize=address,undefined ..."): the library and the
+# extension compiled and linked with them, the library at -O1 (the Makefile's test-sanitize).
+SAN = os.environ.get("TFORMER_PY_SAN", "")
 
 
 def make(*args):
     """Runs make in the repository root with the Python build's settings; returns its output."""
     jobs = os.environ.get("TFORMER_JOBS", str(min(os.cpu_count() or 1, 2)))
-    cmd = ["make", "--no-print-directory", "-j" + jobs, "BUILD=" + LIB_BUILD, "MPI=0", *args]
+    san = ["SAN=" + SAN, "OPT=-O1"] if SAN else []
+    cmd = ["make", "--no-print-directory", "-j" + jobs, "BUILD=" + LIB_BUILD, "MPI=0", *san, *args]
     return subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
@@ -29,13 +33,17 @@ class BuildWithLibrary(build_ext):
     """build_ext that first brings build/pylib/libtformer.a up to date (make is incremental)."""
 
     def run(self):
+        # The extension's few files are always compiled and linked again: build/lib* and build/temp* are
+        # shared by the plain and the sanitizer builds, whose objects must never mix.
+        self.force = True
         make(LIB_BUILD + "/libtformer.a")
         libs = shlex.split(make("-s", "print-ldlibs").strip())
         lib = os.path.join(ROOT, LIB_BUILD, "libtformer.a")
         for ext in self.extensions:
             ext.extra_objects = [lib]
             ext.depends = ext.depends + [lib]  # relinked when the library changed, not only the sources
-            ext.extra_link_args = libs + ["-Wl,--exclude-libs,ALL", "-Wl,--strip-debug"]
+            ext.extra_link_args = libs + ["-Wl,--exclude-libs,ALL"] + (shlex.split(SAN) if SAN else ["-Wl,--strip-debug"])
+            ext.extra_compile_args = ext.extra_compile_args + shlex.split(SAN)
         super().run()
 
 
@@ -51,7 +59,7 @@ setup(
         Extension(
             "tformer._tformer",
             sources=["python/tformer/_tformer.c", "python/tformer/_text.c", "python/tformer/_tokenizer.c",
-                     "python/tformer/_stream.c", "python/tformer/_train.c"],
+                     "python/tformer/_stream.c", "python/tformer/_train.c", "python/tformer/_classify.c"],
             depends=["python/tformer/_tformer.h"],
             include_dirs=["include"],
             define_macros=[("_POSIX_C_SOURCE", "200809L")],

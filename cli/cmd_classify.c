@@ -204,38 +204,45 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
     if (j) cli_json_print(a->verb, j);
 }
 
-/* Each clip folder: its frames (PNG files in name order), its likeliest label and that label's probability. */
-static void classify_clips(const cli_args *a, const tf_vivit *m) {
-    const tf_vivit_config *c = &m->cfg;
+/* Each clip folder: its frames (PNG files in name order), its likeliest label and that label's probability
+ * (tf_model_classify_clips and tf_model_top, the numbers Python's Model.classify gives). */
+static void classify_clips(const cli_args *a, const tf_model *m) {
+    int frames, channels, size, L = tf_model_n_labels(m);
+    int tube = tf_vivit_tube_t(&((const tf_vivit *)tf_model_impl(m))->cfg);
+    tf_model_clip_shape(m, &frames, &channels, &size);
     cJSON *j = a->v[JSON].given ? cli_json_object(a->verb, NULL, NULL) : NULL;
     cJSON *js = j ? cli_json_array(a->verb, j, "clips") : NULL;
+    float *logits = malloc((size_t)(L > 0 ? L : 1) * sizeof *logits);
     char msg[4400];
+    if (!logits) cli_die(a->verb, "out of memory");
     for (int i = 0; i < a->n_operands; i++) {
         tf_images clip;
-        if (tf_images_read_clip(a->operands[i], c->channels == 1 ? 1 : 3, &clip)) cli_die(a->verb, tf_error());
+        if (tf_images_read_clip(a->operands[i], channels == 1 ? 1 : 3, &clip)) cli_die(a->verb, tf_error());
         msg[0] = 0;
-        if (clip.n < tf_vivit_tube_t(c))
+        if (clip.n < tube)
             snprintf(msg, sizeof msg, "%s: %lld frame(s), fewer than one tubelet of %d frames", a->operands[i],
-                     (long long)clip.n, tf_vivit_tube_t(c));
-        else if (clip.n != c->num_frames)
+                     (long long)clip.n, tube);
+        else if (clip.n != frames)
             snprintf(msg, sizeof msg, "%s: %lld frames; the model takes clips of num_frames %d", a->operands[i],
-                     (long long)clip.n, c->num_frames);
-        else if (clip.height != c->image_size || clip.width != c->image_size || clip.channels != c->channels)
+                     (long long)clip.n, frames);
+        else if (clip.height != size || clip.width != size || clip.channels != channels)
             snprintf(msg, sizeof msg, "%s: frames of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],
-                     clip.width, clip.height, c->image_size, c->image_size, c->channels);
+                     clip.width, clip.height, size, size, channels);
         if (*msg) cli_die(a->verb, msg);
         int32_t pred;
         float prob;
         char buf[32];
-        if (tf_vivit_predict(m, clip.pixels, 1, 1, NULL, &pred, &prob, NULL, NULL)) cli_die(a->verb, tf_error());
+        if (tf_model_classify_clips(m, clip.pixels, 1, logits)) cli_die(a->verb, tf_error());
+        tf_model_top(logits, L, 1, &pred, &prob);
         if (js) {
             cJSON *e = cli_json_object(a->verb, js, NULL);
             cli_json_str(a->verb, e, "clip", a->operands[i]);
-            cli_json_str(a->verb, e, "label", tf_vivit_label(m, pred, buf, sizeof buf));
+            cli_json_str(a->verb, e, "label", tf_model_label(m, pred, buf, sizeof buf));
             cli_json_num(a->verb, e, "probability", prob);
-        } else printf("%s\t%s\t%.4f\n", a->operands[i], tf_vivit_label(m, pred, buf, sizeof buf), prob);
+        } else printf("%s\t%s\t%.4f\n", a->operands[i], tf_model_label(m, pred, buf, sizeof buf), prob);
         tf_images_free(&clip);
     }
+    free(logits);
     if (j) cli_json_print(a->verb, j);
 }
 
@@ -243,7 +250,7 @@ static void classify_video(const cli_args *a, const tf_model *m) {
     if (!a->n_operands)
         cli_usage_error(a, "a video model classifies clips: give clip folders (PNG frames), not --data-dir or --data");
     if (tf_model_require(m, TF_CAP_CLASSIFY_CLIP) || tf_model_check_finite(m)) cli_die(a->verb, tf_error());
-    classify_clips(a, tf_model_impl(m));
+    classify_clips(a, m);
 }
 
 int cmd_classify(const cli_args *a) {

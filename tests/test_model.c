@@ -35,6 +35,11 @@ TEST(registry_rows_are_unique_and_complete) {
                f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_EMBED) || (f[i]->embed && f[i]->embed_dim), "%s: embed without its calls",
                f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_CLASSIFY_TEXT) || (f[i]->classify_texts && f[i]->n_labels && f[i]->label),
+               "%s: classify-text without its calls", f[i]->name);
+        CHECKF(!(f[i]->caps & TF_CAP_CLASSIFY_CLIP) ||
+                   (f[i]->classify_clips && f[i]->clip_shape && f[i]->n_labels && f[i]->label),
+               "%s: classify-clip without its calls", f[i]->name);
     }
     CHECK(n >= 13);
     char list[256];
@@ -355,6 +360,47 @@ static void find_comparison(const char *dir, char *hit, size_t n) { /* n: room f
         if (f) fclose(f);
     }
     closedir(d);
+}
+
+/* tf_model_top ranks as tformer predict scores (ties to the lower label, exp(x - max) / sum in double); the
+ * handle's clip logits give tf_vivit_predict's label and probability, bit for bit (the CLI's numbers). */
+TEST(model_handle_classifies_clips_and_ranks_labels) {
+    const float x[4] = {1, 3, 3, -2};
+    int32_t ids[4];
+    float p[4];
+    CHECK(tf_model_top(x, 4, 9, ids, p) == 4 && ids[0] == 1 && ids[1] == 2 && ids[2] == 0 && ids[3] == 3);
+    double z = 0;
+    for (int j = 0; j < 4; j++) z += exp((double)x[j] - 3.0);
+    CHECK(p[0] == (float)(1.0 / z) && p[1] == p[0] && p[2] == (float)(exp(-2.0) / z) && p[3] < p[2]);
+    CHECK(tf_model_top(x, 4, 1, ids, p) == 1 && ids[0] == 1);
+    tf_model *m = tf_model_load("tests/fixtures_vivit/m2_cls_grey12_t2p4_labels", NULL);
+    CHECKF(m, "%s", tf_error());
+    int frames, channels, size, L = tf_model_n_labels(m);
+    tf_model_clip_shape(m, &frames, &channels, &size);
+    const tf_vivit *v = tf_model_impl(m);
+    CHECK(frames == v->cfg.num_frames && channels == v->cfg.channels && size == v->cfg.image_size);
+    CHECK(L == v->cfg.n_labels && L > 1);
+    size_t per = (size_t)frames * (size_t)channels * (size_t)size * (size_t)size;
+    float *clips = malloc(3 * per * sizeof *clips), *logits = malloc(3 * (size_t)L * sizeof *logits);
+    CHECK(clips && logits);
+    for (size_t i = 0; i < 3 * per; i++) clips[i] = (float)((i * 7919u) % 256u) / 255.0f;
+    CHECKF(tf_model_classify_clips(m, clips, 3, logits) == 0, "%s", tf_error());
+    for (int c = 0; c < 3; c++) {
+        int32_t pred;
+        float prob;
+        char a[32], b[32];
+        CHECKF(tf_vivit_predict(v, clips + c * per, 1, 1, NULL, &pred, &prob, NULL, NULL) == 0, "%s", tf_error());
+        CHECK(tf_model_top(logits + c * L, L, 1, ids, p) == 1);
+        CHECKF(ids[0] == pred && p[0] == prob, "clip %d: %d %.9g, tf_vivit_predict %d %.9g", c, ids[0], p[0], pred, prob);
+        CHECK(!strcmp(tf_model_label(m, pred, a, sizeof a), tf_vivit_label(v, pred, b, sizeof b)));
+    }
+    free(clips), free(logits);
+    tf_model_free(m);
+    m = tf_model_load(ST_DIR, NULL);
+    CHECK(m && tf_model_n_labels(m) == 0);
+    const char *text = "a text";
+    CHECK(tf_model_classify_texts(m, &text, NULL, 1, p) == -1 && strstr(tf_error(), "cannot classify-text"));
+    tf_model_free(m);
 }
 
 TEST(no_family_name_compared_outside_models) {

@@ -316,6 +316,10 @@ typedef struct {
     size_t answer_off, answer_len; /* span: its bytes in the context (0, 0 when none) */
 } tf_finetune_prediction;
 
+/* The model on examples first .. first+rows-1 of d (tf_finetune_batch: padded to the longest; DistilBERT
+ * without token types) into out, in ctx: what predictions and text classification read. */
+TF_API int tf_bert_finetune_forward(tf_ctx *ctx, const tf_bert *m, const tf_finetune_data *d, int first, int rows,
+                                    tf_bert_outputs *out);
 /* Predictions for every example of d (n = d->n), `batch` at a time, in order. */
 TF_API int tf_finetune_predict(const tf_bert *m, const tf_finetune_data *d, int batch, int max_answer,
                                tf_finetune_prediction *out);

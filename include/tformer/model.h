@@ -200,6 +200,16 @@ struct tf_family {
     /* Caption: one image (channels, size, size; image_shape) in [0,1] -> r, searched with o
      * (beam >= 1, or greedy with temperature 0; eos_id and max_tokens the family's when -1 / 0). */
     int (*caption)(const void *model, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
+    /* Classify texts: n texts (b NULL) or pairs (a[i], b[i]) -> logits (n, n_labels), encoded, cut and
+     * batched as the family's verb does with the folder dir's settings (`tformer predict`). */
+    int (*classify_texts)(const void *model, tf_tokenizer *tok, const char *dir, const char *const *a,
+                          const char *const *b, int n, float *logits);
+    /* Classify clips: n clips (n, frames, channels, size, size) in [0,1] -> logits (n, n_labels), one
+     * clip a forward (`tformer classify` on clip folders); clip_shape: what it takes. */
+    int (*classify_clips)(const void *model, const float *pixels, int64_t n, float *logits);
+    void (*clip_shape)(const void *model, int *frames, int *channels, int *size);
+    /* The labels of a text or clip classifier (images: image_shape); NULL: none. */
+    int (*n_labels)(const void *model);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -273,6 +283,24 @@ TF_API int tf_model_classify_images(const tf_model *m, const float *pixels, int6
 /* The images the classifier takes, and its labels' names (Hugging Face's id2label, else "LABEL_<i>"). */
 TF_API void tf_model_image_shape(const tf_model *m, int *channels, int *size, int *n_labels);
 TF_API const char *tf_model_label(const tf_model *m, int i, char *buf, size_t n);
+/* The number of labels of any classifier (images, texts, clips; 0: not a classifier); tf_model_label
+ * names them. */
+TF_API int tf_model_n_labels(const tf_model *m);
+/* A row of n_labels logits -> the k likeliest labels (ids, likeliest first; equal logits: the lower id
+ * first) and their softmax probabilities, each exp(x - max) / sum in double rounded to float: the numbers
+ * `tformer predict` and `tformer classify` (clips) print. k is cut to n_labels; the count is returned. */
+TF_API int tf_model_top(const float *logits, int n_labels, int k, int32_t *ids, float *probs);
+
+/* TF_CAP_CLASSIFY_TEXT: n texts (b NULL) or text pairs (a[i], b[i]) -> logits (n, tf_model_n_labels),
+ * as `tformer predict --task classify|pairs` computes them on the same inputs (the folder's tokenizer
+ * and finetune.json's max_len, else the model's length; 16 texts a forward). An error names the text. */
+TF_API int tf_model_classify_texts(const tf_model *m, const char *const *a, const char *const *b, int n,
+                                   float *logits);
+/* TF_CAP_CLASSIFY_CLIP: n clips (n, frames, channels, size, size) in [0,1] -> logits (n, n_labels), each
+ * clip run alone (as `tformer classify` runs clip folders); the clips the model takes. */
+TF_API int tf_model_classify_clips(const tf_model *m, const float *pixels, int64_t n, float *logits);
+TF_API void tf_model_clip_shape(const tf_model *m, int *frames, int *channels, int *size);
+
 /* One image (channels, size, size) in [0,1] -> logits (n_labels); maps, when not NULL, ->
  * (1 + heads) g x g maps (tf_model_attention_grid): the attention rollout from what the
  * classifier reads, then each head of the last layer. */

@@ -1,10 +1,11 @@
 """generate() and generate_stream() against `tformer generate` on a tiny GPT trained for the test."""
+import subprocess
 import threading
 
 import pytest
 
 import tformer
-from conftest import ST_DIR
+from conftest import ST_DIR, cli_path
 
 SETTINGS = [
     ({"temperature": 0}, ["--temperature", "0"]),
@@ -72,4 +73,47 @@ def test_generate_refusals(gpt_dir):
         raise RuntimeError("callback failed")
 
     with pytest.raises(RuntimeError, match="callback failed"):
-        m._h.generate("ab", 5, 0.0, 0, 1.0, 1.0, 0, 1, 1.0, None, boom)
+        m._h.generate("ab", 5, 0.0, 0, 1.0, 1.0, 0, 1, 1.0, None, boom, False)
+
+
+def cli_bytes(args):
+    """The CLI's standard output as bytes decoded as generate() decodes (no newline translation)."""
+    r = subprocess.run([cli_path(), *args], capture_output=True, check=True)
+    return r.stdout.decode("utf-8", "replace")
+
+
+def test_quantize_int8_equals_the_cli(cli, gpt_dir):
+    """generate(quantize="int8") is `tformer generate --precision int8`'s text, which differs from the float
+    weights' on these prompts (the test sees the copies used); None goes back to the float weights."""
+    m = tformer.load(gpt_dir)
+    float_texts, int8_texts = [], []
+    cli = cli_bytes  # 100 sampled characters may hold a carriage return: compared as written
+    for seed in (1, 2, 3):
+        args = ["generate", "--model", gpt_dir, "--prompt", "ab", "--max-tokens", "100", "--seed", str(seed)]
+        int8_texts.append(m.generate("ab", max_tokens=100, seed=seed, quantize="int8"))
+        assert cli(args + ["--precision", "int8"]) == "ab" + int8_texts[-1] + "\n"
+        assert "".join(m.generate_stream("ab", max_tokens=100, seed=seed, quantize="int8")) == int8_texts[-1]
+        float_texts.append(m.generate("ab", max_tokens=100, seed=seed))  # the copies dropped
+        assert cli(args) == "ab" + float_texts[-1] + "\n"
+        assert m.generate("ab", max_tokens=100, seed=seed, quantize="none") == float_texts[-1]
+    assert int8_texts != float_texts
+    with pytest.raises(tformer.InputError, match="quantize"):
+        m.generate("ab", quantize="int4")
+
+
+def test_quantize_waits_for_an_idle_model(gpt_dir):
+    """Switching the weights while another call runs on the model raises; the running call is not disturbed."""
+    m = tformer.load(gpt_dir)
+    seen = []
+
+    def on_text(piece):
+        try:
+            m.generate("ab", max_tokens=3, quantize="int8")
+        except tformer.Error as e:
+            seen.append(str(e))
+        return True
+
+    m._h.generate("ab", 5, 0.0, 0, 1.0, 1.0, 0, 1, 1.0, None, on_text, False)
+    assert len(seen) == 1 and "while 1 other call(s) run" in seen[0], seen
+    assert m.generate("ab", max_tokens=5, temperature=0) == m.generate("ab", max_tokens=5, temperature=0,
+                                                                        quantize="none")

@@ -93,13 +93,45 @@ def test_tokenizer_matches_transformers_wordpiece(minilm_dir, tmp_path):
         for n in (9, 10, 20):  # both outgrow half the room: the longer keeps the odd id (tokenizers' rule)
             want = hf(a, b, truncation=True, max_length=n)
             assert tok.encode_with_types(a, b, max_length=n) == (want["input_ids"], want["token_type_ids"])
-    # decode: BertTokenizer's (transformers' Python WordPiece) text, without clean_up_tokenization (the fast
-    # decoder's per-token cleanup of " ." and " ," is not applied: docs/python.md)
+    # decode: BertTokenizerFast's text (its decoder's and, by default, transformers' clean-up of " ." " ," ...)
+    ids = tok.encode_batch(texts, add_special_tokens=True)
+    for clean in (True, False):
+        assert tok.decode_batch(ids, clean_up_tokenization_spaces=clean) == \
+            [hf.decode(x, clean_up_tokenization_spaces=clean) for x in ids]
+    assert tok.decode_batch(ids) == tok.decode_batch(ids, clean_up_tokenization_spaces=True)
+    assert tok.decode_batch(ids, skip_special_tokens=True) == \
+        [hf.decode(x, skip_special_tokens=True, clean_up_tokenization_spaces=True) for x in ids]
+    # the library's text, `tformer decode`'s: BertTokenizer's (transformers' Python WordPiece) without clean-up
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("".join(t + "\n" for t, _ in sorted(hf.get_vocab().items(), key=lambda x: x[1])), encoding="utf-8")
     slow = transformers.BertTokenizer(str(vocab))
-    ids = tok.encode_batch(texts, add_special_tokens=True)
-    assert tok.decode_batch(ids) == [slow.decode(x, clean_up_tokenization_spaces=False) for x in ids]
+    assert tok._h.decode(tuple(ids)) == [slow.decode(x, clean_up_tokenization_spaces=False) for x in ids]
+
+
+WORDPIECE_CASES = ["Hello, world! It's unaffable.", "the quick brown fox jumps over the lazy dog.", "café, Café !",
+                   "hello world , hello ! ! the dog's fox", "jumping jumped , unaffable . . .", "a [MASK] fox", "",
+                   "don't you're i'm we've ' s"]
+
+
+@pytest.mark.parametrize("folder", ["tests/data/hf_wordpiece", "tests/fixtures_distilbert_st/tiny_distilbert_st"])
+def test_wordpiece_decode_equals_bert_tokenizer_fast(folder):
+    """The committed WordPiece vocabularies: decode() is BertTokenizerFast.decode() (its default clean-up), with
+    and without the special tokens; an id list of pieces ([UNK], ## pieces first) too."""
+    transformers = reference("transformers")
+    d = os.path.join(ROOT, folder)
+    hf = transformers.BertTokenizerFast(os.path.join(d, "vocab.txt"))
+    tok = tformer.Tokenizer.load(d)
+    assert tok.kind == "wordpiece"
+    every = list(range(len(hf)))
+    for text in WORDPIECE_CASES + [every, every[::-1]]:
+        ids = text if isinstance(text, list) else hf(text)["input_ids"]
+        assert isinstance(text, list) or tok.encode(text, add_special_tokens=True) == ids, text
+        for skip in (False, True):
+            for clean in (False, True):
+                want = hf.decode(ids, skip_special_tokens=skip, clean_up_tokenization_spaces=clean)
+                assert tok.decode(ids, skip_special_tokens=skip, clean_up_tokenization_spaces=clean) == want, text
+    assert tok.decode(hf("Hello, it's a dog.")["input_ids"]) == hf.decode(hf("Hello, it's a dog.")["input_ids"],
+                                                                         clean_up_tokenization_spaces=True)
 
 
 def test_tokenizer_matches_tokenizers_bpe_and_unigram():

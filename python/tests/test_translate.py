@@ -68,3 +68,40 @@ def test_translate_refusals(marian_dir, tmp_path):
     bare = tformer.load(tmp_path)
     with pytest.raises(tformer.Error, match=str(tmp_path)):
         bare.translate(["a"])
+
+
+INTERRUPT_SCRIPT = r'''
+import _thread, sys, threading, time
+import tformer
+m = tformer.load(sys.argv[1])
+short = m.translate(["the first sentence"])
+texts = ["the first sentence of a long text to translate, again and again"] * 200000
+t = time.monotonic()
+m.translate(texts[:8], batch_size=8)
+batch = time.monotonic() - t  # one batch's time: the whole call is 25000 of them
+threading.Timer(0.5, _thread.interrupt_main).start()  # Ctrl-C, as the terminal's SIGINT reaches Python
+started = time.monotonic()
+try:
+    m.translate(texts, batch_size=8)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted after", time.monotonic() - started - 0.5, "s; a batch", batch, "s")
+assert m.translate(["the first sentence"]) == short  # the model is still whole
+print("usable")
+'''
+
+
+def test_ctrl_c_interrupts_a_long_translate(marian_dir, tmp_path):
+    """KeyboardInterrupt reaches a translate() that runs with the GIL released (signals are run between its
+    batches), soon, and the model translates as before afterwards."""
+    import subprocess
+    import sys
+    script = tmp_path / "interrupt.py"
+    script.write_text(INTERRUPT_SCRIPT)
+    r = subprocess.run([sys.executable, str(script), marian_dir], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("interrupted after ") and lines[1] == "usable", r.stdout
+    late, batch = float(lines[0].split()[2]), float(lines[0].split()[6])
+    assert late < 2 + 100 * batch, r.stdout  # a batch or so after the signal, not the 25000 batches of the call

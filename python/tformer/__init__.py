@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _safetensors
 from ._tformer import CapabilityError, Error, Handle, InputError, ModelNotFoundError, kernels, set_threads
+from ._tformer import top as _tformer_top
 from ._tok import Tokenizer
 from ._streams import Stream
 from ._st import SentenceTransformer
@@ -165,6 +166,9 @@ class Model:
         if not isinstance(prompt, str):
             raise InputError(f"generate(): prompt must be str, got {type(prompt).__name__}")
         d = self._h.generate_defaults()
+        quantize = kw.pop("quantize", None)
+        if quantize not in (None, "none", "int8"):
+            raise InputError(f"generate(): quantize must be None, 'none' or 'int8', got {quantize!r}")
         for k, v in kw.items():
             if k == "stop" or v is None:
                 continue
@@ -185,12 +189,13 @@ class Model:
         if stop is not None and not isinstance(stop, str):
             raise InputError(f"generate(): stop must be str, got {type(stop).__name__}")
         return (prompt, a["max_tokens"], a["temperature"], a["top_k"], a["top_p"], a["repetition_penalty"], a["beam"],
-                a["seed"], a["length_penalty"], stop or None)
+                a["seed"], a["length_penalty"], stop or None), quantize == "int8"
 
     def generate(self, prompt: str, max_tokens: Optional[int] = None, temperature: Optional[float] = None,
                  top_k: Optional[int] = None, top_p: Optional[float] = None,
                  repetition_penalty: Optional[float] = None, beam: Optional[int] = None, seed: Optional[int] = None,
-                 length_penalty: Optional[float] = None, stop: Optional[str] = None) -> str:
+                 length_penalty: Optional[float] = None, stop: Optional[str] = None,
+                 quantize: Optional[str] = None) -> str:
         """The prompt's continuation (the prompt not included), as ``tformer generate`` writes it.
 
         The settings are ``tformer generate``'s flags; None takes the library's default (100 tokens,
@@ -198,11 +203,17 @@ class Model:
         length_penalty 1). ``temperature=0`` is greedy; ``beam=N`` a beam search of width N. The text
         ends at the model's end token, after ``max_tokens``, or before the first ``stop``. The GIL is
         released while the model runs.
+
+        ``quantize="int8"``: the matrices' int8 copies, as ``tformer generate --precision int8`` (the
+        same text, bit for bit); None or "none": the precision load() was given. The copies are made (or dropped)
+        when the setting changes, which rewrites the model: a call that changes it while other calls
+        run on this model raises :class:`Error`; calls with the setting the model has run together.
         """
-        args = self._generate_args(prompt, dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k,
-                                                top_p=top_p, repetition_penalty=repetition_penalty, beam=beam,
-                                                seed=seed, length_penalty=length_penalty, stop=stop))
-        return self._h.generate(*args, None).decode("utf-8", "replace")
+        args, quant = self._generate_args(prompt, dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k,
+                                                       top_p=top_p, repetition_penalty=repetition_penalty, beam=beam,
+                                                       seed=seed, length_penalty=length_penalty, stop=stop,
+                                                       quantize=quantize))
+        return self._h.generate(*args, None, quant).decode("utf-8", "replace")
 
     def generate_stream(self, prompt: str, **settings: Any) -> Iterator[str]:
         """:meth:`generate`, yielding the text piece by piece as the tokens come.
@@ -212,13 +223,13 @@ class Model:
         :meth:`generate`'s text (bytes of a character split between tokens wait for the rest).
         """
         known = ("max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "beam", "seed",
-                 "length_penalty", "stop")
+                 "length_penalty", "stop", "quantize")
         for k in settings:
             if k not in known:
                 raise InputError(f"generate_stream(): unknown setting {k!r} (settings: {', '.join(known)})")
-        return self._stream(self._generate_args(prompt, {k: settings.get(k) for k in known}))
+        return self._stream(*self._generate_args(prompt, {k: settings.get(k) for k in known}))
 
-    def _stream(self, args: tuple) -> Iterator[str]:
+    def _stream(self, args: tuple, quant: bool) -> Iterator[str]:
         """generate_stream()'s generator, over arguments already checked."""
         pieces: "queue.Queue[Optional[bytes]]" = queue.Queue()
         closed, failure = threading.Event(), []
@@ -229,7 +240,7 @@ class Model:
 
         def work() -> None:
             try:
-                self._h.generate(*args, on_text)
+                self._h.generate(*args, on_text, quant)
             except BaseException as e:  # handed to the consumer
                 failure.append(e)
             finally:
@@ -283,7 +294,7 @@ class Model:
                                  batch_size or 0, _BEAM_STOPS.get(beam_stop, -1))
 
     def labels(self) -> List[str]:
-        """The image classifier's label names, in the order of its logits."""
+        """The classifier's label names (images, texts or clips), in the order of its logits."""
         return self._h.labels()
 
     def image_logits(self, images: Union[np.ndarray, Sequence[Any]]) -> np.ndarray:
@@ -352,30 +363,92 @@ class Model:
             self._tokenizer = Tokenizer.load(self.path)
         return self._tokenizer
 
-    def classify(self, images: Union[np.ndarray, Sequence[Any], str, os.PathLike],
-                 top_k: int = 1) -> List[Dict[str, Any]]:
-        """Image classification: a dict per image, {"label", "score", "top_k": [(label, score), ...]}.
+    def classify(self, inputs: Any, top_k: int = 1) -> List[Dict[str, Any]]:
+        """Classification: a dict per input, {"label", "score", "top_k": [(label, score), ...]}.
 
-        ``images``: a list of images, each an array (H, W[, C]) uint8 (0..255) or float (0..1), or a
-        PNG file's path; an array (n, H, W[, C]) is n images; a single path or (H, W) array is one.
-        Each must have the model's size (an error names the image); grey and RGB are converted to
-        the model's channels as the PNG reader does. A 3-d array is one (H, W, C) image when its
-        last axis is 1 or 3 and H and W are the model's size, else n grey (n, H, W) images. ``score`` is the label's softmax probability,
-        as ``tformer classify --top-k`` prints it.
+        What ``inputs`` are depends on the model (:attr:`capabilities`):
+
+        - a text classifier ("classify-text": a BERT-family ``...ForSequenceClassification`` folder,
+          ``tformer finetune``'s): a str, a list of str, or a list of (text_a, text_b) pairs, encoded,
+          cut (the folder's finetune.json ``max_len``, else the model's length) and batched as
+          ``tformer predict --task classify|pairs`` does;
+        - a video classifier ("classify-clip": ``tformer train --arch vivit``): a clip folder of PNG
+          frames (read in name order, as ``tformer classify`` reads one), an array (frames, H, W[, C])
+          uint8 or float in [0, 1], a list of these, or an array (n, frames, H, W[, C]);
+        - an image classifier ("classify-image"): a list of images, each an array (H, W[, C]) uint8
+          (0..255) or float (0..1), or a PNG file's path; an array (n, H, W[, C]) is n images; a single
+          path or (H, W) array is one. Each must have the model's size (an error names the image); grey
+          and RGB are converted to the model's channels as the PNG reader does. A 3-d array is one
+          (H, W, C) image when its last axis is 1 or 3 and H and W are the model's size, else n grey
+          (n, H, W) images.
+
+        ``score`` is the label's softmax probability, each exp(x - max) / sum in double rounded to float
+        (``tf_model_top``): for texts and clips the numbers ``tformer predict --json`` and ``tformer
+        classify --json`` print, bit for bit; ``top_k`` the ``top_k`` likeliest labels, ties to the
+        lower label index. Raises :class:`CapabilityError` for a model that classifies nothing.
         """
-        if not isinstance(top_k, int) or top_k < 1:
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise InputError(f"classify(): top_k must be a positive int, got {top_k!r}")
-        if isinstance(images, np.ndarray) and images.ndim == 2:
-            images = [images]
-        logits = self.image_logits(images).astype(np.float64)
+        caps = self.capabilities
+        if "classify-text" in caps:
+            logits = self._text_logits(inputs)
+        elif "classify-clip" in caps:
+            logits = np.asarray(self._h.classify_clips(self._clips(inputs)))
+        else:
+            if isinstance(inputs, np.ndarray) and inputs.ndim == 2:
+                inputs = [inputs]
+            logits = self.image_logits(inputs)
         names = self._h.labels()
-        p = np.exp(logits - logits.max(axis=1, keepdims=True)) if len(logits) else logits
-        p = p / p.sum(axis=1, keepdims=True) if len(p) else p
         out = []
-        for row in p:
-            order = np.argsort(-row, kind="stable")[:top_k]
-            top = [(names[j], float(row[j])) for j in order]
+        for row in _tformer_top(np.ascontiguousarray(logits, dtype=np.float32), top_k):
+            top = [(names[j], p) for j, p in row]
             out.append({"label": top[0][0], "score": top[0][1], "top_k": top})
+        return out
+
+    def _text_logits(self, texts: Any) -> np.ndarray:
+        """texts (str, list of str, or list of pairs) -> the classifier's logits (n, labels) float32."""
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        pairs = [isinstance(t, (tuple, list)) for t in texts]
+        if any(pairs) and not all(pairs):
+            raise InputError("classify(): give texts (str) or pairs ((text_a, text_b)), not both in one call")
+        if texts and all(pairs):
+            for i, t in enumerate(texts):
+                if len(t) != 2:
+                    raise InputError(f"classify(): texts[{i}] has {len(t)} items; a pair is (text_a, text_b)")
+            return np.asarray(self._h.classify_texts(tuple(t[0] for t in texts), tuple(t[1] for t in texts)))
+        return np.asarray(self._h.classify_texts(tuple(texts), None))
+
+    def _clips(self, clips: Any) -> np.ndarray:
+        """clips (see :meth:`classify`) -> float32 (n, frames, channels, size, size) in [0, 1] for this model."""
+        frames, channels, size, _ = self._h.clip_shape()
+        if isinstance(clips, np.ndarray) and clips.ndim == 5 or \
+                isinstance(clips, np.ndarray) and clips.ndim == 4 and clips.shape[-1] not in (1, 3):
+            clips = list(clips)
+        elif isinstance(clips, (str, os.PathLike, np.ndarray)):
+            clips = [clips]
+        out = np.empty((len(clips), frames, channels, size, size), dtype=np.float32)
+        for i, clip in enumerate(clips):
+            if isinstance(clip, (str, os.PathLike)):
+                buf, c, h, w = self._h.read_clip(os.fspath(clip))
+                pixels = np.asarray(buf)
+                what = os.fspath(clip)
+                if (c, h, w) != (channels, size, size):
+                    raise InputError(f"classify(): {what}: frames of {w}x{h}; the model takes {size}x{size} with "
+                                     f"{channels} channel(s)")
+                pixels = pixels.reshape(len(pixels), c, h, w)
+            else:
+                what = f"clips[{i}]"
+                pixels = np.stack([_as_pixels(f, j, channels, size) for j, f in enumerate(np.asarray(clip))]) \
+                    if np.asarray(clip).ndim in (3, 4) else None
+                if pixels is None:
+                    raise InputError(f"classify(): clips[{i}] has shape {np.asarray(clip).shape}; a clip is "
+                                     "(frames, H, W[, C])")
+            if len(pixels) != frames:
+                raise InputError(f"classify(): {what}: {len(pixels)} frames; the model takes clips of num_frames "
+                                 f"{frames}")
+            out[i] = pixels
         return out
 
     def run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:

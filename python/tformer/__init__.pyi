@@ -79,8 +79,9 @@ class Model:
         seed: Optional[int] = None,
         length_penalty: Optional[float] = None,
         stop: Optional[str] = None,
+        quantize: Optional[str] = None,
     ) -> str:
-        """The prompt's continuation, as `tformer generate`."""
+        """The prompt's continuation, as `tformer generate` (quantize="int8": as `--precision int8`)."""
     def generate_stream(self, prompt: str, **settings: Any) -> Iterator[str]:
         """generate()'s text piece by piece."""
     def translate(
@@ -95,11 +96,15 @@ class Model:
     ) -> List[str]:
         """Each text translated, as `tformer translate`."""
     def labels(self) -> List[str]:
-        """The image classifier's label names."""
+        """The classifier's label names (images, texts or clips)."""
     def image_logits(self, images: Union[npt.NDArray[Any], Sequence[Image]]) -> npt.NDArray[np.float32]:
         """(n, labels) float32 logits of images."""
-    def classify(self, images: Union[npt.NDArray[Any], Sequence[Image], PathLike], top_k: int = 1) -> List[Classification]:
-        """A {label, score, top_k} dict per image."""
+    def classify(
+        self,
+        inputs: Union[str, Sequence[str], Sequence[Tuple[str, str]], npt.NDArray[Any], Sequence[Image], PathLike],
+        top_k: int = 1,
+    ) -> List[Classification]:
+        """A {label, score, top_k} dict per text, text pair, clip or image (the model's kind)."""
     def run(self, inputs: Dict[str, npt.NDArray[Any]]) -> Dict[str, npt.NDArray[Any]]:
         """Hugging Face's forward, as `tformer hf-run`."""
     def caption(
@@ -168,9 +173,16 @@ class Tokenizer:
         self, text: str, pair: Optional[str] = None, max_length: Optional[int] = None
     ) -> Tuple[List[int], List[int]]:
         """(ids, token type ids) with the special tokens."""
-    def decode(self, ids: Sequence[int]) -> str:
-        """The text of ids (special tokens kept)."""
-    def decode_batch(self, batch: Sequence[Sequence[int]]) -> List[str]:
+    def decode(
+        self, ids: Sequence[int], skip_special_tokens: bool = False, clean_up_tokenization_spaces: Optional[bool] = None
+    ) -> str:
+        """The text of ids, as Hugging Face's decode (WordPiece: BertTokenizerFast's)."""
+    def decode_batch(
+        self,
+        batch: Sequence[Sequence[int]],
+        skip_special_tokens: bool = False,
+        clean_up_tokenization_spaces: Optional[bool] = None,
+    ) -> List[str]:
         """decode() of each id list."""
     def token_to_id(self, token: str) -> Optional[int]:
         """A vocabulary entry's id, or None."""

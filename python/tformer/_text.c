@@ -87,19 +87,34 @@ PyObject *model_generate_defaults(Model *self, PyObject *unused) {
                          "length_penalty", (double)o.length_penalty);
 }
 
+/* generate(quantize=): int8 products (as `--precision int8`), or (0) the precision the model was loaded with.
+ * Switched only while no other call runs (it rewrites the model every thread reads); -1 with Error otherwise. */
+static int set_quant(Model *self, int int8) {
+    tf_precision want = int8 ? TF_PRECISION_INT8 : self->loaded;
+    if (want == tf_model_precision(self->m)) return 0;
+    if (self->busy) {
+        PyErr_Format(Error, "generate(): quantize=%s while %d other call(s) run on this model: the weights are "
+                     "switched only when it is idle", int8 ? "'int8'" : "None", self->busy);
+        return -1;
+    }
+    return tf_model_set_precision(self->m, want) ? (raise_tf(Error), -1) : 0;
+}
+
 /* _generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty,
- * stop, on_text) -> bytes: the continuation (the arguments checked by the Python layer). */
+ * stop, on_text, quant) -> bytes: the continuation (the arguments checked by the Python layer; quant 0 or
+ * 1: the load's precision or int8, as the CLI's --precision int8). */
 PyObject *model_generate(Model *self, PyObject *args) {
     const char *prompt, *stop;
     Py_ssize_t plen;
     unsigned long long seed;
     PyObject *fn;
+    int quant;
     tf_generate_opts o = tf_generate_opts_default();
-    if (!PyArg_ParseTuple(args, "s#ififfiKfzO", &prompt, &plen, &o.max_tokens, &o.temperature, &o.top_k, &o.top_p,
-                          &o.repetition_penalty, &o.beam, &seed, &o.length_penalty, &stop, &fn))
+    if (!PyArg_ParseTuple(args, "s#ififfiKfzOp", &prompt, &plen, &o.max_tokens, &o.temperature, &o.top_k, &o.top_p,
+                          &o.repetition_penalty, &o.beam, &seed, &o.length_penalty, &stop, &fn, &quant))
         return NULL;
     o.seed = seed;
-    if (model_require(self, TF_CAP_GENERATE)) return NULL;
+    if (model_require(self, TF_CAP_GENERATE) || set_quant(self, quant)) return NULL;
     if ((size_t)plen != strlen(prompt)) return PyErr_Format(InputError, "generate(): the prompt holds a NUL character");
     text_callback cb = {fn != Py_None ? fn : NULL, NULL, NULL, NULL};
     char *text;
@@ -166,12 +181,26 @@ PyObject *model_translate(Model *self, PyObject *args) {
     char **out = texts ? PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *out) : NULL;
     size_t *lens = out ? PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *lens) : NULL;
     if (!lens) return PyMem_Free(texts), PyMem_Free(out), texts ? PyErr_NoMemory() : NULL;
+    /* A batch at a time (tf_translate_lines' result for a text is tf_translate_line's, whatever it is batched
+     * with), Python's signal handlers run between batches: Ctrl-C (KeyboardInterrupt) stops a long call. */
+    Py_ssize_t done = 0, step = o.batch > 0 ? o.batch : 1;
+    int sig = 0, k = 0;
     self->busy++;
-    Py_BEGIN_ALLOW_THREADS
-    rc = tf_model_translate(self->m, (int)n, texts, &o, out, lens);
-    Py_END_ALLOW_THREADS
+    for (rc = 0; !rc && !sig && done < n; done += rc ? 0 : k) {
+        k = (int)(n - done < step ? n - done : step);
+        Py_BEGIN_ALLOW_THREADS
+        rc = tf_model_translate(self->m, k, texts + done, &o, out + done, lens + done);
+        Py_END_ALLOW_THREADS
+        if (!rc) sig = PyErr_CheckSignals();
+    }
     self->busy--;
-    PyObject *res = rc ? raise_tf(InputError) : text_list(out, lens, n);
+    PyObject *res = NULL;
+    if (rc) { /* the failed batch freed its texts; the library's index is within the batch */
+        const char *e = tf_error(), *rest = !strncmp(e, "text ", 5) ? strchr(e, ':') : NULL;
+        if (rest) PyErr_Format(InputError, "text %zd%s", (Py_ssize_t)(done + strtol(e + 5, NULL, 10)), rest);
+        else PyErr_SetString(InputError, e);
+    } else if (!sig) res = text_list(out, lens, n), done = 0; /* text_list frees them */
+    for (Py_ssize_t i = 0; i < done; i++) free(out[i]);
     PyMem_Free(texts), PyMem_Free(out), PyMem_Free(lens);
     return res;
 }

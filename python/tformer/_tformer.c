@@ -117,6 +117,7 @@ static int model_init(Model *self, PyObject *args, PyObject *kw) {
     }
     if (self->m) tf_model_free(self->m), self->m = NULL;
     tf_model_opts opts = {threads, precision};
+    self->loaded = precision;
     tf_model *m;
     char *why = NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -244,21 +245,6 @@ static PyObject *model_image_shape(Model *self, PyObject *unused) {
     int c, s, l;
     tf_model_image_shape(self->m, &c, &s, &l);
     return Py_BuildValue("(iii)", c, s, l);
-}
-
-static PyObject *model_labels(Model *self, PyObject *unused) {
-    if (model_require(self, TF_CAP_CLASSIFY_IMAGE)) return NULL;
-    int c, s, l;
-    tf_model_image_shape(self->m, &c, &s, &l);
-    PyObject *list = PyList_New(l);
-    for (int i = 0; list && i < l; i++) {
-        char buf[256];
-        const char *label = tf_model_label(self->m, i, buf, sizeof buf);
-        PyObject *name = PyUnicode_DecodeUTF8(label, (Py_ssize_t)strlen(label), "replace");
-        if (!name) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, i, name);
-    }
-    return list;
 }
 
 /* _read_png(path) -> Buffer (C, S*S): the PNG's pixels in [0,1] for the model's channels and size. */
@@ -409,6 +395,13 @@ static PyMethodDef model_methods[] = {
      "max_length (0: the folder's)) -> Buffer (n, d) float32."},
     {"image_shape", (PyCFunction)model_image_shape, METH_NOARGS, "(channels, size, labels) of an image classifier."},
     {"labels", (PyCFunction)model_labels, METH_NOARGS, "The classifier's label names, in order."},
+    {"classify_texts", (PyCFunction)model_classify_texts, METH_VARARGS,
+     "classify_texts(a: tuple[str], b: tuple[str] | None) -> Buffer (n, labels): the logits of texts or pairs."},
+    {"classify_clips", (PyCFunction)model_classify_clips, METH_O,
+     "classify_clips(pixels: float32 (n, frames, C, S, S)) -> Buffer (n, labels): the logits of clips."},
+    {"clip_shape", (PyCFunction)model_clip_shape, METH_NOARGS, "(frames, channels, size, labels) of a clip classifier."},
+    {"read_clip", (PyCFunction)model_read_clip, METH_O,
+     "read_clip(folder) -> (Buffer (frames, C*H*W), C, H, W): a clip folder's PNG frames in name order."},
     {"read_png", (PyCFunction)model_read_png, METH_O,
      "read_png(path) -> Buffer (channels, size*size): the PNG's pixels in [0, 1] for this model."},
     {"image_logits", (PyCFunction)model_image_logits, METH_O,
@@ -445,6 +438,8 @@ static PyObject *module_set_threads(PyObject *mod, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"set_threads", module_set_threads, METH_O, "set_threads(n): the library's thread count (every model's)."},
+    {"top", module_top, METH_VARARGS,
+     "top(logits: float32 (n, labels), k) -> [[(label, probability), ...]]: the k likeliest of each row."},
     {"train", module_train, METH_VARARGS,
      "train(arch, out, settings, data, tokenizer, src, tgt, valid_src, valid_tgt, data_dir, config, resume, overwrite, "
      "callback) -> 0 done, 1 stopped at stop_at; the GIL released, the callback called with each step's report."},

@@ -1,6 +1,6 @@
 /* Shared by the extension's files (_tformer.c: the module, the handle, embed, images, caption, run;
  * _text.c: fill-mask, generate, translate; _tokenizer.c: the tokenizer; _stream.c: continual streams;
- * _train.c: train). */
+ * _train.c: train; _classify.c: texts and clips). */
 #ifndef TFORMER_PY_H
 #define TFORMER_PY_H
 
@@ -14,6 +14,7 @@ typedef struct {
     PyObject_HEAD
     tf_model *m;
     int busy;              /* calls running with the GIL released; close() refuses while any does */
+    tf_precision loaded;   /* the precision load() asked for: generate(quantize=None) returns to it */
     char *translate_error; /* why the translator could not be made at load (malloc'd), or NULL */
 } Model;
 
@@ -34,6 +35,13 @@ PyObject *model_fill_mask(Model *self, PyObject *args);
 PyObject *model_generate_defaults(Model *self, PyObject *unused);
 PyObject *model_generate(Model *self, PyObject *args);
 PyObject *model_translate(Model *self, PyObject *args);
+/* _classify.c: texts and clips, any classifier's labels, the k likeliest labels of logits. */
+PyObject *model_classify_texts(Model *self, PyObject *args);
+PyObject *model_classify_clips(Model *self, PyObject *arg);
+PyObject *model_clip_shape(Model *self, PyObject *unused);
+PyObject *model_read_clip(Model *self, PyObject *arg);
+PyObject *model_labels(Model *self, PyObject *unused);
+PyObject *module_top(PyObject *mod, PyObject *args);
 
 /* A handle type: tformer._tformer.NAME over struct T, made by init, freed by dealloc, with methods. */
 #define HANDLE_TYPE(NAME, T, dealloc, methods, init, doc)                                                 \

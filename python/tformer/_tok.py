@@ -14,6 +14,20 @@ def _texts(texts: Union[str, Sequence[str]], what: str) -> tuple:
     return tuple(texts)
 
 
+# transformers' clean_up_tokenization, in its order; the tokenizers WordPiece decoder's per-piece cleanup is the
+# same without " ' " (a piece has no space in it: only the space before a piece is ever removed).
+_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+             (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+_WORDPIECE_DECODER = tuple(p for p in _CLEAN_UP if p[0] != " ' ")
+
+
+def _replace_all(text: str, pairs: tuple) -> str:
+    """Each (a, b) of pairs replaced in text, in order."""
+    for a, b in pairs:
+        text = text.replace(a, b)
+    return text
+
+
 class Tokenizer:
     """A tokenizer folder or file, as ``tformer encode`` / ``tformer decode`` read it.
 
@@ -90,16 +104,36 @@ class Tokenizer:
         ids, types = self._encode([text], None if pair is None else [pair], True, max_length, "encode_with_types")
         return ids[0], types[0]
 
-    def decode(self, ids: Sequence[int]) -> str:
-        """The text of ``ids``, as ``tformer decode`` writes it (special tokens kept, as Hugging Face's
-        ``decode(ids, skip_special_tokens=False)``); an id outside the vocabulary raises."""
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False,
+               clean_up_tokenization_spaces: Optional[bool] = None) -> str:
+        """The text of ``ids``, as Hugging Face's ``decode`` gives it; an id outside the vocabulary raises.
+
+        The library's text is ``tformer decode``'s (WordPiece: the pieces joined by spaces, ``##``
+        pieces glued to the one before, as the slow ``BertTokenizer``; special tokens kept).
+        ``skip_special_tokens=True`` drops the special tokens' ids first (:attr:`special_ids`: [CLS],
+        [SEP], [PAD], [MASK], [UNK], <s>, ...). A WordPiece text then gets what the fast tokenizer's
+        decoder does (a piece starting with . , ? ! glued to the one before), and with
+        ``clean_up_tokenization_spaces`` (None: True for WordPiece, as transformers 4.x's
+        ``BertTokenizerFast``; else False) transformers' ``clean_up_tokenization`` (" ' " and the
+        contractions " n't" " 's" " 'm" " 've" " 're" glued too): the text is
+        ``BertTokenizerFast.decode(ids, skip_special_tokens, clean_up_tokenization_spaces)``'s.
+        """
         if isinstance(ids, (str, bytes)):
             raise InputError("decode(): ids must be a sequence of ints")
-        return self._h.decode((ids,))[0]
+        return self.decode_batch([ids], skip_special_tokens, clean_up_tokenization_spaces)[0]
 
-    def decode_batch(self, batch: Sequence[Sequence[int]]) -> List[str]:
-        """:meth:`decode` of each id list."""
-        return self._h.decode(tuple(batch))
+    def decode_batch(self, batch: Sequence[Sequence[int]], skip_special_tokens: bool = False,
+                     clean_up_tokenization_spaces: Optional[bool] = None) -> List[str]:
+        """:meth:`decode` of each id list (the GIL released for the whole batch)."""
+        if skip_special_tokens:
+            special = {i for i in self.special_ids.values() if i is not None}
+            batch = [[i for i in ids if i not in special] for ids in batch]
+        texts = self._h.decode(tuple(batch))
+        wordpiece = self.kind == "wordpiece"
+        clean = wordpiece if clean_up_tokenization_spaces is None else bool(clean_up_tokenization_spaces)
+        if wordpiece:
+            texts = [_replace_all(t, _WORDPIECE_DECODER) for t in texts]
+        return [_replace_all(t, _CLEAN_UP) for t in texts] if clean else texts
 
     def token_to_id(self, token: str) -> Optional[int]:
         """The id of a vocabulary entry as the vocabulary file writes it, or None."""

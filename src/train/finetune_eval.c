@@ -51,13 +51,9 @@ static void predict_span(const tf_finetune_encoded *e, const float *s, const flo
 
 static int predict_rows(const tf_bert *m, const tf_finetune_data *d, tf_ctx *ctx, int first, int rows, int max_answer,
                         tf_finetune_prediction *out) {
-    tf_batch b = {0};
-    if (tf_finetune_batch(d, ctx, first, rows, &b)) return -1;
-    tf_bert_inputs in = {.input_ids = tf_batch_get(&b, "input_ids"), .attention_mask = tf_batch_get(&b, "attention_mask"),
-                         .token_type_ids = m->cfg.distilbert ? NULL : tf_batch_get(&b, "token_type_ids")};
     tf_bert_outputs o;
-    if (tf_bert_run(ctx, m, &in, &o)) return -1;
-    int64_t T = in.input_ids->shape[1];
+    if (tf_bert_finetune_forward(ctx, m, d, first, rows, &o)) return -1;
+    int64_t T = o.last_hidden_state->shape[1];
     for (int r = 0; r < rows; r++) {
         const tf_finetune_encoded *e = &d->ex[first + r];
         tf_finetune_prediction *p = &out[first + r];

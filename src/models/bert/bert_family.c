@@ -9,6 +9,7 @@
 #include "../family.h"
 #include "../../util/util.h"
 #include "../hf_run.h"
+#include "bert_internal.h"
 
 /* ---------------------------------------------------------------- hf-run: forward()'s arguments */
 
@@ -187,6 +188,19 @@ static int bert_mask_logits(const void *model, tf_tokenizer *tok, const char *te
 
 TF_FAMILY_SAVE_PARAMS(bert, tf_bert)
 
+static int bert_classify(const void *model, tf_tokenizer *tok, const char *dir, const char *const *a,
+                         const char *const *b, int n, float *logits) {
+    return tf_bert_classify_texts(model, tok, dir, a, b, n, logits);
+}
+
+static int bert_n_labels(const void *model) {
+    const tf_bert *m = model;
+    return m->cfg.head == TF_BERT_SEQ_CLS ? m->cfg.n_labels : 0;
+}
+
+static const char *bert_label(const void *model, int i, char *buf, size_t n) { return tf_bert_label(model, i, buf, n); }
+
+
 /* ---------------------------------------------------------------- the rows */
 
 static const char *const BERT_TYPES[] = {"bert", "tformer-bert", "roberta", "distilbert", "xlm-roberta", NULL};
@@ -223,6 +237,7 @@ const tf_family tf_family_bert = {
     .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
     .embed = bert_embed, .embed_dim = bert_embed_dim, .mask_logits = bert_mask_logits,
+    .classify_texts = bert_classify, .n_labels = bert_n_labels, .label = bert_label,
 };
 
 static void listops_defaults(void *cfg, tf_train_config *train) {

@@ -41,4 +41,9 @@ int tf_bert_read_labels(const cJSON *root, const char *path, tf_bert *m_or_null,
  * (multi-label refused), shared by BERT's and DistilBERT's readers (bert_io.c). */
 int tf_bert_read_head(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c, int head);
 
+/* n texts (b NULL) or pairs -> logits (n, n_labels), as `tformer predict` computes them on the folder
+ * dir (bert_classify.c; tf_model_classify_texts). */
+int tf_bert_classify_texts(const tf_bert *m, tf_tokenizer *tok, const char *dir, const char *const *a,
+                           const char *const *b, int n, float *logits);
+
 #endif
