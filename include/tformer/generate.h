@@ -32,6 +32,10 @@ typedef struct {
      * without copies of the model's state, many sentences in one forward.
      * NULL: one row only (beam search forks instead). */
     int (*select)(tf_decoder *d, const int *rows, int n);
+    /* Feed one token to each of n decoders of this table (one row each, over one model)
+     * together: tokens (n); logits[i] (vocab_size) decoder i's next token's, the bits of
+     * its step alone. NULL: each steps alone (tf_decoders_step). */
+    int (*step_rows)(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits);
 } tf_decoder_vt;
 
 struct tf_decoder {
@@ -49,6 +53,12 @@ TF_API tf_decoder *tf_decoder_fork(const tf_decoder *d);
 TF_API void tf_decoder_reset(tf_decoder *d);
 TF_API void tf_decoder_free(tf_decoder *d);
 TF_API int tf_decoder_select(tf_decoder *d, const int *rows, int n);
+/* One token fed to each of n one-row decoders: tokens (n), logits[i] (vocab_size) decoder i's.
+ * Decoders of one table with step_rows (a GPT's over one model: one forward whose matrix
+ * products cover every row) step together, the others alone; either way each decoder's
+ * logits are those of tf_decoder_step on it alone, to the bit. On an error every decoder
+ * is as it was (*bad: the first that failed), or those before *bad stepped. */
+TF_API int tf_decoders_step(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits, int *bad);
 
 /* ---------------------------------------------------------------- searches */
 
