@@ -143,8 +143,10 @@ typedef struct tf_gen_seq tf_gen_seq;
 TF_API tf_gen_seq *tf_gen_seq_new(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o);
 TF_API void tf_gen_seq_free(tf_gen_seq *s);
 /* One step of each sequence not done: its decoder fed (the prompt at its first step, then its
- * last id) and its next id chosen. -1 on error: seqs[*bad] (bad may be NULL) failed, those
- * before it took this step, those after it did not. */
+ * last id) and its next id chosen. The sequences fed their last id alone are fed together
+ * (tf_decoders_step: a GPT's rows in one forward), each with the logits of its step alone.
+ * -1 on error: seqs[*bad] (bad may be NULL) failed, those before it took this step, those
+ * after it did not (one fed together keeps its logits and chooses from them at its next step). */
 TF_API int tf_gen_seqs_step(tf_gen_seq *const *seqs, int n, int *bad);
 /* The id the last step chose, or -1 when it chose none (the sequence was done, or ended at
  * max_tokens 0 or at a capacity it cannot slide past); *logprob (when not NULL) its
