@@ -200,6 +200,10 @@ struct tf_family {
     /* Caption: one image (channels, size, size; image_shape) in [0,1] -> r, searched with o
      * (beam >= 1, or greedy with temperature 0; eos_id and max_tokens the family's when -1 / 0). */
     int (*caption)(const void *model, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
+    /* Text classification: the labels (0: the model classifies no text), and one text's logits
+     * (text_labels) as the family's predict scores it alone. */
+    int (*text_labels)(const void *model);
+    int (*text_logits)(const void *model, tf_tokenizer *tok, const char *text, float *logits);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -335,6 +339,12 @@ TF_API const char *tf_completion_finish(const tf_completion *c);
 TF_API int tf_model_text_attention(const tf_model *m, const char *text, tf_text_attention *a);
 TF_API void tf_text_attention_free(tf_text_attention *a);
 
+/* TF_CAP_CLASSIFY_TEXT: the labels a text is classified into (0: the model classifies no text;
+ * their names: tf_model_label), and one text's logits (tf_model_text_labels of them): a BERT
+ * sequence classifier's on [CLS] text [SEP] (cut to the model's length, [SEP] kept) alone, as
+ * `tformer predict --batch 1` scores it. */
+TF_API int tf_model_text_labels(const tf_model *m);
+TF_API int tf_model_text_logits(const tf_model *m, const char *text, float *logits);
 /* TF_CAP_CAPTION: one image (tf_model_image_shape's channels, size, size) in [0,1] -> its caption
  * (o: tf_generate_opts_default() and changes, NULL: greedy); free r with tf_caption_result_free. */
 TF_API int tf_model_caption(const tf_model *m, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);

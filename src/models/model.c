@@ -187,6 +187,19 @@ int tf_model_translation(tf_model *m, tf_translation *t) {
     return m->f->translation(m->impl, t);
 }
 
+int tf_model_text_labels(const tf_model *m) {
+    return (m->caps & TF_CAP_CLASSIFY_TEXT) && m->f->text_labels ? m->f->text_labels(m->impl) : 0;
+}
+
+int tf_model_text_logits(const tf_model *m, const char *text, float *logits) {
+    if (tf_model_require(m, TF_CAP_CLASSIFY_TEXT)) return -1;
+    if (!m->f->text_logits || !m->tok)
+        return tf_set_error("%s: classify: the %s family classifies no text here%s", m->dir, m->f->name,
+                            m->tok ? "" : " (the folder holds no tokenizer)");
+    if (!text || !logits) return tf_set_error("%s: classify: no text", m->dir);
+    return m->f->text_logits(m->impl, m->tok, text, logits);
+}
+
 const char *tf_model_label(const tf_model *m, int i, char *buf, size_t n) {
     if (m->f->label) return m->f->label(m->impl, i, buf, n);
     snprintf(buf, n, "LABEL_%d", i);
