@@ -92,6 +92,16 @@ static int image_of(const serve_model *sm, const char *text, int i, tf_images *i
     return rc;
 }
 
+/* Input i's top k labels from its logits (L; freed here) appended to data. */
+static int append_labels(const tf_model *m, float *logits, int L, int i, int k, cJSON *data) {
+    cJSON *item = cJSON_CreateObject();
+    cJSON_AddNumberToObject(item, "index", i);
+    cJSON_AddItemToObject(item, "labels", top_labels(m, logits, L, k));
+    cJSON_AddItemToArray(data, item);
+    free(logits);
+    return 0;
+}
+
 /* Input i: decoded, classified, appended to data. */
 static int classify_one(serve *s, const serve_model *sm, const char *text, int i, int k, cJSON *data, serve_reply *r) {
     tf_images im;
@@ -106,12 +116,7 @@ static int classify_one(serve *s, const serve_model *sm, const char *text, int i
     }
     tf_images_free(&im);
     if (!logits || rc) return free(logits), logits ? serve_lib_error(r, 400, sm->m, "model_error") : serve_error(r, 500, NULL, NULL, "out of memory");
-    cJSON *item = cJSON_CreateObject();
-    cJSON_AddNumberToObject(item, "index", i);
-    cJSON_AddItemToObject(item, "labels", top_labels(sm->m, logits, L, k));
-    cJSON_AddItemToArray(data, item);
-    free(logits);
-    return 0;
+    return append_labels(sm->m, logits, L, i, k, data);
 }
 
 /* Text i through a text classifier: its top_k labels appended to data. */
@@ -123,12 +128,7 @@ static int classify_text(serve *s, const serve_model *sm, const char *text, int 
     int rc = tf_model_text_logits(sm->m, text, logits);
     serve_compute_end(s);
     if (rc) return free(logits), serve_lib_error(r, 400, sm->m, "model_error");
-    cJSON *item = cJSON_CreateObject();
-    cJSON_AddNumberToObject(item, "index", i);
-    cJSON_AddItemToObject(item, "labels", top_labels(sm->m, logits, L, k));
-    cJSON_AddItemToArray(data, item);
-    free(logits);
-    return 0;
+    return append_labels(sm->m, logits, L, i, k, data);
 }
 
 /* "input": a string or a list of 1 to --max-inputs; their count, or -1 with a 400 in r. */
