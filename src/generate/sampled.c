@@ -158,8 +158,8 @@ static int seq_choose(tf_gen_seq *s) {
 }
 
 /* The sequences whose next feed is their last id alone, room left, fed together
- * (tf_decoders_step): primed, each with its logits. A step together that failed leaves
- * them to step alone, in turn. */
+ * (tf_decoders_step): primed, each with its logits. Those from one that failed on are
+ * left to step alone, in turn (where the failure is told). */
 static void feed_rows(tf_gen_seq *const *seqs, int n) {
     tf_decoder *few_d[64], **d = n <= 64 ? few_d : malloc((size_t)n * sizeof *d);
     float *few_l[64], **logits = n <= 64 ? few_l : malloc((size_t)n * sizeof *logits);
@@ -170,8 +170,9 @@ static void feed_rows(tf_gen_seq *const *seqs, int n) {
         if (!s->done && !s->primed && s->fed && s->d->len < s->d->capacity)
             d[k] = s->d, tokens[k] = s->id, logits[k] = s->logits, at[k++] = i;
     }
-    if (k > 1 && !tf_decoders_step(d, k, tokens, logits, NULL))
-        for (int j = 0; j < k; j++) seqs[at[j]]->primed = 1;
+    int stepped = k; /* all, or on a failure those before the bad one (tf_decoders_step sets it) */
+    if (k < 2 || tf_decoders_step(d, k, tokens, logits, &stepped)) stepped = k < 2 ? 0 : stepped;
+    for (int j = 0; j < stepped; j++) seqs[at[j]]->primed = 1;
     if (d != few_d) free(d);
     if (logits != few_l) free(logits);
     if (tokens != few_t) free(tokens);
