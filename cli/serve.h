@@ -115,7 +115,7 @@ int serve_json(serve_reply *r, int status, cJSON *obj);
 int serve_lib_error(serve_reply *r, int status, const tf_model *m, const char *code);
 /* 1 when s[0..n) is valid UTF-8. */
 int serve_utf8_ok(const char *s, size_t n);
-/* The model named by the request's "model" (404 / 400 into r when none), needing cap (422). */
+/* The model named by the request's "model" (404 / 400 into r when none), needing cap (422; 0: any). */
 const serve_model *serve_find_model(serve *s, const cJSON *req, unsigned cap, serve_reply *r);
 /* A text field's check: a string, valid UTF-8, within max_input; 0, or -1 with a 400 in r. */
 int serve_check_text(serve *s, const cJSON *v, const char *param, serve_reply *r);

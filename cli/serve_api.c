@@ -33,7 +33,7 @@ const serve_model *serve_find_model(serve *s, const cJSON *req, unsigned cap, se
         return serve_error(r, 400, "model", "invalid_type", "\"model\" must be a string: one of GET /v1/models"), NULL;
     for (int i = 0; i < s->n_models; i++) {
         if (strcmp(s->models[i].name, name->valuestring)) continue;
-        if (tf_model_require(s->models[i].m, cap)) return serve_lib_error(r, 422, s->models[i].m, "model_cannot"), NULL;
+        if (cap && tf_model_require(s->models[i].m, cap)) return serve_lib_error(r, 422, s->models[i].m, "model_cannot"), NULL;
         return &s->models[i];
     }
     return serve_error(r, 404, "model", "model_not_found", "no model named '%.200s' (GET /v1/models lists them)",

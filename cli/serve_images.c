@@ -1,7 +1,8 @@
 /* The endpoints on images, each given as a base64 PNG or a data: URL of one (its header checked
  * against the model's size before anything is decoded): POST /v1/classifications through an
  * image classifier (TF_CAP_CLASSIFY_IMAGE: each image's top_k labels and their probabilities, as
- * `tformer classify FILE.png` prints them) and POST /v1/captions through a captioner
+ * `tformer classify FILE.png` prints them; or, through a text classifier (TF_CAP_CLASSIFY_TEXT), texts
+ * as `tformer predict` scores them) and POST /v1/captions through a captioner
  * (TF_CAP_CAPTION: each image's caption, greedy, as `tformer caption FILE.png` writes it). */
 #include <math.h>
 #include <stdlib.h>
@@ -91,6 +92,16 @@ static int image_of(const serve_model *sm, const char *text, int i, tf_images *i
     return rc;
 }
 
+/* Input i's top k labels from its logits (L; freed here) appended to data. */
+static int append_labels(const tf_model *m, float *logits, int L, int i, int k, cJSON *data) {
+    cJSON *item = cJSON_CreateObject();
+    cJSON_AddNumberToObject(item, "index", i);
+    cJSON_AddItemToObject(item, "labels", top_labels(m, logits, L, k));
+    cJSON_AddItemToArray(data, item);
+    free(logits);
+    return 0;
+}
+
 /* Input i: decoded, classified, appended to data. */
 static int classify_one(serve *s, const serve_model *sm, const char *text, int i, int k, cJSON *data, serve_reply *r) {
     tf_images im;
@@ -105,19 +116,26 @@ static int classify_one(serve *s, const serve_model *sm, const char *text, int i
     }
     tf_images_free(&im);
     if (!logits || rc) return free(logits), logits ? serve_lib_error(r, 400, sm->m, "model_error") : serve_error(r, 500, NULL, NULL, "out of memory");
-    cJSON *item = cJSON_CreateObject();
-    cJSON_AddNumberToObject(item, "index", i);
-    cJSON_AddItemToObject(item, "labels", top_labels(sm->m, logits, L, k));
-    cJSON_AddItemToArray(data, item);
-    free(logits);
-    return 0;
+    return append_labels(sm->m, logits, L, i, k, data);
+}
+
+/* Text i through a text classifier: its top_k labels appended to data. */
+static int classify_text(serve *s, const serve_model *sm, const char *text, int i, int L, int k, cJSON *data,
+                         serve_reply *r) {
+    float *logits = malloc((size_t)L * sizeof *logits);
+    if (!logits) return serve_error(r, 500, NULL, NULL, "out of memory");
+    serve_compute_begin(s);
+    int rc = tf_model_classify_texts(sm->m, &text, NULL, 1, logits); /* as `tformer predict` */
+    serve_compute_end(s);
+    if (rc) return free(logits), serve_lib_error(r, 400, sm->m, "model_error");
+    return append_labels(sm->m, logits, L, i, k, data);
 }
 
 /* "input": a string or a list of 1 to --max-inputs; their count, or -1 with a 400 in r. */
 static int inputs(serve *s, const cJSON *in, serve_reply *r) {
     int n = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : 1;
     if (!cJSON_IsString(in) && !cJSON_IsArray(in))
-        return serve_error(r, 400, "input", "invalid_type", "\"input\" must be a base64 PNG or a list of them"), -1;
+        return serve_error(r, 400, "input", "invalid_type", "\"input\" must be a string (a base64 PNG, or a text for a text classifier) or a list of them"), -1;
     if (n < 1 || n > s->o.max_inputs)
         return serve_error(r, 400, "input", "invalid_value", "%d images: 1 to %d are taken", n, s->o.max_inputs), -1;
     for (int i = 0; i < n; i++)
@@ -131,13 +149,17 @@ static const char *input_at(const cJSON *in, int i) {
 }
 
 int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r) {
-    const serve_model *sm = serve_find_model(s, req, TF_CAP_CLASSIFY_IMAGE, r);
+    const serve_model *sm = serve_find_model(s, req, 0, r);
     if (!sm) return -1;
-    int channels, size, L, k = 5;
+    int channels, size, L, k = 5, texts = tf_model_caps(sm->m) & TF_CAP_CLASSIFY_TEXT ? tf_model_n_labels(sm->m) : 0; /* texts in */
+    if (!texts && tf_model_require(sm->m, TF_CAP_CLASSIFY_IMAGE)) return serve_lib_error(r, 422, sm->m, "model_cannot");
     tf_model_image_shape(sm->m, &channels, &size, &L);
+    L = texts ? texts : L;
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "input"), *top = cJSON_GetObjectItemCaseSensitive(req, "top_k");
     int n = inputs(s, in, r);
     if (n < 0) return -1;
+    for (int i = 0; texts && i < n; i++)
+        if (serve_check_text(s, cJSON_IsArray(in) ? cJSON_GetArrayItem(in, i) : in, "input", r)) return -1;
     if (top && !cJSON_IsNull(top)) {
         if (!cJSON_IsNumber(top) || top->valuedouble != floor(top->valuedouble) || top->valuedouble < 1 || top->valuedouble > L)
             return serve_error(r, 400, "top_k", "invalid_value", "\"top_k\" must be an integer in [1, %d]", L), -1;
@@ -146,7 +168,8 @@ int serve_api_classifications(serve *s, const cJSON *req, serve_reply *r) {
     cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
     if (!data) return cJSON_Delete(o), serve_error(r, 500, NULL, NULL, "out of memory");
     for (int i = 0; i < n; i++)
-        if (classify_one(s, sm, input_at(in, i), i, k, data, r)) return cJSON_Delete(o), -1;
+        if (texts ? classify_text(s, sm, input_at(in, i), i, L, k, data, r) : classify_one(s, sm, input_at(in, i), i, k, data, r))
+            return cJSON_Delete(o), -1;
     cJSON_AddStringToObject(o, "object", "list");
     cJSON_AddStringToObject(o, "model", sm->name);
     return serve_json(r, 200, o);

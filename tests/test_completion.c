@@ -1,6 +1,7 @@
 /* Completions stepped one token at a time (tf_model_completion_new, tf_model_completions_step over
  * tf_gen_seq): many stepped together, joining and leaving at different steps, each give what
  * tf_model_generate gives them alone — the property a server's continuous batching rests on. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -207,8 +208,19 @@ TEST(model_text_attention_as_computed_from_the_weights) {
     tf_text_attention_free(&a);
     CHECK(tf_model_text_attention(m, "", &a) && strstr(tf_error(), "no tokens"));
     tf_model_free(m);
-    m = tf_model_load("tests/fixtures_roberta_st/tiny_roberta_st", NULL);
+    m = tf_model_load("tests/fixtures_vit/cls_grey28_p4_labels", NULL);
     CHECK(m && tf_model_text_attention(m, "ab", &a) && strstr(tf_error(), "shows no attention"));
+    tf_model_free(m);
+    /* an encoder: the text as its tokenizer frames it (<s> a b </s>), each row a distribution */
+    m = tf_model_load("tests/fixtures_roberta_st/tiny_roberta_st", NULL);
+    CHECKF(m && !tf_model_text_attention(m, "ab", &a), "%s", tf_error());
+    CHECKF(a.n == 4 && a.n_layer >= 1 && a.n_head >= 1, "%d ids, %d layers, %d heads", a.n, a.n_layer, a.n_head);
+    for (int i = 0; i < a.n_layer * a.n_head * a.n; i++) {
+        double row = 0;
+        for (int j = 0; j < a.n; j++) row += a.probs[(size_t)i * (size_t)a.n + (size_t)j];
+        CHECKF(fabs(row - 1) < 1e-5, "row %d sums to %g", i, row);
+    }
+    tf_text_attention_free(&a);
     tf_model_free(m);
     test_rm_rf(dir);
 }

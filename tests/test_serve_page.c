@@ -43,7 +43,7 @@ TEST(serve_page_completes_and_draws_attention_in_chromium) {
     char dir[64] = "", cli[1024], url[512], *r;
     server sv;
     CHECK(!gpt_serve(&sv, dir, sizeof dir, "--max-tokens 8 --temperature 0", cli, sizeof cli,
-                     "--model st=" ST_DIR " --api-key pg-k3y"));
+                     "--model st=" ST_DIR " --model vit=tests/fixtures_vit/cls_grey28_p4_labels --api-key pg-k3y"));
     CHECK(http(&sv, "/", NULL, 0, NULL, &r) == 200 && strstr(r, "<html") && strstr(r, "/v1/attention"));
     free(r);
     CHECK(http(&sv, "/v1/models", NULL, 0, NULL, &r) == 401);
@@ -60,7 +60,7 @@ TEST(serve_page_completes_and_draws_attention_in_chromium) {
                {"{\"model\":\"gpt\",\"input\":\"\"}", 400, "0 tokens"},
                {"{\"model\":\"gpt\",\"input\":7}", 400, "input"},
                {many, 400, "300 tokens"},
-               {"{\"model\":\"st\",\"input\":\"ab\"}", 422, "shows no attention"}};
+               {"{\"model\":\"vit\",\"input\":\"ab\"}", 422, "model_cannot"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         long st = post(&sv, "/v1/attention", bad[i].body, "pg-k3y", &r);
         CHECKF(st == bad[i].status && is_error(r) && strstr(r, bad[i].says), "%.60s: %ld %s", bad[i].body, st, r);

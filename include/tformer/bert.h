@@ -170,6 +170,8 @@ typedef struct {
                                  * random key blocks Hugging Face draws in training mode (T' = T padded to a multiple of
                                  * the block); NULL: all block 0 (its eval mode) */
     int loss_only; /* MLM with labels: the decoder runs on the labelled positions only (logits (N,V)) */
+    int output_attentions; /* fill outputs.attentions (the scores are then materialised, not fused; not with
+                            * block-sparse BigBird's lengths) */
 } tf_bert_inputs;
 
 /* Its outputs, by Hugging Face's field names; NULL when not computed. */
@@ -180,6 +182,8 @@ typedef struct {
     tf_tensor *seq_relationship_logits; /* (B,2) */
     tf_tensor *start_logits, *end_logits; /* (B,T) */
     tf_tensor *loss;                    /* scalar, with labels: Hugging Face's loss for the head */
+    tf_tensor **attentions;             /* with output_attentions: n_layer tensors (B,H,T,T), each layer's
+                                         * attention probabilities (Hugging Face's attentions) */
 } tf_bert_outputs;
 
 /* One forward pass; 0, or -1 with a message. */

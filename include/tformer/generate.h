@@ -32,6 +32,10 @@ typedef struct {
      * without copies of the model's state, many sentences in one forward.
      * NULL: one row only (beam search forks instead). */
     int (*select)(tf_decoder *d, const int *rows, int n);
+    /* Feed one token to each of n decoders of this table (one row each, over one model)
+     * together: tokens (n); logits[i] (vocab_size) decoder i's next token's, the bits of
+     * its step alone. NULL: each steps alone (tf_decoders_step). */
+    int (*step_rows)(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits);
 } tf_decoder_vt;
 
 struct tf_decoder {
@@ -49,6 +53,12 @@ TF_API tf_decoder *tf_decoder_fork(const tf_decoder *d);
 TF_API void tf_decoder_reset(tf_decoder *d);
 TF_API void tf_decoder_free(tf_decoder *d);
 TF_API int tf_decoder_select(tf_decoder *d, const int *rows, int n);
+/* One token fed to each of n one-row decoders: tokens (n), logits[i] (vocab_size) decoder i's.
+ * Decoders of one table with step_rows (a GPT's over one model: one forward whose matrix
+ * products cover every row) step together, the others alone; either way each decoder's
+ * logits are those of tf_decoder_step on it alone, to the bit. On an error every decoder
+ * is as it was (*bad: the first that failed), or those before *bad stepped. */
+TF_API int tf_decoders_step(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits, int *bad);
 
 /* ---------------------------------------------------------------- searches */
 
@@ -133,8 +143,10 @@ typedef struct tf_gen_seq tf_gen_seq;
 TF_API tf_gen_seq *tf_gen_seq_new(tf_decoder *d, const int32_t *prompt, int n_prompt, const tf_generate_opts *o);
 TF_API void tf_gen_seq_free(tf_gen_seq *s);
 /* One step of each sequence not done: its decoder fed (the prompt at its first step, then its
- * last id) and its next id chosen. -1 on error: seqs[*bad] (bad may be NULL) failed, those
- * before it took this step, those after it did not. */
+ * last id) and its next id chosen. The sequences fed their last id alone are fed together
+ * (tf_decoders_step: a GPT's rows in one forward), each with the logits of its step alone.
+ * -1 on error: seqs[*bad] (bad may be NULL) failed, those before it took this step, those
+ * after it did not (one fed together keeps its logits and chooses from them at its next step). */
 TF_API int tf_gen_seqs_step(tf_gen_seq *const *seqs, int n, int *bad);
 /* The id the last step chose, or -1 when it chose none (the sequence was done, or ended at
  * max_tokens 0 or at a capacity it cannot slide past); *logprob (when not NULL) its

@@ -93,6 +93,14 @@ TF_API int tf_gpt_run(tf_ctx *ctx, const tf_gpt *m, const tf_gpt_inputs *in, tf_
 
 /* A KV cache for this model: batch rows of up to capacity positions. */
 TF_API tf_kv_cache *tf_gpt_cache_new(const tf_gpt *m, int batch, int capacity);
+/* One decoding step of R rows, each at its own position: row r's token tokens[r] after the
+ * positions its own cache caches[r] holds (one row, tf_gpt_cache_new(m, 1, ...); no two rows
+ * share one), each cache advanced by one; logits (R,V) of each row's next token. The linear
+ * layers and the head are one product over the rows, each row attends over its own cache,
+ * and each row's logits are the bits of its step alone (tf_gpt_run with its cache); int8
+ * weights step the rows one at a time. On an error the caches' lengths are as they were. */
+TF_API int tf_gpt_step_rows(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *const *caches, const int32_t *tokens, int R,
+                            float *logits);
 /* The decoder interface over a GPT (capacity positions; at most the context):
  * every step runs tf_gpt_run through a KV cache. The model must outlive it. */
 TF_API tf_decoder *tf_gpt_decoder_new(const tf_gpt *m, int capacity);

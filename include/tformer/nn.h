@@ -407,6 +407,9 @@ typedef struct {
                                         * its dropout, before the residual add) through tf_drop_path */
     int frames;                        /* TF_ATTN_FACTORISED_DOT (and ViViT's factorised blocks): the
                                         * frames F of x (B,F*S,d_model) */
+    tf_kv_cache *const *row_caches;    /* instead of cache: x (R,1,d_model) is R rows of one new position
+                                        * each, row r appending to and attending over row_caches[r] (each
+                                        * one row at its own length; the caller advances them) */
 } tf_block_args;
 
 /* PyTorch's layer defaults: d_ff 2048, relu, eps 1e-5, post-LN, biases,

@@ -39,6 +39,8 @@ struct tf_ctx {
     int grad_enabled;
     int training;
     int precision;     /* tf_precision of the matrix products recorded */
+    int row_products;  /* 1: F32 products of several rows sum each row as a one-row product does
+                          (tf_ctx_gemm_kernel: TF_GEMM_ROWS; a decoding step of several rows) */
     uint64_t rng;      /* splitmix64 state, draws dropout seeds */
 };
 

@@ -27,6 +27,31 @@ int tf_decoder_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     return 0;
 }
 
+/* Whether decoder d can take one more token, tok, in a step of rows; an error naming it when not. */
+static int row_ready(const tf_decoder *d, int i, int32_t tok) {
+    if (d->rows != 1) return tf_set_error("decoder %d: %d rows, not one", i, d->rows);
+    if (d->len >= d->capacity) return tf_set_error("decoder %d: full (its capacity of %d held)", i, d->capacity);
+    if (tok < 0 || tok >= d->vocab_size)
+        return tf_set_error("decoder %d: token %d outside the vocabulary of %d", i, tok, d->vocab_size);
+    return 0;
+}
+
+int tf_decoders_step(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits, int *bad) {
+    if (n < 0 || (n && (!d || !tokens || !logits))) return tf_set_error("decoder: a step of %d decoders", n);
+    int together = n > 1 && d[0]->vt->step_rows;
+    for (int i = 0; together && i < n; i++) together = d[i]->vt == d[0]->vt && !row_ready(d[i], i, tokens[i]);
+    if (together && !d[0]->vt->step_rows(d, n, tokens, logits)) {
+        for (int i = 0; i < n; i++) d[i]->len++;
+        return 0;
+    }
+    for (int i = 0; i < n; i++) /* one at a time: a step together that failed changed nothing */
+        if (tf_decoder_step(d[i], tokens + i, 1, logits[i])) {
+            if (bad) *bad = i;
+            return -1;
+        }
+    return 0;
+}
+
 int tf_decoder_select(tf_decoder *d, const int *rows, int n) {
     if (!d->vt->select) return tf_set_error("decoder: it holds one row and cannot select");
     if (n < 1) return tf_set_error("decoder: select keeps at least one row");

@@ -89,6 +89,7 @@ struct tf_gen_seq {
     double *p, logprob, total;
     int steps;           /* ids chosen */
     int fed, done;
+    int primed;          /* fed its last id in a step together (feed_rows), its id not chosen yet */
     int32_t id;          /* the last step's id, -1: none */
 };
 
@@ -156,18 +157,44 @@ static int seq_choose(tf_gen_seq *s) {
     return 0;
 }
 
+/* The sequences whose next feed is their last id alone, room left, fed together
+ * (tf_decoders_step): primed, each with its logits. Those from one that failed on are
+ * left to step alone, in turn (where the failure is told). */
+static void feed_rows(tf_gen_seq *const *seqs, int n) {
+    tf_decoder *few_d[64], **d = n <= 64 ? few_d : malloc((size_t)n * sizeof *d);
+    float *few_l[64], **logits = n <= 64 ? few_l : malloc((size_t)n * sizeof *logits);
+    int32_t few_t[64], *tokens = n <= 64 ? few_t : malloc((size_t)n * sizeof *tokens);
+    int few_a[64], *at = n <= 64 ? few_a : malloc((size_t)n * sizeof *at), k = 0;
+    for (int i = 0; d && logits && tokens && at && i < n; i++) {
+        const tf_gen_seq *s = seqs[i];
+        if (!s->done && !s->primed && s->fed && s->d->len < s->d->capacity)
+            d[k] = s->d, tokens[k] = s->id, logits[k] = s->logits, at[k++] = i;
+    }
+    int stepped = k; /* all, or on a failure those before the bad one (tf_decoders_step sets it) */
+    if (k < 2 || tf_decoders_step(d, k, tokens, logits, &stepped)) stepped = k < 2 ? 0 : stepped;
+    for (int j = 0; j < stepped; j++) seqs[at[j]]->primed = 1;
+    if (d != few_d) free(d);
+    if (logits != few_l) free(logits);
+    if (tokens != few_t) free(tokens);
+    if (at != few_a) free(at);
+}
+
 int tf_gen_seqs_step(tf_gen_seq *const *seqs, int n, int *bad) {
-    /* each sequence in turn: one row's step is what it computes alone */
+    /* the one-token feeds together (each row's logits what it computes alone), then each
+     * sequence in turn: fed alone when it was not (a prompt, a slide), and its id chosen. A
+     * sequence after a failed one stays primed: its next step chooses from these logits. */
+    if (n > 1) feed_rows(seqs, n);
     for (int i = 0; i < n; i++) {
         tf_gen_seq *s = seqs[i];
         if (s->done) {
             s->id = -1;
             continue;
         }
-        if (seq_feed(s) || (!s->done && seq_choose(s))) {
+        if ((!s->primed && seq_feed(s)) || (!s->done && seq_choose(s))) {
             if (bad) *bad = i;
             return -1;
         }
+        s->primed = 0;
     }
     return 0;
 }

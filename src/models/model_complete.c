@@ -79,8 +79,12 @@ int tf_model_text_attention(const tf_model *m, const char *text, tf_text_attenti
     if (!m->f->text_attention || !m->tok)
         return tf_set_error("attention: the %s family shows no attention over a text%s", m->f->name,
                             m->tok ? "" : " (and the folder holds no tokenizer)");
-    tf_ids ids = {0};
-    int rc = tf_tokenizer_encode(m->tok, text, strlen(text), &ids);
+    tf_ids ids = {0}, types = {0};
+    /* a language model reads the text's tokens; an encoder the text as its tokenizer frames it
+     * for the model ([CLS] text [SEP]) */
+    int rc = m->caps & TF_CAP_GENERATE ? tf_tokenizer_encode(m->tok, text, strlen(text), &ids)
+                                       : tf_tokenizer_encode_pair(m->tok, text, strlen(text), NULL, 0, 0, &ids, &types);
+    tf_ids_free(&types);
     if (!rc && !ids.n) rc = tf_set_error("attention: the text has no tokens");
     if (!rc) rc = m->f->text_attention(m->impl, ids.v, (int)ids.n, a);
     tf_ids_free(&ids);

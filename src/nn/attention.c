@@ -483,6 +483,33 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }
 
+tf_tensor *tf_mha_attend_rows(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, tf_kv_cache *const *caches, int layer,
+                              int causal) {
+    if (!x || check_inputs(m, x, x, x)) return NULL;
+    int64_t R = x->shape[0], E = m->cfg.d_model;
+    if (x->shape[1] != 1) return tf_set_error("attention: rows of one new position each, not %lld", (long long)x->shape[1]), NULL;
+    if (m->cfg.nystrom || m->cfg.lsa || m->rel_bias)
+        return tf_set_error("attention: rows at their own positions take attention without Nystrom, lsa or "
+                            "relative positions"), NULL;
+    tf_tensor *qkv[3], **o = tf_ctx_alloc(ctx, (size_t)R * sizeof *o);
+    if (!o) return NULL;
+    tf_mha_project(ctx, m, x, x, x, qkv);  // (R,H,1,D) each
+    if (!qkv[0] || !qkv[1] || !qkv[2]) return NULL;
+    for (int64_t r = 0; r < R; r++) { /* row r as tf_mha_attend steps it alone over its cache */
+        tf_tensor *q[3];
+        for (int i = 0; i < 3; i++)
+            if (!(q[i] = tf_narrow(ctx, qkv[i], 0, r, 1))) return NULL;  // (1,H,1,D)
+        if (rotate(ctx, m, x, x, caches[r], q) ||
+            tf_kv_cache_append(ctx, caches[r], layer, q[1], q[2], &q[1], &q[2]))
+            return NULL;
+        tf_tensor *a = m->cfg.sparse ? attend_sparse(ctx, m, q, NULL, causal) : attend(ctx, m, q, NULL, causal, NULL, NULL);
+        if (!(o[r] = tf_reshape(ctx, tf_transpose(ctx, a, 1, 2), 3, (int64_t[]){1, 1, E})))  // (1,1,E)
+            return NULL;
+    }
+    tf_tensor *all = R == 1 ? o[0] : tf_concat(ctx, (int)R, o, 0);  // (R,1,E)
+    return tf_dense(ctx, all, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
+}
+
 /* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,E),
  * frame-major: one projection to q, k, v; heads [0,H/2) attend within each
  * frame (the S tokens of a time index), heads [H/2,H) within each place

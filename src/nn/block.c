@@ -175,6 +175,9 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
                          const tf_block_args *a, float p) {
     if (which == TF_SUBLAYER_SELF && c->self_attn.kind == TF_ATTN_FACTORISED_DOT)
         return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), p);
+    if (which == TF_SUBLAYER_SELF && a->row_caches)
+        return tf_dropout(ctx, tf_mha_attend_rows(ctx, &b->self_attn, h, a->row_caches, a->layer,
+                                                  c->self_attn.kind == TF_ATTN_CAUSAL), p);
     if (which == TF_SUBLAYER_SELF)
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask,
                                              c->self_attn.kind == TF_ATTN_CAUSAL, a->cache, a->layer, NULL,

@@ -61,6 +61,13 @@ void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *k
 tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,
                          const tf_attn_mask *mask, int causal, tf_kv_cache *cache, int layer, tf_tensor **weights,
                          tf_tensor **probs);
+/* Self-attention (causal: causal masking, as tf_mha_attend's) of R rows of one new position each, x (R,1,E), row r appending to and
+ * attending over its own cache caches[r] (one row each, at its own length, not advanced here):
+ * the projections one product over the rows, each row's attention as tf_mha_attend with its
+ * cache computes it; (R,1,E). Under the context's row products (a decoding step of several
+ * rows) each row's output is the bits of its step alone. */
+tf_tensor *tf_mha_attend_rows(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, tf_kv_cache *const *caches, int layer,
+                              int causal);
 /* Swin's relative position index of a window: out (w^2,w^2), entry (i,j) =
  * (yi-yj+w-1)(2w-1) + (xi-xj+w-1) for positions i = (yi,xi), j = (yj,xj). */
 void tf_window_relative_index(int32_t *out, int window);

@@ -52,12 +52,14 @@ tf_sgemm_fn tf_blas_sgemm(void);
 /* C (M,N) += op(A) op(B) with A stored (M,K) or (K,M) when ta, B (K,N) or
  * (N,K) when tb. AUTO sends large products to the BLAS when built with one;
  * BF16 rounds both factors to bf16 where the CPU can (src/ops/bf16.h), else AUTO. */
-enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS, TF_GEMM_BF16 };
+/* ROWS sums each row of A as the one-row product of that row alone sums it (tf_gemm_acc). */
+enum { TF_GEMM_AUTO, TF_GEMM_PORTABLE, TF_GEMM_BLAS, TF_GEMM_BF16, TF_GEMM_ROWS };
 void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int ta, int tb,
                  int kernel);
-/* The kernel a product recorded now uses: BF16 under TF_PRECISION_BF16, else AUTO. */
+/* The kernel a product recorded now uses: BF16 under TF_PRECISION_BF16, else ROWS under
+ * row_products, else AUTO. */
 static inline int tf_ctx_gemm_kernel(const tf_ctx *ctx) {
-    return ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : TF_GEMM_AUTO;
+    return ctx->precision == TF_PRECISION_BF16 ? TF_GEMM_BF16 : ctx->row_products ? TF_GEMM_ROWS : TF_GEMM_AUTO;
 }
 
 /* Per-op forward/backward, defined next to each op's constructor. */

@@ -109,6 +109,41 @@ static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_
     TF_PARALLEL_FOR(par && nc > 1, c, nc, gemv_chunk(C, a, B, N, K, tb, c * w, (c + 1) * w < N ? (c + 1) * w : N));
 }
 
+/* Columns j0..j1 of C (M,N) += A (M,K) op(B), each row as gemv_chunk sums it alone: the
+ * piece of B read once from memory, then from cache by every row. */
+static void rows_block(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int tb, int64_t j0,
+                       int64_t j1) {
+    const tf_kernels *kern = tf_kern();
+    for (int64_t i = 0; i < M; i++) {
+        if (tb) kern->dot_rows(C + i * N + j0, B + j0 * K, K, A + i * K, j1 - j0, K, 1.0f);
+        else kern->axpy_rows(C + i * N + j0, A + i * K, B + j0, N, K, j1 - j0);
+    }
+}
+
+/* C (M,N) += A (M,K) op(B) with every row's bits those of its one-row product (gemv_acc):
+ * several decoding steps in one product, each equal to its step alone. Each element's sum
+ * depends on its column alone, not on how the columns are cut: a tile product sums from 0
+ * then adds (the one-row one for a small B (K,N)), axpy_rows sums onto C in order, dot_rows
+ * sums columns in fours from a multiple of 4 (columns past the last four: one at a time).
+ * So the columns go in blocks of a multiple of 16 whose piece of B (at most 256 KiB) stays
+ * in cache while each row reads it: B streams from memory once for all rows. */
+static void rows_acc(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int tb) {
+    const tf_kernels *kern = tf_kern();
+    if (M == 1) {
+        gemv_acc(C, A, B, N, K, tb);
+        return;
+    }
+    if (!tb && K * N <= (1 << 16)) {
+        kern->tile_gemm(C, N, A, K, 1, B, N, M, N, K, 1.0f);
+        return;
+    }
+    int64_t w = (1 << 16) / K / 16 * 16;
+    w = w < 16 ? 16 : w;
+    int64_t blocks = (N + w - 1) / w;
+    TF_PARALLEL_FOR(M * N * K >= (1 << 18) && blocks > 1, c, blocks,
+                    rows_block(C, A, B, M, N, K, tb, c * w, (c + 1) * w < N ? (c + 1) * w : N));
+}
+
 void tf_tile_acc(float *C, const float *A, const float *B, int64_t ldb, int64_t M, int64_t N, int64_t K) {
     const tf_kernels *kern = tf_kern();
     int64_t nt = M * N * K >= (1 << 20) ? tf_threads_free() : 1, w = ((N + nt - 1) / nt + 63) / 64 * 64;
@@ -125,6 +160,11 @@ void tf_gemm_acc(float *C, const float *A, const float *B, int64_t M, int64_t N,
         if (k && !tf_gemm_bf16_with(k, C, A, B, M, N, K, ta, tb)) return;
         kernel = TF_GEMM_AUTO; /* float where the CPU has no bf16 products (or no scratch was had) */
     }
+    if (kernel == TF_GEMM_ROWS && !ta) {
+        rows_acc(C, A, B, M, N, K, tb);
+        return;
+    }
+    if (kernel == TF_GEMM_ROWS) kernel = TF_GEMM_AUTO;
     if (M == 1 && kernel == TF_GEMM_AUTO) { /* A (1,K) and (K,1) are the same vector */
         gemv_acc(C, A, B, N, K, tb);
         return;

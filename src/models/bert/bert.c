@@ -278,13 +278,16 @@ tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inp
     return tf_dropout(ctx, tf_layer_norm_forward(ctx, &m->emb.norm, x), c->dropout);
 }
 
-tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) {
+/* The encoder's output (B,T,C); attentions (n_layer, or NULL): each layer's probabilities. */
+static tf_tensor *encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_tensor **attentions) {
     tf_tensor *ids = in->input_ids;
     if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("bert: input_ids must be I32 (B,T)"), NULL;
     int64_t B = ids->shape[0], T = ids->shape[1];
     const tf_bert_config *c = &m->cfg;
     if (c->bigbird_sparse && T > (int64_t)(5 + 2 * c->bigbird_random) * c->bigbird_block)
-        return tf_bert_encode_block_sparse(ctx, m, in);
+        return attentions ? tf_set_error("bert: no attention probabilities of block-sparse BigBird (over %lld "
+                                         "tokens)", (long long)T), NULL
+                          : tf_bert_encode_block_sparse(ctx, m, in);
     if (in->rand_attn)  // transformers runs these lengths with full attention
         return tf_set_error("bert: rand_attn is for block_sparse BigBird over more than (5 + 2 num_random_blocks) "
                             "block_size tokens (got %lld)", (long long)T), NULL;
@@ -293,9 +296,14 @@ tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *i
         return NULL;
     tf_tensor *x = tf_bert_embed_inputs(ctx, m, in);
     tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL};
-    for (int i = 0; i < m->cfg.n_layer; i++) x = layer_forward(ctx, m, i, x, &args);
+    for (int i = 0; i < m->cfg.n_layer; i++) {
+        args.self_probs = attentions ? &attentions[i] : NULL;
+        x = layer_forward(ctx, m, i, x, &args);
+    }
     return c->norm_first ? tf_layer_norm_forward(ctx, &m->final_norm, x) : x;  // (B,T,C)
 }
+
+tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) { return encode(ctx, m, in, NULL); }
 
 /* The pooler on what cfg.pooling names: [CLS], the tokens' mean or the last token. */
 static tf_tensor *pool(tf_ctx *ctx, const tf_bert *m, tf_tensor *h, const tf_tensor *attention_mask) {
@@ -308,7 +316,10 @@ static tf_tensor *pool(tf_ctx *ctx, const tf_bert *m, tf_tensor *h, const tf_ten
 
 int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert_outputs *out) {
     memset(out, 0, sizeof *out);
-    if (!(out->last_hidden_state = tf_bert_encode(ctx, m, in))) return -1;
+    if (in->output_attentions &&
+        !(out->attentions = tf_ctx_alloc(ctx, (size_t)m->cfg.n_layer * sizeof *out->attentions)))
+        return -1;
+    if (!(out->last_hidden_state = encode(ctx, m, in, out->attentions))) return -1;
     if (m->cfg.pooler && !(out->pooler_output = pool(ctx, m, out->last_hidden_state, in->attention_mask))) return -1;
     return tf_bert_heads(ctx, m, in, out);
 }

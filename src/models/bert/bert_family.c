@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/core_internal.h"
 #include "../family.h"
 #include "../../util/util.h"
 #include "../hf_run.h"
@@ -186,6 +187,19 @@ static int bert_mask_logits(const void *model, tf_tokenizer *tok, const char *te
     return rc;
 }
 
+/* ids (n, their first ones cut to the model's length with the last kept: [SEP]) and types (or NULL)
+ * as a (1,n) forward with attentions when asked; 0 or -1. */
+static int run_ids(tf_ctx *ctx, const tf_bert *m, const int32_t *ids, const int32_t *types, int n, int attentions,
+                   tf_bert_outputs *out) {
+    tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);
+    tf_tensor *t = types && !m->cfg.distilbert ? tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0) : NULL;
+    if (!x || (types && !m->cfg.distilbert && !t)) return -1;
+    memcpy(x->data, ids, (size_t)n * sizeof *ids);
+    if (t) memcpy(t->data, types, (size_t)n * sizeof *types);
+    tf_ctx_set_grad(ctx, 0);
+    return tf_bert_run(ctx, m, &(tf_bert_inputs){.input_ids = x, .token_type_ids = t, .output_attentions = attentions}, out);
+}
+
 TF_FAMILY_SAVE_PARAMS(bert, tf_bert)
 
 static int bert_classify(const void *model, tf_tokenizer *tok, const char *dir, const char *const *a,
@@ -199,6 +213,32 @@ static int bert_n_labels(const void *model) {
 }
 
 static const char *bert_label(const void *model, int i, char *buf, size_t n) { return tf_bert_label(model, i, buf, n); }
+
+/* The ids (their first ones, to the model's length) through the encoder: each layer's and head's
+ * attention probabilities (the text as the tokenizer encodes it, special tokens its own). */
+static int bert_text_attention(const void *model, const int32_t *ids, int n, tf_text_attention *a) {
+    const tf_bert *m = model;
+    const tf_bert_config *c = &m->cfg;
+    n = n < tf_bert_max_tokens(c) ? n : tf_bert_max_tokens(c);
+    size_t per = (size_t)c->n_head * (size_t)n * (size_t)n, total;
+    if (!tf_mul_size(per, (size_t)c->n_layer, &total) || !tf_mul_size(total, sizeof(float), &total))
+        return tf_set_error("attention: %d ids are too many", n);
+    tf_ctx *ctx = tf_ctx_new(0);
+    a->ids = malloc((size_t)n * sizeof *a->ids), a->probs = malloc(total);
+    tf_bert_outputs out;
+    int rc = ctx && a->ids && a->probs ? run_ids(ctx, m, ids, NULL, n, 1, &out) : tf_set_error("attention: out of memory");
+    if (!rc) memcpy(a->ids, ids, (size_t)n * sizeof *ids);
+    for (int l = 0; !rc && l < c->n_layer; l++) {
+        if (!out.attentions[l] || tf_numel(out.attentions[l]) != (int64_t)per)
+            rc = tf_set_error("attention: layer %d's attention was not kept", l);
+        else
+            memcpy(a->probs + (size_t)l * per, tf_f32(tf_contiguous(ctx, out.attentions[l])), per * sizeof(float));
+    }
+    a->n_layer = c->n_layer, a->n_head = c->n_head, a->n = n;
+    tf_ctx_free(ctx);
+    return rc;
+}
+
 
 
 /* ---------------------------------------------------------------- the rows */
@@ -238,6 +278,7 @@ const tf_family tf_family_bert = {
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
     .embed = bert_embed, .embed_dim = bert_embed_dim, .mask_logits = bert_mask_logits,
     .classify_texts = bert_classify, .n_labels = bert_n_labels, .label = bert_label,
+    .text_attention = bert_text_attention,
 };
 
 static void listops_defaults(void *cfg, tf_train_config *train) {

@@ -185,3 +185,69 @@ int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const i
     for (int v = out; v < m->cfg.vocab_size; v++) logits[v] = -INFINITY;
     return 0;
 }
+
+/* ---------------------------------------------------------------- rows at their own positions */
+
+/* Whether a product of the model reads int8 weights (tf_params_quantize), whose rows are not
+ * summed as a one-row product sums them: such a model steps its rows one at a time. */
+static int quantized(const tf_gpt *m) {
+    const tf_tensor *w = m->head.tied ? *m->head.tied : m->head.weight;
+    if (w && w->quant) return 1;
+    for (int i = 0; i < m->cfg.n_layer; i++) {
+        const tf_block *b = &m->h[i];
+        const tf_tensor *ws[] = {b->self_attn.in_proj_weight, b->self_attn.out_proj.weight, b->ff_in.weight,
+                                 b->ff_out.weight};
+        for (int j = 0; j < 4; j++)
+            if (ws[j] && ws[j]->quant) return 1;
+    }
+    return 0;
+}
+
+/* The rows' hidden states (R,1,C) after the final LayerNorm: hidden()'s code, each row's
+ * position its cache's length, the blocks over the rows' own caches. */
+static tf_tensor *rows_hidden(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *const *caches, const int32_t *tokens, int R) {
+    const tf_gpt_config *c = &m->cfg;
+    tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, 1}, 0);  // (R,1)
+    tf_tensor *pos = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){R, 1}, 0);  // (R,1)
+    if (!ids || !pos) return NULL;
+    for (int r = 0; r < R; r++) {
+        int len = tf_kv_cache_len(caches[r]);
+        if (len + 1 > c->context)
+            return tf_set_error("gpt: row %d: %d tokens exceed the context of %d", r, len + 1, c->context), NULL;
+        tf_i32(ids)[r] = tokens[r], tf_i32(pos)[r] = len;
+    }
+    tf_tensor *x = tf_add(ctx, tf_embedding(ctx, m->wte, ids), positions(ctx, m, pos, 0, 1));  // x: (R,1,C)
+    tf_block_args args = {.row_caches = caches};
+    for (int i = 0; i < c->n_layer; i++) {
+        args.layer = i;
+        x = tf_block_forward(ctx, &m->h[i], &m->block, x, &args);
+    }
+    return c->norm_first ? tf_layer_norm_forward(ctx, &m->ln_f, x) : x;
+}
+
+int tf_gpt_step_rows(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *const *caches, const int32_t *tokens, int R,
+                     float *logits) {
+    if (R < 1 || !caches || !tokens || !logits) return tf_set_error("gpt: a step of rows needs R >= 1 caches and tokens");
+    int V = m->cfg.vocab_size, out = V - !m->cfg.predict_last; /* the start token without a logit: -inf */
+    if (quantized(m)) { /* one row at a time (the same bits, by construction) */
+        for (int r = 0; r < R; r++)
+            if (tf_gpt_next_logits(ctx, m, caches[r], tokens + r, 1, logits + (size_t)r * (size_t)V)) return -1;
+        return 0;
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < r; j++)
+            if (caches[j] == caches[r]) return tf_set_error("gpt: rows %d and %d share a cache", j, r);
+    int was = ctx->row_products;
+    ctx->row_products = 1; /* each row's products summed as its own step sums them */
+    tf_tensor *y = head(ctx, m, rows_hidden(ctx, m, caches, tokens, R));  // y: (R,1,V)
+    ctx->row_products = was;
+    if (!y) return -1;
+    for (int r = 0; r < R; r++)
+        if (tf_kv_cache_advance(caches[r], 1)) return -1;
+    for (int r = 0; r < R; r++) {
+        float *l = logits + (size_t)r * (size_t)V;
+        memcpy(l, tf_f32(y) + (size_t)r * (size_t)out, (size_t)out * sizeof *l);
+        for (int v = out; v < V; v++) l[v] = -INFINITY;
+    }
+    return 0;
+}

@@ -2,6 +2,7 @@
  * pass (tf_gpt_run's code) on the new tokens through a KV cache. A decoder
  * and its forks share one activation context (they step one at a time). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpt_internal.h"
 
@@ -23,6 +24,26 @@ static int gpt_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     return tf_gpt_next_logits(g->sh->ctx, g->m, g->cache, tokens, n, logits);
 }
 
+/* Decoders over one model stepped together (tf_gpt_step_rows) in the first one's context;
+ * over several models: an error (each then steps alone). */
+static int gpt_step_rows(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits) {
+    const gpt_decoder *g0 = (const gpt_decoder *)d[0];
+    tf_kv_cache *few[64], **caches = n <= 64 ? few : malloc((size_t)n * sizeof *caches);
+    float *y = malloc((size_t)n * (size_t)g0->base.vocab_size * sizeof *y);  // (n,V)
+    int rc = caches && y ? 0 : tf_set_error("decoder: out of memory");
+    for (int i = 0; !rc && i < n; i++) {
+        const gpt_decoder *g = (const gpt_decoder *)d[i];
+        if (g->m != g0->m) rc = tf_set_error("decoder: rows of different models");
+        caches[i] = g->cache;
+    }
+    if (!rc) tf_ctx_reset(g0->sh->ctx), rc = tf_gpt_step_rows(g0->sh->ctx, g0->m, caches, tokens, n, y);
+    for (int i = 0; !rc && i < n; i++)
+        memcpy(logits[i], y + (size_t)i * (size_t)g0->base.vocab_size, (size_t)g0->base.vocab_size * sizeof *y);
+    if (caches != few) free(caches);
+    free(y);
+    return rc;
+}
+
 static void gpt_free(tf_decoder *d) {
     gpt_decoder *g = (gpt_decoder *)d;
     tf_kv_cache_free(g->cache);
@@ -42,7 +63,7 @@ static tf_decoder *gpt_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-static const tf_decoder_vt GPT_DECODER = {gpt_step, gpt_fork, gpt_reset, gpt_free, NULL};
+static const tf_decoder_vt GPT_DECODER = {gpt_step, gpt_fork, gpt_reset, gpt_free, NULL, gpt_step_rows};
 
 tf_decoder *tf_gpt_decoder_new(const tf_gpt *m, int capacity) {
     if (!m->has_head) return tf_set_error("decoder: the model has no language-model head"), NULL;

@@ -141,7 +141,7 @@ static int rnn_select(tf_decoder *d, const int *rows, int n) {
     return 0;
 }
 
-static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, rnn_select};
+static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, rnn_select, NULL};
 
 /* The sources (padded to S, masked when their lengths differ) through the
  * encoder (in the step context), its outputs kept in the memory context; s_0

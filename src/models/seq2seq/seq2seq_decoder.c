@@ -118,7 +118,7 @@ static int s2s_select(tf_decoder *d, const int *rows, int n) {
     return rc;
 }
 
-static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free, s2s_select};
+static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free, s2s_select, NULL};
 
 /* The sources (padded to S, masked when their lengths differ) through the encoder. */
 static int encode_sources(shared *sh, const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int R, int S) {
