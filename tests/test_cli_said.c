@@ -185,4 +185,13 @@ TEST(cli_inference_verbs_say_what_they_assumed) {
            "%s", err);
     CHECKF(strstr(err, " threads (all cores: no --threads or $TFORMER_THREADS); float32, ") ||
            strstr(err, " thread (all cores: no --threads or $TFORMER_THREADS); float32, "), "%s", err);
+    /* hf-run: no --threads flag (all cores); with --text, the tokenizer it read */
+    char dir[] = "/tmp/tformer_said_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "hf-run --model %s --text 'a man' --output %s/o.safetensors", st, dir);
+    snprintf(want, sizeof want, "tformer hf-run: distilbert model from %s/; tokenizer %s/tokenizer.json (217 tokens); ",
+             st, st);
+    CHECKF(run_err(cmd, err, sizeof err) == 0 && !strncmp(err, want, strlen(want)) &&
+           strstr(err, " (all cores); float32, "), "%s", err);
+    test_rm_rf(dir);
 }
