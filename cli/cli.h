@@ -118,10 +118,11 @@ _Noreturn void cli_die(const cli_verb *v, const char *msg);
 int cli_threads(const cli_val *threads);
 
 /* What an inference verb assumed, said once on stderr when its model is loaded (issue 55): "tformer VERB:
- * FAMILY model from DIR/; tokenizer FILE (N tokens); T threads (--threads | $TFORMER_THREADS | all cores);
+ * FAMILY (or model_type) model from DIR/; tokenizer FILE (N tokens); T threads (--threads | $TFORMER_THREADS | all cores);
  * float32 | int8 weights, ISA kernels; EXTRA". Standard output is left to the results. */
 typedef struct {
-    const char *family, *dir;
+    const char *family;      /* the registry's name of a loaded model's family; NULL: dir's model_type */
+    const char *dir;
     const tf_tokenizer *tok; /* NULL: none */
     int tok_flag;            /* the tokenizer came from --tokenizer, not the folder */
     int int8;                /* --quantize int8 */

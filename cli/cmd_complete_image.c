@@ -91,7 +91,7 @@ int cmd_complete_image(const cli_args *a) {
     if (keep >= k.height)
         cli_usage_error(a, "--keep-rows %d is out of range: the model's images have %d rows (give 0 to %d)", keep,
                         k.height, k.height - 1);
-    cli_say(v, &(cli_said){"imagegpt", dir, NULL, 0, 0, cli_colour_said(a, RGB, GRAYSCALE, k.channels == 1 ? 1 : 3)});
+    cli_say(v, &(cli_said){NULL, dir, NULL, 0, 0, cli_colour_said(a, RGB, GRAYSCALE, k.channels == 1 ? 1 : 3)});
     tf_images im, row = {n + 2, k.channels, k.height, k.width, NULL, NULL, 0}, grid;
     read_input(a, &k, &im);
     int64_t HW = (int64_t)k.height * k.width;

@@ -53,7 +53,7 @@ static int eval_listops(const cli_args *a, int64_t n) {
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
     cli_quantize(a, QUANTIZE, m->params);
-    cli_say(a->verb, &(cli_said){"listops", dir, NULL, 0, !strcmp(a->v[QUANTIZE].text, "int8"), NULL});
+    cli_say(a->verb, &(cli_said){NULL, dir, NULL, 0, !strcmp(a->v[QUANTIZE].text, "int8"), NULL});
     tf_listops_opts o = tf_listops_task_opts(&c);
     int64_t hits, conf[100];
     if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, c.bucket, NULL, &hits, conf)) cli_die(a->verb, tf_error());
@@ -98,7 +98,7 @@ int cmd_eval(const cli_args *a) {
     tf_gpt *m = cli_load_model(a->verb, a->v[MODEL].text, a->v[TOKENIZER].text, &tok);
     cli_check_weights(a->verb, a->v[MODEL].text, m);
     cli_quantize(a, QUANTIZE, m->params);
-    cli_say(a->verb, &(cli_said){"gpt", a->v[MODEL].text, tok, a->v[TOKENIZER].given,
+    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, tok, a->v[TOKENIZER].given,
                                  !strcmp(a->v[QUANTIZE].text, "int8"), NULL});
     double loss;
     int64_t n;

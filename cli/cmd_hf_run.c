@@ -25,9 +25,7 @@ static int given(const cli_val *v) { return v->text && *v->text; }
 
 /* The start-up line (cli_say): the folder's model_type, and the tokenizer of --text. */
 static void say(const cli_args *a, const tf_tokenizer *tok) {
-    char type[64];
-    cli_model_type(a->v[MODEL].text, type, sizeof type);
-    cli_say(a->verb, &(cli_said){*type ? type : "hf", a->v[MODEL].text, tok, given(&a->v[TOKENIZER]), 0,
+    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, tok, given(&a->v[TOKENIZER]), 0,
                                  "config.json's architectures[0]"});
 }
 

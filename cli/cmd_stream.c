@@ -210,7 +210,7 @@ int cmd_stream(const cli_args *a) {
     char extra[120];
     snprintf(extra, sizeof extra, "window %d (%s); %s", st.e.cfg.window, a->v[WINDOW].given ? "--window" : "the config's",
              st.recompute ? "the regular network on each window (--recompute)" : "step mode (no --recompute)");
-    cli_say(st.v, &(cli_said){"continual", a->v[MODEL].text, NULL, 0, 0, extra});
+    cli_say(st.v, &(cli_said){NULL, a->v[MODEL].text, NULL, 0, 0, extra});
     st.s = st.recompute ? NULL : tf_continual_state_new(&st.e, 1);
     st.ctx = tf_ctx_new(0);
     if (st.recompute) st.ring = calloc((size_t)st.e.cfg.window * (size_t)st.e.cfg.d_model, sizeof *st.ring);

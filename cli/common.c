@@ -70,7 +70,8 @@ int cli_threads(const cli_val *threads) {
 static int folder_len(const char *dir);
 
 void cli_say(const cli_verb *v, const cli_said *s) {
-    char threads[96], tok[4400] = "";
+    char threads[96], tok[4400] = "", type[64];
+    cli_model_type(s->dir, type, sizeof type);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int n = g_threads > 0 && (cores < 1 || g_threads <= cores) ? g_threads : (int)(cores > 0 ? cores : 1);
     if (g_threads_from && g_threads > 0)
@@ -80,7 +81,8 @@ void cli_say(const cli_verb *v, const cli_said *s) {
     if (s->tok)
         snprintf(tok, sizeof tok, "; tokenizer %s (%d tokens%s)", tf_tokenizer_source(s->tok),
                  tf_tokenizer_vocab_size(s->tok), s->tok_flag ? ", --tokenizer" : "");
-    fprintf(stderr, "tformer %s: %s model from %.*s/%s; %s; %s, %s kernels%s%s\n", v->name, s->family,
+    fprintf(stderr, "tformer %s: %s model from %.*s/%s; %s; %s, %s kernels%s%s\n", v->name,
+            s->family ? s->family : *type ? type : "a",
             folder_len(s->dir), s->dir, tok, threads, s->int8 ? "int8 weights (--quantize int8)" : "float32",
             tf_kernels_info(), s->extra ? "; " : "", s->extra ? s->extra : "");
 }
