@@ -117,6 +117,47 @@ _Noreturn void cli_die(const cli_verb *v, const char *msg);
  * [0,CLI_MAX_THREADS], is a usage error naming the flag or the variable (exit 2). */
 int cli_threads(const cli_val *threads);
 
+/* What an inference verb assumed, said once on stderr when its model is loaded (issue 55): "tformer VERB:
+ * FAMILY (or model_type) model from DIR/; tokenizer FILE (N tokens); T threads (--threads | $TFORMER_THREADS | all cores);
+ * float32 | bf16 products | int8 weights (--precision), ISA kernels; EXTRA". Standard output is left to the results. */
+typedef struct {
+    const char *family;      /* the registry's name of a loaded model's family; NULL: dir's model_type */
+    const char *dir;
+    const tf_tokenizer *tok; /* NULL: none */
+    int tok_flag;            /* the tokenizer came from --tokenizer, not the folder */
+    tf_precision precision;  /* --precision */
+    const char *extra;       /* other defaults picked (the colour conversion of images...), or NULL */
+} cli_said;
+void cli_say(const cli_verb *v, const cli_said *s);
+
+/* --rgb and --grayscale of the verbs that read PNG files (classify, caption, complete-image): the colour
+ * conversion forced, rather than the automatic one (to the model's channels: RGB to grey as PIL's
+ * convert("L"), grey repeated into RGB). */
+#define CLI_RGB_ROW                                                                                              \
+    {"rgb", CLI_SWITCH, NULL, "off",                                                                             \
+     "read each PNG as RGB, PIL's convert(\"RGB\") (grey repeated); a model of grey images refuses it. Without "   \
+     "--rgb or --grayscale: converted to the model's channels (docs/vision.md#images-in)"}
+#define CLI_GRAYSCALE_ROW                                                                                        \
+    {"grayscale", CLI_SWITCH, NULL, "off",                                                                       \
+     "read each PNG as grey, PIL's convert(\"L\") (0.299 R + 0.587 G + 0.114 B), repeated into three channels "  \
+     "for a model of RGB images"}
+/* The colour conversion asked by flags rgb and gray (row numbers) for a model of `channels` channels: 1
+ * (grey first) or 3 (RGB); both flags, or --rgb with a grey model, are usage errors naming them. */
+int cli_colour(const cli_args *a, int rgb, int gray, int channels);
+/* The words cli_say adds for it: "images as grey (--grayscale), ...". */
+const char *cli_colour_said(const cli_args *a, int rgb, int gray, int channels);
+/* A PNG file read as colour (cli_colour's answer) then given the model's channels; exits naming it. */
+void cli_read_png(const cli_verb *v, const char *file, int colour, int channels, tf_images *im);
+
+/* --attention-scale of the verbs that draw attention (--attention-png): translate (default fixed),
+ * classify and caption (default auto: their maps over an image, each scaled to its own maximum). */
+#define CLI_ATTENTION_SCALE_ROW(def)                                                                             \
+    {"attention-scale", CLI_STRING, "fixed|auto", def,                                                           \
+     "--attention-png's colours: fixed (0 to 1, pictures comparable) or auto (0 to the largest weight: of each "  \
+     "picture for a translation, of each map over an image; said on its colour bar)"}
+/* Row scale's value: 1 for auto, 0 for fixed; another value, or the flag without row png given, is a usage error. */
+int cli_attention_scale(const cli_args *a, int scale, int png);
+
 /* --resume and --allow-changes of train and finetune, and their TF_RESUME_* mode. */
 #define CLI_RESUME_ROW                                                                                           \
     {"resume", CLI_SWITCH, NULL, "off",                                                                          \

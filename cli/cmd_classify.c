@@ -15,7 +15,8 @@
 
 #include "cli.h"
 
-enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON, RESIZE, PRECISION };
+enum { MODEL, DATA_DIR, SPLIT, DATA, BATCH, HFLIP_TTA, TOP_K, ATTENTION_PNG, THREADS, JSON, RESIZE, PRECISION, RGB,
+       GRAYSCALE, ATTENTION_SCALE };
 const cli_flag cmd_classify_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "a ViTForImageClassification, SwinForImageClassification or VivitForVideoClassification folder (a run "
@@ -35,6 +36,9 @@ const cli_flag cmd_classify_flags[] = {
                 "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
                 "(PIL's BOX filter), said on stderr; without it such a file is refused"},
     [PRECISION] = CLI_PRECISION_ROW,
+    [RGB] = CLI_RGB_ROW,
+    [GRAYSCALE] = CLI_GRAYSCALE_ROW,
+    [ATTENTION_SCALE] = CLI_ATTENTION_SCALE_ROW("auto"),
     CLI_END,
 };
 
@@ -97,6 +101,7 @@ static void score_set(const cli_verb *v, const tf_model *m, const tf_images *s, 
 void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir, const char *split, const char *csv,
                       int batch, int hflip, int json, tf_precision precision) {
     tf_model *m = load_classifier(v, model_dir, precision);
+    cli_say(v, &(cli_said){tf_model_family(m)->name, model_dir, NULL, 0, precision, hflip ? "--hflip-tta" : NULL});
     int channels, size, n_labels;
     tf_model_image_shape(m, &channels, &size, &n_labels);
     tf_images s;
@@ -114,8 +119,9 @@ void cli_score_images(const cli_verb *v, const char *model_dir, const char *dir,
 }
 
 /* DIR/<file's base name without .png>.png: where the model looked (maps: the rollout, then each head). */
-static void attention_png(const cli_verb *v, const tf_model *m, const tf_images *im, const float *maps,
+static void attention_png(const cli_args *a, const tf_model *m, const tf_images *im, const float *maps,
                           const char *file, const char *dir, const char *title) {
+    const cli_verb *v = a->verb;
     int g, H, patch;
     if (tf_model_attention_grid(m, &g, &H, &patch)) cli_die(v, tf_error());
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
@@ -123,7 +129,7 @@ static void attention_png(const cli_verb *v, const tf_model *m, const tf_images 
     char path[4200];
     snprintf(path, sizeof path, "%s/%.*s.png", dir, (int)n, base);
     tf_image_attention_plot p = {im->pixels, im->channels, im->height, im->width, maps, g, g, patch,
-                                 maps + g * g, H, title, NULL};
+                                 maps + g * g, H, title, NULL, !cli_attention_scale(a, ATTENTION_SCALE, ATTENTION_PNG)};
     if (tf_plot_image_attention(path, &p)) cli_die(v, tf_error());
     fprintf(stderr, "wrote %s\n", path);
 }
@@ -164,7 +170,7 @@ static void read_png(const cli_args *a, const char *file, int size, int channels
                  file, w, h, size, size, channels);
         cli_die(a->verb, msg);
     }
-    if (tf_images_read_png(file, channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
+    cli_read_png(a->verb, file, cli_colour(a, RGB, GRAYSCALE, channels), channels, im);
     if (w == size && h == size) return;
     tf_images r;
     if (tf_images_resize(im, size, size, &r)) cli_die(a->verb, tf_error());
@@ -197,7 +203,7 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
         if (tf_model_image_logits(m, im.pixels, logits, maps)) cli_die(a->verb, tf_error());
         char title[4300];
         print_top(a->verb, m, L, logits, a->operands[i], k, js, title, sizeof title);
-        if (attention_dir) attention_png(a->verb, m, &im, maps, a->operands[i], attention_dir, title);
+        if (attention_dir) attention_png(a, m, &im, maps, a->operands[i], attention_dir, title);
         tf_images_free(&im);
     }
     free(logits), free(maps);
@@ -265,14 +271,19 @@ int cmd_classify(const cli_args *a) {
     const char *att = opt(&a->v[ATTENTION_PNG]);
     if (a->v[TOP_K].i < 1) cli_usage_error(a, "--top-k must be at least 1");
     if (a->n_operands && a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with a labelled set (--data-dir or --data)");
-    if (!a->n_operands && (a->v[TOP_K].given || att || a->v[RESIZE].given))
-        cli_usage_error(a, "--top-k, --attention-png and --resize go with PNG files, not with a labelled set");
+    if (!a->n_operands && (a->v[TOP_K].given || att || a->v[RESIZE].given || a->v[RGB].given || a->v[GRAYSCALE].given))
+        cli_usage_error(a, "--top-k, --attention-png, --resize, --rgb and --grayscale go with PNG files, not with a "
+                        "labelled set");
+    cli_attention_scale(a, ATTENTION_SCALE, ATTENTION_PNG);
     tf_precision precision = cli_precision(a, PRECISION);
     tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){0, precision});
     if (!m) cli_die(a->verb, tf_error());
     if (tf_model_family(m)->caps & TF_CAP_CLASSIFY_CLIP) { /* a video family, whatever its folder's head */
-        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given || a->v[RESIZE].given)
-            cli_usage_error(a, "--top-k, --attention-png, --hflip-tta and --resize are image settings, not a video model's");
+        if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given || a->v[RESIZE].given || a->v[RGB].given ||
+            a->v[GRAYSCALE].given)
+            cli_usage_error(a, "--top-k, --attention-png, --hflip-tta, --resize, --rgb and --grayscale are image "
+                            "settings, not a video model's");
+        cli_say(a->verb, &(cli_said){tf_model_family(m)->name, a->v[MODEL].text, NULL, 0, precision, NULL});
         classify_video(a, m);
         return tf_model_free(m), 0;
     }
@@ -290,6 +301,9 @@ int cmd_classify(const cli_args *a) {
     if (att && tf_model_attention_grid(m, &g, &heads, &patch))
         cli_usage_error(a, "--attention-png: %s", tf_error());
     if (att) cli_make_folder(a->verb, "--attention-png", att);
+    cli_colour(a, RGB, GRAYSCALE, channels);
+    cli_say(a->verb, &(cli_said){tf_model_family(m)->name, a->v[MODEL].text, NULL, 0, precision,
+                                 cli_colour_said(a, RGB, GRAYSCALE, channels)});
     classify_pngs(a, m, (int)a->v[TOP_K].i, att);
     tf_model_free(m);
     return 0;

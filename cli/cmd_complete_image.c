@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-enum { MODEL, INPUT, KEEP_ROWS, SAMPLES, OUT, SCALE, RESIZE, THREADS };
+enum { MODEL, INPUT, KEEP_ROWS, SAMPLES, OUT, SCALE, RESIZE, THREADS, RGB, GRAYSCALE };
 const cli_flag cmd_complete_image_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "an ImageGPT folder (config.json, model.safetensors, image_tokens.json)"},
     [INPUT] = {"input", CLI_STRING, "IMG.png", NULL, "the image to complete (grey or RGB, of the model's size)"},
@@ -17,6 +17,8 @@ const cli_flag cmd_complete_image_flags[] = {
     [SCALE] = {"scale", CLI_INT, "S", "4", "each pixel drawn S x S in the grid"},
     [RESIZE] = {"resize", CLI_SWITCH, NULL, "off", "resize an image of another size to the model's (box filter) instead of refusing it"},
     [THREADS] = CLI_THREADS_ROW,
+    [RGB] = CLI_RGB_ROW,
+    [GRAYSCALE] = CLI_GRAYSCALE_ROW,
     CLI_END,
 };
 
@@ -52,7 +54,8 @@ static void read_input(const cli_args *a, const tf_image_tokens *k, tf_images *i
                  h, k->width, k->height);
         cli_die(a->verb, msg);
     }
-    if (tf_images_read_png(path, k->channels == 1 ? 1 : 3, im)) cli_die(a->verb, tf_error());
+    int channels = k->channels == 1 ? 1 : 3;
+    cli_read_png(a->verb, path, cli_colour(a, RGB, GRAYSCALE, channels), channels, im);
     if (im->height == k->height && im->width == k->width) return;
     tf_images r;
     if (tf_images_resize(im, k->height, k->width, &r)) cli_die(a->verb, tf_error());
@@ -88,6 +91,7 @@ int cmd_complete_image(const cli_args *a) {
     if (keep >= k.height)
         cli_usage_error(a, "--keep-rows %d is out of range: the model's images have %d rows (give 0 to %d)", keep,
                         k.height, k.height - 1);
+    cli_say(v, &(cli_said){NULL, dir, NULL, 0, 0, cli_colour_said(a, RGB, GRAYSCALE, k.channels == 1 ? 1 : 3)});
     tf_images im, row = {n + 2, k.channels, k.height, k.width, NULL, NULL, 0}, grid;
     read_input(a, &k, &im);
     int64_t HW = (int64_t)k.height * k.width;

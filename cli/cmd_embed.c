@@ -109,6 +109,10 @@ int cmd_embed(const cli_args *a) {
     cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, m->cfg.context);
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
+    char extra[160];
+    snprintf(extra, sizeof extra, "pooling %s%s%s", POOLS[pool], pooling && *pooling ? "" : " (the folder's)",
+             o.normalize ? ", normalized" : "");
+    cli_say(v, &(cli_said){NULL, dir, tok, 0, precision, extra});
     size_t max_len = o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg), lens[CHUNK];
     const char *lines[CHUNK];
     float *e = malloc((size_t)CHUNK * (size_t)m->cfg.d_model * sizeof *e);

@@ -52,7 +52,9 @@ static int eval_listops(const cli_args *a, int64_t n) {
     if (tf_listops_settings_load(dir, &c)) cli_die(a->verb, tf_error());
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){-1, 0, 0});
     if (!m) cli_die(a->verb, tf_error());
-    cli_set_precision(a->verb, m->params, cli_precision(a, PRECISION));
+    tf_precision precision = cli_precision(a, PRECISION);
+    cli_set_precision(a->verb, m->params, precision);
+    cli_say(a->verb, &(cli_said){NULL, dir, NULL, 0, precision, NULL});
     tf_listops_opts o = tf_listops_task_opts(&c);
     int64_t hits, conf[100];
     if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, c.bucket, NULL, &hits, conf)) cli_die(a->verb, tf_error());
@@ -96,6 +98,8 @@ int cmd_eval(const cli_args *a) {
     tf_gpt *m = cli_load_model(a->verb, a->v[MODEL].text, a->v[TOKENIZER].text, &tok);
     cli_check_weights(a->verb, a->v[MODEL].text, m);
     cli_set_precision(a->verb, m->params, precision);
+    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, tok, a->v[TOKENIZER].given,
+                                 precision, NULL});
     double loss;
     int64_t n;
     if (tf_gpt_evaluate(m, tok, (const char *const *)a->v[DATA].list, a->v[DATA].n, &loss, &n)) cli_die(a->verb, tf_error());

@@ -59,6 +59,7 @@ int cmd_fill_mask(const cli_args *a) {
     tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_MLM, 0, 0});
     if (!m) cli_die(v, tf_error());
     tf_tokenizer *tok = cli_load_tokenizer(v, dir);
+    cli_say(v, &(cli_said){NULL, dir, tok, 0, 0, NULL});
     int32_t mask = tf_tokenizer_special_id(tok, "mask");
     int64_t V = m->cfg.vocab_size;
     int k = a->v[TOP_K].i > V ? (int)V : (int)a->v[TOP_K].i; /* at most the vocabulary */

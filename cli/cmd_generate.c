@@ -110,6 +110,7 @@ int cmd_generate(const cli_args *a) {
     tf_gpt *m = cli_load_model(v, dir, a->v[TOKENIZER].text, &tok);
     cli_check_weights(v, dir, m);
     cli_set_precision(v, m->params, precision);
+    cli_say(v, &(cli_said){NULL, dir, tok, a->v[TOKENIZER].given, precision, NULL});
     /* Every id the model can emit must have a text: a smaller tokenizer would stop the output. */
     if (tf_tokenizer_vocab_size(tok) < m->cfg.vocab_size) {
         fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model %d: the model's ids %d to %d have no text\n",

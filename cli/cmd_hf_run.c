@@ -23,6 +23,12 @@ const cli_flag cmd_hf_run_flags[] = {
 
 static int given(const cli_val *v) { return v->text && *v->text; }
 
+/* The start-up line (cli_say): the folder's model_type, and the tokenizer of --text. */
+static void say(const cli_args *a, const tf_tokenizer *tok) {
+    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, tok, given(&a->v[TOKENIZER]), 0,
+                                 "config.json's architectures[0]"});
+}
+
 /* --text as a safetensors file of input_ids and attention_mask at path (a temporary name). */
 static void text_input(const cli_args *a, const char *path) {
     const cli_verb *v = a->verb;
@@ -33,6 +39,7 @@ static void text_input(const cli_args *a, const char *path) {
                 spec == a->v[MODEL].text ? " (a folder without tokenizer files: give one with --tokenizer DIR|FILE)" : "");
         exit(1);
     }
+    say(a, tok);
     tf_ids ids = {0}, types = {0};
     int specials = tf_tokenizer_special_id(tok, "cls") >= 0 && tf_tokenizer_special_id(tok, "sep") >= 0;
     if (specials ? tf_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, 0, &ids, &types)
@@ -62,7 +69,7 @@ int cmd_hf_run(const cli_args *a) {
         int fd = mkstemp(path);
         if (fd < 0 || close(fd)) cli_die(a->verb, "cannot create a temporary file in /tmp");
         text_input(a, path);
-    }
+    } else say(a, NULL);
     int rc = tf_hf_run(a->v[MODEL].text, text ? path : a->v[INPUT].text, a->v[OUTPUT].text, stderr);
     if (text) unlink(path);
     if (rc) cli_die(a->verb, tf_error());

@@ -45,6 +45,11 @@ static tf_finetune_config settings(const cli_args *a, const tf_bert *m) {
     if (a->v[MAX_LEN].given) c.max_len = (int)a->v[MAX_LEN].i;
     int most = tf_bert_max_tokens(&m->cfg);
     if (!c.max_len || c.max_len > most) c.max_len = most;
+    char extra[200];
+    snprintf(extra, sizeof extra, "task %s (%s), inputs cut at %d ids%s", tf_finetune_kind_name(c.task),
+             a->v[TASK].given ? "--task" : have ? "finetune.json" : "the model's head", c.max_len,
+             a->v[MAX_LEN].given ? " (--max-len)" : "");
+    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, NULL, 0, tf_params_precision(m->params), extra});
     return c;
 }
 

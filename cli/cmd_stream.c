@@ -207,6 +207,10 @@ int cmd_stream(const cli_args *a) {
     long long w = a->v[WINDOW].i; /* given: replaces the config's (a huge one is refused by the check) */
     if (tf_continual_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : -1, &st.e))
         cli_die(st.v, tf_error());
+    char extra[120];
+    snprintf(extra, sizeof extra, "window %d (%s); %s", st.e.cfg.window, a->v[WINDOW].given ? "--window" : "the config's",
+             st.recompute ? "the regular network on each window (--recompute)" : "step mode (no --recompute)");
+    cli_say(st.v, &(cli_said){NULL, a->v[MODEL].text, NULL, 0, 0, extra});
     st.s = st.recompute ? NULL : tf_continual_state_new(&st.e, 1);
     st.ctx = tf_ctx_new(0);
     if (st.recompute) st.ring = calloc((size_t)st.e.cfg.window * (size_t)st.e.cfg.d_model, sizeof *st.ring);

@@ -27,9 +27,7 @@ const cli_flag cmd_translate_flags[] = {
     [JSON] = {"json", CLI_SWITCH, NULL, "off",
               "one JSON object per input line, {\"source\", \"translation\"}, instead of the text (JSON Lines; "
               "docs/json.md)"},
-    [ATTENTION_SCALE] = {"attention-scale", CLI_STRING, "fixed|auto", "fixed",
-                         "--attention-png's colours: fixed (0 to 1, pictures comparable) or auto (0 to the largest "
-                         "weight of each picture, said on its colour bar: a flat map is not one dark block)"},
+    [ATTENTION_SCALE] = CLI_ATTENTION_SCALE_ROW("fixed"),
     [PRECISION] = CLI_PRECISION_ROW,
     CLI_END,
 };
@@ -235,11 +233,11 @@ int cmd_translate(const cli_args *a) {
     if (!cli_table_given(a, "--max-len-a") && !cli_table_given(a, "--max-len-b"))
         o.max_len_a = f.max_len_a, o.max_len_b = f.max_len_b;
     o.search.renormalize = f.search.renormalize;
-    const char *scale = a->v[ATTENTION_SCALE].text;
-    if (strcmp(scale, "fixed") && strcmp(scale, "auto"))
-        cli_usage_error(a, "--attention-scale expects fixed or auto, got '%s'", scale);
-    if (a->v[ATTENTION_SCALE].given && !pictures) cli_usage_error(a, "--attention-scale goes with --attention-png");
-    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL, !strcmp(scale, "auto")};
+    char extra[160];
+    snprintf(extra, sizeof extra, "%s %d (%s)", o.search.beam > 1 ? "beam" : "greedy: beam", o.search.beam,
+             cli_table_given(a, "--beam") ? "--beam" : "the folder's or the default");
+    cli_say(v, &(cli_said){tf_model_family(model)->name, dir, t.src_tok, 0, tf_model_precision(model), extra});
+    picture_job job = {m, &t, pictures, pictures ? tf_ctx_new(0) : NULL, cli_attention_scale(a, ATTENTION_SCALE, ATTENTION_PNG)};
     if (pictures && !job.ctx) cli_die(v, tf_error());
     if (job.ctx) tf_ctx_set_grad(job.ctx, 0);
     cli_lines in;

@@ -48,9 +48,15 @@ static int parse_threads(const char *text) {
     return (int)x;
 }
 
+/* Where cli_threads took its count from, for cli_say: "--threads", "$TFORMER_THREADS", or NULL (the default). */
+static const char *g_threads_from;
+static int g_threads, g_threads_asked; /* asked: the verb has --threads */
+
 int cli_threads(const cli_val *threads) {
     const char *env = getenv("TFORMER_THREADS");
     const char *what = threads->given || !env || !*env ? "--threads" : "TFORMER_THREADS";
+    g_threads_asked = 1;
+    g_threads_from = threads->given ? "--threads" : what[0] == 'T' ? "$TFORMER_THREADS" : NULL;
     const char *text = what[0] == '-' ? threads->text : env;
     int n = text ? parse_threads(text) : 0;
     if (n < 0) {
@@ -58,7 +64,33 @@ int cli_threads(const cli_val *threads) {
                 text);
         exit(2);
     }
-    return n;
+    return g_threads = n;
+}
+
+static int folder_len(const char *dir);
+
+static const char *said_precision(tf_precision p) {
+    return p == TF_PRECISION_INT8   ? "int8 weights (--precision int8)"
+           : p == TF_PRECISION_BF16 ? "bf16 products (--precision bf16)"
+                                    : "float32";
+}
+
+void cli_say(const cli_verb *v, const cli_said *s) {
+    char threads[96], tok[4400] = "", type[64];
+    cli_model_type(s->dir, type, sizeof type);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = g_threads > 0 && (cores < 1 || g_threads <= cores) ? g_threads : (int)(cores > 0 ? cores : 1);
+    if (g_threads_from && g_threads > 0)
+        snprintf(threads, sizeof threads, "%d thread%s (%s)", n, n == 1 ? "" : "s", g_threads_from);
+    else snprintf(threads, sizeof threads, "%d thread%s (all cores%s)", n, n == 1 ? "" : "s",
+                  g_threads_from || !g_threads_asked ? "" : ": no --threads or $TFORMER_THREADS");
+    if (s->tok)
+        snprintf(tok, sizeof tok, "; tokenizer %s (%d tokens%s)", tf_tokenizer_source(s->tok),
+                 tf_tokenizer_vocab_size(s->tok), s->tok_flag ? ", --tokenizer" : "");
+    fprintf(stderr, "tformer %s: %s model from %.*s/%s; %s; %s, %s kernels%s%s\n", v->name,
+            s->family ? s->family : *type ? type : "a",
+            folder_len(s->dir), s->dir, tok, threads, said_precision(s->precision),
+            tf_kernels_info(), s->extra ? "; " : "", s->extra ? s->extra : "");
 }
 
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
@@ -379,4 +411,39 @@ void cli_make_folder(const cli_verb *v, const char *flag, const char *out) {
         snprintf(msg, sizeof msg, "%s %s: not a folder", flag, out);
         cli_die(v, msg);
     }
+}
+
+/* ---------------------------------------------------------------- --rgb / --grayscale */
+
+int cli_colour(const cli_args *a, int rgb, int gray, int channels) {
+    if (a->v[rgb].given && a->v[gray].given) cli_usage_error(a, "--rgb and --grayscale: give one");
+    if (a->v[rgb].given && channels == 1)
+        cli_usage_error(a, "--rgb: the model takes grey images (1 channel); give --grayscale or neither");
+    return a->v[gray].given ? 1 : channels == 1 ? 1 : 3;
+}
+
+const char *cli_colour_said(const cli_args *a, int rgb, int gray, int channels) {
+    if (a->v[gray].given) return channels == 1 ? "images as grey (--grayscale)"
+                                               : "images as grey repeated into RGB (--grayscale)";
+    if (a->v[rgb].given) return "images as RGB (--rgb)";
+    return channels == 1 ? "images as grey (the model's 1 channel; a colour file as PIL's convert(\"L\"))"
+                         : "images as RGB (the model's 3 channels; a grey file repeated)";
+}
+
+void cli_read_png(const cli_verb *v, const char *file, int colour, int channels, tf_images *im) {
+    if (tf_images_read_png(file, colour, im)) cli_die(v, tf_error());
+    if (colour == channels) return;
+    int64_t hw = (int64_t)im->height * im->width; /* grey into the model's three channels */
+    float *p = realloc(im->pixels, (size_t)(3 * hw) * sizeof *p);
+    if (!p) cli_die(v, "out of memory");
+    memcpy(p + hw, p, (size_t)hw * sizeof *p), memcpy(p + 2 * hw, p, (size_t)hw * sizeof *p);
+    im->pixels = p, im->channels = 3;
+}
+
+int cli_attention_scale(const cli_args *a, int scale, int png) {
+    const char *s = a->v[scale].text;
+    if (strcmp(s, "fixed") && strcmp(s, "auto")) cli_usage_error(a, "--attention-scale expects fixed or auto, got '%s'", s);
+    if (a->v[scale].given && !(a->v[png].text && *a->v[png].text))
+        cli_usage_error(a, "--attention-scale goes with --attention-png");
+    return !strcmp(s, "auto");
 }

@@ -54,7 +54,8 @@ int test_temp_file(char *path);
 const char *test_tformer_bin(void);
 
 /* Run "<env> tformer <args>" through the shell; its exit status (128 + signal
- * when killed), stdout and stderr together in out (cut at n - 1 bytes). */
+ * when killed), stdout and stderr together in out (cut at n - 1 bytes), less the start-up line
+ * that says what a verb assumed (cli_say; tests/test_cli_said.c checks it). */
 int test_run_cli(const char *env, const char *args, char *out, size_t n);
 /* A command line the CLI must refuse: args (a format of up to two %s, each the case's folder), the
  * exit status and a piece of what it prints. */

@@ -156,3 +156,42 @@ TEST(cli_embed_max_len_is_the_one_name) {
     pclose(p);
     CHECKF(strstr(err, "--max-len N ") && strstr(err, "also --max-length)"), "%s", err);
 }
+
+/* Every verb that loads a model says on stderr, in one line, what it assumed: the family and the
+ * folder, the tokenizer file read, the threads and where their count came from, the precision and
+ * kernels, and the defaults it picked (embed's pooling, the images' colours); standard output keeps
+ * the results alone. */
+TEST(cli_inference_verbs_say_what_they_assumed) {
+    char err[8192], out[8192], want[600];
+    const char *st = "tests/fixtures_distilbert_st/tiny_distilbert_st";
+    CHECKF(run_err("embed --model tests/fixtures_distilbert_st/tiny_distilbert_st --threads 1 "
+                   "< tests/data/serve_sentences.txt", err, sizeof err) == 0, "%s", err);
+    snprintf(want, sizeof want, "tformer embed: distilbert model from %s/; tokenizer %s/tokenizer.json (217 tokens); "
+             "1 thread (--threads); float32, ", st, st);
+    CHECKF(!strncmp(err, want, strlen(want)) && strstr(err, " kernels; pooling mean (the folder's)\n"), "%s", err);
+    /* $TFORMER_THREADS, and --pooling given */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "TFORMER_THREADS=1 %s embed --model %s --pooling cls < tests/data/serve_sentences.txt "
+             "2>&1 >/dev/null", test_tformer_bin(), st);
+    CHECKF(test_popen(cmd, err, sizeof err) == 0 && strstr(err, "; 1 thread ($TFORMER_THREADS); ") &&
+           strstr(err, "; pooling cls\n"), "%s", err);
+    /* standard output: the vectors alone */
+    snprintf(cmd, sizeof cmd, "%s embed --model %s --threads 1 < tests/data/serve_sentences.txt 2>/dev/null | grep -c "
+             "tformer", test_tformer_bin(), st);
+    CHECKF(test_popen(cmd, out, sizeof out) != 0 && !strcmp(out, "0\n"), "%s", out);
+    /* an image classifier: no tokenizer; the images' colour conversion */
+    CHECKF(run_err("classify --model tests/fixtures_vit/cls_grey28_p4_labels --data-dir /nonexistent", err,
+                   sizeof err) == 1 && strstr(err, "tformer classify: vit model from tests/fixtures_vit/cls_grey28_p4_labels/; "),
+           "%s", err);
+    CHECKF(strstr(err, " threads (all cores: no --threads or $TFORMER_THREADS); float32, ") ||
+           strstr(err, " thread (all cores: no --threads or $TFORMER_THREADS); float32, "), "%s", err);
+    /* hf-run: no --threads flag (all cores); with --text, the tokenizer it read */
+    char dir[] = "/tmp/tformer_said_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "hf-run --model %s --text 'a man' --output %s/o.safetensors", st, dir);
+    snprintf(want, sizeof want, "tformer hf-run: distilbert model from %s/; tokenizer %s/tokenizer.json (217 tokens); ",
+             st, st);
+    CHECKF(run_err(cmd, err, sizeof err) == 0 && !strncmp(err, want, strlen(want)) &&
+           strstr(err, " (all cores); float32, "), "%s", err);
+    test_rm_rf(dir);
+}

@@ -217,18 +217,10 @@ TEST(finetune_classifier_learns_and_validation_in_order) {
 
 /* ---------------------------------------------------------------- the CLI */
 
-/* Run a shell command line after the binary; its status, and stdout in out. */
+/* tformer ARGS: its status, and stdout and stderr in out, less the start-up line (test_run_cli). */
 static int run_cli(const char *args, char *out, size_t n) {
-    char cmd[2048];
     /* fontconfig, which cairo loads for text, keeps its caches until exit (tests/lsan.supp) */
-    snprintf(cmd, sizeof cmd, "LSAN_OPTIONS=suppressions=tests/lsan.supp %s %s > /tmp/tformer_ft_cli_out 2>&1", test_tformer_bin(), args);
-    int st = system(cmd);
-    FILE *f = fopen("/tmp/tformer_ft_cli_out", "r");
-    size_t k = f ? fread(out, 1, n - 1, f) : 0;
-    out[k] = 0;
-    if (f) fclose(f);
-    unlink("/tmp/tformer_ft_cli_out");
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return test_run_cli("LSAN_OPTIONS=suppressions=tests/lsan.supp", args, out, n);
 }
 
 TEST(finetune_cli_help_train_and_predict) {

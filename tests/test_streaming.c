@@ -132,7 +132,7 @@ TEST(stdin_verbs_stop_when_their_output_is_gone) {
     /* standard output closed: the first chunk's write fails, the verb ends with its cause */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "yes 'a man rides a horse' 2>/dev/null | timeout 60 %s embed --model " ST_DIR " --threads 1 "
-             "2>&1 >&- | head -c 300", test_tformer_bin());
+             "2>&1 >&- | head -c 1000", test_tformer_bin()); /* the start-up line, then the error */
     FILE *p = popen(cmd, "r");
     size_t k = p ? fread(out, 1, sizeof out - 1, p) : 0;
     out[k] = 0;

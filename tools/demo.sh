@@ -27,5 +27,5 @@ for prompt in "Q: " "The " "A "; do
     $tformer generate --model "$out" --prompt "$prompt" --max-tokens 200 --temperature 0.8 --top-k 40 --seed 7
 done
 echo "----"
-val=$(tail -n 1 "$out/losses.csv" | cut -d, -f3)
+val=$(awk -F, 'NR > 1 && $3 != "" { v = $3 } END { print v }' "$out/losses.csv")  # the last evaluation's
 echo "demo: validation loss $val (model, tokenizer, losses.csv and loss.png in $out)"

@@ -46,6 +46,8 @@ typedef struct {
     const char *title;       /* or NULL */
     const char *const *labels; /* the maps' captions, 1 + n_head (a caption's words), or NULL:
                                 * "rollout", then "last layer, head <i>" */
+    int fixed_scale;         /* 0: each map's colours from 0 to its own maximum; 1: every map on 0 to 1
+                              * (maps and pictures comparable), the colour bar's ticks say which */
 } tf_image_attention_plot;
 
 /* A PNG at path (cairo; written to path.tmp, then renamed). */

@@ -50,6 +50,9 @@ TF_API int32_t tf_tokenizer_token_id(const tf_tokenizer *t, const char *token);
 /* model_max_length from tokenizer_config.json; 0 when unknown (absent, or
  * transformers' "very large" placeholder, any value >= 1e12). */
 TF_API int64_t tf_tokenizer_max_length(const tf_tokenizer *t);
+/* The file it was read from, as found ("run/tokenizer.json", "run/vocab.json + merges.txt",
+ * "char (the 256 bytes)"): what a verb says it used. Valid while t lives. */
+TF_API const char *tf_tokenizer_source(const tf_tokenizer *t);
 /* The id of a special token by role: "cls", "sep", "pad", "mask", "unk",
  * "bos", "eos" -- from tokenizer_config.json / special_tokens_map.json (strings
  * or {"content": ...}), else tokenizer.json's BertProcessing, else the usual

@@ -56,10 +56,10 @@ static cairo_surface_t *image_surface(const tf_image_attention_plot *p) {
     return s;
 }
 
-/* One map (grid_h, grid_w) as translucent viridis, premultiplied, scaled to its maximum. */
-static cairo_surface_t *heat_surface(const float *m, int gh, int gw) {
-    float hi = 0;
-    for (int i = 0; i < gh * gw; i++) hi = fmaxf(hi, m[i]);
+/* One map (grid_h, grid_w) as translucent viridis, premultiplied, scaled to its maximum (fixed: to 1). */
+static cairo_surface_t *heat_surface(const float *m, int gh, int gw, int fixed) {
+    float hi = fixed ? 1 : 0;
+    for (int i = 0; !fixed && i < gh * gw; i++) hi = fmaxf(hi, m[i]);
     cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, gw, gh);
     cairo_surface_flush(s);
     unsigned char *px = cairo_image_surface_get_data(s);
@@ -67,7 +67,7 @@ static cairo_surface_t *heat_surface(const float *m, int gh, int gw) {
     for (int y = 0; px && y < gh; y++)
         for (int x = 0; x < gw; x++) {
             double rgb[3];
-            tf_draw_viridis(hi > 0 ? m[y * gw + x] / hi : 0, rgb);
+            tf_draw_viridis(hi > 0 ? fminf(fmaxf(m[y * gw + x] / hi, 0), 1) : 0, rgb);
             uint32_t a = (uint32_t)lrint(255 * ALPHA), v = a << 24;
             for (int c = 0; c < 3; c++) v |= (uint32_t)lrint(rgb[c] * ALPHA * 255) << (16 - 8 * c);
             ((uint32_t *)(px + (size_t)y * (size_t)stride))[x] = v;
@@ -86,7 +86,7 @@ static void draw_panel(cairo_t *cr, const tf_image_attention_plot *p, cairo_surf
     cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST); /* the pixels as they are */
     cairo_paint(cr);
     if (map) {
-        cairo_surface_t *h = heat_surface(map, p->grid_h, p->grid_w);
+        cairo_surface_t *h = heat_surface(map, p->grid_h, p->grid_w, p->fixed_scale);
         cairo_rectangle(cr, 0, 0, p->grid_w * p->patch, p->grid_h * p->patch);
         cairo_clip(cr);
         cairo_scale(cr, p->patch, p->patch);
@@ -103,8 +103,8 @@ static void draw_panel(cairo_t *cr, const tf_image_attention_plot *p, cairo_surf
     tf_draw_text(cr, x + (w - tf_draw_text_width(cr, caption)) / 2, y + p->height * scale + FONT + 4, caption);
 }
 
-/* The colour scale at (x, y), h high: each map from 0 to its own maximum. */
-static void draw_scale(cairo_t *cr, double x, double y, double h) {
+/* The colour scale at (x, y), h high: each map from 0 to its own maximum, or (fixed) 0 to 1. */
+static void draw_scale(cairo_t *cr, double x, double y, double h, int fixed) {
     for (int k = 0; k < 64; k++) {
         double rgb[3];
         tf_draw_viridis(1 - k / 63.0, rgb);
@@ -114,7 +114,7 @@ static void draw_scale(cairo_t *cr, double x, double y, double h) {
     }
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_font_size(cr, FONT - 2);
-    tf_draw_text(cr, x + 18, y + FONT - 2, "max");
+    tf_draw_text(cr, x + 18, y + FONT - 2, fixed ? "1" : "max");
     tf_draw_text(cr, x + 18, y + h, "0");
 }
 
@@ -144,7 +144,7 @@ int tf_plot_image_attention(const char *path, const tf_image_attention_plot *p) 
         else snprintf(caption, sizeof caption, k == 0 ? "image" : k == 1 ? "rollout" : "last layer, head %d", k - 1);
         draw_panel(cr, p, img, map, PAD + (k % COLS) * (pw + PAD), top + (k / COLS) * cell_h, scale, caption);
     }
-    draw_scale(cr, PAD + cols * (pw + PAD), top, ph);
+    draw_scale(cr, PAD + cols * (pw + PAD), top, ph, p->fixed_scale);
     cairo_surface_destroy(img);
     int rc = tf_png_write(s, (int)cairo_status(cr), path);
     cairo_destroy(cr);

@@ -102,6 +102,7 @@ struct tf_tokenizer {
     void *impl;
     int32_t role[TF_N_ROLES]; /* ids of the special tokens by role, -1 when absent */
     int64_t max_length;       /* model_max_length, 0 when unknown */
+    char *source;             /* the file read (tf_tokenizer_source), malloc'd */
     int roberta_pairs;        /* tokenizer.json's post_processor RobertaProcessing: <s> a </s></s> b </s> */
     int has_template;         /* its post_processor TemplateProcessing: template[0] single, [1] pair */
     tf_template template[2];

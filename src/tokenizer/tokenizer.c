@@ -114,7 +114,8 @@ static int two_tokenizers(const char *dir, int has_decl, tf_tokenizer_kind decla
                         dir, one, other);
 }
 
-static int load_dir(tf_tokenizer *t, const char *dir) {
+/* used: the file the tokenizer is read from ("DIR/vocab.json + merges.txt" for a pair), for tf_tokenizer_source. */
+static int load_dir(tf_tokenizer *t, const char *dir, char *used, size_t cap) {
     char a[4096], b[4096], d[4096];
     tf_tokenizer_kind declared = TF_TOKENIZER_BYTE_BPE;
     int has_decl = strcmp(dir, "char") && file_exists(dir, "tokenizer.tformer.json", d, sizeof d);
@@ -127,19 +128,26 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
             return tf_set_error("%s: tokenizer.tformer.json declares a char tokenizer but chars.txt is missing", dir);
         t->kind = TF_TOKENIZER_CHAR, t->vt = &tf_chartok_vt;
         t->impl = tf_chartok_load(bytes ? NULL : a);
+        snprintf(used, cap, "%s", bytes ? "char (the 256 bytes)" : a);
     } else if (has_decl && declared == TF_TOKENIZER_BPE && file_exists(dir, "vocab.json", a, sizeof a) &&
                file_exists(dir, "merges.txt", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BPE, t->vt = &tf_bpe_vt, t->impl = tf_bpe_load(a, b);
+        snprintf(used, cap, "%s + merges.txt", a);
     } else if (file_exists(dir, "tokenizer.json", a, sizeof a)) {
+        snprintf(used, cap, "%s", a);
         return tf_hf_tokenizer_load(t, a);
     } else if (file_exists(dir, "source.spm", a, sizeof a) && file_exists(dir, "vocab.json", b, sizeof b)) {
+        snprintf(used, cap, "%s", a);
         return tf_spm_tokenizer_load(t, a); /* a Marian folder: its source side */
     } else if (file_exists(dir, "encoder.json", a, sizeof a) && file_exists(dir, "vocab.bpe", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 1);
+        snprintf(used, cap, "%s + vocab.bpe", a);
     } else if (file_exists(dir, "vocab.json", a, sizeof a) && file_exists(dir, "merges.txt", b, sizeof b)) {
         t->kind = TF_TOKENIZER_BYTE_BPE, t->vt = &tf_bytebpe_vt, t->impl = tf_bytebpe_load(a, b, 0);
+        snprintf(used, cap, "%s + merges.txt", a);
     } else if (file_exists(dir, "vocab.txt", a, sizeof a)) {
         t->kind = TF_TOKENIZER_WORDPIECE, t->vt = &tf_wordpiece_vt, t->impl = tf_wordpiece_load(a);
+        snprintf(used, cap, "%s", a);
     } else {
         return tf_set_error("%s: no tokenizer files (tokenizer.json, source.spm + vocab.json, encoder.json + vocab.bpe, "
                             "vocab.json + merges.txt, vocab.txt, or tokenizer.tformer.json)", dir);
@@ -149,6 +157,7 @@ static int load_dir(tf_tokenizer *t, const char *dir) {
 
 static void free_tokenizer(tf_tokenizer *t) {
     t->vt->free(t->impl);
+    free(t->source);
     free(t);
 }
 
@@ -158,10 +167,16 @@ tf_tokenizer *tf_tokenizer_load(const char *dir) {
     for (int r = 0; r < TF_N_ROLES; r++) t->role[r] = -1;
     struct stat st;
     int is_file = stat(dir, &st) == 0 && S_ISREG(st.st_mode);
-    if (is_file ? load_file(t, dir) : load_dir(t, dir)) {
+    char used[8300];
+    snprintf(used, sizeof used, "%s", dir);
+    if (is_file ? load_file(t, dir) : load_dir(t, dir, used, sizeof used)) {
         if (t->impl) t->vt->free(t->impl);
         free(t);
         return NULL;
+    }
+    if (!(t->source = strdup(used))) {
+        free_tokenizer(t);
+        return tf_set_error("tokenizer: out of memory"), NULL;
     }
     default_roles(t); /* roles no settings file gave: the usual token names */
     if (pthread_mutex_init(&t->lock, NULL)) {
@@ -181,6 +196,7 @@ tf_tokenizer_kind tf_tokenizer_kind_of(const tf_tokenizer *t) { return t->kind; 
 int32_t tf_tokenizer_vocab_size(const tf_tokenizer *t) { return t->vt->vocab_size(t->impl); }
 int32_t tf_tokenizer_token_id(const tf_tokenizer *t, const char *token) { return t->vt->token_id(t->impl, token); }
 int64_t tf_tokenizer_max_length(const tf_tokenizer *t) { return t->max_length; }
+const char *tf_tokenizer_source(const tf_tokenizer *t) { return t->source; }
 
 int32_t tf_tokenizer_special_id(const tf_tokenizer *t, const char *role) {
     for (int r = 0; role && r < TF_N_ROLES; r++)
