@@ -455,25 +455,66 @@ TEST(reliability_train_reads_its_text_in_pieces) {
 
 /* Item 2, two model formats: model.safetensors beside a sharded checkpoint's index (save_pretrained leaves the
  * other form's files behind when it switches) is an error naming both and the newer; the old code read
- * model.safetensors silently (hf-run exit 0). */
-TEST(reliability_two_weight_forms_are_refused) {
-    char dir[] = "/tmp/tf_twoforms_XXXXXX", cmd[1024], out[4096];
+ * model.safetensors silently (hf-run exit 0). Naming one form where a verb takes --model (or as inspect's
+ * file, or to tf_model_load) reads that one, as naming a tokenizer's file does; the old code refused
+ * D/model.safetensors as ambiguous and could not read D/model.safetensors.index.json at all. */
+TEST(reliability_two_weight_forms_are_refused_unless_one_is_named) {
+    static char out[8192];
+    char dir[] = "/tmp/tf_twoforms_XXXXXX", cmd[1024], p[256];
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(cmd, sizeof cmd, "cp tests/fixtures_hf/v4_lm_tanh_labels/* %s/ && sleep 0.01 && "
-             "cp tests/fixtures_hf/v4_lm_sharded_labels/model-* tests/fixtures_hf/v4_lm_sharded_labels/model.safetensors.index.json %s/",
-             dir, dir);
+    snprintf(cmd, sizeof cmd, "cp tests/fixtures_hf/v4_lm_sharded_labels/* %s/", dir);
     CHECK(system(cmd) == 0);
+    /* hf-run's output from the sharded fixture alone, then a stale model.safetensors beside it: its weights
+     * doubled (the same shapes, another model) */
+    snprintf(cmd, sizeof cmd, "hf-run --model %s --input %s/input.safetensors --output %s/sharded.safetensors", dir,
+             dir, dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    tf_st_file *f = tf_st_open(p);
+    CHECKF(f != NULL, "%s", tf_error());
+    tf_arena *ar = tf_arena_new(0);
+    tf_st_writer *w = tf_st_writer_new();
+    for (int i = 0; i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, ar);
+        CHECK(t && t->dtype == TF_DTYPE_F32);
+        for (int64_t k = 0; k < tf_numel(t); k++) tf_f32(t)[k] *= 2;
+        CHECK(tf_st_writer_add(w, e->name, t) == 0);
+    }
+    CHECK(tf_st_writer_save(w, p) == 0);
+    tf_st_writer_free(w), tf_arena_free(ar), tf_st_close(f);
     static const char *const VERB[] = {"hf-run --model %s --input %s/input.safetensors --output %s/out.safetensors",
-                                       "inspect %s/model.safetensors"};
+                                       "hf-run --model %s/ --input %s/input.safetensors --output %s/out.safetensors"};
     for (int i = 0; i < 2; i++) {
         char args[1024];
         snprintf(args, sizeof args, VERB[i], dir, dir, dir);
         int rc = test_run_cli("", args, out, sizeof out);
         CHECKF(rc == 1 && strstr(out, "holds two forms of the weights") && strstr(out, "/model.safetensors (one file)") &&
-                   strstr(out, "model.safetensors.index.json (a sharded") && strstr(out, "the index is the newer"),
+                   strstr(out, "model.safetensors.index.json (a sharded") && strstr(out, "model.safetensors is the newer") &&
+                   strstr(out, "--model DIR/model.safetensors.index.json"),
                "%s: exit %d: %s", args, rc, out);
     }
-    snprintf(cmd, sizeof cmd, "%s/out.safetensors", dir);
-    CHECKF(access(cmd, F_OK) != 0, "hf-run wrote an output");
+    snprintf(p, sizeof p, "%s/out.safetensors", dir);
+    CHECKF(access(p, F_OK) != 0, "hf-run wrote an output");
+    /* the index named: the sharded model's output, byte for byte; model.safetensors named: the other model's */
+    static const char *const FORM[] = {"model.safetensors.index.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "hf-run --model %s/%s --input %s/input.safetensors --output %s/out%d.safetensors", dir,
+                 FORM[i], dir, dir, i);
+        CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
+        snprintf(cmd, sizeof cmd, "cmp -s %s/sharded.safetensors %s/out%d.safetensors", dir, dir, i);
+        CHECKF((system(cmd) == 0) == (i == 0), "--model %s: the output %s the sharded model's", FORM[i],
+               i ? "is" : "is not");
+    }
+    /* inspect names a file: that one is read */
+    snprintf(cmd, sizeof cmd, "inspect %s/model.safetensors", dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0 && strstr(out, "transformer.h.0.attn.c_attn.weight"), "%s", out);
+    /* the library's door: tf_model_load of the folder refused, of the index read */
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m == NULL && strstr(tf_error(), "holds two forms of the weights"), "%s", m ? "loaded" : tf_error());
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    CHECKF((m = tf_model_load(p, NULL)) != NULL, "%s", tf_error());
+    CHECK(!strcmp(tf_model_dir(m), dir));
+    tf_model_free(m);
     test_rm_rf(dir);
 }
