@@ -408,10 +408,12 @@ TEST(reliability_a_file_too_large_to_read_is_named) {
     char dir[] = "/tmp/tf_bigdata_XXXXXX", cmd[1024], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     /* 2 GB of NUL bytes: learning the characters refuses the first NUL from the first piece read; with a
-     * tokenizer given, the text has no place to cut (no newline) and its size is named when memory runs out */
+     * tokenizer given, the text has no place to cut (no newline) and its size is named when what is held reaches
+     * the limit (a quarter of ulimit -v) */
     static const char *const TOK[] = {"char", "tests/fixtures_roberta_st/tiny_roberta_st"};
     static const char *const WANT[] = {"big.txt:1: a NUL byte (U+0000) at column 1 (byte 0)",
-                                       "big.txt (2147483648 bytes): out of memory: "};
+                                       "big.txt (2147483648 bytes): 268435456 bytes without a place to cut the text (a "
+                                       "line too long, or a tokenizer that encodes a text whole?) reach the limit of 366 MB"};
     for (int i = 0; i < 2; i++) {
         snprintf(cmd, sizeof cmd, "truncate -s 2G %s/big.txt && ulimit -v 1500000 && %s train --data %s/big.txt "
                  "--out %s/run%d --tokenizer %s --steps 1 2>&1", dir, test_tformer_bin(), dir, dir, i, TOK[i]);
@@ -516,5 +518,48 @@ TEST(reliability_two_weight_forms_are_refused_unless_one_is_named) {
     CHECKF((m = tf_model_load(p, NULL)) != NULL, "%s", tf_error());
     CHECK(!strcmp(tf_model_dir(m), dir));
     tf_model_free(m);
+    test_rm_rf(dir);
+}
+
+/* Item 11, the inputs still held whole (parallel text, a fine-tuning TSV, the Continual task's and BERT
+ * pre-training's files, a text for a tokenizer that encodes it whole: SentencePiece): a file above a quarter of
+ * the machine's memory (sparse here, its size from sysconf) is refused from its size, naming it, before anything
+ * is allocated. The old binary allocated and read it (under ulimit -v 3000000: "out of memory after reading
+ * 2147418112 of its ... bytes"). */
+TEST(reliability_files_held_whole_are_bounded) {
+    static char out[8192];
+    char dir[] = "/tmp/tf_wholebound_XXXXXX", p[256], args[2048];
+    CHECK(mkdtemp(dir) != NULL);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    CHECK(pages > 0 && page > 0);
+    long long size = (long long)pages * page / 4 + (1 << 20);
+    snprintf(p, sizeof p, "%s/big.txt", dir);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)size) == 0 && close(fd) == 0);
+    snprintf(p, sizeof p, "%s/s.txt", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fputs("a b\n", f) >= 0 && fclose(f) == 0);
+    snprintf(p, sizeof p, "%s/t.tsv", dir);
+    CHECK((f = fopen(p, "w")) && fputs("a b\tx\n", f) >= 0 && fclose(f) == 0);
+    static const char *const CASE[] = {
+        "train --arch seq2seq --tokenizer tests/data/hf_bytebpe --src D/big.txt --tgt D/s.txt --valid-src D/s.txt "
+        "--valid-tgt D/s.txt --out D/r0 --steps 1",
+        "finetune --model tests/fixtures_roberta_st/tiny_roberta_st --train D/t.tsv --valid D/big.txt --out D/r1 --steps 1",
+        "train --arch continual --tokenizer tests/data/hf_bytebpe --data D/big.txt D/s.txt --out D/r2 --steps 1",
+        "train --arch bert --data D/big.txt --tokenizer tests/data/hf_wordpiece --out D/r3 --steps 1",
+        "train --data D/big.txt --tokenizer tests/fixtures_xlmr_st/tiny_xlmr_st --out D/r4 --steps 1"};
+    for (int i = 0; i < 5; i++) {
+        size_t k = 0;
+        for (const char *c = CASE[i]; *c && k < sizeof args - 64; c++)
+            k += *c == 'D' && c[1] == '/' ? (size_t)snprintf(args + k, sizeof args - k, "%s", dir) : (args[k] = *c, 1);
+        args[k] = 0;
+        double secs;
+        long rss;
+        char want[256];
+        snprintf(want, sizeof want, "%s/big.txt (%lld bytes): ", dir, size);
+        int rc = run_measured(args, out, sizeof out, &secs, &rss);
+        CHECKF(rc == 1 && strstr(out, want) && strstr(out, "MB, the limit for a file"), "%s: exit %d: %s", args, rc, out);
+        CHECKF(rss < 300 * 1024, "%s: peak memory %ld KiB", args, rss);
+    }
     test_rm_rf(dir);
 }

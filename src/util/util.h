@@ -54,14 +54,18 @@ const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
 int tf_open_regular(const char *path);
 /* The same as a stdio stream ("rb"), or NULL + tf_error. */
 FILE *tf_fopen_read(const char *path);
+/* The most memory one input may take: a quarter of this machine's memory, or of the address space when a lower
+ * limit is set (ulimit -v). A file read whole above it is refused before anything is allocated. */
+size_t tf_memory_quarter(void);
 /* A whole file (NUL-terminated); NULL + tf_error naming it on failure
  * (not a regular file: refused, tf_open_regular). */
 char *tf_read_file(const char *path, size_t *len);
 /* The same, gunzipped when it starts with gzip's magic bytes (train.en.gz, idx images): every
- * reader of data files (text, TSV, idx, digits.csv) goes through it. */
+ * reader of data files (text, TSV, idx, digits.csv) goes through it. A file (its gunzipped text) above
+ * tf_memory_quarter() is refused naming it, its size and the limit, before it is read. */
 char *tf_read_data(const char *path, size_t *len);
 /* A data file (gunzipped as tf_read_data) a piece at a time, never whole: text holds the bytes read and not yet
- * handed out (about 1 MiB, more when cut finds no place), and each piece is text[0, cut(ctx, text, n)) (0: read
+ * handed out (about 1 MiB, more when cut finds no place, up to tf_memory_quarter()), and each piece is text[0, cut(ctx, text, n)) (0: read
  * on; as a cut may depend on the 2 bytes before it, a later search starts 2 bytes before where the last one
  * ended: cut sees text + s); at the end of the file the rest is the last piece. fn's failure stops the reading (-1); errors name the
  * file. */
