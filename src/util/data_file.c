@@ -140,6 +140,70 @@ int tf_read_data_pieces(const char *path, tf_data_cut_fn cut, tf_data_piece_fn f
     return rc;
 }
 
+struct tf_line_reader {
+    const char *path;
+    int fd;
+    gzFile gz;
+    char *buf;
+    size_t cap, start, n; /* the bytes held: buf[start, n) not yet handed out */
+    long long line;
+    int eof;
+};
+
+tf_line_reader *tf_line_reader_open(const char *path) {
+    int fd = tf_open_regular(path); /* a FIFO or a device is refused, never waited on */
+    if (fd < 0) return NULL;
+    tf_line_reader *r = calloc(1, sizeof *r);
+    unsigned char m[2];
+    if (r && pread(fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b && !(r->gz = gzdopen(fd, "rb")))
+        free(r), r = NULL;
+    if (r) r->cap = 2 * PIECE, r->buf = malloc(r->cap);
+    if (!r || !r->buf) {
+        if (r) free(r->buf), r->gz ? (void)gzclose(r->gz) : (void)0;
+        if (!r || !r->gz) close(fd);
+        free(r);
+        return tf_set_error("%s: out of memory", path), NULL;
+    }
+    r->path = path, r->fd = fd;
+    return r;
+}
+
+int tf_line_reader_next(tf_line_reader *r, const char **line, size_t *n) {
+    for (size_t searched = r->start;;) {
+        char *e = memchr(r->buf + searched, '\n', r->n - searched);
+        if (e || (r->eof && r->n > r->start)) {
+            size_t end = e ? (size_t)(e - r->buf) : r->n;
+            *line = r->buf + r->start, *n = end - r->start;
+            r->start = e ? end + 1 : end, r->line++;
+            return 1;
+        }
+        if (r->eof) return 0;
+        searched = r->n;
+        if (r->start) { /* what is handed out goes: the line being read moves to the front */
+            memmove(r->buf, r->buf + r->start, r->n - r->start);
+            searched -= r->start, r->n -= r->start, r->start = 0;
+        }
+        if (r->n > TF_LINE_MAX)
+            return tf_set_error("%s line %lld: longer than %d MiB (a binary file, or a text without newlines?)", r->path,
+                                r->line + 1, TF_LINE_MAX >> 20);
+        if (r->cap - r->n < PIECE) {
+            char *nb = realloc(r->buf, r->cap * 2);
+            if (!nb) return tf_set_error("%s line %lld: out of memory", r->path, r->line + 1);
+            r->buf = nb, r->cap *= 2;
+        }
+        long got = read_some(r->gz, r->fd, r->path, r->buf + r->n, r->cap - r->n);
+        if (got < 0) return -1;
+        r->n += (size_t)got, r->eof = got == 0;
+    }
+}
+
+void tf_line_reader_close(tf_line_reader *r) {
+    if (!r) return;
+    if (r->gz) gzclose(r->gz);
+    else close(r->fd);
+    free(r->buf), free(r);
+}
+
 int tf_lines_read(const char *path, tf_lines *out) {
     memset(out, 0, sizeof *out);
     size_t n, lines = 0;

@@ -102,6 +102,15 @@ typedef struct {
 } tf_lines;
 int tf_lines_read(const char *path, tf_lines *out);
 void tf_lines_free(tf_lines *l);
+/* A data file (gunzipped as tf_read_data) a line at a time, never whole: memory is a piece of about 1 MiB
+ * and the longest line (at most TF_LINE_MAX bytes: a longer one is an error naming the file and line). */
+enum { TF_LINE_MAX = 64 << 20 };
+typedef struct tf_line_reader tf_line_reader;
+tf_line_reader *tf_line_reader_open(const char *path);
+/* The next line (without its '\n'; a '\r' before it kept; a last line without '\n' counts) into *line, *n,
+ * valid until the next call: 1, 0 at the end, -1 + an error naming the file. */
+int tf_line_reader_next(tf_line_reader *r, const char **line, size_t *n);
+void tf_line_reader_close(tf_line_reader *r);
 
 /* A JSON object from a file; NULL + an error naming the file (and byte).
  * A key repeated within one object is an error. */
