@@ -529,6 +529,8 @@ TEST(reliability_two_weight_forms_are_refused_unless_one_is_named) {
  * -v 3000000: "out of memory after reading 2147418112 of its ... bytes"). */
 TEST(reliability_files_once_held_whole_are_bounded) {
     static char out[8192];
+    const char *cflags = getenv("TFORMER_CFLAGS");
+    int san = cflags && strstr(cflags, "sanitize"); /* ASan's shadow and quarantine add to the peak */
     char dir[] = "/tmp/tf_wholebound_XXXXXX", p[256], args[2048];
     CHECK(mkdtemp(dir) != NULL);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -562,7 +564,7 @@ TEST(reliability_files_once_held_whole_are_bounded) {
         int rc = run_measured(args, out, sizeof out, &secs, &rss);
         CHECKF(rc == 1 && strstr(out, want) && (i < 4 || strstr(out, "MB, the limit for a file")), "%s: exit %d: %s",
                args, rc, out);
-        CHECKF(rss < 300 * 1024, "%s: peak memory %ld KiB", args, rss);
+        CHECKF(rss < (san ? 1024 : 300) * 1024, "%s: peak memory %ld KiB", args, rss); /* the file: over 1 GB */
     }
     test_rm_rf(dir);
 }
