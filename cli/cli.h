@@ -233,6 +233,9 @@ int cli_bytes_waiting(const cli_lines *r);
 /* Flush standard output after a chunk: a write error (a closed pipe with SIGPIPE ignored, a
  * full disk) exits 1 at once with its cause. */
 void cli_flush_or_die(const cli_verb *v);
+/* A file named on the command line (inspect, compare) that is one form of a folder's weights beside the other
+ * (DIR/model.safetensors and DIR/model.safetensors.index.json) is the form read: tf_st_pick, its error ignored. */
+void cli_pick_operand(const char *path);
 /* All of a file, NUL-terminated; exits with a message naming it on failure. */
 char *cli_read_file(const cli_verb *v, const char *path, size_t *len);
 /* A regular file opened for reading (a blocking descriptor; a FIFO or device refused, never waited on); exits

@@ -136,6 +136,7 @@ static double compare(report *r, const tf_st_file *a, const tf_st_file *b, const
 }
 
 int cmd_compare(const cli_args *a) {
+    cli_pick_operand(a->operands[0]), cli_pick_operand(a->operands[1]);
     tf_st_file *fa = tf_st_open(a->operands[0]), *fb = fa ? tf_st_open(a->operands[1]) : NULL;
     tf_arena *ar = fb ? tf_arena_new(0) : NULL;
     if (!fa || !fb || !ar) cli_die(a->verb, tf_error());

@@ -9,7 +9,9 @@
 
 enum { MODEL, INPUT, OUTPUT, TEXT, TOKENIZER };
 const cli_flag cmd_hf_run_flags[] = {
-    [MODEL] = {"model", CLI_STRING, "DIR", NULL, "config.json + model.safetensors, as save_pretrained writes them"},
+    [MODEL] = {"model", CLI_STRING, "DIR", NULL,
+               "config.json + model.safetensors (or a sharded index), as save_pretrained writes them; "
+               "DIR/model.safetensors or DIR/model.safetensors.index.json: that form, where the folder holds both"},
     [INPUT] = {"input", CLI_STRING, "I.safetensors", "", "tensors named as the model's forward() arguments (or --text)"},
     [OUTPUT] = {"output", CLI_STRING, "O.safetensors", NULL, "the output fields, by Hugging Face's names"},
     [TEXT] = {"text", CLI_STRING, "TEXT", "",

@@ -22,6 +22,7 @@ static void print_json(const cli_verb *v, const tf_st_file *f, const char *path)
 }
 
 int cmd_inspect(const cli_args *a) {
+    cli_pick_operand(a->operands[0]);
     tf_st_file *f = tf_st_open(a->operands[0]);
     if (!f) cli_die(a->verb, tf_error());
     if (a->v[JSON].given) print_json(a->verb, f, a->operands[0]);

@@ -189,6 +189,12 @@ int cli_open_file(const cli_verb *v, const char *path) {
     return fd;
 }
 
+void cli_pick_operand(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strcmp(base, "model.safetensors") || !strcmp(base, "model.safetensors.index.json")) (void)tf_st_pick(path);
+}
+
 char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
     int fd = cli_open_file(v, path);
     FILE *f = fdopen(fd, "rb");

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -417,6 +418,27 @@ int cli_stdout_status(const char *verb, int rc) {
     return rc;
 }
 
+/* --model naming one form of a folder's weights (DIR/model.safetensors, DIR/model.safetensors.index.json) rather
+ * than the folder: the folder is read with that form (tf_st_pick), as naming a tokenizer's file picks it where
+ * the folder holds two. The flag's value becomes the folder (cut in argv itself). A problem exits 1. */
+static void pick_weights(cli_args *a) {
+    for (int i = 0; a->verb->flags[i].name; i++) {
+        char *text = (char *)a->v[i].text;
+        size_t n = text && a->v[i].given && a->verb->flags[i].kind == CLI_STRING ? strlen(text) : 0;
+        const char *base = n ? strrchr(text, '/') : NULL;
+        base = base ? base + 1 : text;
+        if (strcmp(a->verb->flags[i].name, "model") || !n ||
+            (strcmp(base, "model.safetensors") && strcmp(base, "model.safetensors.index.json")))
+            continue;
+        struct stat st;
+        if (stat(text, &st) || !S_ISREG(st.st_mode)) continue; /* the loader says what is missing */
+        if (tf_st_pick(text)) cli_die(a->verb, tf_error());
+        if (base == text) a->v[i].text = ".";
+        else if (base == text + 1) text[1] = 0; /* /model.safetensors: the root */
+        else text[base - text - 1] = 0;
+    }
+}
+
 int cli_run(const cli_verb *v, int argc, char **argv) {
     cli_args a;
     int parsed = cli_parse(v, argc, argv, &a);
@@ -432,6 +454,7 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
         cli_args_free(&a);
         exit(0);
     }
+    pick_weights(&a);
     int rc = cli_stdout_status(v->name, v->run(&a));
     cli_args_free(&a);
     return rc;

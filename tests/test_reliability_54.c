@@ -408,10 +408,12 @@ TEST(reliability_a_file_too_large_to_read_is_named) {
     char dir[] = "/tmp/tf_bigdata_XXXXXX", cmd[1024], out[4096];
     CHECK(mkdtemp(dir) != NULL);
     /* 2 GB of NUL bytes: learning the characters refuses the first NUL from the first piece read; with a
-     * tokenizer given, the text has no place to cut (no newline) and its size is named when memory runs out */
+     * tokenizer given, the text has no place to cut (no newline) and its size is named when what is held reaches
+     * the limit (a quarter of ulimit -v) */
     static const char *const TOK[] = {"char", "tests/fixtures_roberta_st/tiny_roberta_st"};
     static const char *const WANT[] = {"big.txt:1: a NUL byte (U+0000) at column 1 (byte 0)",
-                                       "big.txt (2147483648 bytes): out of memory: "};
+                                       "big.txt (2147483648 bytes): 268435456 bytes without a place to cut the text (a "
+                                       "line too long, or a tokenizer that encodes a text whole?) reach the limit of 366 MB"};
     for (int i = 0; i < 2; i++) {
         snprintf(cmd, sizeof cmd, "truncate -s 2G %s/big.txt && ulimit -v 1500000 && %s train --data %s/big.txt "
                  "--out %s/run%d --tokenizer %s --steps 1 2>&1", dir, test_tformer_bin(), dir, dir, i, TOK[i]);
@@ -455,25 +457,114 @@ TEST(reliability_train_reads_its_text_in_pieces) {
 
 /* Item 2, two model formats: model.safetensors beside a sharded checkpoint's index (save_pretrained leaves the
  * other form's files behind when it switches) is an error naming both and the newer; the old code read
- * model.safetensors silently (hf-run exit 0). */
-TEST(reliability_two_weight_forms_are_refused) {
-    char dir[] = "/tmp/tf_twoforms_XXXXXX", cmd[1024], out[4096];
+ * model.safetensors silently (hf-run exit 0). Naming one form where a verb takes --model (or as inspect's
+ * file, or to tf_model_load) reads that one, as naming a tokenizer's file does; the old code refused
+ * D/model.safetensors as ambiguous and could not read D/model.safetensors.index.json at all. */
+TEST(reliability_two_weight_forms_are_refused_unless_one_is_named) {
+    static char out[8192];
+    char dir[] = "/tmp/tf_twoforms_XXXXXX", cmd[1024], p[256];
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(cmd, sizeof cmd, "cp tests/fixtures_hf/v4_lm_tanh_labels/* %s/ && sleep 0.01 && "
-             "cp tests/fixtures_hf/v4_lm_sharded_labels/model-* tests/fixtures_hf/v4_lm_sharded_labels/model.safetensors.index.json %s/",
-             dir, dir);
+    snprintf(cmd, sizeof cmd, "cp tests/fixtures_hf/v4_lm_sharded_labels/* %s/", dir);
     CHECK(system(cmd) == 0);
+    /* hf-run's output from the sharded fixture alone, then a stale model.safetensors beside it: its weights
+     * doubled (the same shapes, another model) */
+    snprintf(cmd, sizeof cmd, "hf-run --model %s --input %s/input.safetensors --output %s/sharded.safetensors", dir,
+             dir, dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s", out);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    tf_st_file *f = tf_st_open(p);
+    CHECKF(f != NULL, "%s", tf_error());
+    tf_arena *ar = tf_arena_new(0);
+    tf_st_writer *w = tf_st_writer_new();
+    for (int i = 0; i < tf_st_count(f); i++) {
+        const tf_st_entry *e = tf_st_entry_at(f, i);
+        tf_tensor *t = tf_st_to_tensor(f, e, ar);
+        CHECK(t && t->dtype == TF_DTYPE_F32);
+        for (int64_t k = 0; k < tf_numel(t); k++) tf_f32(t)[k] *= 2;
+        CHECK(tf_st_writer_add(w, e->name, t) == 0);
+    }
+    CHECK(tf_st_writer_save(w, p) == 0);
+    tf_st_writer_free(w), tf_arena_free(ar), tf_st_close(f);
     static const char *const VERB[] = {"hf-run --model %s --input %s/input.safetensors --output %s/out.safetensors",
-                                       "inspect %s/model.safetensors"};
+                                       "hf-run --model %s/ --input %s/input.safetensors --output %s/out.safetensors"};
     for (int i = 0; i < 2; i++) {
         char args[1024];
         snprintf(args, sizeof args, VERB[i], dir, dir, dir);
         int rc = test_run_cli("", args, out, sizeof out);
         CHECKF(rc == 1 && strstr(out, "holds two forms of the weights") && strstr(out, "/model.safetensors (one file)") &&
-                   strstr(out, "model.safetensors.index.json (a sharded") && strstr(out, "the index is the newer"),
+                   strstr(out, "model.safetensors.index.json (a sharded") && strstr(out, "model.safetensors is the newer") &&
+                   strstr(out, "--model DIR/model.safetensors.index.json"),
                "%s: exit %d: %s", args, rc, out);
     }
-    snprintf(cmd, sizeof cmd, "%s/out.safetensors", dir);
-    CHECKF(access(cmd, F_OK) != 0, "hf-run wrote an output");
+    snprintf(p, sizeof p, "%s/out.safetensors", dir);
+    CHECKF(access(p, F_OK) != 0, "hf-run wrote an output");
+    /* the index named: the sharded model's output, byte for byte; model.safetensors named: the other model's */
+    static const char *const FORM[] = {"model.safetensors.index.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "hf-run --model %s/%s --input %s/input.safetensors --output %s/out%d.safetensors", dir,
+                 FORM[i], dir, dir, i);
+        CHECKF(test_run_cli("", cmd, out, sizeof out) == 0, "%s: %s", cmd, out);
+        snprintf(cmd, sizeof cmd, "cmp -s %s/sharded.safetensors %s/out%d.safetensors", dir, dir, i);
+        CHECKF((system(cmd) == 0) == (i == 0), "--model %s: the output %s the sharded model's", FORM[i],
+               i ? "is" : "is not");
+    }
+    /* inspect names a file: that one is read */
+    snprintf(cmd, sizeof cmd, "inspect %s/model.safetensors", dir);
+    CHECKF(test_run_cli("", cmd, out, sizeof out) == 0 && strstr(out, "transformer.h.0.attn.c_attn.weight"), "%s", out);
+    /* the library's door: tf_model_load of the folder refused, of the index read */
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECKF(m == NULL && strstr(tf_error(), "holds two forms of the weights"), "%s", m ? "loaded" : tf_error());
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    CHECKF((m = tf_model_load(p, NULL)) != NULL, "%s", tf_error());
+    CHECK(!strcmp(tf_model_dir(m), dir));
+    tf_model_free(m);
+    test_rm_rf(dir);
+}
+
+/* Item 11, the inputs that were held whole: parallel text, a fine-tuning TSV, the Continual task's and BERT
+ * pre-training's files are now read a line at a time (a line above 64 MiB named, the file never held); a text
+ * for a tokenizer that encodes it whole (SentencePiece) is still held whole, and a file above a quarter of the
+ * machine's memory is refused from its size, naming it, before anything is allocated. The file is sparse, a
+ * megabyte above that quarter (its size from sysconf). The old binary allocated and read it whole (under ulimit
+ * -v 3000000: "out of memory after reading 2147418112 of its ... bytes"). */
+TEST(reliability_files_once_held_whole_are_bounded) {
+    static char out[8192];
+    const char *cflags = getenv("TFORMER_CFLAGS");
+    int san = cflags && strstr(cflags, "sanitize"); /* ASan's shadow and quarantine add to the peak */
+    char dir[] = "/tmp/tf_wholebound_XXXXXX", p[256], args[2048];
+    CHECK(mkdtemp(dir) != NULL);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    CHECK(pages > 0 && page > 0);
+    long long size = (long long)pages * page / 4 + (1 << 20);
+    snprintf(p, sizeof p, "%s/big.txt", dir);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)size) == 0 && close(fd) == 0);
+    snprintf(p, sizeof p, "%s/s.txt", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f && fputs("a b\n", f) >= 0 && fclose(f) == 0);
+    snprintf(p, sizeof p, "%s/t.tsv", dir);
+    CHECK((f = fopen(p, "w")) && fputs("a b\tx\n", f) >= 0 && fclose(f) == 0);
+    static const char *const CASE[] = {
+        "train --arch seq2seq --tokenizer tests/data/hf_bytebpe --src D/big.txt --tgt D/s.txt --valid-src D/s.txt "
+        "--valid-tgt D/s.txt --out D/r0 --steps 1",
+        "finetune --model tests/fixtures_roberta_st/tiny_roberta_st --train D/t.tsv --valid D/big.txt --out D/r1 --steps 1",
+        "train --arch continual --tokenizer tests/data/hf_bytebpe --data D/big.txt D/s.txt --out D/r2 --steps 1",
+        "train --arch bert --data D/big.txt --tokenizer tests/data/hf_wordpiece --out D/r3 --steps 1",
+        "train --data D/big.txt --tokenizer tests/fixtures_xlmr_st/tiny_xlmr_st --out D/r4 --steps 1"};
+    for (int i = 0; i < 5; i++) {
+        size_t k = 0;
+        for (const char *c = CASE[i]; *c && k < sizeof args - 64; c++)
+            k += *c == 'D' && c[1] == '/' ? (size_t)snprintf(args + k, sizeof args - k, "%s", dir) : (args[k] = *c, 1);
+        args[k] = 0;
+        double secs;
+        long rss;
+        char want[256];
+        if (i < 4) snprintf(want, sizeof want, "%s/big.txt line 1: longer than 64 MiB", dir); /* read by lines */
+        else snprintf(want, sizeof want, "%s/big.txt (%lld bytes): ", dir, size);
+        int rc = run_measured(args, out, sizeof out, &secs, &rss);
+        CHECKF(rc == 1 && strstr(out, want) && (i < 4 || strstr(out, "MB, the limit for a file")), "%s: exit %d: %s",
+               args, rc, out);
+        CHECKF(rss < (san ? 1024 : 300) * 1024, "%s: peak memory %ld KiB", args, rss); /* the file: over 1 GB */
+    }
     test_rm_rf(dir);
 }

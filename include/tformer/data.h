@@ -118,6 +118,8 @@ typedef struct {
  * prediction inputs (no label column). */
 TF_API int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const char *name, int labelled,
                              tf_finetune_set *out);
+/* The same from a file (gzip'ed or plain), read a line at a time, never whole (a line above 64 MiB is an error
+ * naming file and line). */
 TF_API int tf_finetune_read(tf_finetune_kind kind, const char *path, int labelled, tf_finetune_set *out);
 TF_API void tf_finetune_set_free(tf_finetune_set *s);
 /* The sorted distinct labels (classify, pairs) or tags (tag) of a set, malloc'ed. */
@@ -210,6 +212,8 @@ typedef struct {
     int32_t max_id;           /* the largest id a batch can hold, specials included */
 } tf_parallel_set;
 
+/* Two line-aligned files (gzip'ed or plain), each read a line at a time, never whole (their lines counted first,
+ * then each pair encoded as read; a line above 64 MiB is an error naming file and line). */
 TF_API int tf_parallel_read(struct tf_tokenizer *src_tok, struct tf_tokenizer *tgt_tok, const char *src_path,
                             const char *tgt_path, const tf_parallel_opts *o, tf_parallel_set *out);
 TF_API void tf_parallel_set_free(tf_parallel_set *s);

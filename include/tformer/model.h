@@ -236,7 +236,9 @@ typedef struct {
 /* dir's config.json picks the family: architectures[0] when it names one the
  * registry reads, else model_type. Errors name what was looked for: a folder
  * without config.json, a model type or architecture the registry lacks (with
- * the supported ones). opts may be NULL. */
+ * the supported ones). dir may name one form of a folder's weights, DIR/model.safetensors or
+ * DIR/model.safetensors.index.json: that form is read where the folder holds both (tf_st_pick; else such a
+ * folder is an error naming both). opts may be NULL. */
 TF_API tf_model *tf_model_load(const char *dir, const tf_model_opts *opts);
 TF_API void tf_model_free(tf_model *m);
 TF_API const tf_family *tf_model_family(const tf_model *m);

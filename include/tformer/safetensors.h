@@ -28,6 +28,12 @@ typedef struct tf_st_file tf_st_file;
 /* Parse a safetensors file (mmap) or buffer (borrowed, must outlive the handle).
  * Every malformed header gives NULL and a message naming the problem. */
 TF_API tf_st_file *tf_st_open(const char *path);
+/* A folder holding both forms of its weights, DIR/model.safetensors and a sharded checkpoint's
+ * DIR/model.safetensors.index.json, is an error for tf_st_open(DIR/model.safetensors) (a stale file never
+ * wins) until one is named: path, one of the two, is the form every later tf_st_open of DIR/model.safetensors
+ * in this process reads (the folder is known by its device and inode). tf_st_open of the index itself reads the
+ * sharded form. 0, or -1 when path is neither such a file nor there. */
+TF_API int tf_st_pick(const char *path);
 TF_API tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label);
 TF_API void tf_st_close(tf_st_file *f);
 TF_API int tf_st_count(const tf_st_file *f);

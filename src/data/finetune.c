@@ -228,33 +228,53 @@ static int check_utf8(const tf_finetune_set *s, const char *p, size_t n, const c
     return 0;
 }
 
-int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const char *name, int labelled,
-                      tf_finetune_set *out) {
+/* Line `line` (1-based) of name, without its '\n', into out. */
+static int parse_one(tf_finetune_set *out, int *cap, sentence *st, const char *p, size_t n, const char *name,
+                     int line) {
+    if (n && p[n - 1] == '\r') n--;
+    return check_utf8(out, p, n, name, line) || parse_line(out, cap, st, p, n, name, line) ? -1 : 0;
+}
+
+static int begin(tf_finetune_kind kind, int labelled, tf_finetune_set *out) {
     memset(out, 0, sizeof *out);
     if ((unsigned)kind > TF_FINETUNE_SPAN) return tf_set_error("finetune: unknown task kind %d", (int)kind);
     out->kind = kind, out->labelled = labelled;
+    return 0;
+}
+
+static int end(int rc, const char *name, tf_finetune_set *out) {
+    if (!rc && !out->n) rc = tf_set_error("%s: no examples", name);
+    if (rc) tf_finetune_set_free(out);
+    return rc ? -1 : 0;
+}
+
+int tf_finetune_parse(tf_finetune_kind kind, const char *text, size_t len, const char *name, int labelled,
+                      tf_finetune_set *out) {
+    if (begin(kind, labelled, out)) return -1;
     int cap = 0, line = 0, rc = 0;
     sentence st = {NULL, 0};
     for (size_t i = 0; !rc && i < len; line++) {
         const char *p = text + i, *nl = memchr(p, '\n', len - i);
         size_t n = nl ? (size_t)(nl - p) : len - i;
         i += n + (nl != NULL);
-        if (n && p[n - 1] == '\r') n--;
-        rc = check_utf8(out, p, n, name, line + 1) || parse_line(out, &cap, &st, p, n, name, line + 1);
+        rc = parse_one(out, &cap, &st, p, n, name, line + 1);
     }
-    if (!rc && !out->n) rc = tf_set_error("%s: no examples", name);
-    if (rc) tf_finetune_set_free(out);
-    return rc ? -1 : 0;
+    return end(rc, name, out);
 }
 
+/* The file a line at a time (tf_line_reader), never whole: memory is the examples. */
 int tf_finetune_read(tf_finetune_kind kind, const char *path, int labelled, tf_finetune_set *out) {
-    size_t len;
-    memset(out, 0, sizeof *out);
-    char *text = tf_read_data(path, &len);
-    if (!text) return -1;
-    int rc = tf_finetune_parse(kind, text, len, path, labelled, out);
-    free(text);
-    return rc;
+    if (begin(kind, labelled, out)) return -1;
+    tf_line_reader *r = tf_line_reader_open(path);
+    int cap = 0, rc = r ? 0 : -1, got = 1;
+    sentence st = {NULL, 0};
+    const char *p;
+    size_t n;
+    for (int line = 1; !rc && (got = tf_line_reader_next(r, &p, &n)) > 0; line++)
+        rc = line == INT32_MAX ? tf_set_error("%s: more than %d lines", path, INT32_MAX - 1)
+                               : parse_one(out, &cap, &st, p, n, path, line);
+    tf_line_reader_close(r);
+    return end(rc || got < 0 ? -1 : 0, path, out);
 }
 
 void tf_finetune_set_free(tf_finetune_set *s) {

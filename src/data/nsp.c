@@ -175,19 +175,18 @@ static int end_doc(tf_buf *docs, int *first, int n_sent) {
 }
 
 /* One file's lines tokenized: a sentence per non-blank line, a document per
- * run of them. Errors name the file and line. */
+ * run of them; the file read a line at a time (tf_line_reader), never whole.
+ * Errors name the file and line. */
 static int read_file_docs(tf_tokenizer *tok, const char *path, tf_ids *ids, tf_buf *sents, tf_buf *docs) {
-    size_t len;
-    char *text = tf_read_data(path, &len);
-    if (!text) return -1;
-    int rc = 0, lineno = 1, first = (int)(sents->n / sizeof(span));
-    for (size_t i = 0; i < len && !rc; lineno++) {
-        size_t e = i;
-        while (e < len && text[e] != '\n') e++;
-        size_t n = e - i;
-        while (n && (text[i + n - 1] == '\r' || text[i + n - 1] == ' ' || text[i + n - 1] == '\t')) n--;
+    tf_line_reader *r = tf_line_reader_open(path);
+    if (!r) return -1;
+    int rc = 0, got = 1, lineno = 1, first = (int)(sents->n / sizeof(span));
+    const char *text;
+    size_t n;
+    for (; !rc && (got = tf_line_reader_next(r, &text, &n)) > 0; lineno++) {
+        while (n && (text[n - 1] == '\r' || text[n - 1] == ' ' || text[n - 1] == '\t')) n--;
         span sp = {(int64_t)ids->n, 0};
-        if (n && tf_tokenizer_encode(tok, text + i, n, ids)) {
+        if (n && tf_tokenizer_encode(tok, text, n, ids)) {
             char msg[400];
             snprintf(msg, sizeof msg, "%s", tf_error());
             rc = tf_set_error("%s line %d: %s", path, lineno, msg);
@@ -195,10 +194,10 @@ static int read_file_docs(tf_tokenizer *tok, const char *path, tf_ids *ids, tf_b
         sp.len = (int64_t)ids->n - sp.start;
         if (!rc && sp.len) rc = tf_buf_put(sents, &sp, sizeof sp);
         if (!rc && !n) rc = end_doc(docs, &first, (int)(sents->n / sizeof(span)));
-        i = e + 1;
     }
+    if (!rc && got < 0) rc = -1;
     if (!rc) rc = end_doc(docs, &first, (int)(sents->n / sizeof(span)));
-    free(text);
+    tf_line_reader_close(r);
     return rc;
 }
 

@@ -34,20 +34,15 @@ tf_parallel_opts tf_parallel_opts_default(void) {
 
 /* ---------------------------------------------------------------- reading */
 
-/* Lines of a text: "\n"-terminated, the last one possibly not. */
-static int64_t count_lines(const char *text, size_t len) {
-    int64_t n = 0;
-    for (const char *p = text, *end = text + len; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) n++;
-    return n + (len > 0 && text[len - 1] != '\n');
-}
-
-/* The next line from *pos: its start and length without "\n" and a final "\r". */
-static const char *next_line(const char *text, size_t len, size_t *pos, size_t *n) {
-    const char *s = text + *pos, *e = memchr(s, '\n', len - *pos);
-    size_t l = e ? (size_t)(e - s) : len - *pos;
-    *pos += l + (e != NULL);
-    *n = l && s[l - 1] == '\r' ? l - 1 : l;
-    return s;
+/* The lines of a file ("\n"-terminated, the last one possibly not), read a line at a time. */
+static int count_lines(const char *path, int64_t *n) {
+    tf_line_reader *r = tf_line_reader_open(path);
+    const char *line;
+    size_t len;
+    int got = r ? 1 : -1;
+    for (*n = 0; got > 0;) *n += (got = tf_line_reader_next(r, &line, &len)) > 0;
+    tf_line_reader_close(r);
+    return got;
 }
 
 /* opt when given (>= 0), else the tokenizer's special id of role. */
@@ -96,18 +91,26 @@ static int encode_side(tf_tokenizer *tok, const char *path, int line, const char
 }
 
 typedef struct {
-    const char *path, *text;
-    size_t len, pos;
+    const char *path;
+    tf_line_reader *r;
     tf_tokenizer *tok;
 } side;
+
+/* The next line of a side: its start and length without a final "\r" (the files' lines were counted equal). */
+static int next_line(side *d, const char **s, size_t *n) {
+    int got = tf_line_reader_next(d->r, s, n);
+    if (!got) return tf_set_error("%s: fewer lines than counted (changed while read?)", d->path);
+    if (got > 0 && *n && (*s)[*n - 1] == '\r') --*n;
+    return got > 0 ? 0 : -1;
+}
 
 /* Every line pair of two line-aligned texts into s. */
 static int read_pairs(side *src, side *tgt, int64_t n_lines, const tf_parallel_opts *o, tf_ids *all,
                       tf_parallel_set *s) {
     for (int line = 1; line <= n_lines; line++) {
         size_t ns, nt, before = all->n;
-        const char *ts = next_line(src->text, src->len, &src->pos, &ns);
-        const char *tt = next_line(tgt->text, tgt->len, &tgt->pos, &nt);
+        const char *ts, *tt;
+        if (next_line(src, &ts, &ns) || next_line(tgt, &tt, &nt)) return -1;
         tf_parallel_pair p = {.src = (int64_t)all->n, .line = line};
         if (encode_side(src->tok, src->path, line, ts, ns, o, all, s, &p.src_len)) return -1;
         p.tgt = (int64_t)all->n;
@@ -134,11 +137,9 @@ int tf_parallel_read(tf_tokenizer *src_tok, tf_tokenizer *tgt_tok, const char *s
                      const tf_parallel_opts *o, tf_parallel_set *out) {
     memset(out, 0, sizeof *out);
     if (check_opts(o) || resolve_specials(src_tok, tgt_tok, o, out)) return -1;
-    side src = {src_path, NULL, 0, 0, src_tok}, tgt = {tgt_path, NULL, 0, 0, tgt_tok};
-    char *st = tf_read_data(src_path, &src.len), *tt = st ? tf_read_data(tgt_path, &tgt.len) : NULL;
-    src.text = st, tgt.text = tt;
-    int rc = st && tt ? 0 : -1;
-    int64_t ns = rc ? 0 : count_lines(st, src.len), nt = rc ? 0 : count_lines(tt, tgt.len);
+    side src = {src_path, NULL, src_tok}, tgt = {tgt_path, NULL, tgt_tok};
+    int64_t ns = 0, nt = 0; /* counted a line at a time, then read a line at a time: never whole */
+    int rc = count_lines(src_path, &ns) < 0 || count_lines(tgt_path, &nt) < 0 ? -1 : 0;
     size_t bytes = 0;
     if (!rc && ns != nt)
         rc = tf_set_error("parallel: %s has %lld lines, %s %lld: the files must be line-aligned", src_path,
@@ -148,9 +149,10 @@ int tf_parallel_read(tf_tokenizer *src_tok, tf_tokenizer *tgt_tok, const char *s
     else if (!rc &&
              (ns > INT32_MAX || !tf_mul_size((size_t)ns, sizeof *out->pairs, &bytes) || !(out->pairs = malloc(bytes))))
         rc = tf_set_error("parallel: out of memory for %lld pairs", (long long)ns);
+    if (!rc && (!(src.r = tf_line_reader_open(src_path)) || !(tgt.r = tf_line_reader_open(tgt_path)))) rc = -1;
     tf_ids all = {0};
     if (!rc) rc = read_pairs(&src, &tgt, ns, o, &all, out);
-    free(st), free(tt);
+    tf_line_reader_close(src.r), tf_line_reader_close(tgt.r);
     out->ids = all.v;
     if (rc) tf_parallel_set_free(out);
     return rc;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,30 +291,96 @@ static tf_st_file *open_sharded(const char *path, const char *index) {
     return f;
 }
 
+/* Folders whose two forms of the weights were told apart by naming one (tf_st_pick): the folder's device and
+ * inode, and whether the index (the sharded form) is the one read. */
+enum { MAX_PICKS = 64 };
+static struct {
+    dev_t dev;
+    ino_t ino;
+    int sharded;
+} picks[MAX_PICKS];
+static int n_picks;
+static pthread_mutex_t picks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The length of path's folder part when its last component is `file` (n: path's length), else -1. */
+static long folder_of(const char *path, size_t n, const char *file) {
+    size_t k = strlen(file);
+    if (n < k || strcmp(path + n - k, file) || (n > k && path[n - k - 1] != '/')) return -1;
+    return (long)(n - k);
+}
+
+/* The form picked for the folder of path ("DIR/" the first dir_len bytes): 1 one file, 2 the index, 0 none. */
+static int picked(const char *path, long dir_len) {
+    char dir[4200];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%.*s", dir_len ? (int)dir_len : 1, dir_len ? path : ".");
+    if (stat(dir, &st)) return 0;
+    int form = 0;
+    pthread_mutex_lock(&picks_lock);
+    for (int i = 0; i < n_picks && !form; i++)
+        if (picks[i].dev == st.st_dev && picks[i].ino == st.st_ino) form = picks[i].sharded ? 2 : 1;
+    pthread_mutex_unlock(&picks_lock);
+    return form;
+}
+
+int tf_st_pick(const char *path) {
+    size_t n = strlen(path);
+    long one = folder_of(path, n, "model.safetensors"), index = folder_of(path, n, "model.safetensors.index.json");
+    long dir_len = one >= 0 ? one : index;
+    char dir[4200];
+    struct stat st, f;
+    if (dir_len < 0)
+        return tf_set_error("%s: not a folder's weights (DIR/model.safetensors or DIR/model.safetensors.index.json)",
+                            path);
+    snprintf(dir, sizeof dir, "%.*s", dir_len ? (int)dir_len : 1, dir_len ? path : ".");
+    errno = 0;
+    if (stat(path, &f) || !S_ISREG(f.st_mode) || stat(dir, &st))
+        return tf_set_error("%s: %s", path, errno ? strerror(errno) : "not a regular file");
+    int rc = 0;
+    pthread_mutex_lock(&picks_lock);
+    int i = 0;
+    while (i < n_picks && (picks[i].dev != st.st_dev || picks[i].ino != st.st_ino)) i++;
+    if (i == MAX_PICKS) rc = tf_set_error("%s: more than %d folders with a form of their weights named", path, MAX_PICKS);
+    else picks[i].dev = st.st_dev, picks[i].ino = st.st_ino, picks[i].sharded = index >= 0, n_picks += i == n_picks;
+    pthread_mutex_unlock(&picks_lock);
+    return rc;
+}
+
 /* DIR/model.safetensors beside DIR/model.safetensors.index.json: two forms of the weights (save_pretrained
  * leaves the other form's files when it switches between one file and shards), and which one is the model is
- * ambiguous (issue 54 item 2: a stale file never wins). An error naming both, the newer first; 0 when not so. */
-static int two_weight_forms(const char *path, size_t n, size_t k) {
+ * ambiguous (issue 54 item 2: a stale file never wins) unless one was named (tf_st_pick: *form 1 one file, 2 the
+ * index). An error naming both, the newer first; 0 when not so. */
+static int two_weight_forms(const char *path, long dir_len, int *form) {
     char index[4200];
     struct stat a, b;
     snprintf(index, sizeof index, "%s.index.json", path);
-    if (stat(path, &a) || stat(index, &b)) return 0;
+    if (stat(path, &a) || stat(index, &b) || (*form = picked(path, dir_len))) return 0;
     int index_newer = b.st_mtim.tv_sec != a.st_mtim.tv_sec ? b.st_mtim.tv_sec > a.st_mtim.tv_sec
                                                            : b.st_mtim.tv_nsec > a.st_mtim.tv_nsec;
     return tf_set_error("%.*s holds two forms of the weights: %s (one file) and %s (a sharded checkpoint's index); "
                         "which one is the model is ambiguous (save_pretrained leaves the other form's files behind; "
-                        "%s is the newer): remove the stale one", (int)(n - k - (n > k)), path, path, index,
+                        "%s is the newer): remove the stale one, or name the one to read where a verb takes --model "
+                        "(--model DIR/model.safetensors.index.json)",
+                        (int)(dir_len > 1 ? dir_len - 1 : 1), dir_len ? path : ".", path, index,
                         index_newer ? "the index" : "model.safetensors");
 }
 
 tf_st_file *tf_st_open(const char *path) {
-    size_t n = strlen(path), k = sizeof "model.safetensors" - 1;
-    if (n >= k && !strcmp(path + n - k, "model.safetensors") && (n == k || path[n - k - 1] == '/') &&
-        two_weight_forms(path, n, k))
-        return NULL;
+    size_t n = strlen(path);
+    long dir_len = folder_of(path, n, "model.safetensors"), index_dir = folder_of(path, n, "model.safetensors.index.json");
+    char weights[4200];
+    int form = 0;
+    if (index_dir >= 0) { /* the index named: the sharded form, whatever lies beside it */
+        snprintf(weights, sizeof weights, "%.*smodel.safetensors", (int)index_dir, path);
+        return open_sharded(weights, path);
+    }
+    if (dir_len >= 0 && two_weight_forms(path, dir_len, &form)) return NULL;
+    if (form == 2) {
+        snprintf(weights, sizeof weights, "%s.index.json", path);
+        return open_sharded(path, weights);
+    }
     int fd = tf_open_regular(path); /* a FIFO or device is refused, never waited on */
-    if (fd < 0 && n >= k && !strcmp(path + n - k, "model.safetensors") && (n == k || path[n - k - 1] == '/') &&
-        access(path, F_OK)) { /* a sharded folder: DIR/model.safetensors.index.json and its shards */
+    if (fd < 0 && dir_len >= 0 && access(path, F_OK)) { /* a sharded folder: DIR/model.safetensors.index.json and its shards */
         char index[4200];
         snprintf(index, sizeof index, "%s.index.json", path);
         if (!access(index, F_OK)) return open_sharded(path, index);

@@ -57,6 +57,21 @@ static int find_family(tf_model *m) {
     return rc;
 }
 
+/* m->dir naming one form of a folder's weights (DIR/model.safetensors, DIR/model.safetensors.index.json) rather
+ * than the folder: that form is read (tf_st_pick, where the folder holds both) and m->dir becomes the folder. */
+static int weights_named(tf_model *m) {
+    struct stat st;
+    char *base = strrchr(m->dir, '/');
+    base = base ? base + 1 : m->dir;
+    if ((strcmp(base, "model.safetensors") && strcmp(base, "model.safetensors.index.json")) || stat(m->dir, &st) ||
+        !S_ISREG(st.st_mode))
+        return 0;
+    if (tf_st_pick(m->dir)) return -1;
+    if (base == m->dir) strcpy(m->dir, ".");
+    else base[base - 1 == m->dir ? 0 : -1] = 0; /* "/model.safetensors": the root */
+    return 0;
+}
+
 /* The capabilities that read text through the folder's tokenizer. */
 #define TEXT_CAPS (TF_CAP_GENERATE | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT)
 
@@ -65,6 +80,8 @@ tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     if (opts && opts->threads > 0) tf_set_threads(opts->threads);
     tf_model *m = calloc(1, sizeof *m);
     if (!m || !(m->dir = strdup(dir))) return free(m), tf_set_error("out of memory"), NULL;
+    if (weights_named(m)) return tf_model_free(m), NULL;
+    dir = m->dir;
     if (find_family(m)) return tf_model_free(m), NULL;
     if (!m->f->load)
         return tf_set_error("%s: a %s folder: tformer runs it with %s", dir, m->f->name, m->f->verbs), tf_model_free(m),

@@ -54,14 +54,18 @@ const char *tf_memfind(const char *hay, size_t n, const char *needle, size_t m);
 int tf_open_regular(const char *path);
 /* The same as a stdio stream ("rb"), or NULL + tf_error. */
 FILE *tf_fopen_read(const char *path);
+/* The most memory one input may take: a quarter of this machine's memory, or of the address space when a lower
+ * limit is set (ulimit -v). A file read whole above it is refused before anything is allocated. */
+size_t tf_memory_quarter(void);
 /* A whole file (NUL-terminated); NULL + tf_error naming it on failure
  * (not a regular file: refused, tf_open_regular). */
 char *tf_read_file(const char *path, size_t *len);
 /* The same, gunzipped when it starts with gzip's magic bytes (train.en.gz, idx images): every
- * reader of data files (text, TSV, idx, digits.csv) goes through it. */
+ * reader of data files (text, TSV, idx, digits.csv) goes through it. A file (its gunzipped text) above
+ * tf_memory_quarter() is refused naming it, its size and the limit, before it is read. */
 char *tf_read_data(const char *path, size_t *len);
 /* A data file (gunzipped as tf_read_data) a piece at a time, never whole: text holds the bytes read and not yet
- * handed out (about 1 MiB, more when cut finds no place), and each piece is text[0, cut(ctx, text, n)) (0: read
+ * handed out (about 1 MiB, more when cut finds no place, up to tf_memory_quarter()), and each piece is text[0, cut(ctx, text, n)) (0: read
  * on; as a cut may depend on the 2 bytes before it, a later search starts 2 bytes before where the last one
  * ended: cut sees text + s); at the end of the file the rest is the last piece. fn's failure stops the reading (-1); errors name the
  * file. */
@@ -98,6 +102,15 @@ typedef struct {
 } tf_lines;
 int tf_lines_read(const char *path, tf_lines *out);
 void tf_lines_free(tf_lines *l);
+/* A data file (gunzipped as tf_read_data) a line at a time, never whole: memory is a piece of about 1 MiB
+ * and the longest line (at most TF_LINE_MAX bytes: a longer one is an error naming the file and line). */
+enum { TF_LINE_MAX = 64 << 20 };
+typedef struct tf_line_reader tf_line_reader;
+tf_line_reader *tf_line_reader_open(const char *path);
+/* The next line (without its '\n'; a '\r' before it kept; a last line without '\n' counts) into *line, *n,
+ * valid until the next call: 1, 0 at the end, -1 + an error naming the file. */
+int tf_line_reader_next(tf_line_reader *r, const char **line, size_t *n);
+void tf_line_reader_close(tf_line_reader *r);
 
 /* A JSON object from a file; NULL + an error naming the file (and byte).
  * A key repeated within one object is an error. */

@@ -65,41 +65,46 @@ static const tf_task_vt COSTREAM_TASK = TF_TEXT_TASK_VT(co_loss, co_save, co_fre
 /* ---------------------------------------------------------------- the stream */
 
 /* Every line of every file, each file a class, in an order shuffled by seed:
- * ids and each id's class. Empty lines are skipped; errors name the file. */
+ * ids and each id's class. Empty lines are skipped; errors name the file.
+ * Each file is read a line at a time (tf_line_reader), never whole: a line's
+ * ids (it and a space, as one running text) are made as it is read, and the
+ * lines' ids are put in the shuffled order after. */
 static int build_stream(tf_tokenizer *tok, const char *const *data, int n_data, uint64_t seed, tf_ids *ids,
                         tf_ids *labels) {
-    typedef struct { const char *p; size_t n; int cls; } line;
+    typedef struct { size_t start, n; int cls; } line;
     line *lines = NULL;
     size_t n_lines = 0, cap = 0;
-    char **texts = calloc((size_t)n_data, sizeof *texts);
-    int rc = texts ? 0 : tf_set_error("train: out of memory");
+    tf_ids all = {0}; /* every line's ids, in file order */
+    int rc = 0;
     for (int f = 0; !rc && f < n_data; f++) {
-        size_t len;
-        if (!(texts[f] = tf_read_data(data[f], &len))) rc = -1;
-        for (size_t i = 0; !rc && i < len;) {
-            size_t e = i;
-            while (e < len && texts[f][e] != '\n') e++;
-            if (e > i && n_lines == cap && !(lines = realloc(lines, (cap = cap ? 2 * cap : 1024) * sizeof *lines)))
+        tf_line_reader *r = tf_line_reader_open(data[f]);
+        const char *p;
+        size_t n;
+        int got = r ? 1 : -1;
+        while (r && !rc && (got = tf_line_reader_next(r, &p, &n)) > 0) {
+            if (!n) continue;
+            if (n_lines == cap && !(lines = realloc(lines, (cap = cap ? 2 * cap : 1024) * sizeof *lines))) {
                 rc = tf_set_error("train: out of memory");
-            if (!rc && e > i) lines[n_lines++] = (line){texts[f] + i, e - i, f};
-            i = e + 1;
+                break;
+            }
+            char buf[8192];
+            size_t k = n < sizeof buf - 1 ? n : sizeof buf - 2, before = all.n;
+            memcpy(buf, p, k), buf[k++] = ' '; /* a space between lines, as one running text */
+            if (tf_tokenizer_encode(tok, buf, k, &all)) rc = tf_set_error("%s: %s", data[f], tf_error());
+            lines[n_lines++] = (line){before, all.n - before, f};
         }
+        if (!rc && got < 0) rc = -1;
+        tf_line_reader_close(r);
     }
     for (size_t i = n_lines; !rc && i > 1; i--) { /* Fisher-Yates under the seed */
         size_t j = (size_t)(tf_key(seed, 0x5717ea, (uint64_t)i, 0) % i);
         line tmp = lines[i - 1];
         lines[i - 1] = lines[j], lines[j] = tmp;
     }
-    for (size_t i = 0; !rc && i < n_lines; i++) {
-        size_t before = ids->n;
-        char buf[8192];
-        size_t k = lines[i].n < sizeof buf - 1 ? lines[i].n : sizeof buf - 2;
-        memcpy(buf, lines[i].p, k), buf[k++] = ' '; /* a space between lines, as one running text */
-        if (tf_tokenizer_encode(tok, buf, k, ids)) rc = tf_set_error("%s: %s", data[lines[i].cls], tf_error());
-        for (size_t t = before; !rc && t < ids->n; t++) rc = tf_ids_push(labels, lines[i].cls);
-    }
-    for (int f = 0; texts && f < n_data; f++) free(texts[f]);
-    free(texts), free(lines);
+    for (size_t i = 0; !rc && i < n_lines; i++)
+        for (size_t t = lines[i].start; !rc && t < lines[i].start + lines[i].n; t++)
+            rc = tf_ids_push(ids, all.v[t]) || tf_ids_push(labels, lines[i].cls) ? -1 : 0;
+    tf_ids_free(&all), free(lines);
     return rc;
 }
 

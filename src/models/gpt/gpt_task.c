@@ -53,12 +53,17 @@ static int piece_encode(void *ctx, const char *text, size_t n) {
  * tokenizer's ids cannot change), never whole; the ids are bounded by a quarter of the machine's memory. Errors
  * name the file. */
 static int tokenize_files(tf_tokenizer *tok, const char *const *data, int n_data, tf_ids *ids) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    size_t mem = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : SIZE_MAX;
+    size_t quarter = tf_memory_quarter();
+    int whole = !tf_tokenizer_encode_cut(tok, "a\na", 3); /* no place to cut: each file is encoded whole */
     for (int i = 0; i < n_data; i++) {
         struct stat st;
         file_pieces p = {tok, ids, data[i], 1, 0, stat(data[i], &st) ? -1 : (long long)st.st_size,
-                         mem / 4 / sizeof(int32_t)};
+                         quarter / sizeof(int32_t)};
+        if (whole && p.size > 0 && (unsigned long long)p.size > quarter) /* refused before anything is read */
+            return tf_set_error("%s (%lld bytes): this tokenizer encodes a text whole (it has no place to cut one: "
+                                "SentencePiece, or a prefix space), and the file is above %zu MB, the limit for a file "
+                                "held whole (a quarter of this machine's memory, or of ulimit -v): give less data",
+                                data[i], p.size, quarter >> 20);
         if (tf_read_data_pieces(data[i], piece_cut, piece_encode, &p)) return -1;
     }
     return 0;
