@@ -373,3 +373,21 @@ void cli_make_folder(const cli_verb *v, const char *flag, const char *out) {
         cli_die(v, msg);
     }
 }
+
+void cli_read_png_sized(const cli_verb *v, const char *file, int size, int channels, int resize, tf_images *im) {
+    int w, h;
+    char msg[4400];
+    if (tf_images_png_size(file, &w, &h)) cli_die(v, tf_error());
+    if ((w != size || h != size) && !resize) {
+        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s) (--resize scales it)",
+                 file, w, h, size, size, channels);
+        cli_die(v, msg);
+    }
+    if (tf_images_read_png(file, channels, im)) cli_die(v, tf_error());
+    if (w == size && h == size) return;
+    tf_images r;
+    if (tf_images_resize(im, size, size, &r)) cli_die(v, tf_error());
+    tf_images_free(im);
+    *im = r;
+    fprintf(stderr, "tformer %s: %s: %dx%d resized to %dx%d (--resize: box filter)\n", v->name, file, w, h, size, size);
+}

@@ -137,6 +137,7 @@ TEST(caption_parse_object_f1_and_attention_against_truth) {
         {"a sneaker to the left of a bag at the top left", 0, 0},         /* off the grid: dropped */
         {"a bag to the left of a dress on the right", 1, 2},              /* the bag in the centre, not the left */
         {"a sneaker at the top left and and a bag on the left", 1, 1},    /* stops at the second "and" */
+        {"a bag on the left and a bag on the left", 1, 2},               /* one bag there, matched once */
         {"a sneaker at the", 0, 0},
         {"", 0, 0},
     };
@@ -165,6 +166,16 @@ TEST(caption_parse_object_f1_and_attention_against_truth) {
     tf_caption_attention_truth(&m, &s, att, 6, NULL, &sum, &count);
     tf_caption_attention_truth(&m, &s, att, 6, shuffle, &ssum, &scount);
     CHECKF(count == 2 && sum == 1 && scount == 2 && ssum == 0, "%g of %g; shuffled %g of %g", sum, count, ssum, scount);
+    /* two sneakers: the one where the caption says, not the first */
+    tf_caption_scene two = {2, {7, 7}, {0, 5}};
+    n = ids_of("a sneaker on the right", w);
+    CHECK(tf_caption_parse(TF_CAPTION_GRAMMAR_FASHION, w, n, &m) == 0 && m.n == 1);
+    memset(att, 0, sizeof att);
+    for (int y = 2; y < 4; y++)
+        for (int x = 4; x < 6; x++) att[m.word[0] * 36 + y * 6 + x] = 0.25f; /* cell 5's block */
+    sum = count = 0;
+    tf_caption_attention_truth(&m, &two, att, 6, NULL, &sum, &count);
+    CHECKF(count == 1 && sum == 1, "%g of %g", sum, count);
     /* the shapes grammar: each shape word and its position words */
     float px[576];
     tf_caption_scene t;
