@@ -6,7 +6,8 @@
 # attention precision against where the items are and its control with the cells shuffled, held-out
 # word accuracy, captions matching a reference; parameters and wall time into OUT/results.md; each
 # run's loss curve (RUN/loss.png), the attention figures of held-out scenes (one the model gets
-# right, one it gets wrong, if any) into IMG, and captions of real photos (PHOTOS) into OUT/photos.tsv.
+# right, one it gets wrong, if any) into IMG, and captions of real photos (PHOTOS, any size:
+# scaled to 96x96) into OUT/photos.tsv with their figures in OUT/photos_png/.
 #   sh tools/captioning_results.sh TFORMER OUT_DIR
 # Settings: ROWS (the runs to train: "base att transformer"; the table has every run OUT holds, so
 # three calls with one row each can train side by side), STEPS (1500), BATCH (32), ITEMS (4),
@@ -65,26 +66,29 @@ echo "$runs" | while IFS='|' read -r name label flags; do
         "$(cat "$out/$name.secs")" >> "$table"
 done
 
-# The held-out scenes' greedy captions and attention figures; a scene whose caption matches no
-# reference (the first, if any) is drawn beside scene 00.
+# The held-out scenes' greedy captions and attention figures: the first scene the attention
+# captioner captions as one of its references, and the first it does not (if any).
 for name in att transformer; do
     [ -f "$out/$name/model.safetensors" ] || continue
     "$tf" caption --model "$out/$name" --attention-png "$out/${name}_png" "$out/$name/scenes/"[0-9][0-9].png \
         > "$out/${name}_captions.tsv"
 done
+# The first file of captions $2 whose caption is (want 1) or is not (want 0) one of references $1's.
+first() {
+    awk -F'\t' -v want="$3" 'NR == FNR { ok[$1 "\t" $2] = 1; next }
+        { n = split($1, p, "/"); if (!ok[p[n] "\t" $2] != want) { print p[n]; exit } }' "$1" "$2"
+}
 if [ -f "$out/att_captions.tsv" ] && [ -f "$out/transformer_captions.tsv" ]; then
-wrong=$(awk -F'\t' 'NR == FNR { ok[$1 "\t" $2] = 1; next } { n = split($1, p, "/"); if (!ok[p[n] "\t" $2]) { print p[n]; exit } }' \
-    "$out/att/scenes/captions.tsv" "$out/att_captions.tsv")
-cp "$out/att_png/00.png" "$img/caption_attention.png"
-cp "$out/transformer_png/00.png" "$img/caption_attention_transformer.png"
-if [ -n "$wrong" ]; then
-    cp "$out/att_png/$wrong" "$img/caption_attention_wrong.png"
-    echo "a held-out scene the attention captioner gets wrong: $wrong ($img/caption_attention_wrong.png)"
-fi
+    right=$(first "$out/att/scenes/captions.tsv" "$out/att_captions.tsv" 1)
+    wrong=$(first "$out/att/scenes/captions.tsv" "$out/att_captions.tsv" 0)
+    cp "$out/att_png/${right:-00.png}" "$img/caption_fashion_attention.png"
+    cp "$out/transformer_png/${right:-00.png}" "$img/caption_fashion_attention_transformer.png"
+    [ -z "$wrong" ] || cp "$out/att_png/$wrong" "$img/caption_fashion_attention_wrong.png"
+    echo "held-out scenes the attention captioner gets right: ${right:-none} (drawn: ${right:-00.png}); wrong: ${wrong:-none}"
 fi
 if [ -n "${PHOTOS:-}" ]; then
     # shellcheck disable=SC2086
-    "$tf" caption --model "$out/att" $PHOTOS > "$out/photos.tsv"
+    "$tf" caption --model "$out/att" --resize --attention-png "$out/photos_png" $PHOTOS > "$out/photos.tsv"
     cat "$out/photos.tsv"
 fi
 echo "held-out captions (greedy) against the scenes' references: $out/att/scenes/captions.tsv, $out/att_captions.tsv"

@@ -306,6 +306,7 @@ typedef struct {
     int n_valid;        /* validation scenes */
     uint64_t scene_seed;
     int brightness;      /* Fashion-MNIST scenes: "dark" and "light" items */
+    int train_refs;      /* Fashion-MNIST scenes: a training row's caption is one of the first this many references */
     int n_export;        /* held-out scenes written to run_dir/scenes/ */
     char fashion_dir[1024]; /* Fashion-MNIST's idx files */
     tf_caption_config model;

@@ -24,6 +24,9 @@ static const tf_field TASK_ROWS[] = {
     R(scene_seed, TF_FIELD_UINT64, "scene_seed", "1", NULL, "scenes: the seed they are made from"),
     R(brightness, TF_FIELD_BOOL, "scene_brightness", "false", NULL,
       "fashion scenes: each item dark or light, and the captions say which"),
+    R(train_refs, TF_FIELD_INT, "scene_refs", "5", "[1,5]",
+      "fashion scenes: a training row's caption is one of the first this many of the five references (held-out "
+      "scenes are scored against all five)"),
     R(n_export, TF_FIELD_INT, "scene_export", "8", "[0,100000]",
       "held-out scenes written to RUN/scenes/ (PNGs, captions.tsv, COCO's captions.json)"),
     R(fashion_dir, TF_FIELD_STRING, "fashion_dir", "/usr/share/datasets/fashion-mnist", NULL,
@@ -90,7 +93,8 @@ static int cap_batch(tf_task *t, tf_ctx *ctx, tf_subset subset, uint64_t key, in
         int train = subset == TF_SUBSET_TRAIN;
         uint64_t index = train ? tf_key(key, (uint64_t)r, 11, 0) % (uint64_t)c->n_train
                                : (key * (uint64_t)rows + (uint64_t)r) % (uint64_t)c->n_valid;
-        int ref = (int)(tf_key(key, (uint64_t)r, 12, (uint64_t)train) % (uint64_t)n_refs(ct));
+        int k = train && c->train_refs < n_refs(ct) ? c->train_refs : n_refs(ct);
+        int ref = (int)(tf_key(key, (uint64_t)r, 12, (uint64_t)train) % (uint64_t)k);
         if (fill_row(ct, !train, index, ref, r, x, ids, lab)) return -1;
     }
     return tf_batch_set(b, "pixel_values", x) || tf_batch_set(b, "input_ids", ids) || tf_batch_set(b, "labels", lab);
