@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "test.h"
 #include "tformer/caption.h"
 
@@ -201,4 +203,58 @@ TEST(caption_fashion_loads_the_debian_files) {
     }
     CHECK(f.train.n == 60000 && f.test.n == 10000 && f.train.n_classes == 10);
     tf_fashion_free(&f);
+}
+
+/* tformer train on the Fashion-MNIST scenes: the held-out scenes written as PNGs with their five
+ * references in captions.tsv and COCO's captions.json (the same texts), the new metrics in
+ * losses.csv; the settings the scenes need, refused by name. */
+TEST(caption_fashion_train_writes_coco_captions) {
+    char dir[] = "/tmp/tformer_capf_XXXXXX", args[2000], out[16384], path[600];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "train --arch caption --out %s/x --grammar fashion --steps 1", dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, "the fashion scenes are 96x96 grey images with 31 words"),
+           "%s", out);
+    snprintf(args, sizeof args, "train --arch caption --out %s/x --scene-brightness true --steps 1", dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) != 0 && strstr(out, "scene_brightness is the fashion scenes'"), "%s", out);
+    tf_fashion f;
+    if (tf_fashion_load("/usr/share/datasets/fashion-mnist", &f)) {
+        printf("    skipped: no /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist)\n");
+        test_rm_rf(dir);
+        return;
+    }
+    tf_fashion_free(&f);
+    snprintf(args, sizeof args,
+             "train --arch caption --out %s/run --grammar fashion --image-size 96 --vocab 31 --n-conv 5 --context 32 "
+             "--scene-items 4 --scene-brightness true --steps 2 --batch 4 --eval-every 2 --eval-batches 1 --scene-valid 3 "
+             "--scene-export 3 --threads 1", dir);
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/run/scenes/captions.json", dir);
+    size_t len;
+    char *json = test_slurp(path, &len), *tsv;
+    snprintf(path, sizeof path, "%s/run/scenes/captions.tsv", dir);
+    CHECK(json && (tsv = test_slurp(path, &len)));
+    cJSON *root = cJSON_Parse(json), *ann = cJSON_GetObjectItem(root, "annotations");
+    cJSON *images = cJSON_GetObjectItem(root, "images");
+    CHECK(cJSON_GetArraySize(images) == 3 && cJSON_GetArraySize(ann) == 15);
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(images, 2), "file_name")->valuestring, "02.png") &&
+          cJSON_GetObjectItem(cJSON_GetArrayItem(images, 2), "width")->valueint == 96);
+    char *line = tsv;
+    for (int k = 0; k < 15; k++) { /* the TSV's lines are the annotations, in order */
+        cJSON *a = cJSON_GetArrayItem(ann, k);
+        char want[600];
+        snprintf(want, sizeof want, "%02d.png\t%s\n", cJSON_GetObjectItem(a, "image_id")->valueint,
+                 cJSON_GetObjectItem(a, "caption")->valuestring);
+        CHECKF(!strncmp(line, want, strlen(want)) && cJSON_GetObjectItem(a, "image_id")->valueint == k / 5, "%s", want);
+        CHECK(strstr(want, "dark ") || strstr(want, "light "));
+        line += strlen(want);
+    }
+    cJSON_Delete(root), free(json), free(tsv);
+    snprintf(path, sizeof path, "%s/run/scenes/02.png", dir);
+    int w, h;
+    CHECK(test_png_size(path, &w, &h) == 0 && w == 96 && h == 96);
+    snprintf(path, sizeof path, "%s/run/losses.csv", dir);
+    char *csv = test_slurp(path, &len);
+    CHECK(csv && strstr(csv, "val_object_f1,val_attention_precision,val_attention_shuffled\n"));
+    free(csv);
+    test_rm_rf(dir);
 }

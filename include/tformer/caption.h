@@ -20,8 +20,8 @@
  * The baseline without attention (attention false): nothing is attended, the pooled
  * vector abar starts the RNN alone: h_t = f(h_{t-1}, E y_{t-1}), logits = W_o [h_t; E y_{t-1}].
  *
- * The words are the scene grammar's (tf_caption_word): a fixed vocabulary of
- * TF_CAPTION_WORDS words, then padding, BOS and EOS. */
+ * The words are a grammar's (config grammar: the shapes' tf_caption_word, or the Fashion-MNIST
+ * scenes'; tf_caption_grammar_word): a fixed vocabulary, then padding, BOS and EOS. */
 #ifndef TFORMER_CAPTION_H
 #define TFORMER_CAPTION_H
 
@@ -314,7 +314,8 @@ typedef struct {
 
 TF_API extern const tf_field_table tf_caption_task_config_table;
 TF_API tf_caption_task_config tf_caption_task_config_default(void);
-/* The task; run_dir/scenes/ gets 8 validation scenes as PNGs and their captions (captions.tsv). */
+/* The task; run_dir/scenes/ gets n_export held-out scenes as PNGs and their references
+ * (captions.tsv, and captions.json in COCO's captions layout). */
 TF_API tf_task *tf_caption_task_new(const tf_caption_task_config *c, const char *run_dir, uint64_t seed);
 TF_API const tf_caption *tf_caption_task_model(const tf_task *t);
 
