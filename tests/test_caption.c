@@ -334,6 +334,9 @@ TEST(caption_train_learns_then_caption_cli) {
     CHECKF(test_run_cli("", args, out, sizeof out) == 2 && strstr(out, "--beam 0"), "%s", out);
     snprintf(args, sizeof args, "caption --model %s/run %s/att/01.png", dir, dir); /* an image of another size */
     CHECKF(test_run_cli("", args, out, sizeof out) == 1 && strstr(out, "att/01.png: an image of"), "%s", out);
+    snprintf(args, sizeof args, "caption --model %s/run --resize %s/att/01.png", dir, dir); /* scaled */
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "resized to 24x24") && strstr(out, "01.png\t"),
+           "%s", out);
     snprintf(args, sizeof args, "train --arch caption --out %s/x --data foo.txt", dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 2 && strstr(out, "--arch caption makes its scenes"), "%s", out);
     test_rm_rf(dir);
