@@ -263,10 +263,11 @@ listops-check: $(BUILD)/listops_dump
 	$(BUILD)/listops_dump 2 1 $(LISTOPS_N) 20 300 6 5 | python3 tests/ref/listops_eval.py --check
 .PHONY: listops-check
 
-# docs/caption.md's results table: the three captioners (four rows) trained on the same scenes and
-# steps, timed (tools/captioning_results.sh: about 7 minutes on 2 shared cores); the table in
-# $(CAPTION_RESULTS)/results.md, the attention figures into CAPTION_IMG. A smoke run:
-# make captioning-results STEPS=20 VALID=20.
+# docs/caption.md's results table: the captioners (four rows: the baseline, the RNN with attention
+# on five references and on the first only, the Transformer) trained on the same Fashion-MNIST
+# scenes and steps, each timed (tools/captioning_results.sh; its ROWS, STEPS, PHOTOS, ...); the table
+# in $(CAPTION_RESULTS)/results.md, the attention figures into CAPTION_IMG. Needs Debian's
+# dataset-fashion-mnist. A smoke run: make captioning-results STEPS=20 VALID=20.
 CAPTION_RESULTS ?= build/captioning_results
 CAPTION_IMG ?= $(CAPTION_RESULTS)/img
 captioning-results: $(BUILD)/tformer

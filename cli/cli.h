@@ -325,6 +325,11 @@ void cli_usage_all(FILE *f);
 
 /* OUT and its parents, as mkdir -p; a message naming flag when one cannot be made (exits). */
 void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
+/* A PNG file as a model takes it (read as colour, then given the model's channels: cli_read_png): its
+ * header's size checked before anything is decoded (a PNG bomb: 20000x20000 in 389 KB), another size
+ * refused or, with resize (--resize), scaled with the box filter (said on stderr). Dies on an error. */
+void cli_read_png_sized(const cli_verb *v, const char *file, int size, int colour, int channels, int resize,
+                        tf_images *im);
 
 /* ---------------------------------------------------------------- --json (json_out.c, docs/json.md) */
 

@@ -7,13 +7,16 @@
 
 #include "cli.h"
 
-enum { MODEL, BEAM, MAX_TOKENS, ATTENTION_PNG, THREADS, PRECISION, RGB, GRAYSCALE, ATTENTION_SCALE };
+enum { MODEL, BEAM, MAX_TOKENS, ATTENTION_PNG, RESIZE, THREADS, PRECISION, RGB, GRAYSCALE, ATTENTION_SCALE };
 const cli_flag cmd_caption_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a captioner folder (a run folder of train --arch caption, or best/)"},
     [BEAM] = {"beam", CLI_INT, "N", "1", "beam search of width N (1: greedy)"},
     [MAX_TOKENS] = {"max-tokens", CLI_INT, "N", "0", "words at most, the end included (0: the model's context - 1)"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "DIR", "",
                        "write DIR/<name>.png: the image, then each word's attention over the image's grid"},
+    [RESIZE] = {"resize", CLI_SWITCH, NULL, "off",
+                "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
+                "(PIL's BOX filter), said on stderr; without it such a file is refused"},
     [THREADS] = CLI_THREADS_ROW,
     [PRECISION] = CLI_PRECISION_ROW,
     [RGB] = CLI_RGB_ROW,
@@ -64,12 +67,7 @@ int cmd_caption(const cli_args *a) {
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
         char msg[4400];
-        cli_read_png(a->verb, a->operands[i], colour, channels, &im);
-        if (im.height != size || im.width != size) {
-            snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d", a->operands[i], im.width,
-                     im.height, size, size);
-            cli_die(a->verb, msg);
-        }
+        cli_read_png_sized(a->verb, a->operands[i], size, colour, channels, a->v[RESIZE].given, &im);
         tf_caption_result r;
         if (tf_model_caption(m, im.pixels, &o, &r)) cli_die(a->verb, tf_error());
         printf("%s\t%s\n", a->operands[i], r.text);

@@ -159,27 +159,6 @@ static void print_top(const cli_verb *v, const tf_model *m, int L, const float *
     if (!img) printf("\n");
 }
 
-/* A PNG file as the model takes it: its header's size checked before anything is decoded (a PNG
- * bomb: 20000x20000 in 389 KB), another size refused or, with --resize, scaled (said on stderr). */
-static void read_png(const cli_args *a, const char *file, int size, int channels, tf_images *im) {
-    int w, h;
-    char msg[4400];
-    if (tf_images_png_size(file, &w, &h)) cli_die(a->verb, tf_error());
-    if ((w != size || h != size) && !a->v[RESIZE].given) {
-        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s) (--resize scales it)",
-                 file, w, h, size, size, channels);
-        cli_die(a->verb, msg);
-    }
-    cli_read_png(a->verb, file, cli_colour(a, RGB, GRAYSCALE, channels), channels, im);
-    if (w == size && h == size) return;
-    tf_images r;
-    if (tf_images_resize(im, size, size, &r)) cli_die(a->verb, tf_error());
-    tf_images_free(im);
-    *im = r;
-    fprintf(stderr, "tformer %s: %s: %dx%d resized to %dx%d (--resize: box filter)\n", a->verb->name, file, w, h, size,
-            size);
-}
-
 /* Each PNG file: its k likeliest labels with their probabilities; with
  * attention_dir, the picture of where the model looked. */
 static void classify_pngs(const cli_args *a, const tf_model *m, int k, const char *attention_dir) {
@@ -193,7 +172,8 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
     if (!logits || (attention_dir && !maps)) cli_die(a->verb, "out of memory");
     for (int i = 0; i < a->n_operands; i++) {
         tf_images im;
-        read_png(a, a->operands[i], size, channels, &im);
+        cli_read_png_sized(a->verb, a->operands[i], size, cli_colour(a, RGB, GRAYSCALE, channels), channels,
+                           a->v[RESIZE].given, &im);
         if (im.height != size || im.width != size || im.channels != channels) {
             char msg[4200];
             snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", a->operands[i],

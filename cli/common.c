@@ -453,3 +453,22 @@ int cli_attention_scale(const cli_args *a, int scale, int png) {
         cli_usage_error(a, "--attention-scale goes with --attention-png");
     return !strcmp(s, "auto");
 }
+
+void cli_read_png_sized(const cli_verb *v, const char *file, int size, int colour, int channels, int resize,
+                        tf_images *im) {
+    int w, h;
+    char msg[4400];
+    if (tf_images_png_size(file, &w, &h)) cli_die(v, tf_error());
+    if ((w != size || h != size) && !resize) {
+        snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s) (--resize scales it)",
+                 file, w, h, size, size, channels);
+        cli_die(v, msg);
+    }
+    cli_read_png(v, file, colour, channels, im);
+    if (w == size && h == size) return;
+    tf_images r;
+    if (tf_images_resize(im, size, size, &r)) cli_die(v, tf_error());
+    tf_images_free(im);
+    *im = r;
+    fprintf(stderr, "tformer %s: %s: %dx%d resized to %dx%d (--resize: box filter)\n", v->name, file, w, h, size, size);
+}

@@ -244,23 +244,36 @@ static double csv_field(const char *line, int col) {
     return line ? atof(line) : NAN;
 }
 
-/* losses.csv: the first step's training loss, the last line's validation loss, attention precision
- * and BLEU-4 (its column found by name in the header). */
-static int losses(const char *path, double *first, double *last_val, double *precision, double *bleu) {
+/* The column of name in a CSV header line, or -1. */
+static int csv_column(const char *header, const char *name) {
+    size_t k = strlen(name);
+    int col = 0;
+    for (const char *p = header; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL, col++)
+        if (!strncmp(p, name, k) && (p[k] == ',' || p[k] == '\n' || p[k] == 0)) return col;
+    return -1;
+}
+
+typedef struct {
+    double first, last_val, bleu, f1, precision, shuffled;
+} cap_losses;
+
+/* losses.csv: the first step's training loss, the last line's validation loss and metrics (their
+ * columns found by name in the header; NaN when absent). */
+static int losses(const char *path, cap_losses *l) {
     FILE *f = fopen(path, "r");
-    char line[512], *at;
-    int n = 0, bleu_col = -1;
+    char line[1024];
+    int n = 0, col[4] = {-1, -1, -1, -1};
+    static const char *const NAMES[4] = {"val_bleu4", "val_object_f1", "val_attention_precision", "val_attention_shuffled"};
     if (!f) return -1;
     while (fgets(line, sizeof line, f)) {
-        if (n == 0 && (at = strstr(line, "val_bleu4,val_cider_d,")))
-            for (char *p = line; p < at; p++) bleu_col += *p == ',' ? 1 : 0;
-        if (n++ == 1) sscanf(line, "%*d,%lf", first);
-        sscanf(line, "%*d,%*f,%lf", last_val);
-        if (strrchr(line, ',')) *precision = atof(strrchr(line, ',') + 1);
-        if (bleu_col >= 0) *bleu = csv_field(line, bleu_col + 1);
+        for (int k = 0; n == 0 && k < 4; k++) col[k] = csv_column(line, NAMES[k]);
+        if (n++ == 1) sscanf(line, "%*d,%lf", &l->first);
+        sscanf(line, "%*d,%*f,%lf", &l->last_val);
+        double *at[4] = {&l->bleu, &l->f1, &l->precision, &l->shuffled};
+        for (int k = 0; n > 1 && k < 4; k++) *at[k] = col[k] >= 0 ? csv_field(line, col[k]) : NAN;
     }
     fclose(f);
-    return n > 2 && bleu_col >= 0 ? 0 : -1;
+    return n > 2 && col[0] >= 0 ? 0 : -1;
 }
 
 /* tformer train --arch caption on one-item scenes (without the regulariser, which spreads the
@@ -275,9 +288,10 @@ TEST(caption_train_learns_then_caption_cli) {
              "--weight-decay 0 --log-every 800 --threads 2", dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
     char csv[600];
-    double first = 0, last_val = 0, precision = 0, bleu = 0;
+    cap_losses l;
     snprintf(csv, sizeof csv, "%s/run/losses.csv", dir);
-    CHECK(losses(csv, &first, &last_val, &precision, &bleu) == 0);
+    CHECK(losses(csv, &l) == 0);
+    double first = l.first, last_val = l.last_val, precision = l.precision, bleu = l.bleu;
     tf_model *m = NULL;
     snprintf(csv, sizeof csv, "%s/run", dir);
     CHECKF((m = tf_model_load(csv, NULL)) != NULL && tf_model_caps(m) == TF_CAP_CAPTION, "%s", tf_error());
@@ -295,9 +309,10 @@ TEST(caption_train_learns_then_caption_cli) {
         right += !strcmp(r.text, want);
         tf_caption_result_free(&r);
     }
-    printf("    loss %.3f -> validation %.3f; %d of 50 held-out scenes captioned exactly; BLEU-4 %.3f; attention "
-           "precision %.3f\n", first, last_val, right, bleu, precision);
-    CHECK(last_val < first / 10 && right >= 45 && precision > 0.5); /* a uniform map: 1/9 */
+    printf("    loss %.3f -> validation %.3f; %d of 50 held-out scenes captioned exactly; BLEU-4 %.3f; object F1 %.3f; "
+           "attention precision %.3f (shuffled cells %.3f)\n", first, last_val, right, bleu, l.f1, precision, l.shuffled);
+    CHECK(last_val < first / 10 && right >= 45 && precision > 0.5 && l.shuffled < 0.2); /* a uniform map: 1/9 */
+    CHECK(l.f1 >= right / 50.0 && l.f1 <= 1);
     CHECKF(right < 50 ? bleu > 0.5 && bleu < 1 : bleu == 1, "BLEU-4 %g with %d of 50 exact", bleu, right);
     tf_model_free(m);
     snprintf(args, sizeof args, "caption --model %s/run --beam 3 --attention-png %s/att %s/run/scenes/00.png "
@@ -319,6 +334,9 @@ TEST(caption_train_learns_then_caption_cli) {
     CHECKF(test_run_cli("", args, out, sizeof out) == 2 && strstr(out, "--beam 0"), "%s", out);
     snprintf(args, sizeof args, "caption --model %s/run %s/att/01.png", dir, dir); /* an image of another size */
     CHECKF(test_run_cli("", args, out, sizeof out) == 1 && strstr(out, "att/01.png: an image of"), "%s", out);
+    snprintf(args, sizeof args, "caption --model %s/run --resize %s/att/01.png", dir, dir); /* scaled */
+    CHECKF(test_run_cli("", args, out, sizeof out) == 0 && strstr(out, "resized to 24x24") && strstr(out, "01.png\t"),
+           "%s", out);
     snprintf(args, sizeof args, "train --arch caption --out %s/x --data foo.txt", dir);
     CHECKF(test_run_cli("", args, out, sizeof out) == 2 && strstr(out, "--arch caption makes its scenes"), "%s", out);
     test_rm_rf(dir);

@@ -20,8 +20,8 @@
  * The baseline without attention (attention false): nothing is attended, the pooled
  * vector abar starts the RNN alone: h_t = f(h_{t-1}, E y_{t-1}), logits = W_o [h_t; E y_{t-1}].
  *
- * The words are the scene grammar's (tf_caption_word): a fixed vocabulary of
- * TF_CAPTION_WORDS words, then padding, BOS and EOS. */
+ * The words are a grammar's (config grammar: the shapes' tf_caption_word, or the Fashion-MNIST
+ * scenes'; tf_caption_grammar_word): a fixed vocabulary, then padding, BOS and EOS. */
 #ifndef TFORMER_CAPTION_H
 #define TFORMER_CAPTION_H
 
@@ -65,6 +65,70 @@ typedef struct {
 TF_API int tf_caption_scene_make(uint64_t seed, uint64_t index, int max_items, float *pixels, tf_caption_scene *s,
                                  int32_t *ids, int cap, int *n_ids);
 
+/* The grammars a captioner speaks (its config's grammar): the shapes above, or Fashion-MNIST
+ * scenes (below). Each vocabulary ends with padding, BOS and EOS: vocab - 3, - 2, - 1. */
+typedef enum { TF_CAPTION_GRAMMAR_SHAPES, TF_CAPTION_GRAMMAR_FASHION } tf_caption_grammar;
+/* The grammar's vocabulary size (words + 3). */
+TF_API int tf_caption_grammar_vocab(tf_caption_grammar g);
+/* Word id's text in grammar g, or NULL out of range. */
+TF_API const char *tf_caption_grammar_word(tf_caption_grammar g, int id);
+
+/* Fashion-MNIST scenes (caption_fashion.c): 1 to max_items Fashion-MNIST items (28 x 28) in
+ * distinct cells of a 3 x 3 grid of 32 x 32 cells (96 x 96 grey pixels), each moved by up to 4
+ * pixels; training scenes take train-split items only, held-out scenes t10k items only. With
+ * brightness, each item is "dark" (its pixels times 0.4) or "light" and the captions say so.
+ * Five reference captions a scene (as COCO's), differing in order and phrasing:
+ *   0  reading order:                    "a sneaker at the top left and a bag in the centre"
+ *   1  reverse order, commas:            "a bag in the centre , a sneaker at the top left"
+ *   2  reading order with relations:     "a sneaker above a bag at the bottom"   (adjacent cells)
+ *   3  a seeded order, commas
+ *   4  reverse order with relations:     "a bag below a sneaker at the top"
+ * A relation names the neighbouring cell ("above" / "below": the same column, one row apart;
+ * "to the left of" / "to the right of": the same row, one column apart), so every caption
+ * determines each item's cell. */
+enum { TF_FASHION_CLASSES = 10, TF_FASHION_SIZE = 96, TF_FASHION_REFS = 5, TF_FASHION_ITEM0 = 18 };
+
+typedef struct {
+    tf_images train, test; /* the two splits' items (labels 0..9) */
+} tf_fashion;
+
+typedef struct {
+    tf_caption_scene s;      /* items (class 0..9 in s.shape) and cells, in reading order */
+    int dark[TF_CAPTION_CELLS];
+} tf_fashion_scene;
+
+/* The splits from dir ("train-images-idx3-ubyte.gz", ... as dataset-fashion-mnist installs them). */
+TF_API int tf_fashion_load(const char *dir, tf_fashion *out);
+TF_API void tf_fashion_free(tf_fashion *f);
+/* Scene `index` of a seeded stream over a split (0: train, 1: t10k): pixels (96*96) in [0,1]. */
+TF_API int tf_fashion_scene_make(const tf_fashion *f, int split, uint64_t seed, uint64_t index, int max_items,
+                                 int brightness, float *pixels, tf_fashion_scene *s);
+/* Reference caption ref (0..4) of a scene: its ids (at most cap) and their count; seed (the
+ * scene's own) sets reference 3's order. */
+TF_API int tf_fashion_caption(const tf_fashion_scene *s, int ref, int brightness, uint64_t seed, int32_t *ids,
+                              int cap, int *n);
+
+/* A caption read back into the items it names: mention k is item[k] (a class, or a shape for the
+ * shapes grammar) at cell[k] (0..8), named by the word at word[k]. A caption that stops
+ * following the grammar keeps the mentions resolved before; mentions never placed are dropped. */
+typedef struct {
+    int n;
+    int item[32], cell[32], word[32];
+} tf_caption_mentions;
+
+TF_API int tf_caption_parse(tf_caption_grammar g, const int32_t *ids, int n, tf_caption_mentions *out);
+/* Object F1's counts of one caption against its scene: *tp mentions matching a scene item (each
+ * matched once, by item and cell), *pred mentions, *truth items. */
+TF_API void tf_caption_object_counts(const tf_caption_mentions *m, const tf_caption_scene *s, int *tp, int *pred,
+                                     int *truth);
+/* Attention precision against the truth: for each mention whose item is in the scene, the share of
+ * its word's attention (att: rows of g*g, g a multiple of 3) on the cell where that item is (the
+ * mentioned cell when an item of that class is there, else the first item of the class); with
+ * shuffle (a permutation of the 9 cells, or NULL) the share on shuffle[that cell] instead, the
+ * control. Adds to *sum and *count. */
+TF_API void tf_caption_attention_truth(const tf_caption_mentions *m, const tf_caption_scene *s, const float *att,
+                                       int g, const int *shuffle, double *sum, double *count);
+
 /* ---------------------------------------------------------------- the model */
 
 /* The decoder: the deck's RNN, or a Transformer decoder (pre-LN blocks with causal self-attention
@@ -87,6 +151,7 @@ typedef struct {
     float dropout;    /* on the output layer's input */
     tf_caption_decoder_kind decoder;
     int n_layer, n_head, d_ff; /* the Transformer decoder's (d_model = hidden) */
+    tf_caption_grammar grammar; /* the words it speaks */
 } tf_caption_config;
 
 TF_API extern const tf_field_table tf_caption_config_table;
@@ -240,12 +305,17 @@ typedef struct {
     int n_train;        /* training scenes (a fixed set, drawn with replacement) */
     int n_valid;        /* validation scenes */
     uint64_t scene_seed;
+    int brightness;      /* Fashion-MNIST scenes: "dark" and "light" items */
+    int train_refs;      /* Fashion-MNIST scenes: a training row's caption is one of the first this many references */
+    int n_export;        /* held-out scenes written to run_dir/scenes/ */
+    char fashion_dir[1024]; /* Fashion-MNIST's idx files */
     tf_caption_config model;
 } tf_caption_task_config;
 
 TF_API extern const tf_field_table tf_caption_task_config_table;
 TF_API tf_caption_task_config tf_caption_task_config_default(void);
-/* The task; run_dir/scenes/ gets 8 validation scenes as PNGs and their captions (captions.tsv). */
+/* The task; run_dir/scenes/ gets n_export held-out scenes as PNGs and their references
+ * (captions.tsv, and captions.json in COCO's captions layout). */
 TF_API tf_task *tf_caption_task_new(const tf_caption_task_config *c, const char *run_dir, uint64_t seed);
 TF_API const tf_caption *tf_caption_task_model(const tf_task *t);
 

@@ -14,7 +14,7 @@ extern "C" {
 
 /* ---------------------------------------------------------------- tasks */
 
-#define TF_METRICS_MAX 6
+#define TF_METRICS_MAX 8
 
 /* Validation metrics as sums: metric i is sum[i] / count[i] (accuracy =
  * correct / examples); their names are the task's. */

@@ -5,6 +5,8 @@
 
 static const char *const CELLS[] = {"gru", "lstm", NULL}; /* in tf_rnn_kind's order */
 static const char *const DECODERS[] = {"rnn", "transformer", NULL}; /* in tf_caption_decoder_kind's order */
+static const char *const GRAMMARS[] = {"shapes", "fashion", NULL};   /* in tf_caption_grammar's order */
+_Static_assert(sizeof(tf_caption_grammar) == sizeof(int), "enum rows store an int");
 _Static_assert(sizeof(tf_caption_decoder_kind) == sizeof(int), "enum rows store an int");
 
 #define SIG TF_FIELD_SIGNATURE
@@ -34,6 +36,9 @@ static const tf_field ROWS[] = {
     R(n_layer, TF_FIELD_INT, "2", "[1,8]", NULL, "transformer: decoder blocks", SIG),
     R(n_head, TF_FIELD_INT, "4", "[1,64]", NULL, "transformer: attention heads (hidden a multiple of it)", SIG),
     R(d_ff, TF_FIELD_INT, "128", "[1,65536]", NULL, "transformer: the feed-forward's width", SIG),
+    R(grammar, TF_FIELD_ENUM, "shapes", NULL, GRAMMARS,
+      "the words it speaks and the scenes it trains on: shapes (24x24 shapes, vocab 16) or fashion (96x96 "
+      "Fashion-MNIST scenes, vocab 31)", SIG),
 };
 #undef R
 

@@ -153,7 +153,7 @@ static int attention_maps(const tf_caption *m, const float *pixels, const int32_
     int rc = -1;
     if (x && y) {
         memcpy(x->data, pixels, (size_t)tf_numel(x) * sizeof *pixels);
-        tf_i32(y)[0] = TF_CAPTION_BOS;
+        tf_i32(y)[0] = c->vocab - 2; /* BOS */
         memcpy(tf_i32(y) + 1, ids, (size_t)n * sizeof *ids);
         tf_caption_inputs in = {.pixel_values = x, .input_ids = y, .output_attentions = 1};
         rc = tf_caption_run(ctx, m, &in, &out);
@@ -166,15 +166,16 @@ static int attention_maps(const tf_caption *m, const float *pixels, const int32_
 int tf_caption_generate(const tf_caption *m, const float *pixels, const tf_generate_opts *o, int32_t *ids, int cap,
                         int *n, float *attention) {
     tf_generate_opts g = *o;
-    static const int32_t BANNED[] = {TF_CAPTION_PAD, TF_CAPTION_BOS};
-    if (g.eos_id < 0) g.eos_id = TF_CAPTION_EOS;
+    const int32_t banned[] = {m->cfg.vocab - 3, m->cfg.vocab - 2}; /* padding, BOS */
+    if (g.eos_id < 0) g.eos_id = m->cfg.vocab - 1;
     if (g.max_tokens <= 0 || g.max_tokens > m->cfg.context - 1) g.max_tokens = m->cfg.context - 1;
-    if (!g.n_bad_ids) g.bad_ids = BANNED, g.n_bad_ids = 2;
-    if (m->cfg.vocab != TF_CAPTION_VOCAB)
-        return tf_set_error("caption: a vocabulary of %d words: the scene grammar's is %d", m->cfg.vocab, TF_CAPTION_VOCAB);
+    if (!g.n_bad_ids) g.bad_ids = banned, g.n_bad_ids = 2;
+    if (m->cfg.vocab != tf_caption_grammar_vocab(m->cfg.grammar))
+        return tf_set_error("caption: a vocabulary of %d words: its grammar's is %d", m->cfg.vocab,
+                            tf_caption_grammar_vocab(m->cfg.grammar));
     tf_decoder *d = tf_caption_decoder_new(m, pixels);
     tf_ids out = {0};
-    int32_t bos = TF_CAPTION_BOS;
+    int32_t bos = m->cfg.vocab - 2;
     int rc = d ? tf_generate(d, &bos, 1, &g, NULL, NULL, &out, NULL) : -1;
     tf_decoder_free(d);
     size_t k = out.n && out.v[out.n - 1] == g.eos_id ? out.n - 1 : out.n;

@@ -123,7 +123,8 @@ static void cap_shape(const void *model, int *channels, int *size, int *n_labels
 
 /* The words of ids into r (text, words): the scene grammar's, or tok's pieces (trimmed; "<id>" without tok)
  * and the text the ids decode to. */
-static int words_of(const int32_t *ids, int n, const tf_tokenizer *tok, int grammar, tf_caption_result *r) {
+static int words_of(const int32_t *ids, int n, const tf_tokenizer *tok, int grammar, tf_caption_grammar g,
+                    tf_caption_result *r) {
     if (!(r->words = calloc((size_t)n + 1, sizeof *r->words))) return tf_set_error("caption: out of memory");
     size_t len = 1;
     for (int i = 0; i < n; i++, r->n_words++) {
@@ -131,7 +132,7 @@ static int words_of(const int32_t *ids, int n, const tf_tokenizer *tok, int gram
         size_t k = 0, at = 0;
         if (grammar || !tok) {
             snprintf(num, sizeof num, "<%d>", (int)ids[i]);
-            w = strdup(grammar ? tf_caption_word(ids[i]) : num);
+            w = strdup(grammar ? tf_caption_grammar_word(g, ids[i]) : num);
         } else if (!tf_tokenizer_decode(tok, ids + i, 1, &w, &k)) {
             while (at < k && w[at] == ' ') at++;
             memmove(w, w + at, k - at + 1);
@@ -161,7 +162,7 @@ static int ved_caption(const tf_caption_ved *m, const float *pixels, const tf_ge
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     float *att = malloc((size_t)(cap + 1) * (size_t)N * sizeof *att);
     int rc = ids && att ? tf_caption_ved_generate(m, pixels, o, ids, cap, &n, att) : tf_set_error("caption: out of memory");
-    if (!rc) rc = words_of(ids, n, m->tok, 0, r);
+    if (!rc) rc = words_of(ids, n, m->tok, 0, 0, r);
     r->attention = att, r->grid = m->encoder->cfg.image_size / m->encoder->cfg.patch_size;
     free(ids);
     return rc;
@@ -175,7 +176,7 @@ static int cap_caption(const void *model, const float *pixels, const tf_generate
     float *att = m->cfg.attention ? malloc((size_t)(cap + 1) * (size_t)(G * G) * sizeof *att) : NULL;
     int rc = ids && (att || !m->cfg.attention) ? tf_caption_generate(m, pixels, o, ids, cap, &n, att)
                                                : tf_set_error("caption: out of memory");
-    if (!rc) rc = words_of(ids, n, NULL, 1, r);
+    if (!rc) rc = words_of(ids, n, NULL, 1, m->cfg.grammar, r);
     r->attention = att, r->grid = G;
     free(ids);
     return rc;
