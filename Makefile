@@ -770,7 +770,7 @@ bench-translate: $(BUILD)/tformer $(HF_PYTHON)
 # said, when that model is not trained). Rows into BENCH_RECORD with their precision. A quiet machine only.
 bench-precision: $(BUILD)/tformer $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM)/config.json $(BUILD)/val.en \
                  $(HF_PYTHON)
-	$(HF_PYTHON) -c "import onnxruntime, ctranslate2" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime ctranslate2
+	$(HF_PYTHON) -c "import onnxruntime, onnx, ctranslate2" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime onnx ctranslate2 "numpy<2"
 	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM) $(BUILD)/val.en \
 	    --precision f32,bf16,int8 $(BENCH_THREADS)
 	if test -f $(TRANSLATION_RESULTS)/run/best/config.json; then \
