@@ -296,6 +296,15 @@ TEST(predict_encode_stream_answer_before_their_input_ends) {
         rc = test_run_cli("", cmd, out, sizeof out);
         CHECKF(rc == 2 && strstr(out, "--batch expects an integer in [1,1024]"), "%s: exit %d: %s", cmd, rc, out);
     }
+    /* training's batch is the field table's: bounded too (it tried to allocate 512 GB) */
+    static const char *const TRAIN_BIG[] = {"train --data README.md --out %s/big --batch 2000000000",
+                                            "finetune --model %s/ft --train README.md --valid README.md --out %s/big2 --batch 2000000000"};
+    for (size_t i = 0; i < sizeof TRAIN_BIG / sizeof *TRAIN_BIG; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, TRAIN_BIG[i], dir, dir); /* train takes one %s */
+        rc = test_run_cli("", cmd, out, sizeof out);
+        CHECKF(rc == 2 && strstr(out, "--batch expects an integer in [1,65536]"), "%s: exit %d: %s", cmd, rc, out);
+    }
     test_rm_rf(dir);
 }
 

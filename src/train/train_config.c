@@ -15,7 +15,7 @@ _Static_assert(TF_OPTIM_SGD == 1 && TF_PRECISION_BF16 == 1 && sizeof(tf_precisio
     TF_FIELD_ROW(tf_train_config, m, type, #m, def, range, NULL, help, TF_FIELD_RESUMABLE, NULL)
 static const tf_field TRAIN_ROWS[] = {
     FREE(steps, TF_FIELD_INT64, "2000", "[1,inf)", "optimizer steps"),
-    R(batch, TF_FIELD_INT, "12", "[1,inf)", "sequences per step: the global batch, over every micro-batch and process"),
+    R(batch, TF_FIELD_INT, "12", "[1,65536]", "sequences per step: the global batch, over every micro-batch and process"),
     R(accum, TF_FIELD_INT, "1", "[1,1024]",
       "micro-batches per step in each process (gradient accumulation): each holds batch / (processes x accum)"),
     R(lr, TF_FIELD_FLOAT, "1e-3", "(0,inf)", "peak learning rate"),
