@@ -16,7 +16,7 @@
 /* --arch's value list and help, from the registry (filled before the flags are parsed). */
 static char g_arch_names[256], g_arch_help[2048];
 
-enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, NORM, SRC, TGT, VALID_SRC, VALID_TGT,
+enum { ARCH, DATA, OUT, TOKENIZER, CONFIG, RESUME, ALLOW_CHANGES, THREADS, LOG_EVERY, SRC, TGT, VALID_SRC, VALID_TGT,
        DATA_DIR, OVERWRITE };
 const cli_flag cmd_train_flags[] = {
     [ARCH] = {"arch", CLI_STRING, g_arch_names, "gpt", g_arch_help},
@@ -31,7 +31,6 @@ const cli_flag cmd_train_flags[] = {
     [ALLOW_CHANGES] = CLI_ALLOW_CHANGES_ROW,
     [THREADS] = CLI_THREADS_ROW,
     [LOG_EVERY] = {"log-every", CLI_INT, "N", "10", "a progress line every N steps"},
-    [NORM] = {"norm", CLI_STRING, "pre|post", "", "an older form of --norm-first true|false"},
     [SRC] = {"src", CLI_STRING, "FILE", "", "seq2seq: source sentences, one a line"},
     [TGT] = {"tgt", CLI_STRING, "FILE", "", "seq2seq: their translations, line-aligned"},
     [VALID_SRC] = {"valid-src", CLI_STRING, "FILE", "", "seq2seq: validation sources"},
@@ -84,13 +83,9 @@ int cmd_train_tables(const tf_fields **t) {
 
 static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text : NULL; }
 
-/* The config file, then the flags in order (--norm first, so --norm-first wins). */
+/* The config file, then the flags in order. */
 static void configure(const cli_args *a) {
     if (a->v[CONFIG].text && tf_fields_load(g_tables, 2, a->v[CONFIG].text, 0)) cli_die(a->verb, tf_error());
-    const char *norm = a->v[NORM].text;
-    if (norm && strcmp(norm, "pre") && strcmp(norm, "post"))
-        cli_usage_error(a, "--norm expects pre or post, got '%s'", norm);
-    if (norm) tf_fields_set(g_tables, 2, "--norm-first", strcmp(norm, "pre") ? "false" : "true");
     cli_apply(a);
 }
 
@@ -125,7 +120,7 @@ static tf_task_args task_args(const cli_args *a, int resume) {
         .tokenizer = a->v[TOKENIZER].given ? a->v[TOKENIZER].text : NULL,
         .src = opt(&a->v[SRC]), .tgt = opt(&a->v[TGT]), .valid_src = opt(&a->v[VALID_SRC]),
         .valid_tgt = opt(&a->v[VALID_TGT]), .data_dir = opt(&a->v[DATA_DIR]), .run_dir = a->v[OUT].text,
-        .resume = resume, .norm_given = a->v[NORM].text != NULL,
+        .resume = resume,
         .accum = g_train.accum * tf_dist_size(), /* the micro-batches of a step over every process */
         .rows = rows, .seed = g_train.seed,
     };

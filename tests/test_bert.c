@@ -527,7 +527,7 @@ TEST(bert_cli_hostile_input) {
         {"train --arch listops --out %s/run --pooling max", 1}, /* a choice the pooler does not have */
         {"train --arch listops --out %s/run --context 2048 --pooling seq", 1}, /* ViT's, not the pooler's */
         {"train --arch listops --out %s/run --norm-first 1e9", 2},
-        {"train --arch listops --out %s/run --norm pre", 2},    /* GPT's older flag */
+        {"train --arch listops --out %s/run --norm rms", 2},    /* GPT's table's, not listops's */
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char args[400];

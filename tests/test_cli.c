@@ -400,10 +400,21 @@ TEST(cli_train_config_file_and_flag_overrides) {
     fputs("{\"steps\": 3, \"n_layer\": 1, \"n_head\": 2, \"d_model\": 16, \"context\": 16, \"batch\": 4, \"eval_every\": 2,"
           " \"eval_batches\": 2, \"schedule\": \"inverse_sqrt\", \"norm_first\": true}", f);
     fclose(f);
-    /* the file sets everything; --steps, --width (an alias of d_model) and --norm override it */
+    /* the file sets everything; --steps, --width (an alias of d_model) and --norm-first override it */
     snprintf(cmd, sizeof cmd, "%s train --data tests/data/unicode_stress.txt --out %s --config %s --steps 4 --width 8"
-             " --norm post --pos sinusoidal --log-every 1 2>&1", test_tformer_bin(), dir, cfg);
+             " --norm-first false --pos sinusoidal --log-every 1 2>&1", test_tformer_bin(), dir, cfg);
     CHECKF(test_popen(cmd, out, sizeof out) == 0 && strstr(out, "step 4/4") && !strstr(out, "/3 "), "%s", out);
+    /* --norm is one setting, the table's layer|rms (the older pre|post spelling of --norm-first shadowed it),
+     * and a text GPT refuses ImageGPT's rms (it trained, then failed at save) */
+    static const char *const NORM_ARGS[] = {"--norm post", "--norm rms", "--norm rms --predict-last false --tied false"};
+    for (size_t i = 0; i < sizeof NORM_ARGS / sizeof *NORM_ARGS; i++) {
+        char c2[1024];
+        snprintf(c2, sizeof c2, "%s train --data tests/data/unicode_stress.txt --out %s/n%zu %s --steps 1 2>&1",
+                 test_tformer_bin(), dir, i, NORM_ARGS[i]);
+        int rc = test_popen(c2, out, sizeof out);
+        CHECKF(rc == 2 && strstr(out, i ? "ImageGPT's layout" : "--norm expects one of layer, rms"), "%s: %d %s",
+               NORM_ARGS[i], rc, out);
+    }
     snprintf(p, sizeof p, "%s/config.json", dir);
     size_t n;
     char *hf = test_slurp(p, &n);

@@ -73,7 +73,6 @@ typedef struct {
     const char *data_dir;         /* images, or NULL */
     const char *run_dir;
     int resume;                   /* tf_train's resume mode */
-    int norm_given;               /* --norm (GPT's older pre|post flag) was given */
     int accum;                    /* micro-batches of a step over every process */
     int64_t rows;                 /* rows of a micro-batch (for one validation pass) */
     uint64_t seed;

@@ -18,15 +18,6 @@ static inline void tf_vision_deit_defaults(tf_train_config *train) {
     train->batch = 128, train->min_lr = 1e-5f;
 }
 
-/* --norm is GPT's older flag; these families are pre-LN. */
-#define TF_VISION_NORM_REFUSAL "--norm is a GPT setting (ViT, Swin and ViViT are pre-LN)"
-
-/* The image classifiers' usage check (their row's task_check). */
-static inline const char *tf_vision_task_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
-    (void)cfg, (void)buf, (void)n;
-    return a->norm_given ? TF_VISION_NORM_REFUSAL : NULL;
-}
-
 /* An image classifier's training images: --data-dir's train split (labels below n_labels), or
  * one digits CSV; validation is the task's last val_fraction. */
 static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf_images *train) {
@@ -49,7 +40,7 @@ static inline int tf_vision_train_images(const tf_task_args *a, int n_labels, tf
 /* The row's fields for them (tf_family's initialisers): DeiT's image input and its checks. */
 #define TF_DEIT_TASK_ROW(prefix, T)                                                                             \
     .input = TF_TRAIN_IMAGES, .task_table = &T##_task_config_table, .task_size = sizeof(T##_task_config),      \
-    .task_defaults = prefix##_defaults, .task_check = tf_vision_task_check, .task_new = prefix##_task,          \
+    .task_defaults = prefix##_defaults, .task_new = prefix##_task,          \
     .val_batches = tf_vision_image_val
 
 /* A classifier row's typed calls for a model type T whose cfg holds head and n_labels: prefix_run (hf-run

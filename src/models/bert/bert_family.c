@@ -254,8 +254,6 @@ static void bert_defaults(void *cfg, tf_train_config *train) {
 
 static const char *bert_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
     (void)buf, (void)n;
-    if (a->norm_given)
-        return "--norm is GPT's older flag: BERT's blocks take --norm-first true|false (default false, post-LN)";
     if (((const tf_bert_pretrain_config *)cfg)->model.head != TF_BERT_PRETRAINING)
         return "--head: pre-training trains BertForPreTraining (fine-tune other heads with tformer finetune)";
     return NULL;
@@ -288,9 +286,8 @@ static void listops_defaults(void *cfg, tf_train_config *train) {
 
 static const char *listops_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
     (void)cfg, (void)buf, (void)n;
-    if (a->n_data || a->tokenizer || a->norm_given)
-        return "--arch listops generates its data (--listops-seed ...): no --data, --tokenizer or --norm "
-               "(the blocks' order: --norm-first true|false)";
+    if (a->n_data || a->tokenizer)
+        return "--arch listops generates its data (--listops-seed ...): no --data or --tokenizer";
     return NULL;
 }
 

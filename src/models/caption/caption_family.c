@@ -67,9 +67,8 @@ static void cap_defaults(void *cfg, tf_train_config *train) {
 
 static const char *cap_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
     (void)cfg, (void)buf, (void)n;
-    if (a->n_data || a->tokenizer || a->data_dir || a->norm_given)
-        return "--arch caption makes its scenes (--scene-seed, --scene-items ...): no --data, --data-dir, --tokenizer "
-               "or --norm";
+    if (a->n_data || a->tokenizer || a->data_dir)
+        return "--arch caption makes its scenes (--scene-seed, --scene-items ...): no --data, --data-dir or --tokenizer";
     return NULL;
 }
 

@@ -179,6 +179,18 @@ static void gpt_defaults(void *cfg, tf_train_config *train) {
     *(tf_lm_config *)cfg = tf_lm_config_default();
 }
 
+/* A text GPT is saved as GPT-2's layout (gpt_io.c), and every id of its vocabulary is a target: ImageGPT's
+ * RMS norms and head without the last id (the start token) are --arch imagegpt's. Refused before training
+ * (a GPT with them trained, then failed at its first target or at save). */
+static const char *gpt_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
+    (void)a, (void)buf, (void)n;
+    const tf_gpt_config *c = &((const tf_lm_config *)cfg)->model;
+    if (c->norm == TF_NORM_RMS || !c->predict_last)
+        return "--norm rms and --predict-last false are ImageGPT's layout (train --arch imagegpt); a text GPT is "
+               "GPT-2's: --norm layer, every token predicted";
+    return NULL;
+}
+
 static tf_task *gpt_task(const void *cfg, const tf_task_args *a) {
     return tf_lm_task_new(cfg, a->data, a->n_data, a->tokenizer ? a->tokenizer : "char", a->run_dir, a->resume,
                           a->seed);
@@ -189,7 +201,7 @@ const tf_family tf_family_gpt = {
     .model_types = GPT_TYPES, .verbs = "generate or eval", .caps = TF_CAP_RUN | TF_CAP_GENERATE,
     TF_FAMILY_MODEL_ROW(gpt2, tf_gpt), .archs = GPT_ARCHS,
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
-    .task_defaults = gpt_defaults, .task_new = gpt_task,
+    .task_defaults = gpt_defaults, .task_check = gpt_check, .task_new = gpt_task,
     .generate = gpt2_generate,
     .decoder = gpt2_decoder,
     .text_attention = gpt2_text_attention,

@@ -75,7 +75,7 @@ static void vivit_defaults(void *cfg, tf_train_config *train) {
 static const char *vivit_check(const void *cfg, const tf_task_args *a, char *buf, size_t n) {
     (void)cfg, (void)buf, (void)n;
     if (!a->data_dir || a->n_data) return "--arch vivit reads --data-dir DIR (idx files: the images its clips are made of)";
-    return tf_vision_task_check(cfg, a, buf, n);
+    return NULL;
 }
 
 /* The clips are made of --data-dir's train split; validation: its last part. */
