@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-enum { MODEL, INPUT, OUTPUT, TEXT, TOKENIZER };
+enum { MODEL, INPUT, OUTPUT, TEXT, TOKENIZER, THREADS };
 const cli_flag cmd_hf_run_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL,
                "config.json + model.safetensors (or a sharded index), as save_pretrained writes them; "
@@ -20,6 +20,7 @@ const cli_flag cmd_hf_run_flags[] = {
     [TOKENIZER] = {"tokenizer", CLI_STRING, "DIR|FILE", "",
                    "with --text: the tokenizer, for a folder without tokenizer files (a folder or file as encode's "
                    "--tokenizer)"},
+    [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 
@@ -63,6 +64,7 @@ static void text_input(const cli_args *a, const char *path) {
 }
 
 int cmd_hf_run(const cli_args *a) {
+    tf_set_threads(cli_threads(&a->v[THREADS]));
     int text = given(&a->v[TEXT]);
     if (text == given(&a->v[INPUT])) cli_usage_error(a, "give --input FILE or --text TEXT (one of them)");
     if (!text && given(&a->v[TOKENIZER])) cli_usage_error(a, "--tokenizer goes with --text");

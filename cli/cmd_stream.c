@@ -13,13 +13,14 @@
 
 #include "cli.h"
 
-enum { MODEL, WINDOW, RECOMPUTE, TIMING };
+enum { MODEL, WINDOW, RECOMPUTE, TIMING, THREADS };
 const cli_flag cmd_stream_flags[] = {
     [MODEL] = {"model", CLI_STRING, "DIR", NULL, "a continual model folder (config.json, model.safetensors)"},
     [WINDOW] = {"window", CLI_INT, "N", "", "steps in the receptive field (default: the config's window)"},
     [RECOMPUTE] = {"recompute", CLI_SWITCH, NULL, "off",
                    "run the regular network on each window instead of step mode (the same outputs, for timing)"},
     [TIMING] = {"timing", CLI_SWITCH, NULL, "off", "at the end, the steps and steps/s on standard error"},
+    [THREADS] = CLI_THREADS_ROW,
     CLI_END,
 };
 
@@ -203,6 +204,7 @@ static char **split_labels(const char *list, int n) {
 }
 
 int cmd_stream(const cli_args *a) {
+    tf_set_threads(cli_threads(&a->v[THREADS]));
     stream st = {.v = a->verb, .recompute = a->v[RECOMPUTE].given};
     long long w = a->v[WINDOW].i; /* given: replaces the config's (a huge one is refused by the check) */
     if (tf_continual_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : -1, &st.e))

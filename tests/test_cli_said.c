@@ -185,13 +185,19 @@ TEST(cli_inference_verbs_say_what_they_assumed) {
            "%s", err);
     CHECKF(strstr(err, " threads (all cores: no --threads or $TFORMER_THREADS); float32, ") ||
            strstr(err, " thread (all cores: no --threads or $TFORMER_THREADS); float32, "), "%s", err);
-    /* hf-run: no --threads flag (all cores); with --text, the tokenizer it read */
+    /* hf-run: --threads as every verb that computes has it (it had none); with --text, the tokenizer it read */
     char dir[] = "/tmp/tformer_said_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(cmd, sizeof cmd, "hf-run --model %s --text 'a man' --output %s/o.safetensors", st, dir);
+    snprintf(cmd, sizeof cmd, "hf-run --model %s --text 'a man' --output %s/o.safetensors --threads 1", st, dir);
     snprintf(want, sizeof want, "tformer hf-run: distilbert model from %s/; tokenizer %s/tokenizer.json (217 tokens); ",
              st, st);
     CHECKF(run_err(cmd, err, sizeof err) == 0 && !strncmp(err, want, strlen(want)) &&
-           strstr(err, " (all cores); float32, "), "%s", err);
+           strstr(err, " 1 thread (--threads); float32, "), "%s", err);
+    /* torch-run and stream take it too */
+    static const char *const THREADED[] = {"torch-run", "stream"};
+    for (size_t i = 0; i < sizeof THREADED / sizeof *THREADED; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s --help 2>&1 | grep -c -- '--threads N'", test_tformer_bin(), THREADED[i]);
+        CHECKF(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "1\n"), "%s: %s", THREADED[i], out);
+    }
     test_rm_rf(dir);
 }
