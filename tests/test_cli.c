@@ -316,7 +316,7 @@ TEST(cli_flags_are_parsed_strictly) {
         {"train --data a --out b --steps", "option '--steps' needs a value"},
         {"train --data a --out b --steps 0", "--steps expects an integer in [1,inf), got '0'"},
         {"train --data a --out b --threads 2x", "--threads expects a non-negative integer, got '2x'"},
-        {"train --data a --out b --norm sideways", "--norm expects pre or post"},
+        {"train --data a --out b --norm sideways", "--norm expects one of layer, rms, got 'sideways'"},
         {"train --data a --out b --resume=yes", "option '--resume' takes no value"},
         {"train --data --out b", "option '--data' needs a value"},
         {"train --data a --data --out c", "option '--data' needs a value"},

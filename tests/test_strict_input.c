@@ -114,7 +114,7 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
         {"generate --model %s/m --prompt a --seed 18446744073709551616", "--seed expects a non-negative integer", 2},
         {"generate --model %s/m --prompt a --top-p 0", "--top-p expects a number in (0,1]", 2},
         {"train --data %s/corpus.txt --out %s/x --pos garbage", "--pos expects one of learned, sinusoidal, got 'garbage'", 2},
-        {"train --data %s/corpus.txt --out %s/x --norm garbage", "--norm expects pre or post, got 'garbage'", 2},
+        {"train --data %s/corpus.txt --out %s/x --norm garbage", "--norm expects one of layer, rms, got 'garbage'", 2},
         {"train --data %s/corpus.txt --out %s/x --weight-decay -1", "--weight-decay expects a number in [0,inf)", 2},
         {"train --data %s/corpus.txt --out %s/x --grad-clip -1", "--grad-clip expects a number in [0,inf)", 2},
         {"train --data %s/corpus.txt --out %s/x --layer-norm-eps inf", "--layer-norm-eps expects a number in (0,inf)", 2},
