@@ -60,23 +60,18 @@ static int read_png(const serve_model *sm, const unsigned char *png, size_t n, i
 
 /* One image's k likeliest labels: [{"label", "score"}], softmax probabilities. */
 static cJSON *top_labels(const tf_model *m, const float *logits, int L, int k) {
-    double hi = -INFINITY, sum = 0;
-    for (int j = 0; j < L; j++) hi = fmax(hi, logits[j]);
-    for (int j = 0; j < L; j++) sum += exp(logits[j] - hi);
-    cJSON *list = cJSON_CreateArray();
-    char *taken = calloc((size_t)(L > 0 ? L : 1), 1);
-    for (int t = 0; list && taken && t < k && t < L; t++) {
-        int best = -1;
-        for (int j = 0; j < L; j++)
-            if (!taken[j] && (best < 0 || logits[j] > logits[best])) best = j;
-        taken[best] = 1;
+    int32_t *ids = malloc((size_t)(L > 0 ? L : 1) * sizeof *ids);
+    float *probs = malloc((size_t)(L > 0 ? L : 1) * sizeof *probs);
+    cJSON *list = ids && probs ? cJSON_CreateArray() : NULL;
+    int got = list ? tf_model_top(logits, L, k, ids, probs) : 0; /* the ranking and numbers the CLI prints */
+    for (int t = 0; t < got; t++) {
         char buf[64];
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "label", tf_model_label(m, best, buf, sizeof buf));
-        cJSON_AddNumberToObject(e, "score", exp(logits[best] - hi) / sum);
+        cJSON_AddStringToObject(e, "label", tf_model_label(m, ids[t], buf, sizeof buf));
+        cJSON_AddNumberToObject(e, "score", probs[t]);
         cJSON_AddItemToArray(list, e);
     }
-    free(taken);
+    free(ids), free(probs);
     return list;
 }
 
