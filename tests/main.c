@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cairo.h>
@@ -303,8 +304,16 @@ int main(int argc, char **argv) {
             if (!strncmp(g_tests[i].name, argv[a], strlen(argv[a]))) selected = 1;
         if (!selected) continue;
         g_failed = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         g_tests[i].fn();
-        printf("%s %s\n", g_failed ? "FAIL" : "ok  ", g_tests[i].name);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* TFORMER_TEST_TIMES=1 adds each test's wall time, to see where CI's minutes go */
+        if (getenv("TFORMER_TEST_TIMES"))
+            printf("%s %s %.2fs\n", g_failed ? "FAIL" : "ok  ", g_tests[i].name,
+                   (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        else
+            printf("%s %s\n", g_failed ? "FAIL" : "ok  ", g_tests[i].name);
         fflush(stdout);
         if (g_failed) failed++;
         else passed++;
