@@ -130,6 +130,19 @@ typedef struct {
 } cli_said;
 void cli_say(const cli_verb *v, const cli_said *s);
 
+/* The start-up line of a verb that reads no model folder (encode, decode, bleu, tokenizer-train, inspect, compare,
+ * convert, torch-run, serve), on stderr: "tformer VERB: WHAT", then "; N threads (--threads | $TFORMER_THREADS |
+ * all cores), ISA kernels" when threads (a verb computing on threads, after cli_threads). */
+void cli_say_plain(const cli_verb *v, int threads, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* A tokenizer as the start-up lines name it, into out: "DIR/tokenizer.json (WordPiece, 217 tokens)". */
+const char *cli_tokenizer_said(const tf_tokenizer *t, char *out, size_t cap);
+/* "a.txt (1.2 kB), b.txt (3.4 kB)" (at most 4 named, then "and N more") into out. */
+void cli_files_said(char *const *files, int n, char *out, size_t cap);
+
 /* --rgb and --grayscale of the verbs that read PNG files (classify, caption, complete-image): the colour
  * conversion forced, rather than the automatic one (to the model's channels: RGB to grey as PIL's
  * convert("L"), grey repeated into RGB). */
