@@ -227,8 +227,12 @@ typedef struct {
     long long line_no;      /* lines handed out so far */
     int keep_cr;            /* set after cli_lines_init: a CR before the newline stays part of the line */
     const char *name;       /* for messages; NULL: standard input */
+    void *gz;               /* a gzFile when cli_lines_gunzip found gzip's magic bytes: the text read is gunzipped */
 } cli_lines;
 void cli_lines_init(cli_lines *r, int fd);
+/* After cli_lines_init of a regular file: when it starts with gzip's magic bytes (train.de.gz, as Multi30k ships),
+ * its lines are read gunzipped, as the library's data readers do; 1 then, else 0. cli_lines_free closes it. */
+int cli_lines_gunzip(const cli_verb *v, cli_lines *r);
 /* The most --batch takes on any verb (inputs per forward pass, a chunk of standard input's lines). */
 enum { CLI_BATCH_MAX = 1024 };
 /* Up to max lines (CR before the newline dropped; the last line may lack its newline) into
