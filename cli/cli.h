@@ -130,6 +130,19 @@ typedef struct {
 } cli_said;
 void cli_say(const cli_verb *v, const cli_said *s);
 
+/* The start-up line of a verb that reads no model folder (encode, decode, bleu, tokenizer-train, inspect, compare,
+ * convert, torch-run, serve), on stderr: "tformer VERB: WHAT", then "; N threads (--threads | $TFORMER_THREADS |
+ * all cores), ISA kernels" when threads (a verb computing on threads, after cli_threads). */
+void cli_say_plain(const cli_verb *v, int threads, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* A tokenizer as the start-up lines name it, into out: "DIR/tokenizer.json (WordPiece, 217 tokens)". */
+const char *cli_tokenizer_said(const tf_tokenizer *t, char *out, size_t cap);
+/* "a.txt (1.2 kB), b.txt (3.4 kB)" (at most 4 named, then "and N more") into out. */
+void cli_files_said(char *const *files, int n, char *out, size_t cap);
+
 /* --rgb and --grayscale of the verbs that read PNG files (classify, caption, complete-image): the colour
  * conversion forced, rather than the automatic one (to the model's channels: RGB to grey as PIL's
  * convert("L"), grey repeated into RGB). */
@@ -214,8 +227,12 @@ typedef struct {
     long long line_no;      /* lines handed out so far */
     int keep_cr;            /* set after cli_lines_init: a CR before the newline stays part of the line */
     const char *name;       /* for messages; NULL: standard input */
+    void *gz;               /* a gzFile when cli_lines_gunzip found gzip's magic bytes: the text read is gunzipped */
 } cli_lines;
 void cli_lines_init(cli_lines *r, int fd);
+/* After cli_lines_init of a regular file: when it starts with gzip's magic bytes (train.de.gz, as Multi30k ships),
+ * its lines are read gunzipped, as the library's data readers do; 1 then, else 0. cli_lines_free closes it. */
+int cli_lines_gunzip(const cli_verb *v, cli_lines *r);
 /* The most --batch takes on any verb (inputs per forward pass, a chunk of standard input's lines). */
 enum { CLI_BATCH_MAX = 1024 };
 /* Up to max lines (CR before the newline dropped; the last line may lack its newline) into

@@ -138,6 +138,26 @@ static void report(const cli_args *a, const tf_bleu_opts *o, const tf_bleu_stats
     cli_json_print(v, j);
 }
 
+/* The start-up line: the metrics, the references, the tokenisation and case and smoothing, and where each came
+ * from (sacreBLEU's defaults unless given). */
+static void say(const cli_args *a, const tf_bleu_opts *o, int bleu, int chrf) {
+    static const char *const TOK[] = {"13a", "none", "intl", "zh"};
+    char refs[1200], how[300] = "", value[40] = "";
+    cli_files_said(a->v[REF].list, a->v[REF].n, refs, sizeof refs);
+    if (o->smooth == TF_BLEU_SMOOTH_FLOOR || o->smooth == TF_BLEU_SMOOTH_ADD_K)
+        snprintf(value, sizeof value, " %g", o->smooth_value > 0 ? o->smooth_value
+                                             : o->smooth == TF_BLEU_SMOOTH_FLOOR ? 0.1 : 1.0);
+    if (bleu)
+        snprintf(how, sizeof how, "; BLEU's tokenisation %s (%s), smoothing %s%s (%s)", TOK[o->tokenize],
+                 a->v[TOKENIZE].given ? "--tokenize"
+                 : o->tokenize == TF_BLEU_TOK_ZH ? "--language-pair's target"
+                                                 : "the default, as sacreBLEU's",
+                 a->v[SMOOTH].text, value, a->v[SMOOTH].given ? "--smooth" : "the default");
+    cli_say_plain(a->verb, 0, "%s of the lines on standard input against %d reference%s: %s%s; %s", 
+                  bleu && chrf ? "BLEU and chrF2" : bleu ? "BLEU" : "chrF2", a->v[REF].n, a->v[REF].n == 1 ? "" : "s",
+                  refs, how, o->lowercase ? "lower-cased (--lowercase)" : "case-sensitive (no --lowercase)");
+}
+
 int cmd_bleu(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_bleu_opts o;
@@ -150,7 +170,9 @@ int cmd_bleu(const cli_args *a) {
     for (int r = 0; r < nr; r++) {
         cli_lines_init(&ref[r], cli_open_file(v, a->v[REF].list[r]));
         ref[r].keep_cr = 1, ref[r].name = a->v[REF].list[r];
+        cli_lines_gunzip(v, &ref[r]); /* te.de.gz as Multi30k ships it */
     }
+    say(a, &o, want[0], want[1]);
     cli_lines_init(&hyp, 0);
     hyp.keep_cr = 1; /* a CR is trailing whitespace to the tokenisers, as before */
     tf_bleu_stats bs = {0};

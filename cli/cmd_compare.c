@@ -140,6 +140,9 @@ int cmd_compare(const cli_args *a) {
     tf_st_file *fa = tf_st_open(a->operands[0]), *fb = fa ? tf_st_open(a->operands[1]) : NULL;
     tf_arena *ar = fb ? tf_arena_new(0) : NULL;
     if (!fa || !fb || !ar) cli_die(a->verb, tf_error());
+    cli_say_plain(a->verb, 0, "each tensor of %s (%d) against %s's (%d) of the same name: relative L2 error "
+                  "||a - b|| / ||a||, in double, one thread; %s", a->operands[1], tf_st_count(fb), a->operands[0],
+                  tf_st_count(fa), a->v[JSON].given ? "one JSON object (--json)" : "a line per tensor (--json: one JSON object)");
     cJSON *j = a->v[JSON].given ? cli_json_object(a->verb, NULL, NULL) : NULL;
     report r = {a->verb, j ? cli_json_array(a->verb, j, "tensors") : NULL, 0};
     int compared, problems;

@@ -148,12 +148,30 @@ static void ids_to_safetensors(const cli_args *a, const char *in, const char *ou
     tf_st_writer_free(w), tf_ctx_free(ctx), tf_ids_free(&ids), free(text);
 }
 
+/* The start-up line: the conversion the names' endings chose, and its settings. */
+static void say(const cli_args *a, const char *in, const char *out, int kind) {
+    const char *tensor = a->v[TENSOR].text && *a->v[TENSOR].text ? a->v[TENSOR].text : NULL;
+    if (kind == 0)
+        cli_say_plain(a->verb, 0, "%s, idx images%s, to %s, an 8-bit grey PNG: image %lld (--index%s) (the conversion "
+                      "chosen by the names' endings)", in, ends(in, ".gz") ? " (gzipped)" : "", out, a->v[INDEX].i,
+                      a->v[INDEX].given ? "" : " 0: the first");
+    else if (kind == 1)
+        cli_say_plain(a->verb, 0, "%s, safetensors, to %s, %s: %s%s (the conversion chosen by the names' endings)", in,
+                      out, ends(out, ".npy") ? "numpy's .npy" : "JSON", tensor ? "tensor " : "",
+                      tensor ? tensor : ends(out, ".npy") ? "the file's only tensor (no --tensor)"
+                                                          : "every tensor (no --tensor)");
+    else
+        cli_say_plain(a->verb, 0, "%s, lines of token ids, to %s, safetensors: an int64 tensor (rows, ids) named %s "
+                      "(--name%s) (the conversion chosen by the names' endings)", in, out, a->v[NAME].text,
+                      a->v[NAME].given ? "" : ", the default: hf-run's input_ids");
+}
+
 int cmd_convert(const cli_args *a) {
     const char *in = a->operands[0], *out = a->operands[1];
-    if ((ends(in, "idx3-ubyte") || ends(in, "idx3-ubyte.gz")) && ends(out, ".png")) idx_to_png(a, in, out);
+    if ((ends(in, "idx3-ubyte") || ends(in, "idx3-ubyte.gz")) && ends(out, ".png")) say(a, in, out, 0), idx_to_png(a, in, out);
     else if (ends(in, ".safetensors") && (ends(out, ".npy") || ends(out, ".json")))
-        from_safetensors(a, in, out, ends(out, ".npy"));
-    else if (ends(out, ".safetensors") && !ends(in, ".safetensors")) ids_to_safetensors(a, in, out);
+        say(a, in, out, 1), from_safetensors(a, in, out, ends(out, ".npy"));
+    else if (ends(out, ".safetensors") && !ends(in, ".safetensors")) say(a, in, out, 2), ids_to_safetensors(a, in, out);
     else
         cli_usage_error(a, "no conversion from %s to %s: IMAGES-idx3-ubyte(.gz) to .png, .safetensors to .npy or "
                         ".json, a text of ids to .safetensors", in, out);

@@ -66,6 +66,9 @@ static void put_text(const cli_verb *v, tf_tokenizer *t, tf_ids *ids, int32_t *l
 int cmd_decode(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_tokenizer *t = cli_load_tokenizer(v, a->v[0].text);
+    char said[4400];
+    cli_say_plain(v, 0, "tokenizer %s; the ids on standard input (between them spaces, commas or newlines) as one text",
+                  cli_tokenizer_said(t, said, sizeof said));
     int pieces = tf_tokenizer_decode_concatenates(t), eof = 0, stop = 0;
     int32_t vocab = tf_tokenizer_vocab_size(t), last = -1;
     size_t count = 0;

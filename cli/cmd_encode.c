@@ -58,6 +58,10 @@ static void encode_whole(const cli_verb *v, tf_tokenizer *t) {
 int cmd_encode(const cli_args *a) {
     const cli_verb *v = a->verb;
     tf_tokenizer *t = cli_load_tokenizer(v, a->v[0].text);
+    char said[4400];
+    cli_say_plain(v, 0, "tokenizer %s; %s", cli_tokenizer_said(t, said, sizeof said),
+                  a->v[1].given ? "each line of standard input on its own (--lines), a line of ids per line"
+                                : "standard input as one text (--lines: each line on its own), its ids on one line");
     if (a->v[1].given) { /* --lines: a chunk of lines at a time, each chunk's ids written before more is read */
         const char *lines[CLI_BATCH_MAX];
         size_t lens[CLI_BATCH_MAX];

@@ -1,4 +1,6 @@
 /* tformer inspect: the tensors of a safetensors file. */
+#include <string.h>
+
 #include <cjson/cJSON.h>
 
 #include "cli.h"
@@ -25,6 +27,12 @@ int cmd_inspect(const cli_args *a) {
     cli_pick_operand(a->operands[0]);
     tf_st_file *f = tf_st_open(a->operands[0]);
     if (!f) cli_die(a->verb, tf_error());
+    size_t n = strlen(a->operands[0]);
+    int index = n >= 5 && !strcmp(a->operands[0] + n - 5, ".json");
+    cli_say_plain(a->verb, 0, "%s: %s of %d tensor%s; %s", a->operands[0],
+                  index ? "a sharded checkpoint's index (its shards read)" : "safetensors", tf_st_count(f),
+                  tf_st_count(f) == 1 ? "" : "s",
+                  a->v[JSON].given ? "one JSON object (--json)" : "a line per tensor: name, dtype, (shape) (--json: one JSON object)");
     if (a->v[JSON].given) print_json(a->verb, f, a->operands[0]);
     for (int i = 0; !a->v[JSON].given && i < tf_st_count(f); i++) {
         const tf_st_entry *e = tf_st_entry_at(f, i);

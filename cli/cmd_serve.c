@@ -88,6 +88,12 @@ int cmd_serve(const cli_args *a) {
                     (size_t)ranged(a, MAX_INPUT, 1, 1LL << 30), (int)ranged(a, MAX_N, 1, 128),
                     (int)ranged(a, TIMEOUT, 1, 3600), (int)ranged(a, MAX_CONNECTIONS, 1, 1 << 16),
                     (int)ranged(a, MAX_ROWS, 1, 4096), (int)ranged(a, MAX_QUEUE, 1, 1 << 20)};
+    cli_say_plain(v, 1, "%d model%s (--model); %s port %d (--host, --port%s); %d model calls at once (--parallel), "
+                  "embedding batches of up to %d (--max-batch), %d completions stepped together (--max-rows); %s",
+                  a->v[MODEL].n, a->v[MODEL].n == 1 ? "" : "s", o.host, o.port,
+                  a->v[HOST].given || a->v[PORT].given ? "" : ": the defaults", o.parallel, o.max_batch, o.max_rows,
+                  !o.api_key ? "no API key (--api-key, $TFORMER_API_KEY)" : a->v[API_KEY].text
+                  ? "API key asked (--api-key)" : "API key asked ($TFORMER_API_KEY)");
     int n;
     serve_model *ms = load_models(a, &n);
     /* The signals are taken by sigwait here: every thread the server starts inherits them blocked. */

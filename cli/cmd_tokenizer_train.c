@@ -1,4 +1,6 @@
 /* tformer tokenizer-train: learn a vocabulary from text files (docs/tokenizers.md). */
+#include <string.h>
+
 #include "cli.h"
 
 const cli_flag cmd_tokenizer_train_flags[] = {
@@ -55,6 +57,18 @@ int cmd_tokenizer_train(const cli_args *a) {
     if (o->kind != TF_TOKENIZER_CHAR && o->vocab_size <= 0)
         cli_usage_error(a, "--type %s needs --vocab-size", KINDS[o->kind]);
     cli_run_folder(a, TF_RUN_FOLDER_TOKENIZER, a->v[0].text, 0, 1);
+    char files[1200], size[160] = "";
+    cli_files_said(a->operands, a->n_operands, files, sizeof files);
+    if (o->kind != TF_TOKENIZER_CHAR)
+        snprintf(size, sizeof size, ", %d tokens at most (--vocab-size), merges of pairs seen %lld times or more%s",
+                 o->vocab_size, (long long)(o->min_frequency > 1 ? o->min_frequency : 1),
+                 o->min_frequency > 1 ? " (--min-frequency)" : " (any pair: --min-frequency 0)");
+    size_t end = strlen(a->v[0].text);
+    while (end > 1 && a->v[0].text[end - 1] == '/') end--;
+    cli_say_plain(a->verb, 0, "%s (--type: %s)%s; text from %s; writing to %.*s/", KINDS[o->kind],
+                  o->kind == TF_TOKENIZER_CHAR ? "the corpus' characters" : o->kind == TF_TOKENIZER_BPE
+                  ? "the lecture decks' sub-words" : o->kind == TF_TOKENIZER_BYTE_BPE ? "GPT-2's" : "BERT's",
+                  size, files, (int)end, a->v[0].text);
     if (tf_tokenizer_train(o, (const char *const *)a->operands, a->n_operands, a->v[0].text))
         cli_die(a->verb, tf_error());
     report_size(a, o);

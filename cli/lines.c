@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "cli.h"
 
 enum { LINES_MAX_LINE = 1 << 26 }; /* 64 MiB: a longer line is refused, not buffered */
@@ -19,7 +21,19 @@ void cli_lines_init(cli_lines *r, int fd) {
     r->fd = fd;
 }
 
+int cli_lines_gunzip(const cli_verb *v, cli_lines *r) {
+    unsigned char m[2];
+    if (pread(r->fd, m, 2, 0) != 2 || m[0] != 0x1f || m[1] != 0x8b) return 0;
+    int fd = dup(r->fd);
+    if (fd < 0 || !(r->gz = gzdopen(fd, "rb"))) {
+        if (fd >= 0) close(fd);
+        cli_die(v, "cannot read a gzipped file: out of memory or descriptors");
+    }
+    return 1;
+}
+
 void cli_lines_free(cli_lines *r) {
+    if (r->gz) gzclose((gzFile)r->gz);
     free(r->buf);
     memset(r, 0, sizeof *r);
 }
@@ -46,7 +60,20 @@ static ssize_t fill(const cli_verb *v, cli_lines *r) {
         r->buf = nb, r->cap = cap;
     }
     ssize_t got;
-    while ((got = read(r->fd, r->buf + r->len, r->cap - r->len)) < 0 && errno == EINTR) {}
+    int zerr = Z_OK;
+    size_t room = r->cap - r->len < (1u << 30) ? r->cap - r->len : (1u << 30);
+    if (r->gz) {
+        got = gzread((gzFile)r->gz, r->buf + r->len, (unsigned)room);
+        const char *why = got <= 0 ? gzerror((gzFile)r->gz, &zerr) : NULL;
+        if (got < 0 || (got == 0 && zerr != Z_OK && zerr != Z_STREAM_END)) {
+            char msg[4300];
+            snprintf(msg, sizeof msg, "cannot gunzip %s: %s", r->name ? r->name : "standard input",
+                     zerr == Z_BUF_ERROR ? "truncated" : why ? why : "a read error");
+            cli_die(v, msg);
+        }
+    } else {
+        while ((got = read(r->fd, r->buf + r->len, room)) < 0 && errno == EINTR) {}
+    }
     if (got < 0) {
         char msg[4300];
         snprintf(msg, sizeof msg, "cannot read %s: %s", r->name ? r->name : "standard input", strerror(errno));
@@ -70,7 +97,7 @@ int cli_lines_next(const cli_verb *v, cli_lines *r, int max, const char **lines,
             rel = (nl ? e + 1 : r->len) - r->start;
             continue;
         }
-        if (r->eof || (n > 0 && !ready(r->fd))) break;
+        if (r->eof || (n > 0 && !r->gz && !ready(r->fd))) break;
         if (r->len - at > LINES_MAX_LINE) {
             char msg[4300];
             snprintf(msg, sizeof msg, "%s line %lld: longer than %d MiB", r->name ? r->name : "standard input",
@@ -95,7 +122,7 @@ size_t cli_bytes_next(const cli_verb *v, cli_lines *r, const char **p, int *eof)
 
 void cli_bytes_take(cli_lines *r, size_t n) { r->consumed += n; }
 
-int cli_bytes_waiting(const cli_lines *r) { return !r->eof && ready(r->fd); }
+int cli_bytes_waiting(const cli_lines *r) { return !r->eof && (r->gz || ready(r->fd)); }
 
 void cli_flush_or_die(const cli_verb *v) {
     errno = 0;

@@ -201,3 +201,109 @@ TEST(cli_inference_verbs_say_what_they_assumed) {
     }
     test_rm_rf(dir);
 }
+
+/* Stdout and stderr of "tformer ARGS" apart: the exit status. */
+static int run_apart(const char *args, char *out, size_t n_out, char *err, size_t n_err) {
+    char cmd[2048], log[] = "/tmp/tformer_said_err_XXXXXX";
+    if (test_temp_file(log)) return -1;
+    snprintf(cmd, sizeof cmd, "%s %s 2>%s", test_tformer_bin(), args, log);
+    int rc = test_popen(cmd, out, n_out);
+    FILE *f = fopen(log, "r");
+    size_t k = f ? fread(err, 1, n_err - 1, f) : 0;
+    err[k] = 0;
+    if (f) fclose(f);
+    unlink(log);
+    return rc;
+}
+
+/* Each verb's command (a format of %1$s: the test's folder, %2$s: a sentence-transformers folder, %3$s: a torch-run
+ * case) and the start of its start-up line after "tformer VERB: " (the same format), and its exit status. */
+static const struct {
+    const char *args, *said;
+    int rc;
+} SAID_CASES[] = {
+    {"encode --tokenizer %2$s < %1$s/ref.txt", "tokenizer %2$s/tokenizer.json (WordPiece, 217 tokens); standard "
+     "input as one text (--lines: each line on its own), its ids on one line", 0},
+    {"encode --tokenizer char --lines < %1$s/ref.txt", "tokenizer char (the 256 bytes: id = byte value); each line "
+     "of standard input on its own (--lines), a line of ids per line", 0},
+    {"decode --tokenizer %2$s < %1$s/ids.txt", "tokenizer %2$s/tokenizer.json (WordPiece, 217 tokens); the ids on "
+     "standard input (between them spaces, commas or newlines) as one text", 0},
+    {"bleu --ref %1$s/ref.txt -lc --metrics bleu chrf < %1$s/ref.txt", "BLEU and chrF2 of the lines on standard input "
+     "against 1 reference: %1$s/ref.txt (24 B); BLEU's tokenisation 13a (the default, as sacreBLEU's), smoothing exp "
+     "(the default); lower-cased (--lowercase)", 0},
+    {"bleu --ref %1$s/ref.txt %1$s/ref.txt -tok intl --smooth floor --json < %1$s/ref.txt", "BLEU of the lines on "
+     "standard input against 2 references: %1$s/ref.txt (24 B), %1$s/ref.txt (24 B); BLEU's tokenisation intl "
+     "(--tokenize), smoothing floor 0.1 (--smooth); case-sensitive (no --lowercase)", 0},
+    {"bleu --ref %1$s/ref.txt --metrics chrf -l en-zh < %1$s/ref.txt", "chrF2 of the lines on standard input against "
+     "1 reference: %1$s/ref.txt (24 B); case-sensitive (no --lowercase)", 0},
+    {"tokenizer-train --type wordpiece --vocab-size 40 --out %1$s/tok/ %1$s/ref.txt %1$s/ids.txt", "wordpiece "
+     "(--type: BERT's), 40 tokens at most (--vocab-size), merges of pairs seen 1 times or more (any pair: "
+     "--min-frequency 0); text from %1$s/ref.txt (24 B), %1$s/ids.txt (12 B); writing to %1$s/tok/", 0},
+    {"inspect %2$s/model.safetensors", "%2$s/model.safetensors: safetensors of 36 tensors; a line per tensor: name, "
+     "dtype, (shape) (--json: one JSON object)", 0},
+    {"inspect --json %2$s/model.safetensors", "%2$s/model.safetensors: safetensors of 36 tensors; one JSON object "
+     "(--json)", 0},
+    {"compare %2$s/model.safetensors %2$s/model.safetensors --json", "each tensor of %2$s/model.safetensors (36) "
+     "against %2$s/model.safetensors's (36) of the same name: relative L2 error ||a - b|| / ||a||, in double, one "
+     "thread; one JSON object (--json)", 0},
+    {"convert %1$s/t-images-idx3-ubyte %1$s/one.png", "%1$s/t-images-idx3-ubyte, idx images, to %1$s/one.png, an "
+     "8-bit grey PNG: image 0 (--index 0: the first) (the conversion chosen by the names' endings)", 0},
+    {"convert %2$s/model.safetensors %1$s/w.json --tensor embeddings.LayerNorm.bias", "%2$s/model.safetensors, "
+     "safetensors, to %1$s/w.json, JSON: tensor embeddings.LayerNorm.bias (the conversion chosen by the names' "
+     "endings)", 0},
+    {"convert %1$s/ids.txt %1$s/in.safetensors", "%1$s/ids.txt, lines of token ids, to %1$s/in.safetensors, "
+     "safetensors: an int64 tensor (rows, ids) named input_ids (--name, the default: hf-run's input_ids) (the "
+     "conversion chosen by the names' endings)", 0},
+    {"torch-run --config tests/fixtures/mha_self_nomask_bf0/config.json --weights %3$s/weights.safetensors --input "
+     "%3$s/input.safetensors --output %1$s/o.safetensors --threads 1", "MultiheadAttention (--config "
+     "tests/fixtures/mha_self_nomask_bf0/config.json), float32, its state_dict from %3$s/weights.safetensors; the "
+     "inputs in %3$s/input.safetensors; writing %1$s/o.safetensors; 1 thread (--threads), ", 0},
+    {"serve --model %1$s/none --port 0 --threads 1", "1 model (--model); 127.0.0.1 port 0 (--host, --port); 2 model "
+     "calls at once (--parallel), embedding batches of up to 1 (--max-batch), 32 completions stepped together "
+     "(--max-rows); no API key (--api-key, $TFORMER_API_KEY); 1 thread (--threads), ", 1},
+};
+
+/* The verbs that load no model folder say what they assumed too, in one line on stderr before their work: the
+ * tokenizer file and its kind (encode, decode); the metrics, references, tokenisation, smoothing and case
+ * (bleu); the algorithm, size, input files and folder (tokenizer-train); the file and what is printed (inspect,
+ * compare); the conversion the names chose and its settings (convert); the module and threads (torch-run); the
+ * address, limits and threads (serve). Standard output keeps the results alone, --json's object included. */
+TEST(cli_other_verbs_say_what_they_assumed) {
+    char dir[] = "/tmp/tformer_said_XXXXXX", args[1024], out[16384], err[8192], want[1400];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *st = "tests/fixtures_distilbert_st/tiny_distilbert_st", *mha = "tests/fixtures/mha_self_nomask_bf0";
+    FILE *f = fopen(test_path_in(dir, "ref.txt"), "w");
+    CHECK(f && fputs("a man runs\nthe dog sits\n", f) >= 0 && !fclose(f)); /* 24 bytes */
+    CHECK((f = fopen(test_path_in(dir, "ids.txt"), "w")) && fputs("1 2 3\n4 5 6\n", f) >= 0 && !fclose(f));
+    /* two 4x4 grey images: the idx header, then 32 bytes */
+    static const unsigned char IDX[16] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 4}, PIXELS[32] = {0};
+    CHECK((f = fopen(test_path_in(dir, "t-images-idx3-ubyte"), "wb")) && fwrite(IDX, 1, 16, f) == 16 &&
+          fwrite(PIXELS, 1, 32, f) == 32 && !fclose(f));
+    for (size_t i = 0; i < sizeof SAID_CASES / sizeof *SAID_CASES; i++) {
+        char said[1200], verb[32];
+        snprintf(args, sizeof args, SAID_CASES[i].args, dir, st, mha);
+        snprintf(said, sizeof said, SAID_CASES[i].said, dir, st, mha);
+        sscanf(args, "%31s", verb);
+        snprintf(want, sizeof want, "tformer %s: %s", verb, said);
+        int rc = run_apart(args, out, sizeof out, err, sizeof err);
+        /* the first line of stderr; nothing of it on standard output */
+        CHECKF(rc == SAID_CASES[i].rc && !strncmp(err, want, strlen(want)) && strchr(err, '\n') && !strstr(out, "tformer "),
+               "%s: status %d\n    want: %s\n    got:  %s    stdout: %.200s", args, rc, want, err, out);
+    }
+    /* and more of the verbs that load a model (embed, classify, hf-run: above) */
+    static const char *const MODELS[][2] = {
+        {"fill-mask --text 'a [MASK]' --threads 1 --model %s", "tests/fixtures_distilbert_st/tiny_distilbert_mlm"},
+        {"predict --threads 1 --model %s < /dev/null", "tests/fixtures_serve_textcls/tiny_bert_cls"},
+        {"caption --threads 1 /nonexistent.png --model %s", "tests/fixtures_caption_hf/ved_grey12_p3_proj"}};
+    for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++) {
+        char verb[32];
+        snprintf(args, sizeof args, MODELS[i][0], MODELS[i][1]);
+        sscanf(args, "%31s", verb);
+        snprintf(want, sizeof want, " model from %s/; ", MODELS[i][1]);
+        run_apart(args, out, sizeof out, err, sizeof err);
+        CHECKF(!strncmp(err, "tformer ", 8) && !strncmp(err + 8, verb, strlen(verb)) && strstr(err, want) &&
+               strstr(err, "; 1 thread (--threads); float32, ") && strstr(err, want) < strchr(err, '\n'), "%s: %s",
+               args, err);
+    }
+    test_rm_rf(dir);
+}

@@ -152,3 +152,45 @@ def test_fill_mask_matches_the_pipeline_and_the_cli(cli):
     rows = [line.split() for line in out if not line.startswith("[MASK]")]
     assert len(got) == 2 and [c["position"] for c in got[0]] == [3] * 4
     assert rows == [[f"{c['score']:.6f}", c["token"], "(id", f"{c['token_id']})"] for m_ in got for c in m_]
+
+
+RGB_VIT_DIR = os.path.join(os.path.dirname(VIT_DIR), "cls_rgb12_p3_noqkvbias")
+
+
+def write_rgb_png(path, rgb):
+    """An 8-bit RGB PNG of rgb (H, W, 3) uint8."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    h, w, _ = rgb.shape
+    rows = b"".join(b"\0" + rgb[y].tobytes() for y in range(h))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_classify_color_forces_the_conversion_as_the_cli(cli, tmp_path):
+    """color="grayscale" / "rgb" are the CLI's --grayscale / --rgb: the same labels and probabilities for PNG paths
+    (grey first moves them by far more than the 1e-6 allowed); arrays made grey first as well; "rgb" refused by a grey
+    model."""
+    rng = np.random.default_rng(5)
+    imgs = rng.integers(0, 256, (3, 12, 12, 3), dtype=np.uint8)
+    paths = [str(tmp_path / f"rgb{i}.png") for i in range(3)]
+    for p, img in zip(paths, imgs):
+        write_rgb_png(p, img)
+    m = tformer.load(RGB_VIT_DIR)
+    for color, flags in ((None, []), ("grayscale", ["--grayscale"]), ("rgb", ["--rgb"])):
+        got = m.classify(paths, top_k=3, color=color)
+        want = json.loads(cli(["classify", "--model", RGB_VIT_DIR, "--json", "--top-k", "3", *flags, *paths]))
+        for g, w in zip(got, want["images"]):  # one batch here, one per file there: the last bits may differ
+            assert [lab for lab, _ in g["top_k"]] == [t["label"] for t in w["top"]], (color, g, w)
+            assert max(abs(s - t["probability"]) for (_, s), t in zip(g["top_k"], w["top"])) <= 1e-6, (color, g, w)
+    grey = m.classify(paths, top_k=3, color="grayscale")
+    assert max(abs(g["score"] - a["score"]) for g, a in zip(grey, m.classify(paths, top_k=3))) > 1e-3  # it counts
+    assert m.classify(imgs, top_k=3, color="rgb") == m.classify(imgs, top_k=3)
+    arrays = m.image_logits(imgs, color="grayscale")
+    assert np.abs(arrays - m.image_logits(paths, color="grayscale")).max() <= 1e-2  # PIL's integer L vs floats
+    assert np.abs(arrays - m.image_logits(imgs)).max() > 1e-3
+    with pytest.raises(tformer.InputError, match='color must be None, "rgb" or "grayscale"'):
+        m.classify(paths, color="grey")
+    with pytest.raises(tformer.InputError, match="the model takes grey images"):
+        tformer.load(VIT_DIR).classify(np.zeros((28, 28), np.uint8), color="rgb")

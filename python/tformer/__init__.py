@@ -46,9 +46,22 @@ def load(path: Union[str, os.PathLike], threads: Optional[int] = None, precision
     return Model(path, threads, precision)
 
 
-def _as_pixels(img: Any, index: int, channels: int, size: int, what: str = "classify") -> np.ndarray:
+_COLORS = {None: 0, "grayscale": 1, "rgb": 3}  # color= as read_png's colour (the CLI's --grayscale, --rgb)
+
+
+def _color(color: Optional[str], channels: int, what: str) -> int:
+    """color= checked for a model of channels: 0 (the model's), 1 (grey first) or 3."""
+    if color not in _COLORS:
+        raise InputError(f"{what}(): color must be None, \"rgb\" or \"grayscale\", got {color!r}")
+    if color == "rgb" and channels == 1:
+        raise InputError(f"{what}(): color=\"rgb\": the model takes grey images (1 channel); give color=\"grayscale\" "
+                         "or None")
+    return _COLORS[color]
+
+
+def _as_pixels(img: Any, index: int, channels: int, size: int, what: str = "classify", grey: bool = False) -> np.ndarray:
     """One image (H, W[, C]) uint8 (0..255) or float (0..1) -> float32 (channels, size, size); what: the
-    method, for messages."""
+    method, for messages; grey: an RGB image made grey first (color="grayscale"), then given the model's channels."""
     a = np.asarray(img)
     if a.dtype == np.uint8:
         a = a.astype(np.float32) / np.float32(255)
@@ -66,9 +79,9 @@ def _as_pixels(img: Any, index: int, channels: int, size: int, what: str = "clas
     if a.shape[0] != size or a.shape[1] != size:
         raise InputError(f"{what}(): images[{index}] is {a.shape[1]}x{a.shape[0]}; the model takes {size}x{size} "
                          f"with {channels} channel(s)")
-    if channels == 1 and a.shape[2] == 3:  # PIL's L, as the PNG reader converts
+    if (channels == 1 or grey) and a.shape[2] == 3:  # PIL's L, as the PNG reader converts
         a = (a @ np.array([0.299, 0.587, 0.114], dtype=np.float32))[:, :, None]
-    elif channels == 3 and a.shape[2] == 1:
+    if channels == 3 and a.shape[2] == 1:
         a = np.repeat(a, 3, axis=2)
     elif a.shape[2] != channels:
         raise InputError(f"{what}(): images[{index}] has {a.shape[2]} channels; the model takes {channels}")
@@ -297,13 +310,14 @@ class Model:
         """The classifier's label names (images, texts or clips), in the order of its logits."""
         return self._h.labels()
 
-    def image_logits(self, images: Union[np.ndarray, Sequence[Any]]) -> np.ndarray:
-        """The classifier's logits (n, labels) float32 of images (see :meth:`classify`)."""
-        return np.asarray(self._h.image_logits(self._pixels(images, "classify")))
+    def image_logits(self, images: Union[np.ndarray, Sequence[Any]], color: Optional[str] = None) -> np.ndarray:
+        """The classifier's logits (n, labels) float32 of images (see :meth:`classify`, ``color`` too)."""
+        return np.asarray(self._h.image_logits(self._pixels(images, "classify", color)))
 
-    def _pixels(self, images: Any, what: str) -> np.ndarray:
+    def _pixels(self, images: Any, what: str, color: Optional[str] = None) -> np.ndarray:
         """images (see :meth:`classify`) -> float32 (n, channels, size, size) in [0, 1] for this model."""
         channels, size, _ = self._h.image_shape()
+        colour = _color(color, channels, what)
         one = isinstance(images, np.ndarray) and images.ndim == 3 and images.shape[2] in (1, 3) \
             and images.shape[:2] == (size, size)  # one (H, W, C) image rather than n grey ones
         if isinstance(images, np.ndarray) and images.ndim in (3, 4) and not one:
@@ -313,17 +327,17 @@ class Model:
         pixels = np.empty((len(images), channels, size, size), dtype=np.float32)
         for i, img in enumerate(images):
             if isinstance(img, (str, os.PathLike)):
-                pixels[i] = np.asarray(self._h.read_png(os.fspath(img))).reshape(channels, size, size)
+                pixels[i] = np.asarray(self._h.read_png(os.fspath(img), colour)).reshape(channels, size, size)
             else:
-                pixels[i] = _as_pixels(img, i, channels, size, what)
+                pixels[i] = _as_pixels(img, i, channels, size, what, colour == 1)
         return pixels
 
     def caption(self, images: Union[np.ndarray, Sequence[Any], str, os.PathLike], beam: int = 1,
-                max_tokens: Optional[int] = None, attention: bool = False) -> List[Any]:
+                max_tokens: Optional[int] = None, attention: bool = False, color: Optional[str] = None) -> List[Any]:
         """A caption per image (a captioner: ``tformer train --arch caption``), as ``tformer caption``.
 
         ``images`` as :meth:`classify` takes them (arrays (H, W[, C]) uint8 or float in [0, 1], PNG
-        paths, an (n, H, W[, C]) array). ``beam``: 1 greedy, N a beam search of width N (at most 64);
+        paths, an (n, H, W[, C]) array), ``color`` too. ``beam``: 1 greedy, N a beam search of width N (at most 64);
         ``max_tokens``: words at most, the end included (None: the model's context - 1). Returns a
         str per image, or with ``attention=True`` a dict per image: {"text", "words", "attention"}, the
         last a float32 (words + 1, grid, grid) array (each word's attention over the image's grid,
@@ -336,7 +350,7 @@ class Model:
         if isinstance(images, np.ndarray) and images.ndim == 2:
             images = [images]
         out = []
-        for text, words, att, grid in self._h.caption(self._pixels(images, "caption"), beam, max_tokens or 0):
+        for text, words, att, grid in self._h.caption(self._pixels(images, "caption", color), beam, max_tokens or 0):
             if not attention:
                 out.append(text)
                 continue
@@ -363,7 +377,7 @@ class Model:
             self._tokenizer = Tokenizer.load(self.path)
         return self._tokenizer
 
-    def classify(self, inputs: Any, top_k: int = 1) -> List[Dict[str, Any]]:
+    def classify(self, inputs: Any, top_k: int = 1, color: Optional[str] = None) -> List[Dict[str, Any]]:
         """Classification: a dict per input, {"label", "score", "top_k": [(label, score), ...]}.
 
         What ``inputs`` are depends on the model (:attr:`capabilities`):
@@ -380,7 +394,11 @@ class Model:
           path or (H, W) array is one. Each must have the model's size (an error names the image); grey
           and RGB are converted to the model's channels as the PNG reader does. A 3-d array is one
           (H, W, C) image when its last axis is 1 or 3 and H and W are the model's size, else n grey
-          (n, H, W) images.
+          (n, H, W) images. ``color`` forces the conversion, as the CLI's ``--grayscale`` and ``--rgb``:
+          "grayscale" makes each image grey first (PIL's convert("L"): 0.299 R + 0.587 G + 0.114 B),
+          repeated into three channels for a model of RGB images; "rgb" reads each as RGB (grey
+          repeated), refused for a model of grey images; None (the default) converts to the model's
+          channels. It applies to images only (texts and clips refuse it).
 
         ``score`` is the label's softmax probability, each exp(x - max) / sum in double rounded to float
         (``tf_model_top``): for texts and clips the numbers ``tformer predict --json`` and ``tformer
@@ -390,6 +408,8 @@ class Model:
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise InputError(f"classify(): top_k must be a positive int, got {top_k!r}")
         caps = self.capabilities
+        if color is not None and ("classify-text" in caps or "classify-clip" in caps):
+            raise InputError("classify(): color applies to images (an image classifier's), not to texts or clips")
         if "classify-text" in caps:
             logits = self._text_logits(inputs)
         elif "classify-clip" in caps:
@@ -397,7 +417,7 @@ class Model:
         else:
             if isinstance(inputs, np.ndarray) and inputs.ndim == 2:
                 inputs = [inputs]
-            logits = self.image_logits(inputs)
+            logits = self.image_logits(inputs, color)
         names = self._h.labels()
         out = []
         for row in _tformer_top(np.ascontiguousarray(logits, dtype=np.float32), top_k):

@@ -1,6 +1,6 @@
 """Type stubs of the tformer package (docs/python.md)."""
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -97,12 +97,15 @@ class Model:
         """Each text translated, as `tformer translate`."""
     def labels(self) -> List[str]:
         """The classifier's label names (images, texts or clips)."""
-    def image_logits(self, images: Union[npt.NDArray[Any], Sequence[Image]]) -> npt.NDArray[np.float32]:
+    def image_logits(
+        self, images: Union[npt.NDArray[Any], Sequence[Image]], color: Optional[Literal["rgb", "grayscale"]] = None
+    ) -> npt.NDArray[np.float32]:
         """(n, labels) float32 logits of images."""
     def classify(
         self,
         inputs: Union[str, Sequence[str], Sequence[Tuple[str, str]], npt.NDArray[Any], Sequence[Image], PathLike],
         top_k: int = 1,
+        color: Optional[Literal["rgb", "grayscale"]] = None,
     ) -> List[Classification]:
         """A {label, score, top_k} dict per text, text pair, clip or image (the model's kind)."""
     def run(self, inputs: Dict[str, npt.NDArray[Any]]) -> Dict[str, npt.NDArray[Any]]:
@@ -113,6 +116,7 @@ class Model:
         beam: int = 1,
         max_tokens: Optional[int] = None,
         attention: bool = False,
+        color: Optional[Literal["rgb", "grayscale"]] = None,
     ) -> List[Any]:
         """A caption (str) per image, as `tformer caption`; with attention=True a Caption dict per image."""
     def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:

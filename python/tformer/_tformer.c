@@ -247,20 +247,32 @@ static PyObject *model_image_shape(Model *self, PyObject *unused) {
     return Py_BuildValue("(iii)", c, s, l);
 }
 
-/* _read_png(path) -> Buffer (C, S*S): the PNG's pixels in [0,1] for the model's channels and size. */
-static PyObject *model_read_png(Model *self, PyObject *arg) {
+/* read_png(path, colour=0) -> Buffer (C, S*S): the PNG's pixels in [0,1] for the model's channels and size, read
+ * as grey (colour 1: PIL's convert("L"), repeated into three channels for a model of RGB images), as RGB (3) or,
+ * colour 0, as the model's channels (the CLI's --grayscale, --rgb, neither). */
+static PyObject *model_read_png(Model *self, PyObject *args) {
     if (require_images(self)) return NULL;
     PyObject *path_obj;
-    if (!PyUnicode_FSConverter(arg, &path_obj)) return NULL;
+    int colour = 0, c, s, l, rc;
+    if (!PyArg_ParseTuple(args, "O&|i", PyUnicode_FSConverter, &path_obj, &colour)) return NULL;
     const char *path = PyBytes_AS_STRING(path_obj);
-    int c, s, l, rc;
     tf_model_image_shape(self->m, &c, &s, &l);
+    if (colour != 0 && colour != 1 && colour != 3) {
+        Py_DECREF(path_obj);
+        return PyErr_Format(InputError, "read_png(): colour must be 0, 1 or 3, got %d", colour);
+    }
     tf_images im;
     Py_BEGIN_ALLOW_THREADS
-    rc = tf_images_read_png(path, c == 1 ? 1 : 3, &im);
+    rc = tf_images_read_png(path, colour ? colour : c == 1 ? 1 : 3, &im);
     Py_END_ALLOW_THREADS
     if (rc) return Py_DECREF(path_obj), raise_tf(InputError);
     PyObject *res = NULL;
+    if (im.channels == 1 && c == 3 && im.height == s && im.width == s) { /* grey into three channels */
+        float *p = realloc(im.pixels, (size_t)3 * s * s * sizeof *p);
+        if (!p) return tf_images_free(&im), Py_DECREF(path_obj), PyErr_NoMemory();
+        memcpy(p + (size_t)s * s, p, (size_t)s * s * sizeof *p), memcpy(p + (size_t)2 * s * s, p, (size_t)s * s * sizeof *p);
+        im.pixels = p, im.channels = 3;
+    }
     if (im.height != s || im.width != s || im.channels != c)
         PyErr_Format(InputError, "%s: an image of %dx%d; the model takes %dx%d with %d channel(s)", path, im.width,
                      im.height, s, s, c);
@@ -402,8 +414,9 @@ static PyMethodDef model_methods[] = {
     {"clip_shape", (PyCFunction)model_clip_shape, METH_NOARGS, "(frames, channels, size, labels) of a clip classifier."},
     {"read_clip", (PyCFunction)model_read_clip, METH_O,
      "read_clip(folder) -> (Buffer (frames, C*H*W), C, H, W): a clip folder's PNG frames in name order."},
-    {"read_png", (PyCFunction)model_read_png, METH_O,
-     "read_png(path) -> Buffer (channels, size*size): the PNG's pixels in [0, 1] for this model."},
+    {"read_png", (PyCFunction)model_read_png, METH_VARARGS,
+     "read_png(path, colour=0) -> Buffer (channels, size*size): the PNG's pixels in [0, 1] for this model, read as "
+     "grey (1), RGB (3) or the model's channels (0)."},
     {"image_logits", (PyCFunction)model_image_logits, METH_O,
      "image_logits(pixels: float32 (n, C, S, S)) -> Buffer (n, labels): the classifier's logits."},
     {"fill_mask", (PyCFunction)model_fill_mask, METH_VARARGS,
