@@ -31,4 +31,12 @@ void *tf_family_construct(const tf_family_layout *l, const void *cfg, uint64_t s
 /* Frees m (NULL: nothing): l->release, its params, m. */
 void tf_family_destroy(const tf_family_layout *l, void *m);
 
+/* A family's public pair for a model type T of layout l (T_config, T_config_check):
+ * T_new(cfg, seed), cfg checked then tf_family_construct, and T_free(m). */
+#define TF_FAMILY_NEW_FREE(T, l)                                                                                       \
+    T *T##_new(const T##_config *cfg, uint64_t seed) {                                                                 \
+        return T##_config_check(cfg) ? NULL : tf_family_construct(&(l), cfg, seed);                                    \
+    }                                                                                                                  \
+    void T##_free(T *m) { tf_family_destroy(&(l), m); }
+
 #endif

@@ -187,11 +187,7 @@ static void release(void *model) {
 static const tf_family_layout LAYOUT = {
     .family = "bert", TF_FAMILY_LAYOUT(tf_bert), .build = build, .release = release};
 
-tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed) {
-    return tf_bert_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_bert_free(tf_bert *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_bert, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

@@ -53,11 +53,7 @@ static int register_all(tf_caption *m) {
 static int build(void *m) { return register_all(m); }
 static const tf_family_layout LAYOUT = {.family = "caption", TF_FAMILY_LAYOUT(tf_caption), .build = build};
 
-tf_caption *tf_caption_new(const tf_caption_config *cfg, uint64_t seed) {
-    return tf_caption_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_caption_free(tf_caption *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_caption, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

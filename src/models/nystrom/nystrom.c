@@ -138,11 +138,7 @@ static void release(void *m) { free(((tf_nystrom *)m)->layer); }
 static const tf_family_layout LAYOUT = {
     .family = "nystromformer", TF_FAMILY_LAYOUT(tf_nystrom), .build = build, .release = release};
 
-tf_nystrom *tf_nystrom_new(const tf_nystrom_config *cfg, uint64_t seed) {
-    return tf_nystrom_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_nystrom_free(tf_nystrom *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_nystrom, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

@@ -45,11 +45,7 @@ static int register_all(tf_rnn_seq2seq *m) {
 static int build(void *m) { return register_all(m); }
 static const tf_family_layout LAYOUT = {.family = "rnn seq2seq", TF_FAMILY_LAYOUT(tf_rnn_seq2seq), .build = build};
 
-tf_rnn_seq2seq *tf_rnn_seq2seq_new(const tf_rnn_seq2seq_config *cfg, uint64_t seed) {
-    return tf_rnn_seq2seq_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_rnn_seq2seq_free(tf_rnn_seq2seq *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_rnn_seq2seq, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

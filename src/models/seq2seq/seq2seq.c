@@ -109,11 +109,7 @@ static void release(void *model) {
 static const tf_family_layout LAYOUT = {
     .family = "seq2seq", TF_FAMILY_LAYOUT(tf_seq2seq), .build = build, .release = release};
 
-tf_seq2seq *tf_seq2seq_new(const tf_seq2seq_config *cfg, uint64_t seed) {
-    return tf_seq2seq_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_seq2seq_free(tf_seq2seq *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_seq2seq, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

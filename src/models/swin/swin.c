@@ -113,11 +113,7 @@ static void release(void *model) {
 static const tf_family_layout LAYOUT = {
     .family = "swin", TF_FAMILY_LAYOUT(tf_swin), .build = build, .release = release};
 
-tf_swin *tf_swin_new(const tf_swin_config *cfg, uint64_t seed) {
-    return tf_swin_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_swin_free(tf_swin *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_swin, LAYOUT)
 
 int tf_swin_set_labels(tf_swin *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("swin: %d label names for %d labels", n, m->cfg.n_labels);

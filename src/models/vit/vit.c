@@ -121,11 +121,7 @@ static void release(void *model) {
 
 static const tf_family_layout LAYOUT = {.family = "vit", TF_FAMILY_LAYOUT(tf_vit), .build = build, .release = release};
 
-tf_vit *tf_vit_new(const tf_vit_config *cfg, uint64_t seed) {
-    return tf_vit_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_vit_free(tf_vit *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_vit, LAYOUT)
 
 int tf_vit_set_labels(tf_vit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vit: %d label names for %d labels", n, m->cfg.n_labels);

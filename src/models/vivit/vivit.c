@@ -109,11 +109,7 @@ static void release(void *model) {
 static const tf_family_layout LAYOUT = {
     .family = "vivit", TF_FAMILY_LAYOUT(tf_vivit), .build = build, .release = release};
 
-tf_vivit *tf_vivit_new(const tf_vivit_config *cfg, uint64_t seed) {
-    return tf_vivit_config_check(cfg) ? NULL : tf_family_construct(&LAYOUT, cfg, seed);
-}
-
-void tf_vivit_free(tf_vivit *m) { tf_family_destroy(&LAYOUT, m); }
+TF_FAMILY_NEW_FREE(tf_vivit, LAYOUT)
 
 int tf_vivit_set_labels(tf_vivit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vivit: %d label names for %d labels", n, m->cfg.n_labels);
