@@ -347,6 +347,11 @@ void cli_make_folder(const cli_verb *v, const char *flag, const char *out);
  * refused or, with resize (--resize), scaled with the box filter (said on stderr). Dies on an error. */
 void cli_read_png_sized(const cli_verb *v, const char *file, int size, int colour, int channels, int resize,
                         tf_images *im);
+/* The --resize row of the verbs that read PNG files through cli_read_png_sized (classify, caption). */
+#define CLI_RESIZE_ROW                                                                                           \
+    {"resize", CLI_SWITCH, NULL, "off",                                                                          \
+     "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "        \
+     "(PIL's BOX filter), said on stderr; without it such a file is refused"}
 
 /* ---------------------------------------------------------------- --json (json_out.c, docs/json.md) */
 

@@ -14,9 +14,7 @@ const cli_flag cmd_caption_flags[] = {
     [MAX_TOKENS] = {"max-tokens", CLI_INT, "N", "0", "words at most, the end included (0: the model's context - 1)"},
     [ATTENTION_PNG] = {"attention-png", CLI_STRING, "DIR", "",
                        "write DIR/<name>.png: the image, then each word's attention over the image's grid"},
-    [RESIZE] = {"resize", CLI_SWITCH, NULL, "off",
-                "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
-                "(PIL's BOX filter), said on stderr; without it such a file is refused"},
+    [RESIZE] = CLI_RESIZE_ROW,
     [THREADS] = CLI_THREADS_ROW,
     [PRECISION] = CLI_PRECISION_ROW,
     [RGB] = CLI_RGB_ROW,

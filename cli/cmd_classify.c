@@ -32,9 +32,7 @@ const cli_flag cmd_classify_flags[] = {
                        "class token, or the pooled patches) over the image and each head of the last layer (ViT)"},
     [THREADS] = CLI_THREADS_ROW,
     [JSON] = CLI_JSON_ROW,
-    [RESIZE] = {"resize", CLI_SWITCH, NULL, "off",
-                "PNG files of another size: scaled to the model's, each pixel the mean of the pixels its box covers "
-                "(PIL's BOX filter), said on stderr; without it such a file is refused"},
+    [RESIZE] = CLI_RESIZE_ROW,
     [PRECISION] = CLI_PRECISION_ROW,
     [RGB] = CLI_RGB_ROW,
     [GRAYSCALE] = CLI_GRAYSCALE_ROW,

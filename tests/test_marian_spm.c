@@ -36,14 +36,6 @@ int test_marian_spm_folder(char *dir) {
            copy_file("tests/fixtures_spm/de_user.spm", dir, "target.spm") ? -1 : 0;
 }
 
-static cJSON *cases(void) {
-    size_t n;
-    char *text = test_slurp(FXM "/tokenizer_cases.json", &n);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return root;
-}
-
 /* Sentences of list through t, then eos (as tf_translate does): count of those whose ids differ. */
 static int encode_mismatches(tf_tokenizer *t, const cJSON *list) {
     int bad = 0;
@@ -81,7 +73,7 @@ static int decode_mismatches(const tf_tokenizer *t, const cJSON *list, const cha
 
 TEST(marian_spm_tokenizer_matches_transformers) {
     char dir[] = "/tmp/tformer_marian_spm_XXXXXX", path[256];
-    cJSON *root = cases();
+    cJSON *root = test_read_json(FXM "/tokenizer_cases.json");
     CHECK(root && test_marian_spm_folder(dir) == 0);
     tf_tokenizer *src = tf_tokenizer_load(dir), *tgt;
     snprintf(path, sizeof path, "%s/target.spm", dir);
@@ -108,7 +100,7 @@ TEST(marian_spm_tokenizer_matches_transformers) {
 /* The comparison can fail: without transformers' clean-up of spaces before punctuation some decoded texts differ. */
 TEST(marian_spm_clean_up_setting_matters) {
     char dir[] = "/tmp/tformer_marian_spm_XXXXXX", path[256];
-    cJSON *root = cases();
+    cJSON *root = test_read_json(FXM "/tokenizer_cases.json");
     CHECK(root && test_marian_spm_folder(dir) == 0);
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     FILE *f = fopen(path, "wb");
@@ -185,10 +177,7 @@ static int translate_run(const char *dir, const cJSON *run, const char *extra, i
 
 TEST(marian_spm_translate_matches_generate) {
     char dir[] = "/tmp/tformer_marian_spm_XXXXXX", path[256];
-    size_t n;
-    char *text = test_slurp(FXM "/generate.json", &n);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *root = test_read_json(FXM "/generate.json");
     CHECK(root && test_marian_spm_folder(dir) == 0 && test_marian_generate_config(FXM, dir, NULL) == 0 &&
           copy_file(FXM "/model.safetensors", dir, "model.safetensors") == 0);
     snprintf(path, sizeof path, "%s/src.txt", dir);

@@ -15,14 +15,6 @@
 
 #define CLS_DIR "tests/fixtures_serve_textcls/tiny_bert_cls"
 
-static cJSON *expected(void) {
-    size_t n;
-    char *s = test_slurp(CLS_DIR "/expected.json", &n);
-    cJSON *e = s ? cJSON_Parse(s) : NULL;
-    free(s);
-    return e;
-}
-
 static long request(const server *sv, const char *path, const char *model, cJSON *input, int layer, int head,
                     char **r) {
     cJSON *o = cJSON_CreateObject();
@@ -45,7 +37,7 @@ static double score_of(const cJSON *data, int i, const char *name) {
 
 TEST(serve_classifies_texts_as_transformers) {
     static const char *const NAMES[] = {"negative", "neutral", "positive"};
-    cJSON *want = expected(), *texts = cJSON_GetObjectItem(want, "texts");
+    cJSON *want = test_read_json(CLS_DIR "/expected.json"), *texts = cJSON_GetObjectItem(want, "texts");
     CHECKF(want, "%s/expected.json", CLS_DIR);
     server sv;
     CHECK(!server_start(&sv, "--model cls=" CLS_DIR));
@@ -93,7 +85,8 @@ TEST(serve_classifies_texts_as_transformers) {
 }
 
 TEST(serve_bert_attention_as_transformers) {
-    cJSON *want = expected(), *att = cJSON_GetObjectItem(want, "attention"), *layers = cJSON_GetObjectItem(att, "layers");
+    cJSON *want = test_read_json(CLS_DIR "/expected.json");
+    cJSON *att = cJSON_GetObjectItem(want, "attention"), *layers = cJSON_GetObjectItem(att, "layers");
     CHECKF(want, "%s/expected.json", CLS_DIR);
     const char *text = cJSON_GetObjectItem(att, "text")->valuestring;
     server sv;

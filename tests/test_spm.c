@@ -15,14 +15,6 @@
 
 static const char *const MODELS[] = {"en_nfkc.spm", "de_user.spm", "tiny_rules.spm", "tiny_raw.spm"};
 
-static cJSON *expected_models(void) {
-    size_t n;
-    char *text = test_slurp(FXS "/expected.json", &n);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return root;
-}
-
 /* A field's bytes: the string at key, else the hex string at hex_key (malloc'd). */
 static char *field_bytes(const cJSON *c, const char *key, const char *hex_key, size_t *n) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, key);
@@ -129,7 +121,7 @@ static int mismatches(const tf_spm *m, const cJSON *model, char *first, size_t f
 }
 
 TEST(spm_matches_sentencepiece) {
-    cJSON *root = expected_models();
+    cJSON *root = test_read_json(FXS "/expected.json");
     CHECKF(root != NULL, "cannot read " FXS "/expected.json");
     int cases = 0;
     for (int k = 0; k < 4; k++) {
@@ -149,7 +141,7 @@ TEST(spm_matches_sentencepiece) {
 
 /* The same through the tokenizer interface: a .spm path gives sentencepiece's ids and decode(ids). */
 TEST(spm_tokenizer_interface) {
-    cJSON *root = expected_models();
+    cJSON *root = test_read_json(FXS "/expected.json");
     CHECK(root != NULL);
     for (int k = 0; k < 4; k++) {
         char path[256];
@@ -180,7 +172,7 @@ TEST(spm_tokenizer_interface) {
 
 /* The comparison can fail: one piece's score lowered changes some segmentation. */
 TEST(spm_comparison_can_fail) {
-    cJSON *root = expected_models();
+    cJSON *root = test_read_json(FXS "/expected.json");
     tf_spm *m = tf_spm_load(FXS "/en_nfkc.spm");
     CHECK(root && m);
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "models"), "en_nfkc.spm");

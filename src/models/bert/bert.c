@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "../model_folder.h"
 #include "bert_internal.h"
 
@@ -170,28 +171,23 @@ int tf_bert_max_tokens(const tf_bert_config *c) {
     return c->roberta ? c->context - c->pad_token_id - 1 : c->context;
 }
 
-tf_bert *tf_bert_new(const tf_bert_config *cfg, uint64_t seed) {
-    if (tf_bert_config_check(cfg)) return NULL;
-    tf_bert *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new()) || !(m->layer = calloc((size_t)cfg->n_layer, sizeof *m->layer))) {
-        tf_bert_free(m);
-        return tf_set_error("bert: out of memory"), NULL;
-    }
-    m->cfg = *cfg, m->block = block_config(cfg);
-    if (register_body(m) || register_head(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_bert_free(m);
-        return NULL;
-    }
-    return m;
+static int build(void *model) {
+    tf_bert *m = model;
+    if (!(m->layer = calloc((size_t)m->cfg.n_layer, sizeof *m->layer))) return tf_set_error("bert: out of memory");
+    m->block = block_config(&m->cfg);
+    return register_body(m) || register_head(m) ? -1 : 0;
 }
 
-void tf_bert_free(tf_bert *m) {
-    if (!m) return;
+static void release(void *model) {
+    tf_bert *m = model;
     tf_labels_free(&m->labels, m->cfg.n_labels);
-    tf_params_free(m->params);
     free(m->layer);
-    free(m);
 }
+
+static const tf_family_layout LAYOUT = {
+    .family = "bert", TF_FAMILY_LAYOUT(tf_bert), .build = build, .release = release};
+
+TF_FAMILY_NEW_FREE(tf_bert, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

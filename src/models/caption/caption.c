@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "caption_internal.h"
 
 static int register_cnn(tf_caption *m) {
@@ -49,26 +50,10 @@ static int register_all(tf_caption *m) {
     return rc ? -1 : 0;
 }
 
-tf_caption *tf_caption_new(const tf_caption_config *cfg, uint64_t seed) {
-    if (tf_caption_config_check(cfg)) return NULL;
-    tf_caption *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new())) {
-        tf_caption_free(m);
-        return tf_set_error("caption: out of memory"), NULL;
-    }
-    m->cfg = *cfg;
-    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_caption_free(m);
-        return NULL;
-    }
-    return m;
-}
+static int build(void *m) { return register_all(m); }
+static const tf_family_layout LAYOUT = {.family = "caption", TF_FAMILY_LAYOUT(tf_caption), .build = build};
 
-void tf_caption_free(tf_caption *m) {
-    if (!m) return;
-    tf_params_free(m->params);
-    free(m);
-}
+TF_FAMILY_NEW_FREE(tf_caption, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "gpt_internal.h"
 
 /* GPT-2's names for the block's tensors, in its checkpoint order. */
@@ -62,30 +63,28 @@ static int register_all(tf_gpt *m) {
     return rc;
 }
 
+static int build(tf_gpt *m, int has_head) {
+    if (!(m->h = calloc((size_t)m->cfg.n_layer, sizeof *m->h))) return tf_set_error("gpt: out of memory");
+    m->block = block_config(&m->cfg), m->has_head = has_head;
+    return register_all(m);
+}
+
+static int build_lm(void *m) { return build(m, 1); }
+static int build_body(void *m) { return build(m, 0); }
+static void release(void *m) { free(((tf_gpt *)m)->h); }
+
+static const tf_family_layout LM = {.family = "gpt", TF_FAMILY_LAYOUT(tf_gpt), .build = build_lm, .release = release};
+static const tf_family_layout BODY = {
+    .family = "gpt", TF_FAMILY_LAYOUT(tf_gpt), .build = build_body, .release = release};
+
 /* A model; has_head 0 leaves out the output projection (GPT2Model). */
 tf_gpt *tf_gpt_new_body(const tf_gpt_config *cfg, uint64_t seed, int has_head) {
-    if (tf_gpt_config_check(cfg)) return NULL;
-    tf_gpt *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new()) || !(m->h = calloc((size_t)cfg->n_layer, sizeof *m->h))) {
-        tf_gpt_free(m);
-        return tf_set_error("gpt: out of memory"), NULL;
-    }
-    m->cfg = *cfg, m->block = block_config(cfg), m->has_head = has_head;
-    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_gpt_free(m);
-        return NULL;
-    }
-    return m;
+    return tf_gpt_config_check(cfg) ? NULL : tf_family_construct(has_head ? &LM : &BODY, cfg, seed);
 }
 
 tf_gpt *tf_gpt_new(const tf_gpt_config *cfg, uint64_t seed) { return tf_gpt_new_body(cfg, seed, 1); }
 
-void tf_gpt_free(tf_gpt *m) {
-    if (!m) return;
-    tf_params_free(m->params);
-    free(m->h);
-    free(m);
-}
+void tf_gpt_free(tf_gpt *m) { tf_family_destroy(&LM, m); }
 
 /* ---------------------------------------------------------------- forward */
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "../model_folder.h"
 #include "tformer/nystrom.h"
 
@@ -124,27 +125,20 @@ static int register_head(tf_nystrom *m) {
     }
 }
 
-tf_nystrom *tf_nystrom_new(const tf_nystrom_config *cfg, uint64_t seed) {
-    if (tf_nystrom_config_check(cfg)) return NULL;
-    tf_nystrom *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new()) || !(m->layer = calloc((size_t)cfg->n_layer, sizeof *m->layer))) {
-        tf_nystrom_free(m);
-        return tf_set_error("nystromformer: out of memory"), NULL;
-    }
-    m->cfg = *cfg, m->block = block_config(cfg);
-    if (register_body(m) || register_head(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_nystrom_free(m);
-        return NULL;
-    }
-    return m;
+static int build(void *model) {
+    tf_nystrom *m = model;
+    if (!(m->layer = calloc((size_t)m->cfg.n_layer, sizeof *m->layer)))
+        return tf_set_error("nystromformer: out of memory");
+    m->block = block_config(&m->cfg);
+    return register_body(m) || register_head(m) ? -1 : 0;
 }
 
-void tf_nystrom_free(tf_nystrom *m) {
-    if (!m) return;
-    tf_params_free(m->params);
-    free(m->layer);
-    free(m);
-}
+static void release(void *m) { free(((tf_nystrom *)m)->layer); }
+
+static const tf_family_layout LAYOUT = {
+    .family = "nystromformer", TF_FAMILY_LAYOUT(tf_nystrom), .build = build, .release = release};
+
+TF_FAMILY_NEW_FREE(tf_nystrom, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "tformer/rnn_seq2seq.h"
 
 static int register_all(tf_rnn_seq2seq *m) {
@@ -41,26 +42,10 @@ static int register_all(tf_rnn_seq2seq *m) {
     return rc ? -1 : 0;
 }
 
-tf_rnn_seq2seq *tf_rnn_seq2seq_new(const tf_rnn_seq2seq_config *cfg, uint64_t seed) {
-    if (tf_rnn_seq2seq_config_check(cfg)) return NULL;
-    tf_rnn_seq2seq *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new())) {
-        tf_rnn_seq2seq_free(m);
-        return tf_set_error("rnn seq2seq: out of memory"), NULL;
-    }
-    m->cfg = *cfg;
-    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_rnn_seq2seq_free(m);
-        return NULL;
-    }
-    return m;
-}
+static int build(void *m) { return register_all(m); }
+static const tf_family_layout LAYOUT = {.family = "rnn seq2seq", TF_FAMILY_LAYOUT(tf_rnn_seq2seq), .build = build};
 
-void tf_rnn_seq2seq_free(tf_rnn_seq2seq *m) {
-    if (!m) return;
-    tf_params_free(m->params);
-    free(m);
-}
+TF_FAMILY_NEW_FREE(tf_rnn_seq2seq, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

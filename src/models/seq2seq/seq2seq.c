@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "tformer/seq2seq.h"
 
 /* BART / Marian's names for a layer's tensors, in their checkpoint order. */
@@ -90,29 +91,25 @@ static int register_all(tf_seq2seq *m) {
     return rc;
 }
 
-tf_seq2seq *tf_seq2seq_new(const tf_seq2seq_config *cfg, uint64_t seed) {
-    if (tf_seq2seq_config_check(cfg)) return NULL;
-    tf_seq2seq *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new()) ||
-        !(m->encoder = calloc((size_t)cfg->n_encoder_layers, sizeof *m->encoder)) ||
-        !(m->decoder = calloc((size_t)cfg->n_decoder_layers, sizeof *m->decoder))) {
-        tf_seq2seq_free(m);
-        return tf_set_error("seq2seq: out of memory"), NULL;
-    }
-    m->cfg = *cfg, m->enc_block = block_config(cfg, 0), m->dec_block = block_config(cfg, 1);
-    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_seq2seq_free(m);
-        return NULL;
-    }
-    return m;
+static int build(void *model) {
+    tf_seq2seq *m = model;
+    const tf_seq2seq_config *cfg = &m->cfg;
+    if (!(m->encoder = calloc((size_t)cfg->n_encoder_layers, sizeof *m->encoder)) ||
+        !(m->decoder = calloc((size_t)cfg->n_decoder_layers, sizeof *m->decoder)))
+        return tf_set_error("seq2seq: out of memory");
+    m->enc_block = block_config(cfg, 0), m->dec_block = block_config(cfg, 1);
+    return register_all(m);
 }
 
-void tf_seq2seq_free(tf_seq2seq *m) {
-    if (!m) return;
-    tf_params_free(m->params);
+static void release(void *model) {
+    tf_seq2seq *m = model;
     free(m->encoder), free(m->decoder);
-    free(m);
 }
+
+static const tf_family_layout LAYOUT = {
+    .family = "seq2seq", TF_FAMILY_LAYOUT(tf_seq2seq), .build = build, .release = release};
+
+TF_FAMILY_NEW_FREE(tf_seq2seq, LAYOUT)
 
 /* ---------------------------------------------------------------- forward */
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../nn/nn_internal.h"
+#include "../family_construct.h"
 #include "swin_internal.h"
 
 static const tf_block_name SWIN_BLOCK[] = {
@@ -101,28 +102,18 @@ static int register_all(tf_swin *m) {
     return rc;
 }
 
-tf_swin *tf_swin_new(const tf_swin_config *cfg, uint64_t seed) {
-    if (tf_swin_config_check(cfg)) return NULL;
-    tf_swin *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new())) {
-        tf_swin_free(m);
-        return tf_set_error("swin: out of memory"), NULL;
-    }
-    m->cfg = *cfg;
-    if (plan_stages(m) || register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_swin_free(m);
-        return NULL;
-    }
-    return m;
+static int build(void *m) { return plan_stages(m) || register_all(m) ? -1 : 0; }
+
+static void release(void *model) {
+    tf_swin *m = model;
+    tf_labels_free(&m->labels, m->cfg.n_labels);
+    for (int s = 0; s < TF_SWIN_MAX_STAGES; s++) free(m->stage[s].blocks), free(m->stage[s].rel_table);
 }
 
-void tf_swin_free(tf_swin *m) {
-    if (!m) return;
-    tf_labels_free(&m->labels, m->cfg.n_labels);
-    tf_params_free(m->params);
-    for (int s = 0; s < TF_SWIN_MAX_STAGES; s++) free(m->stage[s].blocks), free(m->stage[s].rel_table);
-    free(m);
-}
+static const tf_family_layout LAYOUT = {
+    .family = "swin", TF_FAMILY_LAYOUT(tf_swin), .build = build, .release = release};
+
+TF_FAMILY_NEW_FREE(tf_swin, LAYOUT)
 
 int tf_swin_set_labels(tf_swin *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("swin: %d label names for %d labels", n, m->cfg.n_labels);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../../core/core_internal.h"
+#include "../family_construct.h"
 #include "../vision.h"
 #include "tformer/vit.h"
 
@@ -104,30 +105,23 @@ static int register_all(tf_vit *m) {
     return rc;
 }
 
-tf_vit *tf_vit_new(const tf_vit_config *cfg, uint64_t seed) {
-    if (tf_vit_config_check(cfg)) return NULL;
-    tf_vit *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new()) || !(m->layer = calloc((size_t)cfg->n_layer, sizeof *m->layer))) {
-        tf_vit_free(m);
-        return tf_set_error("vit: out of memory"), NULL;
-    }
-    m->cfg = *cfg;
-    if (!m->cfg.d_ff) m->cfg.d_ff = 4 * cfg->d_model;
+static int build(void *model) {
+    tf_vit *m = model;
+    if (!(m->layer = calloc((size_t)m->cfg.n_layer, sizeof *m->layer))) return tf_set_error("vit: out of memory");
+    if (!m->cfg.d_ff) m->cfg.d_ff = 4 * m->cfg.d_model;
     m->block = block_config(&m->cfg);
-    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_vit_free(m);
-        return NULL;
-    }
-    return m;
+    return register_all(m);
 }
 
-void tf_vit_free(tf_vit *m) {
-    if (!m) return;
+static void release(void *model) {
+    tf_vit *m = model;
     tf_labels_free(&m->labels, m->cfg.n_labels);
-    tf_params_free(m->params);
     free(m->layer);
-    free(m);
 }
+
+static const tf_family_layout LAYOUT = {.family = "vit", TF_FAMILY_LAYOUT(tf_vit), .build = build, .release = release};
+
+TF_FAMILY_NEW_FREE(tf_vit, LAYOUT)
 
 int tf_vit_set_labels(tf_vit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vit: %d label names for %d labels", n, m->cfg.n_labels);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../family_construct.h"
 #include "../vision.h"
 #include "tformer/vivit.h"
 
@@ -91,31 +92,24 @@ static int register_all(tf_vivit *m) {
     return rc;
 }
 
-tf_vivit *tf_vivit_new(const tf_vivit_config *cfg, uint64_t seed) {
-    if (tf_vivit_config_check(cfg)) return NULL;
-    tf_vivit *m = calloc(1, sizeof *m);
-    if (!m || !(m->params = tf_params_new())) {
-        tf_vivit_free(m);
-        return tf_set_error("vivit: out of memory"), NULL;
-    }
-    m->cfg = *cfg;
-    if (!m->cfg.d_ff) m->cfg.d_ff = 4 * cfg->d_model;
+static int build(void *model) {
+    tf_vivit *m = model;
+    if (!m->cfg.d_ff) m->cfg.d_ff = 4 * m->cfg.d_model;
     m->block = block_config(&m->cfg);
-    if (register_all(m) || (seed && tf_params_init(m->params, seed))) {
-        tf_vivit_free(m);
-        return NULL;
-    }
-    return m;
+    return register_all(m);
 }
 
-void tf_vivit_free(tf_vivit *m) {
-    if (!m) return;
+static void release(void *model) {
+    tf_vivit *m = model;
     tf_labels_free(&m->labels, m->cfg.n_labels);
-    tf_params_free(m->params);
     free(m->enc.layer);
     free(m->time_enc.layer);
-    free(m);
 }
+
+static const tf_family_layout LAYOUT = {
+    .family = "vivit", TF_FAMILY_LAYOUT(tf_vivit), .build = build, .release = release};
+
+TF_FAMILY_NEW_FREE(tf_vivit, LAYOUT)
 
 int tf_vivit_set_labels(tf_vivit *m, const char *const *names, int n) {
     if (n != m->cfg.n_labels) return tf_set_error("vivit: %d label names for %d labels", n, m->cfg.n_labels);
