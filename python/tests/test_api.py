@@ -1,6 +1,6 @@
 """The public API is documented and typed: every name of tformer.__all__ and every public method and property
 of its classes has a docstring, and python/tformer/__init__.pyi (the installed stub) declares each, with the
-same parameters."""
+same parameters in the same order (the module's functions and the constructors too)."""
 import ast
 import inspect
 import os
@@ -26,8 +26,18 @@ def stub():
 
 def public_members(cls):
     for name, value in vars(cls).items():
-        if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, (property, classmethod))):
+        if (not name.startswith("_") or name == "__init__") and \
+                (inspect.isfunction(value) or isinstance(value, (property, classmethod))):
             yield name, value
+
+
+def stub_params(node):
+    """A stub function's parameter names, as inspect.signature lists them (self and cls left out)."""
+    args = node.args
+    want = [a.arg for a in args.posonlyargs + args.args if a.arg not in ("self", "cls")]
+    want += [args.vararg.arg] if args.vararg else []
+    want += [a.arg for a in args.kwonlyargs] + ([args.kwarg.arg] if args.kwarg else [])
+    return want
 
 
 def params(fn):
@@ -43,18 +53,18 @@ def test_every_public_name_is_documented_and_in_the_stub():
             missing.append(f"{name}: no docstring")
         if name not in top:
             missing.append(f"{name}: not in the stub")
+        elif inspect.isfunction(obj) and params(obj) != stub_params(top[name]):
+            missing.append(f"{name}: parameters {params(obj)}, the stub's {stub_params(top[name])}")
         if not inspect.isclass(obj) or issubclass(obj, Exception):
             continue
         for m, value in public_members(obj):
             fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
-            if not (inspect.getdoc(fn) or "").strip():
+            if m != "__init__" and not (inspect.getdoc(fn) or "").strip():
                 missing.append(f"{name}.{m}: no docstring")
             if m not in members.get(name, {}):
                 missing.append(f"{name}.{m}: not in the stub")
                 continue
-            node = members[name][m]
-            want = [a.arg for a in node.args.args + node.args.kwonlyargs if a.arg not in ("self", "cls")]
-            want += [a.arg for a in (node.args.vararg, node.args.kwarg) if a]
+            want = stub_params(members[name][m])
             if not isinstance(value, property) and params(fn) != want:
                 missing.append(f"{name}.{m}: parameters {params(fn)}, the stub's {want}")
     assert not missing, "\n".join(missing)

@@ -101,6 +101,17 @@ def test_train_errors(tmp_path):
         tformer.train("gpt", tmp_path / "b", data=DATA, overwrite=True, progress=lambda r: int("x"), **GPT)
 
 
+def test_train_makes_the_run_folders_parents(tmp_path, monkeypatch):
+    """out="runs/gpt/a": its parents are made, as `tformer train --out` makes them (they were not: "runs/gpt/a:
+    cannot create: No such file or directory"); a parent that cannot be made raises naming it."""
+    monkeypatch.chdir(tmp_path)
+    r = tformer.train("gpt", os.path.join("runs", "gpt", "a"), data=DATA, tokenizer="char", progress=None, **GPT)
+    assert r["steps"] == GPT["steps"] and os.path.isfile(os.path.join("runs", "gpt", "a", "model.safetensors"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(tformer.Error, match="out file/x/run: cannot create file/x"):
+        tformer.train("gpt", os.path.join("file", "x", "run"), data=DATA, progress=None, **GPT)
+
+
 def test_caption_equals_the_cli(cli, captioner, tmp_path):
     m = tformer.load(captioner)
     assert "caption" in m.capabilities

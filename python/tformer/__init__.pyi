@@ -26,8 +26,8 @@ kernels: str
 def set_threads(n: int) -> None:
     """The library's thread count, for every model of the process."""
 
-def load(path: PathLike, threads: Optional[int] = None) -> Model:
-    """Opens a model folder (config.json picks the family)."""
+def load(path: PathLike, threads: Optional[int] = None, precision: str = "f32") -> Model:
+    """Opens a model folder (config.json picks the family); precision "f32", "bf16" or "int8"."""
 
 class Classification(TypedDict):
     label: str
@@ -48,7 +48,7 @@ class Model:
     architecture: Optional[str]
     path: str
     capabilities: List[str]
-    def __init__(self, path: PathLike, threads: Optional[int] = None) -> None: ...
+    def __init__(self, path: PathLike, threads: Optional[int] = None, precision: str = "f32") -> None: ...
     @property
     def config(self) -> Dict[str, Any]:
         """config.json as a dict."""

@@ -6,7 +6,7 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ._tformer import InputError, set_threads
+from ._tformer import Error, InputError, set_threads
 from ._tformer import train as _train
 
 Progress = Union[bool, None, Callable[[Dict[str, Any]], Any]]
@@ -61,6 +61,16 @@ def _metrics(out: str, stopped: bool) -> Dict[str, Any]:
     return {"run_dir": out, "stopped": stopped, "steps": int(last.get("step", 0)), "last": last, "history": cols}
 
 
+def _make_parents(out: str) -> None:
+    """The run folder's parents, as ``tformer train --out runs/gpt/a`` makes them (mkdir -p of runs/gpt)."""
+    parent = os.path.dirname(os.path.normpath(out))
+    if parent:
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as e:
+            raise Error(f"train(): out {out}: cannot create {e.filename or parent}: {e.strerror}") from None
+
+
 def train(arch: str = "gpt", out: Optional[Union[str, os.PathLike]] = None, *,
           data: Optional[Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]] = None,
           tokenizer: Optional[str] = None, src: Optional[str] = None, tgt: Optional[str] = None,
@@ -98,6 +108,7 @@ def train(arch: str = "gpt", out: Optional[Union[str, os.PathLike]] = None, *,
         steps = settings.get("steps")
         callback, close = _tqdm_callback(steps if isinstance(steps, int) else None)
     mode = 0 if not resume else 2 if allow_changes else 1
+    _make_parents(os.fspath(out))
     opt = (lambda p: None if p is None else os.fspath(p))
     try:
         rc = _train(arch, os.fspath(out), pairs, tuple(os.fspath(f) for f in files), opt(tokenizer), opt(src), opt(tgt),
