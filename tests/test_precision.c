@@ -199,7 +199,7 @@ static int embed_cli(const char *env, const char *p, float *out, int n) {
     return got;
 }
 
-/* The portable kernels (TFORMER_ISA=avx2: AVX2 float kernels, the int8 product in C and bf16 in float;
+/* The portable kernels (TFORMER_ISA=avx2: AVX2 float kernels, AVX2's int8 product and bf16 in float;
  * portable: plain C) against the fast ones, through the CLI: each within 1e-3 of the largest value
  * (int8's integer sums are the same on every kernel; the float kernels differ by rounding). */
 TEST(precision_portable_kernels_agree_with_fast_ones) {

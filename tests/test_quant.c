@@ -109,15 +109,11 @@ static void random_bytes(uint8_t *xq, int8_t *q, float *sx, float *sw, int32_t *
     for (int64_t m = 0; m < M; m++) sx[m] = 0.01f + tf_hash_uniform(seed + 3, (uint64_t)m);
 }
 
-TEST(quant_vnni_kernel_equals_reference) {
-    const tf_q8_kernels *kv = tf_q8_vnni();
-    tf_q8_gemm_fn vnni = kv ? kv->gemm : NULL;
-    if (!vnni) {
-        printf("  (no AVX-512 VNNI on this CPU: the reference kernel alone is in use)\n");
-        return;
-    }
+/* A kernel's product against the reference's, bit for bit, over shapes
+ * with partial tiles, odd rows and long depths; 0 when equal. */
+static int gemm_differs(tf_q8_gemm_fn f, const char *what) {
     const int64_t shapes[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
-                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}};
+                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int64_t M = shapes[s][0], N = shapes[s][1], Kp = shapes[s][2];
         uint8_t *xq = malloc((size_t)(M * Kp));
@@ -128,11 +124,39 @@ TEST(quant_vnni_kernel_equals_reference) {
         random_bytes(xq, q, sx, sw, ws, M, N, Kp, 10 + s);
         for (int64_t i = 0; i < M * N; i++) y0[i] = y1[i] = (float)i * 0.25f; /* it adds to y */
         tf_q8_ref()->gemm(y0, N, xq, sx, M, q, sw, ws, N, Kp);
-        vnni(y1, N, xq, sx, M, q, sw, ws, N, Kp);
+        f(y1, N, xq, sx, M, q, sw, ws, N, Kp);
         int same = !memcmp(y0, y1, (size_t)(M * N) * 4);
         free(xq), free(q), free(sx), free(sw), free(ws), free(y0), free(y1);
-        CHECKF(same, "VNNI and reference differ at M %lld N %lld Kp %lld", (long long)M, (long long)N, (long long)Kp);
+        if (!same) {
+            printf("  %s and reference differ at M %lld N %lld Kp %lld\n", what, (long long)M, (long long)N,
+                   (long long)Kp);
+            return 1;
+        }
     }
+    return 0;
+}
+
+TEST(quant_vnni_kernel_equals_reference) {
+    const tf_q8_kernels *kv = tf_q8_vnni();
+    if (!kv) {
+        printf("  (no AVX-512 VNNI on this CPU: its kernel not run)\n");
+        return;
+    }
+    CHECK(!gemm_differs(kv->gemm, "VNNI"));
+}
+
+/* The AVX2 kernel (vpmaddwd) against the reference, and chosen where the
+ * float kernels are avx2 without VNNI. */
+TEST(quant_avx2_kernel_equals_reference) {
+    const tf_q8_kernels *ka = tf_q8_avx2();
+    if (!ka) {
+        printf("  (no AVX2 on this CPU: its kernel not run)\n");
+        return;
+    }
+    CHECK(!gemm_differs(ka->gemm, "AVX2"));
+    if (strcmp(tf_kern()->name, "portable") != 0 && !(strcmp(tf_kern()->name, "avx512") == 0 && tf_q8_vnni()))
+        CHECKF(tf_q8_best() == ka, "in use: %s, float kernels %s", tf_q8_best()->name, tf_kern()->name);
+    if (strcmp(tf_kern()->name, "portable") == 0) CHECK(tf_q8_best() == tf_q8_ref());
 }
 
 /* The AVX-512 quantisation against the reference's: random rows with ties,

@@ -109,10 +109,24 @@ static const tf_q8_kernels REF = {"portable", gemm_ref, ref_amax, ref_quant, ref
 
 const tf_q8_kernels *tf_q8_ref(void) { return &REF; }
 
+static tf_q8_kernels avx2 = {"avx2", NULL, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols};
+static pthread_once_t avx2_once = PTHREAD_ONCE_INIT;
+
+static void avx2_init(void) { avx2.gemm = tf_q8_avx2_gemm(); }
+
+const tf_q8_kernels *tf_q8_avx2(void) {
+    pthread_once(&avx2_once, avx2_init);
+    return avx2.gemm ? &avx2 : NULL;
+}
+
 static const tf_q8_kernels *best;
 static pthread_once_t best_once = PTHREAD_ONCE_INIT;
 
-static void choose(void) { best = strcmp(tf_kern()->name, "avx512") == 0 && tf_q8_vnni() ? tf_q8_vnni() : &REF; }
+static void choose(void) {
+    const char *isa = tf_kern()->name;
+    int wide = strcmp(isa, "avx512") == 0, simd = wide || strcmp(isa, "avx2") == 0;
+    best = wide && tf_q8_vnni() ? tf_q8_vnni() : simd && tf_q8_avx2() ? tf_q8_avx2() : &REF;
+}
 
 const tf_q8_kernels *tf_q8_best(void) {
     pthread_once(&best_once, choose);

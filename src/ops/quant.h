@@ -53,11 +53,15 @@ typedef struct {
     void (*quant_cols)(int8_t *q, int64_t Kp, const float *w, int64_t ldw, int64_t K, const float *s, int nb);
 } tf_q8_kernels;
 
-/* The reference kernels (any CPU), the AVX-512 VNNI ones (NULL when not built
- * or not supported here), and the ones in use (the reference when
- * TFORMER_ISA asks for less than avx512). */
+/* The reference kernels (any CPU), the AVX-512 VNNI ones and the AVX2 ones
+ * (the reference's quantisation, vpmaddwd products: kern_q8_avx2.c) (NULL
+ * when not built or not supported here), and the ones in use: VNNI where the
+ * float kernels are avx512, else AVX2 where they are avx2 or avx512, else the
+ * reference (TFORMER_ISA=portable). Every one gives the reference's bits. */
 const tf_q8_kernels *tf_q8_ref(void);
 const tf_q8_kernels *tf_q8_vnni(void);
+const tf_q8_kernels *tf_q8_avx2(void);
+tf_q8_gemm_fn tf_q8_avx2_gemm(void); /* kern_q8_avx2.c: NULL without AVX2 */
 const tf_q8_kernels *tf_q8_best(void);
 
 /* A weight's copy, empty until first used (tf_quant_for builds it): int8,
