@@ -14,7 +14,9 @@ targets=${TARGETS:-llama-bench}
 hf_py=${HF_PY:-build/hfvenv/bin/python} conv_py=${CONV_PY:-build/pt2venv/bin/python}
 mkdir -p "$work"
 if [ ! -d "$work"/src ]; then
-    /usr/bin/python3 -m pip download -q llama-cpp-python --no-deps --no-binary :all: -d "$work"
+    # --no-binary for this package only: with :all: pip builds every build requirement from source
+    # (scikit-build-core, cmake, ...) on a fresh machine to prepare the sdist's metadata (many minutes)
+    /usr/bin/python3 -m pip download -q llama-cpp-python --no-deps --no-binary llama-cpp-python -d "$work"
     mkdir -p "$work"/src && tar xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"/src --strip-components=1
 fi
 ll=$work/src/vendor/llama.cpp

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,6 +234,9 @@ int serve_port(const serve *s) {
 void serve_stop(serve *s) {
     s->stopping = 1;
     MHD_socket fd = MHD_quiesce_daemon(s->d); /* no new connections */
+    /* and none left waiting: the socket stays open until MHD_stop_daemon (MHD's threads may still
+     * hold it), but stops listening, so a client's connect is refused instead of hanging */
+    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
     /* The requests in flight finish (a stream ends with its completion); bounded by the time
      * they may take: --timeout to send, then the model's work. */
     for (;;) {

@@ -4,8 +4,11 @@
  * client that leaves mid-stream (its completion ends at the next step). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -250,5 +253,59 @@ TEST(serve_completions_queue_and_client_gone) {
     CHECK(http(&sv, "/health", NULL, 0, NULL, &r) == 200);
     free(r);
     CHECK(server_stop(&sv) == 0);
+    test_rm_rf(dir);
+}
+
+/* A raw request on an open (keep-alive) connection fd; 0 when its reply holds want (10 s at most). */
+static int raw_reply_has(int fd, const char *path, const char *want, char *got, size_t n) {
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) return -1;
+    size_t at = 0;
+    got[0] = 0;
+    for (int i = 0; i < 100 && !strstr(got, want) && at < n - 1; i++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t k = poll(&p, 1, 100) == 1 ? read(fd, got + at, n - 1 - at) : 0;
+        if (k < 0 || (k == 0 && p.revents)) break;
+        at += (size_t)k, got[at] = 0;
+    }
+    return strstr(got, want) ? 0 : -1;
+}
+
+/* SIGINT with a stream in flight: the server stops listening, answers a request on a connection
+ * it had already opened with a 503 (shutting_down), lets the stream run until its client leaves,
+ * then exits 0. */
+TEST(serve_shutdown_refuses_new_requests_with_503) {
+    char dir[64] = "", cli[1024], got[2048];
+    server sv;
+    CHECK(!gpt_serve(&sv, dir, sizeof dir, "--max-tokens 5 --temperature 0", cli, sizeof cli, "--max-tokens 1000000"));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int kept = socket(AF_INET, SOCK_STREAM, 0), fd = -1;
+    CHECK(kept >= 0 && !connect(kept, (struct sockaddr *)&a, sizeof a));
+    CHECKF(!raw_reply_has(kept, "/health", "\"ok\"", got, sizeof got), "before: %s", got);
+    CHECK(!open_stream(&sv, &fd));
+    kill(sv.pid, SIGINT);
+    char log[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < 100 && !strstr(log, "finishing the requests in flight") && n < sizeof log - 1; i++) {
+        struct pollfd p = {sv.err_fd, POLLIN, 0};
+        ssize_t k = poll(&p, 1, 100) == 1 ? read(sv.err_fd, log + n, sizeof log - 1 - n) : 0;
+        n += k > 0 ? (size_t)k : 0, log[n] = 0;
+    }
+    CHECKF(strstr(log, "SIGINT: finishing the requests in flight"), "the server's log: %s", log);
+    CHECKF(!raw_reply_has(kept, "/health", "shutting_down", got, sizeof got) && strstr(got, "HTTP/1.1 503") &&
+               strstr(got, "\"error\""),
+           "a request while shutting down: %s", got);
+    int late = socket(AF_INET, SOCK_STREAM, 0);
+    CHECKF(late >= 0 && connect(late, (struct sockaddr *)&a, sizeof a) != 0,
+           "a new connection was taken while shutting down");
+    close(late), close(kept);
+    int alive = kill(sv.pid, 0) == 0; /* the stream is still in flight */
+    close(fd);                        /* its client goes: the server has nothing left */
+    int st;
+    waitpid(sv.pid, &st, 0);
+    close(sv.err_fd);
+    CHECKF(alive && WIFEXITED(st) && WEXITSTATUS(st) == 0, "alive %d while the stream ran; status %d", alive, st);
     test_rm_rf(dir);
 }

@@ -1,6 +1,7 @@
 """tformer serve against the real `openai` Python client (PyPI): models.list, embeddings.create
 (float and base64) and completions.create (plain and stream=True), each compared with what the
-CLI prints for the same input (`tformer embed`, `tformer generate`); logprobs, stop lists, n,
+CLI prints for the same input (`tformer embed`, `tformer generate`), the embeddings also with
+sentence-transformers' (the fixture's embeddings.safetensors); logprobs, stop lists, n,
 and 16 clients at once (continuous batching) each getting their answer alone. Loopback only.
 
     python3 tests/ref/serve_openai.py [--tformer build/tformer]     (make serve-openai)
@@ -52,6 +53,21 @@ def check_embeddings(client, tformer):
     vals = struct.unpack("<%df" % (len(want[1])), base64.b64decode(raw)) if isinstance(raw, str) else raw
     assert max(abs(a - b) for a, b in zip(vals, want[1])) < 1e-6
     print("serve_openai: embeddings.create equals tformer embed (float and base64)")
+    # and sentence-transformers: the fixture's embeddings.safetensors holds SentenceTransformer.encode()
+    # of answers.json's texts (tests/ref/gen_roberta_embed_fixture.py), read here without safetensors
+    import json
+    texts = [t["text"] for t in json.load(open(os.path.join(ST_DIR, "answers.json"), encoding="utf-8"))["texts"]]
+    with open(os.path.join(ST_DIR, "embeddings.safetensors"), "rb") as f:
+        head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["embeddings"]
+        assert head["dtype"] == "F32", head
+        f.seek(head["data_offsets"][0], 1)
+        n, dim = head["shape"]
+        ref = struct.unpack("<%df" % (n * dim), f.read(4 * n * dim))
+    got = client.embeddings.create(model="st", input=texts, encoding_format="float")
+    worst = max(abs(a - ref[i * dim + j]) for i, row in enumerate(got.data) for j, a in enumerate(row.embedding))
+    assert len(got.data) == n and all(len(r.embedding) == dim for r in got.data), (len(got.data), n)
+    assert worst <= 1e-5, worst  # the tolerance of roberta_embed_matches_sentence_transformers
+    print("serve_openai: embeddings.create of %d texts within %.1e of sentence-transformers" % (n, worst))
 
 
 def check_completions(client, tformer, gpt_dir):
