@@ -1,6 +1,7 @@
 /* Hugging Face's VisionEncoderDecoderModel folders (include/tformer/caption.h): config.json's
- * "encoder" (a ViTConfig) and "decoder" (a GPT2Config with add_cross_attention) read by the ViT's
- * and GPT-2's own readers; the ViT and the GPT-2 built by their families, GPT-2's cross-attention
+ * "encoder" (a ViTConfig) and "decoder" (a GPT2Config with add_cross_attention, or a BertConfig:
+ * caption_ved_bert.c) read by the ViT's and GPT-2's own readers; the ViT and the GPT-2 built by
+ * their families, GPT-2's cross-attention
  * (q_attn, c_attn fused over k and v, c_proj, ln_cross_attn) registered beside the GPT-2's tensors;
  * preprocessor_config.json's normalisation; the folder's tokenizer when it has one. */
 #include <cjson/cJSON.h>
