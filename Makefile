@@ -611,13 +611,23 @@ vit-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 
 .PHONY: vit-conformance
 
-# VisionEncoderDecoderModel (ViT + GPT-2 with cross-attention) through hf-run against transformers 4.x
+# VisionEncoderDecoderModel (ViT + GPT-2 or BERT with cross-attention) through hf-run against transformers 4.x
 # on fresh random configurations (SEED, CAPTION_HF_CASES of them) from tests/ref/gen_caption_hf_fixtures.py,
-# once per kernel set, gradients included; then the folders tformer writes loaded by transformers.
+# once per kernel set, gradients included; then the folders tformer writes loaded by transformers; then
+# the same against transformers 5.x where PT2_PYTHON has it.
 CAPTION_HF_CASES ?= 8
 caption-hf-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	$(call fresh_conformance,caption_hf,gen_caption_hf_fixtures.py,$(CAPTION_HF_CASES),caption_hf_run_matches)
 	$(call export_conformance,caption_hf,caption_hf_folder_round_trip,gen_caption_hf_fixtures.py,caption_hf_run_matches)
+	@if [ "$(HF_PYTHON)" != "$(PT2_PYTHON)" ] && [ -x $(PT2_PYTHON) ] && $(PT2_V5); then \
+	    $(MAKE) --no-print-directory caption-hf-conformance HF_PYTHON=$(PT2_PYTHON); \
+	else echo "caption-hf-conformance: no transformers 5.x at PT2_PYTHON=$(PT2_PYTHON): make caption-hf-conformance-v5"; fi
+# The same with transformers 5.x, which needs PyTorch 2.6 or later: PT2_PYTHON's venv (PyPI's PyTorch),
+# transformers>=5 installed into it when missing (PT2_PYTHON=/path/bin/python to use another venv).
+PT2_V5 = $(PT2_PYTHON) -c "import sys, transformers; sys.exit(int(transformers.__version__.split('.')[0]) < 5)" 2>/dev/null
+caption-hf-conformance-v5: $(BUILD)/run_tests $(PT2_PYTHON)
+	$(PT2_V5) || $(dir $(PT2_PYTHON))pip install -q "transformers>=5"
+	$(MAKE) --no-print-directory caption-hf-conformance HF_PYTHON=$(PT2_PYTHON)
 
 # CIDEr-D and BLEU-4 against pycocoevalcap (PyPI, into HF_PYTHON's venv when missing) on CAPTION_CORPORA
 # fresh random corpora (SEED) from tests/ref/gen_caption_metric_fixtures.py.
@@ -629,7 +639,7 @@ caption-metrics-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	    --out $(BUILD)/caption_metrics_fresh/corpora.json
 	$(BUILD)/run_tests --fixtures $(BUILD)/caption_metrics_fresh caption_cider_d
 
-.PHONY: caption-hf-conformance caption-metrics-conformance
+.PHONY: caption-hf-conformance caption-hf-conformance-v5 caption-metrics-conformance
 
 # SwinModel / SwinForImageClassification through hf-run on fresh random
 # configurations (SEED, SWIN_CASES of them) from tests/ref/gen_swin_fixtures.py,

@@ -228,6 +228,10 @@ TF_API int tf_caption_generate(const tf_caption *m, const float *pixels, const t
  *   x = x + attn(ln_1(x))                              causal self-attention (c_attn: q, k, v)
  *   x = x + crossattention(ln_cross_attn(x), memory)   q = q_attn(x), [k v] = c_attn(memory) (fused)
  *   x = x + mlp(ln_2(x))
+ * or a BERT decoder (BertLMHeadModel with is_decoder and add_cross_attention), post-LN:
+ *   x = LN(x + attention(x))                    causal self-attention
+ *   x = LN(x + crossattention(x, memory))       query, key, value, output.dense, output.LayerNorm
+ *   x = LN(x + output(intermediate(x)))         then the MLM head cls.predictions
  * Parameters under Hugging Face's names ("encoder.", "decoder.", "enc_to_dec_proj."). */
 typedef struct {
     tf_linear q, kv, proj; /* q_attn (E,E), c_attn (E,2E): k then v, c_proj (E,E); Conv1D's (in,out) */
@@ -236,8 +240,9 @@ typedef struct {
 
 typedef struct {
     tf_vit *encoder;
-    tf_gpt *decoder;
+    tf_gpt *decoder;            /* a GPT-2 decoder; NULL with a BERT one */
     tf_caption_xattn *xattn;    /* decoder->cfg.n_layer */
+    struct tf_caption_bert_decoder *bert; /* a BERT decoder (BertLMHeadModel with cross-attention), or NULL */
     tf_linear enc_to_dec;       /* weight NULL when the widths agree */
     tf_params *proj_params;     /* enc_to_dec_proj's */
     tf_params *params;          /* every tensor above by its folder name (the same tensors) */

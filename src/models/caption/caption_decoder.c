@@ -190,7 +190,7 @@ int tf_caption_generate(const tf_caption *m, const float *pixels, const tf_gener
 
 static int ved_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
     cap_decoder *g = (cap_decoder *)d;
-    int64_t V = g->ved->decoder->cfg.vocab_size;
+    int64_t V = tf_caption_ved_decoder_dims(g->ved).vocab;
     tf_ctx *ctx = g->sh->step;
     tf_ctx_reset(ctx);
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, n}, 0);  // (1,n)
@@ -208,11 +208,12 @@ static const tf_decoder_vt VED_DECODER = {ved_step, cap_fork, cap_reset, cap_fre
 
 tf_decoder *tf_caption_ved_decoder_new(const tf_caption_ved *m, const float *pixels) {
     if (!m || !pixels) return tf_set_error("caption: no model or no image"), NULL;
-    const tf_gpt_config *c = &m->decoder->cfg;
+    tf_caption_ved_dims dims = tf_caption_ved_decoder_dims(m);
+    const tf_caption_ved_dims *c = &dims;
     int N = tf_vit_patches(&m->encoder->cfg) + 1, hd = c->d_model / c->n_head;
     cap_decoder *g = calloc(1, sizeof *g);
     if (!g || !(g->sh = calloc(1, sizeof *g->sh))) return free(g), tf_set_error("decoder: out of memory"), NULL;
-    g->base = (tf_decoder){&VED_DECODER, c->vocab_size, c->context, 0, 0, 1};
+    g->base = (tf_decoder){&VED_DECODER, c->vocab, c->context, 0, 0, 1};
     g->ved = m, g->sh->refs = 1;
     tf_caption_ved_outputs out;
     int rc = !(g->cache = tf_kv_cache_new(c->n_layer, 1, c->n_head, hd, c->context)) ||

@@ -41,7 +41,7 @@ typedef struct {
 
 static int ved_run(hf_job *job) {
     const tf_caption_ved *m = ((const cap_model *)job->model)->ved;
-    int V = m->decoder->cfg.vocab_size;
+    int V = tf_caption_ved_decoder_dims(m).vocab;
     if (hf_check_range(job, "decoder_input_ids", 0, V, -1, "ids must be below the decoder's vocab_size") ||
         hf_check_range(job, "labels", 0, V, -100, "labels must be below the decoder's vocab_size, or -100 (ignored)"))
         return -1;
@@ -157,7 +157,7 @@ static int words_of(const int32_t *ids, int n, const tf_tokenizer *tok, int gram
 
 /* A VisionEncoderDecoderModel's caption: the attention over its patch grid. */
 static int ved_caption(const tf_caption_ved *m, const float *pixels, const tf_generate_opts *o, tf_caption_result *r) {
-    int cap = m->decoder->cfg.context, n = 0, N = tf_vit_patches(&m->encoder->cfg);
+    int cap = tf_caption_ved_decoder_dims(m).context, n = 0, N = tf_vit_patches(&m->encoder->cfg);
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     float *att = malloc((size_t)(cap + 1) * (size_t)N * sizeof *att);
     int rc = ids && att ? tf_caption_ved_generate(m, pixels, o, ids, cap, &n, att) : tf_set_error("caption: out of memory");

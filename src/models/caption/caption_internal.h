@@ -2,6 +2,9 @@
 #ifndef TF_CAPTION_INTERNAL_H
 #define TF_CAPTION_INTERNAL_H
 
+#include <cjson/cJSON.h>
+
+#include "tformer/bert.h"
 #include "tformer/caption.h"
 
 /* Its parameters: the grid's projection and positions, the words' positions, the blocks, the norm. */
@@ -16,5 +19,39 @@ int tf_caption_transformer_decode(tf_ctx *ctx, const tf_caption *m, tf_tensor *i
 /* One image (C,S,S) in [0,1] as a VisionEncoderDecoderModel reads it (1,C,S,S): normalised as its
  * image processor says. */
 tf_tensor *tf_caption_ved_pixels(tf_ctx *ctx, const tf_caption_ved *m, const float *pixels);
+
+/* ---------------------------------------------------------------- BERT decoders (caption_ved_bert.c) */
+
+/* A BertLMHeadModel decoder's cross-attention of one layer, under BERT's names
+ * ("crossattention.self.query", ".key", ".value", "crossattention.output.dense", ".LayerNorm"). */
+typedef struct {
+    tf_linear q, k, v, proj; /* nn.Linear (out,in) */
+    tf_layer_norm norm;      /* post-LN: LN(x + cross(x)) */
+} tf_caption_bert_xattn;
+
+struct tf_caption_bert_decoder {
+    tf_bert *bert;             /* the body and the MLM head (cls.predictions), BERT's family's */
+    tf_caption_bert_xattn *x;  /* n_layer */
+};
+
+/* What the search and the checks need of either decoder. */
+typedef struct {
+    int vocab, context, n_layer, n_head, d_model;
+} tf_caption_ved_dims;
+tf_caption_ved_dims tf_caption_ved_decoder_dims(const tf_caption_ved *m);
+/* The decoder's tensors (GPT-2's or BERT's, cross-attention included), under names without "decoder.". */
+tf_params *tf_caption_ved_decoder_params(const tf_caption_ved *m);
+
+/* A "bert" decoder config (BertLMHeadModel with is_decoder and add_cross_attention) as tformer's BERT
+ * reads it, with the MLM head; what differs from BERT's arithmetic is refused naming path. */
+int tf_caption_ved_bert_config(const cJSON *dec, const char *path, tf_bert_config *c);
+/* The BERT decoder with its cross-attention registered (weights not read). */
+int tf_caption_ved_bert_new(tf_caption_ved *m, const tf_bert_config *c);
+/* A tensor of the file's decoder part that BERT leaves out: the tied head's copies, the buffers. */
+int tf_caption_ved_bert_extra(const char *name);
+/* The decoder's logits (B,T,V) over memory (caption_ved_run.c's decode for GPT-2). */
+tf_tensor *tf_caption_ved_bert_decode(tf_ctx *ctx, const tf_caption_ved *m, const tf_caption_ved_inputs *in,
+                                      tf_tensor *memory, tf_caption_ved_outputs *out);
+void tf_caption_ved_bert_free(struct tf_caption_bert_decoder *d);
 
 #endif

@@ -1,6 +1,7 @@
 /* Hugging Face's VisionEncoderDecoderModel folders (include/tformer/caption.h): config.json's
- * "encoder" (a ViTConfig) and "decoder" (a GPT2Config with add_cross_attention) read by the ViT's
- * and GPT-2's own readers; the ViT and the GPT-2 built by their families, GPT-2's cross-attention
+ * "encoder" (a ViTConfig) and "decoder" (a GPT2Config with add_cross_attention, or a BertConfig:
+ * caption_ved_bert.c) read by the ViT's and GPT-2's own readers; the ViT and the GPT-2 built by
+ * their families, GPT-2's cross-attention
  * (q_attn, c_attn fused over k and v, c_proj, ln_cross_attn) registered beside the GPT-2's tensors;
  * preprocessor_config.json's normalisation; the folder's tokenizer when it has one. */
 #include <cjson/cJSON.h>
@@ -17,15 +18,17 @@
 
 /* ---------------------------------------------------------------- config.json */
 
-static int sub_type(const cJSON *root, const char *path, const char *key, const char *want, const cJSON **sub) {
+/* config[key]'s model_type: want, or (when not NULL) also */
+static int sub_type(const cJSON *root, const char *path, const char *key, const char *want, const char *also,
+                    const cJSON **sub) {
     *sub = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!cJSON_IsObject(*sub)) return tf_set_error("%s: \"%s\" must be an object (a VisionEncoderDecoderModel's %s config)",
                                                    path, key, key);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(*sub, "model_type");
     const char *type = cJSON_IsString(t) ? t->valuestring : "(none)";
-    if (strcmp(type, want))
+    if (strcmp(type, want) && (!also || strcmp(type, also)))
         return tf_set_error("%s: %s model_type \"%s\" is not supported: tformer's VisionEncoderDecoderModel reads a "
-                            "\"vit\" encoder and a \"gpt2\" decoder", path, key, type);
+                            "\"vit\" encoder and a \"gpt2\" or \"bert\" decoder", path, key, type);
     return 0;
 }
 
@@ -109,6 +112,7 @@ static int add(tf_params *ps, const char *prefix, const char *name, tf_tensor **
 
 /* GPT-2's cross-attention of every layer, beside its other tensors (Conv1D: (in,out)). */
 static int register_xattn(tf_caption_ved *m) {
+    if (m->bert) return 0; /* caption_ved_bert.c registered BERT's */
     const tf_gpt_config *c = &m->decoder->cfg;
     int64_t E = c->d_model;
     tf_params *ps = m->decoder->params;
@@ -154,7 +158,9 @@ static int known_encoder(const tf_params *ps, const char *name) {
 }
 static int known_decoder(const tf_params *ps, const char *name) {
     if (strncmp(name, "decoder.", 8)) return 1;
-    name += 8; /* GPT-2's causal-mask buffers (older transformers saved them); the tied head's copy */
+    name += 8;
+    if (tf_params_get(ps, "bert.embeddings.word_embeddings.weight")) /* a BERT decoder's */
+        return tf_params_get(ps, name) || tf_caption_ved_bert_extra(name); /* GPT-2's causal-mask buffers (older transformers saved them); the tied head's copy */
     return tf_params_get(ps, name) || ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias") ||
            ends_with(name, ".crossattention.bias") || ends_with(name, ".crossattention.masked_bias") ||
            !strcmp(name, "lm_head.weight");
@@ -165,7 +171,7 @@ static int known_rest(const tf_params *ps, const char *name) {
 
 /* params: every tensor under its folder name, the same tensors as the parts'. */
 static int gather(tf_caption_ved *m) {
-    const tf_params *parts[3] = {m->encoder->params, m->decoder->params, m->proj_params};
+    const tf_params *parts[3] = {m->encoder->params, tf_caption_ved_decoder_params(m), m->proj_params};
     const char *prefix[3] = {"encoder.", "decoder.", ""};
     int n = 0, k = 0;
     for (int p = 0; p < 3; p++) n += tf_params_count(parts[p]);
@@ -182,17 +188,20 @@ static int gather(tf_caption_ved *m) {
     return 0;
 }
 
-static int build(tf_caption_ved *m, const tf_vit_config *vc, const tf_gpt_config *gc, const char *weights) {
+/* The decoder's configuration: GPT-2's (bc NULL) or BERT's. */
+static int build(tf_caption_ved *m, const tf_vit_config *vc, const tf_gpt_config *gc, const tf_bert_config *bc,
+                 const char *weights) {
     tf_st_file *f = tf_st_open(weights);
     if (!f) return -1;
     tf_vit_config v = *vc;
     v.pooler = tf_st_find(f, "encoder.pooler.dense.weight") != NULL;
-    int rc = !(m->encoder = tf_vit_new(&v, 0)) || !(m->decoder = tf_gpt_new(gc, 0)) ||
+    int rc = !(m->encoder = tf_vit_new(&v, 0)) || (bc ? tf_caption_ved_bert_new(m, bc) : !(m->decoder = tf_gpt_new(gc, 0))) ||
              !(m->proj_params = tf_params_new()) || register_xattn(m);
-    if (!rc && vc->d_model != gc->d_model)
-        rc = tf_linear_register(m->proj_params, "enc_to_dec_proj", &m->enc_to_dec, vc->d_model, gc->d_model, 1, 0.02f);
+    int E = bc ? bc->d_model : gc->d_model;
+    if (!rc && vc->d_model != E)
+        rc = tf_linear_register(m->proj_params, "enc_to_dec_proj", &m->enc_to_dec, vc->d_model, E, 1, 0.02f);
     rc = rc || tf_folder_read_weights(f, weights, m->encoder->params, find_encoder, known_encoder) ||
-         tf_folder_read_weights(f, weights, m->decoder->params, find_decoder, known_decoder) ||
+         tf_folder_read_weights(f, weights, tf_caption_ved_decoder_params(m), find_decoder, known_decoder) ||
          tf_folder_read_weights(f, weights, m->proj_params, NULL, known_rest) || gather(m);
     tf_st_close(f);
     return rc ? -1 : 0;
@@ -217,7 +226,7 @@ static int read_ids(tf_caption_ved *m, const cJSON *root, const cJSON *dec, cons
     m->start_id = int_key(root, "decoder_start_token_id", int_key(dec, "bos_token_id", -1));
     m->eos_id = int_key(root, "eos_token_id", int_key(dec, "eos_token_id", -1));
     m->pad_id = int_key(root, "pad_token_id", -1);
-    int V = m->decoder->cfg.vocab_size;
+    int V = tf_caption_ved_decoder_dims(m).vocab;
     if (m->start_id < 0 || m->start_id >= V)
         return tf_set_error("%s: decoder_start_token_id %d: an id below the decoder's vocab_size %d is needed to "
                             "start a caption", path, m->start_id, V);
@@ -233,9 +242,14 @@ tf_caption_ved *tf_caption_ved_load(const char *dir) {
     const cJSON *enc = NULL, *dec = NULL;
     tf_vit_config vc;
     tf_gpt_config gc;
-    int rc = !m || !root || sub_type(root, path, "encoder", "vit", &enc) || sub_type(root, path, "decoder", "gpt2", &dec) ||
-             tf_vit_config_from_hf(enc, path, &vc) || channels(&vc, path) || decoder_config(dec, path, &gc) ||
-             build(m, &vc, &gc, weights);
+    tf_bert_config bc;
+    memset(&gc, 0, sizeof gc), memset(&bc, 0, sizeof bc);
+    int rc = !m || !root || sub_type(root, path, "encoder", "vit", NULL, &enc) ||
+             sub_type(root, path, "decoder", "gpt2", "bert", &dec) || tf_vit_config_from_hf(enc, path, &vc) ||
+             channels(&vc, path);
+    int bert = !rc && !strcmp(cJSON_GetObjectItemCaseSensitive(dec, "model_type")->valuestring, "bert");
+    rc = rc || (bert ? tf_caption_ved_bert_config(dec, path, &bc) : decoder_config(dec, path, &gc)) ||
+         build(m, &vc, &gc, bert ? &bc : NULL, weights);
     if (!rc && (read_ids(m, root, dec, path) || read_preprocessor(m, dir) || read_tokenizer(m, dir))) rc = 1;
     if (!rc && !(m->config = cJSON_PrintUnformatted(root))) rc = tf_set_error("caption: out of memory");
     cJSON_Delete(root);
@@ -247,7 +261,7 @@ tf_caption_ved *tf_caption_ved_load(const char *dir) {
 void tf_caption_ved_free(tf_caption_ved *m) {
     if (!m) return;
     tf_params_free(m->params), tf_params_free(m->proj_params);
-    tf_vit_free(m->encoder), tf_gpt_free(m->decoder);
+    tf_vit_free(m->encoder), tf_gpt_free(m->decoder), tf_caption_ved_bert_free(m->bert);
     tf_tokenizer_free(m->tok);
     free(m->xattn), free(m->alias), free(m->config), free(m->preprocessor), free(m);
 }

@@ -25,8 +25,8 @@ tf_tensor *tf_caption_ved_pixels(tf_ctx *ctx, const tf_caption_ved *m, const flo
 /* Each id's cross-attention (the start's, then the n ids'), the mean over layers and heads, over
  * the patches (the class token's share left out, each row renormalised): (n + 1, N). */
 static int attention_maps(const tf_caption_ved *m, const float *pixels, const int32_t *ids, int n, float *attention) {
-    const tf_gpt_config *c = &m->decoder->cfg;
-    int64_t N = tf_vit_patches(&m->encoder->cfg), T = n + 1, H = c->n_head;
+    tf_caption_ved_dims c = tf_caption_ved_decoder_dims(m);
+    int64_t N = tf_vit_patches(&m->encoder->cfg), T = n + 1, H = c.n_head;
     tf_ctx *ctx = tf_ctx_new(0);
     if (!ctx) return tf_set_error("caption: out of memory");
     tf_ctx_set_grad(ctx, 0);
@@ -44,7 +44,7 @@ static int attention_maps(const tf_caption_ved *m, const float *pixels, const in
         float *row = attention + t * N;
         double sum = 0;
         memset(row, 0, (size_t)N * sizeof *row);
-        for (int l = 0; l < c->n_layer; l++) {
+        for (int l = 0; l < c.n_layer; l++) {
             tf_tensor *p = tf_contiguous(ctx, out.cross_attentions[l]);  // (1,H,T,N+1)
             if (!p) return tf_ctx_free(ctx), -1;
             for (int64_t h = 0; h < H; h++)
@@ -61,7 +61,8 @@ int tf_caption_ved_generate(const tf_caption_ved *m, const float *pixels, const 
                             int cap, int *n, float *attention) {
     tf_generate_opts g = *o;
     if (g.eos_id < 0) g.eos_id = m->eos_id;
-    if (g.max_tokens <= 0 || g.max_tokens > m->decoder->cfg.context - 1) g.max_tokens = m->decoder->cfg.context - 1;
+    int context = tf_caption_ved_decoder_dims(m).context;
+    if (g.max_tokens <= 0 || g.max_tokens > context - 1) g.max_tokens = context - 1;
     tf_decoder *d = tf_caption_ved_decoder_new(m, pixels);
     tf_ids out = {0};
     int32_t start = m->start_id;

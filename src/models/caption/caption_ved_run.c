@@ -2,7 +2,8 @@
  * enc_to_dec_proj when the widths differ, then GPT-2's decoder composed from the shared block's
  * sub-layers: its own self-attention and MLP (the GPT-2's blocks), and between them a
  * cross-attention whose k and v are the two column halves of the fused c_attn (Conv1D's (in,out)
- * weight: a column block each, as the shared attention slices its own fused projection). */
+ * weight: a column block each, as the shared attention slices its own fused projection); a BERT
+ * decoder's is caption_ved_bert.c's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ static void cross_block(tf_ctx *ctx, const tf_caption_ved *m, int i, tf_block *b
 
 static int check(const tf_caption_ved *m, const tf_caption_ved_inputs *in) {
     const tf_vit_config *v = &m->encoder->cfg;
-    const tf_gpt_config *g = &m->decoder->cfg;
+    tf_caption_ved_dims g = tf_caption_ved_decoder_dims(m);
     const tf_tensor *x = in->pixel_values, *ids = in->decoder_input_ids;
     char s[64];
     if (!x && !in->memory) return tf_set_error("caption: pixel_values missing");
@@ -37,18 +38,18 @@ static int check(const tf_caption_ved *m, const tf_caption_ved_inputs *in) {
         return tf_set_error("caption: pixel_values %s must be F32 (B,%d,%d,%d)", tf_shape_str(x, s, sizeof s),
                             v->channels, v->image_size, v->image_size);
     int64_t B = x ? x->shape[0] : in->memory->shape[0];
-    if (ids && tf_check_ids("caption", ids, "decoder_input_ids", B, ids->shape[1], g->vocab_size, "vocab_size"))
+    if (ids && tf_check_ids("caption", ids, "decoder_input_ids", B, ids->shape[1], g.vocab, "vocab_size"))
         return -1;
     int64_t past = in->cache ? tf_kv_cache_len(in->cache) : 0;
-    if (ids && past + ids->shape[1] > g->context)
+    if (ids && past + ids->shape[1] > g.context)
         return tf_set_error("caption: %lld decoder positions exceed the decoder's n_positions %d",
-                            (long long)(past + ids->shape[1]), g->context);
+                            (long long)(past + ids->shape[1]), g.context);
     if (in->labels && !ids) return tf_set_error("caption: labels need decoder_input_ids");
     if (in->labels && tf_check_ids("caption", in->labels, "labels", B, ids->shape[1], 0, NULL)) return -1;
     for (int64_t i = 0; in->labels && i < tf_numel(in->labels); i++) {
         int32_t y = tf_i32(in->labels)[i];
-        if (y != -100 && (y < 0 || y >= g->vocab_size))
-            return tf_set_error("caption: labels hold %d; below vocab_size %d, or -100 (ignored)", (int)y, g->vocab_size);
+        if (y != -100 && (y < 0 || y >= g.vocab))
+            return tf_set_error("caption: labels hold %d; below vocab_size %d, or -100 (ignored)", (int)y, g.vocab);
     }
     return 0;
 }
@@ -99,7 +100,8 @@ int tf_caption_ved_run(tf_ctx *ctx, const tf_caption_ved *m, const tf_caption_ve
         if (!out->memory) return -1;
     }
     if (!in->decoder_input_ids) return 0;
-    if (!(out->logits = decode(ctx, m, in, out->memory, out))) return -1;
+    out->logits = m->bert ? tf_caption_ved_bert_decode(ctx, m, in, out->memory, out) : decode(ctx, m, in, out->memory, out);
+    if (!out->logits) return -1;
     if (in->labels && !(out->loss = tf_cross_entropy(ctx, out->logits, in->labels, -100, 0.0f))) return -1;
     return 0;
 }
