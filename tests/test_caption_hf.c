@@ -115,20 +115,25 @@ TEST(caption_hf_step_decoding_equals_full_forward) {
         CHECKF(tf_caption_ved_run(ctx, m, &(tf_caption_ved_inputs){.pixel_values = x, .decoder_input_ids = y}, &out) == 0,
                "%s", tf_error());
         tf_decoder *d = tf_caption_ved_decoder_new(m, px);
-        double worst = 0;
+        double worst = 0, rel = 0;
         for (int t = 0; d && t < 4;) {
             int n = t == 1 ? 2 : 1;
             CHECK(tf_decoder_step(d, ids + t, n, logits) == 0);
             t += n;
             worst = fmax(worst, test_max_abs_diff(logits, tf_f32(out.logits) + (t - 1) * V, V));
+            rel = fmax(rel, test_rel_err(logits, tf_f32(out.logits) + (t - 1) * V, V));
         }
         tf_decoder *fork = d ? tf_decoder_fork(d) : NULL;
         float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
         CHECK(fork && tf_decoder_step(d, ids + 4, 1, a) == 0 && tf_decoder_step(fork, ids + 4, 1, b) == 0 &&
               !memcmp(a, b, sizeof(float) * (size_t)V));
         worst = fmax(worst, test_max_abs_diff(a, tf_f32(out.logits) + 4 * V, V));
-        CHECKF(worst < 1e-5, "%s: steps differ from the full forward by %.3e", CASES[k], worst);
-        printf("    %s: 5 steps against the full forward, max |diff| %.2e\n", CASES[k], worst);
+        rel = fmax(rel, test_rel_err(a, tf_f32(out.logits) + 4 * V, V));
+        /* Relative L2 per row, as every hf-run comparison: these logits reach 9 to 20, where 1e-5 absolute is
+         * about 10 float32 units in the last place (the BERT decoder measured 9.5e-6 without BLAS here). */
+        CHECKF(rel < 1e-5, "%s: steps differ from the full forward by %.3e (relative L2; max |diff| %.3e)", CASES[k],
+               rel, worst);
+        printf("    %s: 5 steps against the full forward, relative L2 %.2e, max |diff| %.2e\n", CASES[k], rel, worst);
         free(a), free(b), free(px), free(logits);
         tf_decoder_free(fork), tf_decoder_free(d), tf_ctx_free(ctx), tf_caption_ved_free(m);
     }
