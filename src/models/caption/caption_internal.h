@@ -20,6 +20,11 @@ int tf_caption_transformer_decode(tf_ctx *ctx, const tf_caption *m, tf_tensor *i
  * image processor says. */
 tf_tensor *tf_caption_ved_pixels(tf_ctx *ctx, const tf_caption_ved *m, const float *pixels);
 
+/* A decoder's block arguments (caption_ved_run.c): the padding mask over the cache and the new ids, both
+ * caches, and room for each layer's cross-attention when asked. 0, or -1 with the error set. */
+int tf_caption_ved_block_args(tf_ctx *ctx, const tf_caption_ved_inputs *in, tf_tensor *memory, int n_layer,
+                              tf_attn_mask *pad, tf_block_args *args, tf_caption_ved_outputs *out);
+
 /* ---------------------------------------------------------------- BERT decoders (caption_ved_bert.c) */
 
 /* A BertLMHeadModel decoder's cross-attention of one layer, under BERT's names

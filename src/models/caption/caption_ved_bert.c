@@ -137,17 +137,12 @@ tf_tensor *tf_caption_ved_bert_decode(tf_ctx *ctx, const tf_caption_ved *m, cons
     const tf_bert *b = m->bert->bert;
     const tf_bert_config *c = &b->cfg;
     tf_tensor *ids = in->decoder_input_ids;
-    int64_t B = ids->shape[0], T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
-    tf_attn_mask pad = {0};
-    if (in->decoder_attention_mask &&
-        !(pad.key_padding_mask = tf_key_padding(ctx, in->decoder_attention_mask, B, start + T, "caption")))
-        return NULL;
+    int64_t T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
     tf_block_config causal = b->block;
     causal.self_attn.kind = TF_ATTN_CAUSAL;
-    tf_block_args args = {.memory = memory, .self_mask = in->decoder_attention_mask ? &pad : NULL,
-                          .cache = in->cache, .cross_cache = in->cross_cache};
-    if (in->output_attentions && !(out->cross_attentions = tf_ctx_alloc(ctx, (size_t)c->n_layer * sizeof(tf_tensor *))))
-        return NULL;
+    tf_attn_mask pad;
+    tf_block_args args;
+    if (tf_caption_ved_block_args(ctx, in, memory, c->n_layer, &pad, &args, out)) return NULL;
     int fill = in->cross_cache && tf_kv_cache_len(in->cross_cache) == 0;
     tf_tensor *x = embed(ctx, b, ids, start);
     for (int i = 0; i < c->n_layer && x; i++) {

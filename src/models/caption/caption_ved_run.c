@@ -54,23 +54,33 @@ static int check(const tf_caption_ved *m, const tf_caption_ved_inputs *in) {
     return 0;
 }
 
+int tf_caption_ved_block_args(tf_ctx *ctx, const tf_caption_ved_inputs *in, tf_tensor *memory, int n_layer,
+                              tf_attn_mask *pad, tf_block_args *args, tf_caption_ved_outputs *out) {
+    const tf_tensor *ids = in->decoder_input_ids;
+    int64_t B = ids->shape[0], T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
+    *pad = (tf_attn_mask){0};
+    if (in->decoder_attention_mask &&
+        !(pad->key_padding_mask = tf_key_padding(ctx, in->decoder_attention_mask, B, start + T, "caption")))
+        return -1;
+    *args = (tf_block_args){.memory = memory, .self_mask = in->decoder_attention_mask ? pad : NULL,
+                            .cache = in->cache, .cross_cache = in->cross_cache};
+    if (in->output_attentions && !(out->cross_attentions = tf_ctx_alloc(ctx, (size_t)n_layer * sizeof(tf_tensor *))))
+        return -1;
+    return 0;
+}
+
 /* GPT-2 with cross-attention over memory: logits (B,T,V). */
 static tf_tensor *decode(tf_ctx *ctx, const tf_caption_ved *m, const tf_caption_ved_inputs *in, tf_tensor *memory,
                          tf_caption_ved_outputs *out) {
     const tf_gpt *g = m->decoder;
     const tf_gpt_config *c = &g->cfg;
     tf_tensor *ids = in->decoder_input_ids;
-    int64_t B = ids->shape[0], T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
-    tf_attn_mask pad = {0};
-    if (in->decoder_attention_mask &&
-        !(pad.key_padding_mask = tf_key_padding(ctx, in->decoder_attention_mask, B, start + T, "caption")))
-        return NULL;
+    int64_t T = ids->shape[1], start = in->cache ? tf_kv_cache_len(in->cache) : 0;
     tf_tensor *x = tf_add(ctx, tf_embedding(ctx, g->wte, ids), tf_posenc_learned(ctx, g->wpe, start, T));
     x = tf_dropout(ctx, x, c->dropout);  // (B,T,E)
-    tf_block_args args = {.memory = memory, .self_mask = in->decoder_attention_mask ? &pad : NULL,
-                          .cache = in->cache, .cross_cache = in->cross_cache};
-    if (in->output_attentions && !(out->cross_attentions = tf_ctx_alloc(ctx, (size_t)c->n_layer * sizeof(tf_tensor *))))
-        return NULL;
+    tf_attn_mask pad;
+    tf_block_args args;
+    if (tf_caption_ved_block_args(ctx, in, memory, c->n_layer, &pad, &args, out)) return NULL;
     int fill = in->cross_cache && tf_kv_cache_len(in->cross_cache) == 0;
     for (int i = 0; i < c->n_layer && x; i++) {
         tf_block xb;
