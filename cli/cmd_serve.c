@@ -109,6 +109,7 @@ int cmd_serve(const cli_args *a) {
             o.host, strchr(o.host, ':') ? "]" : "", serve_port(s), n, n == 1 ? "" : "s", o.api_key ? ", API key asked" : "");
     int sig = 0;
     sigwait(&sigs, &sig);
+    serve_quiesce(s); /* before the line below, which tells a watcher the server no longer takes requests */
     fprintf(stderr, "tformer serve: %s: finishing the requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     serve_stop(s);
     for (int i = 0; i < n; i++) tf_model_free(ms[i].m), free(ms[i].name);

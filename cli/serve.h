@@ -83,7 +83,8 @@ typedef struct serve {
     sem_t compute;           /* parallel model calls at once */
     serve_queue *queues;     /* one per model */
     serve_sched *scheds;     /* one per model */
-    volatile int stopping;   /* a signal came: 503 to new requests */
+    atomic_int stopping;     /* a signal came: 503 to new requests */
+    int listen_fd;           /* MHD_quiesce_daemon's socket (MHD_INVALID_SOCKET: none) */
     serve_metrics metrics;
     struct MHD_Daemon *d;
     long long created;       /* the server's start (Unix seconds): /v1/models' created */
@@ -100,7 +101,10 @@ typedef struct {
 /* Start listening; NULL with the reason in err. */
 serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char *err, size_t n_err);
 int serve_port(const serve *s);
-/* Stop taking requests, finish those in flight, stop. */
+/* Stop taking requests: new connections are refused and a request on an open one gets a 503
+ * (shutting_down) from the moment this returns. Those in flight go on. */
+void serve_quiesce(serve *s);
+/* serve_quiesce, finish the requests in flight, stop. */
 void serve_stop(serve *s);
 
 /* OpenAI's error shape into r: {"error": {"message", "type", "param", "code"}}; param, code may be NULL. */

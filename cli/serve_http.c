@@ -231,12 +231,18 @@ int serve_port(const serve *s) {
     return i ? (int)i->port : -1;
 }
 
-void serve_stop(serve *s) {
+void serve_quiesce(serve *s) {
+    if (s->stopping) return;
     s->stopping = 1;
-    MHD_socket fd = MHD_quiesce_daemon(s->d); /* no new connections */
+    s->listen_fd = MHD_quiesce_daemon(s->d); /* no new connections */
     /* and none left waiting: the socket stays open until MHD_stop_daemon (MHD's threads may still
      * hold it), but stops listening, so a client's connect is refused instead of hanging */
-    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
+    if (s->listen_fd != MHD_INVALID_SOCKET) shutdown(s->listen_fd, SHUT_RDWR);
+}
+
+void serve_stop(serve *s) {
+    serve_quiesce(s);
+    MHD_socket fd = s->listen_fd;
     /* The requests in flight finish (a stream ends with its completion); bounded by the time
      * they may take: --timeout to send, then the model's work. */
     for (;;) {
