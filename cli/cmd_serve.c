@@ -9,7 +9,7 @@
 #include "serve.h"
 
 enum { MODEL, HOST, PORT, API_KEY, THREADS, PARALLEL, MAX_BATCH, BATCH_WINDOW, MAX_BODY, MAX_TOKENS, MAX_INPUTS, MAX_INPUT, MAX_N, TIMEOUT,
-       MAX_CONNECTIONS, MAX_ROWS, MAX_QUEUE };
+       HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_ROWS, MAX_QUEUE };
 const cli_flag cmd_serve_flags[] = {
     [MODEL] = {"model", CLI_LIST, "NAME=DIR...", NULL,
                "the models served, each NAME=DIR (its id NAME) or DIR (its id the folder's name); the flag may repeat"},
@@ -28,8 +28,14 @@ const cli_flag cmd_serve_flags[] = {
     [MAX_INPUTS] = {"max-inputs", CLI_INT, "N", "256", "texts (or prompts) per request"},
     [MAX_INPUT] = {"max-input", CLI_INT, "BYTES", "65536", "bytes of one text or prompt"},
     [MAX_N] = {"max-n", CLI_INT, "N", "8", "completions per prompt (n)"},
-    [TIMEOUT] = {"timeout", CLI_INT, "SECONDS", "30", "time to send a request, and the idle time before a connection closes"},
-    [MAX_CONNECTIONS] = {"max-connections", CLI_INT, "N", "256", "connections open at once"},
+    [TIMEOUT] = {"timeout", CLI_INT, "SECONDS", "30",
+                 "time to send a request (408 past it), and the silence allowed while a request is under way"},
+    [HEADER_TIMEOUT] = {"header-timeout", CLI_INT, "SECONDS", "10",
+                        "silence allowed before a request's header is complete, on a new connection or a kept-alive "
+                        "one (then it is closed; at most --timeout)"},
+    [MAX_CONNECTIONS] = {"max-connections", CLI_INT, "N", "256",
+                         "connections open at once; one arriving when all are open closes the one idle longest and "
+                         "takes its place (no per-address cap: local and proxied clients share one address; docs/serve.md)"},
     [MAX_ROWS] = {"max-rows", CLI_INT, "N", "32",
                   "completions of a model stepped together (continuous batching; each one's answer is its answer alone)"},
     [MAX_QUEUE] = {"max-queue", CLI_INT, "N", "256", "completions of a model waiting for a row (503 past it)"},
@@ -86,7 +92,8 @@ int cmd_serve(const cli_args *a) {
                     (int)ranged(a, BATCH_WINDOW, 0, 999999), (size_t)ranged(a, MAX_BODY, 64, 1LL << 30),
                     (int)ranged(a, MAX_TOKENS, 1, 1 << 20), (int)ranged(a, MAX_INPUTS, 1, 1 << 16),
                     (size_t)ranged(a, MAX_INPUT, 1, 1LL << 30), (int)ranged(a, MAX_N, 1, 128),
-                    (int)ranged(a, TIMEOUT, 1, 3600), (int)ranged(a, MAX_CONNECTIONS, 1, 1 << 16),
+                    (int)ranged(a, TIMEOUT, 1, 3600), (int)ranged(a, HEADER_TIMEOUT, 1, 3600),
+                    (int)ranged(a, MAX_CONNECTIONS, 1, 1 << 16),
                     (int)ranged(a, MAX_ROWS, 1, 4096), (int)ranged(a, MAX_QUEUE, 1, 1 << 20)};
     cli_say_plain(v, 1, "%d model%s (--model); %s port %d (--host, --port%s); %d model calls at once (--parallel), "
                   "embedding batches of up to %d (--max-batch), %d completions stepped together (--max-rows); %s",

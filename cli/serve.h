@@ -30,8 +30,9 @@ typedef struct {
     int max_inputs;     /* texts per request */
     size_t max_input;   /* bytes of one text */
     int max_n;          /* completions per request (n) */
-    int timeout;        /* seconds to send a request, and idle seconds before a connection closes */
-    int max_connections;
+    int timeout;        /* seconds to send a request and to answer it (MHD's timeout of a connection with a request under way) */
+    int header_timeout; /* seconds a connection with no request under way may stay silent (at most timeout) */
+    int max_connections; /* open at once; a newcomer past them closes the connection idle longest */
     int max_rows;       /* completions stepped together (continuous batching) */
     int max_queue;      /* completions waiting for a row (503 past it) */
 } serve_opts;
@@ -57,6 +58,8 @@ typedef struct {
     uint64_t steps, step_rows;          /* completion steps, and the completions they stepped */
     uint64_t step_sizes[8];             /* steps by completions stepped: 1, 2, 3-4, 5-8, ... 65+ */
     int in_flight, computing, queued, stepping; /* queued: completions waiting; stepping: being stepped */
+    int conns_open, conns_idle;         /* connections open, and those with no request under way */
+    uint64_t conns_evicted;             /* idle connections closed to free a slot (--max-connections) */
 } serve_metrics;
 
 void serve_metrics_init(serve_metrics *s);
@@ -75,6 +78,7 @@ const char *serve_endpoint_name(serve_endpoint ep);
 
 typedef struct serve_queue serve_queue; /* a model's embedding requests waiting for a batch (serve_batch.c) */
 typedef struct serve_sched serve_sched; /* a model's completions stepped together (serve_sched.c) */
+typedef struct serve_conn serve_conn;   /* an open connection (serve_http.c) */
 
 typedef struct serve {
     serve_opts o;
@@ -85,7 +89,12 @@ typedef struct serve {
     serve_sched *scheds;     /* one per model */
     atomic_int stopping;     /* a signal came: 503 to new requests */
     int listen_fd;           /* MHD_quiesce_daemon's socket (MHD_INVALID_SOCKET: none) */
-    serve_metrics metrics;
+    serve_metrics metrics;   /* its mutex also guards the idle list */
+    serve_conn *idle_head, *idle_tail; /* connections with no request under way, the longest idle first */
+    int conns_closing;       /* of those open, the ones closed for a newcomer, not yet gone */
+    pthread_t reaper;        /* closes an idle connection once one may go, while more than --max-connections are open */
+    pthread_cond_t reaper_cv;
+    int reaper_stop;
     struct MHD_Daemon *d;
     long long created;       /* the server's start (Unix seconds): /v1/models' created */
 } serve;

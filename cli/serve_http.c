@@ -1,6 +1,6 @@
 /* The daemon of tformer serve: libmicrohttpd with a thread per connection, the limits
- * (body size, time to send a request, connections), the API key, dispatch, and a shutdown
- * that finishes the requests in flight. */
+ * (body size, time to send a request, connections, idle connections), the API key, dispatch,
+ * and a shutdown that finishes the requests in flight. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -146,6 +146,148 @@ static int take_body(serve *s, request *q, const char *data, size_t n, serve_rep
     return 0;
 }
 
+/* ---------------------------------------------------------------- connections */
+
+/* Every open connection is known (MHD_OPTION_NOTIFY_CONNECTION). One with no request under way
+ * (a new one whose request's header is not in yet, a kept-alive one between requests) is on the
+ * idle list, the longest idle first, and has MHD's timeout --header-timeout: a connection that
+ * says nothing is closed after a few seconds. A request under way has --timeout.
+ * libmicrohttpd admits --max-connections + 1: a connection that arrives when all --max-connections
+ * are open closes the one idle longest and takes its place, so that connections opened and left
+ * idle cannot keep real clients waiting (they queued in the listen backlog until the idle ones
+ * timed out). Never closed for a newcomer: a request under way, a connection idle for less than
+ * IDLE_GRACE (a client that just connected sends its request within it: a burst of real clients
+ * must not close its own connections) or with bytes not read yet (its request is arriving). With
+ * none to close, the newcomer is the one over, later ones wait in the backlog, and the reaper
+ * closes the idle longest as soon as one may go. Closing is shutdown() of the socket: its thread
+ * sees the end and libmicrohttpd closes it (as MHD_stop_daemon does); the socket is still open
+ * then, since MHD_CONNECTION_NOTIFY_CLOSED, which takes the connection off the list under the same
+ * mutex, comes before libmicrohttpd closes it. */
+struct serve_conn {
+    MHD_socket fd;
+    double since; /* idle since (now()) */
+    int idle, evicted;
+    serve_conn *prev, *next;
+};
+
+static const double IDLE_GRACE = 0.5; /* seconds */
+
+/* Off the idle list (under s->metrics.mu). */
+static void idle_unlink(serve *s, serve_conn *k) {
+    if (!k->idle) return;
+    *(k->prev ? &k->prev->next : &s->idle_head) = k->next;
+    *(k->next ? &k->next->prev : &s->idle_tail) = k->prev;
+    k->prev = k->next = NULL, k->idle = 0;
+    s->metrics.conns_idle--;
+}
+
+/* At the idle list's end, the latest idle (under s->metrics.mu). */
+static void idle_push(serve *s, serve_conn *k) {
+    if (k->idle || k->evicted) return;
+    k->prev = s->idle_tail, k->next = NULL, k->since = now();
+    *(s->idle_tail ? &s->idle_tail->next : &s->idle_head) = k;
+    s->idle_tail = k, k->idle = 1;
+    s->metrics.conns_idle++;
+}
+
+/* More than --max-connections open, not counting those already closed for a newcomer. */
+static int over_limit(const serve *s) { return s->metrics.conns_open - s->conns_closing > s->o.max_connections; }
+
+/* Close the connection idle longest that may go (under s->metrics.mu): idle for IDLE_GRACE, and
+ * nothing unread (of the 16 idle longest); 0, or -1 when none may. */
+static int evict_idle(serve *s) {
+    double t = now();
+    int n = 0;
+    for (serve_conn *k = s->idle_head; k && n < 16 && t - k->since >= IDLE_GRACE; k = k->next, n++) {
+        char b;
+        if (recv(k->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) continue; /* its next request is arriving */
+        idle_unlink(s, k);
+        k->evicted = 1, s->conns_closing++;
+        shutdown(k->fd, SHUT_RDWR);
+        s->metrics.conns_evicted++;
+        return 0;
+    }
+    return -1;
+}
+
+/* While over the limit, an idle connection closed as soon as one may go (every 100 ms). */
+static void *reaper(void *arg) {
+    serve *s = arg;
+    pthread_mutex_lock(&s->metrics.mu);
+    while (!s->reaper_stop) {
+        if (!over_limit(s)) {
+            pthread_cond_wait(&s->reaper_cv, &s->metrics.mu);
+            continue;
+        }
+        evict_idle(s);
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_nsec += 100000000L;
+        if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&s->reaper_cv, &s->metrics.mu, &t);
+    }
+    pthread_mutex_unlock(&s->metrics.mu);
+    return NULL;
+}
+
+static int reaper_start(serve *s) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int bad = pthread_cond_init(&s->reaper_cv, &a);
+    pthread_condattr_destroy(&a);
+    if (bad) return -1;
+    if (!pthread_create(&s->reaper, NULL, reaper, s)) return 0;
+    pthread_cond_destroy(&s->reaper_cv);
+    return -1;
+}
+
+static void reaper_stop(serve *s) {
+    pthread_mutex_lock(&s->metrics.mu);
+    s->reaper_stop = 1;
+    pthread_cond_signal(&s->reaper_cv);
+    pthread_mutex_unlock(&s->metrics.mu);
+    pthread_join(s->reaper, NULL);
+    pthread_cond_destroy(&s->reaper_cv);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode code) {
+    serve *s = cls;
+    serve_conn *k = *ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!i || !(k = calloc(1, sizeof *k))) return; /* not known: never closed for a newcomer */
+        k->fd = i->connect_fd, *ctx = k;
+        pthread_mutex_lock(&s->metrics.mu);
+        idle_push(s, k);
+        s->metrics.conns_open++;
+        if (over_limit(s) && evict_idle(s)) pthread_cond_signal(&s->reaper_cv); /* none may go yet */
+        pthread_mutex_unlock(&s->metrics.mu);
+        return;
+    }
+    if (!k) return;
+    pthread_mutex_lock(&s->metrics.mu);
+    idle_unlink(s, k);
+    s->metrics.conns_open--, s->conns_closing -= k->evicted;
+    pthread_mutex_unlock(&s->metrics.mu);
+    free(k);
+    *ctx = NULL;
+}
+
+/* A request begins on c (busy) or ends: off or onto the idle list, and MHD's timeout of the
+ * connection to match (--timeout, or --header-timeout for the next request's header). */
+static void conn_busy(serve *s, struct MHD_Connection *c, int busy) {
+    const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    serve_conn *k = i ? i->socket_context : NULL;
+    if (k) {
+        pthread_mutex_lock(&s->metrics.mu);
+        if (busy) idle_unlink(s, k);
+        else idle_push(s, k);
+        pthread_mutex_unlock(&s->metrics.mu);
+    }
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(busy ? s->o.timeout : s->o.header_timeout));
+}
+
 /* ---------------------------------------------------------------- the handler */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -155,6 +297,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     serve_reply r = {0};
     (void)version;
     if (!q) {
+        conn_busy(s, c, 1);
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         q->ep = serve_endpoint_of(url), q->start = now();
         *ctx = q;
@@ -177,7 +320,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode why) {
     serve *s = cls;
     request *q = *ctx;
-    (void)c, (void)why;
+    if (why == MHD_REQUEST_TERMINATED_COMPLETED_OK) conn_busy(s, c, 0); /* else the connection closes */
     if (!q) return;
     if (q->status) serve_metrics_request(&s->metrics, q->ep, q->status, now() - q->start);
     pthread_mutex_lock(&s->metrics.mu);
@@ -201,6 +344,7 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
     serve *s = calloc(1, sizeof *s);
     if (!s) return snprintf(err, n_err, "out of memory"), NULL;
     s->o = *o, s->models = models, s->n_models = n_models, s->created = (long long)time(NULL);
+    if (s->o.header_timeout > s->o.timeout) s->o.header_timeout = s->o.timeout;
     serve_metrics_init(&s->metrics);
     sem_init(&s->compute, 0, (unsigned)o->parallel);
     if (!(s->queues = serve_queues_new(n_models))) return snprintf(err, n_err, "out of memory"), free(s), NULL;
@@ -208,15 +352,21 @@ serve *serve_start(const serve_opts *o, serve_model *models, int n_models, char 
         serve_queues_free(s->queues, n_models), free(s);
         return snprintf(err, n_err, "cannot start the completions' schedulers"), NULL;
     }
+    if (reaper_start(s)) {
+        serve_scheds_free(s), sem_destroy(&s->compute), serve_queues_free(s->queues, n_models), free(s);
+        return snprintf(err, n_err, "cannot start a thread"), NULL;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                      (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                             MHD_OPTION_SOCK_ADDR, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections + 1, /* on_connection */
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.header_timeout, /* a request: --timeout */
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         snprintf(err, n_err, "cannot listen on %s port %d: %s", o->host, o->port, errno ? strerror(errno) : "failed");
+        reaper_stop(s);
         serve_scheds_free(s);
         sem_destroy(&s->compute);
         serve_queues_free(s->queues, n_models);
@@ -253,6 +403,7 @@ void serve_stop(serve *s) {
         nanosleep(&(struct timespec){0, 20000000}, NULL);
     }
     MHD_stop_daemon(s->d);
+    reaper_stop(s);
     if (fd != MHD_INVALID_SOCKET) close(fd);
     serve_scheds_free(s);
     sem_destroy(&s->compute);

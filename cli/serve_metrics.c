@@ -154,6 +154,13 @@ char *serve_metrics_text(serve_metrics *s) {
             "# TYPE tformer_requests_in_flight gauge\ntformer_requests_in_flight %d\n", s->in_flight);
     put(&t, "# HELP tformer_model_calls_running Model calls computing now (at most --parallel).\n"
             "# TYPE tformer_model_calls_running gauge\ntformer_model_calls_running %d\n", s->computing);
+    put(&t, "# HELP tformer_connections_open Connections open (--max-connections, and one over while admitted).\n"
+            "# TYPE tformer_connections_open gauge\ntformer_connections_open %d\n"
+            "# HELP tformer_connections_idle Open connections with no request under way.\n"
+            "# TYPE tformer_connections_idle gauge\ntformer_connections_idle %d\n"
+            "# HELP tformer_connections_evicted_total Idle connections closed to free a slot for a new one.\n"
+            "# TYPE tformer_connections_evicted_total counter\ntformer_connections_evicted_total %llu\n",
+        s->conns_open, s->conns_idle, (unsigned long long)s->conns_evicted);
     steps(&t, s);
     pthread_mutex_unlock(&s->mu);
     if (t.failed) return free(t.buf), NULL;
