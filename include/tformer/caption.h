@@ -17,6 +17,11 @@
  * the memory, ReLU feed-forward), a final LayerNorm, logits = W_o h. Its attention maps are the
  * cross-attention averaged over layers and heads; alpha_c does not apply.
  *
+ * With encoder vit, the Transformer captioner is a VisionEncoderDecoderModel (below): a ViT
+ * (patches of patch_size, a class token, learned positions, pre-LN blocks, a final LayerNorm;
+ * width cnn_dim) and a GPT-2 decoder with cross-attention and the tied head (width hidden), the
+ * pixels normalised as (x - 0.5) / 0.5 (ViTImageProcessor's); tf_caption_save writes its folder.
+ *
  * The baseline without attention (attention false): nothing is attended, the pooled
  * vector abar starts the RNN alone: h_t = f(h_{t-1}, E y_{t-1}), logits = W_o [h_t; E y_{t-1}].
  *
@@ -134,6 +139,9 @@ TF_API void tf_caption_attention_truth(const tf_caption_mentions *m, const tf_ca
 /* The decoder: the deck's RNN, or a Transformer decoder (pre-LN blocks with causal self-attention
  * and cross-attention over the grid, PyTorch's nn.TransformerDecoderLayer). */
 typedef enum { TF_CAPTION_RNN, TF_CAPTION_TRANSFORMER } tf_caption_decoder_kind;
+/* The encoder: the CNN's grid, or a ViT (with the Transformer decoder only: transformers' ViTModel and
+ * a GPT-2 decoder with cross-attention, a VisionEncoderDecoderModel, saved as its folder). */
+typedef enum { TF_CAPTION_CNN, TF_CAPTION_VIT } tf_caption_encoder_kind;
 
 typedef struct {
     int image_size;   /* the images' side (square) */
@@ -152,6 +160,8 @@ typedef struct {
     tf_caption_decoder_kind decoder;
     int n_layer, n_head, d_ff; /* the Transformer decoder's (d_model = hidden) */
     tf_caption_grammar grammar; /* the words it speaks */
+    tf_caption_encoder_kind encoder; /* vit: cnn_dim is the ViT's width, n_layer / n_head / d_ff its blocks too */
+    int patch_size;             /* vit: the patches' side; G = image_size / patch_size */
 } tf_caption_config;
 
 TF_API extern const tf_field_table tf_caption_config_table;
@@ -175,6 +185,9 @@ typedef struct {
     tf_block layers[8];               /* "decoder.layers.<i>." (PyTorch's TransformerDecoderLayer names) */
     tf_block_config block;
     tf_layer_norm norm;               /* "decoder.norm" */
+    /* encoder vit: the whole model is a VisionEncoderDecoderModel (ViT + GPT-2), params its tensors
+     * under Hugging Face's names; the fields above are unused. */
+    struct tf_caption_ved *ved;
 } tf_caption;
 
 TF_API tf_caption *tf_caption_new(const tf_caption_config *cfg, uint64_t seed);
@@ -238,7 +251,7 @@ typedef struct {
     tf_layer_norm norm;    /* ln_cross_attn */
 } tf_caption_xattn;
 
-typedef struct {
+typedef struct tf_caption_ved {
     tf_vit *encoder;
     tf_gpt *decoder;            /* a GPT-2 decoder; NULL with a BERT one */
     tf_caption_xattn *xattn;    /* decoder->cfg.n_layer */

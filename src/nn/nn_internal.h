@@ -46,6 +46,11 @@ tf_tensor *tf_key_padding(tf_ctx *ctx, const tf_tensor *mask, int64_t B, int64_t
  * tf_params_add's init codes cannot say, e.g. Scalable-Softmax's s). */
 int tf_params_add_filled(tf_params *ps, const char *name, tf_tensor **slot, int ndim, const int64_t *shape,
                          float value);
+/* Every parameter of src registered into dst under prefix + its name, with src's own slot, shape and
+ * initialisation (the slots are left as they are): dst is a view of src's tensors, so initialising,
+ * loading or training dst fills the slots src's model reads (a model built of other families'
+ * models, each with its own registry: the captioner's ViT and GPT-2). 0, or -1 with the error set. */
+int tf_params_add_view(tf_params *dst, const char *prefix, const tf_params *src);
 /* The projections q, k, v (B,H,T,D) (views) of query, key, value (B,T,E);
  * one fused product for self-attention with in_proj weights. */
 void tf_mha_project(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key, tf_tensor *value,

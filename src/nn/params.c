@@ -1,6 +1,7 @@
 /* The parameter registry: named slots that modules register, filled by
  * initialisation or from a safetensors file. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,19 @@ int tf_params_add_filled(tf_params *ps, const char *name, tf_tensor **slot, int 
                          float value) {
     if (tf_params_add(ps, name, slot, ndim, shape, value)) return -1;
     ps->e[ps->n - 1].filled = 1;
+    return 0;
+}
+
+int tf_params_add_view(tf_params *dst, const char *prefix, const tf_params *src) {
+    for (int i = 0; i < src->n; i++) {
+        const tf_param_entry *e = &src->e[i];
+        char name[512];
+        if ((size_t)snprintf(name, sizeof name, "%s%s", prefix, e->name) >= sizeof name)
+            return tf_set_error("params: %s%s: name too long", prefix, e->name);
+        tf_tensor *held = *e->slot; /* tf_params_add clears the slot */
+        if (tf_params_add(dst, name, e->slot, e->ndim, e->shape, e->init)) return -1;
+        *e->slot = held, dst->e[dst->n - 1].filled = e->filled;
+    }
     return 0;
 }
 

@@ -34,6 +34,7 @@ static int register_all(tf_caption *m) {
     tf_params *ps = m->params;
     int64_t D = c->cnn_dim, E = c->emb_dim, H = c->hidden, V = c->vocab, att = c->attention;
     int64_t O = H + att * D + E; /* o_t's width */
+    if (c->encoder == TF_CAPTION_VIT) return tf_caption_vit_register(m); /* a VisionEncoderDecoderModel */
     int rc = register_cnn(m);
     if (!rc && c->decoder == TF_CAPTION_TRANSFORMER) {
         rc = tf_params_add(ps, "decoder.embed.weight", &m->embed, 2, (int64_t[]){V, H}, 0.02f) ||  // (V,H)
@@ -51,7 +52,9 @@ static int register_all(tf_caption *m) {
 }
 
 static int build(void *m) { return register_all(m); }
-static const tf_family_layout LAYOUT = {.family = "caption", TF_FAMILY_LAYOUT(tf_caption), .build = build};
+static void release(void *m) { tf_caption_ved_free(((tf_caption *)m)->ved); }
+static const tf_family_layout LAYOUT = {.family = "caption", TF_FAMILY_LAYOUT(tf_caption), .build = build,
+                                        .release = release};
 
 TF_FAMILY_NEW_FREE(tf_caption, LAYOUT)
 
@@ -158,6 +161,7 @@ static int check_inputs(const tf_caption *m, const tf_caption_inputs *in) {
 
 int tf_caption_run(tf_ctx *ctx, const tf_caption *m, const tf_caption_inputs *in, tf_caption_outputs *out) {
     memset(out, 0, sizeof *out);
+    if (m->ved) return tf_caption_vit_run(ctx, m, in, out);
     if (check_inputs(m, in)) return -1;
     if (in->pixel_values) {
         if (encode(ctx, m, in->pixel_values, out)) return -1;

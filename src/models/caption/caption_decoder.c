@@ -115,6 +115,7 @@ static int encode_image(shared *sh, const tf_caption *m, const float *pixels) {
 
 tf_decoder *tf_caption_decoder_new(const tf_caption *m, const float *pixels) {
     if (!m || !pixels) return tf_set_error("caption: no model or no image"), NULL;
+    if (m->ved) return tf_caption_ved_decoder_new(m->ved, pixels); /* the ViT captioner's (pixels normalised there) */
     cap_decoder *g = calloc(1, sizeof *g);
     if (!g || !(g->sh = calloc(1, sizeof *g->sh)) || !(g->s = calloc(2 * (size_t)m->cfg.hidden, sizeof *g->s))) {
         if (g) free(g->sh);
@@ -165,6 +166,8 @@ static int attention_maps(const tf_caption *m, const float *pixels, const int32_
 
 int tf_caption_generate(const tf_caption *m, const float *pixels, const tf_generate_opts *o, int32_t *ids, int cap,
                         int *n, float *attention) {
+    /* The ViT captioner as its folder captions (and transformers' generate): no ids banned. */
+    if (m->ved) return tf_caption_ved_generate(m->ved, pixels, o, ids, cap, n, attention);
     tf_generate_opts g = *o;
     const int32_t banned[] = {m->cfg.vocab - 3, m->cfg.vocab - 2}; /* padding, BOS */
     if (g.eos_id < 0) g.eos_id = m->cfg.vocab - 1;

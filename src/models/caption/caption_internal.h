@@ -16,6 +16,23 @@ tf_tensor *tf_caption_memory(tf_ctx *ctx, const tf_caption *m, tf_tensor *a);
 int tf_caption_transformer_decode(tf_ctx *ctx, const tf_caption *m, tf_tensor *ids, tf_kv_cache *cache,
                                   tf_kv_cache *cross_cache, int want_alpha, tf_caption_outputs *out);
 
+/* ---------------------------------------------------------------- the ViT captioner (caption_vit.c) */
+
+/* encoder vit: m->ved built from the settings (a VisionEncoderDecoderModel's config.json object) and its
+ * tensors registered in m->params under Hugging Face's names (the same slots: tf_params_add_view). */
+int tf_caption_vit_register(tf_caption *m);
+/* tf_caption_run for encoder vit: pixels in [0,1] normalised, then VisionEncoderDecoderModel's forward;
+ * annotations are its memory (B,N+1,H) (the class token first); attentions (B,T,N) the cross-attention's
+ * mean over layers and heads on the patches (the class token's share left out, each row renormalised). */
+int tf_caption_vit_run(tf_ctx *ctx, const tf_caption *m, const tf_caption_inputs *in, tf_caption_outputs *out);
+/* Its folder: transformers' VisionEncoderDecoderModel (config.json, model.safetensors,
+ * preprocessor_config.json) and the grammar's words as a tokenizer (tokenizer.json, tokenizer_config.json). */
+int tf_caption_vit_save(const tf_caption *m, const char *dir);
+/* A VisionEncoderDecoderModel (ViT + GPT-2) from its config.json object (root, named path in errors):
+ * its tensors registered, not allocated (params a view of the parts' registries); the image
+ * processor's defaults (0.5, 0.5); no tokenizer. */
+tf_caption_ved *tf_caption_ved_new(const cJSON *root, const char *path);
+
 /* One image (C,S,S) in [0,1] as a VisionEncoderDecoderModel reads it (1,C,S,S): normalised as its
  * image processor says. */
 tf_tensor *tf_caption_ved_pixels(tf_ctx *ctx, const tf_caption_ved *m, const float *pixels);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../nn/nn_internal.h"
 #include "../gpt/gpt_internal.h"
 #include "../model_folder.h"
 #include "../vit/vit_internal.h"
@@ -104,13 +105,16 @@ static int read_preprocessor(tf_caption_ved *m, const char *dir) {
 
 /* ---------------------------------------------------------------- the model */
 
-static int add(tf_params *ps, const char *prefix, const char *name, tf_tensor **slot, int ndim, int64_t d0, int64_t d1) {
+static int add(tf_params *ps, const char *prefix, const char *name, tf_tensor **slot, int ndim, int64_t d0, int64_t d1,
+               float init) {
     char full[256];
     snprintf(full, sizeof full, "%s%s", prefix, name);
-    return tf_params_add(ps, full, slot, ndim, (int64_t[]){d0, d1}, 0.02f);
+    return tf_params_add(ps, full, slot, ndim, (int64_t[]){d0, d1}, init);
 }
 
-/* GPT-2's cross-attention of every layer, beside its other tensors (Conv1D: (in,out)). */
+/* GPT-2's cross-attention of every layer, beside its other tensors (Conv1D: (in,out)); initialised (the
+ * ViT captioner's) as transformers' GPT-2 does: N(0, 0.02), c_proj's scaled by 1/sqrt(2 n_layer), biases 0,
+ * the norm's weight 1. */
 static int register_xattn(tf_caption_ved *m) {
     if (m->bert) return 0; /* caption_ved_bert.c registered BERT's */
     const tf_gpt_config *c = &m->decoder->cfg;
@@ -122,14 +126,15 @@ static int register_xattn(tf_caption_ved *m) {
         char p[96];
         snprintf(p, sizeof p, "transformer.h.%d.", i);
         x->norm.eps = c->norm_eps;
-        if (add(ps, p, "crossattention.c_attn.weight", &x->kv.weight, 2, E, 2 * E) ||
-            add(ps, p, "crossattention.c_attn.bias", &x->kv.bias, 1, 2 * E, 0) ||
-            add(ps, p, "crossattention.q_attn.weight", &x->q.weight, 2, E, E) ||
-            add(ps, p, "crossattention.q_attn.bias", &x->q.bias, 1, E, 0) ||
-            add(ps, p, "crossattention.c_proj.weight", &x->proj.weight, 2, E, E) ||
-            add(ps, p, "crossattention.c_proj.bias", &x->proj.bias, 1, E, 0) ||
-            add(ps, p, "ln_cross_attn.weight", &x->norm.weight, 1, E, 0) ||
-            add(ps, p, "ln_cross_attn.bias", &x->norm.bias, 1, E, 0))
+        float std = 0.02f, scaled = 0.02f / sqrtf(2.0f * (float)c->n_layer);
+        if (add(ps, p, "crossattention.c_attn.weight", &x->kv.weight, 2, E, 2 * E, std) ||
+            add(ps, p, "crossattention.c_attn.bias", &x->kv.bias, 1, 2 * E, 0, TF_INIT_ZEROS) ||
+            add(ps, p, "crossattention.q_attn.weight", &x->q.weight, 2, E, E, std) ||
+            add(ps, p, "crossattention.q_attn.bias", &x->q.bias, 1, E, 0, TF_INIT_ZEROS) ||
+            add(ps, p, "crossattention.c_proj.weight", &x->proj.weight, 2, E, E, scaled) ||
+            add(ps, p, "crossattention.c_proj.bias", &x->proj.bias, 1, E, 0, TF_INIT_ZEROS) ||
+            add(ps, p, "ln_cross_attn.weight", &x->norm.weight, 1, E, 0, TF_INIT_ONES) ||
+            add(ps, p, "ln_cross_attn.bias", &x->norm.bias, 1, E, 0, TF_INIT_ZEROS))
             return -1;
     }
     return 0;
@@ -255,6 +260,28 @@ tf_caption_ved *tf_caption_ved_load(const char *dir) {
     cJSON_Delete(root);
     if (rc && !m) tf_set_error("caption: out of memory");
     if (rc) tf_caption_ved_free(m), m = NULL;
+    return m;
+}
+
+/* The ViT captioner's model (caption_vit.c): built from its config.json object, not read. */
+tf_caption_ved *tf_caption_ved_new(const cJSON *root, const char *path) {
+    tf_caption_ved *m = calloc(1, sizeof *m);
+    const cJSON *enc = NULL, *dec = NULL;
+    tf_vit_config vc;
+    tf_gpt_config gc;
+    int rc = !m || sub_type(root, path, "encoder", "vit", NULL, &enc) || sub_type(root, path, "decoder", "gpt2", NULL, &dec) ||
+             tf_vit_config_from_hf(enc, path, &vc) || channels(&vc, path) || decoder_config(dec, path, &gc);
+    rc = rc || !(m->encoder = tf_vit_new(&vc, 0)) || !(m->decoder = tf_gpt_new(&gc, 0)) ||
+         !(m->proj_params = tf_params_new()) || register_xattn(m) ||
+         (vc.d_model != gc.d_model &&
+          tf_linear_register(m->proj_params, "enc_to_dec_proj", &m->enc_to_dec, vc.d_model, gc.d_model, 1, 0.02f)) ||
+         !(m->params = tf_params_new()) || tf_params_add_view(m->params, "encoder.", m->encoder->params) ||
+         tf_params_add_view(m->params, "decoder.", m->decoder->params) || tf_params_add_view(m->params, "", m->proj_params) ||
+         read_ids(m, root, dec, path) || !(m->config = cJSON_PrintUnformatted(root));
+    if (rc && !m) tf_set_error("caption: out of memory");
+    if (rc) return tf_caption_ved_free(m), NULL;
+    m->normalize = 1;
+    for (int i = 0; i < 3; i++) m->mean[i] = m->std[i] = 0.5f; /* ViTImageProcessor's */
     return m;
 }
 
