@@ -2,8 +2,9 @@
 limits int8"): a numpy forward of a sentence-transformers BERT folder (mean
 pooling, normalised: all-MiniLM-L6-v2's), whose dense products can quantise
 their input and weight rows the way src/ops/quant.c does (absmax / 127, round
-to nearest even), with one scale per row (what tformer does today) or one per
-block of B values of a row, per kind of product (qkv, o: attention's output,
+to nearest even), with one scale per row (tformer's scheme until 2026-12-03)
+or one per block of B values of a row (B = 32 on both sides: tformer's since),
+per kind of product (qkv, o: attention's output,
 up, down: the feed-forward's). Each scheme's cosine with the float forward,
 smallest and mean, over the texts given as token ids (`tformer encode --lines`,
 without [CLS]/[SEP]: added here). Figures only: nothing is timed.
@@ -114,7 +115,7 @@ class Model:
 
 # (name, {kind or "*": (input block, weight block)}; None: one scale per row; no entry: float)
 SCHEMES = [
-    ("per row, per token (today)", {"*": (None, None)}),
+    ("per row, per token (tformer before 2026-12-03)", {"*": (None, None)}),
     ("only qkv int8", {"qkv": (None, None)}),
     ("only o int8", {"o": (None, None)}),
     ("only up int8", {"up": (None, None)}),
@@ -123,7 +124,7 @@ SCHEMES = [
     ("input blocks of 32, weight rows", {"*": (32, None)}),
     ("input rows, weight blocks of 32", {"*": (None, 32)}),
     ("blocks of 64, both", {"*": (64, 64)}),
-    ("blocks of 32, both", {"*": (32, 32)}),
+    ("blocks of 32, both (tformer since 2026-12-03)", {"*": (32, 32)}),
 ]
 
 

@@ -1,106 +1,99 @@
-/* The int8 product on AVX-512 VNNI (vpdpbusd: 64 unsigned-by-signed byte
- * products summed in fours into 16 int32 lanes per instruction). Tiles of 4
- * input rows by 4 weight rows keep 16 accumulators in registers; a lone
- * input row (a decoding step) takes 1 by 8 tiles. The integer sums equal the
- * reference kernel's exactly, and the float epilogue is the same function.
- * The quantisation divides and rounds 16 lanes at once: IEEE division and
- * round-to-nearest-even, the reference's values bit for bit. */
+/* The int8 kernels on AVX-512: the quantisation (16 values a division:
+ * IEEE division and round-to-nearest-even, the reference's values bit for
+ * bit), with the AVX2 product (kern_q8_avx2.c); and a VNNI product of the
+ * block scheme, NOT RUN YET (written on a CPU without AVX-512: no session
+ * had one). None of it is in use (quant.c's choose: the AVX2 kernels on
+ * AVX-512 CPUs too) until a session with AVX-512 VNNI runs
+ * quant_vnni_kernel_equals_reference and quant_avx512_quantisation_equals_
+ * reference (tests/test_quant.c) and puts them in (docs/precision.md). The
+ * product of the scheme before (one scale per row) is gone with it. */
 #include <float.h>
+#include <pthread.h>
 
 #include "quant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define KQ static inline __attribute__((target("avx512f,avx512bw,avx512vnni")))
-#define DP(c, a, b) c = _mm512_dpbusd_epi32(c, a, b)
-#define LD(p) _mm512_loadu_si512((const void *)(p))
+#define KQ static inline __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
 
-/* The first n rows of a tile of the copy (nr <= n of them real): a partial
- * tile repeats its last row (the results are dropped). */
-KQ void tile_rows(const int8_t **w, int n, const int8_t *q, int64_t Kp, int64_t nr) {
-    for (int j = 0; j < n; j++) w[j] = q + (j < nr ? j : nr - 1) * Kp;
-}
-
-KQ void store(float *y, int64_t ldy, int i, const __m512i *c, const float *sx, const float *sw, const int32_t *wsum,
-              int64_t nr) {
-    for (int j = 0; j < nr; j++) {
-        float v = tf_q8_value(_mm512_reduce_add_epi32(c[j]), wsum[j], sx[i], sw[j]);
-        y[i * ldy + j] += v;
-    }
-}
-
-/* y (4, nr) += a 4 x 4 tile over the whole depth. */
-KQ void tile4(float *y, int64_t ldy, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw,
-              const int32_t *wsum, int64_t nr, int64_t Kp) {
-    const int8_t *w[4];
-    tile_rows(w, 4, q, Kp, nr);
-    __m512i c0[4], c1[4], c2[4], c3[4];
-    for (int j = 0; j < 4; j++) c0[j] = c1[j] = c2[j] = c3[j] = _mm512_setzero_si512();
-    for (int64_t k = 0; k < Kp; k += 64) {
-        __m512i b0 = LD(w[0] + k), b1 = LD(w[1] + k), b2 = LD(w[2] + k), b3 = LD(w[3] + k);
-        __m512i a = LD(xq + k);
-        DP(c0[0], a, b0), DP(c0[1], a, b1), DP(c0[2], a, b2), DP(c0[3], a, b3);
-        a = LD(xq + Kp + k);
-        DP(c1[0], a, b0), DP(c1[1], a, b1), DP(c1[2], a, b2), DP(c1[3], a, b3);
-        a = LD(xq + 2 * Kp + k);
-        DP(c2[0], a, b0), DP(c2[1], a, b1), DP(c2[2], a, b2), DP(c2[3], a, b3);
-        a = LD(xq + 3 * Kp + k);
-        DP(c3[0], a, b0), DP(c3[1], a, b1), DP(c3[2], a, b2), DP(c3[3], a, b3);
-    }
-    store(y, ldy, 0, c0, sx, sw, wsum, nr);
-    store(y, ldy, 1, c1, sx, sw, wsum, nr);
-    store(y, ldy, 2, c2, sx, sw, wsum, nr);
-    store(y, ldy, 3, c3, sx, sw, wsum, nr);
-}
-
-/* The 16 lanes of each of c[0..7] summed: lane j of the result is c[j]'s
- * total. Halves added, then pairwise horizontal adds: 15 instructions where
- * eight full reductions take about 80 (integers: any order, the same sums). */
-KQ __m256i sum8(const __m512i *c) {
-    __m256i r[8];
-    for (int j = 0; j < 8; j++) r[j] = _mm256_add_epi32(_mm512_castsi512_si256(c[j]), _mm512_extracti64x4_epi64(c[j], 1));
-    __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(r[0], r[1]), _mm256_hadd_epi32(r[2], r[3])); /* per 128 bits: 0..3 */
-    __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(r[4], r[5]), _mm256_hadd_epi32(r[6], r[7])); /* 4..7 */
+/* Lane j of the result: the sum of c[j]'s 8 lanes (kern_q8_avx2.c's sum8). */
+KQ __m256i sum8(const __m256i *c) {
+    __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(c[0], c[1]), _mm256_hadd_epi32(c[2], c[3]));
+    __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(c[4], c[5]), _mm256_hadd_epi32(c[6], c[7]));
     return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
 }
 
-/* y (1, nr) += a 1 x 8 tile (nr <= 8): one input row (a decoding step)
- * against 8 weight rows, a partial tile repeating its last row. */
-KQ void tile1x8(float *y, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw, const int32_t *wsum,
-                int64_t nr, int64_t Kp) {
-    const int8_t *w[8];
-    tile_rows(w, 8, q, Kp, nr);
-    __m512i c[8];
-    for (int j = 0; j < 8; j++) c[j] = _mm512_setzero_si512();
-    /* the next tile's 8 rows asked for while this one's are read: the
-     * hardware's prefetchers do not follow 8 rows read side by side that far
-     * (one thread, GPT-2-124M int8: 196 -> 227 tokens/s; two tiles ahead 220,
-     * 2 KB ahead within the rows 180). A prefetch past the copy's end is a no-op. */
-    const char *next = (const char *)(q + 8 * Kp);
-    for (int64_t k = 0; k < Kp; k += 64) {
-        for (int j = 0; j < 8; j++) _mm_prefetch(next + j * Kp + k, _MM_HINT_T0);
-        __m512i a = LD(xq + k);
-        DP(c[0], a, LD(w[0] + k)), DP(c[1], a, LD(w[1] + k)), DP(c[2], a, LD(w[2] + k)), DP(c[3], a, LD(w[3] + k));
-        DP(c[4], a, LD(w[4] + k)), DP(c[5], a, LD(w[5] + k)), DP(c[6], a, LD(w[6] + k)), DP(c[7], a, LD(w[7] + k));
-    }
-    int32_t acc[8];
-    _mm256_storeu_si256((__m256i *)acc, sum8(c));
-    for (int j = 0; j < nr; j++) y[j] += tf_q8_value(acc[j], wsum[j], sx[0], sw[j]);
+/* Lane l of the result: the sum of the 8 lanes of half h (0: lanes 0-7, 1:
+ * 8-15) of c[l]; the block sums of 16 outputs. */
+KQ __m512i sum16(const __m512i *c, int h) {
+    __m256i p[16];
+    for (int l = 0; l < 16; l++) p[l] = h ? _mm512_extracti64x4_epi64(c[l], 1) : _mm512_castsi512_si256(c[l]);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(sum8(p)), sum8(p + 8), 1);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
-    float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q, const float *sw,
-    const int32_t *wsum, int64_t N, int64_t Kp) {
-    int64_t M4 = M / 4 * 4;
-    for (int64_t n0 = 0; n0 < N && M4; n0 += 4) {
-        int64_t nr = N - n0 < 4 ? N - n0 : 4;
-        for (int64_t m = 0; m < M4; m += 4)
-            tile4(y + m * ldy + n0, ldy, xq + m * Kp, sx + m, q + n0 * Kp, sw + n0, wsum + n0, nr, Kp);
+/* acc + (sx sw) d, lane by lane: tf_q8_block's operations in its order. */
+KQ __m512 step16(__m512 acc, __m512i d, __m512 sx, __m512 sw) {
+    __m512 s = _mm512_mul_ps(sx, sw);
+    __m512 f = _mm512_cvtepi32_ps(d);
+    __m512 v = _mm512_mul_ps(s, f);
+    return _mm512_add_ps(acc, v);
+}
+
+/* y (4, nr) += 4 input rows x 4 weight rows (nr <= 4; a partial tile repeats
+ * its last row), lane i*4 + j the output (i, j). Per 64 bytes (two blocks):
+ * vpdpbusd of the unsigned bytes u with the weight's, from a start of
+ * -128 * (the weight's 4-byte sums), leaves sum (u - 128) q of each 4 bytes
+ * (exact: every term and sum is within int32), lanes 0-7 block 2t, 8-15
+ * block 2t+1; then each block's float step as the reference's. */
+KQ void vnni_tile(float *y, int64_t ldy, const uint8_t *xq, const float *sx, const int8_t *q, const float *sw,
+                  int64_t nr, int64_t Kp) {
+    int64_t nb = Kp / TF_QUANT_BLOCK;
+    const int8_t *w[4];
+    const float *s[4];
+    for (int j = 0; j < 4; j++) w[j] = q + (j < nr ? j : nr - 1) * Kp, s[j] = sw + (j < nr ? j : nr - 1) * nb;
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0, b = 0; k < Kp; k += 64, b += 2) {
+        __m512i c[16];
+        for (int j = 0; j < 4; j++) {
+            __m512i wj = _mm512_loadu_si512((const void *)(w[j] + k));
+            __m512i z = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), wj));
+            for (int i = 0; i < 4; i++)
+                c[i * 4 + j] = _mm512_dpbusd_epi32(z, _mm512_loadu_si512((const void *)(xq + i * Kp + k)), wj);
+        }
+        for (int h = 0; h < 2; h++) {
+            __m512 vx = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_setr_ps(
+                                                      sx[b + h], sx[nb + b + h], sx[2 * nb + b + h], sx[3 * nb + b + h])));
+            __m512 vw = _mm512_broadcast_f32x4(_mm_setr_ps(s[0][b + h], s[1][b + h], s[2][b + h], s[3][b + h]));
+            acc = step16(acc, sum16(c, h), vx, vw);
+        }
     }
-    for (int64_t m = M4; m < M; m++) /* the rows past the 4-row tiles, a decoding step's one */
-        for (int64_t n0 = 0; n0 < N; n0 += 8)
-            tile1x8(y + m * ldy + n0, xq + m * Kp, sx + m, q + n0 * Kp, sw + n0, wsum + n0, N - n0 < 8 ? N - n0 : 8, Kp);
+    float r[16];
+    _mm512_storeu_ps(r, acc);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < nr; j++) y[i * ldy + j] += r[i * 4 + j];
+}
+
+/* Tiles of 4 x 4; the rows past them through the AVX2 kernel (the same bits). */
+__attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
+    float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q, const float *sw, int64_t N,
+    int64_t Kp) {
+    int64_t nb = Kp / TF_QUANT_BLOCK, M4 = M / 4 * 4;
+    for (int64_t n0 = 0; n0 < N && M4; n0 += 4)
+        for (int64_t m = 0; m < M4; m += 4)
+            vnni_tile(y + m * ldy + n0, ldy, xq + m * Kp, sx + m * nb, q + n0 * Kp, sw + n0 * nb,
+                      N - n0 < 4 ? N - n0 : 4, Kp);
+    if (M4 < M) tf_q8_avx2_gemm()(y + M4 * ldy, ldy, xq + M4 * Kp, sx + M4 * nb, M - M4, q, sw, N, Kp);
+}
+
+tf_q8_gemm_fn tf_q8_vnni_gemm(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")
+               ? gemm_vnni
+               : NULL;
 }
 
 /* ---------------------------------------------------------------- quantisation */
@@ -168,17 +161,21 @@ TARGET static void quant_cols_avx512(int8_t *q, int64_t Kp, const float *w, int6
     }
 }
 
-static const tf_q8_kernels VNNI = {"avx512-vnni", gemm_vnni, amax_avx512, quant_avx512, amax_cols_avx512,
-                                   quant_cols_avx512};
+static tf_q8_kernels avx512 = {"avx512", NULL, amax_avx512, quant_avx512, amax_cols_avx512, quant_cols_avx512};
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
 
-const tf_q8_kernels *tf_q8_vnni(void) {
+static void avx512_init(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
-        return &VNNI;
-    return NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        avx512.gemm = tf_q8_avx2_gemm();
+}
+
+const tf_q8_kernels *tf_q8_avx512(void) {
+    pthread_once(&avx512_once, avx512_init);
+    return avx512.gemm ? &avx512 : NULL;
 }
 
 #else
-const tf_q8_kernels *tf_q8_vnni(void) { return NULL; }
+const tf_q8_kernels *tf_q8_avx512(void) { return NULL; }
+tf_q8_gemm_fn tf_q8_vnni_gemm(void) { return NULL; }
 #endif

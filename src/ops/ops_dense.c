@@ -16,7 +16,7 @@ typedef struct {
     const tf_quant *q; /* int8 or transposed float copy of w (no gradients tracked), or NULL */
     int64_t q_row0;    /* the copy's row of w's first */
     uint8_t *xq;       // (M,Kp) x quantised, with q
-    float *sx;         // (M) its scales
+    float *sx;         // (M,Kp/32) its block scales
 } tf_dense_params;
 
 void tf_op_dense_forward(tf_node *n) {
@@ -58,7 +58,7 @@ static int use_quant(tf_ctx *ctx, tf_dense_params *p, const tf_tensor *w) {
     if (!p->M || !(p->q = tf_quant_for(w, p->w_in_out, &p->q_row0)) || tf_quant_is_f32(p->q)) return 0;
     int64_t Kp = tf_quant_padded_k(p->q);
     p->xq = tf_ctx_alloc(ctx, (size_t)(p->M * Kp));
-    p->sx = tf_ctx_alloc(ctx, (size_t)p->M * sizeof *p->sx);
+    p->sx = tf_ctx_alloc(ctx, (size_t)(p->M * (Kp / TF_QUANT_BLOCK)) * sizeof *p->sx);
     return p->xq && p->sx ? 0 : -1;
 }
 

@@ -21,9 +21,9 @@ struct tf_quant {
     int64_t rows, cols; /* the float weight's shape as stored */
     int in_out;         /* made for a (in,out) weight: its rows are src's columns */
     int64_t N, K, Kp;   /* N rows of K values, padded to Kp bytes */
+    int64_t nb;         /* blocks a row: Kp / TF_QUANT_BLOCK */
     int8_t *q;          // (N,Kp)
-    float *scale;       // (N)
-    int32_t *sum;       // (N) sum of each row's q
+    float *scale;       // (N,nb) each block's
     int f32;            /* TF_QUANT_COPY_F32: no int8 rows, but t */
     int bf16;           /* TF_QUANT_COPY_BF16: no copy at all, a mark */
     float *t;           // (K,N) an (out,in) weight transposed, for the tile kernel
@@ -42,7 +42,6 @@ void tf_quant_free(tf_quant *q) {
     if (!q) return;
     free(q->q);
     free(q->scale);
-    free(q->sum);
     free(q->t);
     free(q);
 }
@@ -50,7 +49,7 @@ void tf_quant_free(tf_quant *q) {
 size_t tf_quant_bytes(const tf_quant *q) {
     if (!q || atomic_load(&q->state) != READY) return 0;
     if (q->f32) return (size_t)q->N * (size_t)q->K * sizeof *q->t;
-    return (size_t)q->N * (size_t)q->Kp + (size_t)q->N * (sizeof *q->scale + sizeof *q->sum);
+    return (size_t)q->N * (size_t)q->Kp + (size_t)q->N * (size_t)q->nb * sizeof *q->scale;
 }
 
 int64_t tf_quant_padded_k(const tf_quant *q) { return q->Kp; }
@@ -93,15 +92,19 @@ static void ref_quant_cols(int8_t *q, int64_t Kp, const float *w, int64_t ldw, i
 }
 
 static void gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
-                     const float *sw, const int32_t *wsum, int64_t N, int64_t Kp) {
+                     const float *sw, int64_t N, int64_t Kp) {
+    int64_t nb = Kp / TF_QUANT_BLOCK;
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
-            const uint8_t *a = xq + m * Kp;
-            const int8_t *b = q + n * Kp;
-            int32_t acc = 0;
-            for (int64_t k = 0; k < Kp; k++) acc += (int32_t)a[k] * (int32_t)b[k];
-            float v = tf_q8_value(acc, wsum[n], sx[m], sw[n]);
-            y[m * ldy + n] += v;
+            float acc = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *u = xq + m * Kp + b * TF_QUANT_BLOCK;
+                const int8_t *w = q + n * Kp + b * TF_QUANT_BLOCK;
+                int32_t d = 0;
+                for (int k = 0; k < TF_QUANT_BLOCK; k++) d += ((int32_t)u[k] - 128) * (int32_t)w[k];
+                acc = tf_q8_block(acc, d, sx[m * nb + b], sw[n * nb + b]);
+            }
+            y[m * ldy + n] += acc;
         }
 }
 
@@ -122,10 +125,13 @@ const tf_q8_kernels *tf_q8_avx2(void) {
 static const tf_q8_kernels *best;
 static pthread_once_t best_once = PTHREAD_ONCE_INIT;
 
+/* AVX2 on an AVX-512 CPU too: no AVX-512 product of the block scheme has
+ * run on such a CPU yet (kern_q8_avx512.c), and its quantisation, though
+ * the reference's bits where it was checked, goes with it (docs/precision.md). */
 static void choose(void) {
     const char *isa = tf_kern()->name;
-    int wide = strcmp(isa, "avx512") == 0, simd = wide || strcmp(isa, "avx2") == 0;
-    best = wide && tf_q8_vnni() ? tf_q8_vnni() : simd && tf_q8_avx2() ? tf_q8_avx2() : &REF;
+    int simd = strcmp(isa, "avx512") == 0 || strcmp(isa, "avx2") == 0;
+    best = simd && tf_q8_avx2() ? tf_q8_avx2() : &REF;
 }
 
 const tf_q8_kernels *tf_q8_best(void) {
@@ -138,26 +144,51 @@ const tf_q8_kernels *tf_q8_best(void) {
 /* The scale of values whose largest magnitude is amax: NaN when one was not finite. */
 static float scale_of(float amax, int bad) { return bad ? NAN : amax / 127.0f; }
 
-/* Columns n0..n0+nb (nb <= 16) of a (K,N) weight, each a row of the copy:
- * read in rows of nb contiguous floats (a column at a time would miss the
- * cache on every value). */
-static void build_cols(tf_quant *q, const tf_q8_kernels *kq, const float *w, int64_t n0, int nb) {
-    float amax[16];
-    int bad[16];
-    kq->amax_cols(amax, bad, w + n0, q->N, q->K, nb);
-    for (int j = 0; j < nb; j++) q->scale[n0 + j] = scale_of(amax[j], bad[j]);
-    kq->quant_cols(q->q + n0 * q->Kp, q->Kp, w + n0, q->N, q->K, q->scale + n0, nb);
+/* The values of block b of a row of K: min(32, K - 32 b), 0 past K. */
+static int block_len(int64_t K, int64_t b) {
+    int64_t n = K - b * TF_QUANT_BLOCK;
+    return n <= 0 ? 0 : n < TF_QUANT_BLOCK ? (int)n : TF_QUANT_BLOCK;
 }
 
-/* q (K) = row x (K) quantised, plus offset; all offset (zero) when its scale,
- * returned, is 0 or NaN. A weight's rows (offset 0) and an input's (128). */
-static float quant_row(const tf_q8_kernels *kq, int8_t *q, const float *x, int64_t K, int offset) {
+/* Columns n0..n0+nc (nc <= 16) of a (K,N) weight, each a row of the copy,
+ * block by block: read in rows of nc contiguous floats (a column at a time
+ * would miss the cache on every value). A block past K keeps scale 0 and
+ * zero bytes. */
+static void build_cols(tf_quant *q, const tf_q8_kernels *kq, const float *w, int64_t n0, int nc) {
+    float amax[16], s[16];
+    int bad[16];
+    for (int64_t b = 0; b < q->nb; b++) {
+        int len = block_len(q->K, b);
+        const float *wb = w + b * TF_QUANT_BLOCK * q->N + n0;
+        if (len) kq->amax_cols(amax, bad, wb, q->N, len, nc);
+        for (int j = 0; j < nc; j++) s[j] = len ? scale_of(amax[j], bad[j]) : 0.0f;
+        for (int j = 0; j < nc; j++) q->scale[(n0 + j) * q->nb + b] = s[j];
+        if (len) kq->quant_cols(q->q + n0 * q->Kp + b * TF_QUANT_BLOCK, q->Kp, wb, q->N, len, s, nc);
+    }
+}
+
+/* q (K) = x (K) quantised, plus offset; all offset (zero) when its scale,
+ * returned, is 0 or NaN. */
+static float quant_span(const tf_q8_kernels *kq, int8_t *q, const float *x, int64_t K, int offset) {
     int bad = 0;
     float amax = kq->amax(x, K, &bad);
     float s = scale_of(amax, bad);
     if (s > 0.0f) kq->quant(q, x, K, s, offset);
     else memset(q, offset, (size_t)K);
     return s;
+}
+
+/* q (nb blocks of 32) and s (nb) = row x (K) quantised block by block, plus
+ * offset: a weight's rows (offset 0) and an input's (128); the bytes past K
+ * are offset (zero), a block past K has scale 0. */
+static void quant_row(const tf_q8_kernels *kq, int8_t *q, float *s, const float *x, int64_t K, int64_t nb,
+                      int offset) {
+    for (int64_t b = 0; b < nb; b++) {
+        int len = block_len(K, b);
+        int8_t *qb = q + b * TF_QUANT_BLOCK;
+        s[b] = len ? quant_span(kq, qb, x + b * TF_QUANT_BLOCK, len, offset) : 0.0f;
+        memset(qb + len, offset, (size_t)(TF_QUANT_BLOCK - len));
+    }
 }
 
 /* A copy's bytes: those of 2 MiB and more on 2 MiB boundaries, with 2 MiB
@@ -192,12 +223,14 @@ static int build(tf_quant *q, int in_out) {
     if (q->f32) return in_out ? -1 : build_f32(q); /* (in,out) is the kernel's layout already */
     if (q->K > TF_QUANT_MAX_K) return -1;
     q->Kp = (q->K + TF_QUANT_PAD - 1) / TF_QUANT_PAD * TF_QUANT_PAD;
-    size_t bytes;
-    if (!tf_mul_size((size_t)q->N, (size_t)q->Kp, &bytes)) return -1;
+    q->nb = q->Kp / TF_QUANT_BLOCK;
+    size_t bytes, sbytes;
+    if (!tf_mul_size((size_t)q->N, (size_t)q->Kp, &bytes) ||
+        !tf_mul_size((size_t)q->N * (size_t)q->nb, sizeof *q->scale, &sbytes))
+        return -1;
     q->q = copy_alloc(bytes); /* Kp is a multiple of 64: so is bytes */
-    q->scale = malloc((size_t)q->N * sizeof *q->scale);
-    q->sum = malloc((size_t)q->N * sizeof *q->sum);
-    if (!q->q || !q->scale || !q->sum) return -1;
+    q->scale = malloc(sbytes);
+    if (!q->q || !q->scale) return -1;
     memset(q->q, 0, bytes);
     const float *w = q->src;
     const tf_q8_kernels *kq = tf_q8_best();
@@ -207,12 +240,7 @@ static int build(tf_quant *q, int in_out) {
                         build_cols(q, kq, w, b * 16, q->N - b * 16 < 16 ? (int)(q->N - b * 16) : 16));
     } else {
         TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N,
-                        q->scale[n] = quant_row(kq, q->q + n * q->Kp, w + n * q->K, q->K, 0));
-    }
-    for (int64_t n = 0; n < q->N; n++) {
-        int32_t s = 0;
-        for (int64_t k = 0; k < q->K; k++) s += q->q[n * q->Kp + k];
-        q->sum[n] = s;
+                        quant_row(kq, q->q + n * q->Kp, q->scale + n * q->nb, w + n * q->K, q->K, q->nb, 0));
     }
     return 0;
 }
@@ -247,10 +275,8 @@ const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0) {
 
 void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp) {
     const tf_q8_kernels *kq = tf_q8_best();
-    for (int64_t m = 0; m < M; m++) {
-        sx[m] = quant_row(kq, (int8_t *)(xq + m * Kp), x + m * K, K, 128);
-        memset(xq + m * Kp + K, 128, (size_t)(Kp - K));
-    }
+    int64_t nb = Kp / TF_QUANT_BLOCK;
+    for (int64_t m = 0; m < M; m++) quant_row(kq, (int8_t *)(xq + m * Kp), sx + m * nb, x + m * K, K, nb, 128);
 }
 
 
@@ -279,9 +305,8 @@ void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quan
     tf_quant_rows(xq, sx, x, M, K, Kp);
     tf_q8_gemm_fn f = tf_q8_best()->gemm;
     const int8_t *w = q->q + row0 * Kp;
-    const float *sw = q->scale + row0;
-    const int32_t *ws = q->sum + row0;
+    const float *sw = q->scale + row0 * q->nb;
     TF_PARALLEL_FOR(M * N * Kp > (1 << 17) && tasks > 1, t, tasks, int64_t n0 = t * COLS;
                     int64_t nn = N - n0 < COLS ? N - n0 : COLS;
-                    f(y + n0, N, xq, sx, M, w + n0 * Kp, sw + n0, ws + n0, nn, Kp));
+                    f(y + n0, N, xq, sx, M, w + n0 * Kp, sw + n0 * q->nb, nn, Kp));
 }

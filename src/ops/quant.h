@@ -2,38 +2,46 @@
  * the first time a dense product reads it without gradients, and the product
  * of a float input with it.
  *
- * The scheme (LLM.int8()'s "vector-wise" absmax quantisation, without its
- * outlier split): the copy holds the product's N rows of K values, row n as
- * q[n,k] = round(w[n,k] / sw[n]) with sw[n] = max_k |w[n,k]| / 127; each call
- * quantises the input's rows the same way, xq[m,k] = round(x[m,k] / sx[m]),
- * stored plus 128 as unsigned bytes (VNNI multiplies unsigned by signed
- * bytes), so that
- *     y[m,n] += sx[m] sw[n] (sum_k (xq[m,k] + 128) q[n,k] - 128 sum_k q[n,k]),
- * an integer sum that is exact (K <= 65536 keeps it within int32). Rounding is
- * to nearest, ties to even; rows are padded with zero weights to a multiple of
- * 64 bytes. A row holding a NaN or an infinity gives NaN outputs. */
+ * The scheme: absmax quantisation in blocks of TF_QUANT_BLOCK (32) values
+ * along the depth, on both sides. The copy holds the product's N rows of K
+ * values, block b of row n as q[n,k] = round(w[n,k] / sw[n,b]) with
+ * sw[n,b] = max over the block of |w| / 127; each call quantises the input's
+ * rows the same way, xq[m,k] = round(x[m,k] / sx[m,b]), stored as the
+ * unsigned byte u = xq + 128 (the layout VNNI's unsigned-by-signed products
+ * want), so that
+ *     y[m,n] += sum over b, in order, of (sx[m,b] sw[n,b]) d[b],
+ *     d[b] = sum over the block's k of (u[m,k] - 128) q[n,k],
+ * each block's integer sum exact (|d| <= 32 * 128 * 127 < 2^24: exact as a
+ * float too) and the float sum taken block by block from 0 (tf_q8_block),
+ * then added to y once: every kernel gives the same bits. One scale per
+ * token (the scheme before) let a few large channels of a LayerNorm's output
+ * take the token's 127 steps (docs/precision.md, "What limits int8").
+ * Rounding is to nearest, ties to even; rows are padded with zero weights to
+ * a multiple of 64 bytes (a block past K has scale 0). A block holding a NaN
+ * or an infinity gives NaN outputs. */
 #ifndef TF_QUANT_H
 #define TF_QUANT_H
 
 #include "tformer/core.h"
 
-enum { TF_QUANT_PAD = 64, TF_QUANT_MAX_K = 65536 };
+enum { TF_QUANT_PAD = 64, TF_QUANT_BLOCK = 32, TF_QUANT_MAX_K = 65536 };
 
 typedef struct tf_quant tf_quant;
 
-/* y (M,N), rows ldy apart, += the product of xq (M,Kp) with scales sx (M)
- * and the copy's rows q (N,Kp), scales sw (N) and row sums wsum (N). */
+/* y (M,N), rows ldy apart, += the product of xq (M,Kp) with block scales
+ * sx (M,Kp/32) and the copy's rows q (N,Kp), block scales sw (N,Kp/32). */
 typedef void (*tf_q8_gemm_fn)(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
-                              const float *sw, const int32_t *wsum, int64_t N, int64_t Kp);
+                              const float *sw, int64_t N, int64_t Kp);
 
-/* One output: the integer sum scaled. Separate statements: no compiler may
- * fuse them into an FMA in one build and not in another, so every kernel
- * gives the same float. */
-static inline float tf_q8_value(int32_t acc, int32_t wsum, float sx, float sw) {
+/* One block's step of an output's float sum: acc + (sx sw) d. Separate
+ * statements: no compiler may fuse them into an FMA in one build and not in
+ * another (the vector kernels do the same three operations lane by lane). */
+static inline float tf_q8_block(float acc, int32_t d, float sx, float sw) {
     float s = sx * sw;
-    float d = (float)(acc - 128 * wsum);
-    float v = s * d;
-    return v;
+    float f = (float)d;
+    float v = s * f;
+    float r = acc + v;
+    return r;
 }
 
 /* The kernels: the product, and the quantisation of rows and of column
@@ -53,15 +61,21 @@ typedef struct {
     void (*quant_cols)(int8_t *q, int64_t Kp, const float *w, int64_t ldw, int64_t K, const float *s, int nb);
 } tf_q8_kernels;
 
-/* The reference kernels (any CPU), the AVX-512 VNNI ones and the AVX2 ones
- * (the reference's quantisation, vpmaddwd products: kern_q8_avx2.c) (NULL
- * when not built or not supported here), and the ones in use: VNNI where the
- * float kernels are avx512, else AVX2 where they are avx2 or avx512, else the
- * reference (TFORMER_ISA=portable). Every one gives the reference's bits. */
+/* The reference kernels (any CPU); the AVX2 ones (the reference's
+ * quantisation, vpmaddwd products: kern_q8_avx2.c); the AVX-512 ones (their
+ * own quantisation, 16 values a division, and the AVX2 product: no AVX-512
+ * product of the block scheme has run yet, kern_q8_avx512.c); NULL when not
+ * built or not supported here. In use: the AVX2 ones where the float kernels
+ * are avx2 or avx512 (on an AVX-512 CPU too), else the reference
+ * (TFORMER_ISA=portable). Every one gives the reference's bits. */
 const tf_q8_kernels *tf_q8_ref(void);
-const tf_q8_kernels *tf_q8_vnni(void);
+const tf_q8_kernels *tf_q8_avx512(void);
 const tf_q8_kernels *tf_q8_avx2(void);
 tf_q8_gemm_fn tf_q8_avx2_gemm(void); /* kern_q8_avx2.c: NULL without AVX2 */
+/* kern_q8_avx512.c's VNNI product of the block scheme: NOT RUN YET on any
+ * CPU, in no kernel set (tests/test_quant.c checks it where VNNI is); NULL
+ * without AVX-512 VNNI. */
+tf_q8_gemm_fn tf_q8_vnni_gemm(void);
 const tf_q8_kernels *tf_q8_best(void);
 
 /* A weight's copy, empty until first used (tf_quant_for builds it): int8,
@@ -89,11 +103,12 @@ size_t tf_quant_bytes(const tf_quant *q);
 const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0);
 int64_t tf_quant_padded_k(const tf_quant *q);
 
-/* xq (M,Kp), sx (M): the rows of x (M,K) quantised; padding bytes 128 (zero). */
+/* xq (M,Kp), sx (M,Kp/32): the rows of x (M,K) quantised in blocks; padding
+ * bytes 128 (zero), a block past K scale 0. */
 void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp);
 
 /* y (M,N) += x (M,K) times rows row0..row0+N of q transposed, through the
- * scratch xq (M,Kp) and sx (M): the dense op's product with int8 weights
+ * scratch xq (M,Kp) and sx (M,Kp/32): the dense op's product with int8 weights
  * (a float copy: the tile kernel over its columns; xq, sx unused). */
 void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
                    uint8_t *xq, float *sx);

