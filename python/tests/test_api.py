@@ -68,3 +68,34 @@ def test_every_public_name_is_documented_and_in_the_stub():
             if not isinstance(value, property) and params(fn) != want:
                 missing.append(f"{name}.{m}: parameters {params(fn)}, the stub's {want}")
     assert not missing, "\n".join(missing)
+
+
+# Issue 56's signatures, literally: the defaults a user of the API reads there (embed normalises, translate searches
+# a beam of 5; sentence-transformers' encode keeps its own default of no normalisation).
+ISSUE_DEFAULTS = {
+    ("load", None): {"threads": None},
+    ("Model", "embed"): {"batch_size": 32, "normalize": True, "pooling": None},
+    ("Model", "translate"): {"beam": 5},
+    ("Model", "fill_mask"): {"top_k": 5},
+    ("SentenceTransformer", "encode"): {"batch_size": 32, "normalize_embeddings": False, "convert_to_numpy": True},
+}
+
+
+def stub_defaults(node):
+    """A stub function's {parameter: default value} (the literals of the stub)."""
+    args = node.args
+    pos = args.posonlyargs + args.args
+    out = {a.arg: ast.literal_eval(d) for a, d in zip(pos[len(pos) - len(args.defaults):], args.defaults)}
+    out.update({a.arg: ast.literal_eval(d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return out
+
+
+def test_the_issues_defaults_in_the_package_and_the_stub():
+    top, members = stub()
+    for (owner, name), want in ISSUE_DEFAULTS.items():
+        fn = getattr(tformer, owner) if name is None else getattr(getattr(tformer, owner), name)
+        node = top[owner] if name is None else members[owner][name]
+        got = {p: v.default for p, v in inspect.signature(fn).parameters.items() if p in want}
+        assert got == want, f"{owner}.{name}: defaults {got}, the issue's {want}"
+        got = {p: v for p, v in stub_defaults(node).items() if p in want}
+        assert got == want, f"{owner}.{name}: the stub's defaults {got}, the issue's {want}"

@@ -67,6 +67,22 @@ def test_embed_in_reduced_precision_equals_the_cli(cli):
         tformer.load(ST_DIR, precision="fp16")
 
 
+def test_embed_normalizes_by_default_as_the_cli(cli):
+    """normalize=True is embed()'s default (the issue's signature), also for a folder without a Normalize module
+    (the DistilBERT MLM: mean pooling, no modules.json): `tformer embed --normalize`'s rows; normalize=None is the
+    folder's setting, the CLI without the flag (not unit rows here)."""
+    m, texts = tformer.load(MLM_DIR), fixture_texts()[:4]
+    for kw, flags in (({}, ["--normalize"]), ({"normalize": True}, ["--normalize"]), ({"normalize": None}, [])):
+        got = m.embed(texts, **kw)
+        out = cli(["embed", "--model", MLM_DIR, *flags], "\n".join(texts) + "\n")
+        want = np.array([[float(x) for x in line.split()] for line in out.splitlines()])
+        assert got.shape == want.shape and np.all(np.abs(got - want) <= 6e-8 * np.abs(want) + 1e-12), (kw, flags)
+    assert np.allclose(np.linalg.norm(m.embed(texts), axis=1), 1, atol=1e-6)
+    raw = np.linalg.norm(m.embed(texts, normalize=None), axis=1)
+    assert np.all(np.abs(raw - 1) > 1e-3), raw  # the folder's own setting does not normalise: the test can tell
+    assert np.array_equal(m.embed(texts, normalize=False), m.embed(texts, normalize=None))
+
+
 def test_embed_options_and_ownership():
     m = tformer.load(ST_DIR)
     texts = fixture_texts()[:3]

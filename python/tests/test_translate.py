@@ -28,10 +28,24 @@ def test_translate_equals_generate_and_the_cli(cli, marian_dir):
                    str(kw["length_penalty"]), "--max-len-a", "0", "--max-len-b", str(kw["max_len_b"])],
                   "\n".join(sentences) + "\n")
         assert out == "".join(t + "\n" for t in got)
-    # the folder's own settings, as the CLI without flags
-    assert "".join(t + "\n" for t in m.translate(sentences)) == cli(["translate", "--model", marian_dir],
-                                                                  "\n".join(sentences) + "\n")
+    # beam=None: the folder's own settings (greedy here), as the CLI without flags
+    text = "\n".join(sentences) + "\n"
+    folder = cli(["translate", "--model", marian_dir], text)
+    assert "".join(t + "\n" for t in m.translate(sentences, beam=None)) == folder
     assert m.translate([]) == [] and m.translate(sentences[0]) == m.translate(sentences[:1])
+
+
+def test_translate_searches_a_beam_of_5_by_default(cli, marian_dir):
+    """beam=5 is translate()'s default (the issue's signature): the CLI's `--beam 5` with the folder's other
+    settings, which differs from the folder's own greedy search on these sentences (the test can tell)."""
+    m = tformer.load(marian_dir)
+    sentences, _ = runs()
+    text = "\n".join(sentences) + "\n"
+    beam5 = cli(["translate", "--model", marian_dir, "--beam", "5"], text)
+    folder = cli(["translate", "--model", marian_dir], text)
+    assert beam5 != folder
+    assert "".join(t + "\n" for t in m.translate(sentences)) == beam5
+    assert m.translate(sentences) == m.translate(sentences, beam=5)
 
 
 def test_threads_translate_as_serial(marian_dir):

@@ -137,16 +137,18 @@ class Model:
         """Closes the model."""
         self.close()
 
-    def embed(self, texts: Union[str, Sequence[str]], batch_size: int = 32, normalize: Optional[bool] = None,
+    def embed(self, texts: Union[str, Sequence[str]], batch_size: int = 32, normalize: Optional[bool] = True,
               pooling: Optional[str] = None, max_length: Optional[int] = None) -> np.ndarray:
         """Sentence embeddings: an (n, d) float32 array, one row per text (as ``tformer embed``).
 
-        A single str gives one row (shape (1, d)). ``normalize`` (L2), ``pooling`` ("mean", "cls" or
-        "max") and ``max_length`` (ids per text with [CLS] and [SEP]) default to the folder's
-        sentence-transformers settings (modules.json, 1_Pooling/config.json,
-        sentence_bert_config.json), else mean pooling, no normalisation, the model's context.
-        ``batch_size``: texts a forward pass. The GIL is released while the model runs; the array is
-        the library's buffer, freed when the array is.
+        A single str gives one row (shape (1, d)). ``normalize=True`` (the default) L2-normalises each
+        row (``tformer embed --normalize``), False leaves the pooled vectors as they are, None takes the
+        folder's setting (modules.json's Normalize, as ``tformer embed`` without ``--normalize``).
+        ``pooling`` ("mean", "cls" or "max") and ``max_length`` (ids per text with [CLS] and [SEP])
+        default to the folder's sentence-transformers settings (1_Pooling/config.json,
+        sentence_bert_config.json), else mean pooling, the model's context. ``batch_size``: texts a
+        forward pass. The GIL is released while the model runs; the array is the library's buffer,
+        freed when the array is.
         """
         if isinstance(texts, str):
             texts = [texts]
@@ -276,15 +278,16 @@ class Model:
         if failure:
             raise failure[0]
 
-    def translate(self, texts: Union[str, Sequence[str]], beam: Optional[int] = None,
+    def translate(self, texts: Union[str, Sequence[str]], beam: Optional[int] = 5,
                   length_penalty: Optional[float] = None, max_len_a: Optional[float] = None,
                   max_len_b: Optional[int] = None, batch_size: Optional[int] = None,
                   beam_stop: Optional[str] = None) -> List[str]:
         """Each text translated, as ``tformer translate`` translates its lines (a str gives a list of one).
 
-        None takes the folder's setting (a Marian folder's generation settings, as transformers'
-        generate() reads them; else greedy, at most 1.5 x source + 10 tokens, batches of 32).
-        ``beam`` (1..64; 1: greedy), ``length_penalty``, ``max_len_a`` / ``max_len_b`` (at most
+        ``beam``: a beam search of width 5 by default (1..64; 1: greedy, ``tformer translate``'s
+        ``--beam``). None takes the folder's setting, for the beam too (a Marian folder's generation
+        settings, as transformers' generate() reads them; else greedy, at most 1.5 x source + 10
+        tokens, batches of 32). ``length_penalty``, ``max_len_a`` / ``max_len_b`` (at most
         a x source ids + b target ids; giving either sets both, the library's default for the
         other), ``batch_size`` (sentences decoded together, 1..1024), ``beam_stop`` ("tformer",
         "hf", "hf-early", "hf-never"): the CLI's flags. The GIL is released while the model runs.

@@ -60,11 +60,11 @@ class Model:
         self,
         texts: Union[str, Sequence[str]],
         batch_size: int = 32,
-        normalize: Optional[bool] = None,
+        normalize: Optional[bool] = True,
         pooling: Optional[str] = None,
         max_length: Optional[int] = None,
     ) -> npt.NDArray[np.float32]:
-        """(n, d) float32 sentence embeddings, as `tformer embed`."""
+        """(n, d) float32 sentence embeddings, as `tformer embed`; L2-normalised unless normalize=False."""
     def fill_mask(self, text: str, top_k: int = 5) -> List[List[FillMaskChoice]]:
         """The top_k likeliest tokens at each mask token, as the fill-mask pipeline."""
     def generate(
@@ -87,14 +87,14 @@ class Model:
     def translate(
         self,
         texts: Union[str, Sequence[str]],
-        beam: Optional[int] = None,
+        beam: Optional[int] = 5,
         length_penalty: Optional[float] = None,
         max_len_a: Optional[float] = None,
         max_len_b: Optional[int] = None,
         batch_size: Optional[int] = None,
         beam_stop: Optional[str] = None,
     ) -> List[str]:
-        """Each text translated, as `tformer translate`."""
+        """Each text translated, as `tformer translate` (beam 5 unless given; None settings: the folder's)."""
     def labels(self) -> List[str]:
         """The classifier's label names (images, texts or clips)."""
     def image_logits(

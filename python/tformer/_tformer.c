@@ -403,8 +403,8 @@ static PyMethodDef model_methods[] = {
     {"info", (PyCFunction)model_info, METH_NOARGS,
      "A dict: family, model_type, architecture (or None), dir, capabilities (a list of names)."},
     {"embed", (PyCFunction)model_embed, METH_VARARGS,
-     "embed(texts: tuple[str], batch, normalize (-1: the folder's), pooling (-1: the folder's; 0 mean, 1 cls, 2 max), "
-     "max_length (0: the folder's)) -> Buffer (n, d) float32."},
+     "embed(texts: tuple[str], batch, normalize (-1: the folder's; Model.embed passes 1 by default), "
+     "pooling (-1: the folder's; 0 mean, 1 cls, 2 max), max_length (0: the folder's)) -> Buffer (n, d) float32."},
     {"image_shape", (PyCFunction)model_image_shape, METH_NOARGS, "(channels, size, labels) of an image classifier."},
     {"labels", (PyCFunction)model_labels, METH_NOARGS, "The classifier's label names, in order."},
     {"classify_texts", (PyCFunction)model_classify_texts, METH_VARARGS,
@@ -427,8 +427,8 @@ static PyMethodDef model_methods[] = {
      "generate(prompt, max_tokens, temperature, top_k, top_p, repetition_penalty, beam, seed, length_penalty, stop, "
      "on_text) -> bytes: the continuation; on_text(piece: bytes) -> bool (True stops) or None."},
     {"translate", (PyCFunction)model_translate, METH_VARARGS,
-     "translate(texts: tuple[str], beam (0: the folder's), length_penalty (nan: the folder's), max_len_a (nan), "
-     "max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
+     "translate(texts: tuple[str], beam (0: the folder's; Model.translate passes 5 by default), "
+     "length_penalty (nan: the folder's), max_len_a (nan), max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
     {"caption", (PyCFunction)model_caption, METH_VARARGS,
      "caption(pixels: float32 (n, C, S, S), beam, max_tokens) -> [(text, words, attention Buffer | None, grid)]."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
