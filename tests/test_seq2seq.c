@@ -383,7 +383,7 @@ TEST(seq2seq_train_cli_then_translate) {
     snprintf(cmd, sizeof cmd,
              "%s train --arch seq2seq --src %s/train.src --tgt %s/train.tgt --valid-src %s/val.src --valid-tgt %s/val.tgt "
              "--out %s/run --steps 1000 --lr 4e-3 --warmup 50 --label-smoothing 0 --d-model 32 --n-head 4 --n-encoder-layers 2 "
-             "--n-decoder-layers 2 --dropout 0 --max-tokens 256 --eval-every 500 --log-every 500 --context 16 --max-len 16 "
+             "--n-decoder-layers 2 --dropout 0 --batch-tokens 256 --eval-every 500 --log-every 500 --context 16 --max-len 16 "
              "--threads 1 2>&1 && printf 'abc cde\\nbda eab\\n' | %s translate --model %s/run --beam 2",
              test_tformer_bin(), dir, dir, dir, dir, dir, test_tformer_bin(), dir);
     FILE *p = popen(cmd, "r");
