@@ -297,6 +297,16 @@ TEST(continual_stream_cli) {
         CHECKF(rc == 1 && strstr(out, "tformer stream: cannot read standard input: "), "%s: status %d, output %s",
                unreadable[i], rc, out);
     }
+    /* gzip'ed standard input (through a pipe): the plain input's outputs */
+    fi = fopen(in, "w");
+    CHECK(fi && fputs("1 2 3 4\n0.5 0 -1 2\n3 1 0 2\n", fi) >= 0 && fclose(fi) == 0);
+    char *gz = malloc(1 << 16);
+    CHECK(gz != NULL);
+    snprintf(cmd, sizeof cmd, "%s stream --model %s < %s 2>/dev/null", test_tformer_bin(), dir, in);
+    CHECK(test_popen(cmd, out, 1 << 16) == 0 && *out);
+    snprintf(cmd, sizeof cmd, "gzip -c %s | %s stream --model %s 2>/dev/null", in, test_tformer_bin(), dir);
+    CHECKF(test_popen(cmd, gz, 1 << 16) == 0 && !strcmp(gz, out), "gzip'ed: %s\nplain: %s", gz, out);
+    free(gz);
     tf_ctx_free(ctx), free(xs), free(out), tf_continual_free(&e), tf_params_free(ps);
     test_rm_rf(dir);
 }

@@ -274,6 +274,9 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
     out[k] = 0;
     CHECKF(p && pclose(p) == 0, "output: %s", out);
     CHECKF(!strcmp(out, "543\n72109\n8888\nchrF2 = 100.00\n"), "output:\n%s", out); /* one token a line: BLEU has no 2-grams */
+    /* gzip'ed standard input (a pipe): the same translations */
+    snprintf(cmd, sizeof cmd, "gzip -c %s/src.txt | %s translate --model %s --beam 3 2>/dev/null", dir, test_tformer_bin(), dir);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "543\n72109\n8888\n"), "gzip'ed input: %s", out);
     /* --attention-png: one picture per line, 4 layers x heads under the average (taller than the RNN's panel) */
     for (int i = 1; i <= 4; i++) {
         int w, h;
