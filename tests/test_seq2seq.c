@@ -277,6 +277,13 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
     /* gzip'ed standard input (a pipe): the same translations */
     snprintf(cmd, sizeof cmd, "gzip -c %s/src.txt | %s translate --model %s --beam 3 2>/dev/null", dir, test_tformer_bin(), dir);
     CHECKF(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "543\n72109\n8888\n"), "gzip'ed input: %s", out);
+    /* the start-up line, whole (as cli_other_verbs_say_what_they_assumed checks the other verbs') */
+    char said[1024], want[1024];
+    snprintf(cmd, sizeof cmd, "translate --model %s --beam 3 --threads 1 < %s/src.txt", dir, dir);
+    snprintf(want, sizeof want, "tformer translate: seq2seq model from %s/; tokenizer %s/chars.txt (10 tokens); 1 thread "
+             "(--threads); float32, %s kernels; beam 3 (--beam)", dir, dir, tf_kernels_info());
+    CHECKF(test_said_line(cmd, said, sizeof said) == 0 && !strcmp(said, want), "\n    want: %s\n    got:  %s", want,
+           said);
     /* --attention-png: one picture per line, 4 layers x heads under the average (taller than the RNN's panel) */
     for (int i = 1; i <= 4; i++) {
         int w, h;
