@@ -113,10 +113,12 @@ flags: $(BUILD)/tformer
 	python3 tools/check_flags.py $(BUILD)/tformer
 
 # The docs' commands against the CLI: every `tformer` command of README.md and docs/*.md parsed
-# (TFORMER_CHECK_ARGS=1), every block marked <!-- runnable --> run in a temporary folder
-# (tools/docs_run.py; seconds).
+# (TFORMER_CHECK_ARGS=1), README.md's CLI examples and every block marked <!-- runnable --> run in
+# temporary folders on the tiny settings tools/docs_run.py lists (seconds); then its self-test: a
+# README copy with a flag renamed must fail.
 docs-run: $(BUILD)/tformer
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp python3 tools/docs_run.py $(BUILD)/tformer
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp python3 tools/docs_run.py --self-test $(BUILD)/tformer
 
 # Every test: the C suite and, first, the Python package's pytest suite (python-test, below). The pytest suite
 # runs in the default build only (PYTHON_TESTS: 1 for BUILD=build, else 0; PYTHON_TESTS=0 leaves it out):

@@ -215,8 +215,6 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer
  * (a diverged training): eval and generate refuse such a model. */
 void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
-/* All of standard input, NUL-terminated; exits on a read error. */
-char *cli_read_stdin(const cli_verb *v, size_t *len);
 /* Standard input a chunk of lines at a time (lines.c): memory bounded by the chunk, not the input. */
 typedef struct {
     int fd;
@@ -227,12 +225,13 @@ typedef struct {
     long long line_no;      /* lines handed out so far */
     int keep_cr;            /* set after cli_lines_init: a CR before the newline stays part of the line */
     const char *name;       /* for messages; NULL: standard input */
-    void *gz;               /* a gzFile when cli_lines_gunzip found gzip's magic bytes: the text read is gunzipped */
+    int sniffed;            /* the first bytes were read and looked at */
+    void *gz;               /* the gunzip state when they were gzip's magic bytes (1f 8b): what is read is gunzipped */
 } cli_lines;
+/* Lines of fd (standard input, or a file cli_open_file opened): plain text, or gzip'ed (te.de.gz as Multi30k
+ * ships it, `tformer encode < x.gz`, a pipe as well as a file), told by its first two bytes, as the library's data
+ * readers do. A gzip stream cut short or corrupt exits naming the input ("cannot gunzip standard input: ..."). */
 void cli_lines_init(cli_lines *r, int fd);
-/* After cli_lines_init of a regular file: when it starts with gzip's magic bytes (train.de.gz, as Multi30k ships),
- * its lines are read gunzipped, as the library's data readers do; 1 then, else 0. cli_lines_free closes it. */
-int cli_lines_gunzip(const cli_verb *v, cli_lines *r);
 /* The most --batch takes on any verb (inputs per forward pass, a chunk of standard input's lines). */
 enum { CLI_BATCH_MAX = 1024 };
 /* Up to max lines (CR before the newline dropped; the last line may lack its newline) into

@@ -169,8 +169,7 @@ int cmd_bleu(const cli_args *a) {
     if (!ref || !seg || !seg_len || !rl || !rlen) cli_die(v, "out of memory");
     for (int r = 0; r < nr; r++) {
         cli_lines_init(&ref[r], cli_open_file(v, a->v[REF].list[r]));
-        ref[r].keep_cr = 1, ref[r].name = a->v[REF].list[r];
-        cli_lines_gunzip(v, &ref[r]); /* te.de.gz as Multi30k ships it */
+        ref[r].keep_cr = 1, ref[r].name = a->v[REF].list[r]; /* te.de.gz (gzip'ed, as Multi30k ships it) too */
     }
     say(a, &o, want[0], want[1]);
     cli_lines_init(&hyp, 0);

@@ -127,12 +127,20 @@ static void token_text(tf_tokenizer *tok, int32_t id, char *buf, size_t cap) {
     free(text);
 }
 
-/* After the last getline: a read error (standard input closed, a folder) is no end of the stream. */
-static void check_read(const stream *st) {
-    if (!ferror(stdin)) return;
-    char msg[300];
-    snprintf(msg, sizeof msg, "cannot read standard input: %s", strerror(errno));
-    cli_die(st->v, msg);
+/* The next line of standard input (plain or gzip'ed: cli_lines), NUL-terminated in *buf with a byte to spare; its
+ * length without the newline, or -1 at the end. A read error exits naming standard input. */
+static long long next_line(const stream *st, cli_lines *in, char **buf, size_t *cap) {
+    const char *line;
+    size_t len;
+    if (cli_lines_next(st->v, in, 1, &line, &len) < 1) return -1;
+    if (len + 2 > *cap) {
+        char *nb = realloc(*buf, len + 2);
+        if (!nb) cli_die(st->v, "cannot read standard input: out of memory");
+        *buf = nb, *cap = len + 2;
+    }
+    memcpy(*buf, line, len);
+    (*buf)[len] = 0;
+    return (long long)len;
 }
 
 static void stream_text(stream *st, const char *dir) {
@@ -140,13 +148,14 @@ static void stream_text(stream *st, const char *dir) {
     if (!tok) cli_die(st->v, tf_error());
     size_t cap = 0;
     char *line = NULL, piece[256];
-    long long lineno = 0;
+    long long lineno = 0, got;
     tf_ids ids = {0};
-    ssize_t got;
-    while ((got = getline(&line, &cap, stdin)) > 0) {
+    cli_lines in;
+    cli_lines_init(&in, 0);
+    while ((got = next_line(st, &in, &line, &cap)) >= 0) {
         lineno++;
         size_t n = (size_t)got;
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+        while (n && line[n - 1] == '\r') n--;
         if (!n) continue; /* as in training: empty lines are not part of the stream */
         line[n++] = ' ';  /* a space between lines, as one running text */
         ids.n = 0;
@@ -163,7 +172,7 @@ static void stream_text(stream *st, const char *dir) {
         }
         cli_flush_or_die(st->v); /* each line answered before the next is read; a write error ends the verb */
     }
-    check_read(st);
+    cli_lines_free(&in);
     free(line);
     tf_ids_free(&ids);
     tf_tokenizer_free(tok);
@@ -174,7 +183,9 @@ static void stream_vectors(stream *st) {
     size_t cap = 0;
     char *line = NULL;
     long long lineno = 0;
-    while (getline(&line, &cap, stdin) > 0) {
+    cli_lines in;
+    cli_lines_init(&in, 0);
+    while (next_line(st, &in, &line, &cap) >= 0) {
         lineno++;
         tf_tensor *x = tf_tensor_new(st->ctx, TF_DTYPE_F32, 2, (int64_t[]){1, d}, 0);
         if (!x) cli_die(st->v, tf_error());
@@ -182,7 +193,7 @@ static void stream_vectors(stream *st) {
         run_step(st, x, lineno, NULL);
         cli_flush_or_die(st->v);
     }
-    check_read(st);
+    cli_lines_free(&in);
     free(line);
 }
 

@@ -173,29 +173,6 @@ void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {
     exit(1);
 }
 
-static char *read_stream(const cli_verb *v, FILE *f, const char *name, size_t *len) {
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
-    if (!buf || ferror(f)) {
-        char msg[4200];
-        snprintf(msg, sizeof msg, "cannot read %s: %s", name, buf ? strerror(errno) : "out of memory");
-        cli_die(v, msg);
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
-char *cli_read_stdin(const cli_verb *v, size_t *len) { return read_stream(v, stdin, "standard input", len); }
-
 int cli_open_file(const cli_verb *v, const char *path) {
     /* a regular file only: a FIFO or device is refused, never waited on (checked before the open,
      * which does not block, and again on the descriptor) */
@@ -225,16 +202,32 @@ void cli_pick_operand(const char *path) {
 }
 
 char *cli_read_file(const cli_verb *v, const char *path, size_t *len) {
-    int fd = cli_open_file(v, path);
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
+    cli_lines in; /* plain or gzip'ed (ids.txt.gz), as standard input is read */
+    cli_lines_init(&in, cli_open_file(v, path));
+    in.name = path;
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    for (int eof = 0; buf && !eof;) {
+        const char *p;
+        size_t k = cli_bytes_next(v, &in, &p, &eof);
+        if (n + k + 1 > cap) {
+            while (n + k + 1 > cap) cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+        if (buf) memcpy(buf + n, p, k), n += k;
+        cli_bytes_take(&in, k);
+    }
+    close(in.fd);
+    cli_lines_free(&in);
+    if (!buf) {
         char msg[4200];
-        snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));
-        close(fd);
+        snprintf(msg, sizeof msg, "cannot read %s: out of memory", path);
         cli_die(v, msg);
     }
-    char *buf = read_stream(v, f, path, len);
-    fclose(f);
+    buf[n] = 0;
+    *len = n;
     return buf;
 }
 

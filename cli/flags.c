@@ -111,11 +111,12 @@ static void help_table(FILE *f, const tf_field_table *t, const char *obj) {
         if (tf_fields_format(r, obj, val, sizeof val) < 0) snprintf(val, sizeof val, "?");
         int n = r->flags & TF_FIELD_REQUIRED ? snprintf(def, sizeof def, "required")
                                              : snprintf(def, sizeof def, "default %s", *val ? val : "none");
-        for (const char *p = r->alias; p && n < (int)sizeof def; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+        const char *aliases = r->flags & TF_FIELD_RENAMED ? NULL : r->alias; /* former JSON keys: no flags */
+        for (const char *p = aliases; p && n < (int)sizeof def; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
             char also[64], word[64];
             snprintf(word, sizeof word, "%.*s", (int)strcspn(p, "|"), p);
             flag_of(word, also, sizeof also);
-            n += snprintf(def + n, sizeof def - (size_t)n, "%s%s", p == r->alias ? "; also " : ", ", also);
+            n += snprintf(def + n, sizeof def - (size_t)n, "%s%s", p == aliases ? "; also " : ", ", also);
         }
         help_line(f, flag, arg, r->help ? r->help : "", def);
     }
@@ -193,16 +194,19 @@ static void consider(near_ctx *c, const char *flag) {
     if (cli_is_near(d, len, flen) && d < c->dist) c->dist = d, snprintf(c->best, sizeof c->best, "%s", flag);
 }
 
-/* A table row's flag and its aliases' ("max_tokens|max_new_tokens" -> --max-tokens, --max-new-tokens). */
+/* A table row's flag and its aliases' ("max_tokens|max_new_tokens" -> --max-tokens, --max-new-tokens). A renamed
+ * row's former key typed as a flag (train --arch seq2seq --max-tokens) gets the row's flag (--batch-tokens). */
 static int near_table_fn(void *user, const tf_field *r, void *obj) {
     (void)obj;
-    char flag[64], word[64];
+    near_ctx *c = user;
+    char flag[64], word[64], former[64];
     flag_of(r->name, flag, sizeof flag);
-    consider(user, flag);
+    consider(c, flag);
     for (const char *p = r->alias; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
         snprintf(word, sizeof word, "%.*s", (int)strcspn(p, "|"), p);
-        flag_of(word, flag, sizeof flag);
-        consider(user, flag);
+        flag_of(word, former, sizeof former);
+        if (!(r->flags & TF_FIELD_RENAMED)) consider(c, former);
+        else if (!strcmp(c->typed, former)) c->dist = 0, snprintf(c->best, sizeof c->best, "%s", flag);
     }
     return 0;
 }

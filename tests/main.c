@@ -197,6 +197,17 @@ int test_popen(const char *cmd, char *out, size_t n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+int test_said_line(const char *args, char *line, size_t n) {
+    size_t len = strlen(test_tformer_bin()) + strlen(args) + 32;
+    char *cmd = malloc(len);
+    if (!cmd) return -1;
+    snprintf(cmd, len, "%s %s 2>&1 >/dev/null", test_tformer_bin(), args);
+    int rc = test_popen(cmd, line, n);
+    free(cmd);
+    line[strcspn(line, "\n")] = 0;
+    return rc;
+}
+
 const char *test_path_in(const char *dir, const char *name) {
     static char p[4][512];
     static int k;

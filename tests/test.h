@@ -70,6 +70,9 @@ int test_cli_cases(const test_cli_case *cases, size_t n_cases, const char *dir, 
 void test_rm_rf(const char *dir);
 /* Run a shell command; its exit status (128 when it did not exit), its stdout in out (cut at n - 1 bytes). */
 int test_popen(const char *cmd, char *out, size_t n);
+/* The first line of what "tformer ARGS" writes to stderr (its start-up line: what it assumed, cli_say), without the
+ * newline, in line (cut at n - 1 bytes); standard output dropped. Its exit status. */
+int test_said_line(const char *args, char *line, size_t n);
 /* "dir/name" in one of 4 buffers used in turn: valid until the fourth call after. */
 const char *test_path_in(const char *dir, const char *name);
 /* Whether two files hold the same bytes (both readable). */

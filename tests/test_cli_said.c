@@ -77,6 +77,23 @@ TEST(cli_train_says_what_it_starts_and_where_it_saved) {
     test_rm_rf(dir);
 }
 
+/* finetune's start-up line, whole: the family of config.json's model_type (bert for a distilbert), the parameters,
+ * vocabulary, data and folder, as train's (above) and the inference verbs' (cli_other_verbs_say_what_they_assumed). */
+TEST(cli_finetune_says_what_it_starts) {
+    char dir[] = "/tmp/tformer_said_XXXXXX", args[1024], said[1024], want[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(test_write_text(test_path_in(dir, "t.tsv"), "pos\ta fine film\nneg\ta dull film\n") == 0); /* 32 bytes */
+    CHECK(test_write_text(test_path_in(dir, "v.tsv"), "pos\tgood\n") == 0);                          /* 9 */
+    snprintf(args, sizeof args, "finetune --model tests/fixtures_distilbert_st/tiny_distilbert_mlm --task classify "
+             "--train %s/t.tsv --valid %s/v.tsv --out %s/run --steps 1 --batch 2 --eval-every 1 --eval-batches 1 "
+             "--threads 1", dir, dir, dir);
+    snprintf(want, sizeof want, "tformer finetune: bert, 2502 parameters, vocabulary 217; data %s/t.tsv (32 B), "
+             "%s/v.tsv (9 B); writing to %s/run/", dir, dir, dir);
+    CHECKF(test_said_line(args, said, sizeof said) == 0 && !strcmp(said, want), "\n    want: %s\n    got:  %s", want,
+           said);
+    test_rm_rf(dir);
+}
+
 TEST(cli_finetune_says_first_that_a_folder_is_not_a_bert) {
     char err[4096];
     int rc = run_err("finetune --model tests/fixtures_gpt2/tiny_gelu_new --task classify --train /dev/null --valid "

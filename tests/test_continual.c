@@ -297,6 +297,22 @@ TEST(continual_stream_cli) {
         CHECKF(rc == 1 && strstr(out, "tformer stream: cannot read standard input: "), "%s: status %d, output %s",
                unreadable[i], rc, out);
     }
+    /* gzip'ed standard input (through a pipe): the plain input's outputs */
+    fi = fopen(in, "w");
+    CHECK(fi && fputs("1 2 3 4\n0.5 0 -1 2\n3 1 0 2\n", fi) >= 0 && fclose(fi) == 0);
+    char *gz = malloc(1 << 16), said[1024], want[1024];
+    CHECK(gz != NULL);
+    snprintf(cmd, sizeof cmd, "%s stream --model %s < %s 2>/dev/null", test_tformer_bin(), dir, in);
+    CHECK(test_popen(cmd, out, 1 << 16) == 0 && *out);
+    snprintf(cmd, sizeof cmd, "gzip -c %s | %s stream --model %s 2>/dev/null", in, test_tformer_bin(), dir);
+    CHECKF(test_popen(cmd, gz, 1 << 16) == 0 && !strcmp(gz, out), "gzip'ed: %s\nplain: %s", gz, out);
+    free(gz);
+    /* the start-up line, whole (as cli_other_verbs_say_what_they_assumed checks the other verbs') */
+    snprintf(cmd, sizeof cmd, "stream --model %s --threads 1 < %s", dir, in);
+    snprintf(want, sizeof want, "tformer stream: continual model from %s/; 1 thread (--threads); float32, %s kernels; "
+             "window 3 (the config's); step mode (no --recompute)", dir, tf_kernels_info());
+    CHECKF(test_said_line(cmd, said, sizeof said) == 0 && !strcmp(said, want), "\n    want: %s\n    got:  %s", want,
+           said);
     tf_ctx_free(ctx), free(xs), free(out), tf_continual_free(&e), tf_params_free(ps);
     test_rm_rf(dir);
 }

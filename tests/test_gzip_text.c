@@ -117,3 +117,72 @@ TEST(gzip_cli_inputs_give_what_the_plain_ones_give) {
     CHECK(same_bytes(tmp_path("tok0/merges.txt"), tmp_path("tok1/merges.txt")));
     test_rm_rf(dir);
 }
+
+/* stdout of "tformer ARGS" with standard input from `how` (a shell redirection or a pipe's head, %s: the file),
+ * into out; its exit status. */
+static int run_in(const char *args, const char *how, const char *file, char *out, size_t n) {
+    char in[600], cmd[2048];
+    snprintf(in, sizeof in, how, file);
+    if (in[0] == '<') snprintf(cmd, sizeof cmd, "%s %s %s 2>/dev/null", test_tformer_bin(), args, in);
+    else snprintf(cmd, sizeof cmd, "%s | %s %s 2>/dev/null", in, test_tformer_bin(), args);
+    return test_popen(cmd, out, n);
+}
+
+/* Gzip'ed text on standard input, a pipe as well as a file (`tformer encode < x.gz`, `zcat x.gz |` no longer
+ * needed): every verb that reads text from standard input gunzips it as the data files are, told by gzip's magic
+ * bytes, and prints what the plain text gives (it encoded the gzip stream's bytes, or refused them as invalid
+ * UTF-8). Concatenated members read as one text; a stream cut short or corrupt is an error naming standard input. */
+TEST(gzip_standard_input_reads_as_the_plain_text) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/tformer_gzin_XXXXXX");
+    CHECK(mkdtemp(g_dir) != NULL);
+    size_t n;
+    char *text = test_slurp("tests/data/unicode_stress.txt", &n), *sents = test_slurp("tests/data/serve_sentences.txt", &n);
+    CHECK(text && sents && write_pair(tmp_path("u.txt"), text, 0) == 0 && write_pair(tmp_path("s.txt"), sents, 0) == 0);
+    CHECK(write_pair(tmp_path("ids.txt"), "1 2 3\n4 5 6\n", 0) == 0);
+    free(text), free(sents);
+    enum { CAP = 1 << 17 };
+    char *plain = malloc(CAP), *got = malloc(CAP), args[600];
+    CHECK(plain && got);
+    snprintf(args, sizeof args, "bleu --ref %s --metrics bleu chrf", tmp_path("s.txt"));
+    const char *const VERBS[][2] = {
+        {"encode --tokenizer char --lines", "u.txt"}, {"encode --tokenizer char", "u.txt"},
+        {"decode --tokenizer char", "ids.txt"}, {args, "s.txt"},
+        {"embed --model tests/fixtures_distilbert_st/tiny_distilbert_st --threads 1", "s.txt"},
+        {"predict --model tests/fixtures_serve_textcls/tiny_bert_cls --threads 1", "s.txt"}};
+    for (size_t i = 0; i < sizeof VERBS / sizeof *VERBS; i++) {
+        char file[300], gz[310];
+        snprintf(file, sizeof file, "%s", tmp_path(VERBS[i][1]));
+        snprintf(gz, sizeof gz, "%s.gz", file);
+        CHECKF(run_in(VERBS[i][0], "< %s", file, plain, CAP) == 0 && *plain, "%s < %s: %s", VERBS[i][0], file, plain);
+        static const char *const HOW[] = {"< %s", "cat %s"}; /* a file, a pipe */
+        for (int k = 0; k < 2; k++) {
+            int rc = run_in(VERBS[i][0], HOW[k], gz, got, CAP);
+            CHECKF(rc == 0 && !strcmp(plain, got), "%s, standard input from '%s' of %s: status %d\n%.300s\nplain:\n%.300s",
+                   VERBS[i][0], HOW[k], gz, rc, got, plain);
+        }
+    }
+    /* two members (cat a.gz b.gz): one text */
+    CHECK(write_pair(tmp_path("a.txt"), "first part\n", 0) == 0 && write_pair(tmp_path("b.txt"), "second part\n", 0) == 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cat %s.gz %s.gz | %s encode --tokenizer char --lines 2>&1", tmp_path("a.txt"),
+             tmp_path("b.txt"), test_tformer_bin());
+    CHECKF(test_popen(cmd, got, CAP) == 0 && strstr(got, "102 105 114 115 116 32 112 97 114 116\n115 101 99"), "%s", got);
+    /* cut short, and corrupt (a byte of the compressed data changed): an error naming standard input */
+    CHECK(write_pair(tmp_path("cut.txt"), "a line long enough to be compressed in more than twenty bytes\n", 20) == 0);
+    snprintf(cmd, sizeof cmd, "cat %s.gz | %s encode --tokenizer char 2>&1", tmp_path("cut.txt"), test_tformer_bin());
+    CHECKF(test_popen(cmd, got, CAP) == 1 && strstr(got, "tformer encode: cannot gunzip standard input: truncated"), "%s",
+           got);
+    snprintf(cmd, sizeof cmd, "%s.gz", tmp_path("u.txt"));
+    FILE *f = fopen(cmd, "r+b");
+    CHECK(f && fseek(f, 400, SEEK_SET) == 0 && fputc(0x5a ^ 0xff, f) != EOF && fclose(f) == 0);
+    snprintf(cmd, sizeof cmd, "%s encode --tokenizer char < %s.gz 2>&1 >/dev/null", test_tformer_bin(), tmp_path("u.txt"));
+    CHECKF(test_popen(cmd, got, CAP) == 1 && strstr(got, "tformer encode: cannot gunzip standard input: "), "%s", got);
+    /* a file read whole (convert's ids.txt.gz): as the plain file */
+    snprintf(cmd, sizeof cmd, "%s convert %s %s 2>/dev/null && %s convert %s.gz %s 2>/dev/null", test_tformer_bin(),
+             tmp_path("ids.txt"), tmp_path("p.safetensors"), test_tformer_bin(), tmp_path("ids.txt"),
+             tmp_path("z.safetensors"));
+    CHECKF(test_popen(cmd, got, CAP) == 0, "%s", got);
+    CHECK(same_bytes(tmp_path("p.safetensors"), tmp_path("z.safetensors")));
+    free(plain), free(got);
+    test_rm_rf(g_dir);
+}

@@ -163,6 +163,12 @@ TEST(imagegpt_complete_image_cli) {
     snprintf(args, sizeof args, "complete-image --model %s --input %s --keep-rows 3 --samples 3 --out %s --threads 1", run,
              png, grid);
     CHECKF(test_run_cli("", args, out, sizeof out) == 0, "%s", out);
+    /* the start-up line, whole (as cli_other_verbs_say_what_they_assumed checks the other verbs') */
+    char said[1024];
+    snprintf(said, sizeof said, "tformer complete-image: imagegpt model from %s/; 1 thread (--threads); float32, %s "
+             "kernels; images as grey (the model's 1 channel; a colour file as PIL's convert(\"L\"))", run,
+             tf_kernels_info());
+    CHECKF(test_said_line(args, out, sizeof out) == 0 && !strcmp(out, said), "\n    want: %s\n    got:  %s", said, out);
     CHECK(tf_images_read_png(grid, 1, &g) == 0);
     int cell = SIDE * 4 + 2; /* scale 4, gap 2: 5 panels */
     CHECKF(g.width == 5 * cell + 2 && g.height == cell + 2, "%dx%d", g.width, g.height);

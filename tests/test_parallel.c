@@ -219,13 +219,13 @@ static int row_is_pair(const tf_parallel_set *s, const tf_batch *b, int64_t r, i
     return q->tgt_len == q->src_len + 1 && s->ids[q->tgt + q->src_len] == ID('z');
 }
 
-TEST(parallel_epochs_cover_every_pair_once_within_max_tokens) {
+TEST(parallel_epochs_cover_every_pair_once_within_batch_tokens) {
     fixture fx;
     CHECK(fixture_open(&fx) == 0);
     tf_parallel_set s;
     CHECK(write_many(&fx, 300, &s) == 0 && s.n == 300);
-    const int max_tokens = 96, max_rows = 7;
-    tf_loader *l = tf_parallel_loader_new(&s, &s, max_tokens, max_rows, 11);
+    const int batch_tokens = 96, max_rows = 7;
+    tf_loader *l = tf_parallel_loader_new(&s, &s, batch_tokens, max_rows, 11);
     CHECK(l);
     int64_t nb = tf_parallel_loader_batches(l, TF_SUBSET_TRAIN), nv = tf_parallel_loader_batches(l, TF_SUBSET_VAL);
     CHECK(nb > 300 / max_rows && nb < 300 && nv >= nb);
@@ -244,7 +244,7 @@ TEST(parallel_epochs_cover_every_pair_once_within_max_tokens) {
             CHECK(tf_loader_next(l, ctx, TF_SUBSET_TRAIN, k, 1, &b) == 0);
             tf_tensor *src = tf_batch_get(&b, "src_ids"), *tin = tf_batch_get(&b, "tgt_in");
             int64_t W = src->shape[1] > tin->shape[1] ? src->shape[1] : tin->shape[1];
-            CHECKF(src->shape[0] == rows && rows * W <= max_tokens, "batch %d: %d rows of %d", (int)k, rows, (int)W);
+            CHECKF(src->shape[0] == rows && rows * W <= batch_tokens, "batch %d: %d rows of %d", (int)k, rows, (int)W);
             CHECK(row_is_pair(&s, &b, 0, first));
             padded_train += epoch == 0 ? rows * W : 0;
             drops += epoch == 0 && W < last_W, last_W = W;
@@ -259,7 +259,7 @@ TEST(parallel_epochs_cover_every_pair_once_within_max_tokens) {
         CHECK(tf_loader_next(l, ctx, TF_SUBSET_VAL, k, 1, &b) == 0);
         tf_tensor *src = tf_batch_get(&b, "src_ids"), *tin = tf_batch_get(&b, "tgt_in");
         int64_t W = src->shape[1] > tin->shape[1] ? src->shape[1] : tin->shape[1];
-        CHECK(src->shape[0] * W <= max_tokens && src->shape[0] <= max_rows);
+        CHECK(src->shape[0] * W <= batch_tokens && src->shape[0] <= max_rows);
         for (int64_t r = 0; r < src->shape[0]; r++) CHECKF(row_is_pair(&s, &b, r, next++), "val row %d", next - 1);
         padded_val += src->shape[0] * W;
         tf_ctx_reset(ctx);
@@ -351,8 +351,8 @@ TEST(parallel_loader_rejects_bad_settings) {
     CHECK(write_many(&fx, 50, &s) == 0);
     /* the longest pair: 23 letters + z + EOS = 25 ids a row */
     CHECK(!tf_parallel_loader_new(&s, NULL, 24, 0, 1) &&
-          error_has("needs 25 ids a row, more than max_tokens 24", NULL, NULL));
-    CHECK(!tf_parallel_loader_new(&s, NULL, 1, 0, 1) && error_has("max_tokens 1", NULL, NULL));
+          error_has("needs 25 ids a row, more than batch_tokens 24", NULL, NULL));
+    CHECK(!tf_parallel_loader_new(&s, NULL, 1, 0, 1) && error_has("batch_tokens 1", NULL, NULL));
     tf_loader *l = tf_parallel_loader_new(&s, NULL, 25, 0, 1);
     CHECK(l && tf_parallel_loader_batches(l, TF_SUBSET_TRAIN) >= 1);
     const int *idx;

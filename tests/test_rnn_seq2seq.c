@@ -31,7 +31,7 @@ TEST(rnn_seq2seq_config_table_and_checks) {
     c.share_embeddings = 1;
     CHECK(tf_rnn_seq2seq_config_check(&c) != 0 && strstr(tf_error(), "share_embeddings needs one vocabulary"));
     tf_rnn_seq2seq_task_config t = tf_rnn_seq2seq_task_config_default();
-    CHECK(t.max_tokens == 4096 && t.max_len == 128 && fabsf(t.label_smoothing - 0.1f) < 1e-7f && t.model.context == 128);
+    CHECK(t.batch_tokens == 4096 && t.max_len == 128 && fabsf(t.label_smoothing - 0.1f) < 1e-7f && t.model.context == 128);
 }
 
 /* The teacher-forced forward's logits and alignments equal those of the
@@ -377,7 +377,7 @@ TEST(rnn_seq2seq_train_cli_then_translate) {
     snprintf(cmd, sizeof cmd,
              "printf 'ab\\nba\\naab\\nbba\\n' > %s/s && printf 'ba\\nab\\nbaa\\nabb\\n' > %s/t && "
              "%s train --arch rnn --src %s/s --tgt %s/t --valid-src %s/s --valid-tgt %s/t --out %s/run --steps 20 "
-             "--emb-dim 8 --hidden 8 --attn-size 8 --cell lstm --context 16 --max-len 8 --max-tokens 64 --log-every 20 "
+             "--emb-dim 8 --hidden 8 --attn-size 8 --cell lstm --context 16 --max-len 8 --batch-tokens 64 --log-every 20 "
              "--eval-every 20 --threads 1 2>&1 && grep -q tformer-rnn-seq2seq %s/run/config.json && "
              "printf 'ab\\n' | %s translate --model %s/run 2>&1",
              dir, dir, test_tformer_bin(), dir, dir, dir, dir, dir, dir, test_tformer_bin(), dir);

@@ -274,6 +274,16 @@ TEST(seq2seq_translate_cli_reverses_and_scores) {
     out[k] = 0;
     CHECKF(p && pclose(p) == 0, "output: %s", out);
     CHECKF(!strcmp(out, "543\n72109\n8888\nchrF2 = 100.00\n"), "output:\n%s", out); /* one token a line: BLEU has no 2-grams */
+    /* gzip'ed standard input (a pipe): the same translations */
+    snprintf(cmd, sizeof cmd, "gzip -c %s/src.txt | %s translate --model %s --beam 3 2>/dev/null", dir, test_tformer_bin(), dir);
+    CHECKF(test_popen(cmd, out, sizeof out) == 0 && !strcmp(out, "543\n72109\n8888\n"), "gzip'ed input: %s", out);
+    /* the start-up line, whole (as cli_other_verbs_say_what_they_assumed checks the other verbs') */
+    char said[1024], want[1024];
+    snprintf(cmd, sizeof cmd, "translate --model %s --beam 3 --threads 1 < %s/src.txt", dir, dir);
+    snprintf(want, sizeof want, "tformer translate: seq2seq model from %s/; tokenizer %s/chars.txt (10 tokens); 1 thread "
+             "(--threads); float32, %s kernels; beam 3 (--beam)", dir, dir, tf_kernels_info());
+    CHECKF(test_said_line(cmd, said, sizeof said) == 0 && !strcmp(said, want), "\n    want: %s\n    got:  %s", want,
+           said);
     /* --attention-png: one picture per line, 4 layers x heads under the average (taller than the RNN's panel) */
     for (int i = 1; i <= 4; i++) {
         int w, h;
@@ -383,7 +393,7 @@ TEST(seq2seq_train_cli_then_translate) {
     snprintf(cmd, sizeof cmd,
              "%s train --arch seq2seq --src %s/train.src --tgt %s/train.tgt --valid-src %s/val.src --valid-tgt %s/val.tgt "
              "--out %s/run --steps 1000 --lr 4e-3 --warmup 50 --label-smoothing 0 --d-model 32 --n-head 4 --n-encoder-layers 2 "
-             "--n-decoder-layers 2 --dropout 0 --max-tokens 256 --eval-every 500 --log-every 500 --context 16 --max-len 16 "
+             "--n-decoder-layers 2 --dropout 0 --batch-tokens 256 --eval-every 500 --log-every 500 --context 16 --max-len 16 "
              "--threads 1 2>&1 && printf 'abc cde\\nbda eab\\n' | %s translate --model %s/run --beam 2",
              test_tformer_bin(), dir, dir, dir, dir, dir, test_tformer_bin(), dir);
     FILE *p = popen(cmd, "r");

@@ -165,7 +165,7 @@ static int tiny_translator(char *dir) {
     }
     snprintf(args, sizeof args,
              "train --arch seq2seq --src %s/t.src --tgt %s/t.tgt --valid-src %s/t.src --valid-tgt %s/t.tgt --out %s/run "
-             "--steps 2 --d-model 16 --n-head 2 --n-encoder-layers 1 --n-decoder-layers 1 --max-tokens 64 --context 16 "
+             "--steps 2 --d-model 16 --n-head 2 --n-encoder-layers 1 --n-decoder-layers 1 --batch-tokens 64 --context 16 "
              "--max-len 16 --eval-every 2 --threads 1",
              dir, dir, dir, dir, dir);
     return test_run_cli("", args, out, sizeof out);

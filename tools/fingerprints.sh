@@ -207,11 +207,14 @@ families() {
     done
 
     s2s="--src $d/train.de --tgt $d/train.en --valid-src $d/val.de --valid-tgt $d/val.en --context 64 --max-len 64"
+    # a batch's token budget: --batch-tokens (--max-tokens before 2026-12, so that --compare runs older binaries)
+    bt=--batch-tokens
+    "$tf" train --arch seq2seq --help | grep -- '--batch-tokens' >/dev/null || bt=--max-tokens
     # shellcheck disable=SC2086
     train seq2seq $s2s --steps 150 --lr 5e-3 --dropout 0 --label-smoothing 0.1 --d-model 32 --n-head 2 \
-        --n-encoder-layers 1 --n-decoder-layers 1 --max-tokens 512 --eval-every 75 --val-bleu 8 --warmup 10
+        --n-encoder-layers 1 --n-decoder-layers 1 $bt 512 --eval-every 75 --val-bleu 8 --warmup 10
     # shellcheck disable=SC2086
-    train rnn $s2s --steps 20 --lr 5e-3 --emb-dim 16 --hidden 16 --attn-size 16 --cell lstm --max-tokens 512 \
+    train rnn $s2s --steps 20 --lr 5e-3 --emb-dim 16 --hidden 16 --attn-size 16 --cell lstm $bt 512 \
         --eval-every 10 --val-bleu 8 --warmup 5
     for m in seq2seq rnn; do
         verb "translate/$m-greedy" "<$d/five.de" "$tf" translate --model "$work/$m"

@@ -22,7 +22,7 @@ for s in train val test_2016_flickr; do
 done
 [ -f "$out/tok/vocab.json" ] || "$tf" tokenizer-train --type bpe --vocab-size 8000 --out "$out/tok" "$d/train.en" "$d/train.de"
 common="--src $d/train.en --tgt $d/train.de --valid-src $d/val.en --valid-tgt $d/val.de --tokenizer $out/tok
-    --log-every 50 --eval-every 500 --checkpoint-every 500 --max-tokens 4096 --label-smoothing 0.1 --val-bleu 1014
+    --log-every 50 --eval-every 500 --checkpoint-every 500 --batch-tokens 4096 --label-smoothing 0.1 --val-bleu 1014
     --keep-checkpoints 5 --average-last 5"
 if [ "$model" = rnn ]; then
     run=rnn

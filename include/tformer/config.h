@@ -32,6 +32,8 @@ typedef enum {
 #define TF_FIELD_RESUMABLE 8u /* may change on resume: it does not steer the training (how often to evaluate) */
 #define TF_FIELD_SIG_NEW 16u  /* with SIGNATURE: in it only when not at its default (written as the default's text):
                                * a row added after checkpoints were written, which still match */
+#define TF_FIELD_RENAMED 32u  /* its alias names are former JSON keys (checkpoints and --config files written before a
+                               * rename, read as before): taken from JSON only, never as flags (one name per flag) */
 
 typedef struct tf_field_table tf_field_table;
 
@@ -43,8 +45,10 @@ typedef struct {
     const char *range;       /* numbers: "[1,inf)", "(0,1)", "[0,1)": ends closed ([ ]) or open (( )); NULL: any */
     const char *const *choices; /* TF_FIELD_ENUM: names by value, NULL-terminated; "a|b" also accepts b on input */
     const char *help;        /* one line for --help */
-    unsigned flags;          /* TF_FIELD_SIGNATURE | TF_FIELD_REQUIRED | TF_FIELD_NULL_ZERO | TF_FIELD_RESUMABLE | TF_FIELD_SIG_NEW */
-    const char *alias;       /* older names accepted on input, "a" or "a|b"; NULL: none */
+    unsigned flags;          /* TF_FIELD_SIGNATURE | TF_FIELD_REQUIRED | TF_FIELD_NULL_ZERO | TF_FIELD_RESUMABLE | TF_FIELD_SIG_NEW
+                              * | TF_FIELD_RENAMED */
+    const char *alias;       /* other names accepted on input, "a" or "a|b" (as keys and flags; TF_FIELD_RENAMED: as
+                              * JSON keys only); NULL: none */
     const tf_field_table *sub; /* TF_FIELD_TABLE */
 } tf_field;
 
@@ -91,7 +95,8 @@ TF_API int tf_fields_save(const tf_fields *s, int n, const char *path);
 /* The same object as compact text (malloc'd), or NULL with a message. */
 TF_API char *tf_fields_json(const tf_fields *s, int n);
 /* Set one field from text. name is a key or an alias ("d_model"), or a flag
- * ("--d-model": '-' for '_'); the error names it as given and says what it expects. */
+ * ("--d-model": '-' for '_'; not a TF_FIELD_RENAMED row's former key); the error names it as
+ * given and says what it expects. */
 TF_API int tf_fields_set(const tf_fields *s, int n, const char *name, const char *text);
 /* The row for a key, alias or flag, named as tf_fields_set takes them (and,
  * in *obj, the struct holding it), or NULL. */

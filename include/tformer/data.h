@@ -231,19 +231,19 @@ TF_API void tf_parallel_set_free(tf_parallel_set *s);
 TF_API int tf_parallel_batch(const tf_parallel_set *s, tf_ctx *ctx, const int *idx, int rows, tf_batch *out);
 
 /* Batches by token count: a batch's padded size, rows * max(S, T), is at
- * most max_tokens, and it holds at most max_rows pairs (0: no limit).
+ * most batch_tokens, and it holds at most max_rows pairs (0: no limit).
  * Training: pairs sorted by length (ties in an order drawn per epoch) and
  * packed in that order, so a batch holds pairs of similar length; each epoch
  * visits every batch once in an order drawn from (seed, epoch). Validation:
  * pairs packed in file order, the same every time. The `rows` argument of
- * tf_loader_next is ignored (a batch's rows follow from max_tokens) and
+ * tf_loader_next is ignored (a batch's rows follow from batch_tokens) and
  * `key` counts batches: training batch `key` is batch key % n of epoch
  * key / n (n = tf_parallel_loader_batches), so the caller passes a running
  * counter (step * accum + micro), not the trainer's step * 1024 + micro;
  * validation batch `key` is batch key % n. The sets are borrowed; valid may
  * be NULL (no validation). The loader caches the current epoch's order:
  * calls on one loader must not overlap. */
-TF_API tf_loader *tf_parallel_loader_new(const tf_parallel_set *train, const tf_parallel_set *valid, int max_tokens,
+TF_API tf_loader *tf_parallel_loader_new(const tf_parallel_set *train, const tf_parallel_set *valid, int batch_tokens,
                                          int max_rows, uint64_t seed);
 /* Batches per epoch of a subset; -1 when l is not a parallel loader. */
 TF_API int64_t tf_parallel_loader_batches(const tf_loader *l, tf_subset split);

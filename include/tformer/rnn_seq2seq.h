@@ -110,7 +110,7 @@ TF_API const float *tf_rnn_seq2seq_decoder_alpha(const tf_decoder *d);
  * batches and folder (tf_seq2seq_task_val_batches serves its task too). */
 typedef struct {
     tf_rnn_seq2seq_config model; /* src_vocab / tgt_vocab 0: the tokenizer's size + 3 (padding, BOS, EOS) */
-    int max_tokens, max_len;
+    int batch_tokens, max_len;
     float label_smoothing;
     int val_bleu;
 } tf_rnn_seq2seq_task_config;

@@ -157,7 +157,7 @@ TF_API tf_decoder *tf_seq2seq_decoder_new_batch(const tf_seq2seq *m, const int32
 /* The encoder-decoder on line-aligned source and target files. */
 typedef struct {
     tf_seq2seq_config model;   /* src_vocab / tgt_vocab 0: the tokenizer's size + 3 (padding, BOS, EOS) */
-    int max_tokens;            /* a batch's padded tokens at most (rows x longest row): batches by token count */
+    int batch_tokens;          /* a batch's padded tokens at most (rows x longest row): batches by token count */
     int max_len;               /* ids per sentence at most (tokens + EOS); longer ones are an error */
     float label_smoothing;     /* the paper: 0.1 */
     int val_bleu;              /* validation lines translated (greedy) for BLEU at each evaluation; 0: none.

@@ -6,7 +6,7 @@
  * tokens, tgt_out = tokens + EOS, so tgt_out is tgt_in shifted left by one
  * and every row is tokens + 1 long.
  *
- * Batching (as fairseq's --max-tokens): a pair costs L = max(source, target)
+ * Batching (fairseq's --max-tokens): a pair costs L = max(source, target)
  * row length; a batch of pairs costs rows * max L, its padded size. Training
  * sorts the pairs by (L, source, target length), packs them greedily and
  * visits the batches of an epoch in a shuffled order. Ties are broken by a
@@ -242,7 +242,7 @@ typedef struct {
 typedef struct {
     tf_loader base;
     const tf_parallel_set *train, *valid;
-    int max_tokens, max_rows;
+    int batch_tokens, max_rows;
     uint64_t seed;
     plan tr, va;    /* tr: the cached epoch's; va: file order */
     int *perm;      /* (tr.nb) the cached epoch's batch order */
@@ -258,14 +258,14 @@ static uint32_t pair_cost(const tf_parallel_pair *p) {
 }
 
 /* Greedy packing of s's pairs in p->order: a batch grows while rows * max L
- * stays within max_tokens (and rows within max_rows). p->start is filled. */
-static void pack(const tf_parallel_set *s, plan *p, int max_tokens, int max_rows) {
+ * stays within batch_tokens (and rows within max_rows). p->start is filled. */
+static void pack(const tf_parallel_set *s, plan *p, int batch_tokens, int max_rows) {
     int rows = 0;
     uint32_t width = 0;
     p->nb = 0;
     for (int i = 0; i < s->n; i++) {
         uint32_t L = pair_cost(&s->pairs[p->order[i]]), w = L > width ? L : width;
-        if (rows && ((uint64_t)(rows + 1) * w > (uint64_t)max_tokens || (max_rows && rows == max_rows))) rows = 0;
+        if (rows && ((uint64_t)(rows + 1) * w > (uint64_t)batch_tokens || (max_rows && rows == max_rows))) rows = 0;
         if (!rows) p->start[p->nb++] = i, width = 0, w = L;
         rows++, width = w;
     }
@@ -290,7 +290,7 @@ static void plan_epoch(par_loader *m, uint64_t epoch) {
     }
     qsort(m->keys, (size_t)s->n, sizeof *m->keys, cmp_key);
     for (int i = 0; i < s->n; i++) m->tr.order[i] = m->keys[i].idx;
-    pack(s, &m->tr, m->max_tokens, m->max_rows); /* the same starts every epoch */
+    pack(s, &m->tr, m->batch_tokens, m->max_rows); /* the same starts every epoch */
     uint64_t st = tf_key(m->seed, epoch, 0x4241, 1);
     for (int b = 0; b < m->tr.nb; b++) m->perm[b] = b;
     for (int b = m->tr.nb - 1; b > 0; b--) { /* Fisher-Yates */
@@ -344,12 +344,12 @@ static void par_free(tf_loader *l) {
 static const tf_loader_vt PAR_LOADER = {par_next, par_free};
 
 /* A set's plan buffers; every pair must fit a batch alone. */
-static int plan_alloc(const tf_parallel_set *s, plan *p, int max_tokens, const char *what) {
+static int plan_alloc(const tf_parallel_set *s, plan *p, int batch_tokens, const char *what) {
     if (!s || s->n < 1 || !s->pairs) return tf_set_error("parallel: no %s pairs", what);
     for (int i = 0; i < s->n; i++)
-        if (pair_cost(&s->pairs[i]) > (uint32_t)max_tokens)
-            return tf_set_error("parallel: the %s pair of line %d needs %u ids a row, more than max_tokens %d", what,
-                                s->pairs[i].line, pair_cost(&s->pairs[i]), max_tokens);
+        if (pair_cost(&s->pairs[i]) > (uint32_t)batch_tokens)
+            return tf_set_error("parallel: the %s pair of line %d needs %u ids a row, more than batch_tokens %d", what,
+                                s->pairs[i].line, pair_cost(&s->pairs[i]), batch_tokens);
     size_t bytes;
     if (!tf_mul_size((size_t)s->n + 1, sizeof(int), &bytes) || !(p->order = malloc(bytes)) ||
         !(p->start = malloc(bytes)))
@@ -358,22 +358,22 @@ static int plan_alloc(const tf_parallel_set *s, plan *p, int max_tokens, const c
     return 0;
 }
 
-tf_loader *tf_parallel_loader_new(const tf_parallel_set *train, const tf_parallel_set *valid, int max_tokens,
+tf_loader *tf_parallel_loader_new(const tf_parallel_set *train, const tf_parallel_set *valid, int batch_tokens,
                                   int max_rows, uint64_t seed) {
-    if (max_tokens < 2 || max_rows < 0)
-        return tf_set_error("parallel: max_tokens %d (2 or more) and max_rows %d (0 or more)", max_tokens, max_rows),
+    if (batch_tokens < 2 || max_rows < 0)
+        return tf_set_error("parallel: batch_tokens %d (2 or more) and max_rows %d (0 or more)", batch_tokens, max_rows),
                NULL;
     par_loader *m = calloc(1, sizeof *m);
     if (!m) return tf_set_error("parallel: out of memory"), NULL;
     *m = (par_loader){.base = {&PAR_LOADER},
                       .train = train,
                       .valid = valid,
-                      .max_tokens = max_tokens,
+                      .batch_tokens = batch_tokens,
                       .max_rows = max_rows,
                       .seed = seed};
     size_t bytes;
-    int rc = plan_alloc(train, &m->tr, max_tokens, "training") ||
-             (valid && plan_alloc(valid, &m->va, max_tokens, "validation"));
+    int rc = plan_alloc(train, &m->tr, batch_tokens, "training") ||
+             (valid && plan_alloc(valid, &m->va, batch_tokens, "validation"));
     if (!rc && (!tf_mul_size((size_t)train->n, sizeof *m->keys, &bytes) || !(m->keys = malloc(bytes)) ||
                 !(m->perm = malloc((size_t)train->n * sizeof *m->perm))))
         rc = tf_set_error("parallel: out of memory for %d pairs", train->n);
@@ -381,7 +381,7 @@ tf_loader *tf_parallel_loader_new(const tf_parallel_set *train, const tf_paralle
         par_free(&m->base);
         return NULL;
     }
-    if (valid) pack(valid, &m->va, max_tokens, max_rows);
+    if (valid) pack(valid, &m->va, batch_tokens, max_rows);
     plan_epoch(m, 0);
     return &m->base;
 }

@@ -105,11 +105,13 @@ int tf_image_task_signature(tf_task *t, char *out, size_t n);
 /* ---------------------------------------------------------------- translation families */
 
 /* A translation task's settings shared by every family (seq2seq_task.c):
- * the rows of a task struct T with members max_tokens, max_len,
+ * the rows of a task struct T with members batch_tokens, max_len,
  * label_smoothing, val_bleu, and model (the family's configuration, whose table is mt). */
 #define TF_TRANSLATION_ROWS(T, mt)                                                                                  \
-    TF_FIELD_ROW(T, max_tokens, TF_FIELD_INT, "max_tokens", "4096", "[2,inf)", NULL,                                 \
-                 "a batch's padded tokens at most: batches by token count", 0, NULL),                              \
+    TF_FIELD_ROW(T, batch_tokens, TF_FIELD_INT, "batch_tokens", "4096", "[2,inf)", NULL,                             \
+                 "a batch's padded tokens at most (rows x longest row): batches by token count (fairseq's "       \
+                 "--max-tokens; max_tokens in older run folders' JSON)",                                            \
+                 TF_FIELD_RENAMED, "max_tokens"),                                                                  \
     TF_FIELD_ROW(T, max_len, TF_FIELD_INT, "max_len", "128", "[2,inf)", NULL,                                        \
                  "ids per sentence at most (tokens + EOS); longer is an error", 0, NULL),                          \
     TF_FIELD_ROW(T, label_smoothing, TF_FIELD_FLOAT, "label_smoothing", "0.1", "[0,1)", NULL,                       \
@@ -124,7 +126,7 @@ int tf_image_task_signature(tf_task *t, char *out, size_t n);
  * (TF_TRANSLATION_LAYOUT(T, M) fills the first nine members), and the model's calls. */
 typedef struct {
     const tf_field_table *task_table, *model_table;
-    size_t cfg_size, model_off, max_tokens_off, max_len_off, smoothing_off, val_bleu_off;
+    size_t cfg_size, model_off, batch_tokens_off, max_len_off, smoothing_off, val_bleu_off;
     size_t src_vocab_off, tgt_vocab_off, context_off;   /* inside the model's struct */
     void *(*model_new)(const void *model_cfg, uint64_t seed);
     void (*model_free)(void *m);
@@ -138,7 +140,7 @@ typedef struct {
     tf_decoder *(*decoder_new_batch)(const void *m, const int32_t *const *src, const int *n_src, int n, int capacity);
 } tf_translation_family;
 #define TF_TRANSLATION_LAYOUT(T, M)                                                                                 \
-    sizeof(T), offsetof(T, model), offsetof(T, max_tokens), offsetof(T, max_len), offsetof(T, label_smoothing),    \
+    sizeof(T), offsetof(T, model), offsetof(T, batch_tokens), offsetof(T, max_len), offsetof(T, label_smoothing),    \
         offsetof(T, val_bleu), offsetof(M, src_vocab), offsetof(M, tgt_vocab), offsetof(M, context)
 
 /* A translation family's table NAME and its calls (prefix_new, ...) for a model type T with T_new,

@@ -42,6 +42,18 @@ static int steers(const tf_field *f, int cosine) {
     return !(f->flags & TF_FIELD_RESUMABLE);
 }
 
+/* The stored value of row f (named name now): under its name, else under an alias (a key renamed since the
+ * checkpoint was written: max_tokens is batch_tokens), else NULL. */
+static const cJSON *stored_value(const cJSON *was, const char *name, const tf_field *f) {
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(was, name);
+    for (const char *p = f ? f->alias : NULL; !w && p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(p, "|"), p);
+        w = cJSON_GetObjectItemCaseSensitive(was, key);
+    }
+    return w;
+}
+
 int tf_resume_changes(const tf_fields *now, int n, const char *stored, int cosine, char *out, size_t cap) {
     out[0] = 0;
     /* both through the parser: numbers are written as raw text, compared as numbers */
@@ -53,9 +65,10 @@ int tf_resume_changes(const tf_fields *now, int n, const char *stored, int cosin
     else if (!cur) tf_set_error("resume: out of memory");
     else changes = 0;
     for (const cJSON *c = changes ? NULL : cur->child; c; c = c->next) {
-        const cJSON *w = cJSON_GetObjectItemCaseSensitive(was, c->string);
+        const tf_field *f = tf_fields_find(now, n, c->string, NULL);
+        const cJSON *w = stored_value(was, c->string, f);
         if (!w || cJSON_Compare(w, c, 1)) continue; /* absent: a checkpoint from before the row existed */
-        if (!steers(tf_fields_find(now, n, c->string, NULL), cosine)) continue;
+        if (!steers(f, cosine)) continue;
         add_change(out, cap, c->string, w, c);
         changes++;
     }

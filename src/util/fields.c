@@ -44,26 +44,29 @@ static int in_list(const char *list, const char *word) {
     return 0;
 }
 
-static int is_named(const tf_field *f, const char *key) {
-    return !strcmp(f->name, key) || (f->alias && in_list(f->alias, key));
+/* Is key the row's name or an alias? A flag (as_flag) is not one of a renamed row's former keys. */
+static int is_named(const tf_field *f, const char *key, int as_flag) {
+    if (!strcmp(f->name, key)) return 1;
+    return f->alias && !(as_flag && f->flags & TF_FIELD_RENAMED) && in_list(f->alias, key);
 }
 
 typedef struct {
     const char *key;
+    int as_flag;
     const tf_field *f;
     void *obj;
 } find_ctx;
 
 static int find_fn(void *user, const tf_field *f, void *obj) {
     find_ctx *c = user;
-    if (!is_named(f, c->key)) return 0;
+    if (!is_named(f, c->key, c->as_flag)) return 0;
     c->f = f, c->obj = obj;
     return 1;
 }
 
-/* The row named key exactly (a JSON key). */
-static const tf_field *find_row(const tf_fields *s, int n, const char *key, void **obj) {
-    find_ctx c = {key, NULL, NULL};
+/* The row named key exactly (a JSON key, or a flag's words when as_flag). */
+static const tf_field *find_row(const tf_fields *s, int n, const char *key, int as_flag, void **obj) {
+    find_ctx c = {key, as_flag, NULL, NULL};
     tf_fields_each(s, n, find_fn, &c);
     if (obj) *obj = c.obj;
     return c.f;
@@ -71,12 +74,12 @@ static const tf_field *find_row(const tf_fields *s, int n, const char *key, void
 
 const tf_field *tf_fields_find(const tf_fields *s, int n, const char *name, void **obj) {
     char key[128];
-    if (strncmp(name, "--", 2)) return find_row(s, n, name, obj);
+    if (strncmp(name, "--", 2)) return find_row(s, n, name, 0, obj);
     name += 2;
     size_t len = strlen(name);
     if (len >= sizeof key) return NULL;
     for (size_t i = 0; i <= len; i++) key[i] = name[i] == '-' ? '_' : name[i];
-    return find_row(s, n, key, obj);
+    return find_row(s, n, key, 1, obj);
 }
 
 /* ---------------------------------------------------------------- values */
@@ -405,14 +408,14 @@ const tf_field *tf_fields_missing(const tf_fields *s, int n, int (*given)(void *
 
 static int has_key(void *root, const tf_field *f) {
     for (const cJSON *j = ((const cJSON *)root)->child; j; j = j->next)
-        if (is_named(f, j->string)) return 1;
+        if (is_named(f, j->string, 0)) return 1;
     return 0;
 }
 
 int tf_fields_from_json(const cJSON *root, const tf_fields *s, int n, const char *path, int lenient) {
     for (const cJSON *j = root->child; j; j = j->next) {
         void *obj;
-        const tf_field *f = find_row(s, n, j->string, &obj);
+        const tf_field *f = find_row(s, n, j->string, 0, &obj);
         if (!f && !lenient) return tf_set_error("%s: unknown key \"%s\"", path, j->string);
         if (f && set_json(f, obj, j, path)) return -1;
     }

@@ -110,9 +110,9 @@ static int s2s_check_meta(tf_task *t, const tf_st_file *f, const char *ck) {
 }
 
 static int64_t s2s_tokens(tf_task *t, int rows) {
-    (void)rows; /* a batch holds about max_tokens padded tokens, whatever the rows */
+    (void)rows; /* a batch holds about batch_tokens padded tokens, whatever the rows */
     s2s_task *s = (s2s_task *)t;
-    return *cfg_int(s, s->fam->max_tokens_off);
+    return *cfg_int(s, s->fam->batch_tokens_off);
 }
 
 static void s2s_free(tf_task *t) {
@@ -178,7 +178,7 @@ static int load_data(s2s_task *s, const char *src, const char *tgt, const char *
         if (tf_lines_read(vsrc, &s->vsrc) || tf_lines_read(vtgt, &s->vtgt)) return -1;
         s->base.n_metrics = 1, s->base.metric_names[0] = "bleu", s->base.select_metric = 1;
     }
-    s->loader = tf_parallel_loader_new(&s->train, &s->valid, *cfg_int(s, fam->max_tokens_off), 0, seed);
+    s->loader = tf_parallel_loader_new(&s->train, &s->valid, *cfg_int(s, fam->batch_tokens_off), 0, seed);
     return s->loader ? 0 : -1;
 }
 
