@@ -106,9 +106,15 @@ TINY_VIT = "--steps 3 --n-layer 1 --n-head 2 --d-model 16 --batch 8 --eval-every
 TINY_S2S_FLAGS = ("--steps 4 --d-model 16 --n-head 2 --d-ff 32 --n-encoder-layers 1 --n-decoder-layers 1 --context 64 "
                   "--max-len 64 --batch-tokens 512 --eval-every 2 --checkpoint-every 2 --val-bleu 2 --warmup 1 "
                   "--log-every 2")
-# a seq2seq run folder at run/ (run/best), on the sentences above, for translate
-TINY_S2S_RUN = ('rm -rf run && "$TFORMER" train --arch seq2seq --src test.en --tgt test.de --valid-src test.en '
-                "--valid-tgt test.de --out run " + TINY_S2S_FLAGS + " 2>/dev/null")
+
+
+def tiny_s2s_run(out):
+    """A seq2seq run folder at out/ (out/best), on the sentences above, for translate."""
+    return ('rm -rf %s && "$TFORMER" train --arch seq2seq --src test.en --tgt test.de --valid-src test.en '
+            "--valid-tgt test.de --out %s %s 2>/dev/null" % (out, out, TINY_S2S_FLAGS))
+
+
+TINY_S2S_RUN = tiny_s2s_run("run")
 ST = "$ROOT/tests/fixtures_distilbert_st/tiny_distilbert_st"
 
 # README.md's examples in order, each matched by the start of its command line.
@@ -118,8 +124,8 @@ README_CASES = [
     Case("tformer generate --model run/"),
     Case("tformer embed --model all-MiniLM-L6-v2/",  # the PyPI package's folder may be absent: a tiny one
          setup=['ln -s "%s" all-MiniLM-L6-v2' % ST, 'printf "A man rides a bike.\\nTwo dogs run.\\n" > sentences.txt']),
-    Case("tformer translate --model run/best",
-         setup=[lambda tmp: parallel(tmp, ["test.en", "test.de"]), TINY_S2S_RUN]),
+    Case("tformer translate --model mt_run/best",
+         setup=[lambda tmp: parallel(tmp, ["test.en", "test.de"]), tiny_s2s_run("mt_run")]),
     Case("tformer train --arch vit --data-dir " + FMNIST, setup=[lambda tmp: write_idx(os.path.join(tmp, "fmnist"))],
          tiny={"train": TINY_VIT}, paths={FMNIST: "fmnist"}),
     Case("tformer classify --model vit_run/ --data-dir " + FMNIST, paths={FMNIST: "fmnist"}),
