@@ -389,16 +389,19 @@ spm-conformance: all $(HF_PYTHON)
 
 # Unigram tokenizer.json (XLM-RoBERTa's) against tokenizers and transformers (tests/ref/unigram_ref.py):
 # a sentencepiece model and a tokenizers-trained Unigram on Multi30k, converted by transformers 4.x
-# (HF_PYTHON) and, where HF5_PYTHON exists (transformers 5.x; sentencepiece + protobuf put under
-# build/py5), 5.x; every Multi30k line, each file whole, hostile lines; decoded text.
-HF5_PYTHON ?= /work/wt/venv/bin/python
+# (HF_PYTHON) and, where HF5_PYTHON has transformers 5.x (default PT2_PYTHON, above, after
+# make caption-hf-conformance-v5; sentencepiece + protobuf put under build/py5), 5.x; every Multi30k
+# line, each file whole, hostile lines; decoded text.
+HF5_PYTHON ?= $(PT2_PYTHON)
 unigram-conformance: all $(HF_PYTHON)
 	$(HF_PYTHON) -c "import sentencepiece, google.protobuf" 2>/dev/null || build/hfvenv/bin/pip install -q sentencepiece "protobuf<5"
 	rm -rf $(BUILD)/unigram_ref && $(HF_PYTHON) tests/ref/unigram_ref.py make $(BUILD)/unigram_ref
 	$(HF_PYTHON) tests/ref/unigram_ref.py check $(BUILD)/tformer $(BUILD)/unigram_ref
-	if [ -x $(HF5_PYTHON) ]; then [ -d build/py5 ] || $(HF5_PYTHON) -m pip install -q --target build/py5 sentencepiece protobuf; \
+	if $(HF5_PYTHON) -c "import sys, transformers; sys.exit(int(transformers.__version__.split('.')[0]) < 5)" \
+	    2>/dev/null; then [ -d build/py5 ] || $(HF5_PYTHON) -m pip install -q --target build/py5 sentencepiece protobuf; \
 	    PYTHONPATH=build/py5 $(HF5_PYTHON) tests/ref/unigram_ref.py make5 $(BUILD)/unigram_ref && \
-	    $(HF5_PYTHON) tests/ref/unigram_ref.py check $(BUILD)/tformer $(BUILD)/unigram_ref; fi
+	    $(HF5_PYTHON) tests/ref/unigram_ref.py check $(BUILD)/tformer $(BUILD)/unigram_ref; \
+	else echo "unigram-conformance: no transformers 5.x at HF5_PYTHON=$(HF5_PYTHON): 4.x only"; fi
 .PHONY: unigram-conformance
 
 # Models exported by tformer, loaded by Hugging Face transformers (GPT2LMHeadModel)

@@ -9,9 +9,15 @@
 # family's training on its scenes (both skipped without them).
 set -eu
 pkgs="build-essential make clang libcjson-dev libpcre2-dev libutf8proc-dev libopenblas-dev libpng-dev zlib1g-dev libcairo2-dev fortunes libclang-rt-14-dev libfuzzer-14-dev libomp-14-dev libopenmpi-dev openmpi-bin libmicrohttpd-dev libcurl4-openssl-dev python3 python3-venv python3-dev python3-numpy python3-pytest python3-setuptools python3-wheel"
-[ "${1:-}" = "--reference" ] && pkgs="$pkgs python3-torch libblis-serial-dev valgrind chromium dataset-fashion-mnist"
-# the data of the results runs (make results-check, vision-results, video-results, vision-digits)
-[ "${1:-}" = "--results" ] && pkgs="$pkgs python3-sklearn dataset-fashion-mnist"
+# both may be given (`--reference --results`); anything else is refused, not ignored
+for arg in "$@"; do
+    case $arg in
+    --reference) pkgs="$pkgs python3-torch libblis-serial-dev valgrind chromium dataset-fashion-mnist" ;;
+    # the data of the results runs (make results-check, vision-results, video-results, vision-digits)
+    --results) pkgs="$pkgs python3-sklearn dataset-fashion-mnist" ;;
+    *) echo "install-deps: unknown argument '$arg' (--reference, --results or both)" >&2; exit 2 ;;
+    esac
+done
 if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
 missing=""
 for p in $pkgs; do

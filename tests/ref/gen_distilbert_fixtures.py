@@ -22,7 +22,7 @@ Every LayerNorm has eps 1e-12 whatever config.json says (a case sets
 layer_norm_eps, which DistilBERT ignores).
 
 transformers 4.36.2 runs over Debian's torch 1.13 (build/hfvenv); 5.x needs
-PyTorch 2.x (/work/wt/venv).
+PyTorch 2.x (build/pt2venv with transformers 5: make caption-hf-conformance-v5).
 """
 import os
 

@@ -26,8 +26,8 @@ tformer, so the test compares only the rows that see at least one real token;
 labels of the tokens those rows predict are set to -100 so that the loss does
 not depend on them.
 
-transformers 4.36.2 runs over Debian's torch 1.13 (/tmp/hfvenv or build/hfvenv);
-5.x needs PyTorch 2.x (/tmp/hf5).
+transformers 4.36.2 runs over Debian's torch 1.13 (build/hfvenv);
+5.x needs PyTorch 2.x (build/pt2venv with transformers 5).
 """
 import math
 import os

@@ -3,10 +3,10 @@
 PyTorch and transformers (tformer's tf_sgd_new, tf_adamw_new, tf_clip_grad_norm
 and tf_lr_schedule against them).
 
-    /work/wt/venv/bin/python tests/ref/gen_optim_fixtures.py --out tests/fixtures_optim
+    build/pt2venv/bin/python tests/ref/gen_optim_fixtures.py --out tests/fixtures_optim
 
 Needs PyTorch 2.x with safetensors and transformers (for the schedules): a
-venv with them (build/pt2venv plus transformers, or /work/wt/venv). The SGD
+venv with them (build/pt2venv plus transformers). The SGD
 files are the same bytes from Debian's torch 1.13 and from 2.x.
 
 sgd_<case>.safetensors, adamw_<case>.safetensors: the parameters' initial

@@ -19,7 +19,7 @@ the MLM head is erf GELU whatever hidden_act says (a relu case); the
 sequence classifier is dense + tanh + out_proj on the first token.
 
 transformers 4.36.2 runs over Debian's torch 1.13 (build/hfvenv); 5.x needs
-PyTorch 2.x (/work/wt/venv or /tmp/hf5).
+PyTorch 2.x (build/pt2venv with transformers 5: make caption-hf-conformance-v5).
 
 With TF_XLMR=1 the same for XLM-RoBERTa (XLMRobertaConfig, XLMRobertaModel and
 XLMRobertaFor*: RoBERTa's arithmetic under other names): CASES_XLMR, written

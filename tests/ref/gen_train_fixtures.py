@@ -5,7 +5,7 @@
     PYTHON tests/ref/gen_train_fixtures.py build/train_ref [--out FILE]
 
 Needs PyTorch 2.x, safetensors and transformers >= 4.50 (its cosine schedules
-with a min_lr): build/pt2venv with transformers, or /work/wt/venv. The folder
+with a min_lr): build/pt2venv with transformers. The folder
 holds what the test exported: init/ (tformer's initial weights, a Hugging
 Face GPT-2 folder), batches.safetensors (input_ids.<s>, targets.<s>: every
 step's batch as tformer's trainer draws it) and train.json (the settings).

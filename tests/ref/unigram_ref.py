@@ -15,7 +15,7 @@ transformers' XLM-RoBERTa tokenizer (make unigram-conformance).
         trained_bf/     it with byte_fallback and the 256 <0xXX> pieces, a
                         Metaspace that prepends to the first piece only and does
                         not split, and decoders Replace, ByteFallback, Fuse, Strip
-    /work/wt/venv/bin/python tests/ref/unigram_ref.py make5 DIR
+    build/pt2venv/bin/python tests/ref/unigram_ref.py make5 DIR
         (transformers 5.x; sentencepiece and protobuf on PYTHONPATH) writes
         DIR/xlmr5: m30k.model converted by transformers 5's XLMRobertaConverter
     PYTHON tests/ref/unigram_ref.py check build/tformer DIR
