@@ -366,6 +366,18 @@ TEST(listops_train_smoke) {
     test_rm_rf(dir);
 }
 
+/* ListOps' own defaults train: the context (2048) holds the default expressions (up to 2000 tokens) and
+ * [CLS]; with BERT's 128 every run without --context was refused. Small sizes elsewhere, one step. */
+TEST(listops_defaults_train) {
+    char dir[] = "/tmp/tformer_listops_XXXXXX", args[512], out[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args, "train --arch listops --threads 1 --listops-train 4 --listops-valid 2 --n-layer 1 "
+             "--d-model 16 --n-head 2 --d-ff 32 --batch 2 --steps 1 --eval-batches 1 --out %s/run", dir);
+    int rc = test_run_cli("", args, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "step 1/1") && strstr(out, "accuracy"), "rc %d\n%s", rc, out);
+    test_rm_rf(dir);
+}
+
 /* Self-pretraining's batches (--listops-objective mlm): the plain loader's batch with about mask_prob of the
  * expression tokens labelled ([CLS] and padding never), 80% of those [MASK], the rest unchanged where not
  * labelled, and the same draw each time; with sep, [SEP] is never chosen either; with drop_end, no "]"
