@@ -443,6 +443,17 @@ static void pick_weights(cli_args *a) {
     }
 }
 
+/* A folder given as "run/" is "run" (a DIR flag's trailing slashes cut in argv itself, the root kept), so that
+ * the paths made from it and the messages that name them read run/best, not run//best. */
+static void trim_dirs(cli_args *a) {
+    for (int i = 0; a->verb->flags[i].name; i++) {
+        const cli_flag *r = &a->verb->flags[i];
+        char *text = (char *)a->v[i].text;
+        if (r->kind != CLI_STRING || !a->v[i].given || !text || !r->arg || strncmp(r->arg, "DIR", 3)) continue;
+        for (size_t n = strlen(text); n > 1 && text[n - 1] == '/'; n--) text[n - 1] = 0;
+    }
+}
+
 int cli_run(const cli_verb *v, int argc, char **argv) {
     cli_args a;
     int parsed = cli_parse(v, argc, argv, &a);
@@ -458,6 +469,7 @@ int cli_run(const cli_verb *v, int argc, char **argv) {
         cli_args_free(&a);
         exit(0);
     }
+    trim_dirs(&a);
     pick_weights(&a);
     int rc = cli_stdout_status(v->name, v->run(&a));
     cli_args_free(&a);

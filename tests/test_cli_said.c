@@ -219,6 +219,17 @@ TEST(cli_inference_verbs_say_what_they_assumed) {
     test_rm_rf(dir);
 }
 
+/* A folder given with a trailing slash ("--model DIR/", as shells complete it) is the folder: the paths made
+ * from it read DIR/tokenizer.json, not DIR//tokenizer.json (the slash cut once, in the flag's value and in
+ * tf_model_load). */
+TEST(cli_folder_with_trailing_slash_names_one_slash) {
+    char err[8192], args[600], want[600];
+    const char *st = "tests/fixtures_distilbert_st/tiny_distilbert_st";
+    snprintf(args, sizeof args, "embed --model %s// --threads 1 < tests/data/serve_sentences.txt", st);
+    snprintf(want, sizeof want, "tformer embed: distilbert model from %s/; tokenizer %s/tokenizer.json ", st, st);
+    CHECKF(run_err(args, err, sizeof err) == 0 && !strncmp(err, want, strlen(want)) && !strstr(err, "//"), "%s", err);
+}
+
 /* Stdout and stderr of "tformer ARGS" apart: the exit status. */
 static int run_apart(const char *args, char *out, size_t n_out, char *err, size_t n_err) {
     char cmd[2048], log[] = "/tmp/tformer_said_err_XXXXXX";

@@ -80,6 +80,8 @@ tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     if (opts && opts->threads > 0) tf_set_threads(opts->threads);
     tf_model *m = calloc(1, sizeof *m);
     if (!m || !(m->dir = strdup(dir))) return free(m), tf_set_error("out of memory"), NULL;
+    /* "run/" is "run": the paths made from it (run/config.json, its tokenizer's) have one slash */
+    for (size_t n = strlen(m->dir); n > 1 && m->dir[n - 1] == '/'; n--) m->dir[n - 1] = 0;
     if (weights_named(m)) return tf_model_free(m), NULL;
     dir = m->dir;
     if (find_family(m)) return tf_model_free(m), NULL;
