@@ -137,8 +137,7 @@ static int gemm_differs(tf_q8_gemm_fn f, const char *what) {
 }
 
 /* The VNNI product of the block scheme (kern_q8_avx512.c) against the
- * reference: written on a CPU without AVX-512 and in use nowhere until this
- * test has passed on one that has it (quant.c's choose). */
+ * reference (in use on AVX-512 VNNI CPUs with avx512 float kernels). */
 TEST(quant_vnni_kernel_equals_reference) {
     tf_q8_gemm_fn f = tf_q8_vnni_gemm();
     if (!f) {
@@ -148,9 +147,10 @@ TEST(quant_vnni_kernel_equals_reference) {
     CHECK(!gemm_differs(f, "VNNI"));
 }
 
-/* The AVX2 kernel (vpmaddwd) against the reference, and chosen where the
- * float kernels are avx2 or avx512 (no AVX-512 product of the block scheme
- * has run yet: quant.c's choose). */
+/* The AVX2 kernel (vpmaddwd) against the reference, and which set is in use
+ * (quant.c's choose): the AVX-512 one (its quantisation, the VNNI product
+ * where the CPU has VNNI) on avx512 float kernels, the AVX2 one on avx2, the
+ * reference on portable. */
 TEST(quant_avx2_kernel_equals_reference) {
     const tf_q8_kernels *ka = tf_q8_avx2();
     if (!ka) {
@@ -158,14 +158,16 @@ TEST(quant_avx2_kernel_equals_reference) {
         return;
     }
     CHECK(!gemm_differs(ka->gemm, "AVX2"));
-    if (strcmp(tf_kern()->name, "portable") != 0)
-        CHECKF(tf_q8_best() == ka, "in use: %s, float kernels %s", tf_q8_best()->name, tf_kern()->name);
-    if (strcmp(tf_kern()->name, "portable") == 0) CHECK(tf_q8_best() == tf_q8_ref());
+    const char *isa = tf_kern()->name;
+    const tf_q8_kernels *want = !strcmp(isa, "portable")                  ? tf_q8_ref()
+                                : !strcmp(isa, "avx512") && tf_q8_avx512() ? tf_q8_avx512()
+                                                                           : ka;
+    CHECKF(tf_q8_best() == want, "in use: %s, float kernels %s", tf_q8_best()->name, isa);
 }
 
 /* The AVX-512 quantisation against the reference's: random rows with ties,
  * zeros, huge and tiny values, and a column block with NaN and inf lanes
- * (not in use: quant.c's choose; kept checked for the AVX-512 product). */
+ * (in use on avx512 float kernels: quant.c's choose). */
 TEST(quant_avx512_quantisation_equals_reference) {
     const tf_q8_kernels *kv = tf_q8_avx512(), *kr = tf_q8_ref();
     if (!kv) return;

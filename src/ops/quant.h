@@ -63,18 +63,18 @@ typedef struct {
 
 /* The reference kernels (any CPU); the AVX2 ones (the reference's
  * quantisation, vpmaddwd products: kern_q8_avx2.c); the AVX-512 ones (their
- * own quantisation, 16 values a division, and the AVX2 product: no AVX-512
- * product of the block scheme has run yet, kern_q8_avx512.c); NULL when not
- * built or not supported here. In use: the AVX2 ones where the float kernels
- * are avx2 or avx512 (on an AVX-512 CPU too), else the reference
+ * own quantisation, 16 values a division, and the VNNI product where the CPU
+ * has AVX-512 VNNI, else the AVX2 one: kern_q8_avx512.c); NULL when not
+ * built or not supported here. In use: the AVX-512 ones where the float
+ * kernels are avx512, the AVX2 ones where they are avx2, else the reference
  * (TFORMER_ISA=portable). Every one gives the reference's bits. */
 const tf_q8_kernels *tf_q8_ref(void);
 const tf_q8_kernels *tf_q8_avx512(void);
 const tf_q8_kernels *tf_q8_avx2(void);
 tf_q8_gemm_fn tf_q8_avx2_gemm(void); /* kern_q8_avx2.c: NULL without AVX2 */
-/* kern_q8_avx512.c's VNNI product of the block scheme: NOT RUN YET on any
- * CPU, in no kernel set (tests/test_quant.c checks it where VNNI is); NULL
- * without AVX-512 VNNI. */
+/* kern_q8_avx512.c's VNNI product of the block scheme (the AVX-512 set's
+ * where the CPU has VNNI; tests/test_quant.c checks it against the
+ * reference); NULL without AVX-512 VNNI. */
 tf_q8_gemm_fn tf_q8_vnni_gemm(void);
 const tf_q8_kernels *tf_q8_best(void);
 
