@@ -210,3 +210,42 @@ TEST(simd_edge_cases) {
                t[3], t[4], t[5], t[6], t[7]);
     }
 }
+
+/* One shape of a batched decoding product against the same kernel set's
+ * one-row kernel on each row alone (beta 1): axpy_rows_m against axpy_rows
+ * ((in,out) weights: Y (m,n) += A (m,k) B), or dot_rows_m against dot_rows
+ * ((out,in) weights: Y (m,n) += X (m,k) B^T). 1 when a bit differs (past m
+ * and n, Y stays untouched in both). */
+enum { RM_M = 11, RM_K = 75, RM_N = 131, RM_LD = RM_N + 5, RM_LA = RM_K + 3 };
+static int rows_m_differs(const tf_kernels *k, int dot, int64_t m, int64_t n, int64_t kk, uint64_t seed) {
+    static float A[RM_M * RM_LA], B[RM_N * RM_LA], y0[RM_M * RM_LD], y1[RM_M * RM_LD];
+    fill(A, RM_M * RM_LA, 31, 1.0f), fill(B, RM_N * RM_LA, 32, 1.0f);
+    fill(y0, RM_M * RM_LD, seed, 1.0f), memcpy(y1, y0, sizeof y0);
+    for (int64_t i = 0; i < m; i++) {
+        if (dot) k->dot_rows(y0 + i * RM_LD, B, RM_LA, A + i * RM_LA, n, kk, 1.0f);
+        else k->axpy_rows(y0 + i * RM_LD, A + i * RM_LA, B, RM_LD, kk, n);
+    }
+    if (dot) k->dot_rows_m(y1, RM_LD, B, RM_LA, A, RM_LA, m, n, kk);
+    else k->axpy_rows_m(y1, RM_LD, A, RM_LA, m, B, RM_LD, kk, n);
+    return memcmp(y0, y1, sizeof y0) != 0;
+}
+
+/* The batched decoding products (serve's rows stepped together) equal each
+ * row alone to the bit, in every kernel set: row counts around their blocks
+ * (4 for axpy_rows_m, pairs for dot_rows_m), column counts around the vectors
+ * and blocks of 4, lengths around the vectors (masked tails). */
+TEST(simd_rows_m_equal_each_row_alone) {
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 7, 8, 11}, ns[] = {1, 3, 4, 5, 7, 16, 17, 23, 33, 65, 131},
+                         ks[] = {1, 2, 7, 16, 17, 33, 64, 75};
+    for (int isa = 0; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue;
+        int bad[2] = {0, 0}, cases = 0;
+        for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+            for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+                for (size_t c = 0; c < sizeof ks / sizeof *ks; c++, cases++)
+                    for (int dot = 0; dot < 2; dot++) bad[dot] += rows_m_differs(k, dot, ms[a], ns[b], ks[c], 33 + cases);
+        CHECKF(!bad[0] && !bad[1], "%s: of %d shapes, %d differ from axpy_rows and %d from dot_rows row by row", k->name,
+               cases, bad[0], bad[1]);
+    }
+}

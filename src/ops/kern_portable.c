@@ -138,6 +138,11 @@ static void axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int
         for (int64_t i = 0; i < n; i++) y[i] += a[r] * B[r * ldb + i];
 }
 
+static void axpy_rows_m(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb,
+                        int64_t k, int64_t n) {
+    for (int64_t i = 0; i < m; i++) axpy_rows(Y + i * ldy, A + i * lda, B, ldb, k, n);
+}
+
 void tf_col_sums(float *out, const float *g, int64_t R, int64_t N) {
     enum { CB = 64 };
     int64_t blocks = (N + CB - 1) / CB;
@@ -170,6 +175,11 @@ static void dot_rows(float *y, const float *B, int64_t ldb, const float *x, int6
         float s = tf_dot(B + r * ldb, x, k);
         y[r] = beta == 0.0f ? s : y[r] + s;
     }
+}
+
+static void dot_rows_m(float *Y, int64_t ldy, const float *B, int64_t ldb, const float *X, int64_t ldx, int64_t m,
+                       int64_t rows, int64_t k) {
+    for (int64_t i = 0; i < m; i++) dot_rows(Y + i * ldy, B, ldb, X + i * ldx, rows, k, 1.0f);
 }
 
 static double gemv_f64(double *y, const double *x, const float *B, int64_t ldb, int64_t k, int64_t n) {
@@ -208,7 +218,7 @@ static void transpose(float *t, int64_t ldt, const float *a, int64_t lda, int64_
 
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
-                                    tanh_rows, dot_f64, softmax_ds, transpose};
+                                    tanh_rows, dot_f64, softmax_ds, transpose, axpy_rows_m, dot_rows_m};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

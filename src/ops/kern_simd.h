@@ -302,6 +302,56 @@ KT void k_axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int64
     for (; r < k; r++) axpy_block(y, a + r, B + r * ldb, ldb, 1, n);
 }
 
+/* Y rows r0.. (AR of them; a partial block repeats nothing: rows < AR are
+ * skipped), columns j0..j0+nv vectors (tail lanes in the last), += a_r B:
+ * each element loaded from Y, then one FMA per k in order, then stored: the
+ * operations k_axpy_rows does on it (acc = y; acc = fma(a[k], B[k], acc)),
+ * so the same bits, with each load of B serving AR rows. */
+#define AR 4
+KT __attribute__((always_inline)) void axpy_tile(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t rows,
+                                                 const float *B, int64_t ldb, int64_t j0, int64_t nv, int64_t tail,
+                                                 int64_t k) {
+    V acc[AR][KNV];
+    for (int r = 0; r < AR && r < rows; r++)
+        for (int v = 0; v < nv; v++) {
+            const float *y = Y + r * ldy + j0 + v * VW;
+            acc[r][v] = v == nv - 1 && tail ? v_ldt(y, tail, 0.0f) : v_ld(y);
+        }
+    for (int64_t kk = 0; kk < k; kk++) {
+        const float *b = B + kk * ldb + j0;
+        V bv[KNV];
+        for (int v = 0; v < nv; v++) bv[v] = v == nv - 1 && tail ? v_ldt(b + v * VW, tail, 0.0f) : v_ld(b + v * VW);
+        for (int r = 0; r < AR && r < rows; r++) {
+            V a = v_set(A[r * lda + kk]);
+            for (int v = 0; v < nv; v++) acc[r][v] = v_fma(a, bv[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < AR && r < rows; r++)
+        for (int v = 0; v < nv; v++) {
+            float *y = Y + r * ldy + j0 + v * VW;
+            if (v == nv - 1 && tail) v_stt(y, acc[r][v], tail);
+            else v_st(y, acc[r][v]);
+        }
+}
+
+/* Y (m,n) += A (m,k) B (k,n), rows ldy, lda, ldb apart: each row's bits those
+ * of k_axpy_rows on it alone (several decoding steps in one product, each
+ * equal to its step alone), B read once per AR rows. */
+KT void k_axpy_rows_m(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb,
+                      int64_t k, int64_t n) {
+    int64_t m4 = m / AR * AR;
+    for (int64_t j0 = 0; j0 < n && m4; j0 += KNV * VW) {
+        int64_t cols = n - j0 < KNV * VW ? n - j0 : KNV * VW;
+        int64_t nv = (cols + VW - 1) / VW, tail = cols % VW;
+        for (int64_t i0 = 0; i0 < m4; i0 += AR) {
+            if (cols == KNV * VW) axpy_tile(Y + i0 * ldy, ldy, A + i0 * lda, lda, AR, B, ldb, j0, KNV, 0, k);
+            else axpy_tile(Y + i0 * ldy, ldy, A + i0 * lda, lda, AR, B, ldb, j0, nv, tail, k);
+        }
+    }
+    for (int64_t i = m4; i < m; i++) k_axpy_rows(Y + i * ldy, A + i * lda, B, ldb, k, n);
+}
+#undef AR
+
 /* C (m,n) = A B + beta C for the small tiles of fused attention: A (m,k) at
  * A[r*rs + kk*cs] (either layout, so A^T costs nothing), B (k,n) with rows
  * ldb apart, C (m,n) with rows ldc apart. Register blocks of KR rows x KNV
@@ -393,6 +443,49 @@ KT void k_dot_rows(float *y, const float *B, int64_t ldb, const float *x, int64_
         if (t) a = v_fma(v_ldt(b + kv, t, 0.0f), v_ldt(x + kv, t, 0.0f), a);
         y[r] = beta == 0.0f ? v_hsum(a) : y[r] + v_hsum(a);
     }
+}
+
+/* y_q (4) += B (4 rows, ldb apart) x_q for xr <= 2 inputs x_q (ldx apart), y_q
+ * ldy apart: per input the operations of k_dot_rows' blocks of four rows
+ * (beta 1), so the same bits, with each load of B serving xr inputs. */
+KT __attribute__((always_inline)) void dot4_rows_x(float *y, int64_t ldy, const float *B, int64_t ldb, const float *X,
+                                                   int64_t ldx, int xr, int64_t k) {
+    int64_t t = k % VW, kv = k - t, k2 = kv / (2 * VW) * (2 * VW), i = 0;
+    V a[2][4], c[2][4];
+    for (int q = 0; q < xr; q++)
+        for (int l = 0; l < 4; l++) a[q][l] = v_set(0.0f), c[q][l] = v_set(0.0f);
+    for (; i < k2; i += 2 * VW)
+        for (int l = 0; l < 4; l++) {
+            V b = v_ld(B + l * ldb + i), bb = v_ld(B + l * ldb + i + VW);
+            for (int q = 0; q < xr; q++)
+                a[q][l] = v_fma(b, v_ld(X + q * ldx + i), a[q][l]), c[q][l] = v_fma(bb, v_ld(X + q * ldx + i + VW), c[q][l]);
+        }
+    if (i < kv)
+        for (int l = 0; l < 4; l++)
+            for (int q = 0; q < xr; q++) a[q][l] = v_fma(v_ld(B + l * ldb + i), v_ld(X + q * ldx + i), a[q][l]);
+    if (t)
+        for (int l = 0; l < 4; l++)
+            for (int q = 0; q < xr; q++)
+                c[q][l] = v_fma(v_ldt(B + l * ldb + kv, t, 0.0f), v_ldt(X + q * ldx + kv, t, 0.0f), c[q][l]);
+    for (int q = 0; q < xr; q++) {
+        float s[4];
+        v_hsum4(s, v_add(a[q][0], c[q][0]), v_add(a[q][1], c[q][1]), v_add(a[q][2], c[q][2]), v_add(a[q][3], c[q][3]));
+        for (int l = 0; l < 4; l++) y[q * ldy + l] = y[q * ldy + l] + s[l];
+    }
+}
+
+/* Y (m,rows) += X (m,k) B^T, B (rows,k) with rows ldb apart, Y and X ldy and
+ * ldx apart: each row of Y the bits of k_dot_rows (beta 1) on it alone, two
+ * inputs per load of B. */
+KT void k_dot_rows_m(float *Y, int64_t ldy, const float *B, int64_t ldb, const float *X, int64_t ldx, int64_t m,
+                     int64_t rows, int64_t k) {
+    int64_t r4 = rows / 4 * 4, m2 = m / 2 * 2;
+    for (int64_t r = 0; r < r4; r += 4) {
+        for (int64_t q = 0; q < m2; q += 2) dot4_rows_x(Y + q * ldy + r, ldy, B + r * ldb, ldb, X + q * ldx, ldx, 2, k);
+        if (m2 < m) dot4_rows_x(Y + m2 * ldy + r, ldy, B + r * ldb, ldb, X + m2 * ldx, ldx, 1, k);
+    }
+    if (r4 < rows)
+        for (int64_t q = 0; q < m; q++) k_dot_rows(Y + q * ldy + r4, B + r4 * ldb, ldb, X + q * ldx, rows - r4, k, 1.0f);
 }
 
 /* y (n) = x B in double, over the double vocabulary (VD, VDW lanes, vd_ldf

@@ -93,6 +93,14 @@ typedef struct {
     void (*softmax_ds)(float *dp, const float *p, double delta, float scale, int64_t n);
     /* t (cols, rows) = a (rows, cols)^T, rows ldt and lda apart: attention's K^T and V^T tiles */
     void (*transpose)(float *t, int64_t ldt, const float *a, int64_t lda, int64_t rows, int64_t cols);
+    /* Y (m,n) += A (m,k) B (k,n), rows ldy, lda, ldb apart, each row's bits
+     * those of axpy_rows on it alone: a batch of decoding steps (serve) */
+    void (*axpy_rows_m)(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb,
+                        int64_t k, int64_t n);
+    /* Y (m,rows) += X (m,k) B^T, B (rows,k) with rows ldb apart, each row of Y
+     * the bits of dot_rows (beta 1) on it alone: the same with (out,in) weights */
+    void (*dot_rows_m)(float *Y, int64_t ldy, const float *B, int64_t ldb, const float *X, int64_t ldx, int64_t m,
+                       int64_t rows, int64_t k);
 } tf_kernels;
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -114,10 +114,9 @@ static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_
 static void rows_block(float *C, const float *A, const float *B, int64_t M, int64_t N, int64_t K, int tb, int64_t j0,
                        int64_t j1) {
     const tf_kernels *kern = tf_kern();
-    for (int64_t i = 0; i < M; i++) {
-        if (tb) kern->dot_rows(C + i * N + j0, B + j0 * K, K, A + i * K, j1 - j0, K, 1.0f);
-        else kern->axpy_rows(C + i * N + j0, A + i * K, B + j0, N, K, j1 - j0);
-    }
+    /* several rows per load of B, each row's sums as axpy_rows / dot_rows make them */
+    if (tb) kern->dot_rows_m(C + j0, N, B + j0 * K, K, A, K, M, j1 - j0, K);
+    else kern->axpy_rows_m(C + j0, N, A, K, M, B + j0, N, K, j1 - j0);
 }
 
 /* C (M,N) += A (M,K) op(B) with every row's bits those of its one-row product (gemv_acc):
