@@ -114,7 +114,9 @@ static void random_bytes(uint8_t *xq, int8_t *q, float *sx, float *sw, int64_t M
  * with partial tiles, odd rows and long depths; 0 when equal. */
 static int gemm_differs(tf_q8_gemm_fn f, const char *what) {
     const int64_t shapes[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
-                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384}};
+                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384},
+                                 /* whole tiles of 16 input rows and 16 weight rows, and their edges */
+                                 {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int64_t M = shapes[s][0], N = shapes[s][1], Kp = shapes[s][2], nb = Kp / 32;
         uint8_t *xq = malloc((size_t)(M * Kp));
@@ -145,6 +147,17 @@ TEST(quant_vnni_kernel_equals_reference) {
         return;
     }
     CHECK(!gemm_differs(f, "VNNI"));
+}
+
+/* The AMX-INT8 product (kern_q8_amx.c) against the reference: in use, through
+ * the AVX-512 set, on CPUs with AMX-INT8 and avx512 float kernels. */
+TEST(quant_amx_kernel_equals_reference) {
+    tf_q8_gemm_fn f = tf_q8_amx_gemm();
+    if (!f) {
+        printf("  (no AMX-INT8 on this CPU, or TFORMER_AMX=0: its kernel not run)\n");
+        return;
+    }
+    CHECK(!gemm_differs(f, "AMX"));
 }
 
 /* The AVX2 kernel (vpmaddwd) against the reference, and which set is in use

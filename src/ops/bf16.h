@@ -70,6 +70,9 @@ typedef struct {
 const tf_bf16_kernels *tf_bf16_ref(void);
 const tf_bf16_kernels *tf_bf16_avx512(void);
 const tf_bf16_kernels *tf_bf16_amx(void);
+/* Whether this process may use AMX tiles (the OS saves them and Linux granted
+ * them; asked once): kern_bf16_amx.c, for the bf16 and the int8 tiles. */
+int tf_amx_permitted(void);
 const tf_bf16_kernels *tf_bf16_best(void);
 
 /* C (M,N) += bf16(op(A)) bf16(op(B)) with the kernels k (tf_gemm_acc's

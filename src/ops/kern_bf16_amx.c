@@ -101,17 +101,31 @@ static tf_bf16_kernels AMX;
 static const tf_bf16_kernels *amx;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
-/* CPUID.(7,0):EDX bits 22 (AMX-BF16) and 24 (AMX-TILE), the OS saving the tile
- * state (XCR0 bits 17, 18), and Linux's permission for this process
- * (ARCH_REQ_XCOMP_PERM for XTILEDATA), which it refuses on kernels before 5.16. */
+/* The OS saving the tile state (OSXSAVE, XCR0 bits 17, 18), and Linux's
+ * permission for this process (ARCH_REQ_XCOMP_PERM for XTILEDATA), which it
+ * refuses on kernels before 5.16. Asked once; the int8 tiles ask it too. */
+static int permitted;
+static pthread_once_t permit_once = PTHREAD_ONCE_INIT;
+
+static void permit(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return; /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return;
+    permitted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+}
+
+int tf_amx_permitted(void) {
+    pthread_once(&permit_once, permit);
+    return permitted;
+}
+
+/* CPUID.(7,0):EDX bits 22 (AMX-BF16) and 24 (AMX-TILE), and the tile state. */
 static int amx_usable(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return 0;
-    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return 0; /* OSXSAVE */
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & (3u << 17)) != (3u << 17)) return 0;
-    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+    return tf_amx_permitted();
 }
 
 static void amx_init(void) {
@@ -132,4 +146,5 @@ const tf_bf16_kernels *tf_bf16_amx(void) {
 
 #else
 const tf_bf16_kernels *tf_bf16_amx(void) { return NULL; }
+int tf_amx_permitted(void) { return 0; }
 #endif

@@ -165,7 +165,9 @@ static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
 static void avx512_init(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        avx512.gemm = tf_q8_vnni_gemm() ? tf_q8_vnni_gemm() : tf_q8_avx2_gemm();
+        avx512.gemm = tf_q8_amx_gemm()    ? tf_q8_amx_gemm()
+                      : tf_q8_vnni_gemm() ? tf_q8_vnni_gemm()
+                                          : tf_q8_avx2_gemm();
 }
 
 const tf_q8_kernels *tf_q8_avx512(void) {

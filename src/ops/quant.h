@@ -76,6 +76,10 @@ tf_q8_gemm_fn tf_q8_avx2_gemm(void); /* kern_q8_avx2.c: NULL without AVX2 */
  * where the CPU has VNNI; tests/test_quant.c checks it against the
  * reference); NULL without AVX-512 VNNI. */
 tf_q8_gemm_fn tf_q8_vnni_gemm(void);
+/* kern_q8_amx.c's AMX-INT8 product of the block scheme (tiles of 16 input
+ * rows; the rows past them through the VNNI kernel); NULL without AMX-INT8,
+ * AVX-512 VNNI or the OS's leave to use the tiles. */
+tf_q8_gemm_fn tf_q8_amx_gemm(void);
 const tf_q8_kernels *tf_q8_best(void);
 
 /* A weight's copy, empty until first used (tf_quant_for builds it): int8,
