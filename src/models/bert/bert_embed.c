@@ -166,7 +166,8 @@ static int read_modules(const char *dir, char *pool_dir, size_t n, int *normaliz
         const cJSON *sub = cJSON_GetObjectItemCaseSensitive(mod, "path");
         if (!cJSON_IsString(type)) continue;
         if (strstr(type->valuestring, "Normalize")) *normalize = 1;
-        if (strstr(type->valuestring, "Pooling") && cJSON_IsString(sub) && tf_path_join(pool_dir, n, dir, sub->valuestring))
+        if (strstr(type->valuestring, "Pooling") && cJSON_IsString(sub) &&
+            tf_path_join(pool_dir, n, dir, sub->valuestring))
             return cJSON_Delete(root), -1;
     }
     cJSON_Delete(root);

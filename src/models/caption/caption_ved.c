@@ -241,7 +241,8 @@ static int read_ids(tf_caption_ved *m, const cJSON *root, const cJSON *dec, cons
 
 tf_caption_ved *tf_caption_ved_load(const char *dir) {
     char path[4200], weights[4200];
-    if (tf_path_join(path, sizeof path, dir, "config.json") || tf_path_join(weights, sizeof weights, dir, "model.safetensors"))
+    if (tf_path_join(path, sizeof path, dir, "config.json") ||
+        tf_path_join(weights, sizeof weights, dir, "model.safetensors"))
         return NULL;
     tf_caption_ved *m = calloc(1, sizeof *m);
     cJSON *root = tf_json_read(path);
