@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "../core/core_internal.h"
+#include "../util/util.h"
 #include "augment.h"
 
 enum { DRAW_CLIP = 7 };
@@ -190,7 +191,7 @@ int tf_images_read_clip(const char *dir, int channels, tf_images *out) {
     int n = png_names(dir, &names), rc = n < 0 ? -1 : 0;
     for (int t = 0; !rc && t < n; t++) {
         tf_images f = {0};
-        snprintf(path, sizeof path, "%s/%s", dir, names[t]);
+        if ((rc = tf_path_join(path, sizeof path, dir, names[t]))) break;
         int w, h; /* a later frame's size from its header, before it is decoded */
         if (t > 0 && tf_images_png_size(path, &w, &h)) rc = -1;
         else if (t > 0 && (h != out->height || w != out->width))

@@ -190,7 +190,7 @@ int tf_image_tokens_decode(const tf_image_tokens *t, const int32_t *tokens, int6
 
 int tf_image_tokens_save(const tf_image_tokens *t, const char *dir) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/image_tokens.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "image_tokens.json")) return -1;
     cJSON *r = cJSON_CreateObject(), *cl = r ? cJSON_AddArrayToObject(r, "clusters") : NULL;
     int rc = !cl;
     if (!rc) {
@@ -240,7 +240,7 @@ static int read_clusters(const cJSON *cl, const char *path, tf_image_tokens *t) 
 int tf_image_tokens_load(const char *dir, tf_image_tokens *out) {
     char path[4096];
     memset(out, 0, sizeof *out);
-    snprintf(path, sizeof path, "%s/image_tokens.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "image_tokens.json")) return -1;
     cJSON *r = tf_json_read(path);
     int sos = 0;
     int rc = !r || json_int(r, "height", 1, 65536, path, &out->height) ||

@@ -129,7 +129,7 @@ static const char *supported_list(char *buf, size_t n) {
 
 const hf_arch *hf_read_architecture(const char *dir, FILE *log, const tf_family **family) {
     char path[4096], list[2048];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
     cJSON *root = tf_json_read(path);
     if (!root) return NULL;
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -161,12 +161,12 @@ static int check_weights_file(const char *dir) {
                                          "safe_serialization=True, max_shard_size=\"1000GB\"))"},
     };
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     if (!access(path, F_OK)) return 0;
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors.index.json")) return -1;
     if (!access(path, F_OK)) return 0;
     for (size_t i = 0; i < sizeof OTHER / sizeof OTHER[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, OTHER[i].file);
+        if (tf_path_join(path, sizeof path, dir, OTHER[i].file)) return -1;
         if (!access(path, F_OK)) return tf_set_error("%s: no model.safetensors; %s", dir, OTHER[i].what);
     }
     return tf_set_error("%s: no model.safetensors or model.safetensors.index.json (the weights save_pretrained "

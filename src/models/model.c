@@ -28,7 +28,7 @@ static const char *type_list(char *buf, size_t n) {
 static int find_family(tf_model *m) {
     char path[4096], list[1024];
     struct stat st;
-    snprintf(path, sizeof path, "%s/config.json", m->dir);
+    if (tf_path_join(path, sizeof path, m->dir, "config.json")) return -1;
     if (stat(path, &st))
         return tf_set_error("%s: %s (tformer reads a Hugging Face folder or a tformer run folder: config.json and "
                             "model.safetensors)", path, strerror(errno));

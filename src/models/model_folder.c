@@ -13,7 +13,7 @@
 
 int tf_folder_read_config(const char *dir, const char *type, const tf_field_table *t, void *cfg) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return -1;
     cJSON *root = tf_json_read(path);
     if (!root) return -1;
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
@@ -29,7 +29,7 @@ int tf_folder_read_config(const char *dir, const char *type, const tf_field_tabl
 
 int tf_folder_load_weights(const char *dir, tf_params *ps) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     tf_st_file *f = tf_st_open(path);
     if (!f) return -1;
     int rc = tf_params_load(ps, f, 1);
@@ -45,13 +45,13 @@ int tf_folder_load_weights(const char *dir, tf_params *ps) {
 int tf_folder_save(const char *dir, const char *type, const tf_field_table *t, const void *cfg, const tf_params *ps) {
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return -1;
     tf_fields f = {t, (void *)cfg};
     cJSON *r = cJSON_CreateObject();
     int rc = !r || !cJSON_AddStringToObject(r, "model_type", type) || tf_fields_to_json(r, &f, 1) || tf_json_write(path, r);
     cJSON_Delete(r);
     if (rc) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     return tf_params_save(ps, path);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../util/util.h"
 #include "model_impl.h"
 
 /* The tokenizers: a Marian folder's source.spm and target.spm (with vocab.json
@@ -13,10 +14,10 @@
 static int load_tokenizers(tf_model *m) {
     char s[4200], t[4200];
     struct stat st;
-    snprintf(s, sizeof s, "%s/source.spm", m->dir), snprintf(t, sizeof t, "%s/target.spm", m->dir);
+    if (tf_path_join(s, sizeof s, m->dir, "source.spm") || tf_path_join(t, sizeof t, m->dir, "target.spm")) return -1;
     int apart = !stat(s, &st) && S_ISREG(st.st_mode) && !stat(t, &st) && S_ISREG(st.st_mode);
     if (!apart) {
-        snprintf(s, sizeof s, "%s/source", m->dir), snprintf(t, sizeof t, "%s/target", m->dir);
+        if (tf_path_join(s, sizeof s, m->dir, "source") || tf_path_join(t, sizeof t, m->dir, "target")) return -1;
         apart = !stat(s, &st) && S_ISDIR(st.st_mode);
     }
     m->src_tok = tf_tokenizer_load(apart ? s : m->dir);

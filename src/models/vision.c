@@ -55,7 +55,7 @@ int tf_vision_save_config(const char *dir, const char *arch, const char *model_t
         return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return cJSON_Delete(extra), -1; /* it owns extra */
     return write_config(path, arch, model_type, f, extra, labels, n_labels);
 }
 
@@ -63,7 +63,7 @@ int tf_vision_save(const char *dir, const char *arch, const char *model_type, co
                    char *const *labels, int n_labels, const tf_params *ps) {
     if (tf_vision_save_config(dir, arch, model_type, f, extra, labels, n_labels)) return -1;
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     return tf_folder_save_weights(ps, path, NULL, NULL);
 }
 

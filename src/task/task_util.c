@@ -20,7 +20,7 @@ static const char *const TOKENIZER_FILES[] = {"vocab.json", "merges.txt", "vocab
 
 int tf_task_tokenizer_prepare(const char *spec, const char *const *data, int n_data, const char *dir, int resume) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "checkpoint.safetensors")) return -1;
     if (resume && access(path, F_OK))
         return tf_set_error("%s: nothing to resume: no checkpoint.safetensors (start without --resume)", dir);
     /* several processes: rank 0 installs it, the others read it (tf_dist_task_new) */
@@ -47,12 +47,12 @@ int tf_task_tokenizer_install(const char *spec, const char *const *data, int n_d
     char from[4096], to[4096];
     struct stat st;
     if (!stat(spec, &st) && S_ISREG(st.st_mode)) { /* a WordPiece vocab.txt named directly */
-        snprintf(to, sizeof to, "%s/vocab.txt", dir);
+        if (tf_path_join(to, sizeof to, dir, "vocab.txt")) return -1;
         return tf_copy_file(spec, to);
     }
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        snprintf(from, sizeof from, "%s/%s", spec, pairs[i][0]);
-        snprintf(to, sizeof to, "%s/%s", dir, pairs[i][1]);
+        if (tf_path_join(from, sizeof from, spec, pairs[i][0])) return -1;
+        if (tf_path_join(to, sizeof to, dir, pairs[i][1])) return -1;
         if (!stat(from, &st) && tf_copy_file(from, to)) return -1;
     }
     return 0;
@@ -63,7 +63,7 @@ int tf_task_tokenizer_save(const char *dir, tf_st_writer *w) {
     int rc = 0;
     for (size_t i = 0; !rc && i < N_TOKENIZER_FILES; i++) {
         char path[4096], key[128];
-        snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_FILES[i]);
+        if (tf_path_join(path, sizeof path, dir, TOKENIZER_FILES[i])) return -1;
         struct stat st;
         if (stat(path, &st)) continue;
         size_t n;
@@ -82,7 +82,7 @@ int tf_task_tokenizer_check(const char *dir, const tf_st_file *f, const char *ck
         snprintf(key, sizeof key, "tformer_tokenizer/%s", TOKENIZER_FILES[i]);
         const char *want = tf_st_metadata(f, key);
         if (!want) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_FILES[i]);
+        if (tf_path_join(path, sizeof path, dir, TOKENIZER_FILES[i])) return -1;
         size_t n;
         char *have = tf_read_file(path, &n);
         int same = have && n == strlen(want) && !memcmp(have, want, n);

@@ -65,7 +65,7 @@ static int read_tokenizer_config(tf_hf_config *c, const cJSON *root, const char 
 static int read_one(tf_hf_config *c, const char *dir, const char *name, int is_config) {
     char path[4096];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (tf_path_join(path, sizeof path, dir, name)) return -1;
     if (stat(path, &st) != 0) return 0;
     cJSON *root = tf_json_read(path);
     if (!root) return -1;

@@ -247,7 +247,7 @@ static int config_flag(const cJSON *root, const char *path, const char *key, int
  * additional special tokens are refused (MarianTokenizer's folders have none). */
 static int marian_settings(const char *dir, int *separate, int *cleanup) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "tokenizer_config.json")) return -1;
     cJSON *root = is_file(path) ? tf_json_read(path) : NULL;
     if (is_file(path) && !root) return -1;
     int rc = config_flag(root, path, "separate_vocabs", 0, separate) ||
@@ -301,7 +301,7 @@ static int marian_load(tf_tokenizer *t, spm_tok *k, const char *dir, int target)
     char vocab[4200];
     if (tf_hf_config_read(&c, dir)) return -1;
     rc = marian_settings(dir, &separate, &k->cleanup);
-    snprintf(vocab, sizeof vocab, "%s/%s", dir, target && separate ? "target_vocab.json" : "vocab.json");
+    if (!rc) rc = tf_path_join(vocab, sizeof vocab, dir, target && separate ? "target_vocab.json" : "vocab.json");
     if (!rc) rc = marian_vocab(k, vocab) || marian_specials(t, k, &c, vocab);
     t->max_length = c.max_length ? c.max_length : 512; /* MarianTokenizer's default */
     k->marian = 1;
@@ -318,7 +318,7 @@ int tf_spm_tokenizer_load(tf_tokenizer *t, const char *path) {
     int side = !strcmp(base, "source.spm") ? 0 : !strcmp(base, "target.spm") ? 1 : -1;
     char dir[4096], vocab[4200];
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-    snprintf(vocab, sizeof vocab, "%s/vocab.json", dir);
+    if (tf_path_join(vocab, sizeof vocab, dir, "vocab.json")) return -1;
     if (side < 0 || !is_file(vocab)) {
         plain_roles(t, k->spm);
         return 0;

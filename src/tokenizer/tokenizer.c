@@ -29,7 +29,7 @@ void tf_ids_free(tf_ids *ids) {
  * its reader, naming it, rather than taken for a missing file). */
 static int file_exists(const char *dir, const char *name, char *path, size_t n) {
     struct stat st;
-    snprintf(path, n, "%s/%s", dir, name);
+    if (tf_path_join(path, n, dir, name)) return 0; /* a name too long for any folder: absent */
     return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 

@@ -13,7 +13,7 @@
 
 static int write_atomic(const char *dir, const char *name, const char *data, size_t n) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (tf_path_join(path, sizeof path, dir, name)) return -1;
     return tf_write_file(path, data, n);
 }
 

@@ -207,7 +207,7 @@ static void remove_new_folder(const char *dir) {
     char path[4200];
     for (struct dirent *e; d && (e = readdir(d));)
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            !tf_path_join(path, sizeof path, dir, e->d_name))
             unlink(path);
     if (d) closedir(d);
     rmdir(dir);

@@ -52,7 +52,7 @@ int tf_run_lock(const char *run_dir) {
     if (i >= 0) return g_held[i].refs++, 0;
     for (i = 0; i < MAX_HELD && g_held[i].refs > 0; i++) {}
     if (i == MAX_HELD) return tf_set_error("%s: this process holds %d run folders already", run_dir, MAX_HELD);
-    snprintf(path, sizeof path, "%s/.lock", run_dir);
+    if (tf_path_join(path, sizeof path, run_dir, ".lock")) return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return tf_set_error("%s: cannot create: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -115,8 +115,7 @@ static int remove_tree(const char *path) {
         int rc = 0;
         for (struct dirent *e; !rc && (e = readdir(d));) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            rc = remove_tree(sub);
+            rc = tf_path_join(sub, sizeof sub, path, e->d_name) ? -1 : remove_tree(sub);
         }
         closedir(d);
         if (rc) return -1;
@@ -137,7 +136,7 @@ static int run_entries(const char *run_dir, int remove, char *found, size_t cap)
     for (int list = 0; list < 2 && cap; list++)
         for (const char *const *name = list ? RUN_DIRS : RUN_FILES; *name; name++) {
             struct stat st;
-            snprintf(path, sizeof path, "%s/%s", run_dir, *name);
+            if (tf_path_join(path, sizeof path, run_dir, *name)) return -1;
             if (lstat(path, &st) || !is_run_entry(*name, S_ISDIR(st.st_mode)) || shown == 5 || used >= cap) continue;
             used += (size_t)snprintf(found + used, cap - used, "%s%s%s", shown++ ? ", " : "", *name, list ? "/" : "");
         }
@@ -146,8 +145,9 @@ static int run_entries(const char *run_dir, int remove, char *found, size_t cap)
     int n = 0, rc = 0;
     for (struct dirent *e; !rc && (e = readdir(d));) {
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
-        if (e->d_name[0] == '.' || lstat(path, &st)) continue;
+        if (e->d_name[0] == '.') continue;
+        if ((rc = tf_path_join(path, sizeof path, run_dir, e->d_name))) break;
+        if (lstat(path, &st)) continue;
         if (!is_run_entry(e->d_name, S_ISDIR(st.st_mode))) continue;
         n++;
         if (remove) rc = remove_tree(path);
@@ -174,7 +174,7 @@ static void new_id(char *id, size_t n) {
 
 static int write_id(const char *run_dir, const char *id) {
     char path[4200], text[64];
-    snprintf(path, sizeof path, "%s/run_id", run_dir);
+    if (tf_path_join(path, sizeof path, run_dir, "run_id")) return -1;
     int len = snprintf(text, sizeof text, "%s\n", id);
     return tf_write_file(path, text, (size_t)len);
 }
@@ -182,7 +182,7 @@ static int write_id(const char *run_dir, const char *id) {
 /* run_dir/run_id's id, or "" when there is none (a run from before run ids). */
 static int read_id(const char *run_dir, char *id, size_t n) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/run_id", run_dir);
+    if (tf_path_join(path, sizeof path, run_dir, "run_id")) return -1;
     id[0] = 0;
     if (access(path, F_OK)) return 0;
     size_t len;

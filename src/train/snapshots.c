@@ -23,7 +23,7 @@ static int is_run_own(const char *name) {
 
 int tf_run_save_model(tf_task *task, const char *run_dir, const char *sub) {
     char dir[4096], from[4400], to[4400];
-    snprintf(dir, sizeof dir, "%s/%s", run_dir, sub);
+    if (tf_path_join(dir, sizeof dir, run_dir, sub)) return -1;
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     if (task->vt->save(task, dir)) return -1;
     DIR *d = opendir(run_dir);
@@ -31,10 +31,10 @@ int tf_run_save_model(tf_task *task, const char *run_dir, const char *sub) {
     int rc = 0;
     for (struct dirent *e; !rc && (e = readdir(d));) {
         struct stat st;
-        snprintf(from, sizeof from, "%s/%s", run_dir, e->d_name);
-        if (is_run_own(e->d_name) || stat(from, &st) || !S_ISREG(st.st_mode)) continue;
-        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
-        rc = tf_copy_file(from, to);
+        if (is_run_own(e->d_name)) continue;
+        if ((rc = tf_path_join(from, sizeof from, run_dir, e->d_name))) break;
+        if (stat(from, &st) || !S_ISREG(st.st_mode)) continue;
+        rc = tf_path_join(to, sizeof to, dir, e->d_name) ? -1 : tf_copy_file(from, to);
     }
     closedir(d);
     return rc;
@@ -45,7 +45,7 @@ int tf_run_save_model(tf_task *task, const char *run_dir, const char *sub) {
  * another run is neither counted, kept, pruned nor averaged as this one's. */
 static int is_this_runs(const char *dir, const char *name, long long step, const char *run_id) {
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (tf_path_join(path, sizeof path, dir, name)) return 0; /* no file of this run can have that name */
     tf_st_file *f = tf_st_open(path);
     if (!f) return 0; /* unreadable: not this run's (a killed write is a .tmp file, removed at the start) */
     const char *id = tf_st_metadata(f, "tformer_run"), *s = tf_st_metadata(f, "tformer_step");
@@ -104,7 +104,7 @@ static int save_kept(const tf_params *ps, const char *path, const char *run_id, 
 
 int tf_run_keep_weights(const tf_params *ps, const char *run_dir, const char *run_id, int64_t step, int keep) {
     char dir[4096], path[4200];
-    snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
+    if (tf_path_join(dir, sizeof dir, run_dir, "checkpoints")) return -1;
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     kept_path(path, sizeof path, run_dir, step);
     int64_t *steps;
@@ -151,7 +151,7 @@ static int sum_kept(tf_params *ps, const char *run_dir, const int64_t *steps, in
 
 int tf_run_average(tf_task *task, const char *run_dir, const char *run_id, int last, int *n_used) {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/checkpoints", run_dir);
+    if (tf_path_join(dir, sizeof dir, run_dir, "checkpoints")) return -1;
     tf_params *ps = task->vt->params(task);
     int np = tf_params_count(ps), n;
     int64_t *steps;

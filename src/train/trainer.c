@@ -68,11 +68,10 @@ static int write_history(const tf_trainer *t) {
                                                  tf_buf_put(&b, t->task->metric_names[m], strlen(t->task->metric_names[m]));
     rc = rc || tf_buf_put(&b, "\n", 1);
     for (int i = 0, v = 0; !rc && i < t->train.n; i++) rc = history_line(t, i, &v, &b);
-    snprintf(path, sizeof path, "%s/losses.csv", t->dir);
-    rc = rc || tf_write_file(path, b.p, b.n);
+    rc = rc || tf_path_join(path, sizeof path, t->dir, "losses.csv") || tf_write_file(path, b.p, b.n);
     free(b.p);
     if (rc) return -1;
-    snprintf(path, sizeof path, "%s/loss.png", t->dir);
+    if (tf_path_join(path, sizeof path, t->dir, "loss.png")) return -1;
     return tf_png_plot(path, t->train.x, t->train.y, t->train.n, t->val.x, t->val.y, t->val.n);
 }
 
@@ -114,7 +113,7 @@ static int keep_broken_history(tf_trainer *t, const char *path, const char *why,
  * before the checkpoint's step is reported and kept beside a fresh one. */
 static int read_history(tf_trainer *t, int64_t upto) {
     char path[4096], why[512] = "";
-    snprintf(path, sizeof path, "%s/losses.csv", t->dir);
+    if (tf_path_join(path, sizeof path, t->dir, "losses.csv")) return -1;
     size_t len;
     char *text = tf_read_file(path, &len);
     if (!text) {
@@ -179,7 +178,7 @@ static int save_checkpoint(const tf_trainer *t, int64_t step) {
     for (int i = 0; !rc && i < tf_params_count(t->ps); i++) /* streamed at save: no copy */
         rc = tf_st_writer_add(w, tf_params_name(t->ps, i), tf_params_tensor(t->ps, i));
     rc = rc || tf_optim_save(t->opt, w);
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
+    rc = rc || tf_path_join(path, sizeof path, t->dir, "checkpoint.safetensors");
     /* the history and the model first: a run killed before the checkpoint's
      * rename resumes from the one before, whose rows the history still holds */
     rc = rc || write_history(t) || t->task->vt->save(t->task, t->dir) || tf_st_writer_save(w, path);
@@ -300,7 +299,7 @@ static int check_finite(const tf_st_file *f, const char *path) {
 /* Weights, optimizer state and step from run_dir/checkpoint.safetensors. */
 static int load_checkpoint(tf_trainer *t, int64_t *step) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->dir);
+    if (tf_path_join(path, sizeof path, t->dir, "checkpoint.safetensors")) return -1;
     tf_st_file *f = tf_st_open(path);
     if (!f) return -1;
     int rc = check_checkpoint(t, f, path, step) || check_finite(f, path) ||
@@ -422,8 +421,7 @@ static int lock_run(const char *run_dir) {
     DIR *d = opendir(run_dir);
     for (struct dirent *e; d && (e = readdir(d));)
         if (strstr(e->d_name, ".tmp.")) {
-            snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
-            remove(path);
+            if (!tf_path_join(path, sizeof path, run_dir, e->d_name)) remove(path);
         }
     if (d) closedir(d);
     return 0;

@@ -123,6 +123,13 @@ int tf_json_unique_keys(const cJSON *node, const char *where);
 /* Pretty-printed with a final newline, atomically. */
 int tf_json_write(const char *path, const cJSON *root);
 
+/* ---------------------------------------------------------------- paths (path.c) */
+
+/* dir + "/" + name into out (n bytes): exactly one slash between them whatever slashes end dir
+ * ("run//" and "run" give run/name; "/" gives /name; "" gives name) or begin name. 0, or -1 + tf_error
+ * naming the path when it does not fit in n bytes with its NUL (out then ""): never cut short. */
+int tf_path_join(char *out, size_t n, const char *dir, const char *name);
+
 /* ---------------------------------------------------------------- Python's str (text.c) */
 
 /* str.isspace() of one code point. */

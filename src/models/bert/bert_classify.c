@@ -16,7 +16,7 @@ static int classify_max_len(const tf_bert *m, const char *dir, int *max_len) {
     tf_finetune_config c = tf_finetune_config_default();
     char path[4096];
     struct stat st;
-    snprintf(path, sizeof path, "%s/finetune.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "finetune.json")) return -1;
     tf_fields f = {&tf_finetune_config_table, &c};
     if (!stat(path, &st) && tf_fields_load(&f, 1, path, 1)) return -1;
     int most = tf_bert_max_tokens(&m->cfg);

@@ -154,8 +154,8 @@ int tf_bert_embed(const tf_bert *m, tf_tokenizer *tok, const char *const *texts,
 /* modules.json: the Pooling module's folder, and whether Normalize follows. */
 static int read_modules(const char *dir, char *pool_dir, size_t n, int *normalize) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/modules.json", dir);
-    snprintf(pool_dir, n, "%s/1_Pooling", dir);
+    if (tf_path_join(path, sizeof path, dir, "modules.json")) return -1;
+    if (tf_path_join(pool_dir, n, dir, "1_Pooling")) return -1;
     if (access(path, F_OK)) return 0;
     cJSON *root = tf_json_read_any(path);
     if (!root) return -1;
@@ -166,7 +166,9 @@ static int read_modules(const char *dir, char *pool_dir, size_t n, int *normaliz
         const cJSON *sub = cJSON_GetObjectItemCaseSensitive(mod, "path");
         if (!cJSON_IsString(type)) continue;
         if (strstr(type->valuestring, "Normalize")) *normalize = 1;
-        if (strstr(type->valuestring, "Pooling") && cJSON_IsString(sub)) snprintf(pool_dir, n, "%s/%s", dir, sub->valuestring);
+        if (strstr(type->valuestring, "Pooling") && cJSON_IsString(sub) &&
+            tf_path_join(pool_dir, n, dir, sub->valuestring))
+            return cJSON_Delete(root), -1;
     }
     cJSON_Delete(root);
     return 0;
@@ -174,7 +176,7 @@ static int read_modules(const char *dir, char *pool_dir, size_t n, int *normaliz
 
 static int read_pooling(const char *pool_dir, tf_pooling *p) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", pool_dir);
+    if (tf_path_join(path, sizeof path, pool_dir, "config.json")) return -1;
     if (access(path, F_OK)) return 0;
     cJSON *root = tf_json_read(path);
     if (!root) return -1;
@@ -192,7 +194,7 @@ static int read_pooling(const char *pool_dir, tf_pooling *p) {
 int tf_embed_opts_load(const char *dir, tf_embed_opts *o) {
     *o = (tf_embed_opts){TF_POOL_MEAN, 0, 0, 32};
     char path[4096], pool_dir[4096];
-    snprintf(path, sizeof path, "%s/sentence_bert_config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "sentence_bert_config.json")) return -1;
     if (!access(path, F_OK)) {
         cJSON *root = tf_json_read(path);
         if (!root) return -1;

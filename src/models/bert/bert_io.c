@@ -399,8 +399,8 @@ static int has_pooler(const char *path, int *pooler) {
 tf_bert *tf_bert_load(const char *dir, const tf_bert_load_opts *opts) {
     char path[4096], weights[4096];
     tf_bert_config c;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
+    if (tf_path_join(weights, sizeof weights, dir, "model.safetensors")) return NULL;
     cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
     int folder_head = -1, pooled = 1;
     int rc = !root || tf_bert_config_from_hf(root, path, opts, &c, &folder_head);
@@ -537,14 +537,14 @@ int tf_bert_save(const tf_bert *m, const char *dir) {
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
     int roformer = roformer_form(&m->cfg);
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return -1;
     if (m->cfg.distilbert) { /* the tied decoder is the word table: transformers ties it on loading */
         if (tf_bert_distil_write_config(m, path)) return -1;
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
         return tf_folder_save_weights(m->params, path, NULL, NULL);
     }
     if (roformer ? write_roformer_config(m, path) : write_config(m, path)) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     if (roformer) return write_roformer_weights(m, path);
     /* the MLM decoder's bias under both names: transformers 5.x reads decoder.bias when untied */
     return tf_folder_save_weights(

@@ -74,7 +74,7 @@ static tf_tensor *ft_loss(tf_task *t, tf_ctx *ctx, const tf_batch *b, tf_metrics
 static int ft_save(tf_task *t, const char *dir) {
     ft_task *f = (ft_task *)t;
     char path[4096];
-    snprintf(path, sizeof path, "%s/finetune.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "finetune.json")) return -1;
     tf_finetune_config c = f->cfg;
     c.max_len = f->max_len;
     tf_fields fs = {&tf_finetune_config_table, &c};
@@ -142,7 +142,7 @@ extern const tf_family tf_family_bert; /* bert_family.c */
  * first, by what it is: its tokenizer files would be refused otherwise, before its kind is said. */
 static int check_family(const char *model_dir) {
     char path[4200], types[256];
-    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (tf_path_join(path, sizeof path, model_dir, "config.json")) return -1;
     cJSON *root = tf_json_read(path); /* none, or unreadable: the loader says what is wrong */
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const tf_family *f = cJSON_IsString(mt) ? tf_family_of_type(mt->valuestring) : NULL;

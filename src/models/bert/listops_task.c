@@ -128,8 +128,7 @@ static int lo_signature(tf_task *t, char *out, size_t n) {
 static int lo_save(tf_task *t, const char *dir) {
     lo_task *l = (lo_task *)t;
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, TF_LISTOPS_SETTINGS) >= (int)sizeof path)
-        return tf_set_error("%s: path too long", dir);
+    if (tf_path_join(path, sizeof path, dir, TF_LISTOPS_SETTINGS)) return -1;
     return tf_bert_save(l->m, dir) || tf_fields_save(&l->base.config, 1, path);
 }
 static int64_t lo_tokens(tf_task *t, int rows) { return (int64_t)rows * ((lo_task *)t)->cfg.model.context; }
@@ -270,8 +269,7 @@ tf_task *tf_listops_task_new(const tf_listops_task_config *c, const char *run_di
 
 int tf_listops_settings_load(const char *dir, tf_listops_task_config *c) {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, TF_LISTOPS_SETTINGS) >= (int)sizeof path)
-        return tf_set_error("%s: path too long", dir);
+    if (tf_path_join(path, sizeof path, dir, TF_LISTOPS_SETTINGS)) return -1;
     struct stat st;
     if (stat(path, &st))
         return tf_set_error("%s: %s: not a ListOps run folder (tformer train --arch listops writes it)", path,

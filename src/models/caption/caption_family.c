@@ -83,7 +83,7 @@ static int64_t cap_val(const tf_task *t, const tf_task_args *a) {
 static int is_ved(const char *dir, const char *architecture) {
     if (architecture) return !strcmp(architecture, CAPTION_ARCHS[0].name);
     char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return 0; /* no folder of its name: not one */
     cJSON *root = tf_json_read(path);
     const cJSON *t = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
     int ved = cJSON_IsString(t) && !strcmp(t->valuestring, CAPTION_TYPES[1]);

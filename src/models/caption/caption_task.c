@@ -251,7 +251,7 @@ static int export_scene(const cap_task *t, int i, const char *dir, float *px, FI
     tf_caption_scene s;
     tf_images im = {1, 1, S, S, px, NULL, 0};
     snprintf(name, sizeof name, "%02d.png", i);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (tf_path_join(path, sizeof path, dir, name)) return -1;
     cJSON *image = cJSON_CreateObject();
     if (!image || !cJSON_AddItemToArray(images, image) || !cJSON_AddNumberToObject(image, "id", i) ||
         !cJSON_AddStringToObject(image, "file_name", name) || !cJSON_AddNumberToObject(image, "width", S) ||
@@ -275,10 +275,10 @@ static int export_scene(const cap_task *t, int i, const char *dir, float *px, FI
  * (FILE<TAB>caption, the first reference first) and captions.json (COCO's captions layout). */
 static int write_samples(const cap_task *t, const char *run_dir) {
     char dir[4096], path[4200];
-    if (snprintf(dir, sizeof dir, "%s/scenes", run_dir) >= (int)sizeof dir) return tf_set_error("%s: path too long", run_dir);
+    if (tf_path_join(dir, sizeof dir, run_dir, "scenes")) return -1;
     if (mkdir(run_dir, 0777) && errno != EEXIST) return tf_set_error("%s: %s", run_dir, strerror(errno));
     if (mkdir(dir, 0777) && errno != EEXIST) return tf_set_error("%s: %s", dir, strerror(errno));
-    snprintf(path, sizeof path, "%s/captions.tsv", dir);
+    if (tf_path_join(path, sizeof path, dir, "captions.tsv")) return -1;
     tf_atomic_file f;
     if (tf_atomic_open(&f, path)) return -1;
     int S = t->cfg.model.image_size, rc = 0;
@@ -289,8 +289,7 @@ static int write_samples(const cap_task *t, const char *run_dir) {
     for (int i = 0; i < t->cfg.n_export && i < t->cfg.n_valid && !rc; i++)
         rc = export_scene(t, i, dir, px, f.f, images, annotations);
     rc = tf_atomic_commit(&f, !rc) || rc;
-    snprintf(path, sizeof path, "%s/captions.json", dir);
-    if (!rc) rc = tf_json_write(path, root);
+    if (!rc) rc = tf_path_join(path, sizeof path, dir, "captions.json") || tf_json_write(path, root);
     cJSON_Delete(root), free(px);
     return rc ? -1 : 0;
 }

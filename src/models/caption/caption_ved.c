@@ -80,7 +80,7 @@ static int per_channel(const cJSON *j, int channels, float *v, const char *path,
 static int read_preprocessor(tf_caption_ved *m, const char *dir) {
     char path[4200];
     int C = m->encoder->cfg.channels;
-    snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "preprocessor_config.json")) return -1;
     m->normalize = 1;
     for (int i = 0; i < C; i++) m->mean[i] = m->std[i] = 0.5f;
     struct stat st;
@@ -216,7 +216,7 @@ static int build(tf_caption_ved *m, const tf_vit_config *vc, const tf_gpt_config
 static int read_tokenizer(tf_caption_ved *m, const char *dir) {
     char a[4200], b[4200];
     struct stat st;
-    snprintf(a, sizeof a, "%s/tokenizer.json", dir), snprintf(b, sizeof b, "%s/vocab.json", dir);
+    if (tf_path_join(a, sizeof a, dir, "tokenizer.json") || tf_path_join(b, sizeof b, dir, "vocab.json")) return -1;
     if (stat(a, &st) && stat(b, &st)) return 0;
     return (m->tok = tf_tokenizer_load(dir)) ? 0 : -1;
 }
@@ -241,7 +241,9 @@ static int read_ids(tf_caption_ved *m, const cJSON *root, const cJSON *dec, cons
 
 tf_caption_ved *tf_caption_ved_load(const char *dir) {
     char path[4200], weights[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir), snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json") ||
+        tf_path_join(weights, sizeof weights, dir, "model.safetensors"))
+        return NULL;
     tf_caption_ved *m = calloc(1, sizeof *m);
     cJSON *root = tf_json_read(path);
     const cJSON *enc = NULL, *dec = NULL;
@@ -316,12 +318,10 @@ int tf_caption_ved_save(const tf_caption_ved *m, const char *dir) {
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4200];
     cJSON *config = cJSON_Parse(m->config), *pre = preprocessor_json(m);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    int rc = !config || !pre ? tf_set_error("%s: out of memory", dir) : tf_json_write(path, config);
-    snprintf(path, sizeof path, "%s/preprocessor_config.json", dir);
-    rc = rc || tf_json_write(path, pre);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    rc = rc || tf_params_save(m->params, path);
+    int rc = !config || !pre ? tf_set_error("%s: out of memory", dir)
+                             : tf_path_join(path, sizeof path, dir, "config.json") || tf_json_write(path, config);
+    rc = rc || tf_path_join(path, sizeof path, dir, "preprocessor_config.json") || tf_json_write(path, pre);
+    rc = rc || tf_path_join(path, sizeof path, dir, "model.safetensors") || tf_params_save(m->params, path);
     cJSON_Delete(config), cJSON_Delete(pre);
     return rc ? -1 : 0;
 }

@@ -196,10 +196,8 @@ int tf_caption_vit_save(const tf_caption *m, const char *dir) {
     char path[4200];
     cJSON *tok = tokenizer_json(&m->cfg), *cfg = tokenizer_config(&m->cfg);
     int rc = !tok || !cfg ? tf_set_error("%s: out of memory", dir) : 0;
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    rc = rc || tf_json_write(path, tok);
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    rc = rc || tf_json_write(path, cfg);
+    rc = rc || tf_path_join(path, sizeof path, dir, "tokenizer.json") || tf_json_write(path, tok);
+    rc = rc || tf_path_join(path, sizeof path, dir, "tokenizer_config.json") || tf_json_write(path, cfg);
     cJSON_Delete(tok), cJSON_Delete(cfg);
     return rc ? -1 : 0;
 }

@@ -121,14 +121,14 @@ int tf_gpt_config_from_hf(const cJSON *root, const char *path, tf_gpt_config *c,
 static tf_gpt *load(const char *dir, int mapped) {
     char path[4096];
     tf_gpt_config c;
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
     int body, rc;
     cJSON *root = tf_json_read(path); /* read once: the table's keys, then the rest */
     rc = !root || tf_gpt_config_from_hf(root, path, &c, &body);
     cJSON_Delete(root);
     if (rc) return NULL;
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return NULL;
     tf_gpt *m = tf_gpt_new_body(&c, 0, !body);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (m && (mapped ? tf_folder_map_hf_weights : tf_folder_load_hf_weights)(path, m->params, find_param, known)) {
         tf_gpt_free(m);
         return NULL;
@@ -173,8 +173,8 @@ static int write_config(const tf_gpt *m, const char *path) {
 int tf_gpt_save(const tf_gpt *m, const char *dir) {
     if (mkdir(dir, 0755) && errno != EEXIST) return tf_set_error("%s: cannot create: %s", dir, strerror(errno));
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return -1;
     if (write_config(m, path)) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     return tf_params_save(m->params, path);
 }

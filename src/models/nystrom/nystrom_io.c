@@ -110,8 +110,8 @@ static int known(const tf_params *ps, const char *name) {
 
 tf_nystrom *tf_nystrom_load(const char *dir) {
     char path[4096], weights[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
+    if (tf_path_join(weights, sizeof weights, dir, "model.safetensors")) return NULL;
     tf_nystrom_config c;
     cJSON *root = tf_json_read(path);
     tf_nystrom *m = root && !read_config(root, path, &c) ? tf_nystrom_new(&c, 0) : NULL;

@@ -238,8 +238,7 @@ static int apart_tables(const char *path, const tf_seq2seq_config *c, int *apart
 
 int tf_seq2seq_is_marian(const char *dir) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (access(path, R_OK)) return 0;
+    if (tf_path_join(path, sizeof path, dir, "config.json") || access(path, R_OK)) return 0;
     cJSON *root = tf_json_read(path);
     const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
     int yes = cJSON_IsString(mt) && !strcmp(mt->valuestring, "marian");
@@ -250,7 +249,7 @@ int tf_seq2seq_is_marian(const char *dir) {
 tf_seq2seq *tf_seq2seq_load_marian(const char *dir) {
     char path[4096];
     tf_seq2seq_config c;
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
     cJSON *root = tf_json_read(path);
     int rc = !root || tf_seq2seq_config_from_marian(root, path, &c);
     cJSON_Delete(root);
@@ -259,10 +258,10 @@ tf_seq2seq *tf_seq2seq_load_marian(const char *dir) {
         snprintf(msg, sizeof msg, "%s", tf_error());
         return tf_set_error("%s (read as Hugging Face Marian's: model_type \"marian\")", msg), NULL;
     }
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return NULL;
     if (access(path, F_OK)) {
         char bin[4096];
-        snprintf(bin, sizeof bin, "%s/pytorch_model.bin", dir);
+        if (tf_path_join(bin, sizeof bin, dir, "pytorch_model.bin")) return NULL;
         if (!access(bin, F_OK))
             return tf_set_error("%s: only pytorch_model.bin, which tformer does not read: re-save the model with "
                                 "safetensors (model.save_pretrained(dir, safe_serialization=True))", dir), NULL;
@@ -357,17 +356,17 @@ static int read_lengths(const cJSON *src, const char *path, tf_marian_generation
 int tf_seq2seq_marian_generation(const char *dir, tf_marian_generation *g) {
     char path[4096];
     *g = (tf_marian_generation){0, {0}, 0, 1, 19, 1.0f, TF_BEAM_HF_HEURISTIC, 0};
-    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return -1;
     cJSON *cfg = tf_json_read(path);
     const cJSON *v = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "decoder_vocab_size") : NULL;
     if (!cfg) return -1;
     if (!cJSON_IsNumber(v)) v = cJSON_GetObjectItemCaseSensitive(cfg, "vocab_size");
     int32_t vocab = cJSON_IsNumber(v) ? v->valueint : 0;
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    if (tf_path_join(path, sizeof path, dir, "generation_config.json")) return cJSON_Delete(cfg), -1;
     int has_gen = access(path, F_OK) == 0;
     cJSON *gen = has_gen ? tf_json_read(path) : NULL;
     if (has_gen && !gen) return cJSON_Delete(cfg), -1; /* the reader's message names the file */
-    if (!gen) snprintf(path, sizeof path, "%s/config.json", dir);
+    if (!gen) tf_path_join(path, sizeof path, dir, "config.json"); /* it fitted above */
     int rc = 0;
     const cJSON *src = gen ? gen : cfg, *f = cJSON_GetObjectItemCaseSensitive(src, "forced_eos_token_id");
     const cJSON *beams = cJSON_GetObjectItemCaseSensitive(src, "num_beams");

@@ -109,8 +109,8 @@ static int check_indices(const tf_swin *m, const tf_st_file *f, const char *path
 
 tf_swin *tf_swin_load(const char *dir) {
     char path[4096], weights[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
+    if (tf_path_join(weights, sizeof weights, dir, "model.safetensors")) return NULL;
     tf_swin_config c;
     cJSON *root = tf_json_read(path);
     tf_st_file *f = root && !read_config(root, path, &c) ? tf_st_open(weights) : NULL;
@@ -169,7 +169,7 @@ int tf_swin_save(const tf_swin *m, const char *dir) {
         return tf_set_error("swin: out of memory");
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "model.safetensors")) return -1;
     return tf_vision_save_config(dir, tf_swin_head_name(c->head), "swin", &f, extra, m->labels,
                                  c->head == TF_SWIN_IMAGE_CLS ? c->n_labels : 0) ||
                    save_weights(m, path)

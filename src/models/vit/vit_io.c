@@ -70,8 +70,8 @@ int tf_vit_config_from_hf(const cJSON *root, const char *path, tf_vit_config *c)
 
 tf_vit *tf_vit_load(const char *dir) {
     char path[4096], weights[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    snprintf(weights, sizeof weights, "%s/model.safetensors", dir);
+    if (tf_path_join(path, sizeof path, dir, "config.json")) return NULL;
+    if (tf_path_join(weights, sizeof weights, dir, "model.safetensors")) return NULL;
     tf_vit_config c;
     cJSON *root = tf_json_read(path);
     tf_st_file *f = root && !tf_vit_config_from_hf(root, path, &c) ? tf_st_open(weights) : NULL;
