@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../util/util.h"
 #include "bert_internal.h"
 
 enum { CLASSIFY_BATCH = 16 }; /* tformer predict's --batch default */
