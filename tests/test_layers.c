@@ -2,6 +2,7 @@
  * dropout, cross-entropy, fused vs unfused attention, and error messages. */
 #include <string.h>
 
+#include "core/core_internal.h"
 #include "test.h"
 
 TEST(posenc_sinusoidal_matches_formula) {
@@ -135,6 +136,7 @@ TEST(errors_name_the_problem) {
 
 TEST(arena_reset_reuses_memory) {
     /* After the first step, a step of the same shape fits in one block: no allocation. */
+    tf_arena_trim(); /* no block kept from an earlier test's arena */
     tf_ctx *c = tf_ctx_new(0);
     size_t used[3], reserved[3];
     int blocks[3];
@@ -149,6 +151,32 @@ TEST(arena_reset_reuses_memory) {
     CHECKF(blocks[0] > 1, "the first step should need several 1 MiB blocks, got %d", blocks[0]);
     CHECK(blocks[1] == 1 && blocks[2] == 1 && reserved[1] == reserved[2] && used[1] == used[2]);
     tf_ctx_free(c);
+}
+
+/* A freed arena's mapped block serves the next arena (no page to fault in
+ * again), its bytes zeroed as any arena's; tf_arena_trim gives it back. */
+TEST(arena_block_kept_for_the_next_arena) {
+    enum { BIG = 64 << 20 };
+    tf_arena_trim();
+    tf_arena *a = tf_arena_new(0);
+    unsigned char *p = tf_arena_alloc(a, BIG);
+    CHECK(p != NULL);
+    if (!p) return;
+    memset(p, 0xAB, BIG);
+    tf_arena_free(a);
+    tf_arena *b = tf_arena_new(0);
+    unsigned char *q = tf_arena_alloc(b, 1 << 20);
+    int blocks = 0;
+    size_t reserved = tf_arena_reserved(b, &blocks);
+    CHECKF(reserved >= BIG && blocks == 1, "the second arena holds %zu bytes in %d blocks", reserved, blocks);
+    int zeroed = 1;
+    for (int i = 0; q && i < 1 << 20; i += 4093) zeroed &= q[i] == 0;
+    CHECK(q && zeroed);
+    tf_arena_free(b);
+    tf_arena_trim();
+    tf_arena *c = tf_arena_new(0);
+    CHECK(tf_arena_alloc(c, 1 << 20) && tf_arena_reserved(c, NULL) < BIG); /* nothing kept after the trim */
+    tf_arena_free(c);
 }
 
 TEST(empty_tensors_flow_through) {

@@ -111,5 +111,8 @@ void *tf_buf_take(size_t bytes, size_t *room);
 void tf_buf_give(void *p, size_t room);
 /* Free every buffer kept. */
 void tf_buf_trim(void);
+/* Unmap the arena blocks kept for the next arena (arena.c: a freed arena's
+ * mapped blocks are kept, at most 4 and a quarter of memory). */
+void tf_arena_trim(void);
 
 #endif

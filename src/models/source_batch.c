@@ -51,6 +51,7 @@ void tf_translate_trim(void) {
     while (g_pooled > 0) drop[n++] = g_pool[--g_pooled];
     for (int i = 0; i < n; i++) tf_ctx_free(drop[i]);
     tf_buf_trim();
+    tf_arena_trim();
 }
 
 int tf_source_batch_init(tf_source_batch *b, const int32_t *const *src, const int *n_src, int R, int S) {
