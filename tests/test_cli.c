@@ -347,6 +347,33 @@ TEST(cli_flags_are_parsed_strictly) {
     CHECKF(strstr(out, "matrix products: none (portable kernel; TFORMER_BLAS=/tmp: "), "%s", out);
 }
 
+/* MKL by default on Intel CPUs (blas.c's mkl_open): an MKL that is not there,
+ * or TFORMER_MKL=0, leaves the default BLAS, not the portable kernel; where
+ * python3 has PyPI's mkl and the CPU is Intel's, naming it loads it. */
+TEST(cli_mkl_on_intel_or_the_default_blas) {
+    char out[1024], cmd[768], def[1024];
+    snprintf(cmd, sizeof cmd, "TFORMER_MKL=0 %s --version", test_tformer_bin());
+    CHECK(test_popen(cmd, def, sizeof def) == 0);
+    CHECKF(!strstr(def, "Intel MKL"), "%s", def);
+    snprintf(cmd, sizeof cmd, "TFORMER_MKL=/nonexistent/libmkl_rt.so.3 %s --version", test_tformer_bin());
+    CHECK(test_popen(cmd, out, sizeof out) == 0);
+    const char *a = strstr(out, "matrix products: "), *b = strstr(def, "matrix products: ");
+    CHECKF(a && b && strcspn(a, "\n") == strcspn(b, "\n") && !strncmp(a, b, strcspn(a, "\n")), "%s // %s", out, def);
+    char lib[512] = "";
+    if (test_popen("python3 -c \"import os, sys; p = os.path.join(sys.prefix, 'lib', 'libmkl_rt.so.3'); "
+                   "print(p if os.path.exists(p) else '')\" 2>/dev/null",
+                   lib, sizeof lib) != 0 || !lib[0] || lib[0] == '\n') {
+        printf("  (no PyPI mkl beside python3: MKL itself not loaded)\n");
+        return;
+    }
+    lib[strcspn(lib, "\n")] = 0;
+    __builtin_cpu_init();
+    snprintf(cmd, sizeof cmd, "TFORMER_MKL=%s %s --version", lib, test_tformer_bin());
+    CHECK(test_popen(cmd, out, sizeof out) == 0);
+    CHECKF(__builtin_cpu_is("intel") ? strstr(out, "matrix products: Intel MKL (") != NULL : strstr(out, "Intel MKL") == NULL,
+           "%s", out);
+}
+
 TEST(cli_misspelt_flag_gets_did_you_mean) {
     char err[4096];
     static const char *const cases[][2] = { /* arguments, what stderr must say */

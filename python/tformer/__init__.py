@@ -13,11 +13,29 @@ import json
 import math
 import os
 import queue
+import sys
 import tempfile
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
+
+
+def _name_mkl() -> None:
+    """PyPI's mkl puts libmkl_rt in this environment's lib/, where the library's loader does not
+    look: name it (TFORMER_MKL), so that matrix products use it on Intel CPUs as PyTorch's do
+    (docs/performance.md). The library tries it only on Intel CPUs; TFORMER_MKL=0 or
+    TFORMER_BLAS set by the user win."""
+    if "TFORMER_MKL" in os.environ or "TFORMER_BLAS" in os.environ:
+        return
+    for name in ("libmkl_rt.so.3", "libmkl_rt.so.2"):
+        path = os.path.join(sys.prefix, "lib", name)
+        if os.path.exists(path):
+            os.environ["TFORMER_MKL"] = path
+            return
+
+
+_name_mkl()
 
 from . import _safetensors
 from ._tformer import CapabilityError, Error, Handle, InputError, ModelNotFoundError, kernels, set_threads

@@ -69,22 +69,53 @@ static void describe(void *h, const char *lib, int chose) {
     }
 }
 
+/* Whether the CPU is Intel's (CPUID leaf 0's vendor string). */
+static int cpu_is_intel(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel");
+#else
+    return 0;
+#endif
+}
+
+/* Intel's MKL where the CPU is Intel's and one can be found: TFORMER_MKL (a
+ * file; the Python package names its environment's PyPI mkl), then the
+ * sonames the loader finds (Debian's libmkl-rt, oneAPI's in
+ * LD_LIBRARY_PATH). It is what PyTorch's products use there, and on this
+ * project's Xeon (2026-12-03) MiniLM's f32 embeddings ran 14% faster on it
+ * than on OpenBLAS at 1 and 2 threads (docs/performance.md). On AMD it runs
+ * its AVX2 kernels, half OpenBLAS's speed: not tried. TFORMER_MKL=0: never. */
+static void *mkl_open(const char **lib) {
+    const char *env = getenv("TFORMER_MKL");
+    if ((env && !strcmp(env, "0")) || !cpu_is_intel()) return NULL;
+    const char *names[] = {env && *env ? env : NULL, "libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *h = names[i] ? dlopen(names[i], RTLD_NOW | RTLD_LOCAL) : NULL;
+        if (h && dlsym(h, "cblas_sgemm")) return *lib = names[i], h;
+        if (h) dlclose(h);
+    }
+    return NULL;
+}
+
 /* Debian's OpenBLAS, or the CBLAS library TFORMER_BLAS names (a file or a
- * soname: Intel's MKL, BLIS, a newer OpenBLAS); TFORMER_BLAS=0: none. One
- * that cannot be loaded leaves the portable kernel, and tf_blas_info says why. */
+ * soname: Intel's MKL, BLIS, a newer OpenBLAS); on Intel CPUs MKL first when
+ * one is found (mkl_open); TFORMER_BLAS=0: none. One that cannot be loaded
+ * leaves the portable kernel, and tf_blas_info says why. */
 static void blas_load(void) {
     const char *want = getenv("TFORMER_BLAS");
     if (want && !strcmp(want, "0")) return;
     const char *lib = want && *want ? want : "libopenblas.so.0";
-    int chose = !getenv("OPENBLAS_CORETYPE") && cpu_has_avx512();
+    void *h = want && *want ? NULL : mkl_open(&lib);
+    int chose = !h && !getenv("OPENBLAS_CORETYPE") && cpu_has_avx512();
     /* OpenBLAS runs on one thread inside our tiles (below): with this set
      * when it loads, it starts no thread pool of its own, whose idle
      * threads otherwise spin in sched_yield beside ours (6% of a decoding
      * run's samples on one thread; a core taken from two) */
-    int one = !getenv("OPENBLAS_NUM_THREADS");
+    int one = !h && !getenv("OPENBLAS_NUM_THREADS");
     if (chose) setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 0);
     if (one) setenv("OPENBLAS_NUM_THREADS", "1", 0);
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     const char *why = h ? "it has no cblas_sgemm" : dlerror();
     if (chose) unsetenv("OPENBLAS_CORETYPE");
     if (one) unsetenv("OPENBLAS_NUM_THREADS");
