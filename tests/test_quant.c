@@ -138,26 +138,22 @@ static int gemm_differs(tf_q8_gemm_fn f, const char *what) {
     return 0;
 }
 
+/* A product against the reference, or why it was not run (f NULL). */
+static void kernel_equals_reference(tf_q8_gemm_fn f, const char *what, const char *absent) {
+    if (!f) printf("  (%s: its kernel not run)\n", absent);
+    else CHECK(!gemm_differs(f, what));
+}
+
 /* The VNNI product of the block scheme (kern_q8_avx512.c) against the
  * reference (in use on AVX-512 VNNI CPUs with avx512 float kernels). */
 TEST(quant_vnni_kernel_equals_reference) {
-    tf_q8_gemm_fn f = tf_q8_vnni_gemm();
-    if (!f) {
-        printf("  (no AVX-512 VNNI on this CPU: its kernel not run)\n");
-        return;
-    }
-    CHECK(!gemm_differs(f, "VNNI"));
+    kernel_equals_reference(tf_q8_vnni_gemm(), "VNNI", "no AVX-512 VNNI on this CPU");
 }
 
 /* The AMX-INT8 product (kern_q8_amx.c) against the reference: in use, through
  * the AVX-512 set, on CPUs with AMX-INT8 and avx512 float kernels. */
 TEST(quant_amx_kernel_equals_reference) {
-    tf_q8_gemm_fn f = tf_q8_amx_gemm();
-    if (!f) {
-        printf("  (no AMX-INT8 on this CPU, or TFORMER_AMX=0: its kernel not run)\n");
-        return;
-    }
-    CHECK(!gemm_differs(f, "AMX"));
+    kernel_equals_reference(tf_q8_amx_gemm(), "AMX", "no AMX-INT8 on this CPU, or TFORMER_AMX=0");
 }
 
 /* The AVX2 kernel (vpmaddwd) against the reference, and which set is in use

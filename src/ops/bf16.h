@@ -73,6 +73,13 @@ const tf_bf16_kernels *tf_bf16_amx(void);
 /* Whether this process may use AMX tiles (the OS saves them and Linux granted
  * them; asked once): kern_bf16_amx.c, for the bf16 and the int8 tiles. */
 int tf_amx_permitted(void);
+/* LDTILECFG's 64 bytes (the bf16 and the int8 tiles each keep theirs as a
+ * constant in memory: kern_bf16_amx.c says why). */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tf_amx_tile_config;
 const tf_bf16_kernels *tf_bf16_best(void);
 
 /* C (M,N) += bf16(op(A)) bf16(op(B)) with the kernels k (tf_gemm_acc's

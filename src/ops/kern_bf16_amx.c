@@ -25,18 +25,11 @@
 #define KA __attribute__((target("amx-tile,amx-bf16")))
 enum { MR = 32, PAIRS = 16 }; /* a call's rows; a tile's pairs (64 bytes a row) */
 
-/* LDTILECFG's 64 bytes: palette 1, every tile 16 rows of 64 bytes. */
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
 /* Palette 1, tiles 0-7 of 16 rows x 64 bytes. A constant in memory, not one
  * built on the stack: GCC 12's _tile_loadconfig tells the compiler that it reads
  * 8 bytes of its operand, so the stores of the other 56 were dropped as dead
  * (LDTILECFG then read stack garbage and faulted). */
-static const tile_config CONFIG = {
+static const tf_amx_tile_config CONFIG = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},

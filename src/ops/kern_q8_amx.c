@@ -22,22 +22,17 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-#include "bf16.h" /* tf_amx_permitted */
+#include "../core/core_internal.h" /* tf_buf_take */
+#include "bf16.h"                  /* tf_amx_permitted */
 
 #define KT __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vnni")))
 
 enum { ROWS = 16, TILE_B = 8 * 64 }; /* input rows a tile; bytes of a block's B tile */
 
-/* LDTILECFG's 64 bytes. Tiles 0, 1: C (16 x 16 int32); 2, 3: A (16 rows of a
- * block's 32 bytes); 4, 5: B (8 rows of 16 x 4 bytes). A constant in memory:
- * kern_bf16_amx.c says why. */
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-static const tile_config CONFIG = {
+/* Tiles 0, 1: C (16 x 16 int32); 2, 3: A (16 rows of a block's 32 bytes);
+ * 4, 5: B (8 rows of 16 x 4 bytes). A constant in memory: kern_bf16_amx.c
+ * says why. */
+static const tf_amx_tile_config CONFIG = {
     .palette = 1,
     .colsb = {64, 64, 32, 32, 64, 64},
     .rows = {16, 16, 16, 16, 8, 8},
@@ -141,23 +136,6 @@ static void pad_rows(uint8_t *xp, float *sp, const uint8_t *xq, const float *sx,
     memcpy(sp, sx, (size_t)(mr * nb) * sizeof *sp);
 }
 
-/* This thread's packing buffer, kept between calls: a fresh one of more than
- * malloc's mmap threshold each call cost a page fault and a zeroed page per
- * 4 KiB (a fifth of MiniLM's time on one thread). Grown, never shrunk; NULL
- * when it cannot grow. */
-static int8_t *scratch(size_t bytes) {
-    static _Thread_local struct {
-        int8_t *p;
-        size_t n;
-    } buf;
-    if (bytes > buf.n) {
-        free(buf.p);
-        buf.n = (bytes + 4095) / 4096 * 4096;
-        if (!(buf.p = aligned_alloc(64, buf.n))) buf.n = 0;
-    }
-    return buf.p;
-}
-
 KT static void gemm_amx(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const int8_t *q,
                         const float *sw, int64_t N, int64_t Kp) {
     int64_t nb = Kp / TF_QUANT_BLOCK, groups = (N + ROWS - 1) / ROWS, M16 = M / ROWS * ROWS;
@@ -168,7 +146,10 @@ KT static void gemm_amx(float *y, int64_t ldy, const uint8_t *xq, const float *s
     size_t sums = (size_t)(CHUNK * ROWS * ROWS) * sizeof(int32_t); /* a chunk's block sums */
     /* under 4 rows (a decoding step's 1) the packing costs more than the tiles
      * save: 38.6M weights, 1 row, 9.9 ms against VNNI's 3.0; 4 rows 8.6 against 12.2 */
-    int8_t *bp = M >= 4 ? scratch(packed + padded + sums) : NULL;
+    /* the buffer pool's (tf_buf_take): a fresh buffer over malloc's mmap threshold
+     * each call cost a page fault and a zeroed page per 4 KiB */
+    size_t room = 0;
+    int8_t *bp = M >= 4 ? tf_buf_take(packed + padded + sums, &room) : NULL;
     if (!bp) {
         vnni(y, ldy, xq, sx, M, q, sw, N, Kp);
         return;
@@ -190,6 +171,7 @@ KT static void gemm_amx(float *y, int64_t ldy, const uint8_t *xq, const float *s
             tile16(y + m * ldy + g * ROWS, ldy, xq + m * Kp, sx + m * nb, bg, cg, sg, Kp, d, ROWS, nr);
         if (mt) tile16(y + M16 * ldy + g * ROWS, ldy, xp, sp, bg, cg, sg, Kp, d, mt, nr);
     }
+    tf_buf_give(bp, room);
 }
 
 static tf_q8_gemm_fn amx;
