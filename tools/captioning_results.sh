@@ -9,15 +9,15 @@
 # right, one it gets wrong, if any) into IMG, and captions of real photos (PHOTOS, any size:
 # scaled to 96x96) into OUT/photos.tsv with their figures in OUT/photos_png/.
 #   sh tools/captioning_results.sh TFORMER OUT_DIR
-# Settings: ROWS (the runs to train: "base att att_ref0 transformer"; the table has every run OUT
-# holds, so calls with one row each can train side by side), STEPS (1500), BATCH (32), ITEMS (4),
+# Settings: ROWS (the runs to train: "base att att_ref0 transformer vit"; the table has every run OUT
+# holds, so calls with one row each can train side by side), STEPS (8000), BATCH (32), ITEMS (4),
 # VALID (200), TRAIN (20000), THREADS (1), IMG
 # (OUT/img; docs/img to refresh the documentation's figures), FASHION_DIR (Debian's
 # dataset-fashion-mnist), PHOTOS (PNG files; none by default). STEPS=20 VALID=20 is a smoke run.
 set -eu
 tf=$1 out=$2
-steps=${STEPS:-1500} batch=${BATCH:-32} items=${ITEMS:-4} valid=${VALID:-200} train=${TRAIN:-20000}
-threads=${THREADS:-1} rows=${ROWS:-base att att_ref0 transformer} img=${IMG:-$out/img} fashion=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
+steps=${STEPS:-8000} batch=${BATCH:-32} items=${ITEMS:-4} valid=${VALID:-200} train=${TRAIN:-20000}
+threads=${THREADS:-1} rows=${ROWS:-base att att_ref0 transformer vit} img=${IMG:-$out/img} fashion=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 mkdir -p "$out" "$img"
 every=$((steps < 500 ? steps : 500))
 common="--grammar fashion --image-size 96 --vocab 31 --n-conv 5 --context 32 --scene-items $items \
@@ -28,7 +28,8 @@ common="--grammar fashion --image-size 96 --vocab 31 --n-conv 5 --context 32 --s
 runs="base|baseline: pooled vector, no attention (\`--attention false\`)|--lr 3e-3 --attention false
 att|CNN + GRU with attention (\`--alpha-c 0\`)|--lr 3e-3 --alpha-c 0
 att_ref0|CNN + GRU with attention, trained on the first reference only (\`--scene-refs 1\`)|--lr 3e-3 --alpha-c 0 --scene-refs 1
-transformer|Transformer captioner (\`--decoder transformer --lr 1e-3\`, 2 blocks of 64, 4 heads)|--decoder transformer --lr 1e-3"
+transformer|Transformer captioner (\`--decoder transformer --lr 1e-3\`, 2 blocks of 64, 4 heads)|--decoder transformer --lr 1e-3
+vit|ViT captioner (\`--encoder vit --patch-size 16 --cnn-dim 64\`: a VisionEncoderDecoderModel, 6x6 patches)|--encoder vit --decoder transformer --patch-size 16 --cnn-dim 64 --lr 1e-3"
 
 # The last line's field named $2 of losses.csv $1 (empty when absent).
 field() {
