@@ -168,6 +168,7 @@ static arena_block *kept_take(size_t bytes) {
     return got;
 }
 
+/* A quarter of memory (1 GiB when the system does not say): read under the lock. */
 static size_t kept_cap(void) {
     static size_t cap;
     if (!cap) {
@@ -179,8 +180,8 @@ static size_t kept_cap(void) {
 
 /* b kept, or unmapped when the store is full. */
 static void kept_give(arena_block *b) {
-    size_t cap = kept_cap();
     pthread_mutex_lock(&g_kept.lock);
+    size_t cap = kept_cap();
     int keep = g_kept.n < KEEP_N && b->size <= cap - g_kept.bytes && g_kept.bytes <= cap;
     if (keep) g_kept.b[g_kept.n++] = b, g_kept.bytes += b->size;
     pthread_mutex_unlock(&g_kept.lock);
