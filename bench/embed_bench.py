@@ -91,17 +91,24 @@ def peer_ort(model, lines, threads, onnx_path):
     order = sorted(range(len(lines)), key=lambda i: -lengths[i])
 
     def run():
-        out = np.zeros((len(lines), 384), np.float32)
-        for s in range(0, len(order), 32):
-            idx = order[s:s + 32]
-            enc = tok([lines[i] for i in idx], padding=True, truncation=True, max_length=256, return_tensors="np")
-            h = sess.run(None, {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")})[0]
-            m = enc["attention_mask"][..., None].astype(np.float32)
-            e = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-            out[idx] = e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
-        return out
+        return ort_embeddings(sess, tok, lines, order)
     run()
     return median_time(run, REPS)
+
+
+def ort_embeddings(sess, tok, lines, order):
+    """The sentence embeddings (len(lines), 384) of an ONNX Runtime session: batches of 32 in
+    `order`, mean pooling over the real tokens and L2 normalisation (sentence-transformers')."""
+    import numpy as np
+    out = np.zeros((len(lines), 384), np.float32)
+    for s in range(0, len(order), 32):
+        idx = order[s:s + 32]
+        enc = tok([lines[i] for i in idx], padding=True, truncation=True, max_length=256, return_tensors="np")
+        h = sess.run(None, {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")})[0]
+        m = enc["attention_mask"][..., None].astype(np.float32)
+        e = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        out[idx] = e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
+    return out
 
 
 def peer_main(argv):

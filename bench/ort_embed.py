@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import embed_bench  # noqa: E402  (its export and quantisation, the same as the benchmark's)
+import embed_bench  # noqa: E402  (its export, quantisation and pooling: the benchmark's)
 
 
 def main(argv):
@@ -30,14 +30,7 @@ def main(argv):
         if "--int8" in argv:
             path = embed_bench.quantize_onnx(path)
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        tok = AutoTokenizer.from_pretrained(model)
-        emb = np.zeros((len(lines), 384), np.float32)
-        for s in range(0, len(lines), 32):
-            enc = tok(lines[s:s + 32], padding=True, truncation=True, max_length=256, return_tensors="np")
-            h = sess.run(None, {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")})[0]
-            m = enc["attention_mask"][..., None].astype(np.float32)
-            e = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-            emb[s:s + 32] = e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
+        emb = embed_bench.ort_embeddings(sess, AutoTokenizer.from_pretrained(model), lines, list(range(len(lines))))
     np.save(out, emb)
 
 

@@ -189,8 +189,8 @@ static void kept_give(arena_block *b) {
 }
 
 void tf_arena_trim(void) {
-    arena_block *b;
-    while ((b = kept_take(SIZE_MAX)) != NULL) block_unmap(b); /* none is that large: the store emptied */
+    arena_block *b = kept_take(SIZE_MAX); /* no block is that large: kept_take empties the store */
+    if (b) block_unmap(b);
 }
 
 static arena_block *block_new(size_t bytes) {

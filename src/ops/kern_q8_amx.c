@@ -38,14 +38,6 @@ static const tf_amx_tile_config CONFIG = {
     .rows = {16, 16, 16, 16, 8, 8},
 };
 
-/* acc + (sx sw) d, lane by lane: tf_q8_block's operations in its order. */
-KT static inline __m512 step16(__m512 acc, __m512i d, __m512 sx, __m512 sw) {
-    __m512 s = _mm512_mul_ps(sx, sw);
-    __m512 f = _mm512_cvtepi32_ps(d);
-    __m512 v = _mm512_mul_ps(s, f);
-    return _mm512_add_ps(acc, v);
-}
-
 /* The call's weight rows q (N,Kp) in groups of 16 (rows past N: zero bytes,
  * scale 0): group g's block b is B tile bp[(g nb + b) TILE_B], its row r the
  * 4 bytes q[16g + n, 32b + 4r ..] of n = 0..15; corr[(g nb + b) 16 + n] =
@@ -111,7 +103,7 @@ KT static void tile16(float *y, int64_t ldy, const uint8_t *xq, const float *sx,
             for (int64_t b = c; b < ce; b++) {
                 __m512 sw = _mm512_load_ps(swp + b * ROWS);
                 for (int i = 0; i < 4; i++)
-                    a[i] = step16(a[i], _mm512_load_si512((const void *)(d + ((b - c) * ROWS + i0 + i) * ROWS)),
+                    a[i] = tf_q8_block16(a[i], _mm512_load_si512((const void *)(d + ((b - c) * ROWS + i0 + i) * ROWS)),
                                   _mm512_set1_ps(sx[(i0 + i) * nb + b]), sw);
             }
             for (int i = 0; i < 4; i++) _mm512_store_ps(acc + (i0 + i) * ROWS, a[i]);

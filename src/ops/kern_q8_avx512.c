@@ -30,14 +30,6 @@ KQ __m512i sum16(const __m512i *c, int h) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(sum8(p)), sum8(p + 8), 1);
 }
 
-/* acc + (sx sw) d, lane by lane: tf_q8_block's operations in its order. */
-KQ __m512 step16(__m512 acc, __m512i d, __m512 sx, __m512 sw) {
-    __m512 s = _mm512_mul_ps(sx, sw);
-    __m512 f = _mm512_cvtepi32_ps(d);
-    __m512 v = _mm512_mul_ps(s, f);
-    return _mm512_add_ps(acc, v);
-}
-
 /* y (4, nr) += 4 input rows x 4 weight rows (nr <= 4; a partial tile repeats
  * its last row), lane i*4 + j the output (i, j). Per 64 bytes (two blocks):
  * vpdpbusd of the unsigned bytes u with the weight's, from a start of
@@ -65,7 +57,7 @@ KQ void vnni_tile(float *y, int64_t ldy, const uint8_t *xq, const float *sx, con
             __m512 vx = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_setr_ps(
                                                       sx[b + h], sx[nb + b + h], sx[2 * nb + b + h], sx[3 * nb + b + h])));
             __m512 vw = _mm512_broadcast_f32x4(_mm_setr_ps(s[0][b + h], s[1][b + h], s[2][b + h], s[3][b + h]));
-            acc = step16(acc, sum16(c, h), vx, vw);
+            acc = tf_q8_block16(acc, sum16(c, h), vx, vw);
         }
     }
     float r[16];

@@ -44,6 +44,18 @@ static inline float tf_q8_block(float acc, int32_t d, float sx, float sw) {
     return r;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* tf_q8_block on 16 lanes, its operations in its order: the AVX-512 kernels'
+ * (VNNI and AMX) float step. */
+static inline __attribute__((target("avx512f"))) __m512 tf_q8_block16(__m512 acc, __m512i d, __m512 sx, __m512 sw) {
+    __m512 s = _mm512_mul_ps(sx, sw);
+    __m512 f = _mm512_cvtepi32_ps(d);
+    __m512 v = _mm512_mul_ps(s, f);
+    return _mm512_add_ps(acc, v);
+}
+#endif
+
 /* The kernels: the product, and the quantisation of rows and of column
  * blocks ((in,out) weights), each bit for bit the reference's (IEEE division,
  * rounding to nearest even). */
