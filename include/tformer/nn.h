@@ -281,9 +281,7 @@ typedef enum {
     TF_ATTN_FULL,   /* every key (encoders; masks may still hide some) */
     TF_ATTN_CAUSAL, /* keys up to the query's own position (decoders) */
     TF_ATTN_NYSTROM, /* every key through Nyström landmarks (tf_mha_config's nystrom; block's landmarks, conv_kernel) */
-    TF_ATTN_SPARSE, /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
-    TF_ATTN_FACTORISED_DOT /* ViViT's Model 4 on x (B,F*S,d_model), F = tf_block_args' frames: half the heads
-                            * within each frame, half within each place across the frames (n_head even) */
+    TF_ATTN_SPARSE  /* the keys the block's `sparse` pattern lets each query see (block-sparse flash kernel) */
 } tf_attn_kind;
 
 /* The self-attention's kind and the options of its kinds (the options live
@@ -314,8 +312,8 @@ typedef struct {
     int norm_first;     /* 0: post-LN X <- LN(X + f(X)) (the original paper); 1: pre-LN */
     int bias;           /* projections and LayerNorms have biases */
     tf_self_attn_config self_attn;
-    int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder; ViViT's factorised
-                         * blocks: the attention across frames) */
+    int cross;          /* a cross-attention sub-layer over `memory` (encoder-decoder; ViViT's Model 3
+                         * registers its attention across frames under these roles) */
     float activation_dropout; /* after the feed-forward activation (PyTorch's layers: = dropout) */
     int w_in_out;       /* weights stored (in,out): Hugging Face's Conv1D (GPT-2, ImageGPT) */
     tf_norm_kind norm;  /* TF_NORM_RMS: the norms without bias (no NORM_*_B roles) whatever `bias` says */
@@ -405,8 +403,6 @@ typedef struct {
     tf_tensor **self_probs;            /* the same for the self-attention: (B,H,T,T) */
     float drop_path;                   /* stochastic depth while training: each sub-layer's output (after
                                         * its dropout, before the residual add) through tf_drop_path */
-    int frames;                        /* TF_ATTN_FACTORISED_DOT (and ViViT's factorised blocks): the
-                                        * frames F of x (B,F*S,d_model) */
     tf_kv_cache *const *row_caches;    /* instead of cache: x (R,1,d_model) is R rows of one new position
                                         * each, row r appending to and attending over row_caches[r] (each
                                         * one row at its own length; the caller advances them) */
@@ -426,15 +422,22 @@ TF_API tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_bloc
 typedef enum {
     TF_SUBLAYER_SELF,  /* the self-attention (norm_attn): the kind of cfg->self_attn */
     TF_SUBLAYER_CROSS, /* the cross-attention over args' memory (norm_cross) */
-    TF_SUBLAYER_FF,    /* the feed-forward network (norm_ff) */
-    TF_SUBLAYER_TIME   /* the cross roles as a self-attention over x itself (norm_cross): ViViT's attention
-                        * across frames */
+    TF_SUBLAYER_FF     /* the feed-forward network (norm_ff) */
 } tf_sublayer;
 /* One residual sub-layer: pre-LN x + f(LN(x)) or post-LN LN(x + f(x)), f's
  * output through dropout p, then args' drop path. tf_block_forward is SELF,
  * CROSS (with a cross-attention), FF, each with cfg->dropout. */
 TF_API tf_tensor *tf_block_sublayer(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_sublayer which,
                                     tf_tensor *x, const tf_block_args *args, float p);
+/* The residual around a family's own f (ViViT's factorised attentions):
+ * f's input is tf_block_residual_input (LN(x) pre-LN, x post-LN), and
+ * tf_block_residual gives x + drop_path(f) pre-LN, LN(x + drop_path(f))
+ * post-LN, norm being the sub-layer's LayerNorm. tf_block_sublayer is the two
+ * around the block's own sub-layers. */
+TF_API tf_tensor *tf_block_residual_input(tf_ctx *ctx, const tf_block_config *cfg, const tf_layer_norm *norm,
+                                          tf_tensor *x);
+TF_API tf_tensor *tf_block_residual(tf_ctx *ctx, const tf_block_config *cfg, const tf_layer_norm *norm, tf_tensor *x,
+                                    tf_tensor *f, float drop_path);
 
 /* ---------------------------------------------------------------- attention kinds of a family */
 

@@ -311,8 +311,8 @@ static tf_tensor *ssmax_log_n(tf_ctx *ctx, const tf_attn_mask *am, int64_t B, in
 /* softmax(q k^T / sqrt(D) + bias) v, (B,H,Tq,D): fused, or spelled out when
  * the weights or the probabilities are wanted or dropout applies to them.
  * probs gets the probabilities before dropout (Hugging Face's attentions). */
-static tf_tensor *attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask, int causal,
-                         tf_tensor **weights, tf_tensor **probs) {
+tf_tensor *tf_mha_attend_heads(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask,
+                               int causal, tf_tensor **weights, tf_tensor **probs) {
     int64_t B = qkv[0]->shape[0], Tq = qkv[0]->shape[2], Tk = qkv[1]->shape[2];
     float scale = 1.0f / sqrtf((float)(m->cfg.d_model / m->cfg.n_head));
     int unfused = weights || probs || (ctx->training && m->cfg.dropout > 0.0f), failed;
@@ -410,7 +410,8 @@ static tf_tensor *attend_shared(tf_ctx *ctx, const tf_mha *m, tf_tensor *const q
             tf_i32(in)[g] = (int32_t)(r * Tq + t), tf_i32(out)[r * Tq + t] = (int32_t)g;
         }
     tf_tensor *q = heads_of(ctx, tf_embedding(ctx, rows_of(ctx, qkv[0]), in), G, H);  // q: (G,H,most*Tq,D)
-    tf_tensor *p = NULL, *o = attend(ctx, m, (tf_tensor *[3]){q, qkv[1], qkv[2]}, mask, 0, NULL, probs ? &p : NULL);
+    tf_tensor *p = NULL,
+              *o = tf_mha_attend_heads(ctx, m, (tf_tensor *[3]){q, qkv[1], qkv[2]}, mask, 0, NULL, probs ? &p : NULL);
     if (probs && !(*probs = heads_of(ctx, tf_embedding(ctx, rows_of(ctx, p), out), R, H)))  // (R,H,Tq,S)
         return NULL;
     return heads_of(ctx, tf_embedding(ctx, rows_of(ctx, o), out), R, H);                 // (R,H,Tq,D)
@@ -478,7 +479,8 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
     tf_tensor *o = map && held     ? attend_shared(ctx, m, qkv, map, mask, probs)  // o: (B,H,Tq,D)
                    : m->cfg.nystrom ? tf_nystrom_attend(ctx, m, qkv, mask)
                    : m->cfg.sparse ? attend_sparse(ctx, m, qkv, mask, causal)
-                                   : attend(ctx, m, qkv, mask, causal || (mask && mask->causal), weights, probs);
+                                   : tf_mha_attend_heads(ctx, m, qkv, mask, causal || (mask && mask->causal), weights,
+                                                         probs);
     o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, Tq, E});          // (B,Tq,E)
     return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }
@@ -502,43 +504,13 @@ tf_tensor *tf_mha_attend_rows(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, tf_kv_
         if (rotate(ctx, m, x, x, caches[r], q) ||
             tf_kv_cache_append(ctx, caches[r], layer, q[1], q[2], &q[1], &q[2]))
             return NULL;
-        tf_tensor *a = m->cfg.sparse ? attend_sparse(ctx, m, q, NULL, causal) : attend(ctx, m, q, NULL, causal, NULL, NULL);
+        tf_tensor *a = m->cfg.sparse ? attend_sparse(ctx, m, q, NULL, causal)
+                                     : tf_mha_attend_heads(ctx, m, q, NULL, causal, NULL, NULL);
         if (!(o[r] = tf_reshape(ctx, tf_transpose(ctx, a, 1, 2), 3, (int64_t[]){1, 1, E})))  // (1,1,E)
             return NULL;
     }
     tf_tensor *all = R == 1 ? o[0] : tf_concat(ctx, (int)R, o, 0);  // (R,1,E)
     return tf_dense(ctx, all, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
-}
-
-/* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,E),
- * frame-major: one projection to q, k, v; heads [0,H/2) attend within each
- * frame (the S tokens of a time index), heads [H/2,H) within each place
- * across the F frames; the heads side by side, then the output projection. */
-tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, int64_t frames) {
-    if (!x || check_inputs(m, x, x, x)) return NULL;
-    int64_t B = x->shape[0], N = x->shape[1], E = m->cfg.d_model, H = m->cfg.n_head, Hs = H / 2, Ht = H - Hs;
-    int64_t F = frames, S = F > 0 ? N / F : 0, D = E / H;
-    if (H < 2 || H % 2 || F <= 0 || N % F)
-        return tf_set_error("attention: factorised dot-product attention needs an even n_head (%lld) and %lld "
-                            "tokens in %lld frames of equal size", (long long)H, (long long)N, (long long)F), NULL;
-    if (m->cfg.nystrom || m->cfg.sparse || m->cfg.rope != TF_ROPE_NONE)
-        return tf_set_error("attention: factorised dot-product attention is full attention without rotary positions"),
-               NULL;
-    tf_tensor *qkv[3], *sp[3], *tm[3];
-    tf_mha_project(ctx, m, x, x, x, qkv);  // (B,H,N,D) each
-    for (int i = 0; i < 3; i++) {
-        sp[i] = tf_reshape(ctx, tf_narrow(ctx, qkv[i], 1, 0, Hs), 4, (int64_t[]){B, Hs * F, S, D});  // (B,Hs*F,S,D)
-        tf_tensor *t = tf_reshape(ctx, tf_narrow(ctx, qkv[i], 1, Hs, Ht), 5, (int64_t[]){B, Ht, F, S, D});
-        tm[i] = tf_reshape(ctx, tf_transpose(ctx, t, 2, 3), 4, (int64_t[]){B, Ht * S, F, D});        // (B,Ht*S,F,D)
-        if (!sp[i] || !tm[i]) return NULL;
-    }
-    tf_tensor *ys = tf_reshape(ctx, attend(ctx, m, sp, NULL, 0, NULL, NULL), 4, (int64_t[]){B, Hs, N, D});
-    tf_tensor *yt = tf_reshape(ctx, attend(ctx, m, tm, NULL, 0, NULL, NULL), 5, (int64_t[]){B, Ht, S, F, D});
-    yt = tf_reshape(ctx, tf_transpose(ctx, yt, 2, 3), 4, (int64_t[]){B, Ht, N, D});        // frame-major again
-    if (!ys || !yt) return NULL;
-    tf_tensor *o = tf_concat(ctx, 2, (tf_tensor *[]){ys, yt}, 1);                         // (B,H,N,D)
-    o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, N, E});             // (B,N,E)
-    return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
 }
 
 tf_tensor *tf_mha_forward(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tensor *key,

@@ -36,11 +36,6 @@ int tf_block_config_check(const tf_block_config *c) {
     if (c->self_attn.landmarks < 0 || c->self_attn.conv_kernel < 0 || (c->self_attn.conv_kernel > 0 && c->self_attn.conv_kernel % 2 == 0))
         return tf_set_error("block: landmarks %d must be >= 0 and conv_kernel %d 0 or odd", c->self_attn.landmarks,
                             c->self_attn.conv_kernel);
-    if (c->self_attn.kind == TF_ATTN_FACTORISED_DOT && (c->n_head % 2 || c->cross))
-        return tf_set_error("block: factorised dot-product attention needs an even n_head (%d) and no "
-                            "cross-attention", c->n_head);
-    if (c->self_attn.rope != TF_ROPE_NONE && c->self_attn.kind == TF_ATTN_FACTORISED_DOT)
-        return tf_set_error("block: rotary positions are not an option of ViViT's factorised attention");
     if (c->self_attn.lsa && c->self_attn.kind != TF_ATTN_FULL)
         return tf_set_error("block: locality self-attention (lsa) needs full self-attention");
     if (!(c->self_attn.ssmax >= 0.0f && c->self_attn.ssmax < INFINITY))
@@ -173,8 +168,6 @@ int tf_block_register(tf_params *ps, const char *prefix, tf_block *b, const tf_b
 /* Sub-layer `which` of h (B,T,d_model), dropout p on its output. */
 static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_sublayer which, tf_tensor *h,
                          const tf_block_args *a, float p) {
-    if (which == TF_SUBLAYER_SELF && c->self_attn.kind == TF_ATTN_FACTORISED_DOT)
-        return tf_dropout(ctx, tf_mha_attend_factorised(ctx, &b->self_attn, h, a->frames), p);
     if (which == TF_SUBLAYER_SELF && a->row_caches)
         return tf_dropout(ctx, tf_mha_attend_rows(ctx, &b->self_attn, h, a->row_caches, a->layer,
                                                   c->self_attn.kind == TF_ATTN_CAUSAL), p);
@@ -182,8 +175,6 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->self_attn, h, h, h, a->self_mask,
                                              c->self_attn.kind == TF_ATTN_CAUSAL, a->cache, a->layer, NULL,
                                              a->self_probs), p);
-    if (which == TF_SUBLAYER_TIME)
-        return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, h, h, NULL, 0, NULL, 0, NULL, NULL), p);
     if (which == TF_SUBLAYER_CROSS) { /* with a cross cache: memory projected once, read after */
         tf_tensor *mem = a->cross_cache && tf_kv_cache_len(a->cross_cache) > 0 ? NULL : a->memory;
         return tf_dropout(ctx, tf_mha_attend(ctx, &b->cross_attn, h, mem, mem, a->cross_mask, 0, a->cross_cache,
@@ -194,18 +185,25 @@ static tf_tensor *branch(tf_ctx *ctx, const tf_block *b, const tf_block_config *
     return tf_dropout(ctx, tf_dense(ctx, u, b->ff_out.weight, c->w_in_out, b->ff_out.bias, TF_ACT_NONE), p);
 }
 
-/* pre-LN x + f(LN(x)), or post-LN LN(x + f(x)); f's output through drop path (timm's Block) */
+tf_tensor *tf_block_residual_input(tf_ctx *ctx, const tf_block_config *c, const tf_layer_norm *norm, tf_tensor *x) {
+    return c->norm_first ? tf_layer_norm_forward(ctx, norm, x) : x;
+}
+
+/* pre-LN x + f, or post-LN LN(x + f); f through drop path (timm's Block) */
+tf_tensor *tf_block_residual(tf_ctx *ctx, const tf_block_config *c, const tf_layer_norm *norm, tf_tensor *x,
+                             tf_tensor *f, float drop_path) {
+    tf_tensor *y = tf_add(ctx, x, tf_drop_path(ctx, f, drop_path));
+    return c->norm_first ? y : tf_layer_norm_forward(ctx, norm, y);
+}
+
 tf_tensor *tf_block_sublayer(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_sublayer which, tf_tensor *x,
                              const tf_block_args *args, float p) {
     tf_block_args none = {0};
     const tf_block_args *a = args ? args : &none;
     const tf_layer_norm *norm = which == TF_SUBLAYER_SELF ? &b->norm_attn : which == TF_SUBLAYER_FF ? &b->norm_ff
                                                                                                  : &b->norm_cross;
-    if (c->norm_first)
-        return tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, tf_layer_norm_forward(ctx, norm, x), a, p),
-                                           a->drop_path));
-    return tf_layer_norm_forward(ctx, norm, tf_add(ctx, x, tf_drop_path(ctx, branch(ctx, b, c, which, x, a, p),
-                                                                       a->drop_path)));
+    tf_tensor *f = branch(ctx, b, c, which, tf_block_residual_input(ctx, c, norm, x), a, p);
+    return tf_block_residual(ctx, c, norm, x, f, a->drop_path);
 }
 
 tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_config *cfg, tf_tensor *x,
@@ -214,8 +212,6 @@ tf_tensor *tf_block_forward(tf_ctx *ctx, const tf_block *b, const tf_block_confi
     const tf_block_args *a = args ? args : &none;
     int cross = b->cross_attn.out_proj.weight != NULL;
     if (cross && !a->memory) return tf_set_error("block: cross-attention needs the encoder's memory"), NULL;
-    if (a->cache && cfg->self_attn.kind == TF_ATTN_FACTORISED_DOT)
-        return tf_set_error("block: factorised dot-product attention takes the whole clip (no cache)"), NULL;
     x = tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_SELF, x, a, cfg->dropout);
     if (cross) x = tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_CROSS, x, a, cfg->dropout);
     return tf_block_sublayer(ctx, b, cfg, TF_SUBLAYER_FF, x, a, cfg->dropout);

@@ -73,6 +73,13 @@ tf_tensor *tf_mha_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *query, tf_tens
  * rows) each row's output is the bits of its step alone. */
 tf_tensor *tf_mha_attend_rows(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, tf_kv_cache *const *caches, int layer,
                               int causal);
+/* The softmax attention of projected heads q (B,H,Tq,D), k, v (B,H,Tk,D) ->
+ * (B,H,Tq,D): tf_mha_attend's after its projections (mask, causal, the
+ * weights' dropout, lsa's temperature, ssmax; averaged weights and per-head
+ * probabilities as there), for a family that groups the heads its own way
+ * (ViViT's factorised dot-product attention). */
+tf_tensor *tf_mha_attend_heads(tf_ctx *ctx, const tf_mha *m, tf_tensor *const qkv[3], const tf_attn_mask *mask,
+                               int causal, tf_tensor **weights, tf_tensor **probs);
 /* Swin's relative position index of a window: out (w^2,w^2), entry (i,j) =
  * (yi-yj+w-1)(2w-1) + (xi-xj+w-1) for positions i = (yi,xi), j = (yj,xj). */
 void tf_window_relative_index(int32_t *out, int window);
@@ -80,11 +87,6 @@ void tf_window_relative_index(int32_t *out, int window);
 tf_tensor *tf_pad_zeros(tf_ctx *ctx, tf_tensor *x, int d, int64_t n);
 /* Self-attention of h (B,height*width,C) within the (shifted) windows of a (src/nn/window.c). */
 tf_tensor *tf_window_attend(tf_ctx *ctx, const tf_mha *m, tf_tensor *h, const tf_window_attn *a, tf_tensor **probs);
-
-/* ViViT's factorised dot-product attention (Model 4) of x (B,F*S,d_model),
- * F frames of S tokens: half the heads within each frame, half within each
- * place across the frames, then the output projection. n_head even. */
-tf_tensor *tf_mha_attend_factorised(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, int64_t frames);
 
 /* Nyström attention of q, k, v (B,H,T,D) (the projections of one input;
  * tf_mha_config's nystrom, landmarks, conv_kernel) -> (B,H,T,D); mask: only

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../nn/nn_internal.h"
 #include "../family_construct.h"
 #include "../vision.h"
 #include "tformer/vivit.h"
@@ -35,7 +36,6 @@ static tf_block_config block_config(const tf_vivit_config *c) {
     b.dropout = c->dropout, b.attn_dropout = c->attn_dropout, b.self_attn.qkv_no_bias = !c->qkv_bias;
     b.self_attn.kind = TF_ATTN_FULL, b.w_in_out = 0;
     b.cross = c->model_kind == 3; /* Model 3: the cross roles attend across the frames (factorised_block) */
-    if (c->model_kind == 4) b.self_attn.kind = TF_ATTN_FACTORISED_DOT;
     return b;
 }
 
@@ -139,19 +139,64 @@ static int check_inputs(const tf_vivit *m, const tf_vivit_inputs *in) {
 /* Model 3's block, factorised self-attention: x (B,F*S,C) frame-major ->
  * (B*F,S,C) spatial groups, the self-attention within each frame; ->
  * (B*S,F,C) temporal groups, the cross roles attending within each place
- * across the frames; back to (B,F*S,C); then the feed-forward. */
-static tf_tensor *factorised_block(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
-                                   const tf_block_args *a) {
-    if (!x) return NULL;
-    int64_t B = x->shape[0], N = x->shape[1], C = x->shape[2], F = a->frames, S = F > 0 ? N / F : 0;
-    if (F <= 0 || N % F) return tf_set_error("vivit: %lld tokens are not %lld frames of equal size", (long long)N, (long long)F), NULL;
-    tf_tensor *xs = tf_block_sublayer(ctx, b, c, TF_SUBLAYER_SELF, tf_reshape(ctx, x, 3, (int64_t[]){B * F, S, C}), a,
-                                      c->dropout);
+ * across the frames (layernorm_temporal before); back to (B,F*S,C); then the
+ * feed-forward. */
+static tf_tensor *factorised_block(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x, int64_t F) {
+    int64_t B = x->shape[0], N = x->shape[1], C = x->shape[2], S = N / F;
+    tf_tensor *xs = tf_reshape(ctx, x, 3, (int64_t[]){B * F, S, C});                       // (B*F,S,C)
+    xs = tf_block_sublayer(ctx, b, c, TF_SUBLAYER_SELF, xs, NULL, c->dropout);
     tf_tensor *xt = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xs, 4, (int64_t[]){B, F, S, C}), 1, 2));
-    xt = tf_block_sublayer(ctx, b, c, TF_SUBLAYER_TIME, tf_reshape(ctx, xt, 3, (int64_t[]){B * S, F, C}), a,
-                           c->dropout);                                                          // (B*S,F,C)
+    xt = tf_reshape(ctx, xt, 3, (int64_t[]){B * S, F, C});                                  // (B*S,F,C)
+    tf_tensor *h = tf_block_residual_input(ctx, c, &b->norm_cross, xt);
+    tf_tensor *f = tf_dropout(ctx, tf_mha_forward(ctx, &b->cross_attn, h, h, h, NULL, NULL), c->dropout);
+    xt = tf_block_residual(ctx, c, &b->norm_cross, xt, f, 0.0f);                             // (B*S,F,C)
     tf_tensor *y = tf_contiguous(ctx, tf_transpose(ctx, tf_reshape(ctx, xt, 4, (int64_t[]){B, S, F, C}), 1, 2));
-    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, tf_reshape(ctx, y, 3, (int64_t[]){B, N, C}), a, c->dropout);
+    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, tf_reshape(ctx, y, 3, (int64_t[]){B, N, C}), NULL, c->dropout);
+}
+
+/* Model 4's factorised dot-product attention of x (B,F*S,C), frame-major:
+ * one projection to q, k, v; heads [0,H/2) attend within each frame (the S
+ * tokens of a time index), heads [H/2,H) within each place across the F
+ * frames; the heads side by side, then the output projection. */
+static tf_tensor *factorised_dot(tf_ctx *ctx, const tf_mha *m, tf_tensor *x, int64_t F) {
+    int64_t B = x->shape[0], N = x->shape[1], E = m->cfg.d_model, H = m->cfg.n_head, Hs = H / 2, Ht = H - Hs;
+    int64_t S = N / F, D = E / H;
+    tf_tensor *qkv[3], *sp[3], *tm[3];
+    tf_mha_project(ctx, m, x, x, x, qkv);  // (B,H,N,D) each
+    for (int i = 0; i < 3; i++) {
+        sp[i] = tf_reshape(ctx, tf_narrow(ctx, qkv[i], 1, 0, Hs), 4, (int64_t[]){B, Hs * F, S, D});  // (B,Hs*F,S,D)
+        tf_tensor *t = tf_reshape(ctx, tf_narrow(ctx, qkv[i], 1, Hs, Ht), 5, (int64_t[]){B, Ht, F, S, D});
+        tm[i] = tf_reshape(ctx, tf_transpose(ctx, t, 2, 3), 4, (int64_t[]){B, Ht * S, F, D});        // (B,Ht*S,F,D)
+        if (!sp[i] || !tm[i]) return NULL;
+    }
+    tf_tensor *ys = tf_reshape(ctx, tf_mha_attend_heads(ctx, m, sp, NULL, 0, NULL, NULL), 4, (int64_t[]){B, Hs, N, D});
+    tf_tensor *yt = tf_reshape(ctx, tf_mha_attend_heads(ctx, m, tm, NULL, 0, NULL, NULL), 5,
+                               (int64_t[]){B, Ht, S, F, D});
+    yt = tf_reshape(ctx, tf_transpose(ctx, yt, 2, 3), 4, (int64_t[]){B, Ht, N, D});        // frame-major again
+    if (!ys || !yt) return NULL;
+    tf_tensor *o = tf_concat(ctx, 2, (tf_tensor *[]){ys, yt}, 1);                         // (B,H,N,D)
+    o = tf_reshape(ctx, tf_transpose(ctx, o, 1, 2), 3, (int64_t[]){B, N, E});             // (B,N,E)
+    return tf_dense(ctx, o, m->out_proj.weight, m->cfg.w_in_out, m->out_proj.bias, TF_ACT_NONE);
+}
+
+/* Model 4's block: its self-attention factorised (VivitLayer's names), then the feed-forward. */
+static tf_tensor *factorised_dot_block(tf_ctx *ctx, const tf_block *b, const tf_block_config *c, tf_tensor *x,
+                                       int64_t F) {
+    tf_tensor *h = tf_block_residual_input(ctx, c, &b->norm_attn, x);
+    tf_tensor *f = tf_dropout(ctx, factorised_dot(ctx, &b->self_attn, h, F), c->dropout);
+    x = tf_block_residual(ctx, c, &b->norm_attn, x, f, 0.0f);
+    return tf_block_sublayer(ctx, b, c, TF_SUBLAYER_FF, x, NULL, c->dropout);
+}
+
+/* One layer of the model kind; x (B,N,C), N = frames * S for Models 3 and 4. */
+static tf_tensor *layer_forward(tf_ctx *ctx, const tf_vivit *m, const tf_block *b, tf_tensor *x, int64_t frames) {
+    if (!x) return NULL;
+    if (m->cfg.model_kind < 3) return tf_block_forward(ctx, b, &m->block, x, NULL);
+    if (frames <= 0 || x->shape[1] % frames)
+        return tf_set_error("vivit: %lld tokens are not %lld frames of equal size", (long long)x->shape[1],
+                            (long long)frames), NULL;
+    return m->cfg.model_kind == 3 ? factorised_block(ctx, b, &m->block, x, frames)
+                                  : factorised_dot_block(ctx, b, &m->block, x, frames);
 }
 
 /* x (B,N,C): the class token before it (if any), positions, the blocks, the final LayerNorm. */
@@ -165,10 +210,7 @@ static tf_tensor *encode(tf_ctx *ctx, const tf_vivit *m, const tf_vivit_encoder 
         x = tf_concat(ctx, 2, (tf_tensor *[]){cls, x}, 1);                  // (B,N+1,C)
     }
     x = tf_dropout(ctx, tf_add(ctx, x, e->position), m->cfg.dropout);
-    tf_block_args args = {.frames = frames};
-    for (int i = 0; i < n_layer; i++)
-        x = m->cfg.model_kind == 3 ? factorised_block(ctx, &e->layer[i], &m->block, x, &args)
-                                   : tf_block_forward(ctx, &e->layer[i], &m->block, x, &args);
+    for (int i = 0; i < n_layer; i++) x = layer_forward(ctx, m, &e->layer[i], x, frames);
     return tf_layer_norm_forward(ctx, &e->norm, x);
 }
 
