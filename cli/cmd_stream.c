@@ -50,58 +50,39 @@ static void parse_line(const cli_verb *v, char *line, long long lineno, float *x
     }
 }
 
-/* What a stream run holds: the model, its state, the window of inputs for --recompute. */
+/* What a stream run holds: the model and its stream, the outputs' width, the time in steps. */
 typedef struct {
     const cli_verb *v;
-    tf_continual e;
-    tf_continual_state *s;
-    tf_ctx *ctx;
-    char **labels;  /* n_labels names, or NULL */
-    int recompute;
-    float *ring;    /* --recompute: (window,d_model) the last inputs, slot t % window */
-    int64_t t;
+    tf_model *m;
+    tf_stream *s;
+    tf_stream_shape shape;
+    float *out;     /* (n_labels or d_model) the step's output */
     double seconds; /* in steps */
 } stream;
 
-/* One step of input x (1,d_model): 1 and *out (1,d_model) once the window is full. */
-static int step(stream *st, tf_tensor *x, tf_tensor **out) {
-    if (!st->recompute) return tf_continual_step(st->ctx, st->s, x, out);
-    int n = st->e.cfg.window, d = st->e.cfg.d_model;
-    memcpy(st->ring + (st->t % n) * d, tf_f32(x), (size_t)d * sizeof(float));
-    *out = NULL;
-    if (++st->t < n) return 0;
-    tf_tensor *w = tf_tensor_new(st->ctx, TF_DTYPE_F32, 3, (int64_t[]){1, n, d}, 0);  // (1,n,d): oldest first
-    for (int j = 0; w && j < n; j++)
-        memcpy(tf_f32(w) + (size_t)j * d, st->ring + ((st->t + j) % n) * d, (size_t)d * sizeof(float));
-    return (*out = tf_continual_forward(st->ctx, &st->e, w, st->t - n)) ? 1 : -1;
-}
-
 /* The step's output line: the vector, or the likeliest label and its probability. */
-static void print_output(const stream *st, const tf_tensor *y, const char *token) {
+static void print_output(const stream *st, const char *token) {
     if (token) fputs(token, stdout), putchar('\t');
-    if (!st->e.head.weight) {
-        for (int i = 0; i < st->e.cfg.d_model; i++) printf(i ? " %.7g" : "%.7g", tf_f32(y)[i]);
+    const float *z = st->out;
+    if (!st->shape.n_labels) {
+        for (int i = 0; i < st->shape.d_model; i++) printf(i ? " %.7g" : "%.7g", z[i]);
     } else {
-        const float *z = tf_f32(y);
-        int L = st->e.cfg.n_labels, best = 0;
+        int L = st->shape.n_labels, best = 0;
         double sum = 0;
         for (int k = 1; k < L; k++) best = z[k] > z[best] ? k : best;
         for (int k = 0; k < L; k++) sum += exp((double)z[k] - z[best]);
-        char buf[32];
-        snprintf(buf, sizeof buf, "LABEL_%d", best);
-        printf("%s\t%.4f", st->labels ? st->labels[best] : buf, 1.0 / sum);
+        char buf[256];
+        printf("%s\t%.4f", tf_model_label(st->m, best, buf, sizeof buf), 1.0 / sum);
     }
     putchar('\n');
     fflush(stdout);
 }
 
-/* Input x of the step (line lineno; token when reading text): a step, its output. */
-static void run_step(stream *st, tf_tensor *x, long long lineno, const char *token) {
-    tf_tensor *out;
+/* One step, a token id or the vector x (line lineno; token when reading text), and its output. */
+static void run_step(stream *st, int32_t id, const float *x, long long lineno, const char *token) {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = x ? step(st, x, &out) : -1;
-    if (rc == 1 && st->e.head.weight) out = tf_continual_classify(st->ctx, &st->e, out), rc = out ? 1 : -1;
+    int rc = tf_stream_step(st->s, id, x, st->out);
     clock_gettime(CLOCK_MONOTONIC, &b);
     st->seconds += (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
     if (rc < 0) {
@@ -109,8 +90,7 @@ static void run_step(stream *st, tf_tensor *x, long long lineno, const char *tok
         snprintf(msg, sizeof msg, "standard input line %lld: %s", lineno, tf_error());
         cli_die(st->v, msg);
     }
-    if (rc == 1) print_output(st, out, token);
-    tf_ctx_reset(st->ctx);
+    if (rc == 1) print_output(st, token);
 }
 
 /* A token's text for the output line: tabs and newlines shown as \t and \n. */
@@ -165,10 +145,8 @@ static void stream_text(stream *st, const char *dir) {
             cli_die(st->v, msg);
         }
         for (size_t i = 0; i < ids.n; i++) {
-            tf_tensor *id = tf_tensor_new(st->ctx, TF_DTYPE_I32, 1, (int64_t[]){1}, 0);
-            if (id) tf_i32(id)[0] = ids.v[i];
             token_text(tok, ids.v[i], piece, sizeof piece);
-            run_step(st, id ? tf_continual_embed(st->ctx, &st->e, id) : NULL, lineno, piece);
+            run_step(st, ids.v[i], NULL, lineno, piece);
         }
         cli_flush_or_die(st->v); /* each line answered before the next is read; a write error ends the verb */
     }
@@ -179,66 +157,46 @@ static void stream_text(stream *st, const char *dir) {
 }
 
 static void stream_vectors(stream *st) {
-    int d = st->e.cfg.d_model;
+    int d = st->shape.d_model;
     size_t cap = 0;
     char *line = NULL;
     long long lineno = 0;
+    float *x = malloc((size_t)d * sizeof *x);
+    if (!x) cli_die(st->v, "out of memory");
     cli_lines in;
     cli_lines_init(&in, 0);
     while (next_line(st, &in, &line, &cap) >= 0) {
         lineno++;
-        tf_tensor *x = tf_tensor_new(st->ctx, TF_DTYPE_F32, 2, (int64_t[]){1, d}, 0);
-        if (!x) cli_die(st->v, tf_error());
-        parse_line(st->v, line, lineno, tf_f32(x), d);
-        run_step(st, x, lineno, NULL);
+        parse_line(st->v, line, lineno, x, d);
+        run_step(st, 0, x, lineno, NULL);
         cli_flush_or_die(st->v);
     }
     cli_lines_free(&in);
-    free(line);
-}
-
-/* label_names "a,b,c" as n names (NULL when they are not n). */
-static char **split_labels(const char *list, int n) {
-    char **v = n > 0 && *list ? calloc((size_t)n, sizeof *v) : NULL;
-    int k = 0;
-    for (const char *p = list; v && k < n; k++) {
-        const char *e = strchr(p, ',') ? strchr(p, ',') : p + strlen(p);
-        v[k] = strndup(p, (size_t)(e - p));
-        if (!*e) break;
-        p = e + 1;
-    }
-    if (v && k != n - 1) {
-        for (int i = 0; i < n; i++) free(v[i]);
-        free(v), v = NULL;
-    }
-    return v;
+    free(line), free(x);
 }
 
 int cmd_stream(const cli_args *a) {
     tf_set_threads(cli_threads(&a->v[THREADS]));
-    stream st = {.v = a->verb, .recompute = a->v[RECOMPUTE].given};
+    stream st = {.v = a->verb};
     long long w = a->v[WINDOW].i; /* given: replaces the config's (a huge one is refused by the check) */
-    if (tf_continual_load(a->v[MODEL].text, a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : -1, &st.e))
+    if (a->v[WINDOW].given && w < 1) cli_die(st.v, "--window: a window of 1 or more steps");
+    tf_stream_opts o = {a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : 0, a->v[RECOMPUTE].given};
+    if (!(st.m = tf_model_load(a->v[MODEL].text, NULL)) || !(st.s = tf_model_stream_new(st.m, &o)))
         cli_die(st.v, tf_error());
+    st.shape = tf_stream_shape_of(st.s);
     char extra[120];
-    snprintf(extra, sizeof extra, "window %d (%s); %s", st.e.cfg.window, a->v[WINDOW].given ? "--window" : "the config's",
-             st.recompute ? "the regular network on each window (--recompute)" : "step mode (no --recompute)");
+    snprintf(extra, sizeof extra, "window %d (%s); %s", st.shape.window, a->v[WINDOW].given ? "--window" : "the config's",
+             o.recompute ? "the regular network on each window (--recompute)" : "step mode (no --recompute)");
     cli_say(st.v, &(cli_said){NULL, a->v[MODEL].text, NULL, 0, 0, extra});
-    st.s = st.recompute ? NULL : tf_continual_state_new(&st.e, 1);
-    st.ctx = tf_ctx_new(0);
-    if (st.recompute) st.ring = calloc((size_t)st.e.cfg.window * (size_t)st.e.cfg.d_model, sizeof *st.ring);
-    if ((!st.s && !st.recompute) || !st.ctx || (st.recompute && !st.ring)) cli_die(st.v, "out of memory");
-    tf_ctx_set_grad(st.ctx, 0);
-    st.labels = split_labels(st.e.cfg.label_names, st.e.cfg.n_labels);
-    if (st.e.cfg.vocab_size > 0) stream_text(&st, a->v[MODEL].text);
+    int width = st.shape.n_labels ? st.shape.n_labels : st.shape.d_model;
+    if (!(st.out = malloc((size_t)width * sizeof *st.out))) cli_die(st.v, "out of memory");
+    if (st.shape.vocab_size > 0) stream_text(&st, a->v[MODEL].text);
     else stream_vectors(&st);
-    int64_t steps = st.recompute ? st.t : tf_continual_state_steps(st.s);
+    int64_t steps = tf_stream_steps(st.s);
     if (a->v[TIMING].given)
         fprintf(stderr, "%lld steps in %.3f s (%s): %.1f steps/s\n", (long long)steps, st.seconds,
-                st.recompute ? "the regular network on each window" : "step mode",
+                o.recompute ? "the regular network on each window" : "step mode",
                 st.seconds > 0 ? (double)steps / st.seconds : 0.0);
-    for (int i = 0; st.labels && i < st.e.cfg.n_labels; i++) free(st.labels[i]);
-    free(st.labels), free(st.ring);
-    tf_continual_state_free(st.s), tf_ctx_free(st.ctx), tf_continual_free(&st.e);
+    free(st.out), tf_stream_free(st.s), tf_model_free(st.m);
     return 0;
 }

@@ -1,5 +1,6 @@
 /* Continual attention (CoReAtt, CoSiAtt) against regular attention on each
  * window, and over a long stream with large scores. */
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,4 +354,59 @@ TEST(continual_stream_flushes_each_step) {
     tf_continual_free(&e), tf_params_free(ps), test_rm_rf(dir);
     CHECKF(ready == 1 && k > 0 && strchr(buf, '\n'), "no output line before the input ended (poll %d, read %zd)", ready, k);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The model handle's stream (tf_model_stream_new) of a saved classifier of tokens: step mode
+ * equals the encoder's own tf_continual_step with the classifier after, bit for bit; recompute
+ * gives the same labels within float tolerance; a bad id or window is an error, the labels are
+ * label_names', and a model without the capability refuses by name. */
+TEST(continual_model_stream_equals_the_encoder_steps) {
+    tf_continual_config c;
+    tf_fields f = {tf_continual_config_fields(), &c};
+    CHECK(tf_fields_defaults(&f, 1) == 0);
+    c.d_model = 8, c.n_head = 2, c.d_ff = 16, c.n_layer = 2, c.window = 3, c.pos_len = 4, c.vocab_size = 5;
+    c.n_labels = 2;
+    snprintf(c.label_names, sizeof c.label_names, "en,de");
+    tf_continual e;
+    tf_params *ps = tf_params_new();
+    char dir[] = "/tmp/tformer_costream_XXXXXX";
+    CHECK(tf_continual_register(ps, "", &e, &c) == 0 && tf_params_init(ps, 9) == 0 && mkdtemp(dir) &&
+          tf_continual_save(dir, &e, ps) == 0);
+    tf_model *m = tf_model_load(dir, NULL);
+    CHECK(m && tf_model_caps(m) == TF_CAP_STREAM);
+    tf_stream *s = tf_model_stream_new(m, NULL), *r = tf_model_stream_new(m, &(tf_stream_opts){0, 1});
+    tf_continual_state *st = tf_continual_state_new(&e, 1);
+    tf_ctx *ctx = tf_ctx_new(0);
+    CHECK(s && r && st && ctx);
+    tf_stream_shape h = tf_stream_shape_of(s);
+    CHECK(h.window == 3 && h.d_model == 8 && h.vocab_size == 5 && h.n_labels == 2);
+    const int32_t ids[] = {1, 4, 0, 2, 2, 3, 1};
+    int outputs = 0;
+    for (int t = 0; t < 7; t++) {
+        float got[2], again[2];
+        tf_tensor *id = tf_tensor_new(ctx, TF_DTYPE_I32, 1, (int64_t[]){1}, 0), *y = NULL;
+        tf_i32(id)[0] = ids[t];
+        int want = tf_continual_step(ctx, st, tf_continual_embed(ctx, &e, id), &y);
+        if (want == 1) y = tf_continual_classify(ctx, &e, y);
+        CHECK(tf_stream_step(s, ids[t], NULL, got) == want && tf_stream_step(r, ids[t], NULL, again) == want);
+        if (want == 1) {
+            CHECKF(!memcmp(got, tf_f32(y), sizeof got), "step %d: the stream's logits are not the encoder's", t);
+            CHECKF(fabsf(got[0] - again[0]) < 1e-4f && fabsf(got[1] - again[1]) < 1e-4f, "step %d: recompute", t);
+            outputs++;
+        }
+        tf_ctx_reset(ctx);
+    }
+    CHECK(outputs == 5 && tf_stream_steps(s) == 7 && tf_stream_steps(r) == 7);
+    float z[2];
+    CHECK(tf_stream_step(s, 5, NULL, z) == -1 && strstr(tf_error(), "token id 5 is outside the vocabulary (0..4)"));
+    CHECK(tf_stream_steps(s) == 7);
+    char buf[32];
+    CHECK(!strcmp(tf_model_label(m, 1, buf, sizeof buf), "de"));
+    CHECK(!tf_model_stream_new(m, &(tf_stream_opts){5, 0}) && strstr(tf_error(), "window 5 is larger"));
+    tf_stream_free(s), tf_stream_free(r), tf_continual_state_free(st), tf_ctx_free(ctx), tf_model_free(m);
+    tf_continual_free(&e), tf_params_free(ps), test_rm_rf(dir);
+    /* a model that cannot stream says so */
+    tf_model *vit = tf_model_load("tests/fixtures_vit/cls_grey28_p4_labels", NULL);
+    CHECK(vit && !tf_model_stream_new(vit, NULL) && strstr(tf_error(), "cannot stream"));
+    tf_model_free(vit);
 }

@@ -123,6 +123,21 @@ typedef struct {
     float *probs;           /* (n_layer, n_head, n, n), malloc'd: row i, the query at id i; column j, the key */
 } tf_text_attention;
 
+/* TF_CAP_STREAM: each step of a stream through the model (a Continual Transformer,
+ * docs/continual.md): one output per step once `window` steps were seen, the per-step cost
+ * flat however long the stream. A stream holds state: one thread at a time per stream; the
+ * streams of one model are independent of each other. */
+typedef struct tf_stream tf_stream;
+typedef struct {
+    int window;    /* > 0: the steps in the receptive field instead of the model's (at most its position table) */
+    int recompute; /* the regular network on each window instead of step mode: the same outputs, for timing */
+} tf_stream_opts;
+typedef struct {
+    int window, d_model;
+    int vocab_size; /* > 0: each step is a token id, embedded by the model; 0: a vector of d_model floats */
+    int n_labels;   /* > 0: each output is the classifier's logits (n_labels); 0: the encoder's vector (d_model) */
+} tf_stream_shape;
+
 /* ---------------------------------------------------------------- the registry */
 
 typedef struct tf_family tf_family;
@@ -209,6 +224,8 @@ struct tf_family {
     void (*clip_shape)(const void *model, int *frames, int *channels, int *size);
     /* The labels of a text or clip classifier (images: image_shape); NULL: none. */
     int (*n_labels)(const void *model);
+    /* Stream: a new stream of the model (o not NULL), its calls in the stream (src/models/family.h). */
+    tf_stream *(*stream)(const void *model, const tf_stream_opts *o);
 };
 
 /* The families, in registry order, NULL-ended. */
@@ -395,6 +412,20 @@ TF_API int tf_model_translator(tf_model *m, const tf_translator **t, const tf_tr
  * then translate at once. An error names the text's index. */
 TF_API int tf_model_translate(const tf_model *m, int n, const char *const *texts, const tf_translate_opts *o,
                               char **out, size_t *lens);
+
+/* ---------------------------------------------------------------- streams */
+
+/* TF_CAP_STREAM (tf_stream_opts and tf_stream_shape above): a new stream of the model; o NULL:
+ * the model's window, step mode. Free with tf_stream_free. */
+TF_API tf_stream *tf_model_stream_new(const tf_model *m, const tf_stream_opts *o);
+TF_API void tf_stream_free(tf_stream *s);
+TF_API tf_stream_shape tf_stream_shape_of(const tf_stream *s);
+/* One step, a token id (vocab_size > 0; x unused) or the vector x (vocab_size 0; id unused): 1 and
+ * out (n_labels logits, or d_model) once `window` steps were seen, 0 before, -1 on an error (an id
+ * outside the vocabulary, a NaN or infinity in x: the stream is then unchanged). */
+TF_API int tf_stream_step(tf_stream *s, int32_t id, const float *x, float *out);
+/* Steps taken so far. */
+TF_API int64_t tf_stream_steps(const tf_stream *s);
 
 #ifdef __cplusplus
 }

@@ -29,9 +29,7 @@ class Stream:
         self.d_model: int = info["d_model"]
         self.window: int = info["window"]
         self.vocab_size: int = info["vocab_size"]
-        n, names = info["n_labels"], info["label_names"].split(",") if info["label_names"] else []
-        self.labels: Optional[List[str]] = None if not n else names if len(names) == n else \
-            [f"LABEL_{i}" for i in range(n)]
+        self.labels: Optional[List[str]] = info["labels"]
         self._tokenizer: Any = None
 
     @property

@@ -8,6 +8,14 @@
 /* Validation batches of `rows` rows in one pass over n held-out items (1 when rows is 0). */
 int64_t tf_family_one_pass(int64_t n, int64_t rows);
 
+/* A stream (tf_model_stream_new): the family's own struct starts with this one. */
+struct tf_stream {
+    tf_stream_shape shape;
+    int (*step)(tf_stream *s, int32_t id, const float *x, float *out);
+    int64_t (*steps)(const tf_stream *s);
+    void (*free)(tf_stream *s);
+};
+
 /* The typed adapters of a family's row for a model type T with T_load(dir) and T_free(T *):
  * prefix_load (architecture unused: the folder's config and tensors tell the head) and prefix_free. */
 #define TF_FAMILY_LOAD_FREE(prefix, T)                                                                  \

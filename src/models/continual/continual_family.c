@@ -1,9 +1,10 @@
 /* The Continual Transformer's registry row (tformer/model.h): each token of a
  * stream labelled, trained on a --data file per class. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "../family.h"
-#include "tformer/continual.h"
+#include "continual_internal.h"
 
 static const char *const CONTINUAL_TYPES[] = {"continual", NULL};
 
@@ -37,6 +38,22 @@ static void *continual_load(const char *dir, const char *architecture) {
 
 static int continual_save(const void *model, const char *dir) { return tf_continual_save(dir, model, NULL); }
 
+/* Label i: the i-th of label_names ("a,b,c") when they name all n_labels, else LABEL_i. */
+static const char *continual_label(const void *model, int i, char *buf, size_t n) {
+    const tf_continual_config *c = &((const tf_continual *)model)->cfg;
+    const char *name = NULL, *p = c->label_names;
+    int count = 0, len = 0;
+    while (*c->label_names) { /* name `count` is [p, the next comma) */
+        const char *end = strchr(p, ',') ? strchr(p, ',') : p + strlen(p);
+        if (count++ == i) name = p, len = (int)(end - p);
+        if (!*end) break;
+        p = end + 1;
+    }
+    if (name && count == c->n_labels) snprintf(buf, n, "%.*s", len, name);
+    else snprintf(buf, n, "LABEL_%d", i);
+    return buf;
+}
+
 const tf_family tf_family_continual = {
     .name = "continual", .summary = "each token of a stream classified by a Continual Transformer",
     .model_types = CONTINUAL_TYPES, .verbs = "stream", .caps = TF_CAP_STREAM,
@@ -45,4 +62,5 @@ const tf_family tf_family_continual = {
     .input = TF_TRAIN_TEXT, .task_table = &tf_continual_task_config_table,
     .task_size = sizeof(tf_continual_task_config),
     .task_defaults = continual_defaults, .task_check = continual_check, .task_new = continual_task,
+    .stream = tf_continual_stream_new, .label = continual_label,
 };
