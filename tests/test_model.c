@@ -414,3 +414,51 @@ TEST(no_family_name_compared_outside_models) {
     CHECK(compares_word("    if (!strcmp(t->arch, \"vivit\")) {", "vivit"));
     CHECK(!compares_word("    if (!strcmp(t->arch, \"vivid\")) {", "vivit"));
 }
+
+/* tf_model_run: the inputs of a committed hf-run case as the caller's arrays give the same bytes as
+ * tf_model_run_file writes, on the ViT classifier (logits, loss) and a DistilBERT body with padding; a
+ * missing input and an array of the wrong size are errors naming them. */
+TEST(model_run_in_memory_equals_the_file_run) {
+    static const char *const DIRS[] = {"tests/fixtures_vit/cls_grey28_p4_labels",
+                                       "tests/fixtures_distilbert/v4_body_leftpad_pad3_sinusoidal"};
+    static const char *const REQUIRED[] = {"pixel_values", "input_ids"};
+    for (int k = 0; k < 2; k++) {
+        char in_path[512], out_path[] = "/tmp/tformer_modelrun_XXXXXX";
+        snprintf(in_path, sizeof in_path, "%s/input.safetensors", DIRS[k]);
+        int fd = mkstemp(out_path);
+        CHECK(fd >= 0);
+        close(fd);
+        tf_model *m = tf_model_load(DIRS[k], NULL);
+        tf_st_file *in = tf_st_open(in_path);
+        CHECK(m && in && tf_model_run_file(m, in_path, out_path, NULL) == 0);
+        tf_st_entry e[8];
+        int n = tf_st_count(in);
+        CHECK(n <= 8);
+        for (int i = 0; i < n; i++) e[i] = *tf_st_entry_at(in, i);
+        tf_run_output *out;
+        int n_out;
+        CHECKF(tf_model_run(m, e, n, &out, &n_out) == 0, "%s: %s", DIRS[k], tf_error());
+        tf_st_file *want = tf_st_open(out_path);
+        CHECK(want && n_out == tf_st_count(want));
+        for (int i = 0; i < n_out; i++) {
+            const tf_st_entry *w = tf_st_find(want, out[i].name);
+            CHECKF(w && w->nbytes == out[i].nbytes && !memcmp(w->data, out[i].data, w->nbytes) &&
+                       w->ndim == out[i].ndim && !memcmp(w->shape, out[i].shape, (size_t)w->ndim * sizeof *w->shape),
+                   "%s: output %s differs from the file run's", DIRS[k], out[i].name);
+        }
+        tf_run_outputs_free(out, n_out);
+        /* the required input left out (the last entry in its place), then one with too few bytes */
+        int r = 0;
+        while (r < n && strcmp(e[r].name, REQUIRED[k])) r++;
+        CHECK(r < n);
+        tf_st_entry kept = e[r];
+        e[r] = e[n - 1];
+        CHECKF(tf_model_run(m, e, n - 1, &out, &n_out) == -1 && !out && strstr(tf_error(), "inputs: missing input") &&
+                   strstr(tf_error(), REQUIRED[k]),
+               "%s", tf_error());
+        e[r] = kept, e[0].nbytes--;
+        CHECKF(tf_model_run(m, e, n, &out, &n_out) == -1 && strstr(tf_error(), "bytes of data for a shape and dtype"),
+               "%s", tf_error());
+        tf_st_close(want), tf_st_close(in), tf_model_free(m), unlink(out_path);
+    }
+}

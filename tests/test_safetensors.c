@@ -401,3 +401,28 @@ TEST(safetensors_many_tensors_found_and_duplicates_refused) {
     }
     free(hdr), free(buf);
 }
+
+/* tf_st_open_entries: the caller's arrays read as a file's entries (tf_st_to_tensor converts an I64 entry
+ * as it does a file's), and every entry a header would refuse refused, naming the label and the tensor. */
+TEST(safetensors_entries_are_checked_as_a_header) {
+    int64_t ids[3] = {4, 5, 6};
+    float x[2] = {1.5f, -2.0f};
+    tf_st_entry e[2] = {{.name = "ids", .dtype = TF_ST_I64, .ndim = 2, .shape = {1, 3}, .data = ids, .nbytes = 24},
+                        {.name = "x", .dtype = TF_ST_F32, .ndim = 1, .shape = {2}, .data = x, .nbytes = 8}};
+    tf_st_file *f = tf_st_open_entries(e, 2, "inputs");
+    CHECK(f && tf_st_count(f) == 2 && tf_st_find(f, "x") && tf_st_find(f, "x")->data == x);
+    tf_arena *a = tf_arena_new(1 << 16);
+    tf_tensor *t = f && a ? tf_st_to_tensor(f, tf_st_find(f, "ids"), a) : NULL;
+    CHECK(t && t->dtype == TF_DTYPE_I32 && t->ndim == 2 && tf_i32(t)[2] == 6);
+    tf_arena_free(a), tf_st_close(f);
+    tf_st_entry bad[2] = {e[0], e[0]};
+    CHECK(!tf_st_open_entries(bad, 2, "inputs") && strstr(tf_error(), "inputs: tensor 'ids' appears twice"));
+    bad[1].name = "y", bad[1].nbytes = 16;
+    CHECK(!tf_st_open_entries(bad, 2, "inputs") && strstr(tf_error(), "tensor 'y': 16 bytes of data"));
+    bad[1].nbytes = 24, bad[1].dtype = TF_ST_COUNT;
+    CHECK(!tf_st_open_entries(bad, 2, "inputs") && strstr(tf_error(), "tensor 'y': a dtype"));
+    bad[1].dtype = TF_ST_I64, bad[1].data = NULL;
+    CHECK(!tf_st_open_entries(bad, 2, "inputs") && strstr(tf_error(), "tensor 'y'"));
+    bad[1].data = ids, bad[1].name = "";
+    CHECK(!tf_st_open_entries(bad, 2, "inputs") && strstr(tf_error(), "tensor 1 has no name"));
+}

@@ -20,6 +20,7 @@
 #include "core.h"
 #include "config.h"
 #include "images.h"
+#include "safetensors.h"
 #include "bert.h"
 #include "generate.h"
 #include "seq2seq.h"
@@ -286,6 +287,21 @@ TF_API int tf_model_save(const tf_model *m, const char *dir);
 /* TF_CAP_RUN: the inputs of a safetensors file, named as forward()'s arguments, through the
  * model; the output fields Hugging Face returns into output_path (hf-run). log: warnings, or NULL. */
 TF_API int tf_model_run_file(const tf_model *m, const char *input_path, const char *output_path, FILE *log);
+/* TF_CAP_RUN in memory: n named inputs (tf_st_entry: name, dtype, ndim, shape, data, nbytes; the
+ * caller's, read only), checked and converted as hf-run checks a file's (messages name "inputs"),
+ * through the model -> *out, a malloc'd array of *n_out output fields in Hugging Face's order,
+ * each with its own malloc'd data (F32, or I32 ids) that the caller may keep: free a field's data
+ * with free(), or everything with tf_run_outputs_free. Threads may run one model at once. */
+typedef struct {
+    const char *name;   /* Hugging Face's field name ("logits", "last_hidden_state", ...) */
+    tf_st_dtype dtype;  /* TF_ST_F32, TF_ST_I32 or TF_ST_U8 */
+    int ndim;
+    int64_t shape[TF_MAX_DIMS];
+    void *data;         /* row-major, malloc'd */
+    size_t nbytes;
+} tf_run_output;
+TF_API int tf_model_run(const tf_model *m, const tf_st_entry *in, int n, tf_run_output **out, int *n_out);
+TF_API void tf_run_outputs_free(tf_run_output *out, int n);
 
 /* TF_CAP_EMBED: n texts (NUL-ended) -> *out, n rows of tf_model_embed_dim floats (malloc'd: the
  * caller keeps it and frees it with free()). o NULL: the folder's settings (tf_embed_opts_load). */

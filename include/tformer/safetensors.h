@@ -35,6 +35,10 @@ TF_API tf_st_file *tf_st_open(const char *path);
  * sharded form. 0, or -1 when path is neither such a file nor there. */
 TF_API int tf_st_pick(const char *path);
 TF_API tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label);
+/* A file made of the caller's n entries (name, dtype, ndim, shape, data, nbytes; the data borrowed,
+ * it must outlive the handle), each checked as a header's: a dtype of the enum, nbytes equal to the
+ * shape's elements times the dtype's size, no name twice. Messages name label. */
+TF_API tf_st_file *tf_st_open_entries(const tf_st_entry *e, int n, const char *label);
 TF_API void tf_st_close(tf_st_file *f);
 TF_API int tf_st_count(const tf_st_file *f);
 TF_API const tf_st_entry *tf_st_entry_at(const tf_st_file *f, int i);

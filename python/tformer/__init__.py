@@ -14,7 +14,6 @@ import math
 import os
 import queue
 import sys
-import tempfile
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -503,11 +502,9 @@ class Model:
         """
         if not isinstance(inputs, dict):
             raise InputError(f"run(): inputs must be a dict of name -> array, got {type(inputs).__name__}")
-        with tempfile.TemporaryDirectory(prefix="tformer-run-") as tmp:
-            src, dst = os.path.join(tmp, "inputs.safetensors"), os.path.join(tmp, "outputs.safetensors")
-            _safetensors.save(inputs, src)
-            try:
-                self._h.run_file(src, dst)
-            except InputError as e:
-                raise InputError(str(e).replace(src, "run() inputs")) from None
-            return _safetensors.load(dst)
+        arrays = [(name, *_safetensors.as_input(name, value)) for name, value in inputs.items()]
+        try:
+            outputs = self._h.run(arrays)
+        except InputError as e:
+            raise InputError(str(e).replace("inputs:", "run() inputs:", 1)) from None
+        return {name: np.asarray(b) for name, b in outputs.items()}  # the library's buffers, not copied

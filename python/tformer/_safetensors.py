@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -18,21 +18,28 @@ _TO_ST = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.
 _FROM_ST = {v: k for k, v in _TO_ST.items()}
 
 
+def as_input(name: Any, value: Any) -> Tuple[str, np.ndarray]:
+    """An input of run(): (its safetensors dtype name, the array C-contiguous and little-endian); an
+    unsupported dtype or a non-str name raises InputError."""
+    if not isinstance(name, str):
+        raise InputError(f"run(): input names are str, got {name!r}")
+    a = np.asarray(value)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    key = a.dtype.newbyteorder("=") if a.dtype.byteorder not in ("=", "|") else a.dtype
+    if key not in _TO_ST:
+        raise InputError(f"run(): input '{name}' is {a.dtype}; inputs are float32, float16, int64, int32, int8, "
+                         "uint8 or bool arrays")
+    return _TO_ST[key], np.ascontiguousarray(a)
+
+
 def save(tensors: Dict[str, np.ndarray], path: str) -> None:
     """Writes tensors (name -> array) to path; an unsupported dtype or a non-str name raises InputError."""
     header, blobs, offset = {}, [], 0
     for name, value in tensors.items():
-        if not isinstance(name, str):
-            raise InputError(f"run(): input names are str, got {name!r}")
-        a = np.asarray(value)
-        if a.dtype.byteorder == ">":
-            a = a.astype(a.dtype.newbyteorder("<"))
-        key = a.dtype.newbyteorder("=") if a.dtype.byteorder not in ("=", "|") else a.dtype
-        if key not in _TO_ST:
-            raise InputError(f"run(): input '{name}' is {a.dtype}; inputs are float32, float16, int64, int32, int8, "
-                             "uint8 or bool arrays")
-        data = np.ascontiguousarray(a).tobytes()
-        header[name] = {"dtype": _TO_ST[key], "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
+        dtype, a = as_input(name, value)
+        data = a.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")

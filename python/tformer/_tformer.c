@@ -18,14 +18,16 @@
 
 PyObject *Error, *NotFound, *CapabilityError, *InputError;
 
-/* ---------------------------------------------------------------- Buffer: a malloc'd array of floats */
+/* ---------------------------------------------------------------- Buffer: a malloc'd array */
 
 typedef struct {
     PyObject_HEAD
-    float *data;         /* malloc'd by the library; free()d here */
+    void *data;          /* malloc'd by the library; free()d here */
     int ndim;
-    Py_ssize_t shape[2];
-    Py_ssize_t strides[2];
+    Py_ssize_t itemsize;
+    char format[2];      /* the buffer protocol's: "f" float32, "i" int32, "B" uint8 */
+    Py_ssize_t shape[TF_MAX_DIMS];
+    Py_ssize_t strides[TF_MAX_DIMS];
 } Buffer;
 
 static void buffer_dealloc(Buffer *b) {
@@ -34,19 +36,18 @@ static void buffer_dealloc(Buffer *b) {
 }
 
 static int buffer_get(Buffer *b, Py_buffer *view, int flags) {
-    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && b->shape[0] > 1 && b->shape[1] > 1) {
-        view->obj = NULL;
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && b->ndim > 1) {
         PyErr_SetString(PyExc_BufferError, "tformer's arrays are C-contiguous (row-major), not Fortran-contiguous");
         return -1;
     }
     view->buf = b->data;
     view->obj = (PyObject *)b;
     Py_INCREF(b);
-    view->len = (Py_ssize_t)sizeof(float);
+    view->len = b->itemsize;
     for (int i = 0; i < b->ndim; i++) view->len *= b->shape[i];
     view->readonly = 0;
-    view->itemsize = sizeof(float);
-    view->format = (flags & PyBUF_FORMAT) ? "f" : NULL;
+    view->itemsize = b->itemsize;
+    view->format = (flags & PyBUF_FORMAT) ? b->format : NULL;
     view->ndim = b->ndim;
     view->shape = (flags & PyBUF_ND) ? b->shape : NULL;
     view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? b->strides : NULL;
@@ -63,16 +64,22 @@ static PyTypeObject BufferType = {
     .tp_dealloc = (destructor)buffer_dealloc,
     .tp_as_buffer = &buffer_procs,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A float32 array the library allocated, exported by the buffer protocol and freed with the last view.",
+    .tp_doc = "An array the library allocated, exported by the buffer protocol and freed with the last view.",
 };
 
-PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
-    Buffer *b = PyObject_New(Buffer, &BufferType);
-    if (!b) return free(data), NULL;
-    b->data = data, b->ndim = 2;
-    b->shape[0] = rows, b->shape[1] = cols;
-    b->strides[1] = sizeof(float), b->strides[0] = cols * (Py_ssize_t)sizeof(float);
+/* data (ndim sizes, row-major, items of format "f", "i" or "B") owned by a new Buffer; freed on failure. */
+static PyObject *buffer_new_nd(void *data, const char *format, int ndim, const int64_t *shape) {
+    Buffer *b = ndim >= 0 && ndim <= TF_MAX_DIMS ? PyObject_New(Buffer, &BufferType) : NULL;
+    if (!b) return free(data), ndim > TF_MAX_DIMS ? PyErr_Format(Error, "an array of %d dimensions", ndim) : NULL;
+    b->data = data, b->ndim = ndim, b->itemsize = *format == 'B' ? 1 : 4;
+    b->format[0] = *format, b->format[1] = 0;
+    Py_ssize_t stride = b->itemsize;
+    for (int i = ndim - 1; i >= 0; i--) b->shape[i] = (Py_ssize_t)shape[i], b->strides[i] = stride, stride *= b->shape[i];
     return (PyObject *)b;
+}
+
+PyObject *buffer_new(float *data, Py_ssize_t rows, Py_ssize_t cols) {
+    return buffer_new_nd(data, "f", 2, (int64_t[]){rows, cols});
 }
 
 /* ---------------------------------------------------------------- Model */
@@ -376,6 +383,59 @@ static PyObject *model_caption(Model *self, PyObject *args) {
 
 /* ---------------------------------------------------------------- run */
 
+/* run([(name, dtype, array), ...]): hf-run's forward on the arrays themselves (dtype: safetensors' name,
+ * "F32", "I64", ...; the arrays C-contiguous, little-endian), the GIL released -> {name: Buffer} of the
+ * output fields, the library's buffers handed over without a copy. */
+static PyObject *model_run(Model *self, PyObject *arg) {
+    if (model_require(self, TF_CAP_RUN)) return NULL;
+    if (!PyList_Check(arg)) return PyErr_Format(InputError, "run(): a list of (name, dtype, array)");
+    Py_ssize_t n = PyList_GET_SIZE(arg);
+    if (n > 64) return PyErr_Format(InputError, "run(): %zd inputs; forward() takes at most 64", n);
+    tf_st_entry e[64];
+    Py_buffer views[64];
+    Py_ssize_t got = 0;
+    PyObject *res = NULL;
+    for (; got < n; got++) {
+        const char *name, *dtype;
+        PyObject *array;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(arg, got), "ssO", &name, &dtype, &array)) goto done;
+        if (PyObject_GetBuffer(array, &views[got], PyBUF_C_CONTIGUOUS | PyBUF_ND)) goto done;
+        int k = 0;
+        while (k < TF_ST_COUNT && strcmp(tf_st_dtype_name((tf_st_dtype)k), dtype)) k++;
+        if (k == TF_ST_COUNT || views[got].ndim > TF_MAX_DIMS) {
+            PyBuffer_Release(&views[got]);
+            PyErr_Format(InputError, "run(): input '%s': dtype %s with %d dimensions", name, dtype, views[got].ndim);
+            goto done;
+        }
+        e[got] = (tf_st_entry){.name = name, .dtype = (tf_st_dtype)k, .ndim = views[got].ndim,
+                               .data = views[got].buf, .nbytes = (size_t)views[got].len};
+        for (int d = 0; d < views[got].ndim; d++) e[got].shape[d] = views[got].shape[d];
+    }
+    tf_run_output *out = NULL;
+    int n_out = 0, rc;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tf_model_run(self->m, e, (int)n, &out, &n_out);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    if (rc) {
+        raise_tf(InputError);
+        goto done;
+    }
+    res = PyDict_New();
+    for (int i = 0; i < n_out; i++) {
+        const char *format = out[i].dtype == TF_ST_F32 ? "f" : out[i].dtype == TF_ST_I32 ? "i" : "B";
+        PyObject *b = res ? buffer_new_nd(out[i].data, format, out[i].ndim, out[i].shape) : NULL;
+        out[i].data = NULL; /* the Buffer's now (or freed) */
+        if (!b || PyDict_SetItemString(res, out[i].name, b)) Py_CLEAR(res);
+        Py_XDECREF(b);
+    }
+    tf_run_outputs_free(out, n_out);
+done:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    return res;
+}
+
 /* _run_file(input_path, output_path): hf-run's forward, the GIL released. */
 static PyObject *model_run_file(Model *self, PyObject *args) {
     PyObject *in_obj, *out_obj;
@@ -431,6 +491,8 @@ static PyMethodDef model_methods[] = {
      "length_penalty (nan: the folder's), max_len_a (nan), max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
     {"caption", (PyCFunction)model_caption, METH_VARARGS,
      "caption(pixels: float32 (n, C, S, S), beam, max_tokens) -> [(text, words, attention Buffer | None, grid)]."},
+    {"run", (PyCFunction)model_run, METH_O,
+     "run([(name, dtype, array), ...]) -> {name: Buffer}: hf-run's forward on the arrays, no files."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
      "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
     {NULL, NULL, 0, NULL},

@@ -218,6 +218,41 @@ tf_st_file *tf_st_open_memory(const void *buf, size_t len, const char *label) {
     return parse(f);
 }
 
+/* The caller's entries as a file: each checked as a header entry is (a
+ * known dtype, at most TF_MAX_DIMS sizes, nbytes = the shape's elements x
+ * the dtype's size, data present), no name twice; names copied, data
+ * borrowed. */
+tf_st_file *tf_st_open_entries(const tf_st_entry *entries, int n, const char *label) {
+    tf_st_file *f = calloc(1, sizeof *f);
+    if (!f) return tf_set_error("safetensors: out of memory"), NULL;
+    snprintf(f->label, sizeof f->label, "%s", label ? label : "<memory>");
+    size_t names_len = 1;
+    for (int i = 0; i < n; i++) names_len += strlen(entries[i].name ? entries[i].name : "") + 1;
+    f->e = calloc(n > 0 ? (size_t)n : 1, sizeof *f->e), f->names = malloc(names_len);
+    int rc = n < 0 ? st_err(f, "%d tensors", n) : 0;
+    if (!rc && (!f->e || !f->names || tf_strmap_init(&f->index, n > 0 ? (size_t)n : 1)))
+        rc = tf_set_error("%s: out of memory", f->label);
+    char *np = f->names;
+    for (int i = 0; !rc && i < n; i++) {
+        const tf_st_entry *e = &entries[i];
+        const char *nm = e->name ? e->name : "";
+        size_t l = strlen(nm) + 1, numel = 1, bytes = 0;
+        int ok = *nm && (unsigned)e->dtype < TF_ST_COUNT && e->ndim >= 0 && e->ndim <= TF_MAX_DIMS;
+        for (int d = 0; ok && d < e->ndim; d++) ok = e->shape[d] >= 0 && tf_mul_size(numel, (size_t)e->shape[d], &numel);
+        if (!*nm) rc = st_err(f, "tensor %d has no name", i);
+        else if (tf_strmap_get(&f->index, nm, l - 1) >= 0) rc = st_err(f, "tensor '%s' appears twice", nm);
+        else if (!ok) rc = st_err(f, "tensor '%s': a dtype of safetensors' and at most %d sizes >= 0", nm, TF_MAX_DIMS);
+        else if (!tf_mul_size(numel, ST_DTYPES[e->dtype].size, &bytes) || bytes != e->nbytes || (bytes && !e->data))
+            rc = st_err(f, "tensor '%s': %zu bytes of data for a shape and dtype of %zu", nm, e->nbytes, bytes);
+        else if (!(rc = tf_strmap_put(&f->index, nm, l - 1, f->n))) {
+            memcpy(np, nm, l);
+            f->e[f->n] = *e, f->e[f->n++].name = np, np += l;
+        }
+    }
+    if (rc) return tf_st_close(f), NULL;
+    return f;
+}
+
 /* A missing model.safetensors whose folder holds the weights in another
  * form (item 14 of issue 54: it said only "cannot open"): named, with what
  * tformer reads. Leaves the error as it is otherwise. */

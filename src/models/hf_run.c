@@ -336,27 +336,41 @@ static int write_outputs(const hf_job *job, const hf_arch *arch, const char *pat
     return rc;
 }
 
+/* The forward of f's inputs (the model loaded when NULL); emit(job, arch, user) takes the outputs while the
+ * context lives. */
+static int run_inputs(const tf_family *family, const hf_arch *arch, const void *model, const char *model_dir,
+                      const tf_st_file *f, const char *label, FILE *log, hf_emit_fn emit, void *user) {
+    tf_ctx *ctx = tf_ctx_new(0);
+    if (!ctx) return tf_set_error("out of memory");
+    void *loaded = NULL;
+    int rc = -1;
+    tf_ctx_set_grad(ctx, 0);
+    hf_job job = {.ctx = ctx, .input_path = label, .log = log};
+    /* the inputs first: a bad one is reported before a large model loads */
+    if (!load_inputs(&job, arch, f) && (model || (model = loaded = family->load(model_dir, arch->name)))) {
+        job.model = model;
+        rc = family->run(&job) || emit(&job, arch, user) ? -1 : 0;
+    }
+    if (loaded) family->free(loaded);
+    tf_ctx_free(ctx);
+    return rc;
+}
+
+static int write_file(const hf_job *job, const hf_arch *arch, void *path) { return write_outputs(job, arch, path); }
+
 int hf_run_file(const tf_family *family, const hf_arch *arch, const void *model, const char *model_dir,
                 const char *input_path, const char *output_path, FILE *log) {
     if (check_weights_file(model_dir)) return -1;
     tf_st_file *f = tf_st_open(input_path);
-    tf_ctx *ctx = f ? tf_ctx_new(0) : NULL;
-    void *loaded = NULL;
-    int rc = -1;
-    if (f && ctx) { /* the inputs first: a bad one is reported before a large model loads */
-        tf_ctx_set_grad(ctx, 0);
-        hf_job job = {.ctx = ctx, .input_path = input_path, .log = log};
-        if (!load_inputs(&job, arch, f) && (model || (model = loaded = family->load(model_dir, arch->name)))) {
-            job.model = model;
-            rc = family->run(&job) || write_outputs(&job, arch, output_path) ? -1 : 0;
-        }
-    } else if (f) {
-        tf_set_error("out of memory");
-    }
-    if (loaded) family->free(loaded);
-    tf_ctx_free(ctx);
+    int rc = f ? run_inputs(family, arch, model, model_dir, f, input_path, log, write_file, (void *)output_path) : -1;
     tf_st_close(f);
     return rc;
+}
+
+int hf_run_entries(const tf_family *family, const hf_arch *arch, const void *model, const char *model_dir,
+                   const tf_st_file *inputs, const char *label, hf_emit_fn emit, void *user) {
+    if (check_weights_file(model_dir)) return -1;
+    return run_inputs(family, arch, model, model_dir, inputs, label, NULL, emit, user);
 }
 
 int tf_hf_run(const char *model_dir, const char *input_path, const char *output_path, FILE *log) {

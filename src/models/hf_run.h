@@ -110,5 +110,10 @@ const hf_arch *hf_read_architecture(const char *dir, FILE *log, const tf_family 
  * model_dir after the inputs are checked), the output fields into output_path. */
 int hf_run_file(const tf_family *family, const hf_arch *arch, const void *model, const char *model_dir,
                 const char *input_path, const char *output_path, FILE *log);
+/* The same for inputs already opened (tf_st_open_entries: the caller's arrays; messages name label),
+ * the outputs handed to emit (job->out, by Hugging Face's names) while the run's context lives. */
+typedef int (*hf_emit_fn)(const hf_job *job, const hf_arch *arch, void *user);
+int hf_run_entries(const tf_family *family, const hf_arch *arch, const void *model, const char *model_dir,
+                   const tf_st_file *inputs, const char *label, hf_emit_fn emit, void *user);
 
 #endif
