@@ -43,37 +43,24 @@ int cmd_complete_image_tables(const tf_fields **t) {
     return 1;
 }
 
-/* The input as the model's size: refused (or resized with --resize) when it differs. */
-static void read_input(const cli_args *a, const tf_image_tokens *k, tf_images *im) {
+/* The input as the model's size (channels, height, width): refused (or resized with --resize) when it differs. */
+static void read_input(const cli_args *a, const int *shape, tf_images *im) {
     const char *path = a->v[INPUT].text;
     int w, h; /* the header's size, checked before anything is decoded */
     if (tf_images_png_size(path, &w, &h)) cli_die(a->verb, tf_error());
-    if ((h != k->height || w != k->width) && !a->v[RESIZE].given) {
+    if ((h != shape[1] || w != shape[2]) && !a->v[RESIZE].given) {
         char msg[4300];
         snprintf(msg, sizeof msg, "%s: an image of %dx%d; the model takes %dx%d (give --resize to resize it)", path, w,
-                 h, k->width, k->height);
+                 h, shape[2], shape[1]);
         cli_die(a->verb, msg);
     }
-    int channels = k->channels == 1 ? 1 : 3;
+    int channels = shape[0] == 1 ? 1 : 3;
     cli_read_png(a->verb, path, cli_colour(a, RGB, GRAYSCALE, channels), channels, im);
-    if (im->height == k->height && im->width == k->width) return;
+    if (im->height == shape[1] && im->width == shape[2]) return;
     tf_images r;
-    if (tf_images_resize(im, k->height, k->width, &r)) cli_die(a->verb, tf_error());
+    if (tf_images_resize(im, shape[1], shape[2], &r)) cli_die(a->verb, tf_error());
     tf_images_free(im);
     *im = r;
-}
-
-/* Row of the grid: the given rows (the rest mid-grey), the completions' colours, the original. */
-static int fill_row(const tf_image_tokens *k, const tf_images *im, const int32_t *done, int n, int keep, tf_images *row) {
-    int64_t HW = (int64_t)k->height * k->width, C = k->channels, per = C * HW;
-    tf_images samples;
-    if (tf_image_tokens_decode(k, done, n, &samples)) return -1;
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t p = 0; p < HW; p++) row->pixels[c * HW + p] = p < (int64_t)keep * k->width ? im->pixels[c * HW + p] : 0.5f;
-    memcpy(row->pixels + per, samples.pixels, (size_t)(n * per) * sizeof(float));
-    memcpy(row->pixels + (n + 1) * per, im->pixels, (size_t)per * sizeof(float));
-    tf_images_free(&samples);
-    return 0;
 }
 
 int cmd_complete_image(const cli_args *a) {
@@ -81,36 +68,38 @@ int cmd_complete_image(const cli_args *a) {
     cli_apply(a);
     tf_set_threads(cli_threads(&a->v[THREADS]));
     const char *dir = a->v[MODEL].text;
-    int n = (int)a->v[SAMPLES].i, keep = (int)a->v[KEEP_ROWS].i;
+    int n = (int)a->v[SAMPLES].i, keep = (int)a->v[KEEP_ROWS].i, shape[3];
     if (n < 1 || n > 64) cli_usage_error(a, "--samples must lie in [1,64], got %d", n);
     if (a->v[SCALE].i < 1 || a->v[SCALE].i > 64) cli_usage_error(a, "--scale must lie in [1,64]");
-    tf_image_tokens k;
-    tf_gpt *m = tf_imagegpt_load(dir, &k);
-    if (!m) cli_die(v, tf_error());
-    cli_check_weights(v, dir, m);
-    if (keep >= k.height)
+    tf_model *m = tf_model_load(dir, NULL);
+    if (!m || tf_model_completion_shape(m, &shape[0], &shape[1], &shape[2])) cli_die(v, tf_error());
+    if (tf_model_check_finite(m)) {
+        fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir,
+                tf_error());
+        exit(1);
+    }
+    if (keep >= shape[1])
         cli_usage_error(a, "--keep-rows %d is out of range: the model's images have %d rows (give 0 to %d)", keep,
-                        k.height, k.height - 1);
-    cli_say(v, &(cli_said){NULL, dir, NULL, 0, 0, cli_colour_said(a, RGB, GRAYSCALE, k.channels == 1 ? 1 : 3)});
-    tf_images im, row = {n + 2, k.channels, k.height, k.width, NULL, NULL, 0}, grid;
-    read_input(a, &k, &im);
-    int64_t HW = (int64_t)k.height * k.width;
-    int32_t *given = malloc((size_t)HW * sizeof *given), *done = malloc((size_t)(n * HW) * sizeof *done);
-    row.pixels = malloc((size_t)((n + 2) * HW * k.channels) * sizeof(float));
-    if (!given || !done || !row.pixels) cli_die(v, "out of memory");
-    if (tf_image_tokens_encode(&k, &im, given)) cli_die(v, tf_error());
+                        shape[1], shape[1] - 1);
+    cli_say(v, &(cli_said){NULL, dir, NULL, 0, 0, cli_colour_said(a, RGB, GRAYSCALE, shape[0] == 1 ? 1 : 3)});
+    tf_images im, row = {n + 2, shape[0], shape[1], shape[2], NULL, NULL, 0}, grid;
+    read_input(a, shape, &im);
+    int64_t HW = (int64_t)shape[1] * shape[2], per = shape[0] * HW;
+    if (!(row.pixels = malloc((size_t)((n + 2) * per) * sizeof(float)))) cli_die(v, "out of memory");
+    /* the row of the grid: the given rows (the rest mid-grey), the completions, the original */
+    for (int64_t c = 0; c < shape[0]; c++)
+        for (int64_t p = 0; p < HW; p++) row.pixels[c * HW + p] = p < (int64_t)keep * shape[2] ? im.pixels[c * HW + p] : 0.5f;
     for (int i = 0; i < n; i++) {
         tf_generate_opts o = g_opts;
         o.seed = g_opts.seed + (uint64_t)i;
-        if (tf_imagegpt_complete(m, &k, given, keep, &o, done + i * HW)) cli_die(v, tf_error());
+        if (tf_model_complete_image(m, im.pixels, keep, &o, row.pixels + (1 + i) * per)) cli_die(v, tf_error());
     }
-    if (fill_row(&k, &im, done, n, keep, &row) || tf_images_grid(&row, n + 2, (int)a->v[SCALE].i, 2, 1.0f, &grid) || tf_images_write_png(&grid, 0, a->v[OUT].text))
+    memcpy(row.pixels + (n + 1) * per, im.pixels, (size_t)per * sizeof(float));
+    if (tf_images_grid(&row, n + 2, (int)a->v[SCALE].i, 2, 1.0f, &grid) || tf_images_write_png(&grid, 0, a->v[OUT].text))
         cli_die(v, tf_error());
     printf("%s: %d completion(s) of %s from its top %d of %d rows (given | completions | original)\n", a->v[OUT].text, n,
-           a->v[INPUT].text, keep, k.height);
+           a->v[INPUT].text, keep, shape[1]);
     tf_images_free(&grid), tf_images_free(&row), tf_images_free(&im);
-    free(given), free(done);
-    tf_image_tokens_free(&k);
-    tf_gpt_free(m);
+    tf_model_free(m);
     return 0;
 }

@@ -150,6 +150,17 @@ TEST(imagegpt_complete_greedy_matches_forward) {
     CHECK(!memcmp(got, again, sizeof got));
     for (int p = 0; p < SIDE * SIDE; p++) CHECK(got[p] >= 0 && got[p] < k.k);
     CHECK(tf_imagegpt_complete(m, &k, img, SIDE, &o, got) == -1 && strstr(tf_error(), "keep_rows 8 must lie in [0,8)"));
+    /* the model handle: the same completion in the palette's colours, through tf_model_complete_image */
+    tf_model *h = tf_model_load(run, NULL);
+    int c, hh, w;
+    CHECK(h && tf_model_completion_shape(h, &c, &hh, &w) == 0 && c == 1 && hh == SIDE && w == SIDE);
+    float px[SIDE * SIDE];
+    tf_images want_px;
+    o.temperature = 1, o.seed = 9;
+    CHECK(tf_imagegpt_complete(m, &k, img, 2, &o, got) == 0 && tf_image_tokens_decode(&k, got, 1, &want_px) == 0);
+    CHECK(tf_model_complete_image(h, im.pixels, 2, &o, px) == 0 && !memcmp(px, want_px.pixels, sizeof px));
+    CHECK(tf_model_complete_image(h, im.pixels, SIDE, &o, px) == -1 && strstr(tf_error(), "keep_rows 8"));
+    tf_images_free(&want_px), tf_model_free(h);
     tf_images_free(&im), tf_image_tokens_free(&k), tf_gpt_free(m);
     test_rm_rf(run);
 }

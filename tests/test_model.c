@@ -113,6 +113,9 @@ TEST(model_handle_refuses_by_name) {
     tf_model_free(m);
     m = tf_model_load("tests/fixtures_gpt2/tiny_gelu_new", NULL);
     CHECK(m && tf_model_require(m, TF_CAP_GENERATE) && strstr(tf_error(), "holds no tokenizer"));
+    float px[4];
+    CHECKF(tf_model_complete_image(m, px, 0, NULL, px) && strstr(tf_error(), "(gpt) cannot complete-image"), "%s",
+           tf_error());
     tf_model_free(m);
 }
 

@@ -225,6 +225,11 @@ struct tf_family {
     void (*clip_shape)(const void *model, int *frames, int *channels, int *size);
     /* The labels of a text or clip classifier (images: image_shape); NULL: none. */
     int (*n_labels)(const void *model);
+    /* Complete-image: the images the model completes (channels, height, width) and one completed, as
+     * tf_model_complete_image (dir: the folder, whose files may describe the images). */
+    int (*completion_shape)(const void *model, const char *dir, int *channels, int *height, int *width);
+    int (*complete_image)(const void *model, const char *dir, const float *pixels, int keep_rows,
+                          const tf_generate_opts *o, float *out);
     /* Stream: a new stream of the model (o not NULL), its calls in the stream (src/models/family.h). */
     tf_stream *(*stream)(const void *model, const tf_stream_opts *o);
 };
@@ -407,6 +412,15 @@ TF_API void tf_text_attention_free(tf_text_attention *a);
  * (o: tf_generate_opts_default() and changes, NULL: greedy); free r with tf_caption_result_free. */
 TF_API int tf_model_caption(const tf_model *m, const float *pixels, const tf_generate_opts *o, tf_caption_result *r);
 TF_API void tf_caption_result_free(tf_caption_result *r);
+
+/* TF_CAP_COMPLETE_IMAGE: the images the model completes (an ImageGPT folder's image_tokens.json):
+ * channels (1 or 3), height and width. */
+TF_API int tf_model_completion_shape(const tf_model *m, int *channels, int *height, int *width);
+/* One image (channels, height, width) in [0,1]: its top keep_rows rows kept, the rest sampled pixel
+ * by pixel with o (temperature, top_k, top_p, seed; NULL: tf_generate_opts_default()) -> out
+ * (channels, height, width), the whole completion in the model's palette (the kept rows too). */
+TF_API int tf_model_complete_image(const tf_model *m, const float *pixels, int keep_rows, const tf_generate_opts *o,
+                                   float *out);
 
 /* The folder's tokenizer (encode and decode are safe from several threads), or NULL when it holds none. */
 TF_API tf_tokenizer *tf_model_tokenizer(const tf_model *m);

@@ -221,6 +221,20 @@ int tf_model_translation(tf_model *m, tf_translation *t) {
     return m->f->translation(m->impl, t);
 }
 
+int tf_model_completion_shape(const tf_model *m, int *channels, int *height, int *width) {
+    *channels = *height = *width = 0;
+    if (tf_model_require(m, TF_CAP_COMPLETE_IMAGE)) return -1;
+    return m->f->completion_shape(m->impl, m->dir, channels, height, width);
+}
+
+int tf_model_complete_image(const tf_model *m, const float *pixels, int keep_rows, const tf_generate_opts *o,
+                            float *out) {
+    if (tf_model_require(m, TF_CAP_COMPLETE_IMAGE)) return -1;
+    if (!pixels || !out) return tf_set_error("%s: complete-image: no image", m->dir);
+    tf_generate_opts sampled = tf_generate_opts_default();
+    return m->f->complete_image(m->impl, m->dir, pixels, keep_rows, o ? o : &sampled, out);
+}
+
 const char *tf_model_label(const tf_model *m, int i, char *buf, size_t n) {
     if (m->f->label) return m->f->label(m->impl, i, buf, n);
     snprintf(buf, n, "LABEL_%d", i);

@@ -233,4 +233,5 @@ const tf_family tf_family_imagegpt = {
     .input = TF_TRAIN_IMAGES, .task_table = &tf_imagegpt_task_config_table,
     .task_size = sizeof(tf_imagegpt_task_config),
     .task_defaults = imagegpt_defaults, .task_new = imagegpt_task, .val_batches = imagegpt_val,
+    .completion_shape = tf_imagegpt_completion_shape, .complete_image = tf_imagegpt_complete_pixels,
 };

@@ -94,3 +94,43 @@ int tf_imagegpt_complete(const tf_gpt *m, const tf_image_tokens *tokens, const i
     free(prompt);
     return rc;
 }
+
+/* ---------------------------------------------------------------- the registry row's calls */
+
+/* dir's image_tokens.json, checked against the model as tf_imagegpt_load checks it. */
+static int tokens_of(const tf_gpt *m, const char *dir, tf_image_tokens *k) {
+    if (tf_image_tokens_load(dir, k)) return -1;
+    int64_t HW = (int64_t)k->height * k->width;
+    if (m->cfg.vocab_size == k->k + 1 && m->cfg.context >= HW && m->has_head) return 0;
+    tf_set_error("%s: config.json (vocab_size %d, n_positions %d%s) does not fit image_tokens.json (%d clusters + the "
+                 "start token, %lld pixels)", dir, m->cfg.vocab_size, m->cfg.context, m->has_head ? "" : ", no head",
+                 k->k, (long long)HW);
+    tf_image_tokens_free(k);
+    return -1;
+}
+
+int tf_imagegpt_completion_shape(const void *model, const char *dir, int *channels, int *height, int *width) {
+    tf_image_tokens k;
+    *channels = *height = *width = 0;
+    if (tokens_of(model, dir, &k)) return -1;
+    *channels = k.channels, *height = k.height, *width = k.width;
+    tf_image_tokens_free(&k);
+    return 0;
+}
+
+/* pixels (C,H,W) -> colour tokens, the rest after keep_rows sampled, -> out (C,H,W), the palette's colours. */
+int tf_imagegpt_complete_pixels(const void *model, const char *dir, const float *pixels, int keep_rows,
+                                const tf_generate_opts *o, float *out) {
+    tf_image_tokens k;
+    if (tokens_of(model, dir, &k)) return -1;
+    size_t HW = (size_t)k.height * (size_t)k.width;
+    int32_t *given = malloc(HW * sizeof *given), *done = malloc(HW * sizeof *done);
+    tf_images im = {1, k.channels, k.height, k.width, (float *)pixels, NULL, 0}, decoded = {0};
+    int rc = given && done ? 0 : tf_set_error("imagegpt: out of memory");
+    rc = rc || tf_image_tokens_encode(&k, &im, given) || tf_imagegpt_complete(model, &k, given, keep_rows, o, done) ||
+         tf_image_tokens_decode(&k, done, 1, &decoded);
+    if (!rc) memcpy(out, decoded.pixels, HW * (size_t)k.channels * sizeof *out);
+    tf_images_free(&decoded), tf_image_tokens_free(&k);
+    free(given), free(done);
+    return rc ? -1 : 0;
+}

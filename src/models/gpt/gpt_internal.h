@@ -18,4 +18,10 @@ int tf_gpt_next_logits(tf_ctx *ctx, const tf_gpt *m, tf_kv_cache *cache, const i
  * the context (sampling slides a window past it); an error when the prompt is past the context. */
 tf_decoder *tf_gpt_decoder_for(const tf_gpt *m, int n_prompt, int max_tokens);
 
+/* ImageGPT's registry row (gpt_image.c): the images a folder's model completes (dir/image_tokens.json, read
+ * at each call: the handle's model is the GPT alone), and one image completed into the palette's colours. */
+int tf_imagegpt_completion_shape(const void *model, const char *dir, int *channels, int *height, int *width);
+int tf_imagegpt_complete_pixels(const void *model, const char *dir, const float *pixels, int keep_rows,
+                                const tf_generate_opts *o, float *out);
+
 #endif
