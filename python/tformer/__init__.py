@@ -378,6 +378,32 @@ class Model:
             out.append({"text": text, "words": words, "attention": maps})
         return out
 
+    def complete_image(self, image: np.ndarray, keep_rows: int, samples: int = 4, temperature: float = 1.0,
+                       top_k: int = 0, top_p: float = 1.0, seed: int = 0) -> np.ndarray:
+        """The image's top ``keep_rows`` rows kept and the rest sampled, ``samples`` times (an ImageGPT:
+        ``tformer train --arch imagegpt``), as ``tformer complete-image`` draws them: completion i with
+        ``seed + i``; temperature 0 is greedy. ``image``: an (H, W[, C]) array, uint8 or float in [0, 1], of
+        the model's size. Returns float32 (samples, H, W) for a grey model, (samples, H, W, 3) for a colour
+        one: each completion in the model's palette. The GIL is released.
+        """
+        for name, v, lo, hi in (("keep_rows", keep_rows, 0, 1 << 20), ("samples", samples, 1, 64),
+                                ("top_k", top_k, 0, 1 << 30), ("seed", seed, 0, (1 << 64) - 1)):
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise InputError(f"complete_image(): {name} must be an int in {lo}..{hi}, got {v!r}")
+        if not (isinstance(temperature, (int, float)) and temperature >= 0) or not (0 < top_p <= 1):
+            raise InputError(f"complete_image(): temperature >= 0 and top_p in (0, 1], got {temperature!r}, {top_p!r}")
+        self._h.require("complete-image")
+        channels, height, width = self._h.completion_shape()
+        a = np.asarray(image)
+        if height != width or a.ndim < 2 or a.shape[:2] != (height, width):
+            raise InputError(f"complete_image(): image has shape {a.shape}; the model takes {height}x{width} images "
+                             f"with {channels} channel(s)")
+        pixels = _as_pixels(a, 0, channels, height, "complete_image")
+        out = np.asarray(self._h.complete_image(np.ascontiguousarray(pixels, dtype=np.float32), keep_rows, samples,
+                                                float(temperature), top_k, float(top_p), seed))
+        out = out.reshape(samples, channels, height, width)
+        return out[:, 0] if channels == 1 else np.moveaxis(out, 1, 3)
+
     def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:
         """A continual model (``tformer train --arch continual``) on a stream, as ``tformer stream``.
 

@@ -119,6 +119,17 @@ class Model:
         color: Optional[Literal["rgb", "grayscale"]] = None,
     ) -> List[Any]:
         """A caption (str) per image, as `tformer caption`; with attention=True a Caption dict per image."""
+    def complete_image(
+        self,
+        image: npt.NDArray[Any],
+        keep_rows: int,
+        samples: int = 4,
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int = 0,
+    ) -> npt.NDArray[np.float32]:
+        """An ImageGPT's completions of an image's top rows, as `tformer complete-image`."""
     def stream(self, step_inputs: Any = None, window: Optional[int] = None) -> Any:
         """A continual model on a stream: the outputs of step_inputs, or a Stream when none are given."""
     @property

@@ -381,6 +381,52 @@ static PyObject *model_caption(Model *self, PyObject *args) {
     return list;
 }
 
+/* ---------------------------------------------------------------- complete-image */
+
+/* completion_shape() -> (channels, height, width) of the images the model completes. */
+static PyObject *model_completion_shape(Model *self, PyObject *unused) {
+    (void)unused;
+    int c, h, w;
+    if (model_require(self, TF_CAP_COMPLETE_IMAGE)) return NULL;
+    if (tf_model_completion_shape(self->m, &c, &h, &w)) return raise_tf(InputError);
+    return Py_BuildValue("(iii)", c, h, w);
+}
+
+/* complete_image(pixels: float32 (C, H, W), keep_rows, samples, temperature, top_k, top_p, seed) -> Buffer
+ * (samples, C*H*W): completion i sampled with seed + i, as `tformer complete-image` draws them. */
+static PyObject *model_complete_image(Model *self, PyObject *args) {
+    PyObject *pixels;
+    int keep, samples, top_k, c, h, w, rc = 0;
+    float temperature, top_p;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "OiififK", &pixels, &keep, &samples, &temperature, &top_k, &top_p, &seed)) return NULL;
+    if (model_require(self, TF_CAP_COMPLETE_IMAGE)) return NULL;
+    if (tf_model_completion_shape(self->m, &c, &h, &w)) return raise_tf(InputError);
+    Py_buffer v;
+    if (PyObject_GetBuffer(pixels, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) return NULL;
+    if (!v.format || strcmp(v.format, "f") || v.ndim != 3 || v.shape[0] != c || v.shape[1] != h || v.shape[2] != w) {
+        PyBuffer_Release(&v);
+        return PyErr_Format(InputError, "complete_image(): pixels must be float32 (%d, %d, %d)", c, h, w);
+    }
+    size_t per = (size_t)c * (size_t)h * (size_t)w;
+    float *out = samples >= 1 && samples <= 64 ? malloc((size_t)samples * per * sizeof *out) : NULL;
+    if (!out) return PyBuffer_Release(&v), samples >= 1 && samples <= 64 ? PyErr_NoMemory()
+                                                           : PyErr_Format(InputError, "complete_image(): samples 1..64");
+    tf_generate_opts o = tf_generate_opts_default();
+    o.temperature = temperature, o.top_k = top_k, o.top_p = top_p;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < samples && !rc; i++) {
+        o.seed = (uint64_t)seed + (uint64_t)i;
+        rc = tf_model_complete_image(self->m, v.buf, keep, &o, out + (size_t)i * per);
+    }
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    PyBuffer_Release(&v);
+    if (rc) return free(out), raise_tf(InputError);
+    return buffer_new(out, samples, (Py_ssize_t)per);
+}
+
 /* ---------------------------------------------------------------- run */
 
 /* run([(name, dtype, array), ...]): hf-run's forward on the arrays themselves (dtype: safetensors' name,
@@ -491,6 +537,10 @@ static PyMethodDef model_methods[] = {
      "length_penalty (nan: the folder's), max_len_a (nan), max_len_b (-1), batch (0), beam_stop (-1)) -> list[str]."},
     {"caption", (PyCFunction)model_caption, METH_VARARGS,
      "caption(pixels: float32 (n, C, S, S), beam, max_tokens) -> [(text, words, attention Buffer | None, grid)]."},
+    {"completion_shape", (PyCFunction)model_completion_shape, METH_NOARGS,
+     "completion_shape() -> (channels, height, width): the images complete_image takes."},
+    {"complete_image", (PyCFunction)model_complete_image, METH_VARARGS,
+     "complete_image(pixels (C, H, W), keep_rows, samples, temperature, top_k, top_p, seed) -> Buffer (samples, C*H*W)."},
     {"run", (PyCFunction)model_run, METH_O,
      "run([(name, dtype, array), ...]) -> {name: Buffer}: hf-run's forward on the arrays, no files."},
     {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
