@@ -48,7 +48,8 @@ int cmd_caption(const cli_args *a) {
     if (a->v[BEAM].i < 1) cli_usage_error(a, "--beam %lld: 1 or more (1: greedy)", a->v[BEAM].i);
     if (a->v[BEAM].i > TF_GENERATE_MAX_BEAM) cli_usage_error(a, "--beam at most %d", TF_GENERATE_MAX_BEAM);
     const char *att = a->v[ATTENTION_PNG].text && *a->v[ATTENTION_PNG].text ? a->v[ATTENTION_PNG].text : NULL;
-    tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){0, cli_precision(a, PRECISION)});
+    tf_model *m = tf_model_load(a->v[MODEL].text,
+                                &(tf_model_opts){.precision = cli_precision(a, PRECISION), .require = TF_CAP_CAPTION});
     if (!m || tf_model_require(m, TF_CAP_CAPTION) || tf_model_check_finite(m)) cli_die(a->verb, tf_error());
     int fixed = !cli_attention_scale(a, ATTENTION_SCALE, ATTENTION_PNG);
     if (att) cli_make_folder(a->verb, "--attention-png", att);

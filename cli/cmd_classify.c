@@ -44,7 +44,7 @@ static const char *opt(const cli_val *v) { return v->text && *v->text ? v->text 
 
 /* An image classifier folder (any family with classify-image), its weights checked finite. */
 static tf_model *load_classifier(const cli_verb *v, const char *model_dir, tf_precision precision) {
-    tf_model *m = tf_model_load(model_dir, &(tf_model_opts){0, precision});
+    tf_model *m = tf_model_load(model_dir, &(tf_model_opts){.precision = precision, .require = TF_CAP_CLASSIFY_IMAGE});
     if (!m || tf_model_require(m, TF_CAP_CLASSIFY_IMAGE) || tf_model_check_finite(m)) cli_die(v, tf_error());
     return m;
 }
@@ -254,7 +254,8 @@ int cmd_classify(const cli_args *a) {
                         "labelled set");
     cli_attention_scale(a, ATTENTION_SCALE, ATTENTION_PNG);
     tf_precision precision = cli_precision(a, PRECISION);
-    tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){0, precision});
+    tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){.precision = precision,
+                                .require = TF_CAP_CLASSIFY_IMAGE | TF_CAP_CLASSIFY_CLIP});
     if (!m) cli_die(a->verb, tf_error());
     if (tf_model_family(m)->caps & TF_CAP_CLASSIFY_CLIP) { /* a video family, whatever its folder's head */
         if (a->v[TOP_K].given || att || a->v[HFLIP_TTA].given || a->v[RESIZE].given || a->v[RGB].given ||

@@ -71,7 +71,7 @@ int cmd_complete_image(const cli_args *a) {
     int n = (int)a->v[SAMPLES].i, keep = (int)a->v[KEEP_ROWS].i, shape[3];
     if (n < 1 || n > 64) cli_usage_error(a, "--samples must lie in [1,64], got %d", n);
     if (a->v[SCALE].i < 1 || a->v[SCALE].i > 64) cli_usage_error(a, "--scale must lie in [1,64]");
-    tf_model *m = tf_model_load(dir, NULL);
+    tf_model *m = tf_model_load(dir, &(tf_model_opts){.require = TF_CAP_COMPLETE_IMAGE});
     if (!m || tf_model_completion_shape(m, &shape[0], &shape[1], &shape[2])) cli_die(v, tf_error());
     if (tf_model_check_finite(m)) {
         fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir,

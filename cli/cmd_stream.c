@@ -181,7 +181,8 @@ int cmd_stream(const cli_args *a) {
     long long w = a->v[WINDOW].i; /* given: replaces the config's (a huge one is refused by the check) */
     if (a->v[WINDOW].given && w < 1) cli_die(st.v, "--window: a window of 1 or more steps");
     tf_stream_opts o = {a->v[WINDOW].given ? (int)(w > 1 << 30 ? 1 << 30 : w) : 0, a->v[RECOMPUTE].given};
-    if (!(st.m = tf_model_load(a->v[MODEL].text, NULL)) || !(st.s = tf_model_stream_new(st.m, &o)))
+    if (!(st.m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){.require = TF_CAP_STREAM})) ||
+        !(st.s = tf_model_stream_new(st.m, &o)))
         cli_die(st.v, tf_error());
     st.shape = tf_stream_shape_of(st.s);
     char extra[120];

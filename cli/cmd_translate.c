@@ -219,7 +219,8 @@ int cmd_translate(const cli_args *a) {
     tf_translate_opts o = g_opts;
     g_json = a->v[JSON].given;
     if (pictures) cli_make_folder(v, "--attention-png", pictures);
-    tf_model *model = tf_model_load(dir, &(tf_model_opts){0, cli_precision(a, PRECISION)});
+    tf_model *model = tf_model_load(dir, &(tf_model_opts){.precision = cli_precision(a, PRECISION),
+                                                             .require = TF_CAP_TRANSLATE});
     const tf_translator *tp;
     const tf_translation *m;
     tf_translate_opts f; /* the folder's settings (a Marian folder's generate() settings): flags first */

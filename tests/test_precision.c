@@ -57,7 +57,7 @@ static double min_cosine(const float *a, const float *b, int n, int d) {
 
 /* dir's embeddings of texts in precision p on threads threads (malloc'd, n rows of *d), or NULL. */
 static float *embed_in(const char *dir, tf_precision p, int threads, const char *const *texts, int n, int *d) {
-    tf_model *m = tf_model_load(dir, &(tf_model_opts){threads, p});
+    tf_model *m = tf_model_load(dir, &(tf_model_opts){.threads = threads, .precision = p});
     float *e = NULL;
     if (m && tf_model_precision(m) == p && !tf_model_embed(m, texts, n, NULL, &e)) *d = tf_model_embed_dim(m);
     tf_model_free(m);
@@ -86,7 +86,7 @@ TEST(precision_embed_agrees_with_f32) {
         differs[k] = memcmp(e2, f, (size_t)n * (size_t)d * sizeof *e2) != 0;
         free(e1), free(e2);
     }
-    tf_model *m = tf_model_load(ST_DIR, &(tf_model_opts){2, TF_PRECISION_INT8});
+    tf_model *m = tf_model_load(ST_DIR, &(tf_model_opts){.threads = 2, .precision = TF_PRECISION_INT8});
     float *back = NULL;
     int ok = m && !tf_model_set_precision(m, TF_PRECISION_F32) && !tf_model_embed(m, texts, n, NULL, &back);
     ok = ok && !memcmp(back, f, (size_t)n * (size_t)d * sizeof *f);

@@ -480,7 +480,9 @@ TEST(reliability_a_folder_of_another_family_is_named) {
         {"vit", "generate --prompt a", "model_type \"vit\" is not a GPT-2"},
         {"tformer-seq2seq", "eval --data /dev/null", "model_type \"tformer-seq2seq\" is not a GPT-2"},
         {"bert", "generate --prompt a", "model_type \"bert\" is not a GPT-2"},
-        {"tformer-seq2seq", "fill-mask --text [MASK]", "model_type \"tformer-seq2seq\" is not a BERT"},
+        {"tformer-seq2seq", "fill-mask --text [MASK]", "model_type \"tformer-seq2seq\" (seq2seq) cannot fill-mask; it can: "},
+        {"vit", "complete-image --input x.png --keep-rows 1 --out g.png", "model_type \"vit\" (vit) cannot complete-image"},
+        {"bert", "stream", "model_type \"bert\" (bert) cannot stream; it can: "},
         {"continual", "embed", "model_type \"continual\" is not a BERT"},
         {"gpt2", "predict", "model_type \"gpt2\" is not a BERT"},
     };

@@ -253,6 +253,8 @@ typedef struct tf_model tf_model;
 typedef struct {
     int threads; /* > 0: tf_set_threads(threads) first; 0: leave the setting as it is */
     tf_precision precision; /* the weights' products (tf_model_set_precision); 0: f32 */
+    unsigned require;       /* capabilities the caller needs (TF_CAP_*): a folder whose family has none of
+                             * them is refused by its config.json, before its weights are read; 0: any */
 } tf_model_opts;
 
 /* dir's config.json picks the family: architectures[0] when it names one the

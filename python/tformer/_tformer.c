@@ -123,7 +123,7 @@ static int model_init(Model *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     if (self->m) tf_model_free(self->m), self->m = NULL;
-    tf_model_opts opts = {threads, precision};
+    tf_model_opts opts = {.threads = threads, .precision = precision};
     self->loaded = precision;
     tf_model *m;
     char *why = NULL;

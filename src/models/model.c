@@ -85,6 +85,14 @@ tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     if (weights_named(m)) return tf_model_free(m), NULL;
     dir = m->dir;
     if (find_family(m)) return tf_model_free(m), NULL;
+    if (opts && opts->require && !(m->f->caps & opts->require)) { /* refused by its config, nothing loaded */
+        char want[256], list[256], path[4200];
+        tf_path_join(path, sizeof path, dir, "config.json");
+        tf_caps_list(opts->require, want, sizeof want), tf_caps_list(m->f->caps, list, sizeof list);
+        tf_set_error("%s: model_type \"%s\" (%s) cannot %s; it can: %s", path, m->type, m->f->name, want,
+                     *list ? list : "nothing");
+        return tf_model_free(m), NULL;
+    }
     if (!m->f->load)
         return tf_set_error("%s: a %s folder: tformer runs it with %s", dir, m->f->name, m->f->verbs), tf_model_free(m),
                NULL;
@@ -267,7 +275,7 @@ static void top_k(const float *row, int V, int k, double *p, int32_t *ids, doubl
 /* The mask positions of ids into r (allocated for every mask found). */
 static int find_masks(const tf_ids *ids, int32_t mask, int k, tf_fill_mask_result *r) {
     for (size_t t = 0; t < ids->n; t++) r->n += ids->v[t] == mask;
-    if (!r->n) return tf_set_error("fill-mask: the text holds no mask token (id %d)", (int)mask);
+    if (!r->n) return 0; /* the caller names the token */
     size_t cells = (size_t)r->n * (size_t)k;
     r->k = k;
     r->positions = malloc((size_t)r->n * sizeof *r->positions);
@@ -290,6 +298,13 @@ int tf_model_fill_mask(const tf_model *m, const char *text, int k, tf_fill_mask_
     double *p = NULL;
     int V = 0, rc = m->f->mask_logits(m->impl, m->tok, text, &ids, &logits, &V);
     if (!rc) rc = find_masks(&ids, mask, k < V ? k : V, r);
+    if (!rc && !r->n) { /* named by its text, as the user writes it */
+        char *s = NULL;
+        size_t n = 0;
+        tf_tokenizer_decode(m->tok, &mask, 1, &s, &n);
+        rc = tf_set_error("fill-mask: the text holds no mask token (%.*s, id %d)", (int)n, s ? s : "?", (int)mask);
+        free(s);
+    }
     if (!rc && !(p = malloc((size_t)V * sizeof *p))) rc = tf_set_error("fill-mask: out of memory");
     for (int j = 0; !rc && j < r->n; j++)
         top_k(logits + (size_t)r->positions[j] * (size_t)V, V, r->k, p, r->ids + (size_t)j * (size_t)r->k,
