@@ -46,34 +46,43 @@ static void print_row(const cli_verb *v, const float *x, int64_t C) {
 }
 
 /* --pooling none: each text's token vectors. */
-static void embed_tokens(const cli_verb *v, const tf_bert *m, tf_tokenizer *tok, const char **lines, size_t *lens, int n,
-                         size_t max_len) {
-    tf_ctx *ctx = tf_ctx_new(0);
+static void embed_tokens(const cli_verb *v, const tf_model *m, const tf_embed_opts *o, const char **lines,
+                         size_t *lens, int n) {
+    int64_t d = tf_model_embed_dim(m);
     for (int i = 0; i < n; i++) {
-        tf_ids ids = {0}, types = {0};
-        tf_ctx_reset(ctx);
-        tf_ctx_set_grad(ctx, 0);
-        if (tf_tokenizer_encode_pair(tok, lines[i], lens[i], NULL, 0, max_len, &ids, &types)) cli_die(v, tf_error());
-        tf_tensor *x = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, (int64_t)ids.n}, 0);
-        memcpy(x->data, ids.v, ids.n * sizeof *ids.v);
-        tf_bert_outputs out;
-        tf_bert_inputs in = {.input_ids = x};
-        if (tf_bert_run(ctx, m, &in, &out)) cli_die(v, tf_error());
-        const float *h = tf_f32(out.last_hidden_state);
+        float *h;
+        int T;
+        if (tf_model_embed_tokens(m, lines[i], lens[i], o, &h, &T)) cli_die(v, tf_error());  // h: (T,d)
         if (g_format == JSON_LINES) { /* the text's vectors as one array of arrays */
             cJSON *rows = cli_json_array(v, NULL, NULL);
-            for (size_t t = 0; t < ids.n; t++) {
+            for (int t = 0; t < T; t++) {
                 cJSON *row = cli_json_array(v, rows, NULL);
-                for (int c = 0; c < m->cfg.d_model; c++) cli_json_num(v, row, NULL, h[t * (size_t)m->cfg.d_model + c]);
+                for (int64_t c = 0; c < d; c++) cli_json_num(v, row, NULL, h[t * d + c]);
             }
             cli_json_print(v, rows);
         } else {
-            for (size_t t = 0; t < ids.n; t++) print_row(v, h + t * (size_t)m->cfg.d_model, m->cfg.d_model);
+            for (int t = 0; t < T; t++) print_row(v, h + t * d, d);
             putchar('\n');
         }
-        tf_ids_free(&ids), tf_ids_free(&types);
+        free(h);
     }
-    tf_ctx_free(ctx);
+}
+
+/* Lines of a chunk as NUL-ended texts (tf_model_embed's), in buf; a NUL inside one is an error naming it. */
+static void nul_ended(const cli_verb *v, const char **lines, const size_t *lens, int n, int64_t first, char **texts,
+                      char **buf, size_t *cap) {
+    size_t need = 0;
+    for (int i = 0; i < n; i++) need += lens[i] + 1;
+    if (need > *cap && !(*buf = realloc(*buf, *cap = need))) cli_die(v, "out of memory");
+    char *p = *buf;
+    for (int i = 0; i < n; i++) {
+        if (memchr(lines[i], 0, lens[i])) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "standard input line %lld holds a NUL byte: text only", (long long)(first + i + 1));
+            cli_die(v, msg);
+        }
+        memcpy(p, lines[i], lens[i]), p[lens[i]] = 0, texts[i] = p, p += lens[i] + 1;
+    }
 }
 
 /* Lines read, embedded and written at a time: memory bounded by it, whatever the input's length. */
@@ -103,39 +112,39 @@ int cmd_embed(const cli_args *a) {
         cli_usage_error(a, "--format npy writes a file: send standard output to one (> out.npy), not to a pipe or "
                         "a terminal (its header, written last, says how many texts)");
     tf_precision precision = cli_precision(a, PRECISION);
-    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){TF_BERT_BODY, 0, 1});
-    if (!m) cli_die(v, tf_error());
-    cli_set_precision(v, m->params, precision);
-    cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, m->cfg.context);
+    tf_model *m = tf_model_load(dir, &(tf_model_opts){.precision = precision, .require = TF_CAP_EMBED});
+    if (!m || tf_model_require(m, TF_CAP_EMBED)) cli_die(v, tf_error());
+    cli_check_max_len(v, "--max-len", a->v[MAX_LENGTH].i, tf_model_context(m));
     if (a->v[MAX_LENGTH].i > 0) o.max_len = (int)a->v[MAX_LENGTH].i;
-    tf_tokenizer *tok = cli_load_tokenizer(v, dir);
     char extra[160];
     snprintf(extra, sizeof extra, "pooling %s%s%s", POOLS[pool], pooling && *pooling ? "" : " (the folder's)",
              o.normalize ? ", normalized" : "");
-    cli_say(v, &(cli_said){NULL, dir, tok, 0, precision, extra});
-    size_t max_len = o.max_len > 0 ? (size_t)o.max_len : (size_t)tf_bert_max_tokens(&m->cfg), lens[CHUNK];
+    cli_say(v, &(cli_said){NULL, dir, tf_model_tokenizer(m), 0, precision, extra});
+    int64_t d = tf_model_embed_dim(m);
+    size_t lens[CHUNK], cap = 0;
     const char *lines[CHUNK];
-    float *e = malloc((size_t)CHUNK * (size_t)m->cfg.d_model * sizeof *e);
-    if (!e) cli_die(v, "out of memory");
+    char *texts[CHUNK], *buf = NULL;
     cli_lines in;
     cli_lines_init(&in, 0);
     int64_t rows = 0;
-    if (g_format == NPY) cli_npy_header(v, stdout, "f4", (int64_t[]){0, m->cfg.d_model}, 2);
+    if (g_format == NPY) cli_npy_header(v, stdout, "f4", (int64_t[]){0, d}, 2);
     for (int n; (n = cli_lines_next(v, &in, CHUNK, lines, lens)) > 0; cli_flush_or_die(v), rows += n) {
         if (pool == 3) {
-            embed_tokens(v, m, tok, lines, lens, n, max_len);
+            embed_tokens(v, m, &o, lines, lens, n);
             continue;
         }
-        if (tf_bert_embed(m, tok, lines, lens, n, &o, e)) cli_die(v, tf_error());
-        for (int i = 0; i < n; i++) print_row(v, e + (size_t)i * (size_t)m->cfg.d_model, m->cfg.d_model);
+        float *e;
+        nul_ended(v, lines, lens, n, rows, texts, &buf, &cap);
+        if (tf_model_embed(m, (const char *const *)texts, n, &o, &e)) cli_die(v, tf_error());
+        for (int i = 0; i < n; i++) print_row(v, e + (size_t)i * (size_t)d, d);
+        free(e);
     }
     if (g_format == NPY) { /* the rows, now known, into the header */
         if (fflush(stdout) || fseek(stdout, 0, SEEK_SET)) cli_flush_or_die(v);
-        cli_npy_header(v, stdout, "f4", (int64_t[]){rows, m->cfg.d_model}, 2);
+        cli_npy_header(v, stdout, "f4", (int64_t[]){rows, d}, 2);
     }
     cli_lines_free(&in);
-    free(e);
-    tf_tokenizer_free(tok);
-    tf_bert_free(m);
+    free(buf);
+    tf_model_free(m);
     return 0;
 }

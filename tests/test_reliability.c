@@ -483,7 +483,7 @@ TEST(reliability_a_folder_of_another_family_is_named) {
         {"tformer-seq2seq", "fill-mask --text [MASK]", "model_type \"tformer-seq2seq\" (seq2seq) cannot fill-mask; it can: "},
         {"vit", "complete-image --input x.png --keep-rows 1 --out g.png", "model_type \"vit\" (vit) cannot complete-image"},
         {"bert", "stream", "model_type \"bert\" (bert) cannot stream; it can: "},
-        {"continual", "embed", "model_type \"continual\" is not a BERT"},
+        {"continual", "embed", "model_type \"continual\" (continual) cannot embed; it can: stream"},
         {"gpt2", "predict", "model_type \"gpt2\" is not a BERT"},
     };
     char dir[] = "/tmp/tformer_rel_family_XXXXXX", p[256], json[256], args[1024], out[8192];

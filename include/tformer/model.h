@@ -181,6 +181,10 @@ struct tf_family {
     int (*embed)(const void *model, tf_tokenizer *tok, const char *const *texts, int n, const tf_embed_opts *o,
                  float *out);
     int (*embed_dim)(const void *model);
+    int (*embed_tokens)(const void *model, tf_tokenizer *tok, const char *text, size_t len, const tf_embed_opts *o,
+                        float **out, int *n_tokens);
+    /* The most tokens one text input may hold (NULL: 0, no text). */
+    int (*context)(const void *model);
     int (*classify_images)(const void *model, const float *pixels, int64_t n, int batch, int hflip,
                            const int32_t *labels, int32_t *pred, float *prob, double *loss, int64_t *correct);
     /* The input images' shape (channels, height = width) and the number of labels. */
@@ -314,6 +318,14 @@ TF_API void tf_run_outputs_free(tf_run_output *out, int n);
  * caller keeps it and frees it with free()). o NULL: the folder's settings (tf_embed_opts_load). */
 TF_API int tf_model_embed(const tf_model *m, const char *const *texts, int n, const tf_embed_opts *o, float **out);
 TF_API int tf_model_embed_dim(const tf_model *m);
+/* TF_CAP_EMBED: each token's vector of one text of len bytes (sentence-transformers' token_embeddings: the
+ * final hidden states) -> *out, *n_tokens rows of tf_model_embed_dim floats (malloc'd, the caller's), the
+ * text cut to o's max_len ids (o NULL: the folder's settings). */
+TF_API int tf_model_embed_tokens(const tf_model *m, const char *text, size_t len, const tf_embed_opts *o, float **out,
+                                 int *n_tokens);
+/* The most tokens one text input may hold (the position table: max_position_embeddings); 0 for a model
+ * that reads no text. */
+TF_API int tf_model_context(const tf_model *m);
 
 /* TF_CAP_CLASSIFY_IMAGE: n images (n, channels, size, size) in [0,1] -> pred[n] and, where not NULL,
  * prob[n] (the predicted label's probability); with labels, *loss (mean cross-entropy) and *correct.

@@ -165,6 +165,19 @@ int tf_model_run_file(const tf_model *m, const char *input_path, const char *out
 
 int tf_model_embed_dim(const tf_model *m) { return m->caps & TF_CAP_EMBED ? m->f->embed_dim(m->impl) : 0; }
 
+int tf_model_context(const tf_model *m) { return m->f->context ? m->f->context(m->impl) : 0; }
+
+int tf_model_embed_tokens(const tf_model *m, const char *text, size_t len, const tf_embed_opts *o, float **out,
+                          int *n_tokens) {
+    *out = NULL, *n_tokens = 0;
+    if (tf_model_require(m, TF_CAP_EMBED)) return -1;
+    if (!text && len) return tf_set_error("embed: no text");
+    if (!m->f->embed_tokens) return tf_set_error("%s: a %s model gives no token vectors", m->dir, m->f->name);
+    tf_embed_opts own;
+    if (!o && tf_embed_opts_load(m->dir, &own)) return -1;
+    return m->f->embed_tokens(m->impl, m->tok, text ? text : "", len, o ? o : &own, out, n_tokens);
+}
+
 int tf_model_embed(const tf_model *m, const char *const *texts, int n, const tf_embed_opts *o, float **out) {
     *out = NULL;
     if (tf_model_require(m, TF_CAP_EMBED)) return -1;

@@ -160,6 +160,32 @@ static int bert_embed(const void *model, tf_tokenizer *tok, const char *const *t
 
 static int bert_embed_dim(const void *model) { return ((const tf_bert *)model)->cfg.d_model; }
 
+static int bert_context(const void *model) { return ((const tf_bert *)model)->cfg.context; }
+
+/* [CLS] text [SEP] cut to o's max_len (the context at most) -> the final hidden states (n, d_model). */
+static int bert_embed_tokens(const void *model, tf_tokenizer *tok, const char *text, size_t len, const tf_embed_opts *o,
+                             float **out, int *n_tokens) {
+    const tf_bert *m = model;
+    int most = tf_bert_max_tokens(&m->cfg);
+    size_t max_len = o->max_len > 0 && o->max_len < most ? (size_t)o->max_len : (size_t)most;
+    tf_ids ids = {0}, types = {0};
+    tf_ctx *ctx = tf_ctx_new(0);
+    int rc = ctx ? tf_tokenizer_encode_pair(tok, text, len, NULL, 0, max_len, &ids, &types)
+                 : tf_set_error("embed: out of memory");
+    tf_tensor *x = rc ? NULL : tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){1, (int64_t)ids.n}, 0);  // (1,T)
+    tf_bert_outputs res;
+    if (x) {
+        tf_ctx_set_grad(ctx, 0);
+        memcpy(x->data, ids.v, ids.n * sizeof *ids.v);
+        rc = tf_bert_run(ctx, m, &(tf_bert_inputs){.input_ids = x}, &res);
+    }
+    size_t bytes = ids.n * (size_t)m->cfg.d_model * sizeof(float);
+    if (!rc && x && !(*out = malloc(bytes ? bytes : 1))) rc = tf_set_error("embed: out of memory");
+    if (!rc && x) memcpy(*out, res.last_hidden_state->data, bytes), *n_tokens = (int)ids.n;  // (T,d_model)
+    tf_ids_free(&ids), tf_ids_free(&types), tf_ctx_free(ctx);
+    return !rc && x ? 0 : -1;
+}
+
 /* text -> [CLS] text [SEP] cut to the model's length with [SEP] kept (as the fill-mask pipeline
  * cuts), and the masked LM's logits at each id. */
 static int bert_mask_logits(const void *model, tf_tokenizer *tok, const char *text, tf_ids *ids, float **logits,
@@ -275,6 +301,7 @@ const tf_family tf_family_bert = {
     .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
     .embed = bert_embed, .embed_dim = bert_embed_dim, .mask_logits = bert_mask_logits,
+    .embed_tokens = bert_embed_tokens, .context = bert_context,
     .classify_texts = bert_classify, .n_labels = bert_n_labels, .label = bert_label,
     .text_attention = bert_text_attention,
 };
