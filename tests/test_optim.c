@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "core/core_internal.h"
+#include "train/train_internal.h"
 
 #define OPT_DIR "tests/fixtures_optim"
 #define TOL 1e-6
@@ -323,6 +325,45 @@ TEST(clip_grad_norm_matches_torch) {
         CHECK(clip_case(CLIP_CASES[c], &g, &n) == 0);
         printf("    %-14s gradients %.2e, norm %.2e (relative)\n", CLIP_CASES[c], g, n);
         CHECKF(g <= CLIP_TOL && n <= CLIP_TOL, "%s: gradients %.3g, norm %.3g", CLIP_CASES[c], g, n);
+    }
+}
+
+/* The trainer's step folds the clip's factor into the optimizer (tf_optim_step_scaled): weights and
+ * moments equal, to the bit, to clipping first (tf_clip_grad_norm, its pass over the gradients) and then
+ * stepping, for AdamW and SGD with momentum, over three steps with the clip active (factor < 1). */
+TEST(clip_folded_into_the_step_equals_clipping_first) {
+    for (int sgd = 0; sgd < 2; sgd++) {
+        tf_params *ps[2];
+        tf_tensor *w[2], *b[2];
+        tf_optim *o[2];
+        for (int k = 0; k < 2; k++) {
+            ps[k] = tf_params_new();
+            CHECK(ps[k] && tf_params_add(ps[k], "w", &w[k], 2, (int64_t[]){37, 29}, 0.5f) == 0 &&
+                  tf_params_add(ps[k], "b", &b[k], 1, (int64_t[]){29}, 0.5f) == 0 && tf_params_init(ps[k], 3) == 0);
+            o[k] = sgd ? tf_sgd_new(ps[k], (tf_sgd_config){0.9f, 0.01f, 1})
+                       : tf_adamw_new(ps[k], (tf_adamw_config){0.9f, 0.95f, 1e-8f, 0.1f});
+            CHECK(o[k] != NULL);
+        }
+        for (int step = 0; step < 3; step++) {
+            uint64_t rng = 11 + (uint64_t)step * 7919; /* the same gradients in both */
+            for (int k = 0; k < 2; k++) {
+                uint64_t r = rng;
+                float *g[2] = {w[k]->grad, b[k]->grad};
+                int64_t n[2] = {37 * 29, 29};
+                for (int j = 0; j < 2; j++)
+                    for (int64_t i = 0; i < n[j]; i++) g[j][i] = (float)((int64_t)(tf_splitmix64(&r) % 2001) - 1000) / 100;
+            }
+            double norm0 = tf_clip_grad_norm(ps[0], 1.0);
+            tf_optim_step(o[0], 1e-2f);
+            double norm1 = tf_grad_norm(ps[1]);
+            float s = tf_clip_factor(norm1, 1.0);
+            tf_optim_step_scaled(o[1], 1e-2f, s);
+            CHECK(norm0 == norm1 && s < 0.1f);
+            CHECKF(!memcmp(tf_f32(w[0]), tf_f32(w[1]), 37 * 29 * sizeof(float)) &&
+                       !memcmp(tf_f32(b[0]), tf_f32(b[1]), 29 * sizeof(float)),
+                   "%s step %d: the weights differ from clipping first", sgd ? "SGD" : "AdamW", step);
+        }
+        for (int k = 0; k < 2; k++) tf_optim_free(o[k]), tf_params_free(ps[k]);
     }
 }
 

@@ -87,7 +87,7 @@ static double compare(const tf_kernels *k, const tf_kernels *ref, bufs *s, int64
         k->layernorm_grad(s->out1, s->g, s->x, wt, m0, r0, n);
         TRACK("layernorm_grad", n > 1 ? max_err(s->out1, s->out0, n) : 0.0);
     }
-    tf_adamw_coef co = {0.9f, 0.95f, 1.0f / 0.1f, 1.0f / 0.05f, 1e-3f, 1e-8f, 1e-4f};
+    tf_adamw_coef co = {0.9f, 0.95f, 1.0f / 0.1f, 1.0f / 0.05f, 1e-3f, 1e-8f, 1e-4f, 0.37f}; /* a clip factor too */
     float *m[2] = {s->y, s->w}, *v[2] = {s->b, s->g}; /* moments, reused buffers */
     memcpy(s->out0, s->x, (size_t)n * 4), memcpy(s->out1, s->x, (size_t)n * 4);
     fill(s->y, n, 5, 0.1f), fill(s->w, n, 5, 0.1f), fill(s->b, n, 6, 0.01f), fill(s->g, n, 6, 0.01f);

@@ -122,8 +122,9 @@ static void layernorm_grad(float *dx, const float *g, const float *x, const floa
 
 static void adamw(float *w, const float *g, float *m, float *v, int64_t n, const tf_adamw_coef *c) {
     for (int64_t k = 0; k < n; k++) {
-        m[k] = c->beta1 * m[k] + (1.0f - c->beta1) * g[k];
-        v[k] = c->beta2 * v[k] + (1.0f - c->beta2) * g[k] * g[k];
+        float gk = g[k] * c->grad_scale;
+        m[k] = c->beta1 * m[k] + (1.0f - c->beta1) * gk;
+        v[k] = c->beta2 * v[k] + (1.0f - c->beta2) * gk * gk;
         float mh = m[k] * c->inv_bc1, vh = v[k] * c->inv_bc2;
         w[k] -= c->decay * w[k] + c->lr * mh / (sqrtf(vh) + c->eps);
     }

@@ -254,9 +254,10 @@ KT void k_layernorm_grad(float *dx, const float *g, const float *x, const float 
 KT void k_adamw(float *w, const float *g, float *m, float *v, int64_t n, const tf_adamw_coef *c) {
     V b1 = v_set(c->beta1), b2 = v_set(c->beta2), a1 = v_set(1.0f - c->beta1), a2 = v_set(1.0f - c->beta2);
     V i1 = v_set(c->inv_bc1), i2 = v_set(c->inv_bc2), lr = v_set(c->lr), eps = v_set(c->eps), dec = v_set(c->decay);
+    V gs = v_set(c->grad_scale);
     for (int64_t i = 0; i < n; i += VW) {
         int64_t k = n - i < VW ? n - i : VW;
-        V gv = k == VW ? v_ld(g + i) : v_ldt(g + i, k, 0.0f);
+        V gv = v_mul(k == VW ? v_ld(g + i) : v_ldt(g + i, k, 0.0f), gs);
         V mv = v_fma(b1, k == VW ? v_ld(m + i) : v_ldt(m + i, k, 0.0f), v_mul(a1, gv));
         V vv = v_fma(b2, k == VW ? v_ld(v + i) : v_ldt(v + i, k, 0.0f), v_mul(v_mul(a2, gv), gv));
         V wv = k == VW ? v_ld(w + i) : v_ldt(w + i, k, 0.0f);

@@ -31,9 +31,10 @@
 
 typedef enum { TF_ISA_PORTABLE, TF_ISA_AVX2, TF_ISA_AVX512, TF_ISA_COUNT } tf_isa;
 
-/* AdamW's per-step constants: m, v moments; w -= decay*w + lr*mh/(sqrt(vh)+eps). */
+/* AdamW's per-step constants: m, v moments; w -= decay*w + lr*mh/(sqrt(vh)+eps). g is read as
+ * g * grad_scale (the gradient clip's factor, 1: none): the bits of scaling g first, without its pass. */
 typedef struct {
-    float beta1, beta2, inv_bc1, inv_bc2, lr, eps, decay;
+    float beta1, beta2, inv_bc1, inv_bc2, lr, eps, decay, grad_scale;
 } tf_adamw_coef;
 
 typedef struct {

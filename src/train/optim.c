@@ -82,10 +82,11 @@ static int64_t overlap(const tf_optim *o, int i, int64_t *first) {
 /* torch.optim.SGD's update of n elements in float, in its order of operations
  * (dampening 0): d = g + wd w; b = d (first step) or momentum b + d; d = b or
  * d + momentum b (nesterov); w -= lr d. */
-static void sgd_update(float *w, const float *g, float *b, int64_t n, const tf_sgd_config *c, float wd, float lr,
-                       int first) {
+static void sgd_update(float *w, const float *g, float gs, float *b, int64_t n, const tf_sgd_config *c, float wd,
+                       float lr, int first) {
     for (int64_t k = 0; k < n; k++) {
-        float d = wd != 0.0f ? g[k] + wd * w[k] : g[k];
+        float gk = g[k] * gs; /* the clip's factor (1: none), as though g were scaled first */
+        float d = wd != 0.0f ? gk + wd * w[k] : gk;
         if (b) {
             b[k] = first ? d : c->momentum * b[k] + d;
             d = c->nesterov ? d + c->momentum * b[k] : b[k];
@@ -94,7 +95,7 @@ static void sgd_update(float *w, const float *g, float *b, int64_t n, const tf_s
     }
 }
 
-static void sgd_step(tf_optim *o, float lr) {
+static void sgd_step(tf_optim *o, float lr, float gs) {
     for (int i = 0; i < o->n; i++) {
         tf_tensor *p = tf_params_tensor(o->ps, i);
         int64_t first, len = overlap(o, i, &first);
@@ -102,14 +103,16 @@ static void sgd_step(tf_optim *o, float lr) {
         float *w = tf_f32(p) + first, *g = p->grad + first;
         float *b = o->m ? o->m + (o->off[i] + first - o->lo) : NULL;
         float wd = p->ndim >= 2 ? o->sgd_cfg.weight_decay : 0.0f; /* matrices only, as AdamW */
-        TF_FOR_CHUNKS(len, i0, n, sgd_update(w + i0, g + i0, b ? b + i0 : NULL, n, &o->sgd_cfg, wd, lr, o->t == 1));
+        TF_FOR_CHUNKS(len, i0, n, sgd_update(w + i0, g + i0, gs, b ? b + i0 : NULL, n, &o->sgd_cfg, wd, lr, o->t == 1));
     }
 }
 
-void tf_optim_step(tf_optim *o, float lr) {
+void tf_optim_step(tf_optim *o, float lr) { tf_optim_step_scaled(o, lr, 1.0f); }
+
+void tf_optim_step_scaled(tf_optim *o, float lr, float grad_scale) {
     o->t++;
     if (o->sgd) {
-        sgd_step(o, lr);
+        sgd_step(o, lr, grad_scale);
         return;
     }
     const tf_adamw_config *c = &o->cfg;
@@ -123,7 +126,7 @@ void tf_optim_step(tf_optim *o, float lr) {
         float *m = o->m + (o->off[i] + first - o->lo), *v = o->v + (o->off[i] + first - o->lo);
         /* weight decay on matrices only (not biases, LayerNorm or other vectors) */
         tf_adamw_coef co = {c->beta1, c->beta2, (float)(1.0 / bc1), (float)(1.0 / bc2), lr, c->eps,
-                            p->ndim >= 2 ? lr * c->weight_decay : 0.0f};
+                            p->ndim >= 2 ? lr * c->weight_decay : 0.0f, grad_scale};
         TF_FOR_CHUNKS(len, i0, n, k->adamw(w + i0, g + i0, m + i0, v + i0, n, &co));
     }
 }
@@ -241,13 +244,17 @@ float tf_clip_factor(double norm, double max_norm) {
     return max_norm > 0 && s < 1.0 ? (float)s : 1.0f;
 }
 
-double tf_clip_grad_norm(tf_params *ps, double max_norm) {
+double tf_grad_norm(const tf_params *ps) {
     double ss = 0.0;
     for (int i = 0; i < tf_params_count(ps); i++) {
-        tf_tensor *p = tf_params_tensor(ps, i);
+        const tf_tensor *p = tf_params_tensor(ps, i);
         ss += sum_squares(p->grad, tf_numel(p));
     }
-    double norm = sqrt(ss);
+    return sqrt(ss);
+}
+
+double tf_clip_grad_norm(tf_params *ps, double max_norm) {
+    double norm = tf_grad_norm(ps);
     float s = tf_clip_factor(norm, max_norm);
     if (s < 1.0f) {
         for (int i = 0; i < tf_params_count(ps); i++) {

@@ -47,6 +47,11 @@ void tf_grad_scale(float *g, int64_t n, float s);
  * torch.nn.utils.clip_grad_norm_'s max_norm / (norm + 1e-6) clamped at 1,
  * so a norm within 1e-6 below the limit is scaled too; 1 when none. */
 float tf_clip_factor(double norm, double max_norm);
+/* The gradients' global norm (tf_clip_grad_norm's, without the scaling). */
+double tf_grad_norm(const tf_params *ps);
+/* tf_optim_step with every gradient read as g * grad_scale (the clip's factor): the bits of scaling the
+ * gradients first (tf_clip_grad_norm), without that pass over them. */
+void tf_optim_step_scaled(tf_optim *o, float lr, float grad_scale);
 
 /* ---------------------------------------------------------------- what a run keeps (snapshots.c) */
 
@@ -117,8 +122,9 @@ int tf_zero_units(const tf_zero *z, int rank);
 void tf_zero_range(const tf_zero *z, int64_t *lo, int64_t *hi);
 /* Collective: the global norm of the gradient whose part [lo, hi) this rank
  * holds in its parameters' gradients (elsewhere they are not read), with
- * tf_clip_grad_norm's bits; that part scaled as it scales. */
-int tf_zero_clip(tf_zero *z, tf_params *ps, double max_norm, double *norm);
+ * tf_clip_grad_norm's bits, and *scale, its clip factor (the optimizer's step applies it as it reads
+ * the gradients: tf_optim_step_scaled). */
+int tf_zero_clip(tf_zero *z, const tf_params *ps, double max_norm, double *norm, float *scale);
 
 /* FNV-1a over n bytes, 8 at a time, continuing from h (TF_DIST_HASH_INIT to start). */
 #define TF_DIST_HASH_INIT 14695981039346656037ull

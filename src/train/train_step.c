@@ -140,8 +140,9 @@ int tf_trainer_step(tf_trainer *t, int64_t step, tf_train_report *rep) {
     double loss = 0;
     for (int m = 0; m < c->accum; m++) /* rank m % N computed micro-batch m as its (m / N)-th */
         loss += (double)t->all_losses[(m % t->ranks) * per + m / t->ranks] / c->accum;
-    if (t->zero ? tf_zero_clip(t->zero, t->ps, c->grad_clip, &rep->grad_norm)
-                : ((rep->grad_norm = tf_clip_grad_norm(t->ps, c->grad_clip)), 0))
+    float scale = 1.0f; /* the clip's factor, folded into the optimizer's step (one pass over the gradients less) */
+    if (t->zero ? tf_zero_clip(t->zero, t->ps, c->grad_clip, &rep->grad_norm, &scale)
+                : ((rep->grad_norm = tf_grad_norm(t->ps)), scale = tf_clip_factor(rep->grad_norm, c->grad_clip), 0))
         return -1;
     rep->lr = tf_lr_schedule(c->schedule, step, c->warmup, c->steps, c->lr, c->min_lr);
     rep->loss = (float)loss;
@@ -149,7 +150,7 @@ int tf_trainer_step(tf_trainer *t, int64_t step, tf_train_report *rep) {
         return tf_set_error("train: diverged at step %lld: loss %g, gradient norm %g (lr %g); the last checkpoint "
                             "is intact — lower lr or lengthen the warmup",
                             (long long)step + 1, loss, rep->grad_norm, rep->lr);
-    tf_optim_step(t->opt, rep->lr);
+    tf_optim_step_scaled(t->opt, rep->lr, scale);
     if (t->zero) { /* every rank's updated part of the weights to every rank */
         size_t lo, len;
         float *part = tf_dist_sum_part(t->sum, &lo, &len);

@@ -95,7 +95,7 @@ void tf_zero_range(const tf_zero *z, int64_t *lo, int64_t *hi) {
     *lo = z->unit_start[z->first_unit[z->rank]], *hi = z->unit_start[z->first_unit[z->rank + 1]];
 }
 
-int tf_zero_clip(tf_zero *z, tf_params *ps, double max_norm, double *norm) {
+int tf_zero_clip(tf_zero *z, const tf_params *ps, double max_norm, double *norm, float *scale) {
     int a = z->first_unit[z->rank], b = z->first_unit[z->rank + 1];
 #pragma omp parallel for schedule(static) if (b - a > 1)
     for (int u = a; u < b; u++) {
@@ -110,11 +110,6 @@ int tf_zero_clip(tf_zero *z, tf_params *ps, double max_norm, double *norm) {
         ss += param;
     }
     *norm = sqrt(ss);
-    float s = tf_clip_factor(*norm, max_norm);
-    if (s < 1.0f) {
-        for (int u = a; u < b; u++)
-            tf_grad_scale(tf_params_tensor(ps, z->unit_param[u])->grad + z->unit_first[u],
-                     z->unit_start[u + 1] - z->unit_start[u], s);
-    }
+    *scale = tf_clip_factor(*norm, max_norm); /* applied by the optimizer's step as it reads the gradients */
     return 0;
 }
