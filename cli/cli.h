@@ -214,6 +214,8 @@ tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
  * (a diverged training): eval and generate refuse such a model. */
 void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
+/* The same for a model opened through the handle. */
+void cli_check_model_weights(const cli_verb *v, const char *dir, const tf_model *m);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
 /* Standard input a chunk of lines at a time (lines.c): memory bounded by the chunk, not the input. */
 typedef struct {

@@ -73,11 +73,7 @@ int cmd_complete_image(const cli_args *a) {
     if (a->v[SCALE].i < 1 || a->v[SCALE].i > 64) cli_usage_error(a, "--scale must lie in [1,64]");
     tf_model *m = tf_model_load(dir, &(tf_model_opts){.require = TF_CAP_COMPLETE_IMAGE});
     if (!m || tf_model_completion_shape(m, &shape[0], &shape[1], &shape[2])) cli_die(v, tf_error());
-    if (tf_model_check_finite(m)) {
-        fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir,
-                tf_error());
-        exit(1);
-    }
+    cli_check_model_weights(v, dir, m);
     if (keep >= shape[1])
         cli_usage_error(a, "--keep-rows %d is out of range: the model's images have %d rows (give 0 to %d)", keep,
                         shape[1], shape[1] - 1);

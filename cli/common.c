@@ -167,10 +167,17 @@ void cli_set_precision(const cli_verb *v, tf_params *ps, tf_precision precision)
     if (tf_params_set_precision(ps, precision)) cli_die(v, tf_error());
 }
 
-void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {
-    if (!tf_params_check_finite(m->params, NULL)) return;
+static void die_not_finite(const cli_verb *v, const char *dir) {
     fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir, tf_error());
     exit(1);
+}
+
+void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {
+    if (tf_params_check_finite(m->params, NULL)) die_not_finite(v, dir);
+}
+
+void cli_check_model_weights(const cli_verb *v, const char *dir, const tf_model *m) {
+    if (tf_model_check_finite(m)) die_not_finite(v, dir);
 }
 
 int cli_open_file(const cli_verb *v, const char *path) {

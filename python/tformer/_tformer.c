@@ -482,26 +482,6 @@ done:
     return res;
 }
 
-/* _run_file(input_path, output_path): hf-run's forward, the GIL released. */
-static PyObject *model_run_file(Model *self, PyObject *args) {
-    PyObject *in_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "O&O&", PyUnicode_FSConverter, &in_obj, PyUnicode_FSConverter, &out_obj)) return NULL;
-    int rc = -1;
-    if (!model_require(self, TF_CAP_RUN)) {
-        const char *in = PyBytes_AS_STRING(in_obj), *out = PyBytes_AS_STRING(out_obj);
-        self->busy++;
-        Py_BEGIN_ALLOW_THREADS
-        rc = tf_model_run_file(self->m, in, out, NULL);
-        Py_END_ALLOW_THREADS
-        self->busy--;
-        if (rc) raise_tf(InputError);
-    }
-    Py_DECREF(in_obj);
-    Py_DECREF(out_obj);
-    if (rc) return NULL;
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef model_methods[] = {
     {"close", (PyCFunction)model_close, METH_NOARGS, "Free the model's memory now; later calls raise tformer.Error."},
     {"require", (PyCFunction)model_require_named, METH_O,
@@ -543,8 +523,6 @@ static PyMethodDef model_methods[] = {
      "complete_image(pixels (C, H, W), keep_rows, samples, temperature, top_k, top_p, seed) -> Buffer (samples, C*H*W)."},
     {"run", (PyCFunction)model_run, METH_O,
      "run([(name, dtype, array), ...]) -> {name: Buffer}: hf-run's forward on the arrays, no files."},
-    {"run_file", (PyCFunction)model_run_file, METH_VARARGS,
-     "run_file(input_path, output_path): hf-run's forward from one safetensors file into another."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,9 +23,9 @@ static int collect(const hf_job *job, const hf_arch *arch, void *user) {
         tf_tensor *t = hf_get(&job->out, *o);
         if (!t) continue;
         tf_run_output *r = &c->out[c->n];
-        r->dtype = t->dtype == TF_DTYPE_F32 ? TF_ST_F32 : t->dtype == TF_DTYPE_I32 ? TF_ST_I32 : TF_ST_U8;
         if (t->dtype != TF_DTYPE_F32 && t->dtype != TF_DTYPE_I32 && t->dtype != TF_DTYPE_U8)
             return tf_set_error("run: output '%s' has a dtype (%d) outside F32, I32 and U8", *o, (int)t->dtype);
+        r->dtype = t->dtype == TF_DTYPE_F32 ? TF_ST_F32 : t->dtype == TF_DTYPE_I32 ? TF_ST_I32 : TF_ST_U8;
         tf_tensor *ct = tf_contiguous(job->ctx, t);
         if (!ct) return -1;
         r->name = *o, r->ndim = t->ndim, r->nbytes = (size_t)tf_numel(t) * tf_dtype_size(t->dtype);

@@ -7,16 +7,22 @@
 
 #include "gpt_internal.h"
 
+/* m against dir's image tokens: the clusters plus the start token its vocabulary, the pixels within its
+ * positions, an output projection to predict them. 0, or -1 naming the misfit. */
+static int fits(const tf_gpt *m, const tf_image_tokens *k, const char *dir) {
+    int64_t HW = (int64_t)k->height * k->width;
+    if (m->cfg.vocab_size != k->k + 1 || m->cfg.context < HW)
+        return tf_set_error("%s: config.json (vocab_size %d, n_positions %d) does not fit image_tokens.json (%d clusters "
+                            "+ the start token, %lld pixels)", dir, m->cfg.vocab_size, m->cfg.context, k->k,
+                            (long long)HW);
+    if (!m->has_head) return tf_set_error("%s: a GPT2Model folder: ImageGPT needs the output projection", dir);
+    return 0;
+}
+
 tf_gpt *tf_imagegpt_load(const char *dir, tf_image_tokens *tokens) {
     if (tf_image_tokens_load(dir, tokens)) return NULL;
     tf_gpt *m = tf_gpt_load(dir);
-    int64_t HW = (int64_t)tokens->height * tokens->width;
-    if (m && (m->cfg.vocab_size != tokens->k + 1 || m->cfg.context < HW)) {
-        tf_set_error("%s: config.json (vocab_size %d, n_positions %d) does not fit image_tokens.json (%d clusters + the "
-                     "start token, %lld pixels)", dir, m->cfg.vocab_size, m->cfg.context, tokens->k, (long long)HW);
-        tf_gpt_free(m), m = NULL;
-    }
-    if (m && !m->has_head) tf_set_error("%s: a GPT2Model folder: ImageGPT needs the output projection", dir), tf_gpt_free(m), m = NULL;
+    if (m && fits(m, tokens, dir)) tf_gpt_free(m), m = NULL;
     if (!m) tf_image_tokens_free(tokens);
     return m;
 }
@@ -100,11 +106,7 @@ int tf_imagegpt_complete(const tf_gpt *m, const tf_image_tokens *tokens, const i
 /* dir's image_tokens.json, checked against the model as tf_imagegpt_load checks it. */
 static int tokens_of(const tf_gpt *m, const char *dir, tf_image_tokens *k) {
     if (tf_image_tokens_load(dir, k)) return -1;
-    int64_t HW = (int64_t)k->height * k->width;
-    if (m->cfg.vocab_size == k->k + 1 && m->cfg.context >= HW && m->has_head) return 0;
-    tf_set_error("%s: config.json (vocab_size %d, n_positions %d%s) does not fit image_tokens.json (%d clusters + the "
-                 "start token, %lld pixels)", dir, m->cfg.vocab_size, m->cfg.context, m->has_head ? "" : ", no head",
-                 k->k, (long long)HW);
+    if (!fits(m, k, dir)) return 0;
     tf_image_tokens_free(k);
     return -1;
 }
