@@ -197,24 +197,24 @@ void cli_check_max_len(const cli_verb *v, const char *flag, long long max_len, i
 #define CLI_PRECISION_ROW                                                                                        \
     {"precision", CLI_STRING, "f32|bf16|int8", "f32",                                                            \
      "the products with the weights: f32 as trained; bf16 (AMX / AVX512-BF16; float elsewhere); int8 weights "   \
-     "with per-row scales and each input row quantised per call (VNNI) (docs/precision.md)"}
+     "and inputs in blocks of 32 values with a scale each, the inputs quantised per call (AMX / VNNI) "           \
+     "(docs/precision.md)"}
 /* Flag i's --precision: any other value than f32, bf16 or int8 is a usage error naming the flag
  * (exit 2); bf16 on a CPU without bf16 products says on stderr that they run in float. */
 tf_precision cli_precision(const cli_args *a, int i);
 /* ps (may be NULL: the family exposes none) set to precision; exits with the error on failure. */
 void cli_set_precision(const cli_verb *v, tf_params *ps, tf_precision precision);
-/* A model folder (weights mapped: tf_gpt_load_mapped) and its tokenizer (tokenizer: a --tokenizer
- * given, else NULL or "": the folder's own); exits with a message on failure. */
-tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok);
+/* A language model's folder (TF_CAP_GENERATE; its weights the file's mapped pages) with its tokenizer
+ * (--tokenizer when given, else the folder's own), weights checked finite, precision set, and said on
+ * stderr; exits with a message on failure (a folder without a tokenizer names --tokenizer). */
+tf_model *cli_load_lm(const cli_verb *v, const char *dir, const cli_val *tokenizer, tf_precision precision);
 /* The --tokenizer row of the verbs that load a GPT folder. */
 #define CLI_GPT_TOKENIZER_ROW                                                                                    \
     {"tokenizer", CLI_STRING, "DIR|FILE", "",                                                                    \
      "the tokenizer, for a model folder without tokenizer files: a folder or file as encode's --tokenizer "     \
      "(docs/tokenizers.md)"}
 /* Exit with a message naming the tensor when m's weights hold a NaN or an infinity
- * (a diverged training): eval and generate refuse such a model. */
-void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m);
-/* The same for a model opened through the handle. */
+ * (a diverged training): the inference verbs refuse such a model. */
 void cli_check_model_weights(const cli_verb *v, const char *dir, const tf_model *m);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
 /* Standard input a chunk of lines at a time (lines.c): memory bounded by the chunk, not the input. */

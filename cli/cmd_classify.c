@@ -192,7 +192,7 @@ static void classify_pngs(const cli_args *a, const tf_model *m, int k, const cha
  * (tf_model_classify_clips and tf_model_top, the numbers Python's Model.classify gives). */
 static void classify_clips(const cli_args *a, const tf_model *m) {
     int frames, channels, size, L = tf_model_n_labels(m);
-    int tube = tf_vivit_tube_t(&((const tf_vivit *)tf_model_impl(m))->cfg);
+    int tube = tf_model_clip_tubelet(m);
     tf_model_clip_shape(m, &frames, &channels, &size);
     cJSON *j = a->v[JSON].given ? cli_json_object(a->verb, NULL, NULL) : NULL;
     cJSON *js = j ? cli_json_array(a->verb, j, "clips") : NULL;

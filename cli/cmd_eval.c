@@ -26,50 +26,47 @@ const cli_flag cmd_eval_flags[] = {
     CLI_END,
 };
 
+/* The recall of answer k (the row of its true count), or -1 for an answer never true. */
+static double recall(const tf_test_result *r, int k) {
+    int64_t row = 0;
+    for (int i = 0; i < r->n_classes; i++) row += r->confusion[k * r->n_classes + i];
+    return row ? (double)r->confusion[k * r->n_classes + k] / (double)row : -1;
+}
+
 /* --listops's scores as one JSON object (docs/json.md); a recall is null for an answer never true. */
-static void listops_json(const cli_verb *v, const tf_listops_task_config *c, int64_t hits, int64_t n, const int64_t *conf) {
+static void test_json(const cli_verb *v, const tf_test_result *r) {
     cJSON *j = cli_json_object(v, NULL, NULL), *rec;
-    cli_json_num(v, j, "accuracy", (double)hits / (double)n);
-    cli_json_num(v, j, "correct", (double)hits), cli_json_num(v, j, "total", (double)n);
-    cli_json_num(v, j, "listops_seed", (double)c->listops_seed);
-    cli_json_num(v, j, "min_length", c->min_len + 1), cli_json_num(v, j, "max_length", c->max_len - 1);
+    cli_json_num(v, j, "accuracy", (double)r->correct / (double)r->total);
+    cli_json_num(v, j, "correct", (double)r->correct), cli_json_num(v, j, "total", (double)r->total);
+    for (int i = 0; i < r->n_settings; i++) cli_json_num(v, j, r->settings[i].key, r->settings[i].value);
     rec = cli_json_array(v, j, "recall");
-    for (int k = 0; k < 10; k++) {
-        int64_t row = 0;
-        for (int i = 0; i < 10; i++) row += conf[k * 10 + i];
-        if (row) cli_json_num(v, rec, NULL, (double)conf[k * 10 + k] / (double)row);
+    for (int k = 0; k < r->n_classes; k++)
+        if (recall(r, k) >= 0) cli_json_num(v, rec, NULL, recall(r, k));
         else cli_json_str(v, rec, NULL, NULL);
-    }
     cli_json_print(v, j);
 }
 
-/* --listops: the run's settings, its model, the test set's accuracy and where the errors fall. */
-static int eval_listops(const cli_args *a, int64_t n) {
+/* --listops: a run folder's own test set (its settings drew it), its accuracy and where the errors fall. */
+static int eval_test(const cli_args *a, int64_t n) {
     const char *dir = a->v[MODEL].text;
     if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
         cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
-    tf_listops_task_config c;
-    if (tf_listops_settings_load(dir, &c)) cli_die(a->verb, tf_error());
-    tf_bert *m = tf_bert_load(dir, &(tf_bert_load_opts){-1, 0, 0});
-    if (!m) cli_die(a->verb, tf_error());
     tf_precision precision = cli_precision(a, PRECISION);
-    cli_set_precision(a->verb, m->params, precision);
+    tf_model *m = tf_model_load(dir, &(tf_model_opts){.precision = precision});
+    if (!m) cli_die(a->verb, tf_error());
     cli_say(a->verb, &(cli_said){NULL, dir, NULL, 0, precision, NULL});
-    tf_listops_opts o = tf_listops_task_opts(&c);
-    int64_t hits, conf[100];
-    if (tf_listops_score(m, &o, 2, 0, n, (int)a->v[BATCH].i, c.bucket, NULL, &hits, conf)) cli_die(a->verb, tf_error());
-    if (a->v[JSON].given) return listops_json(a->verb, &c, hits, n, conf), tf_bert_free(m), 0;
-    printf("accuracy %.4f (%lld of %lld test expressions, listops_seed %llu, lengths %d-%d)\n",
-           (double)hits / (double)n, (long long)hits, (long long)n, (unsigned long long)c.listops_seed, c.min_len + 1,
-           c.max_len - 1);
-    printf("per answer (true 0-9): recall");
-    for (int k = 0; k < 10; k++) {
-        int64_t row = 0;
-        for (int j = 0; j < 10; j++) row += conf[k * 10 + j];
-        printf(row ? " %.2f" : " -", row ? (double)conf[k * 10 + k] / (double)row : 0.0);
+    tf_test_result r;
+    if (tf_model_test(m, n, (int)a->v[BATCH].i, &r)) cli_die(a->verb, tf_error());
+    if (a->v[JSON].given) {
+        test_json(a->verb, &r);
+    } else {
+        printf("accuracy %.4f (%lld of %lld %s, %s)\n", (double)r.correct / (double)r.total, (long long)r.correct,
+               (long long)r.total, r.items, r.drawn);
+        printf("per answer (true 0-%d): recall", r.n_classes - 1);
+        for (int k = 0; k < r.n_classes; k++) printf(recall(&r, k) >= 0 ? " %.2f" : " -", recall(&r, k) >= 0 ? recall(&r, k) : 0.0);
+        printf("\n");
     }
-    printf("\n");
-    tf_bert_free(m);
+    tf_test_result_free(&r), tf_model_free(m);
     return 0;
 }
 
@@ -83,7 +80,7 @@ int cmd_eval(const cli_args *a) {
     if (a->v[LISTOPS].i > 0) {
         if (dir || a->v[DATA].n) cli_usage_error(a, "--listops scores a ListOps run folder: no --data or --data-dir");
         if (a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with an image classifier (--data-dir), not --listops");
-        return eval_listops(a, a->v[LISTOPS].i);
+        return eval_test(a, a->v[LISTOPS].i);
     }
     if (dir) {
         const char *split = a->v[SPLIT].text;
@@ -94,15 +91,10 @@ int cmd_eval(const cli_args *a) {
     }
     if (a->v[HFLIP_TTA].given) cli_usage_error(a, "--hflip-tta goes with an image classifier (--data-dir)");
     if (!a->v[DATA].n) cli_usage_error(a, "missing --data (see tformer eval --help)");
-    tf_tokenizer *tok;
-    tf_gpt *m = cli_load_model(a->verb, a->v[MODEL].text, a->v[TOKENIZER].text, &tok);
-    cli_check_weights(a->verb, a->v[MODEL].text, m);
-    cli_set_precision(a->verb, m->params, precision);
-    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, tok, a->v[TOKENIZER].given,
-                                 precision, NULL});
+    tf_model *m = cli_load_lm(a->verb, a->v[MODEL].text, &a->v[TOKENIZER], precision);
     double loss;
     int64_t n;
-    if (tf_gpt_evaluate(m, tok, (const char *const *)a->v[DATA].list, a->v[DATA].n, &loss, &n)) cli_die(a->verb, tf_error());
+    if (tf_model_text_loss(m, (const char *const *)a->v[DATA].list, a->v[DATA].n, &loss, &n)) cli_die(a->verb, tf_error());
     if (a->v[JSON].given) {
         cJSON *j = cli_json_object(a->verb, NULL, NULL), *files = cli_json_array(a->verb, j, "data");
         for (int i = 0; i < a->v[DATA].n; i++) cli_json_str(a->verb, files, NULL, a->v[DATA].list[i]);
@@ -110,7 +102,6 @@ int cmd_eval(const cli_args *a) {
         cli_json_num(a->verb, j, "tokens", (double)n);
         cli_json_print(a->verb, j);
     } else printf("loss %.4f perplexity %.3f over %lld tokens\n", loss, exp(loss), (long long)n);
-    tf_tokenizer_free(tok);
-    tf_gpt_free(m);
+    tf_model_free(m);
     return 0;
 }

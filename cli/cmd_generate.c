@@ -38,54 +38,31 @@ static const tf_field OPTION_ROWS[] = {
 #undef R
 static const tf_field_table OPTIONS = {"generation", OPTION_ROWS, (int)(sizeof OPTION_ROWS / sizeof OPTION_ROWS[0])};
 
+/* The text as it comes: the prompt first (written with the first piece, so that a refused prompt writes
+ * nothing), then each new piece; --json writes nothing until the end. */
 typedef struct {
-    tf_tokenizer *tok;
-    const char *prompt; /* written before the first token, so that a refused prompt writes nothing */
-    tf_ids ids;
-    size_t printed; /* bytes of the decoded text already written */
-    const char *stop;
-    int json;       /* --json: nothing written until the end */
-    int stopped;    /* the stop string was met */
-    int failed;     /* a token could not be decoded: tf_error() says why */
-    int32_t bad_id; /* that token */
+    const char *prompt; /* not written yet */
+    int json;
 } stream;
 
-/* Decode everything generated so far and write the new part; stop at the stop string. */
-static int on_token(void *user, int32_t id) {
+static int on_text(void *user, const char *piece, size_t len) {
     stream *s = user;
-    char *text;
-    size_t len;
-    if (s->prompt && !s->json) fputs(s->prompt, stdout);
-    s->prompt = NULL;
-    if (tf_ids_push(&s->ids, id) || tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) return s->bad_id = id, s->failed = 1;
-    int stop = 0;
-    if (s->stop && *s->stop) {
-        char *hit = strstr(text, s->stop);
-        if (hit) len = (size_t)(hit - text), stop = s->stopped = 1;
-    }
-    if (len > s->printed && !s->json) fwrite(text + s->printed, 1, len - s->printed, stdout);
-    if (len > s->printed) s->printed = len;
+    if (s->json) return 0;
+    if (s->prompt) fputs(s->prompt, stdout), s->prompt = NULL;
+    fwrite(piece, 1, len, stdout);
     fflush(stdout);
-    free(text);
-    return stop;
+    return 0;
 }
 
 /* --json: {"prompt", "text" (the continuation), "prompt_tokens", "new_tokens", "ids", "stop"} (docs/json.md). */
-static void print_json(const cli_verb *v, const stream *s, const char *prompt, size_t n_prompt, const tf_ids *out,
-                       int32_t eos) {
-    char *text = NULL;
-    size_t len = 0;
-    if (s->ids.n && tf_tokenizer_decode(s->tok, s->ids.v, s->ids.n, &text, &len)) cli_die(v, tf_error());
+static void print_json(const cli_verb *v, const char *prompt, const char *text, const tf_generation *g) {
     cJSON *j = cli_json_object(v, NULL, NULL), *ids;
-    char *cont = strndup(text ? text : "", s->printed); /* up to the stop string */
-    if (!cont) cli_die(v, "out of memory");
-    cli_json_str(v, j, "prompt", prompt), cli_json_str(v, j, "text", cont);
-    cli_json_num(v, j, "prompt_tokens", (double)n_prompt), cli_json_num(v, j, "new_tokens", (double)out->n);
+    cli_json_str(v, j, "prompt", prompt), cli_json_str(v, j, "text", text);
+    cli_json_num(v, j, "prompt_tokens", g->prompt_tokens), cli_json_num(v, j, "new_tokens", (double)g->ids.n);
     ids = cli_json_array(v, j, "ids");
-    for (size_t i = 0; i < out->n; i++) cli_json_num(v, ids, NULL, out->v[i]);
-    cli_json_str(v, j, "stop", s->stopped ? "stop" : out->n && out->v[out->n - 1] == eos ? "eos" : "length");
+    for (size_t i = 0; i < g->ids.n; i++) cli_json_num(v, ids, NULL, g->ids.v[i]);
+    cli_json_str(v, j, "stop", g->finish);
     cli_json_print(v, j);
-    free(cont), free(text);
 }
 
 static tf_generate_opts g_opts;
@@ -104,41 +81,24 @@ int cmd_generate(const cli_args *a) {
     tf_generate_opts o = g_opts;
     tf_set_threads(cli_threads(&a->v[THREADS]));
     tf_precision precision = cli_precision(a, PRECISION);
-    const char *prompt = a->v[PROMPT].text;
-    tf_tokenizer *tok;
-    const char *dir = a->v[MODEL].text;
-    tf_gpt *m = cli_load_model(v, dir, a->v[TOKENIZER].text, &tok);
-    cli_check_weights(v, dir, m);
-    cli_set_precision(v, m->params, precision);
-    cli_say(v, &(cli_said){NULL, dir, tok, a->v[TOKENIZER].given, precision, NULL});
-    /* Every id the model can emit must have a text: a smaller tokenizer would stop the output. */
-    if (tf_tokenizer_vocab_size(tok) < m->cfg.vocab_size) {
-        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model %d: the model's ids %d to %d have no text\n",
-                v->name, dir, tf_tokenizer_vocab_size(tok), m->cfg.vocab_size, tf_tokenizer_vocab_size(tok),
-                m->cfg.vocab_size - 1);
-        exit(1);
-    }
-    o.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
-    tf_ids ids = {0}, out = {0};
-    if (tf_tokenizer_encode(tok, prompt, strlen(prompt), &ids)) cli_die(v, tf_error());
-    stream s = {tok, prompt, {0}, 0, a->v[STOP].text, a->v[JSON].given, 0, 0, 0};
-    if (tf_gpt_generate(m, ids.v, (int)ids.n, &o, on_token, &s, &out, NULL)) {
+    const char *prompt = a->v[PROMPT].text, *dir = a->v[MODEL].text;
+    tf_model *m = cli_load_lm(v, dir, &a->v[TOKENIZER], precision);
+    stream s = {prompt, a->v[JSON].given};
+    char *text;
+    size_t len;
+    tf_generation g;
+    if (tf_model_generate(m, prompt, &o, a->v[STOP].text, on_text, &s, &text, &len, &g)) {
         if (!s.prompt && !s.json) printf("\n"); /* end the text written so far */
         cli_die(v, tf_error());
     }
-    if (s.json && !s.failed) print_json(v, &s, prompt, ids.n, &out, o.eos_id);
-    else if (!s.json) printf("%s\n", s.prompt ? s.prompt : ""); /* no token: the prompt alone */
-    if (o.beam >= 1 && (int64_t)ids.n + o.max_tokens > m->cfg.context && (int)out.n < o.max_tokens &&
-        !(out.n && out.v[out.n - 1] == o.eos_id))
+    if (s.json) print_json(v, prompt, text, &g);
+    else printf("%s\n", s.prompt ? s.prompt : ""); /* no text: the prompt alone */
+    int context = tf_model_context(m);
+    if (o.beam >= 1 && (int64_t)g.prompt_tokens + o.max_tokens > context && (int)g.ids.n < o.max_tokens &&
+        !strcmp(g.finish, "length"))
         fprintf(stderr, "tformer generate: note: beam search stops at the model's context of %d tokens (it does not "
-                "slide a window): %zu new tokens\n", m->cfg.context, out.n);
-    if (s.failed) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "cannot decode the generated id %d: %s", (int)s.bad_id, tf_error());
-        cli_die(v, msg);
-    }
-    tf_ids_free(&ids), tf_ids_free(&out), tf_ids_free(&s.ids);
-    tf_tokenizer_free(tok);
-    tf_gpt_free(m);
+                "slide a window): %zu new tokens\n", context, g.ids.n);
+    free(text), tf_generation_free(&g);
+    tf_model_free(m);
     return 0;
 }

@@ -25,36 +25,27 @@ const cli_flag cmd_predict_flags[] = {
     CLI_END,
 };
 
-/* The folder's finetune.json (when present), then the flags. */
-static tf_finetune_config settings(const cli_args *a, const tf_bert *m) {
-    tf_finetune_config c = tf_finetune_config_default();
-    char path[4096];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/finetune.json", a->v[MODEL].text);
-    tf_fields f = {&tf_finetune_config_table, &c};
-    int have = !stat(path, &st);
-    if (have && tf_fields_load(&f, 1, path, 1)) cli_die(a->verb, tf_error());
-    if (!have) c.task = m->cfg.head == TF_BERT_TOKEN_CLS ? TF_FINETUNE_TAG
-                      : m->cfg.head == TF_BERT_QA    ? TF_FINETUNE_SPAN : TF_FINETUNE_CLASSIFY;
+/* The folder's settings (finetune.json, else its head's task), then the flags. */
+static tf_predict_opts settings(const cli_args *a, const tf_model *m) {
+    tf_predict_opts o;
+    const char *from;
+    cli_check_max_len(a->verb, "--max-len", a->v[MAX_LEN].i, tf_model_context(m));
+    if (tf_model_predict_opts(m, (int)a->v[MAX_LEN].i, &o, &from)) cli_die(a->verb, tf_error());
     if (a->v[TASK].given) {
         int k = tf_finetune_kind_from_name(a->v[TASK].text);
         if (k < 0) cli_usage_error(a, "--task expects classify, pairs, tag or span, got '%s'", a->v[TASK].text);
-        c.task = (tf_finetune_kind)k;
+        o.task = (tf_finetune_kind)k, from = "--task";
     }
-    cli_check_max_len(a->verb, "--max-len", a->v[MAX_LEN].i, m->cfg.context);
-    if (a->v[MAX_LEN].given) c.max_len = (int)a->v[MAX_LEN].i;
-    int most = tf_bert_max_tokens(&m->cfg);
-    if (!c.max_len || c.max_len > most) c.max_len = most;
+    o.batch = (int)a->v[BATCH].i;
     char extra[200];
-    snprintf(extra, sizeof extra, "task %s (%s), inputs cut at %d ids%s", tf_finetune_kind_name(c.task),
-             a->v[TASK].given ? "--task" : have ? "finetune.json" : "the model's head", c.max_len,
-             a->v[MAX_LEN].given ? " (--max-len)" : "");
-    cli_say(a->verb, &(cli_said){NULL, a->v[MODEL].text, NULL, 0, tf_params_precision(m->params), extra});
-    return c;
+    snprintf(extra, sizeof extra, "task %s (%s), inputs cut at %d ids%s", tf_finetune_kind_name(o.task), from,
+             o.max_len, a->v[MAX_LEN].given && a->v[MAX_LEN].i > 0 ? " (--max-len)" : "");
+    cli_say(a->verb, &(cli_said){tf_model_family(m)->name, a->v[MODEL].text, NULL, 0, tf_model_precision(m), extra});
+    return o;
 }
 
 /* --json: {"label", "probability"}, {"tags": [label or null per word]} or {"answer", "start", "end"}. */
-static void json_one(const cli_verb *v, const tf_bert *m, const tf_finetune_example *x, const tf_finetune_prediction *p,
+static void json_one(const cli_verb *v, const tf_model *m, const tf_finetune_example *x, const tf_finetune_prediction *p,
                      tf_finetune_kind kind) {
     char buf[64], *answer;
     cJSON *j = cli_json_object(v, NULL, NULL), *tags;
@@ -66,25 +57,25 @@ static void json_one(const cli_verb *v, const tf_bert *m, const tf_finetune_exam
     } else if (kind == TF_FINETUNE_TAG) {
         tags = cli_json_array(v, j, "tags");
         for (int w = 0; w < p->n_tags; w++)
-            cli_json_str(v, tags, NULL, p->tags[w] < 0 ? NULL : tf_bert_label(m, p->tags[w], buf, sizeof buf));
+            cli_json_str(v, tags, NULL, p->tags[w] < 0 ? NULL : tf_model_label(m, p->tags[w], buf, sizeof buf));
     } else {
-        cli_json_str(v, j, "label", tf_bert_label(m, p->label, buf, sizeof buf));
+        cli_json_str(v, j, "label", tf_model_label(m, p->label, buf, sizeof buf));
         cli_json_num(v, j, "probability", p->prob);
     }
     cli_json_print(v, j);
 }
 
-static void print_one(const tf_bert *m, const tf_finetune_example *x, const tf_finetune_prediction *p,
+static void print_one(const tf_model *m, const tf_finetune_example *x, const tf_finetune_prediction *p,
                       tf_finetune_kind kind) {
     char buf[64];
     if (kind == TF_FINETUNE_SPAN) {
         printf("%.*s\n", (int)p->answer_len, x->b + p->answer_off);
     } else if (kind == TF_FINETUNE_TAG) {
         for (int w = 0; w < p->n_tags; w++)
-            printf("%s%s", w ? " " : "", p->tags[w] < 0 ? "-" : tf_bert_label(m, p->tags[w], buf, sizeof buf));
+            printf("%s%s", w ? " " : "", p->tags[w] < 0 ? "-" : tf_model_label(m, p->tags[w], buf, sizeof buf));
         printf("\n");
     } else {
-        printf("%s\t%.4f\n", tf_bert_label(m, p->label, buf, sizeof buf), p->prob);
+        printf("%s\t%.4f\n", tf_model_label(m, p->label, buf, sizeof buf), p->prob);
     }
 }
 
@@ -101,9 +92,8 @@ static void die_at(const cli_verb *v, long long first) {
 
 typedef struct {
     const cli_args *a;
-    const tf_bert *m;
-    tf_tokenizer *tok;
-    tf_finetune_config c;
+    const tf_model *m;
+    tf_predict_opts o;
     int n, truncated; /* inputs answered, and cut, so far */
 } predictor;
 
@@ -114,18 +104,16 @@ static void predict_text(predictor *pr, const char *text, size_t len, long long 
     if (blank == len) return; /* no input in it (blank lines) */
     const cli_verb *v = pr->a->verb;
     tf_finetune_set s;
-    tf_finetune_data d;
-    if (tf_finetune_parse(pr->c.task, text, len, "<stdin>", 0, &s)) die_at(v, first);
-    if (tf_finetune_encode(pr->tok, &s, NULL, 0, pr->c.max_len, &d)) cli_die(v, tf_error());
-    tf_finetune_prediction *p = calloc((size_t)d.n, sizeof *p);
-    if (!p || tf_finetune_predict(pr->m, &d, (int)pr->a->v[BATCH].i, pr->c.max_answer, p))
-        cli_die(v, p ? tf_error() : "out of memory");
-    for (int i = 0; i < d.n; i++)
-        if (pr->a->v[JSON].given) json_one(pr->a->verb, pr->m, &s.ex[i], &p[i], pr->c.task);
-        else print_one(pr->m, &s.ex[i], &p[i], pr->c.task);
-    pr->n += d.n, pr->truncated += d.n_truncated;
-    tf_finetune_predictions_free(p, d.n), free(p);
-    tf_finetune_data_free(&d), tf_finetune_set_free(&s);
+    if (tf_finetune_parse(pr->o.task, text, len, "<stdin>", 0, &s)) die_at(v, first);
+    tf_finetune_prediction *p = calloc((size_t)s.n, sizeof *p);
+    int cut;
+    if (!p || tf_model_predict(pr->m, &s, &pr->o, p, &cut)) cli_die(v, p ? tf_error() : "out of memory");
+    for (int i = 0; i < s.n; i++)
+        if (pr->a->v[JSON].given) json_one(pr->a->verb, pr->m, &s.ex[i], &p[i], pr->o.task);
+        else print_one(pr->m, &s.ex[i], &p[i], pr->o.task);
+    pr->n += s.n, pr->truncated += cut;
+    tf_finetune_predictions_free(p, s.n), free(p);
+    tf_finetune_set_free(&s);
     cli_flush_or_die(v); /* each chunk answered before more is read; a write error ends the verb */
 }
 
@@ -151,7 +139,7 @@ static void predict_stdin(predictor *pr) {
             }
             memcpy(text + len, lines[i], lens[i]);
             len += lens[i], text[len++] = '\n', line_no++;
-            if (pr->c.task != TF_FINETUNE_TAG || !lens[i]) cut = len, cut_line = line_no + 1;
+            if (pr->o.task != TF_FINETUNE_TAG || !lens[i]) cut = len, cut_line = line_no + 1;
         }
         if (!cut) continue;
         predict_text(pr, text, cut, first);
@@ -169,13 +157,14 @@ int cmd_predict(const cli_args *a) {
     if (a->v[BATCH].i < 1 || a->v[BATCH].i > CLI_BATCH_MAX)
         cli_usage_error(a, "--batch expects an integer in [1,%d], got %lld", CLI_BATCH_MAX, a->v[BATCH].i);
     tf_precision precision = cli_precision(a, PRECISION);
-    tf_bert *m = tf_bert_load(a->v[MODEL].text, &(tf_bert_load_opts){-1, 0, 0});
+    tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){.precision = precision,
+                                .require = TF_CAP_CLASSIFY_TEXT | TF_CAP_TAG | TF_CAP_ANSWER});
     if (!m) cli_die(a->verb, tf_error());
-    cli_set_precision(a->verb, m->params, precision);
-    predictor pr = {a, m, cli_load_tokenizer(a->verb, a->v[MODEL].text), settings(a, m), 0, 0};
+    if (!tf_model_tokenizer(m)) cli_load_tokenizer(a->verb, a->v[MODEL].text); /* exits naming what it looked for */
+    predictor pr = {a, m, settings(a, m), 0, 0};
     predict_stdin(&pr); /* the model, its tokenizer and the task are checked first */
     if (pr.truncated)
-        fprintf(stderr, "tformer predict: %d of %d inputs cut to %d ids\n", pr.truncated, pr.n, pr.c.max_len);
-    tf_tokenizer_free(pr.tok), tf_bert_free(m);
+        fprintf(stderr, "tformer predict: %d of %d inputs cut to %d ids\n", pr.truncated, pr.n, pr.o.max_len);
+    tf_model_free(m);
     return 0;
 }

@@ -128,20 +128,20 @@ tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
     return t;
 }
 
-tf_gpt *cli_load_model(const cli_verb *v, const char *dir, const char *tokenizer, tf_tokenizer **tok) {
-    tf_gpt *m = tf_gpt_load_mapped(dir);
+tf_model *cli_load_lm(const cli_verb *v, const char *dir, const cli_val *tokenizer, tf_precision precision) {
+    tf_model *m = tf_model_load(dir, &(tf_model_opts){.precision = precision, .require = TF_CAP_GENERATE,
+                                                      .tokenizer = tokenizer->text});
     if (!m) cli_die(v, tf_error());
-    const char *spec = tokenizer && *tokenizer ? tokenizer : dir;
-    if (!(*tok = tf_tokenizer_load(spec))) {
-        fprintf(stderr, "tformer %s: %s%s\n", v->name, tf_error(),
-                spec == dir ? " (a folder without tokenizer files: give one with --tokenizer DIR|FILE)" : "");
+    tf_tokenizer *t = tf_model_tokenizer(m) ? NULL : tf_tokenizer_load(dir);
+    if (!tf_model_tokenizer(m) && !t) { /* the tokenizer's own message, and the flag that gives one */
+        fprintf(stderr, "tformer %s: %s (a folder without tokenizer files: give one with --tokenizer DIR|FILE)\n",
+                v->name, tf_error());
         exit(1);
     }
-    if (tf_tokenizer_vocab_size(*tok) > m->cfg.vocab_size) {
-        fprintf(stderr, "tformer %s: the tokenizer in %s has %d tokens, the model only %d\n", v->name, spec,
-                tf_tokenizer_vocab_size(*tok), m->cfg.vocab_size);
-        exit(1);
-    }
+    tf_tokenizer_free(t);
+    if (tf_model_require(m, TF_CAP_GENERATE)) cli_die(v, tf_error());
+    cli_check_model_weights(v, dir, m);
+    cli_say(v, &(cli_said){NULL, dir, tf_model_tokenizer(m), tokenizer->given, precision, NULL});
     return m;
 }
 
@@ -170,10 +170,6 @@ void cli_set_precision(const cli_verb *v, tf_params *ps, tf_precision precision)
 static void die_not_finite(const cli_verb *v, const char *dir) {
     fprintf(stderr, "tformer %s: the weights in %s are not finite: %s (a diverged training?)\n", v->name, dir, tf_error());
     exit(1);
-}
-
-void cli_check_weights(const cli_verb *v, const char *dir, const tf_gpt *m) {
-    if (tf_params_check_finite(m->params, NULL)) die_not_finite(v, dir);
 }
 
 void cli_check_model_weights(const cli_verb *v, const char *dir, const tf_model *m) {

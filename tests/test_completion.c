@@ -75,7 +75,7 @@ TEST(model_completions_match_generate) {
         tf_generate_opts o = opts_of(&CASES[i]);
         char *alone;
         size_t alone_len, len;
-        CHECKF(!tf_model_generate(m, CASES[i].prompt, &o, CASES[i].stop, NULL, NULL, &alone, &alone_len), "%s", tf_error());
+        CHECKF(!tf_model_generate(m, CASES[i].prompt, &o, CASES[i].stop, NULL, NULL, &alone, &alone_len, NULL), "%s", tf_error());
         const char *t = tf_completion_text(c[i], &len, NULL);
         CHECKF(len == alone_len && !memcmp(t, alone, len) && t[len] == 0, "case %d: stepped with others '%s', alone '%s'",
                i, t, alone);

@@ -37,6 +37,8 @@ TEST(registry_rows_are_unique_and_complete) {
                f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_CLASSIFY_TEXT) || (f[i]->classify_texts && f[i]->n_labels && f[i]->label),
                "%s: classify-text without its calls", f[i]->name);
+        CHECKF(!(f[i]->caps & (TF_CAP_TAG | TF_CAP_ANSWER)) || (f[i]->predict_opts && f[i]->predict && f[i]->label),
+               "%s: tag or answer without predict's calls", f[i]->name);
         CHECKF(!(f[i]->caps & TF_CAP_CLASSIFY_CLIP) ||
                    (f[i]->classify_clips && f[i]->clip_shape && f[i]->n_labels && f[i]->label),
                "%s: classify-clip without its calls", f[i]->name);
@@ -181,7 +183,18 @@ TEST(model_handle_generates_as_the_cli) {
         text_sink s = {{0}, 0, 0};
         char *text;
         size_t len;
-        CHECKF(!tf_model_generate(m, "ab", &o, NULL, collect, &s, &text, &len), "%s", tf_error());
+        tf_generation g;
+        CHECKF(!tf_model_generate(m, "ab", &o, NULL, collect, &s, &text, &len, &g), "%s", tf_error());
+        /* the ids: the family's own generate on the prompt's ids, with the tokenizer's end token */
+        tf_ids prompt = {0}, want = {0};
+        tf_generate_opts e = o;
+        e.eos_id = tf_tokenizer_token_id(tf_model_tokenizer(m), "<|endoftext|>");
+        CHECK(!tf_tokenizer_encode(tf_model_tokenizer(m), "ab", 2, &prompt) && prompt.n == 2);
+        CHECK(!tf_gpt_generate(tf_model_impl(m), prompt.v, 2, &e, NULL, NULL, &want, NULL));
+        CHECKF(g.prompt_tokens == 2 && g.ids.n == want.n && !memcmp(g.ids.v, want.v, want.n * sizeof *want.v) &&
+               !strcmp(g.finish, want.n == 10 ? "length" : "eos"), "%s: %zu ids, %zu wanted, %s", FLAGS[i], g.ids.n,
+               want.n, g.finish);
+        tf_generation_free(&g), tf_ids_free(&prompt), tf_ids_free(&want);
         snprintf(cmd, sizeof cmd, "generate --model %s --prompt ab --max-tokens 10 %s", dir, FLAGS[i]);
         CHECK(test_run_cli("", cmd, out, sizeof out) == 0);
         CHECKF(!strncmp(out, "ab", 2) && strlen(out) == len + 3 && !memcmp(out + 2, text, len), "%s: '%s' vs the CLI's '%s'",
@@ -191,7 +204,7 @@ TEST(model_handle_generates_as_the_cli) {
             char stop[2] = {text[2], 0};
             char *cut;
             size_t cut_len;
-            CHECK(!tf_model_generate(m, "ab", &o, stop, NULL, NULL, &cut, &cut_len));
+            CHECK(!tf_model_generate(m, "ab", &o, stop, NULL, NULL, &cut, &cut_len, NULL));
             CHECK(cut_len == (size_t)(strchr(text, stop[0]) - text) && !memcmp(cut, text, cut_len));
             free(cut);
         }
@@ -464,4 +477,71 @@ TEST(model_run_in_memory_equals_the_file_run) {
                "%s", tf_error());
         tf_st_close(want), tf_st_close(in), tf_model_free(m), unlink(out_path);
     }
+}
+
+/* A fine-tuned encoder's tag and span predictions through the handle (tf_model_predict_opts, tf_model_predict):
+ * the task from the head when there is no finetune.json, the predictions those of the family's own encode and
+ * predict on the same folder, and the wrong task or capability refused by name. */
+#define CLS_DIR "tests/fixtures_serve_textcls/tiny_bert_cls"
+static int head_folder(const char *dir, int head) {
+    static const char *const TOK[] = {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"};
+    tf_bert *b = tf_bert_load(CLS_DIR, &(tf_bert_load_opts){.head = head, .n_labels = 3, .seed = 5});
+    int rc = !b || tf_bert_save(b, dir) || test_copy_files(CLS_DIR, dir, TOK, 4);
+    tf_bert_free(b);
+    return rc ? -1 : 0;
+}
+
+/* tf_model_predict against the family's own encode and predict: 0 when the predictions and the inputs cut agree
+ * (and some were cut when max_len is 8). */
+static int same_predictions(const tf_model *m, const tf_finetune_set *s, const tf_predict_opts *o) {
+    tf_finetune_prediction p[4] = {0}, q[4] = {0};
+    tf_finetune_data d = {0};
+    int cut = -1;
+    int rc = tf_model_predict(m, s, o, p, &cut) || tf_finetune_encode(tf_model_tokenizer(m), s, NULL, 0, o->max_len, &d) ||
+             tf_finetune_predict(tf_model_impl(m), &d, o->batch, o->max_answer, q) || cut != d.n_truncated ||
+             (o->max_len == 8 && cut < 1);
+    for (int i = 0; !rc && i < s->n; i++) {
+        rc |= p[i].label != q[i].label || p[i].n_tags != q[i].n_tags || p[i].answer_off != q[i].answer_off ||
+              p[i].answer_len != q[i].answer_len;
+        for (int w = 0; !rc && w < p[i].n_tags; w++) rc |= p[i].tags[w] != q[i].tags[w];
+    }
+    tf_finetune_data_free(&d);
+    tf_finetune_predictions_free(p, s->n), tf_finetune_predictions_free(q, s->n);
+    return rc;
+}
+
+TEST(model_predict_tags_and_answers_as_the_family) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/tformer_model_pred_%d", (int)getpid());
+    static const char TAGS[] = "the cat sat on the mat and the dog ran\na dog\n"; /* a sentence a line */
+    static const char SPANS[] = "{\"context\": \"paris is the capital of france\", \"question\": \"what is the capital\"}\n";
+    for (int k = 0; k < 2; k++) {
+        CHECKF(!head_folder(dir, k ? TF_BERT_QA : TF_BERT_TOKEN_CLS), "%s", tf_error());
+        tf_model *m = tf_model_load(dir, &(tf_model_opts){.require = TF_CAP_TAG | TF_CAP_ANSWER});
+        CHECKF(m, "%s", tf_error());
+        CHECK(tf_model_caps(m) & (k ? TF_CAP_ANSWER : TF_CAP_TAG) && !(tf_model_caps(m) & TF_CAP_CLASSIFY_TEXT));
+        tf_predict_opts o;
+        const char *from;
+        CHECKF(!tf_model_predict_opts(m, 0, &o, &from), "%s", tf_error());
+        CHECK(o.task == (k ? TF_FINETUNE_SPAN : TF_FINETUNE_TAG) && !strcmp(from, "the model's head") && o.batch == 16);
+        tf_finetune_set s;
+        const char *in = k ? SPANS : TAGS;
+        CHECKF(!tf_finetune_parse(o.task, in, strlen(in), "in", 0, &s) && s.n == (k ? 1 : 2), "%s", tf_error());
+        CHECK(!same_predictions(m, &s, &o));
+        o.max_len = 8; /* cut: the same predictions, and the inputs counted */
+        CHECK(!same_predictions(m, &s, &o));
+        o.task = TF_FINETUNE_CLASSIFY; /* options for another format */
+        tf_finetune_prediction p[2] = {0};
+        CHECK(tf_model_predict(m, &s, &o, p, NULL) && strstr(tf_error(), "options for classify"));
+        tf_finetune_set_free(&s);
+        CHECK(!tf_finetune_parse(TF_FINETUNE_CLASSIFY, "a text\n", 7, "in", 0, &s));
+        CHECK(tf_model_predict(m, &s, &o, p, NULL) && strstr(tf_error(), "cannot classify-text"));
+        tf_finetune_set_free(&s);
+        tf_model_free(m);
+        test_rm_rf(dir);
+    }
+    tf_model *m = tf_model_load(ST_DIR, NULL); /* an embedder: no task of its own */
+    tf_predict_opts o;
+    CHECK(m && tf_model_predict_opts(m, 0, &o, NULL) && strstr(tf_error(), "cannot classify-text"));
+    tf_model_free(m);
 }

@@ -471,20 +471,20 @@ TEST(reliability_messages_say_what_is_wrong) {
     rm_dir(dir);
 }
 
-/* A folder of another family given to a verb: its model_type named (generate and eval said
- * "missing required key \"vocab_size\"", fill-mask and embed the same of a tformer folder). */
+/* A folder of another family given to a verb: its model_type and family named, and what it can do (generate
+ * and eval said "missing required key \"vocab_size\"", fill-mask and embed the same of a tformer folder). */
 TEST(reliability_a_folder_of_another_family_is_named) {
     static const struct {
         const char *type, *verb, *expect;
     } cases[] = {
-        {"vit", "generate --prompt a", "model_type \"vit\" is not a GPT-2"},
-        {"tformer-seq2seq", "eval --data /dev/null", "model_type \"tformer-seq2seq\" is not a GPT-2"},
-        {"bert", "generate --prompt a", "model_type \"bert\" is not a GPT-2"},
+        {"vit", "generate --prompt a", "model_type \"vit\" (vit) cannot generate; it can: run, classify-image"},
+        {"tformer-seq2seq", "eval --data /dev/null", "model_type \"tformer-seq2seq\" (seq2seq) cannot generate; it can: "},
+        {"bert", "generate --prompt a", "model_type \"bert\" (bert) cannot generate; it can: "},
         {"tformer-seq2seq", "fill-mask --text [MASK]", "model_type \"tformer-seq2seq\" (seq2seq) cannot fill-mask; it can: "},
         {"vit", "complete-image --input x.png --keep-rows 1 --out g.png", "model_type \"vit\" (vit) cannot complete-image"},
         {"bert", "stream", "model_type \"bert\" (bert) cannot stream; it can: "},
         {"continual", "embed", "model_type \"continual\" (continual) cannot embed; it can: stream"},
-        {"gpt2", "predict", "model_type \"gpt2\" is not a BERT"},
+        {"gpt2", "predict", "model_type \"gpt2\" (gpt) cannot classify-text, tag, answer; it can: run, generate"},
     };
     char dir[] = "/tmp/tformer_rel_family_XXXXXX", p[256], json[256], args[1024], out[8192];
     CHECK(mkdtemp(dir) != NULL);

@@ -142,7 +142,9 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
         {"eval --model %s/m --listops abc", "--listops expects a non-negative integer, got 'abc'", 2},
         {"eval --model %s/m --listops 1e12", "--listops expects a non-negative integer, got '1e12'", 2},
         {"eval --model %s/m --listops 3 --batch 0", "--batch expects an integer in [1,1024], got 0", 2},
-        {"eval --model %s/m --listops 3", "m/listops.json: No such file or directory: not a ListOps run folder", 1},
+        {"eval --model %s/m --listops 3", "m: a gpt model has no test set of its own", 1},
+        {"eval --model tests/fixtures_serve_textcls/tiny_bert_cls --listops 3",
+         "tiny_bert_cls/listops.json: No such file or directory: not a ListOps run folder", 1},
         {"eval --model %s/m --listops 3 --hflip-tta", "--hflip-tta goes with an image classifier (--data-dir), not --listops", 2},
         {"eval --model %s/m --data %s/corpus.txt --hflip-tta", "--hflip-tta goes with an image classifier (--data-dir)", 2},
         {"classify --model %s/m --hflip-tta %s/x.png", "--hflip-tta goes with a labelled set (--data-dir or --data)", 2},
@@ -166,10 +168,13 @@ TEST(strict_numbers_are_refused_naming_the_flag) {
              "head -c 100 %s/m/model.safetensors > %s/mcut/model.safetensors", dir, dir, dir, dir, dir, dir, dir, dir,
              dir, dir, dir);
     CHECK(system(args) == 0);
-    /* ListOps settings that are a folder, and that do not parse */
+    /* ListOps settings beside a BERT that are a folder, and that do not parse */
     snprintf(args, sizeof args, "%s/lj", dir), mkdir(args, 0755);
     snprintf(args, sizeof args, "%s/lj/listops.json", dir), mkdir(args, 0755);
     snprintf(args, sizeof args, "%s/garb", dir), mkdir(args, 0755);
+    snprintf(args, sizeof args, "for d in lj garb; do cp tests/fixtures_serve_textcls/tiny_bert_cls/config.json "
+             "tests/fixtures_serve_textcls/tiny_bert_cls/model.safetensors %s/$d; done", dir);
+    CHECK(system(args) == 0);
     snprintf(args, sizeof args, "%s/garb/listops.json", dir);
     CHECK(test_write_text(args, "{\"listops_depth\": \"x\"}\n") == 0);
     CHECKF(test_cli_cases(cases, sizeof cases / sizeof cases[0], dir, out, sizeof out) == 0, "%s", out);

@@ -45,9 +45,11 @@ typedef enum {
     TF_CAP_FILL_MASK = 1u << 7,      /* the likeliest tokens at [MASK] */
     TF_CAP_STREAM = 1u << 8,         /* a label per token of a stream (continual inference) */
     TF_CAP_CAPTION = 1u << 9,        /* a sentence per image */
-    TF_CAP_COMPLETE_IMAGE = 1u << 10 /* the rest of an image from its top rows */
+    TF_CAP_COMPLETE_IMAGE = 1u << 10, /* the rest of an image from its top rows */
+    TF_CAP_TAG = 1u << 11,            /* a label per word (token classification) */
+    TF_CAP_ANSWER = 1u << 12          /* the span of a context that answers a question */
 } tf_cap;
-enum { TF_CAP_COUNT = 11 };
+enum { TF_CAP_COUNT = 13 };
 
 /* "generate", "classify-image", ...: the capability's name (one bit of caps). */
 TF_API const char *tf_cap_name(unsigned cap);
@@ -139,6 +141,31 @@ typedef struct {
     int n_labels;   /* > 0: each output is the classifier's logits (n_labels); 0: the encoder's vector (d_model) */
 } tf_stream_shape;
 
+/* ---------------------------------------------------------------- fine-tuned encoders */
+
+/* How tf_model_predict reads a fine-tuned encoder's inputs (`tformer predict`). */
+typedef struct {
+    tf_finetune_kind task; /* the inputs' format: classify or pairs (TF_CAP_CLASSIFY_TEXT), tag (TF_CAP_TAG),
+                            * span (TF_CAP_ANSWER) */
+    int max_len;           /* ids per input, [CLS] and [SEP] included, longer ones cut: at most the model's length */
+    int max_answer;        /* span: the longest answer, in pieces */
+    int batch;             /* inputs per forward */
+} tf_predict_opts;
+
+/* A run folder's own held-out test set scored (tf_model_test): a task that draws its data (ListOps). */
+typedef struct {
+    int64_t correct, total;
+    int n_classes;            /* the answers; confusion is (n_classes, n_classes): [true][predicted] */
+    int64_t *confusion;       /* malloc'd */
+    const char *items;        /* what was scored: "test expressions" */
+    char drawn[160];          /* how the set was drawn, as a line says it: "listops_seed 1, lengths 1-20" */
+    int n_settings;           /* the same as numbers (JSON) */
+    struct {
+        const char *key;
+        double value;
+    } settings[4];
+} tf_test_result;
+
 /* ---------------------------------------------------------------- the registry */
 
 typedef struct tf_family tf_family;
@@ -206,9 +233,12 @@ struct tf_family {
      * banned ids go into bad_ids (room for TF_MARIAN_MAX_BAD), which o->search.bad_ids may point to. */
     int (*translate_settings)(const void *model, const char *dir, tf_translate_opts *o, int32_t *bad_ids);
     /* Generate: the prompt's ids continued (o's eos_id -1: the family sets its tokenizer's end
-     * token), each new id through on_token, all of them appended to out. */
+     * token, which *eos_id gets), each new id through on_token, all of them appended to out. */
     int (*generate)(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
-                    const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out);
+                    const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out, int32_t *eos_id);
+    /* The mean next-token loss on the text of n files, in windows of the context (tf_model_text_loss). */
+    int (*text_loss)(const void *model, tf_tokenizer *tok, const char *const *files, int n, double *loss,
+                     int64_t *tokens);
     /* Generate one token at a time (tf_model_completion_new): a fresh one-row decoder for a prompt of
      * n_prompt ids and up to max_tokens new ones, sized as generate sizes its own, and *eos_id the
      * family's end token (NULL: the family generates through generate only). */
@@ -223,10 +253,19 @@ struct tf_family {
      * batched as the family's verb does with the folder dir's settings (`tformer predict`). */
     int (*classify_texts)(const void *model, tf_tokenizer *tok, const char *dir, const char *const *a,
                           const char *const *b, int n, float *logits);
+    /* Fine-tuned encoders: the folder dir's settings into o (max_len > 0: the caller's), *from what set the
+     * task; and the predictions of an unlabelled set s (tf_model_predict). */
+    int (*predict_opts)(const void *model, const char *dir, int max_len, tf_predict_opts *o, const char **from);
+    int (*predict)(const void *model, tf_tokenizer *tok, const tf_finetune_set *s, const tf_predict_opts *o,
+                   tf_finetune_prediction *p, int *n_truncated);
+    /* The folder dir's own test set (a task that draws its data): its first n items, batch a forward. */
+    int (*test)(const void *model, const char *dir, int64_t n, int batch, tf_test_result *r);
     /* Classify clips: n clips (n, frames, channels, size, size) in [0,1] -> logits (n, n_labels), one
      * clip a forward (`tformer classify` on clip folders); clip_shape: what it takes. */
     int (*classify_clips)(const void *model, const float *pixels, int64_t n, float *logits);
     void (*clip_shape)(const void *model, int *frames, int *channels, int *size);
+    /* The frames one token spans (a tubelet; 1: frame by frame; NULL: 1). */
+    int (*clip_tubelet)(const void *model);
     /* The labels of a text or clip classifier (images: image_shape); NULL: none. */
     int (*n_labels)(const void *model);
     /* Complete-image: the images the model completes (channels, height, width) and one completed, as
@@ -259,6 +298,9 @@ typedef struct {
     tf_precision precision; /* the weights' products (tf_model_set_precision); 0: f32 */
     unsigned require;       /* capabilities the caller needs (TF_CAP_*): a folder whose family has none of
                              * them is refused by its config.json, before its weights are read; 0: any */
+    const char *tokenizer;  /* a tokenizer in place of the folder's (a folder or a file, as tf_tokenizer_load
+                             * reads them; `--tokenizer`): an error when it cannot be read; NULL or "": the
+                             * folder's own, where it holds one */
 } tf_model_opts;
 
 /* dir's config.json picks the family: architectures[0] when it names one the
@@ -349,10 +391,30 @@ TF_API int tf_model_top(const float *logits, int n_labels, int k, int32_t *ids, 
  * and finetune.json's max_len, else the model's length; 16 texts a forward). An error names the text. */
 TF_API int tf_model_classify_texts(const tf_model *m, const char *const *a, const char *const *b, int n,
                                    float *logits);
+/* A fine-tuned encoder's settings (TF_CAP_CLASSIFY_TEXT, TF_CAP_TAG or TF_CAP_ANSWER): the folder's
+ * finetune.json (tformer finetune writes it) where present, else the task of the model's head, ids cut
+ * at max_len (0: finetune.json's, else the model's length; never past the model's length), batches of 16;
+ * *from (may be NULL): "finetune.json" or "the model's head". An error names a bad finetune.json. */
+TF_API int tf_model_predict_opts(const tf_model *m, int max_len, tf_predict_opts *o, const char **from);
+/* The inputs s (tf_finetune_parse's, unlabelled; the task o->task's format) encoded with the folder's
+ * tokenizer and predicted, o->batch at a time -> p (room for s->n; free their contents with
+ * tf_finetune_predictions_free), *n_truncated (may be NULL) the inputs cut to o->max_len. */
+TF_API int tf_model_predict(const tf_model *m, const tf_finetune_set *s, const tf_predict_opts *o,
+                            tf_finetune_prediction *p, int *n_truncated);
+
+/* A run folder whose task draws its own data (a ListOps run: listops.json beside the model): the accuracy on the
+ * first n items of its test set, drawn apart from training and validation with the run's settings, batch a
+ * forward (`tformer eval --listops N`). An error names the folder when it holds no such settings. Free r with
+ * tf_test_result_free. */
+TF_API int tf_model_test(const tf_model *m, int64_t n, int batch, tf_test_result *r);
+TF_API void tf_test_result_free(tf_test_result *r);
+
 /* TF_CAP_CLASSIFY_CLIP: n clips (n, frames, channels, size, size) in [0,1] -> logits (n, n_labels), each
  * clip run alone (as `tformer classify` runs clip folders); the clips the model takes. */
 TF_API int tf_model_classify_clips(const tf_model *m, const float *pixels, int64_t n, float *logits);
 TF_API void tf_model_clip_shape(const tf_model *m, int *frames, int *channels, int *size);
+/* The frames one of the clip classifier's tokens spans (ViViT's tubelet; 1: frame by frame; 0: no clips). */
+TF_API int tf_model_clip_tubelet(const tf_model *m);
 
 /* One image (channels, size, size) in [0,1] -> logits (n_labels); maps, when not NULL, ->
  * (1 + heads) g x g maps (tf_model_attention_grid): the attention rollout from what the
@@ -378,10 +440,23 @@ TF_API void tf_fill_mask_result_free(tf_fill_mask_result *r);
 /* TF_CAP_GENERATE: prompt continued (o: tf_generate_opts_default() and changes; its eos_id is the
  * family's). Each new piece of text, as the ids decode, goes to on_text (NULL: none; a non-zero
  * return stops); stop (NULL or "": none) ends the text before its first occurrence. *text
- * (malloc'd, NUL-ended, *len bytes) gets the continuation, the prompt not included. */
+ * (malloc'd, NUL-ended, *len bytes) gets the continuation, the prompt not included; g (NULL:
+ * not wanted) the ids behind it (free them with tf_generation_free). */
 typedef int (*tf_text_fn)(void *user, const char *piece, size_t len);
+typedef struct {
+    int prompt_tokens;  /* the prompt's ids */
+    tf_ids ids;         /* the new ids, the end token included when it came */
+    const char *finish; /* "stop" (the stop string, or on_text's return), "eos" (the end token) or "length"
+                         * (max_tokens, or a context beam search does not slide past) */
+} tf_generation;
 TF_API int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
-                             tf_text_fn on_text, void *user, char **text, size_t *len);
+                             tf_text_fn on_text, void *user, char **text, size_t *len, tf_generation *g);
+TF_API void tf_generation_free(tf_generation *g);
+
+/* TF_CAP_GENERATE: the mean next-token loss (nats; the perplexity is its exp) over the text of n files,
+ * read in windows of the model's context, and the tokens scored (`tformer eval --data`). An error names
+ * a file that cannot be read or holds too little text. */
+TF_API int tf_model_text_loss(const tf_model *m, const char *const *files, int n, double *loss, int64_t *tokens);
 
 /* TF_CAP_GENERATE one token at a time: a prompt's completion that a caller steps together with
  * others (tf_model_completions_step: a server's continuous batching), starting one between any

@@ -122,7 +122,7 @@ PyObject *model_generate(Model *self, PyObject *args) {
     int rc;
     self->busy++;
     Py_BEGIN_ALLOW_THREADS
-    rc = tf_model_generate(self->m, prompt, &o, stop, cb.fn ? call_on_text : NULL, &cb, &text, &len);
+    rc = tf_model_generate(self->m, prompt, &o, stop, cb.fn ? call_on_text : NULL, &cb, &text, &len, NULL);
     Py_END_ALLOW_THREADS
     self->busy--;
     if (cb.exc_type) {

@@ -73,7 +73,7 @@ static int weights_named(tf_model *m) {
 }
 
 /* The capabilities that read text through the folder's tokenizer. */
-#define TEXT_CAPS (TF_CAP_GENERATE | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT)
+#define TEXT_CAPS (TF_CAP_GENERATE | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT | TF_CAP_TAG | TF_CAP_ANSWER)
 
 tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     if (!dir) return tf_set_error("tf_model_load: no folder"), NULL;
@@ -99,7 +99,11 @@ tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     if (!(m->impl = m->f->load(dir, m->arch ? m->arch->name : NULL))) return tf_model_free(m), NULL;
     m->caps = m->f->caps & (m->f->model_caps ? m->f->model_caps(m->impl) : ~0u);
     if (!m->arch || !m->f->run) m->caps &= ~(unsigned)TF_CAP_RUN;
-    if (m->caps & TEXT_CAPS && !(m->tok = tf_tokenizer_load(dir))) m->caps &= ~(unsigned)TEXT_CAPS; /* none in the folder */
+    if (opts && opts->tokenizer && *opts->tokenizer) { /* the caller's: one that cannot be read is an error */
+        if (!(m->tok = tf_tokenizer_load(opts->tokenizer))) return tf_model_free(m), NULL;
+    } else if (m->caps & TEXT_CAPS && !(m->tok = tf_tokenizer_load(dir))) {
+        m->caps &= ~(unsigned)TEXT_CAPS; /* none in the folder */
+    }
     if (opts && opts->precision != TF_PRECISION_F32 && tf_model_set_precision(m, opts->precision))
         return tf_model_free(m), NULL;
     return m;

@@ -57,20 +57,42 @@ static int gen_failed(const gen_text *s) {
 }
 
 int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_opts *o, const char *stop,
-                      tf_text_fn on_text, void *user, char **text, size_t *len) {
+                      tf_text_fn on_text, void *user, char **text, size_t *len, tf_generation *g) {
     *text = NULL, *len = 0;
+    if (g) memset(g, 0, sizeof *g);
     if (tf_model_require(m, TF_CAP_GENERATE)) return -1;
     if (!prompt || !o) return tf_set_error("generate: no prompt or options");
     tf_ids ids = {0}, out = {0};
+    int32_t eos = -1;
     gen_text s = {.tok = m->tok, .stops = &stop, .n_stops = 1, .on_text = on_text, .user = user};
     int rc = tf_tokenizer_encode(m->tok, prompt, strlen(prompt), &ids);
-    if (!rc) rc = m->f->generate(m->impl, m->tok, ids.v, (int)ids.n, o, gen_token, &s, &out);
+    if (!rc) rc = m->f->generate(m->impl, m->tok, ids.v, (int)ids.n, o, gen_token, &s, &out, &eos);
     if (!rc && s.failed) rc = gen_failed(&s);
     if (!rc && !s.text && !(s.text = calloc(1, 1))) rc = tf_set_error("generate: out of memory");
     if (!rc) s.text[s.len] = 0, *text = s.text, *len = s.len, s.text = NULL;
+    if (!rc && g) {
+        g->prompt_tokens = (int)ids.n, g->ids = out, out = (tf_ids){0};
+        g->finish = s.stopped                                        ? "stop"
+                    : g->ids.n && g->ids.v[g->ids.n - 1] == eos && eos >= 0 ? "eos"
+                                                                     : "length";
+    }
     free(s.text);
     tf_ids_free(&s.ids), tf_ids_free(&ids), tf_ids_free(&out);
     return rc;
+}
+
+int tf_model_text_loss(const tf_model *m, const char *const *files, int n, double *loss, int64_t *tokens) {
+    *loss = 0, *tokens = 0;
+    if (tf_model_require(m, TF_CAP_GENERATE)) return -1;
+    if (!m->f->text_loss) return tf_set_error("%s: a %s model gives no loss on text", m->dir, m->f->name);
+    if (n < 1 || !files) return tf_set_error("eval: no text files");
+    return m->f->text_loss(m->impl, m->tok, files, n, loss, tokens);
+}
+
+void tf_generation_free(tf_generation *g) {
+    if (!g) return;
+    tf_ids_free(&g->ids);
+    memset(g, 0, sizeof *g);
 }
 
 int tf_model_text_attention(const tf_model *m, const char *text, tf_text_attention *a) {

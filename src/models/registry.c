@@ -54,7 +54,7 @@ int64_t tf_family_one_pass(int64_t n, int64_t rows) { return rows > 0 ? (n + row
 
 static const char *const CAP_NAMES[TF_CAP_COUNT] = {
     "run", "generate", "translate", "embed", "classify-text", "classify-image", "classify-clip", "fill-mask",
-    "stream", "caption", "complete-image",
+    "stream", "caption", "complete-image", "tag", "answer",
 };
 
 const char *tf_cap_name(unsigned cap) {

@@ -11,18 +11,37 @@
 
 enum { CLASSIFY_BATCH = 16 }; /* tformer predict's --batch default */
 
-/* tformer predict's ids per input: finetune.json's max_len (when the folder has one), else (0, or past
- * what the model takes) the model's most. */
-static int classify_max_len(const tf_bert *m, const char *dir, int *max_len) {
+/* The task of a folder without finetune.json: its head's. */
+static tf_finetune_kind head_task(const tf_bert *m) {
+    return m->cfg.head == TF_BERT_TOKEN_CLS ? TF_FINETUNE_TAG : m->cfg.head == TF_BERT_QA ? TF_FINETUNE_SPAN
+                                                                                         : TF_FINETUNE_CLASSIFY;
+}
+
+int tf_bert_predict_opts(const tf_bert *m, const char *dir, int max_len, tf_predict_opts *o, const char **from) {
     tf_finetune_config c = tf_finetune_config_default();
     char path[4096];
     struct stat st;
     if (tf_path_join(path, sizeof path, dir, "finetune.json")) return -1;
     tf_fields f = {&tf_finetune_config_table, &c};
-    if (!stat(path, &st) && tf_fields_load(&f, 1, path, 1)) return -1;
+    int have = !stat(path, &st);
+    if (have && tf_fields_load(&f, 1, path, 1)) return -1;
+    if (!have) c.task = head_task(m);
+    if (max_len > 0) c.max_len = max_len;
     int most = tf_bert_max_tokens(&m->cfg);
-    *max_len = !c.max_len || c.max_len > most ? most : c.max_len;
+    *o = (tf_predict_opts){.task = c.task, .max_len = !c.max_len || c.max_len > most ? most : c.max_len,
+                           .max_answer = c.max_answer, .batch = CLASSIFY_BATCH};
+    *from = have ? "finetune.json" : "the model's head";
     return 0;
+}
+
+int tf_bert_predict(const tf_bert *m, tf_tokenizer *tok, const tf_finetune_set *s, const tf_predict_opts *o,
+                    tf_finetune_prediction *p, int *n_truncated) {
+    tf_finetune_data d;
+    if (tf_finetune_encode(tok, s, NULL, 0, o->max_len, &d)) return -1;
+    int rc = tf_finetune_predict(m, &d, o->batch, o->max_answer, p);
+    *n_truncated = d.n_truncated;
+    tf_finetune_data_free(&d);
+    return rc;
 }
 
 int tf_bert_finetune_forward(tf_ctx *ctx, const tf_bert *m, const tf_finetune_data *d, int first, int rows,
@@ -49,8 +68,10 @@ int tf_bert_classify_texts(const tf_bert *m, tf_tokenizer *tok, const char *dir,
     if (m->cfg.head != TF_BERT_SEQ_CLS)
         return tf_set_error("classify: texts need a %s, the model is a %s", tf_bert_head_name(TF_BERT_SEQ_CLS),
                             tf_bert_head_name(m->cfg.head));
-    int max_len;
-    if (classify_max_len(m, dir, &max_len)) return -1;
+    tf_predict_opts o;
+    const char *from;
+    if (tf_bert_predict_opts(m, dir, 0, &o, &from)) return -1;
+    int max_len = o.max_len;
     if (n == 0) return 0;
     tf_finetune_set s = {b ? TF_FINETUNE_PAIRS : TF_FINETUNE_CLASSIFY, 0, calloc((size_t)n, sizeof *s.ex), n};
     if (!s.ex) return tf_set_error("classify: out of memory");

@@ -150,6 +150,8 @@ static unsigned bert_caps(const void *model) {
     unsigned caps = TF_CAP_RUN | TF_CAP_EMBED;
     if (m->cfg.head == TF_BERT_MLM || m->cfg.head == TF_BERT_PRETRAINING) caps |= TF_CAP_FILL_MASK;
     if (m->cfg.head == TF_BERT_SEQ_CLS) caps |= TF_CAP_CLASSIFY_TEXT;
+    if (m->cfg.head == TF_BERT_TOKEN_CLS) caps |= TF_CAP_TAG;
+    if (m->cfg.head == TF_BERT_QA) caps |= TF_CAP_ANSWER;
     return caps;
 }
 
@@ -235,7 +237,20 @@ static int bert_classify(const void *model, tf_tokenizer *tok, const char *dir, 
 
 static int bert_n_labels(const void *model) {
     const tf_bert *m = model;
-    return m->cfg.head == TF_BERT_SEQ_CLS ? m->cfg.n_labels : 0;
+    return m->cfg.head == TF_BERT_SEQ_CLS || m->cfg.head == TF_BERT_TOKEN_CLS ? m->cfg.n_labels : 0;
+}
+
+static int bert_predict_opts(const void *model, const char *dir, int max_len, tf_predict_opts *o, const char **from) {
+    return tf_bert_predict_opts(model, dir, max_len, o, from);
+}
+
+static int bert_predict(const void *model, tf_tokenizer *tok, const tf_finetune_set *s, const tf_predict_opts *o,
+                        tf_finetune_prediction *p, int *n_truncated) {
+    return tf_bert_predict(model, tok, s, o, p, n_truncated);
+}
+
+static int bert_test(const void *model, const char *dir, int64_t n, int batch, tf_test_result *r) {
+    return tf_bert_listops_test(model, dir, n, batch, r);
 }
 
 static const char *bert_label(const void *model, int i, char *buf, size_t n) { return tf_bert_label(model, i, buf, n); }
@@ -296,13 +311,14 @@ static tf_task *bert_task(const void *cfg, const tf_task_args *a) {
 const tf_family tf_family_bert = {
     .name = "bert", .summary = "masked LM + NSP",
     .model_types = BERT_TYPES, .verbs = "embed, fill-mask or predict",
-    .caps = TF_CAP_RUN | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT,
+    .caps = TF_CAP_RUN | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT | TF_CAP_TAG | TF_CAP_ANSWER,
     BERT_MODEL_CALLS, .model_caps = bert_caps, .params = bert_params, .archs = BERT_ARCHS,
     .input = TF_TRAIN_TEXT, .task_table = &tf_bert_pretrain_config_table, .task_size = sizeof(tf_bert_pretrain_config),
     .task_defaults = bert_defaults, .task_check = bert_check, .task_new = bert_task,
     .embed = bert_embed, .embed_dim = bert_embed_dim, .mask_logits = bert_mask_logits,
     .embed_tokens = bert_embed_tokens, .context = bert_context,
     .classify_texts = bert_classify, .n_labels = bert_n_labels, .label = bert_label,
+    .predict_opts = bert_predict_opts, .predict = bert_predict, .test = bert_test,
     .text_attention = bert_text_attention,
 };
 

@@ -17,6 +17,7 @@
 #include "../../data/listops_internal.h"
 #include "../../task/task_internal.h"
 #include "tformer/bert.h"
+#include "bert_internal.h"
 
 static const char *const OBJECTIVES[] = {"classify", "mlm", NULL};
 _Static_assert(sizeof(tf_listops_objective) == sizeof(int), "enum rows store an int");
@@ -330,4 +331,22 @@ int tf_listops_score(const tf_bert *m, const tf_listops_opts *o, int subset, int
     free(y);
     tf_ctx_free(ctx);
     return rc ? -1 : 0;
+}
+
+/* The BERT row's test: a ListOps run folder's test expressions (its listops.json), scored as the run's own
+ * validation scores them (tf_listops_score on subset 2). */
+int tf_bert_listops_test(const tf_bert *m, const char *dir, int64_t n, int batch, tf_test_result *r) {
+    tf_listops_task_config c;
+    if (tf_listops_settings_load(dir, &c)) return -1;
+    tf_listops_opts o = tf_listops_task_opts(&c);
+    if (!(r->confusion = calloc(100, sizeof *r->confusion))) return tf_set_error("listops: out of memory");
+    if (tf_listops_score(m, &o, 2, 0, n, batch, c.bucket, NULL, &r->correct, r->confusion)) return -1;
+    r->total = n, r->n_classes = 10, r->items = "test expressions";
+    snprintf(r->drawn, sizeof r->drawn, "listops_seed %llu, lengths %d-%d", (unsigned long long)c.listops_seed,
+             c.min_len + 1, c.max_len - 1);
+    r->n_settings = 3;
+    r->settings[0].key = "listops_seed", r->settings[0].value = (double)c.listops_seed;
+    r->settings[1].key = "min_length", r->settings[1].value = c.min_len + 1;
+    r->settings[2].key = "max_length", r->settings[2].value = c.max_len - 1;
+    return 0;
 }

@@ -40,8 +40,15 @@ static const hf_arch IMAGEGPT_ARCHS[] = {
 
 /* ---------------------------------------------------------------- loading and running */
 
-/* tf_gpt_load refuses GPT-2 settings it does not compute. */
-TF_FAMILY_MODEL_CALLS(gpt2, tf_gpt)
+/* tf_gpt_load refuses GPT-2 settings it does not compute. A handle's model is read-only: its weights are
+ * the file's mapped pages (no copy), as `tformer generate` has always read them. */
+static void *gpt2_load(const char *dir, const char *architecture) {
+    (void)architecture;
+    return tf_gpt_load_mapped(dir);
+}
+static void gpt2_free(void *model) { tf_gpt_free(model); }
+TF_FAMILY_SAVE_PARAMS(gpt2, tf_gpt)
+static int gpt2_context(const void *model) { return ((const tf_gpt *)model)->cfg.context; }
 
 /* Hugging Face shifts labels inside the model: the loss is the cross-entropy
  * of logits[:, :-1] against labels[:, 1:], -100 ignored. tf_gpt_run takes the
@@ -116,21 +123,33 @@ static unsigned gpt2_caps(const void *model) {
     return ((const tf_gpt *)model)->has_head ? ~0u : TF_CAP_RUN;
 }
 
-/* GPT-2's end of text ends a sequence; every id the model can emit must have a text. */
+/* GPT-2's end of text ends a sequence; every id the model can emit must have a text, and every token an id. */
 static int gpt2_checks(const tf_gpt *m, tf_tokenizer *tok) {
-    if (tf_tokenizer_vocab_size(tok) != m->cfg.vocab_size)
-        return tf_set_error("generate: the tokenizer has %d tokens, the model %d (every id needs a text, every "
-                            "token an id)", (int)tf_tokenizer_vocab_size(tok), m->cfg.vocab_size);
+    int n = tf_tokenizer_vocab_size(tok), v = m->cfg.vocab_size;
+    if (n > v) return tf_set_error("generate: the tokenizer has %d tokens, the model only %d", n, v);
+    if (n < v)
+        return tf_set_error("generate: the tokenizer has %d tokens, the model %d: the model's ids %d to %d have no text",
+                            n, v, n, v - 1);
     return 0;
 }
 
 static int gpt2_generate(const void *model, tf_tokenizer *tok, const int32_t *prompt, int n_prompt,
-                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out) {
+                         const tf_generate_opts *o, tf_token_fn on_token, void *user, tf_ids *out, int32_t *eos_id) {
     const tf_gpt *m = model;
     if (gpt2_checks(m, tok)) return -1;
     tf_generate_opts g = *o;
-    g.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
+    *eos_id = g.eos_id = tf_tokenizer_token_id(tok, "<|endoftext|>");
     return tf_gpt_generate(m, prompt, n_prompt, &g, on_token, user, out, NULL);
+}
+
+/* Every id of the tokenizer must be one the model has (a smaller tokenizer leaves ids never read). */
+static int gpt2_text_loss(const void *model, tf_tokenizer *tok, const char *const *files, int n, double *loss,
+                          int64_t *tokens) {
+    const tf_gpt *m = model;
+    if (tf_tokenizer_vocab_size(tok) > m->cfg.vocab_size)
+        return tf_set_error("eval: the tokenizer has %d tokens, the model only %d", tf_tokenizer_vocab_size(tok),
+                            m->cfg.vocab_size);
+    return tf_gpt_evaluate(m, tok, files, n, loss, tokens);
 }
 
 static tf_decoder *gpt2_decoder(const void *model, tf_tokenizer *tok, int n_prompt, int max_tokens, int32_t *eos_id) {
@@ -202,7 +221,7 @@ const tf_family tf_family_gpt = {
     TF_FAMILY_MODEL_ROW(gpt2, tf_gpt), .archs = GPT_ARCHS,
     .input = TF_TRAIN_TEXT, .task_table = &tf_lm_config_table, .task_size = sizeof(tf_lm_config),
     .task_defaults = gpt_defaults, .task_check = gpt_check, .task_new = gpt_task,
-    .generate = gpt2_generate,
+    .generate = gpt2_generate, .context = gpt2_context, .text_loss = gpt2_text_loss,
     .decoder = gpt2_decoder,
     .text_attention = gpt2_text_attention,
 };

@@ -55,6 +55,8 @@ static void vivit_clip_shape(const void *model, int *frames, int *channels, int 
     *frames = c->num_frames, *channels = c->channels, *size = c->image_size;
 }
 
+static int vivit_clip_tubelet(const void *model) { return tf_vivit_tube_t(&((const tf_vivit *)model)->cfg); }
+
 static int vivit_n_labels(const void *model) {
     const tf_vivit_config *c = &((const tf_vivit *)model)->cfg;
     return c->head == TF_VIVIT_VIDEO_CLS ? c->n_labels : 0;
@@ -95,6 +97,6 @@ const tf_family tf_family_vivit = {
     TF_FAMILY_MODEL_ROW(vivit, tf_vivit), .archs = VIVIT_ARCHS,
     .input = TF_TRAIN_CLIPS, .task_table = &tf_vivit_task_config_table, .task_size = sizeof(tf_vivit_task_config),
     .task_defaults = vivit_defaults, .task_check = vivit_check, .task_new = vivit_task, .val_batches = vivit_val,
-    .label = vivit_label, .classify_clips = vivit_classify_clips, .clip_shape = vivit_clip_shape,
+    .label = vivit_label, .classify_clips = vivit_classify_clips, .clip_shape = vivit_clip_shape, .clip_tubelet = vivit_clip_tubelet,
     .n_labels = vivit_n_labels,
 };
