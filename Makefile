@@ -818,7 +818,7 @@ bench-precision: $(BUILD)/tformer $(BUILD)/bench_embed $(BUILD)/bench_matmul $(M
 	if test -f $(TRANSLATION_RESULTS)/run/best/config.json; then \
 	    $(BENCH_ENV) $(HF_PYTHON) bench/translate_bench.py --tformer $(BUILD)/tformer \
 	        --model $(TRANSLATION_RESULTS)/run/best --src $(TRANSLATION_RESULTS)/data/test_2016_flickr.en --hf-n 100 \
-	        --repeat 5 --precision bf16,int8; \
+	        --repeat 5 --precision bf16,int8 --ref $(TRANSLATION_RESULTS)/data/test_2016_flickr.de; \
 	else echo "bench-precision: no $(TRANSLATION_RESULTS)/run/best (make translation-results): translate skipped"; fi
 .PHONY: bench-precision
 

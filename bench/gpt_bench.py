@@ -119,8 +119,9 @@ def main():
     env = {"TFORMER_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
     if "OPENBLAS_CORETYPE" in os.environ:  # the same OpenBLAS kernels as PyTorch's in this process
         env["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
-    if "TFORMER_BLAS" in os.environ:  # another CBLAS for tformer (docs/performance.md)
-        env["TFORMER_BLAS"] = os.environ["TFORMER_BLAS"]
+    for k in ("TFORMER_BLAS", "TFORMER_MKL"):  # another CBLAS, or MKL by path, for tformer (docs/performance.md)
+        if k in os.environ:
+            env[k] = os.environ[k]
     run = lambda *a, b=binary: float(subprocess.run([b, *map(str, a)], capture_output=True, text=True, check=True,
                                                     env=env).stdout)
     peak_bin = os.path.join(os.path.dirname(binary), "bench_matmul")

@@ -15,13 +15,14 @@ process of its own (torch's idle threads in this one slowed it 2-6x), with
 its threads as intra-op threads (1 x T) and as T translators (T x 1).
 
     python3 bench/translate_bench.py --model RUN/averaged --src test.en [--n 1000] [--threads 2]
-        [--precision bf16,int8]
+        [--precision bf16,int8 [--ref test.de]]
 
 Prints sentences/s per system, beam 1 and 5, and the ratios tformer / peer.
 --precision: then tformer translate --precision P (docs/precision.md) for each P
 listed, greedy and beam 5, against CTranslate2 in float and with
-compute_type int8 (int8 weights, activations quantised per call), each a row
-of precision P; how many sentences each equals the f32 translation on is said.
+compute_type int8 (int8 weights, activations quantised per call), each in its
+faster thread layout, each a row of precision P; how many sentences each equals
+the f32 translation on is said, and with --ref each precision's BLEU.
 """
 import argparse
 import json
@@ -193,6 +194,8 @@ def main():
     ap.add_argument("--tformer", default="build/tformer")
     ap.add_argument("--hf-n", type=int, default=200, help="sentences for transformers' generate (it is slow)")
     ap.add_argument("--precision", default="", help="tformer's reduced precisions to add: bf16,int8 (rows of each)")
+    ap.add_argument("--ref", default="", help="with --precision: the references of --src, for each precision's BLEU")
+    ap.add_argument("--precision-only", action="store_true", help="the --precision rows alone (no f32 table)")
     a = ap.parse_args()
     import ctranslate2
 
@@ -207,6 +210,8 @@ def main():
     print(f"model {a.model}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters; "
           f"{len(lines)} sentences; {a.threads} threads; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}")
 
+    if a.precision_only:
+        return bench_precisions(a, lines, src, work, max_len)
     k = min(a.check, len(lines))
     special = set(ids)
     for beam in (1, 5):
@@ -262,18 +267,45 @@ def main():
         bench_precisions(a, lines, src, work, max_len)
 
 
+def bleu(binary, hyp, ref_path):
+    """Corpus BLEU of hyp (lines) against ref_path's first len(hyp) lines, as sacreBLEU (`tformer bleu`)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".de", encoding="utf-8", delete=False) as f:
+        f.writelines(l.rstrip("\n") + "\n" for l in open(ref_path, encoding="utf-8").readlines()[:len(hyp)])
+    try:
+        out = subprocess.run([binary, "bleu", "--ref", f.name], input="".join(h + "\n" for h in hyp), text=True,
+                             capture_output=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    return float(out.split()[2])  # "BLEU = 37.48 ..."
+
+
 def bench_precisions(a, lines, src, work, max_len):
-    """tformer in each of a.precision's precisions against CTranslate2 in float and in int8 (batch 32)."""
+    """tformer in each of a.precision's precisions against CTranslate2 in float and in int8 (batch 32), each
+    CTranslate2 precision in its faster layout on these threads (T translators of 1 thread, or 1 of T); with
+    --ref, each precision's BLEU beside f32's."""
+    layouts = [(a.threads, 1), (1, a.threads)] if a.threads > 1 else [(1, 1)]
     for beam in (1, 5):
         _, ref = run_tformer(a.tformer, a.model, lines, beam, a.threads)
-        peers = [(f"ctranslate2 {ct} (batch 32, 1 x {a.threads} threads)", ct) for ct in ("default", "int8")]
-        ct_rate = {name: len(lines) / statistics.median(run_ct2(work, src, beam, 32, max_len, 1, a.threads, a.repeat,
-                                                                ct)[0]) for name, ct in peers}
+        base_bleu = bleu(a.tformer, ref, a.ref) if a.ref else None
+        if a.ref:
+            print(f"beam {beam}  tformer f32 BLEU {base_bleu:.2f} on the {len(ref)} references")
+        ct_rate = {}
+        for ct in ("default", "int8"):
+            best = None
+            for i, j in layouts:
+                rate = len(lines) / statistics.median(run_ct2(work, src, beam, 32, max_len, i, j, a.repeat, ct)[0])
+                print(f"beam {beam}  ctranslate2 {ct} (batch 32, {i} x {j} thread(s)) {rate:8.1f} sentences/s",
+                      flush=True)
+                if not best or rate > best[1]:
+                    best = (f"ctranslate2 {ct} (batch 32, {i} x {j} thread(s))", rate)
+            ct_rate[best[0]] = best[1]
         for p in a.precision.split(","):
             runs = [run_tformer(a.tformer, a.model, lines, beam, a.threads, 32, p) for _ in range(a.repeat)]
             same = sum(x == y for x, y in zip(runs[0][1], ref))
             mine = len(lines) / statistics.median(r[0] for r in runs)
-            print(f"beam {beam}  tformer --precision {p:5s} {mine:8.1f} sentences/s; equals f32 on {same}/{len(ref)}")
+            score = f"; BLEU {bleu(a.tformer, runs[0][1], a.ref):.2f} (f32 {base_bleu:.2f})" if a.ref else ""
+            print(f"beam {beam}  tformer --precision {p:5s} {mine:8.1f} sentences/s; equals f32 on {same}/{len(ref)}"
+                  f"{score}")
             for name, rate in ct_rate.items():
                 print(f"beam {beam}  tformer {p} vs {name:40s} {mine / rate:6.2f}x", flush=True)
                 bench_record.row("translate", f"Multi30k beam {beam}, tformer (batch 32) --precision {p}", a.threads,

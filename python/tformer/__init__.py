@@ -13,9 +13,10 @@ import json
 import math
 import os
 import queue
+import re
 import sys
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -329,6 +330,49 @@ class Model:
     def labels(self) -> List[str]:
         """The classifier's label names (images, texts or clips), in the order of its logits."""
         return self._h.labels()
+
+    def tag(self, texts: Union[str, Sequence[str]]) -> Any:
+        """Token classification ("tag": a ``...ForTokenClassification`` folder, ``tformer finetune --task tag``'s):
+        per text, its words (split at spaces, tabs and line ends) each with the label of its first piece, as
+        ``tformer predict --task tag`` labels a line (the folder's finetune.json ``max_len``, else the model's
+        length); a word cut away past it gets None. A str gives one list, a list of str a list of them."""
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        words = []
+        for i, t in enumerate(items):
+            if not isinstance(t, str):
+                raise InputError(f"tag(): texts[{i}] is {type(t).__name__}, not str")
+            words.append([w for w in re.split(r"[ \t\r\n\v\f]+", t) if w])
+        lines = [" ".join(w) for w in words if w]
+        ids = self._h.predict("tag", "".join(line + "\n" for line in lines).encode("utf-8")) if lines else []
+        names, it, out = self._h.labels(), iter(ids), []
+        for w in words:
+            tags = next(it) if w else []
+            out.append([(word, names[t] if t >= 0 else None) for word, t in zip(w, tags)])
+        return out[0] if single else out
+
+    def answer(self, question: Union[str, Sequence[str]], context: Union[str, Sequence[str]]) -> Any:
+        """Extractive question answering ("answer": a ``...ForQuestionAnswering`` folder, ``tformer finetune --task
+        span``'s): the span of the context that answers the question, {"answer", "start", "end"} with ``start`` and
+        ``end`` character offsets in ``context`` (``context[start:end] == answer``), as ``tformer predict --task span``
+        finds it (the longest answer finetune.json's ``max_answer`` pieces). Lists of questions and contexts give a
+        list; an answer cut away with its context is "" at 0."""
+        single = isinstance(question, str)
+        qs, cs = ([question], [context]) if single else (list(question), list(context))
+        if len(qs) != len(cs) or (single and not isinstance(context, str)):
+            raise InputError(f"answer(): {len(qs)} questions and {len(cs)} contexts; give one context a question")
+        for i, (q, c) in enumerate(zip(qs, cs)):
+            if not isinstance(q, str) or not isinstance(c, str):
+                raise InputError(f"answer(): question and context {i} must be str")
+        text = "".join(json.dumps({"question": q, "context": c}) + "\n" for q, c in zip(qs, cs))
+        spans = self._h.predict("span", text.encode("utf-8")) if qs else []
+        out = []
+        for c, (off, n) in zip(cs, spans):
+            b = c.encode("utf-8")
+            start = len(b[:off].decode("utf-8", "replace"))
+            answer = b[off:off + n].decode("utf-8", "replace")
+            out.append({"answer": answer, "start": start, "end": start + len(answer)})
+        return out[0] if single else out
 
     def image_logits(self, images: Union[np.ndarray, Sequence[Any]], color: Optional[str] = None) -> np.ndarray:
         """The classifier's logits (n, labels) float32 of images (see :meth:`classify`, ``color`` too)."""

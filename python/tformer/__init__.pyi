@@ -97,6 +97,10 @@ class Model:
         """Each text translated, as `tformer translate` (beam 5 unless given; None settings: the folder's)."""
     def labels(self) -> List[str]:
         """The classifier's label names (images, texts or clips)."""
+    def tag(self, texts: Union[str, Sequence[str]]) -> Any:
+        """Per text, its words each with its label (None: cut away), as `tformer predict --task tag`."""
+    def answer(self, question: Union[str, Sequence[str]], context: Union[str, Sequence[str]]) -> Any:
+        """{answer, start, end} (character offsets in the context), as `tformer predict --task span`."""
     def image_logits(
         self, images: Union[npt.NDArray[Any], Sequence[Image]], color: Optional[Literal["rgb", "grayscale"]] = None
     ) -> npt.NDArray[np.float32]:

@@ -135,3 +135,48 @@ PyObject *module_top(PyObject *mod, PyObject *args) {
     PyMem_Free(ids), PyMem_Free(probs), PyBuffer_Release(&v);
     return rows;
 }
+
+/* predict(task: str, text: bytes) -> list: the inputs of text in `tformer predict`'s format for task ("tag": a
+ * sentence a line, its words apart by spaces; "span": a JSON object a line with "question" and "context"),
+ * predicted with the folder's settings (finetune.json, else the head's; tf_model_predict) -> per input, tag: a
+ * list of label ids (-1: a word cut away); span: (answer's byte offset in the context, its bytes). */
+static PyObject *prediction_obj(const tf_finetune_prediction *p, tf_finetune_kind kind) {
+    if (kind == TF_FINETUNE_SPAN) return Py_BuildValue("(nn)", (Py_ssize_t)p->answer_off, (Py_ssize_t)p->answer_len);
+    PyObject *tags = PyList_New(p->n_tags);
+    for (int w = 0; tags && w < p->n_tags; w++) {
+        PyObject *t = PyLong_FromLong(p->tags[w]);
+        if (!t) return Py_DECREF(tags), NULL;
+        PyList_SET_ITEM(tags, w, t);
+    }
+    return tags;
+}
+
+PyObject *model_predict(Model *self, PyObject *args) {
+    const char *task, *text;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "sy#", &task, &text, &len)) return NULL;
+    int kind = tf_finetune_kind_from_name(task);
+    if (kind != TF_FINETUNE_TAG && kind != TF_FINETUNE_SPAN) return PyErr_Format(InputError, "predict(): task %s", task);
+    if (model_require(self, kind == TF_FINETUNE_TAG ? TF_CAP_TAG : TF_CAP_ANSWER)) return NULL;
+    tf_predict_opts o;
+    tf_finetune_set s = {0};
+    tf_finetune_prediction *p = NULL;
+    int rc;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tf_model_predict_opts(self->m, 0, &o, NULL) || tf_finetune_parse((tf_finetune_kind)kind, text, (size_t)len,
+                                                                          "inputs", 0, &s);
+    if (!rc) o.task = (tf_finetune_kind)kind, p = calloc(s.n > 0 ? (size_t)s.n : 1, sizeof *p);
+    if (!rc) rc = p ? tf_model_predict(self->m, &s, &o, p, NULL) : tf_set_error("predict(): out of memory");
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    PyObject *out = rc ? raise_tf(InputError) : PyList_New(s.n);
+    for (int i = 0; out && i < s.n; i++) {
+        PyObject *x = prediction_obj(&p[i], (tf_finetune_kind)kind);
+        if (!x) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, x);
+    }
+    if (p) tf_finetune_predictions_free(p, s.n);
+    free(p), tf_finetune_set_free(&s);
+    return out;
+}

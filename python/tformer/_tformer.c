@@ -495,6 +495,8 @@ static PyMethodDef model_methods[] = {
     {"labels", (PyCFunction)model_labels, METH_NOARGS, "The classifier's label names, in order."},
     {"classify_texts", (PyCFunction)model_classify_texts, METH_VARARGS,
      "classify_texts(a: tuple[str], b: tuple[str] | None) -> Buffer (n, labels): the logits of texts or pairs."},
+    {"predict", (PyCFunction)model_predict, METH_VARARGS,
+     "predict(task, text): tag or span inputs in tformer predict's format -> per input, label ids or (offset, bytes)."},
     {"classify_clips", (PyCFunction)model_classify_clips, METH_O,
      "classify_clips(pixels: float32 (n, frames, C, S, S)) -> Buffer (n, labels): the logits of clips."},
     {"clip_shape", (PyCFunction)model_clip_shape, METH_NOARGS, "(frames, channels, size, labels) of a clip classifier."},

@@ -37,6 +37,7 @@ PyObject *model_generate(Model *self, PyObject *args);
 PyObject *model_translate(Model *self, PyObject *args);
 /* _classify.c: texts and clips, any classifier's labels, the k likeliest labels of logits. */
 PyObject *model_classify_texts(Model *self, PyObject *args);
+PyObject *model_predict(Model *self, PyObject *args);
 PyObject *model_classify_clips(Model *self, PyObject *arg);
 PyObject *model_clip_shape(Model *self, PyObject *unused);
 PyObject *model_read_clip(Model *self, PyObject *arg);
