@@ -143,7 +143,7 @@ def main():
         gf = ours * train_flops_per_token(*cfg) / 1e9
         print(f"{name:<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}{gf:>9.1f}{gf / peak:>9.2f}")
         bench_record.row("gpt", name, threads, ours, f"PyTorch {torch.__version__}", theirs, "tokens/s",
-                         binary=binary, gflops=gf, of_peak=gf / peak)
+                         binary=binary, gflops=gf, of_peak=gf / peak, products=info)
         if bf16:
             env["TFORMER_PRECISION"] = "bf16"
             ours16 = run("train", *cfg, steps)
@@ -152,14 +152,14 @@ def main():
             print(f"{'  bf16 (autocast beside)':<52}{ours16:>9.0f}/s{theirs16:>9.0f}/s{ours16 / theirs16:>8.2f}"
                   f"  (bf16 / f32: tformer {ours16 / ours:.2f}, PyTorch {theirs16 / theirs:.2f})")
             bench_record.row("gpt", name, threads, ours16, f"PyTorch {torch.__version__} autocast", theirs16,
-                             "tokens/s", precision="bf16", binary=binary)
+                             "tokens/s", precision="bf16", binary=binary, products=info)
     try:
         gen_cfg = (4, 4, 128, 256, 65)
         ours = run("generate", *gen_cfg, 200)
         theirs = hf_generate(*gen_cfg, 200)
         print(f"{'generate 200 tokens greedy (4L 4H 128C V65)':<52}{ours:>9.0f}/s{theirs:>9.0f}/s{ours / theirs:>8.2f}")
         bench_record.row("gpt", "generate 200 tokens greedy (4L 4H 128C V65)", threads, ours, "transformers generate",
-                         theirs, "tokens/s", binary=binary)
+                         theirs, "tokens/s", binary=binary, products=info)
     except ImportError:
         print("generation: transformers not importable here; skipped")
     # GPT-2-124M's shape (random weights), greedy from a one-token prompt: float
@@ -172,7 +172,7 @@ def main():
     print(f"{'generate 64 tokens greedy GPT-2-124M: F32 | int8':<52}{f32:>9.1f}/s{i8:>9.1f}/s{i8 / f32:>8.2f}"
           "  (int8 / F32, both tformer)")
     bench_record.row("gpt", "generate 64 tokens greedy GPT-2-124M", threads, i8, "tformer fp32", f32, "tokens/s",
-                     precision="int8", binary=binary)
+                     precision="int8", binary=binary, products=info)
 
 
 if __name__ == "__main__":
