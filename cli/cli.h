@@ -217,6 +217,9 @@ tf_model *cli_load_lm(const cli_verb *v, const char *dir, const cli_val *tokeniz
  * (a diverged training): the inference verbs refuse such a model. */
 void cli_check_model_weights(const cli_verb *v, const char *dir, const tf_model *m);
 tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec);
+/* A model opened without a tokenizer (its folder holds none): exits with the tokenizer loader's message,
+ * then hint (NULL: none). */
+void cli_need_tokenizer(const cli_verb *v, const tf_model *m, const char *hint);
 /* Standard input a chunk of lines at a time (lines.c): memory bounded by the chunk, not the input. */
 typedef struct {
     int fd;

@@ -40,9 +40,11 @@ static void test_json(const cli_verb *v, const tf_test_result *r) {
     cli_json_num(v, j, "correct", (double)r->correct), cli_json_num(v, j, "total", (double)r->total);
     for (int i = 0; i < r->n_settings; i++) cli_json_num(v, j, r->settings[i].key, r->settings[i].value);
     rec = cli_json_array(v, j, "recall");
-    for (int k = 0; k < r->n_classes; k++)
-        if (recall(r, k) >= 0) cli_json_num(v, rec, NULL, recall(r, k));
+    for (int k = 0; k < r->n_classes; k++) {
+        double x = recall(r, k);
+        if (x >= 0) cli_json_num(v, rec, NULL, x);
         else cli_json_str(v, rec, NULL, NULL);
+    }
     cli_json_print(v, j);
 }
 
@@ -63,7 +65,10 @@ static int eval_test(const cli_args *a, int64_t n) {
         printf("accuracy %.4f (%lld of %lld %s, %s)\n", (double)r.correct / (double)r.total, (long long)r.correct,
                (long long)r.total, r.items, r.drawn);
         printf("per answer (true 0-%d): recall", r.n_classes - 1);
-        for (int k = 0; k < r.n_classes; k++) printf(recall(&r, k) >= 0 ? " %.2f" : " -", recall(&r, k) >= 0 ? recall(&r, k) : 0.0);
+        for (int k = 0; k < r.n_classes; k++) {
+            double x = recall(&r, k);
+            printf(x >= 0 ? " %.2f" : " -", x >= 0 ? x : 0.0);
+        }
         printf("\n");
     }
     tf_test_result_free(&r), tf_model_free(m);

@@ -5,7 +5,6 @@
  * label and its probability, the tags of the words, or the answer. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -160,7 +159,7 @@ int cmd_predict(const cli_args *a) {
     tf_model *m = tf_model_load(a->v[MODEL].text, &(tf_model_opts){.precision = precision,
                                 .require = TF_CAP_CLASSIFY_TEXT | TF_CAP_TAG | TF_CAP_ANSWER});
     if (!m) cli_die(a->verb, tf_error());
-    if (!tf_model_tokenizer(m)) cli_load_tokenizer(a->verb, a->v[MODEL].text); /* exits naming what it looked for */
+    cli_need_tokenizer(a->verb, m, NULL);
     predictor pr = {a, m, settings(a, m), 0, 0};
     predict_stdin(&pr); /* the model, its tokenizer and the task are checked first */
     if (pr.truncated)

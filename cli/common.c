@@ -128,17 +128,23 @@ tf_tokenizer *cli_load_tokenizer(const cli_verb *v, const char *spec) {
     return t;
 }
 
+void cli_need_tokenizer(const cli_verb *v, const tf_model *m, const char *hint) {
+    if (tf_model_tokenizer(m)) return;
+    tf_tokenizer *t = tf_tokenizer_load(tf_model_dir(m)); /* fails as the handle's load did: its message */
+    if (t) { /* it reads now: the caller's own checks say what else is wrong */
+        tf_tokenizer_free(t);
+        return;
+    }
+    char msg[4400];
+    snprintf(msg, sizeof msg, "%s%s", tf_error(), hint ? hint : "");
+    cli_die(v, msg);
+}
+
 tf_model *cli_load_lm(const cli_verb *v, const char *dir, const cli_val *tokenizer, tf_precision precision) {
     tf_model *m = tf_model_load(dir, &(tf_model_opts){.precision = precision, .require = TF_CAP_GENERATE,
                                                       .tokenizer = tokenizer->text});
     if (!m) cli_die(v, tf_error());
-    tf_tokenizer *t = tf_model_tokenizer(m) ? NULL : tf_tokenizer_load(dir);
-    if (!tf_model_tokenizer(m) && !t) { /* the tokenizer's own message, and the flag that gives one */
-        fprintf(stderr, "tformer %s: %s (a folder without tokenizer files: give one with --tokenizer DIR|FILE)\n",
-                v->name, tf_error());
-        exit(1);
-    }
-    tf_tokenizer_free(t);
+    cli_need_tokenizer(v, m, " (a folder without tokenizer files: give one with --tokenizer DIR|FILE)");
     if (tf_model_require(m, TF_CAP_GENERATE)) cli_die(v, tf_error());
     cli_check_model_weights(v, dir, m);
     cli_say(v, &(cli_said){NULL, dir, tf_model_tokenizer(m), tokenizer->given, precision, NULL});

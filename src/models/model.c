@@ -73,7 +73,8 @@ static int weights_named(tf_model *m) {
 }
 
 /* The capabilities that read text through the folder's tokenizer. */
-#define TEXT_CAPS (TF_CAP_GENERATE | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT | TF_CAP_TAG | TF_CAP_ANSWER)
+#define TEXT_CAPS                                                                                        \
+    (TF_CAP_GENERATE | TF_CAP_EMBED | TF_CAP_FILL_MASK | TF_CAP_CLASSIFY_TEXT | TF_CAP_TAG | TF_CAP_ANSWER)
 
 tf_model *tf_model_load(const char *dir, const tf_model_opts *opts) {
     if (!dir) return tf_set_error("tf_model_load: no folder"), NULL;

@@ -101,7 +101,8 @@ int tf_model_predict(const tf_model *m, const tf_finetune_set *s, const tf_predi
 int tf_model_test(const tf_model *m, int64_t n, int batch, tf_test_result *r) {
     memset(r, 0, sizeof *r);
     if (!m->f->test) return tf_set_error("%s: a %s model has no test set of its own", m->dir, m->f->name);
-    if (n < 1 || batch < 1) return tf_set_error("test: %lld items, batch %d: each must be at least 1", (long long)n, batch);
+    if (n < 1 || batch < 1)
+        return tf_set_error("test: %lld items, batch %d: each must be at least 1", (long long)n, batch);
     int rc = m->f->test(m->impl, m->dir, n, batch, r);
     if (rc) tf_test_result_free(r);
     return rc;

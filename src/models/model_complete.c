@@ -72,9 +72,8 @@ int tf_model_generate(const tf_model *m, const char *prompt, const tf_generate_o
     if (!rc) s.text[s.len] = 0, *text = s.text, *len = s.len, s.text = NULL;
     if (!rc && g) {
         g->prompt_tokens = (int)ids.n, g->ids = out, out = (tf_ids){0};
-        g->finish = s.stopped                                        ? "stop"
-                    : g->ids.n && g->ids.v[g->ids.n - 1] == eos && eos >= 0 ? "eos"
-                                                                     : "length";
+        int at_eos = eos >= 0 && g->ids.n && g->ids.v[g->ids.n - 1] == eos;
+        g->finish = s.stopped ? "stop" : at_eos ? "eos" : "length";
     }
     free(s.text);
     tf_ids_free(&s.ids), tf_ids_free(&ids), tf_ids_free(&out);

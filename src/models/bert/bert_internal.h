@@ -42,14 +42,14 @@ int tf_bert_read_labels(const cJSON *root, const char *path, tf_bert *m_or_null,
  * (multi-label refused), shared by BERT's and DistilBERT's readers (bert_io.c). */
 int tf_bert_read_head(const cJSON *root, const char *path, const tf_bert_load_opts *o, tf_bert_config *c, int head);
 
-/* n texts (b NULL) or pairs -> logits (n, n_labels), as `tformer predict` computes them on the folder
- * dir (bert_classify.c; tf_model_classify_texts). */
 /* A ListOps run folder's own test set (listops_task.c): the BERT row's test. */
 int tf_bert_listops_test(const tf_bert *m, const char *dir, int64_t n, int batch, tf_test_result *r);
 /* tformer predict's settings of a folder and its predictions (the BERT row's predict_opts and predict). */
 int tf_bert_predict_opts(const tf_bert *m, const char *dir, int max_len, tf_predict_opts *o, const char **from);
 int tf_bert_predict(const tf_bert *m, tf_tokenizer *tok, const tf_finetune_set *s, const tf_predict_opts *o,
                     tf_finetune_prediction *p, int *n_truncated);
+/* n texts (b NULL) or pairs -> logits (n, n_labels), as `tformer predict` computes them on the folder
+ * dir (bert_classify.c; tf_model_classify_texts). */
 int tf_bert_classify_texts(const tf_bert *m, tf_tokenizer *tok, const char *dir, const char *const *a,
                            const char *const *b, int n, float *logits);
 

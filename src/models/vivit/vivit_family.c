@@ -97,6 +97,7 @@ const tf_family tf_family_vivit = {
     TF_FAMILY_MODEL_ROW(vivit, tf_vivit), .archs = VIVIT_ARCHS,
     .input = TF_TRAIN_CLIPS, .task_table = &tf_vivit_task_config_table, .task_size = sizeof(tf_vivit_task_config),
     .task_defaults = vivit_defaults, .task_check = vivit_check, .task_new = vivit_task, .val_batches = vivit_val,
-    .label = vivit_label, .classify_clips = vivit_classify_clips, .clip_shape = vivit_clip_shape, .clip_tubelet = vivit_clip_tubelet,
+    .label = vivit_label, .classify_clips = vivit_classify_clips, .clip_shape = vivit_clip_shape,
+    .clip_tubelet = vivit_clip_tubelet,
     .n_labels = vivit_n_labels,
 };
