@@ -249,3 +249,42 @@ TEST(simd_rows_m_equal_each_row_alone) {
                cases, bad[0], bad[1]);
     }
 }
+
+/* Dropout's mask in every kernel set is the element-by-element rule
+ * hash(seed, i0 + j) >= p, bit for bit: forward (dropped elements +0) and the
+ * backward's accumulation (dropped elements untouched, a -0 stays -0), over
+ * lengths around the vector width, chunk offsets past 2^32 and several p,
+ * one of them an element's own draw (kept: the rule is >=); and about a
+ * fraction p is dropped. */
+TEST(simd_dropout_is_the_hash_rule) {
+    static const int64_t ns[] = {1, 7, 15, 16, 17, 33, 100, 4096, 4099};
+    static const uint64_t i0s[] = {0, 4096, 12288, (1ull << 33) + 5};
+    static const float ps[] = {0.1f, 0.3f, 0.5f, 1.0f / 3.0f, 0.999f, -1.0f}; /* -1: element n/2's draw */
+    static float x[4099], y[4099], want[4099];
+    fill(x, 4099, 41, 2.0f);
+    for (int isa = 0; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue;
+        int64_t bad = 0, dropped = 0, total = 0;
+        for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+            for (size_t b = 0; b < sizeof i0s / sizeof *i0s; b++)
+                for (size_t c = 0; c < sizeof ps / sizeof *ps; c++)
+                    for (int acc = 0; acc < 2; acc++) {
+                        int64_t n = ns[a];
+                        uint64_t seed = 0x1234567ull * (a + 1) + c;
+                        float p = ps[c] < 0 ? tf_hash_uniform(seed, i0s[b] + (uint64_t)(n / 2)) : ps[c];
+                        float keep = 1.0f / (1.0f - p);
+                        for (int64_t j = 0; j < n; j++) {
+                            y[j] = j % 3 ? (float)j : -0.0f;
+                            int kept = tf_hash_uniform(seed, i0s[b] + (uint64_t)j) >= p;
+                            want[j] = acc ? (kept ? y[j] + x[j] * keep : y[j]) : (kept ? x[j] * keep : 0.0f);
+                            dropped += !kept && p == 0.3f, total += p == 0.3f;
+                        }
+                        k->dropout(y, x, n, seed, i0s[b], p, keep, acc);
+                        bad += memcmp(y, want, (size_t)n * sizeof *y) != 0;
+                    }
+        CHECKF(!bad, "%s: %lld cases differ from the hash rule", k->name, (long long)bad);
+        CHECKF(fabs((double)dropped / (double)total - 0.3) < 0.01, "%s: p 0.3 dropped %lld of %lld", k->name,
+               (long long)dropped, (long long)total);
+    }
+}

@@ -217,9 +217,20 @@ static void transpose(float *t, int64_t ldt, const float *a, int64_t lda, int64_
         for (int64_t c = 0; c < cols; c++) t[c * ldt + r] = a[r * lda + c];
 }
 
+void tf_dropout_scalar(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc) {
+    for (int64_t j = 0; j < n; j++) {
+        int kept = tf_hash_uniform(seed, i0 + (uint64_t)j) >= p;
+        if (acc) {
+            if (kept) y[j] += x[j] * keep;
+        } else
+            y[j] = kept ? x[j] * keep : 0.0f;
+    }
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
-                                    tanh_rows, dot_f64, softmax_ds, transpose, axpy_rows_m, dot_rows_m};
+                                    tanh_rows, dot_f64, softmax_ds, transpose, axpy_rows_m, dot_rows_m,
+                                    tf_dropout_scalar};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

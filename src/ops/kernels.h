@@ -102,7 +102,13 @@ typedef struct {
      * the bits of dot_rows (beta 1) on it alone: the same with (out,in) weights */
     void (*dot_rows_m)(float *Y, int64_t ldy, const float *B, int64_t ldb, const float *X, int64_t ldx, int64_t m,
                        int64_t rows, int64_t k);
+    /* dropout: element j is kept when tf_hash_uniform(seed, i0 + j) >= p (the mask is
+     * recomputed from the seed, never stored); y (n) = x * keep where kept and 0
+     * elsewhere, or with acc y += x * keep where kept and untouched elsewhere */
+    void (*dropout)(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc);
 } tf_kernels;
+/* the portable dropout, which the AVX2 table shares (64-bit products have no AVX2 instruction) */
+void tf_dropout_scalar(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* transpose by 8x8 blocks in AVX registers: both x86 tables' (kern_avx2.c) */

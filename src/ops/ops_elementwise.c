@@ -368,22 +368,25 @@ tf_tensor *tf_reciprocal(tf_ctx *ctx, tf_tensor *x) {
 }
 
 /* Dropout keeps element i when hash(seed, i) >= p and scales it by 1/(1-p):
- * the mask depends only on the node's seed, never on threads or replay. */
+ * the mask depends only on the node's seed, never on threads or replay. The
+ * kernel runs over fixed chunks, recomputing the mask in the backward. */
+static void dropout_run(float *y, const float *x, int64_t N, const tf_unary_params *p, int acc) {
+    const tf_kernels *k = tf_kern();
+    const float keep = 1.0f / (1.0f - p->s);
+    const int64_t chunk = 4096, nc = (N + chunk - 1) / chunk;
+    #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && N > 16384)
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t i = c * chunk, m = N - i < chunk ? N - i : chunk;
+        k->dropout(y + i, x + i, m, p->seed, (uint64_t)i, p->s, keep, acc);
+    }
+}
+
 void tf_op_dropout_forward(tf_node *n) {
-    const tf_unary_params *p = n->params;
-    const float *x = tf_f32(n->in[0]);
-    float *y = tf_f32(n->out), keep = 1.0f / (1.0f - p->s);
-    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++)
-        y[i] = tf_hash_uniform(p->seed, (uint64_t)i) >= p->s ? x[i] * keep : 0.0f;
+    dropout_run(tf_f32(n->out), tf_f32(n->in[0]), tf_numel(n->out), n->params, 0);
 }
 
 void tf_op_dropout_backward(tf_node *n) {
-    const tf_unary_params *p = n->params;
-    const float *g = n->out->grad;
-    float *gx = n->in[0]->grad, keep = 1.0f / (1.0f - p->s);
-    if (!gx) return;
-    for (int64_t i = 0, N = tf_numel(n->out); i < N; i++)
-        if (tf_hash_uniform(p->seed, (uint64_t)i) >= p->s) gx[i] += g[i] * keep;
+    if (n->in[0]->grad) dropout_run(n->in[0]->grad, n->out->grad, tf_numel(n->out), n->params, 1);
 }
 
 tf_tensor *tf_dropout(tf_ctx *ctx, tf_tensor *x, float p) {
