@@ -59,24 +59,26 @@ KT V v_cvt2d(VD lo, VD hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(_m
 
 /* tf_hash_uniform's 24 bits for 8 indices: splitmix64 of seed ^ i * C in 64-bit lanes (AVX512DQ's vpmullq) */
 KT __m512i hash24(__m512i i, __m512i seed) {
-    __m512i z = _mm512_add_epi64(_mm512_xor_si512(seed, _mm512_mullo_epi64(i, _mm512_set1_epi64((long long)0xD1B54A32D192ED03ull))),
-                                 _mm512_set1_epi64((long long)0x9E3779B97F4A7C15ull));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), _mm512_set1_epi64((long long)0x94D049BB133111EBull));
+    const __m512i c = _mm512_set1_epi64((long long)0xD1B54A32D192ED03ull);
+    const __m512i gold = _mm512_set1_epi64((long long)0x9E3779B97F4A7C15ull);
+    const __m512i m1 = _mm512_set1_epi64((long long)0xBF58476D1CE4E5B9ull);
+    const __m512i m2 = _mm512_set1_epi64((long long)0x94D049BB133111EBull);
+    __m512i z = _mm512_add_epi64(_mm512_xor_si512(seed, _mm512_mullo_epi64(i, c)), gold);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
     return _mm512_srli_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 31)), 40);
 }
 
 /* The portable loop's mask: u = k 2^-24 >= p exactly when the integer k >= ceil(p 2^24) (both exact in float). */
-static __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void k_dropout(float *y, const float *x, int64_t n, uint64_t seed,
-                                                                                   uint64_t i0, float p, float keep, int acc) {
+KT void k_dropout(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc) {
     const __m512i thr = _mm512_set1_epi64((long long)ceilf(p * 16777216.0f)), sd = _mm512_set1_epi64((long long)seed);
-    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), eight = _mm512_set1_epi64(8);
     const V kv = v_set(keep);
     for (int64_t j = 0; j < n; j += 16) {
         __m512i i = _mm512_add_epi64(_mm512_set1_epi64((long long)(i0 + (uint64_t)j)), lane);
-        __mmask16 m = (__mmask16)(_mm512_cmpge_epu64_mask(hash24(i, sd), thr) |
-                                  (unsigned)_mm512_cmpge_epu64_mask(hash24(_mm512_add_epi64(i, _mm512_set1_epi64(8)), sd), thr) << 8);
-        __mmask16 t = n - j >= 16 ? (__mmask16)0xFFFF : tail_mask(n - j);
+        unsigned lo = _mm512_cmpge_epu64_mask(hash24(i, sd), thr);
+        unsigned hi = _mm512_cmpge_epu64_mask(hash24(_mm512_add_epi64(i, eight), sd), thr);
+        __mmask16 m = (__mmask16)(lo | hi << 8), t = n - j >= 16 ? (__mmask16)0xFFFF : tail_mask(n - j);
         V xv = _mm512_maskz_loadu_ps(t, x + j);
         if (acc) {
             V yv = _mm512_maskz_loadu_ps(t, y + j);

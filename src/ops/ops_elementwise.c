@@ -373,12 +373,7 @@ tf_tensor *tf_reciprocal(tf_ctx *ctx, tf_tensor *x) {
 static void dropout_run(float *y, const float *x, int64_t N, const tf_unary_params *p, int acc) {
     const tf_kernels *k = tf_kern();
     const float keep = 1.0f / (1.0f - p->s);
-    const int64_t chunk = 4096, nc = (N + chunk - 1) / chunk;
-    #pragma omp parallel for schedule(static) if (tf_threads_free() > 1 && N > 16384)
-    for (int64_t c = 0; c < nc; c++) {
-        int64_t i = c * chunk, m = N - i < chunk ? N - i : chunk;
-        k->dropout(y + i, x + i, m, p->seed, (uint64_t)i, p->s, keep, acc);
-    }
+    TF_FOR_CHUNKS(N, i0, len, k->dropout(y + i0, x + i0, len, p->seed, (uint64_t)i0, p->s, keep, acc));
 }
 
 void tf_op_dropout_forward(tf_node *n) {
