@@ -372,6 +372,20 @@ static int32_t find_token(const hf *h, const tf_tokenizer *t, const char *text) 
     return t->vt->token_id(t->impl, text);
 }
 
+/* The single layout holds A once, the pair layout A and B once each: truncation to max_len counts every id
+ * outside the sequences as fixed, so a sequence named twice would break the bound (Hugging Face, which takes
+ * any repeats, then returns more than max_length ids). */
+static int check_template_sequences(const hf *h, const char *key, const tf_template *tp) {
+    int count[2] = {0, 0};
+    for (int i = 0; i < tp->n; i++)
+        if (tp->seq[i] >= 0) count[tp->seq[i]]++;
+    int pair = !strcmp(key, "pair");
+    if (count[0] != 1 || count[1] != pair)
+        return tf_set_error("%s: post_processor.%s names Sequence A %d and B %d times; tformer takes %s", h->path, key,
+                            count[0], count[1], pair ? "A once and B once" : "A once and no B");
+    return 0;
+}
+
 /* One TemplateProcessing list ("single" or "pair") into tp, ids from special_tokens. */
 static int read_template(const hf *h, const cJSON *post, const char *key, tf_template *tp) {
     const cJSON *list = item(post, key), *specials = item(post, "special_tokens");
@@ -402,7 +416,7 @@ static int read_template(const hf *h, const cJSON *post, const char *key, tf_tem
             tp->type[tp->n++] = (uint8_t)type->valuedouble;
         }
     }
-    return 0;
+    return check_template_sequences(h, key, tp);
 }
 
 /* TemplateProcessing: both layouts; cls and sep (when no settings file named
