@@ -10,9 +10,9 @@
 # speed and the wall times.
 #   sh tools/translation_results.sh TFORMER OUT_DIR
 # MODEL: transformer (default; run folder OUT_DIR/run) or rnn (the GRU +
-# Bahdanau baseline; OUT_DIR/rnn). Transformer: STEPS (5000), D_MODEL (128),
-# D_FF (512), N_HEAD (4), SCHEDULE (inverse_sqrt), LR (2e-3), MIN_LR (1e-5,
-# cosine's end), DROPOUT (0.3),
+# Bahdanau baseline; OUT_DIR/rnn). Transformer: STEPS (10000), D_MODEL (128),
+# D_FF (512), N_HEAD (4), SCHEDULE (cosine; or inverse_sqrt), LR (2e-3),
+# MIN_LR (1e-5, cosine's end), DROPOUT (0.3),
 # ATTN_DROPOUT (0.1), ACTIVATION_DROPOUT (0.1); RNN: RNN_STEPS (2400),
 # RNN_DROPOUT (0.3). THREADS (TFORMER_THREADS). A finished run in OUT_DIR is
 # kept, an interrupted one continues (--resume).
@@ -34,10 +34,10 @@ if [ "$model" = rnn ]; then
         --dropout ${RNN_DROPOUT:-0.3} --schedule cosine --lr 1e-3 --warmup 200"
 else
     run=run
-    settings="--arch seq2seq --steps ${STEPS:-5000} --d-model ${D_MODEL:-128} --n-head ${N_HEAD:-4} --d-ff ${D_FF:-512} --n-encoder-layers 4
-        --n-decoder-layers 4 --share-embeddings true --schedule ${SCHEDULE:-inverse_sqrt} --lr ${LR:-2e-3} --warmup 500
+    settings="--arch seq2seq --steps ${STEPS:-10000} --d-model ${D_MODEL:-128} --n-head ${N_HEAD:-4} --d-ff ${D_FF:-512} --n-encoder-layers 4
+        --n-decoder-layers 4 --share-embeddings true --schedule ${SCHEDULE:-cosine} --lr ${LR:-2e-3} --warmup 500
         --dropout ${DROPOUT:-0.3} --attn-dropout ${ATTN_DROPOUT:-0.1} --activation-dropout ${ACTIVATION_DROPOUT:-0.1}"
-    [ "${SCHEDULE:-inverse_sqrt}" = cosine ] && settings="$settings --min-lr ${MIN_LR:-1e-5}"
+    [ "${SCHEDULE:-cosine}" = cosine ] && settings="$settings --min-lr ${MIN_LR:-1e-5}"
 fi
 resume=--overwrite # a folder without a checkpoint starts afresh
 [ -f "$out/$run/checkpoint.safetensors" ] && resume=--resume
