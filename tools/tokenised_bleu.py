@@ -3,7 +3,7 @@
 
 fairseq-generate and multi-bleu.perl score Moses-tokenised text as it is (and Multi30k set-ups
 often lower-case it first); sacreBLEU's default detokenised, cased 13a figure is not comparable
-one to one. This scores one hypothesis file against its reference four ways, so a tokenised
+one to one. This scores one hypothesis file against its reference five ways, so a tokenised
 anchor (fairseq's transformer_tiny: 41.0 on Multi30k en-de) can be read against our figure:
 
     python3 tools/tokenised_bleu.py HYP REF [--lang de]
@@ -15,13 +15,19 @@ fairseq's compound_split_bleu.sh), each with --tokenize none after Moses.
 import argparse
 import sys
 
-import sacrebleu
-from sacremoses import MosesTokenizer
+try:
+    import sacrebleu
+    from sacremoses import MosesTokenizer
+except ImportError as e:
+    sys.exit(f"tokenised_bleu: {e.name} is missing (python3 -m pip install sacrebleu sacremoses)")
 
 
 def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        sys.exit(f"tokenised_bleu: {path}: {e}")
 
 
 def main():
