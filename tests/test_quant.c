@@ -47,6 +47,15 @@ static int dense(const layer *L, const tf_tensor *x, int in_out, int grad, float
     return y ? 0 : -1;
 }
 
+/* An int8 copy's bytes: N rows of Kp bytes and a 4-byte scale a block of 32;
+ * packed for the VNNI product (tf_q8_best()->packed), the rows rounded up to
+ * 16 and a 2-byte sum beside each scale. */
+static size_t copy_bytes(int64_t N, int64_t Kp) {
+    int packed = tf_q8_best()->packed != NULL;
+    int64_t n = packed ? (N + 15) / 16 * 16 : N;
+    return (size_t)(n * Kp + n * (Kp / 32) * (packed ? 6 : 4));
+}
+
 TEST(quant_dense_matches_torch_quantisation) {
     char path[512];
     snprintf(path, sizeof path, "%s/quant.safetensors", test_fixture_dir_or(QUANT_DIR));
@@ -81,7 +90,7 @@ TEST(quant_dense_matches_torch_quantisation) {
             layer L;
             CHECK(!layer_new(&L, t[1], t[2], io) && !tf_params_quantize(L.ps, TF_QUANT_INT8));
             CHECK(!dense(&L, t[0], io, 0, io ? y_io : y));
-            CHECKF(tf_params_quant_bytes(L.ps) == (size_t)(N * Kp) + (size_t)(N * nb) * 4, "%s: copy of %zu bytes",
+            CHECKF(tf_params_quant_bytes(L.ps) == copy_bytes(N, Kp), "%s: copy of %zu bytes",
                    CASES[c], tf_params_quant_bytes(L.ps));
             tf_params_free(L.ps);
         }
@@ -150,6 +159,42 @@ TEST(quant_vnni_kernel_equals_reference) {
     kernel_equals_reference(tf_q8_vnni_gemm(), "VNNI", "no AVX-512 VNNI on this CPU");
 }
 
+/* The VNNI product on packed copies (in use on AVX-512 VNNI CPUs without
+ * AMX) against the reference, bit for bit: every shape of gemm_differs, over
+ * all rows and over a range of them that starts and ends inside a panel of
+ * 16, its output rows ldy apart. */
+TEST(quant_vnni_packed_equals_reference) {
+    tf_q8_packed_fn f = tf_q8_vnni_packed();
+    if (!f) {
+        printf("  (no AVX-512 VNNI on this CPU: its kernel not run)\n");
+        return;
+    }
+    const int64_t shapes[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
+                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384},
+                                 {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64}};
+    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+        int64_t M = shapes[c][0], N = shapes[c][1], Kp = shapes[c][2], nb = Kp / 32, N16 = tf_q8_packed_rows(N);
+        uint8_t *xq = malloc((size_t)(M * Kp));
+        int8_t *q = malloc((size_t)(N * Kp)), *pw = aligned_alloc(64, (size_t)(N16 * Kp));
+        float *sx = malloc((size_t)(M * nb) * 4), *sw = malloc((size_t)(N * nb) * 4), *ps = malloc((size_t)(N16 * nb) * 4);
+        int16_t *sum = malloc((size_t)(N16 * nb) * 2);
+        float *y0 = malloc((size_t)(M * N) * 4), *y1 = malloc((size_t)(M * N) * 4);
+        random_bytes(xq, q, sx, sw, M, N, Kp, 40 + c, c % 3 == 2);
+        tf_q8_pack(pw, ps, sum, q, sw, N, Kp);
+        tf_q8_packed p = {pw, ps, sum, N, Kp};
+        int64_t ranges[2][2] = {{0, N}, {N / 3, N - N / 5}};
+        for (int r = 0; r < 2; r++) {
+            int64_t r0 = ranges[r][0], r1 = ranges[r][1] > r0 ? ranges[r][1] : r0 + 1, n = r1 - r0;
+            for (int64_t i = 0; i < M * N; i++) y0[i] = y1[i] = (float)i * 0.25f; /* it adds to y */
+            tf_q8_ref()->gemm(y0, N, xq, sx, M, q + r0 * Kp, sw + r0 * nb, n, Kp);
+            f(y1, N, xq, sx, M, &p, r0, r1);
+            CHECKF(!memcmp(y0, y1, (size_t)(M * N) * 4), "packed and reference differ at M %lld N %lld Kp %lld, rows %lld-%lld",
+                   (long long)M, (long long)N, (long long)Kp, (long long)r0, (long long)r1);
+        }
+        free(xq), free(q), free(pw), free(sx), free(sw), free(ps), free(sum), free(y0), free(y1);
+    }
+}
+
 /* The AMX-INT8 product (kern_q8_amx.c) against the reference: in use, through
  * the AVX-512 set, on CPUs with AMX-INT8 and avx512 float kernels. */
 TEST(quant_amx_kernel_equals_reference) {
@@ -172,6 +217,9 @@ TEST(quant_avx2_kernel_equals_reference) {
                                 : !strcmp(isa, "avx512") && tf_q8_avx512() ? tf_q8_avx512()
                                                                            : ka;
     CHECKF(tf_q8_best() == want, "in use: %s, float kernels %s", tf_q8_best()->name, isa);
+    /* copies packed exactly where the VNNI product is the AVX-512 set's (no AMX) */
+    int packed = want == tf_q8_avx512() && tf_q8_vnni_gemm() && !tf_q8_amx_gemm();
+    CHECKF((tf_q8_best()->packed != NULL) == packed, "packed copies %s", tf_q8_best()->packed ? "in use" : "not in use");
 }
 
 /* The AVX-512 quantisation against the reference's: random rows with ties,
@@ -342,9 +390,9 @@ TEST(quant_gpt_forward_uses_every_copy) {
         memcpy(pass ? lq : lf, tf_f32(logits), sizeof(float) * T * V);
         tf_ctx_free(ctx);
     }
-    /* rows N of Kp bytes + a 4-byte scale per 32 bytes: c_attn (3C), attn c_proj (C), c_fc (4C), mlp c_proj
-     * (C, K 4C); wte (V) */
-    size_t want = (size_t)L * ((3 * C + C + 4 * C) * (64 + 8) + C * (4 * C + 4 * C / 8)) + (size_t)V * (64 + 8);
+    /* c_attn (3C), attn c_proj (C), c_fc (4C), mlp c_proj (C, K 4C); wte (V); C = 64 = Kp */
+    size_t want = (size_t)L * (copy_bytes(3 * C, C) + copy_bytes(C, C) + copy_bytes(4 * C, C) + copy_bytes(C, 4 * C)) +
+                  copy_bytes(V, C);
     size_t got = tf_params_quant_bytes(m->params);
     double rel = test_rel_err(lq, lf, (long)T * V);
     free(lf), free(lq);

@@ -7,6 +7,7 @@
  * reference; first run on an AMD EPYC with AVX-512 VNNI, 2026-12-03). */
 #include <float.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "quant.h"
 
@@ -86,6 +87,97 @@ tf_q8_gemm_fn tf_q8_vnni_gemm(void) {
                : NULL;
 }
 
+/* ---------------------------------------------------------------- packed copies */
+
+/* Lanes j of y's row from column c (of ncol) += v's: whole, masked at the
+ * right edge, or lane by lane where the panel starts before column 0 (a view
+ * whose first row is not a panel's). */
+KQ void add_row(float *yr, int64_t c, int64_t ncol, __m512 v) {
+    if (c >= 0 && c + 16 <= ncol) {
+        _mm512_storeu_ps(yr + c, _mm512_add_ps(_mm512_loadu_ps(yr + c), v));
+    } else if (c >= 0) {
+        __mmask16 m = (__mmask16)((1u << (ncol - c)) - 1u);
+        _mm512_mask_storeu_ps(yr + c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, yr + c), v));
+    } else {
+        float t[16];
+        _mm512_storeu_ps(t, v);
+        for (int l = 0; l < 16; l++)
+            if (c + l >= 0 && c + l < ncol) yr[c + l] += t[l];
+    }
+}
+
+/* y (MR rows, ldy apart; panel p's 16 rows from column c) += MR input rows
+ * times NP panels (MR <= 4, NP <= 2; constants where inlined). Per block:
+ * the int32 sums start at -128 (the block's byte sum) (u = xq + 128), take 8
+ * vpdpbusd of 4 broadcast input bytes by 64 weight bytes, and end exact;
+ * then each lane's float step (tf_q8_block16), block after block. */
+static inline __attribute__((always_inline, target("avx2,avx512f,avx512bw,avx512vnni"))) void
+packed_tile(float *y, int64_t ldy, int64_t c, int64_t ncol, const uint8_t *xq, const float *sx, int64_t Kp,
+            const tf_q8_packed *p, int64_t panel, const int MR, const int NP) {
+    int64_t nb = Kp / TF_QUANT_BLOCK;
+    const int8_t *w = p->w + panel * nb * 512;
+    const float *s = p->s + panel * nb * 16;
+    const int16_t *sum = p->sum + panel * nb * 16;
+    __m512 acc[4][2];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NP; j++) acc[i][j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i d[4][2];
+        for (int j = 0; j < NP; j++) {
+            __m256i s16 = _mm256_loadu_si256((const __m256i *)(sum + j * nb * 16 + b * 16));
+            __m512i z = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_cvtepi16_epi32(s16), 7));
+            for (int i = 0; i < MR; i++) d[i][j] = z;
+        }
+        for (int g = 0; g < 8; g++) {
+            __m512i wv[2];
+            for (int j = 0; j < NP; j++) wv[j] = _mm512_load_si512((const void *)(w + j * nb * 512 + b * 512 + g * 64));
+            for (int i = 0; i < MR; i++) {
+                int32_t x4;
+                memcpy(&x4, xq + i * Kp + b * TF_QUANT_BLOCK + g * 4, 4);
+                __m512i xb = _mm512_set1_epi32(x4);
+                for (int j = 0; j < NP; j++) d[i][j] = _mm512_dpbusd_epi32(d[i][j], xb, wv[j]);
+            }
+        }
+        for (int j = 0; j < NP; j++) {
+            __m512 vw = _mm512_loadu_ps(s + j * nb * 16 + b * 16);
+            for (int i = 0; i < MR; i++) acc[i][j] = tf_q8_block16(acc[i][j], d[i][j], _mm512_set1_ps(sx[i * nb + b]), vw);
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NP; j++) add_row(y + i * ldy, c + j * 16, ncol, acc[i][j]);
+}
+
+/* Panels by pairs (the last alone), each against the input rows by 4 (the
+ * last 1-3 in a smaller tile): a pair's 2 x 16 rows stay in L1 while the
+ * input rows pass. */
+__attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void gemm_packed(
+    float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const tf_q8_packed *p, int64_t r0,
+    int64_t r1) {
+    int64_t Kp = p->Kp, nb = Kp / TF_QUANT_BLOCK, ncol = r1 - r0, last = (r1 - 1) / 16;
+    for (int64_t panel = r0 / 16; panel <= last; panel += 2) {
+        int two = panel < last;
+        int64_t c = panel * 16 - r0;
+        for (int64_t m = 0; m < M; m += 4) {
+            int64_t mr = M - m < 4 ? M - m : 4;
+            float *ym = y + m * ldy;
+            const uint8_t *xm = xq + m * Kp;
+            const float *sm = sx + m * nb;
+            switch (mr * 2 + two) {
+            case 2: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 1, 1); break;
+            case 3: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 1, 2); break;
+            case 4: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 2, 1); break;
+            case 5: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 2, 2); break;
+            case 6: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 3, 1); break;
+            case 7: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 3, 2); break;
+            case 8: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 4, 1); break;
+            default: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 4, 2); break;
+            }
+        }
+    }
+}
+
+tf_q8_packed_fn tf_q8_vnni_packed(void) { return tf_q8_vnni_gemm() ? gemm_packed : NULL; }
+
 /* ---------------------------------------------------------------- quantisation */
 
 #define KF static inline __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -151,7 +243,7 @@ TARGET static void quant_cols_avx512(int8_t *q, int64_t Kp, const float *w, int6
     }
 }
 
-static tf_q8_kernels avx512 = {"avx512", NULL, amax_avx512, quant_avx512, amax_cols_avx512, quant_cols_avx512};
+static tf_q8_kernels avx512 = {"avx512", NULL, amax_avx512, quant_avx512, amax_cols_avx512, quant_cols_avx512, NULL};
 static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
 
 static void avx512_init(void) {
@@ -160,6 +252,9 @@ static void avx512_init(void) {
         avx512.gemm = tf_q8_amx_gemm()    ? tf_q8_amx_gemm()
                       : tf_q8_vnni_gemm() ? tf_q8_vnni_gemm()
                                           : tf_q8_avx2_gemm();
+    /* without AMX, the VNNI product on packed copies (2.x the row kernel's
+     * speed: docs/performance.md); AMX reads rows */
+    if (avx512.gemm && !tf_q8_amx_gemm()) avx512.packed = tf_q8_vnni_packed();
 }
 
 const tf_q8_kernels *tf_q8_avx512(void) {
@@ -170,4 +265,5 @@ const tf_q8_kernels *tf_q8_avx512(void) {
 #else
 const tf_q8_kernels *tf_q8_avx512(void) { return NULL; }
 tf_q8_gemm_fn tf_q8_vnni_gemm(void) { return NULL; }
+tf_q8_packed_fn tf_q8_vnni_packed(void) { return NULL; }
 #endif

@@ -27,6 +27,8 @@ struct tf_quant {
     int f32;            /* TF_QUANT_COPY_F32: no int8 rows, but t */
     int bf16;           /* TF_QUANT_COPY_BF16: no copy at all, a mark */
     float *t;           // (K,N) an (out,in) weight transposed, for the tile kernel
+    tf_q8_packed_fn packed; /* non-NULL: q, scale and sum hold the packed copy (tf_q8_packed) */
+    int16_t *sum;       // (N16/16, nb, 16) packed: each block's byte sum
 };
 
 tf_quant *tf_quant_new(const tf_tensor *w, int kind) {
@@ -43,12 +45,17 @@ void tf_quant_free(tf_quant *q) {
     free(q->q);
     free(q->scale);
     free(q->t);
+    free(q->sum);
     free(q);
 }
 
 size_t tf_quant_bytes(const tf_quant *q) {
     if (!q || atomic_load(&q->state) != READY) return 0;
     if (q->f32) return (size_t)q->N * (size_t)q->K * sizeof *q->t;
+    if (q->packed) { /* rows to a multiple of 16, with a byte sum beside each scale */
+        size_t n = (size_t)tf_q8_packed_rows(q->N);
+        return n * (size_t)q->Kp + n * (size_t)q->nb * (sizeof *q->scale + sizeof *q->sum);
+    }
     return (size_t)q->N * (size_t)q->Kp + (size_t)q->N * (size_t)q->nb * sizeof *q->scale;
 }
 
@@ -108,11 +115,11 @@ static void gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, 
         }
 }
 
-static const tf_q8_kernels REF = {"portable", gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols};
+static const tf_q8_kernels REF = {"portable", gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols, NULL};
 
 const tf_q8_kernels *tf_q8_ref(void) { return &REF; }
 
-static tf_q8_kernels avx2 = {"avx2", NULL, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols};
+static tf_q8_kernels avx2 = {"avx2", NULL, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols, NULL};
 static pthread_once_t avx2_once = PTHREAD_ONCE_INIT;
 
 static void avx2_init(void) { avx2.gemm = tf_q8_avx2_gemm(); }
@@ -138,6 +145,30 @@ static void choose(void) {
 const tf_q8_kernels *tf_q8_best(void) {
     pthread_once(&best_once, choose);
     return best;
+}
+
+/* ---------------------------------------------------------------- packing */
+
+int64_t tf_q8_packed_rows(int64_t N) { return (N + 15) / 16 * 16; }
+
+/* quant.h's layout; any CPU (a permutation, once a copy). */
+void tf_q8_pack(int8_t *w, float *s, int16_t *sum, const int8_t *q, const float *sw, int64_t N, int64_t Kp) {
+    int64_t nb = Kp / TF_QUANT_BLOCK, panels = tf_q8_packed_rows(N) / 16;
+    for (int64_t p = 0; p < panels; p++)
+        for (int64_t b = 0; b < nb; b++) {
+            int8_t *wb = w + (p * nb + b) * 512;
+            for (int j = 0; j < 16; j++) {
+                int64_t n = p * 16 + j;
+                const int8_t *r = n < N ? q + n * Kp + b * TF_QUANT_BLOCK : NULL;
+                int total = 0;
+                for (int k = 0; k < TF_QUANT_BLOCK; k++) {
+                    int8_t v = r ? r[k] : 0;
+                    wb[k / 4 * 64 + j * 4 + k % 4] = v, total += v;
+                }
+                s[(p * nb + b) * 16 + j] = r ? sw[n * nb + b] : 0.0f;
+                sum[(p * nb + b) * 16 + j] = (int16_t)total; /* |total| <= 32 * 127 */
+            }
+        }
 }
 
 /* ---------------------------------------------------------------- copies */
@@ -218,6 +249,23 @@ static int build_f32(tf_quant *q) {
     return 0;
 }
 
+/* The rows q, scale (built) replaced by their packed copy (tf_q8_packed) for f. */
+static int pack_copy(tf_quant *q, tf_q8_packed_fn f) {
+    size_t n = (size_t)tf_q8_packed_rows(q->N), bytes, blocks;
+    if (!tf_mul_size(n, (size_t)q->Kp, &bytes) || !tf_mul_size(n, (size_t)q->nb, &blocks)) return -1;
+    int8_t *w = copy_alloc(bytes);
+    float *s = malloc(blocks * sizeof *s);
+    int16_t *sum = malloc(blocks * sizeof *sum);
+    if (!w || !s || !sum) {
+        free(w), free(s), free(sum);
+        return -1;
+    }
+    tf_q8_pack(w, s, sum, q->q, q->scale, q->N, q->Kp);
+    free(q->q), free(q->scale);
+    q->q = w, q->scale = s, q->sum = sum, q->packed = f;
+    return 0;
+}
+
 static int build(tf_quant *q, int in_out) {
     q->in_out = in_out;
     q->N = in_out ? q->cols : q->rows, q->K = in_out ? q->rows : q->cols;
@@ -243,7 +291,7 @@ static int build(tf_quant *q, int in_out) {
         TF_PARALLEL_FOR(q->N * q->K > 65536, n, q->N,
                         quant_row(kq, q->q + n * q->Kp, q->scale + n * q->nb, w + n * q->K, q->K, q->nb, 0));
     }
-    return 0;
+    return kq->packed ? pack_copy(q, kq->packed) : 0;
 }
 
 /* Build once: the first caller builds, any other waits for it (a few ms). */
@@ -304,6 +352,14 @@ void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quan
     enum { COLS = 64 }; /* output columns (rows of the copy) per task */
     int64_t Kp = q->Kp, tasks = (N + COLS - 1) / COLS;
     tf_quant_rows(xq, sx, x, M, K, Kp);
+    if (q->packed) {
+        tf_q8_packed p = {q->q, q->scale, q->sum, q->N, Kp};
+        tf_q8_packed_fn f = q->packed;
+        TF_PARALLEL_FOR(M * N * Kp > (1 << 17) && tasks > 1, t, tasks, int64_t n0 = t * COLS;
+                        int64_t nn = N - n0 < COLS ? N - n0 : COLS;
+                        f(y + n0, N, xq, sx, M, &p, row0 + n0, row0 + n0 + nn));
+        return;
+    }
     tf_q8_gemm_fn f = tf_q8_best()->gemm;
     const int8_t *w = q->q + row0 * Kp;
     const float *sw = q->scale + row0 * q->nb;

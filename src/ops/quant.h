@@ -56,6 +56,33 @@ static inline __attribute__((target("avx512f"))) __m512 tf_q8_block16(__m512 acc
 }
 #endif
 
+/* The VNNI product on a copy packed for it (kern_q8_avx512.c), in use where
+ * the VNNI product is (no AMX): the copy's rows in panels of 16, block b of
+ * panel p (rows 16p..16p+15) stored as
+ *     w[(p nb + b) 512 + g 64 + 4 j + t] = q[16p + j, 32b + 4g + t]
+ *         (g < 8 groups of 4 bytes, j < 16 rows, t < 4),
+ *     s[(p nb + b) 16 + j]   = sw[16p + j, b]       (the block's scale),
+ *     sum[(p nb + b) 16 + j] = the block's 32 bytes of row 16p + j, summed,
+ * rows past N zero with scale 0: one vpdpbusd of 4 input bytes, broadcast,
+ * with 64 bytes gives 16 rows' sums at once, with no horizontal sum. The
+ * products are quant.h's, block by block in order: the reference's bits. */
+typedef struct {
+    const int8_t *w;   // (N16/16, nb, 8, 16, 4)
+    const float *s;    // (N16/16, nb, 16)
+    const int16_t *sum; // (N16/16, nb, 16)
+    int64_t N, Kp;     /* rows (before the padding to 16) and bytes a row */
+} tf_q8_packed;
+/* p's buffers (rows N rounded up to 16: tf_q8_packed_rows) from rows q (N,Kp)
+ * with block scales sw (N,Kp/32). */
+void tf_q8_pack(int8_t *w, float *s, int16_t *sum, const int8_t *q, const float *sw, int64_t N, int64_t Kp);
+int64_t tf_q8_packed_rows(int64_t N); /* N rounded up to 16 */
+/* y (M, r1-r0), rows ldy apart, += xq (M,Kp) with scales sx (M,Kp/32) times
+ * the packed rows r0..r1 of p (0 <= r0 < r1 <= p->N). */
+typedef void (*tf_q8_packed_fn)(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M,
+                                const tf_q8_packed *p, int64_t r0, int64_t r1);
+/* NULL without AVX-512 VNNI. */
+tf_q8_packed_fn tf_q8_vnni_packed(void);
+
 /* The kernels: the product, and the quantisation of rows and of column
  * blocks ((in,out) weights), each bit for bit the reference's (IEEE division,
  * rounding to nearest even). */
@@ -71,6 +98,9 @@ typedef struct {
     void (*amax_cols)(float *amax, int *bad, const float *w, int64_t ldw, int64_t K, int nb);
     /* q[j*Kp + k] = round(w[k*ldw + j] / s[j]) clamped, or 0 where !(s[j] > 0) */
     void (*quant_cols)(int8_t *q, int64_t Kp, const float *w, int64_t ldw, int64_t K, const float *s, int nb);
+    /* the product on packed copies (tf_q8_packed, below) where it is the one
+     * in use; NULL: copies stay in rows and gemm is in use */
+    tf_q8_packed_fn packed;
 } tf_q8_kernels;
 
 /* The reference kernels (any CPU); the AVX2 ones (the reference's
