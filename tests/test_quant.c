@@ -178,8 +178,9 @@ TEST(quant_vnni_packed_equals_reference) {
         int8_t *q = malloc((size_t)(N * Kp)), *pw = aligned_alloc(64, (size_t)(N16 * Kp));
         float *sx = malloc((size_t)(M * nb) * 4), *sw = malloc((size_t)(N * nb) * 4), *ps = malloc((size_t)(N16 * nb) * 4);
         int16_t *sum = malloc((size_t)(N16 * nb) * 2);
-        float *y0 = malloc((size_t)(M * N) * 4), *y1 = malloc((size_t)(M * N) * 4);
+        float *y0 = malloc((size_t)(M * N) * 4), *y1 = malloc((size_t)(M * N) * 4), *bias = malloc((size_t)N * 4);
         random_bytes(xq, q, sx, sw, M, N, Kp, 40 + c, c % 3 == 2);
+        for (int64_t j = 0; j < N; j++) bias[j] = tf_hash_uniform(50 + c, (uint64_t)j) - 0.5f;
         tf_q8_pack(pw, ps, sum, q, sw, N, Kp);
         tf_q8_packed p = {pw, ps, sum, N, Kp};
         int64_t ranges[2][2] = {{0, N}, {N / 3, N - N / 5}};
@@ -187,11 +188,20 @@ TEST(quant_vnni_packed_equals_reference) {
             int64_t r0 = ranges[r][0], r1 = ranges[r][1] > r0 ? ranges[r][1] : r0 + 1, n = r1 - r0;
             for (int64_t i = 0; i < M * N; i++) y0[i] = y1[i] = (float)i * 0.25f; /* it adds to y */
             tf_q8_ref()->gemm(y0, N, xq, sx, M, q + r0 * Kp, sw + r0 * nb, n, Kp);
-            f(y1, N, xq, sx, M, &p, r0, r1);
+            f(y1, N, NULL, xq, sx, M, &p, r0, r1);
             CHECKF(!memcmp(y0, y1, (size_t)(M * N) * 4), "packed and reference differ at M %lld N %lld Kp %lld, rows %lld-%lld",
                    (long long)M, (long long)N, (long long)Kp, (long long)r0, (long long)r1);
+            /* with a bias: y's own values (NaN here) never read */
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t j = 0; j < N; j++) y0[m * N + j] = j < n ? bias[j] : NAN, y1[m * N + j] = NAN;
+            tf_q8_ref()->gemm(y0, N, xq, sx, M, q + r0 * Kp, sw + r0 * nb, n, Kp);
+            f(y1, N, bias, xq, sx, M, &p, r0, r1);
+            int64_t same = 0;
+            for (int64_t m = 0; m < M; m++) same += !memcmp(y0 + m * N, y1 + m * N, (size_t)n * 4);
+            CHECKF(same == M, "packed with a bias differs at M %lld N %lld Kp %lld, rows %lld-%lld", (long long)M,
+                   (long long)N, (long long)Kp, (long long)r0, (long long)r1);
         }
-        free(xq), free(q), free(pw), free(sx), free(sw), free(ps), free(sum), free(y0), free(y1);
+        free(xq), free(q), free(pw), free(sx), free(sw), free(ps), free(sum), free(y0), free(y1), free(bias);
     }
 }
 
@@ -253,6 +263,17 @@ TEST(quant_avx512_quantisation_equals_reference) {
         memset(q0, 0, sizeof q0), memset(q1, 0, sizeof q1);
         kr->quant_cols(q0, 256, x, LD, K, s, nb), kv->quant_cols(q1, 256, x, LD, K, s, nb);
         CHECKF(!memcmp(q0, q1, sizeof q0), "quant_cols nb %d", nb);
+    }
+    /* whole input rows in one pass (quant_row_u8): partial and padding blocks, a zero block, NaN and inf */
+    for (int i = 64; i < 96; i++) x[i] = 0.0f;
+    static const int64_t Ks[] = {1, 16, 17, 32, 33, 64, 100, 203, 640};
+    for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++) {
+        int64_t Kr = Ks[c], Kp = (Kr + 63) / 64 * 64, M = K * LD / Kr < 6 ? K * LD / Kr : 6;
+        uint8_t u0[6 * 640], u1[6 * 640];
+        float s0[6 * 20], s1[6 * 20];
+        tf_quant_rows_with(kr, u0, s0, x, M, Kr, Kp), tf_quant_rows_with(kv, u1, s1, x, M, Kr, Kp);
+        CHECKF(!memcmp(u0, u1, (size_t)(M * Kp)) && !memcmp(s0, s1, sizeof(float) * (size_t)(M * Kp / 32)),
+               "rows of %lld values", (long long)Kr);
     }
 }
 

@@ -6,6 +6,7 @@
  * quant_vnni_kernel_equals_reference, quant_avx512_quantisation_equals_
  * reference; first run on an AMD EPYC with AVX-512 VNNI, 2026-12-03). */
 #include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -89,30 +90,32 @@ tf_q8_gemm_fn tf_q8_vnni_gemm(void) {
 
 /* ---------------------------------------------------------------- packed copies */
 
-/* Lanes j of y's row from column c (of ncol) += v's: whole, masked at the
- * right edge, or lane by lane where the panel starts before column 0 (a view
- * whose first row is not a panel's). */
-KQ void add_row(float *yr, int64_t c, int64_t ncol, __m512 v) {
+/* Lanes j of y's row from column c (of ncol) = (b's column c + j, or y's
+ * own when b is NULL) + v's: whole, masked at the right edge, or lane by lane
+ * where the panel starts before column 0 (a view whose first row is not a
+ * panel's). */
+KQ void add_row(float *yr, const float *b, int64_t c, int64_t ncol, __m512 v) {
+    const float *from = b ? b : yr;
     if (c >= 0 && c + 16 <= ncol) {
-        _mm512_storeu_ps(yr + c, _mm512_add_ps(_mm512_loadu_ps(yr + c), v));
+        _mm512_storeu_ps(yr + c, _mm512_add_ps(_mm512_loadu_ps(from + c), v));
     } else if (c >= 0) {
         __mmask16 m = (__mmask16)((1u << (ncol - c)) - 1u);
-        _mm512_mask_storeu_ps(yr + c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, yr + c), v));
+        _mm512_mask_storeu_ps(yr + c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, from + c), v));
     } else {
         float t[16];
         _mm512_storeu_ps(t, v);
         for (int l = 0; l < 16; l++)
-            if (c + l >= 0 && c + l < ncol) yr[c + l] += t[l];
+            if (c + l >= 0 && c + l < ncol) yr[c + l] = from[c + l] + t[l];
     }
 }
 
-/* y (MR rows, ldy apart; panel p's 16 rows from column c) += MR input rows
+/* y (MR rows, ldy apart; panel p's 16 rows from column c) = (bias, or y) + MR input rows
  * times NP panels (MR <= 4, NP <= 2; constants where inlined). Per block:
  * the int32 sums start at -128 (the block's byte sum) (u = xq + 128), take 8
  * vpdpbusd of 4 broadcast input bytes by 64 weight bytes, and end exact;
  * then each lane's float step (tf_q8_block16), block after block. */
 static inline __attribute__((always_inline, target("avx2,avx512f,avx512bw,avx512vnni"))) void
-packed_tile(float *y, int64_t ldy, int64_t c, int64_t ncol, const uint8_t *xq, const float *sx, int64_t Kp,
+packed_tile(float *y, int64_t ldy, const float *bias, int64_t c, int64_t ncol, const uint8_t *xq, const float *sx, int64_t Kp,
             const tf_q8_packed *p, int64_t panel, const int MR, const int NP) {
     int64_t nb = Kp / TF_QUANT_BLOCK;
     const int8_t *w = p->w + panel * nb * 512;
@@ -144,15 +147,15 @@ packed_tile(float *y, int64_t ldy, int64_t c, int64_t ncol, const uint8_t *xq, c
         }
     }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NP; j++) add_row(y + i * ldy, c + j * 16, ncol, acc[i][j]);
+        for (int j = 0; j < NP; j++) add_row(y + i * ldy, bias, c + j * 16, ncol, acc[i][j]);
 }
 
 /* Panels by pairs (the last alone), each against the input rows by 4 (the
  * last 1-3 in a smaller tile): a pair's 2 x 16 rows stay in L1 while the
  * input rows pass. */
 __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void gemm_packed(
-    float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M, const tf_q8_packed *p, int64_t r0,
-    int64_t r1) {
+    float *y, int64_t ldy, const float *bias, const uint8_t *xq, const float *sx, int64_t M, const tf_q8_packed *p,
+    int64_t r0, int64_t r1) {
     int64_t Kp = p->Kp, nb = Kp / TF_QUANT_BLOCK, ncol = r1 - r0, last = (r1 - 1) / 16;
     for (int64_t panel = r0 / 16; panel <= last; panel += 2) {
         int two = panel < last;
@@ -163,14 +166,14 @@ __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void gemm_pac
             const uint8_t *xm = xq + m * Kp;
             const float *sm = sx + m * nb;
             switch (mr * 2 + two) {
-            case 2: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 1, 1); break;
-            case 3: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 1, 2); break;
-            case 4: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 2, 1); break;
-            case 5: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 2, 2); break;
-            case 6: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 3, 1); break;
-            case 7: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 3, 2); break;
-            case 8: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 4, 1); break;
-            default: packed_tile(ym, ldy, c, ncol, xm, sm, Kp, p, panel, 4, 2); break;
+            case 2: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 1, 1); break;
+            case 3: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 1, 2); break;
+            case 4: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 2, 1); break;
+            case 5: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 2, 2); break;
+            case 6: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 3, 1); break;
+            case 7: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 3, 2); break;
+            case 8: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 4, 1); break;
+            default: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 4, 2); break;
             }
         }
     }
@@ -243,7 +246,39 @@ TARGET static void quant_cols_avx512(int8_t *q, int64_t Kp, const float *w, int6
     }
 }
 
-static tf_q8_kernels avx512 = {"avx512", NULL, amax_avx512, quant_avx512, amax_cols_avx512, quant_cols_avx512, NULL};
+/* An input row x (K) as xq (nb blocks of 32 bytes u = q + 128) and sx (nb):
+ * quant.c's quant_row with offset 128 in one pass, a block in two vectors
+ * (amax over the finite values, s = amax / 127 or NaN, q = round(x / s)
+ * clamped when s > 0, else all 128); lanes past K load as 0, which gives the
+ * padding byte 128, and a block past K has scale 0. */
+TARGET static void quant_row_u8_avx512(uint8_t *xq, float *sx, const float *x, int64_t K, int64_t nb) {
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    const __m512i off = _mm512_set1_epi32(128);
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t k = b * TF_QUANT_BLOCK, len = K - k;
+        uint8_t *u = xq + k;
+        float s = 0.0f;
+        if (len > 0) {
+            __m512 x0 = _mm512_maskz_loadu_ps(mask_of(len), x + k);
+            __m512 x1 = _mm512_maskz_loadu_ps(len > 16 ? mask_of(len - 16) : 0, x + k + 16);
+            __m512 a0 = _mm512_abs_ps(x0), a1 = _mm512_abs_ps(x1);
+            __mmask16 n0 = _mm512_cmp_ps_mask(a0, big, _CMP_NLE_UQ), n1 = _mm512_cmp_ps_mask(a1, big, _CMP_NLE_UQ);
+            float amax = _mm512_reduce_max_ps(
+                _mm512_max_ps(_mm512_maskz_mov_ps((__mmask16)~n0, a0), _mm512_maskz_mov_ps((__mmask16)~n1, a1)));
+            s = n0 | n1 ? NAN : amax / 127.0f;
+            if (s > 0.0f) {
+                __m512 vs = _mm512_set1_ps(s);
+                _mm_storeu_si128((__m128i *)u, _mm512_cvtepi32_epi8(_mm512_add_epi32(q16(x0, vs), off)));
+                _mm_storeu_si128((__m128i *)(u + 16), _mm512_cvtepi32_epi8(_mm512_add_epi32(q16(x1, vs), off)));
+            }
+        }
+        sx[b] = s;
+        if (!(s > 0.0f)) memset(u, 128, TF_QUANT_BLOCK);
+    }
+}
+
+static tf_q8_kernels avx512 = {"avx512", NULL, amax_avx512, quant_avx512, amax_cols_avx512, quant_cols_avx512, NULL,
+                               quant_row_u8_avx512};
 static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
 
 static void avx512_init(void) {

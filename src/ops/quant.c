@@ -115,11 +115,11 @@ static void gemm_ref(float *y, int64_t ldy, const uint8_t *xq, const float *sx, 
         }
 }
 
-static const tf_q8_kernels REF = {"portable", gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols, NULL};
+static const tf_q8_kernels REF = {"portable", gemm_ref, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols, NULL, NULL};
 
 const tf_q8_kernels *tf_q8_ref(void) { return &REF; }
 
-static tf_q8_kernels avx2 = {"avx2", NULL, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols, NULL};
+static tf_q8_kernels avx2 = {"avx2", NULL, ref_amax, ref_quant, ref_amax_cols, ref_quant_cols, NULL, NULL};
 static pthread_once_t avx2_once = PTHREAD_ONCE_INIT;
 
 static void avx2_init(void) { avx2.gemm = tf_q8_avx2_gemm(); }
@@ -322,10 +322,16 @@ const tf_quant *tf_quant_for(const tf_tensor *w, int in_out, int64_t *row0) {
     return q;
 }
 
-void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp) {
-    const tf_q8_kernels *kq = tf_q8_best();
+void tf_quant_rows_with(const tf_q8_kernels *kq, uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
+                        int64_t Kp) {
     int64_t nb = Kp / TF_QUANT_BLOCK;
-    for (int64_t m = 0; m < M; m++) quant_row(kq, (int8_t *)(xq + m * Kp), sx + m * nb, x + m * K, K, nb, 128);
+    for (int64_t m = 0; m < M; m++)
+        if (kq->quant_row_u8) kq->quant_row_u8(xq + m * Kp, sx + m * nb, x + m * K, K, nb);
+        else quant_row(kq, (int8_t *)(xq + m * Kp), sx + m * nb, x + m * K, K, nb, 128);
+}
+
+void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp) {
+    tf_quant_rows_with(tf_q8_best(), xq, sx, x, M, K, Kp);
 }
 
 
@@ -339,8 +345,25 @@ int tf_quant_f32_serves(const tf_tensor *w, int64_t M) {
            (w->data == q->src && w->shape[0] == q->rows && w->shape[1] == q->cols); /* the whole weight */
 }
 
-void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
-                   uint8_t *xq, float *sx) {
+/* y's rows = bias (N), for the products that add to y. */
+static void set_bias(float *y, const float *bias, int64_t M, int64_t N) {
+    TF_PARALLEL_FOR(M * N > 16384, r, M, memcpy(y + r * N, bias, (size_t)N * sizeof *bias));
+}
+
+void tf_quant_gemm(float *y, const float *bias, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0,
+                   int64_t N, uint8_t *xq, float *sx) {
+    enum { COLS = 64 }; /* output columns (rows of the copy) per task */
+    int64_t Kp = q->Kp, tasks = (N + COLS - 1) / COLS;
+    if (q->packed) { /* the bias read in place of y: no pass to set y first */
+        tf_quant_rows(xq, sx, x, M, K, Kp);
+        tf_q8_packed p = {q->q, q->scale, q->sum, q->N, Kp};
+        tf_q8_packed_fn f = q->packed;
+        TF_PARALLEL_FOR(M * N * Kp > (1 << 17) && tasks > 1, t, tasks, int64_t n0 = t * COLS;
+                        int64_t nn = N - n0 < COLS ? N - n0 : COLS;
+                        f(y + n0, N, bias ? bias + n0 : NULL, xq, sx, M, &p, row0 + n0, row0 + n0 + nn));
+        return;
+    }
+    if (bias) set_bias(y, bias, M, N);
     if (q->f32 && !tf_tile_rows(M, N, K)) { /* the whole copy (tf_quant_f32_serves): the BLAS, nothing transposed */
         tf_gemm_acc(y, x, q->t, M, N, K, 0, 0, TF_GEMM_AUTO);
         return;
@@ -349,17 +372,7 @@ void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quan
         tf_tile_acc(y, x, q->t + row0, q->N, M, N, K);
         return;
     }
-    enum { COLS = 64 }; /* output columns (rows of the copy) per task */
-    int64_t Kp = q->Kp, tasks = (N + COLS - 1) / COLS;
     tf_quant_rows(xq, sx, x, M, K, Kp);
-    if (q->packed) {
-        tf_q8_packed p = {q->q, q->scale, q->sum, q->N, Kp};
-        tf_q8_packed_fn f = q->packed;
-        TF_PARALLEL_FOR(M * N * Kp > (1 << 17) && tasks > 1, t, tasks, int64_t n0 = t * COLS;
-                        int64_t nn = N - n0 < COLS ? N - n0 : COLS;
-                        f(y + n0, N, xq, sx, M, &p, row0 + n0, row0 + n0 + nn));
-        return;
-    }
     tf_q8_gemm_fn f = tf_q8_best()->gemm;
     const int8_t *w = q->q + row0 * Kp;
     const float *sw = q->scale + row0 * q->nb;

@@ -76,10 +76,12 @@ typedef struct {
  * with block scales sw (N,Kp/32). */
 void tf_q8_pack(int8_t *w, float *s, int16_t *sum, const int8_t *q, const float *sw, int64_t N, int64_t Kp);
 int64_t tf_q8_packed_rows(int64_t N); /* N rounded up to 16 */
-/* y (M, r1-r0), rows ldy apart, += xq (M,Kp) with scales sx (M,Kp/32) times
- * the packed rows r0..r1 of p (0 <= r0 < r1 <= p->N). */
-typedef void (*tf_q8_packed_fn)(float *y, int64_t ldy, const uint8_t *xq, const float *sx, int64_t M,
-                                const tf_q8_packed *p, int64_t r0, int64_t r1);
+/* y (M, r1-r0), rows ldy apart, = bias (r1-r0) + (or, bias NULL, y +=) xq
+ * (M,Kp) with scales sx (M,Kp/32) times the packed rows r0..r1 of p (0 <= r0
+ * < r1 <= p->N): a dense layer's bias read in place of y's rows (the same
+ * bits as y = bias first, then y +=). */
+typedef void (*tf_q8_packed_fn)(float *y, int64_t ldy, const float *bias, const uint8_t *xq, const float *sx,
+                                int64_t M, const tf_q8_packed *p, int64_t r0, int64_t r1);
 /* NULL without AVX-512 VNNI. */
 tf_q8_packed_fn tf_q8_vnni_packed(void);
 
@@ -101,6 +103,9 @@ typedef struct {
     /* the product on packed copies (tf_q8_packed, below) where it is the one
      * in use; NULL: copies stay in rows and gemm is in use */
     tf_q8_packed_fn packed;
+    /* an input row x (K) as xq (nb blocks of 32 unsigned bytes) and sx (nb), in
+     * one pass: tf_quant_rows' row; NULL: amax and quant a block at a time */
+    void (*quant_row_u8)(uint8_t *xq, float *sx, const float *x, int64_t K, int64_t nb);
 } tf_q8_kernels;
 
 /* The reference kernels (any CPU); the AVX2 ones (the reference's
@@ -152,11 +157,15 @@ int64_t tf_quant_padded_k(const tf_quant *q);
 /* xq (M,Kp), sx (M,Kp/32): the rows of x (M,K) quantised in blocks; padding
  * bytes 128 (zero), a block past K scale 0. */
 void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K, int64_t Kp);
+/* The same with the kernels kq (tests compare sets). */
+void tf_quant_rows_with(const tf_q8_kernels *kq, uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
+                        int64_t Kp);
 
-/* y (M,N) += x (M,K) times rows row0..row0+N of q transposed, through the
- * scratch xq (M,Kp) and sx (M,Kp/32): the dense op's product with int8 weights
- * (a float copy: the tile kernel over its columns; xq, sx unused). */
-void tf_quant_gemm(float *y, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0, int64_t N,
-                   uint8_t *xq, float *sx);
+/* y (M,N) = bias (N) + (or, bias NULL, y +=) x (M,K) times rows
+ * row0..row0+N of q transposed, through the scratch xq (M,Kp) and sx
+ * (M,Kp/32): the dense op's product with int8 weights (a float copy: the
+ * tile kernel over its columns; xq, sx unused). */
+void tf_quant_gemm(float *y, const float *bias, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0,
+                   int64_t N, uint8_t *xq, float *sx);
 
 #endif
