@@ -181,9 +181,13 @@ PyObject *model_translate(Model *self, PyObject *args) {
     char **out = texts ? PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *out) : NULL;
     size_t *lens = out ? PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *lens) : NULL;
     if (!lens) return PyMem_Free(texts), PyMem_Free(out), texts ? PyErr_NoMemory() : NULL;
-    /* A batch at a time (tf_translate_lines' result for a text is tf_translate_line's, whatever it is batched
-     * with), Python's signal handlers run between batches: Ctrl-C (KeyboardInterrupt) stops a long call. */
-    Py_ssize_t done = 0, step = o.batch > 0 ? o.batch : 1;
+    /* CHUNK batches at a time (tf_translate_lines' result for a text is tf_translate_line's, whatever it is
+     * batched with), Python's signal handlers run between chunks: Ctrl-C (KeyboardInterrupt) stops a long
+     * call. A chunk of many batches lets the library sort its texts by length (little padding) and give
+     * each thread whole batches: one batch a call ran at half the CLI's speed on 2 cores (Multi30k's test
+     * set, greedy, 2026-12-04). */
+    enum { CHUNK = 16 };
+    Py_ssize_t done = 0, step = (Py_ssize_t)(o.batch > 0 ? o.batch : 1) * CHUNK;
     int sig = 0, k = 0;
     self->busy++;
     for (rc = 0; !rc && !sig && done < n; done += rc ? 0 : k) {
