@@ -7,6 +7,10 @@
  *   bench_matmul peak-amx             tdpbf16ps-bound loop (AMX-BF16 tiles): GFLOP/s
  *   bench_matmul linear-bf16 M K N    the same Linear with bf16 products (AMX where
  *                                     the CPU has it; TFORMER_AMX=0: vdpbf16ps)
+ *   bench_matmul peak-vnni            vpdpbusd-bound loop (AVX512-VNNI): int8 giga-ops/s
+ *                                     (2 a byte multiply-add, as GFLOP/s counts)
+ *   bench_matmul infer-int8 M K N     the same products on int8 copies (--precision
+ *                                     int8, the inputs' quantisation included): G-ops/s
  *   bench_matmul infer M K N          inference products Y = X W^T of a Linear (a
  *                                     decoding step's few rows): the bare sgemm, then
  *                                     tformer's dense with TF_QUANT_F32 copies (the
@@ -93,6 +97,19 @@ __attribute__((target("avx512f,avx512bf16"))) static double dpbf16_loop(long ite
     return s[0] + (double)iters * 16 * 16 * 4;
 }
 
+/* The same with vpdpbusd: 16 lanes x 4 byte products x 2 ops an instruction
+ * (the int8 products' bound, in giga-ops: 2 per multiply-add as GFLOP/s). */
+__attribute__((target("avx512f,avx512vnni"))) static double dpbusd_loop(long iters) {
+    __m512i acc[16], m = _mm512_set1_epi8(3), a = _mm512_set1_epi8(-5);
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_epi32(i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbusd_epi32(acc[i], m, a);
+    for (int i = 1; i < 16; i++) acc[0] = _mm512_add_epi32(acc[0], acc[i]);
+    int s[16];
+    _mm512_storeu_si512((void *)s, acc[0]);
+    return (double)s[0] * 1e-30 + (double)iters * 16 * 16 * 4 * 2; /* the sum keeps the loop alive */
+}
+
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -130,7 +147,8 @@ static double amx_loop(long iters) { return 0 * iters; }
 static int amx_granted(void) { return 0; }
 #endif
 
-static double peak(int nt, int bf16) {
+/* loop: 0 FMA, 1 vdpbf16ps, 2 AMX-BF16 tiles, 3 vpdpbusd. */
+static double peak(int nt, int loop) {
     int wide = __builtin_cpu_supports("avx512f");
     long iters = 20000000;
     double best = 0;
@@ -138,9 +156,10 @@ static double peak(int nt, int bf16) {
         double t0 = bench_now(), flops = 0;
 #pragma omp parallel for num_threads(nt) reduction(+ : flops)
         for (int t = 0; t < nt; t++)
-            flops += bf16 == 2 ? amx_loop(iters / 8)
-                     : bf16    ? dpbf16_loop(iters)
-                     : wide    ? fma_loop_512(iters)
+            flops += loop == 3 ? dpbusd_loop(iters)
+                     : loop == 2 ? amx_loop(iters / 8)
+                     : loop      ? dpbf16_loop(iters)
+                     : wide      ? fma_loop_512(iters)
                                : fma_loop_256(iters);
         double g = flops / (bench_now() - t0) / 1e9;
         if (g > best) best = g;
@@ -199,14 +218,16 @@ static double tformer_linear(int M, int K, int N, int nt, int bf16) {
     return 6.0 * M * K * N / bench_median(t, 9) / 1e9;
 }
 
-/* Y (M,N) = X (M,K) W^T without gradients, 2 M K N flops, 20 products a timing. */
-static double tformer_infer(int M, int K, int N, int nt) {
+/* Y (M,N) = X (M,K) W^T without gradients, 2 M K N flops, 20 products a
+ * timing, on copies of kind (TF_QUANT_F32: the tile kernel; TF_QUANT_INT8:
+ * the int8 product, its inputs' quantisation included). */
+static double tformer_infer(int M, int K, int N, int nt, tf_quant_kind kind) {
     tf_set_threads(nt);
     tf_params *ps = tf_params_new();
     tf_linear lin;
     int64_t sw[2] = {N, K}, sb[1] = {N};
     if (tf_params_add(ps, "fc.weight", &lin.weight, 2, sw, 0.02f) || tf_params_add(ps, "fc.bias", &lin.bias, 1, sb, 0.02f) ||
-        tf_params_init(ps, 1) || tf_params_quantize(ps, TF_QUANT_F32))
+        tf_params_init(ps, 1) || tf_params_quantize(ps, kind))
         return fprintf(stderr, "%s\n", tf_error()), 0;
     tf_ctx *ctx = tf_ctx_new(1);
     tf_ctx_set_grad(ctx, 0);
@@ -247,13 +268,18 @@ int main(int argc, char **argv) {
         if (!__builtin_cpu_supports("avx512bf16")) return fprintf(stderr, "bench_matmul: no AVX512-BF16 here\n"), 1;
         return printf("%.1f\n", peak(nt, 1)), 0;
     }
+    if (argc >= 2 && !strcmp(argv[1], "peak-vnni")) {
+        if (!__builtin_cpu_supports("avx512vnni")) return fprintf(stderr, "bench_matmul: no AVX512-VNNI here\n"), 1;
+        return printf("%.1f\n", peak(nt, 3)), 0;
+    }
     if (argc >= 2 && !strcmp(argv[1], "peak-amx")) {
         if (!__builtin_cpu_supports("avx512f") || !amx_granted())
             return fprintf(stderr, "bench_matmul: no AMX-BF16 tiles granted here\n"), 1;
         return printf("%.1f\n", peak(nt, 2)), 0;
     }
     if (argc < 5)
-        return fprintf(stderr, "usage: bench_matmul peak | peak-bf16 | peak-amx | sgemm M K N | linear M K N | linear-bf16 M K N\n"), 2;
+        return fprintf(stderr, "usage: bench_matmul peak | peak-bf16 | peak-vnni | peak-amx | sgemm M K N | linear M K N | "
+                               "linear-bf16 M K N | infer M K N | infer-int8 M K N\n"), 2;
     int M = atoi(argv[2]), K = atoi(argv[3]), N = atoi(argv[4]);
     if (!strcmp(argv[1], "sgemm")) return printf("%.1f\n", sgemm_linear(M, K, N, nt)), 0;
 #ifndef BENCH_BLIS
@@ -261,8 +287,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "linear-bf16")) return printf("%.1f\n", tformer_linear(M, K, N, nt, 1)), 0;
     if (!strcmp(argv[1], "infer")) {
         double b = sgemm_infer(M, K, N, nt);
-        return printf("sgemm %.1f tformer %.1f\n", b, tformer_infer(M, K, N, nt)), 0;
+        return printf("sgemm %.1f tformer %.1f\n", b, tformer_infer(M, K, N, nt, TF_QUANT_F32)), 0;
     }
+    if (!strcmp(argv[1], "infer-int8")) return printf("%.1f\n", tformer_infer(M, K, N, nt, TF_QUANT_INT8)), 0;
 #endif
     return fprintf(stderr, "bench_matmul: unknown mode '%s'\n", argv[1]), 2;
 }

@@ -22,7 +22,11 @@ Prints sentences/s per system, beam 1 and 5, and the ratios tformer / peer.
 listed, greedy and beam 5, against CTranslate2 in float and with
 compute_type int8 (int8 weights, activations quantised per call), each in its
 faster thread layout, each a row of precision P; how many sentences each equals
-the f32 translation on is said, and with --ref each precision's BLEU.
+the f32 translation on is said, and with --ref each precision's BLEU. Each
+precision is timed twice: the whole command (process start, model loading and
+tokenising included), and, where the Python package is installed in this
+interpreter (pip install .), in a process that keeps the model and times each
+call, the first left out, as CTranslate2's times are taken.
 """
 import argparse
 import json
@@ -171,6 +175,34 @@ json.dump({"times": times, "hyps": hyps}, open(sys.argv[1], "w"))
 """
 
 
+TF_CHILD = r"""
+import json, sys, time
+import tformer
+a = json.load(open(sys.argv[1]))
+m = tformer.load(a["model"], threads=a["threads"], precision=a["precision"])
+times, hyps = [], None
+for _ in range(a["repeat"] + 1):  # the first call warms the model's copies and memory, as CTranslate2's load does
+    t0 = time.perf_counter()
+    hyps = m.translate(a["lines"], beam=a["beam"], batch_size=a["batch"], beam_stop="hf-early")
+    times.append(time.perf_counter() - t0)
+json.dump({"times": times[1:], "hyps": hyps}, open(sys.argv[1], "w"))
+"""
+
+
+def run_tformer_py(folder, lines, beam, threads, repeat, precision, batch=32):
+    """tformer through its Python package (pip install .) in a process of its own, as CTranslate2 runs: the
+    model loaded once, each call timed alone (the first left out); None when the package is not installed."""
+    if subprocess.run([sys.executable, "-c", "import tformer"], capture_output=True).returncode:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"model": folder, "lines": lines, "beam": beam, "threads": threads, "repeat": repeat,
+                   "precision": precision, "batch": batch}, f)
+    subprocess.run([sys.executable, "-c", TF_CHILD, f.name], check=True)
+    r = json.load(open(f.name))
+    os.unlink(f.name)
+    return r["times"], r["hyps"]
+
+
 def run_ct2(model_dir, src, beam, batch, max_len, inter, intra, repeat, compute_type="default"):
     """CTranslate2 in a process of its own: torch's OpenMP threads, idle but
     spinning in this one, took 2-6x of its speed when it ran here."""
@@ -311,6 +343,20 @@ def bench_precisions(a, lines, src, work, max_len):
                 bench_record.row("translate", f"Multi30k beam {beam}, tformer (batch 32) --precision {p}", a.threads,
                                  mine, name, rate, "sentences/s", precision=p, binary=a.tformer,
                                  same_as_f32=same / len(ref))
+            # in a process that keeps the model, as CTranslate2's times are taken: the like-for-like row
+            py = run_tformer_py(a.model, lines, beam, a.threads, a.repeat, p)
+            if py is None:
+                print(f"beam {beam}  tformer {p} in-process: the Python package is not installed (pip install .)")
+                continue
+            inproc = len(lines) / statistics.median(py[0])
+            same_cli = sum(x == y for x, y in zip(py[1], runs[0][1]))
+            print(f"beam {beam}  tformer {p} in-process (python, batch 32) {inproc:8.1f} sentences/s; equals the "
+                  f"command's on {same_cli}/{len(lines)}")
+            for name, rate in ct_rate.items():
+                print(f"beam {beam}  tformer {p} in-process vs {name:40s} {inproc / rate:6.2f}x", flush=True)
+                bench_record.row("translate", f"Multi30k beam {beam}, tformer in-process (python, batch 32) "
+                                 f"--precision {p}", a.threads, inproc, name, rate, "sentences/s", precision=p,
+                                 binary=a.tformer, same_as_f32=same / len(ref))
 
 
 if __name__ == "__main__":
