@@ -47,10 +47,12 @@ value() { grep -F -- "$2" "$1" | head -n 1 | awk '{ print $NF }'; }
 
 for c in $checks; do
     case $c in
-    digits) # docs/vision.md, "make vision-digits": about 3 minutes on one core
+    digits) # docs/vision.md, "make vision-digits": about 4 minutes on 2 cores
         sh tools/digits_results.sh "$tf" "$out/digits" >"$out/digits.txt" 2>&1 || { failed digits; continue; }
         f=$out/digits.txt
-        check "digits: ViT plain, held-out accuracy" 0.9666 "$(value "$f" "ViT plain:")" 0.01
+        # the plain ViT as the mean of its 3 seeds: one run moves by 3.3 points with the BLAS's
+        # kernels, the mean by 0.5 (0.9554 Haswell, 0.9508 SkylakeX; docs/vision.md)
+        check "digits: ViT plain, mean of 3 seeds" 0.9554 "$(value "$f" "ViT plain, mean of 3 seeds:")" 0.01
         check "digits: ViT + RandAugment, drop path, EMA" 0.9554 "$(value "$f" "ViT deit:")" 0.01
         check "digits: scikit-learn SVC" 0.9582 "$(grep -F "SVC" "$f" | awk '{ print $(NF-2) }')" 0.0001
         check "digits: scikit-learn 3-nearest neighbours" 0.9666 "$(grep -F "3-nearest" "$f" | awk '{ print $(NF-2) }')" 0.0001
