@@ -119,15 +119,17 @@ static void random_bytes(uint8_t *xq, int8_t *q, float *sx, float *sw, int64_t M
     if (with_nan) sx[(M - 1) * nb] = NAN;
 }
 
-/* A kernel's product against the reference's, bit for bit, over shapes
- * with partial tiles, odd rows and long depths; 0 when equal. */
+/* (M, N, Kp) of the kernels' checks: partial tiles, odd rows, long depths. */
+static const int64_t SHAPES[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
+                                    {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384},
+                                    /* whole tiles of 16 input rows and 16 weight rows, and their edges */
+                                    {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64}};
+enum { N_SHAPES = sizeof SHAPES / sizeof *SHAPES };
+
+/* A kernel's product against the reference's, bit for bit, over SHAPES; 0 when equal. */
 static int gemm_differs(tf_q8_gemm_fn f, const char *what) {
-    const int64_t shapes[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
-                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384},
-                                 /* whole tiles of 16 input rows and 16 weight rows, and their edges */
-                                 {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        int64_t M = shapes[s][0], N = shapes[s][1], Kp = shapes[s][2], nb = Kp / 32;
+    for (size_t s = 0; s < N_SHAPES; s++) {
+        int64_t M = SHAPES[s][0], N = SHAPES[s][1], Kp = SHAPES[s][2], nb = Kp / 32;
         uint8_t *xq = malloc((size_t)(M * Kp));
         int8_t *q = malloc((size_t)(N * Kp));
         float *sx = malloc((size_t)(M * nb) * 4), *sw = malloc((size_t)(N * nb) * 4);
@@ -160,7 +162,7 @@ TEST(quant_vnni_kernel_equals_reference) {
 }
 
 /* The VNNI product on packed copies (in use on AVX-512 VNNI CPUs without
- * AMX) against the reference, bit for bit: every shape of gemm_differs, over
+ * AMX) against the reference, bit for bit: every shape of SHAPES, over
  * all rows and over a range of them that starts and ends inside a panel of
  * 16, its output rows ldy apart. */
 TEST(quant_vnni_packed_equals_reference) {
@@ -169,11 +171,8 @@ TEST(quant_vnni_packed_equals_reference) {
         printf("  (no AVX-512 VNNI on this CPU: its kernel not run)\n");
         return;
     }
-    const int64_t shapes[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
-                                 {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384},
-                                 {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64}};
-    for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
-        int64_t M = shapes[c][0], N = shapes[c][1], Kp = shapes[c][2], nb = Kp / 32, N16 = tf_q8_packed_rows(N);
+    for (size_t c = 0; c < N_SHAPES; c++) {
+        int64_t M = SHAPES[c][0], N = SHAPES[c][1], Kp = SHAPES[c][2], nb = Kp / 32, N16 = tf_q8_packed_rows(N);
         uint8_t *xq = malloc((size_t)(M * Kp));
         int8_t *q = malloc((size_t)(N * Kp)), *pw = aligned_alloc(64, (size_t)(N16 * Kp));
         float *sx = malloc((size_t)(M * nb) * 4), *sw = malloc((size_t)(N * nb) * 4), *ps = malloc((size_t)(N16 * nb) * 4);

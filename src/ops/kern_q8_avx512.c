@@ -165,16 +165,18 @@ __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void gemm_pac
             float *ym = y + m * ldy;
             const uint8_t *xm = xq + m * Kp;
             const float *sm = sx + m * nb;
+#define TILE(MR, NP) packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, MR, NP) /* constants: unrolled */
             switch (mr * 2 + two) {
-            case 2: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 1, 1); break;
-            case 3: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 1, 2); break;
-            case 4: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 2, 1); break;
-            case 5: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 2, 2); break;
-            case 6: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 3, 1); break;
-            case 7: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 3, 2); break;
-            case 8: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 4, 1); break;
-            default: packed_tile(ym, ldy, bias, c, ncol, xm, sm, Kp, p, panel, 4, 2); break;
+            case 2: TILE(1, 1); break;
+            case 3: TILE(1, 2); break;
+            case 4: TILE(2, 1); break;
+            case 5: TILE(2, 2); break;
+            case 6: TILE(3, 1); break;
+            case 7: TILE(3, 2); break;
+            case 8: TILE(4, 1); break;
+            default: TILE(4, 2); break;
             }
+#undef TILE
         }
     }
 }

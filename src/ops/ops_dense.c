@@ -23,13 +23,14 @@ void tf_op_dense_forward(tf_node *n) {
     const tf_dense_params *p = n->params;
     const float *x = tf_f32(n->in[0]), *w = tf_f32(n->in[1]), *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
     float *out = tf_f32(n->out), *pre = p->act == TF_ACT_NONE ? out : n->saved[0];  // (M,N) each
-    if (!b) memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
-    if (p->q) {
-        tf_quant_gemm(pre, b, x, p->M, p->K, p->q, p->q_row0, p->N, p->xq, p->sx); /* it sets the bias */
-    } else {
-        if (b) TF_PARALLEL_FOR(p->M * p->N > 16384, r, p->M, memcpy(pre + r * p->N, b, (size_t)p->N * sizeof *b));
-        tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, p->kernel);
+    const float *in_place = p->q && tf_quant_takes_bias(p->q) ? b : NULL; /* the product reads it: no pass */
+    if (b && !in_place) {
+        TF_PARALLEL_FOR(p->M * p->N > 16384, r, p->M, memcpy(pre + r * p->N, b, (size_t)p->N * sizeof *b));
+    } else if (!b) {
+        memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
     }
+    if (p->q) tf_quant_gemm(pre, in_place, x, p->M, p->K, p->q, p->q_row0, p->N, p->xq, p->sx);
+    else tf_gemm_acc(pre, x, w, p->M, p->N, p->K, 0, !p->w_in_out, p->kernel);
     if (p->act != TF_ACT_NONE) tf_act_forward(out, pre, p->M * p->N, p->act);
 }
 

@@ -336,6 +336,7 @@ void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
 
 
 int tf_quant_is_f32(const tf_quant *q) { return q && q->f32; }
+int tf_quant_takes_bias(const tf_quant *q) { return q && q->packed; }
 int tf_quant_is_bf16(const tf_quant *q) { return q && q->bf16; }
 
 int tf_quant_f32_serves(const tf_tensor *w, int64_t M) {
@@ -343,11 +344,6 @@ int tf_quant_f32_serves(const tf_tensor *w, int64_t M) {
     if (!tf_quant_is_f32(q) || w->ndim != 2) return 0;
     return tf_tile_rows(M, w->shape[0], w->shape[1]) ||
            (w->data == q->src && w->shape[0] == q->rows && w->shape[1] == q->cols); /* the whole weight */
-}
-
-/* y's rows = bias (N), for the products that add to y. */
-static void set_bias(float *y, const float *bias, int64_t M, int64_t N) {
-    TF_PARALLEL_FOR(M * N > 16384, r, M, memcpy(y + r * N, bias, (size_t)N * sizeof *bias));
 }
 
 void tf_quant_gemm(float *y, const float *bias, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0,
@@ -363,7 +359,6 @@ void tf_quant_gemm(float *y, const float *bias, const float *x, int64_t M, int64
                         f(y + n0, N, bias ? bias + n0 : NULL, xq, sx, M, &p, row0 + n0, row0 + n0 + nn));
         return;
     }
-    if (bias) set_bias(y, bias, M, N);
     if (q->f32 && !tf_tile_rows(M, N, K)) { /* the whole copy (tf_quant_f32_serves): the BLAS, nothing transposed */
         tf_gemm_acc(y, x, q->t, M, N, K, 0, 0, TF_GEMM_AUTO);
         return;

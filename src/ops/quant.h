@@ -161,10 +161,15 @@ void tf_quant_rows(uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
 void tf_quant_rows_with(const tf_q8_kernels *kq, uint8_t *xq, float *sx, const float *x, int64_t M, int64_t K,
                         int64_t Kp);
 
+/* Whether tf_quant_gemm reads a bias in place of y's values (packed copies):
+ * then y needs no pass that sets it first. */
+int tf_quant_takes_bias(const tf_quant *q);
+
 /* y (M,N) = bias (N) + (or, bias NULL, y +=) x (M,K) times rows
  * row0..row0+N of q transposed, through the scratch xq (M,Kp) and sx
  * (M,Kp/32): the dense op's product with int8 weights (a float copy: the
- * tile kernel over its columns; xq, sx unused). */
+ * tile kernel over its columns; xq, sx unused). bias: NULL unless
+ * tf_quant_takes_bias(q). */
 void tf_quant_gemm(float *y, const float *bias, const float *x, int64_t M, int64_t K, const tf_quant *q, int64_t row0,
                    int64_t N, uint8_t *xq, float *sx);
 
