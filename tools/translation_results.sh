@@ -14,7 +14,8 @@
 # D_FF (512), N_HEAD (4), SCHEDULE (cosine; or inverse_sqrt), LR (2e-3),
 # MIN_LR (1e-5, cosine's end), DROPOUT (0.3),
 # ATTN_DROPOUT (0.1), ACTIVATION_DROPOUT (0.1); RNN: RNN_STEPS (2400),
-# RNN_DROPOUT (0.3). THREADS (TFORMER_THREADS). A finished run in OUT_DIR is
+# RNN_DROPOUT (0.3). TOKENIZER_TYPE: the joint vocabulary's --type (bpe, the
+# lecture decks' sub-words; or byte-bpe, GPT-2's), 8,000 tokens. THREADS (TFORMER_THREADS). A finished run in OUT_DIR is
 # kept, an interrupted one continues (--resume).
 set -eu
 tf=$1 out=$2
@@ -24,7 +25,7 @@ mkdir -p "$d"
 for s in train val test_2016_flickr; do
     for l in en de; do [ -f "$d/$s.$l" ] || zcat "../shared/data/multi30k/$s.$l.gz" > "$d/$s.$l"; done
 done
-[ -f "$out/tok/vocab.json" ] || "$tf" tokenizer-train --type bpe --vocab-size 8000 --out "$out/tok" "$d/train.en" "$d/train.de"
+[ -f "$out/tok/vocab.json" ] || "$tf" tokenizer-train --type "${TOKENIZER_TYPE:-bpe}" --vocab-size 8000 --out "$out/tok" "$d/train.en" "$d/train.de"
 common="--src $d/train.en --tgt $d/train.de --valid-src $d/val.en --valid-tgt $d/val.de --tokenizer $out/tok
     --log-every 50 --eval-every 500 --checkpoint-every 500 --batch-tokens 4096 --label-smoothing 0.1 --val-bleu 1014
     --keep-checkpoints 5 --average-last 5"
