@@ -152,7 +152,7 @@ DOC_CASES = [
                 'printf "a fine film\\tpos\\na dull film\\tneg\\ngood\\tpos\\nbad\\tneg\\n" > train.tsv',
                 "cp train.tsv valid.tsv", 'printf "a fine film\\nbad\\n" > texts.txt'],
          tiny={"finetune": "--steps 2 --batch 2 --eval-every 2 --eval-batches 1"}),
-    Case(("docs/translation.md", "tformer tokenizer-train --type bpe --vocab-size 8000"),
+    Case(("docs/translation.md", "tformer tokenizer-train --type byte-bpe --vocab-size 8000"),
          setup=[lambda tmp: parallel(tmp, ["train.en.gz", "train.de.gz", "val.en.gz", "val.de.gz"], gz=True),
                 lambda tmp: parallel(tmp, ["test.en", "test.de"])],
          tiny={"train": TINY_S2S_FLAGS + " --keep-checkpoints 2 --average-last 2", "tokenizer-train": "--vocab-size 300"}),

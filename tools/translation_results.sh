@@ -1,6 +1,6 @@
 #!/bin/sh
 # docs/translation.md's results (make translation-results): Multi30k en->de,
-# a joint BPE vocabulary, a model trained on these cores (validation BLEU each
+# a joint sub-word vocabulary, a model trained on these cores (validation BLEU each
 # evaluation, the best model and the mean of the last 5 checkpoints kept).
 # Then every choice is made on the validation set: which of the last, the
 # best and the averaged model, and the length penalty of beam 5 (LENGTH_PENALTIES),
@@ -14,8 +14,10 @@
 # D_FF (512), N_HEAD (4), SCHEDULE (cosine; or inverse_sqrt), LR (2e-3),
 # MIN_LR (1e-5, cosine's end), DROPOUT (0.3),
 # ATTN_DROPOUT (0.1), ACTIVATION_DROPOUT (0.1); RNN: RNN_STEPS (2400),
-# RNN_DROPOUT (0.3). TOKENIZER_TYPE: the joint vocabulary's --type (bpe, the
-# lecture decks' sub-words; or byte-bpe, GPT-2's), 8,000 tokens. THREADS (TFORMER_THREADS). A finished run in OUT_DIR is
+# RNN_DROPOUT (0.3). TOKENIZER_TYPE: the joint vocabulary's --type, 8,000
+# tokens, in OUT_DIR/tok-TYPE: byte-bpe (GPT-2's: words split from their
+# punctuation; the Transformer's default) or bpe (the lecture decks' sub-words
+# of whitespace-split words; the RNN's default). A finished run in OUT_DIR is
 # kept, an interrupted one continues (--resume).
 set -eu
 tf=$1 out=$2
@@ -25,8 +27,10 @@ mkdir -p "$d"
 for s in train val test_2016_flickr; do
     for l in en de; do [ -f "$d/$s.$l" ] || zcat "../shared/data/multi30k/$s.$l.gz" > "$d/$s.$l"; done
 done
-[ -f "$out/tok/vocab.json" ] || "$tf" tokenizer-train --type "${TOKENIZER_TYPE:-bpe}" --vocab-size 8000 --out "$out/tok" "$d/train.en" "$d/train.de"
-common="--src $d/train.en --tgt $d/train.de --valid-src $d/val.en --valid-tgt $d/val.de --tokenizer $out/tok
+if [ "$model" = rnn ]; then tok_type=${TOKENIZER_TYPE:-bpe}; else tok_type=${TOKENIZER_TYPE:-byte-bpe}; fi
+tok=$out/tok-$tok_type
+[ -f "$tok/vocab.json" ] || "$tf" tokenizer-train --type "$tok_type" --vocab-size 8000 --out "$tok" "$d/train.en" "$d/train.de"
+common="--src $d/train.en --tgt $d/train.de --valid-src $d/val.en --valid-tgt $d/val.de --tokenizer $tok
     --log-every 50 --eval-every 500 --checkpoint-every 500 --batch-tokens 4096 --label-smoothing 0.1 --val-bleu 1014
     --keep-checkpoints 5 --average-last 5"
 if [ "$model" = rnn ]; then
