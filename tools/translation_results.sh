@@ -27,23 +27,22 @@ mkdir -p "$d"
 for s in train val test_2016_flickr; do
     for l in en de; do [ -f "$d/$s.$l" ] || zcat "../shared/data/multi30k/$s.$l.gz" > "$d/$s.$l"; done
 done
-if [ "$model" = rnn ]; then tok_type=${TOKENIZER_TYPE:-bpe}; else tok_type=${TOKENIZER_TYPE:-byte-bpe}; fi
-tok=$out/tok-$tok_type
-[ -f "$tok/vocab.json" ] || "$tf" tokenizer-train --type "$tok_type" --vocab-size 8000 --out "$tok" "$d/train.en" "$d/train.de"
-common="--src $d/train.en --tgt $d/train.de --valid-src $d/val.en --valid-tgt $d/val.de --tokenizer $tok
-    --log-every 50 --eval-every 500 --checkpoint-every 500 --batch-tokens 4096 --label-smoothing 0.1 --val-bleu 1014
-    --keep-checkpoints 5 --average-last 5"
 if [ "$model" = rnn ]; then
-    run=rnn
+    run=rnn tok_type=${TOKENIZER_TYPE:-bpe}
     settings="--arch rnn --steps ${RNN_STEPS:-2400} --emb-dim 256 --hidden 512 --attn-size 512 --maxout 256
         --dropout ${RNN_DROPOUT:-0.3} --schedule cosine --lr 1e-3 --warmup 200"
 else
-    run=run
+    run=run tok_type=${TOKENIZER_TYPE:-byte-bpe}
     settings="--arch seq2seq --steps ${STEPS:-10000} --d-model ${D_MODEL:-128} --n-head ${N_HEAD:-4} --d-ff ${D_FF:-512} --n-encoder-layers 4
         --n-decoder-layers 4 --share-embeddings true --schedule ${SCHEDULE:-cosine} --lr ${LR:-2e-3} --warmup 500
         --dropout ${DROPOUT:-0.3} --attn-dropout ${ATTN_DROPOUT:-0.1} --activation-dropout ${ACTIVATION_DROPOUT:-0.1}"
     [ "${SCHEDULE:-cosine}" = cosine ] && settings="$settings --min-lr ${MIN_LR:-1e-5}"
 fi
+tok=$out/tok-$tok_type
+[ -f "$tok/vocab.json" ] || "$tf" tokenizer-train --type "$tok_type" --vocab-size 8000 --out "$tok" "$d/train.en" "$d/train.de"
+common="--src $d/train.en --tgt $d/train.de --valid-src $d/val.en --valid-tgt $d/val.de --tokenizer $tok
+    --log-every 50 --eval-every 500 --checkpoint-every 500 --batch-tokens 4096 --label-smoothing 0.1 --val-bleu 1014
+    --keep-checkpoints 5 --average-last 5"
 resume=--overwrite # a folder without a checkpoint starts afresh
 [ -f "$out/$run/checkpoint.safetensors" ] && resume=--resume
 t_start=$(date +%s)
