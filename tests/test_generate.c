@@ -37,7 +37,7 @@ static void bg_free(tf_decoder *d) {
     free(d);
 }
 
-static const tf_decoder_vt BIGRAM = {bg_step, bg_fork, bg_reset, bg_free, NULL, NULL};
+static const tf_decoder_vt BIGRAM = {bg_step, bg_fork, bg_reset, bg_free, NULL, NULL, NULL};
 
 static tf_decoder *bigram_new(int capacity, int *live) {
     bigram *g = calloc(1, sizeof *g);

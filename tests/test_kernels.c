@@ -1,4 +1,5 @@
 /* Kernel variants against the portable reference kernel, on odd sizes. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,48 @@ TEST(kernel_attention_does_not_depend_on_threads) {
     int same = 1;
     for (int i = 0; i < 4; i++) same &= !memcmp(a[i], b[i], (size_t)n[i] * sizeof(float)), free(a[i]), free(b[i]);
     CHECKF(same, "attention differs between one and two threads");
+}
+
+/* A decoding step's attention (one query row, no gradient: the heads of a row together,
+ * their P V products interleaved) gives each head the bits of that head alone, in both
+ * output layouts, for head counts around the groups of 4 and 8, widths of 16 to 64 and
+ * keys over one tile and several, a key padding mask included. */
+static tf_tensor *heads(tf_ctx *ctx, tf_tensor *x, int64_t h, int64_t n) { return tf_contiguous(ctx, tf_narrow(ctx, x, 1, h, n)); }
+
+static int step_heads_differ(int64_t H, int64_t D, int64_t Tk, uint64_t seed) {
+    tf_ctx *ctx = tf_ctx_new(0);
+    tf_ctx_set_grad(ctx, 0);
+    int64_t B = 3;
+    tf_tensor *q = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, 1, D}, 0),
+              *k = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, Tk, D}, 0),
+              *v = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, Tk, D}, 0),
+              *mask = tf_tensor_new(ctx, TF_DTYPE_U8, 4, (int64_t[]){B, 1, 1, Tk}, 0);
+    tf_tensor_fill_normal(q, seed, 1.0f), tf_tensor_fill_normal(k, seed + 1, 1.0f), tf_tensor_fill_normal(v, seed + 2, 1.0f);
+    for (int64_t j = Tk - Tk / 3; j < Tk; j++) tf_u8(mask)[Tk + j] = 1; /* the second row's last third is padding */
+    float scale = 1.0f / sqrtf((float)D);
+    tf_tensor *all = tf_sdpa(ctx, q, k, v, mask, 0, scale), *last = tf_sdpa_heads_last(ctx, q, k, v, mask, 0, scale);
+    int bad = !all || !last;
+    for (int64_t h = 0; !bad && h < H; h++) {
+        tf_tensor *one = tf_sdpa(ctx, heads(ctx, q, h, 1), heads(ctx, k, h, 1), heads(ctx, v, h, 1), mask, 0, scale);
+        bad |= !one;
+        for (int64_t b = 0; !bad && b < B; b++) {
+            const float *o = tf_f32(one) + b * D; // (B,1,1,D)
+            bad |= memcmp(o, tf_f32(all) + (b * H + h) * D, (size_t)D * sizeof *o) != 0;  // (B,H,1,D)
+            bad |= memcmp(o, tf_f32(last) + (b * H + h) * D, (size_t)D * sizeof *o) != 0; // (B,1,H,D)
+        }
+    }
+    tf_ctx_free(ctx);
+    return bad;
+}
+
+TEST(kernel_decoding_step_attention_equals_each_head_alone) {
+    static const int64_t Hs[] = {1, 3, 4, 5, 8, 9, 12}, Ds[] = {16, 20, 32, 64}, Tks[] = {1, 17, 70, 300};
+    int bad = 0, cases = 0;
+    for (size_t a = 0; a < sizeof Hs / sizeof *Hs; a++)
+        for (size_t b = 0; b < sizeof Ds / sizeof *Ds; b++)
+            for (size_t c = 0; c < sizeof Tks / sizeof *Tks; c++, cases++)
+                bad += step_heads_differ(Hs[a], Ds[b], Tks[c], 7 + 3 * (uint64_t)cases);
+    CHECKF(!bad, "%d of %d decoding steps give a head other bits than the head alone (%s kernels)", bad, cases, tf_kern()->name);
 }
 
 /* The fused dense op against matmul + bias_add + activation, forward and every

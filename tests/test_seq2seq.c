@@ -77,6 +77,40 @@ TEST(seq2seq_incremental_decoding_equals_full_forward) {
     }
 }
 
+/* A step that leaves its logits in the decoder (tf_decoder_step_view: what beam search
+ * reads, no copy) gives the bits a step into the caller's buffer gives, for a step of one
+ * token and of two (each row's last position moved into place), before and after a row
+ * selection; a decoder that keeps none says so. */
+TEST(seq2seq_step_view_equals_step_into_a_buffer) {
+    tf_seq2seq_config c = tiny(0, TF_POS_SINUSOIDAL);
+    tf_seq2seq *m = tf_seq2seq_new(&c, 21);
+    CHECK(m != NULL);
+    const int32_t s0[3] = {3, 7, 1}, s1[5] = {8, 2, 9, 4, 6}, *src[2] = {s0, s1};
+    const int n_src[2] = {3, 5}, sel[3] = {1, 0, 1};
+    tf_decoder *a = tf_seq2seq_decoder_new_batch(m, src, n_src, 2, 16), *b = tf_seq2seq_decoder_new_batch(m, src, n_src, 2, 16);
+    CHECK(a && b);
+    const int32_t first[2 * 2] = {0, 5, 0, 9}, next[3] = {2, 4, 7}, last[3] = {10, 1, 3};
+    float want[3 * 11];
+    CHECK(tf_decoder_step(a, first, 2, want) == 0);
+    const float *got = tf_decoder_step_view(b, first, 2);
+    CHECK(got && memcmp(got, want, 2 * 11 * sizeof *want) == 0);
+    CHECK(tf_decoder_select(a, sel, 3) == 0 && tf_decoder_select(b, sel, 3) == 0);
+    CHECK(tf_decoder_step(a, next, 1, want) == 0);
+    got = tf_decoder_step_view(b, next, 1);
+    CHECK(got && memcmp(got, want, 3 * 11 * sizeof *want) == 0);
+    CHECK(tf_decoder_step(a, last, 1, want) == 0 && (got = tf_decoder_step_view(b, last, 1)) != NULL);
+    CHECK(memcmp(got, want, 3 * 11 * sizeof *want) == 0 && b->len == 4);
+    tf_decoder_free(a), tf_decoder_free(b);
+    tf_gpt_config gc = tf_gpt_config_default(11, 8, 1, 2, 8);
+    tf_gpt *g = tf_gpt_new(&gc, 1);
+    tf_decoder *d = g ? tf_gpt_decoder_new(g, 8) : NULL;
+    CHECK(d && !tf_decoder_step_view(d, first, 1) && strstr(tf_error(), "keeps no logits") && d->len == 0);
+    CHECK(d && tf_decoder_step(d, first, 1, NULL) != 0 && d->len == 0);
+    tf_decoder_free(d);
+    tf_gpt_free(g);
+    tf_seq2seq_free(m);
+}
+
 /* A padded source (attention_mask 0 on the padding) gives the logits of the unpadded one. */
 TEST(seq2seq_source_padding_is_invisible) {
     tf_seq2seq_config c = tiny(0, TF_POS_SINUSOIDAL);

@@ -250,6 +250,66 @@ TEST(simd_rows_m_equal_each_row_alone) {
     }
 }
 
+/* tile_gemm's sums in the SIMD sets are one FMA per k in order from 0, then C + the sum
+ * (beta 1) or 0 + the sum (beta 0), for every row count and column tail (the register
+ * blocks of whole rows and widths, the small blocks of constant rows and the general
+ * one give the same bits: a tail that took another order fails); and pv_heads gives
+ * each head the bits of tile_gemm's one row on it alone, for any number of heads. */
+static int tile_differs(const tf_kernels *k, int64_t m, int64_t n, int64_t kk, int cols_major, int beta, uint64_t seed) {
+    int64_t ldc = n + 3, ldb = n + 1, rs = cols_major ? 1 : kk, cs = cols_major ? m : 1;
+    float *A = malloc((size_t)(m * kk) * 4), *B = malloc((size_t)(kk * ldb) * 4), *C = malloc((size_t)(m * ldc) * 4),
+          *R = malloc((size_t)(m * ldc) * 4);
+    fill(A, m * kk, seed, 1.0f), fill(B, kk * ldb, seed + 1, 1.0f), fill(C, m * ldc, seed + 2, 1.0f);
+    memcpy(R, C, (size_t)(m * ldc) * 4);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t t = 0; t < kk; t++) acc = fmaf(A[i * rs + t * cs], B[t * ldb + j], acc);
+            R[i * ldc + j] = (beta ? R[i * ldc + j] : 0.0f) + acc;
+        }
+    k->tile_gemm(C, ldc, A, rs, cs, B, ldb, m, n, kk, (float)beta);
+    int bad = memcmp(C, R, (size_t)(m * ldc) * 4) != 0;
+    free(A), free(B), free(C), free(R);
+    return bad;
+}
+
+static int pv_differs(const tf_kernels *k, int64_t nh, int64_t n, int64_t kk, uint64_t seed) {
+    int64_t sa = kk + 2, ldb = n + 5, sb = kk * ldb + 7, sc = n + 4;
+    float *A = malloc((size_t)(nh * sa) * 4), *B = malloc((size_t)(nh * sb) * 4), *C = malloc((size_t)(nh * sc) * 4),
+          *R = malloc((size_t)(nh * sc) * 4);
+    fill(A, nh * sa, seed, 1.0f), fill(B, nh * sb, seed + 1, 1.0f), fill(C, nh * sc, seed + 2, 1.0f);
+    memcpy(R, C, (size_t)(nh * sc) * 4);
+    for (int64_t h = 0; h < nh; h++) k->tile_gemm(R + h * sc, sc, A + h * sa, kk, 1, B + h * sb, ldb, 1, n, kk, 1.0f);
+    k->pv_heads(C, sc, A, sa, B, sb, ldb, nh, n, kk);
+    int bad = memcmp(C, R, (size_t)(nh * sc) * 4) != 0;
+    free(A), free(B), free(C), free(R);
+    return bad;
+}
+
+TEST(simd_tile_gemm_sums_in_order_and_pv_heads_equal_each_head) {
+    static const int64_t ms[] = {1, 2, 3, 5, 7, 8, 9, 13, 17}, ns[] = {1, 5, 8, 16, 20, 31, 32, 37, 48, 64, 70},
+                         ks[] = {1, 7, 33, 64};
+    int simd = 0;
+    for (int isa = TF_ISA_PORTABLE + 1; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        if (!k) continue;
+        simd++;
+        int bad = 0, cases = 0, pv_bad = 0, pv_cases = 0;
+        for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+            for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+                for (size_t c = 0; c < sizeof ks / sizeof *ks; c++)
+                    for (int v = 0; v < 4; v++, cases++) bad += tile_differs(k, ms[a], ns[b], ks[c], v & 1, v >> 1, 50 + cases);
+        for (int64_t nh = 1; nh <= 9; nh++)
+            for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+                for (size_t c = 0; c < sizeof ks / sizeof *ks; c++, pv_cases++)
+                    pv_bad += pv_differs(k, nh, ns[b], ks[c], 900 + pv_cases);
+        CHECKF(!bad, "%s: %d of %d tile products differ from FMAs in order", k->name, bad, cases);
+        CHECKF(k->pv_heads && !pv_bad, "%s: %d of %d head sets differ from tile_gemm head by head", k->name, pv_bad, pv_cases);
+    }
+    CHECK(tf_kern_get(TF_ISA_PORTABLE)->pv_heads == NULL); /* the attention's per-head path */
+    CHECKF(simd > 0 || !__builtin_cpu_supports("avx2"), "no SIMD kernel set on a CPU with AVX2");
+}
+
 /* Dropout's mask in every kernel set is the element-by-element rule
  * hash(seed, i0 + j) >= p, bit for bit: forward (dropped elements +0) and the
  * backward's accumulation (dropped elements untouched, a -0 stays -0), over

@@ -21,7 +21,8 @@ typedef struct tf_decoder tf_decoder;
 
 typedef struct {
     /* Feed n >= 1 tokens to every row after those already fed: tokens
-     * (rows,n); logits (rows,vocab_size) of each row's next token. */
+     * (rows,n); logits (rows,vocab_size) of each row's next token, or NULL
+     * where the table has logits (below): the decoder keeps them. */
     int (*step)(tf_decoder *d, const int32_t *tokens, int n, float *logits);
     /* An independent copy with the same history (a beam's second child). */
     tf_decoder *(*fork)(const tf_decoder *d);
@@ -36,6 +37,11 @@ typedef struct {
      * together: tokens (n); logits[i] (vocab_size) decoder i's next token's, the bits of
      * its step alone. NULL: each steps alone (tf_decoders_step). */
     int (*step_rows)(tf_decoder *const *d, int n, const int32_t *tokens, float *const *logits);
+    /* The logits (rows,vocab_size) of its last step, when that step was given NULL: the
+     * model's own output, so a batch of beams' rows is read where it was computed, not
+     * copied each step. Valid until the next call on d (or on a decoder forked from it).
+     * NULL: every step writes to the caller's logits. */
+    const float *(*logits)(const tf_decoder *d);
 } tf_decoder_vt;
 
 struct tf_decoder {
@@ -49,6 +55,9 @@ struct tf_decoder {
 
 /* The calls, with their checks (tokens in the vocabulary, room left, rows). */
 TF_API int tf_decoder_step(tf_decoder *d, const int32_t *tokens, int n, float *logits);
+/* A step whose logits stay in the decoder: the table's logits() after a step given NULL, or
+ * NULL (an error) when the table keeps none. */
+TF_API const float *tf_decoder_step_view(tf_decoder *d, const int32_t *tokens, int n);
 TF_API tf_decoder *tf_decoder_fork(const tf_decoder *d);
 TF_API void tf_decoder_reset(tf_decoder *d);
 TF_API void tf_decoder_free(tf_decoder *d);

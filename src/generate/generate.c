@@ -22,9 +22,15 @@ int tf_decoder_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     for (int64_t i = 0; i < (int64_t)n * d->rows; i++)
         if (tokens[i] < 0 || tokens[i] >= d->vocab_size)
             return tf_set_error("decoder: token %d outside the vocabulary of %d", tokens[i], d->vocab_size);
+    if (!logits && !d->vt->logits) return tf_set_error("decoder: a step without logits needs a decoder that keeps them");
     if (d->vt->step(d, tokens, n, logits)) return -1;
     d->len += n;
     return 0;
+}
+
+const float *tf_decoder_step_view(tf_decoder *d, const int32_t *tokens, int n) {
+    if (!d->vt->logits) return tf_set_error("decoder: this decoder keeps no logits (give tf_decoder_step a buffer)"), NULL;
+    return tf_decoder_step(d, tokens, n, NULL) ? NULL : d->vt->logits(d);
 }
 
 /* Whether decoder d can take one more token, tok, in a step of rows; an error naming it when not. */

@@ -22,12 +22,15 @@ typedef struct {
     int n, cap;
 } rowset;
 
-static int rows_step(rowset *r, const int32_t *tokens, float *logits) {
-    if (r->d) return tf_decoder_step(r->d, tokens, 1, logits);
+/* The rows' logits (rows,V) after one token each: where the decoder computed them when it
+ * keeps them (no copy of rows x V floats a step), else written to logits. NULL: an error. */
+static const float *rows_step(rowset *r, const int32_t *tokens, float *logits) {
+    if (r->d && r->d->vt->logits) return tf_decoder_step_view(r->d, tokens, 1);
+    if (r->d) return tf_decoder_step(r->d, tokens, 1, logits) ? NULL : logits;
     int32_t V = r->one[0]->vocab_size;
     for (int i = 0; i < r->n; i++)
-        if (tf_decoder_step(r->one[i], &tokens[i], 1, logits + (size_t)i * (size_t)V)) return -1;
-    return 0;
+        if (tf_decoder_step(r->one[i], &tokens[i], 1, logits + (size_t)i * (size_t)V)) return NULL;
+    return logits;
 }
 
 /* Row i becomes old row rows[i]: a parent's first child takes its decoder,
@@ -276,8 +279,9 @@ typedef struct {
     seq *s;
     int n_seq;
     int32_t V;
-    float *logp;    /* (rows,V): the logits */
+    float *logp;    /* (rows,V): room for the logits */
     size_t logp_room;
+    const float *x; /* (rows,V): this round's logits, in logp or the decoder's own */
     float *lse;     /* (rows): their log-sum-exp */
     float *bmax;    /* (rows, ceil(V / LSE_BLOCK)): their blocks' largest logits */
     float *scratch; /* (V) */
@@ -297,7 +301,7 @@ typedef struct {
 static void lse_rows(search *z, int rows) {
     int nb = (z->V + LSE_BLOCK - 1) / LSE_BLOCK;
     for (int r = 0; r < rows; r++) {
-        const float *x = z->logp + (size_t)r * (size_t)z->V;
+        const float *x = z->x + (size_t)r * (size_t)z->V;
         float *bm = z->bmax + (size_t)r * (size_t)nb, mx = -INFINITY;
         for (int b = 0; b < nb; b++) {
             int32_t v0 = b * LSE_BLOCK, w = z->V - v0 < LSE_BLOCK ? z->V - v0 : LSE_BLOCK;
@@ -343,8 +347,8 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
         s->n_next = 0;
         if (s->done || !s->n_cur || step >= s->steps) continue;
         row_stats st = {z->lse, z->bmax, z->prompt, z->n_prompt, z->seen, z->seen_block};
-        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->logp, &st, z->V, o, step, z->sel)
-                                             : step_hf(s, z->logp, &st, z->V, o, step, z->sel);
+        rc = o->beam_stop == TF_BEAM_TFORMER ? step_tformer(s, z->x, &st, z->V, o, step, z->sel)
+                                             : step_hf(s, z->x, &st, z->V, o, step, z->sel);
         n += s->n_next;
     }
     if (!rc) place_children(z, n);
@@ -357,7 +361,7 @@ static int round_once(search *z, rowset *r, const tf_generate_opts *o, int step,
     if (rc || !n) return rc;
     int same = n == r->n; /* every row goes on as itself (greedy, none ended): nothing to move */
     for (int i = 0; same && i < n; i++) same = z->parents[i] == i;
-    if ((!same && rows_select(r, z->parents, n)) || rows_step(r, z->toks, z->logp)) return -1;
+    if ((!same && rows_select(r, z->parents, n)) || !(z->x = rows_step(r, z->toks, z->logp))) return -1;
     lse_rows(z, n);
     return 0;
 }
@@ -430,6 +434,7 @@ static int run(search *z, rowset *r, const tf_generate_opts *o, const int *steps
         s->n_cur = s->steps > 0, s->cur[0].row = i, s->cur[0].score = 0, s->cur[0].toks.n = 0;
         most = s->steps > most ? s->steps : most;
     }
+    z->x = z->logp; /* the prompt's step wrote there */
     lse_rows(z, z->n_seq);
     for (int step = 0; !rc && any && step < most; step++) rc = round_once(z, r, o, step, &any);
     for (int i = 0; !rc && i < z->n_seq; i++) rc = result(&z->s[i], o, &outs[i], scores ? &scores[i] : NULL);

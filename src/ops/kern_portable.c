@@ -230,7 +230,7 @@ void tf_dropout_scalar(float *y, const float *x, int64_t n, uint64_t seed, uint6
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
                                     tanh_rows, dot_f64, softmax_ds, transpose, axpy_rows_m, dot_rows_m,
-                                    tf_dropout_scalar};
+                                    tf_dropout_scalar, NULL};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

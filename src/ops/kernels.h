@@ -106,6 +106,11 @@ typedef struct {
      * recomputed from the seed, never stored); y (n) = x * keep where kept and 0
      * elsewhere, or with acc y += x * keep where kept and untouched elsewhere */
     void (*dropout)(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc);
+    /* C_h (1,n) += A_h (1,k) B_h (k,n) for h < nh (A_h at A + h sa, B_h at B + h sb
+     * with rows ldb apart, C_h at C + h sc), each head the bits of tile_gemm (m 1, beta 1) on it:
+     * a decoding step's P V over the heads together. NULL (portable): tile_gemm per head. */
+    void (*pv_heads)(float *C, int64_t sc, const float *A, int64_t sa, const float *B, int64_t sb, int64_t ldb,
+                     int64_t nh, int64_t n, int64_t k);
 } tf_kernels;
 /* the portable dropout, which the AVX2 table shares (64-bit products have no AVX2 instruction) */
 void tf_dropout_scalar(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc);

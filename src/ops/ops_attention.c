@@ -19,6 +19,7 @@
 
 #define BQ 64 /* query rows per block, at most */
 #define BK 64 /* keys per tile, at most */
+#define HG 8  /* heads of a decoding step's row together, at most (forward_step_heads) */
 /* Sequences of up to this many take blocks and tiles of 32: a causal product
  * then skips 3/8 of a 64-long sequence's work rather than none (fused
  * attention forward + backward, D 32 or 64, one thread: 9-25% faster at 64-256;
@@ -167,6 +168,43 @@ static void forward_block(const sdpa_block *k, float *o, float *lse) {  // o: (r
     tf_flash_finish(o, p->os[2], lse, m, l, rows, p->Dv);
 }
 
+/* A decoding step's row (Tq 1, scores by dot products) of batch b, heads [h0, h0 + nh)
+ * (nh <= HG) together: per head forward_block's operations in its order, the heads' P V
+ * products in one kernel call (kern->pv_heads, each head's bits), whose chains interleave. */
+static void forward_step_heads(const tf_node *n, const tf_kernels *kern, int64_t b, int64_t h0, int64_t nh) {
+    const tf_sdpa_params *p = n->params;
+    const tf_tensor *mask = n->n_in > 3 ? n->in[3] : NULL;
+    sdpa_block k[HG];
+    float S[HG][BK], m[HG], *o[HG];  // S: (heads, w) one key tile's scores per head
+    double l[HG];
+    for (int64_t h = 0; h < nh; h++) {
+        int64_t bh = b * p->H + h0 + h;
+        k[h] = (sdpa_block){p, kern, mask, bh, 0, 1, tf_f32(n->in[0]) + at(p, 0, bh), tf_f32(n->in[1]) + at(p, 1, bh),
+                            tf_f32(n->in[2]) + at(p, 2, bh), NULL, NULL};
+        o[h] = tf_f32(n->out) + out_at(p, bh, 0);
+        memset(o[h], 0, (size_t)p->Dv * sizeof *o[h]);
+        m[h] = -INFINITY, l[h] = 0.0;
+    }
+    int64_t end = block_end(&k[0]); /* every head of the row sees the same keys */
+    for (int64_t j0 = 0; j0 < end; j0 += p->bk) {
+        int64_t w = end - j0 < p->bk ? end - j0 : p->bk;
+        for (int64_t h = 0; h < nh; h++) {
+            block_scores(S[h], &k[h], j0, w);
+            tf_flash_tile_rows(kern, S[h], 1, w, &m[h], &l[h], o[h], p->os[2], p->Dv);
+        }
+        kern->pv_heads(o[0], p->os[1], S[0], BK, k[0].v + j0 * p->ld[2], p->st[2][1], p->ld[2], nh, p->Dv, w); // o_h += P_h V_h
+    }
+    for (int64_t h = 0; h < nh; h++)
+        tf_flash_finish(o[h], p->os[2], n->saved[0] + (b * p->H + h0 + h) * p->Tq, &m[h], &l[h], 1, p->Dv);
+}
+
+/* Batch row t / ng's heads by groups of HG (group t % ng) of a decoding step. */
+static void forward_step_task(const tf_node *n, const tf_kernels *kern, int64_t t, int64_t ng) {
+    const tf_sdpa_params *p = n->params;
+    int64_t h0 = t % ng * HG;
+    forward_step_heads(n, kern, t / ng, h0, p->H - h0 < HG ? p->H - h0 : HG);
+}
+
 /* Task t of the forward: query block t % nb of (batch, head) t / nb; kt:
  * the keys transposed by tiles, or NULL (scores by dot products). */
 static void forward_task(const tf_node *n, const tf_kernels *kern, int64_t t, int64_t nb, const float *kt) {
@@ -192,6 +230,16 @@ void tf_op_sdpa_forward(tf_node *n) {
     if (kt) /* NULL: a decoding step's scores by dot products (tf_sdpa) */
         TF_PARALLEL_FOR(big && p->B * p->H > 1, bh, p->B * p->H,  // kt: (B,H, key tiles of (D,w))
                         tf_tiles_t(kern, kt + bh * p->D * p->Tk, kk + at(p, 1, bh), p->ld[1], p->Tk, p->D, p->bk));
+    if (!kt && p->Tq == 1 && kern->pv_heads) { /* a decoding step: (batch, group of heads) per iteration */
+        int64_t ng = (p->H + HG - 1) / HG;
+        if (big && p->B * ng > 1 && tf_threads_free() > 1) {
+#pragma omp parallel for schedule(dynamic)
+            for (int64_t t = 0; t < p->B * ng; t++) forward_step_task(n, kern, t, ng);
+        } else {
+            for (int64_t t = 0; t < p->B * ng; t++) forward_step_task(n, kern, t, ng);
+        }
+        return;
+    }
     /* (batch, head, query block) per iteration: every output row is written by one thread */
     if (big && p->B * p->H * nb > 1 && tf_threads_free() > 1) {
 #pragma omp parallel for schedule(dynamic)

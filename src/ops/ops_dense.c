@@ -17,16 +17,18 @@ typedef struct {
     int64_t q_row0;    /* the copy's row of w's first */
     uint8_t *xq;       // (M,Kp) x quantised, with q
     float *sx;         // (M,Kp/32) its block scales
+    const float *zeros; // (N) zeros: the bias a packed product without one reads, so y needs no zeroing pass
 } tf_dense_params;
 
 void tf_op_dense_forward(tf_node *n) {
     const tf_dense_params *p = n->params;
     const float *x = tf_f32(n->in[0]), *w = tf_f32(n->in[1]), *b = n->in[2] ? tf_f32(n->in[2]) : NULL;
     float *out = tf_f32(n->out), *pre = p->act == TF_ACT_NONE ? out : n->saved[0];  // (M,N) each
-    const float *in_place = p->q && tf_quant_takes_bias(p->q) ? b : NULL; /* the product reads it: no pass */
+    /* the product reads it (zeros when there is none: 0 + v, the bits of a zeroed y + v): no pass */
+    const float *in_place = p->q && tf_quant_takes_bias(p->q) ? (b ? b : p->zeros) : NULL;
     if (b && !in_place) {
         TF_PARALLEL_FOR(p->M * p->N > 16384, r, p->M, memcpy(pre + r * p->N, b, (size_t)p->N * sizeof *b));
-    } else if (!b) {
+    } else if (!b && !in_place) {
         memset(pre, 0, (size_t)(p->M * p->N) * sizeof *pre);
     }
     if (p->q) tf_quant_gemm(pre, in_place, x, p->M, p->K, p->q, p->q_row0, p->N, p->xq, p->sx);
@@ -60,6 +62,7 @@ static int use_quant(tf_ctx *ctx, tf_dense_params *p, const tf_tensor *w) {
     int64_t Kp = tf_quant_padded_k(p->q);
     p->xq = tf_ctx_alloc(ctx, (size_t)(p->M * Kp));
     p->sx = tf_ctx_alloc(ctx, (size_t)(p->M * (Kp / TF_QUANT_BLOCK)) * sizeof *p->sx);
+    if (tf_quant_takes_bias(p->q) && !(p->zeros = tf_ctx_alloc(ctx, (size_t)p->N * sizeof *p->zeros))) return -1;
     return p->xq && p->sx ? 0 : -1;
 }
 

@@ -94,7 +94,7 @@ static tf_decoder *cap_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-static const tf_decoder_vt CAPTION_DECODER = {cap_step, cap_fork, cap_reset, cap_free, NULL, NULL};
+static const tf_decoder_vt CAPTION_DECODER = {cap_step, cap_fork, cap_reset, cap_free, NULL, NULL, NULL};
 
 /* The image through the encoder: annotations and keys kept in sh->mem, h_0 (c_0) in sh->s0. */
 static int encode_image(shared *sh, const tf_caption *m, const float *pixels) {
@@ -207,7 +207,7 @@ static int ved_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     return 0;
 }
 
-static const tf_decoder_vt VED_DECODER = {ved_step, cap_fork, cap_reset, cap_free, NULL, NULL};
+static const tf_decoder_vt VED_DECODER = {ved_step, cap_fork, cap_reset, cap_free, NULL, NULL, NULL};
 
 tf_decoder *tf_caption_ved_decoder_new(const tf_caption_ved *m, const float *pixels) {
     if (!m || !pixels) return tf_set_error("caption: no model or no image"), NULL;

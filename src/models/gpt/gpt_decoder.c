@@ -63,7 +63,7 @@ static tf_decoder *gpt_fork(const tf_decoder *d) {
     return &f->base;
 }
 
-static const tf_decoder_vt GPT_DECODER = {gpt_step, gpt_fork, gpt_reset, gpt_free, NULL, gpt_step_rows};
+static const tf_decoder_vt GPT_DECODER = {gpt_step, gpt_fork, gpt_reset, gpt_free, NULL, gpt_step_rows, NULL};
 
 tf_decoder *tf_gpt_decoder_new(const tf_gpt *m, int capacity) {
     if (!m->has_head) return tf_set_error("decoder: the model has no language-model head"), NULL;

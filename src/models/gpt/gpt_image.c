@@ -56,7 +56,7 @@ static void img_free(tf_decoder *d) {
     free(d);
 }
 
-static const tf_decoder_vt IMAGE_DECODER = {img_step, img_fork, img_reset, img_free, NULL, NULL};
+static const tf_decoder_vt IMAGE_DECODER = {img_step, img_fork, img_reset, img_free, NULL, NULL, NULL};
 
 static tf_decoder *wrap(tf_decoder *gpt, int32_t sos) {
     if (!gpt) return NULL;

@@ -26,6 +26,7 @@ typedef struct {
     float *s;     /* (R,2,H): s, then c (LSTM) */
     float *alpha; /* (R,S): the last step's alignments */
     int has_alpha;
+    const float *logits; /* (R,V): the last step's, in the step context (a step given NULL) */
 } rnn_decoder;
 
 static int64_t n_src(const rnn_decoder *g) { return g->sh->b.src_ids->shape[1]; }
@@ -63,13 +64,17 @@ static int rnn_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     if (tf_rnn_seq2seq_run(ctx, g->m, &in, &out) || keep_state(ctx, g->s, out.state.h, R, H, 0) ||
         (lstm && keep_state(ctx, g->s, out.state.c, R, H, 1)))
         return -1;
-    for (int64_t r = 0; r < R; r++) { /* each row's last position: logits (V), alignment (S) */
-        memcpy(logits + r * V, tf_f32(out.logits) + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
+    float *y = tf_f32(out.logits);  // (R,n,V)
+    for (int64_t r = 0; r < R; r++) { /* each row's last position: logits (V; kept in place when given NULL), alignment (S) */
+        if (logits) memcpy(logits + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
+        else if (n > 1) memmove(y + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *y);
         memcpy(g->alpha + r * S, tf_f32(out.attentions) + (r * n + n - 1) * S, (size_t)S * sizeof *g->alpha);
     }
-    g->has_alpha = 1;
+    g->logits = logits ? NULL : y, g->has_alpha = 1;
     return 0;
 }
+
+static const float *rnn_logits(const tf_decoder *d) { return ((const rnn_decoder *)d)->logits; }
 
 static void shared_free(shared *sh) {
     if (!sh || --sh->refs > 0) return;
@@ -141,7 +146,7 @@ static int rnn_select(tf_decoder *d, const int *rows, int n) {
     return 0;
 }
 
-static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, rnn_select, NULL};
+static const tf_decoder_vt RNN_DECODER = {rnn_step, rnn_fork, rnn_reset, rnn_free, rnn_select, NULL, rnn_logits};
 
 /* The sources (padded to S, masked when their lengths differ) through the
  * encoder (in the step context), its outputs kept in the memory context; s_0

@@ -30,6 +30,7 @@ typedef struct {
     const tf_seq2seq *m;
     tf_kv_cache *cache;
     shared *sh;
+    const float *logits; /* (rows,V): the last step's, in the step context (a step given NULL) */
 } s2s_decoder;
 
 static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) {
@@ -44,10 +45,18 @@ static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
                             .encoder_output = g->sh->memory, .cache = g->cache, .cross_cache = g->sh->cross};
     tf_seq2seq_outputs out;
     if (tf_seq2seq_run(ctx, g->m, &in, &out)) return -1;
+    float *y = tf_f32(out.logits);  // (R,n,V)
+    if (!logits) { /* kept where they are: each row's last position moved to row r (n = 1: none moves) */
+        for (int64_t r = 0; n > 1 && r < R; r++) memmove(y + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *y);
+        g->logits = y;
+        return 0;
+    }
     for (int64_t r = 0; r < R; r++) /* each row's last position (V) */
-        memcpy(logits + r * V, tf_f32(out.logits) + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
+        memcpy(logits + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
     return 0;
 }
+
+static const float *s2s_logits(const tf_decoder *d) { return ((const s2s_decoder *)d)->logits; }
 
 static void shared_free(shared *sh) {
     if (!sh || --sh->refs > 0) return;
@@ -118,7 +127,7 @@ static int s2s_select(tf_decoder *d, const int *rows, int n) {
     return rc;
 }
 
-static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free, s2s_select, NULL};
+static const tf_decoder_vt S2S_DECODER = {s2s_step, s2s_fork, s2s_reset, s2s_free, s2s_select, NULL, s2s_logits};
 
 /* The sources (padded to S, masked when their lengths differ) through the encoder. */
 static int encode_sources(shared *sh, const tf_seq2seq *m, const int32_t *const *src, const int *n_src, int R, int S) {
