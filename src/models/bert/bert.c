@@ -275,7 +275,8 @@ tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inp
 }
 
 /* The encoder's output (B,T,C); attentions (n_layer, or NULL): each layer's probabilities. */
-static tf_tensor *encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_tensor **attentions) {
+static tf_tensor *encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_tensor **attentions,
+                         tf_ctx *const *work) {
     tf_tensor *ids = in->input_ids;
     if (!ids || ids->dtype != TF_DTYPE_I32 || ids->ndim != 2) return tf_set_error("bert: input_ids must be I32 (B,T)"), NULL;
     int64_t B = ids->shape[0], T = ids->shape[1];
@@ -292,14 +293,25 @@ static tf_tensor *encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in
         return NULL;
     tf_tensor *x = tf_bert_embed_inputs(ctx, m, in);
     tf_block_args args = {.self_mask = in->attention_mask ? &mask : NULL};
+    tf_ctx *w = ctx;
     for (int i = 0; i < m->cfg.n_layer; i++) {
+        if (work) w = work[i % 2], tf_ctx_reset(w); /* it held layer i - 2's tensors; x is layer i - 1's */
         args.self_probs = attentions ? &attentions[i] : NULL;
-        x = layer_forward(ctx, m, i, x, &args);
+        x = layer_forward(w, m, i, x, &args);
     }
-    return c->norm_first ? tf_layer_norm_forward(ctx, &m->final_norm, x) : x;  // (B,T,C)
+    x = c->norm_first ? tf_layer_norm_forward(w, &m->final_norm, x) : x;  // (B,T,C)
+    if (!work || !x) return x;
+    if (!tf_is_contiguous(x) && !(x = tf_contiguous(w, x))) return NULL;
+    tf_tensor *kept = tf_tensor_new(ctx, TF_DTYPE_F32, x->ndim, x->shape, 0);
+    if (kept) memcpy(kept->data, x->data, (size_t)tf_numel(x) * sizeof(float));
+    return kept;
 }
 
-tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) { return encode(ctx, m, in, NULL); }
+tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in) { return encode(ctx, m, in, NULL, NULL); }
+
+tf_tensor *tf_bert_encode_in(tf_ctx *ctx, tf_ctx *const work[2], const tf_bert *m, const tf_bert_inputs *in) {
+    return encode(ctx, m, in, NULL, ctx->grad_enabled || m->cfg.bigbird_sparse ? NULL : work);
+}
 
 /* The pooler on what cfg.pooling names: [CLS], the tokens' mean or the last token. */
 static tf_tensor *pool(tf_ctx *ctx, const tf_bert *m, tf_tensor *h, const tf_tensor *attention_mask) {
@@ -315,7 +327,7 @@ int tf_bert_run(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in, tf_bert
     if (in->output_attentions &&
         !(out->attentions = tf_ctx_alloc(ctx, (size_t)m->cfg.n_layer * sizeof *out->attentions)))
         return -1;
-    if (!(out->last_hidden_state = encode(ctx, m, in, out->attentions))) return -1;
+    if (!(out->last_hidden_state = encode(ctx, m, in, out->attentions, NULL))) return -1;
     if (m->cfg.pooler && !(out->pooler_output = pool(ctx, m, out->last_hidden_state, in->attention_mask))) return -1;
     return tf_bert_heads(ctx, m, in, out);
 }

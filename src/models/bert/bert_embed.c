@@ -53,8 +53,8 @@ static void normalize(float *e, int64_t C) {
 }
 
 /* One batch of rows[0..B): padded ids and mask, the encoder, the pooling. */
-static int embed_batch(tf_ctx *ctx, const tf_bert *m, const encoded *rows, int64_t B, const tf_embed_opts *o,
-                       float *out) {
+static int embed_batch(tf_ctx *ctx, tf_ctx *const work[2], const tf_bert *m, const encoded *rows, int64_t B,
+                       const tf_embed_opts *o, float *out) {
     int64_t T = (int64_t)rows[0].ids.n, C = m->cfg.d_model;
     tf_tensor *ids = tf_tensor_new(ctx, TF_DTYPE_I32, 2, (int64_t[]){B, T}, 1);   // (B,T), 0 = [PAD] where padded
     tf_tensor *mask = tf_tensor_new(ctx, TF_DTYPE_U8, 2, (int64_t[]){B, T}, 1);   // (B,T)
@@ -67,7 +67,7 @@ static int embed_batch(tf_ctx *ctx, const tf_bert *m, const encoded *rows, int64
         memset(tf_u8(mask) + b * T, 1, rows[b].ids.n);
     }
     tf_bert_inputs in = {.input_ids = ids, .attention_mask = mask};
-    tf_tensor *h = tf_bert_encode(ctx, m, &in);  // (B,T,C)
+    tf_tensor *h = tf_bert_encode_in(ctx, work, m, &in);  // (B,T,C)
     if (h) pool(tf_f32(h), len, B, T, C, o->pooling, out, rows);
     free(len);
     return h ? 0 : -1;
@@ -84,7 +84,9 @@ static int run_batches(const tf_bert *m, const encoded *rows, int n, int batch, 
     char msg[1024] = "";
 #pragma omp parallel if (nb > 1)
     {
-        tf_ctx *ctx = tf_ctx_new(0);
+        tf_ctx *ctx = tf_ctx_new(0), *work[2] = {tf_ctx_new(0), tf_ctx_new(0)}; /* the layers' activations */
+        for (int i = 0; i < 2; i++)
+            if (work[i]) tf_ctx_set_grad(work[i], 0);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t b = 0; b < nb; b++) {
             int bad;
@@ -96,16 +98,17 @@ static int run_batches(const tf_bert *m, const encoded *rows, int n, int batch, 
                 tf_ctx_reset(ctx);
                 tf_ctx_set_grad(ctx, 0);
             }
-            if (!ctx || embed_batch(ctx, m, rows + i, n - i < batch ? n - i : batch, o, out)) {
+            int made = ctx && work[0] && work[1];
+            if (!made || embed_batch(ctx, work, m, rows + i, n - i < batch ? n - i : batch, o, out)) {
 #pragma omp critical(tf_embed_error)
                 if (!rc) {
-                    snprintf(msg, sizeof msg, "%s", ctx ? tf_error() : "embed: out of memory");
+                    snprintf(msg, sizeof msg, "%s", made ? tf_error() : "embed: out of memory");
 #pragma omp atomic write
                     rc = -1;
                 }
             }
         }
-        tf_ctx_free(ctx);
+        tf_ctx_free(ctx), tf_ctx_free(work[0]), tf_ctx_free(work[1]);
     }
     return rc ? tf_set_error("%s", msg) : 0;
 }

@@ -9,6 +9,11 @@
 
 /* The encoder's output (B,T,C): embeddings and the blocks (bert.c). */
 tf_tensor *tf_bert_encode(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);
+/* The same output (the same bits), in ctx, for inference (ctx records no gradient, or the
+ * plain encode): each layer's tensors in work[i % 2], reset before it, so two layers'
+ * activations are held at most, not every layer's (a batch of MiniLM's longest texts held
+ * 180 MB, faulted in and cleared by the kernel on every call). */
+tf_tensor *tf_bert_encode_in(tf_ctx *ctx, tf_ctx *const work[2], const tf_bert *m, const tf_bert_inputs *in);
 /* (B,T,C) embeddings LN(word + position + token type) with dropout (bert.c). */
 tf_tensor *tf_bert_embed_inputs(tf_ctx *ctx, const tf_bert *m, const tf_bert_inputs *in);
 /* The encoder of Hugging Face's block_sparse BigBird on inputs longer than
