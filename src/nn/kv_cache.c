@@ -77,16 +77,20 @@ tf_kv_cache *tf_kv_cache_fork(const tf_kv_cache *c) {
 
 /* The held positions of rows rows[0..n) of src (slots_src rows a layer)
  * into rows first..first+n of dst (slots_dst rows a layer). */
+static void gather_layer(float *dst, int slots_dst, const float *src, int slots_src, const tf_kv_cache *c,
+                         const int *rows, int n, int first, int l) {
+    size_t held = (size_t)c->len * (size_t)c->D, plane = (size_t)c->cap * (size_t)c->D;
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < c->H; h++) {
+            const float *from = src + (((size_t)l * (size_t)slots_src + (size_t)rows[i]) * (size_t)c->H + (size_t)h) * plane;
+            float *to = dst + (((size_t)l * (size_t)slots_dst + (size_t)(first + i)) * (size_t)c->H + (size_t)h) * plane;
+            memcpy(to, from, held * sizeof(float));
+        }
+}
+
 static void gather(float *dst, int slots_dst, const float *src, int slots_src, const tf_kv_cache *c, const int *rows,
                    int n, int first) {
-    size_t held = (size_t)c->len * (size_t)c->D, plane = (size_t)c->cap * (size_t)c->D;
-    for (int l = 0; l < c->L; l++)
-        for (int i = 0; i < n; i++)
-            for (int h = 0; h < c->H; h++) {
-                const float *from = src + (((size_t)l * (size_t)slots_src + (size_t)rows[i]) * (size_t)c->H + (size_t)h) * plane;
-                float *to = dst + (((size_t)l * (size_t)slots_dst + (size_t)(first + i)) * (size_t)c->H + (size_t)h) * plane;
-                memcpy(to, from, held * sizeof(float));
-            }
+    for (int l = 0; l < c->L; l++) gather_layer(dst, slots_dst, src, slots_src, c, rows, n, first, l);
 }
 
 /* Whether rows can move in place, destination by destination in order:
@@ -126,12 +130,15 @@ int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
     free(c->map), c->map = NULL, c->map_n = 0; /* the rows are new: whatever read them is rethought */
     for (int i = 0; i < n; i++)
         if (rows[i] < 0 || rows[i] >= c->B) return tf_set_error("kv cache: row %d outside [0,%d)", rows[i], c->B);
-    if (in_place(c, rows, n)) { /* only the rows that change hands move */
-        for (int i = 0; i < n; i++) {
+    if (in_place(c, rows, n)) { /* only the rows that change hands move, in order within a layer */
+        int64_t moved = 0;
+        for (int i = 0; i < n; i++) moved += rows[i] != i;
+        /* the layers on the free threads (serial, a twentieth of beam search's step) */
+        TF_PARALLEL_FOR(moved * c->H * c->len * c->D >= (1 << 15), l, c->L, for (int i = 0; i < n; i++) {
             if (rows[i] == i) continue;
-            gather(c->k, c->slots, c->k, c->slots, c, &rows[i], 1, i);
-            gather(c->v, c->slots, c->v, c->slots, c, &rows[i], 1, i);
-        }
+            gather_layer(c->k, c->slots, c->k, c->slots, c, &rows[i], 1, i, (int)l);
+            gather_layer(c->v, c->slots, c->v, c->slots, c, &rows[i], 1, i, (int)l);
+        });
         c->B = n;
         return 0;
     }
