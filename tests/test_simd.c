@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/kernels.h"
+#include "ops/ops_internal.h"
 #include "test.h"
 
 static const int64_t sizes[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 100, 257, 1000, 4099};
@@ -308,6 +309,33 @@ TEST(simd_tile_gemm_sums_in_order_and_pv_heads_equal_each_head) {
     }
     CHECK(tf_kern_get(TF_ISA_PORTABLE)->pv_heads == NULL); /* the attention's per-head path */
     CHECKF(simd > 0 || !__builtin_cpu_supports("avx2"), "no SIMD kernel set on a CPU with AVX2");
+}
+
+/* block_max in every kernel set: tf_max_f32 of each block (NaN left out, -inf for a block of
+ * NaNs), equal as floats (a zero's sign may differ), the largest returned; rows with NaNs,
+ * infinities and both zeros, blocks of 1 to 64 with a partial last one. */
+TEST(simd_block_max_is_each_blocks_max) {
+    static const int64_t ns[] = {1, 5, 16, 17, 64, 100, 4099}, bss[] = {1, 7, 16, 64};
+    float x[4099], bm[4099];
+    for (int64_t i = 0; i < 4099; i++) x[i] = 2.0f * tf_hash_uniform(77, (uint64_t)i) - 1.0f;
+    for (int64_t i = 0; i < 4099; i += 13) x[i] = NAN;
+    for (int64_t i = 5; i < 4099; i += 29) x[i] = -0.0f;
+    for (int64_t i = 8; i < 4099; i += 31) x[i] = 0.0f;
+    for (int64_t i = 0; i < 7; i++) x[64 + i] = NAN; /* a block of 7 all NaN */
+    x[200] = INFINITY, x[300] = -INFINITY;
+    int bad = 0, cases = 0;
+    for (int isa = 0; isa < TF_ISA_COUNT; isa++) {
+        const tf_kernels *k = tf_kern_get((tf_isa)isa);
+        for (size_t a = 0; k && a < sizeof ns / sizeof *ns; a++)
+            for (size_t b = 0; b < sizeof bss / sizeof *bss; b++, cases++) {
+                int64_t n = ns[a], bs = bss[b], nb = (n + bs - 1) / bs;
+                float all = k->block_max(bm, x, n, bs), want = tf_max_f32(x, n);
+                int ok = all == want;
+                for (int64_t j = 0; j < nb; j++) ok &= bm[j] == tf_max_f32(x + j * bs, j * bs + bs < n ? bs : n - j * bs);
+                bad += !ok;
+            }
+    }
+    CHECKF(!bad, "%d of %d rows: a block's largest differs from tf_max_f32's", bad, cases);
 }
 
 /* Dropout's mask in every kernel set is the element-by-element rule

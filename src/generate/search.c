@@ -312,11 +312,7 @@ static void lse_rows(search *z, int rows) {
         tid = omp_get_thread_num();
 #endif
         const float *x = z->x + (size_t)r * (size_t)z->V;
-        float *bm = z->bmax + (size_t)r * (size_t)nb, mx = -INFINITY;
-        for (int b = 0; b < nb; b++) {
-            int32_t v0 = b * LSE_BLOCK, w = z->V - v0 < LSE_BLOCK ? z->V - v0 : LSE_BLOCK;
-            bm[b] = tf_max_f32(x + v0, w), mx = bm[b] > mx ? bm[b] : mx;
-        }
+        float mx = tf_block_max_f32(z->bmax + (size_t)r * (size_t)nb, x, z->V, LSE_BLOCK);
         z->lse[r] = z->logits_only ? 0.0f : tf_log_sum_exp_at(z->scratch + (size_t)tid * (size_t)z->V, x, z->V, mx);
     }
 }

@@ -105,7 +105,7 @@ __attribute__((target("avx2"))) void tf_transpose_avx2(float *t, int64_t ldt, co
 static const tf_kernels avx2 = {"avx2", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                 k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
                                 k_tanh, k_dot_f64, k_softmax_ds, tf_transpose_avx2, k_axpy_rows_m,
-                                k_dot_rows_m, tf_dropout_scalar, k_pv_heads};
+                                k_dot_rows_m, tf_dropout_scalar, k_pv_heads, k_block_max};
 const tf_kernels *tf_kern_avx2_table(void) { return &avx2; }
 #else
 const tf_kernels *tf_kern_avx2_table(void) { return NULL; }

@@ -91,7 +91,7 @@ KT void k_dropout(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i
 static const tf_kernels avx512 = {"avx512", k_gelu_tanh, k_gelu_tanh_grad, k_gelu_erf, k_gelu_erf_grad, k_softmax, row_exp, k_softmax_lse,
                                   k_layernorm, k_layernorm_grad, k_adamw, k_acc, k_axpy_rows, k_tile_gemm, k_dot_rows, k_gemv_f64, k_exp_shift_f64,
                                   k_tanh, k_dot_f64, k_softmax_ds, tf_transpose_avx2, k_axpy_rows_m,
-                                k_dot_rows_m, k_dropout, k_pv_heads};
+                                k_dot_rows_m, k_dropout, k_pv_heads, k_block_max};
 const tf_kernels *tf_kern_avx512_table(void) { return &avx512; }
 #else
 const tf_kernels *tf_kern_avx512_table(void) { return NULL; }

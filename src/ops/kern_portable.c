@@ -227,10 +227,19 @@ void tf_dropout_scalar(float *y, const float *x, int64_t n, uint64_t seed, uint6
     }
 }
 
+static float block_max(float *bm, const float *x, int64_t n, int64_t bs) {
+    float all = -INFINITY;
+    for (int64_t b0 = 0, k = 0; b0 < n; b0 += bs, k++) {
+        bm[k] = tf_max_f32(x + b0, b0 + bs < n ? bs : n - b0);
+        all = bm[k] > all ? bm[k] : all;
+    }
+    return all;
+}
+
 static const tf_kernels portable = {"portable", gelu_tanh, gelu_tanh_grad, gelu_erf, gelu_erf_grad, softmax, exp_shift, softmax_lse,
                                     layernorm, layernorm_grad, adamw, acc, axpy_rows, tile_gemm, dot_rows, gemv_f64, exp_shift_f64,
                                     tanh_rows, dot_f64, softmax_ds, transpose, axpy_rows_m, dot_rows_m,
-                                    tf_dropout_scalar, NULL};
+                                    tf_dropout_scalar, NULL, block_max};
 
 /* Defined in kern_avx2.c / kern_avx512.c on x86-64 (NULL elsewhere). */
 const tf_kernels *tf_kern_avx2_table(void);

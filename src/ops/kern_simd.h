@@ -153,6 +153,22 @@ KT float row_max(const float *x, int64_t n) {
     return v_hmax(m);
 }
 
+/* bm[k] = the largest of block k of x (blocks of bs, the last partial), NaN left out (-inf for
+ * none): tf_max_f32's value on each block (max(x, m) keeps m when x is NaN); returns the
+ * largest of all: a search's block maxima of a row of logits in one vector pass. */
+KT float k_block_max(float *bm, const float *x, int64_t n, int64_t bs) {
+    float all = -INFINITY;
+    for (int64_t b0 = 0, k = 0; b0 < n; b0 += bs, k++) {
+        int64_t e = b0 + bs < n ? b0 + bs : n, i = b0;
+        V m = v_set(-INFINITY);
+        for (; i + VW <= e; i += VW) m = v_max(v_ld(x + i), m);
+        if (i < e) m = v_max(v_ldt(x + i, e - i, -INFINITY), m);
+        float v = v_hmax(m);
+        bm[k] = v, all = v > all ? v : all;
+    }
+    return all;
+}
+
 /* y = e^(x - mx); returns the sum */
 KT float row_exp(float *y, const float *x, float mx, int64_t n) {
     V s = v_set(0.0f), vm = v_set(mx);

@@ -111,6 +111,9 @@ typedef struct {
      * a decoding step's P V over the heads together. NULL (portable): tile_gemm per head. */
     void (*pv_heads)(float *C, int64_t sc, const float *A, int64_t sa, const float *B, int64_t sb, int64_t ldb,
                      int64_t nh, int64_t n, int64_t k);
+    /* bm[k] = the largest of block k of x (n, blocks of bs), NaN left out, -inf for none (tf_max_f32's
+     * values, up to the sign of a zero); returns the largest of all */
+    float (*block_max)(float *bm, const float *x, int64_t n, int64_t bs);
 } tf_kernels;
 /* the portable dropout, which the AVX2 table shares (64-bit products have no AVX2 instruction) */
 void tf_dropout_scalar(float *y, const float *x, int64_t n, uint64_t seed, uint64_t i0, float p, float keep, int acc);

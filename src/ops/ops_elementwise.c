@@ -448,6 +448,8 @@ tf_tensor *tf_bias_add(tf_ctx *ctx, tf_tensor *x, tf_tensor *bias) {
     return tf_node_run(ctx, tf_node_new(ctx, TF_OP_BIAS_ADD, 2, in, TF_DTYPE_F32, x->ndim, x->shape, NULL));
 }
 
+float tf_block_max_f32(float *bm, const float *x, int64_t n, int64_t bs) { return tf_kern()->block_max(bm, x, n, bs); }
+
 float tf_log_sum_exp_at(float *scratch, const float *x, int64_t n, float mx) {
     if (mx == -INFINITY) return mx;
     return mx + logf(tf_kern()->exp_shift(scratch, x, mx, n));

@@ -25,6 +25,9 @@ static inline float tf_max_f32(const float *x, int64_t n) {
     for (int j = 1; j < 16; j++) m[0] = m[j] > m[0] ? m[j] : m[0];
     return m[0];
 }
+/* bm[k] = tf_max_f32 of block k of x (n, blocks of bs) through the vector kernels; returns
+ * the largest (up to the sign of a zero). */
+float tf_block_max_f32(float *bm, const float *x, int64_t n, int64_t bs);
 /* log(sum(exp(x))) of x (n) through the vector kernels (scratch: n floats). */
 float tf_log_sum_exp(float *scratch, const float *x, int64_t n);
 /* The same when x's largest value mx (tf_max_f32's) is known. */
