@@ -1,5 +1,5 @@
 /* Errors, checked sizes, random numbers and the arena allocator. */
-#define _GNU_SOURCE /* MAP_ANONYMOUS, mremap */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -310,26 +310,14 @@ void tf_arena_reset(tf_arena *a) {
          * more cached position) neither: a fresh block costs a page fault
          * per page touched. The room never touched takes no memory. */
         size_t total = 0;
-        arena_block *h = a->head, *b = h->next;
-        for (arena_block *o = h; o; o = o->next) total += o->size;
+        arena_block *b = a->head;
         while (b) {
             arena_block *n = b->next;
+            total += b->size;
             block_free(b);
             b = n;
         }
-        /* the newest block is the largest (each is at least all before it): a mapped one
-         * grows where it is, its pages kept, so only the new room is faulted in and zeroed
-         * by the kernel (texts sorted by length grow every few batches: a sixth of MiniLM's
-         * embedding time was the kernel clearing the pages of each new, larger block) */
-        size_t want = (total + total / 4 + 63) & ~(size_t)63;
-        void *m = h->mapped ? mremap(h->mem, h->size, want, MREMAP_MAYMOVE) : MAP_FAILED;
-        if (m != MAP_FAILED) {
-            h->mem = m, h->size = want, h->used = 0, h->next = NULL;
-            if (want >= ((size_t)8 << 20)) (void)madvise(h->mem, h->size, MADV_HUGEPAGE);
-            return;
-        }
-        block_free(h);
-        a->head = block_new(want); /* NULL is fine: the next alloc retries */
+        a->head = block_new(total + total / 4); /* NULL is fine: the next alloc retries */
         return;
     }
     a->head->used = 0;

@@ -80,6 +80,12 @@ tf_tensor *tf_source_batch_keep(tf_source_batch *b, const tf_tensor *t) {
     return k;
 }
 
+void tf_source_batch_last(float *logits, float *y, int64_t R, int n, int64_t V) {
+    for (int64_t r = 0; r < R; r++) /* in place: row r's source lies at or after row r (n >= 1) */
+        if (logits) memcpy(logits + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *y);
+        else if (n > 1) memmove(y + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *y);
+}
+
 /* Given back in the reverse order of ctx_take's, so that the next batch's
  * contexts take the same roles (the pool is a stack): the step context,
  * which grows to the encoder's and a step's tensors, stays the step's. */

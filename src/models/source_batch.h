@@ -26,5 +26,8 @@ void tf_source_batch_free(tf_source_batch *b);
  * whose memory the first step reuses, and the memory context holds only what
  * the steps read. */
 tf_tensor *tf_source_batch_keep(tf_source_batch *b, const tf_tensor *t);
+/* A step's logits y (R,n,V): each row's last position copied into logits (R,V), or,
+ * logits NULL, moved to row r of y itself (the decoder then hands y out: no copy). */
+void tf_source_batch_last(float *logits, float *y, int64_t R, int n, int64_t V);
 
 #endif

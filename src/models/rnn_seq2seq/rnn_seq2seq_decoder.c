@@ -64,13 +64,10 @@ static int rnn_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
     if (tf_rnn_seq2seq_run(ctx, g->m, &in, &out) || keep_state(ctx, g->s, out.state.h, R, H, 0) ||
         (lstm && keep_state(ctx, g->s, out.state.c, R, H, 1)))
         return -1;
-    float *y = tf_f32(out.logits);  // (R,n,V)
-    for (int64_t r = 0; r < R; r++) { /* each row's last position: logits (V; kept in place when given NULL), alignment (S) */
-        if (logits) memcpy(logits + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
-        else if (n > 1) memmove(y + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *y);
+    tf_source_batch_last(logits, tf_f32(out.logits), R, n, V);
+    for (int64_t r = 0; r < R; r++) /* each row's last alignment (S) */
         memcpy(g->alpha + r * S, tf_f32(out.attentions) + (r * n + n - 1) * S, (size_t)S * sizeof *g->alpha);
-    }
-    g->logits = logits ? NULL : y, g->has_alpha = 1;
+    g->logits = logits ? NULL : tf_f32(out.logits), g->has_alpha = 1;
     return 0;
 }
 

@@ -45,14 +45,8 @@ static int s2s_step(tf_decoder *d, const int32_t *tokens, int n, float *logits) 
                             .encoder_output = g->sh->memory, .cache = g->cache, .cross_cache = g->sh->cross};
     tf_seq2seq_outputs out;
     if (tf_seq2seq_run(ctx, g->m, &in, &out)) return -1;
-    float *y = tf_f32(out.logits);  // (R,n,V)
-    if (!logits) { /* kept where they are: each row's last position moved to row r (n = 1: none moves) */
-        for (int64_t r = 0; n > 1 && r < R; r++) memmove(y + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *y);
-        g->logits = y;
-        return 0;
-    }
-    for (int64_t r = 0; r < R; r++) /* each row's last position (V) */
-        memcpy(logits + r * V, y + (r * n + n - 1) * V, (size_t)V * sizeof *logits);
+    tf_source_batch_last(logits, tf_f32(out.logits), R, n, V);
+    g->logits = logits ? NULL : tf_f32(out.logits);
     return 0;
 }
 
