@@ -125,7 +125,15 @@ docs-run: $(BUILD)/tformer
 # test-nompi and test-sanitize run the C suite in builds of their own, so a CI run that ends with `make test`
 # runs it once. The C runner's line, "N passed, N failed", is the last.
 PYTHON_TESTS ?= $(if $(filter build,$(BUILD)),1,0)
-test: layers links bench-record-check flags docs-run all $(BUILD)/run_tests
+# Every C program of bench/ and tools/ built against the library (but mpi_bandwidth, which needs
+# mpicc), so that a change of the public API cannot leave a make target's program behind: the
+# headline commands (make bench, attention-peers, ...) build them on a fresh clone.
+BENCH_PROGRAMS := $(patsubst bench/%.c,$(BUILD)/%,$(filter-out bench/mpi_bandwidth.c,$(wildcard bench/*.c))) \
+    $(BUILD)/listops_dump
+bench-programs: $(BENCH_PROGRAMS)
+.PHONY: bench-programs
+
+test: layers links bench-record-check flags docs-run all bench-programs $(BUILD)/run_tests
 	$(MAKE) --no-print-directory -s install-check
 	$(if $(filter 1,$(PYTHON_TESTS)),$(MAKE) --no-print-directory python-test)
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp TFORMER_BIN=$(BUILD)/tformer TFORMER_LIB_DIR=$(BUILD) \

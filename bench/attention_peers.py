@@ -27,7 +27,10 @@ The pairs, matched to the C bench's settings:
   sdpa:    tf_sdpa as in full vs PyTorch 2.x's fused
            torch.nn.functional.scaled_dot_product_attention on the same shapes,
            run by --sdpa-python (a venv with PyPI torch 2.x; Debian's 1.13 has no
-           SDPA): the pair is left out when that interpreter is not given.
+           SDPA): the pair is left out when that interpreter is not given. At
+           the largest N, tformer's local (window 64), BigBird (as above) and
+           Nystrom (its layer, as below) against that SDPA time, as rows of
+           the table ("local vs PyTorch 2.x SDPA", ...).
   nystrom: tformer's Nystrom attention layer (projections in and out, 64
            landmarks, no convolution) on x (1,N,512) vs transformers'
            NystromformerSelfAttention (64 landmarks, conv_kernel_size None) and
@@ -47,6 +50,10 @@ H, D, E = 8, 64, 512
 PAIRS = ("full", "sdpa", "bigbird", "nystrom")
 PEER = {"full": "torch 1.13 full", "sdpa": "PyTorch 2.x SDPA", "bigbird": "HF BigBird",
         "nystrom": "HF Nystromformer"}
+# With the sdpa pair, at its largest N: tformer's linear-cost kinds against the same SDPA run
+# (docs/long-sequences.md's "12-18x PyTorch 2.x SDPA" at 16k, in one command).
+LINEAR = ("local", "bigbird", "nystrom")
+PEER.update({f"{k}/sdpa": "PyTorch 2.x SDPA" for k in LINEAR})
 
 
 def full_gib(n):
@@ -180,6 +187,12 @@ def main():
                     peer = measure([python, __file__, "--one", p, str(n), str(t), str(a.repeats)], env)
                 rows.append((p, t, n, ours, peer))
                 print(f"{p:8} T={t} N={n:6}  tformer {fmt(ours)}  {PEER[p]} {fmt(peer)}", file=sys.stderr, flush=True)
+            if p == "sdpa":  # the same SDPA at the largest N against the kinds that do not compute N^2 scores
+                n, peer = rows[-1][2], rows[-1][4]
+                for k in LINEAR:
+                    ours = measure([a.binary, k, "op", str(n), str(a.repeats)], env)
+                    rows.append((f"{k}/sdpa", t, n, ours, peer))
+                    print(f"{k:8} T={t} N={n:6}  tformer {fmt(ours)}  {PEER[p]} (above)", file=sys.stderr, flush=True)
     write_csv(a.out + ".csv", rows)
     print_table(rows, a.repeats)
 
@@ -205,13 +218,14 @@ def write_csv(path, rows):
 
 
 def print_table(rows, repeats):
-    print(f"\n| forward + backward, B=1 H=8 d=64 | threads | N | tformer | peer | tformer / peer "
+    print(f"\n| forward + backward, B=1 H=8 d=64 | threads | N | tformer | peer | tformer / peer | peer / tformer "
           f"| tformer peak | peer peak |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for p, t, n, ours, peer in rows:
-        ratio = "—" if isinstance(ours, str) or isinstance(peer, str) else f"{ours[0] / peer[0]:.2f}"
+        bad = isinstance(ours, str) or isinstance(peer, str)
+        ratio = "— | —" if bad else f"{ours[0] / peer[0]:.2f} | {peer[0] / ours[0]:.1f}"
         cell = lambda m, i: "—" if isinstance(m, str) else (f"{m[0]:.3f} s" if i == 0 else f"{m[1] / 1024:.0f} MiB")
-        print(f"| {p} vs {PEER[p]} | {t} | {n} | {cell(ours, 0)} | {cell(peer, 0)} | {ratio} | {cell(ours, 1)} "
+        print(f"| {p.split('/')[0]} vs {PEER[p]} | {t} | {n} | {cell(ours, 0)} | {cell(peer, 0)} | {ratio} | {cell(ours, 1)} "
               f"| {cell(peer, 1)} |")
     notes = [f"{p} T={t} N={n}: {m}" for p, t, n, ours, peer in rows for m in (ours, peer) if isinstance(m, str)]
     print(f"\nmedian of {repeats} runs (the peers after one warm-up run); peer peak includes Python and torch.")

@@ -22,8 +22,8 @@ static tf_block_config config(const char *kind) {
     c.norm_first = 1;
     tf_sparse_pattern p = {.block = 64, .window = 64, .dilation = 1};
     if (!strcmp(kind, "bigbird")) p.global_first = 2, p.random = 3, p.seed = 1;
-    if (!strcmp(kind, "local") || !strcmp(kind, "bigbird")) c.attn = TF_ATTN_SPARSE, c.sparse = p;
-    if (!strcmp(kind, "nystrom")) c.attn = TF_ATTN_NYSTROM, c.landmarks = 64;
+    if (!strcmp(kind, "local") || !strcmp(kind, "bigbird")) c.self_attn.kind = TF_ATTN_SPARSE, c.self_attn.sparse = p;
+    if (!strcmp(kind, "nystrom")) c.self_attn.kind = TF_ATTN_NYSTROM, c.self_attn.landmarks = 64;
     return c;
 }
 
@@ -48,7 +48,7 @@ static tf_tensor *step(tf_ctx *ctx, const char *kind, int layer, const tf_block 
     if (!q || !k || !v) return NULL;
     tf_tensor_fill_normal(q, 1, 1.0f), tf_tensor_fill_normal(k, 2, 1.0f), tf_tensor_fill_normal(v, 3, 1.0f);
     if (!strcmp(kind, "full")) return tf_sdpa(ctx, q, k, v, NULL, 0, 0.125f);
-    return tf_sparse_attention(ctx, q, k, v, NULL, &c->sparse, 0.125f);
+    return tf_sparse_attention(ctx, q, k, v, NULL, &c->self_attn.sparse, 0.125f);
 }
 
 int main(int argc, char **argv) {
