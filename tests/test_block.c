@@ -213,3 +213,42 @@ TEST(kv_cache_select_moves_rows) {
     tf_kv_cache_free(f), tf_kv_cache_free(kv);
     tf_ctx_free(ctx);
 }
+
+/* Selections of any rows, in place within the buffers' 8 slots: cycles (a swap, a rotation, a
+ * reversal) through temporaries, rows copied to several children, rows dropped and the rows
+ * grown back to 8, between appends; each against the ids the rows must hold. */
+TEST(kv_cache_select_moves_any_rows_in_place) {
+    enum { L = 2, H = 2, D = 3, CAP = 8, SLOTS = 8 };
+    int ids[8][8] = {{0}}, moved[8][8], B = SLOTS, rows[8];
+    unsigned seed = 12345;
+    tf_kv_cache *kv = tf_kv_cache_new(L, B, H, D, CAP);
+    tf_ctx *ctx = tf_ctx_new(0);
+    CHECK(kv && ctx);
+    for (int len = 0; len < CAP; len++) {
+        for (int l = 0; l < L; l++) { /* position len of row b: id 10 len + b */
+            tf_tensor *t[2], *ka, *va;
+            for (int v = 0; v < 2; v++) {
+                t[v] = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, 1, D}, 0);
+                for (int b = 0; b < B; b++)
+                    for (int h = 0; h < H; h++)
+                        for (int d = 0; d < D; d++) tf_f32(t[v])[(b * H + h) * D + d] = kv_value(v, l, 10 * len + b, h, d);
+            }
+            CHECK(tf_kv_cache_append(ctx, kv, l, t[0], t[1], &ka, &va) == 0);
+        }
+        for (int b = 0; b < B; b++) ids[b][len] = 10 * len + b;
+        CHECK(tf_kv_cache_advance(kv, 1) == 0);
+        for (int k = 0; k < 40; k++) {
+            int n = k < 3 ? B : 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % SLOTS;
+            for (int i = 0; i < n; i++) /* a reversal, a rotation, a swap, then at random */
+                rows[i] = k == 0 ? B - 1 - i : k == 1 ? (i + 1) % B : k == 2 ? (i ^ 1) % B
+                                              : (int)((seed = seed * 1103515245u + 12345u) >> 16) % B;
+            CHECK(tf_kv_cache_select(kv, rows, n) == 0);
+            for (int i = 0; i < n; i++) memcpy(moved[i], ids[rows[i]], sizeof moved[i]);
+            memcpy(ids, moved, (size_t)n * sizeof moved[0]), B = n;
+            CHECKF(kv_holds(ctx, kv, L, B, H, D, len + 1, ids), "after selection %d at length %d", k, len + 1);
+        }
+        tf_ctx_reset(ctx);
+    }
+    tf_kv_cache_free(kv);
+    tf_ctx_free(ctx);
+}

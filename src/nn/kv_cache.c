@@ -14,9 +14,7 @@ struct tf_kv_cache {
     int slots;    /* rows a layer in the buffers: layer l starts at l * slots * H * cap * D */
     int len;      /* committed positions */
     float *k, *v; /* (L,B,H,cap,D) each */
-    float *spare; /* select's second buffer like k and v: the rows kept are gathered into
-                     it once and it swaps with k (then with v) */
-    size_t room;  /* bytes each of k, v and spare hold (B may shrink under tf_kv_cache_select) */
+    size_t room;  /* bytes each of k and v hold (B may shrink under tf_kv_cache_select) */
     int *map;     /* (map_n) or NULL: query row i reads row map[i] (tf_kv_cache_share_rows) */
     int map_n;
 };
@@ -45,7 +43,7 @@ tf_kv_cache *tf_kv_cache_new(int n_layer, int batch, int n_head, int head_dim, i
 
 void tf_kv_cache_free(tf_kv_cache *c) {
     if (!c) return;
-    tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room), tf_buf_give(c->spare, c->room);
+    tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room);
     free(c->map), free(c);
 }
 
@@ -93,14 +91,82 @@ static void gather(float *dst, int slots_dst, const float *src, int slots_src, c
     for (int l = 0; l < c->L; l++) gather_layer(dst, slots_dst, src, slots_src, c, rows, n, first, l);
 }
 
-/* Whether rows can move in place, destination by destination in order:
- * each source read before its own row is overwritten (row s is overwritten
- * at s's turn when rows[s] != s, s < n). */
-static int in_place(const tf_kv_cache *c, const int *rows, int n) {
-    if (n > c->slots) return 0;
+/* A selection's moves inside the buffers, row by row: row dst takes row src's held positions, where
+ * a row or a src below 0 is temporary -1 - t. Each destination is written only after every row
+ * that reads its old contents has read them; a cycle of rows (row 0 takes 1, 1 takes 0) first
+ * puts one of its rows in a temporary. Only the rows that change hands move (a beam search's
+ * children on their parents' rows), at most n + n / 2 rows in all. */
+typedef struct {
+    int dst, src;
+} move;
+
+/* The moves of rows[0..n) (each in [0,R)) into mv (room 2n); *n_tmp: the temporaries they use.
+ * work: R + 2n ints, R >= n. Returns the number of moves. */
+static int plan_moves(const int *rows, int n, int R, move *mv, int *n_tmp, int *work) {
+    int *readers = work, *src = work + R, *ready = work + R + n, n_mv = 0, n_ready = 0, left = 0;
+    for (int r = 0; r < R; r++) readers[r] = 0;
+    for (int i = 0; i < n; i++) {
+        src[i] = rows[i];
+        if (rows[i] != i) readers[rows[i]]++, left++;
+    }
     for (int i = 0; i < n; i++)
-        if (rows[i] < i && rows[rows[i]] != rows[i]) return 0;
-    return 1;
+        if (rows[i] != i && readers[i] == 0) ready[n_ready++] = i;
+    *n_tmp = 0;
+    while (left > 0) {
+        if (n_ready == 0) { /* only cycles left: one of their rows into a temporary */
+            int i = 0;
+            while (src[i] == i || readers[i] == 0) i++;
+            int t = -1 - (*n_tmp)++;
+            mv[n_mv++] = (move){t, i};
+            for (int j = 0; j < n; j++)
+                if (j != i && src[j] == i) src[j] = t;
+            readers[i] = 0, ready[n_ready++] = i;
+        }
+        int i = ready[--n_ready];
+        mv[n_mv++] = (move){i, src[i]}, left--;
+        if (src[i] >= 0 && --readers[src[i]] == 0 && src[i] < n && src[src[i]] != src[i]) ready[n_ready++] = src[i];
+        src[i] = i; /* done */
+    }
+    return n_mv;
+}
+
+/* Layer l's held positions of row r (r < 0: temporary -1 - r of tmp) as H spans of len * D. */
+static float *row_head(float *base, float *tmp, const tf_kv_cache *c, int l, int r, int h, int n_tmp) {
+    if (r < 0) return tmp + (((size_t)l * (size_t)n_tmp + (size_t)(-1 - r)) * (size_t)c->H + (size_t)h) * (size_t)c->len * (size_t)c->D;
+    return base + (((size_t)l * (size_t)c->slots + (size_t)r) * (size_t)c->H + (size_t)h) * (size_t)c->cap * (size_t)c->D;
+}
+
+static void apply_moves(float *base, float *tmp, const tf_kv_cache *c, int l, const move *mv, int n_mv, int n_tmp) {
+    size_t bytes = (size_t)c->len * (size_t)c->D * sizeof(float);
+    for (int m = 0; m < n_mv; m++)
+        for (int h = 0; h < c->H; h++)
+            memcpy(row_head(base, tmp, c, l, mv[m].dst, h, n_tmp), row_head(base, tmp, c, l, mv[m].src, h, n_tmp), bytes);
+}
+
+/* rows[0..n) into the first n rows of the buffers, in place (n <= slots). */
+static int select_in_place(tf_kv_cache *c, const int *rows, int n) {
+    if (c->len == 0) return c->B = n, 0; /* nothing held to move */
+    int R = c->B > n ? c->B : n; /* the rows read or written */
+    move *mv = malloc((size_t)2 * (size_t)n * sizeof *mv);
+    int *work = malloc(((size_t)R + (size_t)2 * (size_t)n) * sizeof *work), n_tmp = 0;
+    float *tmp = NULL;
+    if (!mv || !work) return free(mv), free(work), tf_set_error("kv cache: out of memory");
+    int n_mv = plan_moves(rows, n, R, mv, &n_tmp, work);
+    size_t tmp_n = 0; /* (2, L, n_tmp, H, len, D): keys' temporaries, then values' */
+    if (n_tmp && (!tf_mul_size((size_t)2 * (size_t)c->L * (size_t)n_tmp * (size_t)c->H, (size_t)c->len * (size_t)c->D,
+                               &tmp_n) ||
+                  !(tmp = malloc(tmp_n * sizeof *tmp))))
+        return free(mv), free(work), tf_set_error("kv cache: no room for %d temporary rows", n_tmp);
+    float *tmp_v = tmp ? tmp + tmp_n / 2 : NULL;
+    int64_t moved = (int64_t)n_mv * c->H * c->len * c->D;
+    /* the layers on the free threads (serial, a twentieth of beam search's step) */
+    TF_PARALLEL_FOR(moved >= (1 << 15), l, c->L, {
+        apply_moves(c->k, tmp, c, (int)l, mv, n_mv, n_tmp);
+        apply_moves(c->v, tmp_v, c, (int)l, mv, n_mv, n_tmp);
+    });
+    free(mv), free(work), free(tmp);
+    c->B = n;
+    return 0;
 }
 
 int tf_kv_cache_share_rows(tf_kv_cache *c, const int *rows, int n) {
@@ -130,39 +196,15 @@ int tf_kv_cache_select(tf_kv_cache *c, const int *rows, int n) {
     free(c->map), c->map = NULL, c->map_n = 0; /* the rows are new: whatever read them is rethought */
     for (int i = 0; i < n; i++)
         if (rows[i] < 0 || rows[i] >= c->B) return tf_set_error("kv cache: row %d outside [0,%d)", rows[i], c->B);
-    if (in_place(c, rows, n)) { /* only the rows that change hands move, in order within a layer */
-        int64_t moved = 0;
-        for (int i = 0; i < n; i++) moved += rows[i] != i;
-        /* the layers on the free threads (serial, a twentieth of beam search's step) */
-        TF_PARALLEL_FOR(moved * c->H * c->len * c->D >= (1 << 15), l, c->L, for (int i = 0; i < n; i++) {
-            if (rows[i] == i) continue;
-            gather_layer(c->k, c->slots, c->k, c->slots, c, &rows[i], 1, i, (int)l);
-            gather_layer(c->v, c->slots, c->v, c->slots, c, &rows[i], 1, i, (int)l);
-        });
-        c->B = n;
-        return 0;
-    }
-    size_t bytes;
+    if (n <= c->slots) return select_in_place(c, rows, n);
+    size_t bytes, room_k = 0, room_v = 0; /* more rows than the buffers hold: new ones, filled from the old */
     if (!rows_bytes(c, n, &bytes)) return tf_set_error("kv cache: cannot hold %d rows", n);
-    if (bytes > c->room) { /* more rows than the buffers hold: new ones, filled straight from the old */
-        size_t room_k = 0, room_v = 0;
-        float *k = tf_buf_take(bytes, &room_k), *v = k ? tf_buf_take(room_k, &room_v) : NULL;
-        if (!k || !v) return tf_buf_give(k, room_k), tf_set_error("kv cache: cannot hold %d rows", n);
-        gather(k, n, c->k, c->slots, c, rows, n, 0);
-        gather(v, n, c->v, c->slots, c, rows, n, 0);
-        tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room), tf_buf_give(c->spare, c->room);
-        c->k = k, c->v = v, c->spare = NULL, c->B = c->slots = n, c->room = room_v < room_k ? room_v : room_k;
-        return 0;
-    }
-    if (!c->spare) { /* one buffer for both: k's rows go in, it becomes k, the old k takes v's rows */
-        size_t room_s = 0;
-        if (!(c->spare = tf_buf_take(c->room, &room_s))) return tf_set_error("kv cache: out of memory");
-        /* room_s >= room: the spare is given back as room, a little of it unaccounted */
-    }
-    float *t;
-    gather(c->spare, n, c->k, c->slots, c, rows, n, 0), t = c->k, c->k = c->spare, c->spare = t;
-    gather(c->spare, n, c->v, c->slots, c, rows, n, 0), t = c->v, c->v = c->spare, c->spare = t;
-    c->B = c->slots = n;
+    float *k = tf_buf_take(bytes, &room_k), *v = k ? tf_buf_take(room_k, &room_v) : NULL;
+    if (!k || !v) return tf_buf_give(k, room_k), tf_set_error("kv cache: cannot hold %d rows", n);
+    gather(k, n, c->k, c->slots, c, rows, n, 0);
+    gather(v, n, c->v, c->slots, c, rows, n, 0);
+    tf_buf_give(c->k, c->room), tf_buf_give(c->v, c->room);
+    c->k = k, c->v = v, c->B = c->slots = n, c->room = room_v < room_k ? room_v : room_k;
     return 0;
 }
 
