@@ -8,7 +8,8 @@ atomically (a temporary file renamed over it) after each row, so an interrupted
 run keeps the rows measured so far. Without BENCH_RECORD nothing is written.
 
     {"format": "tformer-bench 1", "started": "2026-12-02T08:00:00Z",
-     "machine": {"cpu": "AMD EPYC ...", "cores": 2, "isa": ["avx512f", ...],
+     "machine": {"cpu": "AMD EPYC ...", "cpu_id": "vendor_id AuthenticAMD cpu family 25 model 17 stepping 1",
+                 "cores": 2, "isa": ["avx512f", ...],
                  "env": {"OPENBLAS_CORETYPE": null, ...}},
      "versions": {"tformer": "0.1.0", "torch": "2.5.1", ...},
      "rows": [{"bench": "gpt", "workload": "train nanoGPT char ...", "threads": 2,
@@ -33,18 +34,26 @@ ENV_KEYS = ("OPENBLAS_CORETYPE", "TFORMER_ISA", "TFORMER_BLAS", "TFORMER_THREADS
 
 
 def machine():
-    """The CPU model, its relevant flags, the cores and the environment that steers kernels."""
-    cpu, flags = "?", set()
+    """The CPU model, its relevant flags, the cores and the environment that steers kernels. The
+    family / model / stepping numbers tell apart what the model name may not: a virtual machine's
+    "AMD EPYC" was a Zen 5 (family 26) one day and a Zen 4 (family 25, half the AVX-512 FMA rate)
+    the next."""
+    cpu, flags, ids = "?", set(), {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name") and cpu == "?":
-                    cpu = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name" and cpu == "?":
+                    cpu = value
+                elif key == "flags" and not flags:
+                    flags = set(value.split())
+                elif key in ("vendor_id", "cpu family", "model", "stepping") and key not in ids:
+                    ids[key] = value
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+    cpu_id = " ".join(f"{k} {ids[k]}" for k in ("vendor_id", "cpu family", "model", "stepping") if k in ids)
+    return {"cpu": cpu, "cpu_id": cpu_id or "?", "cores": os.cpu_count(), "kernel": platform.release(),
             "isa": [f for f in ISA_FLAGS if f in flags],
             "env": {k: os.environ.get(k) for k in ENV_KEYS}}
 

@@ -51,7 +51,7 @@ def fmt(x, spec=".4g"):
 def machine_notes(a, b):
     notes = []
     ma, mb = a.get("machine", {}), b.get("machine", {})
-    for field in ("cpu", "cores", "isa", "env"):
+    for field in ("cpu", "cpu_id", "cores", "isa", "env"):
         if ma.get(field) != mb.get(field):
             notes.append(f"machine {field} differs: {ma.get(field)!r} -> {mb.get(field)!r}")
     va, vb = a.get("versions", {}), b.get("versions", {})

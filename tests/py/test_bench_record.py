@@ -41,6 +41,13 @@ with tempfile.TemporaryDirectory() as d:
                  ("gpt", "train nanoGPT", 1, 606.0, "PyTorch", 300.0, "tokens/s"),    # +1%: not moved
                  ("embed", "MiniLM", 2, 0.6, "ONNX Runtime", 0.6, "s", "int8", False),  # slower: worse
                  ("new", "only in new", 2, 1.0, "x", 1.0, "s")])
+    if os.path.exists("/proc/cpuinfo") and "cpu family" not in a["machine"].get("cpu_id", ""):
+        fail(f"the machine's cpu_id {a['machine'].get('cpu_id')!r} lacks the CPU family")
+    with open(new) as f:  # the same model name, another family: the compare must say so
+        b = json.load(f)
+    b["machine"]["cpu_id"] = "vendor_id AuthenticAMD cpu family 26 model 2 stepping 1"
+    with open(new, "w") as f:
+        json.dump(b, f)
     out = subprocess.run([sys.executable, os.path.join(root, "tools", "bench_compare.py"), old, new],
                          capture_output=True, text=True)
     if out.returncode:
@@ -54,6 +61,8 @@ with tempfile.TemporaryDirectory() as d:
     for line, want in checks:
         if want not in line and want not in out.stdout:
             fail(f"bench_compare's output lacks {want!r}:\n{out.stdout}")
+    if "machine cpu_id differs" not in out.stdout:
+        fail(f"bench_compare does not note another CPU family:\n{out.stdout}")
     thr1 = [l for l in lines if "train nanoGPT vs PyTorch" in l and " 1 fp32" in l]
     if not thr1 or "moved" in thr1[0]:
         fail(f"a 1% change is marked moved:\n{out.stdout}")
