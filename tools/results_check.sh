@@ -62,9 +62,9 @@ for c in $checks; do
         RUNS="4,tubelet,false 4,tubelet,true" sh tools/video_results.sh "$tf" "$out/vivit" >"$out/vivit.txt" 2>&1 ||
             { failed vivit; continue; }
         f=$out/vivit/results.csv
-        check "ViViT Model 4, tubelets, in order: test accuracy" 0.985 \
+        check "ViViT Model 4, tubelets, in order: test accuracy" 0.981 \
             "$(awk -F, '$1 == 4 && $2 == "tubelet" && $3 == "false" { print $6 }' "$f")" 0.015
-        check "ViViT Model 4, tubelets, frames shuffled" 0.486 \
+        check "ViViT Model 4, tubelets, frames shuffled" 0.477 \
             "$(awk -F, '$1 == 4 && $2 == "tubelet" && $3 == "true" { print $6 }' "$f")" 0.03
         ;;
     *)
