@@ -241,36 +241,36 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 # Benchmarks: tformer against its peers in the same run (figures, never tests).
 $(BUILD)/bench_tokenizer: bench/bench_tokenizer.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 $(BUILD)/bench_gpt: bench/bench_gpt.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 $(BUILD)/bench_stream: bench/bench_stream.c
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $<
 
 $(BUILD)/bench_embed: bench/bench_embed.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 # The link of docs/distributed.md's scaling model: mpirun -np 2 build/mpi_bandwidth [MB] [reps].
 $(BUILD)/mpi_bandwidth: bench/mpi_bandwidth.c
 	mpicc -O2 $(WARN) -o $@ $<
 
 $(BUILD)/bench_attention: bench/bench_attention.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 $(BUILD)/bench_continual: bench/bench_continual.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 # Continual encoder: per-step FLOPs against measured steps/s (docs/continual.md). Quiet machine only.
 bench-continual: $(BUILD)/bench_continual
 	$(BENCH_ENV) TFORMER_THREADS=2 python3 bench/continual_bench.py $(BUILD)/bench_continual --repeat 5
 
 $(BUILD)/bench_attention_kinds: bench/bench_attention_kinds.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 $(BUILD)/listops_dump: tools/listops_dump.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 # The ListOps generator's answers against an independent evaluator
 # (tests/ref/listops_eval.py parses the text), LRA's settings, LISTOPS_N examples.
@@ -314,7 +314,7 @@ listops-best: $(BUILD)/tformer
 .PHONY: listops-best
 
 $(BUILD)/nystrom_error: bench/nystrom_error.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 # Nystrom attention's error against exact attention as the landmarks grow
 # (docs/long-sequences.md; not a timing): CSV and docs/img/nystrom_error.png.
@@ -329,7 +329,7 @@ bench-attention-scaling: $(BUILD)/bench_attention_kinds
 	    --out $(BUILD)/attention_scaling
 
 $(BUILD)/bench_matmul: bench/bench_matmul.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 # The same sgemm timing against BLIS (Debian's serial build), when installed.
 BLIS_DIR := /usr/include/x86_64-linux-gnu/blis-serial
@@ -606,7 +606,7 @@ install-check: all
 # time to write its files, against PyTorch 2.x (PT2_PYTHON: a venv with torch from
 # PyPI, `make build/pt2venv/bin/python`; skipped when absent) and Debian's 1.13 (docs/performance.md, "Memory").
 $(BUILD)/bench_memory: bench/bench_memory.c $(BUILD)/libtformer.a
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtformer.a $(LDLIBS)
 
 bench-memory: $(BUILD)/tformer $(BUILD)/bench_memory
 	$(BENCH_ENV) python3 bench/memory_bench.py $(BUILD)/tformer $(BUILD)/bench_memory $(BENCH_THREADS) \
