@@ -175,6 +175,23 @@ static int kv_holds(tf_ctx *ctx, tf_kv_cache *kv, int L, int B, int H, int D, in
     return 1;
 }
 
+/* Position len of each of the B rows appended on every layer, row b's as id id0 + b (ids[b][len]),
+ * then committed: 0, or -1 with the cache's error. */
+static int kv_append_ids(tf_ctx *ctx, tf_kv_cache *kv, int L, int B, int H, int D, int id0, int len, int ids[][8]) {
+    for (int l = 0; l < L; l++) {
+        tf_tensor *t[2], *ka, *va;
+        for (int v = 0; v < 2; v++) {
+            if (!(t[v] = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, 1, D}, 0))) return -1;
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int d = 0; d < D; d++) tf_f32(t[v])[(b * H + h) * D + d] = kv_value(v, l, id0 + b, h, d);
+        }
+        if (tf_kv_cache_append(ctx, kv, l, t[0], t[1], &ka, &va)) return -1;
+    }
+    for (int b = 0; b < B; b++) ids[b][len] = id0 + b;
+    return tf_kv_cache_advance(kv, 1);
+}
+
 /* A (2 layers, H 2, D 3) cache whose positions name where they were written:
  * after each selection, row i holds what row rows[i] held, whether the rows
  * moved in place (children on their parents' rows, rows dropped), could not
@@ -189,18 +206,7 @@ TEST(kv_cache_select_moves_rows) {
     tf_ctx *ctx = tf_ctx_new(0);
     CHECK(kv && ctx);
     for (int k = 0; k < 6; k++, len++) {
-        for (int l = 0; l < L; l++) { /* position len of row b: id 10 k + b */
-            tf_tensor *t[2], *ka, *va;
-            for (int v = 0; v < 2; v++) {
-                t[v] = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, 1, D}, 0);
-                for (int b = 0; b < B; b++)
-                    for (int h = 0; h < H; h++)
-                        for (int d = 0; d < D; d++) tf_f32(t[v])[(b * H + h) * D + d] = kv_value(v, l, 10 * k + b, h, d);
-            }
-            CHECK(tf_kv_cache_append(ctx, kv, l, t[0], t[1], &ka, &va) == 0);
-        }
-        for (int b = 0; b < B; b++) ids[b][len] = 10 * k + b;
-        CHECK(tf_kv_cache_advance(kv, 1) == 0);
+        CHECK(kv_append_ids(ctx, kv, L, B, H, D, 10 * k, len, ids) == 0); /* position len of row b: id 10 k + b */
         CHECKF(kv_holds(ctx, kv, L, B, H, D, len + 1, ids), "after the append of step %d", k);
         CHECK(tf_kv_cache_select(kv, sel[k], n_sel[k]) == 0);
         for (int i = 0; i < n_sel[k]; i++) memcpy(moved[i], ids[sel[k][i]], sizeof moved[i]);
@@ -225,18 +231,7 @@ TEST(kv_cache_select_moves_any_rows_in_place) {
     tf_ctx *ctx = tf_ctx_new(0);
     CHECK(kv && ctx);
     for (int len = 0; len < CAP; len++) {
-        for (int l = 0; l < L; l++) { /* position len of row b: id 10 len + b */
-            tf_tensor *t[2], *ka, *va;
-            for (int v = 0; v < 2; v++) {
-                t[v] = tf_tensor_new(ctx, TF_DTYPE_F32, 4, (int64_t[]){B, H, 1, D}, 0);
-                for (int b = 0; b < B; b++)
-                    for (int h = 0; h < H; h++)
-                        for (int d = 0; d < D; d++) tf_f32(t[v])[(b * H + h) * D + d] = kv_value(v, l, 10 * len + b, h, d);
-            }
-            CHECK(tf_kv_cache_append(ctx, kv, l, t[0], t[1], &ka, &va) == 0);
-        }
-        for (int b = 0; b < B; b++) ids[b][len] = 10 * len + b;
-        CHECK(tf_kv_cache_advance(kv, 1) == 0);
+        CHECK(kv_append_ids(ctx, kv, L, B, H, D, 10 * len, len, ids) == 0); /* row b: id 10 len + b */
         for (int k = 0; k < 40; k++) {
             int n = k < 3 ? B : 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % SLOTS;
             for (int i = 0; i < n; i++) /* a reversal, a rotation, a swap, then at random */
