@@ -138,6 +138,10 @@ packed_tile(float *y, int64_t ldy, const float *bias, int64_t c, int64_t ncol, c
     for (int64_t b = 0; b < nb; b++) {
         __m512i d[4][2];
         for (int j = 0; j < NP; j++) {
+            if (MR == 1) { /* no start: the sign rule below */
+                d[0][j] = _mm512_setzero_si512();
+                continue;
+            }
             __m256i s16 = _mm256_loadu_si256((const __m256i *)(sum + j * nb * 16 + b * 16));
             __m512i z = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_cvtepi16_epi32(s16), 7));
             for (int i = 0; i < MR; i++) d[i][j] = z;
@@ -149,6 +153,14 @@ packed_tile(float *y, int64_t ldy, const float *bias, int64_t c, int64_t ncol, c
                 int32_t x4;
                 memcpy(&x4, xq + i * Kp + b * TF_QUANT_BLOCK + g * 4, 4);
                 __m512i xb = _mm512_set1_epi32(x4);
+                if (MR == 1) { /* |x| times the weight with x's sign: the same exact sums, no block sums read */
+                    __m512i xs = _mm512_xor_si512(xb, _mm512_set1_epi8((char)0x80)); /* u - 128 = x, as int8 */
+                    __mmask64 neg = _mm512_movepi8_mask(xs);
+                    __m512i ax = _mm512_abs_epi8(xs);
+                    for (int j = 0; j < NP; j++)
+                        d[0][j] = _mm512_dpbusd_epi32(d[0][j], ax, _mm512_mask_sub_epi8(wv[j], neg, _mm512_setzero_si512(), wv[j]));
+                    continue;
+                }
                 for (int j = 0; j < NP; j++) d[i][j] = _mm512_dpbusd_epi32(d[i][j], xb, wv[j]);
             }
         }
