@@ -20,9 +20,10 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), 
 # The memory's limit for F32: a token reads the model's 498 MB of float weights once
 # (bench_stream: the read rate of a plain sum, GB/s). For int8, the bytes a token reads: the
 # 123.5 M weights of the products (12 blocks' 85.0 M and the tied head's 50,257 x 768) as
-# tformer's packed copies, 38 bytes a block of 32 (the bytes, a float scale, an int16 sum;
-# the head's rows padded to 50,272), 146.7 MB; and as llama.cpp's Q8_0, 34 bytes a block,
-# 131.2 MB. "of limit": a rate over bench_stream's, each with its own bytes.
+# tformer's packed copies, 36 bytes a block of 32 (the bytes and a float scale; the int16
+# byte sums stored beside them are not read for one input row; the head's rows padded to
+# 50,272), 139.0 MB; and as llama.cpp's Q8_0, 34 bytes a block, 131.2 MB. "of limit": a
+# rate over bench_stream's, each with its own bytes.
 echo "| threads | llama.cpp F32 | tformer F32 | ratio | memory limit F32 | llama.cpp Q8_0 | tformer int8 | ratio | int8 limit, tformer / Q8_0 | of limit, tformer / Q8_0 |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 r=0
@@ -36,7 +37,7 @@ while [ $r -lt "$rounds" ]; do
         tq=$(TFORMER_QUANTIZE=int8 TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
         bw=$("$build"/bench_stream 512 $th)
         awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" -v bw="$bw" 'BEGIN {
-            w = 12 * (4 * 768 * 768 + 2 * 768 * 3072); mt = (w + 50272 * 768) * 38 / 32e9; mq = (w + 50257 * 768) * 34 / 32e9
+            w = 12 * (4 * 768 * 768 + 2 * 768 * 3072); mt = (w + 50272 * 768) * 36 / 32e9; mq = (w + 50257 * 768) * 34 / 32e9
             printf "| %d | %.1f | %.1f | %.2f | %.0f (%.1f GB/s) | %.1f | %.1f | %.2f | %.0f / %.0f | %.2f / %.2f |\n", th, lf, tf,
                 tf / lf, bw / 0.498, bw, lq, tq, tq / lq, bw / mt, bw / mq, tq * mt / bw, lq * mq / bw }'
     done
