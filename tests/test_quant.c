@@ -123,7 +123,9 @@ static void random_bytes(uint8_t *xq, int8_t *q, float *sx, float *sw, int64_t M
 static const int64_t SHAPES[][3] = {{1, 1, 64}, {1, 5, 128}, {3, 7, 64}, {4, 4, 192}, {5, 9, 64}, {9, 13, 256},
                                     {37, 150, 768}, {1, 2304, 768}, {8, 3, 3072}, {2, 6, 1536}, {2, 11, 384},
                                     /* whole tiles of 16 input rows and 16 weight rows, and their edges */
-                                    {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64}};
+                                    {16, 16, 64}, {17, 33, 128}, {48, 64, 384}, {35, 70, 1536}, {64, 5, 64},
+                                    /* one input row (a decoding step) over 2, 3 and 4 + 3 panels */
+                                    {1, 20, 64}, {1, 40, 128}, {1, 100, 192}};
 enum { N_SHAPES = sizeof SHAPES / sizeof *SHAPES };
 
 /* A kernel's product against the reference's, bit for bit, over SHAPES; 0 when equal. */
