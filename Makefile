@@ -817,17 +817,22 @@ bench-translate: $(BUILD)/tformer $(HF_PYTHON)
 
 # Reduced precision for inference (docs/precision.md): embed (all-MiniLM-L6-v2) in f32, bf16 and int8
 # against sentence-transformers, ONNX Runtime and ONNX Runtime's quantize_dynamic int8, then the
-# translation-results model in f32, bf16 and int8 against CTranslate2 in float and int8 (skipped,
-# said, when that model is not trained). Rows into BENCH_RECORD with their precision. A quiet machine only.
+# translation-results model in bf16 and int8 against CTranslate2 in float and int8, the command and
+# in-process, with each one's BLEU beside f32's (skipped, said, when that model is not trained), each
+# on every thread count of BENCH_THREADS ("1 2": both; about 10 minutes). Rows into BENCH_RECORD
+# (one file for the whole run) with their precision. A quiet machine only.
 bench-precision: $(BUILD)/tformer $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM)/config.json $(BUILD)/val.en \
                  $(HF_PYTHON)
 	$(HF_PYTHON) -c "import onnxruntime, onnx, ctranslate2" 2>/dev/null || build/hfvenv/bin/pip install -q onnxruntime onnx ctranslate2 "numpy<2"
 	$(BENCH_ENV) $(HF_PYTHON) bench/embed_bench.py $(BUILD)/bench_embed $(BUILD)/bench_matmul $(MINILM) $(BUILD)/val.en \
-	    --precision f32,bf16,int8 $(BENCH_THREADS)
+	    --precision f32,bf16,int8 $(BENCH_THREADS) && \
 	if test -f $(TRANSLATION_RESULTS)/run/best/config.json; then \
-	    $(BENCH_ENV) $(HF_PYTHON) bench/translate_bench.py --tformer $(BUILD)/tformer \
-	        --model $(TRANSLATION_RESULTS)/run/best --src $(TRANSLATION_RESULTS)/data/test_2016_flickr.en --hf-n 100 \
-	        --repeat 5 --precision bf16,int8 --ref $(TRANSLATION_RESULTS)/data/test_2016_flickr.de; \
+	    for t in $(BENCH_THREADS); do \
+	        $(BENCH_ENV) $(HF_PYTHON) bench/translate_bench.py --tformer $(BUILD)/tformer --threads $$t \
+	            --model $(TRANSLATION_RESULTS)/run/best --src $(TRANSLATION_RESULTS)/data/test_2016_flickr.en \
+	            --repeat 3 --precision bf16,int8 --precision-only --ref $(TRANSLATION_RESULTS)/data/test_2016_flickr.de \
+	            || exit 1; \
+	    done; \
 	else echo "bench-precision: no $(TRANSLATION_RESULTS)/run/best (make translation-results): translate skipped"; fi
 .PHONY: bench-precision
 
