@@ -24,6 +24,10 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), 
 # byte sums stored beside them are not read for one input row; the head's rows padded to
 # 50,272), 139.0 MB; and as llama.cpp's Q8_0, 34 bytes a block, 131.2 MB. "of limit": a
 # rate over bench_stream's, each with its own bytes.
+# GPT-2-124M's shape (llama_cpp_prep.sh writes the same), and the int8 GB a token reads, once
+L=12 H=12 C=768 T=1024 V=50257
+gb=$(awk -v L=$L -v C=$C -v V=$V 'BEGIN { w = L * (4 * C * C + 2 * C * 4 * C); v16 = int((V + 15) / 16) * 16
+    printf "%.6f %.6f", (w + v16 * C) * 36 / 32e9, (w + V * C) * 34 / 32e9 }')
 echo "| threads | llama.cpp F32 | tformer F32 | ratio | memory limit F32 | llama.cpp Q8_0 | tformer int8 | ratio | int8 limit, tformer / Q8_0 | of limit, tformer / Q8_0 |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 r=0
@@ -33,11 +37,11 @@ while [ $r -lt "$rounds" ]; do
             tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')
         lq=$("$ll"/build/bin/llama-bench -m "$work"/gpt2-q8_0.gguf -p 0 -n "$new" -t $th -r 3 -o csv 2>/dev/null |
             tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}')
-        tf=$(TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
-        tq=$(TFORMER_QUANTIZE=int8 TFORMER_THREADS=$th "$build"/bench_gpt generate 12 12 768 1024 50257 "$new")
+        tf=$(TFORMER_THREADS=$th "$build"/bench_gpt generate $L $H $C $T $V "$new")
+        tq=$(TFORMER_QUANTIZE=int8 TFORMER_THREADS=$th "$build"/bench_gpt generate $L $H $C $T $V "$new")
         bw=$("$build"/bench_stream 512 $th)
-        awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" -v bw="$bw" 'BEGIN {
-            w = 12 * (4 * 768 * 768 + 2 * 768 * 3072); mt = (w + 50272 * 768) * 36 / 32e9; mq = (w + 50257 * 768) * 34 / 32e9
+        awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" -v bw="$bw" -v gb="$gb" 'BEGIN {
+            split(gb, g, " "); mt = g[1]; mq = g[2]
             printf "| %d | %.1f | %.1f | %.2f | %.0f (%.1f GB/s) | %.1f | %.1f | %.2f | %.0f / %.0f | %.2f / %.2f |\n", th, lf, tf,
                 tf / lf, bw / 0.498, bw, lq, tq, tq / lq, bw / mt, bw / mq, tq * mt / bw, lq * mq / bw }'
     done
