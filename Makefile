@@ -370,10 +370,11 @@ bench: $(BUILD)/bench_tokenizer $(BUILD)/bench_gpt $(BUILD)/bench_attention $(BU
 # GPT-2-124M greedy decoding against llama.cpp (F32 and Q8_0, built from the
 # llama-cpp-python sdist; bench/llama_cpp_bench.sh): minutes of compiling the
 # first time, kept in LLAMA_WORK. CONV_PY needs torch >= 2.1 and transformers.
+# Its rows go into BENCH_RECORD too (F32 against F32, int8 against Q8_0, a thread count each).
 LLAMA_WORK ?= $(BUILD)/llama
-bench-llama: $(BUILD)/bench_gpt $(BUILD)/bench_stream $(HF_PYTHON) $(PT2_PYTHON)
+bench-llama: $(BUILD)/bench_gpt $(BUILD)/bench_stream $(BUILD)/tformer $(HF_PYTHON) $(PT2_PYTHON)
 	$(PT2_PYTHON) -c "import transformers" 2>/dev/null || $(dir $(PT2_PYTHON))pip install -q transformers
-	HF_PY=$(HF_PYTHON) CONV_PY=$(PT2_PYTHON) sh bench/llama_cpp_bench.sh $(BUILD) $(LLAMA_WORK)
+	$(BENCH_ENV) HF_PY=$(HF_PYTHON) CONV_PY=$(PT2_PYTHON) sh bench/llama_cpp_bench.sh $(BUILD) $(LLAMA_WORK)
 .PHONY: bench-llama
 
 # Instruction counts of a fixed small training run against bench/callgrind.txt

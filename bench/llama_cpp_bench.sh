@@ -16,6 +16,8 @@ rounds=${ROUNDS:-2} new=${NEW_TOKENS:-64}
 hf_py=${HF_PY:-build/hfvenv/bin/python} conv_py=${CONV_PY:-build/pt2venv/bin/python}
 TARGETS=llama-bench HF_PY=$hf_py CONV_PY=$conv_py sh "$(dirname "$0")"/llama_cpp_prep.sh "$work"
 ll=$work/src/vendor/llama.cpp
+bench_dir=$(cd "$(dirname "$0")" && pwd)
+llv=$(ls "$work"/llama_cpp_python-*.tar.gz 2>/dev/null | sed -n 's/.*llama_cpp_python-\(.*\)\.tar\.gz/\1/p' | tail -1)
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $new tokens, tokens/s"
 # The memory's limit for F32: a token reads the model's 498 MB of float weights once
 # (bench_stream: the read rate of a plain sum, GB/s). For int8, the bytes a token reads: the
@@ -24,6 +26,8 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), 
 # byte sums stored beside them are not read for one input row; the head's rows padded to
 # 50,272), 139.0 MB; and as llama.cpp's Q8_0, 34 bytes a block, 131.2 MB. "of limit": a
 # rate over bench_stream's, each with its own bytes.
+# With BENCH_RECORD set (make bench-llama sets it), each row is also two rows of that record
+# (bench/bench_record.py): F32 against F32 and int8 against Q8_0, with the limits as extras.
 # GPT-2-124M's shape (llama_cpp_prep.sh writes the same), and the int8 GB a token reads, once
 L=12 H=12 C=768 T=1024 V=50257
 gb=$(awk -v L=$L -v C=$C -v V=$V 'BEGIN { w = L * (4 * C * C + 2 * C * 4 * C); v16 = int((V + 15) / 16) * 16
@@ -44,6 +48,19 @@ while [ $r -lt "$rounds" ]; do
             split(gb, g, " "); mt = g[1]; mq = g[2]
             printf "| %d | %.1f | %.1f | %.2f | %.0f (%.1f GB/s) | %.1f | %.1f | %.2f | %.0f / %.0f | %.2f / %.2f |\n", th, lf, tf,
                 tf / lf, bw / 0.498, bw, lq, tq, tq / lq, bw / mt, bw / mq, tq * mt / bw, lq * mq / bw }'
+        [ -z "${BENCH_RECORD:-}" ] || python3 - "$bench_dir" "$build"/tformer $th "$lf" "$tf" "$lq" "$tq" "$bw" "$gb" "$new" "${llv:-?}" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench_record
+binary, th, lf, tf, lq, tq, bw = sys.argv[2], int(sys.argv[3]), *map(float, sys.argv[4:9])
+mt, mq = map(float, sys.argv[9].split())
+work = f"GPT-2-124M greedy decoding, {sys.argv[10]} tokens"
+peer = f"llama.cpp (llama-cpp-python {sys.argv[11]} sdist)"
+bench_record.row("llama", work, th, tf, peer + " F32", lf, "tokens/s", "fp32", binary=binary, stream_gb_s=bw,
+                 of_limit=tf * 0.498 / bw, peer_of_limit=lf * 0.498 / bw)
+bench_record.row("llama", work, th, tq, peer + " Q8_0", lq, "tokens/s", "int8", binary=binary, stream_gb_s=bw,
+                 of_limit=tq * mt / bw, peer_of_limit=lq * mq / bw)
+PY
     done
     r=$((r + 1))
 done

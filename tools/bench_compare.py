@@ -3,7 +3,10 @@
 
     python3 tools/bench_compare.py OLD.json NEW.json [--threshold PCT]
 
-Rows are matched by (bench, workload, threads, precision, peer). For each it
+Rows are matched by (bench, workload, threads, precision, peer). A key that a
+record holds several times (the rounds of make bench-llama) stands for its
+median row by tformer's value (the lower middle of an even count), and the
+line says "median of N". For each it
 prints tformer's value and its ratio to the peer in both runs, and the change
 of each in percent; a change of more than --threshold percent (default 5) in
 tformer's value or in the ratio is marked `moved`. Rows in one file only are
@@ -38,6 +41,18 @@ def key(r):
     return (r.get("bench"), r.get("workload"), r.get("threads"), r.get("precision"), r.get("peer"))
 
 
+def rows_by_key(rec):
+    """key -> (the median row by tformer's value among the rows with that key, how many there were)."""
+    groups = {}
+    for r in rec.get("rows", []):
+        groups.setdefault(key(r), []).append(r)
+    out = {}
+    for k, rs in groups.items():
+        rs = sorted(rs, key=lambda r: r["tformer"] if r.get("tformer") is not None else float("-inf"))
+        out[k] = (rs[(len(rs) - 1) // 2], len(rs))
+    return out
+
+
 def pct(old, new):
     if not old or new is None:
         return None
@@ -65,15 +80,18 @@ def compare(a, b, threshold):
     """The report's lines."""
     out = [f"# {a.get('started', '?')} -> {b.get('started', '?')}"]
     out += [f"# {n}" for n in machine_notes(a, b)]
-    old = {key(r): r for r in a.get("rows", [])}
-    new = {key(r): r for r in b.get("rows", [])}
+    old_n, new_n = rows_by_key(a), rows_by_key(b)
+    old = {k: v[0] for k, v in old_n.items()}
+    new = {k: v[0] for k, v in new_n.items()}
     out.append(f"{'workload':<58}{'thr':>4} {'prec':<5}{'tformer old':>12}{'new':>10}{'%':>7}"
                f"{'ratio old':>10}{'new':>7}{'%':>7}  ")
     moved = 0
     for k in list(old) + [k for k in new if k not in old]:
         o, n = old.get(k), new.get(k)
         r = n or o
-        name = f"{r['bench']}: {r['workload']} vs {r['peer']}"[:57]
+        rounds = max(old_n.get(k, (None, 1))[1], new_n.get(k, (None, 1))[1])
+        tag = f" (median of {rounds})" if rounds > 1 else ""
+        name = f"{r['bench']}: {r['workload']} vs {r['peer']}"[:57 - len(tag)] + tag
         if o is None or n is None:
             out.append(f"{name:<58}{r['threads']:>4} {r['precision']:<5}"
                        f"{fmt(o and o['tformer']):>12}{fmt(n and n['tformer']):>10}{'':>7}"
