@@ -267,6 +267,23 @@ TEST(reliability_eval_generate_refuse_non_finite_weights) {
           strstr(tf_error(), "tensor 'b' holds NaN at element 1 (1 of 2 values not finite)"));
     CHECK(tf_params_check_finite(ps, NULL) == -1);
     tf_params_free(ps);
+    /* a large tensor, checked in chunks on the threads: an inf in its last chunk, and -inf
+     * with NaN far apart (the first named, every one counted) */
+    ps = tf_params_new();
+    tf_tensor *big = NULL;
+    const int64_t nbig = 3 * 65536 + 17;
+    CHECK(ps && !tf_params_add(ps, "big", &big, 1, (int64_t[]){nbig}, 0.02f) && tf_params_init(ps, 1) == 0);
+    tf_set_threads(2);
+    CHECK(tf_params_check_finite(ps, NULL) == 0);
+    tf_f32(big)[nbig - 1] = INFINITY;
+    CHECKF(tf_params_check_finite(ps, &name) == -1 && name && !strcmp(name, "big") &&
+               strstr(tf_error(), "holds inf at element 196624 (1 of 196625 values not finite)"),
+           "%s", tf_error());
+    tf_f32(big)[70000] = -INFINITY, tf_f32(big)[5] = NAN;
+    CHECKF(tf_params_check_finite(ps, NULL) == -1 && strstr(tf_error(), "holds NaN at element 5 (3 of 196625"), "%s",
+           tf_error());
+    tf_set_threads(0);
+    tf_params_free(ps);
     rm_dir(dir);
 }
 

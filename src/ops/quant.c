@@ -152,23 +152,30 @@ const tf_q8_kernels *tf_q8_best(void) {
 int64_t tf_q8_packed_rows(int64_t N) { return (N + 15) / 16 * 16; }
 
 /* quant.h's layout; any CPU (a permutation, once a copy). */
-void tf_q8_pack(int8_t *w, float *s, int16_t *sum, const int8_t *q, const float *sw, int64_t N, int64_t Kp) {
-    int64_t nb = Kp / TF_QUANT_BLOCK, panels = tf_q8_packed_rows(N) / 16;
-    for (int64_t p = 0; p < panels; p++)
-        for (int64_t b = 0; b < nb; b++) {
-            int8_t *wb = w + (p * nb + b) * 512;
-            for (int j = 0; j < 16; j++) {
-                int64_t n = p * 16 + j;
-                const int8_t *r = n < N ? q + n * Kp + b * TF_QUANT_BLOCK : NULL;
-                int total = 0;
-                for (int k = 0; k < TF_QUANT_BLOCK; k++) {
-                    int8_t v = r ? r[k] : 0;
-                    wb[k / 4 * 64 + j * 4 + k % 4] = v, total += v;
-                }
-                s[(p * nb + b) * 16 + j] = r ? sw[n * nb + b] : 0.0f;
-                sum[(p * nb + b) * 16 + j] = (int16_t)total; /* |total| <= 32 * 127 */
-            }
+/* Panel p of the packed copy (tf_q8_pack). */
+static void pack_panel(int8_t *w, float *s, int16_t *sum, const int8_t *q, const float *sw, int64_t N, int64_t Kp,
+                       int64_t p) {
+    int64_t nb = Kp / TF_QUANT_BLOCK;
+    for (int64_t b = 0; b < nb; b++) {
+        int8_t *wb = w + (p * nb + b) * 512;
+        for (int j = 0; j < 16; j++) {
+            int64_t n = p * 16 + j;
+            static const int8_t zero[TF_QUANT_BLOCK];
+            const int8_t *r = n < N ? q + n * Kp + b * TF_QUANT_BLOCK : zero;
+            int total = 0;
+            for (int k = 0; k < TF_QUANT_BLOCK; k++) total += r[k];
+            for (int g = 0; g < TF_QUANT_BLOCK / 4; g++) memcpy(wb + g * 64 + j * 4, r + g * 4, 4); /* 4 bytes a group */
+            s[(p * nb + b) * 16 + j] = n < N ? sw[n * nb + b] : 0.0f;
+            sum[(p * nb + b) * 16 + j] = (int16_t)total; /* |total| <= 32 * 127 */
         }
+    }
+}
+
+/* Panels on the free threads: each writes its own bytes (GPT-2-124M's copies packed on one
+ * thread were a quarter of `generate --precision int8`'s start). */
+void tf_q8_pack(int8_t *w, float *s, int16_t *sum, const int8_t *q, const float *sw, int64_t N, int64_t Kp) {
+    int64_t panels = tf_q8_packed_rows(N) / 16;
+    TF_PARALLEL_FOR(panels * Kp >= (1 << 16), p, panels, pack_panel(w, s, sum, q, sw, N, Kp, p));
 }
 
 /* ---------------------------------------------------------------- copies */
