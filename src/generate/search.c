@@ -30,10 +30,16 @@ typedef struct {
 static const float *rows_step(rowset *r, const int32_t *tokens, float *logits) {
     if (r->d && r->d->vt->logits) return tf_decoder_step_view(r->d, tokens, 1);
     if (r->d) return tf_decoder_step(r->d, tokens, 1, logits) ? NULL : logits;
+    /* the forks together (tf_decoders_step: one forward over their rows where the decoders
+     * can, a GPT's; each row's logits those of its step alone): one pass over the weights a
+     * step rather than one a row */
     int32_t V = r->one[0]->vocab_size;
-    for (int i = 0; i < r->n; i++)
-        if (tf_decoder_step(r->one[i], &tokens[i], 1, logits + (size_t)i * (size_t)V)) return NULL;
-    return logits;
+    float *few[16], **out = r->n <= 16 ? few : malloc((size_t)r->n * sizeof *out);
+    if (!out) return tf_set_error("generate: out of memory"), NULL;
+    for (int i = 0; i < r->n; i++) out[i] = logits + (size_t)i * (size_t)V;
+    int rc = tf_decoders_step(r->one, r->n, tokens, out, NULL);
+    if (out != few) free(out);
+    return rc ? NULL : logits;
 }
 
 /* Row i becomes old row rows[i]: a parent's first child takes its decoder,
