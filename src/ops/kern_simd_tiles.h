@@ -70,11 +70,48 @@ KT __attribute__((always_inline)) void axpy_tile(float *Y, int64_t ldy, const fl
         }
 }
 
+/* Y (m,n) += a_r B (rows rows of B, ldb apart), m <= AXPY_FEW (a constant
+ * where inlined): each B vector loaded once for the m rows, and each Y vector
+ * loaded, given its FMAs in row order and stored, as axpy_block does alone. */
+#define AXPY_FEW 8
+KT __attribute__((always_inline)) void axpy_block_few(float *Y, int64_t ldy, const float *A, int64_t lda, int m,
+                                                      const float *B, int64_t ldb, int rows, int64_t n) {
+    int64_t i = 0;
+    for (; i + VW <= n; i += VW) {
+        V bv[16];
+        for (int r = 0; r < rows; r++) bv[r] = v_ld(B + r * ldb + i);
+        for (int q = 0; q < m; q++) {
+            V acc = v_ld(Y + q * ldy + i);
+            for (int r = 0; r < rows; r++) acc = v_fma(v_set(A[q * lda + r]), bv[r], acc);
+            v_st(Y + q * ldy + i, acc);
+        }
+    }
+    if (i < n)
+        for (int q = 0; q < m; q++) axpy_block(Y + q * ldy + i, A + q * lda, B + i, ldb, rows, n - i);
+}
+
+/* k_axpy_rows' passes for m <= AXPY_FEW rows at once: B streams through in
+ * whole row pieces, as for one row, rather than in the tile's columns. */
+KT void axpy_rows_few(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb,
+                      int64_t k, int64_t n) {
+    int64_t r = 0;
+    if (VW == 16)
+        for (; r + 16 <= k; r += 16) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 16, n);
+    for (; r + 8 <= k; r += 8) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 8, n);
+    for (; r + 4 <= k; r += 4) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 4, n);
+    for (; r < k; r++) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 1, n);
+}
+
 /* Y (m,n) += A (m,k) B (k,n), rows ldy, lda, ldb apart: each row's bits those
  * of k_axpy_rows on it alone (several decoding steps in one product, each
- * equal to its step alone), B read once per AR rows. */
+ * equal to its step alone). A few rows (beams): B in k_axpy_rows' passes, each
+ * piece for every row; more: B read once per AR rows of register tiles. */
 KT void k_axpy_rows_m(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb,
                       int64_t k, int64_t n) {
+    if (m <= AXPY_FEW) {
+        axpy_rows_few(Y, ldy, A, lda, m, B, ldb, k, n);
+        return;
+    }
     int64_t m4 = m / AR * AR;
     for (int64_t j0 = 0; j0 < n && m4; j0 += KNV * VW) {
         int64_t cols = n - j0 < KNV * VW ? n - j0 : KNV * VW;

@@ -136,6 +136,17 @@ static void rows_acc(float *C, const float *A, const float *B, int64_t M, int64_
         kern->tile_gemm(C, N, A, K, 1, B, N, M, N, K, 1.0f);
         return;
     }
+    if (!tb && M <= 8) { /* a few rows (beams): B's rows in whole pieces, as gemv_acc cuts them */
+        const int par = N * K >= (1 << 18);
+        const int64_t nt = par ? tf_threads_free() : 1;
+        int64_t nc = nt;
+        while (round16((N + nc - 1) / nc) > GEMV_MAX_CHUNK) nc += nt;
+        const int64_t wc = round16((N + nc - 1) / nc);
+        nc = (N + wc - 1) / wc;
+        TF_PARALLEL_FOR(par && nc > 1, c, nc, int64_t j0 = c * wc;
+                        kern->axpy_rows_m(C + j0, N, A, K, M, B + j0, N, K, ((c + 1) * wc < N ? (c + 1) * wc : N) - j0));
+        return;
+    }
     int64_t w = (1 << 16) / K / 16 * 16;
     w = w < 16 ? 16 : w;
     int64_t blocks = (N + w - 1) / w;
