@@ -28,10 +28,11 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), 
 # rate over bench_stream's, each with its own bytes.
 # With BENCH_RECORD set (make bench-llama sets it), each row is also two rows of that record
 # (bench/bench_record.py): F32 against F32 and int8 against Q8_0, with the limits as extras.
-# GPT-2-124M's shape (llama_cpp_prep.sh writes the same), and the int8 GB a token reads, once
+# GPT-2-124M's shape (llama_cpp_prep.sh writes the same), and the GB a token reads, once:
+# float, tformer's int8, Q8_0
 L=12 H=12 C=768 T=1024 V=50257
 gb=$(awk -v L=$L -v C=$C -v V=$V 'BEGIN { w = L * (4 * C * C + 2 * C * 4 * C); v16 = int((V + 15) / 16) * 16
-    printf "%.6f %.6f", (w + v16 * C) * 36 / 32e9, (w + V * C) * 34 / 32e9 }')
+    printf "0.498 %.6f %.6f", (w + v16 * C) * 36 / 32e9, (w + V * C) * 34 / 32e9 }')
 echo "| threads | llama.cpp F32 | tformer F32 | ratio | memory limit F32 | llama.cpp Q8_0 | tformer int8 | ratio | int8 limit, tformer / Q8_0 | of limit, tformer / Q8_0 |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 r=0
@@ -45,19 +46,19 @@ while [ $r -lt "$rounds" ]; do
         tq=$(TFORMER_QUANTIZE=int8 TFORMER_THREADS=$th "$build"/bench_gpt generate $L $H $C $T $V "$new")
         bw=$("$build"/bench_stream 512 $th)
         awk -v th=$th -v lf="$lf" -v tf="$tf" -v lq="$lq" -v tq="$tq" -v bw="$bw" -v gb="$gb" 'BEGIN {
-            split(gb, g, " "); mt = g[1]; mq = g[2]
+            split(gb, g, " "); mf = g[1]; mt = g[2]; mq = g[3]
             printf "| %d | %.1f | %.1f | %.2f | %.0f (%.1f GB/s) | %.1f | %.1f | %.2f | %.0f / %.0f | %.2f / %.2f |\n", th, lf, tf,
-                tf / lf, bw / 0.498, bw, lq, tq, tq / lq, bw / mt, bw / mq, tq * mt / bw, lq * mq / bw }'
+                tf / lf, bw / mf, bw, lq, tq, tq / lq, bw / mt, bw / mq, tq * mt / bw, lq * mq / bw }'
         [ -z "${BENCH_RECORD:-}" ] || python3 - "$bench_dir" "$build"/tformer $th "$lf" "$tf" "$lq" "$tq" "$bw" "$gb" "$new" "${llv:-?}" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
 import bench_record
 binary, th, lf, tf, lq, tq, bw = sys.argv[2], int(sys.argv[3]), *map(float, sys.argv[4:9])
-mt, mq = map(float, sys.argv[9].split())
+mf, mt, mq = map(float, sys.argv[9].split())
 work = f"GPT-2-124M greedy decoding, {sys.argv[10]} tokens"
 peer = f"llama.cpp (llama-cpp-python {sys.argv[11]} sdist)"
 bench_record.row("llama", work, th, tf, peer + " F32", lf, "tokens/s", "fp32", binary=binary, stream_gb_s=bw,
-                 of_limit=tf * 0.498 / bw, peer_of_limit=lf * 0.498 / bw)
+                 of_limit=tf * mf / bw, peer_of_limit=lf * mf / bw)
 bench_record.row("llama", work, th, tq, peer + " Q8_0", lq, "tokens/s", "int8", binary=binary, stream_gb_s=bw,
                  of_limit=tq * mt / bw, peer_of_limit=lq * mq / bw)
 PY

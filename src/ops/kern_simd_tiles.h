@@ -24,20 +24,6 @@ KT __attribute__((always_inline)) void axpy_block(float *y, const float *a, cons
     }
 }
 
-/* y (n) += a (k) B (k,n), rows ldb apart: 16 rows a pass where the vectors are
- * 16 wide (32 registers), else 8, so B streams in 16 rows at once and y's
- * traffic is a sixteenth of one axpy per row. 16 streams read memory faster
- * than 8: GPT-2-124M's float decoding on one Zen 4 core went from 40-42 to
- * 47-52 tokens/s with the head's twelve rows below; 24 spill and are slower. */
-KT void k_axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int64_t k, int64_t n) {
-    int64_t r = 0;
-    if (VW == 16)
-        for (; r + 16 <= k; r += 16) axpy_block(y, a + r, B + r * ldb, ldb, 16, n);
-    for (; r + 8 <= k; r += 8) axpy_block(y, a + r, B + r * ldb, ldb, 8, n);
-    for (; r + 4 <= k; r += 4) axpy_block(y, a + r, B + r * ldb, ldb, 4, n);
-    for (; r < k; r++) axpy_block(y, a + r, B + r * ldb, ldb, 1, n);
-}
-
 /* Y rows r0.. (AR of them; a partial block repeats nothing: rows < AR are
  * skipped), columns j0..j0+nv vectors (tail lanes in the last), += a_r B:
  * each element loaded from Y, then one FMA per k in order, then stored: the
@@ -90,16 +76,30 @@ KT __attribute__((always_inline)) void axpy_block_few(float *Y, int64_t ldy, con
         for (int q = 0; q < m; q++) axpy_block(Y + q * ldy + i, A + q * lda, B + i, ldb, rows, n - i);
 }
 
-/* k_axpy_rows' passes for m <= AXPY_FEW rows at once: B streams through in
- * whole row pieces, as for one row, rather than in the tile's columns. */
-KT void axpy_rows_few(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m, const float *B, int64_t ldb,
-                      int64_t k, int64_t n) {
+/* Y (m,n) += A (m,k) B (k,n) for m <= AXPY_FEW rows, rows ldb apart: 16 rows
+ * of B a pass where the vectors are 16 wide (32 registers), else 8, so B
+ * streams in whole row pieces, 16 rows at once, and Y's traffic is a sixteenth
+ * of one axpy per row. 16 streams read memory faster than 8: GPT-2-124M's
+ * float decoding on one Zen 4 core went from 40-42 to 47-52 tokens/s with the
+ * head's twelve rows below; 24 spill and are slower. One row (m 1, a constant
+ * where inlined: k_axpy_rows) keeps a pass's broadcasts in registers. */
+KT __attribute__((always_inline)) void axpy_rows_few(float *Y, int64_t ldy, const float *A, int64_t lda, int64_t m,
+                                                     const float *B, int64_t ldb, int64_t k, int64_t n) {
+#define PASS(R)                                                                                      \
+    (m == 1 ? axpy_block(Y, A + r, B + r * ldb, ldb, R, n)                                           \
+            : axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, R, n))
     int64_t r = 0;
     if (VW == 16)
-        for (; r + 16 <= k; r += 16) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 16, n);
-    for (; r + 8 <= k; r += 8) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 8, n);
-    for (; r + 4 <= k; r += 4) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 4, n);
-    for (; r < k; r++) axpy_block_few(Y, ldy, A + r, lda, (int)m, B + r * ldb, ldb, 1, n);
+        for (; r + 16 <= k; r += 16) PASS(16);
+    for (; r + 8 <= k; r += 8) PASS(8);
+    for (; r + 4 <= k; r += 4) PASS(4);
+    for (; r < k; r++) PASS(1);
+#undef PASS
+}
+
+/* y (n) += a (k) B (k,n), rows ldb apart (axpy_rows_few's passes). */
+KT void k_axpy_rows(float *y, const float *a, const float *B, int64_t ldb, int64_t k, int64_t n) {
+    axpy_rows_few(y, 0, a, 0, 1, B, ldb, k, n);
 }
 
 /* Y (m,n) += A (m,k) B (k,n), rows ldy, lda, ldb apart: each row's bits those

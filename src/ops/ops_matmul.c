@@ -99,13 +99,21 @@ static void gemv_chunk(float *C, const float *a, const float *B, int64_t N, int6
     }
 }
 
-static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb) {
-    const int par = N * K >= (1 << 18);
-    const int64_t nt = par ? tf_threads_free() : 1;
-    int64_t nc = nt; /* a multiple of the threads: equal shares */
+/* How gemv_acc cuts N columns of a (K,N) or (N,K) B: the chunks (returned) of *w columns
+ * each (the last fewer), a multiple of the threads when *par (equal shares), each of at most
+ * GEMV_MAX_CHUNK columns for (K,N). */
+static int64_t gemv_chunks(int64_t N, int64_t K, int tb, int *par, int64_t *w) {
+    *par = N * K >= (1 << 18);
+    const int64_t nt = *par ? tf_threads_free() : 1;
+    int64_t nc = nt;
     while (!tb && round16((N + nc - 1) / nc) > GEMV_MAX_CHUNK) nc += nt;
-    const int64_t w = round16((N + nc - 1) / nc);
-    nc = (N + w - 1) / w;
+    *w = round16((N + nc - 1) / nc);
+    return (N + *w - 1) / *w;
+}
+
+static void gemv_acc(float *C, const float *a, const float *B, int64_t N, int64_t K, int tb) {
+    int par;
+    int64_t w, nc = gemv_chunks(N, K, tb, &par, &w);
     TF_PARALLEL_FOR(par && nc > 1, c, nc, gemv_chunk(C, a, B, N, K, tb, c * w, (c + 1) * w < N ? (c + 1) * w : N));
 }
 
@@ -137,12 +145,8 @@ static void rows_acc(float *C, const float *A, const float *B, int64_t M, int64_
         return;
     }
     if (!tb && M <= 8) { /* a few rows (beams): B's rows in whole pieces, as gemv_acc cuts them */
-        const int par = N * K >= (1 << 18);
-        const int64_t nt = par ? tf_threads_free() : 1;
-        int64_t nc = nt;
-        while (round16((N + nc - 1) / nc) > GEMV_MAX_CHUNK) nc += nt;
-        const int64_t wc = round16((N + nc - 1) / nc);
-        nc = (N + wc - 1) / wc;
+        int par;
+        int64_t wc, nc = gemv_chunks(N, K, tb, &par, &wc);
         TF_PARALLEL_FOR(par && nc > 1, c, nc, int64_t j0 = c * wc;
                         kern->axpy_rows_m(C + j0, N, A, K, M, B + j0, N, K, ((c + 1) * wc < N ? (c + 1) * wc : N) - j0));
         return;
